@@ -1,0 +1,500 @@
+//! The service configuration: parsing, `${NAME}` substitution, defaults,
+//! validation and the redacted rendering served at `GET /v2/config`.
+//!
+//! The YAML is parsed with `serde-saphyr` into a private raw shape, then
+//! every string value has its `${NAME}` placeholders replaced from the
+//! environment map the caller passes in (this crate never reads the process
+//! environment), then the values are validated into [`Config`]. In
+//! `webHookTemplate`, placeholders named `summary` or `summary.<field>` belong
+//! to the webhook and are left for [`crate::summary::render_template`].
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::ident::validate_identifier;
+use crate::redact::{MASK, redact_data_source};
+use crate::template;
+
+/// Why a configuration was refused. Every variant names the property.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// The text is not valid YAML, or a property has the wrong type or an
+    /// unknown name. The message comes from the YAML parser and carries the
+    /// line and column.
+    #[error("invalid YAML: {0}")]
+    Yaml(String),
+    /// A required property is absent or empty.
+    #[error("property {0} is required")]
+    Missing(&'static str),
+    /// A `${NAME}` placeholder names an environment variable that is not set.
+    #[error("property {property}: environment variable {name} is not set")]
+    MissingEnvVar {
+        /// The property whose value holds the placeholder.
+        property: &'static str,
+        /// The variable name.
+        name: String,
+    },
+    /// A property has a value outside its allowed set.
+    #[error("property {property}: {reason}")]
+    Invalid {
+        /// The property.
+        property: &'static str,
+        /// What is wrong with the value.
+        reason: String,
+    },
+}
+
+/// The database kinds the service knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// Embedded SQLite: one database file per schema, attached by name.
+    Sqlite,
+    /// PostgreSQL and protocol-compatible engines: schema per tenant.
+    Postgres,
+    /// MySQL and MariaDB: database per tenant.
+    Mysql,
+    /// Microsoft SQL Server 2008 R2 and later.
+    SqlServer,
+}
+
+impl Driver {
+    /// The value of `driver` in the configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Sqlite => "sqlite",
+            Driver::Postgres => "postgres",
+            Driver::Mysql => "mysql",
+            Driver::SqlServer => "sqlserver",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Driver> {
+        [Driver::Sqlite, Driver::Postgres, Driver::Mysql, Driver::SqlServer]
+            .into_iter()
+            .find(|driver| driver.name() == text)
+    }
+
+    /// The tenant insert statement used when `tenantInsertSQL` is not set;
+    /// it binds the tenant name as its one parameter.
+    pub fn default_tenant_insert_sql(self) -> &'static str {
+        match self {
+            Driver::Sqlite | Driver::Postgres => "insert into svc.svc_tenants (name) values ($1)",
+            Driver::Mysql => "insert into svc.svc_tenants (name) values (?)",
+            Driver::SqlServer => "insert into svc.svc_tenants (name) values (@P1)",
+        }
+    }
+}
+
+/// The tenant select statement used when `tenantSelectSQL` is not set.
+pub const DEFAULT_TENANT_SELECT_SQL: &str = "select name from svc.svc_tenants";
+/// The schema placeholder used when `schemaPlaceHolder` is not set.
+pub const DEFAULT_SCHEMA_PLACEHOLDER: &str = "{schema}";
+/// The listen port used when `port` is not set.
+pub const DEFAULT_PORT: u16 = 8080;
+
+/// Log filter levels of the `logLevel` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Everything down to debug messages.
+    Debug,
+    /// Informational messages and above (the default).
+    Info,
+    /// Errors only.
+    Error,
+    /// Only messages that precede a crash; shown as errors.
+    Panic,
+}
+
+impl LogLevel {
+    /// The value as written in the configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "DEBUG",
+            LogLevel::Info => "INFO",
+            LogLevel::Error => "ERROR",
+            LogLevel::Panic => "PANIC",
+        }
+    }
+
+    fn parse(text: &str) -> Option<LogLevel> {
+        [LogLevel::Debug, LogLevel::Info, LogLevel::Error, LogLevel::Panic]
+            .into_iter()
+            .find(|level| level.name().eq_ignore_ascii_case(text))
+    }
+}
+
+/// One extra header of the webhook request, from `webHookHeaders`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name, as written.
+    pub name: String,
+    /// Header value; a secret, never served or logged.
+    pub value: String,
+}
+
+/// A validated configuration with every default applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Where migrations are stored: a local path, `s3://…` or a blob URL.
+    pub base_location: String,
+    /// The database kind.
+    pub driver: Driver,
+    /// Connection string; may hold a password, see [`Config::render_redacted`].
+    pub data_source: String,
+    /// Statement returning tenant names.
+    pub tenant_select_sql: String,
+    /// Statement inserting a tenant, taking its name as one parameter.
+    pub tenant_insert_sql: String,
+    /// True when the user set neither tenant statement, so the service
+    /// creates and uses its own `svc.svc_tenants` table.
+    pub default_tenant_table: bool,
+    /// Placeholder replaced in SQL by the current schema.
+    pub schema_placeholder: String,
+    /// Single-schema migration directories.
+    pub single_migrations: Vec<String>,
+    /// Tenant migration directories.
+    pub tenant_migrations: Vec<String>,
+    /// Single-schema script directories.
+    pub single_scripts: Vec<String>,
+    /// Tenant script directories.
+    pub tenant_scripts: Vec<String>,
+    /// Listen port.
+    pub port: u16,
+    /// Prefix of every route: `/` or `/segment…` without a trailing slash.
+    pub path_prefix: String,
+    /// Webhook target.
+    pub web_hook_url: Option<String>,
+    /// Webhook payload template.
+    pub web_hook_template: Option<String>,
+    /// Extra webhook headers.
+    pub web_hook_headers: Vec<Header>,
+    /// Log filter.
+    pub log_level: LogLevel,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PortValue {
+    Number(i64),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawConfig {
+    base_location: Option<String>,
+    driver: Option<String>,
+    data_source: Option<String>,
+    #[serde(rename = "tenantSelectSQL")]
+    tenant_select_sql: Option<String>,
+    #[serde(rename = "tenantInsertSQL")]
+    tenant_insert_sql: Option<String>,
+    schema_place_holder: Option<String>,
+    single_migrations: Option<Vec<String>>,
+    tenant_migrations: Option<Vec<String>>,
+    single_scripts: Option<Vec<String>>,
+    tenant_scripts: Option<Vec<String>>,
+    port: Option<PortValue>,
+    path_prefix: Option<String>,
+    #[serde(rename = "webHookURL")]
+    web_hook_url: Option<String>,
+    web_hook_template: Option<String>,
+    web_hook_headers: Option<Vec<String>>,
+    log_level: Option<String>,
+}
+
+/// Substitutes `${NAME}` from `env` in the values of one property.
+struct Substituter<'a> {
+    env: &'a BTreeMap<String, String>,
+}
+
+impl Substituter<'_> {
+    fn text(&self, property: &'static str, value: String) -> Result<String, ConfigError> {
+        self.expand(property, value, false)
+    }
+
+    fn template(&self, property: &'static str, value: String) -> Result<String, ConfigError> {
+        self.expand(property, value, true)
+    }
+
+    fn expand(&self, property: &'static str, value: String, keep_summary: bool) -> Result<String, ConfigError> {
+        if !value.contains("${") {
+            return Ok(value);
+        }
+        template::substitute(&value, |name| {
+            if keep_summary && (name == "summary" || name.starts_with("summary.")) {
+                return Ok(None);
+            }
+            if name.contains('.') {
+                return Ok(None);
+            }
+            match self.env.get(name) {
+                Some(found) => Ok(Some(found.clone())),
+                None => Err(ConfigError::MissingEnvVar { property, name: name.to_string() }),
+            }
+        })
+    }
+
+    fn optional(&self, property: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
+        value.map(|v| self.text(property, v)).transpose()
+    }
+
+    fn list(&self, property: &'static str, value: Option<Vec<String>>) -> Result<Vec<String>, ConfigError> {
+        value.unwrap_or_default().into_iter().map(|v| self.text(property, v)).collect()
+    }
+}
+
+impl Config {
+    /// Parses `yaml`, substituting `${NAME}` from `env`, applying defaults
+    /// and validating every property.
+    pub fn parse(yaml: &str, env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| ConfigError::Yaml(one_line(&e.to_string())))?;
+        let sub = Substituter { env };
+
+        let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;
+        let driver_text = required("driver", sub.optional("driver", raw.driver)?)?;
+        let driver = Driver::parse(&driver_text).ok_or_else(|| ConfigError::Invalid {
+            property: "driver",
+            reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
+        })?;
+        let data_source = required("dataSource", sub.optional("dataSource", raw.data_source)?)?;
+
+        let tenant_select = sub.optional("tenantSelectSQL", raw.tenant_select_sql)?.filter(|s| !s.trim().is_empty());
+        let tenant_insert = sub.optional("tenantInsertSQL", raw.tenant_insert_sql)?.filter(|s| !s.trim().is_empty());
+        let default_tenant_table = tenant_select.is_none() && tenant_insert.is_none();
+
+        let schema_placeholder = sub
+            .optional("schemaPlaceHolder", raw.schema_place_holder)?
+            .unwrap_or_else(|| DEFAULT_SCHEMA_PLACEHOLDER.to_string());
+        if schema_placeholder.is_empty() {
+            return Err(invalid("schemaPlaceHolder", "must not be empty"));
+        }
+
+        let single_migrations = sub.list("singleMigrations", raw.single_migrations)?;
+        if single_migrations.is_empty() {
+            return Err(ConfigError::Missing("singleMigrations"));
+        }
+        let tenant_migrations = sub.list("tenantMigrations", raw.tenant_migrations)?;
+        let single_scripts = sub.list("singleScripts", raw.single_scripts)?;
+        let tenant_scripts = sub.list("tenantScripts", raw.tenant_scripts)?;
+        validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
+
+        let port = match raw.port {
+            None => DEFAULT_PORT,
+            Some(PortValue::Number(n)) => port_number("port", n)?,
+            Some(PortValue::Text(text)) => {
+                let text = sub.text("port", text)?;
+                let n = text
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| invalid("port", format!("{text:?} is not a number")))?;
+                port_number("port", n)?
+            }
+        };
+
+        let path_prefix = normalize_path_prefix(&sub.optional("pathPrefix", raw.path_prefix)?.unwrap_or_default())?;
+
+        let web_hook_url = sub.optional("webHookURL", raw.web_hook_url)?.filter(|s| !s.trim().is_empty());
+        if let Some(url) = &web_hook_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(invalid("webHookURL", format!("{url:?} is not an http:// or https:// URL")));
+        }
+        let web_hook_template = raw.web_hook_template.map(|t| sub.template("webHookTemplate", t)).transpose()?;
+        if let Some(template) = &web_hook_template {
+            crate::summary::validate_template(template).map_err(|reason| invalid("webHookTemplate", reason))?;
+        }
+        let web_hook_headers = sub
+            .list("webHookHeaders", raw.web_hook_headers)?
+            .iter()
+            .enumerate()
+            .map(|(index, line)| parse_header(index, line))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let log_level = match sub.optional("logLevel", raw.log_level)? {
+            None => LogLevel::Info,
+            Some(text) => LogLevel::parse(&text).ok_or_else(|| {
+                invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC"))
+            })?,
+        };
+
+        Ok(Config {
+            base_location,
+            driver,
+            data_source,
+            tenant_select_sql: tenant_select.unwrap_or_else(|| DEFAULT_TENANT_SELECT_SQL.to_string()),
+            tenant_insert_sql: tenant_insert.unwrap_or_else(|| driver.default_tenant_insert_sql().to_string()),
+            default_tenant_table,
+            schema_placeholder,
+            single_migrations,
+            tenant_migrations,
+            single_scripts,
+            tenant_scripts,
+            port,
+            path_prefix,
+            web_hook_url,
+            web_hook_template,
+            web_hook_headers,
+            log_level,
+        })
+    }
+
+    /// The effective configuration as YAML, with the password of
+    /// `dataSource` and every `webHookHeaders` value shown as `***`.
+    pub fn render_redacted(&self) -> String {
+        let view = RedactedView {
+            base_location: &self.base_location,
+            driver: self.driver.name(),
+            data_source: redact_data_source(&self.data_source),
+            tenant_select_sql: &self.tenant_select_sql,
+            tenant_insert_sql: &self.tenant_insert_sql,
+            schema_place_holder: &self.schema_placeholder,
+            single_migrations: &self.single_migrations,
+            tenant_migrations: &self.tenant_migrations,
+            single_scripts: &self.single_scripts,
+            tenant_scripts: &self.tenant_scripts,
+            port: self.port,
+            path_prefix: &self.path_prefix,
+            web_hook_url: self.web_hook_url.as_deref(),
+            web_hook_template: self.web_hook_template.as_deref(),
+            web_hook_headers: self.web_hook_headers.iter().map(|h| format!("{}: {MASK}", h.name)).collect(),
+            log_level: self.log_level.name(),
+        };
+        serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
+    }
+
+    /// Every configured directory with the type of migration it holds, in
+    /// configuration order.
+    pub fn directories(&self) -> impl Iterator<Item = (&str, crate::MigrationType)> {
+        use crate::MigrationType::*;
+        [
+            (&self.single_migrations, SingleMigration),
+            (&self.tenant_migrations, TenantMigration),
+            (&self.single_scripts, SingleScript),
+            (&self.tenant_scripts, TenantScript),
+        ]
+        .into_iter()
+        .flat_map(|(dirs, kind)| dirs.iter().map(move |d| (d.as_str(), kind)))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RedactedView<'a> {
+    base_location: &'a str,
+    driver: &'a str,
+    data_source: String,
+    #[serde(rename = "tenantSelectSQL")]
+    tenant_select_sql: &'a str,
+    #[serde(rename = "tenantInsertSQL")]
+    tenant_insert_sql: &'a str,
+    schema_place_holder: &'a str,
+    single_migrations: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tenant_migrations: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    single_scripts: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tenant_scripts: &'a [String],
+    port: u16,
+    path_prefix: &'a str,
+    #[serde(rename = "webHookURL", skip_serializing_if = "Option::is_none")]
+    web_hook_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    web_hook_template: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    web_hook_headers: Vec<String>,
+    log_level: &'a str,
+}
+
+fn required(property: &'static str, value: Option<String>) -> Result<String, ConfigError> {
+    value.filter(|v| !v.trim().is_empty()).ok_or(ConfigError::Missing(property))
+}
+
+fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { property, reason: reason.into() }
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn port_number(property: &'static str, n: i64) -> Result<u16, ConfigError> {
+    u16::try_from(n)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| invalid(property, format!("{n} is not a port number (1-65535)")))
+}
+
+/// `""`, `/` → `/`; `api`, `/api/` → `/api`.
+fn normalize_path_prefix(text: &str) -> Result<String, ConfigError> {
+    let trimmed = text.trim().trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok("/".to_string());
+    }
+    if trimmed.split('/').any(|segment| segment.is_empty() || segment == "." || segment == "..")
+        || trimmed.chars().any(|c| c.is_whitespace() || matches!(c, '?' | '#' | '{' | '}' | '*' | ':'))
+    {
+        return Err(invalid("pathPrefix", format!("{text:?} is not a plain URL path")));
+    }
+    Ok(format!("/{trimmed}"))
+}
+
+fn validate_directories(
+    single_migrations: &[String],
+    tenant_migrations: &[String],
+    single_scripts: &[String],
+    tenant_scripts: &[String],
+) -> Result<(), ConfigError> {
+    let mut seen = HashSet::new();
+    let lists: [(&'static str, &[String]); 4] = [
+        ("singleMigrations", single_migrations),
+        ("tenantMigrations", tenant_migrations),
+        ("singleScripts", single_scripts),
+        ("tenantScripts", tenant_scripts),
+    ];
+    for (property, dirs) in lists {
+        for dir in dirs {
+            let bad = dir.is_empty()
+                || dir.starts_with('/')
+                || dir.ends_with('/')
+                || dir.contains('\\')
+                || dir.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+            if bad {
+                return Err(invalid(property, format!("{dir:?} is not a relative directory below baseLocation")));
+            }
+            if !seen.insert(dir.as_str()) {
+                return Err(invalid(property, format!("directory {dir:?} is configured more than once")));
+            }
+            if property.starts_with("single") {
+                let schema = dir.rsplit('/').next().unwrap_or(dir);
+                validate_identifier(schema)
+                    .map_err(|e| invalid(property, format!("schema of directory {dir:?}: {e}")))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses one `Name: value` line. Errors never quote the line: it may be a secret.
+fn parse_header(index: usize, line: &str) -> Result<Header, ConfigError> {
+    let Some((name, value)) = line.split_once(':') else {
+        return Err(invalid("webHookHeaders", format!("entry {} is not \"Name: value\"", index + 1)));
+    };
+    let name = name.trim();
+    let valid_name = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid_name {
+        return Err(invalid("webHookHeaders", format!("{name:?} is not a valid header name")));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(invalid("webHookHeaders", format!("value of header {name} contains a line break")));
+    }
+    Ok(Header { name: name.to_string(), value: value.to_string() })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+const FULL: &str = include_str!("../../../tests/data/config/full.yaml");
+const MINIMAL: &str = include_str!("../../../tests/data/config/minimal.yaml");
+const UNKNOWN: &str = include_str!("../../../tests/data/config/unknown-property.yaml");
+const BAD_YAML: &str = include_str!("../../../tests/data/config/bad-yaml.yaml");
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn full_env() -> BTreeMap<String, String> {
+    env(&[
+        ("MIGRATIONS", "/srv/m"),
+        ("DB_PASSWORD", "pa55word"),
+        ("HOOK_ID", "T01"),
+        ("STAGE", "prod"),
+        ("HOOK_AUTH", "c2VjcmV0"),
+    ])
+}
+
+#[test]
+fn parses_every_property_with_substitution() {
+    let config = Config::parse(FULL, &full_env()).unwrap();
+    assert_eq!(config.base_location, "/srv/m/base");
+    assert_eq!(config.driver, Driver::Postgres);
+    assert_eq!(config.data_source, "user=svc password=pa55word dbname=svc host=127.0.0.1 port=5432 sslmode=disable");
+    assert_eq!(config.tenant_select_sql, "select name from public.tenants");
+    assert_eq!(config.tenant_insert_sql, "insert into public.tenants (name, created) values ($1, now())");
+    assert!(!config.default_tenant_table);
+    assert_eq!(config.schema_placeholder, ":tenant");
+    assert_eq!(config.single_migrations, ["ref", "config"]);
+    assert_eq!(config.tenant_migrations, ["tenants"]);
+    assert_eq!(config.single_scripts, ["config-scripts"]);
+    assert_eq!(config.tenant_scripts, ["tenants-scripts"]);
+    assert_eq!(config.port, 8181);
+    assert_eq!(config.path_prefix, "/migrations");
+    assert_eq!(config.web_hook_url.as_deref(), Some("https://hooks.example.com/services/T01"));
+    assert_eq!(
+        config.web_hook_template.as_deref(),
+        Some(r#"{"text": "New version ${summary.versionId}: ${summary}", "env": "prod"}"#)
+    );
+    assert_eq!(
+        config.web_hook_headers,
+        vec![
+            Header { name: "Authorization".into(), value: "Basic c2VjcmV0".into() },
+            Header { name: "Content-Type".into(), value: "application/json; charset=utf-8".into() },
+            Header { name: "X-Custom-Header".into(), value: "value1,value2".into() },
+        ]
+    );
+    assert_eq!(config.log_level, LogLevel::Debug);
+}
+
+#[test]
+fn applies_defaults() {
+    let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
+    assert_eq!(config.tenant_select_sql, "select name from svc.svc_tenants");
+    assert_eq!(config.tenant_insert_sql, "insert into svc.svc_tenants (name) values ($1)");
+    assert!(config.default_tenant_table);
+    assert_eq!(config.schema_placeholder, "{schema}");
+    assert!(config.tenant_migrations.is_empty() && config.single_scripts.is_empty() && config.tenant_scripts.is_empty());
+    assert_eq!(config.port, 8080);
+    assert_eq!(config.path_prefix, "/");
+    assert_eq!(config.web_hook_url, None);
+    assert_eq!(config.log_level, LogLevel::Info);
+}
+
+#[test]
+fn missing_env_var_is_an_error_naming_it_and_the_property() {
+    let mut env = full_env();
+    env.remove("DB_PASSWORD");
+    let err = Config::parse(FULL, &env).unwrap_err();
+    assert_eq!(err, ConfigError::MissingEnvVar { property: "dataSource", name: "DB_PASSWORD".into() });
+    assert_eq!(err.to_string(), "property dataSource: environment variable DB_PASSWORD is not set");
+}
+
+#[test]
+fn port_may_come_from_the_environment() {
+    let yaml = format!("{MINIMAL}port: ${{PORT}}\n");
+    assert_eq!(Config::parse(&yaml, &env(&[("PORT", "9001")])).unwrap().port, 9001);
+    let err = Config::parse(&yaml, &env(&[("PORT", "http")])).unwrap_err();
+    assert_eq!(err.to_string(), "property port: \"http\" is not a number");
+    let err = Config::parse(&format!("{MINIMAL}port: 70000\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(err.to_string(), "property port: 70000 is not a port number (1-65535)");
+}
+
+#[test]
+fn unknown_property_is_refused_with_its_name() {
+    let err = Config::parse(UNKNOWN, &BTreeMap::new()).unwrap_err();
+    let ConfigError::Yaml(message) = &err else { panic!("{err:?}") };
+    assert!(message.contains("tenantMigration"), "{message}");
+    assert!(!message.contains('\n'));
+}
+
+#[test]
+fn bad_yaml_is_refused_with_a_location() {
+    let err = Config::parse(BAD_YAML, &BTreeMap::new()).unwrap_err();
+    let ConfigError::Yaml(message) = &err else { panic!("{err:?}") };
+    assert!(message.contains("line"), "{message}");
+    assert!(Config::parse("", &BTreeMap::new()).is_err());
+    assert!(Config::parse("- a\n- b\n", &BTreeMap::new()).is_err());
+}
+
+#[test]
+fn required_properties_are_named() {
+    for (property, yaml) in [
+        ("baseLocation", "driver: sqlite\ndataSource: x\nsingleMigrations: [a]\n"),
+        ("driver", "baseLocation: m\ndataSource: x\nsingleMigrations: [a]\n"),
+        ("dataSource", "baseLocation: m\ndriver: sqlite\nsingleMigrations: [a]\n"),
+        ("singleMigrations", "baseLocation: m\ndriver: sqlite\ndataSource: x\n"),
+        ("singleMigrations", "baseLocation: m\ndriver: sqlite\ndataSource: x\nsingleMigrations: []\n"),
+    ] {
+        assert_eq!(Config::parse(yaml, &BTreeMap::new()), Err(ConfigError::Missing(property)), "{yaml}");
+    }
+}
+
+#[test]
+fn invalid_values_are_named() {
+    let cases = [
+        ("driver: oracle", "driver"),
+        ("logLevel: TRACE", "logLevel"),
+        ("pathPrefix: /a b", "pathPrefix"),
+        ("webHookURL: ftp://x", "webHookURL"),
+        ("webHookTemplate: '${summary.nope}'", "webHookTemplate"),
+        ("webHookHeaders: ['Authorization Bearer s3cret']", "webHookHeaders"),
+        ("tenantMigrations: [public]", "tenantMigrations"),
+        ("singleScripts: ['../etc']", "singleScripts"),
+    ];
+    for (line, property) in cases {
+        let yaml = MINIMAL.replace("driver: sqlite\n", "").to_string() + "driver: sqlite\n";
+        let yaml = if line.starts_with("driver") { yaml.replace("driver: sqlite\n", &format!("{line}\n")) } else { format!("{yaml}{line}\n") };
+        match Config::parse(&yaml, &BTreeMap::new()) {
+            Err(ConfigError::Invalid { property: named, reason }) => {
+                assert_eq!(named, property, "{line}: {reason}");
+                assert!(!reason.contains("s3cret"), "secret leaked: {reason}");
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn single_directory_schema_must_be_an_identifier() {
+    let yaml = MINIMAL.replace("  - public", "  - \"a;drop\"");
+    assert!(matches!(
+        Config::parse(&yaml, &BTreeMap::new()),
+        Err(ConfigError::Invalid { property: "singleMigrations", .. })
+    ));
+    let nested = MINIMAL.replace("  - public", "  - schemas/public");
+    assert_eq!(Config::parse(&nested, &BTreeMap::new()).unwrap().single_migrations, ["schemas/public"]);
+}
+
+#[test]
+fn redacted_rendering_hides_secrets_and_round_trips() {
+    let config = Config::parse(FULL, &full_env()).unwrap();
+    let yaml = config.render_redacted();
+    assert!(!yaml.contains("pa55word"), "{yaml}");
+    assert!(!yaml.contains("c2VjcmV0"), "{yaml}");
+    assert!(!yaml.contains("value1"), "{yaml}");
+    assert!(yaml.contains("password=***"), "{yaml}");
+    assert!(yaml.contains("Authorization: ***"), "{yaml}");
+    let reparsed = Config::parse(&yaml, &BTreeMap::new()).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(reparsed.base_location, config.base_location);
+    assert_eq!(reparsed.port, 8181);
+    assert_eq!(reparsed.path_prefix, "/migrations");
+    assert_eq!(reparsed.single_migrations, config.single_migrations);
+    assert_eq!(reparsed.web_hook_template, config.web_hook_template);
+    assert_eq!(reparsed.web_hook_headers.len(), 3);
+    assert_eq!(reparsed.web_hook_headers[0].value, "***");
+}

@@ -1,0 +1,110 @@
+//! Schema and tenant identifiers: what is accepted, and how it is quoted.
+//!
+//! A name is accepted when it has 1 to 63 characters, each an ASCII letter,
+//! digit, `_` or `-` (63 is PostgreSQL's identifier limit). Validation comes
+//! first; the drivers then still quote every name they put into SQL, so that
+//! a name like `tenant-1` or a reserved word works and nothing is ever
+//! spliced raw.
+
+use thiserror::Error;
+
+/// The longest accepted identifier, in characters.
+pub const MAX_IDENTIFIER_LEN: usize = 63;
+
+/// Why a schema or tenant name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum IdentError {
+    /// The name is the empty string.
+    #[error("name is empty")]
+    Empty,
+    /// The name is longer than [`MAX_IDENTIFIER_LEN`] characters.
+    #[error("name {name:?} is longer than {MAX_IDENTIFIER_LEN} characters")]
+    TooLong {
+        /// The refused name.
+        name: String,
+    },
+    /// The name contains a character outside `[A-Za-z0-9_-]`.
+    #[error("name {name:?} contains {found:?}; only letters, digits, '_' and '-' are allowed")]
+    InvalidCharacter {
+        /// The refused name.
+        name: String,
+        /// The first offending character.
+        found: char,
+    },
+}
+
+/// Checks that `name` may be used as a schema or tenant name.
+pub fn validate_identifier(name: &str) -> Result<(), IdentError> {
+    if name.is_empty() {
+        return Err(IdentError::Empty);
+    }
+    if let Some(found) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(IdentError::InvalidCharacter { name: name.to_string(), found });
+    }
+    if name.len() > MAX_IDENTIFIER_LEN {
+        return Err(IdentError::TooLong { name: name.to_string() });
+    }
+    Ok(())
+}
+
+/// Quotes an identifier the ANSI way (PostgreSQL, SQLite): `"name"`, with any
+/// embedded `"` doubled. Callers validate first; quoting is the second fence.
+pub fn quote_ansi(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Quotes an identifier for MySQL and MariaDB: `` `name` ``, with any
+/// embedded backtick doubled.
+pub fn quote_mysql(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// Quotes an identifier for SQL Server: `[name]`, with any embedded `]`
+/// doubled.
+pub fn quote_sqlserver(name: &str) -> String {
+    format!("[{}]", name.replace(']', "]]"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_documented_set() {
+        for ok in ["a", "tenant_1", "Tenant-2", "0abc", &"x".repeat(63)] {
+            assert_eq!(validate_identifier(ok), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_everything_else_with_a_reason() {
+        assert_eq!(validate_identifier(""), Err(IdentError::Empty));
+        assert_eq!(
+            validate_identifier(&"x".repeat(64)),
+            Err(IdentError::TooLong { name: "x".repeat(64) })
+        );
+        let hostile = "a\"; drop table svc.svc_versions; --";
+        assert_eq!(
+            validate_identifier(hostile),
+            Err(IdentError::InvalidCharacter { name: hostile.into(), found: '"' })
+        );
+        for bad in ["a b", "a.b", "é", "a\0", "a`b", "a]b", "a'b"] {
+            assert!(validate_identifier(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            validate_identifier("a'b").unwrap_err().to_string(),
+            "name \"a'b\" contains '\\''; only letters, digits, '_' and '-' are allowed"
+        );
+    }
+
+    #[test]
+    fn quotes_per_dialect() {
+        assert_eq!(quote_ansi("t-1"), "\"t-1\"");
+        assert_eq!(quote_ansi("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_mysql("a`b"), "`a``b`");
+        assert_eq!(quote_sqlserver("a]b"), "[a]]b]");
+    }
+}

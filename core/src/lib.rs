@@ -1,0 +1,40 @@
+//! Strata's core: every decision of the migration service, and none of its I/O.
+//!
+//! # Contract
+//!
+//! This crate performs no I/O of any kind. It does not open files or sockets,
+//! read the clock, read environment variables, spawn threads or draw random
+//! numbers. Everything it needs from the outside world enters as an argument:
+//! the YAML text of a configuration and the environment as a map, migration
+//! files as `(directory, file name, bytes)`, the rows already recorded in the
+//! database, the tenant list, the start time and duration of an operation.
+//! Everything it decides leaves as a value: a validated [`config::Config`], an
+//! ordered [`plan::Plan`] with its diagnostics, a rendered webhook payload.
+//!
+//! The shells (`strata-server`, and later the WebAssembly bindings) read,
+//! hand the data to this crate, and execute what it returns. Because of the
+//! contract the crate builds for `wasm32-unknown-unknown`, and every function
+//! in it is deterministic: the same input always gives the same output.
+//!
+//! # Modules
+//!
+//! - [`config`]: the service's YAML configuration, `${NAME}` substitution and
+//!   the redacted rendering served at `GET /v2/config`.
+//! - [`source`]: source migrations (name, type, file, checksum) and their order.
+//! - [`plan`]: the planner: which migration runs in which schema, or is only
+//!   recorded, plus drift and out-of-order diagnostics.
+//! - [`summary`]: the summary of an operation and the webhook payload.
+//! - [`ident`]: validation and quoting of schema and tenant identifiers.
+//! - [`redact`]: hiding secrets in connection strings.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod ident;
+pub mod plan;
+pub mod redact;
+pub mod source;
+pub mod summary;
+mod template;
+
+pub use source::MigrationType;

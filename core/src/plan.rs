@@ -1,0 +1,377 @@
+//! The planner: a pure function from what is in the source, what the
+//! database has recorded, the tenants and the request, to the ordered list
+//! of steps the shell executes, plus the diagnostics it reports.
+//!
+//! Apply, Sync, dry runs, `createVersion` and `createTenant` all go through
+//! [`plan`]; the shells never decide which migration runs where.
+//!
+//! Rules:
+//! - A migration is pending for a schema when no row for the same `file` and
+//!   schema is recorded. Scripts are pending on every run.
+//! - Single kinds run in the schema named by their directory, tenant kinds in
+//!   every targeted tenant, migration-major: all tenants get migration 1
+//!   before any gets migration 2.
+//! - **Drift**: a recorded migration (not a script) whose source checksum
+//!   changed. Apply refuses to plan while there is drift and lists every
+//!   drifted file; Sync plans, and never re-records a drifted file (it is
+//!   recorded already).
+//! - **Out of order**: a pending migration whose name sorts before one
+//!   already recorded in the same schema. It is planned (as the peer does)
+//!   and reported.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use thiserror::Error;
+
+use crate::ident::{IdentError, validate_identifier};
+use crate::source::{MigrationType, SourceMigration};
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Execute pending migrations and record them.
+    Apply,
+    /// Record pending migrations without executing them.
+    Sync,
+}
+
+/// Which schemas an operation covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `createVersion`: every single schema and every existing tenant.
+    AllSchemas,
+    /// `createTenant`: only the tenant kinds, only in this new tenant.
+    NewTenant(String),
+}
+
+/// A migration already recorded in the database (one `svc_migrations` row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedMigration {
+    /// The source file identity, `source_dir/name`.
+    pub file: String,
+    /// File name, used for out-of-order detection.
+    pub name: String,
+    /// Schema it was applied to.
+    pub schema: String,
+    /// Kind it was recorded as.
+    pub migration_type: MigrationType,
+    /// Checksum recorded when it was applied.
+    pub checksum: String,
+}
+
+/// Everything the planner looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    /// Source migrations in application order ([`crate::source::source_migrations`]).
+    pub sources: &'a [SourceMigration],
+    /// Rows already recorded.
+    pub applied: &'a [AppliedMigration],
+    /// Existing tenants, in the order the tenant statement returned them.
+    pub tenants: &'a [String],
+    /// Which schemas to cover.
+    pub target: &'a Target,
+    /// Apply or Sync.
+    pub action: Action,
+}
+
+/// One unit of work: a migration in a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Index into [`PlanInput::sources`].
+    pub migration: u32,
+    /// Index into [`Plan::schemas`].
+    pub schema: u32,
+    /// False for Sync: record only.
+    pub execute: bool,
+}
+
+/// How many of each kind the plan applies; the counting fields of the
+/// operation's Summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Tenants the operation covers (all tenants, or the one new tenant).
+    pub tenants: u64,
+    /// Single-schema migrations in the plan.
+    pub single_migrations: u64,
+    /// Distinct tenant migration files in the plan.
+    pub tenant_migrations: u64,
+    /// Tenant migration steps over all tenants.
+    pub tenant_migrations_total: u64,
+    /// Single-schema scripts in the plan.
+    pub single_scripts: u64,
+    /// Distinct tenant script files in the plan.
+    pub tenant_scripts: u64,
+    /// Tenant script steps over all tenants.
+    pub tenant_scripts_total: u64,
+}
+
+impl Counts {
+    /// `single_migrations + tenant_migrations_total`.
+    pub fn migrations_grand_total(&self) -> u64 {
+        self.single_migrations + self.tenant_migrations_total
+    }
+
+    /// `single_scripts + tenant_scripts_total`.
+    pub fn scripts_grand_total(&self) -> u64 {
+        self.single_scripts + self.tenant_scripts_total
+    }
+}
+
+/// A recorded migration whose source file changed since it was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// The source file.
+    pub file: String,
+    /// Checksum of the file now.
+    pub source_checksum: String,
+    /// Distinct checksums recorded for it, sorted.
+    pub recorded_checksums: Vec<String>,
+    /// Schemas where it was recorded, sorted.
+    pub schemas: Vec<String>,
+}
+
+/// A pending migration that sorts before one already applied in its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfOrder {
+    /// The pending file.
+    pub file: String,
+    /// The schema.
+    pub schema: String,
+    /// The greatest name already recorded in that schema.
+    pub after: String,
+}
+
+/// What the planner noticed besides the steps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// Drifted files (only under Sync; Apply refuses instead).
+    pub drift: Vec<Drift>,
+    /// Out-of-order migrations, in plan order.
+    pub out_of_order: Vec<OutOfOrder>,
+}
+
+/// The result of planning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Every schema the plan touches, in first-use order.
+    pub schemas: Vec<String>,
+    /// The steps, in execution order.
+    pub steps: Vec<Step>,
+    /// Counts for the Summary.
+    pub counts: Counts,
+    /// Drift and out-of-order reports.
+    pub diagnostics: Diagnostics,
+    /// For [`Target::NewTenant`]: the tenant to create before the steps.
+    pub new_tenant: Option<String>,
+}
+
+impl Plan {
+    /// The schema a step runs in.
+    pub fn schema_of(&self, step: &Step) -> &str {
+        &self.schemas[step.schema as usize]
+    }
+
+    /// True when executing the plan would change nothing: no steps and no
+    /// tenant to create. Such an operation creates no version.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty() && self.new_tenant.is_none()
+    }
+}
+
+/// Why no plan could be made.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PlanError {
+    /// Apply with drifted files; every one is listed.
+    #[error("{} applied migration(s) changed since they were applied: {}", .0.len(), drift_files(.0))]
+    Drift(Vec<Drift>),
+    /// The new tenant's name is not a valid identifier.
+    #[error("invalid tenant name: {0}")]
+    InvalidTenantName(IdentError),
+    /// The new tenant exists already.
+    #[error("tenant {0:?} already exists")]
+    TenantExists(String),
+    /// The tenant statement returned a name that is not a valid identifier;
+    /// nothing is run against it.
+    #[error("tenant list holds an invalid name: {0}")]
+    InvalidExistingTenant(IdentError),
+    /// More steps or schemas than a plan can index.
+    #[error("plan too large: more than {} steps", u32::MAX)]
+    TooLarge,
+}
+
+fn drift_files(drift: &[Drift]) -> String {
+    drift.iter().map(|d| d.file.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Plans an operation. See the module documentation for the rules.
+pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
+    let drift = find_drift(input.sources, input.applied);
+    if input.action == Action::Apply && !drift.is_empty() {
+        return Err(PlanError::Drift(drift));
+    }
+
+    let (tenants, new_tenant): (Vec<&str>, Option<String>) = match input.target {
+        Target::AllSchemas => {
+            for tenant in input.tenants {
+                validate_identifier(tenant).map_err(PlanError::InvalidExistingTenant)?;
+            }
+            (input.tenants.iter().map(String::as_str).collect(), None)
+        }
+        Target::NewTenant(name) => {
+            validate_identifier(name).map_err(PlanError::InvalidTenantName)?;
+            if input.tenants.iter().any(|t| t == name) {
+                return Err(PlanError::TenantExists(name.clone()));
+            }
+            (vec![name.as_str()], Some(name.clone()))
+        }
+    };
+    let include_single = matches!(input.target, Target::AllSchemas);
+
+    let recorded = RecordedIndex::new(input.applied);
+    let mut schemas = SchemaTable::default();
+    let mut steps = Vec::new();
+    let mut counts = Counts { tenants: tenants.len() as u64, ..Counts::default() };
+    let mut out_of_order = Vec::new();
+    let execute = input.action == Action::Apply;
+
+    for (index, migration) in input.sources.iter().enumerate() {
+        let migration_index = u32::try_from(index).map_err(|_| PlanError::TooLarge)?;
+        let script = migration.migration_type.is_script();
+        let targets: Vec<&str> = match migration.single_schema() {
+            Some(schema) if include_single => vec![schema],
+            Some(_) => continue,
+            None => tenants.clone(),
+        };
+        let mut planned_here = 0u64;
+        for schema in targets {
+            if !script && recorded.contains(&migration.file, schema) {
+                continue;
+            }
+            if !script
+                && let Some(greatest) = recorded.greatest_name(schema)
+                && migration.name.as_str() < greatest
+            {
+                out_of_order.push(OutOfOrder {
+                    file: migration.file.clone(),
+                    schema: schema.to_string(),
+                    after: greatest.to_string(),
+                });
+            }
+            let schema_index = schemas.index(schema)?;
+            steps.push(Step { migration: migration_index, schema: schema_index, execute });
+            planned_here += 1;
+        }
+        if planned_here > 0 {
+            match migration.migration_type {
+                MigrationType::SingleMigration => counts.single_migrations += planned_here,
+                MigrationType::SingleScript => counts.single_scripts += planned_here,
+                MigrationType::TenantMigration => {
+                    counts.tenant_migrations += 1;
+                    counts.tenant_migrations_total += planned_here;
+                }
+                MigrationType::TenantScript => {
+                    counts.tenant_scripts += 1;
+                    counts.tenant_scripts_total += planned_here;
+                }
+            }
+        }
+    }
+    if u32::try_from(steps.len()).is_err() {
+        return Err(PlanError::TooLarge);
+    }
+    if let Some(tenant) = &new_tenant {
+        schemas.index(tenant)?;
+    }
+
+    Ok(Plan {
+        schemas: schemas.names,
+        steps,
+        counts,
+        diagnostics: Diagnostics { drift, out_of_order },
+        new_tenant,
+    })
+}
+
+/// Recorded (file, schema) pairs and the greatest migration name per schema.
+struct RecordedIndex<'a> {
+    pairs: HashMap<&'a str, HashSet<&'a str>>,
+    greatest: HashMap<&'a str, &'a str>,
+}
+
+impl<'a> RecordedIndex<'a> {
+    fn new(applied: &'a [AppliedMigration]) -> Self {
+        let mut pairs: HashMap<&str, HashSet<&str>> = HashMap::new();
+        let mut greatest: HashMap<&str, &str> = HashMap::new();
+        for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
+            pairs.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
+            let entry = greatest.entry(row.schema.as_str()).or_insert(row.name.as_str());
+            if row.name.as_str() > *entry {
+                *entry = row.name.as_str();
+            }
+        }
+        RecordedIndex { pairs, greatest }
+    }
+
+    fn contains(&self, file: &str, schema: &str) -> bool {
+        self.pairs.get(schema).is_some_and(|files| files.contains(file))
+    }
+
+    fn greatest_name(&self, schema: &str) -> Option<&'a str> {
+        self.greatest.get(schema).copied()
+    }
+}
+
+/// Schema names interned in first-use order.
+#[derive(Default)]
+struct SchemaTable {
+    names: Vec<String>,
+    positions: HashMap<String, u32>,
+}
+
+impl SchemaTable {
+    fn index(&mut self, schema: &str) -> Result<u32, PlanError> {
+        if let Some(position) = self.positions.get(schema) {
+            return Ok(*position);
+        }
+        let position = u32::try_from(self.names.len()).map_err(|_| PlanError::TooLarge)?;
+        self.names.push(schema.to_string());
+        self.positions.insert(schema.to_string(), position);
+        Ok(position)
+    }
+}
+
+fn find_drift(sources: &[SourceMigration], applied: &[AppliedMigration]) -> Vec<Drift> {
+    let by_file: HashMap<&str, &SourceMigration> = sources
+        .iter()
+        .filter(|m| !m.migration_type.is_script())
+        .map(|m| (m.file.as_str(), m))
+        .collect();
+    let mut drifted: BTreeMap<&str, (HashSet<&str>, HashSet<&str>)> = BTreeMap::new();
+    for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
+        if let Some(source) = by_file.get(row.file.as_str())
+            && source.checksum != row.checksum
+        {
+            let (checksums, schemas) = drifted.entry(source.file.as_str()).or_default();
+            checksums.insert(row.checksum.as_str());
+            schemas.insert(row.schema.as_str());
+        }
+    }
+    drifted
+        .into_iter()
+        .map(|(file, (checksums, schemas))| Drift {
+            file: file.to_string(),
+            source_checksum: by_file[file].checksum.clone(),
+            recorded_checksums: sorted(checksums),
+            schemas: sorted(schemas),
+        })
+        .collect()
+}
+
+fn sorted(set: HashSet<&str>) -> Vec<String> {
+    let mut list: Vec<String> = set.into_iter().map(str::to_string).collect();
+    list.sort();
+    list
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,253 @@
+use super::*;
+use crate::source::checksum;
+
+fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
+    let contents = format!("-- {dir}/{name}");
+    SourceMigration {
+        name: name.into(),
+        migration_type,
+        source_dir: dir.into(),
+        file: format!("{dir}/{name}"),
+        checksum: checksum(contents.as_bytes()),
+        contents,
+    }
+}
+
+fn sources() -> Vec<SourceMigration> {
+    use MigrationType::*;
+    vec![
+        migration("config", "001.sql", SingleMigration),
+        migration("tenants", "001.sql", TenantMigration),
+        migration("config", "002.sql", SingleMigration),
+        migration("tenants", "002.sql", TenantMigration),
+        migration("config-scripts", "a.sql", SingleScript),
+        migration("tenants-scripts", "a.sql", TenantScript),
+    ]
+}
+
+fn applied(source: &SourceMigration, schema: &str) -> AppliedMigration {
+    AppliedMigration {
+        file: source.file.clone(),
+        name: source.name.clone(),
+        schema: schema.into(),
+        migration_type: source.migration_type,
+        checksum: source.checksum.clone(),
+    }
+}
+
+fn tenants() -> Vec<String> {
+    vec!["abc".into(), "def".into()]
+}
+
+/// `(file, schema, execute)` for every step.
+fn rendered(plan: &Plan, sources: &[SourceMigration]) -> Vec<(String, String, bool)> {
+    plan.steps
+        .iter()
+        .map(|s| (sources[s.migration as usize].file.clone(), plan.schema_of(s).to_string(), s.execute))
+        .collect()
+}
+
+fn steps(list: &[(&str, &str)], execute: bool) -> Vec<(String, String, bool)> {
+    list.iter().map(|(f, s)| (f.to_string(), s.to_string(), execute)).collect()
+}
+
+#[test]
+fn fresh_database_plans_everything_migration_major() {
+    let sources = sources();
+    let tenants = tenants();
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let plan = plan(input).unwrap();
+    assert_eq!(
+        rendered(&plan, &sources),
+        steps(
+            &[
+                ("config/001.sql", "config"),
+                ("tenants/001.sql", "abc"),
+                ("tenants/001.sql", "def"),
+                ("config/002.sql", "config"),
+                ("tenants/002.sql", "abc"),
+                ("tenants/002.sql", "def"),
+                ("config-scripts/a.sql", "config-scripts"),
+                ("tenants-scripts/a.sql", "abc"),
+                ("tenants-scripts/a.sql", "def"),
+            ],
+            true
+        )
+    );
+    assert_eq!(
+        plan.counts,
+        Counts {
+            tenants: 2,
+            single_migrations: 2,
+            tenant_migrations: 2,
+            tenant_migrations_total: 4,
+            single_scripts: 1,
+            tenant_scripts: 1,
+            tenant_scripts_total: 2
+        }
+    );
+    assert_eq!(plan.counts.migrations_grand_total(), 6);
+    assert_eq!(plan.counts.scripts_grand_total(), 3);
+    assert_eq!(plan.schemas, ["config", "abc", "def", "config-scripts"]);
+    assert!(plan.diagnostics == Diagnostics::default());
+    assert_eq!(plan.new_tenant, None);
+}
+
+#[test]
+fn applied_migrations_are_skipped_and_scripts_always_run() {
+    let sources = sources();
+    let tenants = tenants();
+    let mut recorded: Vec<AppliedMigration> = vec![
+        applied(&sources[0], "config"),
+        applied(&sources[1], "abc"),
+        applied(&sources[1], "def"),
+        applied(&sources[2], "config"),
+        applied(&sources[3], "abc"),
+        applied(&sources[4], "config-scripts"),
+    ];
+    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let plan_one = plan(input).unwrap();
+    assert_eq!(
+        rendered(&plan_one, &sources),
+        steps(
+            &[
+                ("tenants/002.sql", "def"),
+                ("config-scripts/a.sql", "config-scripts"),
+                ("tenants-scripts/a.sql", "abc"),
+                ("tenants-scripts/a.sql", "def"),
+            ],
+            true
+        )
+    );
+    assert_eq!(plan_one.counts.tenant_migrations, 1);
+    assert_eq!(plan_one.counts.tenant_migrations_total, 1);
+    assert_eq!(plan_one.counts.single_migrations, 0);
+
+    recorded.push(applied(&sources[3], "def"));
+    let only_scripts = [sources[0].clone(), sources[1].clone()];
+    let input = PlanInput { sources: &only_scripts, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let nothing = plan(input).unwrap();
+    assert!(nothing.is_empty());
+    assert_eq!(nothing.counts, Counts { tenants: 2, ..Counts::default() });
+}
+
+#[test]
+fn sync_records_without_executing() {
+    let sources = sources();
+    let tenants = tenants();
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Sync };
+    let plan = plan(input).unwrap();
+    assert_eq!(plan.steps.len(), 9);
+    assert!(plan.steps.iter().all(|s| !s.execute));
+}
+
+#[test]
+fn new_tenant_gets_only_tenant_kinds() {
+    let sources = sources();
+    let tenants = tenants();
+    let target = Target::NewTenant("new-1".into());
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let plan = plan(input).unwrap();
+    assert_eq!(
+        rendered(&plan, &sources),
+        steps(&[("tenants/001.sql", "new-1"), ("tenants/002.sql", "new-1"), ("tenants-scripts/a.sql", "new-1")], true)
+    );
+    assert_eq!(plan.new_tenant.as_deref(), Some("new-1"));
+    assert_eq!(plan.counts.tenants, 1);
+    assert_eq!(plan.counts.tenant_migrations_total, 2);
+    assert_eq!(plan.counts.single_migrations, 0);
+
+    let only_single = [sources[0].clone()];
+    let input = PlanInput { sources: &only_single, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let bare = super::plan(input).unwrap();
+    assert!(bare.steps.is_empty() && !bare.is_empty(), "a new tenant with no tenant migrations is still a change");
+    assert_eq!(bare.schemas, ["new-1"]);
+}
+
+#[test]
+fn new_tenant_name_is_validated_and_unique() {
+    let sources = sources();
+    let tenants = tenants();
+    let hostile = Target::NewTenant("a\"; drop table svc.svc_versions; --".into());
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &hostile, action: Action::Apply };
+    assert!(matches!(plan(input), Err(PlanError::InvalidTenantName(IdentError::InvalidCharacter { found: '"', .. }))));
+    let existing = Target::NewTenant("abc".into());
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &existing, action: Action::Apply };
+    assert_eq!(plan(input), Err(PlanError::TenantExists("abc".into())));
+}
+
+#[test]
+fn existing_tenants_with_invalid_names_are_refused() {
+    let sources = sources();
+    let tenants = vec!["ok".to_string(), "x; drop".to_string()];
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    assert!(matches!(plan(input), Err(PlanError::InvalidExistingTenant(_))));
+}
+
+#[test]
+fn drift_refuses_apply_and_lists_every_file() {
+    let sources = sources();
+    let tenants = tenants();
+    let mut old_one = applied(&sources[0], "config");
+    old_one.checksum = "0".repeat(64);
+    let mut old_two = applied(&sources[1], "abc");
+    old_two.checksum = "1".repeat(64);
+    let mut old_three = applied(&sources[1], "def");
+    old_three.checksum = "2".repeat(64);
+    let mut script = applied(&sources[4], "config-scripts");
+    script.checksum = "3".repeat(64);
+    let recorded = vec![old_one, old_two, old_three, script];
+    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let err = plan(input).unwrap_err();
+    let expected = vec![
+        Drift {
+            file: "config/001.sql".into(),
+            source_checksum: sources[0].checksum.clone(),
+            recorded_checksums: vec!["0".repeat(64)],
+            schemas: vec!["config".into()],
+        },
+        Drift {
+            file: "tenants/001.sql".into(),
+            source_checksum: sources[1].checksum.clone(),
+            recorded_checksums: vec!["1".repeat(64), "2".repeat(64)],
+            schemas: vec!["abc".into(), "def".into()],
+        },
+    ];
+    assert_eq!(err, PlanError::Drift(expected.clone()));
+    assert_eq!(err.to_string(), "2 applied migration(s) changed since they were applied: config/001.sql, tenants/001.sql");
+
+    let input = PlanInput { action: Action::Sync, ..input };
+    let synced = plan(input).unwrap();
+    assert_eq!(synced.diagnostics.drift, expected);
+    let files: Vec<_> = rendered(&synced, &sources).into_iter().map(|(f, s, _)| format!("{f}@{s}")).collect();
+    assert!(!files.contains(&"config/001.sql@config".to_string()));
+    assert!(!files.contains(&"tenants/001.sql@abc".to_string()));
+    assert!(files.contains(&"config/002.sql@config".to_string()));
+}
+
+#[test]
+fn out_of_order_files_are_planned_and_reported() {
+    let sources = sources();
+    let tenants = tenants();
+    let recorded = vec![applied(&sources[2], "config"), applied(&sources[3], "abc")];
+    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let plan = plan(input).unwrap();
+    assert_eq!(
+        plan.diagnostics.out_of_order,
+        vec![
+            OutOfOrder { file: "config/001.sql".into(), schema: "config".into(), after: "002.sql".into() },
+            OutOfOrder { file: "tenants/001.sql".into(), schema: "abc".into(), after: "002.sql".into() },
+        ]
+    );
+    let first_two: Vec<_> = rendered(&plan, &sources).into_iter().take(3).collect();
+    assert_eq!(first_two, steps(&[("config/001.sql", "config"), ("tenants/001.sql", "abc"), ("tenants/001.sql", "def")], true));
+}
+
+#[test]
+fn planning_is_deterministic() {
+    let sources = sources();
+    let tenants = tenants();
+    let recorded = vec![applied(&sources[2], "config")];
+    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    assert_eq!(plan(input), plan(input));
+}

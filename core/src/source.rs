@@ -1,0 +1,198 @@
+//! Source migrations: what the shell read from the base location, turned
+//! into named, typed, checksummed migrations in application order.
+//!
+//! # Order
+//!
+//! Compatible with lukaszbudnik/migrator, so its users can switch:
+//! 1. single and tenant migrations interleaved by file name, byte-wise; for
+//!    equal names single directories come first, then tenant directories,
+//!    each in configuration order;
+//! 2. then every single script, by file name (then directory order);
+//! 3. then every tenant script, the same way.
+//!
+//! Files whose name starts with `.` (`.gitkeep`, `.DS_Store`) are not
+//! migrations and are skipped.
+
+use std::cmp::Ordering;
+
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use crate::config::Config;
+
+/// The four kinds of source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MigrationType {
+    /// Applied once to the schema named by its directory.
+    SingleMigration,
+    /// Applied once to every tenant schema.
+    TenantMigration,
+    /// Applied to the schema named by its directory on every run.
+    SingleScript,
+    /// Applied to every tenant schema on every run.
+    TenantScript,
+}
+
+impl MigrationType {
+    /// True for the two script kinds, which run on every version.
+    pub fn is_script(self) -> bool {
+        matches!(self, MigrationType::SingleScript | MigrationType::TenantScript)
+    }
+
+    /// True for the two tenant kinds, which run once per tenant.
+    pub fn is_tenant(self) -> bool {
+        matches!(self, MigrationType::TenantMigration | MigrationType::TenantScript)
+    }
+
+    /// The stable numeric code stored in `svc_migrations.migration_type`
+    /// (1 to 4, as the peer stores them).
+    pub fn code(self) -> i64 {
+        match self {
+            MigrationType::SingleMigration => 1,
+            MigrationType::TenantMigration => 2,
+            MigrationType::SingleScript => 3,
+            MigrationType::TenantScript => 4,
+        }
+    }
+
+    /// The type stored under `code`, if any.
+    pub fn from_code(code: i64) -> Option<MigrationType> {
+        use MigrationType::*;
+        [SingleMigration, TenantMigration, SingleScript, TenantScript]
+            .into_iter()
+            .find(|t| t.code() == code)
+    }
+}
+
+/// One file as the shell read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// The configured directory it was listed in, as written in the config.
+    pub directory: String,
+    /// The file name, without any directory.
+    pub name: String,
+    /// The raw contents.
+    pub bytes: Vec<u8>,
+}
+
+/// A migration or script from the base location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceMigration {
+    /// File name, e.g. `202301011200.sql`.
+    pub name: String,
+    /// Kind, from the configuration list that names its directory.
+    pub migration_type: MigrationType,
+    /// The configured directory.
+    pub source_dir: String,
+    /// `source_dir/name`: relative to the base location, so moving the base
+    /// location changes nothing. The identity of a source migration.
+    pub file: String,
+    /// The SQL text.
+    pub contents: String,
+    /// Lowercase hex SHA-256 of the raw bytes.
+    pub checksum: String,
+}
+
+impl SourceMigration {
+    /// For single kinds, the schema it applies to: the last path element of
+    /// its directory. `None` for tenant kinds (those apply to each tenant).
+    pub fn single_schema(&self) -> Option<&str> {
+        (!self.migration_type.is_tenant()).then(|| self.source_dir.rsplit('/').next().unwrap_or(&self.source_dir))
+    }
+}
+
+/// Why a set of source files could not be turned into migrations.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SourceError {
+    /// The shell listed a directory that is not in the configuration.
+    #[error("directory {0:?} is not configured")]
+    UnknownDirectory(String),
+    /// A file name is empty or contains a path separator.
+    #[error("{directory}: {name:?} is not a plain file name")]
+    BadFileName {
+        /// Configured directory.
+        directory: String,
+        /// The file name.
+        name: String,
+    },
+    /// A file is not valid UTF-8 text.
+    #[error("{file}: not valid UTF-8 text (at byte {valid_up_to})")]
+    NotUtf8 {
+        /// `directory/name`.
+        file: String,
+        /// Length of the valid prefix.
+        valid_up_to: usize,
+    },
+    /// The same file was handed over twice.
+    #[error("{0}: listed twice")]
+    Duplicate(String),
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn checksum(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest.iter() {
+        hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        hex.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+    }
+    hex
+}
+
+/// Turns the files the shell read into source migrations in application
+/// order (see the module documentation).
+pub fn source_migrations(config: &Config, files: Vec<SourceFile>) -> Result<Vec<SourceMigration>, SourceError> {
+    let directories: Vec<(&str, MigrationType)> = config.directories().collect();
+    let mut keyed = Vec::with_capacity(files.len());
+    for file in files {
+        let Some(position) = directories.iter().position(|(dir, _)| *dir == file.directory) else {
+            return Err(SourceError::UnknownDirectory(file.directory));
+        };
+        if file.name.is_empty() || file.name.contains('/') || file.name.contains('\\') {
+            return Err(SourceError::BadFileName { directory: file.directory, name: file.name });
+        }
+        if file.name.starts_with('.') {
+            continue;
+        }
+        let (_, migration_type) = directories[position];
+        let path = format!("{}/{}", file.directory, file.name);
+        let checksum = checksum(&file.bytes);
+        let contents = String::from_utf8(file.bytes)
+            .map_err(|e| SourceError::NotUtf8 { file: path.clone(), valid_up_to: e.utf8_error().valid_up_to() })?;
+        keyed.push((
+            position,
+            SourceMigration {
+                name: file.name,
+                migration_type,
+                source_dir: file.directory,
+                file: path,
+                contents,
+                checksum,
+            },
+        ));
+    }
+    keyed.sort_by(|(a_pos, a), (b_pos, b)| compare(a, *a_pos, b, *b_pos));
+    if let Some(pair) = keyed.windows(2).find(|pair| pair[0].1.file == pair[1].1.file) {
+        return Err(SourceError::Duplicate(pair[0].1.file.clone()));
+    }
+    Ok(keyed.into_iter().map(|(_, migration)| migration).collect())
+}
+
+/// Group: migrations (single and tenant together), then single scripts, then
+/// tenant scripts. Within a group: name, then single before tenant, then
+/// directory position in the configuration.
+fn compare(a: &SourceMigration, a_pos: usize, b: &SourceMigration, b_pos: usize) -> Ordering {
+    let group = |t: MigrationType| match t {
+        MigrationType::SingleMigration | MigrationType::TenantMigration => 0,
+        MigrationType::SingleScript => 1,
+        MigrationType::TenantScript => 2,
+    };
+    group(a.migration_type)
+        .cmp(&group(b.migration_type))
+        .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+        .then_with(|| a.migration_type.cmp(&b.migration_type))
+        .then_with(|| a_pos.cmp(&b_pos))
+}
+
+#[cfg(test)]
+mod tests;
