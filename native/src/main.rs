@@ -1,1 +1,115 @@
-fn main(){}
+//! `strata`: the migration service. Reads its configuration from the file
+//! named by `SVC_YAML` (default `/data/svc.yaml`), opens the database,
+//! serves the HTTP and GraphQL API, and stops gracefully on SIGTERM/SIGINT.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod db;
+mod error;
+mod graphql;
+mod http;
+mod loader;
+mod service;
+mod settings;
+mod telemetry;
+mod webhook;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use strata_core::config::{Config, Driver};
+
+use crate::db::Database;
+use crate::http::AppState;
+use crate::service::Service;
+use crate::telemetry::Metrics;
+
+fn main() -> ExitCode {
+    let (path, config) = match settings::load() {
+        Ok(loaded) => loaded,
+        Err(message) => {
+            eprintln!("strata: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(telemetry::log_filter(config.log_level)))
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("strata: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&path, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!("{message}");
+            eprintln!("strata: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(config_path: &str, config: Config) -> Result<(), String> {
+    let config = Arc::new(config);
+    let metrics = Metrics::install().map_err(|e| format!("cannot install metrics: {e}"))?;
+    let database: Arc<dyn Database> = match config.driver {
+        Driver::Sqlite => Arc::new(
+            db::sqlite::SqliteDatabase::connect(&config)
+                .await
+                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
+        ),
+        other => {
+            return Err(format!(
+                "{config_path}: driver: {} is not supported by this build yet; use sqlite",
+                other.name()
+            ));
+        }
+    };
+    let loader = loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
+    let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
+    let schema = graphql::build_schema(Arc::clone(&service));
+    let state = Arc::new(AppState { service, schema, metrics });
+    let app = http::router(state, &config.path_prefix)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panic_response));
+
+    let address = std::net::SocketAddr::from(([0, 0, 0, 0], config.port));
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(), "strata listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))?;
+    tracing::info!("strata stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT; in-flight requests (and the mutations
+/// they run) finish before the process exits.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

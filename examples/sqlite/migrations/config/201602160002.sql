@@ -1,0 +1,4 @@
+create table {schema}.settings (
+    key text primary key,
+    value text not null
+);

@@ -1,0 +1,5 @@
+create table {schema}.users (
+    id integer primary key,
+    email text not null unique,
+    country text not null
+);

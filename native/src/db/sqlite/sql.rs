@@ -1,0 +1,90 @@
+//! Every statement the SQLite driver sends of its own accord (migrations
+//! themselves come from the user). Identifiers are validated by the core and
+//! quoted here; values are always bound.
+
+use strata_core::ident::quote_ansi;
+
+/// The service's bookkeeping tables, in the attached `svc` schema.
+pub const CREATE_SERVICE_TABLES: &str = "
+create table if not exists svc.svc_versions (
+    id integer primary key autoincrement,
+    name text not null,
+    created text not null,
+    request_id text not null
+);
+create table if not exists svc.svc_migrations (
+    id integer primary key autoincrement,
+    name text not null,
+    source_dir text not null,
+    filename text not null,
+    migration_type integer not null,
+    db_schema text not null,
+    created text not null,
+    contents text not null,
+    checksum text not null,
+    version_id integer not null references svc_versions (id)
+);
+create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
+create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
+";
+
+/// The default tenant table, created only when neither tenant statement is
+/// configured.
+pub const CREATE_TENANTS_TABLE: &str = "
+create table if not exists svc.svc_tenants (
+    id integer primary key autoincrement,
+    name text not null unique,
+    created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+";
+
+/// Names of the databases attached to a connection (`pragma database_list`).
+pub const LIST_ATTACHED: &str = "select name from pragma_database_list";
+
+/// Takes the write lock at once, so concurrent writers from other processes
+/// wait instead of failing half-way.
+pub const BEGIN_IMMEDIATE: &str = "begin immediate";
+
+/// Recorded migrations, as the planner needs them.
+pub const SELECT_APPLIED: &str = "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";
+
+/// Inserts a version and returns its id.
+pub const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) values (?, ?, ?) returning id";
+
+/// Records one applied migration.
+pub const INSERT_MIGRATION: &str = "insert into svc.svc_migrations \
+    (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) \
+    values (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// All versions.
+pub const SELECT_VERSIONS: &str = "select id, name, created from svc.svc_versions order by id";
+
+/// Versions in which a file was applied.
+pub const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created from svc.svc_versions \
+    where id in (select version_id from svc.svc_migrations where filename = ?) order by id";
+
+/// One version.
+pub const SELECT_VERSION: &str = "select id, name, created from svc.svc_versions where id = ?";
+
+const MIGRATION_COLUMNS: &str =
+    "id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created";
+
+/// The migrations of one version.
+pub fn select_version_migrations() -> String {
+    format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where version_id = ? order by id")
+}
+
+/// One recorded migration.
+pub fn select_migration() -> String {
+    format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where id = ?")
+}
+
+/// Attaches the database file bound as the one parameter under `schema`.
+pub fn attach(schema: &str) -> String {
+    format!("attach database ? as {}", quote_ansi(schema))
+}
+
+/// Detaches `schema`.
+pub fn detach(schema: &str) -> String {
+    format!("detach database {}", quote_ansi(schema))
+}

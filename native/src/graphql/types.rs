@@ -1,0 +1,296 @@
+//! GraphQL types: the API's wire shape, mirroring core and database types.
+//! Names, nullability and defaults follow the migration-service spec.
+
+use async_graphql::{ComplexObject, Context, Enum, InputObject, Interface, Result, Scalar, ScalarType, SimpleObject, Value};
+use std::sync::Arc;
+use strata_core::MigrationType;
+use strata_core::plan;
+use strata_core::source::SourceMigration;
+use strata_core::summary;
+
+use crate::db::{MigrationRow, VersionRow};
+use crate::service::{CreateResult, Service};
+
+/// `Time`: RFC 3339 in UTC.
+pub struct Time(pub String);
+
+#[Scalar(name = "Time")]
+impl ScalarType for Time {
+    fn parse(value: Value) -> async_graphql::InputValueResult<Self> {
+        match value {
+            Value::String(text) if chrono::DateTime::parse_from_rfc3339(&text).is_ok() => Ok(Time(text)),
+            other => Err(async_graphql::InputValueError::expected_type(other)),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        Value::String(self.0.clone())
+    }
+}
+
+/// `MigrationType`.
+#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[graphql(name = "MigrationType", rename_items = "PascalCase")]
+pub enum MigrationTypeDto {
+    /// Applied once to its single schema.
+    SingleMigration,
+    /// Applied once to every tenant.
+    TenantMigration,
+    /// Applied to its single schema on every version.
+    SingleScript,
+    /// Applied to every tenant on every version.
+    TenantScript,
+}
+
+impl From<MigrationType> for MigrationTypeDto {
+    fn from(value: MigrationType) -> Self {
+        match value {
+            MigrationType::SingleMigration => MigrationTypeDto::SingleMigration,
+            MigrationType::TenantMigration => MigrationTypeDto::TenantMigration,
+            MigrationType::SingleScript => MigrationTypeDto::SingleScript,
+            MigrationType::TenantScript => MigrationTypeDto::TenantScript,
+        }
+    }
+}
+
+/// `Action`.
+#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[graphql(name = "Action", rename_items = "PascalCase")]
+pub enum ActionDto {
+    /// Apply pending migrations.
+    Apply,
+    /// Record pending migrations without applying them.
+    Sync,
+}
+
+impl From<ActionDto> for plan::Action {
+    fn from(value: ActionDto) -> Self {
+        match value {
+            ActionDto::Apply => plan::Action::Apply,
+            ActionDto::Sync => plan::Action::Sync,
+        }
+    }
+}
+
+/// The `Migration` interface.
+#[derive(Interface)]
+#[graphql(
+    name = "Migration",
+    field(name = "name", ty = "&String"),
+    field(name = "migration_type", ty = "&MigrationTypeDto"),
+    field(name = "source_dir", ty = "&String"),
+    field(name = "file", ty = "&String"),
+    field(name = "contents", ty = "&String"),
+    field(name = "check_sum", ty = "&String")
+)]
+pub enum MigrationInterface {
+    /// A source migration.
+    SourceMigration(SourceMigrationDto),
+    /// A recorded migration.
+    DbMigration(DbMigrationDto),
+}
+
+/// `SourceMigration`.
+#[derive(SimpleObject)]
+#[graphql(name = "SourceMigration")]
+pub struct SourceMigrationDto {
+    name: String,
+    migration_type: MigrationTypeDto,
+    source_dir: String,
+    file: String,
+    contents: String,
+    check_sum: String,
+}
+
+impl From<SourceMigration> for SourceMigrationDto {
+    fn from(m: SourceMigration) -> Self {
+        SourceMigrationDto {
+            name: m.name,
+            migration_type: m.migration_type.into(),
+            source_dir: m.source_dir,
+            file: m.file,
+            contents: m.contents,
+            check_sum: m.checksum,
+        }
+    }
+}
+
+/// `DBMigration`.
+#[derive(SimpleObject)]
+#[graphql(name = "DBMigration")]
+pub struct DbMigrationDto {
+    id: i32,
+    name: String,
+    migration_type: MigrationTypeDto,
+    source_dir: String,
+    file: String,
+    contents: String,
+    check_sum: String,
+    schema: String,
+    created: Time,
+}
+
+impl From<MigrationRow> for DbMigrationDto {
+    fn from(row: MigrationRow) -> Self {
+        DbMigrationDto {
+            id: clamp(row.id),
+            name: row.name,
+            migration_type: row.migration_type.into(),
+            source_dir: row.source_dir,
+            file: row.file,
+            contents: row.contents,
+            check_sum: row.checksum,
+            schema: row.schema,
+            created: Time(row.created),
+        }
+    }
+}
+
+/// `Tenant`.
+#[derive(SimpleObject)]
+#[graphql(name = "Tenant")]
+pub struct TenantDto {
+    /// The tenant's name.
+    pub name: String,
+}
+
+/// `Version`.
+#[derive(SimpleObject)]
+#[graphql(name = "Version", complex)]
+pub struct VersionDto {
+    id: i32,
+    name: String,
+    created: Time,
+    #[graphql(skip)]
+    row_id: i64,
+}
+
+#[ComplexObject]
+impl VersionDto {
+    /// Migrations applied in this version.
+    async fn db_migrations(&self, ctx: &Context<'_>) -> Result<Vec<DbMigrationDto>> {
+        let service = ctx.data::<Arc<Service>>()?;
+        let rows = service
+            .database()
+            .version_migrations(self.row_id)
+            .await
+            .map_err(crate::error::graphql_error)?;
+        Ok(rows.into_iter().map(DbMigrationDto::from).collect())
+    }
+}
+
+impl From<VersionRow> for VersionDto {
+    fn from(row: VersionRow) -> Self {
+        VersionDto { id: clamp(row.id), name: row.name, created: Time(row.created), row_id: row.id }
+    }
+}
+
+/// `Summary`.
+#[derive(SimpleObject)]
+#[graphql(name = "Summary")]
+pub struct SummaryDto {
+    started_at: Time,
+    duration: f64,
+    tenants: i32,
+    single_migrations: i32,
+    tenant_migrations: i32,
+    tenant_migrations_total: i32,
+    migrations_grand_total: i32,
+    single_scripts: i32,
+    tenant_scripts: i32,
+    tenant_scripts_total: i32,
+    scripts_grand_total: i32,
+}
+
+impl From<&summary::Summary> for SummaryDto {
+    fn from(s: &summary::Summary) -> Self {
+        let c = &s.counts;
+        let int = |n: u64| i32::try_from(n).unwrap_or(i32::MAX);
+        SummaryDto {
+            started_at: Time(s.started_at.clone()),
+            duration: s.duration,
+            tenants: int(c.tenants),
+            single_migrations: int(c.single_migrations),
+            tenant_migrations: int(c.tenant_migrations),
+            tenant_migrations_total: int(c.tenant_migrations_total),
+            migrations_grand_total: int(c.migrations_grand_total()),
+            single_scripts: int(c.single_scripts),
+            tenant_scripts: int(c.tenant_scripts),
+            tenant_scripts_total: int(c.tenant_scripts_total),
+            scripts_grand_total: int(c.scripts_grand_total()),
+        }
+    }
+}
+
+/// `CreateResults`.
+#[derive(SimpleObject)]
+#[graphql(name = "CreateResults")]
+pub struct CreateResultsDto {
+    summary: SummaryDto,
+    version: Option<VersionDto>,
+}
+
+impl From<CreateResult> for CreateResultsDto {
+    fn from(result: CreateResult) -> Self {
+        CreateResultsDto { summary: (&result.summary).into(), version: result.version.map(VersionDto::from) }
+    }
+}
+
+/// `SourceMigrationFilters`.
+#[derive(InputObject, Default)]
+#[graphql(name = "SourceMigrationFilters")]
+pub struct SourceMigrationFilters {
+    /// Exact file name.
+    pub name: Option<String>,
+    /// Exact directory.
+    pub source_dir: Option<String>,
+    /// Exact `sourceDir/name`.
+    pub file: Option<String>,
+    /// Kind.
+    pub migration_type: Option<MigrationTypeDto>,
+}
+
+impl SourceMigrationFilters {
+    /// True when `m` passes every set filter.
+    pub fn matches(&self, m: &SourceMigration) -> bool {
+        self.name.as_ref().is_none_or(|v| *v == m.name)
+            && self.source_dir.as_ref().is_none_or(|v| *v == m.source_dir)
+            && self.file.as_ref().is_none_or(|v| *v == m.file)
+            && self.migration_type.is_none_or(|v| v == MigrationTypeDto::from(m.migration_type))
+    }
+}
+
+/// `VersionInput`.
+#[derive(InputObject)]
+#[graphql(name = "VersionInput")]
+pub struct VersionInput {
+    /// Name of the new version.
+    pub version_name: String,
+    /// Apply (default) or Sync.
+    #[graphql(default_with = "ActionDto::Apply")]
+    pub action: ActionDto,
+    /// Roll back instead of committing.
+    #[graphql(default = false)]
+    pub dry_run: bool,
+}
+
+/// `TenantInput`.
+#[derive(InputObject)]
+#[graphql(name = "TenantInput")]
+pub struct TenantInput {
+    /// Name of the new tenant.
+    pub tenant_name: String,
+    /// Name of the new version.
+    pub version_name: String,
+    /// Apply (default) or Sync.
+    #[graphql(default_with = "ActionDto::Apply")]
+    pub action: ActionDto,
+    /// Roll back instead of committing.
+    #[graphql(default = false)]
+    pub dry_run: bool,
+}
+
+/// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.
+fn clamp(id: i64) -> i32 {
+    i32::try_from(id).unwrap_or(i32::MAX)
+}

@@ -1,0 +1,85 @@
+//! The local-disk loader.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use strata_core::source::SourceFile;
+
+use super::{Loader, LoaderError};
+
+/// Reads migrations from a directory on local disk.
+#[derive(Clone)]
+pub struct LocalLoader {
+    base: PathBuf,
+}
+
+impl LocalLoader {
+    /// A loader for `base` (relative paths resolve against the working
+    /// directory).
+    pub fn new(base: &str) -> Self {
+        LocalLoader { base: PathBuf::from(base) }
+    }
+
+    fn location(&self) -> String {
+        self.base.display().to_string()
+    }
+
+    fn read_blocking(&self, directories: Vec<String>) -> Result<Vec<SourceFile>, LoaderError> {
+        self.check_blocking()?;
+        let mut files = Vec::new();
+        for directory in directories {
+            let path = self.base.join(&directory);
+            let entries = std::fs::read_dir(&path).map_err(|e| LoaderError::Directory {
+                location: self.location(),
+                directory: directory.clone(),
+                message: e.to_string(),
+            })?;
+            for entry in entries {
+                let entry = entry.map_err(|e| LoaderError::Directory {
+                    location: self.location(),
+                    directory: directory.clone(),
+                    message: e.to_string(),
+                })?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let file = format!("{directory}/{name}");
+                let metadata = std::fs::metadata(entry.path())
+                    .map_err(|e| LoaderError::File { file: file.clone(), message: e.to_string() })?;
+                if !metadata.is_file() {
+                    continue;
+                }
+                let bytes =
+                    std::fs::read(entry.path()).map_err(|e| LoaderError::File { file, message: e.to_string() })?;
+                files.push(SourceFile { directory: directory.clone(), name, bytes });
+            }
+        }
+        Ok(files)
+    }
+
+    fn check_blocking(&self) -> Result<(), LoaderError> {
+        let metadata = std::fs::metadata(&self.base)
+            .map_err(|e| LoaderError::BaseLocation { location: self.location(), message: e.to_string() })?;
+        if !metadata.is_dir() {
+            return Err(LoaderError::BaseLocation { location: self.location(), message: "not a directory".into() });
+        }
+        std::fs::read_dir(&self.base)
+            .map(|_| ())
+            .map_err(|e| LoaderError::BaseLocation { location: self.location(), message: e.to_string() })
+    }
+}
+
+#[async_trait]
+impl Loader for LocalLoader {
+    async fn read(&self, directories: Vec<String>) -> Result<Vec<SourceFile>, LoaderError> {
+        let loader = self.clone();
+        tokio::task::spawn_blocking(move || loader.read_blocking(directories))
+            .await
+            .unwrap_or_else(|e| Err(LoaderError::BaseLocation { location: self.location(), message: e.to_string() }))
+    }
+
+    async fn check(&self) -> Result<(), LoaderError> {
+        let loader = self.clone();
+        tokio::task::spawn_blocking(move || loader.check_blocking())
+            .await
+            .unwrap_or_else(|e| Err(LoaderError::BaseLocation { location: self.location(), message: e.to_string() }))
+    }
+}

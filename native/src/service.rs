@@ -1,0 +1,141 @@
+//! The operations of the API, orchestrated: read sources through the loader,
+//! let the driver plan (in core) and execute, then account for the result in
+//! metrics, logs and the webhook.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{SecondsFormat, Utc};
+use strata_core::config::Config;
+use strata_core::plan::{Action, Target};
+use strata_core::source::{SourceMigration, source_migrations};
+use strata_core::summary::Summary;
+use tracing::Instrument;
+
+use crate::db::{Database, MutationRequest, VersionRow};
+use crate::error::AppError;
+use crate::loader::Loader;
+use crate::telemetry;
+use crate::webhook::Webhook;
+
+/// What a caller asks a mutation to do.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// Name of the new version.
+    pub version_name: String,
+    /// `createVersion` (all schemas) or `createTenant` (one new tenant).
+    pub target: Target,
+    /// Apply or Sync.
+    pub action: Action,
+    /// Roll back instead of committing.
+    pub dry_run: bool,
+    /// The request's id, stored with the version.
+    pub request_id: String,
+}
+
+/// The result of a mutation: `CreateResults` of the API.
+#[derive(Debug, Clone)]
+pub struct CreateResult {
+    /// The summary of the operation.
+    pub summary: Summary,
+    /// The created version, if one was committed.
+    pub version: Option<VersionRow>,
+}
+
+/// The service behind every route.
+pub struct Service {
+    config: Arc<Config>,
+    database: Arc<dyn Database>,
+    loader: Arc<dyn Loader>,
+    webhook: Option<Webhook>,
+}
+
+/// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
+pub fn rfc3339(time: chrono::DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+impl Service {
+    /// Wires the parts together.
+    pub fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
+        let webhook = Webhook::from_config(&config);
+        Service { config, database, loader, webhook }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The database driver.
+    pub fn database(&self) -> &dyn Database {
+        self.database.as_ref()
+    }
+
+    /// The loader.
+    pub fn loader(&self) -> &dyn Loader {
+        self.loader.as_ref()
+    }
+
+    /// Reads and orders every source migration.
+    pub async fn source_migrations(&self) -> Result<Vec<SourceMigration>, AppError> {
+        let directories = self.config.directories().map(|(dir, _)| dir.to_string()).collect();
+        let files = self.loader.read(directories).await?;
+        Ok(source_migrations(&self.config, files)?)
+    }
+
+    /// Runs `createVersion` or `createTenant`.
+    pub async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
+        let started = Utc::now();
+        let clock = Instant::now();
+        let sources = self.source_migrations().await?;
+        // The mutation runs in its own task so that a client that disconnects
+        // cannot cancel it half-way.
+        let service = Arc::clone(self);
+        let task_request = request.clone();
+        let outcome = tokio::spawn(async move {
+            let created = rfc3339(Utc::now());
+            service
+                .database
+                .mutate(MutationRequest {
+                    sources: &sources,
+                    target: task_request.target.clone(),
+                    action: task_request.action,
+                    dry_run: task_request.dry_run,
+                    version_name: &task_request.version_name,
+                    request_id: &task_request.request_id,
+                    created: &created,
+                })
+                .await
+        }.instrument(tracing::Span::current()))
+        .await
+        .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))??;
+
+        for item in &outcome.plan.diagnostics.out_of_order {
+            tracing::warn!(file = %item.file, schema = %item.schema, after = %item.after,
+                "out-of-order migration applied: it sorts before a migration already applied in its schema");
+        }
+        for item in &outcome.plan.diagnostics.drift {
+            tracing::warn!(file = %item.file, schemas = ?item.schemas, "drift: migration changed since it was applied; Sync left it as recorded");
+        }
+
+        let summary = Summary {
+            started_at: rfc3339(started),
+            duration: clock.elapsed().as_secs_f64(),
+            counts: outcome.plan.counts,
+        };
+        if let Some(version) = &outcome.version {
+            let executed = request.action == Action::Apply;
+            telemetry::record_version(&summary.counts, executed, matches!(request.target, Target::NewTenant(_)));
+            tracing::info!(version_id = version.id, version = %version.name, dry_run = request.dry_run,
+                migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
+                "version created");
+            if let Some(webhook) = &self.webhook {
+                webhook.send_in_background(&summary, version.id);
+            }
+        } else {
+            tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");
+        }
+        Ok(CreateResult { summary, version: outcome.version })
+    }
+}

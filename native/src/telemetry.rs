@@ -1,0 +1,106 @@
+//! Prometheus metrics (the `metrics` facade with its Prometheus exporter, and
+//! `metrics-process` for `process_*`) and log setup.
+
+use std::time::Instant;
+
+use axum::body::HttpBody;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use strata_core::config::LogLevel;
+use strata_core::plan::Counts;
+
+const VERSIONS_CREATED: &str = "svc_http_versions_created";
+const TENANTS_CREATED: &str = "svc_http_tenants_created";
+const MIGRATIONS_APPLIED: &str = "svc_http_migrations_applied";
+const REQUEST_TOTAL: &str = "svc_http_request_total";
+const REQUEST_DURATION: &str = "svc_http_request_duration_seconds";
+const REQUEST_SIZE: &str = "svc_http_request_size_bytes";
+const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
+const APPLIED_TYPES: [&str; 4] = ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
+
+/// The metrics registry and the process collector.
+pub struct Metrics {
+    handle: PrometheusHandle,
+    process: metrics_process::Collector,
+}
+
+impl Metrics {
+    /// Installs the global recorder and registers the service's series at 0.
+    pub fn install() -> Result<Metrics, String> {
+        let handle = PrometheusBuilder::new()
+            .set_buckets(&[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
+            .map_err(|e| e.to_string())?
+            .install_recorder()
+            .map_err(|e| e.to_string())?;
+        metrics::describe_counter!(VERSIONS_CREATED, "Versions created");
+        metrics::describe_counter!(TENANTS_CREATED, "Tenants created");
+        metrics::describe_counter!(MIGRATIONS_APPLIED, "Migrations and scripts applied, by type");
+        metrics::describe_counter!(REQUEST_TOTAL, "HTTP requests, by method, path and status code");
+        metrics::describe_histogram!(REQUEST_DURATION, metrics::Unit::Seconds, "HTTP request latency");
+        metrics::describe_histogram!(REQUEST_SIZE, metrics::Unit::Bytes, "HTTP request body sizes");
+        metrics::describe_histogram!(RESPONSE_SIZE, metrics::Unit::Bytes, "HTTP response body sizes");
+        metrics::counter!(VERSIONS_CREATED).absolute(0);
+        metrics::counter!(TENANTS_CREATED).absolute(0);
+        for kind in APPLIED_TYPES {
+            metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).absolute(0);
+        }
+        let process = metrics_process::Collector::default();
+        process.describe();
+        Ok(Metrics { handle, process })
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        self.process.collect();
+        self.handle.render()
+    }
+}
+
+/// Accounts for a committed version. `executed` is false for Sync, which
+/// records migrations without applying them.
+pub fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
+    metrics::counter!(VERSIONS_CREATED).increment(1);
+    if tenant_created {
+        metrics::counter!(TENANTS_CREATED).increment(1);
+    }
+    if executed {
+        let values = [counts.single_migrations, counts.single_scripts, counts.tenant_migrations_total, counts.tenant_scripts_total];
+        for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
+            metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).increment(value);
+        }
+    }
+}
+
+/// Middleware recording `svc_http_request_*` and `svc_http_response_*`.
+pub async fn http_metrics(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_string();
+    let path = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let request_size = request.body().size_hint().exact();
+    let response = next.run(request).await;
+    let labels = [("method", method), ("path", path), ("code", response.status().as_u16().to_string())];
+    metrics::counter!(REQUEST_TOTAL, &labels).increment(1);
+    metrics::histogram!(REQUEST_DURATION, &labels).record(started.elapsed().as_secs_f64());
+    if let Some(size) = request_size {
+        metrics::histogram!(REQUEST_SIZE, &labels).record(size as f64);
+    }
+    if let Some(size) = response.body().size_hint().exact() {
+        metrics::histogram!(RESPONSE_SIZE, &labels).record(size as f64);
+    }
+    response
+}
+
+/// The log filter for a configured level; `RUST_LOG`-style directives are
+/// not read from the environment, the configuration decides.
+pub fn log_filter(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug,hyper=info,h2=info,sqlx=info,tower=info",
+        LogLevel::Info => "info,sqlx=warn",
+        LogLevel::Error | LogLevel::Panic => "error",
+    }
+}
