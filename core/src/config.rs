@@ -286,10 +286,7 @@ impl Config {
             Some(PortValue::Number(n)) => port_number("port", n)?,
             Some(PortValue::Text(text)) => {
                 let text = sub.text("port", text)?;
-                let n = text
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| invalid("port", format!("{text:?} is not a number")))?;
+                let n = text.trim().parse::<i64>().map_err(|_| invalid("port", format!("{text:?} is not a number")))?;
                 port_number("port", n)?
             }
         };
@@ -315,9 +312,8 @@ impl Config {
 
         let log_level = match sub.optional("logLevel", raw.log_level)? {
             None => LogLevel::Info,
-            Some(text) => LogLevel::parse(&text).ok_or_else(|| {
-                invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC"))
-            })?,
+            Some(text) => LogLevel::parse(&text)
+                .ok_or_else(|| invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC")))?,
         };
 
         Ok(Config {
@@ -484,8 +480,8 @@ fn parse_header(index: usize, line: &str) -> Result<Header, ConfigError> {
         return Err(invalid("webHookHeaders", format!("entry {} is not \"Name: value\"", index + 1)));
     };
     let name = name.trim();
-    let valid_name = !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    let valid_name =
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !valid_name {
         return Err(invalid("webHookHeaders", format!("{name:?} is not a valid header name")));
     }

@@ -38,10 +38,7 @@ pub fn validate_identifier(name: &str) -> Result<(), IdentError> {
     if name.is_empty() {
         return Err(IdentError::Empty);
     }
-    if let Some(found) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
+    if let Some(found) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
         return Err(IdentError::InvalidCharacter { name: name.to_string(), found });
     }
     if name.len() > MAX_IDENTIFIER_LEN {
@@ -82,10 +79,7 @@ mod tests {
     #[test]
     fn refuses_everything_else_with_a_reason() {
         assert_eq!(validate_identifier(""), Err(IdentError::Empty));
-        assert_eq!(
-            validate_identifier(&"x".repeat(64)),
-            Err(IdentError::TooLong { name: "x".repeat(64) })
-        );
+        assert_eq!(validate_identifier(&"x".repeat(64)), Err(IdentError::TooLong { name: "x".repeat(64) }));
         let hostile = "a\"; drop table svc.svc_versions; --";
         assert_eq!(
             validate_identifier(hostile),

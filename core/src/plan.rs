@@ -283,13 +283,7 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
         schemas.index(tenant)?;
     }
 
-    Ok(Plan {
-        schemas: schemas.names,
-        steps,
-        counts,
-        diagnostics: Diagnostics { drift, out_of_order },
-        new_tenant,
-    })
+    Ok(Plan { schemas: schemas.names, steps, counts, diagnostics: Diagnostics { drift, out_of_order }, new_tenant })
 }
 
 /// Recorded (file, schema) pairs and the greatest migration name per schema.
@@ -341,11 +335,8 @@ impl SchemaTable {
 }
 
 fn find_drift(sources: &[SourceMigration], applied: &[AppliedMigration]) -> Vec<Drift> {
-    let by_file: HashMap<&str, &SourceMigration> = sources
-        .iter()
-        .filter(|m| !m.migration_type.is_script())
-        .map(|m| (m.file.as_str(), m))
-        .collect();
+    let by_file: HashMap<&str, &SourceMigration> =
+        sources.iter().filter(|m| !m.migration_type.is_script()).map(|m| (m.file.as_str(), m)).collect();
     let mut drifted: BTreeMap<&str, (HashSet<&str>, HashSet<&str>)> = BTreeMap::new();
     for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
         if let Some(source) = by_file.get(row.file.as_str())

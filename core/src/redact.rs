@@ -86,10 +86,7 @@ fn value_end(bytes: &[u8], start: usize) -> usize {
         _ => None,
     };
     match close {
-        Some(close) => bytes[start + 1..]
-            .iter()
-            .position(|b| *b == close)
-            .map_or(bytes.len(), |p| start + 1 + p + 1),
+        Some(close) => bytes[start + 1..].iter().position(|b| *b == close).map_or(bytes.len(), |p| start + 1 + p + 1),
         None => bytes[start..]
             .iter()
             .position(|b| matches!(b, b' ' | b';' | b'&' | b'\t'))
@@ -111,16 +108,25 @@ mod tests {
 
     #[test]
     fn go_style_dsn() {
-        assert_eq!(r("root:hunter2@tcp(127.0.0.1:3306)/db?parseTime=true"), "root:***@tcp(127.0.0.1:3306)/db?parseTime=true");
+        assert_eq!(
+            r("root:hunter2@tcp(127.0.0.1:3306)/db?parseTime=true"),
+            "root:***@tcp(127.0.0.1:3306)/db?parseTime=true"
+        );
     }
 
     #[test]
     fn key_values() {
         assert_eq!(r("host=h user=u password=pw dbname=d"), "host=h user=u password=*** dbname=d");
         assert_eq!(r("host=h password='a b c' dbname=d"), "host=h password=*** dbname=d");
-        assert_eq!(r("Server=h;User Id=sa;Password=Pa;ss;Database=d"), "Server=h;User Id=sa;Password=***;ss;Database=d");
+        assert_eq!(
+            r("Server=h;User Id=sa;Password=Pa;ss;Database=d"),
+            "Server=h;User Id=sa;Password=***;ss;Database=d"
+        );
         assert_eq!(r("Server=h;PWD={x;y};Database=d"), "Server=h;PWD=***;Database=d");
-        assert_eq!(r("postgres://h/db?user=u&password=pw&sslmode=require"), "postgres://h/db?user=u&password=***&sslmode=require");
+        assert_eq!(
+            r("postgres://h/db?user=u&password=pw&sslmode=require"),
+            "postgres://h/db?user=u&password=***&sslmode=require"
+        );
         assert_eq!(r("host=h mypassword=x"), "host=h mypassword=x");
     }
 

@@ -58,9 +58,7 @@ impl MigrationType {
     /// The type stored under `code`, if any.
     pub fn from_code(code: i64) -> Option<MigrationType> {
         use MigrationType::*;
-        [SingleMigration, TenantMigration, SingleScript, TenantScript]
-            .into_iter()
-            .find(|t| t.code() == code)
+        [SingleMigration, TenantMigration, SingleScript, TenantScript].into_iter().find(|t| t.code() == code)
     }
 }
 

@@ -121,10 +121,7 @@ pub fn validate_template(template: &str) -> Result<(), String> {
         if let Some(field) = name.strip_prefix("summary.")
             && !TEMPLATE_FIELDS.contains(&field)
         {
-            return Err(format!(
-                "${{{name}}} names no summary field; known fields: {}",
-                TEMPLATE_FIELDS.join(", ")
-            ));
+            return Err(format!("${{{name}}} names no summary field; known fields: {}", TEMPLATE_FIELDS.join(", ")));
         }
     }
     Ok(())

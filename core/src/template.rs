@@ -60,9 +60,7 @@ fn placeholder_name(text: &str) -> Option<&str> {
     if !(first.is_ascii_alphabetic() || first == b'_') {
         return None;
     }
-    let len = bytes
-        .iter()
-        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.'))?;
+    let len = bytes.iter().position(|b| !(b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.'))?;
     (bytes[len] == b'}').then(|| &text[..len])
 }
 
@@ -71,10 +69,7 @@ mod tests {
     use super::*;
 
     fn upper(input: &str) -> String {
-        substitute::<()>(input, |name| {
-            Ok((name != "keep").then(|| name.to_ascii_uppercase()))
-        })
-        .unwrap()
+        substitute::<()>(input, |name| Ok((name != "keep").then(|| name.to_ascii_uppercase()))).unwrap()
     }
 
     #[test]
@@ -93,9 +88,8 @@ mod tests {
 
     #[test]
     fn first_error_aborts() {
-        let result = substitute("${a} ${b}", |name| {
-            if name == "b" { Err(name.to_string()) } else { Ok(Some(String::new())) }
-        });
+        let result =
+            substitute("${a} ${b}", |name| if name == "b" { Err(name.to_string()) } else { Ok(Some(String::new())) });
         assert_eq!(result, Err("b".to_string()));
     }
 }

@@ -70,7 +70,8 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
             ));
         }
     };
-    let loader = loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
+    let loader =
+        loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
     let schema = graphql::build_schema(Arc::clone(&service));
     let state = Arc::new(AppState { service, schema, metrics });
@@ -78,9 +79,8 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panic_response));
 
     let address = std::net::SocketAddr::from(([0, 0, 0, 0], config.port));
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
     tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(), "strata listening");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())

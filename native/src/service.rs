@@ -93,21 +93,24 @@ impl Service {
         // cannot cancel it half-way.
         let service = Arc::clone(self);
         let task_request = request.clone();
-        let outcome = tokio::spawn(async move {
-            let created = rfc3339(Utc::now());
-            service
-                .database
-                .mutate(MutationRequest {
-                    sources: &sources,
-                    target: task_request.target.clone(),
-                    action: task_request.action,
-                    dry_run: task_request.dry_run,
-                    version_name: &task_request.version_name,
-                    request_id: &task_request.request_id,
-                    created: &created,
-                })
-                .await
-        }.instrument(tracing::Span::current()))
+        let outcome = tokio::spawn(
+            async move {
+                let created = rfc3339(Utc::now());
+                service
+                    .database
+                    .mutate(MutationRequest {
+                        sources: &sources,
+                        target: task_request.target.clone(),
+                        action: task_request.action,
+                        dry_run: task_request.dry_run,
+                        version_name: &task_request.version_name,
+                        request_id: &task_request.request_id,
+                        created: &created,
+                    })
+                    .await
+            }
+            .instrument(tracing::Span::current()),
+        )
         .await
         .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))??;
 

@@ -18,7 +18,8 @@ const REQUEST_TOTAL: &str = "svc_http_request_total";
 const REQUEST_DURATION: &str = "svc_http_request_duration_seconds";
 const REQUEST_SIZE: &str = "svc_http_request_size_bytes";
 const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
-const APPLIED_TYPES: [&str; 4] = ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
+const APPLIED_TYPES: [&str; 4] =
+    ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
 /// The metrics registry and the process collector.
 pub struct Metrics {
@@ -66,7 +67,12 @@ pub fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
         metrics::counter!(TENANTS_CREATED).increment(1);
     }
     if executed {
-        let values = [counts.single_migrations, counts.single_scripts, counts.tenant_migrations_total, counts.tenant_scripts_total];
+        let values = [
+            counts.single_migrations,
+            counts.single_scripts,
+            counts.tenant_migrations_total,
+            counts.tenant_scripts_total,
+        ];
         for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).increment(value);
         }
@@ -77,10 +83,8 @@ pub fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
 pub async fn http_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_string();
-    let path = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let path =
+        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let request_size = request.body().size_hint().exact();
     let response = next.run(request).await;
     let labels = [("method", method), ("path", path), ("code", response.status().as_u16().to_string())];

@@ -1,1 +1,9 @@
+//! End-to-end tests of the migration service: a real `strata` process per
+//! test on 127.0.0.1, SQLite files in temp dirs, real HTTP.
 
+mod bad_input;
+mod mutations;
+mod operations;
+mod queries;
+mod support;
+mod webhook;

@@ -60,7 +60,9 @@ fn applies_defaults() {
     assert_eq!(config.tenant_insert_sql, "insert into svc.svc_tenants (name) values ($1)");
     assert!(config.default_tenant_table);
     assert_eq!(config.schema_placeholder, "{schema}");
-    assert!(config.tenant_migrations.is_empty() && config.single_scripts.is_empty() && config.tenant_scripts.is_empty());
+    assert!(
+        config.tenant_migrations.is_empty() && config.single_scripts.is_empty() && config.tenant_scripts.is_empty()
+    );
     assert_eq!(config.port, 8080);
     assert_eq!(config.path_prefix, "/");
     assert_eq!(config.web_hook_url, None);
@@ -130,7 +132,11 @@ fn invalid_values_are_named() {
     ];
     for (line, property) in cases {
         let yaml = MINIMAL.replace("driver: sqlite\n", "").to_string() + "driver: sqlite\n";
-        let yaml = if line.starts_with("driver") { yaml.replace("driver: sqlite\n", &format!("{line}\n")) } else { format!("{yaml}{line}\n") };
+        let yaml = if line.starts_with("driver") {
+            yaml.replace("driver: sqlite\n", &format!("{line}\n"))
+        } else {
+            format!("{yaml}{line}\n")
+        };
         match Config::parse(&yaml, &BTreeMap::new()) {
             Err(ConfigError::Invalid { property: named, reason }) => {
                 assert_eq!(named, property, "{line}: {reason}");

@@ -55,7 +55,13 @@ fn steps(list: &[(&str, &str)], execute: bool) -> Vec<(String, String, bool)> {
 fn fresh_database_plans_everything_migration_major() {
     let sources = sources();
     let tenants = tenants();
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     let plan = plan(input).unwrap();
     assert_eq!(
         rendered(&plan, &sources),
@@ -105,7 +111,13 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
         applied(&sources[3], "abc"),
         applied(&sources[4], "config-scripts"),
     ];
-    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     let plan_one = plan(input).unwrap();
     assert_eq!(
         rendered(&plan_one, &sources),
@@ -125,7 +137,13 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
 
     recorded.push(applied(&sources[3], "def"));
     let only_scripts = [sources[0].clone(), sources[1].clone()];
-    let input = PlanInput { sources: &only_scripts, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &only_scripts,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     let nothing = plan(input).unwrap();
     assert!(nothing.is_empty());
     assert_eq!(nothing.counts, Counts { tenants: 2, ..Counts::default() });
@@ -135,7 +153,13 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
 fn sync_records_without_executing() {
     let sources = sources();
     let tenants = tenants();
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Sync };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Sync,
+    };
     let plan = plan(input).unwrap();
     assert_eq!(plan.steps.len(), 9);
     assert!(plan.steps.iter().all(|s| !s.execute));
@@ -146,7 +170,8 @@ fn new_tenant_gets_only_tenant_kinds() {
     let sources = sources();
     let tenants = tenants();
     let target = Target::NewTenant("new-1".into());
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let input =
+        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
     let plan = plan(input).unwrap();
     assert_eq!(
         rendered(&plan, &sources),
@@ -158,7 +183,8 @@ fn new_tenant_gets_only_tenant_kinds() {
     assert_eq!(plan.counts.single_migrations, 0);
 
     let only_single = [sources[0].clone()];
-    let input = PlanInput { sources: &only_single, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let input =
+        PlanInput { sources: &only_single, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
     let bare = super::plan(input).unwrap();
     assert!(bare.steps.is_empty() && !bare.is_empty(), "a new tenant with no tenant migrations is still a change");
     assert_eq!(bare.schemas, ["new-1"]);
@@ -169,10 +195,12 @@ fn new_tenant_name_is_validated_and_unique() {
     let sources = sources();
     let tenants = tenants();
     let hostile = Target::NewTenant("a\"; drop table svc.svc_versions; --".into());
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &hostile, action: Action::Apply };
+    let input =
+        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &hostile, action: Action::Apply };
     assert!(matches!(plan(input), Err(PlanError::InvalidTenantName(IdentError::InvalidCharacter { found: '"', .. }))));
     let existing = Target::NewTenant("abc".into());
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &existing, action: Action::Apply };
+    let input =
+        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &existing, action: Action::Apply };
     assert_eq!(plan(input), Err(PlanError::TenantExists("abc".into())));
 }
 
@@ -180,7 +208,13 @@ fn new_tenant_name_is_validated_and_unique() {
 fn existing_tenants_with_invalid_names_are_refused() {
     let sources = sources();
     let tenants = vec!["ok".to_string(), "x; drop".to_string()];
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     assert!(matches!(plan(input), Err(PlanError::InvalidExistingTenant(_))));
 }
 
@@ -197,7 +231,13 @@ fn drift_refuses_apply_and_lists_every_file() {
     let mut script = applied(&sources[4], "config-scripts");
     script.checksum = "3".repeat(64);
     let recorded = vec![old_one, old_two, old_three, script];
-    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     let err = plan(input).unwrap_err();
     let expected = vec![
         Drift {
@@ -214,7 +254,10 @@ fn drift_refuses_apply_and_lists_every_file() {
         },
     ];
     assert_eq!(err, PlanError::Drift(expected.clone()));
-    assert_eq!(err.to_string(), "2 applied migration(s) changed since they were applied: config/001.sql, tenants/001.sql");
+    assert_eq!(
+        err.to_string(),
+        "2 applied migration(s) changed since they were applied: config/001.sql, tenants/001.sql"
+    );
 
     let input = PlanInput { action: Action::Sync, ..input };
     let synced = plan(input).unwrap();
@@ -230,7 +273,13 @@ fn out_of_order_files_are_planned_and_reported() {
     let sources = sources();
     let tenants = tenants();
     let recorded = vec![applied(&sources[2], "config"), applied(&sources[3], "abc")];
-    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     let plan = plan(input).unwrap();
     assert_eq!(
         plan.diagnostics.out_of_order,
@@ -240,7 +289,10 @@ fn out_of_order_files_are_planned_and_reported() {
         ]
     );
     let first_two: Vec<_> = rendered(&plan, &sources).into_iter().take(3).collect();
-    assert_eq!(first_two, steps(&[("config/001.sql", "config"), ("tenants/001.sql", "abc"), ("tenants/001.sql", "def")], true));
+    assert_eq!(
+        first_two,
+        steps(&[("config/001.sql", "config"), ("tenants/001.sql", "abc"), ("tenants/001.sql", "def")], true)
+    );
 }
 
 #[test]
@@ -248,6 +300,12 @@ fn planning_is_deterministic() {
     let sources = sources();
     let tenants = tenants();
     let recorded = vec![applied(&sources[2], "config")];
-    let input = PlanInput { sources: &sources, applied: &recorded, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+    let input = PlanInput {
+        sources: &sources,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
     assert_eq!(plan(input), plan(input));
 }

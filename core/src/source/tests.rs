@@ -94,7 +94,8 @@ fn skips_dot_files_and_refuses_bad_input() {
 
 #[test]
 fn single_schema_is_the_last_path_element() {
-    let yaml = "baseLocation: m\ndriver: sqlite\ndataSource: x\nsingleMigrations: [db/schemas/ref]\ntenantMigrations: [t]\n";
+    let yaml =
+        "baseLocation: m\ndriver: sqlite\ndataSource: x\nsingleMigrations: [db/schemas/ref]\ntenantMigrations: [t]\n";
     let config = Config::parse(yaml, &BTreeMap::new()).unwrap();
     let migrations = source_migrations(&config, vec![file("db/schemas/ref", "1.sql"), file("t", "1.sql")]).unwrap();
     assert_eq!(migrations[0].single_schema(), Some("ref"));

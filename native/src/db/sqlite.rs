@@ -22,7 +22,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+};
 use sqlx::{AssertSqlSafe, Connection, Row};
 use strata_core::MigrationType;
 use strata_core::config::Config;
@@ -347,10 +349,8 @@ impl Database for SqliteDatabase {
     }
 
     async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(sql::select_version_migrations()))
-            .bind(version_id)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
         rows.iter().map(migration_row).collect()
     }
 
@@ -376,4 +376,3 @@ impl Database for SqliteDatabase {
         Err(DbError::Connect("the tenant list kept changing while this mutation waited for the write lock".into()))
     }
 }
-

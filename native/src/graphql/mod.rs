@@ -11,8 +11,8 @@ use crate::error::{AppError, graphql_error};
 use crate::http::RequestId;
 use crate::service::{CreateRequest, Service};
 use types::{
-    CreateResultsDto, DbMigrationDto, MigrationInterface, SourceMigrationDto, SourceMigrationFilters, TenantDto,
-    TenantInput, VersionDto, VersionInput,
+    ActionDto, CreateResultsDto, DbMigrationDto, MigrationInterface, SourceMigrationDto, SourceMigrationFilters,
+    TenantDto, TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -103,8 +103,8 @@ impl Mutation {
         let request = CreateRequest {
             version_name: input.version_name,
             target: Target::AllSchemas,
-            action: input.action.into(),
-            dry_run: input.dry_run,
+            action: input.action.unwrap_or(ActionDto::Apply).into(),
+            dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
@@ -116,8 +116,8 @@ impl Mutation {
         let request = CreateRequest {
             version_name: input.version_name,
             target: Target::NewTenant(input.tenant_name),
-            action: input.action.into(),
-            dry_run: input.dry_run,
+            action: input.action.unwrap_or(ActionDto::Apply).into(),
+            dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())

@@ -1,7 +1,9 @@
 //! GraphQL types: the API's wire shape, mirroring core and database types.
 //! Names, nullability and defaults follow the migration-service spec.
 
-use async_graphql::{ComplexObject, Context, Enum, InputObject, Interface, Result, Scalar, ScalarType, SimpleObject, Value};
+use async_graphql::{
+    ComplexObject, Context, Enum, InputObject, Interface, Result, Scalar, ScalarType, SimpleObject, Value,
+};
 use std::sync::Arc;
 use strata_core::MigrationType;
 use strata_core::plan;
@@ -73,6 +75,9 @@ impl From<ActionDto> for plan::Action {
 }
 
 /// The `Migration` interface.
+// async-graphql declares interface fields as repeated `field(…)` attributes,
+// which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(Interface)]
 #[graphql(
     name = "Migration",
@@ -170,11 +175,7 @@ impl VersionDto {
     /// Migrations applied in this version.
     async fn db_migrations(&self, ctx: &Context<'_>) -> Result<Vec<DbMigrationDto>> {
         let service = ctx.data::<Arc<Service>>()?;
-        let rows = service
-            .database()
-            .version_migrations(self.row_id)
-            .await
-            .map_err(crate::error::graphql_error)?;
+        let rows = service.database().version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;
         Ok(rows.into_iter().map(DbMigrationDto::from).collect())
     }
 }
@@ -267,11 +268,11 @@ pub struct VersionInput {
     /// Name of the new version.
     pub version_name: String,
     /// Apply (default) or Sync.
-    #[graphql(default_with = "ActionDto::Apply")]
-    pub action: ActionDto,
+    #[graphql(default_with = "Some(ActionDto::Apply)")]
+    pub action: Option<ActionDto>,
     /// Roll back instead of committing.
-    #[graphql(default = false)]
-    pub dry_run: bool,
+    #[graphql(default_with = "Some(false)")]
+    pub dry_run: Option<bool>,
 }
 
 /// `TenantInput`.
@@ -283,11 +284,11 @@ pub struct TenantInput {
     /// Name of the new version.
     pub version_name: String,
     /// Apply (default) or Sync.
-    #[graphql(default_with = "ActionDto::Apply")]
-    pub action: ActionDto,
+    #[graphql(default_with = "Some(ActionDto::Apply)")]
+    pub action: Option<ActionDto>,
     /// Roll back instead of committing.
-    #[graphql(default = false)]
-    pub dry_run: bool,
+    #[graphql(default_with = "Some(false)")]
+    pub dry_run: Option<bool>,
 }
 
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.

@@ -7,9 +7,9 @@ mod routes;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::response::IntoResponse;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
 pub use request_id::RequestId;

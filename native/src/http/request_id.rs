@@ -19,21 +19,16 @@ pub struct RequestId(pub String);
 
 fn from_client(value: &HeaderValue) -> Option<String> {
     let text = value.to_str().ok()?.trim();
-    let sane = !text.is_empty()
-        && text.len() <= MAX_LEN
-        && text.bytes().all(|b| b.is_ascii_graphic());
+    let sane = !text.is_empty() && text.len() <= MAX_LEN && text.bytes().all(|b| b.is_ascii_graphic());
     sane.then(|| text.to_string())
 }
 
 /// Middleware: sets [`RequestId`], the span, and the response header.
 pub async fn request_id(mut request: Request, next: Next) -> Response {
-    let id = request
-        .headers()
-        .get(HEADER)
-        .and_then(from_client)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let id = request.headers().get(HEADER).and_then(from_client).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path());
+    let span =
+        tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path());
     let mut response = next.run(request).instrument(span).await;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, value);

@@ -49,7 +49,8 @@ pub const BEGIN_IMMEDIATE: &str = "begin immediate";
 pub const SELECT_APPLIED: &str = "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";
 
 /// Inserts a version and returns its id.
-pub const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) values (?, ?, ?) returning id";
+pub const INSERT_VERSION: &str =
+    "insert into svc.svc_versions (name, created, request_id) values (?, ?, ?) returning id";
 
 /// Records one applied migration.
 pub const INSERT_MIGRATION: &str = "insert into svc.svc_migrations \

@@ -1,0 +1,2 @@
+create table {schema}.countries (code text primary key, name text not null);
+insert into {schema}.countries values ('DE', 'Germany'), ('PL', 'Poland');

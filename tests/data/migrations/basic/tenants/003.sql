@@ -1,0 +1,1 @@
+create index {schema}.users_email on users (email);

@@ -1,0 +1,1 @@
+create table {schema}.a (id integer);

@@ -1,0 +1,114 @@
+//! Bad input gets a clear error and loses nothing.
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, Workspace, run_to_exit};
+
+#[tokio::test]
+async fn malformed_requests() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+
+    let not_json = server.post_raw("query { tenants }").await;
+    assert_eq!(not_json.status(), 400);
+    let body: Value = not_json.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "BAD_REQUEST");
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("request body is not a GraphQL request in JSON"));
+
+    let invalid = server.graphql("{ tenants { name }", json!({})).await;
+    assert_eq!(invalid["data"], json!(null));
+    assert!(invalid["errors"][0]["message"].as_str().unwrap().contains("expected"), "{invalid}");
+
+    let unknown = server.graphql("{ tenants { name color } }", json!({})).await;
+    assert_eq!(unknown["errors"][0]["message"], "Unknown field \"color\" on type \"Tenant\".");
+
+    let missing =
+        server.graphql("mutation { createVersion(input: {dryRun: true}) { version { id } } }", json!({})).await;
+    assert!(missing["errors"][0]["message"].as_str().unwrap().contains("versionName"), "{missing}");
+
+    let blank = server.create_version(json!({ "versionName": "  " })).await;
+    assert_eq!(blank["errors"][0]["message"], "versionName must not be empty");
+    assert_eq!(blank["errors"][0]["extensions"]["code"], "INVALID_INPUT");
+
+    let wrong_type = server.create_version(json!({ "versionName": "x", "action": "Destroy" })).await;
+    assert!(wrong_type["errors"][0]["message"].as_str().unwrap().contains("Destroy"), "{wrong_type}");
+
+    let oversized = server.post_raw(vec![b' '; 1024 * 1024 + 1]).await;
+    assert_eq!(oversized.status(), 413);
+
+    // Nothing was lost or added by any of it.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 3);
+}
+
+#[tokio::test]
+async fn hostile_tenant_names_are_refused_and_lose_nothing() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "good", "versionName": "t" })).await;
+    for name in [
+        "a\"; drop table svc.svc_versions; --",
+        "x'); delete from svc.svc_tenants; --",
+        "../../etc/passwd",
+        "main",
+        "",
+        &"x".repeat(64),
+        "tenant name",
+        "ünïcode",
+    ] {
+        let result = server.create_tenant(json!({ "tenantName": name, "versionName": "evil" })).await;
+        assert_eq!(result["data"], json!(null), "{name:?}");
+        let code = result["errors"][0]["extensions"]["code"].as_str().unwrap();
+        assert!(code == "INVALID_TENANT_NAME" || code == "UNUSABLE_SCHEMA", "{name:?}: {result}");
+    }
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert_eq!(server.ws.rows("svc", "select name from svc_tenants").await, [[json!("good")]]);
+    let files: Vec<String> = std::fs::read_dir(server.ws.path().join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut files = files;
+    files.sort();
+    assert_eq!(files, ["good.db", "main.db", "svc.db"]);
+}
+
+fn one_line_error(output: &std::process::Output) -> String {
+    assert!(!output.status.success(), "must exit non-zero");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+#[test]
+fn bad_yaml_stops_start_up_with_one_line() {
+    let ws = Workspace::new("basic");
+    let config = ws.write_config("baseLocation: m\ndriver: [sqlite\n");
+    let stderr = one_line_error(&run_to_exit(&config, &[]));
+    assert!(stderr.starts_with(&format!("strata: {}: invalid YAML: ", config.display())), "{stderr}");
+}
+
+#[test]
+fn missing_env_var_stops_start_up_naming_it() {
+    let ws = Workspace::new("basic");
+    let yaml = ws.config("").replace("dataSource: sqlite://", "dataSource: sqlite://${DB_DIR_THAT_IS_UNSET}");
+    let config = ws.write_config(&yaml);
+    let stderr = one_line_error(&run_to_exit(&config, &[]));
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "strata: {}: property dataSource: environment variable DB_DIR_THAT_IS_UNSET is not set",
+            config.display()
+        )
+    );
+    let with_var = run_to_exit(&ws.write_config(&ws.config("logLevel: ${LEVEL}\n")), &[("LEVEL", "LOUD")]);
+    assert!(String::from_utf8_lossy(&with_var.stderr).contains("property logLevel: \"LOUD\" is not one of"));
+}
+
+#[test]
+fn unknown_property_and_missing_file_stop_start_up() {
+    let ws = Workspace::new("basic");
+    let config = ws.write_config(&(ws.config("") + "webhookUrl: http://x\n"));
+    let stderr = one_line_error(&run_to_exit(&config, &[]));
+    assert!(stderr.contains("webhookUrl"), "{stderr}");
+    let stderr = one_line_error(&run_to_exit(&ws.path().join("absent.yaml"), &[]));
+    assert!(stderr.contains("absent.yaml: cannot read configuration"), "{stderr}");
+}

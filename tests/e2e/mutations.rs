@@ -1,0 +1,290 @@
+//! createVersion / createTenant: apply, re-run, Sync, dryRun, fan-out,
+//! drift, rollback, serialisation.
+
+use serde_json::json;
+
+use crate::support::{Server, applied, counts, pairs};
+
+#[tokio::test]
+async fn create_version_applies_everything_in_order_and_records_it() {
+    let server = Server::start("basic", "").await;
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    let created = &result["data"]["createVersion"];
+    assert_eq!(
+        counts(created),
+        json!({ "tenants": 0, "singleMigrations": 2, "tenantMigrations": 0, "tenantMigrationsTotal": 0,
+                "migrationsGrandTotal": 2, "singleScripts": 1, "tenantScripts": 0, "tenantScriptsTotal": 0,
+                "scriptsGrandTotal": 1 })
+    );
+    assert_eq!(created["version"]["id"], 1);
+    assert_eq!(created["version"]["name"], "v1");
+    assert_eq!(
+        applied(created),
+        pairs(&[("ref/001.sql", "ref"), ("config/002.sql", "config"), ("scripts/config/runs.sql", "config")])
+    );
+    let first = &created["version"]["dbMigrations"][0];
+    assert_eq!(first["name"], "001.sql");
+    assert_eq!(first["migrationType"], "SingleMigration");
+    assert_eq!(first["sourceDir"], "ref");
+    assert_eq!(created["version"]["dbMigrations"][2]["migrationType"], "SingleScript");
+    let expected_checksum = strata_checksum(&server.ws.migrations().join("ref/001.sql"));
+    assert_eq!(first["checkSum"], expected_checksum);
+
+    // The migrations really ran: tables and rows in the schema files.
+    assert_eq!(server.ws.tables("ref").await, ["countries"]);
+    assert_eq!(server.ws.count("ref", "countries").await, 2);
+    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("1")]]);
+    // And were recorded, with the un-substituted contents.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    let stored =
+        server.ws.rows("svc", "select contents, db_schema, migration_type from svc_migrations where id = 1").await;
+    assert_eq!(stored[0][0], json!(std::fs::read_to_string(server.ws.migrations().join("ref/001.sql")).unwrap()));
+    assert!(stored[0][0].as_str().unwrap().contains("{schema}.countries"));
+    assert_eq!(stored[0][1], json!("ref"));
+    assert_eq!(stored[0][2], json!(1));
+}
+
+/// Lowercase hex SHA-256 of a file, computed independently of the service.
+fn strata_checksum(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn re_running_applies_only_scripts_and_nothing_due_creates_no_version() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    let again = server.create_version(json!({ "versionName": "v2" })).await;
+    let created = &again["data"]["createVersion"];
+    assert_eq!(applied(created), pairs(&[("scripts/config/runs.sql", "config")]));
+    assert_eq!(created["summary"]["singleMigrations"], 0);
+    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("2")]]);
+
+    // Without scripts there is nothing to do: no version.
+    std::fs::remove_file(server.ws.migrations().join("scripts/config/runs.sql")).unwrap();
+    let idle = server.create_version(json!({ "versionName": "v3" })).await;
+    assert_eq!(idle["data"]["createVersion"]["version"], json!(null));
+    assert_eq!(idle["data"]["createVersion"]["summary"]["migrationsGrandTotal"], 0);
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
+}
+
+#[tokio::test]
+async fn create_tenant_then_create_version_fans_out_to_every_tenant() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    for tenant in ["abc", "def_2"] {
+        let result =
+            server.create_tenant(json!({ "tenantName": tenant, "versionName": format!("add {tenant}") })).await;
+        let created = &result["data"]["createTenant"];
+        assert_eq!(
+            counts(created),
+            json!({ "tenants": 1, "singleMigrations": 0, "tenantMigrations": 2, "tenantMigrationsTotal": 2,
+                    "migrationsGrandTotal": 2, "singleScripts": 0, "tenantScripts": 1, "tenantScriptsTotal": 1,
+                    "scriptsGrandTotal": 1 })
+        );
+        assert_eq!(
+            applied(created),
+            pairs(&[("tenants/001.sql", tenant), ("tenants/003.sql", tenant), ("scripts/tenants/touch.sql", tenant)])
+        );
+        assert_eq!(server.ws.count(tenant, "users").await, 1);
+    }
+    assert_eq!(
+        server.ws.rows("svc", "select name from svc_tenants order by id").await,
+        [[json!("abc")], [json!("def_2")]]
+    );
+    let tenants = server.data("{ tenants { name } }", json!({})).await;
+    assert_eq!(tenants, json!({ "tenants": [{ "name": "abc" }, { "name": "def_2" }] }));
+
+    // A new tenant migration reaches both tenants, migration-major.
+    server.ws.write_migration("tenants/004.sql", "alter table {schema}.users add column phone text;\n");
+    let result = server.create_version(json!({ "versionName": "v2" })).await;
+    let created = &result["data"]["createVersion"];
+    assert_eq!(
+        applied(created),
+        pairs(&[
+            ("tenants/004.sql", "abc"),
+            ("tenants/004.sql", "def_2"),
+            ("scripts/config/runs.sql", "config"),
+            ("scripts/tenants/touch.sql", "abc"),
+            ("scripts/tenants/touch.sql", "def_2"),
+        ])
+    );
+    assert_eq!(created["summary"]["tenants"], 2);
+    assert_eq!(created["summary"]["tenantMigrations"], 1);
+    assert_eq!(created["summary"]["tenantMigrationsTotal"], 2);
+    assert_eq!(created["summary"]["tenantScriptsTotal"], 2);
+    assert_eq!(
+        server.ws.rows("def_2", "select count(*) from pragma_table_info('users') where name = 'phone'").await,
+        [[json!(1)]]
+    );
+}
+
+#[tokio::test]
+async fn create_tenant_refuses_an_existing_tenant() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t1" })).await;
+    let again = server.create_tenant(json!({ "tenantName": "abc", "versionName": "t2" })).await;
+    assert_eq!(again["data"], json!(null));
+    assert_eq!(again["errors"][0]["message"], "tenant \"abc\" already exists");
+    assert_eq!(again["errors"][0]["extensions"]["code"], "TENANT_EXISTS");
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert_eq!(server.ws.count("svc", "svc_tenants").await, 1);
+}
+
+#[tokio::test]
+async fn sync_records_without_executing() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t1", "action": "Sync" })).await;
+    let result = server.create_version(json!({ "versionName": "import", "action": "Sync" })).await;
+    let created = &result["data"]["createVersion"];
+    assert_eq!(
+        applied(created),
+        pairs(&[
+            ("ref/001.sql", "ref"),
+            ("config/002.sql", "config"),
+            ("scripts/config/runs.sql", "config"),
+            ("scripts/tenants/touch.sql", "abc"),
+        ])
+    );
+    assert!(server.ws.tables("ref").await.is_empty(), "Sync must not execute");
+    assert!(server.ws.tables("abc").await.is_empty(), "Sync must not execute");
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 3 + 4);
+    // Synced migrations are never applied afterwards: without scripts,
+    // nothing is due.
+    std::fs::remove_file(server.ws.migrations().join("scripts/config/runs.sql")).unwrap();
+    std::fs::remove_file(server.ws.migrations().join("scripts/tenants/touch.sql")).unwrap();
+    let result = server.create_version(json!({ "versionName": "after" })).await;
+    assert_eq!(result["data"]["createVersion"]["version"], json!(null), "{result}");
+    assert!(server.ws.tables("ref").await.is_empty());
+}
+
+#[tokio::test]
+async fn dry_run_executes_nothing_that_persists() {
+    let server = Server::start("basic", "").await;
+    let result = server.create_version(json!({ "versionName": "v1", "dryRun": true })).await;
+    let created = &result["data"]["createVersion"];
+    assert_eq!(created["version"], json!(null));
+    assert_eq!(created["summary"]["singleMigrations"], 2);
+    assert_eq!(created["summary"]["singleScripts"], 1);
+    let tenant = server.create_tenant(json!({ "tenantName": "dry", "versionName": "t", "dryRun": true })).await;
+    assert_eq!(tenant["data"]["createTenant"]["version"], json!(null));
+    assert_eq!(tenant["data"]["createTenant"]["summary"]["tenantMigrationsTotal"], 2);
+
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 0);
+    assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
+    assert!(server.ws.tables("ref").await.is_empty());
+    assert!(!server.ws.path().join("db/dry.db").exists(), "a dry run leaves no tenant file behind");
+    assert_eq!(server.metric("svc_http_versions_created").await, 0.0);
+    assert_eq!(server.metric("svc_http_tenants_created").await, 0.0);
+
+    // A dry run with an error (a failing migration) reports it the same way.
+    server.ws.write_migration("ref/002.sql", "insert into {schema}.nope values (1);");
+    let failing = server.create_version(json!({ "versionName": "v1", "dryRun": true })).await;
+    assert_eq!(failing["errors"][0]["extensions"]["code"], "MIGRATION_FAILED");
+}
+
+#[tokio::test]
+async fn a_failing_migration_rolls_back_the_whole_version() {
+    let server = Server::start("failing", "").await;
+    // A tenant that exists before the tenant migration does.
+    let tenant_file = server.ws.migrations().join("tenants/002.sql");
+    let tenant_sql = std::fs::read_to_string(&tenant_file).unwrap();
+    std::fs::remove_file(&tenant_file).unwrap();
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t1" })).await;
+    std::fs::write(&tenant_file, tenant_sql).unwrap();
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert_eq!(result["data"], json!(null));
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED");
+    assert_eq!(error["extensions"]["file"], "ref/003.sql");
+    assert_eq!(error["extensions"]["schema"], "ref");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("migration ref/003.sql failed in schema ref: "), "{message}");
+    assert!(message.contains("no such table"), "{message}");
+    assert!(message.ends_with("the version was rolled back, nothing was recorded"), "{message}");
+
+    // Nothing of the version persists: not ref/001 (ran first), not the
+    // tenant migration, not the table created by the failing file itself.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 0);
+    assert!(server.ws.tables("ref").await.is_empty());
+    assert!(server.ws.tables("abc").await.is_empty());
+    assert_eq!(server.metric("svc_http_versions_created").await, 1.0);
+
+    // Fixing the file and re-running applies everything once.
+    server.ws.write_migration("ref/003.sql", "create table {schema}.c (id integer);\n");
+    let fixed = server.create_version(json!({ "versionName": "v1 again" })).await;
+    assert_eq!(
+        applied(&fixed["data"]["createVersion"]),
+        pairs(&[("ref/001.sql", "ref"), ("tenants/002.sql", "abc"), ("ref/003.sql", "ref")])
+    );
+    assert_eq!(server.ws.tables("ref").await, ["a", "c"]);
+}
+
+#[tokio::test]
+async fn drift_is_refused_with_every_file_listed() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t1" })).await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/001.sql", "create table {schema}.countries (code text);\n");
+    server.ws.write_migration("tenants/001.sql", "create table {schema}.users (id integer);\n");
+    server.ws.write_migration("config/005.sql", "create table {schema}.later (id integer);\n");
+    let result = server.create_version(json!({ "versionName": "v2" })).await;
+    assert_eq!(result["data"], json!(null));
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "DRIFT");
+    assert_eq!(error["extensions"]["files"], json!(["ref/001.sql", "tenants/001.sql"]));
+    assert_eq!(
+        error["message"],
+        "2 applied migration(s) changed since they were applied: ref/001.sql, tenants/001.sql"
+    );
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
+    assert!(!server.ws.tables("config").await.contains(&"later".to_string()));
+
+    // Sync goes ahead, records the new file, and leaves drifted rows alone.
+    let synced = server.create_version(json!({ "versionName": "sync", "action": "Sync" })).await;
+    let recorded = applied(&synced["data"]["createVersion"]);
+    assert!(recorded.contains(&("config/005.sql".to_string(), "config".to_string())), "{recorded:?}");
+    assert!(!recorded.iter().any(|(f, _)| f == "ref/001.sql" || f == "tenants/001.sql"), "{recorded:?}");
+}
+
+#[tokio::test]
+async fn out_of_order_files_are_applied_and_logged() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/000.sql", "create table {schema}.early (id integer);\n");
+    let result = server.create_version(json!({ "versionName": "v2" })).await;
+    assert_eq!(
+        applied(&result["data"]["createVersion"]),
+        pairs(&[("ref/000.sql", "ref"), ("scripts/config/runs.sql", "config")])
+    );
+    assert!(server.ws.tables("ref").await.contains(&"early".to_string()));
+    let log = server.log();
+    assert!(log.contains("out-of-order migration applied") && log.contains("ref/000.sql"), "{log}");
+}
+
+#[tokio::test]
+async fn concurrent_mutations_are_serialised() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t" })).await;
+    let runs = (0..6).map(|i| server.create_version(json!({ "versionName": format!("v{i}") })));
+    let results = futures::future::join_all(runs).await;
+    for result in &results {
+        assert!(result.get("errors").is_none(), "{result}");
+    }
+    let twice = server
+        .ws
+        .rows(
+            "svc",
+            "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
+                      group by filename, db_schema having count(*) > 1",
+        )
+        .await;
+    assert!(twice.is_empty(), "applied twice: {twice:?}");
+    assert_eq!(server.ws.count("ref", "countries").await, 2);
+    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("6")]]);
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 7);
+}

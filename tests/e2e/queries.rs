@@ -1,0 +1,199 @@
+//! Every query of the API, and the GraphQL features the spec promises:
+//! introspection, several operations with operationName, aliases, variables,
+//! batches.
+
+use serde_json::{Value, json};
+
+use crate::support::Server;
+
+fn files(list: &Value) -> Vec<String> {
+    list.as_array().unwrap().iter().map(|m| m["file"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn source_migrations_with_and_without_filters() {
+    let server = Server::start("basic", "").await;
+    let all =
+        server.data("{ sourceMigrations { file name sourceDir migrationType checkSum contents } }", json!({})).await;
+    assert_eq!(
+        files(&all["sourceMigrations"]),
+        [
+            "ref/001.sql",
+            "tenants/001.sql",
+            "config/002.sql",
+            "tenants/003.sql",
+            "scripts/config/runs.sql",
+            "scripts/tenants/touch.sql"
+        ]
+    );
+    let first = &all["sourceMigrations"][1];
+    assert_eq!(first["name"], "001.sql");
+    assert_eq!(first["sourceDir"], "tenants");
+    assert_eq!(first["migrationType"], "TenantMigration");
+    assert_eq!(first["contents"], "create table {schema}.users (id integer primary key, email text not null);\n");
+    assert_eq!(first["checkSum"].as_str().unwrap().len(), 64);
+
+    let query = "query($f: SourceMigrationFilters) { sourceMigrations(filters: $f) { file } }";
+    for (filters, expected) in [
+        (json!({ "migrationType": "SingleScript" }), vec!["scripts/config/runs.sql"]),
+        (json!({ "sourceDir": "tenants" }), vec!["tenants/001.sql", "tenants/003.sql"]),
+        (json!({ "name": "001.sql" }), vec!["ref/001.sql", "tenants/001.sql"]),
+        (json!({ "name": "001.sql", "migrationType": "TenantMigration" }), vec!["tenants/001.sql"]),
+        (json!({ "file": "config/002.sql" }), vec!["config/002.sql"]),
+        (json!({ "file": "nope" }), vec![]),
+    ] {
+        let data = server.data(query, json!({ "f": filters })).await;
+        assert_eq!(files(&data["sourceMigrations"]), expected, "{filters}");
+    }
+}
+
+#[tokio::test]
+async fn source_migration_by_file_or_null() {
+    let server = Server::start("basic", "").await;
+    let query = "query($file: String!) { sourceMigration(file: $file) { file migrationType contents } }";
+    let found = server.data(query, json!({ "file": "scripts/tenants/touch.sql" })).await;
+    assert_eq!(
+        found,
+        json!({ "sourceMigration": { "file": "scripts/tenants/touch.sql", "migrationType": "TenantScript",
+                "contents": "insert into {schema}.users (email) values ('script@example.com');\n" } })
+    );
+    let missing = server.data(query, json!({ "file": "ref/999.sql" })).await;
+    assert_eq!(missing, json!({ "sourceMigration": null }));
+}
+
+#[tokio::test]
+async fn versions_version_and_db_migration() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "first" })).await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "second" })).await;
+
+    let all = server.data("{ versions { id name created dbMigrations { file schema } } }", json!({})).await;
+    let versions = all["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2);
+    assert_eq!((versions[0]["id"].clone(), versions[0]["name"].clone()), (json!(1), json!("first")));
+    assert_eq!((versions[1]["id"].clone(), versions[1]["name"].clone()), (json!(2), json!("second")));
+    let created = versions[0]["created"].as_str().unwrap();
+    assert!(chrono_like_rfc3339_utc(created), "{created}");
+    assert_eq!(versions[1]["dbMigrations"].as_array().unwrap().len(), 3);
+
+    let by_file = server.data("{ versions(file: \"tenants/001.sql\") { name } }", json!({})).await;
+    assert_eq!(by_file, json!({ "versions": [{ "name": "second" }] }));
+    let by_script = server.data("{ versions(file: \"scripts/config/runs.sql\") { name } }", json!({})).await;
+    assert_eq!(by_script, json!({ "versions": [{ "name": "first" }] }));
+    let none = server.data("{ versions(file: \"nope.sql\") { name } }", json!({})).await;
+    assert_eq!(none, json!({ "versions": [] }));
+
+    let one =
+        server.data("{ version(id: 2) { id name dbMigrations { id file schema migrationType } } }", json!({})).await;
+    assert_eq!(one["version"]["name"], "second");
+    assert_eq!(
+        one["version"]["dbMigrations"][0],
+        json!({ "id": 4, "file": "tenants/001.sql", "schema": "abc", "migrationType": "TenantMigration" })
+    );
+    assert_eq!(server.data("{ version(id: 99) { id } }", json!({})).await, json!({ "version": null }));
+
+    let migration = server
+        .data(
+            "{ dbMigration(id: 1) { id name migrationType sourceDir file contents checkSum schema created } }",
+            json!({}),
+        )
+        .await;
+    let m = &migration["dbMigration"];
+    assert_eq!(m["file"], "ref/001.sql");
+    assert_eq!(m["schema"], "ref");
+    assert_eq!(m["sourceDir"], "ref");
+    assert_eq!(m["migrationType"], "SingleMigration");
+    assert!(m["contents"].as_str().unwrap().starts_with("create table {schema}.countries"));
+    assert_eq!(m["created"], json!(created));
+    assert_eq!(server.data("{ dbMigration(id: 999) { id } }", json!({})).await, json!({ "dbMigration": null }));
+}
+
+fn chrono_like_rfc3339_utc(text: &str) -> bool {
+    text.len() == "2026-11-22T05:38:56.110195Z".len() && text.ends_with('Z') && text.as_bytes()[10] == b'T'
+}
+
+#[tokio::test]
+async fn tenants_query_lists_tenants_in_order() {
+    let server = Server::start("basic", "").await;
+    assert_eq!(server.data("{ tenants { name } }", json!({})).await, json!({ "tenants": [] }));
+    for name in ["t1", "t2", "t3"] {
+        server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+    }
+    assert_eq!(
+        server.data("{ tenants { name } }", json!({})).await,
+        json!({ "tenants": [{ "name": "t1" }, { "name": "t2" }, { "name": "t3" }] })
+    );
+}
+
+#[tokio::test]
+async fn several_operations_aliases_variables_and_batches() {
+    let server = Server::start("basic", "").await;
+    let document = "query Sources { all: sourceMigrations { file } scripts: sourceMigrations(filters: {migrationType: SingleScript}) { file } }
+                    query Tenants { tenants { name } }
+                    mutation Create($name: String!) { createVersion(input: {versionName: $name}) { version { name } } }";
+    let response: Value = server
+        .post_raw(
+            json!({ "query": document, "operationName": "Create", "variables": { "name": "via op" } }).to_string(),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(response, json!({ "data": { "createVersion": { "version": { "name": "via op" } } } }));
+    let response: Value = server
+        .post_raw(json!({ "query": document, "operationName": "Sources" }).to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(response["data"]["all"].as_array().unwrap().len(), 6);
+    assert_eq!(response["data"]["scripts"], json!([{ "file": "scripts/config/runs.sql" }]));
+
+    let ambiguous: Value = server.post_raw(json!({ "query": document }).to_string()).await.json().await.unwrap();
+    assert_eq!(ambiguous["errors"][0]["message"], "Operation name required in request.");
+
+    let batch: Value = server
+        .post_raw(
+            json!([{ "query": "{ tenants { name } }" }, { "query": "{ v: version(id: 1) { name } }" }]).to_string(),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(batch, json!([{ "data": { "tenants": [] } }, { "data": { "v": { "name": "via op" } } }]));
+}
+
+#[tokio::test]
+async fn introspection_describes_the_spec_types() {
+    let server = Server::start("basic", "").await;
+    let data = server
+        .data(
+            "{ __schema { queryType { name } mutationType { name } }
+               migration: __type(name: \"Migration\") { kind possibleTypes { name } fields { name type { kind ofType { name } } } }
+               version: __type(name: \"VersionInput\") { inputFields { name defaultValue type { kind name ofType { name } } } }
+               types: __type(name: \"MigrationType\") { enumValues { name } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(data["__schema"], json!({ "queryType": { "name": "Query" }, "mutationType": { "name": "Mutation" } }));
+    assert_eq!(data["migration"]["kind"], "INTERFACE");
+    let mut possible: Vec<&str> =
+        data["migration"]["possibleTypes"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    possible.sort();
+    assert_eq!(possible, ["DBMigration", "SourceMigration"]);
+    let fields: Vec<&str> =
+        data["migration"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["name", "migrationType", "sourceDir", "file", "contents", "checkSum"]);
+    assert_eq!(
+        data["version"]["inputFields"],
+        json!([
+            { "name": "versionName", "defaultValue": null, "type": { "kind": "NON_NULL", "name": null, "ofType": { "name": "String" } } },
+            { "name": "action", "defaultValue": "Apply", "type": { "kind": "ENUM", "name": "Action", "ofType": null } },
+            { "name": "dryRun", "defaultValue": "false", "type": { "kind": "SCALAR", "name": "Boolean", "ofType": null } }
+        ])
+    );
+    assert_eq!(
+        data["types"]["enumValues"],
+        json!([{ "name": "SingleMigration" }, { "name": "TenantMigration" }, { "name": "SingleScript" }, { "name": "TenantScript" }])
+    );
+}

@@ -1,0 +1,339 @@
+//! Test harness: a real `strata` process per test, configured in a temp
+//! directory, driven over HTTP on 127.0.0.1; the SQLite files it writes are
+//! inspected directly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::{Connection, SqliteConnection};
+
+/// `tests/data`.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data")
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Copies a directory tree.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The directories every test configuration uses.
+pub const DIRECTORIES: &str = "singleMigrations: [ref, config]\ntenantMigrations: [tenants]\n\
+                               singleScripts: [scripts/config]\ntenantScripts: [scripts/tenants]\n";
+
+/// A test's workspace: a temp dir with `migrations/` (a copy of a data set)
+/// and `db/`, plus the config written for it.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Workspace {
+    /// Copies `tests/data/migrations/<set>` and creates every configured directory.
+    pub fn new(set: &str) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&data_dir().join("migrations").join(set), &dir.path().join("migrations"));
+        for sub in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
+            std::fs::create_dir_all(dir.path().join("migrations").join(sub)).unwrap();
+        }
+        Workspace { dir, port: free_port() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn migrations(&self) -> PathBuf {
+        self.path().join("migrations")
+    }
+
+    /// The standard configuration plus `extra` lines.
+    pub fn config(&self, extra: &str) -> String {
+        format!(
+            "baseLocation: {}\ndriver: sqlite\ndataSource: sqlite://{}/db/main.db?mode=rwc\n{DIRECTORIES}port: {}\n{extra}",
+            self.migrations().display(),
+            self.path().display(),
+            self.port
+        )
+    }
+
+    pub fn write_config(&self, yaml: &str) -> PathBuf {
+        let path = self.path().join("svc.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    /// A file of the migrations copy.
+    pub fn write_migration(&self, relative: &str, contents: &str) {
+        std::fs::write(self.migrations().join(relative), contents).unwrap();
+    }
+
+    /// Runs one SQL query against a schema's database file, returning every
+    /// row as a JSON array of strings (NULL as null).
+    pub async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
+        let file = self.path().join("db").join(format!("{schema}.db"));
+        assert!(file.exists(), "{} does not exist", file.display());
+        let mut conn = SqliteConnection::connect(&format!("sqlite://{}?mode=ro", file.display())).await.unwrap();
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_all(&mut conn).await.unwrap();
+        use sqlx::{Row, ValueRef};
+        rows.iter()
+            .map(|row| {
+                (0..row.columns().len())
+                    .map(|i| {
+                        if row.try_get_raw(i).unwrap().is_null() {
+                            return Value::Null;
+                        }
+                        row.try_get::<String, _>(i)
+                            .map(Value::String)
+                            .or_else(|_| row.try_get::<i64, _>(i).map(|n| json!(n)))
+                            .unwrap()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// `select count(*)` of a table in a schema.
+    pub async fn count(&self, schema: &str, table: &str) -> i64 {
+        self.rows(schema, &format!("select count(*) from {table}")).await[0][0].as_i64().unwrap()
+    }
+
+    /// Names of the tables in a schema's file (empty when there is no file).
+    pub async fn tables(&self, schema: &str) -> Vec<String> {
+        if !self.path().join("db").join(format!("{schema}.db")).exists() {
+            return Vec::new();
+        }
+        self.rows(
+            schema,
+            "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name",
+        )
+        .await
+        .into_iter()
+        .map(|row| row[0].as_str().unwrap().to_string())
+        .collect()
+    }
+}
+
+/// A running `strata` process; killed on drop.
+pub struct Server {
+    child: Child,
+    pub ws: Workspace,
+    pub base: String,
+    pub client: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the binary with a config to completion (for start-up failures).
+pub fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    command.env("SVC_YAML", config_path);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    for _ in 0..100 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("strata did not exit within 10 s");
+}
+
+impl Server {
+    /// Starts the service on the `set` data set with `extra` config lines.
+    pub async fn start(set: &str, extra: &str) -> Server {
+        let ws = Workspace::new(set);
+        let yaml = ws.config(extra);
+        Server::start_in(ws, &yaml, "").await
+    }
+
+    /// Starts the service in `ws` with `yaml`; `prefix` is the pathPrefix.
+    pub async fn start_in(ws: Workspace, yaml: &str, prefix: &str) -> Server {
+        Server::start_in_with_env(ws, yaml, prefix, &[]).await
+    }
+
+    /// Like [`Server::start_in`], with extra environment variables for the process.
+    pub async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
+        let config = ws.write_config(yaml);
+        let log = std::fs::File::create(ws.path().join("strata.log")).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+        command.env("SVC_YAML", &config);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        let base = format!("http://127.0.0.1:{}{prefix}", ws.port);
+        let client = reqwest::Client::new();
+        let mut server = Server { child, ws, base, client };
+        for _ in 0..100 {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("strata exited with {status}: {}", server.log());
+            }
+            if server.client.get(format!("{}/metrics", server.base)).send().await.is_ok() {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("strata did not start: {}", server.log());
+    }
+
+    /// Everything the process logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.ws.path().join("strata.log")).unwrap_or_default()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// POSTs a raw body to `/v2/service`.
+    pub async fn post_raw(&self, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.client.post(self.url("/v2/service")).body(body).send().await.unwrap()
+    }
+
+    /// Runs a GraphQL request and returns the whole response (asserting HTTP 200).
+    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+        let response = self.post_raw(json!({ "query": query, "variables": variables }).to_string()).await;
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// Runs a GraphQL request that must succeed and returns its `data`.
+    pub async fn data(&self, query: &str, variables: Value) -> Value {
+        let response = self.graphql(query, variables).await;
+        assert!(response.get("errors").is_none(), "unexpected errors: {response}\n{}", self.log());
+        response["data"].clone()
+    }
+
+    /// `createVersion` with the given input, asking for summary and version.
+    pub async fn create_version(&self, input: Value) -> Value {
+        self.graphql(CREATE_VERSION, json!({ "input": input })).await
+    }
+
+    /// `createTenant` with the given input.
+    pub async fn create_tenant(&self, input: Value) -> Value {
+        self.graphql(CREATE_TENANT, json!({ "input": input })).await
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// The value of one metric series in `/metrics` (e.g.
+    /// `svc_http_migrations_applied{type="single_migrations"}`).
+    pub async fn metric(&self, series: &str) -> f64 {
+        let text = self.get("/metrics").await.text().await.unwrap();
+        text.lines()
+            .find_map(|line| line.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no series {series} in\n{text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+/// Selection of every field of `CreateResults`.
+macro_rules! create_results {
+    () => {
+        "summary { startedAt duration tenants singleMigrations tenantMigrations tenantMigrationsTotal \
+         migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal scriptsGrandTotal } \
+         version { id name created dbMigrations { id name migrationType sourceDir file schema checkSum created } }"
+    };
+}
+
+pub const CREATE_VERSION: &str =
+    concat!("mutation($input: VersionInput!) { createVersion(input: $input) { ", create_results!(), " } }");
+pub const CREATE_TENANT: &str =
+    concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", create_results!(), " } }");
+
+/// The summary counts of a create result, without the timing fields.
+pub fn counts(result: &Value) -> Value {
+    let mut summary = result["summary"].clone();
+    let object = summary.as_object_mut().unwrap();
+    assert!(object.remove("startedAt").unwrap().as_str().unwrap().ends_with('Z'));
+    assert!(object.remove("duration").unwrap().as_f64().unwrap() >= 0.0);
+    summary
+}
+
+/// `(file, schema)` of each dbMigration of a create result's version.
+pub fn applied(result: &Value) -> Vec<(String, String)> {
+    result["version"]["dbMigrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["file"].as_str().unwrap().to_string(), m["schema"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// A recorded webhook request.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    pub headers: axum::http::HeaderMap,
+    pub body: String,
+}
+
+/// A real HTTP listener on 127.0.0.1 recording every request and answering
+/// with a fixed status.
+pub struct HookListener {
+    pub url: String,
+    pub received: Arc<Mutex<Vec<Hook>>>,
+}
+
+impl HookListener {
+    pub async fn start(status: u16) -> HookListener {
+        let received: Arc<Mutex<Vec<Hook>>> = Arc::default();
+        let store = Arc::clone(&received);
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: String| {
+            let store = Arc::clone(&store);
+            async move {
+                store.lock().unwrap().push(Hook { headers, body });
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        HookListener { url, received }
+    }
+
+    /// Waits until `n` requests arrived (up to 10 s) and returns them.
+    pub async fn wait_for(&self, n: usize) -> Vec<Hook> {
+        for _ in 0..100 {
+            let got = self.received.lock().unwrap().clone();
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("expected {n} webhook requests, got {}", self.received.lock().unwrap().len());
+    }
+}
