@@ -19,7 +19,9 @@
 //!   already recorded in the same schema. It is planned (as the peer does)
 //!   and reported.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 
 use thiserror::Error;
 
@@ -204,12 +206,11 @@ fn drift_files(drift: &[Drift]) -> String {
 }
 
 /// Plans an operation. See the module documentation for the rules.
+///
+/// Cost is linear: one pass over the recorded rows (hash lookups on files
+/// and schemas, with the previous row's file cached because rows arrive
+/// grouped by migration) and one pass over sources × target schemas.
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
-    let drift = find_drift(input.sources, input.applied);
-    if input.action == Action::Apply && !drift.is_empty() {
-        return Err(PlanError::Drift(drift));
-    }
-
     let (tenants, new_tenant): (Vec<&str>, Option<String>) = match input.target {
         Target::AllSchemas => {
             for tenant in input.tenants {
@@ -227,38 +228,59 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
     };
     let include_single = matches!(input.target, Target::AllSchemas);
 
-    let recorded = RecordedIndex::new(input.applied);
-    let mut schemas = SchemaTable::default();
+    let mut targets = TargetSchemas::default();
+    if include_single {
+        for schema in input.sources.iter().filter_map(SourceMigration::single_schema) {
+            targets.intern(schema);
+        }
+    }
+    let all_tenant_ids: Vec<u32> = tenants.iter().map(|tenant| targets.intern(tenant)).collect();
+    let mut seen = vec![false; targets.names.len()];
+    // A tenant listed twice is planned once.
+    let tenant_ids: Vec<u32> =
+        all_tenant_ids.into_iter().filter(|id| !std::mem::replace(&mut seen[*id as usize], true)).collect();
+
+    let recorded = Recorded::scan(input.sources, input.applied, &targets)?;
+    if input.action == Action::Apply && !recorded.drift.is_empty() {
+        return Err(PlanError::Drift(recorded.drift));
+    }
+
+    let mut plan_schemas = PlanSchemas::new(targets.names.len());
     let mut steps = Vec::new();
-    let mut counts = Counts { tenants: tenants.len() as u64, ..Counts::default() };
+    let mut counts = Counts { tenants: tenant_ids.len() as u64, ..Counts::default() };
     let mut out_of_order = Vec::new();
     let execute = input.action == Action::Apply;
 
     for (index, migration) in input.sources.iter().enumerate() {
         let migration_index = u32::try_from(index).map_err(|_| PlanError::TooLarge)?;
         let script = migration.migration_type.is_script();
-        let targets: Vec<&str> = match migration.single_schema() {
-            Some(schema) if include_single => vec![schema],
+        let single_target: [u32; 1];
+        let target_ids: &[u32] = match migration.single_schema() {
+            Some(schema) if include_single => {
+                single_target = [targets.id(schema).ok_or(PlanError::TooLarge)?];
+                &single_target
+            }
             Some(_) => continue,
-            None => tenants.clone(),
+            None => &tenant_ids,
         };
         let mut planned_here = 0u64;
-        for schema in targets {
-            if !script && recorded.contains(&migration.file, schema) {
-                continue;
+        for &target in target_ids {
+            if !script {
+                if recorded.contains(index, target) {
+                    continue;
+                }
+                if let Some(greatest) = recorded.greatest[target as usize]
+                    && migration.name.as_str() < greatest
+                {
+                    out_of_order.push(OutOfOrder {
+                        file: migration.file.clone(),
+                        schema: targets.names[target as usize].to_string(),
+                        after: greatest.to_string(),
+                    });
+                }
             }
-            if !script
-                && let Some(greatest) = recorded.greatest_name(schema)
-                && migration.name.as_str() < greatest
-            {
-                out_of_order.push(OutOfOrder {
-                    file: migration.file.clone(),
-                    schema: schema.to_string(),
-                    after: greatest.to_string(),
-                });
-            }
-            let schema_index = schemas.index(schema)?;
-            steps.push(Step { migration: migration_index, schema: schema_index, execute });
+            let schema = plan_schemas.index(target, &targets)?;
+            steps.push(Step { migration: migration_index, schema, execute });
             planned_here += 1;
         }
         if planned_here > 0 {
@@ -279,89 +301,137 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
     if u32::try_from(steps.len()).is_err() {
         return Err(PlanError::TooLarge);
     }
-    if let Some(tenant) = &new_tenant {
-        schemas.index(tenant)?;
+    if new_tenant.is_some() {
+        plan_schemas.index(tenant_ids[0], &targets)?;
     }
 
-    Ok(Plan { schemas: schemas.names, steps, counts, diagnostics: Diagnostics { drift, out_of_order }, new_tenant })
+    Ok(Plan {
+        schemas: plan_schemas.names,
+        steps,
+        counts,
+        diagnostics: Diagnostics { drift: recorded.drift, out_of_order },
+        new_tenant,
+    })
 }
 
-/// Recorded (file, schema) pairs and the greatest migration name per schema.
-struct RecordedIndex<'a> {
-    pairs: HashMap<&'a str, HashSet<&'a str>>,
-    greatest: HashMap<&'a str, &'a str>,
+/// The schemas an operation may touch, interned to dense ids.
+#[derive(Default)]
+struct TargetSchemas<'a> {
+    names: Vec<&'a str>,
+    ids: FxHashMap<&'a str, u32>,
 }
 
-impl<'a> RecordedIndex<'a> {
-    fn new(applied: &'a [AppliedMigration]) -> Self {
-        let mut pairs: HashMap<&str, HashSet<&str>> = HashMap::new();
-        let mut greatest: HashMap<&str, &str> = HashMap::new();
+impl<'a> TargetSchemas<'a> {
+    fn intern(&mut self, schema: &'a str) -> u32 {
+        let next = self.names.len() as u32;
+        let id = *self.ids.entry(schema).or_insert(next);
+        if id == next {
+            self.names.push(schema);
+        }
+        id
+    }
+
+    fn id(&self, schema: &str) -> Option<u32> {
+        self.ids.get(schema).copied()
+    }
+}
+
+/// The schemas of a plan in first-use order, mapped from target ids.
+struct PlanSchemas {
+    names: Vec<String>,
+    by_target: Vec<Option<u32>>,
+}
+
+impl PlanSchemas {
+    fn new(targets: usize) -> Self {
+        PlanSchemas { names: Vec::new(), by_target: vec![None; targets] }
+    }
+
+    fn index(&mut self, target: u32, targets: &TargetSchemas<'_>) -> Result<u32, PlanError> {
+        if let Some(index) = self.by_target[target as usize] {
+            return Ok(index);
+        }
+        let index = u32::try_from(self.names.len()).map_err(|_| PlanError::TooLarge)?;
+        self.names.push(targets.names[target as usize].to_string());
+        self.by_target[target as usize] = Some(index);
+        Ok(index)
+    }
+}
+
+/// What the recorded rows say, for the target schemas: which (source,
+/// schema) pairs are recorded (a bit matrix), the greatest recorded name per
+/// schema, and the drifted files.
+struct Recorded<'a> {
+    bits: Vec<u64>,
+    width: usize,
+    greatest: Vec<Option<&'a str>>,
+    drift: Vec<Drift>,
+}
+
+/// The largest bit matrix the planner builds (sources × schemas): 2^33 bits, 1 GiB.
+const MAX_MATRIX_BITS: usize = 1 << 33;
+
+impl<'a> Recorded<'a> {
+    fn scan(
+        sources: &'a [SourceMigration],
+        applied: &'a [AppliedMigration],
+        targets: &TargetSchemas<'a>,
+    ) -> Result<Self, PlanError> {
+        let width = targets.names.len();
+        let cells = sources.len().checked_mul(width).filter(|n| *n <= MAX_MATRIX_BITS).ok_or(PlanError::TooLarge)?;
+        let mut bits = vec![0u64; cells.div_ceil(64)];
+        let mut greatest: Vec<Option<&str>> = vec![None; width];
+        let by_file: FxHashMap<&str, usize> = sources
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.migration_type.is_script())
+            .map(|(i, m)| (m.file.as_str(), i))
+            .collect();
+        let mut drifted: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+        let mut cached: Option<(&str, Option<usize>)> = None;
         for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
-            pairs.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
-            let entry = greatest.entry(row.schema.as_str()).or_insert(row.name.as_str());
-            if row.name.as_str() > *entry {
-                *entry = row.name.as_str();
+            let source = match cached {
+                Some((file, source)) if file == row.file => source,
+                _ => {
+                    let source = by_file.get(row.file.as_str()).copied();
+                    cached = Some((row.file.as_str(), source));
+                    source
+                }
+            };
+            if let Some(target) = targets.id(&row.schema) {
+                let slot = &mut greatest[target as usize];
+                if slot.is_none_or(|g| row.name.as_str() > g) {
+                    *slot = Some(row.name.as_str());
+                }
+                if let Some(source) = source {
+                    let cell = source * width + target as usize;
+                    bits[cell / 64] |= 1 << (cell % 64);
+                }
+            }
+            if let Some(source) = source
+                && sources[source].checksum != row.checksum
+            {
+                let (checksums, schemas) = drifted.entry(sources[source].file.as_str()).or_default();
+                checksums.insert(row.checksum.as_str());
+                schemas.insert(row.schema.as_str());
             }
         }
-        RecordedIndex { pairs, greatest }
+        let drift = drifted
+            .into_iter()
+            .map(|(file, (checksums, schemas))| Drift {
+                file: file.to_string(),
+                source_checksum: sources[by_file[file]].checksum.clone(),
+                recorded_checksums: checksums.into_iter().map(str::to_string).collect(),
+                schemas: schemas.into_iter().map(str::to_string).collect(),
+            })
+            .collect();
+        Ok(Recorded { bits, width, greatest, drift })
     }
 
-    fn contains(&self, file: &str, schema: &str) -> bool {
-        self.pairs.get(schema).is_some_and(|files| files.contains(file))
+    fn contains(&self, source: usize, target: u32) -> bool {
+        let cell = source * self.width + target as usize;
+        self.bits[cell / 64] & (1 << (cell % 64)) != 0
     }
-
-    fn greatest_name(&self, schema: &str) -> Option<&'a str> {
-        self.greatest.get(schema).copied()
-    }
-}
-
-/// Schema names interned in first-use order.
-#[derive(Default)]
-struct SchemaTable {
-    names: Vec<String>,
-    positions: HashMap<String, u32>,
-}
-
-impl SchemaTable {
-    fn index(&mut self, schema: &str) -> Result<u32, PlanError> {
-        if let Some(position) = self.positions.get(schema) {
-            return Ok(*position);
-        }
-        let position = u32::try_from(self.names.len()).map_err(|_| PlanError::TooLarge)?;
-        self.names.push(schema.to_string());
-        self.positions.insert(schema.to_string(), position);
-        Ok(position)
-    }
-}
-
-fn find_drift(sources: &[SourceMigration], applied: &[AppliedMigration]) -> Vec<Drift> {
-    let by_file: HashMap<&str, &SourceMigration> =
-        sources.iter().filter(|m| !m.migration_type.is_script()).map(|m| (m.file.as_str(), m)).collect();
-    let mut drifted: BTreeMap<&str, (HashSet<&str>, HashSet<&str>)> = BTreeMap::new();
-    for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
-        if let Some(source) = by_file.get(row.file.as_str())
-            && source.checksum != row.checksum
-        {
-            let (checksums, schemas) = drifted.entry(source.file.as_str()).or_default();
-            checksums.insert(row.checksum.as_str());
-            schemas.insert(row.schema.as_str());
-        }
-    }
-    drifted
-        .into_iter()
-        .map(|(file, (checksums, schemas))| Drift {
-            file: file.to_string(),
-            source_checksum: by_file[file].checksum.clone(),
-            recorded_checksums: sorted(checksums),
-            schemas: sorted(schemas),
-        })
-        .collect()
-}
-
-fn sorted(set: HashSet<&str>) -> Vec<String> {
-    let mut list: Vec<String> = set.into_iter().map(str::to_string).collect();
-    list.sort();
-    list
 }
 
 #[cfg(test)]

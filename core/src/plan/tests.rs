@@ -309,3 +309,51 @@ fn planning_is_deterministic() {
     };
     assert_eq!(plan(input), plan(input));
 }
+
+#[test]
+fn a_tenant_listed_twice_is_planned_once() {
+    let sources = sources();
+    let tenants = vec!["abc".to_string(), "abc".to_string()];
+    let input = PlanInput {
+        sources: &sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
+    let plan = plan(input).unwrap();
+    assert_eq!(plan.counts.tenants, 1);
+    assert_eq!(plan.counts.tenant_migrations_total, 2);
+    assert_eq!(plan.schemas, ["config", "abc", "config-scripts"]);
+}
+
+#[test]
+fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
+    let sources = sources();
+    let tenants = tenants();
+    let gone = AppliedMigration {
+        file: "config/009.sql".into(),
+        name: "009.sql".into(),
+        schema: "config".into(),
+        migration_type: MigrationType::SingleMigration,
+        checksum: "x".into(),
+    };
+    let elsewhere = AppliedMigration { schema: "old-tenant".into(), ..applied(&sources[1], "x") };
+    let recorded = vec![gone, elsewhere];
+    let input = PlanInput {
+        sources: &sources,
+        applied: &recorded,
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+    };
+    let plan = plan(input).unwrap();
+    assert_eq!(plan.steps.len(), 9);
+    assert_eq!(
+        plan.diagnostics.out_of_order,
+        vec![
+            OutOfOrder { file: "config/001.sql".into(), schema: "config".into(), after: "009.sql".into() },
+            OutOfOrder { file: "config/002.sql".into(), schema: "config".into(), after: "009.sql".into() },
+        ]
+    );
+}
