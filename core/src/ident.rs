@@ -23,6 +23,12 @@ pub enum IdentError {
         /// The refused name.
         name: String,
     },
+    /// The name is reserved: `svc` holds the service's own tables.
+    #[error("name {name:?} is reserved for the service's own schema")]
+    Reserved {
+        /// The refused name.
+        name: String,
+    },
     /// The name contains a character outside `[A-Za-z0-9_-]`.
     #[error("name {name:?} contains {found:?}; only letters, digits, '_' and '-' are allowed")]
     InvalidCharacter {
@@ -43,6 +49,19 @@ pub fn validate_identifier(name: &str) -> Result<(), IdentError> {
     }
     if name.len() > MAX_IDENTIFIER_LEN {
         return Err(IdentError::TooLong { name: name.to_string() });
+    }
+    Ok(())
+}
+
+/// The schema holding the service's own tables.
+pub const SERVICE_SCHEMA: &str = "svc";
+
+/// Checks a tenant name: a valid identifier other than [`SERVICE_SCHEMA`]
+/// (in any case).
+pub fn validate_tenant_name(name: &str) -> Result<(), IdentError> {
+    validate_identifier(name)?;
+    if name.eq_ignore_ascii_case(SERVICE_SCHEMA) {
+        return Err(IdentError::Reserved { name: name.to_string() });
     }
     Ok(())
 }
@@ -92,6 +111,13 @@ mod tests {
             validate_identifier("a'b").unwrap_err().to_string(),
             "name \"a'b\" contains '\\''; only letters, digits, '_' and '-' are allowed"
         );
+    }
+
+    #[test]
+    fn tenant_names_exclude_the_service_schema() {
+        assert_eq!(validate_tenant_name("acme"), Ok(()));
+        assert_eq!(validate_tenant_name("SVC"), Err(IdentError::Reserved { name: "SVC".into() }));
+        assert_eq!(validate_tenant_name("a b"), Err(IdentError::InvalidCharacter { name: "a b".into(), found: ' ' }));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 
 use thiserror::Error;
 
-use crate::ident::{IdentError, validate_identifier};
+use crate::ident::{IdentError, validate_tenant_name};
 use crate::source::{MigrationType, SourceMigration};
 
 /// What the caller asked for.
@@ -214,12 +214,12 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
     let (tenants, new_tenant): (Vec<&str>, Option<String>) = match input.target {
         Target::AllSchemas => {
             for tenant in input.tenants {
-                validate_identifier(tenant).map_err(PlanError::InvalidExistingTenant)?;
+                validate_tenant_name(tenant).map_err(PlanError::InvalidExistingTenant)?;
             }
             (input.tenants.iter().map(String::as_str).collect(), None)
         }
         Target::NewTenant(name) => {
-            validate_identifier(name).map_err(PlanError::InvalidTenantName)?;
+            validate_tenant_name(name).map_err(PlanError::InvalidTenantName)?;
             if input.tenants.iter().any(|t| t == name) {
                 return Err(PlanError::TenantExists(name.clone()));
             }
@@ -368,8 +368,9 @@ struct Recorded<'a> {
     drift: Vec<Drift>,
 }
 
-/// The largest bit matrix the planner builds (sources × schemas): 2^33 bits, 1 GiB.
-const MAX_MATRIX_BITS: usize = 1 << 33;
+/// The largest bit matrix the planner builds (sources × schemas): 2^32 bits,
+/// 512 MiB — e.g. 100,000 migrations × 40,000 tenants.
+const MAX_MATRIX_BITS: u64 = 1 << 32;
 
 impl<'a> Recorded<'a> {
     fn scan(
@@ -378,7 +379,8 @@ impl<'a> Recorded<'a> {
         targets: &TargetSchemas<'a>,
     ) -> Result<Self, PlanError> {
         let width = targets.names.len();
-        let cells = sources.len().checked_mul(width).filter(|n| *n <= MAX_MATRIX_BITS).ok_or(PlanError::TooLarge)?;
+        let cells =
+            sources.len().checked_mul(width).filter(|n| *n as u64 <= MAX_MATRIX_BITS).ok_or(PlanError::TooLarge)?;
         let mut bits = vec![0u64; cells.div_ceil(64)];
         let mut greatest: Vec<Option<&str>> = vec![None; width];
         let by_file: FxHashMap<&str, usize> = sources

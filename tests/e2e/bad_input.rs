@@ -50,6 +50,7 @@ async fn hostile_tenant_names_are_refused_and_lose_nothing() {
         "x'); delete from svc.svc_tenants; --",
         "../../etc/passwd",
         "main",
+        "svc",
         "",
         &"x".repeat(64),
         "tenant name",
