@@ -288,3 +288,32 @@ async fn concurrent_mutations_are_serialised() {
     assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("6")]]);
     assert_eq!(server.ws.count("svc", "svc_versions").await, 7);
 }
+
+#[tokio::test]
+async fn a_large_version_records_every_row() {
+    let server = Server::start("failing", "").await;
+    std::fs::remove_file(server.ws.migrations().join("ref/003.sql")).unwrap();
+    for i in 0..1200 {
+        server
+            .ws
+            .write_migration(&format!("config/{i:05}.sql"), &format!("create table {{schema}}.t{i} (id integer);\n"));
+    }
+    let result = server
+        .graphql(
+            "mutation { createVersion(input: {versionName: \"big\"}) { summary { singleMigrations } version { id } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(result["data"]["createVersion"]["summary"]["singleMigrations"], 1201, "{result}");
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 1201);
+    assert_eq!(
+        server
+            .ws
+            .rows("svc", "select count(distinct filename), min(version_id), max(version_id) from svc_migrations")
+            .await,
+        [[json!(1201), json!(1), json!(1)]]
+    );
+    assert_eq!(server.ws.tables("config").await.len(), 1200);
+    let last = server.ws.rows("svc", "select filename from svc_migrations order by id desc limit 1").await;
+    assert_eq!(last, [[json!("config/01199.sql")]]);
+}

@@ -357,3 +357,11 @@ fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
         ]
     );
 }
+
+#[test]
+fn the_service_schema_is_no_tenant() {
+    let sources = sources();
+    let target = Target::NewTenant("svc".into());
+    let input = PlanInput { sources: &sources, applied: &[], tenants: &[], target: &target, action: Action::Apply };
+    assert_eq!(plan(input), Err(PlanError::InvalidTenantName(IdentError::Reserved { name: "svc".into() })));
+}

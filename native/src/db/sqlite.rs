@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
 };
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Row, Sqlite};
 use strata_core::MigrationType;
 use strata_core::config::Config;
 use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
@@ -271,20 +271,21 @@ impl SqliteDatabase {
             .bind(request.request_id)
             .fetch_one(&mut *tx)
             .await?;
-        for step in &plan.steps {
-            let migration = &request.sources[step.migration as usize];
-            sqlx::query(sql::INSERT_MIGRATION)
-                .bind(&migration.name)
-                .bind(&migration.source_dir)
-                .bind(&migration.file)
-                .bind(migration.migration_type.code())
-                .bind(plan.schema_of(step))
-                .bind(request.created)
-                .bind(&migration.contents)
-                .bind(&migration.checksum)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+        for chunk in plan.steps.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
+            let mut insert = QueryBuilder::<Sqlite>::new(sql::INSERT_MIGRATIONS);
+            insert.push_values(chunk, |mut row, step| {
+                let migration = &request.sources[step.migration as usize];
+                row.push_bind(&migration.name)
+                    .push_bind(&migration.source_dir)
+                    .push_bind(&migration.file)
+                    .push_bind(migration.migration_type.code())
+                    .push_bind(plan.schema_of(step))
+                    .push_bind(request.created)
+                    .push_bind(&migration.contents)
+                    .push_bind(&migration.checksum)
+                    .push_bind(id);
+            });
+            insert.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
         let version = VersionRow { id, name: request.version_name.to_string(), created: request.created.to_string() };

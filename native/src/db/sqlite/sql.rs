@@ -52,10 +52,14 @@ pub const SELECT_APPLIED: &str = "select filename, name, db_schema, migration_ty
 pub const INSERT_VERSION: &str =
     "insert into svc.svc_versions (name, created, request_id) values (?, ?, ?) returning id";
 
-/// Records one applied migration.
-pub const INSERT_MIGRATION: &str = "insert into svc.svc_migrations \
-    (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) \
-    values (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+/// Head of the multi-row insert recording applied migrations; the values
+/// are appended by `QueryBuilder::push_values`, all bound.
+pub const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
+    (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ";
+
+/// Rows per multi-row insert: 9 parameters each stays far below SQLite's
+/// 32,766 bound parameters per statement.
+pub const MIGRATION_ROWS_PER_INSERT: usize = 500;
 
 /// All versions.
 pub const SELECT_VERSIONS: &str = "select id, name, created from svc.svc_versions order by id";
