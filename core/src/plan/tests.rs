@@ -35,6 +35,16 @@ fn applied(source: &SourceMigration, schema: &str) -> AppliedMigration {
     }
 }
 
+/// An Apply request over the given state.
+fn apply_input<'a>(
+    sources: &'a [SourceMigration],
+    applied: &'a [AppliedMigration],
+    tenants: &'a [String],
+    target: &'a Target,
+) -> PlanInput<'a> {
+    PlanInput { sources, applied, tenants, target, action: Action::Apply }
+}
+
 fn tenants() -> Vec<String> {
     vec!["abc".into(), "def".into()]
 }
@@ -55,13 +65,7 @@ fn steps(list: &[(&str, &str)], execute: bool) -> Vec<(String, String, bool)> {
 fn fresh_database_plans_everything_migration_major() {
     let sources = sources();
     let tenants = tenants();
-    let input = PlanInput {
-        sources: &sources,
-        applied: &[],
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &[], &tenants, &Target::AllSchemas);
     let plan = plan(input).unwrap();
     assert_eq!(
         rendered(&plan, &sources),
@@ -111,13 +115,7 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
         applied(&sources[3], "abc"),
         applied(&sources[4], "config-scripts"),
     ];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     let plan_one = plan(input).unwrap();
     assert_eq!(
         rendered(&plan_one, &sources),
@@ -137,13 +135,7 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
 
     recorded.push(applied(&sources[3], "def"));
     let only_scripts = [sources[0].clone(), sources[1].clone()];
-    let input = PlanInput {
-        sources: &only_scripts,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&only_scripts, &recorded, &tenants, &Target::AllSchemas);
     let nothing = plan(input).unwrap();
     assert!(nothing.is_empty());
     assert_eq!(nothing.counts, Counts { tenants: 2, ..Counts::default() });
@@ -153,13 +145,7 @@ fn applied_migrations_are_skipped_and_scripts_always_run() {
 fn sync_records_without_executing() {
     let sources = sources();
     let tenants = tenants();
-    let input = PlanInput {
-        sources: &sources,
-        applied: &[],
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Sync,
-    };
+    let input = PlanInput { action: Action::Sync, ..apply_input(&sources, &[], &tenants, &Target::AllSchemas) };
     let plan = plan(input).unwrap();
     assert_eq!(plan.steps.len(), 9);
     assert!(plan.steps.iter().all(|s| !s.execute));
@@ -170,8 +156,7 @@ fn new_tenant_gets_only_tenant_kinds() {
     let sources = sources();
     let tenants = tenants();
     let target = Target::NewTenant("new-1".into());
-    let input =
-        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let input = apply_input(&sources, &[], &tenants, &target);
     let plan = plan(input).unwrap();
     assert_eq!(
         rendered(&plan, &sources),
@@ -183,8 +168,7 @@ fn new_tenant_gets_only_tenant_kinds() {
     assert_eq!(plan.counts.single_migrations, 0);
 
     let only_single = [sources[0].clone()];
-    let input =
-        PlanInput { sources: &only_single, applied: &[], tenants: &tenants, target: &target, action: Action::Apply };
+    let input = apply_input(&only_single, &[], &tenants, &target);
     let bare = super::plan(input).unwrap();
     assert!(bare.steps.is_empty() && !bare.is_empty(), "a new tenant with no tenant migrations is still a change");
     assert_eq!(bare.schemas, ["new-1"]);
@@ -195,12 +179,10 @@ fn new_tenant_name_is_validated_and_unique() {
     let sources = sources();
     let tenants = tenants();
     let hostile = Target::NewTenant("a\"; drop table svc.svc_versions; --".into());
-    let input =
-        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &hostile, action: Action::Apply };
+    let input = apply_input(&sources, &[], &tenants, &hostile);
     assert!(matches!(plan(input), Err(PlanError::InvalidTenantName(IdentError::InvalidCharacter { found: '"', .. }))));
     let existing = Target::NewTenant("abc".into());
-    let input =
-        PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &existing, action: Action::Apply };
+    let input = apply_input(&sources, &[], &tenants, &existing);
     assert_eq!(plan(input), Err(PlanError::TenantExists("abc".into())));
 }
 
@@ -208,13 +190,7 @@ fn new_tenant_name_is_validated_and_unique() {
 fn existing_tenants_with_invalid_names_are_refused() {
     let sources = sources();
     let tenants = vec!["ok".to_string(), "x; drop".to_string()];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &[],
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &[], &tenants, &Target::AllSchemas);
     assert!(matches!(plan(input), Err(PlanError::InvalidExistingTenant(_))));
 }
 
@@ -231,13 +207,7 @@ fn drift_refuses_apply_and_lists_every_file() {
     let mut script = applied(&sources[4], "config-scripts");
     script.checksum = "3".repeat(64);
     let recorded = vec![old_one, old_two, old_three, script];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     let err = plan(input).unwrap_err();
     let expected = vec![
         Drift {
@@ -273,13 +243,7 @@ fn out_of_order_files_are_planned_and_reported() {
     let sources = sources();
     let tenants = tenants();
     let recorded = vec![applied(&sources[2], "config"), applied(&sources[3], "abc")];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     let plan = plan(input).unwrap();
     assert_eq!(
         plan.diagnostics.out_of_order,
@@ -300,13 +264,7 @@ fn planning_is_deterministic() {
     let sources = sources();
     let tenants = tenants();
     let recorded = vec![applied(&sources[2], "config")];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     assert_eq!(plan(input), plan(input));
 }
 
@@ -314,13 +272,7 @@ fn planning_is_deterministic() {
 fn a_tenant_listed_twice_is_planned_once() {
     let sources = sources();
     let tenants = vec!["abc".to_string(), "abc".to_string()];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &[],
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &[], &tenants, &Target::AllSchemas);
     let plan = plan(input).unwrap();
     assert_eq!(plan.counts.tenants, 1);
     assert_eq!(plan.counts.tenant_migrations_total, 2);
@@ -340,13 +292,7 @@ fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
     };
     let elsewhere = AppliedMigration { schema: "old-tenant".into(), ..applied(&sources[1], "x") };
     let recorded = vec![gone, elsewhere];
-    let input = PlanInput {
-        sources: &sources,
-        applied: &recorded,
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-    };
+    let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     let plan = plan(input).unwrap();
     assert_eq!(plan.steps.len(), 9);
     assert_eq!(
@@ -362,6 +308,6 @@ fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
 fn the_service_schema_is_no_tenant() {
     let sources = sources();
     let target = Target::NewTenant("svc".into());
-    let input = PlanInput { sources: &sources, applied: &[], tenants: &[], target: &target, action: Action::Apply };
+    let input = apply_input(&sources, &[], &[], &target);
     assert_eq!(plan(input), Err(PlanError::InvalidTenantName(IdentError::Reserved { name: "svc".into() })));
 }
