@@ -99,6 +99,16 @@ impl SourceMigration {
     }
 }
 
+impl SourceMigration {
+    /// The SQL to run in `schema`: the contents with every occurrence of
+    /// `placeholder` replaced by the schema name (plain text replacement, as
+    /// the peer does; names are validated identifiers). The database stores
+    /// the contents, not this.
+    pub fn sql_for(&self, placeholder: &str, schema: &str) -> String {
+        self.contents.replace(placeholder, schema)
+    }
+}
+
 /// Why a set of source files could not be turned into migrations.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SourceError {

@@ -46,7 +46,9 @@ impl AppError {
             AppError::Database(DbError::Plan(PlanError::TenantExists(_))) => "TENANT_EXISTS",
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) => "INVALID_TENANT_NAME",
             AppError::Database(DbError::Plan(_)) => "PLAN_ERROR",
-            AppError::Database(DbError::MigrationFailed { .. }) => "MIGRATION_FAILED",
+            AppError::Database(DbError::MigrationFailed { .. } | DbError::MigrationFailedPartway { .. }) => {
+                "MIGRATION_FAILED"
+            }
             AppError::Database(DbError::TenantInsertFailed { .. }) => "TENANT_INSERT_FAILED",
             AppError::Database(DbError::UnusableSchema { .. }) => "UNUSABLE_SCHEMA",
             AppError::Database(_) => "DATABASE_ERROR",
@@ -85,7 +87,10 @@ impl async_graphql::ErrorExtensions for AppError {
                 drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
             graphql_error = graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)));
         }
-        if let AppError::Database(DbError::MigrationFailed { file, schema, .. }) = self {
+        if let AppError::Database(
+            DbError::MigrationFailed { file, schema, .. } | DbError::MigrationFailedPartway { file, schema, .. },
+        ) = self
+        {
             graphql_error = graphql_error
                 .extend_with(|_, e| e.set("file", file.as_str()))
                 .extend_with(|_, e| e.set("schema", schema.as_str()));

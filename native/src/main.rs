@@ -63,11 +63,16 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
                 .await
                 .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
         ),
-        other => {
-            return Err(format!(
-                "{config_path}: driver: {} is not supported by this build yet; use sqlite",
-                other.name()
-            ));
+        Driver::Postgres => Arc::new(
+            db::postgres::PostgresDatabase::connect(&config)
+                .await
+                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
+        ),
+        Driver::Mysql => Arc::new(
+            db::mysql::MysqlDatabase::connect(&config).await.map_err(|e| format!("{config_path}: dataSource: {e}"))?,
+        ),
+        Driver::SqlServer => {
+            return Err(format!("{config_path}: driver: sqlserver is not supported by this build yet"));
         }
     };
     let loader =

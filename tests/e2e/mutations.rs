@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{Server, applied, counts, pairs};
+use crate::support::{Backend, Server, applied, backend, counts, create_schema_sql, pairs};
 
 #[tokio::test]
 async fn create_version_applies_everything_in_order_and_records_it() {
@@ -33,7 +33,7 @@ async fn create_version_applies_everything_in_order_and_records_it() {
     // The migrations really ran: tables and rows in the schema files.
     assert_eq!(server.ws.tables("ref").await, ["countries"]);
     assert_eq!(server.ws.count("ref", "countries").await, 2);
-    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("1")]]);
+    assert_eq!(server.ws.rows("config", "select value from settings where name = 'runs'").await, [[json!("1")]]);
     // And were recorded, with the un-substituted contents.
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
     let stored =
@@ -59,7 +59,7 @@ async fn re_running_applies_only_scripts_and_nothing_due_creates_no_version() {
     let created = &again["data"]["createVersion"];
     assert_eq!(applied(created), pairs(&[("scripts/config/runs.sql", "config")]));
     assert_eq!(created["summary"]["singleMigrations"], 0);
-    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("2")]]);
+    assert_eq!(server.ws.rows("config", "select value from settings where name = 'runs'").await, [[json!("2")]]);
 
     // Without scripts there is nothing to do: no version.
     std::fs::remove_file(server.ws.migrations().join("scripts/config/runs.sql")).unwrap();
@@ -114,10 +114,8 @@ async fn create_tenant_then_create_version_fans_out_to_every_tenant() {
     assert_eq!(created["summary"]["tenantMigrations"], 1);
     assert_eq!(created["summary"]["tenantMigrationsTotal"], 2);
     assert_eq!(created["summary"]["tenantScriptsTotal"], 2);
-    assert_eq!(
-        server.ws.rows("def_2", "select count(*) from pragma_table_info('users') where name = 'phone'").await,
-        [[json!(1)]]
-    );
+    // The new column exists in the second tenant (the query fails otherwise).
+    assert_eq!(server.ws.rows("def_2", "select count(phone) from users").await, [[json!(0)]]);
 }
 
 #[tokio::test]
@@ -175,14 +173,23 @@ async fn dry_run_executes_nothing_that_persists() {
     assert_eq!(server.ws.count("svc", "svc_migrations").await, 0);
     assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
     assert!(server.ws.tables("ref").await.is_empty());
-    assert!(!server.ws.path().join("db/dry.db").exists(), "a dry run leaves no tenant file behind");
+    assert!(server.ws.tables("dry").await.is_empty());
+    if backend() == Backend::Sqlite {
+        assert!(!server.ws.path().join("db/dry.db").exists(), "a dry run leaves no tenant file behind");
+    }
     assert_eq!(server.metric("svc_http_versions_created").await, 0.0);
     assert_eq!(server.metric("svc_http_tenants_created").await, 0.0);
 
-    // A dry run with an error (a failing migration) reports it the same way.
+    // A dry run on a transactional database executes, so it reports a
+    // failing migration; on MySQL it executes nothing at all.
     server.ws.write_migration("ref/002.sql", "insert into {schema}.nope values (1);");
     let failing = server.create_version(json!({ "versionName": "v1", "dryRun": true })).await;
-    assert_eq!(failing["errors"][0]["extensions"]["code"], "MIGRATION_FAILED");
+    if backend() == Backend::Mysql {
+        assert_eq!(failing["data"]["createVersion"]["summary"]["singleMigrations"], 3, "{failing}");
+    } else {
+        assert_eq!(failing["errors"][0]["extensions"]["code"], "MIGRATION_FAILED");
+    }
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
 }
 
 #[tokio::test]
@@ -203,9 +210,33 @@ async fn a_failing_migration_rolls_back_the_whole_version() {
     assert_eq!(error["extensions"]["schema"], "ref");
     let message = error["message"].as_str().unwrap();
     assert!(message.starts_with("migration ref/003.sql failed in schema ref: "), "{message}");
-    assert!(message.contains("no such table"), "{message}");
-    assert!(message.ends_with("the version was rolled back, nothing was recorded"), "{message}");
+    assert!(message.contains("no_such_table"), "{message}");
 
+    if backend() == Backend::Mysql {
+        // DDL commits as it runs: what ran before the failure stays, and is
+        // recorded — exactly that, no more.
+        assert!(
+            message.contains("the 2 migration(s) before it stay applied and are recorded in version 2"),
+            "{message}"
+        );
+        assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
+        assert_eq!(
+            server
+                .ws
+                .rows("svc", "select filename, db_schema from svc_migrations where version_id = 2 order by id")
+                .await,
+            [[json!("ref/001.sql"), json!("ref")], [json!("tenants/002.sql"), json!("abc")]]
+        );
+        assert_eq!(server.ws.tables("ref").await, ["a", "c"]);
+        assert_eq!(server.ws.tables("abc").await, ["b"]);
+        // The fixed file (re-runnable, as its table already exists) finishes the run.
+        server.ws.write_migration("ref/003.sql", "create table if not exists {schema}.c (id integer);\n");
+        let fixed = server.create_version(json!({ "versionName": "v1 again" })).await;
+        assert_eq!(applied(&fixed["data"]["createVersion"]), pairs(&[("ref/003.sql", "ref")]));
+        return;
+    }
+
+    assert!(message.ends_with("the version was rolled back, nothing was recorded"), "{message}");
     // Nothing of the version persists: not ref/001 (ran first), not the
     // tenant migration, not the table created by the failing file itself.
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
@@ -285,7 +316,7 @@ async fn concurrent_mutations_are_serialised() {
         .await;
     assert!(twice.is_empty(), "applied twice: {twice:?}");
     assert_eq!(server.ws.count("ref", "countries").await, 2);
-    assert_eq!(server.ws.rows("config", "select value from settings where key = 'runs'").await, [[json!("6")]]);
+    assert_eq!(server.ws.rows("config", "select value from settings where name = 'runs'").await, [[json!("6")]]);
     assert_eq!(server.ws.count("svc", "svc_versions").await, 7);
 }
 
@@ -294,9 +325,9 @@ async fn a_large_version_records_every_row() {
     let server = Server::start("failing", "").await;
     std::fs::remove_file(server.ws.migrations().join("ref/003.sql")).unwrap();
     for i in 0..1200 {
-        server
-            .ws
-            .write_migration(&format!("config/{i:05}.sql"), &format!("create table {{schema}}.t{i} (id integer);\n"));
+        let create_schema = if i == 0 { create_schema_sql() } else { "" };
+        let sql = format!("{create_schema}create table {{schema}}.t{i} (id integer);\n");
+        server.ws.write_migration(&format!("config/{i:05}.sql"), &sql);
     }
     let result = server
         .graphql(

@@ -19,7 +19,12 @@ async fn build_info_config_and_schema() {
     assert_eq!(config.status(), 200);
     assert_eq!(config.headers()["content-type"], "application/x-yaml");
     let text = config.text().await.unwrap();
-    assert!(text.contains("driver: sqlite"), "{text}");
+    let driver = match crate::support::backend() {
+        crate::support::Backend::Sqlite => "sqlite",
+        crate::support::Backend::Postgres => "postgres",
+        crate::support::Backend::Mysql => "mysql",
+    };
+    assert!(text.contains(&format!("driver: {driver}\n")), "{text}");
     assert!(text.contains(&format!("port: {}", server.ws.port)), "{text}");
     assert!(text.contains("tenantSelectSQL: select name from svc.svc_tenants"), "{text}");
     assert!(text.contains("- scripts/config"), "{text}");

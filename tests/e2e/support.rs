@@ -1,6 +1,12 @@
 //! Test harness: a real `strata` process per test, configured in a temp
-//! directory, driven over HTTP on 127.0.0.1; the SQLite files it writes are
+//! directory, driven over HTTP on 127.0.0.1; the database it writes is
 //! inspected directly.
+//!
+//! The backend comes from `STRATA_TEST_BACKEND`: `sqlite` (default; files in
+//! the temp dir), `postgres` (a fresh database per test on the server of
+//! `STRATA_TEST_PG_URL`) or `mysql` (the server of `STRATA_TEST_MYSQL_URL`;
+//! a tenant is a database there, so tests take turns and each starts by
+//! dropping every non-system database). `tests/servers.sh` starts both.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -8,7 +14,65 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sqlx::{Connection, SqliteConnection};
+use sqlx::{Connection, MySqlConnection, PgConnection, SqliteConnection};
+
+/// The database kind the suite runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+/// The backend of this run, from `STRATA_TEST_BACKEND`.
+pub fn backend() -> Backend {
+    match std::env::var("STRATA_TEST_BACKEND").as_deref() {
+        Ok("postgres") => Backend::Postgres,
+        Ok("mysql") => Backend::Mysql,
+        Ok("sqlite") | Err(_) => Backend::Sqlite,
+        Ok(other) => panic!("STRATA_TEST_BACKEND={other}: expected sqlite, postgres or mysql"),
+    }
+}
+
+fn server_url(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/servers.sh start`"))
+}
+
+/// Serialises tests on the shared MySQL server.
+static MYSQL_TURN: Mutex<()> = Mutex::new(());
+
+/// The statement creating a single schema in the first migration of a set.
+pub fn create_schema_sql() -> &'static str {
+    match backend() {
+        Backend::Sqlite => "",
+        Backend::Postgres => "create schema {schema};\n",
+        Backend::Mysql => "create database {schema};\n",
+    }
+}
+
+/// Decodes every column of a row as a string or an integer.
+macro_rules! decode_rows {
+    ($rows:expr) => {{
+        use sqlx::{Row, ValueRef};
+        $rows
+            .iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| {
+                        if row.try_get_raw(i).unwrap().is_null() {
+                            return Value::Null;
+                        }
+                        row.try_get::<String, _>(i)
+                            .map(Value::String)
+                            .or_else(|_| row.try_get::<i64, _>(i).map(|n| json!(n)))
+                            .or_else(|_| row.try_get::<i32, _>(i).map(|n| json!(n)))
+                            .unwrap_or_else(|e| panic!("column {i}: {e}"))
+                    })
+                    .collect::<Vec<Value>>()
+            })
+            .collect::<Vec<Vec<Value>>>()
+    }};
+}
 
 /// `tests/data`.
 pub fn data_dir() -> PathBuf {
@@ -49,7 +113,12 @@ impl Workspace {
     /// Copies `tests/data/migrations/<set>` and creates every configured directory.
     pub fn new(set: &str) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
-        copy_tree(&data_dir().join("migrations").join(set), &dir.path().join("migrations"));
+        let backend_dir = match backend() {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+            Backend::Mysql => "mysql",
+        };
+        copy_tree(&data_dir().join("migrations").join(backend_dir).join(set), &dir.path().join("migrations"));
         for sub in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
             std::fs::create_dir_all(dir.path().join("migrations").join(sub)).unwrap();
         }
@@ -64,12 +133,63 @@ impl Workspace {
         self.path().join("migrations")
     }
 
+    /// The driver and dataSource lines of this workspace's database.
+    fn database_lines(&self) -> String {
+        match backend() {
+            Backend::Sqlite => {
+                format!("driver: sqlite\ndataSource: sqlite://{}/db/main.db?mode=rwc\n", self.path().display())
+            }
+            Backend::Postgres => format!("driver: postgres\ndataSource: {}\n", self.pg_url()),
+            Backend::Mysql => format!("driver: mysql\ndataSource: {}\n", server_url("STRATA_TEST_MYSQL_URL")),
+        }
+    }
+
+    /// This test's own PostgreSQL database (named after its unique port).
+    fn pg_database(&self) -> String {
+        format!("strata_test_{}", self.port)
+    }
+
+    fn pg_url(&self) -> String {
+        let admin = server_url("STRATA_TEST_PG_URL");
+        let (base, _) = admin.rsplit_once('/').unwrap();
+        format!("{base}/{}", self.pg_database())
+    }
+
+    /// Creates an empty database for the test (PostgreSQL), or empties the
+    /// shared server (MySQL, whose turn the caller holds).
+    pub async fn prepare_database(&self) {
+        match backend() {
+            Backend::Sqlite => {}
+            Backend::Postgres => {
+                let mut admin = PgConnection::connect(&server_url("STRATA_TEST_PG_URL")).await.unwrap();
+                let db = self.pg_database();
+                for statement in [format!("drop database if exists {db}"), format!("create database {db}")] {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut admin).await.unwrap();
+                }
+            }
+            Backend::Mysql => {
+                let mut admin = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+                let names: Vec<String> = sqlx::query_scalar(
+                    "select cast(schema_name as char) from information_schema.schemata \
+                     where schema_name not in ('mysql', 'information_schema', 'performance_schema', 'sys')",
+                )
+                .fetch_all(&mut admin)
+                .await
+                .unwrap();
+                for name in names {
+                    let drop = format!("drop database `{}`", name.replace('`', "``"));
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&mut admin).await.unwrap();
+                }
+            }
+        }
+    }
+
     /// The standard configuration plus `extra` lines.
     pub fn config(&self, extra: &str) -> String {
         format!(
-            "baseLocation: {}\ndriver: sqlite\ndataSource: sqlite://{}/db/main.db?mode=rwc\n{DIRECTORIES}port: {}\n{extra}",
+            "baseLocation: {}\n{}{DIRECTORIES}port: {}\n{extra}",
             self.migrations().display(),
-            self.path().display(),
+            self.database_lines(),
             self.port
         )
     }
@@ -85,29 +205,31 @@ impl Workspace {
         std::fs::write(self.migrations().join(relative), contents).unwrap();
     }
 
-    /// Runs one SQL query against a schema's database file, returning every
-    /// row as a JSON array of strings (NULL as null).
+    /// Runs one SQL query in a schema (its SQLite file, its PostgreSQL
+    /// search path, its MySQL database), returning every row as JSON values.
     pub async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
-        let file = self.path().join("db").join(format!("{schema}.db"));
-        assert!(file.exists(), "{} does not exist", file.display());
-        let mut conn = SqliteConnection::connect(&format!("sqlite://{}?mode=ro", file.display())).await.unwrap();
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_all(&mut conn).await.unwrap();
-        use sqlx::{Row, ValueRef};
-        rows.iter()
-            .map(|row| {
-                (0..row.columns().len())
-                    .map(|i| {
-                        if row.try_get_raw(i).unwrap().is_null() {
-                            return Value::Null;
-                        }
-                        row.try_get::<String, _>(i)
-                            .map(Value::String)
-                            .or_else(|_| row.try_get::<i64, _>(i).map(|n| json!(n)))
-                            .unwrap()
-                    })
-                    .collect()
-            })
-            .collect()
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match backend() {
+            Backend::Sqlite => {
+                let file = self.path().join("db").join(format!("{schema}.db"));
+                assert!(file.exists(), "{} does not exist", file.display());
+                let url = format!("sqlite://{}?mode=ro", file.display());
+                let mut conn = SqliteConnection::connect(&url).await.unwrap();
+                decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
+            }
+            Backend::Postgres => {
+                let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
+                let path = format!("set search_path to \"{schema}\"");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(path)).execute(&mut conn).await.unwrap();
+                decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
+            }
+            Backend::Mysql => {
+                let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+                let use_db = format!("use `{schema}`");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(use_db)).execute(&mut conn).await.unwrap();
+                decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
+            }
+        }
     }
 
     /// `select count(*)` of a table in a schema.
@@ -115,25 +237,47 @@ impl Workspace {
         self.rows(schema, &format!("select count(*) from {table}")).await[0][0].as_i64().unwrap()
     }
 
-    /// Names of the tables in a schema's file (empty when there is no file).
+    /// Names of the tables in a schema (empty when the schema does not exist).
     pub async fn tables(&self, schema: &str) -> Vec<String> {
-        if !self.path().join("db").join(format!("{schema}.db")).exists() {
-            return Vec::new();
-        }
-        self.rows(
-            schema,
-            "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name",
-        )
-        .await
-        .into_iter()
-        .map(|row| row[0].as_str().unwrap().to_string())
-        .collect()
+        let names: Vec<String> = match backend() {
+            Backend::Sqlite => {
+                if !self.path().join("db").join(format!("{schema}.db")).exists() {
+                    return Vec::new();
+                }
+                let rows = self
+                    .rows(schema, "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'")
+                    .await;
+                rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+            }
+            Backend::Postgres => {
+                let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
+                sqlx::query_scalar("select table_name::text from information_schema.tables where table_schema = $1")
+                    .bind(schema)
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap()
+            }
+            Backend::Mysql => {
+                let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+                sqlx::query_scalar(
+                    "select cast(table_name as char) from information_schema.tables where table_schema = ?",
+                )
+                .bind(schema)
+                .fetch_all(&mut conn)
+                .await
+                .unwrap()
+            }
+        };
+        let mut names = names;
+        names.sort();
+        names
     }
 }
 
 /// A running `strata` process; killed on drop.
 pub struct Server {
     child: Child,
+    _turn: Option<std::sync::MutexGuard<'static, ()>>,
     pub ws: Workspace,
     pub base: String,
     pub client: reqwest::Client,
@@ -179,6 +323,8 @@ impl Server {
 
     /// Like [`Server::start_in`], with extra environment variables for the process.
     pub async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
+        let turn = (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
+        ws.prepare_database().await;
         let config = ws.write_config(yaml);
         let log = std::fs::File::create(ws.path().join("strata.log")).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
@@ -189,7 +335,7 @@ impl Server {
         let child = command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
         let base = format!("http://127.0.0.1:{}{prefix}", ws.port);
         let client = reqwest::Client::new();
-        let mut server = Server { child, ws, base, client };
+        let mut server = Server { child, _turn: turn, ws, base, client };
         for _ in 0..100 {
             if let Some(status) = server.child.try_wait().unwrap() {
                 panic!("strata exited with {status}: {}", server.log());

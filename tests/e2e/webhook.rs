@@ -75,6 +75,7 @@ async fn a_failing_webhook_is_retried_and_never_fails_the_mutation() {
     assert!(log.contains("webhook not delivered after 3 tries"), "{log}");
 
     // An unreachable target is the same: logged, the version stands.
+    drop(server);
     let ws = crate::support::Workspace::new("basic");
     let yaml = ws.config(&format!("webHookURL: http://127.0.0.1:{}/gone\n", crate::support::free_port()));
     let server = Server::start_in(ws, &yaml, "").await;

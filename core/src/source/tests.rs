@@ -102,3 +102,15 @@ fn single_schema_is_the_last_path_element() {
     assert_eq!(migrations[0].file, "db/schemas/ref/1.sql");
     assert_eq!(migrations[1].single_schema(), None);
 }
+
+#[test]
+fn sql_for_replaces_every_placeholder() {
+    let migrations = source_migrations(&config(), vec![file("tenants", "1.sql")]).unwrap();
+    let mut migration = migrations[0].clone();
+    migration.contents = "create table {schema}.a (x int); insert into {schema}.a values (1); -- {schema}".into();
+    assert_eq!(
+        migration.sql_for("{schema}", "t-1"),
+        "create table t-1.a (x int); insert into t-1.a values (1); -- t-1"
+    );
+    assert_eq!(migration.sql_for(":s", "t"), migration.contents);
+}

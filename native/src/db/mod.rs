@@ -4,6 +4,8 @@
 //! The trait is the seam later drivers (PostgreSQL, MySQL, SQL Server) slot
 //! into; each keeps its own SQL in one `sql` module per dialect.
 
+pub mod mysql;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -95,6 +97,25 @@ pub enum DbError {
         schema: String,
         /// The database's message.
         message: String,
+    },
+    /// A migration failed on a database without transactional DDL (MySQL):
+    /// the steps before it stay applied and are recorded in the version.
+    #[error(
+        "migration {file} failed in schema {schema}: {message}; DDL commits as it runs on this database, so the \
+         {recorded} migration(s) before it stay applied and are recorded in version {version_id}; fix the file and \
+         run again to continue"
+    )]
+    MigrationFailedPartway {
+        /// The failing source file.
+        file: String,
+        /// The schema it ran in.
+        schema: String,
+        /// The database's message.
+        message: String,
+        /// Steps applied and recorded before the failure.
+        recorded: usize,
+        /// The version holding them (removed when it holds nothing).
+        version_id: i64,
     },
     /// The tenant insert statement failed.
     #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]

@@ -254,7 +254,7 @@ impl SqliteDatabase {
         for step in plan.steps.iter().filter(|step| step.execute) {
             let migration = &request.sources[step.migration as usize];
             let schema = plan.schema_of(step);
-            let text = migration.contents.replace(&self.schema_placeholder, schema);
+            let text = migration.sql_for(&self.schema_placeholder, schema);
             sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *tx).await.map_err(|e| DbError::MigrationFailed {
                 file: migration.file.clone(),
                 schema: schema.to_string(),

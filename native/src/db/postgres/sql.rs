@@ -1,0 +1,106 @@
+//! Every statement the PostgreSQL driver sends of its own accord. Names are
+//! validated by the core and quoted here; values are always bound
+//! (`$1`, `$2`, …).
+
+use strata_core::ident::quote_ansi;
+
+/// Key of the transaction-level advisory lock serialising mutations (and
+/// start-up DDL) across every service instance sharing the database.
+pub const LOCK_KEY: i64 = 0x5354_5241_5441; // "STRATA"
+
+/// Takes the advisory lock until the end of the transaction.
+pub const LOCK: &str = "select pg_advisory_xact_lock($1)";
+
+/// The service's schema and bookkeeping tables.
+pub const CREATE_SERVICE_TABLES: &str = "
+create schema if not exists svc;
+create table if not exists svc.svc_versions (
+    id serial primary key,
+    name text not null,
+    created timestamptz not null,
+    request_id text not null
+);
+create table if not exists svc.svc_migrations (
+    id serial primary key,
+    name text not null,
+    source_dir text not null,
+    filename text not null,
+    migration_type integer not null,
+    db_schema text not null,
+    created timestamptz not null,
+    contents text not null,
+    checksum text not null,
+    version_id integer not null references svc.svc_versions (id)
+);
+create index if not exists svc_migrations_version_id on svc.svc_migrations (version_id);
+create index if not exists svc_migrations_filename on svc.svc_migrations (filename);
+";
+
+/// The default tenant table, created only when neither tenant statement is
+/// configured.
+pub const CREATE_TENANTS_TABLE: &str = "
+create table if not exists svc.svc_tenants (
+    id serial primary key,
+    name text not null unique,
+    created timestamptz not null default now()
+);
+";
+
+/// `created` as RFC 3339 UTC with microseconds, like the other drivers.
+const CREATED: &str = "to_char(created at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
+
+/// Recorded migrations, as the planner needs them.
+pub const SELECT_APPLIED: &str =
+    "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id";
+
+/// Inserts a version and returns its id.
+pub const INSERT_VERSION: &str =
+    "insert into svc.svc_versions (name, created, request_id) values ($1, $2::timestamptz, $3) returning id";
+
+/// Head of the multi-row insert recording applied migrations.
+pub const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
+    (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ";
+
+/// Rows per multi-row insert: 9 parameters each, far below PostgreSQL's
+/// 65,535 bound parameters per statement.
+pub const MIGRATION_ROWS_PER_INSERT: usize = 1000;
+
+/// All versions.
+pub fn select_versions() -> String {
+    format!("select id, name, {CREATED} from svc.svc_versions order by id")
+}
+
+/// Versions in which a file was applied.
+pub fn select_versions_by_file() -> String {
+    format!(
+        "select id, name, {CREATED} from svc.svc_versions \
+         where id in (select version_id from svc.svc_migrations where filename = $1) order by id"
+    )
+}
+
+/// One version.
+pub fn select_version() -> String {
+    format!("select id, name, {CREATED} from svc.svc_versions where id = $1")
+}
+
+fn migration_columns() -> String {
+    format!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {CREATED}")
+}
+
+/// The migrations of one version.
+pub fn select_version_migrations() -> String {
+    format!("select {} from svc.svc_migrations where version_id = $1 order by id", migration_columns())
+}
+
+/// One recorded migration.
+pub fn select_migration() -> String {
+    format!("select {} from svc.svc_migrations where id = $1", migration_columns())
+}
+
+/// Creates a tenant's schema.
+pub fn create_schema(schema: &str) -> String {
+    format!("create schema {}", quote_ansi(schema))
+}
+
+/// A cheap query touching the service tables, for health.
+pub const PING: &str = "select count(*) from svc.svc_versions where id < 0";

@@ -1,1 +1,0 @@
-create table {schema}.settings (key text primary key, value text not null);

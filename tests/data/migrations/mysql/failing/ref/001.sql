@@ -1,0 +1,2 @@
+create database {schema};
+create table {schema}.a (id integer);

@@ -1,0 +1,2 @@
+create schema {schema};
+create table {schema}.a (id integer);

@@ -1,0 +1,1 @@
+create table {schema}.settings (name text primary key, value text not null);

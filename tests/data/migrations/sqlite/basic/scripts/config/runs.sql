@@ -1,0 +1,1 @@
+insert into {schema}.settings (name, value) values ('runs', '1') on conflict (name) do update set value = cast(value as integer) + 1;
