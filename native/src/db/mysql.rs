@@ -148,8 +148,7 @@ impl MysqlDatabase {
                 return Err(failed(e));
             }
         }
-        let mut recorded = 0usize;
-        for step in &plan.steps {
+        for (recorded, step) in plan.steps.iter().enumerate() {
             let migration = &request.sources[step.migration as usize];
             let schema = plan.schema_of(step);
             if step.execute
@@ -177,7 +176,6 @@ impl MysqlDatabase {
                 .bind(version_id)
                 .execute(&mut *conn)
                 .await?;
-            recorded += 1;
         }
         Ok(())
     }
