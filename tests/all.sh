@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Every check and test of the workspace: formatting, lints, the core's
-# wasm32 build, unit tests and the end-to-end tests (real `strata`
-# processes over HTTP on 127.0.0.1, SQLite files in temp dirs).
+# wasm32 build, unit tests, and the end-to-end suite (real `strata`
+# processes over HTTP on 127.0.0.1) three times: on SQLite, on a real
+# PostgreSQL and on a real MariaDB, both started here by tests/servers.sh
+# (Debian packages, installed when missing; needs root for that).
+# STRATA_SKIP_SERVERS=1 runs the SQLite pass only, and says so.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,22 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)"
 cargo build -p strata-core --target wasm32-unknown-unknown --locked
 
-step "unit and end-to-end tests"
+step "unit tests, and the end-to-end suite on SQLite"
 cargo test --workspace --locked
+
+if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
+    step "SKIPPED: the end-to-end suite on PostgreSQL and MariaDB (STRATA_SKIP_SERVERS=1)"
+else
+    step "starting PostgreSQL and MariaDB on 127.0.0.1"
+    export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
+    trap 'bash tests/servers.sh stop' EXIT
+    bash tests/servers.sh start
+    # shellcheck disable=SC1091
+    source "$STRATA_SERVERS_DIR/env"
+    for backend in postgres mysql; do
+        step "the end-to-end suite on $backend"
+        STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
+    done
+fi
 
 step "all tests passed"

@@ -205,6 +205,30 @@ impl Workspace {
         std::fs::write(self.migrations().join(relative), contents).unwrap();
     }
 
+    /// Runs SQL as an administrator would, outside the service: in the
+    /// schema's file on SQLite, in the test database on PostgreSQL, on the
+    /// server on MySQL.
+    pub async fn execute(&self, schema: &str, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match backend() {
+            Backend::Sqlite => {
+                std::fs::create_dir_all(self.path().join("db")).unwrap();
+                let file = self.path().join("db").join(format!("{schema}.db"));
+                let mut conn =
+                    SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", file.display())).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+            }
+            Backend::Postgres => {
+                let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+            }
+            Backend::Mysql => {
+                let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+            }
+        }
+    }
+
     /// Runs one SQL query in a schema (its SQLite file, its PostgreSQL
     /// search path, its MySQL database), returning every row as JSON values.
     pub async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
@@ -278,9 +302,12 @@ impl Workspace {
 pub struct Server {
     child: Child,
     _turn: Option<std::sync::MutexGuard<'static, ()>>,
-    pub ws: Workspace,
+    pub ws: Arc<Workspace>,
     pub base: String,
     pub client: reqwest::Client,
+    config: PathBuf,
+    log_file: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 impl Drop for Server {
@@ -288,6 +315,17 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `strata` on a config, appending its output to `log_file`.
+fn spawn(config: &Path, log_file: &Path, env: &[(String, String)]) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log_file).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    command.env("SVC_YAML", config);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap()
 }
 
 /// Runs the binary with a config to completion (for start-up failures).
@@ -326,31 +364,77 @@ impl Server {
         let turn = (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
         ws.prepare_database().await;
         let config = ws.write_config(yaml);
-        let log = std::fs::File::create(ws.path().join("strata.log")).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
-        command.env("SVC_YAML", &config);
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let child = command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        let log_file = ws.path().join("strata.log");
         let base = format!("http://127.0.0.1:{}{prefix}", ws.port);
-        let client = reqwest::Client::new();
-        let mut server = Server { child, _turn: turn, ws, base, client };
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let child = spawn(&config, &log_file, &env);
+        let mut server = Server {
+            child,
+            _turn: turn,
+            ws: Arc::new(ws),
+            base,
+            client: reqwest::Client::new(),
+            config,
+            log_file,
+            env,
+        };
+        server.wait_ready().await;
+        server
+    }
+
+    /// A second `strata` process on the same configuration and database,
+    /// on another port.
+    pub async fn twin(&self) -> Server {
+        let port = free_port();
+        let yaml = std::fs::read_to_string(&self.config).unwrap();
+        let config = self.ws.path().join(format!("svc-{port}.yaml"));
+        std::fs::write(&config, yaml.replace(&format!("port: {}\n", self.ws.port), &format!("port: {port}\n")))
+            .unwrap();
+        let log_file = self.ws.path().join(format!("strata-{port}.log"));
+        let child = spawn(&config, &log_file, &self.env);
+        let base = self.base.replacen(&format!(":{}", self.ws.port), &format!(":{port}"), 1);
+        let mut twin = Server {
+            child,
+            _turn: None,
+            ws: Arc::clone(&self.ws),
+            base,
+            client: reqwest::Client::new(),
+            config,
+            log_file,
+            env: self.env.clone(),
+        };
+        twin.wait_ready().await;
+        twin
+    }
+
+    /// Kills the process with SIGKILL, as a crash or an OOM kill would.
+    pub fn kill_hard(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Starts the process again on the same configuration.
+    pub async fn restart(&mut self) {
+        self.child = spawn(&self.config, &self.log_file, &self.env);
+        self.wait_ready().await;
+    }
+
+    async fn wait_ready(&mut self) {
         for _ in 0..100 {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!("strata exited with {status}: {}", server.log());
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("strata exited with {status}: {}", self.log());
             }
-            if server.client.get(format!("{}/metrics", server.base)).send().await.is_ok() {
-                return server;
+            if self.client.get(format!("{}/metrics", self.base)).send().await.is_ok() {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("strata did not start: {}", server.log());
+        panic!("strata did not start: {}", self.log());
     }
 
     /// Everything the process logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.ws.path().join("strata.log")).unwrap_or_default()
+        std::fs::read_to_string(&self.log_file).unwrap_or_default()
     }
 
     pub fn url(&self, path: &str) -> String {

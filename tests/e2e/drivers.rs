@@ -1,0 +1,128 @@
+//! Cases that stress what differs between drivers: several service
+//! processes on one database, a crash in the middle of a version, custom
+//! tenant statements.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{Backend, Server, applied, backend, pairs};
+
+#[tokio::test]
+async fn eight_concurrent_versions_on_two_processes_apply_everything_exactly_once() {
+    let server = Server::start("basic", "").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t" })).await;
+    let twin = server.twin().await;
+    let calls = (0..8).map(|i| {
+        let target = if i % 2 == 0 { &server } else { &twin };
+        target.create_version(json!({ "versionName": format!("v{i}") }))
+    });
+    let results = futures::future::join_all(calls).await;
+    for result in &results {
+        assert!(result.get("errors").is_none(), "{result}\n{}\n{}", server.log(), twin.log());
+    }
+    let twice = server
+        .ws
+        .rows(
+            "svc",
+            "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
+             group by filename, db_schema having count(*) > 1",
+        )
+        .await;
+    assert!(twice.is_empty(), "applied twice: {twice:?}");
+    let migrations = server.ws.rows("svc", "select count(*) from svc_migrations where migration_type in (1, 2)").await;
+    assert_eq!(migrations, [[json!(4)]], "ref/001, config/002, tenants/001 and tenants/003 in abc");
+    assert_eq!(server.ws.count("ref", "countries").await, 2);
+    assert_eq!(server.ws.rows("config", "select value from settings where name = 'runs'").await, [[json!("8")]]);
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 9);
+    assert_eq!(server.ws.count("abc", "users").await, 1 + 8, "the tenant script ran once per version");
+}
+
+/// A statement that keeps the database busy for a second or two.
+fn long_statement() -> &'static str {
+    match backend() {
+        Backend::Sqlite => {
+            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 20000000) select count(*) from c;\n"
+        }
+        Backend::Postgres => "select pg_sleep(2);\n",
+        Backend::Mysql => "do sleep(2);\n",
+    }
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_a_version_leaves_a_consistent_database() {
+    let mut server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/100.sql", "create table {schema}.before_crash (id integer);\n");
+    server.ws.write_migration("ref/101.sql", long_statement());
+    server.ws.write_migration("ref/102.sql", "create table {schema}.after_crash (id integer);\n");
+
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
+        client.post(url).body(body.to_string()).send().await
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.kill_hard();
+    assert!(request.await.unwrap().is_err(), "the request died with the process");
+    server.restart().await;
+
+    let versions = server.ws.rows("svc", "select name from svc_versions order by id").await;
+    if backend() == Backend::Mysql {
+        // Recorded = applied: the file that ran before the crash is both.
+        assert_eq!(versions, [[json!("v1")], [json!("crash")]]);
+        let recorded = server.ws.rows("svc", "select filename from svc_migrations where version_id = 2").await;
+        assert_eq!(recorded, [[json!("ref/100.sql")]]);
+        assert!(server.ws.tables("ref").await.contains(&"before_crash".to_string()));
+    } else {
+        // Nothing of the interrupted version persists.
+        assert_eq!(versions, [[json!("v1")]]);
+        assert!(!server.ws.tables("ref").await.contains(&"before_crash".to_string()));
+    }
+    assert!(!server.ws.tables("ref").await.contains(&"after_crash".to_string()));
+
+    server.ws.write_migration("ref/101.sql", "select 1;\n");
+    let rerun = server.create_version(json!({ "versionName": "after restart" })).await;
+    let files: Vec<String> = applied(&rerun["data"]["createVersion"]).into_iter().map(|(file, _)| file).collect();
+    let expected: &[&str] = if backend() == Backend::Mysql {
+        &["ref/101.sql", "ref/102.sql", "scripts/config/runs.sql"]
+    } else {
+        &["ref/100.sql", "ref/101.sql", "ref/102.sql", "scripts/config/runs.sql"]
+    };
+    assert_eq!(files, expected, "{rerun}");
+    let tables = server.ws.tables("ref").await;
+    assert!(tables.contains(&"before_crash".to_string()) && tables.contains(&"after_crash".to_string()));
+}
+
+#[tokio::test]
+async fn custom_tenant_statements_replace_the_default_table() {
+    let parameter = if backend() == Backend::Mysql { "?" } else { "$1" };
+    let extra = format!(
+        "tenantSelectSQL: select name from svc.customers where active = 1 order by name\n\
+         tenantInsertSQL: insert into svc.customers (name, active) values ({parameter}, 1)\n"
+    );
+    let server = Server::start("basic", &extra).await;
+    assert!(!server.ws.tables("svc").await.contains(&"svc_tenants".to_string()), "no default table when overridden");
+    let table = match backend() {
+        Backend::Sqlite => "create table customers (name text primary key, active integer not null)",
+        _ => "create table svc.customers (name varchar(64) primary key, active integer not null)",
+    };
+    server.ws.execute("svc", table).await;
+    let qualifier = if backend() == Backend::Sqlite { "" } else { "svc." };
+    server.ws.execute("svc", &format!("insert into {qualifier}customers (name, active) values ('gone', 0)")).await;
+
+    let created = server.create_tenant(json!({ "tenantName": "acme", "versionName": "add acme" })).await;
+    assert_eq!(created["data"]["createTenant"]["summary"]["tenantMigrationsTotal"], 2, "{created}");
+    assert_eq!(
+        server.ws.rows("svc", "select name, active from customers order by name").await,
+        [[json!("acme"), json!(1)], [json!("gone"), json!(0)]]
+    );
+    assert_eq!(server.data("{ tenants { name } }", json!({})).await, json!({ "tenants": [{ "name": "acme" }] }));
+    let version = server.create_version(json!({ "versionName": "v1" })).await;
+    assert!(
+        applied(&version["data"]["createVersion"]).contains(&pairs(&[("scripts/tenants/touch.sql", "acme")])[0]),
+        "{version}"
+    );
+    assert_eq!(server.ws.count("acme", "users").await, 2);
+}
