@@ -126,3 +126,32 @@ async fn custom_tenant_statements_replace_the_default_table() {
     );
     assert_eq!(server.ws.count("acme", "users").await, 2);
 }
+
+#[tokio::test]
+async fn data_source_forms_of_other_tools_work() {
+    let ws = crate::support::Workspace::new("basic");
+    let url = ws.config("").lines().find_map(|l| l.strip_prefix("dataSource: ").map(str::to_string)).unwrap();
+    // The same database, written the way migrator's own examples write it.
+    let other_form = match backend() {
+        Backend::Sqlite => url.trim_start_matches("sqlite://").trim_end_matches("?mode=rwc").to_string(),
+        Backend::Postgres => {
+            let rest = url.trim_start_matches("postgres://");
+            let (user, rest) = rest.split_once('@').unwrap();
+            let (host_port, database) = rest.split_once('/').unwrap();
+            let (host, port) = host_port.split_once(':').unwrap();
+            format!("host={host} port={port} user={user} dbname={database} sslmode=disable")
+        }
+        Backend::Mysql => {
+            let rest = url.trim_start_matches("mysql://");
+            let (user, rest) = rest.split_once('@').unwrap();
+            let (host_port, database) = rest.split_once('/').unwrap();
+            format!("{user}:@tcp({host_port})/{database}?parseTime=true&multiStatements=true")
+        }
+    };
+    let yaml = ws.config("").replace(&format!("dataSource: {url}"), &format!("dataSource: \"{other_form}\""));
+    assert!(yaml.contains(&other_form));
+    let server = Server::start_in(ws, &yaml, "").await;
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert_eq!(result["data"]["createVersion"]["summary"]["singleMigrations"], 2, "{result}");
+    assert_eq!(server.ws.count("ref", "countries").await, 2);
+}

@@ -18,6 +18,7 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOpti
 use sqlx::{AssertSqlSafe, Row};
 use strata_core::MigrationType;
 use strata_core::config::Config;
+use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
 
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
@@ -34,7 +35,8 @@ impl MysqlDatabase {
     /// Connects to `config.data_source` (a `mysql://` URL) and creates the
     /// `svc` database and tables under the lock.
     pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let options = MySqlConnectOptions::from_str(&config.data_source)
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+        let options = MySqlConnectOptions::from_str(&url)
             .map_err(|e| DbError::Connect(format!("dataSource is not a MySQL URL: {e}")))?
             .timezone(Some("+00:00".to_string()));
         let pool = MySqlPoolOptions::new()

@@ -16,6 +16,7 @@ use sqlx::{AssertSqlSafe, Postgres, QueryBuilder, Row};
 use std::str::FromStr;
 use strata_core::MigrationType;
 use strata_core::config::Config;
+use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, plan};
 
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
@@ -32,7 +33,8 @@ impl PostgresDatabase {
     /// Connects to `config.data_source` (a `postgres://` URL) and creates the
     /// service schema and tables under the advisory lock.
     pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let options = PgConnectOptions::from_str(&config.data_source)
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+        let options = PgConnectOptions::from_str(&url)
             .map_err(|e| DbError::Connect(format!("dataSource is not a PostgreSQL URL: {e}")))?;
         let pool = PgPoolOptions::new()
             .max_connections(8)

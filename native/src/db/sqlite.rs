@@ -28,6 +28,7 @@ use sqlx::sqlite::{
 use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Row, Sqlite};
 use strata_core::MigrationType;
 use strata_core::config::Config;
+use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
 use tokio::sync::Mutex;
 
@@ -56,7 +57,8 @@ impl SqliteDatabase {
     /// `sqlite://./data/main.db?mode=rwc`), attaches `svc` and creates the
     /// service tables.
     pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let options = SqliteConnectOptions::from_str(&config.data_source)
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+        let options = SqliteConnectOptions::from_str(&url)
             .map_err(|e| DbError::Connect(format!("dataSource is not a SQLite URL: {e}")))?;
         let main_file = options.get_filename().to_path_buf();
         if main_file.as_os_str().is_empty() || main_file.to_string_lossy().contains(":memory:") {
