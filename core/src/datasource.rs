@@ -10,7 +10,10 @@
 //!   are dropped; `tls` maps to `ssl-mode`, `charset` and `collation` pass.
 //! - SQLite: a `sqlite:` URL as is, or a plain file path (opened read-write,
 //!   created when missing).
-//! - SQL Server: unchanged (an ADO string or `sqlserver://` URL).
+//! - SQL Server: an ADO string (`Server=tcp:host,1433;User Id=…;Password=…`)
+//!   or a JDBC string as is, or a go-mssqldb URL
+//!   (`sqlserver://user:password@host:1433?database=app`), the form
+//!   migrator's examples use, turned into an ADO string.
 
 use thiserror::Error;
 
@@ -23,6 +26,9 @@ pub enum DataSourceError {
     /// quotes the text (it may hold a password).
     #[error("dataSource is not a URL and not a valid keyword=value list (at pair {0})")]
     BadKeywordValue(usize),
+    /// A `sqlserver://` URL without a host.
+    #[error("dataSource is not a valid sqlserver://user:password@host:port?database=name URL: {0}")]
+    BadSqlServerUrl(&'static str),
     /// A Go MySQL DSN without `/dbname` or with a malformed address.
     #[error("dataSource is not a URL and not a valid user:password@tcp(host:port)/dbname DSN: {0}")]
     BadGoDsn(&'static str),
@@ -38,8 +44,80 @@ pub fn normalize(driver: Driver, data_source: &str) -> Result<String, DataSource
         Driver::Mysql => mysql_from_go_dsn(text),
         Driver::Sqlite if text.starts_with("sqlite:") => Ok(text.into()),
         Driver::Sqlite => Ok(format!("sqlite://{text}?mode=rwc")),
+        Driver::SqlServer if text.starts_with("sqlserver://") => sqlserver_from_url(text),
         Driver::SqlServer => Ok(text.into()),
     }
+}
+
+/// Decodes `%XX` escapes (invalid ones stay as written).
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Quotes an ADO value in `{…}` when it holds a separator or a brace.
+fn ado_value(value: &str) -> String {
+    if value.contains([';', '{', '}', '=']) || value.trim() != value {
+        format!("{{{}}}", value.replace('}', "}}"))
+    } else {
+        value.to_string()
+    }
+}
+
+fn sqlserver_from_url(text: &str) -> Result<String, DataSourceError> {
+    let rest = &text["sqlserver://".len()..];
+    let (authority_path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (user_info, host_part) = match authority_path.rfind('@') {
+        Some(at) => (Some(&authority_path[..at]), &authority_path[at + 1..]),
+        None => (None, authority_path),
+    };
+    let (host_port, instance) = host_part.split_once('/').unwrap_or((host_part, ""));
+    if host_port.is_empty() {
+        return Err(DataSourceError::BadSqlServerUrl("missing host"));
+    }
+    let (host, port) = host_port.split_once(':').unwrap_or((host_port, ""));
+    let mut server = format!("tcp:{}", decode(host));
+    if !instance.is_empty() {
+        server.push('\\');
+        server.push_str(&decode(instance));
+    }
+    if !port.is_empty() {
+        server.push(',');
+        server.push_str(port);
+    }
+    let mut parts = vec![format!("Server={}", ado_value(&server))];
+    if let Some(info) = user_info {
+        let (user, password) = info.split_once(':').unwrap_or((info, ""));
+        parts.push(format!("User Id={}", ado_value(&decode(user))));
+        parts.push(format!("Password={}", ado_value(&decode(password))));
+    }
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = decode(value);
+        match key.to_ascii_lowercase().as_str() {
+            "database" => parts.push(format!("Database={}", ado_value(&value))),
+            "encrypt" => parts.push(format!("Encrypt={}", ado_value(&value))),
+            "trustservercertificate" => parts.push(format!("TrustServerCertificate={}", ado_value(&value))),
+            "app name" | "app+name" => parts.push(format!("Application Name={}", ado_value(&value))),
+            _ => {}
+        }
+    }
+    Ok(parts.join(";"))
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
@@ -213,6 +291,20 @@ mod tests {
         );
         assert_eq!(normalize(Driver::Mysql, "root@tcp(h:1)"), Err(DataSourceError::BadGoDsn("missing /dbname")));
         assert!(normalize(Driver::Mysql, "root@udp(h)/x").is_err());
+    }
+
+    #[test]
+    fn go_mssqldb_urls_become_ado_strings() {
+        assert_eq!(
+            normalize(Driver::SqlServer, "sqlserver://sa:Pa%3Bss@db.example.com:1433?database=app&encrypt=true")
+                .unwrap(),
+            "Server=tcp:db.example.com,1433;User Id=sa;Password={Pa;ss};Database=app;Encrypt=true"
+        );
+        assert_eq!(
+            normalize(Driver::SqlServer, "sqlserver://u:p@h/SQLEXPRESS?database=x").unwrap(),
+            "Server=tcp:h\\SQLEXPRESS;User Id=u;Password=p;Database=x"
+        );
+        assert_eq!(normalize(Driver::SqlServer, "sqlserver://"), Err(DataSourceError::BadSqlServerUrl("missing host")));
     }
 
     #[test]

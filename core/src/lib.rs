@@ -26,10 +26,12 @@
 //! - [`summary`]: the summary of an operation and the webhook payload.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
 //! - [`redact`]: hiding secrets in connection strings.
+//! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod batches;
 pub mod config;
 pub mod datasource;
 pub mod ident;

@@ -71,8 +71,15 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
         Driver::Mysql => Arc::new(
             db::mysql::MysqlDatabase::connect(&config).await.map_err(|e| format!("{config_path}: dataSource: {e}"))?,
         ),
+        #[cfg(feature = "sqlserver")]
+        Driver::SqlServer => Arc::new(
+            db::sqlserver::SqlServerDatabase::connect(&config)
+                .await
+                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
+        ),
+        #[cfg(not(feature = "sqlserver"))]
         Driver::SqlServer => {
-            return Err(format!("{config_path}: driver: sqlserver is not supported by this build yet"));
+            return Err(format!("{config_path}: driver: this build has no SQL Server driver (feature sqlserver)"));
         }
     };
     let loader =

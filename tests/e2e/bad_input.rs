@@ -123,3 +123,24 @@ fn unknown_property_and_missing_file_stop_start_up() {
     let stderr = one_line_error(&run_to_exit(&ws.path().join("absent.yaml"), &[]));
     assert!(stderr.contains("absent.yaml: cannot read configuration"), "{stderr}");
 }
+
+#[test]
+fn an_unreachable_database_stops_start_up_with_one_line_and_no_password() {
+    let ws = Workspace::new("basic");
+    let port = crate::support::free_port();
+    for (driver, data_source) in [
+        ("postgres", format!("postgres://svc:pg-s3cret@127.0.0.1:{port}/app")),
+        ("mysql", format!("svc:my-s3cret@tcp(127.0.0.1:{port})/app")),
+        ("sqlserver", format!("sqlserver://sa:ms-s3cret@127.0.0.1:{port}?database=app")),
+    ] {
+        let yaml = format!(
+            "baseLocation: {}\ndriver: {driver}\ndataSource: \"{data_source}\"\n{}port: {}\n",
+            ws.migrations().display(),
+            crate::support::DIRECTORIES,
+            ws.port
+        );
+        let stderr = one_line_error(&run_to_exit(&ws.write_config(&yaml), &[]));
+        assert!(stderr.contains("dataSource: cannot connect to the database"), "{driver}: {stderr}");
+        assert!(!stderr.contains("s3cret"), "{driver}: {stderr}");
+    }
+}

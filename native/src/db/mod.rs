@@ -7,12 +7,18 @@
 pub mod mysql;
 pub mod postgres;
 pub mod sqlite;
+#[cfg(feature = "sqlserver")]
+pub mod sqlserver;
 
 use async_trait::async_trait;
 use strata_core::MigrationType;
 use strata_core::plan::{Action, Plan, PlanError, Target};
 use strata_core::source::SourceMigration;
 use thiserror::Error;
+
+/// How long a driver waits for a database connection before it reports the
+/// database unreachable (at start-up: exits with the error).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A row of `svc.svc_versions`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
 
-use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
 
 /// The MySQL/MariaDB driver.
 pub struct MysqlDatabase {
@@ -41,6 +41,7 @@ impl MysqlDatabase {
             .timezone(Some("+00:00".to_string()));
         let pool = MySqlPoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(e.to_string()))?;

@@ -19,7 +19,7 @@ use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, plan};
 
-use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
 
 /// The PostgreSQL driver.
 pub struct PostgresDatabase {
@@ -38,6 +38,7 @@ impl PostgresDatabase {
             .map_err(|e| DbError::Connect(format!("dataSource is not a PostgreSQL URL: {e}")))?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(e.to_string()))?;

@@ -1,0 +1,334 @@
+//! The SQL Server driver (tiberius; sqlx has none): schema per tenant,
+//! transactional DDL, SQL Server 2008 R2 and later.
+//!
+//! A version is one transaction (`xact_abort on`): the application lock,
+//! reading the recorded state, creating a tenant's schema through
+//! `sp_executesql`, every migration and the bookkeeping rows. Migration
+//! files are cut into batches at `GO` lines (as sqlcmd and SSMS do) and each
+//! batch is sent as is. Each operation opens its own connection.
+//!
+//! Verified here: the statements (see `sql.rs` tests) and connection-string
+//! parsing. Not verified against a running SQL Server: no SQL Server engine
+//! can be installed on the machines this was built on.
+
+mod sql;
+
+use async_trait::async_trait;
+use strata_core::MigrationType;
+use strata_core::batches::split_go_batches;
+use strata_core::config::Config;
+use strata_core::datasource::normalize;
+use strata_core::plan::{AppliedMigration, PlanInput, plan};
+use tiberius::{Client, Row, ToSql};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+
+type Connection = Client<Compat<TcpStream>>;
+
+/// The SQL Server driver.
+pub struct SqlServerDatabase {
+    config: tiberius::Config,
+    tenant_select_sql: String,
+    tenant_insert_sql: String,
+    schema_placeholder: String,
+}
+
+/// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
+pub fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError> {
+    let text =
+        normalize(strata_core::config::Driver::SqlServer, data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+    let parsed = if text.starts_with("jdbc:") {
+        tiberius::Config::from_jdbc_string(&text)
+    } else {
+        tiberius::Config::from_ado_string(&text)
+    };
+    parsed.map_err(|e| DbError::Connect(format!("dataSource is not a SQL Server connection string: {e}")))
+}
+
+fn db_error(error: tiberius::error::Error) -> DbError {
+    DbError::Connect(error.to_string())
+}
+
+impl SqlServerDatabase {
+    /// Connects once and creates the service schema and tables under the lock.
+    pub async fn connect(config: &Config) -> Result<Self, DbError> {
+        let database = SqlServerDatabase {
+            config: parse_data_source(&config.data_source)?,
+            tenant_select_sql: config.tenant_select_sql.clone(),
+            tenant_insert_sql: config.tenant_insert_sql.clone(),
+            schema_placeholder: config.schema_placeholder.clone(),
+        };
+        let mut client = database.open().await?;
+        run(&mut client, sql::BEGIN).await?;
+        lock(&mut client).await?;
+        for statement in sql::CREATE_SERVICE_TABLES {
+            run(&mut client, statement).await?;
+        }
+        if config.default_tenant_table {
+            run(&mut client, sql::CREATE_TENANTS_TABLE).await?;
+        }
+        run(&mut client, sql::COMMIT).await?;
+        Ok(database)
+    }
+
+    /// Opens a connection, following an Azure SQL gateway redirect once.
+    async fn open(&self) -> Result<Connection, DbError> {
+        let mut config = self.config.clone();
+        for _ in 0..2 {
+            let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(config.get_addr()))
+                .await
+                .map_err(|_| DbError::Connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
+                .map_err(|e| DbError::Connect(e.to_string()))?;
+            tcp.set_nodelay(true).map_err(|e| DbError::Connect(e.to_string()))?;
+            match Client::connect(config.clone(), tcp.compat_write()).await {
+                Ok(client) => return Ok(client),
+                Err(tiberius::error::Error::Routing { host, port }) => {
+                    config.host(&host);
+                    config.port(port);
+                }
+                Err(e) => return Err(db_error(e)),
+            }
+        }
+        Err(DbError::Connect("SQL Server redirected the connection more than once".into()))
+    }
+
+    async fn read_tenants(&self, client: &mut Connection) -> Result<Vec<String>, DbError> {
+        let rows = query(client, &self.tenant_select_sql, &[])
+            .await
+            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        rows.iter().map(|row| text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))).collect()
+    }
+
+    async fn read_applied(&self, client: &mut Connection) -> Result<Vec<AppliedMigration>, DbError> {
+        let rows = query(client, sql::SELECT_APPLIED, &[]).await?;
+        rows.iter()
+            .map(|row| {
+                let code = i64::from(int(row, 3)?);
+                Ok(AppliedMigration {
+                    file: text(row, 0)?,
+                    name: text(row, 1)?,
+                    schema: text(row, 2)?,
+                    migration_type: MigrationType::from_code(code)
+                        .ok_or(DbError::UnknownMigrationType { id: -1, code })?,
+                    checksum: text(row, 4)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn run_in_transaction(
+        &self,
+        client: &mut Connection,
+        request: &MutationRequest<'_>,
+    ) -> Result<MutationOutcome, DbError> {
+        run(client, sql::BEGIN).await?;
+        lock(client).await?;
+        let tenants = self.read_tenants(client).await?;
+        let applied = self.read_applied(client).await?;
+        let plan = plan(PlanInput {
+            sources: request.sources,
+            applied: &applied,
+            tenants: &tenants,
+            target: &request.target,
+            action: request.action,
+        })?;
+        drop(applied);
+        if let Some(tenant) = &plan.new_tenant {
+            let failed = |e: DbError| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() };
+            execute(client, sql::CREATE_SCHEMA, &[tenant]).await.map_err(failed)?;
+            execute(client, &self.tenant_insert_sql, &[tenant]).await.map_err(failed)?;
+        }
+        for step in plan.steps.iter().filter(|step| step.execute) {
+            let migration = &request.sources[step.migration as usize];
+            let schema = plan.schema_of(step);
+            let text = migration.sql_for(&self.schema_placeholder, schema);
+            for batch in split_go_batches(&text) {
+                run(client, batch).await.map_err(|e| DbError::MigrationFailed {
+                    file: migration.file.clone(),
+                    schema: schema.to_string(),
+                    message: e.to_string(),
+                })?;
+            }
+        }
+        if request.dry_run || plan.is_empty() {
+            run(client, sql::ROLLBACK).await?;
+            return Ok(MutationOutcome { plan, version: None });
+        }
+        let rows =
+            query(client, sql::INSERT_VERSION, &[&request.version_name, &request.created, &request.request_id]).await?;
+        let id =
+            rows.first().map(|row| int(row, 0)).transpose()?.ok_or_else(|| DbError::Connect("no version id".into()))?;
+        for chunk in plan.steps.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
+            let codes: Vec<i32> = chunk
+                .iter()
+                .map(|step| request.sources[step.migration as usize].migration_type.code() as i32)
+                .collect();
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 9);
+            for (step, code) in chunk.iter().zip(&codes) {
+                let migration = &request.sources[step.migration as usize];
+                params.extend_from_slice(&[
+                    &migration.name as &dyn ToSql,
+                    &migration.source_dir,
+                    &migration.file,
+                    code,
+                    &plan.schemas[step.schema as usize],
+                    &request.created,
+                    &migration.contents,
+                    &migration.checksum,
+                    &id,
+                ]);
+            }
+            execute(client, &sql::insert_migrations(chunk.len()), &params).await?;
+        }
+        run(client, sql::COMMIT).await?;
+        let version = VersionRow {
+            id: i64::from(id),
+            name: request.version_name.to_string(),
+            created: request.created.to_string(),
+        };
+        Ok(MutationOutcome { plan, version: Some(version) })
+    }
+}
+
+/// Runs a batch without parameters, draining its results.
+async fn run(client: &mut Connection, batch: &str) -> Result<(), DbError> {
+    client.simple_query(batch).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
+    Ok(())
+}
+
+/// Runs a parameterised statement (through `sp_executesql`).
+async fn execute(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<(), DbError> {
+    client.execute(statement, params).await.map_err(db_error)?;
+    Ok(())
+}
+
+/// Runs a parameterised query and returns its first result set.
+async fn query(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, DbError> {
+    client.query(statement, params).await.map_err(db_error)?.into_first_result().await.map_err(db_error)
+}
+
+async fn lock(client: &mut Connection) -> Result<(), DbError> {
+    let rows = query(client, sql::LOCK, &[]).await?;
+    match rows.first().map(|row| int(row, 0)).transpose()? {
+        Some(code) if code >= 0 => Ok(()),
+        other => Err(DbError::Connect(format!("sp_getapplock refused the mutation lock (code {other:?})"))),
+    }
+}
+
+fn text(row: &Row, index: usize) -> Result<String, DbError> {
+    row.try_get::<&str, _>(index).map_err(db_error)?.map(str::to_string).ok_or_else(|| null_column(index))
+}
+
+fn int(row: &Row, index: usize) -> Result<i32, DbError> {
+    row.try_get::<i32, _>(index).map_err(db_error)?.ok_or_else(|| null_column(index))
+}
+
+fn null_column(index: usize) -> DbError {
+    DbError::Connect(format!("unexpected NULL in column {index}"))
+}
+
+fn version_row(row: &Row) -> Result<VersionRow, DbError> {
+    Ok(VersionRow { id: i64::from(int(row, 0)?), name: text(row, 1)?, created: text(row, 2)? })
+}
+
+fn migration_row(row: &Row) -> Result<MigrationRow, DbError> {
+    let id = i64::from(int(row, 0)?);
+    let code = i64::from(int(row, 2)?);
+    Ok(MigrationRow {
+        id,
+        name: text(row, 1)?,
+        migration_type: MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id, code })?,
+        source_dir: text(row, 3)?,
+        file: text(row, 4)?,
+        contents: text(row, 5)?,
+        checksum: text(row, 6)?,
+        schema: text(row, 7)?,
+        created: text(row, 8)?,
+    })
+}
+
+fn id32(id: i64) -> Option<i32> {
+    i32::try_from(id).ok()
+}
+
+#[async_trait]
+impl Database for SqlServerDatabase {
+    async fn ping(&self) -> Result<(), DbError> {
+        let mut client = self.open().await?;
+        query(&mut client, sql::PING, &[]).await.map(|_| ())
+    }
+
+    async fn tenants(&self) -> Result<Vec<String>, DbError> {
+        let mut client = self.open().await?;
+        self.read_tenants(&mut client).await
+    }
+
+    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError> {
+        let mut client = self.open().await?;
+        let rows = match file {
+            Some(file) => query(&mut client, &sql::select_versions_by_file(), &[&file]).await?,
+            None => query(&mut client, &sql::select_versions(), &[]).await?,
+        };
+        rows.iter().map(version_row).collect()
+    }
+
+    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
+        let Some(id) = id32(id) else { return Ok(None) };
+        let mut client = self.open().await?;
+        let rows = query(&mut client, &sql::select_version(), &[&id]).await?;
+        rows.first().map(version_row).transpose()
+    }
+
+    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
+        let Some(version_id) = id32(version_id) else { return Ok(Vec::new()) };
+        let mut client = self.open().await?;
+        let rows = query(&mut client, &sql::select_version_migrations(), &[&version_id]).await?;
+        rows.iter().map(migration_row).collect()
+    }
+
+    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
+        let Some(id) = id32(id) else { return Ok(None) };
+        let mut client = self.open().await?;
+        let rows = query(&mut client, &sql::select_migration(), &[&id]).await?;
+        rows.first().map(migration_row).transpose()
+    }
+
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+        let mut client = self.open().await?;
+        let result = self.run_in_transaction(&mut client, &request).await;
+        if result.is_err() {
+            let _ = run(&mut client, sql::ROLLBACK).await;
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_data_source;
+
+    #[test]
+    fn parses_ado_jdbc_and_go_mssqldb_forms() {
+        for (text, address) in [
+            ("Server=tcp:db.example.com,1433;User Id=sa;Password=x;Database=app", "db.example.com:1433"),
+            (
+                "server=tcp:10.0.0.5,14330;user=sa;password={a;b};database=app;TrustServerCertificate=true",
+                "10.0.0.5:14330",
+            ),
+            ("jdbc:sqlserver://db.example.com:1434;databaseName=app;user=sa;password=x", "db.example.com:1434"),
+            ("sqlserver://sa:p%40ss@db.example.com:1435?database=app", "db.example.com:1435"),
+        ] {
+            let config = parse_data_source(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(config.get_addr(), address, "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read_without_echoing_it() {
+        let err = parse_data_source("sqlserver://").unwrap_err().to_string();
+        assert!(err.contains("missing host"), "{err}");
+        assert!(parse_data_source("jdbc:nonsense").is_err());
+    }
+}

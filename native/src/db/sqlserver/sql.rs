@@ -1,0 +1,207 @@
+//! Every statement the SQL Server driver sends of its own accord, written
+//! for SQL Server 2008 R2 and later: no `create … if not exists`, no
+//! `drop … if exists`, no `iif`, `format`, `throw`, `try_convert`,
+//! `string_agg` or `offset … fetch` (all 2012 or newer); `datetime2`,
+//! `output inserted`, `sp_getapplock` and `sp_executesql` are 2008-era.
+//! Values are bound as `@P1`, `@P2`, …; a tenant's schema name reaches
+//! `create schema` only through `quotename(@P1)` inside `sp_executesql`.
+
+/// Makes any error abort and roll back the whole transaction.
+pub const BEGIN: &str = "set xact_abort on; begin transaction;";
+/// Commits.
+pub const COMMIT: &str = "commit transaction;";
+/// Rolls back whatever is open.
+pub const ROLLBACK: &str = "if @@trancount > 0 rollback transaction;";
+
+/// Takes the application lock serialising mutations across service
+/// instances, owned by the transaction; returns sp_getapplock's code
+/// (0 or 1 when granted).
+pub const LOCK: &str = "declare @granted int; \
+    exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
+    @LockOwner = 'Transaction', @LockTimeout = 600000; select @granted;";
+
+/// The service schema and bookkeeping tables (one batch each: `create
+/// schema` must be alone in its batch, hence `exec`).
+pub const CREATE_SERVICE_TABLES: [&str; 3] = [
+    "if schema_id(N'svc') is null exec(N'create schema svc');",
+    "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
+        id int identity(1, 1) primary key,
+        name nvarchar(max) not null,
+        created datetime2(6) not null,
+        request_id nvarchar(255) not null
+    );",
+    "if object_id(N'svc.svc_migrations', N'U') is null begin
+        create table svc.svc_migrations (
+            id int identity(1, 1) primary key,
+            name nvarchar(255) not null,
+            source_dir nvarchar(255) not null,
+            filename nvarchar(400) not null,
+            migration_type int not null,
+            db_schema nvarchar(128) not null,
+            created datetime2(6) not null,
+            contents nvarchar(max) not null,
+            checksum char(64) not null,
+            version_id int not null references svc.svc_versions (id)
+        );
+        create index svc_migrations_version_id on svc.svc_migrations (version_id);
+        create index svc_migrations_filename on svc.svc_migrations (filename);
+    end;",
+];
+
+/// The default tenant table, created only when neither tenant statement is
+/// configured.
+pub const CREATE_TENANTS_TABLE: &str = "if object_id(N'svc.svc_tenants', N'U') is null create table svc.svc_tenants (
+        id int identity(1, 1) primary key,
+        name nvarchar(128) not null unique,
+        created datetime2(6) not null default sysutcdatetime()
+    );";
+
+/// `created` as RFC 3339 UTC (the service writes UTC).
+const CREATED: &str = "convert(nvarchar(30), created, 126) + N'Z'";
+
+/// Recorded migrations, as the planner needs them.
+pub const SELECT_APPLIED: &str =
+    "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id;";
+
+/// Inserts a version and returns its id.
+pub const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) output inserted.id \
+    values (@P1, convert(datetime2(6), @P2, 127), @P3);";
+
+/// Rows per multi-row insert: 9 parameters each stays below SQL Server's
+/// 2,100 parameters per request (and its 1,000 rows per `values`).
+pub const MIGRATION_ROWS_PER_INSERT: usize = 200;
+const _: () = assert!(MIGRATION_ROWS_PER_INSERT * 9 < 2100 && MIGRATION_ROWS_PER_INSERT <= 1000);
+
+/// The multi-row insert of `rows` migration rows, parameters numbered from 1.
+pub fn insert_migrations(rows: usize) -> String {
+    let mut sql = String::from(
+        "insert into svc.svc_migrations \
+         (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) values ",
+    );
+    for row in 0..rows {
+        let p = |i: usize| row * 9 + i;
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(@P{}, @P{}, @P{}, @P{}, @P{}, convert(datetime2(6), @P{}, 127), @P{}, @P{}, @P{})",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
+            p(6),
+            p(7),
+            p(8),
+            p(9)
+        ));
+    }
+    sql.push(';');
+    sql
+}
+
+/// Creates a tenant's schema; the name is bound, quoted by `quotename`.
+pub const CREATE_SCHEMA: &str =
+    "declare @statement nvarchar(max) = N'create schema ' + quotename(@P1); exec sp_executesql @statement;";
+
+/// All versions.
+pub fn select_versions() -> String {
+    format!("select id, name, {CREATED} from svc.svc_versions order by id;")
+}
+
+/// Versions in which a file was applied.
+pub fn select_versions_by_file() -> String {
+    format!(
+        "select id, name, {CREATED} from svc.svc_versions \
+         where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
+    )
+}
+
+/// One version.
+pub fn select_version() -> String {
+    format!("select id, name, {CREATED} from svc.svc_versions where id = @P1;")
+}
+
+fn migration_columns() -> String {
+    format!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {CREATED}")
+}
+
+/// The migrations of one version.
+pub fn select_version_migrations() -> String {
+    format!("select {} from svc.svc_migrations where version_id = @P1 order by id;", migration_columns())
+}
+
+/// One recorded migration.
+pub fn select_migration() -> String {
+    format!("select {} from svc.svc_migrations where id = @P1;", migration_columns())
+}
+
+/// A cheap query touching the service tables, for health.
+pub const PING: &str = "select count(*) from svc.svc_versions where id < 0;";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every statement of the driver, for the checks below.
+    fn all_statements() -> Vec<String> {
+        let mut all: Vec<String> = CREATE_SERVICE_TABLES.iter().map(|s| s.to_string()).collect();
+        all.extend(
+            [BEGIN, COMMIT, ROLLBACK, LOCK, CREATE_TENANTS_TABLE, SELECT_APPLIED, INSERT_VERSION, CREATE_SCHEMA, PING]
+                .map(str::to_string),
+        );
+        all.extend([
+            insert_migrations(3),
+            select_versions(),
+            select_versions_by_file(),
+            select_version(),
+            select_version_migrations(),
+            select_migration(),
+        ]);
+        all
+    }
+
+    #[test]
+    fn uses_no_syntax_newer_than_2008_r2() {
+        let newer = [
+            "drop table if exists",
+            "drop schema if exists",
+            "create table if not exists",
+            "iif(",
+            "format(",
+            "throw",
+            "try_convert",
+            "try_cast",
+            "string_agg",
+            "concat_ws",
+            " offset ",
+            "fetch next",
+            "sequence",
+            "create or alter",
+            "json",
+        ];
+        for statement in all_statements() {
+            let lower = statement.to_lowercase();
+            for token in &newer {
+                assert!(!lower.contains(token), "{token:?} in {statement}");
+            }
+        }
+    }
+
+    #[test]
+    fn identifiers_reach_ddl_only_through_quotename() {
+        assert!(CREATE_SCHEMA.contains("quotename(@P1)"));
+        assert!(CREATE_SCHEMA.contains("sp_executesql"));
+        assert!(LOCK.contains("@LockOwner = 'Transaction'"));
+    }
+
+    #[test]
+    fn multi_row_insert_numbers_parameters_in_order_within_limits() {
+        assert_eq!(
+            insert_migrations(2).split("values ").nth(1).unwrap(),
+            "(@P1, @P2, @P3, @P4, @P5, convert(datetime2(6), @P6, 127), @P7, @P8, @P9), \
+             (@P10, @P11, @P12, @P13, @P14, convert(datetime2(6), @P15, 127), @P16, @P17, @P18);"
+        );
+        assert!(insert_migrations(MIGRATION_ROWS_PER_INSERT).contains("@P1800)"));
+    }
+}
