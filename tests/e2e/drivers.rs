@@ -155,3 +155,27 @@ async fn data_source_forms_of_other_tools_work() {
     assert_eq!(result["data"]["createVersion"]["summary"]["singleMigrations"], 2, "{result}");
     assert_eq!(server.ws.count("ref", "countries").await, 2);
 }
+
+#[tokio::test]
+async fn the_example_migrations_apply_cleanly() {
+    let ws = crate::support::Workspace::new("basic");
+    let name = match backend() {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+        Backend::Mysql => "mysql",
+    };
+    let examples = crate::support::data_dir().join("../../examples").join(name).join("migrations");
+    let examples = examples.canonicalize().unwrap();
+    let yaml = ws.config("").replace(
+        &format!("baseLocation: {}", ws.migrations().display()),
+        &format!("baseLocation: {}", examples.display()),
+    );
+    let server = Server::start_in(ws, &yaml, "").await;
+    let first = server.create_version(json!({ "versionName": "first" })).await;
+    assert_eq!(first["data"]["createVersion"]["summary"]["migrationsGrandTotal"], 2, "{first}");
+    let tenant = server.create_tenant(json!({ "tenantName": "acme", "versionName": "acme" })).await;
+    assert_eq!(tenant["data"]["createTenant"]["summary"]["tenantMigrationsTotal"], 2, "{tenant}");
+    let again = server.create_version(json!({ "versionName": "again" })).await;
+    assert_eq!(again["data"]["createVersion"]["summary"]["scriptsGrandTotal"], 2, "{again}");
+    assert_eq!(server.ws.count("ref", "countries").await, 3);
+}

@@ -176,3 +176,28 @@ fn redacted_rendering_hides_secrets_and_round_trips() {
     assert_eq!(reparsed.web_hook_headers.len(), 3);
     assert_eq!(reparsed.web_hook_headers[0].value, "***");
 }
+
+#[test]
+fn every_example_configuration_parses() {
+    let env = env(&[
+        ("PGHOST", "h"),
+        ("PGPORT", "5432"),
+        ("PGUSER", "u"),
+        ("PGPASSWORD", "p"),
+        ("PGDATABASE", "d"),
+        ("MYSQL_DSN", "root:p@tcp(h:3306)/mysql"),
+        ("MSSQL_PASSWORD", "p"),
+    ]);
+    for (yaml, driver) in [
+        (include_str!("../../../examples/sqlite/svc.yaml"), Driver::Sqlite),
+        (include_str!("../../../examples/postgres/svc.yaml"), Driver::Postgres),
+        (include_str!("../../../examples/mysql/svc.yaml"), Driver::Mysql),
+        (include_str!("../../../examples/sqlserver/svc.yaml"), Driver::SqlServer),
+    ] {
+        let config = Config::parse(yaml, &env).unwrap_or_else(|e| panic!("{driver:?}: {e}"));
+        assert_eq!(config.driver, driver);
+        assert!(config.default_tenant_table);
+        assert_eq!(config.directories().count(), 5);
+        assert!(crate::datasource::normalize(driver, &config.data_source).is_ok(), "{driver:?}");
+    }
+}

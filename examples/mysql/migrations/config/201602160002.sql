@@ -1,0 +1,2 @@
+create database {schema};
+create table {schema}.settings (name varchar(64) primary key, value text not null);
