@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL and MariaDB servers on 127.0.0.1 for the tests, from
-# Debian packages, without systemd. Data lives in $STRATA_SERVERS_DIR
-# (default /tmp/strata-servers) and is deleted by `stop`.
+# Throwaway servers on 127.0.0.1 for the tests, without systemd or Docker:
+# PostgreSQL and MariaDB from Debian packages, moto's S3 server from PyPI,
+# Azurite's blob service from npm. Data lives in $STRATA_SERVERS_DIR
+# (default /tmp/strata-servers) and is deleted by `stop`; the PyPI and npm
+# installs are cached in $STRATA_EMULATORS_CACHE (default
+# ~/.cache/strata-emulators).
 #
-#   bash tests/servers.sh start   # installs the packages if missing (needs root), starts both,
-#                                 # writes $STRATA_SERVERS_DIR/env with the URLs the tests read
+#   bash tests/servers.sh start   # installs what is missing (apt needs root), starts all four,
+#                                 # writes $STRATA_SERVERS_DIR/env with what the tests read
 #   bash tests/servers.sh stop
 set -euo pipefail
 DIR=${STRATA_SERVERS_DIR:-/tmp/strata-servers}
 PG_PORT=${STRATA_PG_PORT:-54329}
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
+S3_PORT=${STRATA_S3_PORT:-5055}
+AZ_PORT=${STRATA_AZURITE_PORT:-10000}
+EMU=${STRATA_EMULATORS_CACHE:-$HOME/.cache/strata-emulators}
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
@@ -51,20 +57,61 @@ start_mariadb() {
     return 1
 }
 
+install_emulators() {
+    if [ ! -x "$EMU/venv/bin/moto_server" ]; then
+        echo "installing moto[server] and azure-storage-blob (PyPI) into $EMU/venv"
+        python3 -m venv "$EMU/venv"
+        "$EMU/venv/bin/pip" install -q 'moto[server]' azure-storage-blob
+    fi
+    if [ ! -x "$EMU/node_modules/.bin/azurite-blob" ]; then
+        echo "installing azurite (npm) into $EMU"
+        npm install --prefix "$EMU" --silent --no-audit --no-fund azurite >/dev/null
+    fi
+}
+
+wait_http() { # url name log
+    for _ in $(seq 1 150); do
+        curl -s -o /dev/null "$1" && return 0
+        sleep 0.2
+    done
+    echo "$2 did not start:" >&2
+    cat "$3" >&2
+    return 1
+}
+
+start_emulators() {
+    "$EMU/venv/bin/moto_server" -H 127.0.0.1 -p "$S3_PORT" >"$DIR/moto.log" 2>&1 &
+    echo $! >"$DIR/moto.pid"
+    mkdir -p "$DIR/azurite"
+    "$EMU/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --location "$DIR/azurite" \
+        --silent --skipApiVersionCheck --loose >"$DIR/azurite.log" 2>&1 &
+    echo $! >"$DIR/azurite.pid"
+    wait_http "http://127.0.0.1:$S3_PORT/" moto "$DIR/moto.log"
+    wait_http "http://127.0.0.1:$AZ_PORT/" Azurite "$DIR/azurite.log"
+}
+
 case "${1:-}" in
 start)
     install_packages
+    install_emulators
     mkdir -p "$DIR"
     chmod 755 "$DIR"
     start_postgres
     start_mariadb
+    start_emulators
     cat >"$DIR/env" <<ENV
 export STRATA_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
+export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
+export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 ENV
-    echo "PostgreSQL on 127.0.0.1:$PG_PORT, MariaDB on 127.0.0.1:$MY_PORT ($DIR/env)"
+    echo "PostgreSQL 127.0.0.1:$PG_PORT, MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
+    for pid in "$DIR/moto.pid" "$DIR/azurite.pid"; do
+        [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+    done
     if [ -f "$DIR/pg/data/PG_VERSION" ]; then
         su postgres -c "$(pg_bin)/pg_ctl -D $DIR/pg/data -m fast stop" >/dev/null 2>&1 || true
     fi

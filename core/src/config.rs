@@ -254,6 +254,7 @@ impl Config {
         let sub = Substituter { env };
 
         let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;
+        crate::location::BaseLocation::parse(&base_location).map_err(|e| invalid("baseLocation", e.to_string()))?;
         let driver_text = required("driver", sub.optional("driver", raw.driver)?)?;
         let driver = Driver::parse(&driver_text).ok_or_else(|| ConfigError::Invalid {
             property: "driver",

@@ -24,6 +24,7 @@
 //! - [`plan`]: the planner: which migration runs in which schema, or is only
 //!   recorded, plus drift and out-of-order diagnostics.
 //! - [`summary`]: the summary of an operation and the webhook payload.
+//! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
 //! - [`redact`]: hiding secrets in connection strings.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
@@ -35,6 +36,7 @@ pub mod batches;
 pub mod config;
 pub mod datasource;
 pub mod ident;
+pub mod location;
 pub mod plan;
 pub mod redact;
 pub mod source;

@@ -6,5 +6,6 @@ mod drivers;
 mod mutations;
 mod operations;
 mod queries;
+mod storage;
 mod support;
 mod webhook;

@@ -129,14 +129,26 @@ fn invalid_values_are_named() {
         ("webHookHeaders: ['Authorization Bearer s3cret']", "webHookHeaders"),
         ("tenantMigrations: [public]", "tenantMigrations"),
         ("singleScripts: ['../etc']", "singleScripts"),
+        ("baseLocation: 's3://'", "baseLocation"),
     ];
     for (line, property) in cases {
-        let yaml = MINIMAL.replace("driver: sqlite\n", "").to_string() + "driver: sqlite\n";
-        let yaml = if line.starts_with("driver") {
-            yaml.replace("driver: sqlite\n", &format!("{line}\n"))
-        } else {
-            format!("{yaml}{line}\n")
-        };
+        // Replace the property's line when MINIMAL has one, else append it.
+        let key = line.split(':').next().unwrap();
+        let mut replaced = false;
+        let mut yaml: String = MINIMAL
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key}:")) {
+                    replaced = true;
+                    format!("{line}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        if !replaced {
+            yaml.push_str(&format!("{line}\n"));
+        }
         match Config::parse(&yaml, &BTreeMap::new()) {
             Err(ConfigError::Invalid { property: named, reason }) => {
                 assert_eq!(named, property, "{line}: {reason}");

@@ -3,10 +3,13 @@
 //! loaders implement the same trait.
 
 mod local;
+#[cfg(any(feature = "s3", feature = "azure"))]
+mod object;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use strata_core::location::BaseLocation;
 use strata_core::source::SourceFile;
 use thiserror::Error;
 
@@ -53,13 +56,35 @@ pub trait Loader: Send + Sync {
     async fn check(&self) -> Result<(), LoaderError>;
 }
 
-/// Chooses the loader for a base location.
+/// Chooses the loader for a base location (see `strata_core::location`).
 pub fn for_location(base_location: &str) -> Result<Arc<dyn Loader>, LoaderError> {
-    if base_location.starts_with("s3://") || base_location.starts_with("https://") {
-        return Err(LoaderError::BaseLocation {
-            location: base_location.to_string(),
-            message: "object-storage locations are not supported by this build yet; use a local path".into(),
-        });
+    let fail = |message: String| LoaderError::BaseLocation { location: base_location.to_string(), message };
+    let parsed = BaseLocation::parse(base_location).map_err(|e| fail(e.to_string()))?;
+    match &parsed {
+        BaseLocation::Local(path) => Ok(Arc::new(LocalLoader::new(path))),
+        #[cfg(feature = "s3")]
+        BaseLocation::S3 { bucket, prefix } => {
+            let store = object::s3_store(bucket).map_err(|e| fail(e.to_string()))?;
+            Ok(Arc::new(object_loader(store, base_location, prefix, parsed.clone())))
+        }
+        #[cfg(feature = "azure")]
+        BaseLocation::AzureBlob { account, container, prefix } => {
+            let store = object::azure_store(account, container).map_err(|e| fail(e.to_string()))?;
+            Ok(Arc::new(object_loader(store, base_location, prefix, parsed.clone())))
+        }
+        #[allow(unreachable_patterns)]
+        _ => Err(fail("this build has no loader for this kind of location (cargo features s3, azure)".into())),
     }
-    Ok(Arc::new(LocalLoader::new(base_location)))
+}
+
+#[cfg(any(feature = "s3", feature = "azure"))]
+fn object_loader(
+    store: Arc<dyn object_store::ObjectStore>,
+    base_location: &str,
+    prefix: &str,
+    parsed: BaseLocation,
+) -> object::ObjectStoreLoader {
+    object::ObjectStoreLoader::new(store, base_location, prefix, move |directory| {
+        parsed.directory_key(directory).unwrap_or_else(|| directory.to_string())
+    })
 }

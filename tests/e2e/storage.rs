@@ -1,0 +1,319 @@
+//! `baseLocation` in S3 buckets (moto's server) and Azure blob containers
+//! (Azurite), started by `tests/servers.sh`. The storage is independent of
+//! the database, so these run in the SQLite pass of the suite only.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Server, Workspace, backend, data_dir, free_port};
+
+/// Azurite's well-known development account key (public, documented by Microsoft).
+const AZURITE_KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run `bash tests/servers.sh start`"))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    S3,
+    Azure,
+}
+
+/// A fresh bucket or container, a client to fill it, and what the service needs to read it.
+struct Remote {
+    kind: Kind,
+    name: String,
+    store: Arc<dyn ObjectStore>,
+}
+
+impl Remote {
+    async fn create(kind: Kind) -> Remote {
+        let name = format!("strata-{}", free_port());
+        match kind {
+            Kind::S3 => {
+                let endpoint = env("STRATA_TEST_S3_ENDPOINT");
+                let status = reqwest::Client::new().put(format!("{endpoint}/{name}")).send().await.unwrap().status();
+                assert!(status.is_success(), "create bucket: {status}");
+                let store = object_store::aws::AmazonS3Builder::new()
+                    .with_endpoint(endpoint)
+                    .with_allow_http(true)
+                    .with_bucket_name(&name)
+                    .with_access_key_id("testing")
+                    .with_secret_access_key("testing")
+                    .with_region("us-east-1")
+                    .build()
+                    .unwrap();
+                Remote { kind, name, store: Arc::new(store) }
+            }
+            Kind::Azure => {
+                let url = env("STRATA_TEST_AZURITE_URL");
+                let connection = format!(
+                    "DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};\
+                     BlobEndpoint={url}/{AZURITE_ACCOUNT};"
+                );
+                let script = "import sys\nfrom azure.storage.blob import BlobServiceClient\n\
+                              BlobServiceClient.from_connection_string(sys.argv[1]).create_container(sys.argv[2])\n";
+                let output = std::process::Command::new(env("STRATA_TEST_PYTHON"))
+                    .args(["-c", script, &connection, &name])
+                    .output()
+                    .unwrap();
+                assert!(output.status.success(), "create container: {}", String::from_utf8_lossy(&output.stderr));
+                let store = object_store::azure::MicrosoftAzureBuilder::new()
+                    .with_account(AZURITE_ACCOUNT)
+                    .with_access_key(AZURITE_KEY)
+                    .with_endpoint(format!("{url}/{AZURITE_ACCOUNT}"))
+                    .with_allow_http(true)
+                    .with_container_name(&name)
+                    .build()
+                    .unwrap();
+                Remote { kind, name, store: Arc::new(store) }
+            }
+        }
+    }
+
+    /// `baseLocation` for this bucket/container with `prefix`.
+    fn location(&self, prefix: &str) -> String {
+        let tail = if prefix.is_empty() { String::new() } else { format!("/{prefix}") };
+        match self.kind {
+            Kind::S3 => format!("s3://{}{tail}", self.name),
+            Kind::Azure => format!("https://{AZURITE_ACCOUNT}.blob.core.windows.net/{}{tail}", self.name),
+        }
+    }
+
+    /// The environment the service reads this store's endpoint and credentials from.
+    fn service_env(&self, key: &str) -> Vec<(&'static str, String)> {
+        match self.kind {
+            Kind::S3 => vec![
+                ("AWS_ENDPOINT_URL", env("STRATA_TEST_S3_ENDPOINT")),
+                ("AWS_ALLOW_HTTP", "true".into()),
+                ("AWS_ACCESS_KEY_ID", "testing".into()),
+                ("AWS_SECRET_ACCESS_KEY", key.into()),
+                ("AWS_REGION", "us-east-1".into()),
+            ],
+            Kind::Azure => vec![
+                ("AZURE_STORAGE_USE_EMULATOR", "true".into()),
+                ("AZURITE_BLOB_STORAGE_URL", env("STRATA_TEST_AZURITE_URL")),
+                ("BLOB_STORAGE_ACCOUNT", AZURITE_ACCOUNT.into()),
+                ("BLOB_STORAGE_ACCESS_KEY", key.into()),
+            ],
+        }
+    }
+
+    fn good_key(&self) -> &'static str {
+        match self.kind {
+            Kind::S3 => "testing",
+            Kind::Azure => AZURITE_KEY,
+        }
+    }
+
+    async fn put(&self, key: &str, bytes: Vec<u8>) {
+        self.store.put(&Path::from(key), PutPayload::from(bytes)).await.unwrap();
+    }
+
+    /// Uploads `tests/data/migrations/sqlite/<set>` under `prefix`.
+    async fn upload_set(&self, set: &str, prefix: &str) {
+        let root = data_dir().join("migrations/sqlite").join(set);
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                    let key = if prefix.is_empty() { relative } else { format!("{prefix}/{relative}") };
+                    self.put(&key, std::fs::read(&path).unwrap()).await;
+                }
+            }
+        }
+    }
+}
+
+/// Starts the service on SQLite with `baseLocation` in the remote store.
+async fn serve(remote: &Remote, prefix: &str, key: &str) -> Server {
+    let ws = Workspace::new("basic");
+    let yaml = ws.config("").replace(
+        &format!("baseLocation: {}", ws.migrations().display()),
+        &format!("baseLocation: {}", remote.location(prefix)),
+    );
+    let env = remote.service_env(key);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Server::start_in_with_env(ws, &yaml, "", &env).await
+}
+
+fn files(list: &Value) -> Vec<String> {
+    let mut files: Vec<String> =
+        list.as_array().unwrap().iter().map(|m| m["file"].as_str().unwrap().to_string()).collect();
+    files.sort();
+    files
+}
+
+const BASIC_FILES: [&str; 6] = [
+    "config/002.sql",
+    "ref/001.sql",
+    "scripts/config/runs.sql",
+    "scripts/tenants/touch.sql",
+    "tenants/001.sql",
+    "tenants/003.sql",
+];
+
+async fn reads_exactly_the_configured_directories(kind: Kind) {
+    for prefix in ["", "app/migrations"] {
+        let remote = Remote::create(kind).await;
+        remote.upload_set("basic", prefix).await;
+        let key = |rest: &str| if prefix.is_empty() { rest.to_string() } else { format!("{prefix}/{rest}") };
+        // Decoys: a sibling directory sharing a name prefix, a deeper folder, a file beside the directories.
+        remote.put(&key("tenants-scripts/decoy.sql"), b"select 1;".to_vec()).await;
+        remote.put(&key("tenants/deeper/decoy.sql"), b"select 1;".to_vec()).await;
+        remote.put(&key("decoy.sql"), b"select 1;".to_vec()).await;
+
+        let server = serve(&remote, prefix, remote.good_key()).await;
+        let listed = server.data("{ sourceMigrations { file checkSum } }", json!({})).await;
+        assert_eq!(files(&listed["sourceMigrations"]), BASIC_FILES, "{kind:?} prefix {prefix:?}");
+        let health = server.get("/health").await;
+        assert_eq!(health.status(), 200, "{kind:?}");
+
+        let result = server.create_version(json!({ "versionName": "from the store" })).await;
+        assert_eq!(result["data"]["createVersion"]["summary"]["migrationsGrandTotal"], 2, "{result}");
+        assert_eq!(server.ws.count("ref", "countries").await, 2);
+        // Same checksums as the local copy: the bytes arrived unchanged.
+        let local = server.ws.migrations().join("ref/001.sql");
+        let stored = server.ws.rows("svc", "select checksum from svc_migrations where filename = 'ref/001.sql'").await;
+        let expected = {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(std::fs::read(local).unwrap());
+            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        assert_eq!(stored, [[json!(expected)]]);
+    }
+}
+
+#[tokio::test]
+async fn s3_locations_read_exactly_the_configured_directories() {
+    if backend() == Backend::Sqlite {
+        reads_exactly_the_configured_directories(Kind::S3).await;
+    }
+}
+
+#[tokio::test]
+async fn azure_locations_read_exactly_the_configured_directories() {
+    if backend() == Backend::Sqlite {
+        reads_exactly_the_configured_directories(Kind::Azure).await;
+    }
+}
+
+#[tokio::test]
+async fn moving_migrations_from_local_disk_to_a_bucket_changes_nothing() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let remote = Remote::create(Kind::S3).await;
+    remote.upload_set("basic", "moved").await;
+    let ws = Workspace::new("basic");
+    let local_yaml = ws.config("");
+    let env = remote.service_env("testing");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut server = Server::start_in_with_env(ws, &local_yaml, "", &env).await;
+    server.create_version(json!({ "versionName": "local" })).await;
+
+    server.kill_hard();
+    let moved = local_yaml.replace(
+        &format!("baseLocation: {}", server.ws.migrations().display()),
+        &format!("baseLocation: {}", remote.location("moved")),
+    );
+    server.ws.write_config(&moved);
+    server.restart().await;
+    let result = server.create_version(json!({ "versionName": "from the bucket" })).await;
+    let created = &result["data"]["createVersion"];
+    assert_eq!(created["summary"]["migrationsGrandTotal"], 0, "{result}");
+    assert_eq!(created["summary"]["scriptsGrandTotal"], 1, "{result}");
+}
+
+async fn a_missing_store_is_down_with_details(kind: Kind) {
+    let remote = Remote::create(kind).await;
+    let mut missing = Remote::create(kind).await;
+    missing.name = format!("{}-missing", remote.name);
+    let server = serve(&missing, "", missing.good_key()).await;
+    let health = server.get("/health").await;
+    assert_eq!(health.status(), 503, "{kind:?}");
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body["checks"][1]["name"], "Loader");
+    assert_eq!(body["checks"][1]["status"], "DOWN");
+    let details = body["checks"][1]["data"]["details"].as_str().unwrap().to_string();
+    assert!(details.contains(&missing.name), "{details}");
+    assert!(!details.contains(AZURITE_KEY), "{details}");
+    let result = server.create_version(json!({ "versionName": "v" })).await;
+    assert_eq!(result["errors"][0]["extensions"]["code"], "LOADER_ERROR", "{result}");
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
+}
+
+#[tokio::test]
+async fn a_missing_bucket_is_down_with_details() {
+    if backend() == Backend::Sqlite {
+        a_missing_store_is_down_with_details(Kind::S3).await;
+    }
+}
+
+#[tokio::test]
+async fn a_missing_container_is_down_with_details() {
+    if backend() == Backend::Sqlite {
+        a_missing_store_is_down_with_details(Kind::Azure).await;
+    }
+}
+
+#[tokio::test]
+async fn wrong_azure_credentials_are_down_and_never_printed() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let remote = Remote::create(Kind::Azure).await;
+    remote.upload_set("basic", "").await;
+    let wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ==";
+    let server = serve(&remote, "", wrong).await;
+    let health = server.get("/health").await;
+    assert_eq!(health.status(), 503);
+    let text = health.text().await.unwrap();
+    assert!(text.contains("\"DOWN\""), "{text}");
+    assert!(text.contains("403") || text.to_lowercase().contains("authoriz"), "{text}");
+    assert!(!text.contains(wrong) && !text.contains(AZURITE_KEY), "{text}");
+    let config = server.get("/v2/config").await.text().await.unwrap();
+    assert!(!config.contains(wrong), "{config}");
+    assert!(!server.log().contains(wrong));
+}
+
+async fn lists_5000_objects(kind: Kind) {
+    let remote = Remote::create(kind).await;
+    let uploads = (0..5000).map(|i| {
+        let remote = &remote;
+        async move { remote.put(&format!("big/ref/{i:05}.sql"), format!("select {i};").into_bytes()).await }
+    });
+    futures::stream::iter(uploads).buffer_unordered(64).collect::<Vec<()>>().await;
+    let server = serve(&remote, "big", remote.good_key()).await;
+    let listed = server.data("{ sourceMigrations(filters: {sourceDir: \"ref\"}) { file } }", json!({})).await;
+    let files = files(&listed["sourceMigrations"]);
+    assert_eq!(files.len(), 5000, "{kind:?}");
+    assert_eq!(files[0], "ref/00000.sql");
+    assert_eq!(files[4999], "ref/04999.sql");
+    let one = server.data("{ sourceMigration(file: \"ref/04321.sql\") { contents } }", json!({})).await;
+    assert_eq!(one, json!({ "sourceMigration": { "contents": "select 4321;" } }));
+}
+
+#[tokio::test]
+async fn an_s3_bucket_with_5000_objects_is_listed_through_every_page() {
+    if backend() == Backend::Sqlite {
+        lists_5000_objects(Kind::S3).await;
+    }
+}
+
+#[tokio::test]
+async fn an_azure_container_with_5000_objects_is_listed_completely() {
+    if backend() == Backend::Sqlite {
+        lists_5000_objects(Kind::Azure).await;
+    }
+}
