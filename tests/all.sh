@@ -4,7 +4,8 @@
 # processes over HTTP on 127.0.0.1) three times: on SQLite, on a real
 # PostgreSQL and on a real MariaDB, both started here by tests/servers.sh
 # (Debian packages, installed when missing; needs root for that).
-# STRATA_SKIP_SERVERS=1 runs the SQLite pass only, and says so.
+# The S3 and Azure cases run against moto and Azurite, also started there.
+# STRATA_SKIP_SERVERS=1 runs the SQLite pass without them, and says so.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,18 +29,20 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)"
 cargo build -p strata-core --target wasm32-unknown-unknown --locked
 
-step "unit tests, and the end-to-end suite on SQLite"
-cargo test --workspace --locked
-
 if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
-    step "SKIPPED: the end-to-end suite on PostgreSQL and MariaDB (STRATA_SKIP_SERVERS=1)"
+    step "unit tests, and the end-to-end suite on SQLite"
+    step "SKIPPED (STRATA_SKIP_SERVERS=1): the S3/Azure cases and the suite on PostgreSQL and MariaDB"
+    cargo test --workspace --locked -- --skip storage::
 else
-    step "starting PostgreSQL and MariaDB on 127.0.0.1"
+    step "starting PostgreSQL, MariaDB, moto (S3) and Azurite (blob) on 127.0.0.1"
     export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
     trap 'bash tests/servers.sh stop' EXIT
     bash tests/servers.sh start
     # shellcheck disable=SC1091
     source "$STRATA_SERVERS_DIR/env"
+
+    step "unit tests, and the end-to-end suite on SQLite (with the S3 and Azure cases)"
+    cargo test --workspace --locked
     for backend in postgres mysql; do
         step "the end-to-end suite on $backend"
         STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
