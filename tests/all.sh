@@ -49,4 +49,7 @@ else
     done
 fi
 
+step "the container image (tests/container.sh)"
+bash tests/container.sh
+
 step "all tests passed"

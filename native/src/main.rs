@@ -24,6 +24,10 @@ use crate::http::AppState;
 use crate::service::Service;
 use crate::telemetry::Metrics;
 
+/// How long in-flight requests (and the mutations they run) may take to
+/// finish after SIGTERM before the process exits anyway.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn main() -> ExitCode {
     let (path, config) = match settings::load() {
         Ok(loaded) => loaded,
@@ -94,10 +98,28 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
     let listener =
         tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
     tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(), "strata listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| format!("server error: {e}"))?;
+    let (stopping, stop_requested) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stopping.send(true);
+    });
+    let mut graceful_stop = stop_requested.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = graceful_stop.wait_for(|stop| *stop).await;
+    });
+    let mut deadline = stop_requested;
+    tokio::select! {
+        served = server => served.map_err(|e| format!("server error: {e}"))?,
+        () = async move {
+            let _ = deadline.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(
+                "requests still running {} s after the stop signal; exiting (an unfinished version is rolled back)",
+                SHUTDOWN_GRACE.as_secs()
+            );
+        }
+    }
     tracing::info!("strata stopped");
     Ok(())
 }

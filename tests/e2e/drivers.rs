@@ -179,3 +179,23 @@ async fn the_example_migrations_apply_cleanly() {
     assert_eq!(again["data"]["createVersion"]["summary"]["scriptsGrandTotal"], 2, "{again}");
     assert_eq!(server.ws.count("ref", "countries").await, 3);
 }
+
+#[tokio::test]
+async fn sigterm_lets_a_running_version_finish_then_exits_0() {
+    let mut server = Server::start("basic", "").await;
+    server.ws.write_migration("ref/100.sql", long_statement());
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" });
+        client.post(url).body(body.to_string()).send().await.unwrap().json::<serde_json::Value>().await.unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = server.terminate().await;
+    let answered = request.await.unwrap();
+    assert_eq!(answered["data"]["createVersion"]["version"]["id"], 1, "{answered}");
+    assert!(status.success(), "exit status {status}: {}", server.log());
+    assert!(server.log().contains("strata stopped"), "{}", server.log());
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert!(server.client.get(server.url("/health")).send().await.is_err(), "no longer listening");
+}

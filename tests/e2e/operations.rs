@@ -141,3 +141,23 @@ async fn unknown_routes_and_methods() {
     let delete = server.client.delete(server.url("/health")).send().await.unwrap();
     assert_eq!(delete.status(), 405);
 }
+
+#[test]
+fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
+    let text =
+        std::fs::read_to_string(crate::support::data_dir().join("../../examples/kubernetes/strata.yaml")).unwrap();
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let kinds: Vec<&str> = documents.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["Secret", "Deployment", "Service"]);
+    let pod = &documents[1]["spec"]["template"];
+    assert_eq!(pod["metadata"]["annotations"]["prometheus.io/path"], "/metrics");
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/health");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/health");
+    assert_eq!(container["volumeMounts"][0]["mountPath"], "/data");
+    // The configuration in the Secret is one the service accepts.
+    let svc_yaml = documents[0]["stringData"]["svc.yaml"].as_str().unwrap();
+    let env = [("DB_PASSWORD", "x"), ("HOOK_TOKEN", "y")].map(|(k, v)| (k.to_string(), v.to_string()));
+    let config = strata_core::config::Config::parse(svc_yaml, &env.into_iter().collect()).unwrap();
+    assert_eq!(config.base_location, "s3://my-migrations/prod");
+}

@@ -413,6 +413,20 @@ impl Server {
         self.child.wait().unwrap();
     }
 
+    /// Sends SIGTERM, as a container runtime does, and waits (up to 40 s)
+    /// for the process to exit.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        for _ in 0..400 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("strata did not exit within 40 s of SIGTERM: {}", self.log());
+    }
+
     /// Starts the process again on the same configuration.
     pub async fn restart(&mut self) {
         self.child = spawn(&self.config, &self.log_file, &self.env);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End-to-end test of the container image: build it, run it with an example
+# SQLite configuration and migrations mounted at /data, drive it over
+# loopback (/health UP, createVersion, versions, GET / showing the build),
+# stop it with SIGTERM (exit code 0), start a new container on the same
+# volume and check the data survived. Also checks the image size (< 20 MB).
+#
+# Uses podman (+ runc; Debian packages, installed when missing). Where
+# podman cannot run containers at all, it says so and exits 0 without
+# testing; every other failure fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMAGE=localhost/strata:test
+PORT=${STRATA_CONTAINER_PORT:-18080}
+MAX_IMAGE_BYTES=$((20 * 1000 * 1000))
+
+fail() { echo "container test FAILED: $*" >&2; exit 1; }
+
+need=()
+command -v podman >/dev/null || need+=(podman)
+command -v buildah >/dev/null || need+=(buildah)
+command -v runc >/dev/null || need+=(runc)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# This sandbox refuses podman's default rlimits and crun; runc with explicit
+# limits works (see ../shared/notes/machine-notes.md).
+work=$(mktemp -d)
+chmod 755 "$work"
+cat >"$work/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+[engine]
+runtime = "runc"
+CONF
+export CONTAINERS_CONF="$work/containers.conf"
+cleanup() {
+    podman rm -f -t 0 strata-test-1 strata-test-2 >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if ! podman info >/dev/null 2>&1; then
+    echo "SKIPPED: podman cannot run on this machine ($(podman info 2>&1 | tail -n 1))"
+    exit 0
+fi
+
+bash native/container/build.sh "$IMAGE"
+size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
+echo "image size: $size bytes"
+[ "$size" -lt "$MAX_IMAGE_BYTES" ] || fail "image is $size bytes, over $MAX_IMAGE_BYTES"
+[ "$(podman image inspect --format '{{.Config.User}}' "$IMAGE")" = "65532:65532" ] || fail "image does not run as 65532"
+revision=$(git rev-parse HEAD)
+labels=$(podman image inspect --format '{{json .Labels}}' "$IMAGE")
+case "$labels" in *"\"org.opencontainers.image.revision\":\"$revision\""*) ;; *) fail "revision label missing: $labels" ;; esac
+
+# The volume: an example configuration and migrations, owned by the image's user.
+mkdir -p "$work/data/db"
+cp -r examples/sqlite/migrations "$work/data/migrations"
+cat >"$work/data/svc.yaml" <<YAML
+baseLocation: /data/migrations
+driver: sqlite
+dataSource: sqlite:///data/db/main.db?mode=rwc
+singleMigrations: [ref, config]
+tenantMigrations: [tenants]
+singleScripts: [scripts/config]
+tenantScripts: [scripts/tenants]
+YAML
+chown -R 65532:65532 "$work/data"
+
+run() { # name
+    podman run -d --name "$1" -p "127.0.0.1:$PORT:8080" -v "$work/data:/data" "$IMAGE" >/dev/null
+    for _ in $(seq 1 100); do
+        curl -sf -o /dev/null "http://127.0.0.1:$PORT/health" && return 0
+        sleep 0.1
+    done
+    podman logs "$1" >&2
+    fail "$1 did not become healthy"
+}
+graphql() { curl -sf "http://127.0.0.1:$PORT/v2/service" -d "$1"; }
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d' + sys.argv[1]))" "$1"; }
+
+run strata-test-1
+health=$(curl -s "http://127.0.0.1:$PORT/health" | json_get '["status"]')
+[ "$health" = UP ] || fail "health is $health"
+[ "$(curl -s "http://127.0.0.1:$PORT/" | json_get '["sha"]')" = "$revision" ] || fail "GET / does not show the build revision"
+created=$(graphql '{"query":"mutation { createVersion(input: {versionName: \"in a container\"}) { summary { migrationsGrandTotal } version { id } } }"}')
+[ "$(echo "$created" | json_get '["data"]["createVersion"]["version"]["id"]')" = 1 ] || fail "createVersion: $created"
+[ "$(echo "$created" | json_get '["data"]["createVersion"]["summary"]["migrationsGrandTotal"]')" = 2 ] || fail "createVersion: $created"
+
+podman stop -t 20 strata-test-1 >/dev/null
+[ "$(podman inspect --format '{{.State.ExitCode}}' strata-test-1)" = 0 ] || fail "exit code after SIGTERM: $(podman inspect --format '{{.State.ExitCode}}' strata-test-1)"
+podman logs strata-test-1 2>&1 | grep -q "strata stopped" || fail "no clean stop in the logs"
+podman rm strata-test-1 >/dev/null
+
+run strata-test-2
+versions=$(graphql '{"query":"{ versions { id name } }"}')
+[ "$(echo "$versions" | json_get '["data"]["versions"]')" = "[{'id': 1, 'name': 'in a container'}]" ] || fail "data did not survive: $versions"
+podman stop -t 20 strata-test-2 >/dev/null
+echo "container test passed: image $size bytes, SIGTERM exit 0, data kept across containers"
