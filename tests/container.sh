@@ -35,8 +35,13 @@ default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 runtime = "runc"
 CONF
 export CONTAINERS_CONF="$work/containers.conf"
+remove_containers() {
+    for name in strata-test-1 strata-test-2; do
+        podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+    done
+}
 cleanup() {
-    podman rm -f -t 0 strata-test-1 strata-test-2 >/dev/null 2>&1 || true
+    remove_containers
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,6 +51,7 @@ if ! podman info >/dev/null 2>&1; then
     exit 0
 fi
 
+remove_containers # left over by an interrupted earlier run
 bash native/container/build.sh "$IMAGE"
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 echo "image size: $size bytes"
