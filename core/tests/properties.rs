@@ -1,0 +1,222 @@
+//! Property tests of the core's parsers and planner (bounded case counts so
+//! `cargo test` stays fast). Each property is a rule the documentation of
+//! the module states.
+
+use std::collections::{BTreeMap, HashSet};
+
+use proptest::prelude::*;
+use strata_core::MigrationType;
+use strata_core::batches::split_go_batches;
+use strata_core::config::Config;
+use strata_core::ident::{quote_ansi, quote_mysql, quote_sqlserver, validate_identifier};
+use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
+use strata_core::redact::redact_data_source;
+use strata_core::source::{SourceFile, source_migrations};
+use strata_core::summary::{Summary, render_template};
+
+fn config() -> Config {
+    let yaml = "baseLocation: m\ndriver: sqlite\ndataSource: sqlite://x/main.db\n\
+                singleMigrations: [ref, config]\ntenantMigrations: [tenants]\n\
+                singleScripts: [scripts/config]\ntenantScripts: [scripts/tenants]\n";
+    Config::parse(yaml, &BTreeMap::new()).unwrap()
+}
+
+const DIRECTORIES: [&str; 5] = ["ref", "config", "tenants", "scripts/config", "scripts/tenants"];
+
+fn file_sets() -> impl Strategy<Value = Vec<(usize, String)>> {
+    prop::collection::vec((0..DIRECTORIES.len(), "[0-9a-zA-Z_]{1,6}\\.sql"), 0..40).prop_map(|files| {
+        let mut seen = HashSet::new();
+        files.into_iter().filter(|(dir, name)| seen.insert((*dir, name.clone()))).collect()
+    })
+}
+
+fn to_sources(files: &[(usize, String)]) -> Vec<SourceFile> {
+    files
+        .iter()
+        .map(|(dir, name)| SourceFile {
+            directory: DIRECTORIES[*dir].to_string(),
+            name: name.clone(),
+            bytes: format!("-- {dir} {name}").into_bytes(),
+        })
+        .collect()
+}
+
+fn group(t: MigrationType) -> u8 {
+    match t {
+        MigrationType::SingleMigration | MigrationType::TenantMigration => 0,
+        MigrationType::SingleScript => 1,
+        MigrationType::TenantScript => 2,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn config_parsing_never_panics(text in ".{0,400}") {
+        let _ = Config::parse(&text, &BTreeMap::new());
+    }
+
+    #[test]
+    fn config_parsing_never_panics_on_yaml_shaped_input(
+        lines in prop::collection::vec(("[a-zA-Z]{1,16}", "[ -~]{0,30}"), 0..12)
+    ) {
+        let text: String = lines.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+        let _ = Config::parse(&text, &BTreeMap::new());
+    }
+
+    #[test]
+    fn redacted_config_never_shows_the_password_and_parses_back(
+        password in "pw[A-Za-z0-9]{4,20}",
+        header_secret in "hs[A-Za-z0-9]{4,20}",
+        port in 1u16..,
+    ) {
+        let yaml = format!(
+            "baseLocation: m\ndriver: postgres\ndataSource: postgres://svc:{password}@db/app\n\
+             singleMigrations: [ref]\nport: {port}\nwebHookURL: https://h/x\n\
+             webHookHeaders: [\"Authorization: Bearer {header_secret}\"]\n"
+        );
+        let config = Config::parse(&yaml, &BTreeMap::new()).unwrap();
+        let rendered = config.render_redacted();
+        prop_assert!(!rendered.contains(&password));
+        prop_assert!(!rendered.contains(&header_secret));
+        let back = Config::parse(&rendered, &BTreeMap::new()).unwrap();
+        prop_assert_eq!(back.port, port);
+        prop_assert_eq!(back.data_source, "postgres://svc:***@db/app");
+    }
+
+    #[test]
+    fn passwords_never_survive_redaction(
+        user in "[a-z]{1,8}",
+        password in "PW[A-Za-z0-9!$%*+.~-]{1,20}",
+        host in "[a-z]{1,8}",
+        form in 0usize..5,
+    ) {
+        let text = match form {
+            0 => format!("postgres://{user}:{password}@{host}:5432/db?sslmode=disable"),
+            1 => format!("{user}:{password}@tcp({host}:3306)/db?parseTime=true"),
+            2 => format!("host={host} user={user} password={password} dbname=db"),
+            3 => format!("Server=tcp:{host},1433;User Id={user};Password={password};Database=db"),
+            _ => format!("postgres://{host}/db?user={user}&password={password}"),
+        };
+        let redacted = redact_data_source(&text);
+        // "PW" starts the password and appears nowhere else; its tail must not survive either.
+        prop_assert!(!redacted.contains("PW"), "{} -> {}", text, redacted);
+        prop_assert!(password.len() < 4 || !redacted.contains(&password[2..]), "{} -> {}", text, redacted);
+        prop_assert!(redacted.contains(&host));
+    }
+
+    #[test]
+    fn identifiers_are_exactly_the_documented_set(name in "\\PC{0,70}") {
+        let documented = (1..=63).contains(&name.len())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        prop_assert_eq!(validate_identifier(&name).is_ok(), documented);
+    }
+
+    #[test]
+    fn quoting_round_trips(name in "\\PC{0,40}") {
+        let unquote = |quoted: &str, open: char, close: char| {
+            let inner = quoted.strip_prefix(open).and_then(|q| q.strip_suffix(close)).unwrap();
+            inner.replace(&format!("{close}{close}"), &close.to_string())
+        };
+        prop_assert_eq!(unquote(&quote_ansi(&name), '"', '"'), name.clone());
+        prop_assert_eq!(unquote(&quote_mysql(&name), '`', '`'), name.clone());
+        prop_assert_eq!(unquote(&quote_sqlserver(&name), '[', ']'), name);
+    }
+
+    #[test]
+    fn source_order_is_the_documented_one_whatever_the_input_order(files in file_sets(), seed in any::<u64>()) {
+        let config = config();
+        let ordered = source_migrations(&config, to_sources(&files)).unwrap();
+        let mut shuffled = files.clone();
+        let len = shuffled.len().max(1);
+        for i in 0..shuffled.len() {
+            shuffled.swap(i, (seed as usize).wrapping_add(i * 7) % len);
+        }
+        prop_assert_eq!(&source_migrations(&config, to_sources(&shuffled)).unwrap(), &ordered);
+        let position = |dir: &str| DIRECTORIES.iter().position(|d| *d == dir).unwrap();
+        for pair in ordered.windows(2) {
+            let key = |m: &strata_core::source::SourceMigration| {
+                (group(m.migration_type), m.name.as_bytes().to_vec(), m.migration_type, position(&m.source_dir))
+            };
+            prop_assert!(key(&pair[0]) < key(&pair[1]), "{:?} before {:?}", pair[0].file, pair[1].file);
+        }
+    }
+
+    #[test]
+    fn the_planner_is_deterministic_plans_each_pair_once_and_converges(
+        files in file_sets(),
+        tenants in prop::collection::btree_set("[a-z]{1,5}", 0..5),
+        recorded_mask in any::<u64>(),
+    ) {
+        let config = config();
+        let sources = source_migrations(&config, to_sources(&files)).unwrap();
+        let tenants: Vec<String> = tenants.into_iter().filter(|t| t != "svc").collect();
+        // Some pairs recorded already (as a previous version would have).
+        let full = plan(PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply }).unwrap();
+        let applied: Vec<AppliedMigration> = full.steps.iter().enumerate()
+            .filter(|(i, _)| recorded_mask & (1 << (i % 64)) != 0)
+            .map(|(_, step)| {
+                let m = &sources[step.migration as usize];
+                AppliedMigration { file: m.file.clone(), name: m.name.clone(), schema: full.schema_of(step).to_string(), migration_type: m.migration_type, checksum: m.checksum.clone() }
+            })
+            .collect();
+        let input = PlanInput { sources: &sources, applied: &applied, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+        let first = plan(input).unwrap();
+        prop_assert_eq!(&first, &plan(input).unwrap());
+
+        let mut pairs = HashSet::new();
+        let mut last_migration = 0;
+        for step in &first.steps {
+            prop_assert!(pairs.insert((step.migration, step.schema)), "planned twice");
+            prop_assert!(step.migration >= last_migration, "out of source order");
+            last_migration = step.migration;
+            let m = &sources[step.migration as usize];
+            if !m.migration_type.is_script() {
+                let recorded = applied.iter().any(|a| a.file == m.file && a.schema == first.schema_of(step));
+                prop_assert!(!recorded, "a recorded migration was planned again");
+            }
+        }
+        let c = first.counts;
+        prop_assert_eq!(c.single_migrations + c.single_scripts + c.tenant_migrations_total + c.tenant_scripts_total, first.steps.len() as u64);
+
+        // Recording the plan leaves only scripts to do.
+        let mut all = applied.clone();
+        all.extend(first.steps.iter().map(|step| {
+            let m = &sources[step.migration as usize];
+            AppliedMigration { file: m.file.clone(), name: m.name.clone(), schema: first.schema_of(step).to_string(), migration_type: m.migration_type, checksum: m.checksum.clone() }
+        }));
+        let next = plan(PlanInput { applied: &all, ..input }).unwrap();
+        prop_assert!(next.steps.iter().all(|s| sources[s.migration as usize].migration_type.is_script()));
+        prop_assert_eq!(next.counts.migrations_grand_total(), 0);
+    }
+
+    #[test]
+    fn template_rendering_never_panics_and_keeps_json_valid(prefix in "[ -~&&[^\"\\\\$]]{0,20}", version in any::<Option<i64>>()) {
+        let summary = Summary { started_at: "2026-11-22T00:00:00.000000Z".into(), duration: 0.5, counts: Default::default() };
+        let template = format!("{{\"text\": \"{prefix}${{summary}}\", \"id\": \"${{summary.versionId}}\"}}");
+        let rendered = render_template(&template, &summary, version);
+        let parsed: serde_json::Value = serde_json::from_str(&rendered).unwrap();
+        let text = parsed["text"].as_str().unwrap();
+        prop_assert_eq!(text, format!("{prefix}{}", summary.to_json(version)));
+    }
+
+    #[test]
+    fn arbitrary_templates_never_panic(template in "\\PC{0,200}") {
+        let summary = Summary { started_at: "t".into(), duration: f64::NAN, counts: Default::default() };
+        let _ = render_template(&template, &summary, Some(1));
+    }
+
+    #[test]
+    fn go_batches_lose_nothing_but_separators(lines in prop::collection::vec(prop_oneof!["GO", " go ", "select [0-9]", "-- x", ""], 0..20)) {
+        let script = lines.join("\n");
+        let batches = split_go_batches(&script);
+        let kept: String = batches.concat();
+        let expected: Vec<&str> = script.split_inclusive('\n').filter(|l| !l.trim().eq_ignore_ascii_case("go")).collect();
+        prop_assert_eq!(kept.replace('\n', ""), expected.concat().replace('\n', ""));
+        for batch in batches {
+            prop_assert!(!batch.lines().any(|l| l.trim().eq_ignore_ascii_case("go")));
+            prop_assert!(!batch.trim().is_empty());
+        }
+    }
+}
