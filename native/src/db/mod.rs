@@ -6,6 +6,7 @@
 
 pub mod mysql;
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 #[cfg(feature = "sqlserver")]
 pub mod sqlserver;

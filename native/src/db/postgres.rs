@@ -11,15 +11,14 @@
 mod sql;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
-use sqlx::{AssertSqlSafe, Postgres, QueryBuilder, Row};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Postgres, QueryBuilder};
 use std::str::FromStr;
-use strata_core::MigrationType;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, plan};
 
-use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// The PostgreSQL driver.
 pub struct PostgresDatabase {
@@ -62,47 +61,13 @@ impl PostgresDatabase {
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter()
-            .map(|row| row.try_get::<String, _>(0).map_err(|e| DbError::TenantSelectFailed(e.to_string())))
-            .collect()
+        rows.iter().map(rows::tenant).collect()
     }
 
     async fn read_applied(&self, conn: &mut PgConnection) -> Result<Vec<AppliedMigration>, DbError> {
         let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
-        rows.iter()
-            .map(|row| {
-                let code: i32 = row.try_get(3)?;
-                Ok(AppliedMigration {
-                    file: row.try_get(0)?,
-                    name: row.try_get(1)?,
-                    schema: row.try_get(2)?,
-                    migration_type: MigrationType::from_code(i64::from(code))
-                        .ok_or(DbError::UnknownMigrationType { id: -1, code: i64::from(code) })?,
-                    checksum: row.try_get(4)?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::applied::<_, i32>).collect()
     }
-}
-
-fn version_row(row: &PgRow) -> Result<VersionRow, sqlx::Error> {
-    Ok(VersionRow { id: i64::from(row.try_get::<i32, _>(0)?), name: row.try_get(1)?, created: row.try_get(2)? })
-}
-
-fn migration_row(row: &PgRow) -> Result<MigrationRow, DbError> {
-    let id = i64::from(row.try_get::<i32, _>(0)?);
-    let code = i64::from(row.try_get::<i32, _>(2)?);
-    Ok(MigrationRow {
-        id,
-        name: row.try_get(1)?,
-        migration_type: MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id, code })?,
-        source_dir: row.try_get(3)?,
-        file: row.try_get(4)?,
-        contents: row.try_get(5)?,
-        checksum: row.try_get(6)?,
-        schema: row.try_get(7)?,
-        created: row.try_get(8)?,
-    })
 }
 
 /// GraphQL ids are 32-bit; a bound id beyond that cannot exist in a serial column.
@@ -128,26 +93,26 @@ impl Database for PostgresDatabase {
             }
             None => sqlx::query(AssertSqlSafe(sql::select_versions())).fetch_all(&self.pool).await?,
         };
-        Ok(rows.iter().map(version_row).collect::<Result<_, _>>()?)
+        Ok(rows.iter().map(rows::version::<_, i32>).collect::<Result<_, _>>()?)
     }
 
     async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
         let Some(id) = id32(id) else { return Ok(None) };
         let row = sqlx::query(AssertSqlSafe(sql::select_version())).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(version_row).transpose()?)
+        row.as_ref().map(rows::version::<_, i32>).transpose()
     }
 
     async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
         let Some(version_id) = id32(version_id) else { return Ok(Vec::new()) };
         let rows =
             sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
-        rows.iter().map(migration_row).collect()
+        rows.iter().map(rows::migration::<_, i32>).collect()
     }
 
     async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
         let Some(id) = id32(id) else { return Ok(None) };
         let row = sqlx::query(AssertSqlSafe(sql::select_migration())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(migration_row).transpose()
+        row.as_ref().map(rows::migration::<_, i32>).transpose()
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {

@@ -22,17 +22,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-};
-use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Row, Sqlite};
-use strata_core::MigrationType;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
 use tokio::sync::Mutex;
 
-use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -143,26 +140,12 @@ impl SqliteDatabase {
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter()
-            .map(|row| row.try_get::<String, _>(0).map_err(|e| DbError::TenantSelectFailed(e.to_string())))
-            .collect()
+        rows.iter().map(rows::tenant).collect()
     }
 
     async fn read_applied(&self, conn: &mut SqliteConnection) -> Result<Vec<AppliedMigration>, DbError> {
         let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
-        rows.iter()
-            .map(|row| {
-                let code: i64 = row.try_get(3)?;
-                Ok(AppliedMigration {
-                    file: row.try_get(0)?,
-                    name: row.try_get(1)?,
-                    schema: row.try_get(2)?,
-                    migration_type: MigrationType::from_code(code)
-                        .ok_or(DbError::UnknownMigrationType { id: -1, code })?,
-                    checksum: row.try_get(4)?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::applied::<_, i64>).collect()
     }
 
     async fn plan_on(&self, conn: &mut SqliteConnection, request: &MutationRequest<'_>) -> Result<Plan, DbError> {
@@ -303,26 +286,6 @@ async fn attach(conn: &mut SqliteConnection, schema: &str, file: &Path) -> Resul
         .map(|_| ())
 }
 
-fn version_row(row: &SqliteRow) -> Result<VersionRow, sqlx::Error> {
-    Ok(VersionRow { id: row.try_get(0)?, name: row.try_get(1)?, created: row.try_get(2)? })
-}
-
-fn migration_row(row: &SqliteRow) -> Result<MigrationRow, DbError> {
-    let id: i64 = row.try_get(0)?;
-    let code: i64 = row.try_get(2)?;
-    Ok(MigrationRow {
-        id,
-        name: row.try_get(1)?,
-        migration_type: MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id, code })?,
-        source_dir: row.try_get(3)?,
-        file: row.try_get(4)?,
-        contents: row.try_get(5)?,
-        checksum: row.try_get(6)?,
-        schema: row.try_get(7)?,
-        created: row.try_get(8)?,
-    })
-}
-
 #[async_trait]
 impl Database for SqliteDatabase {
     async fn ping(&self) -> Result<(), DbError> {
@@ -343,23 +306,23 @@ impl Database for SqliteDatabase {
             Some(file) => sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&self.pool).await?,
             None => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&self.pool).await?,
         };
-        Ok(rows.iter().map(version_row).collect::<Result<_, _>>()?)
+        Ok(rows.iter().map(rows::version::<_, i64>).collect::<Result<_, _>>()?)
     }
 
     async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
         let row = sqlx::query(sql::SELECT_VERSION).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(version_row).transpose()?)
+        row.as_ref().map(rows::version::<_, i64>).transpose()
     }
 
     async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
         let rows =
             sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
-        rows.iter().map(migration_row).collect()
+        rows.iter().map(rows::migration::<_, i64>).collect()
     }
 
     async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
         let row = sqlx::query(AssertSqlSafe(sql::select_migration())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(migration_row).transpose()
+        row.as_ref().map(rows::migration::<_, i64>).transpose()
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {

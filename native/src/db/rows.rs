@@ -1,0 +1,83 @@
+//! Decoding the service's own rows, shared by the sqlx drivers. Each driver
+//! selects the same columns in the same order (see its `sql.rs`); `I` is the
+//! integer type its database returns for `id` and `migration_type` (`i64` on
+//! SQLite, `i32` on PostgreSQL and MySQL).
+
+use sqlx::{ColumnIndex, Decode, Row, Type};
+use strata_core::MigrationType;
+use strata_core::plan::AppliedMigration;
+
+use super::{DbError, MigrationRow, VersionRow};
+
+fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    T: Decode<'r, R::Database> + Type<R::Database>,
+{
+    row.try_get(index)
+}
+
+fn migration_type(code: i64, id: i64) -> Result<MigrationType, DbError> {
+    MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id, code })
+}
+
+/// A tenant name: the first column of `tenantSelectSQL`.
+pub fn tenant<R>(row: &R) -> Result<String, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    get(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))
+}
+
+/// `filename, name, db_schema, migration_type, checksum`.
+pub fn applied<R, I>(row: &R) -> Result<AppliedMigration, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(AppliedMigration {
+        file: get(row, 0)?,
+        name: get(row, 1)?,
+        schema: get(row, 2)?,
+        migration_type: migration_type(get::<R, I>(row, 3)?.into(), -1)?,
+        checksum: get(row, 4)?,
+    })
+}
+
+/// `id, name, created`.
+pub fn version<R, I>(row: &R) -> Result<VersionRow, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(VersionRow { id: get::<R, I>(row, 0)?.into(), name: get(row, 1)?, created: get(row, 2)? })
+}
+
+/// `id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created`.
+pub fn migration<R, I>(row: &R) -> Result<MigrationRow, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let id: i64 = get::<R, I>(row, 0)?.into();
+    Ok(MigrationRow {
+        id,
+        name: get(row, 1)?,
+        migration_type: migration_type(get::<R, I>(row, 2)?.into(), id)?,
+        source_dir: get(row, 3)?,
+        file: get(row, 4)?,
+        contents: get(row, 5)?,
+        checksum: get(row, 6)?,
+        schema: get(row, 7)?,
+        created: get(row, 8)?,
+    })
+}
