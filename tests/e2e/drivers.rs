@@ -199,3 +199,20 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
     assert!(server.client.get(server.url("/health")).send().await.is_err(), "no longer listening");
 }
+
+#[tokio::test]
+async fn a_tenant_whose_schema_exists_already_is_refused_and_leaves_nothing() {
+    let create = match backend() {
+        // An existing file is simply attached on SQLite: nothing to refuse there.
+        Backend::Sqlite => return,
+        Backend::Postgres => "create schema taken",
+        Backend::Mysql => "create database taken",
+    };
+    let server = Server::start("basic", "").await;
+    server.ws.execute("svc", create).await;
+    let result = server.create_tenant(json!({ "tenantName": "taken", "versionName": "t" })).await;
+    assert_eq!(result["errors"][0]["extensions"]["code"], "TENANT_INSERT_FAILED", "{result}");
+    assert!(result["errors"][0]["message"].as_str().unwrap().starts_with("creating tenant taken failed: "));
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
+    assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
+}

@@ -105,9 +105,18 @@ impl MysqlDatabase {
             .await?
             .last_insert_id();
         let version_id = i64::try_from(version_id).map_err(|_| DbError::Connect("version id out of range".into()))?;
-        let result = self.apply(conn, request, &plan, version_id).await;
-        if result.is_err() && plan.new_tenant.is_none() {
-            // Keep the version only if something was recorded in it.
+        let mut tenant_created = false;
+        let mut result = Ok(());
+        if let Some(tenant) = &plan.new_tenant {
+            result = self.create_tenant(conn, tenant).await;
+            tenant_created = result.is_ok();
+        }
+        if result.is_ok() {
+            result = self.apply(conn, request, &plan, version_id).await;
+        }
+        if result.is_err() && !tenant_created {
+            // Nothing was applied: keep no empty version. (A created tenant
+            // is a change, so its version stays, with what was applied.)
             sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut *conn).await?;
         }
         result?;
@@ -116,7 +125,23 @@ impl MysqlDatabase {
         Ok(MutationOutcome { plan, version: Some(version) })
     }
 
-    /// Creates the new tenant, then runs and records each step in turn.
+    /// Creates a tenant's database and inserts its row; when the row cannot
+    /// be inserted, drops the database again (it was created a moment ago
+    /// and is empty).
+    async fn create_tenant(&self, conn: &mut MySqlConnection, tenant: &str) -> Result<(), DbError> {
+        let failed =
+            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        sqlx::raw_sql(AssertSqlSafe(sql::create_database(tenant))).execute(&mut *conn).await.map_err(failed)?;
+        let inserted =
+            sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str())).bind(tenant).execute(&mut *conn).await;
+        if let Err(e) = inserted {
+            let _ = sqlx::raw_sql(AssertSqlSafe(sql::drop_database(tenant))).execute(&mut *conn).await;
+            return Err(failed(e));
+        }
+        Ok(())
+    }
+
+    /// Runs and records each step in turn.
     async fn apply(
         &self,
         conn: &mut MySqlConnection,
@@ -124,18 +149,6 @@ impl MysqlDatabase {
         plan: &Plan,
         version_id: i64,
     ) -> Result<(), DbError> {
-        if let Some(tenant) = &plan.new_tenant {
-            let failed =
-                |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() };
-            sqlx::raw_sql(AssertSqlSafe(sql::create_database(tenant))).execute(&mut *conn).await.map_err(failed)?;
-            let inserted =
-                sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str())).bind(tenant).execute(&mut *conn).await;
-            if let Err(e) = inserted {
-                let _ = sqlx::raw_sql(AssertSqlSafe(sql::drop_database(tenant))).execute(&mut *conn).await;
-                sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut *conn).await?;
-                return Err(failed(e));
-            }
-        }
         for (recorded, step) in plan.steps.iter().enumerate() {
             let migration = &request.sources[step.migration as usize];
             let schema = plan.schema_of(step);
