@@ -88,6 +88,8 @@ impl Service {
     pub async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         let started = Utc::now();
         let clock = Instant::now();
+        tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
+            target = ?request.target, "mutation started");
         let sources = self.source_migrations().await?;
         // The mutation runs in its own task so that a client that disconnects
         // cannot cancel it half-way.

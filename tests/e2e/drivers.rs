@@ -63,7 +63,20 @@ async fn kill_9_in_the_middle_of_a_version_leaves_a_consistent_database() {
         let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
         client.post(url).body(body.to_string()).send().await
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.wait_for_mutations_started(2).await;
+    if backend() == Backend::Mysql {
+        // Recorded right after it ran: wait until the file before the long one is.
+        for _ in 0..100 {
+            let done =
+                server.ws.rows("svc", "select count(*) from svc_migrations where filename = 'ref/100.sql'").await;
+            if done == [[json!(1)]] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Well inside the long statement (it runs about two seconds).
+    tokio::time::sleep(Duration::from_millis(400)).await;
     server.kill_hard();
     assert!(request.await.unwrap().is_err(), "the request died with the process");
     server.restart().await;
@@ -190,7 +203,8 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
         let body = json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" });
         client.post(url).body(body.to_string()).send().await.unwrap().json::<serde_json::Value>().await.unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.wait_for_mutations_started(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let status = server.terminate().await;
     let answered = request.await.unwrap();
     assert_eq!(answered["data"]["createVersion"]["version"]["id"], 1, "{answered}");

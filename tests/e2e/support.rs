@@ -407,6 +407,17 @@ impl Server {
         twin
     }
 
+    /// Waits (up to 10 s) until the log shows `n` mutations started.
+    pub async fn wait_for_mutations_started(&self, n: usize) {
+        for _ in 0..100 {
+            if self.log().matches("mutation started").count() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("fewer than {n} mutations started: {}", self.log());
+    }
+
     /// Kills the process with SIGKILL, as a crash or an OOM kill would.
     pub fn kill_hard(&mut self) {
         self.child.kill().unwrap();

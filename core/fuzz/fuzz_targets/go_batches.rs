@@ -1,0 +1,11 @@
+//! `GO` splitting never panics and never returns an empty batch.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use strata_core::batches::split_go_batches;
+
+fuzz_target!(|script: &str| {
+    for batch in split_go_batches(script) {
+        assert!(!batch.trim().is_empty());
+    }
+});

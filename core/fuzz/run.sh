@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Fuzzes every parser of strata-core with cargo-fuzz (libFuzzer, nightly),
+# each target for a bounded time: default 300 s, `bash core/fuzz/run.sh 30`
+# for a smoke run. Seeds come from tests/data/fuzz/<target>/; a crash stops
+# the run and leaves its input in core/fuzz/artifacts/<target>/ — fix it and
+# keep the input under tests/data/fuzz/<target>/ as a regression seed.
+set -euo pipefail
+cd "$(dirname "$0")"
+SECONDS_EACH=${1:-300}
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/fuzz"
+
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+corpus_root=$(mktemp -d)
+trap 'rm -rf "$corpus_root"' EXIT
+for target in $(cargo +nightly fuzz list); do
+    corpus="$corpus_root/$target"
+    mkdir -p "$corpus"
+    seeds="../../tests/data/fuzz/$target"
+    [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null || true
+    echo "==> fuzzing $target for ${SECONDS_EACH}s"
+    cargo +nightly fuzz run "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 \
+        2>&1 | grep -E "^(#[0-9]+: |stat::number_of_executed_units|stat::peak_rss|==[0-9]+==|SUMMARY|thread|Done)" | tail -n 4
+done
+echo "fuzzing done: no crash in any target"
