@@ -52,4 +52,12 @@ fi
 step "the container image (tests/container.sh)"
 bash tests/container.sh
 
+FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-30}
+if [ "$FUZZ_SECONDS" = 0 ]; then
+    step "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
+else
+    step "fuzzing smoke run: every core fuzz target for ${FUZZ_SECONDS}s (core/fuzz/run.sh)"
+    bash core/fuzz/run.sh "$FUZZ_SECONDS"
+fi
+
 step "all tests passed"
