@@ -20,7 +20,13 @@ for target in $(cargo +nightly fuzz list); do
     seeds="../../tests/data/fuzz/$target"
     [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null || true
     echo "==> fuzzing $target for ${SECONDS_EACH}s"
-    cargo +nightly fuzz run "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 \
-        2>&1 | grep -E "^(#[0-9]+: |stat::number_of_executed_units|stat::peak_rss|==[0-9]+==|SUMMARY|thread|Done)" | tail -n 4
+    log="$corpus_root/$target.log"
+    if ! cargo +nightly fuzz run "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 \
+        -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 40 "$log"
+        echo "fuzz target $target FAILED; the input is in core/fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
+    grep -E "^(Done|stat::peak_rss_mb)" "$log"
 done
 echo "fuzzing done: no crash in any target"

@@ -11,8 +11,11 @@
 pub const MASK: &str = "***";
 
 /// Returns `data_source` with every password replaced by [`MASK`].
+///
+/// User info goes first: a key/value value runs to the next separator, so
+/// hiding it first could swallow the `@` that ends a URL's user info.
 pub fn redact_data_source(data_source: &str) -> String {
-    redact_user_info(&redact_key_values(data_source))
+    redact_key_values(&redact_user_info(data_source))
 }
 
 /// `user:secret@` → `user:***@`, for URLs and Go-style DSNs.
@@ -128,6 +131,13 @@ mod tests {
             "postgres://h/db?user=u&password=***&sslmode=require"
         );
         assert_eq!(r("host=h mypassword=x"), "host=h mypassword=x");
+    }
+
+    #[test]
+    fn a_password_looking_like_a_key_value_pair_is_still_hidden() {
+        // Found by the data_source fuzz target (tests/data/fuzz/data_source/regression-userinfo-first).
+        let text = "postgres://user:SECRET\0\0\0\0\tPassword=r{a@host/db";
+        assert_eq!(r(text), "postgres://user:***@host/db");
     }
 
     #[test]
