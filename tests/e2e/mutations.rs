@@ -306,14 +306,7 @@ async fn concurrent_mutations_are_serialised() {
     for result in &results {
         assert!(result.get("errors").is_none(), "{result}");
     }
-    let twice = server
-        .ws
-        .rows(
-            "svc",
-            "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
-                      group by filename, db_schema having count(*) > 1",
-        )
-        .await;
+    let twice = server.ws.migrations_recorded_twice().await;
     assert!(twice.is_empty(), "applied twice: {twice:?}");
     assert_eq!(server.ws.count("ref", "countries").await, 2);
     assert_eq!(server.ws.rows("config", "select value from settings where name = 'runs'").await, [[json!("6")]]);

@@ -261,6 +261,17 @@ impl Workspace {
         self.rows(schema, &format!("select count(*) from {table}")).await[0][0].as_i64().unwrap()
     }
 
+    /// `(file, schema, count)` of every migration (not script) recorded more
+    /// than once in the same schema: empty when nothing ran twice.
+    pub async fn migrations_recorded_twice(&self) -> Vec<Vec<Value>> {
+        self.rows(
+            "svc",
+            "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
+             group by filename, db_schema having count(*) > 1",
+        )
+        .await
+    }
+
     /// Names of the tables in a schema (empty when the schema does not exist).
     pub async fn tables(&self, schema: &str) -> Vec<String> {
         let names: Vec<String> = match backend() {
