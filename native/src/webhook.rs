@@ -40,7 +40,13 @@ impl Webhook {
                 _ => tracing::error!(header = %header.name, "webHookHeaders entry cannot be sent; skipped"),
             }
         }
-        let client = reqwest::Client::builder().timeout(TIMEOUT).build().ok()?;
+        let client = match reqwest::Client::builder().timeout(TIMEOUT).build() {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::error!(error = %e, "webhook client cannot be built; no webhook will be sent");
+                return None;
+            }
+        };
         Some(Webhook { client, url, template: config.web_hook_template.clone(), headers })
     }
 
