@@ -35,6 +35,7 @@
 pub mod batches;
 pub mod config;
 pub mod datasource;
+pub mod endpoint;
 pub mod ident;
 pub mod location;
 pub mod plan;

@@ -1,0 +1,337 @@
+//! URL templates as the upstream package expands them: RFC 6570 operators and
+//! modifiers, plus the package's own rules (legacy `:name` placeholders,
+//! stray braces kept, exploded lists joined with `,`, one trailing `/`
+//! dropped). Compiling and expanding are single passes; nothing backtracks.
+
+use std::borrow::Cow;
+
+use super::{encode, EndpointError};
+
+/// A parameter value as the expander sees it. JavaScript callers' numbers,
+/// booleans and bigints arrive already converted to their string form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// `undefined` or `null`.
+    Absent,
+    /// A string (possibly empty) or a converted scalar.
+    Scalar(Cow<'a, str>),
+    /// An array; `None` marks `null`/`undefined` elements, which are skipped.
+    List(Vec<Option<Cow<'a, str>>>),
+    /// An object's own enumerable entries in order; `None` values are skipped.
+    Map(Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>),
+}
+
+/// The expression operator (first character of an expression).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operator {
+    Simple,
+    Reserved,
+    Fragment,
+    Label,
+    Path,
+    PathParameter,
+    Query,
+    QueryContinuation,
+}
+
+impl Operator {
+    fn from_char(character: char) -> Option<Self> {
+        Some(match character {
+            '+' => Self::Reserved,
+            '#' => Self::Fragment,
+            '.' => Self::Label,
+            '/' => Self::Path,
+            ';' => Self::PathParameter,
+            '?' => Self::Query,
+            '&' => Self::QueryContinuation,
+            _ => return None,
+        })
+    }
+
+    /// What is written before the expansion, and between variables.
+    fn prefix_and_separator(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Simple | Self::Reserved => ("", ","),
+            Self::Fragment => ("#", ","),
+            Self::Label => (".", "."),
+            Self::Path => ("/", "/"),
+            Self::PathParameter => (";", ";"),
+            Self::Query => ("?", "&"),
+            Self::QueryContinuation => ("&", "&"),
+        }
+    }
+
+    fn is_keyed(self) -> bool {
+        matches!(self, Self::PathParameter | Self::Query | Self::QueryContinuation)
+    }
+
+    fn allows_reserved(self) -> bool {
+        matches!(self, Self::Reserved | Self::Fragment)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Modifier {
+    None,
+    Prefix(usize),
+    Explode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Variable {
+    name: String,
+    modifier: Modifier,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Literal text, already encoded.
+    Literal(String),
+    Expression { operator: Operator, variables: Vec<Variable> },
+}
+
+/// A compiled URL template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pieces: Vec<Piece>,
+    /// Names as upstream extracts them to decide which parameters the URL
+    /// consumes (`{?a*,b}` gives `a*` and `b`, `{v:3}` gives `v:3`).
+    consumed_names: Vec<String>,
+}
+
+/// Rewrites legacy `:name` placeholders (a lowercase letter and at least one
+/// more word character) to `{name}`.
+pub fn rewrite_legacy_placeholders(url: &str) -> Cow<'_, str> {
+    let bytes = url.as_bytes();
+    if !bytes.contains(&b':') {
+        return Cow::Borrowed(url);
+    }
+    let mut out = String::with_capacity(url.len() + 8);
+    let mut index = 0;
+    let mut copied = 0;
+    while index < bytes.len() {
+        let starts_name = bytes[index] == b':'
+            && bytes.get(index + 1).is_some_and(u8::is_ascii_lowercase)
+            && bytes.get(index + 2).copied().is_some_and(is_word);
+        if starts_name {
+            let end = index + 2 + bytes[index + 2..].iter().take_while(|&&byte| is_word(byte)).count();
+            out.push_str(&url[copied..index]);
+            out.push('{');
+            out.push_str(&url[index + 1..end]);
+            out.push('}');
+            index = end;
+            copied = end;
+        } else {
+            index += 1;
+        }
+    }
+    out.push_str(&url[copied..]);
+    Cow::Owned(out)
+}
+
+fn is_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+impl Template {
+    /// Compiles a template (after legacy placeholders were rewritten).
+    pub fn compile(template: &str) -> Self {
+        let bytes = template.as_bytes();
+        let mut pieces = Vec::new();
+        let mut consumed_names = Vec::new();
+        let mut literal = String::new();
+        let mut index = 0;
+        while index < bytes.len() {
+            let brace_end = match bytes[index] {
+                b'{' => bytes[index + 1..].iter().position(|&byte| byte == b'{' || byte == b'}'),
+                b'}' => None,
+                _ => {
+                    let end = bytes[index..].iter().position(|&byte| byte == b'{' || byte == b'}').map_or(bytes.len(), |offset| index + offset);
+                    encode::reserved(&mut literal, &template[index..end]);
+                    index = end;
+                    continue;
+                }
+            };
+            match brace_end {
+                Some(offset) if offset > 0 && bytes[index + 1 + offset] == b'}' => {
+                    let body = &template[index + 1..index + 1 + offset];
+                    if !literal.is_empty() {
+                        pieces.push(Piece::Literal(std::mem::take(&mut literal)));
+                    }
+                    consumed_names.extend(consumed_variable_names(body));
+                    pieces.push(compile_expression(body));
+                    index += offset + 2;
+                }
+                _ => {
+                    // A brace that opens no expression stays as it is.
+                    literal.push(bytes[index] as char);
+                    index += 1;
+                }
+            }
+        }
+        if !literal.is_empty() {
+            pieces.push(Piece::Literal(literal));
+        }
+        Self { pieces, consumed_names }
+    }
+
+    /// The names upstream treats as consumed by the URL; parameters with these
+    /// names are not sent as query parameters or body keys.
+    pub fn consumed_names(&self) -> &[String] {
+        &self.consumed_names
+    }
+
+    /// The parameter names the expansion reads, in template order.
+    pub fn lookup_names(&self) -> impl Iterator<Item = &str> {
+        self.pieces.iter().flat_map(|piece| match piece {
+            Piece::Literal(_) => [].iter(),
+            Piece::Expression { variables, .. } => variables.iter(),
+        }).map(|variable| variable.name.as_str())
+    }
+
+    /// Expands the template. `lookup` returns the value of a parameter.
+    pub fn expand<'v>(&self, mut lookup: impl FnMut(&str) -> Value<'v>) -> Result<String, EndpointError> {
+        let mut out = String::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Literal(text) => out.push_str(text),
+                Piece::Expression { operator, variables } => {
+                    let (prefix, separator) = operator.prefix_and_separator();
+                    out.push_str(prefix);
+                    for (position, variable) in variables.iter().enumerate() {
+                        if position > 0 {
+                            out.push_str(separator);
+                        }
+                        expand_variable(&mut out, *operator, variable, &lookup(&variable.name))?;
+                    }
+                }
+            }
+        }
+        if out != "/" && out.ends_with('/') {
+            out.pop();
+        }
+        Ok(out)
+    }
+}
+
+fn compile_expression(body: &str) -> Piece {
+    let mut characters = body.chars();
+    let (operator, list) = match characters.next().and_then(Operator::from_char) {
+        Some(operator) => (operator, characters.as_str()),
+        None => (Operator::Simple, body),
+    };
+    let variables = list.split(',').map(compile_variable).collect();
+    Piece::Expression { operator, variables }
+}
+
+fn compile_variable(spec: &str) -> Variable {
+    let name_end = spec.find([':', '*']).unwrap_or(spec.len());
+    let rest = &spec.as_bytes()[name_end..];
+    let modifier = match rest.first() {
+        Some(b'*') => Modifier::Explode,
+        Some(b':') => {
+            let digits = rest[1..].iter().take_while(|byte| byte.is_ascii_digit());
+            let mut length: Option<usize> = None;
+            for digit in digits {
+                let value = usize::from(digit - b'0');
+                length = Some(length.unwrap_or(0).saturating_mul(10).saturating_add(value));
+            }
+            length.map_or(Modifier::None, Modifier::Prefix)
+        }
+        _ => Modifier::None,
+    };
+    Variable { name: spec[..name_end].to_owned(), modifier }
+}
+
+/// Upstream's name extraction: strip leading non-word characters and the
+/// trailing run of non-word characters, then split at commas.
+fn consumed_variable_names(body: &str) -> impl Iterator<Item = String> + '_ {
+    let is_word_char = |character: char| character.is_ascii_alphanumeric() || character == '_';
+    let trimmed = body.trim_start_matches(|character| !is_word_char(character));
+    let trimmed = trimmed.trim_end_matches(|character| !is_word_char(character));
+    trimmed.split(',').map(str::to_owned)
+}
+
+fn push_encoded_value(out: &mut String, operator: Operator, value: &str, key: &str) {
+    if !key.is_empty() {
+        encode::unreserved(out, key);
+        out.push('=');
+    }
+    if operator.allows_reserved() {
+        encode::reserved(out, value);
+    } else {
+        encode::unreserved(out, value);
+    }
+}
+
+fn expand_variable(out: &mut String, operator: Operator, variable: &Variable, value: &Value<'_>) -> Result<(), EndpointError> {
+    let key = if operator.is_keyed() { variable.name.as_str() } else { "" };
+    match value {
+        Value::Absent => {}
+        Value::Scalar(text) if text.is_empty() => match operator {
+            Operator::PathParameter => encode::unreserved(out, &variable.name),
+            Operator::Query | Operator::QueryContinuation => {
+                encode::unreserved(out, &variable.name);
+                out.push('=');
+            }
+            _ => {}
+        },
+        Value::Scalar(text) => {
+            let text = match variable.modifier {
+                Modifier::Prefix(length) => encode::utf16_prefix(text, length)?,
+                _ => text,
+            };
+            push_encoded_value(out, operator, text, key);
+        }
+        Value::List(items) if variable.modifier == Modifier::Explode => {
+            let defined = items.iter().flatten();
+            for (position, item) in defined.enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                push_encoded_value(out, operator, item, key);
+            }
+        }
+        Value::Map(entries) if variable.modifier == Modifier::Explode => {
+            let defined = entries.iter().filter_map(|(name, value)| Some((name, value.as_ref()?)));
+            for (position, (name, item)) in defined.enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                push_encoded_value(out, operator, item, name);
+            }
+        }
+        Value::List(items) => {
+            push_key_prefix(out, operator, &variable.name);
+            let defined = items.iter().flatten();
+            for (position, item) in defined.enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                push_encoded_value(out, operator, item, "");
+            }
+        }
+        Value::Map(entries) => {
+            push_key_prefix(out, operator, &variable.name);
+            let defined = entries.iter().filter_map(|(name, value)| Some((name, value.as_ref()?)));
+            for (position, (name, item)) in defined.enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                encode::unreserved(out, name);
+                out.push(',');
+                push_encoded_value(out, operator, item, "");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Non-exploded composite values in keyed expressions always get `name=`,
+/// even when nothing follows.
+fn push_key_prefix(out: &mut String, operator: Operator, name: &str) {
+    if operator.is_keyed() {
+        encode::unreserved(out, name);
+        out.push('=');
+    }
+}
