@@ -7,21 +7,31 @@ use super::EndpointError;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Characters `encodeURIComponent` leaves alone: `A-Z a-z 0-9 - _ . ! ~ * ' ( )`.
-fn is_component_safe(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')')
+/// Builds a 256-entry membership table at compile time.
+const fn table(extra: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 128 {
+        table[byte] = (byte as u8).is_ascii_alphanumeric();
+        byte += 1;
+    }
+    let mut index = 0;
+    while index < extra.len() {
+        table[extra[index] as usize] = true;
+        index += 1;
+    }
+    table
 }
 
+/// Characters `encodeURIComponent` leaves alone: `A-Z a-z 0-9 - _ . ! ~ * ' ( )`.
+static COMPONENT_SAFE: [bool; 256] = table(b"-_.!~*'()");
+
 /// RFC 3986 unreserved characters: `A-Z a-z 0-9 - _ . ~`.
-fn is_unreserved(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~')
-}
+static UNRESERVED: [bool; 256] = table(b"-_.~");
 
 /// Characters `encodeURI` leaves alone, plus `[` and `]`, which the upstream
 /// template expander restores after `encodeURI`.
-fn is_reserved_safe(byte: u8) -> bool {
-    is_component_safe(byte) || b";,/?:@&=+$#[]".contains(&byte)
-}
+static RESERVED_SAFE: [bool; 256] = table(b"-_.!~*'();,/?:@&=+$#[]");
 
 fn push_escaped(out: &mut String, byte: u8) {
     out.push('%');
@@ -29,11 +39,11 @@ fn push_escaped(out: &mut String, byte: u8) {
     out.push(HEX[usize::from(byte & 0x0f)] as char);
 }
 
-fn encode_with(out: &mut String, input: &str, keep: fn(u8) -> bool) {
+fn encode_with(out: &mut String, input: &str, keep: &[bool; 256]) {
     let bytes = input.as_bytes();
     let mut start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
-        if !keep(byte) {
+        if !keep[usize::from(byte)] {
             // Only ASCII bytes are kept, so a non-empty kept stretch starts
             // and ends on character boundaries.
             if start < index {
@@ -50,13 +60,13 @@ fn encode_with(out: &mut String, input: &str, keep: fn(u8) -> bool) {
 
 /// `encodeURIComponent`: what the upstream package applies to query values.
 pub fn component(out: &mut String, input: &str) {
-    encode_with(out, input, is_component_safe);
+    encode_with(out, input, &COMPONENT_SAFE);
 }
 
 /// `encodeURIComponent` followed by escaping `! ' ( ) *`: RFC 6570 simple
 /// expansion (only unreserved characters pass).
 pub fn unreserved(out: &mut String, input: &str) {
-    encode_with(out, input, is_unreserved);
+    encode_with(out, input, &UNRESERVED);
 }
 
 fn is_hex(byte: u8) -> bool {
@@ -94,7 +104,7 @@ fn reserved_segment(out: &mut String, segment: &str) {
     if has_half_escape {
         out.push_str(segment);
     } else {
-        encode_with(out, segment, is_reserved_safe);
+        encode_with(out, segment, &RESERVED_SAFE);
     }
 }
 

@@ -28,7 +28,9 @@ impl RoutePlan {
     /// Plans a route. `url` is the option as given (`None` or empty means `/`);
     /// legacy `:name` placeholders are rewritten first.
     pub fn new(method: &str, url: Option<&str>) -> Self {
-        let method = method.to_uppercase();
+        // HTTP methods are ASCII tokens (RFC 9110); ASCII case mapping keeps
+        // Unicode tables out of the WebAssembly build.
+        let method = method.to_ascii_uppercase();
         let url = url.filter(|url| !url.is_empty()).unwrap_or("/");
         let template = Template::compile(&template::rewrite_legacy_placeholders(url));
         let destination = if method == "GET" || method == "HEAD" { Destination::Query } else { Destination::Body };
@@ -57,7 +59,13 @@ impl RoutePlan {
         self.template.consumed_names().iter().any(|consumed| consumed == name)
     }
 
-    /// The names whose values the URL expansion reads.
+    /// The names upstream treats as consumed by the URL (`{?a*,b}` gives
+    /// `a*` and `b`, `{v:3}` gives `v:3`).
+    pub fn consumed_names(&self) -> &[String] {
+        self.template.consumed_names()
+    }
+
+    /// The names whose values the URL expansion reads, one per variable.
     pub fn lookup_names(&self) -> impl Iterator<Item = &str> {
         self.template.lookup_names()
     }
@@ -71,12 +79,30 @@ impl RoutePlan {
         lookup: impl FnMut(&str) -> Value<'v>,
         query: impl IntoIterator<Item = (&'q str, &'q str)>,
     ) -> Result<String, EndpointError> {
-        let path = self.template.expand(lookup)?;
-        let mut url = if path.starts_with("http") { path } else { format!("{base_url}{path}") };
+        let path = self.expand(lookup)?;
+        Ok(self.finish_url(base_url, path, query))
+    }
+
+    /// The first half of [`RoutePlan::url`]: the expanded template alone.
+    pub fn expand<'v>(&self, lookup: impl FnMut(&str) -> Value<'v>) -> Result<String, EndpointError> {
+        self.template.expand(lookup)
+    }
+
+    /// The second half of [`RoutePlan::url`]: base URL and query added to an
+    /// expanded template.
+    pub fn finish_url<'q>(&self, base_url: &str, path: String, query: impl IntoIterator<Item = (&'q str, &'q str)>) -> String {
+        let mut url = if path.starts_with("http") {
+            path
+        } else {
+            let mut joined = String::with_capacity(base_url.len() + path.len() + 32);
+            joined.push_str(base_url);
+            joined.push_str(&path);
+            joined
+        };
         if self.destination == Destination::Query {
             query::append(&mut url, query);
         }
-        Ok(url)
+        url
     }
 }
 

@@ -1,0 +1,22 @@
+//! WebAssembly bindings of `strata-core` for the npm packages. No logic lives
+//! here: each export decodes its arguments, calls core, and encodes the result.
+//!
+//! # Wire format
+//!
+//! Crossing into WebAssembly costs per call and per argument, so values
+//! travel as one string in a length-prefixed form that JavaScript builds with
+//! plain concatenation and Rust reads in one pass (no JSON, no escaping):
+//!
+//! - `n`: `undefined` or `null`
+//! - `s<len>:<text>`: a string; `len` counts UTF-16 code units, as JavaScript's
+//!   `length` does
+//! - `l<count>:` then `count` items (`n` or `s…`): an array
+//! - `m<count>:` then `count` pairs of a key (`s…`) and a value (`n` or `s…`):
+//!   an object's own enumerable entries
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod endpoint;
+mod wire;
+
+pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};
