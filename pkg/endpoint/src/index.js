@@ -106,7 +106,15 @@ function parse(options) {
   }
   if (bodyObject) body = bodyObject;
 
-  const rendered = wasm().endpoint_url(plan.index, payload);
+  let rendered;
+  try {
+    rendered = wasm().endpoint_url(plan.index, payload);
+  } catch (error) {
+    // strata_core::endpoint::EndpointError::MalformedUri: the error class
+    // upstream's encodeURIComponent throws in the same place.
+    if (error instanceof Error && error.message.startsWith("URI malformed")) throw new URIError(error.message);
+    throw error;
+  }
   let finalUrl;
   if (rendered.charCodeAt(0) === 49 /* "1": accept rewritten */) {
     const reader = wireReader(rendered, 1);
