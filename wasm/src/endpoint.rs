@@ -3,13 +3,17 @@
 
 use std::cell::RefCell;
 
-use strata_core::endpoint::{accept, template::Value, Destination, RoutePlan, JSON_CONTENT_TYPE};
+use strata_core::endpoint::{accept, template::Value, Destination, EndpointError, RoutePlan, JSON_CONTENT_TYPE};
 use wasm_bindgen::prelude::*;
 
-use crate::wire::{write_string, Reader, WireError};
+use crate::wire::{write_number, write_string, write_strings, Reader, WireError};
 
 thread_local! {
     static PLANS: RefCell<Vec<RoutePlan>> = const { RefCell::new(Vec::new()) };
+}
+
+fn core_error(error: EndpointError) -> JsError {
+    JsError::new(error.message())
 }
 
 impl From<WireError> for JsError {
@@ -30,21 +34,15 @@ pub fn endpoint_plan(method: &str, url: &str) -> String {
     write_string(&mut out, if plan.destination() == Destination::Query { "q" } else { "b" });
     write_string(&mut out, if plan.sends_empty_body() { "1" } else { "0" });
     write_string(&mut out, JSON_CONTENT_TYPE);
-    let consumed = plan.consumed_names();
-    out.push('l');
-    out.push_str(&consumed.len().to_string());
-    out.push(':');
-    consumed.iter().for_each(|name| write_string(&mut out, name));
+    write_strings(&mut out, plan.consumed_names().iter().map(String::as_str));
     let lookup: Vec<&str> = plan.lookup_names().collect();
-    out.push('l');
-    out.push_str(&lookup.len().to_string());
-    out.push(':');
-    lookup.iter().for_each(|name| write_string(&mut out, name));
+    write_strings(&mut out, lookup.into_iter());
     let index = PLANS.with_borrow_mut(|plans| {
         plans.push(plan);
         plans.len() - 1
     });
-    let mut answer = index.to_string();
+    let mut answer = String::with_capacity(out.len() + 8);
+    write_number(&mut answer, index);
     answer.push(':');
     answer.push_str(&out);
     answer
@@ -82,7 +80,7 @@ pub fn endpoint_url(index: usize, payload: &str) -> Result<String, JsError> {
                 Value::Absent
             })
         };
-        let path = plan.expand(&mut lookup)?;
+        let path = plan.expand(&mut lookup).map_err(core_error)?;
         let mut query = Vec::new();
         while failure.is_none() && !reader.is_empty() {
             match (reader.string(), reader.string()) {

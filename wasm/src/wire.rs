@@ -119,13 +119,39 @@ fn utf8_length_of_utf16_units(text: &str, units: usize) -> Result<usize, WireErr
     if counted == units { Ok(text.len()) } else { Err(WireError("string shorter than its length")) }
 }
 
+/// Appends a number in decimal (without `core::fmt`, which would weigh more
+/// than everything else in the WebAssembly build).
+pub fn write_number(out: &mut String, mut number: usize) {
+    let mut digits = [0u8; 20];
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (number % 10) as u8;
+        count += 1;
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    for &digit in digits.iter().take(count).rev() {
+        out.push(char::from(digit));
+    }
+}
+
 /// Appends `s<len>:<text>` to `out`.
 pub fn write_string(out: &mut String, text: &str) {
     let units: usize = text.chars().map(char::len_utf16).sum();
     out.push('s');
-    out.push_str(&units.to_string());
+    write_number(out, units);
     out.push(':');
     out.push_str(text);
+}
+
+/// Appends `l<count>:` and the strings.
+pub fn write_strings<'a>(out: &mut String, list: impl ExactSizeIterator<Item = &'a str>) {
+    out.push('l');
+    write_number(out, list.len());
+    out.push(':');
+    list.for_each(|text| write_string(out, text));
 }
 
 #[cfg(test)]
@@ -148,6 +174,15 @@ mod tests {
         assert!(Reader::new("s5:abc").string().is_err());
         assert!(Reader::new("s1:").string().is_err());
         assert!(Reader::new("x").value().is_err());
+    }
+
+    #[test]
+    fn writes_numbers_and_lists() {
+        let mut out = String::new();
+        write_number(&mut out, 0);
+        write_number(&mut out, 1204);
+        write_strings(&mut out, ["a", ""].into_iter());
+        assert_eq!(out, "01204l2:s1:as0:");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use super::{cut, find_bytes};
+
 /// The header value upstream writes for an `application/octet-stream` request:
 /// such requests keep their `accept` header untouched.
 fn is_binary(accept: &str) -> bool {
@@ -17,37 +19,57 @@ pub fn rewrite<'a>(accept: &'a str, format: &str, previews: &[&str], url: &str) 
     }
     let mut accept = Cow::Borrowed(accept);
     if !format.is_empty() {
-        let parts: Vec<String> = accept.split(',').map(|part| apply_format(part, format)).collect();
-        accept = Cow::Owned(parts.join(","));
+        let mut rewritten = String::with_capacity(accept.len() + format.len());
+        for (position, range) in accept.split(',').enumerate() {
+            if position > 0 {
+                rewritten.push(',');
+            }
+            apply_format(&mut rewritten, range, format);
+        }
+        accept = Cow::Owned(rewritten);
     }
     if url.ends_with("/graphql") && !previews.is_empty() {
-        let suffix = if format.is_empty() { "+json".to_owned() } else { format!(".{format}") };
         let listed = previews_in_accept(&accept);
-        let all: Vec<String> = listed
-            .iter()
-            .copied()
-            .chain(previews.iter().copied())
-            .map(|preview| format!("application/vnd.github.{preview}-preview{suffix}"))
-            .collect();
-        accept = Cow::Owned(all.join(","));
+        let mut rewritten = String::new();
+        for (position, preview) in listed.iter().chain(previews).enumerate() {
+            if position > 0 {
+                rewritten.push(',');
+            }
+            rewritten.push_str("application/vnd.github.");
+            rewritten.push_str(preview);
+            rewritten.push_str("-preview");
+            if format.is_empty() {
+                rewritten.push_str("+json");
+            } else {
+                rewritten.push('.');
+                rewritten.push_str(format);
+            }
+        }
+        accept = Cow::Owned(rewritten);
     }
     accept
 }
 
 /// `application/vnd.<name>[.v3][.<word>][+json]` at the end of one media
 /// range becomes `application/vnd.<name>[.v3].<format>`; other ranges stay.
-fn apply_format(range: &str, format: &str) -> String {
+fn apply_format(out: &mut String, range: &str, format: &str) {
     const VND: &str = "application/vnd";
     let mut search_from = 0;
-    while let Some(offset) = range[search_from..].find(VND) {
-        let start = search_from + offset;
-        let rest = &range[start + VND.len()..];
+    while let Some(start) = find_bytes(range.as_bytes(), VND.as_bytes(), search_from) {
+        let rest = cut(range, start + VND.len(), range.len());
         if let Some((name, version)) = match_vendor_suffix(rest) {
-            return format!("{}{VND}.{name}{version}.{format}", &range[..start]);
+            out.push_str(cut(range, 0, start));
+            out.push_str(VND);
+            out.push('.');
+            out.push_str(name);
+            out.push_str(version);
+            out.push('.');
+            out.push_str(format);
+            return;
         }
         search_from = start + 1;
     }
-    range.to_owned()
+    out.push_str(range);
 }
 
 fn word_len(text: &str) -> usize {
@@ -63,8 +85,8 @@ fn match_vendor_suffix(rest: &str) -> Option<(&str, &str)> {
     if name_len == 0 {
         return None;
     }
-    let name = &after_dot[..name_len];
-    let tail = &after_dot[name_len..];
+    let name = cut(after_dot, 0, name_len);
+    let tail = cut(after_dot, name_len, after_dot.len());
     if let Some(after_version) = tail.strip_prefix(".v3") {
         if optional_word_then_json(after_version) {
             return Some((name, ".v3"));
@@ -75,7 +97,7 @@ fn match_vendor_suffix(rest: &str) -> Option<(&str, &str)> {
 
 fn optional_word_then_json(text: &str) -> bool {
     let text = match text.strip_prefix('.') {
-        Some(after_dot) if word_len(after_dot) > 0 => &after_dot[word_len(after_dot)..],
+        Some(after_dot) if word_len(after_dot) > 0 => cut(after_dot, word_len(after_dot), after_dot.len()),
         _ => text,
     };
     text.is_empty() || text == "+json"
@@ -84,6 +106,7 @@ fn optional_word_then_json(text: &str) -> bool {
 /// The preview names already in the `accept` header: for each run of word
 /// characters and `-`, the longest prefix followed by `-preview`.
 fn previews_in_accept(accept: &str) -> Vec<&str> {
+    const SUFFIX: &[u8] = b"-preview";
     let is_name_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
     let bytes = accept.as_bytes();
     let mut found = Vec::new();
@@ -93,10 +116,11 @@ fn previews_in_accept(accept: &str) -> Vec<&str> {
             index += 1;
             continue;
         }
-        let end = index + bytes[index..].iter().take_while(|&&byte| is_name_byte(byte)).count();
-        let run = &accept[index..end];
-        if let Some(position) = run.rfind("-preview").filter(|&position| position > 0) {
-            found.push(&run[..position]);
+        let end = index + bytes.iter().skip(index).take_while(|&&byte| is_name_byte(byte)).count();
+        let run = cut(accept, index, end);
+        let last_suffix = run.as_bytes().windows(SUFFIX.len()).rposition(|window| window == SUFFIX);
+        if let Some(position) = last_suffix.filter(|&position| position > 0) {
+            found.push(cut(run, 0, position));
         }
         index = end;
     }

@@ -3,7 +3,7 @@
 //!
 //! Every function here is a single pass over its input.
 
-use super::EndpointError;
+use super::{cut, EndpointError};
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
@@ -47,14 +47,14 @@ fn encode_with(out: &mut String, input: &str, keep: &[bool; 256]) {
             // Only ASCII bytes are kept, so a non-empty kept stretch starts
             // and ends on character boundaries.
             if start < index {
-                out.push_str(&input[start..index]);
+                out.push_str(cut(input, start, index));
             }
             push_escaped(out, byte);
             start = index + 1;
         }
     }
     if start < bytes.len() {
-        out.push_str(&input[start..]);
+        out.push_str(cut(input, start, bytes.len()));
     }
 }
 
@@ -83,19 +83,19 @@ pub fn reserved(out: &mut String, input: &str) {
     let mut index = 0;
     while index < bytes.len() {
         if is_triplet(bytes, index) {
-            reserved_segment(out, &input[segment_start..index]);
-            out.push_str(&input[index..index + 3]);
+            reserved_segment(out, cut(input, segment_start, index));
+            out.push_str(cut(input, index, index + 3));
             index += 3;
             segment_start = index;
         } else {
             index += 1;
         }
     }
-    reserved_segment(out, &input[segment_start..]);
+    reserved_segment(out, cut(input, segment_start, input.len()));
 }
 
 fn is_triplet(bytes: &[u8], index: usize) -> bool {
-    bytes[index] == b'%' && index + 2 < bytes.len() && is_hex(bytes[index + 1]) && is_hex(bytes[index + 2])
+    matches!(bytes.get(index..index + 3), Some([b'%', high, low]) if is_hex(*high) && is_hex(*low))
 }
 
 fn reserved_segment(out: &mut String, segment: &str) {
@@ -116,7 +116,7 @@ pub fn utf16_prefix(input: &str, units: usize) -> Result<&str, EndpointError> {
     let mut counted = 0;
     for (offset, character) in input.char_indices() {
         if counted >= units {
-            return Ok(&input[..offset]);
+            return Ok(cut(input, 0, offset));
         }
         counted += character.len_utf16();
         if counted > units {

@@ -37,6 +37,30 @@ pub enum EndpointError {
     MissingMethod,
 }
 
+impl EndpointError {
+    /// The message, without the formatting machinery (for the WebAssembly
+    /// build, where `Display` would pull in `core::fmt`).
+    pub fn message(&self) -> &'static str {
+        match self {
+            Self::MalformedUri => "URI malformed: a prefix modifier cut a character in half",
+            Self::MissingMethod => "the options have no method",
+        }
+    }
+}
+
+/// `text[start..end]` without a panic path: every caller cuts at ASCII
+/// positions, so the empty fallback is never taken. (Panicking slices pull
+/// `Debug` formatting and Unicode tables into the WebAssembly build.)
+pub(crate) fn cut(text: &str, start: usize, end: usize) -> &str {
+    text.get(start..end).unwrap_or_default()
+}
+
+/// The first index at or after `from` where `needle` occurs in `haystack`.
+pub(crate) fn find_bytes(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    let tail = haystack.get(from..)?;
+    tail.windows(needle.len()).position(|window| window == needle).map(|offset| from + offset)
+}
+
 /// Splits a route string like upstream: `"<METHOD> <url>"`, or only a URL.
 /// Text after a second space is ignored.
 pub fn split_route(route: &str) -> (Option<&str>, &str) {

@@ -6,7 +6,7 @@ use super::encode;
 /// syntax), every other value is encoded like `encodeURIComponent`. Names are
 /// written as given.
 pub fn append<'a>(url: &mut String, parameters: impl IntoIterator<Item = (&'a str, &'a str)>) {
-    let mut separator = if url.contains('?') { '&' } else { '?' };
+    let mut separator = if url.as_bytes().contains(&b'?') { '&' } else { '?' };
     for (name, value) in parameters {
         url.push(separator);
         separator = '&';

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{encode, EndpointError};
+use super::{cut, encode, EndpointError};
 
 /// A parameter value as the expander sees it. JavaScript callers' numbers,
 /// booleans and bigints arrive already converted to their string form.
@@ -114,10 +114,10 @@ pub fn rewrite_legacy_placeholders(url: &str) -> Cow<'_, str> {
             && bytes.get(index + 1).is_some_and(u8::is_ascii_lowercase)
             && bytes.get(index + 2).copied().is_some_and(is_word);
         if starts_name {
-            let end = index + 2 + bytes[index + 2..].iter().take_while(|&&byte| is_word(byte)).count();
-            out.push_str(&url[copied..index]);
+            let end = index + 2 + bytes.iter().skip(index + 2).take_while(|&&byte| is_word(byte)).count();
+            out.push_str(cut(url, copied, index));
             out.push('{');
-            out.push_str(&url[index + 1..end]);
+            out.push_str(cut(url, index + 1, end));
             out.push('}');
             index = end;
             copied = end;
@@ -125,7 +125,7 @@ pub fn rewrite_legacy_placeholders(url: &str) -> Cow<'_, str> {
             index += 1;
         }
     }
-    out.push_str(&url[copied..]);
+    out.push_str(cut(url, copied, url.len()));
     Cow::Owned(out)
 }
 
@@ -143,18 +143,22 @@ impl Template {
         let mut index = 0;
         while index < bytes.len() {
             let brace_end = match bytes[index] {
-                b'{' => bytes[index + 1..].iter().position(|&byte| byte == b'{' || byte == b'}'),
+                b'{' => bytes.iter().skip(index + 1).position(|&byte| byte == b'{' || byte == b'}'),
                 b'}' => None,
                 _ => {
-                    let end = bytes[index..].iter().position(|&byte| byte == b'{' || byte == b'}').map_or(bytes.len(), |offset| index + offset);
-                    encode::reserved(&mut literal, &template[index..end]);
+                    let end = bytes
+                        .iter()
+                        .skip(index)
+                        .position(|&byte| byte == b'{' || byte == b'}')
+                        .map_or(bytes.len(), |offset| index + offset);
+                    encode::reserved(&mut literal, cut(template, index, end));
                     index = end;
                     continue;
                 }
             };
             match brace_end {
-                Some(offset) if offset > 0 && bytes[index + 1 + offset] == b'}' => {
-                    let body = &template[index + 1..index + 1 + offset];
+                Some(offset) if offset > 0 && bytes.get(index + 1 + offset) == Some(&b'}') => {
+                    let body = cut(template, index + 1, index + 1 + offset);
                     if !literal.is_empty() {
                         pieces.push(Piece::Literal(std::mem::take(&mut literal)));
                     }
@@ -225,12 +229,12 @@ fn compile_expression(body: &str) -> Piece {
 }
 
 fn compile_variable(spec: &str) -> Variable {
-    let name_end = spec.find([':', '*']).unwrap_or(spec.len());
-    let rest = &spec.as_bytes()[name_end..];
+    let name_end = spec.bytes().position(|byte| byte == b':' || byte == b'*').unwrap_or(spec.len());
+    let rest = spec.as_bytes().get(name_end..).unwrap_or_default();
     let modifier = match rest.first() {
         Some(b'*') => Modifier::Explode,
         Some(b':') => {
-            let digits = rest[1..].iter().take_while(|byte| byte.is_ascii_digit());
+            let digits = rest.iter().skip(1).take_while(|byte| byte.is_ascii_digit());
             let mut length: Option<usize> = None;
             for digit in digits {
                 let value = usize::from(digit - b'0');
@@ -240,7 +244,7 @@ fn compile_variable(spec: &str) -> Variable {
         }
         _ => Modifier::None,
     };
-    Variable { name: spec[..name_end].to_owned(), modifier }
+    Variable { name: cut(spec, 0, name_end).to_owned(), modifier }
 }
 
 /// Upstream's name extraction: strip leading non-word characters and the
