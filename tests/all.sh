@@ -6,6 +6,8 @@
 # (Debian packages, installed when missing; needs root for that).
 # The S3 and Azure cases run against moto and Azurite, also started there.
 # STRATA_SKIP_SERVERS=1 runs the SQLite pass without them, and says so.
+# The npm packages (pkg/*) are built from source and their packed tarballs
+# tested in Node and headless Chromium (tests/packages.sh).
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +50,9 @@ else
         STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
     done
 fi
+
+step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)"
+bash tests/packages.sh
 
 step "the container image (tests/container.sh)"
 bash tests/container.sh

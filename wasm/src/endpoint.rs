@@ -3,10 +3,10 @@
 
 use std::cell::RefCell;
 
-use strata_core::endpoint::{accept, template::Value, Destination, EndpointError, RoutePlan, JSON_CONTENT_TYPE};
+use strata_core::endpoint::{Destination, EndpointError, JSON_CONTENT_TYPE, RoutePlan, accept, template::Value};
 use wasm_bindgen::prelude::*;
 
-use crate::wire::{write_number, write_string, write_strings, Reader, WireError};
+use crate::wire::{Reader, WireError, write_number, write_string, write_strings};
 
 thread_local! {
     static PLANS: RefCell<Vec<RoutePlan>> = const { RefCell::new(Vec::new()) };
@@ -46,6 +46,15 @@ pub fn endpoint_plan(method: &str, url: &str) -> String {
     answer.push(':');
     answer.push_str(&out);
     answer
+}
+
+/// Runs `action` with plan `index`.
+#[cfg(feature = "crossing-experiment")]
+pub(crate) fn with_plan(
+    index: usize,
+    action: impl FnOnce(&RoutePlan) -> Result<String, JsError>,
+) -> Result<String, JsError> {
+    PLANS.with_borrow(|plans| action(plans.get(index).ok_or_else(|| JsError::new("strata-wasm: unknown route plan"))?))
 }
 
 /// Forgets every plan (the facade bounds its cache and calls this when full).
@@ -92,7 +101,8 @@ pub fn endpoint_url(index: usize, payload: &str) -> Result<String, JsError> {
             return Err(error.into());
         }
         let url = plan.finish_url(base_url, path, query);
-        let rewritten = accept_header.as_deref().map(|current| (current, accept::rewrite(current, format, &previews, &url)));
+        let rewritten =
+            accept_header.as_deref().map(|current| (current, accept::rewrite(current, format, &previews, &url)));
         let mut out = String::with_capacity(url.len() + 1);
         match rewritten {
             Some((current, rewritten)) if rewritten != current => {

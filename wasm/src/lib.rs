@@ -17,6 +17,8 @@
 #![warn(missing_docs)]
 
 mod endpoint;
+#[cfg(feature = "crossing-experiment")]
+mod experiment;
 mod wire;
 
 pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};

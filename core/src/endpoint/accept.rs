@@ -87,10 +87,8 @@ fn match_vendor_suffix(rest: &str) -> Option<(&str, &str)> {
     }
     let name = cut(after_dot, 0, name_len);
     let tail = cut(after_dot, name_len, after_dot.len());
-    if let Some(after_version) = tail.strip_prefix(".v3") {
-        if optional_word_then_json(after_version) {
-            return Some((name, ".v3"));
-        }
+    if tail.strip_prefix(".v3").is_some_and(optional_word_then_json) {
+        return Some((name, ".v3"));
     }
     optional_word_then_json(tail).then_some((name, ""))
 }
@@ -141,7 +139,10 @@ mod tests {
             rewrite("text/html,application/vnd.github.v3+json", "raw", &[], "/"),
             "text/html,application/vnd.github.v3.raw"
         );
-        assert_eq!(rewrite("application/vnd.github.foo-bar+json", "raw", &[], "/"), "application/vnd.github.foo-bar+json");
+        assert_eq!(
+            rewrite("application/vnd.github.foo-bar+json", "raw", &[], "/"),
+            "application/vnd.github.foo-bar+json"
+        );
     }
 
     #[test]

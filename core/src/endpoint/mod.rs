@@ -16,8 +16,8 @@ mod plan;
 mod query;
 pub mod template;
 
-pub use options::{merge, parse, Endpoint, RequestOptions};
-pub use plan::{Destination, RoutePlan, JSON_CONTENT_TYPE};
+pub use options::{Endpoint, RequestOptions, merge, parse};
+pub use plan::{Destination, JSON_CONTENT_TYPE, RoutePlan};
 
 /// The public API address of GitHub, the default `baseUrl`.
 pub const DEFAULT_BASE_URL: &str = "https://api.github.com";

@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value as Json};
 
 use super::template::Value;
-use super::{accept, split_route, Destination, EndpointError, RoutePlan, DEFAULT_ACCEPT, DEFAULT_BASE_URL, JSON_CONTENT_TYPE};
+use super::{
+    DEFAULT_ACCEPT, DEFAULT_BASE_URL, Destination, EndpointError, JSON_CONTENT_TYPE, RoutePlan, accept, split_route,
+};
 
 /// Options that are not parameters.
 const RESERVED_OPTIONS: [&str; 6] = ["method", "baseUrl", "url", "headers", "request", "mediaType"];
@@ -73,7 +75,11 @@ impl Endpoint {
 /// merged deeply, everything else (arrays included) replaced. For
 /// `url: "/graphql"` the previews of both sides are combined and their
 /// `-preview` suffix dropped.
-pub fn merge(defaults: Option<&Map<String, Json>>, route: Option<&str>, options: Map<String, Json>) -> Map<String, Json> {
+pub fn merge(
+    defaults: Option<&Map<String, Json>>,
+    route: Option<&str>,
+    options: Map<String, Json>,
+) -> Map<String, Json> {
     let mut given = Map::new();
     if let Some(route) = route {
         let (method, url) = split_route(route);
@@ -84,9 +90,7 @@ pub fn merge(defaults: Option<&Map<String, Json>>, route: Option<&str>, options:
     }
     given.extend(options);
     let headers = match given.remove("headers") {
-        Some(Json::Object(headers)) => {
-            headers.into_iter().map(|(name, value)| (name.to_lowercase(), value)).collect()
-        }
+        Some(Json::Object(headers)) => headers.into_iter().map(|(name, value)| (name.to_lowercase(), value)).collect(),
         _ => Map::new(),
     };
     given.insert("headers".into(), Json::Object(headers));
@@ -144,7 +148,11 @@ fn js_string(value: &Json) -> Cow<'_, str> {
         Json::Number(number) => Cow::Owned(number.to_string()),
         Json::String(text) => Cow::Borrowed(text),
         Json::Array(items) => Cow::Owned(
-            items.iter().map(|item| if item.is_null() { Cow::Borrowed("") } else { js_string(item) }).collect::<Vec<_>>().join(","),
+            items
+                .iter()
+                .map(|item| if item.is_null() { Cow::Borrowed("") } else { js_string(item) })
+                .collect::<Vec<_>>()
+                .join(","),
         ),
         Json::Object(_) => Cow::Borrowed("[object Object]"),
     }
@@ -215,7 +223,9 @@ pub fn parse(options: &Map<String, Json>) -> Result<RequestOptions, EndpointErro
         Destination::Body => match remaining.iter().find(|(name, _)| *name == "data") {
             Some((_, data)) => Some((*data).clone()),
             None if remaining.is_empty() => None,
-            None => Some(Json::Object(remaining.iter().map(|(name, value)| ((*name).clone(), (*value).clone())).collect())),
+            None => {
+                Some(Json::Object(remaining.iter().map(|(name, value)| ((*name).clone(), (*value).clone())).collect()))
+            }
         },
     };
     if body.is_some() && !headers.get("content-type").is_some_and(is_truthy) {
@@ -226,4 +236,148 @@ pub fn parse(options: &Map<String, Json>) -> Result<RequestOptions, EndpointErro
     }
     let request = options.get("request").filter(|request| is_truthy(request)).cloned();
     Ok(RequestOptions { method: plan.method().to_owned(), url, headers, body, request })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Json) -> Map<String, Json> {
+        match value {
+            Json::Object(map) => map,
+            _ => panic!("test input must be an object"),
+        }
+    }
+
+    fn github() -> Endpoint {
+        Endpoint::new("strata-test/1.0")
+    }
+
+    fn request(route: &str, options: Json) -> RequestOptions {
+        github().request(Some(route), object(options)).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_githubs() {
+        assert_eq!(
+            Json::Object(github().defaults_map().clone()),
+            json!({"method": "GET", "baseUrl": "https://api.github.com",
+                   "headers": {"accept": "application/vnd.github.v3+json", "user-agent": "strata-test/1.0"},
+                   "mediaType": {"format": ""}})
+        );
+    }
+
+    #[test]
+    fn get_puts_unconsumed_parameters_in_the_query() {
+        let options = request(
+            "GET /repos/{owner}/{repo}/issues",
+            json!({"owner": "o", "repo": "r", "state": "open", "page": 2, "draft": null}),
+        );
+        assert_eq!(options.method, "GET");
+        assert_eq!(options.url, "https://api.github.com/repos/o/r/issues?state=open&page=2&draft=null");
+        assert_eq!(options.body, None);
+        assert_eq!(options.request, None);
+    }
+
+    #[test]
+    fn post_builds_a_json_body_with_content_type() {
+        let options = request(
+            "POST /repos/{owner}/{repo}/issues",
+            json!({"owner": "o", "repo": "r", "title": "t", "labels": ["bug"]}),
+        );
+        assert_eq!(options.url, "https://api.github.com/repos/o/r/issues");
+        assert_eq!(options.body, Some(json!({"title": "t", "labels": ["bug"]})));
+        assert_eq!(options.headers.get("content-type"), Some(&json!("application/json; charset=utf-8")));
+    }
+
+    #[test]
+    fn data_is_the_body_and_an_explicit_content_type_stays() {
+        let options = request("POST /markdown/raw", json!({"data": "# hi", "headers": {"Content-Type": "text/plain"}}));
+        assert_eq!(options.body, Some(json!("# hi")));
+        assert_eq!(options.headers.get("content-type"), Some(&json!("text/plain")));
+    }
+
+    #[test]
+    fn put_and_patch_without_body_send_an_empty_string_delete_nothing() {
+        assert_eq!(
+            request("PUT /user/starred/{owner}/{repo}", json!({"owner": "o", "repo": "r"})).body,
+            Some(json!(""))
+        );
+        assert_eq!(request("PATCH /x", json!({})).body, Some(json!("")));
+        assert_eq!(request("DELETE /x", json!({})).body, None);
+        assert!(request("PUT /x", json!({})).headers.get("content-type").is_none());
+    }
+
+    #[test]
+    fn absolute_urls_ignore_the_base_url() {
+        let options = request("GET https://uploads.github.com/x{?name}", json!({"name": "a b", "label": "c"}));
+        assert_eq!(options.url, "https://uploads.github.com/x?name=a%20b&label=c");
+    }
+
+    #[test]
+    fn media_type_format_rewrites_accept() {
+        let options = request(
+            "GET /repos/{owner}/{repo}/readme",
+            json!({"owner": "o", "repo": "r", "mediaType": {"format": "html"}}),
+        );
+        assert_eq!(options.headers.get("accept"), Some(&json!("application/vnd.github.v3.html")));
+    }
+
+    #[test]
+    fn request_is_returned_when_truthy() {
+        assert_eq!(request("GET /", json!({"request": {"timeout": 5}})).request, Some(json!({"timeout": 5})));
+        assert_eq!(request("GET /", json!({"request": null})).request, None);
+    }
+
+    #[test]
+    fn merge_lowercases_headers_merges_objects_and_replaces_arrays() {
+        let layered = github()
+            .defaults(object(json!({"headers": {"X-One": "1"}, "mediaType": {"previews": ["a"]}, "per_page": 30})));
+        let merged = layered.merge(
+            Some("POST /repos"),
+            object(json!({"headers": {"x-one": "one", "X-Two": "2"}, "mediaType": {"previews": ["b"]}})),
+        );
+        assert_eq!(
+            Json::Object(merged),
+            json!({"method": "POST", "baseUrl": "https://api.github.com",
+                   "headers": {"accept": "application/vnd.github.v3+json", "user-agent": "strata-test/1.0", "x-one": "one", "x-two": "2"},
+                   "mediaType": {"format": "", "previews": ["b"]}, "per_page": 30, "url": "/repos"})
+        );
+    }
+
+    #[test]
+    fn route_without_method_keeps_the_default_method() {
+        let merged = github().merge(Some("/orgs/{org}"), Map::new());
+        assert_eq!(merged.get("method"), Some(&json!("GET")));
+        assert_eq!(merged.get("url"), Some(&json!("/orgs/{org}")));
+    }
+
+    #[test]
+    fn graphql_previews_are_combined_and_stripped() {
+        let layered = github().defaults(object(json!({"mediaType": {"previews": ["a-preview", "b"]}})));
+        let merged =
+            layered.merge(Some("POST /graphql"), object(json!({"mediaType": {"previews": ["b", "c-preview"]}})));
+        assert_eq!(merged["mediaType"]["previews"], json!(["a", "b", "c"]));
+        let options = parse(&merged).unwrap();
+        assert_eq!(
+            options.headers["accept"],
+            json!(
+                "application/vnd.github.a-preview+json,application/vnd.github.b-preview+json,application/vnd.github.c-preview+json"
+            )
+        );
+    }
+
+    #[test]
+    fn parse_without_method_is_an_error() {
+        assert_eq!(parse(&object(json!({"url": "/"}))), Err(EndpointError::MissingMethod));
+    }
+
+    #[test]
+    fn composite_values_follow_javascript_string_conversion() {
+        let options =
+            request("GET /x{?list}", json!({"list": ["a", null, "b"], "other": ["x", ["y", "z"]], "obj": {"k": 1}}));
+        assert_eq!(options.url, "https://api.github.com/x?list=a,b&other=x%2Cy%2Cz&obj=%5Bobject%20Object%5D");
+    }
 }

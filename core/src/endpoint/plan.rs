@@ -2,7 +2,7 @@
 //! only on the method and the URL template, so shells can cache it.
 
 use super::template::{self, Template, Value};
-use super::{query, EndpointError};
+use super::{EndpointError, query};
 
 /// Where parameters that the URL does not consume go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,12 @@ impl RoutePlan {
 
     /// The second half of [`RoutePlan::url`]: base URL and query added to an
     /// expanded template.
-    pub fn finish_url<'q>(&self, base_url: &str, path: String, query: impl IntoIterator<Item = (&'q str, &'q str)>) -> String {
+    pub fn finish_url<'q>(
+        &self,
+        base_url: &str,
+        path: String,
+        query: impl IntoIterator<Item = (&'q str, &'q str)>,
+    ) -> String {
         let mut url = if path.starts_with("http") {
             path
         } else {
@@ -124,7 +129,10 @@ mod tests {
         let values = [("owner", "octokit"), ("repo", "endpoint.js"), ("state", "open"), ("per_page", "100")];
         let lookup = |name: &str| values.iter().find(|(key, _)| *key == name).map_or(Value::Absent, |(_, v)| scalar(v));
         let url = plan.url("https://api.github.com", lookup, [("labels", "bug,ui"), ("q", "a b+c:d")]).unwrap();
-        assert_eq!(url, "https://api.github.com/repos/octokit/endpoint.js/issues?state=open&per_page=100&labels=bug%2Cui&q=a%20b+c%3Ad");
+        assert_eq!(
+            url,
+            "https://api.github.com/repos/octokit/endpoint.js/issues?state=open&per_page=100&labels=bug%2Cui&q=a%20b+c%3Ad"
+        );
     }
 
     #[test]
@@ -132,7 +140,10 @@ mod tests {
         let plan = RoutePlan::new("post", Some("https://uploads.github.com/x{?name}"));
         assert_eq!(plan.destination(), Destination::Body);
         assert!(!plan.sends_empty_body());
-        assert_eq!(plan.url("https://api.github.com", |_| scalar("a.zip"), [("label", "x")]).unwrap(), "https://uploads.github.com/x?name=a.zip");
+        assert_eq!(
+            plan.url("https://api.github.com", |_| scalar("a.zip"), [("label", "x")]).unwrap(),
+            "https://uploads.github.com/x?name=a.zip"
+        );
         assert!(RoutePlan::new("put", None).sends_empty_body());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{cut, encode, EndpointError};
+use super::{EndpointError, cut, encode};
 
 /// A parameter value as the expander sees it. JavaScript callers' numbers,
 /// booleans and bigints arrive already converted to their string form.
@@ -87,7 +87,10 @@ struct Variable {
 enum Piece {
     /// Literal text, already encoded.
     Literal(String),
-    Expression { operator: Operator, variables: Vec<Variable> },
+    Expression {
+        operator: Operator,
+        variables: Vec<Variable>,
+    },
 }
 
 /// A compiled URL template.
@@ -187,10 +190,13 @@ impl Template {
 
     /// The parameter names the expansion reads, in template order.
     pub fn lookup_names(&self) -> impl Iterator<Item = &str> {
-        self.pieces.iter().flat_map(|piece| match piece {
-            Piece::Literal(_) => [].iter(),
-            Piece::Expression { variables, .. } => variables.iter(),
-        }).map(|variable| variable.name.as_str())
+        self.pieces
+            .iter()
+            .flat_map(|piece| match piece {
+                Piece::Literal(_) => [].iter(),
+                Piece::Expression { variables, .. } => variables.iter(),
+            })
+            .map(|variable| variable.name.as_str())
     }
 
     /// Expands the template. `lookup` returns the value of a parameter.
@@ -268,7 +274,12 @@ fn push_encoded_value(out: &mut String, operator: Operator, value: &str, key: &s
     }
 }
 
-fn expand_variable(out: &mut String, operator: Operator, variable: &Variable, value: &Value<'_>) -> Result<(), EndpointError> {
+fn expand_variable(
+    out: &mut String,
+    operator: Operator,
+    variable: &Variable,
+    value: &Value<'_>,
+) -> Result<(), EndpointError> {
     let key = if operator.is_keyed() { variable.name.as_str() } else { "" };
     match value {
         Value::Absent => {}
@@ -337,5 +348,98 @@ fn push_key_prefix(out: &mut String, operator: Operator, name: &str) {
     if operator.is_keyed() {
         encode::unreserved(out, name);
         out.push('=');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(template: &str, values: &[(&str, Value<'static>)]) -> String {
+        let template = Template::compile(&rewrite_legacy_placeholders(template));
+        template
+            .expand(|name| {
+                values.iter().find(|(key, _)| *key == name).map_or(Value::Absent, |(_, value)| value.clone())
+            })
+            .unwrap()
+    }
+
+    fn s(text: &'static str) -> Value<'static> {
+        Value::Scalar(Cow::Borrowed(text))
+    }
+
+    fn list(items: &[Option<&'static str>]) -> Value<'static> {
+        Value::List(items.iter().map(|item| item.map(Cow::Borrowed)).collect())
+    }
+
+    #[test]
+    fn legacy_placeholders_need_a_lowercase_letter_and_one_more_word_character() {
+        assert_eq!(rewrite_legacy_placeholders("/repos/:owner/:r/:Repo/:a1"), "/repos/{owner}/:r/:Repo/{a1}");
+        assert_eq!(rewrite_legacy_placeholders("http://localhost:3000/:id_x"), "http://localhost:3000/{id_x}");
+    }
+
+    #[test]
+    fn stray_braces_stay_and_literals_are_encoded() {
+        assert_eq!(expand("/a b/{x/}y{/{}z", &[("x", s("1"))]), "/a%20b/y{/{}z");
+        assert_eq!(expand("/{x}", &[("x", s("a/b c"))]), "/a%2Fb%20c");
+    }
+
+    #[test]
+    fn every_operator() {
+        let values = [("x", s("1")), ("y", s("a b")), ("list", list(&[Some("r"), None, Some("g")]))];
+        assert_eq!(expand("{x,y}", &values), "1,a%20b");
+        assert_eq!(expand("{+y}/{#y}", &values), "a%20b/#a%20b");
+        assert_eq!(expand("X{.x,y}", &values), "X.1.a%20b");
+        assert_eq!(expand("{/x,list}", &values), "/1/r,g");
+        assert_eq!(expand("{;x,list*}", &values), ";x=1;list=r,list=g");
+        assert_eq!(expand("{?x,list*}{&y}", &values), "?x=1&list=r,list=g&y=a%20b");
+    }
+
+    #[test]
+    fn absent_variables_keep_their_separators_and_the_operator() {
+        assert_eq!(expand("/x{?a,b}", &[("b", s("1"))]), "/x?&b=1");
+        assert_eq!(expand("/x{?a}", &[]), "/x?");
+    }
+
+    #[test]
+    fn empty_values() {
+        assert_eq!(expand("/x{?a}", &[("a", s(""))]), "/x?a=");
+        assert_eq!(expand("/x{;a}", &[("a", s(""))]), "/x;a");
+        assert_eq!(expand("/x{?a}", &[("a", list(&[]))]), "/x?a=");
+        assert_eq!(expand("/x/{a}/y", &[("a", list(&[]))]), "/x//y");
+    }
+
+    #[test]
+    fn prefixes_count_utf16_units_and_ignore_composites() {
+        assert_eq!(expand("{v:3}", &[("v", s("abcdef"))]), "abc");
+        assert_eq!(expand("{v:0}", &[("v", s("abc"))]), "");
+        assert_eq!(expand("{v:2}", &[("v", list(&[Some("ab"), Some("cd")]))]), "ab,cd");
+        let template = Template::compile("{v:1}");
+        assert_eq!(template.expand(|_| s("😀")), Err(EndpointError::MalformedUri));
+    }
+
+    #[test]
+    fn maps_expand_as_pairs_or_exploded_assignments() {
+        let map = Value::Map(vec![
+            (Cow::Borrowed("a"), Some(Cow::Borrowed("1"))),
+            (Cow::Borrowed("b"), None),
+            (Cow::Borrowed("c d"), Some(Cow::Borrowed("2"))),
+        ]);
+        assert_eq!(expand("{?m}", &[("m", map.clone())]), "?m=a,1,c%20d,2");
+        assert_eq!(expand("{/m*}", &[("m", map)]), "/a=1,c%20d=2");
+    }
+
+    #[test]
+    fn one_trailing_slash_is_dropped_but_not_a_lone_slash() {
+        assert_eq!(expand("/a/{b}/", &[("b", s("c"))]), "/a/c");
+        assert_eq!(expand("/", &[]), "/");
+        assert_eq!(expand("/a//", &[]), "/a/");
+    }
+
+    #[test]
+    fn consumed_names_are_upstreams() {
+        let template = Template::compile("/{owner}{?a*,b}{/list*}{v:3}{?}");
+        assert_eq!(template.consumed_names(), ["owner", "a*", "b", "list", "v:3", ""]);
+        assert_eq!(template.lookup_names().collect::<Vec<_>>(), ["owner", "a", "b", "list", "v", ""]);
     }
 }

@@ -14,17 +14,29 @@ export function isPlainObject(value) {
   return typeof constructor === "function" && constructor instanceof constructor;
 }
 
+// Header names are lower-cased (a later spelling wins) and undefined values
+// dropped, in one pass: an undefined value deletes what an earlier spelling set.
 function lowercaseHeaderNames(headers) {
   const lowered = {};
   if (!headers) return lowered;
-  for (const name of Object.keys(headers)) lowered[name.toLowerCase()] = headers[name];
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (value === undefined) delete lowered[name.toLowerCase()];
+    else lowered[name.toLowerCase()] = value;
+  }
   return lowered;
 }
 
-function dropUndefined(object) {
-  for (const key in object) {
-    if (object[key] === undefined) delete object[key];
+// Copies own enumerable options over `target`; an undefined value deletes
+// the key (so `{ method: undefined }` falls back to the default method).
+function assignDefined(target, options) {
+  if (options === null || options === undefined) return target;
+  for (const key of Object.keys(options)) {
+    const value = options[key];
+    if (value === undefined) delete target[key];
+    else target[key] = value;
   }
+  return target;
 }
 
 function mergeInto(defaults, options) {
@@ -45,13 +57,11 @@ export function merge(defaults, route, options) {
   let given;
   if (typeof route === "string") {
     const [method, url] = route.split(" ");
-    given = Object.assign(url ? { method, url } : { url: method }, options);
+    given = assignDefined(url ? { method, url } : { url: method }, options);
   } else {
-    given = Object.assign({}, route);
+    given = assignDefined({}, route);
   }
   given.headers = lowercaseHeaderNames(given.headers);
-  dropUndefined(given);
-  dropUndefined(given.headers);
   const merged = mergeInto(defaults || {}, given);
   if (given.url === "/graphql") combinePreviews(defaults, merged);
   return merged;

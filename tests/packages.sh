@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The npm packages under pkg/: installs the wasm-bindgen CLI matching the
+# crate (cargo install, ~3 minutes once) and headless Chromium (Debian
+# package; needs root) when missing, then in each package: npm ci, npm run
+# build (cargo -> wasm-bindgen -> wasm-opt -> esbuild), npm test (packs the
+# tarball and tests it from a fresh project; see pkg/*/scripts/test.mjs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+
+bindgen_version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)
+installed=$(wasm-bindgen --version 2>/dev/null || "$HOME/.cargo/bin/wasm-bindgen" --version 2>/dev/null || true)
+if [ "$installed" != "wasm-bindgen $bindgen_version" ]; then
+    echo "installing wasm-bindgen-cli $bindgen_version (found: ${installed:-none})"
+    cargo install wasm-bindgen-cli --version "$bindgen_version"
+fi
+
+if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "chromium is missing and this is not root: install the Debian package chromium" >&2
+        exit 1
+    fi
+fi
+
+for pkg in pkg/*/; do
+    echo "==> $pkg: npm ci, build, test"
+    (cd "$pkg" && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
+done
