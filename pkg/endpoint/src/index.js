@@ -138,12 +138,11 @@ function withDefaults(oldDefaults, newDefaults) {
   function endpoint(route, options) {
     return parse(merge(DEFAULTS, route, options));
   }
-  return Object.assign(endpoint, {
-    DEFAULTS,
-    defaults: (options) => withDefaults(DEFAULTS, options),
-    merge: (route, options) => merge(DEFAULTS, route, options),
-    parse,
-  });
+  endpoint.DEFAULTS = DEFAULTS;
+  endpoint.defaults = (options) => withDefaults(DEFAULTS, options);
+  endpoint.merge = (route, options) => merge(DEFAULTS, route, options);
+  endpoint.parse = parse;
+  return endpoint;
 }
 
 /** The endpoint function with GitHub's defaults. */
