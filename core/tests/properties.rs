@@ -8,6 +8,8 @@ use proptest::prelude::*;
 use strata_core::MigrationType;
 use strata_core::batches::split_go_batches;
 use strata_core::config::Config;
+use strata_core::endpoint::template::{Template, Value, rewrite_legacy_placeholders};
+use strata_core::endpoint::{EndpointError, RoutePlan, accept};
 use strata_core::ident::{quote_ansi, quote_mysql, quote_sqlserver, validate_identifier};
 use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
 use strata_core::redact::redact_data_source;
@@ -218,5 +220,37 @@ proptest! {
             prop_assert!(!batch.lines().any(|l| l.trim().eq_ignore_ascii_case("go")));
             prop_assert!(!batch.trim().is_empty());
         }
+    }
+
+    #[test]
+    fn uri_templates_never_panic_and_only_prefix_cuts_fail(
+        template in "[a-z{}/?&#+;.:*,%0-9 😀é-]{0,60}",
+        values in prop::collection::vec(("[a-z]{1,3}", "\\PC{0,8}"), 0..6),
+    ) {
+        let compiled = Template::compile(&rewrite_legacy_placeholders(&template));
+        let lookup = |name: &str| values.iter().find(|(key, _)| key == name).map_or(Value::Absent, |(_, v)| Value::Scalar(v.as_str().into()));
+        if let Err(error) = compiled.expand(lookup) {
+            prop_assert_eq!(error, EndpointError::MalformedUri);
+        }
+    }
+
+    #[test]
+    fn accept_rewriting_never_panics_and_is_identity_without_media_type(accept in "\\PC{0,60}", url in "\\PC{0,20}") {
+        prop_assert_eq!(accept::rewrite(&accept, "", &[], &url), accept.as_str());
+        let _ = accept::rewrite(&accept, "raw", &["a-b", "c"], "/graphql");
+    }
+
+    #[test]
+    fn route_plans_consume_every_plain_placeholder(names in prop::collection::vec("[a-z][a-z0-9_]{0,6}", 1..5)) {
+        let url: String = names.iter().map(|name| format!("/{{{name}}}")).collect();
+        let plan = RoutePlan::new("get", Some(&url));
+        prop_assert_eq!(plan.method(), "GET");
+        for name in &names {
+            prop_assert!(plan.consumes(name));
+        }
+        let values: Vec<String> = names.iter().map(|name| format!("v-{name}")).collect();
+        let lookup = |name: &str| names.iter().position(|n| n == name).map_or(Value::Absent, |i| Value::Scalar(values[i].as_str().into()));
+        let expected: String = names.iter().map(|name| format!("/v-{name}")).collect();
+        prop_assert_eq!(plan.url("", lookup, []).unwrap(), expected);
     }
 }

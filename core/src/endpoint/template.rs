@@ -443,3 +443,138 @@ mod tests {
         assert_eq!(template.lookup_names().collect::<Vec<_>>(), ["owner", "a", "b", "list", "v", ""]);
     }
 }
+
+/// The official RFC 6570 test suite (`../shared/testdata/uritemplate-test`)
+/// through this upstream-compatible expander: which cases give the RFC's
+/// answer, and that every other case is one of upstream's documented
+/// deviations. (`pkg/endpoint`'s tests check the same 270 templates give
+/// exactly `@octokit/endpoint`'s URLs.)
+#[cfg(test)]
+mod rfc6570_suite {
+    use std::path::PathBuf;
+
+    use serde_json::Value as Json;
+
+    use super::*;
+
+    fn suite_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata/uritemplate-test")
+    }
+
+    fn js_string(value: &Json) -> String {
+        match value {
+            Json::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    fn value(json: Option<&Json>) -> Value<'static> {
+        let item = |item: &Json| if item.is_null() { None } else { Some(Cow::Owned(js_string(item))) };
+        match json {
+            None | Some(Json::Null) => Value::Absent,
+            Some(Json::Array(items)) => Value::List(items.iter().map(item).collect()),
+            Some(Json::Object(entries)) => {
+                Value::Map(entries.iter().map(|(key, entry)| (Cow::Owned(key.clone()), item(entry))).collect())
+            }
+            Some(scalar) => Value::Scalar(Cow::Owned(js_string(scalar))),
+        }
+    }
+
+    /// Upstream's deviations, recognisable from the template and its result.
+    fn deviation(
+        template: &str,
+        expanded: &str,
+        accepted: &[&str],
+        variables: &serde_json::Map<String, Json>,
+    ) -> Option<&'static str> {
+        if accepted.iter().any(|answer| answer.strip_suffix('/') == Some(expanded)) {
+            return Some("one trailing '/' dropped");
+        }
+        let empty_composite = |name: &str| match variables.get(name) {
+            Some(Json::Array(items)) => items.is_empty(),
+            Some(Json::Object(entries)) => entries.is_empty(),
+            _ => false,
+        };
+        let names: Vec<&str> = template
+            .split(['{', '}', ',', '*', ':', '+', '#', '.', '/', ';', '?', '&', '='])
+            .filter(|part| !part.is_empty())
+            .collect();
+        if (template.contains('+') || template.contains('#'))
+            && expanded.as_bytes().windows(2).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit())
+        {
+            let raw_percent = expanded
+                .as_bytes()
+                .windows(3)
+                .any(|w| w[0] == b'%' && !(w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit()));
+            if raw_percent || expanded.ends_with(|c: char| c.is_ascii_hexdigit()) {
+                return Some("a '%' before one hex digit is kept raw in reserved expansion");
+            }
+        }
+        if template.contains('*') && matches!(template.chars().find(|c| "./;?&".contains(*c)), Some(_)) {
+            return Some("exploded values joined with ','");
+        }
+        if names.iter().any(|name| !variables.contains_key(*name) || variables.get(*name) == Some(&Json::Null)) {
+            return Some("undefined variables keep their separator and the operator");
+        }
+        if names.iter().any(|name| empty_composite(name)) {
+            return Some("empty lists and maps are not undefined");
+        }
+        if template.contains(':')
+            && names.iter().any(|name| matches!(variables.get(*name), Some(Json::Array(_) | Json::Object(_))))
+        {
+            return Some("prefix on a composite value ignored");
+        }
+        None
+    }
+
+    #[test]
+    fn official_suite() {
+        let mut conforming = 0;
+        let mut deviating = 0;
+        let mut negative = 0;
+        let mut unexplained = Vec::new();
+        let mut reasons = std::collections::BTreeMap::new();
+        let files =
+            ["spec-examples.json", "spec-examples-by-section.json", "extended-tests.json", "negative-tests.json"];
+        for file in files {
+            let text = std::fs::read_to_string(suite_dir().join(file))
+                .expect("the uritemplate-test suite beside the checkout");
+            let groups: serde_json::Map<String, Json> = serde_json::from_str(&text).unwrap();
+            for group in groups.values() {
+                let variables = group["variables"].as_object().unwrap();
+                for case in group["testcases"].as_array().unwrap() {
+                    let template_text = case[0].as_str().unwrap();
+                    let template = Template::compile(template_text);
+                    let result = template.expand(|name| value(variables.get(name)));
+                    let accepted: Vec<&str> = match &case[1] {
+                        Json::String(one) => vec![one.as_str()],
+                        Json::Array(many) => many.iter().filter_map(Json::as_str).collect(),
+                        _ => {
+                            // A template the RFC rejects: upstream never rejects one.
+                            negative += 1;
+                            continue;
+                        }
+                    };
+                    let expanded = result.unwrap_or_default();
+                    if accepted.contains(&expanded.as_str()) {
+                        conforming += 1;
+                    } else {
+                        match deviation(template_text, &expanded, &accepted, variables) {
+                            Some(reason) => {
+                                deviating += 1;
+                                *reasons.entry(reason).or_insert(0) += 1;
+                            }
+                            None => {
+                                unexplained.push(format!("{file}: {template_text} gave {expanded}, RFC: {accepted:?}"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(unexplained.is_empty(), "not a documented deviation:\n{}", unexplained.join("\n"));
+        assert_eq!(conforming + deviating + negative, 270);
+        println!("{conforming} conforming, {deviating} deviating {reasons:?}, {negative} negative");
+        assert_eq!((conforming, deviating, negative), (178, 56, 36), "suite counts changed: {reasons:?}");
+    }
+}
