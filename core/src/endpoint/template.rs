@@ -510,7 +510,7 @@ mod rfc6570_suite {
                 return Some("a '%' before one hex digit is kept raw in reserved expansion");
             }
         }
-        if template.contains('*') && matches!(template.chars().find(|c| "./;?&".contains(*c)), Some(_)) {
+        if template.contains('*') && template.chars().any(|c| "./;?&".contains(c)) {
             return Some("exploded values joined with ','");
         }
         if names.iter().any(|name| !variables.contains_key(*name) || variables.get(*name) == Some(&Json::Null)) {
