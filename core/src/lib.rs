@@ -29,6 +29,8 @@
 //! - [`redact`]: hiding secrets in connection strings.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs.
+//! - [`endpoint`]: the request-options builder (`@octokit/endpoint`'s rules).
+//! - [`webhooks`]: webhook signatures, event names and listener routing.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -42,6 +44,7 @@ pub mod plan;
 pub mod redact;
 pub mod source;
 pub mod summary;
+pub mod webhooks;
 mod template;
 
 pub use source::MigrationType;

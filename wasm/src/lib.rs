@@ -16,9 +16,18 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "endpoint")]
 mod endpoint;
 #[cfg(feature = "crossing-experiment")]
 mod experiment;
+#[cfg(feature = "webhooks")]
+mod webhooks;
 mod wire;
 
+#[cfg(feature = "endpoint")]
 pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};
+#[cfg(feature = "webhooks")]
+pub use webhooks::{
+    webhooks_event_names, webhooks_listener_keys, webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route,
+    webhooks_sign, webhooks_validate_event_name, webhooks_verify, webhooks_verify_with_fallback,
+};

@@ -21,6 +21,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether everything was read.
+    #[cfg_attr(not(feature = "endpoint"), allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.rest.is_empty()
     }
@@ -75,6 +76,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[cfg_attr(not(feature = "endpoint"), allow(dead_code))]
     fn optional_string(&mut self) -> Result<Option<Cow<'a, str>>, WireError> {
         match self.tag()? {
             b'n' => Ok(None),
@@ -92,6 +94,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads any value.
+    #[cfg_attr(not(feature = "endpoint"), allow(dead_code))]
     pub fn value(&mut self) -> Result<Value<'a>, WireError> {
         Ok(match self.tag()? {
             b'n' => Value::Absent,

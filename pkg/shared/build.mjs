@@ -1,0 +1,67 @@
+// The build every package under pkg/ shares: cargo builds strata-wasm with the
+// package's features (profile `wasm`), wasm-bindgen generates the glue,
+// wasm-opt shrinks the module, the bytes are embedded as base64, and esbuild
+// bundles each entry as ESM (.mjs) and CommonJS (.cjs). Needs cargo with the
+// wasm32-unknown-unknown target and the wasm-bindgen CLI of the version pinned
+// in wasm/Cargo.toml. STRATA_PROFILE_BUILD=1 keeps function names (for
+// `node --cpu-prof`).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+export async function buildPackage({ pkgDir, features, entries, profile = "wasm", beforeBundle }) {
+  // esbuild and binaryen are each package's own dev dependencies.
+  const esbuildPath = createRequire(join(pkgDir, "package.json")).resolve("esbuild");
+  const { build } = await import(pathToFileURL(esbuildPath).href);
+  const buildDir = join(pkgDir, "build");
+  const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
+  const profiling = process.env.STRATA_PROFILE_BUILD === "1";
+  const run = (command, args, options = {}) => execFileSync(command, args, { stdio: ["ignore", "pipe", "inherit"], ...options });
+
+  rmSync(buildDir, { recursive: true, force: true });
+  rmSync(join(pkgDir, "dist"), { recursive: true, force: true });
+  mkdirSync(buildDir, { recursive: true });
+
+  run("cargo", ["build", "-p", "strata-wasm", "--target", "wasm32-unknown-unknown", "--profile", profile,
+    "--no-default-features", "--features", features.join(",")], { cwd: pkgDir, stdio: "inherit" });
+  const metadata = JSON.parse(run("cargo", ["metadata", "--format-version", "1", "--no-deps"], { cwd: pkgDir }).toString());
+  const wasmFile = join(metadata.target_directory, "wasm32-unknown-unknown", profile, "strata_wasm.wasm");
+
+  const localBindgen = join(homedir(), ".cargo", "bin", "wasm-bindgen");
+  const bindgen = process.env.WASM_BINDGEN_BIN || (existsSync(localBindgen) ? localBindgen : "wasm-bindgen");
+  run(bindgen, ["--target", "web", ...(profiling ? ["--keep-debug"] : []), "--out-dir", buildDir, "--out-name", "strata_wasm", wasmFile], { stdio: "inherit" });
+
+  const wasmOpt = join(pkgDir, "node_modules", ".bin", "wasm-opt");
+  const bgWasm = join(buildDir, "strata_wasm_bg.wasm");
+  run(wasmOpt, [profile === "wasm" ? "-Oz" : "-O3", ...(profiling ? ["--debuginfo"] : ["--strip-debug", "--strip-producers"]), "--enable-bulk-memory",
+    "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types",
+    "--enable-multivalue", bgWasm, "-o", bgWasm], { stdio: "inherit" });
+
+  const bytes = readFileSync(bgWasm);
+  writeFileSync(join(buildDir, "wasm-base64.js"), `export const WASM_BASE64 = ${JSON.stringify(bytes.toString("base64"))};\n`);
+  writeFileSync(join(buildDir, "version.js"), `export const VERSION = ${JSON.stringify(pkg.version)};\n`);
+
+  if (beforeBundle) await beforeBundle(buildDir);
+
+  for (const entry of entries) {
+    const common = {
+      entryPoints: [join(pkgDir, "src", entry)],
+      bundle: true,
+      minify: !profiling,
+      platform: "neutral",
+      target: "es2020",
+      legalComments: "none",
+      // wasm-bindgen's async loader (never called: the module is instantiated
+      // synchronously) names import.meta.url, which CommonJS lacks.
+      define: { "import.meta.url": '"file:///strata_wasm.js"' },
+      logLevel: "warning",
+    };
+    const base = entry.replace(/\.js$/, "");
+    await build({ ...common, format: "esm", outfile: join(pkgDir, "dist", `${base}.mjs`) });
+    await build({ ...common, format: "cjs", outfile: join(pkgDir, "dist", `${base}.cjs`) });
+  }
+  console.log(`built ${pkg.name}@${pkg.version}: wasm ${bytes.length} bytes`);
+}

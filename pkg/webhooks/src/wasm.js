@@ -1,0 +1,58 @@
+// Loads the WebAssembly synchronously, on first use, from bytes embedded in
+// the bundle: no fetch, no top-level await, no bundler needed.
+
+import {
+  initSync,
+  webhooks_listener_keys,
+  webhooks_normalize_trailing_slashes,
+  webhooks_reply,
+  webhooks_route,
+  webhooks_sign,
+  webhooks_validate_event_name,
+  webhooks_verify,
+  webhooks_verify_with_fallback,
+} from "../build/strata_wasm.js";
+import { WASM_BASE64 } from "../build/wasm-base64.js";
+
+const bindings = {
+  webhooks_listener_keys,
+  webhooks_normalize_trailing_slashes,
+  webhooks_reply,
+  webhooks_route,
+  webhooks_sign,
+  webhooks_validate_event_name,
+  webhooks_verify,
+  webhooks_verify_with_fallback,
+};
+let ready = false;
+
+function decodeBase64(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/** The bindings, instantiated. */
+export function wasm() {
+  if (!ready) {
+    initSync({ module: decodeBase64(WASM_BASE64) });
+    ready = true;
+  }
+  return bindings;
+}
+
+/** Reads `s<len>:<text>` items of the wire format (see wasm/src/wire.rs). */
+export function readList(text) {
+  const colon = text.indexOf(":");
+  const count = Number(text.slice(1, colon));
+  const list = [];
+  let position = colon + 1;
+  for (let i = 0; i < count; i++) {
+    const lengthEnd = text.indexOf(":", position);
+    const length = Number(text.slice(position + 1, lengthEnd));
+    list.push(text.slice(lengthEnd + 1, lengthEnd + 1 + length));
+    position = lengthEnd + 1 + length;
+  }
+  return list;
+}
