@@ -40,7 +40,7 @@ export function nodeTests(project, files, env = {}) {
  * `rewrite(source, file)` maps imports; an import of upstream sources left
  * unmapped fails the run. Prints SKIPPED when there is no checkout.
  */
-export function runUpstreamSuite({ project, repo, label, include, rewrite, exclude = () => false }) {
+export function runUpstreamSuite({ project, repo, label, include, rewrite, exclude = () => false, replaceFiles = {} }) {
   if (!existsSync(repo)) {
     console.log(`upstream suite ${label}: SKIPPED, no checkout at ${repo}`);
     return;
@@ -62,6 +62,9 @@ export function runUpstreamSuite({ project, repo, label, include, rewrite, exclu
       writeFileSync(target, raw);
     }
   }
+  // Configuration files of upstream's repository root that the copied tests
+  // refer to (e.g. a tsconfig extending one outside test/).
+  for (const [file, content] of Object.entries(replaceFiles)) writeFileSync(join(root, file), content);
   writeFileSync(join(root, "vitest.config.mjs"), `export default { test: { include: ${JSON.stringify(include)} } };\n`);
   console.log(`upstream suite ${label}: ${commit.slice(0, 12)}, ${files.length} files`);
   run(join(project, "node_modules", ".bin", "vitest"), ["run", "--config", "vitest.config.mjs"], { cwd: root });

@@ -72,19 +72,21 @@ export async function getPayload(request, maxBytes = Infinity) {
 /** Collects a Node request stream; rejects once it exceeds `maxBytes`. */
 export function getPayloadFromRequestStream(request, maxBytes = Infinity) {
   return new Promise((resolve, reject) => {
-    const data = [];
+    let data = [];
     let size = 0;
     request.on("error", (error) => reject(new AggregateError([error], error.message)));
     request.on("data", (chunk) => {
+      if (data === null) return; // over the limit: the rest is read and dropped
       size += chunk.length;
       if (size > maxBytes) {
+        data = null;
         reject(new PayloadTooLargeError("payload too large"));
-        request.destroy?.();
         return;
       }
       data.push(chunk);
     });
     request.on("end", () => {
+      if (data === null) return;
       const result = concatUint8Array(data);
       queueMicrotask(() => resolve(result));
     });
@@ -173,6 +175,7 @@ function createMiddleware({ platform, webhooks, options }) {
         clearTimeout(timer);
         if (timedOut) return platform.notOurs(response);
         if (error instanceof PayloadTooLargeError) {
+          platform.closeAfterResponse(response);
           return platform.respond(decodeReply(wasm().webhooks_reply("too_large", undefined, "", "", maxBytes)), response);
         }
         const first = firstError(error);
@@ -192,6 +195,8 @@ const encoder = new TextEncoder();
 
 const nodePlatform = {
   url: (request) => request.url,
+  // The unread rest of an oversized body is not worth keeping the connection for.
+  closeAfterResponse: (response) => response.setHeader("connection", "close"),
   header: (request, name) => request.headers[name],
   payload: getPayload,
   notOurs: () => false,
@@ -203,6 +208,7 @@ const nodePlatform = {
 
 const webPlatform = {
   url: (request) => request.url,
+  closeAfterResponse: () => {},
   header: (request, name) => request.headers.get(name),
   payload: readWebBody,
   notOurs: () => new Response(null, { status: 200 }),

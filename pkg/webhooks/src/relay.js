@@ -33,7 +33,7 @@ export function createRelayClient(webhooks, { url, EventSource: EventSourceClass
     const payload = typeof relayed.body === "string" ? relayed.body : JSON.stringify(relayed.body);
     webhooks
       .verifyAndReceive({
-        id: relayed["x-github-delivery"] || relayed["x-request-id"],
+        id: relayed["x-request-id"] || relayed["x-github-delivery"],
         name: relayed["x-github-event"],
         signature: relayed["x-hub-signature-256"],
         payload,

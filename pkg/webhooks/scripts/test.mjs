@@ -1,0 +1,62 @@
+// npm test: packs this package and ../webhooks-methods, installs both into a
+// fresh project and runs: the behaviour tests (API, middleware over real HTTP,
+// size limit, timeout, relay), every @octokit/webhooks-examples delivery
+// through both middleware, CJS, tsc on typed usage (against this package and
+// @octokit/webhooks), and octokit/webhooks.js's own test/ suite plus its
+// typescript-validate.ts when a checkout is available
+// (STRATA_UPSTREAM_WEBHOOKS, default ../.mirror/octokit+webhooks.js/repo).
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { copyTests, createProject, nodeTests, repoRoot, run, runUpstreamSuite } from "../../shared/harness.mjs";
+
+const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const methodsDir = resolve(pkgDir, "..", "webhooks-methods");
+const upstream = process.env.STRATA_UPSTREAM_WEBHOOKS || resolve(repoRoot, "..", ".mirror", "octokit+webhooks.js", "repo");
+
+if (!existsSync(join(methodsDir, "dist"))) run("npm", ["run", "build"], { cwd: methodsDir });
+const { dir, cleanup } = createProject("strata-webhooks-test", [pkgDir, methodsDir], [
+  "@octokit/webhooks@14", "@octokit/webhooks-examples@7", "eventsource@3", "typescript@5", "vitest@4", "get-port@7", "express@5", "@types/node@20",
+]);
+
+// Upstream module -> our entry point. Type-only modules map to the main entry.
+const INTERNAL = ["event-handler/on", "event-handler/receive", "event-handler/remove-listener", "event-handler/wrap-error-handler",
+  "event-handler/validate-event-name", "middleware/node/get-payload", "concat-uint8array", "create-logger", "normalize-trailing-slashes"];
+function rewrite(source) {
+  return source
+    .replace(/from "((?:\.\.\/)+)src\/([^"]+)\.ts"/g, (_, _up, module) =>
+      INTERNAL.includes(module) ? 'from "@strata/webhooks/internals"' : 'from "@strata/webhooks"')
+    .replaceAll('from "@octokit/webhooks-methods"', 'from "@strata/webhooks-methods"')
+    .replaceAll("[@octokit/webhooks]", "[@strata/webhooks]");
+}
+
+try {
+  copyTests(pkgDir, dir);
+  nodeTests(dir, ["test/behaviour.test.mjs", "test/examples.test.mjs", "test/require.test.cjs"]);
+
+  run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
+  const typed = readFileSync(join(dir, "test", "typed-usage.ts"), "utf8");
+  writeFileSync(join(dir, "test", "typed-usage.ts"), typed.replaceAll('"@strata/webhooks"', '"@octokit/webhooks"'));
+  run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
+  console.log("tsc --noEmit: the typed usage compiles against this package and against @octokit/webhooks");
+
+  runUpstreamSuite({
+    project: dir,
+    repo: upstream,
+    label: "webhooks",
+    include: ["test/**/*.test.ts"],
+    rewrite,
+    replaceFiles: {
+      "test/tsconfig.json": JSON.stringify({ compilerOptions: { target: "es2023", module: "node16", moduleResolution: "node16", strict: true, allowImportingTsExtensions: true, noEmit: true, resolveJsonModule: true, esModuleInterop: true, skipLibCheck: true } }),
+    },
+  });
+  if (existsSync(upstream)) {
+    const validate = join(dir, "upstream-webhooks", "test", "typescript-validate.ts");
+    run(join(dir, "node_modules", ".bin", "tsc"), ["--noEmit", "--noImplicitAny", "--target", "es2023", "--esModuleInterop",
+      "--moduleResolution", "node16", "--module", "node16", "--skipLibCheck", validate], { cwd: dir });
+    console.log("tsc: upstream's test/typescript-validate.ts compiles against this package");
+  }
+} finally {
+  cleanup();
+}
