@@ -26,7 +26,7 @@ if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
     fi
 fi
 
-for pkg in pkg/*/; do
+for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
     echo "==> $pkg: npm ci, build, test"
     (cd "$pkg" && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
 done

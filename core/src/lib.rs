@@ -44,7 +44,7 @@ pub mod plan;
 pub mod redact;
 pub mod source;
 pub mod summary;
-pub mod webhooks;
 mod template;
+pub mod webhooks;
 
 pub use source::MigrationType;

@@ -36,12 +36,17 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
 
   const wasmOpt = join(pkgDir, "node_modules", ".bin", "wasm-opt");
   const bgWasm = join(buildDir, "strata_wasm_bg.wasm");
-  run(wasmOpt, [profile === "wasm" ? "-Oz" : "-O3", ...(profiling ? ["--debuginfo"] : ["--strip-debug", "--strip-producers"]), "--enable-bulk-memory",
+  run(wasmOpt, ["-O3", ...(profiling ? ["--debuginfo"] : ["--strip-debug", "--strip-producers"]), "--enable-bulk-memory",
     "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types",
     "--enable-multivalue", bgWasm, "-o", bgWasm], { stdio: "inherit" });
 
   const bytes = readFileSync(bgWasm);
-  writeFileSync(join(buildDir, "wasm-base64.js"), `export const WASM_BASE64 = ${JSON.stringify(bytes.toString("base64"))};\n`);
+  // One character per byte (U+0100 + byte): unlike base64 it keeps the
+  // module's byte patterns aligned, so gzip shrinks the bundle about as well
+  // as the raw wasm (webhooks: 29.6 KB instead of 35.7 KB gzipped).
+  let text = "";
+  for (const byte of bytes) text += String.fromCharCode(0x100 + byte);
+  writeFileSync(join(buildDir, "wasm-text.js"), `export const WASM_TEXT = "${text}";\n`);
   writeFileSync(join(buildDir, "version.js"), `export const VERSION = ${JSON.stringify(pkg.version)};\n`);
 
   if (beforeBundle) await beforeBundle(buildDir);
@@ -52,8 +57,11 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
       bundle: true,
       minify: !profiling,
       platform: "neutral",
+      // Only the Node builds (the "node" export condition) import node: modules.
+      external: ["node:*"],
       target: "es2020",
       legalComments: "none",
+      charset: "utf8", // keep the embedded wasm text as UTF-8, not \u escapes
       // wasm-bindgen's async loader (never called: the module is instantiated
       // synchronously) names import.meta.url, which CommonJS lacks.
       define: { "import.meta.url": '"file:///strata_wasm.js"' },

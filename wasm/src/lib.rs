@@ -28,6 +28,7 @@ mod wire;
 pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};
 #[cfg(feature = "webhooks")]
 pub use webhooks::{
-    webhooks_event_names, webhooks_listener_keys, webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route,
-    webhooks_sign, webhooks_validate_event_name, webhooks_verify, webhooks_verify_with_fallback,
+    webhooks_digest_matches, webhooks_event_names, webhooks_format_digest, webhooks_listener_keys,
+    webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_sign, webhooks_validate_event_name,
+    webhooks_verify, webhooks_verify_with_fallback,
 };

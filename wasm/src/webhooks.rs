@@ -3,15 +3,28 @@
 //! else as strings.
 
 use strata_core::webhooks::middleware::{self, Reply, RequestHead, Route};
-use strata_core::webhooks::{self, signature, EventNameError};
+use strata_core::webhooks::{self, EventNameError, signature};
 use wasm_bindgen::prelude::*;
 
-use crate::wire::{write_number, write_string, write_strings, Reader, WireError};
+use crate::wire::{Reader, WireError, write_number, write_string, write_strings};
 
 /// `sha256=<hex>` of `payload` with `secret`.
 #[wasm_bindgen]
 pub fn webhooks_sign(secret: &str, payload: &[u8]) -> String {
     signature::sign(secret, payload)
+}
+
+/// The header value of a 32-byte HMAC-SHA256 digest computed by the platform.
+#[wasm_bindgen]
+pub fn webhooks_format_digest(digest: &[u8]) -> Result<String, JsError> {
+    let digest: &[u8; 32] = digest.try_into().map_err(|_| JsError::new("strata-wasm: a digest has 32 bytes"))?;
+    Ok(signature::format_digest(digest))
+}
+
+/// Whether `signature` is the header value of `digest` (constant time).
+#[wasm_bindgen]
+pub fn webhooks_digest_matches(digest: &[u8], signature: &str) -> bool {
+    <&[u8; 32]>::try_from(digest).is_ok_and(|digest| signature::digest_matches(digest, signature))
 }
 
 /// Whether `signature` matches; false for any malformed signature.
@@ -23,7 +36,12 @@ pub fn webhooks_verify(secret: &str, payload: &[u8], signature: &str) -> bool {
 /// [`webhooks_verify`] with `secret`, then each secret of the wire list
 /// `additional` in order.
 #[wasm_bindgen]
-pub fn webhooks_verify_with_fallback(secret: &str, payload: &[u8], signature: &str, additional: &str) -> Result<bool, JsError> {
+pub fn webhooks_verify_with_fallback(
+    secret: &str,
+    payload: &[u8],
+    signature: &str,
+    additional: &str,
+) -> Result<bool, JsError> {
     let secrets = Reader::new(additional).strings().map_err(|WireError(message)| JsError::new(message))?;
     Ok(signature::verify_with_fallback(secret, secrets, payload, signature))
 }

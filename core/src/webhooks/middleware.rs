@@ -169,7 +169,11 @@ pub fn too_large(max_body_bytes: u64) -> Reply {
 
 /// 200: verified and every handler succeeded.
 pub fn delivered() -> Reply {
-    Reply { status: 200, body: "ok\n".into(), headers: &[("content-type", "text/plain"), ("accept", "application/json")] }
+    Reply {
+        status: 200,
+        body: "ok\n".into(),
+        headers: &[("content-type", "text/plain"), ("accept", "application/json")],
+    }
 }
 
 /// 202: handlers still running when the timeout fired.
@@ -218,7 +222,10 @@ mod tests {
 
     #[test]
     fn a_complete_delivery_is_delivered() {
-        assert_eq!(route(&head(), DEFAULT_PATH, DEFAULT_MAX_BODY_BYTES), Route::Deliver { name: "push", signature: "sha256=x", id: "123" });
+        assert_eq!(
+            route(&head(), DEFAULT_PATH, DEFAULT_MAX_BODY_BYTES),
+            Route::Deliver { name: "push", signature: "sha256=x", id: "123" }
+        );
         let charset = RequestHead { content_type: Some(" application/json ; charset=utf-8"), ..head() };
         assert!(matches!(route(&charset, "/api/github/webhooks/", 100), Route::Deliver { .. }));
     }
@@ -239,7 +246,11 @@ mod tests {
             (404, r#"{"error":"Unknown route: GET /api/github/webhooks"}"#.into())
         );
         assert_eq!(
-            reply(route(&RequestHead { content_type: Some("application/x-www-form-urlencoded"), event: None, ..head() }, DEFAULT_PATH, 100)),
+            reply(route(
+                &RequestHead { content_type: Some("application/x-www-form-urlencoded"), event: None, ..head() },
+                DEFAULT_PATH,
+                100
+            )),
             (415, r#"{"error":"Unsupported \"Content-Type\" header value. Must be \"application/json\""}"#.into())
         );
         assert_eq!(
@@ -261,7 +272,10 @@ mod tests {
         assert_eq!(delivered().body, "ok\n");
         assert_eq!(still_processing().status, 202);
         let failure = failed(Some(400), "Error", "signature does not match\n\"x\"");
-        assert_eq!((failure.status, failure.body.as_str()), (400, r#"{"error":"Error: signature does not match\n\"x\""}"#));
+        assert_eq!(
+            (failure.status, failure.body.as_str()),
+            (400, r#"{"error":"Error: signature does not match\n\"x\""}"#)
+        );
         assert_eq!(failed(None, "Error", "").body, r#"{"error":"Error: An Unspecified error occurred"}"#);
     }
 

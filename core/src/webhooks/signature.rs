@@ -3,6 +3,7 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+use subtle::ConstantTimeEq;
 
 /// The prefix GitHub writes before the hex digest.
 pub const PREFIX: &str = "sha256=";
@@ -10,14 +11,21 @@ pub const PREFIX: &str = "sha256=";
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn mac(secret: &str, payload: &[u8]) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
     mac.update(payload);
     mac
 }
 
 /// `sha256=<64 lowercase hex digits>` for `payload` signed with `secret`.
 pub fn sign(secret: &str, payload: &[u8]) -> String {
-    let digest = mac(secret, payload).finalize().into_bytes();
+    let digest: [u8; 32] = mac(secret, payload).finalize().into_bytes().into();
+    format_digest(&digest)
+}
+
+/// The header value for an HMAC-SHA256 digest computed elsewhere (the Node
+/// build of the packages hashes with the platform's native HMAC).
+pub fn format_digest(digest: &[u8; 32]) -> String {
     let mut out = String::with_capacity(PREFIX.len() + 64);
     out.push_str(PREFIX);
     for byte in digest {
@@ -60,6 +68,12 @@ pub fn verify(secret: &str, payload: &[u8], signature: &str) -> bool {
     }
 }
 
+/// Whether `signature` is the header value of `digest` (an HMAC-SHA256
+/// computed elsewhere), compared in constant time; false when malformed.
+pub fn digest_matches(digest: &[u8; 32], signature: &str) -> bool {
+    parse(signature).is_some_and(|expected| bool::from(expected.ct_eq(digest)))
+}
+
 /// [`verify`] with `secret`, then with each of `additional_secrets` in order
 /// (secret rotation); true at the first match.
 pub fn verify_with_fallback<'a>(
@@ -99,6 +113,15 @@ mod tests {
         assert!(!verify("mysecret", PAYLOAD, &format!("{SIGNATURE}0")));
         assert!(!verify("mysecret", PAYLOAD, ""));
         assert!(!verify("mysecret", PAYLOAD, "sha256=ü4d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3"));
+    }
+
+    #[test]
+    fn digests_computed_elsewhere() {
+        let digest: [u8; 32] = mac("mysecret", PAYLOAD).finalize().into_bytes().into();
+        assert_eq!(format_digest(&digest), SIGNATURE);
+        assert!(digest_matches(&digest, SIGNATURE));
+        assert!(!digest_matches(&[0; 32], SIGNATURE));
+        assert!(!digest_matches(&digest, &SIGNATURE[..70]));
     }
 
     #[test]

@@ -4,4 +4,4 @@ import { fileURLToPath } from "node:url";
 
 import { buildPackage } from "../../shared/build.mjs";
 
-await buildPackage({ pkgDir: join(dirname(fileURLToPath(import.meta.url)), ".."), features: ["webhooks"], entries: ["index.js"], profile: "wasm-speed" });
+await buildPackage({ pkgDir: join(dirname(fileURLToPath(import.meta.url)), ".."), features: ["webhooks"], entries: ["index.js", "node.js"] });

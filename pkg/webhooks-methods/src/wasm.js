@@ -3,26 +3,23 @@
 
 import {
   initSync,
+  webhooks_digest_matches,
+  webhooks_format_digest,
   webhooks_sign,
   webhooks_verify,
   webhooks_verify_with_fallback,
 } from "../build/strata_wasm.js";
-import { WASM_BASE64 } from "../build/wasm-base64.js";
+import { decodeWasmText } from "../../shared/wasm-text.js";
+import { WASM_TEXT } from "../build/wasm-text.js";
 
-const bindings = { webhooks_sign, webhooks_verify, webhooks_verify_with_fallback };
+const bindings = { webhooks_digest_matches, webhooks_format_digest, webhooks_sign, webhooks_verify, webhooks_verify_with_fallback };
 let ready = false;
 
-function decodeBase64(text) {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
 
 /** The bindings, instantiated. */
 export function wasm() {
   if (!ready) {
-    initSync({ module: decodeBase64(WASM_BASE64) });
+    initSync({ module: decodeWasmText(WASM_TEXT) });
     ready = true;
   }
   return bindings;

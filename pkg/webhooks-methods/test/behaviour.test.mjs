@@ -4,69 +4,72 @@ import assert from "node:assert/strict";
 
 import fc from "fast-check";
 import * as upstream from "@octokit/webhooks-methods";
-import { sign, verify, verifyWithFallback } from "@strata/webhooks-methods";
+import * as nodeBuild from "@strata/webhooks-methods";
+import * as wasmBuild from "@strata/webhooks-methods/wasm";
 
-const payload = '{"foo":"bar"}';
-const signature = "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3";
+for (const [build, { sign, verify, verifyWithFallback }] of [["node build (native HMAC)", nodeBuild], ["universal build (HMAC in WebAssembly)", wasmBuild]]) {
+  const payload = '{"foo":"bar"}';
+  const signature = "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3";
 
-test("sign gives GitHub's X-Hub-Signature-256 value", async () => {
-  assert.equal(await sign("mysecret", payload), signature);
-});
+  test(`${build}: sign gives GitHub's X-Hub-Signature-256 value`, async () => {
+    assert.equal(await sign("mysecret", payload), signature);
+  });
 
-test("verify accepts the exact signature only", async () => {
-  assert.equal(await verify("mysecret", payload, signature), true);
-  assert.equal(await verify("mysecret", payload + " ", signature), false);
-  assert.equal(await verify("other", payload, signature), false);
-  for (const bad of [signature.slice(0, 70), signature.slice(7), signature.toUpperCase(), "sha1=abc", "sha256=", "x", signature + "00"]) {
-    assert.equal(await verify("mysecret", payload, bad), false, bad);
-  }
-});
+  test(`${build}: verify accepts the exact signature only`, async () => {
+    assert.equal(await verify("mysecret", payload, signature), true);
+    assert.equal(await verify("mysecret", payload + " ", signature), false);
+    assert.equal(await verify("other", payload, signature), false);
+    for (const bad of [signature.slice(0, 70), signature.slice(7), signature.toUpperCase(), "sha1=abc", "sha256=", "x", signature + "00"]) {
+      assert.equal(await verify("mysecret", payload, bad), false, bad);
+    }
+  });
 
-test("verifyWithFallback tries the additional secrets in order", async () => {
-  assert.equal(await verifyWithFallback("a", payload, signature, ["b", "mysecret"]), true);
-  assert.equal(await verifyWithFallback("mysecret", payload, signature, undefined), true);
-  assert.equal(await verifyWithFallback("a", payload, signature, ["b"]), false);
-  await assert.rejects(verifyWithFallback("a", payload, signature, [""]), TypeError);
-  assert.equal(await verifyWithFallback("mysecret", payload, signature, [""]), true);
-});
+  test(`${build}: verifyWithFallback tries the additional secrets in order`, async () => {
+    assert.equal(await verifyWithFallback("a", payload, signature, ["b", "mysecret"]), true);
+    assert.equal(await verifyWithFallback("mysecret", payload, signature, undefined), true);
+    assert.equal(await verifyWithFallback("a", payload, signature, ["b"]), false);
+    await assert.rejects(verifyWithFallback("a", payload, signature, [""]), TypeError);
+    assert.equal(await verifyWithFallback("mysecret", payload, signature, [""]), true);
+  });
 
-test("missing arguments reject with TypeError, like upstream", async () => {
-  await assert.rejects(sign(), { name: "TypeError", message: "[@strata/webhooks-methods] secret & payload required for sign()" });
-  await assert.rejects(sign("s", {}), { name: "TypeError", message: "[@strata/webhooks-methods] payload must be a string" });
-  await assert.rejects(verify("s", payload), { name: "TypeError", message: "[@strata/webhooks-methods] secret, eventPayload & signature required" });
-  await assert.rejects(verify("s", {}, signature), { name: "TypeError", message: "[@strata/webhooks-methods] eventPayload must be a string" });
-});
+  test(`${build}: missing arguments reject with TypeError, like upstream`, async () => {
+    await assert.rejects(sign(), { name: "TypeError", message: "[@strata/webhooks-methods] secret & payload required for sign()" });
+    await assert.rejects(sign("s", {}), { name: "TypeError", message: "[@strata/webhooks-methods] payload must be a string" });
+    await assert.rejects(verify("s", payload), { name: "TypeError", message: "[@strata/webhooks-methods] secret, eventPayload & signature required" });
+    await assert.rejects(verify("s", {}, signature), { name: "TypeError", message: "[@strata/webhooks-methods] eventPayload must be a string" });
+  });
 
-test("VERSION is attached to sign and verify", async () => {
-  const { createRequire } = await import("node:module");
-  const { version } = createRequire(import.meta.url)("@strata/webhooks-methods/package.json");
-  assert.equal(sign.VERSION, version);
-  assert.equal(verify.VERSION, version);
-});
+  test(`${build}: VERSION is attached to sign and verify`, async () => {
+    const { createRequire } = await import("node:module");
+    const { version } = createRequire(import.meta.url)("@strata/webhooks-methods/package.json");
+    assert.equal(sign.VERSION, version);
+    assert.equal(verify.VERSION, version);
+  });
 
-test("arbitrary secrets and payloads sign exactly like upstream; any change of one byte fails (fast-check)", async () => {
-  await fc.assert(
-    fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 300 }), fc.nat(), async (secret, body, at) => {
-      const ours = await sign(secret, body);
-      assert.equal(ours, await upstream.sign(secret, body));
-      assert.equal(await verify(secret, body, ours), true);
-      const position = 7 + (at % 64);
-      const flipped = ours.slice(0, position) + (ours[position] === "0" ? "1" : "0") + ours.slice(position + 1);
-      assert.equal(await verify(secret, body, flipped), false);
-      assert.equal(await upstream.verify(secret, body, flipped), false);
-      const changed = body.slice(0, at % body.length) + String.fromCharCode((body.charCodeAt(at % body.length) + 1) % 0xd800) + body.slice((at % body.length) + 1);
-      if (changed !== body) assert.equal(await verify(secret, changed, ours), false);
-    }),
-    { numRuns: 500, seed: 20261122 },
-  );
-});
+  test(`${build}: arbitrary secrets and payloads sign exactly like upstream; any change of one byte fails (fast-check)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 300 }), fc.nat(), async (secret, body, at) => {
+        const ours = await sign(secret, body);
+        assert.equal(ours, await upstream.sign(secret, body));
+        assert.equal(await verify(secret, body, ours), true);
+        const position = 7 + (at % 64);
+        const flipped = ours.slice(0, position) + (ours[position] === "0" ? "1" : "0") + ours.slice(position + 1);
+        assert.equal(await verify(secret, body, flipped), false);
+        assert.equal(await upstream.verify(secret, body, flipped), false);
+        const changed = body.slice(0, at % body.length) + String.fromCharCode((body.charCodeAt(at % body.length) + 1) % 0xd800) + body.slice((at % body.length) + 1);
+        if (changed !== body) assert.equal(await verify(secret, changed, ours), false);
+      }),
+      { numRuns: 500, seed: 20261122 },
+    );
+  });
 
-test("arbitrary signature strings verify like upstream (fast-check)", async () => {
-  await fc.assert(
-    fc.asyncProperty(fc.oneof(fc.string({ maxLength: 80 }), fc.stringMatching(/^sha256=[0-9a-fA-F]{0,66}$/)), async (candidate) => {
-      if (!candidate) return;
-      assert.equal(await verify("mysecret", payload, candidate), await upstream.verify("mysecret", payload, candidate));
-    }),
-    { numRuns: 1000, seed: 20261122 },
-  );
-});
+  test(`${build}: arbitrary signature strings verify like upstream (fast-check)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.string({ maxLength: 80 }), fc.stringMatching(/^sha256=[0-9a-fA-F]{0,66}$/)), async (candidate) => {
+        if (!candidate) return;
+        assert.equal(await verify("mysecret", payload, candidate), await upstream.verify("mysecret", payload, candidate));
+      }),
+      { numRuns: 1000, seed: 20261122 },
+    );
+  });
+}

@@ -11,8 +11,7 @@ const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 await buildPackage({
   pkgDir,
   features: ["webhooks"],
-  entries: ["index.js", "internals.js"],
-  profile: "wasm-speed",
+  entries: ["index.js", "node.js", "internals.js"],
   beforeBundle: async (buildDir) => {
     const glue = await import(pathToFileURL(join(buildDir, "strata_wasm.js")).href);
     glue.initSync({ module: readFileSync(join(buildDir, "strata_wasm_bg.wasm")) });
