@@ -5,10 +5,12 @@
 // @octokit/webhooks), and octokit/webhooks.js's own test/ suite plus its
 // typescript-validate.ts when a checkout is available
 // (STRATA_UPSTREAM_WEBHOOKS, default ../.mirror/octokit+webhooks.js/repo).
+import { createHmac } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { runBrowserCheck } from "../../shared/browser.mjs";
 import { copyTests, createProject, nodeTests, repoRoot, run, runUpstreamSuite } from "../../shared/harness.mjs";
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -40,6 +42,35 @@ try {
   writeFileSync(join(dir, "test", "typed-usage.ts"), typed.replaceAll('"@strata/webhooks"', '"@octokit/webhooks"'));
   run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
   console.log("tsc --noEmit: the typed usage compiles against this package and against @octokit/webhooks");
+
+  const nodeSignature = "sha256=" + createHmac("sha256", "browser secret").update(JSON.stringify({ action: "opened", issue: { number: 1 } })).digest("hex");
+  // The universal build (no node: imports) in a browser page and a worker:
+  // sign, verify and dispatch, and the web middleware answering a Request.
+  await runBrowserCheck({
+    project: dir,
+    packageName: "@strata/webhooks",
+    label: "@strata/webhooks",
+    checkSource: `
+import { Webhooks, createWebMiddleware } from "/pkg/index.mjs";
+export async function check() {
+  const webhooks = new Webhooks({ secret: "browser secret" });
+  const seen = [];
+  webhooks.on("issues.opened", (event) => seen.push(event.id));
+  const body = JSON.stringify({ action: "opened", issue: { number: 1 } });
+  const signature = await webhooks.sign(body);
+  const expected = ${JSON.stringify(nodeSignature)};
+  if (signature !== expected) throw new Error("signature " + signature + ", node:crypto says " + expected);
+  const middleware = createWebMiddleware(webhooks);
+  const headers = { "content-type": "application/json", "x-github-event": "issues", "x-github-delivery": "browser-1", "x-hub-signature-256": signature };
+  const ok = await middleware(new Request("http://localhost/api/github/webhooks", { method: "POST", headers, body }));
+  if (ok.status !== 200 || (await ok.text()) !== "ok\\n") throw new Error("status " + ok.status);
+  const bad = await middleware(new Request("http://localhost/api/github/webhooks", { method: "POST", headers: { ...headers, "x-hub-signature-256": "sha256=00" }, body }));
+  if (bad.status !== 400) throw new Error("bad signature got " + bad.status);
+  if (seen.join() !== "browser-1") throw new Error("handlers saw " + seen.join());
+  return "ok";
+}
+`,
+  });
 
   runUpstreamSuite({
     project: dir,
