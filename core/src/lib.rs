@@ -1,4 +1,5 @@
-//! Strata's core: every decision of the migration service, and none of its I/O.
+//! Strata's core: every decision of the migration service, the request-options
+//! builder and the webhook toolset, and none of their I/O.
 //!
 //! # Contract
 //!
@@ -7,11 +8,13 @@
 //! numbers. Everything it needs from the outside world enters as an argument:
 //! the YAML text of a configuration and the environment as a map, migration
 //! files as `(directory, file name, bytes)`, the rows already recorded in the
-//! database, the tenant list, the start time and duration of an operation.
+//! database, the tenant list, the start time and duration of an operation,
+//! a route and its parameters, a webhook's headers and body bytes.
 //! Everything it decides leaves as a value: a validated [`config::Config`], an
-//! ordered [`plan::Plan`] with its diagnostics, a rendered webhook payload.
+//! ordered [`plan::Plan`] with its diagnostics, a rendered webhook payload, a
+//! URL, a signature verdict, the HTTP answer to a delivery.
 //!
-//! The shells (`strata-server`, and later the WebAssembly bindings) read,
+//! The shells (`strata-server`, the WebAssembly bindings in `strata-wasm`) read,
 //! hand the data to this crate, and execute what it returns. Because of the
 //! contract the crate builds for `wasm32-unknown-unknown`, and every function
 //! in it is deterministic: the same input always gives the same output.
