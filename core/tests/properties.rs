@@ -104,7 +104,9 @@ proptest! {
         let redacted = redact_data_source(&text);
         // "PW" starts the password and appears nowhere else; its tail must not survive either.
         prop_assert!(!redacted.contains("PW"), "{} -> {}", text, redacted);
-        prop_assert!(password.len() < 4 || !redacted.contains(&password[2..]), "{} -> {}", text, redacted);
+        // (A tail made only of '*' is indistinguishable from the mask itself.)
+        let tail = &password[2..];
+        prop_assert!(password.len() < 4 || tail.chars().all(|c| c == '*') || !redacted.contains(tail), "{} -> {}", text, redacted);
         prop_assert!(redacted.contains(&host));
     }
 
