@@ -32,7 +32,7 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
 
   const localBindgen = join(homedir(), ".cargo", "bin", "wasm-bindgen");
   const bindgen = process.env.WASM_BINDGEN_BIN || (existsSync(localBindgen) ? localBindgen : "wasm-bindgen");
-  run(bindgen, ["--target", "web", ...(profiling ? ["--keep-debug"] : []), "--out-dir", buildDir, "--out-name", "strata_wasm", wasmFile], { stdio: "inherit" });
+  run(bindgen, ["--target", "web", "--experimental-reset-state-function", ...(profiling ? ["--keep-debug"] : []), "--out-dir", buildDir, "--out-name", "strata_wasm", wasmFile], { stdio: "inherit" });
 
   const wasmOpt = join(pkgDir, "node_modules", ".bin", "wasm-opt");
   const bgWasm = join(buildDir, "strata_wasm_bg.wasm");

@@ -20,9 +20,12 @@
 mod endpoint;
 #[cfg(feature = "crossing-experiment")]
 mod experiment;
+mod panic;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 mod wire;
+
+pub use panic::{start, strata_take_panic, strata_test_panic};
 
 #[cfg(feature = "endpoint")]
 pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};

@@ -13,7 +13,7 @@ import { getUserAgent } from "universal-user-agent";
 
 import { merge, isPlainObject } from "./merge.js";
 import { VERSION } from "../build/version.js";
-import { wasm } from "./wasm.js";
+import { onInstanceReset, wasm } from "./wasm.js";
 import { wireReader, wireString, wireStrings, wireValue } from "./wire.js";
 
 export { VERSION, isPlainObject };
@@ -24,6 +24,16 @@ const PLAN_CACHE_LIMIT = 1024;
 // literal, hash-cached) strings instead of a new concatenation.
 const plans = new Map();
 let planCount = 0;
+// Plans live in the instance: a replaced instance (after a panic) has none.
+onInstanceReset(() => {
+  plans.clear();
+  planCount = 0;
+});
+
+/** Test hook of the reliability tests: makes the WebAssembly panic on purpose. */
+export function __testPanic(message) {
+  return wasm().strata_test_panic(String(message));
+}
 
 function planFor(method, url) {
   let byUrl = plans.get(method);

@@ -1,13 +1,31 @@
 // Loads the WebAssembly synchronously, on first use, from bytes embedded in
 // the bundle: no fetch, no top-level await, no bundler needed.
 
-import { initSync, endpoint_plan, endpoint_reset, endpoint_url } from "../build/strata_wasm.js";
+import {
+  __wbg_reset_state,
+  initSync,
+  endpoint_plan,
+  endpoint_reset,
+  endpoint_url,
+  strata_take_panic,
+  strata_test_panic,
+} from "../build/strata_wasm.js";
+import { guardBindings } from "../../shared/guard.js";
 import { decodeWasmText } from "../../shared/wasm-text.js";
 import { WASM_TEXT } from "../build/wasm-text.js";
 
-const bindings = { endpoint_plan, endpoint_reset, endpoint_url };
+const bindings = guardBindings({ endpoint_plan, endpoint_reset, endpoint_url, strata_test_panic }, {
+  takePanic: strata_take_panic,
+  resetState: __wbg_reset_state,
+  onReset: () => resetListeners.forEach((listener) => listener()),
+});
+const resetListeners = [];
 let ready = false;
 
+/** Runs `listener` whenever a panic replaced the instance (its state is gone). */
+export function onInstanceReset(listener) {
+  resetListeners.push(listener);
+}
 
 /** The bindings, instantiated. */
 export function wasm() {

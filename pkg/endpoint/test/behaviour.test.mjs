@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
-import { endpoint, VERSION, isPlainObject } from "@strata/endpoint";
+import { endpoint, VERSION, isPlainObject, __testPanic } from "@strata/endpoint";
 import { cases, USER_AGENT_PLACEHOLDER } from "./cases.mjs";
 
 const require = createRequire(import.meta.url);
@@ -119,4 +119,16 @@ test("isPlainObject", () => {
   assert.equal(isPlainObject(null), false);
   class Foo {}
   assert.equal(isPlainObject(new Foo()), false);
+});
+
+test("a Rust panic becomes a thrown Error, and the package keeps working with a fresh instance", () => {
+  assert.equal(endpoint("GET /before/{id}", { id: 1 }).url, "https://api.github.com/before/1");
+  assert.throws(() => __testPanic("boom"), (error) => {
+    assert.ok(error instanceof Error && !(error instanceof WebAssembly.RuntimeError));
+    assert.match(error.message, /^\[strata\] internal error in strata_test_panic: .*strata_test_panic: boom.*\(the WebAssembly instance was replaced\)$/s);
+    return true;
+  });
+  // The plan of /before/{id} lived in the replaced instance: it is planned again.
+  assert.equal(endpoint("GET /before/{id}", { id: 2 }).url, "https://api.github.com/before/2");
+  assert.equal(endpoint("POST /after", { a: 1 }).body.a, 1);
 });

@@ -14,3 +14,8 @@ export const verify = methods.verify;
 export const verifyWithFallback = methods.verifyWithFallback;
 sign.VERSION = VERSION;
 verify.VERSION = VERSION;
+
+/** Test hook of the reliability tests: makes the WebAssembly panic on purpose. */
+export function __testPanic(message) {
+  return wasm().strata_test_panic(String(message));
+}

@@ -73,3 +73,11 @@ for (const [build, { sign, verify, verifyWithFallback }] of [["node build (nativ
     );
   });
 }
+
+test("a Rust panic becomes a thrown Error, and both builds keep working", async () => {
+  for (const build of [nodeBuild, wasmBuild]) {
+    assert.throws(() => build.__testPanic("boom"), /^Error: \[strata\] internal error in strata_test_panic: .*boom/s);
+    assert.equal(await build.sign("mysecret", '{"foo":"bar"}'), "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3");
+    assert.equal(await build.verify("mysecret", '{"foo":"bar"}', "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3"), true);
+  }
+});

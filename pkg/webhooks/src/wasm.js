@@ -2,7 +2,10 @@
 // the bundle: no fetch, no top-level await, no bundler needed.
 
 import {
+  __wbg_reset_state,
   initSync,
+  strata_take_panic,
+  strata_test_panic,
   webhooks_digest_matches,
   webhooks_format_digest,
   webhooks_listener_keys,
@@ -14,10 +17,11 @@ import {
   webhooks_verify,
   webhooks_verify_with_fallback,
 } from "../build/strata_wasm.js";
+import { guardBindings } from "../../shared/guard.js";
 import { decodeWasmText } from "../../shared/wasm-text.js";
 import { WASM_TEXT } from "../build/wasm-text.js";
 
-const bindings = {
+const bindings = guardBindings({
   webhooks_digest_matches,
   webhooks_format_digest,
   webhooks_listener_keys,
@@ -28,9 +32,19 @@ const bindings = {
   webhooks_validate_event_name,
   webhooks_verify,
   webhooks_verify_with_fallback,
-};
+  strata_test_panic,
+}, {
+  takePanic: strata_take_panic,
+  resetState: __wbg_reset_state,
+  onReset: () => resetListeners.forEach((listener) => listener()),
+});
+const resetListeners = [];
 let ready = false;
 
+/** Runs `listener` whenever a panic replaced the instance (its state is gone). */
+export function onInstanceReset(listener) {
+  resetListeners.push(listener);
+}
 
 /** The bindings, instantiated. */
 export function wasm() {

@@ -13,6 +13,7 @@ import {
   createRelayClient,
   emitterEventNames,
   validateEventName,
+  __testPanic,
 } from "@strata/webhooks";
 import { emitterEventNames as upstreamNames } from "@octokit/webhooks";
 import { deliver, serveNode, serveWeb } from "./helpers.mjs";
@@ -238,4 +239,14 @@ test("relay client: signed deliveries from a server-sent-events channel are veri
   server.close();
   assert.deepEqual(received, ["relay-1"]);
   assert.equal(errors.length, 1);
+});
+
+test("a Rust panic becomes a thrown Error, and verification and routing keep working", async () => {
+  const webhooks = new Webhooks({ secret: SECRET });
+  const seen = [];
+  webhooks.on("issues.opened", (event) => seen.push(event.id));
+  assert.throws(() => __testPanic("boom"), /^Error: \[strata\] internal error in strata_test_panic: .*boom/s);
+  await webhooks.verifyAndReceive({ id: "after-panic", name: "issues", payload, signature: await webhooks.sign(payload) });
+  assert.deepEqual(seen, ["after-panic"]);
+  assert.throws(() => validateEventName("*"), TypeError);
 });
