@@ -57,3 +57,38 @@ pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> axum::
     tracing::error!("a request handler panicked");
     crate::error::AppError::Internal("the request could not be completed".into()).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+    use tower_http::catch_panic::CatchPanicLayer;
+
+    use super::*;
+
+    /// The layer `main` puts around the router, around a handler that panics:
+    /// the panicking request gets the 500 JSON error, the next one is served.
+    #[tokio::test]
+    async fn a_panicking_handler_gets_500_and_the_router_keeps_serving() {
+        async fn explode() -> &'static str {
+            panic!("handler bug")
+        }
+        let app = Router::new()
+            .route("/explode", get(explode))
+            .route("/fine", get(|| async { "fine" }))
+            .layer(CatchPanicLayer::custom(panic_response));
+
+        let response = app.clone().oneshot(Request::get("/explode").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["error"]["message"], "internal error: the request could not be completed");
+        assert_eq!(json["error"]["code"], "INTERNAL");
+        assert!(!String::from_utf8_lossy(&body).contains("handler bug"));
+
+        let response = app.oneshot(Request::get("/fine").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(axum::body::to_bytes(response.into_body(), 64).await.unwrap(), "fine");
+    }
+}
