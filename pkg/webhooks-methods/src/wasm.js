@@ -1,41 +1,21 @@
-// Loads the WebAssembly synchronously, on first use, from bytes embedded in
-// the bundle: no fetch, no top-level await, no bundler needed.
-
+// The WebAssembly of this package (see ../../shared/loader.js). Named
+// imports, so the bundler drops the glue this package does not call.
 import {
   __wbg_reset_state,
   initSync,
   strata_take_panic,
-  strata_test_panic,
   webhooks_digest_matches,
   webhooks_format_digest,
   webhooks_sign,
   webhooks_verify,
   webhooks_verify_with_fallback,
-} from "../build/strata_wasm.js";
-import { guardBindings } from "../../shared/guard.js";
-import { decodeWasmText } from "../../shared/wasm-text.js";
-import { WASM_TEXT } from "../build/wasm-text.js";
-
-const bindings = guardBindings({ webhooks_digest_matches, webhooks_format_digest, webhooks_sign, webhooks_verify, webhooks_verify_with_fallback,
   strata_test_panic,
-}, {
-  takePanic: strata_take_panic,
-  resetState: __wbg_reset_state,
-  onReset: () => resetListeners.forEach((listener) => listener()),
+} from "../build/strata_wasm.js";
+import { WASM_TEXT } from "../build/wasm-text.js";
+import { createLoader } from "../../shared/loader.js";
+
+export const { wasm } = createLoader({
+  glue: { initSync, __wbg_reset_state, strata_take_panic },
+  text: WASM_TEXT,
+  bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_sign, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
 });
-const resetListeners = [];
-let ready = false;
-
-/** Runs `listener` whenever a panic replaced the instance (its state is gone). */
-export function onInstanceReset(listener) {
-  resetListeners.push(listener);
-}
-
-/** The bindings, instantiated. */
-export function wasm() {
-  if (!ready) {
-    initSync({ module: decodeWasmText(WASM_TEXT) });
-    ready = true;
-  }
-  return bindings;
-}

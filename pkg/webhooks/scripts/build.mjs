@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { buildPackage } from "../../shared/build.mjs";
+import { readList } from "../../shared/loader.js";
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 await buildPackage({
@@ -15,25 +16,12 @@ await buildPackage({
   beforeBundle: async (buildDir) => {
     const glue = await import(pathToFileURL(join(buildDir, "strata_wasm.js")).href);
     glue.initSync({ module: readFileSync(join(buildDir, "strata_wasm_bg.wasm")) });
-    const names = readListText(glue.webhooks_event_names());
+    const names = readList(glue.webhooks_event_names());
     writeFileSync(join(buildDir, "event-names.js"), `export const EVENT_NAMES = Object.freeze(${JSON.stringify(names)});\n`);
     writeFileSync(join(pkgDir, "types", "generated.d.ts"), generatedTypes(names));
   },
 });
 
-function readListText(text) {
-  const colon = text.indexOf(":");
-  const count = Number(text.slice(1, colon));
-  const list = [];
-  let position = colon + 1;
-  for (let i = 0; i < count; i++) {
-    const end = text.indexOf(":", position);
-    const length = Number(text.slice(position + 1, end));
-    list.push(text.slice(end + 1, end + 1 + length));
-    position = end + 1 + length;
-  }
-  return list;
-}
 
 // types/generated.d.ts: the names as a tuple type, and each event's payload as
 // the union of its actions' definitions in @octokit/openapi-webhooks-types

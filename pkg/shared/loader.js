@@ -1,0 +1,49 @@
+// The WebAssembly loader every package uses: synchronous instantiation on
+// first use, from the bytes embedded in the bundle (no fetch, no top-level
+// await, no bundler needed), with every binding guarded against panics.
+import { guardBindings } from "./guard.js";
+import { decodeWasmText } from "./wasm-text.js";
+
+/**
+ * `glue` is the wasm-bindgen module (its `initSync`, `__wbg_reset_state`,
+ * `strata_take_panic`), `text` the embedded module, `bindings` the exports
+ * the package calls.
+ */
+export function createLoader({ glue, text, bindings }) {
+  const resetListeners = [];
+  const guarded = guardBindings(bindings, {
+    takePanic: glue.strata_take_panic,
+    resetState: glue.__wbg_reset_state,
+    onReset: () => resetListeners.forEach((listener) => listener()),
+  });
+  let ready = false;
+  return {
+    /** The bindings, instantiated. */
+    wasm() {
+      if (!ready) {
+        glue.initSync({ module: decodeWasmText(text) });
+        ready = true;
+      }
+      return guarded;
+    },
+    /** Runs `listener` whenever a panic replaced the instance (its state is gone). */
+    onInstanceReset(listener) {
+      resetListeners.push(listener);
+    },
+  };
+}
+
+/** Reads a wire-format list `l<count>:` of `s<len>:<text>` items (see wasm/src/wire.rs). */
+export function readList(text) {
+  const colon = text.indexOf(":");
+  const count = Number(text.slice(1, colon));
+  const list = [];
+  let position = colon + 1;
+  for (let i = 0; i < count; i++) {
+    const lengthEnd = text.indexOf(":", position);
+    const length = Number(text.slice(position + 1, lengthEnd));
+    list.push(text.slice(lengthEnd + 1, lengthEnd + 1 + length));
+    position = lengthEnd + 1 + length;
+  }
+  return list;
+}
