@@ -19,7 +19,7 @@ const upstream = process.env.STRATA_UPSTREAM_WEBHOOKS || resolve(repoRoot, "..",
 
 if (!existsSync(join(methodsDir, "dist"))) run("npm", ["run", "build"], { cwd: methodsDir });
 const { dir, cleanup } = createProject("strata-webhooks-test", [pkgDir, methodsDir], [
-  "@octokit/webhooks@14", "@octokit/webhooks-examples@7", "eventsource@3", "typescript@5", "vitest@4", "get-port@7", "express@5", "@types/node@20",
+  "@octokit/webhooks@14", "@octokit/webhooks-examples@7", "fast-check@4", "eventsource@3", "typescript@5", "vitest@4", "get-port@7", "express@5", "@types/node@20",
 ]);
 
 // Upstream module -> our entry point. Type-only modules map to the main entry.
@@ -35,7 +35,7 @@ function rewrite(source) {
 
 try {
   copyTests(pkgDir, dir);
-  nodeTests(dir, ["test/behaviour.test.mjs", "test/examples.test.mjs", "test/require.test.cjs"]);
+  nodeTests(dir, ["test/behaviour.test.mjs", "test/examples.test.mjs", "test/differential.test.mjs", "test/require.test.cjs"]);
 
   run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
   const typed = readFileSync(join(dir, "test", "typed-usage.ts"), "utf8");
