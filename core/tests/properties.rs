@@ -15,6 +15,7 @@ use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
 use strata_core::redact::redact_data_source;
 use strata_core::source::{SourceFile, source_migrations};
 use strata_core::summary::{Summary, render_template};
+use strata_core::webhooks::signature;
 
 fn config() -> Config {
     let yaml = "baseLocation: m\ndriver: sqlite\ndataSource: sqlite://x/main.db\n\
@@ -254,5 +255,28 @@ proptest! {
         let lookup = |name: &str| names.iter().position(|n| n == name).map_or(Value::Absent, |i| Value::Scalar(values[i].as_str().into()));
         let expected: String = names.iter().map(|name| format!("/v-{name}")).collect();
         prop_assert_eq!(plan.url("", lookup, []).unwrap(), expected);
+    }
+
+    #[test]
+    fn signatures_verify_and_any_single_byte_change_fails(
+        secret in "\\PC{1,20}",
+        payload in prop::collection::vec(any::<u8>(), 1..300),
+        at in any::<usize>(),
+        flip in 1u8..=255,
+    ) {
+        let header = signature::sign(&secret, &payload);
+        prop_assert!(signature::verify(&secret, &payload, &header));
+        let mut changed = payload.clone();
+        let index = at % changed.len();
+        changed[index] ^= flip;
+        prop_assert!(!signature::verify(&secret, &changed, &header));
+        let mut bytes = header.clone().into_bytes();
+        let position = at % bytes.len();
+        bytes[position] ^= flip & 0x7f;
+        if let Ok(tampered) = String::from_utf8(bytes)
+            && tampered != header
+        {
+            prop_assert!(!signature::verify(&secret, &payload, &tampered));
+        }
     }
 }
