@@ -5,7 +5,8 @@
 // what happened to /result (real time: no virtual-time budget, so timers,
 // streams and crypto in the worker behave as in a browser).
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import { join } from "node:path";
 
@@ -52,21 +53,31 @@ export async function runBrowserCheck({ project, packageName, checkSource, label
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${server.address().port}/`;
+  const profile = mkdtempSync(join(tmpdir(), "strata-chromium-"));
+  // Its own process group, so the browser and every helper process it starts
+  // are stopped together.
   const browser = spawn(process.env.STRATA_CHROMIUM || "chromium", ["--headless", "--no-sandbox", "--disable-gpu",
-    "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + join(project, "chromium-profile"), url], { stdio: "ignore" });
+    "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + profile, url], { stdio: "ignore", detached: true });
+  const exited = new Promise((resolve) => browser.on("exit", resolve));
   let timer;
   try {
     const outcome = await Promise.race([
       result,
       new Promise((resolve) => (timer = setTimeout(() => resolve("timeout after 60 s"), 60_000))),
-      new Promise((resolve) => browser.on("exit", (code) => resolve(`chromium exited with ${code}`))),
+      exited.then((code) => `chromium exited with ${code}`),
     ]);
     if (outcome !== "main:ok worker:ok") throw new Error(`browser test of ${label} failed: ${outcome}`);
     console.log(`browser: ${label} in headless Chromium, main thread and module worker: ok`);
   } finally {
     clearTimeout(timer);
-    browser.kill("SIGKILL");
+    try {
+      process.kill(-browser.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
     server.closeAllConnections();
     server.close();
+    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   }
 }

@@ -22,7 +22,7 @@ export function createProject(name, packageDirs, deps) {
   }
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module" }));
   run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs, ...deps], { cwd: dir });
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }) };
 }
 
 /** Copies this package's test/ directory into the project. */

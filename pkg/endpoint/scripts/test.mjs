@@ -43,5 +43,5 @@ try {
   await runBrowserTest(project);
   runUpstreamSuite(project, upstreamRepo);
 } finally {
-  rmSync(project, { recursive: true, force: true });
+  rmSync(project, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 }
