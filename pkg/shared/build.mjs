@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-export async function buildPackage({ pkgDir, features, entries, profile = "wasm", beforeBundle }) {
+export async function buildPackage({ pkgDir, features, entries, profile = "wasm", beforeBundle, workerdEntry = "index.js" }) {
   // esbuild and binaryen are each package's own dev dependencies.
   const esbuildPath = createRequire(join(pkgDir, "package.json")).resolve("esbuild");
   const { build } = await import(pathToFileURL(esbuildPath).href);
@@ -71,5 +71,35 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
     await build({ ...common, format: "esm", outfile: join(pkgDir, "dist", `${base}.mjs`) });
     await build({ ...common, format: "cjs", outfile: join(pkgDir, "dist", `${base}.cjs`) });
   }
+
+  // Cloudflare Workers (workerd) refuse to compile WebAssembly from bytes at
+  // run time: their build (the "workerd" export condition) imports the .wasm
+  // file as a module, which the platform compiles at upload.
+  writeFileSync(join(pkgDir, "dist", "strata.wasm"), bytes);
+  const wasmModuleImport = {
+    name: "wasm-as-module",
+    setup(plugin) {
+      plugin.onResolve({ filter: /build\/wasm-text\.js$/ }, () => ({ path: "wasm-module", namespace: "strata" }));
+      plugin.onLoad({ filter: /.*/, namespace: "strata" }, () => ({
+        contents: 'import module from "./strata.wasm"; export const WASM_TEXT = module;',
+        resolveDir: join(pkgDir, "dist"),
+      }));
+    },
+  };
+  await build({
+    entryPoints: [join(pkgDir, "src", workerdEntry)],
+    bundle: true,
+    minify: !profiling,
+    platform: "neutral",
+    target: "es2022",
+    legalComments: "none",
+    charset: "utf8",
+    external: ["node:*", "./strata.wasm"],
+    define: { "import.meta.url": '"file:///strata_wasm.js"' },
+    logLevel: "warning",
+    format: "esm",
+    outfile: join(pkgDir, "dist", "workerd.mjs"),
+    plugins: [wasmModuleImport],
+  });
   console.log(`built ${pkg.name}@${pkg.version}: wasm ${bytes.length} bytes`);
 }

@@ -21,7 +21,8 @@ export function createLoader({ glue, text, bindings }) {
     /** The bindings, instantiated. */
     wasm() {
       if (!ready) {
-        glue.initSync({ module: decodeWasmText(text) });
+        // The workerd build hands in a compiled WebAssembly.Module instead.
+        glue.initSync({ module: typeof text === "string" ? decodeWasmText(text) : text });
         ready = true;
       }
       return guarded;

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 
 import { runBrowserTest } from "./browser.mjs";
 import { runUpstreamSuite } from "./upstream.mjs";
+import { runWorkerdCheck } from "../../shared/workerd.mjs";
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = resolve(pkgDir, "..", "..");
@@ -30,7 +31,7 @@ try {
   const tarball = readdirSync(project).find((file) => file.endsWith(".tgz"));
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "strata-endpoint-test", private: true, type: "module" }));
   run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", join(project, tarball),
-    "@octokit/endpoint@11", "@octokit/types", "fast-check@4", "typescript@5", "universal-user-agent@7", "vitest@4"], { cwd: project });
+    "@octokit/endpoint@11", "@octokit/types", "fast-check@4", "typescript@5", "universal-user-agent@7", "vitest@4", "wrangler@4"], { cwd: project });
   cpSync(join(pkgDir, "test"), join(project, "test"), { recursive: true });
 
   const tests = readdirSync(join(project, "test")).filter((file) => /\.test\.(mjs|cjs)$/.test(file)).map((file) => join("test", file));
@@ -41,6 +42,24 @@ try {
   run(join(project, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: project });
   console.log("tsc --noEmit: the typed usage compiles against this package and against @octokit/endpoint");
   await runBrowserTest(project);
+  await runWorkerdCheck({
+    project,
+    label: "@strata/endpoint",
+    workerSource: `import { endpoint } from "@strata/endpoint";
+export default {
+  fetch() {
+    const options = endpoint("GET /repos/{owner}/{repo}/issues{?state}", { owner: "o", repo: "r", state: "open", per_page: 2 });
+    return new Response(JSON.stringify(options));
+  },
+};
+`,
+    async check(url) {
+      const options = await (await fetch(url)).json();
+      if (options.url !== "https://api.github.com/repos/o/r/issues?state=open&per_page=2" || !options.headers["user-agent"].startsWith("strata-endpoint.js/")) {
+        throw new Error(`the worker answered ${JSON.stringify(options)}`);
+      }
+    },
+  });
   runUpstreamSuite(project, upstreamRepo);
 } finally {
   rmSync(project, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });

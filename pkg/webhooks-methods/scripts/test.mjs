@@ -8,13 +8,14 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { copyTests, createProject, nodeTests, repoRoot, run, runUpstreamSuite } from "../../shared/harness.mjs";
+import { runWorkerdCheck } from "../../shared/workerd.mjs";
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { version } = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
 const upstream = process.env.STRATA_UPSTREAM_WEBHOOKS_METHODS || resolve(repoRoot, "..", ".mirror", "octokit+webhooks-methods.js", "repo");
 
 const { dir, cleanup } = createProject("strata-webhooks-methods-test", [pkgDir], [
-  "@octokit/webhooks-methods@6", "typescript@5", "vitest@4", "fast-check@4",
+  "@octokit/webhooks-methods@6", "typescript@5", "vitest@4", "fast-check@4", "wrangler@4",
 ]);
 try {
   copyTests(pkgDir, dir);
@@ -24,6 +25,22 @@ try {
   writeFileSync(join(dir, "test", "typed-usage.ts"), typed.replaceAll('"@strata/webhooks-methods"', '"@octokit/webhooks-methods"'));
   run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
   console.log("tsc --noEmit: the typed usage compiles against this package and against @octokit/webhooks-methods");
+  await runWorkerdCheck({
+    project: dir,
+    label: "@strata/webhooks-methods",
+    workerSource: `import { sign, verify } from "@strata/webhooks-methods";
+export default {
+  async fetch() {
+    const signature = await sign("mysecret", '{"foo":"bar"}');
+    return new Response(signature + " " + (await verify("mysecret", '{"foo":"bar"}', signature)));
+  },
+};
+`,
+    async check(url) {
+      const text = await (await fetch(url)).text();
+      if (text !== "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3 true") throw new Error(`the worker answered ${text}`);
+    },
+  });
   runUpstreamSuite({
     project: dir,
     repo: upstream,

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { runBrowserCheck } from "../../shared/browser.mjs";
+import { runWorkerdCheck } from "../../shared/workerd.mjs";
 import { copyTests, createProject, nodeTests, repoRoot, run, runUpstreamSuite } from "../../shared/harness.mjs";
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -19,7 +20,7 @@ const upstream = process.env.STRATA_UPSTREAM_WEBHOOKS || resolve(repoRoot, "..",
 
 if (!existsSync(join(methodsDir, "dist"))) run("npm", ["run", "build"], { cwd: methodsDir });
 const { dir, cleanup } = createProject("strata-webhooks-test", [pkgDir, methodsDir], [
-  "@octokit/webhooks@14", "@octokit/webhooks-examples@7", "fast-check@4", "eventsource@3", "typescript@5", "vitest@4", "get-port@7", "express@5", "@types/node@20",
+  "@octokit/webhooks@14", "@octokit/webhooks-examples@7", "fast-check@4", "wrangler@4", "eventsource@3", "typescript@5", "vitest@4", "get-port@7", "express@5", "@types/node@20",
 ]);
 
 // Upstream module -> our entry point. Type-only modules map to the main entry.
@@ -70,6 +71,39 @@ export async function check() {
   return "ok";
 }
 `,
+  });
+
+  // The web middleware as a whole worker under workerd (no Node compatibility).
+  await runWorkerdCheck({
+    project: dir,
+    label: "@strata/webhooks web middleware",
+    workerSource: `import { Webhooks, createWebMiddleware } from "@strata/webhooks";
+const webhooks = new Webhooks({ secret: "worker secret" });
+let seen = [];
+webhooks.on("issues.opened", (event) => seen.push(event.id));
+const middleware = createWebMiddleware(webhooks);
+export default {
+  async fetch(request) {
+    if (new URL(request.url).pathname === "/seen") return new Response(seen.join(","));
+    return middleware(request);
+  },
+};
+`,
+    async check(url) {
+      const body = JSON.stringify({ action: "opened", issue: { number: 1 } });
+      const signature = "sha256=" + createHmac("sha256", "worker secret").update(body).digest("hex");
+      const post = (sig) => fetch(`${url}/api/github/webhooks`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-github-event": "issues", "x-github-delivery": "edge-1", "x-hub-signature-256": sig },
+        body,
+      });
+      let response = await post(signature);
+      if (response.status !== 200 || (await response.text()) !== "ok\n") throw new Error(`delivery got ${response.status}`);
+      response = await post(signature.replace(/.$/, (c) => (c === "0" ? "1" : "0")));
+      if (response.status !== 400) throw new Error(`a wrong signature got ${response.status}`);
+      const seen = await (await fetch(`${url}/seen`)).text();
+      if (seen !== "edge-1") throw new Error(`handlers saw ${seen}`);
+    },
   });
 
   runUpstreamSuite({
