@@ -33,18 +33,3 @@ export function createLoader({ glue, text, bindings }) {
     },
   };
 }
-
-/** Reads a wire-format list `l<count>:` of `s<len>:<text>` items (see wasm/src/wire.rs). */
-export function readList(text) {
-  const colon = text.indexOf(":");
-  const count = Number(text.slice(1, colon));
-  const list = [];
-  let position = colon + 1;
-  for (let i = 0; i < count; i++) {
-    const lengthEnd = text.indexOf(":", position);
-    const length = Number(text.slice(position + 1, lengthEnd));
-    list.push(text.slice(lengthEnd + 1, lengthEnd + 1 + length));
-    position = lengthEnd + 1 + length;
-  }
-  return list;
-}

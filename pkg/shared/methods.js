@@ -6,13 +6,9 @@
 // the platform's native HMAC, whose 32-byte digest core then formats or
 // checks (BENCHMARKS.md has both measured).
 
-const encoder = new TextEncoder();
+import { wireStrings } from "./wire.js";
 
-function wireList(list) {
-  let out = "l" + list.length + ":";
-  for (const item of list) out += "s" + item.length + ":" + item;
-  return out;
-}
+const encoder = new TextEncoder();
 
 /**
  * `wasm()` returns the bindings; `tag` prefixes error messages;
@@ -50,7 +46,7 @@ export function createMethods({ wasm, tag, nativeHmac }) {
     const additional = additionalSecrets === undefined ? [] : Array.from(additionalSecrets);
     const wellFormed = additional.every((candidate) => candidate && typeof candidate === "string");
     if (wellFormed && !nativeHmac) {
-      return wasm().webhooks_verify_with_fallback(String(secret), encoder.encode(payload), String(signature), wireList(additional));
+      return wasm().webhooks_verify_with_fallback(String(secret), encoder.encode(payload), String(signature), wireStrings(additional));
     }
     // One secret at a time, in core's order (the secret, then the additional
     // ones): with native hashing, or when an entry is empty or not a string

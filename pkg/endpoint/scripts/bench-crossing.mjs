@@ -12,7 +12,7 @@ import { tmpdir, homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { wireString, wireStrings, wireValue } from "../src/wire.js";
+import { wireString, wireStrings, wireValue } from "../../shared/wire.js";
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = mkdtempSync(join(tmpdir(), "strata-crossing-"));

@@ -14,7 +14,7 @@ import { getUserAgent } from "universal-user-agent";
 import { merge, isPlainObject } from "./merge.js";
 import { VERSION } from "../build/version.js";
 import { onInstanceReset, wasm } from "./wasm.js";
-import { wireReader, wireString, wireStrings, wireValue } from "./wire.js";
+import { wireReader, wireString, wireStrings, wireValue } from "../../shared/wire.js";
 
 export { VERSION, isPlainObject };
 

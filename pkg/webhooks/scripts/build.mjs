@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { buildPackage } from "../../shared/build.mjs";
-import { readList } from "../../shared/loader.js";
+import { readList } from "../../shared/wire.js";
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 await buildPackage({

@@ -4,7 +4,8 @@
 // action).
 import { createLogger } from "./logger.js";
 import { validateEventName } from "./names.js";
-import { readList, wasm } from "./wasm.js";
+import { readList } from "../../shared/wire.js";
+import { wasm } from "./wasm.js";
 
 const keyCache = new Map();
 const KEY_CACHE_LIMIT = 4096;

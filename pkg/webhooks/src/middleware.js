@@ -3,7 +3,8 @@
 // strata_core::webhooks::middleware; this file reads requests and writes
 // responses for each platform, and runs the timeout race.
 import { createLogger } from "./logger.js";
-import { readList, wasm } from "./wasm.js";
+import { wireReader } from "../../shared/wire.js";
+import { wasm } from "./wasm.js";
 
 export const DEFAULT_PATH = "/api/github/webhooks";
 const DEFAULT_TIMEOUT = 9000;
@@ -21,10 +22,9 @@ export function normalizeTrailingSlashes(path) {
 function decodeReply(text) {
   const colon = text.indexOf(":");
   const status = Number(text.slice(1, colon));
-  const lengthEnd = text.indexOf(":", colon + 1);
-  const length = Number(text.slice(colon + 2, lengthEnd));
-  const body = text.slice(lengthEnd + 1, lengthEnd + 1 + length);
-  const flat = readList(text.slice(lengthEnd + 1 + length));
+  const reader = wireReader(text, colon + 1);
+  const body = reader.string();
+  const flat = reader.strings();
   const headers = {};
   for (let i = 0; i < flat.length; i += 2) headers[flat[i]] = flat[i + 1];
   return { status, body, headers };

@@ -19,8 +19,6 @@ import {
 import { WASM_TEXT } from "../build/wasm-text.js";
 import { createLoader } from "../../shared/loader.js";
 
-export { readList } from "../../shared/loader.js";
-
 export const { wasm } = createLoader({
   glue: { initSync, __wbg_reset_state, strata_take_panic },
   text: WASM_TEXT,

@@ -1,4 +1,4 @@
-// The length-prefixed wire format shared with wasm/src/wire.rs: values are
+// The length-prefixed wire format shared with wasm/src/wire.rs (every package): values are
 // written with string concatenation only (lengths are JavaScript lengths,
 // UTF-16 code units), so crossing into WebAssembly is one string each way.
 
@@ -64,4 +64,9 @@ export function wireReader(text, position = 0) {
     },
   };
   return reader;
+}
+
+/** Reads a whole wire list `l<count>:` of strings. */
+export function readList(text) {
+  return wireReader(text).strings();
 }
