@@ -33,7 +33,8 @@
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs.
 //! - [`endpoint`]: the request-options builder (`@octokit/endpoint`'s rules).
-//! - [`webhooks`]: webhook signatures, event names and listener routing.
+//! - [`webhooks`]: webhook signatures, event names, listener routing, the
+//!   middleware's answers and the edge receiver's decisions.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod middleware;
+pub mod receiver;
 pub mod signature;
 
 pub use events::EMITTER_EVENT_NAMES;

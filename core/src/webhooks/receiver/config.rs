@@ -1,0 +1,245 @@
+//! The receiver's configuration, read from named variables (a Worker's
+//! vars and secrets, a component's environment) handed in by the shell.
+
+use super::filter::{EventFilter, EventFilterError};
+use crate::webhooks::middleware::{DEFAULT_MAX_BODY_BYTES, DEFAULT_PATH};
+
+/// The shared secret GitHub signs deliveries with (required).
+pub const SECRET: &str = "GITHUB_WEBHOOK_SECRET";
+/// More secrets, comma-separated, tried after [`SECRET`] (rotation).
+pub const ADDITIONAL_SECRETS: &str = "GITHUB_WEBHOOK_ADDITIONAL_SECRETS";
+/// Where verified deliveries are forwarded (`http://` or `https://`).
+pub const FORWARD_URL: &str = "FORWARD_URL";
+/// Which deliveries are forwarded: comma-separated event names and
+/// `event.action`s; unset or empty forwards every verified delivery.
+pub const EVENTS: &str = "EVENTS";
+/// The path deliveries are POSTed to.
+pub const WEBHOOK_PATH: &str = "WEBHOOK_PATH";
+/// How many times a forward is attempted before it is given up (1–10).
+pub const FORWARD_ATTEMPTS: &str = "FORWARD_ATTEMPTS";
+/// The largest body accepted, in bytes.
+pub const MAX_PAYLOAD_BYTES: &str = "MAX_PAYLOAD_BYTES";
+
+/// Attempts per forward when [`FORWARD_ATTEMPTS`] is unset.
+pub const DEFAULT_FORWARD_ATTEMPTS: u32 = 3;
+/// The most attempts [`FORWARD_ATTEMPTS`] may ask for: a Worker's
+/// `waitUntil` work is cut off 30 seconds after the response.
+pub const MAX_FORWARD_ATTEMPTS: u32 = 10;
+
+/// Why a configuration is refused. Messages name the variable, never its
+/// value (values may be secrets or URLs with tokens in them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// [`SECRET`] is unset or empty.
+    #[error("GITHUB_WEBHOOK_SECRET is not set: deliveries cannot be verified")]
+    MissingSecret,
+    /// [`FORWARD_URL`] is not an absolute `http(s)://` URL with a host.
+    #[error("FORWARD_URL must be an absolute http:// or https:// URL with a host")]
+    BadForwardUrl,
+    /// Neither [`FORWARD_URL`] nor a queue binding: verified deliveries would
+    /// be dropped.
+    #[error("nowhere to forward to: set FORWARD_URL or bind a queue")]
+    NoDestination,
+    /// [`EVENTS`] holds something that is not an event name.
+    #[error("EVENTS: {0}")]
+    Events(#[from] EventFilterError),
+    /// [`WEBHOOK_PATH`] does not start with `/`.
+    #[error("WEBHOOK_PATH must start with \"/\"")]
+    BadPath,
+    /// A numeric variable is not a number in its range.
+    #[error("{name} must be a whole number from {min} to {max}")]
+    OutOfRange {
+        /// The variable.
+        name: &'static str,
+        /// Smallest value allowed.
+        min: u64,
+        /// Largest value allowed.
+        max: u64,
+    },
+}
+
+/// A validated receiver configuration.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReceiverConfig {
+    /// The primary secret.
+    pub secret: String,
+    /// Secrets tried after [`Self::secret`], in order.
+    pub additional_secrets: Vec<String>,
+    /// Where verified deliveries go, when set.
+    pub forward_url: Option<String>,
+    /// Whether a queue binding receives verified deliveries too.
+    pub queue: bool,
+    /// Which verified deliveries are forwarded.
+    pub events: EventFilter,
+    /// The path deliveries are POSTed to.
+    pub path: String,
+    /// Attempts per forward.
+    pub forward_attempts: u32,
+    /// The largest body accepted, in bytes.
+    pub max_body_bytes: u64,
+}
+
+impl std::fmt::Debug for ReceiverConfig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ReceiverConfig")
+            .field("secret", &"<redacted>")
+            .field("additional_secrets", &self.additional_secrets.len())
+            .field("forward_url", &self.forward_url.as_ref().map(|_| "<set>"))
+            .field("queue", &self.queue)
+            .field("events", &self.events)
+            .field("path", &self.path)
+            .field("forward_attempts", &self.forward_attempts)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish()
+    }
+}
+
+/// Comma-separated items, trimmed, empty ones dropped.
+fn comma_list(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|item| !item.is_empty())
+}
+
+/// An absolute `http://` or `https://` URL with a non-empty host and no
+/// whitespace or control characters.
+fn is_forward_url(url: &str) -> bool {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else { return false };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let host = rest[..authority_end].rsplit('@').next().unwrap_or("");
+    !host.is_empty() && !host.starts_with(':') && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn number(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, ConfigError> {
+    match lookup(name) {
+        None => Ok(default),
+        Some(text) if text.trim().is_empty() => Ok(default),
+        Some(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|value| (min..=max).contains(value))
+            .ok_or(ConfigError::OutOfRange { name, min, max }),
+    }
+}
+
+impl ReceiverConfig {
+    /// Reads the configuration through `lookup` (variable name → value);
+    /// `queue` says whether the shell has a queue binding. Returns the
+    /// configuration and warnings (event names GitHub is not known to send,
+    /// which are kept: GitHub adds events).
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>, queue: bool) -> Result<(Self, Vec<String>), ConfigError> {
+        let secret = lookup(SECRET).filter(|secret| !secret.is_empty()).ok_or(ConfigError::MissingSecret)?;
+        let additional_secrets =
+            lookup(ADDITIONAL_SECRETS).map(|value| comma_list(&value).map(str::to_owned).collect()).unwrap_or_default();
+        let forward_url = match lookup(FORWARD_URL).map(|url| url.trim().to_owned()).filter(|url| !url.is_empty()) {
+            Some(url) if is_forward_url(&url) => Some(url),
+            Some(_) => return Err(ConfigError::BadForwardUrl),
+            None => None,
+        };
+        if forward_url.is_none() && !queue {
+            return Err(ConfigError::NoDestination);
+        }
+        let (events, warnings) = EventFilter::parse(comma_list(&lookup(EVENTS).unwrap_or_default()))?;
+        let path = match lookup(WEBHOOK_PATH).map(|path| path.trim().to_owned()).filter(|path| !path.is_empty()) {
+            Some(path) if path.starts_with('/') => path,
+            Some(_) => return Err(ConfigError::BadPath),
+            None => DEFAULT_PATH.to_owned(),
+        };
+        let forward_attempts =
+            number(&lookup, FORWARD_ATTEMPTS, DEFAULT_FORWARD_ATTEMPTS.into(), 1, MAX_FORWARD_ATTEMPTS.into())? as u32;
+        let max_body_bytes = number(&lookup, MAX_PAYLOAD_BYTES, DEFAULT_MAX_BODY_BYTES, 1, DEFAULT_MAX_BODY_BYTES * 4)?;
+        let config =
+            Self { secret, additional_secrets, forward_url, queue, events, path, forward_attempts, max_body_bytes };
+        Ok((config, warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(vars: &[(&str, &str)], queue: bool) -> Result<(ReceiverConfig, Vec<String>), ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        ReceiverConfig::from_vars(|name| map.get(name).cloned(), queue)
+    }
+
+    #[test]
+    fn defaults_with_only_a_secret_and_a_url() {
+        let (config, warnings) = read(&[(SECRET, "s3cret"), (FORWARD_URL, " http://127.0.0.1:9/in ")], false).unwrap();
+        assert_eq!(config.secret, "s3cret");
+        assert!(config.additional_secrets.is_empty());
+        assert_eq!(config.forward_url.as_deref(), Some("http://127.0.0.1:9/in"));
+        assert!(!config.queue);
+        assert_eq!(config.events, EventFilter::default());
+        assert_eq!(config.path, "/api/github/webhooks");
+        assert_eq!(config.forward_attempts, 3);
+        assert_eq!(config.max_body_bytes, 25 * 1024 * 1024);
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let (config, warnings) = read(
+            &[
+                (SECRET, "a"),
+                (ADDITIONAL_SECRETS, " b, ,c ,"),
+                (FORWARD_URL, "https://user:pw@example.com"),
+                (EVENTS, "push, issues.opened ,brand_new"),
+                (WEBHOOK_PATH, "/hooks/"),
+                (FORWARD_ATTEMPTS, "5"),
+                (MAX_PAYLOAD_BYTES, "1024"),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(config.additional_secrets, ["b", "c"]);
+        assert_eq!(config.forward_url.as_deref(), Some("https://user:pw@example.com"));
+        assert!(config.queue);
+        assert_eq!(config.path, "/hooks/");
+        assert_eq!(config.forward_attempts, 5);
+        assert_eq!(config.max_body_bytes, 1024);
+        assert!(config.events.accepts("push", None));
+        assert!(config.events.accepts("issues", Some("opened")));
+        assert!(!config.events.accepts("issues", Some("closed")));
+        assert_eq!(warnings, ["EVENTS: \"brand_new\" is not an event GitHub is known to send"]);
+    }
+
+    #[test]
+    fn refusals_name_the_variable_not_the_value() {
+        assert_eq!(read(&[(FORWARD_URL, "http://x")], false).unwrap_err(), ConfigError::MissingSecret);
+        assert_eq!(read(&[(SECRET, ""), (FORWARD_URL, "http://x")], false).unwrap_err(), ConfigError::MissingSecret);
+        assert_eq!(read(&[(SECRET, "s")], false).unwrap_err(), ConfigError::NoDestination);
+        assert!(read(&[(SECRET, "s")], true).is_ok());
+        for url in ["ftp://x", "http://", "http:///path", "http://:80/", "//host/x", "http://a b/", "tok3n"] {
+            let error = read(&[(SECRET, "s"), (FORWARD_URL, url)], false).unwrap_err();
+            assert_eq!(error, ConfigError::BadForwardUrl, "{url}");
+            assert_eq!(error.to_string(), "FORWARD_URL must be an absolute http:// or https:// URL with a host");
+        }
+        assert_eq!(
+            read(&[(SECRET, "s"), (FORWARD_URL, "http://x"), (WEBHOOK_PATH, "hooks")], false).unwrap_err(),
+            ConfigError::BadPath
+        );
+        for attempts in ["0", "11", "-1", "three"] {
+            let error = read(&[(SECRET, "s"), (FORWARD_URL, "http://x"), (FORWARD_ATTEMPTS, attempts)], false);
+            assert_eq!(error.unwrap_err().to_string(), "FORWARD_ATTEMPTS must be a whole number from 1 to 10");
+        }
+        let error = read(&[(SECRET, "s"), (FORWARD_URL, "http://x"), (EVENTS, "push,Issues Opened")], false);
+        assert_eq!(error.unwrap_err().to_string(), "EVENTS: \"Issues Opened\" is not an event name or event.action");
+    }
+
+    #[test]
+    fn debug_output_hides_secrets_and_the_url() {
+        let (config, _) =
+            read(&[(SECRET, "s3cret"), (ADDITIONAL_SECRETS, "old"), (FORWARD_URL, "http://t0ken@x")], false).unwrap();
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("s3cret") && !debug.contains("old") && !debug.contains("t0ken"), "{debug}");
+    }
+}

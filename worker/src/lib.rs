@@ -1,0 +1,56 @@
+//! GitHub webhook receiver for Cloudflare Workers.
+//!
+//! The shell around [`strata_core::webhooks::receiver`]: it reads the
+//! Worker's variables and the request, lets the core decide the answer,
+//! answers, and forwards verified deliveries after the response
+//! (`waitUntil`) to `FORWARD_URL` and to the `WEBHOOK_QUEUE` queue binding
+//! when one is bound. Nothing here decides anything the core could.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod forward;
+mod http;
+
+use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
+use worker::{Context, Env, Request, Response, Result, console_warn, event};
+
+/// The queue binding verified deliveries are also sent to, when bound.
+pub const QUEUE_BINDING: &str = "WEBHOOK_QUEUE";
+
+/// This build's version, served by the health route.
+const VERSION: &str = concat!("strata-worker/", env!("CARGO_PKG_VERSION"));
+
+/// Reads the configuration from the Worker's vars and secrets.
+fn configuration(env: &Env) -> std::result::Result<ReceiverConfig, ConfigError> {
+    let queue = env.queue(QUEUE_BINDING).is_ok();
+    let lookup = |name: &str| env.var(name).ok().map(|value| value.to_string());
+    let (config, warnings) = ReceiverConfig::from_vars(lookup, queue)?;
+    for warning in warnings {
+        console_warn!("{warning}");
+    }
+    Ok(config)
+}
+
+#[event(fetch)]
+async fn fetch(mut request: Request, env: Env, context: Context) -> Result<Response> {
+    let config = configuration(&env);
+    let head = http::RequestHeadParts::read(&request);
+    let (config, name, signature, id) = match receiver::on_request(config.as_ref(), &head.head(), VERSION) {
+        Step::Reply(reply) => return http::respond(&reply),
+        Step::ReadBody { config, name, signature, id } => (config, name, signature, id),
+    };
+    let body = match http::read_body(&mut request, config.max_body_bytes).await {
+        Ok(body) => body,
+        Err(reply) => return http::respond(&reply),
+    };
+    match receiver::judge(config, name, signature, &body) {
+        Verdict::Refuse(reply) => http::respond(&reply),
+        Verdict::Accept { reply, forward, action } => {
+            if forward {
+                let delivery = forward::Delivery::new(&request, name, id, action, body);
+                context.wait_until(forward::deliver(config.clone(), env, delivery));
+            }
+            http::respond(&reply)
+        }
+    }
+}
