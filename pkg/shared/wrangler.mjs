@@ -1,0 +1,49 @@
+// Starts `wrangler dev` (workerd from npm, offline) on 127.0.0.1 and stops
+// it: for the packages' worker checks and the edge receivers' tests.
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Runs `<wrangler> dev` in `cwd` with `args` and waits for "Ready on".
+ * Returns `{ url, output(), stop() }`; `output()` is everything wrangler and
+ * the worker printed so far.
+ */
+export async function startWrangler({ wrangler, cwd, args = [], env = {}, timeoutMs = 120_000 }) {
+  const port = await freePort();
+  const child = spawn(wrangler, ["dev", "--ip", "127.0.0.1", "--port", String(port), ...args], {
+    cwd,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const stop = async () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!/Ready on/.test(output)) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      await stop();
+      throw new Error(`wrangler dev did not start:\n${output.slice(-3000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
+}

@@ -1,0 +1,428 @@
+// Tests the edge receivers for real: the Rust Worker (strata-worker) and
+// the JS Worker (js/, on @strata/webhooks) under `wrangler dev` (workerd
+// from npm, offline), and the WASI-HTTP component under `wasmtime serve`.
+// GitHub's example deliveries (@octokit/webhooks-examples) are signed and
+// POSTed over loopback; a local listener receives what is forwarded and
+// every forwarded delivery is compared byte for byte; refused deliveries
+// must get the web middleware's exact answers and never be forwarded.
+// Run `node scripts/build.mjs` first (tests/worker.sh does both).
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, startWrangler } from "../../pkg/shared/wrangler.mjs";
+import { exampleDeliveries, githubHeaders, sign, startListener } from "./lib.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const SECRET = "strata-test-secret-4f1c";
+const RETIRED = "strata-retired-secret-9b2e";
+const VERSION = readFileSync(join(root, "..", "Cargo.toml"), "utf8").match(/^version = "(.+)"$/m)[1];
+
+let passed = 0;
+async function check(label, body) {
+  await body();
+  passed++;
+  console.log(`ok - ${label}`);
+}
+
+/** The Rust worker's wrangler config for tests: the built files, no build step. */
+function rustConfig() {
+  const config = join(root, "build", "wrangler.test.toml");
+  writeFileSync(config, 'name = "strata-receiver-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n');
+  return config;
+}
+
+function secretsFile(lines) {
+  const dir = mkdtempSync(join(tmpdir(), "strata-worker-"));
+  const file = join(dir, "secrets.env");
+  writeFileSync(file, lines.map(([name, value]) => `${name}=${value}\n`).join(""));
+  return file;
+}
+
+const SECRETS = [
+  ["GITHUB_WEBHOOK_SECRET", SECRET],
+  ["GITHUB_WEBHOOK_ADDITIONAL_SECRETS", `unused-one, ${RETIRED}`],
+];
+
+async function startRust(vars, secrets = SECRETS) {
+  const args = ["--config", rustConfig(), "--env-file", secretsFile(secrets)];
+  for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
+  return startWrangler({ wrangler, cwd: root, args });
+}
+
+async function startJs(vars) {
+  const args = ["--env-file", secretsFile(SECRETS)];
+  for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
+  return startWrangler({ wrangler, cwd: join(root, "js"), args });
+}
+
+/** `wasmtime serve` with the component; the secrets come from its environment. */
+async function startWasi(vars) {
+  const wasmtime = [join(homedir(), ".cargo", "bin", "wasmtime")].find(existsSync);
+  if (!wasmtime) return null;
+  const port = await freePort();
+  const args = ["serve", "-S", "cli", "-S", "p3", "-W", "component-model-async", "--addr", `127.0.0.1:${port}`];
+  const env = { ...process.env, ...vars };
+  for (const [name, value] of [...SECRETS, ...Object.entries(vars)]) {
+    env[name] = value;
+    args.push("--env", name);
+  }
+  args.push(join(root, "wasi", "build", "strata-receiver.wasm"));
+  const child = spawn(wasmtime, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const stop = async () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
+  };
+  const url = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 60_000; ; ) {
+    try {
+      await fetch(`${url}/health`);
+      break;
+    } catch {
+      if (Date.now() > deadline || child.exitCode !== null) {
+        await stop();
+        throw new Error(`wasmtime serve did not start:\n${output}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return { url, output: () => output, stop };
+}
+
+async function post(url, headers, body) {
+  const response = await fetch(url, { method: "POST", headers, body });
+  return {
+    status: response.status,
+    body: await response.text(),
+    type: response.headers.get("content-type"),
+    accept: response.headers.get("accept"),
+  };
+}
+
+async function inParallel(items, limit, task) {
+  let next = 0;
+  const workers = Array.from({ length: limit }, async () => {
+    while (next < items.length) await task(items[next++]);
+  });
+  await Promise.all(workers);
+}
+
+const GITHUB_HEADER = /^(x-github-|x-hub-signature)/;
+
+/** Every example delivery is answered 200 and forwarded byte for byte. */
+async function examplesAreForwarded(receiverUrl, listener) {
+  const deliveries = exampleDeliveries();
+  await inParallel(deliveries, 8, async (delivery) => {
+    const answer = await post(`${receiverUrl}/api/github/webhooks`, githubHeaders(delivery, SECRET), delivery.body);
+    assert.deepEqual(answer, { status: 200, body: "ok\n", type: "text/plain", accept: "application/json" }, delivery.name);
+  });
+  const ids = new Set(deliveries.map((delivery) => delivery.id));
+  await listener.until((received) => received.filter((record) => ids.has(record.headers["x-github-delivery"])).length >= ids.size);
+  for (const delivery of deliveries) {
+    const records = listener.received.filter((record) => record.headers["x-github-delivery"] === delivery.id);
+    assert.equal(records.length, 1, `${delivery.name} ${delivery.id} forwarded once`);
+    const [record] = records;
+    assert.equal(record.method, "POST");
+    assert.equal(record.path, "/in");
+    assert.ok(record.body.equals(delivery.body), `${delivery.name}: body forwarded byte for byte`);
+    const sent = githubHeaders(delivery, SECRET);
+    const forwardedGitHub = Object.fromEntries(Object.entries(record.headers).filter(([name]) => GITHUB_HEADER.test(name)));
+    const sentGitHub = Object.fromEntries(Object.entries(sent).filter(([name]) => GITHUB_HEADER.test(name)));
+    assert.deepEqual(forwardedGitHub, sentGitHub);
+    assert.equal(record.headers["content-type"], "application/json");
+    assert.equal(record.headers["user-agent"], "GitHub-Hookshot/strata-test");
+  }
+  return deliveries.length;
+}
+
+function delivery(name, payload, id = crypto.randomUUID()) {
+  return { name, id, body: Buffer.from(JSON.stringify(payload)) };
+}
+
+/** Requests every receiver must refuse, with the web middleware's answers. */
+function refusals() {
+  const json = "application/json";
+  const mismatch = '{"error":"Error: [@strata/webhooks] signature does not match event payload and secret"}';
+  const cases = [];
+  const add = (label, id, request, expected) => cases.push({ label, id, request, expected });
+  const push = delivery("push", { ref: "refs/heads/main" });
+  const tampered = { ...githubHeaders(push, SECRET) };
+  add("tampered body", push.id, { headers: tampered, body: Buffer.from('{"ref":"refs/heads/evil"}') }, [400, mismatch, json, json]);
+  const wrong = delivery("push", { ref: "x" });
+  add("wrong secret", wrong.id, { headers: githubHeaders(wrong, "not-the-secret"), body: wrong.body }, [400, mismatch, json, json]);
+  const upper = delivery("push", { ref: "y" });
+  const upperHeaders = githubHeaders(upper, SECRET);
+  upperHeaders["x-hub-signature-256"] = upperHeaders["x-hub-signature-256"].toUpperCase();
+  add("upper-case signature", upper.id, { headers: upperHeaders, body: upper.body }, [400, mismatch, json, json]);
+  const sha1 = delivery("push", { ref: "z" });
+  const sha1Headers = githubHeaders(sha1, SECRET);
+  sha1Headers["x-hub-signature-256"] = sha1Headers["x-hub-signature-256"].replace("sha256=", "sha1=");
+  add("sha1= prefix", sha1.id, { headers: sha1Headers, body: sha1.body }, [400, mismatch, json, json]);
+  const unsigned = delivery("push", { ref: "u" });
+  const unsignedHeaders = githubHeaders(unsigned, SECRET);
+  delete unsignedHeaders["x-hub-signature-256"];
+  add("missing signature", unsigned.id, { headers: unsignedHeaders, body: unsigned.body }, [
+    400,
+    '{"error":"Required headers missing: x-hub-signature-256"}',
+    json,
+    json,
+  ]);
+  add("no GitHub headers", undefined, { headers: { "content-type": json }, body: "{}" }, [
+    400,
+    '{"error":"Required headers missing: x-github-event, x-hub-signature-256, x-github-delivery"}',
+    json,
+    json,
+  ]);
+  const form = delivery("push", { ref: "f" });
+  add("form content type", form.id, { headers: { ...githubHeaders(form, SECRET), "content-type": "application/x-www-form-urlencoded" }, body: form.body }, [
+    415,
+    '{"error":"Unsupported \\"Content-Type\\" header value. Must be \\"application/json\\""}',
+    json,
+    json,
+  ]);
+  const notJson = { name: "push", id: crypto.randomUUID(), body: Buffer.from("{not json") };
+  add("signed, not JSON", notJson.id, { headers: githubHeaders(notJson, SECRET), body: notJson.body }, [
+    400,
+    '{"error":"SyntaxError: Invalid JSON"}',
+    json,
+    json,
+  ]);
+  const limit = 25 * 1024 * 1024;
+  const large = { name: "push", id: crypto.randomUUID(), body: Buffer.alloc(limit + 1, 0x20) };
+  const tooLarge = [413, `{"error":"Payload too large: the limit is ${limit} bytes"}`, json, json];
+  add("25 MiB + 1 with content-length", large.id, { headers: githubHeaders(large, SECRET), body: large.body }, tooLarge);
+  const chunked = { name: "push", id: crypto.randomUUID(), body: Buffer.alloc(limit + 1, 0x20) };
+  add("25 MiB + 1 chunked", chunked.id, { headers: githubHeaders(chunked, SECRET), body: chunked.body, chunked: true }, tooLarge);
+  return cases;
+}
+
+async function send(url, { headers, body, chunked, method = "POST" }) {
+  if (!chunked) return post(url, headers, body);
+  const stream = new ReadableStream({
+    start(controller) {
+      for (let offset = 0; offset < body.length; offset += 1 << 20) controller.enqueue(body.subarray(offset, offset + (1 << 20)));
+      controller.close();
+    },
+  });
+  const response = await fetch(url, { method, headers, body: stream, duplex: "half" });
+  return { status: response.status, body: await response.text(), type: response.headers.get("content-type"), accept: response.headers.get("accept") };
+}
+
+/** Refused requests get the expected answers and are never forwarded. */
+async function refusalsAreNeverForwarded(receiverUrl, listener, { compareWith } = {}) {
+  const cases = refusals();
+  for (const { label, request, expected } of cases) {
+    const answer = await send(`${receiverUrl}/api/github/webhooks`, request);
+    assert.deepEqual([answer.status, answer.body, answer.type, answer.accept], expected, label);
+    if (compareWith) {
+      const reference = await send(`${compareWith}/api/github/webhooks`, request);
+      assert.deepEqual(answer, reference, `${label}: same answer as the web middleware`);
+    }
+  }
+  const sentinel = delivery("push", { ref: "sentinel" });
+  assert.equal((await post(`${receiverUrl}/api/github/webhooks`, githubHeaders(sentinel, SECRET), sentinel.body)).status, 200);
+  await listener.until((received) => received.some((record) => record.headers["x-github-delivery"] === sentinel.id));
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const refusedIds = new Set(cases.map((entry) => entry.id).filter(Boolean));
+  const leaked = listener.received.filter((record) => refusedIds.has(record.headers["x-github-delivery"]));
+  assert.deepEqual(leaked.map((record) => record.headers["x-github-delivery"]), [], "refused deliveries were forwarded");
+  return cases.length;
+}
+
+/** Transient failures are retried (bounded), permanent ones given up, both logged. */
+async function retriesAreBoundedAndLogged(receiverUrl, listener, output) {
+  const retried = delivery("issues", { action: "opened" }, `retry-${crypto.randomUUID()}`);
+  const gone = delivery("issues", { action: "opened" }, `gone-${crypto.randomUUID()}`);
+  const down = delivery("issues", { action: "opened" }, `down-${crypto.randomUUID()}`);
+  for (const entry of [retried, gone, down]) {
+    assert.equal((await post(`${receiverUrl}/api/github/webhooks`, githubHeaders(entry, SECRET), entry.body)).status, 200);
+  }
+  const count = (id) => listener.received.filter((record) => record.headers["x-github-delivery"] === id).length;
+  await listener.until(() => count(retried.id) >= 3 && count(gone.id) >= 1 && count(down.id) >= 3, 30_000, "retries");
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  assert.deepEqual([count(retried.id), count(gone.id), count(down.id)], [3, 1, 3]);
+  const logged = output();
+  assert.ok(logged.includes(`forwarded: issues delivery ${retried.id} to FORWARD_URL after 3 attempts (last: HTTP 200)`), logged.slice(-2000));
+  assert.ok(logged.includes(`NOT forwarded, gave up: issues delivery ${gone.id} to FORWARD_URL after 1 attempt (last: HTTP 410)`), logged.slice(-2000));
+  assert.ok(logged.includes(`NOT forwarded, gave up: issues delivery ${down.id} to FORWARD_URL after 3 attempts (last: HTTP 503)`), logged.slice(-2000));
+}
+
+/** The listener's answers: retry-* fails twice, gone-* is refused, down-* always fails. */
+function plannedAnswers() {
+  const seen = new Map();
+  return (record) => {
+    const id = String(record.headers["x-github-delivery"] || "");
+    const attempt = (seen.get(id) || 0) + 1;
+    seen.set(id, attempt);
+    if (id.startsWith("retry-")) return attempt <= 2 ? 503 : 200;
+    if (id.startsWith("gone-")) return 410;
+    if (id.startsWith("down-")) return 503;
+    return 200;
+  };
+}
+
+function assertNoSecrets(output, label) {
+  for (const secret of [SECRET, RETIRED]) assert.ok(!output.includes(secret), `${label}: a secret appeared in the logs`);
+}
+
+async function rustWorker() {
+  const listener = await startListener(plannedAnswers());
+  const js = await startJs({ FORWARD_URL: listener.url });
+  const rust = await startRust({ FORWARD_URL: listener.url });
+  try {
+    await check("rust worker: health answers 200 with the build version", async () => {
+      const response = await fetch(`${rust.url}/health`);
+      assert.equal(response.status, 200);
+      assert.equal(await response.text(), `{"status":"ok","version":"strata-worker/${VERSION}"}`);
+    });
+    await check("rust worker: unknown routes get 404, GET on the hook path too", async () => {
+      const other = await fetch(`${rust.url}/elsewhere`);
+      assert.deepEqual([other.status, await other.text()], [404, '{"error":"Unknown route: GET /elsewhere"}']);
+      const get = await fetch(`${rust.url}/api/github/webhooks`);
+      const reference = await fetch(`${js.url}/api/github/webhooks`);
+      assert.deepEqual([get.status, await get.text()], [404, '{"error":"Unknown route: GET /api/github/webhooks"}']);
+      assert.deepEqual([reference.status, await reference.text()], [404, '{"error":"Unknown route: GET /api/github/webhooks"}']);
+    });
+    await check("rust worker: every @octokit/webhooks-examples delivery answered 200 and forwarded byte for byte", async () => {
+      const count = await examplesAreForwarded(rust.url, listener);
+      console.log(`   ${count} deliveries`);
+    });
+    await check("rust worker: a delivery signed with an additional (retired) secret is accepted", async () => {
+      const retired = delivery("ping", { zen: "Keep it logically awesome." });
+      const answer = await post(`${rust.url}/api/github/webhooks`, githubHeaders(retired, RETIRED), retired.body);
+      assert.equal(answer.status, 200);
+      await listener.until((received) => received.some((record) => record.headers["x-github-delivery"] === retired.id));
+    });
+    await check("rust worker: refusals answer exactly like the web middleware and are never forwarded", async () => {
+      const count = await refusalsAreNeverForwarded(rust.url, listener, { compareWith: js.url });
+      console.log(`   ${count} refused requests, each compared with @strata/webhooks' web middleware in the JS worker`);
+    });
+    await check("rust worker: forward retries are bounded, logged, and 4xx is not retried", () =>
+      retriesAreBoundedAndLogged(rust.url, listener, rust.output),
+    );
+    await check("rust worker: no secret in the logs", () => assertNoSecrets(rust.output(), "rust worker"));
+    await check("js worker: every example delivery answered 200 and forwarded byte for byte", async () => {
+      const jsListener = await startListener();
+      const jsOnly = await startJs({ FORWARD_URL: jsListener.url });
+      try {
+        console.log(`   ${await examplesAreForwarded(jsOnly.url, jsListener)} deliveries`);
+        await refusalsAreNeverForwarded(jsOnly.url, jsListener);
+      } finally {
+        await jsOnly.stop();
+        await jsListener.close();
+      }
+    });
+  } catch (error) {
+    error.message += `\n--- rust worker output ---\n${rust.output().slice(-3000)}`;
+    throw error;
+  } finally {
+    await rust.stop();
+    await js.stop();
+    await listener.close();
+  }
+}
+
+async function rustWorkerFiltered() {
+  const listener = await startListener();
+  const rust = await startRust({ FORWARD_URL: listener.url, EVENTS: "issues.opened, push", WEBHOOK_PATH: "/hooks" });
+  try {
+    await check("rust worker: EVENTS forwards only the listed events and actions, on WEBHOOK_PATH", async () => {
+      const sent = {
+        opened: delivery("issues", { action: "opened" }),
+        closed: delivery("issues", { action: "closed" }),
+        push: delivery("push", { ref: "refs/heads/main" }),
+        ping: delivery("ping", { zen: "z" }),
+      };
+      for (const entry of Object.values(sent)) {
+        assert.equal((await post(`${rust.url}/hooks/`, githubHeaders(entry, SECRET), entry.body)).status, 200);
+      }
+      const old = await post(`${rust.url}/api/github/webhooks`, githubHeaders(sent.push, SECRET), sent.push.body);
+      assert.deepEqual([old.status, old.body], [404, '{"error":"Unknown route: POST /api/github/webhooks"}']);
+      const last = delivery("push", { ref: "last" });
+      assert.equal((await post(`${rust.url}/hooks`, githubHeaders(last, SECRET), last.body)).status, 200);
+      await listener.until((received) => received.some((record) => record.headers["x-github-delivery"] === last.id));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const ids = listener.received.map((record) => record.headers["x-github-delivery"]).sort();
+      assert.deepEqual(ids, [sent.opened.id, sent.push.id, last.id].sort());
+    });
+  } finally {
+    await rust.stop();
+    await listener.close();
+  }
+}
+
+async function rustWorkerMisconfigured() {
+  const rust = await startRust({ FORWARD_URL: "http://127.0.0.1:9/in" }, []);
+  try {
+    await check("rust worker: without GITHUB_WEBHOOK_SECRET, health says so (503) and deliveries get 503", async () => {
+      const health = await fetch(`${rust.url}/health`);
+      assert.deepEqual([health.status, await health.text()], [
+        503,
+        `{"status":"misconfigured","version":"strata-worker/${VERSION}","error":"GITHUB_WEBHOOK_SECRET is not set: deliveries cannot be verified"}`,
+      ]);
+      const push = delivery("push", { ref: "x" });
+      const answer = await post(`${rust.url}/api/github/webhooks`, githubHeaders(push, SECRET), push.body);
+      assert.deepEqual([answer.status, answer.body], [
+        503,
+        '{"error":"receiver misconfigured: GITHUB_WEBHOOK_SECRET is not set: deliveries cannot be verified"}',
+      ]);
+    });
+  } finally {
+    await rust.stop();
+  }
+}
+
+async function wasiComponent() {
+  const listener = await startListener(plannedAnswers());
+  const wasi = await startWasi({ FORWARD_URL: listener.url });
+  if (!wasi) {
+    console.log("SKIPPED: the WASI-HTTP component (no wasmtime in ~/.cargo/bin; tests/worker.sh installs it)");
+    await listener.close();
+    return;
+  }
+  const rust = await startRust({ FORWARD_URL: listener.url });
+  try {
+    await check("wasi component: health answers 200 with the build version", async () => {
+      const response = await fetch(`${wasi.url}/health`);
+      assert.equal(response.status, 200);
+      assert.equal(await response.text(), `{"status":"ok","version":"strata-worker-wasi/${VERSION}"}`);
+    });
+    await check("wasi component: every example delivery answered 200 and forwarded byte for byte", async () => {
+      console.log(`   ${await examplesAreForwarded(wasi.url, listener)} deliveries`);
+    });
+    await check("wasi component: refusals answer exactly like the Rust worker and are never forwarded", async () => {
+      await refusalsAreNeverForwarded(wasi.url, listener, { compareWith: rust.url });
+    });
+    await check("wasi component: forward retries are bounded and logged", () =>
+      retriesAreBoundedAndLogged(wasi.url, listener, wasi.output),
+    );
+    await check("wasi component: no secret in the logs", () => assertNoSecrets(wasi.output(), "wasi component"));
+  } catch (error) {
+    error.message += `\n--- wasmtime output ---\n${wasi.output().slice(-3000)}`;
+    throw error;
+  } finally {
+    await wasi.stop();
+    await rust.stop();
+    await listener.close();
+  }
+}
+
+const only = process.argv[2];
+if (!only || only === "worker") {
+  await rustWorker();
+  await rustWorkerFiltered();
+  await rustWorkerMisconfigured();
+}
+if (!only || only === "wasi") await wasiComponent();
+console.log(`${passed} checks passed`);
