@@ -7,7 +7,8 @@
 # The S3 and Azure cases run against moto and Azurite, also started there.
 # STRATA_SKIP_SERVERS=1 runs the SQLite pass without them, and says so.
 # The npm packages (pkg/*) are built from source and their packed tarballs
-# tested in Node and headless Chromium (tests/packages.sh).
+# tested in Node and headless Chromium (tests/packages.sh); the edge
+# receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,9 @@ fi
 
 step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)"
 bash tests/packages.sh
+
+step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)"
+bash tests/worker.sh
 
 step "the container image (tests/container.sh)"
 bash tests/container.sh

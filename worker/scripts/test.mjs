@@ -383,6 +383,46 @@ async function rustWorkerMisconfigured() {
   }
 }
 
+async function rustWorkerWithQueue() {
+  const listener = await startListener();
+  const producer = join(root, "build", "wrangler.queue.toml");
+  writeFileSync(
+    producer,
+    'name = "strata-receiver-queue-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
+      '[[queues.producers]]\nbinding = "WEBHOOK_QUEUE"\nqueue = "github-deliveries"\n',
+  );
+  const consumer = join(root, "build", "wrangler.consumer.toml");
+  writeFileSync(
+    consumer,
+    `name = "strata-queue-consumer"\nmain = ${JSON.stringify(join(root, "scripts", "fixtures", "queue-consumer.js"))}\n` +
+      'compatibility_date = "2025-09-01"\n[[queues.consumers]]\nqueue = "github-deliveries"\nmax_batch_timeout = 1\n' +
+      `[vars]\nLISTENER = ${JSON.stringify(listener.url)}\n`,
+  );
+  const args = ["--config", producer, "--config", consumer, "--env-file", secretsFile(SECRETS)];
+  const rust = await startWrangler({ wrangler, cwd: root, args });
+  try {
+    await check("rust worker: with a WEBHOOK_QUEUE binding and no FORWARD_URL, deliveries go to the queue", async () => {
+      const health = await fetch(`${rust.url}/health`);
+      assert.equal(health.status, 200);
+      const sent = delivery("issues", { action: "labeled", label: { name: "ü" } });
+      assert.equal((await post(`${rust.url}/api/github/webhooks`, githubHeaders(sent, SECRET), sent.body)).status, 200);
+      await listener.until((received) => received.length >= 1, 30_000, "the queued delivery");
+      const [record] = listener.received;
+      assert.ok(record.body.equals(sent.body), "queued body is the delivery's");
+      assert.deepEqual(JSON.parse(record.headers["x-strata-queued"]), { id: sent.id, name: "issues", action: "labeled" });
+      assert.equal(record.headers["x-hub-signature-256"], sign(SECRET, sent.body));
+      assert.equal(record.headers["x-github-delivery"], sent.id);
+      assert.ok(rust.output().includes(`forwarded: issues delivery ${sent.id} to WEBHOOK_QUEUE after 1 attempt (last: sent)`));
+    });
+  } catch (error) {
+    error.message += `\n--- wrangler output ---\n${rust.output().slice(-3000)}`;
+    throw error;
+  } finally {
+    await rust.stop();
+    await listener.close();
+  }
+}
+
 async function wasiComponent() {
   const listener = await startListener(plannedAnswers());
   const wasi = await startWasi({ FORWARD_URL: listener.url });
@@ -423,6 +463,7 @@ if (!only || only === "worker") {
   await rustWorker();
   await rustWorkerFiltered();
   await rustWorkerMisconfigured();
+  await rustWorkerWithQueue();
 }
 if (!only || only === "wasi") await wasiComponent();
 console.log(`${passed} checks passed`);

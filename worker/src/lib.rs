@@ -11,6 +11,9 @@
 mod forward;
 mod http;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
 use worker::{Context, Env, Request, Response, Result, console_warn, event};
 
@@ -20,8 +23,20 @@ pub const QUEUE_BINDING: &str = "WEBHOOK_QUEUE";
 /// This build's version, served by the health route.
 const VERSION: &str = concat!("strata-worker/", env!("CARGO_PKG_VERSION"));
 
+thread_local! {
+    /// The configuration, read once per isolate: a Worker's vars and secrets
+    /// do not change while it runs (a new deployment is a new isolate).
+    static CONFIGURATION: RefCell<Option<Rc<ConfigResult>>> = const { RefCell::new(None) };
+}
+
+type ConfigResult = std::result::Result<ReceiverConfig, ConfigError>;
+
+fn configuration(env: &Env) -> Rc<ConfigResult> {
+    CONFIGURATION.with(|cell| cell.borrow_mut().get_or_insert_with(|| Rc::new(read_configuration(env))).clone())
+}
+
 /// Reads the configuration from the Worker's vars and secrets.
-fn configuration(env: &Env) -> std::result::Result<ReceiverConfig, ConfigError> {
+fn read_configuration(env: &Env) -> ConfigResult {
     let queue = env.queue(QUEUE_BINDING).is_ok();
     let lookup = |name: &str| env.var(name).ok().map(|value| value.to_string());
     let (config, warnings) = ReceiverConfig::from_vars(lookup, queue)?;
@@ -35,7 +50,7 @@ fn configuration(env: &Env) -> std::result::Result<ReceiverConfig, ConfigError> 
 async fn fetch(mut request: Request, env: Env, context: Context) -> Result<Response> {
     let config = configuration(&env);
     let head = http::RequestHeadParts::read(&request);
-    let (config, name, signature, id) = match receiver::on_request(config.as_ref(), &head.head(), VERSION) {
+    let (config, name, signature, id) = match receiver::on_request((*config).as_ref(), &head.head(), VERSION) {
         Step::Reply(reply) => return http::respond(&reply),
         Step::ReadBody { config, name, signature, id } => (config, name, signature, id),
     };

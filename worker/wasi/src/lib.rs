@@ -12,8 +12,9 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use http::header::CONTENT_LENGTH;
 use http_body_util::{BodyExt, Full};
-use spin_sdk::http::{HeaderMap, IntoResponse, Request, StatusCode};
+use spin_sdk::http::{HeaderMap, HeaderValue, IntoResponse, Request, StatusCode};
 use spin_sdk::http_service;
 use spin_sdk::wasip3::{cli::environment, clocks::monotonic_clock};
 use strata_core::webhooks::middleware::{self, Reply, RequestHead, error_body, normalize_trailing_slashes};
@@ -46,6 +47,7 @@ fn respond(reply: &Reply) -> spin_sdk::http::Response<Full<Bytes>> {
             response.headers_mut().insert(name, value);
         }
     }
+    response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(reply.body.len()));
     response
 }
 
@@ -91,6 +93,7 @@ async fn post(url: &str, delivery: &Delivery) -> Attempt {
             request.headers_mut().append(name, value);
         }
     }
+    request.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(delivery.body.len()));
     match spin_sdk::http::send(request).await {
         Ok(response) => Attempt::Status(response.status().as_u16()),
         Err(_) => Attempt::Unreachable,

@@ -113,10 +113,22 @@ pub fn on_request<'a>(
 }
 
 /// The payload's `action` when it is a JSON object with a string `action`;
-/// `Err` when the body is not JSON.
+/// `Err` when the body is not JSON. Only `action` is kept: the rest of the
+/// document is checked for syntax and skipped without building values.
 fn payload_action(body: &[u8]) -> Result<Option<String>, ()> {
-    let payload: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(body)).map_err(|_| ())?;
-    Ok(payload.get("action").and_then(serde_json::Value::as_str).map(str::to_owned))
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        action: Option<serde_json::Value>,
+    }
+    let text = String::from_utf8_lossy(body);
+    match serde_json::from_str::<Envelope>(&text) {
+        Ok(envelope) => Ok(envelope.action.and_then(|action| action.as_str().map(str::to_owned))),
+        // Valid JSON of another shape (an array, a repeated key): no action.
+        Err(error) if error.is_data() => {
+            serde_json::from_str::<serde::de::IgnoredAny>(&text).map(|_| None).map_err(|_| ())
+        }
+        Err(_) => Err(()),
+    }
 }
 
 /// Judges a delivery's body: the size limit, the signature (with the
@@ -263,6 +275,15 @@ mod tests {
             judge(&only_opened, "issues", &sign("s3cret", body), body),
             Verdict::Accept { forward: true, .. }
         ));
+        for (body, action) in [(&br#"{"action":5}"#[..], None), (br#"{"a":{"action":"x"},"action":"y"}"#, Some("y"))] {
+            match judge(&all, "issues", &sign("s3cret", body), body) {
+                Verdict::Accept { action: got, .. } => assert_eq!(got.as_deref(), action),
+                other => panic!("{other:?}"),
+            }
+        }
+        for broken in [&b"{\"action\":\"opened\""[..], b"[1,]", b"{} {}", b""] {
+            assert!(matches!(judge(&all, "issues", &sign("s3cret", broken), broken), Verdict::Refuse(_)));
+        }
         let array = b"[1]";
         assert_eq!(
             judge(&only_opened, "push", &sign("s3cret", array), array),
