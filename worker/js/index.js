@@ -14,20 +14,25 @@ function list(value) {
     .filter(Boolean);
 }
 
-function setup(env, pending) {
+/**
+ * A Webhooks instance and its web middleware for one request: the handler
+ * marks this request's delivery as wanted, so concurrent deliveries (even
+ * redeliveries with the same id) never see each other's flags.
+ */
+function receiverFor(env) {
   const webhooks = new Webhooks({
     secret: env.GITHUB_WEBHOOK_SECRET,
     additionalSecrets: list(env.GITHUB_WEBHOOK_ADDITIONAL_SECRETS),
   });
+  const receiver = { wanted: false, path: env.WEBHOOK_PATH || "/api/github/webhooks" };
   const events = list(env.EVENTS);
-  const forwardRaw = ({ id }) => {
-    const delivery = pending.get(id);
-    if (delivery) delivery.wanted = true;
+  const mark = () => {
+    receiver.wanted = true;
   };
-  if (events.length === 0 || events.includes("*")) webhooks.onAny(forwardRaw);
-  else webhooks.on(events, forwardRaw);
-  const path = env.WEBHOOK_PATH || "/api/github/webhooks";
-  return { middleware: createWebMiddleware(webhooks, { path }), path };
+  if (events.length === 0 || events.includes("*")) webhooks.onAny(mark);
+  else webhooks.on(events, mark);
+  receiver.middleware = createWebMiddleware(webhooks, { path: receiver.path });
+  return receiver;
 }
 
 async function forward(url, headers, body, name, id) {
@@ -45,29 +50,19 @@ async function forward(url, headers, body, name, id) {
   }
 }
 
-let state;
-const pending = new Map();
-
 export default {
   async fetch(request, env, context) {
     const url = new URL(request.url);
     if (url.pathname === "/health") return Response.json({ status: "ok", version: "strata-worker-js" });
-    if (!state) state = setup(env, pending);
+    const receiver = receiverFor(env);
     const id = request.headers.get("x-github-delivery");
-    if (url.pathname !== state.path || request.method !== "POST" || !id) return state.middleware(request);
-    const copy = request.clone();
-    const delivery = { wanted: false };
-    pending.set(id, delivery);
-    try {
-      const response = await state.middleware(request);
-      if (response.status === 200 && delivery.wanted && env.FORWARD_URL) {
-        const headers = [...request.headers].filter(([name]) => FORWARDED.test(name));
-        const body = await copy.arrayBuffer();
-        context.waitUntil(forward(env.FORWARD_URL, headers, body, request.headers.get("x-github-event"), id));
-      }
-      return response;
-    } finally {
-      pending.delete(id);
+    const copy = request.method === "POST" ? request.clone() : undefined;
+    const response = await receiver.middleware(request);
+    if (response.status === 200 && receiver.wanted && env.FORWARD_URL) {
+      const headers = [...request.headers].filter(([name]) => FORWARDED.test(name));
+      const body = await copy.arrayBuffer();
+      context.waitUntil(forward(env.FORWARD_URL, headers, body, request.headers.get("x-github-event"), id));
     }
+    return response;
   },
 };

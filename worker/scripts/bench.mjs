@@ -83,11 +83,9 @@ function sizes() {
 }
 
 const listener = await startListener();
-const vars = ["--env-file", secretsFile(), "--var", `FORWARD_URL:${listener.url}`];
+const secrets = secretsFile();
 const config = join(root, "build", "wrangler.bench.toml");
 writeFileSync(config, 'name = "strata-receiver-bench"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n');
-const rust = await startWrangler({ wrangler, cwd: root, args: ["--config", config, ...vars] });
-const js = await startWrangler({ wrangler, cwd: join(root, "js"), args: vars });
 
 const examples = exampleDeliveries();
 const pick = (name, predicate) => examples.find((entry) => entry.name === name && predicate(JSON.parse(entry.body)));
@@ -96,36 +94,50 @@ const payloads = [
   ["issues.opened", pick("issues", (payload) => payload.action === "opened")],
   [`${largest.name} (largest example)`, largest],
 ];
+// "verify only": EVENTS lets no benchmark delivery through, so each request is
+// routed, read, verified and parsed, and nothing is forwarded.
+const modes = [
+  ["verify + forward", []],
+  ["verify only", ["--var", "EVENTS:ping"]],
+];
+const median = (list, key) => list.map((entry) => entry[key]).sort((a, b) => a - b)[Math.floor(list.length / 2)];
 const results = [];
 try {
-  for (const [label, delivery] of payloads) {
-    const totals = { rust: [], js: [] };
-    await load(`${rust.url}/api/github/webhooks`, delivery, 1000); // warm-up
-    await load(`${js.url}/api/github/webhooks`, delivery, 1000);
-    for (let round = 0; round < rounds; round++) {
-      totals.rust.push(await load(`${rust.url}/api/github/webhooks`, delivery, seconds * 1000));
-      totals.js.push(await load(`${js.url}/api/github/webhooks`, delivery, seconds * 1000));
+  for (const [mode, extra] of modes) {
+    const vars = ["--env-file", secrets, "--var", `FORWARD_URL:${listener.url}`, ...extra];
+    const rust = await startWrangler({ wrangler, cwd: root, args: ["--config", config, ...vars] });
+    const js = await startWrangler({ wrangler, cwd: join(root, "js"), args: vars });
+    try {
+      for (const [label, delivery] of payloads) {
+        const totals = { rust: [], js: [] };
+        await load(`${rust.url}/api/github/webhooks`, delivery, 1000); // warm-up
+        await load(`${js.url}/api/github/webhooks`, delivery, 1000);
+        for (let round = 0; round < rounds; round++) {
+          totals.rust.push(await load(`${rust.url}/api/github/webhooks`, delivery, seconds * 1000));
+          totals.js.push(await load(`${js.url}/api/github/webhooks`, delivery, seconds * 1000));
+        }
+        const row = (side) => ({
+          rps: median(totals[side], "rps"),
+          p50: median(totals[side], "p50"),
+          p99: median(totals[side], "p99"),
+          failures: totals[side].reduce((sum, entry) => sum + entry.failures, 0),
+        });
+        results.push({ mode, label, bytes: delivery.body.length, rust: row("rust"), js: row("js") });
+      }
+    } finally {
+      await rust.stop();
+      await js.stop();
     }
-    const median = (list, key) => list.map((entry) => entry[key]).sort((a, b) => a - b)[Math.floor(list.length / 2)];
-    const row = (side) => ({
-      rps: median(totals[side], "rps"),
-      p50: median(totals[side], "p50"),
-      p99: median(totals[side], "p99"),
-      failures: totals[side].reduce((sum, entry) => sum + entry.failures, 0),
-    });
-    results.push({ label, bytes: delivery.body.length, rust: row("rust"), js: row("js") });
   }
 } finally {
-  await rust.stop();
-  await js.stop();
   await listener.close();
 }
 
-console.log(`| payload | Rust worker req/s | JS worker req/s | ratio | Rust p50 / p99 ms | JS p50 / p99 ms |`);
-console.log(`|---|---:|---:|---:|---:|---:|`);
-for (const { label, bytes, rust: r, js: j } of results) {
+console.log(`| mode | payload | Rust worker req/s | JS worker req/s | ratio | Rust p50 / p99 ms | JS p50 / p99 ms |`);
+console.log(`|---|---|---:|---:|---:|---:|---:|`);
+for (const { mode, label, bytes, rust: r, js: j } of results) {
   console.log(
-    `| ${label}, ${(bytes / 1024).toFixed(1)} KB | ${r.rps.toFixed(0)} | ${j.rps.toFixed(0)} | ${(r.rps / j.rps).toFixed(2)}× | ` +
+    `| ${mode} | ${label}, ${(bytes / 1024).toFixed(1)} KB | ${r.rps.toFixed(0)} | ${j.rps.toFixed(0)} | ${(r.rps / j.rps).toFixed(2)}× | ` +
       `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} | ${j.p50.toFixed(1)} / ${j.p99.toFixed(1)} |`,
   );
   if (r.failures || j.failures) console.log(`   failures: rust ${r.failures}, js ${j.failures}`);

@@ -33,7 +33,7 @@ function buildWorker() {
     WASM_OPT_BIN: join(root, "node_modules", ".bin", "wasm-opt"),
     ESBUILD_BIN: join(root, "node_modules", ".bin", "esbuild"),
   };
-  execFileSync(tool("worker-build"), ["--release"], { cwd: root, env: workerEnv, stdio: "inherit" });
+  execFileSync(tool("worker-build"), ["--profile", "wasm"], { cwd: root, env: workerEnv, stdio: "inherit" });
 }
 
 function buildWasi() {
