@@ -15,25 +15,30 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const targetDir = process.env.CARGO_TARGET_DIR || join(homedir(), ".cache", "strata-target");
 const env = { ...process.env, CARGO_TARGET_DIR: targetDir };
 
+/** A local executable: ~/.cargo/bin, node_modules/.bin, then PATH; undefined when absent. */
 function tool(name) {
   for (const candidate of [join(homedir(), ".cargo", "bin", name), join(root, "node_modules", ".bin", name)]) {
     if (existsSync(candidate)) return candidate;
   }
   try {
-    return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim();
+    return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || undefined;
   } catch {
-    throw new Error(`${name} not found (tests/worker.sh installs it)`);
+    return undefined;
   }
 }
 
 function buildWorker() {
-  const workerEnv = {
-    ...env,
-    WASM_BINDGEN_BIN: tool("wasm-bindgen"),
-    WASM_OPT_BIN: join(root, "node_modules", ".bin", "wasm-opt"),
-    ESBUILD_BIN: join(root, "node_modules", ".bin", "esbuild"),
-  };
-  execFileSync(tool("worker-build"), ["--profile", "wasm"], { cwd: root, env: workerEnv, stdio: "inherit" });
+  // worker-build downloads wasm-bindgen, wasm-opt and esbuild unless told
+  // where they are; the ones found here are used (the CLI must match the
+  // wasm-bindgen crate version, 0.2.130).
+  const workerEnv = { ...env };
+  for (const [variable, name] of [["WASM_BINDGEN_BIN", "wasm-bindgen"], ["WASM_OPT_BIN", "wasm-opt"], ["ESBUILD_BIN", "esbuild"]]) {
+    const path = tool(name);
+    if (path && !workerEnv[variable]) workerEnv[variable] = path;
+  }
+  const workerBuild = tool("worker-build");
+  if (!workerBuild) throw new Error("worker-build not found: cargo install worker-build --version 0.8.7 (tests/worker.sh does)");
+  execFileSync(workerBuild, ["--profile", "wasm"], { cwd: root, env: workerEnv, stdio: "inherit" });
 }
 
 function buildWasi() {
