@@ -15,7 +15,7 @@ export async function runWorkerdCheck({ project, label, workerSource, check }) {
     await check(worker.url);
     console.log(`workerd: ${label} under wrangler dev: ok`);
   } catch (error) {
-    error.message += `\n--- wrangler output ---\n${worker.output().slice(-3000)}`;
+    console.error(`--- wrangler output ---\n${worker.output().slice(-3000)}`);
     throw error;
   } finally {
     await worker.stop();

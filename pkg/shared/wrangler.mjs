@@ -13,18 +13,12 @@ export async function freePort() {
 }
 
 /**
- * Runs `<wrangler> dev` in `cwd` with `args` and waits for "Ready on".
- * Returns `{ url, output(), stop() }`; `output()` is everything wrangler and
- * the worker printed so far.
+ * Starts `command` in its own process group and waits until
+ * `isReady(output)` resolves true. Returns `{ output(), stop() }`;
+ * `output()` is everything the process printed so far.
  */
-export async function startWrangler({ wrangler, cwd, args = [], env = {}, timeoutMs = 120_000 }) {
-  const port = await freePort();
-  const child = spawn(wrangler, ["dev", "--ip", "127.0.0.1", "--port", String(port), ...args], {
-    cwd,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+export async function startServer({ command, args, cwd, env = {}, isReady, label = command, timeoutMs = 120_000 }) {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
@@ -38,12 +32,30 @@ export async function startWrangler({ wrangler, cwd, args = [], env = {}, timeou
     await exited;
   };
   const deadline = Date.now() + timeoutMs;
-  while (!/Ready on/.test(output)) {
+  while (!(await isReady(output))) {
     if (Date.now() > deadline || child.exitCode !== null) {
       await stop();
-      throw new Error(`wrangler dev did not start:\n${output.slice(-3000)}`);
+      throw new Error(`${label} did not start:\n${output.slice(-3000)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
+  return { output: () => output, stop };
+}
+
+/**
+ * Runs `<wrangler> dev` in `cwd` with `args` and waits for "Ready on".
+ * Returns `{ url, output(), stop() }`.
+ */
+export async function startWrangler({ wrangler, cwd, args = [], env = {}, timeoutMs = 120_000 }) {
+  const port = await freePort();
+  const server = await startServer({
+    command: wrangler,
+    args: ["dev", "--ip", "127.0.0.1", "--port", String(port), ...args],
+    cwd,
+    env: { WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", ...env },
+    isReady: async (output) => /Ready on/.test(output),
+    label: "wrangler dev",
+    timeoutMs,
+  });
+  return { url: `http://127.0.0.1:${port}`, ...server };
 }

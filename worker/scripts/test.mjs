@@ -7,12 +7,12 @@
 // must get the web middleware's exact answers and never be forwarded.
 // Run `node scripts/build.mjs` first (tests/worker.sh does both).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, startWrangler } from "../../pkg/shared/wrangler.mjs";
+import { freePort, startServer, startWrangler } from "../../pkg/shared/wrangler.mjs";
 import { exampleDeliveries, githubHeaders, sign, startListener } from "./lib.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -65,39 +65,20 @@ async function startWasi(vars) {
   if (!wasmtime) return null;
   const port = await freePort();
   const args = ["serve", "-S", "cli", "-S", "p3", "-W", "component-model-async", "--addr", `127.0.0.1:${port}`];
-  const env = { ...process.env, ...vars };
+  const env = { ...vars };
   for (const [name, value] of [...SECRETS, ...Object.entries(vars)]) {
     env[name] = value;
     args.push("--env", name);
   }
   args.push(join(root, "wasi", "build", "strata-receiver.wasm"));
-  const child = spawn(wasmtime, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let output = "";
-  child.stdout.on("data", (chunk) => (output += chunk));
-  child.stderr.on("data", (chunk) => (output += chunk));
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const stop = async () => {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    await exited;
-  };
   const url = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 60_000; ; ) {
-    try {
-      await fetch(`${url}/health`);
-      break;
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        await stop();
-        throw new Error(`wasmtime serve did not start:\n${output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  return { url, output: () => output, stop };
+  const reachable = () =>
+    fetch(`${url}/health`).then(
+      () => true,
+      () => false,
+    );
+  const server = await startServer({ command: wasmtime, args, env, isReady: reachable, label: "wasmtime serve", timeoutMs: 60_000 });
+  return { url, ...server };
 }
 
 async function post(url, headers, body) {
@@ -201,29 +182,76 @@ function refusals() {
   const limit = 25 * 1024 * 1024;
   const large = { name: "push", id: crypto.randomUUID(), body: Buffer.alloc(limit + 1, 0x20) };
   const tooLarge = [413, `{"error":"Payload too large: the limit is ${limit} bytes"}`, json, json];
-  add("25 MiB + 1 with content-length", large.id, { headers: githubHeaders(large, SECRET), body: large.body }, tooLarge);
+  const request = { headers: githubHeaders(large, SECRET), body: large.body, large: true };
+  add("25 MiB + 1 with content-length", large.id, request, tooLarge);
   const chunked = { name: "push", id: crypto.randomUUID(), body: Buffer.alloc(limit + 1, 0x20) };
   add("25 MiB + 1 chunked", chunked.id, { headers: githubHeaders(chunked, SECRET), body: chunked.body, chunked: true }, tooLarge);
   return cases;
 }
 
-async function send(url, { headers, body, chunked, method = "POST" }) {
-  if (!chunked) return post(url, headers, body);
-  const stream = new ReadableStream({
-    start(controller) {
-      for (let offset = 0; offset < body.length; offset += 1 << 20) controller.enqueue(body.subarray(offset, offset + (1 << 20)));
-      controller.close();
-    },
+/**
+ * Sends one request with node:http, in 1 MiB pieces, and stops writing once
+ * the answer has arrived: a receiver may answer 413 before reading the body
+ * and close the connection (fetch would report the broken pipe instead of
+ * the answer). With `expectContinue`, the body waits for `100 Continue`.
+ */
+function send(url, { headers, body, chunked, expectContinue, method = "POST" }) {
+  return new Promise((resolve, reject) => {
+    const outgoing = { ...headers };
+    if (!chunked) outgoing["content-length"] = String(Buffer.byteLength(body));
+    if (expectContinue) outgoing.expect = "100-continue";
+    let answered = false;
+    const call = request(url, { method, headers: outgoing, agent: false }, (response) => {
+      answered = true;
+      const chunks = [];
+      response.on("data", (chunk) => chunks.push(chunk));
+      response.on("end", () => {
+        resolve({
+          status: response.statusCode,
+          body: Buffer.concat(chunks).toString(),
+          type: response.headers["content-type"] ?? null,
+          accept: response.headers.accept ?? null,
+        });
+        call.destroy();
+      });
+      response.on("error", reject);
+    });
+    // A write error before the answer is parsed may still be followed by it.
+    const failed = (error) => {
+      if (!answered) setTimeout(() => answered || reject(error), 2000);
+    };
+    call.on("error", failed);
+    const bytes = Buffer.from(body);
+    const piece = 1 << 20;
+    (async () => {
+      if (expectContinue) {
+        call.flushHeaders();
+        await new Promise((next) => {
+          call.once("continue", next);
+          call.once("response", next);
+        });
+      }
+      for (let offset = 0; offset < bytes.length && !answered && !call.destroyed; offset += piece) {
+        if (!call.write(bytes.subarray(offset, offset + piece))) await new Promise((next) => call.once("drain", next));
+        await new Promise((next) => setImmediate(next));
+      }
+      if (!answered && !call.destroyed) call.end();
+    })().catch(failed);
   });
-  const response = await fetch(url, { method, headers, body: stream, duplex: "half" });
-  return { status: response.status, body: await response.text(), type: response.headers.get("content-type"), accept: response.headers.get("accept") };
 }
 
-/** Refused requests get the expected answers and are never forwarded. */
-async function refusalsAreNeverForwarded(receiverUrl, listener, { compareWith } = {}) {
+/**
+ * Refused requests get the expected answers and are never forwarded.
+ * `expectContinue`: send the 25 MiB body content-length case as curl does,
+ * with `Expect: 100-continue` — wasmtime serve answers the 413 before the
+ * body then, while without it the connection is sometimes closed before the
+ * answer is written. (wrangler dev's local proxy resets such requests, so
+ * the Workers get the body at once.)
+ */
+async function refusalsAreNeverForwarded(receiverUrl, listener, { compareWith, expectContinue = false } = {}) {
   const cases = refusals();
   for (const { label, request, expected } of cases) {
-    const answer = await send(`${receiverUrl}/api/github/webhooks`, request);
+    const answer = await send(`${receiverUrl}/api/github/webhooks`, { ...request, expectContinue: expectContinue && request.large });
     assert.deepEqual([answer.status, answer.body, answer.type, answer.accept], expected, label);
     if (compareWith) {
       const reference = await send(`${compareWith}/api/github/webhooks`, request);
@@ -324,7 +352,7 @@ async function rustWorker() {
       }
     });
   } catch (error) {
-    error.message += `\n--- rust worker output ---\n${rust.output().slice(-3000)}`;
+    console.error(`--- rust worker output ---\n${rust.output().slice(-3000)}`);
     throw error;
   } finally {
     await rust.stop();
@@ -415,7 +443,7 @@ async function rustWorkerWithQueue() {
       assert.ok(rust.output().includes(`forwarded: issues delivery ${sent.id} to WEBHOOK_QUEUE after 1 attempt (last: sent)`));
     });
   } catch (error) {
-    error.message += `\n--- wrangler output ---\n${rust.output().slice(-3000)}`;
+    console.error(`--- wrangler output ---\n${rust.output().slice(-3000)}`);
     throw error;
   } finally {
     await rust.stop();
@@ -442,14 +470,14 @@ async function wasiComponent() {
       console.log(`   ${await examplesAreForwarded(wasi.url, listener)} deliveries`);
     });
     await check("wasi component: refusals answer exactly like the Rust worker and are never forwarded", async () => {
-      await refusalsAreNeverForwarded(wasi.url, listener, { compareWith: rust.url });
+      await refusalsAreNeverForwarded(wasi.url, listener, { compareWith: rust.url, expectContinue: true });
     });
     await check("wasi component: forward retries are bounded and logged", () =>
       retriesAreBoundedAndLogged(wasi.url, listener, wasi.output),
     );
     await check("wasi component: no secret in the logs", () => assertNoSecrets(wasi.output(), "wasi component"));
   } catch (error) {
-    error.message += `\n--- wasmtime output ---\n${wasi.output().slice(-3000)}`;
+    console.error(`--- wasmtime output ---\n${wasi.output().slice(-3000)}`);
     throw error;
   } finally {
     await wasi.stop();
