@@ -6,6 +6,7 @@ import { Webhooks, createWebMiddleware } from "@strata/webhooks";
 
 const FORWARDED = /^(x-github-|x-hub-signature|content-type$|user-agent$)/i;
 const ATTEMPTS = 3;
+const MAX_PAYLOAD_BYTES = 25 * 1024 * 1024;
 
 function list(value) {
   return String(value || "")
@@ -50,18 +51,49 @@ async function forward(url, headers, body, name, id) {
   }
 }
 
+/**
+ * Reads at most `limit + 1` bytes of the body (enough for the middleware to
+ * answer 413), so nothing larger is ever held; `request.clone()` would keep a
+ * second copy of a whole oversized body alive in the tee.
+ */
+async function readBody(request, limit) {
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  while (size <= limit) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.length;
+  }
+  if (size > limit) await reader.cancel().catch(() => {});
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
 export default {
   async fetch(request, env, context) {
     const url = new URL(request.url);
     if (url.pathname === "/health") return Response.json({ status: "ok", version: "strata-worker-js" });
     const receiver = receiverFor(env);
-    const id = request.headers.get("x-github-delivery");
-    const copy = request.method === "POST" ? request.clone() : undefined;
-    const response = await receiver.middleware(request);
+    const declared = Number(request.headers.get("content-length"));
+    // Not a delivery, or too large by its own account: the middleware answers
+    // from the headers alone.
+    if (request.method !== "POST" || declared > MAX_PAYLOAD_BYTES) return receiver.middleware(request);
+    const body = await readBody(request, MAX_PAYLOAD_BYTES);
+    const headers = new Headers(request.headers);
+    headers.delete("content-length");
+    const response = await receiver.middleware(new Request(request.url, { method: "POST", headers, body }));
     if (response.status === 200 && receiver.wanted && env.FORWARD_URL) {
-      const headers = [...request.headers].filter(([name]) => FORWARDED.test(name));
-      const body = await copy.arrayBuffer();
-      context.waitUntil(forward(env.FORWARD_URL, headers, body, request.headers.get("x-github-event"), id));
+      const forwarded = [...request.headers].filter(([name]) => FORWARDED.test(name));
+      const event = request.headers.get("x-github-event");
+      context.waitUntil(forward(env.FORWARD_URL, forwarded, body, event, request.headers.get("x-github-delivery")));
     }
     return response;
   },
