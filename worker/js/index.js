@@ -67,7 +67,9 @@ async function readBody(request, limit) {
     chunks.push(value);
     size += value.length;
   }
-  if (size > limit) await reader.cancel().catch(() => {});
+  // Leave the rest unread (not cancelled): the runtime discards it after the
+  // response, and a cancelled upload upsets wrangler dev's local proxy.
+  reader.releaseLock();
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {

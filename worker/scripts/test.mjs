@@ -205,15 +205,14 @@ function send(url, { headers, body, chunked, expectContinue, method = "POST" }) 
       answered = true;
       const chunks = [];
       response.on("data", (chunk) => chunks.push(chunk));
-      response.on("end", () => {
+      response.on("end", () =>
         resolve({
           status: response.statusCode,
           body: Buffer.concat(chunks).toString(),
           type: response.headers["content-type"] ?? null,
           accept: response.headers.accept ?? null,
-        });
-        call.destroy();
-      });
+        }),
+      );
       response.on("error", reject);
     });
     // A write error before the answer is parsed may still be followed by it.
@@ -231,11 +230,16 @@ function send(url, { headers, body, chunked, expectContinue, method = "POST" }) 
           call.once("response", next);
         });
       }
-      for (let offset = 0; offset < bytes.length && !answered && !call.destroyed; offset += piece) {
+      let offset = 0;
+      for (; offset < bytes.length && !answered && !call.destroyed; offset += piece) {
         if (!call.write(bytes.subarray(offset, offset + piece))) await new Promise((next) => call.once("drain", next));
         await new Promise((next) => setImmediate(next));
       }
-      if (!answered && !call.destroyed) call.end();
+      // A complete request ends properly (a proxy may take an unfinished one
+      // for an aborted upload); one answered half-way is abandoned.
+      if (call.destroyed) return;
+      if (offset >= bytes.length) call.end();
+      else call.destroy();
     })().catch(failed);
   });
 }
@@ -340,15 +344,15 @@ async function rustWorker() {
       retriesAreBoundedAndLogged(rust.url, listener, rust.output),
     );
     await check("rust worker: no secret in the logs", () => assertNoSecrets(rust.output(), "rust worker"));
+    // The same JS Worker instance as above: two `wrangler dev` sessions of one
+    // project share its .wrangler directory and restart each other.
     await check("js worker: every example delivery answered 200 and forwarded byte for byte", async () => {
-      const jsListener = await startListener();
-      const jsOnly = await startJs({ FORWARD_URL: jsListener.url });
       try {
-        console.log(`   ${await examplesAreForwarded(jsOnly.url, jsListener)} deliveries`);
-        await refusalsAreNeverForwarded(jsOnly.url, jsListener);
-      } finally {
-        await jsOnly.stop();
-        await jsListener.close();
+        console.log(`   ${await examplesAreForwarded(js.url, listener)} deliveries`);
+        await refusalsAreNeverForwarded(js.url, listener);
+      } catch (error) {
+        console.error(`--- js worker output ---\n${js.output().slice(-3000)}`);
+        throw error;
       }
     });
   } catch (error) {
@@ -428,6 +432,7 @@ async function rustWorkerWithQueue() {
   );
   const args = ["--config", producer, "--config", consumer, "--env-file", secretsFile(SECRETS)];
   const rust = await startWrangler({ wrangler, cwd: root, args });
+  let both;
   try {
     await check("rust worker: with a WEBHOOK_QUEUE binding and no FORWARD_URL, deliveries go to the queue", async () => {
       const health = await fetch(`${rust.url}/health`);
@@ -442,11 +447,28 @@ async function rustWorkerWithQueue() {
       assert.equal(record.headers["x-github-delivery"], sent.id);
       assert.ok(rust.output().includes(`forwarded: issues delivery ${sent.id} to WEBHOOK_QUEUE after 1 attempt (last: sent)`));
     });
+    await rust.stop();
+    await check("rust worker: with FORWARD_URL and a queue, each delivery goes to both", async () => {
+      listener.received.length = 0;
+      both = await startWrangler({ wrangler, cwd: root, args: [...args, "--var", `FORWARD_URL:${listener.url}`] });
+      const sent = delivery("push", { ref: "refs/heads/main" });
+      assert.equal((await post(`${both.url}/api/github/webhooks`, githubHeaders(sent, SECRET), sent.body)).status, 200);
+      await listener.until((received) => received.length >= 2, 30_000, "the delivery, direct and queued");
+      const queued = listener.received.filter((record) => record.headers["x-strata-queued"]);
+      const direct = listener.received.filter((record) => !record.headers["x-strata-queued"]);
+      assert.equal(queued.length, 1);
+      assert.equal(direct.length, 1);
+      for (const record of [...queued, ...direct]) {
+        assert.ok(record.body.equals(sent.body));
+        assert.equal(record.headers["x-github-delivery"], sent.id);
+      }
+    });
   } catch (error) {
     console.error(`--- wrangler output ---\n${rust.output().slice(-3000)}`);
     throw error;
   } finally {
     await rust.stop();
+    await both?.stop();
     await listener.close();
   }
 }

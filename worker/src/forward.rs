@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use futures_util::future::{Either, select};
+use futures_util::future::{Either, join, select};
 use serde::Serialize;
 use strata_core::webhooks::receiver::ReceiverConfig;
 use strata_core::webhooks::receiver::forward::{Attempt, Report, forward_with_retries, is_forwarded_header};
@@ -93,15 +93,21 @@ fn wait(milliseconds: u32) -> Delay {
     Delay::from(Duration::from_millis(milliseconds.into()))
 }
 
-/// Forwards `delivery` to every configured destination, each with its own
-/// bounded retries, and logs how each ended (never a URL or header value).
+/// Forwards `delivery` to every configured destination at once, each with
+/// its own bounded retries, and logs how each ended (never a URL or header
+/// value).
 pub async fn deliver(config: ReceiverConfig, env: Env, delivery: Delivery) {
-    if let Some(url) = &config.forward_url {
-        let report = forward_with_retries(config.forward_attempts, |_| post(url, &delivery), wait).await;
-        log(&report, "FORWARD_URL", &delivery);
-    }
-    if config.queue {
-        let report = forward_with_retries(config.forward_attempts, |_| enqueue(&env, &delivery), wait).await;
-        log(&report, QUEUE_BINDING, &delivery);
-    }
+    let to_url = async {
+        if let Some(url) = &config.forward_url {
+            let report = forward_with_retries(config.forward_attempts, |_| post(url, &delivery), wait).await;
+            log(&report, "FORWARD_URL", &delivery);
+        }
+    };
+    let to_queue = async {
+        if config.queue {
+            let report = forward_with_retries(config.forward_attempts, |_| enqueue(&env, &delivery), wait).await;
+            log(&report, QUEUE_BINDING, &delivery);
+        }
+    };
+    join(to_url, to_queue).await;
 }
