@@ -52,24 +52,25 @@ async function forward(url, headers, body, name, id) {
 }
 
 /**
- * Reads at most `limit + 1` bytes of the body (enough for the middleware to
- * answer 413), so nothing larger is ever held; `request.clone()` would keep a
- * second copy of a whole oversized body alive in the tee.
+ * Reads the body, or stops at `limit + 1` bytes and returns `null`: an
+ * oversized body is never held in full (a Worker has 128 MB).
  */
 async function readBody(request, limit) {
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks = [];
   let size = 0;
-  while (size <= limit) {
+  for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
     size += value.length;
+    if (size > limit) {
+      // Left unread, not cancelled: the runtime discards the rest.
+      reader.releaseLock();
+      return null;
+    }
+    chunks.push(value);
   }
-  // Leave the rest unread (not cancelled): the runtime discards it after the
-  // response, and a cancelled upload upsets wrangler dev's local proxy.
-  reader.releaseLock();
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
@@ -90,7 +91,9 @@ export default {
     if (request.method !== "POST" || declared > MAX_PAYLOAD_BYTES) return receiver.middleware(request);
     const body = await readBody(request, MAX_PAYLOAD_BYTES);
     const headers = new Headers(request.headers);
-    headers.delete("content-length");
+    // Too large while reading: the middleware answers 413 from the length alone.
+    if (body === null) headers.set("content-length", String(MAX_PAYLOAD_BYTES + 1));
+    else headers.delete("content-length");
     const response = await receiver.middleware(new Request(request.url, { method: "POST", headers, body }));
     if (response.status === 200 && receiver.wanted && env.FORWARD_URL) {
       const forwarded = [...request.headers].filter(([name]) => FORWARDED.test(name));
