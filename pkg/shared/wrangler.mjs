@@ -12,6 +12,19 @@ export async function freePort() {
   return port;
 }
 
+// Process groups still running: killed when this process exits, even by an
+// uncaught exception, so no server (or workerd below wrangler) outlives it.
+const running = new Set();
+process.on("exit", () => {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+
 /**
  * Starts `command` in its own process group and waits until
  * `isReady(output)` resolves true. Returns `{ output(), stop() }`;
@@ -22,7 +35,8 @@ export async function startServer({ command, args, cwd, env = {}, isReady, label
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
-  const exited = new Promise((resolve) => child.on("exit", resolve));
+  running.add(child.pid);
+  const exited = new Promise((resolve) => child.on("exit", resolve)).then(() => running.delete(child.pid));
   const stop = async () => {
     try {
       process.kill(-child.pid, "SIGKILL");
