@@ -2,7 +2,7 @@
 //! `RequestHead` and `Reply`.
 
 use futures_util::StreamExt;
-use strata_core::webhooks::middleware::{self, Reply, RequestHead, error_body, normalize_trailing_slashes};
+use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trailing_slashes};
 use worker::{Headers, Request, Response, Result, Url};
 
 /// The header values and URL parts a [`RequestHead`] borrows.
@@ -55,11 +55,7 @@ impl RequestHeadParts {
 /// Reads the body, stopping as soon as it passes `max_bytes` (a chunked
 /// body declares no length up front).
 pub async fn read_body(request: &mut Request, max_bytes: u64) -> std::result::Result<Vec<u8>, Reply> {
-    let unreadable = |_| Reply {
-        status: 400,
-        body: error_body("Error: the request body could not be read"),
-        headers: &[("content-type", "application/json")],
-    };
+    let unreadable = |_| middleware::unreadable_body();
     if request.inner().body().is_none() {
         return Ok(Vec::new());
     }

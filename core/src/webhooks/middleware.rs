@@ -73,7 +73,7 @@ pub struct RequestHead<'a> {
 }
 
 /// A JSON string literal (what `JSON.stringify` writes for a string).
-fn json_string(out: &mut String, text: &str) {
+pub(crate) fn json_string(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('"');
     for character in text.chars() {
@@ -167,6 +167,11 @@ pub fn too_large(max_body_bytes: u64) -> Reply {
     Reply { status: 413, body: error_body(&message), headers: JSON_ACCEPT_JSON }
 }
 
+/// 400: the body could not be read (the client went away mid-upload).
+pub fn unreadable_body() -> Reply {
+    Reply { status: 400, body: error_body("Error: the request body could not be read"), headers: JSON }
+}
+
 /// 200: verified and every handler succeeded.
 pub fn delivered() -> Reply {
     Reply {
@@ -228,6 +233,16 @@ mod tests {
         );
         let charset = RequestHead { content_type: Some(" application/json ; charset=utf-8"), ..head() };
         assert!(matches!(route(&charset, "/api/github/webhooks/", 100), Route::Deliver { .. }));
+    }
+
+    #[test]
+    fn an_unreadable_body_gets_400() {
+        let reply = unreadable_body();
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (400, r#"{"error":"Error: the request body could not be read"}"#)
+        );
+        assert_eq!(reply.headers, [("content-type", "application/json")]);
     }
 
     #[test]

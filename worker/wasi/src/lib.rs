@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use spin_sdk::http::{HeaderMap, HeaderValue, IntoResponse, Request, StatusCode};
 use spin_sdk::http_service;
 use spin_sdk::wasip3::{cli::environment, clocks::monotonic_clock};
-use strata_core::webhooks::middleware::{self, Reply, RequestHead, error_body, normalize_trailing_slashes};
+use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trailing_slashes};
 use strata_core::webhooks::receiver::forward::{Attempt, Report, forward_with_retries, is_forwarded_header};
 use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
 
@@ -62,14 +62,9 @@ async fn read_body<B>(mut body: B, max_bytes: u64) -> Result<Vec<u8>, Reply>
 where
     B: http_body::Body<Data = Bytes> + Unpin,
 {
-    let unreadable = || Reply {
-        status: 400,
-        body: error_body("Error: the request body could not be read"),
-        headers: &[("content-type", "application/json")],
-    };
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| unreadable())?;
+        let frame = frame.map_err(|_| middleware::unreadable_body())?;
         if let Some(data) = frame.data_ref() {
             bytes.extend_from_slice(data);
             if bytes.len() as u64 > max_bytes {

@@ -15,7 +15,7 @@ pub mod forward;
 pub use config::{ConfigError, ReceiverConfig};
 pub use filter::EventFilter;
 
-use crate::webhooks::middleware::{self, Reply, RequestHead, Route, error_body};
+use crate::webhooks::middleware::{self, Reply, RequestHead, Route, error_body, json_string};
 use crate::webhooks::signature::verify_with_fallback;
 
 /// The health route (`GET` or `HEAD`).
@@ -75,10 +75,10 @@ pub fn health(config: Result<&ReceiverConfig, &ConfigError>, version: &str) -> R
         }
     };
     body.push_str(",\"version\":");
-    body.push_str(&serde_json::Value::from(version).to_string());
+    json_string(&mut body, version);
     if let Err(error) = config {
         body.push_str(",\"error\":");
-        body.push_str(&serde_json::Value::from(error.to_string()).to_string());
+        json_string(&mut body, &error.to_string());
     }
     body.push('}');
     Reply { status, body, headers: JSON }
@@ -195,6 +195,7 @@ mod tests {
             status_and_body(on_request(Ok(&config), &head("GET", "/health"), "1.2.3")),
             (200, r#"{"status":"ok","version":"1.2.3"}"#.into())
         );
+        assert_eq!(health(Ok(&config), "a\"b\\c\n").body, r#"{"status":"ok","version":"a\"b\\c\n"}"#);
         let error = ConfigError::MissingSecret;
         assert_eq!(
             status_and_body(on_request(Err(&error), &head("HEAD", "/health"), "1.2.3")),
