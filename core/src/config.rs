@@ -8,11 +8,12 @@
 //! `webHookTemplate`, placeholders named `summary` or `summary.<field>` belong
 //! to the webhook and are left for [`crate::summary::render_template`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::driver::Driver;
 use crate::ident::validate_identifier;
 use crate::redact::{MASK, redact_data_source};
 use crate::template;
@@ -36,6 +37,15 @@ pub enum ConfigError {
         /// The variable name.
         name: String,
     },
+    /// A `${NAME}` placeholder names an environment variable whose value is
+    /// not UTF-8.
+    #[error("property {property}: environment variable {name} is not valid UTF-8")]
+    EnvVarNotUnicode {
+        /// The property whose value holds the placeholder.
+        property: &'static str,
+        /// The variable name.
+        name: String,
+    },
     /// A property has a value outside its allowed set.
     #[error("property {property}: {reason}")]
     Invalid {
@@ -46,44 +56,100 @@ pub enum ConfigError {
     },
 }
 
-/// The database kinds the service knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
-    /// Embedded SQLite: one database file per schema, attached by name.
-    Sqlite,
-    /// PostgreSQL and protocol-compatible engines: schema per tenant.
-    Postgres,
-    /// MySQL and MariaDB: database per tenant.
-    Mysql,
-    /// Microsoft SQL Server 2008 R2 and later.
-    SqlServer,
+/// The process environment as the configuration sees it: the shell reads
+/// it, the core only looks names up.
+pub trait Environment {
+    /// What the environment holds under `name`.
+    fn lookup(&self, name: &str) -> EnvValue<'_>;
 }
 
-impl Driver {
-    /// The value of `driver` in the configuration file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Driver::Sqlite => "sqlite",
-            Driver::Postgres => "postgres",
-            Driver::Mysql => "mysql",
-            Driver::SqlServer => "sqlserver",
+/// The value of one environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvValue<'a> {
+    /// Set, to this text.
+    Set(&'a str),
+    /// Not set.
+    Unset,
+    /// Set, to bytes that are not UTF-8.
+    NotUnicode,
+}
+
+impl Environment for BTreeMap<String, String> {
+    fn lookup(&self, name: &str) -> EnvValue<'_> {
+        self.get(name).map_or(EnvValue::Unset, |value| EnvValue::Set(value))
+    }
+}
+
+/// An environment as a shell reads it from the process: the variables whose
+/// values are UTF-8, and the names of those whose values are not. A
+/// variable that is not UTF-8 matters only when the configuration refers to
+/// it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessEnvironment {
+    /// Variables with UTF-8 values.
+    pub values: BTreeMap<String, String>,
+    /// Names of variables whose values are not UTF-8.
+    pub not_unicode: BTreeSet<String>,
+}
+
+impl Environment for ProcessEnvironment {
+    fn lookup(&self, name: &str) -> EnvValue<'_> {
+        match self.values.get(name) {
+            Some(value) => EnvValue::Set(value),
+            None if self.not_unicode.contains(name) => EnvValue::NotUnicode,
+            None => EnvValue::Unset,
         }
     }
+}
 
-    fn parse(text: &str) -> Option<Driver> {
-        [Driver::Sqlite, Driver::Postgres, Driver::Mysql, Driver::SqlServer]
-            .into_iter()
-            .find(|driver| driver.name() == text)
+/// Limits on what one request to the GraphQL API may cost (`graphQLLimits`).
+/// A request over a limit is refused before any resolver runs, with an error
+/// naming the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphQlLimits {
+    /// Highest complexity of one operation: every selected field counts 1
+    /// (each alias separately), a field that reads storage
+    /// (`sourceMigrations`, `versions`, `dbMigrations`, …) counts 10.
+    pub complexity: usize,
+    /// Deepest nesting of one operation.
+    pub depth: usize,
+    /// Most operations in one batch (a JSON array of requests).
+    pub batch: usize,
+    /// Most bytes of `contents` one request may be answered with, over all
+    /// its operations and fields.
+    pub contents_bytes: usize,
+}
+
+impl Default for GraphQlLimits {
+    fn default() -> Self {
+        GraphQlLimits { complexity: 1000, depth: 32, batch: 10, contents_bytes: 8 * 1024 * 1024 }
     }
+}
 
-    /// The tenant insert statement used when `tenantInsertSQL` is not set;
-    /// it binds the tenant name as its one parameter.
-    pub fn default_tenant_insert_sql(self) -> &'static str {
-        match self {
-            Driver::Sqlite | Driver::Postgres => "insert into svc.svc_tenants (name) values ($1)",
-            Driver::Mysql => "insert into svc.svc_tenants (name) values (?)",
-            Driver::SqlServer => "insert into svc.svc_tenants (name) values (@P1)",
-        }
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawGraphQlLimits {
+    complexity: Option<u64>,
+    depth: Option<u64>,
+    batch: Option<u64>,
+    contents_bytes: Option<u64>,
+}
+
+impl RawGraphQlLimits {
+    fn validate(self) -> Result<GraphQlLimits, ConfigError> {
+        let defaults = GraphQlLimits::default();
+        let positive = |name: &'static str, value: Option<u64>, default: usize| match value {
+            None => Ok(default),
+            Some(0) => Err(invalid("graphQLLimits", format!("{name} must be at least 1"))),
+            Some(n) => usize::try_from(n).map_err(|_| invalid("graphQLLimits", format!("{name} is too large"))),
+        };
+        Ok(GraphQlLimits {
+            complexity: positive("complexity", self.complexity, defaults.complexity)?,
+            depth: positive("depth", self.depth, defaults.depth)?,
+            batch: positive("batch", self.batch, defaults.batch)?,
+            contents_bytes: positive("contentsBytes", self.contents_bytes, defaults.contents_bytes)?,
+        })
     }
 }
 
@@ -172,6 +238,8 @@ pub struct Config {
     pub web_hook_headers: Vec<Header>,
     /// Log filter.
     pub log_level: LogLevel,
+    /// Cost limits of the GraphQL API.
+    pub graphql_limits: GraphQlLimits,
 }
 
 #[derive(Deserialize)]
@@ -203,14 +271,16 @@ struct RawConfig {
     web_hook_template: Option<String>,
     web_hook_headers: Option<Vec<String>>,
     log_level: Option<String>,
+    #[serde(rename = "graphQLLimits")]
+    graphql_limits: Option<RawGraphQlLimits>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
-struct Substituter<'a> {
-    env: &'a BTreeMap<String, String>,
+struct Substituter<'a, E: Environment + ?Sized> {
+    env: &'a E,
 }
 
-impl Substituter<'_> {
+impl<E: Environment + ?Sized> Substituter<'_, E> {
     fn text(&self, property: &'static str, value: String) -> Result<String, ConfigError> {
         self.expand(property, value, false)
     }
@@ -230,9 +300,10 @@ impl Substituter<'_> {
             if name.contains('.') {
                 return Ok(None);
             }
-            match self.env.get(name) {
-                Some(found) => Ok(Some(found.clone())),
-                None => Err(ConfigError::MissingEnvVar { property, name: name.to_string() }),
+            match self.env.lookup(name) {
+                EnvValue::Set(found) => Ok(Some(found.to_string())),
+                EnvValue::Unset => Err(ConfigError::MissingEnvVar { property, name: name.to_string() }),
+                EnvValue::NotUnicode => Err(ConfigError::EnvVarNotUnicode { property, name: name.to_string() }),
             }
         })
     }
@@ -249,7 +320,7 @@ impl Substituter<'_> {
 impl Config {
     /// Parses `yaml`, substituting `${NAME}` from `env`, applying defaults
     /// and validating every property.
-    pub fn parse(yaml: &str, env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+    pub fn parse<E: Environment + ?Sized>(yaml: &str, env: &E) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| ConfigError::Yaml(one_line(&e.to_string())))?;
         let sub = Substituter { env };
 
@@ -261,6 +332,9 @@ impl Config {
             reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
         })?;
         let data_source = required("dataSource", sub.optional("dataSource", raw.data_source)?)?;
+        crate::datasource::check_driver(driver, &data_source)
+            .and_then(|()| crate::datasource::normalize(driver, &data_source))
+            .map_err(|e| invalid("dataSource", e.to_string().trim_start_matches("dataSource ").to_string()))?;
 
         let tenant_select = sub.optional("tenantSelectSQL", raw.tenant_select_sql)?.filter(|s| !s.trim().is_empty());
         let tenant_insert = sub.optional("tenantInsertSQL", raw.tenant_insert_sql)?.filter(|s| !s.trim().is_empty());
@@ -335,6 +409,7 @@ impl Config {
             web_hook_template,
             web_hook_headers,
             log_level,
+            graphql_limits: raw.graphql_limits.map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default(),
         })
     }
 
@@ -358,8 +433,18 @@ impl Config {
             web_hook_template: self.web_hook_template.as_deref(),
             web_hook_headers: self.web_hook_headers.iter().map(|h| format!("{}: {MASK}", h.name)).collect(),
             log_level: self.log_level.name(),
+            graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
+    }
+
+    /// The single schemas: the last path element of every single-schema
+    /// migration and script directory.
+    pub fn single_schemas(&self) -> impl Iterator<Item = &str> {
+        self.single_migrations
+            .iter()
+            .chain(&self.single_scripts)
+            .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
     }
 
     /// Every configured directory with the type of migration it holds, in
@@ -404,6 +489,8 @@ struct RedactedView<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     web_hook_headers: Vec<String>,
     log_level: &'a str,
+    #[serde(rename = "graphQLLimits")]
+    graphql_limits: GraphQlLimits,
 }
 
 fn required(property: &'static str, value: Option<String>) -> Result<String, ConfigError> {

@@ -13,11 +13,18 @@
 //! - SQL Server: an ADO string (`Server=tcp:host,1433;User Id=…;Password=…`)
 //!   or a JDBC string as is, or a go-mssqldb URL
 //!   (`sqlserver://user:password@host:1433?database=app`), the form
-//!   migrator's examples use, turned into an ADO string.
+//!   migrator's examples use, turned into an ADO string. As with
+//!   go-mssqldb, a URL that sets neither `encrypt` nor
+//!   `TrustServerCertificate` trusts the server's certificate (SQL Server
+//!   serves a self-signed one unless configured otherwise).
+//!
+//! [`check_driver`] refuses a `dataSource` whose shape belongs to another
+//! driver (a `postgres://` URL under `driver: sqlite` would otherwise become
+//! a directory named `postgres:`).
 
 use thiserror::Error;
 
-use crate::config::Driver;
+use crate::driver::Driver;
 
 /// Why a `dataSource` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -32,6 +39,103 @@ pub enum DataSourceError {
     /// A Go MySQL DSN without `/dbname` or with a malformed address.
     #[error("dataSource is not a URL and not a valid user:password@tcp(host:port)/dbname DSN: {0}")]
     BadGoDsn(&'static str),
+    /// The text has the shape of another driver's connection string.
+    #[error("dataSource is {shape}, a form of driver {owner}, but driver is {driver}; {driver} takes {}", accepted(*.driver))]
+    WrongDriver {
+        /// The configured driver.
+        driver: &'static str,
+        /// What the text looks like (never the text itself).
+        shape: &'static str,
+        /// The driver that form belongs to.
+        owner: &'static str,
+    },
+    /// A URL with a scheme no driver takes.
+    #[error("dataSource is a URL with scheme {scheme}, which no driver takes; {driver} takes {}", accepted(*.driver))]
+    UnknownScheme {
+        /// The configured driver.
+        driver: &'static str,
+        /// The URL's scheme, lower-cased.
+        scheme: String,
+    },
+}
+
+/// The forms a driver takes, for messages.
+fn accepted(driver: &str) -> &'static str {
+    match Driver::parse(driver) {
+        Some(Driver::Sqlite) => "a sqlite: URL or a file path",
+        Some(Driver::Postgres) => "a postgres:// URL or libpq key=value pairs",
+        Some(Driver::Mysql) => "a mysql:// URL or a Go DSN user:password@tcp(host:port)/dbname",
+        Some(Driver::SqlServer) | None => "an ADO or JDBC connection string or a sqlserver:// URL",
+    }
+}
+
+/// The driver a connection string's shape belongs to, and a name for the
+/// shape; `Err(scheme)` for a URL scheme no driver takes. Judged from the
+/// shape alone: a URL by its scheme, a Go MySQL DSN by its `@tcp(…)` or
+/// `@unix(…)` address, an ADO string by its `;`-separated `key=value`
+/// pairs, libpq pairs by their `key=value` words, anything else as a path.
+fn shape_of(text: &str) -> Result<(Driver, &'static str), String> {
+    let lower = text.to_ascii_lowercase();
+    if lower.starts_with("sqlite:") {
+        return Ok((Driver::Sqlite, "a sqlite: URL"));
+    }
+    if lower.starts_with("jdbc:sqlserver:") {
+        return Ok((Driver::SqlServer, "a JDBC connection string"));
+    }
+    if let Some((scheme, _)) = lower.split_once("://")
+        && !scheme.is_empty()
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return match scheme {
+            "postgres" | "postgresql" => Ok((Driver::Postgres, "a postgres:// URL")),
+            "mysql" | "mariadb" => Ok((Driver::Mysql, "a mysql:// URL")),
+            "sqlserver" => Ok((Driver::SqlServer, "a sqlserver:// URL")),
+            _ => Err(scheme.to_string()),
+        };
+    }
+    if lower.contains("@tcp(") || lower.contains("@unix(") || lower.starts_with("tcp(") || lower.starts_with("unix(") {
+        return Ok((Driver::Mysql, "a Go MySQL DSN"));
+    }
+    let first_key = lower.split(['=', ';']).next().unwrap_or("").trim();
+    let ado_keys = ["server", "data source", "address", "addr", "network address", "user id", "uid", "initial catalog"];
+    if lower.contains(';') && lower.contains('=') && ado_keys.contains(&first_key) {
+        return Ok((Driver::SqlServer, "an ADO connection string"));
+    }
+    let libpq_keys = [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "connect_timeout",
+        "application_name",
+        "options",
+        "service",
+        "target_session_attrs",
+    ];
+    if lower.contains('=') && libpq_keys.contains(&first_key) {
+        return Ok((Driver::Postgres, "a list of libpq key=value pairs"));
+    }
+    Ok((Driver::Sqlite, "a file path"))
+}
+
+/// Refuses a `dataSource` whose shape belongs to another driver than
+/// `driver`, or a URL whose scheme no driver takes. The error names the
+/// shape and both drivers, never the text (it may hold a password).
+pub fn check_driver(driver: Driver, data_source: &str) -> Result<(), DataSourceError> {
+    let text = data_source.trim();
+    match shape_of(text) {
+        Err(scheme) => Err(DataSourceError::UnknownScheme { driver: driver.name(), scheme }),
+        // SQL Server takes any ADO text it is given; an unrecognised
+        // key=value string is left for its parser to judge.
+        Ok((Driver::Postgres, _)) if driver == Driver::SqlServer && text.contains(';') => Ok(()),
+        Ok((owner, _)) if owner == driver => Ok(()),
+        Ok((owner, shape)) => Err(DataSourceError::WrongDriver { driver: driver.name(), shape, owner: owner.name() }),
+    }
 }
 
 /// The URL form of `data_source` for `driver`.
@@ -106,16 +210,28 @@ fn sqlserver_from_url(text: &str) -> Result<String, DataSourceError> {
         parts.push(format!("User Id={}", ado_value(&decode(user))));
         parts.push(format!("Password={}", ado_value(&decode(password))));
     }
+    let mut encryption_set = false;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = decode(value);
         match key.to_ascii_lowercase().as_str() {
             "database" => parts.push(format!("Database={}", ado_value(&value))),
-            "encrypt" => parts.push(format!("Encrypt={}", ado_value(&value))),
-            "trustservercertificate" => parts.push(format!("TrustServerCertificate={}", ado_value(&value))),
+            "encrypt" => {
+                encryption_set = true;
+                parts.push(format!("Encrypt={}", ado_value(&value)));
+            }
+            "trustservercertificate" => {
+                encryption_set = true;
+                parts.push(format!("TrustServerCertificate={}", ado_value(&value)));
+            }
             "app name" | "app+name" => parts.push(format!("Application Name={}", ado_value(&value))),
             _ => {}
         }
+    }
+    // go-mssqldb trusts the server certificate when `encrypt` is not given;
+    // the URL form keeps that default for the users it is there for.
+    if !encryption_set {
+        parts.push("TrustServerCertificate=true".into());
     }
     Ok(parts.join(";"))
 }
@@ -302,7 +418,20 @@ mod tests {
         );
         assert_eq!(
             normalize(Driver::SqlServer, "sqlserver://u:p@h/SQLEXPRESS?database=x").unwrap(),
-            "Server=tcp:h\\SQLEXPRESS;User Id=u;Password=p;Database=x"
+            "Server=tcp:h\\SQLEXPRESS;User Id=u;Password=p;Database=x;TrustServerCertificate=true"
+        );
+        // The peer's own form: no encrypt, so the certificate is trusted as go-mssqldb does.
+        assert_eq!(
+            normalize(
+                Driver::SqlServer,
+                "sqlserver://sa:Pass1@127.0.0.1:1433?database=migrator&connection+timeout=1&dial+timeout=1"
+            )
+            .unwrap(),
+            "Server=tcp:127.0.0.1,1433;User Id=sa;Password=Pass1;Database=migrator;TrustServerCertificate=true"
+        );
+        assert_eq!(
+            normalize(Driver::SqlServer, "sqlserver://u:p@h?TrustServerCertificate=false").unwrap(),
+            "Server=tcp:h;User Id=u;Password=p;TrustServerCertificate=false"
         );
         assert_eq!(normalize(Driver::SqlServer, "sqlserver://"), Err(DataSourceError::BadSqlServerUrl("missing host")));
     }
@@ -310,5 +439,71 @@ mod tests {
     #[test]
     fn sqlite_paths_become_urls() {
         assert_eq!(normalize(Driver::Sqlite, "./data/main.db").unwrap(), "sqlite://./data/main.db?mode=rwc");
+    }
+
+    #[test]
+    fn a_data_source_of_another_driver_is_refused_naming_both() {
+        let own = [
+            (Driver::Sqlite, "sqlite:///data/svc.db"),
+            (Driver::Sqlite, "./data/main.db"),
+            (Driver::Sqlite, "/var/lib/strata/main.db"),
+            (Driver::Postgres, "postgres://u:p@h:5432/db"),
+            (Driver::Postgres, "postgresql://h/db"),
+            (Driver::Postgres, "host=db port=5432 user=svc password='a b' dbname=app"),
+            (Driver::Postgres, "dbname=app"),
+            (Driver::Mysql, "mysql://root@127.0.0.1:3306/mysql"),
+            (Driver::Mysql, "MariaDB://root@h/db"),
+            (Driver::Mysql, "user:pa@ss@tcp(h:3306)/db?parseTime=true"),
+            (Driver::Mysql, "root@unix(/run/mysqld.sock)/db"),
+            (Driver::SqlServer, "Server=tcp:h,1433;User Id=sa;Password=x"),
+            (Driver::SqlServer, "Data Source=h;Initial Catalog=db;User Id=sa;Password=x"),
+            (Driver::SqlServer, "host=h;user=sa;password=x"),
+            (Driver::SqlServer, "jdbc:sqlserver://h:1433;databaseName=db"),
+            (Driver::SqlServer, "sqlserver://sa:p@h?database=db"),
+        ];
+        for (driver, text) in own {
+            assert_eq!(check_driver(driver, text), Ok(()), "{driver:?} {text}");
+        }
+        assert_eq!(
+            check_driver(Driver::Sqlite, "postgres://user:s3cret@host:5432/db").unwrap_err().to_string(),
+            "dataSource is a postgres:// URL, a form of driver postgres, but driver is sqlite; \
+             sqlite takes a sqlite: URL or a file path"
+        );
+        assert_eq!(
+            check_driver(Driver::Sqlite, "mysql://root@h/db").unwrap_err(),
+            DataSourceError::WrongDriver { driver: "sqlite", shape: "a mysql:// URL", owner: "mysql" }
+        );
+        assert_eq!(
+            check_driver(Driver::Postgres, "user:s3cret@tcp(h:3306)/db").unwrap_err().to_string(),
+            "dataSource is a Go MySQL DSN, a form of driver mysql, but driver is postgres; \
+             postgres takes a postgres:// URL or libpq key=value pairs"
+        );
+        assert_eq!(
+            check_driver(Driver::Mysql, "/data/main.db").unwrap_err(),
+            DataSourceError::WrongDriver { driver: "mysql", shape: "a file path", owner: "sqlite" }
+        );
+        assert_eq!(
+            check_driver(Driver::SqlServer, "host=h port=5432").unwrap_err(),
+            DataSourceError::WrongDriver {
+                driver: "sqlserver",
+                shape: "a list of libpq key=value pairs",
+                owner: "postgres"
+            }
+        );
+        assert_eq!(
+            check_driver(Driver::Postgres, "Server=tcp:h;User Id=sa;Password=s3cret").unwrap_err(),
+            DataSourceError::WrongDriver { driver: "postgres", shape: "an ADO connection string", owner: "sqlserver" }
+        );
+        assert_eq!(
+            check_driver(Driver::Postgres, "http://user:s3cret@h/x").unwrap_err().to_string(),
+            "dataSource is a URL with scheme http, which no driver takes; postgres takes a postgres:// URL or libpq key=value pairs"
+        );
+        for driver in Driver::ALL {
+            for text in ["postgres://u:s3cret@h/db", "mysql://u:s3cret@h/db", "file:///s3cret"] {
+                if let Err(error) = check_driver(driver, text) {
+                    assert!(!error.to_string().contains("s3cret"), "{error}");
+                }
+            }
+        }
     }
 }

@@ -8,6 +8,8 @@
 
 use thiserror::Error;
 
+use crate::driver::Driver;
+
 /// The longest accepted identifier, in characters.
 pub const MAX_IDENTIFIER_LEN: usize = 63;
 
@@ -26,6 +28,22 @@ pub enum IdentError {
     /// The name is reserved: `svc` holds the service's own tables.
     #[error("name {name:?} is reserved for the service's own schema")]
     Reserved {
+        /// The refused name.
+        name: String,
+    },
+    /// The engine keeps a schema of that name for itself (see
+    /// [`Driver::reserves_schema`]).
+    #[error("name {name:?} is reserved by {engine}")]
+    ReservedByEngine {
+        /// The refused name.
+        name: String,
+        /// The engine, as people call it.
+        engine: &'static str,
+    },
+    /// A configured single schema has that name: the tenant's tables would
+    /// land in the shared schema.
+    #[error("name {name:?} is a configured single schema")]
+    SingleSchema {
         /// The refused name.
         name: String,
     },
@@ -62,6 +80,32 @@ pub fn validate_tenant_name(name: &str) -> Result<(), IdentError> {
     validate_identifier(name)?;
     if name.eq_ignore_ascii_case(SERVICE_SCHEMA) {
         return Err(IdentError::Reserved { name: name.to_string() });
+    }
+    Ok(())
+}
+
+/// Checks the name of a tenant about to be created on `driver`: a valid
+/// tenant name ([`validate_tenant_name`]) that the engine does not reserve
+/// and that is none of `single_schemas`, compared without regard to case
+/// (MySQL on a case-insensitive file system, SQL Server's default
+/// collation and SQLite's attachment names all ignore it).
+pub fn validate_new_tenant_name<'a>(
+    name: &str,
+    driver: Driver,
+    single_schemas: impl IntoIterator<Item = &'a str>,
+) -> Result<(), IdentError> {
+    validate_tenant_name(name)?;
+    if driver.reserves_schema(name) {
+        let engine = match driver {
+            Driver::Sqlite => "SQLite",
+            Driver::Postgres => "PostgreSQL",
+            Driver::Mysql => "MySQL and MariaDB",
+            Driver::SqlServer => "SQL Server",
+        };
+        return Err(IdentError::ReservedByEngine { name: name.to_string(), engine });
+    }
+    if single_schemas.into_iter().any(|schema| schema.eq_ignore_ascii_case(name)) {
+        return Err(IdentError::SingleSchema { name: name.to_string() });
     }
     Ok(())
 }
@@ -118,6 +162,43 @@ mod tests {
         assert_eq!(validate_tenant_name("acme"), Ok(()));
         assert_eq!(validate_tenant_name("SVC"), Err(IdentError::Reserved { name: "SVC".into() }));
         assert_eq!(validate_tenant_name("a b"), Err(IdentError::InvalidCharacter { name: "a b".into(), found: ' ' }));
+    }
+
+    #[test]
+    fn new_tenants_avoid_engine_schemas_and_single_schemas() {
+        let singles = ["ref", "config"];
+        for driver in Driver::ALL {
+            assert_eq!(validate_new_tenant_name("acme", driver, singles), Ok(()));
+            assert_eq!(
+                validate_new_tenant_name("Ref", driver, singles),
+                Err(IdentError::SingleSchema { name: "Ref".into() })
+            );
+            assert_eq!(
+                validate_new_tenant_name("svc", driver, singles),
+                Err(IdentError::Reserved { name: "svc".into() })
+            );
+        }
+        assert_eq!(
+            validate_new_tenant_name("pg_temp_1", Driver::Postgres, singles).unwrap_err().to_string(),
+            "name \"pg_temp_1\" is reserved by PostgreSQL"
+        );
+        assert_eq!(validate_new_tenant_name("pg_temp_1", Driver::Mysql, singles), Ok(()));
+        assert_eq!(
+            validate_new_tenant_name("performance_schema", Driver::Mysql, []).unwrap_err().to_string(),
+            "name \"performance_schema\" is reserved by MySQL and MariaDB"
+        );
+        assert_eq!(
+            validate_new_tenant_name("db_owner", Driver::SqlServer, []).unwrap_err().to_string(),
+            "name \"db_owner\" is reserved by SQL Server"
+        );
+        assert_eq!(
+            validate_new_tenant_name("Main", Driver::Sqlite, []).unwrap_err().to_string(),
+            "name \"Main\" is reserved by SQLite"
+        );
+        assert_eq!(
+            validate_new_tenant_name("config", Driver::Sqlite, singles).unwrap_err().to_string(),
+            "name \"config\" is a configured single schema"
+        );
     }
 
     #[test]

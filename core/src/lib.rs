@@ -31,7 +31,9 @@
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
 //! - [`redact`]: hiding secrets in connection strings.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
-//! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs.
+//! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs,
+//!   and the check that a `dataSource` belongs to its `driver`.
+//! - [`driver`]: the database kinds and the schema names each engine reserves.
 //! - [`endpoint`]: the request-options builder (`@octokit/endpoint`'s rules).
 //! - [`webhooks`]: webhook signatures, event names, listener routing, the
 //!   middleware's answers and the edge receiver's decisions.
@@ -41,6 +43,7 @@
 pub mod batches;
 pub mod config;
 pub mod datasource;
+pub mod driver;
 pub mod endpoint;
 pub mod ident;
 pub mod location;

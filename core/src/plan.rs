@@ -283,6 +283,17 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
             steps.push(Step { migration: migration_index, schema, execute });
             planned_here += 1;
         }
+        // Without tenants, a tenant file still counts as loaded when it is a
+        // script or was never recorded (the spec's `tenantMigrations`: loaded
+        // files; `tenantMigrationsTotal` = tenants × that).
+        let loaded_without_tenants =
+            target_ids.is_empty() && migration.migration_type.is_tenant() && (script || !recorded.anywhere[index]);
+        if loaded_without_tenants {
+            match migration.migration_type {
+                MigrationType::TenantMigration => counts.tenant_migrations += 1,
+                _ => counts.tenant_scripts += 1,
+            }
+        }
         if planned_here > 0 {
             match migration.migration_type {
                 MigrationType::SingleMigration => counts.single_migrations += planned_here,
@@ -366,6 +377,8 @@ struct Recorded<'a> {
     width: usize,
     greatest: Vec<Option<&'a str>>,
     drift: Vec<Drift>,
+    /// Per source: recorded in at least one schema, in scope or not.
+    anywhere: Vec<bool>,
 }
 
 /// The largest bit matrix the planner builds (sources × schemas): 2^32 bits,
@@ -391,6 +404,7 @@ impl<'a> Recorded<'a> {
             .collect();
         let mut drifted: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
         let mut cached: Option<(&str, Option<usize>)> = None;
+        let mut anywhere = vec![false; sources.len()];
         for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
             let source = match cached {
                 Some((file, source)) if file == row.file => source,
@@ -410,6 +424,9 @@ impl<'a> Recorded<'a> {
                     bits[cell / 64] |= 1 << (cell % 64);
                 }
             }
+            if let Some(source) = source {
+                anywhere[source] = true;
+            }
             if let Some(source) = source
                 && sources[source].checksum != row.checksum
             {
@@ -427,7 +444,7 @@ impl<'a> Recorded<'a> {
                 schemas: schemas.into_iter().map(str::to_string).collect(),
             })
             .collect();
-        Ok(Recorded { bits, width, greatest, drift })
+        Ok(Recorded { bits, width, greatest, drift, anywhere })
     }
 
     fn contains(&self, source: usize, target: u32) -> bool {

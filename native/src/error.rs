@@ -17,6 +17,9 @@ pub enum AppError {
     /// The request body is not a GraphQL request in JSON.
     #[error("{0}")]
     BadRequest(String),
+    /// The request body is not sent as `application/json`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The caller's input is invalid (e.g. an empty version name).
     #[error("{0}")]
     InvalidInput(String),
@@ -39,6 +42,7 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             AppError::BadRequest(_) => "BAD_REQUEST",
+            AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             AppError::InvalidInput(_) => "INVALID_INPUT",
             AppError::Loader(_) => "LOADER_ERROR",
             AppError::Source(_) => "INVALID_SOURCE",
@@ -59,6 +63,7 @@ impl AppError {
     fn status(&self) -> StatusCode {
         match self {
             AppError::BadRequest(_) | AppError::InvalidInput(_) => StatusCode::BAD_REQUEST,
+            AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

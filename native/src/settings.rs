@@ -1,9 +1,10 @@
 //! Loading the configuration file: the shell's half of config handling (read
 //! the file and the environment); parsing and validation are in the core.
 
-use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
 
-use strata_core::config::Config;
+use strata_core::config::{Config, ProcessEnvironment};
 
 /// The configuration path when `SVC_YAML` is not set.
 pub const DEFAULT_PATH: &str = "/data/svc.yaml";
@@ -11,9 +12,53 @@ pub const DEFAULT_PATH: &str = "/data/svc.yaml";
 /// Reads and parses the configuration. The error is one line naming the
 /// file and the problem.
 pub fn load() -> Result<(String, Config), String> {
-    let path = std::env::var("SVC_YAML").unwrap_or_else(|_| DEFAULT_PATH.to_string());
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: cannot read configuration: {e}"))?;
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let config = Config::parse(&text, &env).map_err(|e| format!("{path}: {e}"))?;
-    Ok((path, config))
+    let path = std::env::var_os("SVC_YAML").map_or_else(|| PathBuf::from(DEFAULT_PATH), PathBuf::from);
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: cannot read configuration: {e}"))?;
+    let config =
+        Config::parse(&text, &process_environment(std::env::vars_os())).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((shown, config))
+}
+
+/// The environment as the core takes it. Variables whose values are not
+/// UTF-8 are kept by name only (they matter only if the configuration refers
+/// to them); variables whose names are not UTF-8 cannot be referred to and
+/// are left out.
+fn process_environment(vars: impl Iterator<Item = (OsString, OsString)>) -> ProcessEnvironment {
+    let mut environment = ProcessEnvironment::default();
+    for (name, value) in vars {
+        let Ok(name) = name.into_string() else { continue };
+        match value.into_string() {
+            Ok(value) => {
+                environment.values.insert(name, value);
+            }
+            Err(_) => {
+                environment.not_unicode.insert(name);
+            }
+        }
+    }
+    environment
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStringExt;
+
+    use strata_core::config::{EnvValue, Environment};
+
+    use super::*;
+
+    #[test]
+    fn non_utf8_values_are_kept_by_name_and_non_utf8_names_dropped() {
+        let vars = vec![
+            (OsString::from("PLAIN"), OsString::from("value")),
+            (OsString::from("LATIN1"), OsString::from_vec(vec![0x63, 0x61, 0x66, 0xe9])),
+            (OsString::from_vec(vec![0xff, 0x41]), OsString::from("x")),
+        ];
+        let environment = process_environment(vars.into_iter());
+        assert_eq!(environment.lookup("PLAIN"), EnvValue::Set("value"));
+        assert_eq!(environment.lookup("LATIN1"), EnvValue::NotUnicode);
+        assert_eq!(environment.lookup("ABSENT"), EnvValue::Unset);
+        assert_eq!(environment.values.len(), 1);
+    }
 }

@@ -101,10 +101,14 @@ pub async fn http_metrics(request: Request, next: Next) -> Response {
 
 /// The log filter for a configured level; `RUST_LOG`-style directives are
 /// not read from the environment, the configuration decides.
+///
+/// tiberius warns "Trusting the server certificate without validation" on
+/// every new connection; the SQL Server driver says it once at start
+/// instead, so that warning is filtered out here.
 pub fn log_filter(level: LogLevel) -> &'static str {
     match level {
-        LogLevel::Debug => "debug,hyper=info,h2=info,sqlx=info,tower=info",
-        LogLevel::Info => "info,sqlx=warn",
+        LogLevel::Debug => "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error",
+        LogLevel::Info => "info,sqlx=warn,tiberius::client::tls_stream=error",
         LogLevel::Error | LogLevel::Panic => "error",
     }
 }

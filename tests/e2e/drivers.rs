@@ -54,7 +54,7 @@ async fn kill_9_in_the_middle_of_a_version_leaves_a_consistent_database() {
     let url = server.url("/v2/service");
     let request = tokio::spawn(async move {
         let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
-        client.post(url).body(body.to_string()).send().await
+        client.post(url).json(&body).send().await
     });
     server.wait_for_mutations_started(2).await;
     if backend() == Backend::Mysql {
@@ -194,7 +194,7 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     let url = server.url("/v2/service");
     let request = tokio::spawn(async move {
         let body = json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" });
-        client.post(url).body(body.to_string()).send().await.unwrap().json::<serde_json::Value>().await.unwrap()
+        client.post(url).json(&body).send().await.unwrap().json::<serde_json::Value>().await.unwrap()
     });
     server.wait_for_mutations_started(1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;

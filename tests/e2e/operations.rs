@@ -100,6 +100,7 @@ async fn request_id_is_echoed_generated_and_stored() {
         .client
         .post(server.url("/v2/service"))
         .header("X-Request-ID", "trace-123")
+        .header("Content-Type", "application/json")
         .body(
             json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" })
                 .to_string(),
@@ -136,7 +137,7 @@ async fn path_prefix_moves_every_route() {
 #[tokio::test]
 async fn unknown_routes_and_methods() {
     let server = Server::start("basic", "").await;
-    assert_eq!(server.get("/v1/service").await.status(), 404);
+    assert_eq!(server.get("/v2/nothing").await.status(), 404);
     assert_eq!(server.get("/v2/service").await.status(), 405);
     let delete = server.client.delete(server.url("/health")).send().await.unwrap();
     assert_eq!(delete.status(), 405);
@@ -158,6 +159,8 @@ fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
     // The configuration in the Secret is one the service accepts.
     let svc_yaml = documents[0]["stringData"]["svc.yaml"].as_str().unwrap();
     let env = [("DB_PASSWORD", "x"), ("HOOK_TOKEN", "y")].map(|(k, v)| (k.to_string(), v.to_string()));
-    let config = strata_core::config::Config::parse(svc_yaml, &env.into_iter().collect()).unwrap();
+    let config =
+        strata_core::config::Config::parse(svc_yaml, &env.into_iter().collect::<std::collections::BTreeMap<_, _>>())
+            .unwrap();
     assert_eq!(config.base_location, "s3://my-migrations/prod");
 }

@@ -477,9 +477,14 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
-    /// POSTs a raw body to `/v2/service`.
+    /// POSTs a raw body to `/v2/service` as `application/json`.
     pub async fn post_raw(&self, body: impl Into<reqwest::Body>) -> reqwest::Response {
-        self.client.post(self.url("/v2/service")).body(body).send().await.unwrap()
+        self.post_typed("application/json", body).await
+    }
+
+    /// POSTs a raw body to `/v2/service` with the given content type.
+    pub async fn post_typed(&self, content_type: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.client.post(self.url("/v2/service")).header("Content-Type", content_type).body(body).send().await.unwrap()
     }
 
     /// Runs a GraphQL request and returns the whole response (asserting HTTP 200).

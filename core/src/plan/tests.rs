@@ -311,3 +311,27 @@ fn the_service_schema_is_no_tenant() {
     let input = apply_input(&sources, &[], &[], &target);
     assert_eq!(plan(input), Err(PlanError::InvalidTenantName(IdentError::Reserved { name: "svc".into() })));
 }
+
+#[test]
+fn without_tenants_tenant_files_count_as_loaded_with_a_total_of_zero() {
+    let sources = sources();
+    let plan = plan(apply_input(&sources, &[], &[], &Target::AllSchemas)).unwrap();
+    assert_eq!(
+        plan.counts,
+        Counts {
+            tenants: 0,
+            single_migrations: 2,
+            tenant_migrations: 2,
+            tenant_migrations_total: 0,
+            single_scripts: 1,
+            tenant_scripts: 1,
+            tenant_scripts_total: 0
+        }
+    );
+    assert!(plan.steps.iter().all(|s| !sources[s.migration as usize].migration_type.is_tenant()));
+
+    // A tenant file recorded for a tenant that is gone is not loaded again.
+    let gone = [applied(&sources[1], "gone")];
+    let plan = super::plan(apply_input(&sources, &gone, &[], &Target::AllSchemas)).unwrap();
+    assert_eq!((plan.counts.tenant_migrations, plan.counts.tenant_migrations_total), (1, 0));
+}

@@ -2,7 +2,8 @@
 //!
 //! SQLite has no schemas, but it can attach database files under a name. So
 //! every schema (the service's `svc`, each single schema, each tenant) is a
-//! file `<schema>.db` next to the main database file of `dataSource`,
+//! file `<schema>.db` next to the main database file of `dataSource` (or
+//! `<schema>.schema.db` when `<schema>.db` is the main file's own name),
 //! attached under the schema's name and created on first use; SQL written as
 //! `create table {schema}.users (…)` works unchanged and no `create schema`
 //! statement is needed (or possible). Unqualified tables go to the main file.
@@ -108,26 +109,23 @@ struct SchemaFiles {
 }
 
 impl SchemaFiles {
+    /// `<schema>.db` next to the main file; the one schema whose file that
+    /// would be the main file itself (a main file named `svc.db`, say) uses
+    /// `<schema>.schema.db` instead. Names cannot contain `.`, so no other
+    /// schema's file can take that name.
     fn file(&self, schema: &str) -> PathBuf {
-        self.directory.join(format!("{schema}.db"))
+        let plain = format!("{schema}.db");
+        let is_main =
+            self.main_file.file_name().is_some_and(|main| main.to_string_lossy().eq_ignore_ascii_case(&plain));
+        if is_main { self.directory.join(format!("{schema}.schema.db")) } else { self.directory.join(plain) }
     }
 
-    /// Refuses schema names SQLite reserves and names whose file would be the
-    /// main database file itself.
+    /// Refuses the schema names SQLite reserves for attachments.
     fn check(&self, schema: &str) -> Result<(), DbError> {
         if schema.eq_ignore_ascii_case("main") || schema.eq_ignore_ascii_case("temp") {
             return Err(DbError::UnusableSchema {
                 schema: schema.into(),
                 reason: "SQLite reserves the names main and temp".into(),
-            });
-        }
-        if self.file(schema).file_name() == self.main_file.file_name() {
-            return Err(DbError::UnusableSchema {
-                schema: schema.into(),
-                reason: format!(
-                    "its file {} is the main database file of dataSource; name the main file differently (e.g. main.db)",
-                    self.file(schema).display()
-                ),
             });
         }
         Ok(())
@@ -340,5 +338,20 @@ impl Database for SqliteDatabase {
             }
         }
         Err(DbError::Connect("the tenant list kept changing while this mutation waited for the write lock".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_named_like_the_main_file_gets_its_own_file() {
+        let files = SchemaFiles { directory: PathBuf::from("/data"), main_file: PathBuf::from("/data/svc.db") };
+        assert_eq!(files.file("svc"), PathBuf::from("/data/svc.schema.db"));
+        assert_eq!(files.file("app"), PathBuf::from("/data/app.db"));
+        let files = SchemaFiles { directory: PathBuf::from("d"), main_file: PathBuf::from("d/App.DB") };
+        assert_eq!(files.file("app"), PathBuf::from("d/app.schema.db"));
+        assert_eq!(files.file("svc"), PathBuf::from("d/svc.db"));
     }
 }

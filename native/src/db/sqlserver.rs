@@ -47,6 +47,13 @@ pub fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError>
     parsed.map_err(|e| DbError::Connect(format!("dataSource is not a SQL Server connection string: {e}")))
 }
 
+/// Whether `data_source` tells the driver to accept any server certificate.
+fn trusts_server_certificate(data_source: &str) -> bool {
+    normalize(strata_core::config::Driver::SqlServer, data_source).is_ok_and(|text| {
+        text.to_ascii_lowercase().split(';').any(|pair| pair.replace(' ', "") == "trustservercertificate=true")
+    })
+}
+
 fn db_error(error: tiberius::error::Error) -> DbError {
     DbError::Connect(error.to_string())
 }
@@ -54,6 +61,12 @@ fn db_error(error: tiberius::error::Error) -> DbError {
 impl SqlServerDatabase {
     /// Connects once and creates the service schema and tables under the lock.
     pub async fn connect(config: &Config) -> Result<Self, DbError> {
+        if trusts_server_certificate(&config.data_source) {
+            tracing::warn!(
+                "SQL Server: the server certificate is not validated (TrustServerCertificate=true, \
+                 the default of a sqlserver:// dataSource without encrypt)"
+            );
+        }
         let database = SqlServerDatabase {
             config: parse_data_source(&config.data_source)?,
             tenant_select_sql: config.tenant_select_sql.clone(),
@@ -307,7 +320,15 @@ impl Database for SqlServerDatabase {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_data_source;
+    use super::{parse_data_source, trusts_server_certificate};
+
+    #[test]
+    fn the_peers_url_form_trusts_the_certificate_unless_encrypt_is_given() {
+        assert!(trusts_server_certificate("sqlserver://sa:p@h?database=app&connection+timeout=1&dial+timeout=1"));
+        assert!(!trusts_server_certificate("sqlserver://sa:p@h?database=app&encrypt=true"));
+        assert!(trusts_server_certificate("Server=tcp:h;User Id=sa;Password=x;TrustServerCertificate = true"));
+        assert!(!trusts_server_certificate("Server=tcp:h;User Id=sa;Password=x"));
+    }
 
     #[test]
     fn parses_ado_jdbc_and_go_mssqldb_forms() {

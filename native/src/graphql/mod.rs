@@ -1,12 +1,15 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
+pub mod limits;
 mod types;
 
 use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
-use strata_core::plan::Target;
+use strata_core::ident::validate_new_tenant_name;
+use strata_core::plan::{PlanError, Target};
 
+use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
 use crate::http::RequestId;
 use crate::service::{CreateRequest, Service};
@@ -18,16 +21,30 @@ use types::{
 /// The API schema.
 pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 
-/// Deepest query nesting accepted (introspection needs about 13).
-const MAX_DEPTH: usize = 32;
+/// Complexity of a field that reads storage (the base location or the
+/// database) instead of 1, before its selection's complexity is added.
+const STORAGE_COST: usize = 10;
 
-/// Builds the schema; the service is available to every resolver.
+/// Builds the schema; the service is available to every resolver, and every
+/// request is held to the configured [`limits`].
 pub fn build_schema(service: Arc<Service>) -> ApiSchema {
+    let limits = service.config().graphql_limits;
     Schema::build(Query, Mutation, EmptySubscription)
         .register_output_type::<MigrationInterface>()
-        .limit_depth(MAX_DEPTH)
+        .extension(limits::CostLimits(limits))
         .data(service)
         .finish()
+}
+
+/// The request's shared scope (sources read once, the contents budget).
+fn scope<'a>(ctx: &Context<'a>) -> Result<&'a Arc<limits::RequestScope>> {
+    ctx.data::<Arc<limits::RequestScope>>()
+}
+
+/// The source migrations, read once per request.
+async fn sources(ctx: &Context<'_>) -> Result<Arc<Vec<strata_core::source::SourceMigration>>> {
+    let service = service(ctx)?;
+    scope(ctx)?.sources(|| service.source_migrations()).await.map_err(graphql_error)
 }
 
 fn service<'a>(ctx: &Context<'a>) -> Result<&'a Arc<Service>> {
@@ -51,41 +68,47 @@ pub struct Query;
 #[Object]
 impl Query {
     /// Source migrations, optionally filtered.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn source_migrations(
         &self,
         ctx: &Context<'_>,
         filters: Option<SourceMigrationFilters>,
     ) -> Result<Vec<SourceMigrationDto>> {
         let filters = filters.unwrap_or_default();
-        let all = service(ctx)?.source_migrations().await.map_err(graphql_error)?;
-        Ok(all.into_iter().filter(|m| filters.matches(m)).map(SourceMigrationDto::from).collect())
+        let all = sources(ctx).await?;
+        Ok(all.iter().filter(|m| filters.matches(m)).cloned().map(SourceMigrationDto::from).collect())
     }
 
     /// One source migration by `file`.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn source_migration(&self, ctx: &Context<'_>, file: String) -> Result<Option<SourceMigrationDto>> {
-        let all = service(ctx)?.source_migrations().await.map_err(graphql_error)?;
-        Ok(all.into_iter().find(|m| m.file == file).map(SourceMigrationDto::from))
+        let all = sources(ctx).await?;
+        Ok(all.iter().find(|m| m.file == file).cloned().map(SourceMigrationDto::from))
     }
 
     /// Versions; with `file`, only those in which that file was applied.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn versions(&self, ctx: &Context<'_>, file: Option<String>) -> Result<Vec<VersionDto>> {
         let rows = service(ctx)?.database().versions(file.as_deref()).await.map_err(graphql_error)?;
         Ok(rows.into_iter().map(VersionDto::from).collect())
     }
 
     /// One version.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn version(&self, ctx: &Context<'_>, id: i32) -> Result<Option<VersionDto>> {
         let row = service(ctx)?.database().version(i64::from(id)).await.map_err(graphql_error)?;
         Ok(row.map(VersionDto::from))
     }
 
     /// One recorded migration.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn db_migration(&self, ctx: &Context<'_>, id: i32) -> Result<Option<DbMigrationDto>> {
         let row = service(ctx)?.database().db_migration(i64::from(id)).await.map_err(graphql_error)?;
         Ok(row.map(DbMigrationDto::from))
     }
 
     /// Tenants.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<TenantDto>> {
         let names = service(ctx)?.database().tenants().await.map_err(graphql_error)?;
         Ok(names.into_iter().map(|name| TenantDto { name }).collect())
@@ -113,6 +136,9 @@ impl Mutation {
     /// Creates a tenant and applies the tenant migrations and scripts to it, as a new version.
     async fn create_tenant(&self, ctx: &Context<'_>, input: TenantInput) -> Result<CreateResultsDto> {
         not_blank("versionName", &input.version_name).map_err(graphql_error)?;
+        let config = service(ctx)?.config();
+        validate_new_tenant_name(&input.tenant_name, config.driver, config.single_schemas())
+            .map_err(|e| graphql_error(DbError::Plan(PlanError::InvalidTenantName(e))))?;
         let request = CreateRequest {
             version_name: input.version_name,
             target: Target::NewTenant(input.tenant_name),

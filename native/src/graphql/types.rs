@@ -10,6 +10,7 @@ use strata_core::plan;
 use strata_core::source::SourceMigration;
 use strata_core::summary;
 
+use super::limits::RequestScope;
 use crate::db::{MigrationRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
@@ -97,14 +98,29 @@ pub enum MigrationInterface {
 
 /// `SourceMigration`.
 #[derive(SimpleObject)]
-#[graphql(name = "SourceMigration")]
+#[graphql(name = "SourceMigration", complex)]
 pub struct SourceMigrationDto {
     name: String,
     migration_type: MigrationTypeDto,
     source_dir: String,
     file: String,
+    #[graphql(skip)]
     contents: String,
     check_sum: String,
+}
+
+#[ComplexObject]
+impl SourceMigrationDto {
+    /// The file's text, counted against the request's contents budget.
+    async fn contents(&self, ctx: &Context<'_>) -> Result<&String> {
+        charged_contents(ctx, &self.contents)
+    }
+}
+
+/// `contents`, once the request's budget has room for it.
+fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result<&'a String> {
+    ctx.data::<Arc<RequestScope>>()?.charge_contents(contents.len())?;
+    Ok(contents)
 }
 
 impl From<SourceMigration> for SourceMigrationDto {
@@ -122,17 +138,26 @@ impl From<SourceMigration> for SourceMigrationDto {
 
 /// `DBMigration`.
 #[derive(SimpleObject)]
-#[graphql(name = "DBMigration")]
+#[graphql(name = "DBMigration", complex)]
 pub struct DbMigrationDto {
     id: i32,
     name: String,
     migration_type: MigrationTypeDto,
     source_dir: String,
     file: String,
+    #[graphql(skip)]
     contents: String,
     check_sum: String,
     schema: String,
     created: Time,
+}
+
+#[ComplexObject]
+impl DbMigrationDto {
+    /// The recorded text, counted against the request's contents budget.
+    async fn contents(&self, ctx: &Context<'_>) -> Result<&String> {
+        charged_contents(ctx, &self.contents)
+    }
 }
 
 impl From<MigrationRow> for DbMigrationDto {
@@ -173,6 +198,7 @@ pub struct VersionDto {
 #[ComplexObject]
 impl VersionDto {
     /// Migrations applied in this version.
+    #[graphql(complexity = "super::STORAGE_COST + child_complexity")]
     async fn db_migrations(&self, ctx: &Context<'_>) -> Result<Vec<DbMigrationDto>> {
         let service = ctx.data::<Arc<Service>>()?;
         let rows = service.database().version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;

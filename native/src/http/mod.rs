@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 
 pub use request_id::RequestId;
 
@@ -40,7 +40,9 @@ pub fn router(state: Arc<AppState>, prefix: &str) -> Router {
         .route(&at("/v2/schema"), get(routes::schema))
         .route(&at("/v2/service"), post(routes::graphql))
         .route(&at("/metrics"), get(routes::metrics))
-        .route(&at("/health"), get(routes::health));
+        .route(&at("/health"), get(routes::health))
+        .route(&at("/v1"), any(routes::v1_gone))
+        .route(&at("/v1/{*rest}"), any(routes::v1_gone));
     if prefix != "/" {
         routes = routes.route(prefix, get(routes::build_info));
     }

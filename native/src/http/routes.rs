@@ -7,12 +7,13 @@ use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::{AppState, RequestId};
 use crate::error::AppError;
+use crate::graphql::limits;
 
 /// Time limit of each health check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -21,7 +22,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 pub async fn build_info() -> Json<serde_json::Value> {
     Json(json!({
         "release": option_env!("STRATA_RELEASE").unwrap_or(env!("CARGO_PKG_VERSION")),
-        "sha": option_env!("STRATA_SHA").unwrap_or("unknown"),
+        "sha": option_env!("STRATA_SHA").or(option_env!("STRATA_GIT_SHA")).unwrap_or("unknown"),
         "apiVersions": ["v2"],
     }))
 }
@@ -36,16 +37,71 @@ pub async fn schema(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], state.schema.sdl()).into_response()
 }
 
-/// `POST /v2/service`: one GraphQL request or a batch (JSON array).
+/// The GraphQL-over-HTTP answer type a client may ask for instead of
+/// `application/json`.
+const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
+
+/// `POST /v2/service`: one GraphQL request or a batch (JSON array), sent as
+/// `application/json` only: the content types a browser may send across
+/// sites without a CORS preflight (`text/plain`, forms) get 415, so no web
+/// page can make an operator's browser run a mutation.
 pub async fn graphql(
     State(state): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, AppError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !is_json(content_type) {
+        return Err(AppError::UnsupportedMediaType(if content_type.is_empty() {
+            "POST /v2/service takes Content-Type: application/json; the request has none".into()
+        } else {
+            format!("POST /v2/service takes Content-Type: application/json, not {}", one_line(content_type))
+        }));
+    }
     let batch: async_graphql::BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
-    let response = state.schema.execute_batch(batch.data(request_id)).await;
-    Ok(Json(response).into_response())
+    let limits = state.service.config().graphql_limits;
+    let operations: Vec<&async_graphql::Request> = batch.iter().collect();
+    let refused = limits::check_batch(operations.len(), &limits)
+        .and_then(|()| operations.iter().try_for_each(|request| limits::check_fields_written(&request.query, &limits)));
+    let response = match refused {
+        Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
+        Ok(()) => {
+            let scope = Arc::new(limits::RequestScope::new(&limits));
+            state.schema.execute_batch(batch.data(request_id).data(scope)).await
+        }
+    };
+    let answer_type = if accepts(&headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
+    let mut answer = Json(response).into_response();
+    answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
+    Ok(answer)
+}
+
+/// `application/json`, with or without parameters (`; charset=utf-8`).
+fn is_json(content_type: &str) -> bool {
+    content_type.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Whether the `Accept` header names `media` explicitly.
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|value| {
+        value.split(',').any(|item| item.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case(media)))
+    })
+}
+
+/// A header value fit for a one-line message: at most 100 characters.
+fn one_line(text: &str) -> String {
+    text.chars().take(100).filter(|c| !c.is_control()).collect()
+}
+
+/// `/v1/*`: the retired API; 410 with a pointer to `/v2`.
+pub async fn v1_gone() -> Response {
+    (
+        StatusCode::GONE,
+        Json(json!({ "error": { "code": "GONE", "message": "API v1 is retired; use /v2 (GraphQL at POST /v2/service)" } })),
+    )
+        .into_response()
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -1,0 +1,385 @@
+//! Hardening, round 2: bounded GraphQL cost, requests only as JSON, the
+//! retired v1 API, a dataSource that must fit its driver, tenant names that
+//! cannot land in a shared or system schema, the environment read without
+//! panics, any SQLite main file name, and the build revision.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::Connection;
+
+use crate::support::{Backend, Server, Workspace, backend, run_to_exit};
+
+const SMALL_LIMITS: &str = "graphQLLimits:\n  complexity: 50\n  depth: 3\n  batch: 3\n  contentsBytes: 300\n";
+
+fn limit_error(response: &Value) -> (&str, &str) {
+    let error = &response["errors"][0];
+    (error["message"].as_str().unwrap_or_default(), error["extensions"]["code"].as_str().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
+    let server = Server::start("basic", "").await;
+    let mut query = String::from("{ ");
+    for i in 0..20_000 {
+        query.push_str(&format!("a{i}: sourceMigrations {{ contents }} "));
+    }
+    query.push('}');
+    let body = json!({ "query": query }).to_string();
+    assert!(body.len() < 1024 * 1024, "the attack fits the body limit: {}", body.len());
+    let started = Instant::now();
+    let response: Value = server.post_raw(body).await.json().await.unwrap();
+    assert_eq!(
+        limit_error(&response),
+        ("the query has 40000 fields, over the complexity limit of 1000 (graphQLLimits.complexity)", "LIMIT_EXCEEDED")
+    );
+    assert_eq!(response["data"], Value::Null);
+    assert!(started.elapsed() < Duration::from_secs(5), "refused in {:?}", started.elapsed());
+    // The same field 60,000 times without aliases (the validator compares
+    // same-named fields pairwise): refused as fast.
+    let repeated = format!("{{ {} }}", "tenants { name } ".repeat(60_000));
+    let response: Value = server.post_raw(json!({ "query": repeated }).to_string()).await.json().await.unwrap();
+    assert_eq!(
+        limit_error(&response).0,
+        "the query has 120000 fields, over the complexity limit of 1000 (graphQLLimits.complexity)"
+    );
+}
+
+#[tokio::test]
+async fn configured_limits_name_themselves_and_their_values() {
+    let server = Server::start("basic", SMALL_LIMITS).await;
+    let created = server.data("mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }", json!({})).await;
+    assert_eq!(created["createVersion"]["version"]["id"], 1);
+
+    // Complexity: each `tenants` costs 10 (it reads storage) + 1 for `name`.
+    let query =
+        "{ a: tenants { name } b: tenants { name } c: tenants { name } d: tenants { name } e: tenants { name } }";
+    let response = server.graphql(query, json!({})).await;
+    assert_eq!(
+        limit_error(&response),
+        ("query complexity 55 is over the limit of 50 (graphQLLimits.complexity)", "LIMIT_EXCEEDED")
+    );
+    let four = "{ a: tenants { name } b: tenants { name } c: tenants { name } d: tenants { name } }";
+    assert_eq!(server.data(four, json!({})).await["d"], json!([]));
+
+    // Fragments spread several times count every time.
+    let fragments = "{ ...T ...U } fragment T on Query { a: versions { id } b: versions { id } } \
+                     fragment U on Query { c: versions { id } d: versions { id } e: versions { id } }";
+    let response = server.graphql(fragments, json!({})).await;
+    assert_eq!(limit_error(&response).0, "query complexity 55 is over the limit of 50 (graphQLLimits.complexity)");
+
+    // Depth.
+    let response = server.graphql("{ __schema { types { fields { name } } } }", json!({})).await;
+    assert_eq!(server.data("{ versions { id } }", json!({})).await["versions"][0]["id"], 1);
+    assert_eq!(
+        limit_error(&response),
+        ("query depth 4 is over the limit of 3 (graphQLLimits.depth)", "LIMIT_EXCEEDED")
+    );
+
+    // Batch: refused as a whole, one error.
+    let batch: Vec<Value> = (0..4).map(|_| json!({ "query": "{ tenants { name } }" })).collect();
+    let response = server.post_raw(Value::Array(batch).to_string()).await;
+    assert_eq!(response.status(), 200);
+    let response: Value = response.json().await.unwrap();
+    assert_eq!(
+        response,
+        json!({ "data": null, "errors": [{ "message": "a batch of 4 operations is over the limit of 3 (graphQLLimits.batch)",
+                                           "extensions": { "code": "LIMIT_EXCEEDED" } }] })
+    );
+    let batch: Vec<Value> = (0..3).map(|_| json!({ "query": "{ tenants { name } }" })).collect();
+    let response: Value = server.post_raw(Value::Array(batch).to_string()).await.json().await.unwrap();
+    assert_eq!(response.as_array().unwrap().len(), 3);
+
+    // Contents: the basic set's six files hold more than 300 bytes, one file less.
+    let response = server.graphql("{ sourceMigrations { file contents } }", json!({})).await;
+    let (message, code) = limit_error(&response);
+    assert_eq!(code, "LIMIT_EXCEEDED");
+    assert_eq!(
+        message,
+        "the answer would hold more than 300 bytes of contents (graphQLLimits.contentsBytes); \
+         ask for fewer migrations' contents at a time"
+    );
+    let one = server.data("{ sourceMigration(file: \"ref/001.sql\") { contents } }", json!({})).await;
+    let on_disk = std::fs::read_to_string(server.ws.migrations().join("ref/001.sql")).unwrap();
+    assert!(on_disk.len() <= 300);
+    assert_eq!(one["sourceMigration"]["contents"], on_disk);
+
+    // Nothing was lost or added by any of it; the config shows the limits.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    let config = server.get("/v2/config").await.text().await.unwrap();
+    assert!(
+        config.contains("graphQLLimits:\n  complexity: 50\n  depth: 3\n  batch: 3\n  contentsBytes: 300\n"),
+        "{config}"
+    );
+}
+
+#[tokio::test]
+async fn introspection_fits_the_default_limits() {
+    let server = Server::start("basic", "").await;
+    let query = "query IntrospectionQuery { __schema { queryType { name } mutationType { name } \
+        types { ...FullType } directives { name description locations args { ...InputValue } } } } \
+        fragment FullType on __Type { kind name description \
+          fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason } \
+          inputFields { ...InputValue } interfaces { ...TypeRef } \
+          enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason } possibleTypes { ...TypeRef } } \
+        fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue } \
+        fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name \
+          ofType { kind name ofType { kind name ofType { kind name } } } } } } } }";
+    let data = server.data(query, json!({})).await;
+    assert_eq!(data["__schema"]["queryType"]["name"], "Query");
+}
+
+#[tokio::test]
+async fn graphql_is_accepted_only_as_json() {
+    let server = Server::start("basic", "").await;
+    let mutation =
+        json!({ "query": "mutation { createVersion(input: {versionName: \"csrf\"}) { version { id } } }" }).to_string();
+    for content_type in [
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        let response = server.post_typed(content_type, mutation.clone()).await;
+        assert_eq!(response.status(), 415, "{content_type}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "UNSUPPORTED_MEDIA_TYPE");
+        assert_eq!(
+            body["error"]["message"],
+            format!("POST /v2/service takes Content-Type: application/json, not {content_type}")
+        );
+    }
+    let none = server.client.post(server.url("/v2/service")).body(mutation.clone()).send().await.unwrap();
+    assert_eq!(none.status(), 415);
+    let body: Value = none.json().await.unwrap();
+    assert_eq!(body["error"]["message"], "POST /v2/service takes Content-Type: application/json; the request has none");
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0, "no mutation ran");
+
+    let with_charset =
+        server.post_typed("application/json; charset=utf-8", "{\"query\":\"{ tenants { name } }\"}").await;
+    assert_eq!(with_charset.status(), 200);
+    assert_eq!(with_charset.headers()["content-type"], "application/json");
+    let graphql_response = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/graphql-response+json, application/json;q=0.9")
+        .body("{\"query\":\"{ tenants { name } }\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(graphql_response.status(), 200);
+    assert_eq!(graphql_response.headers()["content-type"], "application/graphql-response+json");
+    assert_eq!(graphql_response.json::<Value>().await.unwrap(), json!({ "data": { "tenants": [] } }));
+}
+
+#[tokio::test]
+async fn api_v1_is_gone_with_a_pointer_to_v2() {
+    let server = Server::start("basic", "").await;
+    for (method, path) in [("GET", "/v1/config"), ("POST", "/v1/migrations"), ("GET", "/v1"), ("GET", "/v1/tenants")] {
+        let response = server.client.request(method.parse().unwrap(), server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 410, "{method} {path}");
+        assert_eq!(
+            response.json::<Value>().await.unwrap(),
+            json!({ "error": { "code": "GONE", "message": "API v1 is retired; use /v2 (GraphQL at POST /v2/service)" } })
+        );
+    }
+}
+
+fn one_line(output: &std::process::Output) -> String {
+    assert!(!output.status.success(), "must exit non-zero");
+    let stderr = String::from_utf8_lossy(&output.stderr).trim_end().to_string();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+#[test]
+fn a_data_source_of_another_driver_stops_start_up_and_creates_nothing() {
+    let ws = Workspace::new("basic");
+    let workdir = ws.path().join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    for (data_source, shape, owner) in [
+        ("postgres://user:s3cret@db.example.com:5432/app", "a postgres:// URL", "postgres"),
+        ("mysql://user:s3cret@db.example.com:3306/app", "a mysql:// URL", "mysql"),
+    ] {
+        let yaml = format!(
+            "baseLocation: {}\ndriver: sqlite\ndataSource: {data_source}\n{}port: {}\n",
+            ws.migrations().display(),
+            crate::support::DIRECTORIES,
+            ws.port
+        );
+        let config = ws.write_config(&yaml);
+        let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .env("SVC_YAML", &config)
+            .current_dir(&workdir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = one_line(&output);
+        assert_eq!(
+            stderr,
+            format!(
+                "strata: {}: property dataSource: is {shape}, a form of driver {owner}, but driver is sqlite; \
+                 sqlite takes a sqlite: URL or a file path",
+                config.display()
+            )
+        );
+        assert!(!stderr.contains("s3cret"));
+        assert_eq!(std::fs::read_dir(&workdir).unwrap().count(), 0, "nothing created in the working directory");
+    }
+    let yaml = format!(
+        "baseLocation: {}\ndriver: postgres\ndataSource: \"svc:s3cret@tcp(127.0.0.1:3306)/app\"\n{}port: {}\n",
+        ws.migrations().display(),
+        crate::support::DIRECTORIES,
+        ws.port
+    );
+    let stderr = one_line(&run_to_exit(&ws.write_config(&yaml), &[]));
+    assert!(
+        stderr.ends_with(
+            "property dataSource: is a Go MySQL DSN, a form of driver mysql, but driver is postgres; \
+                              postgres takes a postgres:// URL or libpq key=value pairs"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn tenant_names_of_single_schemas_and_engine_schemas_are_refused() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    let reserved: &[&str] = match backend() {
+        Backend::Sqlite => &["main", "Temp"],
+        Backend::Postgres => &["public", "pg_catalog", "pg_whatever", "information_schema"],
+        Backend::Mysql => &["mysql", "sys", "performance_schema", "information_schema"],
+    };
+    let engine = match backend() {
+        Backend::Sqlite => "SQLite",
+        Backend::Postgres => "PostgreSQL",
+        Backend::Mysql => "MySQL and MariaDB",
+    };
+    let mut cases: Vec<(String, String)> = reserved
+        .iter()
+        .map(|name| (name.to_string(), format!("invalid tenant name: name {name:?} is reserved by {engine}")))
+        .collect();
+    for single in ["ref", "config", "REF"] {
+        cases.push((single.into(), format!("invalid tenant name: name {single:?} is a configured single schema")));
+    }
+    for (name, message) in cases {
+        let result = server.create_tenant(json!({ "tenantName": name, "versionName": "evil" })).await;
+        assert_eq!(result["data"], Value::Null, "{name}");
+        assert_eq!(result["errors"][0]["extensions"]["code"], "INVALID_TENANT_NAME", "{name}");
+        assert_eq!(result["errors"][0]["message"], message, "{name}");
+    }
+    // Nothing was created: no version, no tenant, no tenant rows in the single schemas' bookkeeping.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
+    assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
+    assert_eq!(
+        server.ws.rows("svc", "select count(*) from svc_migrations where db_schema not in ('ref', 'config')").await,
+        [[json!(0)]]
+    );
+    let ok = server.create_tenant(json!({ "tenantName": "acme", "versionName": "t" })).await;
+    assert!(ok.get("errors").is_none(), "{ok}");
+}
+
+/// Starts `strata` with extra raw environment variables, waits for
+/// `/health`, and returns what it answered.
+async fn health_with_env(ws: &Workspace, env: &[(&str, OsString)]) -> reqwest::StatusCode {
+    let config = ws.write_config(&ws.config(""));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    command.env("SVC_YAML", &config).stdout(Stdio::null()).stderr(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let url = format!("http://127.0.0.1:{}/health", ws.port);
+    let mut answer = None;
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("strata exited with {status}");
+        }
+        if let Ok(response) = reqwest::get(&url).await {
+            answer = Some(response.status());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    answer.expect("strata did not answer")
+}
+
+#[tokio::test]
+async fn a_non_utf8_variable_matters_only_when_the_config_refers_to_it() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let latin1 = OsString::from_vec(b"caf\xe9".to_vec());
+    let ws = Workspace::new("basic");
+    assert_eq!(health_with_env(&ws, &[("STRATA_TEST_LATIN1", latin1.clone())]).await, 200);
+
+    let yaml = ws.config("").replace("port: ", "port: ${STRATA_TEST_PORT}\nlogLevel: ${STRATA_TEST_LATIN1}\n#");
+    let config = ws.write_config(&yaml);
+    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .env("SVC_YAML", &config)
+        .env("STRATA_TEST_PORT", ws.port.to_string())
+        .env("STRATA_TEST_LATIN1", &latin1)
+        .output()
+        .unwrap();
+    assert_eq!(
+        one_line(&output),
+        format!(
+            "strata: {}: property logLevel: environment variable STRATA_TEST_LATIN1 is not valid UTF-8",
+            config.display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_sqlite_main_file_named_svc_db_works() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let ws = Workspace::new("basic");
+    let yaml = ws.config("").replace("/db/main.db?mode=rwc", "/data/svc.db?mode=rwc");
+    assert!(yaml.contains("/data/svc.db"), "{yaml}");
+    let server = Server::start_in(ws, &yaml, "").await;
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    server.create_tenant(json!({ "tenantName": "acme", "versionName": "t" })).await;
+    let mut files: Vec<String> = std::fs::read_dir(server.ws.path().join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["acme.db", "config.db", "ref.db", "svc.db", "svc.schema.db"]);
+    // The bookkeeping lives in svc.schema.db; the main file holds no service table.
+    let svc =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}", server.ws.path().join("data/svc.schema.db").display()));
+    let mut svc = svc.await.unwrap();
+    let versions: i64 = sqlx::query_scalar("select count(*) from svc_versions").fetch_one(&mut svc).await.unwrap();
+    assert_eq!(versions, 2);
+    let main = sqlx::SqliteConnection::connect(&format!("sqlite://{}", server.ws.path().join("data/svc.db").display()));
+    let mut main = main.await.unwrap();
+    let tables: i64 = sqlx::query_scalar("select count(*) from sqlite_master where name like 'svc_%'")
+        .fetch_one(&mut main)
+        .await
+        .unwrap();
+    assert_eq!(tables, 0);
+}
+
+#[tokio::test]
+async fn build_info_names_the_git_revision() {
+    let server = Server::start("basic", "").await;
+    let info: Value = server.get("/").await.json().await.unwrap();
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+    match head {
+        Ok(output) if output.status.success() && std::env::var_os("STRATA_SHA").is_none() => {
+            assert_eq!(info["sha"], String::from_utf8_lossy(&output.stdout).trim());
+        }
+        _ => assert!(info["sha"].is_string()),
+    }
+}
