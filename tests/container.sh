@@ -84,7 +84,7 @@ run() { # name
     podman logs "$1" >&2
     fail "$1 did not become healthy"
 }
-graphql() { curl -sf "http://127.0.0.1:$PORT/v2/service" -d "$1"; }
+graphql() { curl -sf "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "$1"; }
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d' + sys.argv[1]))" "$1"; }
 
 run strata-test-1

@@ -8,9 +8,11 @@ use proptest::prelude::*;
 use strata_core::MigrationType;
 use strata_core::batches::split_go_batches;
 use strata_core::config::Config;
+use strata_core::datasource::check_driver;
+use strata_core::driver::Driver;
 use strata_core::endpoint::template::{Template, Value, rewrite_legacy_placeholders};
 use strata_core::endpoint::{EndpointError, RoutePlan, accept};
-use strata_core::ident::{quote_ansi, quote_mysql, quote_sqlserver, validate_identifier};
+use strata_core::ident::{quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name};
 use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
 use strata_core::redact::redact_data_source;
 use strata_core::source::{SourceFile, source_migrations};
@@ -283,6 +285,54 @@ proptest! {
             && tampered != header
         {
             prop_assert!(!signature::verify(&secret, &payload, &tampered));
+        }
+    }
+
+    #[test]
+    fn new_tenant_names_never_collide_with_shared_or_engine_schemas(
+        name in "[A-Za-z0-9_-]{1,12}|(pg_|db_|PG_|Db_)[a-z0-9]{0,6}|main|temp|public|mysql|sys|svc|ref|CONFIG|information_schema|performance_schema|guest|dbo",
+        driver in prop::sample::select(Driver::ALL.to_vec()),
+    ) {
+        let singles = ["ref", "config"];
+        let verdict = validate_new_tenant_name(&name, driver, singles);
+        let lower = name.to_ascii_lowercase();
+        let engine_schema = match driver {
+            Driver::Sqlite => ["main", "temp"].contains(&lower.as_str()),
+            Driver::Postgres => lower.starts_with("pg_") || ["information_schema", "public"].contains(&lower.as_str()),
+            Driver::Mysql => ["mysql", "sys", "performance_schema", "information_schema"].contains(&lower.as_str()),
+            Driver::SqlServer => lower.starts_with("db_") || ["sys", "information_schema", "guest", "dbo"].contains(&lower.as_str()),
+        };
+        let shared = lower == "svc" || singles.contains(&lower.as_str());
+        prop_assert_eq!(verdict.is_ok(), !engine_schema && !shared, "{:?} on {:?}: {:?}", name, driver, verdict);
+        // Accepted names are always valid identifiers, quoted safely everywhere.
+        if verdict.is_ok() {
+            prop_assert!(validate_identifier(&name).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_data_source_is_accepted_only_by_the_driver_of_its_shape(
+        user in "[a-z]{1,8}",
+        password in "[A-Za-z0-9!*]{0,12}",
+        host in "[a-z]{1,10}(\\.[a-z]{2,5})?",
+        form in 0usize..6,
+    ) {
+        let (text, owner) = match form {
+            0 => (format!("postgres://{user}:{password}@{host}:5432/app"), Driver::Postgres),
+            1 => (format!("host={host} user={user} password={password} dbname=app"), Driver::Postgres),
+            2 => (format!("mysql://{user}:{password}@{host}:3306/app"), Driver::Mysql),
+            3 => (format!("{user}:{password}@tcp({host}:3306)/app"), Driver::Mysql),
+            4 => (format!("Server=tcp:{host},1433;User Id={user};Password={password}"), Driver::SqlServer),
+            _ => (format!("/var/lib/{host}/{user}.db"), Driver::Sqlite),
+        };
+        for driver in Driver::ALL {
+            let verdict = check_driver(driver, &text);
+            prop_assert_eq!(verdict.is_ok(), driver == owner, "{} under {:?}: {:?}", text, driver, verdict);
+            if let Err(error) = verdict
+                && password.len() >= 4
+            {
+                prop_assert!(!error.to_string().contains(&password), "{}", error);
+            }
         }
     }
 }

@@ -77,7 +77,7 @@ YAML
     query='{"query":"mutation { createVersion(input: {versionName: \"bench\"}) { summary { singleMigrations } } }"}'
     commands=(
         -n floor "${PSQL[*]} -d bench -v ON_ERROR_STOP=1 -1 -f $work/m/all.sql"
-        -n strata "curl -sf http://127.0.0.1:$PORT/v2/service -d '$query' | grep -q '\"singleMigrations\":$((10#$N))'"
+        -n strata "curl -sf http://127.0.0.1:$PORT/v2/service -H 'Content-Type: application/json' -d '$query' | grep -q '\"singleMigrations\":$((10#$N))'"
         -n dbmate "$DBMATE --url '$URL?sslmode=disable' --migrations-dir $work/m/dbmate --no-dump-schema up"
     )
     if [ -n "$SQLX" ]; then
@@ -118,7 +118,7 @@ do \$\$ begin
 end \$\$;
 SQL
 start=$(date +%s.%N)
-out=$(curl -sf "http://127.0.0.1:$PORT/v2/service" -d '{"query":"mutation { createVersion(input: {versionName: \"tenants\"}) { summary { duration tenantMigrationsTotal } } }"}')
+out=$(curl -sf "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d '{"query":"mutation { createVersion(input: {versionName: \"tenants\"}) { summary { duration tenantMigrationsTotal } } }"}')
 end=$(date +%s.%N)
 total=$(echo "$out" | sed -E 's/.*"tenantMigrationsTotal":([0-9]+).*/\1/')
 seconds=$(echo "$end - $start" | bc -l)

@@ -49,7 +49,7 @@ cat > "$work/strata.sh" <<SH
 set -e
 SVC_YAML=$work/svc.yaml $STRATA & pid=\$!
 until curl -sf -o /dev/null http://127.0.0.1:$PORT/health; do sleep 0.005; done
-out=\$(curl -sf http://127.0.0.1:$PORT/v2/service -d '{"query":"mutation { createVersion(input: {versionName: \"bench\"}) { summary { singleMigrations } } }"}')
+out=\$(curl -sf http://127.0.0.1:$PORT/v2/service -H 'Content-Type: application/json' -d '{"query":"mutation { createVersion(input: {versionName: \"bench\"}) { summary { singleMigrations } } }"}')
 kill \$pid; wait \$pid || true
 case "\$out" in *'"singleMigrations":$((10#$N))'*) ;; *) echo "unexpected: \$out" >&2; exit 1;; esac
 SH

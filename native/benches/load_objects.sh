@@ -66,6 +66,6 @@ until curl -sf -o /dev/null "http://127.0.0.1:$PORT/metrics"; do sleep 0.05; don
 
 query='{"query":"{ sourceMigrations { checkSum } }"}'
 hyperfine --warmup 1 --runs "$RUNS" --export-markdown "$work/result.md" \
-    -n strata "test \$(curl -sf http://127.0.0.1:$PORT/v2/service -d '$query' | grep -o checkSum | wc -l) = $N" \
+    -n strata "test \$(curl -sf http://127.0.0.1:$PORT/v2/service -H 'Content-Type: application/json' -d '$query' | grep -o checkSum | wc -l) = $N" \
     -n boto3 "$STRATA_TEST_PYTHON $work/peer.py $ENDPOINT $N"
 cat "$work/result.md"

@@ -51,7 +51,8 @@ async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
 #[tokio::test]
 async fn configured_limits_name_themselves_and_their_values() {
     let server = Server::start("basic", SMALL_LIMITS).await;
-    let created = server.data("mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }", json!({})).await;
+    let created =
+        server.data("mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }", json!({})).await;
     assert_eq!(created["createVersion"]["version"]["id"], 1);
 
     // Complexity: each `tenants` costs 10 (it reads storage) + 1 for `name`.

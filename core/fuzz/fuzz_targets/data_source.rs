@@ -1,15 +1,26 @@
-//! Connection strings: normalisation for every driver and redaction never
-//! panic; a password-looking marker never survives redaction of a URL.
+//! Connection strings: normalisation, the driver check and redaction never
+//! panic; a password-looking marker never survives redaction of a URL nor
+//! appears in the driver check's error; a new tenant name accepted for a
+//! driver is always a valid identifier and never an engine's schema.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use strata_core::config::Driver;
-use strata_core::datasource::normalize;
+use strata_core::datasource::{check_driver, normalize};
+use strata_core::ident::{validate_identifier, validate_new_tenant_name};
 use strata_core::redact::redact_data_source;
 
 fuzz_target!(|text: &str| {
-    for driver in [Driver::Sqlite, Driver::Postgres, Driver::Mysql, Driver::SqlServer] {
+    for driver in Driver::ALL {
         let _ = normalize(driver, text);
+        if let Err(error) = check_driver(driver, &format!("postgres://u:SECRET{text}@h/db")) {
+            assert!(!error.to_string().contains("SECRET"), "{error}");
+        }
+        let _ = check_driver(driver, text);
+        if validate_new_tenant_name(text, driver, ["ref"]).is_ok() {
+            assert!(validate_identifier(text).is_ok());
+            assert!(!driver.reserves_schema(text) && !text.eq_ignore_ascii_case("ref"));
+        }
     }
     let _ = redact_data_source(text);
     if !text.contains(['@', '?', '#', ';', ':', '/', ' ', '&']) && !text.is_empty() {
