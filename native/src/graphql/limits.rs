@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation};
-use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
 use async_graphql::{ErrorExtensionValues, ServerError, ValidationResult};
 use strata_core::config::GraphQlLimits;
 use strata_core::source::SourceMigration;
-use tokio::sync::OnceCell;
+use tokio::sync::{Notify, OnceCell, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::AppError;
 
@@ -39,36 +38,117 @@ pub fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(), Serv
 }
 
 /// Fields written in a query's text, checked against `complexity` before the
-/// query is validated: every field costs at least 1, so a text with more
-/// fields than the limit cannot pass, and the validator (some of whose rules
-/// compare fields pairwise) never sees it. Text that does not parse is left
-/// to the executor, which answers with the parser's error.
-pub fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<(), ServerError> {
-    let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(()) };
-    let written = fields_written(&document);
+/// query is parsed: every field costs at least 1, so a text with more fields
+/// than the limit cannot pass, and neither the parser (whose syntax tree of
+/// a 1 MiB text of aliases takes tens of megabytes) nor the validator (some
+/// of whose rules compare fields pairwise) ever sees it.
+///
+/// Returns whether the text selects a `contents` field (the caller then
+/// takes a contents slot before running it).
+pub fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<bool, ServerError> {
+    let Written { fields: written, contents } = fields_written(query);
     if written > limits.complexity {
         return Err(limit_error(format!(
             "the query has {written} fields, over the complexity limit of {} (graphQLLimits.complexity)",
             limits.complexity
         )));
     }
-    Ok(())
+    Ok(contents)
 }
 
-fn fields_written(document: &ExecutableDocument) -> usize {
-    fn count(set: &SelectionSet) -> usize {
-        set.items
-            .iter()
-            .map(|item| match &item.node {
-                Selection::Field(field) => 1 + count(&field.node.selection_set.node),
-                Selection::InlineFragment(fragment) => count(&fragment.node.selection_set.node),
-                Selection::FragmentSpread(_) => 0,
-            })
-            .sum()
+/// What [`fields_written`] found.
+#[derive(Debug, PartialEq, Eq)]
+struct Written {
+    /// Fields selected.
+    fields: usize,
+    /// Whether one of them is `contents`.
+    contents: bool,
+}
+
+/// Counts the fields of a GraphQL document in one pass over its tokens,
+/// without building a syntax tree: a name in a selection set is a field
+/// unless it is an alias (followed by `:`), a fragment name or type
+/// condition (after `...`, `on`, `fragment`), a directive (after `@`), or
+/// inside arguments (parentheses) or an operation's header. Strings, block
+/// strings and comments are skipped. Exact for valid documents; for invalid
+/// ones any count will do (the parser refuses them afterwards).
+fn fields_written(text: &str) -> Written {
+    let bytes = text.as_bytes();
+    let (mut i, mut fields, mut contents) = (0usize, 0usize, false);
+    let (mut braces, mut parens) = (0usize, 0usize);
+    // The previous significant token: a name, or a punctuator byte.
+    let mut previous: Option<&[u8]> = None;
+    let mut skip_next_name = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' => {
+                if bytes[i..].starts_with(b"\"\"\"") {
+                    i += 3;
+                    while i < bytes.len() && !bytes[i..].starts_with(b"\"\"\"") {
+                        i += if bytes[i..].starts_with(b"\\\"\"\"") { 4 } else { 1 };
+                    }
+                    i += 3;
+                } else {
+                    i += 1;
+                    while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                    i += 1;
+                }
+                previous = Some(b"\"");
+                continue;
+            }
+            b'{' if parens == 0 => braces += 1,
+            b'}' if parens == 0 => braces = braces.saturating_sub(1),
+            b'(' => parens += 1,
+            b')' => parens = parens.saturating_sub(1),
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let name = &bytes[start..i];
+                if parens == 0 && braces > 0 {
+                    let after_colon = {
+                        let mut j = i;
+                        while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\n' | b'\r' | b',') {
+                            j += 1;
+                        }
+                        bytes.get(j) == Some(&b':')
+                    };
+                    let fragment_part = matches!(previous, Some(b"...") | Some(b"on") | Some(b"@")) || skip_next_name;
+                    skip_next_name = name == b"fragment";
+                    if !after_colon && !fragment_part && name != b"on" && name != b"fragment" {
+                        fields += 1;
+                        contents |= name == b"contents";
+                    }
+                }
+                previous = Some(name);
+                continue;
+            }
+            b'.' if bytes[i..].starts_with(b"...") => {
+                previous = Some(b"...");
+                i += 3;
+                continue;
+            }
+            _ => {}
+        }
+        if !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',') {
+            previous = Some(match b {
+                b'@' => b"@",
+                _ => b"",
+            });
+        }
+        i += 1;
     }
-    let operations: usize = document.operations.iter().map(|(_, op)| count(&op.node.selection_set.node)).sum();
-    let fragments: usize = document.fragments.values().map(|f| count(&f.node.selection_set.node)).sum();
-    operations + fragments
+    Written { fields, contents }
 }
 
 /// The schema extension checking complexity (fragments expanded, storage
@@ -107,23 +187,60 @@ impl Extension for CostCheck {
     }
 }
 
+/// How many requests may build answers holding `contents` at once, process
+/// wide; the others wait for a slot (asynchronously, costing nothing). With
+/// the per-request budget this bounds the memory all answers with contents
+/// take together: about `CONTENTS_SLOTS × contentsBytes × 2` (the answer's
+/// values and its serialised body), whatever the number of clients.
+pub const CONTENTS_SLOTS: usize = 4;
+
+/// The process-wide slots for answers with contents.
+pub fn contents_slots() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(CONTENTS_SLOTS))
+}
+
 /// What the operations of one HTTP request share: the source migrations,
-/// read once however many fields ask for them, and what is left of the
-/// request's `contents` budget.
+/// read once however many fields ask for them, what is left of the
+/// request's `contents` budget, and — from its first `contents` field until
+/// the scope is dropped after the answer is serialised — one of the
+/// process's contents slots.
 pub struct RequestScope {
     sources: OnceCell<Arc<Vec<SourceMigration>>>,
     contents_left: AtomicUsize,
     contents_limit: usize,
+    slots: Arc<Semaphore>,
+    slot: OnceCell<OwnedSemaphorePermit>,
+    exceeded: Notify,
 }
 
 impl RequestScope {
     /// A fresh scope with the whole contents budget.
-    pub fn new(limits: &GraphQlLimits) -> Self {
+    pub fn new(limits: &GraphQlLimits, slots: Arc<Semaphore>) -> Self {
         RequestScope {
             sources: OnceCell::new(),
             contents_left: AtomicUsize::new(limits.contents_bytes),
             contents_limit: limits.contents_bytes,
+            slots,
+            slot: OnceCell::new(),
+            exceeded: Notify::new(),
         }
+    }
+
+    /// Resolves once the request has gone over its contents budget: the
+    /// handler then stops executing it (every resolver still running is
+    /// dropped) and answers with [`RequestScope::exceeded_error`] alone, so
+    /// a request over the budget costs no more than the budget.
+    pub async fn exceeded(&self) {
+        self.exceeded.notified().await;
+    }
+
+    /// The one error of a request that went over its contents budget.
+    pub fn exceeded_error(&self) -> ServerError {
+        limit_error(format!(
+            "the answer would hold more than {} bytes of contents (graphQLLimits.contentsBytes); \
+             ask for fewer migrations' contents at a time",
+            self.contents_limit
+        ))
     }
 
     /// The source migrations, read by `load` on first use.
@@ -135,19 +252,33 @@ impl RequestScope {
         self.sources.get_or_try_init(|| async { load().await.map(Arc::new) }).await.cloned()
     }
 
-    /// Takes `bytes` of `contents` from the budget; refuses once the request
-    /// would answer with more than the limit.
-    pub fn charge_contents(&self, bytes: usize) -> Result<(), async_graphql::Error> {
+    /// Takes one of the process's contents slots for this request (waits
+    /// for one; a no-op once taken). The handler takes it before running a
+    /// request whose text selects `contents`, so requests waiting for a slot
+    /// hold nothing but their text.
+    pub async fn take_slot(&self) -> Result<(), async_graphql::Error> {
+        self.slot
+            .get_or_try_init(|| Arc::clone(&self.slots).acquire_owned())
+            .await
+            .map(|_| ())
+            .map_err(|_| async_graphql::Error::new("the service is stopping"))
+    }
+
+    /// Takes `bytes` of `contents` from the budget, waiting for a contents
+    /// slot first. Once the request would answer with more than the limit it
+    /// signals [`RequestScope::exceeded`] and never returns.
+    pub async fn charge_contents(&self, bytes: usize) -> Result<(), async_graphql::Error> {
+        self.take_slot().await?;
         let taken =
             self.contents_left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(bytes));
         if taken.is_err() {
-            let mut error = async_graphql::Error::new(format!(
-                "the answer would hold more than {} bytes of contents (graphQLLimits.contentsBytes); \
-                 ask for fewer migrations' contents at a time",
-                self.contents_limit
-            ));
-            error = async_graphql::ErrorExtensions::extend_with(error, |_, e| e.set("code", LIMIT_CODE));
-            return Err(error);
+            // Stored as a permit when nobody waits yet: the handler sees it,
+            // drops the execution and answers with the one error. This
+            // field never completes, so neither does the execution, however
+            // much of it is ready in the same poll: an over-budget request
+            // builds no more values, and no error per remaining field.
+            self.exceeded.notify_one();
+            std::future::pending::<()>().await;
         }
         Ok(())
     }
@@ -164,12 +295,52 @@ mod tests {
     #[test]
     fn written_fields_count_aliases_and_fragments_once_each() {
         let query = "query { a: tenants { name } b: tenants { name } ...F } fragment F on Query { tenants { name } }";
-        let document = async_graphql::parser::parse_query(query).unwrap();
-        assert_eq!(fields_written(&document), 6);
+        assert_eq!(fields_written(query), Written { fields: 6, contents: false });
         let error = check_fields_written(query, &limits()).unwrap_err();
         assert_eq!(error.message, "the query has 6 fields, over the complexity limit of 5 (graphQLLimits.complexity)");
-        assert!(check_fields_written("{ tenants { name } }", &limits()).is_ok());
-        assert!(check_fields_written("{ not closed", &limits()).is_ok(), "left to the executor");
+        assert_eq!(check_fields_written("{ tenants { name } }", &limits()), Ok(false));
+        assert_eq!(check_fields_written("{ a: sourceMigrations { contents } }", &limits()), Ok(true));
+        assert_eq!(check_fields_written("{ sourceMigrations(filters: {name: \"contents\"}) { file } }", &limits()), Ok(false));
+        for (text, expected) in [
+            ("{ tenants { name } }", 2),
+            ("query Q($f: SourceMigrationFilters = {name: \"a{b\"}) { sourceMigrations(filters: $f) { file } }", 2),
+            ("mutation { createVersion(input: {versionName: \"x\", dryRun: true}) { version { id } } }", 3),
+            ("{ a: tenants @include(if: true) { name } # tenants { name }\n }", 2),
+            ("{ ... on Query { tenants { name } } ...F } fragment F on Query { versions { id } }", 4),
+            ("{ __typename s: sourceMigration(file: \"\"\" {x} \"\"\") { contents } }", 3),
+            ("{ not closed", 2),
+        ] {
+            assert_eq!(fields_written(text).fields, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_count_agrees_with_the_parser_on_valid_documents() {
+        fn parsed(query: &str) -> usize {
+            use async_graphql::parser::types::{Selection, SelectionSet};
+            fn count(set: &SelectionSet) -> usize {
+                set.items
+                    .iter()
+                    .map(|item| match &item.node {
+                        Selection::Field(field) => 1 + count(&field.node.selection_set.node),
+                        Selection::InlineFragment(fragment) => count(&fragment.node.selection_set.node),
+                        Selection::FragmentSpread(_) => 0,
+                    })
+                    .sum()
+            }
+            let document = async_graphql::parser::parse_query(query).unwrap();
+            document.operations.iter().map(|(_, op)| count(&op.node.selection_set.node)).sum::<usize>()
+                + document.fragments.values().map(|f| count(&f.node.selection_set.node)).sum::<usize>()
+        }
+        for query in [
+            "query IntrospectionQuery { __schema { queryType { name } types { ...FullType } } } \
+             fragment FullType on __Type { kind name fields(includeDeprecated: true) { name args { ...InputValue } } } \
+             fragment InputValue on __InputValue { name type { kind name ofType { kind name } } defaultValue }",
+            "query A { x: versions { id name created dbMigrations { file schema } } } query B { tenants { name } }",
+            "{ sourceMigrations(filters: {migrationType: TenantMigration, sourceDir: \"t\"}) { name, file, checkSum } }",
+        ] {
+            assert_eq!(fields_written(query).fields, parsed(query), "{query}");
+        }
     }
 
     #[test]
@@ -179,9 +350,22 @@ mod tests {
             check_batch(3, &limits()).unwrap_err().message,
             "a batch of 3 operations is over the limit of 2 (graphQLLimits.batch)"
         );
-        let scope = RequestScope::new(&limits());
-        assert!(scope.charge_contents(6).is_ok());
-        assert!(scope.charge_contents(4).is_ok());
-        assert!(scope.charge_contents(1).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_contents_budget_is_per_request_and_slots_are_process_wide() {
+        let slots = Arc::new(Semaphore::new(1));
+        let scope = RequestScope::new(&limits(), Arc::clone(&slots));
+        assert!(scope.charge_contents(6).await.is_ok());
+        assert!(scope.charge_contents(4).await.is_ok());
+        let over = tokio::time::timeout(std::time::Duration::from_millis(50), scope.charge_contents(1)).await;
+        assert!(over.is_err(), "an over-budget field never completes");
+        tokio::time::timeout(std::time::Duration::from_secs(1), scope.exceeded()).await.expect("signalled");
+        assert_eq!(slots.available_permits(), 0, "held until the scope is dropped");
+        let second = RequestScope::new(&limits(), Arc::clone(&slots));
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), second.charge_contents(1)).await;
+        assert!(waiting.is_err(), "waits for a slot");
+        drop(scope);
+        assert!(second.charge_contents(1).await.is_ok());
     }
 }

@@ -76,14 +76,14 @@ impl Query {
     ) -> Result<Vec<SourceMigrationDto>> {
         let filters = filters.unwrap_or_default();
         let all = sources(ctx).await?;
-        Ok(all.iter().filter(|m| filters.matches(m)).cloned().map(SourceMigrationDto::from).collect())
+        Ok((0..all.len()).filter(|&i| filters.matches(&all[i])).map(|i| SourceMigrationDto::new(&all, i)).collect())
     }
 
     /// One source migration by `file`.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn source_migration(&self, ctx: &Context<'_>, file: String) -> Result<Option<SourceMigrationDto>> {
         let all = sources(ctx).await?;
-        Ok(all.iter().find(|m| m.file == file).cloned().map(SourceMigrationDto::from))
+        Ok(all.iter().position(|m| m.file == file).map(|i| SourceMigrationDto::new(&all, i)))
     }
 
     /// Versions; with `file`, only those in which that file was applied.

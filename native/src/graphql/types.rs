@@ -2,7 +2,7 @@
 //! Names, nullability and defaults follow the migration-service spec.
 
 use async_graphql::{
-    ComplexObject, Context, Enum, InputObject, Interface, Result, Scalar, ScalarType, SimpleObject, Value,
+    ComplexObject, Context, Enum, InputObject, Interface, Object, Result, Scalar, ScalarType, SimpleObject, Value,
 };
 use std::sync::Arc;
 use strata_core::MigrationType;
@@ -96,44 +96,58 @@ pub enum MigrationInterface {
     DbMigration(DbMigrationDto),
 }
 
-/// `SourceMigration`.
-#[derive(SimpleObject)]
-#[graphql(name = "SourceMigration", complex)]
+/// `SourceMigration`: one of the request's source migrations, read once
+/// per request and shared by every field that asks (no copy per alias).
 pub struct SourceMigrationDto {
-    name: String,
+    all: Arc<Vec<SourceMigration>>,
+    index: usize,
     migration_type: MigrationTypeDto,
-    source_dir: String,
-    file: String,
-    #[graphql(skip)]
-    contents: String,
-    check_sum: String,
 }
 
-#[ComplexObject]
 impl SourceMigrationDto {
-    /// The file's text, counted against the request's contents budget.
+    /// The `index`th of `all`.
+    pub fn new(all: &Arc<Vec<SourceMigration>>, index: usize) -> Self {
+        let migration_type = all[index].migration_type.into();
+        SourceMigrationDto { all: Arc::clone(all), index, migration_type }
+    }
+
+    fn migration(&self) -> &SourceMigration {
+        &self.all[self.index]
+    }
+}
+
+#[Object(name = "SourceMigration")]
+impl SourceMigrationDto {
+    async fn name(&self) -> &String {
+        &self.migration().name
+    }
+
+    async fn migration_type(&self) -> &MigrationTypeDto {
+        &self.migration_type
+    }
+
+    async fn source_dir(&self) -> &String {
+        &self.migration().source_dir
+    }
+
+    async fn file(&self) -> &String {
+        &self.migration().file
+    }
+
+    // Counted against the request's contents budget.
     async fn contents(&self, ctx: &Context<'_>) -> Result<&String> {
-        charged_contents(ctx, &self.contents)
+        charged_contents(ctx, &self.migration().contents).await
+    }
+
+    async fn check_sum(&self) -> &String {
+        &self.migration().checksum
     }
 }
 
 /// `contents`, once the request's budget has room for it.
-fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result<&'a String> {
-    ctx.data::<Arc<RequestScope>>()?.charge_contents(contents.len())?;
+async fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result<&'a String> {
+    ctx.data::<Arc<RequestScope>>()?.charge_contents(contents.len()).await?;
     Ok(contents)
-}
-
-impl From<SourceMigration> for SourceMigrationDto {
-    fn from(m: SourceMigration) -> Self {
-        SourceMigrationDto {
-            name: m.name,
-            migration_type: m.migration_type.into(),
-            source_dir: m.source_dir,
-            file: m.file,
-            contents: m.contents,
-            check_sum: m.checksum,
-        }
-    }
 }
 
 /// `DBMigration`.
@@ -156,7 +170,7 @@ pub struct DbMigrationDto {
 impl DbMigrationDto {
     /// The recorded text, counted against the request's contents budget.
     async fn contents(&self, ctx: &Context<'_>) -> Result<&String> {
-        charged_contents(ctx, &self.contents)
+        charged_contents(ctx, &self.contents).await
     }
 }
 

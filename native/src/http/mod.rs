@@ -29,6 +29,8 @@ pub struct AppState {
     pub schema: ApiSchema,
     /// The metrics registry.
     pub metrics: Metrics,
+    /// The process-wide slots for GraphQL answers with `contents`.
+    pub contents_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Builds the router, every path under `prefix` (`/` or `/segment…`).

@@ -63,18 +63,30 @@ pub async fn graphql(
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
-    let refused = limits::check_batch(operations.len(), &limits)
-        .and_then(|()| operations.iter().try_for_each(|request| limits::check_fields_written(&request.query, &limits)));
-    let response = match refused {
+    let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits)
+        .and_then(|()| operations.iter().map(|request| limits::check_fields_written(&request.query, &limits)).collect());
+    let scope = Arc::new(limits::RequestScope::new(&limits, Arc::clone(&state.contents_slots)));
+    let response = match checked {
         Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
-        Ok(()) => {
-            let scope = Arc::new(limits::RequestScope::new(&limits));
-            state.schema.execute_batch(batch.data(request_id).data(scope)).await
+        Ok(selects_contents) => {
+            if selects_contents.contains(&true) {
+                scope.take_slot().await.map_err(|e| AppError::Internal(e.message))?;
+            }
+            let execution = state.schema.execute_batch(batch.data(request_id).data(Arc::clone(&scope)));
+            tokio::select! {
+                response = execution => response,
+                () = scope.exceeded() => {
+                    async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![scope.exceeded_error()]))
+                }
+            }
         }
     };
     let answer_type = if accepts(&headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let mut answer = Json(response).into_response();
     answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
+    // The contents slot (if the request took one) is held until the answer
+    // is serialised.
+    drop(scope);
     Ok(answer)
 }
 
