@@ -300,7 +300,10 @@ mod tests {
         assert_eq!(error.message, "the query has 6 fields, over the complexity limit of 5 (graphQLLimits.complexity)");
         assert_eq!(check_fields_written("{ tenants { name } }", &limits()), Ok(false));
         assert_eq!(check_fields_written("{ a: sourceMigrations { contents } }", &limits()), Ok(true));
-        assert_eq!(check_fields_written("{ sourceMigrations(filters: {name: \"contents\"}) { file } }", &limits()), Ok(false));
+        assert_eq!(
+            check_fields_written("{ sourceMigrations(filters: {name: \"contents\"}) { file } }", &limits()),
+            Ok(false)
+        );
         for (text, expected) in [
             ("{ tenants { name } }", 2),
             ("query Q($f: SourceMigrationFilters = {name: \"a{b\"}) { sourceMigrations(filters: $f) { file } }", 2),

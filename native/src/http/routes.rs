@@ -63,8 +63,9 @@ pub async fn graphql(
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
-    let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits)
-        .and_then(|()| operations.iter().map(|request| limits::check_fields_written(&request.query, &limits)).collect());
+    let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
+        operations.iter().map(|request| limits::check_fields_written(&request.query, &limits)).collect()
+    });
     let scope = Arc::new(limits::RequestScope::new(&limits, Arc::clone(&state.contents_slots)));
     let response = match checked {
         Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
