@@ -40,7 +40,7 @@ pub enum DataSourceError {
     #[error("dataSource is not a URL and not a valid user:password@tcp(host:port)/dbname DSN: {0}")]
     BadGoDsn(&'static str),
     /// The text has the shape of another driver's connection string.
-    #[error("dataSource is {shape}, a form of driver {owner}, but driver is {driver}; {driver} takes {}", accepted(*.driver))]
+    #[error("dataSource is {shape}, a form of driver {owner}, but driver is {driver}; {driver} takes {}", accepted(.driver))]
     WrongDriver {
         /// The configured driver.
         driver: &'static str,
@@ -50,7 +50,7 @@ pub enum DataSourceError {
         owner: &'static str,
     },
     /// A URL with a scheme no driver takes.
-    #[error("dataSource is a URL with scheme {scheme}, which no driver takes; {driver} takes {}", accepted(*.driver))]
+    #[error("dataSource is a URL with scheme {scheme}, which no driver takes; {driver} takes {}", accepted(.driver))]
     UnknownScheme {
         /// The configured driver.
         driver: &'static str,
