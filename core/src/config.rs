@@ -153,6 +153,35 @@ impl RawGraphQlLimits {
     }
 }
 
+/// What one transaction of a version covers (`transactionScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransactionScope {
+    /// One transaction per schema and segment of the plan (the default): a
+    /// failure rolls back one schema's steps, what committed stays applied
+    /// and recorded, and a version's lock needs do not grow with the fleet.
+    #[default]
+    Schema,
+    /// The whole version in one transaction: all or nothing, but the
+    /// database must hold every lock of the version at once (on PostgreSQL
+    /// about four per table created per tenant, against a lock table of
+    /// `max_locks_per_transaction × max_connections`, 6,400 by default).
+    Version,
+}
+
+impl TransactionScope {
+    /// The value in the configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransactionScope::Schema => "schema",
+            TransactionScope::Version => "version",
+        }
+    }
+}
+
+/// Connections a tenant segment fans out over when `tenantConcurrency` is
+/// not set (SQLite always uses 1).
+pub const DEFAULT_TENANT_CONCURRENCY: usize = 4;
+
 /// The tenant select statement used when `tenantSelectSQL` is not set.
 pub const DEFAULT_TENANT_SELECT_SQL: &str = "select name from svc.svc_tenants";
 /// The schema placeholder used when `schemaPlaceHolder` is not set.
@@ -240,6 +269,10 @@ pub struct Config {
     pub log_level: LogLevel,
     /// Cost limits of the GraphQL API.
     pub graphql_limits: GraphQlLimits,
+    /// What one transaction of a version covers.
+    pub transaction_scope: TransactionScope,
+    /// Connections a tenant segment fans out over.
+    pub tenant_concurrency: usize,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +306,8 @@ struct RawConfig {
     log_level: Option<String>,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: Option<RawGraphQlLimits>,
+    transaction_scope: Option<String>,
+    tenant_concurrency: Option<PortValue>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -391,6 +426,24 @@ impl Config {
                 .ok_or_else(|| invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC")))?,
         };
 
+        let transaction_scope = match sub.optional("transactionScope", raw.transaction_scope)?.as_deref() {
+            None | Some("schema") => TransactionScope::Schema,
+            Some("version") => TransactionScope::Version,
+            Some(other) => return Err(invalid("transactionScope", format!("{other:?} is not schema or version"))),
+        };
+        let tenant_concurrency = match raw.tenant_concurrency {
+            None => DEFAULT_TENANT_CONCURRENCY,
+            Some(PortValue::Number(n)) => concurrency(n)?,
+            Some(PortValue::Text(text)) => {
+                let text = sub.text("tenantConcurrency", text)?;
+                let n = text
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| invalid("tenantConcurrency", format!("{text:?} is not a number")))?;
+                concurrency(n)?
+            }
+        };
+
         Ok(Config {
             base_location,
             driver,
@@ -410,6 +463,8 @@ impl Config {
             web_hook_headers,
             log_level,
             graphql_limits: raw.graphql_limits.map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default(),
+            transaction_scope,
+            tenant_concurrency,
         })
     }
 
@@ -433,6 +488,8 @@ impl Config {
             web_hook_template: self.web_hook_template.as_deref(),
             web_hook_headers: self.web_hook_headers.iter().map(|h| format!("{}: {MASK}", h.name)).collect(),
             log_level: self.log_level.name(),
+            transaction_scope: self.transaction_scope.name(),
+            tenant_concurrency: self.tenant_concurrency,
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -489,6 +546,8 @@ struct RedactedView<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     web_hook_headers: Vec<String>,
     log_level: &'a str,
+    transaction_scope: &'a str,
+    tenant_concurrency: usize,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }
@@ -503,6 +562,14 @@ fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
 
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `tenantConcurrency`: 1 to 64 connections.
+fn concurrency(n: i64) -> Result<usize, ConfigError> {
+    match usize::try_from(n) {
+        Ok(n @ 1..=64) => Ok(n),
+        _ => Err(invalid("tenantConcurrency", format!("{n} is not between 1 and 64"))),
+    }
 }
 
 fn port_number(property: &'static str, n: i64) -> Result<u16, ConfigError> {

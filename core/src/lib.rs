@@ -31,6 +31,10 @@
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
 //! - [`redact`]: hiding secrets in connection strings.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
+//! - [`statements`]: what a migration file says about transactions (the
+//!   `strata:no-transaction` directive, hidden transaction control, statements
+//!   that cannot run in one), read with a SQL tokenizer; error positions
+//!   mapped back into the file.
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver URLs,
 //!   and the check that a `dataSource` belongs to its `driver`.
 //! - [`driver`]: the database kinds and the schema names each engine reserves.
@@ -50,6 +54,7 @@ pub mod location;
 pub mod plan;
 pub mod redact;
 pub mod source;
+pub mod statements;
 pub mod summary;
 mod template;
 pub mod webhooks;

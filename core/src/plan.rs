@@ -178,6 +178,70 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty() && self.new_tenant.is_none()
     }
+
+    /// The plan cut for execution. Runs of consecutive single-schema steps
+    /// and runs of consecutive tenant steps are segments; a segment starts
+    /// only once the one before it has committed everywhere, so a tenant
+    /// migration may rely on a single schema changed earlier in the version
+    /// and the other way round. In a single-schema segment each maximal run
+    /// of consecutive steps in one schema is a unit, and the units run one
+    /// after another (plan order, exactly). In a tenant segment each tenant's
+    /// steps, in plan order, are one unit, and tenants are independent of
+    /// each other, so those units may run concurrently. A unit is what one
+    /// transaction covers.
+    pub fn segments(&self, sources: &[SourceMigration]) -> Vec<Segment> {
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut unit_of_schema: Vec<Option<usize>> = vec![None; self.schemas.len()];
+        for (index, step) in self.steps.iter().enumerate() {
+            let tenants = sources[step.migration as usize].migration_type.is_tenant();
+            if segments.last().is_none_or(|segment| segment.tenants != tenants) {
+                if let Some(previous) = segments.last() {
+                    for unit in &previous.units {
+                        unit_of_schema[unit.schema as usize] = None;
+                    }
+                }
+                segments.push(Segment { tenants, units: Vec::new() });
+            }
+            let Some(segment) = segments.last_mut() else { continue };
+            let step_index = index as u32;
+            if tenants {
+                match unit_of_schema[step.schema as usize] {
+                    Some(unit) => segment.units[unit].steps.push(step_index),
+                    None => {
+                        unit_of_schema[step.schema as usize] = Some(segment.units.len());
+                        segment.units.push(Unit { schema: step.schema, steps: vec![step_index] });
+                    }
+                }
+            } else {
+                match segment.units.last_mut() {
+                    Some(unit) if unit.schema == step.schema => unit.steps.push(step_index),
+                    _ => segment.units.push(Unit { schema: step.schema, steps: vec![step_index] }),
+                }
+            }
+        }
+        segments
+    }
+}
+
+/// Steps of one schema that run together, in one transaction with their
+/// bookkeeping rows (see [`Plan::segments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Index into [`Plan::schemas`].
+    pub schema: u32,
+    /// Indices into [`Plan::steps`], in plan order.
+    pub steps: Vec<u32>,
+}
+
+/// A stretch of the plan committed everywhere before the next one starts
+/// (see [`Plan::segments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Tenant steps: one unit per tenant, independent of each other. Else
+    /// single-schema steps: units that run one after another.
+    pub tenants: bool,
+    /// The units, in plan order.
+    pub units: Vec<Unit>,
 }
 
 /// Why no plan could be made.

@@ -50,9 +50,8 @@ impl AppError {
             AppError::Database(DbError::Plan(PlanError::TenantExists(_))) => "TENANT_EXISTS",
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) => "INVALID_TENANT_NAME",
             AppError::Database(DbError::Plan(_)) => "PLAN_ERROR",
-            AppError::Database(DbError::MigrationFailed { .. } | DbError::MigrationFailedPartway { .. }) => {
-                "MIGRATION_FAILED"
-            }
+            AppError::Database(DbError::MigrationFailed(_)) => "MIGRATION_FAILED",
+            AppError::Database(DbError::StatementRefused(_)) => "STATEMENT_REFUSED",
             AppError::Database(DbError::TenantInsertFailed { .. }) => "TENANT_INSERT_FAILED",
             AppError::Database(DbError::UnusableSchema { .. }) => "UNUSABLE_SCHEMA",
             AppError::Database(_) => "DATABASE_ERROR",
@@ -92,13 +91,34 @@ impl async_graphql::ErrorExtensions for AppError {
                 drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
             graphql_error = graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)));
         }
-        if let AppError::Database(
-            DbError::MigrationFailed { file, schema, .. } | DbError::MigrationFailedPartway { file, schema, .. },
-        ) = self
-        {
-            graphql_error = graphql_error
-                .extend_with(|_, e| e.set("file", file.as_str()))
-                .extend_with(|_, e| e.set("schema", schema.as_str()));
+        if let AppError::Database(DbError::MigrationFailed(failure)) = self {
+            let names = |list: &[String]| {
+                async_graphql::Value::List(list.iter().map(|n| async_graphql::Value::String(n.clone())).collect())
+            };
+            graphql_error = graphql_error.extend_with(|_, e| {
+                e.set("file", failure.file.as_str());
+                e.set("schema", failure.schema.as_str());
+                if let Some(at) = failure.at {
+                    e.set("line", at.line);
+                    e.set("column", at.column);
+                }
+                if let Some(id) = failure.version_id {
+                    e.set("versionId", id);
+                }
+                e.set("committedSchemas", names(&failure.committed));
+                e.set("notCommittedSchemas", names(&failure.not_committed));
+                e.set("partlyApplied", failure.partly_applied);
+            });
+        }
+        if let AppError::Database(DbError::StatementRefused(refused)) = self {
+            use strata_core::statements::StatementError;
+            let (StatementError::TransactionControl { file, at, .. }
+            | StatementError::NeedsNoTransaction { file, at, .. }) = refused;
+            graphql_error = graphql_error.extend_with(|_, e| {
+                e.set("file", file.as_str());
+                e.set("line", at.line);
+                e.set("column", at.column);
+            });
         }
         graphql_error
     }

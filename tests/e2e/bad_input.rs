@@ -79,7 +79,7 @@ async fn hostile_tenant_names_are_refused_and_lose_nothing() {
         .collect();
     let mut files = files;
     files.sort();
-    assert_eq!(files, ["good.db", "main.db", "svc.db"]);
+    assert_eq!(files, ["good.db", "main.db", "svc.db", "svc.lock.db"]);
 }
 
 fn one_line_error(output: &std::process::Output) -> String {

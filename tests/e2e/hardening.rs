@@ -357,7 +357,7 @@ async fn a_sqlite_main_file_named_svc_db_works() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["acme.db", "config.db", "ref.db", "svc.db", "svc.schema.db"]);
+    assert_eq!(files, ["acme.db", "config.db", "ref.db", "svc.db", "svc.lock.db", "svc.schema.db"]);
     // The bookkeeping lives in svc.schema.db; the main file holds no service table.
     let svc =
         sqlx::SqliteConnection::connect(&format!("sqlite://{}", server.ws.path().join("data/svc.schema.db").display()));

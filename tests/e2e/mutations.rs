@@ -194,10 +194,11 @@ async fn dry_run_executes_nothing_that_persists() {
     assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
 }
 
-#[tokio::test]
-async fn a_failing_migration_rolls_back_the_whole_version() {
-    let server = Server::start("failing", "").await;
-    // A tenant that exists before the tenant migration does.
+/// The `failing` set with tenant `abc` created before `tenants/002.sql`
+/// exists, then `createVersion` over ref/001 (single), tenants/002 (tenant
+/// abc), ref/003 (single, fails).
+async fn failing_version(extra: &str) -> (Server, serde_json::Value) {
+    let server = Server::start("failing", extra).await;
     let tenant_file = server.ws.migrations().join("tenants/002.sql");
     let tenant_sql = std::fs::read_to_string(&tenant_file).unwrap();
     std::fs::remove_file(&tenant_file).unwrap();
@@ -206,39 +207,57 @@ async fn a_failing_migration_rolls_back_the_whole_version() {
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
     let result = server.create_version(json!({ "versionName": "v1" })).await;
     assert_eq!(result["data"], json!(null));
-    let error = &result["errors"][0];
+    let error = result["errors"][0].clone();
     assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED");
     assert_eq!(error["extensions"]["file"], "ref/003.sql");
     assert_eq!(error["extensions"]["schema"], "ref");
     let message = error["message"].as_str().unwrap();
-    assert!(message.starts_with("migration ref/003.sql failed in schema ref: "), "{message}");
+    assert!(message.starts_with("migration ref/003.sql failed in schema ref"), "{message}");
     assert!(message.contains("no_such_table"), "{message}");
+    (server, error)
+}
 
+#[tokio::test]
+async fn a_failing_migration_rolls_back_its_schema_and_keeps_what_committed() {
+    let (server, error) = failing_version("").await;
+    let message = error["message"].as_str().unwrap();
+    // ref/001 and abc's tenants/002 committed before ref/003 ran: they stay,
+    // applied and recorded in version 2; ref/003 rolled back (on MySQL its
+    // DDL committed as it ran, so the table it created stays, unrecorded).
+    assert_eq!(error["extensions"]["versionId"], 2);
+    assert_eq!(error["extensions"]["committedSchemas"], json!(["abc", "ref"]));
+    assert_eq!(error["extensions"]["notCommittedSchemas"], json!(["ref"]));
+    assert!(
+        message.contains("2 schema(s) committed before the failure stay applied and recorded in version 2 (abc, ref)"),
+        "{message}"
+    );
+    assert!(message.ends_with("1 schema(s) not committed (ref); fix the file and run again to apply what is left"));
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
+    assert_eq!(
+        server.ws.rows("svc", "select filename, db_schema from svc_migrations where version_id = 2 order by id").await,
+        [[json!("ref/001.sql"), json!("ref")], [json!("tenants/002.sql"), json!("abc")]]
+    );
+    let ref_tables: &[&str] = if backend() == Backend::Mysql { &["a", "c"] } else { &["a"] };
+    assert_eq!(server.ws.tables("ref").await, ref_tables);
+    assert_eq!(server.ws.tables("abc").await, ["b"]);
+    assert_eq!(server.metric("svc_http_versions_created").await, 1.0);
+
+    // Fixing the file and re-running applies exactly what is left.
+    server.ws.write_migration("ref/003.sql", "create table if not exists {schema}.c (id integer);\n");
+    let fixed = server.create_version(json!({ "versionName": "v1 again" })).await;
+    assert_eq!(applied(&fixed["data"]["createVersion"]), pairs(&[("ref/003.sql", "ref")]));
+    assert_eq!(server.ws.tables("ref").await, ["a", "c"]);
+}
+
+#[tokio::test]
+async fn with_transaction_scope_version_a_failing_migration_rolls_back_the_whole_version() {
     if backend() == Backend::Mysql {
-        // DDL commits as it runs: what ran before the failure stays, and is
-        // recorded — exactly that, no more.
-        assert!(
-            message.contains("the 2 migration(s) before it stay applied and are recorded in version 2"),
-            "{message}"
-        );
-        assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
-        assert_eq!(
-            server
-                .ws
-                .rows("svc", "select filename, db_schema from svc_migrations where version_id = 2 order by id")
-                .await,
-            [[json!("ref/001.sql"), json!("ref")], [json!("tenants/002.sql"), json!("abc")]]
-        );
-        assert_eq!(server.ws.tables("ref").await, ["a", "c"]);
-        assert_eq!(server.ws.tables("abc").await, ["b"]);
-        // The fixed file (re-runnable, as its table already exists) finishes the run.
-        server.ws.write_migration("ref/003.sql", "create table if not exists {schema}.c (id integer);\n");
-        let fixed = server.create_version(json!({ "versionName": "v1 again" })).await;
-        assert_eq!(applied(&fixed["data"]["createVersion"]), pairs(&[("ref/003.sql", "ref")]));
-        return;
+        return; // No transactional DDL: the scope changes nothing there.
     }
-
+    let (server, error) = failing_version("transactionScope: version\n").await;
+    let message = error["message"].as_str().unwrap();
     assert!(message.ends_with("the version was rolled back, nothing was recorded"), "{message}");
+    assert_eq!(error["extensions"]["committedSchemas"], json!([]));
     // Nothing of the version persists: not ref/001 (ran first), not the
     // tenant migration, not the table created by the failing file itself.
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);

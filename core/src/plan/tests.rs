@@ -335,3 +335,63 @@ fn without_tenants_tenant_files_count_as_loaded_with_a_total_of_zero() {
     let plan = super::plan(apply_input(&sources, &gone, &[], &Target::AllSchemas)).unwrap();
     assert_eq!((plan.counts.tenant_migrations, plan.counts.tenant_migrations_total), (1, 0));
 }
+
+#[test]
+fn segments_keep_plan_order_and_group_tenant_steps_per_tenant() {
+    use MigrationType::*;
+    let sources = vec![
+        migration("ref", "001.sql", SingleMigration),
+        migration("config", "001.sql", SingleMigration),
+        migration("tenants", "001.sql", TenantMigration),
+        migration("tenants", "002.sql", TenantMigration),
+        migration("ref", "003.sql", SingleMigration),
+        migration("tenants", "004.sql", TenantMigration),
+        migration("tenants-scripts", "a.sql", TenantScript),
+    ];
+    let tenants = tenants();
+    let plan = plan(apply_input(&sources, &[], &tenants, &Target::AllSchemas)).unwrap();
+    type Shown = Vec<(bool, Vec<(String, Vec<String>)>)>;
+    let shown: Shown = plan
+        .segments(&sources)
+        .iter()
+        .map(|segment| {
+            let units = segment
+                .units
+                .iter()
+                .map(|unit| {
+                    let files =
+                        unit.steps.iter().map(|&s| sources[plan.steps[s as usize].migration as usize].file.clone());
+                    (plan.schemas[unit.schema as usize].clone(), files.collect())
+                })
+                .collect();
+            (segment.tenants, units)
+        })
+        .collect();
+    let unit = |schema: &str, files: &[&str]| (schema.to_string(), files.iter().map(|f| f.to_string()).collect());
+    assert_eq!(
+        shown,
+        vec![
+            (false, vec![unit("ref", &["ref/001.sql"]), unit("config", &["config/001.sql"])]),
+            (
+                true,
+                vec![
+                    unit("abc", &["tenants/001.sql", "tenants/002.sql"]),
+                    unit("def", &["tenants/001.sql", "tenants/002.sql"])
+                ]
+            ),
+            (false, vec![unit("ref", &["ref/003.sql"])]),
+            (
+                true,
+                vec![
+                    unit("abc", &["tenants/004.sql", "tenants-scripts/a.sql"]),
+                    unit("def", &["tenants/004.sql", "tenants-scripts/a.sql"])
+                ]
+            ),
+        ]
+    );
+    // Every step is in exactly one unit.
+    let mut seen: Vec<u32> =
+        plan.segments(&sources).iter().flat_map(|s| s.units.iter().flat_map(|u| u.steps.clone())).collect();
+    seen.sort();
+    assert_eq!(seen, (0..plan.steps.len() as u32).collect::<Vec<_>>());
+}

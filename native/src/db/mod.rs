@@ -1,9 +1,9 @@
-//! Database drivers: each executes what the core planner decides, in one
-//! transaction per version, and answers the read queries of the API.
-//!
-//! The trait is the seam later drivers (PostgreSQL, MySQL, SQL Server) slot
-//! into; each keeps its own SQL in one `sql` module per dialect.
+//! Database drivers. The migration loop is written once, in [`executor`],
+//! over each driver's [`executor::Engine`] primitives; the drivers answer
+//! the read queries of the API themselves. Each keeps its own SQL in one
+//! `sql` module per dialect.
 
+pub mod executor;
 pub mod mysql;
 pub mod postgres;
 mod rows;
@@ -95,35 +95,13 @@ pub enum DbError {
     /// The planner refused the operation.
     #[error(transparent)]
     Plan(#[from] PlanError),
-    /// A migration failed; the whole version was rolled back.
-    #[error("migration {file} failed in schema {schema}: {message}; the version was rolled back, nothing was recorded")]
-    MigrationFailed {
-        /// The failing source file.
-        file: String,
-        /// The schema it ran in.
-        schema: String,
-        /// The database's message.
-        message: String,
-    },
-    /// A migration failed on a database without transactional DDL (MySQL):
-    /// the steps before it stay applied and are recorded in the version.
-    #[error(
-        "migration {file} failed in schema {schema}: {message}; DDL commits as it runs on this database, so the \
-         {recorded} migration(s) before it stay applied and are recorded in version {version_id}; fix the file and \
-         run again to continue"
-    )]
-    MigrationFailedPartway {
-        /// The failing source file.
-        file: String,
-        /// The schema it ran in.
-        schema: String,
-        /// The database's message.
-        message: String,
-        /// Steps applied and recorded before the failure.
-        recorded: usize,
-        /// The version holding them (removed when it holds nothing).
-        version_id: i64,
-    },
+    /// A migration failed; see [`MigrationFailure`] for what stays.
+    #[error("{0}")]
+    MigrationFailed(Box<MigrationFailure>),
+    /// A migration file cannot run as written (hidden transaction control,
+    /// or a statement that needs the no-transaction directive); nothing ran.
+    #[error("{0}; nothing was run")]
+    StatementRefused(#[from] strata_core::statements::StatementError),
     /// The tenant insert statement failed.
     #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
     TenantInsertFailed {
@@ -151,6 +129,79 @@ pub enum DbError {
         /// The stored code.
         code: i64,
     },
+}
+
+/// What a failed migration leaves behind, for the error message and the
+/// GraphQL `extensions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationFailure {
+    /// The failing source file.
+    pub file: String,
+    /// The schema it ran in.
+    pub schema: String,
+    /// Where in the file the engine located the error, when it did.
+    pub at: Option<strata_core::statements::Position>,
+    /// The engine's message.
+    pub message: String,
+    /// The version holding what committed; `None` when nothing did.
+    pub version_id: Option<i64>,
+    /// Schemas whose steps of this version committed (applied and
+    /// recorded), sorted.
+    pub committed: Vec<String>,
+    /// Schemas with steps of this version not committed, sorted (the
+    /// failing one among them).
+    pub not_committed: Vec<String>,
+    /// The failing file ran outside a transaction (the directive, or an
+    /// engine without transactional DDL) and may be partly applied.
+    pub partly_applied: bool,
+    /// The version was one transaction, rolled back as a whole.
+    pub whole_version: bool,
+}
+
+/// At most this many schema names are spelt out in a message (the
+/// extensions list them all).
+const NAMES_IN_MESSAGE: usize = 10;
+
+fn some_names(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(NAMES_IN_MESSAGE).map(String::as_str).collect();
+    let more = names.len().saturating_sub(NAMES_IN_MESSAGE);
+    if more > 0 { format!("{}, and {more} more", shown.join(", ")) } else { shown.join(", ") }
+}
+
+impl std::fmt::Display for MigrationFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "migration {} failed in schema {}", self.file, self.schema)?;
+        match self.at {
+            Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
+            Some(at) => write!(f, " at line {}", at.line)?,
+            None => {}
+        }
+        write!(f, ": {}", self.message)?;
+        if self.whole_version {
+            return write!(f, "; the version was rolled back, nothing was recorded");
+        }
+        if self.partly_applied {
+            write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
+        } else {
+            write!(f, "; {}'s transaction was rolled back", self.schema)?;
+        }
+        match self.version_id {
+            Some(id) if !self.committed.is_empty() => write!(
+                f,
+                "; {} schema(s) committed before the failure stay applied and recorded in version {id} ({})",
+                self.committed.len(),
+                some_names(&self.committed)
+            )?,
+            Some(id) => write!(f, "; version {id} holds the new tenant only")?,
+            None => write!(f, "; nothing was recorded")?,
+        }
+        write!(
+            f,
+            "; {} schema(s) not committed ({}); fix the file and run again to apply what is left",
+            self.not_committed.len(),
+            some_names(&self.not_committed)
+        )
+    }
 }
 
 /// A database the service migrates and records versions in.

@@ -1,33 +1,39 @@
 //! The MySQL/MariaDB driver: a tenant is a database.
 //!
-//! MySQL commits DDL implicitly, so a version cannot be one transaction.
-//! Instead every migration is recorded right after it ran (its own commit):
-//! when one fails, the run stops with an error naming the file, and the
+//! MySQL commits DDL implicitly, so a version cannot be one transaction: the
+//! executor records every migration right after it ran (its own commit).
+//! When one fails, the run stops with an error naming the file, and the
 //! version keeps exactly the migrations that were applied — the service
 //! never claims one it did not apply and never forgets one it did; a re-run
 //! continues from there. A dry run executes nothing and returns the summary
-//! of what would be applied. `GET_LOCK` serialises mutations across
-//! service instances.
+//! of what would be applied. `GET_LOCK` on a connection of its own
+//! serialises mutations across service instances for the whole version.
 
 mod sql;
 
 use std::str::FromStr;
 
 use async_trait::async_trait;
-use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::{AssertSqlSafe, Connection, MySql};
+use std::sync::Arc;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
-use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
+use strata_core::driver::Driver;
+use strata_core::plan::AppliedMigration;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// The MySQL/MariaDB driver.
 pub struct MysqlDatabase {
     pool: MySqlPool,
+    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    schema_placeholder: String,
+    settings: Settings,
 }
 
 impl MysqlDatabase {
@@ -38,8 +44,9 @@ impl MysqlDatabase {
         let options = MySqlConnectOptions::from_str(&url)
             .map_err(|e| DbError::Connect(format!("dataSource is not a MySQL URL: {e}")))?
             .timezone(Some("+00:00".to_string()));
+        let settings = Settings::from_config(config, usize::MAX);
         let pool = MySqlPoolOptions::new()
-            .max_connections(8)
+            .max_connections(u32::try_from(settings.concurrency + 6).unwrap_or(u32::MAX))
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
@@ -48,7 +55,8 @@ impl MysqlDatabase {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            schema_placeholder: config.schema_placeholder.clone(),
+            settings,
+            gate: Arc::default(),
         };
         let mut conn = database.pool.acquire().await?;
         lock(&mut conn).await?;
@@ -77,108 +85,6 @@ impl MysqlDatabase {
     async fn read_applied(&self, conn: &mut MySqlConnection) -> Result<Vec<AppliedMigration>, DbError> {
         let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
         rows.iter().map(rows::applied::<_, i32>).collect()
-    }
-
-    async fn run_locked(
-        &self,
-        conn: &mut MySqlConnection,
-        request: &MutationRequest<'_>,
-    ) -> Result<MutationOutcome, DbError> {
-        let tenants = self.read_tenants(conn).await?;
-        let applied = self.read_applied(conn).await?;
-        let plan = plan(PlanInput {
-            sources: request.sources,
-            applied: &applied,
-            tenants: &tenants,
-            target: &request.target,
-            action: request.action,
-        })?;
-        drop(applied);
-        if request.dry_run || plan.is_empty() {
-            return Ok(MutationOutcome { plan, version: None });
-        }
-        let version_id = sqlx::query(AssertSqlSafe(sql::insert_version()))
-            .bind(request.version_name)
-            .bind(request.created)
-            .bind(request.request_id)
-            .execute(&mut *conn)
-            .await?
-            .last_insert_id();
-        let version_id = i64::try_from(version_id).map_err(|_| DbError::Connect("version id out of range".into()))?;
-        let mut tenant_created = false;
-        let mut result = Ok(());
-        if let Some(tenant) = &plan.new_tenant {
-            result = self.create_tenant(conn, tenant).await;
-            tenant_created = result.is_ok();
-        }
-        if result.is_ok() {
-            result = self.apply(conn, request, &plan, version_id).await;
-        }
-        if result.is_err() && !tenant_created {
-            // Nothing was applied: keep no empty version. (A created tenant
-            // is a change, so its version stays, with what was applied.)
-            sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut *conn).await?;
-        }
-        result?;
-        let version =
-            VersionRow { id: version_id, name: request.version_name.to_string(), created: request.created.to_string() };
-        Ok(MutationOutcome { plan, version: Some(version) })
-    }
-
-    /// Creates a tenant's database and inserts its row; when the row cannot
-    /// be inserted, drops the database again (it was created a moment ago
-    /// and is empty).
-    async fn create_tenant(&self, conn: &mut MySqlConnection, tenant: &str) -> Result<(), DbError> {
-        let failed =
-            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
-        sqlx::raw_sql(AssertSqlSafe(sql::create_database(tenant))).execute(&mut *conn).await.map_err(failed)?;
-        let inserted =
-            sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str())).bind(tenant).execute(&mut *conn).await;
-        if let Err(e) = inserted {
-            let _ = sqlx::raw_sql(AssertSqlSafe(sql::drop_database(tenant))).execute(&mut *conn).await;
-            return Err(failed(e));
-        }
-        Ok(())
-    }
-
-    /// Runs and records each step in turn.
-    async fn apply(
-        &self,
-        conn: &mut MySqlConnection,
-        request: &MutationRequest<'_>,
-        plan: &Plan,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        for (recorded, step) in plan.steps.iter().enumerate() {
-            let migration = &request.sources[step.migration as usize];
-            let schema = plan.schema_of(step);
-            if step.execute
-                && let Err(e) = sqlx::raw_sql(AssertSqlSafe(migration.sql_for(&self.schema_placeholder, schema)))
-                    .execute(&mut *conn)
-                    .await
-            {
-                return Err(DbError::MigrationFailedPartway {
-                    file: migration.file.clone(),
-                    schema: schema.to_string(),
-                    message: e.to_string(),
-                    recorded,
-                    version_id,
-                });
-            }
-            sqlx::query(AssertSqlSafe(sql::insert_migration()))
-                .bind(&migration.name)
-                .bind(&migration.source_dir)
-                .bind(&migration.file)
-                .bind(migration.migration_type.code() as i32)
-                .bind(schema)
-                .bind(request.created)
-                .bind(&migration.contents)
-                .bind(&migration.checksum)
-                .bind(version_id)
-                .execute(&mut *conn)
-                .await?;
-        }
-        Ok(())
     }
 }
 
@@ -243,10 +149,130 @@ impl Database for MysqlDatabase {
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        let mut conn = self.pool.acquire().await?;
+        executor::mutate(self, &self.settings, request).await
+    }
+}
+
+#[async_trait]
+impl Engine for MysqlDatabase {
+    type Conn = PoolConnection<MySql>;
+    type Lock = (OwnedMutexGuard<()>, MySqlConnection);
+
+    fn driver(&self) -> Driver {
+        Driver::Mysql
+    }
+
+    /// MySQL and MariaDB commit DDL implicitly: every step is its own
+    /// commit, recorded right after it ran.
+    fn transactional_ddl(&self) -> bool {
+        false
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, DbError> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    async fn lock(&self) -> Result<Self::Lock, DbError> {
+        let gate = Arc::clone(&self.gate).lock_owned().await;
+        let mut conn = MySqlConnection::connect_with(&self.pool.connect_options()).await?;
         lock(&mut conn).await?;
-        let result = self.run_locked(&mut conn, &request).await;
+        Ok((gate, conn))
+    }
+
+    async fn unlock(&self, (gate, mut conn): Self::Lock) {
         unlock(&mut conn).await;
-        result
+        let _ = conn.close().await;
+        drop(gate);
+    }
+
+    async fn begin(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    async fn commit(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    async fn rollback(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| Failure {
+            message: e.as_database_error().map_or_else(|| e.to_string(), |d| d.message().to_string()),
+            offset: None,
+            line: None,
+        })
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+        self.read_tenants(conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.read_applied(conn).await
+    }
+
+    /// Creates a tenant's database and inserts its row; when the row cannot
+    /// be inserted, drops the database again (it was created a moment ago
+    /// and is empty).
+    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
+        let failed =
+            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        sqlx::raw_sql(AssertSqlSafe(sql::create_database(tenant))).execute(&mut **conn).await.map_err(failed)?;
+        let inserted =
+            sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str())).bind(tenant).execute(&mut **conn).await;
+        if let Err(e) = inserted {
+            let _ = sqlx::raw_sql(AssertSqlSafe(sql::drop_database(tenant))).execute(&mut **conn).await;
+            return Err(failed(e));
+        }
+        Ok(())
+    }
+
+    async fn insert_version(
+        &self,
+        conn: &mut Self::Conn,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError> {
+        let id = sqlx::query(AssertSqlSafe(sql::insert_version()))
+            .bind(name)
+            .bind(created)
+            .bind(request_id)
+            .execute(&mut **conn)
+            .await?
+            .last_insert_id();
+        i64::try_from(id).map_err(|_| DbError::Connect("version id out of range".into()))
+    }
+
+    async fn record(
+        &self,
+        conn: &mut Self::Conn,
+        rows: &[Record<'_>],
+        created: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        for record in rows {
+            let migration = record.migration;
+            sqlx::query(AssertSqlSafe(sql::insert_migration()))
+                .bind(&migration.name)
+                .bind(&migration.source_dir)
+                .bind(&migration.file)
+                .bind(migration.migration_type.code() as i32)
+                .bind(record.schema)
+                .bind(created)
+                .bind(&migration.contents)
+                .bind(&migration.checksum)
+                .bind(version_id)
+                .execute(&mut **conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
+        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut **conn).await?;
+        Ok(())
     }
 }

@@ -1,31 +1,35 @@
 //! The PostgreSQL driver: schema per tenant, transactional DDL.
 //!
-//! A version is one transaction: the advisory lock, reading the recorded
-//! state, creating a tenant's schema, every migration and the bookkeeping
-//! rows. Any failure rolls all of it back; a dry run rolls back at the end.
-//! Migration files run over the simple query protocol, so a file may hold
-//! several statements. Compatible engines (managed PostgreSQL, and
-//! CockroachDB-style servers that implement `pg_advisory_xact_lock`) need
-//! nothing special.
+//! The primitives of the executor ([`Engine`]): a session advisory lock on
+//! a dedicated connection, transactions, migration files over the simple
+//! query protocol (a file may hold several statements; an error's position
+//! is the character offset PostgreSQL reports, mapped back into the file by
+//! the executor), the bookkeeping rows in multi-row inserts.
 
 mod sql;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Postgres, QueryBuilder};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder};
 use std::str::FromStr;
+use std::sync::Arc;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
-use strata_core::plan::{AppliedMigration, plan};
+use strata_core::driver::Driver;
+use strata_core::plan::AppliedMigration;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// The PostgreSQL driver.
 pub struct PostgresDatabase {
     pool: PgPool,
+    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    schema_placeholder: String,
+    settings: Settings,
 }
 
 impl PostgresDatabase {
@@ -35,8 +39,11 @@ impl PostgresDatabase {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
         let options = PgConnectOptions::from_str(&url)
             .map_err(|e| DbError::Connect(format!("dataSource is not a PostgreSQL URL: {e}")))?;
+        let settings = Settings::from_config(config, usize::MAX);
+        // The lock's connection, the main one, the fan-out, and a few for
+        // the API's read queries meanwhile.
         let pool = PgPoolOptions::new()
-            .max_connections(8)
+            .max_connections(u32::try_from(settings.concurrency + 6).unwrap_or(u32::MAX))
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
@@ -52,7 +59,8 @@ impl PostgresDatabase {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            schema_placeholder: config.schema_placeholder.clone(),
+            settings,
+            gate: Arc::default(),
         })
     }
 
@@ -116,74 +124,140 @@ impl Database for PostgresDatabase {
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
-        let tenants = self.read_tenants(&mut tx).await?;
-        let applied = self.read_applied(&mut tx).await?;
-        let plan = plan(strata_core::plan::PlanInput {
-            sources: request.sources,
-            applied: &applied,
-            tenants: &tenants,
-            target: &request.target,
-            action: request.action,
-        })?;
-        drop(applied);
-        if let Some(tenant) = &plan.new_tenant {
-            sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant)))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() })?;
-            sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() })?;
+        executor::mutate(self, &self.settings, request).await
+    }
+}
+
+#[async_trait]
+impl Engine for PostgresDatabase {
+    type Conn = PoolConnection<Postgres>;
+    type Lock = (OwnedMutexGuard<()>, PgConnection);
+
+    fn driver(&self) -> Driver {
+        Driver::Postgres
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, DbError> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    async fn lock(&self) -> Result<Self::Lock, DbError> {
+        let gate = Arc::clone(&self.gate).lock_owned().await;
+        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
+        sqlx::query(sql::SESSION_LOCK).bind(sql::LOCK_KEY).execute(&mut conn).await?;
+        Ok((gate, conn))
+    }
+
+    async fn unlock(&self, (gate, mut conn): Self::Lock) {
+        if let Err(e) = sqlx::query(sql::SESSION_UNLOCK).bind(sql::LOCK_KEY).execute(&mut conn).await {
+            tracing::warn!(error = %e, "releasing the advisory lock failed; it ends with its session");
         }
-        for step in plan.steps.iter().filter(|step| step.execute) {
-            let migration = &request.sources[step.migration as usize];
-            let schema = plan.schema_of(step);
-            sqlx::raw_sql(AssertSqlSafe(migration.sql_for(&self.schema_placeholder, schema)))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| DbError::MigrationFailed {
-                file: migration.file.clone(),
-                schema: schema.to_string(),
-                message: e.to_string(),
-            })?;
-        }
-        if request.dry_run || plan.is_empty() {
-            tx.rollback().await?;
-            return Ok(MutationOutcome { plan, version: None });
-        }
+        let _ = conn.close().await;
+        drop(gate);
+    }
+
+    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::BEGIN).execute(&mut **conn).await?;
+        Ok(())
+    }
+
+    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::COMMIT).execute(&mut **conn).await?;
+        Ok(())
+    }
+
+    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::ROLLBACK).execute(&mut **conn).await?;
+        Ok(())
+    }
+
+    async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| {
+            match e.as_database_error().and_then(|d| d.try_downcast_ref::<PgDatabaseError>()) {
+                Some(pg) => Failure {
+                    message: pg.message().to_string(),
+                    offset: match pg.position() {
+                        Some(PgErrorPosition::Original(offset)) => Some(offset),
+                        _ => None,
+                    },
+                    line: None,
+                },
+                None => Failure { message: e.to_string(), offset: None, line: None },
+            }
+        })
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+        self.read_tenants(conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.read_applied(conn).await
+    }
+
+    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
+        let failed =
+            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant))).execute(&mut **conn).await.map_err(failed)?;
+        sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
+            .bind(tenant)
+            .execute(&mut **conn)
+            .await
+            .map_err(failed)?;
+        Ok(())
+    }
+
+    async fn insert_version(
+        &self,
+        conn: &mut Self::Conn,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError> {
         let id: i32 = sqlx::query_scalar(sql::INSERT_VERSION)
-            .bind(request.version_name)
-            .bind(request.created)
-            .bind(request.request_id)
-            .fetch_one(&mut *tx)
+            .bind(name)
+            .bind(created)
+            .bind(request_id)
+            .fetch_one(&mut **conn)
             .await?;
-        for chunk in plan.steps.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
+        Ok(i64::from(id))
+    }
+
+    async fn record(
+        &self,
+        conn: &mut Self::Conn,
+        rows: &[Record<'_>],
+        created: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        let version_id = id32(version_id).ok_or(DbError::Connect("version id out of range".into()))?;
+        for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Postgres>::new(sql::INSERT_MIGRATIONS);
-            insert.push_values(chunk, |mut row, step| {
-                let migration = &request.sources[step.migration as usize];
+            insert.push_values(chunk, |mut row, record| {
+                let migration = record.migration;
                 row.push_bind(&migration.name)
                     .push_bind(&migration.source_dir)
                     .push_bind(&migration.file)
                     .push_bind(migration.migration_type.code() as i32)
-                    .push_bind(plan.schema_of(step))
-                    .push_bind(request.created)
+                    .push_bind(record.schema)
+                    .push_bind(created)
                     .push_unseparated("::timestamptz")
                     .push_bind(&migration.contents)
                     .push_bind(&migration.checksum)
-                    .push_bind(id);
+                    .push_bind(version_id);
             });
-            insert.build().execute(&mut *tx).await?;
+            insert.build().execute(&mut **conn).await?;
         }
-        tx.commit().await?;
-        let version = VersionRow {
-            id: i64::from(id),
-            name: request.version_name.to_string(),
-            created: request.created.to_string(),
-        };
-        Ok(MutationOutcome { plan, version: Some(version) })
+        Ok(())
+    }
+
+    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
+        let Some(version_id) = id32(version_id) else { return Ok(()) };
+        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut **conn).await?;
+        Ok(())
     }
 }

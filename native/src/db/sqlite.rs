@@ -8,37 +8,44 @@
 //! `create table {schema}.users (…)` works unchanged and no `create schema`
 //! statement is needed (or possible). Unqualified tables go to the main file.
 //!
-//! A version is one transaction over all attached files. The main file uses
-//! the rollback journal (not WAL), which makes commits across attached files
-//! atomic. `ATTACH` is impossible inside a transaction, so the driver plans
-//! once to learn the schemas, attaches them, takes the write lock
-//! (`BEGIN IMMEDIATE`), and plans again on the locked state; if another
-//! process changed the tenant list in between, it starts over.
+//! The primitives of the executor ([`Engine`]): one writer, so tenant
+//! segments never fan out; the schemas of a version are attached on its
+//! connection before its first transaction (`ATTACH` is impossible inside
+//! one) and detached after its last; each transaction is `BEGIN IMMEDIATE`.
+//! The main file uses the rollback journal (not WAL), which makes a commit
+//! across attached files atomic. The cross-instance lock is a write
+//! transaction held, for the whole version, on a file of its own next to
+//! the main file (`svc.lock.db`; no schema can be named `svc.lock`), plus a
+//! mutex for the mutations of this process; the operating system releases
+//! the file lock when the process dies.
 
 mod sql;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
-use strata_core::plan::{AppliedMigration, Plan, PlanInput, plan};
-use tokio::sync::Mutex;
+use strata_core::driver::Driver;
+use strata_core::plan::AppliedMigration;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
 pub const MAX_ATTACHED: usize = 125;
 
-/// How many times a mutation starts over when another process changed the
-/// tenant list between planning and locking.
-const REPLAN_ATTEMPTS: usize = 3;
+/// How long a mutation waits for another process's version to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// The SQLite driver.
 pub struct SqliteDatabase {
@@ -46,8 +53,9 @@ pub struct SqliteDatabase {
     files: SchemaFiles,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    schema_placeholder: String,
-    mutation_lock: Mutex<()>,
+    settings: Settings,
+    mutation_lock: Arc<Mutex<()>>,
+    lock_options: SqliteConnectOptions,
 }
 
 impl SqliteDatabase {
@@ -70,6 +78,11 @@ impl SqliteDatabase {
         };
         std::fs::create_dir_all(&directory)
             .map_err(|e| DbError::Connect(format!("cannot create directory {}: {e}", directory.display())))?;
+        let lock_options = SqliteConnectOptions::new()
+            .filename(directory.join(sql::LOCK_FILE))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Delete)
+            .busy_timeout(LOCK_WAIT);
         let files = SchemaFiles { directory, main_file };
         files.check("svc")?;
         let svc_file = files.file("svc");
@@ -96,8 +109,9 @@ impl SqliteDatabase {
             files,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            schema_placeholder: config.schema_placeholder.clone(),
-            mutation_lock: Mutex::new(()),
+            settings: Settings::from_config(config, 1),
+            mutation_lock: Arc::new(Mutex::new(())),
+            lock_options,
         })
     }
 }
@@ -146,30 +160,14 @@ impl SqliteDatabase {
         rows.iter().map(rows::applied::<_, i64>).collect()
     }
 
-    async fn plan_on(&self, conn: &mut SqliteConnection, request: &MutationRequest<'_>) -> Result<Plan, DbError> {
-        let tenants = self.read_tenants(conn).await?;
-        let applied = self.read_applied(conn).await?;
-        Ok(plan(PlanInput {
-            sources: request.sources,
-            applied: &applied,
-            tenants: &tenants,
-            target: &request.target,
-            action: request.action,
-        })?)
-    }
-
-    /// Attaches every schema of the plan that is not attached yet. Returns
-    /// the schemas attached now and the files that did not exist before.
-    async fn attach_schemas(
-        &self,
-        conn: &mut SqliteConnection,
-        schemas: &[String],
-    ) -> Result<(Vec<String>, Vec<PathBuf>), DbError> {
+    /// Attaches every schema in `schemas` not attached yet on `conn`;
+    /// remembers the attachments and the files created on the way.
+    async fn attach_schemas(&self, conn: &mut SqliteConn, schemas: &[String]) -> Result<(), DbError> {
         for schema in schemas {
             self.files.check(schema)?;
         }
         let attached: HashSet<String> = sqlx::query_scalar::<_, String>(sql::LIST_ATTACHED)
-            .fetch_all(&mut *conn)
+            .fetch_all(&mut *conn.conn)
             .await?
             .into_iter()
             .map(|name| name.to_ascii_lowercase())
@@ -185,94 +183,16 @@ impl SqliteDatabase {
                 ),
             });
         }
-        let mut now_attached = Vec::new();
-        let mut new_files = Vec::new();
         for schema in missing {
             let file = self.files.file(schema);
             let existed = file.exists();
-            if let Err(e) = attach(conn, schema, &file).await {
-                self.detach_schemas(conn, &now_attached, &new_files).await;
-                return Err(e.into());
-            }
-            now_attached.push(schema.clone());
+            attach(&mut conn.conn, schema, &file).await?;
+            conn.attached.push(schema.clone());
             if !existed {
-                new_files.push(file);
+                conn.created_files.push(file);
             }
         }
-        Ok((now_attached, new_files))
-    }
-
-    /// Detaches `schemas` and removes `uncommitted_files` (schema files this
-    /// mutation created but did not commit anything to).
-    async fn detach_schemas(&self, conn: &mut SqliteConnection, schemas: &[String], uncommitted_files: &[PathBuf]) {
-        for schema in schemas {
-            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(schema))).execute(&mut *conn).await {
-                tracing::warn!(schema, error = %e, "detach failed");
-            }
-        }
-        for file in uncommitted_files {
-            let _ = std::fs::remove_file(file);
-        }
-    }
-
-    async fn run_locked(
-        &self,
-        conn: &mut SqliteConnection,
-        request: &MutationRequest<'_>,
-        attached_for: &[String],
-    ) -> Result<Option<MutationOutcome>, DbError> {
-        let mut tx = conn.begin_with(sql::BEGIN_IMMEDIATE).await?;
-        let plan = self.plan_on(&mut tx, request).await?;
-        if plan.schemas.iter().any(|schema| !attached_for.contains(schema)) {
-            tx.rollback().await?;
-            return Ok(None);
-        }
-        if let Some(tenant) = &plan.new_tenant {
-            sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() })?;
-        }
-        for step in plan.steps.iter().filter(|step| step.execute) {
-            let migration = &request.sources[step.migration as usize];
-            let schema = plan.schema_of(step);
-            let text = migration.sql_for(&self.schema_placeholder, schema);
-            sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *tx).await.map_err(|e| DbError::MigrationFailed {
-                file: migration.file.clone(),
-                schema: schema.to_string(),
-                message: e.to_string(),
-            })?;
-        }
-        if request.dry_run || plan.is_empty() {
-            tx.rollback().await?;
-            return Ok(Some(MutationOutcome { plan, version: None }));
-        }
-        let id: i64 = sqlx::query_scalar(sql::INSERT_VERSION)
-            .bind(request.version_name)
-            .bind(request.created)
-            .bind(request.request_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        for chunk in plan.steps.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
-            let mut insert = QueryBuilder::<Sqlite>::new(sql::INSERT_MIGRATIONS);
-            insert.push_values(chunk, |mut row, step| {
-                let migration = &request.sources[step.migration as usize];
-                row.push_bind(&migration.name)
-                    .push_bind(&migration.source_dir)
-                    .push_bind(&migration.file)
-                    .push_bind(migration.migration_type.code())
-                    .push_bind(plan.schema_of(step))
-                    .push_bind(request.created)
-                    .push_bind(&migration.contents)
-                    .push_bind(&migration.checksum)
-                    .push_bind(id);
-            });
-            insert.build().execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        let version = VersionRow { id, name: request.version_name.to_string(), created: request.created.to_string() };
-        Ok(Some(MutationOutcome { plan, version: Some(version) }))
+        Ok(())
     }
 }
 
@@ -324,20 +244,159 @@ impl Database for SqliteDatabase {
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        let _serialised = self.mutation_lock.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        for _ in 0..REPLAN_ATTEMPTS {
-            let first_plan = self.plan_on(&mut conn, &request).await?;
-            let (attached, new_files) = self.attach_schemas(&mut conn, &first_plan.schemas).await?;
-            let result = self.run_locked(&mut conn, &request, &first_plan.schemas).await;
-            let committed = matches!(&result, Ok(Some(outcome)) if outcome.version.is_some());
-            let remove: &[PathBuf] = if committed { &[] } else { &new_files };
-            self.detach_schemas(&mut conn, &attached, remove).await;
-            if let Some(outcome) = result? {
-                return Ok(outcome);
+        executor::mutate(self, &self.settings, request).await
+    }
+}
+
+/// A connection of the executor: a pooled connection with `svc` attached,
+/// and the schemas this version attached to it.
+pub struct SqliteConn {
+    conn: PoolConnection<Sqlite>,
+    attached: Vec<String>,
+    created_files: Vec<PathBuf>,
+}
+
+#[async_trait]
+impl Engine for SqliteDatabase {
+    type Conn = SqliteConn;
+    type Lock = (OwnedMutexGuard<()>, SqliteConnection);
+
+    fn driver(&self) -> Driver {
+        Driver::Sqlite
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, DbError> {
+        Ok(SqliteConn { conn: self.pool.acquire().await?, attached: Vec::new(), created_files: Vec::new() })
+    }
+
+    async fn lock(&self) -> Result<Self::Lock, DbError> {
+        let guard = Arc::clone(&self.mutation_lock).lock_owned().await;
+        let mut lock = SqliteConnection::connect_with(&self.lock_options).await?;
+        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut lock).await.map_err(|e| {
+            DbError::Connect(format!(
+                "another process held the mutation lock ({}) for more than {} s: {e}",
+                sql::LOCK_FILE,
+                LOCK_WAIT.as_secs()
+            ))
+        })?;
+        Ok((guard, lock))
+    }
+
+    async fn unlock(&self, (guard, mut lock): Self::Lock) {
+        let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut lock).await;
+        let _ = lock.close().await;
+        drop(guard);
+    }
+
+    async fn prepare(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<(), DbError> {
+        self.attach_schemas(conn, schemas).await
+    }
+
+    /// Detaches the version's schemas; when the version left nothing
+    /// (a dry run, or nothing committed), removes the schema files it
+    /// created, which are empty: nothing is left behind.
+    async fn release(&self, conn: &mut Self::Conn, discard: bool) {
+        for schema in std::mem::take(&mut conn.attached) {
+            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(&schema))).execute(&mut *conn.conn).await {
+                tracing::warn!(schema, error = %e, "detach failed");
             }
         }
-        Err(DbError::Connect("the tenant list kept changing while this mutation waited for the write lock".into()))
+        for file in std::mem::take(&mut conn.created_files) {
+            if discard {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+
+    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut *conn.conn).await?;
+        Ok(())
+    }
+
+    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::COMMIT).execute(&mut *conn.conn).await?;
+        Ok(())
+    }
+
+    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await?;
+        Ok(())
+    }
+
+    async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map(|_| ()).map_err(|e| Failure {
+            message: e.as_database_error().map_or_else(|| e.to_string(), |d| d.message().to_string()),
+            offset: None,
+            line: None,
+        })
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+        self.read_tenants(&mut conn.conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.read_applied(&mut conn.conn).await
+    }
+
+    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
+        // The schema is its file, created when attached.
+        sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
+            .bind(tenant)
+            .execute(&mut *conn.conn)
+            .await
+            .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() })?;
+        Ok(())
+    }
+
+    async fn insert_version(
+        &self,
+        conn: &mut Self::Conn,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError> {
+        Ok(sqlx::query_scalar(sql::INSERT_VERSION)
+            .bind(name)
+            .bind(created)
+            .bind(request_id)
+            .fetch_one(&mut *conn.conn)
+            .await?)
+    }
+
+    async fn record(
+        &self,
+        conn: &mut Self::Conn,
+        rows: &[Record<'_>],
+        created: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
+            let mut insert = QueryBuilder::<Sqlite>::new(sql::INSERT_MIGRATIONS);
+            insert.push_values(chunk, |mut row, record| {
+                let migration = record.migration;
+                row.push_bind(&migration.name)
+                    .push_bind(&migration.source_dir)
+                    .push_bind(&migration.file)
+                    .push_bind(migration.migration_type.code())
+                    .push_bind(record.schema)
+                    .push_bind(created)
+                    .push_bind(&migration.contents)
+                    .push_bind(&migration.checksum)
+                    .push_bind(version_id);
+            });
+            insert.build().execute(&mut *conn.conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
+        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut *conn.conn).await?;
+        Ok(())
     }
 }
 

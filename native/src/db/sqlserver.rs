@@ -1,11 +1,12 @@
 //! The SQL Server driver (tiberius; sqlx has none): schema per tenant,
 //! transactional DDL, SQL Server 2008 R2 and later.
 //!
-//! A version is one transaction (`xact_abort on`): the application lock,
-//! reading the recorded state, creating a tenant's schema through
-//! `sp_executesql`, every migration and the bookkeeping rows. Migration
-//! files are cut into batches at `GO` lines (as sqlcmd and SSMS do) and each
-//! batch is sent as is. Each operation opens its own connection.
+//! The primitives of the executor ([`Engine`]): `sp_getapplock` owned by
+//! the session on a connection of its own, transactions with `xact_abort
+//! on`, a tenant's schema created through `sp_executesql`. Migration files
+//! are cut into batches at `GO` lines (as sqlcmd and SSMS do) and each batch
+//! is sent as is; a server error's line becomes a line of the file. Each
+//! connection is opened for the operation.
 //!
 //! Verified here: the statements (see `sql.rs` tests) and connection-string
 //! parsing. Not verified against a running SQL Server: no SQL Server engine
@@ -14,15 +15,19 @@
 mod sql;
 
 use async_trait::async_trait;
+use std::sync::Arc;
 use strata_core::MigrationType;
 use strata_core::batches::split_go_batches;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
-use strata_core::plan::{AppliedMigration, PlanInput, plan};
+use strata_core::driver::Driver;
+use strata_core::plan::AppliedMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
+use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
@@ -30,9 +35,10 @@ type Connection = Client<Compat<TcpStream>>;
 /// The SQL Server driver.
 pub struct SqlServerDatabase {
     config: tiberius::Config,
+    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    schema_placeholder: String,
+    settings: Settings,
 }
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
@@ -71,11 +77,15 @@ impl SqlServerDatabase {
             config: parse_data_source(&config.data_source)?,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            schema_placeholder: config.schema_placeholder.clone(),
+            settings: Settings::from_config(config, usize::MAX),
+            gate: Arc::default(),
         };
         let mut client = database.open().await?;
         run(&mut client, sql::BEGIN).await?;
-        lock(&mut client).await?;
+        let rows = query(&mut client, sql::LOCK, &[]).await?;
+        if !matches!(rows.first().map(|row| int(row, 0)).transpose()?, Some(code) if code >= 0) {
+            return Err(DbError::Connect("sp_getapplock refused the start-up lock".into()));
+        }
         for statement in sql::CREATE_SERVICE_TABLES {
             run(&mut client, statement).await?;
         }
@@ -130,79 +140,6 @@ impl SqlServerDatabase {
             })
             .collect()
     }
-
-    async fn run_in_transaction(
-        &self,
-        client: &mut Connection,
-        request: &MutationRequest<'_>,
-    ) -> Result<MutationOutcome, DbError> {
-        run(client, sql::BEGIN).await?;
-        lock(client).await?;
-        let tenants = self.read_tenants(client).await?;
-        let applied = self.read_applied(client).await?;
-        let plan = plan(PlanInput {
-            sources: request.sources,
-            applied: &applied,
-            tenants: &tenants,
-            target: &request.target,
-            action: request.action,
-        })?;
-        drop(applied);
-        if let Some(tenant) = &plan.new_tenant {
-            let failed = |e: DbError| DbError::TenantInsertFailed { tenant: tenant.clone(), message: e.to_string() };
-            execute(client, sql::CREATE_SCHEMA, &[tenant]).await.map_err(failed)?;
-            execute(client, &self.tenant_insert_sql, &[tenant]).await.map_err(failed)?;
-        }
-        for step in plan.steps.iter().filter(|step| step.execute) {
-            let migration = &request.sources[step.migration as usize];
-            let schema = plan.schema_of(step);
-            let text = migration.sql_for(&self.schema_placeholder, schema);
-            for batch in split_go_batches(&text) {
-                run(client, batch).await.map_err(|e| DbError::MigrationFailed {
-                    file: migration.file.clone(),
-                    schema: schema.to_string(),
-                    message: e.to_string(),
-                })?;
-            }
-        }
-        if request.dry_run || plan.is_empty() {
-            run(client, sql::ROLLBACK).await?;
-            return Ok(MutationOutcome { plan, version: None });
-        }
-        let rows =
-            query(client, sql::INSERT_VERSION, &[&request.version_name, &request.created, &request.request_id]).await?;
-        let id =
-            rows.first().map(|row| int(row, 0)).transpose()?.ok_or_else(|| DbError::Connect("no version id".into()))?;
-        for chunk in plan.steps.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
-            let codes: Vec<i32> = chunk
-                .iter()
-                .map(|step| request.sources[step.migration as usize].migration_type.code() as i32)
-                .collect();
-            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 9);
-            for (step, code) in chunk.iter().zip(&codes) {
-                let migration = &request.sources[step.migration as usize];
-                params.extend_from_slice(&[
-                    &migration.name as &dyn ToSql,
-                    &migration.source_dir,
-                    &migration.file,
-                    code,
-                    &plan.schemas[step.schema as usize],
-                    &request.created,
-                    &migration.contents,
-                    &migration.checksum,
-                    &id,
-                ]);
-            }
-            execute(client, &sql::insert_migrations(chunk.len()), &params).await?;
-        }
-        run(client, sql::COMMIT).await?;
-        let version = VersionRow {
-            id: i64::from(id),
-            name: request.version_name.to_string(),
-            created: request.created.to_string(),
-        };
-        Ok(MutationOutcome { plan, version: Some(version) })
-    }
 }
 
 /// Runs a batch without parameters, draining its results.
@@ -220,14 +157,6 @@ async fn execute(client: &mut Connection, statement: &str, params: &[&dyn ToSql]
 /// Runs a parameterised query and returns its first result set.
 async fn query(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, DbError> {
     client.query(statement, params).await.map_err(db_error)?.into_first_result().await.map_err(db_error)
-}
-
-async fn lock(client: &mut Connection) -> Result<(), DbError> {
-    let rows = query(client, sql::LOCK, &[]).await?;
-    match rows.first().map(|row| int(row, 0)).transpose()? {
-        Some(code) if code >= 0 => Ok(()),
-        other => Err(DbError::Connect(format!("sp_getapplock refused the mutation lock (code {other:?})"))),
-    }
 }
 
 fn text(row: &Row, index: usize) -> Result<String, DbError> {
@@ -309,12 +238,145 @@ impl Database for SqlServerDatabase {
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+        executor::mutate(self, &self.settings, request).await
+    }
+}
+
+#[async_trait]
+impl Engine for SqlServerDatabase {
+    type Conn = Connection;
+    type Lock = (OwnedMutexGuard<()>, Connection);
+
+    fn driver(&self) -> Driver {
+        Driver::SqlServer
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, DbError> {
         let mut client = self.open().await?;
-        let result = self.run_in_transaction(&mut client, &request).await;
-        if result.is_err() {
-            let _ = run(&mut client, sql::ROLLBACK).await;
+        run(&mut client, sql::SESSION_SETTINGS).await?;
+        Ok(client)
+    }
+
+    async fn lock(&self) -> Result<Self::Lock, DbError> {
+        let gate = Arc::clone(&self.gate).lock_owned().await;
+        let mut conn = self.open().await?;
+        let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
+        match rows.first().map(|row| int(row, 0)).transpose()? {
+            Some(code) if code >= 0 => Ok((gate, conn)),
+            other => Err(DbError::Connect(format!("sp_getapplock refused the mutation lock (code {other:?})"))),
         }
-        result
+    }
+
+    async fn unlock(&self, (gate, mut conn): Self::Lock) {
+        if let Err(e) = run(&mut conn, sql::SESSION_UNLOCK).await {
+            tracing::warn!(error = %e, "sp_releaseapplock failed; the lock ends with the connection");
+        }
+        drop(conn);
+        drop(gate);
+    }
+
+    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        run(conn, sql::BEGIN).await
+    }
+
+    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        run(conn, sql::COMMIT).await
+    }
+
+    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        run(conn, sql::ROLLBACK).await
+    }
+
+    /// Runs the file batch by batch (cut at `GO` lines); a server error's
+    /// line, counted within its batch, becomes a line of the file.
+    async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        for batch in split_go_batches(text) {
+            let result = match conn.simple_query(batch).await {
+                Ok(stream) => stream.into_results().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                let batch_start = batch.as_ptr() as usize - text.as_ptr() as usize;
+                let first_line = text[..batch_start].matches('\n').count() as u64;
+                return Err(match e {
+                    tiberius::error::Error::Server(token) => Failure {
+                        message: token.message().to_string(),
+                        offset: None,
+                        line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
+                    },
+                    other => Failure { message: other.to_string(), offset: None, line: None },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+        self.read_tenants(conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.read_applied(conn).await
+    }
+
+    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
+        let failed = |e: DbError| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        execute(conn, sql::CREATE_SCHEMA, &[&tenant]).await.map_err(failed)?;
+        execute(conn, &self.tenant_insert_sql, &[&tenant]).await.map_err(failed)?;
+        Ok(())
+    }
+
+    async fn insert_version(
+        &self,
+        conn: &mut Self::Conn,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError> {
+        let rows = query(conn, sql::INSERT_VERSION, &[&name, &created, &request_id]).await?;
+        let id =
+            rows.first().map(|row| int(row, 0)).transpose()?.ok_or_else(|| DbError::Connect("no version id".into()))?;
+        Ok(i64::from(id))
+    }
+
+    async fn record(
+        &self,
+        conn: &mut Self::Conn,
+        rows: &[Record<'_>],
+        created: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        let id = id32(version_id).ok_or_else(|| DbError::Connect("version id out of range".into()))?;
+        for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
+            let codes: Vec<i32> = chunk.iter().map(|r| r.migration.migration_type.code() as i32).collect();
+            let schemas: Vec<String> = chunk.iter().map(|r| r.schema.to_string()).collect();
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 9);
+            for ((record, code), schema) in chunk.iter().zip(&codes).zip(&schemas) {
+                let migration = record.migration;
+                params.extend_from_slice(&[
+                    &migration.name as &dyn ToSql,
+                    &migration.source_dir,
+                    &migration.file,
+                    code,
+                    schema,
+                    &created,
+                    &migration.contents,
+                    &migration.checksum,
+                    &id,
+                ]);
+            }
+            execute(conn, &sql::insert_migrations(chunk.len()), &params).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
+        let Some(id) = id32(version_id) else { return Ok(()) };
+        execute(conn, sql::DELETE_EMPTY_VERSION, &[&id]).await
     }
 }
 

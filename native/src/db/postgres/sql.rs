@@ -8,8 +8,28 @@ use strata_core::ident::quote_ansi;
 /// start-up DDL) across every service instance sharing the database.
 pub const LOCK_KEY: i64 = 0x5354_5241_5441; // "STRATA"
 
-/// Takes the advisory lock until the end of the transaction.
+/// Takes the advisory lock until the end of the transaction (start-up DDL).
 pub const LOCK: &str = "select pg_advisory_xact_lock($1)";
+
+/// Takes the advisory lock for the session: a version holds it on a
+/// connection of its own from before it reads the recorded state until
+/// after its last commit; PostgreSQL releases it when the session ends.
+pub const SESSION_LOCK: &str = "select pg_advisory_lock($1)";
+
+/// Releases the session's advisory lock.
+pub const SESSION_UNLOCK: &str = "select pg_advisory_unlock($1)";
+
+/// Starts a transaction.
+pub const BEGIN: &str = "begin";
+/// Commits it.
+pub const COMMIT: &str = "commit";
+/// Rolls it back.
+pub const ROLLBACK: &str = "rollback";
+
+/// Deletes a version no migration row refers to (a version whose every
+/// schema failed).
+pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions v where v.id = $1 \
+    and not exists (select 1 from svc.svc_migrations m where m.version_id = v.id)";
 
 /// The service's schema and bookkeeping tables.
 pub const CREATE_SERVICE_TABLES: &str = "

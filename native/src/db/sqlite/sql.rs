@@ -44,6 +44,19 @@ pub const LIST_ATTACHED: &str = "select name from pragma_database_list";
 /// Takes the write lock at once, so concurrent writers from other processes
 /// wait instead of failing half-way.
 pub const BEGIN_IMMEDIATE: &str = "begin immediate";
+/// Commits.
+pub const COMMIT: &str = "commit";
+/// Rolls back.
+pub const ROLLBACK: &str = "rollback";
+
+/// The file, next to the main file, on which a version holds a write
+/// transaction as its cross-process lock. Schema names cannot contain `.`,
+/// so no schema's file can be named like it.
+pub const LOCK_FILE: &str = "svc.lock.db";
+
+/// Deletes a version no migration row refers to.
+pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ?1 \
+    and not exists (select 1 from svc.svc_migrations where version_id = ?1)";
 
 /// Recorded migrations, as the planner needs them.
 pub const SELECT_APPLIED: &str = "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";

@@ -13,7 +13,26 @@ pub const COMMIT: &str = "commit transaction;";
 /// Rolls back whatever is open.
 pub const ROLLBACK: &str = "if @@trancount > 0 rollback transaction;";
 
-/// Takes the application lock serialising mutations across service
+/// What every connection of a version runs first: any error aborts and
+/// rolls back the open transaction.
+pub const SESSION_SETTINGS: &str = "set xact_abort on;";
+
+/// Takes the application lock for the session: a version holds it on a
+/// connection of its own until after its last commit; SQL Server releases
+/// it when the session ends. Returns sp_getapplock's code (0 or 1 when
+/// granted).
+pub const SESSION_LOCK: &str = "declare @granted int; \
+    exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
+    @LockOwner = 'Session', @LockTimeout = 600000; select @granted;";
+
+/// Releases the session's application lock.
+pub const SESSION_UNLOCK: &str = "exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
+
+/// Deletes a version no migration row refers to.
+pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = @P1 \
+    and not exists (select 1 from svc.svc_migrations where version_id = @P1);";
+
+/// Takes the application lock serialising start-up DDL across service
 /// instances, owned by the transaction; returns sp_getapplock's code
 /// (0 or 1 when granted).
 pub const LOCK: &str = "declare @granted int; \

@@ -1,0 +1,151 @@
+use super::*;
+
+fn pg(contents: &str) -> Result<FileMode, StatementError> {
+    inspect(Driver::Postgres, "t/001.sql", contents)
+}
+
+fn at(line: u64, column: u64) -> Position {
+    Position { line, column }
+}
+
+#[test]
+fn transaction_control_at_the_top_level_is_refused_with_its_position() {
+    assert_eq!(
+        pg("create table a (id int);\nCOMMIT;\ncreate table b (id int);"),
+        Err(StatementError::TransactionControl { file: "t/001.sql".into(), at: at(2, 1), statement: "COMMIT".into() })
+    );
+    for (text, statement, position) in [
+        ("  begin;", "BEGIN", at(1, 3)),
+        ("select 1; start transaction;", "START TRANSACTION", at(1, 11)),
+        ("select 1;\n  end;", "END", at(2, 3)),
+        ("rollback", "ROLLBACK", at(1, 1)),
+        ("abort;", "ABORT", at(1, 1)),
+        ("prepare transaction 'x';", "PREPARE TRANSACTION", at(1, 1)),
+        ("commit prepared 'x';", "COMMIT PREPARED", at(1, 1)),
+        ("/* c */ -- d\nBEGIN ISOLATION LEVEL SERIALIZABLE;", "BEGIN", at(2, 1)),
+    ] {
+        match pg(text) {
+            Err(StatementError::TransactionControl { statement: s, at: p, .. }) => {
+                assert_eq!((s.as_str(), p), (statement, position), "{text}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    let message = pg("select 1;\ncommit;").unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "t/001.sql:2:1: COMMIT would end the transaction the service runs this file in; remove it (the service \
+         commits each schema's migrations itself), or mark the file `-- strata:no-transaction` to run it outside \
+         any transaction"
+    );
+}
+
+#[test]
+fn words_inside_strings_comments_quotes_and_routines_are_not_statements() {
+    for text in [
+        "insert into t values ('commit;'); -- commit;\n/* begin; */ select \"commit\" from t;",
+        "create function f() returns int language plpgsql as $$ begin commit; return 1; end $$;",
+        "create function f() returns int language plpgsql as $body$ begin; end; $body$;",
+        "do $$ begin perform 1; end $$;",
+        "savepoint a; release savepoint a; rollback to savepoint a; rollback transaction to a;",
+        "create procedure p() begin atomic select 1; select 2; end;",
+        "select 1 as \"begin\"; select e'it''s; commit' ;",
+        "create index i on t (a); -- not concurrently",
+    ] {
+        assert_eq!(pg(text), Ok(FileMode::default()), "{text}");
+    }
+}
+
+#[test]
+fn statements_that_cannot_run_in_a_transaction_name_the_directive() {
+    for (text, statement) in [
+        ("create index concurrently i on t (a);", "CREATE INDEX CONCURRENTLY"),
+        ("CREATE UNIQUE INDEX CONCURRENTLY i ON t (a);", "CREATE UNIQUE INDEX CONCURRENTLY"),
+        ("drop index concurrently i;", "DROP INDEX CONCURRENTLY"),
+        ("reindex (verbose) table concurrently t;", "REINDEX \"…\""),
+        ("reindex database app;", "REINDEX DATABASE"),
+        ("vacuum analyze t;", "VACUUM"),
+        ("create database other;", "CREATE DATABASE"),
+        ("drop tablespace ts;", "DROP TABLESPACE"),
+        ("alter system set work_mem = '64MB';", "ALTER SYSTEM"),
+        ("alter table p detach partition c concurrently;", "ALTER TABLE"),
+    ] {
+        match pg(text) {
+            Err(StatementError::NeedsNoTransaction { statement: s, .. }) => {
+                assert!(statement.starts_with(s.split(' ').next().unwrap()), "{text}: {s}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        pg("create table t (a int);\ncreate index concurrently t_a on t (a);").unwrap_err().to_string(),
+        "t/001.sql:2:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; put `-- strata:no-transaction` \
+         in the file's leading comment lines to run it outside one (alone, recorded right after it succeeds)"
+    );
+}
+
+#[test]
+fn the_directive_lives_in_the_leading_comments_only() {
+    let marked =
+        "-- adds an index without blocking writes\n-- strata:no-transaction\ncreate index concurrently i on t (a);";
+    assert_eq!(pg(marked), Ok(FileMode { no_transaction: true }));
+    assert_eq!(pg("/* strata:no-transaction */ vacuum;"), Ok(FileMode { no_transaction: true }));
+    // After the first statement it is an ordinary comment.
+    let late = "select 1;\n-- strata:no-transaction\ncreate index concurrently i on t (a);";
+    assert!(matches!(pg(late), Err(StatementError::NeedsNoTransaction { .. })));
+    // In a string it is not a comment at all.
+    assert!(matches!(pg("select '-- strata:no-transaction'; commit;"), Err(StatementError::TransactionControl { .. })));
+    // Unreadable text: the directive is still read from the raw leading lines.
+    assert_eq!(pg("-- strata:no-transaction\nselect 'unterminated"), Ok(FileMode { no_transaction: true }));
+    assert_eq!(pg("select 'unterminated; commit;"), Ok(FileMode::default()));
+}
+
+#[test]
+fn each_engine_has_its_own_rules() {
+    let sqlite = |text| inspect(Driver::Sqlite, "f.sql", text);
+    assert!(matches!(sqlite("begin immediate;"), Err(StatementError::TransactionControl { .. })));
+    assert!(matches!(sqlite("vacuum;"), Err(StatementError::NeedsNoTransaction { .. })));
+    assert_eq!(
+        sqlite("create trigger tr after insert on t begin update t set a = 1; delete from u; end;"),
+        Ok(FileMode::default())
+    );
+    assert_eq!(
+        sqlite("create trigger tr after insert on t begin select case when 1 then 2 end; end; select 1;"),
+        Ok(FileMode::default())
+    );
+    // MySQL never wraps files in a transaction: nothing to refuse.
+    assert_eq!(
+        inspect(Driver::Mysql, "f.sql", "start transaction; insert into t values (1); commit;"),
+        Ok(FileMode::default())
+    );
+    let mssql = |text| inspect(Driver::SqlServer, "f.sql", text);
+    assert_eq!(mssql("if 1 = 1 begin select 1 end\nselect 2"), Ok(FileMode::default()));
+    match mssql("create table t (a int)\nGO\nbegin tran\ninsert into t values (1)\ncommit") {
+        Err(StatementError::TransactionControl { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(3, 1), "BEGIN TRAN"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(mssql("create procedure p as begin begin tran; commit; end\nGO\nselect 1"), Ok(FileMode::default()));
+    assert!(matches!(
+        mssql("alter database current set recovery simple"),
+        Err(StatementError::NeedsNoTransaction { .. })
+    ));
+    assert_eq!(mssql("select [commit] from t"), Ok(FileMode::default()));
+}
+
+#[test]
+fn engine_positions_map_back_into_the_file() {
+    let contents = "create table {schema}.a (id int);\ncreate table {schema}.b (id inte);";
+    let executed = contents.replace("{schema}", "tenant_0001");
+    let offset = executed.find("inte)").unwrap() + 1;
+    assert_eq!(locate(contents, "{schema}", "tenant_0001", offset), Some(at(2, 29)));
+    assert_eq!(&contents.lines().nth(1).unwrap()[28..32], "inte");
+    // Inside a replaced name: the placeholder's start.
+    let inside = executed.find("tenant_0001").unwrap() + 4;
+    assert_eq!(locate(contents, "{schema}", "tenant_0001", inside), Some(at(1, 14)));
+    assert_eq!(locate("ab", "{schema}", "x", 1), Some(at(1, 1)));
+    assert_eq!(locate("ab", "{schema}", "x", 3), None);
+    assert_eq!(locate("ab", "{schema}", "x", 0), None);
+    assert_eq!(locate("é\nx", "", "", 3), Some(at(2, 1)));
+}
