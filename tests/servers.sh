@@ -12,6 +12,9 @@
 set -euo pipefail
 DIR=${STRATA_SERVERS_DIR:-/tmp/strata-servers}
 PG_PORT=${STRATA_PG_PORT:-54329}
+# A second PostgreSQL with default settings (max_connections=100,
+# max_locks_per_transaction=64, fsync on): the fleet tests run there.
+PG_DEFAULT_PORT=${STRATA_PG_DEFAULT_PORT:-$((PG_PORT + 1))}
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
 S3_PORT=${STRATA_S3_PORT:-5055}
 AZ_PORT=${STRATA_AZURITE_PORT:-10000}
@@ -38,6 +41,16 @@ start_postgres() {
         su postgres -c "$bin/initdb -D $DIR/pg/data -U postgres --auth=trust -E UTF8" >/dev/null
     fi
     su postgres -c "$bin/pg_ctl -D $DIR/pg/data -o '-c listen_addresses=127.0.0.1 -p $PG_PORT -k $DIR/pg -c max_connections=300 -c fsync=off' -l $DIR/pg/log -w start" >/dev/null
+}
+
+start_postgres_default() {
+    local bin; bin=$(pg_bin)
+    mkdir -p "$DIR/pg-default"
+    chown postgres "$DIR/pg-default"
+    if [ ! -f "$DIR/pg-default/data/PG_VERSION" ]; then
+        su postgres -c "$bin/initdb -D $DIR/pg-default/data -U postgres --auth=trust -E UTF8" >/dev/null
+    fi
+    su postgres -c "$bin/pg_ctl -D $DIR/pg-default/data -o '-c listen_addresses=127.0.0.1 -p $PG_DEFAULT_PORT -k $DIR/pg-default' -l $DIR/pg-default/log -w start" >/dev/null
 }
 
 start_mariadb() {
@@ -97,24 +110,28 @@ start)
     mkdir -p "$DIR"
     chmod 755 "$DIR"
     start_postgres
+    start_postgres_default
     start_mariadb
     start_emulators
     cat >"$DIR/env" <<ENV
 export STRATA_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres
+export STRATA_TEST_PG_DEFAULT_URL=postgres://postgres@127.0.0.1:$PG_DEFAULT_PORT/postgres
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
 export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 ENV
-    echo "PostgreSQL 127.0.0.1:$PG_PORT, MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
+    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT), MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
     for pid in "$DIR/moto.pid" "$DIR/azurite.pid"; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
     done
-    if [ -f "$DIR/pg/data/PG_VERSION" ]; then
-        su postgres -c "$(pg_bin)/pg_ctl -D $DIR/pg/data -m fast stop" >/dev/null 2>&1 || true
-    fi
+    for cluster in pg pg-default; do
+        if [ -f "$DIR/$cluster/data/PG_VERSION" ]; then
+            su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
+        fi
+    done
     if [ -f "$DIR/my/pid" ]; then
         kill "$(cat "$DIR/my/pid")" 2>/dev/null || true
         for _ in $(seq 1 50); do [ -f "$DIR/my/pid" ] || break; sleep 0.1; done

@@ -12,7 +12,7 @@ use strata_core::source::{SourceMigration, source_migrations};
 use strata_core::summary::Summary;
 use tracing::Instrument;
 
-use crate::db::{Database, MutationRequest, VersionRow};
+use crate::db::{Database, DbError, MutationRequest, VersionRow};
 use crate::error::AppError;
 use crate::loader::Loader;
 use crate::telemetry;
@@ -114,7 +114,24 @@ impl Service {
             .instrument(tracing::Span::current()),
         )
         .await
-        .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))??;
+        .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))?;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(DbError::MigrationFailed(failure)) => {
+                // What committed before the failure is a version like any
+                // other: the metrics count it.
+                if failure.version_id.is_some() {
+                    let executed = request.action == Action::Apply;
+                    telemetry::record_version(
+                        &failure.applied,
+                        executed,
+                        matches!(request.target, Target::NewTenant(_)),
+                    );
+                }
+                return Err(DbError::MigrationFailed(failure).into());
+            }
+            Err(error) => return Err(error.into()),
+        };
 
         for item in &outcome.plan.diagnostics.out_of_order {
             tracing::warn!(file = %item.file, schema = %item.schema, after = %item.after,

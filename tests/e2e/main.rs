@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod drivers;
+mod fleet;
 mod hardening;
 mod mutations;
 mod operations;

@@ -98,18 +98,28 @@ async fn create_tenant_then_create_version_fans_out_to_every_tenant() {
     let tenants = server.data("{ tenants { name } }", json!({})).await;
     assert_eq!(tenants, json!({ "tenants": [{ "name": "abc" }, { "name": "def_2" }] }));
 
-    // A new tenant migration reaches both tenants, migration-major.
+    // A new tenant migration reaches both tenants. Tenants commit
+    // concurrently, so rows of different tenants are recorded in commit
+    // order; segments (tenant migrations, the single script, tenant
+    // scripts) follow plan order.
     server.ws.write_migration("tenants/004.sql", "alter table {schema}.users add column phone text;\n");
     let result = server.create_version(json!({ "versionName": "v2" })).await;
     let created = &result["data"]["createVersion"];
+    let recorded = applied(created);
+    let position = |pair: (&str, &str)| recorded.iter().position(|(f, s)| f == pair.0 && s == pair.1).unwrap();
+    assert!(position(("tenants/004.sql", "abc")) < position(("scripts/config/runs.sql", "config")));
+    assert!(position(("tenants/004.sql", "def_2")) < position(("scripts/config/runs.sql", "config")));
+    assert!(position(("scripts/config/runs.sql", "config")) < position(("scripts/tenants/touch.sql", "abc")));
+    let mut recorded = recorded;
+    recorded.sort();
     assert_eq!(
-        applied(created),
+        recorded,
         pairs(&[
-            ("tenants/004.sql", "abc"),
-            ("tenants/004.sql", "def_2"),
             ("scripts/config/runs.sql", "config"),
             ("scripts/tenants/touch.sql", "abc"),
             ("scripts/tenants/touch.sql", "def_2"),
+            ("tenants/004.sql", "abc"),
+            ("tenants/004.sql", "def_2"),
         ])
     );
     assert_eq!(created["summary"]["tenants"], 2);
@@ -240,7 +250,9 @@ async fn a_failing_migration_rolls_back_its_schema_and_keeps_what_committed() {
     let ref_tables: &[&str] = if backend() == Backend::Mysql { &["a", "c"] } else { &["a"] };
     assert_eq!(server.ws.tables("ref").await, ref_tables);
     assert_eq!(server.ws.tables("abc").await, ["b"]);
-    assert_eq!(server.metric("svc_http_versions_created").await, 1.0);
+    // Metrics count what committed: version 2 with one single and one tenant migration.
+    assert_eq!(server.metric("svc_http_versions_created").await, 2.0);
+    assert_eq!(server.metric("svc_http_migrations_applied{type=\"single_migrations\"}").await, 1.0);
 
     // Fixing the file and re-running applies exactly what is left.
     server.ws.write_migration("ref/003.sql", "create table if not exists {schema}.c (id integer);\n");

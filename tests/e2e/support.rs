@@ -149,6 +149,11 @@ impl Workspace {
         format!("strata_test_{}", self.port)
     }
 
+    /// This test's own PostgreSQL database URL.
+    pub fn pg_url_public(&self) -> String {
+        self.pg_url()
+    }
+
     fn pg_url(&self) -> String {
         let admin = server_url("STRATA_TEST_PG_URL");
         let (base, _) = admin.rsplit_once('/').unwrap();

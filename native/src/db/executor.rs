@@ -38,9 +38,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use strata_core::MigrationType;
 use strata_core::config::{Config, TransactionScope};
 use strata_core::driver::Driver;
-use strata_core::plan::{AppliedMigration, Plan, PlanInput, Unit, plan};
+use strata_core::plan::{AppliedMigration, Counts, Plan, PlanInput, Unit, plan};
 use strata_core::source::SourceMigration;
 use strata_core::statements::{self, Position};
 
@@ -560,6 +561,24 @@ impl<E: Engine> Run<'_, E> {
             names
         };
         let (committed_names, not_committed) = (schemas_where(true), schemas_where(false));
+        let mut applied = Counts::default();
+        let mut files_seen = std::collections::HashSet::new();
+        for &step in committed {
+            let migration = self.migration(step);
+            let first = files_seen.insert(migration.file.as_str());
+            match migration.migration_type {
+                MigrationType::SingleMigration => applied.single_migrations += 1,
+                MigrationType::SingleScript => applied.single_scripts += 1,
+                MigrationType::TenantMigration => {
+                    applied.tenant_migrations += u64::from(first);
+                    applied.tenant_migrations_total += 1;
+                }
+                MigrationType::TenantScript => {
+                    applied.tenant_scripts += u64::from(first);
+                    applied.tenant_scripts_total += 1;
+                }
+            }
+        }
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file: migration.file.clone(),
             schema,
@@ -570,6 +589,7 @@ impl<E: Engine> Run<'_, E> {
             not_committed,
             partly_applied: partly,
             whole_version: whole,
+            applied,
         }))
     }
 }

@@ -156,6 +156,9 @@ pub struct MigrationFailure {
     pub partly_applied: bool,
     /// The version was one transaction, rolled back as a whole.
     pub whole_version: bool,
+    /// What the committed part applied (or recorded), counted like a
+    /// summary: metrics count it as they count a version.
+    pub applied: strata_core::plan::Counts,
 }
 
 /// At most this many schema names are spelt out in a message (the

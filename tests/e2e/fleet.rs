@@ -1,0 +1,415 @@
+//! The fleet executor: per-schema transactions, parallel tenant fan-out,
+//! non-transactional files, statements refused before anything runs, error
+//! positions in the file, crashes at random points, and a fleet on a
+//! PostgreSQL with default settings.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+
+use crate::support::{Backend, Server, Workspace, backend};
+
+/// Creates tenants `t00`, `t01`, … (no tenant migrations exist yet).
+async fn tenants(server: &Server, n: usize) -> Vec<String> {
+    let names: Vec<String> = (0..n).map(|i| format!("t{i:02}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": format!("add {name}") })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    names
+}
+
+/// `(file, schema)` → times recorded.
+async fn recorded(server: &Server) -> BTreeMap<(String, String), i64> {
+    let rows = server
+        .ws
+        .rows("svc", "select filename, db_schema, count(*) from svc_migrations group by filename, db_schema")
+        .await;
+    rows.into_iter()
+        .map(|row| {
+            ((row[0].as_str().unwrap().to_string(), row[1].as_str().unwrap().to_string()), row[2].as_i64().unwrap())
+        })
+        .collect()
+}
+
+/// For every tenant: the tables present are exactly those of the tenant
+/// files recorded for it (`tenants/<n>_<table>.sql` creates `<table>`), and
+/// nothing is recorded twice.
+async fn recorded_equals_applied(server: &Server, names: &[String]) {
+    recorded_matches_applied(server, names, 0).await;
+}
+
+/// Like [`recorded_equals_applied`], allowing `in_flight` tables per tenant
+/// that exist without their row (MySQL commits DDL as it runs: a process
+/// killed between a file's DDL and its row leaves that one file applied and
+/// unrecorded).
+async fn recorded_matches_applied(server: &Server, names: &[String], in_flight: usize) {
+    let recorded = recorded(server).await;
+    for ((file, schema), times) in &recorded {
+        assert_eq!(*times, 1, "{file} recorded {times} times in {schema}");
+    }
+    for tenant in names {
+        let tables: BTreeSet<String> = server.ws.tables(tenant).await.into_iter().collect();
+        let expected: BTreeSet<String> = recorded
+            .keys()
+            .filter(|(file, schema)| schema == tenant && file.starts_with("tenants/"))
+            .map(|(file, _)| file.trim_end_matches(".sql").rsplit('_').next().unwrap().to_string())
+            .collect();
+        assert!(
+            expected.is_subset(&tables),
+            "tenant {tenant}: every recorded file is applied: {tables:?} {expected:?}"
+        );
+        assert!(
+            tables.len() - expected.len() <= in_flight,
+            "tenant {tenant}: tables present must be the files recorded: {tables:?} {expected:?}"
+        );
+    }
+}
+
+/// `sql` with `{}` replaced by `schema.` (nothing on SQLite, where the
+/// statement runs in the schema's own file).
+fn qualified(schema: &str, sql: &str) -> String {
+    let prefix = if backend() == Backend::Sqlite { String::new() } else { format!("{schema}.") };
+    sql.replace("{}", &prefix)
+}
+
+fn table_sql(table: &str) -> String {
+    // On MySQL a file killed after its DDL committed runs again: it must be
+    // re-runnable, as MySQL users write them.
+    let guard = if backend() == Backend::Mysql { "if not exists " } else { "" };
+    format!("create table {guard}{{schema}}.{table} (id integer primary key);\n")
+}
+
+#[tokio::test]
+async fn a_failure_in_the_middle_of_a_fan_out_keeps_what_committed_and_a_rerun_finishes() {
+    let server = Server::start("fleet", "tenantConcurrency: 4\n").await;
+    let names = tenants(&server, 20).await;
+    server.create_version(json!({ "versionName": "ref" })).await;
+    // t07 already has a table the second file creates: it fails there only.
+    server.ws.execute("t07", &qualified("t07", "create table {}x (id integer)")).await;
+    server.ws.write_migration("tenants/001_a.sql", &table_sql("a"));
+    server.ws.write_migration("tenants/002_x.sql", "create table {schema}.x (id integer primary key);\n");
+    server.ws.write_migration("tenants/003_c.sql", &table_sql("c"));
+
+    let result = server.create_version(json!({ "versionName": "fleet" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
+    assert_eq!(error["extensions"]["file"], "tenants/002_x.sql");
+    assert_eq!(error["extensions"]["schema"], "t07");
+    let committed: Vec<String> = serde_json::from_value(error["extensions"]["committedSchemas"].clone()).unwrap();
+    let not_committed: Vec<String> =
+        serde_json::from_value(error["extensions"]["notCommittedSchemas"].clone()).unwrap();
+    assert!(not_committed.contains(&"t07".to_string()));
+    // Every tenant is in exactly one list (MySQL: t07's first file committed before its second failed).
+    for tenant in &names {
+        let listed = committed.contains(tenant) as u8 + not_committed.contains(tenant) as u8;
+        assert!(listed >= 1, "{tenant} in neither list: {result}");
+    }
+    assert!(!committed.is_empty(), "tenants before t07 committed: {result}");
+
+    let rows = recorded(&server).await;
+    for tenant in &committed {
+        if tenant == "t07" {
+            continue;
+        }
+        for file in ["tenants/001_a.sql", "tenants/002_x.sql", "tenants/003_c.sql"] {
+            assert_eq!(rows.get(&(file.to_string(), tenant.clone())), Some(&1), "{file} in {tenant}");
+        }
+    }
+    assert_eq!(rows.get(&("tenants/002_x.sql".to_string(), "t07".to_string())), None);
+    // t07 keeps its own table x (its second file rolled back / failed).
+    let mut expected_t07_rows = 0;
+    if backend() == Backend::Mysql {
+        expected_t07_rows = 1; // 001_a committed on its own before 002_x failed
+    }
+    let t07_rows = rows.iter().filter(|((_, schema), _)| schema == "t07").count();
+    assert_eq!(t07_rows, expected_t07_rows);
+    let check: Vec<String> = names.iter().filter(|t| *t != "t07").cloned().collect();
+    recorded_equals_applied(&server, &check).await;
+
+    // Fix the conflict; the re-run applies exactly what is left.
+    let before = recorded(&server).await.keys().filter(|(file, _)| file.starts_with("tenants/")).count();
+    server.ws.execute("t07", &qualified("t07", "drop table {}x")).await;
+    let rerun = server.create_version(json!({ "versionName": "fleet again" })).await;
+    assert!(rerun.get("errors").is_none(), "{rerun}");
+    recorded_equals_applied(&server, &names).await;
+    let rows = recorded(&server).await;
+    for tenant in &names {
+        for file in ["tenants/001_a.sql", "tenants/002_x.sql", "tenants/003_c.sql"] {
+            assert_eq!(rows.get(&(file.to_string(), tenant.clone())), Some(&1), "{file} in {tenant}");
+        }
+    }
+    let applied_again = rerun["data"]["createVersion"]["version"]["dbMigrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["file"].as_str().unwrap().starts_with("tenants/"))
+        .count();
+    assert_eq!(applied_again, 60 - before, "the re-run applied exactly what was left: {rerun}");
+}
+
+#[tokio::test]
+async fn transaction_control_in_a_file_is_refused_before_anything_runs() {
+    if backend() == Backend::Mysql {
+        return; // Files are never wrapped in a transaction there.
+    }
+    let server = Server::start("fleet", "").await;
+    let names = tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_a.sql", &table_sql("a"));
+    server.ws.write_migration(
+        "tenants/002_b.sql",
+        "create table {schema}.b (id integer);\n  -- 'commit;' in a comment is fine\n  COMMIT;\ncreate table {schema}.d (id integer);\n",
+    );
+    let versions_before = server.ws.count("svc", "svc_versions").await;
+    let result = server.create_version(json!({ "versionName": "hidden commit" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "STATEMENT_REFUSED", "{result}");
+    assert_eq!(error["extensions"]["file"], "tenants/002_b.sql");
+    assert_eq!((error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64()), (Some(3), Some(3)));
+    assert_eq!(
+        error["message"],
+        "tenants/002_b.sql:3:3: COMMIT would end the transaction the service runs this file in; remove it (the \
+         service commits each schema's migrations itself), or mark the file `-- strata:no-transaction` to run it \
+         outside any transaction; nothing was run"
+    );
+    // Nothing ran: not even the first file, in no tenant, and no version.
+    assert_eq!(server.ws.count("svc", "svc_versions").await, versions_before);
+    for tenant in &names {
+        assert!(server.ws.tables(tenant).await.is_empty(), "{tenant}");
+    }
+}
+
+#[tokio::test]
+async fn create_index_concurrently_runs_only_with_the_directive_outside_any_transaction() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("fleet", "tenantConcurrency: 4\n").await;
+    let names = tenants(&server, 6).await;
+    server.ws.write_migration("tenants/001_a.sql", "create table {schema}.a (id integer, v text);\n");
+    server.ws.write_migration("tenants/002_i.sql", "create index concurrently a_v on {schema}.a (v);\n");
+    let refused = server.create_version(json!({ "versionName": "cic" })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "STATEMENT_REFUSED", "{refused}");
+    assert_eq!(
+        refused["errors"][0]["message"],
+        "tenants/002_i.sql:1:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; put \
+         `-- strata:no-transaction` in the file's leading comment lines to run it outside one (alone, recorded right \
+         after it succeeds); nothing was run"
+    );
+    assert!(server.ws.tables("t00").await.is_empty());
+
+    server.ws.write_migration(
+        "tenants/002_i.sql",
+        "-- Builds the index without blocking writes.\n-- strata:no-transaction\ncreate index concurrently a_v on {schema}.a (v);\n",
+    );
+    let applied = server.create_version(json!({ "versionName": "cic" })).await;
+    assert!(applied.get("errors").is_none(), "{applied}");
+    assert_eq!(applied["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 12);
+    let rows = recorded(&server).await;
+    for tenant in &names {
+        assert_eq!(rows.get(&("tenants/002_i.sql".to_string(), tenant.clone())), Some(&1));
+        let valid = server
+            .ws
+            .rows(
+                "pg_catalog",
+                &format!(
+                    "select i.indisvalid::int from pg_index i join pg_class c on c.oid = i.indexrelid \
+                     join pg_namespace n on n.oid = c.relnamespace where n.nspname = '{tenant}' and c.relname = 'a_v'"
+                ),
+            )
+            .await;
+        assert_eq!(valid, [[json!(1)]], "{tenant}: the index exists and is valid");
+    }
+
+    // A failing non-transactional file: may be partly applied, nothing of it recorded.
+    server.ws.write_migration(
+        "tenants/003_j.sql",
+        "-- strata:no-transaction\ncreate index concurrently a_id on {schema}.a (no_such_column);\n",
+    );
+    let failed = server.create_version(json!({ "versionName": "bad cic" })).await;
+    let message = failed["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the file ran outside a transaction and may be partly applied; nothing of it was recorded"),
+        "{message}"
+    );
+    assert_eq!(failed["errors"][0]["extensions"]["partlyApplied"], true);
+    assert!(recorded(&server).await.keys().all(|(file, _)| file != "tenants/003_j.sql"));
+}
+
+#[tokio::test]
+async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
+    let server = Server::start("fleet", "").await;
+    server.create_version(json!({ "versionName": "ref" })).await;
+    let contents = "create table {schema}.ok (id integer);\ninsert into {schema}.nope values (1);\n";
+    server.ws.write_migration("ref/002.sql", contents);
+    let result = server.create_version(json!({ "versionName": "bad" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
+    let message = error["message"].as_str().unwrap();
+    if backend() == Backend::Postgres {
+        // PostgreSQL reports the character offset: line 2, the table name after `into `.
+        let column = "insert into ".len() as i64 + 1;
+        assert_eq!(
+            (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64()),
+            (Some(2), Some(column))
+        );
+        assert!(
+            message.starts_with(&format!("migration ref/002.sql failed in schema ref at line 2, column {column}: ")),
+            "{message}"
+        );
+    }
+    // Never the engine's own source location ("… at line 3486" from PostgreSQL's C code).
+    let after_colon = message.split(": ").nth(1).unwrap_or_default();
+    assert!(!after_colon.contains(" at line "), "{message}");
+}
+
+#[tokio::test]
+async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_applied() {
+    let mut server = Server::start("fleet", "tenantConcurrency: 4\n").await;
+    let names = tenants(&server, 12).await;
+    let pause = match backend() {
+        Backend::Sqlite => {
+            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) select count(*) from c;\n"
+        }
+        Backend::Postgres => "select pg_sleep(0.05);\n",
+        Backend::Mysql => "do sleep(0.05);\n",
+    };
+    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    for round in 0..3 {
+        for n in 0..4 {
+            let table = format!("r{round}n{n}");
+            server
+                .ws
+                .write_migration(&format!("tenants/{round}{n}_{table}.sql"), &format!("{}{pause}", table_sql(&table)));
+        }
+        let client = server.client.clone();
+        let url = server.url("/v2/service");
+        let request = tokio::spawn(async move {
+            let body =
+                json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
+            client.post(url).json(&body).send().await
+        });
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = 100 + (seed >> 33) % 1200;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        server.kill_hard();
+        let _ = request.await;
+        server.restart().await;
+        let in_flight = usize::from(backend() == Backend::Mysql);
+        recorded_matches_applied(&server, &names, in_flight).await;
+        let rerun = server.create_version(json!({ "versionName": format!("after crash {round}") })).await;
+        assert!(rerun.get("errors").is_none(), "round {round} (killed after {delay} ms): {rerun}");
+        recorded_equals_applied(&server, &names).await;
+        let rows = recorded(&server).await;
+        for tenant in &names {
+            let files = rows.keys().filter(|(file, schema)| schema == tenant && file.starts_with("tenants/")).count();
+            assert_eq!(files, 4 * (round + 1), "{tenant} after round {round}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn while_a_fleet_version_runs_a_finished_tenant_is_not_locked() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    tenants(&server, 2).await;
+    // t00 finishes at once; t01 sleeps inside its transaction.
+    server.ws.write_migration(
+        "tenants/001_a.sql",
+        "create table {schema}.a (id integer);\ninsert into {schema}.a values (1);\n\
+         select case when '{schema}' = 't01' then pg_sleep(4) end;\n",
+    );
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"slow\"}) { version { id } } }" });
+        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
+    });
+    // Wait until t00's row is recorded (its transaction committed).
+    for _ in 0..100 {
+        if server.ws.rows("svc", "select count(*) from svc_migrations where db_schema = 't00'").await == [[json!(1)]] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A reader of t00's table gets it at once (with a lock timeout, so a
+    // lock held for the fleet would fail this, not slow it), while the
+    // version is still running in t01.
+    let mut reader = PgConnection::connect(&server.ws.pg_url_public()).await.unwrap();
+    sqlx::raw_sql("set lock_timeout = '300ms'").execute(&mut reader).await.unwrap();
+    let count: i64 = sqlx::query_scalar("select count(*) from t00.a").fetch_one(&mut reader).await.unwrap();
+    assert_eq!(count, 1);
+    let t01_locked = sqlx::query_scalar::<_, i64>("select count(*) from t01.a").fetch_one(&mut reader).await;
+    assert!(t01_locked.is_err(), "t01 is still inside its own transaction");
+    assert!(!request.is_finished(), "the version was still running");
+    let done = request.await.unwrap();
+    assert!(done.get("errors").is_none(), "{done}");
+}
+
+#[tokio::test]
+async fn a_fleet_of_300_tenants_with_20_migrations_each_on_a_postgres_with_default_settings() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let Ok(admin_url) = std::env::var("STRATA_TEST_PG_DEFAULT_URL") else {
+        panic!("STRATA_TEST_PG_DEFAULT_URL is not set: run `bash tests/servers.sh start`");
+    };
+    let mut admin = PgConnection::connect(&admin_url).await.unwrap();
+    let settings: (String, String) =
+        sqlx::query_as("select current_setting('max_connections'), current_setting('max_locks_per_transaction')")
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+    assert_eq!(settings, ("100".to_string(), "64".to_string()), "the server must run with default settings");
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_fleet_{}", ws.port);
+    for statement in [format!("drop database if exists {database}"), format!("create database {database}")] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut admin).await.unwrap();
+    }
+    let data_source = format!("{}/{database}", admin_url.rsplit_once('/').unwrap().0);
+    let yaml =
+        ws.config("").replace(&format!("dataSource: {}", ws.pg_url_public()), &format!("dataSource: {data_source}"));
+    assert!(yaml.contains(&data_source));
+    let server = Server::start_in(ws, &yaml, "").await;
+    let names = tenants(&server, 300).await;
+    let reference = server.create_version(json!({ "versionName": "ref" })).await;
+    assert!(reference.get("errors").is_none(), "{reference}");
+    for n in 0..20 {
+        server.ws.write_migration(
+            &format!("tenants/{n:03}.sql"),
+            &format!(
+                "create table {{schema}}.t{n} (id serial primary key, role integer references ref.roles (id), v text);\n\
+                 create index t{n}_v on {{schema}}.t{n} (v);\n"
+            ),
+        );
+    }
+    let result = server.create_version(json!({ "versionName": "fleet" })).await;
+    assert!(result.get("errors").is_none(), "{}", &result.to_string()[..result.to_string().len().min(2000)]);
+    let summary = &result["data"]["createVersion"]["summary"];
+    assert_eq!(summary["tenants"], 300);
+    assert_eq!(summary["tenantMigrations"], 20);
+    assert_eq!(summary["tenantMigrationsTotal"], 6000);
+    let mut conn = PgConnection::connect(&data_source).await.unwrap();
+    let rows: i64 = sqlx::query_scalar("select count(*) from svc.svc_migrations where filename like 'tenants/%'")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows, 6000);
+    let tables: i64 = sqlx::query_scalar(
+        "select count(*) from information_schema.tables where table_schema like 't%' and table_name like 't%'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(tables, 6000);
+    assert_eq!(names.len(), 300);
+    drop(conn);
+    drop(server);
+    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("drop database if exists {database} with (force)")))
+        .execute(&mut admin)
+        .await;
+}
