@@ -100,7 +100,9 @@ impl async_graphql::ErrorExtensions for AppError {
                 e.set("schema", failure.schema.as_str());
                 if let Some(at) = failure.at {
                     e.set("line", at.line);
-                    e.set("column", at.column);
+                    if at.column > 0 {
+                        e.set("column", at.column);
+                    }
                 }
                 if let Some(id) = failure.version_id {
                     e.set("versionId", id);
