@@ -33,24 +33,14 @@ install_packages() {
     fi
 }
 
-start_postgres() {
+start_postgres() { # cluster port [server options]
     local bin; bin=$(pg_bin)
-    mkdir -p "$DIR/pg"
-    chown postgres "$DIR/pg"
-    if [ ! -f "$DIR/pg/data/PG_VERSION" ]; then
-        su postgres -c "$bin/initdb -D $DIR/pg/data -U postgres --auth=trust -E UTF8" >/dev/null
+    mkdir -p "$DIR/$1"
+    chown postgres "$DIR/$1"
+    if [ ! -f "$DIR/$1/data/PG_VERSION" ]; then
+        su postgres -c "$bin/initdb -D $DIR/$1/data -U postgres --auth=trust -E UTF8" >/dev/null
     fi
-    su postgres -c "$bin/pg_ctl -D $DIR/pg/data -o '-c listen_addresses=127.0.0.1 -p $PG_PORT -k $DIR/pg -c max_connections=300 -c fsync=off' -l $DIR/pg/log -w start" >/dev/null
-}
-
-start_postgres_default() {
-    local bin; bin=$(pg_bin)
-    mkdir -p "$DIR/pg-default"
-    chown postgres "$DIR/pg-default"
-    if [ ! -f "$DIR/pg-default/data/PG_VERSION" ]; then
-        su postgres -c "$bin/initdb -D $DIR/pg-default/data -U postgres --auth=trust -E UTF8" >/dev/null
-    fi
-    su postgres -c "$bin/pg_ctl -D $DIR/pg-default/data -o '-c listen_addresses=127.0.0.1 -p $PG_DEFAULT_PORT -k $DIR/pg-default' -l $DIR/pg-default/log -w start" >/dev/null
+    su postgres -c "$bin/pg_ctl -D $DIR/$1/data -o '-c listen_addresses=127.0.0.1 -p $2 -k $DIR/$1 ${3:-}' -l $DIR/$1/log -w start" >/dev/null
 }
 
 start_mariadb() {
@@ -109,8 +99,8 @@ start)
     install_emulators
     mkdir -p "$DIR"
     chmod 755 "$DIR"
-    start_postgres
-    start_postgres_default
+    start_postgres pg "$PG_PORT" "-c max_connections=300 -c fsync=off"
+    start_postgres pg-default "$PG_DEFAULT_PORT"
     start_mariadb
     start_emulators
     cat >"$DIR/env" <<ENV

@@ -498,13 +498,7 @@ impl<E: Engine> Run<'_, E> {
             }
             for &step in &unit.steps {
                 if self.runs_outside_transaction(step) {
-                    self.record(conn, &pending, version_id).await?;
-                    self.engine.commit(conn).await?;
-                    progress.set_version(version_id);
-                    progress.committed(&pending);
-                    if tenant.is_some() {
-                        progress.tenant_created.store(true, Ordering::SeqCst);
-                    }
+                    self.commit_unit(conn, &pending, version_id, tenant.is_some(), progress).await?;
                     pending.clear();
                     self.execute(conn, step).await?;
                     self.record(conn, &[step], version_id).await?;
@@ -516,13 +510,7 @@ impl<E: Engine> Run<'_, E> {
                 self.execute(conn, step).await?;
                 pending.push(step);
             }
-            self.record(conn, &pending, version_id).await?;
-            self.engine.commit(conn).await?;
-            progress.set_version(version_id);
-            progress.committed(&pending);
-            if tenant.is_some() {
-                progress.tenant_created.store(true, Ordering::SeqCst);
-            }
+            self.commit_unit(conn, &pending, version_id, tenant.is_some(), progress).await?;
             Ok::<_, UnitError>(())
         }
         .await;
@@ -530,6 +518,26 @@ impl<E: Engine> Run<'_, E> {
             let _ = self.engine.rollback(conn).await;
         }
         result
+    }
+
+    /// Records `steps` and commits the open transaction of a unit, then
+    /// notes what committed (the version row with the first commit).
+    async fn commit_unit(
+        &self,
+        conn: &mut E::Conn,
+        steps: &[u32],
+        version_id: i64,
+        creates_tenant: bool,
+        progress: &Progress,
+    ) -> Result<(), DbError> {
+        self.record(conn, steps, version_id).await?;
+        self.engine.commit(conn).await?;
+        progress.set_version(version_id);
+        progress.committed(steps);
+        if creates_tenant {
+            progress.tenant_created.store(true, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     /// The error of a failed version; `committed` are the steps committed.
