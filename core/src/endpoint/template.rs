@@ -444,7 +444,7 @@ mod tests {
     }
 }
 
-/// The official RFC 6570 test suite (`../shared/testdata/uritemplate-test`)
+/// The official RFC 6570 test suite (`tests/data/uritemplate-test`, with its licence)
 /// through this upstream-compatible expander: which cases give the RFC's
 /// answer, and that every other case is one of upstream's documented
 /// deviations. (`pkg/endpoint`'s tests check the same 270 templates give
@@ -458,7 +458,7 @@ mod rfc6570_suite {
     use super::*;
 
     fn suite_dir() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata/uritemplate-test")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/uritemplate-test")
     }
 
     fn js_string(value: &Json) -> String {

@@ -8,7 +8,7 @@
 //      a checkout is available (STRATA_UPSTREAM_ENDPOINT, default
 //      ../.mirror/octokit+endpoint.js/repo next to the repository), with only
 //      its import paths changed (and its user-agent product name, see README).
-// Environment: URITEMPLATE_TEST_DIR (default ../shared/testdata/uritemplate-test).
+// Environment: URITEMPLATE_TEST_DIR (default tests/data/uritemplate-test).
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,7 +18,7 @@ import { copyTests, createProject, nodeTests, repoRoot, run, runUpstreamSuite } 
 import { runWorkerdCheck } from "../../shared/workerd.mjs";
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const suiteDir = process.env.URITEMPLATE_TEST_DIR || resolve(repoRoot, "..", "shared", "testdata", "uritemplate-test");
+const suiteDir = process.env.URITEMPLATE_TEST_DIR || resolve(repoRoot, "tests", "data", "uritemplate-test");
 const upstreamRepo = process.env.STRATA_UPSTREAM_ENDPOINT || resolve(repoRoot, "..", ".mirror", "octokit+endpoint.js", "repo");
 
 const { dir: project, cleanup } = createProject("strata-endpoint-test", [pkgDir], [
