@@ -1,5 +1,5 @@
 //! Every webhook event GitHub sends and its actions, from the table of
-//! `shared/spec/webhooks.md` ("Events") in the spec's order, flattened the way
+//! the webhook spec's Events table (copied to `tests/data/webhooks/events.md`) in the spec's order, flattened the way
 //! listeners name them: `event`, then `event.action` for each action. A unit
 //! test re-reads the spec table and fails when the two differ.
 
