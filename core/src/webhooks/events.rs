@@ -1,7 +1,8 @@
-//! Every webhook event GitHub sends and its actions, from the table of
-//! the webhook spec's Events table (copied to `tests/data/webhooks/events.md`) in the spec's order, flattened the way
-//! listeners name them: `event`, then `event.action` for each action. A unit
-//! test re-reads the spec table and fails when the two differ.
+//! Every webhook event GitHub sends and its actions, from the webhook
+//! spec's Events table (copied to `tests/data/webhooks/events.md`) in the
+//! spec's order, flattened the way listeners name them: `event`, then
+//! `event.action` for each action. A unit test re-reads that table and fails
+//! when the two differ.
 
 /// Every event name and `event.action` combination (`emitterEventNames`).
 pub const EMITTER_EVENT_NAMES: &[&str] = &[
