@@ -34,8 +34,8 @@
 //!   its own implicit commit and record it right after; a dry run executes
 //!   nothing there.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use strata_core::MigrationType;
@@ -60,6 +60,15 @@ pub struct Failure {
     pub line: Option<u64>,
 }
 
+impl Failure {
+    /// A failure as sqlx reports it: the database's own message (without
+    /// sqlx's prefix), no position.
+    pub fn from_sqlx(error: &sqlx::Error) -> Self {
+        let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
+        Failure { message, offset: None, line: None }
+    }
+}
+
 /// One bookkeeping row to write.
 #[derive(Debug, Clone, Copy)]
 pub struct Record<'a> {
@@ -75,8 +84,7 @@ pub struct Record<'a> {
 pub trait Engine: Send + Sync {
     /// A connection: its own session.
     type Conn: Send;
-    /// The held cross-instance lock (a session of its own, outside any
-    /// pool, plus the guard serialising this process's mutations).
+    /// The held cross-instance lock: a session of its own, outside any pool.
     type Lock: Send;
 
     /// The database kind.
@@ -85,9 +93,8 @@ pub trait Engine: Send + Sync {
     fn transactional_ddl(&self) -> bool;
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
-    /// Takes the cross-instance lock: first this process's gate (one
-    /// mutation at a time per process, so waiting mutations hold no
-    /// connection), then the database's lock on a session of its own.
+    /// Takes the database's cross-instance lock on a session of its own
+    /// (the executor has passed this process's gate first).
     async fn lock(&self) -> Result<Self::Lock, DbError>;
     /// Releases the lock (best effort: closing the session releases it too).
     async fn unlock(&self, lock: Self::Lock);
@@ -132,9 +139,13 @@ pub trait Engine: Send + Sync {
     async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError>;
 }
 
-/// How the executor runs versions, from the configuration.
+/// How the executor runs versions, from the configuration, and the gate
+/// that lets one mutation of this process at a time reach for the lock (so
+/// waiting mutations hold no connection).
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// One mutation at a time in this process.
+    gate: Arc<tokio::sync::Mutex<()>>,
     /// Per schema (default) or the whole version in one transaction.
     pub scope: TransactionScope,
     /// Connections a tenant segment fans out over.
@@ -148,6 +159,7 @@ impl Settings {
     /// for SQLite, which has one writer).
     pub fn from_config(config: &Config, max_concurrency: usize) -> Self {
         Settings {
+            gate: Arc::default(),
             scope: config.transaction_scope,
             concurrency: config.tenant_concurrency.clamp(1, max_concurrency.max(1)),
             placeholder: config.schema_placeholder.clone(),
@@ -161,6 +173,7 @@ pub async fn mutate<E: Engine>(
     settings: &Settings,
     request: MutationRequest<'_>,
 ) -> Result<MutationOutcome, DbError> {
+    let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
     let result = locked(engine, settings, &request).await;
     engine.unlock(lock).await;
@@ -465,29 +478,27 @@ impl<E: Engine> Run<'_, E> {
         if !self.engine.transactional_ddl() {
             let version_id = self.version_id(conn, progress).await?;
             progress.set_version(version_id);
-            if let Some(tenant) = tenant {
-                if let Err(error) = self.engine.create_tenant(conn, tenant).await {
-                    if progress.steps.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
-                        let _ = self.engine.delete_empty_version(conn, version_id).await;
-                        progress.clear_version();
-                    }
-                    return Err(error.into());
+            let result = async {
+                if let Some(tenant) = tenant {
+                    self.engine.create_tenant(conn, tenant).await?;
+                    progress.tenant_created.store(true, Ordering::SeqCst);
                 }
-                progress.tenant_created.store(true, Ordering::SeqCst);
-            }
-            for &step in &unit.steps {
-                if let Err(error) = self.execute(conn, step).await {
-                    let nothing = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
-                    if nothing && !progress.tenant_created.load(Ordering::SeqCst) {
-                        let _ = self.engine.delete_empty_version(conn, version_id).await;
-                        progress.clear_version();
-                    }
-                    return Err(error);
+                for &step in &unit.steps {
+                    self.execute(conn, step).await?;
+                    self.record(conn, &[step], version_id).await?;
+                    progress.committed(&[step]);
                 }
-                self.record(conn, &[step], version_id).await?;
-                progress.committed(&[step]);
+                Ok::<_, UnitError>(())
             }
-            return Ok(());
+            .await;
+            // Nothing of the version took place: no version either.
+            let nothing = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+                && !progress.tenant_created.load(Ordering::SeqCst);
+            if result.is_err() && nothing {
+                let _ = self.engine.delete_empty_version(conn, version_id).await;
+                progress.clear_version();
+            }
+            return result;
         }
         let mut pending: Vec<u32> = Vec::new();
         self.engine.begin(conn).await?;

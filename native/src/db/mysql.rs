@@ -17,12 +17,10 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Connection, MySql};
-use std::sync::Arc;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::driver::Driver;
 use strata_core::plan::AppliedMigration;
-use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
@@ -30,7 +28,6 @@ use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, M
 /// The MySQL/MariaDB driver.
 pub struct MysqlDatabase {
     pool: MySqlPool,
-    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
     settings: Settings,
@@ -56,7 +53,6 @@ impl MysqlDatabase {
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             settings,
-            gate: Arc::default(),
         };
         let mut conn = database.pool.acquire().await?;
         lock(&mut conn).await?;
@@ -156,7 +152,7 @@ impl Database for MysqlDatabase {
 #[async_trait]
 impl Engine for MysqlDatabase {
     type Conn = PoolConnection<MySql>;
-    type Lock = (OwnedMutexGuard<()>, MySqlConnection);
+    type Lock = MySqlConnection;
 
     fn driver(&self) -> Driver {
         Driver::Mysql
@@ -173,16 +169,14 @@ impl Engine for MysqlDatabase {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let gate = Arc::clone(&self.gate).lock_owned().await;
         let mut conn = MySqlConnection::connect_with(&self.pool.connect_options()).await?;
         lock(&mut conn).await?;
-        Ok((gate, conn))
+        Ok(conn)
     }
 
-    async fn unlock(&self, (gate, mut conn): Self::Lock) {
+    async fn unlock(&self, mut conn: Self::Lock) {
         unlock(&mut conn).await;
         let _ = conn.close().await;
-        drop(gate);
     }
 
     async fn begin(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
@@ -198,11 +192,7 @@ impl Engine for MysqlDatabase {
     }
 
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| Failure {
-            message: e.as_database_error().map_or_else(|| e.to_string(), |d| d.message().to_string()),
-            offset: None,
-            line: None,
-        })
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e))
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {

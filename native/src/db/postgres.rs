@@ -13,12 +13,10 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder};
 use std::str::FromStr;
-use std::sync::Arc;
 use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::driver::Driver;
 use strata_core::plan::AppliedMigration;
-use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
@@ -26,7 +24,6 @@ use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, M
 /// The PostgreSQL driver.
 pub struct PostgresDatabase {
     pool: PgPool,
-    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
     settings: Settings,
@@ -60,7 +57,6 @@ impl PostgresDatabase {
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             settings,
-            gate: Arc::default(),
         })
     }
 
@@ -131,7 +127,7 @@ impl Database for PostgresDatabase {
 #[async_trait]
 impl Engine for PostgresDatabase {
     type Conn = PoolConnection<Postgres>;
-    type Lock = (OwnedMutexGuard<()>, PgConnection);
+    type Lock = PgConnection;
 
     fn driver(&self) -> Driver {
         Driver::Postgres
@@ -146,18 +142,16 @@ impl Engine for PostgresDatabase {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let gate = Arc::clone(&self.gate).lock_owned().await;
         let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
         sqlx::query(sql::SESSION_LOCK).bind(sql::LOCK_KEY).execute(&mut conn).await?;
-        Ok((gate, conn))
+        Ok(conn)
     }
 
-    async fn unlock(&self, (gate, mut conn): Self::Lock) {
+    async fn unlock(&self, mut conn: Self::Lock) {
         if let Err(e) = sqlx::query(sql::SESSION_UNLOCK).bind(sql::LOCK_KEY).execute(&mut conn).await {
             tracing::warn!(error = %e, "releasing the advisory lock failed; it ends with its session");
         }
         let _ = conn.close().await;
-        drop(gate);
     }
 
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
@@ -186,7 +180,7 @@ impl Engine for PostgresDatabase {
                     },
                     line: None,
                 },
-                None => Failure { message: e.to_string(), offset: None, line: None },
+                None => Failure::from_sqlx(&e),
             }
         })
     }

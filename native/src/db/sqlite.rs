@@ -24,7 +24,6 @@ mod sql;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,7 +34,6 @@ use strata_core::config::Config;
 use strata_core::datasource::normalize;
 use strata_core::driver::Driver;
 use strata_core::plan::AppliedMigration;
-use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
@@ -54,7 +52,6 @@ pub struct SqliteDatabase {
     tenant_select_sql: String,
     tenant_insert_sql: String,
     settings: Settings,
-    mutation_lock: Arc<Mutex<()>>,
     lock_options: SqliteConnectOptions,
 }
 
@@ -110,7 +107,6 @@ impl SqliteDatabase {
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             settings: Settings::from_config(config, 1),
-            mutation_lock: Arc::new(Mutex::new(())),
             lock_options,
         })
     }
@@ -259,7 +255,7 @@ pub struct SqliteConn {
 #[async_trait]
 impl Engine for SqliteDatabase {
     type Conn = SqliteConn;
-    type Lock = (OwnedMutexGuard<()>, SqliteConnection);
+    type Lock = SqliteConnection;
 
     fn driver(&self) -> Driver {
         Driver::Sqlite
@@ -274,7 +270,6 @@ impl Engine for SqliteDatabase {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let guard = Arc::clone(&self.mutation_lock).lock_owned().await;
         let mut lock = SqliteConnection::connect_with(&self.lock_options).await?;
         sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut lock).await.map_err(|e| {
             DbError::Connect(format!(
@@ -283,13 +278,12 @@ impl Engine for SqliteDatabase {
                 LOCK_WAIT.as_secs()
             ))
         })?;
-        Ok((guard, lock))
+        Ok(lock)
     }
 
-    async fn unlock(&self, (guard, mut lock): Self::Lock) {
+    async fn unlock(&self, mut lock: Self::Lock) {
         let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut lock).await;
         let _ = lock.close().await;
-        drop(guard);
     }
 
     async fn prepare(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<(), DbError> {
@@ -328,11 +322,11 @@ impl Engine for SqliteDatabase {
     }
 
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map(|_| ()).map_err(|e| Failure {
-            message: e.as_database_error().map_or_else(|| e.to_string(), |d| d.message().to_string()),
-            offset: None,
-            line: None,
-        })
+        sqlx::raw_sql(AssertSqlSafe(text))
+            .execute(&mut *conn.conn)
+            .await
+            .map(|_| ())
+            .map_err(|e| Failure::from_sqlx(&e))
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {

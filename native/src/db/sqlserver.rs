@@ -15,7 +15,6 @@
 mod sql;
 
 use async_trait::async_trait;
-use std::sync::Arc;
 use strata_core::MigrationType;
 use strata_core::batches::split_go_batches;
 use strata_core::config::Config;
@@ -24,7 +23,6 @@ use strata_core::driver::Driver;
 use strata_core::plan::AppliedMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
-use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
@@ -35,7 +33,6 @@ type Connection = Client<Compat<TcpStream>>;
 /// The SQL Server driver.
 pub struct SqlServerDatabase {
     config: tiberius::Config,
-    gate: Arc<Mutex<()>>,
     tenant_select_sql: String,
     tenant_insert_sql: String,
     settings: Settings,
@@ -78,7 +75,6 @@ impl SqlServerDatabase {
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             settings: Settings::from_config(config, usize::MAX),
-            gate: Arc::default(),
         };
         let mut client = database.open().await?;
         run(&mut client, sql::BEGIN).await?;
@@ -245,7 +241,7 @@ impl Database for SqlServerDatabase {
 #[async_trait]
 impl Engine for SqlServerDatabase {
     type Conn = Connection;
-    type Lock = (OwnedMutexGuard<()>, Connection);
+    type Lock = Connection;
 
     fn driver(&self) -> Driver {
         Driver::SqlServer
@@ -262,21 +258,18 @@ impl Engine for SqlServerDatabase {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let gate = Arc::clone(&self.gate).lock_owned().await;
         let mut conn = self.open().await?;
         let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
-            Some(code) if code >= 0 => Ok((gate, conn)),
+            Some(code) if code >= 0 => Ok(conn),
             other => Err(DbError::Connect(format!("sp_getapplock refused the mutation lock (code {other:?})"))),
         }
     }
 
-    async fn unlock(&self, (gate, mut conn): Self::Lock) {
+    async fn unlock(&self, mut conn: Self::Lock) {
         if let Err(e) = run(&mut conn, sql::SESSION_UNLOCK).await {
             tracing::warn!(error = %e, "sp_releaseapplock failed; the lock ends with the connection");
         }
-        drop(conn);
-        drop(gate);
     }
 
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
