@@ -16,7 +16,32 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints its duration when the next begins; the table of all of
+# them is printed at the end, pass or fail (the CI time budget is watched
+# step by step).
+step_name="" step_started=$SECONDS durations=()
+end_step() {
+    [ -n "$step_name" ] || return 0
+    local took=$((SECONDS - step_started))
+    durations+=("$(printf '%4dm%02ds  %s' $((took / 60)) $((took % 60)) "$step_name")")
+    printf '    (%dm%02ds)\n' $((took / 60)) $((took % 60))
+    step_name=""
+}
+step() {
+    end_step
+    step_name="$*" step_started=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
+servers_started=0
+on_exit() {
+    local status=$?
+    end_step
+    [ "$servers_started" = 0 ] || bash tests/servers.sh stop
+    printf '\n==> step durations (total %dm%02ds)\n' $((SECONDS / 60)) $((SECONDS % 60))
+    printf '%s\n' "${durations[@]}"
+    return $status
+}
+trap on_exit EXIT
 
 step "toolchain components and targets"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
@@ -39,7 +64,7 @@ if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
 else
     step "starting PostgreSQL, MariaDB, moto (S3) and Azurite (blob) on 127.0.0.1"
     export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
-    trap 'bash tests/servers.sh stop' EXIT
+    servers_started=1
     bash tests/servers.sh start
     # shellcheck disable=SC1091
     source "$STRATA_SERVERS_DIR/env"
@@ -61,7 +86,8 @@ bash tests/worker.sh
 step "the container image (tests/container.sh)"
 bash tests/container.sh
 
-FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-30}
+# A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
+FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-10}
 if [ "$FUZZ_SECONDS" = 0 ]; then
     step "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
 else
@@ -70,3 +96,4 @@ else
 fi
 
 step "all tests passed"
+end_step

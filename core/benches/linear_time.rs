@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use strata_core::config::Config;
 use strata_core::endpoint::template::Value;
 use strata_core::endpoint::{RoutePlan, accept};
-use strata_core::summary::{Summary, render_template};
+use strata_core::migrate::config::Config;
+use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::middleware::{self, RequestHead};
 use strata_core::webhooks::{signature, validate_event_name};
 

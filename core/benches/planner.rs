@@ -9,9 +9,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use strata_core::MigrationType;
-use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
-use strata_core::source::{SourceMigration, checksum};
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
+use strata_core::migrate::source::{SourceMigration, checksum};
 
 const MIGRATIONS: usize = 10_000;
 const TENANTS: usize = 1_000;

@@ -5,18 +5,20 @@
 use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
-use strata_core::MigrationType;
-use strata_core::batches::split_go_batches;
-use strata_core::config::Config;
-use strata_core::datasource::check_driver;
-use strata_core::driver::Driver;
 use strata_core::endpoint::template::{Template, Value, rewrite_legacy_placeholders};
 use strata_core::endpoint::{EndpointError, RoutePlan, accept};
-use strata_core::ident::{quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name};
-use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
-use strata_core::redact::redact_data_source;
-use strata_core::source::{SourceFile, source_migrations};
-use strata_core::summary::{Summary, render_template};
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::batches::split_go_batches;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::check_driver;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::ident::{
+    quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name,
+};
+use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
+use strata_core::migrate::redact::redact_data_source;
+use strata_core::migrate::source::{SourceFile, source_migrations};
+use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::signature;
 
 fn config() -> Config {
@@ -140,16 +142,16 @@ proptest! {
     #[test]
     fn source_order_is_the_documented_one_whatever_the_input_order(files in file_sets(), seed in any::<u64>()) {
         let config = config();
-        let ordered = source_migrations(&config, to_sources(&files)).unwrap();
+        let ordered = source_migrations(config.directories(), to_sources(&files)).unwrap();
         let mut shuffled = files.clone();
         let len = shuffled.len().max(1);
         for i in 0..shuffled.len() {
             shuffled.swap(i, (seed as usize).wrapping_add(i * 7) % len);
         }
-        prop_assert_eq!(&source_migrations(&config, to_sources(&shuffled)).unwrap(), &ordered);
+        prop_assert_eq!(&source_migrations(config.directories(), to_sources(&shuffled)).unwrap(), &ordered);
         let position = |dir: &str| DIRECTORIES.iter().position(|d| *d == dir).unwrap();
         for pair in ordered.windows(2) {
-            let key = |m: &strata_core::source::SourceMigration| {
+            let key = |m: &strata_core::migrate::source::SourceMigration| {
                 (group(m.migration_type), m.name.as_bytes().to_vec(), m.migration_type, position(&m.source_dir))
             };
             prop_assert!(key(&pair[0]) < key(&pair[1]), "{:?} before {:?}", pair[0].file, pair[1].file);
@@ -163,7 +165,7 @@ proptest! {
         recorded_mask in any::<u64>(),
     ) {
         let config = config();
-        let sources = source_migrations(&config, to_sources(&files)).unwrap();
+        let sources = source_migrations(config.directories(), to_sources(&files)).unwrap();
         let tenants: Vec<String> = tenants.into_iter().filter(|t| t != "svc").collect();
         // Some pairs recorded already (as a previous version would have).
         let full = plan(PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply }).unwrap();

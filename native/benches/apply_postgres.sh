@@ -8,7 +8,8 @@
 #   sqlx    sqlx migrate run (sqlx-cli; one transaction per migration + _sqlx_migrations)
 #   dbmate  dbmate up (npm; one transaction per migration + schema_migrations)
 #
-# Then 1,000 tenants x 20 tenant migrations in one createVersion, as migrations/second.
+# The server is the second cluster of tests/servers.sh: PostgreSQL with
+# default settings, fsync on. Fleets: native/benches/fleet_postgres.sh.
 #
 # Usage: bash native/benches/apply_postgres.sh   (SIZES="200 2000" RUNS=10)
 # Needs root for tests/servers.sh (Debian PostgreSQL), npm for dbmate, and
@@ -18,12 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=${SIZES:-200 2000}
 RUNS=${RUNS:-10}
-TENANTS=${TENANTS:-1000}
-TENANT_MIGRATIONS=${TENANT_MIGRATIONS:-20}
 PORT=${PORT:-18941}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export STRATA_SERVERS_DIR=/tmp/strata-bench-servers
-export STRATA_PG_PORT=54339 STRATA_MYSQL_PORT=33079
+export STRATA_PG_PORT=54359 STRATA_PG_DEFAULT_PORT=54360 STRATA_MYSQL_PORT=33099 STRATA_S3_PORT=5085 STRATA_AZURITE_PORT=10030
 
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
 cargo build --release -p strata-server --quiet
@@ -39,8 +38,9 @@ bash tests/servers.sh start >/dev/null
 (cd "$work" && npm install --silent --no-audit --no-fund dbmate@2 >/dev/null)
 DBMATE="$work/node_modules/.bin/dbmate"
 SQLX=$(command -v sqlx || true)
-URL="postgres://postgres@127.0.0.1:$STRATA_PG_PORT/bench"
-PSQL=(psql -X -q -h 127.0.0.1 -p "$STRATA_PG_PORT" -U postgres)
+"${PSQL[@]}" -d postgres -Atc "show fsync" | grep -qx on
+URL="postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT/bench"
+PSQL=(psql -X -q -h 127.0.0.1 -p "$STRATA_PG_DEFAULT_PORT" -U postgres)
 "${PSQL[@]}" -d postgres -c "create database bench" >/dev/null
 
 start_strata() { # config
@@ -91,42 +91,5 @@ YAML
     stop_strata
 done
 
-# 1,000 tenants x 20 tenant migrations in one version.
-rm -rf "$work/t" && mkdir -p "$work/t/app" "$work/t/tenants"
-echo "select 1;" >"$work/t/app/0001.sql"
-echo "create table {schema}.items (id serial primary key, v text);" >"$work/t/tenants/0001.sql"
-for i in $(seq -w 2 "$TENANT_MIGRATIONS"); do
-    echo "alter table {schema}.items add column c$i text;" >"$work/t/tenants/00$i.sql"
-done
-cat >"$work/tenants.yaml" <<YAML
-baseLocation: $work/t
-driver: postgres
-dataSource: $URL
-singleMigrations: [app]
-tenantMigrations: [tenants]
-port: $PORT
-logLevel: ERROR
-YAML
-"${PSQL[@]}" -d bench -c "drop schema if exists app cascade; drop schema svc cascade" >/dev/null
-start_strata "$work/tenants.yaml"
-"${PSQL[@]}" -d bench -v ON_ERROR_STOP=1 >/dev/null <<SQL
-do \$\$ begin
-  for i in 1..$TENANTS loop
-    execute format('create schema %I', 't' || i);
-    insert into svc.svc_tenants (name) values ('t' || i);
-  end loop;
-end \$\$;
-SQL
-start=$(date +%s.%N)
-out=$(curl -sf "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d '{"query":"mutation { createVersion(input: {versionName: \"tenants\"}) { summary { duration tenantMigrationsTotal } } }"}')
-end=$(date +%s.%N)
-total=$(echo "$out" | sed -E 's/.*"tenantMigrationsTotal":([0-9]+).*/\1/')
-seconds=$(echo "$end - $start" | bc -l)
-{
-    echo "## $TENANTS tenants x $TENANT_MIGRATIONS tenant migrations, one createVersion"
-    echo
-    echo "$total migrations in ${seconds:0:6} s: $(echo "$total / $seconds" | bc) migrations/s ($out)"
-} >>"$results"
-stop_strata
 echo
 cat "$results"

@@ -4,8 +4,8 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use strata_core::plan::PlanError;
-use strata_core::source::SourceError;
+use strata_core::migrate::plan::PlanError;
+use strata_core::migrate::source::SourceError;
 use thiserror::Error;
 
 use crate::db::DbError;
@@ -13,7 +13,7 @@ use crate::loader::LoaderError;
 
 /// A failure of the service.
 #[derive(Debug, Error)]
-pub enum AppError {
+pub(crate) enum AppError {
     /// The request body is not a GraphQL request in JSON.
     #[error("{0}")]
     BadRequest(String),
@@ -39,7 +39,7 @@ pub enum AppError {
 
 impl AppError {
     /// A stable machine-readable code, served as `extensions.code`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             AppError::BadRequest(_) => "BAD_REQUEST",
             AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
@@ -59,6 +59,15 @@ impl AppError {
         }
     }
 
+    /// What a client is told: the error itself, except for internal
+    /// failures, whose detail stays in the service's log.
+    pub(crate) fn public_message(&self) -> String {
+        match self {
+            AppError::Internal(_) => INTERNAL_MESSAGE.to_string(),
+            other => other.to_string(),
+        }
+    }
+
     fn status(&self) -> StatusCode {
         match self {
             AppError::BadRequest(_) | AppError::InvalidInput(_) => StatusCode::BAD_REQUEST,
@@ -68,14 +77,33 @@ impl AppError {
     }
 }
 
+/// The message of an internal failure, as a client sees it.
+pub(crate) const INTERNAL_MESSAGE: &str =
+    "internal error: the request could not be completed; the service log has the details under its X-Request-ID";
+
+/// An error's code and full text, carried from where it is converted to
+/// where the request is logged (the request-id middleware for plain
+/// routes, the GraphQL handler for operations): conversions log nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorDetail {
+    /// [`AppError::code`].
+    pub(crate) code: &'static str,
+    /// The full message, internal detail included.
+    pub(crate) detail: String,
+}
+
+impl std::fmt::Display for ErrorDetail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
-            tracing::error!(code = self.code(), error = %self, "request failed");
-        }
-        let body = serde_json::json!({ "error": { "code": self.code(), "message": self.to_string() } });
-        (status, axum::Json(body)).into_response()
+        let body = serde_json::json!({ "error": { "code": self.code(), "message": self.public_message() } });
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        response.extensions_mut().insert(ErrorDetail { code: self.code(), detail: self.to_string() });
+        response
     }
 }
 
@@ -83,9 +111,10 @@ impl async_graphql::ErrorExtensions for AppError {
     /// The GraphQL error: the message, plus `extensions.code` and, where they
     /// help a caller, the drifted `files` or the failing `file` and `schema`.
     fn extend(&self) -> async_graphql::Error {
-        tracing::warn!(code = self.code(), error = %self, "operation failed");
         let code = self.code();
-        let mut graphql_error = async_graphql::Error::new(self.to_string()).extend_with(|_, e| e.set("code", code));
+        let mut graphql_error =
+            async_graphql::Error::new(self.public_message()).extend_with(|_, e| e.set("code", code));
+        graphql_error.source = Some(std::sync::Arc::new(ErrorDetail { code, detail: self.to_string() }));
         if let AppError::Database(DbError::Plan(PlanError::Drift(drift))) = self {
             let files: Vec<async_graphql::Value> =
                 drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
@@ -113,7 +142,7 @@ impl async_graphql::ErrorExtensions for AppError {
             });
         }
         if let AppError::Database(DbError::StatementRefused(refused)) = self {
-            use strata_core::statements::StatementError;
+            use strata_core::migrate::statements::StatementError;
             let (StatementError::TransactionControl { file, at, .. }
             | StatementError::NeedsNoTransaction { file, at, .. }) = refused;
             graphql_error = graphql_error.extend_with(|_, e| {
@@ -127,6 +156,6 @@ impl async_graphql::ErrorExtensions for AppError {
 }
 
 /// Converts any service error into a GraphQL error with its extensions.
-pub fn graphql_error(error: impl Into<AppError>) -> async_graphql::Error {
+pub(crate) fn graphql_error(error: impl Into<AppError>) -> async_graphql::Error {
     async_graphql::ErrorExtensions::extend(&error.into())
 }

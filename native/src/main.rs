@@ -1,8 +1,6 @@
 //! `strata`: the migration service. Reads its configuration from the file
 //! named by `SVC_YAML` (default `/data/svc.yaml`), opens the database,
 //! serves the HTTP and GraphQL API, and stops gracefully on SIGTERM/SIGINT.
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 mod db;
 mod error;
@@ -17,9 +15,8 @@ mod webhook;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use strata_core::config::{Config, Driver};
+use strata_core::migrate::config::Config;
 
-use crate::db::Database;
 use crate::http::AppState;
 use crate::service::Service;
 use crate::telemetry::Metrics;
@@ -61,31 +58,7 @@ fn main() -> ExitCode {
 async fn run(config_path: &str, config: Config) -> Result<(), String> {
     let config = Arc::new(config);
     let metrics = Metrics::install().map_err(|e| format!("cannot install metrics: {e}"))?;
-    let database: Arc<dyn Database> = match config.driver {
-        Driver::Sqlite => Arc::new(
-            db::sqlite::SqliteDatabase::connect(&config)
-                .await
-                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
-        ),
-        Driver::Postgres => Arc::new(
-            db::postgres::PostgresDatabase::connect(&config)
-                .await
-                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
-        ),
-        Driver::Mysql => Arc::new(
-            db::mysql::MysqlDatabase::connect(&config).await.map_err(|e| format!("{config_path}: dataSource: {e}"))?,
-        ),
-        #[cfg(feature = "sqlserver")]
-        Driver::SqlServer => Arc::new(
-            db::sqlserver::SqlServerDatabase::connect(&config)
-                .await
-                .map_err(|e| format!("{config_path}: dataSource: {e}"))?,
-        ),
-        #[cfg(not(feature = "sqlserver"))]
-        Driver::SqlServer => {
-            return Err(format!("{config_path}: driver: this build has no SQL Server driver (feature sqlserver)"));
-        }
-    };
+    let database = db::connect(&config).await.map_err(|e| format!("{config_path}: dataSource: {e}"))?;
     let loader =
         loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{SecondsFormat, Utc};
-use strata_core::config::Config;
-use strata_core::plan::{Action, Target};
-use strata_core::source::{SourceMigration, source_migrations};
-use strata_core::summary::Summary;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::plan::{Action, Target};
+use strata_core::migrate::source::{SourceMigration, source_migrations};
+use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::{Database, DbError, MutationRequest, VersionRow};
@@ -18,32 +18,37 @@ use crate::loader::Loader;
 use crate::telemetry;
 use crate::webhook::Webhook;
 
+/// The id of the request an operation serves (`X-Request-ID`, set by the
+/// HTTP layer), stored with the version it creates.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestId(pub(crate) String);
+
 /// What a caller asks a mutation to do.
 #[derive(Debug, Clone)]
-pub struct CreateRequest {
+pub(crate) struct CreateRequest {
     /// Name of the new version.
-    pub version_name: String,
+    pub(crate) version_name: String,
     /// `createVersion` (all schemas) or `createTenant` (one new tenant).
-    pub target: Target,
+    pub(crate) target: Target,
     /// Apply or Sync.
-    pub action: Action,
+    pub(crate) action: Action,
     /// Roll back instead of committing.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The request's id, stored with the version.
-    pub request_id: String,
+    pub(crate) request_id: String,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
 #[derive(Debug, Clone)]
-pub struct CreateResult {
+pub(crate) struct CreateResult {
     /// The summary of the operation.
-    pub summary: Summary,
+    pub(crate) summary: Summary,
     /// The created version, if one was committed.
-    pub version: Option<VersionRow>,
+    pub(crate) version: Option<VersionRow>,
 }
 
 /// The service behind every route.
-pub struct Service {
+pub(crate) struct Service {
     config: Arc<Config>,
     database: Arc<dyn Database>,
     loader: Arc<dyn Loader>,
@@ -51,41 +56,41 @@ pub struct Service {
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
-pub fn rfc3339(time: chrono::DateTime<Utc>) -> String {
+pub(crate) fn rfc3339(time: chrono::DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
 impl Service {
     /// Wires the parts together.
-    pub fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
+    pub(crate) fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
         let webhook = Webhook::from_config(&config);
         Service { config, database, loader, webhook }
     }
 
     /// The configuration.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
     /// The database driver.
-    pub fn database(&self) -> &dyn Database {
+    pub(crate) fn database(&self) -> &dyn Database {
         self.database.as_ref()
     }
 
     /// The loader.
-    pub fn loader(&self) -> &dyn Loader {
+    pub(crate) fn loader(&self) -> &dyn Loader {
         self.loader.as_ref()
     }
 
     /// Reads and orders every source migration.
-    pub async fn source_migrations(&self) -> Result<Vec<SourceMigration>, AppError> {
+    pub(crate) async fn source_migrations(&self) -> Result<Vec<SourceMigration>, AppError> {
         let directories = self.config.directories().map(|(dir, _)| dir.to_string()).collect();
         let files = self.loader.read(directories).await?;
-        Ok(source_migrations(&self.config, files)?)
+        Ok(source_migrations(self.config.directories(), files)?)
     }
 
     /// Runs `createVersion` or `createTenant`.
-    pub async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
+    pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         let started = Utc::now();
         let clock = Instant::now();
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,

@@ -4,14 +4,14 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use strata_core::config::{Config, ProcessEnvironment};
+use strata_core::migrate::config::{Config, ProcessEnvironment};
 
 /// The configuration path when `SVC_YAML` is not set.
-pub const DEFAULT_PATH: &str = "/data/svc.yaml";
+pub(crate) const DEFAULT_PATH: &str = "/data/svc.yaml";
 
 /// Reads and parses the configuration. The error is one line naming the
 /// file and the problem.
-pub fn load() -> Result<(String, Config), String> {
+pub(crate) fn load() -> Result<(String, Config), String> {
     let path = std::env::var_os("SVC_YAML").map_or_else(|| PathBuf::from(DEFAULT_PATH), PathBuf::from);
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: cannot read configuration: {e}"))?;
@@ -44,7 +44,7 @@ fn process_environment(vars: impl Iterator<Item = (OsString, OsString)>) -> Proc
 mod tests {
     use std::os::unix::ffi::OsStringExt;
 
-    use strata_core::config::{EnvValue, Environment};
+    use strata_core::migrate::config::{EnvValue, Environment};
 
     use super::*;
 

@@ -8,8 +8,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use strata_core::config::LogLevel;
-use strata_core::plan::Counts;
+use strata_core::migrate::config::LogLevel;
+use strata_core::migrate::summary::Counts;
 
 const VERSIONS_CREATED: &str = "svc_http_versions_created";
 const TENANTS_CREATED: &str = "svc_http_tenants_created";
@@ -22,14 +22,14 @@ const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
 /// The metrics registry and the process collector.
-pub struct Metrics {
+pub(crate) struct Metrics {
     handle: PrometheusHandle,
     process: metrics_process::Collector,
 }
 
 impl Metrics {
     /// Installs the global recorder and registers the service's series at 0.
-    pub fn install() -> Result<Metrics, String> {
+    pub(crate) fn install() -> Result<Metrics, String> {
         let handle = PrometheusBuilder::new()
             .set_buckets(&[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
             .map_err(|e| e.to_string())?
@@ -53,7 +53,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of every metric.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         self.process.collect();
         self.handle.render()
     }
@@ -61,7 +61,7 @@ impl Metrics {
 
 /// Accounts for a committed version. `executed` is false for Sync, which
 /// records migrations without applying them.
-pub fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
+pub(crate) fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
     metrics::counter!(VERSIONS_CREATED).increment(1);
     if tenant_created {
         metrics::counter!(TENANTS_CREATED).increment(1);
@@ -80,7 +80,7 @@ pub fn record_version(counts: &Counts, executed: bool, tenant_created: bool) {
 }
 
 /// Middleware recording `svc_http_request_*` and `svc_http_response_*`.
-pub async fn http_metrics(request: Request, next: Next) -> Response {
+pub(crate) async fn http_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_string();
     let path =
@@ -105,7 +105,7 @@ pub async fn http_metrics(request: Request, next: Next) -> Response {
 /// tiberius warns "Trusting the server certificate without validation" on
 /// every new connection; the SQL Server driver says it once at start
 /// instead, so that warning is filtered out here.
-pub fn log_filter(level: LogLevel) -> &'static str {
+pub(crate) fn log_filter(level: LogLevel) -> &'static str {
     match level {
         LogLevel::Debug => "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error",
         LogLevel::Info => "info,sqlx=warn,tiberius::client::tls_stream=error",

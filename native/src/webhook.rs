@@ -1,23 +1,24 @@
 //! The outbound webhook: after each committed mutation, POST the payload the
-//! core renders. A failing target is logged and retried, and never fails
+//! core renders. A failing target is logged and retried by core's rule
+//! (no answer, 408, 425, 429 and 5xx; never another 4xx), and never fails
 //! the mutation. Header values are secrets: they are never logged.
 
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use strata_core::config::Config;
-use strata_core::summary::{Summary, render_payload};
+use strata_core::migrate::config::Config;
+use strata_core::migrate::summary::{Summary, render_payload};
+use strata_core::retry::{self, Attempt};
 use tracing::Instrument;
 
-/// Tries per delivery.
-pub const ATTEMPTS: u32 = 3;
+/// Tries per delivery; which answers are retried, and after how long, is
+/// core's one rule ([`strata_core::retry`]).
+pub(crate) const ATTEMPTS: u32 = 3;
 /// Time limit of one try.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
-/// Wait before the second try; doubled before each further one.
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A configured webhook target.
-pub struct Webhook {
+pub(crate) struct Webhook {
     client: reqwest::Client,
     url: String,
     template: Option<String>,
@@ -26,7 +27,7 @@ pub struct Webhook {
 
 impl Webhook {
     /// The webhook of `config`, if `webHookURL` is set.
-    pub fn from_config(config: &Config) -> Option<Webhook> {
+    pub(crate) fn from_config(config: &Config) -> Option<Webhook> {
         let url = config.web_hook_url.clone()?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -51,31 +52,47 @@ impl Webhook {
     }
 
     /// Posts the payload for `summary` and `version_id` in the background.
-    pub fn send_in_background(&self, summary: &Summary, version_id: i64) {
+    pub(crate) fn send_in_background(&self, summary: &Summary, version_id: i64) {
         let body = render_payload(self.template.as_deref(), summary, Some(version_id));
         let client = self.client.clone();
         let url = self.url.clone();
         let headers = self.headers.clone();
         tokio::spawn(
             async move {
-                let mut backoff = FIRST_BACKOFF;
-                for attempt in 1..=ATTEMPTS {
-                    let result = client.post(&url).headers(headers.clone()).body(body.clone()).send().await;
-                    let failure = match result {
-                        Ok(response) if response.status().is_success() => {
-                            tracing::info!(status = response.status().as_u16(), attempt, "webhook delivered");
-                            return;
+                let send = |attempt: u32| {
+                    let request = client.post(&url).headers(headers.clone()).body(body.clone());
+                    async move {
+                        match request.send().await {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                if !response.status().is_success() {
+                                    tracing::warn!(attempt, of = ATTEMPTS, status, "webhook delivery failed");
+                                }
+                                Attempt::Status(status)
+                            }
+                            Err(e) => {
+                                let error = e.without_url().to_string();
+                                tracing::warn!(attempt, of = ATTEMPTS, %error, "webhook delivery failed");
+                                Attempt::Unreachable
+                            }
                         }
-                        Ok(response) => format!("HTTP {}", response.status().as_u16()),
-                        Err(e) => e.without_url().to_string(),
-                    };
-                    tracing::warn!(attempt, of = ATTEMPTS, error = %failure, "webhook delivery failed");
-                    if attempt < ATTEMPTS {
-                        tokio::time::sleep(backoff).await;
-                        backoff *= 2;
                     }
+                };
+                let wait = |ms: u32| tokio::time::sleep(Duration::from_millis(u64::from(ms)));
+                let tries = retry::run(ATTEMPTS, send, wait).await;
+                if tries.delivered {
+                    tracing::info!(attempts = tries.attempts, "webhook delivered");
+                } else {
+                    let last = match tries.last {
+                        Attempt::Status(status) => format!("HTTP {status}"),
+                        _ => "no answer".to_string(),
+                    };
+                    tracing::error!(
+                        version_id,
+                        "webhook not delivered after {} tries (last: {last}); the version stands",
+                        tries.attempts
+                    );
                 }
-                tracing::error!(version_id, "webhook not delivered after {ATTEMPTS} tries; the version stands");
             }
             .instrument(tracing::Span::current()),
         );

@@ -248,21 +248,36 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
     let error = &result["errors"][0];
     assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
     let message = error["message"].as_str().unwrap();
-    if backend() == Backend::Postgres {
-        // PostgreSQL reports the character offset: line 2, the table name after `into `.
-        let column = "insert into ".len() as i64 + 1;
-        assert_eq!(
-            (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64()),
-            (Some(2), Some(column))
-        );
-        assert!(
-            message.starts_with(&format!("migration ref/002.sql failed in schema ref at line 2, column {column}: ")),
-            "{message}"
-        );
-    }
+    // PostgreSQL reports the character offset: line 2, the table name after
+    // `into `. SQLite and MariaDB report none: the failing statement's start.
+    let column = if backend() == Backend::Postgres { "insert into ".len() as i64 + 1 } else { 1 };
+    assert_eq!((error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64()), (Some(2), Some(column)));
+    assert!(
+        message.starts_with(&format!("migration ref/002.sql failed in schema ref at line 2, column {column}: ")),
+        "{message}"
+    );
+    assert_eq!(error["extensions"]["committedSchemas"], json!([]), "{result}");
     // Never the engine's own source location ("… at line 3486" from PostgreSQL's C code).
     let after_colon = message.split(": ").nth(1).unwrap_or_default();
     assert!(!after_colon.contains(" at line "), "{message}");
+
+    // A syntax error on the third line of a statement that starts on line 2.
+    let contents =
+        "create table {schema}.ok2 (id integer);\ncreate table {schema}.bad (\n  id integer,\n  , name text\n);\n";
+    server.ws.write_migration("ref/002.sql", contents);
+    let result = server.create_version(json!({ "versionName": "bad2" })).await;
+    let error = &result["errors"][0];
+    let at = (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64());
+    match backend() {
+        // The offending word's own column.
+        Backend::Postgres => assert_eq!(at, (Some(4), Some(3)), "{result}"),
+        // The line the server names within the statement.
+        Backend::Mysql => assert_eq!(at, (Some(4), Some(1)), "{result}"),
+        // The statement's start.
+        Backend::Sqlite => assert_eq!(at, (Some(2), Some(1)), "{result}"),
+    }
+    let message = error["message"].as_str().unwrap();
+    assert!(!message.split(": ").nth(1).unwrap_or_default().contains(" at line "), "{message}");
 }
 
 #[tokio::test]

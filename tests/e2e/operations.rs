@@ -159,8 +159,10 @@ fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
     // The configuration in the Secret is one the service accepts.
     let svc_yaml = documents[0]["stringData"]["svc.yaml"].as_str().unwrap();
     let env = [("DB_PASSWORD", "x"), ("HOOK_TOKEN", "y")].map(|(k, v)| (k.to_string(), v.to_string()));
-    let config =
-        strata_core::config::Config::parse(svc_yaml, &env.into_iter().collect::<std::collections::BTreeMap<_, _>>())
-            .unwrap();
+    let config = strata_core::migrate::config::Config::parse(
+        svc_yaml,
+        &env.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+    )
+    .unwrap();
     assert_eq!(config.base_location, "s3://my-migrations/prod");
 }

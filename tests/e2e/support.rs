@@ -18,14 +18,14 @@ use sqlx::{Connection, MySqlConnection, PgConnection, SqliteConnection};
 
 /// The database kind the suite runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
     Mysql,
 }
 
 /// The backend of this run, from `STRATA_TEST_BACKEND`.
-pub fn backend() -> Backend {
+pub(crate) fn backend() -> Backend {
     match std::env::var("STRATA_TEST_BACKEND").as_deref() {
         Ok("postgres") => Backend::Postgres,
         Ok("mysql") => Backend::Mysql,
@@ -42,7 +42,7 @@ fn server_url(variable: &str) -> String {
 static MYSQL_TURN: Mutex<()> = Mutex::new(());
 
 /// The statement creating a single schema in the first migration of a set.
-pub fn create_schema_sql() -> &'static str {
+pub(crate) fn create_schema_sql() -> &'static str {
     match backend() {
         Backend::Sqlite => "",
         Backend::Postgres => "create schema {schema};\n",
@@ -75,17 +75,17 @@ macro_rules! decode_rows {
 }
 
 /// `tests/data`.
-pub fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data")
 }
 
 /// A free TCP port on 127.0.0.1.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Copies a directory tree.
-pub fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -99,19 +99,19 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The directories every test configuration uses.
-pub const DIRECTORIES: &str = "singleMigrations: [ref, config]\ntenantMigrations: [tenants]\n\
+pub(crate) const DIRECTORIES: &str = "singleMigrations: [ref, config]\ntenantMigrations: [tenants]\n\
                                singleScripts: [scripts/config]\ntenantScripts: [scripts/tenants]\n";
 
 /// A test's workspace: a temp dir with `migrations/` (a copy of a data set)
 /// and `db/`, plus the config written for it.
-pub struct Workspace {
-    pub dir: tempfile::TempDir,
-    pub port: u16,
+pub(crate) struct Workspace {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) port: u16,
 }
 
 impl Workspace {
     /// Copies `tests/data/migrations/<set>` and creates every configured directory.
-    pub fn new(set: &str) -> Workspace {
+    pub(crate) fn new(set: &str) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         let backend_dir = match backend() {
             Backend::Sqlite => "sqlite",
@@ -125,11 +125,11 @@ impl Workspace {
         Workspace { dir, port: free_port() }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn migrations(&self) -> PathBuf {
+    pub(crate) fn migrations(&self) -> PathBuf {
         self.path().join("migrations")
     }
 
@@ -150,7 +150,7 @@ impl Workspace {
     }
 
     /// This test's own PostgreSQL database URL.
-    pub fn pg_url_public(&self) -> String {
+    pub(crate) fn pg_url_public(&self) -> String {
         self.pg_url()
     }
 
@@ -162,7 +162,7 @@ impl Workspace {
 
     /// Creates an empty database for the test (PostgreSQL), or empties the
     /// shared server (MySQL, whose turn the caller holds).
-    pub async fn prepare_database(&self) {
+    pub(crate) async fn prepare_database(&self) {
         match backend() {
             Backend::Sqlite => {}
             Backend::Postgres => {
@@ -190,7 +190,7 @@ impl Workspace {
     }
 
     /// The standard configuration plus `extra` lines.
-    pub fn config(&self, extra: &str) -> String {
+    pub(crate) fn config(&self, extra: &str) -> String {
         format!(
             "baseLocation: {}\n{}{DIRECTORIES}port: {}\n{extra}",
             self.migrations().display(),
@@ -199,21 +199,21 @@ impl Workspace {
         )
     }
 
-    pub fn write_config(&self, yaml: &str) -> PathBuf {
+    pub(crate) fn write_config(&self, yaml: &str) -> PathBuf {
         let path = self.path().join("svc.yaml");
         std::fs::write(&path, yaml).unwrap();
         path
     }
 
     /// A file of the migrations copy.
-    pub fn write_migration(&self, relative: &str, contents: &str) {
+    pub(crate) fn write_migration(&self, relative: &str, contents: &str) {
         std::fs::write(self.migrations().join(relative), contents).unwrap();
     }
 
     /// Runs SQL as an administrator would, outside the service: in the
     /// schema's file on SQLite, in the test database on PostgreSQL, on the
     /// server on MySQL.
-    pub async fn execute(&self, schema: &str, sql: &str) {
+    pub(crate) async fn execute(&self, schema: &str, sql: &str) {
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
             Backend::Sqlite => {
@@ -236,7 +236,7 @@ impl Workspace {
 
     /// Runs one SQL query in a schema (its SQLite file, its PostgreSQL
     /// search path, its MySQL database), returning every row as JSON values.
-    pub async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
+    pub(crate) async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
             Backend::Sqlite => {
@@ -262,13 +262,13 @@ impl Workspace {
     }
 
     /// `select count(*)` of a table in a schema.
-    pub async fn count(&self, schema: &str, table: &str) -> i64 {
+    pub(crate) async fn count(&self, schema: &str, table: &str) -> i64 {
         self.rows(schema, &format!("select count(*) from {table}")).await[0][0].as_i64().unwrap()
     }
 
     /// `(file, schema, count)` of every migration (not script) recorded more
     /// than once in the same schema: empty when nothing ran twice.
-    pub async fn migrations_recorded_twice(&self) -> Vec<Vec<Value>> {
+    pub(crate) async fn migrations_recorded_twice(&self) -> Vec<Vec<Value>> {
         self.rows(
             "svc",
             "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
@@ -278,7 +278,7 @@ impl Workspace {
     }
 
     /// Names of the tables in a schema (empty when the schema does not exist).
-    pub async fn tables(&self, schema: &str) -> Vec<String> {
+    pub(crate) async fn tables(&self, schema: &str) -> Vec<String> {
         let names: Vec<String> = match backend() {
             Backend::Sqlite => {
                 if !self.path().join("db").join(format!("{schema}.db")).exists() {
@@ -315,12 +315,12 @@ impl Workspace {
 }
 
 /// A running `strata` process; killed on drop.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     _turn: Option<std::sync::MutexGuard<'static, ()>>,
-    pub ws: Arc<Workspace>,
-    pub base: String,
-    pub client: reqwest::Client,
+    pub(crate) ws: Arc<Workspace>,
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
     config: PathBuf,
     log_file: PathBuf,
     env: Vec<(String, String)>,
@@ -345,7 +345,7 @@ fn spawn(config: &Path, log_file: &Path, env: &[(String, String)]) -> Child {
 }
 
 /// Runs the binary with a config to completion (for start-up failures).
-pub fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
     command.env("SVC_YAML", config_path);
     for (k, v) in env {
@@ -364,19 +364,19 @@ pub fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Ou
 
 impl Server {
     /// Starts the service on the `set` data set with `extra` config lines.
-    pub async fn start(set: &str, extra: &str) -> Server {
+    pub(crate) async fn start(set: &str, extra: &str) -> Server {
         let ws = Workspace::new(set);
         let yaml = ws.config(extra);
         Server::start_in(ws, &yaml, "").await
     }
 
     /// Starts the service in `ws` with `yaml`; `prefix` is the pathPrefix.
-    pub async fn start_in(ws: Workspace, yaml: &str, prefix: &str) -> Server {
+    pub(crate) async fn start_in(ws: Workspace, yaml: &str, prefix: &str) -> Server {
         Server::start_in_with_env(ws, yaml, prefix, &[]).await
     }
 
     /// Like [`Server::start_in`], with extra environment variables for the process.
-    pub async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
+    pub(crate) async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
         let turn = (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
         ws.prepare_database().await;
         let config = ws.write_config(yaml);
@@ -400,7 +400,7 @@ impl Server {
 
     /// A second `strata` process on the same configuration and database,
     /// on another port.
-    pub async fn twin(&self) -> Server {
+    pub(crate) async fn twin(&self) -> Server {
         let port = free_port();
         let yaml = std::fs::read_to_string(&self.config).unwrap();
         let config = self.ws.path().join(format!("svc-{port}.yaml"));
@@ -424,7 +424,7 @@ impl Server {
     }
 
     /// Waits (up to 10 s) until the log shows `n` mutations started.
-    pub async fn wait_for_mutations_started(&self, n: usize) {
+    pub(crate) async fn wait_for_mutations_started(&self, n: usize) {
         for _ in 0..100 {
             if self.log().matches("mutation started").count() >= n {
                 return;
@@ -435,14 +435,14 @@ impl Server {
     }
 
     /// Kills the process with SIGKILL, as a crash or an OOM kill would.
-    pub fn kill_hard(&mut self) {
+    pub(crate) fn kill_hard(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
 
     /// Sends SIGTERM, as a container runtime does, and waits (up to 40 s)
     /// for the process to exit.
-    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+    pub(crate) async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
         for _ in 0..400 {
@@ -455,7 +455,7 @@ impl Server {
     }
 
     /// Starts the process again on the same configuration.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.child = spawn(&self.config, &self.log_file, &self.env);
         self.wait_ready().await;
     }
@@ -474,55 +474,55 @@ impl Server {
     }
 
     /// Everything the process logged so far.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log_file).unwrap_or_default()
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// POSTs a raw body to `/v2/service` as `application/json`.
-    pub async fn post_raw(&self, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    pub(crate) async fn post_raw(&self, body: impl Into<reqwest::Body>) -> reqwest::Response {
         self.post_typed("application/json", body).await
     }
 
     /// POSTs a raw body to `/v2/service` with the given content type.
-    pub async fn post_typed(&self, content_type: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    pub(crate) async fn post_typed(&self, content_type: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
         self.client.post(self.url("/v2/service")).header("Content-Type", content_type).body(body).send().await.unwrap()
     }
 
     /// Runs a GraphQL request and returns the whole response (asserting HTTP 200).
-    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+    pub(crate) async fn graphql(&self, query: &str, variables: Value) -> Value {
         let response = self.post_raw(json!({ "query": query, "variables": variables }).to_string()).await;
         assert_eq!(response.status(), 200);
         response.json().await.unwrap()
     }
 
     /// Runs a GraphQL request that must succeed and returns its `data`.
-    pub async fn data(&self, query: &str, variables: Value) -> Value {
+    pub(crate) async fn data(&self, query: &str, variables: Value) -> Value {
         let response = self.graphql(query, variables).await;
         assert!(response.get("errors").is_none(), "unexpected errors: {response}\n{}", self.log());
         response["data"].clone()
     }
 
     /// `createVersion` with the given input, asking for summary and version.
-    pub async fn create_version(&self, input: Value) -> Value {
+    pub(crate) async fn create_version(&self, input: Value) -> Value {
         self.graphql(CREATE_VERSION, json!({ "input": input })).await
     }
 
     /// `createTenant` with the given input.
-    pub async fn create_tenant(&self, input: Value) -> Value {
+    pub(crate) async fn create_tenant(&self, input: Value) -> Value {
         self.graphql(CREATE_TENANT, json!({ "input": input })).await
     }
 
-    pub async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.unwrap()
     }
 
     /// The value of one metric series in `/metrics` (e.g.
     /// `svc_http_migrations_applied{type="single_migrations"}`).
-    pub async fn metric(&self, series: &str) -> f64 {
+    pub(crate) async fn metric(&self, series: &str) -> f64 {
         let text = self.get("/metrics").await.text().await.unwrap();
         text.lines()
             .find_map(|line| line.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
@@ -542,13 +542,13 @@ macro_rules! create_results {
     };
 }
 
-pub const CREATE_VERSION: &str =
+pub(crate) const CREATE_VERSION: &str =
     concat!("mutation($input: VersionInput!) { createVersion(input: $input) { ", create_results!(), " } }");
-pub const CREATE_TENANT: &str =
+pub(crate) const CREATE_TENANT: &str =
     concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", create_results!(), " } }");
 
 /// The summary counts of a create result, without the timing fields.
-pub fn counts(result: &Value) -> Value {
+pub(crate) fn counts(result: &Value) -> Value {
     let mut summary = result["summary"].clone();
     let object = summary.as_object_mut().unwrap();
     assert!(object.remove("startedAt").unwrap().as_str().unwrap().ends_with('Z'));
@@ -557,7 +557,7 @@ pub fn counts(result: &Value) -> Value {
 }
 
 /// `(file, schema)` of each dbMigration of a create result's version.
-pub fn applied(result: &Value) -> Vec<(String, String)> {
+pub(crate) fn applied(result: &Value) -> Vec<(String, String)> {
     result["version"]["dbMigrations"]
         .as_array()
         .unwrap()
@@ -566,26 +566,26 @@ pub fn applied(result: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
 }
 
 /// A recorded webhook request.
 #[derive(Debug, Clone)]
-pub struct Hook {
-    pub headers: axum::http::HeaderMap,
-    pub body: String,
+pub(crate) struct Hook {
+    pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) body: String,
 }
 
 /// A real HTTP listener on 127.0.0.1 recording every request and answering
 /// with a fixed status.
-pub struct HookListener {
-    pub url: String,
-    pub received: Arc<Mutex<Vec<Hook>>>,
+pub(crate) struct HookListener {
+    pub(crate) url: String,
+    pub(crate) received: Arc<Mutex<Vec<Hook>>>,
 }
 
 impl HookListener {
-    pub async fn start(status: u16) -> HookListener {
+    pub(crate) async fn start(status: u16) -> HookListener {
         let received: Arc<Mutex<Vec<Hook>>> = Arc::default();
         let store = Arc::clone(&received);
         let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: String| {
@@ -602,7 +602,7 @@ impl HookListener {
     }
 
     /// Waits until `n` requests arrived (up to 10 s) and returns them.
-    pub async fn wait_for(&self, n: usize) -> Vec<Hook> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Hook> {
         for _ in 0..100 {
             let got = self.received.lock().unwrap().clone();
             if got.len() >= n {

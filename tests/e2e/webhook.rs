@@ -72,7 +72,7 @@ async fn a_failing_webhook_is_retried_and_never_fails_the_mutation() {
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert_eq!(hook.received.lock().unwrap().len(), 3, "exactly 3 tries");
     let log = server.log();
-    assert!(log.contains("webhook not delivered after 3 tries"), "{log}");
+    assert!(log.contains("webhook not delivered after 3 tries (last: HTTP 500)"), "{log}");
 
     // An unreachable target is the same: logged, the version stands.
     drop(server);
@@ -81,4 +81,25 @@ async fn a_failing_webhook_is_retried_and_never_fails_the_mutation() {
     let server = Server::start_in(ws, &yaml, "").await;
     let result = server.create_version(json!({ "versionName": "v1" })).await;
     assert_eq!(result["data"]["createVersion"]["version"]["id"], 1);
+}
+
+/// Core's one retry rule: a 4xx other than 408/425/429 is a refusal for
+/// good, tried once; 429 is tried again.
+#[tokio::test]
+async fn a_webhook_refused_with_404_is_not_retried_and_429_is() {
+    let hook = HookListener::start(404).await;
+    let server = Server::start("basic", &format!("webHookURL: {}\n", hook.url)).await;
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert_eq!(result["data"]["createVersion"]["version"]["id"], 1, "{result}");
+    hook.wait_for(1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(hook.received.lock().unwrap().len(), 1, "one try");
+    let log = server.log();
+    assert!(log.contains("webhook not delivered after 1 tries (last: HTTP 404)"), "{log}");
+    drop(server); // one server at a time on MySQL
+
+    let hook = HookListener::start(429).await;
+    let server = Server::start("basic", &format!("webHookURL: {}\n", hook.url)).await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    assert_eq!(hook.wait_for(3).await.len(), 3);
 }

@@ -48,15 +48,6 @@ pub fn endpoint_plan(method: &str, url: &str) -> String {
     answer
 }
 
-/// Runs `action` with plan `index`.
-#[cfg(feature = "crossing-experiment")]
-pub(crate) fn with_plan(
-    index: usize,
-    action: impl FnOnce(&RoutePlan) -> Result<String, JsError>,
-) -> Result<String, JsError> {
-    PLANS.with_borrow(|plans| action(plans.get(index).ok_or_else(|| JsError::new("strata-wasm: unknown route plan"))?))
-}
-
 /// Forgets every plan (the facade bounds its cache and calls this when full).
 #[wasm_bindgen]
 pub fn endpoint_reset() {

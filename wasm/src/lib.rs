@@ -13,13 +13,9 @@
 //! - `l<count>:` then `count` items (`n` or `s…`): an array
 //! - `m<count>:` then `count` pairs of a key (`s…`) and a value (`n` or `s…`):
 //!   an object's own enumerable entries
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 #[cfg(feature = "endpoint")]
 mod endpoint;
-#[cfg(feature = "crossing-experiment")]
-mod experiment;
 mod panic;
 #[cfg(feature = "webhooks")]
 mod webhooks;
@@ -31,7 +27,8 @@ pub use panic::{start, strata_take_panic, strata_test_panic};
 pub use endpoint::{endpoint_plan, endpoint_reset, endpoint_url};
 #[cfg(feature = "webhooks")]
 pub use webhooks::{
-    webhooks_digest_matches, webhooks_event_names, webhooks_format_digest, webhooks_listener_keys,
-    webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_sign, webhooks_validate_event_name,
+    EventNameCheck, ReplyKind, RouteKind, webhooks_check_event_name, webhooks_digest_matches,
+    webhooks_event_name_message, webhooks_event_names, webhooks_format_digest, webhooks_listener_keys,
+    webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_route_reply, webhooks_sign,
     webhooks_verify, webhooks_verify_with_fallback,
 };

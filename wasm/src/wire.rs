@@ -7,22 +7,22 @@ use strata_core::endpoint::template::Value;
 /// Why a payload could not be read. JavaScript builds every payload, so any
 /// of these is a bug in the facade, reported as an error rather than a panic.
 #[derive(Debug)]
-pub struct WireError(pub &'static str);
+pub(crate) struct WireError(pub(crate) &'static str);
 
 /// A cursor over a payload.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     rest: &'a str,
 }
 
 impl<'a> Reader<'a> {
     /// Starts reading `payload`.
-    pub fn new(payload: &'a str) -> Self {
+    pub(crate) fn new(payload: &'a str) -> Self {
         Self { rest: payload }
     }
 
     /// Whether everything was read.
     #[cfg_attr(not(feature = "endpoint"), allow(dead_code))]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rest.is_empty()
     }
 
@@ -69,7 +69,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads `s…`.
-    pub fn string(&mut self) -> Result<&'a str, WireError> {
+    pub(crate) fn string(&mut self) -> Result<&'a str, WireError> {
         match self.tag()? {
             b's' => self.text(),
             _ => Err(WireError("expected a string")),
@@ -86,7 +86,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads `l…` of strings (no `n` items).
-    pub fn strings(&mut self) -> Result<Vec<&'a str>, WireError> {
+    pub(crate) fn strings(&mut self) -> Result<Vec<&'a str>, WireError> {
         match self.tag()? {
             b'l' => (0..self.number()?).map(|_| self.string()).collect(),
             _ => Err(WireError("expected a list")),
@@ -95,7 +95,7 @@ impl<'a> Reader<'a> {
 
     /// Reads any value.
     #[cfg_attr(not(feature = "endpoint"), allow(dead_code))]
-    pub fn value(&mut self) -> Result<Value<'a>, WireError> {
+    pub(crate) fn value(&mut self) -> Result<Value<'a>, WireError> {
         Ok(match self.tag()? {
             b'n' => Value::Absent,
             b's' => Value::Scalar(Cow::Borrowed(self.text()?)),
@@ -124,7 +124,7 @@ fn utf8_length_of_utf16_units(text: &str, units: usize) -> Result<usize, WireErr
 
 /// Appends a number in decimal (without `core::fmt`, which would weigh more
 /// than everything else in the WebAssembly build).
-pub fn write_number(out: &mut String, mut number: usize) {
+pub(crate) fn write_number(out: &mut String, mut number: usize) {
     let mut digits = [0u8; 20];
     let mut count = 0;
     loop {
@@ -141,7 +141,7 @@ pub fn write_number(out: &mut String, mut number: usize) {
 }
 
 /// Appends `s<len>:<text>` to `out`.
-pub fn write_string(out: &mut String, text: &str) {
+pub(crate) fn write_string(out: &mut String, text: &str) {
     let units: usize = text.chars().map(char::len_utf16).sum();
     out.push('s');
     write_number(out, units);
@@ -150,7 +150,7 @@ pub fn write_string(out: &mut String, text: &str) {
 }
 
 /// Appends `l<count>:` and the strings.
-pub fn write_strings<'a>(out: &mut String, list: impl ExactSizeIterator<Item = &'a str>) {
+pub(crate) fn write_strings<'a>(out: &mut String, list: impl ExactSizeIterator<Item = &'a str>) {
     out.push('l');
     write_number(out, list.len());
     out.push(':');

@@ -3,6 +3,7 @@
 // Same variables: GITHUB_WEBHOOK_SECRET, GITHUB_WEBHOOK_ADDITIONAL_SECRETS,
 // FORWARD_URL, EVENTS, WEBHOOK_PATH.
 import { Webhooks, createWebMiddleware } from "@strata/webhooks";
+import { nextStep } from "./retry.js";
 
 const FORWARDED = /^(x-github-|x-hub-signature|content-type$|user-agent$)/i;
 const ATTEMPTS = 3;
@@ -44,10 +45,10 @@ async function forward(url, headers, body, name, id) {
     } catch {
       status = 0;
     }
-    if (status >= 200 && status < 300) return console.log(`forwarded: ${name} delivery ${id} after ${attempt} attempt(s)`);
-    const transient = status === 0 || status === 408 || status === 429 || status >= 500;
-    if (!transient || attempt >= ATTEMPTS) return console.error(`NOT forwarded, gave up: ${name} delivery ${id} (last: ${status || "unreachable"})`);
-    await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+    const next = nextStep(status, attempt, ATTEMPTS);
+    if (next === "delivered") return console.log(`forwarded: ${name} delivery ${id} after ${attempt} attempt(s)`);
+    if (next === "give up") return console.error(`NOT forwarded, gave up: ${name} delivery ${id} (last: ${status || "unreachable"})`);
+    await new Promise((resolve) => setTimeout(resolve, next));
   }
 }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use serde::Serialize;
+use strata_core::retry::Attempt;
 use strata_core::webhooks::receiver::ReceiverConfig;
-use strata_core::webhooks::receiver::forward::{Attempt, Report, forward_with_retries, is_forwarded_header};
+use strata_core::webhooks::receiver::forward::{Report, forward_with_retries, is_forwarded_header};
 use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit, console_error, console_log};
 
 use crate::QUEUE_BINDING;
@@ -16,7 +17,7 @@ use crate::QUEUE_BINDING;
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// A verified delivery, as it is forwarded.
-pub struct Delivery {
+pub(crate) struct Delivery {
     name: String,
     id: String,
     action: Option<String>,
@@ -27,7 +28,7 @@ pub struct Delivery {
 impl Delivery {
     /// Keeps the headers that travel with the delivery (GitHub's own,
     /// `Content-Type`, `User-Agent`) and the body bytes.
-    pub fn new(request: &Request, name: &str, id: &str, action: Option<String>, body: Vec<u8>) -> Self {
+    pub(crate) fn new(request: &Request, name: &str, id: &str, action: Option<String>, body: Vec<u8>) -> Self {
         let headers = request.headers().entries().filter(|(name, _)| is_forwarded_header(name)).collect();
         Self { name: name.to_owned(), id: id.to_owned(), action, headers, body }
     }
@@ -96,7 +97,7 @@ fn wait(milliseconds: u32) -> Delay {
 /// Forwards `delivery` to every configured destination at once, each with
 /// its own bounded retries, and logs how each ended (never a URL or header
 /// value).
-pub async fn deliver(config: ReceiverConfig, env: Env, delivery: Delivery) {
+pub(crate) async fn deliver(config: ReceiverConfig, env: Env, delivery: Delivery) {
     let to_url = async {
         if let Some(url) = &config.forward_url {
             let report = forward_with_retries(config.forward_attempts, |_| post(url, &delivery), wait).await;

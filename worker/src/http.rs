@@ -6,7 +6,7 @@ use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trai
 use worker::{Headers, Request, Response, Result, Url};
 
 /// The header values and URL parts a [`RequestHead`] borrows.
-pub struct RequestHeadParts {
+pub(crate) struct RequestHeadParts {
     method: String,
     url: String,
     pathname: Option<String>,
@@ -19,7 +19,7 @@ pub struct RequestHeadParts {
 
 impl RequestHeadParts {
     /// Reads what the core needs from `request`.
-    pub fn read(request: &Request) -> Self {
+    pub(crate) fn read(request: &Request) -> Self {
         let url = request.inner().url();
         let header = |name: &str| request.headers().get(name).ok().flatten();
         // The web middleware's rule: trailing slashes of the whole URL go
@@ -38,7 +38,7 @@ impl RequestHeadParts {
     }
 
     /// The core's view of the request.
-    pub fn head(&self) -> RequestHead<'_> {
+    pub(crate) fn head(&self) -> RequestHead<'_> {
         RequestHead {
             method: &self.method,
             url: &self.url,
@@ -54,7 +54,7 @@ impl RequestHeadParts {
 
 /// Reads the body, stopping as soon as it passes `max_bytes` (a chunked
 /// body declares no length up front).
-pub async fn read_body(request: &mut Request, max_bytes: u64) -> std::result::Result<Vec<u8>, Reply> {
+pub(crate) async fn read_body(request: &mut Request, max_bytes: u64) -> std::result::Result<Vec<u8>, Reply> {
     let unreadable = |_| middleware::unreadable_body();
     if request.inner().body().is_none() {
         return Ok(Vec::new());
@@ -71,7 +71,7 @@ pub async fn read_body(request: &mut Request, max_bytes: u64) -> std::result::Re
 }
 
 /// The Worker response for a core reply.
-pub fn respond(reply: &Reply) -> Result<Response> {
+pub(crate) fn respond(reply: &Reply) -> Result<Response> {
     let headers: Headers = reply.headers.iter().collect();
     Ok(Response::from_bytes(reply.body.as_bytes().to_vec())?.with_status(reply.status).with_headers(headers))
 }

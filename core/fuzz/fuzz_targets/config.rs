@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::config::Config;
+use strata_core::migrate::config::Config;
 
 fuzz_target!(|text: &str| {
     let env: BTreeMap<String, String> = [("A".to_string(), "x".to_string())].into();

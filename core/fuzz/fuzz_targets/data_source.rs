@@ -5,10 +5,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::config::Driver;
-use strata_core::datasource::{check_driver, normalize};
-use strata_core::ident::{validate_identifier, validate_new_tenant_name};
-use strata_core::redact::redact_data_source;
+use strata_core::migrate::config::Driver;
+use strata_core::migrate::datasource::{check_driver, normalize};
+use strata_core::migrate::ident::{validate_identifier, validate_new_tenant_name};
+use strata_core::migrate::redact::redact_data_source;
 
 fuzz_target!(|text: &str| {
     for driver in Driver::ALL {

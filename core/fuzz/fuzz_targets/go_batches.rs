@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::batches::split_go_batches;
+use strata_core::migrate::batches::split_go_batches;
 
 fuzz_target!(|script: &str| {
     for batch in split_go_batches(script) {

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::location::BaseLocation;
+use strata_core::migrate::location::BaseLocation;
 
 fuzz_target!(|input: (&str, &str)| {
     let (text, directory) = input;

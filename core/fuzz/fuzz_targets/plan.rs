@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use strata_core::MigrationType;
-use strata_core::config::Config;
-use strata_core::plan::{Action, AppliedMigration, PlanInput, Target, plan};
-use strata_core::source::{SourceFile, source_migrations};
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
+use strata_core::migrate::source::{SourceFile, source_migrations};
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -32,7 +32,7 @@ fuzz_target!(|input: Input| {
         .into_iter()
         .map(|(dir, name, bytes)| SourceFile { directory: DIRECTORIES[dir as usize % 4].to_string(), name, bytes })
         .collect();
-    let Ok(sources) = source_migrations(&config, files) else { return };
+    let Ok(sources) = source_migrations(config.directories(), files) else { return };
     let applied: Vec<AppliedMigration> = input
         .recorded
         .into_iter()

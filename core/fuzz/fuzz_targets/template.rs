@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::summary::{Summary, render_template, validate_template};
+use strata_core::migrate::summary::{Summary, render_template, validate_template};
 
 fuzz_target!(|input: (&str, Option<i64>, f64)| {
     let (template, version, duration) = input;

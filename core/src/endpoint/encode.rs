@@ -59,13 +59,13 @@ fn encode_with(out: &mut String, input: &str, keep: &[bool; 256]) {
 }
 
 /// `encodeURIComponent`: what the upstream package applies to query values.
-pub fn component(out: &mut String, input: &str) {
+pub(super) fn component(out: &mut String, input: &str) {
     encode_with(out, input, &COMPONENT_SAFE);
 }
 
 /// `encodeURIComponent` followed by escaping `! ' ( ) *`: RFC 6570 simple
 /// expansion (only unreserved characters pass).
-pub fn unreserved(out: &mut String, input: &str) {
+pub(super) fn unreserved(out: &mut String, input: &str) {
     encode_with(out, input, &UNRESERVED);
 }
 
@@ -77,7 +77,7 @@ fn is_hex(byte: u8) -> bool {
 /// does it: existing `%XX` triplets are kept, the text between them is passed
 /// through `encodeURI` with `[` and `]` kept, except that a stretch holding a
 /// `%` followed by one hex digit (but not a full triplet) is left unencoded.
-pub fn reserved(out: &mut String, input: &str) {
+pub(super) fn reserved(out: &mut String, input: &str) {
     let bytes = input.as_bytes();
     let mut segment_start = 0;
     let mut index = 0;
@@ -112,7 +112,7 @@ fn reserved_segment(out: &mut String, segment: &str) {
 /// returns the byte offset of the first `units` of them. A cut through a
 /// surrogate pair is an error: upstream would then hand a lone surrogate to
 /// `encodeURIComponent`, which throws `URIError`.
-pub fn utf16_prefix(input: &str, units: usize) -> Result<&str, EndpointError> {
+pub(super) fn utf16_prefix(input: &str, units: usize) -> Result<&str, EndpointError> {
     let mut counted = 0;
     for (offset, character) in input.char_indices() {
         if counted >= units {

@@ -5,7 +5,7 @@ use super::encode;
 /// Appends `name=value` pairs; `q` keeps its `+` separators (GitHub's search
 /// syntax), every other value is encoded like `encodeURIComponent`. Names are
 /// written as given.
-pub fn append<'a>(url: &mut String, parameters: impl IntoIterator<Item = (&'a str, &'a str)>) {
+pub(super) fn append<'a>(url: &mut String, parameters: impl IntoIterator<Item = (&'a str, &'a str)>) {
     let mut separator = if url.as_bytes().contains(&b'?') { '&' } else { '?' };
     for (name, value) in parameters {
         url.push(separator);

@@ -13,7 +13,7 @@
 //!   process dies.
 //! - **Recorded = applied, per schema, at every instant.** With
 //!   `transactionScope: schema` (the default) each unit — one schema's steps
-//!   of a segment, see [`strata_core::plan::Plan::segments`] — runs in one
+//!   of a segment, see [`strata_core::migrate::plan::Plan::segments`] — runs in one
 //!   transaction together with its bookkeeping rows. A version's lock needs
 //!   no longer grow with the fleet: a transaction holds one schema's locks.
 //!   With `transactionScope: version` the whole version is one transaction
@@ -38,50 +38,73 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use strata_core::MigrationType;
-use strata_core::config::{Config, TransactionScope};
-use strata_core::driver::Driver;
-use strata_core::plan::{AppliedMigration, Counts, Plan, PlanInput, Unit, plan};
-use strata_core::source::SourceMigration;
-use strata_core::statements::{self, Position};
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::config::{Config, TransactionScope};
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::{AppliedMigration, Plan, PlanInput, Unit, plan};
+use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::statements::{self, Position};
+use strata_core::migrate::summary::Counts;
 
 use super::{DbError, MigrationFailure, MutationOutcome, MutationRequest, VersionRow};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// The engine's message, without its internal source location.
-    pub message: String,
+    pub(crate) message: String,
     /// 1-based character offset of the error in the executed text, when the
     /// engine reports one (PostgreSQL).
-    pub offset: Option<usize>,
+    pub(crate) offset: Option<usize>,
     /// 1-based line of the error in the executed text, when the engine
     /// reports a line but no offset (SQL Server).
-    pub line: Option<u64>,
+    pub(crate) line: Option<u64>,
 }
 
 impl Failure {
     /// A failure as sqlx reports it: the database's own message (without
     /// sqlx's prefix), no position.
-    pub fn from_sqlx(error: &sqlx::Error) -> Self {
+    pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
         let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
         Failure { message, offset: None, line: None }
     }
+
+    /// This failure, placed at the statement starting at byte `start` of
+    /// the executed `text` — or, when the engine counted lines within the
+    /// statement (`line_within`, from 1), at the start of that line.
+    pub(crate) fn in_statement(mut self, text: &str, start: usize, line_within: Option<u64>) -> Self {
+        let start = match line_within.filter(|&line| line > 1) {
+            Some(line) => text[start..]
+                .match_indices('\n')
+                .nth(line as usize - 2)
+                .map_or(start, |(newline, _)| start + newline + 1),
+            None => start,
+        };
+        self.offset = Some(text[..start].chars().count() + 1);
+        self
+    }
+}
+
+/// The statements of a file to run one at a time, as byte ranges of
+/// `text`: engines that report no error position run them so the failing
+/// one is known. The whole text when the tokenizer cannot read it.
+pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<usize>> {
+    statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
 }
 
 /// One bookkeeping row to write.
 #[derive(Debug, Clone, Copy)]
-pub struct Record<'a> {
+pub(crate) struct Record<'a> {
     /// The migration.
-    pub migration: &'a SourceMigration,
+    pub(crate) migration: &'a SourceMigration,
     /// The schema it was applied to (or recorded for).
-    pub schema: &'a str,
+    pub(crate) schema: &'a str,
 }
 
 /// The per-dialect primitives the executor runs a version with. Each
 /// dialect's SQL lives in its own `sql.rs`.
 #[async_trait]
-pub trait Engine: Send + Sync {
+pub(crate) trait Engine: Send + Sync {
     /// A connection: its own session.
     type Conn: Send;
     /// The held cross-instance lock: a session of its own, outside any pool.
@@ -143,21 +166,21 @@ pub trait Engine: Send + Sync {
 /// that lets one mutation of this process at a time reach for the lock (so
 /// waiting mutations hold no connection).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// One mutation at a time in this process.
     gate: Arc<tokio::sync::Mutex<()>>,
     /// Per schema (default) or the whole version in one transaction.
-    pub scope: TransactionScope,
+    pub(crate) scope: TransactionScope,
     /// Connections a tenant segment fans out over.
-    pub concurrency: usize,
+    pub(crate) concurrency: usize,
     /// The schema placeholder of the SQL.
-    pub placeholder: String,
+    pub(crate) placeholder: String,
 }
 
 impl Settings {
     /// From the configuration; `max_concurrency` is the engine's bound (1
     /// for SQLite, which has one writer).
-    pub fn from_config(config: &Config, max_concurrency: usize) -> Self {
+    pub(crate) fn from_config(config: &Config, max_concurrency: usize) -> Self {
         Settings {
             gate: Arc::default(),
             scope: config.transaction_scope,
@@ -168,7 +191,7 @@ impl Settings {
 }
 
 /// Runs one mutation: the whole loop.
-pub async fn mutate<E: Engine>(
+pub(crate) async fn mutate<E: Engine>(
     engine: &E,
     settings: &Settings,
     request: MutationRequest<'_>,

@@ -3,92 +3,153 @@
 //! the read queries of the API themselves. Each keeps its own SQL in one
 //! `sql` module per dialect.
 
-pub mod executor;
-pub mod mysql;
-pub mod postgres;
+pub(crate) mod executor;
+pub(crate) mod mysql;
+pub(crate) mod postgres;
 mod rows;
-pub mod sqlite;
+pub(crate) mod sqlite;
 #[cfg(feature = "sqlserver")]
-pub mod sqlserver;
+pub(crate) mod sqlserver;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use strata_core::MigrationType;
-use strata_core::plan::{Action, Plan, PlanError, Target};
-use strata_core::source::SourceMigration;
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
+use strata_core::migrate::source::SourceMigration;
 use thiserror::Error;
 
 /// How long a driver waits for a database connection before it reports the
 /// database unreachable (at start-up: exits with the error).
-pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Connects to the configured database with its driver (creating the
+/// service's tables under the lock when they are missing).
+pub(crate) async fn connect(config: &Config) -> Result<Arc<dyn Database>, DbError> {
+    Ok(match config.driver {
+        Driver::Sqlite => Arc::new(sqlite::SqliteDatabase::connect(config).await?),
+        Driver::Postgres => Arc::new(postgres::PostgresDatabase::connect(config).await?),
+        Driver::Mysql => Arc::new(mysql::MysqlDatabase::connect(config).await?),
+        #[cfg(feature = "sqlserver")]
+        Driver::SqlServer => Arc::new(sqlserver::SqlServerDatabase::connect(config).await?),
+        #[cfg(not(feature = "sqlserver"))]
+        Driver::SqlServer => return Err(DbError::DriverNotBuilt(Driver::SqlServer)),
+    })
+}
 
 /// A row of `svc.svc_versions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRow {
+pub(crate) struct VersionRow {
     /// Version id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Caller-supplied name.
-    pub name: String,
+    pub(crate) name: String,
     /// RFC 3339 UTC.
-    pub created: String,
+    pub(crate) created: String,
 }
 
 /// A row of `svc.svc_migrations`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MigrationRow {
+pub(crate) struct MigrationRow {
     /// Row id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// File name.
-    pub name: String,
+    pub(crate) name: String,
     /// Kind.
-    pub migration_type: MigrationType,
+    pub(crate) migration_type: MigrationType,
     /// Configured directory.
-    pub source_dir: String,
+    pub(crate) source_dir: String,
     /// `source_dir/name`.
-    pub file: String,
+    pub(crate) file: String,
     /// Un-substituted SQL text as read from the source.
-    pub contents: String,
+    pub(crate) contents: String,
     /// SHA-256 of the source bytes.
-    pub checksum: String,
+    pub(crate) checksum: String,
     /// Schema it was applied to.
-    pub schema: String,
+    pub(crate) schema: String,
     /// RFC 3339 UTC.
-    pub created: String,
+    pub(crate) created: String,
 }
 
 /// A mutation to carry out.
 #[derive(Debug, Clone)]
-pub struct MutationRequest<'a> {
+pub(crate) struct MutationRequest<'a> {
     /// Source migrations, in application order.
-    pub sources: &'a [SourceMigration],
+    pub(crate) sources: &'a [SourceMigration],
     /// Which schemas.
-    pub target: Target,
+    pub(crate) target: Target,
     /// Apply or Sync.
-    pub action: Action,
+    pub(crate) action: Action,
     /// Roll back instead of committing.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Name of the version to create.
-    pub version_name: &'a str,
+    pub(crate) version_name: &'a str,
     /// The request's `X-Request-ID`, stored with the version.
-    pub request_id: &'a str,
+    pub(crate) request_id: &'a str,
     /// Creation time of the version and its rows, RFC 3339 UTC.
-    pub created: &'a str,
+    pub(crate) created: &'a str,
 }
 
 /// What a mutation did.
 #[derive(Debug, Clone)]
-pub struct MutationOutcome {
+pub(crate) struct MutationOutcome {
     /// The plan that was carried out (or would have been, on a dry run).
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// The committed version; `None` on a dry run or when nothing was due.
-    pub version: Option<VersionRow>,
+    pub(crate) version: Option<VersionRow>,
 }
 
 /// Why a database operation failed.
 #[derive(Debug, Error)]
-pub enum DbError {
+pub(crate) enum DbError {
     /// The database could not be reached or opened.
     #[error("cannot connect to the database: {0}")]
     Connect(String),
+    /// The `dataSource` cannot be read as a connection string of its driver.
+    #[error("{0}")]
+    BadDataSource(String),
+    /// This build leaves the driver out (a cargo feature).
+    #[cfg_attr(feature = "sqlserver", allow(dead_code))]
+    #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
+    DriverNotBuilt(Driver),
+    /// The directory for SQLite's files cannot be created.
+    #[error("cannot create directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another mutation (in this or another process) held the cross-instance
+    /// lock for longer than the service waits.
+    #[error("another mutation held the lock {lock} for more than {seconds} s; try again when it has finished")]
+    LockTimeout {
+        /// The lock's name (or file).
+        lock: String,
+        /// How long the service waited.
+        seconds: u64,
+    },
+    /// The engine refused to grant the lock (not a timeout).
+    #[error("the database refused the lock {lock}: {reason}")]
+    LockRefused {
+        /// The lock's name.
+        lock: String,
+        /// The engine's answer.
+        reason: String,
+    },
+    /// A version id does not fit the engine's column.
+    #[error("version id {0} is out of range for this database")]
+    IdOutOfRange(i64),
+    /// A query of the service answered something its own tables cannot hold
+    /// (a NULL in a NOT NULL column, no id after an insert).
+    #[error("unexpected answer from the database: {0}")]
+    UnexpectedAnswer(String),
+    /// SQL Server (tiberius) reported an error.
+    #[cfg(feature = "sqlserver")]
+    #[error("database error: {0}")]
+    SqlServer(#[from] tiberius::error::Error),
     /// A bookkeeping statement of the service failed.
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
@@ -101,7 +162,7 @@ pub enum DbError {
     /// A migration file cannot run as written (hidden transaction control,
     /// or a statement that needs the no-transaction directive); nothing ran.
     #[error("{0}; nothing was run")]
-    StatementRefused(#[from] strata_core::statements::StatementError),
+    StatementRefused(#[from] strata_core::migrate::statements::StatementError),
     /// The tenant insert statement failed.
     #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
     TenantInsertFailed {
@@ -134,31 +195,31 @@ pub enum DbError {
 /// What a failed migration leaves behind, for the error message and the
 /// GraphQL `extensions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MigrationFailure {
+pub(crate) struct MigrationFailure {
     /// The failing source file.
-    pub file: String,
+    pub(crate) file: String,
     /// The schema it ran in.
-    pub schema: String,
+    pub(crate) schema: String,
     /// Where in the file the engine located the error, when it did.
-    pub at: Option<strata_core::statements::Position>,
+    pub(crate) at: Option<strata_core::migrate::statements::Position>,
     /// The engine's message.
-    pub message: String,
+    pub(crate) message: String,
     /// The version holding what committed; `None` when nothing did.
-    pub version_id: Option<i64>,
+    pub(crate) version_id: Option<i64>,
     /// Schemas whose steps of this version committed (applied and
     /// recorded), sorted.
-    pub committed: Vec<String>,
+    pub(crate) committed: Vec<String>,
     /// Schemas with steps of this version not committed, sorted (the
     /// failing one among them).
-    pub not_committed: Vec<String>,
+    pub(crate) not_committed: Vec<String>,
     /// The failing file ran outside a transaction (the directive, or an
     /// engine without transactional DDL) and may be partly applied.
-    pub partly_applied: bool,
+    pub(crate) partly_applied: bool,
     /// The version was one transaction, rolled back as a whole.
-    pub whole_version: bool,
+    pub(crate) whole_version: bool,
     /// What the committed part applied (or recorded), counted like a
     /// summary: metrics count it as they count a version.
-    pub applied: strata_core::plan::Counts,
+    pub(crate) applied: strata_core::migrate::summary::Counts,
 }
 
 /// At most this many schema names are spelt out in a message (the
@@ -209,7 +270,7 @@ impl std::fmt::Display for MigrationFailure {
 
 /// A database the service migrates and records versions in.
 #[async_trait]
-pub trait Database: Send + Sync {
+pub(crate) trait Database: Send + Sync {
     /// Checks the connection without side effects.
     async fn ping(&self) -> Result<(), DbError>;
     /// Tenant names, from `tenantSelectSQL`.

@@ -17,16 +17,16 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Connection, MySql};
-use strata_core::config::Config;
-use strata_core::datasource::normalize;
-use strata_core::driver::Driver;
-use strata_core::plan::AppliedMigration;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::normalize;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// The MySQL/MariaDB driver.
-pub struct MysqlDatabase {
+pub(crate) struct MysqlDatabase {
     pool: MySqlPool,
     tenant_select_sql: String,
     tenant_insert_sql: String,
@@ -36,10 +36,10 @@ pub struct MysqlDatabase {
 impl MysqlDatabase {
     /// Connects to `config.data_source` (a `mysql://` URL) and creates the
     /// `svc` database and tables under the lock.
-    pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = MySqlConnectOptions::from_str(&url)
-            .map_err(|e| DbError::Connect(format!("dataSource is not a MySQL URL: {e}")))?
+            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a MySQL URL: {e}")))?
             .timezone(Some("+00:00".to_string()));
         let settings = Settings::from_config(config, usize::MAX);
         let pool = MySqlPoolOptions::new()
@@ -93,11 +93,10 @@ async fn lock(conn: &mut MySqlConnection) -> Result<(), DbError> {
     if taken == Some(1) {
         Ok(())
     } else {
-        Err(DbError::Connect(format!(
-            "another mutation held the lock {} for more than {} s",
-            sql::LOCK_NAME,
-            sql::LOCK_TIMEOUT_SECONDS
-        )))
+        Err(DbError::LockTimeout {
+            lock: sql::LOCK_NAME.to_string(),
+            seconds: sql::LOCK_TIMEOUT_SECONDS.unsigned_abs(),
+        })
     }
 }
 
@@ -191,8 +190,19 @@ impl Engine for MysqlDatabase {
         Ok(())
     }
 
+    /// Runs the file statement by statement: the failing statement's start
+    /// is the error's position, or the line the server names within it
+    /// ("… at line 3", which is then dropped from the message).
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e))
+        for range in executor::statements_of(Driver::Mysql, text) {
+            let start = range.start;
+            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut **conn).await {
+                let mut failure = Failure::from_sqlx(&e);
+                let line = split_line_suffix(&mut failure.message);
+                return Err(failure.in_statement(text, start, line));
+            }
+        }
+        Ok(())
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
@@ -233,7 +243,7 @@ impl Engine for MysqlDatabase {
             .execute(&mut **conn)
             .await?
             .last_insert_id();
-        i64::try_from(id).map_err(|_| DbError::Connect("version id out of range".into()))
+        i64::try_from(id).map_err(|_| DbError::UnexpectedAnswer(format!("version id {id} after the insert")))
     }
 
     async fn record(
@@ -265,4 +275,13 @@ impl Engine for MysqlDatabase {
         sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut **conn).await?;
         Ok(())
     }
+}
+
+/// Takes the server's " at line N" (counted within the statement) off the
+/// end of `message`, and returns N.
+fn split_line_suffix(message: &mut String) -> Option<u64> {
+    let (head, tail) = message.rsplit_once(" at line ")?;
+    let line = tail.trim().parse().ok()?;
+    message.truncate(head.len());
+    Some(line)
 }

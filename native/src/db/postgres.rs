@@ -13,16 +13,16 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder};
 use std::str::FromStr;
-use strata_core::config::Config;
-use strata_core::datasource::normalize;
-use strata_core::driver::Driver;
-use strata_core::plan::AppliedMigration;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::normalize;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// The PostgreSQL driver.
-pub struct PostgresDatabase {
+pub(crate) struct PostgresDatabase {
     pool: PgPool,
     tenant_select_sql: String,
     tenant_insert_sql: String,
@@ -32,10 +32,10 @@ pub struct PostgresDatabase {
 impl PostgresDatabase {
     /// Connects to `config.data_source` (a `postgres://` URL) and creates the
     /// service schema and tables under the advisory lock.
-    pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = PgConnectOptions::from_str(&url)
-            .map_err(|e| DbError::Connect(format!("dataSource is not a PostgreSQL URL: {e}")))?;
+            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}")))?;
         let settings = Settings::from_config(config, usize::MAX);
         // The lock's connection, the main one, the fan-out, and a few for
         // the API's read queries meanwhile.
@@ -228,7 +228,7 @@ impl Engine for PostgresDatabase {
         created: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
-        let version_id = id32(version_id).ok_or(DbError::Connect("version id out of range".into()))?;
+        let version_id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Postgres>::new(sql::INSERT_MIGRATIONS);
             insert.push_values(chunk, |mut row, record| {

@@ -4,8 +4,8 @@
 //! SQLite, `i32` on PostgreSQL and MySQL).
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
-use strata_core::MigrationType;
-use strata_core::plan::AppliedMigration;
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::{DbError, MigrationRow, VersionRow};
 
@@ -23,7 +23,7 @@ fn migration_type(code: i64, id: i64) -> Result<MigrationType, DbError> {
 }
 
 /// A tenant name: the first column of `tenantSelectSQL`.
-pub fn tenant<R>(row: &R) -> Result<String, DbError>
+pub(crate) fn tenant<R>(row: &R) -> Result<String, DbError>
 where
     R: Row,
     usize: ColumnIndex<R>,
@@ -33,7 +33,7 @@ where
 }
 
 /// `filename, name, db_schema, migration_type, checksum`.
-pub fn applied<R, I>(row: &R) -> Result<AppliedMigration, DbError>
+pub(crate) fn applied<R, I>(row: &R) -> Result<AppliedMigration, DbError>
 where
     R: Row,
     usize: ColumnIndex<R>,
@@ -50,7 +50,7 @@ where
 }
 
 /// `id, name, created`.
-pub fn version<R, I>(row: &R) -> Result<VersionRow, DbError>
+pub(crate) fn version<R, I>(row: &R) -> Result<VersionRow, DbError>
 where
     R: Row,
     usize: ColumnIndex<R>,
@@ -61,7 +61,7 @@ where
 }
 
 /// `id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created`.
-pub fn migration<R, I>(row: &R) -> Result<MigrationRow, DbError>
+pub(crate) fn migration<R, I>(row: &R) -> Result<MigrationRow, DbError>
 where
     R: Row,
     usize: ColumnIndex<R>,

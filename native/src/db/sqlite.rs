@@ -30,23 +30,23 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
-use strata_core::config::Config;
-use strata_core::datasource::normalize;
-use strata_core::driver::Driver;
-use strata_core::plan::AppliedMigration;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::normalize;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
-pub const MAX_ATTACHED: usize = 125;
+pub(crate) const MAX_ATTACHED: usize = 125;
 
 /// How long a mutation waits for another process's version to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// The SQLite driver.
-pub struct SqliteDatabase {
+pub(crate) struct SqliteDatabase {
     pool: SqlitePool,
     files: SchemaFiles,
     tenant_select_sql: String,
@@ -59,13 +59,13 @@ impl SqliteDatabase {
     /// Opens the database of `config.data_source` (a SQLite URL such as
     /// `sqlite://./data/main.db?mode=rwc`), attaches `svc` and creates the
     /// service tables.
-    pub async fn connect(config: &Config) -> Result<Self, DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = SqliteConnectOptions::from_str(&url)
-            .map_err(|e| DbError::Connect(format!("dataSource is not a SQLite URL: {e}")))?;
+            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQLite URL: {e}")))?;
         let main_file = options.get_filename().to_path_buf();
         if main_file.as_os_str().is_empty() || main_file.to_string_lossy().contains(":memory:") {
-            return Err(DbError::Connect(
+            return Err(DbError::BadDataSource(
                 "dataSource must name a database file: schemas are files in its directory".into(),
             ));
         }
@@ -73,8 +73,7 @@ impl SqliteDatabase {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&directory)
-            .map_err(|e| DbError::Connect(format!("cannot create directory {}: {e}", directory.display())))?;
+        std::fs::create_dir_all(&directory).map_err(|source| DbError::Directory { path: directory.clone(), source })?;
         let lock_options = SqliteConnectOptions::new()
             .filename(directory.join(sql::LOCK_FILE))
             .create_if_missing(true)
@@ -246,7 +245,7 @@ impl Database for SqliteDatabase {
 
 /// A connection of the executor: a pooled connection with `svc` attached,
 /// and the schemas this version attached to it.
-pub struct SqliteConn {
+pub(crate) struct SqliteConn {
     conn: PoolConnection<Sqlite>,
     attached: Vec<String>,
     created_files: Vec<PathBuf>,
@@ -271,12 +270,11 @@ impl Engine for SqliteDatabase {
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
         let mut lock = SqliteConnection::connect_with(&self.lock_options).await?;
-        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut lock).await.map_err(|e| {
-            DbError::Connect(format!(
-                "another process held the mutation lock ({}) for more than {} s: {e}",
-                sql::LOCK_FILE,
-                LOCK_WAIT.as_secs()
-            ))
+        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut lock).await.map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.message().contains("locked") => {
+                DbError::LockTimeout { lock: sql::LOCK_FILE.to_string(), seconds: LOCK_WAIT.as_secs() }
+            }
+            _ => DbError::Query(e),
         })?;
         Ok(lock)
     }
@@ -321,12 +319,16 @@ impl Engine for SqliteDatabase {
         Ok(())
     }
 
+    /// Runs the file statement by statement: SQLite reports no position,
+    /// so the failing statement's start is the error's position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text))
-            .execute(&mut *conn.conn)
-            .await
-            .map(|_| ())
-            .map_err(|e| Failure::from_sqlx(&e))
+        for range in executor::statements_of(Driver::Sqlite, text) {
+            let start = range.start;
+            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut *conn.conn).await {
+                return Err(Failure::from_sqlx(&e).in_statement(text, start, None));
+            }
+        }
+        Ok(())
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {

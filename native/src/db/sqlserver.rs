@@ -15,12 +15,12 @@
 mod sql;
 
 use async_trait::async_trait;
-use strata_core::MigrationType;
-use strata_core::batches::split_go_batches;
-use strata_core::config::Config;
-use strata_core::datasource::normalize;
-use strata_core::driver::Driver;
-use strata_core::plan::AppliedMigration;
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::batches::split_go_batches;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::normalize;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::AppliedMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -31,7 +31,7 @@ use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, M
 type Connection = Client<Compat<TcpStream>>;
 
 /// The SQL Server driver.
-pub struct SqlServerDatabase {
+pub(crate) struct SqlServerDatabase {
     config: tiberius::Config,
     tenant_select_sql: String,
     tenant_insert_sql: String,
@@ -39,31 +39,42 @@ pub struct SqlServerDatabase {
 }
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
-pub fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError> {
-    let text =
-        normalize(strata_core::config::Driver::SqlServer, data_source).map_err(|e| DbError::Connect(e.to_string()))?;
+pub(crate) fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError> {
+    let text = normalize(Driver::SqlServer, data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
     let parsed = if text.starts_with("jdbc:") {
         tiberius::Config::from_jdbc_string(&text)
     } else {
         tiberius::Config::from_ado_string(&text)
     };
-    parsed.map_err(|e| DbError::Connect(format!("dataSource is not a SQL Server connection string: {e}")))
+    parsed.map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQL Server connection string: {e}")))
 }
 
 /// Whether `data_source` tells the driver to accept any server certificate.
 fn trusts_server_certificate(data_source: &str) -> bool {
-    normalize(strata_core::config::Driver::SqlServer, data_source).is_ok_and(|text| {
+    normalize(Driver::SqlServer, data_source).is_ok_and(|text| {
         text.to_ascii_lowercase().split(';').any(|pair| pair.replace(' ', "") == "trustservercertificate=true")
     })
 }
 
 fn db_error(error: tiberius::error::Error) -> DbError {
-    DbError::Connect(error.to_string())
+    DbError::SqlServer(error)
+}
+
+/// The error for sp_getapplock's answer `code` (negative: not granted;
+/// -1 is a timeout).
+fn lock_not_granted(code: Option<i32>) -> DbError {
+    match code {
+        Some(-1) => DbError::LockTimeout { lock: sql::LOCK_RESOURCE.to_string(), seconds: sql::LOCK_TIMEOUT_SECONDS },
+        other => DbError::LockRefused {
+            lock: sql::LOCK_RESOURCE.to_string(),
+            reason: format!("sp_getapplock returned {}", other.map_or("nothing".to_string(), |c| c.to_string())),
+        },
+    }
 }
 
 impl SqlServerDatabase {
     /// Connects once and creates the service schema and tables under the lock.
-    pub async fn connect(config: &Config) -> Result<Self, DbError> {
+    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
         if trusts_server_certificate(&config.data_source) {
             tracing::warn!(
                 "SQL Server: the server certificate is not validated (TrustServerCertificate=true, \
@@ -79,8 +90,9 @@ impl SqlServerDatabase {
         let mut client = database.open().await?;
         run(&mut client, sql::BEGIN).await?;
         let rows = query(&mut client, sql::LOCK, &[]).await?;
-        if !matches!(rows.first().map(|row| int(row, 0)).transpose()?, Some(code) if code >= 0) {
-            return Err(DbError::Connect("sp_getapplock refused the start-up lock".into()));
+        match rows.first().map(|row| int(row, 0)).transpose()? {
+            Some(code) if code >= 0 => {}
+            other => return Err(lock_not_granted(other)),
         }
         for statement in sql::CREATE_SERVICE_TABLES {
             run(&mut client, statement).await?;
@@ -164,7 +176,7 @@ fn int(row: &Row, index: usize) -> Result<i32, DbError> {
 }
 
 fn null_column(index: usize) -> DbError {
-    DbError::Connect(format!("unexpected NULL in column {index}"))
+    DbError::UnexpectedAnswer(format!("NULL in column {index}"))
 }
 
 fn version_row(row: &Row) -> Result<VersionRow, DbError> {
@@ -262,7 +274,7 @@ impl Engine for SqlServerDatabase {
         let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
             Some(code) if code >= 0 => Ok(conn),
-            other => Err(DbError::Connect(format!("sp_getapplock refused the mutation lock (code {other:?})"))),
+            other => Err(lock_not_granted(other)),
         }
     }
 
@@ -331,8 +343,11 @@ impl Engine for SqlServerDatabase {
         request_id: &str,
     ) -> Result<i64, DbError> {
         let rows = query(conn, sql::INSERT_VERSION, &[&name, &created, &request_id]).await?;
-        let id =
-            rows.first().map(|row| int(row, 0)).transpose()?.ok_or_else(|| DbError::Connect("no version id".into()))?;
+        let id = rows
+            .first()
+            .map(|row| int(row, 0))
+            .transpose()?
+            .ok_or_else(|| DbError::UnexpectedAnswer("no version id after the insert".into()))?;
         Ok(i64::from(id))
     }
 
@@ -343,7 +358,7 @@ impl Engine for SqlServerDatabase {
         created: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
-        let id = id32(version_id).ok_or_else(|| DbError::Connect("version id out of range".into()))?;
+        let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let codes: Vec<i32> = chunk.iter().map(|r| r.migration.migration_type.code() as i32).collect();
             let schemas: Vec<String> = chunk.iter().map(|r| r.schema.to_string()).collect();

@@ -8,17 +8,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation};
 use async_graphql::{ErrorExtensionValues, ServerError, ValidationResult};
-use strata_core::config::GraphQlLimits;
-use strata_core::source::SourceMigration;
+use strata_core::migrate::config::GraphQlLimits;
+use strata_core::migrate::source::SourceMigration;
 use tokio::sync::{Notify, OnceCell, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::AppError;
 
 /// `extensions.code` of every refusal by a limit.
-pub const LIMIT_CODE: &str = "LIMIT_EXCEEDED";
+pub(crate) const LIMIT_CODE: &str = "LIMIT_EXCEEDED";
 
 /// A limit's refusal as a GraphQL error.
-pub fn limit_error(message: String) -> ServerError {
+pub(crate) fn limit_error(message: String) -> ServerError {
     let mut error = ServerError::new(message, None);
     let mut extensions = ErrorExtensionValues::default();
     extensions.set("code", LIMIT_CODE);
@@ -27,7 +27,7 @@ pub fn limit_error(message: String) -> ServerError {
 }
 
 /// The number of operations in a batch, checked against `batch`.
-pub fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(), ServerError> {
+pub(crate) fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(), ServerError> {
     if operations > limits.batch {
         return Err(limit_error(format!(
             "a batch of {operations} operations is over the limit of {} (graphQLLimits.batch)",
@@ -45,7 +45,7 @@ pub fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(), Serv
 ///
 /// Returns whether the text selects a `contents` field (the caller then
 /// takes a contents slot before running it).
-pub fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<bool, ServerError> {
+pub(crate) fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<bool, ServerError> {
     let Written { fields: written, contents } = fields_written(query);
     if written > limits.complexity {
         return Err(limit_error(format!(
@@ -153,7 +153,7 @@ fn fields_written(text: &str) -> Written {
 
 /// The schema extension checking complexity (fragments expanded, storage
 /// fields weighted) and depth once the query is validated, before it runs.
-pub struct CostLimits(pub GraphQlLimits);
+pub(crate) struct CostLimits(pub(crate) GraphQlLimits);
 
 impl ExtensionFactory for CostLimits {
     fn create(&self) -> Arc<dyn Extension> {
@@ -192,10 +192,10 @@ impl Extension for CostCheck {
 /// the per-request budget this bounds the memory all answers with contents
 /// take together: about `CONTENTS_SLOTS × contentsBytes × 2` (the answer's
 /// values and its serialised body), whatever the number of clients.
-pub const CONTENTS_SLOTS: usize = 4;
+pub(crate) const CONTENTS_SLOTS: usize = 4;
 
 /// The process-wide slots for answers with contents.
-pub fn contents_slots() -> Arc<Semaphore> {
+pub(crate) fn contents_slots() -> Arc<Semaphore> {
     Arc::new(Semaphore::new(CONTENTS_SLOTS))
 }
 
@@ -204,7 +204,7 @@ pub fn contents_slots() -> Arc<Semaphore> {
 /// request's `contents` budget, and — from its first `contents` field until
 /// the scope is dropped after the answer is serialised — one of the
 /// process's contents slots.
-pub struct RequestScope {
+pub(crate) struct RequestScope {
     sources: OnceCell<Arc<Vec<SourceMigration>>>,
     contents_left: AtomicUsize,
     contents_limit: usize,
@@ -215,7 +215,7 @@ pub struct RequestScope {
 
 impl RequestScope {
     /// A fresh scope with the whole contents budget.
-    pub fn new(limits: &GraphQlLimits, slots: Arc<Semaphore>) -> Self {
+    pub(crate) fn new(limits: &GraphQlLimits, slots: Arc<Semaphore>) -> Self {
         RequestScope {
             sources: OnceCell::new(),
             contents_left: AtomicUsize::new(limits.contents_bytes),
@@ -230,12 +230,12 @@ impl RequestScope {
     /// handler then stops executing it (every resolver still running is
     /// dropped) and answers with [`RequestScope::exceeded_error`] alone, so
     /// a request over the budget costs no more than the budget.
-    pub async fn exceeded(&self) {
+    pub(crate) async fn exceeded(&self) {
         self.exceeded.notified().await;
     }
 
     /// The one error of a request that went over its contents budget.
-    pub fn exceeded_error(&self) -> ServerError {
+    pub(crate) fn exceeded_error(&self) -> ServerError {
         limit_error(format!(
             "the answer would hold more than {} bytes of contents (graphQLLimits.contentsBytes); \
              ask for fewer migrations' contents at a time",
@@ -244,7 +244,7 @@ impl RequestScope {
     }
 
     /// The source migrations, read by `load` on first use.
-    pub async fn sources<F, Fut>(&self, load: F) -> Result<Arc<Vec<SourceMigration>>, AppError>
+    pub(crate) async fn sources<F, Fut>(&self, load: F) -> Result<Arc<Vec<SourceMigration>>, AppError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Vec<SourceMigration>, AppError>>,
@@ -256,7 +256,7 @@ impl RequestScope {
     /// for one; a no-op once taken). The handler takes it before running a
     /// request whose text selects `contents`, so requests waiting for a slot
     /// hold nothing but their text.
-    pub async fn take_slot(&self) -> Result<(), async_graphql::Error> {
+    pub(crate) async fn take_slot(&self) -> Result<(), async_graphql::Error> {
         self.slot
             .get_or_try_init(|| Arc::clone(&self.slots).acquire_owned())
             .await
@@ -267,7 +267,7 @@ impl RequestScope {
     /// Takes `bytes` of `contents` from the budget, waiting for a contents
     /// slot first. Once the request would answer with more than the limit it
     /// signals [`RequestScope::exceeded`] and never returns.
-    pub async fn charge_contents(&self, bytes: usize) -> Result<(), async_graphql::Error> {
+    pub(crate) async fn charge_contents(&self, bytes: usize) -> Result<(), async_graphql::Error> {
         self.take_slot().await?;
         let taken =
             self.contents_left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(bytes));

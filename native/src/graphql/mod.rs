@@ -1,25 +1,24 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
-pub mod limits;
+pub(crate) mod limits;
 mod types;
 
 use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
-use strata_core::ident::validate_new_tenant_name;
-use strata_core::plan::{PlanError, Target};
+use strata_core::migrate::ident::validate_new_tenant_name;
+use strata_core::migrate::plan::{PlanError, Target};
 
 use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
-use crate::http::RequestId;
-use crate::service::{CreateRequest, Service};
+use crate::service::{CreateRequest, RequestId, Service};
 use types::{
     ActionDto, CreateResultsDto, DbMigrationDto, MigrationInterface, SourceMigrationDto, SourceMigrationFilters,
     TenantDto, TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
-pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
+pub(crate) type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 
 /// Complexity of a field that reads storage (the base location or the
 /// database) instead of 1, before its selection's complexity is added.
@@ -27,7 +26,7 @@ const STORAGE_COST: usize = 10;
 
 /// Builds the schema; the service is available to every resolver, and every
 /// request is held to the configured [`limits`].
-pub fn build_schema(service: Arc<Service>) -> ApiSchema {
+pub(crate) fn build_schema(service: Arc<Service>) -> ApiSchema {
     let limits = service.config().graphql_limits;
     Schema::build(Query, Mutation, EmptySubscription)
         .register_output_type::<MigrationInterface>()
@@ -42,7 +41,7 @@ fn scope<'a>(ctx: &Context<'a>) -> Result<&'a Arc<limits::RequestScope>> {
 }
 
 /// The source migrations, read once per request.
-async fn sources(ctx: &Context<'_>) -> Result<Arc<Vec<strata_core::source::SourceMigration>>> {
+async fn sources(ctx: &Context<'_>) -> Result<Arc<Vec<strata_core::migrate::source::SourceMigration>>> {
     let service = service(ctx)?;
     scope(ctx)?.sources(|| service.source_migrations()).await.map_err(graphql_error)
 }
@@ -63,7 +62,7 @@ fn not_blank(field: &str, value: &str) -> Result<(), AppError> {
 }
 
 /// Queries.
-pub struct Query;
+pub(crate) struct Query;
 
 #[Object]
 impl Query {
@@ -116,7 +115,7 @@ impl Query {
 }
 
 /// Mutations.
-pub struct Mutation;
+pub(crate) struct Mutation;
 
 #[Object]
 impl Mutation {

@@ -5,17 +5,17 @@ use async_graphql::{
     ComplexObject, Context, Enum, InputObject, Interface, Object, Result, Scalar, ScalarType, SimpleObject, Value,
 };
 use std::sync::Arc;
-use strata_core::MigrationType;
-use strata_core::plan;
-use strata_core::source::SourceMigration;
-use strata_core::summary;
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::plan;
+use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::summary;
 
 use super::limits::RequestScope;
 use crate::db::{MigrationRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
 /// `Time`: RFC 3339 in UTC.
-pub struct Time(pub String);
+pub(crate) struct Time(pub(crate) String);
 
 #[Scalar(name = "Time")]
 impl ScalarType for Time {
@@ -34,7 +34,7 @@ impl ScalarType for Time {
 /// `MigrationType`.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
 #[graphql(name = "MigrationType", rename_items = "PascalCase")]
-pub enum MigrationTypeDto {
+pub(crate) enum MigrationTypeDto {
     /// Applied once to its single schema.
     SingleMigration,
     /// Applied once to every tenant.
@@ -59,7 +59,7 @@ impl From<MigrationType> for MigrationTypeDto {
 /// `Action`.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
 #[graphql(name = "Action", rename_items = "PascalCase")]
-pub enum ActionDto {
+pub(crate) enum ActionDto {
     /// Apply pending migrations.
     Apply,
     /// Record pending migrations without applying them.
@@ -89,7 +89,7 @@ impl From<ActionDto> for plan::Action {
     field(name = "contents", ty = "&String"),
     field(name = "check_sum", ty = "&String")
 )]
-pub enum MigrationInterface {
+pub(crate) enum MigrationInterface {
     /// A source migration.
     SourceMigration(SourceMigrationDto),
     /// A recorded migration.
@@ -98,7 +98,7 @@ pub enum MigrationInterface {
 
 /// `SourceMigration`: one of the request's source migrations, read once
 /// per request and shared by every field that asks (no copy per alias).
-pub struct SourceMigrationDto {
+pub(crate) struct SourceMigrationDto {
     all: Arc<Vec<SourceMigration>>,
     index: usize,
     migration_type: MigrationTypeDto,
@@ -106,7 +106,7 @@ pub struct SourceMigrationDto {
 
 impl SourceMigrationDto {
     /// The `index`th of `all`.
-    pub fn new(all: &Arc<Vec<SourceMigration>>, index: usize) -> Self {
+    pub(crate) fn new(all: &Arc<Vec<SourceMigration>>, index: usize) -> Self {
         let migration_type = all[index].migration_type.into();
         SourceMigrationDto { all: Arc::clone(all), index, migration_type }
     }
@@ -153,7 +153,7 @@ async fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result
 /// `DBMigration`.
 #[derive(SimpleObject)]
 #[graphql(name = "DBMigration", complex)]
-pub struct DbMigrationDto {
+pub(crate) struct DbMigrationDto {
     id: i32,
     name: String,
     migration_type: MigrationTypeDto,
@@ -193,15 +193,15 @@ impl From<MigrationRow> for DbMigrationDto {
 /// `Tenant`.
 #[derive(SimpleObject)]
 #[graphql(name = "Tenant")]
-pub struct TenantDto {
+pub(crate) struct TenantDto {
     /// The tenant's name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// `Version`.
 #[derive(SimpleObject)]
 #[graphql(name = "Version", complex)]
-pub struct VersionDto {
+pub(crate) struct VersionDto {
     id: i32,
     name: String,
     created: Time,
@@ -229,7 +229,7 @@ impl From<VersionRow> for VersionDto {
 /// `Summary`.
 #[derive(SimpleObject)]
 #[graphql(name = "Summary")]
-pub struct SummaryDto {
+pub(crate) struct SummaryDto {
     started_at: Time,
     duration: f64,
     tenants: i32,
@@ -266,7 +266,7 @@ impl From<&summary::Summary> for SummaryDto {
 /// `CreateResults`.
 #[derive(SimpleObject)]
 #[graphql(name = "CreateResults")]
-pub struct CreateResultsDto {
+pub(crate) struct CreateResultsDto {
     summary: SummaryDto,
     version: Option<VersionDto>,
 }
@@ -280,20 +280,20 @@ impl From<CreateResult> for CreateResultsDto {
 /// `SourceMigrationFilters`.
 #[derive(InputObject, Default)]
 #[graphql(name = "SourceMigrationFilters")]
-pub struct SourceMigrationFilters {
+pub(crate) struct SourceMigrationFilters {
     /// Exact file name.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Exact directory.
-    pub source_dir: Option<String>,
+    pub(crate) source_dir: Option<String>,
     /// Exact `sourceDir/name`.
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
     /// Kind.
-    pub migration_type: Option<MigrationTypeDto>,
+    pub(crate) migration_type: Option<MigrationTypeDto>,
 }
 
 impl SourceMigrationFilters {
     /// True when `m` passes every set filter.
-    pub fn matches(&self, m: &SourceMigration) -> bool {
+    pub(crate) fn matches(&self, m: &SourceMigration) -> bool {
         self.name.as_ref().is_none_or(|v| *v == m.name)
             && self.source_dir.as_ref().is_none_or(|v| *v == m.source_dir)
             && self.file.as_ref().is_none_or(|v| *v == m.file)
@@ -304,31 +304,31 @@ impl SourceMigrationFilters {
 /// `VersionInput`.
 #[derive(InputObject)]
 #[graphql(name = "VersionInput")]
-pub struct VersionInput {
+pub(crate) struct VersionInput {
     /// Name of the new version.
-    pub version_name: String,
+    pub(crate) version_name: String,
     /// Apply (default) or Sync.
     #[graphql(default_with = "Some(ActionDto::Apply)")]
-    pub action: Option<ActionDto>,
+    pub(crate) action: Option<ActionDto>,
     /// Roll back instead of committing.
     #[graphql(default_with = "Some(false)")]
-    pub dry_run: Option<bool>,
+    pub(crate) dry_run: Option<bool>,
 }
 
 /// `TenantInput`.
 #[derive(InputObject)]
 #[graphql(name = "TenantInput")]
-pub struct TenantInput {
+pub(crate) struct TenantInput {
     /// Name of the new tenant.
-    pub tenant_name: String,
+    pub(crate) tenant_name: String,
     /// Name of the new version.
-    pub version_name: String,
+    pub(crate) version_name: String,
     /// Apply (default) or Sync.
     #[graphql(default_with = "Some(ActionDto::Apply)")]
-    pub action: Option<ActionDto>,
+    pub(crate) action: Option<ActionDto>,
     /// Roll back instead of committing.
     #[graphql(default_with = "Some(false)")]
-    pub dry_run: Option<bool>,
+    pub(crate) dry_run: Option<bool>,
 }
 
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.

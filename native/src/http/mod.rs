@@ -12,29 +12,27 @@ use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 
-pub use request_id::RequestId;
-
 use crate::graphql::ApiSchema;
 use crate::service::Service;
 use crate::telemetry::{self, Metrics};
 
 /// Largest accepted request body; larger ones get 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Shared state of every handler.
-pub struct AppState {
+pub(crate) struct AppState {
     /// The service.
-    pub service: Arc<Service>,
+    pub(crate) service: Arc<Service>,
     /// The GraphQL schema.
-    pub schema: ApiSchema,
+    pub(crate) schema: ApiSchema,
     /// The metrics registry.
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
     /// The process-wide slots for GraphQL answers with `contents`.
-    pub contents_slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) contents_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Builds the router, every path under `prefix` (`/` or `/segment…`).
-pub fn router(state: Arc<AppState>, prefix: &str) -> Router {
+pub(crate) fn router(state: Arc<AppState>, prefix: &str) -> Router {
     let at = |suffix: &str| if prefix == "/" { suffix.to_string() } else { format!("{prefix}{suffix}") };
     let mut routes = Router::new()
         .route(&at("/"), get(routes::build_info))
@@ -57,9 +55,12 @@ pub fn router(state: Arc<AppState>, prefix: &str) -> Router {
 }
 
 /// The answer to a handler that panicked: 500, and the server keeps serving.
-pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
-    tracing::error!("a request handler panicked");
-    crate::error::AppError::Internal("the request could not be completed".into()).into_response()
+/// This layer sits outside the request-id middleware, so the panic is
+/// logged here, once.
+pub(crate) fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+    tracing::error!(panic = what.as_deref().unwrap_or("(no message)"), "a request handler panicked");
+    crate::error::AppError::Internal("a request handler panicked".into()).into_response()
 }
 
 #[cfg(test)]
@@ -87,7 +88,7 @@ mod tests {
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(json["error"]["message"], "internal error: the request could not be completed");
+        assert_eq!(json["error"]["message"], crate::error::INTERNAL_MESSAGE);
         assert_eq!(json["error"]["code"], "INTERNAL");
         assert!(!String::from_utf8_lossy(&body).contains("handler bug"));
 

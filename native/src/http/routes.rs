@@ -11,15 +11,16 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{AppState, RequestId};
-use crate::error::AppError;
+use super::AppState;
+use crate::error::{AppError, ErrorDetail};
 use crate::graphql::limits;
+use crate::service::RequestId;
 
 /// Time limit of each health check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `GET /`: build information.
-pub async fn build_info() -> Json<serde_json::Value> {
+pub(crate) async fn build_info() -> Json<serde_json::Value> {
     Json(json!({
         "release": option_env!("STRATA_RELEASE").unwrap_or(env!("CARGO_PKG_VERSION")),
         "sha": option_env!("STRATA_SHA").or(option_env!("STRATA_GIT_SHA")).unwrap_or("unknown"),
@@ -28,12 +29,12 @@ pub async fn build_info() -> Json<serde_json::Value> {
 }
 
 /// `GET /v2/config`: the effective configuration, secrets redacted.
-pub async fn config(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn config(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "application/x-yaml")], state.service.config().render_redacted()).into_response()
 }
 
 /// `GET /v2/schema`: the GraphQL schema in SDL.
-pub async fn schema(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn schema(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], state.schema.sdl()).into_response()
 }
 
@@ -45,7 +46,7 @@ const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
 /// `application/json` only: the content types a browser may send across
 /// sites without a CORS preflight (`text/plain`, forms) get 415, so no web
 /// page can make an operator's browser run a mutation.
-pub async fn graphql(
+pub(crate) async fn graphql(
     State(state): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
     headers: HeaderMap,
@@ -82,6 +83,7 @@ pub async fn graphql(
             }
         }
     };
+    log_errors(&response);
     let answer_type = if accepts(&headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let mut answer = Json(response).into_response();
     answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
@@ -89,6 +91,24 @@ pub async fn graphql(
     // is serialised.
     drop(scope);
     Ok(answer)
+}
+
+/// Logs each error of the answer once, with the detail its conversion kept
+/// (an internal failure's text never reaches the client).
+fn log_errors(response: &async_graphql::BatchResponse) {
+    let responses: Vec<&async_graphql::Response> = match response {
+        async_graphql::BatchResponse::Single(one) => vec![one],
+        async_graphql::BatchResponse::Batch(many) => many.iter().collect(),
+    };
+    for error in responses.iter().flat_map(|r| &r.errors) {
+        match error.source::<ErrorDetail>() {
+            Some(detail) if detail.code == "INTERNAL" => {
+                tracing::error!(code = detail.code, path = ?error.path, "{}", detail.detail)
+            }
+            Some(detail) => tracing::warn!(code = detail.code, path = ?error.path, "{}", detail.detail),
+            None => tracing::info!(path = ?error.path, "{}", error.message),
+        }
+    }
 }
 
 /// `application/json`, with or without parameters (`; charset=utf-8`).
@@ -109,7 +129,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// `/v1/*`: the retired API; 410 with a pointer to `/v2`.
-pub async fn v1_gone() -> Response {
+pub(crate) async fn v1_gone() -> Response {
     (
         StatusCode::GONE,
         Json(json!({ "error": { "code": "GONE", "message": "API v1 is retired; use /v2 (GraphQL at POST /v2/service)" } })),
@@ -118,12 +138,12 @@ pub async fn v1_gone() -> Response {
 }
 
 /// `GET /metrics`: Prometheus text format.
-pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics.render()).into_response()
 }
 
 /// `GET /health`: `DB` and `Loader` checks; 200 when all are UP, else 503.
-pub async fn health(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Response {
     let service = &state.service;
     let (db, loader) = tokio::join!(
         check(async { service.database().ping().await.map_err(|e| e.to_string()) }),
@@ -149,7 +169,7 @@ async fn check(future: impl Future<Output = Result<(), String>>) -> Result<(), S
 }
 
 /// Anything else: 404.
-pub async fn not_found() -> Response {
+pub(crate) async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, Json(json!({ "error": { "code": "NOT_FOUND", "message": "no such route" } })))
         .into_response()
 }

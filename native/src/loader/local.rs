@@ -3,20 +3,20 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use strata_core::source::SourceFile;
+use strata_core::migrate::source::SourceFile;
 
 use super::{Loader, LoaderError};
 
 /// Reads migrations from a directory on local disk.
 #[derive(Clone)]
-pub struct LocalLoader {
+pub(crate) struct LocalLoader {
     base: PathBuf,
 }
 
 impl LocalLoader {
     /// A loader for `base` (relative paths resolve against the working
     /// directory).
-    pub fn new(base: &str) -> Self {
+    pub(crate) fn new(base: &str) -> Self {
         LocalLoader { base: PathBuf::from(base) }
     }
 

@@ -9,15 +9,15 @@ mod object;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use strata_core::location::BaseLocation;
-use strata_core::source::SourceFile;
+use strata_core::migrate::location::BaseLocation;
+use strata_core::migrate::source::SourceFile;
 use thiserror::Error;
 
-pub use local::LocalLoader;
+pub(crate) use local::LocalLoader;
 
 /// Why reading the base location failed.
 #[derive(Debug, Error)]
-pub enum LoaderError {
+pub(crate) enum LoaderError {
     /// The base location cannot be opened.
     #[error("base location {location} cannot be opened: {message}")]
     BaseLocation {
@@ -48,7 +48,7 @@ pub enum LoaderError {
 
 /// A place migrations are read from.
 #[async_trait]
-pub trait Loader: Send + Sync {
+pub(crate) trait Loader: Send + Sync {
     /// Reads every file directly inside each of `directories` (not
     /// recursively), with its raw bytes.
     async fn read(&self, directories: Vec<String>) -> Result<Vec<SourceFile>, LoaderError>;
@@ -56,8 +56,8 @@ pub trait Loader: Send + Sync {
     async fn check(&self) -> Result<(), LoaderError>;
 }
 
-/// Chooses the loader for a base location (see `strata_core::location`).
-pub fn for_location(base_location: &str) -> Result<Arc<dyn Loader>, LoaderError> {
+/// Chooses the loader for a base location (see `strata_core::migrate::location`).
+pub(crate) fn for_location(base_location: &str) -> Result<Arc<dyn Loader>, LoaderError> {
     let fail = |message: String| LoaderError::BaseLocation { location: base_location.to_string(), message };
     let parsed = BaseLocation::parse(base_location).map_err(|e| fail(e.to_string()))?;
     match &parsed {

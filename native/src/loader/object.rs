@@ -13,15 +13,15 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use strata_core::source::SourceFile;
+use strata_core::migrate::source::SourceFile;
 
 use super::{Loader, LoaderError};
 
 /// GET requests in flight at once.
-pub const CONCURRENT_REQUESTS: usize = 32;
+pub(crate) const CONCURRENT_REQUESTS: usize = 32;
 
 /// Reads migrations from an object store.
-pub struct ObjectStoreLoader {
+pub(crate) struct ObjectStoreLoader {
     store: Arc<dyn ObjectStore>,
     /// `baseLocation` as configured, for messages (holds no credentials).
     location: String,
@@ -32,7 +32,7 @@ pub struct ObjectStoreLoader {
 
 impl ObjectStoreLoader {
     /// A loader over `store`, where directory `d` lives at `key(d)`.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn ObjectStore>,
         location: &str,
         prefix: &str,
@@ -91,7 +91,7 @@ impl Loader for ObjectStoreLoader {
 /// The S3 store of `bucket`, configured from the standard AWS environment
 /// (credentials chain, `AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, …).
 #[cfg(feature = "s3")]
-pub fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
+pub(crate) fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
     let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket).build()?;
     Ok(Arc::new(store))
 }
@@ -100,7 +100,7 @@ pub fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, object_store::Erro
 /// `BLOB_STORAGE_ACCOUNT` / `BLOB_STORAGE_ACCESS_KEY` when set, else what the
 /// `AZURE_*` environment configures, else a managed identity.
 #[cfg(feature = "azure")]
-pub fn azure_store(account: &str, container: &str) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
+pub(crate) fn azure_store(account: &str, container: &str) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
     let mut builder = object_store::azure::MicrosoftAzureBuilder::from_env()
         .with_account(std::env::var("BLOB_STORAGE_ACCOUNT").unwrap_or_else(|_| account.to_string()))
         .with_container_name(container);

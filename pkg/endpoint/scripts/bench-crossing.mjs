@@ -1,11 +1,11 @@
-// How should a call cross into WebAssembly? Builds strata-wasm with the
-// `crossing-experiment` feature and renders the same URL (the GET row of
+// How should a call cross into WebAssembly? Builds the benchmark crate
+// wasm/benches/crossing (strata-wasm linked in) and renders the same URL (the GET row of
 // bench.mjs: 4 template values, 2 query pairs) three ways, each including
 // its JavaScript-side encoding:
 //   wire  - the length-prefixed string the package uses (one &str);
 //   json  - JSON.stringify + serde_json in Rust (one &str);
 //   value - a JS object read field by field through serde-wasm-bindgen.
-// Finally rebuilds nothing: run `npm run build` afterwards for the shipped wasm.
+// It builds its own module; the package's shipped wasm is left as it is.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir, homedir } from "node:os";
@@ -16,16 +16,17 @@ import { wireString, wireStrings, wireValue } from "../../shared/wire.js";
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = mkdtempSync(join(tmpdir(), "strata-crossing-"));
-execFileSync("cargo", ["build", "-p", "strata-wasm", "--target", "wasm32-unknown-unknown", "--profile", "wasm", "--features", "crossing-experiment"], { cwd: pkgDir, stdio: "inherit" });
+execFileSync("cargo", ["build", "-p", "strata-wasm-crossing", "--target", "wasm32-unknown-unknown", "--profile", "wasm"], { cwd: pkgDir, stdio: "inherit" });
 const metadata = JSON.parse(execFileSync("cargo", ["metadata", "--format-version", "1", "--no-deps"], { cwd: pkgDir }).toString());
-const wasmFile = join(metadata.target_directory, "wasm32-unknown-unknown", "wasm", "strata_wasm.wasm");
+const wasmFile = join(metadata.target_directory, "wasm32-unknown-unknown", "wasm", "strata_wasm_crossing.wasm");
 execFileSync(process.env.WASM_BINDGEN_BIN || join(homedir(), ".cargo", "bin", "wasm-bindgen"), ["--target", "web", "--out-dir", out, wasmFile]);
-const glue = await import(pathToFileURL(join(out, "strata_wasm.js")).href);
-glue.initSync({ module: readFileSync(join(out, "strata_wasm_bg.wasm")) });
+const glue = await import(pathToFileURL(join(out, "strata_wasm_crossing.js")).href);
+glue.initSync({ module: readFileSync(join(out, "strata_wasm_crossing_bg.wasm")) });
 rmSync(out, { recursive: true, force: true });
 
 const plan = glue.endpoint_plan("GET", "/repos/{owner}/{repo}/issues{?state,per_page}");
 const index = Number(plan.slice(0, plan.indexOf(":")));
+const experimentIndex = glue.experiment_plan("GET", "/repos/{owner}/{repo}/issues{?state,per_page}");
 const params = { owner: "octokit", repo: "endpoint.js", state: "open", per_page: 100 };
 const query = [["labels", "bug,ui"], ["sort", "created"]];
 const lookupNames = ["owner", "repo", "state", "per_page"];
@@ -40,11 +41,11 @@ const ways = {
   },
   json: () => {
     const lookups = lookupNames.map((name) => (typeof params[name] === "number" ? String(params[name]) : params[name]));
-    return glue.experiment_url_json(index, JSON.stringify({ base_url: baseUrl, accept: null, format: "", previews: [], lookups, query }));
+    return glue.experiment_url_json(experimentIndex, JSON.stringify({ base_url: baseUrl, accept: null, format: "", previews: [], lookups, query }));
   },
   value: () => {
     const lookups = lookupNames.map((name) => (typeof params[name] === "number" ? String(params[name]) : params[name]));
-    return glue.experiment_url_value(index, { base_url: baseUrl, accept: null, format: "", previews: [], lookups, query });
+    return glue.experiment_url_value(experimentIndex, { base_url: baseUrl, accept: null, format: "", previews: [], lookups, query });
   },
 };
 

@@ -4,7 +4,7 @@
 // responses for each platform, and runs the timeout race.
 import { createLogger } from "./logger.js";
 import { wireReader } from "../../shared/wire.js";
-import { wasm } from "./wasm.js";
+import { ReplyKind, RouteKind, wasm } from "./wasm.js";
 
 export const DEFAULT_PATH = "/api/github/webhooks";
 const DEFAULT_TIMEOUT = 9000;
@@ -21,7 +21,7 @@ export function normalizeTrailingSlashes(path) {
 /** Parses `r<status>:` + body + header list. */
 function decodeReply(text) {
   const colon = text.indexOf(":");
-  const status = Number(text.slice(1, colon));
+  const status = Number(text.slice(0, colon));
   const reader = wireReader(text, colon + 1);
   const body = reader.string();
   const flat = reader.strings();
@@ -34,8 +34,8 @@ let fixedReplies;
 function replies() {
   if (!fixedReplies) {
     fixedReplies = {
-      delivered: decodeReply(wasm().webhooks_reply("delivered", undefined, "", "", 0)),
-      stillProcessing: decodeReply(wasm().webhooks_reply("still_processing", undefined, "", "", 0)),
+      delivered: decodeReply(wasm().webhooks_reply(ReplyKind.Delivered, undefined, "", "", 0)),
+      stillProcessing: decodeReply(wasm().webhooks_reply(ReplyKind.StillProcessing, undefined, "", "", 0)),
     };
   }
   return fixedReplies;
@@ -132,7 +132,7 @@ function createMiddleware({ platform, webhooks, options }) {
     }
     const header = (name) => optionalString(platform.header(request, name));
     const contentLength = header("content-length");
-    const route = wasm().webhooks_route(
+    const head = [
       String(request.method),
       String(url),
       pathname,
@@ -143,12 +143,13 @@ function createMiddleware({ platform, webhooks, options }) {
       contentLength !== undefined && /^\d+$/.test(contentLength) ? Number(contentLength) : undefined,
       String(path),
       maxBytes === Infinity ? Number.MAX_SAFE_INTEGER : maxBytes,
-    );
-    if (route === "n") {
+    ];
+    const route = wasm().webhooks_route(...head);
+    if (route === RouteKind.NotOurs) {
       if (typeof next === "function") next();
       return platform.notOurs(response);
     }
-    if (route !== "d") return platform.respond(decodeReply(route), response);
+    if (route === RouteKind.Reply) return platform.respond(decodeReply(wasm().webhooks_route_reply(...head)), response);
 
     const eventName = header("x-github-event");
     const signature = header("x-hub-signature-256");
@@ -176,12 +177,12 @@ function createMiddleware({ platform, webhooks, options }) {
         if (timedOut) return platform.notOurs(response);
         if (error instanceof PayloadTooLargeError) {
           platform.closeAfterResponse(response);
-          return platform.respond(decodeReply(wasm().webhooks_reply("too_large", undefined, "", "", maxBytes)), response);
+          return platform.respond(decodeReply(wasm().webhooks_reply(ReplyKind.TooLarge, undefined, "", "", maxBytes)), response);
         }
         const first = firstError(error);
         const status = typeof first.status === "number" && first.status >= 100 && first.status <= 999 ? first.status : undefined;
         log.error(error);
-        const reply = wasm().webhooks_reply("failed", status, String(first.name || "Error"), first.message ? String(first.message) : "", 0);
+        const reply = wasm().webhooks_reply(ReplyKind.Failed, status, String(first.name || "Error"), first.message ? String(first.message) : "", 0);
         const decoded = decodeReply(reply);
         if (first.status !== undefined && status === undefined) decoded.status = 500;
         return platform.respond(decoded, response);

@@ -1,6 +1,6 @@
 // Event names: the list and the validation rules are strata_core::webhooks'.
 import { EVENT_NAMES } from "../build/event-names.js";
-import { wasm } from "./wasm.js";
+import { EventNameCheck, wasm } from "./wasm.js";
 
 /** Every event name and `event.action` combination GitHub sends. */
 export const emitterEventNames = EVENT_NAMES;
@@ -13,12 +13,10 @@ export function validateEventName(eventName, options = {}) {
   if (typeof eventName !== "string") {
     throw new TypeError("eventName must be of type string");
   }
-  const verdict = wasm().webhooks_validate_event_name(eventName);
-  if (verdict === "") return;
-  const colon = verdict.indexOf(":");
-  const kind = verdict.slice(0, colon);
-  const message = verdict.slice(colon + 1);
-  if (kind !== "unknown") throw new TypeError(message);
+  const check = wasm().webhooks_check_event_name(eventName);
+  if (check === EventNameCheck.Known) return;
+  const message = wasm().webhooks_event_name_message(eventName);
+  if (check !== EventNameCheck.Unknown) throw new TypeError(message);
   if (options.onUnknownEventName === "ignore") return;
   if (options.onUnknownEventName === "warn") {
     (options.log || console).warn(message);

@@ -1,6 +1,9 @@
 // The WebAssembly of this package (see ../../shared/loader.js). Named
 // imports, so the bundler drops the glue this package does not call.
 import {
+  EventNameCheck,
+  ReplyKind,
+  RouteKind,
   __wbg_reset_state,
   initSync,
   strata_take_panic,
@@ -8,10 +11,12 @@ import {
   webhooks_format_digest,
   webhooks_listener_keys,
   webhooks_normalize_trailing_slashes,
+  webhooks_check_event_name,
+  webhooks_event_name_message,
   webhooks_reply,
   webhooks_route,
+  webhooks_route_reply,
   webhooks_sign,
-  webhooks_validate_event_name,
   webhooks_verify,
   webhooks_verify_with_fallback,
   strata_test_panic,
@@ -22,5 +27,9 @@ import { createLoader } from "../../shared/loader.js";
 export const { wasm } = createLoader({
   glue: { initSync, __wbg_reset_state, strata_take_panic },
   text: WASM_TEXT,
-  bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_listener_keys, webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_sign, webhooks_validate_event_name, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
+  bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_listener_keys, webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_route_reply, webhooks_sign, webhooks_check_event_name, webhooks_event_name_message, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
 });
+
+// The kinds that cross the boundary, as wasm-bindgen exports them (frozen
+// objects numbered from 1; the Rust side refuses any other number).
+export { EventNameCheck, ReplyKind, RouteKind };

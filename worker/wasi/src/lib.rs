@@ -6,8 +6,6 @@
 //! (`GITHUB_WEBHOOK_SECRET`, `FORWARD_URL`, … — the same names), reads the
 //! request, answers, and forwards verified deliveries after the response
 //! (a task spawned past the return, the component model's `waitUntil`).
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use std::collections::HashMap;
 
@@ -17,8 +15,9 @@ use http_body_util::{BodyExt, Full};
 use spin_sdk::http::{HeaderMap, HeaderValue, IntoResponse, Request, StatusCode};
 use spin_sdk::http_service;
 use spin_sdk::wasip3::{cli::environment, clocks::monotonic_clock};
+use strata_core::retry::Attempt;
 use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trailing_slashes};
-use strata_core::webhooks::receiver::forward::{Attempt, Report, forward_with_retries, is_forwarded_header};
+use strata_core::webhooks::receiver::forward::{Report, forward_with_retries, is_forwarded_header};
 use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
 
 /// This build's version, served by the health route.
@@ -92,7 +91,7 @@ struct Delivery {
 }
 
 async fn post(url: &str, delivery: &Delivery) -> Attempt {
-    let mut request = spin_sdk::http::Request::new(Full::new(delivery.body.clone()));
+    let mut request = Request::new(Full::new(delivery.body.clone()));
     *request.method_mut() = spin_sdk::http::Method::POST;
     let Ok(uri) = url.parse() else { return Attempt::Unreachable };
     *request.uri_mut() = uri;

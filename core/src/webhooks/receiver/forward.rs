@@ -1,6 +1,9 @@
 //! Forwarding a verified delivery: which of GitHub's headers travel with
-//! it, and when a failed attempt is retried. The shell sends, waits and
-//! logs; the decisions are here.
+//! it, and the report of its attempts. When a failed attempt is retried is
+//! [`crate::retry`]'s rule, shared with the migration service's webhook.
+//! The shell sends, waits and logs; the decisions are here.
+
+use crate::retry::{self, Attempt};
 
 /// Whether a request header travels with the forwarded delivery: GitHub's
 /// own headers (`X-GitHub-*`, `X-Hub-Signature*`), `Content-Type` and
@@ -12,54 +15,6 @@ pub fn is_forwarded_header(name: &str) -> bool {
         || lower.starts_with("x-hub-signature")
         || lower == "content-type"
         || lower == "user-agent"
-}
-
-/// How one forward attempt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attempt {
-    /// The destination answered with this status.
-    Status(u16),
-    /// A destination without statuses (a queue) took it.
-    Sent,
-    /// No answer: connection refused, DNS, TLS, timeout.
-    Unreachable,
-}
-
-/// What to do after an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextStep {
-    /// The destination took the delivery (2xx).
-    Delivered,
-    /// Try again after this many milliseconds.
-    RetryAfterMs(u32),
-    /// Stop: the destination refused it for good (a 4xx other than 408/429),
-    /// or the attempts are used up. The shell logs this loudly.
-    GiveUp,
-}
-
-/// The wait before the second attempt; each later one doubles it.
-pub const FIRST_RETRY_DELAY_MS: u32 = 250;
-
-/// Whether an answer may succeed when repeated: no answer, 408, 425, 429
-/// and 5xx.
-fn is_transient(attempt: Attempt) -> bool {
-    match attempt {
-        Attempt::Unreachable => true,
-        Attempt::Status(status) => matches!(status, 408 | 425 | 429) || (500..=599).contains(&status),
-        Attempt::Sent => false,
-    }
-}
-
-/// Decides after attempt number `number` (from 1) of at most `max_attempts`.
-pub fn next_step(attempt: Attempt, number: u32, max_attempts: u32) -> NextStep {
-    if matches!(attempt, Attempt::Status(200..=299) | Attempt::Sent) {
-        return NextStep::Delivered;
-    }
-    if !is_transient(attempt) || number >= max_attempts {
-        return NextStep::GiveUp;
-    }
-    let doublings = number.saturating_sub(1).min(16);
-    NextStep::RetryAfterMs(FIRST_RETRY_DELAY_MS.saturating_mul(1 << doublings))
 }
 
 /// How forwarding one delivery to one destination ended.
@@ -93,7 +48,7 @@ impl Report {
 
 /// Runs the attempts of one forward: `send(n)` makes attempt `n` (from 1),
 /// `wait(ms)` sleeps between them. Both are the shell's I/O; this function
-/// only sequences them by [`next_step`].
+/// only sequences them by [`retry::next_step`].
 pub async fn forward_with_retries<SendFn, SendFut, WaitFn, WaitFut>(
     max_attempts: u32,
     mut send: SendFn,
@@ -101,20 +56,12 @@ pub async fn forward_with_retries<SendFn, SendFut, WaitFn, WaitFut>(
 ) -> Report
 where
     SendFn: FnMut(u32) -> SendFut,
-    SendFut: std::future::Future<Output = Attempt>,
+    SendFut: Future<Output = Attempt>,
     WaitFn: FnMut(u32) -> WaitFut,
-    WaitFut: std::future::Future<Output = ()>,
+    WaitFut: Future<Output = ()>,
 {
-    let mut number = 1;
-    loop {
-        let attempt = send(number).await;
-        match next_step(attempt, number, max_attempts) {
-            NextStep::Delivered => return Report { attempts: number, last: attempt, delivered: true },
-            NextStep::GiveUp => return Report { attempts: number, last: attempt, delivered: false },
-            NextStep::RetryAfterMs(delay) => wait(delay).await,
-        }
-        number += 1;
-    }
+    let tries = retry::run(max_attempts, &mut send, &mut wait).await;
+    Report { attempts: tries.attempts, last: tries.last, delivered: tries.delivered }
 }
 
 #[cfg(test)]
@@ -134,22 +81,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn retries_are_bounded_and_back_off() {
-        assert_eq!(next_step(Attempt::Status(204), 1, 3), NextStep::Delivered);
-        assert_eq!(next_step(Attempt::Sent, 2, 3), NextStep::Delivered);
-        assert_eq!(next_step(Attempt::Unreachable, 1, 3), NextStep::RetryAfterMs(250));
-        assert_eq!(next_step(Attempt::Status(503), 2, 3), NextStep::RetryAfterMs(500));
-        assert_eq!(next_step(Attempt::Status(503), 3, 3), NextStep::GiveUp);
-        assert_eq!(next_step(Attempt::Status(429), 1, 1), NextStep::GiveUp);
-        assert_eq!(next_step(Attempt::Status(408), 4, 10), NextStep::RetryAfterMs(2000));
-        assert_eq!(next_step(Attempt::Status(404), 1, 3), NextStep::GiveUp);
-        assert_eq!(next_step(Attempt::Status(301), 1, 3), NextStep::GiveUp);
-        assert_eq!(next_step(Attempt::Unreachable, 40, 50), NextStep::RetryAfterMs(250 << 16));
-    }
-
     /// Polls a future that never waits on anything external to completion.
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    fn block_on<F: Future>(future: F) -> F::Output {
         let mut future = std::pin::pin!(future);
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         loop {

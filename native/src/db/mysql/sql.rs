@@ -2,20 +2,20 @@
 //! schema is a database. Names are validated by the core and quoted here;
 //! values are always bound (`?`).
 
-use strata_core::ident::quote_mysql;
+use strata_core::migrate::ident::quote_mysql;
 
 /// Name of the session lock serialising mutations across service instances.
-pub const LOCK_NAME: &str = "strata.svc";
+pub(crate) const LOCK_NAME: &str = "strata.svc";
 /// Seconds a mutation waits for the lock before giving up.
-pub const LOCK_TIMEOUT_SECONDS: i64 = 600;
+pub(crate) const LOCK_TIMEOUT_SECONDS: i64 = 600;
 
 /// Takes the lock: 1 when taken, 0 on timeout.
-pub const GET_LOCK: &str = "select get_lock(?, ?)";
+pub(crate) const GET_LOCK: &str = "select get_lock(?, ?)";
 /// Releases the lock.
-pub const RELEASE_LOCK: &str = "select release_lock(?)";
+pub(crate) const RELEASE_LOCK: &str = "select release_lock(?)";
 
 /// The service's database and bookkeeping tables.
-pub const CREATE_SERVICE_TABLES: &str = "
+pub(crate) const CREATE_SERVICE_TABLES: &str = "
 create database if not exists svc;
 create table if not exists svc.svc_versions (
     id int auto_increment primary key,
@@ -42,7 +42,7 @@ create table if not exists svc.svc_migrations (
 
 /// The default tenant table, created only when neither tenant statement is
 /// configured.
-pub const CREATE_TENANTS_TABLE: &str = "
+pub(crate) const CREATE_TENANTS_TABLE: &str = "
 create table if not exists svc.svc_tenants (
     id int auto_increment primary key,
     name varchar(64) not null unique,
@@ -56,20 +56,20 @@ const CREATED: &str = "date_format(created, '%Y-%m-%dT%H:%i:%s.%fZ')";
 const PARSE_CREATED: &str = "str_to_date(?, '%Y-%m-%dT%H:%i:%s.%fZ')";
 
 /// Recorded migrations, as the planner needs them.
-pub const SELECT_APPLIED: &str =
+pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id";
 
 /// Inserts a version (its id is the insert id).
-pub fn insert_version() -> String {
+pub(crate) fn insert_version() -> String {
     format!("insert into svc.svc_versions (name, created, request_id) values (?, {PARSE_CREATED}, ?)")
 }
 
 /// Removes a version that ended up with nothing applied.
-pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ? \
+pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ? \
     and not exists (select 1 from svc.svc_migrations where version_id = ?)";
 
 /// Records one applied migration, right after it ran.
-pub fn insert_migration() -> String {
+pub(crate) fn insert_migration() -> String {
     format!(
         "insert into svc.svc_migrations \
          (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) \
@@ -78,12 +78,12 @@ pub fn insert_migration() -> String {
 }
 
 /// All versions.
-pub fn select_versions() -> String {
+pub(crate) fn select_versions() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions order by id")
 }
 
 /// Versions in which a file was applied.
-pub fn select_versions_by_file() -> String {
+pub(crate) fn select_versions_by_file() -> String {
     format!(
         "select id, name, {CREATED} from svc.svc_versions \
          where id in (select version_id from svc.svc_migrations where filename = ?) order by id"
@@ -91,7 +91,7 @@ pub fn select_versions_by_file() -> String {
 }
 
 /// One version.
-pub fn select_version() -> String {
+pub(crate) fn select_version() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions where id = ?")
 }
 
@@ -100,25 +100,25 @@ fn migration_columns() -> String {
 }
 
 /// The migrations of one version.
-pub fn select_version_migrations() -> String {
+pub(crate) fn select_version_migrations() -> String {
     format!("select {} from svc.svc_migrations where version_id = ? order by id", migration_columns())
 }
 
 /// One recorded migration.
-pub fn select_migration() -> String {
+pub(crate) fn select_migration() -> String {
     format!("select {} from svc.svc_migrations where id = ?", migration_columns())
 }
 
 /// Creates a tenant's database; fails when it exists.
-pub fn create_database(schema: &str) -> String {
+pub(crate) fn create_database(schema: &str) -> String {
     format!("create database {}", quote_mysql(schema))
 }
 
 /// Drops a tenant database this mutation created a moment ago and that is
 /// still empty (its tenant row could not be inserted).
-pub fn drop_database(schema: &str) -> String {
+pub(crate) fn drop_database(schema: &str) -> String {
     format!("drop database if exists {}", quote_mysql(schema))
 }
 
 /// A cheap query touching the service tables, for health.
-pub const PING: &str = "select count(*) from svc.svc_versions where id < 0";
+pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0";

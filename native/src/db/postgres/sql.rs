@@ -2,37 +2,37 @@
 //! validated by the core and quoted here; values are always bound
 //! (`$1`, `$2`, …).
 
-use strata_core::ident::quote_ansi;
+use strata_core::migrate::ident::quote_ansi;
 
 /// Key of the transaction-level advisory lock serialising mutations (and
 /// start-up DDL) across every service instance sharing the database.
-pub const LOCK_KEY: i64 = 0x5354_5241_5441; // "STRATA"
+pub(crate) const LOCK_KEY: i64 = 0x5354_5241_5441; // "STRATA"
 
 /// Takes the advisory lock until the end of the transaction (start-up DDL).
-pub const LOCK: &str = "select pg_advisory_xact_lock($1)";
+pub(crate) const LOCK: &str = "select pg_advisory_xact_lock($1)";
 
 /// Takes the advisory lock for the session: a version holds it on a
 /// connection of its own from before it reads the recorded state until
 /// after its last commit; PostgreSQL releases it when the session ends.
-pub const SESSION_LOCK: &str = "select pg_advisory_lock($1)";
+pub(crate) const SESSION_LOCK: &str = "select pg_advisory_lock($1)";
 
 /// Releases the session's advisory lock.
-pub const SESSION_UNLOCK: &str = "select pg_advisory_unlock($1)";
+pub(crate) const SESSION_UNLOCK: &str = "select pg_advisory_unlock($1)";
 
 /// Starts a transaction.
-pub const BEGIN: &str = "begin";
+pub(crate) const BEGIN: &str = "begin";
 /// Commits it.
-pub const COMMIT: &str = "commit";
+pub(crate) const COMMIT: &str = "commit";
 /// Rolls it back.
-pub const ROLLBACK: &str = "rollback";
+pub(crate) const ROLLBACK: &str = "rollback";
 
 /// Deletes a version no migration row refers to (a version whose every
 /// schema failed).
-pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions v where v.id = $1 \
+pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions v where v.id = $1 \
     and not exists (select 1 from svc.svc_migrations m where m.version_id = v.id)";
 
 /// The service's schema and bookkeeping tables.
-pub const CREATE_SERVICE_TABLES: &str = "
+pub(crate) const CREATE_SERVICE_TABLES: &str = "
 create schema if not exists svc;
 create table if not exists svc.svc_versions (
     id serial primary key,
@@ -58,7 +58,7 @@ create index if not exists svc_migrations_filename on svc.svc_migrations (filena
 
 /// The default tenant table, created only when neither tenant statement is
 /// configured.
-pub const CREATE_TENANTS_TABLE: &str = "
+pub(crate) const CREATE_TENANTS_TABLE: &str = "
 create table if not exists svc.svc_tenants (
     id serial primary key,
     name text not null unique,
@@ -70,28 +70,28 @@ create table if not exists svc.svc_tenants (
 const CREATED: &str = "to_char(created at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
 
 /// Recorded migrations, as the planner needs them.
-pub const SELECT_APPLIED: &str =
+pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id";
 
 /// Inserts a version and returns its id.
-pub const INSERT_VERSION: &str =
+pub(crate) const INSERT_VERSION: &str =
     "insert into svc.svc_versions (name, created, request_id) values ($1, $2::timestamptz, $3) returning id";
 
 /// Head of the multi-row insert recording applied migrations.
-pub const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
+pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
     (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ";
 
 /// Rows per multi-row insert: 9 parameters each, far below PostgreSQL's
 /// 65,535 bound parameters per statement.
-pub const MIGRATION_ROWS_PER_INSERT: usize = 1000;
+pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 1000;
 
 /// All versions.
-pub fn select_versions() -> String {
+pub(crate) fn select_versions() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions order by id")
 }
 
 /// Versions in which a file was applied.
-pub fn select_versions_by_file() -> String {
+pub(crate) fn select_versions_by_file() -> String {
     format!(
         "select id, name, {CREATED} from svc.svc_versions \
          where id in (select version_id from svc.svc_migrations where filename = $1) order by id"
@@ -99,7 +99,7 @@ pub fn select_versions_by_file() -> String {
 }
 
 /// One version.
-pub fn select_version() -> String {
+pub(crate) fn select_version() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions where id = $1")
 }
 
@@ -108,19 +108,19 @@ fn migration_columns() -> String {
 }
 
 /// The migrations of one version.
-pub fn select_version_migrations() -> String {
+pub(crate) fn select_version_migrations() -> String {
     format!("select {} from svc.svc_migrations where version_id = $1 order by id", migration_columns())
 }
 
 /// One recorded migration.
-pub fn select_migration() -> String {
+pub(crate) fn select_migration() -> String {
     format!("select {} from svc.svc_migrations where id = $1", migration_columns())
 }
 
 /// Creates a tenant's schema.
-pub fn create_schema(schema: &str) -> String {
+pub(crate) fn create_schema(schema: &str) -> String {
     format!("create schema {}", quote_ansi(schema))
 }
 
 /// A cheap query touching the service tables, for health.
-pub const PING: &str = "select count(*) from svc.svc_versions where id < 0";
+pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0";

@@ -2,10 +2,10 @@
 //! themselves come from the user). Identifiers are validated by the core and
 //! quoted here; values are always bound.
 
-use strata_core::ident::quote_ansi;
+use strata_core::migrate::ident::quote_ansi;
 
 /// The service's bookkeeping tables, in the attached `svc` schema.
-pub const CREATE_SERVICE_TABLES: &str = "
+pub(crate) const CREATE_SERVICE_TABLES: &str = "
 create table if not exists svc.svc_versions (
     id integer primary key autoincrement,
     name text not null,
@@ -30,7 +30,7 @@ create index if not exists svc.svc_migrations_filename on svc_migrations (filena
 
 /// The default tenant table, created only when neither tenant statement is
 /// configured.
-pub const CREATE_TENANTS_TABLE: &str = "
+pub(crate) const CREATE_TENANTS_TABLE: &str = "
 create table if not exists svc.svc_tenants (
     id integer primary key autoincrement,
     name text not null unique,
@@ -39,70 +39,71 @@ create table if not exists svc.svc_tenants (
 ";
 
 /// Names of the databases attached to a connection (`pragma database_list`).
-pub const LIST_ATTACHED: &str = "select name from pragma_database_list";
+pub(crate) const LIST_ATTACHED: &str = "select name from pragma_database_list";
 
 /// Takes the write lock at once, so concurrent writers from other processes
 /// wait instead of failing half-way.
-pub const BEGIN_IMMEDIATE: &str = "begin immediate";
+pub(crate) const BEGIN_IMMEDIATE: &str = "begin immediate";
 /// Commits.
-pub const COMMIT: &str = "commit";
+pub(crate) const COMMIT: &str = "commit";
 /// Rolls back.
-pub const ROLLBACK: &str = "rollback";
+pub(crate) const ROLLBACK: &str = "rollback";
 
 /// The file, next to the main file, on which a version holds a write
 /// transaction as its cross-process lock. Schema names cannot contain `.`,
 /// so no schema's file can be named like it.
-pub const LOCK_FILE: &str = "svc.lock.db";
+pub(crate) const LOCK_FILE: &str = "svc.lock.db";
 
 /// Deletes a version no migration row refers to.
-pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ?1 \
+pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ?1 \
     and not exists (select 1 from svc.svc_migrations where version_id = ?1)";
 
 /// Recorded migrations, as the planner needs them.
-pub const SELECT_APPLIED: &str = "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";
+pub(crate) const SELECT_APPLIED: &str =
+    "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";
 
 /// Inserts a version and returns its id.
-pub const INSERT_VERSION: &str =
+pub(crate) const INSERT_VERSION: &str =
     "insert into svc.svc_versions (name, created, request_id) values (?, ?, ?) returning id";
 
 /// Head of the multi-row insert recording applied migrations; the values
 /// are appended by `QueryBuilder::push_values`, all bound.
-pub const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
+pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
     (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ";
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's
 /// 32,766 bound parameters per statement.
-pub const MIGRATION_ROWS_PER_INSERT: usize = 500;
+pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 500;
 
 /// All versions.
-pub const SELECT_VERSIONS: &str = "select id, name, created from svc.svc_versions order by id";
+pub(crate) const SELECT_VERSIONS: &str = "select id, name, created from svc.svc_versions order by id";
 
 /// Versions in which a file was applied.
-pub const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created from svc.svc_versions \
+pub(crate) const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created from svc.svc_versions \
     where id in (select version_id from svc.svc_migrations where filename = ?) order by id";
 
 /// One version.
-pub const SELECT_VERSION: &str = "select id, name, created from svc.svc_versions where id = ?";
+pub(crate) const SELECT_VERSION: &str = "select id, name, created from svc.svc_versions where id = ?";
 
 const MIGRATION_COLUMNS: &str =
     "id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created";
 
 /// The migrations of one version.
-pub fn select_version_migrations() -> String {
+pub(crate) fn select_version_migrations() -> String {
     format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where version_id = ? order by id")
 }
 
 /// One recorded migration.
-pub fn select_migration() -> String {
+pub(crate) fn select_migration() -> String {
     format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where id = ?")
 }
 
 /// Attaches the database file bound as the one parameter under `schema`.
-pub fn attach(schema: &str) -> String {
+pub(crate) fn attach(schema: &str) -> String {
     format!("attach database ? as {}", quote_ansi(schema))
 }
 
 /// Detaches `schema`.
-pub fn detach(schema: &str) -> String {
+pub(crate) fn detach(schema: &str) -> String {
     format!("detach database {}", quote_ansi(schema))
 }

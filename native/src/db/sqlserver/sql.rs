@@ -7,41 +7,48 @@
 //! `create schema` only through `quotename(@P1)` inside `sp_executesql`.
 
 /// Makes any error abort and roll back the whole transaction.
-pub const BEGIN: &str = "set xact_abort on; begin transaction;";
+pub(crate) const BEGIN: &str = "set xact_abort on; begin transaction;";
 /// Commits.
-pub const COMMIT: &str = "commit transaction;";
+pub(crate) const COMMIT: &str = "commit transaction;";
 /// Rolls back whatever is open.
-pub const ROLLBACK: &str = "if @@trancount > 0 rollback transaction;";
+pub(crate) const ROLLBACK: &str = "if @@trancount > 0 rollback transaction;";
 
 /// What every connection of a version runs first: any error aborts and
 /// rolls back the open transaction.
-pub const SESSION_SETTINGS: &str = "set xact_abort on;";
+pub(crate) const SESSION_SETTINGS: &str = "set xact_abort on;";
+
+/// The application lock's resource name.
+pub(crate) const LOCK_RESOURCE: &str = "strata.svc";
+
+/// How long a mutation waits for the application lock, in seconds (the
+/// `@LockTimeout` of [`SESSION_LOCK`] and [`LOCK`], in milliseconds).
+pub(crate) const LOCK_TIMEOUT_SECONDS: u64 = 600;
 
 /// Takes the application lock for the session: a version holds it on a
 /// connection of its own until after its last commit; SQL Server releases
 /// it when the session ends. Returns sp_getapplock's code (0 or 1 when
 /// granted).
-pub const SESSION_LOCK: &str = "declare @granted int; \
+pub(crate) const SESSION_LOCK: &str = "declare @granted int; \
     exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
     @LockOwner = 'Session', @LockTimeout = 600000; select @granted;";
 
 /// Releases the session's application lock.
-pub const SESSION_UNLOCK: &str = "exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
+pub(crate) const SESSION_UNLOCK: &str = "exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
 
 /// Deletes a version no migration row refers to.
-pub const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = @P1 \
+pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = @P1 \
     and not exists (select 1 from svc.svc_migrations where version_id = @P1);";
 
 /// Takes the application lock serialising start-up DDL across service
 /// instances, owned by the transaction; returns sp_getapplock's code
 /// (0 or 1 when granted).
-pub const LOCK: &str = "declare @granted int; \
+pub(crate) const LOCK: &str = "declare @granted int; \
     exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
     @LockOwner = 'Transaction', @LockTimeout = 600000; select @granted;";
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub const CREATE_SERVICE_TABLES: [&str; 3] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 3] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -69,7 +76,8 @@ pub const CREATE_SERVICE_TABLES: [&str; 3] = [
 
 /// The default tenant table, created only when neither tenant statement is
 /// configured.
-pub const CREATE_TENANTS_TABLE: &str = "if object_id(N'svc.svc_tenants', N'U') is null create table svc.svc_tenants (
+pub(crate) const CREATE_TENANTS_TABLE: &str =
+    "if object_id(N'svc.svc_tenants', N'U') is null create table svc.svc_tenants (
         id int identity(1, 1) primary key,
         name nvarchar(128) not null unique,
         created datetime2(6) not null default sysutcdatetime()
@@ -79,20 +87,20 @@ pub const CREATE_TENANTS_TABLE: &str = "if object_id(N'svc.svc_tenants', N'U') i
 const CREATED: &str = "convert(nvarchar(30), created, 126) + N'Z'";
 
 /// Recorded migrations, as the planner needs them.
-pub const SELECT_APPLIED: &str =
+pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id;";
 
 /// Inserts a version and returns its id.
-pub const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) output inserted.id \
+pub(crate) const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) output inserted.id \
     values (@P1, convert(datetime2(6), @P2, 127), @P3);";
 
 /// Rows per multi-row insert: 9 parameters each stays below SQL Server's
 /// 2,100 parameters per request (and its 1,000 rows per `values`).
-pub const MIGRATION_ROWS_PER_INSERT: usize = 200;
+pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 200;
 const _: () = assert!(MIGRATION_ROWS_PER_INSERT * 9 < 2100 && MIGRATION_ROWS_PER_INSERT <= 1000);
 
 /// The multi-row insert of `rows` migration rows, parameters numbered from 1.
-pub fn insert_migrations(rows: usize) -> String {
+pub(crate) fn insert_migrations(rows: usize) -> String {
     let mut sql = String::from(
         "insert into svc.svc_migrations \
          (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) values ",
@@ -120,16 +128,16 @@ pub fn insert_migrations(rows: usize) -> String {
 }
 
 /// Creates a tenant's schema; the name is bound, quoted by `quotename`.
-pub const CREATE_SCHEMA: &str =
+pub(crate) const CREATE_SCHEMA: &str =
     "declare @statement nvarchar(max) = N'create schema ' + quotename(@P1); exec sp_executesql @statement;";
 
 /// All versions.
-pub fn select_versions() -> String {
+pub(crate) fn select_versions() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions order by id;")
 }
 
 /// Versions in which a file was applied.
-pub fn select_versions_by_file() -> String {
+pub(crate) fn select_versions_by_file() -> String {
     format!(
         "select id, name, {CREATED} from svc.svc_versions \
          where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
@@ -137,7 +145,7 @@ pub fn select_versions_by_file() -> String {
 }
 
 /// One version.
-pub fn select_version() -> String {
+pub(crate) fn select_version() -> String {
     format!("select id, name, {CREATED} from svc.svc_versions where id = @P1;")
 }
 
@@ -146,17 +154,17 @@ fn migration_columns() -> String {
 }
 
 /// The migrations of one version.
-pub fn select_version_migrations() -> String {
+pub(crate) fn select_version_migrations() -> String {
     format!("select {} from svc.svc_migrations where version_id = @P1 order by id;", migration_columns())
 }
 
 /// One recorded migration.
-pub fn select_migration() -> String {
+pub(crate) fn select_migration() -> String {
     format!("select {} from svc.svc_migrations where id = @P1;", migration_columns())
 }
 
 /// A cheap query touching the service tables, for health.
-pub const PING: &str = "select count(*) from svc.svc_versions where id < 0;";
+pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0;";
 
 #[cfg(test)]
 mod tests {
@@ -212,6 +220,15 @@ mod tests {
         assert!(CREATE_SCHEMA.contains("quotename(@P1)"));
         assert!(CREATE_SCHEMA.contains("sp_executesql"));
         assert!(LOCK.contains("@LockOwner = 'Transaction'"));
+    }
+
+    #[test]
+    fn both_locks_name_the_resource_and_the_timeout_the_errors_report() {
+        for statement in [LOCK, SESSION_LOCK] {
+            assert!(statement.contains(&format!("@Resource = N'{LOCK_RESOURCE}'")), "{statement}");
+            assert!(statement.contains(&format!("@LockTimeout = {}", LOCK_TIMEOUT_SECONDS * 1000)), "{statement}");
+        }
+        assert!(SESSION_UNLOCK.contains(&format!("@Resource = N'{LOCK_RESOURCE}'")));
     }
 
     #[test]

@@ -6,17 +6,17 @@
 //! environment map the caller passes in (this crate never reads the process
 //! environment), then the values are validated into [`Config`]. In
 //! `webHookTemplate`, placeholders named `summary` or `summary.<field>` belong
-//! to the webhook and are left for [`crate::summary::render_template`].
+//! to the webhook and are left for [`crate::migrate::summary::render_template`].
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use crate::driver::Driver;
-use crate::ident::validate_identifier;
-use crate::redact::{MASK, redact_data_source};
-use crate::template;
+pub use crate::migrate::driver::Driver;
+use crate::migrate::ident::validate_identifier;
+use crate::migrate::redact::{MASK, redact_data_source};
+use crate::migrate::template;
 
 /// Why a configuration was refused. Every variant names the property.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -360,15 +360,16 @@ impl Config {
         let sub = Substituter { env };
 
         let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;
-        crate::location::BaseLocation::parse(&base_location).map_err(|e| invalid("baseLocation", e.to_string()))?;
+        crate::migrate::location::BaseLocation::parse(&base_location)
+            .map_err(|e| invalid("baseLocation", e.to_string()))?;
         let driver_text = required("driver", sub.optional("driver", raw.driver)?)?;
         let driver = Driver::parse(&driver_text).ok_or_else(|| ConfigError::Invalid {
             property: "driver",
             reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
         })?;
         let data_source = required("dataSource", sub.optional("dataSource", raw.data_source)?)?;
-        crate::datasource::check_driver(driver, &data_source)
-            .and_then(|()| crate::datasource::normalize(driver, &data_source))
+        crate::migrate::datasource::check_driver(driver, &data_source)
+            .and_then(|()| crate::migrate::datasource::normalize(driver, &data_source))
             .map_err(|e| invalid("dataSource", e.to_string().trim_start_matches("dataSource ").to_string()))?;
 
         let tenant_select = sub.optional("tenantSelectSQL", raw.tenant_select_sql)?.filter(|s| !s.trim().is_empty());
@@ -411,7 +412,8 @@ impl Config {
         }
         let web_hook_template = raw.web_hook_template.map(|t| sub.template("webHookTemplate", t)).transpose()?;
         if let Some(template) = &web_hook_template {
-            crate::summary::validate_template(template).map_err(|reason| invalid("webHookTemplate", reason))?;
+            crate::migrate::summary::validate_template(template)
+                .map_err(|reason| invalid("webHookTemplate", reason))?;
         }
         let web_hook_headers = sub
             .list("webHookHeaders", raw.web_hook_headers)?
@@ -506,8 +508,8 @@ impl Config {
 
     /// Every configured directory with the type of migration it holds, in
     /// configuration order.
-    pub fn directories(&self) -> impl Iterator<Item = (&str, crate::MigrationType)> {
-        use crate::MigrationType::*;
+    pub fn directories(&self) -> impl Iterator<Item = (&str, crate::migrate::MigrationType)> {
+        use crate::migrate::MigrationType::*;
         [
             (&self.single_migrations, SingleMigration),
             (&self.tenant_migrations, TenantMigration),

@@ -1,15 +1,38 @@
-//! Built only with the `crossing-experiment` feature: the same URL rendering
-//! as `endpoint_url`, fed by JSON text or by JavaScript values through
-//! serde-wasm-bindgen, so the wire format's speed can be compared.
+//! A benchmark, never shipped: how should a call cross into WebAssembly?
+//! The same URL rendering as strata-wasm's `endpoint_url` (linked in, with
+//! its wire format), fed here by JSON text or by JavaScript values through
+//! serde-wasm-bindgen, so the three can be compared
+//! (`pkg/endpoint/scripts/bench-crossing.mjs`, BENCHMARKS.md).
+
+use std::cell::RefCell;
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value as Json;
+use strata_core::endpoint::RoutePlan;
 use strata_core::endpoint::template::Value;
 use wasm_bindgen::prelude::*;
+// The shipped bindings, linked in: `endpoint_plan` and `endpoint_url` are
+// the wire way of the comparison.
+pub use strata_wasm::{endpoint_plan, endpoint_url};
 
-use crate::endpoint::with_plan;
+thread_local! {
+    static PLANS: RefCell<Vec<RoutePlan>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Plans a route for the JSON and value ways; returns its index.
+#[wasm_bindgen]
+pub fn experiment_plan(method: &str, url: &str) -> usize {
+    PLANS.with_borrow_mut(|plans| {
+        plans.push(RoutePlan::new(method, Some(url)));
+        plans.len() - 1
+    })
+}
+
+fn with_plan(index: usize, action: impl FnOnce(&RoutePlan) -> Result<String, JsError>) -> Result<String, JsError> {
+    PLANS.with_borrow(|plans| action(plans.get(index).ok_or_else(|| JsError::new("unknown route plan"))?))
+}
 
 /// The payload of `endpoint_url` as a structure.
 #[derive(Deserialize)]

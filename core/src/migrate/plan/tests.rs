@@ -1,5 +1,5 @@
 use super::*;
-use crate::source::checksum;
+use crate::migrate::source::checksum;
 
 fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
     let contents = format!("-- {dir}/{name}");

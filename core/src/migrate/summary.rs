@@ -7,8 +7,39 @@
 
 use serde::Serialize;
 
-use crate::plan::Counts;
-use crate::template;
+use crate::migrate::template;
+
+/// How many of each kind the plan applies; the counting fields of the
+/// operation's Summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Tenants the operation covers (all tenants, or the one new tenant).
+    pub tenants: u64,
+    /// Single-schema migrations in the plan.
+    pub single_migrations: u64,
+    /// Distinct tenant migration files in the plan.
+    pub tenant_migrations: u64,
+    /// Tenant migration steps over all tenants.
+    pub tenant_migrations_total: u64,
+    /// Single-schema scripts in the plan.
+    pub single_scripts: u64,
+    /// Distinct tenant script files in the plan.
+    pub tenant_scripts: u64,
+    /// Tenant script steps over all tenants.
+    pub tenant_scripts_total: u64,
+}
+
+impl Counts {
+    /// `single_migrations + tenant_migrations_total`.
+    pub fn migrations_grand_total(&self) -> u64 {
+        self.single_migrations + self.tenant_migrations_total
+    }
+
+    /// `single_scripts + tenant_scripts_total`.
+    pub fn scripts_grand_total(&self) -> u64 {
+        self.single_scripts + self.tenant_scripts_total
+    }
+}
 
 /// The outcome of an operation, as served in `CreateResults.summary` and
 /// posted to the webhook.

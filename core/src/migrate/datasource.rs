@@ -24,7 +24,7 @@
 
 use thiserror::Error;
 
-use crate::driver::Driver;
+use crate::migrate::driver::Driver;
 
 /// Why a `dataSource` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

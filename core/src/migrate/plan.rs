@@ -25,8 +25,9 @@ use rustc_hash::FxHashMap;
 
 use thiserror::Error;
 
-use crate::ident::{IdentError, validate_tenant_name};
-use crate::source::{MigrationType, SourceMigration};
+use crate::migrate::ident::{IdentError, validate_tenant_name};
+use crate::migrate::source::{MigrationType, SourceMigration};
+use crate::migrate::summary::Counts;
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +65,7 @@ pub struct AppliedMigration {
 /// Everything the planner looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanInput<'a> {
-    /// Source migrations in application order ([`crate::source::source_migrations`]).
+    /// Source migrations in application order ([`crate::migrate::source::source_migrations`]).
     pub sources: &'a [SourceMigration],
     /// Rows already recorded.
     pub applied: &'a [AppliedMigration],
@@ -85,38 +86,6 @@ pub struct Step {
     pub schema: u32,
     /// False for Sync: record only.
     pub execute: bool,
-}
-
-/// How many of each kind the plan applies; the counting fields of the
-/// operation's Summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Tenants the operation covers (all tenants, or the one new tenant).
-    pub tenants: u64,
-    /// Single-schema migrations in the plan.
-    pub single_migrations: u64,
-    /// Distinct tenant migration files in the plan.
-    pub tenant_migrations: u64,
-    /// Tenant migration steps over all tenants.
-    pub tenant_migrations_total: u64,
-    /// Single-schema scripts in the plan.
-    pub single_scripts: u64,
-    /// Distinct tenant script files in the plan.
-    pub tenant_scripts: u64,
-    /// Tenant script steps over all tenants.
-    pub tenant_scripts_total: u64,
-}
-
-impl Counts {
-    /// `single_migrations + tenant_migrations_total`.
-    pub fn migrations_grand_total(&self) -> u64 {
-        self.single_migrations + self.tenant_migrations_total
-    }
-
-    /// `single_scripts + tenant_scripts_total`.
-    pub fn scripts_grand_total(&self) -> u64 {
-        self.single_scripts + self.tenant_scripts_total
-    }
 }
 
 /// A recorded migration whose source file changed since it was applied.

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use crate::driver::Driver;
+use crate::migrate::driver::Driver;
 
 /// The longest accepted identifier, in characters.
 pub const MAX_IDENTIFIER_LEN: usize = 63;

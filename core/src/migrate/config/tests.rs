@@ -2,10 +2,10 @@ use std::collections::BTreeMap;
 
 use super::*;
 
-const FULL: &str = include_str!("../../../tests/data/config/full.yaml");
-const MINIMAL: &str = include_str!("../../../tests/data/config/minimal.yaml");
-const UNKNOWN: &str = include_str!("../../../tests/data/config/unknown-property.yaml");
-const BAD_YAML: &str = include_str!("../../../tests/data/config/bad-yaml.yaml");
+const FULL: &str = include_str!("../../../../tests/data/config/full.yaml");
+const MINIMAL: &str = include_str!("../../../../tests/data/config/minimal.yaml");
+const UNKNOWN: &str = include_str!("../../../../tests/data/config/unknown-property.yaml");
+const BAD_YAML: &str = include_str!("../../../../tests/data/config/bad-yaml.yaml");
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -201,15 +201,15 @@ fn every_example_configuration_parses() {
         ("MSSQL_PASSWORD", "p"),
     ]);
     for (yaml, driver) in [
-        (include_str!("../../../examples/sqlite/svc.yaml"), Driver::Sqlite),
-        (include_str!("../../../examples/postgres/svc.yaml"), Driver::Postgres),
-        (include_str!("../../../examples/mysql/svc.yaml"), Driver::Mysql),
-        (include_str!("../../../examples/sqlserver/svc.yaml"), Driver::SqlServer),
+        (include_str!("../../../../examples/sqlite/svc.yaml"), Driver::Sqlite),
+        (include_str!("../../../../examples/postgres/svc.yaml"), Driver::Postgres),
+        (include_str!("../../../../examples/mysql/svc.yaml"), Driver::Mysql),
+        (include_str!("../../../../examples/sqlserver/svc.yaml"), Driver::SqlServer),
     ] {
         let config = Config::parse(yaml, &env).unwrap_or_else(|e| panic!("{driver:?}: {e}"));
         assert_eq!(config.driver, driver);
         assert!(config.default_tenant_table);
         assert_eq!(config.directories().count(), 5);
-        assert!(crate::datasource::normalize(driver, &config.data_source).is_ok(), "{driver:?}");
+        assert!(crate::migrate::datasource::normalize(driver, &config.data_source).is_ok(), "{driver:?}");
     }
 }

@@ -1,3 +1,4 @@
+use crate::migrate::config::Config;
 use std::collections::BTreeMap;
 
 use super::*;
@@ -21,7 +22,7 @@ fn checksum_is_lowercase_hex_sha256() {
 
 #[test]
 fn derives_every_field() {
-    let migrations = source_migrations(&config(), vec![file("tenants", "201602220001.sql")]).unwrap();
+    let migrations = source_migrations(config().directories(), vec![file("tenants", "201602220001.sql")]).unwrap();
     assert_eq!(
         migrations,
         vec![SourceMigration {
@@ -50,7 +51,8 @@ fn orders_like_the_peer() {
         file("tenants", "B.sql"),
         file("tenants", "a.sql"),
     ];
-    let order: Vec<String> = source_migrations(&config(), files).unwrap().into_iter().map(|m| m.file).collect();
+    let order: Vec<String> =
+        source_migrations(config().directories(), files).unwrap().into_iter().map(|m| m.file).collect();
     assert_eq!(
         order,
         [
@@ -71,23 +73,24 @@ fn orders_like_the_peer() {
 
 #[test]
 fn skips_dot_files_and_refuses_bad_input() {
-    let migrations = source_migrations(&config(), vec![file("ref", ".gitkeep"), file("ref", "1.sql")]).unwrap();
+    let migrations =
+        source_migrations(config().directories(), vec![file("ref", ".gitkeep"), file("ref", "1.sql")]).unwrap();
     assert_eq!(migrations.len(), 1);
     assert_eq!(
-        source_migrations(&config(), vec![file("other", "1.sql")]),
+        source_migrations(config().directories(), vec![file("other", "1.sql")]),
         Err(SourceError::UnknownDirectory("other".into()))
     );
     assert_eq!(
-        source_migrations(&config(), vec![file("ref", "a/b.sql")]),
+        source_migrations(config().directories(), vec![file("ref", "a/b.sql")]),
         Err(SourceError::BadFileName { directory: "ref".into(), name: "a/b.sql".into() })
     );
     let binary = SourceFile { directory: "ref".into(), name: "x.sql".into(), bytes: vec![b'a', 0xff] };
     assert_eq!(
-        source_migrations(&config(), vec![binary]),
+        source_migrations(config().directories(), vec![binary]),
         Err(SourceError::NotUtf8 { file: "ref/x.sql".into(), valid_up_to: 1 })
     );
     assert_eq!(
-        source_migrations(&config(), vec![file("ref", "1.sql"), file("ref", "1.sql")]),
+        source_migrations(config().directories(), vec![file("ref", "1.sql"), file("ref", "1.sql")]),
         Err(SourceError::Duplicate("ref/1.sql".into()))
     );
 }
@@ -97,7 +100,8 @@ fn single_schema_is_the_last_path_element() {
     let yaml =
         "baseLocation: m\ndriver: sqlite\ndataSource: x\nsingleMigrations: [db/schemas/ref]\ntenantMigrations: [t]\n";
     let config = Config::parse(yaml, &BTreeMap::new()).unwrap();
-    let migrations = source_migrations(&config, vec![file("db/schemas/ref", "1.sql"), file("t", "1.sql")]).unwrap();
+    let migrations =
+        source_migrations(config.directories(), vec![file("db/schemas/ref", "1.sql"), file("t", "1.sql")]).unwrap();
     assert_eq!(migrations[0].single_schema(), Some("ref"));
     assert_eq!(migrations[0].file, "db/schemas/ref/1.sql");
     assert_eq!(migrations[1].single_schema(), None);
@@ -105,7 +109,7 @@ fn single_schema_is_the_last_path_element() {
 
 #[test]
 fn sql_for_replaces_every_placeholder() {
-    let migrations = source_migrations(&config(), vec![file("tenants", "1.sql")]).unwrap();
+    let migrations = source_migrations(config().directories(), vec![file("tenants", "1.sql")]).unwrap();
     let mut migration = migrations[0].clone();
     migration.contents = "create table {schema}.a (x int); insert into {schema}.a values (1); -- {schema}".into();
     assert_eq!(

@@ -149,3 +149,27 @@ fn engine_positions_map_back_into_the_file() {
     assert_eq!(locate("ab", "{schema}", "x", 0), None);
     assert_eq!(locate("é\nx", "", "", 3), Some(at(2, 1)));
 }
+
+fn pieces(driver: Driver, text: &str) -> Vec<&str> {
+    split(driver, text).unwrap().into_iter().map(|r| &text[r]).collect()
+}
+
+#[test]
+fn split_cuts_at_top_level_semicolons_and_keeps_bodies_whole() {
+    assert_eq!(
+        pieces(Driver::Sqlite, "-- c\ncreate table a (x text default ';');\n\n  insert into a values ('é;'); select 2"),
+        ["create table a (x text default ';')", "insert into a values ('é;')", "select 2"]
+    );
+    let trigger = "create trigger t after insert on a begin\n  update a set x = 1;\n  delete from a;\nend";
+    assert_eq!(pieces(Driver::Sqlite, &format!("{trigger};\nselect 1;")), [trigger, "select 1"]);
+    let procedure = "create procedure p() begin\n  if 1 then select 1; end if;\n  select case when 1 then 2 end;\nend";
+    assert_eq!(pieces(Driver::Mysql, &format!("{procedure};\nselect 1;")), [procedure, "select 1"]);
+    let block = "BEGIN NOT ATOMIC\n  insert into a values (1);\n  insert into a values (2);\nEND";
+    assert_eq!(pieces(Driver::Mysql, &format!("select 0;\n{block};")), ["select 0", block]);
+    assert_eq!(
+        pieces(Driver::Mysql, "insert into `a;b` values (\"x;\") ; -- ;\n/* ; */"),
+        ["insert into `a;b` values (\"x;\")"]
+    );
+    assert_eq!(split(Driver::Sqlite, "select 'unterminated"), None);
+    assert_eq!(pieces(Driver::Sqlite, " \n-- only a comment\n"), Vec::<&str>::new());
+}

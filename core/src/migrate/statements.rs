@@ -30,7 +30,7 @@ use sqlparser::dialect::{Dialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect,
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
 use thiserror::Error;
 
-use crate::driver::Driver;
+use crate::migrate::driver::Driver;
 
 /// The directive, in a leading comment, that makes a file run outside any
 /// transaction.
@@ -97,13 +97,7 @@ pub struct FileMode {
 /// Text the tokenizer cannot read (an unterminated string, say) is not
 /// judged: `Ok` with the directive alone, and the engine has the last word.
 pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, StatementError> {
-    let dialect: &dyn Dialect = match driver {
-        Driver::Postgres => &PostgreSqlDialect {},
-        Driver::Mysql => &MySqlDialect {},
-        Driver::Sqlite => &SQLiteDialect {},
-        Driver::SqlServer => &MsSqlDialect {},
-    };
-    let Ok(tokens) = Tokenizer::new(dialect, contents).tokenize_with_location() else {
+    let Ok(tokens) = Tokenizer::new(dialect(driver), contents).tokenize_with_location() else {
         return Ok(FileMode { no_transaction: has_directive(contents) });
     };
     let mode = FileMode { no_transaction: leading_comments_hold_directive(&tokens) };
@@ -131,6 +125,15 @@ pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, S
         }
     }
     Ok(mode)
+}
+
+fn dialect(driver: Driver) -> &'static dyn Dialect {
+    match driver {
+        Driver::Postgres => &PostgreSqlDialect {},
+        Driver::Mysql => &MySqlDialect {},
+        Driver::Sqlite => &SQLiteDialect {},
+        Driver::SqlServer => &MsSqlDialect {},
+    }
 }
 
 /// The directive in the leading comment lines, for text the tokenizer
@@ -162,6 +165,8 @@ type Word = Option<String>;
 
 struct Statement {
     at: Position,
+    /// Where its last token ends (line, column just past it).
+    end: Position,
     words: Vec<Word>,
 }
 
@@ -200,17 +205,30 @@ fn statements(tokens: &[TokenWithSpan]) -> Vec<Statement> {
         }
         let statement = current.get_or_insert_with(|| Statement {
             at: Position { line: token.span.start.line, column: token.span.start.column },
+            end: Position { line: token.span.end.line, column: token.span.end.column },
             words: Vec::new(),
         });
+        statement.end = Position { line: token.span.end.line, column: token.span.end.column };
         if let Some(w) = word(&token.token) {
             if statement.words.len() < WORDS_KEPT {
                 statement.words.push(w.clone());
             }
             all_words.push(w.clone());
-            let routine = is(all_words.first(), "CREATE")
-                && all_words
-                    .iter()
-                    .any(|w| matches!(w.as_deref(), Some("FUNCTION" | "PROCEDURE" | "TRIGGER" | "EVENT")));
+            // MariaDB's anonymous block: its `BEGIN` opens a body.
+            let block = all_words.len() >= 3
+                && is(all_words.first(), "BEGIN")
+                && is(all_words.get(1), "NOT")
+                && is(all_words.get(2), "ATOMIC");
+            if block && all_words.len() == 3 {
+                depth += 1;
+                i += 1;
+                continue;
+            }
+            let routine = block
+                || is(all_words.first(), "CREATE")
+                    && all_words
+                        .iter()
+                        .any(|w| matches!(w.as_deref(), Some("FUNCTION" | "PROCEDURE" | "TRIGGER" | "EVENT")));
             if routine {
                 let next = significant.get(i + 1).and_then(|t| word(&t.token));
                 match w.as_deref() {
@@ -254,6 +272,7 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
         current
             .get_or_insert_with(|| Statement {
                 at: Position { line: token.span.start.line, column: token.span.start.column },
+                end: Position { line: token.span.end.line, column: token.span.end.column },
                 words: Vec::new(),
             })
             .words
@@ -365,6 +384,24 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
         }
     }
     None
+}
+
+/// The statements of `text` as the engine should run them one at a time, as
+/// byte ranges of `text` in order: cut at top-level `;` exactly as
+/// [`inspect`] reads them (a routine's or MariaDB's `BEGIN NOT ATOMIC`
+/// block's body stays whole). Running a file statement by statement tells
+/// which statement failed on engines that report no position (SQLite,
+/// MySQL). `None` when the tokenizer cannot read the text: run it whole.
+/// Not for SQL Server, whose files are cut at `GO` lines.
+pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    let tokens = Tokenizer::new(dialect(driver), text).tokenize_with_location().ok()?;
+    let lines: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let byte = |at: Position| -> usize {
+        let start = lines.get(at.line.saturating_sub(1) as usize).copied().unwrap_or(text.len());
+        let skip = at.column.saturating_sub(1) as usize;
+        text[start..].char_indices().nth(skip).map_or(text.len(), |(i, _)| start + i)
+    };
+    Some(statements(&tokens).into_iter().map(|s| byte(s.at)..byte(s.end)).collect())
 }
 
 /// Where, in the original file, the character at `offset` (1-based, as

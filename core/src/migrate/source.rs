@@ -18,8 +18,6 @@ use std::cmp::Ordering;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::config::Config;
-
 /// The four kinds of source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MigrationType {
@@ -148,9 +146,14 @@ pub fn checksum(bytes: &[u8]) -> String {
 }
 
 /// Turns the files the shell read into source migrations in application
-/// order (see the module documentation).
-pub fn source_migrations(config: &Config, files: Vec<SourceFile>) -> Result<Vec<SourceMigration>, SourceError> {
-    let directories: Vec<(&str, MigrationType)> = config.directories().collect();
+/// order (see the module documentation). `directories` are the configured
+/// directories with the type each holds, in configuration order
+/// ([`crate::migrate::config::Config::directories`]).
+pub fn source_migrations<'a>(
+    directories: impl IntoIterator<Item = (&'a str, MigrationType)>,
+    files: Vec<SourceFile>,
+) -> Result<Vec<SourceMigration>, SourceError> {
+    let directories: Vec<(&str, MigrationType)> = directories.into_iter().collect();
     let mut keyed = Vec::with_capacity(files.len());
     for file in files {
         let Some(position) = directories.iter().position(|(dir, _)| *dir == file.directory) else {

@@ -1,0 +1,43 @@
+//! The migration service's decisions: what the configuration says, which
+//! files exist and in what order, what runs where, what a file says about
+//! transactions, and how an operation is summed up.
+//!
+//! The modules depend on each other in one direction only (no cycle):
+//! `config` uses `driver`, `ident`, `location`, `redact`, `datasource`,
+//! `summary` (to check a webhook template) and `source`'s `MigrationType`;
+//! `plan` uses `source`, `ident` and `summary`'s `Counts`; `summary` uses
+//! `template`; `source` uses none of them (it takes the configured
+//! directories, not the configuration).
+//!
+//! - [`config`]: the YAML configuration, `${NAME}` substitution and the
+//!   redacted rendering served at `GET /v2/config`.
+//! - [`source`]: source migrations (name, type, file, checksum) and their order.
+//! - [`plan`]: which migration runs in which schema, or is only recorded,
+//!   plus drift and out-of-order diagnostics and the plan's segments.
+//! - [`summary`]: an operation's counts, its summary and the webhook payload.
+//! - [`statements`]: what a migration file says about transactions (the
+//!   `strata:no-transaction` directive, hidden transaction control,
+//!   statements that cannot run in one), its statements one by one, and
+//!   error positions mapped back into the file — over sqlparser's tokenizer.
+//! - [`batches`]: SQL Server scripts cut at `GO` lines.
+//! - [`location`]: which storage a `baseLocation` names.
+//! - [`ident`]: validation and quoting of schema and tenant identifiers.
+//! - [`redact`]: hiding secrets in connection strings.
+//! - [`datasource`]: `dataSource` forms of other tools turned into driver
+//!   URLs, and the check that a `dataSource` belongs to its `driver`.
+//! - [`driver`]: the database kinds and the schema names each engine reserves.
+
+pub mod batches;
+pub mod config;
+pub mod datasource;
+pub mod driver;
+pub mod ident;
+pub mod location;
+pub mod plan;
+pub mod redact;
+pub mod source;
+pub mod statements;
+pub mod summary;
+mod template;
+
+pub use source::MigrationType;
