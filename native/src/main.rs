@@ -1,7 +1,10 @@
 //! `strata`: the migration service. Reads its configuration from the file
-//! named by `SVC_YAML` (default `/data/svc.yaml`), opens the database,
-//! serves the HTTP and GraphQL API, and stops gracefully on SIGTERM/SIGINT.
+//! named by `--config` or `SVC_YAML` (default `/data/svc.yaml`), opens the
+//! database, serves the HTTP and GraphQL API, and stops gracefully on
+//! SIGTERM/SIGINT. The one-shot commands of pipelines (`plan`, `apply`,
+//! `status`, `config check`) are in [`cli`].
 
+mod cli;
 mod db;
 mod error;
 mod graphql;
@@ -26,7 +29,12 @@ use crate::telemetry::Metrics;
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn main() -> ExitCode {
-    let (path, config) = match settings::load() {
+    cli::main()
+}
+
+/// `strata serve` (and `strata` alone): runs the service until a stop signal.
+fn serve(config_path: Option<&std::path::Path>) -> ExitCode {
+    let (path, config) = match settings::load(config_path) {
         Ok(loaded) => loaded,
         Err(message) => {
             eprintln!("strata: {message}");

@@ -12,6 +12,7 @@ use strata_core::migrate::source::{SourceMigration, source_migrations};
 use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
+use crate::db::executor::Observer;
 use crate::db::{Database, DbError, MutationRequest, VersionRow};
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -36,6 +37,8 @@ pub(crate) struct CreateRequest {
     pub(crate) dry_run: bool,
     /// The request's id, stored with the version.
     pub(crate) request_id: String,
+    /// Told what runs and what commits (the command line's progress).
+    pub(crate) observer: Option<Arc<dyn Observer>>,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -53,6 +56,9 @@ pub(crate) struct Service {
     database: Arc<dyn Database>,
     loader: Arc<dyn Loader>,
     webhook: Option<Webhook>,
+    /// Webhook deliveries still running (a one-shot command waits for them
+    /// before it exits; the server lets them finish on their own).
+    background: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
@@ -64,7 +70,7 @@ impl Service {
     /// Wires the parts together.
     pub(crate) fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
         let webhook = Webhook::from_config(&config);
-        Service { config, database, loader, webhook }
+        Service { config, database, loader, webhook, background: std::sync::Mutex::default() }
     }
 
     /// The configuration.
@@ -87,6 +93,39 @@ impl Service {
         let directories = self.config.directories().map(|(dir, _)| dir.to_string()).collect();
         let files = self.loader.read(directories).await?;
         Ok(source_migrations(self.config.directories(), files)?)
+    }
+
+    /// What `createVersion` (or `createTenant`) would do now: the plan and
+    /// the sources it indexes, read without the lock, nothing written.
+    pub(crate) async fn preview(
+        &self,
+        target: Target,
+        action: Action,
+    ) -> Result<(strata_core::migrate::plan::Plan, Vec<SourceMigration>), AppError> {
+        let sources = self.source_migrations().await?;
+        let created = rfc3339(Utc::now());
+        let plan = self
+            .database
+            .preview(MutationRequest {
+                sources: &sources,
+                target,
+                action,
+                dry_run: true,
+                version_name: "",
+                request_id: "",
+                created: &created,
+                observer: None,
+            })
+            .await?;
+        Ok((plan, sources))
+    }
+
+    /// Waits for the webhook deliveries still running.
+    pub(crate) async fn settle(&self) {
+        let tasks: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            let _ = task.await;
+        }
     }
 
     /// Runs `createVersion` or `createTenant`.
@@ -113,6 +152,7 @@ impl Service {
                         version_name: &task_request.version_name,
                         request_id: &task_request.request_id,
                         created: &created,
+                        observer: task_request.observer.as_deref(),
                     })
                     .await
             }
@@ -158,7 +198,10 @@ impl Service {
                 migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
                 "version created");
             if let Some(webhook) = &self.webhook {
-                webhook.send_in_background(&summary, version.id);
+                let task = webhook.send_in_background(&summary, version.id);
+                let mut background = self.background.lock().unwrap_or_else(|e| e.into_inner());
+                background.retain(|task| !task.is_finished());
+                background.push(task);
             }
         } else {
             tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");

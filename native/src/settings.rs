@@ -9,10 +9,14 @@ use strata_core::migrate::config::{Config, ProcessEnvironment};
 /// The configuration path when `SVC_YAML` is not set.
 pub(crate) const DEFAULT_PATH: &str = "/data/svc.yaml";
 
-/// Reads and parses the configuration. The error is one line naming the
-/// file and the problem.
-pub(crate) fn load() -> Result<(String, Config), String> {
-    let path = std::env::var_os("SVC_YAML").map_or_else(|| PathBuf::from(DEFAULT_PATH), PathBuf::from);
+/// Reads and parses the configuration: `path` (the command line's
+/// `--config`), else `SVC_YAML`, else [`DEFAULT_PATH`]. The error is one
+/// line naming the file and the problem.
+pub(crate) fn load(path: Option<&std::path::Path>) -> Result<(String, Config), String> {
+    let path = match path {
+        Some(path) => path.to_path_buf(),
+        None => std::env::var_os("SVC_YAML").map_or_else(|| PathBuf::from(DEFAULT_PATH), PathBuf::from),
+    };
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: cannot read configuration: {e}"))?;
     let config =

@@ -52,7 +52,7 @@ impl Webhook {
     }
 
     /// Posts the payload for `summary` and `version_id` in the background.
-    pub(crate) fn send_in_background(&self, summary: &Summary, version_id: i64) {
+    pub(crate) fn send_in_background(&self, summary: &Summary, version_id: i64) -> tokio::task::JoinHandle<()> {
         let body = render_payload(self.template.as_deref(), summary, Some(version_id));
         let client = self.client.clone();
         let url = self.url.clone();
@@ -95,6 +95,6 @@ impl Webhook {
                 }
             }
             .instrument(tracing::Span::current()),
-        );
+        )
     }
 }

@@ -149,7 +149,7 @@ fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
         std::fs::read_to_string(crate::support::data_dir().join("../../examples/kubernetes/strata.yaml")).unwrap();
     let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
     let kinds: Vec<&str> = documents.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["Secret", "Deployment", "Service"]);
+    assert_eq!(kinds, ["Secret", "Deployment", "Service", "Job"]);
     let pod = &documents[1]["spec"]["template"];
     assert_eq!(pod["metadata"]["annotations"]["prometheus.io/path"], "/metrics");
     let container = &pod["spec"]["containers"][0];
@@ -165,4 +165,38 @@ fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
     )
     .unwrap();
     assert_eq!(config.base_location, "s3://my-migrations/prod");
+
+    // The migration Job: `strata apply` on the Deployment's configuration
+    // (the same Secret mounted at the same place), run once, not retried.
+    let job = &documents[3];
+    assert_eq!(job["metadata"]["annotations"]["helm.sh/hook"], "pre-install,pre-upgrade");
+    assert_eq!(job["metadata"]["annotations"]["argocd.argoproj.io/hook"], "PreSync");
+    assert_eq!(job["spec"]["backoffLimit"], 0);
+    let job_pod = &job["spec"]["template"]["spec"];
+    assert_eq!(job_pod["restartPolicy"], "Never");
+    assert_eq!(job_pod["volumes"], pod["spec"]["volumes"]);
+    let migrate = &job_pod["containers"][0];
+    assert_eq!(migrate["image"], container["image"]);
+    assert_eq!(migrate["volumeMounts"], container["volumeMounts"]);
+    let args: Vec<&str> = migrate["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(args, ["apply", "--version", "$(RELEASE)", "--config", "/data/svc.yaml"]);
+    // Every variable the configuration refers to is set for the Job as for
+    // the Deployment, and RELEASE (named in args) too.
+    let names = |c: &Value| -> Vec<String> {
+        c["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()).collect()
+    };
+    let job_env = names(migrate);
+    for name in ["DB_PASSWORD", "HOOK_TOKEN", "AWS_REGION", "RELEASE"] {
+        assert!(job_env.contains(&name.to_string()), "{name} missing from the Job");
+    }
+    for name in names(container).iter().filter(|n| *n != "SVC_YAML") {
+        assert!(job_env.contains(name), "{name}: the Deployment has it, the Job not");
+    }
+    // The arguments are the command line's own: clap parses them.
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args.iter().map(|a| a.replace("$(RELEASE)", "app-v2.4.0")))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
 }

@@ -344,6 +344,20 @@ fn spawn(config: &Path, log_file: &Path, env: &[(String, String)]) -> Child {
     command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap()
 }
 
+/// The turn on the shared MySQL server (one test at a time uses it); `None`
+/// on the other backends.
+pub(crate) fn mysql_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
+    (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `strata --config <config> <args…>` as a user would, to completion.
+pub(crate) async fn strata(config: &Path, args: &[&str]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    command.arg("--config").arg(config).args(args).env_remove("SVC_YAML");
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output()).await;
+    output.expect("strata finished within 120 s").expect("strata ran")
+}
+
 /// Runs the binary with a config to completion (for start-up failures).
 pub(crate) fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
@@ -377,7 +391,7 @@ impl Server {
 
     /// Like [`Server::start_in`], with extra environment variables for the process.
     pub(crate) async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
-        let turn = (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
+        let turn = mysql_turn();
         ws.prepare_database().await;
         let config = ws.write_config(yaml);
         let log_file = ws.path().join("strata.log");
@@ -474,6 +488,11 @@ impl Server {
     }
 
     /// Everything the process logged so far.
+    /// The configuration file the server runs with.
+    pub(crate) fn config_path(&self) -> &Path {
+        &self.config
+    }
+
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log_file).unwrap_or_default()
     }

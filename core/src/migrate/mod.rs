@@ -15,6 +15,8 @@
 //! - [`plan`]: which migration runs in which schema, or is only recorded,
 //!   plus drift and out-of-order diagnostics and the plan's segments.
 //! - [`summary`]: an operation's counts, its summary and the webhook payload.
+//! - [`report`]: a plan rendered for people (`strata plan`, `strata status`)
+//!   and grouped for pipelines.
 //! - [`statements`]: what a migration file says about transactions (the
 //!   `strata:no-transaction` directive, hidden transaction control,
 //!   statements that cannot run in one), its statements one by one, and
@@ -35,6 +37,7 @@ pub mod ident;
 pub mod location;
 pub mod plan;
 pub mod redact;
+pub mod report;
 pub mod source;
 pub mod statements;
 pub mod summary;

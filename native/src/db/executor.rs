@@ -190,6 +190,35 @@ impl Settings {
     }
 }
 
+/// Told what a version does while it runs (the command line's progress
+/// bar). Called from the executor's tasks: cheap and non-blocking.
+pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
+    /// The plan is made and about to run (not called for an empty plan).
+    fn started(&self, _plan: &Plan, _sources: &[SourceMigration]) {}
+    /// A file starts in a schema.
+    fn running(&self, _schema: &str, _file: &str) {}
+    /// `steps` steps of `schema` committed (on a dry run: ran, then rolled back).
+    fn committed(&self, _schema: &str, _steps: usize) {}
+}
+
+/// What a mutation would do, read without the lock and without writing:
+/// the recorded state, the plan, and the files' refusals (`strata plan`,
+/// `strata status`). A mutation running meanwhile may change the answer.
+pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>) -> Result<Plan, DbError> {
+    let mut conn = engine.connect().await?;
+    let tenants = engine.tenants(&mut conn).await?;
+    let applied = engine.applied(&mut conn).await?;
+    let plan = plan(PlanInput {
+        sources: request.sources,
+        applied: &applied,
+        tenants: &tenants,
+        target: &request.target,
+        action: request.action,
+    })?;
+    check_files(engine.driver(), request.sources, &plan)?;
+    Ok(plan)
+}
+
 /// Runs one mutation: the whole loop.
 pub(crate) async fn mutate<E: Engine>(
     engine: &E,
@@ -222,6 +251,9 @@ async fn locked<E: Engine>(
     let modes = check_files(engine.driver(), request.sources, &plan)?;
     if plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
         return Ok(MutationOutcome { plan, version: None });
+    }
+    if let Some(observer) = request.observer {
+        observer.started(&plan, request.sources);
     }
     let run = Run { engine, settings, request, plan: &plan, no_transaction: &modes };
     let mut conns = vec![main];
@@ -312,6 +344,19 @@ impl From<DbError> for UnitError {
 }
 
 impl<E: Engine> Run<'_, E> {
+    /// Notes steps as committed, and tells the observer, schema by schema.
+    fn committed(&self, progress: &Progress, steps: &[u32]) {
+        progress.committed(steps);
+        self.notify_committed(steps);
+    }
+
+    fn notify_committed(&self, steps: &[u32]) {
+        let Some(observer) = self.request.observer else { return };
+        for run in steps.chunk_by(|a, b| self.plan.steps[*a as usize].schema == self.plan.steps[*b as usize].schema) {
+            observer.committed(self.schema(run[0]), run.len());
+        }
+    }
+
     fn migration(&self, step: u32) -> &SourceMigration {
         &self.request.sources[self.plan.steps[step as usize].migration as usize]
     }
@@ -328,6 +373,9 @@ impl<E: Engine> Run<'_, E> {
     async fn execute(&self, conn: &mut E::Conn, step: u32) -> Result<(), UnitError> {
         if !self.plan.steps[step as usize].execute {
             return Ok(());
+        }
+        if let Some(observer) = self.request.observer {
+            observer.running(self.schema(step), &self.migration(step).file);
         }
         let sql = self.migration(step).sql_for(&self.settings.placeholder, self.schema(step));
         let partly = self.runs_outside_transaction(step) || !self.engine.transactional_ddl();
@@ -370,9 +418,11 @@ impl<E: Engine> Run<'_, E> {
                     }
                     self.record(conn, &pending, version_id).await?;
                     self.engine.commit(conn).await?;
+                    self.notify_committed(&pending);
                     pending.clear();
                     self.execute(conn, step).await?;
                     self.record(conn, &[step], version_id).await?;
+                    self.notify_committed(&[step]);
                     self.engine.begin(conn).await?;
                     continue;
                 }
@@ -388,10 +438,12 @@ impl<E: Engine> Run<'_, E> {
         match result {
             Ok(version_id) if !dry => {
                 self.engine.commit(conn).await?;
+                self.notify_committed(&pending);
                 Ok(Some(self.version_row(version_id)))
             }
             Ok(_) => {
                 self.engine.rollback(conn).await?;
+                self.notify_committed(&pending);
                 Ok(None)
             }
             Err(error) => {
@@ -509,7 +561,7 @@ impl<E: Engine> Run<'_, E> {
                 for &step in &unit.steps {
                     self.execute(conn, step).await?;
                     self.record(conn, &[step], version_id).await?;
-                    progress.committed(&[step]);
+                    self.committed(progress, &[step]);
                 }
                 Ok::<_, UnitError>(())
             }
@@ -536,7 +588,7 @@ impl<E: Engine> Run<'_, E> {
                     pending.clear();
                     self.execute(conn, step).await?;
                     self.record(conn, &[step], version_id).await?;
-                    progress.committed(&[step]);
+                    self.committed(progress, &[step]);
                     self.engine.begin(conn).await?;
                     version_id = self.version_id(conn, progress).await?;
                     continue;
@@ -567,7 +619,7 @@ impl<E: Engine> Run<'_, E> {
         self.record(conn, steps, version_id).await?;
         self.engine.commit(conn).await?;
         progress.set_version(version_id);
-        progress.committed(steps);
+        self.committed(progress, steps);
         if creates_tenant {
             progress.tenant_created.store(true, Ordering::SeqCst);
         }

@@ -90,6 +90,8 @@ pub(crate) struct MutationRequest<'a> {
     pub(crate) request_id: &'a str,
     /// Creation time of the version and its rows, RFC 3339 UTC.
     pub(crate) created: &'a str,
+    /// Told what runs and what commits, when someone watches.
+    pub(crate) observer: Option<&'a dyn executor::Observer>,
 }
 
 /// What a mutation did.
@@ -286,4 +288,7 @@ pub(crate) trait Database: Send + Sync {
     /// Plans (through the core planner) and executes a mutation, serialised
     /// against every other mutation.
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
+    /// What [`Database::mutate`] would plan now, without the lock and
+    /// without writing anything.
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError>;
 }

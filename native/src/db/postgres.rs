@@ -16,7 +16,7 @@ use std::str::FromStr;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::plan::{AppliedMigration, Plan};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
@@ -121,6 +121,10 @@ impl Database for PostgresDatabase {
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
         executor::mutate(self, &self.settings, request).await
+    }
+
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+        executor::preview(self, &request).await
     }
 }
 

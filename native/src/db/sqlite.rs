@@ -33,7 +33,7 @@ use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::plan::{AppliedMigration, Plan};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
 use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
@@ -240,6 +240,10 @@ impl Database for SqliteDatabase {
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
         executor::mutate(self, &self.settings, request).await
+    }
+
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+        executor::preview(self, &request).await
     }
 }
 

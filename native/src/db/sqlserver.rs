@@ -20,7 +20,7 @@ use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::plan::{AppliedMigration, Plan};
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -247,6 +247,10 @@ impl Database for SqlServerDatabase {
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
         executor::mutate(self, &self.settings, request).await
+    }
+
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+        executor::preview(self, &request).await
     }
 }
 

@@ -10,6 +10,7 @@ use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::plan::{PlanError, Target};
 
 use crate::db::DbError;
+use crate::db::executor::Observer;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
@@ -128,6 +129,7 @@ impl Mutation {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
+            observer: ctx.data_opt::<Arc<dyn Observer>>().cloned(),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
@@ -144,6 +146,7 @@ impl Mutation {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
+            observer: ctx.data_opt::<Arc<dyn Observer>>().cloned(),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }

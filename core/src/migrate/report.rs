@@ -1,0 +1,316 @@
+//! What a plan would do, for people and for pipelines: the command line's
+//! `strata plan` and `strata status` render it here (the shell prints).
+//!
+//! Schemas whose pending files are the same are grouped, so a fleet of a
+//! thousand tenants that all miss the same two files is one group of a
+//! thousand names (spelt out up to [`NAMES_SHOWN`]), not a thousand blocks.
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::migrate::plan::Plan;
+use crate::migrate::source::SourceMigration;
+
+/// Names spelt out per group in the text rendering (the JSON has them all).
+pub const NAMES_SHOWN: usize = 5;
+
+/// One file a schema would get.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingFile {
+    /// `source_dir/name`.
+    pub file: String,
+    /// A script (runs on every version) rather than a migration.
+    pub script: bool,
+    /// Executed (Apply) or only recorded (Sync).
+    pub execute: bool,
+}
+
+/// Schemas that would get the same files, in plan order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingGroup {
+    /// The schemas, in first-use order.
+    pub schemas: Vec<String>,
+    /// Whether they are tenants.
+    pub tenants: bool,
+    /// The files each gets, in plan order.
+    pub files: Vec<PendingFile>,
+}
+
+/// Pending migrations (not scripts) per schema, counted: what `strata
+/// status` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCount {
+    /// The schema.
+    pub schema: String,
+    /// Migrations it would get.
+    pub migrations: u64,
+}
+
+/// Whether a plan has migrations to run (or record), or a tenant to create:
+/// what `strata plan --check` gates on. Scripts, due on every version, do
+/// not count.
+pub fn has_pending_migrations(plan: &Plan) -> bool {
+    plan.counts.migrations_grand_total() > 0 || plan.new_tenant.is_some()
+}
+
+/// A plan for pipelines (`strata plan --json`): the summary's counts, the
+/// groups, and the diagnostics, in the API's field names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// Nothing would change (no version would be created).
+    pub nothing_to_do: bool,
+    /// Migrations are pending or a tenant would be created (scripts, due
+    /// on every version, aside): what `--check` gates on.
+    pub pending: bool,
+    /// The tenant `createTenant` would create.
+    pub new_tenant: Option<String>,
+    /// The counts, named as in the API's `Summary`.
+    pub summary: serde_json::Value,
+    /// Schemas grouped by the files they would get.
+    pub groups: Vec<PendingGroup>,
+    /// Pending files that sort before one already applied in their schema.
+    pub out_of_order: Vec<serde_json::Value>,
+    /// Files changed since applied (under Sync; Apply refuses instead).
+    pub drift: Vec<serde_json::Value>,
+}
+
+/// The [`PlanReport`] of `plan`.
+pub fn plan_report(plan: &Plan, sources: &[SourceMigration]) -> PlanReport {
+    let c = &plan.counts;
+    PlanReport {
+        nothing_to_do: plan.is_empty(),
+        pending: has_pending_migrations(plan),
+        new_tenant: plan.new_tenant.clone(),
+        summary: serde_json::json!({
+            "tenants": c.tenants,
+            "singleMigrations": c.single_migrations,
+            "tenantMigrations": c.tenant_migrations,
+            "tenantMigrationsTotal": c.tenant_migrations_total,
+            "migrationsGrandTotal": c.migrations_grand_total(),
+            "singleScripts": c.single_scripts,
+            "tenantScripts": c.tenant_scripts,
+            "tenantScriptsTotal": c.tenant_scripts_total,
+            "scriptsGrandTotal": c.scripts_grand_total(),
+        }),
+        groups: pending_groups(plan, sources),
+        out_of_order: plan
+            .diagnostics
+            .out_of_order
+            .iter()
+            .map(|o| serde_json::json!({ "file": o.file, "schema": o.schema, "after": o.after }))
+            .collect(),
+        drift: plan.diagnostics.drift.iter().map(drift_json).collect(),
+    }
+}
+
+/// A drifted file as JSON: `file`, `schemas`, the source's and the recorded
+/// checksums.
+pub fn drift_json(drift: &crate::migrate::plan::Drift) -> serde_json::Value {
+    serde_json::json!({
+        "file": drift.file,
+        "schemas": drift.schemas,
+        "sourceChecksum": drift.source_checksum,
+        "recordedChecksums": drift.recorded_checksums,
+    })
+}
+
+/// Drift that makes Apply refuse, as text.
+pub fn render_drift(drift: &[crate::migrate::plan::Drift]) -> String {
+    let mut out = format!(
+        "Apply refuses to run: {} migration(s) changed since they were applied (run Sync to accept them, or \
+         restore the files):\n",
+        drift.len()
+    );
+    for item in drift {
+        out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
+    }
+    out
+}
+
+/// The plan grouped by identical file lists.
+pub fn pending_groups(plan: &Plan, sources: &[SourceMigration]) -> Vec<PendingGroup> {
+    let mut per_schema: Vec<Vec<PendingFile>> = vec![Vec::new(); plan.schemas.len()];
+    for step in &plan.steps {
+        let source = &sources[step.migration as usize];
+        per_schema[step.schema as usize].push(PendingFile {
+            file: source.file.clone(),
+            script: source.migration_type.is_script(),
+            execute: step.execute,
+        });
+    }
+    let mut groups: Vec<PendingGroup> = Vec::new();
+    // Deterministic hashing (core's contract: no randomness).
+    let mut index: FxHashMap<(bool, Vec<PendingFile>), usize> = FxHashMap::default();
+    for (schema, files) in plan.schemas.iter().zip(per_schema) {
+        if files.is_empty() {
+            continue;
+        }
+        let tenants = is_tenant_schema(plan, sources, schema);
+        let key = (tenants, files);
+        match index.get(&key) {
+            Some(&at) => groups[at].schemas.push(schema.clone()),
+            None => {
+                index.insert(key.clone(), groups.len());
+                groups.push(PendingGroup { schemas: vec![schema.clone()], tenants, files: key.1 });
+            }
+        }
+    }
+    groups
+}
+
+/// Whether `schema` is a tenant in this plan (it gets tenant kinds, or is
+/// the new tenant).
+fn is_tenant_schema(plan: &Plan, sources: &[SourceMigration], schema: &str) -> bool {
+    plan.new_tenant.as_deref() == Some(schema)
+        || plan
+            .steps
+            .iter()
+            .any(|step| plan.schema_of(step) == schema && sources[step.migration as usize].migration_type.is_tenant())
+}
+
+/// Pending migrations per schema (scripts, which are always due, left out),
+/// schemas with none left out, in plan order.
+pub fn pending_counts(plan: &Plan, sources: &[SourceMigration]) -> Vec<PendingCount> {
+    let mut counts = vec![0u64; plan.schemas.len()];
+    for step in &plan.steps {
+        if !sources[step.migration as usize].migration_type.is_script() {
+            counts[step.schema as usize] += 1;
+        }
+    }
+    plan.schemas
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|(schema, migrations)| PendingCount { schema: schema.clone(), migrations })
+        .collect()
+}
+
+fn names(list: &[String]) -> String {
+    let shown: Vec<&str> = list.iter().take(NAMES_SHOWN).map(String::as_str).collect();
+    match list.len().saturating_sub(NAMES_SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The plan as text: a headline, then each group with its files, then the
+/// diagnostics. `Nothing to do.` for an empty plan.
+pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
+    let mut out = String::new();
+    let counts = &plan.counts;
+    if let Some(tenant) = &plan.new_tenant {
+        out.push_str(&format!("New tenant {tenant}.\n"));
+    }
+    if plan.steps.is_empty() {
+        out.push_str(if plan.new_tenant.is_some() { "No files to apply.\n" } else { "Nothing to do.\n" });
+    } else {
+        out.push_str(&format!(
+            "{} and {} in {} ({}).\n",
+            plural(counts.migrations_grand_total() as usize, "migration", "migrations"),
+            plural(counts.scripts_grand_total() as usize, "script", "scripts"),
+            plural(plan.schemas.len(), "schema", "schemas"),
+            plural(counts.tenants as usize, "tenant", "tenants"),
+        ));
+        for group in pending_groups(plan, sources) {
+            let kind = match (group.tenants, group.schemas.len()) {
+                (true, 1) => "tenant",
+                (true, _) => "tenants",
+                (false, 1) => "schema",
+                (false, _) => "schemas",
+            };
+            out.push_str(&format!("\n{kind} {}:\n", names(&group.schemas)));
+            for file in &group.files {
+                let what = match (file.script, file.execute) {
+                    (true, _) => " (script)",
+                    (false, false) => " (record only)",
+                    (false, true) => "",
+                };
+                out.push_str(&format!("  {}{what}\n", file.file));
+            }
+        }
+    }
+    let diagnostics = &plan.diagnostics;
+    if !diagnostics.out_of_order.is_empty() {
+        out.push_str("\nOut of order (applied anyway, as the peer does):\n");
+        for item in &diagnostics.out_of_order {
+            out.push_str(&format!("  {} in {} sorts before {}, already applied\n", item.file, item.schema, item.after));
+        }
+    }
+    if !diagnostics.drift.is_empty() {
+        out.push_str("\nDrift (changed since applied; Sync leaves them as recorded):\n");
+        for item in &diagnostics.drift {
+            out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::MigrationType;
+    use crate::migrate::plan::{Action, PlanInput, Target, plan};
+
+    fn source(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
+        SourceMigration {
+            name: name.into(),
+            migration_type,
+            source_dir: dir.into(),
+            file: format!("{dir}/{name}"),
+            contents: String::new(),
+            checksum: "c".into(),
+        }
+    }
+
+    fn sources() -> Vec<SourceMigration> {
+        vec![
+            source("ref", "1.sql", MigrationType::SingleMigration),
+            source("tenants", "1.sql", MigrationType::TenantMigration),
+            source("tenants", "2.sql", MigrationType::TenantMigration),
+            source("tenant-scripts", "s.sql", MigrationType::TenantScript),
+        ]
+    }
+
+    #[test]
+    fn a_fleet_that_misses_the_same_files_is_one_group() {
+        let sources = sources();
+        let tenants: Vec<String> = (1..=7).map(|i| format!("t{i}")).collect();
+        let plan = plan(PlanInput {
+            sources: &sources,
+            applied: &[],
+            tenants: &tenants,
+            target: &Target::AllSchemas,
+            action: Action::Apply,
+        })
+        .unwrap();
+        let groups = pending_groups(&plan, &sources);
+        assert_eq!(groups.len(), 2);
+        assert_eq!((groups[0].schemas.clone(), groups[0].tenants), (vec!["ref".to_string()], false));
+        assert_eq!(groups[1].schemas, tenants);
+        assert!(groups[1].tenants);
+        let files: Vec<(&str, bool)> = groups[1].files.iter().map(|f| (f.file.as_str(), f.script)).collect();
+        assert_eq!(files, [("tenants/1.sql", false), ("tenants/2.sql", false), ("tenant-scripts/s.sql", true)]);
+        assert_eq!(
+            render_text(&plan, &sources),
+            "15 migrations and 7 scripts in 8 schemas (7 tenants).\n\nschema ref:\n  ref/1.sql\n\ntenants t1, t2, t3, \
+             t4, t5, and 2 more:\n  tenants/1.sql\n  tenants/2.sql\n  tenant-scripts/s.sql (script)\n"
+        );
+        let counts = pending_counts(&plan, &sources);
+        assert_eq!(counts[0], PendingCount { schema: "ref".into(), migrations: 1 });
+        assert_eq!(counts[1], PendingCount { schema: "t1".into(), migrations: 2 });
+        assert_eq!(counts.len(), 8);
+    }
+
+    #[test]
+    fn an_empty_plan_says_nothing_to_do() {
+        assert_eq!(render_text(&Plan::default(), &[]), "Nothing to do.\n");
+    }
+}

@@ -1,0 +1,139 @@
+//! The command line: `strata [serve]` runs the service; `plan`, `apply`,
+//! `status` and `config check` are one-shot commands for pipelines, on the
+//! same configuration, the same executor and the same cross-instance lock
+//! as the API (`apply` runs the API's own `createVersion`/`createTenant`
+//! in-process, so it answers exactly what the API would).
+
+mod commands;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// What a command's exit status means (also in `--help` and README.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Exit {
+    /// Done, or nothing to do.
+    Success = 0,
+    /// A migration failed (or a file was refused before anything ran), or
+    /// another operation failed.
+    Failed = 1,
+    /// The command line is wrong (clap's own status).
+    Usage = 2,
+    /// Drift: a migration applied earlier changed since; Apply refuses.
+    Drift = 3,
+    /// The configuration cannot be read or is invalid.
+    BadConfig = 4,
+    /// The database cannot be reached.
+    Unreachable = 5,
+    /// `plan --check`: a migration is pending.
+    Pending = 6,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  done, or nothing to do
+  1  a migration failed (or a file was refused before anything ran), or another failure
+  2  the command line is wrong
+  3  drift: a migration applied earlier has changed; Apply refuses to run
+  4  the configuration cannot be read or is invalid
+  5  the database cannot be reached
+  6  plan --check: a migration is pending (scripts, due on every version, do not count)";
+
+/// Strata: versioned SQL migrations for single schemas and tenant fleets.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, about, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// The configuration file (default: $SVC_YAML, else /data/svc.yaml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HTTP and GraphQL API (what `strata` alone does).
+    Serve,
+    /// Show what `apply` would do, without writing anything: per schema the
+    /// files to apply, scripts, out-of-order files and drift.
+    Plan(PlanArgs),
+    /// Apply (or record, with --sync) everything pending as a new version,
+    /// through the API's own code path and lock.
+    Apply(ApplyArgs),
+    /// Recent versions, the tenant count, and pending migrations per schema.
+    Status(StatusArgs),
+    /// The configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+struct PlanArgs {
+    /// Plan `createTenant` for this new tenant instead of `createVersion`.
+    #[arg(long, value_name = "NAME")]
+    tenant: Option<String>,
+    /// Plan a Sync (record without running) instead of an Apply.
+    #[arg(long)]
+    sync: bool,
+    /// Exit 6 when a migration is pending (scripts, due on every version, do
+    /// not count) and 3 on drift: a CI gate.
+    #[arg(long)]
+    check: bool,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ApplyArgs {
+    /// The name of the new version.
+    #[arg(long = "version", value_name = "NAME")]
+    version_name: String,
+    /// Record the pending migrations without running them.
+    #[arg(long)]
+    sync: bool,
+    /// Run everything, then roll it back.
+    #[arg(long)]
+    dry_run: bool,
+    /// Create this tenant (`createTenant`) instead of `createVersion`.
+    #[arg(long, value_name = "NAME")]
+    tenant: Option<String>,
+    /// Print the `CreateResults` the API would return, as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct StatusArgs {
+    /// Versions shown (the newest).
+    #[arg(long, default_value_t = 10)]
+    versions: usize,
+    /// Print as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate the configuration and print it with secrets hidden.
+    Check,
+}
+
+/// Parses the command line and runs it.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None | Some(Command::Serve) => crate::serve(cli.config.as_deref()),
+        Some(command) => commands::run(cli.config.as_deref(), command).into(),
+    }
+}

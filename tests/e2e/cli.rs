@@ -1,0 +1,189 @@
+//! The command line, run as a user runs it: `strata --config FILE <command>`
+//! in a temp dir, on the backend of this run. Every subcommand, its exit
+//! status, its `--json` parsed, and `apply` racing a server's `createVersion`.
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, Workspace, mysql_turn, strata};
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+}
+
+fn code(output: &std::process::Output) -> i32 {
+    output.status.code().expect("exited")
+}
+
+#[tokio::test]
+async fn plan_apply_status_and_config_check_with_their_exit_statuses() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+
+    // Before anything: two single-schema migrations pending, no tenants.
+    let plan = strata(&config, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 6, "{}{}", stdout(&plan), stderr(&plan));
+    let text = stdout(&plan);
+    assert!(text.starts_with("2 migrations and 1 script in 2 schemas (0 tenants).\n"), "{text}");
+    assert!(text.contains("schema ref:\n  ref/001.sql\n"), "{text}");
+    assert!(text.contains("schema config:\n  config/002.sql\n  scripts/config/"), "{text}");
+
+    let plan = json_of(&strata(&config, &["plan", "--json"]).await);
+    assert_eq!(plan["pending"], true);
+    assert_eq!(plan["summary"]["singleMigrations"], 2);
+    assert_eq!(plan["groups"][0]["schemas"], json!(["ref"]));
+    assert_eq!(plan["groups"][0]["files"][0], json!({ "file": "ref/001.sql", "script": false, "execute": true }));
+
+    // Apply, as JSON: the API's CreateResults.
+    let apply = strata(&config, &["apply", "--version", "v1", "--json"]).await;
+    assert_eq!(code(&apply), 0, "{}", stderr(&apply));
+    let results = json_of(&apply);
+    assert_eq!(results["summary"]["migrationsGrandTotal"], 2, "{results}");
+    assert_eq!(results["version"]["id"], 1);
+    assert_eq!(results["version"]["name"], "v1");
+    let files: Vec<&str> =
+        results["version"]["dbMigrations"].as_array().unwrap().iter().map(|m| m["file"].as_str().unwrap()).collect();
+    assert_eq!(files[..2], ["ref/001.sql", "config/002.sql"]);
+    assert_eq!(ws.count("ref", "countries").await, 2);
+
+    // A tenant, with a line per schema (stdout is not a terminal).
+    let tenant = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&tenant), 0, "{}", stderr(&tenant));
+    let text = stdout(&tenant);
+    assert!(text.contains("acme: 3 file(s) done\n"), "{text}");
+    assert!(
+        text.contains("Version 2 \"t1\" created: 2 migration(s) and 1 script(s) over 1 tenant(s) applied"),
+        "{text}"
+    );
+
+    // Nothing pending: the gate passes; status says so.
+    let plan = strata(&config, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 0, "{}", stdout(&plan));
+    let status = json_of(&strata(&config, &["status", "--json"]).await);
+    assert_eq!((status["versionCount"].as_i64(), status["tenants"].as_i64()), (Some(2), Some(1)), "{status}");
+    assert_eq!(status["versions"][0]["name"], "t1");
+    assert_eq!(status["pending"], json!([]));
+    let status = strata(&config, &["status"]).await;
+    assert!(stdout(&status).contains("2 version(s); 1 tenant(s).\n"), "{}", stdout(&status));
+    assert!(stdout(&status).contains("No pending migrations."), "{}", stdout(&status));
+
+    // A new tenant migration: pending in acme; --dry-run changes nothing.
+    ws.write_migration("tenants/004.sql", "create table {schema}.audit (id integer);\n");
+    let status = json_of(&strata(&config, &["status", "--json"]).await);
+    assert_eq!(status["pending"], json!([{ "schema": "acme", "migrations": 1 }]));
+    let dry = strata(&config, &["apply", "--version", "v3", "--dry-run"]).await;
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    assert!(stdout(&dry).contains("Dry run: 1 migration(s)"), "{}", stdout(&dry));
+    assert_eq!(code(&strata(&config, &["plan", "--check"]).await), 6);
+
+    // A failing migration: exit 1, the file and schema named.
+    ws.write_migration("tenants/005.sql", "insert into {schema}.nope values (1);\n");
+    let failed = strata(&config, &["apply", "--version", "v3"]).await;
+    assert_eq!(code(&failed), 1, "{}", stdout(&failed));
+    assert!(stderr(&failed).contains("migration tenants/005.sql failed in schema acme"), "{}", stderr(&failed));
+    std::fs::remove_file(ws.migrations().join("tenants/005.sql")).unwrap();
+
+    // Drift: an applied file changed. plan and apply refuse with 3.
+    ws.write_migration("ref/001.sql", "-- changed\ncreate table {schema}.other (id integer);\n");
+    let plan = strata(&config, &["plan"]).await;
+    assert_eq!(code(&plan), 3, "{}", stdout(&plan));
+    assert!(stdout(&plan).contains("Apply refuses to run: 1 migration(s) changed"), "{}", stdout(&plan));
+    assert!(stdout(&plan).contains("  ref/001.sql (recorded in ref)"), "{}", stdout(&plan));
+    let drift = json_of(&strata(&config, &["plan", "--json"]).await);
+    assert_eq!(drift["refused"], "DRIFT");
+    assert_eq!(drift["drift"][0]["file"], "ref/001.sql");
+    let apply = strata(&config, &["apply", "--version", "v4"]).await;
+    assert_eq!(code(&apply), 3, "{}", stderr(&apply));
+    let apply = strata(&config, &["apply", "--version", "v4", "--json"]).await;
+    assert_eq!(code(&apply), 3);
+    assert_eq!(json_of(&apply)["errors"][0]["extensions"]["code"], "DRIFT");
+
+    // config check prints the effective configuration, redacted.
+    let check = strata(&config, &["config", "check"]).await;
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    assert!(stdout(&check).contains("baseLocation:"), "{}", stdout(&check));
+    assert!(stderr(&check).contains("the configuration is valid"), "{}", stderr(&check));
+}
+
+#[tokio::test]
+async fn bad_configuration_unreachable_database_and_usage_have_their_own_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let output = strata(&missing, &["plan"]).await;
+    assert_eq!(code(&output), 4);
+    assert!(stderr(&output).contains("cannot read configuration"), "{}", stderr(&output));
+
+    let invalid = dir.path().join("invalid.yaml");
+    std::fs::write(&invalid, "baseLocation: m\ndriver: oracle\ndataSource: x\n").unwrap();
+    assert_eq!(code(&strata(&invalid, &["config", "check"]).await), 4);
+
+    let secret = dir.path().join("secret.yaml");
+    std::fs::write(
+        &secret,
+        format!(
+            "baseLocation: {}\ndriver: postgres\ndataSource: postgres://app:s3cret-pw@127.0.0.1:1/db\n\
+             singleMigrations: [ref]\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let check = strata(&secret, &["config", "check"]).await;
+    assert_eq!(code(&check), 0);
+    assert!(!stdout(&check).contains("s3cret-pw") && stdout(&check).contains("dataSource:"), "{}", stdout(&check));
+    // Nothing listens on port 1.
+    let unreachable = strata(&secret, &["status"]).await;
+    assert_eq!(code(&unreachable), 5, "{}", stderr(&unreachable));
+    assert!(!stderr(&unreachable).contains("s3cret-pw"), "{}", stderr(&unreachable));
+
+    let usage = strata(&secret, &["apply"]).await;
+    assert_eq!(code(&usage), 2, "--version is required");
+    let help = strata(&secret, &["--help"]).await;
+    assert!(stdout(&help).contains("Exit status:\n  0  done, or nothing to do"), "{}", stdout(&help));
+}
+
+/// The command line and a running server share the cross-instance lock:
+/// started together, each file is applied exactly once.
+#[tokio::test]
+async fn an_apply_racing_a_server_create_version_applies_each_file_once() {
+    let server = Server::start("fleet", "").await;
+    // Tenants first, so the version has work in many schemas.
+    for i in 0..8 {
+        let result = server.create_tenant(json!({ "tenantName": format!("t{i}"), "versionName": "t" })).await;
+        assert!(result.get("errors").is_none(), "{result}");
+    }
+    for i in 2..=6 {
+        server
+            .ws
+            .write_migration(&format!("tenants/{i:03}.sql"), &format!("create table {{schema}}.t{i} (id integer);\n"));
+    }
+    let config = server.config_path().to_path_buf();
+    // Two command lines (which race each other for the database's lock
+    // across processes) and the API.
+    let (first, second, api) = tokio::join!(
+        strata(&config, &["apply", "--version", "cli-1", "--json"]),
+        strata(&config, &["apply", "--version", "cli-2", "--json"]),
+        server.create_version(json!({ "versionName": "api" }))
+    );
+    assert!(api.get("errors").is_none(), "{api}");
+    let mut applied = vec![api["data"]["createVersion"]["summary"]["migrationsGrandTotal"].as_i64().unwrap()];
+    for cli in [&first, &second] {
+        assert_eq!(code(cli), 0, "{}", stderr(cli));
+        applied.push(json_of(cli)["summary"]["migrationsGrandTotal"].as_i64().unwrap());
+    }
+    // ref/001.sql, and 5 tenant migrations in each of 8 tenants.
+    assert_eq!(applied.iter().sum::<i64>(), 1 + 8 * 5, "{applied:?}");
+    assert_eq!(applied.iter().filter(|&&n| n > 0).count(), 1, "the first to take the lock applied it all: {applied:?}");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    for i in 0..8 {
+        assert!(server.ws.tables(&format!("t{i}")).await.contains(&"t6".to_string()));
+    }
+}
