@@ -6,6 +6,7 @@
 # (Debian packages, installed when missing; needs root for that).
 # The S3 and Azure cases run against moto and Azurite, also started there.
 # STRATA_SKIP_SERVERS=1 runs the SQLite pass without them, and says so.
+# The web console is driven in headless Chromium (tests/console.sh).
 # The npm packages (pkg/*) are built from source and their packed tarballs
 # tested in Node and headless Chromium (tests/packages.sh); the edge
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
@@ -76,6 +77,9 @@ else
         STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
     done
 fi
+
+step "the web console in headless Chromium (tests/console.sh)"
+bash tests/console.sh
 
 step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)"
 bash tests/packages.sh

@@ -428,3 +428,27 @@ async fn a_fleet_of_300_tenants_with_20_migrations_each_on_a_postgres_with_defau
         .execute(&mut admin)
         .await;
 }
+
+/// SQLite keeps a schema per file and attaches at most 125 files at once:
+/// per schema, a version attaches each tenant's file for its own unit only,
+/// so a fleet is not bounded by it. (A dry run, one transaction, still is:
+/// the error says so.)
+#[tokio::test]
+async fn a_sqlite_fleet_larger_than_the_attach_limit_is_migrated_tenant_by_tenant() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("fleet", "").await;
+    let names = tenants(&server, 140).await;
+    server.ws.write_migration("tenants/001_items.sql", &table_sql("items"));
+    let result = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    assert_eq!(result["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 140);
+    recorded_equals_applied(&server, &names).await;
+
+    server.ws.write_migration("tenants/002_more.sql", &table_sql("more"));
+    let dry = server.create_version(json!({ "versionName": "dry", "dryRun": true })).await;
+    assert_eq!(dry["errors"][0]["extensions"]["code"], "UNUSABLE_SCHEMA", "{dry}");
+    assert!(dry["errors"][0]["message"].as_str().unwrap().contains("SQLite attaches at most 125"), "{dry}");
+    recorded_equals_applied(&server, &names).await;
+}

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod cli;
+mod console;
 mod drivers;
 mod fleet;
 mod hardening;

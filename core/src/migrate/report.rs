@@ -49,6 +49,66 @@ pub struct PendingCount {
     pub migrations: u64,
 }
 
+/// Where a tenant stands with one tenant migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CellState {
+    /// Recorded, and unchanged since.
+    Applied,
+    /// Not recorded: the next version applies it.
+    Pending,
+    /// Recorded, but the file changed since.
+    Drifted,
+}
+
+/// Tenants × tenant migrations: the console's fleet view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FleetMatrix {
+    /// The tenant migration files, in application order (the columns).
+    pub files: Vec<String>,
+    /// Each tenant with one state per file (the rows), in the tenant list's
+    /// order.
+    pub tenants: Vec<(String, Vec<CellState>)>,
+}
+
+/// The fleet matrix from a **Sync** plan over all schemas (Sync never
+/// refuses on drift and plans exactly the unrecorded migrations), the
+/// sources it indexes, and the tenant list.
+pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: &[String]) -> FleetMatrix {
+    let columns: Vec<usize> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.migration_type == crate::migrate::MigrationType::TenantMigration)
+        .map(|(i, _)| i)
+        .collect();
+    let mut column_of: FxHashMap<usize, usize> = FxHashMap::default();
+    for (column, &source) in columns.iter().enumerate() {
+        column_of.insert(source, column);
+    }
+    let row_of: FxHashMap<&str, usize> = tenants.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let mut cells = vec![vec![CellState::Applied; columns.len()]; tenants.len()];
+    for step in &sync_plan.steps {
+        if let (Some(&column), Some(&row)) =
+            (column_of.get(&(step.migration as usize)), row_of.get(sync_plan.schema_of(step)))
+        {
+            cells[row][column] = CellState::Pending;
+        }
+    }
+    let column_of_file: FxHashMap<&str, usize> =
+        columns.iter().enumerate().map(|(column, &source)| (sources[source].file.as_str(), column)).collect();
+    for drift in &sync_plan.diagnostics.drift {
+        let Some(&column) = column_of_file.get(drift.file.as_str()) else { continue };
+        for schema in &drift.schemas {
+            if let Some(&row) = row_of.get(schema.as_str()) {
+                cells[row][column] = CellState::Drifted;
+            }
+        }
+    }
+    FleetMatrix {
+        files: columns.iter().map(|&source| sources[source].file.clone()).collect(),
+        tenants: tenants.iter().cloned().zip(cells).collect(),
+    }
+}
+
 /// Whether a plan has migrations to run (or record), or a tenant to create:
 /// what `strata plan --check` gates on. Scripts, due on every version, do
 /// not count.
@@ -307,6 +367,45 @@ mod tests {
         assert_eq!(counts[0], PendingCount { schema: "ref".into(), migrations: 1 });
         assert_eq!(counts[1], PendingCount { schema: "t1".into(), migrations: 2 });
         assert_eq!(counts.len(), 8);
+    }
+
+    #[test]
+    fn the_fleet_matrix_marks_pending_and_drifted_cells() {
+        use crate::migrate::plan::AppliedMigration;
+        let mut sources = sources();
+        let tenants: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let recorded = |file: &str, schema: &str, checksum: &str| AppliedMigration {
+            file: file.into(),
+            name: file.rsplit('/').next().unwrap().into(),
+            schema: schema.into(),
+            migration_type: MigrationType::TenantMigration,
+            checksum: checksum.into(),
+        };
+        let applied = vec![
+            recorded("tenants/1.sql", "a", "c"),
+            recorded("tenants/2.sql", "a", "c"),
+            recorded("tenants/1.sql", "b", "old"),
+        ];
+        sources[1].checksum = "c".into();
+        let plan = plan(PlanInput {
+            sources: &sources,
+            applied: &applied,
+            tenants: &tenants,
+            target: &Target::AllSchemas,
+            action: Action::Sync,
+        })
+        .unwrap();
+        let matrix = fleet_matrix(&plan, &sources, &tenants);
+        assert_eq!(matrix.files, ["tenants/1.sql", "tenants/2.sql"]);
+        use CellState::*;
+        assert_eq!(
+            matrix.tenants,
+            [
+                ("a".to_string(), vec![Applied, Applied]),
+                ("b".to_string(), vec![Drifted, Pending]),
+                ("c".to_string(), vec![Pending, Pending]),
+            ]
+        );
     }
 
     #[test]

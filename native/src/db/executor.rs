@@ -128,6 +128,14 @@ pub(crate) trait Engine: Send + Sync {
     /// Undoes [`Engine::prepare`] once the version is over; `discard` when
     /// it left nothing (a dry run, or nothing committed).
     async fn release(&self, _conn: &mut Self::Conn, _discard: bool) {}
+    /// Makes one more schema usable on `conn` for one unit, outside any
+    /// transaction (SQLite attaches a tenant's file only while its unit
+    /// runs, so a fleet is not bounded by how many files attach at once).
+    async fn enter(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Undoes [`Engine::enter`], outside any transaction.
+    async fn leave(&self, _conn: &mut Self::Conn, _schema: &str) {}
     /// Starts a transaction.
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
     /// Commits it.
@@ -257,11 +265,14 @@ async fn locked<E: Engine>(
     }
     let run = Run { engine, settings, request, plan: &plan, no_transaction: &modes };
     let mut conns = vec![main];
-    let result = match engine.prepare(&mut conns[0], &plan.schemas).await {
+    let whole = request.dry_run || settings.scope == TransactionScope::Version;
+    // One transaction for the version needs every schema at once; per
+    // schema, the single schemas stay prepared and each tenant's schema is
+    // entered for its unit only.
+    let prepared = if whole { plan.schemas.clone() } else { run.single_schemas() };
+    let result = match engine.prepare(&mut conns[0], &prepared).await {
         Err(error) => Err(error),
-        Ok(()) if request.dry_run || settings.scope == TransactionScope::Version => {
-            run.whole_version(&mut conns[0]).await
-        }
+        Ok(()) if whole => run.whole_version(&mut conns[0]).await,
         Ok(()) => run.per_schema(&mut conns).await,
     };
     let discard = match &result {
@@ -357,6 +368,18 @@ impl<E: Engine> Run<'_, E> {
         }
     }
 
+    /// The plan's schemas that are not tenants (the single schemas its
+    /// steps run in), which a tenant's migrations may refer to.
+    fn single_schemas(&self) -> Vec<String> {
+        let mut single = vec![false; self.plan.schemas.len()];
+        for step in &self.plan.steps {
+            if !self.request.sources[step.migration as usize].migration_type.is_tenant() {
+                single[step.schema as usize] = true;
+            }
+        }
+        self.plan.schemas.iter().zip(single).filter(|(_, s)| *s).map(|(name, _)| name.clone()).collect()
+    }
+
     fn migration(&self, step: u32) -> &SourceMigration {
         &self.request.sources[self.plan.steps[step as usize].migration as usize]
     }
@@ -389,7 +412,12 @@ impl<E: Engine> Run<'_, E> {
     }
 
     fn version_row(&self, id: i64) -> VersionRow {
-        VersionRow { id, name: self.request.version_name.to_string(), created: self.request.created.to_string() }
+        VersionRow {
+            id,
+            name: self.request.version_name.to_string(),
+            created: self.request.created.to_string(),
+            request_id: self.request.request_id.to_string(),
+        }
     }
 
     /// The whole version in one transaction on one connection (dry runs,
@@ -486,7 +514,7 @@ impl<E: Engine> Run<'_, E> {
             if fan_out {
                 while conns.len() < self.settings.concurrency.min(units.len()) {
                     let mut conn = self.engine.connect().await?;
-                    self.engine.prepare(&mut conn, &self.plan.schemas).await?;
+                    self.engine.prepare(&mut conn, &self.single_schemas()).await?;
                     conns.push(conn);
                 }
                 failed = self.fan_out(units, conns, &progress).await;
@@ -545,6 +573,18 @@ impl<E: Engine> Run<'_, E> {
     /// transaction of its unit. Engines without transactional DDL record
     /// each step right after it ran. What commits goes to `progress`.
     async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
+        let schema = match self.plan.new_tenant.as_deref() {
+            Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
+            _ => self.plan.schemas[unit.schema as usize].clone(),
+        };
+        self.engine.enter(conn, &schema).await?;
+        let result = self.unit_entered(conn, unit, progress).await;
+        self.engine.leave(conn, &schema).await;
+        result
+    }
+
+    /// [`Run::unit`] once its schema is usable on `conn`.
+    async fn unit_entered(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
         let tenant = self
             .plan
             .new_tenant

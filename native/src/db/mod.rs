@@ -48,6 +48,8 @@ pub(crate) struct VersionRow {
     pub(crate) name: String,
     /// RFC 3339 UTC.
     pub(crate) created: String,
+    /// The `X-Request-ID` of the request that created it.
+    pub(crate) request_id: String,
 }
 
 /// A row of `svc.svc_migrations`.

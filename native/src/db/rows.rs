@@ -57,7 +57,12 @@ where
     I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
 {
-    Ok(VersionRow { id: get::<R, I>(row, 0)?.into(), name: get(row, 1)?, created: get(row, 2)? })
+    Ok(VersionRow {
+        id: get::<R, I>(row, 0)?.into(),
+        name: get(row, 1)?,
+        created: get(row, 2)?,
+        request_id: get(row, 3)?,
+    })
 }
 
 /// `id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created`.

@@ -251,7 +251,10 @@ impl Database for SqliteDatabase {
 /// and the schemas this version attached to it.
 pub(crate) struct SqliteConn {
     conn: PoolConnection<Sqlite>,
+    /// Attached for the whole version (`prepare`), detached by `release`.
     attached: Vec<String>,
+    /// Attached for one unit (`enter`), detached by `leave`.
+    entered: Option<String>,
     created_files: Vec<PathBuf>,
 }
 
@@ -269,7 +272,12 @@ impl Engine for SqliteDatabase {
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
-        Ok(SqliteConn { conn: self.pool.acquire().await?, attached: Vec::new(), created_files: Vec::new() })
+        Ok(SqliteConn {
+            conn: self.pool.acquire().await?,
+            attached: Vec::new(),
+            entered: None,
+            created_files: Vec::new(),
+        })
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -290,6 +298,27 @@ impl Engine for SqliteDatabase {
 
     async fn prepare(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<(), DbError> {
         self.attach_schemas(conn, schemas).await
+    }
+
+    /// Attaches a tenant's file for its unit, unless the version attached it.
+    async fn enter(&self, conn: &mut Self::Conn, schema: &str) -> Result<(), DbError> {
+        if conn.attached.iter().any(|a| a.eq_ignore_ascii_case(schema)) {
+            return Ok(());
+        }
+        let before = conn.attached.len();
+        self.attach_schemas(conn, &[schema.to_string()]).await?;
+        // What attach_schemas remembered for the version is the unit's.
+        conn.entered = conn.attached.drain(before..).next();
+        Ok(())
+    }
+
+    /// Detaches the unit's file (its transaction is over).
+    async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
+        if let Some(schema) = conn.entered.take()
+            && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(&schema))).execute(&mut *conn.conn).await
+        {
+            tracing::warn!(schema, error = %e, "detach failed");
+        }
     }
 
     /// Detaches the version's schemas; when the version left nothing

@@ -180,7 +180,12 @@ fn null_column(index: usize) -> DbError {
 }
 
 fn version_row(row: &Row) -> Result<VersionRow, DbError> {
-    Ok(VersionRow { id: i64::from(int(row, 0)?), name: text(row, 1)?, created: text(row, 2)? })
+    Ok(VersionRow {
+        id: i64::from(int(row, 0)?),
+        name: text(row, 1)?,
+        created: text(row, 2)?,
+        request_id: text(row, 3)?,
+    })
 }
 
 fn migration_row(row: &Row) -> Result<MigrationRow, DbError> {

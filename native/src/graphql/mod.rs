@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
 use strata_core::migrate::ident::validate_new_tenant_name;
-use strata_core::migrate::plan::{PlanError, Target};
+use strata_core::migrate::plan::{Action, PlanError, Target};
 
 use crate::db::DbError;
 use crate::db::executor::Observer;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
-    ActionDto, CreateResultsDto, DbMigrationDto, MigrationInterface, SourceMigrationDto, SourceMigrationFilters,
-    TenantDto, TenantInput, VersionDto, VersionInput,
+    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, SourceMigrationDto,
+    SourceMigrationFilters, TenantDto, TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -112,6 +112,43 @@ impl Query {
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<TenantDto>> {
         let names = service(ctx)?.database().tenants().await.map_err(graphql_error)?;
         Ok(names.into_iter().map(|name| TenantDto { name }).collect())
+    }
+
+    /// What `createVersion` (with `tenantName`: `createTenant`) would do
+    /// now, read without the lock and writing nothing. Added to the spec's
+    /// schema (the console's preview; `strata plan` prints the same).
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn plan(
+        &self,
+        ctx: &Context<'_>,
+        tenant_name: Option<String>,
+        #[graphql(default_with = "Some(ActionDto::Apply)")] action: Option<ActionDto>,
+    ) -> Result<PlanPreviewDto> {
+        let service = service(ctx)?;
+        let target = match tenant_name {
+            None => Target::AllSchemas,
+            Some(tenant) => {
+                let config = service.config();
+                validate_new_tenant_name(&tenant, config.driver, config.single_schemas())
+                    .map_err(|e| graphql_error(DbError::Plan(PlanError::InvalidTenantName(e))))?;
+                Target::NewTenant(tenant)
+            }
+        };
+        match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
+            Ok((plan, sources)) => Ok(PlanPreviewDto::from_plan(&plan, &sources)),
+            Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
+            Err(error) => Err(graphql_error(error)),
+        }
+    }
+
+    /// Every tenant × every tenant migration: applied, pending or drifted.
+    /// Added to the spec's schema (the console's fleet matrix).
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn fleet(&self, ctx: &Context<'_>) -> Result<FleetDto> {
+        let service = service(ctx)?;
+        let tenants = service.database().tenants().await.map_err(graphql_error)?;
+        let (plan, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
+        Ok(strata_core::migrate::report::fleet_matrix(&plan, &sources, &tenants).into())
     }
 }
 

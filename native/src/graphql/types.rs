@@ -6,9 +6,9 @@ use async_graphql::{
 };
 use std::sync::Arc;
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
+use strata_core::migrate::{plan, report};
 
 use super::limits::RequestScope;
 use crate::db::{MigrationRow, VersionRow};
@@ -205,6 +205,9 @@ pub(crate) struct VersionDto {
     id: i32,
     name: String,
     created: Time,
+    /// The `X-Request-ID` of the request that created the version (the
+    /// console shows it; not in the spec's type, added).
+    request_id: Option<String>,
     #[graphql(skip)]
     row_id: i64,
 }
@@ -222,7 +225,13 @@ impl VersionDto {
 
 impl From<VersionRow> for VersionDto {
     fn from(row: VersionRow) -> Self {
-        VersionDto { id: clamp(row.id), name: row.name, created: Time(row.created), row_id: row.id }
+        VersionDto {
+            id: clamp(row.id),
+            name: row.name,
+            created: Time(row.created),
+            request_id: Some(row.request_id),
+            row_id: row.id,
+        }
     }
 }
 
@@ -334,4 +343,133 @@ pub(crate) struct TenantInput {
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.
 fn clamp(id: i64) -> i32 {
     i32::try_from(id).unwrap_or(i32::MAX)
+}
+
+/// A file a schema would get (`PendingFile`, added: the console's preview).
+#[derive(SimpleObject)]
+#[graphql(name = "PendingFile")]
+pub(crate) struct PendingFileDto {
+    file: String,
+    script: bool,
+    execute: bool,
+}
+
+/// Schemas that would get the same files (`PendingGroup`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "PendingGroup")]
+pub(crate) struct PendingGroupDto {
+    schemas: Vec<String>,
+    tenants: bool,
+    files: Vec<PendingFileDto>,
+}
+
+/// A file changed since it was applied (`DriftedFile`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "DriftedFile")]
+pub(crate) struct DriftedFileDto {
+    file: String,
+    schemas: Vec<String>,
+}
+
+/// What `createVersion` (or `createTenant`) would do now (`PlanPreview`,
+/// added: read without the lock, nothing written).
+#[derive(SimpleObject)]
+#[graphql(name = "PlanPreview")]
+pub(crate) struct PlanPreviewDto {
+    /// Nothing would change: no version would be created.
+    nothing_to_do: bool,
+    /// Apply would refuse: files changed since applied (`drift` lists them).
+    refused_by_drift: bool,
+    /// Schemas grouped by the files they would get.
+    groups: Vec<PendingGroupDto>,
+    /// Drifted files (under Sync, or the reason Apply refuses).
+    drift: Vec<DriftedFileDto>,
+}
+
+impl PlanPreviewDto {
+    /// From a plan and the sources it indexes.
+    pub(crate) fn from_plan(plan: &plan::Plan, sources: &[SourceMigration]) -> Self {
+        PlanPreviewDto {
+            nothing_to_do: plan.is_empty(),
+            refused_by_drift: false,
+            groups: report::pending_groups(plan, sources)
+                .into_iter()
+                .map(|g| PendingGroupDto {
+                    schemas: g.schemas,
+                    tenants: g.tenants,
+                    files: g
+                        .files
+                        .into_iter()
+                        .map(|f| PendingFileDto { file: f.file, script: f.script, execute: f.execute })
+                        .collect(),
+                })
+                .collect(),
+            drift: plan.diagnostics.drift.iter().map(DriftedFileDto::from).collect(),
+        }
+    }
+
+    /// Apply refused: these files drifted.
+    pub(crate) fn refused(drift: &[plan::Drift]) -> Self {
+        PlanPreviewDto {
+            nothing_to_do: false,
+            refused_by_drift: true,
+            groups: Vec::new(),
+            drift: drift.iter().map(DriftedFileDto::from).collect(),
+        }
+    }
+}
+
+impl From<&plan::Drift> for DriftedFileDto {
+    fn from(drift: &plan::Drift) -> Self {
+        DriftedFileDto { file: drift.file.clone(), schemas: drift.schemas.clone() }
+    }
+}
+
+/// Where a tenant stands with a tenant migration (`MigrationState`, added).
+#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[graphql(name = "MigrationState", rename_items = "PascalCase")]
+pub(crate) enum MigrationStateDto {
+    /// Recorded, and unchanged since.
+    Applied,
+    /// Not recorded: the next version applies it.
+    Pending,
+    /// Recorded, but the file changed since.
+    Drifted,
+}
+
+/// One tenant's row of the fleet (`FleetTenant`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "FleetTenant")]
+pub(crate) struct FleetTenantDto {
+    name: String,
+    /// One state per file of `Fleet.files`.
+    states: Vec<MigrationStateDto>,
+}
+
+/// Tenants × tenant migrations (`Fleet`, added: the console's matrix).
+#[derive(SimpleObject)]
+#[graphql(name = "Fleet")]
+pub(crate) struct FleetDto {
+    /// The tenant migration files, in application order.
+    files: Vec<String>,
+    /// Every tenant, with one state per file.
+    tenants: Vec<FleetTenantDto>,
+}
+
+impl From<report::FleetMatrix> for FleetDto {
+    fn from(matrix: report::FleetMatrix) -> Self {
+        let state = |cell: report::CellState| match cell {
+            report::CellState::Applied => MigrationStateDto::Applied,
+            report::CellState::Pending => MigrationStateDto::Pending,
+            report::CellState::Drifted => MigrationStateDto::Drifted,
+        };
+        FleetDto {
+            files: matrix.files,
+            tenants: matrix
+                .tenants
+                .into_iter()
+                .map(|(name, cells)| FleetTenantDto { name, states: cells.into_iter().map(state).collect() })
+                .collect(),
+        }
+    }
 }

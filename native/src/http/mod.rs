@@ -1,6 +1,7 @@
-//! The HTTP surface: routes under `pathPrefix`, request ids, metrics, body
-//! limits.
+//! The HTTP surface: routes under `pathPrefix` (the API, health, metrics,
+//! the web console), request ids, metrics, body limits.
 
+mod console;
 mod request_id;
 mod routes;
 
@@ -42,7 +43,13 @@ pub(crate) fn router(state: Arc<AppState>, prefix: &str) -> Router {
         .route(&at("/metrics"), get(routes::metrics))
         .route(&at("/health"), get(routes::health))
         .route(&at("/v1"), any(routes::v1_gone))
-        .route(&at("/v1/{*rest}"), any(routes::v1_gone));
+        .route(&at("/v1/{*rest}"), any(routes::v1_gone))
+        .route(&at("/console/"), get(console::index))
+        .route(&at("/console/app.js"), get(console::script))
+        .route(&at("/console/app.css"), get(console::styles))
+        .route(&at("/console/favicon.svg"), get(console::icon));
+    let redirect = console::to_index(prefix);
+    routes = routes.route(&at("/console"), get(move || std::future::ready(redirect)));
     if prefix != "/" {
         routes = routes.route(prefix, get(routes::build_info));
     }

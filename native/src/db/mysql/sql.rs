@@ -79,20 +79,20 @@ pub(crate) fn insert_migration() -> String {
 
 /// All versions.
 pub(crate) fn select_versions() -> String {
-    format!("select id, name, {CREATED} from svc.svc_versions order by id")
+    format!("select id, name, {CREATED}, request_id from svc.svc_versions order by id")
 }
 
 /// Versions in which a file was applied.
 pub(crate) fn select_versions_by_file() -> String {
     format!(
-        "select id, name, {CREATED} from svc.svc_versions \
+        "select id, name, {CREATED}, request_id from svc.svc_versions \
          where id in (select version_id from svc.svc_migrations where filename = ?) order by id"
     )
 }
 
 /// One version.
 pub(crate) fn select_version() -> String {
-    format!("select id, name, {CREATED} from svc.svc_versions where id = ?")
+    format!("select id, name, {CREATED}, request_id from svc.svc_versions where id = ?")
 }
 
 fn migration_columns() -> String {

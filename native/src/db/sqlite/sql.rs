@@ -76,14 +76,14 @@ pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
 pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 500;
 
 /// All versions.
-pub(crate) const SELECT_VERSIONS: &str = "select id, name, created from svc.svc_versions order by id";
+pub(crate) const SELECT_VERSIONS: &str = "select id, name, created, request_id from svc.svc_versions order by id";
 
 /// Versions in which a file was applied.
-pub(crate) const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created from svc.svc_versions \
+pub(crate) const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created, request_id from svc.svc_versions \
     where id in (select version_id from svc.svc_migrations where filename = ?) order by id";
 
 /// One version.
-pub(crate) const SELECT_VERSION: &str = "select id, name, created from svc.svc_versions where id = ?";
+pub(crate) const SELECT_VERSION: &str = "select id, name, created, request_id from svc.svc_versions where id = ?";
 
 const MIGRATION_COLUMNS: &str =
     "id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created";

@@ -133,20 +133,20 @@ pub(crate) const CREATE_SCHEMA: &str =
 
 /// All versions.
 pub(crate) fn select_versions() -> String {
-    format!("select id, name, {CREATED} from svc.svc_versions order by id;")
+    format!("select id, name, {CREATED}, request_id from svc.svc_versions order by id;")
 }
 
 /// Versions in which a file was applied.
 pub(crate) fn select_versions_by_file() -> String {
     format!(
-        "select id, name, {CREATED} from svc.svc_versions \
+        "select id, name, {CREATED}, request_id from svc.svc_versions \
          where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
     )
 }
 
 /// One version.
 pub(crate) fn select_version() -> String {
-    format!("select id, name, {CREATED} from svc.svc_versions where id = @P1;")
+    format!("select id, name, {CREATED}, request_id from svc.svc_versions where id = @P1;")
 }
 
 fn migration_columns() -> String {

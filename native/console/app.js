@@ -1,0 +1,327 @@
+// The Strata console: a single page over the service's own API
+// (POST ../v2/service, GET ../health, GET ../v2/config), served by the
+// binary at <pathPrefix>/console/ with every asset embedded. No framework,
+// no CDN; every value from the server reaches the page as text (never HTML).
+
+const API = new URL("../v2/service", document.baseURI);
+const HEALTH = new URL("../health", document.baseURI);
+const CONFIG = new URL("../v2/config", document.baseURI);
+const ROW_HEIGHT = 28;
+
+/** Builds an element: attributes (`on*` functions become listeners), then children. */
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "class") node.className = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(error) {
+    super(error.message);
+    this.code = error.extensions?.code;
+  }
+}
+
+async function gql(query, variables = {}) {
+  const response = await fetch(API, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify({ query, variables }),
+  });
+  const answer = await response.json();
+  if (answer.errors?.length) throw new ApiError(answer.errors[0]);
+  return answer.data;
+}
+
+const main = () => document.getElementById("main");
+
+function say(text) {
+  const status = document.getElementById("status");
+  status.textContent = text;
+  clearTimeout(say.timer);
+  say.timer = setTimeout(() => (status.textContent = ""), 6000);
+}
+
+function show(title, ...content) {
+  const root = main();
+  root.replaceChildren(el("h1", {}, title), ...content);
+  document.title = `${title} · Strata console`;
+}
+
+function failure(error) {
+  return el("p", { class: "error", role: "alert" }, error.code ? `${error.code}: ${error.message}` : String(error.message || error));
+}
+
+function table(headings, rows) {
+  return el(
+    "table",
+    {},
+    el("thead", {}, el("tr", {}, headings.map(([text, numeric]) => el("th", { scope: "col", class: numeric ? "num" : null }, text)))),
+    el("tbody", {}, rows),
+  );
+}
+
+// ---- Overview ------------------------------------------------------------
+
+async function overview() {
+  const [health, config, data] = await Promise.all([
+    fetch(HEALTH).then((r) => r.json()),
+    fetch(CONFIG).then((r) => r.text()),
+    gql("{ versions { id } tenants { name } sourceMigrations { file migrationType } }"),
+  ]);
+  const count = (label, value) => el("div", { class: "card" }, el("div", { class: "muted" }, label), el("div", { class: "value" }, value));
+  const kinds = (type) => data.sourceMigrations.filter((m) => m.migrationType === type).length;
+  show(
+    "Overview",
+    el("div", { class: "cards" },
+      count("Health", el("span", { class: `badge ${health.status === "UP" ? "up" : "down"}`, id: "health-status" }, health.status)),
+      count("Versions", data.versions.length),
+      count("Tenants", data.tenants.length),
+      count("Source migrations", data.sourceMigrations.length),
+      count("Tenant migrations", kinds("TenantMigration")),
+    ),
+    el("h2", {}, "Health checks"),
+    table([["Check"], ["Status"], ["Details"]], health.checks.map((check) =>
+      el("tr", {}, el("td", {}, check.name), el("td", {}, el("span", { class: `badge ${check.status === "UP" ? "up" : "down"}` }, check.status)), el("td", { class: "mono" }, check.data?.details ?? "")))),
+    el("h2", {}, "Configuration (secrets hidden)"),
+    el("pre", { id: "config" }, config),
+  );
+}
+
+// ---- Versions --------------------------------------------------------------
+
+async function versions() {
+  const data = await gql("{ versions { id name created requestId } }");
+  const list = [...data.versions].reverse();
+  show(
+    "Versions",
+    list.length === 0
+      ? el("p", { class: "muted" }, "No versions yet.")
+      : table([["Id", true], ["Name"], ["Created"], ["Request id"]], list.map((v) =>
+          el("tr", {}, el("td", { class: "num" }, el("a", { href: `#/versions/${v.id}` }, v.id)), el("td", {}, v.name), el("td", {}, v.created), el("td", { class: "mono" }, v.requestId ?? "")))),
+  );
+}
+
+async function version(id) {
+  const data = await gql("query($id: Int!) { version(id: $id) { id name created requestId dbMigrations { id file schema migrationType created } } }", { id });
+  const v = data.version;
+  if (!v) return show(`Version ${id}`, el("p", { class: "error" }, "No such version."));
+  show(
+    `Version ${v.id}: ${v.name}`,
+    el("p", {}, el("a", { href: "#/versions" }, "← All versions")),
+    el("p", {}, `Created ${v.created}`, v.requestId ? ` by request ${v.requestId}` : "", `; ${v.dbMigrations.length} migration(s).`),
+    table([["Id", true], ["File"], ["Schema"], ["Type"], ["Created"]], v.dbMigrations.map((m) =>
+      el("tr", {}, el("td", { class: "num" }, m.id), el("td", { class: "mono" }, m.file), el("td", {}, m.schema), el("td", {}, m.migrationType), el("td", {}, m.created)))),
+  );
+}
+
+// ---- Sources ---------------------------------------------------------------
+
+async function sources(params) {
+  const filters = {};
+  for (const key of ["name", "sourceDir", "file", "migrationType"]) if (params.get(key)) filters[key] = params.get(key);
+  const data = await gql("query($filters: SourceMigrationFilters) { sourceMigrations(filters: $filters) { file name sourceDir migrationType checkSum } }", { filters });
+  const field = (name, label) => el("label", {}, label, el("input", { name, value: params.get(name) ?? "", autocomplete: "off" }));
+  const type = el("select", { name: "migrationType" }, el("option", { value: "" }, "any"),
+    ["SingleMigration", "TenantMigration", "SingleScript", "TenantScript"].map((t) => el("option", { value: t, selected: params.get("migrationType") === t }, t)));
+  const form = el("form", { class: "inline", role: "search", onsubmit: (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams([...new FormData(form)].filter(([, v]) => v));
+    location.hash = `#/sources?${query}`;
+  } }, field("name", "Name"), field("sourceDir", "Directory"), field("file", "File"), el("label", {}, "Type", type), el("button", { type: "submit" }, "Filter"));
+  const viewer = el("section", { id: "viewer", "aria-live": "polite" });
+  const view = async (file) => {
+    const found = await gql("query($file: String!) { sourceMigration(file: $file) { file contents } }", { file });
+    viewer.replaceChildren(el("h2", {}, found.sourceMigration.file), el("pre", { class: "contents", tabindex: "0" }, found.sourceMigration.contents));
+    viewer.querySelector("pre").focus();
+  };
+  show(
+    "Sources",
+    form,
+    el("p", { class: "muted" }, `${data.sourceMigrations.length} source migration(s).`),
+    table([["File"], ["Type"], ["Checksum"], [""]], data.sourceMigrations.map((m) =>
+      el("tr", {}, el("td", { class: "mono" }, m.file), el("td", {}, m.migrationType), el("td", { class: "mono" }, m.checkSum.slice(0, 12)),
+        el("td", {}, el("button", { type: "button", onclick: () => view(m.file).catch((e) => viewer.replaceChildren(failure(e))) }, "View"))))),
+    viewer,
+  );
+}
+
+// ---- Fleet -----------------------------------------------------------------
+
+const STATE = {
+  Applied: ["applied", "✓", "applied"],
+  Pending: ["pending", "•", "pending"],
+  Drifted: ["drifted", "!", "drifted: changed since applied"],
+};
+
+async function fleet() {
+  const data = await gql("{ fleet { files tenants { name states } } }");
+  const { files, tenants } = data.fleet;
+  const columns = `minmax(140px, 220px) repeat(${Math.max(files.length, 1)}, minmax(36px, 1fr))`;
+  const head = el("div", { class: "matrix-head", role: "row" },
+    el("span", { role: "columnheader" }, "Tenant"),
+    files.map((file, i) => el("span", { role: "columnheader", class: "cell", title: file }, String(i + 1))));
+  head.style.gridTemplateColumns = columns;
+  const spacer = el("div", { class: "matrix-spacer" });
+  const body = el("div", { class: "matrix-body", tabindex: "0", role: "rowgroup", "aria-label": "Tenants" }, spacer);
+  const counter = el("p", { class: "muted", id: "fleet-count" });
+  let shown = tenants;
+  const render = () => {
+    const first = Math.max(0, Math.floor(body.scrollTop / ROW_HEIGHT) - 5);
+    const last = Math.min(shown.length, first + Math.ceil(body.clientHeight / ROW_HEIGHT) + 10);
+    const rows = [];
+    for (let i = first; i < last; i++) {
+      const tenant = shown[i];
+      const row = el("div", { class: "matrix-row", role: "row", "data-tenant": tenant.name },
+        el("span", { role: "rowheader" }, tenant.name),
+        tenant.states.map((state, j) => {
+          const [css, symbol, words] = STATE[state];
+          return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
+        }));
+      row.style.gridTemplateColumns = columns;
+      row.style.top = `${i * ROW_HEIGHT}px`;
+      rows.push(row);
+    }
+    spacer.style.height = `${shown.length * ROW_HEIGHT}px`;
+    body.replaceChildren(spacer, ...rows);
+  };
+  const pending = tenants.filter((t) => t.states.includes("Pending")).length;
+  const drifted = tenants.filter((t) => t.states.includes("Drifted")).length;
+  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s).`);
+  const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name", autocomplete: "off", oninput: () => {
+    const term = search.value.trim().toLowerCase();
+    shown = term ? tenants.filter((t) => t.name.toLowerCase().includes(term)) : tenants;
+    body.scrollTop = 0;
+    summary();
+    render();
+  } });
+  body.addEventListener("scroll", () => requestAnimationFrame(render));
+  summary();
+  show(
+    "Fleet",
+    el("div", { class: "actions" }, previewPanel(), tenantPanel()),
+    el("form", { class: "inline", role: "search", onsubmit: (e) => e.preventDefault() }, el("label", {}, "Search tenants", search)),
+    counter,
+    el("div", { class: "legend" }, Object.values(STATE).map(([css, symbol, words]) => el("span", {}, el("span", { class: `cell ${css}` }, symbol), ` ${words}`))),
+    el("div", { class: "matrix", role: "table", "aria-label": "Tenants × tenant migrations", "aria-rowcount": String(shown.length + 1) }, head, body),
+    el("p", { class: "muted" }, "Columns: ", files.map((file, i) => el("span", { class: "mono" }, `${i + 1} ${file}${i + 1 < files.length ? ", " : ""}`))),
+  );
+  render();
+}
+
+const SUMMARY = "summary { tenants migrationsGrandTotal singleMigrations tenantMigrationsTotal scriptsGrandTotal duration }";
+
+function previewPanel() {
+  const out = el("div", { id: "preview", "aria-live": "polite" });
+  const apply = el("button", { type: "button", class: "primary", id: "apply", disabled: true, onclick: () => confirmApply() }, "Apply…");
+  const preview = async () => {
+    out.replaceChildren(el("p", { class: "muted" }, "Running a dry run…"));
+    const [plan, dry] = await Promise.all([
+      gql("{ plan { nothingToDo refusedByDrift groups { schemas tenants files { file script } } drift { file schemas } } }"),
+      gql(`mutation { createVersion(input: { versionName: "console preview", dryRun: true }) { ${SUMMARY} } }`).catch((e) => ({ error: e })),
+    ]);
+    const p = plan.plan;
+    if (p.refusedByDrift) {
+      out.replaceChildren(el("p", { class: "error" }, "Apply refuses to run: these files changed since they were applied:"), el("ul", {}, p.drift.map((d) => el("li", { class: "mono" }, `${d.file} (${d.schemas.length} schema(s))`))));
+      apply.disabled = true;
+      return;
+    }
+    // What would run, from the plan: files × the schemas that get them.
+    let migrations = 0, scripts = 0;
+    for (const g of p.groups) for (const f of g.files) f.script ? (scripts += g.schemas.length) : (migrations += g.schemas.length);
+    const s = dry.createVersion?.summary;
+    const line = p.nothingToDo
+      ? "Nothing to apply."
+      : s
+        ? `Would apply ${s.migrationsGrandTotal} migration(s) (${s.singleMigrations} single-schema, ${s.tenantMigrationsTotal} in tenants) and ${s.scriptsGrandTotal} script(s); the dry run took ${s.duration.toFixed(2)} s and was rolled back.`
+        : `Would apply ${migrations} migration(s) and ${scripts} script(s).`;
+    out.replaceChildren(
+      el("p", { id: "preview-summary" }, line),
+      dry.error ? el("p", { class: "muted", id: "dry-run-note" }, `The dry run could not run (${dry.error.code}: ${dry.error.message}); the list below is the plan.`) : null,
+      el("ul", { class: "groups" }, p.groups.map((g) => el("li", {}, `${g.tenants ? "tenants" : "schema"} ${g.schemas.slice(0, 5).join(", ")}${g.schemas.length > 5 ? `, and ${g.schemas.length - 5} more` : ""}: `, g.files.map((f) => f.file + (f.script ? " (script)" : "")).join(", ")))),
+    );
+    apply.disabled = p.nothingToDo;
+  };
+  return el("section", { class: "panel", "aria-labelledby": "preview-title" },
+    el("h2", { id: "preview-title" }, "New version"),
+    el("p", { class: "muted" }, "Preview what createVersion would do (a dry run, rolled back), then apply it."),
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "preview-button", onclick: () => preview().catch((e) => out.replaceChildren(failure(e))) }, "Preview"), apply),
+    out);
+}
+
+function confirmApply() {
+  const dialog = document.getElementById("confirm");
+  const name = document.getElementById("confirm-name");
+  document.getElementById("confirm-text").textContent = "Apply every pending migration and script as a new version? This changes the database.";
+  name.value = `console ${new Date().toISOString().slice(0, 16).replace("T", " ")}`;
+  dialog.returnValue = "";
+  dialog.onclose = async () => {
+    if (dialog.returnValue !== "confirm") return say("Nothing applied.");
+    try {
+      const data = await gql(`mutation($name: String!) { createVersion(input: { versionName: $name }) { ${SUMMARY} version { id name } } }`, { name: name.value });
+      const v = data.createVersion.version;
+      say(v ? `Version ${v.id} created: ${data.createVersion.summary.migrationsGrandTotal} migration(s) applied.` : "Nothing to apply.");
+      await fleet();
+    } catch (e) {
+      say(`Apply failed: ${e.code ?? ""} ${e.message}`);
+      main().append(failure(e));
+    }
+  };
+  document.getElementById("confirm-cancel").onclick = () => dialog.close("cancel");
+  dialog.showModal();
+  name.select();
+}
+
+function tenantPanel() {
+  const out = el("div", { id: "tenant-result", "aria-live": "polite" });
+  const tenant = el("input", { name: "tenant", id: "tenant-name", required: true, autocomplete: "off", maxlength: "63" });
+  const form = el("form", { class: "inline", onsubmit: async (event) => {
+    event.preventDefault();
+    try {
+      const data = await gql(`mutation($tenant: String!, $version: String!) { createTenant(input: { tenantName: $tenant, versionName: $version }) { ${SUMMARY} version { id } } }`,
+        { tenant: tenant.value, version: `create tenant ${tenant.value}` });
+      say(`Tenant ${tenant.value} created in version ${data.createTenant.version?.id}.`);
+      await fleet();
+    } catch (e) {
+      out.replaceChildren(failure(e));
+    }
+  } }, el("label", {}, "Tenant name", tenant), el("button", { type: "submit" }, "Create tenant"));
+  return el("section", { class: "panel", "aria-labelledby": "tenant-title" },
+    el("h2", { id: "tenant-title" }, "New tenant"),
+    el("p", { class: "muted" }, "Creates the schema and applies the tenant migrations (the server checks the name)."),
+    form, out);
+}
+
+// ---- Routing ---------------------------------------------------------------
+
+async function route() {
+  const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
+  const parts = path.split("/").filter(Boolean);
+  const page = parts[0] || "overview";
+  for (const link of document.querySelectorAll("nav a")) {
+    if (link.dataset.page === page) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  try {
+    if (page === "versions" && parts[1]) await version(Number(parts[1]));
+    else if (page === "versions") await versions();
+    else if (page === "sources") await sources(new URLSearchParams(query));
+    else if (page === "fleet") await fleet();
+    else await overview();
+  } catch (error) {
+    show("Error", failure(error));
+  }
+  main().focus();
+}
+
+addEventListener("hashchange", route);
+route();

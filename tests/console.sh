@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The web console in Debian's headless Chromium (installed by .ci/run;
+# CHROMIUM overrides /usr/bin/chromium), driven by playwright-core (npm,
+# which downloads no browser), against the debug `strata` the e2e suite
+# built: tests/console/test.mjs. Screenshots: STRATA_SCREENSHOTS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+cargo build -p strata-server --locked --quiet
+(cd tests/console && npm ci --no-audit --no-fund --loglevel=error)
+STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/test.mjs

@@ -1,0 +1,247 @@
+// The web console in a real headless Chromium (Debian's; playwright-core
+// drives it, nothing downloads a browser) against a running `strata` on
+// SQLite under a non-root pathPrefix, with 300 tenants:
+// every page shows the API's real data; a dry-run preview then an apply
+// behind a confirmation turns the fleet matrix from pending to applied;
+// createTenant adds a row (and the server's name rule is shown); the
+// keyboard reaches every action; no console error or CSP violation; the
+// assets fit the 150 KB (gzip) budget. Screenshots go to STRATA_SCREENSHOTS
+// (default: a temp dir) for a person to look at.
+//
+// Usage: node tests/console/test.mjs   (STRATA_BIN=path/to/strata, CHROMIUM=/usr/bin/chromium)
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { chromium } from "playwright-core";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const bin = process.env.STRATA_BIN || join(process.env.CARGO_TARGET_DIR || join(process.env.HOME, ".cache/strata-target"), "debug/strata");
+const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const TENANTS = Number(process.env.CONSOLE_TENANTS || 300);
+const BUDGET = 150 * 1024;
+
+const work = mkdtempSync(join(tmpdir(), "strata-console-"));
+const shots = process.env.STRATA_SCREENSHOTS || join(work, "screenshots");
+mkdirSync(shots, { recursive: true });
+cpSync(join(root, "examples/sqlite/migrations"), join(work, "migrations"), { recursive: true });
+
+const port = await new Promise((done) => {
+  const server = createServer().listen(0, "127.0.0.1", () => {
+    const { port } = server.address();
+    server.close(() => done(port));
+  });
+});
+writeFileSync(join(work, "svc.yaml"), `baseLocation: ${join(work, "migrations")}
+driver: sqlite
+dataSource: sqlite://${join(work, "data/main.db")}?mode=rwc
+singleMigrations: [ref, config]
+tenantMigrations: [tenants]
+singleScripts: [scripts/config]
+tenantScripts: [scripts/tenants]
+port: ${port}
+pathPrefix: /ops
+logLevel: ERROR
+`);
+const base = `http://127.0.0.1:${port}/ops`;
+const service = spawn(bin, [], { env: { ...process.env, SVC_YAML: join(work, "svc.yaml") }, stdio: ["ignore", "inherit", "inherit"] });
+let browser;
+const checks = [];
+const ok = (name) => {
+  checks.push(name);
+  console.log(`ok - ${name}`);
+};
+
+async function api(query, variables = {}) {
+  const response = await fetch(`${base}/v2/service`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+  const answer = await response.json();
+  if (answer.errors) throw new Error(JSON.stringify(answer.errors));
+  return answer.data;
+}
+
+try {
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) break;
+    } catch {}
+    if (i > 100) throw new Error("strata did not start");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The fleet: single schemas first, then the tenants, then a new tenant
+  // migration that every tenant lacks.
+  await api('mutation { createVersion(input: { versionName: "base" }) { version { id } } }');
+  const names = Array.from({ length: TENANTS }, (_, i) => `t_${String(i).padStart(4, "0")}`);
+  for (let i = 0; i < names.length; i += 20) {
+    await Promise.all(names.slice(i, i + 20).map((name) =>
+      api("mutation($t: String!) { createTenant(input: { tenantName: $t, versionName: $t }) { version { id } } }", { t: name })));
+  }
+  writeFileSync(join(work, "migrations/tenants/201602160004.sql"), "create table {schema}.audit (id integer primary key, at text);\n");
+
+  // The budget: every console asset, gzip-compressed.
+  let total = 0;
+  for (const asset of ["", "app.js", "app.css", "favicon.svg"]) {
+    const response = await fetch(`${base}/console/${asset}`);
+    assert.equal(response.status, 200, asset);
+    assert.match(response.headers.get("content-security-policy"), /default-src 'none'; script-src 'self'/);
+    assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+    total += gzipSync(Buffer.from(await response.arrayBuffer()), { level: 9 }).length;
+  }
+  assert.ok(total <= BUDGET, `${total} bytes gzip > ${BUDGET}`);
+  ok(`console assets: ${(total / 1024).toFixed(1)} KB gzip (budget 150 KB), CSP and nosniff on each`);
+  const redirect = await fetch(`${base}/console`, { redirect: "manual" });
+  assert.equal(redirect.status, 308);
+  assert.equal(redirect.headers.get("location"), "/ops/console/");
+
+  browser = await chromium.launch({ executablePath: browserPath, headless: true, args: ["--no-sandbox"] });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems = [];
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("requestfailed", (request) => problems.push(`request failed: ${request.url()}`));
+
+  // Overview.
+  await page.goto(`${base}/console/`);
+  await page.locator("#health-status").waitFor();
+  assert.equal(await page.locator("#health-status").textContent(), "UP");
+  const counts = await api("{ versions { id } tenants { name } }");
+  const card = (label) => page.locator(".card", { hasText: label }).locator(".value");
+  assert.equal(await card("Versions").textContent(), String(counts.versions.length));
+  assert.equal(await card("Tenants").textContent(), String(TENANTS));
+  assert.match(await page.locator("#config").textContent(), /pathPrefix: \/ops/);
+  await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
+  ok("overview: health UP, counts and the redacted configuration from the service");
+
+  // Keyboard: from the top of the page, Tab reaches every navigation link.
+  const reached = new Set();
+  await page.locator("body").focus();
+  for (let i = 0; i < 12; i++) {
+    await page.keyboard.press("Tab");
+    reached.add(await page.evaluate(() => document.activeElement?.textContent?.trim() || document.activeElement?.id));
+  }
+  for (const link of ["Overview", "Versions", "Sources", "Fleet"]) assert.ok(reached.has(link), `Tab never reached ${link}: ${[...reached]}`);
+
+  // Versions, entered with the keyboard.
+  await page.locator('nav a[data-page="versions"]').focus();
+  await page.keyboard.press("Enter");
+  await page.locator("h1", { hasText: "Versions" }).waitFor();
+  const versions = (await api("{ versions { id name requestId } }")).versions;
+  assert.equal(await page.locator("tbody tr").count(), versions.length);
+  const newest = versions[versions.length - 1];
+  const firstRow = page.locator("tbody tr").first();
+  assert.equal(await firstRow.locator("td").nth(1).textContent(), newest.name);
+  assert.equal(await firstRow.locator("td").nth(3).textContent(), newest.requestId);
+  await page.screenshot({ path: join(shots, "versions.png") });
+  await page.locator(`a[href="#/versions/1"]`).click();
+  await page.locator("h1", { hasText: "Version 1: base" }).waitFor();
+  const one = (await api("{ version(id: 1) { dbMigrations { file schema } } }")).version.dbMigrations;
+  const shown = await page.locator("tbody tr").evaluateAll((rows) => rows.map((r) => [r.children[1].textContent, r.children[2].textContent]));
+  assert.deepEqual(shown, one.map((m) => [m.file, m.schema]));
+  ok(`versions: ${versions.length} listed newest first with request ids; version 1's ${one.length} migrations`);
+
+  // Sources: a filter and the contents viewer.
+  await page.goto(`${base}/console/#/sources`);
+  await page.locator("h1", { hasText: "Sources" }).waitFor();
+  await page.selectOption('select[name="migrationType"]', "TenantMigration");
+  await page.locator('form[role="search"] button').click();
+  await page.waitForFunction(() => location.hash.includes("migrationType=TenantMigration"));
+  await page.locator("p.muted", { hasText: "source migration(s)" }).waitFor();
+  const tenantFiles = (await api('{ sourceMigrations(filters: { migrationType: TenantMigration }) { file contents } }')).sourceMigrations;
+  await page.waitForFunction((n) => document.querySelectorAll("tbody tr").length === n, tenantFiles.length);
+  const listed = await page.locator("tbody tr td:first-child").allTextContents();
+  assert.deepEqual(listed, tenantFiles.map((m) => m.file));
+  await page.locator("tbody tr").last().locator("button").click();
+  await page.locator("#viewer pre").waitFor();
+  assert.equal(await page.locator("#viewer pre").textContent(), tenantFiles[tenantFiles.length - 1].contents);
+  await page.screenshot({ path: join(shots, "sources.png"), fullPage: true });
+  ok(`sources: the TenantMigration filter lists ${tenantFiles.length} files; the viewer shows the file's contents`);
+
+  // Fleet: every tenant is behind by the new file; the rows are virtualised.
+  await page.goto(`${base}/console/#/fleet`);
+  await page.locator("#fleet-count").waitFor();
+  assert.equal(await page.locator("#fleet-count").textContent(), `${TENANTS} of ${TENANTS} tenant(s) shown; ${TENANTS} behind, 0 drifted; 3 tenant migration(s).`);
+  const domRows = await page.locator(".matrix-row").count();
+  assert.ok(domRows > 10 && domRows < 60, `${domRows} rows in the DOM for ${TENANTS} tenants`);
+  await page.locator(".matrix-body").evaluate((body) => (body.scrollTop = body.scrollHeight));
+  await page.locator(`.matrix-row[data-tenant="${names[TENANTS - 1]}"]`).waitFor();
+  await page.fill("#tenant-search", "t_0042");
+  await page.locator('.matrix-row[data-tenant="t_0042"]').waitFor();
+  assert.equal(await page.locator(".matrix-row").count(), 1);
+  assert.deepEqual(await page.locator('.matrix-row[data-tenant="t_0042"] .cell').allTextContents(), ["✓", "✓", "•"]);
+  await page.fill("#tenant-search", "");
+  await page.screenshot({ path: join(shots, "fleet-pending.png") });
+  ok(`fleet: ${TENANTS} tenants × 3 files, ${domRows} rows in the DOM (virtualised), search, last row reached by scrolling`);
+
+  // Preview (a dry run), then apply behind the confirmation — by keyboard.
+  await page.locator("#preview-button").focus();
+  await page.keyboard.press("Enter");
+  await page.locator("#preview-summary").waitFor();
+  // SQLite runs a dry run in one transaction, which attaches at most 125
+  // schema files: above that the console shows the plan and says why.
+  const previewText = await page.locator("#preview-summary").textContent();
+  if (TENANTS < 120) assert.match(previewText, new RegExp(`^Would apply ${TENANTS} migration\\(s\\) \\(0 single-schema, ${TENANTS} in tenants\\)`));
+  else {
+    assert.equal(previewText, `Would apply ${TENANTS} migration(s) and ${TENANTS + 1} script(s).`);
+    assert.match(await page.locator("#dry-run-note").textContent(), /UNUSABLE_SCHEMA: .*SQLite attaches at most 125/);
+  }
+  assert.match(await page.locator("#preview ul.groups").textContent(), /tenants t_0000, t_0001, t_0002, t_0003, t_0004, and \d+ more: tenants\/201602160004.sql/);
+  assert.equal((await api("{ fleet { tenants { states } } }")).fleet.tenants.filter((t) => t.states.includes("Pending")).length, TENANTS, "the dry run changed nothing");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "apply");
+  await page.keyboard.press("Enter");
+  await page.locator("#confirm[open]").waitFor();
+  await page.keyboard.press("Escape");
+  await page.locator("#status", { hasText: "Nothing applied." }).waitFor();
+  assert.equal((await api("{ versions { id } }")).versions.length, versions.length, "cancel applies nothing");
+  await page.locator("#apply").click();
+  await page.locator("#confirm[open]").waitFor();
+  await page.fill("#confirm-name", "from the console");
+  await page.keyboard.press("Enter");
+  await page.locator("#status", { hasText: "created" }).waitFor({ timeout: 60000 });
+  await page.locator("#fleet-count", { hasText: "0 behind" }).waitFor();
+  const after = (await api("{ fleet { tenants { states } } versions { name } }"));
+  assert.equal(after.fleet.tenants.filter((t) => t.states.every((s) => s === "Applied")).length, TENANTS);
+  assert.equal(after.versions[after.versions.length - 1].name, "from the console");
+  await page.fill("#tenant-search", "t_0042");
+  assert.deepEqual(await page.locator('.matrix-row[data-tenant="t_0042"] .cell').allTextContents(), ["✓", "✓", "✓"]);
+  await page.fill("#tenant-search", "");
+  ok("preview (dry run, nothing changed), Escape cancels, confirm applies: the matrix turns from pending to applied");
+
+  // createTenant: the server's rule first, then a real one.
+  await page.fill("#tenant-name", "svc");
+  await page.keyboard.press("Enter");
+  await page.locator("#tenant-result .error", { hasText: "INVALID_TENANT_NAME" }).waitFor();
+  await page.fill("#tenant-name", "newco");
+  await page.locator("#tenant-name").press("Enter");
+  await page.locator("#status", { hasText: "Tenant newco created" }).waitFor();
+  await page.locator("#fleet-count", { hasText: `${TENANTS + 1} of ${TENANTS + 1}` }).waitFor();
+  await page.fill("#tenant-search", "newco");
+  assert.deepEqual(await page.locator('.matrix-row[data-tenant="newco"] .cell').allTextContents(), ["✓", "✓", "✓"]);
+  await page.fill("#tenant-search", "");
+  await page.locator(".matrix-body").evaluate((body) => (body.scrollTop = 0));
+  await page.screenshot({ path: join(shots, "fleet.png") });
+  ok("createTenant: the server refuses svc (INVALID_TENANT_NAME, shown); newco adds a row, all applied");
+
+  // Keyboard: every action of the fleet page is reachable with Tab.
+  await page.locator("body").focus();
+  const actions = new Set();
+  for (let i = 0; i < 20; i++) {
+    await page.keyboard.press("Tab");
+    actions.add(await page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent?.trim()));
+  }
+  for (const id of ["preview-button", "tenant-name", "Create tenant", "tenant-search"]) assert.ok(actions.has(id), `Tab never reached ${id}: ${[...actions]}`);
+  ok("keyboard: Tab reaches the navigation, preview, apply (after a preview), tenant form and search");
+
+  assert.deepEqual(problems, [], "console errors, CSP violations or failed requests");
+  ok("no console error, warning, CSP violation or failed request on any page");
+  console.log(`screenshots: ${shots}`);
+  console.log(`console: ${checks.length} checks passed`);
+} finally {
+  await browser?.close();
+  service.kill("SIGTERM");
+}
