@@ -214,8 +214,20 @@ pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
 /// `strata status`). A mutation running meanwhile may change the answer.
 pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>) -> Result<Plan, DbError> {
     let mut conn = engine.connect().await?;
-    let tenants = engine.tenants(&mut conn).await?;
-    let applied = engine.applied(&mut conn).await?;
+    let (plan, _) = read_and_plan(engine, &mut conn, request).await?;
+    Ok(plan)
+}
+
+/// Reads the tenants and the recorded rows on `conn`, plans (core), and
+/// reads every file the plan executes (core's `statements::inspect`).
+/// Returns the plan and, per source, whether it runs outside a transaction.
+async fn read_and_plan<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    request: &MutationRequest<'_>,
+) -> Result<(Plan, Vec<bool>), DbError> {
+    let tenants = engine.tenants(conn).await?;
+    let applied = engine.applied(conn).await?;
     let plan = plan(PlanInput {
         sources: request.sources,
         applied: &applied,
@@ -223,8 +235,9 @@ pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>
         target: &request.target,
         action: request.action,
     })?;
-    check_files(engine.driver(), request.sources, &plan)?;
-    Ok(plan)
+    drop(applied);
+    let modes = check_files(engine.driver(), request.sources, &plan)?;
+    Ok((plan, modes))
 }
 
 /// Runs one mutation: the whole loop.
@@ -246,17 +259,7 @@ async fn locked<E: Engine>(
     request: &MutationRequest<'_>,
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
-    let tenants = engine.tenants(&mut main).await?;
-    let applied = engine.applied(&mut main).await?;
-    let plan = plan(PlanInput {
-        sources: request.sources,
-        applied: &applied,
-        tenants: &tenants,
-        target: &request.target,
-        action: request.action,
-    })?;
-    drop(applied);
-    let modes = check_files(engine.driver(), request.sources, &plan)?;
+    let (plan, modes) = read_and_plan(engine, &mut main, request).await?;
     if plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
         return Ok(MutationOutcome { plan, version: None });
     }
