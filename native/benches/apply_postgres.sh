@@ -38,9 +38,9 @@ bash tests/servers.sh start >/dev/null
 (cd "$work" && npm install --silent --no-audit --no-fund dbmate@2 >/dev/null)
 DBMATE="$work/node_modules/.bin/dbmate"
 SQLX=$(command -v sqlx || true)
-"${PSQL[@]}" -d postgres -Atc "show fsync" | grep -qx on
 URL="postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT/bench"
 PSQL=(psql -X -q -h 127.0.0.1 -p "$STRATA_PG_DEFAULT_PORT" -U postgres)
+"${PSQL[@]}" -d postgres -Atc "show fsync" | grep -qx on || { echo "fsync is not on" >&2; exit 1; }
 "${PSQL[@]}" -d postgres -c "create database bench" >/dev/null
 
 start_strata() { # config
@@ -73,7 +73,15 @@ port: $PORT
 logLevel: ERROR
 YAML
     start_strata "$work/svc.yaml"
-    reset="${PSQL[*]} -d bench -c 'drop schema if exists app cascade; truncate svc.svc_migrations, svc.svc_versions restart identity cascade; drop table if exists public.schema_migrations, public._sqlx_migrations'"
+    # One table per statement (\gexec, autocommit): dropping 2,000 tables in one
+    # transaction runs out of lock slots on a default-configured server.
+    cat >"$work/reset.sql" <<'SQL'
+select format('drop table app.%I', tablename) from pg_tables where schemaname = 'app' \gexec
+drop schema if exists app cascade;
+truncate svc.svc_migrations, svc.svc_versions restart identity cascade;
+drop table if exists public.schema_migrations, public._sqlx_migrations;
+SQL
+    reset="${PSQL[*]} -d bench -v ON_ERROR_STOP=1 -f $work/reset.sql"
     query='{"query":"mutation { createVersion(input: {versionName: \"bench\"}) { summary { singleMigrations } } }"}'
     commands=(
         -n floor "${PSQL[*]} -d bench -v ON_ERROR_STOP=1 -1 -f $work/m/all.sql"
