@@ -13,7 +13,7 @@ use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::executor::Observer;
-use crate::db::{Database, DbError, MutationRequest, VersionRow};
+use crate::db::{Database, DbError, MutationRequest, Preview, VersionRow};
 use crate::error::AppError;
 use crate::loader::Loader;
 use crate::telemetry;
@@ -95,16 +95,17 @@ impl Service {
         Ok(source_migrations(self.config.directories(), files)?)
     }
 
-    /// What `createVersion` (or `createTenant`) would do now: the plan and
-    /// the sources it indexes, read without the lock, nothing written.
+    /// What `createVersion` (or `createTenant`) would do now: the plan, the
+    /// tenants it was made for and the sources it indexes, read without the
+    /// lock, nothing written.
     pub(crate) async fn preview(
         &self,
         target: Target,
         action: Action,
-    ) -> Result<(strata_core::migrate::plan::Plan, Vec<SourceMigration>), AppError> {
+    ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
-        let plan = self
+        let preview = self
             .database
             .preview(MutationRequest {
                 sources: &sources,
@@ -117,7 +118,7 @@ impl Service {
                 observer: None,
             })
             .await?;
-        Ok((plan, sources))
+        Ok((preview, sources))
     }
 
     /// Waits for the webhook deliveries still running.

@@ -120,7 +120,8 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
     };
     let action = if args.sync { Action::Sync } else { Action::Apply };
     match service.preview(target, action).await {
-        Ok((plan, sources)) => {
+        Ok((preview, sources)) => {
+            let plan = preview.plan;
             if args.json {
                 print_json(&report::plan_report(&plan, &sources));
             } else {
@@ -228,7 +229,7 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
     };
     let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
     let (pending, drift) = match service.preview(Target::AllSchemas, Action::Apply).await {
-        Ok((plan, sources)) => (report::pending_counts(&plan, &sources), Vec::new()),
+        Ok((preview, sources)) => (report::pending_counts(&preview.plan, &sources), Vec::new()),
         Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => (Vec::new(), drift),
         Err(error) => return failure(&error),
     };

@@ -46,7 +46,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, Position};
 use strata_core::migrate::summary::Counts;
 
-use super::{DbError, MigrationFailure, MutationOutcome, MutationRequest, VersionRow};
+use super::{DbError, MigrationFailure, MutationOutcome, MutationRequest, Preview, VersionRow};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -212,20 +212,21 @@ pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
 /// What a mutation would do, read without the lock and without writing:
 /// the recorded state, the plan, and the files' refusals (`strata plan`,
 /// `strata status`). A mutation running meanwhile may change the answer.
-pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>) -> Result<Plan, DbError> {
+pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>) -> Result<Preview, DbError> {
     let mut conn = engine.connect().await?;
-    let (plan, _) = read_and_plan(engine, &mut conn, request).await?;
-    Ok(plan)
+    let (plan, _, tenants) = read_and_plan(engine, &mut conn, request).await?;
+    Ok(Preview { plan, tenants })
 }
 
 /// Reads the tenants and the recorded rows on `conn`, plans (core), and
 /// reads every file the plan executes (core's `statements::inspect`).
-/// Returns the plan and, per source, whether it runs outside a transaction.
+/// Returns the plan, per source whether it runs outside a transaction, and
+/// the tenants read.
 async fn read_and_plan<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
     request: &MutationRequest<'_>,
-) -> Result<(Plan, Vec<bool>), DbError> {
+) -> Result<(Plan, Vec<bool>, Vec<String>), DbError> {
     let tenants = engine.tenants(conn).await?;
     let applied = engine.applied(conn).await?;
     let plan = plan(PlanInput {
@@ -237,7 +238,7 @@ async fn read_and_plan<E: Engine>(
     })?;
     drop(applied);
     let modes = check_files(engine.driver(), request.sources, &plan)?;
-    Ok((plan, modes))
+    Ok((plan, modes, tenants))
 }
 
 /// Runs one mutation: the whole loop.
@@ -259,7 +260,7 @@ async fn locked<E: Engine>(
     request: &MutationRequest<'_>,
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
-    let (plan, modes) = read_and_plan(engine, &mut main, request).await?;
+    let (plan, modes, _) = read_and_plan(engine, &mut main, request).await?;
     if plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
         return Ok(MutationOutcome { plan, version: None });
     }

@@ -96,6 +96,15 @@ pub(crate) struct MutationRequest<'a> {
     pub(crate) observer: Option<&'a dyn executor::Observer>,
 }
 
+/// What a mutation would do, read without the lock ([`Database::preview`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Preview {
+    /// The plan.
+    pub(crate) plan: Plan,
+    /// The tenants it was made for (`tenantSelectSQL`).
+    pub(crate) tenants: Vec<String>,
+}
+
 /// What a mutation did.
 #[derive(Debug, Clone)]
 pub(crate) struct MutationOutcome {
@@ -292,5 +301,5 @@ pub(crate) trait Database: Send + Sync {
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError>;
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
 }

@@ -20,10 +20,12 @@ use sqlx::{AssertSqlSafe, Connection, MySql};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{AppliedMigration, Plan};
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
+use super::{
+    CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows,
+};
 
 /// The MySQL/MariaDB driver.
 pub(crate) struct MysqlDatabase {
@@ -147,7 +149,7 @@ impl Database for MysqlDatabase {
         executor::mutate(self, &self.settings, request).await
     }
 
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(self, &request).await
     }
 }

@@ -16,10 +16,12 @@ use std::str::FromStr;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{AppliedMigration, Plan};
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
+use super::{
+    CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows,
+};
 
 /// The PostgreSQL driver.
 pub(crate) struct PostgresDatabase {
@@ -123,7 +125,7 @@ impl Database for PostgresDatabase {
         executor::mutate(self, &self.settings, request).await
     }
 
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(self, &request).await
     }
 }

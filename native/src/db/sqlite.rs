@@ -33,10 +33,10 @@ use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{AppliedMigration, Plan};
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow, rows};
+use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -242,7 +242,7 @@ impl Database for SqliteDatabase {
         executor::mutate(self, &self.settings, request).await
     }
 
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(self, &request).await
     }
 }

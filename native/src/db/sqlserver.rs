@@ -20,13 +20,13 @@ use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{AppliedMigration, Plan};
+use strata_core::migrate::plan::AppliedMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, VersionRow};
+use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
 
@@ -254,7 +254,7 @@ impl Database for SqlServerDatabase {
         executor::mutate(self, &self.settings, request).await
     }
 
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Plan, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(self, &request).await
     }
 }

@@ -135,7 +135,7 @@ impl Query {
             }
         };
         match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
-            Ok((plan, sources)) => Ok(PlanPreviewDto::from_plan(&plan, &sources)),
+            Ok((preview, sources)) => Ok(PlanPreviewDto::from_plan(&preview.plan, &sources)),
             Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
             Err(error) => Err(graphql_error(error)),
         }
@@ -146,9 +146,9 @@ impl Query {
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn fleet(&self, ctx: &Context<'_>) -> Result<FleetDto> {
         let service = service(ctx)?;
-        let tenants = service.database().tenants().await.map_err(graphql_error)?;
-        let (plan, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
-        Ok(strata_core::migrate::report::fleet_matrix(&plan, &sources, &tenants).into())
+        // Sync never refuses on drift, and the preview reads the tenants once.
+        let (preview, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
+        Ok(strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants).into())
     }
 }
 
