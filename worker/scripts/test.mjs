@@ -415,24 +415,45 @@ async function rustWorkerMisconfigured() {
   }
 }
 
-async function rustWorkerWithQueue() {
-  const listener = await startListener();
-  const producer = join(root, "build", "wrangler.queue.toml");
+/** wrangler configs of the queue tests: the Rust Worker as producer, the fixture as consumer. */
+function queueConfigs(listener, { bucket = true } = {}) {
+  const r2 = '[[r2_buckets]]\nbinding = "WEBHOOK_BODIES"\nbucket_name = "github-delivery-bodies"\n';
+  const producer = join(root, "build", bucket ? "wrangler.queue.toml" : "wrangler.queue-nobucket.toml");
   writeFileSync(
     producer,
     'name = "strata-receiver-queue-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
-      '[[queues.producers]]\nbinding = "WEBHOOK_QUEUE"\nqueue = "github-deliveries"\n',
+      '[[queues.producers]]\nbinding = "WEBHOOK_QUEUE"\nqueue = "github-deliveries"\n' +
+      (bucket ? r2 : ""),
   );
   const consumer = join(root, "build", "wrangler.consumer.toml");
   writeFileSync(
     consumer,
     `name = "strata-queue-consumer"\nmain = ${JSON.stringify(join(root, "scripts", "fixtures", "queue-consumer.js"))}\n` +
       'compatibility_date = "2025-09-01"\n[[queues.consumers]]\nqueue = "github-deliveries"\nmax_batch_timeout = 1\n' +
+      '[[queues.producers]]\nbinding = "PROBE_QUEUE"\nqueue = "probe"\n[[queues.consumers]]\nqueue = "probe"\n' +
+      r2 +
       `[vars]\nLISTENER = ${JSON.stringify(listener.url)}\n`,
   );
+  return { producer, consumer };
+}
+
+/** A push delivery whose body is `size` bytes of valid JSON (`filler` repeated in a string). */
+function bigDelivery(size, filler = "a") {
+  const head = '{"ref":"refs/heads/main","filler":"';
+  const tail = '"}';
+  const count = Math.floor((size - head.length - tail.length) / filler.length);
+  const body = Buffer.from(head + filler.repeat(count) + tail);
+  return { name: "push", id: crypto.randomUUID(), body };
+}
+
+async function rustWorkerWithQueue() {
+  const listener = await startListener();
+  const { producer, consumer } = queueConfigs(listener);
   const args = ["--config", producer, "--config", consumer, "--env-file", secretsFile(SECRETS)];
   const rust = await startWrangler({ wrangler, cwd: root, args });
   let both;
+  let noBucket;
+  const queuedRecord = (id) => listener.received.find((record) => record.headers["x-github-delivery"] === id);
   try {
     await check("rust worker: with a WEBHOOK_QUEUE binding and no FORWARD_URL, deliveries go to the queue", async () => {
       const health = await fetch(`${rust.url}/health`);
@@ -442,12 +463,73 @@ async function rustWorkerWithQueue() {
       await listener.until((received) => received.length >= 1, 30_000, "the queued delivery");
       const [record] = listener.received;
       assert.ok(record.body.equals(sent.body), "queued body is the delivery's");
-      assert.deepEqual(JSON.parse(record.headers["x-strata-queued"]), { id: sent.id, name: "issues", action: "labeled" });
+      assert.deepEqual(JSON.parse(record.headers["x-strata-queued"]), {
+        id: sent.id,
+        name: "issues",
+        action: "labeled",
+        hookId: "42",
+        bodySize: sent.body.length,
+        claimCheck: false,
+        bodyKey: null,
+      });
       assert.equal(record.headers["x-hub-signature-256"], sign(SECRET, sent.body));
       assert.equal(record.headers["x-github-delivery"], sent.id);
       assert.ok(rust.output().includes(`forwarded: issues delivery ${sent.id} to WEBHOOK_QUEUE after 1 attempt (last: sent)`));
     });
+    await check("rust worker: bodies too large for a queue message go through the WEBHOOK_BODIES bucket (claim check)", async () => {
+      // 2 MB; 127,000 bytes (inline would be just over the limit); 90 KB of
+      // quotes, which JSON escaping doubles past the limit.
+      const sent = [bigDelivery(2_000_000), bigDelivery(127_000), bigDelivery(90_000, '\\"')];
+      const small = bigDelivery(120_000);
+      for (const entry of [...sent, small]) {
+        assert.equal((await post(`${rust.url}/api/github/webhooks`, githubHeaders(entry, SECRET), entry.body)).status, 200);
+      }
+      await listener.until(() => [...sent, small].every((entry) => queuedRecord(entry.id)), 30_000, "the queued deliveries");
+      for (const entry of sent) {
+        const record = queuedRecord(entry.id);
+        assert.ok(record.body.equals(entry.body), `${entry.body.length} bytes forwarded byte for byte`);
+        const queued = JSON.parse(record.headers["x-strata-queued"]);
+        assert.deepEqual(queued, { id: entry.id, name: "push", action: null, hookId: "42", bodySize: entry.body.length, claimCheck: true, bodyKey: `deliveries/42/${entry.id}` });
+        assert.equal(record.headers["x-hub-signature-256"], sign(SECRET, entry.body));
+        assert.ok(rust.output().includes(`forwarded: push delivery ${entry.id} to WEBHOOK_QUEUE after 1 attempt (last: sent)`));
+      }
+      const inline = queuedRecord(small.id);
+      assert.ok(inline.body.equals(small.body));
+      assert.equal(JSON.parse(inline.headers["x-strata-queued"]).claimCheck, false, "120 KB still fits inline");
+    });
     await rust.stop();
+    await check("rust worker: the local queue refuses a message above 128 KB, as Cloudflare does", async () => {
+      const probe = await startWrangler({ wrangler, cwd: root, args: ["--config", consumer] });
+      try {
+        const fits = await fetch(`${probe.url}/probe?bytes=127000`);
+        assert.deepEqual([fits.status, await fits.text()], [200, "sent"]);
+        const over = await fetch(`${probe.url}/probe?bytes=128001`);
+        assert.equal(over.status, 500);
+        assert.match(await over.text(), /exceeds limit of 128000/);
+      } finally {
+        await probe.stop();
+      }
+    });
+    await check("rust worker: with a queue and no bucket, a too-large delivery is not queued and the log says why", async () => {
+      const plain = queueConfigs(listener, { bucket: false });
+      noBucket = await startWrangler({ wrangler, cwd: root, args: ["--config", plain.producer, "--config", plain.consumer, "--env-file", secretsFile(SECRETS)] });
+      const large = bigDelivery(300_000);
+      const after = delivery("push", { ref: "after" });
+      for (const entry of [large, after]) {
+        assert.equal((await post(`${noBucket.url}/api/github/webhooks`, githubHeaders(entry, SECRET), entry.body)).status, 200);
+      }
+      await listener.until(() => queuedRecord(after.id), 30_000, "the small delivery");
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal(queuedRecord(large.id), undefined);
+      const logged = noBucket.output();
+      assert.ok(
+        logged.includes(`NOT forwarded: push delivery ${large.id} to WEBHOOK_QUEUE: its message (300`) &&
+          logged.includes("passes the queue's limit of 128000 bytes and no WEBHOOK_BODIES bucket is bound"),
+        logged.slice(-2000),
+      );
+      assert.ok(logged.includes("a queue is bound without a WEBHOOK_BODIES bucket"), "the configuration warning");
+      await noBucket.stop();
+    });
     await check("rust worker: with FORWARD_URL and a queue, each delivery goes to both", async () => {
       listener.received.length = 0;
       both = await startWrangler({ wrangler, cwd: root, args: [...args, "--var", `FORWARD_URL:${listener.url}`] });
@@ -464,11 +546,83 @@ async function rustWorkerWithQueue() {
       }
     });
   } catch (error) {
-    console.error(`--- wrangler output ---\n${rust.output().slice(-3000)}`);
+    console.error(`--- wrangler output ---\n${rust.output().slice(-3000)}\n${noBucket?.output().slice(-3000) ?? ""}`);
     throw error;
   } finally {
     await rust.stop();
     await both?.stop();
+    await noBucket?.stop();
+    await listener.close();
+  }
+}
+
+/** The Rust Worker with the WEBHOOK_DEDUP Durable Object bound and a 4-second window. */
+async function rustWorkerDeduplicates() {
+  const listener = await startListener(plannedAnswers());
+  const config = join(root, "build", "wrangler.dedup.toml");
+  writeFileSync(
+    config,
+    'name = "strata-receiver-dedup-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
+      '[[durable_objects.bindings]]\nname = "WEBHOOK_DEDUP"\nclass_name = "DeliveryLedger"\n' +
+      '[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["DeliveryLedger"]\n',
+  );
+  const rust = await startWrangler({
+    wrangler,
+    cwd: root,
+    args: ["--config", config, "--env-file", secretsFile(SECRETS), "--var", `FORWARD_URL:${listener.url}`, "--var", "DEDUP_WINDOW_SECONDS:4"],
+  });
+  const count = (id) => listener.received.filter((record) => record.headers["x-github-delivery"] === id).length;
+  const send = async (entry, headers = githubHeaders(entry, SECRET)) => {
+    const answer = await post(`${rust.url}/api/github/webhooks`, headers, entry.body);
+    assert.deepEqual([answer.status, answer.body], [200, "ok\n"]);
+  };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
+  try {
+    await check("rust worker: a redelivery (same hook, same X-GitHub-Delivery) gets 200 and is not forwarded again", async () => {
+      const sent = delivery("push", { ref: "once" });
+      await send(sent);
+      await listener.until(() => count(sent.id) >= 1, 30_000, "the first forward");
+      await settle();
+      await send(sent);
+      await send(sent);
+      await settle();
+      assert.equal(count(sent.id), 1);
+      const duplicates = rust.output().split("\n").filter((line) => line.includes(`duplicate, not forwarded: push delivery ${sent.id} of hook 42 was forwarded`));
+      assert.equal(duplicates.length, 2, rust.output().slice(-2000));
+      // Another hook's delivery with the same id is its own delivery.
+      await send(sent, { ...githubHeaders(sent, SECRET), "x-github-hook-id": "43" });
+      await listener.until(() => count(sent.id) >= 2, 30_000, "the other hook's forward");
+    });
+    await check("rust worker: 20 concurrent copies of one delivery are forwarded exactly once", async () => {
+      const sent = delivery("issues", { action: "opened" });
+      await Promise.all(Array.from({ length: 20 }, () => send(sent)));
+      await listener.until(() => count(sent.id) >= 1, 30_000, "the forward");
+      await settle();
+      assert.equal(count(sent.id), 1);
+      const duplicates = rust.output().split("\n").filter((line) => line.includes(`duplicate, not forwarded: issues delivery ${sent.id}`));
+      assert.equal(duplicates.length, 19);
+    });
+    await check("rust worker: after DEDUP_WINDOW_SECONDS a copy is forwarded again; a failed forward does not block its redelivery", async () => {
+      const sent = delivery("push", { ref: "window" });
+      await send(sent);
+      await listener.until(() => count(sent.id) >= 1, 30_000, "the first forward");
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+      await send(sent);
+      await listener.until(() => count(sent.id) >= 2, 30_000, "the forward after the window");
+      // The listener refuses gone-* (410, not retried): the claim is released.
+      const gone = delivery("push", { ref: "gone" }, `gone-${crypto.randomUUID()}`);
+      await send(gone);
+      await listener.until(() => count(gone.id) >= 1, 30_000, "the refused forward");
+      await settle();
+      await send(gone);
+      await listener.until(() => count(gone.id) >= 2, 30_000, "the redelivery of a failed forward");
+    });
+    await check("rust worker (de-duplication): no secret in the logs", () => assertNoSecrets(rust.output(), "rust worker"));
+  } catch (error) {
+    console.error(`--- wrangler output ---\n${rust.output().slice(-3000)}`);
+    throw error;
+  } finally {
+    await rust.stop();
     await listener.close();
   }
 }
@@ -514,6 +668,7 @@ if (!only || only === "worker") {
   await rustWorkerFiltered();
   await rustWorkerMisconfigured();
   await rustWorkerWithQueue();
+  await rustWorkerDeduplicates();
 }
 if (!only || only === "wasi") await wasiComponent();
 console.log(`${passed} checks passed`);

@@ -4,19 +4,21 @@
 //! Worker's variables and the request, lets the core decide the answer,
 //! answers, and forwards verified deliveries after the response
 //! (`waitUntil`) to `FORWARD_URL` and to the `WEBHOOK_QUEUE` queue binding
-//! when one is bound. Nothing here decides anything the core could.
+//! when one is bound (large bodies through the `WEBHOOK_BODIES` bucket),
+//! at most once per delivery when the `WEBHOOK_DEDUP` Durable Object
+//! namespace is bound. Nothing here decides anything the core could.
 
 mod forward;
 mod http;
+mod ledger;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
+use strata_core::webhooks::receiver::dedup::DEDUP_BINDING;
+use strata_core::webhooks::receiver::queue::{BODIES_BINDING, QUEUE_BINDING};
+use strata_core::webhooks::receiver::{self, Bindings, ConfigError, ReceiverConfig, Step, Verdict};
 use worker::{Context, Env, Request, Response, Result, console_warn, event};
-
-/// The queue binding verified deliveries are also sent to, when bound.
-pub const QUEUE_BINDING: &str = "WEBHOOK_QUEUE";
 
 /// This build's version, served by the health route.
 const VERSION: &str = concat!("strata-worker/", env!("CARGO_PKG_VERSION"));
@@ -35,9 +37,13 @@ fn configuration(env: &Env) -> Rc<ConfigResult> {
 
 /// Reads the configuration from the Worker's vars and secrets.
 fn read_configuration(env: &Env) -> ConfigResult {
-    let queue = env.queue(QUEUE_BINDING).is_ok();
+    let bindings = Bindings {
+        queue: env.queue(QUEUE_BINDING).is_ok(),
+        bodies: env.bucket(BODIES_BINDING).is_ok(),
+        dedup: env.durable_object(DEDUP_BINDING).is_ok(),
+    };
     let lookup = |name: &str| env.var(name).ok().map(|value| value.to_string());
-    let (config, warnings) = ReceiverConfig::from_vars(lookup, queue)?;
+    let (config, warnings) = ReceiverConfig::from_vars(lookup, bindings)?;
     for warning in warnings {
         console_warn!("{warning}");
     }

@@ -18,7 +18,7 @@ use spin_sdk::wasip3::{cli::environment, clocks::monotonic_clock};
 use strata_core::retry::Attempt;
 use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trailing_slashes};
 use strata_core::webhooks::receiver::forward::{Report, forward_with_retries, is_forwarded_header};
-use strata_core::webhooks::receiver::{self, ConfigError, ReceiverConfig, Step, Verdict};
+use strata_core::webhooks::receiver::{self, Bindings, ConfigError, ReceiverConfig, Step, Verdict};
 
 /// This build's version, served by the health route.
 const VERSION: &str = concat!("strata-worker-wasi/", env!("CARGO_PKG_VERSION"));
@@ -27,7 +27,7 @@ const VERSION: &str = concat!("strata-worker-wasi/", env!("CARGO_PKG_VERSION"));
 /// has no queue binding, so `FORWARD_URL` is required here.
 fn configuration() -> Result<ReceiverConfig, ConfigError> {
     let environment: HashMap<String, String> = environment::get_environment().into_iter().collect();
-    let (config, warnings) = ReceiverConfig::from_vars(|name| environment.get(name).cloned(), false)?;
+    let (config, warnings) = ReceiverConfig::from_vars(|name| environment.get(name).cloned(), Bindings::default())?;
     for warning in warnings {
         eprintln!("{warning}");
     }

@@ -19,6 +19,17 @@ pub const WEBHOOK_PATH: &str = "WEBHOOK_PATH";
 pub const FORWARD_ATTEMPTS: &str = "FORWARD_ATTEMPTS";
 /// The largest body accepted, in bytes.
 pub const MAX_PAYLOAD_BYTES: &str = "MAX_PAYLOAD_BYTES";
+/// How long a forwarded delivery is remembered, in seconds: a copy of it
+/// (same hook, same `X-GitHub-Delivery`) arriving within that time is
+/// answered 200 and not forwarded again. Used when a de-duplication store is
+/// bound.
+pub const DEDUP_WINDOW_SECONDS: &str = "DEDUP_WINDOW_SECONDS";
+
+/// [`DEDUP_WINDOW_SECONDS`] when unset: three days, as long as GitHub lets a
+/// delivery be redelivered.
+pub const DEFAULT_DEDUP_WINDOW_SECONDS: u64 = 3 * 24 * 60 * 60;
+/// The longest [`DEDUP_WINDOW_SECONDS`] allowed (thirty days).
+pub const MAX_DEDUP_WINDOW_SECONDS: u64 = 30 * 24 * 60 * 60;
 
 /// Attempts per forward when [`FORWARD_ATTEMPTS`] is unset.
 pub const DEFAULT_FORWARD_ATTEMPTS: u32 = 3;
@@ -58,6 +69,18 @@ pub enum ConfigError {
     },
 }
 
+/// The platform bindings the shell has (a Cloudflare Worker's queue, R2
+/// bucket and Durable Object namespace; a WASI component has none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bindings {
+    /// A queue verified deliveries are sent to.
+    pub queue: bool,
+    /// A bucket for bodies too large for a queue message (claim check).
+    pub bodies: bool,
+    /// A store that remembers forwarded deliveries (de-duplication).
+    pub dedup: bool,
+}
+
 /// A validated receiver configuration.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ReceiverConfig {
@@ -77,6 +100,11 @@ pub struct ReceiverConfig {
     pub forward_attempts: u32,
     /// The largest body accepted, in bytes.
     pub max_body_bytes: u64,
+    /// Whether bodies too large for a queue message go to a bucket.
+    pub bodies: bool,
+    /// How long forwarded deliveries are remembered, in milliseconds, when a
+    /// de-duplication store is bound.
+    pub dedup_window_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for ReceiverConfig {
@@ -91,6 +119,8 @@ impl std::fmt::Debug for ReceiverConfig {
             .field("path", &self.path)
             .field("forward_attempts", &self.forward_attempts)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("bodies", &self.bodies)
+            .field("dedup_window_ms", &self.dedup_window_ms)
             .finish()
     }
 }
@@ -131,10 +161,15 @@ fn number(
 
 impl ReceiverConfig {
     /// Reads the configuration through `lookup` (variable name → value);
-    /// `queue` says whether the shell has a queue binding. Returns the
+    /// `bindings` says which platform bindings the shell has. Returns the
     /// configuration and warnings (event names GitHub is not known to send,
-    /// which are kept: GitHub adds events).
-    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>, queue: bool) -> Result<(Self, Vec<String>), ConfigError> {
+    /// which are kept: GitHub adds events; a queue without a bucket for large
+    /// bodies).
+    pub fn from_vars(
+        lookup: impl Fn(&str) -> Option<String>,
+        bindings: Bindings,
+    ) -> Result<(Self, Vec<String>), ConfigError> {
+        let queue = bindings.queue;
         let secret = lookup(SECRET).filter(|secret| !secret.is_empty()).ok_or(ConfigError::MissingSecret)?;
         let additional_secrets =
             lookup(ADDITIONAL_SECRETS).map(|value| comma_list(&value).map(str::to_owned).collect()).unwrap_or_default();
@@ -146,7 +181,7 @@ impl ReceiverConfig {
         if forward_url.is_none() && !queue {
             return Err(ConfigError::NoDestination);
         }
-        let (events, warnings) = EventFilter::parse(comma_list(&lookup(EVENTS).unwrap_or_default()))?;
+        let (events, mut warnings) = EventFilter::parse(comma_list(&lookup(EVENTS).unwrap_or_default()))?;
         let path = match lookup(WEBHOOK_PATH).map(|path| path.trim().to_owned()).filter(|path| !path.is_empty()) {
             Some(path) if path.starts_with('/') => path,
             Some(_) => return Err(ConfigError::BadPath),
@@ -155,8 +190,28 @@ impl ReceiverConfig {
         let forward_attempts =
             number(&lookup, FORWARD_ATTEMPTS, DEFAULT_FORWARD_ATTEMPTS.into(), 1, MAX_FORWARD_ATTEMPTS.into())? as u32;
         let max_body_bytes = number(&lookup, MAX_PAYLOAD_BYTES, DEFAULT_MAX_BODY_BYTES, 1, DEFAULT_MAX_BODY_BYTES * 4)?;
-        let config =
-            Self { secret, additional_secrets, forward_url, queue, events, path, forward_attempts, max_body_bytes };
+        let window_seconds =
+            number(&lookup, DEDUP_WINDOW_SECONDS, DEFAULT_DEDUP_WINDOW_SECONDS, 1, MAX_DEDUP_WINDOW_SECONDS)?;
+        if queue && !bindings.bodies {
+            warnings.push(format!(
+                "a queue is bound without a {} bucket: a delivery whose queue message would pass {} bytes \
+                 cannot be queued",
+                super::queue::BODIES_BINDING,
+                super::queue::MAX_MESSAGE_BYTES
+            ));
+        }
+        let config = Self {
+            secret,
+            additional_secrets,
+            forward_url,
+            queue,
+            events,
+            path,
+            forward_attempts,
+            max_body_bytes,
+            bodies: queue && bindings.bodies,
+            dedup_window_ms: bindings.dedup.then_some(window_seconds * 1000),
+        };
         Ok((config, warnings))
     }
 }
@@ -168,7 +223,7 @@ mod tests {
 
     fn read(vars: &[(&str, &str)], queue: bool) -> Result<(ReceiverConfig, Vec<String>), ConfigError> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        ReceiverConfig::from_vars(|name| map.get(name).cloned(), queue)
+        ReceiverConfig::from_vars(|name| map.get(name).cloned(), Bindings { queue, bodies: queue, dedup: false })
     }
 
     #[test]
@@ -233,6 +288,45 @@ mod tests {
         }
         let error = read(&[(SECRET, "s"), (FORWARD_URL, "http://x"), (EVENTS, "push,Issues Opened")], false);
         assert_eq!(error.unwrap_err().to_string(), "EVENTS: \"Issues Opened\" is not an event name or event.action");
+    }
+
+    #[test]
+    fn bindings_bucket_and_dedup_window() {
+        let vars = |window: Option<&str>| {
+            let mut vars = vec![(SECRET.to_owned(), "s".to_owned())];
+            if let Some(window) = window {
+                vars.push((DEDUP_WINDOW_SECONDS.to_owned(), window.to_owned()));
+            }
+            move |name: &str| vars.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone())
+        };
+        let queue_only = Bindings { queue: true, bodies: false, dedup: false };
+        let (config, warnings) = ReceiverConfig::from_vars(vars(None), queue_only).unwrap();
+        assert!(!config.bodies && config.dedup_window_ms.is_none());
+        assert_eq!(
+            warnings,
+            [
+                "a queue is bound without a WEBHOOK_BODIES bucket: a delivery whose queue message would pass 128000 bytes \
+             cannot be queued"
+            ]
+        );
+        let all = Bindings { queue: true, bodies: true, dedup: true };
+        let (config, warnings) = ReceiverConfig::from_vars(vars(None), all).unwrap();
+        assert!(config.bodies && warnings.is_empty());
+        assert_eq!(config.dedup_window_ms, Some(259_200_000));
+        let (config, _) = ReceiverConfig::from_vars(vars(Some(" 4 ")), all).unwrap();
+        assert_eq!(config.dedup_window_ms, Some(4_000));
+        for bad in ["0", "2592001", "1h"] {
+            let error = ReceiverConfig::from_vars(vars(Some(bad)), all).unwrap_err();
+            assert_eq!(error.to_string(), "DEDUP_WINDOW_SECONDS must be a whole number from 1 to 2592000");
+        }
+        // A bucket without a queue is not used.
+        let bucket_only = Bindings { queue: false, bodies: true, dedup: false };
+        let with_url = |name: &str| match name {
+            SECRET => Some("s".to_owned()),
+            FORWARD_URL => Some("http://x".to_owned()),
+            _ => None,
+        };
+        assert!(!ReceiverConfig::from_vars(with_url, bucket_only).unwrap().0.bodies);
     }
 
     #[test]

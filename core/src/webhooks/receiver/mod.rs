@@ -9,10 +9,12 @@
 //! forwarded.
 
 pub mod config;
+pub mod dedup;
 pub mod filter;
 pub mod forward;
+pub mod queue;
 
-pub use config::{ConfigError, ReceiverConfig};
+pub use config::{Bindings, ConfigError, ReceiverConfig};
 pub use filter::EventFilter;
 
 use crate::webhooks::middleware::{self, Reply, RequestHead, Route, error_body, json_string};
@@ -163,9 +165,12 @@ mod tests {
             (config::EVENTS, events.join(",")),
             (config::MAX_PAYLOAD_BYTES, "64".to_owned()),
         ];
-        ReceiverConfig::from_vars(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()), false)
-            .unwrap()
-            .0
+        ReceiverConfig::from_vars(
+            |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()),
+            Bindings::default(),
+        )
+        .unwrap()
+        .0
     }
 
     fn head(method: &'static str, path: &'static str) -> RequestHead<'static> {
