@@ -1,20 +1,33 @@
 // sign / verify / verifyWithFallback with @octokit/webhooks-methods' argument
 // checks, shared by @strata/webhooks-methods and @strata/webhooks (bundled
 // into each). The signature rules are strata_core::webhooks::signature: the
-// header format, strict parsing, constant-time comparison. The HMAC itself is
-// computed either in WebAssembly (every runtime) or, in the Node build, by
-// the platform's native HMAC, whose 32-byte digest core then formats or
-// checks (BENCHMARKS.md has both measured).
+// header is core's prefix and the lowercase hex HMAC-SHA256 of the payload,
+// parsed strictly and compared in constant time. Who computes the HMAC
+// depends on the runtime (BENCHMARKS.md has each measured):
+//   - no platform hashing: everything in WebAssembly (the fallback);
+//   - `platform.digest` (WebCrypto, ./webcrypto.js): the platform's HMAC
+//     digest, which core formats (`sign`) or checks (`verify`);
+//   - `platform.hex` + `platform.equal` (node:crypto): the platform's
+//     HMAC, hex encoding and constant-time comparison, with core's prefix.
+//     A well-formed signature is exactly prefix + 64 lowercase hex digits,
+//     so "equal, in constant time, to the expected header value" is core's
+//     rule; the packages' tests check the Node build against core's own
+//     sign/verify on generated payloads and malformed signatures.
 
 import { wireStrings } from "./wire.js";
 
 const encoder = new TextEncoder();
 
 /**
- * `wasm()` returns the bindings; `tag` prefixes error messages;
- * `nativeHmac(secret, payload)`, when given, returns the digest bytes.
+ * `wasm()` returns the bindings; `tag` prefixes error messages; `platform`
+ * (optional) hashes natively: `{ digest(secret, payload) }` returning a
+ * promise of the 32 digest bytes (a refused one falls back to WebAssembly),
+ * or `{ hex(secret, payload), equal(a, b) }` (see the top of this file).
  */
-export function createMethods({ wasm, tag, nativeHmac }) {
+export function createMethods({ wasm, tag, platform }) {
+  let prefix;
+  const signaturePrefix = () => (prefix ??= wasm().webhooks_signature_prefix());
+
   function checkVerifyArguments(secret, eventPayload, signature) {
     if (!secret || !eventPayload || !signature) {
       throw new TypeError(`${tag} secret, eventPayload & signature required`);
@@ -24,15 +37,22 @@ export function createMethods({ wasm, tag, nativeHmac }) {
     }
   }
 
+  /** Whether `signature` signs `payload` with `secret`: a boolean, or a promise of one. */
   function matches(secret, payload, signature) {
-    if (nativeHmac) return wasm().webhooks_digest_matches(nativeHmac(String(secret), payload), String(signature));
-    return wasm().webhooks_verify(String(secret), encoder.encode(payload), String(signature));
+    if (platform?.hex) return platform.equal(String(signature), signaturePrefix() + platform.hex(String(secret), payload));
+    const inWasm = () => wasm().webhooks_verify(String(secret), encoder.encode(payload), String(signature));
+    if (platform) {
+      return platform.digest(String(secret), payload).then((bytes) => wasm().webhooks_digest_matches(bytes, String(signature)), inWasm);
+    }
+    return inWasm();
   }
 
   async function sign(secret, payload) {
     if (!secret || !payload) throw new TypeError(`${tag} secret & payload required for sign()`);
     if (typeof payload !== "string") throw new TypeError(`${tag} payload must be a string`);
-    if (nativeHmac) return wasm().webhooks_format_digest(nativeHmac(String(secret), payload));
+    if (platform?.hex) return signaturePrefix() + platform.hex(String(secret), payload);
+    const bytes = platform && (await platform.digest(String(secret), payload).catch(() => undefined));
+    if (bytes) return wasm().webhooks_format_digest(bytes);
     return wasm().webhooks_sign(String(secret), encoder.encode(payload));
   }
 
@@ -45,13 +65,13 @@ export function createMethods({ wasm, tag, nativeHmac }) {
     checkVerifyArguments(secret, payload, signature);
     const additional = additionalSecrets === undefined ? [] : Array.from(additionalSecrets);
     const wellFormed = additional.every((candidate) => candidate && typeof candidate === "string");
-    if (wellFormed && !nativeHmac) {
+    if (wellFormed && !platform) {
       return wasm().webhooks_verify_with_fallback(String(secret), encoder.encode(payload), String(signature), wireStrings(additional));
     }
     // One secret at a time, in core's order (the secret, then the additional
-    // ones): with native hashing, or when an entry is empty or not a string
+    // ones): with platform hashing, or when an entry is empty or not a string
     // (upstream throws its TypeError only when it reaches that entry).
-    if (matches(secret, payload, signature)) return true;
+    if (await matches(secret, payload, signature)) return true;
     for (const candidate of additional) {
       if (await verify(candidate, payload, signature)) return true;
     }

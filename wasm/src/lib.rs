@@ -30,5 +30,5 @@ pub use webhooks::{
     EventNameCheck, ReplyKind, RouteKind, webhooks_check_event_name, webhooks_digest_matches,
     webhooks_event_name_message, webhooks_event_names, webhooks_format_digest, webhooks_listener_keys,
     webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_route_reply, webhooks_sign,
-    webhooks_verify, webhooks_verify_with_fallback,
+    webhooks_signature_prefix, webhooks_verify, webhooks_verify_with_fallback,
 };

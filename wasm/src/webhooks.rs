@@ -14,6 +14,13 @@ pub fn webhooks_sign(secret: &str, payload: &[u8]) -> String {
     signature::sign(secret, payload)
 }
 
+/// What a signature header value starts with (`sha256=`): the Node builds
+/// put it before the platform's lowercase hex digest.
+#[wasm_bindgen]
+pub fn webhooks_signature_prefix() -> String {
+    signature::PREFIX.to_owned()
+}
+
 /// The header value of a 32-byte HMAC-SHA256 digest computed by the platform.
 #[wasm_bindgen]
 pub fn webhooks_format_digest(digest: &[u8]) -> Result<String, JsError> {

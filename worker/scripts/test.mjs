@@ -344,6 +344,11 @@ async function rustWorker() {
       retriesAreBoundedAndLogged(rust.url, listener, rust.output),
     );
     await check("rust worker: no secret in the logs", () => assertNoSecrets(rust.output(), "rust worker"));
+    await check("rust worker: signatures are checked with WebCrypto's HMAC (said once per isolate)", () => {
+      const said = rust.output().split("\n").filter((line) => line.includes("signatures are checked with WebCrypto's HMAC"));
+      assert.equal(said.length, 1, rust.output().slice(-2000));
+      assert.ok(!rust.output().includes("signatures are checked in WebAssembly"));
+    });
     // The same JS Worker instance as above: two `wrangler dev` sessions of one
     // project share its .wrangler directory and restart each other.
     await check("js worker: every example delivery answered 200 and forwarded byte for byte", async () => {

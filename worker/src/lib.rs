@@ -1,7 +1,8 @@
 //! GitHub webhook receiver for Cloudflare Workers.
 //!
 //! The shell around [`strata_core::webhooks::receiver`]: it reads the
-//! Worker's variables and the request, lets the core decide the answer,
+//! Worker's variables and the request, checks the signature with WebCrypto's
+//! HMAC (core parses and compares), lets the core decide the answer,
 //! answers, and forwards verified deliveries after the response
 //! (`waitUntil`) to `FORWARD_URL` and to the `WEBHOOK_QUEUE` queue binding
 //! when one is bound (large bodies through the `WEBHOOK_BODIES` bucket),
@@ -11,6 +12,7 @@
 mod forward;
 mod http;
 mod ledger;
+mod webcrypto;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -62,7 +64,8 @@ async fn fetch(mut request: Request, env: Env, context: Context) -> Result<Respo
         Ok(body) => body,
         Err(reply) => return http::respond(&reply),
     };
-    match receiver::judge(config, name, signature, &body) {
+    let verified = webcrypto::verify(config, signature, &body).await;
+    match receiver::judge_verified(config, name, verified, &body) {
         Verdict::Refuse(reply) => http::respond(&reply),
         Verdict::Accept { reply, forward, action } => {
             if forward {

@@ -58,6 +58,13 @@ fn parse(signature: &str) -> Option<[u8; 32]> {
     Some(digest)
 }
 
+/// Whether `signature` has the form of a signature at all (the prefix and 64
+/// lowercase hex digits): a shell that hashes with the platform's HMAC skips
+/// hashing for one that cannot match.
+pub fn is_well_formed(signature: &str) -> bool {
+    parse(signature).is_some()
+}
+
 /// Whether `signature` is `payload`'s signature with `secret`. The digests
 /// are compared in constant time; a malformed, truncated or prefix-less
 /// signature is simply `false`.

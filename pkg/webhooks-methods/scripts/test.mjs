@@ -20,6 +20,7 @@ const { dir, cleanup } = createProject("strata-webhooks-methods-test", [pkgDir],
 try {
   copyTests(pkgDir, dir);
   nodeTests(dir, ["test/behaviour.test.mjs", "test/require.test.cjs"]);
+  nodeTests(dir, ["test/behaviour.test.mjs"], { STRATA_NO_WEBCRYPTO: "1" });
   run(join(dir, "node_modules", ".bin", "tsc"), ["-p", join("test", "tsconfig.json")], { cwd: dir });
   const typed = readFileSync(join(dir, "test", "typed-usage.ts"), "utf8");
   writeFileSync(join(dir, "test", "typed-usage.ts"), typed.replaceAll('"@strata/webhooks-methods"', '"@octokit/webhooks-methods"'));

@@ -6,6 +6,7 @@ import {
   strata_take_panic,
   webhooks_digest_matches,
   webhooks_format_digest,
+  webhooks_signature_prefix,
   webhooks_sign,
   webhooks_verify,
   webhooks_verify_with_fallback,
@@ -17,5 +18,5 @@ import { createLoader } from "../../shared/loader.js";
 export const { wasm } = createLoader({
   glue: { initSync, __wbg_reset_state, strata_take_panic },
   text: WASM_TEXT,
-  bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_sign, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
+  bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_signature_prefix, webhooks_sign, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
 });

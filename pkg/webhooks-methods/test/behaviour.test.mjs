@@ -1,13 +1,41 @@
 // Behaviour of the packed package, and agreement with @octokit/webhooks-methods.
+// Run twice: as is (the universal build hashes with WebCrypto, which Node
+// has), and with STRATA_NO_WEBCRYPTO=1 (no `crypto` global when the package
+// loads: the universal build falls back to WebAssembly).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import fc from "fast-check";
-import * as upstream from "@octokit/webhooks-methods";
-import * as nodeBuild from "@strata/webhooks-methods";
-import * as wasmBuild from "@strata/webhooks-methods/wasm";
 
-for (const [build, { sign, verify, verifyWithFallback }] of [["node build (native HMAC)", nodeBuild], ["universal build (HMAC in WebAssembly)", wasmBuild]]) {
+const noWebCrypto = Boolean(process.env.STRATA_NO_WEBCRYPTO);
+// Counts WebCrypto HMAC calls (the universal build must make them, or not).
+let subtleSigns = 0;
+if (noWebCrypto) {
+  Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true });
+} else {
+  const subtle = globalThis.crypto.subtle;
+  const original = subtle.sign.bind(subtle);
+  subtle.sign = (...args) => {
+    subtleSigns++;
+    return original(...args);
+  };
+}
+const upstream = await import("@octokit/webhooks-methods");
+const nodeBuild = await import("@strata/webhooks-methods");
+const wasmBuild = await import("@strata/webhooks-methods/wasm");
+const universal = noWebCrypto ? "universal build, no WebCrypto (HMAC in WebAssembly)" : "universal build (WebCrypto HMAC)";
+
+test(`${universal}: hashes ${noWebCrypto ? "without" : "with"} crypto.subtle, the node build never does`, async () => {
+  const before = subtleSigns;
+  await nodeBuild.sign("mysecret", "{}");
+  await nodeBuild.verify("mysecret", "{}", "sha256=00");
+  assert.equal(subtleSigns, before);
+  assert.equal(await wasmBuild.sign("mysecret", "{}"), await upstream.sign("mysecret", "{}"));
+  assert.equal(await wasmBuild.verify("mysecret", "{}", await upstream.sign("mysecret", "{}")), true);
+  assert.equal(subtleSigns, noWebCrypto ? 0 : before + 2);
+});
+
+for (const [build, { sign, verify, verifyWithFallback }] of [["node build (node:crypto)", nodeBuild], [universal, wasmBuild]]) {
   const payload = '{"foo":"bar"}';
   const signature = "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3";
 

@@ -1,10 +1,9 @@
 // @strata/webhooks for Node (the "node" export condition): the same package,
-// with signatures hashed by Node's native HMAC (core still formats and checks
-// the header value).
-import { createHmac } from "node:crypto";
+// with signatures hashed, hex-encoded and compared by node:crypto (the
+// header's form is core's; ../../shared/methods.js).
+import { nodeCryptoPlatform } from "../../shared/node-crypto.js";
+import { useNodeCrypto } from "./signature.js";
 
-import { useNativeHmac } from "./signature.js";
-
-useNativeHmac((secret, payload) => createHmac("sha256", secret).update(payload).digest());
+useNodeCrypto(nodeCryptoPlatform);
 
 export * from "./index.js";

@@ -1,15 +1,16 @@
 // sign/verify for the Webhooks class and verifyAndReceive, the same code as
-// @strata/webhooks-methods (../../shared/methods.js). node.js switches the
-// HMAC to Node's native one.
+// @strata/webhooks-methods (../../shared/methods.js): WebCrypto where the
+// runtime has it, else WebAssembly; node.js switches to node:crypto.
 import { createMethods } from "../../shared/methods.js";
+import { webCryptoPlatform } from "../../shared/webcrypto.js";
 import { wasm } from "./wasm.js";
 
 const TAG = "[@strata/webhooks-methods]";
-let methods = createMethods({ wasm, tag: TAG });
+let methods = createMethods({ wasm, tag: TAG, platform: webCryptoPlatform() });
 
-/** Hash with the platform's HMAC from now on (the Node build calls this). */
-export function useNativeHmac(nativeHmac) {
-  methods = createMethods({ wasm, tag: TAG, nativeHmac });
+/** Hash with node:crypto from now on (the Node build calls this). */
+export function useNodeCrypto(platform) {
+  methods = createMethods({ wasm, tag: TAG, platform });
 }
 
 export const sign = (secret, payload) => methods.sign(secret, payload);

@@ -125,6 +125,14 @@ impl std::fmt::Debug for ReceiverConfig {
     }
 }
 
+impl ReceiverConfig {
+    /// The secrets a signature is checked with, in order: the primary one,
+    /// then the additional ones.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.secret.as_str()).chain(self.additional_secrets.iter().map(String::as_str))
+    }
+}
+
 /// Comma-separated items, trimmed, empty ones dropped.
 fn comma_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|item| !item.is_empty())

@@ -140,7 +140,19 @@ pub fn judge(config: &ReceiverConfig, name: &str, signature: &str, body: &[u8]) 
         return Verdict::Refuse(middleware::too_large(config.max_body_bytes));
     }
     let additional = config.additional_secrets.iter().map(String::as_str);
-    if !verify_with_fallback(&config.secret, additional, body, signature) {
+    let verified = verify_with_fallback(&config.secret, additional, body, signature);
+    judge_verified(config, name, verified, body)
+}
+
+/// [`judge`] for a shell that checked the signature itself — hashing with
+/// the platform's HMAC, each of [`ReceiverConfig::secrets`] in order, and
+/// checking each digest with [`crate::webhooks::signature::digest_matches`]:
+/// `verified` says whether one matched.
+pub fn judge_verified(config: &ReceiverConfig, name: &str, verified: bool, body: &[u8]) -> Verdict {
+    if body.len() as u64 > config.max_body_bytes {
+        return Verdict::Refuse(middleware::too_large(config.max_body_bytes));
+    }
+    if !verified {
         return Verdict::Refuse(middleware::failed(Some(400), "Error", SIGNATURE_MISMATCH));
     }
     match payload_action(body) {
@@ -240,6 +252,31 @@ mod tests {
             status_and_body(on_request(Ok(&config), &large, "1")),
             (413, r#"{"error":"Payload too large: the limit is 64 bytes"}"#.into())
         );
+    }
+
+    #[test]
+    fn a_shell_that_verifies_gets_the_same_verdicts() {
+        use crate::webhooks::signature::{digest_matches, is_well_formed};
+        let all = config(&[]);
+        assert_eq!(all.secrets().collect::<Vec<_>>(), ["s3cret", "old"]);
+        let hmac = |secret: &str, body: &[u8]| -> [u8; 32] {
+            use hmac::{KeyInit, Mac};
+            let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+            mac.update(body);
+            mac.finalize().into_bytes().into()
+        };
+        for (body, signature) in [
+            (&br#"{"action":"opened"}"#[..], sign("old", br#"{"action":"opened"}"#)),
+            (br#"{"action":"opened"}"#, sign("wrong", br#"{"action":"opened"}"#)),
+            (b"{nope", sign("s3cret", b"{nope")),
+            (&[b' '; 65], sign("s3cret", &[b' '; 65])),
+            (b"{}", "sha256=XYZ".to_owned()),
+        ] {
+            let verified = is_well_formed(&signature)
+                && all.secrets().any(|secret| digest_matches(&hmac(secret, body), &signature));
+            assert_eq!(judge_verified(&all, "issues", verified, body), judge(&all, "issues", &signature, body));
+        }
+        assert!(!is_well_formed("sha256=XYZ") && is_well_formed(&sign("k", b"x")));
     }
 
     #[test]
