@@ -7,12 +7,13 @@
 // must get the web middleware's exact answers and never be forwarded.
 // Run `node scripts/build.mjs` first (tests/worker.sh does both).
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, startServer, startWrangler } from "../../pkg/shared/wrangler.mjs";
+import { attempt, startGitHubMock } from "./github-mock.mjs";
 import { exampleDeliveries, githubHeaders, sign, startListener } from "./lib.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -632,6 +633,127 @@ async function rustWorkerDeduplicates() {
   }
 }
 
+/** The scheduled redelivery run against the local GitHub mock, as a GitHub App and with a token. */
+async function rustWorkerRedelivers() {
+  const keyDir = join(root, "..", "tests", "data", "redeliver");
+  const privateKey = readFileSync(join(keyDir, "test-app-key.pem"), "utf8");
+  const publicKeyPem = readFileSync(join(keyDir, "test-app-key.pub.pem"), "utf8");
+  const deliveries = [
+    attempt(1, "g-ok", 5, 200),
+    attempt(2, "g-fail-1", 50, 503, { event: "issues", action: "opened" }),
+    attempt(3, "g-fail-2", 40, 0),
+    attempt(4, "g-fail-3", 30, 500),
+    attempt(5, "g-fail-4", 20, 502),
+    attempt(6, "g-seen", 10, 504),
+    attempt(7, "g-exhausted", 60, 500),
+    attempt(8, "g-exhausted", 58, 500, { redelivery: true }),
+    attempt(9, "g-exhausted", 56, 500, { redelivery: true }),
+    attempt(10, "g-exhausted", 54, 500, { redelivery: true }),
+    attempt(11, "g-old", 4 * 24 * 60, 500),
+  ];
+  const mock = await startGitHubMock({ deliveries, app: { appId: "12345", publicKeyPem } });
+  const listener = await startListener();
+  const config = join(root, "build", "wrangler.redeliver.toml");
+  writeFileSync(
+    config,
+    'name = "strata-receiver-redeliver-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
+      '[triggers]\ncrons = ["*/10 * * * *"]\n' +
+      '[[durable_objects.bindings]]\nname = "WEBHOOK_DEDUP"\nclass_name = "DeliveryLedger"\n' +
+      '[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["DeliveryLedger"]\n',
+  );
+  const secrets = [...SECRETS, ["GITHUB_APP_PRIVATE_KEY", privateKey.replaceAll("\n", "\\n")]];
+  const vars = { FORWARD_URL: listener.url, GITHUB_APP_ID: "12345", GITHUB_APP_HOOK_ID: "42", GITHUB_API_URL: mock.url, REDELIVER_MAX_PER_RUN: "3" };
+  // Fresh local state: the Durable Objects of earlier runs must not remember g-seen.
+  const state = mkdtempSync(join(tmpdir(), "strata-worker-state-"));
+  const args = ["--config", config, "--test-scheduled", "--persist-to", state, "--env-file", secretsFile(secrets)];
+  for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
+  const rust = await startWrangler({ wrangler, cwd: root, args });
+  let tokenWorker;
+  const summaries = () => rust.output().split("\n").filter((line) => line.includes("redelivery run:"));
+  const trigger = async (worker, count) => {
+    const response = await fetch(`${worker.url}/__scheduled?cron=*/10+*+*+*+*`);
+    assert.equal(response.status, 200);
+    const deadline = Date.now() + 30_000;
+    while (worker.output().split("\n").filter((line) => line.includes("redelivery run:")).length < count) {
+      if (Date.now() > deadline) throw new Error(`no summary line for run ${count}:\n${worker.output().slice(-3000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  try {
+    await check("rust worker: the Cron run lists the app's deliveries page by page and redelivers the failed ones, oldest first, bounded per run", async () => {
+      // g-seen reached this receiver (GitHub recorded a timeout): it is forwarded and remembered.
+      const seen = { name: "push", id: "g-seen", body: Buffer.from('{"ref":"refs/heads/main"}') };
+      assert.equal((await post(`${rust.url}/api/github/webhooks`, githubHeaders(seen, SECRET), seen.body)).status, 200);
+      await listener.until((received) => received.some((record) => record.headers["x-github-delivery"] === "g-seen"));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await trigger(rust, 1);
+      assert.deepEqual(mock.redeliveries, ["g-fail-1", "g-fail-2", "g-fail-3"]);
+      const lists = mock.requests.filter((request) => request.method === "GET");
+      assert.deepEqual(lists.map((request) => request.query), ["?per_page=100", "?per_page=100&cursor=v1_3", "?per_page=100&cursor=v1_6", "?per_page=100&cursor=v1_9"]);
+      for (const request of mock.requests) {
+        assert.equal(request.headers["user-agent"], `strata-worker/${VERSION}`);
+        assert.equal(request.headers["x-github-api-version"], "2022-11-28");
+        assert.equal(request.headers.accept, "application/vnd.github.v3+json");
+      }
+      const posts = mock.requests.filter((request) => request.method === "POST").map((request) => request.path);
+      assert.deepEqual(posts, ["/app/hook/deliveries/2/attempts", "/app/hook/deliveries/3/attempts", "/app/hook/deliveries/4/attempts"]);
+      // The budget (3) is spent before g-fail-4 and g-seen are reached.
+      assert.equal(summaries().length, 1);
+      assert.ok(summaries()[0].endsWith(
+        "redelivery run: 11 attempts listed on 4 page(s); 6 deliveries never succeeded: 3 redelivered, 0 already forwarded here, 0 refused, 1 given up after their attempts, 2 left for the next run",
+      ), summaries()[0]);
+      assert.ok(rust.output().includes("redelivery requested: issues.opened delivery g-fail-1 (attempt 2)"));
+    });
+    await check("rust worker: a second and third run redeliver only what is left, and not what this receiver forwarded (idempotent)", async () => {
+      await trigger(rust, 2);
+      assert.deepEqual(mock.redeliveries, ["g-fail-1", "g-fail-2", "g-fail-3", "g-fail-4"]);
+      assert.ok(summaries()[1].endsWith("redelivery run: 14 attempts listed on 5 page(s); 3 deliveries never succeeded: 1 redelivered, 1 already forwarded here, 0 refused, 1 given up after their attempts, 0 left for the next run"), summaries()[1]);
+      await trigger(rust, 3);
+      assert.equal(mock.redeliveries.length, 4);
+      assert.ok(summaries()[2].includes(": 0 redelivered, 1 already forwarded here"), summaries()[2]);
+    });
+    await check("rust worker: with GITHUB_TOKEN and REDELIVER_HOOK the repository's hook is used", async () => {
+      await rust.stop();
+      const repoDeliveries = [attempt(21, "r-fail", 15, 500), attempt(22, "r-ok", 10, 200)];
+      const repoMock = await startGitHubMock({ deliveries: repoDeliveries, token: { token: "ghp_t0ken_for_tests", hook: "repos/octo-org/hello/hooks/99" } });
+      try {
+        const tokenArgs = ["--config", config, "--test-scheduled", "--persist-to", state, "--env-file", secretsFile([...SECRETS, ["GITHUB_TOKEN", "ghp_t0ken_for_tests"]])];
+        for (const [name, value] of Object.entries({ FORWARD_URL: listener.url, REDELIVER_HOOK: "repos/octo-org/hello/hooks/99", GITHUB_API_URL: repoMock.url })) {
+          tokenArgs.push("--var", `${name}:${value}`);
+        }
+        tokenWorker = await startWrangler({ wrangler, cwd: root, args: tokenArgs });
+        await trigger(tokenWorker, 1);
+        assert.deepEqual(repoMock.redeliveries, ["r-fail"]);
+        assert.deepEqual(repoMock.requests.map((request) => `${request.method} ${request.path}`), [
+          "GET /repos/octo-org/hello/hooks/99/deliveries",
+          "POST /repos/octo-org/hello/hooks/99/deliveries/21/attempts",
+        ]);
+        assertNoSecrets(tokenWorker.output(), "token worker");
+        assert.ok(!tokenWorker.output().includes("ghp_t0ken_for_tests"), "the token is not logged");
+      } finally {
+        await repoMock.close();
+      }
+    });
+    await check("rust worker: no app token, private key or secret in the logs of the redelivery runs", () => {
+      const output = rust.output();
+      assertNoSecrets(output, "rust worker");
+      assert.ok(!output.includes("eyJhbGciOiJSUzI1NiIs"), "an app JWT appeared in the logs");
+      const keyBody = privateKey.split("\n").slice(1, -2).join("");
+      for (const line of privateKey.split("\n").slice(1, -2)) assert.ok(!output.includes(line), "a line of the private key appeared in the logs");
+      assert.ok(keyBody.length > 1000);
+    });
+  } catch (error) {
+    console.error(`--- wrangler output ---\n${rust.output().slice(-4000)}\n${tokenWorker?.output().slice(-3000) ?? ""}`);
+    throw error;
+  } finally {
+    await rust.stop();
+    await tokenWorker?.stop();
+    await mock.close();
+    await listener.close();
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
 async function wasiComponent() {
   const listener = await startListener(plannedAnswers());
   const wasi = await startWasi({ FORWARD_URL: listener.url });
@@ -674,6 +796,9 @@ if (!only || only === "worker") {
   await rustWorkerMisconfigured();
   await rustWorkerWithQueue();
   await rustWorkerDeduplicates();
+  await rustWorkerRedelivers();
 }
+if (only === "redeliver") await rustWorkerRedelivers();
+if (only === "dedup") await rustWorkerDeduplicates();
 if (!only || only === "wasi") await wasiComponent();
 console.log(`${passed} checks passed`);

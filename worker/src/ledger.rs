@@ -127,3 +127,15 @@ impl Ledger {
         }
     }
 }
+
+/// Whether the store remembers delivery `(hook_id, id)` (forwarded, or being
+/// forwarded); false when it cannot be asked (the run then redelivers, which
+/// at worst forwards twice).
+pub(crate) async fn seen(env: &Env, hook_id: &str, id: &str) -> bool {
+    let Ok(stub) =
+        env.durable_object(DEDUP_BINDING).and_then(|namespace| namespace.get_by_name(&dedup::key(Some(hook_id), id)))
+    else {
+        return false;
+    };
+    matches!(ask(&stub, &LedgerRequest::Seen).await, Ok(Answer::Seen { seen: true }))
+}

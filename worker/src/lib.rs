@@ -12,6 +12,7 @@
 mod forward;
 mod http;
 mod ledger;
+mod redeliver;
 mod webcrypto;
 
 use std::cell::RefCell;
@@ -20,7 +21,7 @@ use std::rc::Rc;
 use strata_core::webhooks::receiver::dedup::DEDUP_BINDING;
 use strata_core::webhooks::receiver::queue::{BODIES_BINDING, QUEUE_BINDING};
 use strata_core::webhooks::receiver::{self, Bindings, ConfigError, ReceiverConfig, Step, Verdict};
-use worker::{Context, Env, Request, Response, Result, console_warn, event};
+use worker::{Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent, console_warn, event};
 
 /// This build's version, served by the health route.
 const VERSION: &str = concat!("strata-worker/", env!("CARGO_PKG_VERSION"));
@@ -75,4 +76,10 @@ async fn fetch(mut request: Request, env: Env, context: Context) -> Result<Respo
             http::respond(&reply)
         }
     }
+}
+
+/// The Cron Trigger: asks GitHub to redeliver missed deliveries.
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
+    redeliver::run(&env).await;
 }

@@ -3,6 +3,7 @@
 //! time that Workers bill and cap. Core parses the header and compares the
 //! digest in constant time (`signature::digest_matches`); where WebCrypto
 //! refuses, the check runs in WebAssembly (`signature::verify_with_fallback`).
+//! The GitHub App token of the redelivery run is signed here too.
 
 use std::cell::{Cell, RefCell};
 
@@ -102,4 +103,26 @@ pub(crate) async fn verify(config: &ReceiverConfig, signature: &str, body: &[u8]
         }
     }
     false
+}
+
+/// An RSASSA-PKCS1-v1_5 / SHA-256 signature of `data` with the PKCS#8 DER
+/// key `key_der` (the GitHub App token), by WebCrypto.
+pub(crate) async fn rsa_sha256_sign(key_der: &[u8], data: &[u8]) -> Result<Vec<u8>, JsValue> {
+    let subtle = subtle()?;
+    let algorithm = Object::new();
+    Reflect::set(&algorithm, &"name".into(), &"RSASSA-PKCS1-v1_5".into())?;
+    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
+    let arguments = Array::of5(
+        &"pkcs8".into(),
+        &Uint8Array::from(key_der),
+        &algorithm,
+        &JsValue::FALSE,
+        &Array::of1(&"sign".into()),
+    );
+    let promise: Promise = method(&subtle, "importKey")?.apply(&subtle, &arguments)?.dyn_into()?;
+    let key = JsFuture::from(promise).await?;
+    let arguments = Array::of3(&"RSASSA-PKCS1-v1_5".into(), &key, &Uint8Array::from(data));
+    let promise: Promise = method(&subtle, "sign")?.apply(&subtle, &arguments)?.dyn_into()?;
+    let signature: ArrayBuffer = JsFuture::from(promise).await?.dyn_into()?;
+    Ok(Uint8Array::new(&signature).to_vec())
 }

@@ -140,7 +140,7 @@ fn comma_list(value: &str) -> impl Iterator<Item = &str> {
 
 /// An absolute `http://` or `https://` URL with a non-empty host and no
 /// whitespace or control characters.
-fn is_forward_url(url: &str) -> bool {
+pub(crate) fn is_http_url(url: &str) -> bool {
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
     let Some(rest) = rest else { return false };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -182,7 +182,7 @@ impl ReceiverConfig {
         let additional_secrets =
             lookup(ADDITIONAL_SECRETS).map(|value| comma_list(&value).map(str::to_owned).collect()).unwrap_or_default();
         let forward_url = match lookup(FORWARD_URL).map(|url| url.trim().to_owned()).filter(|url| !url.is_empty()) {
-            Some(url) if is_forward_url(&url) => Some(url),
+            Some(url) if is_http_url(&url) => Some(url),
             Some(_) => return Err(ConfigError::BadForwardUrl),
             None => None,
         };

@@ -13,6 +13,7 @@ pub mod dedup;
 pub mod filter;
 pub mod forward;
 pub mod queue;
+pub mod redeliver;
 
 pub use config::{Bindings, ConfigError, ReceiverConfig};
 pub use filter::EventFilter;
