@@ -27,14 +27,11 @@ let result;
 try { result = await check(); } catch (error) { result = String(error); }
 postMessage(result);`;
 
-export async function runBrowserCheck({ project, packageName, checkSource, label }) {
-  const pkgDir = join(project, "node_modules", ...packageName.split("/"));
-  const files = {
-    "/": ["text/html", PAGE],
-    "/check.mjs": ["text/javascript", checkSource],
-    "/worker.mjs": ["text/javascript", WORKER],
-    "/pkg/index.mjs": ["text/javascript", readFileSync(join(pkgDir, "dist", "index.mjs"))],
-  };
+/**
+ * Serves `files` (path -> [content type, body]) on 127.0.0.1; the page's
+ * `POST /result` resolves `result` with its body. Returns `{ url, result, close() }`.
+ */
+export async function servePage(files) {
   let reported;
   const result = new Promise((resolve) => (reported = resolve));
   const server = createServer((request, response) => {
@@ -52,32 +49,61 @@ export async function runBrowserCheck({ project, packageName, checkSource, label
     response.end(file ? file[1] : "not found");
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${server.address().port}/`;
+  return {
+    url: `http://127.0.0.1:${server.address().port}/`,
+    result,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/**
+ * Headless Chromium (`STRATA_CHROMIUM` or `chromium`) on `url`, in its own
+ * process group with a fresh profile. Returns `{ exited, stop() }`.
+ */
+export function startChromium(url) {
   const profile = mkdtempSync(join(tmpdir(), "strata-chromium-"));
-  // Its own process group, so the browser and every helper process it starts
-  // are stopped together.
   const browser = spawn(process.env.STRATA_CHROMIUM || "chromium", ["--headless", "--no-sandbox", "--disable-gpu",
-    "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + profile, url], { stdio: "ignore", detached: true });
+    "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--user-data-dir=" + profile, url],
+    { stdio: "ignore", detached: true });
   const exited = new Promise((resolve) => browser.on("exit", resolve));
+  return {
+    exited,
+    async stop() {
+      try {
+        process.kill(-browser.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      await exited;
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    },
+  };
+}
+
+export async function runBrowserCheck({ project, packageName, checkSource, label }) {
+  const pkgDir = join(project, "node_modules", ...packageName.split("/"));
+  const page = await servePage({
+    "/": ["text/html", PAGE],
+    "/check.mjs": ["text/javascript", checkSource],
+    "/worker.mjs": ["text/javascript", WORKER],
+    "/pkg/index.mjs": ["text/javascript", readFileSync(join(pkgDir, "dist", "index.mjs"))],
+  });
+  const browser = startChromium(page.url);
   let timer;
   try {
     const outcome = await Promise.race([
-      result,
+      page.result,
       new Promise((resolve) => (timer = setTimeout(() => resolve("timeout after 60 s"), 60_000))),
-      exited.then((code) => `chromium exited with ${code}`),
+      browser.exited.then((code) => `chromium exited with ${code}`),
     ]);
     if (outcome !== "main:ok worker:ok") throw new Error(`browser test of ${label} failed: ${outcome}`);
     console.log(`browser: ${label} in headless Chromium, main thread and module worker: ok`);
   } finally {
     clearTimeout(timer);
-    try {
-      process.kill(-browser.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    await exited;
-    server.closeAllConnections();
-    server.close();
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    await browser.stop();
+    page.close();
   }
 }

@@ -9,13 +9,11 @@
 // Chromium times rounds in the page with performance.now(). workerd's clock
 // does not advance while a request computes, so there Node times requests
 // that each run one round of operations.
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { servePage, startChromium } from "../../shared/browser.mjs";
 import { createProject } from "../../shared/harness.mjs";
 import { startWrangler } from "../../shared/wrangler.mjs";
 
@@ -93,44 +91,18 @@ await fetch("/result", { method: "POST", body: JSON.stringify(results) });
 </script>`;
 
 async function inChromium(project) {
-  const files = {
+  const page = await servePage({
     "/": ["text/html", PAGE],
     "/rows.mjs": ["text/javascript", ROWS_SOURCE],
     "/ours.mjs": ["text/javascript", readFileSync(join(project, "node_modules", "@strata", "webhooks-methods", "dist", "index.mjs"))],
     "/theirs.mjs": ["text/javascript", readFileSync(join(project, "node_modules", "@octokit", "webhooks-methods", "dist-web", "index.js"))],
-  };
-  let reported;
-  const result = new Promise((resolve) => (reported = resolve));
-  const server = createServer((request, response) => {
-    if (request.method === "POST" && request.url === "/result") {
-      let body = "";
-      request.on("data", (chunk) => (body += chunk));
-      request.on("end", () => {
-        response.end();
-        reported(JSON.parse(body));
-      });
-      return;
-    }
-    const file = files[request.url];
-    response.writeHead(file ? 200 : 404, { "content-type": file ? `${file[0]}; charset=utf-8` : "text/plain" });
-    response.end(file ? file[1] : "not found");
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const profile = mkdtempSync(join(tmpdir(), "strata-chromium-"));
-  const browser = spawn(process.env.STRATA_CHROMIUM || "chromium", ["--headless", "--no-sandbox", "--disable-gpu",
-    "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--user-data-dir=" + profile,
-    `http://127.0.0.1:${server.address().port}/`], { stdio: "ignore", detached: true });
+  const browser = startChromium(page.url);
   try {
-    table(`headless Chromium (${process.env.STRATA_CHROMIUM || "chromium"}), main thread`, await result);
+    table(`headless Chromium (${process.env.STRATA_CHROMIUM || "chromium"}), main thread`, JSON.parse(await page.result));
   } finally {
-    try {
-      process.kill(-browser.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    server.closeAllConnections();
-    server.close();
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    await browser.stop();
+    page.close();
   }
 }
 

@@ -58,15 +58,20 @@ pub enum ConfigError {
     #[error("WEBHOOK_PATH must start with \"/\"")]
     BadPath,
     /// A numeric variable is not a number in its range.
-    #[error("{name} must be a whole number from {min} to {max}")]
-    OutOfRange {
-        /// The variable.
-        name: &'static str,
-        /// Smallest value allowed.
-        min: u64,
-        /// Largest value allowed.
-        max: u64,
-    },
+    #[error(transparent)]
+    OutOfRange(#[from] OutOfRange),
+}
+
+/// A numeric variable that is not a whole number in its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{name} must be a whole number from {min} to {max}")]
+pub struct OutOfRange {
+    /// The variable.
+    pub name: &'static str,
+    /// Smallest value allowed.
+    pub min: u64,
+    /// Largest value allowed.
+    pub max: u64,
 }
 
 /// The platform bindings the shell has (a Cloudflare Worker's queue, R2
@@ -148,22 +153,19 @@ pub(crate) fn is_http_url(url: &str) -> bool {
     !host.is_empty() && !host.starts_with(':') && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-fn number(
+/// The whole number in variable `name`, `default` when unset or blank.
+pub(crate) fn number(
     lookup: &impl Fn(&str) -> Option<String>,
     name: &'static str,
     default: u64,
     min: u64,
     max: u64,
-) -> Result<u64, ConfigError> {
-    match lookup(name) {
+) -> Result<u64, OutOfRange> {
+    match lookup(name).map(|text| text.trim().to_owned()).filter(|text| !text.is_empty()) {
         None => Ok(default),
-        Some(text) if text.trim().is_empty() => Ok(default),
-        Some(text) => text
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|value| (min..=max).contains(value))
-            .ok_or(ConfigError::OutOfRange { name, min, max }),
+        Some(text) => {
+            text.parse::<u64>().ok().filter(|value| (min..=max).contains(value)).ok_or(OutOfRange { name, min, max })
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
 
-use super::config::is_http_url;
+use super::config::{OutOfRange, is_http_url, number};
 use crate::endpoint::{Endpoint, RequestOptions};
 
 /// The GitHub App's id (with [`APP_PRIVATE_KEY`]: list the app's deliveries).
@@ -73,15 +73,8 @@ pub enum RedeliverConfigError {
     #[error("GITHUB_API_URL must be an absolute http:// or https:// URL with a host")]
     BadApiUrl,
     /// A number out of its range.
-    #[error("{name} must be a whole number from {min} to {max}")]
-    OutOfRange {
-        /// The variable.
-        name: &'static str,
-        /// Smallest value allowed.
-        min: u64,
-        /// Largest value allowed.
-        max: u64,
-    },
+    #[error(transparent)]
+    OutOfRange(#[from] OutOfRange),
 }
 
 /// Who the run authenticates as.
@@ -156,23 +149,6 @@ impl std::fmt::Debug for RedeliverConfig {
             .field("max_attempts", &self.max_attempts)
             .field("lookback_ms", &self.lookback_ms)
             .finish()
-    }
-}
-
-fn number(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: u64,
-    min: u64,
-    max: u64,
-) -> Result<u64, RedeliverConfigError> {
-    match lookup(name).map(|text| text.trim().to_owned()).filter(|text| !text.is_empty()) {
-        None => Ok(default),
-        Some(text) => text
-            .parse::<u64>()
-            .ok()
-            .filter(|value| (min..=max).contains(value))
-            .ok_or(RedeliverConfigError::OutOfRange { name, min, max }),
     }
 }
 
