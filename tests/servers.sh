@@ -20,7 +20,13 @@ S3_PORT=${STRATA_S3_PORT:-5055}
 AZ_PORT=${STRATA_AZURITE_PORT:-10000}
 EMU=${STRATA_EMULATORS_CACHE:-$HOME/.cache/strata-emulators}
 
-pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+# The server's binaries: a directory with initdb (the client package alone,
+# which a fresh machine may have, brings the directory with psql only).
+pg_bin() {
+    local initdb
+    initdb=$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1)
+    [ -z "$initdb" ] || dirname "$initdb"
+}
 
 install_packages() {
     local missing=()
