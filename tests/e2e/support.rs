@@ -242,7 +242,10 @@ impl Workspace {
             Backend::Sqlite => {
                 let file = self.path().join("db").join(format!("{schema}.db"));
                 assert!(file.exists(), "{} does not exist", file.display());
-                let url = format!("sqlite://{}?mode=ro", file.display());
+                // Read-write (never create): after a kill -9 a file may hold a hot
+                // rollback journal, which only a writable connection rolls back —
+                // SQLite's recovery, as the service's next attach would do.
+                let url = format!("sqlite://{}?mode=rw", file.display());
                 let mut conn = SqliteConnection::connect(&url).await.unwrap();
                 decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
             }

@@ -102,11 +102,12 @@ async fn forward_to_queue(config: &ReceiverConfig, env: &Env, delivery: &Deliver
     let message = queue::message(&delivery.as_queued(), config.bodies);
     if let QueueMessage::TooLarge { bytes } = message {
         console_error!(
-            "NOT forwarded: {} delivery {} to {QUEUE_BINDING}: its message ({bytes} bytes) passes the queue's limit \
-             of {} bytes and no {BODIES_BINDING} bucket is bound",
+            "NOT forwarded: {} delivery {} to {QUEUE_BINDING}: its message ({bytes} bytes) does not fit the queue's \
+             {} bytes less {} for the platform's framing, and no {BODIES_BINDING} bucket is bound",
             delivery.name,
             delivery.id,
-            queue::MAX_MESSAGE_BYTES
+            queue::MAX_MESSAGE_BYTES,
+            queue::ENVELOPE_ALLOWANCE
         );
         return false;
     }

@@ -204,10 +204,10 @@ impl ReceiverConfig {
             number(&lookup, DEDUP_WINDOW_SECONDS, DEFAULT_DEDUP_WINDOW_SECONDS, 1, MAX_DEDUP_WINDOW_SECONDS)?;
         if queue && !bindings.bodies {
             warnings.push(format!(
-                "a queue is bound without a {} bucket: a delivery whose queue message would pass {} bytes \
+                "a queue is bound without a {} bucket: a delivery whose queue message does not fit {} bytes \
                  cannot be queued",
                 super::queue::BODIES_BINDING,
-                super::queue::MAX_MESSAGE_BYTES
+                super::queue::MAX_MESSAGE_BYTES - super::queue::ENVELOPE_ALLOWANCE
             ));
         }
         let config = Self {
@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(
             warnings,
             [
-                "a queue is bound without a WEBHOOK_BODIES bucket: a delivery whose queue message would pass 128000 bytes \
+                "a queue is bound without a WEBHOOK_BODIES bucket: a delivery whose queue message does not fit 126976 bytes \
              cannot be queued"
             ]
         );
