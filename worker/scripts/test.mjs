@@ -562,6 +562,11 @@ async function rustWorkerWithQueue() {
   }
 }
 
+/** wrangler.toml lines binding the WEBHOOK_DEDUP Durable Object namespace (its class is in the Worker). */
+const DEDUP_BINDING_TOML =
+  '[[durable_objects.bindings]]\nname = "WEBHOOK_DEDUP"\nclass_name = "DeliveryLedger"\n' +
+  '[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["DeliveryLedger"]\n';
+
 /** The Rust Worker with the WEBHOOK_DEDUP Durable Object bound and a 4-second window. */
 async function rustWorkerDeduplicates() {
   const listener = await startListener(plannedAnswers());
@@ -569,8 +574,7 @@ async function rustWorkerDeduplicates() {
   writeFileSync(
     config,
     'name = "strata-receiver-dedup-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
-      '[[durable_objects.bindings]]\nname = "WEBHOOK_DEDUP"\nclass_name = "DeliveryLedger"\n' +
-      '[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["DeliveryLedger"]\n',
+      DEDUP_BINDING_TOML,
   );
   const rust = await startWrangler({
     wrangler,
@@ -658,8 +662,7 @@ async function rustWorkerRedelivers() {
     config,
     'name = "strata-receiver-redeliver-test"\nmain = "index.js"\ncompatibility_date = "2025-09-01"\n' +
       '[triggers]\ncrons = ["*/10 * * * *"]\n' +
-      '[[durable_objects.bindings]]\nname = "WEBHOOK_DEDUP"\nclass_name = "DeliveryLedger"\n' +
-      '[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["DeliveryLedger"]\n',
+      DEDUP_BINDING_TOML,
   );
   const secrets = [...SECRETS, ["GITHUB_APP_PRIVATE_KEY", privateKey.replaceAll("\n", "\\n")]];
   const vars = { FORWARD_URL: listener.url, GITHUB_APP_ID: "12345", GITHUB_APP_HOOK_ID: "42", GITHUB_API_URL: mock.url, REDELIVER_MAX_PER_RUN: "3" };

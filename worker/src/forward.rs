@@ -7,17 +7,17 @@
 
 use std::time::Duration;
 
-use futures_util::future::{Either, join, select};
+use futures_util::future::join;
 use strata_core::retry::Attempt;
 use strata_core::webhooks::receiver::ReceiverConfig;
 use strata_core::webhooks::receiver::forward::{Report, forward_with_retries, is_forwarded_header};
 use strata_core::webhooks::receiver::queue::{self, BODIES_BINDING, QUEUE_BINDING, QueueMessage};
 use worker::{
-    AbortController, Delay, Env, Fetch, Headers, HttpMetadata, Method, QueueContentType, RawMessageBuilder, Request,
-    RequestInit, console_error, console_log,
+    Delay, Env, Headers, HttpMetadata, Method, QueueContentType, RawMessageBuilder, Request, RequestInit,
+    console_error, console_log,
 };
 
-use crate::ledger;
+use crate::{http, ledger};
 
 /// How long one forward attempt may take before it counts as unreachable.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
@@ -59,17 +59,9 @@ async fn post(url: &str, delivery: &Delivery) -> Attempt {
     init.with_method(Method::Post).with_headers(headers).with_body(Some(body.into()));
     let request = Request::new_with_init(url, &init);
     let Ok(request) = request else { return Attempt::Unreachable };
-    let controller = AbortController::default();
-    let fetch = Fetch::Request(request);
-    let signal = controller.signal();
-    let sending = std::pin::pin!(fetch.send_with_signal(&signal));
-    match select(sending, Delay::from(ATTEMPT_TIMEOUT)).await {
-        Either::Left((Ok(response), _)) => Attempt::Status(response.status_code()),
-        Either::Left((Err(_), _)) => Attempt::Unreachable,
-        Either::Right(((), _)) => {
-            controller.abort();
-            Attempt::Unreachable
-        }
+    match http::fetch_with_timeout(request, ATTEMPT_TIMEOUT).await {
+        Some(response) => Attempt::Status(response.status_code()),
+        None => Attempt::Unreachable,
     }
 }
 

@@ -1,9 +1,12 @@
 //! Requests in, replies out: the Worker's side of the core's
 //! `RequestHead` and `Reply`.
 
+use std::time::Duration;
+
 use futures_util::StreamExt;
+use futures_util::future::{Either, select};
 use strata_core::webhooks::middleware::{self, Reply, RequestHead, normalize_trailing_slashes};
-use worker::{Headers, Request, Response, Result, Url};
+use worker::{AbortController, Delay, Fetch, Headers, Request, Response, Result, Url};
 
 /// The header values and URL parts a [`RequestHead`] borrows.
 pub(crate) struct RequestHeadParts {
@@ -74,4 +77,21 @@ pub(crate) async fn read_body(request: &mut Request, max_bytes: u64) -> std::res
 pub(crate) fn respond(reply: &Reply) -> Result<Response> {
     let headers: Headers = reply.headers.iter().collect();
     Ok(Response::from_bytes(reply.body.as_bytes().to_vec())?.with_status(reply.status).with_headers(headers))
+}
+
+/// Sends `request`, giving up (and aborting it) after `timeout`; `None` when
+/// it failed or timed out.
+pub(crate) async fn fetch_with_timeout(request: Request, timeout: Duration) -> Option<Response> {
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let sending = std::pin::pin!(fetch.send_with_signal(&signal));
+    match select(sending, Delay::from(timeout)).await {
+        Either::Left((Ok(response), _)) => Some(response),
+        Either::Left((Err(_), _)) => None,
+        Either::Right(((), _)) => {
+            controller.abort();
+            None
+        }
+    }
 }

@@ -6,15 +6,12 @@
 
 use std::time::Duration;
 
-use futures_util::future::{Either, select};
 use strata_core::endpoint::RequestOptions;
 use strata_core::webhooks::receiver::dedup::DEDUP_BINDING;
 use strata_core::webhooks::receiver::redeliver::{Credentials, RedeliverConfig, Run, app_jwt, next_cursor, parse_page};
-use worker::{
-    AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit, console_error, console_log,
-};
+use worker::{Date, Env, Headers, Method, Request, RequestInit, console_error, console_log};
 
-use crate::{VERSION, ledger, webcrypto};
+use crate::{VERSION, http, ledger, webcrypto};
 
 /// How long one API request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,18 +33,7 @@ async fn send(options: &RequestOptions) -> Option<Answer> {
     let mut init = RequestInit::new();
     init.with_method(Method::from(options.method.clone())).with_headers(headers);
     let request = Request::new_with_init(&options.url, &init).ok()?;
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let fetch = Fetch::Request(request);
-    let sending = std::pin::pin!(fetch.send_with_signal(&signal));
-    let mut response = match select(sending, Delay::from(REQUEST_TIMEOUT)).await {
-        Either::Left((Ok(response), _)) => response,
-        Either::Left((Err(_), _)) => return None,
-        Either::Right(((), _)) => {
-            controller.abort();
-            return None;
-        }
-    };
+    let mut response = http::fetch_with_timeout(request, REQUEST_TIMEOUT).await?;
     let link = response.headers().get("link").ok().flatten();
     let body = response.bytes().await.ok()?;
     if body.len() > MAX_PAGE_BYTES {

@@ -42,24 +42,32 @@ fn method(subtle: &JsValue, name: &str) -> Result<Function, JsValue> {
     Reflect::get(subtle, &name.into())?.dyn_into::<Function>()
 }
 
+/// A non-extractable signing key of algorithm `name` with SHA-256, imported
+/// from `bytes` in `format` (`raw`, `pkcs8`).
+async fn import_key(subtle: &JsValue, format: &str, bytes: &[u8], name: &str) -> Result<JsValue, JsValue> {
+    let algorithm = Object::new();
+    Reflect::set(&algorithm, &"name".into(), &name.into())?;
+    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
+    let arguments =
+        Array::of5(&format.into(), &Uint8Array::from(bytes), &algorithm, &JsValue::FALSE, &Array::of1(&"sign".into()));
+    let promise: Promise = method(subtle, "importKey")?.apply(subtle, &arguments)?.dyn_into()?;
+    JsFuture::from(promise).await
+}
+
+/// `crypto.subtle.sign(name, key, data)`.
+async fn sign(subtle: &JsValue, name: &str, key: &JsValue, data: &Uint8Array) -> Result<ArrayBuffer, JsValue> {
+    let arguments = Array::of3(&name.into(), key, data);
+    let promise: Promise = method(subtle, "sign")?.apply(subtle, &arguments)?.dyn_into()?;
+    JsFuture::from(promise).await?.dyn_into()
+}
+
 async fn key(subtle: &JsValue, secret: &str) -> Result<JsValue, JsValue> {
     if let Some(key) =
         KEYS.with(|keys| keys.borrow().iter().find(|(known, _)| known == secret).map(|(_, key)| key.clone()))
     {
         return Ok(key);
     }
-    let algorithm = Object::new();
-    Reflect::set(&algorithm, &"name".into(), &"HMAC".into())?;
-    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
-    let arguments = Array::of5(
-        &"raw".into(),
-        &Uint8Array::from(secret.as_bytes()),
-        &algorithm,
-        &JsValue::FALSE,
-        &Array::of1(&"sign".into()),
-    );
-    let promise: Promise = method(subtle, "importKey")?.apply(subtle, &arguments)?.dyn_into()?;
-    let key = JsFuture::from(promise).await?;
+    let key = import_key(subtle, "raw", secret.as_bytes(), "HMAC").await?;
     KEYS.with(|keys| keys.borrow_mut().push((secret.to_owned(), key.clone())));
     Ok(key)
 }
@@ -68,9 +76,7 @@ async fn key(subtle: &JsValue, secret: &str) -> Result<JsValue, JsValue> {
 async fn hmac(secret: &str, data: &Uint8Array) -> Result<[u8; 32], JsValue> {
     let subtle = subtle()?;
     let key = key(&subtle, secret).await?;
-    let arguments = Array::of3(&"HMAC".into(), &key, data);
-    let promise: Promise = method(&subtle, "sign")?.apply(&subtle, &arguments)?.dyn_into()?;
-    let digest: ArrayBuffer = JsFuture::from(promise).await?.dyn_into()?;
+    let digest = sign(&subtle, "HMAC", &key, data).await?;
     let mut bytes = [0u8; 32];
     let view = Uint8Array::new(&digest);
     if view.length() != 32 {
@@ -109,20 +115,7 @@ pub(crate) async fn verify(config: &ReceiverConfig, signature: &str, body: &[u8]
 /// key `key_der` (the GitHub App token), by WebCrypto.
 pub(crate) async fn rsa_sha256_sign(key_der: &[u8], data: &[u8]) -> Result<Vec<u8>, JsValue> {
     let subtle = subtle()?;
-    let algorithm = Object::new();
-    Reflect::set(&algorithm, &"name".into(), &"RSASSA-PKCS1-v1_5".into())?;
-    Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into())?;
-    let arguments = Array::of5(
-        &"pkcs8".into(),
-        &Uint8Array::from(key_der),
-        &algorithm,
-        &JsValue::FALSE,
-        &Array::of1(&"sign".into()),
-    );
-    let promise: Promise = method(&subtle, "importKey")?.apply(&subtle, &arguments)?.dyn_into()?;
-    let key = JsFuture::from(promise).await?;
-    let arguments = Array::of3(&"RSASSA-PKCS1-v1_5".into(), &key, &Uint8Array::from(data));
-    let promise: Promise = method(&subtle, "sign")?.apply(&subtle, &arguments)?.dyn_into()?;
-    let signature: ArrayBuffer = JsFuture::from(promise).await?.dyn_into()?;
+    let key = import_key(&subtle, "pkcs8", key_der, "RSASSA-PKCS1-v1_5").await?;
+    let signature = sign(&subtle, "RSASSA-PKCS1-v1_5", &key, &Uint8Array::from(data)).await?;
     Ok(Uint8Array::new(&signature).to_vec())
 }
