@@ -19,16 +19,22 @@ fn main() {
     let text = String::from_utf8_lossy(&output.stdout);
     let mut lines = text.lines();
     let (Some(git_dir), Some(revision)) = (lines.next(), lines.next()) else { return };
-    // Build again when HEAD moves: HEAD itself, the branch it points at,
-    // and packed refs.
+    // Build again when HEAD moves: HEAD itself, the directory holding the
+    // branch it points at (a commit rewrites or creates the branch's file
+    // there), and packed refs. Only paths that exist are watched: cargo
+    // re-runs a build script on every build when a watched path is missing
+    // (many clones have no packed-refs), which recompiled the server each
+    // time.
     let git_dir = Path::new(git_dir);
-    for file in ["HEAD", "packed-refs"] {
-        println!("cargo:rerun-if-changed={}", git_dir.join(file).display());
-    }
+    let mut watched = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
     if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
         && let Some(reference) = head.trim().strip_prefix("ref: ")
+        && let Some(directory) = git_dir.join(reference).parent()
     {
-        println!("cargo:rerun-if-changed={}", git_dir.join(reference).display());
+        watched.push(directory.to_path_buf());
+    }
+    for path in watched.iter().filter(|path| path.exists()) {
+        println!("cargo:rerun-if-changed={}", path.display());
     }
     println!("cargo:rustc-env=STRATA_GIT_SHA={}", revision.trim());
 }

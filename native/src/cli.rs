@@ -6,11 +6,16 @@
 
 mod commands;
 mod progress;
+mod results;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use strata_core::migrate::plan::PlanError;
+
+use crate::db::DbError;
+use crate::error::AppError;
 
 /// What a command's exit status means (also in `--help` and README.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +36,28 @@ pub(crate) enum Exit {
     Unreachable = 5,
     /// `plan --check`: a migration is pending.
     Pending = 6,
+}
+
+impl From<&AppError> for Exit {
+    /// The one mapping from a failure to an exit status.
+    fn from(error: &AppError) -> Self {
+        match error {
+            AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
+            AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
+                Exit::Usage
+            }
+            AppError::Database(DbError::Connect(_)) => Exit::Unreachable,
+            AppError::Database(DbError::Query(
+                sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed,
+            )) => Exit::Unreachable,
+            #[cfg(feature = "sqlserver")]
+            AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
+            AppError::Database(DbError::BadDataSource(_) | DbError::DriverNotBuilt(_) | DbError::Directory { .. }) => {
+                Exit::BadConfig
+            }
+            _ => Exit::Failed,
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
@@ -133,7 +160,7 @@ enum ConfigCommand {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None | Some(Command::Serve) => crate::serve(cli.config.as_deref()),
+        None | Some(Command::Serve) => crate::server::serve(cli.config.as_deref()),
         Some(command) => commands::run(cli.config.as_deref(), command).into(),
     }
 }

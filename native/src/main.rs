@@ -10,121 +10,14 @@ mod error;
 mod graphql;
 mod http;
 mod loader;
+mod server;
 mod service;
 mod settings;
 mod telemetry;
 mod webhook;
 
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use strata_core::migrate::config::Config;
-
-use crate::http::AppState;
-use crate::service::Service;
-use crate::telemetry::Metrics;
-
-/// How long in-flight requests (and the mutations they run) may take to
-/// finish after SIGTERM before the process exits anyway.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn main() -> ExitCode {
     cli::main()
-}
-
-/// `strata serve` (and `strata` alone): runs the service until a stop signal.
-fn serve(config_path: Option<&std::path::Path>) -> ExitCode {
-    let (path, config) = match settings::load(config_path) {
-        Ok(loaded) => loaded,
-        Err(message) => {
-            eprintln!("strata: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(telemetry::log_filter(config.log_level)))
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("strata: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(&path, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            tracing::error!("{message}");
-            eprintln!("strata: {message}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn run(config_path: &str, config: Config) -> Result<(), String> {
-    let config = Arc::new(config);
-    let metrics = Metrics::install().map_err(|e| format!("cannot install metrics: {e}"))?;
-    let database = db::connect(&config).await.map_err(|e| format!("{config_path}: dataSource: {e}"))?;
-    let loader =
-        loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
-    let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
-    let schema = graphql::build_schema(Arc::clone(&service));
-    let state = Arc::new(AppState { service, schema, metrics, contents_slots: graphql::limits::contents_slots() });
-    let app = http::router(state, &config.path_prefix)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panic_response));
-
-    let address = std::net::SocketAddr::from(([0, 0, 0, 0], config.port));
-    let listener =
-        tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(), "strata listening");
-    let (stopping, stop_requested) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        let _ = stopping.send(true);
-    });
-    let mut graceful_stop = stop_requested.clone();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = graceful_stop.wait_for(|stop| *stop).await;
-    });
-    let mut deadline = stop_requested;
-    tokio::select! {
-        served = server => served.map_err(|e| format!("server error: {e}"))?,
-        () = async move {
-            let _ = deadline.wait_for(|stop| *stop).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => {
-            tracing::warn!(
-                "requests still running {} s after the stop signal; exiting (an unfinished version is rolled back)",
-                SHUTDOWN_GRACE.as_secs()
-            );
-        }
-    }
-    tracing::info!("strata stopped");
-    Ok(())
-}
-
-/// Resolves on SIGTERM or SIGINT; in-flight requests (and the mutations
-/// they run) finish before the process exits.
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutdown signal received; finishing in-flight requests");
 }

@@ -7,13 +7,15 @@ use std::time::Instant;
 
 use chrono::{SecondsFormat, Utc};
 use strata_core::migrate::config::Config;
-use strata_core::migrate::plan::{Action, Target};
+use strata_core::migrate::ident::validate_new_tenant_name;
+use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::source::{SourceMigration, source_migrations};
 use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
-use crate::db::executor::Observer;
-use crate::db::{Database, DbError, MutationRequest, Preview, VersionRow};
+use crate::db::{
+    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, VersionFilter, VersionRow,
+};
 use crate::error::AppError;
 use crate::loader::Loader;
 use crate::telemetry;
@@ -78,9 +80,35 @@ impl Service {
         &self.config
     }
 
-    /// The database driver.
-    pub(crate) fn database(&self) -> &dyn Database {
-        self.database.as_ref()
+    /// Checks the database and the service's tables (health).
+    pub(crate) async fn ping(&self) -> Result<(), DbError> {
+        self.database.ping().await
+    }
+
+    /// Tenant names (`tenantSelectSQL`).
+    pub(crate) async fn tenants(&self) -> Result<Vec<String>, AppError> {
+        Ok(self.database.tenants().await?)
+    }
+
+    /// Versions in id order; with `file`, those that applied it.
+    pub(crate) async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, AppError> {
+        let filter = file.map_or(VersionFilter::All, VersionFilter::ApplyingFile);
+        Ok(self.database.versions(filter).await?)
+    }
+
+    /// One version.
+    pub(crate) async fn version(&self, id: i64) -> Result<Option<VersionRow>, AppError> {
+        Ok(self.database.versions(VersionFilter::Id(id)).await?.into_iter().next())
+    }
+
+    /// The migrations recorded in one version, in id order.
+    pub(crate) async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, AppError> {
+        Ok(self.database.migrations(MigrationFilter::Version(version_id)).await?)
+    }
+
+    /// One recorded migration.
+    pub(crate) async fn migration(&self, id: i64) -> Result<Option<MigrationRow>, AppError> {
+        Ok(self.database.migrations(MigrationFilter::Id(id)).await?.into_iter().next())
     }
 
     /// The loader.
@@ -121,6 +149,15 @@ impl Service {
         Ok((preview, sources))
     }
 
+    /// The target of a mutation: every schema, or a new tenant whose name
+    /// the engine and the configuration accept.
+    pub(crate) fn target(&self, tenant: Option<String>) -> Result<Target, AppError> {
+        let Some(tenant) = tenant else { return Ok(Target::AllSchemas) };
+        validate_new_tenant_name(&tenant, self.config.driver, self.config.single_schemas())
+            .map_err(|e| DbError::Plan(PlanError::InvalidTenantName(e)))?;
+        Ok(Target::NewTenant(tenant))
+    }
+
     /// Waits for the webhook deliveries still running.
     pub(crate) async fn settle(&self) {
         let tasks: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap_or_else(|e| e.into_inner()));
@@ -131,6 +168,9 @@ impl Service {
 
     /// Runs `createVersion` or `createTenant`.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
+        if request.version_name.trim().is_empty() {
+            return Err(AppError::InvalidInput("versionName must not be empty".into()));
+        }
         let started = Utc::now();
         let clock = Instant::now();
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,

@@ -187,3 +187,90 @@ async fn an_apply_racing_a_server_create_version_applies_each_file_once() {
         assert!(server.ws.tables(&format!("t{i}")).await.contains(&"t6".to_string()));
     }
 }
+
+/// The configuration with `dataSource` naming a user with read rights only
+/// (created here; none on SQLite, whose files carry no users).
+async fn read_only_config(ws: &crate::support::Workspace) -> String {
+    use crate::support::{Backend, backend};
+    let config = ws.config("");
+    match backend() {
+        Backend::Sqlite => config,
+        Backend::Postgres => {
+            let role = format!("strata_ro_{}", ws.port);
+            ws.execute(
+                "public",
+                &format!(
+                    "drop role if exists {role}; create role {role} login; \
+                     revoke create on schema public from public; revoke create on schema public from {role}"
+                ),
+            )
+            .await;
+            config.replace("postgres://postgres@", &format!("postgres://{role}@"))
+        }
+        Backend::Mysql => {
+            ws.execute(
+                "mysql",
+                "drop user if exists 'strata_ro'@'localhost'; create user 'strata_ro'@'localhost'; \
+                 grant select on *.* to 'strata_ro'@'localhost'",
+            )
+            .await;
+            config.replace("mysql://root@", "mysql://strata_ro@")
+        }
+    }
+}
+
+/// Grants the read-only user reading the service's tables once they exist.
+async fn grant_reading_svc(ws: &crate::support::Workspace) {
+    use crate::support::{Backend, backend};
+    if backend() == Backend::Postgres {
+        let role = format!("strata_ro_{}", ws.port);
+        ws.execute(
+            "public",
+            &format!("grant usage on schema svc to {role}; grant select on all tables in schema svc to {role}"),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn plan_and_status_never_write_and_work_with_read_rights_only() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let read_only = ws.write_config(&read_only_config(&ws).await);
+
+    // A fresh database: plan and status answer, and create nothing.
+    let plan = strata(&read_only, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 6, "{}{}", stdout(&plan), stderr(&plan));
+    assert!(stdout(&plan).starts_with("2 migrations and 1 script in 2 schemas (0 tenants).\n"), "{}", stdout(&plan));
+    let status = strata(&read_only, &["status", "--json"]).await;
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    let status = json_of(&status);
+    assert_eq!((status["versionCount"].as_i64(), status["tenants"].as_i64()), (Some(0), Some(0)), "{status}");
+    match crate::support::backend() {
+        crate::support::Backend::Sqlite => {
+            assert!(!ws.path().join("db/svc.db").exists(), "plan created the svc file");
+        }
+        crate::support::Backend::Postgres => {
+            let svc = ws.rows("public", "select count(*) from pg_namespace where nspname = 'svc'").await;
+            assert_eq!(svc, vec![vec![json!(0)]]);
+        }
+        crate::support::Backend::Mysql => {
+            let svc =
+                ws.rows("mysql", "select count(*) from information_schema.schemata where schema_name = 'svc'").await;
+            assert_eq!(svc, vec![vec![json!(0)]]);
+        }
+    }
+
+    // Applied by a user who may write, then read by the one who may not.
+    let writer = ws.path().join("writer.yaml");
+    std::fs::write(&writer, ws.config("")).unwrap();
+    let apply = strata(&writer, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}", stderr(&apply));
+    grant_reading_svc(&ws).await;
+    let plan = strata(&read_only, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 0, "{}{}", stdout(&plan), stderr(&plan));
+    let status = json_of(&strata(&read_only, &["status", "--json"]).await);
+    assert_eq!(status["versionCount"].as_i64(), Some(1), "{status}");
+    assert_eq!(status["versions"][0]["name"], "v1");
+}

@@ -292,6 +292,10 @@ struct RawConfig {
     tenant_select_sql: Option<String>,
     #[serde(rename = "tenantInsertSQL")]
     tenant_insert_sql: Option<String>,
+    /// lukaszbudnik/migrator's current name for `tenantSelectSQL`.
+    tenant_select: Option<String>,
+    /// lukaszbudnik/migrator's current name for `tenantInsertSQL`.
+    tenant_insert: Option<String>,
     schema_place_holder: Option<String>,
     single_migrations: Option<Vec<String>>,
     tenant_migrations: Option<Vec<String>>,
@@ -347,6 +351,23 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         value.map(|v| self.text(property, v)).transpose()
     }
 
+    /// A statement given under either of two names (the spec's and
+    /// migrator's current one); blank counts as not given, both is an error.
+    fn either(
+        &self,
+        (name, value): (&'static str, Option<String>),
+        (alias, alias_value): (&'static str, Option<String>),
+    ) -> Result<Option<String>, ConfigError> {
+        let value = self.optional(name, value)?.filter(|s| !s.trim().is_empty());
+        let alias_value = self.optional(alias, alias_value)?.filter(|s| !s.trim().is_empty());
+        match (value, alias_value) {
+            (Some(_), Some(_)) => {
+                Err(invalid(name, format!("give either {name} or {alias} (migrator's name for it), not both")))
+            }
+            (value, alias_value) => Ok(value.or(alias_value)),
+        }
+    }
+
     fn list(&self, property: &'static str, value: Option<Vec<String>>) -> Result<Vec<String>, ConfigError> {
         value.unwrap_or_default().into_iter().map(|v| self.text(property, v)).collect()
     }
@@ -372,8 +393,10 @@ impl Config {
             .and_then(|()| crate::migrate::datasource::normalize(driver, &data_source))
             .map_err(|e| invalid("dataSource", e.to_string().trim_start_matches("dataSource ").to_string()))?;
 
-        let tenant_select = sub.optional("tenantSelectSQL", raw.tenant_select_sql)?.filter(|s| !s.trim().is_empty());
-        let tenant_insert = sub.optional("tenantInsertSQL", raw.tenant_insert_sql)?.filter(|s| !s.trim().is_empty());
+        let tenant_select =
+            sub.either(("tenantSelectSQL", raw.tenant_select_sql), ("tenantSelect", raw.tenant_select))?;
+        let tenant_insert =
+            sub.either(("tenantInsertSQL", raw.tenant_insert_sql), ("tenantInsert", raw.tenant_insert))?;
         let default_tenant_table = tenant_select.is_none() && tenant_insert.is_none();
 
         let schema_placeholder = sub

@@ -142,6 +142,22 @@ impl Plan {
         &self.schemas[step.schema as usize]
     }
 
+    /// What the steps `done` (indices into [`Plan::steps`]) count, by the
+    /// planner's rule: the counts of a version that stopped part-way.
+    pub fn counts_of(&self, sources: &[SourceMigration], done: &[u32]) -> Counts {
+        let mut per_migration: Vec<u64> = vec![0; sources.len()];
+        for &step in done {
+            if let Some(step) = self.steps.get(step as usize) {
+                per_migration[step.migration as usize] += 1;
+            }
+        }
+        let mut counts = Counts::default();
+        for (migration, schemas) in sources.iter().zip(per_migration) {
+            counts.add_file(migration.migration_type, schemas);
+        }
+        counts
+    }
+
     /// True when executing the plan would change nothing: no steps and no
     /// tenant to create. Such an operation creates no version.
     pub fn is_empty(&self) -> bool {
@@ -327,20 +343,7 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
                 _ => counts.tenant_scripts += 1,
             }
         }
-        if planned_here > 0 {
-            match migration.migration_type {
-                MigrationType::SingleMigration => counts.single_migrations += planned_here,
-                MigrationType::SingleScript => counts.single_scripts += planned_here,
-                MigrationType::TenantMigration => {
-                    counts.tenant_migrations += 1;
-                    counts.tenant_migrations_total += planned_here;
-                }
-                MigrationType::TenantScript => {
-                    counts.tenant_scripts += 1;
-                    counts.tenant_scripts_total += planned_here;
-                }
-            }
-        }
+        counts.add_file(migration.migration_type, planned_here);
     }
     if u32::try_from(steps.len()).is_err() {
         return Err(PlanError::TooLarge);

@@ -39,6 +39,29 @@ impl Counts {
     pub fn scripts_grand_total(&self) -> u64 {
         self.single_scripts + self.tenant_scripts_total
     }
+
+    /// Counts one file of kind `kind` run (or recorded) in `schemas`
+    /// schemas: each schema is one single-schema step, while a tenant file
+    /// counts once as a file and once per schema in its total. The rule of
+    /// the planner and of what a failed version committed.
+    pub fn add_file(&mut self, kind: crate::migrate::MigrationType, schemas: u64) {
+        use crate::migrate::MigrationType;
+        if schemas == 0 {
+            return;
+        }
+        match kind {
+            MigrationType::SingleMigration => self.single_migrations += schemas,
+            MigrationType::SingleScript => self.single_scripts += schemas,
+            MigrationType::TenantMigration => {
+                self.tenant_migrations += 1;
+                self.tenant_migrations_total += schemas;
+            }
+            MigrationType::TenantScript => {
+                self.tenant_scripts += 1;
+                self.tenant_scripts_total += schemas;
+            }
+        }
+    }
 }
 
 /// The outcome of an operation, as served in `CreateResults.summary` and

@@ -7,17 +7,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use strata_core::migrate::config::{Config, LogLevel};
-use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 
 use super::progress::Progress;
+use super::results::CreateResults;
 use super::{ApplyArgs, Command, ConfigCommand, Exit, PlanArgs, StatusArgs};
-use crate::db::executor::Observer;
-use crate::db::{self, DbError};
+use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
-use crate::service::{RequestId, Service};
-use crate::{graphql, loader, settings};
+use crate::service::{CreateRequest, Service};
+use crate::{loader, settings};
 
 /// Runs a one-shot command.
 pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
@@ -52,8 +51,12 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             return Exit::Failed;
         }
     };
+    let access = match command {
+        Command::Apply(_) => Access::ReadWrite,
+        _ => Access::ReadOnly,
+    };
     runtime.block_on(async move {
-        let service = match open(&shown, config).await {
+        let service = match open(&shown, config, access).await {
             Ok(service) => service,
             Err(exit) => return exit,
         };
@@ -68,18 +71,13 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
     })
 }
 
-/// Connects the database and the loader as the server does.
-async fn open(shown: &str, config: Config) -> Result<Arc<Service>, Exit> {
+/// Connects the database and the loader as the server does (read-only
+/// for the commands that only read: they create nothing).
+async fn open(shown: &str, config: Config, access: Access) -> Result<Arc<Service>, Exit> {
     let config = Arc::new(config);
-    let database = db::connect(&config).await.map_err(|e| {
+    let database = db::connect(&config, access).await.map_err(|e| {
         eprintln!("strata: {shown}: dataSource: {e}");
-        match e {
-            DbError::Connect(_) | DbError::Query(_) => Exit::Unreachable,
-            #[cfg(feature = "sqlserver")]
-            DbError::SqlServer(_) => Exit::Unreachable,
-            DbError::BadDataSource(_) | DbError::DriverNotBuilt(_) | DbError::Directory { .. } => Exit::BadConfig,
-            _ => Exit::Failed,
-        }
+        Exit::from(&AppError::from(e))
     })?;
     let loader = loader::for_location(&config.base_location).map_err(|e| {
         eprintln!("strata: {shown}: baseLocation: {e}");
@@ -88,14 +86,10 @@ async fn open(shown: &str, config: Config) -> Result<Arc<Service>, Exit> {
     Ok(Arc::new(Service::new(config, database, loader)))
 }
 
-/// The exit status and a one-line message for a failed operation.
+/// The exit status of a failed operation, after its one-line message.
 fn failure(error: &AppError) -> Exit {
     eprintln!("strata: {error}");
-    match error {
-        AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
-        AppError::Database(DbError::Connect(_)) => Exit::Unreachable,
-        _ => Exit::Failed,
-    }
+    Exit::from(error)
 }
 
 fn print_json(value: &impl serde::Serialize) {
@@ -104,19 +98,10 @@ fn print_json(value: &impl serde::Serialize) {
     let _ = writeln!(out);
 }
 
-fn target(tenant: Option<String>, config: &Config) -> Result<Target, Exit> {
-    let Some(tenant) = tenant else { return Ok(Target::AllSchemas) };
-    validate_new_tenant_name(&tenant, config.driver, config.single_schemas()).map_err(|e| {
-        eprintln!("strata: --tenant: {e}");
-        Exit::Usage
-    })?;
-    Ok(Target::NewTenant(tenant))
-}
-
 async fn plan(service: &Service, args: PlanArgs) -> Exit {
-    let target = match target(args.tenant, service.config()) {
+    let target = match service.target(args.tenant) {
         Ok(target) => target,
-        Err(exit) => return exit,
+        Err(error) => return failure(&error),
     };
     let action = if args.sync { Action::Sync } else { Action::Apply };
     match service.preview(target, action).await {
@@ -146,86 +131,77 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
     }
 }
 
-/// The selection `apply --json` prints: every field of `CreateResults`
-/// except migrations' `contents`.
-const CREATE_RESULTS: &str = "summary { startedAt duration tenants singleMigrations tenantMigrations \
-     tenantMigrationsTotal migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal scriptsGrandTotal } \
-     version { id name created dbMigrations { id name migrationType sourceDir file checkSum schema created } }";
-
 async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
-    let tenant = match target(args.tenant, service.config()) {
-        Ok(Target::NewTenant(tenant)) => Some(tenant),
-        Ok(_) => None,
-        Err(exit) => return exit,
+    let target = match service.target(args.tenant) {
+        Ok(target) => target,
+        Err(error) => return failed_apply(&error, args.json),
     };
-    let (field, input_type) =
-        if tenant.is_some() { ("createTenant", "TenantInput") } else { ("createVersion", "VersionInput") };
-    let mut input = json!({
-        "versionName": args.version_name,
-        "action": if args.sync { "Sync" } else { "Apply" },
-        "dryRun": args.dry_run,
-    });
-    if let Some(tenant) = tenant {
-        input["tenantName"] = json!(tenant);
-    }
-    let query = format!("mutation($input: {input_type}!) {{ {field}(input: $input) {{ {CREATE_RESULTS} }} }}");
     let progress = Arc::new(Progress::new(args.json));
     let observer: Arc<dyn Observer> = progress.clone();
-    let schema = graphql::build_schema(Arc::clone(service));
-    let limits = service.config().graphql_limits;
-    let scope = Arc::new(graphql::limits::RequestScope::new(&limits, graphql::limits::contents_slots()));
-    let request = async_graphql::Request::new(query)
-        .variables(async_graphql::Variables::from_json(json!({ "input": input })))
-        .data(RequestId(format!("strata-cli-{}", uuid::Uuid::new_v4())))
-        .data(scope)
-        .data(observer);
-    let response = schema.execute(request).await;
+    let request = CreateRequest {
+        version_name: args.version_name,
+        target,
+        action: if args.sync { Action::Sync } else { Action::Apply },
+        dry_run: args.dry_run,
+        request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
+        observer: Some(observer),
+    };
+    let result = service.create(request).await;
     progress.finish();
-    let answer = serde_json::to_value(&response).unwrap_or(Value::Null);
-    if let Some(error) = answer["errors"].as_array().and_then(|errors| errors.first()) {
-        if args.json {
-            print_json(&json!({ "errors": answer["errors"] }));
-        }
-        eprintln!("strata: {}", error["message"].as_str().unwrap_or("the operation failed"));
-        return match error["extensions"]["code"].as_str() {
-            Some("DRIFT") => Exit::Drift,
-            Some("INVALID_TENANT_NAME" | "INVALID_INPUT") => Exit::Usage,
-            _ => Exit::Failed,
-        };
-    }
-    let results = &answer["data"][field];
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => return failed_apply(&error, args.json),
+    };
+    let migrations = match &result.version {
+        Some(version) => match service.version_migrations(version.id).await {
+            Ok(rows) => rows,
+            Err(error) => return failed_apply(&error, args.json),
+        },
+        None => Vec::new(),
+    };
     if args.json {
-        print_json(results);
+        print_json(&CreateResults::new(&result, &migrations));
         return Exit::Success;
     }
-    let summary = &results["summary"];
+    let counts = &result.summary.counts;
     let counts = format!(
         "{} migration(s) and {} script(s) over {} tenant(s)",
-        summary["migrationsGrandTotal"], summary["scriptsGrandTotal"], summary["tenants"]
+        counts.migrations_grand_total(),
+        counts.scripts_grand_total(),
+        counts.tenants
     );
-    let seconds = summary["duration"].as_f64().unwrap_or_default();
-    match &results["version"] {
-        Value::Null if args.dry_run => println!("Dry run: {counts} would be applied ({seconds:.2} s); rolled back."),
-        Value::Null => println!("Nothing to apply: no version created."),
-        version => println!(
-            "Version {} {} created: {counts} {} in {seconds:.2} s.",
-            version["id"],
-            version["name"],
+    let seconds = result.summary.duration;
+    match &result.version {
+        None if args.dry_run => println!("Dry run: {counts} would be applied ({seconds:.2} s); rolled back."),
+        None => println!("Nothing to apply: no version created."),
+        Some(version) => println!(
+            "Version {} \"{}\" created: {counts} {} in {seconds:.2} s.",
+            version.id,
+            version.name,
             if args.sync { "recorded" } else { "applied" },
         ),
     }
     Exit::Success
 }
 
+/// A failed `apply`: with `--json`, the API's `errors` (message and
+/// extensions) on stdout; the message on stderr either way.
+fn failed_apply(error: &AppError, json: bool) -> Exit {
+    if json {
+        let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
+        print_json(&json!({ "errors": [graphql] }));
+    }
+    failure(error)
+}
+
 async fn status(service: &Service, args: StatusArgs) -> Exit {
-    let database = service.database();
-    let versions = match database.versions(None).await {
+    let versions = match service.versions(None).await {
         Ok(versions) => versions,
-        Err(error) => return failure(&error.into()),
+        Err(error) => return failure(&error),
     };
-    let tenants = match database.tenants().await {
+    let tenants = match service.tenants().await {
         Ok(tenants) => tenants.len(),
-        Err(error) => return failure(&error.into()),
+        Err(error) => return failure(&error),
     };
     let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
     let (pending, drift) = match service.preview(Target::AllSchemas, Action::Apply).await {

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use strata_core::migrate::plan::Plan;
 use strata_core::migrate::source::SourceMigration;
 
-use crate::db::executor::Observer;
+use crate::db::Observer;
 
 /// Watches one version.
 #[derive(Debug)]

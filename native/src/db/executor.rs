@@ -37,138 +37,15 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use strata_core::migrate::MigrationType;
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{AppliedMigration, Plan, PlanInput, Unit, plan};
+use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, Position};
-use strata_core::migrate::summary::Counts;
 
-use super::{DbError, MigrationFailure, MutationOutcome, MutationRequest, Preview, VersionRow};
-
-/// How a statement failed, as the engine said it.
-#[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    /// The engine's message, without its internal source location.
-    pub(crate) message: String,
-    /// 1-based character offset of the error in the executed text, when the
-    /// engine reports one (PostgreSQL).
-    pub(crate) offset: Option<usize>,
-    /// 1-based line of the error in the executed text, when the engine
-    /// reports a line but no offset (SQL Server).
-    pub(crate) line: Option<u64>,
-}
-
-impl Failure {
-    /// A failure as sqlx reports it: the database's own message (without
-    /// sqlx's prefix), no position.
-    pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
-        let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
-        Failure { message, offset: None, line: None }
-    }
-
-    /// This failure, placed at the statement starting at byte `start` of
-    /// the executed `text` — or, when the engine counted lines within the
-    /// statement (`line_within`, from 1), at the start of that line.
-    pub(crate) fn in_statement(mut self, text: &str, start: usize, line_within: Option<u64>) -> Self {
-        let start = match line_within.filter(|&line| line > 1) {
-            Some(line) => text[start..]
-                .match_indices('\n')
-                .nth(line as usize - 2)
-                .map_or(start, |(newline, _)| start + newline + 1),
-            None => start,
-        };
-        self.offset = Some(text[..start].chars().count() + 1);
-        self
-    }
-}
-
-/// The statements of a file to run one at a time, as byte ranges of
-/// `text`: engines that report no error position run them so the failing
-/// one is known. The whole text when the tokenizer cannot read it.
-pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<usize>> {
-    statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
-}
-
-/// One bookkeeping row to write.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Record<'a> {
-    /// The migration.
-    pub(crate) migration: &'a SourceMigration,
-    /// The schema it was applied to (or recorded for).
-    pub(crate) schema: &'a str,
-}
-
-/// The per-dialect primitives the executor runs a version with. Each
-/// dialect's SQL lives in its own `sql.rs`.
-#[async_trait]
-pub(crate) trait Engine: Send + Sync {
-    /// A connection: its own session.
-    type Conn: Send;
-    /// The held cross-instance lock: a session of its own, outside any pool.
-    type Lock: Send;
-
-    /// The database kind.
-    fn driver(&self) -> Driver;
-    /// Whether DDL takes part in transactions.
-    fn transactional_ddl(&self) -> bool;
-    /// Opens (or takes from a pool) a connection of its own.
-    async fn connect(&self) -> Result<Self::Conn, DbError>;
-    /// Takes the database's cross-instance lock on a session of its own
-    /// (the executor has passed this process's gate first).
-    async fn lock(&self) -> Result<Self::Lock, DbError>;
-    /// Releases the lock (best effort: closing the session releases it too).
-    async fn unlock(&self, lock: Self::Lock);
-    /// Makes `schemas` usable on `conn` (SQLite attaches their files).
-    async fn prepare(&self, _conn: &mut Self::Conn, _schemas: &[String]) -> Result<(), DbError> {
-        Ok(())
-    }
-    /// Undoes [`Engine::prepare`] once the version is over; `discard` when
-    /// it left nothing (a dry run, or nothing committed).
-    async fn release(&self, _conn: &mut Self::Conn, _discard: bool) {}
-    /// Makes one more schema usable on `conn` for one unit, outside any
-    /// transaction (SQLite attaches a tenant's file only while its unit
-    /// runs, so a fleet is not bounded by how many files attach at once).
-    async fn enter(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<(), DbError> {
-        Ok(())
-    }
-    /// Undoes [`Engine::enter`], outside any transaction.
-    async fn leave(&self, _conn: &mut Self::Conn, _schema: &str) {}
-    /// Starts a transaction.
-    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
-    /// Commits it.
-    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
-    /// Rolls it back.
-    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
-    /// Runs a migration file's SQL.
-    async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
-    /// The tenant names (`tenantSelectSQL`).
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError>;
-    /// The recorded migrations.
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError>;
-    /// Creates a tenant's schema and inserts its row (`tenantInsertSQL`).
-    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError>;
-    /// Inserts a version row and returns its id.
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError>;
-    /// Records rows in `svc_migrations` for `version_id`.
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError>;
-    /// Deletes the version when no migration row refers to it.
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError>;
-}
+use super::engine::{Engine, Failure, Record};
+use super::error::{DbError, MigrationFailure};
+use super::types::{MutationOutcome, MutationRequest, Preview, VersionRow};
 
 /// How the executor runs versions, from the configuration, and the gate
 /// that lets one mutation of this process at a time reach for the lock (so
@@ -183,6 +60,9 @@ pub(crate) struct Settings {
     pub(crate) concurrency: usize,
     /// The schema placeholder of the SQL.
     pub(crate) placeholder: String,
+    /// Tenants are the service's own `svc.svc_tenants` (no tenant
+    /// statement configured): none yet when the service's tables are not.
+    pub(crate) default_tenant_table: bool,
 }
 
 impl Settings {
@@ -194,51 +74,50 @@ impl Settings {
             scope: config.transaction_scope,
             concurrency: config.tenant_concurrency.clamp(1, max_concurrency.max(1)),
             placeholder: config.schema_placeholder.clone(),
+            default_tenant_table: config.default_tenant_table,
         }
     }
-}
-
-/// Told what a version does while it runs (the command line's progress
-/// bar). Called from the executor's tasks: cheap and non-blocking.
-pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
-    /// The plan is made and about to run (not called for an empty plan).
-    fn started(&self, _plan: &Plan, _sources: &[SourceMigration]) {}
-    /// A file starts in a schema.
-    fn running(&self, _schema: &str, _file: &str) {}
-    /// `steps` steps of `schema` committed (on a dry run: ran, then rolled back).
-    fn committed(&self, _schema: &str, _steps: usize) {}
 }
 
 /// What a mutation would do, read without the lock and without writing:
 /// the recorded state, the plan, and the files' refusals (`strata plan`,
 /// `strata status`). A mutation running meanwhile may change the answer.
-pub(crate) async fn preview<E: Engine>(engine: &E, request: &MutationRequest<'_>) -> Result<Preview, DbError> {
+/// Before the service's tables exist, nothing is recorded (and the default
+/// tenant table holds no tenant).
+pub(crate) async fn preview<E: Engine>(
+    engine: &E,
+    settings: &Settings,
+    request: &MutationRequest<'_>,
+) -> Result<Preview, DbError> {
     let mut conn = engine.connect().await?;
-    let (plan, _, tenants) = read_and_plan(engine, &mut conn, request).await?;
+    let installed = engine.installed(&mut conn).await?;
+    let tenants = match installed || !settings.default_tenant_table {
+        true => engine.tenants(&mut conn).await?,
+        false => Vec::new(),
+    };
+    let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
+    let (plan, _) = plan_checked(engine.driver(), request, &tenants, &applied)?;
     Ok(Preview { plan, tenants })
 }
 
-/// Reads the tenants and the recorded rows on `conn`, plans (core), and
-/// reads every file the plan executes (core's `statements::inspect`).
-/// Returns the plan, per source whether it runs outside a transaction, and
-/// the tenants read.
-async fn read_and_plan<E: Engine>(
-    engine: &E,
-    conn: &mut E::Conn,
+/// Plans (core) and reads every file the plan executes (core's
+/// `statements::inspect`). Returns the plan and, per source, whether it
+/// runs outside a transaction.
+fn plan_checked(
+    driver: Driver,
     request: &MutationRequest<'_>,
-) -> Result<(Plan, Vec<bool>, Vec<String>), DbError> {
-    let tenants = engine.tenants(conn).await?;
-    let applied = engine.applied(conn).await?;
+    tenants: &[String],
+    applied: &[strata_core::migrate::plan::AppliedMigration],
+) -> Result<(Plan, Vec<bool>), DbError> {
     let plan = plan(PlanInput {
         sources: request.sources,
-        applied: &applied,
-        tenants: &tenants,
+        applied,
+        tenants,
         target: &request.target,
         action: request.action,
     })?;
-    drop(applied);
-    let modes = check_files(engine.driver(), request.sources, &plan)?;
-    Ok((plan, modes, tenants))
+    let modes = check_files(driver, request.sources, &plan)?;
+    Ok((plan, modes))
 }
 
 /// Runs one mutation: the whole loop.
@@ -260,7 +139,10 @@ async fn locked<E: Engine>(
     request: &MutationRequest<'_>,
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
-    let (plan, modes, _) = read_and_plan(engine, &mut main, request).await?;
+    let tenants = engine.tenants(&mut main).await?;
+    let applied = engine.applied(&mut main).await?;
+    let (plan, modes) = plan_checked(engine.driver(), request, &tenants, &applied)?;
+    drop((tenants, applied));
     if plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
         return Ok(MutationOutcome { plan, version: None });
     }
@@ -415,6 +297,20 @@ impl<E: Engine> Run<'_, E> {
         self.engine.record(conn, &rows, self.request.created, version_id).await
     }
 
+    /// Records one step that ran outside a transaction, in a transaction
+    /// of its own (statements with bound values never run outside one: a
+    /// pooler in transaction mode may send them to another server).
+    async fn record_alone(&self, conn: &mut E::Conn, step: u32, version_id: i64) -> Result<(), DbError> {
+        self.engine.begin(conn).await?;
+        match self.record(conn, &[step], version_id).await {
+            Ok(()) => self.engine.commit(conn).await,
+            Err(error) => {
+                let _ = self.engine.rollback(conn).await;
+                Err(error)
+            }
+        }
+    }
+
     fn version_row(&self, id: i64) -> VersionRow {
         VersionRow {
             id,
@@ -453,7 +349,7 @@ impl<E: Engine> Run<'_, E> {
                     self.notify_committed(&pending);
                     pending.clear();
                     self.execute(conn, step).await?;
-                    self.record(conn, &[step], version_id).await?;
+                    self.record_alone(conn, step, version_id).await?;
                     self.notify_committed(&[step]);
                     self.engine.begin(conn).await?;
                     continue;
@@ -604,7 +500,7 @@ impl<E: Engine> Run<'_, E> {
                 }
                 for &step in &unit.steps {
                     self.execute(conn, step).await?;
-                    self.record(conn, &[step], version_id).await?;
+                    self.record_alone(conn, step, version_id).await?;
                     self.committed(progress, &[step]);
                 }
                 Ok::<_, UnitError>(())
@@ -631,7 +527,7 @@ impl<E: Engine> Run<'_, E> {
                     self.commit_unit(conn, &pending, version_id, tenant.is_some(), progress).await?;
                     pending.clear();
                     self.execute(conn, step).await?;
-                    self.record(conn, &[step], version_id).await?;
+                    self.record_alone(conn, step, version_id).await?;
                     self.committed(progress, &[step]);
                     self.engine.begin(conn).await?;
                     version_id = self.version_id(conn, progress).await?;
@@ -699,24 +595,7 @@ impl<E: Engine> Run<'_, E> {
             names
         };
         let (committed_names, not_committed) = (schemas_where(true), schemas_where(false));
-        let mut applied = Counts::default();
-        let mut files_seen = std::collections::HashSet::new();
-        for &step in committed {
-            let migration = self.migration(step);
-            let first = files_seen.insert(migration.file.as_str());
-            match migration.migration_type {
-                MigrationType::SingleMigration => applied.single_migrations += 1,
-                MigrationType::SingleScript => applied.single_scripts += 1,
-                MigrationType::TenantMigration => {
-                    applied.tenant_migrations += u64::from(first);
-                    applied.tenant_migrations_total += 1;
-                }
-                MigrationType::TenantScript => {
-                    applied.tenant_scripts += u64::from(first);
-                    applied.tenant_scripts_total += 1;
-                }
-            }
-        }
+        let applied = self.plan.counts_of(self.request.sources, committed);
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file: migration.file.clone(),
             schema,

@@ -1,8 +1,21 @@
-//! Database drivers. The migration loop is written once, in [`executor`],
-//! over each driver's [`executor::Engine`] primitives; the drivers answer
-//! the read queries of the API themselves. Each keeps its own SQL in one
-//! `sql` module per dialect.
+//! Database drivers, read top-down:
+//!
+//! - [`connect`] (here) picks the driver of the configuration and opens a
+//!   [`Store`] over its engine;
+//! - [`store`]: [`Database`], what the service needs, implemented once by
+//!   [`Store`] over any [`engine::Engine`];
+//! - [`executor`]: the migration loop, written once over the engine's
+//!   primitives;
+//! - [`engine`]: the primitives a driver implements, and nothing else;
+//! - `postgres`, `mysql`, `sqlite`, `sqlserver`: the drivers, each with its
+//!   SQL as constants in its own `sql.rs`; `rows` decodes the service's rows
+//!   for the sqlx drivers;
+//! - [`types`] and [`error`]: the floor every module above speaks in.
+//!
+//! No module imports one listed above it.
 
+pub(crate) mod engine;
+pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod mysql;
 pub(crate) mod postgres;
@@ -10,296 +23,48 @@ mod rows;
 pub(crate) mod sqlite;
 #[cfg(feature = "sqlserver")]
 pub(crate) mod sqlserver;
+pub(crate) mod store;
+pub(crate) mod types;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use strata_core::migrate::MigrationType;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
-use strata_core::migrate::source::SourceMigration;
-use thiserror::Error;
+
+pub(crate) use error::DbError;
+use executor::Settings;
+pub(crate) use store::{Database, Store};
+pub(crate) use types::{
+    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, VersionFilter, VersionRow,
+};
 
 /// How long a driver waits for a database connection before it reports the
 /// database unreachable (at start-up: exits with the error).
 pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Connects to the configured database with its driver (creating the
-/// service's tables under the lock when they are missing).
-pub(crate) async fn connect(config: &Config) -> Result<Arc<dyn Database>, DbError> {
+/// Opens the configured database with its driver; read-write also creates
+/// the service's tables (under the lock) when they are missing.
+pub(crate) async fn connect(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {
+    let settings = |max_concurrency| Settings::from_config(config, max_concurrency);
     Ok(match config.driver {
-        Driver::Sqlite => Arc::new(sqlite::SqliteDatabase::connect(config).await?),
-        Driver::Postgres => Arc::new(postgres::PostgresDatabase::connect(config).await?),
-        Driver::Mysql => Arc::new(mysql::MysqlDatabase::connect(config).await?),
+        Driver::Sqlite => {
+            let engine = sqlite::SqliteEngine::open(config, access).await?;
+            Arc::new(Store::open(engine, settings(1), access).await?)
+        }
+        Driver::Postgres => {
+            let engine = postgres::PostgresEngine::open(config).await?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
+        Driver::Mysql => {
+            let engine = mysql::MysqlEngine::open(config).await?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
         #[cfg(feature = "sqlserver")]
-        Driver::SqlServer => Arc::new(sqlserver::SqlServerDatabase::connect(config).await?),
+        Driver::SqlServer => {
+            let engine = sqlserver::SqlServerEngine::open(config)?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
         #[cfg(not(feature = "sqlserver"))]
         Driver::SqlServer => return Err(DbError::DriverNotBuilt(Driver::SqlServer)),
     })
-}
-
-/// A row of `svc.svc_versions`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct VersionRow {
-    /// Version id.
-    pub(crate) id: i64,
-    /// Caller-supplied name.
-    pub(crate) name: String,
-    /// RFC 3339 UTC.
-    pub(crate) created: String,
-    /// The `X-Request-ID` of the request that created it.
-    pub(crate) request_id: String,
-}
-
-/// A row of `svc.svc_migrations`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MigrationRow {
-    /// Row id.
-    pub(crate) id: i64,
-    /// File name.
-    pub(crate) name: String,
-    /// Kind.
-    pub(crate) migration_type: MigrationType,
-    /// Configured directory.
-    pub(crate) source_dir: String,
-    /// `source_dir/name`.
-    pub(crate) file: String,
-    /// Un-substituted SQL text as read from the source.
-    pub(crate) contents: String,
-    /// SHA-256 of the source bytes.
-    pub(crate) checksum: String,
-    /// Schema it was applied to.
-    pub(crate) schema: String,
-    /// RFC 3339 UTC.
-    pub(crate) created: String,
-}
-
-/// A mutation to carry out.
-#[derive(Debug, Clone)]
-pub(crate) struct MutationRequest<'a> {
-    /// Source migrations, in application order.
-    pub(crate) sources: &'a [SourceMigration],
-    /// Which schemas.
-    pub(crate) target: Target,
-    /// Apply or Sync.
-    pub(crate) action: Action,
-    /// Roll back instead of committing.
-    pub(crate) dry_run: bool,
-    /// Name of the version to create.
-    pub(crate) version_name: &'a str,
-    /// The request's `X-Request-ID`, stored with the version.
-    pub(crate) request_id: &'a str,
-    /// Creation time of the version and its rows, RFC 3339 UTC.
-    pub(crate) created: &'a str,
-    /// Told what runs and what commits, when someone watches.
-    pub(crate) observer: Option<&'a dyn executor::Observer>,
-}
-
-/// What a mutation would do, read without the lock ([`Database::preview`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Preview {
-    /// The plan.
-    pub(crate) plan: Plan,
-    /// The tenants it was made for (`tenantSelectSQL`).
-    pub(crate) tenants: Vec<String>,
-}
-
-/// What a mutation did.
-#[derive(Debug, Clone)]
-pub(crate) struct MutationOutcome {
-    /// The plan that was carried out (or would have been, on a dry run).
-    pub(crate) plan: Plan,
-    /// The committed version; `None` on a dry run or when nothing was due.
-    pub(crate) version: Option<VersionRow>,
-}
-
-/// Why a database operation failed.
-#[derive(Debug, Error)]
-pub(crate) enum DbError {
-    /// The database could not be reached or opened.
-    #[error("cannot connect to the database: {0}")]
-    Connect(String),
-    /// The `dataSource` cannot be read as a connection string of its driver.
-    #[error("{0}")]
-    BadDataSource(String),
-    /// This build leaves the driver out (a cargo feature).
-    #[cfg_attr(feature = "sqlserver", allow(dead_code))]
-    #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
-    DriverNotBuilt(Driver),
-    /// The directory for SQLite's files cannot be created.
-    #[error("cannot create directory {path}: {source}")]
-    Directory {
-        /// The directory.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Another mutation (in this or another process) held the cross-instance
-    /// lock for longer than the service waits.
-    #[error("another mutation held the lock {lock} for more than {seconds} s; try again when it has finished")]
-    LockTimeout {
-        /// The lock's name (or file).
-        lock: String,
-        /// How long the service waited.
-        seconds: u64,
-    },
-    /// The engine refused to grant the lock (not a timeout).
-    #[error("the database refused the lock {lock}: {reason}")]
-    LockRefused {
-        /// The lock's name.
-        lock: String,
-        /// The engine's answer.
-        reason: String,
-    },
-    /// A version id does not fit the engine's column.
-    #[error("version id {0} is out of range for this database")]
-    IdOutOfRange(i64),
-    /// A query of the service answered something its own tables cannot hold
-    /// (a NULL in a NOT NULL column, no id after an insert).
-    #[error("unexpected answer from the database: {0}")]
-    UnexpectedAnswer(String),
-    /// SQL Server (tiberius) reported an error.
-    #[cfg(feature = "sqlserver")]
-    #[error("database error: {0}")]
-    SqlServer(#[from] tiberius::error::Error),
-    /// A bookkeeping statement of the service failed.
-    #[error("database error: {0}")]
-    Query(#[from] sqlx::Error),
-    /// The planner refused the operation.
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-    /// A migration failed; see [`MigrationFailure`] for what stays.
-    #[error("{0}")]
-    MigrationFailed(Box<MigrationFailure>),
-    /// A migration file cannot run as written (hidden transaction control,
-    /// or a statement that needs the no-transaction directive); nothing ran.
-    #[error("{0}; nothing was run")]
-    StatementRefused(#[from] strata_core::migrate::statements::StatementError),
-    /// The tenant insert statement failed.
-    #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
-    TenantInsertFailed {
-        /// The tenant.
-        tenant: String,
-        /// The database's message.
-        message: String,
-    },
-    /// The tenant select statement failed.
-    #[error("tenantSelectSQL failed: {0}")]
-    TenantSelectFailed(String),
-    /// The plan names a schema this driver cannot use.
-    #[error("schema {schema:?} cannot be used: {reason}")]
-    UnusableSchema {
-        /// The schema.
-        schema: String,
-        /// Why.
-        reason: String,
-    },
-    /// A recorded row holds a migration type code this build does not know.
-    #[error("svc_migrations row {id} has unknown migration type {code}")]
-    UnknownMigrationType {
-        /// Row id.
-        id: i64,
-        /// The stored code.
-        code: i64,
-    },
-}
-
-/// What a failed migration leaves behind, for the error message and the
-/// GraphQL `extensions`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MigrationFailure {
-    /// The failing source file.
-    pub(crate) file: String,
-    /// The schema it ran in.
-    pub(crate) schema: String,
-    /// Where in the file the engine located the error, when it did.
-    pub(crate) at: Option<strata_core::migrate::statements::Position>,
-    /// The engine's message.
-    pub(crate) message: String,
-    /// The version holding what committed; `None` when nothing did.
-    pub(crate) version_id: Option<i64>,
-    /// Schemas whose steps of this version committed (applied and
-    /// recorded), sorted.
-    pub(crate) committed: Vec<String>,
-    /// Schemas with steps of this version not committed, sorted (the
-    /// failing one among them).
-    pub(crate) not_committed: Vec<String>,
-    /// The failing file ran outside a transaction (the directive, or an
-    /// engine without transactional DDL) and may be partly applied.
-    pub(crate) partly_applied: bool,
-    /// The version was one transaction, rolled back as a whole.
-    pub(crate) whole_version: bool,
-    /// What the committed part applied (or recorded), counted like a
-    /// summary: metrics count it as they count a version.
-    pub(crate) applied: strata_core::migrate::summary::Counts,
-}
-
-/// At most this many schema names are spelt out in a message (the
-/// extensions list them all).
-const NAMES_IN_MESSAGE: usize = 10;
-
-fn some_names(names: &[String]) -> String {
-    let shown: Vec<&str> = names.iter().take(NAMES_IN_MESSAGE).map(String::as_str).collect();
-    let more = names.len().saturating_sub(NAMES_IN_MESSAGE);
-    if more > 0 { format!("{}, and {more} more", shown.join(", ")) } else { shown.join(", ") }
-}
-
-impl std::fmt::Display for MigrationFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "migration {} failed in schema {}", self.file, self.schema)?;
-        match self.at {
-            Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
-            Some(at) => write!(f, " at line {}", at.line)?,
-            None => {}
-        }
-        write!(f, ": {}", self.message)?;
-        if self.whole_version {
-            return write!(f, "; the version was rolled back, nothing was recorded");
-        }
-        if self.partly_applied {
-            write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
-        } else {
-            write!(f, "; {}'s transaction was rolled back", self.schema)?;
-        }
-        match self.version_id {
-            Some(id) if !self.committed.is_empty() => write!(
-                f,
-                "; {} schema(s) committed before the failure stay applied and recorded in version {id} ({})",
-                self.committed.len(),
-                some_names(&self.committed)
-            )?,
-            Some(id) => write!(f, "; version {id} holds the new tenant only")?,
-            None => write!(f, "; nothing was recorded")?,
-        }
-        write!(
-            f,
-            "; {} schema(s) not committed ({}); fix the file and run again to apply what is left",
-            self.not_committed.len(),
-            some_names(&self.not_committed)
-        )
-    }
-}
-
-/// A database the service migrates and records versions in.
-#[async_trait]
-pub(crate) trait Database: Send + Sync {
-    /// Checks the connection without side effects.
-    async fn ping(&self) -> Result<(), DbError>;
-    /// Tenant names, from `tenantSelectSQL`.
-    async fn tenants(&self) -> Result<Vec<String>, DbError>;
-    /// All versions in id order; with `file`, only those that applied it.
-    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError>;
-    /// One version.
-    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError>;
-    /// The migrations recorded in one version, in id order.
-    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError>;
-    /// One recorded migration.
-    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError>;
-    /// Plans (through the core planner) and executes a mutation, serialised
-    /// against every other mutation.
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
-    /// What [`Database::mutate`] would plan now, without the lock and
-    /// without writing anything.
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
 }

@@ -22,67 +22,37 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
-use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{
-    CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows,
-};
+use super::engine::{self, Engine, Failure, Record};
+use super::error::DbError;
+use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::{CONNECT_TIMEOUT, rows};
 
-/// The MySQL/MariaDB driver.
-pub(crate) struct MysqlDatabase {
+/// The MySQL/MariaDB engine.
+pub(crate) struct MysqlEngine {
     pool: MySqlPool,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    settings: Settings,
 }
 
-impl MysqlDatabase {
-    /// Connects to `config.data_source` (a `mysql://` URL) and creates the
-    /// `svc` database and tables under the lock.
-    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+impl MysqlEngine {
+    /// Opens a pool on `config.data_source` (a `mysql://` URL); writes
+    /// nothing.
+    pub(crate) async fn open(config: &Config) -> Result<Self, DbError> {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = MySqlConnectOptions::from_str(&url)
             .map_err(|e| DbError::BadDataSource(format!("dataSource is not a MySQL URL: {e}")))?
             .timezone(Some("+00:00".to_string()));
-        let settings = Settings::from_config(config, usize::MAX);
         let pool = MySqlPoolOptions::new()
-            .max_connections(u32::try_from(settings.concurrency + 6).unwrap_or(u32::MAX))
+            .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(e.to_string()))?;
-        let database = MysqlDatabase {
+        Ok(MysqlEngine {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            settings,
-        };
-        let mut conn = database.pool.acquire().await?;
-        lock(&mut conn).await?;
-        let created = async {
-            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
-            if config.default_tenant_table {
-                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
-            }
-            Ok::<_, sqlx::Error>(())
-        }
-        .await;
-        unlock(&mut conn).await;
-        created?;
-        drop(conn);
-        Ok(database)
-    }
-
-    async fn read_tenants(&self, conn: &mut MySqlConnection) -> Result<Vec<String>, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter().map(rows::tenant).collect()
-    }
-
-    async fn read_applied(&self, conn: &mut MySqlConnection) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
-        rows.iter().map(rows::applied::<_, i32>).collect()
+        })
     }
 }
 
@@ -109,53 +79,7 @@ async fn unlock(conn: &mut MySqlConnection) {
 }
 
 #[async_trait]
-impl Database for MysqlDatabase {
-    async fn ping(&self) -> Result<(), DbError> {
-        sqlx::query(sql::PING).execute(&self.pool).await.map(|_| ()).map_err(|e| DbError::Connect(e.to_string()))
-    }
-
-    async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let mut conn = self.pool.acquire().await?;
-        self.read_tenants(&mut conn).await
-    }
-
-    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match file {
-            Some(file) => {
-                sqlx::query(AssertSqlSafe(sql::select_versions_by_file())).bind(file).fetch_all(&self.pool).await?
-            }
-            None => sqlx::query(AssertSqlSafe(sql::select_versions())).fetch_all(&self.pool).await?,
-        };
-        Ok(rows.iter().map(rows::version::<_, i32>).collect::<Result<_, _>>()?)
-    }
-
-    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
-        let row = sqlx::query(AssertSqlSafe(sql::select_version())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::version::<_, i32>).transpose()
-    }
-
-    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
-        let rows =
-            sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
-        rows.iter().map(rows::migration::<_, i32>).collect()
-    }
-
-    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
-        let row = sqlx::query(AssertSqlSafe(sql::select_migration())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::migration::<_, i32>).transpose()
-    }
-
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        executor::mutate(self, &self.settings, request).await
-    }
-
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        executor::preview(self, &request).await
-    }
-}
-
-#[async_trait]
-impl Engine for MysqlDatabase {
+impl Engine for MysqlEngine {
     type Conn = PoolConnection<MySql>;
     type Lock = MySqlConnection;
 
@@ -171,6 +95,26 @@ impl Engine for MysqlDatabase {
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
         Ok(self.pool.acquire().await?)
+    }
+
+    async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
+        let mut conn = self.pool.acquire().await?;
+        lock(&mut conn).await?;
+        let created = async {
+            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
+            if tenants_table {
+                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
+            }
+            Ok::<_, sqlx::Error>(())
+        }
+        .await;
+        unlock(&mut conn).await;
+        Ok(created?)
+    }
+
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        let count: i64 = sqlx::query_scalar(sql::INSTALLED).fetch_one(&mut **conn).await?;
+        Ok(count > 0)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -200,7 +144,7 @@ impl Engine for MysqlDatabase {
     /// is the error's position, or the line the server names within it
     /// ("… at line 3", which is then dropped from the message).
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        for range in executor::statements_of(Driver::Mysql, text) {
+        for range in engine::statements_of(Driver::Mysql, text) {
             let start = range.start;
             if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut **conn).await {
                 let mut failure = Failure::from_sqlx(&e);
@@ -212,11 +156,36 @@ impl Engine for MysqlDatabase {
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
-        self.read_tenants(conn).await
+        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        rows.iter().map(rows::tenant).collect()
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.read_applied(conn).await
+        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::applied::<_, i32>).collect()
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let rows = match filter {
+            VersionFilter::All => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&mut **conn).await?,
+            VersionFilter::ApplyingFile(file) => {
+                sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut **conn).await?
+            }
+            VersionFilter::Id(id) => sqlx::query(sql::SELECT_VERSION).bind(id).fetch_all(&mut **conn).await?,
+        };
+        rows.iter().map(rows::version::<_, i32>).collect()
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        };
+        let rows = sqlx::query(statement).bind(id).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::migration::<_, i32>).collect()
     }
 
     /// Creates a tenant's database and inserts its row; when the row cannot
@@ -242,7 +211,7 @@ impl Engine for MysqlDatabase {
         created: &str,
         request_id: &str,
     ) -> Result<i64, DbError> {
-        let id = sqlx::query(AssertSqlSafe(sql::insert_version()))
+        let id = sqlx::query(sql::INSERT_VERSION)
             .bind(name)
             .bind(created)
             .bind(request_id)
@@ -261,7 +230,7 @@ impl Engine for MysqlDatabase {
     ) -> Result<(), DbError> {
         for record in rows {
             let migration = record.migration;
-            sqlx::query(AssertSqlSafe(sql::insert_migration()))
+            sqlx::query(sql::INSERT_MIGRATION)
                 .bind(&migration.name)
                 .bind(&migration.source_dir)
                 .bind(&migration.file)

@@ -5,133 +5,71 @@
 //! query protocol (a file may hold several statements; an error's position
 //! is the character offset PostgreSQL reports, mapped back into the file by
 //! the executor), the bookkeeping rows in multi-row inserts.
+//!
+//! Statements with bound values run inside a transaction and as unnamed
+//! prepared statements, statements without run over the simple query
+//! protocol: so nothing depends on a prepared statement outliving its
+//! transaction, which a pooler in transaction mode (PgBouncer) cannot keep.
 
 mod sql;
+
+use std::str::FromStr;
 
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder};
-use std::str::FromStr;
+use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder, Row};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
-use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{
-    CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows,
-};
+use super::engine::{Engine, Failure, Record};
+use super::error::DbError;
+use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::{CONNECT_TIMEOUT, rows};
 
-/// The PostgreSQL driver.
-pub(crate) struct PostgresDatabase {
+/// The PostgreSQL engine.
+pub(crate) struct PostgresEngine {
     pool: PgPool,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    settings: Settings,
 }
 
-impl PostgresDatabase {
-    /// Connects to `config.data_source` (a `postgres://` URL) and creates the
-    /// service schema and tables under the advisory lock.
-    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+impl PostgresEngine {
+    /// Opens a pool on `config.data_source` (a `postgres://` URL); writes
+    /// nothing.
+    pub(crate) async fn open(config: &Config) -> Result<Self, DbError> {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = PgConnectOptions::from_str(&url)
-            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}")))?;
-        let settings = Settings::from_config(config, usize::MAX);
+            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}")))?
+            // A stock PgBouncer refuses startup parameters it does not know.
+            .extra_float_digits(None)
+            .statement_cache_capacity(0);
         // The lock's connection, the main one, the fan-out, and a few for
         // the API's read queries meanwhile.
         let pool = PgPoolOptions::new()
-            .max_connections(u32::try_from(settings.concurrency + 6).unwrap_or(u32::MAX))
+            .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(e.to_string()))?;
-        let mut tx = pool.begin().await?;
-        sqlx::query(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
-        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *tx).await?;
-        if config.default_tenant_table {
-            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(PostgresDatabase {
+        Ok(PostgresEngine {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            settings,
         })
     }
-
-    async fn read_tenants(&self, conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter().map(rows::tenant).collect()
-    }
-
-    async fn read_applied(&self, conn: &mut PgConnection) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
-        rows.iter().map(rows::applied::<_, i32>).collect()
-    }
 }
 
-/// GraphQL ids are 32-bit; a bound id beyond that cannot exist in a serial column.
-fn id32(id: i64) -> Option<i32> {
-    i32::try_from(id).ok()
+/// A statement with bound values, prepared unnamed (see the module's
+/// documentation).
+fn bound(sql: &'static str) -> sqlx::query::Query<'static, Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(sql).persistent(false)
 }
 
 #[async_trait]
-impl Database for PostgresDatabase {
-    async fn ping(&self) -> Result<(), DbError> {
-        sqlx::query(sql::PING).execute(&self.pool).await.map(|_| ()).map_err(|e| DbError::Connect(e.to_string()))
-    }
-
-    async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let mut conn = self.pool.acquire().await?;
-        self.read_tenants(&mut conn).await
-    }
-
-    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match file {
-            Some(file) => {
-                sqlx::query(AssertSqlSafe(sql::select_versions_by_file())).bind(file).fetch_all(&self.pool).await?
-            }
-            None => sqlx::query(AssertSqlSafe(sql::select_versions())).fetch_all(&self.pool).await?,
-        };
-        Ok(rows.iter().map(rows::version::<_, i32>).collect::<Result<_, _>>()?)
-    }
-
-    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
-        let Some(id) = id32(id) else { return Ok(None) };
-        let row = sqlx::query(AssertSqlSafe(sql::select_version())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::version::<_, i32>).transpose()
-    }
-
-    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
-        let Some(version_id) = id32(version_id) else { return Ok(Vec::new()) };
-        let rows =
-            sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
-        rows.iter().map(rows::migration::<_, i32>).collect()
-    }
-
-    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
-        let Some(id) = id32(id) else { return Ok(None) };
-        let row = sqlx::query(AssertSqlSafe(sql::select_migration())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::migration::<_, i32>).transpose()
-    }
-
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        executor::mutate(self, &self.settings, request).await
-    }
-
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        executor::preview(self, &request).await
-    }
-}
-
-#[async_trait]
-impl Engine for PostgresDatabase {
+impl Engine for PostgresEngine {
     type Conn = PoolConnection<Postgres>;
     type Lock = PgConnection;
 
@@ -147,14 +85,29 @@ impl Engine for PostgresDatabase {
         Ok(self.pool.acquire().await?)
     }
 
+    async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
+        let mut tx = self.pool.begin().await?;
+        bound(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
+        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *tx).await?;
+        if tenants_table {
+            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        Ok(sqlx::raw_sql(sql::INSTALLED).fetch_one(&mut **conn).await?.try_get::<bool, _>(0)?)
+    }
+
     async fn lock(&self) -> Result<Self::Lock, DbError> {
         let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
-        sqlx::query(sql::SESSION_LOCK).bind(sql::LOCK_KEY).execute(&mut conn).await?;
+        bound(sql::SESSION_LOCK).bind(sql::LOCK_KEY).execute(&mut conn).await?;
         Ok(conn)
     }
 
     async fn unlock(&self, mut conn: Self::Lock) {
-        if let Err(e) = sqlx::query(sql::SESSION_UNLOCK).bind(sql::LOCK_KEY).execute(&mut conn).await {
+        if let Err(e) = bound(sql::SESSION_UNLOCK).bind(sql::LOCK_KEY).execute(&mut conn).await {
             tracing::warn!(error = %e, "releasing the advisory lock failed; it ends with its session");
         }
         let _ = conn.close().await;
@@ -192,11 +145,40 @@ impl Engine for PostgresDatabase {
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
-        self.read_tenants(conn).await
+        let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        rows.iter().map(rows::tenant).collect()
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.read_applied(conn).await
+        let rows = sqlx::raw_sql(sql::SELECT_APPLIED).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::applied::<_, i32>).collect()
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows = match filter {
+            VersionFilter::All => sqlx::raw_sql(sql::SELECT_VERSIONS).fetch_all(&mut *tx).await?,
+            VersionFilter::ApplyingFile(file) => {
+                bound(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut *tx).await?
+            }
+            VersionFilter::Id(id) => bound(sql::SELECT_VERSION).bind(id).fetch_all(&mut *tx).await?,
+        };
+        tx.commit().await?;
+        rows.iter().map(rows::version::<_, i32>).collect()
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        };
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows = bound(statement).bind(id).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        rows.iter().map(rows::migration::<_, i32>).collect()
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
@@ -204,6 +186,7 @@ impl Engine for PostgresDatabase {
             |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
         sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant))).execute(&mut **conn).await.map_err(failed)?;
         sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
+            .persistent(false)
             .bind(tenant)
             .execute(&mut **conn)
             .await
@@ -219,6 +202,7 @@ impl Engine for PostgresDatabase {
         request_id: &str,
     ) -> Result<i64, DbError> {
         let id: i32 = sqlx::query_scalar(sql::INSERT_VERSION)
+            .persistent(false)
             .bind(name)
             .bind(created)
             .bind(request_id)
@@ -234,7 +218,7 @@ impl Engine for PostgresDatabase {
         created: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
-        let version_id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+        let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Postgres>::new(sql::INSERT_MIGRATIONS);
             insert.push_values(chunk, |mut row, record| {
@@ -250,14 +234,13 @@ impl Engine for PostgresDatabase {
                     .push_bind(&migration.checksum)
                     .push_bind(version_id);
             });
-            insert.build().execute(&mut **conn).await?;
+            insert.build().persistent(false).execute(&mut **conn).await?;
         }
         Ok(())
     }
 
     async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
-        let Some(version_id) = id32(version_id) else { return Ok(()) };
-        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut **conn).await?;
+        bound(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut **conn).await?;
         Ok(())
     }
 }

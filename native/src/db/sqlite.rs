@@ -35,8 +35,10 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
-use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow, rows};
+use super::engine::{self, Engine, Failure, Record};
+use super::error::DbError;
+use super::rows;
+use super::types::{Access, MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -45,21 +47,21 @@ pub(crate) const MAX_ATTACHED: usize = 125;
 /// How long a mutation waits for another process's version to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// The SQLite driver.
-pub(crate) struct SqliteDatabase {
+/// The SQLite engine.
+pub(crate) struct SqliteEngine {
     pool: SqlitePool,
     files: SchemaFiles,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    settings: Settings,
     lock_options: SqliteConnectOptions,
 }
 
-impl SqliteDatabase {
+impl SqliteEngine {
     /// Opens the database of `config.data_source` (a SQLite URL such as
-    /// `sqlite://./data/main.db?mode=rwc`), attaches `svc` and creates the
-    /// service tables.
-    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+    /// `sqlite://./data/main.db?mode=rwc`) and attaches `svc` on every
+    /// connection. Read-only, it creates no `svc` file and no table (the
+    /// main file is opened as `dataSource` says).
+    pub(crate) async fn open(config: &Config, access: Access) -> Result<Self, DbError> {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = SqliteConnectOptions::from_str(&url)
             .map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQLite URL: {e}")))?;
@@ -73,6 +75,8 @@ impl SqliteDatabase {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // The main file is opened as `dataSource` says (`mode=rwc` creates
+        // it, and so its directory), read-only or not.
         std::fs::create_dir_all(&directory).map_err(|source| DbError::Directory { path: directory.clone(), source })?;
         let lock_options = SqliteConnectOptions::new()
             .filename(directory.join(sql::LOCK_FILE))
@@ -88,6 +92,9 @@ impl SqliteDatabase {
             .after_connect(move |conn, _| {
                 let svc_file = svc_file.clone();
                 Box::pin(async move {
+                    if access == Access::ReadOnly && !svc_file.exists() {
+                        return Ok(());
+                    }
                     attach(conn, "svc", &svc_file).await?;
                     sqlx::raw_sql("pragma svc.journal_mode = delete").execute(&mut *conn).await?;
                     Ok(())
@@ -96,16 +103,11 @@ impl SqliteDatabase {
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(e.to_string()))?;
-        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&pool).await?;
-        if config.default_tenant_table {
-            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&pool).await?;
-        }
-        Ok(SqliteDatabase {
+        Ok(SqliteEngine {
             pool,
             files,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            settings: Settings::from_config(config, 1),
             lock_options,
         })
     }
@@ -141,20 +143,7 @@ impl SchemaFiles {
     }
 }
 
-impl SqliteDatabase {
-    async fn read_tenants(&self, conn: &mut SqliteConnection) -> Result<Vec<String>, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter().map(rows::tenant).collect()
-    }
-
-    async fn read_applied(&self, conn: &mut SqliteConnection) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn).await?;
-        rows.iter().map(rows::applied::<_, i64>).collect()
-    }
-
+impl SqliteEngine {
     /// Attaches every schema in `schemas` not attached yet on `conn`;
     /// remembers the attachments and the files created on the way.
     async fn attach_schemas(&self, conn: &mut SqliteConn, schemas: &[String]) -> Result<(), DbError> {
@@ -168,13 +157,15 @@ impl SqliteDatabase {
             .map(|name| name.to_ascii_lowercase())
             .collect();
         let missing: Vec<&String> = schemas.iter().filter(|s| !attached.contains(&s.to_ascii_lowercase())).collect();
-        if attached.len() - 2 + missing.len() > MAX_ATTACHED {
+        // Every connection has `main` and `temp`, which do not count
+        // against SQLite's limit of attachments.
+        let attachments = attached.len().saturating_sub(2) + missing.len();
+        if attachments > MAX_ATTACHED {
             return Err(DbError::UnusableSchema {
                 schema: missing.first().map(|s| s.to_string()).unwrap_or_default(),
                 reason: format!(
-                    "this version would touch {} schemas; SQLite attaches at most {MAX_ATTACHED} databases at once \
-                     (use PostgreSQL for more tenants)",
-                    attached.len() - 2 + missing.len()
+                    "this version would touch {attachments} schemas; SQLite attaches at most {MAX_ATTACHED} \
+                     databases at once (use PostgreSQL for more tenants)"
                 ),
             });
         }
@@ -199,54 +190,6 @@ async fn attach(conn: &mut SqliteConnection, schema: &str, file: &Path) -> Resul
         .map(|_| ())
 }
 
-#[async_trait]
-impl Database for SqliteDatabase {
-    async fn ping(&self) -> Result<(), DbError> {
-        sqlx::query_scalar::<_, i64>("select count(*) from svc.svc_versions")
-            .fetch_one(&self.pool)
-            .await
-            .map(|_| ())
-            .map_err(|e| DbError::Connect(e.to_string()))
-    }
-
-    async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let mut conn = self.pool.acquire().await?;
-        self.read_tenants(&mut conn).await
-    }
-
-    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match file {
-            Some(file) => sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&self.pool).await?,
-            None => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&self.pool).await?,
-        };
-        Ok(rows.iter().map(rows::version::<_, i64>).collect::<Result<_, _>>()?)
-    }
-
-    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
-        let row = sqlx::query(sql::SELECT_VERSION).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::version::<_, i64>).transpose()
-    }
-
-    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
-        let rows =
-            sqlx::query(AssertSqlSafe(sql::select_version_migrations())).bind(version_id).fetch_all(&self.pool).await?;
-        rows.iter().map(rows::migration::<_, i64>).collect()
-    }
-
-    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
-        let row = sqlx::query(AssertSqlSafe(sql::select_migration())).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(rows::migration::<_, i64>).transpose()
-    }
-
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        executor::mutate(self, &self.settings, request).await
-    }
-
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        executor::preview(self, &request).await
-    }
-}
-
 /// A connection of the executor: a pooled connection with `svc` attached,
 /// and the schemas this version attached to it.
 pub(crate) struct SqliteConn {
@@ -259,7 +202,7 @@ pub(crate) struct SqliteConn {
 }
 
 #[async_trait]
-impl Engine for SqliteDatabase {
+impl Engine for SqliteEngine {
     type Conn = SqliteConn;
     type Lock = SqliteConnection;
 
@@ -278,6 +221,19 @@ impl Engine for SqliteDatabase {
             entered: None,
             created_files: Vec::new(),
         })
+    }
+
+    async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
+        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&self.pool).await?;
+        if tenants_table {
+            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&self.pool).await?;
+        }
+        Ok(())
+    }
+
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        let count: i64 = sqlx::query_scalar(sql::INSTALLED).fetch_one(&mut *conn.conn).await?;
+        Ok(count > 0)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -355,7 +311,7 @@ impl Engine for SqliteDatabase {
     /// Runs the file statement by statement: SQLite reports no position,
     /// so the failing statement's start is the error's position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        for range in executor::statements_of(Driver::Sqlite, text) {
+        for range in engine::statements_of(Driver::Sqlite, text) {
             let start = range.start;
             if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut *conn.conn).await {
                 return Err(Failure::from_sqlx(&e).in_statement(text, start, None));
@@ -365,11 +321,36 @@ impl Engine for SqliteDatabase {
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
-        self.read_tenants(&mut conn.conn).await
+        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
+            .fetch_all(&mut *conn.conn)
+            .await
+            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        rows.iter().map(rows::tenant).collect()
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.read_applied(&mut conn.conn).await
+        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn.conn).await?;
+        rows.iter().map(rows::applied::<_, i64>).collect()
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let rows = match filter {
+            VersionFilter::All => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&mut *conn.conn).await?,
+            VersionFilter::ApplyingFile(file) => {
+                sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut *conn.conn).await?
+            }
+            VersionFilter::Id(id) => sqlx::query(sql::SELECT_VERSION).bind(id).fetch_all(&mut *conn.conn).await?,
+        };
+        rows.iter().map(rows::version::<_, i64>).collect()
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        };
+        let rows = sqlx::query(statement).bind(id).fetch_all(&mut *conn.conn).await?;
+        rows.iter().map(rows::migration::<_, i64>).collect()
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

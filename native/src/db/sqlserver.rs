@@ -25,17 +25,18 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use super::executor::{self, Engine, Failure, Record, Settings};
-use super::{CONNECT_TIMEOUT, Database, DbError, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionRow};
+use super::CONNECT_TIMEOUT;
+use super::engine::{Engine, Failure, Record};
+use super::error::DbError;
+use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
 
-/// The SQL Server driver.
-pub(crate) struct SqlServerDatabase {
+/// The SQL Server engine.
+pub(crate) struct SqlServerEngine {
     config: tiberius::Config,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    settings: Settings,
 }
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
@@ -72,40 +73,24 @@ fn lock_not_granted(code: Option<i32>) -> DbError {
     }
 }
 
-impl SqlServerDatabase {
-    /// Connects once and creates the service schema and tables under the lock.
-    pub(crate) async fn connect(config: &Config) -> Result<Self, DbError> {
+impl SqlServerEngine {
+    /// Reads `config.data_source`; connects only when asked.
+    pub(crate) fn open(config: &Config) -> Result<Self, DbError> {
         if trusts_server_certificate(&config.data_source) {
             tracing::warn!(
                 "SQL Server: the server certificate is not validated (TrustServerCertificate=true, \
                  the default of a sqlserver:// dataSource without encrypt)"
             );
         }
-        let database = SqlServerDatabase {
+        Ok(SqlServerEngine {
             config: parse_data_source(&config.data_source)?,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
-            settings: Settings::from_config(config, usize::MAX),
-        };
-        let mut client = database.open().await?;
-        run(&mut client, sql::BEGIN).await?;
-        let rows = query(&mut client, sql::LOCK, &[]).await?;
-        match rows.first().map(|row| int(row, 0)).transpose()? {
-            Some(code) if code >= 0 => {}
-            other => return Err(lock_not_granted(other)),
-        }
-        for statement in sql::CREATE_SERVICE_TABLES {
-            run(&mut client, statement).await?;
-        }
-        if config.default_tenant_table {
-            run(&mut client, sql::CREATE_TENANTS_TABLE).await?;
-        }
-        run(&mut client, sql::COMMIT).await?;
-        Ok(database)
+        })
     }
 
     /// Opens a connection, following an Azure SQL gateway redirect once.
-    async fn open(&self) -> Result<Connection, DbError> {
+    async fn session(&self) -> Result<Connection, DbError> {
         let mut config = self.config.clone();
         for _ in 0..2 {
             let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(config.get_addr()))
@@ -123,30 +108,6 @@ impl SqlServerDatabase {
             }
         }
         Err(DbError::Connect("SQL Server redirected the connection more than once".into()))
-    }
-
-    async fn read_tenants(&self, client: &mut Connection) -> Result<Vec<String>, DbError> {
-        let rows = query(client, &self.tenant_select_sql, &[])
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter().map(|row| text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))).collect()
-    }
-
-    async fn read_applied(&self, client: &mut Connection) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = query(client, sql::SELECT_APPLIED, &[]).await?;
-        rows.iter()
-            .map(|row| {
-                let code = i64::from(int(row, 3)?);
-                Ok(AppliedMigration {
-                    file: text(row, 0)?,
-                    name: text(row, 1)?,
-                    schema: text(row, 2)?,
-                    migration_type: MigrationType::from_code(code)
-                        .ok_or(DbError::UnknownMigrationType { id: -1, code })?,
-                    checksum: text(row, 4)?,
-                })
-            })
-            .collect()
     }
 }
 
@@ -208,59 +169,19 @@ fn id32(id: i64) -> Option<i32> {
     i32::try_from(id).ok()
 }
 
-#[async_trait]
-impl Database for SqlServerDatabase {
-    async fn ping(&self) -> Result<(), DbError> {
-        let mut client = self.open().await?;
-        query(&mut client, sql::PING, &[]).await.map(|_| ())
-    }
-
-    async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let mut client = self.open().await?;
-        self.read_tenants(&mut client).await
-    }
-
-    async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, DbError> {
-        let mut client = self.open().await?;
-        let rows = match file {
-            Some(file) => query(&mut client, &sql::select_versions_by_file(), &[&file]).await?,
-            None => query(&mut client, &sql::select_versions(), &[]).await?,
-        };
-        rows.iter().map(version_row).collect()
-    }
-
-    async fn version(&self, id: i64) -> Result<Option<VersionRow>, DbError> {
-        let Some(id) = id32(id) else { return Ok(None) };
-        let mut client = self.open().await?;
-        let rows = query(&mut client, &sql::select_version(), &[&id]).await?;
-        rows.first().map(version_row).transpose()
-    }
-
-    async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, DbError> {
-        let Some(version_id) = id32(version_id) else { return Ok(Vec::new()) };
-        let mut client = self.open().await?;
-        let rows = query(&mut client, &sql::select_version_migrations(), &[&version_id]).await?;
-        rows.iter().map(migration_row).collect()
-    }
-
-    async fn db_migration(&self, id: i64) -> Result<Option<MigrationRow>, DbError> {
-        let Some(id) = id32(id) else { return Ok(None) };
-        let mut client = self.open().await?;
-        let rows = query(&mut client, &sql::select_migration(), &[&id]).await?;
-        rows.first().map(migration_row).transpose()
-    }
-
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        executor::mutate(self, &self.settings, request).await
-    }
-
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        executor::preview(self, &request).await
-    }
+fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
+    let code = i64::from(int(row, 3)?);
+    Ok(AppliedMigration {
+        file: text(row, 0)?,
+        name: text(row, 1)?,
+        schema: text(row, 2)?,
+        migration_type: MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id: -1, code })?,
+        checksum: text(row, 4)?,
+    })
 }
 
 #[async_trait]
-impl Engine for SqlServerDatabase {
+impl Engine for SqlServerEngine {
     type Conn = Connection;
     type Lock = Connection;
 
@@ -273,13 +194,35 @@ impl Engine for SqlServerDatabase {
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
-        let mut client = self.open().await?;
+        let mut client = self.session().await?;
         run(&mut client, sql::SESSION_SETTINGS).await?;
         Ok(client)
     }
 
+    async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
+        let mut client = self.session().await?;
+        run(&mut client, sql::BEGIN).await?;
+        let rows = query(&mut client, sql::LOCK, &[]).await?;
+        match rows.first().map(|row| int(row, 0)).transpose()? {
+            Some(code) if code >= 0 => {}
+            other => return Err(lock_not_granted(other)),
+        }
+        for statement in sql::CREATE_SERVICE_TABLES {
+            run(&mut client, statement).await?;
+        }
+        if tenants_table {
+            run(&mut client, sql::CREATE_TENANTS_TABLE).await?;
+        }
+        run(&mut client, sql::COMMIT).await
+    }
+
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        let rows = query(conn, sql::INSTALLED, &[]).await?;
+        Ok(rows.first().map(|row| int(row, 0)).transpose()?.unwrap_or(0) > 0)
+    }
+
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let mut conn = self.open().await?;
+        let mut conn = self.session().await?;
         let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
             Some(code) if code >= 0 => Ok(conn),
@@ -330,11 +273,34 @@ impl Engine for SqlServerDatabase {
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
-        self.read_tenants(conn).await
+        let rows =
+            query(conn, &self.tenant_select_sql, &[]).await.map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        rows.iter().map(|row| text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))).collect()
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.read_applied(conn).await
+        query(conn, sql::SELECT_APPLIED, &[]).await?.iter().map(applied_row).collect()
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let rows = match filter {
+            VersionFilter::All => query(conn, sql::SELECT_VERSIONS, &[]).await?,
+            VersionFilter::ApplyingFile(file) => query(conn, sql::SELECT_VERSIONS_BY_FILE, &[&file]).await?,
+            VersionFilter::Id(id) => match id32(id) {
+                Some(id) => query(conn, sql::SELECT_VERSION, &[&id]).await?,
+                None => Vec::new(),
+            },
+        };
+        rows.iter().map(version_row).collect()
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        };
+        let Some(id) = id32(id) else { return Ok(Vec::new()) };
+        query(conn, statement, &[&id]).await?.iter().map(migration_row).collect()
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

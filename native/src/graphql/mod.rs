@@ -6,11 +6,9 @@ mod types;
 use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
-use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::plan::{Action, PlanError, Target};
 
 use crate::db::DbError;
-use crate::db::executor::Observer;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
@@ -55,13 +53,6 @@ fn request_id(ctx: &Context<'_>) -> String {
     ctx.data_opt::<RequestId>().map(|id| id.0.clone()).unwrap_or_default()
 }
 
-fn not_blank(field: &str, value: &str) -> Result<(), AppError> {
-    if value.trim().is_empty() {
-        return Err(AppError::InvalidInput(format!("{field} must not be empty")));
-    }
-    Ok(())
-}
-
 /// Queries.
 pub(crate) struct Query;
 
@@ -89,28 +80,28 @@ impl Query {
     /// Versions; with `file`, only those in which that file was applied.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn versions(&self, ctx: &Context<'_>, file: Option<String>) -> Result<Vec<VersionDto>> {
-        let rows = service(ctx)?.database().versions(file.as_deref()).await.map_err(graphql_error)?;
+        let rows = service(ctx)?.versions(file.as_deref()).await.map_err(graphql_error)?;
         Ok(rows.into_iter().map(VersionDto::from).collect())
     }
 
     /// One version.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn version(&self, ctx: &Context<'_>, id: i32) -> Result<Option<VersionDto>> {
-        let row = service(ctx)?.database().version(i64::from(id)).await.map_err(graphql_error)?;
+        let row = service(ctx)?.version(i64::from(id)).await.map_err(graphql_error)?;
         Ok(row.map(VersionDto::from))
     }
 
     /// One recorded migration.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn db_migration(&self, ctx: &Context<'_>, id: i32) -> Result<Option<DbMigrationDto>> {
-        let row = service(ctx)?.database().db_migration(i64::from(id)).await.map_err(graphql_error)?;
+        let row = service(ctx)?.migration(i64::from(id)).await.map_err(graphql_error)?;
         Ok(row.map(DbMigrationDto::from))
     }
 
     /// Tenants.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<TenantDto>> {
-        let names = service(ctx)?.database().tenants().await.map_err(graphql_error)?;
+        let names = service(ctx)?.tenants().await.map_err(graphql_error)?;
         Ok(names.into_iter().map(|name| TenantDto { name }).collect())
     }
 
@@ -125,15 +116,7 @@ impl Query {
         #[graphql(default_with = "Some(ActionDto::Apply)")] action: Option<ActionDto>,
     ) -> Result<PlanPreviewDto> {
         let service = service(ctx)?;
-        let target = match tenant_name {
-            None => Target::AllSchemas,
-            Some(tenant) => {
-                let config = service.config();
-                validate_new_tenant_name(&tenant, config.driver, config.single_schemas())
-                    .map_err(|e| graphql_error(DbError::Plan(PlanError::InvalidTenantName(e))))?;
-                Target::NewTenant(tenant)
-            }
-        };
+        let target = service.target(tenant_name).map_err(graphql_error)?;
         match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
             Ok((preview, sources)) => Ok(PlanPreviewDto::from_plan(&preview.plan, &sources)),
             Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
@@ -159,32 +142,28 @@ pub(crate) struct Mutation;
 impl Mutation {
     /// Applies (or records) every eligible migration and script as a new version.
     async fn create_version(&self, ctx: &Context<'_>, input: VersionInput) -> Result<CreateResultsDto> {
-        not_blank("versionName", &input.version_name).map_err(graphql_error)?;
         let request = CreateRequest {
             version_name: input.version_name,
             target: Target::AllSchemas,
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
-            observer: ctx.data_opt::<Arc<dyn Observer>>().cloned(),
+            observer: None,
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
     /// Creates a tenant and applies the tenant migrations and scripts to it, as a new version.
     async fn create_tenant(&self, ctx: &Context<'_>, input: TenantInput) -> Result<CreateResultsDto> {
-        not_blank("versionName", &input.version_name).map_err(graphql_error)?;
-        let config = service(ctx)?.config();
-        validate_new_tenant_name(&input.tenant_name, config.driver, config.single_schemas())
-            .map_err(|e| graphql_error(DbError::Plan(PlanError::InvalidTenantName(e))))?;
+        let service = service(ctx)?;
         let request = CreateRequest {
             version_name: input.version_name,
-            target: Target::NewTenant(input.tenant_name),
+            target: service.target(Some(input.tenant_name)).map_err(graphql_error)?,
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
-            observer: ctx.data_opt::<Arc<dyn Observer>>().cloned(),
+            observer: None,
         };
-        Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
+        Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
 }

@@ -218,7 +218,7 @@ impl VersionDto {
     #[graphql(complexity = "super::STORAGE_COST + child_complexity")]
     async fn db_migrations(&self, ctx: &Context<'_>) -> Result<Vec<DbMigrationDto>> {
         let service = ctx.data::<Arc<Service>>()?;
-        let rows = service.database().version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;
+        let rows = service.version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;
         Ok(rows.into_iter().map(DbMigrationDto::from).collect())
     }
 }

@@ -146,7 +146,7 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Response {
     let service = &state.service;
     let (db, loader) = tokio::join!(
-        check(async { service.database().ping().await.map_err(|e| e.to_string()) }),
+        check(async { service.ping().await.map_err(|e| e.to_string()) }),
         check(async { service.loader().check().await.map_err(|e| e.to_string()) }),
     );
     let checks = [("DB", db), ("Loader", loader)];

@@ -213,3 +213,18 @@ fn every_example_configuration_parses() {
         assert!(crate::migrate::datasource::normalize(driver, &config.data_source).is_ok(), "{driver:?}");
     }
 }
+
+#[test]
+fn accepts_migrators_current_tenant_statement_names_and_refuses_both_forms() {
+    let config =
+        Config::parse(include_str!("../../../../tests/data/config/migrator-names.yaml"), &BTreeMap::new()).unwrap();
+    assert_eq!(config.tenant_select_sql, "select name from public.tenants");
+    assert_eq!(config.tenant_insert_sql, "insert into public.tenants (name) values ($1)");
+    assert!(!config.default_tenant_table);
+    let both = format!("{MINIMAL}tenantSelectSQL: select 1\ntenantSelect: select 2\n");
+    let error = Config::parse(&both, &BTreeMap::new()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "property tenantSelectSQL: give either tenantSelectSQL or tenantSelect (migrator's name for it), not both"
+    );
+}

@@ -50,64 +50,76 @@ create table if not exists svc.svc_tenants (
 ) engine = InnoDB default charset = utf8mb4;
 ";
 
-/// `created` as RFC 3339 UTC with microseconds (the service writes UTC).
-const CREATED: &str = "date_format(created, '%Y-%m-%dT%H:%i:%s.%fZ')";
+/// `created` as RFC 3339 UTC with microseconds (the service writes UTC); a
+/// macro, so the statements below stay `const` literals.
+macro_rules! created {
+    () => {
+        "date_format(created, '%Y-%m-%dT%H:%i:%s.%fZ')"
+    };
+}
+
 /// Parses the RFC 3339 UTC text the service binds.
-const PARSE_CREATED: &str = "str_to_date(?, '%Y-%m-%dT%H:%i:%s.%fZ')";
+macro_rules! parse_created {
+    () => {
+        "str_to_date(?, '%Y-%m-%dT%H:%i:%s.%fZ')"
+    };
+}
+
+/// The columns of a migration row, in the order `rows::migration` reads.
+macro_rules! migration_columns {
+    () => {
+        concat!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, ", created!())
+    };
+}
 
 /// Recorded migrations, as the planner needs them.
 pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id";
 
 /// Inserts a version (its id is the insert id).
-pub(crate) fn insert_version() -> String {
-    format!("insert into svc.svc_versions (name, created, request_id) values (?, {PARSE_CREATED}, ?)")
-}
+pub(crate) const INSERT_VERSION: &str =
+    concat!("insert into svc.svc_versions (name, created, request_id) values (?, ", parse_created!(), ", ?)");
 
 /// Removes a version that ended up with nothing applied.
 pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ? \
     and not exists (select 1 from svc.svc_migrations where version_id = ?)";
 
 /// Records one applied migration, right after it ran.
-pub(crate) fn insert_migration() -> String {
-    format!(
-        "insert into svc.svc_migrations \
-         (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) \
-         values (?, ?, ?, ?, ?, {PARSE_CREATED}, ?, ?, ?)"
-    )
-}
+pub(crate) const INSERT_MIGRATION: &str = concat!(
+    "insert into svc.svc_migrations ",
+    "(name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ",
+    "values (?, ?, ?, ?, ?, ",
+    parse_created!(),
+    ", ?, ?, ?)"
+);
 
 /// All versions.
-pub(crate) fn select_versions() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions order by id")
-}
+pub(crate) const SELECT_VERSIONS: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions order by id");
 
 /// Versions in which a file was applied.
-pub(crate) fn select_versions_by_file() -> String {
-    format!(
-        "select id, name, {CREATED}, request_id from svc.svc_versions \
-         where id in (select version_id from svc.svc_migrations where filename = ?) order by id"
-    )
-}
+pub(crate) const SELECT_VERSIONS_BY_FILE: &str = concat!(
+    "select id, name, ",
+    created!(),
+    ", request_id from svc.svc_versions ",
+    "where id in (select version_id from svc.svc_migrations where filename = ?) order by id"
+);
 
 /// One version.
-pub(crate) fn select_version() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions where id = ?")
-}
-
-fn migration_columns() -> String {
-    format!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {CREATED}")
-}
+pub(crate) const SELECT_VERSION: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions where id = ?");
 
 /// The migrations of one version.
-pub(crate) fn select_version_migrations() -> String {
-    format!("select {} from svc.svc_migrations where version_id = ? order by id", migration_columns())
-}
+pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = ? order by id");
 
 /// One recorded migration.
-pub(crate) fn select_migration() -> String {
-    format!("select {} from svc.svc_migrations where id = ?", migration_columns())
-}
+pub(crate) const SELECT_MIGRATION: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where id = ?");
+
+/// Whether the service's tables exist.
+pub(crate) const INSTALLED: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_migrations'";
 
 /// Creates a tenant's database; fails when it exists.
 pub(crate) fn create_database(schema: &str) -> String {
@@ -119,6 +131,3 @@ pub(crate) fn create_database(schema: &str) -> String {
 pub(crate) fn drop_database(schema: &str) -> String {
     format!("drop database if exists {}", quote_mysql(schema))
 }
-
-/// A cheap query touching the service tables, for health.
-pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0";

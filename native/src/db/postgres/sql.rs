@@ -66,8 +66,20 @@ create table if not exists svc.svc_tenants (
 );
 ";
 
-/// `created` as RFC 3339 UTC with microseconds, like the other drivers.
-const CREATED: &str = "to_char(created at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
+/// `created` as RFC 3339 UTC with microseconds, like the other drivers (a
+/// macro, so the statements below stay `const` literals).
+macro_rules! created {
+    () => {
+        "to_char(created at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+    };
+}
+
+/// The columns of a migration row, in the order `rows::migration` reads.
+macro_rules! migration_columns {
+    () => {
+        concat!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, ", created!())
+    };
+}
 
 /// Recorded migrations, as the planner needs them.
 pub(crate) const SELECT_APPLIED: &str =
@@ -86,41 +98,33 @@ pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
 pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 1000;
 
 /// All versions.
-pub(crate) fn select_versions() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions order by id")
-}
+pub(crate) const SELECT_VERSIONS: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions order by id");
 
 /// Versions in which a file was applied.
-pub(crate) fn select_versions_by_file() -> String {
-    format!(
-        "select id, name, {CREATED}, request_id from svc.svc_versions \
-         where id in (select version_id from svc.svc_migrations where filename = $1) order by id"
-    )
-}
+pub(crate) const SELECT_VERSIONS_BY_FILE: &str = concat!(
+    "select id, name, ",
+    created!(),
+    ", request_id from svc.svc_versions ",
+    "where id in (select version_id from svc.svc_migrations where filename = $1) order by id"
+);
 
 /// One version.
-pub(crate) fn select_version() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions where id = $1")
-}
-
-fn migration_columns() -> String {
-    format!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {CREATED}")
-}
+pub(crate) const SELECT_VERSION: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions where id = $1");
 
 /// The migrations of one version.
-pub(crate) fn select_version_migrations() -> String {
-    format!("select {} from svc.svc_migrations where version_id = $1 order by id", migration_columns())
-}
+pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = $1 order by id");
 
 /// One recorded migration.
-pub(crate) fn select_migration() -> String {
-    format!("select {} from svc.svc_migrations where id = $1", migration_columns())
-}
+pub(crate) const SELECT_MIGRATION: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where id = $1");
+
+/// Whether the service's tables exist.
+pub(crate) const INSTALLED: &str = "select to_regclass('svc.svc_migrations') is not null";
 
 /// Creates a tenant's schema.
 pub(crate) fn create_schema(schema: &str) -> String {
     format!("create schema {}", quote_ansi(schema))
 }
-
-/// A cheap query touching the service tables, for health.
-pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0";

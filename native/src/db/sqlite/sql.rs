@@ -85,18 +85,25 @@ pub(crate) const SELECT_VERSIONS_BY_FILE: &str = "select id, name, created, requ
 /// One version.
 pub(crate) const SELECT_VERSION: &str = "select id, name, created, request_id from svc.svc_versions where id = ?";
 
-const MIGRATION_COLUMNS: &str =
-    "id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created";
+/// The columns of a migration row, in the order `rows::migration` reads.
+macro_rules! migration_columns {
+    () => {
+        "id, name, migration_type, source_dir, filename, contents, checksum, db_schema, created"
+    };
+}
 
 /// The migrations of one version.
-pub(crate) fn select_version_migrations() -> String {
-    format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where version_id = ? order by id")
-}
+pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = ? order by id");
 
 /// One recorded migration.
-pub(crate) fn select_migration() -> String {
-    format!("select {MIGRATION_COLUMNS} from svc.svc_migrations where id = ?")
-}
+pub(crate) const SELECT_MIGRATION: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where id = ?");
+
+/// Whether the service's tables exist (`svc` is attached only when its
+/// file does, on a read-only store).
+pub(crate) const INSTALLED: &str =
+    "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_migrations'";
 
 /// Attaches the database file bound as the one parameter under `schema`.
 pub(crate) fn attach(schema: &str) -> String {

@@ -83,8 +83,20 @@ pub(crate) const CREATE_TENANTS_TABLE: &str =
         created datetime2(6) not null default sysutcdatetime()
     );";
 
-/// `created` as RFC 3339 UTC (the service writes UTC).
-const CREATED: &str = "convert(nvarchar(30), created, 126) + N'Z'";
+/// `created` as RFC 3339 UTC (the service writes UTC); a macro, so the
+/// statements below stay `const` literals.
+macro_rules! created {
+    () => {
+        "convert(nvarchar(30), created, 126) + N'Z'"
+    };
+}
+
+/// The columns of a migration row, in the order the driver reads.
+macro_rules! migration_columns {
+    () => {
+        concat!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, ", created!())
+    };
+}
 
 /// Recorded migrations, as the planner needs them.
 pub(crate) const SELECT_APPLIED: &str =
@@ -132,39 +144,32 @@ pub(crate) const CREATE_SCHEMA: &str =
     "declare @statement nvarchar(max) = N'create schema ' + quotename(@P1); exec sp_executesql @statement;";
 
 /// All versions.
-pub(crate) fn select_versions() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions order by id;")
-}
+pub(crate) const SELECT_VERSIONS: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions order by id;");
 
 /// Versions in which a file was applied.
-pub(crate) fn select_versions_by_file() -> String {
-    format!(
-        "select id, name, {CREATED}, request_id from svc.svc_versions \
-         where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
-    )
-}
+pub(crate) const SELECT_VERSIONS_BY_FILE: &str = concat!(
+    "select id, name, ",
+    created!(),
+    ", request_id from svc.svc_versions ",
+    "where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
+);
 
 /// One version.
-pub(crate) fn select_version() -> String {
-    format!("select id, name, {CREATED}, request_id from svc.svc_versions where id = @P1;")
-}
-
-fn migration_columns() -> String {
-    format!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {CREATED}")
-}
+pub(crate) const SELECT_VERSION: &str =
+    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions where id = @P1;");
 
 /// The migrations of one version.
-pub(crate) fn select_version_migrations() -> String {
-    format!("select {} from svc.svc_migrations where version_id = @P1 order by id;", migration_columns())
-}
+pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = @P1 order by id;");
 
 /// One recorded migration.
-pub(crate) fn select_migration() -> String {
-    format!("select {} from svc.svc_migrations where id = @P1;", migration_columns())
-}
+pub(crate) const SELECT_MIGRATION: &str =
+    concat!("select ", migration_columns!(), " from svc.svc_migrations where id = @P1;");
 
-/// A cheap query touching the service tables, for health.
-pub(crate) const PING: &str = "select count(*) from svc.svc_versions where id < 0;";
+/// Whether the service's tables exist.
+pub(crate) const INSTALLED: &str = "select count(*) from sys.tables t join sys.schemas s on s.schema_id = t.schema_id \
+    where s.name = N'svc' and t.name = N'svc_migrations';";
 
 #[cfg(test)]
 mod tests {
@@ -174,17 +179,25 @@ mod tests {
     fn all_statements() -> Vec<String> {
         let mut all: Vec<String> = CREATE_SERVICE_TABLES.iter().map(|s| s.to_string()).collect();
         all.extend(
-            [BEGIN, COMMIT, ROLLBACK, LOCK, CREATE_TENANTS_TABLE, SELECT_APPLIED, INSERT_VERSION, CREATE_SCHEMA, PING]
-                .map(str::to_string),
+            [
+                BEGIN,
+                COMMIT,
+                ROLLBACK,
+                LOCK,
+                CREATE_TENANTS_TABLE,
+                SELECT_APPLIED,
+                INSERT_VERSION,
+                CREATE_SCHEMA,
+                SELECT_VERSIONS,
+                SELECT_VERSIONS_BY_FILE,
+                SELECT_VERSION,
+                SELECT_VERSION_MIGRATIONS,
+                SELECT_MIGRATION,
+                INSTALLED,
+            ]
+            .map(str::to_string),
         );
-        all.extend([
-            insert_migrations(3),
-            select_versions(),
-            select_versions_by_file(),
-            select_version(),
-            select_version_migrations(),
-            select_migration(),
-        ]);
+        all.push(insert_migrations(3));
         all
     }
 

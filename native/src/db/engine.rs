@@ -1,0 +1,149 @@
+//! The per-dialect primitives ([`Engine`]) the executor and the store are
+//! written over, and how a statement's failure is reported ([`Failure`]).
+//! A driver implements primitives only; each dialect's SQL lives in its
+//! own `sql.rs`.
+
+use async_trait::async_trait;
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::statements;
+
+use super::error::DbError;
+use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+
+/// How a statement failed, as the engine said it.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    /// The engine's message, without its internal source location.
+    pub(crate) message: String,
+    /// 1-based character offset of the error in the executed text, when the
+    /// engine reports one (PostgreSQL).
+    pub(crate) offset: Option<usize>,
+    /// 1-based line of the error in the executed text, when the engine
+    /// reports a line but no offset (SQL Server).
+    pub(crate) line: Option<u64>,
+}
+
+impl Failure {
+    /// A failure as sqlx reports it: the database's own message (without
+    /// sqlx's prefix), no position.
+    pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
+        let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
+        Failure { message, offset: None, line: None }
+    }
+
+    /// This failure, placed at the statement starting at byte `start` of
+    /// the executed `text` — or, when the engine counted lines within the
+    /// statement (`line_within`, from 1), at the start of that line.
+    pub(crate) fn in_statement(mut self, text: &str, start: usize, line_within: Option<u64>) -> Self {
+        let start = match line_within.filter(|&line| line > 1) {
+            Some(line) => text[start..]
+                .match_indices('\n')
+                .nth(line as usize - 2)
+                .map_or(start, |(newline, _)| start + newline + 1),
+            None => start,
+        };
+        self.offset = Some(text[..start].chars().count() + 1);
+        self
+    }
+}
+
+/// The statements of a file to run one at a time, as byte ranges of
+/// `text`: engines that report no error position run them so the failing
+/// one is known. The whole text when the tokenizer cannot read it.
+pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<usize>> {
+    statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
+}
+
+/// One bookkeeping row to write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record<'a> {
+    /// The migration.
+    pub(crate) migration: &'a SourceMigration,
+    /// The schema it was applied to (or recorded for).
+    pub(crate) schema: &'a str,
+}
+
+/// The per-dialect primitives the executor runs a version with. Each
+/// dialect's SQL lives in its own `sql.rs`.
+#[async_trait]
+pub(crate) trait Engine: Send + Sync {
+    /// A connection: its own session.
+    type Conn: Send;
+    /// The held cross-instance lock: a session of its own, outside any pool.
+    type Lock: Send;
+
+    /// The database kind.
+    fn driver(&self) -> Driver;
+    /// Whether DDL takes part in transactions.
+    fn transactional_ddl(&self) -> bool;
+    /// Opens (or takes from a pool) a connection of its own.
+    async fn connect(&self) -> Result<Self::Conn, DbError>;
+    /// Takes the database's cross-instance lock on a session of its own
+    /// (the executor has passed this process's gate first).
+    async fn lock(&self) -> Result<Self::Lock, DbError>;
+    /// Releases the lock (best effort: closing the session releases it too).
+    async fn unlock(&self, lock: Self::Lock);
+    /// Makes `schemas` usable on `conn` (SQLite attaches their files).
+    async fn prepare(&self, _conn: &mut Self::Conn, _schemas: &[String]) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Undoes [`Engine::prepare`] once the version is over; `discard` when
+    /// it left nothing (a dry run, or nothing committed).
+    async fn release(&self, _conn: &mut Self::Conn, _discard: bool) {}
+    /// Makes one more schema usable on `conn` for one unit, outside any
+    /// transaction (SQLite attaches a tenant's file only while its unit
+    /// runs, so a fleet is not bounded by how many files attach at once).
+    async fn enter(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Undoes [`Engine::enter`], outside any transaction.
+    async fn leave(&self, _conn: &mut Self::Conn, _schema: &str) {}
+    /// Starts a transaction.
+    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    /// Commits it.
+    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    /// Rolls it back.
+    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    /// Runs a migration file's SQL.
+    async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
+    /// The tenant names (`tenantSelectSQL`).
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError>;
+    /// The recorded migrations.
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError>;
+    /// Recorded versions.
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// Recorded migrations, whole rows.
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
+    /// Whether the service's tables exist (read-only stores do not create
+    /// them; then nothing is recorded yet).
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError>;
+    /// Creates the service's tables (and the default tenant table, when
+    /// `tenants_table`) if missing, serialised against other instances.
+    async fn install(&self, tenants_table: bool) -> Result<(), DbError>;
+    /// A cheap read of the service's tables, for health.
+    async fn ping(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        self.versions(conn, VersionFilter::Id(-1)).await.map(|_| ())
+    }
+    /// Creates a tenant's schema and inserts its row (`tenantInsertSQL`).
+    async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError>;
+    /// Inserts a version row and returns its id.
+    async fn insert_version(
+        &self,
+        conn: &mut Self::Conn,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError>;
+    /// Records rows in `svc_migrations` for `version_id`.
+    async fn record(
+        &self,
+        conn: &mut Self::Conn,
+        rows: &[Record<'_>],
+        created: &str,
+        version_id: i64,
+    ) -> Result<(), DbError>;
+    /// Deletes the version when no migration row refers to it.
+    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError>;
+}

@@ -1,0 +1,177 @@
+//! Why a database operation failed ([`DbError`]), and what a failed
+//! migration leaves behind ([`MigrationFailure`]).
+
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::PlanError;
+use thiserror::Error;
+
+/// Why a database operation failed.
+#[derive(Debug, Error)]
+pub(crate) enum DbError {
+    /// The database could not be reached or opened.
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    /// The `dataSource` cannot be read as a connection string of its driver.
+    #[error("{0}")]
+    BadDataSource(String),
+    /// This build leaves the driver out (a cargo feature).
+    #[cfg_attr(feature = "sqlserver", allow(dead_code))]
+    #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
+    DriverNotBuilt(Driver),
+    /// The directory for SQLite's files cannot be created.
+    #[error("cannot create directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another mutation (in this or another process) held the cross-instance
+    /// lock for longer than the service waits.
+    #[error("another mutation held the lock {lock} for more than {seconds} s; try again when it has finished")]
+    LockTimeout {
+        /// The lock's name (or file).
+        lock: String,
+        /// How long the service waited.
+        seconds: u64,
+    },
+    /// The engine refused to grant the lock (not a timeout).
+    #[error("the database refused the lock {lock}: {reason}")]
+    LockRefused {
+        /// The lock's name.
+        lock: String,
+        /// The engine's answer.
+        reason: String,
+    },
+    /// A mutation was asked of a store opened read-only (a bug of the
+    /// caller: read-only commands never mutate).
+    #[error("this command opened the database read-only and cannot change it")]
+    OpenedReadOnly,
+    /// A version id does not fit the engine's column.
+    #[error("version id {0} is out of range for this database")]
+    IdOutOfRange(i64),
+    /// A query of the service answered something its own tables cannot hold
+    /// (a NULL in a NOT NULL column, no id after an insert).
+    #[error("unexpected answer from the database: {0}")]
+    UnexpectedAnswer(String),
+    /// SQL Server (tiberius) reported an error.
+    #[cfg(feature = "sqlserver")]
+    #[error("database error: {0}")]
+    SqlServer(#[from] tiberius::error::Error),
+    /// A bookkeeping statement of the service failed.
+    #[error("database error: {0}")]
+    Query(#[from] sqlx::Error),
+    /// The planner refused the operation.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A migration failed; see [`MigrationFailure`] for what stays.
+    #[error("{0}")]
+    MigrationFailed(Box<MigrationFailure>),
+    /// A migration file cannot run as written (hidden transaction control,
+    /// or a statement that needs the no-transaction directive); nothing ran.
+    #[error("{0}; nothing was run")]
+    StatementRefused(#[from] strata_core::migrate::statements::StatementError),
+    /// The tenant insert statement failed.
+    #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
+    TenantInsertFailed {
+        /// The tenant.
+        tenant: String,
+        /// The database's message.
+        message: String,
+    },
+    /// The tenant select statement failed.
+    #[error("tenantSelectSQL failed: {0}")]
+    TenantSelectFailed(String),
+    /// The plan names a schema this driver cannot use.
+    #[error("schema {schema:?} cannot be used: {reason}")]
+    UnusableSchema {
+        /// The schema.
+        schema: String,
+        /// Why.
+        reason: String,
+    },
+    /// A recorded row holds a migration type code this build does not know.
+    #[error("svc_migrations row {id} has unknown migration type {code}")]
+    UnknownMigrationType {
+        /// Row id.
+        id: i64,
+        /// The stored code.
+        code: i64,
+    },
+}
+
+/// What a failed migration leaves behind, for the error message and the
+/// GraphQL `extensions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MigrationFailure {
+    /// The failing source file.
+    pub(crate) file: String,
+    /// The schema it ran in.
+    pub(crate) schema: String,
+    /// Where in the file the engine located the error, when it did.
+    pub(crate) at: Option<strata_core::migrate::statements::Position>,
+    /// The engine's message.
+    pub(crate) message: String,
+    /// The version holding what committed; `None` when nothing did.
+    pub(crate) version_id: Option<i64>,
+    /// Schemas whose steps of this version committed (applied and
+    /// recorded), sorted.
+    pub(crate) committed: Vec<String>,
+    /// Schemas with steps of this version not committed, sorted (the
+    /// failing one among them).
+    pub(crate) not_committed: Vec<String>,
+    /// The failing file ran outside a transaction (the directive, or an
+    /// engine without transactional DDL) and may be partly applied.
+    pub(crate) partly_applied: bool,
+    /// The version was one transaction, rolled back as a whole.
+    pub(crate) whole_version: bool,
+    /// What the committed part applied (or recorded), counted like a
+    /// summary: metrics count it as they count a version.
+    pub(crate) applied: strata_core::migrate::summary::Counts,
+}
+
+/// At most this many schema names are spelt out in a message (the
+/// extensions list them all).
+const NAMES_IN_MESSAGE: usize = 10;
+
+fn some_names(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(NAMES_IN_MESSAGE).map(String::as_str).collect();
+    let more = names.len().saturating_sub(NAMES_IN_MESSAGE);
+    if more > 0 { format!("{}, and {more} more", shown.join(", ")) } else { shown.join(", ") }
+}
+
+impl std::fmt::Display for MigrationFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "migration {} failed in schema {}", self.file, self.schema)?;
+        match self.at {
+            Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
+            Some(at) => write!(f, " at line {}", at.line)?,
+            None => {}
+        }
+        write!(f, ": {}", self.message)?;
+        if self.whole_version {
+            return write!(f, "; the version was rolled back, nothing was recorded");
+        }
+        if self.partly_applied {
+            write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
+        } else {
+            write!(f, "; {}'s transaction was rolled back", self.schema)?;
+        }
+        match self.version_id {
+            Some(id) if !self.committed.is_empty() => write!(
+                f,
+                "; {} schema(s) committed before the failure stay applied and recorded in version {id} ({})",
+                self.committed.len(),
+                some_names(&self.committed)
+            )?,
+            Some(id) => write!(f, "; version {id} holds the new tenant only")?,
+            None => write!(f, "; nothing was recorded")?,
+        }
+        write!(
+            f,
+            "; {} schema(s) not committed ({}); fix the file and run again to apply what is left",
+            self.not_committed.len(),
+            some_names(&self.not_committed)
+        )
+    }
+}

@@ -1,0 +1,109 @@
+//! What the service needs of a database ([`Database`], object-safe, as the
+//! driver is chosen at run time), implemented once by [`Store`] over any
+//! [`Engine`]: the reads take a connection and ask the engine's read
+//! primitives; mutations and previews are the executor's.
+//!
+//! # Invariants
+//!
+//! - A read-only store never writes: it creates nothing at open (not even
+//!   the service's tables) and refuses mutations; before the service's
+//!   tables exist it reads "nothing recorded".
+//! - A read-write store has created the service's tables, under the
+//!   engine's lock, before it answers anything.
+
+use async_trait::async_trait;
+
+use super::engine::Engine;
+use super::error::DbError;
+use super::executor::{self, Settings};
+use super::types::{
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionFilter, VersionRow,
+};
+
+/// A database the service migrates and records versions in.
+#[async_trait]
+pub(crate) trait Database: Send + Sync {
+    /// Checks the connection and the service's tables, without side effects.
+    async fn ping(&self) -> Result<(), DbError>;
+    /// Tenant names, from `tenantSelectSQL`.
+    async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// Versions in id order.
+    async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// Recorded migrations in id order.
+    async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
+    /// Plans (through the core planner) and executes a mutation, serialised
+    /// against every other mutation.
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
+    /// What [`Database::mutate`] would plan now, without the lock and
+    /// without writing anything.
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
+}
+
+/// The one implementation of [`Database`]: an engine and how versions run.
+pub(crate) struct Store<E: Engine> {
+    engine: E,
+    settings: Settings,
+    access: Access,
+}
+
+impl<E: Engine> Store<E> {
+    /// A store over `engine`; read-write creates the service's tables first.
+    pub(crate) async fn open(engine: E, settings: Settings, access: Access) -> Result<Self, DbError> {
+        if access == Access::ReadWrite {
+            engine.install(settings.default_tenant_table).await?;
+        }
+        Ok(Store { engine, settings, access })
+    }
+
+    /// Whether the service's tables are there to read (a read-only store
+    /// may find them missing: then nothing is recorded).
+    async fn installed(&self, conn: &mut E::Conn) -> Result<bool, DbError> {
+        match self.access {
+            Access::ReadWrite => Ok(true),
+            Access::ReadOnly => self.engine.installed(conn).await,
+        }
+    }
+}
+
+#[async_trait]
+impl<E: Engine> Database for Store<E> {
+    async fn ping(&self) -> Result<(), DbError> {
+        let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
+        self.engine.ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
+    }
+
+    async fn tenants(&self) -> Result<Vec<String>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if self.settings.default_tenant_table && !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.tenants(&mut conn).await
+    }
+
+    async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.versions(&mut conn, filter).await
+    }
+
+    async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.migrations(&mut conn, filter).await
+    }
+
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        executor::mutate(&self.engine, &self.settings, request).await
+    }
+
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
+        executor::preview(&self.engine, &self.settings, &request).await
+    }
+}

@@ -1,0 +1,124 @@
+//! The floor of `db/`: the rows, requests and answers every other module
+//! of it (and the service above) speaks in. Imports nothing of `db/`.
+
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::plan::{Action, Plan, Target};
+use strata_core::migrate::source::SourceMigration;
+
+/// A row of `svc.svc_versions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VersionRow {
+    /// Version id.
+    pub(crate) id: i64,
+    /// Caller-supplied name.
+    pub(crate) name: String,
+    /// RFC 3339 UTC.
+    pub(crate) created: String,
+    /// The `X-Request-ID` of the request that created it.
+    pub(crate) request_id: String,
+}
+
+/// A row of `svc.svc_migrations`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MigrationRow {
+    /// Row id.
+    pub(crate) id: i64,
+    /// File name.
+    pub(crate) name: String,
+    /// Kind.
+    pub(crate) migration_type: MigrationType,
+    /// Configured directory.
+    pub(crate) source_dir: String,
+    /// `source_dir/name`.
+    pub(crate) file: String,
+    /// Un-substituted SQL text as read from the source.
+    pub(crate) contents: String,
+    /// SHA-256 of the source bytes.
+    pub(crate) checksum: String,
+    /// Schema it was applied to.
+    pub(crate) schema: String,
+    /// RFC 3339 UTC.
+    pub(crate) created: String,
+}
+
+/// A mutation to carry out.
+#[derive(Debug, Clone)]
+pub(crate) struct MutationRequest<'a> {
+    /// Source migrations, in application order.
+    pub(crate) sources: &'a [SourceMigration],
+    /// Which schemas.
+    pub(crate) target: Target,
+    /// Apply or Sync.
+    pub(crate) action: Action,
+    /// Roll back instead of committing.
+    pub(crate) dry_run: bool,
+    /// Name of the version to create.
+    pub(crate) version_name: &'a str,
+    /// The request's `X-Request-ID`, stored with the version.
+    pub(crate) request_id: &'a str,
+    /// Creation time of the version and its rows, RFC 3339 UTC.
+    pub(crate) created: &'a str,
+    /// Told what runs and what commits, when someone watches.
+    pub(crate) observer: Option<&'a dyn Observer>,
+}
+
+/// What a mutation would do, read without the lock and without writing.
+#[derive(Debug, Clone)]
+pub(crate) struct Preview {
+    /// The plan.
+    pub(crate) plan: Plan,
+    /// The tenants it was made for (`tenantSelectSQL`).
+    pub(crate) tenants: Vec<String>,
+}
+
+/// What a mutation did.
+#[derive(Debug, Clone)]
+pub(crate) struct MutationOutcome {
+    /// The plan that was carried out (or would have been, on a dry run).
+    pub(crate) plan: Plan,
+    /// The committed version; `None` on a dry run or when nothing was due.
+    pub(crate) version: Option<VersionRow>,
+}
+
+/// Which versions a read selects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum VersionFilter<'a> {
+    /// All, in id order.
+    All,
+    /// Those that applied (or recorded) this file, in id order.
+    ApplyingFile(&'a str),
+    /// The one with this id.
+    Id(i64),
+}
+
+/// Which recorded migrations a read selects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MigrationFilter {
+    /// The rows of one version, in id order.
+    Version(i64),
+    /// The row with this id.
+    Id(i64),
+}
+
+/// Whether a store may write. Read-only commands (`strata plan`,
+/// `strata status`) open it read-only: nothing is created, not even the
+/// service's own tables, so a database user with read rights only (or a
+/// standby) can run them; a missing bookkeeping means nothing recorded yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads only.
+    ReadOnly,
+    /// Reads, mutations, and the service's tables created at open.
+    ReadWrite,
+}
+
+/// Told what a version does while it runs (the command line's progress
+/// bar). Called from the executor's tasks: cheap and non-blocking.
+pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
+    /// The plan is made and about to run (not called for an empty plan).
+    fn started(&self, _plan: &Plan, _sources: &[SourceMigration]) {}
+    /// A file starts in a schema.
+    fn running(&self, _schema: &str, _file: &str) {}
+    /// `steps` steps of `schema` committed (on a dry run: ran, then rolled back).
+    fn committed(&self, _schema: &str, _steps: usize) {}
+}
