@@ -190,7 +190,7 @@ async fn an_apply_racing_a_server_create_version_applies_each_file_once() {
 
 /// The configuration with `dataSource` naming a user with read rights only
 /// (created here; none on SQLite, whose files carry no users).
-async fn read_only_config(ws: &crate::support::Workspace) -> String {
+async fn read_only_config(ws: &Workspace) -> String {
     use crate::support::{Backend, backend};
     let config = ws.config("");
     match backend() {
@@ -220,7 +220,7 @@ async fn read_only_config(ws: &crate::support::Workspace) -> String {
 }
 
 /// Grants the read-only user reading the service's tables once they exist.
-async fn grant_reading_svc(ws: &crate::support::Workspace) {
+async fn grant_reading_svc(ws: &Workspace) {
     use crate::support::{Backend, backend};
     if backend() == Backend::Postgres {
         let role = format!("strata_ro_{}", ws.port);

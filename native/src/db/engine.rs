@@ -72,7 +72,7 @@ pub(crate) trait Engine: Send + Sync {
     /// A connection: its own session.
     type Conn: Send;
     /// The held cross-instance lock: a session of its own, outside any pool.
-    type Lock: Send;
+    type Lock: Send + Sync;
 
     /// The database kind.
     fn driver(&self) -> Driver;
@@ -83,6 +83,11 @@ pub(crate) trait Engine: Send + Sync {
     /// Takes the database's cross-instance lock on a session of its own
     /// (the executor has passed this process's gate first).
     async fn lock(&self) -> Result<Self::Lock, DbError>;
+    /// Whether the lock is still held: a lease that was lost (expired and
+    /// taken by another mutation) stops the version before its next unit.
+    fn lock_held(&self, _lock: &Self::Lock) -> bool {
+        true
+    }
     /// Releases the lock (best effort: closing the session releases it too).
     async fn unlock(&self, lock: Self::Lock);
     /// Makes `schemas` usable on `conn` (SQLite attaches their files).

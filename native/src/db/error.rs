@@ -35,6 +35,14 @@ pub(crate) enum DbError {
         /// How long the service waited.
         seconds: u64,
     },
+    /// The lease this mutation held expired and another mutation took it
+    /// (this process was cut off from the database, or paused, for longer
+    /// than the lease lasts); the version stopped before its next unit.
+    #[error(
+        "this mutation lost its lock (it could not renew it in time and another mutation took it); \
+         it stopped before its next unit: what committed stays applied and recorded, run again for the rest"
+    )]
+    LockLost,
     /// The engine refused to grant the lock (not a timeout).
     #[error("the database refused the lock {lock}: {reason}")]
     LockRefused {

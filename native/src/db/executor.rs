@@ -5,12 +5,13 @@
 //!
 //! # Invariants
 //!
-//! - **The lock is held for the whole version.** A session-level lock on a
-//!   dedicated connection (PostgreSQL `pg_advisory_lock`, MySQL `GET_LOCK`,
-//!   SQL Server `sp_getapplock` with a session owner, SQLite a write
-//!   transaction on a lock file) is taken before the recorded state is read
-//!   and released after the last commit; the database releases it when the
-//!   process dies.
+//! - **The lock is held for the whole version.** Taken before the recorded
+//!   state is read, released after the last commit: PostgreSQL a lease row
+//!   renewed in the background (it expires when its holder dies; a holder
+//!   that lost it stops before its next unit, [`Engine::lock_held`]); MySQL
+//!   `GET_LOCK`, SQL Server `sp_getapplock` with a session owner, SQLite a
+//!   write transaction on a lock file, each on a dedicated connection the
+//!   database releases when the process dies.
 //! - **Recorded = applied, per schema, at every instant.** With
 //!   `transactionScope: schema` (the default) each unit — one schema's steps
 //!   of a segment, see [`strata_core::migrate::plan::Plan::segments`] — runs in one
@@ -128,7 +129,7 @@ pub(crate) async fn mutate<E: Engine>(
 ) -> Result<MutationOutcome, DbError> {
     let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
-    let result = locked(engine, settings, &request).await;
+    let result = locked(engine, settings, &request, &lock).await;
     engine.unlock(lock).await;
     result
 }
@@ -137,6 +138,7 @@ async fn locked<E: Engine>(
     engine: &E,
     settings: &Settings,
     request: &MutationRequest<'_>,
+    lock: &E::Lock,
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
     let tenants = engine.tenants(&mut main).await?;
@@ -149,7 +151,7 @@ async fn locked<E: Engine>(
     if let Some(observer) = request.observer {
         observer.started(&plan, request.sources);
     }
-    let run = Run { engine, settings, request, plan: &plan, no_transaction: &modes };
+    let run = Run { engine, settings, request, plan: &plan, no_transaction: &modes, lock };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
     // One transaction for the version needs every schema at once; per
@@ -220,6 +222,7 @@ impl Progress {
 
 struct Run<'a, E: Engine> {
     engine: &'a E,
+    lock: &'a E::Lock,
     settings: &'a Settings,
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
@@ -473,6 +476,9 @@ impl<E: Engine> Run<'_, E> {
     /// transaction of its unit. Engines without transactional DDL record
     /// each step right after it ran. What commits goes to `progress`.
     async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
+        if !self.engine.lock_held(self.lock) {
+            return Err(UnitError::Other(DbError::LockLost));
+        }
         let schema = match self.plan.new_tenant.as_deref() {
             Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
             _ => self.plan.schemas[unit.schema as usize].clone(),

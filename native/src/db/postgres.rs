@@ -1,7 +1,8 @@
 //! The PostgreSQL driver: schema per tenant, transactional DDL.
 //!
-//! The primitives of the executor ([`Engine`]): a session advisory lock on
-//! a dedicated connection, transactions, migration files over the simple
+//! The primitives of the executor ([`Engine`]): a lease row as the mutation
+//! lock (see `sql::LEASE_TAKE`; renewed in the background, and a holder
+//! that lost it stops before its next unit), transactions, migration files over the simple
 //! query protocol (a file may hold several statements; an error's position
 //! is the character offset PostgreSQL reports, mapped back into the file by
 //! the executor), the bookkeeping rows in multi-row inserts.
@@ -14,10 +15,13 @@
 mod sql;
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder, Row};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
@@ -62,6 +66,64 @@ impl PostgresEngine {
     }
 }
 
+/// How long a lease lasts unless renewed: how long a holder that died (kill
+/// -9, a lost network) blocks the next mutation at most.
+const LEASE_SECONDS: f64 = 15.0;
+/// How often a holder renews its lease (a third of its length).
+const LEASE_RENEW_EVERY: Duration = Duration::from_secs(5);
+/// How often a mutation asks again for a lease that is held.
+const LEASE_POLL: Duration = Duration::from_millis(250);
+/// How long a mutation waits for the lease before giving up.
+const LEASE_WAIT: Duration = Duration::from_secs(600);
+
+/// The held mutation lock: the lease's holder id, and whether it was lost
+/// (a renewal found another holder, or could not reach the database for
+/// longer than the lease lasts).
+pub(crate) struct Lease {
+    holder: String,
+    lost: Arc<AtomicBool>,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl PostgresEngine {
+    /// Runs a lease statement in a transaction of its own; whether it
+    /// returned the holder's row.
+    async fn lease(&self, statement: &'static str, holder: &str) -> Result<bool, DbError> {
+        lease_statement(&self.pool, statement, holder).await
+    }
+}
+
+async fn lease_statement(pool: &PgPool, statement: &'static str, holder: &str) -> Result<bool, DbError> {
+    let mut tx = pool.begin().await?;
+    let row = bound(statement).bind(holder).bind(LEASE_SECONDS).fetch_optional(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(row.is_some())
+}
+
+/// Renews the lease until aborted; marks it lost when another holder has it,
+/// or when no renewal succeeded for as long as a lease lasts.
+async fn renew(pool: PgPool, holder: String, lost: Arc<AtomicBool>) {
+    let mut last_renewed = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(LEASE_RENEW_EVERY).await;
+        match lease_statement(&pool, sql::LEASE_RENEW, &holder).await {
+            Ok(true) => last_renewed = std::time::Instant::now(),
+            Ok(false) => {
+                tracing::error!("the lock svc.svc_lock was taken by another mutation; this one stops");
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing the lock svc.svc_lock failed; trying again");
+                if last_renewed.elapsed().as_secs_f64() >= LEASE_SECONDS {
+                    lost.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// A statement with bound values, prepared unnamed (see the module's
 /// documentation).
 fn bound(sql: &'static str) -> sqlx::query::Query<'static, Postgres, sqlx::postgres::PgArguments> {
@@ -71,7 +133,7 @@ fn bound(sql: &'static str) -> sqlx::query::Query<'static, Postgres, sqlx::postg
 #[async_trait]
 impl Engine for PostgresEngine {
     type Conn = PoolConnection<Postgres>;
-    type Lock = PgConnection;
+    type Lock = Lease;
 
     fn driver(&self) -> Driver {
         Driver::Postgres
@@ -101,16 +163,36 @@ impl Engine for PostgresEngine {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
-        bound(sql::SESSION_LOCK).bind(sql::LOCK_KEY).execute(&mut conn).await?;
-        Ok(conn)
+        let holder = uuid::Uuid::new_v4().to_string();
+        let started = std::time::Instant::now();
+        loop {
+            if self.lease(sql::LEASE_TAKE, &holder).await? {
+                break;
+            }
+            if started.elapsed() >= LEASE_WAIT {
+                return Err(DbError::LockTimeout { lock: "svc.svc_lock".into(), seconds: LEASE_WAIT.as_secs() });
+            }
+            tokio::time::sleep(LEASE_POLL).await;
+        }
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = tokio::spawn(renew(self.pool.clone(), holder.clone(), Arc::clone(&lost)));
+        Ok(Lease { holder, lost, renewer })
     }
 
-    async fn unlock(&self, mut conn: Self::Lock) {
-        if let Err(e) = bound(sql::SESSION_UNLOCK).bind(sql::LOCK_KEY).execute(&mut conn).await {
-            tracing::warn!(error = %e, "releasing the advisory lock failed; it ends with its session");
+    fn lock_held(&self, lock: &Self::Lock) -> bool {
+        !lock.lost.load(Ordering::SeqCst)
+    }
+
+    async fn unlock(&self, lock: Self::Lock) {
+        lock.renewer.abort();
+        let released = async {
+            let mut tx = self.pool.begin().await?;
+            bound(sql::LEASE_RELEASE).bind(&lock.holder).execute(&mut *tx).await?;
+            tx.commit().await
+        };
+        if let Err(e) = released.await {
+            tracing::warn!(error = %e, "releasing the lock svc.svc_lock failed; it expires on its own");
         }
-        let _ = conn.close().await;
     }
 
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {

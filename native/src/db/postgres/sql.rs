@@ -4,20 +4,33 @@
 
 use strata_core::migrate::ident::quote_ansi;
 
-/// Key of the transaction-level advisory lock serialising mutations (and
-/// start-up DDL) across every service instance sharing the database.
+/// Key of the transaction-level advisory lock serialising start-up DDL
+/// across every service instance sharing the database (a transaction-level
+/// lock is released at commit, so it is safe through a pooler).
 pub(crate) const LOCK_KEY: i64 = 0x5354_5241_5441; // "STRATA"
 
 /// Takes the advisory lock until the end of the transaction (start-up DDL).
 pub(crate) const LOCK: &str = "select pg_advisory_xact_lock($1)";
 
-/// Takes the advisory lock for the session: a version holds it on a
-/// connection of its own from before it reads the recorded state until
-/// after its last commit; PostgreSQL releases it when the session ends.
-pub(crate) const SESSION_LOCK: &str = "select pg_advisory_lock($1)";
+/// The mutation lock is a lease: one row of `svc.svc_lock`, taken, renewed
+/// and released in short transactions of their own. Unlike a session
+/// advisory lock it is exclusive through a pooler in transaction mode (where
+/// an advisory lock stays with a pooled server connection, granted to every
+/// client that lands on it) and it lives in the database, so every path to
+/// the primary sees it. It is taken when free or expired; `holder` is the
+/// taker's random id; the database's clock decides expiry.
+pub(crate) const LEASE_TAKE: &str = "insert into svc.svc_lock (id, holder, expires) \
+    values (1, $1, clock_timestamp() + make_interval(secs => $2)) \
+    on conflict (id) do update set holder = excluded.holder, expires = excluded.expires \
+    where svc.svc_lock.expires < clock_timestamp() \
+    returning holder";
 
-/// Releases the session's advisory lock.
-pub(crate) const SESSION_UNLOCK: &str = "select pg_advisory_unlock($1)";
+/// Extends the lease; no row when another holder took it (it had expired).
+pub(crate) const LEASE_RENEW: &str = "update svc.svc_lock \
+    set expires = clock_timestamp() + make_interval(secs => $2) where id = 1 and holder = $1 returning holder";
+
+/// Gives the lease back.
+pub(crate) const LEASE_RELEASE: &str = "delete from svc.svc_lock where id = 1 and holder = $1";
 
 /// Starts a transaction.
 pub(crate) const BEGIN: &str = "begin";
@@ -54,6 +67,11 @@ create table if not exists svc.svc_migrations (
 );
 create index if not exists svc_migrations_version_id on svc.svc_migrations (version_id);
 create index if not exists svc_migrations_filename on svc.svc_migrations (filename);
+create table if not exists svc.svc_lock (
+    id integer primary key check (id = 1),
+    holder text not null,
+    expires timestamptz not null
+);
 ";
 
 /// The default tenant table, created only when neither tenant statement is
