@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Throwaway servers on 127.0.0.1 for the tests, without systemd or Docker:
-# PostgreSQL and MariaDB from Debian packages, moto's S3 server from PyPI,
-# Azurite's blob service from npm. Data lives in $STRATA_SERVERS_DIR
+# PostgreSQL, PgBouncer and MariaDB from Debian packages, moto's S3 server
+# from PyPI, Azurite's blob service from npm. Besides the two PostgreSQL
+# clusters of the suites: PgBouncer in transaction and in session mode (stock
+# configuration) in front of the default-settings cluster, and a primary with
+# a streaming standby for the failover tests. Data lives in $STRATA_SERVERS_DIR
 # (default /tmp/strata-servers) and is deleted by `stop`; the PyPI and npm
 # installs are cached in $STRATA_EMULATORS_CACHE (default
 # ~/.cache/strata-emulators).
@@ -15,6 +18,12 @@ PG_PORT=${STRATA_PG_PORT:-54329}
 # A second PostgreSQL with default settings (max_connections=100,
 # max_locks_per_transaction=64, fsync on): the fleet tests run there.
 PG_DEFAULT_PORT=${STRATA_PG_DEFAULT_PORT:-$((PG_PORT + 1))}
+# PgBouncer, stock settings but for where it listens and what it fronts.
+PGB_TX_PORT=$((PG_PORT + 11))
+PGB_SESSION_PORT=$((PG_PORT + 12))
+# A primary and its streaming standby (the failover tests stop the primary).
+PG_PRIMARY_PORT=$((PG_PORT + 21))
+PG_STANDBY_PORT=$((PG_PORT + 22))
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
 S3_PORT=${STRATA_S3_PORT:-5055}
 AZ_PORT=${STRATA_AZURITE_PORT:-10000}
@@ -32,6 +41,7 @@ install_packages() {
     local missing=()
     [ -n "$(pg_bin)" ] || missing+=(postgresql)
     command -v mariadbd >/dev/null || missing+=(mariadb-server)
+    command -v pgbouncer >/dev/null || missing+=(pgbouncer)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing ${missing[*]}"
         apt-get update -qq
@@ -47,6 +57,34 @@ start_postgres() { # cluster port [server options]
         su postgres -c "$bin/initdb -D $DIR/$1/data -U postgres --auth=trust -E UTF8" >/dev/null
     fi
     su postgres -c "$bin/pg_ctl -D $DIR/$1/data -o '-c listen_addresses=127.0.0.1 -p $2 -k $DIR/$1 ${3:-}' -l $DIR/$1/log -w start" >/dev/null
+}
+
+start_pgbouncer() { # mode port
+    mkdir -p "$DIR/pgbouncer"
+    chown postgres "$DIR/pgbouncer"
+    cat >"$DIR/pgbouncer/$1.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$PG_DEFAULT_PORT user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $2
+auth_type = any
+pool_mode = $1
+unix_socket_dir =
+logfile = $DIR/pgbouncer/$1.log
+pidfile = $DIR/pgbouncer/$1.pid
+INI
+    su postgres -c "pgbouncer -d $DIR/pgbouncer/$1.ini"
+}
+
+# A primary, and a standby streaming from it (pg_basebackup -R).
+start_replicated_pair() {
+    start_postgres pg-primary "$PG_PRIMARY_PORT"
+    local bin; bin=$(pg_bin)
+    mkdir -p "$DIR/pg-standby"
+    chown postgres "$DIR/pg-standby"
+    su postgres -c "$bin/pg_basebackup -h 127.0.0.1 -p $PG_PRIMARY_PORT -U postgres -D $DIR/pg-standby/data -R -X stream" >/dev/null
+    su postgres -c "$bin/pg_ctl -D $DIR/pg-standby/data -o '-c listen_addresses=127.0.0.1 -p $PG_STANDBY_PORT -k $DIR/pg-standby' -l $DIR/pg-standby/log -w start" >/dev/null
 }
 
 start_mariadb() {
@@ -107,23 +145,33 @@ start)
     chmod 755 "$DIR"
     start_postgres pg "$PG_PORT" "-c max_connections=300 -c fsync=off"
     start_postgres pg-default "$PG_DEFAULT_PORT"
+    start_pgbouncer transaction "$PGB_TX_PORT"
+    start_pgbouncer session "$PGB_SESSION_PORT"
+    start_replicated_pair
     start_mariadb
     start_emulators
     cat >"$DIR/env" <<ENV
 export STRATA_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres
 export STRATA_TEST_PG_DEFAULT_URL=postgres://postgres@127.0.0.1:$PG_DEFAULT_PORT/postgres
+export STRATA_TEST_PGBOUNCER_TX_URL=postgres://postgres@127.0.0.1:$PGB_TX_PORT/postgres
+export STRATA_TEST_PGBOUNCER_SESSION_URL=postgres://postgres@127.0.0.1:$PGB_SESSION_PORT/postgres
+export STRATA_TEST_PG_PRIMARY_URL=postgres://postgres@127.0.0.1:$PG_PRIMARY_PORT/postgres
+export STRATA_TEST_PG_STANDBY_URL=postgres://postgres@127.0.0.1:$PG_STANDBY_PORT/postgres
+export STRATA_TEST_PG_BIN=$(pg_bin)
+export STRATA_TEST_PG_STANDBY_DATA=$DIR/pg-standby/data
+export STRATA_TEST_PG_PRIMARY_DATA=$DIR/pg-primary/data
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
 export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 ENV
-    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT), MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
+    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
-    for pid in "$DIR/moto.pid" "$DIR/azurite.pid"; do
+    for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR/pgbouncer/transaction.pid" "$DIR/pgbouncer/session.pid"; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
     done
-    for cluster in pg pg-default; do
+    for cluster in pg pg-default pg-primary pg-standby; do
         if [ -f "$DIR/$cluster/data/PG_VERSION" ]; then
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi

@@ -15,6 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use strata_core::migrate::plan::PlanError;
 
 use crate::db::DbError;
+use crate::db::error::Cause;
 use crate::error::AppError;
 
 /// What a command's exit status means (also in `--help` and README.md).
@@ -36,6 +37,8 @@ pub(crate) enum Exit {
     Unreachable = 5,
     /// `plan --check`: a migration is pending.
     Pending = 6,
+    /// The database server is read-only (a standby or replica).
+    ReadOnly = 7,
 }
 
 impl From<&AppError> for Exit {
@@ -46,10 +49,13 @@ impl From<&AppError> for Exit {
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
                 Exit::Usage
             }
-            AppError::Database(DbError::Connect(_)) => Exit::Unreachable,
-            AppError::Database(DbError::Query(
-                sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed,
-            )) => Exit::Unreachable,
+            AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_)) => Exit::Unreachable,
+            AppError::Database(DbError::ReadOnlyServer(_)) => Exit::ReadOnly,
+            AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
+                Cause::ConnectionLost => Exit::Unreachable,
+                Cause::ReadOnly => Exit::ReadOnly,
+                Cause::Statement | Cause::PoolExhausted => Exit::Failed,
+            },
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
             AppError::Database(DbError::BadDataSource(_) | DbError::DriverNotBuilt(_) | DbError::Directory { .. }) => {
@@ -74,7 +80,8 @@ Exit status:
   3  drift: a migration applied earlier has changed; Apply refuses to run
   4  the configuration cannot be read or is invalid
   5  the database cannot be reached
-  6  plan --check: a migration is pending (scripts, due on every version, do not count)";
+  6  plan --check: a migration is pending (scripts, due on every version, do not count)
+  7  the database server is read-only (a standby or replica): point dataSource at the primary";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]

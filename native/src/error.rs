@@ -54,6 +54,10 @@ impl AppError {
             AppError::Database(DbError::StatementRefused(_)) => "STATEMENT_REFUSED",
             AppError::Database(DbError::TenantInsertFailed { .. }) => "TENANT_INSERT_FAILED",
             AppError::Database(DbError::UnusableSchema { .. }) => "UNUSABLE_SCHEMA",
+            AppError::Database(DbError::ReadOnlyServer(_)) => "READ_ONLY_SERVER",
+            AppError::Database(DbError::ConnectionLost(_)) => "CONNECTION_LOST",
+            AppError::Database(DbError::PoolExhausted(_)) => "POOL_EXHAUSTED",
+            AppError::Database(DbError::LockLost) => "LOCK_LOST",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::Internal(_) => "INTERNAL",
         }
@@ -139,6 +143,7 @@ impl async_graphql::ErrorExtensions for AppError {
                 e.set("committedSchemas", names(&failure.committed));
                 e.set("notCommittedSchemas", names(&failure.not_committed));
                 e.set("partlyApplied", failure.partly_applied);
+                e.set("cause", failure.cause.name());
             });
         }
         if let AppError::Database(DbError::StatementRefused(refused)) = self {

@@ -12,4 +12,5 @@ mod operations;
 mod queries;
 mod storage;
 mod support;
+mod topologies;
 mod webhook;

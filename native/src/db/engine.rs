@@ -9,7 +9,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
-use super::error::DbError;
+use super::error::{Cause, DbError};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 
 /// How a statement failed, as the engine said it.
@@ -23,6 +23,8 @@ pub(crate) struct Failure {
     /// 1-based line of the error in the executed text, when the engine
     /// reports a line but no offset (SQL Server).
     pub(crate) line: Option<u64>,
+    /// The file, or the database under it.
+    pub(crate) cause: Cause,
 }
 
 impl Failure {
@@ -30,7 +32,7 @@ impl Failure {
     /// sqlx's prefix), no position.
     pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
         let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
-        Failure { message, offset: None, line: None }
+        Failure { message, offset: None, line: None, cause: Cause::of(error) }
     }
 
     /// This failure, placed at the statement starting at byte `start` of

@@ -66,9 +66,27 @@ pub(crate) enum DbError {
     #[cfg(feature = "sqlserver")]
     #[error("database error: {0}")]
     SqlServer(#[from] tiberius::error::Error),
-    /// A bookkeeping statement of the service failed.
-    #[error("database error: {0}")]
-    Query(#[from] sqlx::Error),
+    /// A bookkeeping statement of the service failed (the engine's message,
+    /// never its internal source location).
+    #[error("database error: {}", describe(.0))]
+    Query(sqlx::Error),
+    /// The server accepts no writes: a PostgreSQL standby, a MySQL/MariaDB
+    /// server with `read_only`, a SQL Server secondary.
+    #[error(
+        "the database server is read-only ({0}): it is a standby or replica, or read_only is set; \
+         point dataSource at the primary"
+    )]
+    ReadOnlyServer(String),
+    /// The connection broke (the server stopped or failed over, the network
+    /// or a pooler cut it).
+    #[error("the connection to the database was lost: {0}")]
+    ConnectionLost(String),
+    /// A connection pooler had no server connection for Strata in time.
+    #[error(
+        "the connection pooler gave up waiting for a free server connection ({0}); its pool must hold \
+         tenantConcurrency + 2 connections for one version (PgBouncer: default_pool_size), or lower tenantConcurrency"
+    )]
+    PoolExhausted(String),
     /// The planner refused the operation.
     #[error(transparent)]
     Plan(#[from] PlanError),
@@ -108,6 +126,87 @@ pub(crate) enum DbError {
     },
 }
 
+impl From<sqlx::Error> for DbError {
+    /// Read-only servers, lost connections and exhausted poolers have
+    /// variants of their own; everything else is [`DbError::Query`].
+    fn from(error: sqlx::Error) -> Self {
+        match Cause::of(&error) {
+            Cause::ReadOnly => DbError::ReadOnlyServer(describe(&error)),
+            Cause::ConnectionLost => DbError::ConnectionLost(describe(&error)),
+            Cause::PoolExhausted => DbError::PoolExhausted(describe(&error)),
+            Cause::Statement => DbError::Query(error),
+        }
+    }
+}
+
+/// Why a statement failed, as far as what to do next differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Cause {
+    /// The statement itself (fix it).
+    #[default]
+    Statement,
+    /// The server accepts no writes.
+    ReadOnly,
+    /// The connection broke.
+    ConnectionLost,
+    /// A pooler had no server connection in time.
+    PoolExhausted,
+}
+
+impl Cause {
+    /// The name served in a GraphQL error's `extensions.cause`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Cause::Statement => "STATEMENT",
+            Cause::ReadOnly => "READ_ONLY_SERVER",
+            Cause::ConnectionLost => "CONNECTION_LOST",
+            Cause::PoolExhausted => "POOL_EXHAUSTED",
+        }
+    }
+
+    /// Reads an sqlx error: SQLSTATE 25006 (PostgreSQL's read-only
+    /// transaction), MySQL/MariaDB 1290 (`--read-only`) and 1836
+    /// (read-only mode); PgBouncer's time-outs and full pools; connection
+    /// exceptions (SQLSTATE class 08, 57P01–57P03) and I/O or protocol
+    /// failures.
+    pub(crate) fn of(error: &sqlx::Error) -> Cause {
+        match error {
+            sqlx::Error::Database(database) => {
+                let code = database.code().unwrap_or_default();
+                let message = database.message();
+                let mysql_number = code.parse::<u32>().ok();
+                if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only") {
+                    Cause::ReadOnly
+                } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
+                    Cause::PoolExhausted
+                } else if code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03") {
+                    Cause::ConnectionLost
+                } else {
+                    Cause::Statement
+                }
+            }
+            sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
+                Cause::ConnectionLost
+            }
+            sqlx::Error::PoolTimedOut => Cause::PoolExhausted,
+            _ => Cause::Statement,
+        }
+    }
+}
+
+/// An sqlx error as a user reads it: the server's message and SQLSTATE,
+/// without sqlx's wording or the engine's internal source line (sqlx
+/// appends PostgreSQL's C source line, "at line 412", to its display).
+pub(crate) fn describe(error: &sqlx::Error) -> String {
+    match error.as_database_error() {
+        Some(database) => match database.code() {
+            Some(code) => format!("{} (SQLSTATE {code})", database.message()),
+            None => database.message().to_string(),
+        },
+        None => error.to_string(),
+    }
+}
+
 /// What a failed migration leaves behind, for the error message and the
 /// GraphQL `extensions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +232,8 @@ pub(crate) struct MigrationFailure {
     pub(crate) partly_applied: bool,
     /// The version was one transaction, rolled back as a whole.
     pub(crate) whole_version: bool,
+    /// Why it failed: the file, or the database under it.
+    pub(crate) cause: Cause,
     /// What the committed part applied (or recorded), counted like a
     /// summary: metrics count it as they count a version.
     pub(crate) applied: strata_core::migrate::summary::Counts,
@@ -150,8 +251,26 @@ fn some_names(names: &[String]) -> String {
 
 impl std::fmt::Display for MigrationFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "migration {} failed in schema {}", self.file, self.schema)?;
-        match self.at {
+        match self.cause {
+            Cause::Statement => write!(f, "migration {} failed in schema {}", self.file, self.schema)?,
+            Cause::ConnectionLost => write!(
+                f,
+                "the connection to the database was lost while migration {} ran in schema {}",
+                self.file, self.schema
+            )?,
+            Cause::ReadOnly => write!(
+                f,
+                "the database server is read-only (a standby or replica?): migration {} cannot run in schema {}",
+                self.file, self.schema
+            )?,
+            Cause::PoolExhausted => write!(
+                f,
+                "the connection pooler had no server connection in time for migration {} in schema {} \
+                 (its pool must hold tenantConcurrency + 2 connections)",
+                self.file, self.schema
+            )?,
+        }
+        match self.at.filter(|_| self.cause == Cause::Statement) {
             Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
             Some(at) => write!(f, " at line {}", at.line)?,
             None => {}
@@ -175,9 +294,15 @@ impl std::fmt::Display for MigrationFailure {
             Some(id) => write!(f, "; version {id} holds the new tenant only")?,
             None => write!(f, "; nothing was recorded")?,
         }
+        let advice = match self.cause {
+            Cause::Statement => "fix the file and run again to apply what is left",
+            Cause::ConnectionLost => "run again once the database is reachable to apply what is left",
+            Cause::ReadOnly => "point dataSource at the primary and run again to apply what is left",
+            Cause::PoolExhausted => "enlarge the pool or lower tenantConcurrency, and run again to apply what is left",
+        };
         write!(
             f,
-            "; {} schema(s) not committed ({}); fix the file and run again to apply what is left",
+            "; {} schema(s) not committed ({}); {advice}",
             self.not_committed.len(),
             some_names(&self.not_committed)
         )

@@ -45,7 +45,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, Position};
 
 use super::engine::{Engine, Failure, Record};
-use super::error::{DbError, MigrationFailure};
+use super::error::{Cause, DbError, MigrationFailure};
 use super::types::{MutationOutcome, MutationRequest, Preview, VersionRow};
 
 /// How the executor runs versions, from the configuration, and the gate
@@ -486,7 +486,30 @@ impl<E: Engine> Run<'_, E> {
         self.engine.enter(conn, &schema).await?;
         let result = self.unit_entered(conn, unit, progress).await;
         self.engine.leave(conn, &schema).await;
-        result
+        result.map_err(|error| self.placed(error, unit, progress))
+    }
+
+    /// A failure of the database under a unit (the connection lost, the
+    /// server read-only, the pool exhausted) while it ran its bookkeeping,
+    /// placed at the unit's first step not committed: reported like a failed
+    /// migration, with what committed and what did not.
+    fn placed(&self, error: UnitError, unit: &Unit, progress: &Progress) -> UnitError {
+        let cause = match &error {
+            UnitError::Other(DbError::ConnectionLost(_)) => Cause::ConnectionLost,
+            UnitError::Other(DbError::ReadOnlyServer(_)) => Cause::ReadOnly,
+            UnitError::Other(DbError::PoolExhausted(_)) => Cause::PoolExhausted,
+            _ => return error,
+        };
+        let committed = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(&step) = unit.steps.iter().find(|step| !committed.contains(step)) else { return error };
+        let UnitError::Other(inner) = error else { return error };
+        let message = match inner {
+            DbError::ConnectionLost(message) | DbError::ReadOnlyServer(message) | DbError::PoolExhausted(message) => {
+                message
+            }
+            other => other.to_string(),
+        };
+        UnitError::Migration { step, failure: Failure { message, offset: None, line: None, cause }, partly: false }
     }
 
     /// [`Run::unit`] once its schema is usable on `conn`.
@@ -612,6 +635,7 @@ impl<E: Engine> Run<'_, E> {
             not_committed,
             partly_applied: partly,
             whole_version: whole,
+            cause: failure.cause,
             applied,
         }))
     }

@@ -23,7 +23,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{self, Engine, Failure, Record};
-use super::error::DbError;
+use super::error::{DbError, describe};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
@@ -47,7 +47,7 @@ impl MysqlEngine {
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
-            .map_err(|e| DbError::Connect(e.to_string()))?;
+            .map_err(|e| DbError::Connect(describe(&e)))?;
         Ok(MysqlEngine {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
@@ -159,7 +159,7 @@ impl Engine for MysqlEngine {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)
             .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
         rows.iter().map(rows::tenant).collect()
     }
 
@@ -192,8 +192,7 @@ impl Engine for MysqlEngine {
     /// be inserted, drops the database again (it was created a moment ago
     /// and is empty).
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
-        let failed =
-            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        let failed = |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) };
         sqlx::raw_sql(AssertSqlSafe(sql::create_database(tenant))).execute(&mut **conn).await.map_err(failed)?;
         let inserted =
             sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str())).bind(tenant).execute(&mut **conn).await;

@@ -29,7 +29,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{Engine, Failure, Record};
-use super::error::DbError;
+use super::error::{Cause, DbError, describe};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
@@ -57,7 +57,7 @@ impl PostgresEngine {
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
-            .map_err(|e| DbError::Connect(e.to_string()))?;
+            .map_err(|e| DbError::Connect(describe(&e)))?;
         Ok(PostgresEngine {
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
@@ -220,6 +220,7 @@ impl Engine for PostgresEngine {
                         _ => None,
                     },
                     line: None,
+                    cause: Cause::of(&e),
                 },
                 None => Failure::from_sqlx(&e),
             }
@@ -230,7 +231,7 @@ impl Engine for PostgresEngine {
         let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)
             .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
         rows.iter().map(rows::tenant).collect()
     }
 
@@ -264,8 +265,7 @@ impl Engine for PostgresEngine {
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
-        let failed =
-            |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
+        let failed = |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) };
         sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant))).execute(&mut **conn).await.map_err(failed)?;
         sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
             .persistent(false)

@@ -36,7 +36,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{self, Engine, Failure, Record};
-use super::error::DbError;
+use super::error::{DbError, describe};
 use super::rows;
 use super::types::{Access, MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 
@@ -102,7 +102,7 @@ impl SqliteEngine {
             })
             .connect_with(options)
             .await
-            .map_err(|e| DbError::Connect(e.to_string()))?;
+            .map_err(|e| DbError::Connect(describe(&e)))?;
         Ok(SqliteEngine {
             pool,
             files,
@@ -242,7 +242,7 @@ impl Engine for SqliteEngine {
             sqlx::Error::Database(d) if d.message().contains("locked") => {
                 DbError::LockTimeout { lock: sql::LOCK_FILE.to_string(), seconds: LOCK_WAIT.as_secs() }
             }
-            _ => DbError::Query(e),
+            _ => DbError::from(e),
         })?;
         Ok(lock)
     }
@@ -324,7 +324,7 @@ impl Engine for SqliteEngine {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut *conn.conn)
             .await
-            .map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
         rows.iter().map(rows::tenant).collect()
     }
 
@@ -359,7 +359,7 @@ impl Engine for SqliteEngine {
             .bind(tenant)
             .execute(&mut *conn.conn)
             .await
-            .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() })?;
+            .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) })?;
         Ok(())
     }
 

@@ -27,7 +27,7 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::CONNECT_TIMEOUT;
 use super::engine::{Engine, Failure, Record};
-use super::error::DbError;
+use super::error::{Cause, DbError};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
@@ -264,8 +264,12 @@ impl Engine for SqlServerEngine {
                         message: token.message().to_string(),
                         offset: None,
                         line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
+                        // 3906: the database is read-only (an availability group secondary).
+                        cause: if token.code() == 3906 { Cause::ReadOnly } else { Cause::Statement },
                     },
-                    other => Failure { message: other.to_string(), offset: None, line: None },
+                    other => {
+                        Failure { message: other.to_string(), offset: None, line: None, cause: Cause::ConnectionLost }
+                    }
                 });
             }
         }

@@ -1,0 +1,276 @@
+//! Where fleets really run (PostgreSQL runs of the suite only): behind
+//! PgBouncer in transaction and in session mode (stock configuration), on a
+//! standby, and across a primary stopped in the middle of a version and its
+//! standby promoted. Every test checks, per tenant and file, executed once
+//! ⇔ recorded once: each test migration inserts a row, so a second run of a
+//! file shows as a second row.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sqlx::{Connection, PgConnection};
+
+use crate::support::{Backend, Workspace, backend, strata};
+
+fn env(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/servers.sh start`"))
+}
+
+fn code(output: &std::process::Output) -> i32 {
+    output.status.code().expect("exited")
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// `url` with its database replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    format!("{}/{database}", url.rsplit_once('/').unwrap().0)
+}
+
+async fn admin(url: &str) -> PgConnection {
+    PgConnection::connect(url).await.unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+async fn run(conn: &mut PgConnection, sql: &str) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+async fn scalar(conn: &mut PgConnection, sql: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// A fresh database `name` on the server of `admin_url`.
+async fn fresh_database(admin_url: &str, name: &str) {
+    let mut conn = admin(admin_url).await;
+    run(&mut conn, &format!("drop database if exists {name} with (force)")).await;
+    run(&mut conn, &format!("create database {name}")).await;
+}
+
+/// The workspace's configuration with `dataSource` set to `url`.
+fn config_for(ws: &Workspace, url: &str, file: &str, extra: &str) -> PathBuf {
+    let yaml = ws.config(extra).replace(&format!("dataSource: {}", ws.pg_url_public()), &format!("dataSource: {url}"));
+    assert!(yaml.contains(url));
+    let path = ws.path().join(file);
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// Creates `n` tenants (`t0`…) directly: their schemas and rows of the
+/// default tenant table (the service's tables exist after a first apply).
+async fn tenants(conn: &mut PgConnection, n: usize) {
+    for i in 0..n {
+        run(conn, &format!("create schema t{i}; insert into svc.svc_tenants (name) values ('t{i}')")).await;
+    }
+}
+
+/// A tenant migration pair that makes a double run visible: `<stamp>a`
+/// creates a table and inserts `once`, `<stamp>b` inserts `again`.
+fn write_counting_migrations(ws: &Workspace, stamp: &str, table: &str, extra_sql: &str) {
+    ws.write_migration(
+        &format!("tenants/{stamp}a.sql"),
+        &format!(
+            "create table {{schema}}.{table} (id serial primary key, note text);\n\
+             insert into {{schema}}.{table} (note) values ('once');\n{extra_sql}"
+        ),
+    );
+    ws.write_migration(
+        &format!("tenants/{stamp}b.sql"),
+        &format!("insert into {{schema}}.{table} (note) values ('again');\n"),
+    );
+}
+
+/// Per tenant: the table holds exactly `once` and `again` (each file ran
+/// once) and each file is recorded exactly once; no file of the database is
+/// recorded twice in a schema; no lease is left.
+async fn executed_once_recorded_once(conn: &mut PgConnection, tenants: usize, stamp: &str, table: &str) {
+    for i in 0..tenants {
+        let notes: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select note from t{i}.{table} order by id")))
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap_or_else(|e| panic!("t{i}.{table}: {e}"));
+        assert_eq!(notes, ["once", "again"], "tenant t{i}");
+        let recorded = scalar(
+            conn,
+            &format!(
+                "select count(*) from svc.svc_migrations where db_schema = 't{i}' and filename like 'tenants/{stamp}%'"
+            ),
+        )
+        .await;
+        assert_eq!(recorded, 2, "tenant t{i}: recorded rows of {stamp}");
+    }
+    let twice = scalar(
+        conn,
+        "select count(*) from (select 1 from svc.svc_migrations where filename not like 'scripts/%' \
+         group by db_schema, filename having count(*) > 1) d",
+    )
+    .await;
+    assert_eq!(twice, 0, "a file recorded twice in a schema");
+    assert_eq!(scalar(conn, "select count(*) from svc.svc_lock").await, 0, "a lease was left behind");
+}
+
+#[tokio::test]
+async fn through_pgbouncer_in_transaction_and_session_mode_concurrent_applies_never_overlap() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_pgbouncer_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    // Stock PgBouncer: strata must connect without ignore_startup_parameters.
+    let transaction = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    let session =
+        config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_SESSION_URL"), &database), "session.yaml", "");
+    let first = strata(&transaction, &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
+    tenants(&mut direct, 40).await;
+
+    for round in 0..4 {
+        let (stamp, table) = (format!("{:03}", 100 + round), format!("r{round}"));
+        write_counting_migrations(&ws, &stamp, &table, "");
+        // Two clients through the transaction pooler, one through the session pooler, at once.
+        let outputs = futures::future::join_all([
+            strata(&transaction, &["apply", "--version", "a"]),
+            strata(&transaction, &["apply", "--version", "b"]),
+            strata(&session, &["apply", "--version", "c"]),
+        ])
+        .await;
+        for output in &outputs {
+            assert_eq!(code(output), 0, "round {round}: {}", text(output));
+        }
+        let migrated = outputs.iter().filter(|o| text(o).contains("80 migration(s)")).count();
+        assert_eq!(migrated, 1, "round {round}: exactly one apply migrates: {outputs:?}");
+        executed_once_recorded_once(&mut direct, 40, &stamp, &table).await;
+    }
+    drop(direct);
+    let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
+    run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
+}
+
+#[tokio::test]
+async fn a_holder_killed_with_kill_9_blocks_the_next_apply_no_longer_than_its_lease() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_lease_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    let config = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
+    tenants(&mut direct, 8).await;
+    // Each tenant's first file sleeps, so the holder is killed in the middle.
+    write_counting_migrations(&ws, "200", "k", "select pg_sleep(1);\n");
+    let mut holder = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--config", config.to_str().unwrap(), "apply", "--version", "killed"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while scalar(&mut direct, "select count(*) from svc.svc_lock").await == 0 {
+        assert!(Instant::now() < deadline, "the holder never took the lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    holder.start_kill().unwrap();
+    holder.wait().await.unwrap();
+    let killed_at = Instant::now();
+    let next = strata(&config, &["apply", "--version", "next"]).await;
+    let waited = killed_at.elapsed();
+    assert_eq!(code(&next), 0, "{}", text(&next));
+    // The lease lasts 15 s; the next apply polls every 250 ms.
+    assert!(waited < Duration::from_secs(25), "the next apply waited {waited:?}");
+    eprintln!("the next apply finished {waited:?} after the holder was killed");
+    executed_once_recorded_once(&mut direct, 8, "200", "k").await;
+    drop(direct);
+    let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
+    run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
+}
+
+/// `pg_ctl` of the test servers' binaries, as the `postgres` user.
+async fn pg_ctl(args: &str) {
+    let command = format!("{}/pg_ctl {args}", env("STRATA_TEST_PG_BIN"));
+    let status = tokio::process::Command::new("su").args(["postgres", "-c", &command]).status().await.unwrap();
+    assert!(status.success(), "{command}");
+}
+
+async fn wait_until_writable(url: &str) -> PgConnection {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(mut conn) = PgConnection::connect(url).await
+            && scalar(&mut conn, "select count(*) from pg_stat_activity where not pg_is_in_recovery()").await > 0
+        {
+            return conn;
+        }
+        assert!(Instant::now() < deadline, "{url} did not become a primary");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// On a standby, the read-only commands work and `apply` is refused with
+/// its own status; then the primary is stopped in the middle of a
+/// 200-tenant version, the error says the connection was lost (never "fix
+/// the file"), the standby is promoted, and the re-run completes with every
+/// file executed once and recorded once.
+#[tokio::test]
+async fn a_standby_is_named_read_only_and_a_failover_mid_version_loses_nothing() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = "strata_failover";
+    let primary_admin = env("STRATA_TEST_PG_PRIMARY_URL");
+    let (primary, standby) =
+        (with_database(&primary_admin, database), with_database(&env("STRATA_TEST_PG_STANDBY_URL"), database));
+    fresh_database(&primary_admin, database).await;
+    let on_primary = config_for(&ws, &primary, "primary.yaml", "tenantConcurrency: 4\n");
+    let on_standby = config_for(&ws, &standby, "standby.yaml", "tenantConcurrency: 4\n");
+    assert_eq!(code(&strata(&on_primary, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&primary).await;
+    tenants(&mut direct, 200).await;
+    write_counting_migrations(&ws, "300", "f", "select pg_sleep(0.05);\n");
+    run(&mut direct, "select pg_sleep(0.5)").await; // replay reaches the standby
+
+    // The standby: plan reads, apply is refused as read-only (exit 7), not "unreachable".
+    let plan = strata(&on_standby, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 6, "{}", text(&plan));
+    let refused = strata(&on_standby, &["apply", "--version", "on-standby"]).await;
+    assert_eq!(code(&refused), 7, "{}", text(&refused));
+    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+    assert!(!text(&refused).contains(" at line "), "an engine source line leaked: {}", text(&refused));
+
+    // The primary stops (immediate: like a crash) once some tenants committed.
+    let apply = tokio::spawn({
+        let on_primary = on_primary.clone();
+        async move { strata(&on_primary, &["apply", "--version", "interrupted"]).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while scalar(&mut direct, "select count(*) from svc.svc_migrations where filename like 'tenants/300%'").await < 40 {
+        assert!(Instant::now() < deadline, "the version did not get going");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(direct);
+    pg_ctl(&format!("-D {} -m immediate stop", env("STRATA_TEST_PG_PRIMARY_DATA"))).await;
+    let interrupted = apply.await.unwrap();
+    assert_eq!(code(&interrupted), 5, "{}", text(&interrupted));
+    let message = text(&interrupted);
+    eprintln!("the interrupted version said: {message}");
+    assert!(message.contains("schema(s) committed before the failure"), "{message}");
+    assert!(message.contains("connection to the database was lost"), "{message}");
+    assert!(!message.contains("fix the file"), "{message}");
+    assert!(!message.contains(" at line "), "an engine source line leaked: {message}");
+
+    // Promote the standby; the re-run against it completes what is left.
+    pg_ctl(&format!("-D {} -w promote", env("STRATA_TEST_PG_STANDBY_DATA"))).await;
+    let mut promoted = wait_until_writable(&standby).await;
+    let rerun = strata(&on_standby, &["apply", "--version", "after-failover"]).await;
+    assert_eq!(code(&rerun), 0, "{}", text(&rerun));
+    executed_once_recorded_once(&mut promoted, 200, "300", "f").await;
+}
