@@ -33,10 +33,11 @@ step() {
     step_name="$*" step_started=$SECONDS
     printf '\n==> %s\n' "$*"
 }
-servers_started=0
+servers_started=0 servers_pid=""
 on_exit() {
     local status=$?
     end_step
+    [ -z "$servers_pid" ] || wait "$servers_pid" 2>/dev/null || true
     [ "$servers_started" = 0 ] || bash tests/servers.sh stop
     printf '\n==> step durations (total %dm%02ds)\n' $((SECONDS / 60)) $((SECONDS % 60))
     printf '%s\n' "${durations[@]}"
@@ -48,6 +49,17 @@ step "toolchain components and targets"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+# The servers start in the background while the builds run (installing and
+# starting PostgreSQL, PgBouncer, MariaDB, a Galera cluster, moto and
+# Azurite takes a minute or two on a fresh machine); the e2e step waits.
+if [ "${STRATA_SKIP_SERVERS:-0}" != 1 ]; then
+    export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
+    servers_started=1
+    mkdir -p "$STRATA_SERVERS_DIR"
+    bash tests/servers.sh start >"$STRATA_SERVERS_DIR.log" 2>&1 &
+    servers_pid=$!
+fi
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -63,20 +75,28 @@ if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
     step "SKIPPED (STRATA_SKIP_SERVERS=1): the S3/Azure cases and the suite on PostgreSQL and MariaDB"
     cargo test --workspace --locked -- --skip storage::
 else
-    step "starting PostgreSQL, MariaDB, moto (S3) and Azurite (blob) on 127.0.0.1"
-    export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
-    servers_started=1
-    bash tests/servers.sh start
+    step "building the tests while the servers start"
+    cargo test --workspace --locked --no-run
+    step "waiting for the servers (PostgreSQL, PgBouncer, MariaDB, Galera, moto, Azurite on 127.0.0.1)"
+    if ! wait "$servers_pid"; then
+        cat "$STRATA_SERVERS_DIR.log" >&2
+        echo "the test servers did not start" >&2
+        exit 1
+    fi
+    tail -n 1 "$STRATA_SERVERS_DIR.log"
     # shellcheck disable=SC1091
     source "$STRATA_SERVERS_DIR/env"
 
     step "unit tests, and the end-to-end suite on SQLite (with the S3 and Azure cases)"
     cargo test --workspace --locked
     for backend in postgres mysql; do
-        step "the end-to-end suite on $backend"
+        step "the end-to-end suite on $backend (with PgBouncer, a standby and Galera)"
         STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
     done
 fi
+
+step "the documentation's runnable shell blocks (tests/docs.sh)"
+bash tests/docs.sh
 
 step "the web console in headless Chromium (tests/console.sh)"
 bash tests/console.sh

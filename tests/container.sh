@@ -105,3 +105,6 @@ versions=$(graphql '{"query":"{ versions { id name } }"}')
 [ "$(echo "$versions" | json_get '["data"]["versions"]')" = "[{'id': 1, 'name': 'in a container'}]" ] || fail "data did not survive: $versions"
 podman stop -t 20 strata-test-2 >/dev/null
 echo "container test passed: image $size bytes, SIGTERM exit 0, data kept across containers"
+
+# The container example of docs/deployment.md, as written.
+bash tests/docs.sh --container

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Throwaway servers on 127.0.0.1 for the tests, without systemd or Docker:
-# PostgreSQL, PgBouncer and MariaDB from Debian packages, moto's S3 server
+# PostgreSQL, PgBouncer, MariaDB and Galera from Debian packages, moto's S3 server
 # from PyPI, Azurite's blob service from npm. Besides the two PostgreSQL
 # clusters of the suites: PgBouncer in transaction and in session mode (stock
 # configuration) in front of the default-settings cluster, and a primary with
-# a streaming standby for the failover tests. Data lives in $STRATA_SERVERS_DIR
+# a streaming standby for the failover tests; a 3-node MariaDB Galera
+# cluster. Data lives in $STRATA_SERVERS_DIR
 # (default /tmp/strata-servers) and is deleted by `stop`; the PyPI and npm
 # installs are cached in $STRATA_EMULATORS_CACHE (default
 # ~/.cache/strata-emulators).
@@ -25,6 +26,9 @@ PGB_SESSION_PORT=$((PG_PORT + 12))
 PG_PRIMARY_PORT=$((PG_PORT + 21))
 PG_STANDBY_PORT=$((PG_PORT + 22))
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
+# A 3-node MariaDB Galera cluster: client ports, then group communication,
+# incremental and snapshot transfer ports, per node.
+GALERA_PORT=$((MY_PORT + 1))
 S3_PORT=${STRATA_S3_PORT:-5055}
 AZ_PORT=${STRATA_AZURITE_PORT:-10000}
 EMU=${STRATA_EMULATORS_CACHE:-$HOME/.cache/strata-emulators}
@@ -42,6 +46,8 @@ install_packages() {
     [ -n "$(pg_bin)" ] || missing+=(postgresql)
     command -v mariadbd >/dev/null || missing+=(mariadb-server)
     command -v pgbouncer >/dev/null || missing+=(pgbouncer)
+    [ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
+    command -v rsync >/dev/null || missing+=(rsync)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing ${missing[*]}"
         apt-get update -qq
@@ -104,6 +110,42 @@ start_mariadb() {
     return 1
 }
 
+# Galera on loopback, every node as the mysql user (rsync's snapshot
+# transfer drops to nobody and fails under root); node 1 bootstraps, the
+# others join it, each waited for until Synced.
+start_galera_node() { # n
+    local n=$1 d="$DIR/galera/n$1"
+    local port=$((GALERA_PORT + $1 - 1)) gcomm=$((GALERA_PORT + 100 + $1)) ist=$((GALERA_PORT + 110 + $1))
+    local sst=$((GALERA_PORT + 120 + $1)) new="" peers=""
+    for i in 1 2 3; do peers="$peers${peers:+,}127.0.0.1:$((GALERA_PORT + 100 + i))"; done
+    [ "$n" = 1 ] && new=--wsrep-new-cluster
+    mkdir -p "$d"
+    [ -d "$d/data/mysql" ] || mariadb-install-db --user=mysql --datadir="$d/data" \
+        --auth-root-authentication-method=normal >/dev/null 2>&1
+    chown -R mysql "$d"
+    su mysql -s /bin/sh -c "mariadbd --no-defaults --datadir=$d/data --bind-address=127.0.0.1 --port=$port \
+        --socket=$d/sock --pid-file=$d/pid --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
+        --wsrep-cluster-name=strata --wsrep-cluster-address=gcomm://$peers --wsrep-node-address=127.0.0.1:$gcomm \
+        --wsrep-provider-options='gmcast.listen_addr=tcp://127.0.0.1:$gcomm;ist.recv_addr=127.0.0.1:$ist' \
+        --wsrep-sst-receive-address=127.0.0.1:$sst --wsrep-sst-method=rsync --binlog-format=ROW \
+        --innodb-autoinc-lock-mode=2 --innodb-flush-log-at-trx-commit=0 --max-connections=200 $new \
+        >$d/log 2>&1 &"
+    for _ in $(seq 1 300); do
+        [ "$(mariadb --socket="$d/sock" -uroot -N -e "show status like 'wsrep_local_state_comment'" 2>/dev/null |
+            cut -f2)" = Synced ] && return 0
+        sleep 0.2
+    done
+    echo "Galera node $n did not sync:" >&2
+    tail -n 30 "$d/log" >&2
+    return 1
+}
+
+start_galera() {
+    mkdir -p "$DIR/galera"
+    chown mysql "$DIR/galera"
+    start_galera_node 1 && start_galera_node 2 && start_galera_node 3
+}
+
 install_emulators() {
     if [ ! -x "$EMU/venv/bin/moto_server" ]; then
         echo "installing moto[server] and azure-storage-blob (PyPI) into $EMU/venv"
@@ -149,6 +191,7 @@ start)
     start_pgbouncer session "$PGB_SESSION_PORT"
     start_replicated_pair
     start_mariadb
+    start_galera
     start_emulators
     cat >"$DIR/env" <<ENV
 export STRATA_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres
@@ -161,11 +204,12 @@ export STRATA_TEST_PG_BIN=$(pg_bin)
 export STRATA_TEST_PG_STANDBY_DATA=$DIR/pg-standby/data
 export STRATA_TEST_PG_PRIMARY_DATA=$DIR/pg-primary/data
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
+export STRATA_TEST_GALERA_URLS=mysql://root@127.0.0.1:$GALERA_PORT/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 1))/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 2))/mysql
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
 export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 ENV
-    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT, moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
+    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
     for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR/pgbouncer/transaction.pid" "$DIR/pgbouncer/session.pid"; do
@@ -176,10 +220,11 @@ stop)
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi
     done
-    if [ -f "$DIR/my/pid" ]; then
-        kill "$(cat "$DIR/my/pid")" 2>/dev/null || true
-        for _ in $(seq 1 50); do [ -f "$DIR/my/pid" ] || break; sleep 0.1; done
-    fi
+    for pid in "$DIR/my/pid" "$DIR"/galera/n*/pid; do
+        [ -f "$pid" ] || continue
+        kill "$(cat "$pid")" 2>/dev/null || true
+        for _ in $(seq 1 50); do [ -f "$pid" ] || break; sleep 0.1; done
+    done
     rm -rf "$DIR"
     ;;
 *)

@@ -274,3 +274,87 @@ async fn a_standby_is_named_read_only_and_a_failover_mid_version_loses_nothing()
     assert_eq!(code(&rerun), 0, "{}", text(&rerun));
     executed_once_recorded_once(&mut promoted, 200, "300", "f").await;
 }
+
+/// Applies through different nodes of a 3-node MariaDB Galera cluster
+/// (MySQL runs of the suite): `GET_LOCK` is node-local there, the lease row
+/// is not. Four rounds of three concurrent applies, one through each node:
+/// exactly one migrates, every file runs and is recorded once per tenant.
+#[tokio::test]
+async fn on_a_galera_cluster_applies_through_different_nodes_never_overlap() {
+    use sqlx::MySqlConnection;
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let nodes: Vec<String> = env("STRATA_TEST_GALERA_URLS").split(',').map(str::to_string).collect();
+    let mut admin = MySqlConnection::connect(&nodes[0]).await.unwrap();
+    let leftovers: Vec<String> = sqlx::query_scalar(
+        "select cast(schema_name as char) from information_schema.schemata \
+         where schema_name not in ('mysql', 'information_schema', 'performance_schema', 'sys')",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    for name in leftovers {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("drop database `{name}`"))).execute(&mut admin).await.unwrap();
+    }
+    let ws = Workspace::new("fleet");
+    let main_url = env("STRATA_TEST_MYSQL_URL");
+    let configs: Vec<PathBuf> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, url)| {
+            let yaml = ws.config("").replace(&format!("dataSource: {main_url}"), &format!("dataSource: {url}"));
+            assert!(yaml.contains(url.as_str()));
+            let path = ws.path().join(format!("node{i}.yaml"));
+            std::fs::write(&path, yaml).unwrap();
+            path
+        })
+        .collect();
+    let first = strata(&configs[0], &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    const TENANTS: usize = 30;
+    for i in 0..TENANTS {
+        let sql = format!("create database t{i}; insert into svc.svc_tenants (name) values ('t{i}')");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut admin).await.unwrap();
+    }
+    for round in 0..4 {
+        let (stamp, table) = (format!("{:03}", 100 + round), format!("g{round}"));
+        write_counting_migrations(&ws, &stamp, &table, "");
+        let outputs = futures::future::join_all(configs.iter().enumerate().map(|(i, config)| async move {
+            let name = format!("n{i}");
+            strata(config, &["apply", "--version", &name]).await
+        }))
+        .await;
+        for output in &outputs {
+            assert_eq!(code(output), 0, "round {round}: {}", text(output));
+        }
+        let migrated = outputs.iter().filter(|o| text(o).contains(&format!("{} migration(s)", 2 * TENANTS))).count();
+        assert_eq!(migrated, 1, "round {round}: exactly one apply migrates: {outputs:?}");
+        for i in 0..TENANTS {
+            let notes: Vec<String> =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select note from t{i}.{table} order by id")))
+                    .fetch_all(&mut admin)
+                    .await
+                    .unwrap_or_else(|e| panic!("t{i}.{table}: {e}"));
+            assert_eq!(notes, ["once", "again"], "round {round}, tenant t{i}");
+        }
+        let twice: i64 = sqlx::query_scalar(
+            "select count(*) from (select 1 from svc.svc_migrations where filename not like 'scripts/%' \
+             group by db_schema, filename having count(*) > 1) d",
+        )
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        assert_eq!(twice, 0, "round {round}: a file recorded twice in a schema");
+        let recorded: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "select count(*) from svc.svc_migrations where filename like 'tenants/{stamp}%'"
+        )))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        assert_eq!(recorded, 2 * TENANTS as i64, "round {round}");
+        let holder: String =
+            sqlx::query_scalar("select holder from svc.svc_lock where id = 1").fetch_one(&mut admin).await.unwrap();
+        assert_eq!(holder, "", "round {round}: a lease was left behind");
+    }
+}

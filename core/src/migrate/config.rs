@@ -182,6 +182,9 @@ impl TransactionScope {
 /// not set (SQLite always uses 1).
 pub const DEFAULT_TENANT_CONCURRENCY: usize = 4;
 
+/// How long a mutation's lease lasts when `lockLeaseSeconds` is not set.
+pub const DEFAULT_LOCK_LEASE_SECONDS: u64 = 15;
+
 /// The tenant select statement used when `tenantSelectSQL` is not set.
 pub const DEFAULT_TENANT_SELECT_SQL: &str = "select name from svc.svc_tenants";
 /// The schema placeholder used when `schemaPlaceHolder` is not set.
@@ -273,6 +276,10 @@ pub struct Config {
     pub transaction_scope: TransactionScope,
     /// Connections a tenant segment fans out over.
     pub tenant_concurrency: usize,
+    /// Seconds a mutation's lease lasts unless renewed (drivers whose lock
+    /// is a lease row: PostgreSQL, MySQL/MariaDB): how long a holder that
+    /// died blocks the next mutation at most. Renewed every third of it.
+    pub lock_lease_seconds: u64,
 }
 
 #[derive(Deserialize)]
@@ -312,6 +319,7 @@ struct RawConfig {
     graphql_limits: Option<RawGraphQlLimits>,
     transaction_scope: Option<String>,
     tenant_concurrency: Option<PortValue>,
+    lock_lease_seconds: Option<PortValue>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -349,6 +357,29 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
 
     fn optional(&self, property: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
         value.map(|v| self.text(property, v)).transpose()
+    }
+
+    /// A whole number within `range` (given as a number, or as text that may
+    /// hold `${NAME}`), or `default` when absent.
+    fn number<T: TryFrom<i64> + Copy + std::fmt::Display>(
+        &self,
+        property: &'static str,
+        value: Option<PortValue>,
+        default: T,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<T, ConfigError> {
+        let n = match value {
+            None => return Ok(default),
+            Some(PortValue::Number(n)) => n,
+            Some(PortValue::Text(text)) => {
+                let text = self.text(property, text)?;
+                text.trim().parse::<i64>().map_err(|_| invalid(property, format!("{text:?} is not a number")))?
+            }
+        };
+        match T::try_from(n) {
+            Ok(number) if range.contains(&n) => Ok(number),
+            _ => Err(invalid(property, format!("{n} is not between {} and {}", range.start(), range.end()))),
+        }
     }
 
     /// A statement given under either of two names (the spec's and
@@ -456,18 +487,10 @@ impl Config {
             Some("version") => TransactionScope::Version,
             Some(other) => return Err(invalid("transactionScope", format!("{other:?} is not schema or version"))),
         };
-        let tenant_concurrency = match raw.tenant_concurrency {
-            None => DEFAULT_TENANT_CONCURRENCY,
-            Some(PortValue::Number(n)) => concurrency(n)?,
-            Some(PortValue::Text(text)) => {
-                let text = sub.text("tenantConcurrency", text)?;
-                let n = text
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| invalid("tenantConcurrency", format!("{text:?} is not a number")))?;
-                concurrency(n)?
-            }
-        };
+        let tenant_concurrency =
+            sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
+        let lock_lease_seconds =
+            sub.number("lockLeaseSeconds", raw.lock_lease_seconds, DEFAULT_LOCK_LEASE_SECONDS, 3..=3600)?;
 
         Ok(Config {
             base_location,
@@ -490,6 +513,7 @@ impl Config {
             graphql_limits: raw.graphql_limits.map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default(),
             transaction_scope,
             tenant_concurrency,
+            lock_lease_seconds,
         })
     }
 
@@ -515,6 +539,7 @@ impl Config {
             log_level: self.log_level.name(),
             transaction_scope: self.transaction_scope.name(),
             tenant_concurrency: self.tenant_concurrency,
+            lock_lease_seconds: self.lock_lease_seconds,
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -573,6 +598,7 @@ struct RedactedView<'a> {
     log_level: &'a str,
     transaction_scope: &'a str,
     tenant_concurrency: usize,
+    lock_lease_seconds: u64,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }
@@ -587,14 +613,6 @@ fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
 
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `tenantConcurrency`: 1 to 64 connections.
-fn concurrency(n: i64) -> Result<usize, ConfigError> {
-    match usize::try_from(n) {
-        Ok(n @ 1..=64) => Ok(n),
-        _ => Err(invalid("tenantConcurrency", format!("{n} is not between 1 and 64"))),
-    }
 }
 
 fn port_number(property: &'static str, n: i64) -> Result<u16, ConfigError> {

@@ -7,6 +7,8 @@
 //! - [`executor`]: the migration loop, written once over the engine's
 //!   primitives;
 //! - [`engine`]: the primitives a driver implements, and nothing else;
+//! - `lease`: the mutation lock as a lease row, for the drivers whose
+//!   session locks are not exclusive where their users run them;
 //! - `postgres`, `mysql`, `sqlite`, `sqlserver`: the drivers, each with its
 //!   SQL as constants in its own `sql.rs`; `rows` decodes the service's rows
 //!   for the sqlx drivers;
@@ -17,6 +19,7 @@
 pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod executor;
+mod lease;
 pub(crate) mod mysql;
 pub(crate) mod postgres;
 mod rows;

@@ -6,17 +6,18 @@
 //! version keeps exactly the migrations that were applied — the service
 //! never claims one it did not apply and never forgets one it did; a re-run
 //! continues from there. A dry run executes nothing and returns the summary
-//! of what would be applied. `GET_LOCK` on a connection of its own
-//! serialises mutations across service instances for the whole version.
+//! of what would be applied. A lease row (`db::lease`) serialises mutations
+//! across service instances for the whole version, also between the nodes
+//! of a Galera cluster, where `GET_LOCK` is node-local.
 
 mod sql;
 
 use std::str::FromStr;
 
 use async_trait::async_trait;
-use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
-use sqlx::{AssertSqlSafe, Connection, MySql};
+use sqlx::{AssertSqlSafe, MySql};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -24,12 +25,15 @@ use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
+use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The MySQL/MariaDB engine.
 pub(crate) struct MysqlEngine {
     pool: MySqlPool,
+    lease: MysqlLeaseRow,
+    lease_seconds: u64,
     tenant_select_sql: String,
     tenant_insert_sql: String,
 }
@@ -49,10 +53,54 @@ impl MysqlEngine {
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
         Ok(MysqlEngine {
+            lease: MysqlLeaseRow(pool.clone()),
+            lease_seconds: config.lock_lease_seconds,
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
+    }
+}
+
+/// The lease's statements on the pool (see [`super::lease`]).
+#[derive(Clone)]
+pub(crate) struct MysqlLeaseRow(MySqlPool);
+
+/// A conflict with a concurrent writer: InnoDB's deadlock, Galera's
+/// certification failure (reported as a deadlock), a lock wait time-out.
+fn is_conflict(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>())
+        .is_some_and(|e| matches!(e.number(), ER_LOCK_DEADLOCK | ER_LOCK_WAIT_TIMEOUT))
+}
+
+/// InnoDB's deadlock, and Galera's certification failure.
+const ER_LOCK_DEADLOCK: u16 = 1213;
+/// A lock wait that timed out.
+const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// How often a statement that lost a conflict runs again before its
+/// failure is reported.
+const CONFLICT_RETRIES: u32 = 3;
+
+#[async_trait]
+impl LeaseRow for MysqlLeaseRow {
+    async fn take(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
+        match sqlx::query(sql::LEASE_TAKE).bind(holder).bind(seconds).execute(&self.0).await {
+            Ok(done) => Ok(done.rows_affected() == 1),
+            Err(e) if is_conflict(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn renew(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
+        let done = sqlx::query(sql::LEASE_RENEW).bind(seconds).bind(holder).execute(&self.0).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn release(&self, holder: &str) -> Result<(), DbError> {
+        sqlx::query(sql::LEASE_RELEASE).bind(holder).execute(&self.0).await?;
+        Ok(())
     }
 }
 
@@ -81,7 +129,7 @@ async fn unlock(conn: &mut MySqlConnection) {
 #[async_trait]
 impl Engine for MysqlEngine {
     type Conn = PoolConnection<MySql>;
-    type Lock = MySqlConnection;
+    type Lock = Lease;
 
     fn driver(&self) -> Driver {
         Driver::Mysql
@@ -102,6 +150,7 @@ impl Engine for MysqlEngine {
         lock(&mut conn).await?;
         let created = async {
             sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
+            sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
             if tenants_table {
                 sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
             }
@@ -118,14 +167,15 @@ impl Engine for MysqlEngine {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let mut conn = MySqlConnection::connect_with(&self.pool.connect_options()).await?;
-        lock(&mut conn).await?;
-        Ok(conn)
+        Lease::acquire(&self.lease, self.lease_seconds).await
     }
 
-    async fn unlock(&self, mut conn: Self::Lock) {
-        unlock(&mut conn).await;
-        let _ = conn.close().await;
+    fn lock_held(&self, lock: &Self::Lock) -> bool {
+        lock.held()
+    }
+
+    async fn unlock(&self, lock: Self::Lock) {
+        lock.release(&self.lease).await;
     }
 
     async fn begin(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
@@ -142,11 +192,23 @@ impl Engine for MysqlEngine {
 
     /// Runs the file statement by statement: the failing statement's start
     /// is the error's position, or the line the server names within it
-    /// ("… at line 3", which is then dropped from the message).
+    /// ("… at line 3", which is then dropped from the message). A statement
+    /// that lost a deadlock or a certification (Galera) runs again, up to
+    /// 3 times.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for range in engine::statements_of(Driver::Mysql, text) {
             let start = range.start;
-            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut **conn).await {
+            let mut attempt = 0;
+            while let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range.clone()])).execute(&mut **conn).await {
+                // Each statement commits on its own here, so one that lost a
+                // deadlock or Galera's certification was rolled back whole
+                // and runs again, a bounded number of times.
+                if is_conflict(&e) && attempt < CONFLICT_RETRIES {
+                    attempt += 1;
+                    tracing::warn!(attempt, error = %describe(&e), "a statement conflicted with another writer; running it again");
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
+                    continue;
+                }
                 let mut failure = Failure::from_sqlx(&e);
                 let line = split_line_suffix(&mut failure.message);
                 return Err(failure.in_statement(text, start, line));

@@ -15,9 +15,6 @@
 mod sql;
 
 use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
@@ -30,12 +27,15 @@ use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError, describe};
+use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The PostgreSQL engine.
 pub(crate) struct PostgresEngine {
     pool: PgPool,
+    lease: PgLeaseRow,
+    lease_seconds: u64,
     tenant_select_sql: String,
     tenant_insert_sql: String,
 }
@@ -59,6 +59,8 @@ impl PostgresEngine {
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
         Ok(PostgresEngine {
+            lease: PgLeaseRow(pool.clone()),
+            lease_seconds: config.lock_lease_seconds,
             pool,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
@@ -66,61 +68,34 @@ impl PostgresEngine {
     }
 }
 
-/// How long a lease lasts unless renewed: how long a holder that died (kill
-/// -9, a lost network) blocks the next mutation at most.
-const LEASE_SECONDS: f64 = 15.0;
-/// How often a holder renews its lease (a third of its length).
-const LEASE_RENEW_EVERY: Duration = Duration::from_secs(5);
-/// How often a mutation asks again for a lease that is held.
-const LEASE_POLL: Duration = Duration::from_millis(250);
-/// How long a mutation waits for the lease before giving up.
-const LEASE_WAIT: Duration = Duration::from_secs(600);
+/// The lease's statements on the pool (see [`super::lease`]).
+#[derive(Clone)]
+pub(crate) struct PgLeaseRow(PgPool);
 
-/// The held mutation lock: the lease's holder id, and whether it was lost
-/// (a renewal found another holder, or could not reach the database for
-/// longer than the lease lasts).
-pub(crate) struct Lease {
-    holder: String,
-    lost: Arc<AtomicBool>,
-    renewer: tokio::task::JoinHandle<()>,
-}
-
-impl PostgresEngine {
-    /// Runs a lease statement in a transaction of its own; whether it
-    /// returned the holder's row.
-    async fn lease(&self, statement: &'static str, holder: &str) -> Result<bool, DbError> {
-        lease_statement(&self.pool, statement, holder).await
+impl PgLeaseRow {
+    async fn run(&self, statement: &'static str, holder: &str, seconds: u64) -> Result<bool, DbError> {
+        let mut tx = self.0.begin().await?;
+        let row = bound(statement).bind(holder).bind(seconds as f64).fetch_optional(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(row.is_some())
     }
 }
 
-async fn lease_statement(pool: &PgPool, statement: &'static str, holder: &str) -> Result<bool, DbError> {
-    let mut tx = pool.begin().await?;
-    let row = bound(statement).bind(holder).bind(LEASE_SECONDS).fetch_optional(&mut *tx).await?;
-    tx.commit().await?;
-    Ok(row.is_some())
-}
+#[async_trait]
+impl LeaseRow for PgLeaseRow {
+    async fn take(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
+        self.run(sql::LEASE_TAKE, holder, seconds).await
+    }
 
-/// Renews the lease until aborted; marks it lost when another holder has it,
-/// or when no renewal succeeded for as long as a lease lasts.
-async fn renew(pool: PgPool, holder: String, lost: Arc<AtomicBool>) {
-    let mut last_renewed = std::time::Instant::now();
-    loop {
-        tokio::time::sleep(LEASE_RENEW_EVERY).await;
-        match lease_statement(&pool, sql::LEASE_RENEW, &holder).await {
-            Ok(true) => last_renewed = std::time::Instant::now(),
-            Ok(false) => {
-                tracing::error!("the lock svc.svc_lock was taken by another mutation; this one stops");
-                lost.store(true, Ordering::SeqCst);
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "renewing the lock svc.svc_lock failed; trying again");
-                if last_renewed.elapsed().as_secs_f64() >= LEASE_SECONDS {
-                    lost.store(true, Ordering::SeqCst);
-                    return;
-                }
-            }
-        }
+    async fn renew(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
+        self.run(sql::LEASE_RENEW, holder, seconds).await
+    }
+
+    async fn release(&self, holder: &str) -> Result<(), DbError> {
+        let mut tx = self.0.begin().await?;
+        bound(sql::LEASE_RELEASE).bind(holder).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 
@@ -163,36 +138,15 @@ impl Engine for PostgresEngine {
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let holder = uuid::Uuid::new_v4().to_string();
-        let started = std::time::Instant::now();
-        loop {
-            if self.lease(sql::LEASE_TAKE, &holder).await? {
-                break;
-            }
-            if started.elapsed() >= LEASE_WAIT {
-                return Err(DbError::LockTimeout { lock: "svc.svc_lock".into(), seconds: LEASE_WAIT.as_secs() });
-            }
-            tokio::time::sleep(LEASE_POLL).await;
-        }
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(self.pool.clone(), holder.clone(), Arc::clone(&lost)));
-        Ok(Lease { holder, lost, renewer })
+        Lease::acquire(&self.lease, self.lease_seconds).await
     }
 
     fn lock_held(&self, lock: &Self::Lock) -> bool {
-        !lock.lost.load(Ordering::SeqCst)
+        lock.held()
     }
 
     async fn unlock(&self, lock: Self::Lock) {
-        lock.renewer.abort();
-        let released = async {
-            let mut tx = self.pool.begin().await?;
-            bound(sql::LEASE_RELEASE).bind(&lock.holder).execute(&mut *tx).await?;
-            tx.commit().await
-        };
-        if let Err(e) = released.await {
-            tracing::warn!(error = %e, "releasing the lock svc.svc_lock failed; it expires on its own");
-        }
+        lock.release(&self.lease).await;
     }
 
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {

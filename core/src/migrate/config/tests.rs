@@ -228,3 +228,14 @@ fn accepts_migrators_current_tenant_statement_names_and_refuses_both_forms() {
         "property tenantSelectSQL: give either tenantSelectSQL or tenantSelect (migrator's name for it), not both"
     );
 }
+
+#[test]
+fn the_lock_lease_defaults_to_15_seconds_and_is_bounded() {
+    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().lock_lease_seconds, 15);
+    let set = Config::parse(&format!("{MINIMAL}lockLeaseSeconds: \"${{LEASE}}\"\n"), &env(&[("LEASE", "60")]));
+    assert_eq!(set.unwrap().lock_lease_seconds, 60);
+    let short = Config::parse(&format!("{MINIMAL}lockLeaseSeconds: 2\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(short.to_string(), "property lockLeaseSeconds: 2 is not between 3 and 3600");
+    let concurrency = Config::parse(&format!("{MINIMAL}tenantConcurrency: 65\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(concurrency.to_string(), "property tenantConcurrency: 65 is not between 1 and 64");
+}

@@ -4,7 +4,24 @@
 
 use strata_core::migrate::ident::quote_mysql;
 
-/// Name of the session lock serialising mutations across service instances.
+/// The mutation lock is a lease, the one row of `svc.svc_lock` (see
+/// `db::lease`): `GET_LOCK` is node-local on a Galera cluster, a row
+/// replicates. The row exists from install on; taking changes it only when
+/// it has expired, in the server's clock.
+pub(crate) const LEASE_ROW: &str =
+    "insert ignore into svc.svc_lock (id, holder, expires) values (1, '', '1970-01-01 00:00:01')";
+/// Takes the lease (one row changed) when it has expired.
+pub(crate) const LEASE_TAKE: &str =
+    "update svc.svc_lock set holder = ?, expires = now(6) + interval ? second where id = 1 and expires < now(6)";
+/// Extends the holder's lease (no row changed: another holder has it).
+pub(crate) const LEASE_RENEW: &str =
+    "update svc.svc_lock set expires = now(6) + interval ? second where id = 1 and holder = ?";
+/// Gives the lease back.
+pub(crate) const LEASE_RELEASE: &str =
+    "update svc.svc_lock set holder = '', expires = '1970-01-01 00:00:01' where id = 1 and holder = ?";
+
+/// Name of the session lock serialising the creation of the service's
+/// tables (idempotent DDL; on Galera, replicated one statement at a time).
 pub(crate) const LOCK_NAME: &str = "strata.svc";
 /// Seconds a mutation waits for the lock before giving up.
 pub(crate) const LOCK_TIMEOUT_SECONDS: i64 = 600;
@@ -37,6 +54,11 @@ create table if not exists svc.svc_migrations (
     index svc_migrations_version_id (version_id),
     index svc_migrations_filename (filename),
     foreign key (version_id) references svc.svc_versions (id)
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_lock (
+    id int primary key,
+    holder varchar(64) not null,
+    expires datetime(6) not null
 ) engine = InnoDB default charset = utf8mb4;
 ";
 
