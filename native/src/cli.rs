@@ -54,7 +54,7 @@ impl From<&AppError> for Exit {
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
                 Cause::ConnectionLost => Exit::Unreachable,
                 Cause::ReadOnly => Exit::ReadOnly,
-                Cause::Statement | Cause::PoolExhausted => Exit::Failed,
+                Cause::Statement | Cause::PoolExhausted | Cause::LockLost => Exit::Failed,
             },
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,

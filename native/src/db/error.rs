@@ -134,7 +134,7 @@ impl From<sqlx::Error> for DbError {
             Cause::ReadOnly => DbError::ReadOnlyServer(describe(&error)),
             Cause::ConnectionLost => DbError::ConnectionLost(describe(&error)),
             Cause::PoolExhausted => DbError::PoolExhausted(describe(&error)),
-            Cause::Statement => DbError::Query(error),
+            Cause::Statement | Cause::LockLost => DbError::Query(error),
         }
     }
 }
@@ -151,6 +151,9 @@ pub(crate) enum Cause {
     ConnectionLost,
     /// A pooler had no server connection in time.
     PoolExhausted,
+    /// The mutation's lease was taken by another mutation (it could not
+    /// renew it in time); the version stopped before this unit.
+    LockLost,
 }
 
 impl Cause {
@@ -161,6 +164,7 @@ impl Cause {
             Cause::ReadOnly => "READ_ONLY_SERVER",
             Cause::ConnectionLost => "CONNECTION_LOST",
             Cause::PoolExhausted => "POOL_EXHAUSTED",
+            Cause::LockLost => "LOCK_LOST",
         }
     }
 
@@ -269,17 +273,27 @@ impl std::fmt::Display for MigrationFailure {
                  (its pool must hold tenantConcurrency + 2 connections)",
                 self.file, self.schema
             )?,
+            Cause::LockLost => write!(
+                f,
+                "this mutation lost its lock (it could not renew it in time and another mutation took it) and \
+                 stopped before migration {} in schema {}",
+                self.file, self.schema
+            )?,
         }
         match self.at.filter(|_| self.cause == Cause::Statement) {
             Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
             Some(at) => write!(f, " at line {}", at.line)?,
             None => {}
         }
-        write!(f, ": {}", self.message)?;
+        if self.cause != Cause::LockLost {
+            write!(f, ": {}", self.message)?;
+        }
         if self.whole_version {
             return write!(f, "; the version was rolled back, nothing was recorded");
         }
-        if self.partly_applied {
+        if self.cause == Cause::LockLost {
+            // Nothing of the schema ran: the unit did not start.
+        } else if self.partly_applied {
             write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
         } else {
             write!(f, "; {}'s transaction was rolled back", self.schema)?;
@@ -299,6 +313,7 @@ impl std::fmt::Display for MigrationFailure {
             Cause::ConnectionLost => "run again once the database is reachable to apply what is left",
             Cause::ReadOnly => "point dataSource at the primary and run again to apply what is left",
             Cause::PoolExhausted => "enlarge the pool or lower tenantConcurrency, and run again to apply what is left",
+            Cause::LockLost => "run again to apply what is left",
         };
         write!(
             f,

@@ -477,7 +477,7 @@ impl<E: Engine> Run<'_, E> {
     /// each step right after it ran. What commits goes to `progress`.
     async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
         if !self.engine.lock_held(self.lock) {
-            return Err(UnitError::Other(DbError::LockLost));
+            return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
         }
         let schema = match self.plan.new_tenant.as_deref() {
             Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
@@ -490,7 +490,8 @@ impl<E: Engine> Run<'_, E> {
     }
 
     /// A failure of the database under a unit (the connection lost, the
-    /// server read-only, the pool exhausted) while it ran its bookkeeping,
+    /// server read-only, the pool exhausted, the lease lost) outside its
+    /// migrations' statements,
     /// placed at the unit's first step not committed: reported like a failed
     /// migration, with what committed and what did not.
     fn placed(&self, error: UnitError, unit: &Unit, progress: &Progress) -> UnitError {
@@ -498,6 +499,7 @@ impl<E: Engine> Run<'_, E> {
             UnitError::Other(DbError::ConnectionLost(_)) => Cause::ConnectionLost,
             UnitError::Other(DbError::ReadOnlyServer(_)) => Cause::ReadOnly,
             UnitError::Other(DbError::PoolExhausted(_)) => Cause::PoolExhausted,
+            UnitError::Other(DbError::LockLost) => Cause::LockLost,
             _ => return error,
         };
         let committed = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).clone();

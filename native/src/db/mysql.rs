@@ -52,6 +52,14 @@ impl MysqlEngine {
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
+        // On a Galera node GET_LOCK would be node-local; the lease row is not.
+        let galera: Option<String> = sqlx::query_scalar("select cast(@@wsrep_on as char)").fetch_one(&pool).await.ok();
+        if galera.as_deref().is_some_and(|on| on.eq_ignore_ascii_case("ON") || on == "1") {
+            tracing::info!(
+                "a Galera node (wsrep_on=ON): mutations are serialised by the lease row svc.svc_lock, \
+                 replicated to every node; DDL is replicated in total order (TOI)"
+            );
+        }
         Ok(MysqlEngine {
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
