@@ -22,6 +22,8 @@ PG_DEFAULT_PORT=${STRATA_PG_DEFAULT_PORT:-$((PG_PORT + 1))}
 # PgBouncer, stock settings but for where it listens and what it fronts.
 PGB_TX_PORT=$((PG_PORT + 11))
 PGB_SESSION_PORT=$((PG_PORT + 12))
+# A transaction pooler with a pool too small for a version, and a short wait.
+PGB_SMALL_PORT=$((PG_PORT + 13))
 # A primary and its streaming standby (the failover tests stop the primary).
 PG_PRIMARY_PORT=$((PG_PORT + 21))
 PG_STANDBY_PORT=$((PG_PORT + 22))
@@ -65,10 +67,11 @@ start_postgres() { # cluster port [server options]
     su postgres -c "$bin/pg_ctl -D $DIR/$1/data -o '-c listen_addresses=127.0.0.1 -p $2 -k $DIR/$1 ${3:-}' -l $DIR/$1/log -w start" >/dev/null
 }
 
-start_pgbouncer() { # mode port
+start_pgbouncer() { # mode port [name] [extra settings, one per line]
+    local name=${3:-$1}
     mkdir -p "$DIR/pgbouncer"
     chown postgres "$DIR/pgbouncer"
-    cat >"$DIR/pgbouncer/$1.ini" <<INI
+    cat >"$DIR/pgbouncer/$name.ini" <<INI
 [databases]
 * = host=127.0.0.1 port=$PG_DEFAULT_PORT user=postgres
 [pgbouncer]
@@ -77,10 +80,11 @@ listen_port = $2
 auth_type = any
 pool_mode = $1
 unix_socket_dir =
-logfile = $DIR/pgbouncer/$1.log
-pidfile = $DIR/pgbouncer/$1.pid
+logfile = $DIR/pgbouncer/$name.log
+pidfile = $DIR/pgbouncer/$name.pid
+${4:-}
 INI
-    su postgres -c "pgbouncer -d $DIR/pgbouncer/$1.ini"
+    su postgres -c "pgbouncer -d $DIR/pgbouncer/$name.ini"
 }
 
 # A primary, and a standby streaming from it (pg_basebackup -R).
@@ -189,6 +193,7 @@ start)
     start_postgres pg-default "$PG_DEFAULT_PORT"
     start_pgbouncer transaction "$PGB_TX_PORT"
     start_pgbouncer session "$PGB_SESSION_PORT"
+    start_pgbouncer transaction "$PGB_SMALL_PORT" small "$(printf 'default_pool_size = 2\nquery_wait_timeout = 2')"
     start_replicated_pair
     start_mariadb
     start_galera
@@ -198,6 +203,7 @@ export STRATA_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres
 export STRATA_TEST_PG_DEFAULT_URL=postgres://postgres@127.0.0.1:$PG_DEFAULT_PORT/postgres
 export STRATA_TEST_PGBOUNCER_TX_URL=postgres://postgres@127.0.0.1:$PGB_TX_PORT/postgres
 export STRATA_TEST_PGBOUNCER_SESSION_URL=postgres://postgres@127.0.0.1:$PGB_SESSION_PORT/postgres
+export STRATA_TEST_PGBOUNCER_SMALL_URL=postgres://postgres@127.0.0.1:$PGB_SMALL_PORT/postgres
 export STRATA_TEST_PG_PRIMARY_URL=postgres://postgres@127.0.0.1:$PG_PRIMARY_PORT/postgres
 export STRATA_TEST_PG_STANDBY_URL=postgres://postgres@127.0.0.1:$PG_STANDBY_PORT/postgres
 export STRATA_TEST_PG_BIN=$(pg_bin)
@@ -212,7 +218,7 @@ ENV
     echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
-    for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR/pgbouncer/transaction.pid" "$DIR/pgbouncer/session.pid"; do
+    for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR"/pgbouncer/*.pid; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
     done
     for cluster in pg pg-default pg-primary pg-standby; do

@@ -153,6 +153,10 @@ async fn through_pgbouncer_in_transaction_and_session_mode_concurrent_applies_ne
     run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
 }
 
+/// The holder of the lease is killed with kill -9 at a random point of a
+/// version, three times over: each time the next apply proceeds within the
+/// lease's length (5 s here) and finishes the version; every file ran and is
+/// recorded once.
 #[tokio::test]
 async fn a_holder_killed_with_kill_9_blocks_the_next_apply_no_longer_than_its_lease() {
     if backend() != Backend::Postgres {
@@ -161,34 +165,95 @@ async fn a_holder_killed_with_kill_9_blocks_the_next_apply_no_longer_than_its_le
     let ws = Workspace::new("fleet");
     let database = format!("strata_lease_{}", ws.port);
     fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
-    let config = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    let url = with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database);
+    let config = config_for(
+        &ws,
+        &url,
+        "tx.yaml",
+        "lockLeaseSeconds: 5
+",
+    );
     assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
     let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
     tenants(&mut direct, 8).await;
-    // Each tenant's first file sleeps, so the holder is killed in the middle.
-    write_counting_migrations(&ws, "200", "k", "select pg_sleep(1);\n");
-    let mut holder = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["--config", config.to_str().unwrap(), "apply", "--version", "killed"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while scalar(&mut direct, "select count(*) from svc.svc_lock").await == 0 {
-        assert!(Instant::now() < deadline, "the holder never took the lease");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    for round in 0..3 {
+        let (stamp, table) = (format!("{}", 200 + round), format!("k{round}"));
+        // Each tenant's first file sleeps, so a kill lands in the middle.
+        write_counting_migrations(&ws, &stamp, &table, "select pg_sleep(0.3);\n");
+        let mut holder = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["--config", config.to_str().unwrap(), "apply", "--version", "killed"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while scalar(&mut direct, "select count(*) from svc.svc_lock").await == 0 {
+            assert!(Instant::now() < deadline, "the holder never took the lease");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        tokio::time::sleep(Duration::from_millis(u64::from(nanos % 800))).await;
+        holder.start_kill().unwrap();
+        holder.wait().await.unwrap();
+        let killed_at = Instant::now();
+        let next = strata(&config, &["apply", "--version", "next"]).await;
+        let waited = killed_at.elapsed();
+        assert_eq!(code(&next), 0, "round {round}: {}", text(&next));
+        assert!(waited < Duration::from_secs(15), "round {round}: the next apply waited {waited:?}");
+        eprintln!("round {round}: killed after {} ms; the next apply finished {waited:?} later", nanos % 800);
+        executed_once_recorded_once(&mut direct, 8, &stamp, &table).await;
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    holder.start_kill().unwrap();
-    holder.wait().await.unwrap();
-    let killed_at = Instant::now();
-    let next = strata(&config, &["apply", "--version", "next"]).await;
-    let waited = killed_at.elapsed();
-    assert_eq!(code(&next), 0, "{}", text(&next));
-    // The lease lasts 15 s; the next apply polls every 250 ms.
-    assert!(waited < Duration::from_secs(25), "the next apply waited {waited:?}");
-    eprintln!("the next apply finished {waited:?} after the holder was killed");
-    executed_once_recorded_once(&mut direct, 8, "200", "k").await;
+    drop(direct);
+    let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
+    run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
+}
+
+/// A pooler whose pool is too small for a version (2 server connections,
+/// `query_wait_timeout = 2`, units that hold a connection for 3 s): the
+/// version stops with POOL_EXHAUSTED, naming the setting and what committed.
+#[tokio::test]
+async fn an_exhausted_pooler_is_named_with_what_committed() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_pool_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    let url = with_database(&env("STRATA_TEST_PGBOUNCER_SMALL_URL"), &database);
+    let config = config_for(
+        &ws,
+        &url,
+        "small.yaml",
+        "tenantConcurrency: 4
+",
+    );
+    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
+    tenants(&mut direct, 8).await;
+    write_counting_migrations(&ws, "500", "p", "select pg_sleep(3);\n");
+    let failed = strata(&config, &["apply", "--version", "too-small"]).await;
+    let message = text(&failed);
+    eprintln!("the version on a small pool said: {message}");
+    assert_eq!(code(&failed), 1, "{message}");
+    assert!(message.contains("connection pooler had no server connection in time"), "{message}");
+    assert!(message.contains("tenantConcurrency + 2"), "{message}");
+    assert!(message.contains("schema(s) not committed"), "{message}");
+    // Each tenant: both files or neither, recorded as run.
+    for i in 0..8 {
+        let exists = scalar(
+            &mut direct,
+            &format!("select count(*) from pg_tables where schemaname = 't{i}' and tablename = 'p'"),
+        )
+        .await;
+        let recorded = scalar(
+            &mut direct,
+            &format!(
+                "select count(*) from svc.svc_migrations where db_schema = 't{i}' and filename like 'tenants/500%'"
+            ),
+        )
+        .await;
+        assert_eq!(recorded, exists * 2, "tenant t{i}");
+    }
     drop(direct);
     let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
     run(&mut conn, &format!("drop database if exists {database} with (force)")).await;

@@ -58,6 +58,11 @@ impl PostgresEngine {
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
+        tracing::info!(
+            lease_seconds = config.lock_lease_seconds,
+            "mutations are serialised by the lease row svc.svc_lock (exclusive directly, through PgBouncer in \
+             session or transaction mode, and on the primary after a failover)"
+        );
         Ok(PostgresEngine {
             lease: PgLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
