@@ -32,7 +32,9 @@ export function copyTests(pkgDir, project) {
 
 /** node --test on the given files of the project. */
 export function nodeTests(project, files, env = {}) {
-  run(process.execPath, ["--test", "--test-reporter=spec", ...files], { cwd: project, env: { ...process.env, ...env } });
+  // test/hooks.mjs, when the package has one, is preloaded (see shared/loader.js).
+  const preload = existsSync(join(project, "test", "hooks.mjs")) ? ["--import", "./test/hooks.mjs"] : [];
+  run(process.execPath, [...preload, "--test", "--test-reporter=spec", ...files], { cwd: project, env: { ...process.env, ...env } });
 }
 
 /**

@@ -7,9 +7,9 @@ import { decodeWasmText } from "./wasm-text.js";
 /**
  * `glue` is the wasm-bindgen module (its `initSync`, `__wbg_reset_state`,
  * `strata_take_panic`), `text` the embedded module, `bindings` the exports
- * the package calls.
+ * the package calls, `name` the package's name.
  */
-export function createLoader({ glue, text, bindings }) {
+export function createLoader({ glue, text, bindings, name }) {
   const resetListeners = [];
   const guarded = guardBindings(bindings, {
     takePanic: glue.strata_take_panic,
@@ -17,7 +17,7 @@ export function createLoader({ glue, text, bindings }) {
     onReset: () => resetListeners.forEach((listener) => listener()),
   });
   let ready = false;
-  return {
+  const loader = {
     /** The bindings, instantiated. */
     wasm() {
       if (!ready) {
@@ -32,4 +32,12 @@ export function createLoader({ glue, text, bindings }) {
       resetListeners.push(listener);
     },
   };
+  // The panic-recovery tests need a way to make the WebAssembly panic. No
+  // export offers one: only when a test preloaded the registry
+  // (`node --import ./test/hooks.mjs`) does a loader add itself to it.
+  const testHooks = globalThis[Symbol.for("strata.testHooks")];
+  if (Array.isArray(testHooks) && typeof guarded.strata_test_panic === "function") {
+    testHooks.push({ name, panic: (message) => loader.wasm().strata_test_panic(String(message)) });
+  }
+  return loader;
 }

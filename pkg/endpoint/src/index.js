@@ -30,11 +30,6 @@ onInstanceReset(() => {
   planCount = 0;
 });
 
-/** Test hook of the reliability tests: makes the WebAssembly panic on purpose. */
-export function __testPanic(message) {
-  return wasm().strata_test_panic(String(message));
-}
-
 function planFor(method, url) {
   let byUrl = plans.get(method);
   if (byUrl === undefined) {

@@ -15,5 +15,6 @@ import { createLoader } from "../../shared/loader.js";
 export const { wasm, onInstanceReset } = createLoader({
   glue: { initSync, __wbg_reset_state, strata_take_panic },
   text: WASM_TEXT,
+  name: "@strata/endpoint",
   bindings: { endpoint_plan, endpoint_reset, endpoint_url, strata_test_panic },
 });

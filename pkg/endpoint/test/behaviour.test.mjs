@@ -4,7 +4,15 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
-import { endpoint, VERSION, isPlainObject, __testPanic } from "@strata/endpoint";
+import { endpoint, VERSION, isPlainObject } from "@strata/endpoint";
+import * as endpointModule from "@strata/endpoint";
+
+/** The package's test hook, registered only because test/hooks.mjs was preloaded. */
+function panicHook() {
+  const hooks = globalThis[Symbol.for("strata.testHooks")].filter((hook) => hook.name === "@strata/endpoint");
+  assert.equal(hooks.length, 1);
+  return hooks[0].panic;
+}
 import { cases, USER_AGENT_PLACEHOLDER } from "./cases.mjs";
 
 const require = createRequire(import.meta.url);
@@ -123,6 +131,8 @@ test("isPlainObject", () => {
 
 test("a Rust panic becomes a thrown Error, and the package keeps working with a fresh instance", () => {
   assert.equal(endpoint("GET /before/{id}", { id: 1 }).url, "https://api.github.com/before/1");
+  assert.equal("__testPanic" in endpointModule, false, "no test-only export");
+  const __testPanic = panicHook();
   assert.throws(() => __testPanic("boom"), (error) => {
     assert.ok(error instanceof Error && !(error instanceof WebAssembly.RuntimeError));
     assert.match(error.message, /^\[strata\] internal error in strata_test_panic: .*strata_test_panic: boom.*\(the WebAssembly instance was replaced\)$/s);

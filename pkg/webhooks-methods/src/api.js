@@ -10,6 +10,5 @@ export function methodsApi(platform) {
   sign.VERSION = VERSION;
   verify.VERSION = VERSION;
   /** Test hook of the reliability tests: makes the WebAssembly panic on purpose. */
-  const __testPanic = (message) => wasm().strata_test_panic(String(message));
-  return { sign, verify, verifyWithFallback, __testPanic };
+  return { sign, verify, verifyWithFallback };
 }

@@ -5,4 +5,4 @@ import { webCryptoPlatform } from "../../shared/webcrypto.js";
 import { methodsApi } from "./api.js";
 
 /** `sign(secret, payload)`: `sha256=<hex>`; `verify(secret, payload, signature)`; `verifyWithFallback(…, additionalSecrets)`. */
-export const { sign, verify, verifyWithFallback, __testPanic } = methodsApi(webCryptoPlatform());
+export const { sign, verify, verifyWithFallback } = methodsApi(webCryptoPlatform());

@@ -5,4 +5,4 @@ import { nodeCryptoPlatform } from "../../shared/node-crypto.js";
 import { methodsApi } from "./api.js";
 
 /** `sign(secret, payload)`: `sha256=<hex>`; `verify(secret, payload, signature)`; `verifyWithFallback(…, additionalSecrets)`. */
-export const { sign, verify, verifyWithFallback, __testPanic } = methodsApi(nodeCryptoPlatform);
+export const { sign, verify, verifyWithFallback } = methodsApi(nodeCryptoPlatform);

@@ -14,11 +14,6 @@ export { createRelayClient } from "./relay.js";
 export { VERSION } from "../build/version.js";
 
 import { wasm } from "./wasm.js";
-/** Test hook of the reliability tests: makes the WebAssembly panic on purpose. */
-export function __testPanic(message) {
-  return wasm().strata_test_panic(String(message));
-}
-
 /** Verifies, receives and dispatches GitHub webhook deliveries. */
 export class Webhooks {
   constructor(options) {

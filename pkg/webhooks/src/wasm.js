@@ -28,6 +28,7 @@ import { createLoader } from "../../shared/loader.js";
 export const { wasm } = createLoader({
   glue: { initSync, __wbg_reset_state, strata_take_panic },
   text: WASM_TEXT,
+  name: "@strata/webhooks",
   bindings: { webhooks_digest_matches, webhooks_format_digest, webhooks_signature_prefix, webhooks_listener_keys, webhooks_normalize_trailing_slashes, webhooks_reply, webhooks_route, webhooks_route_reply, webhooks_sign, webhooks_check_event_name, webhooks_event_name_message, webhooks_verify, webhooks_verify_with_fallback, strata_test_panic },
 });
 

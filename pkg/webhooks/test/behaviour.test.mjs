@@ -13,8 +13,8 @@ import {
   createRelayClient,
   emitterEventNames,
   validateEventName,
-  __testPanic,
 } from "@strata/webhooks";
+import * as webhooksModule from "@strata/webhooks";
 import { emitterEventNames as upstreamNames } from "@octokit/webhooks";
 import { deliver, serveNode, serveWeb } from "./helpers.mjs";
 
@@ -245,7 +245,11 @@ test("a Rust panic becomes a thrown Error, and verification and routing keep wor
   const webhooks = new Webhooks({ secret: SECRET });
   const seen = [];
   webhooks.on("issues.opened", (event) => seen.push(event.id));
-  assert.throws(() => __testPanic("boom"), /^Error: \[strata\] internal error in strata_test_panic: .*boom/s);
+  assert.equal("__testPanic" in webhooksModule, false, "no test-only export");
+  // The package's hook, registered only because test/hooks.mjs was preloaded.
+  const hooks = globalThis[Symbol.for("strata.testHooks")].filter((hook) => hook.name === "@strata/webhooks");
+  assert.equal(hooks.length, 1);
+  assert.throws(() => hooks[0].panic("boom"), /^Error: \[strata\] internal error in strata_test_panic: .*boom/s);
   await webhooks.verifyAndReceive({ id: "after-panic", name: "issues", payload, signature: await webhooks.sign(payload) });
   assert.deepEqual(seen, ["after-panic"]);
   assert.throws(() => validateEventName("*"), TypeError);
