@@ -70,6 +70,36 @@ impl MysqlEngine {
     }
 }
 
+impl MysqlEngine {
+    async fn install_missing(&self, tenants_table: bool) -> Result<(), sqlx::Error> {
+        let present: i64 = sqlx::query_scalar(sql::SERVICE_TABLES_PRESENT).fetch_one(&self.pool).await?;
+        let lease_row: i64 = if present == sql::SERVICE_TABLES {
+            sqlx::query_scalar(sql::LEASE_ROW_PRESENT).fetch_one(&self.pool).await?
+        } else {
+            0
+        };
+        let tenants: i64 = sqlx::query_scalar(sql::TENANTS_TABLE_PRESENT).fetch_one(&self.pool).await?;
+        if present == sql::SERVICE_TABLES && lease_row == 1 && (!tenants_table || tenants == 1) {
+            return Ok(());
+        }
+        let mut conn = self.pool.acquire().await?;
+        if let Err(e) = lock(&mut conn).await {
+            tracing::warn!(error = %e, "the install lock was not granted; creating the missing tables anyway");
+        }
+        let created = async {
+            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
+            sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
+            if tenants_table {
+                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
+            }
+            Ok::<_, sqlx::Error>(())
+        }
+        .await;
+        unlock(&mut conn).await;
+        created
+    }
+}
+
 /// The lease's statements on the pool (see [`super::lease`]).
 #[derive(Clone)]
 pub(crate) struct MysqlLeaseRow(MySqlPool);
@@ -153,20 +183,22 @@ impl Engine for MysqlEngine {
         Ok(self.pool.acquire().await?)
     }
 
+    /// Creates what is missing only: on Galera every DDL statement, even an
+    /// `if not exists` that changes nothing, is replicated in total order
+    /// and aborts the transactions touching its tables on every node — a
+    /// running version's bookkeeping among them. What is there is checked
+    /// by plain reads first; a conflict is retried.
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
-        let mut conn = self.pool.acquire().await?;
-        lock(&mut conn).await?;
-        let created = async {
-            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
-            sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
-            if tenants_table {
-                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
+        let mut attempt = 0;
+        loop {
+            match self.install_missing(tenants_table).await {
+                Err(e) if is_conflict(&e) && attempt < CONFLICT_RETRIES => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
+                }
+                result => return Ok(result?),
             }
-            Ok::<_, sqlx::Error>(())
         }
-        .await;
-        unlock(&mut conn).await;
-        Ok(created?)
     }
 
     async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {

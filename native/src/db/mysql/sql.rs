@@ -10,6 +10,17 @@ use strata_core::migrate::ident::quote_mysql;
 /// it has expired, in the server's clock.
 pub(crate) const LEASE_ROW: &str =
     "insert ignore into svc.svc_lock (id, holder, expires) values (1, '', '1970-01-01 00:00:01')";
+/// How many of the service's tables exist (a plain read: no lock, no DDL).
+pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock')";
+/// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
+pub(crate) const SERVICE_TABLES: i64 = 3;
+/// Whether the lease's row exists.
+pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
+/// Whether the default tenant table exists.
+pub(crate) const TENANTS_TABLE_PRESENT: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_tenants'";
+
 /// Takes the lease (one row changed) when it has expired.
 pub(crate) const LEASE_TAKE: &str =
     "update svc.svc_lock set holder = ?, expires = now(6) + interval ? second where id = 1 and expires < now(6)";
