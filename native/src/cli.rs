@@ -39,6 +39,12 @@ pub(crate) enum Exit {
     Pending = 6,
     /// The database server is read-only (a standby or replica).
     ReadOnly = 7,
+    /// A migration gave up waiting for a lock another session holds (after
+    /// its retries): run again later, or end the blocking session.
+    LockTimeout = 8,
+    /// `lint` or `plan --check`: a finding at or above the failing
+    /// severity.
+    LintFindings = 9,
 }
 
 impl From<&AppError> for Exit {
@@ -54,7 +60,8 @@ impl From<&AppError> for Exit {
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
                 Cause::ConnectionLost => Exit::Unreachable,
                 Cause::ReadOnly => Exit::ReadOnly,
-                Cause::Statement | Cause::PoolExhausted | Cause::LockLost => Exit::Failed,
+                Cause::LockTimeout => Exit::LockTimeout,
+                Cause::Statement | Cause::PoolExhausted | Cause::LockLost | Cause::StatementTimeout => Exit::Failed,
             },
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
@@ -81,7 +88,9 @@ Exit status:
   4  the configuration cannot be read or is invalid
   5  the database cannot be reached
   6  plan --check: a migration is pending (scripts, due on every version, do not count)
-  7  the database server is read-only (a standby or replica): point dataSource at the primary";
+  7  the database server is read-only (a standby or replica): point dataSource at the primary
+  8  a migration gave up waiting for a lock another session holds (after its retries): run again later
+  9  lint, plan --check: a finding at or above --fail-on (default: error)";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]

@@ -141,19 +141,32 @@ impl async_graphql::ErrorExtensions for AppError {
                     e.set("versionId", id);
                 }
                 e.set("committedSchemas", names(&failure.committed));
+                e.set("partlyCommittedSchemas", names(&failure.partly_committed));
                 e.set("notCommittedSchemas", names(&failure.not_committed));
                 e.set("partlyApplied", failure.partly_applied);
                 e.set("cause", failure.cause.name());
             });
         }
-        if let AppError::Database(DbError::StatementRefused(refused)) = self {
-            use strata_core::migrate::statements::StatementError;
-            let (StatementError::TransactionControl { file, at, .. }
-            | StatementError::NeedsNoTransaction { file, at, .. }) = refused;
+        if let AppError::Database(DbError::StatementRefused(refused)) = self
+            && let Some(first) = refused.0.first()
+        {
+            let refusals: Vec<async_graphql::Value> = refused
+                .0
+                .iter()
+                .map(|r| {
+                    let mut place = async_graphql::indexmap::IndexMap::new();
+                    place.insert(async_graphql::Name::new("file"), async_graphql::Value::from(r.file()));
+                    place.insert(async_graphql::Name::new("line"), async_graphql::Value::from(r.at().line));
+                    place.insert(async_graphql::Name::new("column"), async_graphql::Value::from(r.at().column));
+                    place.insert(async_graphql::Name::new("message"), async_graphql::Value::from(r.to_string()));
+                    async_graphql::Value::Object(place)
+                })
+                .collect();
             graphql_error = graphql_error.extend_with(|_, e| {
-                e.set("file", file.as_str());
-                e.set("line", at.line);
-                e.set("column", at.column);
+                e.set("file", first.file());
+                e.set("line", first.at().line);
+                e.set("column", first.at().column);
+                e.set("refusals", async_graphql::Value::List(refusals));
             });
         }
         graphql_error

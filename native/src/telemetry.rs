@@ -18,6 +18,8 @@ const REQUEST_TOTAL: &str = "svc_http_request_total";
 const REQUEST_DURATION: &str = "svc_http_request_duration_seconds";
 const REQUEST_SIZE: &str = "svc_http_request_size_bytes";
 const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
+const LOCK_TIMEOUTS: &str = "svc_http_lock_timeouts";
+const LOCK_RETRIES: &str = "svc_http_lock_retries";
 const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
@@ -42,7 +44,11 @@ impl Metrics {
         metrics::describe_histogram!(REQUEST_DURATION, metrics::Unit::Seconds, "HTTP request latency");
         metrics::describe_histogram!(REQUEST_SIZE, metrics::Unit::Bytes, "HTTP request body sizes");
         metrics::describe_histogram!(RESPONSE_SIZE, metrics::Unit::Bytes, "HTTP response body sizes");
+        metrics::describe_counter!(LOCK_TIMEOUTS, "Migration statements that gave up waiting for a lock");
+        metrics::describe_counter!(LOCK_RETRIES, "Units (or statements) retried after a lock time-out");
         metrics::counter!(VERSIONS_CREATED).absolute(0);
+        metrics::counter!(LOCK_TIMEOUTS).absolute(0);
+        metrics::counter!(LOCK_RETRIES).absolute(0);
         metrics::counter!(TENANTS_CREATED).absolute(0);
         for kind in APPLIED_TYPES {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).absolute(0);
@@ -56,6 +62,15 @@ impl Metrics {
     pub(crate) fn render(&self) -> String {
         self.process.collect();
         self.handle.render()
+    }
+}
+
+/// Accounts for a migration statement that hit its lock time-out, and
+/// whether it is retried.
+pub(crate) fn lock_timed_out(retried: bool) {
+    metrics::counter!(LOCK_TIMEOUTS).increment(1);
+    if retried {
+        metrics::counter!(LOCK_RETRIES).increment(1);
     }
 }
 

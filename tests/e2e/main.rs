@@ -7,6 +7,7 @@ mod console;
 mod drivers;
 mod fleet;
 mod hardening;
+mod live;
 mod mutations;
 mod operations;
 mod queries;

@@ -34,7 +34,7 @@ pub(crate) fn backend() -> Backend {
     }
 }
 
-fn server_url(variable: &str) -> String {
+pub(crate) fn server_url(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/servers.sh start`"))
 }
 

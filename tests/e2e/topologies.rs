@@ -327,7 +327,7 @@ async fn a_standby_is_named_read_only_and_a_failover_mid_version_loses_nothing()
     assert_eq!(code(&interrupted), 5, "{}", text(&interrupted));
     let message = text(&interrupted);
     eprintln!("the interrupted version said: {message}");
-    assert!(message.contains("schema(s) committed before the failure"), "{message}");
+    assert!(message.contains("what committed before the failure stays applied and recorded in version"), "{message}");
     assert!(message.contains("connection to the database was lost"), "{message}");
     assert!(!message.contains("fix the file"), "{message}");
     assert!(!message.contains(" at line "), "an engine source line leaked: {message}");
@@ -457,7 +457,7 @@ async fn a_holder_that_lost_its_lease_stops_before_its_next_unit() {
     eprintln!("the version that lost its lease said: {message}");
     assert_eq!(code(&stopped), 1, "{message}");
     assert!(message.contains("lost its lock"), "{message}");
-    assert!(message.contains("schema(s) committed before the failure"), "{message}");
+    assert!(message.contains("what committed before the failure stays applied and recorded in version"), "{message}");
     let done = scalar(
         &mut direct,
         "select count(distinct db_schema) from svc.svc_migrations where filename like 'tenants/400%'",

@@ -185,6 +185,14 @@ pub const DEFAULT_TENANT_CONCURRENCY: usize = 4;
 /// How long a mutation's lease lasts when `lockLeaseSeconds` is not set.
 pub const DEFAULT_LOCK_LEASE_SECONDS: u64 = 15;
 
+/// How long a statement of a migration waits for a lock when
+/// `lockTimeoutMillis` is not set (see [`crate::migrate::lock_wait`]).
+pub const DEFAULT_LOCK_TIMEOUT_MILLIS: u64 = 1_000;
+
+/// How often a unit is retried after a lock time-out when `lockRetries`
+/// is not set.
+pub const DEFAULT_LOCK_RETRIES: u32 = 12;
+
 /// The tenant select statement used when `tenantSelectSQL` is not set.
 pub const DEFAULT_TENANT_SELECT_SQL: &str = "select name from svc.svc_tenants";
 /// The schema placeholder used when `schemaPlaceHolder` is not set.
@@ -280,6 +288,14 @@ pub struct Config {
     /// is a lease row: PostgreSQL, MySQL/MariaDB): how long a holder that
     /// died blocks the next mutation at most. Renewed every third of it.
     pub lock_lease_seconds: u64,
+    /// Milliseconds a migration's statement waits for a lock before it
+    /// gives up and its unit is retried (0: waits as long as the engine
+    /// does, which is forever on PostgreSQL).
+    pub lock_timeout_millis: u64,
+    /// How often a unit that hit the lock time-out is retried.
+    pub lock_retries: u32,
+    /// Seconds a migration's statement may run (0: no limit).
+    pub statement_timeout_seconds: u64,
 }
 
 #[derive(Deserialize)]
@@ -320,6 +336,9 @@ struct RawConfig {
     transaction_scope: Option<String>,
     tenant_concurrency: Option<PortValue>,
     lock_lease_seconds: Option<PortValue>,
+    lock_timeout_millis: Option<PortValue>,
+    lock_retries: Option<PortValue>,
+    statement_timeout_seconds: Option<PortValue>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -491,6 +510,12 @@ impl Config {
             sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
         let lock_lease_seconds =
             sub.number("lockLeaseSeconds", raw.lock_lease_seconds, DEFAULT_LOCK_LEASE_SECONDS, 3..=3600)?;
+        let lock_timeout_millis =
+            sub.number("lockTimeoutMillis", raw.lock_timeout_millis, DEFAULT_LOCK_TIMEOUT_MILLIS, 0..=600_000)?;
+        let max_retries = i64::from(crate::migrate::statements::MAX_LOCK_RETRIES);
+        let lock_retries = sub.number("lockRetries", raw.lock_retries, DEFAULT_LOCK_RETRIES, 0..=max_retries)?;
+        let statement_timeout_seconds =
+            sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
 
         Ok(Config {
             base_location,
@@ -514,6 +539,9 @@ impl Config {
             transaction_scope,
             tenant_concurrency,
             lock_lease_seconds,
+            lock_timeout_millis,
+            lock_retries,
+            statement_timeout_seconds,
         })
     }
 
@@ -540,6 +568,9 @@ impl Config {
             transaction_scope: self.transaction_scope.name(),
             tenant_concurrency: self.tenant_concurrency,
             lock_lease_seconds: self.lock_lease_seconds,
+            lock_timeout_millis: self.lock_timeout_millis,
+            lock_retries: self.lock_retries,
+            statement_timeout_seconds: self.statement_timeout_seconds,
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -599,6 +630,9 @@ struct RedactedView<'a> {
     transaction_scope: &'a str,
     tenant_concurrency: usize,
     lock_lease_seconds: u64,
+    lock_timeout_millis: u64,
+    lock_retries: u32,
+    statement_timeout_seconds: u64,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

@@ -21,6 +21,8 @@
 //!   `strata:no-transaction` directive, hidden transaction control,
 //!   statements that cannot run in one), its statements one by one, and
 //!   error positions mapped back into the file — over sqlparser's tokenizer.
+//! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
+//!   before a unit that hit one is retried.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
@@ -35,6 +37,7 @@ pub mod datasource;
 pub mod driver;
 pub mod ident;
 pub mod location;
+pub mod lock_wait;
 pub mod plan;
 pub mod redact;
 pub mod report;

@@ -20,11 +20,28 @@
 //!   full-text catalogs and indexes) in a file without the directive:
 //!   refused, naming the directive.
 //!
+//! - **Other directives** in the same leading comments:
+//!   `strata:lock-timeout <duration>`, `strata:lock-retries <n>`,
+//!   `strata:statement-timeout <duration>` (a duration is `0`, or a number
+//!   with `ms`, `s` or `m`: `500ms`, `5s`, `2m`), and the linter's
+//!   `strata:allow <rule>, …`. Any other `strata:` word is refused (a typo
+//!   must not silently run a file with other rules than meant).
+//! - **A commit after** (PostgreSQL: `ALTER TYPE … ADD VALUE`): a new enum
+//!   value cannot be used before the transaction that added it commits, so
+//!   the executor commits right after such a file ([`FileMode::commit_after`]).
+//!
+//! Every refusal of a file is reported, and every refused file of a set:
+//! [`Refusals`].
+//!
 //! MySQL and MariaDB commit DDL as it runs, so files there are never wrapped
 //! in a transaction and neither check applies (the directive is still read).
+//! Their executable comments (`/*!40101 SET NAMES utf8mb4 */`) are read as
+//! text the server runs: such a comment alone is a statement.
 //! Statements are cut at top-level `;` (on SQL Server: at `GO` lines, then
 //! every word is looked at, because T-SQL needs no `;`). A routine body's
 //! `BEGIN … END` and `CASE … END` nest, so its inner `;` do not cut.
+
+use std::any::TypeId;
 
 use sqlparser::dialect::{Dialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
@@ -35,6 +52,16 @@ use crate::migrate::driver::Driver;
 /// The directive, in a leading comment, that makes a file run outside any
 /// transaction.
 pub const NO_TRANSACTION_DIRECTIVE: &str = "strata:no-transaction";
+
+/// The directive that sets a file's lock time-out (`0`: none).
+pub const LOCK_TIMEOUT_DIRECTIVE: &str = "strata:lock-timeout";
+/// The directive that sets how often a file's unit is retried after a lock
+/// time-out.
+pub const LOCK_RETRIES_DIRECTIVE: &str = "strata:lock-retries";
+/// The directive that sets a file's statement time-out (`0`: none).
+pub const STATEMENT_TIMEOUT_DIRECTIVE: &str = "strata:statement-timeout";
+/// The linter's directive (read by `lint`; accepted here).
+pub const ALLOW_DIRECTIVE: &str = "strata:allow";
 
 /// A position in a migration file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,80 +110,273 @@ pub enum StatementError {
         /// Its leading words, upper-cased (`CREATE INDEX CONCURRENTLY`).
         statement: String,
     },
+    /// A `strata:` directive the service does not know, or with a value it
+    /// cannot read.
+    #[error("{file}:{at}: {directive}: {reason}")]
+    BadDirective {
+        /// The file.
+        file: String,
+        /// Where the comment holding it starts.
+        at: Position,
+        /// The directive as written.
+        directive: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
-/// What a file says about transactions.
+impl StatementError {
+    /// The file refused.
+    pub fn file(&self) -> &str {
+        match self {
+            StatementError::TransactionControl { file, .. }
+            | StatementError::NeedsNoTransaction { file, .. }
+            | StatementError::BadDirective { file, .. } => file,
+        }
+    }
+
+    /// Where in it.
+    pub fn at(&self) -> Position {
+        match self {
+            StatementError::TransactionControl { at, .. }
+            | StatementError::NeedsNoTransaction { at, .. }
+            | StatementError::BadDirective { at, .. } => *at,
+        }
+    }
+}
+
+/// Every refusal of a file, or of a set of files, in file order: a set is
+/// refused once, with all it would take to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusals(pub Vec<StatementError>);
+
+impl std::fmt::Display for Refusals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut files: Vec<&str> = self.0.iter().map(StatementError::file).collect();
+        files.dedup();
+        if self.0.len() > 1 {
+            write!(f, "{} statements in {} file(s) cannot run as written: ", self.0.len(), files.len())?;
+        }
+        for (i, refusal) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{refusal}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Refusals {}
+
+/// What a file says about how it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileMode {
     /// The file carries the directive: it runs outside any transaction.
     pub no_transaction: bool,
+    /// What it makes usable only after a commit (PostgreSQL's
+    /// `ALTER TYPE … ADD VALUE`): the executor commits right after it.
+    pub commit_after: bool,
+    /// `strata:lock-timeout`, in milliseconds (0: none).
+    pub lock_timeout_ms: Option<u64>,
+    /// `strata:lock-retries`.
+    pub lock_retries: Option<u32>,
+    /// `strata:statement-timeout`, in milliseconds (0: none).
+    pub statement_timeout_ms: Option<u64>,
 }
 
-/// Reads `contents` of `file` for `driver`: the directive, and a refusal
-/// when the file cannot run as written (see the module documentation).
-/// Text the tokenizer cannot read (an unterminated string, say) is not
-/// judged: `Ok` with the directive alone, and the engine has the last word.
-pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, StatementError> {
-    let Ok(tokens) = Tokenizer::new(dialect(driver), contents).tokenize_with_location() else {
-        return Ok(FileMode { no_transaction: has_directive(contents) });
+/// Reads `contents` of `file` for `driver`: the directives, and every
+/// refusal when the file cannot run as written (see the module
+/// documentation). Text the tokenizer cannot read (an unterminated string,
+/// say) is not judged: `Ok` with the directives of its leading `--` lines,
+/// and the engine has the last word.
+pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, Refusals> {
+    let Ok(tokens) = tokenize(driver, contents) else {
+        let comments: Vec<(Position, String)> = contents
+            .lines()
+            .enumerate()
+            .map(|(i, line)| (i, line.trim()))
+            .take_while(|(_, line)| line.is_empty() || line.starts_with("--"))
+            .map(|(i, line)| (Position { line: i as u64 + 1, column: 1 }, line.trim_start_matches('-').to_string()))
+            .collect();
+        return directives(file, &comments).map_err(|e| Refusals(vec![e]));
     };
-    let mode = FileMode { no_transaction: leading_comments_hold_directive(&tokens) };
-    if mode.no_transaction || driver == Driver::Mysql {
-        return Ok(mode);
-    }
+    let mut refusals = Vec::new();
+    let mut mode = directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
+        refusals.push(error);
+        FileMode::default()
+    });
     let statements = match driver {
         Driver::SqlServer => batches(&tokens),
-        _ => statements(&tokens),
+        _ => statements(&tokens, driver == Driver::Mysql),
     };
-    for statement in statements {
-        let verdict = match driver {
-            Driver::Postgres => judge_postgres(&statement.words),
-            Driver::Sqlite => judge_sqlite(&statement.words),
-            Driver::SqlServer => judge_sqlserver(&statement.words),
-            Driver::Mysql => None,
-        };
-        if let Some((kind, words)) = verdict {
-            let at = statement.at;
-            let (file, statement) = (file.to_string(), words.join(" "));
-            return Err(match kind {
-                Kind::TransactionControl => StatementError::TransactionControl { file, at, statement },
-                Kind::NeedsNoTransaction => StatementError::NeedsNoTransaction { file, at, statement },
-            });
+    mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
+    if !mode.no_transaction && driver != Driver::Mysql {
+        for statement in statements {
+            let verdict = match driver {
+                Driver::Postgres => judge_postgres(&statement.words),
+                Driver::Sqlite => judge_sqlite(&statement.words),
+                Driver::SqlServer => judge_sqlserver(&statement.words),
+                Driver::Mysql => None,
+            };
+            if let Some((kind, words)) = verdict {
+                let at = statement.at;
+                let (file, statement) = (file.to_string(), words.join(" "));
+                refusals.push(match kind {
+                    Kind::TransactionControl => StatementError::TransactionControl { file, at, statement },
+                    Kind::NeedsNoTransaction => StatementError::NeedsNoTransaction { file, at, statement },
+                });
+            }
+        }
+    }
+    if refusals.is_empty() { Ok(mode) } else { Err(Refusals(refusals)) }
+}
+
+/// `ALTER TYPE … ADD VALUE` (PostgreSQL): the value is usable only once
+/// the transaction that added it has committed.
+fn adds_enum_value(s: &[Word]) -> bool {
+    is(s.first(), "ALTER")
+        && is(s.get(1), "TYPE")
+        && s.windows(2).any(|pair| is(pair.first(), "ADD") && is(pair.get(1), "VALUE"))
+}
+
+/// The tokens of `contents` as `driver`'s engine reads them.
+fn tokenize(driver: Driver, contents: &str) -> Result<Vec<TokenWithSpan>, sqlparser::tokenizer::TokenizerError> {
+    Tokenizer::new(dialect(driver), contents).tokenize_with_location()
+}
+
+/// The comments before the first statement, with where each starts.
+fn leading_comments(tokens: &[TokenWithSpan]) -> Vec<(Position, String)> {
+    let mut out = Vec::new();
+    for token in tokens {
+        let at = Position { line: token.span.start.line, column: token.span.start.column };
+        match &token.token {
+            Token::Whitespace(Whitespace::SingleLineComment { comment, .. }) => out.push((at, comment.clone())),
+            Token::Whitespace(Whitespace::MultiLineComment(comment)) => out.push((at, comment.clone())),
+            Token::Whitespace(_) => {}
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The directives of the leading comments (see the module documentation).
+fn directives(file: &str, comments: &[(Position, String)]) -> Result<FileMode, StatementError> {
+    let mut mode = FileMode::default();
+    for (at, comment) in comments {
+        let words: Vec<&str> =
+            comment.split(|c: char| c.is_whitespace() || c == '=').filter(|w| !w.is_empty()).collect();
+        for (i, word) in words.iter().enumerate() {
+            let lower = word.to_ascii_lowercase();
+            if !lower.starts_with("strata:") {
+                continue;
+            }
+            let value = words.get(i + 1).copied().unwrap_or_default();
+            let bad = |reason: String| StatementError::BadDirective {
+                file: file.to_string(),
+                at: *at,
+                directive: word.to_string(),
+                reason,
+            };
+            match lower.as_str() {
+                NO_TRANSACTION_DIRECTIVE => mode.no_transaction = true,
+                ALLOW_DIRECTIVE => {}
+                LOCK_TIMEOUT_DIRECTIVE => mode.lock_timeout_ms = Some(duration_ms(value).map_err(bad)?),
+                STATEMENT_TIMEOUT_DIRECTIVE => mode.statement_timeout_ms = Some(duration_ms(value).map_err(bad)?),
+                LOCK_RETRIES_DIRECTIVE => {
+                    let retries = value.parse::<u32>().ok().filter(|n| *n <= MAX_LOCK_RETRIES);
+                    mode.lock_retries =
+                        Some(retries.ok_or_else(|| {
+                            bad(format!("{value:?} is not a number of retries (0-{MAX_LOCK_RETRIES})"))
+                        })?);
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "not a directive of the service (known: {NO_TRANSACTION_DIRECTIVE}, {LOCK_TIMEOUT_DIRECTIVE}, \
+                         {LOCK_RETRIES_DIRECTIVE}, {STATEMENT_TIMEOUT_DIRECTIVE}, {ALLOW_DIRECTIVE})"
+                    )));
+                }
+            }
         }
     }
     Ok(mode)
 }
 
+/// Most retries a directive or the configuration may ask for.
+pub const MAX_LOCK_RETRIES: u32 = 100;
+
+/// Longest duration a directive may give: one day.
+const MAX_DURATION_MS: u64 = 86_400_000;
+
+/// `0`, or a whole number with `ms`, `s` or `m`, in milliseconds (at most a
+/// day).
+pub fn duration_ms(text: &str) -> Result<u64, String> {
+    let invalid = || format!("{text:?} is not a duration (0, or a number with ms, s or m: 500ms, 5s, 2m)");
+    if text == "0" {
+        return Ok(0);
+    }
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return Err(invalid()),
+    };
+    number.checked_mul(factor).filter(|ms| *ms <= MAX_DURATION_MS).ok_or_else(|| format!("{text} is longer than a day"))
+}
+
 fn dialect(driver: Driver) -> &'static dyn Dialect {
     match driver {
         Driver::Postgres => &PostgreSqlDialect {},
-        Driver::Mysql => &MySqlDialect {},
+        Driver::Mysql => &MySqlText,
         Driver::Sqlite => &SQLiteDialect {},
         Driver::SqlServer => &MsSqlDialect {},
     }
 }
 
-/// The directive in the leading comment lines, for text the tokenizer
-/// cannot read: the lines before the first one that is neither blank nor a
-/// `--` comment.
-fn has_directive(contents: &str) -> bool {
-    contents.lines().map(str::trim).take_while(|line| line.is_empty() || line.starts_with("--")).any(directive_in)
-}
+/// MySQL's tokenizer rules, with its executable comments (`/*!50100 … */`)
+/// kept as comments. sqlparser's MySQL dialect reads their text as tokens
+/// placed from the comment's start, not the file's, which would cut the
+/// statements around them at wrong places; a comment token keeps the right
+/// span, and [`statements`] counts it as part of its statement.
+#[derive(Debug)]
+struct MySqlText;
 
-fn directive_in(comment: &str) -> bool {
-    comment.split_whitespace().any(|word| word.eq_ignore_ascii_case(NO_TRANSACTION_DIRECTIVE))
-}
-
-fn leading_comments_hold_directive(tokens: &[TokenWithSpan]) -> bool {
-    for token in tokens {
-        match &token.token {
-            Token::Whitespace(Whitespace::SingleLineComment { comment, .. }) if directive_in(comment) => return true,
-            Token::Whitespace(Whitespace::MultiLineComment(comment)) if directive_in(comment) => return true,
-            Token::Whitespace(_) => {}
-            _ => return false,
-        }
+impl Dialect for MySqlText {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<MySqlDialect>()
     }
-    false
+    fn is_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_part(ch)
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_delimited_identifier_start(ch)
+    }
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        MySqlDialect {}.supports_string_literal_backslash_escape()
+    }
+    fn supports_numeric_prefix(&self) -> bool {
+        MySqlDialect {}.supports_numeric_prefix()
+    }
+    fn requires_single_line_comment_whitespace(&self) -> bool {
+        MySqlDialect {}.requires_single_line_comment_whitespace()
+    }
+    fn ignores_wildcard_escapes(&self) -> bool {
+        MySqlDialect {}.ignores_wildcard_escapes()
+    }
+    fn supports_multiline_comment_hints(&self) -> bool {
+        false
+    }
+}
+
+/// An executable comment (MySQL's `/*!…*/`): text the server runs.
+fn executable_comment(token: &Token) -> bool {
+    matches!(token, Token::Whitespace(Whitespace::MultiLineComment(c)) if c.starts_with('!'))
 }
 
 /// A word of a statement: upper-cased when unquoted, `None` when quoted (a
@@ -187,13 +407,17 @@ const WORDS_KEPT: usize = 12;
 
 /// Statements cut at top-level `;`. The words of each are its leading
 /// words; inside a routine (`CREATE … FUNCTION/PROCEDURE/TRIGGER/EVENT`)
-/// `BEGIN`/`CASE` … `END` nest.
-fn statements(tokens: &[TokenWithSpan]) -> Vec<Statement> {
+/// `BEGIN`/`CASE` … `END` nest. With `executable_comments` (MySQL), a
+/// `/*!…*/` comment belongs to its statement.
+fn statements(tokens: &[TokenWithSpan], executable_comments: bool) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut current: Option<Statement> = None;
     let mut depth = 0usize;
     let mut all_words: Vec<Word> = Vec::new();
-    let significant: Vec<&TokenWithSpan> = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let significant: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)) || (executable_comments && executable_comment(&t.token)))
+        .collect();
     let mut i = 0;
     while i < significant.len() {
         let token = significant[i];
@@ -319,7 +543,11 @@ fn judge_postgres(s: &[Word]) -> Verdict {
         (Some("CREATE"), Some("INDEX")) if is(s.get(2), "CONCURRENTLY") => Some(3),
         (Some("CREATE"), Some("UNIQUE")) if is(s.get(2), "INDEX") && is(s.get(3), "CONCURRENTLY") => Some(4),
         (Some("DROP"), Some("INDEX")) if is(s.get(2), "CONCURRENTLY") => Some(3),
-        (Some("REINDEX"), _) if has(s, "CONCURRENTLY") || has(s, "DATABASE") || has(s, "SYSTEM") => Some(2),
+        (Some("REINDEX"), _)
+            if has(s, "CONCURRENTLY") || has(s, "DATABASE") || has(s, "SYSTEM") || has(s, "SCHEMA") =>
+        {
+            Some(2)
+        }
         (Some("ALTER"), Some("TABLE")) if has(s, "DETACH") && has(s, "CONCURRENTLY") => Some(2),
         (Some("VACUUM"), _) => Some(1),
         (Some("CREATE" | "DROP"), Some("DATABASE" | "TABLESPACE")) => Some(2),
@@ -389,19 +617,20 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
 /// The statements of `text` as the engine should run them one at a time, as
 /// byte ranges of `text` in order: cut at top-level `;` exactly as
 /// [`inspect`] reads them (a routine's or MariaDB's `BEGIN NOT ATOMIC`
-/// block's body stays whole). Running a file statement by statement tells
+/// block's body stays whole; MySQL's executable comments are part of
+/// their statement). Running a file statement by statement tells
 /// which statement failed on engines that report no position (SQLite,
 /// MySQL). `None` when the tokenizer cannot read the text: run it whole.
 /// Not for SQL Server, whose files are cut at `GO` lines.
 pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
-    let tokens = Tokenizer::new(dialect(driver), text).tokenize_with_location().ok()?;
+    let tokens = tokenize(driver, text).ok()?;
     let lines: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
     let byte = |at: Position| -> usize {
         let start = lines.get(at.line.saturating_sub(1) as usize).copied().unwrap_or(text.len());
         let skip = at.column.saturating_sub(1) as usize;
         text[start..].char_indices().nth(skip).map_or(text.len(), |(i, _)| start + i)
     };
-    Some(statements(&tokens).into_iter().map(|s| byte(s.at)..byte(s.end)).collect())
+    Some(statements(&tokens, driver == Driver::Mysql).into_iter().map(|s| byte(s.at)..byte(s.end)).collect())
 }
 
 /// Where, in the original file, the character at `offset` (1-based, as

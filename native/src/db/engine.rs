@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
@@ -115,6 +116,26 @@ pub(crate) trait Engine: Send + Sync {
     async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
+    /// Sets how long the statements that follow wait for a lock and may
+    /// run: for the open transaction only (`in_transaction`), or for the
+    /// session until [`Engine::reset_timeouts`]. Engines without lock waits
+    /// worth bounding (SQLite: one writer) do nothing.
+    async fn set_timeouts(
+        &self,
+        _conn: &mut Self::Conn,
+        _timeouts: Timeouts,
+        _in_transaction: bool,
+    ) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Gives the session its server's time-outs back.
+    async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}
+    /// The sessions that may be blocking a statement in `schema` (holders of
+    /// locks there, open transactions), one line each, read right after a
+    /// unit gave up waiting; empty when the engine cannot tell.
+    async fn blockers(&self, _conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// The tenant names (`tenantSelectSQL`).
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError>;
     /// The recorded migrations.
@@ -151,6 +172,4 @@ pub(crate) trait Engine: Send + Sync {
         created: &str,
         version_id: i64,
     ) -> Result<(), DbError>;
-    /// Deletes the version when no migration row refers to it.
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError>;
 }

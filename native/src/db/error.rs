@@ -96,7 +96,7 @@ pub(crate) enum DbError {
     /// A migration file cannot run as written (hidden transaction control,
     /// or a statement that needs the no-transaction directive); nothing ran.
     #[error("{0}; nothing was run")]
-    StatementRefused(#[from] strata_core::migrate::statements::StatementError),
+    StatementRefused(#[from] strata_core::migrate::statements::Refusals),
     /// The tenant insert statement failed.
     #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
     TenantInsertFailed {
@@ -134,7 +134,7 @@ impl From<sqlx::Error> for DbError {
             Cause::ReadOnly => DbError::ReadOnlyServer(describe(&error)),
             Cause::ConnectionLost => DbError::ConnectionLost(describe(&error)),
             Cause::PoolExhausted => DbError::PoolExhausted(describe(&error)),
-            Cause::Statement | Cause::LockLost => DbError::Query(error),
+            Cause::Statement | Cause::LockLost | Cause::LockTimeout | Cause::StatementTimeout => DbError::Query(error),
         }
     }
 }
@@ -154,6 +154,11 @@ pub(crate) enum Cause {
     /// The mutation's lease was taken by another mutation (it could not
     /// renew it in time); the version stopped before this unit.
     LockLost,
+    /// The statement waited for a lock longer than its lock time-out
+    /// (retried, then given up): another session holds the lock.
+    LockTimeout,
+    /// The statement ran longer than its statement time-out.
+    StatementTimeout,
 }
 
 impl Cause {
@@ -165,6 +170,8 @@ impl Cause {
             Cause::ConnectionLost => "CONNECTION_LOST",
             Cause::PoolExhausted => "POOL_EXHAUSTED",
             Cause::LockLost => "LOCK_LOST",
+            Cause::LockTimeout => "LOCK_TIMEOUT",
+            Cause::StatementTimeout => "STATEMENT_TIMEOUT",
         }
     }
 
@@ -172,14 +179,28 @@ impl Cause {
     /// transaction), MySQL/MariaDB 1290 (`--read-only`) and 1836
     /// (read-only mode); PgBouncer's time-outs and full pools; connection
     /// exceptions (SQLSTATE class 08, 57P01–57P03) and I/O or protocol
-    /// failures.
+    /// failures; lock time-outs (PostgreSQL 55P03, MySQL/MariaDB 1205) and
+    /// statement time-outs (PostgreSQL 57014 "statement timeout", MariaDB
+    /// 1969, MySQL 3024).
     pub(crate) fn of(error: &sqlx::Error) -> Cause {
         match error {
             sqlx::Error::Database(database) => {
                 let code = database.code().unwrap_or_default();
                 let message = database.message();
-                let mysql_number = code.parse::<u32>().ok();
-                if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only") {
+                // MySQL/MariaDB report an SQLSTATE too; their error number
+                // is what tells the causes apart.
+                let mysql_number = database
+                    .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                    .map(|e| u32::from(e.number()))
+                    .or_else(|| code.parse::<u32>().ok());
+                if code == "55P03" || mysql_number == Some(1205) {
+                    Cause::LockTimeout
+                } else if (code == "57014" && message.contains("statement timeout"))
+                    || matches!(mysql_number, Some(1969 | 3024))
+                {
+                    Cause::StatementTimeout
+                } else if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only")
+                {
                     Cause::ReadOnly
                 } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
                     Cause::PoolExhausted
@@ -211,6 +232,12 @@ pub(crate) fn describe(error: &sqlx::Error) -> String {
     }
 }
 
+/// `text` on one line, blanks squeezed (another session's statement in an
+/// error message).
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// What a failed migration leaves behind, for the error message and the
 /// GraphQL `extensions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,11 +252,14 @@ pub(crate) struct MigrationFailure {
     pub(crate) message: String,
     /// The version holding what committed; `None` when nothing did.
     pub(crate) version_id: Option<i64>,
-    /// Schemas whose steps of this version committed (applied and
+    /// Schemas all of whose steps of this version committed (applied and
     /// recorded), sorted.
     pub(crate) committed: Vec<String>,
-    /// Schemas with steps of this version not committed, sorted (the
-    /// failing one among them).
+    /// Schemas some of whose steps committed and some not (an earlier
+    /// segment, a no-transaction file), sorted.
+    pub(crate) partly_committed: Vec<String>,
+    /// Schemas none of whose steps committed, sorted. The failing schema
+    /// is here or among the partly committed.
     pub(crate) not_committed: Vec<String>,
     /// The failing file ran outside a transaction (the directive, or an
     /// engine without transactional DDL) and may be partly applied.
@@ -257,6 +287,14 @@ impl std::fmt::Display for MigrationFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.cause {
             Cause::Statement => write!(f, "migration {} failed in schema {}", self.file, self.schema)?,
+            Cause::LockTimeout => write!(
+                f,
+                "migration {} gave up waiting for a lock in schema {} (another session holds it)",
+                self.file, self.schema
+            )?,
+            Cause::StatementTimeout => {
+                write!(f, "migration {} ran longer than its statement time-out in schema {}", self.file, self.schema)?
+            }
             Cause::ConnectionLost => write!(
                 f,
                 "the connection to the database was lost while migration {} ran in schema {}",
@@ -280,7 +318,8 @@ impl std::fmt::Display for MigrationFailure {
                 self.file, self.schema
             )?,
         }
-        match self.at.filter(|_| self.cause == Cause::Statement) {
+        let placed = matches!(self.cause, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout);
+        match self.at.filter(|_| placed) {
             Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
             Some(at) => write!(f, " at line {}", at.line)?,
             None => {}
@@ -298,15 +337,22 @@ impl std::fmt::Display for MigrationFailure {
         } else {
             write!(f, "; {}'s transaction was rolled back", self.schema)?;
         }
+        let applied = self.applied.migrations_grand_total() + self.applied.scripts_grand_total();
         match self.version_id {
-            Some(id) if !self.committed.is_empty() => write!(
-                f,
-                "; {} schema(s) committed before the failure stay applied and recorded in version {id} ({})",
-                self.committed.len(),
-                some_names(&self.committed)
-            )?,
-            Some(id) => write!(f, "; version {id} holds the new tenant only")?,
+            Some(id) if applied == 0 => write!(f, "; version {id} holds the new tenant only")?,
+            Some(id) => write!(f, "; what committed before the failure stays applied and recorded in version {id}")?,
             None => write!(f, "; nothing was recorded")?,
+        }
+        if !self.committed.is_empty() {
+            write!(f, "; {} schema(s) committed ({})", self.committed.len(), some_names(&self.committed))?;
+        }
+        if !self.partly_committed.is_empty() {
+            write!(
+                f,
+                "; {} schema(s) partly committed ({})",
+                self.partly_committed.len(),
+                some_names(&self.partly_committed)
+            )?;
         }
         let advice = match self.cause {
             Cause::Statement => "fix the file and run again to apply what is left",
@@ -314,12 +360,18 @@ impl std::fmt::Display for MigrationFailure {
             Cause::ReadOnly => "point dataSource at the primary and run again to apply what is left",
             Cause::PoolExhausted => "enlarge the pool or lower tenantConcurrency, and run again to apply what is left",
             Cause::LockLost => "run again to apply what is left",
+            Cause::LockTimeout => {
+                "end or wait out the blocking session (or raise lockTimeoutMillis / lockRetries, or the file's \
+                 strata:lock-timeout), and run again to apply what is left"
+            }
+            Cause::StatementTimeout => {
+                "raise statementTimeoutSeconds (or the file's strata:statement-timeout), and run again to apply \
+                 what is left"
+            }
         };
-        write!(
-            f,
-            "; {} schema(s) not committed ({}); {advice}",
-            self.not_committed.len(),
-            some_names(&self.not_committed)
-        )
+        if !self.not_committed.is_empty() {
+            write!(f, "; {} schema(s) not committed ({})", self.not_committed.len(), some_names(&self.not_committed))?;
+        }
+        write!(f, "; {advice}")
     }
 }

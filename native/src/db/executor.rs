@@ -23,14 +23,28 @@
 //!   everywhere; the units of a single-schema segment run one after another;
 //!   the units of a tenant segment (one per tenant) run on up to
 //!   `tenantConcurrency` connections at once.
+//! - **Lock waits are bounded.** Every file runs with a lock time-out (and
+//!   optionally a statement time-out), per transaction where it runs in one
+//!   (so a pooler never carries it to another client); a unit that hit the
+//!   lock time-out rolls back and runs again after a growing, jittered wait
+//!   (core's `lock_wait`), up to its retries; what committed before (a
+//!   no-transaction file, a commit after `ALTER TYPE … ADD VALUE`) is not
+//!   run again. A statement that runs outside a transaction is retried
+//!   alone. When a unit gives up, its error names the sessions that block
+//!   it.
 //! - **A failure stops the version.** The failing unit rolls back, units
 //!   already running finish, no new one starts; what committed stays applied
 //!   and recorded in the version, and the error names the file, the schema,
 //!   the position in the file, and the schemas committed and not.
 //! - **Non-transactional files** (`-- strata:no-transaction`) run alone,
 //!   outside any transaction, between the transactions of their unit, and
-//!   are recorded right after they succeed. A failed one may be partly
-//!   applied: the error says so, and nothing of it is recorded.
+//!   are recorded right after they succeed; they run statement by statement
+//!   (several statements in one message would make PostgreSQL wrap them in
+//!   one implicit transaction). A failed one may be partly applied: the
+//!   error says so, and nothing of it is recorded.
+//! - **A version row never stands empty.** It is written in the first
+//!   transaction that commits something of the version (a step, or the new
+//!   tenant), never before.
 //! - **Engines without transactional DDL** (MySQL/MariaDB) run every step in
 //!   its own implicit commit and record it right after; a dry run executes
 //!   nothing there.
@@ -40,11 +54,12 @@ use std::sync::{Arc, Mutex};
 
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
 use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::statements::{self, Position};
+use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
 
-use super::engine::{Engine, Failure, Record};
+use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
 use super::types::{MutationOutcome, MutationRequest, Preview, VersionRow};
 
@@ -64,6 +79,8 @@ pub(crate) struct Settings {
     /// Tenants are the service's own `svc.svc_tenants` (no tenant
     /// statement configured): none yet when the service's tables are not.
     pub(crate) default_tenant_table: bool,
+    /// Lock and statement time-outs, before a file's directives.
+    pub(crate) timeouts: Timeouts,
 }
 
 impl Settings {
@@ -76,6 +93,7 @@ impl Settings {
             concurrency: config.tenant_concurrency.clamp(1, max_concurrency.max(1)),
             placeholder: config.schema_placeholder.clone(),
             default_tenant_table: config.default_tenant_table,
+            timeouts: Timeouts::from_config(config),
         }
     }
 }
@@ -102,14 +120,13 @@ pub(crate) async fn preview<E: Engine>(
 }
 
 /// Plans (core) and reads every file the plan executes (core's
-/// `statements::inspect`). Returns the plan and, per source, whether it
-/// runs outside a transaction.
+/// `statements::inspect`). Returns the plan and, per source, how it runs.
 fn plan_checked(
     driver: Driver,
     request: &MutationRequest<'_>,
     tenants: &[String],
     applied: &[strata_core::migrate::plan::AppliedMigration],
-) -> Result<(Plan, Vec<bool>), DbError> {
+) -> Result<(Plan, Vec<FileMode>), DbError> {
     let plan = plan(PlanInput {
         sources: request.sources,
         applied,
@@ -151,7 +168,7 @@ async fn locked<E: Engine>(
     if let Some(observer) = request.observer {
         observer.started(&plan, request.sources);
     }
-    let run = Run { engine, settings, request, plan: &plan, no_transaction: &modes, lock };
+    let run = Run { engine, settings, request, plan: &plan, modes: &modes, lock };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
     // One transaction for the version needs every schema at once; per
@@ -175,20 +192,29 @@ async fn locked<E: Engine>(
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):
-/// refuses hidden transaction control and statements that need the
-/// directive, before anything runs. Returns, per source, whether it runs
-/// outside a transaction.
-fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<bool>, DbError> {
-    let mut modes: Vec<Option<bool>> = vec![None; sources.len()];
+/// refuses hidden transaction control, statements that need the directive
+/// and unknown directives, before anything runs — every refusal of every
+/// file at once. Returns, per source, how it runs.
+fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<FileMode>, DbError> {
+    let mut modes: Vec<Option<FileMode>> = vec![None; sources.len()];
+    let mut refused = Vec::new();
     for step in plan.steps.iter().filter(|s| s.execute) {
         let index = step.migration as usize;
         if modes[index].is_none() {
             let migration = &sources[index];
-            let mode = statements::inspect(driver, &migration.file, &migration.contents)?;
-            modes[index] = Some(mode.no_transaction);
+            modes[index] = Some(match statements::inspect(driver, &migration.file, &migration.contents) {
+                Ok(mode) => mode,
+                Err(Refusals(refusals)) => {
+                    refused.extend(refusals);
+                    FileMode::default()
+                }
+            });
         }
     }
-    Ok(modes.into_iter().map(|m| m.unwrap_or(false)).collect())
+    if !refused.is_empty() {
+        return Err(DbError::StatementRefused(Refusals(refused)));
+    }
+    Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// What has committed so far in a per-schema run.
@@ -211,10 +237,6 @@ impl Progress {
         self.version.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(id);
     }
 
-    fn clear_version(&self) {
-        *self.version.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
     fn committed(&self, steps: &[u32]) {
         self.steps.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(steps);
     }
@@ -226,13 +248,13 @@ struct Run<'a, E: Engine> {
     settings: &'a Settings,
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
-    no_transaction: &'a [bool],
+    modes: &'a [FileMode],
 }
 
 /// Why a unit did not commit.
 enum UnitError {
-    /// A migration failed.
-    Migration { step: u32, failure: Failure, partly: bool },
+    /// A migration failed (after `attempts` attempts).
+    Migration { step: u32, failure: Failure, partly: bool, attempts: u32 },
     /// Anything else (bookkeeping, connection).
     Other(DbError),
 }
@@ -277,12 +299,31 @@ impl<E: Engine> Run<'_, E> {
         self.plan.schema_of(&self.plan.steps[step as usize])
     }
 
-    fn runs_outside_transaction(&self, step: u32) -> bool {
-        let step = &self.plan.steps[step as usize];
-        step.execute && self.no_transaction[step.migration as usize]
+    fn mode(&self, step: u32) -> &FileMode {
+        &self.modes[self.plan.steps[step as usize].migration as usize]
     }
 
-    async fn execute(&self, conn: &mut E::Conn, step: u32) -> Result<(), UnitError> {
+    fn runs_outside_transaction(&self, step: u32) -> bool {
+        self.plan.steps[step as usize].execute && self.mode(step).no_transaction
+    }
+
+    /// The step's file asks for a commit right after it (and runs in a
+    /// transaction).
+    fn commits_after(&self, step: u32) -> bool {
+        self.plan.steps[step as usize].execute && self.mode(step).commit_after && !self.request.dry_run
+    }
+
+    /// The time-outs the step's file runs with.
+    fn timeouts(&self, step: u32) -> Timeouts {
+        self.settings.timeouts.for_file(self.mode(step))
+    }
+
+    /// Runs a step's file. Inside the unit's transaction: whole, with the
+    /// file's time-outs for that transaction (set again only when they
+    /// change: `current`). Outside one (the directive, or an engine without
+    /// transactional DDL): statement by statement with the session's
+    /// time-outs, a statement that hit the lock time-out retried alone.
+    async fn execute(&self, conn: &mut E::Conn, step: u32, current: &mut Option<Timeouts>) -> Result<(), UnitError> {
         if !self.plan.steps[step as usize].execute {
             return Ok(());
         }
@@ -290,8 +331,75 @@ impl<E: Engine> Run<'_, E> {
             observer.running(self.schema(step), &self.migration(step).file);
         }
         let sql = self.migration(step).sql_for(&self.settings.placeholder, self.schema(step));
+        let timeouts = self.timeouts(step);
         let partly = self.runs_outside_transaction(step) || !self.engine.transactional_ddl();
-        self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration { step, failure, partly })
+        if !partly {
+            if *current != Some(timeouts) {
+                self.engine.set_timeouts(conn, timeouts, true).await?;
+                *current = Some(timeouts);
+            }
+            return self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
+                step,
+                failure,
+                partly,
+                attempts: 1,
+            });
+        }
+        self.engine.set_timeouts(conn, timeouts, false).await?;
+        let result = self.execute_alone(conn, step, &sql, timeouts).await;
+        self.engine.reset_timeouts(conn).await;
+        result
+    }
+
+    /// A file outside any transaction, statement by statement (SQL Server:
+    /// whole, its engine cuts `GO` batches).
+    async fn execute_alone(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        sql: &str,
+        timeouts: Timeouts,
+    ) -> Result<(), UnitError> {
+        let statements = match self.engine.driver() {
+            Driver::SqlServer => vec![0..sql.len()],
+            driver => engine::statements_of(driver, sql),
+        };
+        for range in statements {
+            let mut attempts = 1;
+            loop {
+                let Err(mut failure) = self.engine.execute(conn, &sql[range.clone()]).await else { break };
+                let retry = failure.cause == Cause::LockTimeout && attempts <= timeouts.retries;
+                if failure.cause == Cause::LockTimeout {
+                    crate::telemetry::lock_timed_out(retry);
+                }
+                if retry {
+                    self.wait_before_retry(step, attempts).await;
+                    attempts += 1;
+                    continue;
+                }
+                let before = sql[..range.start].chars().count();
+                failure.offset = failure.offset.map(|offset| offset + before);
+                if failure.offset.is_none() && failure.line.is_none() {
+                    failure.offset = Some(before + 1);
+                }
+                return Err(UnitError::Migration { step, failure, partly: true, attempts });
+            }
+        }
+        Ok(())
+    }
+
+    /// Sleeps before retry `attempt` (from 1) of `step`, jittered.
+    async fn wait_before_retry(&self, step: u32, attempt: u32) {
+        let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
+        let wait = lock_wait::wait_before_retry_ms(attempt, jitter);
+        tracing::warn!(
+            file = %self.migration(step).file,
+            schema = %self.schema(step),
+            attempt,
+            wait_ms = wait,
+            "a migration statement gave up waiting for a lock; rolled back, running it again after a wait"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
     }
 
     async fn record(&self, conn: &mut E::Conn, steps: &[u32], version_id: i64) -> Result<(), DbError> {
@@ -302,11 +410,23 @@ impl<E: Engine> Run<'_, E> {
 
     /// Records one step that ran outside a transaction, in a transaction
     /// of its own (statements with bound values never run outside one: a
-    /// pooler in transaction mode may send them to another server).
-    async fn record_alone(&self, conn: &mut E::Conn, step: u32, version_id: i64) -> Result<(), DbError> {
+    /// pooler in transaction mode may send them to another server), with
+    /// the version's row when none has committed yet.
+    async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
         self.engine.begin(conn).await?;
-        match self.record(conn, &[step], version_id).await {
-            Ok(()) => self.engine.commit(conn).await,
+        let recorded = async {
+            let version_id = self.version_id(conn, progress).await?;
+            self.record(conn, &[step], version_id).await?;
+            Ok::<_, DbError>(version_id)
+        }
+        .await;
+        match recorded {
+            Ok(version_id) => {
+                self.engine.commit(conn).await?;
+                progress.set_version(version_id);
+                self.committed(progress, &[step]);
+                Ok(())
+            }
             Err(error) => {
                 let _ = self.engine.rollback(conn).await;
                 Err(error)
@@ -326,60 +446,62 @@ impl<E: Engine> Run<'_, E> {
     /// The whole version in one transaction on one connection (dry runs,
     /// and `transactionScope: version`). A dry run skips non-transactional
     /// files (they cannot run in a transaction) and rolls everything back;
-    /// otherwise the version's transaction commits before such a file and
-    /// goes on after it.
+    /// otherwise the version's transaction commits before such a file (and
+    /// after a file that asks for a commit) and goes on after it. A lock
+    /// time-out is not retried here: the unit would be the whole version.
     async fn whole_version(&self, conn: &mut E::Conn) -> Result<Option<VersionRow>, DbError> {
         let dry = self.request.dry_run;
-        self.engine.begin(conn).await?;
+        let progress = Progress::default();
         let mut pending: Vec<u32> = Vec::new();
+        let mut current = None;
+        let mut tenant_in_transaction = false;
+        self.engine.begin(conn).await?;
         let result = async {
             if let Some(tenant) = &self.plan.new_tenant {
                 self.engine.create_tenant(conn, tenant).await?;
+                tenant_in_transaction = true;
             }
-            let version_id = if dry {
-                0
-            } else {
-                let request = self.request;
-                self.engine.insert_version(conn, request.version_name, request.created, request.request_id).await?
-            };
             for step in 0..self.plan.steps.len() as u32 {
                 if self.runs_outside_transaction(step) {
                     if dry {
                         continue;
                     }
-                    self.record(conn, &pending, version_id).await?;
-                    self.engine.commit(conn).await?;
-                    self.notify_committed(&pending);
-                    pending.clear();
-                    self.execute(conn, step).await?;
-                    self.record_alone(conn, step, version_id).await?;
-                    self.notify_committed(&[step]);
+                    self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
+                    (pending, tenant_in_transaction) = (Vec::new(), false);
+                    self.execute(conn, step, &mut current).await?;
+                    self.record_alone(conn, step, &progress).await?;
                     self.engine.begin(conn).await?;
+                    current = None;
                     continue;
                 }
-                self.execute(conn, step).await?;
+                self.execute(conn, step, &mut current).await?;
                 pending.push(step);
+                if self.commits_after(step) {
+                    self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
+                    (pending, tenant_in_transaction) = (Vec::new(), false);
+                    self.engine.begin(conn).await?;
+                    current = None;
+                }
             }
             if !dry {
-                self.record(conn, &pending, version_id).await?;
+                self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
             }
-            Ok::<_, UnitError>(version_id)
+            Ok::<_, UnitError>(())
         }
         .await;
         match result {
-            Ok(version_id) if !dry => {
-                self.engine.commit(conn).await?;
-                self.notify_committed(&pending);
-                Ok(Some(self.version_row(version_id)))
-            }
-            Ok(_) => {
+            Ok(()) if !dry => Ok(progress.version().map(|id| self.version_row(id))),
+            Ok(()) => {
                 self.engine.rollback(conn).await?;
                 self.notify_committed(&pending);
                 Ok(None)
             }
             Err(error) => {
                 let _ = self.engine.rollback(conn).await;
-                Err(self.failure(error, None, &[], true))
+                let version_id = progress.version();
+                let whole = !progress.tenant_created.load(Ordering::SeqCst);
+                let committed = progress.steps.into_inner().unwrap_or_else(|e| e.into_inner());
+                Err(self.failure(error, version_id, &committed, whole && committed.is_empty()))
             }
         }
     }
@@ -472,28 +594,69 @@ impl<E: Engine> Run<'_, E> {
     }
 
     /// One unit: its steps in one transaction with their rows, split around
-    /// non-transactional files; the new tenant is created in the first
-    /// transaction of its unit. Engines without transactional DDL record
-    /// each step right after it ran. What commits goes to `progress`.
+    /// non-transactional files and after files that ask for a commit; the
+    /// new tenant is created in the first transaction of its unit. Engines
+    /// without transactional DDL record each step right after it ran. What
+    /// commits goes to `progress`. A unit that hit the lock time-out runs
+    /// again after a wait (what committed is not run again), up to the
+    /// failing file's retries; when it gives up, its error names the
+    /// sessions that block it.
     async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
-        if !self.engine.lock_held(self.lock) {
-            return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
+        let mut attempts = 1;
+        loop {
+            if !self.engine.lock_held(self.lock) {
+                return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
+            }
+            let schema = match self.plan.new_tenant.as_deref() {
+                Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
+                _ => self.plan.schemas[unit.schema as usize].clone(),
+            };
+            self.engine.enter(conn, &schema).await?;
+            let result = self.unit_entered(conn, unit, progress, attempts > 1).await;
+            self.engine.leave(conn, &schema).await;
+            match result {
+                Err(UnitError::Migration { step, failure, partly: false, .. })
+                    if failure.cause == Cause::LockTimeout && attempts <= self.timeouts(step).retries =>
+                {
+                    crate::telemetry::lock_timed_out(true);
+                    self.wait_before_retry(step, attempts).await;
+                    attempts += 1;
+                }
+                Err(UnitError::Migration { step, mut failure, partly, attempts: tried })
+                    if failure.cause == Cause::LockTimeout =>
+                {
+                    let attempts = if partly { tried } else { attempts };
+                    if !partly {
+                        crate::telemetry::lock_timed_out(false);
+                    }
+                    failure.message = self.blocked(conn, step, failure.message, attempts).await;
+                    return Err(UnitError::Migration { step, failure, partly, attempts });
+                }
+                other => return other.map_err(|error| self.placed(error, unit, progress)),
+            }
         }
-        let schema = match self.plan.new_tenant.as_deref() {
-            Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
-            _ => self.plan.schemas[unit.schema as usize].clone(),
-        };
-        self.engine.enter(conn, &schema).await?;
-        let result = self.unit_entered(conn, unit, progress).await;
-        self.engine.leave(conn, &schema).await;
-        result.map_err(|error| self.placed(error, unit, progress))
+    }
+
+    /// A lock time-out's message, with how long it waited and the sessions
+    /// that block it (read while they still do).
+    async fn blocked(&self, conn: &mut E::Conn, step: u32, message: String, attempts: u32) -> String {
+        let lock_ms = self.timeouts(step).lock_ms;
+        let blockers = self.engine.blockers(conn, self.schema(step)).await;
+        let mut text = format!("{message} (lock time-out {lock_ms} ms, {attempts} attempt(s))");
+        if blockers.is_empty() {
+            text.push_str("; no blocking session is left now");
+        } else {
+            text.push_str("; blocked by: ");
+            text.push_str(&blockers.join("; "));
+        }
+        text
     }
 
     /// A failure of the database under a unit (the connection lost, the
     /// server read-only, the pool exhausted, the lease lost) outside its
-    /// migrations' statements,
-    /// placed at the unit's first step not committed: reported like a failed
-    /// migration, with what committed and what did not.
+    /// migrations' statements, placed at the unit's first step not
+    /// committed: reported like a failed migration, with what committed
+    /// and what did not.
     fn placed(&self, error: UnitError, unit: &Unit, progress: &Progress) -> UnitError {
         let cause = match &error {
             UnitError::Other(DbError::ConnectionLost(_)) => Cause::ConnectionLost,
@@ -511,63 +674,74 @@ impl<E: Engine> Run<'_, E> {
             }
             other => other.to_string(),
         };
-        UnitError::Migration { step, failure: Failure { message, offset: None, line: None, cause }, partly: false }
+        let failure = Failure { message, offset: None, line: None, cause };
+        UnitError::Migration { step, failure, partly: false, attempts: 1 }
     }
 
-    /// [`Run::unit`] once its schema is usable on `conn`.
-    async fn unit_entered(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
+    /// [`Run::unit`] once its schema is usable on `conn`; `resume`: a retry,
+    /// which skips what committed before.
+    async fn unit_entered(
+        &self,
+        conn: &mut E::Conn,
+        unit: &Unit,
+        progress: &Progress,
+        resume: bool,
+    ) -> Result<(), UnitError> {
+        let steps: Vec<u32> = if resume {
+            let committed = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            unit.steps.iter().copied().filter(|step| !committed.contains(step)).collect()
+        } else {
+            unit.steps.clone()
+        };
         let tenant = self
             .plan
             .new_tenant
             .as_deref()
-            .filter(|tenant| unit.steps.is_empty() || self.plan.schemas[unit.schema as usize] == *tenant);
+            .filter(|tenant| unit.steps.is_empty() || self.plan.schemas[unit.schema as usize] == *tenant)
+            .filter(|_| !progress.tenant_created.load(Ordering::SeqCst));
+        let mut current = None;
         if !self.engine.transactional_ddl() {
-            let version_id = self.version_id(conn, progress).await?;
-            progress.set_version(version_id);
-            let result = async {
-                if let Some(tenant) = tenant {
-                    self.engine.create_tenant(conn, tenant).await?;
-                    progress.tenant_created.store(true, Ordering::SeqCst);
-                }
-                for &step in &unit.steps {
-                    self.execute(conn, step).await?;
-                    self.record_alone(conn, step, version_id).await?;
-                    self.committed(progress, &[step]);
-                }
-                Ok::<_, UnitError>(())
-            }
-            .await;
-            // Nothing of the version took place: no version either.
-            let nothing = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
-                && !progress.tenant_created.load(Ordering::SeqCst);
-            if result.is_err() && nothing {
-                let _ = self.engine.delete_empty_version(conn, version_id).await;
-                progress.clear_version();
-            }
-            return result;
-        }
-        let mut pending: Vec<u32> = Vec::new();
-        self.engine.begin(conn).await?;
-        let result = async {
-            let mut version_id = self.version_id(conn, progress).await?;
             if let Some(tenant) = tenant {
                 self.engine.create_tenant(conn, tenant).await?;
+                // The version's row with it: the version holds the tenant.
+                let version_id = self.version_id(conn, progress).await?;
+                progress.set_version(version_id);
+                progress.tenant_created.store(true, Ordering::SeqCst);
             }
-            for &step in &unit.steps {
+            for step in steps {
+                self.execute(conn, step, &mut current).await?;
+                self.record_alone(conn, step, progress).await?;
+            }
+            return Ok(());
+        }
+        let mut pending: Vec<u32> = Vec::new();
+        let mut tenant_in_transaction = false;
+        self.engine.begin(conn).await?;
+        let result = async {
+            if let Some(tenant) = tenant {
+                self.engine.create_tenant(conn, tenant).await?;
+                tenant_in_transaction = true;
+            }
+            for step in steps {
                 if self.runs_outside_transaction(step) {
-                    self.commit_unit(conn, &pending, version_id, tenant.is_some(), progress).await?;
-                    pending.clear();
-                    self.execute(conn, step).await?;
-                    self.record_alone(conn, step, version_id).await?;
-                    self.committed(progress, &[step]);
+                    self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
+                    (pending, tenant_in_transaction) = (Vec::new(), false);
+                    self.execute(conn, step, &mut current).await?;
+                    self.record_alone(conn, step, progress).await?;
                     self.engine.begin(conn).await?;
-                    version_id = self.version_id(conn, progress).await?;
+                    current = None;
                     continue;
                 }
-                self.execute(conn, step).await?;
+                self.execute(conn, step, &mut current).await?;
                 pending.push(step);
+                if self.commits_after(step) {
+                    self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
+                    (pending, tenant_in_transaction) = (Vec::new(), false);
+                    self.engine.begin(conn).await?;
+                    current = None;
+                }
             }
-            self.commit_unit(conn, &pending, version_id, tenant.is_some(), progress).await?;
+            self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
             Ok::<_, UnitError>(())
         }
         .await;
@@ -577,16 +751,21 @@ impl<E: Engine> Run<'_, E> {
         result
     }
 
-    /// Records `steps` and commits the open transaction of a unit, then
-    /// notes what committed (the version row with the first commit).
-    async fn commit_unit(
+    /// Ends a unit's open transaction: commits `steps` with their rows (and
+    /// the version's row, when none has committed yet) and the new tenant
+    /// when `creates_tenant`; an empty one is rolled back, so a version row
+    /// never commits alone.
+    async fn close_transaction(
         &self,
         conn: &mut E::Conn,
         steps: &[u32],
-        version_id: i64,
         creates_tenant: bool,
         progress: &Progress,
     ) -> Result<(), DbError> {
+        if steps.is_empty() && !creates_tenant {
+            return self.engine.rollback(conn).await;
+        }
+        let version_id = self.version_id(conn, progress).await?;
         self.record(conn, steps, version_id).await?;
         self.engine.commit(conn).await?;
         progress.set_version(version_id);
@@ -601,7 +780,7 @@ impl<E: Engine> Run<'_, E> {
     fn failure(&self, error: UnitError, version_id: Option<i64>, committed: &[u32], whole: bool) -> DbError {
         let (step, failure, partly) = match error {
             UnitError::Other(error) => return error,
-            UnitError::Migration { step, failure, partly } => (step, failure, partly),
+            UnitError::Migration { step, failure, partly, .. } => (step, failure, partly),
         };
         let migration = self.migration(step);
         let schema = self.schema(step).to_string();
@@ -616,16 +795,27 @@ impl<E: Engine> Run<'_, E> {
         for &step in committed {
             done[step as usize] = true;
         }
-        let schemas_where = |want: bool| {
-            let mut names: Vec<String> = (0..self.plan.steps.len())
-                .filter(|&i| done[i] == want)
-                .map(|i| self.plan.schema_of(&self.plan.steps[i]).to_string())
+        // Per schema: every step committed, some, or none — three lists
+        // that never share a name (the failing schema is in one of the
+        // last two).
+        let (mut all, mut some) = (vec![true; self.plan.schemas.len()], vec![false; self.plan.schemas.len()]);
+        for (i, step) in self.plan.steps.iter().enumerate() {
+            all[step.schema as usize] &= done[i];
+            some[step.schema as usize] |= done[i];
+        }
+        let in_plan = |i: &usize| self.plan.steps.iter().any(|step| step.schema as usize == *i);
+        let names_where = |keep: &dyn Fn(usize) -> bool| {
+            let mut names: Vec<String> = (0..self.plan.schemas.len())
+                .filter(in_plan)
+                .filter(|&i| keep(i))
+                .map(|i| self.plan.schemas[i].clone())
                 .collect();
             names.sort();
-            names.dedup();
             names
         };
-        let (committed_names, not_committed) = (schemas_where(true), schemas_where(false));
+        let committed_names = names_where(&|i| all[i]);
+        let partly_committed = names_where(&|i| some[i] && !all[i]);
+        let not_committed = names_where(&|i| !some[i]);
         let applied = self.plan.counts_of(self.request.sources, committed);
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file: migration.file.clone(),
@@ -634,6 +824,7 @@ impl<E: Engine> Run<'_, E> {
             message: failure.message,
             version_id,
             committed: committed_names,
+            partly_committed,
             not_committed,
             partly_applied: partly,
             whole_version: whole,

@@ -21,10 +21,11 @@ use sqlx::{AssertSqlSafe, MySql};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{self, Engine, Failure, Record};
-use super::error::{DbError, describe};
+use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
@@ -36,6 +37,8 @@ pub(crate) struct MysqlEngine {
     lease_seconds: u64,
     tenant_select_sql: String,
     tenant_insert_sql: String,
+    /// MariaDB (its statement time-out is `max_statement_time`).
+    mariadb: bool,
 }
 
 impl MysqlEngine {
@@ -60,7 +63,9 @@ impl MysqlEngine {
                  replicated to every node; DDL is replicated in total order (TOI)"
             );
         }
+        let mariadb: i64 = sqlx::query_scalar(sql::IS_MARIADB).fetch_one(&pool).await?;
         Ok(MysqlEngine {
+            mariadb: mariadb == 1,
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
@@ -107,10 +112,12 @@ pub(crate) struct MysqlLeaseRow(MySqlPool);
 /// A conflict with a concurrent writer: InnoDB's deadlock, Galera's
 /// certification failure (reported as a deadlock), a lock wait time-out.
 fn is_conflict(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>())
-        .is_some_and(|e| matches!(e.number(), ER_LOCK_DEADLOCK | ER_LOCK_WAIT_TIMEOUT))
+    error_number(error).is_some_and(|number| matches!(number, ER_LOCK_DEADLOCK | ER_LOCK_WAIT_TIMEOUT))
+}
+
+/// The server's error number.
+fn error_number(error: &sqlx::Error) -> Option<u16> {
+    error.as_database_error().and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>()).map(|e| e.number())
 }
 
 /// InnoDB's deadlock, and Galera's certification failure.
@@ -234,7 +241,7 @@ impl Engine for MysqlEngine {
     /// is the error's position, or the line the server names within it
     /// ("… at line 3", which is then dropped from the message). A statement
     /// that lost a deadlock or a certification (Galera) runs again, up to
-    /// 3 times.
+    /// 3 times; one that hit the lock time-out is the executor's to retry.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for range in engine::statements_of(Driver::Mysql, text) {
             let start = range.start;
@@ -243,7 +250,7 @@ impl Engine for MysqlEngine {
                 // Each statement commits on its own here, so one that lost a
                 // deadlock or Galera's certification was rolled back whole
                 // and runs again, a bounded number of times.
-                if is_conflict(&e) && attempt < CONFLICT_RETRIES {
+                if error_number(&e) == Some(ER_LOCK_DEADLOCK) && attempt < CONFLICT_RETRIES {
                     attempt += 1;
                     tracing::warn!(attempt, error = %describe(&e), "a statement conflicted with another writer; running it again");
                     tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
@@ -255,6 +262,63 @@ impl Engine for MysqlEngine {
             }
         }
         Ok(())
+    }
+
+    /// `lock_wait_timeout` (metadata locks) and `innodb_lock_wait_timeout`
+    /// (row locks), in whole seconds (at least 1); the statement time-out
+    /// (`max_statement_time` on MariaDB, `max_execution_time` on MySQL,
+    /// which bounds `SELECT` only). Session settings: MySQL commits each
+    /// DDL statement on its own.
+    async fn set_timeouts(
+        &self,
+        conn: &mut Self::Conn,
+        timeouts: Timeouts,
+        _in_transaction: bool,
+    ) -> Result<(), DbError> {
+        if timeouts.lock_ms == 0 {
+            sqlx::query(sql::RESET_LOCK_TIMEOUTS).execute(&mut **conn).await?;
+        } else {
+            let seconds = timeouts.lock_ms.div_ceil(1000).max(1);
+            sqlx::query(sql::SET_LOCK_TIMEOUTS).bind(seconds).bind(seconds).execute(&mut **conn).await?;
+        }
+        if self.mariadb {
+            let seconds = timeouts.statement_ms as f64 / 1000.0;
+            sqlx::query(sql::SET_MARIADB_STATEMENT_TIMEOUT).bind(seconds).execute(&mut **conn).await?;
+        } else {
+            sqlx::query(sql::SET_MYSQL_STATEMENT_TIMEOUT).bind(timeouts.statement_ms).execute(&mut **conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn reset_timeouts(&self, _conn: &mut Self::Conn) {
+        // Set again before every file: nothing to undo between them.
+    }
+
+    /// Other sessions with an open transaction or in the schema: id, user,
+    /// command, seconds in it, transaction start, statement.
+    async fn blockers(&self, conn: &mut Self::Conn, schema: &str) -> Vec<String> {
+        let rows: Result<Vec<(String, String, String, String, String, String)>, sqlx::Error> =
+            sqlx::query_as(sql::BLOCKERS).bind(schema).fetch_all(&mut **conn).await;
+        match rows {
+            Ok(rows) => rows
+                .into_iter()
+                .map(|(id, user, command, seconds, since, query)| {
+                    let transaction = if since.is_empty() {
+                        "no open transaction".to_string()
+                    } else {
+                        format!("transaction since {since}")
+                    };
+                    format!(
+                        "connection {id} of {user} ({command} for {seconds} s, {transaction}), statement: {}",
+                        if query.is_empty() { "none".to_string() } else { one_line(&query) }
+                    )
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %describe(&e), "the blocking sessions could not be read");
+                Vec::new()
+            }
+        }
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
@@ -344,11 +408,6 @@ impl Engine for MysqlEngine {
                 .execute(&mut **conn)
                 .await?;
         }
-        Ok(())
-    }
-
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
-        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).bind(version_id).execute(&mut **conn).await?;
         Ok(())
     }
 }

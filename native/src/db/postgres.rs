@@ -23,10 +23,11 @@ use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder, Row};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::{Engine, Failure, Record};
-use super::error::{Cause, DbError, describe};
+use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
@@ -186,6 +187,54 @@ impl Engine for PostgresEngine {
         })
     }
 
+    /// `lock_timeout` and `statement_timeout`: `SET LOCAL`-like inside the
+    /// unit's transaction (so a pooler never hands them to another client);
+    /// for the session around a file outside any transaction.
+    async fn set_timeouts(
+        &self,
+        conn: &mut Self::Conn,
+        timeouts: Timeouts,
+        in_transaction: bool,
+    ) -> Result<(), DbError> {
+        let (lock, statement) = (format!("{}ms", timeouts.lock_ms), format!("{}ms", timeouts.statement_ms));
+        if in_transaction {
+            bound(sql::SET_LOCAL_TIMEOUTS).bind(lock).bind(statement).execute(&mut **conn).await?;
+        } else {
+            let mut tx = Connection::begin(&mut **conn).await?;
+            bound(sql::SET_SESSION_TIMEOUTS).bind(lock).bind(statement).execute(&mut *tx).await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn reset_timeouts(&self, conn: &mut Self::Conn) {
+        if let Err(e) = sqlx::raw_sql(sql::RESET_TIMEOUTS).execute(&mut **conn).await {
+            tracing::warn!(error = %describe(&e), "the session's time-outs could not be reset");
+        }
+    }
+
+    /// Sessions holding locks on the schema's objects: pid, state, since
+    /// when their transaction runs, the locks, and their statement.
+    async fn blockers(&self, conn: &mut Self::Conn, schema: &str) -> Vec<String> {
+        let read = async {
+            let mut tx = Connection::begin(&mut **conn).await?;
+            let rows = bound(sql::BLOCKERS).bind(schema).fetch_all(&mut *tx).await?;
+            tx.commit().await?;
+            rows.iter()
+                .map(|row| {
+                    let (pid, state, since, application, query, locks): (i32, String, String, String, String, String) =
+                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
+                    let application = if application.is_empty() { String::new() } else { format!(" {application}") };
+                    Ok(format!("pid {pid}{application} ({state}, transaction since {since}) holds {locks}, last statement: {}", one_line(&query)))
+                })
+                .collect::<Result<Vec<String>, sqlx::Error>>()
+        };
+        read.await.unwrap_or_else(|e: sqlx::Error| {
+            tracing::warn!(error = %describe(&e), "the blocking sessions could not be read");
+            Vec::new()
+        })
+    }
+
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
         let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)
@@ -277,11 +326,6 @@ impl Engine for PostgresEngine {
             });
             insert.build().persistent(false).execute(&mut **conn).await?;
         }
-        Ok(())
-    }
-
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
-        bound(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut **conn).await?;
         Ok(())
     }
 }

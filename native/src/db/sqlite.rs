@@ -403,11 +403,6 @@ impl Engine for SqliteEngine {
         }
         Ok(())
     }
-
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
-        sqlx::query(sql::DELETE_EMPTY_VERSION).bind(version_id).execute(&mut *conn.conn).await?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

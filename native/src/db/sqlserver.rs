@@ -250,6 +250,26 @@ impl Engine for SqlServerEngine {
 
     /// Runs the file batch by batch (cut at `GO` lines); a server error's
     /// line, counted within its batch, becomes a line of the file.
+    /// `SET LOCK_TIMEOUT` (milliseconds; -1 waits forever) for the
+    /// session: SQL Server has no statement time-out of its own (a client's
+    /// query time-out), so `statement_ms` is not applied.
+    async fn set_timeouts(
+        &self,
+        conn: &mut Self::Conn,
+        timeouts: strata_core::migrate::lock_wait::Timeouts,
+        _in_transaction: bool,
+    ) -> Result<(), DbError> {
+        let ms = if timeouts.lock_ms == 0 { -1 } else { i64::try_from(timeouts.lock_ms).unwrap_or(i64::MAX) };
+        conn.simple_query(sql::set_lock_timeout(ms)).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn reset_timeouts(&self, conn: &mut Self::Conn) {
+        if let Ok(stream) = conn.simple_query(sql::set_lock_timeout(-1)).await {
+            let _ = stream.into_results().await;
+        }
+    }
+
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for batch in split_go_batches(text) {
             let result = match conn.simple_query(batch).await {
@@ -264,8 +284,13 @@ impl Engine for SqlServerEngine {
                         message: token.message().to_string(),
                         offset: None,
                         line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
-                        // 3906: the database is read-only (an availability group secondary).
-                        cause: if token.code() == 3906 { Cause::ReadOnly } else { Cause::Statement },
+                        // 3906: the database is read-only (an availability group
+                        // secondary); 1222: the lock request time-out.
+                        cause: match token.code() {
+                            3906 => Cause::ReadOnly,
+                            1222 => Cause::LockTimeout,
+                            _ => Cause::Statement,
+                        },
                     },
                     other => {
                         Failure { message: other.to_string(), offset: None, line: None, cause: Cause::ConnectionLost }
@@ -359,11 +384,6 @@ impl Engine for SqlServerEngine {
             execute(conn, &sql::insert_migrations(chunk.len()), &params).await?;
         }
         Ok(())
-    }
-
-    async fn delete_empty_version(&self, conn: &mut Self::Conn, version_id: i64) -> Result<(), DbError> {
-        let Some(id) = id32(version_id) else { return Ok(()) };
-        execute(conn, sql::DELETE_EMPTY_VERSION, &[&id]).await
     }
 }
 

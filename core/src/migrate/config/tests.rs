@@ -239,3 +239,18 @@ fn the_lock_lease_defaults_to_15_seconds_and_is_bounded() {
     let concurrency = Config::parse(&format!("{MINIMAL}tenantConcurrency: 65\n"), &BTreeMap::new()).unwrap_err();
     assert_eq!(concurrency.to_string(), "property tenantConcurrency: 65 is not between 1 and 64");
 }
+
+#[test]
+fn lock_time_outs_default_to_a_second_and_twelve_retries() {
+    let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
+    assert_eq!((config.lock_timeout_millis, config.lock_retries, config.statement_timeout_seconds), (1_000, 12, 0));
+    let set = Config::parse(
+        &format!("{MINIMAL}lockTimeoutMillis: 250\nlockRetries: 0\nstatementTimeoutSeconds: 600\n"),
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    assert_eq!((set.lock_timeout_millis, set.lock_retries, set.statement_timeout_seconds), (250, 0, 600));
+    assert!(set.render_redacted().contains("lockTimeoutMillis: 250\nlockRetries: 0\nstatementTimeoutSeconds: 600\n"));
+    let many = Config::parse(&format!("{MINIMAL}lockRetries: 101\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(many.to_string(), "property lockRetries: 101 is not between 0 and 100");
+}

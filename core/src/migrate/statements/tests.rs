@@ -1,8 +1,21 @@
 use super::*;
 
-fn pg(contents: &str) -> Result<FileMode, StatementError> {
-    inspect(Driver::Postgres, "t/001.sql", contents)
+/// The file's mode, or its first refusal.
+fn first(result: Result<FileMode, Refusals>) -> Result<FileMode, StatementError> {
+    result.map_err(|refusals| refusals.0.into_iter().next().expect("a refusal names what it refuses"))
 }
+
+fn pg(contents: &str) -> Result<FileMode, StatementError> {
+    first(inspect(Driver::Postgres, "t/001.sql", contents))
+}
+
+const NO_TRANSACTION: FileMode = FileMode {
+    no_transaction: true,
+    commit_after: false,
+    lock_timeout_ms: None,
+    lock_retries: None,
+    statement_timeout_ms: None,
+};
 
 fn at(line: u64, column: u64) -> Position {
     Position { line, column }
@@ -88,21 +101,21 @@ fn statements_that_cannot_run_in_a_transaction_name_the_directive() {
 fn the_directive_lives_in_the_leading_comments_only() {
     let marked =
         "-- adds an index without blocking writes\n-- strata:no-transaction\ncreate index concurrently i on t (a);";
-    assert_eq!(pg(marked), Ok(FileMode { no_transaction: true }));
-    assert_eq!(pg("/* strata:no-transaction */ vacuum;"), Ok(FileMode { no_transaction: true }));
+    assert_eq!(pg(marked), Ok(NO_TRANSACTION));
+    assert_eq!(pg("/* strata:no-transaction */ vacuum;"), Ok(NO_TRANSACTION));
     // After the first statement it is an ordinary comment.
     let late = "select 1;\n-- strata:no-transaction\ncreate index concurrently i on t (a);";
     assert!(matches!(pg(late), Err(StatementError::NeedsNoTransaction { .. })));
     // In a string it is not a comment at all.
     assert!(matches!(pg("select '-- strata:no-transaction'; commit;"), Err(StatementError::TransactionControl { .. })));
     // Unreadable text: the directive is still read from the raw leading lines.
-    assert_eq!(pg("-- strata:no-transaction\nselect 'unterminated"), Ok(FileMode { no_transaction: true }));
+    assert_eq!(pg("-- strata:no-transaction\nselect 'unterminated"), Ok(NO_TRANSACTION));
     assert_eq!(pg("select 'unterminated; commit;"), Ok(FileMode::default()));
 }
 
 #[test]
 fn each_engine_has_its_own_rules() {
-    let sqlite = |text| inspect(Driver::Sqlite, "f.sql", text);
+    let sqlite = |text| first(inspect(Driver::Sqlite, "f.sql", text));
     assert!(matches!(sqlite("begin immediate;"), Err(StatementError::TransactionControl { .. })));
     assert!(matches!(sqlite("vacuum;"), Err(StatementError::NeedsNoTransaction { .. })));
     assert_eq!(
@@ -115,10 +128,10 @@ fn each_engine_has_its_own_rules() {
     );
     // MySQL never wraps files in a transaction: nothing to refuse.
     assert_eq!(
-        inspect(Driver::Mysql, "f.sql", "start transaction; insert into t values (1); commit;"),
+        first(inspect(Driver::Mysql, "f.sql", "start transaction; insert into t values (1); commit;")),
         Ok(FileMode::default())
     );
-    let mssql = |text| inspect(Driver::SqlServer, "f.sql", text);
+    let mssql = |text| first(inspect(Driver::SqlServer, "f.sql", text));
     assert_eq!(mssql("if 1 = 1 begin select 1 end\nselect 2"), Ok(FileMode::default()));
     match mssql("create table t (a int)\nGO\nbegin tran\ninsert into t values (1)\ncommit") {
         Err(StatementError::TransactionControl { at: p, statement, .. }) => {
@@ -172,4 +185,95 @@ fn split_cuts_at_top_level_semicolons_and_keeps_bodies_whole() {
     );
     assert_eq!(split(Driver::Sqlite, "select 'unterminated"), None);
     assert_eq!(pieces(Driver::Sqlite, " \n-- only a comment\n"), Vec::<&str>::new());
+}
+
+#[test]
+fn mysql_executable_comments_stay_whole_and_in_their_statement() {
+    // What every mysqldump file starts with.
+    let dump = "/*!40101 SET NAMES utf8mb4 */;\n/*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS */;\n\
+                CREATE TABLE t (id int) /*!50100 ENGINE=MyISAM */;\nselect 1;";
+    assert_eq!(
+        pieces(Driver::Mysql, dump),
+        [
+            "/*!40101 SET NAMES utf8mb4 */",
+            "/*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS */",
+            "CREATE TABLE t (id int) /*!50100 ENGINE=MyISAM */",
+            "select 1"
+        ]
+    );
+    // An ordinary comment is still no statement, and PostgreSQL has no
+    // executable comments.
+    assert_eq!(pieces(Driver::Mysql, "/* ! not one */ ;\n/* x */"), Vec::<&str>::new());
+    assert_eq!(pieces(Driver::Postgres, "/*! a comment */ select 1;"), ["select 1"]);
+    // Backticks, `#` comments and backslash escapes are still MySQL's.
+    assert_eq!(
+        pieces(Driver::Mysql, "# c; d\nselect 'a\\';b' from `x;y`; select 2"),
+        ["select 'a\\';b' from `x;y`", "select 2"]
+    );
+}
+
+#[test]
+fn every_refusal_of_every_file_is_reported() {
+    let refusals = inspect(
+        Driver::Postgres,
+        "t/002.sql",
+        "create index concurrently a on t (x);\ncommit;\nreindex schema s;\nreindex table t;",
+    )
+    .unwrap_err();
+    let found: Vec<(Position, &str)> = refusals
+        .0
+        .iter()
+        .map(|r| match r {
+            StatementError::TransactionControl { at, statement, .. } => (*at, statement.as_str()),
+            StatementError::NeedsNoTransaction { at, statement, .. } => (*at, statement.as_str()),
+            StatementError::BadDirective { at, directive, .. } => (*at, directive.as_str()),
+        })
+        .collect();
+    assert_eq!(found, [(at(1, 1), "CREATE INDEX CONCURRENTLY"), (at(2, 1), "COMMIT"), (at(3, 1), "REINDEX SCHEMA")]);
+    assert!(
+        refusals.to_string().starts_with("3 statements in 1 file(s) cannot run as written: t/002.sql:1:1: "),
+        "{refusals}"
+    );
+}
+
+#[test]
+fn lock_directives_are_read_and_typos_refused() {
+    let mode =
+        pg("-- strata:lock-timeout 250ms\n-- strata:lock-retries=3\n/* strata:statement-timeout 2m */\nselect 1;")
+            .unwrap();
+    assert_eq!(
+        (mode.lock_timeout_ms, mode.lock_retries, mode.statement_timeout_ms, mode.no_transaction),
+        (Some(250), Some(3), Some(120_000), false)
+    );
+    assert_eq!(pg("-- strata:lock-timeout 0\nselect 1;").unwrap().lock_timeout_ms, Some(0));
+    assert_eq!(pg("-- strata:allow dropping-column\nselect 1;"), Ok(FileMode::default()));
+    for (text, directive, reason) in [
+        ("-- strata:lock-timeout 5\nselect 1;", "strata:lock-timeout", "\"5\" is not a duration"),
+        ("-- strata:lock-timeout\nselect 1;", "strata:lock-timeout", "\"\" is not a duration"),
+        ("-- strata:lock-retries 1000\nselect 1;", "strata:lock-retries", "\"1000\" is not a number of retries"),
+        ("-- strata:statement-timeout 2d\nselect 1;", "strata:statement-timeout", "\"2d\" is not a duration"),
+        ("-- strata:no-transactions\nselect 1;", "strata:no-transactions", "not a directive of the service"),
+    ] {
+        match pg(text) {
+            Err(StatementError::BadDirective { directive: d, reason: r, at: p, .. }) => {
+                assert_eq!((d.as_str(), p), (directive, at(1, 1)), "{text}");
+                assert!(r.starts_with(reason), "{text}: {r}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        duration_ms("25h"),
+        Err("\"25h\" is not a duration (0, or a number with ms, s or m: 500ms, 5s, 2m)".into())
+    );
+    assert_eq!(duration_ms("1441m"), Err("1441m is longer than a day".into()));
+    assert_eq!(duration_ms("1440m"), Ok(86_400_000));
+}
+
+#[test]
+fn a_new_enum_value_asks_for_a_commit_after_its_file() {
+    assert!(pg("alter type {schema}.mood add value 'ok';").unwrap().commit_after);
+    assert!(pg("ALTER TYPE mood ADD VALUE IF NOT EXISTS 'ok' BEFORE 'sad';").unwrap().commit_after);
+    assert!(!pg("alter type mood rename value 'a' to 'b'; select 'add value';").unwrap().commit_after);
+    assert!(!first(inspect(Driver::Mysql, "f.sql", "alter type x add value 'y';")).unwrap().commit_after);
 }

@@ -113,10 +113,6 @@ pub(crate) const SELECT_APPLIED: &str =
 pub(crate) const INSERT_VERSION: &str =
     concat!("insert into svc.svc_versions (name, created, request_id) values (?, ", parse_created!(), ", ?)");
 
-/// Removes a version that ended up with nothing applied.
-pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ? \
-    and not exists (select 1 from svc.svc_migrations where version_id = ?)";
-
 /// Records one applied migration, right after it ran.
 pub(crate) const INSERT_MIGRATION: &str = concat!(
     "insert into svc.svc_migrations ",
@@ -164,3 +160,32 @@ pub(crate) fn create_database(schema: &str) -> String {
 pub(crate) fn drop_database(schema: &str) -> String {
     format!("drop database if exists {}", quote_mysql(schema))
 }
+
+/// Sets how long a statement waits for a metadata lock and for a row lock
+/// (seconds, at least 1), for the session.
+pub(crate) const SET_LOCK_TIMEOUTS: &str = "set session lock_wait_timeout = ?, session innodb_lock_wait_timeout = ?";
+
+/// The server's lock waits back for the session (also: no lock time-out).
+pub(crate) const RESET_LOCK_TIMEOUTS: &str =
+    "set session lock_wait_timeout = default, session innodb_lock_wait_timeout = default";
+
+/// MariaDB's statement time-out (seconds, 0: none) for the session.
+pub(crate) const SET_MARIADB_STATEMENT_TIMEOUT: &str = "set session max_statement_time = ?";
+
+/// MySQL's statement time-out (milliseconds, 0: none; it bounds `SELECT`
+/// statements only) for the session.
+pub(crate) const SET_MYSQL_STATEMENT_TIMEOUT: &str = "set session max_execution_time = ?";
+
+/// Whether the server is MariaDB.
+pub(crate) const IS_MARIADB: &str = "select version() like '%MariaDB%'";
+
+/// Other sessions with an open transaction, or in schema `?`, oldest
+/// first: who a migration that gave up waiting for a lock may be waiting
+/// for (MySQL's metadata locks are listed by `performance_schema`, which
+/// MariaDB leaves off by default; an open transaction is what holds them).
+pub(crate) const BLOCKERS: &str = "select cast(p.ID as char), coalesce(p.USER, ''), coalesce(p.COMMAND, ''), \
+    cast(p.TIME as char), coalesce(cast(t.trx_started as char), ''), left(coalesce(p.INFO, ''), 200) \
+    from information_schema.PROCESSLIST p \
+    left join information_schema.INNODB_TRX t on t.trx_mysql_thread_id = p.ID \
+    where p.ID <> connection_id() and (t.trx_id is not null or p.DB = ?) \
+    order by t.trx_started is null, t.trx_started, p.TIME desc limit 10";

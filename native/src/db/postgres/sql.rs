@@ -39,11 +39,6 @@ pub(crate) const COMMIT: &str = "commit";
 /// Rolls it back.
 pub(crate) const ROLLBACK: &str = "rollback";
 
-/// Deletes a version no migration row refers to (a version whose every
-/// schema failed).
-pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions v where v.id = $1 \
-    and not exists (select 1 from svc.svc_migrations m where m.version_id = v.id)";
-
 /// The service's schema and bookkeeping tables.
 pub(crate) const CREATE_SERVICE_TABLES: &str = "
 create schema if not exists svc;
@@ -146,3 +141,31 @@ pub(crate) const INSTALLED: &str = "select to_regclass('svc.svc_migrations') is 
 pub(crate) fn create_schema(schema: &str) -> String {
     format!("create schema {}", quote_ansi(schema))
 }
+
+/// Sets the lock and statement time-outs (`$1`, `$2`: milliseconds as text,
+/// `0` for none) until the end of the open transaction.
+pub(crate) const SET_LOCAL_TIMEOUTS: &str =
+    "select set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)";
+
+/// The same for the session (run in a transaction of its own, as every
+/// statement with bound values here), for a file outside any transaction.
+pub(crate) const SET_SESSION_TIMEOUTS: &str =
+    "select set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)";
+
+/// The server's time-outs back for the session.
+pub(crate) const RESET_TIMEOUTS: &str = "reset lock_timeout; reset statement_timeout";
+
+/// The sessions holding locks on objects of schema `$1` (other than this
+/// one), oldest transaction first: who a migration that gave up waiting
+/// was waiting for. Its statement text is cut at 200 characters.
+pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
+    coalesce(to_char(a.xact_start at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), \
+    coalesce(a.application_name, ''), left(coalesce(a.query, ''), 200), \
+    string_agg(distinct c.relname || ' ' || l.mode, ', ') \
+    from pg_locks l \
+    join pg_class c on c.oid = l.relation \
+    join pg_namespace n on n.oid = c.relnamespace \
+    join pg_stat_activity a on a.pid = l.pid \
+    where n.nspname = $1 and l.granted and l.pid <> pg_backend_pid() \
+    group by a.pid, a.state, a.xact_start, a.application_name, a.query \
+    order by a.xact_start nulls last limit 10";

@@ -54,10 +54,6 @@ pub(crate) const ROLLBACK: &str = "rollback";
 /// so no schema's file can be named like it.
 pub(crate) const LOCK_FILE: &str = "svc.lock.db";
 
-/// Deletes a version no migration row refers to.
-pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = ?1 \
-    and not exists (select 1 from svc.svc_migrations where version_id = ?1)";
-
 /// Recorded migrations, as the planner needs them.
 pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations";

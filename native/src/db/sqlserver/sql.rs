@@ -35,10 +35,6 @@ pub(crate) const SESSION_LOCK: &str = "declare @granted int; \
 /// Releases the session's application lock.
 pub(crate) const SESSION_UNLOCK: &str = "exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
 
-/// Deletes a version no migration row refers to.
-pub(crate) const DELETE_EMPTY_VERSION: &str = "delete from svc.svc_versions where id = @P1 \
-    and not exists (select 1 from svc.svc_migrations where version_id = @P1);";
-
 /// Takes the application lock serialising start-up DDL across service
 /// instances, owned by the transaction; returns sp_getapplock's code
 /// (0 or 1 when granted).
@@ -253,4 +249,10 @@ mod tests {
         );
         assert!(insert_migrations(MIGRATION_ROWS_PER_INSERT).contains("@P1800)"));
     }
+}
+
+/// `SET LOCK_TIMEOUT` in milliseconds (-1: wait forever). An integer the
+/// service computed, never text from outside.
+pub(crate) fn set_lock_timeout(ms: i64) -> String {
+    format!("set lock_timeout {ms}")
 }

@@ -1,0 +1,98 @@
+//! How a migration waits for the locks of a live database: every unit runs
+//! with a lock time-out, and a unit that hit it is rolled back and retried
+//! after a growing, jittered wait — so an application query never queues
+//! behind a waiting migration for longer than the time-out, and a unit
+//! still waits out a blocker of a few minutes in total.
+//!
+//! - **Per unit** the effective time-outs are the configuration's
+//!   (`lockTimeoutMillis`, `lockRetries`, `statementTimeoutSeconds`),
+//!   overridden per file by its directives (`strata:lock-timeout`, …; see
+//!   [`crate::migrate::statements`]). A unit of several files uses each
+//!   file's time-outs while that file runs, and the retries of the file
+//!   that timed out.
+//! - **Waits** before retry `n` (from 1): [`FIRST_WAIT_MS`] doubled per
+//!   retry, capped at [`LONGEST_WAIT_MS`], scaled by a jitter factor in
+//!   `[0.5, 1.5)` the shell draws (this crate draws no random numbers), so
+//!   the units of a fleet that hit one blocker do not retry in step.
+//! - With the defaults (1 s, 12 retries) a unit gives up after about
+//!   3.5 minutes ([`patience_ms`]).
+
+use crate::migrate::config::Config;
+use crate::migrate::statements::FileMode;
+
+/// The wait before the first retry.
+pub const FIRST_WAIT_MS: u64 = 500;
+/// The longest wait between two attempts.
+pub const LONGEST_WAIT_MS: u64 = 30_000;
+
+/// The time-outs a file runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// How long one statement waits for a lock (0: no limit).
+    pub lock_ms: u64,
+    /// How long one statement may run (0: no limit).
+    pub statement_ms: u64,
+    /// How often its unit is retried after a lock time-out.
+    pub retries: u32,
+}
+
+impl Timeouts {
+    /// The configuration's.
+    pub fn from_config(config: &Config) -> Self {
+        Timeouts {
+            lock_ms: config.lock_timeout_millis,
+            statement_ms: config.statement_timeout_seconds.saturating_mul(1_000),
+            retries: config.lock_retries,
+        }
+    }
+
+    /// These, overridden by a file's directives.
+    pub fn for_file(self, mode: &FileMode) -> Self {
+        Timeouts {
+            lock_ms: mode.lock_timeout_ms.unwrap_or(self.lock_ms),
+            statement_ms: mode.statement_timeout_ms.unwrap_or(self.statement_ms),
+            retries: mode.lock_retries.unwrap_or(self.retries),
+        }
+    }
+}
+
+/// The wait before retry `retry` (from 1), in milliseconds, given a jitter
+/// factor `jitter` in `[0, 1)` drawn by the shell (clamped into it).
+pub fn wait_before_retry_ms(retry: u32, jitter: f64) -> u64 {
+    let doublings = retry.saturating_sub(1).min(16);
+    let base = FIRST_WAIT_MS.saturating_mul(1 << doublings).min(LONGEST_WAIT_MS);
+    let factor = 0.5 + jitter.clamp(0.0, 0.999_999);
+    (base as f64 * factor) as u64
+}
+
+/// How long a unit keeps trying at most, without jitter: every attempt's
+/// lock wait plus the waits between them.
+pub fn patience_ms(timeouts: Timeouts) -> u64 {
+    let waits: u64 = (1..=timeouts.retries).map(|retry| wait_before_retry_ms(retry, 0.5)).sum();
+    waits + timeouts.lock_ms.saturating_mul(u64::from(timeouts.retries) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_grow_to_a_cap_and_jitter_spreads_them() {
+        let middle: Vec<u64> = (1..=8).map(|n| wait_before_retry_ms(n, 0.5)).collect();
+        assert_eq!(middle, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+        assert_eq!(wait_before_retry_ms(1, 0.0), 250);
+        assert_eq!(wait_before_retry_ms(1, 0.999_999_9), 749);
+        assert_eq!(wait_before_retry_ms(40, 2.0), 44_999);
+        assert_eq!(wait_before_retry_ms(u32::MAX, -1.0), 15_000);
+    }
+
+    #[test]
+    fn the_defaults_wait_out_a_few_minutes_and_a_file_overrides_them() {
+        let defaults = Timeouts { lock_ms: 1_000, statement_ms: 0, retries: 12 };
+        assert_eq!(patience_ms(defaults), 211_500 + 13_000);
+        let mode = FileMode { lock_timeout_ms: Some(5_000), lock_retries: Some(0), ..FileMode::default() };
+        assert_eq!(defaults.for_file(&mode), Timeouts { lock_ms: 5_000, statement_ms: 0, retries: 0 });
+        assert_eq!(defaults.for_file(&FileMode::default()), defaults);
+        assert_eq!(patience_ms(Timeouts { lock_ms: 0, statement_ms: 0, retries: 0 }), 0);
+    }
+}
