@@ -45,6 +45,9 @@ pub(crate) enum Exit {
     /// `lint` or `plan --check`: a finding at or above the failing
     /// severity.
     LintFindings = 9,
+    /// `drift`: a tenant's live schema differs from the tenants that
+    /// recorded the same migrations.
+    SchemaDrift = 10,
 }
 
 impl From<&AppError> for Exit {
@@ -90,7 +93,8 @@ Exit status:
   6  plan --check: a migration is pending (scripts, due on every version, do not count)
   7  the database server is read-only (a standby or replica): point dataSource at the primary
   8  a migration gave up waiting for a lock another session holds (after its retries): run again later
-  9  lint, plan --check: a finding at or above --fail-on (default: error)";
+  9  lint, plan --check: a finding at or above --fail-on (default: error)
+  10 drift: a tenant's live schema differs from the others that recorded the same migrations";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -115,9 +119,19 @@ enum Command {
     Apply(ApplyArgs),
     /// Recent versions, the tenant count, and pending migrations per schema.
     Status(StatusArgs),
+    /// Fleet drift: fingerprint every tenant's live schema and name those
+    /// that differ from the tenants that recorded the same migrations.
+    Drift(DriftArgs),
     /// The configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+struct DriftArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]

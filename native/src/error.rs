@@ -58,6 +58,7 @@ impl AppError {
             AppError::Database(DbError::ConnectionLost(_)) => "CONNECTION_LOST",
             AppError::Database(DbError::PoolExhausted(_)) => "POOL_EXHAUSTED",
             AppError::Database(DbError::LockLost) => "LOCK_LOST",
+            AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::Internal(_) => "INTERNAL",
         }

@@ -111,6 +111,31 @@ impl Service {
         Ok(self.database.migrations(MigrationFilter::Id(id)).await?.into_iter().next())
     }
 
+    /// Fleet drift: every tenant's live catalog fingerprinted (core's
+    /// `fingerprint`), tenants grouped by their recorded migrations, the
+    /// outliers with what differs. Reads only.
+    pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
+        use strata_core::migrate::fingerprint::{TenantCatalog, report};
+        let tenants = self.database.tenants().await?;
+        let mut recorded: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
+        for migration in self.database.applied().await? {
+            if migration.migration_type == strata_core::migrate::MigrationType::TenantMigration {
+                recorded.entry(migration.schema).or_default().push((migration.file, migration.checksum));
+            }
+        }
+        let catalogs = self.database.catalogs(&tenants).await?;
+        let input: Vec<TenantCatalog> = tenants
+            .into_iter()
+            .zip(catalogs)
+            .map(|(schema, objects)| TenantCatalog {
+                recorded: recorded.remove(&schema).unwrap_or_default(),
+                schema,
+                objects,
+            })
+            .collect();
+        Ok(report(&input))
+    }
+
     /// The loader.
     pub(crate) fn loader(&self) -> &dyn Loader {
         self.loader.as_ref()

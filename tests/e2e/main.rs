@@ -4,6 +4,7 @@
 mod bad_input;
 mod cli;
 mod console;
+mod drift;
 mod drivers;
 mod fleet;
 mod hardening;

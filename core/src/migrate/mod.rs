@@ -21,6 +21,8 @@
 //!   `strata:no-transaction` directive, hidden transaction control,
 //!   statements that cannot run in one), its statements one by one, and
 //!   error positions mapped back into the file — over sqlparser's tokenizer.
+//! - [`fingerprint`]: fleet drift — a schema's live catalog fingerprinted,
+//!   tenants grouped by recorded migrations, outliers and their differences.
 //! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
 //!   before a unit that hit one is retried.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
@@ -35,6 +37,7 @@ pub mod batches;
 pub mod config;
 pub mod datasource;
 pub mod driver;
+pub mod fingerprint;
 pub mod ident;
 pub mod location;
 pub mod lock_wait;

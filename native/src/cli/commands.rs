@@ -12,7 +12,7 @@ use strata_core::migrate::report;
 
 use super::progress::Progress;
 use super::results::CreateResults;
-use super::{ApplyArgs, Command, ConfigCommand, Exit, PlanArgs, StatusArgs};
+use super::{ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, PlanArgs, StatusArgs};
 use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
 use crate::service::{CreateRequest, Service};
@@ -64,6 +64,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Plan(args) => plan(&service, args).await,
             Command::Apply(args) => apply(&service, args).await,
             Command::Status(args) => status(&service, args).await,
+            Command::Drift(args) => drift(&service, args).await,
             Command::Serve | Command::Config(_) => unreachable!("handled before"),
         };
         service.settle().await;
@@ -96,6 +97,20 @@ fn print_json(value: &impl serde::Serialize) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
     let _ = writeln!(out);
+}
+
+async fn drift(service: &Service, args: DriftArgs) -> Exit {
+    match service.drift().await {
+        Ok(report) => {
+            if args.json {
+                print_json(&report);
+            } else {
+                print!("{}", strata_core::migrate::fingerprint::render_text(&report));
+            }
+            if report.has_outliers() { Exit::SchemaDrift } else { Exit::Success }
+        }
+        Err(error) => failure(&error),
+    }
 }
 
 async fn plan(service: &Service, args: PlanArgs) -> Exit {

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::source::SourceMigration;
@@ -127,6 +128,13 @@ pub(crate) trait Engine: Send + Sync {
         _in_transaction: bool,
     ) -> Result<(), DbError> {
         Ok(())
+    }
+    /// The live catalog of `schema` (fleet drift): one object per table,
+    /// column, index, constraint, view, routine, trigger and type, with the
+    /// engine's definition text (see core's `fingerprint`). The schema is
+    /// usable on `conn` ([`Engine::enter`]).
+    async fn catalog(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<Vec<CatalogObject>, DbError> {
+        Err(DbError::NotSupported("fleet drift (the catalog of a schema) on this engine"))
     }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}

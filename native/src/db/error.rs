@@ -55,6 +55,9 @@ pub(crate) enum DbError {
     /// caller: read-only commands never mutate).
     #[error("this command opened the database read-only and cannot change it")]
     OpenedReadOnly,
+    /// What this engine cannot do (yet).
+    #[error("not supported: {0}")]
+    NotSupported(&'static str),
     /// A version id does not fit the engine's column.
     #[error("version id {0} is out of range for this database")]
     IdOutOfRange(i64),

@@ -321,6 +321,22 @@ impl Engine for MysqlEngine {
         }
     }
 
+    async fn catalog(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+    ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
+        let mut query = sqlx::query_as::<_, (String, String, String)>(sql::CATALOG);
+        for _ in 0..sql::CATALOG_BINDS {
+            query = query.bind(schema);
+        }
+        let rows = query.fetch_all(&mut **conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
+            .collect())
+    }
+
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)

@@ -235,6 +235,21 @@ impl Engine for PostgresEngine {
         })
     }
 
+    async fn catalog(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+    ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as(sql::CATALOG).persistent(false).bind(schema).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows
+            .into_iter()
+            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
+            .collect())
+    }
+
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
         let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)

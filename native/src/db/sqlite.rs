@@ -268,6 +268,19 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
+    async fn catalog(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+    ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as(AssertSqlSafe(sql::catalog(schema))).bind(schema).fetch_all(&mut *conn.conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
+            .collect())
+    }
+
     /// Detaches the unit's file (its transaction is over).
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
         if let Some(schema) = conn.entered.take()

@@ -12,6 +12,8 @@
 //!   engine's lock, before it answers anything.
 
 use async_trait::async_trait;
+use strata_core::migrate::fingerprint::CatalogObject;
+use strata_core::migrate::plan::AppliedMigration;
 
 use super::engine::Engine;
 use super::error::DbError;
@@ -37,6 +39,11 @@ pub(crate) trait Database: Send + Sync {
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
+    /// The recorded migrations (nothing before the service's tables exist).
+    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError>;
+    /// The live catalog of each of `schemas`, read over up to
+    /// `tenantConcurrency` connections at once, in the order given.
+    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
 }
 
 /// The one implementation of [`Database`]: an engine and how versions run.
@@ -53,6 +60,19 @@ impl<E: Engine> Store<E> {
             engine.install(settings.default_tenant_table).await?;
         }
         Ok(Store { engine, settings, access })
+    }
+
+    /// The catalogs of `schemas`, one after another on one connection.
+    async fn catalog_part(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        let mut out = Vec::with_capacity(schemas.len());
+        for schema in schemas {
+            self.engine.enter(&mut conn, schema).await?;
+            let objects = self.engine.catalog(&mut conn, schema).await;
+            self.engine.leave(&mut conn, schema).await;
+            out.push(objects?);
+        }
+        Ok(out)
     }
 
     /// Whether the service's tables are there to read (a read-only store
@@ -105,5 +125,19 @@ impl<E: Engine> Database for Store<E> {
 
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(&self.engine, &self.settings, &request).await
+    }
+
+    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.applied(&mut conn).await
+    }
+
+    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let chunk = schemas.len().div_ceil(self.settings.concurrency.max(1)).max(1);
+        let parts = futures::future::try_join_all(schemas.chunks(chunk).map(|part| self.catalog_part(part))).await?;
+        Ok(parts.into_iter().flatten().collect())
     }
 }

@@ -12,8 +12,8 @@ use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
-    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, SourceMigrationDto,
-    SourceMigrationFilters, TenantDto, TenantInput, VersionDto, VersionInput,
+    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, SchemaDriftDto,
+    SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -132,6 +132,15 @@ impl Query {
         // Sync never refuses on drift, and the preview reads the tenants once.
         let (preview, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
         Ok(strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants).into())
+    }
+
+    /// Fleet drift: every tenant's live schema fingerprinted and compared
+    /// with the tenants that recorded the same migrations; outliers with
+    /// what differs. Added to the spec's schema (`strata drift` prints the
+    /// same). Reads every tenant's catalog: one query per tenant.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn drift(&self, ctx: &Context<'_>) -> Result<SchemaDriftDto> {
+        Ok(service(ctx)?.drift().await.map_err(graphql_error)?.into())
     }
 }
 

@@ -473,3 +473,94 @@ impl From<report::FleetMatrix> for FleetDto {
         }
     }
 }
+
+/// Fleet drift (`SchemaDrift`, added): tenants grouped by recorded
+/// migrations, and each tenant whose live schema differs from its group's
+/// majority, with what differs.
+#[derive(SimpleObject)]
+#[graphql(name = "SchemaDrift")]
+pub(crate) struct SchemaDriftDto {
+    /// Tenants read.
+    tenants: i32,
+    /// Groups of tenants with the same recorded migrations.
+    groups: Vec<DriftGroupDto>,
+    /// Tenants that differ from their group's majority.
+    outliers: Vec<DriftOutlierDto>,
+}
+
+/// Tenants that recorded the same migrations (`DriftGroup`).
+#[derive(SimpleObject)]
+#[graphql(name = "DriftGroup")]
+pub(crate) struct DriftGroupDto {
+    /// The fingerprint most of the group shares.
+    fingerprint: String,
+    /// The tenants with it.
+    tenants: Vec<String>,
+    /// The tenants without it.
+    outliers: Vec<String>,
+}
+
+/// A tenant that differs from its group (`DriftOutlier`).
+#[derive(SimpleObject)]
+#[graphql(name = "DriftOutlier")]
+pub(crate) struct DriftOutlierDto {
+    /// The tenant.
+    tenant: String,
+    /// The tenant of the majority it was compared with.
+    reference: String,
+    /// What differs.
+    differences: Vec<DriftDifferenceDto>,
+}
+
+/// One object that differs (`DriftDifference`).
+#[derive(SimpleObject)]
+#[graphql(name = "DriftDifference")]
+pub(crate) struct DriftDifferenceDto {
+    /// `relation`, `column`, `index`, `constraint`, `view`, `routine`,
+    /// `trigger`, `type`, …
+    kind: String,
+    /// Its name, the schema's own name written `{schema}`.
+    name: String,
+    /// `added`, `missing` or `changed`.
+    change: String,
+    /// The reference's definition.
+    expected: Option<String>,
+    /// The outlier's definition.
+    found: Option<String>,
+}
+
+impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
+    fn from(report: strata_core::migrate::fingerprint::DriftReport) -> Self {
+        SchemaDriftDto {
+            tenants: i32::try_from(report.tenants).unwrap_or(i32::MAX),
+            groups: report
+                .groups
+                .into_iter()
+                .map(|g| DriftGroupDto {
+                    fingerprint: g.majority,
+                    tenants: g.tenants,
+                    outliers: g.outliers.into_iter().map(|o| o.schema).collect(),
+                })
+                .collect(),
+            outliers: report
+                .outliers
+                .into_iter()
+                .map(|o| DriftOutlierDto {
+                    tenant: o.schema,
+                    reference: o.reference,
+                    differences: o
+                        .differences
+                        .into_iter()
+                        .map(|d| DriftDifferenceDto {
+                            kind: d.kind,
+                            name: d.name,
+                            change: d.change.to_string(),
+                            expected: d.expected,
+                            found: d.found,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -189,3 +189,41 @@ pub(crate) const BLOCKERS: &str = "select cast(p.ID as char), coalesce(p.USER, '
     left join information_schema.INNODB_TRX t on t.trx_mysql_thread_id = p.ID \
     where p.ID <> connection_id() and (t.trx_id is not null or p.DB = ?) \
     order by t.trx_started is null, t.trx_started, p.TIME desc limit 10";
+
+/// The catalog of schema `?` (bound once per part: 8 times) for fleet
+/// drift (core's `fingerprint`): kind, name, definition — tables, columns
+/// (type, nullability, default, extra), indexes, constraints, foreign keys,
+/// views, routines and triggers. No sizes, row counts or column order.
+pub(crate) const CATALOG: &str = "\
+select 'table', cast(TABLE_NAME as char), cast(concat(TABLE_TYPE, ' ', coalesce(ENGINE, '')) as char) \
+from information_schema.TABLES where TABLE_SCHEMA = ? \
+union all \
+select 'column', cast(concat(TABLE_NAME, '.', COLUMN_NAME) as char), cast(concat(COLUMN_TYPE, \
+  if(IS_NULLABLE = 'NO', ' not null', ''), coalesce(concat(' default ', COLUMN_DEFAULT), ''), \
+  if(EXTRA = '', '', concat(' ', EXTRA))) as char) \
+from information_schema.COLUMNS where TABLE_SCHEMA = ? \
+union all \
+select 'index', cast(concat(TABLE_NAME, '.', INDEX_NAME) as char), cast(concat(if(NON_UNIQUE = 0, 'unique ', ''), \
+  INDEX_TYPE, ' (', group_concat(concat(COLUMN_NAME, coalesce(concat('(', SUB_PART, ')'), '')) \
+  order by SEQ_IN_INDEX separator ', '), ')') as char) \
+from information_schema.STATISTICS where TABLE_SCHEMA = ? group by TABLE_NAME, INDEX_NAME, NON_UNIQUE, INDEX_TYPE \
+union all \
+select 'constraint', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(CONSTRAINT_TYPE as char) \
+from information_schema.TABLE_CONSTRAINTS where TABLE_SCHEMA = ? \
+union all \
+select 'foreign key', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(concat(group_concat(COLUMN_NAME \
+  order by ORDINAL_POSITION separator ', '), ' references ', REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME) as char) \
+from information_schema.KEY_COLUMN_USAGE where TABLE_SCHEMA = ? and REFERENCED_TABLE_NAME is not null \
+group by TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME \
+union all \
+select 'view', cast(TABLE_NAME as char), cast(VIEW_DEFINITION as char) from information_schema.VIEWS where TABLE_SCHEMA = ? \
+union all \
+select 'routine', cast(ROUTINE_NAME as char), cast(concat(ROUTINE_TYPE, ' ', coalesce(ROUTINE_DEFINITION, '')) as char) \
+from information_schema.ROUTINES where ROUTINE_SCHEMA = ? \
+union all \
+select 'trigger', cast(TRIGGER_NAME as char), cast(concat(ACTION_TIMING, ' ', EVENT_MANIPULATION, ' ', \
+  EVENT_OBJECT_TABLE, ' ', ACTION_STATEMENT) as char) \
+from information_schema.TRIGGERS where TRIGGER_SCHEMA = ?";
+
+/// How often [`CATALOG`] binds the schema.
+pub(crate) const CATALOG_BINDS: usize = 8;

@@ -169,3 +169,38 @@ pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
     where n.nspname = $1 and l.granted and l.pid <> pg_backend_pid() \
     group by a.pid, a.state, a.xact_start, a.application_name, a.query \
     order by a.xact_start nulls last limit 10";
+
+/// The catalog of schema `$1` for fleet drift (core's `fingerprint`): kind,
+/// name, definition — tables and sequences, columns (type, not null,
+/// default), indexes, constraints, views, routines, triggers and enum types.
+/// No object ids, sizes, statistics or column order.
+pub(crate) const CATALOG: &str = "\
+select 'relation'::text, c.relname::text, c.relkind::text \
+from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+where n.nspname = $1 and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S') \
+union all \
+select 'column', c.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) \
+  || case when a.attnotnull then ' not null' else '' end || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '') \
+from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace \
+left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum \
+where n.nspname = $1 and a.attnum > 0 and not a.attisdropped and c.relkind in ('r', 'p', 'v', 'm', 'f') \
+union all \
+select 'index', indexname::text, indexdef from pg_indexes where schemaname = $1 \
+union all \
+select 'constraint', c.relname || '.' || con.conname, pg_get_constraintdef(con.oid) \
+from pg_constraint con join pg_class c on c.oid = con.conrelid join pg_namespace n on n.oid = c.relnamespace \
+where n.nspname = $1 \
+union all \
+select 'view', c.relname::text, pg_get_viewdef(c.oid) \
+from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and c.relkind in ('v', 'm') \
+union all \
+select 'routine', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', pg_get_functiondef(p.oid) \
+from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = $1 and p.prokind in ('f', 'p') \
+union all \
+select 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) \
+from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace \
+where n.nspname = $1 and not t.tgisinternal \
+union all \
+select 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by e.enumsortorder) \
+from pg_type t join pg_enum e on e.enumtypid = t.oid join pg_namespace n on n.oid = t.typnamespace \
+where n.nspname = $1 group by t.typname";

@@ -110,3 +110,21 @@ pub(crate) fn attach(schema: &str) -> String {
 pub(crate) fn detach(schema: &str) -> String {
     format!("detach database {}", quote_ansi(schema))
 }
+
+/// The catalog of an attached schema for fleet drift (core's
+/// `fingerprint`): every table, index, view and trigger with the `CREATE`
+/// text SQLite keeps, and every column of every table (type, not null,
+/// default; `pragma_table_info`) so that a changed table reads as the
+/// column that changed. The schema's name is bound as the one parameter
+/// too (the pragma's schema argument).
+pub(crate) fn catalog(schema: &str) -> String {
+    let master = format!("{}.sqlite_master", quote_ansi(schema));
+    format!(
+        "select type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' \
+         union all \
+         select 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
+           || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
+         from {master} m join pragma_table_info(m.name, ?) p \
+         where m.type = 'table' and m.name not like 'sqlite_%'"
+    )
+}

@@ -1,0 +1,401 @@
+//! Fleet drift: a fingerprint of each schema's live catalog, and which
+//! tenants differ from the other tenants that recorded the same migrations.
+//!
+//! Checksums say whether a migration *file* changed; they cannot see a
+//! hot-fix `ALTER` run by hand on one tenant, a half-applied no-transaction
+//! file, a dropped index or a tenant restored from an old dump. Those show
+//! in the catalog.
+//!
+//! - **The catalog** enters as [`CatalogObject`]s, one per table, column,
+//!   index, constraint, view, routine, trigger or type, each with the
+//!   engine's own definition text, read by the shell with one query per
+//!   schema (each dialect's `sql.rs`). Object ids, statistics, sizes and
+//!   column order are not read: they differ between healthy tenants.
+//! - **Normalisation** ([`normalize`]) replaces the schema's own name,
+//!   wherever it stands as a whole word or as a part of an identifier cut
+//!   by `_` (`t1.users`, `"t1"`, `` `t1` ``, `t1_users_email`), by
+//!   `{schema}` — so objects whose names embed the schema name compare
+//!   equal across tenants — squeezes blanks, and sorts. A letter or digit
+//!   next to the name keeps it (`t10` is not `t1`). A tenant named like one
+//!   of its own objects (a tenant `users` with a table `users`) reads as
+//!   different from the others: name tenants unlike tables.
+//! - **The fingerprint** ([`fingerprint`]) is the SHA-256 of the normalised
+//!   objects, one `kind\tname\tdefinition` line each.
+//! - **Outliers** ([`outliers`]): tenants are grouped by their recorded
+//!   migrations; in a group, the fingerprint most tenants share is the
+//!   majority (ties: the smallest fingerprint, so the answer is stable); a
+//!   tenant with another fingerprint is an outlier, shown against a tenant
+//!   of the majority ([`diff`]). A group of one or two has no majority to
+//!   speak of: its members are reported only when two differ.
+
+use serde::Serialize;
+
+/// One object of a schema's catalog, as the engine describes it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CatalogObject {
+    /// `table`, `column`, `index`, `constraint`, `view`, `routine`,
+    /// `trigger`, `type`, …
+    pub kind: String,
+    /// Its name (a column: `table.column`).
+    pub name: String,
+    /// The engine's definition of it (type, nullability and default of a
+    /// column; the `CREATE INDEX` of an index; …).
+    pub definition: String,
+}
+
+/// What the schema's name is replaced by.
+pub const PLACEHOLDER: &str = "{schema}";
+
+/// The objects with `schema`'s name replaced by [`PLACEHOLDER`], blanks
+/// squeezed, sorted and without duplicates (see the module documentation).
+pub fn normalize(schema: &str, objects: &[CatalogObject]) -> Vec<CatalogObject> {
+    let mut out: Vec<CatalogObject> = objects
+        .iter()
+        .map(|object| CatalogObject {
+            kind: object.kind.to_ascii_lowercase(),
+            name: replace_schema(schema, &object.name),
+            definition: squeeze(&replace_schema(schema, &object.definition)),
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Blanks squeezed to one space, trimmed.
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Letters and digits extend a name; anything else (`_`, `.`, quotes,
+/// blanks, operators) ends it.
+fn extends_name(c: char) -> bool {
+    c.is_alphanumeric() || c == '$'
+}
+
+/// `text` with every occurrence of `schema` (compared without case) that
+/// no letter or digit touches replaced by [`PLACEHOLDER`].
+fn replace_schema(schema: &str, text: &str) -> String {
+    if schema.is_empty() {
+        return text.to_string();
+    }
+    let lower_text = text.to_lowercase();
+    let lower_schema = schema.to_lowercase();
+    if lower_text.len() != text.len() {
+        // Case folding changed byte lengths (rare scripts): compare as is.
+        return replace_exact(schema, text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &lower_text[i..];
+        if rest.starts_with(&lower_schema) {
+            let before = text[..i].chars().next_back();
+            let after = text[i + schema.len()..].chars().next();
+            if !before.is_some_and(extends_name) && !after.is_some_and(extends_name) {
+                out.push_str(PLACEHOLDER);
+                i += schema.len();
+                continue;
+            }
+        }
+        let c = text[i..].chars().next().unwrap_or_default();
+        out.push(c);
+        i += c.len_utf8().max(1);
+    }
+    out
+}
+
+fn replace_exact(schema: &str, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(schema) {
+        let before = rest[..at].chars().next_back().or_else(|| out.chars().next_back());
+        let after = rest[at + schema.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(extends_name) || after.is_some_and(extends_name) {
+            out.push_str(schema);
+        } else {
+            out.push_str(PLACEHOLDER);
+        }
+        rest = &rest[at + schema.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The fingerprint of normalised objects: lowercase hex SHA-256.
+pub fn fingerprint(normalized: &[CatalogObject]) -> String {
+    let mut text = String::new();
+    for object in normalized {
+        text.push_str(&object.kind);
+        text.push('\t');
+        text.push_str(&object.name);
+        text.push('\t');
+        text.push_str(&object.definition);
+        text.push('\n');
+    }
+    crate::migrate::source::checksum(text.as_bytes())
+}
+
+/// A schema's fingerprint and what it recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaState {
+    /// The schema (a tenant).
+    pub schema: String,
+    /// What identifies its recorded migrations (the shell joins the files
+    /// recorded in it; any text that is equal for equal sets).
+    pub recorded: String,
+    /// Its fingerprint.
+    pub fingerprint: String,
+}
+
+/// Tenants that recorded the same migrations, and how their schemas look.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftGroup {
+    /// The recorded migrations' identity.
+    pub recorded: String,
+    /// The fingerprint most of the group shares.
+    pub majority: String,
+    /// The tenants with that fingerprint, sorted.
+    pub tenants: Vec<String>,
+    /// The tenants with another one.
+    pub outliers: Vec<Outlier>,
+}
+
+/// A tenant whose schema differs from the majority of its group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outlier {
+    /// The tenant.
+    pub schema: String,
+    /// Its fingerprint.
+    pub fingerprint: String,
+    /// A tenant of the majority, to compare with.
+    pub reference: String,
+}
+
+/// The groups of `states` (sorted by their first tenant), each with its
+/// majority and outliers.
+pub fn outliers(states: &[SchemaState]) -> Vec<DriftGroup> {
+    let mut by_recorded: std::collections::BTreeMap<&str, Vec<&SchemaState>> = std::collections::BTreeMap::new();
+    for state in states {
+        by_recorded.entry(state.recorded.as_str()).or_default().push(state);
+    }
+    let mut groups: Vec<DriftGroup> = by_recorded
+        .into_iter()
+        .map(|(recorded, members)| {
+            let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+            for member in &members {
+                *counts.entry(member.fingerprint.as_str()).or_default() += 1;
+            }
+            // Most members; on a tie the smallest fingerprint (BTreeMap order).
+            let majority = counts.iter().fold(("", 0), |best, (f, n)| if *n > best.1 { (f, *n) } else { best }).0;
+            let mut tenants: Vec<String> =
+                members.iter().filter(|m| m.fingerprint == majority).map(|m| m.schema.clone()).collect();
+            tenants.sort();
+            let reference = tenants.first().cloned().unwrap_or_default();
+            let mut outliers: Vec<Outlier> = members
+                .iter()
+                .filter(|m| m.fingerprint != majority)
+                .map(|m| Outlier {
+                    schema: m.schema.clone(),
+                    fingerprint: m.fingerprint.clone(),
+                    reference: reference.clone(),
+                })
+                .collect();
+            outliers.sort_by(|a, b| a.schema.cmp(&b.schema));
+            DriftGroup { recorded: recorded.to_string(), majority: majority.to_string(), tenants, outliers }
+        })
+        .collect();
+    groups.sort_by(|a, b| a.tenants.first().cmp(&b.tenants.first()));
+    groups
+}
+
+/// How an outlier's object differs from the reference's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Difference {
+    /// The object's kind.
+    pub kind: String,
+    /// Its name (normalised).
+    pub name: String,
+    /// `added` (only the outlier has it), `missing` (only the reference
+    /// has it) or `changed`.
+    pub change: &'static str,
+    /// The reference's definition (none when added).
+    pub expected: Option<String>,
+    /// The outlier's definition (none when missing).
+    pub found: Option<String>,
+}
+
+/// What differs between the normalised objects of a reference tenant and
+/// an outlier, ordered by kind and name.
+pub fn diff(reference: &[CatalogObject], outlier: &[CatalogObject]) -> Vec<Difference> {
+    let key = |o: &CatalogObject| (o.kind.clone(), o.name.clone());
+    let expected: std::collections::BTreeMap<(String, String), &str> =
+        reference.iter().map(|o| (key(o), o.definition.as_str())).collect();
+    let found: std::collections::BTreeMap<(String, String), &str> =
+        outlier.iter().map(|o| (key(o), o.definition.as_str())).collect();
+    let mut keys: Vec<&(String, String)> = expected.keys().chain(found.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (e, f) = (expected.get(k).copied(), found.get(k).copied());
+            let change = match (e, f) {
+                (Some(a), Some(b)) if a == b => return None,
+                (Some(_), Some(_)) => "changed",
+                (None, Some(_)) => "added",
+                (Some(_), None) => "missing",
+                (None, None) => return None,
+            };
+            Some(Difference {
+                kind: k.0.clone(),
+                name: k.1.clone(),
+                change,
+                expected: e.map(str::to_string),
+                found: f.map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// The identity of a schema's recorded migrations: the SHA-256 of its
+/// `(file, checksum)` pairs, sorted — equal for equal sets, whatever order
+/// they were recorded in.
+pub fn recorded_identity(recorded: &[(String, String)]) -> String {
+    let mut lines: Vec<String> = recorded.iter().map(|(file, checksum)| format!("{file}\t{checksum}\n")).collect();
+    lines.sort();
+    lines.dedup();
+    crate::migrate::source::checksum(lines.concat().as_bytes())
+}
+
+/// What the shell read of one tenant.
+#[derive(Debug, Clone)]
+pub struct TenantCatalog {
+    /// The tenant's schema.
+    pub schema: String,
+    /// Its recorded migrations: `(file, checksum)`.
+    pub recorded: Vec<(String, String)>,
+    /// Its live catalog, as read.
+    pub objects: Vec<CatalogObject>,
+}
+
+/// An outlier's differences from its reference tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutlierReport {
+    /// The outlier.
+    pub schema: String,
+    /// The tenant of the majority it is compared with.
+    pub reference: String,
+    /// How many migrations its group recorded.
+    pub migrations: usize,
+    /// What differs.
+    pub differences: Vec<Difference>,
+}
+
+/// The fleet's drift: tenants grouped by recorded migrations, each group's
+/// majority fingerprint, and every outlier with its differences.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftReport {
+    /// Tenants read.
+    pub tenants: usize,
+    /// Their groups (by recorded migrations).
+    pub groups: Vec<DriftGroup>,
+    /// The outliers, with what differs.
+    pub outliers: Vec<OutlierReport>,
+}
+
+impl DriftReport {
+    /// Whether any tenant differs from its group's majority.
+    pub fn has_outliers(&self) -> bool {
+        !self.outliers.is_empty()
+    }
+}
+
+/// Fingerprints every tenant, groups them, and explains each outlier.
+pub fn report(tenants: &[TenantCatalog]) -> DriftReport {
+    let normalized: Vec<Vec<CatalogObject>> = tenants.iter().map(|t| normalize(&t.schema, &t.objects)).collect();
+    let states: Vec<SchemaState> = tenants
+        .iter()
+        .zip(&normalized)
+        .map(|(tenant, objects)| SchemaState {
+            schema: tenant.schema.clone(),
+            recorded: recorded_identity(&tenant.recorded),
+            fingerprint: fingerprint(objects),
+        })
+        .collect();
+    let groups = outliers(&states);
+    let index: std::collections::HashMap<&str, usize> =
+        tenants.iter().enumerate().map(|(i, t)| (t.schema.as_str(), i)).collect();
+    let mut reports = Vec::new();
+    for group in &groups {
+        for outlier in &group.outliers {
+            let (Some(&o), Some(&r)) = (index.get(outlier.schema.as_str()), index.get(outlier.reference.as_str()))
+            else {
+                continue;
+            };
+            reports.push(OutlierReport {
+                schema: outlier.schema.clone(),
+                reference: outlier.reference.clone(),
+                migrations: tenants[o].recorded.len(),
+                differences: diff(&normalized[r], &normalized[o]),
+            });
+        }
+    }
+    reports.sort_by(|a, b| a.schema.cmp(&b.schema));
+    DriftReport { tenants: tenants.len(), groups, outliers: reports }
+}
+
+/// Definitions longer than this are cut in text output (JSON has them whole).
+const SHOWN_DEFINITION: usize = 160;
+
+fn shown(definition: &str) -> String {
+    match definition.char_indices().nth(SHOWN_DEFINITION) {
+        Some((at, _)) => format!("{}…", &definition[..at]),
+        None => definition.to_string(),
+    }
+}
+
+/// The report for people (`strata drift`).
+pub fn render_text(report: &DriftReport) -> String {
+    let mut out = String::new();
+    let outliers = report.outliers.len();
+    out.push_str(&format!(
+        "{} tenant(s) in {} group(s) by recorded migrations; {} outlier(s).\n",
+        report.tenants,
+        report.groups.len(),
+        outliers
+    ));
+    for outlier in &report.outliers {
+        out.push_str(&format!(
+            "\n{} differs from {} (same {} recorded migration(s)):\n",
+            outlier.schema, outlier.reference, outlier.migrations
+        ));
+        for d in &outlier.differences {
+            let line = match d.change {
+                "added" => format!("  + {} {}: {}", d.kind, d.name, shown(d.found.as_deref().unwrap_or_default())),
+                "missing" => format!("  - {} {}: {}", d.kind, d.name, shown(d.expected.as_deref().unwrap_or_default())),
+                _ => format!(
+                    "  ~ {} {}: {} → {}",
+                    d.kind,
+                    d.name,
+                    shown(d.expected.as_deref().unwrap_or_default()),
+                    shown(d.found.as_deref().unwrap_or_default())
+                ),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    if outliers == 0 {
+        out.push_str("No drift: every tenant looks like the others that recorded the same migrations.\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,133 @@
+use super::*;
+
+fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
+    CatalogObject { kind: kind.into(), name: name.into(), definition: definition.into() }
+}
+
+#[test]
+fn the_schema_name_is_replaced_where_it_stands_alone_or_cut_by_underscores() {
+    let t1 = [
+        object("index", "t1_users_email", "CREATE INDEX t1_users_email ON t1.users USING btree (email)"),
+        object("column", "users.id", "integer not null default nextval('\"t1\".users_id_seq'::regclass)"),
+        object("view", "t10_view", "SELECT count(*) FROM `t1`.users  WHERE t10 > 1"),
+    ];
+    let normalized = normalize("t1", &t1);
+    assert_eq!(
+        normalized,
+        [
+            object("column", "users.id", "integer not null default nextval('\"{schema}\".users_id_seq'::regclass)"),
+            object(
+                "index",
+                "{schema}_users_email",
+                "CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email)"
+            ),
+            object("view", "t10_view", "SELECT count(*) FROM `{schema}`.users WHERE t10 > 1"),
+        ]
+    );
+    // Case does not matter; letters and digits next to it keep it.
+    assert_eq!(replace_schema("Acme", "acme.x ACME_y acmes xacme"), "{schema}.x {schema}_y acmes xacme");
+    assert_eq!(replace_schema("", "abc"), "abc");
+    assert_eq!(replace_schema("é", "é.t éé"), "{schema}.t éé");
+}
+
+#[test]
+fn tenants_alike_share_a_fingerprint_and_an_altered_one_does_not() {
+    let of = |schema: &str, extra: Option<CatalogObject>| {
+        let mut objects = vec![
+            object("table", "users", "r"),
+            object(
+                "index",
+                &format!("{schema}_users_email"),
+                &format!("CREATE INDEX {schema}_users_email ON {schema}.users (email)"),
+            ),
+        ];
+        objects.extend(extra);
+        fingerprint(&normalize(schema, &objects))
+    };
+    assert_eq!(of("t1", None), of("t2", None));
+    assert_ne!(of("t1", None), of("t3", Some(object("column", "users.note", "text"))));
+    assert_eq!(of("t1", None).len(), 64);
+}
+
+#[test]
+fn the_majority_of_a_group_decides_and_outliers_name_a_reference() {
+    let state = |schema: &str, recorded: &str, fingerprint: &str| SchemaState {
+        schema: schema.into(),
+        recorded: recorded.into(),
+        fingerprint: fingerprint.into(),
+    };
+    let groups = outliers(&[
+        state("t3", "v2", "aaa"),
+        state("t1", "v2", "aaa"),
+        state("t2", "v2", "bbb"),
+        state("t4", "v1", "ccc"),
+        state("t5", "v1", "ccc"),
+    ]);
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0].tenants, ["t1", "t3"]);
+    assert_eq!(groups[0].majority, "aaa");
+    assert_eq!(
+        groups[0].outliers,
+        [Outlier { schema: "t2".into(), fingerprint: "bbb".into(), reference: "t1".into() }]
+    );
+    assert_eq!(groups[1].tenants, ["t4", "t5"]);
+    assert!(groups[1].outliers.is_empty());
+    // A tie: the smallest fingerprint is the majority, so answers are stable.
+    let tie = outliers(&[state("a", "v", "f2"), state("b", "v", "f1")]);
+    assert_eq!((tie[0].majority.as_str(), tie[0].outliers[0].schema.as_str()), ("f1", "a"));
+    assert!(outliers(&[]).is_empty());
+}
+
+#[test]
+fn a_difference_is_added_missing_or_changed() {
+    let reference = [object("column", "users.email", "text not null"), object("index", "users_email", "btree (email)")];
+    let outlier = [object("column", "users.email", "text"), object("column", "users.note", "text")];
+    let found = diff(&reference, &outlier);
+    let summary: Vec<(&str, &str)> = found.iter().map(|d| (d.name.as_str(), d.change)).collect();
+    assert_eq!(summary, [("users.email", "changed"), ("users.note", "added"), ("users_email", "missing")]);
+    assert_eq!(found[0].expected.as_deref(), Some("text not null"));
+    assert_eq!(found[0].found.as_deref(), Some("text"));
+    assert!(diff(&reference, &reference).is_empty());
+}
+
+#[test]
+fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
+    let tenant = |schema: &str, extra: &[CatalogObject]| {
+        let mut objects = vec![
+            object("relation", "users", "r"),
+            object("column", "users.email", "text not null"),
+            object(
+                "index",
+                &format!("{schema}_users_email"),
+                &format!("CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email)"),
+            ),
+        ];
+        objects.extend_from_slice(extra);
+        TenantCatalog {
+            schema: schema.into(),
+            recorded: vec![("tenants/001.sql".into(), "c1".into()), ("tenants/002.sql".into(), "c2".into())],
+            objects,
+        }
+    };
+    let fleet = [tenant("t1", &[]), tenant("t2", &[object("column", "users.note", "text")]), tenant("t3", &[])];
+    let report = report(&fleet);
+    assert!(report.has_outliers());
+    assert_eq!(report.groups.len(), 1);
+    assert_eq!(report.groups[0].tenants, ["t1", "t3"]);
+    assert_eq!(report.outliers.len(), 1);
+    assert_eq!((report.outliers[0].schema.as_str(), report.outliers[0].reference.as_str()), ("t2", "t1"));
+    assert_eq!(
+        render_text(&report),
+        "3 tenant(s) in 1 group(s) by recorded migrations; 1 outlier(s).\n\n\
+         t2 differs from t1 (same 2 recorded migration(s)):\n  + column users.note: text\n"
+    );
+    let clean = super::report(&[tenant("t1", &[]), tenant("t3", &[])]);
+    assert!(!clean.has_outliers());
+    assert!(
+        render_text(&clean)
+            .ends_with("No drift: every tenant looks like the others that recorded the same migrations.\n")
+    );
+    // Recorded in another order: the same group.
+    let reordered = recorded_identity(&[("b".into(), "2".into()), ("a".into(), "1".into())]);
+    assert_eq!(reordered, recorded_identity(&[("a".into(), "1".into()), ("b".into(), "2".into())]));
+}

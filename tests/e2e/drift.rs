@@ -1,0 +1,124 @@
+//! Fleet drift: every tenant's live schema fingerprinted and compared with
+//! the tenants that recorded the same migrations (`drift` in GraphQL,
+//! `strata drift`), on every engine.
+
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Server, backend, strata};
+
+/// Fifty tenants on the `basic` set plus a tenant index whose name embeds
+/// the schema's name.
+async fn fleet() -> Server {
+    let server = Server::start("basic", "").await;
+    let index = match backend() {
+        Backend::Sqlite => "create index {schema}.{schema}_users_id on users (id);\n",
+        _ => "create index {schema}_users_id on {schema}.users (id);\n",
+    };
+    server.ws.write_migration("tenants/005.sql", index);
+    for i in 1..=50 {
+        let name = format!("t{i:02}");
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server
+}
+
+const DRIFT: &str = "{ drift { tenants groups { fingerprint tenants outliers } \
+                     outliers { tenant reference differences { kind name change expected found } } } }";
+
+/// `sql` run as an operator would in `schema`: qualified on PostgreSQL and
+/// MySQL, in the schema's own file on SQLite (`{}` is `schema.` or nothing).
+async fn by_hand(server: &Server, schema: &str, sql: &str) {
+    let prefix = if backend() == Backend::Sqlite { String::new() } else { format!("{schema}.") };
+    server.ws.execute(schema, &sql.replace("{}", &prefix)).await;
+}
+
+fn outliers(drift: &Value) -> Vec<String> {
+    drift["outliers"].as_array().unwrap().iter().map(|o| o["tenant"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_clean_fleet_has_no_drift_and_a_hand_made_change_is_found_and_shown() {
+    let server = fleet().await;
+    let clean = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(clean["tenants"], 50, "{clean}");
+    assert_eq!(clean["groups"].as_array().unwrap().len(), 1, "one group, no false outlier from t01_users_id: {clean}");
+    assert_eq!(outliers(&clean), Vec::<String>::new(), "{clean}");
+    let cli = strata(server.config_path(), &["drift"]).await;
+    assert_eq!(cli.status.code(), Some(0), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert!(
+        String::from_utf8_lossy(&cli.stdout)
+            .starts_with("50 tenant(s) in 1 group(s) by recorded migrations; 0 outlier(s).")
+    );
+
+    // A hot-fix ALTER on one tenant, an index dropped during an incident on
+    // another, a third restored from a dump older than its records.
+    by_hand(&server, "t17", "alter table {}users add column note varchar(20)").await;
+    let drop_index = match backend() {
+        Backend::Mysql => "drop index users_email on t05.users",
+        Backend::Postgres => "drop index t05.users_email",
+        Backend::Sqlite => "drop index users_email",
+    };
+    server.ws.execute("t05", drop_index).await;
+    let restore = match backend() {
+        Backend::Postgres => {
+            "drop schema t09 cascade; create schema t09; \
+             create table t09.users (id serial primary key, email text not null); \
+             create index users_email on t09.users (email);"
+        }
+        Backend::Mysql => {
+            "drop database t09; create database t09; \
+             create table t09.users (id integer auto_increment primary key, email text not null); \
+             create index users_email on t09.users (email(100));"
+        }
+        Backend::Sqlite => {
+            "drop table users; create table users (id integer primary key, email text not null); \
+             create index users_email on users (email);"
+        }
+    };
+    server.ws.execute("t09", restore).await;
+
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(outliers(&drift), ["t05", "t09", "t17"], "{drift}");
+    let group = &drift["groups"][0];
+    assert_eq!(group["tenants"].as_array().unwrap().len(), 47, "{drift}");
+    assert_eq!(group["outliers"], json!(["t05", "t09", "t17"]));
+    let of =
+        |tenant: &str| drift["outliers"].as_array().unwrap().iter().find(|o| o["tenant"] == tenant).unwrap().clone();
+    let t17 = of("t17");
+    assert_eq!(t17["reference"], "t01");
+    let added: Vec<&Value> = t17["differences"].as_array().unwrap().iter().filter(|d| d["change"] == "added").collect();
+    assert_eq!(added.len(), 1, "{t17}");
+    assert_eq!(added[0]["kind"], "column", "{t17}");
+    assert_eq!(added[0]["name"], "users.note");
+    let found = added[0]["found"].as_str().unwrap();
+    assert!(found.starts_with("varchar(20)") || found.starts_with("character varying(20)"), "{t17}");
+    let t05 = of("t05");
+    let missing: Vec<(&str, &str)> = t05["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["change"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect();
+    let index_name = if backend() == Backend::Mysql { "users.users_email" } else { "users_email" };
+    assert!(missing.contains(&("missing", index_name)), "{t05}");
+    let t09 = of("t09");
+    let t09_missing: Vec<&str> = t09["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["change"] == "missing")
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    let embedded = if backend() == Backend::Mysql { "users.{schema}_users_id" } else { "{schema}_users_id" };
+    assert!(t09_missing.contains(&embedded), "the restored tenant lacks tenants/005.sql's index: {t09}");
+
+    let cli = strata(server.config_path(), &["drift"]).await;
+    let out = String::from_utf8_lossy(&cli.stdout);
+    assert_eq!(cli.status.code(), Some(10), "{out}");
+    assert!(out.starts_with("50 tenant(s) in 1 group(s) by recorded migrations; 3 outlier(s)."), "{out}");
+    assert!(out.contains("\nt17 differs from t01 (same 3 recorded migration(s)):\n"), "{out}");
+    let json_cli = strata(server.config_path(), &["drift", "--json"]).await;
+    let parsed: Value = serde_json::from_slice(&json_cli.stdout).unwrap();
+    assert_eq!(parsed["outliers"].as_array().unwrap().len(), 3);
+}
