@@ -133,7 +133,20 @@ impl Service {
                 objects,
             })
             .collect();
-        Ok(report(&input))
+        let stored: std::collections::BTreeMap<String, String> =
+            self.database.fingerprints().await?.into_iter().collect();
+        // Single schemas the service migrated (they have a stored fingerprint).
+        let mut single: Vec<String> =
+            self.config.single_schemas().filter(|s| stored.contains_key(*s)).map(str::to_string).collect();
+        single.sort();
+        single.dedup();
+        let singles: Vec<TenantCatalog> = single
+            .iter()
+            .cloned()
+            .zip(self.database.catalogs(&single).await?)
+            .map(|(schema, objects)| TenantCatalog { schema, recorded: Vec::new(), objects })
+            .collect();
+        Ok(report(&input, &singles, &stored))
     }
 
     /// The loader.

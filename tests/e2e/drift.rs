@@ -15,6 +15,8 @@ async fn fleet() -> Server {
         _ => "create index {schema}_users_id on {schema}.users (id);\n",
     };
     server.ws.write_migration("tenants/005.sql", index);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
     for i in 1..=50 {
         let name = format!("t{i:02}");
         let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
@@ -23,7 +25,7 @@ async fn fleet() -> Server {
     server
 }
 
-const DRIFT: &str = "{ drift { tenants groups { fingerprint tenants outliers } \
+const DRIFT: &str = "{ drift { tenants changed groups { fingerprint tenants outliers } \
                      outliers { tenant reference differences { kind name change expected found } } } }";
 
 /// `sql` run as an operator would in `schema`: qualified on PostgreSQL and
@@ -44,6 +46,7 @@ async fn a_clean_fleet_has_no_drift_and_a_hand_made_change_is_found_and_shown() 
     assert_eq!(clean["tenants"], 50, "{clean}");
     assert_eq!(clean["groups"].as_array().unwrap().len(), 1, "one group, no false outlier from t01_users_id: {clean}");
     assert_eq!(outliers(&clean), Vec::<String>::new(), "{clean}");
+    assert_eq!(clean["changed"], json!([]), "{clean}");
     let cli = strata(server.config_path(), &["drift"]).await;
     assert_eq!(cli.status.code(), Some(0), "{}", String::from_utf8_lossy(&cli.stderr));
     assert!(
@@ -77,9 +80,13 @@ async fn a_clean_fleet_has_no_drift_and_a_hand_made_change_is_found_and_shown() 
         }
     };
     server.ws.execute("t09", restore).await;
+    // And a table made by hand in a single schema, which has no group: its
+    // fingerprint, stored after its last unit, tells.
+    by_hand(&server, "ref", "create table {}hand_made (id int)").await;
 
     let drift = server.data(DRIFT, json!({})).await["drift"].clone();
     assert_eq!(outliers(&drift), ["t05", "t09", "t17"], "{drift}");
+    assert_eq!(drift["changed"], json!(["ref", "t05", "t09", "t17"]), "{drift}");
     let group = &drift["groups"][0];
     assert_eq!(group["tenants"].as_array().unwrap().len(), 47, "{drift}");
     assert_eq!(group["outliers"], json!(["t05", "t09", "t17"]));

@@ -99,8 +99,7 @@ async fn a_failure_in_the_middle_of_a_fan_out_keeps_what_committed_and_a_rerun_f
     assert_eq!(error["extensions"]["file"], "tenants/002_x.sql");
     assert_eq!(error["extensions"]["schema"], "t07");
     let committed: Vec<String> = serde_json::from_value(error["extensions"]["committedSchemas"].clone()).unwrap();
-    let partly: Vec<String> =
-        serde_json::from_value(error["extensions"]["partlyCommittedSchemas"].clone()).unwrap();
+    let partly: Vec<String> = serde_json::from_value(error["extensions"]["partlyCommittedSchemas"].clone()).unwrap();
     let not_committed: Vec<String> =
         serde_json::from_value(error["extensions"]["notCommittedSchemas"].clone()).unwrap();
     // MySQL: t07's first file committed on its own before its second failed.

@@ -296,6 +296,9 @@ pub struct Config {
     pub lock_retries: u32,
     /// Seconds a migration's statement may run (0: no limit).
     pub statement_timeout_seconds: u64,
+    /// Whether each schema's catalog fingerprint is stored after its unit
+    /// commits (fleet drift's "changed since recorded").
+    pub record_fingerprints: bool,
 }
 
 #[derive(Deserialize)]
@@ -339,6 +342,7 @@ struct RawConfig {
     lock_timeout_millis: Option<PortValue>,
     lock_retries: Option<PortValue>,
     statement_timeout_seconds: Option<PortValue>,
+    record_fingerprints: Option<bool>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -542,6 +546,7 @@ impl Config {
             lock_timeout_millis,
             lock_retries,
             statement_timeout_seconds,
+            record_fingerprints: raw.record_fingerprints.unwrap_or(true),
         })
     }
 
@@ -571,6 +576,7 @@ impl Config {
             lock_timeout_millis: self.lock_timeout_millis,
             lock_retries: self.lock_retries,
             statement_timeout_seconds: self.statement_timeout_seconds,
+            record_fingerprints: self.record_fingerprints,
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -633,6 +639,7 @@ struct RedactedView<'a> {
     lock_timeout_millis: u64,
     lock_retries: u32,
     statement_timeout_seconds: u64,
+    record_fingerprints: bool,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

@@ -27,6 +27,11 @@
 //!   tenant with another fingerprint is an outlier, shown against a tenant
 //!   of the majority ([`diff`]). A group of one or two has no majority to
 //!   speak of: its members are reported only when two differ.
+//! - **Changed since recorded** ([`report`]'s `stored`): the executor stores
+//!   each schema's fingerprint after its unit commits; a live fingerprint
+//!   that differs from the stored one means the schema changed outside the
+//!   service since its last migration — for a tenant alone in its group, and
+//!   for single schemas, which have no group.
 
 use serde::Serialize;
 
@@ -307,17 +312,39 @@ pub struct DriftReport {
     pub groups: Vec<DriftGroup>,
     /// The outliers, with what differs.
     pub outliers: Vec<OutlierReport>,
+    /// Schemas (tenants and single schemas) whose live fingerprint differs
+    /// from the one stored after their last committed unit, sorted.
+    pub changed: Vec<ChangedSchema>,
+}
+
+/// A schema that changed since the service last fingerprinted it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedSchema {
+    /// The schema.
+    pub schema: String,
+    /// The fingerprint stored after its last committed unit.
+    pub stored: String,
+    /// Its fingerprint now.
+    pub live: String,
 }
 
 impl DriftReport {
-    /// Whether any tenant differs from its group's majority.
-    pub fn has_outliers(&self) -> bool {
-        !self.outliers.is_empty()
+    /// Whether any tenant differs from its group's majority, or any schema
+    /// from what was stored after its last migration.
+    pub fn has_drift(&self) -> bool {
+        !self.outliers.is_empty() || !self.changed.is_empty()
     }
 }
 
-/// Fingerprints every tenant, groups them, and explains each outlier.
-pub fn report(tenants: &[TenantCatalog]) -> DriftReport {
+/// Fingerprints every tenant, groups them, and explains each outlier; each
+/// of `tenants` and `singles` (single schemas: `recorded` unused) whose
+/// fingerprint differs from its entry in `stored` is `changed`.
+pub fn report(
+    tenants: &[TenantCatalog],
+    singles: &[TenantCatalog],
+    stored: &std::collections::BTreeMap<String, String>,
+) -> DriftReport {
     let normalized: Vec<Vec<CatalogObject>> = tenants.iter().map(|t| normalize(&t.schema, &t.objects)).collect();
     let states: Vec<SchemaState> = tenants
         .iter()
@@ -347,7 +374,21 @@ pub fn report(tenants: &[TenantCatalog]) -> DriftReport {
         }
     }
     reports.sort_by(|a, b| a.schema.cmp(&b.schema));
-    DriftReport { tenants: tenants.len(), groups, outliers: reports }
+    let mut changed: Vec<ChangedSchema> = states
+        .iter()
+        .map(|s| (s.schema.clone(), s.fingerprint.clone()))
+        .chain(
+            singles
+                .iter()
+                .map(|single| (single.schema.clone(), fingerprint(&normalize(&single.schema, &single.objects)))),
+        )
+        .filter_map(|(schema, live)| match stored.get(&schema) {
+            Some(before) if *before != live => Some(ChangedSchema { stored: before.clone(), live, schema }),
+            _ => None,
+        })
+        .collect();
+    changed.sort_by(|a, b| a.schema.cmp(&b.schema));
+    DriftReport { tenants: tenants.len(), groups, outliers: reports, changed }
 }
 
 /// Definitions longer than this are cut in text output (JSON has them whole).
@@ -391,7 +432,14 @@ pub fn render_text(report: &DriftReport) -> String {
             out.push('\n');
         }
     }
-    if outliers == 0 {
+    if !report.changed.is_empty() {
+        let names: Vec<&str> = report.changed.iter().map(|c| c.schema.as_str()).collect();
+        out.push_str(&format!(
+            "\nchanged since the service last migrated them (live fingerprint differs from the stored one): {}\n",
+            names.join(", ")
+        ));
+    }
+    if !report.has_drift() {
         out.push_str("No drift: every tenant looks like the others that recorded the same migrations.\n");
     }
     out

@@ -107,7 +107,7 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
             } else {
                 print!("{}", strata_core::migrate::fingerprint::render_text(&report));
             }
-            if report.has_outliers() { Exit::SchemaDrift } else { Exit::Success }
+            if report.has_drift() { Exit::SchemaDrift } else { Exit::Success }
         }
         Err(error) => failure(&error),
     }

@@ -136,6 +136,21 @@ pub(crate) trait Engine: Send + Sync {
     async fn catalog(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<Vec<CatalogObject>, DbError> {
         Err(DbError::NotSupported("fleet drift (the catalog of a schema) on this engine"))
     }
+    /// Stores `schema`'s fingerprint after a unit committed, in the open
+    /// transaction (engines without the table do nothing).
+    async fn store_fingerprint(
+        &self,
+        _conn: &mut Self::Conn,
+        _schema: &str,
+        _fingerprint: &str,
+        _version_id: i64,
+    ) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// The stored fingerprints: `(schema, fingerprint)`.
+    async fn fingerprints(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        Ok(Vec::new())
+    }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}
     /// The sessions that may be blocking a statement in `schema` (holders of

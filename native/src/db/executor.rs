@@ -54,6 +54,7 @@ use std::sync::{Arc, Mutex};
 
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
 use strata_core::migrate::source::SourceMigration;
@@ -81,6 +82,8 @@ pub(crate) struct Settings {
     pub(crate) default_tenant_table: bool,
     /// Lock and statement time-outs, before a file's directives.
     pub(crate) timeouts: Timeouts,
+    /// Store each schema's catalog fingerprint after its unit commits.
+    pub(crate) record_fingerprints: bool,
 }
 
 impl Settings {
@@ -94,6 +97,7 @@ impl Settings {
             placeholder: config.schema_placeholder.clone(),
             default_tenant_table: config.default_tenant_table,
             timeouts: Timeouts::from_config(config),
+            record_fingerprints: config.record_fingerprints,
         }
     }
 }
@@ -613,6 +617,9 @@ impl<E: Engine> Run<'_, E> {
             };
             self.engine.enter(conn, &schema).await?;
             let result = self.unit_entered(conn, unit, progress, attempts > 1).await;
+            if result.is_ok() {
+                self.store_fingerprint(conn, &schema, progress).await;
+            }
             self.engine.leave(conn, &schema).await;
             match result {
                 Err(UnitError::Migration { step, failure, partly: false, .. })
@@ -634,6 +641,31 @@ impl<E: Engine> Run<'_, E> {
                 }
                 other => return other.map_err(|error| self.placed(error, unit, progress)),
             }
+        }
+    }
+
+    /// Stores the fingerprint of `schema`'s catalog after its unit committed
+    /// (core's `fingerprint`), in a transaction of its own. Best effort: a
+    /// failure is logged, the version goes on (drift reads the live catalog
+    /// anyway; only "changed since recorded" needs the stored value).
+    async fn store_fingerprint(&self, conn: &mut E::Conn, schema: &str, progress: &Progress) {
+        let Some(version_id) = progress.version().filter(|_| self.settings.record_fingerprints) else { return };
+        let stored = async {
+            let objects = self.engine.catalog(conn, schema).await?;
+            let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
+            self.engine.begin(conn).await?;
+            match self.engine.store_fingerprint(conn, schema, &print, version_id).await {
+                Ok(()) => self.engine.commit(conn).await,
+                Err(error) => {
+                    let _ = self.engine.rollback(conn).await;
+                    Err(error)
+                }
+            }
+        }
+        .await;
+        match stored {
+            Ok(()) | Err(DbError::NotSupported(_)) => {}
+            Err(error) => tracing::warn!(schema, %error, "the schema's fingerprint could not be stored"),
         }
     }
 

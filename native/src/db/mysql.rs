@@ -337,6 +337,30 @@ impl Engine for MysqlEngine {
             .collect())
     }
 
+    async fn store_fingerprint(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        sqlx::query(sql::STORE_FINGERPRINT)
+            .bind(schema)
+            .bind(fingerprint)
+            .bind(version_id)
+            .execute(&mut **conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut **conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut **conn).await?)
+    }
+
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)

@@ -281,6 +281,30 @@ impl Engine for SqliteEngine {
             .collect())
     }
 
+    async fn store_fingerprint(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        sqlx::query(sql::STORE_FINGERPRINT)
+            .bind(schema)
+            .bind(fingerprint)
+            .bind(version_id)
+            .execute(&mut *conn.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut *conn.conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut *conn.conn).await?)
+    }
+
     /// Detaches the unit's file (its transaction is over).
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
         if let Some(schema) = conn.entered.take()

@@ -44,6 +44,8 @@ pub(crate) trait Database: Send + Sync {
     /// The live catalog of each of `schemas`, read over up to
     /// `tenantConcurrency` connections at once, in the order given.
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
+    /// The fingerprints stored after each schema's last committed unit.
+    async fn fingerprints(&self) -> Result<Vec<(String, String)>, DbError>;
 }
 
 /// The one implementation of [`Database`]: an engine and how versions run.
@@ -133,6 +135,14 @@ impl<E: Engine> Database for Store<E> {
             return Ok(Vec::new());
         }
         self.engine.applied(&mut conn).await
+    }
+
+    async fn fingerprints(&self) -> Result<Vec<(String, String)>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.fingerprints(&mut conn).await
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

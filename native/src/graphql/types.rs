@@ -486,6 +486,9 @@ pub(crate) struct SchemaDriftDto {
     groups: Vec<DriftGroupDto>,
     /// Tenants that differ from their group's majority.
     outliers: Vec<DriftOutlierDto>,
+    /// Schemas (tenants and single schemas) whose live catalog differs from
+    /// the fingerprint stored after their last committed unit.
+    changed: Vec<String>,
 }
 
 /// Tenants that recorded the same migrations (`DriftGroup`).
@@ -561,6 +564,7 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
                         .collect(),
                 })
                 .collect(),
+            changed: report.changed.into_iter().map(|c| c.schema).collect(),
         }
     }
 }

@@ -110,8 +110,8 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
         }
     };
     let fleet = [tenant("t1", &[]), tenant("t2", &[object("column", "users.note", "text")]), tenant("t3", &[])];
-    let report = report(&fleet);
-    assert!(report.has_outliers());
+    let report = report(&fleet, &[], &Default::default());
+    assert!(report.has_drift());
     assert_eq!(report.groups.len(), 1);
     assert_eq!(report.groups[0].tenants, ["t1", "t3"]);
     assert_eq!(report.outliers.len(), 1);
@@ -121,8 +121,8 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
         "3 tenant(s) in 1 group(s) by recorded migrations; 1 outlier(s).\n\n\
          t2 differs from t1 (same 2 recorded migration(s)):\n  + column users.note: text\n"
     );
-    let clean = super::report(&[tenant("t1", &[]), tenant("t3", &[])]);
-    assert!(!clean.has_outliers());
+    let clean = super::report(&[tenant("t1", &[]), tenant("t3", &[])], &[], &Default::default());
+    assert!(!clean.has_drift());
     assert!(
         render_text(&clean)
             .ends_with("No drift: every tenant looks like the others that recorded the same migrations.\n")
@@ -130,4 +130,24 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
     // Recorded in another order: the same group.
     let reordered = recorded_identity(&[("b".into(), "2".into()), ("a".into(), "1".into())]);
     assert_eq!(reordered, recorded_identity(&[("a".into(), "1".into()), ("b".into(), "2".into())]));
+}
+
+#[test]
+fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
+    let single = |extra: &[CatalogObject]| {
+        let mut objects = vec![object("relation", "countries", "r")];
+        objects.extend_from_slice(extra);
+        TenantCatalog { schema: "ref".into(), recorded: Vec::new(), objects }
+    };
+    let before = fingerprint(&normalize("ref", &single(&[]).objects));
+    let stored: std::collections::BTreeMap<String, String> = [("ref".to_string(), before.clone())].into();
+    assert!(!report(&[], &[single(&[])], &stored).has_drift());
+    let changed = report(&[], &[single(&[object("column", "countries.x", "int")])], &stored);
+    assert_eq!(changed.changed.len(), 1);
+    assert_eq!((changed.changed[0].schema.as_str(), changed.changed[0].stored.as_str()), ("ref", before.as_str()));
+    assert!(render_text(&changed).contains(
+        "changed since the service last migrated them (live fingerprint differs from the stored one): ref\n"
+    ));
+    // Never stored (before this release, or a failed store): not judged.
+    assert!(!report(&[], &[single(&[])], &Default::default()).has_drift());
 }

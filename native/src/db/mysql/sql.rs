@@ -12,9 +12,9 @@ pub(crate) const LEASE_ROW: &str =
     "insert ignore into svc.svc_lock (id, holder, expires) values (1, '', '1970-01-01 00:00:01')";
 /// How many of the service's tables exist (a plain read: no lock, no DDL).
 pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
-    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock')";
+    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints')";
 /// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
-pub(crate) const SERVICE_TABLES: i64 = 3;
+pub(crate) const SERVICE_TABLES: i64 = 4;
 /// Whether the lease's row exists.
 pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
 /// Whether the default tenant table exists.
@@ -65,6 +65,12 @@ create table if not exists svc.svc_migrations (
     index svc_migrations_version_id (version_id),
     index svc_migrations_filename (filename),
     foreign key (version_id) references svc.svc_versions (id)
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_fingerprints (
+    db_schema varchar(255) primary key,
+    fingerprint char(64) not null,
+    version_id int not null,
+    created datetime(6) not null default current_timestamp(6)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
@@ -227,3 +233,17 @@ from information_schema.TRIGGERS where TRIGGER_SCHEMA = ?";
 
 /// How often [`CATALOG`] binds the schema.
 pub(crate) const CATALOG_BINDS: usize = 8;
+
+/// Stores a schema's fingerprint after a unit committed (schema,
+/// fingerprint, version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
+    values (?, ?, ?) on duplicate key update fingerprint = values(fingerprint), version_id = values(version_id), \
+    created = current_timestamp(6)";
+
+/// Whether the fingerprints' table exists.
+pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_fingerprints'";
+
+/// The stored fingerprints.
+pub(crate) const SELECT_FINGERPRINTS: &str =
+    "select cast(db_schema as char), cast(fingerprint as char) from svc.svc_fingerprints";

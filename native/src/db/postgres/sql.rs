@@ -62,6 +62,12 @@ create table if not exists svc.svc_migrations (
 );
 create index if not exists svc_migrations_version_id on svc.svc_migrations (version_id);
 create index if not exists svc_migrations_filename on svc.svc_migrations (filename);
+create table if not exists svc.svc_fingerprints (
+    db_schema text primary key,
+    fingerprint text not null,
+    version_id integer not null,
+    created timestamptz not null default now()
+);
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -204,3 +210,16 @@ union all \
 select 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by e.enumsortorder) \
 from pg_type t join pg_enum e on e.enumtypid = t.oid join pg_namespace n on n.oid = t.typnamespace \
 where n.nspname = $1 group by t.typname";
+
+/// Stores a schema's fingerprint after a unit committed (`$1` schema, `$2`
+/// fingerprint, `$3` version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
+    values ($1, $2, $3) on conflict (db_schema) do update \
+    set fingerprint = excluded.fingerprint, version_id = excluded.version_id, created = now()";
+
+/// Whether the fingerprints' table exists (a read-only store may find the
+/// tables of an older release).
+pub(crate) const FINGERPRINTS_INSTALLED: &str = "select to_regclass('svc.svc_fingerprints') is not null";
+
+/// The stored fingerprints.
+pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint from svc.svc_fingerprints";

@@ -24,6 +24,12 @@ create table if not exists svc.svc_migrations (
     checksum text not null,
     version_id integer not null references svc_versions (id)
 );
+create table if not exists svc.svc_fingerprints (
+    db_schema text primary key,
+    fingerprint text not null,
+    version_id integer not null,
+    created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
 create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
@@ -128,3 +134,16 @@ pub(crate) fn catalog(schema: &str) -> String {
          where m.type = 'table' and m.name not like 'sqlite_%'"
     )
 }
+
+/// Stores a schema's fingerprint after a unit committed (schema,
+/// fingerprint, version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
+    values (?, ?, ?) on conflict (db_schema) do update set fingerprint = excluded.fingerprint, \
+    version_id = excluded.version_id, created = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// Whether the fingerprints' table exists.
+pub(crate) const FINGERPRINTS_INSTALLED: &str =
+    "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_fingerprints'";
+
+/// The stored fingerprints.
+pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint from svc.svc_fingerprints";
