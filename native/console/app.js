@@ -208,7 +208,7 @@ async function fleet() {
   summary();
   show(
     "Fleet",
-    el("div", { class: "actions" }, previewPanel(), tenantPanel()),
+    el("div", { class: "actions" }, previewPanel(), tenantPanel(), driftPanel()),
     el("form", { class: "inline", role: "search", onsubmit: (e) => e.preventDefault() }, el("label", {}, "Search tenants", search)),
     counter,
     el("div", { class: "legend" }, Object.values(STATE).map(([css, symbol, words]) => el("span", {}, el("span", { class: `cell ${css}` }, symbol), ` ${words}`))),
@@ -219,6 +219,32 @@ async function fleet() {
 }
 
 const SUMMARY = "summary { tenants migrationsGrandTotal singleMigrations tenantMigrationsTotal scriptsGrandTotal duration }";
+
+// Fleet drift: every tenant's live schema against the tenants that recorded
+// the same migrations (the API's `drift`; `strata drift` prints the same).
+function driftPanel() {
+  const out = el("div", { id: "drift-result", "aria-live": "polite" });
+  const check = async () => {
+    out.replaceChildren(el("p", { class: "muted" }, "Reading every tenant's catalog…"));
+    const { drift } = await gql("{ drift { tenants changed outliers { tenant reference differences { kind name change expected found } } } }");
+    if (drift.outliers.length === 0 && drift.changed.length === 0) {
+      out.replaceChildren(el("p", { id: "drift-summary" }, `No drift: ${drift.tenants} tenant(s) look like the others that recorded the same migrations.`));
+      return;
+    }
+    const sign = { added: "+", missing: "−", changed: "~" };
+    out.replaceChildren(
+      el("p", { id: "drift-summary", class: "error" }, `${drift.outliers.length} tenant(s) differ from their group; ${drift.changed.length} schema(s) changed since last migrated.`),
+      el("ul", { class: "drift" }, drift.outliers.map((o) => el("li", {}, el("strong", {}, o.tenant), ` differs from ${o.reference}:`,
+        el("ul", {}, o.differences.map((d) => el("li", { class: "mono" }, `${sign[d.change]} ${d.kind} ${d.name}: ${d.change === "changed" ? `${d.expected} → ${d.found}` : (d.found ?? d.expected)}`)))))),
+      drift.changed.length ? el("p", { class: "muted" }, `Changed since the service last migrated them: ${drift.changed.join(", ")}`) : null,
+    );
+  };
+  return el("section", { class: "panel", "aria-labelledby": "drift-title" },
+    el("h2", { id: "drift-title" }, "Live schemas"),
+    el("p", { class: "muted" }, "Compare every tenant's live schema with the tenants that recorded the same migrations."),
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "drift-button", onclick: () => check().catch((e) => out.replaceChildren(failure(e))) }, "Check drift")),
+    out);
+}
 
 function previewPanel() {
   const out = el("div", { id: "preview", "aria-live": "polite" });

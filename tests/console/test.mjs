@@ -212,6 +212,12 @@ try {
   await page.fill("#tenant-search", "");
   ok("preview (dry run, nothing changed), Escape cancels, confirm applies: the matrix turns from pending to applied");
 
+  // Fleet drift: a clean fleet reads as one.
+  await page.locator("#drift-button").click();
+  await page.locator("#drift-summary").waitFor({ timeout: 60000 });
+  assert.equal(await page.locator("#drift-summary").textContent(), `No drift: ${TENANTS} tenant(s) look like the others that recorded the same migrations.`);
+  ok("drift: every tenant's live schema checked, none differs");
+
   // createTenant: the server's rule first, then a real one.
   await page.fill("#tenant-name", "svc");
   await page.keyboard.press("Enter");
