@@ -49,29 +49,40 @@ for n in $(seq -w 1 "$MIGRATIONS"); do
         "$n" "'x'" "$n" "$n" "$n" >"$work/m/tenants/$n.sql"
 done
 now() { date +%s.%N; }
-db=drift_bench
-"${PSQL[@]}" -d postgres -c "drop database if exists $db with (force)" -c "create database $db" >/dev/null
-"${PSQL[@]}" -d "$db" -c "do \$\$ begin for i in 1..$TENANTS loop
-    execute format('create schema %I', 't' || lpad(i::text, 5, '0')); end loop; end \$\$" >/dev/null
-cat >"$work/svc.yaml" <<YAML
+fresh_database() { # name
+    "${PSQL[@]}" -d postgres -c "drop database if exists $1 with (force)" -c "create database $1" >/dev/null
+    "${PSQL[@]}" -d "$1" -c "do \$\$ begin for i in 1..$TENANTS loop
+        execute format('create schema %I', 't' || lpad(i::text, 5, '0')); end loop; end \$\$" >/dev/null
+}
+run_version() { # database recordFingerprints -> prints seconds
+    cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
 driver: postgres
-dataSource: postgres://postgres@127.0.0.1:$pg_port/$db
+dataSource: postgres://postgres@127.0.0.1:$pg_port/$1
 singleMigrations: [ref]
 tenantMigrations: [tenants]
 port: $PORT
 logLevel: ERROR
+recordFingerprints: $2
 YAML
-SVC_YAML="$work/svc.yaml" "$STRATA" >"$work/strata.log" 2>&1 &
-strata_pid=$!
-until curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"; do sleep 0.05; done
-"${PSQL[@]}" -d "$db" -c "insert into svc.svc_tenants (name) select 't' || lpad(i::text, 5, '0') from generate_series(1, $TENANTS) i" >/dev/null
-query='{"query":"mutation { createVersion(input: {versionName: \"fleet\"}) { summary { tenantMigrationsTotal } } }"}'
-start=$(now)
-curl -s "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "$query" | grep -q "\"tenantMigrationsTotal\":$((TENANTS * MIGRATIONS))"
-version=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
-kill "$strata_pid"; wait "$strata_pid" 2>/dev/null || true; strata_pid=
-echo "version: $TENANTS tenants x $MIGRATIONS migrations in ${version} s"
+    SVC_YAML="$work/svc.yaml" "$STRATA" >"$work/strata.log" 2>&1 &
+    strata_pid=$!
+    until curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"; do sleep 0.05; done
+    "${PSQL[@]}" -d "$1" -c "insert into svc.svc_tenants (name) select 't' || lpad(i::text, 5, '0') from generate_series(1, $TENANTS) i" >/dev/null
+    local query='{"query":"mutation { createVersion(input: {versionName: \"fleet\"}) { summary { tenantMigrationsTotal } } }"}'
+    local start; start=$(now)
+    curl -s "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "$query" | grep -q "\"tenantMigrationsTotal\":$((TENANTS * MIGRATIONS))"
+    awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }'
+    kill "$strata_pid"; wait "$strata_pid" 2>/dev/null || true; strata_pid=
+}
+fresh_database drift_bench_off
+without=$(run_version drift_bench_off false)
+"${PSQL[@]}" -d postgres -c "drop database drift_bench_off with (force)" >/dev/null
+echo "version, recordFingerprints: false: $TENANTS tenants x $MIGRATIONS migrations in ${without} s"
+db=drift_bench
+fresh_database "$db"
+version=$(run_version "$db" true)
+echo "version, recordFingerprints: true (a catalog read and a row per unit): ${version} s, $(awk -v a="$without" -v b="$version" 'BEGIN { printf "%+.1f", 100 * (b - a) / a }') %"
 
 drift() { # label expected-exit
     local start code seconds

@@ -136,6 +136,19 @@ pub(crate) trait Engine: Send + Sync {
     async fn catalog(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<Vec<CatalogObject>, DbError> {
         Err(DbError::NotSupported("fleet drift (the catalog of a schema) on this engine"))
     }
+    /// The catalogs of several schemas, in the order given: by default one
+    /// [`Engine::catalog`] after another, each schema entered for it;
+    /// engines that can read many at once in one query do.
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let mut out = Vec::with_capacity(schemas.len());
+        for schema in schemas {
+            self.enter(conn, schema).await?;
+            let objects = self.catalog(conn, schema).await;
+            self.leave(conn, schema).await;
+            out.push(objects?);
+        }
+        Ok(out)
+    }
     /// Stores `schema`'s fingerprint after a unit committed, in the open
     /// transaction (engines without the table do nothing).
     async fn store_fingerprint(

@@ -240,14 +240,29 @@ impl Engine for PostgresEngine {
         conn: &mut Self::Conn,
         schema: &str,
     ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
+        let mut all = self.catalogs(conn, &[schema.to_string()]).await?;
+        Ok(all.pop().unwrap_or_default())
+    }
+
+    /// One query for all of `schemas` (see `sql::CATALOGS`).
+    async fn catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
         let mut tx = Connection::begin(&mut **conn).await?;
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as(sql::CATALOG).persistent(false).bind(schema).fetch_all(&mut *tx).await?;
+        let rows: Vec<(String, String, String, String)> =
+            sqlx::query_as(sql::CATALOGS).persistent(false).bind(schemas).fetch_all(&mut *tx).await?;
         tx.commit().await?;
-        Ok(rows
-            .into_iter()
-            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
-            .collect())
+        let index: std::collections::HashMap<&str, usize> =
+            schemas.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        let mut out = vec![Vec::new(); schemas.len()];
+        for (schema, kind, name, definition) in rows {
+            if let Some(&i) = index.get(schema.as_str()) {
+                out[i].push(strata_core::migrate::fingerprint::CatalogObject { kind, name, definition });
+            }
+        }
+        Ok(out)
     }
 
     async fn store_fingerprint(

@@ -48,6 +48,10 @@ pub(crate) trait Database: Send + Sync {
     async fn fingerprints(&self) -> Result<Vec<(String, String)>, DbError>;
 }
 
+/// Schemas whose catalogs one read asks for (PostgreSQL reads them in one
+/// query: its catalog scan is paid once per read, not per schema).
+const CATALOGS_PER_READ: usize = 250;
+
 /// The one implementation of [`Database`]: an engine and how versions run.
 pub(crate) struct Store<E: Engine> {
     engine: E,
@@ -64,15 +68,13 @@ impl<E: Engine> Store<E> {
         Ok(Store { engine, settings, access })
     }
 
-    /// The catalogs of `schemas`, one after another on one connection.
+    /// The catalogs of `schemas` on one connection, at most
+    /// [`CATALOGS_PER_READ`] schemas per read.
     async fn catalog_part(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
         let mut conn = self.engine.connect().await?;
         let mut out = Vec::with_capacity(schemas.len());
-        for schema in schemas {
-            self.engine.enter(&mut conn, schema).await?;
-            let objects = self.engine.catalog(&mut conn, schema).await;
-            self.engine.leave(&mut conn, schema).await;
-            out.push(objects?);
+        for batch in schemas.chunks(CATALOGS_PER_READ) {
+            out.extend(self.engine.catalogs(&mut conn, batch).await?);
         }
         Ok(out)
     }

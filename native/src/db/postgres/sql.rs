@@ -176,40 +176,46 @@ pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
     group by a.pid, a.state, a.xact_start, a.application_name, a.query \
     order by a.xact_start nulls last limit 10";
 
-/// The catalog of schema `$1` for fleet drift (core's `fingerprint`): kind,
-/// name, definition — tables and sequences, columns (type, not null,
-/// default), indexes, constraints, views, routines, triggers and enum types.
-/// No object ids, sizes, statistics or column order.
-pub(crate) const CATALOG: &str = "\
-select 'relation'::text, c.relname::text, c.relkind::text \
-from pg_class c join pg_namespace n on n.oid = c.relnamespace \
-where n.nspname = $1 and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S') \
+/// The catalogs of the schemas named in `$1` (a text array) for fleet
+/// drift (core's `fingerprint`): schema, kind, name, definition — relations
+/// and sequences, columns (type, not null, default), indexes, constraints,
+/// views, triggers, routines and enum types. No object ids, sizes,
+/// statistics or column order. `pg_class` has no index on the namespace:
+/// it is scanned once (`rels`), whatever the number of schemas asked, and
+/// everything else is reached by indexed joins from there.
+pub(crate) const CATALOGS: &str = "\
+with ns as materialized ( \
+  select oid, nspname::text as schema from pg_namespace where nspname = any($1) \
+), rels as materialized ( \
+  select c.oid, c.relname::text as relname, c.relkind, ns.schema \
+  from pg_class c join ns on ns.oid = c.relnamespace where c.relkind in ('r', 'p', 'v', 'm', 'f', 'S') \
+) \
+select schema, 'relation'::text, relname, relkind::text from rels \
 union all \
-select 'column', c.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) \
+select r.schema, 'column', r.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) \
   || case when a.attnotnull then ' not null' else '' end || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '') \
-from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace \
+from rels r join pg_attribute a on a.attrelid = r.oid \
 left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum \
-where n.nspname = $1 and a.attnum > 0 and not a.attisdropped and c.relkind in ('r', 'p', 'v', 'm', 'f') \
+where a.attnum > 0 and not a.attisdropped and r.relkind <> 'S' \
 union all \
-select 'index', indexname::text, indexdef from pg_indexes where schemaname = $1 \
+select r.schema, 'index', ic.relname::text, pg_get_indexdef(i.indexrelid) \
+from rels r join pg_index i on i.indrelid = r.oid join pg_class ic on ic.oid = i.indexrelid \
 union all \
-select 'constraint', c.relname || '.' || con.conname, pg_get_constraintdef(con.oid) \
-from pg_constraint con join pg_class c on c.oid = con.conrelid join pg_namespace n on n.oid = c.relnamespace \
-where n.nspname = $1 \
+select r.schema, 'constraint', r.relname || '.' || con.conname, pg_get_constraintdef(con.oid) \
+from rels r join pg_constraint con on con.conrelid = r.oid \
 union all \
-select 'view', c.relname::text, pg_get_viewdef(c.oid) \
-from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and c.relkind in ('v', 'm') \
+select r.schema, 'view', r.relname, pg_get_viewdef(r.oid) from rels r where r.relkind in ('v', 'm') \
 union all \
-select 'routine', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', pg_get_functiondef(p.oid) \
-from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = $1 and p.prokind in ('f', 'p') \
+select r.schema, 'trigger', r.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) \
+from rels r join pg_trigger t on t.tgrelid = r.oid where not t.tgisinternal \
 union all \
-select 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) \
-from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace \
-where n.nspname = $1 and not t.tgisinternal \
+select ns.schema, 'routine', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', \
+  pg_get_functiondef(p.oid) \
+from pg_proc p join ns on ns.oid = p.pronamespace where p.prokind in ('f', 'p') \
 union all \
-select 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by e.enumsortorder) \
-from pg_type t join pg_enum e on e.enumtypid = t.oid join pg_namespace n on n.oid = t.typnamespace \
-where n.nspname = $1 group by t.typname";
+select ns.schema, 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by e.enumsortorder) \
+from pg_enum e join pg_type t on t.oid = e.enumtypid join ns on ns.oid = t.typnamespace \
+group by ns.schema, t.typname";
 
 /// Stores a schema's fingerprint after a unit committed (`$1` schema, `$2`
 /// fingerprint, `$3` version).
