@@ -55,6 +55,7 @@ impl From<&AppError> for Exit {
     fn from(error: &AppError) -> Self {
         match error {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
+            AppError::SchemaDrift { .. } => Exit::SchemaDrift,
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
                 Exit::Usage
             }
@@ -94,7 +95,8 @@ Exit status:
   7  the database server is read-only (a standby or replica): point dataSource at the primary
   8  a migration gave up waiting for a lock another session holds (after its retries): run again later
   9  lint, plan --check: a finding at or above --fail-on (default: error)
-  10 drift: a tenant's live schema differs from the others that recorded the same migrations";
+  10 drift: a tenant's live schema differs from the others that recorded the same migrations, or a schema
+     changed since its last migration; apply refused by driftPolicy: refuse";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]

@@ -32,6 +32,19 @@ pub(crate) enum AppError {
     /// The database refused or failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// `driftPolicy: refuse` and a tenant's live schema differs from its
+    /// group, or a schema changed since its last unit; nothing ran.
+    #[error(
+        "fleet drift: {} tenant(s) differ from the tenants that recorded the same migrations ({}), {} schema(s) \
+         changed since their last migration ({}); driftPolicy is refuse, so nothing ran — see `strata drift`",
+        .outliers.len(), .outliers.join(", "), .changed.len(), .changed.join(", ")
+    )]
+    SchemaDrift {
+        /// The outliers.
+        outliers: Vec<String>,
+        /// The schemas changed since their last unit.
+        changed: Vec<String>,
+    },
     /// A bug or an unexpected runtime failure.
     #[error("internal error: {0}")]
     Internal(String),
@@ -46,6 +59,7 @@ impl AppError {
             AppError::InvalidInput(_) => "INVALID_INPUT",
             AppError::Loader(_) => "LOADER_ERROR",
             AppError::Source(_) => "INVALID_SOURCE",
+            AppError::SchemaDrift { .. } => "SCHEMA_DRIFT",
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => "DRIFT",
             AppError::Database(DbError::Plan(PlanError::TenantExists(_))) => "TENANT_EXISTS",
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) => "INVALID_TENANT_NAME",
@@ -146,6 +160,14 @@ impl async_graphql::ErrorExtensions for AppError {
                 e.set("notCommittedSchemas", names(&failure.not_committed));
                 e.set("partlyApplied", failure.partly_applied);
                 e.set("cause", failure.cause.name());
+            });
+        }
+        if let AppError::SchemaDrift { outliers, changed } = self {
+            let list = |names: &[String]| async_graphql::Value::List(names.iter().map(|n| n.as_str().into()).collect());
+            let (outliers, changed) = (list(outliers), list(changed));
+            graphql_error = graphql_error.extend_with(|_, e| {
+                e.set("outliers", outliers.clone());
+                e.set("changed", changed.clone());
             });
         }
         if let AppError::Database(DbError::StatementRefused(refused)) = self

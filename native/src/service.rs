@@ -115,11 +115,12 @@ impl Service {
     /// `fingerprint`), tenants grouped by their recorded migrations, the
     /// outliers with what differs. Reads only.
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
-        use strata_core::migrate::fingerprint::{TenantCatalog, report};
+        use strata_core::migrate::fingerprint::{Stored, TenantCatalog, report};
         let tenants = self.database.tenants().await?;
         let mut recorded: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
         for migration in self.database.applied().await? {
-            if migration.migration_type == strata_core::migrate::MigrationType::TenantMigration {
+            // Migrations, not scripts (which run on every version).
+            if !migration.migration_type.is_script() {
                 recorded.entry(migration.schema).or_default().push((migration.file, migration.checksum));
             }
         }
@@ -133,8 +134,13 @@ impl Service {
                 objects,
             })
             .collect();
-        let stored: std::collections::BTreeMap<String, String> =
-            self.database.fingerprints().await?.into_iter().collect();
+        let stored: std::collections::BTreeMap<String, Stored> = self
+            .database
+            .fingerprints()
+            .await?
+            .into_iter()
+            .map(|(schema, fingerprint, recorded)| (schema, Stored { fingerprint, recorded }))
+            .collect();
         // Single schemas the service migrated (they have a stored fingerprint).
         let mut single: Vec<String> =
             self.config.single_schemas().filter(|s| stored.contains_key(*s)).map(str::to_string).collect();
@@ -144,7 +150,11 @@ impl Service {
             .iter()
             .cloned()
             .zip(self.database.catalogs(&single).await?)
-            .map(|(schema, objects)| TenantCatalog { schema, recorded: Vec::new(), objects })
+            .map(|(schema, objects)| TenantCatalog {
+                recorded: recorded.remove(&schema).unwrap_or_default(),
+                schema,
+                objects,
+            })
             .collect();
         Ok(report(&input, &singles, &stored))
     }
@@ -204,6 +214,40 @@ impl Service {
         }
     }
 
+    /// `driftPolicy` before a version over every schema: fleet drift read
+    /// live, logged (`report`) or refusing the version (`refuse`). A store
+    /// that cannot read catalogs (SQL Server) is logged once per version
+    /// and not judged.
+    async fn check_drift(&self, request: &CreateRequest) -> Result<(), AppError> {
+        use strata_core::migrate::config::DriftPolicy;
+        let policy = self.config.drift_policy;
+        if policy == DriftPolicy::Off || request.target != Target::AllSchemas || request.action != Action::Apply {
+            return Ok(());
+        }
+        let report = match self.drift().await {
+            Ok(report) => report,
+            Err(error) => {
+                tracing::warn!(%error, "fleet drift could not be checked before the version");
+                return Ok(());
+            }
+        };
+        if !report.has_drift() {
+            return Ok(());
+        }
+        let outliers: Vec<String> = report.outliers.iter().map(|o| o.schema.clone()).collect();
+        let changed: Vec<String> = report.changed.iter().map(|c| c.schema.clone()).collect();
+        tracing::warn!(
+            ?outliers,
+            ?changed,
+            policy = policy.name(),
+            "fleet drift: tenants differ from the tenants that recorded the same migrations, or schemas changed since their last migration (see strata drift)"
+        );
+        if policy == DriftPolicy::Refuse && !request.dry_run {
+            return Err(AppError::SchemaDrift { outliers, changed });
+        }
+        Ok(())
+    }
+
     /// Runs `createVersion` or `createTenant`.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         if request.version_name.trim().is_empty() {
@@ -214,6 +258,7 @@ impl Service {
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
             target = ?request.target, "mutation started");
         let sources = self.source_migrations().await?;
+        self.check_drift(&request).await?;
         // The mutation runs in its own task so that a client that disconnects
         // cannot cancel it half-way.
         let service = Arc::clone(self);

@@ -128,4 +128,24 @@ async fn a_clean_fleet_has_no_drift_and_a_hand_made_change_is_found_and_shown() 
     let json_cli = strata(server.config_path(), &["drift", "--json"]).await;
     let parsed: Value = serde_json::from_slice(&json_cli.stdout).unwrap();
     assert_eq!(parsed["outliers"].as_array().unwrap().len(), 3);
+
+    // driftPolicy: refuse — a version over the fleet is refused while the
+    // drift stands; the default (report) logs it and runs.
+    let later = match backend() {
+        Backend::Sqlite => "create table {schema}.later (id int);\n",
+        _ => "create table {schema}.later (id int);\n",
+    };
+    server.ws.write_migration("tenants/007.sql", later);
+    let refuse = server.ws.path().join("refuse.yaml");
+    std::fs::write(&refuse, server.ws.config("driftPolicy: refuse\n")).unwrap();
+    let refused = strata(&refuse, &["apply", "--version", "refused"]).await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(10), "{stderr}");
+    assert!(stderr.contains("fleet drift: 3 tenant(s) differ from the tenants that recorded the same migrations (t05, t09, t17), 4 schema(s) changed since their last migration (ref, t05, t09, t17)"), "{stderr}");
+    let recorded =
+        server.ws.rows("svc", "select count(*) from svc_migrations where filename = 'tenants/007.sql'").await;
+    assert_eq!(recorded, [[json!(0)]], "nothing ran");
+    let reported = server.create_version(json!({ "versionName": "reported" })).await;
+    assert!(reported.get("errors").is_none(), "{reported}");
+    assert!(server.log().contains("fleet drift: tenants differ"), "the default policy logs it");
 }

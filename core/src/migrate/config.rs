@@ -153,6 +153,31 @@ impl RawGraphQlLimits {
     }
 }
 
+/// What a version does about fleet drift found just before it runs
+/// (`driftPolicy`; see [`crate::migrate::fingerprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriftPolicy {
+    /// Nothing is read.
+    Off,
+    /// Outliers and schemas changed since their last unit are logged; the
+    /// version runs (the default).
+    #[default]
+    Report,
+    /// The version is refused (`SCHEMA_DRIFT`) while any exists.
+    Refuse,
+}
+
+impl DriftPolicy {
+    /// The value in the configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriftPolicy::Off => "off",
+            DriftPolicy::Report => "report",
+            DriftPolicy::Refuse => "refuse",
+        }
+    }
+}
+
 /// What one transaction of a version covers (`transactionScope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransactionScope {
@@ -299,6 +324,8 @@ pub struct Config {
     /// Whether each schema's catalog fingerprint is stored after its unit
     /// commits (fleet drift's "changed since recorded").
     pub record_fingerprints: bool,
+    /// What a version over all schemas does about fleet drift found first.
+    pub drift_policy: DriftPolicy,
 }
 
 #[derive(Deserialize)]
@@ -343,6 +370,7 @@ struct RawConfig {
     lock_retries: Option<PortValue>,
     statement_timeout_seconds: Option<PortValue>,
     record_fingerprints: Option<bool>,
+    drift_policy: Option<String>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -510,6 +538,12 @@ impl Config {
             Some("version") => TransactionScope::Version,
             Some(other) => return Err(invalid("transactionScope", format!("{other:?} is not schema or version"))),
         };
+        let drift_policy = match sub.optional("driftPolicy", raw.drift_policy)?.as_deref() {
+            None | Some("report") => DriftPolicy::Report,
+            Some("off") => DriftPolicy::Off,
+            Some("refuse") => DriftPolicy::Refuse,
+            Some(other) => return Err(invalid("driftPolicy", format!("{other:?} is not off, report or refuse"))),
+        };
         let tenant_concurrency =
             sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
         let lock_lease_seconds =
@@ -547,6 +581,7 @@ impl Config {
             lock_retries,
             statement_timeout_seconds,
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
+            drift_policy,
         })
     }
 
@@ -577,6 +612,7 @@ impl Config {
             lock_retries: self.lock_retries,
             statement_timeout_seconds: self.statement_timeout_seconds,
             record_fingerprints: self.record_fingerprints,
+            drift_policy: self.drift_policy.name(),
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -640,6 +676,7 @@ struct RedactedView<'a> {
     lock_retries: u32,
     statement_timeout_seconds: u64,
     record_fingerprints: bool,
+    drift_policy: &'a str,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

@@ -28,10 +28,13 @@
 //!   of the majority ([`diff`]). A group of one or two has no majority to
 //!   speak of: its members are reported only when two differ.
 //! - **Changed since recorded** ([`report`]'s `stored`): the executor stores
-//!   each schema's fingerprint after its unit commits; a live fingerprint
-//!   that differs from the stored one means the schema changed outside the
-//!   service since its last migration — for a tenant alone in its group, and
-//!   for single schemas, which have no group.
+//!   each schema's fingerprint, with the identity of what it recorded, once
+//!   a version committed something there; a live fingerprint that differs
+//!   from the stored one *for the same recorded migrations* means the schema
+//!   changed outside the service since its last migration — for a tenant
+//!   alone in its group, and for single schemas, which have no group. A
+//!   stored fingerprint of other recorded migrations (a version killed
+//!   before it stored them) is not judged.
 
 use serde::Serialize;
 
@@ -337,13 +340,23 @@ impl DriftReport {
     }
 }
 
+/// A fingerprint the executor stored, and the identity of what the schema
+/// had recorded then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The fingerprint.
+    pub fingerprint: String,
+    /// [`recorded_identity`] of the schema's migrations then.
+    pub recorded: String,
+}
+
 /// Fingerprints every tenant, groups them, and explains each outlier; each
-/// of `tenants` and `singles` (single schemas: `recorded` unused) whose
-/// fingerprint differs from its entry in `stored` is `changed`.
+/// of `tenants` and `singles` (single schemas) whose fingerprint differs
+/// from its entry in `stored` for the same recorded migrations is `changed`.
 pub fn report(
     tenants: &[TenantCatalog],
     singles: &[TenantCatalog],
-    stored: &std::collections::BTreeMap<String, String>,
+    stored: &std::collections::BTreeMap<String, Stored>,
 ) -> DriftReport {
     let normalized: Vec<Vec<CatalogObject>> = tenants.iter().map(|t| normalize(&t.schema, &t.objects)).collect();
     let states: Vec<SchemaState> = tenants
@@ -376,14 +389,15 @@ pub fn report(
     reports.sort_by(|a, b| a.schema.cmp(&b.schema));
     let mut changed: Vec<ChangedSchema> = states
         .iter()
-        .map(|s| (s.schema.clone(), s.fingerprint.clone()))
-        .chain(
-            singles
-                .iter()
-                .map(|single| (single.schema.clone(), fingerprint(&normalize(&single.schema, &single.objects)))),
-        )
-        .filter_map(|(schema, live)| match stored.get(&schema) {
-            Some(before) if *before != live => Some(ChangedSchema { stored: before.clone(), live, schema }),
+        .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.clone()))
+        .chain(singles.iter().map(|single| {
+            let live = fingerprint(&normalize(&single.schema, &single.objects));
+            (single.schema.clone(), recorded_identity(&single.recorded), live)
+        }))
+        .filter_map(|(schema, recorded, live)| match stored.get(&schema) {
+            Some(before) if before.recorded == recorded && before.fingerprint != live => {
+                Some(ChangedSchema { stored: before.fingerprint.clone(), live, schema })
+            }
             _ => None,
         })
         .collect();

@@ -60,6 +60,10 @@ pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<u
     statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
 }
 
+/// Schemas whose catalogs one read asks for (PostgreSQL reads them in one
+/// query: its catalog scan is paid once per read, not per schema).
+pub(crate) const CATALOGS_PER_READ: usize = 250;
+
 /// One bookkeeping row to write.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Record<'a> {
@@ -149,19 +153,20 @@ pub(crate) trait Engine: Send + Sync {
         }
         Ok(out)
     }
-    /// Stores `schema`'s fingerprint after a unit committed, in the open
-    /// transaction (engines without the table do nothing).
+    /// Stores `schema`'s fingerprint and the identity of what it recorded,
+    /// in the open transaction (engines without the table do nothing).
     async fn store_fingerprint(
         &self,
         _conn: &mut Self::Conn,
         _schema: &str,
         _fingerprint: &str,
+        _recorded: &str,
         _version_id: i64,
     ) -> Result<(), DbError> {
         Ok(())
     }
-    /// The stored fingerprints: `(schema, fingerprint)`.
-    async fn fingerprints(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
+    async fn fingerprints(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
         Ok(Vec::new())
     }
     /// Gives the session its server's time-outs back.

@@ -192,7 +192,59 @@ async fn locked<E: Engine>(
     for conn in &mut conns {
         engine.release(conn, discard).await;
     }
+    if settings.record_fingerprints && !request.dry_run {
+        let committed = match &result {
+            Ok(Some(version)) => Some((version.id, plan.schemas.iter().chain(&plan.new_tenant).cloned().collect())),
+            Err(DbError::MigrationFailed(failure)) => failure
+                .version_id
+                .map(|id| (id, failure.committed.iter().chain(&failure.partly_committed).cloned().collect())),
+            _ => None,
+        };
+        if let Some((version_id, schemas)) = committed {
+            store_fingerprints(engine, &mut conns[0], schemas, version_id).await;
+        }
+    }
     Ok(MutationOutcome { plan, version: result? })
+}
+
+/// Stores the catalog fingerprint of every schema the version committed
+/// something in, with the identity of what it recorded (core's
+/// `fingerprint`), once the version is over: read in batches of
+/// [`engine::CATALOGS_PER_READ`] (one query each on PostgreSQL; a query per
+/// unit cost more than the migrations themselves on a 2,000-tenant
+/// database), written in one transaction per batch. Best effort: a failure
+/// is logged and the version stands; a fingerprint stored for another set
+/// of recorded migrations than the live one is never judged.
+async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schemas: Vec<String>, version_id: i64) {
+    schemas.sort();
+    schemas.dedup();
+    let stored = async {
+        let mut recorded: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
+        for migration in engine.applied(conn).await? {
+            if !migration.migration_type.is_script() {
+                recorded.entry(migration.schema).or_default().push((migration.file, migration.checksum));
+            }
+        }
+        for batch in schemas.chunks(engine::CATALOGS_PER_READ) {
+            let catalogs = engine.catalogs(conn, batch).await?;
+            engine.begin(conn).await?;
+            for (schema, objects) in batch.iter().zip(catalogs) {
+                let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
+                let identity = fingerprint::recorded_identity(recorded.get(schema).map_or(&[][..], Vec::as_slice));
+                if let Err(error) = engine.store_fingerprint(conn, schema, &print, &identity, version_id).await {
+                    let _ = engine.rollback(conn).await;
+                    return Err(error);
+                }
+            }
+            engine.commit(conn).await?;
+        }
+        Ok::<_, DbError>(())
+    }
+    .await;
+    match stored {
+        Ok(()) | Err(DbError::NotSupported(_)) => {}
+        Err(error) => tracing::warn!(%error, "the schemas' fingerprints could not be stored"),
+    }
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):
@@ -617,9 +669,6 @@ impl<E: Engine> Run<'_, E> {
             };
             self.engine.enter(conn, &schema).await?;
             let result = self.unit_entered(conn, unit, progress, attempts > 1).await;
-            if result.is_ok() {
-                self.store_fingerprint(conn, &schema, progress).await;
-            }
             self.engine.leave(conn, &schema).await;
             match result {
                 Err(UnitError::Migration { step, failure, partly: false, .. })
@@ -641,31 +690,6 @@ impl<E: Engine> Run<'_, E> {
                 }
                 other => return other.map_err(|error| self.placed(error, unit, progress)),
             }
-        }
-    }
-
-    /// Stores the fingerprint of `schema`'s catalog after its unit committed
-    /// (core's `fingerprint`), in a transaction of its own. Best effort: a
-    /// failure is logged, the version goes on (drift reads the live catalog
-    /// anyway; only "changed since recorded" needs the stored value).
-    async fn store_fingerprint(&self, conn: &mut E::Conn, schema: &str, progress: &Progress) {
-        let Some(version_id) = progress.version().filter(|_| self.settings.record_fingerprints) else { return };
-        let stored = async {
-            let objects = self.engine.catalog(conn, schema).await?;
-            let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
-            self.engine.begin(conn).await?;
-            match self.engine.store_fingerprint(conn, schema, &print, version_id).await {
-                Ok(()) => self.engine.commit(conn).await,
-                Err(error) => {
-                    let _ = self.engine.rollback(conn).await;
-                    Err(error)
-                }
-            }
-        }
-        .await;
-        match stored {
-            Ok(()) | Err(DbError::NotSupported(_)) => {}
-            Err(error) => tracing::warn!(schema, %error, "the schema's fingerprint could not be stored"),
         }
     }
 

@@ -342,18 +342,20 @@ impl Engine for MysqlEngine {
         conn: &mut Self::Conn,
         schema: &str,
         fingerprint: &str,
+        recorded: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
         sqlx::query(sql::STORE_FINGERPRINT)
             .bind(schema)
             .bind(fingerprint)
+            .bind(recorded)
             .bind(version_id)
             .execute(&mut **conn)
             .await?;
         Ok(())
     }
 
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
         let installed: i64 = sqlx::query_scalar(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut **conn).await?;
         if installed == 0 {
             return Ok(Vec::new());

@@ -270,21 +270,28 @@ impl Engine for PostgresEngine {
         conn: &mut Self::Conn,
         schema: &str,
         fingerprint: &str,
+        recorded: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
         let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
-        bound(sql::STORE_FINGERPRINT).bind(schema).bind(fingerprint).bind(version_id).execute(&mut **conn).await?;
+        bound(sql::STORE_FINGERPRINT)
+            .bind(schema)
+            .bind(fingerprint)
+            .bind(recorded)
+            .bind(version_id)
+            .execute(&mut **conn)
+            .await?;
         Ok(())
     }
 
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
         let installed: bool = sqlx::raw_sql(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
         if !installed {
             return Ok(Vec::new());
         }
         let rows = sqlx::raw_sql(sql::SELECT_FINGERPRINTS).fetch_all(&mut **conn).await?;
         rows.iter()
-            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(DbError::from)
     }

@@ -45,12 +45,8 @@ pub(crate) trait Database: Send + Sync {
     /// `tenantConcurrency` connections at once, in the order given.
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
-    async fn fingerprints(&self) -> Result<Vec<(String, String)>, DbError>;
+    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
 }
-
-/// Schemas whose catalogs one read asks for (PostgreSQL reads them in one
-/// query: its catalog scan is paid once per read, not per schema).
-const CATALOGS_PER_READ: usize = 250;
 
 /// The one implementation of [`Database`]: an engine and how versions run.
 pub(crate) struct Store<E: Engine> {
@@ -69,11 +65,11 @@ impl<E: Engine> Store<E> {
     }
 
     /// The catalogs of `schemas` on one connection, at most
-    /// [`CATALOGS_PER_READ`] schemas per read.
+    /// [`super::engine::CATALOGS_PER_READ`] schemas per read.
     async fn catalog_part(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
         let mut conn = self.engine.connect().await?;
         let mut out = Vec::with_capacity(schemas.len());
-        for batch in schemas.chunks(CATALOGS_PER_READ) {
+        for batch in schemas.chunks(super::engine::CATALOGS_PER_READ) {
             out.extend(self.engine.catalogs(&mut conn, batch).await?);
         }
         Ok(out)
@@ -139,7 +135,7 @@ impl<E: Engine> Database for Store<E> {
         self.engine.applied(&mut conn).await
     }
 
-    async fn fingerprints(&self) -> Result<Vec<(String, String)>, DbError> {
+    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
         let mut conn = self.engine.connect().await?;
         if !self.installed(&mut conn).await? {
             return Ok(Vec::new());

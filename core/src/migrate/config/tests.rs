@@ -254,3 +254,13 @@ fn lock_time_outs_default_to_a_second_and_twelve_retries() {
     let many = Config::parse(&format!("{MINIMAL}lockRetries: 101\n"), &BTreeMap::new()).unwrap_err();
     assert_eq!(many.to_string(), "property lockRetries: 101 is not between 0 and 100");
 }
+
+#[test]
+fn the_drift_policy_defaults_to_report() {
+    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().drift_policy, DriftPolicy::Report);
+    let refuse = Config::parse(&format!("{MINIMAL}driftPolicy: refuse\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(refuse.drift_policy, DriftPolicy::Refuse);
+    assert!(refuse.render_redacted().contains("recordFingerprints: true\ndriftPolicy: refuse\n"));
+    let bad = Config::parse(&format!("{MINIMAL}driftPolicy: quarantine\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(bad.to_string(), "property driftPolicy: \"quarantine\" is not off, report or refuse");
+}

@@ -69,6 +69,7 @@ create table if not exists svc.svc_migrations (
 create table if not exists svc.svc_fingerprints (
     db_schema varchar(255) primary key,
     fingerprint char(64) not null,
+    recorded char(64) not null,
     version_id int not null,
     created datetime(6) not null default current_timestamp(6)
 ) engine = InnoDB default charset = utf8mb4;
@@ -234,10 +235,10 @@ from information_schema.TRIGGERS where TRIGGER_SCHEMA = ?";
 /// How often [`CATALOG`] binds the schema.
 pub(crate) const CATALOG_BINDS: usize = 8;
 
-/// Stores a schema's fingerprint after a unit committed (schema,
-/// fingerprint, version).
-pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
-    values (?, ?, ?) on duplicate key update fingerprint = values(fingerprint), version_id = values(version_id), \
+/// Stores a schema's fingerprint (schema, fingerprint, the identity of its
+/// recorded migrations, version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) \
+    values (?, ?, ?, ?) on duplicate key update fingerprint = values(fingerprint), recorded = values(recorded), version_id = values(version_id), \
     created = current_timestamp(6)";
 
 /// Whether the fingerprints' table exists.
@@ -246,4 +247,4 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(*) from informatio
 
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str =
-    "select cast(db_schema as char), cast(fingerprint as char) from svc.svc_fingerprints";
+    "select cast(db_schema as char), cast(fingerprint as char), cast(recorded as char) from svc.svc_fingerprints";

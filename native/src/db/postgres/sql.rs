@@ -65,6 +65,7 @@ create index if not exists svc_migrations_filename on svc.svc_migrations (filena
 create table if not exists svc.svc_fingerprints (
     db_schema text primary key,
     fingerprint text not null,
+    recorded text not null,
     version_id integer not null,
     created timestamptz not null default now()
 );
@@ -217,15 +218,15 @@ select ns.schema, 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by
 from pg_enum e join pg_type t on t.oid = e.enumtypid join ns on ns.oid = t.typnamespace \
 group by ns.schema, t.typname";
 
-/// Stores a schema's fingerprint after a unit committed (`$1` schema, `$2`
-/// fingerprint, `$3` version).
-pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
-    values ($1, $2, $3) on conflict (db_schema) do update \
-    set fingerprint = excluded.fingerprint, version_id = excluded.version_id, created = now()";
+/// Stores a schema's fingerprint (`$1` schema, `$2` fingerprint, `$3` the
+/// identity of its recorded migrations, `$4` version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) \
+    values ($1, $2, $3, $4) on conflict (db_schema) do update \
+    set fingerprint = excluded.fingerprint, recorded = excluded.recorded, version_id = excluded.version_id, created = now()";
 
 /// Whether the fingerprints' table exists (a read-only store may find the
 /// tables of an older release).
 pub(crate) const FINGERPRINTS_INSTALLED: &str = "select to_regclass('svc.svc_fingerprints') is not null";
 
 /// The stored fingerprints.
-pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint from svc.svc_fingerprints";
+pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";

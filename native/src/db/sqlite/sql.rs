@@ -27,6 +27,7 @@ create table if not exists svc.svc_migrations (
 create table if not exists svc.svc_fingerprints (
     db_schema text primary key,
     fingerprint text not null,
+    recorded text not null,
     version_id integer not null,
     created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
@@ -135,15 +136,15 @@ pub(crate) fn catalog(schema: &str) -> String {
     )
 }
 
-/// Stores a schema's fingerprint after a unit committed (schema,
-/// fingerprint, version).
-pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, version_id) \
-    values (?, ?, ?) on conflict (db_schema) do update set fingerprint = excluded.fingerprint, \
-    version_id = excluded.version_id, created = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+/// Stores a schema's fingerprint (schema, fingerprint, the identity of its
+/// recorded migrations, version).
+pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) \
+    values (?, ?, ?, ?) on conflict (db_schema) do update set fingerprint = excluded.fingerprint, \
+    recorded = excluded.recorded, version_id = excluded.version_id, created = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 /// Whether the fingerprints' table exists.
 pub(crate) const FINGERPRINTS_INSTALLED: &str =
     "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_fingerprints'";
 
 /// The stored fingerprints.
-pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint from svc.svc_fingerprints";
+pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
