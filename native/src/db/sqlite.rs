@@ -77,7 +77,9 @@ impl SqliteEngine {
         };
         // The main file is opened as `dataSource` says (`mode=rwc` creates
         // it, and so its directory), read-only or not.
-        std::fs::create_dir_all(&directory).map_err(|source| DbError::Directory { path: directory.clone(), source })?;
+        tokio::fs::create_dir_all(&directory)
+            .await
+            .map_err(|source| DbError::Directory { path: directory.clone(), source })?;
         let lock_options = SqliteConnectOptions::new()
             .filename(directory.join(sql::LOCK_FILE))
             .create_if_missing(true)
@@ -92,7 +94,7 @@ impl SqliteEngine {
             .after_connect(move |conn, _| {
                 let svc_file = svc_file.clone();
                 Box::pin(async move {
-                    if access == Access::ReadOnly && !svc_file.exists() {
+                    if access == Access::ReadOnly && !tokio::fs::try_exists(&svc_file).await.unwrap_or(false) {
                         return Ok(());
                     }
                     attach(conn, "svc", &svc_file).await?;
@@ -171,7 +173,7 @@ impl SqliteEngine {
         }
         for schema in missing {
             let file = self.files.file(schema);
-            let existed = file.exists();
+            let existed = tokio::fs::try_exists(&file).await.unwrap_or(false);
             attach(&mut conn.conn, schema, &file).await?;
             conn.attached.push(schema.clone());
             if !existed {
@@ -327,7 +329,7 @@ impl Engine for SqliteEngine {
         }
         for file in std::mem::take(&mut conn.created_files) {
             if discard {
-                let _ = std::fs::remove_file(file);
+                let _ = tokio::fs::remove_file(file).await;
             }
         }
     }
