@@ -246,13 +246,23 @@ function driftPanel() {
     out);
 }
 
+// The linter's findings on the files the preview would run (strata lint).
+function lintFindings(p) {
+  if (!p.findings.length && !p.unchecked.length) return el("p", { class: "muted", id: "lint-summary" }, "Lint: no findings.");
+  return el("div", { id: "lint" },
+    el("p", { id: "lint-summary", class: p.findings.some((f) => f.severity === "error") ? "error" : "" }, `Lint: ${p.findings.length} finding(s), ${p.unchecked.length} statement(s) not checked.`),
+    el("ul", { class: "findings" }, p.findings.map((f) => el("li", { class: `finding ${f.severity}` },
+      el("span", { class: "mono" }, `${f.file}:${f.line}:${f.column}`), ` ${f.severity} `, el("strong", {}, f.rule), `: ${f.message} `, el("span", { class: "muted" }, f.advice)))),
+    p.unchecked.length ? el("ul", { class: "unchecked" }, p.unchecked.map((u) => el("li", { class: "mono muted" }, `${u.file}:${u.line}:${u.column}: not checked: ${u.reason}`))) : null);
+}
+
 function previewPanel() {
   const out = el("div", { id: "preview", "aria-live": "polite" });
   const apply = el("button", { type: "button", class: "primary", id: "apply", disabled: true, onclick: () => confirmApply() }, "Apply…");
   const preview = async () => {
     out.replaceChildren(el("p", { class: "muted" }, "Running a dry run…"));
     const [plan, dry] = await Promise.all([
-      gql("{ plan { nothingToDo refusedByDrift groups { schemas tenants files { file script } } drift { file schemas } } }"),
+      gql("{ plan { nothingToDo refusedByDrift groups { schemas tenants files { file script } } drift { file schemas } findings { rule severity file line column message advice } unchecked { file line column reason } } }"),
       gql(`mutation { createVersion(input: { versionName: "console preview", dryRun: true }) { ${SUMMARY} } }`).catch((e) => ({ error: e })),
     ]);
     const p = plan.plan;
@@ -274,6 +284,7 @@ function previewPanel() {
       el("p", { id: "preview-summary" }, line),
       dry.error ? el("p", { class: "muted", id: "dry-run-note" }, `The dry run could not run (${dry.error.code}: ${dry.error.message}); the list below is the plan.`) : null,
       el("ul", { class: "groups" }, p.groups.map((g) => el("li", {}, `${g.tenants ? "tenants" : "schema"} ${g.schemas.slice(0, 5).join(", ")}${g.schemas.length > 5 ? `, and ${g.schemas.length - 5} more` : ""}: `, g.files.map((f) => f.file + (f.script ? " (script)" : "")).join(", ")))),
+      lintFindings(p),
     );
     apply.disabled = p.nothingToDo;
   };

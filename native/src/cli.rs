@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use strata_core::migrate::lint::Severity;
 use strata_core::migrate::plan::PlanError;
 
 use crate::db::DbError;
@@ -124,6 +125,10 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Lint the files `apply` would run (with --all: every source file, no
+    /// database needed) for statements that lock or rewrite live tables,
+    /// break the running application or lose data.
+    Lint(LintArgs),
     /// The configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -137,6 +142,20 @@ struct DriftArgs {
 }
 
 #[derive(Debug, Args)]
+struct LintArgs {
+    /// Every source file, applied or not, read from baseLocation only (no
+    /// database connection).
+    #[arg(long)]
+    all: bool,
+    /// Exit 9 when a finding is at or above this severity.
+    #[arg(long, value_name = "SEVERITY", default_value = "error")]
+    fail_on: Severity,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct PlanArgs {
     /// Plan `createTenant` for this new tenant instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
@@ -145,9 +164,13 @@ struct PlanArgs {
     #[arg(long)]
     sync: bool,
     /// Exit 6 when a migration is pending (scripts, due on every version, do
-    /// not count) and 3 on drift: a CI gate.
+    /// not count), 9 on a lint finding at or above --fail-on, 3 on drift:
+    /// a CI gate.
     #[arg(long)]
     check: bool,
+    /// With --check: the severity of lint findings that fail the check.
+    #[arg(long, value_name = "SEVERITY", default_value = "error")]
+    fail_on: Severity,
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,

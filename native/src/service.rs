@@ -8,7 +8,8 @@ use std::time::Instant;
 use chrono::{SecondsFormat, Utc};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::ident::validate_new_tenant_name;
-use strata_core::migrate::plan::{Action, PlanError, Target};
+use strata_core::migrate::lint;
+use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
 use strata_core::migrate::source::{SourceMigration, source_migrations};
 use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
@@ -64,6 +65,29 @@ pub(crate) struct Service {
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
+/// Reads and orders every source migration of the configured directories.
+pub(crate) async fn read_sources(config: &Config, loader: &dyn Loader) -> Result<Vec<SourceMigration>, AppError> {
+    let directories = config.directories().map(|(dir, _)| dir.to_string()).collect();
+    let files = loader.read(directories).await?;
+    Ok(source_migrations(config.directories(), files)?)
+}
+
+/// Lints every file on its own (tables of earlier files exist already),
+/// for the configured engine: `strata lint --all`.
+pub(crate) fn lint_history(config: &Config, files: &[(&str, &str)]) -> lint::Report {
+    lint::lint_separately(&lint::LintInput {
+        driver: config.driver,
+        files,
+        lock_timeout_set: config.lock_timeout_millis > 0,
+    })
+}
+
+/// Lints files, in the order given, for the configured engine (the service
+/// sets a lock time-out unless `lockTimeoutMillis` is 0).
+pub(crate) fn lint_files(config: &Config, files: &[(&str, &str)]) -> lint::Report {
+    lint::lint(&lint::LintInput { driver: config.driver, files, lock_timeout_set: config.lock_timeout_millis > 0 })
+}
+
 pub(crate) fn rfc3339(time: chrono::DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
@@ -166,9 +190,12 @@ impl Service {
 
     /// Reads and orders every source migration.
     pub(crate) async fn source_migrations(&self) -> Result<Vec<SourceMigration>, AppError> {
-        let directories = self.config.directories().map(|(dir, _)| dir.to_string()).collect();
-        let files = self.loader.read(directories).await?;
-        Ok(source_migrations(self.config.directories(), files)?)
+        read_sources(&self.config, self.loader.as_ref()).await
+    }
+
+    /// The linter's findings on the files a plan would run.
+    pub(crate) fn lint(&self, plan: &Plan, sources: &[SourceMigration]) -> lint::Report {
+        lint_files(&self.config, &lint::files_of_plan(plan, sources))
     }
 
     /// What `createVersion` (or `createTenant`) would do now: the plan, the

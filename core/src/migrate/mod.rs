@@ -21,6 +21,8 @@
 //!   `strata:no-transaction` directive, hidden transaction control,
 //!   statements that cannot run in one), its statements one by one, and
 //!   error positions mapped back into the file — over sqlparser's tokenizer.
+//! - [`lint`]: the migration linter — locks, table rewrites, breakage and
+//!   data loss a set of files would cause, over sqlparser's parser.
 //! - [`fingerprint`]: fleet drift — a schema's live catalog fingerprinted,
 //!   tenants grouped by recorded migrations, outliers and their differences.
 //! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
@@ -39,6 +41,7 @@ pub mod datasource;
 pub mod driver;
 pub mod fingerprint;
 pub mod ident;
+pub mod lint;
 pub mod location;
 pub mod lock_wait;
 pub mod plan;

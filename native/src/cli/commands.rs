@@ -7,15 +7,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use strata_core::migrate::config::{Config, LogLevel};
+use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 
 use super::progress::Progress;
 use super::results::CreateResults;
-use super::{ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, PlanArgs, StatusArgs};
+use super::{ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, StatusArgs};
 use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
-use crate::service::{CreateRequest, Service};
+use crate::service::{CreateRequest, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
 /// Runs a one-shot command.
@@ -51,6 +52,11 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             return Exit::Failed;
         }
     };
+    if let Command::Lint(args) = &command
+        && args.all
+    {
+        return runtime.block_on(lint_all(&shown, &config, args));
+    }
     let access = match command {
         Command::Apply(_) => Access::ReadWrite,
         _ => Access::ReadOnly,
@@ -65,6 +71,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Apply(args) => apply(&service, args).await,
             Command::Status(args) => status(&service, args).await,
             Command::Drift(args) => drift(&service, args).await,
+            Command::Lint(args) => lint_pending(&service, args).await,
             Command::Serve | Command::Config(_) => unreachable!("handled before"),
         };
         service.settle().await;
@@ -113,6 +120,42 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
     }
 }
 
+/// `lint --all`: every source file, read without a database.
+async fn lint_all(shown: &str, config: &Config, args: &LintArgs) -> Exit {
+    let loader = match loader::for_location(&config.base_location) {
+        Ok(loader) => loader,
+        Err(e) => {
+            eprintln!("strata: {shown}: baseLocation: {e}");
+            return Exit::BadConfig;
+        }
+    };
+    match read_sources(config, loader.as_ref()).await {
+        Ok(sources) => print_lint(&lint_history(config, &lint::all_files(&sources)), args),
+        Err(error) => failure(&error),
+    }
+}
+
+/// `lint`: the files `apply` would run now.
+async fn lint_pending(service: &Service, args: LintArgs) -> Exit {
+    match service.preview(Target::AllSchemas, Action::Apply).await {
+        Ok((preview, sources)) => print_lint(&service.lint(&preview.plan, &sources), &args),
+        Err(error) => failure(&error),
+    }
+}
+
+fn print_lint(report: &lint::Report, args: &LintArgs) -> Exit {
+    if args.json {
+        print_json(report);
+    } else {
+        print!("{}", lint::render_text(report, args.fail_on));
+    }
+    lint_exit(report, args.fail_on)
+}
+
+fn lint_exit(report: &lint::Report, fail_on: Severity) -> Exit {
+    if report.at_or_above(fail_on).next().is_some() { Exit::LintFindings } else { Exit::Success }
+}
+
 async fn plan(service: &Service, args: PlanArgs) -> Exit {
     let target = match service.target(args.tenant) {
         Ok(target) => target,
@@ -122,13 +165,21 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
     match service.preview(target, action).await {
         Ok((preview, sources)) => {
             let plan = preview.plan;
+            let findings = service.lint(&plan, &sources);
             if args.json {
-                print_json(&report::plan_report(&plan, &sources));
+                let mut out = serde_json::to_value(report::plan_report(&plan, &sources)).unwrap_or_default();
+                out["findings"] = serde_json::to_value(&findings.findings).unwrap_or_default();
+                out["unchecked"] = serde_json::to_value(&findings.unchecked).unwrap_or_default();
+                print_json(&out);
             } else {
                 print!("{}", report::render_text(&plan, &sources));
+                if !findings.findings.is_empty() || !findings.unchecked.is_empty() {
+                    print!("\nLint:\n{}", lint::render_text(&findings, args.fail_on));
+                }
             }
             match () {
                 () if args.check && !plan.diagnostics.drift.is_empty() => Exit::Drift,
+                () if args.check && lint_exit(&findings, args.fail_on) == Exit::LintFindings => Exit::LintFindings,
                 () if args.check && report::has_pending_migrations(&plan) => Exit::Pending,
                 () => Exit::Success,
             }

@@ -417,7 +417,7 @@ impl<E: Engine> Run<'_, E> {
         timeouts: Timeouts,
     ) -> Result<(), UnitError> {
         let statements = match self.engine.driver() {
-            Driver::SqlServer => vec![0..sql.len()],
+            Driver::SqlServer => std::iter::once(0..sql.len()).collect(),
             driver => engine::statements_of(driver, sql),
         };
         for range in statements {

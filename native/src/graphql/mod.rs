@@ -118,7 +118,10 @@ impl Query {
         let service = service(ctx)?;
         let target = service.target(tenant_name).map_err(graphql_error)?;
         match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
-            Ok((preview, sources)) => Ok(PlanPreviewDto::from_plan(&preview.plan, &sources)),
+            Ok((preview, sources)) => {
+                let lint = service.lint(&preview.plan, &sources);
+                Ok(PlanPreviewDto::from_plan(&preview.plan, &sources, lint))
+            }
             Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
             Err(error) => Err(graphql_error(error)),
         }

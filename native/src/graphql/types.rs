@@ -8,7 +8,7 @@ use std::sync::Arc;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
-use strata_core::migrate::{plan, report};
+use strata_core::migrate::{lint, plan, report};
 
 use super::limits::RequestScope;
 use crate::db::{MigrationRow, VersionRow};
@@ -371,6 +371,33 @@ pub(crate) struct DriftedFileDto {
     schemas: Vec<String>,
 }
 
+/// A lint finding on a file the plan would run (`LintFinding`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "LintFinding")]
+pub(crate) struct LintFindingDto {
+    /// The rule's name, e.g. `create-index-non-concurrently`.
+    rule: String,
+    /// `info`, `warning` or `error`.
+    severity: String,
+    file: String,
+    line: u64,
+    column: u64,
+    /// The risk, in one sentence.
+    message: String,
+    /// The safe alternative.
+    advice: String,
+}
+
+/// A statement the linter could not read (`UncheckedStatement`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "UncheckedStatement")]
+pub(crate) struct UncheckedDto {
+    file: String,
+    line: u64,
+    column: u64,
+    reason: String,
+}
+
 /// What `createVersion` (or `createTenant`) would do now (`PlanPreview`,
 /// added: read without the lock, nothing written).
 #[derive(SimpleObject)]
@@ -384,11 +411,15 @@ pub(crate) struct PlanPreviewDto {
     groups: Vec<PendingGroupDto>,
     /// Drifted files (under Sync, or the reason Apply refuses).
     drift: Vec<DriftedFileDto>,
+    /// Lint findings on the files that would run.
+    findings: Vec<LintFindingDto>,
+    /// Statements of those files the linter could not read.
+    unchecked: Vec<UncheckedDto>,
 }
 
 impl PlanPreviewDto {
     /// From a plan and the sources it indexes.
-    pub(crate) fn from_plan(plan: &plan::Plan, sources: &[SourceMigration]) -> Self {
+    pub(crate) fn from_plan(plan: &plan::Plan, sources: &[SourceMigration], lint: lint::Report) -> Self {
         PlanPreviewDto {
             nothing_to_do: plan.is_empty(),
             refused_by_drift: false,
@@ -405,6 +436,24 @@ impl PlanPreviewDto {
                 })
                 .collect(),
             drift: plan.diagnostics.drift.iter().map(DriftedFileDto::from).collect(),
+            findings: lint
+                .findings
+                .into_iter()
+                .map(|f| LintFindingDto {
+                    rule: f.rule.to_string(),
+                    severity: f.severity.name().to_string(),
+                    file: f.file,
+                    line: f.at.line,
+                    column: f.at.column,
+                    message: f.message,
+                    advice: f.advice,
+                })
+                .collect(),
+            unchecked: lint
+                .unchecked
+                .into_iter()
+                .map(|u| UncheckedDto { file: u.file, line: u.at.line, column: u.at.column, reason: u.reason })
+                .collect(),
         }
     }
 
@@ -415,6 +464,8 @@ impl PlanPreviewDto {
             refused_by_drift: true,
             groups: Vec::new(),
             drift: drift.iter().map(DriftedFileDto::from).collect(),
+            findings: Vec::new(),
+            unchecked: Vec::new(),
         }
     }
 }

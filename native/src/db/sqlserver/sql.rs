@@ -167,6 +167,12 @@ pub(crate) const SELECT_MIGRATION: &str =
 pub(crate) const INSTALLED: &str = "select count(*) from sys.tables t join sys.schemas s on s.schema_id = t.schema_id \
     where s.name = N'svc' and t.name = N'svc_migrations';";
 
+/// `SET LOCK_TIMEOUT` in milliseconds (-1: wait forever). An integer the
+/// service computed, never text from outside.
+pub(crate) fn set_lock_timeout(ms: i64) -> String {
+    format!("set lock_timeout {ms}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,10 +255,4 @@ mod tests {
         );
         assert!(insert_migrations(MIGRATION_ROWS_PER_INSERT).contains("@P1800)"));
     }
-}
-
-/// `SET LOCK_TIMEOUT` in milliseconds (-1: wait forever). An integer the
-/// service computed, never text from outside.
-pub(crate) fn set_lock_timeout(ms: i64) -> String {
-    format!("set lock_timeout {ms}")
 }

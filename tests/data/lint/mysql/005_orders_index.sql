@@ -1,0 +1,1 @@
+ALTER TABLE orders ADD INDEX orders_status_placed (status, placed_at);

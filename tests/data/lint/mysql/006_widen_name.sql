@@ -1,0 +1,2 @@
+-- Long company names came in through the import.
+ALTER TABLE customers MODIFY COLUMN name VARCHAR(255) DEFAULT NULL;

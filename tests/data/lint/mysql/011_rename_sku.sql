@@ -1,0 +1,1 @@
+ALTER TABLE order_items RENAME COLUMN sku TO product_sku;

@@ -1,0 +1,1 @@
+RENAME TABLE audit_log TO audit_events;

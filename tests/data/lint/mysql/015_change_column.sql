@@ -1,0 +1,1 @@
+ALTER TABLE customers CHANGE COLUMN `name` `full_name` VARCHAR(255) DEFAULT NULL;

@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS notes_pinned ON notes (pinned) WHERE pinned = 1;

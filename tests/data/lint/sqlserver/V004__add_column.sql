@@ -1,0 +1,2 @@
+ALTER TABLE {schema}.customers ADD phone NVARCHAR(32) NULL
+GO

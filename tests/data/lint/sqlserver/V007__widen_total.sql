@@ -1,0 +1,2 @@
+ALTER TABLE {schema}.orders ALTER COLUMN total DECIMAL(14, 2) NOT NULL
+GO

@@ -1,0 +1,2 @@
+EXEC sp_rename '{schema}.customers.name', 'full_name', 'COLUMN'
+GO
