@@ -252,7 +252,7 @@ function lintFindings(p) {
   return el("div", { id: "lint" },
     el("p", { id: "lint-summary", class: p.findings.some((f) => f.severity === "error") ? "error" : "" }, `Lint: ${p.findings.length} finding(s), ${p.unchecked.length} statement(s) not checked.`),
     el("ul", { class: "findings" }, p.findings.map((f) => el("li", { class: `finding ${f.severity}` },
-      el("span", { class: "mono" }, `${f.file}:${f.line}:${f.column}`), ` ${f.severity} `, el("strong", {}, f.rule), `: ${f.message} `, el("span", { class: "muted" }, f.advice)))),
+      el("span", { class: "mono" }, `${f.file}:${f.line}:${f.column}`), ` ${f.severity} `, el("strong", {}, f.rule), `: ${f.message} — `, el("span", { class: "muted" }, f.advice)))),
     p.unchecked.length ? el("ul", { class: "unchecked" }, p.unchecked.map((u) => el("li", { class: "mono muted" }, `${u.file}:${u.line}:${u.column}: not checked: ${u.reason}`))) : null);
 }
 

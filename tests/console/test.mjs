@@ -79,7 +79,9 @@ try {
     await Promise.all(names.slice(i, i + 20).map((name) =>
       api("mutation($t: String!) { createTenant(input: { tenantName: $t, versionName: $t }) { version { id } } }", { t: name })));
   }
-  writeFileSync(join(work, "migrations/tenants/201602160004.sql"), "create table {schema}.audit (id integer primary key, at text);\n");
+  // Its leading comment misspells a rule name: a lint finding for the
+  // preview, harmless to the run.
+  writeFileSync(join(work, "migrations/tenants/201602160004.sql"), "-- strata:allow droping-table\ncreate table {schema}.audit (id integer primary key, at text);\n");
 
   // The budget: every console asset, gzip-compressed.
   let total = 0;
@@ -190,6 +192,8 @@ try {
     assert.match(await page.locator("#dry-run-note").textContent(), /UNUSABLE_SCHEMA: .*SQLite attaches at most 125/);
   }
   assert.match(await page.locator("#preview ul.groups").textContent(), /tenants t_0000, t_0001, t_0002, t_0003, t_0004, and \d+ more: tenants\/201602160004.sql/);
+  assert.equal(await page.locator("#lint-summary").textContent(), "Lint: 1 finding(s), 0 statement(s) not checked.");
+  assert.match(await page.locator("#lint li.finding.warning").textContent(), /^tenants\/201602160004\.sql:1:1 warning unknown-rule: .*droping-table/);
   assert.equal((await api("{ fleet { tenants { states } } }")).fleet.tenants.filter((t) => t.states.includes("Pending")).length, TENANTS, "the dry run changed nothing");
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement.id), "apply");
@@ -210,7 +214,7 @@ try {
   await page.fill("#tenant-search", "t_0042");
   assert.deepEqual(await page.locator('.matrix-row[data-tenant="t_0042"] .cell').allTextContents(), ["✓", "✓", "✓"]);
   await page.fill("#tenant-search", "");
-  ok("preview (dry run, nothing changed), Escape cancels, confirm applies: the matrix turns from pending to applied");
+  ok("preview (dry run, nothing changed, lint findings shown), Escape cancels, confirm applies: the matrix turns from pending to applied");
 
   // Fleet drift: a clean fleet reads as one.
   await page.locator("#drift-button").click();

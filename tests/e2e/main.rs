@@ -8,6 +8,7 @@ mod drift;
 mod drivers;
 mod fleet;
 mod hardening;
+mod lint;
 mod live;
 mod mutations;
 mod operations;
