@@ -49,6 +49,9 @@ pub(crate) enum Exit {
     /// `drift`: a tenant's live schema differs from the tenants that
     /// recorded the same migrations.
     SchemaDrift = 10,
+    /// `apply`, `quarantine retry`: the version completed, but tenants failed
+    /// within the failure budget and are quarantined.
+    Quarantined = 11,
 }
 
 impl From<&AppError> for Exit {
@@ -57,6 +60,7 @@ impl From<&AppError> for Exit {
         match error {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
+            AppError::Database(DbError::Retry(_)) => Exit::Usage,
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
                 Exit::Usage
             }
@@ -97,7 +101,9 @@ Exit status:
   8  a migration gave up waiting for a lock another session holds (after its retries): run again later
   9  lint, plan --check: a finding at or above --fail-on (default: error)
   10 drift: a tenant's live schema differs from the others that recorded the same migrations, or a schema
-     changed since its last migration; apply refused by driftPolicy: refuse";
+     changed since its last migration; apply refused by driftPolicy: refuse
+  11 apply, quarantine retry: the version completed, but tenants failed within the failure budget and are
+     quarantined (strata quarantine lists them)";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -125,6 +131,9 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Tenants put aside after failures a version absorbed (failureBudget):
+    /// list them, retry them, or release them.
+    Quarantine(QuarantineArgs),
     /// Lint the files `apply` would run (with --all: every source file, no
     /// database needed) for statements that lock or rewrite live tables,
     /// break the running application or lose data.
@@ -139,6 +148,37 @@ struct DriftArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct QuarantineArgs {
+    #[command(subcommand)]
+    action: Option<QuarantineAction>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum QuarantineAction {
+    /// The quarantined tenants with their errors (the default).
+    List,
+    /// Run a version over quarantined tenants only (all, or those named):
+    /// each completed leaves the quarantine.
+    Retry {
+        /// The name of the new version.
+        #[arg(long = "version", value_name = "NAME")]
+        version_name: String,
+        /// Tenants to retry (default: every quarantined tenant).
+        tenants: Vec<String>,
+    },
+    /// Let tenants go without running anything: the next version takes
+    /// them like any other.
+    Release {
+        /// Tenants to release.
+        #[arg(required = true)]
+        tenants: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -190,6 +230,10 @@ struct ApplyArgs {
     /// Create this tenant (`createTenant`) instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,
+    /// Tenants the version may fail in and go on, each quarantined
+    /// (default: failureBudget of the configuration).
+    #[arg(long, value_name = "N")]
+    failure_budget: Option<u32>,
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,

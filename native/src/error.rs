@@ -73,6 +73,7 @@ impl AppError {
             AppError::Database(DbError::PoolExhausted(_)) => "POOL_EXHAUSTED",
             AppError::Database(DbError::LockLost) => "LOCK_LOST",
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
+            AppError::Database(DbError::Retry(_)) => "NOT_QUARANTINED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::Internal(_) => "INTERNAL",
         }

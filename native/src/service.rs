@@ -15,7 +15,8 @@ use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::{
-    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, VersionFilter, VersionRow,
+    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, VersionFilter,
+    VersionRow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -42,6 +43,12 @@ pub(crate) struct CreateRequest {
     pub(crate) request_id: String,
     /// Told what runs and what commits (the command line's progress).
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    /// Tenants the version may fail in and go on; `None`: `failureBudget`
+    /// of the configuration.
+    pub(crate) failure_budget: Option<u32>,
+    /// Retry these quarantined tenants (empty: all) instead of a version
+    /// over the fleet.
+    pub(crate) retry: Option<Vec<String>>,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -51,6 +58,12 @@ pub(crate) struct CreateResult {
     pub(crate) summary: Summary,
     /// The created version, if one was committed.
     pub(crate) version: Option<VersionRow>,
+    /// Tenants whose failure the version absorbed, now quarantined.
+    pub(crate) quarantined: Vec<QuarantineRow>,
+    /// Quarantined tenants it skipped.
+    pub(crate) skipped: Vec<String>,
+    /// Tenants a retry completed, released from quarantine.
+    pub(crate) released: Vec<String>,
 }
 
 /// The service behind every route.
@@ -183,6 +196,21 @@ impl Service {
         Ok(report(&input, &singles, &stored))
     }
 
+    /// The quarantined tenants, by name.
+    pub(crate) async fn quarantined(&self) -> Result<Vec<QuarantineRow>, AppError> {
+        Ok(self.database.quarantined().await?)
+    }
+
+    /// Releases tenants from quarantine: the next version takes them like
+    /// any other. Returns those that were quarantined.
+    pub(crate) async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, AppError> {
+        let released = self.database.release_quarantined(tenants).await?;
+        if !released.is_empty() {
+            tracing::info!(?released, "tenants released from quarantine");
+        }
+        Ok(released)
+    }
+
     /// The loader.
     pub(crate) fn loader(&self) -> &dyn Loader {
         self.loader.as_ref()
@@ -219,6 +247,8 @@ impl Service {
                 request_id: "",
                 created: &created,
                 observer: None,
+                failure_budget: 0,
+                retry: None,
             })
             .await?;
         Ok((preview, sources))
@@ -304,6 +334,8 @@ impl Service {
                         request_id: &task_request.request_id,
                         created: &created,
                         observer: task_request.observer.as_deref(),
+                        failure_budget: task_request.failure_budget.unwrap_or(service.config.failure_budget),
+                        retry: task_request.retry.clone(),
                     })
                     .await
             }
@@ -340,7 +372,7 @@ impl Service {
         let summary = Summary {
             started_at: rfc3339(started),
             duration: clock.elapsed().as_secs_f64(),
-            counts: outcome.plan.counts,
+            counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
         if let Some(version) = &outcome.version {
             let executed = request.action == Action::Apply;
@@ -357,6 +389,12 @@ impl Service {
         } else {
             tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");
         }
-        Ok(CreateResult { summary, version: outcome.version })
+        Ok(CreateResult {
+            summary,
+            version: outcome.version,
+            quarantined: outcome.quarantined,
+            skipped: outcome.skipped,
+            released: outcome.released,
+        })
     }
 }

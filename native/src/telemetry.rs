@@ -20,6 +20,7 @@ const REQUEST_SIZE: &str = "svc_http_request_size_bytes";
 const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
 const LOCK_TIMEOUTS: &str = "svc_http_lock_timeouts";
 const LOCK_RETRIES: &str = "svc_http_lock_retries";
+const TENANTS_QUARANTINED: &str = "svc_http_tenants_quarantined";
 const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
@@ -49,6 +50,8 @@ impl Metrics {
         metrics::counter!(VERSIONS_CREATED).absolute(0);
         metrics::counter!(LOCK_TIMEOUTS).absolute(0);
         metrics::counter!(LOCK_RETRIES).absolute(0);
+        metrics::describe_counter!(TENANTS_QUARANTINED, "Tenants put aside after a failure a version absorbed");
+        metrics::counter!(TENANTS_QUARANTINED).absolute(0);
         metrics::counter!(TENANTS_CREATED).absolute(0);
         for kind in APPLIED_TYPES {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).absolute(0);
@@ -72,6 +75,11 @@ pub(crate) fn lock_timed_out(retried: bool) {
     if retried {
         metrics::counter!(LOCK_RETRIES).increment(1);
     }
+}
+
+/// Counts a tenant put in quarantine.
+pub(crate) fn tenant_quarantined() {
+    metrics::counter!(TENANTS_QUARANTINED).increment(1);
 }
 
 /// Accounts for a committed version. `executed` is false for Sync, which

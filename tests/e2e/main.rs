@@ -12,6 +12,7 @@ mod lint;
 mod live;
 mod mutations;
 mod operations;
+mod quarantine;
 mod queries;
 mod storage;
 mod support;

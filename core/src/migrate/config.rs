@@ -326,6 +326,9 @@ pub struct Config {
     pub record_fingerprints: bool,
     /// What a version over all schemas does about fleet drift found first.
     pub drift_policy: DriftPolicy,
+    /// Tenants a version may fail in and go on (each put aside in
+    /// quarantine); one more stops it. 0: the first failure stops it.
+    pub failure_budget: u32,
 }
 
 #[derive(Deserialize)]
@@ -369,6 +372,7 @@ struct RawConfig {
     lock_timeout_millis: Option<PortValue>,
     lock_retries: Option<PortValue>,
     statement_timeout_seconds: Option<PortValue>,
+    failure_budget: Option<PortValue>,
     record_fingerprints: Option<bool>,
     drift_policy: Option<String>,
 }
@@ -554,6 +558,7 @@ impl Config {
         let lock_retries = sub.number("lockRetries", raw.lock_retries, DEFAULT_LOCK_RETRIES, 0..=max_retries)?;
         let statement_timeout_seconds =
             sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
+        let failure_budget = sub.number("failureBudget", raw.failure_budget, 0, 0..=1_000_000)?;
 
         Ok(Config {
             base_location,
@@ -582,6 +587,7 @@ impl Config {
             statement_timeout_seconds,
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
             drift_policy,
+            failure_budget,
         })
     }
 
@@ -613,6 +619,7 @@ impl Config {
             statement_timeout_seconds: self.statement_timeout_seconds,
             record_fingerprints: self.record_fingerprints,
             drift_policy: self.drift_policy.name(),
+            failure_budget: self.failure_budget,
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -677,6 +684,7 @@ struct RedactedView<'a> {
     statement_timeout_seconds: u64,
     record_fingerprints: bool,
     drift_policy: &'a str,
+    failure_budget: u32,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

@@ -27,6 +27,8 @@
 //!   tenants grouped by recorded migrations, outliers and their differences.
 //! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
 //!   before a unit that hit one is retried.
+//! - [`quarantine`]: failure isolation — a version's failure budget, and
+//!   the tenants it runs in given those put aside by earlier versions.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
@@ -45,6 +47,7 @@ pub mod lint;
 pub mod location;
 pub mod lock_wait;
 pub mod plan;
+pub mod quarantine;
 pub mod redact;
 pub mod report;
 pub mod source;

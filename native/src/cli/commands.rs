@@ -13,10 +13,14 @@ use strata_core::migrate::report;
 
 use super::progress::Progress;
 use super::results::CreateResults;
-use super::{ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, StatusArgs};
+use super::{
+    ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, QuarantineAction, QuarantineArgs,
+    StatusArgs,
+};
+use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
-use crate::service::{CreateRequest, Service, lint_history, read_sources};
+use crate::service::{CreateRequest, CreateResult, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
 /// Runs a one-shot command.
@@ -57,8 +61,9 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
     {
         return runtime.block_on(lint_all(&shown, &config, args));
     }
-    let access = match command {
+    let access = match &command {
         Command::Apply(_) => Access::ReadWrite,
+        Command::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
@@ -72,6 +77,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Status(args) => status(&service, args).await,
             Command::Drift(args) => drift(&service, args).await,
             Command::Lint(args) => lint_pending(&service, args).await,
+            Command::Quarantine(args) => quarantine(&service, args).await,
             Command::Serve | Command::Config(_) => unreachable!("handled before"),
         };
         service.settle().await;
@@ -170,9 +176,17 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
                 let mut out = serde_json::to_value(report::plan_report(&plan, &sources)).unwrap_or_default();
                 out["findings"] = serde_json::to_value(&findings.findings).unwrap_or_default();
                 out["unchecked"] = serde_json::to_value(&findings.unchecked).unwrap_or_default();
+                out["skippedTenants"] = json!(preview.skipped);
                 print_json(&out);
             } else {
                 print!("{}", report::render_text(&plan, &sources));
+                if !preview.skipped.is_empty() {
+                    println!(
+                        "\nSkipped: {} quarantined tenant(s) ({}); strata quarantine lists them.",
+                        preview.skipped.len(),
+                        preview.skipped.join(", ")
+                    );
+                }
                 if !findings.findings.is_empty() || !findings.unchecked.is_empty() {
                     print!("\nLint:\n{}", lint::render_text(&findings, args.fail_on));
                 }
@@ -211,6 +225,8 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         dry_run: args.dry_run,
         request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
         observer: Some(observer),
+        failure_budget: args.failure_budget,
+        retry: None,
     };
     let result = service.create(request).await;
     progress.finish();
@@ -218,16 +234,23 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         Ok(result) => result,
         Err(error) => return failed_apply(&error, args.json),
     };
+    created(service, &result, args.json, args.sync, args.dry_run).await
+}
+
+/// Prints a completed `apply` (or retry): the version, the tenants put in
+/// quarantine, skipped or released. Exit 11 when tenants were quarantined.
+async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
     let migrations = match &result.version {
         Some(version) => match service.version_migrations(version.id).await {
             Ok(rows) => rows,
-            Err(error) => return failed_apply(&error, args.json),
+            Err(error) => return failed_apply(&error, json),
         },
         None => Vec::new(),
     };
-    if args.json {
-        print_json(&CreateResults::new(&result, &migrations));
-        return Exit::Success;
+    let exit = if result.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
+    if json {
+        print_json(&CreateResults::new(result, &migrations));
+        return exit;
     }
     let counts = &result.summary.counts;
     let counts = format!(
@@ -238,16 +261,86 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
     );
     let seconds = result.summary.duration;
     match &result.version {
-        None if args.dry_run => println!("Dry run: {counts} would be applied ({seconds:.2} s); rolled back."),
+        None if dry_run => println!("Dry run: {counts} would be applied ({seconds:.2} s); rolled back."),
         None => println!("Nothing to apply: no version created."),
         Some(version) => println!(
             "Version {} \"{}\" created: {counts} {} in {seconds:.2} s.",
             version.id,
             version.name,
-            if args.sync { "recorded" } else { "applied" },
+            if sync { "recorded" } else { "applied" },
         ),
     }
-    Exit::Success
+    if !result.quarantined.is_empty() {
+        println!("\n{} tenant(s) failed and are quarantined (later versions skip them):", result.quarantined.len());
+        print_quarantine(&result.quarantined);
+    }
+    if !result.skipped.is_empty() {
+        println!("\nSkipped {} quarantined tenant(s): {}", result.skipped.len(), result.skipped.join(", "));
+    }
+    if !result.released.is_empty() {
+        println!("\nReleased from quarantine: {}", result.released.join(", "));
+    }
+    exit
+}
+
+fn print_quarantine(rows: &[QuarantineRow]) {
+    for row in rows {
+        let at = match (row.line, row.column) {
+            (Some(line), Some(column)) => format!(":{line}:{column}"),
+            (Some(line), None) => format!(":{line}"),
+            _ => String::new(),
+        };
+        println!("  {}  {}{at}  {} ({} failure(s)): {}", row.tenant, row.file, row.cause, row.failures, row.message);
+    }
+}
+
+/// `quarantine [list|retry|release]`.
+async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
+    match args.action.unwrap_or(QuarantineAction::List) {
+        QuarantineAction::List => match service.quarantined().await {
+            Ok(rows) if args.json => {
+                print_json(&rows);
+                Exit::Success
+            }
+            Ok(rows) if rows.is_empty() => {
+                println!("No tenant is quarantined.");
+                Exit::Success
+            }
+            Ok(rows) => {
+                println!("{} tenant(s) quarantined:", rows.len());
+                print_quarantine(&rows);
+                Exit::Success
+            }
+            Err(error) => failure(&error),
+        },
+        QuarantineAction::Release { tenants } => match service.release_quarantined(&tenants).await {
+            Ok(released) => {
+                if args.json {
+                    print_json(&json!({ "released": released }));
+                } else {
+                    println!("Released {} tenant(s): {}", released.len(), released.join(", "));
+                }
+                Exit::Success
+            }
+            Err(error) => failure(&error),
+        },
+        QuarantineAction::Retry { version_name, tenants } => {
+            let request = CreateRequest {
+                version_name,
+                target: Target::AllSchemas,
+                action: Action::Apply,
+                dry_run: false,
+                request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
+                observer: None,
+                failure_budget: None,
+                retry: Some(tenants),
+            };
+            match service.create(request).await {
+                Ok(result) => created(service, &result, args.json, false, false).await,
+                Err(error) => failed_apply(&error, args.json),
+            }
+        }
+    }
 }
 
 /// A failed `apply`: with `--json`, the API's `errors` (message and

@@ -4,14 +4,18 @@
 use serde::Serialize;
 use strata_core::migrate::MigrationType;
 
-use crate::db::MigrationRow;
+use crate::db::{MigrationRow, QuarantineRow};
 use crate::service::CreateResult;
 
 /// `CreateResults`.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct CreateResults<'a> {
     summary: Summary<'a>,
     version: Option<Version<'a>>,
+    quarantined: &'a [QuarantineRow],
+    skipped_tenants: &'a [String],
+    released_tenants: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +71,9 @@ impl<'a> CreateResults<'a> {
     pub(super) fn new(result: &'a CreateResult, migrations: &'a [MigrationRow]) -> Self {
         let counts = &result.summary.counts;
         CreateResults {
+            quarantined: &result.quarantined,
+            skipped_tenants: &result.skipped,
+            released_tenants: &result.released,
             summary: Summary {
                 started_at: &result.summary.started_at,
                 duration: result.summary.duration,

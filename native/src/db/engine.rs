@@ -12,7 +12,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
 use super::error::{Cause, DbError};
-use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -168,6 +168,19 @@ pub(crate) trait Engine: Send + Sync {
     /// The stored fingerprints: `(schema, fingerprint, recorded)`.
     async fn fingerprints(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
         Ok(Vec::new())
+    }
+    /// Puts a tenant in quarantine (or counts one more failure), outside
+    /// any transaction.
+    async fn quarantine(&self, _conn: &mut Self::Conn, _row: &QuarantineRow) -> Result<(), DbError> {
+        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    }
+    /// The quarantined tenants, by name (none before the table exists).
+    async fn quarantined(&self, _conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Releases tenants from quarantine, outside any transaction.
+    async fn release_quarantined(&self, _conn: &mut Self::Conn, _tenants: &[String]) -> Result<(), DbError> {
+        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
     }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}

@@ -58,6 +58,9 @@ pub(crate) enum DbError {
     /// What this engine cannot do (yet).
     #[error("not supported: {0}")]
     NotSupported(&'static str),
+    /// A retry names what is not in quarantine.
+    #[error(transparent)]
+    Retry(#[from] strata_core::migrate::quarantine::RetryError),
     /// A version id does not fit the engine's column.
     #[error("version id {0} is out of range for this database")]
     IdOutOfRange(i64),

@@ -57,12 +57,13 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
+use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
 
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
-use super::types::{MutationOutcome, MutationRequest, Preview, VersionRow};
+use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionRow};
 
 /// How the executor runs versions, from the configuration, and the gate
 /// that lets one mutation of this process at a time reach for the lock (so
@@ -118,9 +119,26 @@ pub(crate) async fn preview<E: Engine>(
         true => engine.tenants(&mut conn).await?,
         false => Vec::new(),
     };
+    let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
-    let (plan, _) = plan_checked(engine.driver(), request, &tenants, &applied)?;
-    Ok(Preview { plan, tenants })
+    let (plan, _) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
+    Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped })
+}
+
+/// The tenants a mutation runs in: quarantined ones skipped, or only those
+/// retried (core's `quarantine::select`). A new tenant's version runs in
+/// that tenant only, whatever the quarantine holds.
+async fn select_tenants<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    request: &MutationRequest<'_>,
+    tenants: &[String],
+) -> Result<quarantine::Selection, DbError> {
+    let held: Vec<String> = engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect();
+    if held.is_empty() && request.retry.is_none() {
+        return Ok(quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() });
+    }
+    quarantine::select(tenants, &held, request.retry.as_deref()).map_err(DbError::Retry)
 }
 
 /// Plans (core) and reads every file the plan executes (core's
@@ -163,16 +181,40 @@ async fn locked<E: Engine>(
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
     let tenants = engine.tenants(&mut main).await?;
+    let selection = select_tenants(engine, &mut main, request, &tenants).await?;
     let applied = engine.applied(&mut main).await?;
-    let (plan, modes) = plan_checked(engine.driver(), request, &tenants, &applied)?;
+    let (plan, modes) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
     drop((tenants, applied));
-    if plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
-        return Ok(MutationOutcome { plan, version: None });
+    let mut outcome = MutationOutcome {
+        plan,
+        version: None,
+        quarantined: Vec::new(),
+        skipped: selection.skipped,
+        released: Vec::new(),
+        committed_counts: None,
+    };
+    if outcome.plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
+        if request.retry.is_some() && !request.dry_run {
+            // Nothing left to run in them (fixed and synced by hand, say).
+            engine.release_quarantined(&mut main, &selection.run).await?;
+            outcome.released = selection.run;
+        }
+        return Ok(outcome);
     }
+    let plan = &outcome.plan;
     if let Some(observer) = request.observer {
-        observer.started(&plan, request.sources);
+        observer.started(plan, request.sources);
     }
-    let run = Run { engine, settings, request, plan: &plan, modes: &modes, lock };
+    let run = Run {
+        engine,
+        settings,
+        request,
+        plan,
+        modes: &modes,
+        lock,
+        absorbed: Mutex::new(Vec::new()),
+        committed: Mutex::new(Vec::new()),
+    };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
     // One transaction for the version needs every schema at once; per
@@ -204,7 +246,21 @@ async fn locked<E: Engine>(
             store_fingerprints(engine, &mut conns[0], schemas, version_id).await;
         }
     }
-    Ok(MutationOutcome { plan, version: result? })
+    let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
+    let version = result?;
+    if !absorbed.is_empty() {
+        let committed = run.committed.into_inner().unwrap_or_else(|e| e.into_inner());
+        outcome.committed_counts = Some(plan.counts_of(request.sources, &committed));
+    }
+    if request.retry.is_some() {
+        let released: Vec<String> =
+            selection.run.into_iter().filter(|tenant| !absorbed.iter().any(|row| row.tenant == *tenant)).collect();
+        engine.release_quarantined(&mut conns[0], &released).await?;
+        outcome.released = released;
+    }
+    outcome.version = version;
+    outcome.quarantined = absorbed;
+    Ok(outcome)
 }
 
 /// Stores the catalog fingerprint of every schema the version committed
@@ -305,6 +361,10 @@ struct Run<'a, E: Engine> {
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
     modes: &'a [FileMode],
+    /// Tenant failures the version absorbed (each tenant quarantined).
+    absorbed: Mutex<Vec<QuarantineRow>>,
+    /// The steps committed, once the version is over.
+    committed: Mutex<Vec<u32>>,
 }
 
 /// Why a unit did not commit.
@@ -583,7 +643,7 @@ impl<E: Engine> Run<'_, E> {
         for segment in &segments {
             let mut units: &[Unit] = &segment.units;
             while failed.is_none() && progress.version().is_none() && !units.is_empty() {
-                if let Err(error) = self.unit(&mut conns[0], &units[0], &progress).await {
+                if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &units[0], &progress).await {
                     failed = Some(error);
                 }
                 units = &units[1..];
@@ -601,7 +661,7 @@ impl<E: Engine> Run<'_, E> {
                 failed = self.fan_out(units, conns, &progress).await;
             } else {
                 for unit in units {
-                    if let Err(error) = self.unit(&mut conns[0], unit, &progress).await {
+                    if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], unit, &progress).await {
                         failed = Some(error);
                         break;
                     }
@@ -610,14 +670,16 @@ impl<E: Engine> Run<'_, E> {
         }
         let version_id = progress.version();
         let committed = progress.steps.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.committed.lock().unwrap_or_else(|e| e.into_inner()).clone_from(&committed);
         match failed {
             None => Ok(version_id.map(|id| self.version_row(id))),
             Some(error) => Err(self.failure(error, version_id, &committed, false)),
         }
     }
 
-    /// Runs a tenant segment's units over `conns`; on the first failure no
-    /// new unit starts and the running ones finish. Returns the failure.
+    /// Runs a tenant segment's units over `conns`; on the first failure the
+    /// failure budget does not absorb, no new unit starts and the running
+    /// ones finish. Returns the failure.
     async fn fan_out(&self, units: &[Unit], conns: &mut [E::Conn], progress: &Progress) -> Option<UnitError> {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
@@ -628,7 +690,7 @@ impl<E: Engine> Run<'_, E> {
                 while !stop.load(Ordering::SeqCst) {
                     let index = next.fetch_add(1, Ordering::SeqCst);
                     let Some(unit) = units.get(index) else { break };
-                    if let Err(error) = self.unit(conn, unit, progress).await {
+                    if let Err(error) = self.tenant_unit(conn, unit, progress).await {
                         stop.store(true, Ordering::SeqCst);
                         failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
                     }
@@ -637,6 +699,86 @@ impl<E: Engine> Run<'_, E> {
         });
         futures::future::join_all(workers).await;
         failure.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A unit of a tenant segment (`tenants`) under the failure budget, or
+    /// of a single-schema segment (a failure there always stops).
+    async fn unit_of(
+        &self,
+        tenants: bool,
+        conn: &mut E::Conn,
+        unit: &Unit,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        if tenants { self.tenant_unit(conn, unit, progress).await } else { self.unit(conn, unit, progress).await }
+    }
+
+    /// One tenant's unit under the version's failure budget (core's
+    /// `quarantine`): a failure of the tenant's own (its statement, a lock
+    /// or statement time-out — not the database under every tenant, not a
+    /// new tenant's version, not a dry run) is written to the quarantine at
+    /// once and, within the budget, absorbed: the version goes on without
+    /// that tenant, whose later units (a later segment's, scripts) do not
+    /// run. A retry absorbs every failure of its tenants.
+    async fn tenant_unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
+        let schema = &self.plan.schemas[unit.schema as usize];
+        if self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|row| row.tenant == *schema) {
+            // Failed in an earlier segment of this version: nothing more runs there.
+            return Ok(());
+        }
+        let error = match self.unit(conn, unit, progress).await {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        let retrying = self.request.retry.is_some();
+        let isolated =
+            (self.request.failure_budget > 0 || retrying) && self.plan.new_tenant.is_none() && !self.request.dry_run;
+        let UnitError::Migration { step, failure, attempts: _, partly: _ } = &error else { return Err(error) };
+        let own = matches!(failure.cause, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout);
+        if !isolated || !own {
+            return Err(error);
+        }
+        let schema = self.schema(*step).to_string();
+        let at = self.position(*step, failure);
+        let row = QuarantineRow {
+            tenant: schema,
+            version_id: progress.version(),
+            file: self.migration(*step).file.clone(),
+            line: at.map(|at| at.line as i64),
+            column: at.filter(|at| at.column > 0).map(|at| at.column as i64),
+            cause: failure.cause.name().to_string(),
+            message: failure.message.clone(),
+            request_id: self.request.request_id.to_string(),
+            quarantined: self.request.created.to_string(),
+            failures: 1,
+        };
+        if let Err(e) = self.engine.quarantine(conn, &row).await {
+            tracing::warn!(tenant = %row.tenant, error = %e, "the tenant could not be quarantined: the version stops");
+            return Err(error);
+        }
+        tracing::warn!(tenant = %row.tenant, file = %row.file, cause = %row.cause, message = %row.message,
+            "tenant failed and was quarantined: later versions skip it until it is retried or released");
+        crate::telemetry::tenant_quarantined();
+        let failures = {
+            let mut absorbed = self.absorbed.lock().unwrap_or_else(|e| e.into_inner());
+            absorbed.push(row);
+            absorbed.len()
+        };
+        if retrying || quarantine::absorbs(failures, self.request.failure_budget) { Ok(()) } else { Err(error) }
+    }
+
+    /// Where in its file a step failed: lines are the same in the file and
+    /// the executed text (the placeholder and a schema name hold no line
+    /// break); a column is only known from an offset (column 0: the line
+    /// alone).
+    fn position(&self, step: u32, failure: &Failure) -> Option<Position> {
+        let schema = self.schema(step);
+        failure
+            .offset
+            .and_then(|offset| {
+                statements::locate(&self.migration(step).contents, &self.settings.placeholder, schema, offset)
+            })
+            .or(failure.line.map(|line| Position { line, column: 0 }))
     }
 
     /// The version's id, writing its row on `conn` (in the transaction open
@@ -840,13 +982,7 @@ impl<E: Engine> Run<'_, E> {
         };
         let migration = self.migration(step);
         let schema = self.schema(step).to_string();
-        // Lines are the same in the file and the executed text (the
-        // placeholder and a schema name hold no line break); a column is
-        // only known from an offset. Column 0: the line alone.
-        let at: Option<Position> = failure
-            .offset
-            .and_then(|offset| statements::locate(&migration.contents, &self.settings.placeholder, &schema, offset))
-            .or(failure.line.map(|line| Position { line, column: 0 }));
+        let at = self.position(step, &failure);
         let mut done = vec![false; self.plan.steps.len()];
         for &step in committed {
             done[step as usize] = true;

@@ -38,7 +38,7 @@ pub(crate) use error::DbError;
 use executor::Settings;
 pub(crate) use store::{Database, Store};
 pub(crate) use types::{
-    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, VersionFilter, VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, VersionFilter, VersionRow,
 };
 
 /// How long a driver waits for a database connection before it reports the

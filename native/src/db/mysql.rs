@@ -27,7 +27,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The MySQL/MariaDB engine.
@@ -361,6 +361,39 @@ impl Engine for MysqlEngine {
             return Ok(Vec::new());
         }
         Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut **conn).await?)
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
+        sqlx::query(sql::QUARANTINE)
+            .bind(&row.tenant)
+            .bind(row.version_id.map(int).transpose()?)
+            .bind(&row.file)
+            .bind(row.line.map(int).transpose()?)
+            .bind(row.column.map(int).transpose()?)
+            .bind(&row.cause)
+            .bind(&row.message)
+            .bind(&row.request_id)
+            .bind(&row.quarantined)
+            .execute(&mut **conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::QUARANTINE_INSTALLED).fetch_one(&mut **conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::quarantine::<_, i32>).collect()
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        for tenant in tenants {
+            sqlx::query(sql::RELEASE_QUARANTINED).bind(tenant).execute(&mut **conn).await?;
+        }
+        Ok(())
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {

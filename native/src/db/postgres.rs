@@ -29,7 +29,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The PostgreSQL engine.
@@ -294,6 +294,37 @@ impl Engine for PostgresEngine {
             .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(DbError::from)
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
+        bound(sql::QUARANTINE)
+            .bind(&row.tenant)
+            .bind(row.version_id.map(int).transpose()?)
+            .bind(&row.file)
+            .bind(row.line.map(int).transpose()?)
+            .bind(row.column.map(int).transpose()?)
+            .bind(&row.cause)
+            .bind(&row.message)
+            .bind(&row.request_id)
+            .bind(&row.quarantined)
+            .execute(&mut **conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        let installed: bool = sqlx::raw_sql(sql::QUARANTINE_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
+        if !installed {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::raw_sql(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::quarantine::<_, i32>).collect()
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        bound(sql::RELEASE_QUARANTINED).bind(tenants).execute(&mut **conn).await?;
+        Ok(())
     }
 
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {

@@ -7,6 +7,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::plan::AppliedMigration;
 
+use super::types::QuarantineRow;
 use super::{DbError, MigrationRow, VersionRow};
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
@@ -84,5 +85,29 @@ where
         checksum: get(row, 6)?,
         schema: get(row, 7)?,
         created: get(row, 8)?,
+    })
+}
+
+/// `tenant, version_id, file, line, col, cause, message, request_id,
+/// quarantined, failures`.
+pub(crate) fn quarantine<R, I>(row: &R) -> Result<QuarantineRow, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<I>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(QuarantineRow {
+        tenant: get(row, 0)?,
+        version_id: get::<R, Option<I>>(row, 1)?.map(Into::into),
+        file: get(row, 2)?,
+        line: get::<R, Option<I>>(row, 3)?.map(Into::into),
+        column: get::<R, Option<I>>(row, 4)?.map(Into::into),
+        cause: get(row, 5)?,
+        message: get(row, 6)?,
+        request_id: get(row, 7)?,
+        quarantined: get(row, 8)?,
+        failures: get::<R, I>(row, 9)?.into(),
     })
 }

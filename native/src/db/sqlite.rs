@@ -38,7 +38,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
 use super::rows;
-use super::types::{Access, MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::types::{Access, MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -307,6 +307,38 @@ impl Engine for SqliteEngine {
             return Ok(Vec::new());
         }
         Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut *conn.conn).await?)
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        sqlx::query(sql::QUARANTINE)
+            .bind(&row.tenant)
+            .bind(row.version_id)
+            .bind(&row.file)
+            .bind(row.line)
+            .bind(row.column)
+            .bind(&row.cause)
+            .bind(&row.message)
+            .bind(&row.request_id)
+            .bind(&row.quarantined)
+            .execute(&mut *conn.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::QUARANTINE_INSTALLED).fetch_one(&mut *conn.conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut *conn.conn).await?;
+        rows.iter().map(rows::quarantine::<_, i64>).collect()
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        for tenant in tenants {
+            sqlx::query(sql::RELEASE_QUARANTINED).bind(tenant).execute(&mut *conn.conn).await?;
+        }
+        Ok(())
     }
 
     /// Detaches the unit's file (its transaction is over).

@@ -19,7 +19,8 @@ use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
 use super::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, VersionFilter, VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionFilter,
+    VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -46,6 +47,11 @@ pub(crate) trait Database: Send + Sync {
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
+    /// The quarantined tenants, by name.
+    async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError>;
+    /// Releases quarantined tenants (names not quarantined are ignored);
+    /// returns those released.
+    async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError>;
 }
 
 /// The one implementation of [`Database`]: an engine and how versions run.
@@ -141,6 +147,28 @@ impl<E: Engine> Database for Store<E> {
             return Ok(Vec::new());
         }
         self.engine.fingerprints(&mut conn).await
+    }
+
+    async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.quarantined(&mut conn).await
+    }
+
+    async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        let held = self.engine.quarantined(&mut conn).await?;
+        let released: Vec<String> =
+            held.into_iter().map(|row| row.tenant).filter(|tenant| tenants.contains(tenant)).collect();
+        if !released.is_empty() {
+            self.engine.release_quarantined(&mut conn, &released).await?;
+        }
+        Ok(released)
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

@@ -60,6 +60,38 @@ pub(crate) struct MutationRequest<'a> {
     pub(crate) created: &'a str,
     /// Told what runs and what commits, when someone watches.
     pub(crate) observer: Option<&'a dyn Observer>,
+    /// Tenants the version may fail in and go on (core's `quarantine`).
+    pub(crate) failure_budget: u32,
+    /// A retry of these quarantined tenants (empty: all) instead of a
+    /// version over the fleet.
+    pub(crate) retry: Option<Vec<String>>,
+}
+
+/// A tenant put aside after a failure a version absorbed (its failure
+/// budget): later versions skip it until it is retried or released.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct QuarantineRow {
+    /// The tenant.
+    pub(crate) tenant: String,
+    /// The version that committed something when it failed, if any.
+    pub(crate) version_id: Option<i64>,
+    /// The failing file.
+    pub(crate) file: String,
+    /// Where in the file, when the engine said (column 0: the line only).
+    pub(crate) line: Option<i64>,
+    /// The column, when known.
+    pub(crate) column: Option<i64>,
+    /// [`super::error::Cause::name`] of the failure.
+    pub(crate) cause: String,
+    /// The engine's message.
+    pub(crate) message: String,
+    /// The request that quarantined it (last).
+    pub(crate) request_id: String,
+    /// When, RFC 3339 UTC (last).
+    pub(crate) quarantined: String,
+    /// How many versions failed in it (1, then one more per failed retry).
+    pub(crate) failures: i64,
 }
 
 /// What a mutation would do, read without the lock and without writing.
@@ -67,8 +99,11 @@ pub(crate) struct MutationRequest<'a> {
 pub(crate) struct Preview {
     /// The plan.
     pub(crate) plan: Plan,
-    /// The tenants it was made for (`tenantSelectSQL`).
+    /// The tenants it was made for (`tenantSelectSQL`, quarantined ones
+    /// left out).
     pub(crate) tenants: Vec<String>,
+    /// Quarantined tenants the version would skip.
+    pub(crate) skipped: Vec<String>,
 }
 
 /// What a mutation did.
@@ -78,6 +113,14 @@ pub(crate) struct MutationOutcome {
     pub(crate) plan: Plan,
     /// The committed version; `None` on a dry run or when nothing was due.
     pub(crate) version: Option<VersionRow>,
+    /// Tenants whose failure the version absorbed, now quarantined.
+    pub(crate) quarantined: Vec<QuarantineRow>,
+    /// Quarantined tenants it skipped.
+    pub(crate) skipped: Vec<String>,
+    /// Tenants a retry completed, released from quarantine.
+    pub(crate) released: Vec<String>,
+    /// What committed, when tenants failed (else the plan's counts hold).
+    pub(crate) committed_counts: Option<strata_core::migrate::summary::Counts>,
 }
 
 /// Which versions a read selects.

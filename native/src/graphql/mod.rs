@@ -12,8 +12,9 @@ use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
-    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, SchemaDriftDto,
-    SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput, VersionDto, VersionInput,
+    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, QuarantinedTenantDto,
+    RetryInput, SchemaDriftDto, SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput, VersionDto,
+    VersionInput,
 };
 
 /// The API schema.
@@ -120,7 +121,7 @@ impl Query {
         match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
             Ok((preview, sources)) => {
                 let lint = service.lint(&preview.plan, &sources);
-                Ok(PlanPreviewDto::from_plan(&preview.plan, &sources, lint))
+                Ok(PlanPreviewDto::from_plan(&preview.plan, &sources, lint, preview.skipped))
             }
             Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
             Err(error) => Err(graphql_error(error)),
@@ -135,6 +136,14 @@ impl Query {
         // Sync never refuses on drift, and the preview reads the tenants once.
         let (preview, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
         Ok(strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants).into())
+    }
+
+    /// Tenants put aside after a failure a version absorbed
+    /// (`failureBudget`), by name. Added to the spec's schema.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn quarantine(&self, ctx: &Context<'_>) -> Result<Vec<QuarantinedTenantDto>> {
+        let rows = service(ctx)?.quarantined().await.map_err(graphql_error)?;
+        Ok(rows.into_iter().map(QuarantinedTenantDto::from).collect())
     }
 
     /// Fleet drift: every tenant's live schema fingerprinted and compared
@@ -161,6 +170,8 @@ impl Mutation {
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
             observer: None,
+            failure_budget: None,
+            retry: None,
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
@@ -175,7 +186,33 @@ impl Mutation {
             dry_run: input.dry_run.unwrap_or(false),
             request_id: request_id(ctx),
             observer: None,
+            failure_budget: None,
+            retry: None,
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
+    }
+
+    /// Runs a version over quarantined tenants only (all, or those named):
+    /// each it completes leaves the quarantine; one that fails again stays,
+    /// with one more failure counted. Added to the spec's schema.
+    async fn retry_quarantined(&self, ctx: &Context<'_>, input: RetryInput) -> Result<CreateResultsDto> {
+        let request = CreateRequest {
+            version_name: input.version_name,
+            target: Target::AllSchemas,
+            action: Action::Apply,
+            dry_run: false,
+            request_id: request_id(ctx),
+            observer: None,
+            failure_budget: None,
+            retry: Some(input.tenant_names.unwrap_or_default()),
+        };
+        Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
+    }
+
+    /// Lets quarantined tenants go without running anything: the next
+    /// version takes them like any other. Returns those released (names not
+    /// quarantined are ignored). Added to the spec's schema.
+    async fn release_quarantined(&self, ctx: &Context<'_>, tenant_names: Vec<String>) -> Result<Vec<String>> {
+        service(ctx)?.release_quarantined(&tenant_names).await.map_err(graphql_error)
     }
 }

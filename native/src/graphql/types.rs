@@ -11,7 +11,7 @@ use strata_core::migrate::summary;
 use strata_core::migrate::{lint, plan, report};
 
 use super::limits::RequestScope;
-use crate::db::{MigrationRow, VersionRow};
+use crate::db::{MigrationRow, QuarantineRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
 /// `Time`: RFC 3339 in UTC.
@@ -278,12 +278,79 @@ impl From<&summary::Summary> for SummaryDto {
 pub(crate) struct CreateResultsDto {
     summary: SummaryDto,
     version: Option<VersionDto>,
+    /// Tenants whose failure the version absorbed (`failureBudget`), now
+    /// quarantined (added).
+    quarantined: Vec<QuarantinedTenantDto>,
+    /// Quarantined tenants the version skipped (added).
+    skipped_tenants: Vec<String>,
+    /// Tenants a retry completed, released from quarantine (added).
+    released_tenants: Vec<String>,
 }
 
 impl From<CreateResult> for CreateResultsDto {
     fn from(result: CreateResult) -> Self {
-        CreateResultsDto { summary: (&result.summary).into(), version: result.version.map(VersionDto::from) }
+        CreateResultsDto {
+            summary: (&result.summary).into(),
+            version: result.version.map(VersionDto::from),
+            quarantined: result.quarantined.into_iter().map(QuarantinedTenantDto::from).collect(),
+            skipped_tenants: result.skipped,
+            released_tenants: result.released,
+        }
     }
+}
+
+/// A tenant put aside after a failure a version absorbed
+/// (`QuarantinedTenant`, added): later versions skip it until
+/// `retryQuarantined` completes it or `releaseQuarantined` lets it go.
+#[derive(SimpleObject)]
+#[graphql(name = "QuarantinedTenant")]
+pub(crate) struct QuarantinedTenantDto {
+    tenant: String,
+    /// The version that committed something when it failed, if any.
+    version_id: Option<i32>,
+    /// The failing file.
+    file: String,
+    /// Where in the file, when the engine said.
+    line: Option<i32>,
+    column: Option<i32>,
+    /// `STATEMENT`, `LOCK_TIMEOUT` or `STATEMENT_TIMEOUT`.
+    cause: String,
+    /// The engine's message.
+    message: String,
+    /// How many versions failed in it.
+    failures: i32,
+    /// The request that quarantined it last.
+    request_id: String,
+    /// When, RFC 3339.
+    quarantined: String,
+}
+
+impl From<QuarantineRow> for QuarantinedTenantDto {
+    fn from(row: QuarantineRow) -> Self {
+        let int = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
+        QuarantinedTenantDto {
+            tenant: row.tenant,
+            version_id: row.version_id.map(clamp),
+            file: row.file,
+            line: row.line.map(int),
+            column: row.column.map(int),
+            cause: row.cause,
+            message: row.message,
+            failures: int(row.failures),
+            request_id: row.request_id,
+            quarantined: row.quarantined,
+        }
+    }
+}
+
+/// `RetryInput` (added): a version over quarantined tenants only.
+#[derive(InputObject)]
+#[graphql(name = "RetryInput")]
+pub(crate) struct RetryInput {
+    /// Name of the new version.
+    pub(crate) version_name: String,
+    /// The quarantined tenants to retry (default: all of them).
+    pub(crate) tenant_names: Option<Vec<String>>,
 }
 
 /// `SourceMigrationFilters`.
@@ -415,11 +482,18 @@ pub(crate) struct PlanPreviewDto {
     findings: Vec<LintFindingDto>,
     /// Statements of those files the linter could not read.
     unchecked: Vec<UncheckedDto>,
+    /// Quarantined tenants the version would skip.
+    skipped_tenants: Vec<String>,
 }
 
 impl PlanPreviewDto {
     /// From a plan and the sources it indexes.
-    pub(crate) fn from_plan(plan: &plan::Plan, sources: &[SourceMigration], lint: lint::Report) -> Self {
+    pub(crate) fn from_plan(
+        plan: &plan::Plan,
+        sources: &[SourceMigration],
+        lint: lint::Report,
+        skipped_tenants: Vec<String>,
+    ) -> Self {
         PlanPreviewDto {
             nothing_to_do: plan.is_empty(),
             refused_by_drift: false,
@@ -454,6 +528,7 @@ impl PlanPreviewDto {
                 .into_iter()
                 .map(|u| UncheckedDto { file: u.file, line: u.at.line, column: u.at.column, reason: u.reason })
                 .collect(),
+            skipped_tenants,
         }
     }
 
@@ -466,6 +541,7 @@ impl PlanPreviewDto {
             drift: drift.iter().map(DriftedFileDto::from).collect(),
             findings: Vec::new(),
             unchecked: Vec::new(),
+            skipped_tenants: Vec::new(),
         }
     }
 }

@@ -73,6 +73,18 @@ create table if not exists svc.svc_fingerprints (
     version_id int not null,
     created datetime(6) not null default current_timestamp(6)
 ) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_quarantine (
+    tenant varchar(255) primary key,
+    version_id int,
+    file varchar(1024) not null,
+    line int,
+    col int,
+    cause varchar(32) not null,
+    message text not null,
+    failures int not null default 1,
+    request_id varchar(255) not null,
+    quarantined varchar(40) not null
+) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
     holder varchar(64) not null,
@@ -248,3 +260,20 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(*) from informatio
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str =
     "select cast(db_schema as char), cast(fingerprint as char), cast(recorded as char) from svc.svc_fingerprints";
+
+/// Puts a tenant in quarantine, or counts one more failure of one already
+/// there (the latest error kept).
+pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined) \
+    values (?, ?, ?, ?, ?, ?, ?, ?, ?) on duplicate key update version_id = values(version_id), file = values(file), \
+    line = values(line), col = values(col), cause = values(cause), message = values(message), failures = failures + 1, \
+    request_id = values(request_id), quarantined = values(quarantined)";
+
+/// Whether the quarantine's table exists.
+pub(crate) const QUARANTINE_INSTALLED: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_quarantine'";
+
+/// The quarantined tenants, by name.
+pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Releases one tenant from quarantine.
+pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";

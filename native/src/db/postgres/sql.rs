@@ -69,6 +69,18 @@ create table if not exists svc.svc_fingerprints (
     version_id integer not null,
     created timestamptz not null default now()
 );
+create table if not exists svc.svc_quarantine (
+    tenant text primary key,
+    version_id integer,
+    file text not null,
+    line integer,
+    col integer,
+    cause text not null,
+    message text not null,
+    failures integer not null default 1,
+    request_id text not null,
+    quarantined text not null
+);
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -230,3 +242,19 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str = "select to_regclass('svc.svc_fin
 
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
+
+/// Puts a tenant in quarantine, or counts one more failure of one already
+/// there (the latest error kept).
+pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined) \
+    values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (tenant) do update set version_id = excluded.version_id, \
+    file = excluded.file, line = excluded.line, col = excluded.col, cause = excluded.cause, message = excluded.message, \
+    failures = svc.svc_quarantine.failures + 1, request_id = excluded.request_id, quarantined = excluded.quarantined";
+
+/// Whether the quarantine's table exists.
+pub(crate) const QUARANTINE_INSTALLED: &str = "select to_regclass('svc.svc_quarantine') is not null";
+
+/// The quarantined tenants, by name.
+pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Releases the named tenants (an array) from quarantine.
+pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = any($1)";

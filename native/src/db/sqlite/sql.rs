@@ -31,6 +31,18 @@ create table if not exists svc.svc_fingerprints (
     version_id integer not null,
     created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
+create table if not exists svc.svc_quarantine (
+    tenant text primary key,
+    version_id integer,
+    file text not null,
+    line integer,
+    col integer,
+    cause text not null,
+    message text not null,
+    failures integer not null default 1,
+    request_id text not null,
+    quarantined text not null
+);
 create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
@@ -148,3 +160,20 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str =
 
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
+
+/// Puts a tenant in quarantine, or counts one more failure of one already
+/// there (the latest error kept).
+pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined) \
+    values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (tenant) do update set version_id = excluded.version_id, \
+    file = excluded.file, line = excluded.line, col = excluded.col, cause = excluded.cause, message = excluded.message, \
+    failures = svc_quarantine.failures + 1, request_id = excluded.request_id, quarantined = excluded.quarantined";
+
+/// Whether the quarantine's table exists.
+pub(crate) const QUARANTINE_INSTALLED: &str =
+    "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_quarantine'";
+
+/// The quarantined tenants, by name.
+pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Releases one tenant from quarantine.
+pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";

@@ -1,0 +1,113 @@
+//! Failure isolation for tenant fleets: which tenant failures a version
+//! absorbs (its failure budget), and which tenants a version runs in, given
+//! those earlier versions put aside.
+//!
+//! - **Budget.** With a budget of *n*, a version goes on past the failures
+//!   of up to *n* tenants; the failure after that stops it (no new unit
+//!   starts), as the first failure does with a budget of 0. Only tenant
+//!   units are absorbed: a single schema is shared, its failure always
+//!   stops the version.
+//! - **Quarantine.** A tenant whose failure was absorbed is put aside with
+//!   its error; later versions skip it, so it never receives later
+//!   migrations while an earlier one is failing. A retry runs a version over
+//!   quarantined tenants only (and the single schemas, as any version); a
+//!   tenant it completes leaves the quarantine, one that fails again stays
+//!   with one more attempt. A release lets the next version take it like
+//!   any other tenant.
+
+use std::collections::HashSet;
+
+use thiserror::Error;
+
+/// The tenants a version runs in, and the quarantined ones it skips.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Tenants the version plans for, in the order given.
+    pub run: Vec<String>,
+    /// Quarantined tenants it leaves alone, in the order given.
+    pub skipped: Vec<String>,
+}
+
+/// A retry that names what is not in quarantine.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RetryError {
+    /// A named tenant is not quarantined (or not a tenant).
+    #[error("tenant {0:?} is not quarantined: only quarantined tenants are retried")]
+    NotQuarantined(String),
+    /// Nothing is quarantined.
+    #[error("no tenant is quarantined: nothing to retry")]
+    NothingQuarantined,
+}
+
+/// The tenants a version runs in. `retry`: `None` for a version over the
+/// fleet (quarantined tenants skipped); `Some(names)` for a retry of those
+/// quarantined tenants (`Some(&[])`: all of them).
+pub fn select(tenants: &[String], quarantined: &[String], retry: Option<&[String]>) -> Result<Selection, RetryError> {
+    let held: HashSet<&str> = quarantined.iter().map(String::as_str).collect();
+    match retry {
+        None => {
+            let (skipped, run) = tenants.iter().cloned().partition(|t| held.contains(t.as_str()));
+            Ok(Selection { run, skipped })
+        }
+        Some(names) => {
+            let existing: HashSet<&str> = tenants.iter().map(String::as_str).collect();
+            if let Some(name) = names.iter().find(|n| !held.contains(n.as_str()) || !existing.contains(n.as_str())) {
+                return Err(RetryError::NotQuarantined(name.clone()));
+            }
+            let wanted: HashSet<&str> =
+                if names.is_empty() { held } else { names.iter().map(String::as_str).collect() };
+            if wanted.is_empty() {
+                return Err(RetryError::NothingQuarantined);
+            }
+            let run: Vec<String> = tenants.iter().filter(|t| wanted.contains(t.as_str())).cloned().collect();
+            if run.is_empty() {
+                return Err(RetryError::NothingQuarantined);
+            }
+            Ok(Selection { run, skipped: Vec::new() })
+        }
+    }
+}
+
+/// Whether a version that has now seen `failures` tenant failures (this one
+/// included) goes on under `budget`.
+pub fn absorbs(failures: usize, budget: u32) -> bool {
+    failures <= budget as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_version_skips_quarantined_tenants() {
+        let selection = select(&names(&["a", "b", "c", "d"]), &names(&["c", "a", "gone"]), None).unwrap();
+        assert_eq!(selection, Selection { run: names(&["b", "d"]), skipped: names(&["a", "c"]) });
+        assert_eq!(select(&names(&["a"]), &[], None).unwrap().run, names(&["a"]));
+    }
+
+    #[test]
+    fn a_retry_runs_quarantined_tenants_only() {
+        let tenants = names(&["a", "b", "c"]);
+        let held = names(&["c", "a"]);
+        assert_eq!(select(&tenants, &held, Some(&[])).unwrap().run, names(&["a", "c"]));
+        assert_eq!(select(&tenants, &held, Some(&names(&["c"]))).unwrap().run, names(&["c"]));
+        assert_eq!(select(&tenants, &held, Some(&names(&["b"]))), Err(RetryError::NotQuarantined("b".into())));
+        assert_eq!(
+            select(&tenants, &names(&["zz"]), Some(&names(&["zz"]))),
+            Err(RetryError::NotQuarantined("zz".into()))
+        );
+        assert_eq!(select(&tenants, &[], Some(&[])), Err(RetryError::NothingQuarantined));
+    }
+
+    #[test]
+    fn the_budget_absorbs_up_to_n_failures() {
+        assert!(!absorbs(1, 0));
+        assert!(absorbs(1, 1));
+        assert!(absorbs(3, 3));
+        assert!(!absorbs(4, 3));
+    }
+}
