@@ -195,6 +195,7 @@ const ALL: &[Driver] = &[Driver::Postgres, Driver::Mysql, Driver::SqlServer, Dri
 /// Every rule the linter has.
 pub const RULES: &[RuleInfo] = &[
     rules::CREATE_INDEX_NON_CONCURRENTLY,
+    rules::DROP_INDEX_NON_CONCURRENTLY,
     rules::MSSQL_INDEX_WITHOUT_ONLINE,
     rules::ADDING_VOLATILE_DEFAULT,
     rules::ADDING_SERIAL_COLUMN,

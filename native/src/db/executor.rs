@@ -32,10 +32,14 @@
 //!   run again. A statement that runs outside a transaction is retried
 //!   alone. When a unit gives up, its error names the sessions that block
 //!   it.
-//! - **A failure stops the version.** The failing unit rolls back, units
-//!   already running finish, no new one starts; what committed stays applied
-//!   and recorded in the version, and the error names the file, the schema,
-//!   the position in the file, and the schemas committed and not.
+//! - **A failure stops the version** — unless the failure budget absorbs
+//!   it. The failing unit rolls back, units already running finish, no new
+//!   one starts; what committed stays applied and recorded in the version,
+//!   and the error names the file, the schema, the position in the file, and
+//!   the schemas committed and not. A tenant's own failure within the budget
+//!   (core's `quarantine`) is written to the quarantine before anything else
+//!   runs and the version goes on without that tenant: none of its later
+//!   units run, later versions skip it until a retry completes it.
 //! - **Non-transactional files** (`-- strata:no-transaction`) run alone,
 //!   outside any transaction, between the transactions of their unit, and
 //!   are recorded right after they succeed; they run statement by statement

@@ -20,6 +20,12 @@ pub(crate) const CREATE_INDEX_NON_CONCURRENTLY: RuleInfo = RuleInfo {
     drivers: PG,
     description: "CREATE INDEX without CONCURRENTLY on an existing table blocks its writes while the index builds",
 };
+pub(crate) const DROP_INDEX_NON_CONCURRENTLY: RuleInfo = RuleInfo {
+    name: "drop-index-non-concurrently",
+    severity: Severity::Warning,
+    drivers: PG,
+    description: "DROP INDEX without CONCURRENTLY takes an ACCESS EXCLUSIVE lock on its table",
+};
 pub(crate) const MSSQL_INDEX_WITHOUT_ONLINE: RuleInfo = RuleInfo {
     name: "mssql-index-without-online",
     severity: Severity::Warning,
@@ -152,6 +158,8 @@ const VOLATILE: &[&str] = &[
 pub(crate) struct State {
     /// Tables created by statements seen so far.
     created: HashSet<String>,
+    /// Indexes built on those tables.
+    new_indexes: HashSet<String>,
     /// Check constraints `column IS NOT NULL`, by table.
     checks: Checks,
 }
@@ -226,6 +234,26 @@ impl<'a> Ctx<'a> {
             }
             Statement::CreateIndex(index) => self.create_index(at, index),
             Statement::AlterTable(alter) => self.alter_table(at, alter, map),
+            Statement::Drop { object_type: ObjectType::Index, names, .. } if self.driver == Driver::Postgres => {
+                for name in names {
+                    if self.state.new_indexes.remove(&key(name)) {
+                        continue;
+                    }
+                    self.lock(at);
+                    self.found(
+                        &DROP_INDEX_NON_CONCURRENTLY,
+                        clause(name.span().start),
+                        format!(
+                            "dropping index {name} takes an ACCESS EXCLUSIVE lock on its table: its reads and writes \
+                             wait until the drop is done"
+                        ),
+                        &format!(
+                            "use DROP INDEX CONCURRENTLY, alone in a file marked `-- {NO_TRANSACTION_DIRECTIVE}` \
+                             (it cannot run in a transaction)"
+                        ),
+                    );
+                }
+            }
             Statement::Drop { object_type: ObjectType::Table, names, .. } => {
                 for name in names {
                     if self.state.created.remove(&key(name)) {
@@ -283,6 +311,9 @@ impl<'a> Ctx<'a> {
 
     fn create_index(&mut self, at: Position, index: &CreateIndex) {
         if self.is_new(&index.table_name) {
+            if let Some(name) = &index.name {
+                self.state.new_indexes.insert(key(name));
+            }
             return;
         }
         let table = &index.table_name;

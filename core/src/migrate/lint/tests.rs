@@ -55,6 +55,17 @@ fn create_index_non_concurrently() {
 }
 
 #[test]
+fn drop_index_non_concurrently() {
+    let rule = "drop-index-non-concurrently";
+    fires(Postgres, "drop index t_a;", rule, W, "t_a");
+    fires(Postgres, "DROP INDEX IF EXISTS {schema}.t_a;", rule, W, "{schema}.t_a");
+    let report = one(Postgres, "-- strata:no-transaction\ndrop index concurrently t_a;");
+    assert_eq!(found(&report), vec![]);
+    quiet(Postgres, "create table t (a int);\ncreate index t_a on t (a);\ndrop index t_a;");
+    quiet(Mysql, "drop index t_a on t;");
+}
+
+#[test]
 fn mssql_index_without_online() {
     let rule = "mssql-index-without-online";
     fires(SqlServer, "CREATE INDEX ix ON dbo.t (a)", rule, W, "CREATE");
