@@ -39,7 +39,7 @@ best() { # label command...
     shift
     for _ in $(seq "$RUNS"); do
         /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null 2>&1 || true
-        read -r seconds kb <"$work/time"
+        read -r seconds kb < <(tail -1 "$work/time")
         best=$(awk -v a="$best" -v b="$seconds" 'BEGIN { print (b < a) ? b : a }')
         rss=$kb
     done

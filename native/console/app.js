@@ -208,7 +208,7 @@ async function fleet() {
   summary();
   show(
     "Fleet",
-    el("div", { class: "actions" }, previewPanel(), tenantPanel(), driftPanel()),
+    el("div", { class: "actions" }, previewPanel(), tenantPanel(), driftPanel(), quarantinePanel()),
     el("form", { class: "inline", role: "search", onsubmit: (e) => e.preventDefault() }, el("label", {}, "Search tenants", search)),
     counter,
     el("div", { class: "legend" }, Object.values(STATE).map(([css, symbol, words]) => el("span", {}, el("span", { class: `cell ${css}` }, symbol), ` ${words}`))),
@@ -295,27 +295,87 @@ function previewPanel() {
     out);
 }
 
-function confirmApply() {
+// The confirmation dialog: `text`, an OK button labelled `ok`, the version
+// name field when `name` is given (its default), then `run(name)`.
+function confirmDialog({ text, ok, name, run }) {
   const dialog = document.getElementById("confirm");
-  const name = document.getElementById("confirm-name");
-  document.getElementById("confirm-text").textContent = "Apply every pending migration and script as a new version? This changes the database.";
-  name.value = `console ${new Date().toISOString().slice(0, 16).replace("T", " ")}`;
+  const field = document.getElementById("confirm-name");
+  document.getElementById("confirm-title").textContent = ok;
+  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-ok").textContent = ok;
+  field.closest("label").hidden = name === undefined;
+  field.required = name !== undefined;
+  field.value = name ?? "";
   dialog.returnValue = "";
   dialog.onclose = async () => {
-    if (dialog.returnValue !== "confirm") return say("Nothing applied.");
+    if (dialog.returnValue !== "confirm") return say(`Nothing done (${ok.toLowerCase()} cancelled).`);
     try {
-      const data = await gql(`mutation($name: String!) { createVersion(input: { versionName: $name }) { ${SUMMARY} version { id name } } }`, { name: name.value });
-      const v = data.createVersion.version;
-      say(v ? `Version ${v.id} created: ${data.createVersion.summary.migrationsGrandTotal} migration(s) applied.` : "Nothing to apply.");
-      await fleet();
+      await run(field.value);
     } catch (e) {
-      say(`Apply failed: ${e.code ?? ""} ${e.message}`);
+      say(`${ok} failed: ${e.code ?? ""} ${e.message}`);
       main().append(failure(e));
     }
   };
   document.getElementById("confirm-cancel").onclick = () => dialog.close("cancel");
   dialog.showModal();
-  name.select();
+  if (name !== undefined) field.select();
+}
+
+const versionName = (what) => `${what} ${new Date().toISOString().slice(0, 16).replace("T", " ")}`;
+const quarantinedNote = (r) => (r.quarantined.length ? `; ${r.quarantined.length} tenant(s) failed and were quarantined (${r.quarantined.map((q) => q.tenant).join(", ")})` : "");
+
+function confirmApply() {
+  confirmDialog({
+    text: "Apply every pending migration and script as a new version? This changes the database.",
+    ok: "Apply",
+    name: versionName("console"),
+    run: async (name) => {
+      const data = await gql(`mutation($name: String!) { createVersion(input: { versionName: $name }) { ${SUMMARY} version { id name } quarantined { tenant } } }`, { name });
+      const r = data.createVersion;
+      say(r.version ? `Version ${r.version.id} created: ${r.summary.migrationsGrandTotal} migration(s) applied${quarantinedNote(r)}.` : `Nothing to apply${quarantinedNote(r)}.`);
+      await fleet();
+    },
+  });
+}
+
+// Tenants a failure budget put aside (the API's `quarantine`): retry them
+// all as a new version, or release one (the next version takes it).
+function quarantinePanel() {
+  const out = el("div", { id: "quarantine", "aria-live": "polite" }, el("p", { class: "muted" }, "Loading…"));
+  const release = (tenant) => confirmDialog({
+    text: `Release ${tenant} from quarantine? Nothing runs now; the next version runs its pending migrations.`,
+    ok: "Release",
+    run: async () => {
+      const data = await gql("mutation($t: [String!]!) { releaseQuarantined(tenantNames: $t) }", { t: [tenant] });
+      say(`Released from quarantine: ${data.releaseQuarantined.join(", ") || "none"}.`);
+      await fleet();
+    },
+  });
+  const retry = () => confirmDialog({
+    text: "Retry every quarantined tenant as a new version? This changes the database.",
+    ok: "Retry",
+    name: versionName("retry"),
+    run: async (name) => {
+      const data = await gql(`mutation($name: String!) { retryQuarantined(input: { versionName: $name }) { ${SUMMARY} version { id } releasedTenants quarantined { tenant } } }`, { name });
+      const r = data.retryQuarantined;
+      say(`Retried: ${r.releasedTenants.length} tenant(s) completed and released${quarantinedNote(r)}.`);
+      await fleet();
+    },
+  });
+  gql("{ quarantine { tenant file line column cause message failures } }").then(({ quarantine: rows }) => {
+    if (!rows.length) return out.replaceChildren(el("p", { class: "muted", id: "quarantine-summary" }, "No tenant is quarantined."));
+    out.replaceChildren(
+      el("p", { id: "quarantine-summary", class: "error" }, `${rows.length} tenant(s) quarantined: later versions skip them.`),
+      el("ul", { class: "quarantine" }, rows.map((r) => el("li", { "data-tenant": r.tenant },
+        el("strong", {}, r.tenant), ` ${r.file}${r.line ? `:${r.line}${r.column ? `:${r.column}` : ""}` : ""} ${r.cause}, ${r.failures} failure(s): `,
+        el("span", { class: "mono" }, r.message), " ",
+        el("button", { type: "button", class: "release", "aria-label": `Release ${r.tenant}`, onclick: () => release(r.tenant) }, "Release")))),
+      el("div", { class: "buttons" }, el("button", { type: "button", id: "retry-button", onclick: retry }, "Retry all…")));
+  }).catch((e) => out.replaceChildren(failure(e)));
+  return el("section", { class: "panel", "aria-labelledby": "quarantine-title" },
+    el("h2", { id: "quarantine-title" }, "Quarantine"),
+    el("p", { class: "muted" }, "Tenants a version failed in and went on without (failureBudget)."),
+    out);
 }
 
 function tenantPanel() {

@@ -271,25 +271,31 @@ impl Service {
         }
     }
 
-    /// `driftPolicy` before a version over every schema: fleet drift read
-    /// live, logged (`report`) or refusing the version (`refuse`). A store
-    /// that cannot read catalogs (SQL Server) is logged once per version
-    /// and not judged.
-    async fn check_drift(&self, request: &CreateRequest) -> Result<(), AppError> {
+    /// `driftPolicy` before a version over every schema (not a retry,
+    /// which runs where the operator said): fleet drift read live, logged
+    /// (`report`), refusing the version (`refuse`) or quarantining the
+    /// drifted tenants, which the version then skips (`quarantine`; returns
+    /// their rows). A store that cannot read catalogs (SQL Server) is logged
+    /// once per version and not judged.
+    async fn check_drift(&self, request: &CreateRequest, created: &str) -> Result<Vec<QuarantineRow>, AppError> {
         use strata_core::migrate::config::DriftPolicy;
         let policy = self.config.drift_policy;
-        if policy == DriftPolicy::Off || request.target != Target::AllSchemas || request.action != Action::Apply {
-            return Ok(());
+        if policy == DriftPolicy::Off
+            || request.target != Target::AllSchemas
+            || request.action != Action::Apply
+            || request.retry.is_some()
+        {
+            return Ok(Vec::new());
         }
         let report = match self.drift().await {
             Ok(report) => report,
             Err(error) => {
                 tracing::warn!(%error, "fleet drift could not be checked before the version");
-                return Ok(());
+                return Ok(Vec::new());
             }
         };
         if !report.has_drift() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let outliers: Vec<String> = report.outliers.iter().map(|o| o.schema.clone()).collect();
         let changed: Vec<String> = report.changed.iter().map(|c| c.schema.clone()).collect();
@@ -302,7 +308,31 @@ impl Service {
         if policy == DriftPolicy::Refuse && !request.dry_run {
             return Err(AppError::SchemaDrift { outliers, changed });
         }
-        Ok(())
+        if policy != DriftPolicy::Quarantine || request.dry_run {
+            return Ok(Vec::new());
+        }
+        let singles: Vec<&str> = self.config.single_schemas().collect();
+        let rows: Vec<QuarantineRow> = strata_core::migrate::quarantine::drift_entries(&report, &singles)
+            .into_iter()
+            .map(|(tenant, message)| QuarantineRow {
+                tenant,
+                version_id: None,
+                file: String::new(),
+                line: None,
+                column: None,
+                cause: "SCHEMA_DRIFT".to_string(),
+                message,
+                request_id: request.request_id.clone(),
+                quarantined: created.to_string(),
+                failures: 1,
+            })
+            .collect();
+        self.database.quarantine(&rows).await?;
+        for row in &rows {
+            telemetry::tenant_quarantined();
+            tracing::warn!(tenant = %row.tenant, message = %row.message, "drifted tenant quarantined (driftPolicy: quarantine)");
+        }
+        Ok(rows)
     }
 
     /// Runs `createVersion` or `createTenant`.
@@ -315,7 +345,7 @@ impl Service {
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
             target = ?request.target, "mutation started");
         let sources = self.source_migrations().await?;
-        self.check_drift(&request).await?;
+        let drifted = self.check_drift(&request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects
         // cannot cancel it half-way.
         let service = Arc::clone(self);
@@ -392,7 +422,7 @@ impl Service {
         Ok(CreateResult {
             summary,
             version: outcome.version,
-            quarantined: outcome.quarantined,
+            quarantined: drifted.into_iter().chain(outcome.quarantined).collect(),
             skipped: outcome.skipped,
             released: outcome.released,
         })

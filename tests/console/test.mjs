@@ -46,6 +46,7 @@ tenantScripts: [scripts/tenants]
 port: ${port}
 pathPrefix: /ops
 logLevel: ERROR
+failureBudget: 5
 `);
 const base = `http://127.0.0.1:${port}/ops`;
 const service = spawn(bin, [], { env: { ...process.env, SVC_YAML: join(work, "svc.yaml") }, stdio: ["ignore", "inherit", "inherit"] });
@@ -200,7 +201,7 @@ try {
   await page.keyboard.press("Enter");
   await page.locator("#confirm[open]").waitFor();
   await page.keyboard.press("Escape");
-  await page.locator("#status", { hasText: "Nothing applied." }).waitFor();
+  await page.locator("#status", { hasText: "Nothing done (apply cancelled)." }).waitFor();
   assert.equal((await api("{ versions { id } }")).versions.length, versions.length, "cancel applies nothing");
   await page.locator("#apply").click();
   await page.locator("#confirm[open]").waitFor();
@@ -236,6 +237,38 @@ try {
   await page.locator(".matrix-body").evaluate((body) => (body.scrollTop = 0));
   await page.screenshot({ path: join(shots, "fleet.png") });
   ok("createTenant: the server refuses svc (INVALID_TENANT_NAME, shown); newco adds a row, all applied");
+
+  // Failure isolation: a migration that fails in one tenant only (a check
+  // on the tenant's own name); the version goes on, the tenant is shown in
+  // quarantine; a retry fails again; a release lets it go.
+  writeFileSync(join(work, "migrations/tenants/201602160005.sql"),
+    "create table {schema}.probe (id integer, owner text check (owner <> 't_0007'));\ninsert into {schema}.probe values (1, '{schema}');\n");
+  await page.locator("#quarantine-summary", { hasText: "No tenant is quarantined." }).waitFor();
+  await page.locator("#preview-button").click();
+  await page.locator("#preview-summary").waitFor();
+  await page.locator("#apply").click();
+  await page.locator("#confirm[open]").waitFor();
+  await page.fill("#confirm-name", "probe");
+  await page.keyboard.press("Enter");
+  await page.locator("#status", { hasText: "1 tenant(s) failed and were quarantined (t_0007)" }).waitFor({ timeout: 60000 });
+  await page.locator("#quarantine-summary", { hasText: "1 tenant(s) quarantined" }).waitFor();
+  assert.match(await page.locator('#quarantine li[data-tenant="t_0007"]').textContent(), /^t_0007 tenants\/201602160005\.sql:2:1 STATEMENT, 1 failure\(s\): .*CHECK constraint failed/);
+  await page.locator("#retry-button").click();
+  await page.locator("#confirm[open]").waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator("#status", { hasText: "Retried: 0 tenant(s) completed and released; 1 tenant(s) failed and were quarantined (t_0007)." }).waitFor({ timeout: 60000 });
+  await page.locator('#quarantine li[data-tenant="t_0007"]', { hasText: "2 failure(s)" }).waitFor();
+  await page.screenshot({ path: join(shots, "quarantine.png") });
+  await page.locator('#quarantine button[aria-label="Release t_0007"]').click();
+  await page.locator("#confirm[open]").waitFor();
+  assert.equal(await page.locator("#confirm-name").isVisible(), false, "a release creates no version: no name asked");
+  await page.locator("#confirm-ok").click();
+  await page.locator("#status", { hasText: "Released from quarantine: t_0007." }).waitFor();
+  await page.locator("#quarantine-summary", { hasText: "No tenant is quarantined." }).waitFor();
+  const probe = await api("{ quarantine { tenant } fleet { tenants { name states } } }");
+  assert.deepEqual(probe.quarantine, []);
+  assert.equal(probe.fleet.tenants.filter((t) => t.states.at(-1) === "Pending").map((t) => t.name).join(), "t_0007");
+  ok("quarantine: a tenant failing alone is put aside and shown with its error, a retry counts one more failure, a release lets it go");
 
   // Keyboard: every action of the fleet page is reachable with Tab.
   await page.locator("body").focus();

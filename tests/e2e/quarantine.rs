@@ -153,3 +153,51 @@ async fn a_failure_past_the_budget_stops_the_version() {
     assert_eq!(tenants_of(&held["quarantine"]), ["t01", "t02"]);
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
 }
+
+#[tokio::test]
+async fn drift_policy_quarantine_puts_drifted_tenants_aside_before_the_version() {
+    let server = Server::start("basic", "driftPolicy: quarantine\n").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for name in ["t01", "t02", "t03", "t04", "t05"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    // A hot-fix run by hand on one tenant.
+    let alter = match backend() {
+        Backend::Sqlite => "alter table users add column note varchar(20)".to_string(),
+        _ => "alter table t04.users add column note varchar(20)".to_string(),
+    };
+    server.ws.execute("t04", &alter).await;
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key, at text);\n");
+
+    let created = create(&server, "audit").await;
+    assert!(created.get("errors").is_none(), "{created}");
+    let result = &created["data"]["createVersion"];
+    assert_eq!(tenants_of(&result["quarantined"]), ["t04"], "{result}");
+    let t04 = &result["quarantined"][0];
+    assert_eq!(t04["cause"], "SCHEMA_DRIFT");
+    assert_eq!(t04["file"], "");
+    let message = t04["message"].as_str().unwrap();
+    assert!(message.starts_with("its live schema differs from t01's, which recorded the same"), "{message}");
+    assert!(message.contains("note"), "{message}");
+    assert_eq!(result["skippedTenants"], json!(["t04"]));
+    assert_eq!(result["summary"]["tenantMigrationsTotal"], 4);
+    assert!(!recorded(&server, "t04").await.contains(&"tenants/006.sql".to_string()));
+
+    // The operator reverts the hot-fix and retries: t04 gets 006, and the
+    // next version finds no drift.
+    let revert = match backend() {
+        Backend::Sqlite => "alter table users drop column note".to_string(),
+        _ => "alter table t04.users drop column note".to_string(),
+    };
+    server.ws.execute("t04", &revert).await;
+    let retry = strata(server.config_path(), &["quarantine", "retry", "--version", "after review", "t04"]).await;
+    assert_eq!(retry.status.code(), Some(0), "{}", String::from_utf8_lossy(&retry.stdout));
+    assert_eq!(recorded(&server, "t04").await.last().unwrap(), "tenants/006.sql");
+    assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.audit2 (id integer primary key);\n");
+    let next = create(&server, "after").await;
+    assert_eq!(next["data"]["createVersion"]["quarantined"], json!([]), "{next}");
+    assert_eq!(next["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 5);
+}

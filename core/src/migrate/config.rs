@@ -165,6 +165,10 @@ pub enum DriftPolicy {
     Report,
     /// The version is refused (`SCHEMA_DRIFT`) while any exists.
     Refuse,
+    /// Drifted tenants are quarantined (see
+    /// [`crate::migrate::quarantine::drift_entries`]) and the version runs
+    /// without them.
+    Quarantine,
 }
 
 impl DriftPolicy {
@@ -174,6 +178,7 @@ impl DriftPolicy {
             DriftPolicy::Off => "off",
             DriftPolicy::Report => "report",
             DriftPolicy::Refuse => "refuse",
+            DriftPolicy::Quarantine => "quarantine",
         }
     }
 }
@@ -546,7 +551,10 @@ impl Config {
             None | Some("report") => DriftPolicy::Report,
             Some("off") => DriftPolicy::Off,
             Some("refuse") => DriftPolicy::Refuse,
-            Some(other) => return Err(invalid("driftPolicy", format!("{other:?} is not off, report or refuse"))),
+            Some("quarantine") => DriftPolicy::Quarantine,
+            Some(other) => {
+                return Err(invalid("driftPolicy", format!("{other:?} is not off, report, refuse or quarantine")));
+            }
         };
         let tenant_concurrency =
             sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;

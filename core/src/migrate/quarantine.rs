@@ -19,6 +19,8 @@ use std::collections::HashSet;
 
 use thiserror::Error;
 
+use crate::migrate::fingerprint::DriftReport;
+
 /// The tenants a version runs in, and the quarantined ones it skips.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
@@ -68,6 +70,45 @@ pub fn select(tenants: &[String], quarantined: &[String], retry: Option<&[String
     }
 }
 
+/// What `driftPolicy: quarantine` puts aside before a version: every
+/// outlier of the fleet drift report, and every tenant changed since its
+/// last unit — `(tenant, why)`, sorted by tenant. Single schemas are shared
+/// by every tenant: they are never quarantined (`single_schemas`), only
+/// reported.
+pub fn drift_entries(report: &DriftReport, single_schemas: &[&str]) -> Vec<(String, String)> {
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for outlier in &report.outliers {
+        let shown: Vec<String> =
+            outlier.differences.iter().take(3).map(|d| format!("{} {} {}", d.kind, d.name, d.change)).collect();
+        let more = outlier.differences.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!(", and {more} more") } else { String::new() };
+        entries.push((
+            outlier.schema.clone(),
+            format!(
+                "its live schema differs from {}'s, which recorded the same {} migration(s): {}{more}",
+                outlier.reference,
+                outlier.migrations,
+                shown.join(", ")
+            ),
+        ));
+    }
+    for changed in &report.changed {
+        if single_schemas.contains(&changed.schema.as_str()) || entries.iter().any(|(t, _)| *t == changed.schema) {
+            continue;
+        }
+        entries.push((
+            changed.schema.clone(),
+            format!(
+                "its live schema changed since its last migration (fingerprint {} then, {} now)",
+                &changed.stored[..changed.stored.len().min(12)],
+                &changed.live[..changed.live.len().min(12)]
+            ),
+        ));
+    }
+    entries.sort();
+    entries
+}
+
 /// Whether a version that has now seen `failures` tenant failures (this one
 /// included) goes on under `budget`.
 pub fn absorbs(failures: usize, budget: u32) -> bool {
@@ -101,6 +142,48 @@ mod tests {
             Err(RetryError::NotQuarantined("zz".into()))
         );
         assert_eq!(select(&tenants, &[], Some(&[])), Err(RetryError::NothingQuarantined));
+    }
+
+    #[test]
+    fn drift_quarantines_outliers_and_changed_tenants_not_single_schemas() {
+        use crate::migrate::fingerprint::{ChangedSchema, Difference, OutlierReport};
+        let difference = |name: &str| Difference {
+            kind: "column".into(),
+            name: name.into(),
+            change: "added",
+            expected: None,
+            found: Some("integer".into()),
+        };
+        let report = DriftReport {
+            tenants: 3,
+            groups: Vec::new(),
+            outliers: vec![OutlierReport {
+                schema: "t2".into(),
+                reference: "t1".into(),
+                migrations: 4,
+                differences: vec![
+                    difference("users.a"),
+                    difference("users.b"),
+                    difference("users.c"),
+                    difference("users.d"),
+                ],
+            }],
+            changed: ["ref", "t2", "t3"]
+                .iter()
+                .map(|s| ChangedSchema { schema: s.to_string(), stored: "a".repeat(64), live: "b".repeat(64) })
+                .collect(),
+        };
+        let entries = drift_entries(&report, &["ref"]);
+        assert_eq!(entries.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["t2", "t3"]);
+        assert_eq!(
+            entries[0].1,
+            "its live schema differs from t1's, which recorded the same 4 migration(s): column users.a added, \
+             column users.b added, column users.c added, and 1 more"
+        );
+        assert_eq!(
+            entries[1].1,
+            "its live schema changed since its last migration (fingerprint aaaaaaaaaaaa then, bbbbbbbbbbbb now)"
+        );
     }
 
     #[test]

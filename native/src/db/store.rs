@@ -49,6 +49,9 @@ pub(crate) trait Database: Send + Sync {
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
     /// The quarantined tenants, by name.
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError>;
+    /// Puts tenants in quarantine (or counts one more failure of those
+    /// already there).
+    async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError>;
     /// Releases quarantined tenants (names not quarantined are ignored);
     /// returns those released.
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError>;
@@ -155,6 +158,17 @@ impl<E: Engine> Database for Store<E> {
             return Ok(Vec::new());
         }
         self.engine.quarantined(&mut conn).await
+    }
+
+    async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        for row in rows {
+            self.engine.quarantine(&mut conn, row).await?;
+        }
+        Ok(())
     }
 
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {

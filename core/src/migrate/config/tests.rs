@@ -261,6 +261,18 @@ fn the_drift_policy_defaults_to_report() {
     let refuse = Config::parse(&format!("{MINIMAL}driftPolicy: refuse\n"), &BTreeMap::new()).unwrap();
     assert_eq!(refuse.drift_policy, DriftPolicy::Refuse);
     assert!(refuse.render_redacted().contains("recordFingerprints: true\ndriftPolicy: refuse\n"));
-    let bad = Config::parse(&format!("{MINIMAL}driftPolicy: quarantine\n"), &BTreeMap::new()).unwrap_err();
-    assert_eq!(bad.to_string(), "property driftPolicy: \"quarantine\" is not off, report or refuse");
+    let quarantine = Config::parse(&format!("{MINIMAL}driftPolicy: quarantine\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(quarantine.drift_policy, DriftPolicy::Quarantine);
+    let bad = Config::parse(&format!("{MINIMAL}driftPolicy: isolate\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(bad.to_string(), "property driftPolicy: \"isolate\" is not off, report, refuse or quarantine");
+}
+
+#[test]
+fn the_failure_budget_defaults_to_zero() {
+    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().failure_budget, 0);
+    let five = Config::parse(&format!("{MINIMAL}failureBudget: 5\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(five.failure_budget, 5);
+    assert!(five.render_redacted().contains("failureBudget: 5\n"));
+    let bad = Config::parse(&format!("{MINIMAL}failureBudget: -1\n"), &BTreeMap::new()).unwrap_err();
+    assert!(bad.to_string().starts_with("property failureBudget: "), "{bad}");
 }
