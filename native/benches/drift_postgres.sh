@@ -73,6 +73,9 @@ YAML
     local start; start=$(now)
     curl -s "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "$query" | grep -q "\"tenantMigrationsTotal\":$((TENANTS * MIGRATIONS))"
     awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }'
+    if [ "$2" = true ]; then # the storing phase, from the rows' own timestamps (first batch read excluded)
+        "${PSQL[@]}" -d "$1" -Atc "select 'fingerprints of ' || count(*) || ' schemas written over ' || round(extract(epoch from max(created) - min(created))::numeric, 1) || ' s' from svc.svc_fingerprints" >&2
+    fi
     kill "$strata_pid"; wait "$strata_pid" 2>/dev/null || true; strata_pid=
 }
 # Alternated, twice each: a later run on a server that just dropped a

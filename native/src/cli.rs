@@ -230,10 +230,11 @@ struct ApplyArgs {
     /// Create this tenant (`createTenant`) instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,
-    /// Tenants the version may fail in and go on, each quarantined
-    /// (default: failureBudget of the configuration).
-    #[arg(long, value_name = "N")]
-    failure_budget: Option<u32>,
+    /// Tenants the version may fail in and go on, each quarantined: a
+    /// number (5) or a share of the version's tenants (10%) (default:
+    /// failureBudget of the configuration).
+    #[arg(long, value_name = "N|N%")]
+    failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,

@@ -45,7 +45,7 @@ pub(crate) struct CreateRequest {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     /// Tenants the version may fail in and go on; `None`: `failureBudget`
     /// of the configuration.
-    pub(crate) failure_budget: Option<u32>,
+    pub(crate) failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
     /// Retry these quarantined tenants (empty: all) instead of a version
     /// over the fleet.
     pub(crate) retry: Option<Vec<String>>,
@@ -247,7 +247,7 @@ impl Service {
                 request_id: "",
                 created: &created,
                 observer: None,
-                failure_budget: 0,
+                failure_budget: Default::default(),
                 retry: None,
             })
             .await?;

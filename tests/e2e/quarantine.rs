@@ -144,8 +144,9 @@ async fn a_failure_past_the_budget_stops_the_version() {
     assert_eq!(stopped.status.code(), Some(1), "{}", String::from_utf8_lossy(&stopped.stdout));
     assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
 
-    // Budget 1: the second failure stops it; both failing tenants are put aside.
-    let over = strata(server.config_path(), &["apply", "--version", "over", "--failure-budget", "1", "--json"]).await;
+    // 10 % of 12 tenants is 1: the second failure stops it; both failing
+    // tenants are put aside.
+    let over = strata(server.config_path(), &["apply", "--version", "over", "--failure-budget", "10%", "--json"]).await;
     assert_eq!(over.status.code(), Some(1), "{}", String::from_utf8_lossy(&over.stdout));
     let errors: Value = serde_json::from_slice(&over.stdout).unwrap();
     assert_eq!(errors["errors"][0]["extensions"]["code"], "MIGRATION_FAILED", "{errors}");

@@ -333,7 +333,7 @@ pub struct Config {
     pub drift_policy: DriftPolicy,
     /// Tenants a version may fail in and go on (each put aside in
     /// quarantine); one more stops it. 0: the first failure stops it.
-    pub failure_budget: u32,
+    pub failure_budget: crate::migrate::quarantine::FailureBudget,
 }
 
 #[derive(Deserialize)]
@@ -566,7 +566,14 @@ impl Config {
         let lock_retries = sub.number("lockRetries", raw.lock_retries, DEFAULT_LOCK_RETRIES, 0..=max_retries)?;
         let statement_timeout_seconds =
             sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
-        let failure_budget = sub.number("failureBudget", raw.failure_budget, 0, 0..=1_000_000)?;
+        let failure_budget = match raw.failure_budget {
+            None => "0".to_string(),
+            Some(PortValue::Number(n)) => n.to_string(),
+            Some(PortValue::Text(text)) => sub.text("failureBudget", text)?,
+        };
+        let failure_budget = failure_budget
+            .parse()
+            .map_err(|e: crate::migrate::quarantine::BadBudget| invalid("failureBudget", e.to_string()))?;
 
         Ok(Config {
             base_location,
@@ -692,7 +699,7 @@ struct RedactedView<'a> {
     statement_timeout_seconds: u64,
     record_fingerprints: bool,
     drift_policy: &'a str,
-    failure_budget: u32,
+    failure_budget: crate::migrate::quarantine::FailureBudget,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

@@ -109,10 +109,90 @@ pub fn drift_entries(report: &DriftReport, single_schemas: &[&str]) -> Vec<(Stri
     entries
 }
 
-/// Whether a version that has now seen `failures` tenant failures (this one
-/// included) goes on under `budget`.
-pub fn absorbs(failures: usize, budget: u32) -> bool {
-    failures <= budget as usize
+/// How many tenant failures a version absorbs (`failureBudget`): a number
+/// of tenants, or a share of the tenants the version runs in (`10%`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureBudget {
+    /// This many tenants (0: the first failure stops the version).
+    #[default]
+    None,
+    /// This many tenants.
+    Tenants(u32),
+    /// This percentage of the version's tenants, rounded down.
+    Percent(u8),
+}
+
+/// A `failureBudget` that is neither a count nor a percentage.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0:?} is not a number of tenants (5) or a share of them (10%)")]
+pub struct BadBudget(pub String);
+
+impl std::str::FromStr for FailureBudget {
+    type Err = BadBudget;
+
+    /// `5` (tenants) or `10%` (of the version's tenants, 0–100).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || BadBudget(text.to_string());
+        let trimmed = text.trim();
+        let budget = match trimmed.strip_suffix('%') {
+            Some(share) => {
+                let share: u8 = share.trim().parse().map_err(|_| bad())?;
+                if share > 100 {
+                    return Err(bad());
+                }
+                FailureBudget::Percent(share)
+            }
+            None => FailureBudget::Tenants(trimmed.parse().map_err(|_| bad())?),
+        };
+        Ok(match budget {
+            FailureBudget::Tenants(0) | FailureBudget::Percent(0) => FailureBudget::None,
+            other => other,
+        })
+    }
+}
+
+impl serde::Serialize for FailureBudget {
+    /// A count as a number, a share as its text (`10%`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FailureBudget::None => serializer.serialize_u32(0),
+            FailureBudget::Tenants(n) => serializer.serialize_u32(*n),
+            FailureBudget::Percent(_) => serializer.collect_str(self),
+        }
+    }
+}
+
+impl std::fmt::Display for FailureBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureBudget::None => f.write_str("0"),
+            FailureBudget::Tenants(n) => write!(f, "{n}"),
+            FailureBudget::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl FailureBudget {
+    /// Whether failures are absorbed at all.
+    pub fn is_none(self) -> bool {
+        self == FailureBudget::None
+    }
+
+    /// The number of tenant failures absorbed in a version over `tenants`
+    /// tenants.
+    pub fn allowed(self, tenants: usize) -> usize {
+        match self {
+            FailureBudget::None => 0,
+            FailureBudget::Tenants(n) => n as usize,
+            FailureBudget::Percent(p) => tenants * usize::from(p) / 100,
+        }
+    }
+}
+
+/// Whether a version over `tenants` tenants that has now seen `failures`
+/// tenant failures (this one included) goes on under `budget`.
+pub fn absorbs(failures: usize, budget: FailureBudget, tenants: usize) -> bool {
+    failures <= budget.allowed(tenants)
 }
 
 #[cfg(test)]
@@ -187,10 +267,20 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_absorbs_up_to_n_failures() {
-        assert!(!absorbs(1, 0));
-        assert!(absorbs(1, 1));
-        assert!(absorbs(3, 3));
-        assert!(!absorbs(4, 3));
+    fn the_budget_absorbs_up_to_n_failures_or_a_share() {
+        let budget = |text: &str| text.parse::<FailureBudget>().unwrap();
+        assert!(!absorbs(1, budget("0"), 100));
+        assert!(absorbs(1, budget("1"), 100));
+        assert!(absorbs(3, budget("3"), 2));
+        assert!(!absorbs(4, budget("3"), 1000));
+        assert!(absorbs(10, budget("10%"), 100));
+        assert!(!absorbs(11, budget("10%"), 100));
+        assert!(!absorbs(1, budget("10%"), 9), "10 % of 9 tenants rounds down to none");
+        assert_eq!(budget("0%"), FailureBudget::None);
+        assert_eq!(budget(" 25 % "), FailureBudget::Percent(25));
+        assert_eq!(budget("25%").to_string(), "25%");
+        assert_eq!("101%".parse::<FailureBudget>(), Err(BadBudget("101%".into())));
+        assert!("-1".parse::<FailureBudget>().is_err());
+        assert!("ten".parse::<FailureBudget>().is_err());
     }
 }

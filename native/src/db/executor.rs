@@ -735,8 +735,9 @@ impl<E: Engine> Run<'_, E> {
             Err(error) => error,
         };
         let retrying = self.request.retry.is_some();
-        let isolated =
-            (self.request.failure_budget > 0 || retrying) && self.plan.new_tenant.is_none() && !self.request.dry_run;
+        let isolated = (!self.request.failure_budget.is_none() || retrying)
+            && self.plan.new_tenant.is_none()
+            && !self.request.dry_run;
         let UnitError::Migration { step, failure, attempts: _, partly: _ } = &error else { return Err(error) };
         let own = matches!(failure.cause, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout);
         if !isolated || !own {
@@ -768,7 +769,11 @@ impl<E: Engine> Run<'_, E> {
             absorbed.push(row);
             absorbed.len()
         };
-        if retrying || quarantine::absorbs(failures, self.request.failure_budget) { Ok(()) } else { Err(error) }
+        if retrying || quarantine::absorbs(failures, self.request.failure_budget, self.plan.counts.tenants as usize) {
+            Ok(())
+        } else {
+            Err(error)
+        }
     }
 
     /// Where in its file a step failed: lines are the same in the file and

@@ -61,7 +61,7 @@ pub(crate) struct MutationRequest<'a> {
     /// Told what runs and what commits, when someone watches.
     pub(crate) observer: Option<&'a dyn Observer>,
     /// Tenants the version may fail in and go on (core's `quarantine`).
-    pub(crate) failure_budget: u32,
+    pub(crate) failure_budget: strata_core::migrate::quarantine::FailureBudget,
     /// A retry of these quarantined tenants (empty: all) instead of a
     /// version over the fleet.
     pub(crate) retry: Option<Vec<String>>,

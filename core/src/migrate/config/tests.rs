@@ -269,10 +269,18 @@ fn the_drift_policy_defaults_to_report() {
 
 #[test]
 fn the_failure_budget_defaults_to_zero() {
-    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().failure_budget, 0);
+    use crate::migrate::quarantine::FailureBudget;
+    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().failure_budget, FailureBudget::None);
     let five = Config::parse(&format!("{MINIMAL}failureBudget: 5\n"), &BTreeMap::new()).unwrap();
-    assert_eq!(five.failure_budget, 5);
-    assert!(five.render_redacted().contains("failureBudget: 5\n"));
+    assert_eq!(five.failure_budget, FailureBudget::Tenants(5));
+    let shown = five.render_redacted();
+    assert!(shown.contains("failureBudget: 5\n"), "{shown}");
+    let share = Config::parse(&format!("{MINIMAL}failureBudget: 10%\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(share.failure_budget, FailureBudget::Percent(10));
+    assert!(share.render_redacted().contains("failureBudget: 10%\n"), "{}", share.render_redacted());
     let bad = Config::parse(&format!("{MINIMAL}failureBudget: -1\n"), &BTreeMap::new()).unwrap_err();
-    assert!(bad.to_string().starts_with("property failureBudget: "), "{bad}");
+    assert_eq!(
+        bad.to_string(),
+        "property failureBudget: \"-1\" is not a number of tenants (5) or a share of them (10%)"
+    );
 }
