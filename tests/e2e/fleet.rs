@@ -68,6 +68,12 @@ async fn recorded_matches_applied(server: &Server, names: &[String], in_flight: 
     }
 }
 
+/// The quarantined tenants, by name.
+async fn quarantined_tenants(server: &Server) -> Vec<String> {
+    let rows = server.ws.rows("svc", "select tenant from svc_quarantine order by tenant").await;
+    rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+}
+
 /// `sql` with `{}` replaced by `schema.` (nothing on SQLite, where the
 /// statement runs in the schema's own file).
 fn qualified(schema: &str, sql: &str) -> String {
@@ -325,6 +331,65 @@ async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_appl
         for tenant in &names {
             let files = rows.keys().filter(|(file, schema)| schema == tenant && file.starts_with("tenants/")).count();
             assert_eq!(files, 4 * (round + 1), "{tenant} after round {round}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn kill_9_during_a_version_with_a_failure_budget_quarantines_only_the_failing_tenant() {
+    let mut server = Server::start("fleet", "tenantConcurrency: 4\nfailureBudget: 3\n").await;
+    let names = tenants(&server, 12).await;
+    let pause = match backend() {
+        Backend::Sqlite => {
+            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) select count(*) from c;\n"
+        }
+        Backend::Postgres => "select pg_sleep(0.05);\n",
+        Backend::Mysql => "do sleep(0.05);\n",
+    };
+    // Fails in t03 only, as its file's first statement (so that MySQL,
+    // which commits DDL as it runs, has applied nothing of it).
+    let fail_in_t03 = match backend() {
+        Backend::Sqlite => "select case when '{schema}' = 't03' then abs(-9223372036854775808) end;\n",
+        Backend::Postgres => "select case when '{schema}' = 't03' then 1 / 0 end;\n",
+        Backend::Mysql => "select case when '{schema}' = 't03' then (select 1 union select 2) end;\n",
+    };
+    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    for round in 0..2 {
+        for n in 0..4 {
+            let table = format!("q{round}n{n}");
+            let first = if round == 0 && n == 0 { fail_in_t03 } else { "" };
+            server.ws.write_migration(
+                &format!("tenants/{round}{n}_{table}.sql"),
+                &format!("{first}{}{pause}", table_sql(&table)),
+            );
+        }
+        let client = server.client.clone();
+        let url = server.url("/v2/service");
+        let request = tokio::spawn(async move {
+            let body =
+                json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
+            client.post(url).json(&body).send().await
+        });
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = 100 + (seed >> 33) % 1200;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        server.kill_hard();
+        let _ = request.await;
+        server.restart().await;
+        let in_flight = usize::from(backend() == Backend::Mysql);
+        recorded_matches_applied(&server, &names, in_flight).await;
+        let held = quarantined_tenants(&server).await;
+        assert!(held.is_empty() || held == ["t03"], "round {round} (killed after {delay} ms): {held:?}");
+
+        let rerun = server.create_version(json!({ "versionName": format!("after crash {round}") })).await;
+        assert!(rerun.get("errors").is_none(), "round {round} (killed after {delay} ms): {rerun}");
+        recorded_equals_applied(&server, &names).await;
+        assert_eq!(quarantined_tenants(&server).await, ["t03"], "round {round}");
+        let rows = recorded(&server).await;
+        for tenant in &names {
+            let files = rows.keys().filter(|(file, schema)| schema == tenant && file.starts_with("tenants/")).count();
+            let expected = if tenant == "t03" { 0 } else { 4 * (round + 1) };
+            assert_eq!(files, expected, "{tenant} after round {round}");
         }
     }
 }
