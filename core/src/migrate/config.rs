@@ -387,7 +387,82 @@ struct Substituter<'a, E: Environment + ?Sized> {
     env: &'a E,
 }
 
+/// A webhook's URL, template and headers, checked.
+type Webhook = (Option<String>, Option<String>, Vec<Header>);
+
 impl<E: Environment + ?Sized> Substituter<'_, E> {
+    /// `port`: a number or text naming one (default 8080).
+    fn port(&self, value: Option<PortValue>) -> Result<u16, ConfigError> {
+        match value {
+            None => Ok(DEFAULT_PORT),
+            Some(PortValue::Number(n)) => port_number("port", n),
+            Some(PortValue::Text(text)) => {
+                let text = self.text("port", text)?;
+                let n = text.trim().parse::<i64>().map_err(|_| invalid("port", format!("{text:?} is not a number")))?;
+                port_number("port", n)
+            }
+        }
+    }
+
+    /// `webHookURL` (http or https), `webHookTemplate` (a valid template)
+    /// and `webHookHeaders` (`Name: value` lines).
+    fn webhook(
+        &self,
+        url: Option<String>,
+        template: Option<String>,
+        headers: Option<Vec<String>>,
+    ) -> Result<Webhook, ConfigError> {
+        let url = self.optional("webHookURL", url)?.filter(|s| !s.trim().is_empty());
+        if let Some(url) = &url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(invalid("webHookURL", format!("{url:?} is not an http:// or https:// URL")));
+        }
+        let template = template.map(|t| self.template("webHookTemplate", t)).transpose()?;
+        if let Some(template) = &template {
+            crate::migrate::summary::validate_template(template)
+                .map_err(|reason| invalid("webHookTemplate", reason))?;
+        }
+        let headers = self
+            .list("webHookHeaders", headers)?
+            .iter()
+            .enumerate()
+            .map(|(index, line)| parse_header(index, line))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((url, template, headers))
+    }
+
+    fn transaction_scope(&self, value: Option<String>) -> Result<TransactionScope, ConfigError> {
+        match self.optional("transactionScope", value)?.as_deref() {
+            None | Some("schema") => Ok(TransactionScope::Schema),
+            Some("version") => Ok(TransactionScope::Version),
+            Some(other) => Err(invalid("transactionScope", format!("{other:?} is not schema or version"))),
+        }
+    }
+
+    fn drift_policy(&self, value: Option<String>) -> Result<DriftPolicy, ConfigError> {
+        match self.optional("driftPolicy", value)?.as_deref() {
+            None | Some("report") => Ok(DriftPolicy::Report),
+            Some("off") => Ok(DriftPolicy::Off),
+            Some("refuse") => Ok(DriftPolicy::Refuse),
+            Some("quarantine") => Ok(DriftPolicy::Quarantine),
+            Some(other) => Err(invalid("driftPolicy", format!("{other:?} is not off, report, refuse or quarantine"))),
+        }
+    }
+
+    /// `failureBudget`: a count (`5`) or a share (`10%`).
+    fn failure_budget(
+        &self,
+        value: Option<PortValue>,
+    ) -> Result<crate::migrate::quarantine::FailureBudget, ConfigError> {
+        let text = match value {
+            None => return Ok(Default::default()),
+            Some(PortValue::Number(n)) => n.to_string(),
+            Some(PortValue::Text(text)) => self.text("failureBudget", text)?,
+        };
+        text.parse().map_err(|e: crate::migrate::quarantine::BadBudget| invalid("failureBudget", e.to_string()))
+    }
+
     fn text(&self, property: &'static str, value: String) -> Result<String, ConfigError> {
         self.expand(property, value, false)
     }
@@ -506,56 +581,18 @@ impl Config {
         let tenant_scripts = sub.list("tenantScripts", raw.tenant_scripts)?;
         validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
 
-        let port = match raw.port {
-            None => DEFAULT_PORT,
-            Some(PortValue::Number(n)) => port_number("port", n)?,
-            Some(PortValue::Text(text)) => {
-                let text = sub.text("port", text)?;
-                let n = text.trim().parse::<i64>().map_err(|_| invalid("port", format!("{text:?} is not a number")))?;
-                port_number("port", n)?
-            }
-        };
-
+        let port = sub.port(raw.port)?;
         let path_prefix = normalize_path_prefix(&sub.optional("pathPrefix", raw.path_prefix)?.unwrap_or_default())?;
-
-        let web_hook_url = sub.optional("webHookURL", raw.web_hook_url)?.filter(|s| !s.trim().is_empty());
-        if let Some(url) = &web_hook_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(invalid("webHookURL", format!("{url:?} is not an http:// or https:// URL")));
-        }
-        let web_hook_template = raw.web_hook_template.map(|t| sub.template("webHookTemplate", t)).transpose()?;
-        if let Some(template) = &web_hook_template {
-            crate::migrate::summary::validate_template(template)
-                .map_err(|reason| invalid("webHookTemplate", reason))?;
-        }
-        let web_hook_headers = sub
-            .list("webHookHeaders", raw.web_hook_headers)?
-            .iter()
-            .enumerate()
-            .map(|(index, line)| parse_header(index, line))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (web_hook_url, web_hook_template, web_hook_headers) =
+            sub.webhook(raw.web_hook_url, raw.web_hook_template, raw.web_hook_headers)?;
 
         let log_level = match sub.optional("logLevel", raw.log_level)? {
             None => LogLevel::Info,
             Some(text) => LogLevel::parse(&text)
                 .ok_or_else(|| invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC")))?,
         };
-
-        let transaction_scope = match sub.optional("transactionScope", raw.transaction_scope)?.as_deref() {
-            None | Some("schema") => TransactionScope::Schema,
-            Some("version") => TransactionScope::Version,
-            Some(other) => return Err(invalid("transactionScope", format!("{other:?} is not schema or version"))),
-        };
-        let drift_policy = match sub.optional("driftPolicy", raw.drift_policy)?.as_deref() {
-            None | Some("report") => DriftPolicy::Report,
-            Some("off") => DriftPolicy::Off,
-            Some("refuse") => DriftPolicy::Refuse,
-            Some("quarantine") => DriftPolicy::Quarantine,
-            Some(other) => {
-                return Err(invalid("driftPolicy", format!("{other:?} is not off, report, refuse or quarantine")));
-            }
-        };
+        let transaction_scope = sub.transaction_scope(raw.transaction_scope)?;
+        let drift_policy = sub.drift_policy(raw.drift_policy)?;
         let tenant_concurrency =
             sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
         let lock_lease_seconds =
@@ -566,14 +603,7 @@ impl Config {
         let lock_retries = sub.number("lockRetries", raw.lock_retries, DEFAULT_LOCK_RETRIES, 0..=max_retries)?;
         let statement_timeout_seconds =
             sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
-        let failure_budget = match raw.failure_budget {
-            None => "0".to_string(),
-            Some(PortValue::Number(n)) => n.to_string(),
-            Some(PortValue::Text(text)) => sub.text("failureBudget", text)?,
-        };
-        let failure_budget = failure_budget
-            .parse()
-            .map_err(|e: crate::migrate::quarantine::BadBudget| invalid("failureBudget", e.to_string()))?;
+        let failure_budget = sub.failure_budget(raw.failure_budget)?;
 
         Ok(Config {
             base_location,

@@ -260,34 +260,9 @@ fn drift_files(drift: &[Drift]) -> String {
 /// and schemas, with the previous row's file cached because rows arrive
 /// grouped by migration) and one pass over sources × target schemas.
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
-    let (tenants, new_tenant): (Vec<&str>, Option<String>) = match input.target {
-        Target::AllSchemas => {
-            for tenant in input.tenants {
-                validate_tenant_name(tenant).map_err(PlanError::InvalidExistingTenant)?;
-            }
-            (input.tenants.iter().map(String::as_str).collect(), None)
-        }
-        Target::NewTenant(name) => {
-            validate_tenant_name(name).map_err(PlanError::InvalidTenantName)?;
-            if input.tenants.iter().any(|t| t == name) {
-                return Err(PlanError::TenantExists(name.clone()));
-            }
-            (vec![name.as_str()], Some(name.clone()))
-        }
-    };
+    let (tenants, new_tenant) = resolve_target(&input)?;
     let include_single = matches!(input.target, Target::AllSchemas);
-
-    let mut targets = TargetSchemas::default();
-    if include_single {
-        for schema in input.sources.iter().filter_map(SourceMigration::single_schema) {
-            targets.intern(schema);
-        }
-    }
-    let all_tenant_ids: Vec<u32> = tenants.iter().map(|tenant| targets.intern(tenant)).collect();
-    let mut seen = vec![false; targets.names.len()];
-    // A tenant listed twice is planned once.
-    let tenant_ids: Vec<u32> =
-        all_tenant_ids.into_iter().filter(|id| !std::mem::replace(&mut seen[*id as usize], true)).collect();
+    let (targets, tenant_ids) = intern_targets(input.sources, &tenants, include_single);
 
     let recorded = Recorded::scan(input.sources, input.applied, &targets)?;
     if input.action == Action::Apply && !recorded.drift.is_empty() {
@@ -359,6 +334,47 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
         diagnostics: Diagnostics { drift: recorded.drift, out_of_order },
         new_tenant,
     })
+}
+
+/// The tenants an operation plans for, each name checked, and the new
+/// tenant of a `createTenant` (which must not exist yet).
+fn resolve_target<'a>(input: &PlanInput<'a>) -> Result<(Vec<&'a str>, Option<String>), PlanError> {
+    match input.target {
+        Target::AllSchemas => {
+            for tenant in input.tenants {
+                validate_tenant_name(tenant).map_err(PlanError::InvalidExistingTenant)?;
+            }
+            Ok((input.tenants.iter().map(String::as_str).collect(), None))
+        }
+        Target::NewTenant(name) => {
+            validate_tenant_name(name).map_err(PlanError::InvalidTenantName)?;
+            if input.tenants.iter().any(|t| t == name) {
+                return Err(PlanError::TenantExists(name.clone()));
+            }
+            Ok((vec![name.as_str()], Some(name.clone())))
+        }
+    }
+}
+
+/// Every schema the operation may touch, interned (the single schemas
+/// first when they are included), and the tenants' ids — a tenant listed
+/// twice is planned once.
+fn intern_targets<'a>(
+    sources: &'a [SourceMigration],
+    tenants: &[&'a str],
+    include_single: bool,
+) -> (TargetSchemas<'a>, Vec<u32>) {
+    let mut targets = TargetSchemas::default();
+    if include_single {
+        for schema in sources.iter().filter_map(SourceMigration::single_schema) {
+            targets.intern(schema);
+        }
+    }
+    let all_tenant_ids: Vec<u32> = tenants.iter().map(|tenant| targets.intern(tenant)).collect();
+    let mut seen = vec![false; targets.names.len()];
+    let tenant_ids =
+        all_tenant_ids.into_iter().filter(|id| !std::mem::replace(&mut seen[*id as usize], true)).collect();
+    (targets, tenant_ids)
 }
 
 /// The schemas an operation may touch, interned to dense ids.
