@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
-MAX_IMAGE_BYTES=$((20 * 1000 * 1000))
+# 21 MB measured with the migration linter (sqlparser's parser for four dialects) linked in;
+# the budget keeps growth visible.
+MAX_IMAGE_BYTES=$((24 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
 

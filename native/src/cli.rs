@@ -60,7 +60,7 @@ impl From<&AppError> for Exit {
         match error {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
-            AppError::Database(DbError::Retry(_)) => Exit::Usage,
+            AppError::Database(DbError::Retry(_) | DbError::Wave(_)) => Exit::Usage,
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
                 Exit::Usage
             }
@@ -230,6 +230,13 @@ struct ApplyArgs {
     /// Create this tenant (`createTenant`) instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,
+    /// A wave: only these tenants (comma-separated), e.g. a canary.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with_all = ["share", "tenant"])]
+    tenants: Option<Vec<String>>,
+    /// A wave: a stable share of the tenants, by a hash of their names
+    /// (`10%` is the same tenants on every run; 10% ⊂ 50%).
+    #[arg(long, value_name = "N%", value_parser = parse_share, conflicts_with = "tenant")]
+    share: Option<u8>,
     /// Tenants the version may fail in and go on, each quarantined: a
     /// number (5) or a share of the version's tenants (10%) (default:
     /// failureBudget of the configuration).
@@ -254,6 +261,15 @@ struct StatusArgs {
 enum ConfigCommand {
     /// Validate the configuration and print it with secrets hidden.
     Check,
+}
+
+/// `--share`: `10%` or `10`, 0–100.
+fn parse_share(text: &str) -> Result<u8, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<u8>() {
+        Ok(share) if share <= 100 => Ok(share),
+        _ => Err(format!("{text:?} is not a share between 0% and 100%")),
+    }
 }
 
 /// Parses the command line and runs it.

@@ -74,6 +74,7 @@ impl AppError {
             AppError::Database(DbError::LockLost) => "LOCK_LOST",
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
             AppError::Database(DbError::Retry(_)) => "NOT_QUARANTINED",
+            AppError::Database(DbError::Wave(_)) => "NOT_A_TENANT",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::Internal(_) => "INTERNAL",
         }

@@ -49,6 +49,8 @@ pub(crate) struct CreateRequest {
     /// Retry these quarantined tenants (empty: all) instead of a version
     /// over the fleet.
     pub(crate) retry: Option<Vec<String>>,
+    /// The part of the fleet a version over all schemas runs in.
+    pub(crate) wave: strata_core::migrate::wave::Wave,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -249,6 +251,7 @@ impl Service {
                 observer: None,
                 failure_budget: Default::default(),
                 retry: None,
+                wave: Default::default(),
             })
             .await?;
         Ok((preview, sources))
@@ -366,6 +369,7 @@ impl Service {
                         observer: task_request.observer.as_deref(),
                         failure_budget: task_request.failure_budget.unwrap_or(service.config.failure_budget),
                         retry: task_request.retry.clone(),
+                        wave: task_request.wave.clone(),
                     })
                     .await
             }

@@ -17,4 +17,5 @@ mod queries;
 mod storage;
 mod support;
 mod topologies;
+mod waves;
 mod webhook;

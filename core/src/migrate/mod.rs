@@ -29,6 +29,8 @@
 //!   before a unit that hit one is retried.
 //! - [`quarantine`]: failure isolation — a version's failure budget, and
 //!   the tenants it runs in given those put aside by earlier versions.
+//! - [`wave`]: a version over part of the fleet — named tenants or a
+//!   stable share of them.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
@@ -54,5 +56,6 @@ pub mod source;
 pub mod statements;
 pub mod summary;
 mod template;
+pub mod wave;
 
 pub use source::MigrationType;

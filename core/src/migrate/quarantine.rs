@@ -39,6 +39,9 @@ pub enum RetryError {
     /// Nothing is quarantined.
     #[error("no tenant is quarantined: nothing to retry")]
     NothingQuarantined,
+    /// A wave names a quarantined tenant (a retry runs those).
+    #[error("tenant {0:?} is quarantined: retry it (strata quarantine retry) or release it first")]
+    Quarantined(String),
 }
 
 /// The tenants a version runs in. `retry`: `None` for a version over the

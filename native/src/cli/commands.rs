@@ -10,6 +10,7 @@ use strata_core::migrate::config::{Config, LogLevel};
 use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
+use strata_core::migrate::wave::Wave;
 
 use super::progress::Progress;
 use super::results::CreateResults;
@@ -227,6 +228,11 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         observer: Some(observer),
         failure_budget: args.failure_budget,
         retry: None,
+        wave: match (args.tenants, args.share) {
+            (Some(names), _) => Wave::Named(names),
+            (None, Some(share)) => Wave::Share(share),
+            (None, None) => Wave::All,
+        },
     };
     let result = service.create(request).await;
     progress.finish();
@@ -334,6 +340,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 observer: None,
                 failure_budget: None,
                 retry: Some(tenants),
+                wave: Wave::All,
             };
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,

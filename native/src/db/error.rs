@@ -61,6 +61,9 @@ pub(crate) enum DbError {
     /// A retry names what is not in quarantine.
     #[error(transparent)]
     Retry(#[from] strata_core::migrate::quarantine::RetryError),
+    /// A wave names what is not a tenant.
+    #[error(transparent)]
+    Wave(#[from] strata_core::migrate::wave::WaveError),
     /// A version id does not fit the engine's column.
     #[error("version id {0} is out of range for this database")]
     IdOutOfRange(i64),

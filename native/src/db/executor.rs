@@ -64,6 +64,7 @@ use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
 use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
+use strata_core::migrate::wave::{self, Wave};
 
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
@@ -139,10 +140,21 @@ async fn select_tenants<E: Engine>(
     tenants: &[String],
 ) -> Result<quarantine::Selection, DbError> {
     let held: Vec<String> = engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect();
-    if held.is_empty() && request.retry.is_none() {
-        return Ok(quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() });
+    let mut selection = if held.is_empty() && request.retry.is_none() {
+        quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() }
+    } else {
+        quarantine::select(tenants, &held, request.retry.as_deref())?
+    };
+    if request.retry.is_none() && request.wave != Wave::All {
+        // A named tenant that is quarantined is named wrongly: say so.
+        if let Wave::Named(names) = &request.wave
+            && let Some(name) = names.iter().find(|name| selection.skipped.contains(name))
+        {
+            return Err(DbError::Retry(quarantine::RetryError::Quarantined(name.clone())));
+        }
+        selection.run = wave::select(&selection.run, &request.wave)?;
     }
-    quarantine::select(tenants, &held, request.retry.as_deref()).map_err(DbError::Retry)
+    Ok(selection)
 }
 
 /// Plans (core) and reads every file the plan executes (core's

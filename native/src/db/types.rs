@@ -65,6 +65,8 @@ pub(crate) struct MutationRequest<'a> {
     /// A retry of these quarantined tenants (empty: all) instead of a
     /// version over the fleet.
     pub(crate) retry: Option<Vec<String>>,
+    /// The part of the fleet a version over all schemas runs in.
+    pub(crate) wave: strata_core::migrate::wave::Wave,
 }
 
 /// A tenant put aside after a failure a version absorbed (its failure

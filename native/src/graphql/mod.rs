@@ -172,6 +172,7 @@ impl Mutation {
             observer: None,
             failure_budget: None,
             retry: None,
+            wave: Default::default(),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
@@ -188,8 +189,45 @@ impl Mutation {
             observer: None,
             failure_budget: None,
             retry: None,
+            wave: Default::default(),
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
+    }
+
+    /// `createVersion` over a wave of the fleet: the tenants named
+    /// (`tenantNames`, a canary) or a stable share of them (`share`, 0–100:
+    /// by a hash of each name, so the same tenants on every run, and a
+    /// larger share holds a smaller one). The single schemas run as in any
+    /// version; a later wave or a plain `createVersion` runs the rest. Added
+    /// to the spec's schema.
+    async fn create_version_wave(
+        &self,
+        ctx: &Context<'_>,
+        input: VersionInput,
+        tenant_names: Option<Vec<String>>,
+        share: Option<u8>,
+    ) -> Result<CreateResultsDto> {
+        let wave = match (tenant_names, share) {
+            (Some(names), None) => strata_core::migrate::wave::Wave::Named(names),
+            (None, Some(share)) if share <= 100 => strata_core::migrate::wave::Wave::Share(share),
+            _ => {
+                return Err(graphql_error(AppError::InvalidInput(
+                    "give either tenantNames or share (0 to 100)".to_string(),
+                )));
+            }
+        };
+        let request = CreateRequest {
+            version_name: input.version_name,
+            target: Target::AllSchemas,
+            action: input.action.unwrap_or(ActionDto::Apply).into(),
+            dry_run: input.dry_run.unwrap_or(false),
+            request_id: request_id(ctx),
+            observer: None,
+            failure_budget: None,
+            retry: None,
+            wave,
+        };
+        Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
     /// Runs a version over quarantined tenants only (all, or those named):
@@ -205,6 +243,7 @@ impl Mutation {
             observer: None,
             failure_budget: None,
             retry: Some(input.tenant_names.unwrap_or_default()),
+            wave: Default::default(),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
