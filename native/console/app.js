@@ -164,8 +164,9 @@ const STATE = {
 };
 
 async function fleet() {
-  const data = await gql("{ fleet { files tenants { name states } } }");
+  const data = await gql("{ fleet { files tenants { name states } } quarantine { tenant cause } }");
   const { files, tenants } = data.fleet;
+  const held = new Map(data.quarantine.map((q) => [q.tenant, q.cause]));
   const columns = `minmax(140px, 220px) repeat(${Math.max(files.length, 1)}, minmax(36px, 1fr))`;
   const head = el("div", { class: "matrix-head", role: "row" },
     el("span", { role: "columnheader" }, "Tenant"),
@@ -181,8 +182,10 @@ async function fleet() {
     const rows = [];
     for (let i = first; i < last; i++) {
       const tenant = shown[i];
-      const row = el("div", { class: "matrix-row", role: "row", "data-tenant": tenant.name },
-        el("span", { role: "rowheader" }, tenant.name),
+      const cause = held.get(tenant.name);
+      const row = el("div", { class: cause ? "matrix-row quarantined" : "matrix-row", role: "row", "data-tenant": tenant.name },
+        el("span", { role: "rowheader", title: cause ? `quarantined (${cause}): later versions skip it` : tenant.name },
+          tenant.name, cause ? el("span", { class: "badge" }, " quarantined") : null),
         tenant.states.map((state, j) => {
           const [css, symbol, words] = STATE[state];
           return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
@@ -196,7 +199,7 @@ async function fleet() {
   };
   const pending = tenants.filter((t) => t.states.includes("Pending")).length;
   const drifted = tenants.filter((t) => t.states.includes("Drifted")).length;
-  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s).`);
+  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}.`);
   const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name", autocomplete: "off", oninput: () => {
     const term = search.value.trim().toLowerCase();
     shown = term ? tenants.filter((t) => t.name.toLowerCase().includes(term)) : tenants;

@@ -229,12 +229,30 @@ impl Service {
     }
 
     /// What `createVersion` (or `createTenant`) would do now: the plan, the
-    /// tenants it was made for and the sources it indexes, read without the
-    /// lock, nothing written.
+    /// tenants it was made for (quarantined ones skipped) and the sources it
+    /// indexes, read without the lock, nothing written.
     pub(crate) async fn preview(
         &self,
         target: Target,
         action: Action,
+    ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        self.preview_with(target, action, true).await
+    }
+
+    /// Like [`Service::preview`] over every tenant, quarantined ones
+    /// included: where the fleet stands (the fleet matrix, `strata status`).
+    pub(crate) async fn preview_every_tenant(
+        &self,
+        action: Action,
+    ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        self.preview_with(Target::AllSchemas, action, false).await
+    }
+
+    async fn preview_with(
+        &self,
+        target: Target,
+        action: Action,
+        skip_quarantined: bool,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
@@ -252,6 +270,7 @@ impl Service {
                 failure_budget: Default::default(),
                 retry: None,
                 wave: Default::default(),
+                skip_quarantined,
             })
             .await?;
         Ok((preview, sources))
@@ -370,6 +389,7 @@ impl Service {
                         failure_budget: task_request.failure_budget.unwrap_or(service.config.failure_budget),
                         retry: task_request.retry.clone(),
                         wave: task_request.wave.clone(),
+                        skip_quarantined: true,
                     })
                     .await
             }

@@ -252,6 +252,10 @@ try {
   await page.keyboard.press("Enter");
   await page.locator("#status", { hasText: "1 tenant(s) failed and were quarantined (t_0007)" }).waitFor({ timeout: 60000 });
   await page.locator("#quarantine-summary", { hasText: "1 tenant(s) quarantined" }).waitFor();
+  await page.locator("#fleet-count", { hasText: "; 1 quarantined." }).waitFor();
+  await page.fill("#tenant-search", "t_0007");
+  assert.equal(await page.locator('.matrix-row.quarantined[data-tenant="t_0007"] [role=rowheader]').textContent(), "t_0007 quarantined");
+  await page.fill("#tenant-search", "");
   assert.match(await page.locator('#quarantine li[data-tenant="t_0007"]').textContent(), /^t_0007 tenants\/201602160005\.sql:2:1 STATEMENT, 1 failure\(s\): .*CHECK constraint failed/);
   await page.locator("#retry-button").click();
   await page.locator("#confirm[open]").waitFor();
@@ -265,6 +269,7 @@ try {
   await page.locator("#confirm-ok").click();
   await page.locator("#status", { hasText: "Released from quarantine: t_0007." }).waitFor();
   await page.locator("#quarantine-summary", { hasText: "No tenant is quarantined." }).waitFor();
+  assert.equal(await page.locator(".matrix-row.quarantined").count(), 0);
   const probe = await api("{ quarantine { tenant } fleet { tenants { name states } } }");
   assert.deepEqual(probe.quarantine, []);
   assert.equal(probe.fleet.tenants.filter((t) => t.states.at(-1) === "Pending").map((t) => t.name).join(), "t_0007");

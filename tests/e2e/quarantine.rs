@@ -87,6 +87,10 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
                { "tenant": "t07", "file": "tenants/006.sql", "failures": 1 }])
     );
     assert_eq!(server.metric("svc_http_tenants_quarantined").await, 2.0);
+    // The fleet matrix still shows them, behind.
+    let fleet = server.data("{ fleet { files tenants { name states } } }", json!({})).await;
+    let t03 = fleet["fleet"]["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "t03").unwrap().clone();
+    assert_eq!(t03["states"].as_array().unwrap().last().unwrap(), "Pending", "{fleet}");
 
     // The next version skips them: they never get 007 before 006.
     server.ws.write_migration("tenants/007.sql", "alter table {schema}.audit add column note varchar(20);\n");

@@ -370,7 +370,7 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
-    let (pending, drift) = match service.preview(Target::AllSchemas, Action::Apply).await {
+    let (pending, drift) = match service.preview_every_tenant(Action::Apply).await {
         Ok((preview, sources)) => (report::pending_counts(&preview.plan, &sources), Vec::new()),
         Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => (Vec::new(), drift),
         Err(error) => return failure(&error),

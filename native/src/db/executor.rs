@@ -139,6 +139,9 @@ async fn select_tenants<E: Engine>(
     request: &MutationRequest<'_>,
     tenants: &[String],
 ) -> Result<quarantine::Selection, DbError> {
+    if !request.skip_quarantined && request.retry.is_none() {
+        return Ok(quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() });
+    }
     let held: Vec<String> = engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect();
     let mut selection = if held.is_empty() && request.retry.is_none() {
         quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() }

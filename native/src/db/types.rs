@@ -67,6 +67,9 @@ pub(crate) struct MutationRequest<'a> {
     pub(crate) retry: Option<Vec<String>>,
     /// The part of the fleet a version over all schemas runs in.
     pub(crate) wave: strata_core::migrate::wave::Wave,
+    /// Quarantined tenants are left out (a version, and what it would do);
+    /// `false` reads where every tenant stands (the fleet matrix).
+    pub(crate) skip_quarantined: bool,
 }
 
 /// A tenant put aside after a failure a version absorbed (its failure

@@ -134,7 +134,7 @@ impl Query {
     async fn fleet(&self, ctx: &Context<'_>) -> Result<FleetDto> {
         let service = service(ctx)?;
         // Sync never refuses on drift, and the preview reads the tenants once.
-        let (preview, sources) = service.preview(Target::AllSchemas, Action::Sync).await.map_err(graphql_error)?;
+        let (preview, sources) = service.preview_every_tenant(Action::Sync).await.map_err(graphql_error)?;
         Ok(strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants).into())
     }
 
