@@ -549,49 +549,17 @@ fn words(driver: Driver, source: &str) -> Vec<Word> {
         .collect()
 }
 
-/// MySQL's tokenizer rules with executable comments left as comments, to
-/// find and blank them (see `statements`' own copy).
-#[derive(Debug)]
-struct MySqlPlain;
-
-impl Dialect for MySqlPlain {
-    fn dialect(&self) -> std::any::TypeId {
-        std::any::TypeId::of::<MySqlDialect>()
-    }
-    fn is_identifier_start(&self, ch: char) -> bool {
-        MySqlDialect {}.is_identifier_start(ch)
-    }
-    fn is_identifier_part(&self, ch: char) -> bool {
-        MySqlDialect {}.is_identifier_part(ch)
-    }
-    fn is_delimited_identifier_start(&self, ch: char) -> bool {
-        MySqlDialect {}.is_delimited_identifier_start(ch)
-    }
-    fn supports_string_literal_backslash_escape(&self) -> bool {
-        MySqlDialect {}.supports_string_literal_backslash_escape()
-    }
-    fn supports_numeric_prefix(&self) -> bool {
-        MySqlDialect {}.supports_numeric_prefix()
-    }
-    fn requires_single_line_comment_whitespace(&self) -> bool {
-        MySqlDialect {}.requires_single_line_comment_whitespace()
-    }
-    fn supports_multiline_comment_hints(&self) -> bool {
-        false
-    }
-}
-
 /// `source` with its executable comments (`/*!…*/`) replaced by spaces
 /// (line breaks kept, so positions do not move).
 fn blank_executable_comments(source: &str) -> String {
-    let Ok(tokens) = Tokenizer::new(&MySqlPlain, source).tokenize_with_location() else {
+    let Ok(tokens) = Tokenizer::new(&statements::MySqlText, source).tokenize_with_location() else {
         return source.to_string();
     };
     let lines = LineIndex::new(source);
     let mut out = String::with_capacity(source.len());
     let mut copied = 0;
     for token in tokens {
-        if matches!(&token.token, Token::Whitespace(Whitespace::MultiLineComment(c)) if c.starts_with('!')) {
+        if statements::executable_comment(&token.token) {
             let (start, end) = (lines.offset(token.span.start), lines.offset(token.span.end));
             if start < copied || end < start {
                 continue;

@@ -342,7 +342,7 @@ fn dialect(driver: Driver) -> &'static dyn Dialect {
 /// statements around them at wrong places; a comment token keeps the right
 /// span, and [`statements`] counts it as part of its statement.
 #[derive(Debug)]
-struct MySqlText;
+pub(crate) struct MySqlText;
 
 impl Dialect for MySqlText {
     fn dialect(&self) -> TypeId {
@@ -375,7 +375,7 @@ impl Dialect for MySqlText {
 }
 
 /// An executable comment (MySQL's `/*!…*/`): text the server runs.
-fn executable_comment(token: &Token) -> bool {
+pub(crate) fn executable_comment(token: &Token) -> bool {
     matches!(token, Token::Whitespace(Whitespace::MultiLineComment(c)) if c.starts_with('!'))
 }
 
