@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
 use strata_core::migrate::plan::{Action, PlanError, Target};
+use strata_core::migrate::wave::Wave;
 
 use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
@@ -156,6 +157,21 @@ impl Query {
     }
 }
 
+/// A `createVersion` over `wave` of the fleet (`Wave::All`: every tenant).
+fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> CreateRequest {
+    CreateRequest {
+        version_name: input.version_name,
+        target: Target::AllSchemas,
+        action: input.action.unwrap_or(ActionDto::Apply).into(),
+        dry_run: input.dry_run.unwrap_or(false),
+        request_id: request_id(ctx),
+        observer: None,
+        failure_budget: None,
+        retry: None,
+        wave,
+    }
+}
+
 /// Mutations.
 pub(crate) struct Mutation;
 
@@ -163,17 +179,7 @@ pub(crate) struct Mutation;
 impl Mutation {
     /// Applies (or records) every eligible migration and script as a new version.
     async fn create_version(&self, ctx: &Context<'_>, input: VersionInput) -> Result<CreateResultsDto> {
-        let request = CreateRequest {
-            version_name: input.version_name,
-            target: Target::AllSchemas,
-            action: input.action.unwrap_or(ActionDto::Apply).into(),
-            dry_run: input.dry_run.unwrap_or(false),
-            request_id: request_id(ctx),
-            observer: None,
-            failure_budget: None,
-            retry: None,
-            wave: Default::default(),
-        };
+        let request = version_request(ctx, input, Wave::All);
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
@@ -208,25 +214,15 @@ impl Mutation {
         share: Option<u8>,
     ) -> Result<CreateResultsDto> {
         let wave = match (tenant_names, share) {
-            (Some(names), None) => strata_core::migrate::wave::Wave::Named(names),
-            (None, Some(share)) if share <= 100 => strata_core::migrate::wave::Wave::Share(share),
+            (Some(names), None) => Wave::Named(names),
+            (None, Some(share)) if share <= 100 => Wave::Share(share),
             _ => {
                 return Err(graphql_error(AppError::InvalidInput(
                     "give either tenantNames or share (0 to 100)".to_string(),
                 )));
             }
         };
-        let request = CreateRequest {
-            version_name: input.version_name,
-            target: Target::AllSchemas,
-            action: input.action.unwrap_or(ActionDto::Apply).into(),
-            dry_run: input.dry_run.unwrap_or(false),
-            request_id: request_id(ctx),
-            observer: None,
-            failure_budget: None,
-            retry: None,
-            wave,
-        };
+        let request = version_request(ctx, input, wave);
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
