@@ -290,18 +290,46 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
     assert!(!message.split(": ").nth(1).unwrap_or_default().contains(" at line "), "{message}");
 }
 
-#[tokio::test]
-async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_applied() {
-    let mut server = Server::start("fleet", "tenantConcurrency: 4\n").await;
-    let names = tenants(&server, 12).await;
-    let pause = match backend() {
+/// A statement that takes a while in each tenant, so a kill lands mid-version.
+fn pause() -> &'static str {
+    match backend() {
         Backend::Sqlite => {
             "with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) select count(*) from c;\n"
         }
         Backend::Postgres => "select pg_sleep(0.05);\n",
         Backend::Mysql => "do sleep(0.05);\n",
-    };
-    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    }
+}
+
+/// A seed for the kill points, from the clock.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// Starts a `createVersion`, kills `strata` with SIGKILL after a random
+/// 100–1,300 ms (the next draw of `seed`), and restarts it. Returns the delay.
+async fn crash_a_version(server: &mut Server, seed: &mut u64) -> u64 {
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
+        client.post(url).json(&body).send().await
+    });
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let delay = 100 + (*seed >> 33) % 1200;
+    tokio::time::sleep(Duration::from_millis(delay)).await;
+    server.kill_hard();
+    let _ = request.await;
+    server.restart().await;
+    delay
+}
+
+#[tokio::test]
+async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_applied() {
+    let mut server = Server::start("fleet", "tenantConcurrency: 4\n").await;
+    let names = tenants(&server, 12).await;
+    let pause = pause();
+    let mut seed = clock_seed();
     for round in 0..3 {
         for n in 0..4 {
             let table = format!("r{round}n{n}");
@@ -309,19 +337,7 @@ async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_appl
                 .ws
                 .write_migration(&format!("tenants/{round}{n}_{table}.sql"), &format!("{}{pause}", table_sql(&table)));
         }
-        let client = server.client.clone();
-        let url = server.url("/v2/service");
-        let request = tokio::spawn(async move {
-            let body =
-                json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
-            client.post(url).json(&body).send().await
-        });
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let delay = 100 + (seed >> 33) % 1200;
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        server.kill_hard();
-        let _ = request.await;
-        server.restart().await;
+        let delay = crash_a_version(&mut server, &mut seed).await;
         let in_flight = usize::from(backend() == Backend::Mysql);
         recorded_matches_applied(&server, &names, in_flight).await;
         let rerun = server.create_version(json!({ "versionName": format!("after crash {round}") })).await;
@@ -339,13 +355,7 @@ async fn kill_9_at_random_points_of_a_fleet_version_keeps_recorded_equal_to_appl
 async fn kill_9_during_a_version_with_a_failure_budget_quarantines_only_the_failing_tenant() {
     let mut server = Server::start("fleet", "tenantConcurrency: 4\nfailureBudget: 3\n").await;
     let names = tenants(&server, 12).await;
-    let pause = match backend() {
-        Backend::Sqlite => {
-            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) select count(*) from c;\n"
-        }
-        Backend::Postgres => "select pg_sleep(0.05);\n",
-        Backend::Mysql => "do sleep(0.05);\n",
-    };
+    let pause = pause();
     // Fails in t03 only, as its file's first statement (so that MySQL,
     // which commits DDL as it runs, has applied nothing of it).
     let fail_in_t03 = match backend() {
@@ -353,7 +363,7 @@ async fn kill_9_during_a_version_with_a_failure_budget_quarantines_only_the_fail
         Backend::Postgres => "select case when '{schema}' = 't03' then 1 / 0 end;\n",
         Backend::Mysql => "select case when '{schema}' = 't03' then (select 1 union select 2) end;\n",
     };
-    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mut seed = clock_seed();
     for round in 0..2 {
         for n in 0..4 {
             let table = format!("q{round}n{n}");
@@ -363,19 +373,7 @@ async fn kill_9_during_a_version_with_a_failure_budget_quarantines_only_the_fail
                 &format!("{first}{}{pause}", table_sql(&table)),
             );
         }
-        let client = server.client.clone();
-        let url = server.url("/v2/service");
-        let request = tokio::spawn(async move {
-            let body =
-                json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
-            client.post(url).json(&body).send().await
-        });
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let delay = 100 + (seed >> 33) % 1200;
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        server.kill_hard();
-        let _ = request.await;
-        server.restart().await;
+        let delay = crash_a_version(&mut server, &mut seed).await;
         let in_flight = usize::from(backend() == Backend::Mysql);
         recorded_matches_applied(&server, &names, in_flight).await;
         let held = quarantined_tenants(&server).await;
