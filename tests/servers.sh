@@ -27,6 +27,10 @@ PGB_SMALL_PORT=$((PG_PORT + 13))
 # A primary and its streaming standby (the failover tests stop the primary).
 PG_PRIMARY_PORT=$((PG_PORT + 21))
 PG_STANDBY_PORT=$((PG_PORT + 22))
+# Two more servers with default settings: with pg-default, a fleet on three
+# shards (one of them is stopped in the middle of a version).
+PG_SHARD_B_PORT=$((PG_PORT + 31))
+PG_SHARD_C_PORT=$((PG_PORT + 32))
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
 # A 3-node MariaDB Galera cluster: client ports, then group communication,
 # incremental and snapshot transfer ports, per node.
@@ -191,6 +195,8 @@ start)
     chmod 755 "$DIR"
     start_postgres pg "$PG_PORT" "-c max_connections=300 -c fsync=off"
     start_postgres pg-default "$PG_DEFAULT_PORT"
+    start_postgres pg-shard-b "$PG_SHARD_B_PORT"
+    start_postgres pg-shard-c "$PG_SHARD_C_PORT"
     start_pgbouncer transaction "$PGB_TX_PORT"
     start_pgbouncer session "$PGB_SESSION_PORT"
     start_pgbouncer transaction "$PGB_SMALL_PORT" small "$(printf 'default_pool_size = 2\nquery_wait_timeout = 2')"
@@ -206,6 +212,8 @@ export STRATA_TEST_PGBOUNCER_SESSION_URL=postgres://postgres@127.0.0.1:$PGB_SESS
 export STRATA_TEST_PGBOUNCER_SMALL_URL=postgres://postgres@127.0.0.1:$PGB_SMALL_PORT/postgres
 export STRATA_TEST_PG_PRIMARY_URL=postgres://postgres@127.0.0.1:$PG_PRIMARY_PORT/postgres
 export STRATA_TEST_PG_STANDBY_URL=postgres://postgres@127.0.0.1:$PG_STANDBY_PORT/postgres
+export STRATA_TEST_PG_SHARD_URLS=postgres://postgres@127.0.0.1:$PG_DEFAULT_PORT/postgres,postgres://postgres@127.0.0.1:$PG_SHARD_B_PORT/postgres,postgres://postgres@127.0.0.1:$PG_SHARD_C_PORT/postgres
+export STRATA_TEST_PG_SHARD_C_DATA=$DIR/pg-shard-c/data
 export STRATA_TEST_PG_BIN=$(pg_bin)
 export STRATA_TEST_PG_STANDBY_DATA=$DIR/pg-standby/data
 export STRATA_TEST_PG_PRIMARY_DATA=$DIR/pg-primary/data
@@ -221,7 +229,7 @@ stop)
     for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR"/pgbouncer/*.pid; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
     done
-    for cluster in pg pg-default pg-primary pg-standby; do
+    for cluster in pg pg-default pg-primary pg-standby pg-shard-b pg-shard-c; do
         if [ -f "$DIR/$cluster/data/PG_VERSION" ]; then
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi

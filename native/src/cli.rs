@@ -52,6 +52,9 @@ pub(crate) enum Exit {
     /// `apply`, `quarantine retry`: the version completed, but tenants failed
     /// within the failure budget and are quarantined.
     Quarantined = 11,
+    /// `apply`, `quarantine retry` on a sharded fleet: the version did not
+    /// finish on some shards (each named with why); the others finished.
+    ShardsFailed = 12,
 }
 
 impl From<&AppError> for Exit {
@@ -64,7 +67,11 @@ impl From<&AppError> for Exit {
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
                 Exit::Usage
             }
-            AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_)) => Exit::Unreachable,
+            AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::ShardUnreachable { .. }) => {
+                Exit::Unreachable
+            }
+            AppError::Database(DbError::Shard(_)) => Exit::Usage,
+            AppError::Database(DbError::Shards { .. }) => Exit::ShardsFailed,
             AppError::Database(DbError::ReadOnlyServer(_)) => Exit::ReadOnly,
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
                 Cause::ConnectionLost => Exit::Unreachable,
@@ -103,7 +110,9 @@ Exit status:
   10 drift: a tenant's live schema differs from the others that recorded the same migrations, or a schema
      changed since its last migration; apply refused by driftPolicy: refuse
   11 apply, quarantine retry: the version completed, but tenants failed within the failure budget and are
-     quarantined (strata quarantine lists them)";
+     quarantined (strata quarantine lists them)
+  12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
+     with why); the others finished. Run it again once they are fixed or reachable";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -230,6 +239,10 @@ struct ApplyArgs {
     /// Create this tenant (`createTenant`) instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,
+    /// With `--tenant` on a sharded fleet: the shard to create it on
+    /// (default: the one with the fewest tenants).
+    #[arg(long, value_name = "SHARD", requires = "tenant")]
+    shard: Option<String>,
     /// A wave: only these tenants (comma-separated), e.g. a canary.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with_all = ["share", "tenant"])]
     tenants: Option<Vec<String>>,

@@ -75,6 +75,10 @@ impl AppError {
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
             AppError::Database(DbError::Retry(_)) => "NOT_QUARANTINED",
             AppError::Database(DbError::Wave(_)) => "NOT_A_TENANT",
+            AppError::Database(DbError::ShardUnreachable { .. }) => "SHARD_UNREACHABLE",
+            AppError::Database(DbError::TenantOnTwoShards { .. }) => "TENANT_ON_TWO_SHARDS",
+            AppError::Database(DbError::Shard(_)) => "UNKNOWN_SHARD",
+            AppError::Database(DbError::Shards { .. }) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::Internal(_) => "INTERNAL",
         }

@@ -51,6 +51,8 @@ pub(crate) struct CreateRequest {
     pub(crate) retry: Option<Vec<String>>,
     /// The part of the fleet a version over all schemas runs in.
     pub(crate) wave: strata_core::migrate::wave::Wave,
+    /// `createTenant` on a sharded fleet: the shard to place it on.
+    pub(crate) shard: Option<String>,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -119,9 +121,14 @@ impl Service {
         &self.config
     }
 
-    /// Checks the database and the service's tables (health).
-    pub(crate) async fn ping(&self) -> Result<(), DbError> {
-        self.database.ping().await
+    /// [`Service::ping`] per database server: `DB`, or `DB:<shard>` each.
+    pub(crate) async fn health(&self) -> Vec<(String, Result<(), DbError>)> {
+        self.database.health().await
+    }
+
+    /// Each shard's name and tenants (empty without `shards:`).
+    pub(crate) async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, AppError> {
+        Ok(self.database.shards().await?)
     }
 
     /// Tenant names (`tenantSelectSQL`).
@@ -271,6 +278,8 @@ impl Service {
                 retry: None,
                 wave: Default::default(),
                 skip_quarantined,
+                tenants_only: false,
+                shard: None,
             })
             .await?;
         Ok((preview, sources))
@@ -390,6 +399,8 @@ impl Service {
                         retry: task_request.retry.clone(),
                         wave: task_request.wave.clone(),
                         skip_quarantined: true,
+                        tenants_only: false,
+                        shard: task_request.shard.as_deref(),
                     })
                     .await
             }

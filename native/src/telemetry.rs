@@ -21,6 +21,10 @@ const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
 const LOCK_TIMEOUTS: &str = "svc_http_lock_timeouts";
 const LOCK_RETRIES: &str = "svc_http_lock_retries";
 const TENANTS_QUARANTINED: &str = "svc_http_tenants_quarantined";
+const SHARD_UP: &str = "svc_http_shard_up";
+const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
+const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
+const SHARD_FAILURES: &str = "svc_http_shard_failures";
 const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
@@ -53,6 +57,10 @@ impl Metrics {
         metrics::describe_counter!(TENANTS_QUARANTINED, "Tenants put aside after a failure a version absorbed");
         metrics::counter!(TENANTS_QUARANTINED).absolute(0);
         metrics::counter!(TENANTS_CREATED).absolute(0);
+        metrics::describe_gauge!(SHARD_UP, "1 when the shard answered its last check or version, else 0");
+        metrics::describe_counter!(SHARD_VERSIONS, "Versions created, by shard");
+        metrics::describe_counter!(SHARD_MIGRATIONS, "Migrations and scripts applied, by shard and type");
+        metrics::describe_counter!(SHARD_FAILURES, "Versions that did not finish on a shard, by shard");
         for kind in APPLIED_TYPES {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).absolute(0);
         }
@@ -98,6 +106,33 @@ pub(crate) fn record_version(counts: &Counts, executed: bool, tenant_created: bo
         ];
         for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).increment(value);
+        }
+    }
+}
+
+/// Whether a shard answered (`/health`, or a version over it).
+pub(crate) fn shard_up(shard: &str, up: bool) {
+    metrics::gauge!(SHARD_UP, "shard" => shard.to_string()).set(if up { 1.0 } else { 0.0 });
+}
+
+/// Accounts for one shard's part of a version: created (`counts`, applied
+/// when `executed`) or failed (`None`).
+pub(crate) fn shard_version(shard: &str, counts: Option<&Counts>, executed: bool) {
+    let label = ("shard", shard.to_string());
+    let Some(counts) = counts else {
+        metrics::counter!(SHARD_FAILURES, &[label]).increment(1);
+        return;
+    };
+    metrics::counter!(SHARD_VERSIONS, std::slice::from_ref(&label)).increment(1);
+    if executed {
+        let values = [
+            counts.single_migrations,
+            counts.single_scripts,
+            counts.tenant_migrations_total,
+            counts.tenant_scripts_total,
+        ];
+        for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
+            metrics::counter!(SHARD_MIGRATIONS, &[label.clone(), ("type", kind.to_string())]).increment(value);
         }
     }
 }

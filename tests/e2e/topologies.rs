@@ -12,32 +12,32 @@ use sqlx::{Connection, PgConnection};
 
 use crate::support::{Backend, Workspace, backend, strata};
 
-fn env(variable: &str) -> String {
+pub(crate) fn env(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/servers.sh start`"))
 }
 
-fn code(output: &std::process::Output) -> i32 {
+pub(crate) fn code(output: &std::process::Output) -> i32 {
     output.status.code().expect("exited")
 }
 
-fn text(output: &std::process::Output) -> String {
+pub(crate) fn text(output: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
 /// `url` with its database replaced by `database`.
-fn with_database(url: &str, database: &str) -> String {
+pub(crate) fn with_database(url: &str, database: &str) -> String {
     format!("{}/{database}", url.rsplit_once('/').unwrap().0)
 }
 
-async fn admin(url: &str) -> PgConnection {
+pub(crate) async fn admin(url: &str) -> PgConnection {
     PgConnection::connect(url).await.unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
-async fn run(conn: &mut PgConnection, sql: &str) {
+pub(crate) async fn run(conn: &mut PgConnection, sql: &str) {
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
-async fn scalar(conn: &mut PgConnection, sql: &str) -> i64 {
+pub(crate) async fn scalar(conn: &mut PgConnection, sql: &str) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
         .fetch_one(conn)
         .await
@@ -45,7 +45,7 @@ async fn scalar(conn: &mut PgConnection, sql: &str) -> i64 {
 }
 
 /// A fresh database `name` on the server of `admin_url`.
-async fn fresh_database(admin_url: &str, name: &str) {
+pub(crate) async fn fresh_database(admin_url: &str, name: &str) {
     let mut conn = admin(admin_url).await;
     run(&mut conn, &format!("drop database if exists {name} with (force)")).await;
     run(&mut conn, &format!("create database {name}")).await;
@@ -260,7 +260,7 @@ async fn an_exhausted_pooler_is_named_with_what_committed() {
 }
 
 /// `pg_ctl` of the test servers' binaries, as the `postgres` user.
-async fn pg_ctl(args: &str) {
+pub(crate) async fn pg_ctl(args: &str) {
     let command = format!("{}/pg_ctl {args}", env("STRATA_TEST_PG_BIN"));
     let status = tokio::process::Command::new("su").args(["postgres", "-c", &command]).status().await.unwrap();
     assert!(status.success(), "{command}");

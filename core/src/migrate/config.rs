@@ -278,7 +278,11 @@ pub struct Config {
     /// The database kind.
     pub driver: Driver,
     /// Connection string; may hold a password, see [`Config::render_redacted`].
+    /// With `shards:`, the first shard's.
     pub data_source: String,
+    /// The database servers of a sharded fleet (`shards:`), in order; empty
+    /// when `dataSource` names the one server.
+    pub shards: Vec<crate::migrate::shard::Shard>,
     /// Statement returning tenant names.
     pub tenant_select_sql: String,
     /// Statement inserting a tenant, taking its name as one parameter.
@@ -349,6 +353,7 @@ struct RawConfig {
     base_location: Option<String>,
     driver: Option<String>,
     data_source: Option<String>,
+    shards: Option<Vec<RawShard>>,
     #[serde(rename = "tenantSelectSQL")]
     tenant_select_sql: Option<String>,
     #[serde(rename = "tenantInsertSQL")]
@@ -380,6 +385,14 @@ struct RawConfig {
     failure_budget: Option<PortValue>,
     record_fingerprints: Option<bool>,
     drift_policy: Option<String>,
+}
+
+/// One entry of `shards:`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawShard {
+    name: Option<String>,
+    data_source: Option<String>,
 }
 
 /// Substitutes `${NAME}` from `env` in the values of one property.
@@ -430,6 +443,47 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
             .map(|(index, line)| parse_header(index, line))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((url, template, headers))
+    }
+
+    /// `dataSource`, or `shards:` (each a `name` and a `dataSource` of
+    /// `driver`); one of them. Returns the first data source and the shards.
+    fn data_sources(
+        &self,
+        driver: Driver,
+        data_source: Option<String>,
+        shards: Option<Vec<RawShard>>,
+    ) -> Result<(String, Vec<crate::migrate::shard::Shard>), ConfigError> {
+        let check = |property: &'static str, data_source: &str| {
+            crate::migrate::datasource::check_driver(driver, data_source)
+                .and_then(|()| crate::migrate::datasource::normalize(driver, data_source))
+                .map(|_| ())
+                .map_err(|e| invalid(property, e.to_string().trim_start_matches("dataSource ").to_string()))
+        };
+        let data_source = self.optional("dataSource", data_source)?.filter(|v| !v.trim().is_empty());
+        let Some(raw) = shards else {
+            let data_source = required("dataSource", data_source)?;
+            check("dataSource", &data_source)?;
+            return Ok((data_source, Vec::new()));
+        };
+        if data_source.is_some() {
+            return Err(invalid("shards", "give either dataSource (one server) or shards, not both"));
+        }
+        if raw.is_empty() {
+            return Err(invalid("shards", "must list at least one shard"));
+        }
+        let mut shards = Vec::with_capacity(raw.len());
+        for (index, entry) in raw.into_iter().enumerate() {
+            let name = self.optional("shards", entry.name)?.unwrap_or_default();
+            let data_source = self
+                .optional("shards", entry.data_source)?
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| invalid("shards", format!("shard {} ({name:?}) has no dataSource", index + 1)))?;
+            check("shards", &data_source).map_err(|e| invalid("shards", format!("shard {name:?}: dataSource {e}")))?;
+            shards.push(crate::migrate::shard::Shard { name, data_source });
+        }
+        crate::migrate::shard::check_names(shards.iter().map(|s| s.name.as_str()))
+            .map_err(|e| invalid("shards", e.to_string()))?;
+        Ok((shards[0].data_source.clone(), shards))
     }
 
     fn transaction_scope(&self, value: Option<String>) -> Result<TransactionScope, ConfigError> {
@@ -554,10 +608,7 @@ impl Config {
             property: "driver",
             reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
         })?;
-        let data_source = required("dataSource", sub.optional("dataSource", raw.data_source)?)?;
-        crate::migrate::datasource::check_driver(driver, &data_source)
-            .and_then(|()| crate::migrate::datasource::normalize(driver, &data_source))
-            .map_err(|e| invalid("dataSource", e.to_string().trim_start_matches("dataSource ").to_string()))?;
+        let (data_source, shards) = sub.data_sources(driver, raw.data_source, raw.shards)?;
 
         let tenant_select =
             sub.either(("tenantSelectSQL", raw.tenant_select_sql), ("tenantSelect", raw.tenant_select))?;
@@ -609,6 +660,7 @@ impl Config {
             base_location,
             driver,
             data_source,
+            shards,
             tenant_select_sql: tenant_select.unwrap_or_else(|| DEFAULT_TENANT_SELECT_SQL.to_string()),
             tenant_insert_sql: tenant_insert.unwrap_or_else(|| driver.default_tenant_insert_sql().to_string()),
             default_tenant_table,
@@ -642,7 +694,12 @@ impl Config {
         let view = RedactedView {
             base_location: &self.base_location,
             driver: self.driver.name(),
-            data_source: redact_data_source(&self.data_source),
+            data_source: self.shards.is_empty().then(|| redact_data_source(&self.data_source)),
+            shards: self
+                .shards
+                .iter()
+                .map(|shard| RedactedShard { name: &shard.name, data_source: redact_data_source(&shard.data_source) })
+                .collect(),
             tenant_select_sql: &self.tenant_select_sql,
             tenant_insert_sql: &self.tenant_insert_sql,
             schema_place_holder: &self.schema_placeholder,
@@ -699,7 +756,10 @@ impl Config {
 struct RedactedView<'a> {
     base_location: &'a str,
     driver: &'a str,
-    data_source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_source: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shards: Vec<RedactedShard<'a>>,
     #[serde(rename = "tenantSelectSQL")]
     tenant_select_sql: &'a str,
     #[serde(rename = "tenantInsertSQL")]
@@ -732,6 +792,13 @@ struct RedactedView<'a> {
     failure_budget: crate::migrate::quarantine::FailureBudget,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RedactedShard<'a> {
+    name: &'a str,
+    data_source: String,
 }
 
 fn required(property: &'static str, value: Option<String>) -> Result<String, ConfigError> {

@@ -233,6 +233,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
             (None, Some(share)) => Wave::Share(share),
             (None, None) => Wave::All,
         },
+        shard: args.shard,
     };
     let result = service.create(request).await;
     progress.finish();
@@ -341,6 +342,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 failure_budget: None,
                 retry: Some(tenants),
                 wave: Wave::All,
+                shard: None,
             };
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,

@@ -5,6 +5,33 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::PlanError;
 use thiserror::Error;
 
+/// A shard on which a version did not finish.
+#[derive(Debug)]
+pub(crate) struct ShardFailure {
+    /// The shard.
+    pub(crate) shard: String,
+    /// Why.
+    pub(crate) error: DbError,
+}
+
+fn shards_message(failed: &[ShardFailure], completed: &[(String, Option<i64>)]) -> String {
+    let failed: Vec<String> = failed.iter().map(|f| format!("shard {}: {}", f.shard, f.error)).collect();
+    let completed: Vec<String> = completed
+        .iter()
+        .map(|(shard, version)| match version {
+            Some(id) => format!("{shard} (version {id})"),
+            None => format!("{shard} (nothing to do)"),
+        })
+        .collect();
+    let completed = if completed.is_empty() { "none".to_string() } else { completed.join(", ") };
+    format!(
+        "the version did not finish on {} shard(s) — {}; finished on: {completed}; run it again once they are \
+         fixed or reachable: what they missed is pending, in order",
+        failed.len(),
+        failed.join("; ")
+    )
+}
+
 /// Why a database operation failed.
 #[derive(Debug, Error)]
 pub(crate) enum DbError {
@@ -55,6 +82,34 @@ pub(crate) enum DbError {
     /// caller: read-only commands never mutate).
     #[error("this command opened the database read-only and cannot change it")]
     OpenedReadOnly,
+    /// A shard of the fleet could not be reached (or opened).
+    #[error("shard {shard} unreachable: {reason}")]
+    ShardUnreachable {
+        /// The shard's name.
+        shard: String,
+        /// Why.
+        reason: String,
+    },
+    /// Two shards' tenant statements return the same tenant; nothing ran.
+    #[error("tenant {tenant:?} is on shards {} and {}: a tenant must live on one shard; nothing was run", .shards[0], .shards[1])]
+    TenantOnTwoShards {
+        /// The tenant.
+        tenant: String,
+        /// The two shards.
+        shards: [String; 2],
+    },
+    /// A request names a shard that is not configured.
+    #[error(transparent)]
+    Shard(strata_core::migrate::shard::ShardError),
+    /// A version over a sharded fleet failed on some shards; the others
+    /// finished.
+    #[error("{}", shards_message(.failed, .completed))]
+    Shards {
+        /// Each shard that did not finish, with why.
+        failed: Vec<ShardFailure>,
+        /// The shards that finished, with the version each created.
+        completed: Vec<(String, Option<i64>)>,
+    },
     /// What this engine cannot do (yet).
     #[error("not supported: {0}")]
     NotSupported(&'static str),

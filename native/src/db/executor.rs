@@ -168,13 +168,16 @@ fn plan_checked(
     tenants: &[String],
     applied: &[strata_core::migrate::plan::AppliedMigration],
 ) -> Result<(Plan, Vec<FileMode>), DbError> {
-    let plan = plan(PlanInput {
+    let mut plan = plan(PlanInput {
         sources: request.sources,
         applied,
         tenants,
         target: &request.target,
         action: request.action,
     })?;
+    if request.tenants_only {
+        plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
+    }
     let modes = check_files(driver, request.sources, &plan)?;
     Ok((plan, modes))
 }

@@ -1,7 +1,8 @@
 //! Database drivers, read top-down:
 //!
 //! - [`connect`] (here) picks the driver of the configuration and opens a
-//!   [`Store`] over its engine;
+//!   [`Store`] over its engine, or a `fleet::Fleet` of one store per shard
+//!   (`shards:`);
 //! - [`store`]: [`Database`], what the service needs, implemented once by
 //!   [`Store`] over any [`engine::Engine`];
 //! - [`executor`]: the migration loop, written once over the engine's
@@ -19,6 +20,7 @@
 pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod executor;
+mod fleet;
 mod lease;
 pub(crate) mod mysql;
 pub(crate) mod postgres;
@@ -46,8 +48,18 @@ pub(crate) use types::{
 pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Opens the configured database with its driver; read-write also creates
-/// the service's tables (under the lock) when they are missing.
+/// the service's tables (under the lock) when they are missing. With
+/// `shards:`, a fleet of one store per shard, each opened on first use if
+/// it cannot be now.
 pub(crate) async fn connect(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {
+    if config.shards.is_empty() {
+        return open_one(config, access).await;
+    }
+    Ok(Arc::new(fleet::Fleet::open(config, access).await))
+}
+
+/// Opens the one database `config.data_source` names.
+async fn open_one(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {
     let settings = |max_concurrency| Settings::from_config(config, max_concurrency);
     Ok(match config.driver {
         Driver::Sqlite => {

@@ -28,6 +28,16 @@ use super::types::{
 pub(crate) trait Database: Send + Sync {
     /// Checks the connection and the service's tables, without side effects.
     async fn ping(&self) -> Result<(), DbError>;
+    /// [`Database::ping`] per database server, named for `/health` (`DB`,
+    /// or `DB:<shard>` per shard).
+    async fn health(&self) -> Vec<(String, Result<(), DbError>)> {
+        vec![("DB".to_string(), self.ping().await)]
+    }
+    /// Each shard's name and tenants, in `shards:` order; empty when the
+    /// fleet is on one server without `shards:`.
+    async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, DbError> {
+        Ok(Vec::new())
+    }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
     /// Versions in id order.

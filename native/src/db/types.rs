@@ -70,6 +70,12 @@ pub(crate) struct MutationRequest<'a> {
     /// Quarantined tenants are left out (a version, and what it would do);
     /// `false` reads where every tenant stands (the fleet matrix).
     pub(crate) skip_quarantined: bool,
+    /// Plans tenant steps only (a shard other than the home shard, which
+    /// holds the single schemas).
+    pub(crate) tenants_only: bool,
+    /// `createTenant` on a sharded fleet: the shard named by the caller
+    /// (`None`: the one with the fewest tenants, core's `shard::place`).
+    pub(crate) shard: Option<&'a str>,
 }
 
 /// A tenant put aside after a failure a version absorbed (its failure

@@ -14,8 +14,8 @@ use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, RequestId, Service};
 use types::{
     ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, QuarantinedTenantDto,
-    RetryInput, SchemaDriftDto, SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput, VersionDto,
-    VersionInput,
+    RetryInput, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput,
+    VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -103,8 +103,29 @@ impl Query {
     /// Tenants.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<TenantDto>> {
-        let names = service(ctx)?.tenants().await.map_err(graphql_error)?;
-        Ok(names.into_iter().map(|name| TenantDto { name }).collect())
+        let service = service(ctx)?;
+        let shards = service.shards().await.map_err(graphql_error)?;
+        if shards.is_empty() {
+            let names = service.tenants().await.map_err(graphql_error)?;
+            return Ok(names.into_iter().map(|name| TenantDto { name, shard: None }).collect());
+        }
+        Ok(shards
+            .into_iter()
+            .flat_map(|(shard, names)| {
+                names.into_iter().map(move |name| TenantDto { name, shard: Some(shard.clone()) })
+            })
+            .collect())
+    }
+
+    /// The database servers of a sharded fleet (`shards:`), in order, with
+    /// their tenant counts; empty on one server. Added to the spec's schema.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn shards(&self, ctx: &Context<'_>) -> Result<Vec<ShardDto>> {
+        let shards = service(ctx)?.shards().await.map_err(graphql_error)?;
+        Ok(shards
+            .into_iter()
+            .map(|(name, tenants)| ShardDto { name, tenant_count: i32::try_from(tenants.len()).unwrap_or(i32::MAX) })
+            .collect())
     }
 
     /// What `createVersion` (with `tenantName`: `createTenant`) would do
@@ -136,7 +157,15 @@ impl Query {
         let service = service(ctx)?;
         // Sync never refuses on drift, and the preview reads the tenants once.
         let (preview, sources) = service.preview_every_tenant(Action::Sync).await.map_err(graphql_error)?;
-        Ok(strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants).into())
+        let shard_of: std::collections::HashMap<String, String> = service
+            .shards()
+            .await
+            .map_err(graphql_error)?
+            .into_iter()
+            .flat_map(|(shard, names)| names.into_iter().map(move |name| (name, shard.clone())))
+            .collect();
+        let matrix = strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants);
+        Ok(FleetDto::new(matrix, &shard_of))
     }
 
     /// Tenants put aside after a failure a version absorbed
@@ -169,6 +198,7 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
         failure_budget: None,
         retry: None,
         wave,
+        shard: None,
     }
 }
 
@@ -196,6 +226,7 @@ impl Mutation {
             failure_budget: None,
             retry: None,
             wave: Default::default(),
+            shard: input.shard,
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -240,6 +271,7 @@ impl Mutation {
             failure_budget: None,
             retry: Some(input.tenant_names.unwrap_or_default()),
             wave: Default::default(),
+            shard: None,
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }

@@ -196,6 +196,19 @@ impl From<MigrationRow> for DbMigrationDto {
 pub(crate) struct TenantDto {
     /// The tenant's name.
     pub(crate) name: String,
+    /// The shard it lives on (`shards:`; null on one server). Added to the
+    /// spec's schema.
+    pub(crate) shard: Option<String>,
+}
+
+/// One database server of a sharded fleet (`Shard`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "Shard")]
+pub(crate) struct ShardDto {
+    /// Its name in `shards:`.
+    pub(crate) name: String,
+    /// Tenants its `tenantSelectSQL` returns.
+    pub(crate) tenant_count: i32,
 }
 
 /// `Version`.
@@ -405,6 +418,10 @@ pub(crate) struct TenantInput {
     /// Roll back instead of committing.
     #[graphql(default_with = "Some(false)")]
     pub(crate) dry_run: Option<bool>,
+    /// A sharded fleet (`shards:`): the shard to create the tenant on
+    /// (default: the one with the fewest tenants). Added to the spec's
+    /// schema.
+    pub(crate) shard: Option<String>,
 }
 
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.
@@ -569,6 +586,8 @@ pub(crate) enum MigrationStateDto {
 #[graphql(name = "FleetTenant")]
 pub(crate) struct FleetTenantDto {
     name: String,
+    /// The shard it lives on (null on one server).
+    shard: Option<String>,
     /// One state per file of `Fleet.files`.
     states: Vec<MigrationStateDto>,
 }
@@ -583,6 +602,17 @@ pub(crate) struct FleetDto {
     tenants: Vec<FleetTenantDto>,
 }
 
+impl FleetDto {
+    /// The matrix, each tenant with its shard (`shard_of`: tenant → shard).
+    pub(crate) fn new(matrix: report::FleetMatrix, shard_of: &std::collections::HashMap<String, String>) -> Self {
+        let mut dto = FleetDto::from(matrix);
+        for tenant in &mut dto.tenants {
+            tenant.shard = shard_of.get(&tenant.name).cloned();
+        }
+        dto
+    }
+}
+
 impl From<report::FleetMatrix> for FleetDto {
     fn from(matrix: report::FleetMatrix) -> Self {
         let state = |cell: report::CellState| match cell {
@@ -595,7 +625,11 @@ impl From<report::FleetMatrix> for FleetDto {
             tenants: matrix
                 .tenants
                 .into_iter()
-                .map(|(name, cells)| FleetTenantDto { name, states: cells.into_iter().map(state).collect() })
+                .map(|(name, cells)| FleetTenantDto {
+                    name,
+                    shard: None,
+                    states: cells.into_iter().map(state).collect(),
+                })
                 .collect(),
         }
     }

@@ -145,11 +145,16 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 /// `GET /health`: `DB` and `Loader` checks; 200 when all are UP, else 503.
 pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Response {
     let service = &state.service;
-    let (db, loader) = tokio::join!(
-        check(async { service.ping().await.map_err(|e| e.to_string()) }),
+    let (databases, loader) = tokio::join!(
+        tokio::time::timeout(CHECK_TIMEOUT, service.health()),
         check(async { service.loader().check().await.map_err(|e| e.to_string()) }),
     );
-    let checks = [("DB", db), ("Loader", loader)];
+    let databases: Vec<(String, Result<(), String>)> = match databases {
+        Ok(answers) => answers.into_iter().map(|(name, result)| (name, result.map_err(|e| e.to_string()))).collect(),
+        Err(_) => vec![("DB".to_string(), Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs())))],
+    };
+    let checks: Vec<(String, Result<(), String>)> =
+        databases.into_iter().chain([("Loader".to_string(), loader)]).collect();
     let up = checks.iter().all(|(_, result)| result.is_ok());
     let body = json!({
         "status": if up { "UP" } else { "DOWN" },

@@ -284,3 +284,33 @@ fn the_failure_budget_defaults_to_zero() {
         "property failureBudget: \"-1\" is not a number of tenants (5) or a share of them (10%)"
     );
 }
+
+const SHARDS: &str = include_str!("../../../../tests/data/config/shards.yaml");
+
+#[test]
+fn shards_are_parsed_checked_and_redacted() {
+    let config = Config::parse(SHARDS, &env(&[("DB_PASSWORD", "s3cret")])).unwrap();
+    let names: Vec<&str> = config.shards.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["eu-1", "eu-2", "us-1"]);
+    assert_eq!(config.shards[1].data_source, "postgres://svc:s3cret@10.0.0.2:5432/svc");
+    assert_eq!(config.data_source, config.shards[0].data_source);
+    let rendered = config.render_redacted();
+    assert!(!rendered.contains("s3cret"), "{rendered}");
+    assert!(rendered.contains("name: us-1"), "{rendered}");
+    assert!(!rendered.contains("\ndataSource:"), "{rendered}");
+
+    let both = SHARDS.replace("shards:", "dataSource: postgres://x@h/db\nshards:");
+    let err = Config::parse(&both, &env(&[("DB_PASSWORD", "p")])).unwrap_err();
+    assert_eq!(err.to_string(), "property shards: give either dataSource (one server) or shards, not both");
+    let twice = SHARDS.replace("eu-2", "eu-1");
+    let err = Config::parse(&twice, &env(&[("DB_PASSWORD", "p")])).unwrap_err();
+    assert_eq!(err.to_string(), "property shards: shard \"eu-1\" is listed twice");
+    let wrong_driver = SHARDS.replace("postgres://svc:${DB_PASSWORD}@10.0.0.2:5432/svc", "mysql://svc@h/db");
+    let err = Config::parse(&wrong_driver, &env(&[("DB_PASSWORD", "p")])).unwrap_err();
+    assert!(err.to_string().starts_with("property shards: shard \"eu-2\": dataSource "), "{err}");
+    let empty = "baseLocation: m\ndriver: postgres\nshards: []\nsingleMigrations: [a]\n";
+    assert_eq!(
+        Config::parse(empty, &env(&[])).unwrap_err().to_string(),
+        "property shards: must list at least one shard"
+    );
+}

@@ -1,0 +1,202 @@
+//! A fleet on several database servers of one driver: the `shards:` list,
+//! where a new tenant goes, how the ids of each shard's versions and
+//! migrations are told apart, and one plan made of each shard's.
+//!
+//! # The model
+//!
+//! - Every shard keeps its own `svc` schema: the versions, migrations,
+//!   quarantine, lock and fingerprints of the schemas it holds. A unit's
+//!   bookkeeping rows commit in the same transaction as its migrations on
+//!   the same server, so recorded = applied per schema holds on every
+//!   shard, and a shard that is down stops nothing elsewhere.
+//! - The single schemas live on the first shard (the home shard); the
+//!   other shards run tenant migrations and scripts only.
+//! - A version over the fleet is one version per shard, under the same
+//!   name, run at once; each shard takes its own lock. No lock spans the
+//!   shards: a schema lives on one shard, so its migrations are ordered by
+//!   that shard's lock alone.
+//! - Ids: a shard's own id `local` is served as `local * base + index`
+//!   (`index` the shard's position in `shards:`, from 0; `base` 10 for up
+//!   to 10 shards, else 100): with 3 shards, version 122 is version 12 of
+//!   the third shard. The API's `Int` is 32-bit: the smaller base keeps ids
+//!   in range longer.
+//!   Shards are appended to the list, never reordered.
+
+use std::collections::HashSet;
+
+use thiserror::Error;
+
+use crate::migrate::plan::Plan;
+use crate::migrate::source::SourceMigration;
+use crate::migrate::summary::Counts;
+
+/// At most this many shards (ids of a shard's rows are multiplied by 10
+/// or by this, and offset by the shard's position).
+pub const ID_BASE: i64 = 100;
+
+/// One database server of the fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// Its name: letters, digits, `_` and `-`.
+    pub name: String,
+    /// Its connection string.
+    pub data_source: String,
+}
+
+/// Why a shard list or a shard named in a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ShardError {
+    /// A name is empty or holds other characters than letters, digits,
+    /// `_` and `-`.
+    #[error("shard name {0:?} must be 1-63 letters, digits, '_' or '-'")]
+    BadName(String),
+    /// Two shards share a name.
+    #[error("shard {0:?} is listed twice")]
+    Duplicate(String),
+    /// More shards than ids can tell apart.
+    #[error("at most {ID_BASE} shards")]
+    TooMany,
+    /// A request names a shard that is not configured.
+    #[error("no shard is named {0:?}")]
+    Unknown(String),
+}
+
+/// Checks the names of a shard list.
+pub fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ShardError> {
+    let mut seen = HashSet::new();
+    for name in names {
+        let good = !name.is_empty()
+            && name.len() <= 63
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !good {
+            return Err(ShardError::BadName(name.to_string()));
+        }
+        if !seen.insert(name) {
+            return Err(ShardError::Duplicate(name.to_string()));
+        }
+    }
+    if seen.len() > ID_BASE as usize {
+        return Err(ShardError::TooMany);
+    }
+    Ok(())
+}
+
+/// The shard a new tenant goes to: the one `requested`, else the one
+/// holding the fewest tenants (`tenants[i]` on shard `i`; the first of
+/// equals). Shards whose count is unknown (`None`: unreachable) are never
+/// chosen by count.
+pub fn place(names: &[&str], tenants: &[Option<usize>], requested: Option<&str>) -> Result<usize, ShardError> {
+    if let Some(requested) = requested {
+        return names.iter().position(|name| *name == requested).ok_or_else(|| ShardError::Unknown(requested.into()));
+    }
+    tenants
+        .iter()
+        .enumerate()
+        .filter_map(|(index, count)| count.map(|count| (count, index)))
+        .min()
+        .map(|(_, index)| index)
+        .ok_or_else(|| ShardError::Unknown(String::new()))
+}
+
+/// How the ids of the shards' rows are served: `local * base + index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ids {
+    base: i64,
+}
+
+impl Ids {
+    /// For a fleet of `shards` shards: base 10 up to 10 shards, else 100.
+    pub fn for_shards(shards: usize) -> Ids {
+        Ids { base: if shards <= 10 { 10 } else { ID_BASE } }
+    }
+
+    /// The id served for row `local` of shard `index`.
+    pub fn served(self, local: i64, index: usize) -> i64 {
+        local * self.base + index as i64
+    }
+
+    /// The shard and its own id behind a served id (`None`: not an id any
+    /// shard serves).
+    pub fn local(self, served: i64) -> Option<(usize, i64)> {
+        (served >= self.base).then(|| ((served % self.base) as usize, served / self.base))
+    }
+}
+
+/// A plan without its single-schema steps: what a shard other than the
+/// home shard runs.
+pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
+    let steps: Vec<u32> = (0..plan.steps.len() as u32)
+        .filter(|&step| sources[plan.steps[step as usize].migration as usize].migration_type.is_tenant())
+        .collect();
+    if steps.len() == plan.steps.len() {
+        return plan;
+    }
+    let mut counts = plan.counts_of(sources, &steps);
+    counts.tenants = plan.counts.tenants;
+    let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), ..Plan::default() };
+    let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
+    for &step in &steps {
+        let mut step = plan.steps[step as usize];
+        let schema = *index_of[step.schema as usize].get_or_insert_with(|| {
+            kept.schemas.push(plan.schemas[step.schema as usize].clone());
+            kept.schemas.len() as u32 - 1
+        });
+        step.schema = schema;
+        kept.steps.push(step);
+    }
+    let schemas: HashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
+    kept.diagnostics.out_of_order =
+        plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
+    kept.diagnostics.drift = plan
+        .diagnostics
+        .drift
+        .into_iter()
+        .filter_map(|mut item| {
+            item.schemas.retain(|schema| schemas.contains(schema.as_str()));
+            (!item.schemas.is_empty()).then_some(item)
+        })
+        .collect();
+    kept
+}
+
+/// The shards' plans as one (for reports): schemas and steps one shard
+/// after another, counts by the planner's rule over every step (tenants
+/// summed), diagnostics joined.
+pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
+    let mut merged = Plan::default();
+    let mut tenants = 0;
+    for plan in plans {
+        let offset = merged.schemas.len() as u32;
+        tenants += plan.counts.tenants;
+        merged.schemas.extend(plan.schemas);
+        merged.steps.extend(plan.steps.into_iter().map(|mut step| {
+            step.schema += offset;
+            step
+        }));
+        merged.diagnostics.drift.extend(plan.diagnostics.drift);
+        merged.diagnostics.out_of_order.extend(plan.diagnostics.out_of_order);
+        merged.new_tenant = merged.new_tenant.or(plan.new_tenant);
+    }
+    let every: Vec<u32> = (0..merged.steps.len() as u32).collect();
+    merged.counts = merged.counts_of(sources, &every);
+    merged.counts.tenants = tenants;
+    merged
+}
+
+/// What several shards' parts of one version count together: tenants,
+/// single-schema files and per-tenant totals add up; a tenant file counts
+/// once however many shards ran it (the most any part counted).
+pub fn add_counts(total: Counts, part: &Counts) -> Counts {
+    Counts {
+        tenants: total.tenants + part.tenants,
+        single_migrations: total.single_migrations + part.single_migrations,
+        tenant_migrations: total.tenant_migrations.max(part.tenant_migrations),
+        tenant_migrations_total: total.tenant_migrations_total + part.tenant_migrations_total,
+        single_scripts: total.single_scripts + part.single_scripts,
+        tenant_scripts: total.tenant_scripts.max(part.tenant_scripts),
+        tenant_scripts_total: total.tenant_scripts_total + part.tenant_scripts_total,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+use super::*;
+use crate::migrate::MigrationType;
+use crate::migrate::plan::{Action, PlanInput, Target, plan};
+use crate::migrate::source::checksum;
+
+fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
+    let contents = format!("-- {dir}/{name}");
+    SourceMigration {
+        name: name.into(),
+        migration_type,
+        source_dir: dir.into(),
+        file: format!("{dir}/{name}"),
+        checksum: checksum(contents.as_bytes()),
+        contents,
+    }
+}
+
+fn sources() -> Vec<SourceMigration> {
+    use MigrationType::*;
+    vec![
+        migration("config", "001.sql", SingleMigration),
+        migration("tenants", "001.sql", TenantMigration),
+        migration("tenants", "002.sql", TenantMigration),
+        migration("config-scripts", "a.sql", SingleScript),
+    ]
+}
+
+fn fresh_plan(sources: &[SourceMigration], tenants: &[&str]) -> Plan {
+    let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
+    plan(PlanInput { sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply })
+        .unwrap()
+}
+
+fn rendered(plan: &Plan, sources: &[SourceMigration]) -> Vec<String> {
+    plan.steps.iter().map(|s| format!("{} {}", plan.schema_of(s), sources[s.migration as usize].file)).collect()
+}
+
+#[test]
+fn names_are_checked() {
+    assert_eq!(check_names(["a", "eu-west_2"]), Ok(()));
+    assert_eq!(check_names(["a", "a"]), Err(ShardError::Duplicate("a".into())));
+    assert_eq!(check_names(["a b"]), Err(ShardError::BadName("a b".into())));
+    assert_eq!(check_names([""]), Err(ShardError::BadName(String::new())));
+    let many: Vec<String> = (0..=ID_BASE).map(|i| format!("s{i}")).collect();
+    assert_eq!(check_names(many.iter().map(String::as_str)), Err(ShardError::TooMany));
+}
+
+#[test]
+fn a_new_tenant_goes_where_asked_or_to_the_emptiest_reachable_shard() {
+    let names = ["a", "b", "c"];
+    assert_eq!(place(&names, &[Some(3), Some(1), Some(1)], None), Ok(1));
+    assert_eq!(place(&names, &[Some(3), None, Some(2)], None), Ok(2));
+    assert_eq!(place(&names, &[Some(0), Some(0), Some(0)], Some("c")), Ok(2));
+    assert_eq!(place(&names, &[Some(0); 3], Some("d")), Err(ShardError::Unknown("d".into())));
+    assert!(place(&names, &[None, None, None], None).is_err());
+}
+
+#[test]
+fn served_ids_name_their_shard() {
+    let ids = Ids::for_shards(3);
+    assert_eq!(ids.served(12, 2), 122);
+    assert_eq!(ids.local(122), Some((2, 12)));
+    assert_eq!(ids.local(ids.served(1, 0)), Some((0, 1)));
+    assert_eq!(ids.local(3), None);
+    assert_eq!(ids.local(-5), None);
+    let many = Ids::for_shards(11);
+    assert_eq!(many.served(12, 10), 1210);
+    assert_eq!(many.local(1210), Some((10, 12)));
+}
+
+#[test]
+fn other_shards_run_tenant_steps_only() {
+    let sources = sources();
+    let whole = fresh_plan(&sources, &["t1", "t2"]);
+    let kept = tenants_only(whole.clone(), &sources);
+    let tenant_lines: Vec<String> =
+        rendered(&whole, &sources).into_iter().filter(|line| line.starts_with('t')).collect();
+    assert_eq!(rendered(&kept, &sources), tenant_lines);
+    assert_eq!(kept.steps.len(), 4);
+    assert_eq!(kept.schemas, ["t1", "t2"]);
+    assert_eq!(kept.counts.single_migrations, 0);
+    assert_eq!(kept.counts.single_scripts, 0);
+    assert_eq!(kept.counts.tenant_migrations, 2);
+    assert_eq!(kept.counts.tenant_migrations_total, 4);
+    assert_eq!(kept.counts.tenants, 2);
+}
+
+#[test]
+fn shard_plans_merge_into_one_report() {
+    let sources = sources();
+    let home = fresh_plan(&sources, &["t1"]);
+    let other = tenants_only(fresh_plan(&sources, &["t2", "t3"]), &sources);
+    let merged = merge(vec![home.clone(), other], &sources);
+    assert_eq!(merged.steps.len(), home.steps.len() + 4);
+    let lines = rendered(&merged, &sources);
+    assert!(lines.contains(&"t3 tenants/002.sql".to_string()), "{lines:?}");
+    assert!(lines.contains(&"config config/001.sql".to_string()), "{lines:?}");
+    assert_eq!(merged.counts.tenants, 3);
+    assert_eq!(merged.counts.single_migrations, 1);
+    assert_eq!(merged.counts.single_scripts, 1);
+    assert_eq!(merged.counts.tenant_migrations, 2);
+    assert_eq!(merged.counts.tenant_migrations_total, 6);
+}

@@ -1,0 +1,461 @@
+//! A fleet on several database servers (`shards:`): [`Fleet`] is the
+//! [`Database`] of the service over one [`Store`](super::Store) per shard,
+//! following core's `shard` model.
+//!
+//! # Invariants
+//!
+//! - **Each shard keeps its own books.** A shard's versions, migrations,
+//!   quarantine, lock and fingerprints live in its own `svc` schema, next to
+//!   the schemas they describe: recorded = applied per schema holds on every
+//!   shard as it does on one server. The single schemas live on the home
+//!   shard (the first); the others run tenant steps only.
+//! - **A shard fails alone.** A version runs on every shard at once (each
+//!   with its own lock and `tenantConcurrency` connections); a shard that
+//!   is unreachable, or fails, stops nothing elsewhere: the other shards
+//!   finish, and the error names each shard that did not, with why. Run the
+//!   version again (or `strata quarantine retry`) when it is back: a shard
+//!   that missed a version has its files pending, in order.
+//! - **A tenant lives on one shard.** Where it is comes from asking every
+//!   shard's `tenantSelectSQL`; a name found on two shards is refused
+//!   before anything runs. A new tenant goes to the shard named, else to
+//!   the reachable shard with the fewest tenants; every shard must answer
+//!   first, so a name is never created twice.
+//! - **Served ids name their shard** (core's `shard::Ids`): reads by id go
+//!   to that shard only.
+//! - **Shards open lazily**: the service starts while a shard is down, and
+//!   each use tries an unopened shard again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use strata_core::migrate::config::Config;
+use strata_core::migrate::fingerprint::CatalogObject;
+use strata_core::migrate::plan::{AppliedMigration, PlanError, Target};
+use strata_core::migrate::quarantine::RetryError;
+use strata_core::migrate::shard::{self, Ids};
+use strata_core::migrate::wave::{Wave, WaveError};
+
+use super::error::{DbError, ShardFailure};
+use super::store::Database;
+use super::types::{
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionFilter,
+    VersionRow,
+};
+
+/// How long `/health` waits for each shard (a stopped server is retried
+/// by the pool until its connect time-out; the route's own limit is 5 s).
+const SHARD_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// One database server of the fleet.
+struct Slot {
+    name: String,
+    /// The configuration with this shard's `dataSource`.
+    config: Config,
+    store: tokio::sync::OnceCell<Arc<dyn Database>>,
+}
+
+/// The service's database over several shards.
+pub(crate) struct Fleet {
+    slots: Vec<Slot>,
+    access: Access,
+    ids: Ids,
+}
+
+/// Where each tenant lives: the tenants of every shard, in shard order.
+struct Placement {
+    tenants: Vec<Vec<String>>,
+}
+
+impl Placement {
+    fn shard_of(&self, tenant: &str) -> Option<usize> {
+        self.tenants.iter().position(|names| names.iter().any(|name| name == tenant))
+    }
+
+    /// `names` split by shard; the first name on no shard is returned as
+    /// the error.
+    fn split(&self, names: &[String]) -> Result<Vec<Vec<String>>, String> {
+        let mut parts = vec![Vec::new(); self.tenants.len()];
+        for name in names {
+            let shard = self.shard_of(name).ok_or_else(|| name.clone())?;
+            parts[shard].push(name.clone());
+        }
+        Ok(parts)
+    }
+}
+
+impl Fleet {
+    /// The fleet of `config.shards`; every shard is tried at once, those
+    /// that cannot be opened now are tried again on use.
+    pub(crate) async fn open(config: &Config, access: Access) -> Fleet {
+        let slots: Vec<Slot> = config
+            .shards
+            .iter()
+            .map(|shard| Slot {
+                name: shard.name.clone(),
+                config: Config { data_source: shard.data_source.clone(), shards: Vec::new(), ..config.clone() },
+                store: tokio::sync::OnceCell::new(),
+            })
+            .collect();
+        let fleet = Fleet { ids: Ids::for_shards(slots.len()), slots, access };
+        for (slot, opened) in
+            fleet.slots.iter().zip(futures::future::join_all((0..fleet.slots.len()).map(|i| fleet.store(i))).await)
+        {
+            if let Err(error) = opened {
+                tracing::warn!(shard = %slot.name, %error, "shard not reachable at start; tried again on use");
+            }
+        }
+        fleet
+    }
+
+    /// The store of shard `index`, opened on first use.
+    async fn store(&self, index: usize) -> Result<Arc<dyn Database>, DbError> {
+        let slot = &self.slots[index];
+        slot.store
+            .get_or_try_init(|| super::open_one(&slot.config, self.access))
+            .await
+            .cloned()
+            .map_err(|error| unreachable_error(&slot.name, error))
+    }
+
+    /// Runs `read` on every shard at once; the results in shard order.
+    async fn each<'a, T, F, Fut>(&'a self, read: F) -> Vec<Result<T, DbError>>
+    where
+        F: Fn(usize, Arc<dyn Database>) -> Fut,
+        Fut: Future<Output = Result<T, DbError>> + 'a,
+    {
+        let read = &read;
+        futures::future::join_all((0..self.slots.len()).map(|index| async move {
+            let store = self.store(index).await?;
+            read(index, store).await.map_err(|error| self.on_shard(index, error))
+        }))
+        .await
+    }
+
+    /// Every shard's answer, or the first shard's error.
+    async fn every<'a, T, F, Fut>(&'a self, read: F) -> Result<Vec<T>, DbError>
+    where
+        F: Fn(usize, Arc<dyn Database>) -> Fut,
+        Fut: Future<Output = Result<T, DbError>> + 'a,
+    {
+        self.each(read).await.into_iter().collect()
+    }
+
+    /// An error of shard `index`, named after it when the shard could not
+    /// be reached; a failed version's id as served.
+    fn on_shard(&self, index: usize, error: DbError) -> DbError {
+        match error {
+            DbError::Connect(reason) | DbError::ConnectionLost(reason) => {
+                DbError::ShardUnreachable { shard: self.slots[index].name.clone(), reason }
+            }
+            DbError::MigrationFailed(mut failure) => {
+                failure.version_id = failure.version_id.map(|id| self.ids.served(id, index));
+                DbError::MigrationFailed(failure)
+            }
+            other => other,
+        }
+    }
+
+    async fn placement(&self) -> Result<Placement, DbError> {
+        let tenants = self.every(|_, store| async move { store.tenants().await }).await?;
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (index, names) in tenants.iter().enumerate() {
+            for name in names {
+                if let Some(first) = seen.insert(name, index) {
+                    return Err(DbError::TenantOnTwoShards {
+                        tenant: name.clone(),
+                        shards: [self.slots[first].name.clone(), self.slots[index].name.clone()],
+                    });
+                }
+            }
+        }
+        Ok(Placement { tenants })
+    }
+
+    fn version(&self, index: usize, mut row: VersionRow) -> VersionRow {
+        row.id = self.ids.served(row.id, index);
+        row
+    }
+
+    fn quarantine_row(&self, index: usize, mut row: QuarantineRow) -> QuarantineRow {
+        row.version_id = row.version_id.map(|id| self.ids.served(id, index));
+        row
+    }
+
+    /// What each shard runs of `request`: `None` for a shard with nothing
+    /// to do (a wave or a retry naming none of its tenants).
+    async fn parts<'r>(&self, request: &MutationRequest<'r>) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
+        let part = |index: usize| MutationRequest { tenants_only: index > 0, shard: None, ..request.clone() };
+        if let Target::NewTenant(tenant) = &request.target {
+            let placement = self.placement().await?;
+            if placement.shard_of(tenant).is_some() {
+                return Err(DbError::Plan(PlanError::TenantExists(tenant.clone())));
+            }
+            let names: Vec<&str> = self.slots.iter().map(|slot| slot.name.as_str()).collect();
+            let counts: Vec<Option<usize>> = placement.tenants.iter().map(|t| Some(t.len())).collect();
+            let chosen = shard::place(&names, &counts, request.shard).map_err(DbError::Shard)?;
+            return Ok((0..self.slots.len()).map(|index| (index == chosen).then(|| part(index))).collect());
+        }
+        match (&request.retry, &request.wave) {
+            (Some(named), _) if !named.is_empty() => {
+                let placement = self.placement().await?;
+                let parts = placement.split(named).map_err(|name| DbError::Retry(RetryError::NotQuarantined(name)))?;
+                Ok(parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, names)| {
+                        (!names.is_empty()).then(|| MutationRequest { retry: Some(names), ..part(index) })
+                    })
+                    .collect())
+            }
+            (Some(_), _) => {
+                let held = self.every(|_, store| async move { store.quarantined().await }).await?;
+                if held.iter().all(Vec::is_empty) {
+                    return Err(DbError::Retry(RetryError::NothingQuarantined));
+                }
+                Ok(held.iter().enumerate().map(|(index, rows)| (!rows.is_empty()).then(|| part(index))).collect())
+            }
+            (None, Wave::Named(named)) => {
+                let placement = self.placement().await?;
+                let parts = placement.split(named).map_err(|name| DbError::Wave(WaveError::NotATenant(name)))?;
+                Ok(parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, names)| {
+                        // The home shard runs its single schemas in every wave.
+                        (index == 0 || !names.is_empty())
+                            .then(|| MutationRequest { wave: Wave::Named(names), ..part(index) })
+                    })
+                    .collect())
+            }
+            (None, _) => Ok((0..self.slots.len()).map(|index| Some(part(index))).collect()),
+        }
+    }
+}
+
+/// Shard `name` could not be opened.
+fn unreachable_error(name: &str, error: DbError) -> DbError {
+    match error {
+        DbError::Connect(reason) | DbError::ConnectionLost(reason) => {
+            DbError::ShardUnreachable { shard: name.to_string(), reason }
+        }
+        other => DbError::ShardUnreachable { shard: name.to_string(), reason: other.to_string() },
+    }
+}
+
+#[async_trait]
+impl Database for Fleet {
+    async fn ping(&self) -> Result<(), DbError> {
+        self.every(|_, store| async move { store.ping().await }).await.map(drop)
+    }
+
+    async fn health(&self) -> Vec<(String, Result<(), DbError>)> {
+        let answers = self
+            .each(|_, store| async move {
+                tokio::time::timeout(SHARD_CHECK_TIMEOUT, store.ping()).await.unwrap_or_else(|_| {
+                    Err(DbError::Connect(format!("no answer within {} s", SHARD_CHECK_TIMEOUT.as_secs())))
+                })
+            })
+            .await;
+        for (slot, answer) in self.slots.iter().zip(&answers) {
+            crate::telemetry::shard_up(&slot.name, answer.is_ok());
+        }
+        self.slots.iter().map(|slot| format!("DB:{}", slot.name)).zip(answers).collect()
+    }
+
+    async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, DbError> {
+        let placement = self.placement().await?;
+        Ok(self.slots.iter().map(|slot| slot.name.clone()).zip(placement.tenants).collect())
+    }
+
+    async fn tenants(&self) -> Result<Vec<String>, DbError> {
+        Ok(self.placement().await?.tenants.into_iter().flatten().collect())
+    }
+
+    async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        if let VersionFilter::Id(served) = filter {
+            let Some((index, local)) = self.ids.local(served).filter(|(index, _)| *index < self.slots.len()) else {
+                return Ok(Vec::new());
+            };
+            let rows = self.store(index).await?.versions(VersionFilter::Id(local)).await?;
+            return Ok(rows.into_iter().map(|row| self.version(index, row)).collect());
+        }
+        let parts = self.every(|_, store| async move { store.versions(filter).await }).await?;
+        let mut rows: Vec<VersionRow> = parts
+            .into_iter()
+            .enumerate()
+            .flat_map(|(index, rows)| rows.into_iter().map(move |row| (index, row)))
+            .map(|(index, row)| self.version(index, row))
+            .collect();
+        rows.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+        Ok(rows)
+    }
+
+    async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (served, local_filter): (i64, fn(i64) -> MigrationFilter) = match filter {
+            MigrationFilter::Version(id) => (id, MigrationFilter::Version),
+            MigrationFilter::Id(id) => (id, MigrationFilter::Id),
+        };
+        let Some((index, local)) = self.ids.local(served).filter(|(index, _)| *index < self.slots.len()) else {
+            return Ok(Vec::new());
+        };
+        let rows = self.store(index).await?.migrations(local_filter(local)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|mut row| {
+                row.id = self.ids.served(row.id, index);
+                row
+            })
+            .collect())
+    }
+
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+        let parts = self.parts(&request).await?;
+        let runs = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
+            let part = part?;
+            let result = match self.store(index).await {
+                Ok(store) => store.mutate(part).await.map_err(|error| self.on_shard(index, error)),
+                Err(error) => Err(error),
+            };
+            Some((index, result))
+        }))
+        .await;
+        let mut outcomes = Vec::new();
+        let mut failed = Vec::new();
+        let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
+        for (index, result) in runs.into_iter().flatten() {
+            let shard = &self.slots[index].name;
+            match result {
+                Ok(outcome) => {
+                    crate::telemetry::shard_up(shard, true);
+                    if outcome.version.is_some() {
+                        let counts = outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts);
+                        crate::telemetry::shard_version(shard, Some(counts), executed);
+                    }
+                    outcomes.push((index, outcome));
+                }
+                Err(error) => {
+                    crate::telemetry::shard_up(shard, !matches!(error, DbError::ShardUnreachable { .. }));
+                    crate::telemetry::shard_version(shard, None, executed);
+                    failed.push((index, error));
+                }
+            }
+        }
+        if failed.len() == 1 && outcomes.is_empty() {
+            return Err(failed.remove(0).1);
+        }
+        if !failed.is_empty() {
+            let completed = outcomes
+                .iter()
+                .map(|(index, outcome)| {
+                    (self.slots[*index].name.clone(), outcome.version.as_ref().map(|v| self.ids.served(v.id, *index)))
+                })
+                .collect();
+            let failed = failed
+                .into_iter()
+                .map(|(index, error)| ShardFailure { shard: self.slots[index].name.clone(), error })
+                .collect();
+            return Err(DbError::Shards { failed, completed });
+        }
+        let mut merged = MutationOutcome {
+            plan: shard::merge(outcomes.iter().map(|(_, outcome)| outcome.plan.clone()).collect(), request.sources),
+            version: None,
+            quarantined: Vec::new(),
+            skipped: Vec::new(),
+            released: Vec::new(),
+            committed_counts: None,
+        };
+        let partial = outcomes.iter().any(|(_, outcome)| outcome.committed_counts.is_some());
+        let mut counts = strata_core::migrate::summary::Counts::default();
+        for (index, outcome) in outcomes {
+            counts = shard::add_counts(counts, outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts));
+            if merged.version.is_none() {
+                merged.version = outcome.version.map(|row| self.version(index, row));
+            }
+            merged.quarantined.extend(outcome.quarantined.into_iter().map(|row| self.quarantine_row(index, row)));
+            merged.skipped.extend(outcome.skipped);
+            merged.released.extend(outcome.released);
+        }
+        if partial {
+            merged.committed_counts = Some(counts);
+        }
+        Ok(merged)
+    }
+
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
+        let parts = self.parts(&request).await?;
+        let previews = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
+            let part = part?;
+            Some(match self.store(index).await {
+                Ok(store) => store.preview(part).await.map_err(|error| self.on_shard(index, error)),
+                Err(error) => Err(error),
+            })
+        }))
+        .await;
+        let previews: Vec<Preview> = previews.into_iter().flatten().collect::<Result<_, _>>()?;
+        let mut tenants = Vec::new();
+        let mut skipped = Vec::new();
+        let mut plans = Vec::new();
+        for preview in previews {
+            tenants.extend(preview.tenants);
+            skipped.extend(preview.skipped);
+            plans.push(preview.plan);
+        }
+        Ok(Preview { plan: shard::merge(plans, request.sources), tenants, skipped })
+    }
+
+    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError> {
+        Ok(self.every(|_, store| async move { store.applied().await }).await?.into_iter().flatten().collect())
+    }
+
+    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let placement = self.placement().await?;
+        // Single schemas (on no shard's tenant list) are the home shard's.
+        let mut parts: Vec<Vec<String>> = vec![Vec::new(); self.slots.len()];
+        let mut at: Vec<(usize, usize)> = Vec::with_capacity(schemas.len());
+        for schema in schemas {
+            let index = placement.shard_of(schema).unwrap_or(0);
+            at.push((index, parts[index].len()));
+            parts[index].push(schema.clone());
+        }
+        let parts = &parts;
+        let mut read = self.every(|index, store| async move { store.catalogs(&parts[index]).await }).await?;
+        Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
+    }
+
+    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
+        Ok(self.every(|_, store| async move { store.fingerprints().await }).await?.into_iter().flatten().collect())
+    }
+
+    async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
+        let parts = self.every(|_, store| async move { store.quarantined().await }).await?;
+        Ok(parts
+            .into_iter()
+            .enumerate()
+            .flat_map(|(index, rows)| rows.into_iter().map(move |row| (index, row)))
+            .map(|(index, row)| self.quarantine_row(index, row))
+            .collect())
+    }
+
+    async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
+        let placement = self.placement().await?;
+        let mut parts: Vec<Vec<QuarantineRow>> = vec![Vec::new(); self.slots.len()];
+        for row in rows {
+            parts[placement.shard_of(&row.tenant).unwrap_or(0)].push(row.clone());
+        }
+        let parts = &parts;
+        self.every(|index, store| async move {
+            match parts[index].is_empty() {
+                true => Ok(()),
+                false => store.quarantine(&parts[index]).await,
+            }
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {
+        let released = self.every(|_, store| async move { store.release_quarantined(tenants).await }).await?;
+        Ok(released.into_iter().flatten().collect())
+    }
+}

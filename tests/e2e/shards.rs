@@ -1,0 +1,223 @@
+//! A fleet on three PostgreSQL servers with default settings (`shards:`;
+//! PostgreSQL runs of the suite only): single schemas on the home shard,
+//! tenants on all three, one version over all of them; a shard stopped in
+//! the middle of a version stops nothing elsewhere, and once it is back the
+//! next version completes it — per tenant and file, executed once ⇔
+//! recorded once. Health, metrics, GraphQL and the CLI name each shard.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sqlx::PgConnection;
+
+use crate::support::{Backend, Server, Workspace, backend, strata};
+use crate::topologies::{admin, code, env, fresh_database, pg_ctl, run, scalar, text, with_database};
+
+const SHARDS: [&str; 3] = ["a", "b", "c"];
+const PER_SHARD: usize = 12;
+
+/// The tenants of shard `index`: `a0`…, `b0`…, `c0`….
+fn tenants_of(index: usize) -> Vec<String> {
+    (0..PER_SHARD).map(|i| format!("{}{i}", SHARDS[index])).collect()
+}
+
+/// The workspace's configuration with `shards:` instead of `dataSource`.
+fn sharded_config(ws: &Workspace, urls: &[String], extra: &str) -> String {
+    let mut shards = String::from("shards:\n");
+    for (name, url) in SHARDS.iter().zip(urls) {
+        shards.push_str(&format!("  - name: {name}\n    dataSource: {url}\n"));
+    }
+    let yaml = ws.config(extra).replace(&format!("dataSource: {}\n", ws.pg_url_public()), &shards);
+    assert!(yaml.contains("shards:") && !yaml.contains("dataSource: postgres://postgres@127.0.0.1:54329"), "{yaml}");
+    yaml
+}
+
+/// Per tenant of shard `index`: the table holds `once` then `again`, each
+/// file recorded once, in that shard's own books; nothing recorded twice;
+/// no lease left.
+async fn executed_once_recorded_once(conn: &mut PgConnection, index: usize, stamp: &str) {
+    for tenant in tenants_of(index) {
+        let notes: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select note from {tenant}.f order by id")))
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap_or_else(|e| panic!("{tenant}.f: {e}"));
+        assert_eq!(notes, ["once", "again"], "tenant {tenant}");
+        let sql = format!(
+            "select count(*) from svc.svc_migrations where db_schema = '{tenant}' and filename like 'tenants/{stamp}%'"
+        );
+        assert_eq!(scalar(conn, &sql).await, 2, "tenant {tenant}: recorded rows of {stamp}");
+    }
+    let twice = "select count(*) from (select 1 from svc.svc_migrations where filename not like 'scripts/%' \
+                 group by db_schema, filename having count(*) > 1) d";
+    assert_eq!(scalar(conn, twice).await, 0, "a file recorded twice in a schema on shard {}", SHARDS[index]);
+    assert_eq!(scalar(conn, "select count(*) from svc.svc_lock").await, 0, "a lease was left behind");
+}
+
+/// Starts shard c's server again, as `tests/servers.sh` started it.
+async fn start_shard_c(url: &str) {
+    let data = PathBuf::from(env("STRATA_TEST_PG_SHARD_C_DATA"));
+    let dir = data.parent().unwrap().display().to_string();
+    let port = url.rsplit_once(':').unwrap().1.split('/').next().unwrap().to_string();
+    pg_ctl(&format!(
+        "-D {} -o '-c listen_addresses=127.0.0.1 -p {port} -k {dir}' -l {dir}/log -w start",
+        data.display()
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_completes_once_back() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
+    assert_eq!(admins.len(), 3);
+    if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
+        start_shard_c(&admins[2]).await; // an earlier run failed while it was down
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_shards_{}", ws.port);
+    let urls: Vec<String> = admins.iter().map(|url| with_database(url, &database)).collect();
+    for url in &admins {
+        fresh_database(url, &database).await;
+    }
+    let yaml = sharded_config(&ws, &urls, "tenantConcurrency: 2\n");
+    let server = Server::start_in(ws, &yaml, "").await;
+    let config = server.config_path().to_path_buf();
+
+    // The first version: the single schema on the home shard only, the
+    // service's tables on every shard.
+    let first = strata(&config, &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let mut conns = Vec::new();
+    for url in &urls {
+        conns.push(admin(url).await);
+    }
+    let has_ref = "select count(*) from information_schema.tables where table_schema = 'ref' and table_name = 'roles'";
+    assert_eq!(scalar(&mut conns[0], has_ref).await, 1);
+    for conn in &mut conns[1..] {
+        assert_eq!(scalar(conn, has_ref).await, 0, "a single schema ran on another shard");
+        assert_eq!(scalar(conn, "select count(*) from svc.svc_versions").await, 0);
+    }
+    for (index, conn) in conns.iter_mut().enumerate() {
+        for tenant in tenants_of(index) {
+            run(conn, &format!("create schema {tenant}; insert into svc.svc_tenants (name) values ('{tenant}')")).await;
+        }
+    }
+
+    // Every tenant with its shard, in GraphQL; the shards with their counts.
+    let tenants = server.data("{ tenants { name shard } shards { name tenantCount } }", json!({})).await;
+    assert_eq!(
+        tenants["shards"],
+        json!([
+            { "name": "a", "tenantCount": PER_SHARD }, { "name": "b", "tenantCount": PER_SHARD },
+            { "name": "c", "tenantCount": PER_SHARD }
+        ])
+    );
+    let listed = tenants["tenants"].as_array().unwrap();
+    assert_eq!(listed.len(), 3 * PER_SHARD);
+    assert!(listed.contains(&json!({ "name": "b3", "shard": "b" })), "{tenants}");
+
+    // A version over the fleet; shard c stops (immediate: like a crash)
+    // once some of its tenants committed.
+    server.ws.write_migration(
+        "tenants/300a.sql",
+        "create table {schema}.f (id serial primary key, note text);\n\
+         insert into {schema}.f (note) values ('once');\nselect pg_sleep(0.15);\n",
+    );
+    server.ws.write_migration("tenants/300b.sql", "insert into {schema}.f (note) values ('again');\n");
+    let apply = tokio::spawn({
+        let config = config.clone();
+        async move { strata(&config, &["apply", "--version", "interrupted"]).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut on_c = admin(&urls[2]).await;
+    while scalar(&mut on_c, "select count(*) from svc.svc_migrations where filename like 'tenants/300%'").await < 4 {
+        assert!(Instant::now() < deadline, "the version did not get going on shard c");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(on_c);
+    pg_ctl(&format!("-D {} -m immediate stop", env("STRATA_TEST_PG_SHARD_C_DATA"))).await;
+    let interrupted = apply.await.unwrap();
+    let message = text(&interrupted);
+    eprintln!("the interrupted version said: {message}");
+    assert_eq!(code(&interrupted), 12, "{message}");
+    assert!(message.contains("did not finish on 1 shard(s) — shard c: "), "{message}");
+    assert!(message.contains("finished on: a (version "), "{message}");
+    assert!(!message.contains(" at line "), "an engine source line leaked: {message}");
+    for index in [0, 1] {
+        executed_once_recorded_once(&mut conns[index], index, "300").await;
+    }
+
+    // While c is down: health names it, the others are up.
+    let health = server.get("/health").await;
+    assert_eq!(health.status().as_u16(), 503);
+    let body: serde_json::Value = health.json().await.unwrap();
+    let checks = body["checks"].as_array().unwrap();
+    let status_of = |name: &str| checks.iter().find(|c| c["name"] == name).map(|c| c["status"].clone());
+    assert_eq!(status_of("DB:a"), Some(json!("UP")), "{body}");
+    assert_eq!(status_of("DB:b"), Some(json!("UP")), "{body}");
+    assert_eq!(status_of("DB:c"), Some(json!("DOWN")), "{body}");
+    assert_eq!(server.metric("svc_http_shard_up{shard=\"c\"}").await, 0.0);
+    assert_eq!(server.metric("svc_http_shard_up{shard=\"a\"}").await, 1.0);
+
+    // c is back: the next version (through the API) completes it and
+    // changes nothing on a and b.
+    start_shard_c(&admins[2]).await;
+    let done = server.create_version(json!({ "versionName": "after restart" })).await;
+    assert!(done.get("errors").is_none(), "{done}");
+    assert_eq!(done["data"]["createVersion"]["summary"]["tenants"], json!(3 * PER_SHARD), "{done}");
+    let mut on_c = admin(&urls[2]).await;
+    executed_once_recorded_once(&mut on_c, 2, "300").await;
+    for index in [0, 1] {
+        executed_once_recorded_once(&mut conns[index], index, "300").await;
+    }
+    let health = server.get("/health").await;
+    assert_eq!(health.status().as_u16(), 200);
+
+    // Versions of every shard, each id naming its shard (local × 10 + index).
+    let versions = server.data("{ versions { id name } }", json!({})).await;
+    let versions = versions["versions"].as_array().unwrap().clone();
+    let mut interrupted_parts: Vec<i64> =
+        versions.iter().filter(|v| v["name"] == "interrupted").map(|v| v["id"].as_i64().unwrap()).collect();
+    interrupted_parts.sort_by_key(|id| id % 10);
+    assert_eq!(interrupted_parts.iter().map(|id| id % 10).collect::<Vec<_>>(), [0, 1, 2], "{versions:?}");
+    assert!(message.contains(&format!("in version {}", interrupted_parts[2])), "{message}");
+    let third = interrupted_parts[2];
+    let read = server
+        .data("query($id: Int!) { version(id: $id) { name dbMigrations { schema } } }", json!({ "id": third }))
+        .await;
+    assert_eq!(read["version"]["name"], "interrupted");
+    assert!(
+        read["version"]["dbMigrations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["schema"].as_str().unwrap().starts_with('c')),
+        "{read}"
+    );
+
+    // A new tenant goes to the shard named, or to the one with the fewest.
+    let named = strata(&config, &["apply", "--version", "new b", "--tenant", "nb", "--shard", "b"]).await;
+    assert_eq!(code(&named), 0, "{}", text(&named));
+    assert_eq!(scalar(&mut conns[1], "select count(*) from svc.svc_tenants where name = 'nb'").await, 1);
+    let placed = server.create_tenant(json!({ "tenantName": "nx", "versionName": "new x" })).await;
+    assert!(placed.get("errors").is_none(), "{placed}");
+    assert_eq!(
+        scalar(&mut conns[0], "select count(*) from svc.svc_tenants where name = 'nx'").await,
+        1,
+        "fewest: a (first of equals)"
+    );
+    let twice = strata(&config, &["apply", "--version", "dup", "--tenant", "nb", "--shard", "c"]).await;
+    assert_eq!(code(&twice), 1, "{}", text(&twice));
+    assert!(text(&twice).contains("tenant \"nb\" already exists"), "{}", text(&twice));
+    let unknown = strata(&config, &["apply", "--version", "x", "--tenant", "ny", "--shard", "z"]).await;
+    assert_eq!(code(&unknown), 2, "{}", text(&unknown));
+    assert!(text(&unknown).contains("no shard is named \"z\""), "{}", text(&unknown));
+
+    // Secrets stay hidden in the served configuration.
+    let served = server.get("/v2/config").await.text().await.unwrap();
+    assert!(served.contains("name: c"), "{served}");
+}
