@@ -32,6 +32,8 @@ PG_STANDBY_PORT=$((PG_PORT + 22))
 PG_SHARD_B_PORT=$((PG_PORT + 31))
 PG_SHARD_C_PORT=$((PG_PORT + 32))
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
+# A second MariaDB server: the second shard of a MariaDB fleet.
+MY_SHARD_PORT=$((MY_PORT + 10))
 # A 3-node MariaDB Galera cluster: client ports, then group communication,
 # incremental and snapshot transfer ports, per node.
 GALERA_PORT=$((MY_PORT + 1))
@@ -101,20 +103,21 @@ start_replicated_pair() {
     su postgres -c "$bin/pg_ctl -D $DIR/pg-standby/data -o '-c listen_addresses=127.0.0.1 -p $PG_STANDBY_PORT -k $DIR/pg-standby' -l $DIR/pg-standby/log -w start" >/dev/null
 }
 
-start_mariadb() {
-    mkdir -p "$DIR/my"
-    if [ ! -d "$DIR/my/data/mysql" ]; then
-        mariadb-install-db --user=root --datadir="$DIR/my/data" --auth-root-authentication-method=normal >/dev/null
+start_mariadb() { # directory port
+    local d="$DIR/$1"
+    mkdir -p "$d"
+    if [ ! -d "$d/data/mysql" ]; then
+        mariadb-install-db --user=root --datadir="$d/data" --auth-root-authentication-method=normal >/dev/null
     fi
-    mariadbd --user=root --datadir="$DIR/my/data" --bind-address=127.0.0.1 --port="$MY_PORT" \
-        --socket="$DIR/my/sock" --pid-file="$DIR/my/pid" --max-connections=300 \
-        --innodb-flush-log-at-trx-commit=0 >"$DIR/my/log" 2>&1 &
+    mariadbd --user=root --datadir="$d/data" --bind-address=127.0.0.1 --port="$2" \
+        --socket="$d/sock" --pid-file="$d/pid" --max-connections=300 \
+        --innodb-flush-log-at-trx-commit=0 >"$d/log" 2>&1 &
     for _ in $(seq 1 100); do
-        mariadb-admin --socket="$DIR/my/sock" -uroot ping >/dev/null 2>&1 && return 0
+        mariadb-admin --socket="$d/sock" -uroot ping >/dev/null 2>&1 && return 0
         sleep 0.2
     done
     echo "MariaDB did not start:" >&2
-    cat "$DIR/my/log" >&2
+    cat "$d/log" >&2
     return 1
 }
 
@@ -201,7 +204,8 @@ start)
     start_pgbouncer session "$PGB_SESSION_PORT"
     start_pgbouncer transaction "$PGB_SMALL_PORT" small "$(printf 'default_pool_size = 2\nquery_wait_timeout = 2')"
     start_replicated_pair
-    start_mariadb
+    start_mariadb my "$MY_PORT"
+    start_mariadb my-shard "$MY_SHARD_PORT"
     start_galera
     start_emulators
     cat >"$DIR/env" <<ENV
@@ -218,6 +222,7 @@ export STRATA_TEST_PG_BIN=$(pg_bin)
 export STRATA_TEST_PG_STANDBY_DATA=$DIR/pg-standby/data
 export STRATA_TEST_PG_PRIMARY_DATA=$DIR/pg-primary/data
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
+export STRATA_TEST_MYSQL_SHARD_URL=mysql://root@127.0.0.1:$MY_SHARD_PORT/mysql
 export STRATA_TEST_GALERA_URLS=mysql://root@127.0.0.1:$GALERA_PORT/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 1))/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 2))/mysql
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
@@ -234,7 +239,7 @@ stop)
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi
     done
-    for pid in "$DIR/my/pid" "$DIR"/galera/n*/pid; do
+    for pid in "$DIR/my/pid" "$DIR/my-shard/pid" "$DIR"/galera/n*/pid; do
         [ -f "$pid" ] || continue
         kill "$(cat "$pid")" 2>/dev/null || true
         for _ in $(seq 1 50); do [ -f "$pid" ] || break; sleep 0.1; done

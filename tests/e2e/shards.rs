@@ -221,3 +221,81 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let served = server.get("/v2/config").await.text().await.unwrap();
     assert!(served.contains("name: c"), "{served}");
 }
+
+/// Names of the databases on a MariaDB server that are not the server's own.
+async fn user_databases(conn: &mut sqlx::MySqlConnection) -> Vec<String> {
+    sqlx::query_scalar(
+        "select cast(schema_name as char) from information_schema.schemata \
+         where schema_name not in ('mysql', 'information_schema', 'performance_schema', 'sys') order by 1",
+    )
+    .fetch_all(conn)
+    .await
+    .unwrap()
+}
+
+/// Tenants of a MariaDB server that recorded `file` in its own books.
+async fn recorded_on(conn: &mut sqlx::MySqlConnection, file: &str) -> Vec<String> {
+    sqlx::query_scalar("select cast(db_schema as char) from svc.svc_migrations where filename = ? order by 1")
+        .bind(file)
+        .fetch_all(conn)
+        .await
+        .unwrap()
+}
+
+/// A MariaDB fleet on two servers: new tenants placed on the shard with
+/// the fewest, a canary naming a tenant of each shard, then the rest; each
+/// server records exactly what ran in its own databases.
+#[tokio::test]
+async fn a_mariadb_fleet_on_two_servers() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    use sqlx::Connection;
+    let main = crate::support::server_url("STRATA_TEST_MYSQL_URL");
+    let second = env("STRATA_TEST_MYSQL_SHARD_URL");
+    let mut on_b = sqlx::MySqlConnection::connect(&second).await.unwrap();
+    for name in user_databases(&mut on_b).await {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("drop database `{name}`"))).execute(&mut on_b).await.unwrap();
+    }
+    let ws = Workspace::new("basic");
+    let shards = format!("shards:\n  - name: a\n    dataSource: {main}\n  - name: b\n    dataSource: {second}\n");
+    let yaml = ws.config("").replace(&format!("dataSource: {main}\n"), &shards);
+    assert!(yaml.contains("name: b"), "{yaml}");
+    let server = Server::start_in(ws, &yaml, "").await;
+    let config = server.config_path().to_path_buf();
+    let singles = server.create_version(json!({ "versionName": "singles" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for i in 1..=6 {
+        let created =
+            server.create_tenant(json!({ "tenantName": format!("t{i}"), "versionName": format!("t{i}") })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let mut on_a = sqlx::MySqlConnection::connect(&main).await.unwrap();
+    let tenants_of = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(recorded_on(&mut on_a, "tenants/001.sql").await, tenants_of(&["t1", "t3", "t5"]));
+    assert_eq!(recorded_on(&mut on_b, "tenants/001.sql").await, tenants_of(&["t2", "t4", "t6"]));
+    assert_eq!(recorded_on(&mut on_b, "config/002.sql").await, Vec::<String>::new(), "single schemas: home shard only");
+    assert!(!user_databases(&mut on_b).await.contains(&"config".to_string()));
+
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+    let canary = strata(&config, &["apply", "--version", "canary", "--tenants", "t2,t3"]).await;
+    assert_eq!(code(&canary), 0, "{}", text(&canary));
+    assert_eq!(recorded_on(&mut on_a, "tenants/006.sql").await, tenants_of(&["t3"]));
+    assert_eq!(recorded_on(&mut on_b, "tenants/006.sql").await, tenants_of(&["t2"]));
+    let rest = strata(&config, &["apply", "--version", "rest"]).await;
+    assert_eq!(code(&rest), 0, "{}", text(&rest));
+    assert_eq!(recorded_on(&mut on_a, "tenants/006.sql").await, tenants_of(&["t1", "t3", "t5"]));
+    assert_eq!(recorded_on(&mut on_b, "tenants/006.sql").await, tenants_of(&["t2", "t4", "t6"]));
+    for conn in [&mut on_a, &mut on_b] {
+        let twice: i64 = sqlx::query_scalar(
+            "select count(*) from (select 1 from svc.svc_migrations where filename not like 'scripts/%' \
+             group by db_schema, filename having count(*) > 1) d",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+        assert_eq!(twice, 0);
+    }
+    let status = strata(&config, &["status"]).await;
+    assert_eq!(code(&status), 0, "{}", text(&status));
+}
