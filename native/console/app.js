@@ -164,7 +164,7 @@ const STATE = {
 };
 
 async function fleet() {
-  const data = await gql("{ fleet { files tenants { name states } } quarantine { tenant cause } }");
+  const data = await gql("{ fleet { files tenants { name shard states } } quarantine { tenant cause } }");
   const { files, tenants } = data.fleet;
   const held = new Map(data.quarantine.map((q) => [q.tenant, q.cause]));
   const columns = `minmax(140px, 220px) repeat(${Math.max(files.length, 1)}, minmax(36px, 1fr))`;
@@ -185,7 +185,8 @@ async function fleet() {
       const cause = held.get(tenant.name);
       const row = el("div", { class: cause ? "matrix-row quarantined" : "matrix-row", role: "row", "data-tenant": tenant.name },
         el("span", { role: "rowheader", title: cause ? `quarantined (${cause}): later versions skip it` : tenant.name },
-          tenant.name, cause ? el("span", { class: "badge" }, " quarantined") : null),
+          tenant.name, tenant.shard ? el("span", { class: "shard muted" }, ` @${tenant.shard}`) : null,
+          cause ? el("span", { class: "badge" }, " quarantined") : null),
         tenant.states.map((state, j) => {
           const [css, symbol, words] = STATE[state];
           return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
@@ -199,10 +200,25 @@ async function fleet() {
   };
   const pending = tenants.filter((t) => t.states.includes("Pending")).length;
   const drifted = tenants.filter((t) => t.states.includes("Drifted")).length;
-  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}.`);
-  const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name", autocomplete: "off", oninput: () => {
+  // A sharded fleet: tenants per shard, behind per shard.
+  const perShard = new Map();
+  for (const t of tenants) {
+    if (!t.shard) continue;
+    const entry = perShard.get(t.shard) ?? { tenants: 0, behind: 0 };
+    entry.tenants += 1;
+    if (t.states.includes("Pending")) entry.behind += 1;
+    perShard.set(t.shard, entry);
+  }
+  const shardNote = perShard.size
+    ? `; shards: ${[...perShard].map(([name, e]) => `${name} ${e.tenants} (${e.behind} behind)`).join(", ")}`
+    : "";
+  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}${shardNote}.`);
+  const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name, or @shard", autocomplete: "off", oninput: () => {
+    // "@b" lists the tenants of shard b; anything else matches names.
     const term = search.value.trim().toLowerCase();
-    shown = term ? tenants.filter((t) => t.name.toLowerCase().includes(term)) : tenants;
+    shown = !term ? tenants
+      : term.startsWith("@") ? tenants.filter((t) => (t.shard ?? "").toLowerCase() === term.slice(1))
+      : tenants.filter((t) => t.name.toLowerCase().includes(term));
     body.scrollTop = 0;
     summary();
     render();
@@ -401,6 +417,55 @@ function tenantPanel() {
     form, out);
 }
 
+// ---- Rollouts --------------------------------------------------------------
+
+// Rollouts as the service stores and drives them: each wave's state, the
+// operations that apply (behind confirmation), the events (who did what).
+// The page reads them again every 2 s while it is shown.
+let rolloutTimer;
+
+const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore waves { wave state } events { at action wave requestId detail }";
+
+function rolloutCard(r, expanded) {
+  const operations = { AWAITING_APPROVAL: ["Approve", "Pause"], RUNNING: ["Pause"], SOAKING: ["Pause"], PAUSED: ["Resume"], STOPPED: ["Resume"] }[r.status] ?? [];
+  const operate = (name) => confirmDialog({
+    text: `${name} rollout ${r.id} (${r.versionName})?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}`,
+    ok: name,
+    run: async () => {
+      await gql(`mutation($id: Int!) { ${name.toLowerCase()}Rollout(id: $id) { id status } }`, { id: r.id });
+      say(`Rollout ${r.id}: ${name.toLowerCase()}d.`);
+      await rollouts();
+    },
+  });
+  const last = r.events.at(-1);
+  return el("section", { class: "panel rollout", "data-rollout": String(r.id), "aria-labelledby": `rollout-${r.id}` },
+    el("h2", { id: `rollout-${r.id}` }, `Rollout ${r.id}: ${r.versionName} `, el("span", { class: `badge ${r.status === "STOPPED" ? "down" : r.status === "COMPLETED" ? "up" : ""}`, "data-status": r.status }, r.status)),
+    el("ol", { class: "waves" }, r.waves.map((w) => el("li", { class: `wave ${w.state.toLowerCase()}` }, el("span", { class: "mono" }, w.wave), ` — ${w.state.toLowerCase()}`))),
+    r.notBefore ? el("p", { class: "muted" }, `The next wave runs after ${r.notBefore}.`) : null,
+    last ? el("p", { class: last.action === "wave-failed" ? "error" : "muted" }, `Last: ${last.action}${last.wave ? ` (wave ${last.wave})` : ""} by ${last.requestId} at ${last.at}${last.detail ? `: ${last.detail}` : ""}`) : null,
+    el("div", { class: "buttons" }, operations.map((name) => el("button", { type: "button", "aria-label": `${name} rollout ${r.id}`, onclick: () => operate(name) }, name))),
+    el("details", expanded ? { open: "" } : {}, el("summary", {}, `${r.events.length} event(s)`),
+      table([["At"], ["Action"], ["Wave"], ["By"], ["Detail"]], r.events.map((e) =>
+        el("tr", {}, el("td", {}, e.at), el("td", {}, e.action), el("td", { class: "num" }, e.wave ?? ""), el("td", { class: "mono" }, e.requestId), el("td", {}, e.detail))))));
+}
+
+async function rollouts() {
+  clearTimeout(rolloutTimer);
+  const data = await gql(`{ rollouts { ${ROLLOUT_FIELDS} } }`);
+  const list = [...data.rollouts].reverse();
+  // A refresh keeps the event lists a person opened.
+  const expanded = new Set([...document.querySelectorAll(".rollout details[open]")].map((d) => d.closest(".rollout").dataset.rollout));
+  show(
+    "Rollouts",
+    el("p", { class: "muted" }, "Waves of a version run by the service, with gates between them. Start one with ", el("span", { class: "mono" }, "strata rollout start"), " or the API's startRollout."),
+    ...(list.length === 0 ? [el("p", { class: "muted", id: "rollouts-empty" }, "No rollout yet.")] : list.map((r) => rolloutCard(r, expanded.has(String(r.id))))),
+  );
+  // Live while shown (and no dialog is open).
+  rolloutTimer = setTimeout(() => {
+    if (location.hash.startsWith("#/rollouts") && !document.getElementById("confirm").open) rollouts().catch(() => {});
+  }, 2000);
+}
+
 // ---- Routing ---------------------------------------------------------------
 
 async function route() {
@@ -416,6 +481,7 @@ async function route() {
     else if (page === "versions") await versions();
     else if (page === "sources") await sources(new URLSearchParams(query));
     else if (page === "fleet") await fleet();
+    else if (page === "rollouts") await rollouts();
     else await overview();
   } catch (error) {
     show("Error", failure(error));

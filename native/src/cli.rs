@@ -7,6 +7,7 @@
 mod commands;
 mod progress;
 mod results;
+mod rollout;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -143,6 +144,10 @@ enum Command {
     /// Tenants put aside after failures a version absorbed (failureBudget):
     /// list them, retry them, or release them.
     Quarantine(QuarantineArgs),
+    /// Roll a version out in waves run by the service (a canary, a share,
+    /// the rest) with gates between them: start, approve, pause, resume,
+    /// list; `drive` runs the waves due now in this process.
+    Rollout(RolloutArgs),
     /// Lint the files `apply` would run (with --all: every source file, no
     /// database needed) for statements that lock or rewrite live tables,
     /// break the running application or lose data.
@@ -188,6 +193,55 @@ enum QuarantineAction {
         #[arg(required = true)]
         tenants: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+struct RolloutArgs {
+    #[command(subcommand)]
+    action: Option<RolloutAction>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum RolloutAction {
+    /// Every rollout with its waves and last event (the default).
+    List,
+    /// Store a new rollout; the service (or `strata rollout drive`) runs it.
+    Start {
+        /// The name each wave's version starts with.
+        #[arg(long = "version", value_name = "NAME")]
+        version_name: String,
+        /// A wave, in order: `t1,t2` (tenants), `10%` (a stable share) or
+        /// `rest`, then optionally `:approve` or `:soak=SECONDS` (what
+        /// happens before the next wave). Repeat for each wave.
+        #[arg(long = "wave", value_name = "WAVE", required = true)]
+        waves: Vec<String>,
+        /// Tenants each wave may fail in and go on (N or N%; default:
+        /// failureBudget of the configuration).
+        #[arg(long, value_name = "N|N%")]
+        failure_budget: Option<String>,
+    },
+    /// Let a rollout awaiting approval run its next wave.
+    Approve {
+        /// The rollout.
+        id: i64,
+    },
+    /// Stop a rollout before its next wave.
+    Pause {
+        /// The rollout.
+        id: i64,
+    },
+    /// Go on with a paused rollout, or run a stopped rollout's failed wave
+    /// again.
+    Resume {
+        /// The rollout.
+        id: i64,
+    },
+    /// Run here every wave due now, until each rollout waits for a gate or
+    /// is over (no server needed; a server drives rollouts on its own).
+    Drive,
 }
 
 #[derive(Debug, Args)]

@@ -45,6 +45,9 @@ pub(crate) enum AppError {
         /// The schemas changed since their last unit.
         changed: Vec<String>,
     },
+    /// What the request names does not exist (a rollout id).
+    #[error("{0} does not exist")]
+    NotFound(String),
     /// A bug or an unexpected runtime failure.
     #[error("internal error: {0}")]
     Internal(String),
@@ -80,6 +83,7 @@ impl AppError {
             AppError::Database(DbError::Shard(_)) => "UNKNOWN_SHARD",
             AppError::Database(DbError::Shards { .. }) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
+            AppError::NotFound(_) => "NOT_FOUND",
             AppError::Internal(_) => "INTERNAL",
         }
     }
@@ -97,6 +101,7 @@ impl AppError {
         match self {
             AppError::BadRequest(_) | AppError::InvalidInput(_) => StatusCode::BAD_REQUEST,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            AppError::NotFound(_) => StatusCode::NOT_FOUND,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -54,6 +54,7 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
     let loader =
         crate::loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
+    spawn_rollout_driver(Arc::clone(&service), config.lock_lease_seconds);
     let schema = crate::graphql::build_schema(Arc::clone(&service));
     let state =
         Arc::new(AppState { service, schema, metrics, contents_slots: crate::graphql::limits::contents_slots() });
@@ -88,6 +89,34 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
     }
     tracing::info!("strata stopped");
     Ok(())
+}
+
+/// How often the rollout driver looks for a wave to run.
+const ROLLOUT_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Drives stored rollouts in the background: each tick, every wave that
+/// may run now runs (as this replica, `strata-<pid>-<random>`). A wave's
+/// claim lasts twice `lockLeaseSeconds`: a replica that dies mid-wave holds
+/// it that long at most, then another (or this one, restarted) runs it
+/// again — harmless, a version applies only what is pending.
+fn spawn_rollout_driver(service: Arc<Service>, lock_lease_seconds: u64) {
+    let runner = format!("strata-{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let claim_seconds = i64::try_from(lock_lease_seconds.saturating_mul(2)).unwrap_or(i64::MAX);
+    tokio::spawn(async move {
+        let mut last_error = String::new();
+        loop {
+            match service.drive_rollouts(&runner, claim_seconds).await {
+                // Said once, not every second while the database is away.
+                Err(error) if error.to_string() != last_error => {
+                    last_error = error.to_string();
+                    tracing::warn!(%error, "rollouts could not be driven; trying again every second");
+                }
+                Err(_) => {}
+                Ok(_) => last_error.clear(),
+            }
+            tokio::time::sleep(ROLLOUT_TICK).await;
+        }
+    });
 }
 
 /// Resolves on SIGTERM or SIGINT; in-flight requests (and the mutations

@@ -23,6 +23,9 @@ use crate::loader::Loader;
 use crate::telemetry;
 use crate::webhook::Webhook;
 
+mod rollouts;
+pub(crate) use rollouts::Operation;
+
 /// The id of the request an operation serves (`X-Request-ID`, set by the
 /// HTTP layer), stored with the version it creates.
 #[derive(Debug, Clone)]

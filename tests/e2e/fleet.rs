@@ -291,7 +291,7 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
 }
 
 /// A statement that takes a while in each tenant, so a kill lands mid-version.
-fn pause() -> &'static str {
+pub(crate) fn pause() -> &'static str {
     match backend() {
         Backend::Sqlite => {
             "with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) select count(*) from c;\n"

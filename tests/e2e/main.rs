@@ -14,6 +14,7 @@ mod mutations;
 mod operations;
 mod quarantine;
 mod queries;
+mod rollouts;
 mod shards;
 mod storage;
 mod support;

@@ -31,6 +31,8 @@
 //!   the tenants it runs in given those put aside by earlier versions.
 //! - [`wave`]: a version over part of the fleet — named tenants or a
 //!   stable share of them.
+//! - [`rollout`]: a version rolled out in ordered waves with gates (go, soak,
+//!   approval) between them — the state machine the service stores and drives.
 //! - [`shard`]: a fleet on several database servers — the `shards:` list,
 //!   where a new tenant goes, ids that name their shard, one plan of many.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
@@ -54,6 +56,7 @@ pub mod plan;
 pub mod quarantine;
 pub mod redact;
 pub mod report;
+pub mod rollout;
 pub mod shard;
 pub mod source;
 pub mod statements;

@@ -16,7 +16,7 @@ use super::progress::Progress;
 use super::results::CreateResults;
 use super::{
     ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, QuarantineAction, QuarantineArgs,
-    StatusArgs,
+    RolloutAction, StatusArgs,
 };
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
@@ -65,6 +65,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
     let access = match &command {
         Command::Apply(_) => Access::ReadWrite,
         Command::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => Access::ReadWrite,
+        Command::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
@@ -79,6 +80,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Drift(args) => drift(&service, args).await,
             Command::Lint(args) => lint_pending(&service, args).await,
             Command::Quarantine(args) => quarantine(&service, args).await,
+            Command::Rollout(args) => super::rollout::rollout(&service, args).await,
             Command::Serve | Command::Config(_) => unreachable!("handled before"),
         };
         service.settle().await;
@@ -102,12 +104,12 @@ async fn open(shown: &str, config: Config, access: Access) -> Result<Arc<Service
 }
 
 /// The exit status of a failed operation, after its one-line message.
-fn failure(error: &AppError) -> Exit {
+pub(super) fn failure(error: &AppError) -> Exit {
     eprintln!("strata: {error}");
     Exit::from(error)
 }
 
-fn print_json(value: &impl serde::Serialize) {
+pub(super) fn print_json(value: &impl serde::Serialize) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
     let _ = writeln!(out);

@@ -12,7 +12,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
 use super::error::{Cause, DbError};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -181,6 +181,25 @@ pub(crate) trait Engine: Send + Sync {
     /// Releases tenants from quarantine, outside any transaction.
     async fn release_quarantined(&self, _conn: &mut Self::Conn, _tenants: &[String]) -> Result<(), DbError> {
         Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    }
+    /// Stores a new rollout document; returns its id.
+    async fn insert_rollout(&self, _conn: &mut Self::Conn, _doc: &str, _updated: &str) -> Result<i64, DbError> {
+        Err(DbError::NotSupported("rollouts on this engine"))
+    }
+    /// Every rollout, oldest first (none before the table exists).
+    async fn rollouts(&self, _conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Replaces rollout `row.id`'s document with `doc` if its revision is
+    /// still `row.revision`; false when someone changed it meanwhile.
+    async fn update_rollout(
+        &self,
+        _conn: &mut Self::Conn,
+        _row: &RolloutRow,
+        _doc: &str,
+        _updated: &str,
+    ) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("rollouts on this engine"))
     }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}

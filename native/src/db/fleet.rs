@@ -39,8 +39,8 @@ use strata_core::migrate::wave::{Wave, WaveError};
 use super::error::{DbError, ShardFailure};
 use super::store::Database;
 use super::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionFilter,
-    VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
+    VersionFilter, VersionRow,
 };
 
 /// How long `/health` waits for each shard (a stopped server is retried
@@ -452,6 +452,19 @@ impl Database for Fleet {
         })
         .await
         .map(drop)
+    }
+
+    // Rollouts are the fleet's, kept on the home shard.
+    async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError> {
+        self.store(0).await?.rollouts().await
+    }
+
+    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError> {
+        self.store(0).await?.insert_rollout(doc, updated).await
+    }
+
+    async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
+        self.store(0).await?.update_rollout(row, doc, updated).await
     }
 
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {

@@ -40,7 +40,8 @@ pub(crate) use error::DbError;
 use executor::Settings;
 pub(crate) use store::{Database, Store};
 pub(crate) use types::{
-    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, VersionFilter, VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RolloutRow,
+    VersionFilter, VersionRow,
 };
 
 /// How long a driver waits for a database connection before it reports the

@@ -27,7 +27,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The MySQL/MariaDB engine.
@@ -387,6 +387,37 @@ impl Engine for MysqlEngine {
         }
         let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
         rows.iter().map(rows::quarantine::<_, i32>).collect()
+    }
+
+    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
+        let done = sqlx::query(sql::INSERT_ROLLOUT).bind(doc).bind(updated).execute(&mut **conn).await?;
+        i64::try_from(done.last_insert_id()).map_err(|_| DbError::UnexpectedAnswer("rollout id out of range".into()))
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::ROLLOUTS_INSTALLED).fetch_one(&mut **conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sql::SELECT_ROLLOUTS).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::rollout::<_, i32>).collect()
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        let done = sqlx::query(sql::UPDATE_ROLLOUT)
+            .bind(doc)
+            .bind(updated)
+            .bind(row.id)
+            .bind(row.revision)
+            .execute(&mut **conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {

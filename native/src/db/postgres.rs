@@ -29,7 +29,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The PostgreSQL engine.
@@ -320,6 +320,42 @@ impl Engine for PostgresEngine {
         }
         let rows = sqlx::raw_sql(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
         rows.iter().map(rows::quarantine::<_, i32>).collect()
+    }
+
+    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let id: i32 = bound(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *tx).await?.try_get(0)?;
+        tx.commit().await?;
+        Ok(id.into())
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        let installed: bool = sqlx::raw_sql(sql::ROLLOUTS_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
+        if !installed {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::raw_sql(sql::SELECT_ROLLOUTS).fetch_all(&mut **conn).await?;
+        rows.iter().map(rows::rollout::<_, i32>).collect()
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let done = bound(sql::UPDATE_ROLLOUT)
+            .bind(doc)
+            .bind(updated)
+            .bind(int(row.id)?)
+            .bind(int(row.revision)?)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {

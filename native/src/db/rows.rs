@@ -7,7 +7,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::plan::AppliedMigration;
 
-use super::types::QuarantineRow;
+use super::types::{QuarantineRow, RolloutRow};
 use super::{DbError, MigrationRow, VersionRow};
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
@@ -110,4 +110,15 @@ where
         quarantined: get(row, 8)?,
         failures: get::<R, I>(row, 9)?.into(),
     })
+}
+
+/// `id, doc, revision`.
+pub(crate) fn rollout<R, I>(row: &R) -> Result<RolloutRow, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    I: Into<i64> + for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(RolloutRow { id: get::<R, I>(row, 0)?.into(), doc: get(row, 1)?, revision: get::<R, I>(row, 2)?.into() })
 }

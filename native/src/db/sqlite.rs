@@ -38,7 +38,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
 use super::rows;
-use super::types::{Access, MigrationFilter, MigrationRow, QuarantineRow, VersionFilter, VersionRow};
+use super::types::{Access, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -332,6 +332,36 @@ impl Engine for SqliteEngine {
         }
         let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut *conn.conn).await?;
         rows.iter().map(rows::quarantine::<_, i64>).collect()
+    }
+
+    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
+        Ok(sqlx::query_scalar(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *conn.conn).await?)
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        let installed: i64 = sqlx::query_scalar(sql::ROLLOUTS_INSTALLED).fetch_one(&mut *conn.conn).await?;
+        if installed == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sql::SELECT_ROLLOUTS).fetch_all(&mut *conn.conn).await?;
+        rows.iter().map(rows::rollout::<_, i64>).collect()
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        let done = sqlx::query(sql::UPDATE_ROLLOUT)
+            .bind(doc)
+            .bind(updated)
+            .bind(row.id)
+            .bind(row.revision)
+            .execute(&mut *conn.conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {

@@ -19,8 +19,8 @@ use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
 use super::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionFilter,
-    VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
+    VersionFilter, VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -65,6 +65,13 @@ pub(crate) trait Database: Send + Sync {
     /// Releases quarantined tenants (names not quarantined are ignored);
     /// returns those released.
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError>;
+    /// Every stored rollout, oldest first.
+    async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError>;
+    /// Stores a new rollout; returns its id.
+    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError>;
+    /// Replaces a rollout's document unless it changed since `row` was read
+    /// (false then: read it again).
+    async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
 }
 
 /// The one implementation of [`Database`]: an engine and how versions run.
@@ -193,6 +200,30 @@ impl<E: Engine> Database for Store<E> {
             self.engine.release_quarantined(&mut conn, &released).await?;
         }
         Ok(released)
+    }
+
+    async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Vec::new());
+        }
+        self.engine.rollouts(&mut conn).await
+    }
+
+    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.insert_rollout(&mut conn, doc, updated).await
+    }
+
+    async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.update_rollout(&mut conn, row, doc, updated).await
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

@@ -134,6 +134,18 @@ pub(crate) struct MutationOutcome {
     pub(crate) committed_counts: Option<strata_core::migrate::summary::Counts>,
 }
 
+/// A stored rollout: core's `rollout::Rollout` as JSON, with the revision
+/// an update must find to replace it.
+#[derive(Debug, Clone)]
+pub(crate) struct RolloutRow {
+    /// Its id.
+    pub(crate) id: i64,
+    /// The document.
+    pub(crate) doc: String,
+    /// Bumped by every update.
+    pub(crate) revision: i64,
+}
+
 /// Which versions a read selects.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum VersionFilter<'a> {

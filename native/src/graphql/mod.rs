@@ -11,11 +11,11 @@ use strata_core::migrate::wave::Wave;
 
 use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
-use crate::service::{CreateRequest, RequestId, Service};
+use crate::service::{CreateRequest, Operation, RequestId, Service};
 use types::{
     ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, QuarantinedTenantDto,
-    RetryInput, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto, TenantInput,
-    VersionDto, VersionInput,
+    RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
+    TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -117,6 +117,15 @@ impl Query {
             .collect())
     }
 
+    /// Rollouts, oldest first: each wave with its state, the events (who
+    /// started, approved, paused, resumed; what each wave did). Added to the
+    /// spec's schema.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn rollouts(&self, ctx: &Context<'_>) -> Result<Vec<RolloutDto>> {
+        let rollouts = service(ctx)?.rollouts().await.map_err(graphql_error)?;
+        Ok(rollouts.into_iter().map(|(id, rollout)| RolloutDto::new(id, rollout)).collect())
+    }
+
     /// The database servers of a sharded fleet (`shards:`), in order, with
     /// their tenant counts; empty on one server. Added to the spec's schema.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
@@ -202,6 +211,12 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
     }
 }
 
+async fn operate(ctx: &Context<'_>, id: i32, operation: Operation) -> Result<RolloutDto> {
+    let rollout =
+        service(ctx)?.operate_rollout(i64::from(id), operation, &request_id(ctx)).await.map_err(graphql_error)?;
+    Ok(RolloutDto::new(i64::from(id), rollout))
+}
+
 /// Mutations.
 pub(crate) struct Mutation;
 
@@ -274,6 +289,42 @@ impl Mutation {
             shard: None,
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
+    }
+
+    /// Starts a rollout of a version over the fleet in waves, run by the
+    /// service one after another: each `t1,t2` (tenants), `10%` (a stable
+    /// share) or `rest`, optionally followed by `:approve` (the next wave
+    /// waits for `approveRollout`) or `:soak=SECONDS`. Each wave is a
+    /// version named after the rollout; a wave that fails beyond
+    /// `failureBudget` stops the rollout. Added to the spec's schema.
+    async fn start_rollout(
+        &self,
+        ctx: &Context<'_>,
+        version_name: String,
+        waves: Vec<String>,
+        failure_budget: Option<String>,
+    ) -> Result<RolloutDto> {
+        let (id, rollout) = service(ctx)?
+            .start_rollout(&version_name, &waves, failure_budget, &request_id(ctx))
+            .await
+            .map_err(graphql_error)?;
+        Ok(RolloutDto::new(id, rollout))
+    }
+
+    /// Lets a rollout awaiting approval run its next wave. Added.
+    async fn approve_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
+        operate(ctx, id, Operation::Approve).await
+    }
+
+    /// Stops a rollout before its next wave (a wave running finishes). Added.
+    async fn pause_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
+        operate(ctx, id, Operation::Pause).await
+    }
+
+    /// Goes on with a paused rollout, or runs a stopped rollout's failed
+    /// wave again. Added.
+    async fn resume_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
+        operate(ctx, id, Operation::Resume).await
     }
 
     /// Lets quarantined tenants go without running anything: the next

@@ -729,3 +729,102 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
         }
     }
 }
+
+/// A rollout (`Rollout`, added): a version rolled out in waves, stored and
+/// driven by the service.
+#[derive(SimpleObject)]
+#[graphql(name = "Rollout")]
+pub(crate) struct RolloutDto {
+    id: i32,
+    /// The name each wave's version starts with.
+    version_name: String,
+    /// `RUNNING`, `SOAKING`, `AWAITING_APPROVAL`, `PAUSED`, `COMPLETED` or
+    /// `STOPPED`.
+    status: String,
+    /// Waves completed.
+    completed_waves: i32,
+    /// The waves, in order.
+    waves: Vec<RolloutWaveDto>,
+    /// `SOAKING`: when the next wave may run, RFC 3339.
+    not_before: Option<String>,
+    /// The failure budget of each wave (null: the configuration's).
+    failure_budget: Option<String>,
+    /// What happened, oldest first: who started, approved, paused, resumed
+    /// it, and what each wave did.
+    events: Vec<RolloutEventDto>,
+}
+
+/// One wave of a rollout (`RolloutWave`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "RolloutWave")]
+pub(crate) struct RolloutWaveDto {
+    /// As written: `t1,t2`, `10%` or `rest`, then `:approve` or
+    /// `:soak=SECONDS` when a gate follows.
+    wave: String,
+    /// `DONE`, `RUNNING`, `NEXT` (held by a gate, a pause or a failure) or
+    /// `PENDING`.
+    state: String,
+}
+
+/// Something that happened to a rollout (`RolloutEvent`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "RolloutEvent")]
+pub(crate) struct RolloutEventDto {
+    /// When, RFC 3339.
+    at: String,
+    /// `started`, `wave-started`, `wave-completed`, `wave-failed`,
+    /// `approved`, `paused`, `resumed`, `completed`.
+    action: String,
+    /// The wave it concerns (from 1), if any.
+    wave: Option<i32>,
+    /// The request that did it (a wave: the replica that ran it).
+    request_id: String,
+    /// What it did (a wave: its version and counts, or its error).
+    detail: String,
+}
+
+fn unix_rfc3339(seconds: i64) -> String {
+    chrono::DateTime::from_timestamp(seconds, 0).map(crate::service::rfc3339).unwrap_or_default()
+}
+
+impl RolloutDto {
+    /// Rollout `id` as served.
+    pub(crate) fn new(id: i64, rollout: strata_core::migrate::rollout::Rollout) -> Self {
+        use strata_core::migrate::rollout::Status;
+        let waves = rollout
+            .waves
+            .iter()
+            .enumerate()
+            .map(|(index, wave)| RolloutWaveDto {
+                wave: wave.to_string(),
+                state: match index.cmp(&rollout.position) {
+                    std::cmp::Ordering::Less => "DONE",
+                    std::cmp::Ordering::Equal if rollout.status == Status::Running => "RUNNING",
+                    std::cmp::Ordering::Equal => "NEXT",
+                    std::cmp::Ordering::Greater => "PENDING",
+                }
+                .to_string(),
+            })
+            .collect();
+        RolloutDto {
+            id: clamp(id),
+            version_name: rollout.version_name,
+            status: rollout.status.name().to_string(),
+            completed_waves: clamp(rollout.position as i64),
+            waves,
+            not_before: rollout.not_before.map(unix_rfc3339),
+            failure_budget: rollout.failure_budget,
+            events: rollout
+                .events
+                .into_iter()
+                .map(|event| RolloutEventDto {
+                    at: unix_rfc3339(event.at),
+                    action: event.action,
+                    wave: event.wave.map(|w| clamp(w as i64 + 1)),
+                    request_id: event.request_id,
+                    detail: event.detail,
+                })
+                .collect(),
+        }
+    }
+}

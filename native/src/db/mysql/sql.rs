@@ -85,6 +85,12 @@ create table if not exists svc.svc_quarantine (
     request_id varchar(255) not null,
     quarantined varchar(40) not null
 ) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_rollouts (
+    id int auto_increment primary key,
+    doc longtext not null,
+    revision int not null default 0,
+    updated varchar(40) not null
+) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
     holder varchar(64) not null,
@@ -274,6 +280,20 @@ pub(crate) const QUARANTINE_INSTALLED: &str = "select count(*) from information_
 
 /// The quarantined tenants, by name.
 pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Stores a new rollout (core's `rollout` document).
+pub(crate) const INSERT_ROLLOUT: &str = "insert into svc.svc_rollouts (doc, updated) values (?, ?)";
+
+/// Whether the rollouts' table exists.
+pub(crate) const ROLLOUTS_INSTALLED: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_rollouts'";
+
+/// Every rollout, oldest first.
+pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id";
+
+/// Replaces a rollout's document if nobody changed it since it was read.
+pub(crate) const UPDATE_ROLLOUT: &str =
+    "update svc.svc_rollouts set doc = ?, updated = ?, revision = revision + 1 where id = ? and revision = ?";
 
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";

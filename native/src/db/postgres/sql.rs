@@ -81,6 +81,12 @@ create table if not exists svc.svc_quarantine (
     request_id text not null,
     quarantined text not null
 );
+create table if not exists svc.svc_rollouts (
+    id serial primary key,
+    doc text not null,
+    revision integer not null default 0,
+    updated text not null
+);
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -255,6 +261,19 @@ pub(crate) const QUARANTINE_INSTALLED: &str = "select to_regclass('svc.svc_quara
 
 /// The quarantined tenants, by name.
 pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Stores a new rollout (core's `rollout` document); returns its id.
+pub(crate) const INSERT_ROLLOUT: &str = "insert into svc.svc_rollouts (doc, updated) values ($1, $2) returning id";
+
+/// Whether the rollouts' table exists.
+pub(crate) const ROLLOUTS_INSTALLED: &str = "select to_regclass('svc.svc_rollouts') is not null";
+
+/// Every rollout, oldest first.
+pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id";
+
+/// Replaces a rollout's document if nobody changed it since it was read.
+pub(crate) const UPDATE_ROLLOUT: &str =
+    "update svc.svc_rollouts set doc = $1, updated = $2, revision = revision + 1 where id = $3 and revision = $4";
 
 /// Releases the named tenants (an array) from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = any($1)";

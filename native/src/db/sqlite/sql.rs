@@ -43,6 +43,12 @@ create table if not exists svc.svc_quarantine (
     request_id text not null,
     quarantined text not null
 );
+create table if not exists svc.svc_rollouts (
+    id integer primary key autoincrement,
+    doc text not null,
+    revision integer not null default 0,
+    updated text not null
+);
 create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
@@ -174,6 +180,20 @@ pub(crate) const QUARANTINE_INSTALLED: &str =
 
 /// The quarantined tenants, by name.
 pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
+
+/// Stores a new rollout (core's `rollout` document); returns its id.
+pub(crate) const INSERT_ROLLOUT: &str = "insert into svc.svc_rollouts (doc, updated) values (?, ?) returning id";
+
+/// Whether the rollouts' table exists.
+pub(crate) const ROLLOUTS_INSTALLED: &str =
+    "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_rollouts'";
+
+/// Every rollout, oldest first.
+pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id";
+
+/// Replaces a rollout's document if nobody changed it since it was read.
+pub(crate) const UPDATE_ROLLOUT: &str =
+    "update svc.svc_rollouts set doc = ?, updated = ?, revision = revision + 1 where id = ? and revision = ?";
 
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";

@@ -1,0 +1,377 @@
+//! A rollout: one version rolled out over the fleet in ordered waves, with
+//! a gate between them (go on, soak for a time, or wait for an approval),
+//! as a state machine the service stores and drives. Time enters as an
+//! argument (Unix seconds); nothing here reads a clock.
+//!
+//! # Invariants
+//!
+//! - A wave runs only once the waves before it completed and their gates
+//!   opened; a wave that fails (beyond its failure budget) stops the
+//!   rollout, and no later wave runs until someone resumes it.
+//! - Running a wave again is harmless: each wave is a version over a part
+//!   of the fleet, and a version applies only what is pending. So a claim
+//!   on a wave (a replica running it) expires; another replica that finds
+//!   it expired — its runner died — runs the wave again. A wave's result
+//!   counts only when it still is the wave the rollout waits for.
+//! - Every operation is an event with its time and request id: who started,
+//!   approved, paused, resumed the rollout, and what each wave did.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::migrate::wave::Wave;
+
+/// Which tenants a wave runs in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Select {
+    /// These tenants (a canary).
+    Tenants(Vec<String>),
+    /// A stable share of the fleet, 0–100 (core's `wave::bucket`).
+    Share(u8),
+    /// Every tenant.
+    Rest,
+}
+
+impl Select {
+    /// The part of the fleet a version runs in.
+    pub fn wave(&self) -> Wave {
+        match self {
+            Select::Tenants(names) => Wave::Named(names.clone()),
+            Select::Share(share) => Wave::Share(*share),
+            Select::Rest => Wave::All,
+        }
+    }
+}
+
+/// What happens after a wave, before the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Gate {
+    /// The next wave runs at once.
+    Go,
+    /// The next wave runs this many seconds later.
+    Soak(u64),
+    /// The next wave runs once someone approves it.
+    Approval,
+}
+
+/// One wave: which tenants, and the gate after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveStep {
+    /// Its tenants.
+    pub select: Select,
+    /// What happens after it.
+    pub then: Gate,
+}
+
+impl std::fmt::Display for WaveStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.select {
+            Select::Tenants(names) => f.write_str(&names.join(","))?,
+            Select::Share(share) => write!(f, "{share}%")?,
+            Select::Rest => f.write_str("rest")?,
+        }
+        match self.then {
+            Gate::Go => Ok(()),
+            Gate::Soak(seconds) => write!(f, ":soak={seconds}"),
+            Gate::Approval => f.write_str(":approve"),
+        }
+    }
+}
+
+impl std::str::FromStr for WaveStep {
+    type Err = RolloutError;
+
+    /// `SELECT[:GATE]`: `t1,t2`, `10%` or `rest`; then `approve`,
+    /// `soak=SECONDS` or nothing (go on at once).
+    fn from_str(text: &str) -> Result<WaveStep, RolloutError> {
+        let bad = || RolloutError::BadWave(text.to_string());
+        let (select, gate) = text.split_once(':').unwrap_or((text, ""));
+        let select = select.trim();
+        let select = if select == "rest" {
+            Select::Rest
+        } else if let Some(share) = select.strip_suffix('%') {
+            Select::Share(share.trim().parse().ok().filter(|s| *s <= 100).ok_or_else(bad)?)
+        } else {
+            let names: Vec<String> = select.split(',').map(|n| n.trim().to_string()).collect();
+            if names.iter().any(String::is_empty) {
+                return Err(bad());
+            }
+            Select::Tenants(names)
+        };
+        let then = match gate.trim() {
+            "" | "go" => Gate::Go,
+            "approve" => Gate::Approval,
+            soak => Gate::Soak(
+                soak.strip_prefix("soak=").and_then(|s| s.trim().parse().ok()).filter(|s| *s > 0).ok_or_else(bad)?,
+            ),
+        };
+        Ok(WaveStep { select, then })
+    }
+}
+
+/// Where a rollout stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    /// The next wave runs (or is running).
+    Running,
+    /// The next wave runs once its soak time is over.
+    Soaking,
+    /// The next wave runs once someone approves it.
+    AwaitingApproval,
+    /// Someone paused it: nothing runs until it is resumed.
+    Paused,
+    /// Every wave completed.
+    Completed,
+    /// A wave failed: nothing runs until it is resumed (the wave runs again).
+    Stopped,
+}
+
+impl Status {
+    /// The name served by the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Running => "RUNNING",
+            Status::Soaking => "SOAKING",
+            Status::AwaitingApproval => "AWAITING_APPROVAL",
+            Status::Paused => "PAUSED",
+            Status::Completed => "COMPLETED",
+            Status::Stopped => "STOPPED",
+        }
+    }
+}
+
+/// Something that happened to a rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// When (Unix seconds).
+    pub at: i64,
+    /// `started`, `wave-started`, `wave-completed`, `wave-failed`,
+    /// `approved`, `paused`, `resumed`, `completed`.
+    pub action: String,
+    /// The wave (from 0) it concerns, if any.
+    pub wave: Option<usize>,
+    /// The request that did it (a wave's runner: the replica's id).
+    pub request_id: String,
+    /// What it did, in words (a wave: its version and counts, or its error).
+    pub detail: String,
+}
+
+/// A rollout's whole state, stored as one document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    /// The name of each wave's version starts with it.
+    pub version_name: String,
+    /// The waves, in order.
+    pub waves: Vec<WaveStep>,
+    /// Waves completed.
+    pub position: usize,
+    /// Where it stands.
+    pub status: Status,
+    /// `Paused`: the status it was paused in.
+    pub paused_from: Option<Status>,
+    /// `Soaking`: when the next wave may run.
+    pub not_before: Option<i64>,
+    /// A replica runs the wave at `position` until then (then another may).
+    pub claimed_until: Option<i64>,
+    /// The failure budget of each wave (`5`, `10%`; `None`: the
+    /// configuration's).
+    pub failure_budget: Option<String>,
+    /// What happened, oldest first.
+    pub events: Vec<Event>,
+}
+
+/// What a driver should do about a rollout now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run this wave.
+    Run(usize),
+    /// Nothing now; look again at this time.
+    WaitUntil(i64),
+    /// Nothing until an operator acts (approval, resume) or ever (completed).
+    Nothing,
+}
+
+/// Why a rollout or an operation on it is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RolloutError {
+    /// A wave's text cannot be read.
+    #[error(
+        "wave {0:?}: expected tenant names (a,b), a share (10%) or rest, then optionally :approve or :soak=SECONDS"
+    )]
+    BadWave(String),
+    /// No wave given.
+    #[error("a rollout needs at least one wave")]
+    NoWave,
+    /// `rest` before the last wave: the waves after it would find nothing.
+    #[error("rest must be the last wave")]
+    RestNotLast,
+    /// The operation does not apply in this status.
+    #[error("the rollout is {status}: {operation} applies to a rollout {expected}")]
+    WrongStatus {
+        /// The operation.
+        operation: &'static str,
+        /// Where the rollout stands.
+        status: &'static str,
+        /// Where it would have to stand.
+        expected: &'static str,
+    },
+}
+
+impl Rollout {
+    /// A new rollout, running its first wave.
+    pub fn new(
+        version_name: &str,
+        waves: Vec<WaveStep>,
+        failure_budget: Option<String>,
+        now: i64,
+        request_id: &str,
+    ) -> Result<Rollout, RolloutError> {
+        if waves.is_empty() {
+            return Err(RolloutError::NoWave);
+        }
+        if waves[..waves.len() - 1].iter().any(|w| w.select == Select::Rest) {
+            return Err(RolloutError::RestNotLast);
+        }
+        let plan = waves.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | ");
+        let mut rollout = Rollout {
+            version_name: version_name.to_string(),
+            waves,
+            position: 0,
+            status: Status::Running,
+            paused_from: None,
+            not_before: None,
+            claimed_until: None,
+            failure_budget,
+            events: Vec::new(),
+        };
+        rollout.event(now, "started", None, request_id, plan);
+        Ok(rollout)
+    }
+
+    fn event(&mut self, at: i64, action: &str, wave: Option<usize>, request_id: &str, detail: String) {
+        self.events.push(Event { at, action: action.to_string(), wave, request_id: request_id.to_string(), detail });
+    }
+
+    /// What to do about it at `now`.
+    pub fn next(&self, now: i64) -> Next {
+        match self.status {
+            Status::Running => match self.claimed_until {
+                Some(until) if until > now => Next::WaitUntil(until),
+                _ => Next::Run(self.position),
+            },
+            Status::Soaking => match self.not_before {
+                Some(at) if at > now => Next::WaitUntil(at),
+                _ => Next::Run(self.position),
+            },
+            _ => Next::Nothing,
+        }
+    }
+
+    /// The version name of wave `wave`.
+    pub fn wave_version_name(&self, wave: usize) -> String {
+        format!("{} (wave {}/{}: {})", self.version_name, wave + 1, self.waves.len(), self.waves[wave])
+    }
+
+    /// A runner takes wave `wave` until `until` (the driver found
+    /// [`Next::Run`] for it).
+    pub fn claim(&mut self, wave: usize, now: i64, until: i64, runner: &str) {
+        self.status = Status::Running;
+        self.not_before = None;
+        self.claimed_until = Some(until);
+        self.event(now, "wave-started", Some(wave), runner, self.wave_version_name(wave));
+    }
+
+    /// Wave `wave` ended: `Ok` with what it did, `Err` with why it failed.
+    /// Returns false (and changes nothing) when the rollout no longer waits
+    /// for that wave (another runner finished it, or it was paused).
+    pub fn wave_ended(&mut self, wave: usize, result: Result<String, String>, now: i64, runner: &str) -> bool {
+        if self.position != wave || self.status != Status::Running {
+            return false;
+        }
+        self.claimed_until = None;
+        match result {
+            Ok(detail) => {
+                self.event(now, "wave-completed", Some(wave), runner, detail);
+                self.position += 1;
+                if self.position == self.waves.len() {
+                    self.status = Status::Completed;
+                    self.event(now, "completed", None, runner, String::new());
+                    return true;
+                }
+                match self.waves[wave].then {
+                    Gate::Go => {}
+                    Gate::Soak(seconds) => {
+                        self.status = Status::Soaking;
+                        self.not_before = Some(now.saturating_add(seconds as i64));
+                    }
+                    Gate::Approval => self.status = Status::AwaitingApproval,
+                }
+            }
+            Err(error) => {
+                self.status = Status::Stopped;
+                self.event(now, "wave-failed", Some(wave), runner, error);
+            }
+        }
+        true
+    }
+
+    /// Lets the next wave run (it was awaiting approval).
+    pub fn approve(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+        self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
+        self.status = Status::Running;
+        self.event(now, "approved", Some(self.position), request_id, String::new());
+        Ok(())
+    }
+
+    /// Stops it before its next wave (a wave running finishes).
+    pub fn pause(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+        self.expect(
+            "pause",
+            &[Status::Running, Status::Soaking, Status::AwaitingApproval],
+            "running, soaking or awaiting approval",
+        )?;
+        self.paused_from = Some(self.status);
+        self.status = Status::Paused;
+        self.claimed_until = None;
+        self.event(now, "paused", Some(self.position), request_id, String::new());
+        Ok(())
+    }
+
+    /// Goes on where it was paused, or runs the wave that failed again.
+    pub fn resume(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+        self.expect("resume", &[Status::Paused, Status::Stopped], "paused or stopped")?;
+        self.status = match self.paused_from.take() {
+            Some(Status::Soaking) => Status::Soaking,
+            Some(Status::AwaitingApproval) => Status::AwaitingApproval,
+            _ => Status::Running,
+        };
+        self.event(now, "resumed", Some(self.position), request_id, String::new());
+        Ok(())
+    }
+
+    fn expect(&self, operation: &'static str, allowed: &[Status], expected: &'static str) -> Result<(), RolloutError> {
+        match allowed.contains(&self.status) {
+            true => Ok(()),
+            false => Err(RolloutError::WrongStatus { operation, status: self.status.name(), expected }),
+        }
+    }
+
+    /// The stored document.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// A stored document read back.
+    pub fn from_json(text: &str) -> Result<Rollout, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests;

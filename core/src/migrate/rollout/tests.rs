@@ -1,0 +1,78 @@
+use super::*;
+
+fn waves(texts: &[&str]) -> Vec<WaveStep> {
+    texts.iter().map(|t| t.parse().unwrap()).collect()
+}
+
+#[test]
+fn waves_are_read_and_written_back() {
+    for text in ["t1,t2:approve", "10%:soak=600", "rest", "a"] {
+        assert_eq!(text.parse::<WaveStep>().unwrap().to_string(), text);
+    }
+    assert_eq!("10%".parse::<WaveStep>().unwrap().select.wave(), Wave::Share(10));
+    assert_eq!("rest".parse::<WaveStep>().unwrap().select.wave(), Wave::All);
+    for bad in ["101%", "x%", "t1,,t2", "rest:soak=0", "rest:later", ""] {
+        assert_eq!(bad.parse::<WaveStep>(), Err(RolloutError::BadWave(bad.to_string())), "{bad}");
+    }
+    assert_eq!(Rollout::new("v", vec![], None, 0, "r").unwrap_err(), RolloutError::NoWave);
+    assert_eq!(Rollout::new("v", waves(&["rest", "t1"]), None, 0, "r").unwrap_err(), RolloutError::RestNotLast);
+}
+
+#[test]
+fn gates_hold_the_next_wave_until_they_open() {
+    let mut r = Rollout::new("v", waves(&["t1:approve", "10%:soak=60", "rest"]), None, 100, "req-1").unwrap();
+    assert_eq!(r.next(100), Next::Run(0));
+    r.claim(0, 100, 400, "runner");
+    assert_eq!(r.next(101), Next::WaitUntil(400), "claimed");
+    assert_eq!(r.next(401), Next::Run(0), "a claim whose runner died expires");
+    assert!(r.wave_ended(0, Ok("version 10".into()), 110, "runner"));
+    assert!(!r.wave_ended(0, Ok("late twin".into()), 111, "other"), "a wave's result counts once");
+    assert_eq!(r.status, Status::AwaitingApproval);
+    assert_eq!(r.next(10_000), Next::Nothing);
+    r.approve(120, "req-2").unwrap();
+    assert_eq!(r.next(120), Next::Run(1));
+    r.claim(1, 120, 420, "runner");
+    assert!(r.wave_ended(1, Ok("version 11".into()), 130, "runner"));
+    assert_eq!((r.status, r.next(150)), (Status::Soaking, Next::WaitUntil(190)));
+    r.pause(160, "req-3").unwrap();
+    assert_eq!(r.next(1_000), Next::Nothing);
+    r.resume(170, "req-4").unwrap();
+    assert_eq!((r.status, r.next(191)), (Status::Soaking, Next::Run(2)));
+    r.claim(2, 191, 500, "runner");
+    assert!(r.wave_ended(2, Ok("version 12".into()), 200, "runner"));
+    assert_eq!(r.status, Status::Completed);
+    let actions: Vec<&str> = r.events.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "started",
+            "wave-started",
+            "wave-completed",
+            "approved",
+            "wave-started",
+            "wave-completed",
+            "paused",
+            "resumed",
+            "wave-started",
+            "wave-completed",
+            "completed"
+        ]
+    );
+    assert_eq!(r.events[3].request_id, "req-2");
+    assert_eq!(Rollout::from_json(&r.to_json()).unwrap(), r);
+}
+
+#[test]
+fn a_failed_wave_stops_the_rollout_until_resumed() {
+    let mut r = Rollout::new("v", waves(&["t1", "rest"]), Some("2".into()), 0, "req").unwrap();
+    r.claim(0, 0, 300, "runner");
+    assert!(r.wave_ended(0, Err("t1: syntax error".into()), 5, "runner"));
+    assert_eq!((r.status, r.position, r.next(10)), (Status::Stopped, 0, Next::Nothing));
+    assert_eq!(
+        r.approve(6, "x").unwrap_err().to_string(),
+        "the rollout is STOPPED: approve applies to a rollout awaiting approval"
+    );
+    r.resume(7, "req-2").unwrap();
+    assert_eq!(r.next(7), Next::Run(0), "the failed wave runs again");
+    assert!(r.wave_version_name(1).starts_with("v (wave 2/2: rest)"));
+}

@@ -1,0 +1,121 @@
+//! `strata rollout`: start, operate and list stored rollouts, or drive
+//! them here.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use strata_core::migrate::rollout::{Rollout, Status};
+
+use super::commands::{failure, print_json};
+use super::{Exit, RolloutAction, RolloutArgs};
+use crate::service::{Operation, Service};
+
+/// How long a wave driven by the command line is claimed (a server's
+/// driver takes it over once the claim expires if this process dies).
+const CLAIM_SECONDS: i64 = 60;
+
+fn as_json(id: i64, rollout: &Rollout) -> serde_json::Value {
+    let mut value = serde_json::to_value(rollout).unwrap_or_default();
+    value["id"] = json!(id);
+    value
+}
+
+/// One line per wave (done, next or pending), then the last event.
+fn print_rollout(id: i64, rollout: &Rollout) {
+    println!("rollout {id}: {} — {}", rollout.version_name, rollout.status.name());
+    for (index, wave) in rollout.waves.iter().enumerate() {
+        let state = match index.cmp(&rollout.position) {
+            std::cmp::Ordering::Less => "done",
+            std::cmp::Ordering::Equal if rollout.status == Status::Completed => "done",
+            std::cmp::Ordering::Equal => "next",
+            std::cmp::Ordering::Greater => "pending",
+        };
+        println!("  {}. {wave:<24} {state}", index + 1);
+    }
+    if let Some(event) = rollout.events.last() {
+        let wave = event.wave.map(|w| format!(" (wave {})", w + 1)).unwrap_or_default();
+        println!(
+            "  last: {}{wave} by {}{}",
+            event.action,
+            event.request_id,
+            if event.detail.is_empty() { String::new() } else { format!(": {}", event.detail) }
+        );
+    }
+}
+
+fn show(id: i64, rollout: &Rollout, json: bool) {
+    if json {
+        print_json(&as_json(id, rollout));
+    } else {
+        print_rollout(id, rollout);
+    }
+}
+
+/// Runs `strata rollout …`.
+pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
+    let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+    let operate = |id, operation| async move {
+        match service.operate_rollout(id, operation, &request_id).await {
+            Ok(rollout) => {
+                show(id, &rollout, args.json);
+                Exit::Success
+            }
+            Err(error) => failure(&error),
+        }
+    };
+    match args.action.unwrap_or(RolloutAction::List) {
+        RolloutAction::List => match service.rollouts().await {
+            Ok(rollouts) if args.json => {
+                print_json(&rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>());
+                Exit::Success
+            }
+            Ok(rollouts) => {
+                if rollouts.is_empty() {
+                    println!("No rollout.");
+                }
+                for (id, rollout) in &rollouts {
+                    print_rollout(*id, rollout);
+                }
+                Exit::Success
+            }
+            Err(error) => failure(&error),
+        },
+        RolloutAction::Start { version_name, waves, failure_budget } => {
+            let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+            match service.start_rollout(&version_name, &waves, failure_budget, &request_id).await {
+                Ok((id, rollout)) => {
+                    show(id, &rollout, args.json);
+                    Exit::Success
+                }
+                Err(error) => failure(&error),
+            }
+        }
+        RolloutAction::Approve { id } => operate(id, Operation::Approve).await,
+        RolloutAction::Pause { id } => operate(id, Operation::Pause).await,
+        RolloutAction::Resume { id } => operate(id, Operation::Resume).await,
+        RolloutAction::Drive => {
+            let runner = format!("strata-cli-{}", uuid::Uuid::new_v4());
+            match service.drive_rollouts(&runner, CLAIM_SECONDS).await {
+                Ok(ran) => match service.rollouts().await {
+                    Ok(rollouts) => {
+                        if args.json {
+                            print_json(&json!({
+                                "wavesRun": ran,
+                                "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
+                            }));
+                        } else {
+                            println!("{ran} wave(s) run.");
+                            for (id, rollout) in &rollouts {
+                                print_rollout(*id, rollout);
+                            }
+                        }
+                        let stopped = rollouts.iter().any(|(_, r)| r.status == Status::Stopped);
+                        if stopped { Exit::Failed } else { Exit::Success }
+                    }
+                    Err(error) => failure(&error),
+                },
+                Err(error) => failure(&error),
+            }
+        }
+    }
+}

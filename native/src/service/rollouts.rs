@@ -1,0 +1,201 @@
+//! Rollouts as stored state: started, operated and driven by the service
+//! over core's `rollout` state machine. The document lives in the `svc`
+//! schema (the home shard of a sharded fleet); every change is a
+//! compare-and-set on its revision, so replicas sharing the database can
+//! all drive and operate it — one wins each step, the others read again.
+//! Each wave runs as a `createVersion` over its part of the fleet.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use strata_core::migrate::plan::{Action, Target};
+use strata_core::migrate::rollout::{Next, Rollout, RolloutError, WaveStep};
+
+use super::{CreateRequest, Service};
+use crate::db::{DbError, RolloutRow};
+use crate::error::AppError;
+
+/// An operation on a stored rollout.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Operation {
+    /// Let the next wave run.
+    Approve,
+    /// Stop before the next wave.
+    Pause,
+    /// Go on (a failed wave runs again).
+    Resume,
+}
+
+/// How often a failed compare-and-set is tried again with a fresh read.
+const ATTEMPTS: usize = 5;
+
+impl From<RolloutError> for AppError {
+    fn from(error: RolloutError) -> Self {
+        AppError::InvalidInput(error.to_string())
+    }
+}
+
+fn now() -> i64 {
+    Utc::now().timestamp()
+}
+
+fn read(row: &RolloutRow) -> Result<Rollout, AppError> {
+    Rollout::from_json(&row.doc).map_err(|e| AppError::Internal(format!("rollout {} cannot be read: {e}", row.id)))
+}
+
+impl Service {
+    /// Stores a new rollout of `version_name` over `waves`; the driver runs
+    /// its first wave. Returns its id and state.
+    pub(crate) async fn start_rollout(
+        &self,
+        version_name: &str,
+        waves: &[String],
+        failure_budget: Option<String>,
+        request_id: &str,
+    ) -> Result<(i64, Rollout), AppError> {
+        if version_name.trim().is_empty() {
+            return Err(AppError::InvalidInput("versionName must not be empty".into()));
+        }
+        if let Some(budget) = &failure_budget {
+            budget
+                .parse::<strata_core::migrate::quarantine::FailureBudget>()
+                .map_err(|e| AppError::InvalidInput(format!("failureBudget: {e}")))?;
+        }
+        let steps = waves.iter().map(|w| w.parse()).collect::<Result<Vec<WaveStep>, _>>()?;
+        let rollout = Rollout::new(version_name, steps, failure_budget, now(), request_id)?;
+        let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
+        tracing::info!(rollout = id, version = %version_name, "rollout started");
+        Ok((id, rollout))
+    }
+
+    /// Every rollout, oldest first.
+    pub(crate) async fn rollouts(&self) -> Result<Vec<(i64, Rollout)>, AppError> {
+        self.database.rollouts().await?.iter().map(|row| Ok((row.id, read(row)?))).collect()
+    }
+
+    /// Applies `change` to rollout `id` by compare-and-set, reading it
+    /// again when another replica changed it meanwhile. `Ok(None)`: the
+    /// change declined (returned `Ok(false)`) on the latest state.
+    async fn change<F>(&self, id: i64, mut change: F) -> Result<Option<Rollout>, AppError>
+    where
+        F: FnMut(&mut Rollout) -> Result<bool, AppError>,
+    {
+        for _ in 0..ATTEMPTS {
+            let rows = self.database.rollouts().await?;
+            let row =
+                rows.iter().find(|row| row.id == id).ok_or_else(|| AppError::NotFound(format!("rollout {id}")))?;
+            let mut rollout = read(row)?;
+            if !change(&mut rollout)? {
+                return Ok(None);
+            }
+            if self.database.update_rollout(row, &rollout.to_json(), &super::rfc3339(Utc::now())).await? {
+                return Ok(Some(rollout));
+            }
+        }
+        Err(AppError::Internal(format!("rollout {id} kept changing under {ATTEMPTS} attempts")))
+    }
+
+    /// Approves, pauses or resumes rollout `id`.
+    pub(crate) async fn operate_rollout(
+        &self,
+        id: i64,
+        operation: Operation,
+        request_id: &str,
+    ) -> Result<Rollout, AppError> {
+        let rollout = self
+            .change(id, |rollout| {
+                let now = now();
+                match operation {
+                    Operation::Approve => rollout.approve(now, request_id)?,
+                    Operation::Pause => rollout.pause(now, request_id)?,
+                    Operation::Resume => rollout.resume(now, request_id)?,
+                }
+                Ok(true)
+            })
+            .await?
+            .ok_or_else(|| AppError::Internal("rollout operation declined".into()))?;
+        tracing::info!(rollout = id, ?operation, status = rollout.status.name(), "rollout operated");
+        Ok(rollout)
+    }
+
+    /// Runs every wave that may run now, one after another, as `runner`;
+    /// returns how many ran. A wave claimed by another runner is left to
+    /// it until the claim expires (`claim_seconds`).
+    pub(crate) async fn drive_rollouts(self: &Arc<Self>, runner: &str, claim_seconds: i64) -> Result<usize, AppError> {
+        let mut ran = 0;
+        loop {
+            let mut progressed = false;
+            for (id, rollout) in self.rollouts().await? {
+                let Next::Run(wave) = rollout.next(now()) else { continue };
+                // Claim it: one runner wins; the others see the claim.
+                let claimed = self
+                    .change(id, |latest| {
+                        if latest.next(now()) != Next::Run(wave) {
+                            return Ok(false);
+                        }
+                        latest.claim(wave, now(), now() + claim_seconds, runner);
+                        Ok(true)
+                    })
+                    .await?;
+                let Some(claimed) = claimed else { continue };
+                let result = self.run_wave(&claimed, wave, runner).await;
+                let Some(result) = result else { continue };
+                let ended =
+                    self.change(id, |latest| Ok(latest.wave_ended(wave, result.clone(), now(), runner))).await?;
+                if let Some(latest) = ended {
+                    tracing::info!(rollout = id, wave = wave + 1, status = latest.status.name(), "rollout wave ended");
+                }
+                ran += 1;
+                progressed = true;
+            }
+            if !progressed {
+                return Ok(ran);
+            }
+        }
+    }
+
+    /// Runs wave `wave` of `rollout` as a version: `Some(Ok(what it did))`,
+    /// `Some(Err(why it failed))`, or `None` when another runner holds the
+    /// database's lock (the wave is theirs).
+    async fn run_wave(
+        self: &Arc<Self>,
+        rollout: &Rollout,
+        wave: usize,
+        runner: &str,
+    ) -> Option<Result<String, String>> {
+        let failure_budget = rollout.failure_budget.as_ref().and_then(|budget| budget.parse().ok());
+        let request = CreateRequest {
+            version_name: rollout.wave_version_name(wave),
+            target: Target::AllSchemas,
+            action: Action::Apply,
+            dry_run: false,
+            request_id: runner.to_string(),
+            observer: None,
+            failure_budget,
+            retry: None,
+            wave: rollout.waves[wave].select.wave(),
+            shard: None,
+        };
+        match self.create(request).await {
+            Ok(result) => {
+                let mut detail = match &result.version {
+                    Some(version) => format!(
+                        "version {}: {} migration(s), {} script(s) in {} tenant(s)",
+                        version.id,
+                        result.summary.counts.migrations_grand_total(),
+                        result.summary.counts.scripts_grand_total(),
+                        result.summary.counts.tenants
+                    ),
+                    None => "nothing to apply".to_string(),
+                };
+                if !result.quarantined.is_empty() {
+                    let names: Vec<&str> = result.quarantined.iter().map(|q| q.tenant.as_str()).collect();
+                    detail.push_str(&format!("; quarantined: {}", names.join(", ")));
+                }
+                Some(Ok(detail))
+            }
+            Err(AppError::Database(DbError::LockTimeout { .. })) => None,
+            Err(error) => Some(Err(error.to_string())),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Rollouts as stored state, driven by the service — on every engine: a
+//! canary, then an approval, a soak, the rest; a canary that fails stops the
+//! rollout before wave 2 and a resume completes it once fixed; a server
+//! killed with SIGKILL in the middle of a wave is restarted and its driver
+//! runs the wave again to the end, each file executed once ⇔ recorded once.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::fleet::pause;
+use crate::support::{Backend, Server, backend, strata};
+
+const ROLLOUT: &str = "id status completedWaves waves { wave state } events { action wave requestId detail }";
+
+async fn tenants(server: &Server, n: usize) -> Vec<String> {
+    let names: Vec<String> = (1..=n).map(|i| format!("t{i:02}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    names
+}
+
+async fn with_file(server: &Server, file: &str) -> BTreeSet<String> {
+    let sql = format!("select db_schema from svc_migrations where filename = '{file}'");
+    server.ws.rows("svc", &sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+}
+
+async fn start(server: &Server, version: &str, waves: &[&str], budget: Option<&str>) -> i64 {
+    let started = server
+        .graphql(
+            &format!("mutation($v: String!, $w: [String!]!, $b: String) {{ startRollout(versionName: $v, waves: $w, failureBudget: $b) {{ {ROLLOUT} }} }}"),
+            json!({ "v": version, "w": waves, "b": budget }),
+        )
+        .await;
+    assert!(started.get("errors").is_none(), "{started}");
+    started["data"]["startRollout"]["id"].as_i64().unwrap()
+}
+
+/// Waits (up to 60 s) until rollout `id` has `status`; returns it.
+async fn wait_for(server: &Server, id: i64, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;
+        let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+        if rollout["status"] == status {
+            return rollout;
+        }
+        assert!(Instant::now() < deadline, "rollout {id} never reached {status}: {rollout}\n{}", server.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn actions(rollout: &Value) -> Vec<String> {
+    rollout["events"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_before_wave_2() {
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names = tenants(&server, 10).await;
+    let config = server.config_path();
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+
+    let id = start(&server, "audit", &["t02:approve", "30%:soak=2", "rest"], None).await;
+    let waiting = wait_for(&server, id, "AWAITING_APPROVAL").await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t02".to_string()]));
+    assert_eq!(
+        waiting["waves"],
+        json!([
+            { "wave": "t02:approve", "state": "DONE" }, { "wave": "30%:soak=2", "state": "NEXT" },
+            { "wave": "rest", "state": "PENDING" }
+        ])
+    );
+    // Nothing runs past the gate on its own.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await.len(), 1);
+
+    let approved = strata(config, &["rollout", "approve", &id.to_string(), "--json"]).await;
+    assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    let soaking = wait_for(&server, id, "SOAKING").await;
+    let share: BTreeSet<String> = names
+        .iter()
+        .filter(|t| strata_core::migrate::wave::bucket(t) < 30)
+        .cloned()
+        .chain(["t02".to_string()])
+        .collect();
+    assert_eq!(with_file(&server, "tenants/006.sql").await, share, "{soaking}");
+    let done = wait_for(&server, id, "COMPLETED").await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+    assert_eq!(
+        actions(&done),
+        [
+            "started",
+            "wave-started",
+            "wave-completed",
+            "approved",
+            "wave-started",
+            "wave-completed",
+            "wave-started",
+            "wave-completed",
+            "completed"
+        ]
+    );
+    let approval = &done["events"][3];
+    assert!(approval["requestId"].as_str().unwrap().starts_with("strata-cli-"), "who approved: {approval}");
+    assert!(done["events"][2]["detail"].as_str().unwrap().starts_with("version "), "{done}");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+
+    // A canary that fails: the rollout stops, wave 2 never runs.
+    let qualified = |sql: &str| match backend() {
+        Backend::Sqlite => sql.replace("t03.", ""),
+        _ => sql.to_string(),
+    };
+    server.ws.execute("t03", &qualified("create table t03.clash (id integer)")).await;
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.clash (id integer primary key);\n");
+    let id = start(&server, "clash", &["t03", "rest"], Some("0")).await;
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    assert_eq!(actions(&stopped), ["started", "wave-started", "wave-failed"]);
+    let why = stopped["events"][2]["detail"].as_str().unwrap();
+    assert!(why.contains("tenants/007.sql") && why.contains("t03"), "{why}");
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::new(), "wave 2 ran after a failed canary");
+    let listed = strata(config, &["rollout"]).await;
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        text.contains(&format!("rollout {id}: clash — STOPPED")) && text.contains("last: wave-failed (wave 1)"),
+        "{text}"
+    );
+
+    // Fixed by hand, resumed from the command line: the canary runs again, then the rest.
+    server.ws.execute("t03", &qualified("drop table t03.clash")).await;
+    let resumed = strata(config, &["rollout", "resume", &id.to_string()]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));
+    wait_for(&server, id, "COMPLETED").await;
+    assert_eq!(with_file(&server, "tenants/007.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+
+    // Operations that do not apply say why.
+    let wrong = strata(config, &["rollout", "approve", &id.to_string()]).await;
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr)
+            .contains("the rollout is COMPLETED: approve applies to a rollout awaiting approval")
+    );
+    let missing = server.graphql("mutation { pauseRollout(id: 999) { id } }", json!({})).await;
+    assert_eq!(missing["errors"][0]["extensions"]["code"], "NOT_FOUND", "{missing}");
+    let bad = server
+        .graphql("mutation { startRollout(versionName: \"x\", waves: [\"rest\", \"t01\"]) { id } }", json!({}))
+        .await;
+    assert_eq!(bad["errors"][0]["message"], "rest must be the last wave", "{bad}");
+}
+
+#[tokio::test]
+async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
+    let mut server = Server::start("basic", "lockLeaseSeconds: 3\ntenantConcurrency: 2\n").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names = tenants(&server, 12).await;
+    server.ws.write_migration(
+        "tenants/006.sql",
+        // The pause first: on MySQL a DDL statement commits on its own, so a
+        // kill between it and its bookkeeping row would leave it unrecorded.
+        &format!("{}create table {{schema}}.slow (id integer primary key);\n", pause().repeat(4)),
+    );
+    let id = start(&server, "slow", &["t01", "rest"], None).await;
+    // Killed once the second wave committed some tenants, not all.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let done = with_file(&server, "tenants/006.sql").await.len();
+        if done >= 3 {
+            assert!(done < names.len(), "the wave ended before the kill");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the rollout did not get going: {}", server.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill_hard();
+    server.restart().await;
+    let done = wait_for(&server, id, "COMPLETED").await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    for name in &names {
+        assert!(server.ws.tables(name).await.contains(&"slow".to_string()), "{name}");
+    }
+    // The second wave was started twice (before and after the kill), completed once.
+    let events = actions(&done);
+    assert_eq!(events.iter().filter(|a| *a == "wave-started").count(), 3, "{done}");
+    assert_eq!(events.iter().filter(|a| *a == "wave-completed").count(), 2, "{done}");
+}
