@@ -16,7 +16,7 @@
 # service's peak RSS (VmHWM) after the version, and the time and size of
 # the GraphQL reads the console makes of the fleet (fleet matrix, tenants).
 #
-# Usage: bash native/benches/shards_postgres.sh   (TENANTS=10000 MIGRATIONS=20)
+# Usage: bash native/benches/shards_postgres.sh   (TENANTS=10000 MIGRATIONS=20 FLOOR=1)
 # Uses the servers of `bash tests/servers.sh start` when they run
 # ($STRATA_SERVERS_DIR, default /tmp/strata-servers), else starts them.
 set -euo pipefail
@@ -80,7 +80,9 @@ drop_databases() { # name
     for i in 0 1 2; do psql_on "$i" postgres -c "drop database $1 with (force)" >/dev/null; done
 }
 
-# The floor.
+# The floor (FLOOR=0 skips it: memory and the console's reads only).
+floor_seconds=0
+if [ "${FLOOR:-1}" != 0 ]; then
 fresh_databases floor
 cat "$work"/m/tenants/*.sql >"$work/tenant.sql"
 start=$(now)
@@ -91,6 +93,7 @@ done
 floor_seconds=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
 echo "floor: $TENANTS x psql -1 -f, serially over 3 servers: ${floor_seconds} s, $(rate "$floor_seconds") migrations/s"
 drop_databases floor
+fi
 
 # Strata.
 db=shard_bench

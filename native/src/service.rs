@@ -205,7 +205,7 @@ impl Service {
                 objects,
             })
             .collect();
-        Ok(report(&input, &singles, &stored))
+        Ok(report(input, &singles, &stored))
     }
 
     /// The quarantined tenants, by name.
@@ -457,10 +457,13 @@ impl Service {
         } else {
             tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");
         }
+        // By name: tenants fail in whatever order their units ran.
+        let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
+        quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));
         Ok(CreateResult {
             summary,
             version: outcome.version,
-            quarantined: drifted.into_iter().chain(outcome.quarantined).collect(),
+            quarantined,
             skipped: outcome.skipped,
             released: outcome.released,
         })

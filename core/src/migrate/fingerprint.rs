@@ -353,24 +353,30 @@ pub struct Stored {
 /// Fingerprints every tenant, groups them, and explains each outlier; each
 /// of `tenants` and `singles` (single schemas) whose fingerprint differs
 /// from its entry in `stored` for the same recorded migrations is `changed`.
+/// Takes the catalogs by value: each is replaced by its normalized form as
+/// it is read (over 10,000 tenants, holding both doubled the memory).
 pub fn report(
-    tenants: &[TenantCatalog],
+    tenants: Vec<TenantCatalog>,
     singles: &[TenantCatalog],
     stored: &std::collections::BTreeMap<String, Stored>,
 ) -> DriftReport {
-    let normalized: Vec<Vec<CatalogObject>> = tenants.iter().map(|t| normalize(&t.schema, &t.objects)).collect();
-    let states: Vec<SchemaState> = tenants
-        .iter()
-        .zip(&normalized)
-        .map(|(tenant, objects)| SchemaState {
-            schema: tenant.schema.clone(),
+    let mut normalized: Vec<Vec<CatalogObject>> = Vec::with_capacity(tenants.len());
+    let mut states: Vec<SchemaState> = Vec::with_capacity(tenants.len());
+    let mut migrations: Vec<usize> = Vec::with_capacity(tenants.len());
+    for tenant in tenants {
+        let objects = normalize(&tenant.schema, &tenant.objects);
+        drop(tenant.objects);
+        states.push(SchemaState {
             recorded: recorded_identity(&tenant.recorded),
-            fingerprint: fingerprint(objects),
-        })
-        .collect();
+            fingerprint: fingerprint(&objects),
+            schema: tenant.schema,
+        });
+        migrations.push(tenant.recorded.len());
+        normalized.push(objects);
+    }
     let groups = outliers(&states);
     let index: std::collections::HashMap<&str, usize> =
-        tenants.iter().enumerate().map(|(i, t)| (t.schema.as_str(), i)).collect();
+        states.iter().enumerate().map(|(i, t)| (t.schema.as_str(), i)).collect();
     let mut reports = Vec::new();
     for group in &groups {
         for outlier in &group.outliers {
@@ -381,7 +387,7 @@ pub fn report(
             reports.push(OutlierReport {
                 schema: outlier.schema.clone(),
                 reference: outlier.reference.clone(),
-                migrations: tenants[o].recorded.len(),
+                migrations: migrations[o],
                 differences: diff(&normalized[r], &normalized[o]),
             });
         }
@@ -402,7 +408,7 @@ pub fn report(
         })
         .collect();
     changed.sort_by(|a, b| a.schema.cmp(&b.schema));
-    DriftReport { tenants: tenants.len(), groups, outliers: reports, changed }
+    DriftReport { tenants: states.len(), groups, outliers: reports, changed }
 }
 
 /// Definitions longer than this are cut in text output (JSON has them whole).

@@ -110,7 +110,7 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
         }
     };
     let fleet = [tenant("t1", &[]), tenant("t2", &[object("column", "users.note", "text")]), tenant("t3", &[])];
-    let report = report(&fleet, &[], &Default::default());
+    let report = report(fleet.to_vec(), &[], &Default::default());
     assert!(report.has_drift());
     assert_eq!(report.groups.len(), 1);
     assert_eq!(report.groups[0].tenants, ["t1", "t3"]);
@@ -121,7 +121,7 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
         "3 tenant(s) in 1 group(s) by recorded migrations; 1 outlier(s).\n\n\
          t2 differs from t1 (same 2 recorded migration(s)):\n  + column users.note: text\n"
     );
-    let clean = super::report(&[tenant("t1", &[]), tenant("t3", &[])], &[], &Default::default());
+    let clean = super::report(vec![tenant("t1", &[]), tenant("t3", &[])], &[], &Default::default());
     assert!(!clean.has_drift());
     assert!(
         render_text(&clean)
@@ -142,18 +142,18 @@ fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
     let before = fingerprint(&normalize("ref", &single(&[]).objects));
     let stored: std::collections::BTreeMap<String, Stored> =
         [("ref".to_string(), Stored { fingerprint: before.clone(), recorded: recorded_identity(&[]) })].into();
-    assert!(!report(&[], &[single(&[])], &stored).has_drift());
-    let changed = report(&[], &[single(&[object("column", "countries.x", "int")])], &stored);
+    assert!(!report(vec![], &[single(&[])], &stored).has_drift());
+    let changed = report(vec![], &[single(&[object("column", "countries.x", "int")])], &stored);
     assert_eq!(changed.changed.len(), 1);
     assert_eq!((changed.changed[0].schema.as_str(), changed.changed[0].stored.as_str()), ("ref", before.as_str()));
     assert!(render_text(&changed).contains(
         "changed since the service last migrated them (live fingerprint differs from the stored one): ref\n"
     ));
     // Never stored (before this release, or a failed store): not judged.
-    assert!(!report(&[], &[single(&[])], &Default::default()).has_drift());
+    assert!(!report(vec![], &[single(&[])], &Default::default()).has_drift());
     // Stored for other recorded migrations (a version killed before it
     // stored the new ones): not judged either.
     let mut later = single(&[object("relation", "regions", "r")]);
     later.recorded = vec![("ref/002.sql".into(), "c".into())];
-    assert!(!report(&[], &[later], &stored).has_drift());
+    assert!(!report(vec![], &[later], &stored).has_drift());
 }
