@@ -164,15 +164,21 @@ impl Service {
     /// `fingerprint`), tenants grouped by their recorded migrations, the
     /// outliers with what differs. Reads only.
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
-        use strata_core::migrate::fingerprint::{Stored, TenantCatalog, report};
+        use strata_core::migrate::fingerprint::{Recorded, Stored, TenantCatalog, report};
         let tenants = self.database.tenants().await?;
-        let mut recorded: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
-        for migration in self.database.applied().await? {
-            // Migrations, not scripts (which run on every version).
-            if !migration.migration_type.is_script() {
-                recorded.entry(migration.schema).or_default().push((migration.file, migration.checksum));
+        // Each schema's recorded migrations reduced to their identity before
+        // the catalogs are read (the rows are dropped first).
+        let mut recorded: std::collections::HashMap<String, Recorded> = {
+            let applied = self.database.applied().await?;
+            let mut pairs: std::collections::HashMap<&str, Vec<(&str, &str)>> = std::collections::HashMap::new();
+            for migration in &applied {
+                // Migrations, not scripts (which run on every version).
+                if !migration.migration_type.is_script() {
+                    pairs.entry(&migration.schema).or_default().push((&migration.file, &migration.checksum));
+                }
             }
-        }
+            pairs.into_iter().map(|(schema, pairs)| (schema.to_string(), Recorded::of(&pairs))).collect()
+        };
         let catalogs = self.database.catalogs(&tenants).await?;
         let input: Vec<TenantCatalog> = tenants
             .into_iter()

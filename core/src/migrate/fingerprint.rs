@@ -272,8 +272,9 @@ pub fn diff(reference: &[CatalogObject], outlier: &[CatalogObject]) -> Vec<Diffe
 /// The identity of a schema's recorded migrations: the SHA-256 of its
 /// `(file, checksum)` pairs, sorted — equal for equal sets, whatever order
 /// they were recorded in.
-pub fn recorded_identity(recorded: &[(String, String)]) -> String {
-    let mut lines: Vec<String> = recorded.iter().map(|(file, checksum)| format!("{file}\t{checksum}\n")).collect();
+pub fn recorded_identity<F: AsRef<str>, C: AsRef<str>>(recorded: &[(F, C)]) -> String {
+    let mut lines: Vec<String> =
+        recorded.iter().map(|(file, checksum)| format!("{}\t{}\n", file.as_ref(), checksum.as_ref())).collect();
     lines.sort();
     lines.dedup();
     crate::migrate::source::checksum(lines.concat().as_bytes())
@@ -284,10 +285,35 @@ pub fn recorded_identity(recorded: &[(String, String)]) -> String {
 pub struct TenantCatalog {
     /// The tenant's schema.
     pub schema: String,
-    /// Its recorded migrations: `(file, checksum)`.
-    pub recorded: Vec<(String, String)>,
+    /// Its recorded migrations.
+    pub recorded: Recorded,
     /// Its live catalog, as read.
     pub objects: Vec<CatalogObject>,
+}
+
+/// A schema's recorded migrations, as drift needs them: their identity
+/// and count (not the rows: over 10,000 tenants, holding every `(file,
+/// checksum)` pair next to the catalogs cost a quarter of the memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// [`recorded_identity`] of its `(file, checksum)` pairs.
+    pub identity: String,
+    /// How many.
+    pub migrations: usize,
+}
+
+impl Default for Recorded {
+    /// No migration recorded (its identity is that of the empty set).
+    fn default() -> Self {
+        Recorded::of::<&str, &str>(&[])
+    }
+}
+
+impl Recorded {
+    /// Of these `(file, checksum)` pairs.
+    pub fn of<F: AsRef<str>, C: AsRef<str>>(pairs: &[(F, C)]) -> Recorded {
+        Recorded { identity: recorded_identity(pairs), migrations: pairs.len() }
+    }
 }
 
 /// An outlier's differences from its reference tenant.
@@ -367,11 +393,11 @@ pub fn report(
         let objects = normalize(&tenant.schema, &tenant.objects);
         drop(tenant.objects);
         states.push(SchemaState {
-            recorded: recorded_identity(&tenant.recorded),
+            recorded: tenant.recorded.identity,
             fingerprint: fingerprint(&objects),
             schema: tenant.schema,
         });
-        migrations.push(tenant.recorded.len());
+        migrations.push(tenant.recorded.migrations);
         normalized.push(objects);
     }
     let groups = outliers(&states);
@@ -398,7 +424,7 @@ pub fn report(
         .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.clone()))
         .chain(singles.iter().map(|single| {
             let live = fingerprint(&normalize(&single.schema, &single.objects));
-            (single.schema.clone(), recorded_identity(&single.recorded), live)
+            (single.schema.clone(), single.recorded.identity.clone(), live)
         }))
         .filter_map(|(schema, recorded, live)| match stored.get(&schema) {
             Some(before) if before.recorded == recorded && before.fingerprint != live => {

@@ -105,7 +105,7 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
         objects.extend_from_slice(extra);
         TenantCatalog {
             schema: schema.into(),
-            recorded: vec![("tenants/001.sql".into(), "c1".into()), ("tenants/002.sql".into(), "c2".into())],
+            recorded: Recorded::of(&[("tenants/001.sql", "c1"), ("tenants/002.sql", "c2")]),
             objects,
         }
     };
@@ -128,8 +128,8 @@ fn a_report_names_the_outlier_and_what_differs_in_readable_terms() {
             .ends_with("No drift: every tenant looks like the others that recorded the same migrations.\n")
     );
     // Recorded in another order: the same group.
-    let reordered = recorded_identity(&[("b".into(), "2".into()), ("a".into(), "1".into())]);
-    assert_eq!(reordered, recorded_identity(&[("a".into(), "1".into()), ("b".into(), "2".into())]));
+    let reordered = recorded_identity(&[("b", "2"), ("a", "1")]);
+    assert_eq!(reordered, recorded_identity(&[("a", "1"), ("b", "2")]));
 }
 
 #[test]
@@ -137,11 +137,12 @@ fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
     let single = |extra: &[CatalogObject]| {
         let mut objects = vec![object("relation", "countries", "r")];
         objects.extend_from_slice(extra);
-        TenantCatalog { schema: "ref".into(), recorded: Vec::new(), objects }
+        TenantCatalog { schema: "ref".into(), recorded: Recorded::default(), objects }
     };
     let before = fingerprint(&normalize("ref", &single(&[]).objects));
     let stored: std::collections::BTreeMap<String, Stored> =
-        [("ref".to_string(), Stored { fingerprint: before.clone(), recorded: recorded_identity(&[]) })].into();
+        [("ref".to_string(), Stored { fingerprint: before.clone(), recorded: recorded_identity::<&str, &str>(&[]) })]
+            .into();
     assert!(!report(vec![], &[single(&[])], &stored).has_drift());
     let changed = report(vec![], &[single(&[object("column", "countries.x", "int")])], &stored);
     assert_eq!(changed.changed.len(), 1);
@@ -154,6 +155,6 @@ fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
     // Stored for other recorded migrations (a version killed before it
     // stored the new ones): not judged either.
     let mut later = single(&[object("relation", "regions", "r")]);
-    later.recorded = vec![("ref/002.sql".into(), "c".into())];
+    later.recorded = Recorded::of(&[("ref/002.sql", "c")]);
     assert!(!report(vec![], &[later], &stored).has_drift());
 }
