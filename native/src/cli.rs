@@ -215,7 +215,8 @@ enum RolloutAction {
         version_name: String,
         /// A wave, in order: `t1,t2` (tenants), `10%` (a stable share) or
         /// `rest`, then optionally `:approve` or `:soak=SECONDS` (what
-        /// happens before the next wave). Repeat for each wave.
+        /// happens before the next wave) and `:budget=N` or `:budget=N%`
+        /// (the wave's own failure budget). Repeat for each wave.
         #[arg(long = "wave", value_name = "WAVE", required = true)]
         waves: Vec<String>,
         /// Tenants each wave may fail in and go on (N or N%; default:

@@ -98,16 +98,17 @@ pub(crate) fn record_version(counts: &Counts, executed: bool, tenant_created: bo
         metrics::counter!(TENANTS_CREATED).increment(1);
     }
     if executed {
-        let values = [
-            counts.single_migrations,
-            counts.single_scripts,
-            counts.tenant_migrations_total,
-            counts.tenant_scripts_total,
-        ];
-        for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
+        for (kind, value) in applied(counts) {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).increment(value);
         }
     }
+}
+
+/// What a version applied, by the `type` label of the applied counters.
+fn applied(counts: &Counts) -> impl Iterator<Item = (&'static str, u64)> {
+    let values =
+        [counts.single_migrations, counts.single_scripts, counts.tenant_migrations_total, counts.tenant_scripts_total];
+    APPLIED_TYPES.into_iter().zip(values)
 }
 
 /// Whether a shard answered (`/health`, or a version over it).
@@ -125,13 +126,7 @@ pub(crate) fn shard_version(shard: &str, counts: Option<&Counts>, executed: bool
     };
     metrics::counter!(SHARD_VERSIONS, std::slice::from_ref(&label)).increment(1);
     if executed {
-        let values = [
-            counts.single_migrations,
-            counts.single_scripts,
-            counts.tenant_migrations_total,
-            counts.tenant_scripts_total,
-        ];
-        for (kind, value) in APPLIED_TYPES.into_iter().zip(values) {
+        for (kind, value) in applied(counts) {
             metrics::counter!(SHARD_MIGRATIONS, &[label.clone(), ("type", kind.to_string())]).increment(value);
         }
     }

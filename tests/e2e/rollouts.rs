@@ -138,6 +138,20 @@ async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_be
     wait_for(&server, id, "COMPLETED").await;
     assert_eq!(with_file(&server, "tenants/007.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
 
+    // A wave with its own failure budget: the canary's failure is absorbed
+    // (quarantined) and the rollout goes on.
+    let in_the_way = match backend() {
+        Backend::Sqlite => "create table clash2 (id integer)",
+        _ => "create table t04.clash2 (id integer)",
+    };
+    server.ws.execute("t04", in_the_way).await;
+    server.ws.write_migration("tenants/008.sql", "create table {schema}.clash2 (id integer primary key);\n");
+    let id_budget = start(&server, "clash2", &["t04,t05:budget=1", "rest"], Some("0")).await;
+    let absorbed = wait_for(&server, id_budget, "COMPLETED").await;
+    assert!(absorbed["events"][2]["detail"].as_str().unwrap().ends_with("; quarantined: t04"), "{absorbed}");
+    let expected: BTreeSet<String> = names.iter().filter(|n| *n != "t04").cloned().collect();
+    assert_eq!(with_file(&server, "tenants/008.sql").await, expected);
+
     // Operations that do not apply say why.
     let wrong = strata(config, &["rollout", "approve", &id.to_string()]).await;
     assert_eq!(wrong.status.code(), Some(2));

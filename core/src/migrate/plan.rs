@@ -506,4 +506,4 @@ impl<'a> Recorded<'a> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -64,6 +64,9 @@ pub struct WaveStep {
     pub select: Select,
     /// What happens after it.
     pub then: Gate,
+    /// Its own failure budget (`2`, `10%`), instead of the rollout's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
 }
 
 impl std::fmt::Display for WaveStep {
@@ -74,9 +77,13 @@ impl std::fmt::Display for WaveStep {
             Select::Rest => f.write_str("rest")?,
         }
         match self.then {
-            Gate::Go => Ok(()),
-            Gate::Soak(seconds) => write!(f, ":soak={seconds}"),
-            Gate::Approval => f.write_str(":approve"),
+            Gate::Go => {}
+            Gate::Soak(seconds) => write!(f, ":soak={seconds}")?,
+            Gate::Approval => f.write_str(":approve")?,
+        }
+        match &self.budget {
+            Some(budget) => write!(f, ":budget={budget}"),
+            None => Ok(()),
         }
     }
 }
@@ -84,12 +91,13 @@ impl std::fmt::Display for WaveStep {
 impl std::str::FromStr for WaveStep {
     type Err = RolloutError;
 
-    /// `SELECT[:GATE]`: `t1,t2`, `10%` or `rest`; then `approve`,
-    /// `soak=SECONDS` or nothing (go on at once).
+    /// `SELECT[:GATE][:budget=N|N%]`: `t1,t2`, `10%` or `rest`; then
+    /// `approve`, `soak=SECONDS` or nothing (go on at once); then the
+    /// wave's own failure budget.
     fn from_str(text: &str) -> Result<WaveStep, RolloutError> {
         let bad = || RolloutError::BadWave(text.to_string());
-        let (select, gate) = text.split_once(':').unwrap_or((text, ""));
-        let select = select.trim();
+        let mut parts = text.split(':');
+        let select = parts.next().unwrap_or_default().trim();
         let select = if select == "rest" {
             Select::Rest
         } else if let Some(share) = select.strip_suffix('%') {
@@ -101,14 +109,31 @@ impl std::str::FromStr for WaveStep {
             }
             Select::Tenants(names)
         };
-        let then = match gate.trim() {
-            "" | "go" => Gate::Go,
-            "approve" => Gate::Approval,
-            soak => Gate::Soak(
-                soak.strip_prefix("soak=").and_then(|s| s.trim().parse().ok()).filter(|s| *s > 0).ok_or_else(bad)?,
-            ),
-        };
-        Ok(WaveStep { select, then })
+        let mut then = None;
+        let mut budget = None;
+        for part in parts.map(str::trim) {
+            if let Some(value) = part.strip_prefix("budget=") {
+                value.parse::<crate::migrate::quarantine::FailureBudget>().map_err(|_| bad())?;
+                if budget.replace(value.to_string()).is_some() {
+                    return Err(bad());
+                }
+                continue;
+            }
+            let gate = match part {
+                "" | "go" => Gate::Go,
+                "approve" => Gate::Approval,
+                soak => Gate::Soak(
+                    soak.strip_prefix("soak=")
+                        .and_then(|s| s.trim().parse().ok())
+                        .filter(|s| *s > 0)
+                        .ok_or_else(bad)?,
+                ),
+            };
+            if then.replace(gate).is_some() {
+                return Err(bad());
+            }
+        }
+        Ok(WaveStep { select, then: then.unwrap_or(Gate::Go), budget })
     }
 }
 
@@ -202,7 +227,8 @@ pub enum Next {
 pub enum RolloutError {
     /// A wave's text cannot be read.
     #[error(
-        "wave {0:?}: expected tenant names (a,b), a share (10%) or rest, then optionally :approve or :soak=SECONDS"
+        "wave {0:?}: expected tenant names (a,b), a share (10%) or rest, then optionally :approve or :soak=SECONDS, \
+         and :budget=N or :budget=N%"
     )]
     BadWave(String),
     /// No wave given.

@@ -294,7 +294,8 @@ impl Mutation {
     /// Starts a rollout of a version over the fleet in waves, run by the
     /// service one after another: each `t1,t2` (tenants), `10%` (a stable
     /// share) or `rest`, optionally followed by `:approve` (the next wave
-    /// waits for `approveRollout`) or `:soak=SECONDS`. Each wave is a
+    /// waits for `approveRollout`) or `:soak=SECONDS`, and `:budget=N` or
+    /// `:budget=N%` (the wave's own failure budget). Each wave is a
     /// version named after the rollout; a wave that fails beyond
     /// `failureBudget` stops the rollout. Added to the spec's schema.
     async fn start_rollout(

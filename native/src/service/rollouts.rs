@@ -163,7 +163,9 @@ impl Service {
         wave: usize,
         runner: &str,
     ) -> Option<Result<String, String>> {
-        let failure_budget = rollout.failure_budget.as_ref().and_then(|budget| budget.parse().ok());
+        // The wave's own budget, else the rollout's, else the configuration's.
+        let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
+        let failure_budget = budget.and_then(|budget| budget.parse().ok());
         let request = CreateRequest {
             version_name: rollout.wave_version_name(wave),
             target: Target::AllSchemas,

@@ -1,7 +1,8 @@
 use super::*;
 use crate::migrate::source::checksum;
 
-fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
+/// A source migration whose contents name it (shared with other modules' tests).
+pub(crate) fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
     let contents = format!("-- {dir}/{name}");
     SourceMigration {
         name: name.into(),

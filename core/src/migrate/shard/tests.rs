@@ -1,19 +1,7 @@
 use super::*;
 use crate::migrate::MigrationType;
+use crate::migrate::plan::tests::migration;
 use crate::migrate::plan::{Action, PlanInput, Target, plan};
-use crate::migrate::source::checksum;
-
-fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
-    let contents = format!("-- {dir}/{name}");
-    SourceMigration {
-        name: name.into(),
-        migration_type,
-        source_dir: dir.into(),
-        file: format!("{dir}/{name}"),
-        checksum: checksum(contents.as_bytes()),
-        contents,
-    }
-}
 
 fn sources() -> Vec<SourceMigration> {
     use MigrationType::*;
