@@ -303,8 +303,18 @@ struct ApplyArgs {
     tenants: Option<Vec<String>>,
     /// A wave: a stable share of the tenants, by a hash of their names
     /// (`10%` is the same tenants on every run; 10% ⊂ 50%).
-    #[arg(long, value_name = "N%", value_parser = parse_share, conflicts_with = "tenant")]
+    #[arg(long, value_name = "N%", value_parser = parse_share, conflicts_with_all = ["tenant", "tenants"])]
     share: Option<u8>,
+    /// A wave: the tenants whose attribute (a column `tenantSelectSQL`
+    /// returns beside the name) has one of the values, e.g. `tier=internal`
+    /// or `tier=internal,beta`.
+    #[arg(
+        long = "where",
+        value_name = "NAME=VALUE[,VALUE…]",
+        value_parser = parse_attribute,
+        conflicts_with_all = ["tenant", "tenants", "share"]
+    )]
+    attribute: Option<strata_core::migrate::wave::Wave>,
     /// Tenants the version may fail in and go on, each quarantined: a
     /// number (5) or a share of the version's tenants (10%) (default:
     /// failureBudget of the configuration).
@@ -338,6 +348,10 @@ fn parse_share(text: &str) -> Result<u8, String> {
         Ok(share) if share <= 100 => Ok(share),
         _ => Err(format!("{text:?} is not a share between 0% and 100%")),
     }
+}
+
+fn parse_attribute(text: &str) -> Result<strata_core::migrate::wave::Wave, String> {
+    strata_core::migrate::wave::Wave::attribute(text).map_err(|e| e.to_string())
 }
 
 /// Parses the command line and runs it.

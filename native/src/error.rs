@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::source::SourceError;
+use strata_core::migrate::wave::WaveError;
 use thiserror::Error;
 
 use crate::db::DbError;
@@ -77,7 +78,9 @@ impl AppError {
             AppError::Database(DbError::LockLost) => "LOCK_LOST",
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
             AppError::Database(DbError::Retry(_)) => "NOT_QUARANTINED",
-            AppError::Database(DbError::Wave(_)) => "NOT_A_TENANT",
+            AppError::Database(DbError::Wave(WaveError::UnknownAttribute { .. })) => "UNKNOWN_ATTRIBUTE",
+            AppError::Database(DbError::Wave(WaveError::NotATenant(_))) => "NOT_A_TENANT",
+            AppError::Database(DbError::Wave(_)) => "INVALID_INPUT",
             AppError::Database(DbError::ShardUnreachable { .. }) => "SHARD_UNREACHABLE",
             AppError::Database(DbError::TenantOnTwoShards { .. }) => "TENANT_ON_TWO_SHARDS",
             AppError::Database(DbError::Shard(_)) => "UNKNOWN_SHARD",

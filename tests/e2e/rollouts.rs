@@ -57,6 +57,84 @@ fn actions(rollout: &Value) -> Vec<String> {
     rollout["events"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_string()).collect()
 }
 
+/// A fleet whose tenant list carries a `tier` (text) and a `priority`
+/// (integer) beside each name: waves select by them, in a rollout, from
+/// the API and from the command line.
+#[tokio::test]
+async fn waves_select_tenants_by_an_attribute_of_the_tenant_list() {
+    let parameter = if backend() == Backend::Mysql { "?" } else { "$1" };
+    let qualifier = if backend() == Backend::Sqlite { "" } else { "svc." };
+    let extra = format!(
+        "tenantSelectSQL: select name, tier, priority as Priority from svc.customers order by name\n\
+         tenantInsertSQL: insert into svc.customers (name) values ({parameter})\n"
+    );
+    let server = Server::start("basic", &extra).await;
+    server
+        .ws
+        .execute(
+            "svc",
+            &format!(
+                "create table {qualifier}customers (name varchar(64) primary key, tier varchar(16), priority integer)"
+            ),
+        )
+        .await;
+    let names = tenants(&server, 6).await;
+    for (tenant, tier, priority) in
+        [("t01", "'internal'", "1"), ("t02", "'beta'", "2"), ("t03", "'internal'", "2"), ("t04", "null", "1")]
+    {
+        let update =
+            format!("update {qualifier}customers set tier = {tier}, priority = {priority} where name = '{tenant}'");
+        server.ws.execute("svc", &update).await;
+    }
+    let config = server.config_path();
+
+    // A rollout: the internal tenants, an approval, then the rest.
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+    let id = start(&server, "audit", &["tier=internal:approve", "rest"], None).await;
+    let waiting = wait_for(&server, id, "AWAITING_APPROVAL").await;
+    assert_eq!(waiting["waves"][0], json!({ "wave": "tier=internal:approve", "state": "DONE" }));
+    assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t01".to_string(), "t03".to_string()]));
+    let approved = server.graphql(&format!("mutation {{ approveRollout(id: {id}) {{ id }} }}"), json!({})).await;
+    assert!(approved.get("errors").is_none(), "{approved}");
+    wait_for(&server, id, "COMPLETED").await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+
+    // From the API, by an integer column (named in another case), several values.
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.notes (id integer primary key);\n");
+    let wave = server
+        .graphql(
+            "mutation { createVersionWave(input: { versionName: \"p1\" }, attribute: \"PRIORITY=1\") { summary { tenantMigrationsTotal } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(wave["data"]["createVersionWave"]["summary"]["tenantMigrationsTotal"], 2, "{wave}");
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::from(["t01".to_string(), "t04".to_string()]));
+
+    // From the command line.
+    let beta = strata(config, &["apply", "--version", "beta", "--where", "tier=beta,gold", "--json"]).await;
+    assert_eq!(beta.status.code(), Some(0), "{}", String::from_utf8_lossy(&beta.stderr));
+    let expected = BTreeSet::from(["t01".to_string(), "t02".to_string(), "t04".to_string()]);
+    assert_eq!(with_file(&server, "tenants/007.sql").await, expected);
+
+    // A column the tenant list does not return, or a text that is no attribute: refused, nothing runs.
+    let unknown = server
+        .graphql("mutation { createVersionWave(input: { versionName: \"x\" }, attribute: \"plan=gold\") { version { id } } }", json!({}))
+        .await;
+    assert_eq!(unknown["errors"][0]["extensions"]["code"], "UNKNOWN_ATTRIBUTE", "{unknown}");
+    assert!(unknown["errors"][0]["message"].as_str().unwrap().contains("(it returns tier, priority)"), "{unknown}");
+    let refused = strata(config, &["apply", "--version", "x", "--where", "plan=gold"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    let bad = strata(config, &["apply", "--version", "x", "--where", "tier"]).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("expected NAME=VALUE"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert_eq!(with_file(&server, "tenants/007.sql").await, expected);
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 #[tokio::test]
 async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_before_wave_2() {
     let server = Server::start("basic", "").await;

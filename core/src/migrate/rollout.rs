@@ -29,6 +29,14 @@ pub enum Select {
     Tenants(Vec<String>),
     /// A stable share of the fleet, 0–100 (core's `wave::bucket`).
     Share(u8),
+    /// The tenants whose attribute (a column of `tenantSelectSQL`) is one
+    /// of the values.
+    Attribute {
+        /// The column, lowercase.
+        name: String,
+        /// The values selected.
+        values: Vec<String>,
+    },
     /// Every tenant.
     Rest,
 }
@@ -39,6 +47,7 @@ impl Select {
         match self {
             Select::Tenants(names) => Wave::Named(names.clone()),
             Select::Share(share) => Wave::Share(*share),
+            Select::Attribute { name, values } => Wave::Attribute { name: name.clone(), values: values.clone() },
             Select::Rest => Wave::All,
         }
     }
@@ -74,6 +83,7 @@ impl std::fmt::Display for WaveStep {
         match &self.select {
             Select::Tenants(names) => f.write_str(&names.join(","))?,
             Select::Share(share) => write!(f, "{share}%")?,
+            Select::Attribute { name, values } => write!(f, "{name}={}", values.join(","))?,
             Select::Rest => f.write_str("rest")?,
         }
         match self.then {
@@ -91,7 +101,8 @@ impl std::fmt::Display for WaveStep {
 impl std::str::FromStr for WaveStep {
     type Err = RolloutError;
 
-    /// `SELECT[:GATE][:budget=N|N%]`: `t1,t2`, `10%` or `rest`; then
+    /// `SELECT[:GATE][:budget=N|N%]`: `t1,t2`, `10%`, `tier=internal,beta`
+    /// (an attribute, see `wave`) or `rest`; then
     /// `approve`, `soak=SECONDS` or nothing (go on at once); then the
     /// wave's own failure budget.
     fn from_str(text: &str) -> Result<WaveStep, RolloutError> {
@@ -102,6 +113,11 @@ impl std::str::FromStr for WaveStep {
             Select::Rest
         } else if let Some(share) = select.strip_suffix('%') {
             Select::Share(share.trim().parse().ok().filter(|s| *s <= 100).ok_or_else(bad)?)
+        } else if select.contains('=') {
+            match Wave::attribute(select).map_err(|_| bad())? {
+                Wave::Attribute { name, values } => Select::Attribute { name, values },
+                _ => return Err(bad()),
+            }
         } else {
             let names: Vec<String> = select.split(',').map(|n| n.trim().to_string()).collect();
             if names.iter().any(String::is_empty) {
@@ -227,8 +243,8 @@ pub enum Next {
 pub enum RolloutError {
     /// A wave's text cannot be read.
     #[error(
-        "wave {0:?}: expected tenant names (a,b), a share (10%) or rest, then optionally :approve or :soak=SECONDS, \
-         and :budget=N or :budget=N%"
+        "wave {0:?}: expected tenant names (a,b), a share (10%), an attribute (tier=internal,beta) or rest, then \
+         optionally :approve or :soak=SECONDS, and :budget=N or :budget=N%"
     )]
     BadWave(String),
     /// No wave given.

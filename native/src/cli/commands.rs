@@ -230,10 +230,11 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         observer: Some(observer),
         failure_budget: args.failure_budget,
         retry: None,
-        wave: match (args.tenants, args.share) {
-            (Some(names), _) => Wave::Named(names),
-            (None, Some(share)) => Wave::Share(share),
-            (None, None) => Wave::All,
+        wave: match (args.tenants, args.share, args.attribute) {
+            (Some(names), _, _) => Wave::Named(names),
+            (None, Some(share), _) => Wave::Share(share),
+            (None, None, Some(attribute)) => attribute,
+            (None, None, None) => Wave::All,
         },
         shard: args.shard,
     };

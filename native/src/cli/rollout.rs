@@ -53,9 +53,12 @@ fn show(id: i64, rollout: &Rollout, json: bool) {
 
 /// Runs `strata rollout …`.
 pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
+    // The request id of what this command does (also the claim's holder
+    // when it drives waves).
     let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+    let request_id = request_id.as_str();
     let operate = |id, operation| async move {
-        match service.operate_rollout(id, operation, &request_id).await {
+        match service.operate_rollout(id, operation, request_id).await {
             Ok(rollout) => {
                 show(id, &rollout, args.json);
                 Exit::Success
@@ -81,8 +84,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
             Err(error) => failure(&error),
         },
         RolloutAction::Start { version_name, waves, failure_budget } => {
-            let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
-            match service.start_rollout(&version_name, &waves, failure_budget, &request_id).await {
+            match service.start_rollout(&version_name, &waves, failure_budget, request_id).await {
                 Ok((id, rollout)) => {
                     show(id, &rollout, args.json);
                     Exit::Success
@@ -93,29 +95,26 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
         RolloutAction::Approve { id } => operate(id, Operation::Approve).await,
         RolloutAction::Pause { id } => operate(id, Operation::Pause).await,
         RolloutAction::Resume { id } => operate(id, Operation::Resume).await,
-        RolloutAction::Drive => {
-            let runner = format!("strata-cli-{}", uuid::Uuid::new_v4());
-            match service.drive_rollouts(&runner, CLAIM_SECONDS).await {
-                Ok(ran) => match service.rollouts().await {
-                    Ok(rollouts) => {
-                        if args.json {
-                            print_json(&json!({
-                                "wavesRun": ran,
-                                "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
-                            }));
-                        } else {
-                            println!("{ran} wave(s) run.");
-                            for (id, rollout) in &rollouts {
-                                print_rollout(*id, rollout);
-                            }
+        RolloutAction::Drive => match service.drive_rollouts(request_id, CLAIM_SECONDS).await {
+            Ok(ran) => match service.rollouts().await {
+                Ok(rollouts) => {
+                    if args.json {
+                        print_json(&json!({
+                            "wavesRun": ran,
+                            "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
+                        }));
+                    } else {
+                        println!("{ran} wave(s) run.");
+                        for (id, rollout) in &rollouts {
+                            print_rollout(*id, rollout);
                         }
-                        let stopped = rollouts.iter().any(|(_, r)| r.status == Status::Stopped);
-                        if stopped { Exit::Failed } else { Exit::Success }
                     }
-                    Err(error) => failure(&error),
-                },
+                    let stopped = rollouts.iter().any(|(_, r)| r.status == Status::Stopped);
+                    if stopped { Exit::Failed } else { Exit::Success }
+                }
                 Err(error) => failure(&error),
-            }
-        }
+            },
+            Err(error) => failure(&error),
+        },
     }
 }

@@ -12,7 +12,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
 use super::error::{Cause, DbError};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -209,8 +209,9 @@ pub(crate) trait Engine: Send + Sync {
     async fn blockers(&self, _conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
         Vec::new()
     }
-    /// The tenant names (`tenantSelectSQL`).
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError>;
+    /// The tenants (`tenantSelectSQL`): names, and the other columns as
+    /// attributes.
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError>;
     /// The recorded migrations.
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError>;
     /// Recorded versions.

@@ -68,7 +68,7 @@ use strata_core::migrate::wave::{self, Wave};
 
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
-use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, VersionRow};
+use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
 
 /// How the executor runs versions, from the configuration, and the gate
 /// that lets one mutation of this process at a time reach for the lock (so
@@ -122,7 +122,7 @@ pub(crate) async fn preview<E: Engine>(
     let installed = engine.installed(&mut conn).await?;
     let tenants = match installed || !settings.default_tenant_table {
         true => engine.tenants(&mut conn).await?,
-        false => Vec::new(),
+        false => TenantList::default(),
     };
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
@@ -137,16 +137,16 @@ async fn select_tenants<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
     request: &MutationRequest<'_>,
-    tenants: &[String],
+    tenants: &TenantList,
 ) -> Result<quarantine::Selection, DbError> {
-    if !request.skip_quarantined && request.retry.is_none() {
-        return Ok(quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() });
-    }
-    let held: Vec<String> = engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect();
+    let held: Vec<String> = match request.skip_quarantined || request.retry.is_some() {
+        true => engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
+        false => Vec::new(),
+    };
     let mut selection = if held.is_empty() && request.retry.is_none() {
-        quarantine::Selection { run: tenants.to_vec(), skipped: Vec::new() }
+        quarantine::Selection { run: tenants.names.clone(), skipped: Vec::new() }
     } else {
-        quarantine::select(tenants, &held, request.retry.as_deref())?
+        quarantine::select(&tenants.names, &held, request.retry.as_deref())?
     };
     if request.retry.is_none() && request.wave != Wave::All {
         // A named tenant that is quarantined is named wrongly: say so.
@@ -155,7 +155,7 @@ async fn select_tenants<E: Engine>(
         {
             return Err(DbError::Retry(quarantine::RetryError::Quarantined(name.clone())));
         }
-        selection.run = wave::select(&selection.run, &request.wave)?;
+        selection.run = wave::select(&selection.run, &request.wave, &tenants.attributes)?;
     }
     Ok(selection)
 }

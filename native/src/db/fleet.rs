@@ -111,11 +111,37 @@ impl Fleet {
     /// The store of shard `index`, opened on first use.
     async fn store(&self, index: usize) -> Result<Arc<dyn Database>, DbError> {
         let slot = &self.slots[index];
-        slot.store
-            .get_or_try_init(|| super::open_one(&slot.config, self.access))
-            .await
-            .cloned()
-            .map_err(|error| unreachable_error(&slot.name, error))
+        slot.store.get_or_try_init(|| super::open_one(&slot.config, self.access)).await.cloned().map_err(|error| {
+            match self.on_shard(index, error) {
+                unreachable @ DbError::ShardUnreachable { .. } => unreachable,
+                // Whatever else stops a shard from opening, it is not usable.
+                other => DbError::ShardUnreachable { shard: slot.name.clone(), reason: other.to_string() },
+            }
+        })
+    }
+
+    /// Runs each shard's part (none: nothing to do there) with `run`, every
+    /// shard at once; `(shard, result)` in shard order.
+    async fn run_parts<'r, T, F, Fut>(
+        &self,
+        parts: Vec<Option<MutationRequest<'r>>>,
+        run: F,
+    ) -> Vec<(usize, Result<T, DbError>)>
+    where
+        F: Fn(Arc<dyn Database>, MutationRequest<'r>) -> Fut,
+        Fut: Future<Output = Result<T, DbError>>,
+    {
+        let run = &run;
+        let runs = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
+            let part = part?;
+            let result = match self.store(index).await {
+                Ok(store) => run(store, part).await.map_err(|error| self.on_shard(index, error)),
+                Err(error) => Err(error),
+            };
+            Some((index, result))
+        }))
+        .await;
+        runs.into_iter().flatten().collect()
     }
 
     /// Runs `read` on every shard at once; the results in shard order.
@@ -233,16 +259,6 @@ impl Fleet {
     }
 }
 
-/// Shard `name` could not be opened.
-fn unreachable_error(name: &str, error: DbError) -> DbError {
-    match error {
-        DbError::Connect(reason) | DbError::ConnectionLost(reason) => {
-            DbError::ShardUnreachable { shard: name.to_string(), reason }
-        }
-        other => DbError::ShardUnreachable { shard: name.to_string(), reason: other.to_string() },
-    }
-}
-
 #[async_trait]
 impl Database for Fleet {
     async fn ping(&self) -> Result<(), DbError> {
@@ -311,19 +327,11 @@ impl Database for Fleet {
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
         let parts = self.parts(&request).await?;
-        let runs = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
-            let part = part?;
-            let result = match self.store(index).await {
-                Ok(store) => store.mutate(part).await.map_err(|error| self.on_shard(index, error)),
-                Err(error) => Err(error),
-            };
-            Some((index, result))
-        }))
-        .await;
+        let runs = self.run_parts(parts, |store, part| async move { store.mutate(part).await }).await;
         let mut outcomes = Vec::new();
         let mut failed = Vec::new();
         let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
-        for (index, result) in runs.into_iter().flatten() {
+        for (index, result) in runs {
             let shard = &self.slots[index].name;
             match result {
                 Ok(outcome) => {
@@ -384,15 +392,8 @@ impl Database for Fleet {
 
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         let parts = self.parts(&request).await?;
-        let previews = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
-            let part = part?;
-            Some(match self.store(index).await {
-                Ok(store) => store.preview(part).await.map_err(|error| self.on_shard(index, error)),
-                Err(error) => Err(error),
-            })
-        }))
-        .await;
-        let previews: Vec<Preview> = previews.into_iter().flatten().collect::<Result<_, _>>()?;
+        let previews = self.run_parts(parts, |store, part| async move { store.preview(part).await }).await;
+        let previews: Vec<Preview> = previews.into_iter().map(|(_, preview)| preview).collect::<Result<_, _>>()?;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();
         let mut plans = Vec::new();

@@ -27,7 +27,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The MySQL/MariaDB engine.
@@ -427,12 +427,12 @@ impl Engine for MysqlEngine {
         Ok(())
     }
 
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)
             .await
             .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows.iter().map(rows::tenant).collect()
+        rows::tenants(&rows)
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {

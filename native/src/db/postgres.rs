@@ -29,7 +29,7 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
 use super::{CONNECT_TIMEOUT, rows};
 
 /// The PostgreSQL engine.
@@ -363,12 +363,12 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
         let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut **conn)
             .await
             .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows.iter().map(rows::tenant).collect()
+        rows::tenants(&rows)
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {

@@ -3,11 +3,12 @@
 //! integer type its database returns for `id` and `migration_type` (`i64` on
 //! SQLite, `i32` on PostgreSQL and MySQL).
 
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{Column, ColumnIndex, Decode, Row, Type};
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::wave::Attributes;
 
-use super::types::{QuarantineRow, RolloutRow};
+use super::types::{QuarantineRow, RolloutRow, TenantList};
 use super::{DbError, MigrationRow, VersionRow};
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
@@ -23,14 +24,58 @@ fn migration_type(code: i64, id: i64) -> Result<MigrationType, DbError> {
     MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id, code })
 }
 
-/// A tenant name: the first column of `tenantSelectSQL`.
-pub(crate) fn tenant<R>(row: &R) -> Result<String, DbError>
+/// The rows of `tenantSelectSQL`: the names from its first column, its
+/// other columns as the tenants' attributes (text, integers and booleans,
+/// read as text; NULL is no value).
+pub(crate) fn tenants<R>(rows: &[R]) -> Result<TenantList, DbError>
 where
     R: Row,
     usize: ColumnIndex<R>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i32: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
 {
-    get(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))
+    let columns = rows.first().map(|row| row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
+    let mut list =
+        TenantList { names: Vec::with_capacity(rows.len()), attributes: Attributes::new(columns.unwrap_or_default()) };
+    for row in rows {
+        let name: String = get(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        if !list.attributes.columns.is_empty() {
+            let values = (1..row.len()).map(|index| attribute(row, index)).collect::<Result<_, _>>()?;
+            list.attributes.values.insert(name.clone(), values);
+        }
+        list.names.push(name);
+    }
+    Ok(list)
+}
+
+/// Column `index` of a tenant row, as text.
+fn attribute<R>(row: &R, index: usize) -> Result<Option<String>, DbError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i32: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    if let Ok(text) = get::<R, Option<String>>(row, index) {
+        return Ok(text);
+    }
+    if let Ok(number) = get::<R, Option<i64>>(row, index) {
+        return Ok(number.map(|n| n.to_string()));
+    }
+    if let Ok(number) = get::<R, Option<i32>>(row, index) {
+        return Ok(number.map(|n| n.to_string()));
+    }
+    if let Ok(flag) = get::<R, Option<bool>>(row, index) {
+        return Ok(flag.map(|b| b.to_string()));
+    }
+    Err(DbError::TenantSelectFailed(format!(
+        "column {:?} of the tenant list is neither text, an integer nor a boolean (cast it to text)",
+        row.columns()[index].name()
+    )))
 }
 
 /// `filename, name, db_schema, migration_type, checksum`.

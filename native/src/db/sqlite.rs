@@ -38,7 +38,9 @@ use strata_core::migrate::plan::AppliedMigration;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
 use super::rows;
-use super::types::{Access, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, VersionFilter, VersionRow};
+use super::types::{
+    Access, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
+};
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -423,12 +425,12 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
         let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
             .fetch_all(&mut *conn.conn)
             .await
             .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows.iter().map(rows::tenant).collect()
+        rows::tenants(&rows)
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {

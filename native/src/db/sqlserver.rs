@@ -28,7 +28,7 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use super::CONNECT_TIMEOUT;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError};
-use super::types::{MigrationFilter, MigrationRow, VersionFilter, VersionRow};
+use super::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
 
@@ -130,6 +130,26 @@ async fn query(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) 
 
 fn text(row: &Row, index: usize) -> Result<String, DbError> {
     row.try_get::<&str, _>(index).map_err(db_error)?.map(str::to_string).ok_or_else(|| null_column(index))
+}
+
+/// Column `index` of a tenant row, as text.
+fn attribute(row: &Row, index: usize) -> Result<Option<String>, DbError> {
+    if let Ok(value) = row.try_get::<&str, _>(index) {
+        return Ok(value.map(str::to_string));
+    }
+    if let Ok(value) = row.try_get::<i64, _>(index) {
+        return Ok(value.map(|n| n.to_string()));
+    }
+    if let Ok(value) = row.try_get::<i32, _>(index) {
+        return Ok(value.map(|n| n.to_string()));
+    }
+    if let Ok(value) = row.try_get::<bool, _>(index) {
+        return Ok(value.map(|b| b.to_string()));
+    }
+    Err(DbError::TenantSelectFailed(format!(
+        "column {:?} of the tenant list is neither text, an integer nor a boolean (cast it to text)",
+        row.columns()[index].name()
+    )))
 }
 
 fn int(row: &Row, index: usize) -> Result<i32, DbError> {
@@ -301,10 +321,25 @@ impl Engine for SqlServerEngine {
         Ok(())
     }
 
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<Vec<String>, DbError> {
+    /// The names from the first column, the other columns as attributes
+    /// (text, integers and booleans, read as text).
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
         let rows =
             query(conn, &self.tenant_select_sql, &[]).await.map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        rows.iter().map(|row| text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))).collect()
+        let columns = rows.first().map(|row| row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
+        let mut list = TenantList {
+            names: Vec::with_capacity(rows.len()),
+            attributes: strata_core::migrate::wave::Attributes::new(columns.unwrap_or_default()),
+        };
+        for row in &rows {
+            let name = text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+            if !list.attributes.columns.is_empty() {
+                let values = (1..row.len()).map(|index| attribute(row, index)).collect::<Result<_, _>>()?;
+                list.attributes.values.insert(name.clone(), values);
+            }
+            list.names.push(name);
+        }
+        Ok(list)
     }
 
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {

@@ -123,7 +123,7 @@ impl<E: Engine> Database for Store<E> {
         if self.settings.default_tenant_table && !self.installed(&mut conn).await? {
             return Ok(Vec::new());
         }
-        self.engine.tenants(&mut conn).await
+        Ok(self.engine.tenants(&mut conn).await?.names)
     }
 
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {

@@ -105,6 +105,17 @@ pub(crate) struct QuarantineRow {
     pub(crate) failures: i64,
 }
 
+/// What `tenantSelectSQL` returned: the names (its first column) and
+/// whatever else it returned of each (the attributes a wave may select
+/// by).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TenantList {
+    /// The names, in the order returned.
+    pub(crate) names: Vec<String>,
+    /// The other columns.
+    pub(crate) attributes: strata_core::migrate::wave::Attributes,
+}
+
 /// What a mutation would do, read without the lock and without writing.
 #[derive(Debug, Clone)]
 pub(crate) struct Preview {

@@ -247,24 +247,30 @@ impl Mutation {
     }
 
     /// `createVersion` over a wave of the fleet: the tenants named
-    /// (`tenantNames`, a canary) or a stable share of them (`share`, 0–100:
+    /// (`tenantNames`, a canary), a stable share of them (`share`, 0–100:
     /// by a hash of each name, so the same tenants on every run, and a
-    /// larger share holds a smaller one). The single schemas run as in any
-    /// version; a later wave or a plain `createVersion` runs the rest. Added
-    /// to the spec's schema.
+    /// larger share holds a smaller one), or those whose attribute — a
+    /// column `tenantSelectSQL` returns beside the name — has one of the
+    /// values (`attribute`: `tier=internal` or `tier=internal,beta`). The
+    /// single schemas run as in any version; a later wave or a plain
+    /// `createVersion` runs the rest. Added to the spec's schema.
     async fn create_version_wave(
         &self,
         ctx: &Context<'_>,
         input: VersionInput,
         tenant_names: Option<Vec<String>>,
         share: Option<u8>,
+        attribute: Option<String>,
     ) -> Result<CreateResultsDto> {
-        let wave = match (tenant_names, share) {
-            (Some(names), None) => Wave::Named(names),
-            (None, Some(share)) if share <= 100 => Wave::Share(share),
+        let wave = match (tenant_names, share, attribute) {
+            (Some(names), None, None) => Wave::Named(names),
+            (None, Some(share), None) if share <= 100 => Wave::Share(share),
+            (None, None, Some(attribute)) => {
+                Wave::attribute(&attribute).map_err(|e| graphql_error(AppError::InvalidInput(e.to_string())))?
+            }
             _ => {
                 return Err(graphql_error(AppError::InvalidInput(
-                    "give either tenantNames or share (0 to 100)".to_string(),
+                    "give one of tenantNames, share (0 to 100) or attribute (NAME=VALUE)".to_string(),
                 )));
             }
         };

@@ -6,11 +6,23 @@ fn waves(texts: &[&str]) -> Vec<WaveStep> {
 
 #[test]
 fn waves_are_read_and_written_back() {
-    for text in ["t1,t2:approve", "10%:soak=600", "rest", "a", "10%:approve:budget=5%", "rest:budget=2"] {
+    for text in [
+        "t1,t2:approve",
+        "10%:soak=600",
+        "rest",
+        "a",
+        "10%:approve:budget=5%",
+        "rest:budget=2",
+        "tier=internal,beta:approve",
+    ] {
         assert_eq!(text.parse::<WaveStep>().unwrap().to_string(), text);
     }
     assert_eq!("10%".parse::<WaveStep>().unwrap().select.wave(), Wave::Share(10));
     assert_eq!("rest".parse::<WaveStep>().unwrap().select.wave(), Wave::All);
+    assert_eq!(
+        "Tier=internal:soak=60".parse::<WaveStep>().unwrap().select.wave(),
+        Wave::Attribute { name: "tier".into(), values: vec!["internal".into()] }
+    );
     assert_eq!("t1:budget=3:approve".parse::<WaveStep>().unwrap().to_string(), "t1:approve:budget=3");
     for bad in [
         "101%",
@@ -22,6 +34,9 @@ fn waves_are_read_and_written_back() {
         "t1:approve:approve",
         "t1:budget=x",
         "t1:budget=1:budget=2",
+        "tier=",
+        "=internal",
+        "tier=a,,b",
     ] {
         assert_eq!(bad.parse::<WaveStep>(), Err(RolloutError::BadWave(bad.to_string())), "{bad}");
     }
