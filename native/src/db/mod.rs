@@ -11,12 +11,14 @@
 //! - `lease`: the mutation lock as a lease row, for the drivers whose
 //!   session locks are not exclusive where their users run them;
 //! - `postgres`, `mysql`, `sqlite`, `sqlserver`: the drivers, each with its
-//!   SQL as constants in its own `sql.rs`; `rows` decodes the service's rows
-//!   for the sqlx drivers;
+//!   SQL as constants in its own `sql.rs`; the three sqlx drivers keep their
+//!   books (the `svc` tables and the tenant list) through one `books::Books`
+//!   over their dialect's statements, and `rows` decodes those rows;
 //! - [`types`] and [`error`]: the floor every module above speaks in.
 //!
 //! No module imports one listed above it.
 
+mod books;
 pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod executor;

@@ -24,18 +24,19 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 
+use super::CONNECT_TIMEOUT;
+use super::books::Books;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
-use super::{CONNECT_TIMEOUT, rows};
 
 /// The MySQL/MariaDB engine.
 pub(crate) struct MysqlEngine {
     pool: MySqlPool,
     lease: MysqlLeaseRow,
     lease_seconds: u64,
-    tenant_select_sql: String,
+    books: Books<MySql, i32>,
     tenant_insert_sql: String,
     /// MariaDB (its statement time-out is `max_statement_time`).
     mariadb: bool,
@@ -69,7 +70,7 @@ impl MysqlEngine {
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            tenant_select_sql: config.tenant_select_sql.clone(),
+            books: Books::new(&sql::BOOKS, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
     }
@@ -190,6 +191,67 @@ impl Engine for MysqlEngine {
         Ok(self.pool.acquire().await?)
     }
 
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        self.books.installed(&mut **conn).await
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
+        self.books.tenants(&mut **conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.books.applied(&mut **conn).await
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        self.books.versions(&mut **conn, filter).await
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        self.books.migrations(&mut **conn, filter).await
+    }
+
+    async fn store_fingerprint(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        self.books.store_fingerprint(&mut **conn, schema, fingerprint, recorded, version_id).await
+    }
+
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
+        self.books.fingerprints(&mut **conn).await
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        self.books.quarantine(&mut **conn, row).await
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        self.books.quarantined(&mut **conn).await
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        self.books.release_quarantined(&mut **conn, tenants).await
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        self.books.rollouts(&mut **conn).await
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        self.books.update_rollout(&mut **conn, row, doc, updated).await
+    }
+
     /// Creates what is missing only: on Galera every DDL statement, even an
     /// `if not exists` that changes nothing, is replicated in total order
     /// and aborts the transactions touching its tables on every node — a
@@ -206,11 +268,6 @@ impl Engine for MysqlEngine {
                 result => return Ok(result?),
             }
         }
-    }
-
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        let count: i64 = sqlx::query_scalar(sql::INSTALLED).fetch_one(&mut **conn).await?;
-        Ok(count > 0)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -337,127 +394,9 @@ impl Engine for MysqlEngine {
             .collect())
     }
 
-    async fn store_fingerprint(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        sqlx::query(sql::STORE_FINGERPRINT)
-            .bind(schema)
-            .bind(fingerprint)
-            .bind(recorded)
-            .bind(version_id)
-            .execute(&mut **conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut **conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut **conn).await?)
-    }
-
-    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
-        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
-        sqlx::query(sql::QUARANTINE)
-            .bind(&row.tenant)
-            .bind(row.version_id.map(int).transpose()?)
-            .bind(&row.file)
-            .bind(row.line.map(int).transpose()?)
-            .bind(row.column.map(int).transpose()?)
-            .bind(&row.cause)
-            .bind(&row.message)
-            .bind(&row.request_id)
-            .bind(&row.quarantined)
-            .execute(&mut **conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::QUARANTINE_INSTALLED).fetch_one(&mut **conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::quarantine::<_, i32>).collect()
-    }
-
     async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
         let done = sqlx::query(sql::INSERT_ROLLOUT).bind(doc).bind(updated).execute(&mut **conn).await?;
         i64::try_from(done.last_insert_id()).map_err(|_| DbError::UnexpectedAnswer("rollout id out of range".into()))
-    }
-
-    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::ROLLOUTS_INSTALLED).fetch_one(&mut **conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(sql::SELECT_ROLLOUTS).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::rollout::<_, i32>).collect()
-    }
-
-    async fn update_rollout(
-        &self,
-        conn: &mut Self::Conn,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        let done = sqlx::query(sql::UPDATE_ROLLOUT)
-            .bind(doc)
-            .bind(updated)
-            .bind(row.id)
-            .bind(row.revision)
-            .execute(&mut **conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
-        for tenant in tenants {
-            sqlx::query(sql::RELEASE_QUARANTINED).bind(tenant).execute(&mut **conn).await?;
-        }
-        Ok(())
-    }
-
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut **conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows::tenants(&rows)
-    }
-
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::applied::<_, i32>).collect()
-    }
-
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match filter {
-            VersionFilter::All => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&mut **conn).await?,
-            VersionFilter::ApplyingFile(file) => {
-                sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut **conn).await?
-            }
-            VersionFilter::Id(id) => sqlx::query(sql::SELECT_VERSION).bind(id).fetch_all(&mut **conn).await?,
-        };
-        rows.iter().map(rows::version::<_, i32>).collect()
-    }
-
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
-            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
-        };
-        let rows = sqlx::query(statement).bind(id).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::migration::<_, i32>).collect()
     }
 
     /// Creates a tenant's database and inserts its row; when the row cannot

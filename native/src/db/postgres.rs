@@ -26,18 +26,19 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
 
+use super::CONNECT_TIMEOUT;
+use super::books::Books;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
-use super::{CONNECT_TIMEOUT, rows};
 
 /// The PostgreSQL engine.
 pub(crate) struct PostgresEngine {
     pool: PgPool,
     lease: PgLeaseRow,
     lease_seconds: u64,
-    tenant_select_sql: String,
+    books: Books<Postgres, i32>,
     tenant_insert_sql: String,
 }
 
@@ -68,7 +69,7 @@ impl PostgresEngine {
             lease: PgLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            tenant_select_sql: config.tenant_select_sql.clone(),
+            books: Books::new(&sql::BOOKS, true, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
     }
@@ -128,6 +129,67 @@ impl Engine for PostgresEngine {
         Ok(self.pool.acquire().await?)
     }
 
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        self.books.installed(&mut **conn).await
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
+        self.books.tenants(&mut **conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.books.applied(&mut **conn).await
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        self.books.versions(&mut **conn, filter).await
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        self.books.migrations(&mut **conn, filter).await
+    }
+
+    async fn store_fingerprint(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        self.books.store_fingerprint(&mut **conn, schema, fingerprint, recorded, version_id).await
+    }
+
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
+        self.books.fingerprints(&mut **conn).await
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        self.books.quarantine(&mut **conn, row).await
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        self.books.quarantined(&mut **conn).await
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        self.books.release_quarantined(&mut **conn, tenants).await
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        self.books.rollouts(&mut **conn).await
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        self.books.update_rollout(&mut **conn, row, doc, updated).await
+    }
+
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         let mut tx = self.pool.begin().await?;
         bound(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
@@ -137,10 +199,6 @@ impl Engine for PostgresEngine {
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        Ok(sqlx::raw_sql(sql::INSTALLED).fetch_one(&mut **conn).await?.try_get::<bool, _>(0)?)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -265,139 +323,11 @@ impl Engine for PostgresEngine {
         Ok(out)
     }
 
-    async fn store_fingerprint(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
-        bound(sql::STORE_FINGERPRINT)
-            .bind(schema)
-            .bind(fingerprint)
-            .bind(recorded)
-            .bind(version_id)
-            .execute(&mut **conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        let installed: bool = sqlx::raw_sql(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
-        if !installed {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::raw_sql(sql::SELECT_FINGERPRINTS).fetch_all(&mut **conn).await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(DbError::from)
-    }
-
-    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
-        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
-        bound(sql::QUARANTINE)
-            .bind(&row.tenant)
-            .bind(row.version_id.map(int).transpose()?)
-            .bind(&row.file)
-            .bind(row.line.map(int).transpose()?)
-            .bind(row.column.map(int).transpose()?)
-            .bind(&row.cause)
-            .bind(&row.message)
-            .bind(&row.request_id)
-            .bind(&row.quarantined)
-            .execute(&mut **conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        let installed: bool = sqlx::raw_sql(sql::QUARANTINE_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
-        if !installed {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::raw_sql(sql::SELECT_QUARANTINE).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::quarantine::<_, i32>).collect()
-    }
-
     async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
         let mut tx = Connection::begin(&mut **conn).await?;
         let id: i32 = bound(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *tx).await?.try_get(0)?;
         tx.commit().await?;
         Ok(id.into())
-    }
-
-    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        let installed: bool = sqlx::raw_sql(sql::ROLLOUTS_INSTALLED).fetch_one(&mut **conn).await?.try_get(0)?;
-        if !installed {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::raw_sql(sql::SELECT_ROLLOUTS).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::rollout::<_, i32>).collect()
-    }
-
-    async fn update_rollout(
-        &self,
-        conn: &mut Self::Conn,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        let int = |n: i64| i32::try_from(n).map_err(|_| DbError::IdOutOfRange(n));
-        let mut tx = Connection::begin(&mut **conn).await?;
-        let done = bound(sql::UPDATE_ROLLOUT)
-            .bind(doc)
-            .bind(updated)
-            .bind(int(row.id)?)
-            .bind(int(row.revision)?)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
-        bound(sql::RELEASE_QUARANTINED).bind(tenants).execute(&mut **conn).await?;
-        Ok(())
-    }
-
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        let rows = sqlx::raw_sql(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut **conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows::tenants(&rows)
-    }
-
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::raw_sql(sql::SELECT_APPLIED).fetch_all(&mut **conn).await?;
-        rows.iter().map(rows::applied::<_, i32>).collect()
-    }
-
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        let mut tx = Connection::begin(&mut **conn).await?;
-        let rows = match filter {
-            VersionFilter::All => sqlx::raw_sql(sql::SELECT_VERSIONS).fetch_all(&mut *tx).await?,
-            VersionFilter::ApplyingFile(file) => {
-                bound(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut *tx).await?
-            }
-            VersionFilter::Id(id) => bound(sql::SELECT_VERSION).bind(id).fetch_all(&mut *tx).await?,
-        };
-        tx.commit().await?;
-        rows.iter().map(rows::version::<_, i32>).collect()
-    }
-
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
-            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
-        };
-        let mut tx = Connection::begin(&mut **conn).await?;
-        let rows = bound(statement).bind(id).fetch_all(&mut *tx).await?;
-        tx.commit().await?;
-        rows.iter().map(rows::migration::<_, i32>).collect()
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

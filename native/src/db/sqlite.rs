@@ -35,9 +35,9 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
 
+use super::books::Books;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
-use super::rows;
 use super::types::{
     Access, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
@@ -53,7 +53,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct SqliteEngine {
     pool: SqlitePool,
     files: SchemaFiles,
-    tenant_select_sql: String,
+    books: Books<Sqlite, i64>,
     tenant_insert_sql: String,
     lock_options: SqliteConnectOptions,
 }
@@ -110,7 +110,7 @@ impl SqliteEngine {
         Ok(SqliteEngine {
             pool,
             files,
-            tenant_select_sql: config.tenant_select_sql.clone(),
+            books: Books::new(&sql::BOOKS, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
         })
@@ -227,17 +227,73 @@ impl Engine for SqliteEngine {
         })
     }
 
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        self.books.installed(&mut *conn.conn).await
+    }
+
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
+        self.books.tenants(&mut *conn.conn).await
+    }
+
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.books.applied(&mut *conn.conn).await
+    }
+
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        self.books.versions(&mut *conn.conn, filter).await
+    }
+
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        self.books.migrations(&mut *conn.conn, filter).await
+    }
+
+    async fn store_fingerprint(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        self.books.store_fingerprint(&mut *conn.conn, schema, fingerprint, recorded, version_id).await
+    }
+
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
+        self.books.fingerprints(&mut *conn.conn).await
+    }
+
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        self.books.quarantine(&mut *conn.conn, row).await
+    }
+
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        self.books.quarantined(&mut *conn.conn).await
+    }
+
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        self.books.release_quarantined(&mut *conn.conn, tenants).await
+    }
+
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        self.books.rollouts(&mut *conn.conn).await
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        self.books.update_rollout(&mut *conn.conn, row, doc, updated).await
+    }
+
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&self.pool).await?;
         if tenants_table {
             sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&self.pool).await?;
         }
         Ok(())
-    }
-
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        let count: i64 = sqlx::query_scalar(sql::INSTALLED).fetch_one(&mut *conn.conn).await?;
-        Ok(count > 0)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -285,92 +341,8 @@ impl Engine for SqliteEngine {
             .collect())
     }
 
-    async fn store_fingerprint(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        sqlx::query(sql::STORE_FINGERPRINT)
-            .bind(schema)
-            .bind(fingerprint)
-            .bind(recorded)
-            .bind(version_id)
-            .execute(&mut *conn.conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::FINGERPRINTS_INSTALLED).fetch_one(&mut *conn.conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        Ok(sqlx::query_as(sql::SELECT_FINGERPRINTS).fetch_all(&mut *conn.conn).await?)
-    }
-
-    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
-        sqlx::query(sql::QUARANTINE)
-            .bind(&row.tenant)
-            .bind(row.version_id)
-            .bind(&row.file)
-            .bind(row.line)
-            .bind(row.column)
-            .bind(&row.cause)
-            .bind(&row.message)
-            .bind(&row.request_id)
-            .bind(&row.quarantined)
-            .execute(&mut *conn.conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::QUARANTINE_INSTALLED).fetch_one(&mut *conn.conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(sql::SELECT_QUARANTINE).fetch_all(&mut *conn.conn).await?;
-        rows.iter().map(rows::quarantine::<_, i64>).collect()
-    }
-
     async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
         Ok(sqlx::query_scalar(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *conn.conn).await?)
-    }
-
-    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        let installed: i64 = sqlx::query_scalar(sql::ROLLOUTS_INSTALLED).fetch_one(&mut *conn.conn).await?;
-        if installed == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(sql::SELECT_ROLLOUTS).fetch_all(&mut *conn.conn).await?;
-        rows.iter().map(rows::rollout::<_, i64>).collect()
-    }
-
-    async fn update_rollout(
-        &self,
-        conn: &mut Self::Conn,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        let done = sqlx::query(sql::UPDATE_ROLLOUT)
-            .bind(doc)
-            .bind(updated)
-            .bind(row.id)
-            .bind(row.revision)
-            .execute(&mut *conn.conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
-        for tenant in tenants {
-            sqlx::query(sql::RELEASE_QUARANTINED).bind(tenant).execute(&mut *conn.conn).await?;
-        }
-        Ok(())
     }
 
     /// Detaches the unit's file (its transaction is over).
@@ -423,39 +395,6 @@ impl Engine for SqliteEngine {
             }
         }
         Ok(())
-    }
-
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        let rows = sqlx::query(AssertSqlSafe(self.tenant_select_sql.as_str()))
-            .fetch_all(&mut *conn.conn)
-            .await
-            .map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows::tenants(&rows)
-    }
-
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = sqlx::query(sql::SELECT_APPLIED).fetch_all(&mut *conn.conn).await?;
-        rows.iter().map(rows::applied::<_, i64>).collect()
-    }
-
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match filter {
-            VersionFilter::All => sqlx::query(sql::SELECT_VERSIONS).fetch_all(&mut *conn.conn).await?,
-            VersionFilter::ApplyingFile(file) => {
-                sqlx::query(sql::SELECT_VERSIONS_BY_FILE).bind(file).fetch_all(&mut *conn.conn).await?
-            }
-            VersionFilter::Id(id) => sqlx::query(sql::SELECT_VERSION).bind(id).fetch_all(&mut *conn.conn).await?,
-        };
-        rows.iter().map(rows::version::<_, i64>).collect()
-    }
-
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
-            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
-        };
-        let rows = sqlx::query(statement).bind(id).fetch_all(&mut *conn.conn).await?;
-        rows.iter().map(rows::migration::<_, i64>).collect()
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

@@ -2,6 +2,7 @@
 //! validated by the core and quoted here; values are always bound
 //! (`$1`, `$2`, …).
 
+use crate::db::books::BooksSql;
 use strata_core::migrate::ident::quote_ansi;
 
 /// Key of the transaction-level advisory lock serialising start-up DDL
@@ -160,7 +161,7 @@ pub(crate) const SELECT_MIGRATION: &str =
     concat!("select ", migration_columns!(), " from svc.svc_migrations where id = $1");
 
 /// Whether the service's tables exist.
-pub(crate) const INSTALLED: &str = "select to_regclass('svc.svc_migrations') is not null";
+pub(crate) const INSTALLED: &str = "select count(to_regclass('svc.svc_migrations'))";
 
 /// Creates a tenant's schema.
 pub(crate) fn create_schema(schema: &str) -> String {
@@ -244,7 +245,7 @@ pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db
 
 /// Whether the fingerprints' table exists (a read-only store may find the
 /// tables of an older release).
-pub(crate) const FINGERPRINTS_INSTALLED: &str = "select to_regclass('svc.svc_fingerprints') is not null";
+pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(to_regclass('svc.svc_fingerprints'))";
 
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
@@ -257,7 +258,7 @@ pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, ver
     failures = svc.svc_quarantine.failures + 1, request_id = excluded.request_id, quarantined = excluded.quarantined";
 
 /// Whether the quarantine's table exists.
-pub(crate) const QUARANTINE_INSTALLED: &str = "select to_regclass('svc.svc_quarantine') is not null";
+pub(crate) const QUARANTINE_INSTALLED: &str = "select count(to_regclass('svc.svc_quarantine'))";
 
 /// The quarantined tenants, by name.
 pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
@@ -266,7 +267,7 @@ pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, lin
 pub(crate) const INSERT_ROLLOUT: &str = "insert into svc.svc_rollouts (doc, updated) values ($1, $2) returning id";
 
 /// Whether the rollouts' table exists.
-pub(crate) const ROLLOUTS_INSTALLED: &str = "select to_regclass('svc.svc_rollouts') is not null";
+pub(crate) const ROLLOUTS_INSTALLED: &str = "select count(to_regclass('svc.svc_rollouts'))";
 
 /// Every rollout, oldest first.
 pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id";
@@ -276,4 +277,25 @@ pub(crate) const UPDATE_ROLLOUT: &str =
     "update svc.svc_rollouts set doc = $1, updated = $2, revision = revision + 1 where id = $3 and revision = $4";
 
 /// Releases the named tenants (an array) from quarantine.
-pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = any($1)";
+pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = $1";
+
+/// The statements of the service's books (see `db::books`).
+pub(crate) const BOOKS: BooksSql = BooksSql {
+    installed: INSTALLED,
+    select_applied: SELECT_APPLIED,
+    select_versions: SELECT_VERSIONS,
+    select_versions_by_file: SELECT_VERSIONS_BY_FILE,
+    select_version: SELECT_VERSION,
+    select_version_migrations: SELECT_VERSION_MIGRATIONS,
+    select_migration: SELECT_MIGRATION,
+    store_fingerprint: STORE_FINGERPRINT,
+    fingerprints_installed: FINGERPRINTS_INSTALLED,
+    select_fingerprints: SELECT_FINGERPRINTS,
+    quarantine: QUARANTINE,
+    quarantine_installed: QUARANTINE_INSTALLED,
+    select_quarantine: SELECT_QUARANTINE,
+    release_quarantined: RELEASE_QUARANTINED,
+    rollouts_installed: ROLLOUTS_INSTALLED,
+    select_rollouts: SELECT_ROLLOUTS,
+    update_rollout: UPDATE_ROLLOUT,
+};

@@ -2,6 +2,7 @@
 //! themselves come from the user). Identifiers are validated by the core and
 //! quoted here; values are always bound.
 
+use crate::db::books::BooksSql;
 use strata_core::migrate::ident::quote_ansi;
 
 /// The service's bookkeeping tables, in the attached `svc` schema.
@@ -197,3 +198,24 @@ pub(crate) const UPDATE_ROLLOUT: &str =
 
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";
+
+/// The statements of the service's books (see `db::books`).
+pub(crate) const BOOKS: BooksSql = BooksSql {
+    installed: INSTALLED,
+    select_applied: SELECT_APPLIED,
+    select_versions: SELECT_VERSIONS,
+    select_versions_by_file: SELECT_VERSIONS_BY_FILE,
+    select_version: SELECT_VERSION,
+    select_version_migrations: SELECT_VERSION_MIGRATIONS,
+    select_migration: SELECT_MIGRATION,
+    store_fingerprint: STORE_FINGERPRINT,
+    fingerprints_installed: FINGERPRINTS_INSTALLED,
+    select_fingerprints: SELECT_FINGERPRINTS,
+    quarantine: QUARANTINE,
+    quarantine_installed: QUARANTINE_INSTALLED,
+    select_quarantine: SELECT_QUARANTINE,
+    release_quarantined: RELEASE_QUARANTINED,
+    rollouts_installed: ROLLOUTS_INSTALLED,
+    select_rollouts: SELECT_ROLLOUTS,
+    update_rollout: UPDATE_ROLLOUT,
+};

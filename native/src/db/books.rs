@@ -1,0 +1,312 @@
+//! The service's own books in the `svc` schema — applied migrations,
+//! versions, fingerprints, quarantine, rollouts — and the tenant list, read
+//! and written once for the three sqlx engines (PostgreSQL, MySQL/MariaDB,
+//! SQLite): [`Books`] over a sqlx database and its dialect's statements
+//! ([`BooksSql`], the constants of its `sql.rs`). What differs between the
+//! dialects beyond their SQL is said here, as a field, not in three copies:
+//!
+//! - `pooler_safe` (PostgreSQL): statements with the extended protocol run
+//!   unprepared, and — unless the caller's transaction is open — inside a
+//!   transaction of their own, so nothing depends on a prepared statement
+//!   or a server session outliving one transaction, which a pooler in
+//!   transaction mode (PgBouncer) cannot keep.
+//! - `I`: the integer type of ids in the dialect's rows (`i32` on
+//!   PostgreSQL and MySQL, `i64` on SQLite).
+//!
+//! Inserting a version or a rollout (their ids come back by `RETURNING` or
+//! by `LAST_INSERT_ID`) and the bookkeeping rows stay with each engine.
+
+use std::marker::PhantomData;
+
+use sqlx::database::HasStatementCache;
+use sqlx::{AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Type};
+use strata_core::migrate::plan::AppliedMigration;
+
+use super::error::{DbError, describe};
+use super::rows;
+use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
+
+/// A dialect's statements over the `svc` tables (its `sql.rs`). The
+/// `*_installed` statements return a count: 0 before the table exists.
+pub(crate) struct BooksSql {
+    /// Whether `svc.svc_migrations` exists.
+    pub(crate) installed: &'static str,
+    /// `filename, name, db_schema, migration_type, checksum` of every
+    /// recorded migration.
+    pub(crate) select_applied: &'static str,
+    /// Every version.
+    pub(crate) select_versions: &'static str,
+    /// The versions that applied a file (bound: the file).
+    pub(crate) select_versions_by_file: &'static str,
+    /// One version (bound: its id).
+    pub(crate) select_version: &'static str,
+    /// A version's migrations (bound: its id).
+    pub(crate) select_version_migrations: &'static str,
+    /// One migration (bound: its id).
+    pub(crate) select_migration: &'static str,
+    /// Stores a schema's fingerprint (bound: schema, fingerprint,
+    /// recorded, version id).
+    pub(crate) store_fingerprint: &'static str,
+    /// Whether `svc.svc_fingerprints` exists.
+    pub(crate) fingerprints_installed: &'static str,
+    /// `db_schema, fingerprint, recorded` of every schema.
+    pub(crate) select_fingerprints: &'static str,
+    /// Quarantines a tenant or counts one more failure (bound: the nine
+    /// columns of [`QuarantineRow`] but `failures`).
+    pub(crate) quarantine: &'static str,
+    /// Whether `svc.svc_quarantine` exists.
+    pub(crate) quarantine_installed: &'static str,
+    /// The quarantined tenants, by name.
+    pub(crate) select_quarantine: &'static str,
+    /// Releases one tenant (bound: its name).
+    pub(crate) release_quarantined: &'static str,
+    /// Whether `svc.svc_rollouts` exists.
+    pub(crate) rollouts_installed: &'static str,
+    /// `id, doc, revision` of every rollout, oldest first.
+    pub(crate) select_rollouts: &'static str,
+    /// Compare-and-set of a rollout's document (bound: doc, updated, id,
+    /// revision read).
+    pub(crate) update_rollout: &'static str,
+}
+
+/// How many rows a statement changed, whichever the database.
+pub(crate) trait RowsAffected {
+    /// The count.
+    fn count(&self) -> u64;
+}
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn count(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+impl RowsAffected for sqlx::mysql::MySqlQueryResult {
+    fn count(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn count(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+/// The books of one database, in its dialect.
+pub(crate) struct Books<DB, I> {
+    sql: &'static BooksSql,
+    pooler_safe: bool,
+    tenant_select_sql: String,
+    _types: PhantomData<fn() -> (DB, I)>,
+}
+
+type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
+
+impl<DB, I> Books<DB, I> {
+    /// The books in `sql`'s dialect; `tenant_select_sql` lists the tenants.
+    pub(crate) fn new(sql: &'static BooksSql, pooler_safe: bool, tenant_select_sql: &str) -> Self {
+        Books { sql, pooler_safe, tenant_select_sql: tenant_select_sql.to_string(), _types: PhantomData }
+    }
+}
+
+impl<DB, I> Books<DB, I>
+where
+    DB: Database + HasStatementCache,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    usize: ColumnIndex<DB::Row>,
+    I: TryFrom<i64> + Into<i64> + Send + for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB> + 'static,
+    Option<I>: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'r> Decode<'r, DB> + Type<DB>,
+    i32: for<'r> Decode<'r, DB> + Type<DB>,
+    bool: for<'r> Decode<'r, DB> + Type<DB>,
+{
+    fn query(&self, sql: &'static str) -> Query<'static, DB> {
+        sqlx::query(sql).persistent(!self.pooler_safe)
+    }
+
+    /// `n` as the dialect's integer.
+    fn int(n: i64) -> Result<I, DbError> {
+        I::try_from(n).map_err(|_| DbError::IdOutOfRange(n))
+    }
+
+    /// The rows of `query`, run outside any transaction of the caller's.
+    async fn rows<'q>(&self, conn: &mut DB::Connection, query: Query<'q, DB>) -> Result<Vec<DB::Row>, sqlx::Error> {
+        if !self.pooler_safe {
+            return query.fetch_all(conn).await;
+        }
+        let mut tx = conn.begin().await?;
+        let rows = query.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+
+    /// Runs `query` outside any transaction of the caller's; the rows it
+    /// changed.
+    async fn change<'q>(&self, conn: &mut DB::Connection, query: Query<'q, DB>) -> Result<u64, sqlx::Error> {
+        if !self.pooler_safe {
+            return Ok(query.execute(conn).await?.count());
+        }
+        let mut tx = conn.begin().await?;
+        let done = query.execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.count())
+    }
+
+    /// Whether a table is there (`statement` counts it).
+    async fn exists(&self, conn: &mut DB::Connection, statement: &'static str) -> Result<bool, DbError> {
+        let rows = self.rows(conn, self.query(statement)).await?;
+        let count: i64 = rows.first().map(|row| sqlx::Row::try_get(row, 0)).transpose()?.unwrap_or(0);
+        Ok(count > 0)
+    }
+
+    /// Whether the service's tables exist.
+    pub(crate) async fn installed(&self, conn: &mut DB::Connection) -> Result<bool, DbError> {
+        self.exists(conn, self.sql.installed).await
+    }
+
+    /// The tenants (`tenantSelectSQL`), with their attributes.
+    pub(crate) async fn tenants(&self, conn: &mut DB::Connection) -> Result<TenantList, DbError> {
+        let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
+        let rows = self.rows(conn, query).await.map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
+        rows::tenants(&rows)
+    }
+
+    /// The recorded migrations.
+    pub(crate) async fn applied(&self, conn: &mut DB::Connection) -> Result<Vec<AppliedMigration>, DbError> {
+        let rows = self.rows(conn, self.query(self.sql.select_applied)).await?;
+        rows.iter().map(rows::applied::<_, I>).collect()
+    }
+
+    /// Recorded versions.
+    pub(crate) async fn versions(
+        &self,
+        conn: &mut DB::Connection,
+        filter: VersionFilter<'_>,
+    ) -> Result<Vec<VersionRow>, DbError> {
+        let rows = match filter {
+            VersionFilter::All => self.rows(conn, self.query(self.sql.select_versions)).await?,
+            VersionFilter::ApplyingFile(file) => {
+                self.rows(conn, self.query(self.sql.select_versions_by_file).bind(file.to_string())).await?
+            }
+            VersionFilter::Id(id) => self.rows(conn, self.query(self.sql.select_version).bind(Self::int(id)?)).await?,
+        };
+        rows.iter().map(rows::version::<_, I>).collect()
+    }
+
+    /// Recorded migrations, whole rows.
+    pub(crate) async fn migrations(
+        &self,
+        conn: &mut DB::Connection,
+        filter: MigrationFilter,
+    ) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (self.sql.select_version_migrations, id),
+            MigrationFilter::Id(id) => (self.sql.select_migration, id),
+        };
+        let rows = self.rows(conn, self.query(statement).bind(Self::int(id)?)).await?;
+        rows.iter().map(rows::migration::<_, I>).collect()
+    }
+
+    /// Stores a schema's fingerprint in the caller's open transaction.
+    pub(crate) async fn store_fingerprint(
+        &self,
+        conn: &mut DB::Connection,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        self.query(self.sql.store_fingerprint)
+            .bind(schema.to_string())
+            .bind(fingerprint.to_string())
+            .bind(recorded.to_string())
+            .bind(Self::int(version_id)?)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
+    pub(crate) async fn fingerprints(
+        &self,
+        conn: &mut DB::Connection,
+    ) -> Result<Vec<(String, String, String)>, DbError> {
+        if !self.exists(conn, self.sql.fingerprints_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(self.sql.select_fingerprints)).await?;
+        rows.iter()
+            .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?, sqlx::Row::try_get(row, 2)?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(DbError::from)
+    }
+
+    /// Quarantines a tenant (or counts one more failure).
+    pub(crate) async fn quarantine(&self, conn: &mut DB::Connection, row: &QuarantineRow) -> Result<(), DbError> {
+        let query = self
+            .query(self.sql.quarantine)
+            .bind(row.tenant.clone())
+            .bind(row.version_id.map(Self::int).transpose()?)
+            .bind(row.file.clone())
+            .bind(row.line.map(Self::int).transpose()?)
+            .bind(row.column.map(Self::int).transpose()?)
+            .bind(row.cause.clone())
+            .bind(row.message.clone())
+            .bind(row.request_id.clone())
+            .bind(row.quarantined.clone());
+        self.change(conn, query).await?;
+        Ok(())
+    }
+
+    /// The quarantined tenants (none before the table exists).
+    pub(crate) async fn quarantined(&self, conn: &mut DB::Connection) -> Result<Vec<QuarantineRow>, DbError> {
+        if !self.exists(conn, self.sql.quarantine_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(self.sql.select_quarantine)).await?;
+        rows.iter().map(rows::quarantine::<_, I>).collect()
+    }
+
+    /// Releases tenants from quarantine.
+    pub(crate) async fn release_quarantined(
+        &self,
+        conn: &mut DB::Connection,
+        tenants: &[String],
+    ) -> Result<(), DbError> {
+        for tenant in tenants {
+            self.change(conn, self.query(self.sql.release_quarantined).bind(tenant.clone())).await?;
+        }
+        Ok(())
+    }
+
+    /// Every rollout, oldest first (none before the table exists).
+    pub(crate) async fn rollouts(&self, conn: &mut DB::Connection) -> Result<Vec<RolloutRow>, DbError> {
+        if !self.exists(conn, self.sql.rollouts_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(self.sql.select_rollouts)).await?;
+        rows.iter().map(rows::rollout::<_, I>).collect()
+    }
+
+    /// Replaces a rollout's document unless its revision moved on.
+    pub(crate) async fn update_rollout(
+        &self,
+        conn: &mut DB::Connection,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        let query = self
+            .query(self.sql.update_rollout)
+            .bind(doc.to_string())
+            .bind(updated.to_string())
+            .bind(Self::int(row.id)?)
+            .bind(Self::int(row.revision)?);
+        Ok(self.change(conn, query).await? == 1)
+    }
+}
