@@ -153,6 +153,25 @@ impl async_graphql::ErrorExtensions for AppError {
                 drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
             graphql_error = graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)));
         }
+        if let AppError::Database(DbError::Shards { failed, .. }) = self {
+            // Per shard that did not finish: the tenants that may lack the
+            // version when it could not be reached.
+            let shards: Vec<async_graphql::Value> = failed
+                .iter()
+                .map(|failure| {
+                    let tenants = failure.tenants.iter().map(|t| async_graphql::Value::String(t.clone())).collect();
+                    async_graphql::Value::Object(
+                        [
+                            (async_graphql::Name::new("shard"), async_graphql::Value::String(failure.shard.clone())),
+                            (async_graphql::Name::new("tenants"), async_graphql::Value::List(tenants)),
+                        ]
+                        .into_iter()
+                        .collect(),
+                    )
+                })
+                .collect();
+            graphql_error = graphql_error.extend_with(|_, e| e.set("failedShards", async_graphql::Value::List(shards)));
+        }
         if let AppError::Database(DbError::MigrationFailed(failure)) = self {
             let names = |list: &[String]| {
                 async_graphql::Value::List(list.iter().map(|n| async_graphql::Value::String(n.clone())).collect())

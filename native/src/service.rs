@@ -129,8 +129,8 @@ impl Service {
         self.database.health().await
     }
 
-    /// Each shard's name and tenants (empty without `shards:`).
-    pub(crate) async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, AppError> {
+    /// Each shard with its tenants (empty without `shards:`).
+    pub(crate) async fn shards(&self) -> Result<Vec<crate::db::ShardTenants>, AppError> {
         Ok(self.database.shards().await?)
     }
 

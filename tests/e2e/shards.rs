@@ -146,6 +146,9 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     assert_eq!(code(&interrupted), 12, "{message}");
     assert!(message.contains("did not finish on 1 shard(s) — shard c: "), "{message}");
     assert!(message.contains("finished on: a (version "), "{message}");
+    assert!(message.contains("schema(s) not committed (c"), "the tenants left on the shard that stopped: {message}");
+    let mut c_tenants = tenants_of(2);
+    c_tenants.sort(); // as the directory lists them
     assert!(!message.contains(" at line "), "an engine source line leaked: {message}");
     for index in [0, 1] {
         executed_once_recorded_once(&mut conns[index], index, "300").await;
@@ -162,6 +165,28 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     assert_eq!(status_of("DB:c"), Some(json!("DOWN")), "{body}");
     assert_eq!(server.metric("svc_http_shard_up{shard=\"c\"}").await, 0.0);
     assert_eq!(server.metric("svc_http_shard_up{shard=\"a\"}").await, 1.0);
+
+    // While c is down, the directory on the home shard says what it holds:
+    // the tenant list keeps its tenants, and a version names them.
+    let directory = "select count(*) from svc.svc_directory where shard = 'c'";
+    assert_eq!(scalar(&mut conns[0], directory).await, PER_SHARD as i64);
+    let listed = server.data("{ tenants { name shard } shards { name tenantCount reachable } }", json!({})).await;
+    assert_eq!(
+        listed["shards"],
+        json!([
+            { "name": "a", "tenantCount": PER_SHARD, "reachable": true },
+            { "name": "b", "tenantCount": PER_SHARD, "reachable": true },
+            { "name": "c", "tenantCount": PER_SHARD, "reachable": false }
+        ])
+    );
+    assert!(listed["tenants"].as_array().unwrap().contains(&json!({ "name": "c3", "shard": "c" })), "{listed}");
+    let blocked = server.create_version(json!({ "versionName": "while c is down" })).await;
+    assert_eq!(blocked["errors"][0]["extensions"]["code"], "SHARDS_FAILED", "{blocked}");
+    assert_eq!(
+        blocked["errors"][0]["extensions"]["failedShards"],
+        json!([{ "shard": "c", "tenants": c_tenants }]),
+        "{blocked}"
+    );
 
     // c is back: the next version (through the API) completes it and
     // changes nothing on a and b.

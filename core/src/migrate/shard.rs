@@ -21,6 +21,12 @@
 //!   the third shard. The API's `Int` is 32-bit: the smaller base keeps ids
 //!   in range longer.
 //!   Shards are appended to the list, never reordered.
+//! - The directory: where each tenant was last seen, kept on the home
+//!   shard and brought up to date by every version from the shards that
+//!   answered ([`Directory::changes`]). It names the tenants of a shard
+//!   that does not answer — in the error of a version that could not run
+//!   there, and in the tenant list while it is down; a shard's own
+//!   `tenantSelectSQL` stays the truth whenever it answers.
 
 use std::collections::HashSet;
 
@@ -195,6 +201,65 @@ pub fn add_counts(total: Counts, part: &Counts) -> Counts {
         single_scripts: total.single_scripts + part.single_scripts,
         tenant_scripts: total.tenant_scripts.max(part.tenant_scripts),
         tenant_scripts_total: total.tenant_scripts_total + part.tenant_scripts_total,
+    }
+}
+
+/// Where each tenant was last seen: `(tenant, shard)` rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Directory {
+    /// The rows, as stored.
+    pub rows: Vec<(String, String)>,
+}
+
+/// What to write to the directory after reading the shards.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirectoryChanges {
+    /// Tenants seen on a shard the directory does not say: `(tenant, shard)`.
+    pub put: Vec<(String, String)>,
+    /// Tenants no longer on the shard the directory says, which answered,
+    /// nor on any other that did.
+    pub drop: Vec<String>,
+}
+
+impl DirectoryChanges {
+    /// Whether nothing changes.
+    pub fn is_empty(&self) -> bool {
+        self.put.is_empty() && self.drop.is_empty()
+    }
+}
+
+impl Directory {
+    /// The tenants last seen on `shard`, by name.
+    pub fn tenants_of(&self, shard: &str) -> Vec<String> {
+        let mut names: Vec<String> =
+            self.rows.iter().filter(|(_, on)| on == shard).map(|(tenant, _)| tenant.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// What the directory must change to agree with the shards that
+    /// answered: `listed` holds each of them with its tenants. What it says
+    /// of a shard that did not answer stays.
+    pub fn changes(&self, listed: &[(&str, &[String])]) -> DirectoryChanges {
+        let answered: HashSet<&str> = listed.iter().map(|(shard, _)| *shard).collect();
+        let known: std::collections::HashMap<&str, &str> =
+            self.rows.iter().map(|(tenant, shard)| (tenant.as_str(), shard.as_str())).collect();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut changes = DirectoryChanges::default();
+        for (shard, tenants) in listed {
+            for tenant in tenants.iter() {
+                seen.insert(tenant);
+                if known.get(tenant.as_str()) != Some(shard) {
+                    changes.put.push((tenant.clone(), shard.to_string()));
+                }
+            }
+        }
+        for (tenant, shard) in &self.rows {
+            if answered.contains(shard.as_str()) && !seen.contains(tenant.as_str()) {
+                changes.drop.push(tenant.clone());
+            }
+        }
+        changes
     }
 }
 

@@ -1,5 +1,5 @@
 //! The service's own books in the `svc` schema — applied migrations,
-//! versions, fingerprints, quarantine, rollouts — and the tenant list, read
+//! versions, fingerprints, quarantine, rollouts, the shard directory — and the tenant list, read
 //! and written once for the three sqlx engines (PostgreSQL, MySQL/MariaDB,
 //! SQLite): [`Books`] over a sqlx database and its dialect's statements
 //! ([`BooksSql`], the constants of its `sql.rs`). What differs between the
@@ -21,6 +21,7 @@ use std::marker::PhantomData;
 use sqlx::database::HasStatementCache;
 use sqlx::{AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Type};
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::error::{DbError, describe};
 use super::rows;
@@ -67,6 +68,14 @@ pub(crate) struct BooksSql {
     /// Compare-and-set of a rollout's document (bound: doc, updated, id,
     /// revision read).
     pub(crate) update_rollout: &'static str,
+    /// Whether `svc.svc_directory` exists.
+    pub(crate) directory_installed: &'static str,
+    /// `tenant, shard` of every tenant the shard directory knows.
+    pub(crate) select_directory: &'static str,
+    /// Says where a tenant was seen (bound: tenant, shard).
+    pub(crate) put_directory: &'static str,
+    /// Forgets a tenant (bound: tenant).
+    pub(crate) drop_directory: &'static str,
 }
 
 /// How many rows a statement changed, whichever the database.
@@ -291,6 +300,36 @@ where
         }
         let rows = self.rows(conn, self.query(self.sql.select_rollouts)).await?;
         rows.iter().map(rows::rollout::<_, I>).collect()
+    }
+
+    /// Where each tenant was last seen (none before the table exists).
+    pub(crate) async fn directory(&self, conn: &mut DB::Connection) -> Result<Directory, DbError> {
+        if !self.exists(conn, self.sql.directory_installed).await? {
+            return Ok(Directory::default());
+        }
+        let rows = self.rows(conn, self.query(self.sql.select_directory)).await?;
+        let rows = rows
+            .iter()
+            .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
+            .collect::<Result<_, sqlx::Error>>()?;
+        Ok(Directory { rows })
+    }
+
+    /// Writes `changes` to the directory, in one transaction.
+    pub(crate) async fn change_directory(
+        &self,
+        conn: &mut DB::Connection,
+        changes: &DirectoryChanges,
+    ) -> Result<(), DbError> {
+        let mut tx = conn.begin().await?;
+        for (tenant, shard) in &changes.put {
+            self.query(self.sql.put_directory).bind(tenant.clone()).bind(shard.clone()).execute(&mut *tx).await?;
+        }
+        for tenant in &changes.drop {
+            self.query(self.sql.drop_directory).bind(tenant.clone()).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Replaces a rollout's document unless its revision moved on.

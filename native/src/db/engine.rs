@@ -8,6 +8,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
@@ -58,6 +59,33 @@ impl Failure {
 /// one is known. The whole text when the tokenizer cannot read it.
 pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<usize>> {
     statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
+}
+
+/// A connection from `pool`. When the pool times out, one connection
+/// outside it tells why: the server does not answer ([`DbError::Connect`],
+/// with its reason: a stopped server is unreachable, not busy), or it does
+/// and every connection was taken ([`DbError::PoolExhausted`]).
+pub(crate) async fn acquire<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+) -> Result<sqlx::pool::PoolConnection<DB>, DbError> {
+    use sqlx::Connection;
+    match pool.acquire().await {
+        Err(sqlx::Error::PoolTimedOut) => {
+            let options = pool.connect_options();
+            match tokio::time::timeout(super::CONNECT_TIMEOUT, DB::Connection::connect_with(&options)).await {
+                Ok(Ok(conn)) => {
+                    let _ = conn.close().await;
+                    Err(sqlx::Error::PoolTimedOut.into())
+                }
+                Ok(Err(error)) => Err(DbError::Connect(super::error::describe(&error))),
+                Err(_) => Err(DbError::Connect(format!(
+                    "no answer from the database within {} s",
+                    super::CONNECT_TIMEOUT.as_secs()
+                ))),
+            }
+        }
+        acquired => Ok(acquired?),
+    }
 }
 
 /// Schemas whose catalogs one read asks for (PostgreSQL reads them in one
@@ -200,6 +228,16 @@ pub(crate) trait Engine: Send + Sync {
         _updated: &str,
     ) -> Result<bool, DbError> {
         Err(DbError::NotSupported("rollouts on this engine"))
+    }
+    /// Where each tenant of a sharded fleet was last seen (none before the
+    /// table exists, or on an engine without it).
+    async fn directory(&self, _conn: &mut Self::Conn) -> Result<Directory, DbError> {
+        Ok(Directory::default())
+    }
+    /// Writes directory changes, outside any transaction (engines without
+    /// the table keep no directory).
+    async fn change_directory(&self, _conn: &mut Self::Conn, _changes: &DirectoryChanges) -> Result<(), DbError> {
+        Ok(())
     }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}

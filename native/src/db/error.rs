@@ -12,10 +12,35 @@ pub(crate) struct ShardFailure {
     pub(crate) shard: String,
     /// Why.
     pub(crate) error: DbError,
+    /// Its tenants, when it could not be reached: as it listed them before
+    /// the version, else as the directory last saw them.
+    pub(crate) tenants: Vec<String>,
+}
+
+/// Tenants named in a message: the first 20, then how many more.
+fn some_of(tenants: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut text = tenants.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if tenants.len() > SHOWN {
+        text.push_str(&format!(" and {} more", tenants.len() - SHOWN));
+    }
+    text
 }
 
 fn shards_message(failed: &[ShardFailure], completed: &[(String, Option<i64>)]) -> String {
-    let failed: Vec<String> = failed.iter().map(|f| format!("shard {}: {}", f.shard, f.error)).collect();
+    let failed: Vec<String> = failed
+        .iter()
+        .map(|f| match f.tenants.is_empty() {
+            true => format!("shard {}: {}", f.shard, f.error),
+            false => format!(
+                "shard {}: {}; its {} tenant(s) may lack this version: {}",
+                f.shard,
+                f.error,
+                f.tenants.len(),
+                some_of(&f.tenants)
+            ),
+        })
+        .collect();
     let completed: Vec<String> = completed
         .iter()
         .map(|(shard, version)| match version {

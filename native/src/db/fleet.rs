@@ -20,6 +20,13 @@
 //!   before anything runs. A new tenant goes to the shard named, else to
 //!   the reachable shard with the fewest tenants; every shard must answer
 //!   first, so a name is never created twice.
+//! - **The directory names what cannot be asked.** Every version lists
+//!   each shard's tenants and brings the directory on the home shard up to
+//!   date from those that answered (core's `shard::Directory`); a shard
+//!   that does not answer keeps what the directory last saw. A version's
+//!   error names the tenants of each shard it could not reach, and the
+//!   tenant list serves them (`reachable: false`) while it is down. The
+//!   directory is never the truth about a shard that answers.
 //! - **Served ids name their shard** (core's `shard::Ids`): reads by id go
 //!   to that shard only.
 //! - **Shards open lazily**: the service starts while a shard is down, and
@@ -33,14 +40,14 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::plan::{AppliedMigration, PlanError, Target};
 use strata_core::migrate::quarantine::RetryError;
-use strata_core::migrate::shard::{self, Ids};
+use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::wave::{Wave, WaveError};
 
 use super::error::{DbError, ShardFailure};
 use super::store::Database;
 use super::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
-    VersionFilter, VersionRow,
+    ShardTenants, VersionFilter, VersionRow,
 };
 
 /// How long `/health` waits for each shard (a stopped server is retried
@@ -182,10 +189,51 @@ impl Fleet {
         }
     }
 
-    async fn placement(&self) -> Result<Placement, DbError> {
-        let tenants = self.every(|_, store| async move { store.tenants().await }).await?;
+    /// Each shard's tenants as it answers them, and the directory (empty
+    /// when the home shard cannot say).
+    async fn listings(&self) -> (Vec<Result<Vec<String>, DbError>>, Directory) {
+        let listed = self.each(|_, store| async move { store.tenants().await }).await;
+        let directory = match self.store(0).await {
+            Ok(home) => home.directory().await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "the shard directory could not be read");
+                Directory::default()
+            }),
+            Err(_) => Directory::default(),
+        };
+        (listed, directory)
+    }
+
+    /// Every shard's tenants: as each answers, or as the directory last saw
+    /// them on a shard that cannot be reached (less any tenant a shard that
+    /// answered lists now). An error of another kind, or a shard that is
+    /// down while the directory knows nothing of it, is the answer.
+    async fn seen(&self) -> Result<Vec<ShardTenants>, DbError> {
+        let (listed, directory) = self.listings().await;
+        let answered: std::collections::HashSet<String> =
+            listed.iter().filter_map(|r| r.as_ref().ok()).flatten().cloned().collect();
+        let mut shards = Vec::with_capacity(listed.len());
+        for (slot, result) in self.slots.iter().zip(listed) {
+            let (tenants, reachable) = match result {
+                Ok(tenants) => (tenants, true),
+                Err(error @ DbError::ShardUnreachable { .. }) => {
+                    let known = directory.tenants_of(&slot.name);
+                    if known.is_empty() {
+                        return Err(error);
+                    }
+                    (known.into_iter().filter(|t| !answered.contains(t)).collect(), false)
+                }
+                Err(error) => return Err(error),
+            };
+            shards.push(ShardTenants { name: slot.name.clone(), tenants, reachable });
+        }
+        self.one_shard_each(shards.iter().map(|shard| &shard.tenants))?;
+        Ok(shards)
+    }
+
+    /// Refuses a tenant on two shards.
+    fn one_shard_each<'a>(&self, tenants: impl Iterator<Item = &'a Vec<String>>) -> Result<(), DbError> {
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (index, names) in tenants.iter().enumerate() {
+        for (index, names) in tenants.enumerate() {
             for name in names {
                 if let Some(first) = seen.insert(name, index) {
                     return Err(DbError::TenantOnTwoShards {
@@ -195,6 +243,37 @@ impl Fleet {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Before a version: each shard's tenants as last seen (now, where the
+    /// shard answers), with the directory brought up to date from the
+    /// shards that answered unless `write` is false.
+    async fn before_version(&self, write: bool) -> Vec<Vec<String>> {
+        let (listed, directory) = self.listings().await;
+        let answered: Vec<(&str, &[String])> = self
+            .slots
+            .iter()
+            .zip(&listed)
+            .filter_map(|(slot, result)| result.as_ref().ok().map(|t| (slot.name.as_str(), t.as_slice())))
+            .collect();
+        let changes = directory.changes(&answered);
+        if write && !changes.is_empty() {
+            let written = async { self.store(0).await?.change_directory(&changes).await };
+            if let Err(error) = written.await {
+                tracing::warn!(%error, "the shard directory could not be brought up to date");
+            }
+        }
+        self.slots
+            .iter()
+            .zip(listed)
+            .map(|(slot, result)| result.unwrap_or_else(|_| directory.tenants_of(&slot.name)))
+            .collect()
+    }
+
+    async fn placement(&self) -> Result<Placement, DbError> {
+        let tenants = self.every(|_, store| async move { store.tenants().await }).await?;
+        self.one_shard_each(tenants.iter())?;
         Ok(Placement { tenants })
     }
 
@@ -279,13 +358,12 @@ impl Database for Fleet {
         self.slots.iter().map(|slot| format!("DB:{}", slot.name)).zip(answers).collect()
     }
 
-    async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, DbError> {
-        let placement = self.placement().await?;
-        Ok(self.slots.iter().map(|slot| slot.name.clone()).zip(placement.tenants).collect())
+    async fn shards(&self) -> Result<Vec<ShardTenants>, DbError> {
+        self.seen().await
     }
 
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        Ok(self.placement().await?.tenants.into_iter().flatten().collect())
+        Ok(self.seen().await?.into_iter().flat_map(|shard| shard.tenants).collect())
     }
 
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
@@ -327,10 +405,11 @@ impl Database for Fleet {
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
         let parts = self.parts(&request).await?;
+        let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
+        let last_seen = self.before_version(!request.dry_run && self.access == Access::ReadWrite).await;
         let runs = self.run_parts(parts, |store, part| async move { store.mutate(part).await }).await;
         let mut outcomes = Vec::new();
         let mut failed = Vec::new();
-        let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
         for (index, result) in runs {
             let shard = &self.slots[index].name;
             match result {
@@ -361,7 +440,14 @@ impl Database for Fleet {
                 .collect();
             let failed = failed
                 .into_iter()
-                .map(|(index, error)| ShardFailure { shard: self.slots[index].name.clone(), error })
+                .map(|(index, error)| ShardFailure {
+                    shard: self.slots[index].name.clone(),
+                    tenants: match error {
+                        DbError::ShardUnreachable { .. } => last_seen[index].clone(),
+                        _ => Vec::new(),
+                    },
+                    error,
+                })
                 .collect();
             return Err(DbError::Shards { failed, completed });
         }
@@ -466,6 +552,14 @@ impl Database for Fleet {
 
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
         self.store(0).await?.update_rollout(row, doc, updated).await
+    }
+
+    async fn directory(&self) -> Result<Directory, DbError> {
+        self.store(0).await?.directory().await
+    }
+
+    async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError> {
+        self.store(0).await?.change_directory(changes).await
     }
 
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {

@@ -42,7 +42,7 @@ pub(crate) use error::DbError;
 use executor::Settings;
 pub(crate) use store::{Database, Store};
 pub(crate) use types::{
-    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RolloutRow,
+    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RolloutRow, ShardTenants,
     VersionFilter, VersionRow,
 };
 

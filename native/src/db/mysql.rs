@@ -23,6 +23,7 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::CONNECT_TIMEOUT;
 use super::books::Books;
@@ -132,7 +133,8 @@ const CONFLICT_RETRIES: u32 = 3;
 #[async_trait]
 impl LeaseRow for MysqlLeaseRow {
     async fn take(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
-        match sqlx::query(sql::LEASE_TAKE).bind(holder).bind(seconds).execute(&self.0).await {
+        let mut conn = engine::acquire(&self.0).await?;
+        match sqlx::query(sql::LEASE_TAKE).bind(holder).bind(seconds).execute(&mut *conn).await {
             Ok(done) => Ok(done.rows_affected() == 1),
             Err(e) if is_conflict(&e) => Ok(false),
             Err(e) => Err(e.into()),
@@ -140,12 +142,14 @@ impl LeaseRow for MysqlLeaseRow {
     }
 
     async fn renew(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
-        let done = sqlx::query(sql::LEASE_RENEW).bind(seconds).bind(holder).execute(&self.0).await?;
+        let mut conn = engine::acquire(&self.0).await?;
+        let done = sqlx::query(sql::LEASE_RENEW).bind(seconds).bind(holder).execute(&mut *conn).await?;
         Ok(done.rows_affected() == 1)
     }
 
     async fn release(&self, holder: &str) -> Result<(), DbError> {
-        sqlx::query(sql::LEASE_RELEASE).bind(holder).execute(&self.0).await?;
+        let mut conn = engine::acquire(&self.0).await?;
+        sqlx::query(sql::LEASE_RELEASE).bind(holder).execute(&mut *conn).await?;
         Ok(())
     }
 }
@@ -188,7 +192,7 @@ impl Engine for MysqlEngine {
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
-        Ok(self.pool.acquire().await?)
+        engine::acquire(&self.pool).await
     }
 
     async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
@@ -240,6 +244,14 @@ impl Engine for MysqlEngine {
 
     async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
         self.books.rollouts(&mut **conn).await
+    }
+
+    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
+        self.books.directory(&mut **conn).await
+    }
+
+    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
+        self.books.change_directory(&mut **conn, changes).await
     }
 
     async fn update_rollout(

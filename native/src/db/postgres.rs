@@ -25,10 +25,11 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::CONNECT_TIMEOUT;
 use super::books::Books;
-use super::engine::{Engine, Failure, Record};
+use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
@@ -81,7 +82,8 @@ pub(crate) struct PgLeaseRow(PgPool);
 
 impl PgLeaseRow {
     async fn run(&self, statement: &'static str, holder: &str, seconds: u64) -> Result<bool, DbError> {
-        let mut tx = self.0.begin().await?;
+        let mut conn = engine::acquire(&self.0).await?;
+        let mut tx = Connection::begin(&mut *conn).await?;
         let row = bound(statement).bind(holder).bind(seconds as f64).fetch_optional(&mut *tx).await?;
         tx.commit().await?;
         Ok(row.is_some())
@@ -99,7 +101,8 @@ impl LeaseRow for PgLeaseRow {
     }
 
     async fn release(&self, holder: &str) -> Result<(), DbError> {
-        let mut tx = self.0.begin().await?;
+        let mut conn = engine::acquire(&self.0).await?;
+        let mut tx = Connection::begin(&mut *conn).await?;
         bound(sql::LEASE_RELEASE).bind(holder).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
@@ -126,7 +129,7 @@ impl Engine for PostgresEngine {
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
-        Ok(self.pool.acquire().await?)
+        engine::acquire(&self.pool).await
     }
 
     async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
@@ -178,6 +181,14 @@ impl Engine for PostgresEngine {
 
     async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
         self.books.rollouts(&mut **conn).await
+    }
+
+    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
+        self.books.directory(&mut **conn).await
+    }
+
+    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
+        self.books.change_directory(&mut **conn, changes).await
     }
 
     async fn update_rollout(

@@ -34,6 +34,7 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::books::Books;
 use super::engine::{self, Engine, Failure, Record};
@@ -276,6 +277,14 @@ impl Engine for SqliteEngine {
 
     async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
         self.books.rollouts(&mut *conn.conn).await
+    }
+
+    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
+        self.books.directory(&mut *conn.conn).await
+    }
+
+    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
+        self.books.change_directory(&mut *conn.conn, changes).await
     }
 
     async fn update_rollout(

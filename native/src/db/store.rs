@@ -14,13 +14,14 @@
 use async_trait::async_trait;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
 use super::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
-    VersionFilter, VersionRow,
+    ShardTenants, VersionFilter, VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -33,9 +34,10 @@ pub(crate) trait Database: Send + Sync {
     async fn health(&self) -> Vec<(String, Result<(), DbError>)> {
         vec![("DB".to_string(), self.ping().await)]
     }
-    /// Each shard's name and tenants, in `shards:` order; empty when the
-    /// fleet is on one server without `shards:`.
-    async fn shards(&self) -> Result<Vec<(String, Vec<String>)>, DbError> {
+    /// Each shard with its tenants, in `shards:` order (a shard that does
+    /// not answer with the tenants the directory last saw there); empty
+    /// when the fleet is on one server without `shards:`.
+    async fn shards(&self) -> Result<Vec<ShardTenants>, DbError> {
         Ok(Vec::new())
     }
     /// Tenant names, from `tenantSelectSQL`.
@@ -72,6 +74,11 @@ pub(crate) trait Database: Send + Sync {
     /// Replaces a rollout's document unless it changed since `row` was read
     /// (false then: read it again).
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
+    /// Where each tenant of a sharded fleet was last seen (kept on the home
+    /// shard; empty before anything was written).
+    async fn directory(&self) -> Result<Directory, DbError>;
+    /// Brings the directory up to date (nothing on a read-only store).
+    async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError>;
 }
 
 /// The one implementation of [`Database`]: an engine and how versions run.
@@ -224,6 +231,22 @@ impl<E: Engine> Database for Store<E> {
         }
         let mut conn = self.engine.connect().await?;
         self.engine.update_rollout(&mut conn, row, doc, updated).await
+    }
+
+    async fn directory(&self) -> Result<Directory, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.installed(&mut conn).await? {
+            return Ok(Directory::default());
+        }
+        self.engine.directory(&mut conn).await
+    }
+
+    async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError> {
+        if self.access == Access::ReadOnly || changes.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.change_directory(&mut conn, changes).await
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

@@ -105,6 +105,18 @@ pub(crate) struct QuarantineRow {
     pub(crate) failures: i64,
 }
 
+/// One shard of a sharded fleet and its tenants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardTenants {
+    /// Its name in `shards:`.
+    pub(crate) name: String,
+    /// Its tenants: as its `tenantSelectSQL` returns them, or, while it
+    /// does not answer, as the directory last saw them.
+    pub(crate) tenants: Vec<String>,
+    /// Whether it answered.
+    pub(crate) reachable: bool,
+}
+
 /// What `tenantSelectSQL` returned: the names (its first column) and
 /// whatever else it returned of each (the attributes a wave may select
 /// by).

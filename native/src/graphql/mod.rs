@@ -111,8 +111,9 @@ impl Query {
         }
         Ok(shards
             .into_iter()
-            .flat_map(|(shard, names)| {
-                names.into_iter().map(move |name| TenantDto { name, shard: Some(shard.clone()) })
+            .flat_map(|shard| {
+                let name = shard.name;
+                shard.tenants.into_iter().map(move |tenant| TenantDto { name: tenant, shard: Some(name.clone()) })
             })
             .collect())
     }
@@ -127,13 +128,19 @@ impl Query {
     }
 
     /// The database servers of a sharded fleet (`shards:`), in order, with
-    /// their tenant counts; empty on one server. Added to the spec's schema.
+    /// their tenant counts and whether they answer (one that does not
+    /// counts the tenants the directory last saw there); empty on one
+    /// server. Added to the spec's schema.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn shards(&self, ctx: &Context<'_>) -> Result<Vec<ShardDto>> {
         let shards = service(ctx)?.shards().await.map_err(graphql_error)?;
         Ok(shards
             .into_iter()
-            .map(|(name, tenants)| ShardDto { name, tenant_count: i32::try_from(tenants.len()).unwrap_or(i32::MAX) })
+            .map(|shard| ShardDto {
+                name: shard.name,
+                tenant_count: i32::try_from(shard.tenants.len()).unwrap_or(i32::MAX),
+                reachable: shard.reachable,
+            })
             .collect())
     }
 
@@ -171,7 +178,10 @@ impl Query {
             .await
             .map_err(graphql_error)?
             .into_iter()
-            .flat_map(|(shard, names)| names.into_iter().map(move |name| (name, shard.clone())))
+            .flat_map(|shard| {
+                let name = shard.name;
+                shard.tenants.into_iter().map(move |tenant| (tenant, name.clone()))
+            })
             .collect();
         let matrix = strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants);
         Ok(FleetDto::new(matrix, &shard_of))

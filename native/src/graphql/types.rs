@@ -207,8 +207,11 @@ pub(crate) struct TenantDto {
 pub(crate) struct ShardDto {
     /// Its name in `shards:`.
     pub(crate) name: String,
-    /// Tenants its `tenantSelectSQL` returns.
+    /// Tenants its `tenantSelectSQL` returns (while it does not answer:
+    /// the tenants the directory last saw there).
     pub(crate) tenant_count: i32,
+    /// Whether it answered.
+    pub(crate) reachable: bool,
 }
 
 /// `Version`.

@@ -89,3 +89,23 @@ fn shard_plans_merge_into_one_report() {
     assert_eq!(merged.counts.tenant_migrations, 2);
     assert_eq!(merged.counts.tenant_migrations_total, 6);
 }
+
+#[test]
+fn the_directory_follows_the_shards_that_answer_and_keeps_the_others() {
+    let row = |t: &str, s: &str| (t.to_string(), s.to_string());
+    let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let directory =
+        Directory { rows: vec![row("a1", "a"), row("b1", "b"), row("b2", "b"), row("c1", "c"), row("gone", "a")] };
+    let (a, b) = (names(&["a1", "moved"]), names(&["b1", "b2", "new"]));
+    // c does not answer: what the directory says of it stays.
+    let changes = directory.changes(&[("a", &a), ("b", &b)]);
+    assert_eq!(changes.put, [row("moved", "a"), row("new", "b")]);
+    assert_eq!(changes.drop, ["gone"]);
+    assert_eq!(directory.tenants_of("c"), ["c1"]);
+    assert_eq!(directory.tenants_of("b"), ["b1", "b2"]);
+    // A tenant moved from c (down) to b is put on b, not dropped.
+    let b = names(&["b1", "b2", "c1"]);
+    assert_eq!(directory.changes(&[("b", &b)]).put, [row("c1", "b")]);
+    assert!(directory.changes(&[("b", &names(&["b1", "b2"]))]).is_empty());
+    assert!(Directory::default().changes(&[]).is_empty());
+}

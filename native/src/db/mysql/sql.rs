@@ -13,9 +13,10 @@ pub(crate) const LEASE_ROW: &str =
     "insert ignore into svc.svc_lock (id, holder, expires) values (1, '', '1970-01-01 00:00:01')";
 /// How many of the service's tables exist (a plain read: no lock, no DDL).
 pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
-    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints')";
+    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints', \
+    'svc_quarantine', 'svc_rollouts', 'svc_directory')";
 /// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
-pub(crate) const SERVICE_TABLES: i64 = 4;
+pub(crate) const SERVICE_TABLES: i64 = 7;
 /// Whether the lease's row exists.
 pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
 /// Whether the default tenant table exists.
@@ -91,6 +92,10 @@ create table if not exists svc.svc_rollouts (
     doc longtext not null,
     revision int not null default 0,
     updated varchar(40) not null
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_directory (
+    tenant varchar(255) primary key,
+    shard varchar(255) not null
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
@@ -299,6 +304,20 @@ pub(crate) const UPDATE_ROLLOUT: &str =
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";
 
+/// Whether the shard directory's table exists.
+pub(crate) const DIRECTORY_INSTALLED: &str = "select count(*) from information_schema.tables \
+    where table_schema = 'svc' and table_name = 'svc_directory'";
+
+/// Where each tenant was last seen (a sharded fleet's home shard).
+pub(crate) const SELECT_DIRECTORY: &str = "select tenant, shard from svc.svc_directory order by tenant";
+
+/// Says where a tenant was seen.
+pub(crate) const PUT_DIRECTORY: &str = "insert into svc.svc_directory (tenant, shard) values (?, ?) \
+    on duplicate key update shard = values(shard)";
+
+/// Forgets a tenant.
+pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = ?";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -318,4 +337,8 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     rollouts_installed: ROLLOUTS_INSTALLED,
     select_rollouts: SELECT_ROLLOUTS,
     update_rollout: UPDATE_ROLLOUT,
+    directory_installed: DIRECTORY_INSTALLED,
+    select_directory: SELECT_DIRECTORY,
+    put_directory: PUT_DIRECTORY,
+    drop_directory: DROP_DIRECTORY,
 };

@@ -88,6 +88,10 @@ create table if not exists svc.svc_rollouts (
     revision integer not null default 0,
     updated text not null
 );
+create table if not exists svc.svc_directory (
+    tenant text primary key,
+    shard text not null
+);
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -279,6 +283,19 @@ pub(crate) const UPDATE_ROLLOUT: &str =
 /// Releases the named tenants (an array) from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = $1";
 
+/// Whether the shard directory's table exists.
+pub(crate) const DIRECTORY_INSTALLED: &str = "select count(to_regclass('svc.svc_directory'))";
+
+/// Where each tenant was last seen (a sharded fleet's home shard).
+pub(crate) const SELECT_DIRECTORY: &str = "select tenant, shard from svc.svc_directory order by tenant";
+
+/// Says where a tenant was seen.
+pub(crate) const PUT_DIRECTORY: &str = "insert into svc.svc_directory (tenant, shard) values ($1, $2) \
+    on conflict (tenant) do update set shard = excluded.shard";
+
+/// Forgets a tenant.
+pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = $1";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -298,4 +315,8 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     rollouts_installed: ROLLOUTS_INSTALLED,
     select_rollouts: SELECT_ROLLOUTS,
     update_rollout: UPDATE_ROLLOUT,
+    directory_installed: DIRECTORY_INSTALLED,
+    select_directory: SELECT_DIRECTORY,
+    put_directory: PUT_DIRECTORY,
+    drop_directory: DROP_DIRECTORY,
 };

@@ -50,6 +50,10 @@ create table if not exists svc.svc_rollouts (
     revision integer not null default 0,
     updated text not null
 );
+create table if not exists svc.svc_directory (
+    tenant text primary key,
+    shard text not null
+);
 create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
@@ -199,6 +203,20 @@ pub(crate) const UPDATE_ROLLOUT: &str =
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = ?";
 
+/// Whether the shard directory's table exists.
+pub(crate) const DIRECTORY_INSTALLED: &str =
+    "select count(*) from pragma_table_list where schema = 'svc' and name = 'svc_directory'";
+
+/// Where each tenant was last seen (a sharded fleet's home shard).
+pub(crate) const SELECT_DIRECTORY: &str = "select tenant, shard from svc.svc_directory order by tenant";
+
+/// Says where a tenant was seen.
+pub(crate) const PUT_DIRECTORY: &str = "insert into svc.svc_directory (tenant, shard) values (?, ?) \
+    on conflict (tenant) do update set shard = excluded.shard";
+
+/// Forgets a tenant.
+pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = ?";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -218,4 +236,8 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     rollouts_installed: ROLLOUTS_INSTALLED,
     select_rollouts: SELECT_ROLLOUTS,
     update_rollout: UPDATE_ROLLOUT,
+    directory_installed: DIRECTORY_INSTALLED,
+    select_directory: SELECT_DIRECTORY,
+    put_directory: PUT_DIRECTORY,
+    drop_directory: DROP_DIRECTORY,
 };
