@@ -112,6 +112,10 @@ pub(crate) fn rfc3339(time: chrono::DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// Tenants whose catalogs drift reads at once: four connections' worth of
+/// PostgreSQL's 250 catalogs per query.
+const DRIFT_BATCH: usize = 1000;
+
 impl Service {
     /// Wires the parts together.
     pub(crate) fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
@@ -162,33 +166,28 @@ impl Service {
 
     /// Fleet drift: every tenant's live catalog fingerprinted (core's
     /// `fingerprint`), tenants grouped by their recorded migrations, the
-    /// outliers with what differs. Reads only.
+    /// outliers with what differs. Reads only; catalogs are read
+    /// `DRIFT_BATCH` tenants at a time, so memory is bounded by a batch, not
+    /// by the fleet.
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
-        use strata_core::migrate::fingerprint::{Recorded, Stored, TenantCatalog, report};
+        use strata_core::migrate::fingerprint::{Drift, Stored, TenantCatalog, TenantPrint};
         let tenants = self.database.tenants().await?;
-        // Each schema's recorded migrations reduced to their identity before
-        // the catalogs are read (the rows are dropped first).
-        let mut recorded: std::collections::HashMap<String, Recorded> = {
-            let applied = self.database.applied().await?;
-            let mut pairs: std::collections::HashMap<&str, Vec<(&str, &str)>> = std::collections::HashMap::new();
-            for migration in &applied {
-                // Migrations, not scripts (which run on every version).
-                if !migration.migration_type.is_script() {
-                    pairs.entry(&migration.schema).or_default().push((&migration.file, &migration.checksum));
-                }
+        // Each schema's recorded migrations reduced to their identity, the
+        // rows read one at a time.
+        let mut recorded = self.database.recorded().await?;
+        // Catalogs in batches, each reduced to its print at once; the
+        // outliers and their references are read again for their differences.
+        let mut prints = Vec::with_capacity(tenants.len());
+        for batch in tenants.chunks(DRIFT_BATCH) {
+            for (schema, objects) in batch.iter().zip(self.database.catalogs(batch).await?) {
+                let recorded = recorded.remove(schema).unwrap_or_default();
+                prints.push(TenantPrint::of(&TenantCatalog { schema: schema.clone(), recorded, objects }));
             }
-            pairs.into_iter().map(|(schema, pairs)| (schema.to_string(), Recorded::of(&pairs))).collect()
-        };
-        let catalogs = self.database.catalogs(&tenants).await?;
-        let input: Vec<TenantCatalog> = tenants
-            .into_iter()
-            .zip(catalogs)
-            .map(|(schema, objects)| TenantCatalog {
-                recorded: recorded.remove(&schema).unwrap_or_default(),
-                schema,
-                objects,
-            })
-            .collect();
+        }
+        let drift = Drift::new(prints);
+        let needed = drift.needed();
+        let compared: std::collections::HashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =
+            needed.iter().cloned().zip(self.database.catalogs(&needed).await?).collect();
         let stored: std::collections::BTreeMap<String, Stored> = self
             .database
             .fingerprints()
@@ -211,7 +210,7 @@ impl Service {
                 objects,
             })
             .collect();
-        Ok(report(input, &singles, &stored))
+        Ok(drift.report(&compared, &singles, &stored))
     }
 
     /// The quarantined tenants, by name.

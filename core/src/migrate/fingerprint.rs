@@ -316,6 +316,43 @@ impl Recorded {
     }
 }
 
+/// Each schema's [`Recorded`], built from bookkeeping rows ordered by
+/// schema as the shell reads them one at a time (over 10,000 tenants,
+/// holding every recorded row at once cost more than the catalogs).
+/// Scripts do not count: they run on every version.
+#[derive(Debug, Default)]
+pub struct RecordedBySchema {
+    done: std::collections::HashMap<String, Recorded>,
+    schema: Option<String>,
+    pairs: Vec<(String, String)>,
+}
+
+impl RecordedBySchema {
+    /// One recorded row; rows of one schema come together.
+    pub fn push(&mut self, schema: &str, file: String, checksum: String, kind: crate::migrate::MigrationType) {
+        if self.schema.as_deref() != Some(schema) {
+            self.close();
+            self.schema = Some(schema.to_string());
+        }
+        if !kind.is_script() {
+            self.pairs.push((file, checksum));
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(schema) = self.schema.take() {
+            self.done.insert(schema, Recorded::of(&self.pairs));
+        }
+        self.pairs.clear();
+    }
+
+    /// Every schema's recorded migrations.
+    pub fn finish(mut self) -> std::collections::HashMap<String, Recorded> {
+        self.close();
+        self.done
+    }
+}
+
 /// An outlier's differences from its reference tenant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -376,65 +413,125 @@ pub struct Stored {
     pub recorded: String,
 }
 
-/// Fingerprints every tenant, groups them, and explains each outlier; each
-/// of `tenants` and `singles` (single schemas) whose fingerprint differs
-/// from its entry in `stored` for the same recorded migrations is `changed`.
-/// Takes the catalogs by value: each is replaced by its normalized form as
-/// it is read (over 10,000 tenants, holding both doubled the memory).
+/// A tenant once its catalog was read: its state (recorded migrations and
+/// fingerprint) and how many migrations it recorded. The catalog itself is
+/// not kept: over 10,000 tenants, the catalogs are what fills memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantPrint {
+    /// Its schema, recorded identity and fingerprint.
+    pub state: SchemaState,
+    /// How many migrations it recorded.
+    pub migrations: usize,
+}
+
+impl TenantPrint {
+    /// Of a tenant's catalog as read (normalized and fingerprinted here).
+    pub fn of(tenant: &TenantCatalog) -> TenantPrint {
+        TenantPrint {
+            state: SchemaState {
+                schema: tenant.schema.clone(),
+                recorded: tenant.recorded.identity.clone(),
+                fingerprint: fingerprint(&normalize(&tenant.schema, &tenant.objects)),
+            },
+            migrations: tenant.recorded.migrations,
+        }
+    }
+}
+
+/// Fleet drift in two steps, so a shell can read the catalogs in batches
+/// and hold none of them for long: [`Drift::new`] groups the tenants'
+/// prints; [`Drift::needed`] names the catalogs the report compares (each
+/// outlier and its reference), which the shell reads again;
+/// [`Drift::report`] explains the outliers from those.
+#[derive(Debug, Clone)]
+pub struct Drift {
+    states: Vec<SchemaState>,
+    migrations: std::collections::HashMap<String, usize>,
+    groups: Vec<DriftGroup>,
+}
+
+impl Drift {
+    /// The tenants' prints, grouped by recorded migrations.
+    pub fn new(prints: Vec<TenantPrint>) -> Drift {
+        let mut migrations = std::collections::HashMap::with_capacity(prints.len());
+        let states: Vec<SchemaState> = prints
+            .into_iter()
+            .map(|print| {
+                migrations.insert(print.state.schema.clone(), print.migrations);
+                print.state
+            })
+            .collect();
+        let groups = outliers(&states);
+        Drift { states, migrations, groups }
+    }
+
+    /// The tenants whose catalogs [`Drift::report`] compares: every outlier
+    /// and its reference, sorted.
+    pub fn needed(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|group| group.outliers.iter().flat_map(|o| [o.schema.clone(), o.reference.clone()]))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The report: `catalogs` holds the catalogs [`Drift::needed`] named, as
+    /// read; each of the tenants and of `singles` (single schemas) whose
+    /// fingerprint differs from its entry in `stored` for the same recorded
+    /// migrations is `changed`.
+    pub fn report(
+        self,
+        catalogs: &std::collections::HashMap<String, Vec<CatalogObject>>,
+        singles: &[TenantCatalog],
+        stored: &std::collections::BTreeMap<String, Stored>,
+    ) -> DriftReport {
+        let normalized = |schema: &str| normalize(schema, catalogs.get(schema).map_or(&[][..], Vec::as_slice));
+        let mut reports = Vec::new();
+        for group in &self.groups {
+            for outlier in &group.outliers {
+                reports.push(OutlierReport {
+                    schema: outlier.schema.clone(),
+                    reference: outlier.reference.clone(),
+                    migrations: self.migrations.get(&outlier.schema).copied().unwrap_or_default(),
+                    differences: diff(&normalized(&outlier.reference), &normalized(&outlier.schema)),
+                });
+            }
+        }
+        reports.sort_by(|a, b| a.schema.cmp(&b.schema));
+        let mut changed: Vec<ChangedSchema> = self
+            .states
+            .iter()
+            .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.clone()))
+            .chain(singles.iter().map(|single| {
+                let live = fingerprint(&normalize(&single.schema, &single.objects));
+                (single.schema.clone(), single.recorded.identity.clone(), live)
+            }))
+            .filter_map(|(schema, recorded, live)| match stored.get(&schema) {
+                Some(before) if before.recorded == recorded && before.fingerprint != live => {
+                    Some(ChangedSchema { stored: before.fingerprint.clone(), live, schema })
+                }
+                _ => None,
+            })
+            .collect();
+        changed.sort_by(|a, b| a.schema.cmp(&b.schema));
+        DriftReport { tenants: self.states.len(), groups: self.groups, outliers: reports, changed }
+    }
+}
+
+/// [`Drift`] in one call, every catalog in memory (small fleets, tests):
+/// fingerprints every tenant, groups them, and explains each outlier.
 pub fn report(
     tenants: Vec<TenantCatalog>,
     singles: &[TenantCatalog],
     stored: &std::collections::BTreeMap<String, Stored>,
 ) -> DriftReport {
-    let mut normalized: Vec<Vec<CatalogObject>> = Vec::with_capacity(tenants.len());
-    let mut states: Vec<SchemaState> = Vec::with_capacity(tenants.len());
-    let mut migrations: Vec<usize> = Vec::with_capacity(tenants.len());
-    for tenant in tenants {
-        let objects = normalize(&tenant.schema, &tenant.objects);
-        drop(tenant.objects);
-        states.push(SchemaState {
-            recorded: tenant.recorded.identity,
-            fingerprint: fingerprint(&objects),
-            schema: tenant.schema,
-        });
-        migrations.push(tenant.recorded.migrations);
-        normalized.push(objects);
-    }
-    let groups = outliers(&states);
-    let index: std::collections::HashMap<&str, usize> =
-        states.iter().enumerate().map(|(i, t)| (t.schema.as_str(), i)).collect();
-    let mut reports = Vec::new();
-    for group in &groups {
-        for outlier in &group.outliers {
-            let (Some(&o), Some(&r)) = (index.get(outlier.schema.as_str()), index.get(outlier.reference.as_str()))
-            else {
-                continue;
-            };
-            reports.push(OutlierReport {
-                schema: outlier.schema.clone(),
-                reference: outlier.reference.clone(),
-                migrations: migrations[o],
-                differences: diff(&normalized[r], &normalized[o]),
-            });
-        }
-    }
-    reports.sort_by(|a, b| a.schema.cmp(&b.schema));
-    let mut changed: Vec<ChangedSchema> = states
-        .iter()
-        .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.clone()))
-        .chain(singles.iter().map(|single| {
-            let live = fingerprint(&normalize(&single.schema, &single.objects));
-            (single.schema.clone(), single.recorded.identity.clone(), live)
-        }))
-        .filter_map(|(schema, recorded, live)| match stored.get(&schema) {
-            Some(before) if before.recorded == recorded && before.fingerprint != live => {
-                Some(ChangedSchema { stored: before.fingerprint.clone(), live, schema })
-            }
-            _ => None,
-        })
-        .collect();
-    changed.sort_by(|a, b| a.schema.cmp(&b.schema));
-    DriftReport { tenants: states.len(), groups, outliers: reports, changed }
+    let drift = Drift::new(tenants.iter().map(TenantPrint::of).collect());
+    let needed: std::collections::HashSet<String> = drift.needed().into_iter().collect();
+    let catalogs = tenants.into_iter().filter(|t| needed.contains(&t.schema)).map(|t| (t.schema, t.objects)).collect();
+    drift.report(&catalogs, singles, stored)
 }
 
 /// Definitions longer than this are cut in text output (JSON has them whole).

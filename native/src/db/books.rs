@@ -20,6 +20,11 @@ use std::marker::PhantomData;
 
 use sqlx::database::HasStatementCache;
 use sqlx::{AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Type};
+use std::collections::HashMap;
+
+use futures::TryStreamExt;
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
@@ -35,6 +40,9 @@ pub(crate) struct BooksSql {
     /// `filename, name, db_schema, migration_type, checksum` of every
     /// recorded migration.
     pub(crate) select_applied: &'static str,
+    /// `db_schema, filename, checksum, migration_type` of every recorded
+    /// migration, ordered by schema.
+    pub(crate) select_recorded: &'static str,
     /// Every version.
     pub(crate) select_versions: &'static str,
     /// The versions that applied a file (bound: the file).
@@ -189,6 +197,31 @@ where
     pub(crate) async fn applied(&self, conn: &mut DB::Connection) -> Result<Vec<AppliedMigration>, DbError> {
         let rows = self.rows(conn, self.query(self.sql.select_applied)).await?;
         rows.iter().map(rows::applied::<_, I>).collect()
+    }
+
+    /// Each schema's recorded migrations as drift needs them, the rows read
+    /// one at a time (core's `RecordedBySchema`).
+    pub(crate) async fn recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
+        if !self.pooler_safe {
+            return self.fold_recorded(conn).await;
+        }
+        let mut tx = conn.begin().await?;
+        let recorded = self.fold_recorded(&mut tx).await?;
+        tx.commit().await?;
+        Ok(recorded)
+    }
+
+    async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
+        let mut rows = self.query(self.sql.select_recorded).fetch(conn);
+        let mut fold = RecordedBySchema::default();
+        while let Some(row) = rows.try_next().await? {
+            let schema: String = sqlx::Row::try_get(&row, 0)?;
+            let code: I = sqlx::Row::try_get(&row, 3)?;
+            let code: i64 = code.into();
+            let kind = MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id: -1, code })?;
+            fold.push(&schema, sqlx::Row::try_get(&row, 1)?, sqlx::Row::try_get(&row, 2)?, kind);
+        }
+        Ok(fold.finish())
     }
 
     /// Recorded versions.

@@ -4,9 +4,12 @@
 //! own `sql.rs`.
 
 use async_trait::async_trait;
+use std::collections::HashMap;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::lock_wait::Timeouts;
+
+use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::source::SourceMigration;
@@ -252,6 +255,18 @@ pub(crate) trait Engine: Send + Sync {
     async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError>;
     /// The recorded migrations.
     async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError>;
+    /// Each schema's recorded migrations as drift needs them: by default
+    /// folded from [`Engine::applied`]; the sqlx engines read them one row
+    /// at a time.
+    async fn recorded(&self, conn: &mut Self::Conn) -> Result<HashMap<String, Recorded>, DbError> {
+        let mut applied = self.applied(conn).await?;
+        applied.sort_by(|a, b| a.schema.cmp(&b.schema));
+        let mut fold = RecordedBySchema::default();
+        for row in applied {
+            fold.push(&row.schema, row.file, row.checksum, row.migration_type);
+        }
+        Ok(fold.finish())
+    }
     /// Recorded versions.
     async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations, whole rows.

@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
-use strata_core::migrate::fingerprint::CatalogObject;
-use strata_core::migrate::plan::{AppliedMigration, PlanError, Target};
+use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
+use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::quarantine::RetryError;
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::wave::{Wave, WaveError};
@@ -491,8 +491,9 @@ impl Database for Fleet {
         Ok(Preview { plan: shard::merge(plans, request.sources), tenants, skipped })
     }
 
-    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError> {
-        Ok(self.every(|_, store| async move { store.applied().await }).await?.into_iter().flatten().collect())
+    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {
+        let parts = self.every(|_, store| async move { store.recorded().await }).await?;
+        Ok(parts.into_iter().flatten().collect())
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

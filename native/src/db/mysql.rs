@@ -207,6 +207,13 @@ impl Engine for MysqlEngine {
         self.books.applied(&mut **conn).await
     }
 
+    async fn recorded(
+        &self,
+        conn: &mut Self::Conn,
+    ) -> Result<std::collections::HashMap<String, strata_core::migrate::fingerprint::Recorded>, DbError> {
+        self.books.recorded(&mut **conn).await
+    }
+
     async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
         self.books.versions(&mut **conn, filter).await
     }

@@ -240,6 +240,13 @@ impl Engine for SqliteEngine {
         self.books.applied(&mut *conn.conn).await
     }
 
+    async fn recorded(
+        &self,
+        conn: &mut Self::Conn,
+    ) -> Result<std::collections::HashMap<String, strata_core::migrate::fingerprint::Recorded>, DbError> {
+        self.books.recorded(&mut *conn.conn).await
+    }
+
     async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
         self.books.versions(&mut *conn.conn, filter).await
     }

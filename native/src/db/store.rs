@@ -11,9 +11,10 @@
 //! - A read-write store has created the service's tables, under the
 //!   engine's lock, before it answers anything.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
-use strata_core::migrate::fingerprint::CatalogObject;
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::engine::Engine;
@@ -52,8 +53,9 @@ pub(crate) trait Database: Send + Sync {
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
-    /// The recorded migrations (nothing before the service's tables exist).
-    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError>;
+    /// Each schema's recorded migrations as drift needs them (core's
+    /// `Recorded`), without holding every row.
+    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError>;
     /// The live catalog of each of `schemas`, read over up to
     /// `tenantConcurrency` connections at once, in the order given.
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
@@ -160,12 +162,12 @@ impl<E: Engine> Database for Store<E> {
         executor::preview(&self.engine, &self.settings, &request).await
     }
 
-    async fn applied(&self) -> Result<Vec<AppliedMigration>, DbError> {
+    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {
         let mut conn = self.engine.connect().await?;
         if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
+            return Ok(HashMap::new());
         }
-        self.engine.applied(&mut conn).await
+        self.engine.recorded(&mut conn).await
     }
 
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {

@@ -158,3 +158,19 @@ fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
     later.recorded = Recorded::of(&[("ref/002.sql", "c")]);
     assert!(!report(vec![], &[later], &stored).has_drift());
 }
+
+#[test]
+fn recorded_rows_fold_per_schema_without_scripts() {
+    use crate::migrate::MigrationType::{TenantMigration, TenantScript};
+    let mut fold = RecordedBySchema::default();
+    fold.push("t1", "tenants/1.sql".into(), "c1".into(), TenantMigration);
+    fold.push("t1", "scripts/x.sql".into(), "cx".into(), TenantScript);
+    fold.push("t1", "tenants/2.sql".into(), "c2".into(), TenantMigration);
+    fold.push("t2", "tenants/1.sql".into(), "c1".into(), TenantMigration);
+    fold.push("t3", "scripts/x.sql".into(), "cx".into(), TenantScript);
+    let recorded = fold.finish();
+    assert_eq!(recorded["t1"], Recorded::of(&[("tenants/2.sql", "c2"), ("tenants/1.sql", "c1")]));
+    assert_eq!(recorded["t2"], Recorded::of(&[("tenants/1.sql", "c1")]));
+    assert_eq!(recorded["t3"], Recorded::default());
+    assert_eq!(recorded.len(), 3);
+}

@@ -318,10 +318,16 @@ pub(crate) const PUT_DIRECTORY: &str = "insert into svc.svc_directory (tenant, s
 /// Forgets a tenant.
 pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = ?";
 
+/// Every recorded row's schema, file, checksum and type, by schema (fleet
+/// drift reads them one at a time).
+pub(crate) const SELECT_RECORDED: &str =
+    "select db_schema, filename, checksum, migration_type from svc.svc_migrations order by db_schema";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
     select_applied: SELECT_APPLIED,
+    select_recorded: SELECT_RECORDED,
     select_versions: SELECT_VERSIONS,
     select_versions_by_file: SELECT_VERSIONS_BY_FILE,
     select_version: SELECT_VERSION,
