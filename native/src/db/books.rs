@@ -181,36 +181,6 @@ where
         Ok(count > 0)
     }
 
-    /// Whether the service's tables exist.
-    pub(crate) async fn installed(&self, conn: &mut DB::Connection) -> Result<bool, DbError> {
-        self.exists(conn, self.sql.installed).await
-    }
-
-    /// The tenants (`tenantSelectSQL`), with their attributes.
-    pub(crate) async fn tenants(&self, conn: &mut DB::Connection) -> Result<TenantList, DbError> {
-        let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
-        let rows = self.rows(conn, query).await.map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows::tenants(&rows)
-    }
-
-    /// The recorded migrations.
-    pub(crate) async fn applied(&self, conn: &mut DB::Connection) -> Result<Vec<AppliedMigration>, DbError> {
-        let rows = self.rows(conn, self.query(self.sql.select_applied)).await?;
-        rows.iter().map(rows::applied::<_, I>).collect()
-    }
-
-    /// Each schema's recorded migrations as drift needs them, the rows read
-    /// one at a time (core's `RecordedBySchema`).
-    pub(crate) async fn recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
-        if !self.pooler_safe {
-            return self.fold_recorded(conn).await;
-        }
-        let mut tx = conn.begin().await?;
-        let recorded = self.fold_recorded(&mut tx).await?;
-        tx.commit().await?;
-        Ok(recorded)
-    }
-
     async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
         let mut rows = self.query(self.sql.select_recorded).fetch(conn);
         let mut fold = RecordedBySchema::default();
@@ -223,13 +193,112 @@ where
         }
         Ok(fold.finish())
     }
+}
 
+/// A connection of an engine the books use: the sqlx connection under it.
+pub(crate) trait SqlxConn<DB: Database>: Send {
+    /// The connection.
+    fn sqlx(&mut self) -> &mut DB::Connection;
+}
+
+impl<DB: Database> SqlxConn<DB> for sqlx::pool::PoolConnection<DB> {
+    fn sqlx(&mut self) -> &mut DB::Connection {
+        self
+    }
+}
+
+/// The books as an engine asks for them, over its own connection type: the
+/// `Engine` methods of the books default to these (`Engine::books`).
+#[async_trait::async_trait]
+pub(crate) trait Keeper<C: Send>: Send + Sync {
+    /// Whether the service's tables exist.
+    async fn installed(&self, conn: &mut C) -> Result<bool, DbError>;
+    /// The tenants (`tenantSelectSQL`), with their attributes.
+    async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
+    /// The recorded migrations.
+    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError>;
+    /// Each schema's recorded migrations as drift needs them, the rows read
+    /// one at a time (core's `RecordedBySchema`).
+    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError>;
     /// Recorded versions.
-    pub(crate) async fn versions(
+    async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// Recorded migrations, whole rows.
+    async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
+    /// Stores a schema's fingerprint in the caller's open transaction.
+    async fn store_fingerprint(
         &self,
-        conn: &mut DB::Connection,
-        filter: VersionFilter<'_>,
-    ) -> Result<Vec<VersionRow>, DbError> {
+        conn: &mut C,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
+    ) -> Result<(), DbError>;
+    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
+    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, String, String)>, DbError>;
+    /// Quarantines a tenant (or counts one more failure).
+    async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError>;
+    /// The quarantined tenants (none before the table exists).
+    async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError>;
+    /// Releases tenants from quarantine.
+    async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError>;
+    /// Every rollout, oldest first (none before the table exists).
+    async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError>;
+    /// Replaces a rollout's document unless its revision moved on.
+    async fn update_rollout(&self, conn: &mut C, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
+    /// Where each tenant was last seen (none before the table exists).
+    async fn directory(&self, conn: &mut C) -> Result<Directory, DbError>;
+    /// Writes directory changes, in one transaction.
+    async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError>;
+}
+
+#[async_trait::async_trait]
+impl<DB, I, C> Keeper<C> for Books<DB, I>
+where
+    C: SqlxConn<DB> + 'static,
+    DB: Database + HasStatementCache,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    usize: ColumnIndex<DB::Row>,
+    I: TryFrom<i64> + Into<i64> + Send + for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB> + 'static,
+    Option<I>: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'r> Decode<'r, DB> + Type<DB>,
+    i32: for<'r> Decode<'r, DB> + Type<DB>,
+    bool: for<'r> Decode<'r, DB> + Type<DB>,
+{
+    async fn installed(&self, conn: &mut C) -> Result<bool, DbError> {
+        let conn = conn.sqlx();
+        self.exists(conn, self.sql.installed).await
+    }
+
+    async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError> {
+        let conn = conn.sqlx();
+        let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
+        let rows = self.rows(conn, query).await.map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
+        rows::tenants(&rows)
+    }
+
+    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError> {
+        let conn = conn.sqlx();
+        let rows = self.rows(conn, self.query(self.sql.select_applied)).await?;
+        rows.iter().map(rows::applied::<_, I>).collect()
+    }
+
+    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError> {
+        let conn = conn.sqlx();
+        if !self.pooler_safe {
+            return self.fold_recorded(conn).await;
+        }
+        let mut tx = conn.begin().await?;
+        let recorded = self.fold_recorded(&mut tx).await?;
+        tx.commit().await?;
+        Ok(recorded)
+    }
+
+    async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let conn = conn.sqlx();
         let rows = match filter {
             VersionFilter::All => self.rows(conn, self.query(self.sql.select_versions)).await?,
             VersionFilter::ApplyingFile(file) => {
@@ -240,12 +309,8 @@ where
         rows.iter().map(rows::version::<_, I>).collect()
     }
 
-    /// Recorded migrations, whole rows.
-    pub(crate) async fn migrations(
-        &self,
-        conn: &mut DB::Connection,
-        filter: MigrationFilter,
-    ) -> Result<Vec<MigrationRow>, DbError> {
+    async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let conn = conn.sqlx();
         let (statement, id) = match filter {
             MigrationFilter::Version(id) => (self.sql.select_version_migrations, id),
             MigrationFilter::Id(id) => (self.sql.select_migration, id),
@@ -254,15 +319,15 @@ where
         rows.iter().map(rows::migration::<_, I>).collect()
     }
 
-    /// Stores a schema's fingerprint in the caller's open transaction.
-    pub(crate) async fn store_fingerprint(
+    async fn store_fingerprint(
         &self,
-        conn: &mut DB::Connection,
+        conn: &mut C,
         schema: &str,
         fingerprint: &str,
         recorded: &str,
         version_id: i64,
     ) -> Result<(), DbError> {
+        let conn = conn.sqlx();
         self.query(self.sql.store_fingerprint)
             .bind(schema.to_string())
             .bind(fingerprint.to_string())
@@ -273,11 +338,8 @@ where
         Ok(())
     }
 
-    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
-    pub(crate) async fn fingerprints(
-        &self,
-        conn: &mut DB::Connection,
-    ) -> Result<Vec<(String, String, String)>, DbError> {
+    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, String, String)>, DbError> {
+        let conn = conn.sqlx();
         if !self.exists(conn, self.sql.fingerprints_installed).await? {
             return Ok(Vec::new());
         }
@@ -288,8 +350,8 @@ where
             .map_err(DbError::from)
     }
 
-    /// Quarantines a tenant (or counts one more failure).
-    pub(crate) async fn quarantine(&self, conn: &mut DB::Connection, row: &QuarantineRow) -> Result<(), DbError> {
+    async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError> {
+        let conn = conn.sqlx();
         let query = self
             .query(self.sql.quarantine)
             .bind(row.tenant.clone())
@@ -305,8 +367,8 @@ where
         Ok(())
     }
 
-    /// The quarantined tenants (none before the table exists).
-    pub(crate) async fn quarantined(&self, conn: &mut DB::Connection) -> Result<Vec<QuarantineRow>, DbError> {
+    async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError> {
+        let conn = conn.sqlx();
         if !self.exists(conn, self.sql.quarantine_installed).await? {
             return Ok(Vec::new());
         }
@@ -314,20 +376,16 @@ where
         rows.iter().map(rows::quarantine::<_, I>).collect()
     }
 
-    /// Releases tenants from quarantine.
-    pub(crate) async fn release_quarantined(
-        &self,
-        conn: &mut DB::Connection,
-        tenants: &[String],
-    ) -> Result<(), DbError> {
+    async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError> {
+        let conn = conn.sqlx();
         for tenant in tenants {
             self.change(conn, self.query(self.sql.release_quarantined).bind(tenant.clone())).await?;
         }
         Ok(())
     }
 
-    /// Every rollout, oldest first (none before the table exists).
-    pub(crate) async fn rollouts(&self, conn: &mut DB::Connection) -> Result<Vec<RolloutRow>, DbError> {
+    async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError> {
+        let conn = conn.sqlx();
         if !self.exists(conn, self.sql.rollouts_installed).await? {
             return Ok(Vec::new());
         }
@@ -335,8 +393,19 @@ where
         rows.iter().map(rows::rollout::<_, I>).collect()
     }
 
-    /// Where each tenant was last seen (none before the table exists).
-    pub(crate) async fn directory(&self, conn: &mut DB::Connection) -> Result<Directory, DbError> {
+    async fn update_rollout(&self, conn: &mut C, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
+        let conn = conn.sqlx();
+        let query = self
+            .query(self.sql.update_rollout)
+            .bind(doc.to_string())
+            .bind(updated.to_string())
+            .bind(Self::int(row.id)?)
+            .bind(Self::int(row.revision)?);
+        Ok(self.change(conn, query).await? == 1)
+    }
+
+    async fn directory(&self, conn: &mut C) -> Result<Directory, DbError> {
+        let conn = conn.sqlx();
         if !self.exists(conn, self.sql.directory_installed).await? {
             return Ok(Directory::default());
         }
@@ -348,12 +417,8 @@ where
         Ok(Directory { rows })
     }
 
-    /// Writes `changes` to the directory, in one transaction.
-    pub(crate) async fn change_directory(
-        &self,
-        conn: &mut DB::Connection,
-        changes: &DirectoryChanges,
-    ) -> Result<(), DbError> {
+    async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError> {
+        let conn = conn.sqlx();
         let mut tx = conn.begin().await?;
         for (tenant, shard) in &changes.put {
             self.query(self.sql.put_directory).bind(tenant.clone()).bind(shard.clone()).execute(&mut *tx).await?;
@@ -363,22 +428,5 @@ where
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    /// Replaces a rollout's document unless its revision moved on.
-    pub(crate) async fn update_rollout(
-        &self,
-        conn: &mut DB::Connection,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        let query = self
-            .query(self.sql.update_rollout)
-            .bind(doc.to_string())
-            .bind(updated.to_string())
-            .bind(Self::int(row.id)?)
-            .bind(Self::int(row.revision)?);
-        Ok(self.change(conn, query).await? == 1)
     }
 }

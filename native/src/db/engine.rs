@@ -15,6 +15,7 @@ use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
+use super::books::Keeper;
 use super::error::{Cause, DbError};
 use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
 
@@ -63,6 +64,9 @@ impl Failure {
 pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<usize>> {
     statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
 }
+
+/// What an engine without books (and without its own reads) answers.
+const WITHOUT_BOOKS: DbError = DbError::NotSupported("the service's books on this engine (it implements no reads)");
 
 /// A connection from `pool`. When the pool times out, one connection
 /// outside it tells why: the server does not answer ([`DbError::Connect`],
@@ -184,63 +188,98 @@ pub(crate) trait Engine: Send + Sync {
         }
         Ok(out)
     }
+    /// The engine's books (the `svc` tables and the tenant list) when it
+    /// keeps them through `db::books` — every sqlx engine. The book methods
+    /// below default to them; an engine without (SQL Server) implements
+    /// them itself, or keeps the fallback each states.
+    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
+        None
+    }
     /// Stores `schema`'s fingerprint and the identity of what it recorded,
     /// in the open transaction (engines without the table do nothing).
     async fn store_fingerprint(
         &self,
-        _conn: &mut Self::Conn,
-        _schema: &str,
-        _fingerprint: &str,
-        _recorded: &str,
-        _version_id: i64,
+        conn: &mut Self::Conn,
+        schema: &str,
+        fingerprint: &str,
+        recorded: &str,
+        version_id: i64,
     ) -> Result<(), DbError> {
-        Ok(())
+        match self.books() {
+            Some(books) => books.store_fingerprint(conn, schema, fingerprint, recorded, version_id).await,
+            None => Ok(()),
+        }
     }
-    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
-    async fn fingerprints(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        Ok(Vec::new())
+    /// The stored fingerprints: `(schema, fingerprint, recorded)` (none
+    /// without the table).
+    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
+        match self.books() {
+            Some(books) => books.fingerprints(conn).await,
+            None => Ok(Vec::new()),
+        }
     }
     /// Puts a tenant in quarantine (or counts one more failure), outside
     /// any transaction.
-    async fn quarantine(&self, _conn: &mut Self::Conn, _row: &QuarantineRow) -> Result<(), DbError> {
-        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
+        match self.books() {
+            Some(books) => books.quarantine(conn, row).await,
+            None => Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine")),
+        }
     }
     /// The quarantined tenants, by name (none before the table exists).
-    async fn quarantined(&self, _conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        Ok(Vec::new())
+    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
+        match self.books() {
+            Some(books) => books.quarantined(conn).await,
+            None => Ok(Vec::new()),
+        }
     }
     /// Releases tenants from quarantine, outside any transaction.
-    async fn release_quarantined(&self, _conn: &mut Self::Conn, _tenants: &[String]) -> Result<(), DbError> {
-        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
+        match self.books() {
+            Some(books) => books.release_quarantined(conn, tenants).await,
+            None => Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine")),
+        }
     }
     /// Stores a new rollout document; returns its id.
     async fn insert_rollout(&self, _conn: &mut Self::Conn, _doc: &str, _updated: &str) -> Result<i64, DbError> {
         Err(DbError::NotSupported("rollouts on this engine"))
     }
     /// Every rollout, oldest first (none before the table exists).
-    async fn rollouts(&self, _conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        Ok(Vec::new())
+    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
+        match self.books() {
+            Some(books) => books.rollouts(conn).await,
+            None => Ok(Vec::new()),
+        }
     }
     /// Replaces rollout `row.id`'s document with `doc` if its revision is
     /// still `row.revision`; false when someone changed it meanwhile.
     async fn update_rollout(
         &self,
-        _conn: &mut Self::Conn,
-        _row: &RolloutRow,
-        _doc: &str,
-        _updated: &str,
+        conn: &mut Self::Conn,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
     ) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("rollouts on this engine"))
+        match self.books() {
+            Some(books) => books.update_rollout(conn, row, doc, updated).await,
+            None => Err(DbError::NotSupported("rollouts on this engine")),
+        }
     }
     /// Where each tenant of a sharded fleet was last seen (none before the
     /// table exists, or on an engine without it).
-    async fn directory(&self, _conn: &mut Self::Conn) -> Result<Directory, DbError> {
-        Ok(Directory::default())
+    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
+        match self.books() {
+            Some(books) => books.directory(conn).await,
+            None => Ok(Directory::default()),
+        }
     }
     /// Writes directory changes, outside any transaction (engines without
     /// the table keep no directory).
-    async fn change_directory(&self, _conn: &mut Self::Conn, _changes: &DirectoryChanges) -> Result<(), DbError> {
-        Ok(())
+    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
+        match self.books() {
+            Some(books) => books.change_directory(conn, changes).await,
+            None => Ok(()),
+        }
     }
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}
@@ -252,13 +291,20 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// The tenants (`tenantSelectSQL`): names, and the other columns as
     /// attributes.
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError>;
+    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
+        self.books().ok_or(WITHOUT_BOOKS)?.tenants(conn).await
+    }
     /// The recorded migrations.
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError>;
-    /// Each schema's recorded migrations as drift needs them: by default
-    /// folded from [`Engine::applied`]; the sqlx engines read them one row
-    /// at a time.
+    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
+        self.books().ok_or(WITHOUT_BOOKS)?.applied(conn).await
+    }
+    /// Each schema's recorded migrations as drift needs them: the books
+    /// read them one row at a time; without, folded from
+    /// [`Engine::applied`].
     async fn recorded(&self, conn: &mut Self::Conn) -> Result<HashMap<String, Recorded>, DbError> {
+        if let Some(books) = self.books() {
+            return books.recorded(conn).await;
+        }
         let mut applied = self.applied(conn).await?;
         applied.sort_by(|a, b| a.schema.cmp(&b.schema));
         let mut fold = RecordedBySchema::default();
@@ -268,12 +314,18 @@ pub(crate) trait Engine: Send + Sync {
         Ok(fold.finish())
     }
     /// Recorded versions.
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        self.books().ok_or(WITHOUT_BOOKS)?.versions(conn, filter).await
+    }
     /// Recorded migrations, whole rows.
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
+    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        self.books().ok_or(WITHOUT_BOOKS)?.migrations(conn, filter).await
+    }
     /// Whether the service's tables exist (read-only stores do not create
     /// them; then nothing is recorded yet).
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError>;
+    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
+        self.books().ok_or(WITHOUT_BOOKS)?.installed(conn).await
+    }
     /// Creates the service's tables (and the default tenant table, when
     /// `tenants_table`) if missing, serialised against other instances.
     async fn install(&self, tenants_table: bool) -> Result<(), DbError>;

@@ -33,15 +33,11 @@ use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::plan::AppliedMigration;
-use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
-use super::books::Books;
+use super::books::{Books, Keeper, SqlxConn};
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
-use super::types::{
-    Access, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
-};
+use super::types::Access;
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
@@ -206,6 +202,12 @@ pub(crate) struct SqliteConn {
     created_files: Vec<PathBuf>,
 }
 
+impl SqlxConn<Sqlite> for SqliteConn {
+    fn sqlx(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+}
+
 #[async_trait]
 impl Engine for SqliteEngine {
     type Conn = SqliteConn;
@@ -219,6 +221,10 @@ impl Engine for SqliteEngine {
         true
     }
 
+    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
+        Some(&self.books)
+    }
+
     async fn connect(&self) -> Result<Self::Conn, DbError> {
         Ok(SqliteConn {
             conn: self.pool.acquire().await?,
@@ -226,82 +232,6 @@ impl Engine for SqliteEngine {
             entered: None,
             created_files: Vec::new(),
         })
-    }
-
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        self.books.installed(&mut *conn.conn).await
-    }
-
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        self.books.tenants(&mut *conn.conn).await
-    }
-
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.books.applied(&mut *conn.conn).await
-    }
-
-    async fn recorded(
-        &self,
-        conn: &mut Self::Conn,
-    ) -> Result<std::collections::HashMap<String, strata_core::migrate::fingerprint::Recorded>, DbError> {
-        self.books.recorded(&mut *conn.conn).await
-    }
-
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        self.books.versions(&mut *conn.conn, filter).await
-    }
-
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        self.books.migrations(&mut *conn.conn, filter).await
-    }
-
-    async fn store_fingerprint(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        self.books.store_fingerprint(&mut *conn.conn, schema, fingerprint, recorded, version_id).await
-    }
-
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        self.books.fingerprints(&mut *conn.conn).await
-    }
-
-    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
-        self.books.quarantine(&mut *conn.conn, row).await
-    }
-
-    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        self.books.quarantined(&mut *conn.conn).await
-    }
-
-    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
-        self.books.release_quarantined(&mut *conn.conn, tenants).await
-    }
-
-    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        self.books.rollouts(&mut *conn.conn).await
-    }
-
-    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
-        self.books.directory(&mut *conn.conn).await
-    }
-
-    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
-        self.books.change_directory(&mut *conn.conn, changes).await
-    }
-
-    async fn update_rollout(
-        &self,
-        conn: &mut Self::Conn,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        self.books.update_rollout(&mut *conn.conn, row, doc, updated).await
     }
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
