@@ -189,10 +189,15 @@ impl Fleet {
         }
     }
 
-    /// Each shard's tenants as it answers them, and the directory (empty
-    /// when the home shard cannot say).
-    async fn listings(&self) -> (Vec<Result<Vec<String>, DbError>>, Directory) {
+    /// Each shard's tenants as it answers them, and the directory: `None`
+    /// when the home shard was just found unreachable (it is not asked
+    /// again, which would wait for its time-out once more), empty when it
+    /// cannot be read.
+    async fn listings(&self) -> (Vec<Result<Vec<String>, DbError>>, Option<Directory>) {
         let listed = self.each(|_, store| async move { store.tenants().await }).await;
+        if matches!(listed[0], Err(DbError::ShardUnreachable { .. })) {
+            return (listed, None);
+        }
         let directory = match self.store(0).await {
             Ok(home) => home.directory().await.unwrap_or_else(|error| {
                 tracing::warn!(%error, "the shard directory could not be read");
@@ -200,7 +205,7 @@ impl Fleet {
             }),
             Err(_) => Directory::default(),
         };
-        (listed, directory)
+        (listed, Some(directory))
     }
 
     /// Every shard's tenants: as each answers, or as the directory last saw
@@ -209,6 +214,7 @@ impl Fleet {
     /// down while the directory knows nothing of it, is the answer.
     async fn seen(&self) -> Result<Vec<ShardTenants>, DbError> {
         let (listed, directory) = self.listings().await;
+        let directory = directory.unwrap_or_default();
         let answered: std::collections::HashSet<String> =
             listed.iter().filter_map(|r| r.as_ref().ok()).flatten().cloned().collect();
         let mut shards = Vec::with_capacity(listed.len());
@@ -251,6 +257,8 @@ impl Fleet {
     /// shards that answered unless `write` is false.
     async fn before_version(&self, write: bool) -> Vec<Vec<String>> {
         let (listed, directory) = self.listings().await;
+        let write = write && directory.is_some();
+        let directory = directory.unwrap_or_default();
         let answered: Vec<(&str, &[String])> = self
             .slots
             .iter()
