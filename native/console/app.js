@@ -438,9 +438,16 @@ function rolloutCard(r, expanded) {
     },
   });
   const last = r.events.at(-1);
+  // What each wave did, as its last run said (a failure until it runs again).
+  const results = new Map();
+  for (const e of r.events) if (e.action === "wave-completed" || e.action === "wave-failed") results.set(e.wave, e);
+  const result = (i) => {
+    const e = results.get(i + 1);
+    return e ? `: ${e.action === "wave-failed" ? "failed: " : ""}${e.detail}` : "";
+  };
   return el("section", { class: "panel rollout", "data-rollout": String(r.id), "aria-labelledby": `rollout-${r.id}` },
     el("h2", { id: `rollout-${r.id}` }, `Rollout ${r.id}: ${r.versionName} `, el("span", { class: `badge ${r.status === "STOPPED" ? "down" : r.status === "COMPLETED" ? "up" : ""}`, "data-status": r.status }, r.status)),
-    el("ol", { class: "waves" }, r.waves.map((w) => el("li", { class: `wave ${w.state.toLowerCase()}` }, el("span", { class: "mono" }, w.wave), ` — ${w.state.toLowerCase()}`))),
+    el("ol", { class: "waves" }, r.waves.map((w, i) => el("li", { class: `wave ${w.state.toLowerCase()}` }, el("span", { class: "mono" }, w.wave), ` — ${w.state.toLowerCase()}${result(i)}`))),
     r.notBefore ? el("p", { class: "muted" }, `The next wave runs after ${r.notBefore}.`) : null,
     last ? el("p", { class: last.action === "wave-failed" ? "error" : "muted" }, `Last: ${last.action}${last.wave ? ` (wave ${last.wave})` : ""} by ${last.requestId} at ${last.at}${last.detail ? `: ${last.detail}` : ""}`) : null,
     el("div", { class: "buttons" }, operations.map((name) => el("button", { type: "button", "aria-label": `${name} rollout ${r.id}`, onclick: () => operate(name) }, name))),

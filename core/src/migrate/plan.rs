@@ -143,7 +143,8 @@ impl Plan {
     }
 
     /// What the steps `done` (indices into [`Plan::steps`]) count, by the
-    /// planner's rule: the counts of a version that stopped part-way.
+    /// planner's rule: the counts of a version that stopped part-way. The
+    /// tenants it covers stay the plan's.
     pub fn counts_of(&self, sources: &[SourceMigration], done: &[u32]) -> Counts {
         let mut per_migration: Vec<u64> = vec![0; sources.len()];
         for &step in done {
@@ -151,7 +152,7 @@ impl Plan {
                 per_migration[step.migration as usize] += 1;
             }
         }
-        let mut counts = Counts::default();
+        let mut counts = Counts { tenants: self.counts.tenants, ..Counts::default() };
         for (migration, schemas) in sources.iter().zip(per_migration) {
             counts.add_file(migration.migration_type, schemas);
         }

@@ -137,8 +137,7 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
     if steps.len() == plan.steps.len() {
         return plan;
     }
-    let mut counts = plan.counts_of(sources, &steps);
-    counts.tenants = plan.counts.tenants;
+    let counts = plan.counts_of(sources, &steps);
     let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), ..Plan::default() };
     let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
     for &step in &steps {

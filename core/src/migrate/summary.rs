@@ -181,6 +181,17 @@ pub fn validate_template(template: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Names in a message: the first `shown`, then how many more
+/// (`"t1, t2 and 3 more"`), so a message about thousands of tenants stays
+/// a line.
+pub fn some_of(names: &[String], shown: usize) -> String {
+    let mut text = names.iter().take(shown).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if names.len() > shown {
+        text.push_str(&format!(" and {} more", names.len() - shown));
+    }
+    text
+}
+
 /// Escapes `\` and `"` so `text` can sit inside a JSON string literal.
 fn escape_for_json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
@@ -196,6 +207,15 @@ fn escape_for_json_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn some_of_names_the_first_then_counts_the_rest() {
+        let names: Vec<String> = (1..=5).map(|i| format!("t{i}")).collect();
+        assert_eq!(some_of(&names, 2), "t1, t2 and 3 more");
+        assert_eq!(some_of(&names, 5), "t1, t2, t3, t4, t5");
+        assert_eq!(some_of(&names[..1], 20), "t1");
+        assert_eq!(some_of(&[], 20), "");
+    }
 
     fn summary() -> Summary {
         Summary {

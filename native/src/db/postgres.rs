@@ -171,21 +171,32 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
+    /// The file whole, in one round trip. PostgreSQL gives a position only
+    /// for errors it finds while reading a statement; for one it meets
+    /// running it (a constraint, a lock time-out) the statements that
+    /// completed before tell which one failed, and its start is the
+    /// position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await.map(|_| ()).map_err(|e| {
-            match e.as_database_error().and_then(|d| d.try_downcast_ref::<PgDatabaseError>()) {
-                Some(pg) => Failure {
-                    message: pg.message().to_string(),
-                    offset: match pg.position() {
-                        Some(PgErrorPosition::Original(offset)) => Some(offset),
-                        _ => None,
-                    },
-                    line: None,
-                    cause: Cause::of(&e),
-                },
-                None => Failure::from_sqlx(&e),
+        use futures::StreamExt;
+        let mut completed = 0;
+        let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut **conn);
+        let error = loop {
+            match results.next().await {
+                None => return Ok(()),
+                Some(Ok(_)) => completed += 1,
+                Some(Err(error)) => break error,
             }
-        })
+        };
+        let Some(pg) = error.as_database_error().and_then(|d| d.try_downcast_ref::<PgDatabaseError>()) else {
+            return Err(Failure::from_sqlx(&error));
+        };
+        let offset = match pg.position() {
+            Some(PgErrorPosition::Original(offset)) => Some(offset),
+            _ => engine::statements_of(Driver::Postgres, text)
+                .get(completed)
+                .map(|failed| text[..failed.start].chars().count() + 1),
+        };
+        Err(Failure { message: pg.message().to_string(), offset, line: None, cause: Cause::of(&error) })
     }
 
     /// `lock_timeout` and `statement_timeout`: `SET LOCAL`-like inside the

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use strata_core::migrate::plan::{Action, Target};
 use strata_core::migrate::rollout::{Next, Rollout, RolloutError, WaveStep};
+use strata_core::migrate::summary;
 
 use super::{CreateRequest, Service};
 use crate::db::{DbError, RolloutRow};
@@ -191,8 +192,8 @@ impl Service {
                     None => "nothing to apply".to_string(),
                 };
                 if !result.quarantined.is_empty() {
-                    let names: Vec<&str> = result.quarantined.iter().map(|q| q.tenant.as_str()).collect();
-                    detail.push_str(&format!("; quarantined: {}", names.join(", ")));
+                    let names: Vec<String> = result.quarantined.iter().map(|q| q.tenant.clone()).collect();
+                    detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
                 }
                 Some(Ok(detail))
             }

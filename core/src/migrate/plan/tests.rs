@@ -105,6 +105,26 @@ fn fresh_database_plans_everything_migration_major() {
 }
 
 #[test]
+fn counts_of_a_part_count_its_steps_over_the_tenants_the_plan_covers() {
+    let sources = sources();
+    let tenants = tenants();
+    let plan = plan(apply_input(&sources, &[], &tenants, &Target::AllSchemas)).unwrap();
+    // config/001 and abc's tenants/001: a version that stopped there.
+    let counts = plan.counts_of(&sources, &[0, 1]);
+    assert_eq!(
+        counts,
+        Counts {
+            tenants: 2,
+            single_migrations: 1,
+            tenant_migrations: 1,
+            tenant_migrations_total: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(plan.counts_of(&sources, &(0..9).collect::<Vec<u32>>()), plan.counts);
+}
+
+#[test]
 fn applied_migrations_are_skipped_and_scripts_always_run() {
     let sources = sources();
     let tenants = tenants();

@@ -1,0 +1,76 @@
+// What the console tests share: the `strata` binary and Chromium they use,
+// a free port, a running service with its GraphQL client, and a page that
+// records every console error, CSP violation and failed request.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+/** The debug `strata` built by tests/console.sh (STRATA_BIN overrides). */
+export const bin = process.env.STRATA_BIN || join(process.env.CARGO_TARGET_DIR || join(process.env.HOME, ".cache/strata-target"), "debug/strata");
+
+/** A TCP port nothing listens on now. */
+export function freePort() {
+  return new Promise((done) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => done(port));
+    });
+  });
+}
+
+/**
+ * Writes `yaml` to `<work>/svc.yaml`, starts `strata` on it and waits for
+ * /health. `base` is the service's URL (with its pathPrefix), `api` runs
+ * one GraphQL request (throws on errors), `stop` ends the process.
+ */
+export async function startStrata(work, yaml, { port, prefix = "" }) {
+  writeFileSync(join(work, "svc.yaml"), yaml);
+  const base = `http://127.0.0.1:${port}${prefix}`;
+  const child = spawn(bin, [], { env: { ...process.env, SVC_YAML: join(work, "svc.yaml") }, stdio: ["ignore", "inherit", "inherit"] });
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = signal ?? code));
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) break;
+    } catch {}
+    if (exited !== null) throw new Error(`strata exited (${exited}) before it served ${base}/health`);
+    if (i > 300) throw new Error(`strata did not serve ${base}/health within 30 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const api = async (query, variables = {}) => {
+    const response = await fetch(`${base}/v2/service`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+    const answer = await response.json();
+    if (answer.errors) throw new Error(JSON.stringify(answer.errors));
+    return answer.data;
+  };
+  return { base, api, child, stop: () => child.kill("SIGTERM") };
+}
+
+/** Debian's headless Chromium (CHROMIUM overrides /usr/bin/chromium). */
+export function launchChromium() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
+}
+
+/** A 1280×900 page; `problems` collects what must stay empty. */
+export async function watchedPage(browser) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems = [];
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("requestfailed", (request) => problems.push(`request failed: ${request.url()}`));
+  return { page, problems };
+}
+
+/** Prints and counts a passed check. */
+export function checker() {
+  const checks = [];
+  const ok = (name) => {
+    checks.push(name);
+    console.log(`ok - ${name}`);
+  };
+  return { checks, ok };
+}
