@@ -164,6 +164,10 @@ impl async_graphql::ErrorExtensions for AppError {
                         [
                             (async_graphql::Name::new("shard"), async_graphql::Value::String(failure.shard.clone())),
                             (async_graphql::Name::new("tenants"), async_graphql::Value::List(tenants)),
+                            (
+                                async_graphql::Name::new("quarantined"),
+                                async_graphql::Value::Boolean(failure.quarantined),
+                            ),
                         ]
                         .into_iter()
                         .collect(),

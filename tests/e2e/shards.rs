@@ -184,17 +184,65 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     assert_eq!(blocked["errors"][0]["extensions"]["code"], "SHARDS_FAILED", "{blocked}");
     assert_eq!(
         blocked["errors"][0]["extensions"]["failedShards"],
-        json!([{ "shard": "c", "tenants": c_tenants }]),
+        json!([{ "shard": "c", "tenants": c_tenants, "quarantined": true }]),
         "{blocked}"
     );
+    let said = blocked["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        said.contains(&format!(
+            "its {PER_SHARD} tenant(s) are quarantined (SHARD_UNREACHABLE) until they are retried once it is back: {}",
+            c_tenants.join(", ")
+        )),
+        "{said}"
+    );
 
-    // c is back: the next version (through the API) completes it and
-    // changes nothing on a and b.
+    // Its tenants are quarantined on the home shard while c is down: the
+    // quarantine lists them (c's own is out of reach), and each version
+    // that cannot reach c counts one more failure.
+    let quarantine = "{ quarantine { tenant cause message failures } }";
+    let held = server.data(quarantine, json!({})).await;
+    let held = held["quarantine"].as_array().unwrap().clone();
+    assert_eq!(held.iter().map(|q| q["tenant"].as_str().unwrap()).collect::<Vec<_>>(), c_tenants, "{held:?}");
+    for row in &held {
+        assert_eq!(row["cause"], "SHARD_UNREACHABLE", "{row}");
+        assert!(row["message"].as_str().unwrap().starts_with("shard c unreachable: "), "{row}");
+    }
+    let on_home = "select count(*) from svc.svc_quarantine where cause = 'SHARD_UNREACHABLE'";
+    assert_eq!(scalar(&mut conns[0], on_home).await, PER_SHARD as i64);
+    let again = server.create_version(json!({ "versionName": "still down" })).await;
+    assert_eq!(again["errors"][0]["extensions"]["code"], "SHARDS_FAILED", "{again}");
+    let counted = server.data(quarantine, json!({})).await;
+    for (before, after) in held.iter().zip(counted["quarantine"].as_array().unwrap()) {
+        assert_eq!(after["failures"].as_i64().unwrap(), before["failures"].as_i64().unwrap() + 1, "{after}");
+    }
+
+    // c is back: the next version hands its tenants over to c's own
+    // quarantine and skips them there (a and b have nothing left to do);
+    // a retry completes them, in order, once each.
     start_shard_c(&admins[2]).await;
-    let done = server.create_version(json!({ "versionName": "after restart" })).await;
+    let done = server
+        .graphql(
+            "mutation { createVersion(input: { versionName: \"after restart\" }) { skippedTenants version { id } } }",
+            json!({}),
+        )
+        .await;
     assert!(done.get("errors").is_none(), "{done}");
-    assert_eq!(done["data"]["createVersion"]["summary"]["tenants"], json!(3 * PER_SHARD), "{done}");
+    let sorted = |list: &serde_json::Value| {
+        let mut names: Vec<String> =
+            list.as_array().unwrap().iter().map(|name| name.as_str().unwrap().to_string()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(sorted(&done["data"]["createVersion"]["skippedTenants"]), c_tenants, "{done}");
     let mut on_c = admin(&urls[2]).await;
+    assert_eq!(scalar(&mut conns[0], "select count(*) from svc.svc_quarantine").await, 0, "handed over");
+    assert_eq!(scalar(&mut on_c, on_home).await, PER_SHARD as i64, "in c's own quarantine");
+    let retried = server
+        .graphql("mutation { retryQuarantined(input: { versionName: \"c is back\" }) { releasedTenants } }", json!({}))
+        .await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    assert_eq!(sorted(&retried["data"]["retryQuarantined"]["releasedTenants"]), c_tenants, "{retried}");
+    assert_eq!(server.data(quarantine, json!({})).await["quarantine"], json!([]));
     executed_once_recorded_once(&mut on_c, 2, "300").await;
     for index in [0, 1] {
         executed_once_recorded_once(&mut conns[index], index, "300").await;

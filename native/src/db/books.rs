@@ -362,7 +362,8 @@ where
             .bind(row.cause.clone())
             .bind(row.message.clone())
             .bind(row.request_id.clone())
-            .bind(row.quarantined.clone());
+            .bind(row.quarantined.clone())
+            .bind(Self::int(row.failures)?);
         self.change(conn, query).await?;
         Ok(())
     }

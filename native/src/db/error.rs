@@ -15,25 +15,31 @@ pub(crate) struct ShardFailure {
     /// Its tenants, when it could not be reached: as it listed them before
     /// the version, else as the directory last saw them.
     pub(crate) tenants: Vec<String>,
+    /// Whether those tenants were quarantined (on the home shard, until
+    /// the shard answers again: cause `SHARD_UNREACHABLE`).
+    pub(crate) quarantined: bool,
 }
 
 /// Tenants named in a message: the first 20, then how many more.
 fn some_of(tenants: &[String]) -> String {
-    const SHOWN: usize = 20;
-    let mut text = tenants.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-    if tenants.len() > SHOWN {
-        text.push_str(&format!(" and {} more", tenants.len() - SHOWN));
-    }
-    text
+    strata_core::migrate::summary::some_of(tenants, 20)
 }
 
 fn shards_message(failed: &[ShardFailure], completed: &[(String, Option<i64>)]) -> String {
     let failed: Vec<String> = failed
         .iter()
-        .map(|f| match f.tenants.is_empty() {
-            true => format!("shard {}: {}", f.shard, f.error),
-            false => format!(
+        .map(|f| match (f.tenants.is_empty(), f.quarantined) {
+            (true, _) => format!("shard {}: {}", f.shard, f.error),
+            (false, false) => format!(
                 "shard {}: {}; its {} tenant(s) may lack this version: {}",
+                f.shard,
+                f.error,
+                f.tenants.len(),
+                some_of(&f.tenants)
+            ),
+            (false, true) => format!(
+                "shard {}: {}; its {} tenant(s) are quarantined (SHARD_UNREACHABLE) until they are retried once it \
+                 is back: {}",
                 f.shard,
                 f.error,
                 f.tenants.len(),

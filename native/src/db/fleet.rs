@@ -27,12 +27,19 @@
 //!   error names the tenants of each shard it could not reach, and the
 //!   tenant list serves them (`reachable: false`) while it is down. The
 //!   directory is never the truth about a shard that answers.
+//! - **A shard that cannot be reached has its tenants quarantined on the
+//!   home shard** (cause `SHARD_UNREACHABLE`), as the directory last saw
+//!   them, by every version that could not reach it. They are handed over
+//!   to their own shard's quarantine by the first version that finds it
+//!   answering again (a row the shard holds itself wins), so later
+//!   versions and waves skip them there until a retry completes them or
+//!   they are released, like any quarantined tenant.
 //! - **Served ids name their shard** (core's `shard::Ids`): reads by id go
 //!   to that shard only.
 //! - **Shards open lazily**: the service starts while a shard is down, and
 //!   each use tries an unopened shard again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -72,6 +79,32 @@ pub(crate) struct Fleet {
 /// Where each tenant lives: the tenants of every shard, in shard order.
 struct Placement {
     tenants: Vec<Vec<String>>,
+}
+
+/// The cause of a tenant quarantined because its shard did not answer.
+const SHARD_UNREACHABLE: &str = "SHARD_UNREACHABLE";
+
+/// One look at the fleet: what each shard answered when its tenants were
+/// listed, and the directory (`None` when the home shard was just found
+/// unreachable; empty when it cannot be read).
+struct Listing {
+    listed: Vec<Result<Vec<String>, DbError>>,
+    directory: Option<Directory>,
+}
+
+impl Listing {
+    /// Each shard's tenants as it answered them, else as the directory last
+    /// saw them.
+    fn last_seen(&self, slots: &[Slot]) -> Vec<Vec<String>> {
+        slots
+            .iter()
+            .zip(&self.listed)
+            .map(|(slot, result)| match result {
+                Ok(tenants) => tenants.clone(),
+                Err(_) => self.directory.as_ref().map(|d| d.tenants_of(&slot.name)).unwrap_or_default(),
+            })
+            .collect()
+    }
 }
 
 impl Placement {
@@ -193,10 +226,10 @@ impl Fleet {
     /// when the home shard was just found unreachable (it is not asked
     /// again, which would wait for its time-out once more), empty when it
     /// cannot be read.
-    async fn listings(&self) -> (Vec<Result<Vec<String>, DbError>>, Option<Directory>) {
+    async fn listings(&self) -> Listing {
         let listed = self.each(|_, store| async move { store.tenants().await }).await;
         if matches!(listed[0], Err(DbError::ShardUnreachable { .. })) {
-            return (listed, None);
+            return Listing { listed, directory: None };
         }
         let directory = match self.store(0).await {
             Ok(home) => home.directory().await.unwrap_or_else(|error| {
@@ -205,7 +238,7 @@ impl Fleet {
             }),
             Err(_) => Directory::default(),
         };
-        (listed, Some(directory))
+        Listing { listed, directory: Some(directory) }
     }
 
     /// Every shard's tenants: as each answers, or as the directory last saw
@@ -213,10 +246,9 @@ impl Fleet {
     /// answered lists now). An error of another kind, or a shard that is
     /// down while the directory knows nothing of it, is the answer.
     async fn seen(&self) -> Result<Vec<ShardTenants>, DbError> {
-        let (listed, directory) = self.listings().await;
+        let Listing { listed, directory } = self.listings().await;
         let directory = directory.unwrap_or_default();
-        let answered: std::collections::HashSet<String> =
-            listed.iter().filter_map(|r| r.as_ref().ok()).flatten().cloned().collect();
+        let answered: HashSet<String> = listed.iter().filter_map(|r| r.as_ref().ok()).flatten().cloned().collect();
         let mut shards = Vec::with_capacity(listed.len());
         for (slot, result) in self.slots.iter().zip(listed) {
             let (tenants, reachable) = match result {
@@ -252,31 +284,112 @@ impl Fleet {
         Ok(())
     }
 
-    /// Before a version: each shard's tenants as last seen (now, where the
-    /// shard answers), with the directory brought up to date from the
-    /// shards that answered unless `write` is false.
-    async fn before_version(&self, write: bool) -> Vec<Vec<String>> {
-        let (listed, directory) = self.listings().await;
-        let write = write && directory.is_some();
-        let directory = directory.unwrap_or_default();
+    /// Before a version that writes: the directory brought up to date from
+    /// the shards that answered, and what the home shard quarantined for a
+    /// shard that answers again handed over to it. Neither stops the
+    /// version when it fails (it is said in the log).
+    async fn before_version(&self, listing: &Listing) {
+        let Some(directory) = &listing.directory else { return };
         let answered: Vec<(&str, &[String])> = self
             .slots
             .iter()
-            .zip(&listed)
+            .zip(&listing.listed)
             .filter_map(|(slot, result)| result.as_ref().ok().map(|t| (slot.name.as_str(), t.as_slice())))
             .collect();
         let changes = directory.changes(&answered);
-        if write && !changes.is_empty() {
+        if !changes.is_empty() {
             let written = async { self.store(0).await?.change_directory(&changes).await };
             if let Err(error) = written.await {
                 tracing::warn!(%error, "the shard directory could not be brought up to date");
             }
         }
-        self.slots
+        if let Err(error) = self.hand_over(listing).await {
+            tracing::warn!(%error, "tenants quarantined while their shard was unreachable could not be handed over to it");
+        }
+    }
+
+    /// Moves the rows the home shard holds for the tenants of another shard
+    /// that answers (quarantined while it was unreachable) to that shard's
+    /// quarantine, their failures kept; a row the shard holds itself for
+    /// the tenant stays as it is. Written there first, then released at
+    /// home: a crash between the two leaves the row in both places, and
+    /// the next version moves it again.
+    async fn hand_over(&self, listing: &Listing) -> Result<(), DbError> {
+        let Ok(home_tenants) = &listing.listed[0] else { return Ok(()) };
+        let home = self.store(0).await?;
+        let held = home.quarantined().await?;
+        let home_tenants: HashSet<&str> = home_tenants.iter().map(String::as_str).collect();
+        let foreign: Vec<&QuarantineRow> =
+            held.iter().filter(|row| !home_tenants.contains(row.tenant.as_str())).collect();
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        for (index, listed) in listing.listed.iter().enumerate().skip(1) {
+            let Ok(tenants) = listed else { continue };
+            let tenants: HashSet<&str> = tenants.iter().map(String::as_str).collect();
+            let moving: Vec<QuarantineRow> =
+                foreign.iter().filter(|row| tenants.contains(row.tenant.as_str())).map(|row| (*row).clone()).collect();
+            if moving.is_empty() {
+                continue;
+            }
+            let store = self.store(index).await?;
+            let own: HashSet<String> = store.quarantined().await?.into_iter().map(|row| row.tenant).collect();
+            let new: Vec<QuarantineRow> = moving.iter().filter(|row| !own.contains(&row.tenant)).cloned().collect();
+            if !new.is_empty() {
+                store.quarantine(&new).await?;
+            }
+            let names: Vec<String> = moving.into_iter().map(|row| row.tenant).collect();
+            home.release_quarantined(&names).await?;
+            tracing::info!(shard = %self.slots[index].name, tenants = names.len(),
+                "tenants quarantined while their shard was unreachable handed over to its own quarantine");
+        }
+        Ok(())
+    }
+
+    /// Quarantines, on the home shard, the tenants of each shard the
+    /// version could not reach (`tenants`: as last seen); the home shard
+    /// itself cannot hold its own. Returns whether they were written.
+    async fn quarantine_unreachable(
+        &self,
+        request: &MutationRequest<'_>,
+        index: usize,
+        reason: &str,
+        tenants: &[String],
+    ) -> bool {
+        if index == 0 || tenants.is_empty() {
+            return false;
+        }
+        let shard = &self.slots[index].name;
+        let rows: Vec<QuarantineRow> = tenants
             .iter()
-            .zip(listed)
-            .map(|(slot, result)| result.unwrap_or_else(|_| directory.tenants_of(&slot.name)))
-            .collect()
+            .map(|tenant| QuarantineRow {
+                tenant: tenant.clone(),
+                version_id: None,
+                file: String::new(),
+                line: None,
+                column: None,
+                cause: SHARD_UNREACHABLE.to_string(),
+                message: format!("shard {shard} unreachable: {reason}"),
+                request_id: request.request_id.to_string(),
+                quarantined: request.created.to_string(),
+                failures: 1,
+            })
+            .collect();
+        let written = async { self.store(0).await?.quarantine(&rows).await };
+        match written.await {
+            Ok(()) => {
+                tracing::warn!(shard = %shard, tenants = rows.len(),
+                    "the tenants of an unreachable shard were quarantined on the home shard until they are retried");
+                for _ in &rows {
+                    crate::telemetry::tenant_quarantined();
+                }
+                true
+            }
+            Err(error) => {
+                tracing::warn!(shard = %shard, %error, "the tenants of an unreachable shard could not be quarantined");
+                false
+            }
+        }
     }
 
     async fn placement(&self) -> Result<Placement, DbError> {
@@ -295,9 +408,47 @@ impl Fleet {
         row
     }
 
+    /// Where each tenant was last seen (`listing`): a shard that does not
+    /// answer is found by the directory, so a retry or a wave naming its
+    /// tenants reaches it and fails as unreachable.
+    fn last_seen(&self, listing: &Listing) -> Result<Placement, DbError> {
+        let tenants = listing.last_seen(&self.slots);
+        self.one_shard_each(tenants.iter())?;
+        Ok(Placement { tenants })
+    }
+
+    /// Which shards a retry of every quarantined tenant runs on: those
+    /// holding quarantined tenants of their own, and those whose tenants
+    /// the home shard holds (quarantined while unreachable). A shard that
+    /// does not answer is asked nothing more.
+    async fn retried_shards(&self, listing: &Listing) -> Result<Vec<bool>, DbError> {
+        let held = self.each(|_, store| async move { store.quarantined().await }).await;
+        let placement = Placement { tenants: listing.last_seen(&self.slots) };
+        let mut retried = vec![false; self.slots.len()];
+        for (index, rows) in held.into_iter().enumerate() {
+            let rows = match rows {
+                Ok(rows) => rows,
+                Err(DbError::ShardUnreachable { .. }) if index > 0 => continue,
+                Err(error) => return Err(error),
+            };
+            // A tenant no shard lists (gone from the list) is retried nowhere.
+            for shard in rows.iter().filter_map(|row| placement.shard_of(&row.tenant)) {
+                retried[shard] = true;
+            }
+        }
+        if !retried.contains(&true) {
+            return Err(DbError::Retry(RetryError::NothingQuarantined));
+        }
+        Ok(retried)
+    }
+
     /// What each shard runs of `request`: `None` for a shard with nothing
     /// to do (a wave or a retry naming none of its tenants).
-    async fn parts<'r>(&self, request: &MutationRequest<'r>) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
+    async fn parts<'r>(
+        &self,
+        request: &MutationRequest<'r>,
+        listing: &Listing,
+    ) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
         let part = |index: usize| MutationRequest { tenants_only: index > 0, shard: None, ..request.clone() };
         if let Target::NewTenant(tenant) = &request.target {
             let placement = self.placement().await?;
@@ -311,7 +462,7 @@ impl Fleet {
         }
         match (&request.retry, &request.wave) {
             (Some(named), _) if !named.is_empty() => {
-                let placement = self.placement().await?;
+                let placement = self.last_seen(listing)?;
                 let parts = placement.split(named).map_err(|name| DbError::Retry(RetryError::NotQuarantined(name)))?;
                 Ok(parts
                     .into_iter()
@@ -322,14 +473,11 @@ impl Fleet {
                     .collect())
             }
             (Some(_), _) => {
-                let held = self.every(|_, store| async move { store.quarantined().await }).await?;
-                if held.iter().all(Vec::is_empty) {
-                    return Err(DbError::Retry(RetryError::NothingQuarantined));
-                }
-                Ok(held.iter().enumerate().map(|(index, rows)| (!rows.is_empty()).then(|| part(index))).collect())
+                let retried = self.retried_shards(listing).await?;
+                Ok(retried.into_iter().enumerate().map(|(index, retried)| retried.then(|| part(index))).collect())
             }
             (None, Wave::Named(named)) => {
-                let placement = self.placement().await?;
+                let placement = self.last_seen(listing)?;
                 let parts = placement.split(named).map_err(|name| DbError::Wave(WaveError::NotATenant(name)))?;
                 Ok(parts
                     .into_iter()
@@ -412,9 +560,14 @@ impl Database for Fleet {
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        let parts = self.parts(&request).await?;
+        let listing = self.listings().await;
+        let writes = !request.dry_run && self.access == Access::ReadWrite;
+        if writes {
+            self.before_version(&listing).await;
+        }
+        let parts = self.parts(&request, &listing).await?;
         let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
-        let last_seen = self.before_version(!request.dry_run && self.access == Access::ReadWrite).await;
+        let last_seen = listing.last_seen(&self.slots);
         let runs = self.run_parts(parts, |store, part| async move { store.mutate(part).await }).await;
         let mut outcomes = Vec::new();
         let mut failed = Vec::new();
@@ -446,18 +599,20 @@ impl Database for Fleet {
                     (self.slots[*index].name.clone(), outcome.version.as_ref().map(|v| self.ids.served(v.id, *index)))
                 })
                 .collect();
-            let failed = failed
-                .into_iter()
-                .map(|(index, error)| ShardFailure {
-                    shard: self.slots[index].name.clone(),
-                    tenants: match error {
-                        DbError::ShardUnreachable { .. } => last_seen[index].clone(),
-                        _ => Vec::new(),
-                    },
-                    error,
-                })
-                .collect();
-            return Err(DbError::Shards { failed, completed });
+            let mut failures = Vec::with_capacity(failed.len());
+            for (index, error) in failed {
+                let (tenants, quarantined) = match &error {
+                    DbError::ShardUnreachable { reason, .. } => {
+                        let quarantined = writes
+                            && listing.directory.is_some()
+                            && self.quarantine_unreachable(&request, index, reason, &last_seen[index]).await;
+                        (last_seen[index].clone(), quarantined)
+                    }
+                    _ => (Vec::new(), false),
+                };
+                failures.push(ShardFailure { shard: self.slots[index].name.clone(), tenants, quarantined, error });
+            }
+            return Err(DbError::Shards { failed: failures, completed });
         }
         let mut merged = MutationOutcome {
             plan: shard::merge(outcomes.iter().map(|(_, outcome)| outcome.plan.clone()).collect(), request.sources),
@@ -485,7 +640,8 @@ impl Database for Fleet {
     }
 
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        let parts = self.parts(&request).await?;
+        let listing = self.listings().await;
+        let parts = self.parts(&request, &listing).await?;
         let previews = self.run_parts(parts, |store, part| async move { store.preview(part).await }).await;
         let previews: Vec<Preview> = previews.into_iter().map(|(_, preview)| preview).collect::<Result<_, _>>()?;
         let mut tenants = Vec::new();
@@ -523,14 +679,30 @@ impl Database for Fleet {
         Ok(self.every(|_, store| async move { store.fingerprints().await }).await?.into_iter().flatten().collect())
     }
 
+    /// Every shard's quarantine and what the home shard holds for shards
+    /// that were unreachable; a shard that does not answer now is left out
+    /// (its tenants quarantined while it was down are the home shard's). A
+    /// tenant in both its shard's and the home shard's (not handed over
+    /// yet) is its shard's.
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
-        let parts = self.every(|_, store| async move { store.quarantined().await }).await?;
-        Ok(parts
-            .into_iter()
-            .enumerate()
-            .flat_map(|(index, rows)| rows.into_iter().map(move |row| (index, row)))
-            .map(|(index, row)| self.quarantine_row(index, row))
-            .collect())
+        let mut rows: Vec<QuarantineRow> = Vec::new();
+        let mut own: HashSet<String> = HashSet::new();
+        for (index, part) in
+            self.each(|_, store| async move { store.quarantined().await }).await.into_iter().enumerate()
+        {
+            let part = match part {
+                Ok(part) => part,
+                Err(DbError::ShardUnreachable { .. }) if index > 0 => continue,
+                Err(error) => return Err(error),
+            };
+            if index > 0 {
+                own.extend(part.iter().map(|row| row.tenant.clone()));
+            }
+            rows.extend(part.into_iter().map(|row| self.quarantine_row(index, row)));
+        }
+        rows.retain(|row| row.cause != SHARD_UNREACHABLE || !own.contains(&row.tenant));
+        rows.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        Ok(rows)
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
@@ -571,8 +743,21 @@ impl Database for Fleet {
         self.store(0).await?.change_directory(changes).await
     }
 
+    /// Releases on every shard that answers (and so, from the home shard,
+    /// what it holds for a shard that does not).
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {
-        let released = self.every(|_, store| async move { store.release_quarantined(tenants).await }).await?;
-        Ok(released.into_iter().flatten().collect())
+        let mut released = Vec::new();
+        for (index, part) in
+            self.each(|_, store| async move { store.release_quarantined(tenants).await }).await.into_iter().enumerate()
+        {
+            match part {
+                Ok(part) => released.extend(part),
+                Err(DbError::ShardUnreachable { .. }) if index > 0 => {}
+                Err(error) => return Err(error),
+            }
+        }
+        released.sort();
+        released.dedup();
+        Ok(released)
     }
 }

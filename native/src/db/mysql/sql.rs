@@ -273,10 +273,11 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(*) from informatio
 pub(crate) const SELECT_FINGERPRINTS: &str =
     "select cast(db_schema as char), cast(fingerprint as char), cast(recorded as char) from svc.svc_fingerprints";
 
-/// Puts a tenant in quarantine, or counts one more failure of one already
-/// there (the latest error kept).
-pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined) \
-    values (?, ?, ?, ?, ?, ?, ?, ?, ?) on duplicate key update version_id = values(version_id), file = values(file), \
+/// Puts a tenant in quarantine with its failures (1, or what it carries
+/// from the home shard), or counts one more failure of one already there
+/// (the latest error kept).
+pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
+    values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on duplicate key update version_id = values(version_id), file = values(file), \
     line = values(line), col = values(col), cause = values(cause), message = values(message), failures = failures + 1, \
     request_id = values(request_id), quarantined = values(quarantined)";
 

@@ -172,10 +172,11 @@ pub(crate) const FINGERPRINTS_INSTALLED: &str =
 /// The stored fingerprints.
 pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
 
-/// Puts a tenant in quarantine, or counts one more failure of one already
-/// there (the latest error kept).
-pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined) \
-    values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (tenant) do update set version_id = excluded.version_id, \
+/// Puts a tenant in quarantine with its failures (1, or what it carries
+/// from the home shard), or counts one more failure of one already there
+/// (the latest error kept).
+pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
+    values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (tenant) do update set version_id = excluded.version_id, \
     file = excluded.file, line = excluded.line, col = excluded.col, cause = excluded.cause, message = excluded.message, \
     failures = svc_quarantine.failures + 1, request_id = excluded.request_id, quarantined = excluded.quarantined";
 
