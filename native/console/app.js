@@ -161,6 +161,7 @@ const STATE = {
   Applied: ["applied", "✓", "applied"],
   Pending: ["pending", "•", "pending"],
   Drifted: ["drifted", "!", "drifted: changed since applied"],
+  Unknown: ["unknown", "?", "unknown: its shard did not answer"],
 };
 
 async function fleet() {
@@ -200,19 +201,21 @@ async function fleet() {
   };
   const pending = tenants.filter((t) => t.states.includes("Pending")).length;
   const drifted = tenants.filter((t) => t.states.includes("Drifted")).length;
+  const unknown = tenants.filter((t) => t.states.includes("Unknown")).length;
   // A sharded fleet: tenants per shard, behind per shard.
   const perShard = new Map();
   for (const t of tenants) {
     if (!t.shard) continue;
-    const entry = perShard.get(t.shard) ?? { tenants: 0, behind: 0 };
+    const entry = perShard.get(t.shard) ?? { tenants: 0, behind: 0, unknown: 0 };
     entry.tenants += 1;
     if (t.states.includes("Pending")) entry.behind += 1;
+    if (t.states.includes("Unknown")) entry.unknown += 1;
     perShard.set(t.shard, entry);
   }
   const shardNote = perShard.size
-    ? `; shards: ${[...perShard].map(([name, e]) => `${name} ${e.tenants} (${e.behind} behind)`).join(", ")}`
+    ? `; shards: ${[...perShard].map(([name, e]) => `${name} ${e.tenants} (${e.unknown ? "not answering" : `${e.behind} behind`})`).join(", ")}`
     : "";
-  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}${shardNote}.`);
+  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}${unknown ? `; ${unknown} unknown (their shard did not answer)` : ""}${shardNote}.`);
   const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name, or @shard", autocomplete: "off", oninput: () => {
     // "@b" lists the tenants of shard b; anything else matches names.
     const term = search.value.trim().toLowerCase();

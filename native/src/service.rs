@@ -15,8 +15,8 @@ use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::{
-    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, VersionFilter,
-    VersionRow,
+    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow,
+    UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -251,7 +251,7 @@ impl Service {
         target: Target,
         action: Action,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(target, action, true).await
+        self.preview_with(target, action, true, false).await
     }
 
     /// Like [`Service::preview`] over every tenant, quarantined ones
@@ -260,14 +260,25 @@ impl Service {
         &self,
         action: Action,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(Target::AllSchemas, action, false).await
+        self.preview_with(Target::AllSchemas, action, false, false).await
     }
 
+    /// Where every tenant stands (a Sync preview, quarantined tenants
+    /// included), from the shards that answer: a shard other than the home
+    /// shard that does not is in [`Preview::unreachable`] (the fleet
+    /// matrix shows its tenants as unknown).
+    pub(crate) async fn fleet_state(&self) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        self.preview_with(Target::AllSchemas, Action::Sync, false, true).await
+    }
+
+    /// A preview; unless `partial`, a shard that did not answer is the
+    /// error.
     async fn preview_with(
         &self,
         target: Target,
         action: Action,
         skip_quarantined: bool,
+        partial: bool,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
@@ -290,6 +301,10 @@ impl Service {
                 shard: None,
             })
             .await?;
+        if !partial && let Some(first) = preview.unreachable.first() {
+            let UnreachableShard { shard, reason, .. } = first.clone();
+            return Err(DbError::ShardUnreachable { shard, reason }.into());
+        }
         Ok((preview, sources))
     }
 

@@ -180,6 +180,14 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         ])
     );
     assert!(listed["tenants"].as_array().unwrap().contains(&json!({ "name": "c3", "shard": "c" })), "{listed}");
+    // The fleet matrix: a and b as they stand, c's tenants unknown.
+    let matrix = server.data("{ fleet { files tenants { name shard states } } }", json!({})).await;
+    let rows = matrix["fleet"]["tenants"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * PER_SHARD, "{matrix}");
+    let row = |name: &str| rows.iter().find(|row| row["name"] == name).unwrap().clone();
+    let files = matrix["fleet"]["files"].as_array().unwrap().len();
+    assert_eq!(row("c3"), json!({ "name": "c3", "shard": "c", "states": vec!["Unknown"; files] }));
+    assert_eq!(row("a3"), json!({ "name": "a3", "shard": "a", "states": vec!["Applied"; files] }));
     let blocked = server.create_version(json!({ "versionName": "while c is down" })).await;
     assert_eq!(blocked["errors"][0]["extensions"]["code"], "SHARDS_FAILED", "{blocked}");
     assert_eq!(

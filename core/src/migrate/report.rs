@@ -58,6 +58,8 @@ pub enum CellState {
     Pending,
     /// Recorded, but the file changed since.
     Drifted,
+    /// Not known now: the tenant's shard did not answer.
+    Unknown,
 }
 
 /// Tenants × tenant migrations: the console's fleet view.
@@ -68,6 +70,22 @@ pub struct FleetMatrix {
     /// Each tenant with one state per file (the rows), in the tenant list's
     /// order.
     pub tenants: Vec<(String, Vec<CellState>)>,
+}
+
+impl FleetMatrix {
+    /// The matrix with a row of [`CellState::Unknown`] for each of
+    /// `tenants` it does not have (those of a shard that did not answer, as
+    /// last seen), after its own rows.
+    pub fn with_unknown(mut self, tenants: &[String]) -> FleetMatrix {
+        let known: std::collections::HashSet<&str> = self.tenants.iter().map(|(name, _)| name.as_str()).collect();
+        let unknown: Vec<(String, Vec<CellState>)> = tenants
+            .iter()
+            .filter(|tenant| !known.contains(tenant.as_str()))
+            .map(|tenant| (tenant.clone(), vec![CellState::Unknown; self.files.len()]))
+            .collect();
+        self.tenants.extend(unknown);
+        self
+    }
 }
 
 /// The fleet matrix from a **Sync** plan over all schemas (Sync never
@@ -406,6 +424,12 @@ mod tests {
                 ("c".to_string(), vec![Pending, Pending]),
             ]
         );
+        // A shard that did not answer: its tenants (as last seen) are
+        // unknown, after the others; a tenant the matrix has stays as it is.
+        let unknown = matrix.with_unknown(&["c".to_string(), "d".to_string()]);
+        assert_eq!(unknown.tenants[2], ("c".to_string(), vec![Pending, Pending]));
+        assert_eq!(unknown.tenants[3], ("d".to_string(), vec![Unknown, Unknown]));
+        assert_eq!(unknown.tenants.len(), 4);
     }
 
     #[test]

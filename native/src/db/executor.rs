@@ -127,7 +127,7 @@ pub(crate) async fn preview<E: Engine>(
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
     let (plan, _) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
-    Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped })
+    Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
 }
 
 /// The tenants a mutation runs in: quarantined ones skipped, or only those

@@ -54,7 +54,7 @@ use super::error::{DbError, ShardFailure};
 use super::store::Database;
 use super::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
-    ShardTenants, VersionFilter, VersionRow,
+    ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 
 /// How long `/health` waits for each shard (a stopped server is retried
@@ -639,20 +639,32 @@ impl Database for Fleet {
         Ok(merged)
     }
 
+    /// The preview of every shard that answers; a shard other than the
+    /// home shard that does not is in `unreachable`, with its tenants as
+    /// last seen.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         let listing = self.listings().await;
         let parts = self.parts(&request, &listing).await?;
         let previews = self.run_parts(parts, |store, part| async move { store.preview(part).await }).await;
-        let previews: Vec<Preview> = previews.into_iter().map(|(_, preview)| preview).collect::<Result<_, _>>()?;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();
         let mut plans = Vec::new();
-        for preview in previews {
-            tenants.extend(preview.tenants);
-            skipped.extend(preview.skipped);
-            plans.push(preview.plan);
+        let mut unreachable = Vec::new();
+        let mut last_seen = listing.last_seen(&self.slots);
+        for (index, preview) in previews {
+            match preview {
+                Ok(preview) => {
+                    tenants.extend(preview.tenants);
+                    skipped.extend(preview.skipped);
+                    plans.push(preview.plan);
+                }
+                Err(DbError::ShardUnreachable { shard, reason }) if index > 0 => {
+                    unreachable.push(UnreachableShard { shard, reason, tenants: std::mem::take(&mut last_seen[index]) })
+                }
+                Err(error) => return Err(error),
+            }
         }
-        Ok(Preview { plan: shard::merge(plans, request.sources), tenants, skipped })
+        Ok(Preview { plan: shard::merge(plans, request.sources), tenants, skipped, unreachable })
     }
 
     async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {

@@ -43,7 +43,7 @@ use executor::Settings;
 pub(crate) use store::{Database, Store};
 pub(crate) use types::{
     Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RolloutRow, ShardTenants,
-    VersionFilter, VersionRow,
+    UnreachableShard, VersionFilter, VersionRow,
 };
 
 /// How long a driver waits for a database connection before it reports the

@@ -138,6 +138,20 @@ pub(crate) struct Preview {
     pub(crate) tenants: Vec<String>,
     /// Quarantined tenants the version would skip.
     pub(crate) skipped: Vec<String>,
+    /// Shards that did not answer (a sharded fleet's, other than the home
+    /// shard), with their tenants as last seen: the plan leaves them out.
+    pub(crate) unreachable: Vec<UnreachableShard>,
+}
+
+/// A shard a preview could not reach.
+#[derive(Debug, Clone)]
+pub(crate) struct UnreachableShard {
+    /// The shard.
+    pub(crate) shard: String,
+    /// Why.
+    pub(crate) reason: String,
+    /// Its tenants, as it listed them before or the directory last saw them.
+    pub(crate) tenants: Vec<String>,
 }
 
 /// What a mutation did.

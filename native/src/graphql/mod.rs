@@ -171,8 +171,9 @@ impl Query {
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn fleet(&self, ctx: &Context<'_>) -> Result<FleetDto> {
         let service = service(ctx)?;
-        // Sync never refuses on drift, and the preview reads the tenants once.
-        let (preview, sources) = service.preview_every_tenant(Action::Sync).await.map_err(graphql_error)?;
+        // Sync never refuses on drift, and the preview reads the tenants once;
+        // a shard that does not answer has its tenants shown as unknown.
+        let (preview, sources) = service.fleet_state().await.map_err(graphql_error)?;
         let shard_of: std::collections::HashMap<String, String> = service
             .shards()
             .await
@@ -183,7 +184,9 @@ impl Query {
                 shard.tenants.into_iter().map(move |tenant| (tenant, name.clone()))
             })
             .collect();
-        let matrix = strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants);
+        let unknown: Vec<String> = preview.unreachable.into_iter().flat_map(|shard| shard.tenants).collect();
+        let matrix = strata_core::migrate::report::fleet_matrix(&preview.plan, &sources, &preview.tenants)
+            .with_unknown(&unknown);
         Ok(FleetDto::new(matrix, &shard_of))
     }
 

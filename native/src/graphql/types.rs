@@ -582,6 +582,8 @@ pub(crate) enum MigrationStateDto {
     Pending,
     /// Recorded, but the file changed since.
     Drifted,
+    /// Not known now: the tenant's shard did not answer.
+    Unknown,
 }
 
 /// One tenant's row of the fleet (`FleetTenant`, added).
@@ -622,6 +624,7 @@ impl From<report::FleetMatrix> for FleetDto {
             report::CellState::Applied => MigrationStateDto::Applied,
             report::CellState::Pending => MigrationStateDto::Pending,
             report::CellState::Drifted => MigrationStateDto::Drifted,
+            report::CellState::Unknown => MigrationStateDto::Unknown,
         };
         FleetDto {
             files: matrix.files,
