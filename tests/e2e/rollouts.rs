@@ -40,7 +40,7 @@ async fn start(server: &Server, version: &str, waves: &[&str], budget: Option<&s
 }
 
 /// Waits (up to 60 s) until rollout `id` has `status`; returns it.
-async fn wait_for(server: &Server, id: i64, status: &str) -> Value {
+pub(crate) async fn wait_for(server: &Server, id: i64, status: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;

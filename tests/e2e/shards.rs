@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sqlx::PgConnection;
 
+use crate::rollouts::wait_for;
 use crate::support::{Backend, Server, Workspace, backend, strata};
 use crate::topologies::{admin, code, env, fresh_database, pg_ctl, run, scalar, text, with_database};
 
@@ -224,9 +225,24 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         assert_eq!(after["failures"].as_i64().unwrap(), before["failures"].as_i64().unwrap() + 1, "{after}");
     }
 
+    // A rollout while c is down: its wave finishes on a and b, fails on c,
+    // and the rollout stops.
+    server.ws.write_migration("tenants/301.sql", "create table {schema}.g (id integer);\n");
+    let started =
+        server.data(r#"mutation { startRollout(versionName: "g", waves: ["rest"]) { id } }"#, json!({})).await;
+    let rollout = started["startRollout"]["id"].as_i64().unwrap();
+    let stopped = wait_for(&server, rollout, "STOPPED").await;
+    let failed = stopped["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(failed["action"], "wave-failed", "{stopped}");
+    assert!(failed["detail"].as_str().unwrap().contains("shard c: shard c unreachable: "), "{failed}");
+    let on_a = "select count(*) from svc.svc_migrations where filename = 'tenants/301.sql'";
+    assert_eq!(scalar(&mut conns[0], on_a).await, PER_SHARD as i64, "a finished the wave");
+    assert_eq!(scalar(&mut conns[1], on_a).await, PER_SHARD as i64, "b finished the wave");
+
     // c is back: the next version hands its tenants over to c's own
     // quarantine and skips them there (a and b have nothing left to do);
-    // a retry completes them, in order, once each.
+    // the rollout, resumed, runs its wave again without them; a retry
+    // completes them, in order, once each.
     start_shard_c(&admins[2]).await;
     let done = server
         .graphql(
@@ -245,6 +261,10 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let mut on_c = admin(&urls[2]).await;
     assert_eq!(scalar(&mut conns[0], "select count(*) from svc.svc_quarantine").await, 0, "handed over");
     assert_eq!(scalar(&mut on_c, on_home).await, PER_SHARD as i64, "in c's own quarantine");
+    let resumed = server.graphql(&format!("mutation {{ resumeRollout(id: {rollout}) {{ id }} }}"), json!({})).await;
+    assert!(resumed.get("errors").is_none(), "{resumed}");
+    let completed = wait_for(&server, rollout, "COMPLETED").await;
+    assert_eq!(scalar(&mut on_c, on_a).await, 0, "the wave skipped c's quarantined tenants: {completed}");
     let retried = server
         .graphql("mutation { retryQuarantined(input: { versionName: \"c is back\" }) { releasedTenants } }", json!({}))
         .await;
@@ -252,6 +272,7 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     assert_eq!(sorted(&retried["data"]["retryQuarantined"]["releasedTenants"]), c_tenants, "{retried}");
     assert_eq!(server.data(quarantine, json!({})).await["quarantine"], json!([]));
     executed_once_recorded_once(&mut on_c, 2, "300").await;
+    assert_eq!(scalar(&mut on_c, on_a).await, PER_SHARD as i64, "the retry ran the rollout's file in c's tenants");
     for index in [0, 1] {
         executed_once_recorded_once(&mut conns[index], index, "300").await;
     }
