@@ -6,12 +6,12 @@
 //! # Invariants
 //!
 //! - **The lock is held for the whole version.** Taken before the recorded
-//!   state is read, released after the last commit: PostgreSQL a lease row
-//!   renewed in the background (it expires when its holder dies; a holder
-//!   that lost it stops before its next unit, [`Engine::lock_held`]); MySQL
-//!   `GET_LOCK`, SQL Server `sp_getapplock` with a session owner, SQLite a
-//!   write transaction on a lock file, each on a dedicated connection the
-//!   database releases when the process dies.
+//!   state is read, released after the last commit: PostgreSQL and
+//!   MySQL/MariaDB a lease row renewed in the background (it expires when
+//!   its holder dies; a holder that lost it stops before its next unit,
+//!   [`Engine::lock_held`]); SQL Server `sp_getapplock` with a session
+//!   owner, SQLite a write transaction on a lock file, each on a dedicated
+//!   connection the database releases when the process dies.
 //! - **Recorded = applied, per schema, at every instant.** With
 //!   `transactionScope: schema` (the default) each unit — one schema's steps
 //!   of a segment, see [`strata_core::migrate::plan::Plan::segments`] — runs in one
@@ -52,9 +52,17 @@
 //! - **Engines without transactional DDL** (MySQL/MariaDB) run every step in
 //!   its own implicit commit and record it right after; a dry run executes
 //!   nothing there.
+//! - **One plan is made at a time in a process** ([`PLANNING`]): making it
+//!   holds every recorded row of its database, so the shards of a fleet
+//!   plan one after another (then run at once) and the memory a version
+//!   needs does not grow with the number of shards.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Held while a mutation or a preview reads the recorded state and plans:
+/// one at a time in the process (the module's invariants say why).
+static PLANNING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
@@ -119,6 +127,7 @@ pub(crate) async fn preview<E: Engine>(
     request: &MutationRequest<'_>,
 ) -> Result<Preview, DbError> {
     let mut conn = engine.connect().await?;
+    let planning = PLANNING.acquire().await;
     let installed = engine.installed(&mut conn).await?;
     let tenants = match installed || !settings.default_tenant_table {
         true => engine.tenants(&mut conn).await?,
@@ -127,6 +136,7 @@ pub(crate) async fn preview<E: Engine>(
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
     let (plan, _) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
+    drop((applied, planning));
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
 }
 
@@ -202,11 +212,12 @@ async fn locked<E: Engine>(
     lock: &E::Lock,
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
+    let planning = PLANNING.acquire().await;
     let tenants = engine.tenants(&mut main).await?;
     let selection = select_tenants(engine, &mut main, request, &tenants).await?;
     let applied = engine.applied(&mut main).await?;
     let (plan, modes) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
-    drop((tenants, applied));
+    drop((tenants, applied, planning));
     let mut outcome = MutationOutcome {
         plan,
         version: None,
@@ -297,19 +308,16 @@ async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schem
     schemas.sort();
     schemas.dedup();
     let stored = async {
-        let mut recorded: std::collections::HashMap<String, Vec<(String, String)>> = std::collections::HashMap::new();
-        for migration in engine.applied(conn).await? {
-            if !migration.migration_type.is_script() {
-                recorded.entry(migration.schema).or_default().push((migration.file, migration.checksum));
-            }
-        }
+        // Each schema's recorded identity, folded as the rows stream in.
+        let recorded = engine.recorded(conn).await?;
+        let nothing = fingerprint::Recorded::default();
         for batch in schemas.chunks(engine::CATALOGS_PER_READ) {
             let catalogs = engine.catalogs(conn, batch).await?;
             engine.begin(conn).await?;
             for (schema, objects) in batch.iter().zip(catalogs) {
                 let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
-                let identity = fingerprint::recorded_identity(recorded.get(schema).map_or(&[][..], Vec::as_slice));
-                if let Err(error) = engine.store_fingerprint(conn, schema, &print, &identity, version_id).await {
+                let identity = &recorded.get(schema).unwrap_or(&nothing).identity;
+                if let Err(error) = engine.store_fingerprint(conn, schema, &print, identity, version_id).await {
                     let _ = engine.rollback(conn).await;
                     return Err(error);
                 }
