@@ -93,6 +93,18 @@ struct Listing {
 }
 
 impl Listing {
+    /// Shard `index`'s error when this listing found it unreachable: it
+    /// is not asked again in the same request (that would wait for its
+    /// connect time-out once more).
+    fn unreachable(&self, index: usize) -> Option<DbError> {
+        match &self.listed[index] {
+            Err(DbError::ShardUnreachable { shard, reason }) => {
+                Some(DbError::ShardUnreachable { shard: shard.clone(), reason: reason.clone() })
+            }
+            _ => None,
+        }
+    }
+
     /// Each shard's tenants as it answered them, else as the directory last
     /// saw them.
     fn last_seen(&self, slots: &[Slot]) -> Vec<Vec<String>> {
@@ -161,10 +173,12 @@ impl Fleet {
     }
 
     /// Runs each shard's part (none: nothing to do there) with `run`, every
-    /// shard at once; `(shard, result)` in shard order.
+    /// shard at once; `(shard, result)` in shard order. A shard `listing`
+    /// just found unreachable is not asked again: its part fails with that.
     async fn run_parts<'r, T, F, Fut>(
         &self,
         parts: Vec<Option<MutationRequest<'r>>>,
+        listing: &Listing,
         run: F,
     ) -> Vec<(usize, Result<T, DbError>)>
     where
@@ -174,6 +188,9 @@ impl Fleet {
         let run = &run;
         let runs = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
             let part = part?;
+            if let Some(unreachable) = listing.unreachable(index) {
+                return Some((index, Err(unreachable)));
+            }
             let result = match self.store(index).await {
                 Ok(store) => run(store, part).await.map_err(|error| self.on_shard(index, error)),
                 Err(error) => Err(error),
@@ -422,7 +439,14 @@ impl Fleet {
     /// the home shard holds (quarantined while unreachable). A shard that
     /// does not answer is asked nothing more.
     async fn retried_shards(&self, listing: &Listing) -> Result<Vec<bool>, DbError> {
-        let held = self.each(|_, store| async move { store.quarantined().await }).await;
+        let held = self
+            .each(|index, store| async move {
+                match listing.unreachable(index) {
+                    Some(unreachable) => Err(unreachable),
+                    None => store.quarantined().await,
+                }
+            })
+            .await;
         let placement = Placement { tenants: listing.last_seen(&self.slots) };
         let mut retried = vec![false; self.slots.len()];
         for (index, rows) in held.into_iter().enumerate() {
@@ -568,7 +592,7 @@ impl Database for Fleet {
         let parts = self.parts(&request, &listing).await?;
         let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
         let last_seen = listing.last_seen(&self.slots);
-        let runs = self.run_parts(parts, |store, part| async move { store.mutate(part).await }).await;
+        let runs = self.run_parts(parts, &listing, |store, part| async move { store.mutate(part).await }).await;
         let mut outcomes = Vec::new();
         let mut failed = Vec::new();
         for (index, result) in runs {
@@ -645,7 +669,7 @@ impl Database for Fleet {
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         let listing = self.listings().await;
         let parts = self.parts(&request, &listing).await?;
-        let previews = self.run_parts(parts, |store, part| async move { store.preview(part).await }).await;
+        let previews = self.run_parts(parts, &listing, |store, part| async move { store.preview(part).await }).await;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();
         let mut plans = Vec::new();
