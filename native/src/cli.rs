@@ -8,6 +8,7 @@ mod commands;
 mod progress;
 mod results;
 mod rollout;
+mod tenants;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,8 @@ pub(crate) enum Exit {
     Quarantined = 11,
     /// `apply`, `quarantine retry` on a sharded fleet: the version did not
     /// finish on some shards (each named with why); the others finished.
+    /// `status`, `tenants`: some shards did not answer (each named); what
+    /// is shown of them is as last seen.
     ShardsFailed = 12,
 }
 
@@ -113,7 +116,8 @@ Exit status:
   11 apply, quarantine retry: the version completed, but tenants failed within the failure budget and are
      quarantined (strata quarantine lists them)
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
-     with why); the others finished. Run it again once they are fixed or reachable";
+     with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
+     shards did not answer (each is named); what is shown of them is as last seen";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -138,6 +142,9 @@ enum Command {
     Apply(ApplyArgs),
     /// Recent versions, the tenant count, and pending migrations per schema.
     Status(StatusArgs),
+    /// Each tenant with its shard and whether it is quarantined (a shard
+    /// that does not answer: as the directory last saw it).
+    Tenants(TenantsArgs),
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
@@ -321,6 +328,16 @@ struct ApplyArgs {
     #[arg(long, value_name = "N|N%")]
     failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
     /// Print the `CreateResults` the API would return, as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct TenantsArgs {
+    /// Only the tenants of this shard.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Print as JSON.
     #[arg(long)]
     json: bool,
 }

@@ -255,12 +255,13 @@ impl Service {
     }
 
     /// Like [`Service::preview`] over every tenant, quarantined ones
-    /// included: where the fleet stands (the fleet matrix, `strata status`).
+    /// included, from the shards that answer (one other than the home
+    /// shard that does not is in [`Preview::unreachable`]): `strata status`.
     pub(crate) async fn preview_every_tenant(
         &self,
         action: Action,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(Target::AllSchemas, action, false, false).await
+        self.preview_with(Target::AllSchemas, action, false, true).await
     }
 
     /// Where every tenant stands (a Sync preview, quarantined tenants

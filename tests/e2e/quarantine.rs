@@ -86,6 +86,19 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
                { "tenant": "t07", "file": "tenants/006.sql", "failures": 1 }])
     );
     assert_eq!(server.metric("svc_http_tenants_quarantined").await, 2.0);
+    let listed = strata(server.config_path(), &["tenants", "--json"]).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["shards"], json!([]));
+    let held: Vec<&Value> = listed["tenants"].as_array().unwrap().iter().filter(|t| t["quarantined"] == true).collect();
+    assert_eq!(
+        held,
+        [
+            &json!({ "name": "t03", "shard": null, "reachable": true, "quarantined": true }),
+            &json!({ "name": "t07", "shard": null, "reachable": true, "quarantined": true })
+        ]
+    );
+    assert_eq!(listed["tenants"].as_array().unwrap().len(), 12, "{listed}");
     // The fleet matrix still shows them, behind.
     let fleet = server.data("{ fleet { files tenants { name states } } }", json!({})).await;
     let t03 = fleet["fleet"]["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "t03").unwrap().clone();

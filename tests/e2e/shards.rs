@@ -225,6 +225,46 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         assert_eq!(after["failures"].as_i64().unwrap(), before["failures"].as_i64().unwrap() + 1, "{after}");
     }
 
+    // The command line while c is down: its tenants as last seen, the
+    // status of a and b; both say so with exit 12.
+    let listed = strata(&config, &["tenants", "--json"]).await;
+    assert_eq!(code(&listed), 12, "{}", text(&listed));
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed["shards"],
+        json!([
+            { "name": "a", "tenantCount": PER_SHARD, "reachable": true },
+            { "name": "b", "tenantCount": PER_SHARD, "reachable": true },
+            { "name": "c", "tenantCount": PER_SHARD, "reachable": false }
+        ])
+    );
+    let line = |name: &str| listed["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+    assert_eq!(line("c3"), Some(json!({ "name": "c3", "shard": "c", "reachable": false, "quarantined": true })));
+    assert_eq!(line("a3"), Some(json!({ "name": "a3", "shard": "a", "reachable": true, "quarantined": false })));
+    let only_c = strata(&config, &["tenants", "--shard", "c"]).await;
+    let only_c_text = String::from_utf8_lossy(&only_c.stdout).into_owned();
+    assert_eq!(code(&only_c), 12, "{}", text(&only_c));
+    assert!(
+        only_c_text.starts_with(&format!(
+            "{PER_SHARD} tenant(s), {PER_SHARD} quarantined, on 1 shard(s): c {PER_SHARD}, not answering: as last seen.\n"
+        )),
+        "{only_c_text}"
+    );
+    assert!(
+        only_c_text
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["c3", "@c", "unreachable", "quarantined"])
+    );
+    assert!(!only_c_text.contains("a3"), "{only_c_text}");
+    let status = strata(&config, &["status", "--json"]).await;
+    assert_eq!(code(&status), 12, "{}", text(&status));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["tenants"], 3 * PER_SHARD, "{status}");
+    let unreachable = status["unreachableShards"].as_array().unwrap();
+    assert_eq!(unreachable.len(), 1, "{status}");
+    assert_eq!((&unreachable[0]["shard"], &unreachable[0]["tenants"]), (&json!("c"), &json!(c_tenants)), "{status}");
+    assert!(status["pending"].as_array().unwrap().iter().all(|p| !p["schema"].as_str().unwrap().starts_with('c')));
+
     // A rollout while c is down: its wave finishes on a and b, fails on c,
     // and the rollout stops.
     server.ws.write_migration("tenants/301.sql", "create table {schema}.g (id integer);\n");
@@ -400,4 +440,13 @@ async fn a_mariadb_fleet_on_two_servers() {
     }
     let status = strata(&config, &["status"]).await;
     assert_eq!(code(&status), 0, "{}", text(&status));
+    let listed = strata(&config, &["tenants"]).await;
+    assert_eq!(code(&listed), 0, "{}", text(&listed));
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "6 tenant(s), 0 quarantined, on 2 shard(s): a 3; b 3.\nt1  @a\nt3  @a\nt5  @a\nt2  @b\nt4  @b\nt6  @b\n"
+    );
+    let wrong = strata(&config, &["tenants", "--shard", "z"]).await;
+    assert_eq!(code(&wrong), 2);
+    assert!(text(&wrong).contains("no shard is named \"z\" (the configuration has: a, b)"), "{}", text(&wrong));
 }

@@ -153,6 +153,58 @@ pub fn normalize(driver: Driver, data_source: &str) -> Result<String, DataSource
     }
 }
 
+/// The one TCP address (host, port) a PostgreSQL or MySQL/MariaDB
+/// `dataSource` connects to, for a shell that asks whether anything
+/// listens there before it waits on a connection pool. `None` when it is
+/// not one TCP address: a Unix socket, several hosts, another driver, or
+/// a form this cannot read.
+pub fn tcp_address(driver: Driver, data_source: &str) -> Option<(String, u16)> {
+    let default_port = match driver {
+        Driver::Postgres => 5432,
+        Driver::Mysql => 3306,
+        Driver::Sqlite | Driver::SqlServer => return None,
+    };
+    let url = normalize(driver, data_source).ok()?;
+    let (_, rest) = url.split_once("://")?;
+    let (authority, query) = match rest.find(['/', '?']) {
+        Some(end) => (&rest[..end], rest[end..].split_once('?').map_or("", |(_, query)| query)),
+        None => (rest, ""),
+    };
+    // The query's host and port win over the authority's (libpq, sqlx).
+    let mut given = (None, None);
+    for (key, value) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+        match key {
+            "host" => given.0 = Some(decode(value)),
+            "port" => given.1 = Some(decode(value)),
+            "hostaddr" | "socket" => return None,
+            _ => {}
+        }
+    }
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, after)| after);
+    if host_port.is_empty() || host_port.contains(',') {
+        return None;
+    }
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, after) = bracketed.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        },
+    };
+    let port = match given.1.as_deref().or(port) {
+        Some(port) => port.parse().ok()?,
+        None => default_port,
+    };
+    let host = given.0.unwrap_or_else(|| decode(host));
+    if host.is_empty() || host.starts_with('/') || host.contains(',') {
+        return None;
+    }
+    Some((host, port))
+}
+
 /// Decodes `%XX` escapes (invalid ones stay as written).
 fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -359,6 +411,32 @@ fn mysql_from_go_dsn(text: &str) -> Result<String, DataSourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_addresses_of_data_sources() {
+        let address = |host: &str, port| Some((host.to_string(), port));
+        for (driver, source, expected) in [
+            (Driver::Postgres, "postgres://u:p@db.example:6432/app?sslmode=require", address("db.example", 6432)),
+            (Driver::Postgres, "postgresql://db/app", address("db", 5432)),
+            (Driver::Postgres, "postgres://u:p%40ss@[::1]:5433/app", address("::1", 5433)),
+            (Driver::Postgres, "postgres://[fe80::1]/app", address("fe80::1", 5432)),
+            (Driver::Postgres, "host=db port=5439 user=svc dbname=app", address("db", 5439)),
+            (Driver::Postgres, "postgres://u@h1:5432,h2:5432/app", None),
+            (Driver::Postgres, "postgres:///app?host=/var/run/postgresql", None),
+            (Driver::Postgres, "postgres://u@localhost/app?port=5439", address("localhost", 5439)),
+            (Driver::Postgres, "postgres://u@localhost/app?hostaddr=10.0.0.1", None),
+            (Driver::Postgres, "host=/var/run/postgresql dbname=app", None),
+            (Driver::Mysql, "mysql://root@127.0.0.1:33069/mysql", address("127.0.0.1", 33069)),
+            (Driver::Mysql, "mariadb://root@db", address("db", 3306)),
+            (Driver::Mysql, "svc:secret@tcp(db:3307)/app?parseTime=true", address("db", 3307)),
+            (Driver::Mysql, "mysql://root@localhost/app?socket=/run/mysqld.sock", None),
+            (Driver::Mysql, "mysql://root@db:notaport/app", None),
+            (Driver::Sqlite, "sqlite://./data/main.db?mode=rwc", None),
+            (Driver::SqlServer, "Server=tcp:h,1433;User Id=sa;Password=x", None),
+        ] {
+            assert_eq!(tcp_address(driver, source), expected, "{source}");
+        }
+    }
 
     #[test]
     fn urls_pass_unchanged() {

@@ -77,6 +77,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Plan(args) => plan(&service, args).await,
             Command::Apply(args) => apply(&service, args).await,
             Command::Status(args) => status(&service, args).await,
+            Command::Tenants(args) => super::tenants::tenants(&service, args).await,
             Command::Drift(args) => drift(&service, args).await,
             Command::Lint(args) => lint_pending(&service, args).await,
             Command::Quarantine(args) => quarantine(&service, args).await,
@@ -375,25 +376,39 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
-    let (pending, drift) = match service.preview_every_tenant(Action::Apply).await {
-        Ok((preview, sources)) => (report::pending_counts(&preview.plan, &sources), Vec::new()),
-        Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => (Vec::new(), drift),
+    let (pending, drift, unreachable) = match service.preview_every_tenant(Action::Apply).await {
+        Ok((preview, sources)) => (report::pending_counts(&preview.plan, &sources), Vec::new(), preview.unreachable),
+        Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => (Vec::new(), drift, Vec::new()),
         Err(error) => return failure(&error),
     };
+    let exit = if unreachable.is_empty() { Exit::Success } else { Exit::ShardsFailed };
     if args.json {
         let recent: Vec<Value> =
             recent.iter().map(|v| json!({ "id": v.id, "name": v.name, "created": v.created })).collect();
         let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
+        let unreachable: Vec<Value> = unreachable
+            .iter()
+            .map(|shard| json!({ "shard": shard.shard, "reason": shard.reason, "tenants": shard.tenants }))
+            .collect();
         print_json(&json!({
             "versions": recent,
             "versionCount": versions.len(),
             "tenants": tenants,
             "pending": pending,
             "drift": drift,
+            "unreachableShards": unreachable,
         }));
-        return Exit::Success;
+        return exit;
     }
     println!("{} version(s); {tenants} tenant(s).", versions.len());
+    for shard in &unreachable {
+        println!(
+            "Shard {} did not answer ({}): its {} tenant(s), as last seen, are not counted below.",
+            shard.shard,
+            shard.reason,
+            shard.tenants.len()
+        );
+    }
     if !recent.is_empty() {
         println!("\nRecent versions:");
         for version in &recent {
@@ -414,5 +429,5 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
             println!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);
         }
     }
-    Exit::Success
+    exit
 }

@@ -37,18 +37,25 @@
 //! - **Served ids name their shard** (core's `shard::Ids`): reads by id go
 //!   to that shard only.
 //! - **Shards open lazily**: the service starts while a shard is down, and
-//!   each use tries an unopened shard again.
+//!   each use tries an unopened shard again. Before opening a shard, and
+//!   while it was last found unreachable, one TCP connection asks whether
+//!   anything listens at its address (core's `datasource::tcp_address`): a
+//!   stopped server refuses at once, where the pool would retry until its
+//!   5 s time-out on every request.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
+use strata_core::migrate::datasource::tcp_address;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::quarantine::RetryError;
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::wave::{Wave, WaveError};
+use tokio::net::TcpStream;
 
 use super::error::{DbError, ShardFailure};
 use super::store::Database;
@@ -67,6 +74,35 @@ struct Slot {
     /// The configuration with this shard's `dataSource`.
     config: Config,
     store: tokio::sync::OnceCell<Arc<dyn Database>>,
+    /// The one TCP address its `dataSource` names, if it names one.
+    address: Option<(String, u16)>,
+    /// Whether it was last found unreachable: it is then asked whether
+    /// anything listens before a pool waits on it.
+    down: AtomicBool,
+}
+
+impl Slot {
+    /// Whether anything listens at the shard's address, asked before its
+    /// store is opened and while it was last found unreachable: a refused
+    /// connection answers at once, where a pool retries until its
+    /// time-out (5 s on every request that reads a stopped shard).
+    async fn listening(&self) -> Result<(), DbError> {
+        let Some((host, port)) = &self.address else { return Ok(()) };
+        if self.store.get().is_some() && !self.down.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let reason =
+            match tokio::time::timeout(super::CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), *port))).await {
+                Ok(Ok(_)) => {
+                    self.down.store(false, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Ok(Err(error)) => format!("nothing listens at its address: {error}"),
+                Err(_) => format!("no answer at its address within {} s", super::CONNECT_TIMEOUT.as_secs()),
+            };
+        self.down.store(true, Ordering::Relaxed);
+        Err(DbError::ShardUnreachable { shard: self.name.clone(), reason })
+    }
 }
 
 /// The service's database over several shards.
@@ -147,6 +183,8 @@ impl Fleet {
                 name: shard.name.clone(),
                 config: Config { data_source: shard.data_source.clone(), shards: Vec::new(), ..config.clone() },
                 store: tokio::sync::OnceCell::new(),
+                address: tcp_address(config.driver, &shard.data_source),
+                down: AtomicBool::new(false),
             })
             .collect();
         let fleet = Fleet { ids: Ids::for_shards(slots.len()), slots, access };
@@ -163,6 +201,7 @@ impl Fleet {
     /// The store of shard `index`, opened on first use.
     async fn store(&self, index: usize) -> Result<Arc<dyn Database>, DbError> {
         let slot = &self.slots[index];
+        slot.listening().await?;
         slot.store.get_or_try_init(|| super::open_one(&slot.config, self.access)).await.cloned().map_err(|error| {
             match self.on_shard(index, error) {
                 unreachable @ DbError::ShardUnreachable { .. } => unreachable,
@@ -229,6 +268,7 @@ impl Fleet {
     fn on_shard(&self, index: usize, error: DbError) -> DbError {
         match error {
             DbError::Connect(reason) | DbError::ConnectionLost(reason) => {
+                self.slots[index].down.store(true, Ordering::Relaxed);
                 DbError::ShardUnreachable { shard: self.slots[index].name.clone(), reason }
             }
             DbError::MigrationFailed(mut failure) => {
@@ -447,7 +487,7 @@ impl Fleet {
                 }
             })
             .await;
-        let placement = Placement { tenants: listing.last_seen(&self.slots) };
+        let placement = self.last_seen(listing)?;
         let mut retried = vec![false; self.slots.len()];
         for (index, rows) in held.into_iter().enumerate() {
             let rows = match rows {
@@ -554,13 +594,18 @@ impl Database for Fleet {
             let rows = self.store(index).await?.versions(VersionFilter::Id(local)).await?;
             return Ok(rows.into_iter().map(|row| self.version(index, row)).collect());
         }
-        let parts = self.every(|_, store| async move { store.versions(filter).await }).await?;
-        let mut rows: Vec<VersionRow> = parts
-            .into_iter()
-            .enumerate()
-            .flat_map(|(index, rows)| rows.into_iter().map(move |row| (index, row)))
-            .map(|(index, row)| self.version(index, row))
-            .collect();
+        // A shard other than the home shard that does not answer is left
+        // out: the others' parts of each version are there.
+        let mut rows = Vec::new();
+        for (index, part) in
+            self.each(|_, store| async move { store.versions(filter).await }).await.into_iter().enumerate()
+        {
+            match part {
+                Ok(part) => rows.extend(part.into_iter().map(|row| self.version(index, row))),
+                Err(DbError::ShardUnreachable { .. }) if index > 0 => {}
+                Err(error) => return Err(error),
+            }
+        }
         rows.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
         Ok(rows)
     }

@@ -1,0 +1,140 @@
+//! `strata tenants`: each tenant with its shard and whether it is
+//! quarantined; a shard that does not answer is shown as the directory
+//! last saw it.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::commands::{failure, print_json};
+use super::{Exit, TenantsArgs};
+use crate::db::ShardTenants;
+use crate::service::Service;
+
+/// One tenant as listed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TenantLine {
+    name: String,
+    /// `None` on one database server.
+    shard: Option<String>,
+    /// Whether its shard answered (`false`: as the directory last saw it).
+    reachable: bool,
+    quarantined: bool,
+}
+
+/// One shard as listed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShardLine {
+    name: String,
+    tenant_count: usize,
+    reachable: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Listing {
+    tenants: Vec<TenantLine>,
+    shards: Vec<ShardLine>,
+}
+
+/// Lists the tenants; exit 12 when a shard did not answer (its tenants are
+/// then the directory's last sight of them).
+pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
+    let shards = match service.shards().await {
+        Ok(shards) => shards,
+        Err(error) => return failure(&error),
+    };
+    if let Some(wanted) = &args.shard
+        && !shards.iter().any(|shard| &shard.name == wanted)
+    {
+        let known: Vec<&str> = shards.iter().map(|shard| shard.name.as_str()).collect();
+        eprintln!(
+            "strata: no shard is named {wanted:?} (the configuration has: {})",
+            if known.is_empty() { "none, one database server".to_string() } else { known.join(", ") }
+        );
+        return Exit::Usage;
+    }
+    let unsharded = if shards.is_empty() {
+        match service.tenants().await {
+            Ok(tenants) => Some(tenants),
+            Err(error) => return failure(&error),
+        }
+    } else {
+        None
+    };
+    let quarantined: HashSet<String> = match service.quarantined().await {
+        Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
+        Err(error) => return failure(&error),
+    };
+    let listing = listing(shards, unsharded, &quarantined, args.shard.as_deref());
+    if args.json {
+        print_json(&listing);
+    } else {
+        print_text(&listing);
+    }
+    if listing.shards.iter().any(|shard| !shard.reachable) { Exit::ShardsFailed } else { Exit::Success }
+}
+
+fn listing(
+    shards: Vec<ShardTenants>,
+    unsharded: Option<Vec<String>>,
+    quarantined: &HashSet<String>,
+    only: Option<&str>,
+) -> Listing {
+    let line = |name: String, shard: Option<String>, reachable: bool| TenantLine {
+        quarantined: quarantined.contains(&name),
+        name,
+        shard,
+        reachable,
+    };
+    if let Some(names) = unsharded {
+        return Listing { tenants: names.into_iter().map(|name| line(name, None, true)).collect(), shards: Vec::new() };
+    }
+    let mut listing = Listing { tenants: Vec::new(), shards: Vec::new() };
+    for ShardTenants { name, tenants, reachable } in shards {
+        if only.is_some_and(|only| only != name) {
+            continue;
+        }
+        listing.shards.push(ShardLine { name: name.clone(), tenant_count: tenants.len(), reachable });
+        listing.tenants.extend(tenants.into_iter().map(|tenant| line(tenant, Some(name.clone()), reachable)));
+    }
+    listing
+}
+
+fn print_text(listing: &Listing) {
+    let quarantined = listing.tenants.iter().filter(|tenant| tenant.quarantined).count();
+    if listing.shards.is_empty() {
+        println!("{} tenant(s), {quarantined} quarantined.", listing.tenants.len());
+    } else {
+        let shards: Vec<String> = listing
+            .shards
+            .iter()
+            .map(|shard| {
+                let answer = if shard.reachable { "" } else { ", not answering: as last seen" };
+                format!("{} {}{answer}", shard.name, shard.tenant_count)
+            })
+            .collect();
+        println!(
+            "{} tenant(s), {quarantined} quarantined, on {} shard(s): {}.",
+            listing.tenants.len(),
+            listing.shards.len(),
+            shards.join("; ")
+        );
+    }
+    let width = listing.tenants.iter().map(|tenant| tenant.name.len()).max().unwrap_or(0);
+    for tenant in &listing.tenants {
+        let mut notes = Vec::new();
+        if let Some(shard) = &tenant.shard {
+            notes.push(format!("@{shard}"));
+        }
+        if !tenant.reachable {
+            notes.push("unreachable".to_string());
+        }
+        if tenant.quarantined {
+            notes.push("quarantined".to_string());
+        }
+        let line = format!("{:<width$}  {}", tenant.name, notes.join(" "));
+        println!("{}", line.trim_end());
+    }
+}
