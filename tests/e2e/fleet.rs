@@ -302,13 +302,13 @@ pub(crate) fn pause() -> &'static str {
 }
 
 /// A seed for the kill points, from the clock.
-fn clock_seed() -> u64 {
+pub(crate) fn clock_seed() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
 /// Starts a `createVersion`, kills `strata` with SIGKILL after a random
 /// 100–1,300 ms (the next draw of `seed`), and restarts it. Returns the delay.
-async fn crash_a_version(server: &mut Server, seed: &mut u64) -> u64 {
+pub(crate) async fn crash_a_version(server: &mut Server, seed: &mut u64) -> u64 {
     let client = server.client.clone();
     let url = server.url("/v2/service");
     let request = tokio::spawn(async move {

@@ -3,8 +3,10 @@
 //! tenants on all three, one version over all of them; a shard stopped in
 //! the middle of a version stops nothing elsewhere, and once it is back the
 //! next version completes it — per tenant and file, executed once ⇔
-//! recorded once. Health, metrics, GraphQL and the CLI name each shard.
+//! recorded once, also when the service is killed (SIGKILL) at random
+//! points of a version. Health, metrics, GraphQL and the CLI name each shard.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -356,6 +358,95 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
 }
 
 /// Names of the databases on a MariaDB server that are not the server's own.
+/// Shard `index` after a kill: each `tenants/5…` file recorded at most
+/// once, and recorded exactly where its table exists (nothing applied and
+/// unrecorded, nothing recorded and not applied); with `files` (after a
+/// version that finished), every tenant of the shard has that many and no
+/// lease is left (the killed process's lasts until it expires).
+async fn recorded_is_applied_on(conn: &mut PgConnection, index: usize, files: Option<usize>) {
+    let recorded: Vec<(String, String, i64)> = sqlx::query_as(
+        "select db_schema, filename, count(*) from svc.svc_migrations where filename like 'tenants/5%' group by 1, 2",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let shard = SHARDS[index];
+    assert!(recorded.iter().all(|(_, _, times)| *times == 1), "shard {shard}: a file recorded twice: {recorded:?}");
+    let recorded: BTreeSet<(String, String)> = recorded
+        .into_iter()
+        .map(|(schema, file, _)| (schema, file.trim_start_matches("tenants/5").trim_end_matches(".sql").to_string()))
+        .map(|(schema, stamp)| (schema, format!("k{stamp}")))
+        .collect();
+    let tables: BTreeSet<(String, String)> = sqlx::query_as(
+        "select table_schema::text, table_name::text from information_schema.tables where table_name ~ '^k[0-9]+$'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect();
+    assert_eq!(recorded, tables, "shard {shard}: recorded (left) and applied (right) differ");
+    if let Some(files) = files {
+        for tenant in tenants_of(index) {
+            let held = tables.iter().filter(|(schema, _)| *schema == tenant).count();
+            assert_eq!(held, files, "shard {shard}, tenant {tenant}");
+        }
+        let leases = scalar(conn, "select count(*) from svc.svc_lock").await;
+        assert_eq!(leases, 0, "shard {shard}: a lease was left behind");
+    }
+}
+
+#[tokio::test]
+async fn kill_9_at_random_points_of_a_version_over_three_servers_keeps_recorded_equal_to_applied_on_each() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
+    if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
+        start_shard_c(&admins[2]).await; // an earlier run failed while it was down
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_shards_{}", ws.port);
+    let urls: Vec<String> = admins.iter().map(|url| with_database(url, &database)).collect();
+    for url in &admins {
+        fresh_database(url, &database).await;
+    }
+    let yaml = sharded_config(&ws, &urls, "tenantConcurrency: 2\nlockLeaseSeconds: 3\n");
+    let mut server = Server::start_in(ws, &yaml, "").await;
+    let first = server.create_version(json!({ "versionName": "ref" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    let mut conns = Vec::new();
+    for url in &urls {
+        conns.push(admin(url).await);
+    }
+    for (index, conn) in conns.iter_mut().enumerate() {
+        for tenant in tenants_of(index) {
+            run(conn, &format!("create schema {tenant}; insert into svc.svc_tenants (name) values ('{tenant}')")).await;
+        }
+    }
+    let mut seed = crate::fleet::clock_seed();
+    for round in 0..3 {
+        for n in 0..3 {
+            let sql =
+                format!("create table {{schema}}.k{round}{n} (id integer primary key);\nselect pg_sleep(0.06);\n");
+            server.ws.write_migration(&format!("tenants/5{round}{n}.sql"), &sql);
+        }
+        let delay = crate::fleet::crash_a_version(&mut server, &mut seed).await;
+        let mut committed = Vec::new();
+        for (index, conn) in conns.iter_mut().enumerate() {
+            recorded_is_applied_on(conn, index, None).await;
+            let sql = format!("select count(*) from svc.svc_migrations where filename like 'tenants/5{round}%'");
+            committed.push(scalar(conn, &sql).await);
+        }
+        eprintln!("round {round}: killed after {delay} ms, files committed per shard of 36: {committed:?}");
+        let rerun = server.create_version(json!({ "versionName": format!("after crash {round}") })).await;
+        assert!(rerun.get("errors").is_none(), "round {round} (killed after {delay} ms): {rerun}");
+        for (index, conn) in conns.iter_mut().enumerate() {
+            recorded_is_applied_on(conn, index, Some(3 * (round + 1))).await;
+        }
+    }
+}
+
 async fn user_databases(conn: &mut sqlx::MySqlConnection) -> Vec<String> {
     sqlx::query_scalar(
         "select cast(schema_name as char) from information_schema.schemata \
