@@ -447,6 +447,89 @@ async fn kill_9_at_random_points_of_a_version_over_three_servers_keeps_recorded_
     }
 }
 
+#[tokio::test]
+async fn a_fleet_grows_from_one_server_to_two_keeping_its_history() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_grow_{}", ws.port);
+    let urls: Vec<String> = admins[..2].iter().map(|url| with_database(url, &database)).collect();
+    for url in &admins[..2] {
+        fresh_database(url, &database).await;
+    }
+    // One server, as before shards: a version, four tenants, another version.
+    let single = ws.config("").replace(&ws.pg_url_public(), &urls[0]);
+    let sharded = sharded_config(&ws, &urls, "");
+    let sharded =
+        sharded.replace(&format!("  - name: c\n    dataSource: {}\n", with_database(&admins[2], &database)), "");
+    assert!(sharded.contains("name: b") && !sharded.contains("name: c"), "{sharded}");
+    let mut server = Server::start_in(ws, &single, "").await;
+    let first = server.create_version(json!({ "versionName": "ref" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    server.ws.write_migration("tenants/600.sql", "create table {schema}.g (id integer primary key);\n");
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let before = server.data("{ versions { id name } }", json!({})).await["versions"].clone();
+    assert_eq!(before.as_array().unwrap().len(), 5, "{before}");
+
+    // The same database becomes the home shard of two: its history stays,
+    // its ids served as id × 10 (+ 0, its index).
+    server.ws.write_config(&sharded);
+    server.kill_hard();
+    server.restart().await;
+    let after = server.data("{ versions { id name } }", json!({})).await["versions"].clone();
+    let expected: Vec<serde_json::Value> = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| json!({ "id": v["id"].as_i64().unwrap() * 10, "name": v["name"] }))
+        .collect();
+    assert_eq!(after, json!(expected));
+    let listed = server.data("{ tenants { name shard } shards { name tenantCount reachable } }", json!({})).await;
+    assert_eq!(
+        listed["shards"],
+        json!([{ "name": "a", "tenantCount": 4, "reachable": true }, { "name": "b", "tenantCount": 0, "reachable": true }])
+    );
+    // A new tenant goes to the emptier shard and gets every tenant
+    // migration there; a version runs on both; the single schema stays home.
+    let created = server.create_tenant(json!({ "tenantName": "t5", "versionName": "t5" })).await;
+    assert!(created.get("errors").is_none(), "{created}");
+    let placed = server.data("{ tenants { name shard } }", json!({})).await;
+    assert!(placed["tenants"].as_array().unwrap().contains(&json!({ "name": "t5", "shard": "b" })), "{placed}");
+    server.ws.write_migration("tenants/601.sql", "alter table {schema}.g add column note text;\n");
+    let grown = server.create_version(json!({ "versionName": "on both" })).await;
+    assert!(grown.get("errors").is_none(), "{grown}");
+    let mut on_a = admin(&urls[0]).await;
+    let mut on_b = admin(&urls[1]).await;
+    let files = |tenant: &str| {
+        format!(
+            "select count(*) from svc.svc_migrations where db_schema = '{tenant}' and filename in \
+             ('tenants/600.sql', 'tenants/601.sql')"
+        )
+    };
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        assert_eq!(scalar(&mut on_a, &files(tenant)).await, 2, "{tenant} on a");
+    }
+    assert_eq!(scalar(&mut on_b, &files("t5")).await, 2, "t5 on b");
+    assert_eq!(scalar(&mut on_a, &files("t5")).await, 0, "t5 is not a's");
+    let note = "select count(*) from information_schema.columns where table_name = 'g' and column_name = 'note'";
+    assert_eq!(scalar(&mut on_a, note).await, 4);
+    assert_eq!(scalar(&mut on_b, note).await, 1);
+    let has_ref = "select count(*) from information_schema.schemata where schema_name = 'ref'";
+    assert_eq!((scalar(&mut on_a, has_ref).await, scalar(&mut on_b, has_ref).await), (1, 0));
+    let listed = strata(server.config_path(), &["tenants"]).await;
+    assert_eq!(code(&listed), 0, "{}", text(&listed));
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).starts_with("5 tenant(s), 0 quarantined, on 2 shard(s): a 4; b 1.\n"),
+        "{}",
+        text(&listed)
+    );
+}
+
 async fn user_databases(conn: &mut sqlx::MySqlConnection) -> Vec<String> {
     sqlx::query_scalar(
         "select cast(schema_name as char) from information_schema.schemata \
