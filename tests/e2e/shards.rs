@@ -20,6 +20,10 @@ use crate::topologies::{admin, code, env, fresh_database, pg_ctl, run, scalar, t
 const SHARDS: [&str; 3] = ["a", "b", "c"];
 const PER_SHARD: usize = 12;
 
+/// Shard c's server: one test at a time (one stops it, another starts it
+/// when it finds it down).
+static SHARD_C: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The tenants of shard `index`: `a0`…, `b0`…, `c0`….
 fn tenants_of(index: usize) -> Vec<String> {
     (0..PER_SHARD).map(|i| format!("{}{i}", SHARDS[index])).collect()
@@ -75,6 +79,7 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     if backend() != Backend::Postgres {
         return;
     }
+    let _turn = SHARD_C.lock().await;
     let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
     assert_eq!(admins.len(), 3);
     if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
@@ -401,6 +406,7 @@ async fn kill_9_at_random_points_of_a_version_over_three_servers_keeps_recorded_
     if backend() != Backend::Postgres {
         return;
     }
+    let _turn = SHARD_C.lock().await;
     let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
     if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
         start_shard_c(&admins[2]).await; // an earlier run failed while it was down

@@ -515,7 +515,18 @@ impl Fleet {
     ) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
         let part = |index: usize| MutationRequest { tenants_only: index > 0, shard: None, ..request.clone() };
         if let Target::NewTenant(tenant) = &request.target {
-            let placement = self.placement().await?;
+            // Every shard must answer, so no name is created twice: the
+            // listing serves when they all did; else asking again gives
+            // the first failing shard's own error.
+            let listed: Option<Vec<Vec<String>>> =
+                listing.listed.iter().map(|listed| listed.as_ref().ok().cloned()).collect();
+            let placement = match listed {
+                Some(tenants) => {
+                    self.one_shard_each(tenants.iter())?;
+                    Placement { tenants }
+                }
+                None => self.placement().await?,
+            };
             if placement.shard_of(tenant).is_some() {
                 return Err(DbError::Plan(PlanError::TenantExists(tenant.clone())));
             }
