@@ -126,8 +126,10 @@ pub(crate) async fn preview<E: Engine>(
     settings: &Settings,
     request: &MutationRequest<'_>,
 ) -> Result<Preview, DbError> {
-    let mut conn = engine.connect().await?;
+    // Waiting for its turn holds no connection: many reads waiting at once
+    // must not take the pool a running version's fan-out needs.
     let planning = PLANNING.acquire().await;
+    let mut conn = engine.connect().await?;
     let installed = engine.installed(&mut conn).await?;
     let tenants = match installed || !settings.default_tenant_table {
         true => engine.tenants(&mut conn).await?,
