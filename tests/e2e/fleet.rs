@@ -288,6 +288,18 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
     }
     let message = error["message"].as_str().unwrap();
     assert!(!message.split(": ").nth(1).unwrap_or_default().contains(" at line "), "{message}");
+
+    // An error met while running (no position from PostgreSQL either),
+    // after an empty statement and a comment-only one, which no engine
+    // counts as statements: the failing statement's start.
+    let contents = "create table {schema}.ok3 (id integer primary key);;\n-- only a comment\n;\n\
+                    insert into {schema}.ok3 values (1);\n  insert into {schema}.ok3 values (1);\n";
+    server.ws.write_migration("ref/002.sql", contents);
+    let result = server.create_version(json!({ "versionName": "bad3" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
+    let at = (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64());
+    assert_eq!(at, (Some(5), Some(3)), "{result}");
 }
 
 /// A statement that takes a while in each tenant, so a kill lands mid-version.
