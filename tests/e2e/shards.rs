@@ -62,6 +62,26 @@ async fn executed_once_recorded_once(conn: &mut PgConnection, index: usize, stam
     assert_eq!(scalar(conn, "select count(*) from svc.svc_lock").await, 0, "a lease was left behind");
 }
 
+/// A server over a fresh database on each of the three PostgreSQL servers
+/// (shard c's started first if an earlier run left it stopped), `extra`
+/// added to its configuration; with the servers' admin URLs and the
+/// shards' URLs. The caller holds [`SHARD_C`].
+async fn on_three_servers(extra: &str) -> (Server, Vec<String>, Vec<String>) {
+    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
+    assert_eq!(admins.len(), 3);
+    if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
+        start_shard_c(&admins[2]).await; // an earlier run failed while it was down
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_shards_{}", ws.port);
+    let urls: Vec<String> = admins.iter().map(|url| with_database(url, &database)).collect();
+    for url in &admins {
+        fresh_database(url, &database).await;
+    }
+    let yaml = sharded_config(&ws, &urls, extra);
+    (Server::start_in(ws, &yaml, "").await, admins, urls)
+}
+
 /// Starts shard c's server again, as `tests/servers.sh` started it.
 async fn start_shard_c(url: &str) {
     let data = PathBuf::from(env("STRATA_TEST_PG_SHARD_C_DATA"));
@@ -80,19 +100,7 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         return;
     }
     let _turn = SHARD_C.lock().await;
-    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
-    assert_eq!(admins.len(), 3);
-    if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
-        start_shard_c(&admins[2]).await; // an earlier run failed while it was down
-    }
-    let ws = Workspace::new("fleet");
-    let database = format!("strata_shards_{}", ws.port);
-    let urls: Vec<String> = admins.iter().map(|url| with_database(url, &database)).collect();
-    for url in &admins {
-        fresh_database(url, &database).await;
-    }
-    let yaml = sharded_config(&ws, &urls, "tenantConcurrency: 2\n");
-    let server = Server::start_in(ws, &yaml, "").await;
+    let (server, admins, urls) = on_three_servers("tenantConcurrency: 2\n").await;
     let config = server.config_path().to_path_buf();
 
     // The first version: the single schema on the home shard only, the
@@ -407,18 +415,7 @@ async fn kill_9_at_random_points_of_a_version_over_three_servers_keeps_recorded_
         return;
     }
     let _turn = SHARD_C.lock().await;
-    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
-    if <PgConnection as sqlx::Connection>::connect(&admins[2]).await.is_err() {
-        start_shard_c(&admins[2]).await; // an earlier run failed while it was down
-    }
-    let ws = Workspace::new("fleet");
-    let database = format!("strata_shards_{}", ws.port);
-    let urls: Vec<String> = admins.iter().map(|url| with_database(url, &database)).collect();
-    for url in &admins {
-        fresh_database(url, &database).await;
-    }
-    let yaml = sharded_config(&ws, &urls, "tenantConcurrency: 2\nlockLeaseSeconds: 3\n");
-    let mut server = Server::start_in(ws, &yaml, "").await;
+    let (mut server, _, urls) = on_three_servers("tenantConcurrency: 2\nlockLeaseSeconds: 3\n").await;
     let first = server.create_version(json!({ "versionName": "ref" })).await;
     assert!(first.get("errors").is_none(), "{first}");
     let mut conns = Vec::new();
