@@ -22,14 +22,7 @@ fn sources() -> Vec<SourceMigration> {
         .map(|i| {
             let name = format!("{i:08}.sql");
             let contents = format!("create table {{schema}}.t{i} (id integer);");
-            SourceMigration {
-                file: format!("tenants/{name}"),
-                name,
-                migration_type: MigrationType::TenantMigration,
-                source_dir: "tenants".into(),
-                checksum: checksum(contents.as_bytes()),
-                contents,
-            }
+            SourceMigration::plain("tenants", &name, MigrationType::TenantMigration, &contents)
         })
         .collect()
 }
@@ -66,6 +59,7 @@ fn planner(c: &mut Criterion) {
         tenants: &tenants,
         target: &Target::AllSchemas,
         action: Action::Apply,
+        out_of_order: Default::default(),
     };
     group.bench_function("fresh (10M steps)", |b| {
         b.iter(|| {

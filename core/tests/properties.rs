@@ -168,7 +168,7 @@ proptest! {
         let sources = source_migrations(config.directories(), to_sources(&files)).unwrap();
         let tenants: Vec<String> = tenants.into_iter().filter(|t| t != "svc").collect();
         // Some pairs recorded already (as a previous version would have).
-        let full = plan(PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply }).unwrap();
+        let full = plan(PlanInput { sources: &sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply, out_of_order: Default::default() }).unwrap();
         let applied: Vec<AppliedMigration> = full.steps.iter().enumerate()
             .filter(|(i, _)| recorded_mask & (1 << (i % 64)) != 0)
             .map(|(_, step)| {
@@ -176,7 +176,7 @@ proptest! {
                 AppliedMigration { file: m.file.clone(), name: m.name.clone(), schema: full.schema_of(step).to_string(), migration_type: m.migration_type, checksum: m.checksum.clone() }
             })
             .collect();
-        let input = PlanInput { sources: &sources, applied: &applied, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply };
+        let input = PlanInput { sources: &sources, applied: &applied, tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply, out_of_order: Default::default() };
         let first = plan(input).unwrap();
         prop_assert_eq!(&first, &plan(input).unwrap());
 

@@ -59,6 +59,9 @@ pub(crate) enum Exit {
     /// `status`, `tenants`: some shards did not answer (each named); what
     /// is shown of them is as last seen.
     ShardsFailed = 12,
+    /// `apply`, `plan` under `outOfOrder: refuse`: a pending migration
+    /// sorts before one already applied.
+    OutOfOrder = 13,
 }
 
 impl From<&AppError> for Exit {
@@ -66,6 +69,8 @@ impl From<&AppError> for Exit {
     fn from(error: &AppError) -> Self {
         match error {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
+            AppError::Database(DbError::Plan(PlanError::OutOfOrder(_))) => Exit::OutOfOrder,
+            AppError::Database(DbError::Repair(_)) => Exit::Usage,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
             AppError::Database(DbError::Retry(_) | DbError::Wave(_)) => Exit::Usage,
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
@@ -117,7 +122,8 @@ Exit status:
      quarantined (strata quarantine lists them)
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
      with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
-     shards did not answer (each is named); what is shown of them is as last seen";
+     shards did not answer (each is named); what is shown of them is as last seen
+  13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -148,6 +154,11 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Record a deliberate change to applied files: the new checksum of
+    /// each changed file, and the removal of the records of deleted files
+    /// (every one, or those named). Lists what it changes first; runs no
+    /// migration and never records a pending file; audited as a version.
+    Repair(RepairArgs),
     /// Tenants put aside after failures a version absorbed (failureBudget):
     /// list them, retry them, or release them.
     Quarantine(QuarantineArgs),
@@ -167,6 +178,22 @@ enum Command {
 #[derive(Debug, Args)]
 struct DriftArgs {
     /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct RepairArgs {
+    /// Files to repair, as `directory/name` (default: every file changed
+    /// since it was applied and every applied file deleted from the source).
+    files: Vec<String>,
+    /// The name of the version the repair is audited as.
+    #[arg(long = "version", value_name = "NAME", default_value = "repair")]
+    version_name: String,
+    /// Only list what would change.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print as JSON.
     #[arg(long)]
     json: bool,
 }

@@ -10,7 +10,7 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::lint;
 use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
-use strata_core::migrate::source::{SourceMigration, source_migrations};
+use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
@@ -89,7 +89,7 @@ pub(crate) struct Service {
 pub(crate) async fn read_sources(config: &Config, loader: &dyn Loader) -> Result<Vec<SourceMigration>, AppError> {
     let directories = config.directories().map(|(dir, _)| dir.to_string()).collect();
     let files = loader.read(directories).await?;
-    Ok(source_migrations(config.directories(), files)?)
+    Ok(strata_core::migrate::source::read_sources(config.directories(), &config.migration_formats, files)?)
 }
 
 /// Lints every file on its own (tables of earlier files exist already),
@@ -226,6 +226,29 @@ impl Service {
             tracing::info!(?released, "tenants released from quarantine");
         }
         Ok(released)
+    }
+
+    /// `strata repair`: records the new checksum of changed files and
+    /// removes the records of deleted ones (all, or those named), audited
+    /// as a version named `version_name` with the request id; with
+    /// `dry_run`, only says what it would change.
+    pub(crate) async fn repair(
+        &self,
+        files: &[String],
+        version_name: &str,
+        request_id: &str,
+        dry_run: bool,
+    ) -> Result<strata_core::migrate::repair::Repair, AppError> {
+        let sources = self.source_migrations().await?;
+        let created = rfc3339(Utc::now());
+        let audit = crate::db::types::Audit { name: version_name, created: &created, request_id };
+        let repair = self.database.repair(&sources, files, true, (!dry_run).then_some(&audit)).await?;
+        if !dry_run && !repair.is_empty() {
+            let changed: Vec<&str> = repair.checksums.iter().map(|c| c.file.as_str()).collect();
+            let removed: Vec<&str> = repair.removals.iter().map(|r| r.file.as_str()).collect();
+            tracing::warn!(request_id, version = version_name, ?changed, ?removed, "books repaired");
+        }
+        Ok(repair)
     }
 
     /// The loader.

@@ -49,7 +49,7 @@ fuzz_target!(|input: Input| {
         None => Target::AllSchemas,
     };
     let action = if input.sync { Action::Sync } else { Action::Apply };
-    let planned = plan(PlanInput { sources: &sources, applied: &applied, tenants: &input.tenants, target: &target, action });
+    let planned = plan(PlanInput { sources: &sources, applied: &applied, tenants: &input.tenants, target: &target, action, out_of_order: Default::default() });
     if let Ok(planned) = planned {
         let mut pairs = HashSet::new();
         for step in &planned.steps {

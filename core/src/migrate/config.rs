@@ -338,6 +338,12 @@ pub struct Config {
     /// Tenants a version may fail in and go on (each put aside in
     /// quarantine); one more stops it. 0: the first failure stops it.
     pub failure_budget: crate::migrate::quarantine::FailureBudget,
+    /// The format of each directory that names one (`migrationFormats`);
+    /// the others' is detected from their files.
+    pub migration_formats: BTreeMap<String, crate::migrate::format::Format>,
+    /// What a pending migration that sorts before applied ones does
+    /// (`outOfOrder`).
+    pub out_of_order: crate::migrate::plan::OutOfOrderPolicy,
 }
 
 #[derive(Deserialize)]
@@ -385,6 +391,8 @@ struct RawConfig {
     failure_budget: Option<PortValue>,
     record_fingerprints: Option<bool>,
     drift_policy: Option<String>,
+    migration_formats: Option<BTreeMap<String, String>>,
+    out_of_order: Option<String>,
 }
 
 /// One entry of `shards:`.
@@ -502,6 +510,43 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
             Some("quarantine") => Ok(DriftPolicy::Quarantine),
             Some(other) => Err(invalid("driftPolicy", format!("{other:?} is not off, report, refuse or quarantine"))),
         }
+    }
+
+    /// `outOfOrder`: allow, warn (default) or refuse.
+    fn out_of_order(&self, value: Option<String>) -> Result<crate::migrate::plan::OutOfOrderPolicy, ConfigError> {
+        match self.optional("outOfOrder", value)? {
+            None => Ok(crate::migrate::plan::OutOfOrderPolicy::default()),
+            Some(text) => crate::migrate::plan::OutOfOrderPolicy::parse(&text)
+                .ok_or_else(|| invalid("outOfOrder", format!("{text:?} is not allow, warn or refuse"))),
+        }
+    }
+
+    /// `migrationFormats`: a format for configured directories.
+    fn migration_formats(
+        &self,
+        value: Option<BTreeMap<String, String>>,
+        directories: &[&String],
+    ) -> Result<BTreeMap<String, crate::migrate::format::Format>, ConfigError> {
+        use crate::migrate::format::Format;
+        let mut formats = BTreeMap::new();
+        for (directory, name) in value.unwrap_or_default() {
+            let name = self.text("migrationFormats", name)?;
+            if !directories.iter().any(|d| **d == directory) {
+                return Err(invalid(
+                    "migrationFormats",
+                    format!("{directory:?} is not a configured directory (singleMigrations, tenantMigrations, ...)"),
+                ));
+            }
+            let format = Format::parse(&name).ok_or_else(|| {
+                let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                invalid(
+                    "migrationFormats",
+                    format!("{name:?} for {directory:?} is not a format (known: {}, or sqlx)", known.join(", ")),
+                )
+            })?;
+            formats.insert(directory, format);
+        }
+        Ok(formats)
     }
 
     /// `failureBudget`: a count (`5`) or a share (`10%`).
@@ -655,6 +700,10 @@ impl Config {
         let statement_timeout_seconds =
             sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
         let failure_budget = sub.failure_budget(raw.failure_budget)?;
+        let configured: Vec<&String> =
+            single_migrations.iter().chain(&tenant_migrations).chain(&single_scripts).chain(&tenant_scripts).collect();
+        let migration_formats = sub.migration_formats(raw.migration_formats, &configured)?;
+        let out_of_order = sub.out_of_order(raw.out_of_order)?;
 
         Ok(Config {
             base_location,
@@ -685,6 +734,8 @@ impl Config {
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
             drift_policy,
             failure_budget,
+            migration_formats,
+            out_of_order,
         })
     }
 
@@ -722,6 +773,8 @@ impl Config {
             record_fingerprints: self.record_fingerprints,
             drift_policy: self.drift_policy.name(),
             failure_budget: self.failure_budget,
+            migration_formats: self.migration_formats.iter().map(|(d, f)| (d.as_str(), f.name())).collect(),
+            out_of_order: self.out_of_order.name(),
             graphql_limits: self.graphql_limits,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
@@ -790,6 +843,9 @@ struct RedactedView<'a> {
     record_fingerprints: bool,
     drift_policy: &'a str,
     failure_budget: crate::migrate::quarantine::FailureBudget,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    migration_formats: BTreeMap<&'a str, &'a str>,
+    out_of_order: &'a str,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
 }

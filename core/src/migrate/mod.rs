@@ -4,14 +4,20 @@
 //!
 //! The modules depend on each other in one direction only (no cycle):
 //! `config` uses `driver`, `ident`, `location`, `redact`, `datasource`,
-//! `summary` (to check a webhook template) and `source`'s `MigrationType`;
-//! `plan` uses `source`, `ident` and `summary`'s `Counts`; `summary` uses
-//! `template`; `source` uses none of them (it takes the configured
-//! directories, not the configuration).
+//! `summary` (to check a webhook template), `plan`'s `OutOfOrderPolicy`,
+//! `format`'s `Format` and `source`'s `MigrationType`; `plan` uses
+//! `source`, `ident` and `summary`'s `Counts`; `summary` uses `template`;
+//! `repair` uses `plan` and `source`; `source` uses `format` (and takes
+//! the configured directories, not the configuration); `format` uses none.
 //!
 //! - [`config`]: the YAML configuration, `${NAME}` substitution and the
 //!   redacted rendering served at `GET /v2/config`.
 //! - [`source`]: source migrations (name, type, file, checksum) and their order.
+//! - [`format`]: files of the tools Strata replaces (dbmate, golang-migrate
+//!   and sqlx, goose, Flyway) read in their own format: what runs forward,
+//!   what undoes it, where it sorts.
+//! - [`repair`]: `strata repair` — new checksums of changed files, records
+//!   of deleted files removed, never a pending file recorded.
 //! - [`plan`]: which migration runs in which schema, or is only recorded,
 //!   plus drift and out-of-order diagnostics and the plan's segments.
 //! - [`summary`]: an operation's counts, its summary and the webhook payload.
@@ -48,6 +54,7 @@ pub mod config;
 pub mod datasource;
 pub mod driver;
 pub mod fingerprint;
+pub mod format;
 pub mod ident;
 pub mod lint;
 pub mod location;
@@ -55,6 +62,7 @@ pub mod lock_wait;
 pub mod plan;
 pub mod quarantine;
 pub mod redact;
+pub mod repair;
 pub mod report;
 pub mod rollout;
 pub mod shard;

@@ -15,9 +15,15 @@
 //!   changed. Apply refuses to plan while there is drift and lists every
 //!   drifted file; Sync plans, and never re-records a drifted file (it is
 //!   recorded already).
-//! - **Out of order**: a pending migration whose name sorts before one
-//!   already recorded in the same schema. It is planned (as the peer does)
-//!   and reported.
+//! - **Out of order**: a pending migration that sorts (in source order)
+//!   before one already recorded in the same schema. The `outOfOrder`
+//!   policy decides: `allow` plans it silently, `warn` (the default, as the
+//!   peer does) plans it and reports it, `refuse` makes Apply refuse.
+//! - **Missing**: a recorded migration whose file is no longer in the
+//!   source. Reported, never planned; `strata repair` removes its records.
+//! - **Sync** records pending migrations without running them (migrator's
+//!   meaning: adopting a database changed by other means); every step of a
+//!   Sync plan says so (`execute: false`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +68,40 @@ pub struct AppliedMigration {
     pub checksum: String,
 }
 
+/// What to do with a pending migration that sorts before one already
+/// applied in its schema (Flyway's `outOfOrder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutOfOrderPolicy {
+    /// Plan it, say nothing.
+    Allow,
+    /// Plan it and report it (migrator's behaviour).
+    #[default]
+    Warn,
+    /// Apply refuses to plan while there is one.
+    Refuse,
+}
+
+impl OutOfOrderPolicy {
+    /// The policy a configuration names.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "allow" => Some(OutOfOrderPolicy::Allow),
+            "warn" => Some(OutOfOrderPolicy::Warn),
+            "refuse" => Some(OutOfOrderPolicy::Refuse),
+            _ => None,
+        }
+    }
+
+    /// Its name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutOfOrderPolicy::Allow => "allow",
+            OutOfOrderPolicy::Warn => "warn",
+            OutOfOrderPolicy::Refuse => "refuse",
+        }
+    }
+}
+
 /// Everything the planner looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanInput<'a> {
@@ -75,6 +115,8 @@ pub struct PlanInput<'a> {
     pub target: &'a Target,
     /// Apply or Sync.
     pub action: Action,
+    /// What an out-of-order migration does.
+    pub out_of_order: OutOfOrderPolicy,
 }
 
 /// One unit of work: a migration in a schema.
@@ -108,8 +150,18 @@ pub struct OutOfOrder {
     pub file: String,
     /// The schema.
     pub schema: String,
-    /// The greatest name already recorded in that schema.
+    /// The name of the latest migration (in source order) already recorded
+    /// in that schema.
     pub after: String,
+}
+
+/// A recorded migration whose file is no longer in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The recorded file.
+    pub file: String,
+    /// Schemas where it is recorded, sorted.
+    pub schemas: Vec<String>,
 }
 
 /// What the planner noticed besides the steps.
@@ -117,8 +169,10 @@ pub struct OutOfOrder {
 pub struct Diagnostics {
     /// Drifted files (only under Sync; Apply refuses instead).
     pub drift: Vec<Drift>,
-    /// Out-of-order migrations, in plan order.
+    /// Out-of-order migrations, in plan order (none under `allow`).
     pub out_of_order: Vec<OutOfOrder>,
+    /// Recorded migrations whose files are gone, by file.
+    pub missing: Vec<Missing>,
 }
 
 /// The result of planning.
@@ -234,8 +288,21 @@ pub struct Segment {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PlanError {
     /// Apply with drifted files; every one is listed.
-    #[error("{} applied migration(s) changed since they were applied: {}", .0.len(), drift_files(.0))]
+    #[error(
+        "{} applied migration(s) changed since they were applied: {}; restore the file(s), or record the change \
+         with `strata repair`",
+        .0.len(),
+        drift_files(.0)
+    )]
     Drift(Vec<Drift>),
+    /// Apply under `outOfOrder: refuse` with migrations that sort before
+    /// applied ones; every one is listed.
+    #[error(
+        "{} pending migration(s) sort before migrations already applied and outOfOrder is refuse: {}",
+        .0.len(),
+        out_of_order_files(.0)
+    )]
+    OutOfOrder(Vec<OutOfOrder>),
     /// The new tenant's name is not a valid identifier.
     #[error("invalid tenant name: {0}")]
     InvalidTenantName(IdentError),
@@ -249,6 +316,15 @@ pub enum PlanError {
     /// More steps or schemas than a plan can index.
     #[error("plan too large: more than {} steps", u32::MAX)]
     TooLarge,
+}
+
+fn out_of_order_files(items: &[OutOfOrder]) -> String {
+    let mut shown: Vec<String> =
+        items.iter().take(10).map(|o| format!("{} in {} (after {})", o.file, o.schema, o.after)).collect();
+    if items.len() > 10 {
+        shown.push(format!("and {} more", items.len() - 10));
+    }
+    shown.join(", ")
 }
 
 fn drift_files(drift: &[Drift]) -> String {
@@ -294,13 +370,14 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
                 if recorded.contains(index, target) {
                     continue;
                 }
-                if let Some(greatest) = recorded.greatest[target as usize]
-                    && migration.name.as_str() < greatest
+                if let Some(latest) = recorded.latest[target as usize]
+                    && latest > index
+                    && input.out_of_order != OutOfOrderPolicy::Allow
                 {
                     out_of_order.push(OutOfOrder {
                         file: migration.file.clone(),
                         schema: targets.names[target as usize].to_string(),
-                        after: greatest.to_string(),
+                        after: input.sources[latest].name.clone(),
                     });
                 }
             }
@@ -324,6 +401,9 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
     if u32::try_from(steps.len()).is_err() {
         return Err(PlanError::TooLarge);
     }
+    if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
+        return Err(PlanError::OutOfOrder(out_of_order));
+    }
     if new_tenant.is_some() {
         plan_schemas.index(tenant_ids[0], &targets)?;
     }
@@ -332,7 +412,7 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
         schemas: plan_schemas.names,
         steps,
         counts,
-        diagnostics: Diagnostics { drift: recorded.drift, out_of_order },
+        diagnostics: Diagnostics { drift: recorded.drift, out_of_order, missing: recorded.missing },
         new_tenant,
     })
 }
@@ -423,13 +503,14 @@ impl PlanSchemas {
 }
 
 /// What the recorded rows say, for the target schemas: which (source,
-/// schema) pairs are recorded (a bit matrix), the greatest recorded name per
-/// schema, and the drifted files.
-struct Recorded<'a> {
+/// schema) pairs are recorded (a bit matrix), the latest recorded source
+/// (in source order) per schema, the drifted files and the missing ones.
+struct Recorded {
     bits: Vec<u64>,
     width: usize,
-    greatest: Vec<Option<&'a str>>,
+    latest: Vec<Option<usize>>,
     drift: Vec<Drift>,
+    missing: Vec<Missing>,
     /// Per source: recorded in at least one schema, in scope or not.
     anywhere: Vec<bool>,
 }
@@ -438,8 +519,8 @@ struct Recorded<'a> {
 /// 512 MiB — e.g. 100,000 migrations × 40,000 tenants.
 const MAX_MATRIX_BITS: u64 = 1 << 32;
 
-impl<'a> Recorded<'a> {
-    fn scan(
+impl Recorded {
+    fn scan<'a>(
         sources: &'a [SourceMigration],
         applied: &'a [AppliedMigration],
         targets: &TargetSchemas<'a>,
@@ -448,7 +529,8 @@ impl<'a> Recorded<'a> {
         let cells =
             sources.len().checked_mul(width).filter(|n| *n as u64 <= MAX_MATRIX_BITS).ok_or(PlanError::TooLarge)?;
         let mut bits = vec![0u64; cells.div_ceil(64)];
-        let mut greatest: Vec<Option<&str>> = vec![None; width];
+        let mut latest: Vec<Option<usize>> = vec![None; width];
+        let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         let by_file: FxHashMap<&str, usize> = sources
             .iter()
             .enumerate()
@@ -467,15 +549,18 @@ impl<'a> Recorded<'a> {
                     source
                 }
             };
-            if let Some(target) = targets.id(&row.schema) {
-                let slot = &mut greatest[target as usize];
-                if slot.is_none_or(|g| row.name.as_str() > g) {
-                    *slot = Some(row.name.as_str());
+            if let Some(target) = targets.id(&row.schema)
+                && let Some(source) = source
+            {
+                let slot = &mut latest[target as usize];
+                if slot.is_none_or(|l| source > l) {
+                    *slot = Some(source);
                 }
-                if let Some(source) = source {
-                    let cell = source * width + target as usize;
-                    bits[cell / 64] |= 1 << (cell % 64);
-                }
+                let cell = source * width + target as usize;
+                bits[cell / 64] |= 1 << (cell % 64);
+            }
+            if source.is_none() {
+                missing.entry(row.file.as_str()).or_default().insert(row.schema.as_str());
             }
             if let Some(source) = source {
                 anywhere[source] = true;
@@ -497,7 +582,14 @@ impl<'a> Recorded<'a> {
                 schemas: schemas.into_iter().map(str::to_string).collect(),
             })
             .collect();
-        Ok(Recorded { bits, width, greatest, drift, anywhere })
+        let missing = missing
+            .into_iter()
+            .map(|(file, schemas)| Missing {
+                file: file.to_string(),
+                schemas: schemas.into_iter().map(str::to_string).collect(),
+            })
+            .collect();
+        Ok(Recorded { bits, width, latest, drift, missing, anywhere })
     }
 
     fn contains(&self, source: usize, target: u32) -> bool {

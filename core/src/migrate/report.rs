@@ -154,6 +154,10 @@ pub struct PlanReport {
     pub out_of_order: Vec<serde_json::Value>,
     /// Files changed since applied (under Sync; Apply refuses instead).
     pub drift: Vec<serde_json::Value>,
+    /// Recorded migrations whose files are gone from the source.
+    pub missing: Vec<serde_json::Value>,
+    /// Migrations a Sync would record without running them (schema × file).
+    pub record_only: u64,
 }
 
 /// The [`PlanReport`] of `plan`.
@@ -182,7 +186,19 @@ pub fn plan_report(plan: &Plan, sources: &[SourceMigration]) -> PlanReport {
             .map(|o| serde_json::json!({ "file": o.file, "schema": o.schema, "after": o.after }))
             .collect(),
         drift: plan.diagnostics.drift.iter().map(drift_json).collect(),
+        missing: plan
+            .diagnostics
+            .missing
+            .iter()
+            .map(|m| serde_json::json!({ "file": m.file, "schemas": m.schemas }))
+            .collect(),
+        record_only: record_only(plan, sources),
     }
+}
+
+/// Migration steps recorded without running (a Sync's), scripts aside.
+pub fn record_only(plan: &Plan, sources: &[SourceMigration]) -> u64 {
+    plan.steps.iter().filter(|s| !s.execute && !sources[s.migration as usize].migration_type.is_script()).count() as u64
 }
 
 /// A drifted file as JSON: `file`, `schemas`, the source's and the recorded
@@ -198,14 +214,14 @@ pub fn drift_json(drift: &crate::migrate::plan::Drift) -> serde_json::Value {
 
 /// Drift that makes Apply refuse, as text.
 pub fn render_drift(drift: &[crate::migrate::plan::Drift]) -> String {
-    let mut out = format!(
-        "Apply refuses to run: {} migration(s) changed since they were applied (run Sync to accept them, or \
-         restore the files):\n",
-        drift.len()
-    );
+    let mut out = format!("Apply refuses to run: {} migration(s) changed since they were applied:\n", drift.len());
     for item in drift {
         out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
     }
+    out.push_str(
+        "Restore the file(s) as they were applied, or, if the change is deliberate, record it with `strata repair \
+         FILE...` (it records the new checksum and runs nothing).\n",
+    );
     out
 }
 
@@ -287,9 +303,17 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
     if let Some(tenant) = &plan.new_tenant {
         out.push_str(&format!("New tenant {tenant}.\n"));
     }
+    let unrun = record_only(plan, sources);
     if plan.steps.is_empty() {
         out.push_str(if plan.new_tenant.is_some() { "No files to apply.\n" } else { "Nothing to do.\n" });
-    } else {
+    } else if unrun > 0 {
+        out.push_str(&format!(
+            "SYNC: {} would be RECORDED AS APPLIED WITHOUT RUNNING (adopting a database changed by other means); \
+             each is marked (record only) below. To run them, plan and apply without --sync.\n",
+            plural(unrun as usize, "migration", "migrations"),
+        ));
+    }
+    if !plan.steps.is_empty() {
         out.push_str(&format!(
             "{} and {} in {} ({}).\n",
             plural(counts.migrations_grand_total() as usize, "migration", "migrations"),
@@ -317,14 +341,25 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
     }
     let diagnostics = &plan.diagnostics;
     if !diagnostics.out_of_order.is_empty() {
-        out.push_str("\nOut of order (applied anyway, as the peer does):\n");
+        out.push_str("\nOut of order (applied anyway, outOfOrder: warn; set allow or refuse):\n");
         for item in &diagnostics.out_of_order {
             out.push_str(&format!("  {} in {} sorts before {}, already applied\n", item.file, item.schema, item.after));
         }
     }
     if !diagnostics.drift.is_empty() {
-        out.push_str("\nDrift (changed since applied; Sync leaves them as recorded):\n");
+        out.push_str(
+            "\nDrift (changed since applied; Apply refuses until each is restored or recorded with `strata \
+             repair`):\n",
+        );
         for item in &diagnostics.drift {
+            out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
+        }
+    }
+    if !diagnostics.missing.is_empty() {
+        out.push_str(
+            "\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):\n",
+        );
+        for item in &diagnostics.missing {
             out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
         }
     }
@@ -338,14 +373,7 @@ mod tests {
     use crate::migrate::plan::{Action, PlanInput, Target, plan};
 
     fn source(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
-        SourceMigration {
-            name: name.into(),
-            migration_type,
-            source_dir: dir.into(),
-            file: format!("{dir}/{name}"),
-            contents: String::new(),
-            checksum: "c".into(),
-        }
+        SourceMigration { checksum: "c".into(), ..SourceMigration::plain(dir, name, migration_type, "") }
     }
 
     fn sources() -> Vec<SourceMigration> {
@@ -367,6 +395,7 @@ mod tests {
             tenants: &tenants,
             target: &Target::AllSchemas,
             action: Action::Apply,
+            out_of_order: Default::default(),
         })
         .unwrap();
         let groups = pending_groups(&plan, &sources);
@@ -411,6 +440,7 @@ mod tests {
             tenants: &tenants,
             target: &Target::AllSchemas,
             action: Action::Sync,
+            out_of_order: Default::default(),
         })
         .unwrap();
         let matrix = fleet_matrix(&plan, &sources, &tenants);

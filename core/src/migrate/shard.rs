@@ -152,6 +152,15 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
     let schemas: HashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
     kept.diagnostics.out_of_order =
         plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
+    kept.diagnostics.missing = plan
+        .diagnostics
+        .missing
+        .into_iter()
+        .filter_map(|mut item| {
+            item.schemas.retain(|schema| schemas.contains(schema.as_str()));
+            (!item.schemas.is_empty()).then_some(item)
+        })
+        .collect();
     kept.diagnostics.drift = plan
         .diagnostics
         .drift
@@ -180,6 +189,16 @@ pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
         }));
         merged.diagnostics.drift.extend(plan.diagnostics.drift);
         merged.diagnostics.out_of_order.extend(plan.diagnostics.out_of_order);
+        for item in plan.diagnostics.missing {
+            match merged.diagnostics.missing.iter_mut().find(|m| m.file == item.file) {
+                Some(known) => {
+                    known.schemas.extend(item.schemas);
+                    known.schemas.sort();
+                    known.schemas.dedup();
+                }
+                None => merged.diagnostics.missing.push(item),
+            }
+        }
         merged.new_tenant = merged.new_tenant.or(plan.new_tenant);
     }
     let every: Vec<u32> = (0..merged.steps.len() as u32).collect();

@@ -10,13 +10,22 @@
 //! 2. then every single script, by file name (then directory order);
 //! 3. then every tenant script, the same way.
 //!
+//! Within a group, a migration's place is its format's
+//! ([`crate::migrate::format::SortKey`]): Flyway's and golang-migrate's
+//! versions as numbers, the others' names byte-wise as above.
+//!
 //! Files whose name starts with `.` (`.gitkeep`, `.DS_Store`) are not
-//! migrations and are skipped.
+//! migrations and are skipped. Each directory is read in its format
+//! ([`crate::migrate::format`]): what runs forward, what undoes it.
 
 use std::cmp::Ordering;
 
+use std::collections::BTreeMap;
+
 use sha2::{Digest, Sha256};
 use thiserror::Error;
+
+use crate::migrate::format::{self, Format, FormatError, Part, SortKey};
 
 /// The four kinds of source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,6 +96,16 @@ pub struct SourceMigration {
     pub contents: String,
     /// Lowercase hex SHA-256 of the raw bytes.
     pub checksum: String,
+    /// What runs forward: the contents in its format's reading, with the
+    /// lines outside the up part (markers, a down section) left empty, so
+    /// positions are the file's ([`crate::migrate::format`]).
+    pub forward: String,
+    /// Its format's marker says it runs outside any transaction.
+    pub no_transaction: bool,
+    /// What undoes it, where its format says (never run forward).
+    pub down: Option<Part>,
+    /// Where it sorts.
+    pub order: SortKey,
 }
 
 impl SourceMigration {
@@ -98,12 +117,29 @@ impl SourceMigration {
 }
 
 impl SourceMigration {
-    /// The SQL to run in `schema`: the contents with every occurrence of
-    /// `placeholder` replaced by the schema name (plain text replacement, as
-    /// the peer does; names are validated identifiers). The database stores
-    /// the contents, not this.
+    /// A migration of Strata's own format: `contents` all runs forward,
+    /// sorted by name.
+    pub fn plain(source_dir: &str, name: &str, migration_type: MigrationType, contents: &str) -> Self {
+        SourceMigration {
+            name: name.to_string(),
+            migration_type,
+            source_dir: source_dir.to_string(),
+            file: format!("{source_dir}/{name}"),
+            contents: contents.to_string(),
+            checksum: checksum(contents.as_bytes()),
+            forward: contents.to_string(),
+            no_transaction: false,
+            down: None,
+            order: SortKey::Name,
+        }
+    }
+
+    /// The SQL to run in `schema`: the forward part with every occurrence
+    /// of `placeholder` replaced by the schema name (plain text replacement,
+    /// as the peer does; names are validated identifiers). The database
+    /// stores the contents, not this.
     pub fn sql_for(&self, placeholder: &str, schema: &str) -> String {
-        self.contents.replace(placeholder, schema)
+        self.forward.replace(placeholder, schema)
     }
 }
 
@@ -132,6 +168,18 @@ pub enum SourceError {
     /// The same file was handed over twice.
     #[error("{0}: listed twice")]
     Duplicate(String),
+    /// A directory's files cannot be read in their format.
+    #[error(transparent)]
+    Format(FormatError),
+}
+
+impl From<FormatError> for SourceError {
+    fn from(error: FormatError) -> Self {
+        match error {
+            FormatError::NotUtf8 { file, valid_up_to } => SourceError::NotUtf8 { file, valid_up_to },
+            other => SourceError::Format(other),
+        }
+    }
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -146,15 +194,26 @@ pub fn checksum(bytes: &[u8]) -> String {
 }
 
 /// Turns the files the shell read into source migrations in application
-/// order (see the module documentation). `directories` are the configured
-/// directories with the type each holds, in configuration order
+/// order (see the module documentation), every directory's format detected
+/// from its files. `directories` are the configured directories with the
+/// type each holds, in configuration order
 /// ([`crate::migrate::config::Config::directories`]).
 pub fn source_migrations<'a>(
     directories: impl IntoIterator<Item = (&'a str, MigrationType)>,
     files: Vec<SourceFile>,
 ) -> Result<Vec<SourceMigration>, SourceError> {
+    read_sources(directories, &BTreeMap::new(), files)
+}
+
+/// [`source_migrations`], with the formats the configuration names for
+/// some directories (`migrationFormats`); the others are detected.
+pub fn read_sources<'a>(
+    directories: impl IntoIterator<Item = (&'a str, MigrationType)>,
+    formats: &BTreeMap<String, Format>,
+    files: Vec<SourceFile>,
+) -> Result<Vec<SourceMigration>, SourceError> {
     let directories: Vec<(&str, MigrationType)> = directories.into_iter().collect();
-    let mut keyed = Vec::with_capacity(files.len());
+    let mut per_directory: Vec<Vec<SourceFile>> = vec![Vec::new(); directories.len()];
     for file in files {
         let Some(position) = directories.iter().position(|(dir, _)| *dir == file.directory) else {
             return Err(SourceError::UnknownDirectory(file.directory));
@@ -165,22 +224,45 @@ pub fn source_migrations<'a>(
         if file.name.starts_with('.') {
             continue;
         }
-        let (_, migration_type) = directories[position];
-        let path = format!("{}/{}", file.directory, file.name);
-        let checksum = checksum(&file.bytes);
-        let contents = String::from_utf8(file.bytes)
-            .map_err(|e| SourceError::NotUtf8 { file: path.clone(), valid_up_to: e.utf8_error().valid_up_to() })?;
-        keyed.push((
-            position,
-            SourceMigration {
-                name: file.name,
-                migration_type,
-                source_dir: file.directory,
-                file: path,
-                contents,
-                checksum,
-            },
-        ));
+        if let Some(twice) = per_directory[position].iter().find(|f| f.name == file.name) {
+            return Err(SourceError::Duplicate(format!("{}/{}", twice.directory, twice.name)));
+        }
+        per_directory[position].push(file);
+    }
+    let mut keyed = Vec::new();
+    for (position, ((directory, migration_type), files)) in directories.iter().zip(per_directory).enumerate() {
+        let inputs: Vec<format::Input<'_>> =
+            files.iter().map(|f| format::Input { name: &f.name, bytes: &f.bytes }).collect();
+        let format = match formats.get(*directory) {
+            Some(format) => *format,
+            None => format::detect(directory, &inputs)?,
+        };
+        for read in format::read(directory, format, &inputs)? {
+            let path = format!("{directory}/{}", read.name);
+            let checksum = checksum(&read.bytes);
+            let contents = String::from_utf8(read.bytes)
+                .map_err(|e| SourceError::NotUtf8 { file: path.clone(), valid_up_to: e.utf8_error().valid_up_to() })?;
+            let migration_type = match (read.repeatable, *migration_type) {
+                (true, MigrationType::SingleMigration) => MigrationType::SingleScript,
+                (true, MigrationType::TenantMigration) => MigrationType::TenantScript,
+                (_, kind) => kind,
+            };
+            keyed.push((
+                position,
+                SourceMigration {
+                    name: read.name,
+                    migration_type,
+                    source_dir: directory.to_string(),
+                    file: path,
+                    contents,
+                    checksum,
+                    forward: read.forward.text,
+                    no_transaction: read.forward.no_transaction,
+                    down: read.down,
+                    order: read.order,
+                },
+            ));
+        }
     }
     keyed.sort_by(|(a_pos, a), (b_pos, b)| compare(a, *a_pos, b, *b_pos));
     if let Some(pair) = keyed.windows(2).find(|pair| pair[0].1.file == pair[1].1.file) {
@@ -200,7 +282,7 @@ fn compare(a: &SourceMigration, a_pos: usize, b: &SourceMigration, b_pos: usize)
     };
     group(a.migration_type)
         .cmp(&group(b.migration_type))
-        .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+        .then_with(|| a.order.compare(&a.name, &b.order, &b.name))
         .then_with(|| a.migration_type.cmp(&b.migration_type))
         .then_with(|| a_pos.cmp(&b_pos))
 }

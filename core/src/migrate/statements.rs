@@ -191,6 +191,19 @@ pub struct FileMode {
 /// say) is not judged: `Ok` with the directives of its leading `--` lines,
 /// and the engine has the last word.
 pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, Refusals> {
+    inspect_part(driver, file, contents, false)
+}
+
+/// [`inspect`] for the part of a file its format runs
+/// ([`crate::migrate::format`]): `no_transaction` is the format's own
+/// marker (dbmate's `transaction:false`, goose's `NO TRANSACTION`, sqlx's
+/// `-- no-transaction`, Flyway's `executeInTransaction=false`), which counts
+/// as the directive.
+pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: bool) -> Result<FileMode, Refusals> {
+    let with_marker = |mut mode: FileMode| {
+        mode.no_transaction |= no_transaction;
+        mode
+    };
     let Ok(tokens) = tokenize(driver, contents) else {
         let comments: Vec<(Position, String)> = contents
             .lines()
@@ -199,13 +212,13 @@ pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, R
             .take_while(|(_, line)| line.is_empty() || line.starts_with("--"))
             .map(|(i, line)| (Position { line: i as u64 + 1, column: 1 }, line.trim_start_matches('-').to_string()))
             .collect();
-        return directives(file, &comments).map_err(|e| Refusals(vec![e]));
+        return directives(file, &comments).map(with_marker).map_err(|e| Refusals(vec![e]));
     };
     let mut refusals = Vec::new();
-    let mut mode = directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
+    let mut mode = with_marker(directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
         refusals.push(error);
         FileMode::default()
-    });
+    }));
     let statements = match driver {
         Driver::SqlServer => batches(&tokens),
         _ => statements(&tokens, driver == Driver::Mysql),

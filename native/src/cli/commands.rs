@@ -16,7 +16,7 @@ use super::progress::Progress;
 use super::results::CreateResults;
 use super::{
     ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, QuarantineAction, QuarantineArgs,
-    RolloutAction, StatusArgs,
+    RepairArgs, RolloutAction, StatusArgs,
 };
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
@@ -64,6 +64,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
     }
     let access = match &command {
         Command::Apply(_) => Access::ReadWrite,
+        Command::Repair(args) if !args.dry_run => Access::ReadWrite,
         Command::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => Access::ReadWrite,
         Command::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         _ => Access::ReadOnly,
@@ -79,6 +80,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Status(args) => status(&service, args).await,
             Command::Tenants(args) => super::tenants::tenants(&service, args).await,
             Command::Drift(args) => drift(&service, args).await,
+            Command::Repair(args) => repair(&service, args).await,
             Command::Lint(args) => lint_pending(&service, args).await,
             Command::Quarantine(args) => quarantine(&service, args).await,
             Command::Rollout(args) => super::rollout::rollout(&service, args).await,
@@ -356,6 +358,33 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
     }
 }
 
+/// `repair [FILE...]`: what it changes, listed, then done (or only
+/// listed with `--dry-run`).
+async fn repair(service: &Service, args: RepairArgs) -> Exit {
+    let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+    if !args.dry_run {
+        // Listed before it runs: the same decision, read first.
+        match service.repair(&args.files, &args.version_name, &request_id, true).await {
+            Ok(planned) if !args.json && !planned.is_empty() => {
+                print!("{}", strata_core::migrate::repair::render(&planned, false))
+            }
+            Ok(_) => {}
+            Err(error) => return failed_apply(&error, args.json),
+        }
+    }
+    match service.repair(&args.files, &args.version_name, &request_id, args.dry_run).await {
+        Ok(done) => {
+            if args.json {
+                print_json(&json!({ "dryRun": args.dry_run, "repair": done, "records": done.records() }));
+            } else {
+                print!("{}", strata_core::migrate::repair::render(&done, !args.dry_run));
+            }
+            Exit::Success
+        }
+        Err(error) => failed_apply(&error, args.json),
+    }
+}
+
 /// A failed `apply`: with `--json`, the API's `errors` (message and
 /// extensions) on stdout; the message on stderr either way.
 fn failed_apply(error: &AppError, json: bool) -> Exit {
@@ -376,9 +405,18 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
-    let (pending, drift, unreachable) = match service.preview_every_tenant(Action::Apply).await {
-        Ok((preview, sources)) => (report::pending_counts(&preview.plan, &sources), Vec::new(), preview.unreachable),
-        Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => (Vec::new(), drift, Vec::new()),
+    // A Sync preview plans the same steps as an Apply but never refuses:
+    // drift and missing files are its diagnostics.
+    let (pending, drift, missing, unreachable) = match service.preview_every_tenant(Action::Sync).await {
+        Ok((preview, sources)) => {
+            let diagnostics = preview.plan.diagnostics.clone();
+            (
+                report::pending_counts(&preview.plan, &sources),
+                diagnostics.drift,
+                diagnostics.missing,
+                preview.unreachable,
+            )
+        }
         Err(error) => return failure(&error),
     };
     let exit = if unreachable.is_empty() { Exit::Success } else { Exit::ShardsFailed };
@@ -396,6 +434,7 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
             "tenants": tenants,
             "pending": pending,
             "drift": drift,
+            "missing": missing.iter().map(|m| json!({ "file": m.file, "schemas": m.schemas })).collect::<Vec<_>>(),
             "unreachableShards": unreachable,
         }));
         return exit;
@@ -417,6 +456,14 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
     }
     if !drift.is_empty() {
         print!("\n{}", report::render_drift(&drift));
+    }
+    if !missing.is_empty() {
+        println!("\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):");
+        for item in &missing {
+            println!("  {} (recorded in {} schema(s))", item.file, item.schemas.len());
+        }
+    }
+    if !drift.is_empty() {
     } else if pending.is_empty() {
         println!("\nNo pending migrations.");
     } else {

@@ -26,11 +26,14 @@ use futures::TryStreamExt;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use super::error::{DbError, describe};
 use super::rows;
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
+use super::types::{
+    Audit, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
+};
 
 /// A dialect's statements over the `svc` tables (its `sql.rs`). The
 /// `*_installed` statements return a count: 0 before the table exists.
@@ -84,6 +87,13 @@ pub(crate) struct BooksSql {
     pub(crate) put_directory: &'static str,
     /// Forgets a tenant (bound: tenant).
     pub(crate) drop_directory: &'static str,
+    /// Inserts a version row (bound: name, created, request id).
+    pub(crate) insert_version: &'static str,
+    /// Records a file's new checksum in every schema (bound: checksum,
+    /// file, checksum).
+    pub(crate) update_checksum: &'static str,
+    /// Removes every record of a file (bound: file).
+    pub(crate) delete_migrations: &'static str,
 }
 
 /// How many rows a statement changed, whichever the database.
@@ -249,6 +259,9 @@ pub(crate) trait Keeper<C: Send>: Send + Sync {
     async fn directory(&self, conn: &mut C) -> Result<Directory, DbError>;
     /// Writes directory changes, in one transaction.
     async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError>;
+    /// Writes a repair (core's `repair`) and its version row, in one
+    /// transaction.
+    async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError>;
 }
 
 #[async_trait::async_trait]
@@ -426,6 +439,30 @@ where
         }
         for tenant in &changes.drop {
             self.query(self.sql.drop_directory).bind(tenant.clone()).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
+        let conn = conn.sqlx();
+        let mut tx = conn.begin().await?;
+        self.query(self.sql.insert_version)
+            .bind(audit.name.to_string())
+            .bind(audit.created.to_string())
+            .bind(audit.request_id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        for item in &repair.checksums {
+            self.query(self.sql.update_checksum)
+                .bind(item.checksum.clone())
+                .bind(item.file.clone())
+                .bind(item.checksum.clone())
+                .execute(&mut *tx)
+                .await?;
+        }
+        for item in &repair.removals {
+            self.query(self.sql.delete_migrations).bind(item.file.clone()).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -17,7 +17,9 @@ use strata_core::migrate::statements;
 
 use super::books::Keeper;
 use super::error::{Cause, DbError};
+use super::types::Audit;
 use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
+use strata_core::migrate::repair::Repair;
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -231,6 +233,13 @@ pub(crate) trait Engine: Send + Sync {
         match self.books() {
             Some(books) => books.quarantined(conn).await,
             None => Ok(Vec::new()),
+        }
+    }
+    /// Writes a repair and its version row, in one transaction.
+    async fn repair(&self, conn: &mut Self::Conn, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
+        match self.books() {
+            Some(books) => books.repair(conn, repair, audit).await,
+            None => Err(DbError::NotSupported("strata repair on this engine")),
         }
     }
     /// Releases tenants from quarantine, outside any transaction.

@@ -185,6 +185,9 @@ pub(crate) enum DbError {
     /// The planner refused the operation.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// `strata repair` refused a file (nothing changed).
+    #[error(transparent)]
+    Repair(#[from] strata_core::migrate::repair::RepairError),
     /// A migration failed; see [`MigrationFailure`] for what stays.
     #[error("{0}")]
     MigrationFailed(Box<MigrationFailure>),

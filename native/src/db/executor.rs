@@ -98,6 +98,8 @@ pub(crate) struct Settings {
     pub(crate) timeouts: Timeouts,
     /// Store each schema's catalog fingerprint after its unit commits.
     pub(crate) record_fingerprints: bool,
+    /// What a pending migration sorting before applied ones does.
+    pub(crate) out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
 }
 
 impl Settings {
@@ -112,6 +114,7 @@ impl Settings {
             default_tenant_table: config.default_tenant_table,
             timeouts: Timeouts::from_config(config),
             record_fingerprints: config.record_fingerprints,
+            out_of_order: config.out_of_order,
         }
     }
 }
@@ -137,7 +140,7 @@ pub(crate) async fn preview<E: Engine>(
     };
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
-    let (plan, _) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
+    let (plan, _) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
     drop((applied, planning));
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
 }
@@ -176,6 +179,7 @@ async fn select_tenants<E: Engine>(
 /// `statements::inspect`). Returns the plan and, per source, how it runs.
 fn plan_checked(
     driver: Driver,
+    out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
     request: &MutationRequest<'_>,
     tenants: &[String],
     applied: &[strata_core::migrate::plan::AppliedMigration],
@@ -186,12 +190,45 @@ fn plan_checked(
         tenants,
         target: &request.target,
         action: request.action,
+        out_of_order,
     })?;
     if request.tenants_only {
         plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
     }
     let modes = check_files(driver, request.sources, &plan)?;
     Ok((plan, modes))
+}
+
+/// `strata repair` on one server: under the process gate and the
+/// database's lock, core decides over the recorded rows; with an `audit`
+/// the books change in one transaction with the version row.
+pub(crate) async fn repair<E: Engine>(
+    engine: &E,
+    settings: &Settings,
+    sources: &[SourceMigration],
+    files: &[String],
+    strict: bool,
+    audit: Option<&super::types::Audit<'_>>,
+) -> Result<strata_core::migrate::repair::Repair, DbError> {
+    let _gate = settings.gate.lock().await;
+    let lock = engine.lock().await?;
+    let result = async {
+        let mut conn = engine.connect().await?;
+        let applied = match engine.installed(&mut conn).await? {
+            true => engine.applied(&mut conn).await?,
+            false => Vec::new(),
+        };
+        let repair = strata_core::migrate::repair::repair(sources, &applied, files, strict)?;
+        if let Some(audit) = audit
+            && !repair.is_empty()
+        {
+            engine.repair(&mut conn, &repair, audit).await?;
+        }
+        Ok(repair)
+    }
+    .await;
+    engine.unlock(lock).await;
+    result
 }
 
 /// Runs one mutation: the whole loop.
@@ -218,7 +255,7 @@ async fn locked<E: Engine>(
     let tenants = engine.tenants(&mut main).await?;
     let selection = select_tenants(engine, &mut main, request, &tenants).await?;
     let applied = engine.applied(&mut main).await?;
-    let (plan, modes) = plan_checked(engine.driver(), request, &selection.run, &applied)?;
+    let (plan, modes) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
     drop((tenants, applied, planning));
     let mut outcome = MutationOutcome {
         plan,
@@ -346,13 +383,15 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
         let index = step.migration as usize;
         if modes[index].is_none() {
             let migration = &sources[index];
-            modes[index] = Some(match statements::inspect(driver, &migration.file, &migration.contents) {
-                Ok(mode) => mode,
-                Err(Refusals(refusals)) => {
-                    refused.extend(refusals);
-                    FileMode::default()
-                }
-            });
+            modes[index] = Some(
+                match statements::inspect_part(driver, &migration.file, &migration.forward, migration.no_transaction) {
+                    Ok(mode) => mode,
+                    Err(Refusals(refusals)) => {
+                        refused.extend(refusals);
+                        FileMode::default()
+                    }
+                },
+            );
         }
     }
     if !refused.is_empty() {
@@ -813,7 +852,7 @@ impl<E: Engine> Run<'_, E> {
         failure
             .offset
             .and_then(|offset| {
-                statements::locate(&self.migration(step).contents, &self.settings.placeholder, schema, offset)
+                statements::locate(&self.migration(step).forward, &self.settings.placeholder, schema, offset)
             })
             .or(failure.line.map(|line| Position { line, column: 0 }))
     }

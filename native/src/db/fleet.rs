@@ -53,12 +53,15 @@ use strata_core::migrate::datasource::tcp_address;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::quarantine::RetryError;
+use strata_core::migrate::repair::{Repair, RepairError};
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
+use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::wave::{Wave, WaveError};
 use tokio::net::TcpStream;
 
 use super::error::{DbError, ShardFailure};
 use super::store::Database;
+use super::types::Audit;
 use super::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
     ShardTenants, UnreachableShard, VersionFilter, VersionRow,
@@ -569,8 +572,49 @@ impl Fleet {
     }
 }
 
+/// A repair on a fleet: each shard decides over its own rows (a named
+/// file one shard has nothing of is left out there), then each writes its
+/// part under its own lock; a named file no shard holds a change of is
+/// refused before any shard writes.
+async fn repair_fleet(
+    fleet: &Fleet,
+    sources: &[SourceMigration],
+    files: &[String],
+    audit: Option<&Audit<'_>>,
+) -> Result<Repair, DbError> {
+    let parts = fleet.every(|_, store| async move { store.repair(sources, files, false, None).await }).await?;
+    let mut merged = Repair::default();
+    for part in parts {
+        merged.checksums.extend(part.checksums);
+        merged.removals.extend(part.removals);
+    }
+    if let Some(file) = files.iter().find(|file| {
+        !merged.checksums.iter().any(|c| &c.file == *file) && !merged.removals.iter().any(|r| &r.file == *file)
+    }) {
+        return Err(DbError::Repair(RepairError::NothingOnAnyShard(file.clone())));
+    }
+    let Some(audit) = audit else { return Ok(merged) };
+    let written = fleet.every(|_, store| async move { store.repair(sources, files, false, Some(audit)).await }).await?;
+    let mut done = Repair::default();
+    for part in written {
+        done.checksums.extend(part.checksums);
+        done.removals.extend(part.removals);
+    }
+    Ok(done)
+}
+
 #[async_trait]
 impl Database for Fleet {
+    async fn repair(
+        &self,
+        sources: &[SourceMigration],
+        files: &[String],
+        _strict: bool,
+        audit: Option<&Audit<'_>>,
+    ) -> Result<Repair, DbError> {
+        repair_fleet(self, sources, files, audit).await
+    }
+
     async fn ping(&self) -> Result<(), DbError> {
         self.every(|_, store| async move { store.ping().await }).await.map(drop)
     }

@@ -17,11 +17,14 @@ use async_trait::async_trait;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
+use strata_core::migrate::repair::Repair;
+use strata_core::migrate::source::SourceMigration;
+
 use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
 use super::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
+    Access, Audit, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
     ShardTenants, VersionFilter, VersionRow,
 };
 
@@ -50,6 +53,17 @@ pub(crate) trait Database: Send + Sync {
     /// Plans (through the core planner) and executes a mutation, serialised
     /// against every other mutation.
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
+    /// `strata repair`: under the lock, decides (core's `repair`) over the
+    /// recorded rows and, with an `audit`, writes it and its version row in
+    /// one transaction; without, only says what it would change. `strict`:
+    /// a named file with nothing to repair is refused.
+    async fn repair(
+        &self,
+        sources: &[SourceMigration],
+        files: &[String],
+        strict: bool,
+        audit: Option<&Audit<'_>>,
+    ) -> Result<Repair, DbError>;
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
@@ -160,6 +174,19 @@ impl<E: Engine> Database for Store<E> {
 
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
         executor::preview(&self.engine, &self.settings, &request).await
+    }
+
+    async fn repair(
+        &self,
+        sources: &[SourceMigration],
+        files: &[String],
+        strict: bool,
+        audit: Option<&Audit<'_>>,
+    ) -> Result<Repair, DbError> {
+        if audit.is_some() && self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        executor::repair(&self.engine, &self.settings, sources, files, strict, audit).await
     }
 
     async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {

@@ -225,3 +225,13 @@ pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
     /// `steps` steps of `schema` committed (on a dry run: ran, then rolled back).
     fn committed(&self, _schema: &str, _steps: usize) {}
 }
+
+/// The version row a change to the books is audited as.
+pub(crate) struct Audit<'a> {
+    /// The version's name.
+    pub(crate) name: &'a str,
+    /// When (RFC 3339).
+    pub(crate) created: &'a str,
+    /// The request that asked.
+    pub(crate) request_id: &'a str,
+}

@@ -15,16 +15,12 @@ pub fn files_of_plan<'a>(plan: &Plan, sources: &'a [SourceMigration]) -> Vec<(&'
     let run: HashSet<u32> = plan.steps.iter().filter(|s| s.execute).map(|s| s.migration).collect();
     let mut indexes: Vec<u32> = run.into_iter().collect();
     indexes.sort_unstable();
-    indexes
-        .into_iter()
-        .filter_map(|i| sources.get(i as usize))
-        .map(|s| (s.file.as_str(), s.contents.as_str()))
-        .collect()
+    indexes.into_iter().filter_map(|i| sources.get(i as usize)).map(|s| (s.file.as_str(), s.forward.as_str())).collect()
 }
 
 /// Every source file, in source order (`strata lint --all`).
 pub fn all_files(sources: &[SourceMigration]) -> Vec<(&str, &str)> {
-    sources.iter().map(|s| (s.file.as_str(), s.contents.as_str())).collect()
+    sources.iter().map(|s| (s.file.as_str(), s.forward.as_str())).collect()
 }
 
 /// The report as lines a terminal and an editor read:

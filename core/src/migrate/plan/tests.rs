@@ -1,17 +1,11 @@
 use super::*;
-use crate::migrate::source::checksum;
+
+use crate::migrate::plan::OutOfOrderPolicy;
 
 /// A source migration whose contents name it (shared with other modules' tests).
 pub(crate) fn migration(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
     let contents = format!("-- {dir}/{name}");
-    SourceMigration {
-        name: name.into(),
-        migration_type,
-        source_dir: dir.into(),
-        file: format!("{dir}/{name}"),
-        checksum: checksum(contents.as_bytes()),
-        contents,
-    }
+    SourceMigration::plain(dir, name, migration_type, &contents)
 }
 
 fn sources() -> Vec<SourceMigration> {
@@ -43,7 +37,7 @@ fn apply_input<'a>(
     tenants: &'a [String],
     target: &'a Target,
 ) -> PlanInput<'a> {
-    PlanInput { sources, applied, tenants, target, action: Action::Apply }
+    PlanInput { sources, applied, tenants, target, action: Action::Apply, out_of_order: OutOfOrderPolicy::Warn }
 }
 
 fn tenants() -> Vec<String> {
@@ -247,7 +241,8 @@ fn drift_refuses_apply_and_lists_every_file() {
     assert_eq!(err, PlanError::Drift(expected.clone()));
     assert_eq!(
         err.to_string(),
-        "2 applied migration(s) changed since they were applied: config/001.sql, tenants/001.sql"
+        "2 applied migration(s) changed since they were applied: config/001.sql, tenants/001.sql; restore the \
+         file(s), or record the change with `strata repair`"
     );
 
     let input = PlanInput { action: Action::Sync, ..input };
@@ -301,7 +296,7 @@ fn a_tenant_listed_twice_is_planned_once() {
 }
 
 #[test]
-fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
+fn rows_of_deleted_files_and_unknown_schemas_are_not_planned_and_deleted_files_are_missing() {
     let sources = sources();
     let tenants = tenants();
     let gone = AppliedMigration {
@@ -316,13 +311,10 @@ fn rows_of_deleted_files_and_unknown_schemas_are_ignored_but_count_for_order() {
     let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
     let plan = plan(input).unwrap();
     assert_eq!(plan.steps.len(), 9);
-    assert_eq!(
-        plan.diagnostics.out_of_order,
-        vec![
-            OutOfOrder { file: "config/001.sql".into(), schema: "config".into(), after: "009.sql".into() },
-            OutOfOrder { file: "config/002.sql".into(), schema: "config".into(), after: "009.sql".into() },
-        ]
-    );
+    // A deleted file is reported as missing, not as what pending files
+    // sort before (its place in the source is gone with it).
+    assert!(plan.diagnostics.out_of_order.is_empty());
+    assert_eq!(plan.diagnostics.missing, [Missing { file: "config/009.sql".into(), schemas: vec!["config".into()] }]);
 }
 
 #[test]
@@ -415,4 +407,59 @@ fn segments_keep_plan_order_and_group_tenant_steps_per_tenant() {
         plan.segments(&sources).iter().flat_map(|s| s.units.iter().flat_map(|u| u.steps.clone())).collect();
     seen.sort();
     assert_eq!(seen, (0..plan.steps.len() as u32).collect::<Vec<_>>());
+}
+
+/// Flyway's versions: `V10__` applied, `V2__` added later sorts before it
+/// by version, not by name — the policy decides; a deleted file is missing.
+#[test]
+fn out_of_order_follows_source_order_and_its_policy_and_deleted_files_are_missing() {
+    use crate::migrate::format::SortKey;
+    let flyway = |name: &str, version: &str| SourceMigration {
+        order: SortKey::Version(vec![version.to_string()]),
+        ..migration("tenants", name, MigrationType::TenantMigration)
+    };
+    let sources = vec![flyway("V2__b.sql", "2"), flyway("V10__c.sql", "10")];
+    let tenants = vec!["abc".to_string()];
+    let mut gone = applied(&sources[1], "abc");
+    gone.file = "tenants/V1__gone.sql".into();
+    gone.name = "V1__gone.sql".into();
+    let recorded = vec![applied(&sources[1], "abc"), gone];
+    let target = Target::AllSchemas;
+    let input = apply_input(&sources, &recorded, &tenants, &target);
+
+    let warned = plan(input).unwrap();
+    assert_eq!(rendered(&warned, &sources), steps(&[("tenants/V2__b.sql", "abc")], true));
+    assert_eq!(
+        warned.diagnostics.out_of_order,
+        [OutOfOrder { file: "tenants/V2__b.sql".into(), schema: "abc".into(), after: "V10__c.sql".into() }]
+    );
+    assert_eq!(
+        warned.diagnostics.missing,
+        [Missing { file: "tenants/V1__gone.sql".into(), schemas: vec!["abc".into()] }]
+    );
+
+    let allowed = plan(PlanInput { out_of_order: OutOfOrderPolicy::Allow, ..input }).unwrap();
+    assert!(allowed.diagnostics.out_of_order.is_empty());
+    assert_eq!(allowed.steps, warned.steps);
+
+    let refused = plan(PlanInput { out_of_order: OutOfOrderPolicy::Refuse, ..input }).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "1 pending migration(s) sort before migrations already applied and outOfOrder is refuse: tenants/V2__b.sql in \
+         abc (after V10__c.sql)"
+    );
+    // Sync records; the policy is Apply's.
+    assert!(plan(PlanInput { out_of_order: OutOfOrderPolicy::Refuse, action: Action::Sync, ..input }).is_ok());
+}
+
+#[test]
+fn the_drift_refusal_advises_repair_never_sync() {
+    let sources = sources();
+    let tenants = tenants();
+    let mut changed = applied(&sources[2], "abc");
+    changed.checksum = "0".repeat(64);
+    let recorded = [changed];
+    let error = plan(apply_input(&sources, &recorded, &tenants, &Target::AllSchemas)).unwrap_err().to_string();
+    assert!(error.contains("strata repair"), "{error}");
+    assert!(!error.to_lowercase().contains("sync"), "{error}");
 }

@@ -15,8 +15,15 @@ fn sources() -> Vec<SourceMigration> {
 
 fn fresh_plan(sources: &[SourceMigration], tenants: &[&str]) -> Plan {
     let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
-    plan(PlanInput { sources, applied: &[], tenants: &tenants, target: &Target::AllSchemas, action: Action::Apply })
-        .unwrap()
+    plan(PlanInput {
+        sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action: Action::Apply,
+        out_of_order: Default::default(),
+    })
+    .unwrap()
 }
 
 fn rendered(plan: &Plan, sources: &[SourceMigration]) -> Vec<String> {

@@ -2,6 +2,7 @@ use crate::migrate::config::Config;
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::migrate::format::SortKey;
 
 fn config() -> Config {
     let yaml = "baseLocation: m\ndriver: sqlite\ndataSource: x\n\
@@ -32,6 +33,10 @@ fn derives_every_field() {
             file: "tenants/201602220001.sql".into(),
             contents: "-- tenants/201602220001.sql".into(),
             checksum: checksum(b"-- tenants/201602220001.sql"),
+            forward: "-- tenants/201602220001.sql".into(),
+            no_transaction: false,
+            down: None,
+            order: SortKey::Name,
         }]
     );
 }
@@ -111,10 +116,10 @@ fn single_schema_is_the_last_path_element() {
 fn sql_for_replaces_every_placeholder() {
     let migrations = source_migrations(config().directories(), vec![file("tenants", "1.sql")]).unwrap();
     let mut migration = migrations[0].clone();
-    migration.contents = "create table {schema}.a (x int); insert into {schema}.a values (1); -- {schema}".into();
+    migration.forward = "create table {schema}.a (x int); insert into {schema}.a values (1); -- {schema}".into();
     assert_eq!(
         migration.sql_for("{schema}", "t-1"),
         "create table t-1.a (x int); insert into t-1.a values (1); -- t-1"
     );
-    assert_eq!(migration.sql_for(":s", "t"), migration.contents);
+    assert_eq!(migration.sql_for(":s", "t"), migration.forward);
 }

@@ -324,6 +324,13 @@ pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where ten
 pub(crate) const SELECT_RECORDED: &str =
     "select db_schema, filename, checksum, migration_type from svc.svc_migrations order by db_schema";
 
+/// Records a file's new checksum (`strata repair`).
+pub(crate) const UPDATE_CHECKSUM: &str =
+    "update svc.svc_migrations set checksum = ? where filename = ? and checksum <> ?";
+
+/// Removes the records of a file deleted from the source (`strata repair`).
+pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = ?";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -348,4 +355,7 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     select_directory: SELECT_DIRECTORY,
     put_directory: PUT_DIRECTORY,
     drop_directory: DROP_DIRECTORY,
+    insert_version: INSERT_VERSION,
+    update_checksum: UPDATE_CHECKSUM,
+    delete_migrations: DELETE_MIGRATIONS,
 };

@@ -1,0 +1,819 @@
+//! Migration files in the formats of the tools Strata replaces, read as
+//! those tools read them: which part of a file runs forward, which part
+//! undoes it (never run forward), whether it runs outside a transaction,
+//! and where it sorts.
+//!
+//! A directory is read in one format: the one `migrationFormats` names for
+//! it, else the one its files show ([`detect`]). The formats:
+//!
+//! - [`Format::Strata`] (lukaszbudnik/migrator's): every file is a forward
+//!   migration, ordered by file name byte-wise; `-- strata:` directives.
+//! - [`Format::Dbmate`]: `-- migrate:up` and `-- migrate:down` sections,
+//!   `transaction:false` on either marker; ordered by file name.
+//! - [`Format::GolangMigrate`] (also sqlx's): `N_name.up.sql` with an
+//!   optional `N_name.down.sql`, or sqlx's one-way `N_name.sql`; sqlx's
+//!   `-- no-transaction` first line; ordered by the number `N`.
+//! - [`Format::Goose`]: `-- +goose Up` / `-- +goose Down`,
+//!   `-- +goose NO TRANSACTION`, `StatementBegin` / `StatementEnd` (kept as
+//!   comments: the statement splitter reads dollar quotes and blocks
+//!   itself); ordered by the leading number.
+//! - [`Format::Flyway`]: `V<version>__<description>.sql` ordered by version
+//!   (`1.1 < 1.10 < 2 < 10`; `_` separates version parts like `.`),
+//!   `U<version>__…` the undo of the `V` file of the same version,
+//!   `R__…` repeatable files, read as scripts; a `<file>.conf` beside a file
+//!   may say `executeInTransaction=false`.
+//!
+//! # Line numbers are the file's
+//!
+//! The part that runs forward is the file's text with every line outside
+//! that part (the markers, the down section) left empty: lines and columns
+//! of an error are those of the file itself.
+//!
+//! # Refusals
+//!
+//! A file that carries the markers of a format its directory is not read
+//! as, a file name the format does not know, a down part without its up
+//! part, two files of one version: each is refused before anything runs,
+//! naming the file (and the line where there is one) — in a directory read
+//! as Strata's format, a `-- migrate:down` section or a `.down.sql` file
+//! would otherwise run forward.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+/// How the files of a directory are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// lukaszbudnik/migrator's (and Strata's own): each file is a migration.
+    Strata,
+    /// dbmate: `-- migrate:up` / `-- migrate:down` sections.
+    Dbmate,
+    /// golang-migrate and sqlx: `.up.sql` / `.down.sql` pairs.
+    GolangMigrate,
+    /// goose: `-- +goose Up` / `-- +goose Down` annotations.
+    Goose,
+    /// Flyway: `V…__`, `U…__`, `R__` file names.
+    Flyway,
+}
+
+impl Format {
+    /// Every format, in the order their names are listed.
+    pub const ALL: [Format; 5] = [Format::Strata, Format::Dbmate, Format::GolangMigrate, Format::Goose, Format::Flyway];
+
+    /// The name used in the configuration and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Strata => "strata",
+            Format::Dbmate => "dbmate",
+            Format::GolangMigrate => "golang-migrate",
+            Format::Goose => "goose",
+            Format::Flyway => "flyway",
+        }
+    }
+
+    /// The format a configuration names: its name, or `migrator` (Strata's)
+    /// or `sqlx` (golang-migrate's file layout).
+    pub fn parse(name: &str) -> Option<Format> {
+        match name.to_ascii_lowercase().as_str() {
+            "strata" | "migrator" => Some(Format::Strata),
+            "dbmate" => Some(Format::Dbmate),
+            "golang-migrate" | "migrate" | "sqlx" => Some(Format::GolangMigrate),
+            "goose" => Some(Format::Goose),
+            "flyway" => Some(Format::Flyway),
+            _ => None,
+        }
+    }
+}
+
+/// Where a migration sorts among the others of its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortKey {
+    /// A version of numbered parts (digits, leading zeros removed; trailing
+    /// zero parts removed, so `1.0` = `1`), compared part by part as numbers.
+    Version(Vec<String>),
+    /// The file name, compared byte-wise (migrator's order).
+    Name,
+}
+
+impl SortKey {
+    /// Orders two migrations by key, then by name. Versions sort before
+    /// names (directories of different formats interleave that way), which
+    /// keeps the order total.
+    pub fn compare(&self, a_name: &str, other: &SortKey, b_name: &str) -> Ordering {
+        match (self, other) {
+            (SortKey::Version(a), SortKey::Version(b)) => compare_versions(a, b),
+            (SortKey::Version(_), SortKey::Name) => Ordering::Less,
+            (SortKey::Name, SortKey::Version(_)) => Ordering::Greater,
+            (SortKey::Name, SortKey::Name) => Ordering::Equal,
+        }
+        .then_with(|| a_name.as_bytes().cmp(b_name.as_bytes()))
+    }
+}
+
+fn compare_versions(a: &[String], b: &[String]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let order = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// A version from its digits and separators (`1.10`, `2_1`, `20240101`):
+/// `None` when it is not one.
+fn version(text: &str) -> Option<Vec<String>> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in text.split(['.', '_']) {
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let trimmed = part.trim_start_matches('0');
+        parts.push(if trimmed.is_empty() { "0".to_string() } else { trimmed.to_string() });
+    }
+    while parts.len() > 1 && parts.last().is_some_and(|p| p == "0") {
+        parts.pop();
+    }
+    Some(parts)
+}
+
+/// A part of a file that runs in one direction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The file it was read from (`directory/name`).
+    pub file: String,
+    /// Its SQL: the file's text with every other line left empty.
+    pub text: String,
+    /// It runs outside any transaction (the format's marker).
+    pub no_transaction: bool,
+}
+
+/// One migration as its format reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The file name that identifies it (the up file of a pair).
+    pub name: String,
+    /// Its raw bytes (the checksum is theirs).
+    pub bytes: Vec<u8>,
+    /// What runs forward.
+    pub forward: Part,
+    /// What undoes it, when the file (or its pair) says.
+    pub down: Option<Part>,
+    /// Where it sorts.
+    pub order: SortKey,
+    /// A Flyway repeatable file: a script of the directory's kind.
+    pub repeatable: bool,
+}
+
+/// Why a directory's files cannot be read in their format.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FormatError {
+    /// A file carries markers of another format than its directory's.
+    #[error(
+        "{file}:{line}: {marker:?} is a {found} marker, but {directory} is read as {expected} files (set \
+         migrationFormats: {{{directory}: {found}}} if it holds {found} files)"
+    )]
+    ForeignMarker {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// The marker as written.
+        marker: String,
+        /// The format it belongs to.
+        found: &'static str,
+        /// The directory.
+        directory: String,
+        /// The directory's format.
+        expected: &'static str,
+    },
+    /// A file's name does not fit its directory's format.
+    #[error("{file}: not a {format} migration name ({expected})")]
+    BadName {
+        /// The file.
+        file: String,
+        /// The directory's format.
+        format: &'static str,
+        /// What a name of the format looks like.
+        expected: &'static str,
+    },
+    /// A down file in a directory that would run it forward.
+    #[error(
+        "{file}: a down migration in {directory}, which is read as strata files and would run it forward \
+         (set migrationFormats: {{{directory}: golang-migrate}} to read .up.sql/.down.sql pairs)"
+    )]
+    DownFileRunForward {
+        /// The file.
+        file: String,
+        /// The directory.
+        directory: String,
+    },
+    /// A section marker is missing, repeated or misplaced, or SQL stands
+    /// outside any section.
+    #[error("{file}:{line}: {message}")]
+    Section {
+        /// The file.
+        file: String,
+        /// 1-based line (0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A down or undo file without the migration it undoes.
+    #[error("{file}: undoes version {version}, which has no migration file")]
+    Orphan {
+        /// The file.
+        file: String,
+        /// The version.
+        version: String,
+    },
+    /// Two files of one version in one direction.
+    #[error("{first} and {second} are both version {version}")]
+    SameVersion {
+        /// One file.
+        first: String,
+        /// The other.
+        second: String,
+        /// The version.
+        version: String,
+    },
+    /// The files show several formats at once.
+    #[error(
+        "{directory} mixes formats: {first} reads as {first_format}, {second} as {second_format}; name its format \
+         with migrationFormats"
+    )]
+    Mixed {
+        /// The directory.
+        directory: String,
+        /// A file of one format.
+        first: String,
+        /// Its format.
+        first_format: &'static str,
+        /// A file of another.
+        second: String,
+        /// Its format.
+        second_format: &'static str,
+    },
+    /// A Flyway `.conf` file says something not supported.
+    #[error("{file}:{line}: {message}")]
+    Conf {
+        /// The `.conf` file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file is not UTF-8 text.
+    #[error("{file}: not valid UTF-8 text (at byte {valid_up_to})")]
+    NotUtf8 {
+        /// The file.
+        file: String,
+        /// Length of the valid prefix.
+        valid_up_to: usize,
+    },
+}
+
+/// What a marker line says, in any format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Marker {
+    DbmateUp(String),
+    DbmateDown(String),
+    Goose(String),
+}
+
+/// The marker on a line, if it is one (`--` comment lines only).
+fn marker(line: &str) -> Option<Marker> {
+    let comment = line.trim_start().strip_prefix("--")?.trim();
+    if let Some(rest) = comment.strip_prefix("migrate:up") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            return Some(Marker::DbmateUp(rest.trim().to_string()));
+        }
+    }
+    if let Some(rest) = comment.strip_prefix("migrate:down") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            return Some(Marker::DbmateDown(rest.trim().to_string()));
+        }
+    }
+    let rest = comment.strip_prefix("+goose")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| Marker::Goose(rest.trim().to_string()))
+}
+
+fn marker_format(marker: &Marker) -> Format {
+    match marker {
+        Marker::DbmateUp(_) | Marker::DbmateDown(_) => Format::Dbmate,
+        Marker::Goose(_) => Format::Goose,
+    }
+}
+
+/// The first marker of a file, with its 1-based line.
+fn first_marker(text: &str) -> Option<(usize, String, Marker)> {
+    text.lines().enumerate().find_map(|(i, line)| marker(line).map(|m| (i + 1, line.trim().to_string(), m)))
+}
+
+/// A file as the reader takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The file name.
+    pub name: &'a str,
+    /// Its raw bytes.
+    pub bytes: &'a [u8],
+}
+
+fn is_golang_name(name: &str) -> bool {
+    name.ends_with(".up.sql") || name.ends_with(".down.sql")
+}
+
+fn is_flyway_name(name: &str) -> bool {
+    flyway_name(name).is_some()
+}
+
+/// The format a directory's files show (files whose name starts with `.`
+/// aside): markers of dbmate or goose, golang-migrate's `.up.sql` /
+/// `.down.sql` names, or Flyway's names on every `.sql` file; else
+/// Strata's. Several at once are refused.
+pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatError> {
+    let mut seen: Vec<(Format, &str)> = Vec::new();
+    let files: Vec<&Input<'_>> = files.iter().filter(|f| !f.name.starts_with('.')).collect();
+    for file in &files {
+        let text = String::from_utf8_lossy(file.bytes);
+        let mut found = first_marker(&text).map(|(_, _, m)| marker_format(&m));
+        if found.is_none() && is_golang_name(file.name) {
+            found = Some(Format::GolangMigrate);
+        }
+        if let Some(format) = found
+            && !seen.iter().any(|(f, _)| *f == format)
+        {
+            seen.push((format, file.name));
+        }
+    }
+    let sql: Vec<&&Input<'_>> = files.iter().filter(|f| !f.name.ends_with(".conf")).collect();
+    if !sql.is_empty()
+        && sql.iter().all(|f| is_flyway_name(f.name))
+        && sql.iter().any(|f| f.name.starts_with('V'))
+        && !seen.iter().any(|(f, _)| *f == Format::Flyway)
+    {
+        seen.push((Format::Flyway, sql[0].name));
+    }
+    match seen.as_slice() {
+        [] => Ok(Format::Strata),
+        [(format, _)] => Ok(*format),
+        [(a, first), (b, second), ..] => Err(FormatError::Mixed {
+            directory: directory.to_string(),
+            first: format!("{directory}/{first}"),
+            first_format: a.name(),
+            second: format!("{directory}/{second}"),
+            second_format: b.name(),
+        }),
+    }
+}
+
+/// Reads a directory's files in `format`. Files whose name starts with
+/// `.` are skipped. The result is unordered (the caller sorts every
+/// directory's migrations together).
+pub fn read(directory: &str, format: Format, files: &[Input<'_>]) -> Result<Vec<Read>, FormatError> {
+    let files: Vec<&Input<'_>> = files.iter().filter(|f| !f.name.starts_with('.')).collect();
+    match format {
+        Format::Strata => files.iter().map(|f| read_strata(directory, f)).collect(),
+        Format::Dbmate => files.iter().map(|f| read_dbmate(directory, f)).collect(),
+        Format::Goose => files.iter().map(|f| read_goose(directory, f)).collect(),
+        Format::GolangMigrate => read_golang(directory, &files),
+        Format::Flyway => read_flyway(directory, &files),
+    }
+}
+
+fn text_of<'a>(directory: &str, file: &Input<'a>) -> Result<&'a str, FormatError> {
+    std::str::from_utf8(file.bytes)
+        .map_err(|e| FormatError::NotUtf8 { file: format!("{directory}/{}", file.name), valid_up_to: e.valid_up_to() })
+}
+
+/// `text` with the lines `keep` refuses left empty (line ends kept).
+fn only_lines(text: &str, mut keep: impl FnMut(usize) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if keep(i) {
+            out.push_str(line);
+        } else if line.ends_with("\r\n") {
+            out.push_str("\r\n");
+        } else if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Refuses the first marker of another format than `expected`, naming
+/// its line.
+fn foreign(directory: &str, name: &str, text: &str, expected: Format) -> Result<(), FormatError> {
+    for (i, line) in text.lines().enumerate() {
+        if let Some(found) = marker(line).map(|m| marker_format(&m))
+            && found != expected
+        {
+            return Err(FormatError::ForeignMarker {
+                file: format!("{directory}/{name}"),
+                line: i + 1,
+                marker: line.trim().to_string(),
+                found: found.name(),
+                directory: directory.to_string(),
+                expected: expected.name(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn read_strata(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
+    let text = text_of(directory, file)?;
+    if file.name.ends_with(".down.sql") {
+        return Err(FormatError::DownFileRunForward {
+            file: format!("{directory}/{}", file.name),
+            directory: directory.to_string(),
+        });
+    }
+    foreign(directory, file.name, text, Format::Strata)?;
+    Ok(Read {
+        name: file.name.to_string(),
+        bytes: file.bytes.to_vec(),
+        forward: Part { file: format!("{directory}/{}", file.name), text: text.to_string(), no_transaction: false },
+        down: None,
+        order: SortKey::Name,
+        repeatable: false,
+    })
+}
+
+/// `transaction:false` (or `:true`) on a dbmate marker; anything else is
+/// refused.
+fn dbmate_options(file: &str, line: usize, options: &str) -> Result<bool, FormatError> {
+    let mut no_transaction = false;
+    for option in options.split_whitespace() {
+        match option {
+            "transaction:false" => no_transaction = true,
+            "transaction:true" => no_transaction = false,
+            other => {
+                return Err(FormatError::Section {
+                    file: file.to_string(),
+                    line,
+                    message: format!("{other:?} is not a dbmate option (known: transaction:false)"),
+                });
+            }
+        }
+    }
+    Ok(no_transaction)
+}
+
+/// A line that holds SQL (not blank, not a `--` comment).
+fn is_sql(line: &str) -> bool {
+    let trimmed = line.trim();
+    !trimmed.is_empty() && !trimmed.starts_with("--")
+}
+
+fn read_dbmate(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
+    let text = text_of(directory, file)?;
+    let path = format!("{directory}/{}", file.name);
+    foreign(directory, file.name, text, Format::Dbmate)?;
+    let section_error = |line: usize, message: String| FormatError::Section { file: path.clone(), line, message };
+    let mut sections: Vec<Option<bool>> = Vec::new();
+    let (mut up, mut down): (Option<(usize, bool)>, Option<(usize, bool)>) = (None, None);
+    let mut current: Option<bool> = None;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        match marker(line) {
+            Some(Marker::DbmateUp(options)) => {
+                if up.is_some() {
+                    return Err(section_error(i + 1, "a second '-- migrate:up' marker".into()));
+                }
+                up = Some((i + 1, dbmate_options(&path, i + 1, &options)?));
+                current = Some(true);
+                sections.push(None);
+            }
+            Some(Marker::DbmateDown(options)) => {
+                if down.is_some() {
+                    return Err(section_error(i + 1, "a second '-- migrate:down' marker".into()));
+                }
+                down = Some((i + 1, dbmate_options(&path, i + 1, &options)?));
+                current = Some(false);
+                sections.push(None);
+            }
+            _ => {
+                if current.is_none() && is_sql(line) {
+                    return Err(section_error(
+                        i + 1,
+                        "SQL before the '-- migrate:up' marker (dbmate runs only the up and down sections)".into(),
+                    ));
+                }
+                sections.push(current);
+            }
+        }
+    }
+    let Some((_, up_no_transaction)) = up else {
+        return Err(section_error(0, "no '-- migrate:up' marker: dbmate files have an up section".into()));
+    };
+    let forward = only_lines(text, |i| sections[i] == Some(true));
+    let down_part = down.map(|(_, no_transaction)| Part {
+        file: path.clone(),
+        text: only_lines(text, |i| sections[i] == Some(false)),
+        no_transaction,
+    });
+    Ok(Read {
+        name: file.name.to_string(),
+        bytes: file.bytes.to_vec(),
+        forward: Part { file: path.clone(), text: forward, no_transaction: up_no_transaction },
+        down: down_part,
+        order: SortKey::Name,
+        repeatable: false,
+    })
+}
+
+/// The leading number of a goose file name (`00001_x.sql`, `20240101_x.sql`).
+fn leading_version(name: &str) -> Option<Vec<String>> {
+    let digits = name.find(|c: char| !c.is_ascii_digit()).unwrap_or(name.len());
+    version(&name[..digits])
+}
+
+fn read_goose(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
+    let text = text_of(directory, file)?;
+    let path = format!("{directory}/{}", file.name);
+    let section_error = |line: usize, message: String| FormatError::Section { file: path.clone(), line, message };
+    let Some(order) = leading_version(file.name).filter(|_| file.name.ends_with(".sql")) else {
+        return Err(FormatError::BadName {
+            file: path,
+            format: "goose",
+            expected: "<number>_<description>.sql, e.g. 00001_create_users.sql",
+        });
+    };
+    foreign(directory, file.name, text, Format::Goose)?;
+    let mut sections: Vec<Option<bool>> = Vec::new();
+    let (mut up, mut down, mut no_transaction) = (false, false, false);
+    let mut current: Option<bool> = None;
+    let mut in_block = false;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let Some(Marker::Goose(command)) = marker(line) else {
+            if current.is_none() && is_sql(line) {
+                return Err(section_error(i + 1, "SQL before the '-- +goose Up' annotation".into()));
+            }
+            sections.push(current);
+            continue;
+        };
+        match command.to_ascii_lowercase().as_str() {
+            "up" if !up => (up, current) = (true, Some(true)),
+            "down" if !down => (down, current) = (true, Some(false)),
+            "up" | "down" => return Err(section_error(i + 1, format!("a second '-- +goose {command}'"))),
+            "no transaction" => no_transaction = true,
+            "statementbegin" if !in_block => in_block = true,
+            "statementend" if in_block => in_block = false,
+            "statementbegin" | "statementend" => {
+                return Err(section_error(i + 1, format!("'-- +goose {command}' out of place")));
+            }
+            _ => {
+                return Err(section_error(
+                    i + 1,
+                    format!(
+                        "'-- +goose {command}' is not supported (known: Up, Down, StatementBegin, StatementEnd, NO \
+                         TRANSACTION)"
+                    ),
+                ));
+            }
+        }
+        sections.push(None);
+    }
+    if in_block {
+        return Err(section_error(0, "a '-- +goose StatementBegin' without its StatementEnd".into()));
+    }
+    if !up {
+        return Err(section_error(0, "no '-- +goose Up' annotation: goose files have an Up section".into()));
+    }
+    Ok(Read {
+        name: file.name.to_string(),
+        bytes: file.bytes.to_vec(),
+        forward: Part { file: path.clone(), text: only_lines(text, |i| sections[i] == Some(true)), no_transaction },
+        down: down.then(|| Part {
+            file: path.clone(),
+            text: only_lines(text, |i| sections[i] == Some(false)),
+            no_transaction,
+        }),
+        order: SortKey::Version(order),
+        repeatable: false,
+    })
+}
+
+/// sqlx's marker: a first line `-- no-transaction`.
+fn sqlx_no_transaction(text: &str) -> bool {
+    text.lines().next().is_some_and(|line| line.trim() == "-- no-transaction")
+}
+
+fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, FormatError> {
+    struct Pair<'a> {
+        up: Option<&'a Input<'a>>,
+        down: Option<&'a Input<'a>>,
+    }
+    let mut by_version: BTreeMap<Vec<String>, Pair<'_>> = BTreeMap::new();
+    for file in files {
+        let path = format!("{directory}/{}", file.name);
+        let (stem, is_down) = if let Some(stem) = file.name.strip_suffix(".down.sql") {
+            (stem, true)
+        } else if let Some(stem) = file.name.strip_suffix(".up.sql") {
+            (stem, false)
+        } else if let Some(stem) = file.name.strip_suffix(".sql") {
+            (stem, false)
+        } else {
+            (file.name, false)
+        };
+        let digits = stem.find(|c: char| !c.is_ascii_digit()).unwrap_or(stem.len());
+        let Some(number) = version(&stem[..digits]).filter(|_| stem[digits..].starts_with('_') || digits == stem.len())
+        else {
+            return Err(FormatError::BadName {
+                file: path,
+                format: "golang-migrate",
+                expected: "<number>_<name>.up.sql and <number>_<name>.down.sql (or sqlx's <number>_<name>.sql)",
+            });
+        };
+        if !file.name.ends_with(".sql") {
+            return Err(FormatError::BadName {
+                file: path,
+                format: "golang-migrate",
+                expected: "<number>_<name>.up.sql and <number>_<name>.down.sql (or sqlx's <number>_<name>.sql)",
+            });
+        }
+        let pair = by_version.entry(number.clone()).or_insert(Pair { up: None, down: None });
+        let slot = if is_down { &mut pair.down } else { &mut pair.up };
+        if let Some(first) = slot {
+            return Err(FormatError::SameVersion {
+                first: format!("{directory}/{}", first.name),
+                second: path,
+                version: number.join("."),
+            });
+        }
+        *slot = Some(file);
+    }
+    let mut out = Vec::with_capacity(by_version.len());
+    for (number, pair) in by_version {
+        let Some(up) = pair.up else {
+            let down = pair.down.map(|d| d.name).unwrap_or_default();
+            return Err(FormatError::Orphan { file: format!("{directory}/{down}"), version: number.join(".") });
+        };
+        let text = text_of(directory, up)?;
+        foreign(directory, up.name, text, Format::GolangMigrate)?;
+        let down = match pair.down {
+            Some(down) => {
+                let down_text = text_of(directory, down)?;
+                foreign(directory, down.name, down_text, Format::GolangMigrate)?;
+                Some(Part {
+                    file: format!("{directory}/{}", down.name),
+                    text: down_text.to_string(),
+                    no_transaction: sqlx_no_transaction(down_text),
+                })
+            }
+            None => None,
+        };
+        out.push(Read {
+            name: up.name.to_string(),
+            bytes: up.bytes.to_vec(),
+            forward: Part {
+                file: format!("{directory}/{}", up.name),
+                text: text.to_string(),
+                no_transaction: sqlx_no_transaction(text),
+            },
+            down,
+            order: SortKey::Version(number),
+            repeatable: false,
+        });
+    }
+    Ok(out)
+}
+
+/// A Flyway file name: its prefix (`V`, `U`, `R`) and version (none for
+/// `R`).
+fn flyway_name(name: &str) -> Option<(char, Option<Vec<String>>)> {
+    let stem = name.strip_suffix(".sql")?;
+    let prefix = stem.chars().next()?;
+    let rest = &stem[1..];
+    let (version_text, description) = rest.split_once("__")?;
+    if description.is_empty() {
+        return None;
+    }
+    match prefix {
+        'V' | 'U' => Some((prefix, Some(version(version_text)?))),
+        'R' if version_text.is_empty() => Some((prefix, None)),
+        _ => None,
+    }
+}
+
+/// `executeInTransaction` from a Flyway `.conf` file.
+fn flyway_conf(file: &str, text: &str) -> Result<bool, FormatError> {
+    let mut no_transaction = false;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once('=').map(|(k, v)| (k.trim(), v.trim())).unwrap_or((line, ""));
+        match (key, value) {
+            ("executeInTransaction", "false") => no_transaction = true,
+            ("executeInTransaction", "true") => no_transaction = false,
+            _ => {
+                return Err(FormatError::Conf {
+                    file: file.to_string(),
+                    line: i + 1,
+                    message: format!("{line:?} is not supported (known: executeInTransaction=true|false)"),
+                });
+            }
+        }
+    }
+    Ok(no_transaction)
+}
+
+fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, FormatError> {
+    const EXPECTED: &str = "V<version>__<description>.sql, U<version>__<description>.sql or R__<description>.sql";
+    let mut confs: BTreeMap<&str, bool> = BTreeMap::new();
+    for file in files.iter().filter(|f| f.name.ends_with(".sql.conf")) {
+        let path = format!("{directory}/{}", file.name);
+        let text = text_of(directory, file)?;
+        confs.insert(file.name.trim_end_matches(".conf"), flyway_conf(&path, text)?);
+    }
+    let mut versioned: BTreeMap<Vec<String>, (&Input<'_>, Option<&Input<'_>>)> = BTreeMap::new();
+    let mut undo: Vec<(Vec<String>, &Input<'_>)> = Vec::new();
+    let mut out = Vec::new();
+    for file in files.iter().filter(|f| !f.name.ends_with(".sql.conf")) {
+        let path = format!("{directory}/{}", file.name);
+        if let Some(sql) = file.name.strip_suffix(".conf")
+            && !confs.contains_key(sql)
+        {
+            return Err(FormatError::BadName { file: path, format: "flyway", expected: EXPECTED });
+        }
+        let Some((prefix, number)) = flyway_name(file.name) else {
+            return Err(FormatError::BadName { file: path, format: "flyway", expected: EXPECTED });
+        };
+        let text = text_of(directory, file)?;
+        foreign(directory, file.name, text, Format::Flyway)?;
+        match (prefix, number) {
+            ('V', Some(number)) => {
+                if let Some((first, _)) = versioned.get(&number) {
+                    return Err(FormatError::SameVersion {
+                        first: format!("{directory}/{}", first.name),
+                        second: path,
+                        version: number.join("."),
+                    });
+                }
+                versioned.insert(number, (file, None));
+            }
+            ('U', Some(number)) => undo.push((number, file)),
+            _ => out.push(Read {
+                name: file.name.to_string(),
+                bytes: file.bytes.to_vec(),
+                forward: Part {
+                    file: path,
+                    text: text.to_string(),
+                    no_transaction: confs.get(file.name).copied().unwrap_or(false),
+                },
+                down: None,
+                order: SortKey::Name,
+                repeatable: true,
+            }),
+        }
+    }
+    for (number, file) in undo {
+        let path = format!("{directory}/{}", file.name);
+        match versioned.get_mut(&number) {
+            Some((_, slot @ None)) => *slot = Some(file),
+            Some((_, Some(first))) => {
+                return Err(FormatError::SameVersion {
+                    first: format!("{directory}/{}", first.name),
+                    second: path,
+                    version: number.join("."),
+                });
+            }
+            None => return Err(FormatError::Orphan { file: path, version: number.join(".") }),
+        }
+    }
+    for (number, (file, undo)) in versioned {
+        let text = text_of(directory, file)?;
+        let down = match undo {
+            Some(undo) => Some(Part {
+                file: format!("{directory}/{}", undo.name),
+                text: text_of(directory, undo)?.to_string(),
+                no_transaction: confs.get(undo.name).copied().unwrap_or(false),
+            }),
+            None => None,
+        };
+        out.push(Read {
+            name: file.name.to_string(),
+            bytes: file.bytes.to_vec(),
+            forward: Part {
+                file: format!("{directory}/{}", file.name),
+                text: text.to_string(),
+                no_transaction: confs.get(file.name).copied().unwrap_or(false),
+            },
+            down,
+            order: SortKey::Version(number),
+            repeatable: false,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+use super::*;
+
+fn input<'a>(name: &'a str, text: &'a str) -> Input<'a> {
+    Input { name, bytes: text.as_bytes() }
+}
+
+fn read_one(format: Format, name: &str, text: &str) -> Result<Read, FormatError> {
+    read("m", format, &[input(name, text)]).map(|mut all| all.remove(0))
+}
+
+#[test]
+fn a_dbmate_file_runs_its_up_section_only_with_the_file_s_line_numbers() {
+    let text = "-- a comment\n-- migrate:up\ncreate table t (x int);\n\n-- migrate:down\ndrop table t;\n";
+    let read = read_one(Format::Dbmate, "20240101_t.sql", text).unwrap();
+    assert_eq!(read.forward.text, "\n\ncreate table t (x int);\n\n\n\n");
+    assert!(!read.forward.text.contains("drop"));
+    let down = read.down.unwrap();
+    assert_eq!(down.text, "\n\n\n\n\ndrop table t;\n");
+    assert!(!read.forward.no_transaction && !down.no_transaction);
+    assert_eq!(read.order, SortKey::Name);
+
+    let no_tx = "-- migrate:up transaction:false\ncreate index concurrently i on t (x);\n-- migrate:down \
+                 transaction:false\ndrop index concurrently i;\n";
+    let read = read_one(Format::Dbmate, "2_i.sql", no_tx).unwrap();
+    assert!(read.forward.no_transaction && read.down.unwrap().no_transaction);
+}
+
+#[test]
+fn dbmate_sections_out_of_place_are_refused_with_their_line() {
+    let refused = |text: &str| read_one(Format::Dbmate, "1_x.sql", text).unwrap_err().to_string();
+    assert_eq!(
+        refused("create table a (x int);\n-- migrate:up\n"),
+        "m/1_x.sql:1: SQL before the '-- migrate:up' marker (dbmate runs only the up and down sections)"
+    );
+    assert!(refused("-- migrate:down\ndrop table a;\n").contains("no '-- migrate:up' marker"));
+    assert!(refused("-- migrate:up\n-- migrate:up\n").starts_with("m/1_x.sql:2: a second"));
+    assert!(refused("-- migrate:up transaction:maybe\n").contains("\"transaction:maybe\" is not a dbmate option"));
+    assert!(
+        refused("-- migrate:up\n-- +goose Down\n").starts_with("m/1_x.sql:2: \"-- +goose Down\" is a goose marker")
+    );
+}
+
+#[test]
+fn a_strata_directory_refuses_what_would_run_an_undo_step_forward() {
+    let refused = |name: &str, text: &str| read_one(Format::Strata, name, text).unwrap_err().to_string();
+    assert_eq!(
+        refused("1.sql", "create table a (x int);\n-- migrate:down\ndrop table a;\n"),
+        "m/1.sql:2: \"-- migrate:down\" is a dbmate marker, but m is read as strata files (set migrationFormats: \
+         {m: dbmate} if it holds dbmate files)"
+    );
+    assert!(refused("1_a.down.sql", "drop table a;").starts_with("m/1_a.down.sql: a down migration in m"));
+    assert!(refused("1.sql", "select 1;\n  --   +goose Up\n").starts_with("m/1.sql:2:"));
+    // A comment that merely mentions the words is no marker.
+    assert!(read_one(Format::Strata, "1.sql", "-- see migrate:up in dbmate's docs\nselect 1;").is_ok());
+}
+
+#[test]
+fn golang_migrate_pairs_up_and_down_files_by_number() {
+    let files = [
+        input("1_a.up.sql", "create table a (x int);"),
+        input("1_a.down.sql", "drop table a;"),
+        input("10_c.up.sql", "-- no-transaction\ncreate index concurrently i on a (x);"),
+        input("2_b.up.sql", "create table b (x int);"),
+        input("3_sqlx_simple.sql", "create table c (x int);"),
+    ];
+    let mut all = read("m", Format::GolangMigrate, &files).unwrap();
+    all.sort_by(|a, b| a.order.compare(&a.name, &b.order, &b.name));
+    let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["1_a.up.sql", "2_b.up.sql", "3_sqlx_simple.sql", "10_c.up.sql"]);
+    assert_eq!(
+        all[0].down.as_ref().map(|d| (d.file.as_str(), d.text.as_str())),
+        Some(("m/1_a.down.sql", "drop table a;"))
+    );
+    assert!(all[1].down.is_none());
+    assert!(all[3].forward.no_transaction);
+
+    let refused = |files: &[Input<'_>]| read("m", Format::GolangMigrate, files).unwrap_err().to_string();
+    assert_eq!(refused(&[input("4_x.down.sql", "")]), "m/4_x.down.sql: undoes version 4, which has no migration file");
+    assert_eq!(
+        refused(&[input("4_x.up.sql", ""), input("04_y.up.sql", "")]),
+        "m/4_x.up.sql and m/04_y.up.sql are both version 4"
+    );
+    assert!(refused(&[input("init.up.sql", "")]).starts_with("m/init.up.sql: not a golang-migrate migration name"));
+}
+
+#[test]
+fn flyway_versions_sort_as_numbers_and_undo_files_are_down_parts() {
+    let files = [
+        input("V10__ten.sql", "select 10;"),
+        input("V2__two.sql", "select 2;"),
+        input("V1.10__one_ten.sql", "select 1.10;"),
+        input("V1_1__one_one.sql", "select 1.1;"),
+        input("U2__two.sql", "select -2;"),
+        input("R__view.sql", "create or replace view v as select 1;"),
+        input("V11__no_tx.sql", "create index concurrently i on t (x);"),
+        input("V11__no_tx.sql.conf", "# per-script settings\nexecuteInTransaction=false\n"),
+    ];
+    let mut all = read("m", Format::Flyway, &files).unwrap();
+    all.sort_by(|a, b| a.order.compare(&a.name, &b.order, &b.name));
+    let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["V1_1__one_one.sql", "V1.10__one_ten.sql", "V2__two.sql", "V10__ten.sql", "V11__no_tx.sql", "R__view.sql"]
+    );
+    assert_eq!(all[2].down.as_ref().map(|d| d.text.as_str()), Some("select -2;"));
+    assert!(all[4].forward.no_transaction);
+    assert!(all[5].repeatable && !all[0].repeatable);
+
+    let refused = |files: &[Input<'_>]| read("m", Format::Flyway, files).unwrap_err().to_string();
+    assert!(refused(&[input("V1_init.sql", "")]).starts_with("m/V1_init.sql: not a flyway migration name"));
+    assert_eq!(
+        refused(&[input("V1__a.sql", ""), input("V1.0__b.sql", "")]),
+        "m/V1__a.sql and m/V1.0__b.sql are both version 1"
+    );
+    assert_eq!(refused(&[input("U3__a.sql", "")]), "m/U3__a.sql: undoes version 3, which has no migration file");
+    assert!(refused(&[input("V1__a.sql", ""), input("V1__a.sql.conf", "mixed=true")]).contains("is not supported"));
+}
+
+#[test]
+fn goose_reads_its_annotations() {
+    let text = "-- +goose NO TRANSACTION\n-- +goose Up\n-- +goose StatementBegin\ncreate function f() returns int as $$ \
+                select 1; $$ language sql;\n-- +goose StatementEnd\n-- +goose Down\ndrop function f();\n";
+    let read = read_one(Format::Goose, "00002_f.sql", text).unwrap();
+    assert!(read.forward.no_transaction);
+    assert!(read.forward.text.contains("create function") && !read.forward.text.contains("drop"));
+    assert_eq!(read.forward.text.lines().count(), text.lines().count());
+    assert!(read.down.unwrap().text.contains("drop function f();"));
+    assert_eq!(read.order, SortKey::Version(vec!["2".into()]));
+    let refused = |text: &str| read_one(Format::Goose, "1_x.sql", text).unwrap_err().to_string();
+    assert!(refused("select 1;\n").contains("SQL before the '-- +goose Up' annotation"));
+    assert!(refused("-- +goose Up\n-- +goose ENVSUB ON\n").contains("is not supported"));
+    assert!(refused("-- +goose Up\n-- +goose StatementBegin\nselect 1;\n").contains("without its StatementEnd"));
+    assert!(read_one(Format::Goose, "x.sql", "-- +goose Up\n").unwrap_err().to_string().contains("not a goose"));
+}
+
+#[test]
+fn a_directory_s_format_is_detected_from_its_files() {
+    let detect = |files: &[Input<'_>]| detect("m", files).map(Format::name);
+    assert_eq!(detect(&[input("1.sql", "select 1;"), input(".gitkeep", "")]), Ok("strata"));
+    assert_eq!(detect(&[input("1_a.sql", "-- migrate:up\nselect 1;")]), Ok("dbmate"));
+    assert_eq!(detect(&[input("1_a.sql", "-- +goose Up\nselect 1;")]), Ok("goose"));
+    assert_eq!(detect(&[input("1_a.up.sql", ""), input("1_a.down.sql", "")]), Ok("golang-migrate"));
+    assert_eq!(detect(&[input("V1__a.sql", ""), input("R__b.sql", "")]), Ok("flyway"));
+    // Flyway's names on only some files: Strata's format.
+    assert_eq!(detect(&[input("V1__a.sql", ""), input("2.sql", "")]), Ok("strata"));
+    assert_eq!(
+        detect(&[input("1_a.sql", "-- migrate:up\n"), input("2_b.up.sql", "")]).unwrap_err().to_string(),
+        "m mixes formats: m/1_a.sql reads as dbmate, m/2_b.up.sql as golang-migrate; name its format with \
+         migrationFormats"
+    );
+    assert_eq!(Format::parse("sqlx"), Some(Format::GolangMigrate));
+    assert_eq!(Format::parse("Migrator"), Some(Format::Strata));
+    assert_eq!(Format::parse("liquibase"), None);
+}
+
+#[test]
+fn versions_compare_part_by_part_as_numbers() {
+    let v = |text: &str| SortKey::Version(version(text).unwrap());
+    let order = |a: &str, b: &str| v(a).compare("", &v(b), "");
+    assert_eq!(order("1.1", "1.10"), Ordering::Less);
+    assert_eq!(order("1.10", "2"), Ordering::Less);
+    assert_eq!(order("2", "10"), Ordering::Less);
+    assert_eq!(order("1.0", "1"), Ordering::Equal);
+    assert_eq!(order("007", "7"), Ordering::Equal);
+    assert_eq!(order("99999999999999999999999", "100000000000000000000000"), Ordering::Less);
+    assert_eq!(v("1").compare("b", &SortKey::Name, "a"), Ordering::Less);
+    assert!(version("1..2").is_none() && version("").is_none() && version("1a").is_none());
+}
