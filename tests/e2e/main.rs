@@ -7,6 +7,7 @@ mod console;
 mod drift;
 mod drivers;
 mod fleet;
+mod formats;
 mod hardening;
 mod lint;
 mod live;

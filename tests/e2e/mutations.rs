@@ -308,7 +308,8 @@ async fn drift_is_refused_with_every_file_listed() {
     assert_eq!(error["extensions"]["files"], json!(["ref/001.sql", "tenants/001.sql"]));
     assert_eq!(
         error["message"],
-        "2 applied migration(s) changed since they were applied: ref/001.sql, tenants/001.sql"
+        "2 applied migration(s) changed since they were applied: ref/001.sql, tenants/001.sql; restore the file(s), \
+         or record the change with `strata repair`"
     );
     assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
     assert!(!server.ws.tables("config").await.contains(&"later".to_string()));

@@ -1,0 +1,1 @@
+alter table {schema}.users add column name text;

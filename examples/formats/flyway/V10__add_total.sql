@@ -1,0 +1,1 @@
+alter table {schema}.orders add column total integer not null default 0;

@@ -1,0 +1,1 @@
+create table {schema}.orders (id integer primary key);

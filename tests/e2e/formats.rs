@@ -1,0 +1,248 @@
+//! Day one for a team switching tools: migration directories of dbmate,
+//! golang-migrate/sqlx, goose and Flyway applied as those tools apply them
+//! (the down part never forward, versions in numeric order), a foreign
+//! marker refused before anything runs, the drift → repair path that never
+//! records a pending file, Sync saying what it records unrun, deleted
+//! files reported and `outOfOrder: refuse` — through the CLI, on the
+//! backend of this run.
+
+use serde_json::{Value, json};
+
+use crate::support::{Workspace, create_schema_sql, mysql_turn, strata};
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn code(output: &std::process::Output) -> i32 {
+    output.status.code().expect("exited")
+}
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+}
+
+/// A workspace whose configured directories are empty.
+async fn empty_workspace() -> Workspace {
+    let ws = Workspace::new("basic");
+    for dir in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
+        for entry in std::fs::read_dir(ws.migrations().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
+    ws.prepare_database().await;
+    ws
+}
+
+/// The files recorded in a schema, in the order they were recorded.
+async fn recorded(ws: &Workspace, schema: &str) -> Vec<String> {
+    let sql = format!("select filename from svc_migrations where db_schema = '{schema}' order by id");
+    ws.rows("svc", &sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn directories_of_other_tools_run_forward_only_in_their_own_order() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    // ref: golang-migrate (sqlx's layout too), numbers not padded.
+    ws.write_migration("ref/1_a.up.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
+    ws.write_migration("ref/1_a.down.sql", "drop table {schema}.a;\n");
+    ws.write_migration("ref/2_b.up.sql", "create table {schema}.b (id int);\n");
+    ws.write_migration("ref/2_b.down.sql", "drop table {schema}.b;\n");
+    ws.write_migration("ref/10_c.up.sql", "create table {schema}.c (id int);\n");
+    // config: Flyway, 1.1 < 1.10 < 2 < 10, an undo file.
+    ws.write_migration(
+        "config/V1_1__one.sql",
+        &format!("{}create table {{schema}}.v1_1 (id int);\n", create_schema_sql()),
+    );
+    ws.write_migration("config/V1.10__two.sql", "create table {schema}.v1_10 (id int);\n");
+    ws.write_migration("config/V2__three.sql", "create table {schema}.v2 (id int);\n");
+    ws.write_migration("config/U2__three.sql", "drop table {schema}.v2;\n");
+    ws.write_migration("config/V10__four.sql", "create table {schema}.v10 (id int);\n");
+    // tenants: dbmate, down sections that would drop what the up created.
+    ws.write_migration(
+        "tenants/20240101000000_users.sql",
+        "-- migrate:up\ncreate table {schema}.users (id int);\n\n-- migrate:down\ndrop table {schema}.users;\n",
+    );
+    ws.write_migration(
+        "tenants/20240102000000_orders.sql",
+        "-- migrate:up\ncreate table {schema}.orders (id int);\n-- migrate:down\ndrop table {schema}.orders;\n",
+    );
+    let config = ws.write_config(&ws.config(""));
+
+    let plan = strata(&config, &["plan"]).await;
+    assert_eq!(code(&plan), 0, "{}{}", stdout(&plan), stderr(&plan));
+    let text = stdout(&plan);
+    assert!(text.contains("schema ref:\n  ref/1_a.up.sql\n  ref/2_b.up.sql\n  ref/10_c.up.sql\n"), "{text}");
+    assert!(
+        text.contains(
+            "schema config:\n  config/V1_1__one.sql\n  config/V1.10__two.sql\n  config/V2__three.sql\n  \
+             config/V10__four.sql\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("down.sql") && !text.contains("U2__"), "{text}");
+
+    let apply = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    let tenant = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&tenant), 0, "{}{}", stdout(&tenant), stderr(&tenant));
+
+    // What the up parts created is there: no down part ran.
+    assert_eq!(sorted(ws.tables("ref").await), ["a", "b", "c"]);
+    assert_eq!(sorted(ws.tables("config").await), ["v10", "v1_1", "v1_10", "v2"]);
+    assert_eq!(sorted(ws.tables("acme").await), ["orders", "users"]);
+    assert_eq!(recorded(&ws, "ref").await, ["ref/1_a.up.sql", "ref/2_b.up.sql", "ref/10_c.up.sql"]);
+    assert_eq!(
+        recorded(&ws, "config").await,
+        ["config/V1_1__one.sql", "config/V1.10__two.sql", "config/V2__three.sql", "config/V10__four.sql"]
+    );
+    assert_eq!(recorded(&ws, "acme").await, ["tenants/20240101000000_users.sql", "tenants/20240102000000_orders.sql"]);
+    // The stored contents are the file's own (the down section included).
+    let stored =
+        ws.rows("svc", "select contents from svc_migrations where filename = 'tenants/20240101000000_users.sql'").await;
+    assert!(stored[0][0].as_str().unwrap().contains("-- migrate:down"), "{stored:?}");
+
+    // A version added later with a smaller number is out of order.
+    ws.write_migration("ref/3_d.up.sql", "create table {schema}.d (id int);\n");
+    let plan = stdout(&strata(&config, &["plan"]).await);
+    assert!(plan.contains("ref/3_d.up.sql in ref sorts before 10_c.up.sql, already applied"), "{plan}");
+    let refuse = ws.write_config(&ws.config("outOfOrder: refuse\n"));
+    let refused = strata(&refuse, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&refused), 13, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(stderr(&refused).contains("outOfOrder is refuse: ref/3_d.up.sql in ref (after 10_c.up.sql)"));
+    assert!(!ws.tables("ref").await.contains(&"d".to_string()));
+}
+
+#[tokio::test]
+async fn goose_files_run_their_up_annotation_and_foreign_markers_are_refused() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration(
+        "tenants/00001_users.sql",
+        "-- +goose Up\n-- +goose StatementBegin\ncreate table {schema}.users (id int);\n-- +goose StatementEnd\n\n\
+         -- +goose Down\ndrop table {schema}.users;\n",
+    );
+    ws.write_migration("tenants/00002_orders.sql", "-- +goose Up\ncreate table {schema}.orders (id int);\n");
+    // A Strata-format directory holding a dbmate file: refused, nothing runs.
+    ws.write_migration("ref/001.sql", &format!("{}create table {{schema}}.r (id int);\n", create_schema_sql()));
+    ws.write_migration("ref/002.sql", "create table {schema}.s (id int);\n-- migrate:down\ndrop table {schema}.s;\n");
+    // Detected as dbmate (its marker), the file's SQL outside a section is
+    // refused; named as Strata's format, the marker is.
+    let detected = ws.write_config(&ws.config(""));
+    let refused = strata(&detected, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(stderr(&refused).contains("ref/002.sql:1: SQL before the '-- migrate:up' marker"), "{}", stderr(&refused));
+    let config = ws.write_config(&ws.config("migrationFormats: {ref: strata}\n"));
+    let refused = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(
+        stderr(&refused).contains("ref/002.sql:2: \"-- migrate:down\" is a dbmate marker, but ref is read as strata"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(ws.tables("ref").await.is_empty());
+    let graphql_code = json_of(&strata(&config, &["apply", "--version", "v1", "--json"]).await);
+    assert_eq!(graphql_code["errors"][0]["extensions"]["code"], "INVALID_FORMAT", "{graphql_code}");
+
+    // Named as dbmate files, the directory reads as such.
+    ws.write_migration(
+        "ref/002.sql",
+        "-- migrate:up\ncreate table {schema}.s (id int);\n-- migrate:down\ndrop table {schema}.s;\n",
+    );
+    ws.write_migration(
+        "ref/001.sql",
+        &format!("-- migrate:up\n{}create table {{schema}}.r (id int);\n", create_schema_sql()),
+    );
+    let config = ws.write_config(&ws.config("migrationFormats:\n  ref: dbmate\n  tenants: goose\n"));
+    let apply = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    let tenant = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&tenant), 0, "{}{}", stdout(&tenant), stderr(&tenant));
+    assert_eq!(sorted(ws.tables("ref").await), ["r", "s"]);
+    assert_eq!(sorted(ws.tables("acme").await), ["orders", "users"]);
+
+    let bad = ws.write_config(&ws.config("migrationFormats:\n  ref: liquibase\n"));
+    let checked = strata(&bad, &["config", "check"]).await;
+    assert_eq!(code(&checked), 4, "{}{}", stdout(&checked), stderr(&checked));
+    assert!(stderr(&checked).contains("\"liquibase\" for \"ref\" is not a format"), "{}", stderr(&checked));
+}
+
+#[tokio::test]
+async fn a_changed_file_is_repaired_never_synced_and_a_deleted_one_is_reported() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration("ref/001.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
+    ws.write_migration("ref/002.sql", "create table {schema}.b (id int);\n");
+    let config = ws.write_config(&ws.config(""));
+    let apply = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+
+    // 001 changes (a comment), 002 is deleted, 003 and 004 are new.
+    ws.write_migration(
+        "ref/001.sql",
+        &format!("-- reviewed\n{}create table {{schema}}.a (id int);\n", create_schema_sql()),
+    );
+    std::fs::remove_file(ws.migrations().join("ref/002.sql")).unwrap();
+    ws.write_migration("ref/003.sql", "create table {schema}.c (id int);\n");
+    ws.write_migration("ref/004.sql", "create table {schema}.d (id int);\n");
+
+    let refused = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&refused), 3, "{}{}", stdout(&refused), stderr(&refused));
+    let said = format!("{}{}", stdout(&refused), stderr(&refused));
+    assert!(said.contains("strata repair") && !said.to_lowercase().contains("sync"), "{said}");
+
+    // Status and plan name the deleted file.
+    let status = json_of(&strata(&config, &["status", "--json"]).await);
+    assert_eq!(status["missing"], json!([{ "file": "ref/002.sql", "schemas": ["ref"] }]), "{status}");
+    assert_eq!(status["drift"][0]["file"], "ref/001.sql", "{status}");
+
+    // plan --sync says what a Sync would record without running.
+    let sync = strata(&config, &["plan", "--sync"]).await;
+    let text = stdout(&sync);
+    assert!(text.starts_with("SYNC: 2 migrations would be RECORDED AS APPLIED WITHOUT RUNNING"), "{text}");
+    assert!(text.contains("ref/003.sql (record only)\n  ref/004.sql (record only)"), "{text}");
+    assert_eq!(json_of(&strata(&config, &["plan", "--sync", "--json"]).await)["recordOnly"], 2);
+
+    // Repair refuses a pending file and an unknown one, changing nothing.
+    let pending = strata(&config, &["repair", "ref/003.sql"]).await;
+    assert_eq!(code(&pending), 2, "{}", stderr(&pending));
+    assert!(stderr(&pending).contains("ref/003.sql is pending (applied nowhere): repair never records"));
+    assert_eq!(code(&strata(&config, &["repair", "ref/nope.sql"]).await), 2);
+
+    // A dry run lists; the repair lists, then does it, as a version.
+    let dry = strata(&config, &["repair", "--dry-run", "--json"]).await;
+    let dry = json_of(&dry);
+    assert_eq!(dry["repair"]["checksums"][0]["file"], "ref/001.sql", "{dry}");
+    assert_eq!(dry["repair"]["removals"], json!([{ "file": "ref/002.sql", "schemas": ["ref"] }]), "{dry}");
+    let repair = strata(&config, &["repair", "--version", "accept review comment"]).await;
+    assert_eq!(code(&repair), 0, "{}{}", stdout(&repair), stderr(&repair));
+    let text = stdout(&repair);
+    assert!(text.starts_with("Will record the new checksum of ref/001.sql in 1 schema(s)"), "{text}");
+    assert!(text.contains("Recorded the new checksum of ref/001.sql"), "{text}");
+    assert!(text.contains("Removed the records of ref/002.sql (deleted from the source) in 1 schema(s)"), "{text}");
+
+    // Nothing pending was recorded; the next apply runs 003 and 004.
+    assert_eq!(recorded(&ws, "ref").await, ["ref/001.sql"]);
+    let versions = ws.rows("svc", "select name, request_id from svc_versions order by id").await;
+    assert_eq!(versions[1][0], "accept review comment", "{versions:?}");
+    assert!(versions[1][1].as_str().unwrap().starts_with("strata-cli-"), "{versions:?}");
+    let apply = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(recorded(&ws, "ref").await, ["ref/001.sql", "ref/003.sql", "ref/004.sql"]);
+    assert_eq!(sorted(ws.tables("ref").await), ["a", "b", "c", "d"]);
+    let nothing = strata(&config, &["repair"]).await;
+    assert_eq!(stdout(&nothing), "Nothing to repair: no applied file changed or was deleted.\n");
+}
