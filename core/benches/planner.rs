@@ -11,7 +11,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
-use strata_core::migrate::source::{SourceMigration, checksum};
+use strata_core::migrate::source::SourceMigration;
 
 const MIGRATIONS: usize = 10_000;
 const TENANTS: usize = 1_000;

@@ -430,13 +430,14 @@ let rolloutTimer;
 const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore waves { wave state } events { at action wave requestId detail }";
 
 function rolloutCard(r, expanded) {
-  const operations = { AWAITING_APPROVAL: ["Approve", "Pause"], RUNNING: ["Pause"], SOAKING: ["Pause"], PAUSED: ["Resume"], STOPPED: ["Resume"] }[r.status] ?? [];
+  const operations = { AWAITING_APPROVAL: ["Approve", "Pause", "Cancel"], RUNNING: ["Pause", "Cancel"], SOAKING: ["Pause", "Cancel"], PAUSED: ["Resume", "Cancel"], STOPPED: ["Resume", "Cancel"] }[r.status] ?? [];
+  const done = { Approve: "approved", Pause: "paused", Resume: "resumed", Cancel: "cancelled" };
   const operate = (name) => confirmDialog({
-    text: `${name} rollout ${r.id} (${r.versionName})?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}`,
+    text: `${name} rollout ${r.id} (${r.versionName})?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}${name === "Cancel" ? " No wave of it runs again." : ""}`,
     ok: name,
     run: async () => {
       await gql(`mutation($id: Int!) { ${name.toLowerCase()}Rollout(id: $id) { id status } }`, { id: r.id });
-      say(`Rollout ${r.id}: ${name.toLowerCase()}d.`);
+      say(`Rollout ${r.id}: ${done[name]}.`);
       await rollouts();
     },
   });

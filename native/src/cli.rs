@@ -62,6 +62,9 @@ pub(crate) enum Exit {
     /// `apply`, `plan` under `outOfOrder: refuse`: a pending migration
     /// sorts before one already applied.
     OutOfOrder = 13,
+    /// `apply`: a rollout is in progress and the version would run its
+    /// files on tenants whose waves are not due.
+    RolloutInProgress = 14,
 }
 
 impl From<&AppError> for Exit {
@@ -71,6 +74,7 @@ impl From<&AppError> for Exit {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
             AppError::Database(DbError::Plan(PlanError::OutOfOrder(_))) => Exit::OutOfOrder,
             AppError::Database(DbError::Repair(_)) => Exit::Usage,
+            AppError::RolloutInProgress(_) => Exit::RolloutInProgress,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
             AppError::Database(DbError::Retry(_) | DbError::Wave(_)) => Exit::Usage,
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
@@ -123,7 +127,8 @@ Exit status:
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
      with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
      shards did not answer (each is named); what is shown of them is as last seen
-  13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied";
+  13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied
+  14 apply: a rollout is in progress (approve, resume or cancel it, or --override-rollout)";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -268,6 +273,12 @@ enum RolloutAction {
         /// The rollout.
         id: i64,
     },
+    /// End a rollout before its remaining waves: versions over the fleet
+    /// are no longer held by it.
+    Cancel {
+        /// The rollout.
+        id: i64,
+    },
     /// Go on with a paused rollout, or run a stopped rollout's failed wave
     /// again.
     Resume {
@@ -325,6 +336,11 @@ struct ApplyArgs {
     /// Run everything, then roll it back.
     #[arg(long)]
     dry_run: bool,
+    /// Run while a rollout is in progress, past its gates (recorded in each
+    /// active rollout's events); without it such an apply is refused
+    /// (exit 14).
+    #[arg(long)]
+    override_rollout: bool,
     /// Create this tenant (`createTenant`) instead of `createVersion`.
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,

@@ -46,6 +46,9 @@ pub(crate) enum AppError {
         /// The schemas changed since their last unit.
         changed: Vec<String>,
     },
+    /// A version over the fleet while rollouts are in progress; nothing ran.
+    #[error(transparent)]
+    RolloutInProgress(strata_core::migrate::rollout::InProgress),
     /// What the request names does not exist (a rollout id).
     #[error("{0} does not exist")]
     NotFound(String),
@@ -89,6 +92,7 @@ impl AppError {
             AppError::Database(DbError::Shard(_)) => "UNKNOWN_SHARD",
             AppError::Database(DbError::Shards { .. }) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
+            AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
             AppError::NotFound(_) => "NOT_FOUND",
             AppError::Internal(_) => "INTERNAL",
         }

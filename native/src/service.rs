@@ -56,6 +56,20 @@ pub(crate) struct CreateRequest {
     pub(crate) wave: strata_core::migrate::wave::Wave,
     /// `createTenant` on a sharded fleet: the shard to place it on.
     pub(crate) shard: Option<String>,
+    /// What an active rollout does to this request.
+    pub(crate) rollout_gate: RolloutGate,
+}
+
+/// What an active rollout does to a version over the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum RolloutGate {
+    /// Refused while a rollout is in progress (`ROLLOUT_IN_PROGRESS`).
+    #[default]
+    Hold,
+    /// A wave of a rollout: the rollout itself runs it.
+    Wave,
+    /// Runs anyway, recorded in every active rollout's events.
+    Override,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -422,6 +436,7 @@ impl Service {
         let clock = Instant::now();
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
             target = ?request.target, "mutation started");
+        self.hold_for_rollouts(&request).await?;
         let sources = self.source_migrations().await?;
         let drifted = self.check_drift(&request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects

@@ -282,3 +282,71 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     assert_eq!(events.iter().filter(|a| *a == "wave-started").count(), 3, "{done}");
     assert_eq!(events.iter().filter(|a| *a == "wave-completed").count(), 2, "{done}");
 }
+
+/// Gates hold: while a rollout waits for its approval, a plain version
+/// over the fleet (API or command line) is refused, naming the rollout;
+/// `plan` and `status` show it; a dry run, a new tenant and an explicit
+/// override (recorded in the rollout's events) go through; a cancelled
+/// rollout holds nothing.
+#[tokio::test]
+async fn a_rollout_in_progress_holds_plain_versions_until_overridden_or_cancelled() {
+    let server = Server::start("basic", "").await;
+    let names = tenants(&server, 4).await;
+    let config = server.config_path();
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+    let id = start(&server, "audit", &["t01:approve", "rest"], None).await;
+    wait_for(&server, id, "AWAITING_APPROVAL").await;
+    let only_canary = BTreeSet::from(["t01".to_string()]);
+    assert_eq!(with_file(&server, "tenants/006.sql").await, only_canary);
+
+    let held = format!("rollout {id} (\"audit\", 1/2 waves done, AWAITING_APPROVAL)");
+    let plan = strata(config, &["plan"]).await;
+    let text = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(text.contains(&format!("Rollout in progress: {held}.")), "{text}");
+    let status = strata(config, &["status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["activeRollouts"][0]["id"], id, "{status}");
+    assert_eq!(status["activeRollouts"][0]["status"], "AWAITING_APPROVAL", "{status}");
+
+    let refused = strata(config, &["apply", "--version", "plain"]).await;
+    assert_eq!(refused.status.code(), Some(14), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("{held} is in progress")));
+    let api = server.create_version(json!({ "versionName": "plain" })).await;
+    assert_eq!(api["errors"][0]["extensions"]["code"], "ROLLOUT_IN_PROGRESS", "{api}");
+    let wave = server
+        .graphql(
+            "mutation { createVersionWave(input: { versionName: \"w\" }, tenantNames: [\"t02\"]) { summary { tenants } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(wave["errors"][0]["extensions"]["code"], "ROLLOUT_IN_PROGRESS", "{wave}");
+    assert_eq!(with_file(&server, "tenants/006.sql").await, only_canary);
+
+    // A dry run and a new tenant are not held.
+    let dry = server.create_version(json!({ "versionName": "dry", "dryRun": true })).await;
+    assert!(dry.get("errors").is_none(), "{dry}");
+    let new = server.create_tenant(json!({ "tenantName": "t05", "versionName": "t05" })).await;
+    assert!(new.get("errors").is_none(), "{new}");
+
+    // An explicit override runs, and the rollout says who ran past it.
+    let forced = strata(config, &["apply", "--version", "hotfix", "--override-rollout"]).await;
+    assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    let everyone: BTreeSet<String> = names.iter().cloned().chain(["t05".to_string()]).collect();
+    assert_eq!(with_file(&server, "tenants/006.sql").await, everyone);
+    let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;
+    let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+    let overridden = rollout["events"].as_array().unwrap().iter().find(|e| e["action"] == "overridden").unwrap();
+    assert!(overridden["requestId"].as_str().unwrap().starts_with("strata-cli-"), "{overridden}");
+    assert_eq!(overridden["detail"], "version \"hotfix\" ran past it");
+
+    // Cancelled, it holds nothing and runs no wave.
+    let cancel = strata(config, &["rollout", "cancel", &id.to_string()]).await;
+    assert_eq!(cancel.status.code(), Some(0), "{}", String::from_utf8_lossy(&cancel.stderr));
+    wait_for(&server, id, "CANCELLED").await;
+    let again = server.graphql(&format!("mutation {{ cancelRollout(id: {id}) {{ id }} }}"), json!({})).await;
+    assert!(again["errors"][0]["message"].as_str().unwrap().contains("CANCELLED"), "{again}");
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.notes (id integer primary key);\n");
+    let plain = strata(config, &["apply", "--version", "after"]).await;
+    assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
+    assert!(!String::from_utf8_lossy(&strata(config, &["plan"]).await.stdout).contains("Rollout in progress"));
+}

@@ -290,14 +290,12 @@ enum Marker {
 /// The marker on a line, if it is one (`--` comment lines only).
 fn marker(line: &str) -> Option<Marker> {
     let comment = line.trim_start().strip_prefix("--")?.trim();
-    if let Some(rest) = comment.strip_prefix("migrate:up") {
-        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-            return Some(Marker::DbmateUp(rest.trim().to_string()));
-        }
-    }
-    if let Some(rest) = comment.strip_prefix("migrate:down") {
-        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-            return Some(Marker::DbmateDown(rest.trim().to_string()));
+    for (prefix, up) in [("migrate:up", true), ("migrate:down", false)] {
+        if let Some(rest) = comment.strip_prefix(prefix)
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+        {
+            let options = rest.trim().to_string();
+            return Some(if up { Marker::DbmateUp(options) } else { Marker::DbmateDown(options) });
         }
     }
     let rest = comment.strip_prefix("+goose")?;
@@ -478,7 +476,8 @@ fn read_dbmate(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
     foreign(directory, file.name, text, Format::Dbmate)?;
     let section_error = |line: usize, message: String| FormatError::Section { file: path.clone(), line, message };
     let mut sections: Vec<Option<bool>> = Vec::new();
-    let (mut up, mut down): (Option<(usize, bool)>, Option<(usize, bool)>) = (None, None);
+    // Each section's `transaction:false`, once its marker is seen.
+    let (mut up, mut down): (Option<bool>, Option<bool>) = (None, None);
     let mut current: Option<bool> = None;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         match marker(line) {
@@ -486,7 +485,7 @@ fn read_dbmate(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
                 if up.is_some() {
                     return Err(section_error(i + 1, "a second '-- migrate:up' marker".into()));
                 }
-                up = Some((i + 1, dbmate_options(&path, i + 1, &options)?));
+                up = Some(dbmate_options(&path, i + 1, &options)?);
                 current = Some(true);
                 sections.push(None);
             }
@@ -494,7 +493,7 @@ fn read_dbmate(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
                 if down.is_some() {
                     return Err(section_error(i + 1, "a second '-- migrate:down' marker".into()));
                 }
-                down = Some((i + 1, dbmate_options(&path, i + 1, &options)?));
+                down = Some(dbmate_options(&path, i + 1, &options)?);
                 current = Some(false);
                 sections.push(None);
             }
@@ -509,11 +508,11 @@ fn read_dbmate(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
             }
         }
     }
-    let Some((_, up_no_transaction)) = up else {
+    let Some(up_no_transaction) = up else {
         return Err(section_error(0, "no '-- migrate:up' marker: dbmate files have an up section".into()));
     };
     let forward = only_lines(text, |i| sections[i] == Some(true));
-    let down_part = down.map(|(_, no_transaction)| Part {
+    let down_part = down.map(|no_transaction| Part {
         file: path.clone(),
         text: only_lines(text, |i| sections[i] == Some(false)),
         no_transaction,

@@ -169,6 +169,9 @@ pub enum Status {
     Completed,
     /// A wave failed: nothing runs until it is resumed (the wave runs again).
     Stopped,
+    /// Someone cancelled it: no wave runs again, and versions over the
+    /// fleet are no longer held by it.
+    Cancelled,
 }
 
 impl Status {
@@ -181,6 +184,7 @@ impl Status {
             Status::Paused => "PAUSED",
             Status::Completed => "COMPLETED",
             Status::Stopped => "STOPPED",
+            Status::Cancelled => "CANCELLED",
         }
     }
 }
@@ -192,7 +196,8 @@ pub struct Event {
     /// When (Unix seconds).
     pub at: i64,
     /// `started`, `wave-started`, `wave-completed`, `wave-failed`,
-    /// `approved`, `paused`, `resumed`, `completed`.
+    /// `approved`, `paused`, `resumed`, `completed`, `cancelled`,
+    /// `overridden` (a version ran over the fleet past its gates).
     pub action: String,
     /// The wave (from 0) it concerns, if any.
     pub wave: Option<usize>,
@@ -236,6 +241,64 @@ pub enum Next {
     WaitUntil(i64),
     /// Nothing until an operator acts (approval, resume) or ever (completed).
     Nothing,
+}
+
+/// Versions over the fleet refused while rollouts are in progress: each
+/// would run the rollout's files on tenants whose waves are not due.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "{} in progress: a version over the fleet now would run {} files on tenants whose waves are not due. Let it \
+     finish (approve or resume it), cancel it (`strata rollout cancel ID`), or override it explicitly \
+     (`strata apply --override-rollout`, overrideRollout: true; recorded in the rollout's events)",
+    describe(.0),
+    if .0.len() == 1 { "its" } else { "their" }
+)]
+pub struct InProgress(pub Vec<ActiveRollout>);
+
+/// A rollout that holds versions over the fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveRollout {
+    /// Its id.
+    pub id: i64,
+    /// Its version name.
+    pub version_name: String,
+    /// Its status.
+    pub status: &'static str,
+    /// Waves completed.
+    pub waves_done: usize,
+    /// Waves in all.
+    pub waves: usize,
+}
+
+impl ActiveRollout {
+    /// `rollout 3 ("v2", 1/3 waves done, AWAITING_APPROVAL)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "rollout {} ({:?}, {}/{} waves done, {})",
+            self.id, self.version_name, self.waves_done, self.waves, self.status
+        )
+    }
+}
+
+fn describe(list: &[ActiveRollout]) -> String {
+    list.iter().map(ActiveRollout::describe).collect::<Vec<_>>().join(", ")
+        + if list.len() == 1 { " is" } else { " are" }
+}
+
+/// The rollouts of `rollouts` that hold versions over the fleet.
+pub fn active<'a>(rollouts: impl IntoIterator<Item = (i64, &'a Rollout)>) -> Vec<ActiveRollout> {
+    rollouts
+        .into_iter()
+        .filter(|(_, r)| r.is_active())
+        .map(|(id, r)| ActiveRollout {
+            id,
+            version_name: r.version_name.clone(),
+            status: r.status.name(),
+            waves_done: r.position,
+            waves: r.waves.len(),
+        })
+        .collect()
 }
 
 /// Why a rollout or an operation on it is refused.
@@ -395,6 +458,34 @@ impl Rollout {
         };
         self.event(now, "resumed", Some(self.position), request_id, String::new());
         Ok(())
+    }
+
+    /// Ends it before its remaining waves: none runs again (a wave running
+    /// finishes, and is not recorded as the rollout's).
+    pub fn cancel(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+        self.expect(
+            "cancel",
+            &[Status::Running, Status::Soaking, Status::AwaitingApproval, Status::Paused, Status::Stopped],
+            "not yet completed or cancelled",
+        )?;
+        self.status = Status::Cancelled;
+        self.paused_from = None;
+        self.claimed_until = None;
+        self.not_before = None;
+        self.event(now, "cancelled", Some(self.position), request_id, String::new());
+        Ok(())
+    }
+
+    /// Whether it still holds versions over the fleet (not completed, not
+    /// cancelled).
+    pub fn is_active(&self) -> bool {
+        !matches!(self.status, Status::Completed | Status::Cancelled)
+    }
+
+    /// Records that a version ran over the fleet past its gates, on whose
+    /// request.
+    pub fn overridden(&mut self, now: i64, request_id: &str, version_name: &str) {
+        self.event(now, "overridden", Some(self.position), request_id, format!("version {version_name:?} ran past it"));
     }
 
     fn expect(&self, operation: &'static str, allowed: &[Status], expected: &'static str) -> Result<(), RolloutError> {

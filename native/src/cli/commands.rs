@@ -21,7 +21,7 @@ use super::{
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
-use crate::service::{CreateRequest, CreateResult, Service, lint_history, read_sources};
+use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
 /// Runs a one-shot command.
@@ -183,9 +183,11 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
                 out["findings"] = serde_json::to_value(&findings.findings).unwrap_or_default();
                 out["unchecked"] = serde_json::to_value(&findings.unchecked).unwrap_or_default();
                 out["skippedTenants"] = json!(preview.skipped);
+                out["activeRollouts"] = json!(active_rollouts(service).await);
                 print_json(&out);
             } else {
                 print!("{}", report::render_text(&plan, &sources));
+                print!("{}", render_active_rollouts(&active_rollouts(service).await));
                 if !preview.skipped.is_empty() {
                     println!(
                         "\nSkipped: {} quarantined tenant(s) ({}); strata quarantine lists them.",
@@ -240,6 +242,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
             (None, None, None) => Wave::All,
         },
         shard: args.shard,
+        rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
     };
     let result = service.create(request).await;
     progress.finish();
@@ -349,6 +352,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 retry: Some(tenants),
                 wave: Wave::All,
                 shard: None,
+                rollout_gate: Default::default(),
             };
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,
@@ -356,6 +360,25 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             }
         }
     }
+}
+
+/// The rollouts in progress (none where the engine keeps no rollouts).
+async fn active_rollouts(service: &Service) -> Vec<strata_core::migrate::rollout::ActiveRollout> {
+    service.active_rollouts().await.unwrap_or_default()
+}
+
+/// The rollouts in progress, as the lines `plan` and `status` end with.
+fn render_active_rollouts(active: &[strata_core::migrate::rollout::ActiveRollout]) -> String {
+    let mut out = String::new();
+    for rollout in active {
+        out.push_str(&format!(
+            "\nRollout in progress: {}. `strata apply` is refused until it completes or is cancelled (`strata rollout \
+             cancel {}`), or runs with --override-rollout.\n",
+            rollout.describe(),
+            rollout.id
+        ));
+    }
+    out
 }
 
 /// `repair [FILE...]`: what it changes, listed, then done (or only
@@ -436,6 +459,7 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
             "drift": drift,
             "missing": missing.iter().map(|m| json!({ "file": m.file, "schemas": m.schemas })).collect::<Vec<_>>(),
             "unreachableShards": unreachable,
+            "activeRollouts": active_rollouts(service).await,
         }));
         return exit;
     }
@@ -476,5 +500,6 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
             println!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);
         }
     }
+    print!("{}", render_active_rollouts(&active_rollouts(service).await));
     exit
 }

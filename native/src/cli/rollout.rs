@@ -95,6 +95,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
         RolloutAction::Approve { id } => operate(id, Operation::Approve).await,
         RolloutAction::Pause { id } => operate(id, Operation::Pause).await,
         RolloutAction::Resume { id } => operate(id, Operation::Resume).await,
+        RolloutAction::Cancel { id } => operate(id, Operation::Cancel).await,
         RolloutAction::Drive => match service.drive_rollouts(request_id, CLAIM_SECONDS).await {
             Ok(ran) => match service.rollouts().await {
                 Ok(rollouts) => {

@@ -11,7 +11,7 @@ use strata_core::migrate::wave::Wave;
 
 use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
-use crate::service::{CreateRequest, Operation, RequestId, Service};
+use crate::service::{CreateRequest, Operation, RequestId, RolloutGate, Service};
 use types::{
     ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, QuarantinedTenantDto,
     RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
@@ -221,6 +221,10 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
         retry: None,
         wave,
         shard: None,
+        rollout_gate: match input.override_rollout {
+            Some(true) => RolloutGate::Override,
+            _ => RolloutGate::Hold,
+        },
     }
 }
 
@@ -255,6 +259,7 @@ impl Mutation {
             retry: None,
             wave: Default::default(),
             shard: input.shard,
+            rollout_gate: Default::default(),
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -306,6 +311,7 @@ impl Mutation {
             retry: Some(input.tenant_names.unwrap_or_default()),
             wave: Default::default(),
             shard: None,
+            rollout_gate: Default::default(),
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
@@ -339,6 +345,12 @@ impl Mutation {
     /// Stops a rollout before its next wave (a wave running finishes). Added.
     async fn pause_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
         operate(ctx, id, Operation::Pause).await
+    }
+
+    /// Ends a rollout before its remaining waves (a wave running finishes):
+    /// versions over the fleet are no longer held by it. Added.
+    async fn cancel_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
+        operate(ctx, id, Operation::Cancel).await
     }
 
     /// Goes on with a paused rollout, or runs a stopped rollout's failed

@@ -405,6 +405,10 @@ pub(crate) struct VersionInput {
     /// Roll back instead of committing.
     #[graphql(default_with = "Some(false)")]
     pub(crate) dry_run: Option<bool>,
+    /// Run while a rollout is in progress, past its gates (recorded in the
+    /// rollout's events); without it such a version is refused with
+    /// `ROLLOUT_IN_PROGRESS`. Added to the spec's schema.
+    pub(crate) override_rollout: Option<bool>,
 }
 
 /// `TenantInput`.

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use strata_core::migrate::plan::{Action, Target};
-use strata_core::migrate::rollout::{Next, Rollout, RolloutError, WaveStep};
+use strata_core::migrate::rollout::{self, ActiveRollout, Next, Rollout, RolloutError, WaveStep};
 use strata_core::migrate::summary;
 
-use super::{CreateRequest, Service};
+use super::{CreateRequest, RolloutGate, Service};
 use crate::db::{DbError, RolloutRow};
 use crate::error::AppError;
 
@@ -25,6 +25,8 @@ pub(crate) enum Operation {
     Pause,
     /// Go on (a failed wave runs again).
     Resume,
+    /// End it before its remaining waves.
+    Cancel,
 }
 
 /// How often a failed compare-and-set is tried again with a fresh read.
@@ -96,7 +98,47 @@ impl Service {
         Err(AppError::Internal(format!("rollout {id} kept changing under {ATTEMPTS} attempts")))
     }
 
-    /// Approves, pauses or resumes rollout `id`.
+    /// The rollouts in progress (not completed, not cancelled).
+    pub(crate) async fn active_rollouts(&self) -> Result<Vec<ActiveRollout>, AppError> {
+        let all = self.rollouts().await?;
+        Ok(rollout::active(all.iter().map(|(id, r)| (*id, r))))
+    }
+
+    /// The rollout gate of a version over the fleet (core's `rollout::active`):
+    /// a plain one (not a dry run, not a retry, not a rollout's own wave) is
+    /// refused while a rollout is in progress; an override runs and is
+    /// recorded in each active rollout's events.
+    pub(crate) async fn hold_for_rollouts(&self, request: &CreateRequest) -> Result<(), AppError> {
+        let over_the_fleet = matches!(request.target, Target::AllSchemas) && request.retry.is_none();
+        if !over_the_fleet || request.dry_run || request.rollout_gate == RolloutGate::Wave {
+            return Ok(());
+        }
+        let active = match self.active_rollouts().await {
+            Ok(active) => active,
+            // Engines without rollouts hold nothing.
+            Err(AppError::Database(DbError::NotSupported(_))) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        if active.is_empty() {
+            return Ok(());
+        }
+        if request.rollout_gate == RolloutGate::Hold {
+            return Err(AppError::RolloutInProgress(rollout::InProgress(active)));
+        }
+        for held in &active {
+            self.change(held.id, |rollout| {
+                rollout.overridden(now(), &request.request_id, &request.version_name);
+                Ok(true)
+            })
+            .await?;
+        }
+        let ids: Vec<i64> = active.iter().map(|a| a.id).collect();
+        tracing::warn!(request_id = %request.request_id, version = %request.version_name, rollouts = ?ids,
+            "a version over the fleet overrides rollouts in progress");
+        Ok(())
+    }
+
+    /// Approves, pauses, resumes or cancels rollout `id`.
     pub(crate) async fn operate_rollout(
         &self,
         id: i64,
@@ -110,6 +152,7 @@ impl Service {
                     Operation::Approve => rollout.approve(now, request_id)?,
                     Operation::Pause => rollout.pause(now, request_id)?,
                     Operation::Resume => rollout.resume(now, request_id)?,
+                    Operation::Cancel => rollout.cancel(now, request_id)?,
                 }
                 Ok(true)
             })
@@ -178,6 +221,7 @@ impl Service {
             retry: None,
             wave: rollout.waves[wave].select.wave(),
             shard: None,
+            rollout_gate: RolloutGate::Wave,
         };
         match self.create(request).await {
             Ok(result) => {

@@ -102,3 +102,38 @@ fn a_failed_wave_stops_the_rollout_until_resumed() {
     assert_eq!(r.next(7), Next::Run(0), "the failed wave runs again");
     assert!(r.wave_version_name(1).starts_with("v (wave 2/2: rest)"));
 }
+
+#[test]
+fn an_active_rollout_holds_versions_over_the_fleet_until_completed_or_cancelled() {
+    let mut r = Rollout::new("v2", waves(&["t1:approve", "rest"]), None, 100, "req-1").unwrap();
+    r.claim(0, 100, 400, "runner");
+    assert!(r.wave_ended(0, Ok("version 3".into()), 110, "runner"));
+    let done = Rollout { status: Status::Completed, ..r.clone() };
+    let held = active([(3, &r), (4, &done)]);
+    assert_eq!(
+        held,
+        [ActiveRollout { id: 3, version_name: "v2".into(), status: "AWAITING_APPROVAL", waves_done: 1, waves: 2 }]
+    );
+    assert_eq!(
+        InProgress(held).to_string(),
+        "rollout 3 (\"v2\", 1/2 waves done, AWAITING_APPROVAL) is in progress: a version over the fleet now would run \
+         its files on tenants whose waves are not due. Let it finish (approve or resume it), cancel it (`strata \
+         rollout cancel ID`), or override it explicitly (`strata apply --override-rollout`, overrideRollout: true; \
+         recorded in the rollout's events)"
+    );
+
+    r.overridden(115, "req-2", "hotfix");
+    r.cancel(120, "req-3").unwrap();
+    assert!(!r.is_active());
+    assert_eq!(r.next(10_000), Next::Nothing);
+    assert!(!r.wave_ended(1, Ok("late".into()), 130, "runner"), "a cancelled rollout takes no wave");
+    assert!(r.approve(130, "req-4").is_err() && r.resume(130, "req-4").is_err());
+    assert_eq!(
+        r.cancel(130, "req-5").unwrap_err().to_string(),
+        "the rollout is CANCELLED: cancel applies to a rollout not yet completed or cancelled"
+    );
+    let actions: Vec<&str> = r.events.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions[actions.len() - 2..], ["overridden", "cancelled"]);
+    assert_eq!(r.events[r.events.len() - 2].request_id, "req-2");
+    assert!(active([(3, &r)]).is_empty());
+}
