@@ -159,6 +159,11 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Undo the most recently applied migrations (their down parts, newest
+    /// first), per schema in one transaction with their records, as a new
+    /// version: --steps N (in each schema) or --to FILE; refused before
+    /// anything runs when a down part is missing.
+    Revert(RevertArgs),
     /// Record a deliberate change to applied files: the new checksum of
     /// each changed file, and the removal of the records of deleted files
     /// (every one, or those named). Lists what it changes first; runs no
@@ -312,6 +317,11 @@ struct PlanArgs {
     /// Plan a Sync (record without running) instead of an Apply.
     #[arg(long)]
     sync: bool,
+    /// Plan a revert (with --steps N or --to FILE) instead of an Apply.
+    #[arg(long, requires = "extent")]
+    revert: bool,
+    #[command(flatten)]
+    extent: ExtentArgs,
     /// Exit 6 when a migration is pending (scripts, due on every version, do
     /// not count), 9 on a lint finding at or above --fail-on, 3 on drift:
     /// a CI gate.
@@ -371,6 +381,59 @@ struct ApplyArgs {
     #[arg(long, value_name = "N|N%")]
     failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
     /// Print the `CreateResults` the API would return, as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How far a revert goes back (`revert`, `plan --revert`).
+#[derive(Debug, Args)]
+#[group(id = "extent", required = false, multiple = false)]
+struct ExtentArgs {
+    /// Undo the last N migrations applied in each schema.
+    #[arg(long, value_name = "N")]
+    steps: Option<u32>,
+    /// Undo every migration applied after FILE (directory/name), which
+    /// stays.
+    #[arg(long, value_name = "FILE")]
+    to: Option<String>,
+}
+
+impl ExtentArgs {
+    /// The extent asked for, if any.
+    fn extent(&self) -> Option<strata_core::migrate::revert::Extent> {
+        use strata_core::migrate::revert::Extent;
+        match (&self.steps, &self.to) {
+            (Some(n), _) => Some(Extent::Steps(*n)),
+            (None, Some(file)) => Some(Extent::To(file.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct RevertArgs {
+    /// The name of the new version (the revert is recorded as one).
+    #[arg(long = "version", value_name = "NAME")]
+    version_name: String,
+    #[command(flatten)]
+    extent: ExtentArgs,
+    /// Run everything, then roll it back.
+    #[arg(long)]
+    dry_run: bool,
+    /// Run while a rollout is in progress (recorded in its events).
+    #[arg(long)]
+    override_rollout: bool,
+    /// Only these tenants (comma-separated); the single schemas stay.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with_all = ["share", "attribute"])]
+    tenants: Option<Vec<String>>,
+    /// Only a stable share of the tenants (as `apply --share`).
+    #[arg(long, value_name = "N%", value_parser = parse_share, conflicts_with_all = ["tenants", "attribute"])]
+    share: Option<u8>,
+    /// Only the tenants whose attribute has one of the values (as `apply
+    /// --where`).
+    #[arg(long = "where", value_name = "NAME=VALUE[,VALUE…]", value_parser = parse_attribute)]
+    attribute: Option<strata_core::migrate::wave::Wave>,
+    /// Print the `CreateResults` as JSON.
     #[arg(long)]
     json: bool,
 }

@@ -71,6 +71,7 @@ impl AppError {
             AppError::Database(DbError::Plan(PlanError::Drift(_))) => "DRIFT",
             AppError::Database(DbError::Plan(PlanError::OutOfOrder(_))) => "OUT_OF_ORDER",
             AppError::Database(DbError::Repair(_)) => "REPAIR_REFUSED",
+            AppError::Database(DbError::Revert(_)) => "REVERT_REFUSED",
             AppError::Database(DbError::Plan(PlanError::TenantExists(_))) => "TENANT_EXISTS",
             AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) => "INVALID_TENANT_NAME",
             AppError::Database(DbError::Plan(_)) => "PLAN_ERROR",

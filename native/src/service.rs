@@ -58,6 +58,8 @@ pub(crate) struct CreateRequest {
     pub(crate) shard: Option<String>,
     /// What an active rollout does to this request.
     pub(crate) rollout_gate: RolloutGate,
+    /// A revert this far back instead of an apply (`strata revert`).
+    pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
 }
 
 /// What an active rollout does to a version over the fleet.
@@ -288,7 +290,15 @@ impl Service {
         target: Target,
         action: Action,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(target, action, true, false).await
+        self.preview_with(target, action, true, false, None).await
+    }
+
+    /// What a revert this far back would do now (`strata plan --revert`).
+    pub(crate) async fn preview_revert(
+        &self,
+        extent: strata_core::migrate::revert::Extent,
+    ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        self.preview_with(Target::AllSchemas, Action::Apply, true, false, Some(extent)).await
     }
 
     /// Like [`Service::preview`] over every tenant, quarantined ones
@@ -298,7 +308,7 @@ impl Service {
         &self,
         action: Action,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(Target::AllSchemas, action, false, true).await
+        self.preview_with(Target::AllSchemas, action, false, true, None).await
     }
 
     /// Where every tenant stands (a Sync preview, quarantined tenants
@@ -306,7 +316,7 @@ impl Service {
     /// shard that does not is in [`Preview::unreachable`] (the fleet
     /// matrix shows its tenants as unknown).
     pub(crate) async fn fleet_state(&self) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        self.preview_with(Target::AllSchemas, Action::Sync, false, true).await
+        self.preview_with(Target::AllSchemas, Action::Sync, false, true, None).await
     }
 
     /// A preview; unless `partial`, a shard that did not answer is the
@@ -317,6 +327,7 @@ impl Service {
         action: Action,
         skip_quarantined: bool,
         partial: bool,
+        revert: Option<strata_core::migrate::revert::Extent>,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
@@ -337,6 +348,7 @@ impl Service {
                 skip_quarantined,
                 tenants_only: false,
                 shard: None,
+                revert,
             })
             .await?;
         if !partial && let Some(first) = preview.unreachable.first() {
@@ -463,6 +475,7 @@ impl Service {
                         skip_quarantined: true,
                         tenants_only: false,
                         shard: task_request.shard.as_deref(),
+                        revert: task_request.revert.clone(),
                     })
                     .await
             }

@@ -12,7 +12,7 @@ use sqlx::{Connection, PgConnection};
 use crate::support::{Backend, Server, Workspace, backend};
 
 /// Creates tenants `t00`, `t01`, … (no tenant migrations exist yet).
-async fn tenants(server: &Server, n: usize) -> Vec<String> {
+pub(crate) async fn tenants(server: &Server, n: usize) -> Vec<String> {
     let names: Vec<String> = (0..n).map(|i| format!("t{i:02}")).collect();
     for name in &names {
         let created = server.create_tenant(json!({ "tenantName": name, "versionName": format!("add {name}") })).await;
@@ -22,7 +22,7 @@ async fn tenants(server: &Server, n: usize) -> Vec<String> {
 }
 
 /// `(file, schema)` → times recorded.
-async fn recorded(server: &Server) -> BTreeMap<(String, String), i64> {
+pub(crate) async fn recorded(server: &Server) -> BTreeMap<(String, String), i64> {
     let rows = server
         .ws
         .rows("svc", "select filename, db_schema, count(*) from svc_migrations group by filename, db_schema")
@@ -37,7 +37,7 @@ async fn recorded(server: &Server) -> BTreeMap<(String, String), i64> {
 /// For every tenant: the tables present are exactly those of the tenant
 /// files recorded for it (`tenants/<n>_<table>.sql` creates `<table>`), and
 /// nothing is recorded twice.
-async fn recorded_equals_applied(server: &Server, names: &[String]) {
+pub(crate) async fn recorded_equals_applied(server: &Server, names: &[String]) {
     recorded_matches_applied(server, names, 0).await;
 }
 
@@ -45,7 +45,7 @@ async fn recorded_equals_applied(server: &Server, names: &[String]) {
 /// that exist without their row (MySQL commits DDL as it runs: a process
 /// killed between a file's DDL and its row leaves that one file applied and
 /// unrecorded).
-async fn recorded_matches_applied(server: &Server, names: &[String], in_flight: usize) {
+pub(crate) async fn recorded_matches_applied(server: &Server, names: &[String], in_flight: usize) {
     let recorded = recorded(server).await;
     for ((file, schema), times) in &recorded {
         assert_eq!(*times, 1, "{file} recorded {times} times in {schema}");

@@ -26,8 +26,17 @@ fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
 }
 
-/// A workspace whose configured directories are empty.
-async fn empty_workspace() -> Workspace {
+/// A workspace whose configured directories are empty, its database
+/// prepared (on MySQL the caller holds the turn).
+pub(crate) async fn empty_workspace() -> Workspace {
+    let ws = empty_directories();
+    ws.prepare_database().await;
+    ws
+}
+
+/// A workspace whose configured directories are empty (its database not
+/// touched: a `Server` prepares it in its turn).
+pub(crate) fn empty_directories() -> Workspace {
     let ws = Workspace::new("basic");
     for dir in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
         for entry in std::fs::read_dir(ws.migrations().join(dir)).unwrap() {
@@ -37,17 +46,16 @@ async fn empty_workspace() -> Workspace {
             }
         }
     }
-    ws.prepare_database().await;
     ws
 }
 
 /// The files recorded in a schema, in the order they were recorded.
-async fn recorded(ws: &Workspace, schema: &str) -> Vec<String> {
+pub(crate) async fn recorded(ws: &Workspace, schema: &str) -> Vec<String> {
     let sql = format!("select filename from svc_migrations where db_schema = '{schema}' order by id");
     ws.rows("svc", &sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
 }
 
-fn sorted(mut names: Vec<String>) -> Vec<String> {
+pub(crate) fn sorted(mut names: Vec<String>) -> Vec<String> {
     names.sort();
     names
 }

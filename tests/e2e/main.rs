@@ -15,6 +15,7 @@ mod mutations;
 mod operations;
 mod quarantine;
 mod queries;
+mod revert;
 mod rollouts;
 mod shards;
 mod storage;

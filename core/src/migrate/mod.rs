@@ -64,6 +64,7 @@ pub mod quarantine;
 pub mod redact;
 pub mod repair;
 pub mod report;
+pub mod revert;
 pub mod rollout;
 pub mod shard;
 pub mod source;

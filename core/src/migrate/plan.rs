@@ -175,9 +175,35 @@ pub struct Diagnostics {
     pub missing: Vec<Missing>,
 }
 
+/// Which way a plan's steps go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Direction {
+    /// Each step runs its migration's forward part and records it.
+    #[default]
+    Forward,
+    /// Each step runs its migration's down part and removes its record
+    /// ([`crate::migrate::revert`]).
+    Revert,
+}
+
+/// What a step in `direction` runs of `migration`: its text (positions
+/// are those of its file), whether its format says it runs outside a
+/// transaction, and the file it comes from (a golang-migrate pair's down
+/// part is its `.down.sql` file). A migration without a down part runs
+/// nothing backwards (the revert planner refuses to plan it).
+pub fn part_to_run(migration: &SourceMigration, direction: Direction) -> (&str, bool, &str) {
+    match (direction, &migration.down) {
+        (Direction::Forward, _) => (&migration.forward, migration.no_transaction, &migration.file),
+        (Direction::Revert, Some(down)) => (&down.text, down.no_transaction, &down.file),
+        (Direction::Revert, None) => ("", false, &migration.file),
+    }
+}
+
 /// The result of planning.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// Forward (apply, Sync) or a revert.
+    pub direction: Direction,
     /// Every schema the plan touches, in first-use order.
     pub schemas: Vec<String>,
     /// The steps, in execution order.
@@ -409,6 +435,7 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
     }
 
     Ok(Plan {
+        direction: Direction::Forward,
         schemas: plan_schemas.names,
         steps,
         counts,

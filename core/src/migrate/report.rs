@@ -304,6 +304,13 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
         out.push_str(&format!("New tenant {tenant}.\n"));
     }
     let unrun = record_only(plan, sources);
+    if plan.direction == crate::migrate::plan::Direction::Revert && !plan.steps.is_empty() {
+        out.push_str(&format!(
+            "REVERT: {} would be undone (each one's down part run, its record removed), newest first, in {}.\n",
+            plural(plan.steps.len(), "migration", "migrations"),
+            plural(plan.schemas.len(), "schema", "schemas"),
+        ));
+    }
     if plan.steps.is_empty() {
         out.push_str(if plan.new_tenant.is_some() { "No files to apply.\n" } else { "Nothing to do.\n" });
     } else if unrun > 0 {

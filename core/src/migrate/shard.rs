@@ -138,7 +138,7 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
         return plan;
     }
     let counts = plan.counts_of(sources, &steps);
-    let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), ..Plan::default() };
+    let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), direction: plan.direction, ..Plan::default() };
     let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
     for &step in &steps {
         let mut step = plan.steps[step as usize];
@@ -200,6 +200,7 @@ pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
             }
         }
         merged.new_tenant = merged.new_tenant.or(plan.new_tenant);
+        merged.direction = plan.direction;
     }
     let every: Vec<u32> = (0..merged.steps.len() as u32).collect();
     merged.counts = merged.counts_of(sources, &every);

@@ -16,7 +16,7 @@ use super::progress::Progress;
 use super::results::CreateResults;
 use super::{
     ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, QuarantineAction, QuarantineArgs,
-    RepairArgs, RolloutAction, StatusArgs,
+    RepairArgs, RevertArgs, RolloutAction, StatusArgs,
 };
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
@@ -65,6 +65,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
     let access = match &command {
         Command::Apply(_) => Access::ReadWrite,
         Command::Repair(args) if !args.dry_run => Access::ReadWrite,
+        Command::Revert(_) => Access::ReadWrite,
         Command::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => Access::ReadWrite,
         Command::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         _ => Access::ReadOnly,
@@ -81,6 +82,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Tenants(args) => super::tenants::tenants(&service, args).await,
             Command::Drift(args) => drift(&service, args).await,
             Command::Repair(args) => repair(&service, args).await,
+            Command::Revert(args) => revert(&service, args).await,
             Command::Lint(args) => lint_pending(&service, args).await,
             Command::Quarantine(args) => quarantine(&service, args).await,
             Command::Rollout(args) => super::rollout::rollout(&service, args).await,
@@ -174,7 +176,11 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let action = if args.sync { Action::Sync } else { Action::Apply };
-    match service.preview(target, action).await {
+    let previewed = match args.extent.extent().filter(|_| args.revert) {
+        Some(extent) => service.preview_revert(extent).await,
+        None => service.preview(target, action).await,
+    };
+    match previewed {
         Ok((preview, sources)) => {
             let plan = preview.plan;
             let findings = service.lint(&plan, &sources);
@@ -243,6 +249,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         },
         shard: args.shard,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
+        revert: None,
     };
     let result = service.create(request).await;
     progress.finish();
@@ -253,9 +260,51 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
     created(service, &result, args.json, args.sync, args.dry_run).await
 }
 
+/// `revert --version NAME (--steps N | --to FILE)`: a version that runs
+/// down parts, through the API's own code path and lock.
+async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
+    let Some(extent) = args.extent.extent() else {
+        eprintln!("strata: revert needs --steps N or --to FILE");
+        return Exit::Usage;
+    };
+    let progress = Arc::new(Progress::new(args.json));
+    let observer: Arc<dyn Observer> = progress.clone();
+    let request = CreateRequest {
+        version_name: args.version_name,
+        target: Target::AllSchemas,
+        action: Action::Apply,
+        dry_run: args.dry_run,
+        request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
+        observer: Some(observer),
+        failure_budget: None,
+        retry: None,
+        wave: match (args.tenants, args.share, args.attribute) {
+            (Some(names), _, _) => Wave::Named(names),
+            (None, Some(share), _) => Wave::Share(share),
+            (None, None, Some(attribute)) => attribute,
+            (None, None, None) => Wave::All,
+        },
+        shard: None,
+        rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
+        revert: Some(extent),
+    };
+    let result = service.create(request).await;
+    progress.finish();
+    match result {
+        Ok(result) => created_as(service, &result, args.json, "reverted", args.dry_run).await,
+        Err(error) => failed_apply(&error, args.json),
+    }
+}
+
 /// Prints a completed `apply` (or retry): the version, the tenants put in
 /// quarantine, skipped or released. Exit 11 when tenants were quarantined.
 async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
+    created_as(service, result, json, if sync { "recorded" } else { "applied" }, dry_run).await
+}
+
+/// [`created`], saying what was done to the files (`applied`, `recorded`,
+/// `reverted`).
+async fn created_as(service: &Service, result: &CreateResult, json: bool, done: &str, dry_run: bool) -> Exit {
     let migrations = match &result.version {
         Some(version) => match service.version_migrations(version.id).await {
             Ok(rows) => rows,
@@ -277,14 +326,11 @@ async fn created(service: &Service, result: &CreateResult, json: bool, sync: boo
     );
     let seconds = result.summary.duration;
     match &result.version {
-        None if dry_run => println!("Dry run: {counts} would be applied ({seconds:.2} s); rolled back."),
-        None => println!("Nothing to apply: no version created."),
-        Some(version) => println!(
-            "Version {} \"{}\" created: {counts} {} in {seconds:.2} s.",
-            version.id,
-            version.name,
-            if sync { "recorded" } else { "applied" },
-        ),
+        None if dry_run => println!("Dry run: {counts} would be {done} ({seconds:.2} s); rolled back."),
+        None => println!("Nothing to do: no version created."),
+        Some(version) => {
+            println!("Version {} \"{}\" created: {counts} {done} in {seconds:.2} s.", version.id, version.name)
+        }
     }
     if !result.quarantined.is_empty() {
         println!("\n{} tenant(s) failed and are quarantined (later versions skip them):", result.quarantined.len());
@@ -353,6 +399,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 wave: Wave::All,
                 shard: None,
                 rollout_gate: Default::default(),
+                revert: None,
             };
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,

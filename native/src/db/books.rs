@@ -32,7 +32,7 @@ use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use super::error::{DbError, describe};
 use super::rows;
 use super::types::{
-    Audit, MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 
 /// A dialect's statements over the `svc` tables (its `sql.rs`). The
@@ -94,6 +94,8 @@ pub(crate) struct BooksSql {
     pub(crate) update_checksum: &'static str,
     /// Removes every record of a file (bound: file).
     pub(crate) delete_migrations: &'static str,
+    /// Removes the record of a file in one schema (bound: file, schema).
+    pub(crate) delete_record: &'static str,
 }
 
 /// How many rows a statement changed, whichever the database.
@@ -259,6 +261,9 @@ pub(crate) trait Keeper<C: Send>: Send + Sync {
     async fn directory(&self, conn: &mut C) -> Result<Directory, DbError>;
     /// Writes directory changes, in one transaction.
     async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError>;
+    /// Removes the records of reverted steps (file and schema), in the
+    /// caller's open transaction.
+    async fn forget(&self, conn: &mut C, rows: &[Record<'_>]) -> Result<(), DbError>;
     /// Writes a repair (core's `repair`) and its version row, in one
     /// transaction.
     async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError>;
@@ -441,6 +446,18 @@ where
             self.query(self.sql.drop_directory).bind(tenant.clone()).execute(&mut *tx).await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    async fn forget(&self, conn: &mut C, rows: &[Record<'_>]) -> Result<(), DbError> {
+        let conn = conn.sqlx();
+        for row in rows {
+            self.query(self.sql.delete_record)
+                .bind(row.migration.file.clone())
+                .bind(row.schema.to_string())
+                .execute(&mut *conn)
+                .await?;
+        }
         Ok(())
     }
 

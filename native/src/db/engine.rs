@@ -12,7 +12,6 @@ use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
-use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements;
 
 use super::books::Keeper;
@@ -101,14 +100,7 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
 /// query: its catalog scan is paid once per read, not per schema).
 pub(crate) const CATALOGS_PER_READ: usize = 250;
 
-/// One bookkeeping row to write.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Record<'a> {
-    /// The migration.
-    pub(crate) migration: &'a SourceMigration,
-    /// The schema it was applied to (or recorded for).
-    pub(crate) schema: &'a str,
-}
+pub(crate) use super::types::Record;
 
 /// The per-dialect primitives the executor runs a version with. Each
 /// dialect's SQL lives in its own `sql.rs`.
@@ -233,6 +225,14 @@ pub(crate) trait Engine: Send + Sync {
         match self.books() {
             Some(books) => books.quarantined(conn).await,
             None => Ok(Vec::new()),
+        }
+    }
+    /// Removes the records of reverted steps, in the caller's open
+    /// transaction.
+    async fn forget(&self, conn: &mut Self::Conn, rows: &[Record<'_>]) -> Result<(), DbError> {
+        match self.books() {
+            Some(books) => books.forget(conn, rows).await,
+            None => Err(DbError::NotSupported("strata revert on this engine")),
         }
     }
     /// Writes a repair and its version row, in one transaction.

@@ -185,6 +185,9 @@ pub(crate) enum DbError {
     /// The planner refused the operation.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// A revert could not be planned (nothing ran).
+    #[error(transparent)]
+    Revert(#[from] strata_core::migrate::revert::RevertError),
     /// `strata repair` refused a file (nothing changed).
     #[error(transparent)]
     Repair(#[from] strata_core::migrate::repair::RepairError),

@@ -68,7 +68,7 @@ use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
-use strata_core::migrate::plan::{Plan, PlanInput, Unit, plan};
+use strata_core::migrate::plan::{Direction, Plan, PlanInput, Unit, part_to_run, plan};
 use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
@@ -184,6 +184,20 @@ fn plan_checked(
     tenants: &[String],
     applied: &[strata_core::migrate::plan::AppliedMigration],
 ) -> Result<(Plan, Vec<FileMode>), DbError> {
+    if let Some(extent) = &request.revert {
+        let mut plan = strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
+            sources: request.sources,
+            applied,
+            tenants,
+            single_schemas: request.wave == Wave::All && request.retry.is_none(),
+            extent,
+        })?;
+        if request.tenants_only {
+            plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
+        }
+        let modes = check_files(driver, request.sources, &plan)?;
+        return Ok((plan, modes));
+    }
     let mut plan = plan(PlanInput {
         sources: request.sources,
         applied,
@@ -377,21 +391,21 @@ async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schem
 /// and unknown directives, before anything runs — every refusal of every
 /// file at once. Returns, per source, how it runs.
 fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<FileMode>, DbError> {
+    let direction = plan.direction;
     let mut modes: Vec<Option<FileMode>> = vec![None; sources.len()];
     let mut refused = Vec::new();
     for step in plan.steps.iter().filter(|s| s.execute) {
         let index = step.migration as usize;
         if modes[index].is_none() {
             let migration = &sources[index];
-            modes[index] = Some(
-                match statements::inspect_part(driver, &migration.file, &migration.forward, migration.no_transaction) {
-                    Ok(mode) => mode,
-                    Err(Refusals(refusals)) => {
-                        refused.extend(refusals);
-                        FileMode::default()
-                    }
-                },
-            );
+            let (text, no_transaction, file) = part_to_run(migration, direction);
+            modes[index] = Some(match statements::inspect_part(driver, file, text, no_transaction) {
+                Ok(mode) => mode,
+                Err(Refusals(refusals)) => {
+                    refused.extend(refusals);
+                    FileMode::default()
+                }
+            });
         }
     }
     if !refused.is_empty() {
@@ -486,6 +500,17 @@ impl<E: Engine> Run<'_, E> {
         self.plan.schema_of(&self.plan.steps[step as usize])
     }
 
+    /// The text a step runs (the forward part, or the down part of a
+    /// revert), with the file's own positions.
+    fn text(&self, step: u32) -> &str {
+        part_to_run(self.migration(step), self.plan.direction).0
+    }
+
+    /// The file a step's text comes from.
+    fn file(&self, step: u32) -> &str {
+        part_to_run(self.migration(step), self.plan.direction).2
+    }
+
     fn mode(&self, step: u32) -> &FileMode {
         &self.modes[self.plan.steps[step as usize].migration as usize]
     }
@@ -515,9 +540,9 @@ impl<E: Engine> Run<'_, E> {
             return Ok(());
         }
         if let Some(observer) = self.request.observer {
-            observer.running(self.schema(step), &self.migration(step).file);
+            observer.running(self.schema(step), self.file(step));
         }
-        let sql = self.migration(step).sql_for(&self.settings.placeholder, self.schema(step));
+        let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
         let timeouts = self.timeouts(step);
         let partly = self.runs_outside_transaction(step) || !self.engine.transactional_ddl();
         if !partly {
@@ -580,7 +605,7 @@ impl<E: Engine> Run<'_, E> {
         let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
         let wait = lock_wait::wait_before_retry_ms(attempt, jitter);
         tracing::warn!(
-            file = %self.migration(step).file,
+            file = %self.file(step),
             schema = %self.schema(step),
             attempt,
             wait_ms = wait,
@@ -592,7 +617,10 @@ impl<E: Engine> Run<'_, E> {
     async fn record(&self, conn: &mut E::Conn, steps: &[u32], version_id: i64) -> Result<(), DbError> {
         let rows: Vec<Record<'_>> =
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
-        self.engine.record(conn, &rows, self.request.created, version_id).await
+        match self.plan.direction {
+            Direction::Forward => self.engine.record(conn, &rows, self.request.created, version_id).await,
+            Direction::Revert => self.engine.forget(conn, &rows).await,
+        }
     }
 
     /// Records one step that ran outside a transaction, in a transaction
@@ -815,7 +843,7 @@ impl<E: Engine> Run<'_, E> {
         let row = QuarantineRow {
             tenant: schema,
             version_id: progress.version(),
-            file: self.migration(*step).file.clone(),
+            file: self.file(*step).to_string(),
             line: at.map(|at| at.line as i64),
             column: at.filter(|at| at.column > 0).map(|at| at.column as i64),
             cause: failure.cause.name().to_string(),
@@ -851,9 +879,7 @@ impl<E: Engine> Run<'_, E> {
         let schema = self.schema(step);
         failure
             .offset
-            .and_then(|offset| {
-                statements::locate(&self.migration(step).forward, &self.settings.placeholder, schema, offset)
-            })
+            .and_then(|offset| statements::locate(self.text(step), &self.settings.placeholder, schema, offset))
             .or(failure.line.map(|line| Position { line, column: 0 }))
     }
 
@@ -1056,7 +1082,7 @@ impl<E: Engine> Run<'_, E> {
             UnitError::Other(error) => return error,
             UnitError::Migration { step, failure, partly, .. } => (step, failure, partly),
         };
-        let migration = self.migration(step);
+        let file = self.file(step).to_string();
         let schema = self.schema(step).to_string();
         let at = self.position(step, &failure);
         let mut done = vec![false; self.plan.steps.len()];
@@ -1086,7 +1112,7 @@ impl<E: Engine> Run<'_, E> {
         let not_committed = names_where(&|i| !some[i]);
         let applied = self.plan.counts_of(self.request.sources, committed);
         DbError::MigrationFailed(Box::new(MigrationFailure {
-            file: migration.file.clone(),
+            file,
             schema,
             at,
             message: failure.message,

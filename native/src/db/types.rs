@@ -76,6 +76,8 @@ pub(crate) struct MutationRequest<'a> {
     /// `createTenant` on a sharded fleet: the shard named by the caller
     /// (`None`: the one with the fewest tenants, core's `shard::place`).
     pub(crate) shard: Option<&'a str>,
+    /// A revert this far back (core's `revert`) instead of an apply.
+    pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
 }
 
 /// A tenant put aside after a failure a version absorbed (its failure
@@ -234,4 +236,13 @@ pub(crate) struct Audit<'a> {
     pub(crate) created: &'a str,
     /// The request that asked.
     pub(crate) request_id: &'a str,
+}
+
+/// One bookkeeping row to write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record<'a> {
+    /// The migration.
+    pub(crate) migration: &'a SourceMigration,
+    /// The schema it was applied to (or recorded for).
+    pub(crate) schema: &'a str,
 }

@@ -225,6 +225,7 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
             Some(true) => RolloutGate::Override,
             _ => RolloutGate::Hold,
         },
+        revert: None,
     }
 }
 
@@ -260,6 +261,7 @@ impl Mutation {
             wave: Default::default(),
             shard: input.shard,
             rollout_gate: Default::default(),
+            revert: None,
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -296,6 +298,32 @@ impl Mutation {
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
+    /// Undoes the most recently applied migrations — their down parts,
+    /// newest first, per schema in one transaction with their records — as
+    /// a new version: `steps` in each schema, or every migration applied
+    /// after the file `to`; only `tenantNames` when given (the single
+    /// schemas then stay). Refused before anything runs when a down part is
+    /// missing (`REVERT_REFUSED`). Added to the spec's schema.
+    async fn revert_version(
+        &self,
+        ctx: &Context<'_>,
+        input: VersionInput,
+        steps: Option<u32>,
+        to: Option<String>,
+        tenant_names: Option<Vec<String>>,
+    ) -> Result<CreateResultsDto> {
+        use strata_core::migrate::revert::Extent;
+        let extent = match (steps, to) {
+            (Some(n), None) => Extent::Steps(n),
+            (None, Some(file)) => Extent::To(file),
+            _ => return Err(graphql_error(AppError::InvalidInput("give one of steps or to".to_string()))),
+        };
+        let wave = tenant_names.map(Wave::Named).unwrap_or(Wave::All);
+        let mut request = version_request(ctx, input, wave);
+        request.revert = Some(extent);
+        Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
+    }
+
     /// Runs a version over quarantined tenants only (all, or those named):
     /// each it completes leaves the quarantine; one that fails again stays,
     /// with one more failure counted. Added to the spec's schema.
@@ -312,6 +340,7 @@ impl Mutation {
             wave: Default::default(),
             shard: None,
             rollout_gate: Default::default(),
+            revert: None,
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }

@@ -222,6 +222,7 @@ impl Service {
             wave: rollout.waves[wave].select.wave(),
             shard: None,
             rollout_gate: RolloutGate::Wave,
+            revert: None,
         };
         match self.create(request).await {
             Ok(result) => {

@@ -331,6 +331,9 @@ pub(crate) const UPDATE_CHECKSUM: &str =
 /// Removes the records of a file deleted from the source (`strata repair`).
 pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = ?";
 
+/// Removes the record of a reverted migration in one schema.
+pub(crate) const DELETE_RECORD: &str = "delete from svc.svc_migrations where filename = ? and db_schema = ?";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -358,4 +361,5 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     insert_version: INSERT_VERSION,
     update_checksum: UPDATE_CHECKSUM,
     delete_migrations: DELETE_MIGRATIONS,
+    delete_record: DELETE_RECORD,
 };

@@ -309,6 +309,9 @@ pub(crate) const UPDATE_CHECKSUM: &str =
 /// Removes the records of a file deleted from the source (`strata repair`).
 pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = $1";
 
+/// Removes the record of a reverted migration in one schema.
+pub(crate) const DELETE_RECORD: &str = "delete from svc.svc_migrations where filename = $1 and db_schema = $2";
+
 /// The statements of the service's books (see `db::books`).
 pub(crate) const BOOKS: BooksSql = BooksSql {
     installed: INSTALLED,
@@ -336,4 +339,5 @@ pub(crate) const BOOKS: BooksSql = BooksSql {
     insert_version: INSERT_VERSION,
     update_checksum: UPDATE_CHECKSUM,
     delete_migrations: DELETE_MIGRATIONS,
+    delete_record: DELETE_RECORD,
 };

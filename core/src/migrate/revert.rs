@@ -1,0 +1,208 @@
+//! Down migrations: which recorded migrations a revert undoes, where, and in
+//! what order — a [`Plan`] of [`Direction::Revert`] the shell executes like
+//! any other (per schema in one transaction, the down part run and the
+//! record removed together).
+//!
+//! Rules:
+//! - Per schema, the migrations recorded there, in source order (the order
+//!   of application: versions as numbers, names byte-wise): `--steps N`
+//!   undoes the last `N`, `--to FILE` every one after `FILE` (kept).
+//! - Steps run newest first: the plan is the reverse of source order,
+//!   migration-major (every schema undoes a migration before any undoes the
+//!   one before it), so a tenant segment's unit is one tenant's steps,
+//!   newest first.
+//! - Scripts are never reverted. A recorded file gone from the source, or
+//!   one without a down part, is refused with every such file listed,
+//!   before anything runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
+use thiserror::Error;
+
+use crate::migrate::ident::{IdentError, validate_tenant_name};
+use crate::migrate::plan::{AppliedMigration, Direction, Plan, Step};
+use crate::migrate::source::SourceMigration;
+use crate::migrate::summary::Counts;
+
+/// How far a revert goes back, in each schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extent {
+    /// The last `n` migrations applied in each schema.
+    Steps(u32),
+    /// Every migration applied after this file (`directory/name`), which
+    /// stays.
+    To(String),
+}
+
+/// What a revert looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct RevertInput<'a> {
+    /// Source migrations in application order.
+    pub sources: &'a [SourceMigration],
+    /// Rows recorded.
+    pub applied: &'a [AppliedMigration],
+    /// The tenants it covers.
+    pub tenants: &'a [String],
+    /// Whether the single schemas are covered too (not when the revert
+    /// names tenants or a wave).
+    pub single_schemas: bool,
+    /// How far back.
+    pub extent: &'a Extent,
+}
+
+/// Why a revert cannot be planned (nothing runs).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RevertError {
+    /// `--steps 0`.
+    #[error("a revert needs at least one step")]
+    NoSteps,
+    /// `--to` names no migration of the source.
+    #[error("{0} is not a migration of the source (files are named directory/name)")]
+    UnknownFile(String),
+    /// Migrations to undo without a down part.
+    #[error(
+        "{} migration(s) to revert have no down part: {} — add one (a `-- migrate:down` section, a .down.sql or U \
+         file, a `-- +goose Down` section), or revert fewer steps",
+        .0.len(), files(.0)
+    )]
+    NoDownPart(Vec<String>),
+    /// Recorded migrations whose file is gone.
+    #[error(
+        "{} migration(s) to revert are no longer in the source: {} — restore the file(s), or remove their records \
+         with `strata repair`",
+        .0.len(), files(.0)
+    )]
+    Missing(Vec<String>),
+    /// The tenant list holds a name that is no identifier.
+    #[error("tenant list holds an invalid name: {0}")]
+    InvalidTenant(IdentError),
+    /// More steps than a plan can index.
+    #[error("plan too large")]
+    TooLarge,
+}
+
+fn files(list: &[String]) -> String {
+    let mut shown: Vec<&str> = list.iter().take(10).map(String::as_str).collect();
+    let more = list.len().saturating_sub(10);
+    let tail = format!("and {more} more");
+    if more > 0 {
+        shown.push(&tail);
+    }
+    shown.join(", ")
+}
+
+/// Plans a revert. See the module documentation for the rules.
+pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
+    if input.extent == &Extent::Steps(0) {
+        return Err(RevertError::NoSteps);
+    }
+    let by_file: FxHashMap<&str, usize> = input
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.migration_type.is_script())
+        .map(|(i, m)| (m.file.as_str(), i))
+        .collect();
+    let keep_up_to = match input.extent {
+        Extent::To(file) => Some(*by_file.get(file.as_str()).ok_or_else(|| RevertError::UnknownFile(file.clone()))?),
+        Extent::Steps(_) => None,
+    };
+    for tenant in input.tenants {
+        validate_tenant_name(tenant).map_err(RevertError::InvalidTenant)?;
+    }
+    let mut covered: FxHashMap<&str, bool> = input.tenants.iter().map(|t| (t.as_str(), true)).collect();
+    if input.single_schemas {
+        for schema in input.sources.iter().filter_map(SourceMigration::single_schema) {
+            covered.entry(schema).or_insert(false);
+        }
+    }
+    // Per covered schema: the sources recorded there, and files gone.
+    let mut recorded: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    let mut gone: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for row in input.applied.iter().filter(|row| !row.migration_type.is_script()) {
+        if !covered.contains_key(row.schema.as_str()) {
+            continue;
+        }
+        match by_file.get(row.file.as_str()) {
+            Some(&source) => {
+                recorded.entry(row.schema.as_str()).or_default().insert(source);
+            }
+            None => {
+                gone.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
+            }
+        }
+    }
+    // What each schema undoes, newest first.
+    let mut chosen: Vec<(usize, &str)> = Vec::new();
+    let mut missing: BTreeSet<&str> = BTreeSet::new();
+    let schemas: BTreeSet<&str> = recorded.keys().chain(gone.keys()).copied().collect();
+    for schema in schemas {
+        let sources = recorded.get(schema).cloned().unwrap_or_default();
+        match (input.extent, keep_up_to) {
+            (Extent::Steps(n), _) => {
+                // A file gone from the source has no place in the order: a
+                // schema holding one cannot say what its last steps are.
+                if let Some(files) = gone.get(schema) {
+                    missing.extend(files.iter().copied());
+                    continue;
+                }
+                chosen.extend(sources.iter().rev().take(*n as usize).map(|&s| (s, schema)));
+            }
+            (Extent::To(_), Some(keep)) => {
+                if let Some(files) = gone.get(schema) {
+                    missing.extend(files.iter().copied());
+                    continue;
+                }
+                chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema)));
+            }
+            (Extent::To(_), None) => {}
+        }
+    }
+    if !missing.is_empty() {
+        return Err(RevertError::Missing(missing.into_iter().map(str::to_string).collect()));
+    }
+    let no_down: BTreeSet<&str> = chosen
+        .iter()
+        .filter(|(s, _)| input.sources[*s].down.is_none())
+        .map(|(s, _)| input.sources[*s].file.as_str())
+        .collect();
+    if !no_down.is_empty() {
+        return Err(RevertError::NoDownPart(no_down.into_iter().map(str::to_string).collect()));
+    }
+    // Newest first, migration-major; schemas in tenant-list order, the
+    // single schemas first.
+    let mut order: FxHashMap<&str, usize> = FxHashMap::default();
+    let schemas_in_order =
+        input.sources.iter().filter_map(SourceMigration::single_schema).chain(input.tenants.iter().map(String::as_str));
+    for schema in schemas_in_order {
+        let next = order.len();
+        order.entry(schema).or_insert(next);
+    }
+    chosen.sort_by(|(a, a_schema), (b, b_schema)| b.cmp(a).then_with(|| order[a_schema].cmp(&order[b_schema])));
+    let mut plan = Plan { direction: Direction::Revert, ..Plan::default() };
+    let mut schema_index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut per_migration: BTreeMap<usize, u64> = BTreeMap::new();
+    for (source, schema) in chosen {
+        let next = u32::try_from(plan.schemas.len()).map_err(|_| RevertError::TooLarge)?;
+        let index = *schema_index.entry(schema).or_insert_with(|| {
+            plan.schemas.push(schema.to_string());
+            next
+        });
+        let migration = u32::try_from(source).map_err(|_| RevertError::TooLarge)?;
+        plan.steps.push(Step { migration, schema: index, execute: true });
+        *per_migration.entry(source).or_default() += 1;
+    }
+    let mut counts = Counts {
+        tenants: plan.schemas.iter().filter(|s| covered.get(s.as_str()) == Some(&true)).count() as u64,
+        ..Counts::default()
+    };
+    for (source, schemas) in per_migration {
+        counts.add_file(input.sources[source].migration_type, schemas);
+    }
+    plan.counts = counts;
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests;

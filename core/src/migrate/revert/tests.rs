@@ -1,0 +1,114 @@
+use super::*;
+use crate::migrate::MigrationType::{self, *};
+use crate::migrate::format::Part;
+
+fn migration(dir: &str, name: &str, kind: MigrationType, down: bool) -> SourceMigration {
+    let mut m = SourceMigration::plain(dir, name, kind, &format!("create table {name};"));
+    m.down = down.then(|| Part { file: m.file.clone(), text: format!("drop table {name};"), no_transaction: false });
+    m
+}
+
+fn sources() -> Vec<SourceMigration> {
+    vec![
+        migration("ref", "1.sql", SingleMigration, true),
+        migration("tenants", "1.sql", TenantMigration, true),
+        migration("tenants", "2.sql", TenantMigration, true),
+        migration("ref", "3.sql", SingleMigration, true),
+        migration("tenants", "4.sql", TenantMigration, false),
+        migration("scripts", "s.sql", TenantScript, false),
+    ]
+}
+
+fn applied(sources: &[SourceMigration], rows: &[(usize, &str)]) -> Vec<AppliedMigration> {
+    rows.iter()
+        .map(|&(i, schema)| AppliedMigration {
+            file: sources[i].file.clone(),
+            name: sources[i].name.clone(),
+            schema: schema.into(),
+            migration_type: sources[i].migration_type,
+            checksum: sources[i].checksum.clone(),
+        })
+        .collect()
+}
+
+fn shown(plan: &Plan, sources: &[SourceMigration]) -> Vec<(String, String)> {
+    plan.steps.iter().map(|s| (sources[s.migration as usize].file.clone(), plan.schema_of(s).to_string())).collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+#[test]
+fn the_last_steps_of_each_schema_are_undone_newest_first_migration_major() {
+    let sources = sources();
+    let tenants = vec!["a".to_string(), "b".to_string()];
+    // b is one migration behind a; scripts are recorded too.
+    let rows = applied(&sources, &[(0, "ref"), (1, "a"), (1, "b"), (2, "a"), (3, "ref"), (5, "a"), (5, "b")]);
+    let input = RevertInput {
+        sources: &sources,
+        applied: &rows,
+        tenants: &tenants,
+        single_schemas: true,
+        extent: &Extent::Steps(1),
+    };
+    let plan = plan_revert(input).unwrap();
+    assert_eq!(plan.direction, Direction::Revert);
+    assert_eq!(shown(&plan, &sources), pairs(&[("ref/3.sql", "ref"), ("tenants/2.sql", "a"), ("tenants/1.sql", "b")]));
+    assert_eq!((plan.counts.single_migrations, plan.counts.tenant_migrations_total), (1, 2));
+
+    let two = plan_revert(RevertInput { extent: &Extent::Steps(2), ..input }).unwrap();
+    assert_eq!(
+        shown(&two, &sources),
+        pairs(&[
+            ("ref/3.sql", "ref"),
+            ("tenants/2.sql", "a"),
+            ("tenants/1.sql", "a"),
+            ("tenants/1.sql", "b"),
+            ("ref/1.sql", "ref")
+        ])
+    );
+    // Per tenant, one unit, newest first.
+    let segments = two.segments(&sources);
+    assert_eq!(segments.len(), 3);
+    assert_eq!(segments[1].units.len(), 2);
+
+    // Only the tenants named: the single schemas stay.
+    let only_b = vec!["b".to_string()];
+    let plan = plan_revert(RevertInput { tenants: &only_b, single_schemas: false, ..input }).unwrap();
+    assert_eq!(shown(&plan, &sources), pairs(&[("tenants/1.sql", "b")]));
+
+    // To a file: everything after it, the file kept.
+    let to = Extent::To("tenants/1.sql".into());
+    let plan = plan_revert(RevertInput { extent: &to, ..input }).unwrap();
+    assert_eq!(shown(&plan, &sources), pairs(&[("ref/3.sql", "ref"), ("tenants/2.sql", "a")]));
+}
+
+#[test]
+fn a_missing_down_part_or_file_is_refused_before_anything_runs() {
+    let sources = sources();
+    let tenants = vec!["a".to_string()];
+    let rows = applied(&sources, &[(1, "a"), (2, "a"), (4, "a")]);
+    let input = RevertInput {
+        sources: &sources,
+        applied: &rows,
+        tenants: &tenants,
+        single_schemas: true,
+        extent: &Extent::Steps(1),
+    };
+    assert_eq!(plan_revert(input).unwrap_err(), RevertError::NoDownPart(vec!["tenants/4.sql".into()]));
+    assert!(plan_revert(input).unwrap_err().to_string().contains("have no down part: tenants/4.sql"));
+    assert_eq!(plan_revert(RevertInput { extent: &Extent::Steps(0), ..input }).unwrap_err(), RevertError::NoSteps);
+    let unknown = Extent::To("tenants/9.sql".into());
+    assert_eq!(
+        plan_revert(RevertInput { extent: &unknown, ..input }).unwrap_err(),
+        RevertError::UnknownFile("tenants/9.sql".into())
+    );
+
+    let mut gone = applied(&sources, &[(1, "a")]);
+    gone[0].file = "tenants/0.sql".into();
+    let refused = plan_revert(RevertInput { applied: &gone, ..input }).unwrap_err();
+    assert_eq!(refused, RevertError::Missing(vec!["tenants/0.sql".into()]));
+    // Nothing recorded: nothing to do.
+    assert!(plan_revert(RevertInput { applied: &[], ..input }).unwrap().steps.is_empty());
+}

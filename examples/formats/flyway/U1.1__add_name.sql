@@ -1,0 +1,1 @@
+alter table {schema}.users drop column name;

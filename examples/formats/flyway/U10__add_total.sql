@@ -1,0 +1,1 @@
+alter table {schema}.orders drop column total;
