@@ -167,6 +167,11 @@ install_emulators() {
         echo "installing azurite (npm) into $EMU"
         npm install --prefix "$EMU" --silent --no-audit --no-fund azurite >/dev/null
     fi
+    # dbmate, the peer the e2e suite compares schemas with (npm ships its binary).
+    if [ ! -x "$EMU/node_modules/.bin/dbmate" ]; then
+        echo "installing dbmate (npm) into $EMU"
+        npm install --prefix "$EMU" --silent --no-audit --no-fund dbmate >/dev/null
+    fi
 }
 
 wait_http() { # url name log
@@ -227,6 +232,7 @@ export STRATA_TEST_GALERA_URLS=mysql://root@127.0.0.1:$GALERA_PORT/mysql,mysql:/
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
 export STRATA_TEST_PYTHON=$EMU/venv/bin/python
+export STRATA_TEST_DBMATE=$EMU/node_modules/.bin/dbmate
 ENV
     echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;

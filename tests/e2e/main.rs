@@ -13,6 +13,7 @@ mod lint;
 mod live;
 mod mutations;
 mod operations;
+mod peers;
 mod quarantine;
 mod queries;
 mod revert;
