@@ -5,6 +5,7 @@
 //! in-process, so it answers exactly what the API would).
 
 mod commands;
+mod new;
 mod progress;
 mod results;
 mod rollout;
@@ -159,6 +160,10 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Create the next migration file of a directory, named and started in
+    /// its convention (a timestamp or the next number; the format's
+    /// markers), and print its path.
+    New(NewArgs),
     /// Undo the most recently applied migrations (their down parts, newest
     /// first), per schema in one transaction with their records, as a new
     /// version: --steps N (in each schema) or --to FILE; refused before
@@ -383,6 +388,16 @@ struct ApplyArgs {
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct NewArgs {
+    /// What the migration does, e.g. "add users" (becomes `add_users` in
+    /// the file name).
+    name: String,
+    /// The configured directory (default: the only migration directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<String>,
 }
 
 /// How far a revert goes back (`revert`, `plan --revert`).

@@ -254,3 +254,39 @@ async fn a_changed_file_is_repaired_never_synced_and_a_deleted_one_is_reported()
     let nothing = strata(&config, &["repair"]).await;
     assert_eq!(stdout(&nothing), "Nothing to repair: no applied file changed or was deleted.\n");
 }
+
+#[tokio::test]
+async fn strata_new_writes_the_next_file_in_the_directory_s_convention() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration("tenants/20240101000000_users.sql", "-- migrate:up\ncreate table {schema}.users (id int);\n");
+    ws.write_migration("ref/0009_a.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
+    let config = ws.write_config(&ws.config(""));
+
+    let unnamed = strata(&config, &["new", "add orders"]).await;
+    assert_eq!(code(&unnamed), 2, "{}", stderr(&unnamed));
+    assert!(stderr(&unnamed).contains("name the directory with --dir (configured: ref, config, tenants)"));
+
+    let tenants = strata(&config, &["new", "Add orders!", "--dir", "tenants"]).await;
+    assert_eq!(code(&tenants), 0, "{}", stderr(&tenants));
+    let path = stdout(&tenants).trim().to_string();
+    let name = path.rsplit('/').next().unwrap().to_string();
+    assert!(name.len() == "20261125223000_add_orders.sql".len() && name.ends_with("_add_orders.sql"), "{name}");
+    assert!(name.as_str() > "20240101000000_users.sql");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "-- migrate:up\n\n\n-- migrate:down\n\n");
+    let sequence = strata(&config, &["new", "b", "--dir", "ref"]).await;
+    assert!(stdout(&sequence).trim().ends_with("ref/0010_b.sql"), "{}", stdout(&sequence));
+
+    // Filled in, the new dbmate file applies like any other.
+    std::fs::write(
+        &path,
+        "-- migrate:up\ncreate table {schema}.orders (id int);\n-- migrate:down\ndrop table {schema}.orders;\n",
+    )
+    .unwrap();
+    ws.write_migration("ref/0010_b.sql", "create table {schema}.b (id int);\n");
+    let apply = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    let tenant = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&tenant), 0, "{}", stderr(&tenant));
+    assert_eq!(sorted(ws.tables("acme").await), ["orders", "users"]);
+}

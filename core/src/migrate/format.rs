@@ -816,3 +816,104 @@ fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
 
 #[cfg(test)]
 mod tests;
+
+/// A file `strata new` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFile {
+    /// Its name in the directory.
+    pub name: String,
+    /// What it starts with: the format's markers.
+    pub contents: String,
+}
+
+/// Why `strata new` cannot name a file.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum NewFileError {
+    /// The description has no letter or digit.
+    #[error("{0:?}: a migration's description needs a letter or a digit (it becomes part of the file name)")]
+    BadDescription(String),
+}
+
+/// The next file of a directory in `format`, after the `existing` file
+/// names, in their convention: a timestamp (`now`, `YYYYMMDDhhmmss`,
+/// cut to the width the directory's timestamps have) where the directory
+/// numbers its files by timestamp, else the next number at the width the
+/// directory pads to; an empty directory gets its format's usual
+/// convention (a timestamp; golang-migrate a six-digit sequence; Flyway
+/// `V1`). The description is lower-cased, every run of other characters
+/// than letters and digits made one `_`. golang-migrate gets two files
+/// (`.up.sql`, `.down.sql`).
+pub fn next_files(
+    format: Format,
+    existing: &[&str],
+    description: &str,
+    now: &str,
+) -> Result<Vec<NewFile>, NewFileError> {
+    let mut slug = String::new();
+    for c in description.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('_') && !slug.is_empty() {
+            slug.push('_');
+        }
+    }
+    let slug = slug.trim_end_matches('_').to_string();
+    if slug.is_empty() {
+        return Err(NewFileError::BadDescription(description.to_string()));
+    }
+    // The leading numbers of the existing files (after Flyway's `V`).
+    let numbers: Vec<&str> = existing
+        .iter()
+        .filter(|name| !name.starts_with('.'))
+        .map(|name| if format == Format::Flyway { name.strip_prefix('V').unwrap_or("") } else { name })
+        .map(|name| &name[..name.find(|c: char| !c.is_ascii_digit()).unwrap_or(name.len())])
+        .filter(|digits| !digits.is_empty())
+        .collect();
+    let width = numbers.iter().map(|n| n.len()).max();
+    let timestamps = width.is_some_and(|w| w >= 12);
+    let greatest =
+        numbers.iter().map(|n| n.trim_start_matches('0')).max_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
+    let next = match (width, timestamps) {
+        (Some(width), true) => {
+            let stamp: String = now.chars().take(width).collect();
+            let stamp = format!("{stamp:0<width$}");
+            // Never before the greatest (a clock behind the files').
+            match greatest {
+                Some(g) if (g.len(), g) >= (stamp.trim_start_matches('0').len(), stamp.trim_start_matches('0')) => {
+                    increment(&format!("{g:0>width$}"))
+                }
+                _ => stamp,
+            }
+        }
+        (Some(width), false) => increment(&format!("{:0>width$}", greatest.unwrap_or("0"))),
+        (None, _) => match format {
+            Format::GolangMigrate => "000001".to_string(),
+            Format::Flyway => "1".to_string(),
+            _ => now.to_string(),
+        },
+    };
+    let file = |name: String, contents: &str| NewFile { name, contents: contents.to_string() };
+    Ok(match format {
+        Format::Strata => vec![file(format!("{next}_{slug}.sql"), "")],
+        Format::Dbmate => vec![file(format!("{next}_{slug}.sql"), "-- migrate:up\n\n\n-- migrate:down\n\n")],
+        Format::Goose => vec![file(format!("{next}_{slug}.sql"), "-- +goose Up\n\n\n-- +goose Down\n\n")],
+        Format::GolangMigrate => {
+            vec![file(format!("{next}_{slug}.up.sql"), ""), file(format!("{next}_{slug}.down.sql"), "")]
+        }
+        Format::Flyway => vec![file(format!("V{next}__{slug}.sql"), "")],
+    })
+}
+
+/// A decimal number plus one, its width kept (or grown by a carry).
+fn increment(digits: &str) -> String {
+    let mut out: Vec<u8> = digits.bytes().collect();
+    for byte in out.iter_mut().rev() {
+        if *byte == b'9' {
+            *byte = b'0';
+        } else {
+            *byte += 1;
+            return String::from_utf8(out).unwrap_or_default();
+        }
+    }
+    format!("1{}", String::from_utf8(out).unwrap_or_default())
+}

@@ -33,6 +33,9 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             return Exit::BadConfig;
         }
     };
+    if let Command::New(args) = &command {
+        return super::new::new_migration(&config, &args.name, args.dir.as_deref());
+    }
     if let Command::Config(ConfigCommand::Check) = command {
         print!("{}", config.render_redacted());
         eprintln!("strata: {shown}: the configuration is valid");
@@ -86,7 +89,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Command::Lint(args) => lint_pending(&service, args).await,
             Command::Quarantine(args) => quarantine(&service, args).await,
             Command::Rollout(args) => super::rollout::rollout(&service, args).await,
-            Command::Serve | Command::Config(_) => unreachable!("handled before"),
+            Command::Serve | Command::Config(_) | Command::New(_) => unreachable!("handled before"),
         };
         service.settle().await;
         exit

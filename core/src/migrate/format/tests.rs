@@ -166,3 +166,34 @@ fn versions_compare_part_by_part_as_numbers() {
     assert_eq!(v("1").compare("b", &SortKey::Name, "a"), Ordering::Less);
     assert!(version("1..2").is_none() && version("").is_none() && version("1a").is_none());
 }
+
+#[test]
+fn a_new_file_follows_the_directory_s_convention() {
+    let now = "20261125223000";
+    let names = |format: Format, existing: &[&str], description: &str| -> Vec<String> {
+        next_files(format, existing, description, now).unwrap().into_iter().map(|f| f.name).collect()
+    };
+    // Timestamps: now, at their width; never before the greatest.
+    assert_eq!(names(Format::Strata, &["201602220000.sql", ".gitkeep"], "Add users!"), ["202611252230_add_users.sql"]);
+    assert_eq!(names(Format::Dbmate, &["20991231235959_x.sql"], "x"), ["20991231235960_x.sql"]);
+    // Sequences: the next number, padded as the others.
+    assert_eq!(names(Format::Strata, &["0001_a.sql", "0009_b.sql"], "c"), ["0010_c.sql"]);
+    assert_eq!(
+        names(Format::GolangMigrate, &["1_a.up.sql", "1_a.down.sql", "2_b.up.sql"], "c d"),
+        ["3_c_d.up.sql", "3_c_d.down.sql"]
+    );
+    assert_eq!(names(Format::Goose, &["00099_a.sql"], "b"), ["00100_b.sql"]);
+    assert_eq!(names(Format::Flyway, &["V1__a.sql", "V10__b.sql", "V2__c.sql", "R__v.sql"], "d"), ["V11__d.sql"]);
+    // An empty directory: the format's usual start.
+    assert_eq!(names(Format::Flyway, &[], "init"), ["V1__init.sql"]);
+    assert_eq!(names(Format::GolangMigrate, &[], "init"), ["000001_init.up.sql", "000001_init.down.sql"]);
+    assert_eq!(names(Format::Dbmate, &[], "init"), ["20261125223000_init.sql"]);
+    // The format's markers, read back as that format.
+    let dbmate = next_files(Format::Dbmate, &[], "init", now).unwrap().remove(0);
+    assert!(read("m", Format::Dbmate, &[input(&dbmate.name, &dbmate.contents)]).unwrap()[0].down.is_some());
+    let goose = next_files(Format::Goose, &[], "init", now).unwrap().remove(0);
+    assert!(read("m", Format::Goose, &[input(&goose.name, &goose.contents)]).is_ok());
+    assert_eq!(next_files(Format::Strata, &[], " -- ", now), Err(NewFileError::BadDescription(" -- ".into())));
+    assert_eq!(increment("0999"), "1000");
+    assert_eq!(increment("999"), "1000");
+}
