@@ -4,23 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, Workspace, mysql_turn, strata};
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn json_of(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
-}
-
-fn code(output: &std::process::Output) -> i32 {
-    output.status.code().expect("exited")
-}
+use crate::support::{Server, Workspace, code, json_of, mysql_turn, stderr, stdout, strata};
 
 #[tokio::test]
 async fn plan_apply_status_and_config_check_with_their_exit_statuses() {

@@ -321,14 +321,25 @@ pub(crate) fn clock_seed() -> u64 {
 /// Starts a `createVersion`, kills `strata` with SIGKILL after a random
 /// 100–1,300 ms (the next draw of `seed`), and restarts it. Returns the delay.
 pub(crate) async fn crash_a_version(server: &mut Server, seed: &mut u64) -> u64 {
+    let query = "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }";
+    crash_a_request(server, seed, query, 100..1300).await
+}
+
+/// Sends the GraphQL `query`, kills `strata` with SIGKILL after a random
+/// delay within `window` ms (the next draw of `seed`), and restarts it.
+/// Returns the delay.
+pub(crate) async fn crash_a_request(
+    server: &mut Server,
+    seed: &mut u64,
+    query: &str,
+    window: std::ops::Range<u64>,
+) -> u64 {
     let client = server.client.clone();
     let url = server.url("/v2/service");
-    let request = tokio::spawn(async move {
-        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
-        client.post(url).json(&body).send().await
-    });
+    let body = json!({ "query": query });
+    let request = tokio::spawn(async move { client.post(url).json(&body).send().await });
     *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let delay = 100 + (*seed >> 33) % 1200;
+    let delay = window.start + (*seed >> 33) % (window.end - window.start);
     tokio::time::sleep(Duration::from_millis(delay)).await;
     server.kill_hard();
     let _ = request.await;

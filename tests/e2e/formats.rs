@@ -6,25 +6,9 @@
 //! files reported and `outOfOrder: refuse` — through the CLI, on the
 //! backend of this run.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{Workspace, create_schema_sql, mysql_turn, strata};
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn code(output: &std::process::Output) -> i32 {
-    output.status.code().expect("exited")
-}
-
-fn json_of(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
-}
+use crate::support::{Workspace, code, create_schema_sql, json_of, mysql_turn, stderr, stdout, strata};
 
 /// A workspace whose configured directories are empty, its database
 /// prepared (on MySQL the caller holds the turn).
@@ -67,7 +51,8 @@ async fn directories_of_other_tools_run_forward_only_in_their_own_order() {
     // ref: golang-migrate (sqlx's layout too), numbers not padded.
     ws.write_migration("ref/1_a.up.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
     ws.write_migration("ref/1_a.down.sql", "drop table {schema}.a;\n");
-    ws.write_migration("ref/2_b.up.sql", "create table {schema}.b (id int);\n");
+    // golang-migrate files often bring their own transaction.
+    ws.write_migration("ref/2_b.up.sql", "BEGIN;\ncreate table {schema}.b (id int);\nCOMMIT;\n");
     ws.write_migration("ref/2_b.down.sql", "drop table {schema}.b;\n");
     ws.write_migration("ref/10_c.up.sql", "create table {schema}.c (id int);\n");
     // config: Flyway, 1.1 < 1.10 < 2 < 10, an undo file.

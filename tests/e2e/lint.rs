@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Server, backend, strata};
+use crate::support::{Backend, Server, backend, stdout, strata};
 
 /// Drops a column the running application may still read (on MySQL, in
 /// place and without a lock, so that only the data-loss rule applies).
@@ -14,10 +14,6 @@ fn drop_file() -> &'static str {
         Backend::Mysql => "alter table {schema}.users drop column email, algorithm=inplace, lock=none;\n",
         _ => "alter table {schema}.users drop column email;\n",
     }
-}
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The column `email` of [`drop_file`] starts at, 1-based.

@@ -4,25 +4,11 @@
 //! anything runs; a revert killed with SIGKILL leaves each schema's down
 //! parts all or nothing, recorded = applied (MySQL: one file in flight).
 
-use std::time::Duration;
-
 use serde_json::json;
 
-use crate::fleet::{clock_seed, pause, recorded_equals_applied, tenants};
+use crate::fleet::{clock_seed, crash_a_request, pause, recorded_equals_applied, tenants};
 use crate::formats::{empty_directories, empty_workspace, recorded, sorted};
-use crate::support::{Backend, Server, backend, create_schema_sql, mysql_turn, strata};
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn code(output: &std::process::Output) -> i32 {
-    output.status.code().expect("exited")
-}
+use crate::support::{Backend, Server, backend, code, create_schema_sql, mysql_turn, stderr, stdout, strata};
 
 fn dbmate(table: &str, extra: &str) -> String {
     format!(
@@ -94,26 +80,6 @@ async fn a_revert_undoes_the_newest_migrations_of_each_schema_or_of_a_wave() {
     assert!(ws.migrations_recorded_twice().await.is_empty());
 }
 
-/// Starts a `revertVersion` of `steps`, kills `strata` with SIGKILL after a
-/// random 50–650 ms, and restarts it. Returns the delay.
-async fn crash_a_revert(server: &mut Server, seed: &mut u64, steps: u32) -> u64 {
-    let client = server.client.clone();
-    let url = server.url("/v2/service");
-    let request = tokio::spawn(async move {
-        let query = format!(
-            "mutation {{ revertVersion(input: {{versionName: \"crash\"}}, steps: {steps}) {{ version {{ id }} }} }}"
-        );
-        client.post(url).json(&json!({ "query": query })).send().await
-    });
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let delay = 50 + (*seed >> 33) % 600;
-    tokio::time::sleep(Duration::from_millis(delay)).await;
-    server.kill_hard();
-    let _ = request.await;
-    server.restart().await;
-    delay
-}
-
 #[tokio::test]
 async fn kill_9_in_the_middle_of_a_revert_leaves_each_schema_all_or_nothing() {
     let ws = empty_directories();
@@ -140,7 +106,8 @@ async fn kill_9_in_the_middle_of_a_revert_leaves_each_schema_all_or_nothing() {
         assert!(up.get("errors").is_none(), "{up}");
         recorded_equals_applied(&server, &names).await;
 
-        let delay = crash_a_revert(&mut server, &mut seed, 2).await;
+        let query = "mutation { revertVersion(input: {versionName: \"crash\"}, steps: 2) { version { id } } }";
+        let delay = crash_a_request(&mut server, &mut seed, query, 50..650).await;
         // Recorded = applied per schema; on MySQL a down part whose DDL ran
         // before its record was removed leaves one table missing.
         recorded_matches_reverted(&server, &names, usize::from(backend() == Backend::Mysql), delay).await;

@@ -288,11 +288,16 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     // c is back: the next version hands its tenants over to c's own
     // quarantine and skips them there (a and b have nothing left to do);
     // the rollout, resumed, runs its wave again without them; a retry
-    // completes them, in order, once each.
+    // completes them, in order, once each. The stopped rollout holds plain
+    // versions: this one overrides it, explicitly.
     start_shard_c(&admins[2]).await;
+    let held = server
+        .graphql("mutation { createVersion(input: { versionName: \"after restart\" }) { version { id } } }", json!({}))
+        .await;
+    assert_eq!(held["errors"][0]["extensions"]["code"], "ROLLOUT_IN_PROGRESS", "{held}");
     let done = server
         .graphql(
-            "mutation { createVersion(input: { versionName: \"after restart\" }) { skippedTenants version { id } } }",
+            "mutation { createVersion(input: { versionName: \"after restart\", overrideRollout: true }) { skippedTenants version { id } } }",
             json!({}),
         )
         .await;

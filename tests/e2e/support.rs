@@ -353,6 +353,26 @@ pub(crate) fn mysql_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
     (backend() == Backend::Mysql).then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// What a finished `strata` command printed on stdout.
+pub(crate) fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What a finished `strata` command printed on stderr.
+pub(crate) fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A finished command's stdout as JSON.
+pub(crate) fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+}
+
+/// A finished command's exit status.
+pub(crate) fn code(output: &std::process::Output) -> i32 {
+    output.status.code().expect("exited")
+}
+
 /// Runs `strata --config <config> <args…>` as a user would, to completion.
 pub(crate) async fn strata(config: &Path, args: &[&str]) -> std::process::Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));

@@ -12,7 +12,9 @@
 //!   `transaction:false` on either marker; ordered by file name.
 //! - [`Format::GolangMigrate`] (also sqlx's): `N_name.up.sql` with an
 //!   optional `N_name.down.sql`, or sqlx's one-way `N_name.sql`; sqlx's
-//!   `-- no-transaction` first line; ordered by the number `N`.
+//!   `-- no-transaction` first line; a file wrapped in its own `BEGIN;` …
+//!   `COMMIT;` (golang-migrate runs files as they are) runs inside the
+//!   unit's transaction instead; ordered by the number `N`.
 //! - [`Format::Goose`]: `-- +goose Up` / `-- +goose Down`,
 //!   `-- +goose NO TRANSACTION`, `StatementBegin` / `StatementEnd` (kept as
 //!   comments: the statement splitter reads dollar quotes and blocks
@@ -599,6 +601,21 @@ fn read_goose(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
     })
 }
 
+/// golang-migrate runs a file as it is, so its users wrap a file in
+/// `BEGIN;` … `COMMIT;` themselves. A file whose first and last SQL lines
+/// are exactly that runs without those two lines, inside the unit's own
+/// transaction (the same all-or-nothing); transaction control anywhere
+/// else stays, for the statement inspector to refuse with its line.
+fn without_own_transaction(text: &str) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let sql: Vec<usize> = (0..lines.len()).filter(|&i| is_sql(lines[i])).collect();
+    let word = |i: usize| lines[i].trim().trim_end_matches(';').trim().to_ascii_lowercase();
+    let (Some(&first), Some(&last)) = (sql.first(), sql.last()) else { return text.to_string() };
+    let opens = matches!(word(first).as_str(), "begin" | "begin transaction" | "begin work" | "start transaction");
+    let closes = matches!(word(last).as_str(), "commit" | "commit transaction" | "commit work" | "end");
+    if first < last && opens && closes { only_lines(text, |i| i != first && i != last) } else { text.to_string() }
+}
+
 /// sqlx's marker: a first line `-- no-transaction`.
 fn sqlx_no_transaction(text: &str) -> bool {
     text.lines().next().is_some_and(|line| line.trim() == "-- no-transaction")
@@ -662,7 +679,7 @@ fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
                 foreign(directory, down.name, down_text, Format::GolangMigrate)?;
                 Some(Part {
                     file: format!("{directory}/{}", down.name),
-                    text: down_text.to_string(),
+                    text: without_own_transaction(down_text),
                     no_transaction: sqlx_no_transaction(down_text),
                 })
             }
@@ -673,7 +690,7 @@ fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
             bytes: up.bytes.to_vec(),
             forward: Part {
                 file: format!("{directory}/{}", up.name),
-                text: text.to_string(),
+                text: without_own_transaction(text),
                 no_transaction: sqlx_no_transaction(text),
             },
             down,

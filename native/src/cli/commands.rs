@@ -244,12 +244,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         observer: Some(observer),
         failure_budget: args.failure_budget,
         retry: None,
-        wave: match (args.tenants, args.share, args.attribute) {
-            (Some(names), _, _) => Wave::Named(names),
-            (None, Some(share), _) => Wave::Share(share),
-            (None, None, Some(attribute)) => attribute,
-            (None, None, None) => Wave::All,
-        },
+        wave: wave_of(args.tenants, args.share, args.attribute),
         shard: args.shard,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
         revert: None,
@@ -261,6 +256,17 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         Err(error) => return failed_apply(&error, args.json),
     };
     created(service, &result, args.json, args.sync, args.dry_run).await
+}
+
+/// The wave `--tenants`, `--share` or `--where` names (clap lets one
+/// through), else the whole fleet.
+fn wave_of(tenants: Option<Vec<String>>, share: Option<u8>, attribute: Option<Wave>) -> Wave {
+    match (tenants, share, attribute) {
+        (Some(names), _, _) => Wave::Named(names),
+        (None, Some(share), _) => Wave::Share(share),
+        (None, None, Some(attribute)) => attribute,
+        (None, None, None) => Wave::All,
+    }
 }
 
 /// `revert --version NAME (--steps N | --to FILE)`: a version that runs
@@ -281,12 +287,7 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
         observer: Some(observer),
         failure_budget: None,
         retry: None,
-        wave: match (args.tenants, args.share, args.attribute) {
-            (Some(names), _, _) => Wave::Named(names),
-            (None, Some(share), _) => Wave::Share(share),
-            (None, None, Some(attribute)) => attribute,
-            (None, None, None) => Wave::All,
-        },
+        wave: wave_of(args.tenants, args.share, args.attribute),
         shard: None,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
         revert: Some(extent),

@@ -74,6 +74,14 @@ fn golang_migrate_pairs_up_and_down_files_by_number() {
     assert!(all[1].down.is_none());
     assert!(all[3].forward.no_transaction);
 
+    // A file that brings its own transaction runs in the unit's.
+    let wrapped = "-- users\nBEGIN;\ncreate table a (x int);\ncreate index i on a (x);\nCOMMIT;\n";
+    let read_wrapped = read("m", Format::GolangMigrate, &[input("5_w.up.sql", wrapped)]).unwrap();
+    assert_eq!(read_wrapped[0].forward.text, "-- users\n\ncreate table a (x int);\ncreate index i on a (x);\n\n");
+    // Transaction control elsewhere stays, for the inspector to refuse.
+    let inside = "create table a (x int);\ncommit;\ncreate table b (x int);\n";
+    assert_eq!(read("m", Format::GolangMigrate, &[input("6_x.up.sql", inside)]).unwrap()[0].forward.text, inside);
+
     let refused = |files: &[Input<'_>]| read("m", Format::GolangMigrate, files).unwrap_err().to_string();
     assert_eq!(refused(&[input("4_x.down.sql", "")]), "m/4_x.down.sql: undoes version 4, which has no migration file");
     assert_eq!(
