@@ -152,25 +152,22 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
     let schemas: HashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
     kept.diagnostics.out_of_order =
         plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
-    kept.diagnostics.missing = plan
-        .diagnostics
-        .missing
-        .into_iter()
-        .filter_map(|mut item| {
-            item.schemas.retain(|schema| schemas.contains(schema.as_str()));
-            (!item.schemas.is_empty()).then_some(item)
-        })
-        .collect();
-    kept.diagnostics.drift = plan
-        .diagnostics
-        .drift
-        .into_iter()
-        .filter_map(|mut item| {
-            item.schemas.retain(|schema| schemas.contains(schema.as_str()));
-            (!item.schemas.is_empty()).then_some(item)
-        })
-        .collect();
+    kept.diagnostics.missing = in_schemas(plan.diagnostics.missing, &schemas, |m| &mut m.schemas);
+    kept.diagnostics.drift = in_schemas(plan.diagnostics.drift, &schemas, |d| &mut d.schemas);
     kept
+}
+
+/// The diagnostics about `schemas` only: each item's schemas cut to them,
+/// an item left with none dropped.
+fn in_schemas<T>(items: Vec<T>, schemas: &HashSet<&str>, of: impl Fn(&mut T) -> &mut Vec<String>) -> Vec<T> {
+    items
+        .into_iter()
+        .filter_map(|mut item| {
+            let list = of(&mut item);
+            list.retain(|schema| schemas.contains(schema.as_str()));
+            (!list.is_empty()).then_some(item)
+        })
+        .collect()
 }
 
 /// The shards' plans as one (for reports): schemas and steps one shard
