@@ -4,6 +4,19 @@
 //! as the API (`apply` runs the API's own `createVersion`/`createTenant`
 //! in-process, so it answers exactly what the API would).
 
+/// `print!` to stdout that never panics: once the reader has gone away
+/// (`strata status | head -1`), the rest is dropped and the command ends
+/// as it would have, with its own exit status.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!($($arg)*)) };
+}
+
+/// [`out!`] with a line end.
+macro_rules! outln {
+    () => { $crate::cli::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod commands;
 mod new;
 mod progress;
@@ -490,6 +503,23 @@ fn parse_share(text: &str) -> Result<u8, String> {
 
 fn parse_attribute(text: &str) -> Result<strata_core::migrate::wave::Wave, String> {
     strata_core::migrate::wave::Wave::attribute(text).map_err(|e| e.to_string())
+}
+
+/// Set once stdout's reader has gone away: later output is dropped.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout (see [`out!`]): a closed pipe is remembered and every
+/// later write dropped; no write panics.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_fmt(args).and_then(|()| stdout.flush()).is_err() {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Parses the command line and runs it.

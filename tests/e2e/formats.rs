@@ -238,6 +238,14 @@ async fn a_changed_file_is_repaired_never_synced_and_a_deleted_one_is_reported()
     assert_eq!(sorted(ws.tables("ref").await), ["a", "b", "c", "d"]);
     let nothing = strata(&config, &["repair"]).await;
     assert_eq!(stdout(&nothing), "Nothing to repair: no applied file changed or was deleted.\n");
+
+    // Sync, asked for: it records without running, and says so.
+    ws.write_migration("ref/005.sql", "create table {schema}.e (id int);\n");
+    let sync = strata(&config, &["apply", "--version", "adopt", "--sync"]).await;
+    assert_eq!(code(&sync), 0, "{}", stderr(&sync));
+    assert!(stdout(&sync).contains("recorded as applied WITHOUT having run"), "{}", stdout(&sync));
+    assert_eq!(recorded(&ws, "ref").await.last().map(String::as_str), Some("ref/005.sql"));
+    assert!(!ws.tables("ref").await.contains(&"e".to_string()));
 }
 
 #[tokio::test]

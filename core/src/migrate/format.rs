@@ -706,7 +706,7 @@ fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
 fn flyway_name(name: &str) -> Option<(char, Option<Vec<String>>)> {
     let stem = name.strip_suffix(".sql")?;
     let prefix = stem.chars().next()?;
-    let rest = &stem[1..];
+    let rest = &stem[prefix.len_utf8()..];
     let (version_text, description) = rest.split_once("__")?;
     if description.is_empty() {
         return None;

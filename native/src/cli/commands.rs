@@ -37,7 +37,7 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
         return super::new::new_migration(&config, &args.name, args.dir.as_deref());
     }
     if let Command::Config(ConfigCommand::Check) = command {
-        print!("{}", config.render_redacted());
+        out!("{}", config.render_redacted());
         eprintln!("strata: {shown}: the configuration is valid");
         return Exit::Success;
     }
@@ -129,7 +129,7 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
             if args.json {
                 print_json(&report);
             } else {
-                print!("{}", strata_core::migrate::fingerprint::render_text(&report));
+                out!("{}", strata_core::migrate::fingerprint::render_text(&report));
             }
             if report.has_drift() { Exit::SchemaDrift } else { Exit::Success }
         }
@@ -164,7 +164,7 @@ fn print_lint(report: &lint::Report, args: &LintArgs) -> Exit {
     if args.json {
         print_json(report);
     } else {
-        print!("{}", lint::render_text(report, args.fail_on));
+        out!("{}", lint::render_text(report, args.fail_on));
     }
     lint_exit(report, args.fail_on)
 }
@@ -195,17 +195,17 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
                 out["activeRollouts"] = json!(active_rollouts(service).await);
                 print_json(&out);
             } else {
-                print!("{}", report::render_text(&plan, &sources));
-                print!("{}", render_active_rollouts(&active_rollouts(service).await));
+                out!("{}", report::render_text(&plan, &sources));
+                out!("{}", render_active_rollouts(&active_rollouts(service).await));
                 if !preview.skipped.is_empty() {
-                    println!(
+                    outln!(
                         "\nSkipped: {} quarantined tenant(s) ({}); strata quarantine lists them.",
                         preview.skipped.len(),
                         preview.skipped.join(", ")
                     );
                 }
                 if !findings.findings.is_empty() || !findings.unchecked.is_empty() {
-                    print!("\nLint:\n{}", lint::render_text(&findings, args.fail_on));
+                    out!("\nLint:\n{}", lint::render_text(&findings, args.fail_on));
                 }
             }
             match () {
@@ -220,7 +220,7 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
                 let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
                 print_json(&json!({ "refused": "DRIFT", "drift": drift }));
             } else {
-                print!("{}", report::render_drift(&drift));
+                out!("{}", report::render_drift(&drift));
             }
             Exit::Drift
         }
@@ -330,21 +330,24 @@ async fn created_as(service: &Service, result: &CreateResult, json: bool, done: 
     );
     let seconds = result.summary.duration;
     match &result.version {
-        None if dry_run => println!("Dry run: {counts} would be {done} ({seconds:.2} s); rolled back."),
-        None => println!("Nothing to do: no version created."),
+        None if dry_run => outln!("Dry run: {counts} would be {done} ({seconds:.2} s); rolled back."),
+        None => outln!("Nothing to do: no version created."),
         Some(version) => {
-            println!("Version {} \"{}\" created: {counts} {done} in {seconds:.2} s.", version.id, version.name)
+            outln!("Version {} \"{}\" created: {counts} {done} in {seconds:.2} s.", version.id, version.name);
+            if done == "recorded" {
+                outln!("(Sync: they are recorded as applied WITHOUT having run; nothing of them ran.)");
+            }
         }
     }
     if !result.quarantined.is_empty() {
-        println!("\n{} tenant(s) failed and are quarantined (later versions skip them):", result.quarantined.len());
+        outln!("\n{} tenant(s) failed and are quarantined (later versions skip them):", result.quarantined.len());
         print_quarantine(&result.quarantined);
     }
     if !result.skipped.is_empty() {
-        println!("\nSkipped {} quarantined tenant(s): {}", result.skipped.len(), result.skipped.join(", "));
+        outln!("\nSkipped {} quarantined tenant(s): {}", result.skipped.len(), result.skipped.join(", "));
     }
     if !result.released.is_empty() {
-        println!("\nReleased from quarantine: {}", result.released.join(", "));
+        outln!("\nReleased from quarantine: {}", result.released.join(", "));
     }
     exit
 }
@@ -356,7 +359,7 @@ fn print_quarantine(rows: &[QuarantineRow]) {
             (Some(line), None) => format!(":{line}"),
             _ => String::new(),
         };
-        println!("  {}  {}{at}  {} ({} failure(s)): {}", row.tenant, row.file, row.cause, row.failures, row.message);
+        outln!("  {}  {}{at}  {} ({} failure(s)): {}", row.tenant, row.file, row.cause, row.failures, row.message);
     }
 }
 
@@ -369,11 +372,11 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 Exit::Success
             }
             Ok(rows) if rows.is_empty() => {
-                println!("No tenant is quarantined.");
+                outln!("No tenant is quarantined.");
                 Exit::Success
             }
             Ok(rows) => {
-                println!("{} tenant(s) quarantined:", rows.len());
+                outln!("{} tenant(s) quarantined:", rows.len());
                 print_quarantine(&rows);
                 Exit::Success
             }
@@ -384,7 +387,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
                 if args.json {
                     print_json(&json!({ "released": released }));
                 } else {
-                    println!("Released {} tenant(s): {}", released.len(), released.join(", "));
+                    outln!("Released {} tenant(s): {}", released.len(), released.join(", "));
                 }
                 Exit::Success
             }
@@ -440,7 +443,7 @@ async fn repair(service: &Service, args: RepairArgs) -> Exit {
         // Listed before it runs: the same decision, read first.
         match service.repair(&args.files, &args.version_name, &request_id, true).await {
             Ok(planned) if !args.json && !planned.is_empty() => {
-                print!("{}", strata_core::migrate::repair::render(&planned, false))
+                out!("{}", strata_core::migrate::repair::render(&planned, false))
             }
             Ok(_) => {}
             Err(error) => return failed_apply(&error, args.json),
@@ -451,7 +454,7 @@ async fn repair(service: &Service, args: RepairArgs) -> Exit {
             if args.json {
                 print_json(&json!({ "dryRun": args.dry_run, "repair": done, "records": done.records() }));
             } else {
-                print!("{}", strata_core::migrate::repair::render(&done, !args.dry_run));
+                out!("{}", strata_core::migrate::repair::render(&done, !args.dry_run));
             }
             Exit::Success
         }
@@ -514,9 +517,9 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         }));
         return exit;
     }
-    println!("{} version(s); {tenants} tenant(s).", versions.len());
+    outln!("{} version(s); {tenants} tenant(s).", versions.len());
     for shard in &unreachable {
-        println!(
+        outln!(
             "Shard {} did not answer ({}): its {} tenant(s), as last seen, are not counted below.",
             shard.shard,
             shard.reason,
@@ -524,33 +527,33 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         );
     }
     if !recent.is_empty() {
-        println!("\nRecent versions:");
+        outln!("\nRecent versions:");
         for version in &recent {
-            println!("  {:>6}  {}  {}", version.id, version.created, version.name);
+            outln!("  {:>6}  {}  {}", version.id, version.created, version.name);
         }
     }
     if !drift.is_empty() {
-        print!("\n{}", report::render_drift(&drift));
+        out!("\n{}", report::render_drift(&drift));
     }
     if !missing.is_empty() {
-        println!("\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):");
+        outln!("\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):");
         for item in &missing {
-            println!("  {} (recorded in {} schema(s))", item.file, item.schemas.len());
+            outln!("  {} (recorded in {} schema(s))", item.file, item.schemas.len());
         }
     }
     if !drift.is_empty() {
     } else if pending.is_empty() {
-        println!("\nNo pending migrations.");
+        outln!("\nNo pending migrations.");
     } else {
         let total: u64 = pending.iter().map(|p| p.migrations).sum();
-        println!("\nPending migrations: {total} in {} schema(s):", pending.len());
+        outln!("\nPending migrations: {total} in {} schema(s):", pending.len());
         for item in pending.iter().take(50) {
-            println!("  {:<30} {}", item.schema, item.migrations);
+            outln!("  {:<30} {}", item.schema, item.migrations);
         }
         if pending.len() > 50 {
-            println!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);
+            outln!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);
         }
     }
-    print!("{}", render_active_rollouts(&active_rollouts(service).await));
+    out!("{}", render_active_rollouts(&active_rollouts(service).await));
     exit
 }

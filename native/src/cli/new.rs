@@ -84,7 +84,7 @@ pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str
             eprintln!("strata: {}: {e}", target.display());
             return Exit::Failed;
         }
-        println!("{}", target.display());
+        outln!("{}", target.display());
     }
     if format != Format::Strata {
         eprintln!("strata: {directory} is read as {} files", format.name());

@@ -22,7 +22,7 @@ fn as_json(id: i64, rollout: &Rollout) -> serde_json::Value {
 
 /// One line per wave (done, next or pending), then the last event.
 fn print_rollout(id: i64, rollout: &Rollout) {
-    println!("rollout {id}: {} — {}", rollout.version_name, rollout.status.name());
+    outln!("rollout {id}: {} — {}", rollout.version_name, rollout.status.name());
     for (index, wave) in rollout.waves.iter().enumerate() {
         let state = match index.cmp(&rollout.position) {
             std::cmp::Ordering::Less => "done",
@@ -30,11 +30,11 @@ fn print_rollout(id: i64, rollout: &Rollout) {
             std::cmp::Ordering::Equal => "next",
             std::cmp::Ordering::Greater => "pending",
         };
-        println!("  {}. {wave:<24} {state}", index + 1);
+        outln!("  {}. {wave:<24} {state}", index + 1);
     }
     if let Some(event) = rollout.events.last() {
         let wave = event.wave.map(|w| format!(" (wave {})", w + 1)).unwrap_or_default();
-        println!(
+        outln!(
             "  last: {}{wave} by {}{}",
             event.action,
             event.request_id,
@@ -74,7 +74,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
             }
             Ok(rollouts) => {
                 if rollouts.is_empty() {
-                    println!("No rollout.");
+                    outln!("No rollout.");
                 }
                 for (id, rollout) in &rollouts {
                     print_rollout(*id, rollout);
@@ -105,7 +105,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
                             "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
                         }));
                     } else {
-                        println!("{ran} wave(s) run.");
+                        outln!("{ran} wave(s) run.");
                         for (id, rollout) in &rollouts {
                             print_rollout(*id, rollout);
                         }

@@ -105,7 +105,7 @@ fn listing(
 fn print_text(listing: &Listing) {
     let quarantined = listing.tenants.iter().filter(|tenant| tenant.quarantined).count();
     if listing.shards.is_empty() {
-        println!("{} tenant(s), {quarantined} quarantined.", listing.tenants.len());
+        outln!("{} tenant(s), {quarantined} quarantined.", listing.tenants.len());
     } else {
         let shards: Vec<String> = listing
             .shards
@@ -115,7 +115,7 @@ fn print_text(listing: &Listing) {
                 format!("{} {}{answer}", shard.name, shard.tenant_count)
             })
             .collect();
-        println!(
+        outln!(
             "{} tenant(s), {quarantined} quarantined, on {} shard(s): {}.",
             listing.tenants.len(),
             listing.shards.len(),
@@ -135,6 +135,6 @@ fn print_text(listing: &Listing) {
             notes.push("quarantined".to_string());
         }
         let line = format!("{:<width$}  {}", tenant.name, notes.join(" "));
-        println!("{}", line.trim_end());
+        outln!("{}", line.trim_end());
     }
 }

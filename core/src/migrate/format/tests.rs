@@ -205,3 +205,32 @@ fn a_new_file_follows_the_directory_s_convention() {
     assert_eq!(increment("0999"), "1000");
     assert_eq!(increment("999"), "1000");
 }
+
+/// The fuzz target's body, on inputs it found (tests/data/fuzz/formats).
+#[test]
+fn every_format_reads_the_fuzzer_s_finds_without_panicking() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/fuzz/formats")).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        let files: Vec<(&[u8], &[u8])> = data
+            .split(|b| *b == 0)
+            .map(|file| match file.iter().position(|b| *b == b'\n') {
+                Some(at) => (&file[..at], &file[at + 1..]),
+                None => (file, &[][..]),
+            })
+            .collect();
+        let inputs: Vec<Input<'_>> = files
+            .iter()
+            .filter_map(|(name, bytes)| std::str::from_utf8(name).ok().map(|name| Input { name, bytes }))
+            .collect();
+        let _ = detect("d", &inputs);
+        for format in Format::ALL {
+            let Ok(mut read) = read("d", format, &inputs) else { continue };
+            for file in &read {
+                if let Ok(text) = std::str::from_utf8(&file.bytes) {
+                    assert_eq!(file.forward.text.split('\n').count(), text.split('\n').count(), "{format:?}");
+                }
+            }
+            read.sort_by(|a, b| a.order.compare(&a.name, &b.order, &b.name));
+        }
+    }
+}
