@@ -311,9 +311,9 @@ fn marker_format(marker: &Marker) -> Format {
     }
 }
 
-/// The first marker of a file, with its 1-based line.
-fn first_marker(text: &str) -> Option<(usize, String, Marker)> {
-    text.lines().enumerate().find_map(|(i, line)| marker(line).map(|m| (i + 1, line.trim().to_string(), m)))
+/// The format of the first marker of a file, if it has one.
+fn first_marker_format(text: &str) -> Option<Format> {
+    text.lines().find_map(marker).map(|m| marker_format(&m))
 }
 
 /// A file as the reader takes it.
@@ -342,7 +342,7 @@ pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatErro
     let files: Vec<&Input<'_>> = files.iter().filter(|f| !f.name.starts_with('.')).collect();
     for file in &files {
         let text = String::from_utf8_lossy(file.bytes);
-        let mut found = first_marker(&text).map(|(_, _, m)| marker_format(&m));
+        let mut found = first_marker_format(&text);
         if found.is_none() && is_golang_name(file.name) {
             found = Some(Format::GolangMigrate);
         }
@@ -755,11 +755,6 @@ fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
     let mut out = Vec::new();
     for file in files.iter().filter(|f| !f.name.ends_with(".sql.conf")) {
         let path = format!("{directory}/{}", file.name);
-        if let Some(sql) = file.name.strip_suffix(".conf")
-            && !confs.contains_key(sql)
-        {
-            return Err(FormatError::BadName { file: path, format: "flyway", expected: EXPECTED });
-        }
         let Some((prefix, number)) = flyway_name(file.name) else {
             return Err(FormatError::BadName { file: path, format: "flyway", expected: EXPECTED });
         };

@@ -104,9 +104,12 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
         .filter(|(_, m)| !m.migration_type.is_script())
         .map(|(i, m)| (m.file.as_str(), i))
         .collect();
-    let keep_up_to = match input.extent {
-        Extent::To(file) => Some(*by_file.get(file.as_str()).ok_or_else(|| RevertError::UnknownFile(file.clone()))?),
-        Extent::Steps(_) => None,
+    // Per schema: the last `n` recorded, or those after a source index.
+    let (last, after) = match input.extent {
+        Extent::Steps(n) => (Some(*n as usize), None),
+        Extent::To(file) => {
+            (None, Some(*by_file.get(file.as_str()).ok_or_else(|| RevertError::UnknownFile(file.clone()))?))
+        }
     };
     for tenant in input.tenants {
         validate_tenant_name(tenant).map_err(RevertError::InvalidTenant)?;
@@ -138,25 +141,18 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
     let mut missing: BTreeSet<&str> = BTreeSet::new();
     let schemas: BTreeSet<&str> = recorded.keys().chain(gone.keys()).copied().collect();
     for schema in schemas {
-        let sources = recorded.get(schema).cloned().unwrap_or_default();
-        match (input.extent, keep_up_to) {
-            (Extent::Steps(n), _) => {
-                // A file gone from the source has no place in the order: a
-                // schema holding one cannot say what its last steps are.
-                if let Some(files) = gone.get(schema) {
-                    missing.extend(files.iter().copied());
-                    continue;
-                }
-                chosen.extend(sources.iter().rev().take(*n as usize).map(|&s| (s, schema)));
-            }
-            (Extent::To(_), Some(keep)) => {
-                if let Some(files) = gone.get(schema) {
-                    missing.extend(files.iter().copied());
-                    continue;
-                }
-                chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema)));
-            }
-            (Extent::To(_), None) => {}
+        // A file gone from the source has no place in the order: a schema
+        // holding one cannot say what its last steps are.
+        if let Some(files) = gone.get(schema) {
+            missing.extend(files.iter().copied());
+            continue;
+        }
+        let Some(sources) = recorded.get(schema) else { continue };
+        if let Some(keep) = after {
+            chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema)));
+        }
+        if let Some(n) = last {
+            chosen.extend(sources.iter().rev().take(n).map(|&s| (s, schema)));
         }
     }
     if !missing.is_empty() {
