@@ -418,17 +418,8 @@ impl Service {
         let singles: Vec<&str> = self.config.single_schemas().collect();
         let rows: Vec<QuarantineRow> = strata_core::migrate::quarantine::drift_entries(&report, &singles)
             .into_iter()
-            .map(|(tenant, message)| QuarantineRow {
-                tenant,
-                version_id: None,
-                file: String::new(),
-                line: None,
-                column: None,
-                cause: "SCHEMA_DRIFT".to_string(),
-                message,
-                request_id: request.request_id.clone(),
-                quarantined: created.to_string(),
-                failures: 1,
+            .map(|(tenant, message)| {
+                QuarantineRow::put_aside(tenant, "SCHEMA_DRIFT", message, &request.request_id, created)
             })
             .collect();
         self.database.quarantine(&rows).await?;

@@ -14,7 +14,7 @@ use serde_json::json;
 use sqlx::PgConnection;
 
 use crate::rollouts::wait_for;
-use crate::support::{Backend, Server, Workspace, backend, strata};
+use crate::support::{Backend, Server, Workspace, backend, json_of, stdout, strata};
 use crate::topologies::{admin, code, env, fresh_database, pg_ctl, run, scalar, text, with_database};
 
 const SHARDS: [&str; 3] = ["a", "b", "c"];
@@ -163,6 +163,11 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     assert!(message.contains("did not finish on 1 shard(s) — shard c: "), "{message}");
     assert!(message.contains("finished on: a (version "), "{message}");
     assert!(message.contains("schema(s) not committed (c"), "the tenants left on the shard that stopped: {message}");
+    assert!(
+        message.contains("run the version again once the others are fixed or reachable")
+            && !message.contains("quarantine retry"),
+        "c stopped mid-version: nothing was put aside, a version completes it: {message}"
+    );
     let mut c_tenants = tenants_of(2);
     c_tenants.sort(); // as the directory lists them
     assert!(!message.contains(" at line "), "an engine source line leaked: {message}");
@@ -210,6 +215,8 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         "{blocked}"
     );
     let said = blocked["errors"][0]["message"].as_str().unwrap();
+    assert!(said.contains("once a shard is back, `strata quarantine retry`"), "the advice names the retry: {said}");
+    assert!(!said.contains("run the version again"), "a version does not complete quarantined tenants: {said}");
     assert!(
         said.contains(&format!(
             "its {PER_SHARD} tenant(s) are quarantined (SHARD_UNREACHABLE) until they are retried once it is back: {}",
@@ -312,6 +319,26 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let mut on_c = admin(&urls[2]).await;
     assert_eq!(scalar(&mut conns[0], "select count(*) from svc.svc_quarantine").await, 0, "handed over");
     assert_eq!(scalar(&mut on_c, on_home).await, PER_SHARD as i64, "in c's own quarantine");
+    // Handed over, they stay in sight: the quarantine, the tenant list and
+    // status show them with their shard and cause until a retry.
+    let listed = json_of(&strata(&config, &["quarantine", "list", "--json"]).await);
+    let names: Vec<&str> = listed.as_array().unwrap().iter().map(|row| row["tenant"].as_str().unwrap()).collect();
+    assert_eq!(names, c_tenants, "quarantine list after the hand-over: {listed}");
+    assert!(listed.as_array().unwrap().iter().all(|row| row["cause"] == "SHARD_UNREACHABLE"), "{listed}");
+    let seen = server.data(quarantine, json!({})).await;
+    assert_eq!(seen["quarantine"].as_array().unwrap().len(), PER_SHARD, "GraphQL after the hand-over: {seen}");
+    let tenants_now = strata(&config, &["tenants"]).await;
+    assert_eq!(code(&tenants_now), 0, "{}", text(&tenants_now));
+    assert!(
+        stdout(&tenants_now).starts_with(&format!("{} tenant(s), {PER_SHARD} quarantined", 3 * PER_SHARD)),
+        "{}",
+        stdout(&tenants_now)
+    );
+    let status_now = json_of(&strata(&config, &["status", "--json"]).await);
+    for pending in status_now["pending"].as_array().unwrap() {
+        let on_c = pending["schema"].as_str().unwrap().starts_with('c');
+        assert_eq!(pending["quarantined"], json!(on_c), "status shows what is quarantined: {status_now}");
+    }
     let resumed = server.graphql(&format!("mutation {{ resumeRollout(id: {rollout}) {{ id }} }}"), json!({})).await;
     assert!(resumed.get("errors").is_none(), "{resumed}");
     let completed = wait_for(&server, rollout, "COMPLETED").await;
@@ -330,27 +357,34 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let health = server.get("/health").await;
     assert_eq!(health.status().as_u16(), 200);
 
-    // Versions of every shard, each id naming its shard (local × 10 + index).
-    let versions = server.data("{ versions { id name } }", json!({})).await;
+    // One version, one identity: the interrupted version is listed once,
+    // under the home shard's id, with its part on each shard; any part's
+    // id (the one the error named) reads the whole version.
+    let versions = server.data("{ versions { id name parts { shard id } } }", json!({})).await;
     let versions = versions["versions"].as_array().unwrap().clone();
-    let mut interrupted_parts: Vec<i64> =
-        versions.iter().filter(|v| v["name"] == "interrupted").map(|v| v["id"].as_i64().unwrap()).collect();
-    interrupted_parts.sort_by_key(|id| id % 10);
-    assert_eq!(interrupted_parts.iter().map(|id| id % 10).collect::<Vec<_>>(), [0, 1, 2], "{versions:?}");
-    assert!(message.contains(&format!("in version {}", interrupted_parts[2])), "{message}");
-    let third = interrupted_parts[2];
+    let interrupted: Vec<&serde_json::Value> = versions.iter().filter(|v| v["name"] == "interrupted").collect();
+    assert_eq!(interrupted.len(), 1, "{versions:?}");
+    let parts = interrupted[0]["parts"].as_array().unwrap();
+    assert_eq!(parts.iter().map(|p| p["shard"].as_str().unwrap()).collect::<Vec<_>>(), ["a", "b", "c"], "{parts:?}");
+    let part_ids: Vec<i64> = parts.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    assert_eq!(part_ids.iter().map(|id| id % 10).collect::<Vec<_>>(), [0, 1, 2], "{parts:?}");
+    assert_eq!(interrupted[0]["id"].as_i64(), Some(part_ids[0]));
+    assert!(message.contains(&format!("in version {}", part_ids[2])), "{message}");
+    let names: BTreeSet<&str> = versions.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), versions.len(), "a version listed twice: {versions:?}");
+    let count = json_of(&strata(&config, &["status", "--json"]).await);
+    assert_eq!(count["versionCount"].as_u64(), Some(versions.len() as u64), "{count}");
     let read = server
-        .data("query($id: Int!) { version(id: $id) { name dbMigrations { schema } } }", json!({ "id": third }))
+        .data("query($id: Int!) { version(id: $id) { id name dbMigrations { schema } } }", json!({ "id": part_ids[2] }))
         .await;
-    assert_eq!(read["version"]["name"], "interrupted");
-    assert!(
-        read["version"]["dbMigrations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|m| m["schema"].as_str().unwrap().starts_with('c')),
-        "{read}"
-    );
+    assert_eq!((&read["version"]["name"], read["version"]["id"].as_i64()), (&json!("interrupted"), Some(part_ids[0])));
+    let schemas: BTreeSet<char> = read["version"]["dbMigrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["schema"].as_str().unwrap().chars().next().unwrap())
+        .collect();
+    assert_eq!(schemas, BTreeSet::from(['a', 'b', 'c']), "{read}");
 
     // A new tenant goes to the shard named, or to the one with the fewest.
     let named = strata(&config, &["apply", "--version", "new b", "--tenant", "nb", "--shard", "b"]).await;

@@ -41,6 +41,9 @@
 //!   approval) between them — the state machine the service stores and drives.
 //! - [`shard`]: a fleet on several database servers — the `shards:` list,
 //!   where a new tenant goes, ids that name their shard, one plan of many.
+//! - [`fleet`]: what such a fleet decides from each shard's answer — each
+//!   shard's part of a request, the directory, quarantine hand-overs, what
+//!   the operator sees, one identity per version.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
@@ -54,6 +57,7 @@ pub mod config;
 pub mod datasource;
 pub mod driver;
 pub mod fingerprint;
+pub mod fleet;
 pub mod format;
 pub mod ident;
 pub mod lint;

@@ -497,7 +497,16 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let exit = if unreachable.is_empty() { Exit::Success } else { Exit::ShardsFailed };
+    // Pending in a quarantined tenant: versions skip it, a retry completes it.
+    let quarantined: std::collections::HashSet<String> = match service.quarantined().await {
+        Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
+        Err(error) => return failure(&error),
+    };
     if args.json {
+        let pending: Vec<Value> = pending
+            .iter()
+            .map(|p| json!({ "schema": p.schema, "migrations": p.migrations, "quarantined": quarantined.contains(&p.schema) }))
+            .collect();
         let recent: Vec<Value> =
             recent.iter().map(|v| json!({ "id": v.id, "name": v.name, "created": v.created })).collect();
         let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
@@ -548,7 +557,9 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         let total: u64 = pending.iter().map(|p| p.migrations).sum();
         outln!("\nPending migrations: {total} in {} schema(s):", pending.len());
         for item in pending.iter().take(50) {
-            outln!("  {:<30} {}", item.schema, item.migrations);
+            let held =
+                if quarantined.contains(&item.schema) { "  (quarantined: versions skip it until a retry)" } else { "" };
+            outln!("  {:<30} {}{held}", item.schema, item.migrations);
         }
         if pending.len() > 50 {
             outln!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);

@@ -25,8 +25,8 @@ fn some_of(tenants: &[String]) -> String {
     strata_core::migrate::summary::some_of(tenants, 20)
 }
 
-fn shards_message(failed: &[ShardFailure], completed: &[(String, Option<i64>)]) -> String {
-    let failed: Vec<String> = failed
+fn shards_message(failed_shards: &[ShardFailure], completed: &[(String, Option<i64>)]) -> String {
+    let failed: Vec<String> = failed_shards
         .iter()
         .map(|f| match (f.tenants.is_empty(), f.quarantined) {
             (true, _) => format!("shard {}: {}", f.shard, f.error),
@@ -55,11 +55,25 @@ fn shards_message(failed: &[ShardFailure], completed: &[(String, Option<i64>)]) 
         })
         .collect();
     let completed = if completed.is_empty() { "none".to_string() } else { completed.join(", ") };
+    // What brings each shard's tenants up to date: a retry for those put
+    // aside (a later version skips them), a version for the others.
+    let mut advice = Vec::new();
+    if failed_shards.iter().any(|f| f.quarantined) {
+        advice.push(
+            "once a shard is back, `strata quarantine retry` (GraphQL retryQuarantined) completes its quarantined \
+             tenants, in order — later versions skip them until then",
+        );
+    }
+    if failed_shards.iter().any(|f| !f.quarantined) {
+        advice.push(
+            "run the version again once the others are fixed or reachable: what they missed is pending, in order",
+        );
+    }
     format!(
-        "the version did not finish on {} shard(s) — {}; finished on: {completed}; run it again once they are \
-         fixed or reachable: what they missed is pending, in order",
+        "the version did not finish on {} shard(s) — {}; finished on: {completed}; {}",
         failed.len(),
-        failed.join("; ")
+        failed.join("; "),
+        advice.join("; ")
     )
 }
 
@@ -225,6 +239,13 @@ pub(crate) enum DbError {
         /// The stored code.
         code: i64,
     },
+}
+
+impl DbError {
+    /// Whether a shard of the fleet could not be reached.
+    pub(crate) fn is_shard_unreachable(&self) -> bool {
+        matches!(self, DbError::ShardUnreachable { .. })
+    }
 }
 
 impl From<sqlx::Error> for DbError {

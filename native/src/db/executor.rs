@@ -655,6 +655,7 @@ impl<E: Engine> Run<'_, E> {
             name: self.request.version_name.to_string(),
             created: self.request.created.to_string(),
             request_id: self.request.request_id.to_string(),
+            parts: Vec::new(),
         }
     }
 
@@ -841,16 +842,17 @@ impl<E: Engine> Run<'_, E> {
         let schema = self.schema(*step).to_string();
         let at = self.position(*step, failure);
         let row = QuarantineRow {
-            tenant: schema,
             version_id: progress.version(),
             file: self.file(*step).to_string(),
             line: at.map(|at| at.line as i64),
             column: at.filter(|at| at.column > 0).map(|at| at.column as i64),
-            cause: failure.cause.name().to_string(),
-            message: failure.message.clone(),
-            request_id: self.request.request_id.to_string(),
-            quarantined: self.request.created.to_string(),
-            failures: 1,
+            ..QuarantineRow::put_aside(
+                schema,
+                failure.cause.name(),
+                failure.message.clone(),
+                self.request.request_id,
+                self.request.created,
+            )
         };
         if let Err(e) = self.engine.quarantine(conn, &row).await {
             tracing::warn!(tenant = %row.tenant, error = %e, "the tenant could not be quarantined: the version stops");

@@ -1,8 +1,12 @@
 //! A fleet on several database servers (`shards:`): [`Fleet`] is the
-//! [`Database`] of the service over one [`Store`](super::Store) per shard,
-//! following core's `shard` model.
+//! [`Database`] of the service over one [`Store`](super::Store) per shard.
+//! It decides nothing itself: it lists every shard (its tenants and its
+//! quarantine) into core's `fleet::View`, lets core's `fleet` rules decide
+//! (each shard's part, the directory, hand-overs, what a shard that did not
+//! answer leaves quarantined, what the quarantine shows, one identity per
+//! version), and opens, fans out and writes what they decided.
 //!
-//! # Invariants
+//! # Invariants (the rules' own are in core's `fleet`)
 //!
 //! - **Each shard keeps its own books.** A shard's versions, migrations,
 //!   quarantine, lock and fingerprints live in its own `svc` schema, next to
@@ -12,30 +16,15 @@
 //! - **A shard fails alone.** A version runs on every shard at once (each
 //!   with its own lock and `tenantConcurrency` connections); a shard that
 //!   is unreachable, or fails, stops nothing elsewhere: the other shards
-//!   finish, and the error names each shard that did not, with why. Run the
-//!   version again (or `strata quarantine retry`) when it is back: a shard
-//!   that missed a version has its files pending, in order.
-//! - **A tenant lives on one shard.** Where it is comes from asking every
-//!   shard's `tenantSelectSQL`; a name found on two shards is refused
-//!   before anything runs. A new tenant goes to the shard named, else to
-//!   the reachable shard with the fewest tenants; every shard must answer
-//!   first, so a name is never created twice.
-//! - **The directory names what cannot be asked.** Every version lists
-//!   each shard's tenants and brings the directory on the home shard up to
-//!   date from those that answered (core's `shard::Directory`); a shard
-//!   that does not answer keeps what the directory last saw. A version's
-//!   error names the tenants of each shard it could not reach, and the
-//!   tenant list serves them (`reachable: false`) while it is down. The
-//!   directory is never the truth about a shard that answers.
-//! - **A shard that cannot be reached has its tenants quarantined on the
-//!   home shard** (cause `SHARD_UNREACHABLE`), as the directory last saw
-//!   them, by every version that could not reach it. They are handed over
-//!   to their own shard's quarantine by the first version that finds it
-//!   answering again (a row the shard holds itself wins), so later
-//!   versions and waves skip them there until a retry completes them or
-//!   they are released, like any quarantined tenant.
-//! - **Served ids name their shard** (core's `shard::Ids`): reads by id go
-//!   to that shard only.
+//!   finish, and the error names each shard that did not, with why.
+//! - **One version, one identity.** Every shard's part of one request
+//!   carries the same name, request id and creation time; read back, they
+//!   are one version served under its lowest shard's id (`local × base +
+//!   index`, core's `shard::Ids`), listing its parts; any part's id reads
+//!   the whole version. Ids stay stable: a part's row never changes shard
+//!   or id (shards are appended, never reordered). Only while a shard other
+//!   than the home shard does not answer is a version whose lowest part is
+//!   there served under its next part's id.
 //! - **Shards open lazily**: the service starts while a shard is down, and
 //!   each use tries an unopened shard again. Before opening a shard, and
 //!   while it was last found unreachable, one TCP connection asks whether
@@ -51,12 +40,14 @@ use async_trait::async_trait;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::tcp_address;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
+use strata_core::migrate::fleet::{
+    self, Ask, FleetError, HandOver, Held, Placement, SHARD_UNREACHABLE, VersionPart, View,
+};
 use strata_core::migrate::plan::{PlanError, Target};
-use strata_core::migrate::quarantine::RetryError;
 use strata_core::migrate::repair::{Repair, RepairError};
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::wave::{Wave, WaveError};
+use strata_core::migrate::wave::Wave;
 use tokio::net::TcpStream;
 
 use super::error::{DbError, ShardFailure};
@@ -115,20 +106,13 @@ pub(crate) struct Fleet {
     ids: Ids,
 }
 
-/// Where each tenant lives: the tenants of every shard, in shard order.
-struct Placement {
-    tenants: Vec<Vec<String>>,
-}
-
-/// The cause of a tenant quarantined because its shard did not answer.
-const SHARD_UNREACHABLE: &str = "SHARD_UNREACHABLE";
-
-/// One look at the fleet: what each shard answered when its tenants were
-/// listed, and the directory (`None` when the home shard was just found
-/// unreachable; empty when it cannot be read).
+/// One look at the fleet: core's [`View`] (each shard's tenants and
+/// quarantine, the directory) and what the shell keeps beside it — each
+/// shard's error when it did not answer, and the quarantine rows whole.
 struct Listing {
-    listed: Vec<Result<Vec<String>, DbError>>,
-    directory: Option<Directory>,
+    view: View,
+    errors: Vec<Option<DbError>>,
+    rows: Vec<Option<Vec<QuarantineRow>>>,
 }
 
 impl Listing {
@@ -136,43 +120,44 @@ impl Listing {
     /// is not asked again in the same request (that would wait for its
     /// connect time-out once more).
     fn unreachable(&self, index: usize) -> Option<DbError> {
-        match &self.listed[index] {
-            Err(DbError::ShardUnreachable { shard, reason }) => {
+        match &self.errors[index] {
+            Some(DbError::ShardUnreachable { shard, reason }) => {
                 Some(DbError::ShardUnreachable { shard: shard.clone(), reason: reason.clone() })
             }
             _ => None,
         }
     }
 
-    /// Each shard's tenants as it answered them, else as the directory last
-    /// saw them.
-    fn last_seen(&self, slots: &[Slot]) -> Vec<Vec<String>> {
-        slots
-            .iter()
-            .zip(&self.listed)
-            .map(|(slot, result)| match result {
-                Ok(tenants) => tenants.clone(),
-                Err(_) => self.directory.as_ref().map(|d| d.tenants_of(&slot.name)).unwrap_or_default(),
-            })
-            .collect()
+    /// Core's refusal as the service's error: a shard that had to answer
+    /// and did not is reported with its own error.
+    fn refused(&mut self, error: FleetError) -> DbError {
+        match error {
+            FleetError::OnTwoShards { tenant, shards } => DbError::TenantOnTwoShards { tenant, shards },
+            FleetError::MustAnswer(index) | FleetError::Unknown(index) => {
+                self.errors[index].take().unwrap_or_else(|| DbError::UnexpectedAnswer(error_text(index)))
+            }
+            FleetError::TenantExists(tenant) => DbError::Plan(PlanError::TenantExists(tenant)),
+            FleetError::Shard(error) => DbError::Shard(error),
+            FleetError::Retry(error) => DbError::Retry(error),
+            FleetError::Wave(error) => DbError::Wave(error),
+        }
+    }
+
+    /// The first error of a shard that answered with something else than
+    /// being unreachable (a tenant statement that fails): it is the answer.
+    fn failed(&mut self) -> Option<DbError> {
+        let index = self.errors.iter().position(|e| e.as_ref().is_some_and(|e| !e.is_shard_unreachable()))?;
+        self.errors[index].take()
     }
 }
 
-impl Placement {
-    fn shard_of(&self, tenant: &str) -> Option<usize> {
-        self.tenants.iter().position(|names| names.iter().any(|name| name == tenant))
-    }
+fn error_text(index: usize) -> String {
+    format!("shard {index} did not answer")
+}
 
-    /// `names` split by shard; the first name on no shard is returned as
-    /// the error.
-    fn split(&self, names: &[String]) -> Result<Vec<Vec<String>>, String> {
-        let mut parts = vec![Vec::new(); self.tenants.len()];
-        for name in names {
-            let shard = self.shard_of(name).ok_or_else(|| name.clone())?;
-            parts[shard].push(name.clone());
-        }
-        Ok(parts)
-    }
+/// The rules' view of quarantine rows.
+fn held(rows: &[QuarantineRow]) -> Vec<Held> {
+    rows.iter().map(|row| Held { tenant: row.tenant.clone(), unreachable: row.cause == SHARD_UNREACHABLE }).collect()
 }
 
 impl Fleet {
@@ -266,6 +251,24 @@ impl Fleet {
         self.each(read).await.into_iter().collect()
     }
 
+    /// Each shard's answer; a shard other than the home shard that does
+    /// not answer is `None`; any other error is the answer.
+    async fn answering<'a, T, F, Fut>(&'a self, read: F) -> Result<Vec<Option<T>>, DbError>
+    where
+        F: Fn(usize, Arc<dyn Database>) -> Fut,
+        Fut: Future<Output = Result<T, DbError>> + 'a,
+    {
+        let mut answers = Vec::with_capacity(self.slots.len());
+        for (index, answer) in self.each(read).await.into_iter().enumerate() {
+            match answer {
+                Ok(answer) => answers.push(Some(answer)),
+                Err(DbError::ShardUnreachable { .. }) if index > 0 => answers.push(None),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(answers)
+    }
+
     /// An error of shard `index`, named after it when the shard could not
     /// be reached; a failed version's id as served.
     fn on_shard(&self, index: usize, error: DbError) -> DbError {
@@ -282,157 +285,124 @@ impl Fleet {
         }
     }
 
-    /// Each shard's tenants as it answers them, and the directory: `None`
-    /// when the home shard was just found unreachable (it is not asked
-    /// again, which would wait for its time-out once more), empty when it
-    /// cannot be read.
-    async fn listings(&self) -> Listing {
-        let listed = self.each(|_, store| async move { store.tenants().await }).await;
-        if matches!(listed[0], Err(DbError::ShardUnreachable { .. })) {
-            return Listing { listed, directory: None };
-        }
-        let directory = match self.store(0).await {
-            Ok(home) => home.directory().await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "the shard directory could not be read");
-                Directory::default()
-            }),
-            Err(_) => Directory::default(),
-        };
-        Listing { listed, directory: Some(directory) }
-    }
-
-    /// Every shard's tenants: as each answers, or as the directory last saw
-    /// them on a shard that cannot be reached (less any tenant a shard that
-    /// answered lists now). An error of another kind, or a shard that is
-    /// down while the directory knows nothing of it, is the answer.
-    async fn seen(&self) -> Result<Vec<ShardTenants>, DbError> {
-        let Listing { listed, directory } = self.listings().await;
-        let directory = directory.unwrap_or_default();
-        let answered: HashSet<String> = listed.iter().filter_map(|r| r.as_ref().ok()).flatten().cloned().collect();
-        let mut shards = Vec::with_capacity(listed.len());
-        for (slot, result) in self.slots.iter().zip(listed) {
-            let (tenants, reachable) = match result {
-                Ok(tenants) => (tenants, true),
-                Err(error @ DbError::ShardUnreachable { .. }) => {
-                    let known = directory.tenants_of(&slot.name);
-                    if known.is_empty() {
-                        return Err(error);
-                    }
-                    (known.into_iter().filter(|t| !answered.contains(t)).collect(), false)
+    /// One look at the fleet: each shard's tenants and quarantine as it
+    /// answers them, and the directory (`None` when the home shard was just
+    /// found unreachable: it is not asked again, which would wait for its
+    /// time-out once more; empty when it cannot be read).
+    async fn listing(&self) -> Listing {
+        let answers = self
+            .each(|_, store| async move {
+                let tenants = store.tenants().await?;
+                let rows = store.quarantined().await?;
+                Ok((tenants, rows))
+            })
+            .await;
+        let mut view = View { names: self.slots.iter().map(|slot| slot.name.clone()).collect(), ..View::default() };
+        let (mut errors, mut rows) = (Vec::new(), Vec::new());
+        for answer in answers {
+            match answer {
+                Ok((tenants, held_rows)) => {
+                    view.listed.push(Some(tenants));
+                    view.held.push(Some(held(&held_rows)));
+                    rows.push(Some(held_rows));
+                    errors.push(None);
                 }
-                Err(error) => return Err(error),
-            };
-            shards.push(ShardTenants { name: slot.name.clone(), tenants, reachable });
-        }
-        self.one_shard_each(shards.iter().map(|shard| &shard.tenants))?;
-        Ok(shards)
-    }
-
-    /// Refuses a tenant on two shards.
-    fn one_shard_each<'a>(&self, tenants: impl Iterator<Item = &'a Vec<String>>) -> Result<(), DbError> {
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (index, names) in tenants.enumerate() {
-            for name in names {
-                if let Some(first) = seen.insert(name, index) {
-                    return Err(DbError::TenantOnTwoShards {
-                        tenant: name.clone(),
-                        shards: [self.slots[first].name.clone(), self.slots[index].name.clone()],
-                    });
+                Err(error) => {
+                    view.listed.push(None);
+                    view.held.push(None);
+                    rows.push(None);
+                    errors.push(Some(error));
                 }
             }
         }
-        Ok(())
+        if view.listed[0].is_some() {
+            let directory = match self.store(0).await {
+                Ok(home) => home.directory().await.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "the shard directory could not be read");
+                    Directory::default()
+                }),
+                Err(_) => Directory::default(),
+            };
+            view.directory = Some(directory);
+        }
+        Listing { view, errors, rows }
     }
 
-    /// Before a version that writes: the directory brought up to date from
-    /// the shards that answered, and what the home shard quarantined for a
-    /// shard that answers again handed over to it. Neither stops the
-    /// version when it fails (it is said in the log).
-    async fn before_version(&self, listing: &Listing) {
-        let Some(directory) = &listing.directory else { return };
-        let answered: Vec<(&str, &[String])> = self
+    /// Every shard's tenants (core's `View::seen`).
+    async fn seen(&self) -> Result<Vec<ShardTenants>, DbError> {
+        let mut listing = self.listing().await;
+        if let Some(error) = listing.failed() {
+            return Err(error);
+        }
+        let seen = listing.view.seen().map_err(|error| listing.refused(error))?;
+        Ok(self
             .slots
             .iter()
-            .zip(&listing.listed)
-            .filter_map(|(slot, result)| result.as_ref().ok().map(|t| (slot.name.as_str(), t.as_slice())))
-            .collect();
-        let changes = directory.changes(&answered);
-        if !changes.is_empty() {
-            let written = async { self.store(0).await?.change_directory(&changes).await };
+            .zip(seen)
+            .map(|(slot, seen)| ShardTenants {
+                name: slot.name.clone(),
+                tenants: seen.tenants,
+                reachable: seen.reachable,
+            })
+            .collect())
+    }
+
+    /// Before a version that writes: what core's `housekeeping` decided —
+    /// the directory brought up to date, the home shard's quarantine rows
+    /// for a shard that answers again handed over to it. Neither stops the
+    /// version when it fails (it is said in the log).
+    async fn housekeeping(&self, listing: &Listing) {
+        let work = fleet::housekeeping(&listing.view);
+        if !work.directory.is_empty() {
+            let written = async { self.store(0).await?.change_directory(&work.directory).await };
             if let Err(error) = written.await {
                 tracing::warn!(%error, "the shard directory could not be brought up to date");
             }
         }
-        if let Err(error) = self.hand_over(listing).await {
-            tracing::warn!(%error, "tenants quarantined while their shard was unreachable could not be handed over to it");
+        for hand_over in work.hand_overs {
+            if let Err(error) = self.hand_over(listing, &hand_over).await {
+                tracing::warn!(shard = %self.slots[hand_over.shard].name, %error,
+                    "tenants quarantined while their shard was unreachable could not be handed over to it");
+            }
         }
     }
 
-    /// Moves the rows the home shard holds for the tenants of another shard
-    /// that answers (quarantined while it was unreachable) to that shard's
-    /// quarantine, their failures kept; a row the shard holds itself for
-    /// the tenant stays as it is. Written there first, then released at
-    /// home: a crash between the two leaves the row in both places, and
-    /// the next version moves it again.
-    async fn hand_over(&self, listing: &Listing) -> Result<(), DbError> {
-        let Ok(home_tenants) = &listing.listed[0] else { return Ok(()) };
-        let home = self.store(0).await?;
-        let held = home.quarantined().await?;
-        let home_tenants: HashSet<&str> = home_tenants.iter().map(String::as_str).collect();
-        let foreign: Vec<&QuarantineRow> =
-            held.iter().filter(|row| !home_tenants.contains(row.tenant.as_str())).collect();
-        if foreign.is_empty() {
-            return Ok(());
+    /// Writes the rows to their shard first, then releases them at home: a
+    /// crash between the two leaves the row in both places (shown once),
+    /// and the next version moves it again.
+    async fn hand_over(&self, listing: &Listing, hand_over: &HandOver) -> Result<(), DbError> {
+        let home_rows = listing.rows[0].as_deref().unwrap_or_default();
+        let rows: Vec<QuarantineRow> =
+            home_rows.iter().filter(|row| hand_over.write.contains(&row.tenant)).cloned().collect();
+        if !rows.is_empty() {
+            self.store(hand_over.shard).await?.quarantine(&rows).await?;
         }
-        for (index, listed) in listing.listed.iter().enumerate().skip(1) {
-            let Ok(tenants) = listed else { continue };
-            let tenants: HashSet<&str> = tenants.iter().map(String::as_str).collect();
-            let moving: Vec<QuarantineRow> =
-                foreign.iter().filter(|row| tenants.contains(row.tenant.as_str())).map(|row| (*row).clone()).collect();
-            if moving.is_empty() {
-                continue;
-            }
-            let store = self.store(index).await?;
-            let own: HashSet<String> = store.quarantined().await?.into_iter().map(|row| row.tenant).collect();
-            let new: Vec<QuarantineRow> = moving.iter().filter(|row| !own.contains(&row.tenant)).cloned().collect();
-            if !new.is_empty() {
-                store.quarantine(&new).await?;
-            }
-            let names: Vec<String> = moving.into_iter().map(|row| row.tenant).collect();
-            home.release_quarantined(&names).await?;
-            tracing::info!(shard = %self.slots[index].name, tenants = names.len(),
-                "tenants quarantined while their shard was unreachable handed over to its own quarantine");
-        }
+        self.store(0).await?.release_quarantined(&hand_over.release).await?;
+        tracing::info!(shard = %self.slots[hand_over.shard].name, tenants = hand_over.release.len(),
+            "tenants quarantined while their shard was unreachable handed over to its own quarantine");
         Ok(())
     }
 
-    /// Quarantines, on the home shard, the tenants of each shard the
-    /// version could not reach (`tenants`: as last seen); the home shard
-    /// itself cannot hold its own. Returns whether they were written.
+    /// Quarantines, on the home shard, what core's `quarantine_unreachable`
+    /// names for shard `index` that the version could not reach. Returns
+    /// whether they were written.
     async fn quarantine_unreachable(
         &self,
         request: &MutationRequest<'_>,
+        listing: &Listing,
         index: usize,
         reason: &str,
-        tenants: &[String],
     ) -> bool {
-        if index == 0 || tenants.is_empty() {
+        let tenants = fleet::quarantine_unreachable(&listing.view, index);
+        if tenants.is_empty() {
             return false;
         }
         let shard = &self.slots[index].name;
         let rows: Vec<QuarantineRow> = tenants
-            .iter()
-            .map(|tenant| QuarantineRow {
-                tenant: tenant.clone(),
-                version_id: None,
-                file: String::new(),
-                line: None,
-                column: None,
-                cause: SHARD_UNREACHABLE.to_string(),
-                message: format!("shard {shard} unreachable: {reason}"),
-                request_id: request.request_id.to_string(),
-                quarantined: request.created.to_string(),
-                failures: 1,
+            .into_iter()
+            .map(|tenant| {
+                let message = format!("shard {shard} unreachable: {reason}");
+                QuarantineRow::put_aside(tenant, SHARD_UNREACHABLE, message, request.request_id, request.created)
             })
             .collect();
         let written = async { self.store(0).await?.quarantine(&rows).await };
@@ -452,15 +422,16 @@ impl Fleet {
         }
     }
 
+    /// Where each tenant lives, every shard answering.
     async fn placement(&self) -> Result<Placement, DbError> {
         let tenants = self.every(|_, store| async move { store.tenants().await }).await?;
-        self.one_shard_each(tenants.iter())?;
-        Ok(Placement { tenants })
-    }
-
-    fn version(&self, index: usize, mut row: VersionRow) -> VersionRow {
-        row.id = self.ids.served(row.id, index);
-        row
+        let view = View {
+            names: self.slots.iter().map(|slot| slot.name.clone()).collect(),
+            listed: tenants.into_iter().map(Some).collect(),
+            ..View::default()
+        };
+        let placement = view.placement();
+        placement.map_err(|error| Listing { view, errors: Vec::new(), rows: Vec::new() }.refused(error))
     }
 
     fn quarantine_row(&self, index: usize, mut row: QuarantineRow) -> QuarantineRow {
@@ -468,107 +439,69 @@ impl Fleet {
         row
     }
 
-    /// Where each tenant was last seen (`listing`): a shard that does not
-    /// answer is found by the directory, so a retry or a wave naming its
-    /// tenants reaches it and fails as unreachable.
-    fn last_seen(&self, listing: &Listing) -> Result<Placement, DbError> {
-        let tenants = listing.last_seen(&self.slots);
-        self.one_shard_each(tenants.iter())?;
-        Ok(Placement { tenants })
-    }
-
-    /// Which shards a retry of every quarantined tenant runs on: those
-    /// holding quarantined tenants of their own, and those whose tenants
-    /// the home shard holds (quarantined while unreachable). A shard that
-    /// does not answer is asked nothing more.
-    async fn retried_shards(&self, listing: &Listing) -> Result<Vec<bool>, DbError> {
-        let held = self
-            .each(|index, store| async move {
-                match listing.unreachable(index) {
-                    Some(unreachable) => Err(unreachable),
-                    None => store.quarantined().await,
-                }
-            })
-            .await;
-        let placement = self.last_seen(listing)?;
-        let mut retried = vec![false; self.slots.len()];
-        for (index, rows) in held.into_iter().enumerate() {
-            let rows = match rows {
-                Ok(rows) => rows,
-                Err(DbError::ShardUnreachable { .. }) if index > 0 => continue,
-                Err(error) => return Err(error),
-            };
-            // A tenant no shard lists (gone from the list) is retried nowhere.
-            for shard in rows.iter().filter_map(|row| placement.shard_of(&row.tenant)) {
-                retried[shard] = true;
-            }
-        }
-        if !retried.contains(&true) {
-            return Err(DbError::Retry(RetryError::NothingQuarantined));
-        }
-        Ok(retried)
-    }
-
-    /// What each shard runs of `request`: `None` for a shard with nothing
-    /// to do (a wave or a retry naming none of its tenants).
-    async fn parts<'r>(
+    /// What each shard runs of `request`, as core's `fleet::parts` decided.
+    fn parts<'r>(
         &self,
         request: &MutationRequest<'r>,
-        listing: &Listing,
+        listing: &mut Listing,
     ) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
-        let part = |index: usize| MutationRequest { tenants_only: index > 0, shard: None, ..request.clone() };
-        if let Target::NewTenant(tenant) = &request.target {
-            // Every shard must answer, so no name is created twice: the
-            // listing serves when they all did; else asking again gives
-            // the first failing shard's own error.
-            let listed: Option<Vec<Vec<String>>> =
-                listing.listed.iter().map(|listed| listed.as_ref().ok().cloned()).collect();
-            let placement = match listed {
-                Some(tenants) => {
-                    self.one_shard_each(tenants.iter())?;
-                    Placement { tenants }
-                }
-                None => self.placement().await?,
-            };
-            if placement.shard_of(tenant).is_some() {
-                return Err(DbError::Plan(PlanError::TenantExists(tenant.clone())));
-            }
-            let names: Vec<&str> = self.slots.iter().map(|slot| slot.name.as_str()).collect();
-            let counts: Vec<Option<usize>> = placement.tenants.iter().map(|t| Some(t.len())).collect();
-            let chosen = shard::place(&names, &counts, request.shard).map_err(DbError::Shard)?;
-            return Ok((0..self.slots.len()).map(|index| (index == chosen).then(|| part(index))).collect());
-        }
-        match (&request.retry, &request.wave) {
-            (Some(named), _) if !named.is_empty() => {
-                let placement = self.last_seen(listing)?;
-                let parts = placement.split(named).map_err(|name| DbError::Retry(RetryError::NotQuarantined(name)))?;
-                Ok(parts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, names)| {
-                        (!names.is_empty()).then(|| MutationRequest { retry: Some(names), ..part(index) })
-                    })
-                    .collect())
-            }
-            (Some(_), _) => {
-                let retried = self.retried_shards(listing).await?;
-                Ok(retried.into_iter().enumerate().map(|(index, retried)| retried.then(|| part(index))).collect())
-            }
-            (None, Wave::Named(named)) => {
-                let placement = self.last_seen(listing)?;
-                let parts = placement.split(named).map_err(|name| DbError::Wave(WaveError::NotATenant(name)))?;
-                Ok(parts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, names)| {
-                        // The home shard runs its single schemas in every wave.
-                        (index == 0 || !names.is_empty())
-                            .then(|| MutationRequest { wave: Wave::Named(names), ..part(index) })
-                    })
-                    .collect())
-            }
-            (None, _) => Ok((0..self.slots.len()).map(|index| Some(part(index))).collect()),
-        }
+        let ask = match (&request.target, &request.retry, &request.wave) {
+            (Target::NewTenant(tenant), _, _) => Ask::NewTenant { tenant, shard: request.shard },
+            (_, Some(named), _) => Ask::Retry(named),
+            (_, None, Wave::Named(named)) => Ask::Wave(named),
+            _ => Ask::Every,
+        };
+        let parts = fleet::parts(&listing.view, ask).map_err(|error| listing.refused(error))?;
+        Ok(parts
+            .into_iter()
+            .map(|part| {
+                part.map(|part| {
+                    let mut request =
+                        MutationRequest { tenants_only: part.tenants_only, shard: None, ..request.clone() };
+                    match (part.tenants, &request.retry) {
+                        (Some(tenants), Some(_)) => request.retry = Some(tenants),
+                        (Some(tenants), None) => request.wave = Wave::Named(tenants),
+                        (None, _) => {}
+                    }
+                    request
+                })
+            })
+            .collect())
+    }
+
+    /// Every shard's versions as the fleet's (core's `one_identity`), with
+    /// each one's parts; a shard other than the home shard that does not
+    /// answer is left out.
+    async fn fleet_versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let answers = self.answering(|_, store| async move { store.versions(filter).await }).await?;
+        let rows: Vec<(usize, VersionRow)> = answers
+            .into_iter()
+            .enumerate()
+            .flat_map(|(index, rows)| rows.into_iter().flatten().map(move |row| (index, row)))
+            .collect();
+        let parts: Vec<VersionPart<'_>> = rows
+            .iter()
+            .map(|(shard, row)| VersionPart {
+                shard: *shard,
+                local: row.id,
+                name: &row.name,
+                created: &row.created,
+                request_id: &row.request_id,
+            })
+            .collect();
+        let versions = fleet::one_identity(self.ids, &parts);
+        let by_served: HashMap<i64, &VersionRow> =
+            rows.iter().map(|(index, row)| (self.ids.served(row.id, *index), row)).collect();
+        let mut merged: Vec<VersionRow> = versions
+            .into_iter()
+            .map(|version| VersionRow {
+                id: version.id,
+                parts: version.parts.iter().map(|(shard, id)| (self.slots[*shard].name.clone(), *id)).collect(),
+                ..by_served[&version.id].clone()
+            })
+            .collect();
+        merged.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+        Ok(merged)
     }
 }
 
@@ -582,25 +515,22 @@ async fn repair_fleet(
     files: &[String],
     audit: Option<&Audit<'_>>,
 ) -> Result<Repair, DbError> {
-    let parts = fleet.every(|_, store| async move { store.repair(sources, files, false, None).await }).await?;
-    let mut merged = Repair::default();
-    for part in parts {
-        merged.checksums.extend(part.checksums);
-        merged.removals.extend(part.removals);
-    }
+    let merge = |parts: Vec<Repair>| {
+        let mut merged = Repair::default();
+        for part in parts {
+            merged.checksums.extend(part.checksums);
+            merged.removals.extend(part.removals);
+        }
+        merged
+    };
+    let planned = merge(fleet.every(|_, store| async move { store.repair(sources, files, false, None).await }).await?);
     if let Some(file) = files.iter().find(|file| {
-        !merged.checksums.iter().any(|c| &c.file == *file) && !merged.removals.iter().any(|r| &r.file == *file)
+        !planned.checksums.iter().any(|c| &c.file == *file) && !planned.removals.iter().any(|r| &r.file == *file)
     }) {
         return Err(DbError::Repair(RepairError::NothingOnAnyShard(file.clone())));
     }
-    let Some(audit) = audit else { return Ok(merged) };
-    let written = fleet.every(|_, store| async move { store.repair(sources, files, false, Some(audit)).await }).await?;
-    let mut done = Repair::default();
-    for part in written {
-        done.checksums.extend(part.checksums);
-        done.removals.extend(part.removals);
-    }
-    Ok(done)
+    let Some(audit) = audit else { return Ok(planned) };
+    Ok(merge(fleet.every(|_, store| async move { store.repair(sources, files, false, Some(audit)).await }).await?))
 }
 
 #[async_trait]
@@ -641,57 +571,65 @@ impl Database for Fleet {
         Ok(self.seen().await?.into_iter().flat_map(|shard| shard.tenants).collect())
     }
 
+    /// One row per version of the fleet, whatever number of shards ran
+    /// it; read by any of its parts' ids, it is the whole version.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        if let VersionFilter::Id(served) = filter {
-            let Some((index, local)) = self.ids.local(served).filter(|(index, _)| *index < self.slots.len()) else {
-                return Ok(Vec::new());
-            };
-            let rows = self.store(index).await?.versions(VersionFilter::Id(local)).await?;
-            return Ok(rows.into_iter().map(|row| self.version(index, row)).collect());
-        }
-        // A shard other than the home shard that does not answer is left
-        // out: the others' parts of each version are there.
-        let mut rows = Vec::new();
-        for (index, part) in
-            self.each(|_, store| async move { store.versions(filter).await }).await.into_iter().enumerate()
-        {
-            match part {
-                Ok(part) => rows.extend(part.into_iter().map(|row| self.version(index, row))),
-                Err(DbError::ShardUnreachable { .. }) if index > 0 => {}
-                Err(error) => return Err(error),
+        let all = self.fleet_versions(VersionFilter::All).await?;
+        let wanted: HashSet<i64> = match filter {
+            VersionFilter::All => return Ok(all),
+            VersionFilter::Id(served) => HashSet::from([served]),
+            VersionFilter::ApplyingFile(_) => {
+                let answers = self.answering(|_, store| async move { store.versions(filter).await }).await?;
+                answers
+                    .into_iter()
+                    .enumerate()
+                    .flat_map(|(index, rows)| rows.into_iter().flatten().map(move |row| (index, row.id)))
+                    .map(|(index, local)| self.ids.served(local, index))
+                    .collect()
             }
+        };
+        Ok(all.into_iter().filter(|version| version.parts.iter().any(|(_, id)| wanted.contains(id))).collect())
+    }
+
+    /// A version's migrations are those of each of its parts, shard after
+    /// shard.
+    async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let served_parts: Vec<i64> = match filter {
+            MigrationFilter::Version(id) => match self.versions(VersionFilter::Id(id)).await?.into_iter().next() {
+                Some(version) => version.parts.into_iter().map(|(_, id)| id).collect(),
+                None => return Ok(Vec::new()),
+            },
+            MigrationFilter::Id(id) => vec![id],
+        };
+        let mut rows = Vec::new();
+        for served in served_parts {
+            let Some((index, local)) = self.ids.local(served).filter(|(index, _)| *index < self.slots.len()) else {
+                continue;
+            };
+            let local_filter = match filter {
+                MigrationFilter::Version(_) => MigrationFilter::Version(local),
+                MigrationFilter::Id(_) => MigrationFilter::Id(local),
+            };
+            let part = self.store(index).await?.migrations(local_filter).await?;
+            rows.extend(part.into_iter().map(|mut row| {
+                row.id = self.ids.served(row.id, index);
+                row
+            }));
         }
-        rows.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
         Ok(rows)
     }
 
-    async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (served, local_filter): (i64, fn(i64) -> MigrationFilter) = match filter {
-            MigrationFilter::Version(id) => (id, MigrationFilter::Version),
-            MigrationFilter::Id(id) => (id, MigrationFilter::Id),
-        };
-        let Some((index, local)) = self.ids.local(served).filter(|(index, _)| *index < self.slots.len()) else {
-            return Ok(Vec::new());
-        };
-        let rows = self.store(index).await?.migrations(local_filter(local)).await?;
-        Ok(rows
-            .into_iter()
-            .map(|mut row| {
-                row.id = self.ids.served(row.id, index);
-                row
-            })
-            .collect())
-    }
-
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
-        let listing = self.listings().await;
+        let mut listing = self.listing().await;
+        if let Some(error) = listing.failed() {
+            return Err(error);
+        }
         let writes = !request.dry_run && self.access == Access::ReadWrite;
         if writes {
-            self.before_version(&listing).await;
+            self.housekeeping(&listing).await;
         }
-        let parts = self.parts(&request, &listing).await?;
+        let parts = self.parts(&request, &mut listing)?;
         let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
-        let last_seen = listing.last_seen(&self.slots);
         let runs = self.run_parts(parts, &listing, |store, part| async move { store.mutate(part).await }).await;
         let mut outcomes = Vec::new();
         let mut failed = Vec::new();
@@ -707,7 +645,7 @@ impl Database for Fleet {
                     outcomes.push((index, outcome));
                 }
                 Err(error) => {
-                    crate::telemetry::shard_up(shard, !matches!(error, DbError::ShardUnreachable { .. }));
+                    crate::telemetry::shard_up(shard, !error.is_shard_unreachable());
                     crate::telemetry::shard_version(shard, None, executed);
                     failed.push((index, error));
                 }
@@ -716,7 +654,14 @@ impl Database for Fleet {
         if failed.len() == 1 && outcomes.is_empty() {
             return Err(failed.remove(0).1);
         }
+        let version_parts: Vec<(String, i64)> = outcomes
+            .iter()
+            .filter_map(|(index, outcome)| {
+                outcome.version.as_ref().map(|v| (self.slots[*index].name.clone(), self.ids.served(v.id, *index)))
+            })
+            .collect();
         if !failed.is_empty() {
+            let last_seen = listing.view.last_seen();
             let completed = outcomes
                 .iter()
                 .map(|(index, outcome)| {
@@ -727,9 +672,8 @@ impl Database for Fleet {
             for (index, error) in failed {
                 let (tenants, quarantined) = match &error {
                     DbError::ShardUnreachable { reason, .. } => {
-                        let quarantined = writes
-                            && listing.directory.is_some()
-                            && self.quarantine_unreachable(&request, index, reason, &last_seen[index]).await;
+                        let quarantined =
+                            writes && self.quarantine_unreachable(&request, &listing, index, reason).await;
                         (last_seen[index].clone(), quarantined)
                     }
                     _ => (Vec::new(), false),
@@ -751,7 +695,11 @@ impl Database for Fleet {
         for (index, outcome) in outcomes {
             counts = shard::add_counts(counts, outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts));
             if merged.version.is_none() {
-                merged.version = outcome.version.map(|row| self.version(index, row));
+                merged.version = outcome.version.map(|row| VersionRow {
+                    id: self.ids.served(row.id, index),
+                    parts: version_parts.clone(),
+                    ..row
+                });
             }
             merged.quarantined.extend(outcome.quarantined.into_iter().map(|row| self.quarantine_row(index, row)));
             merged.skipped.extend(outcome.skipped);
@@ -767,14 +715,17 @@ impl Database for Fleet {
     /// home shard that does not is in `unreachable`, with its tenants as
     /// last seen.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        let listing = self.listings().await;
-        let parts = self.parts(&request, &listing).await?;
+        let mut listing = self.listing().await;
+        if let Some(error) = listing.failed() {
+            return Err(error);
+        }
+        let parts = self.parts(&request, &mut listing)?;
         let previews = self.run_parts(parts, &listing, |store, part| async move { store.preview(part).await }).await;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();
         let mut plans = Vec::new();
         let mut unreachable = Vec::new();
-        let mut last_seen = listing.last_seen(&self.slots);
+        let mut last_seen = listing.view.last_seen();
         for (index, preview) in previews {
             match preview {
                 Ok(preview) => {
@@ -815,30 +766,22 @@ impl Database for Fleet {
         Ok(self.every(|_, store| async move { store.fingerprints().await }).await?.into_iter().flatten().collect())
     }
 
-    /// Every shard's quarantine and what the home shard holds for shards
-    /// that were unreachable; a shard that does not answer now is left out
-    /// (its tenants quarantined while it was down are the home shard's). A
-    /// tenant in both its shard's and the home shard's (not handed over
-    /// yet) is its shard's.
+    /// What core's `visible_quarantine` shows of every shard's quarantine
+    /// (a shard that does not answer now is left out: its tenants
+    /// quarantined while it was down are the home shard's).
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
-        let mut rows: Vec<QuarantineRow> = Vec::new();
-        let mut own: HashSet<String> = HashSet::new();
-        for (index, part) in
-            self.each(|_, store| async move { store.quarantined().await }).await.into_iter().enumerate()
-        {
-            let part = match part {
-                Ok(part) => part,
-                Err(DbError::ShardUnreachable { .. }) if index > 0 => continue,
-                Err(error) => return Err(error),
-            };
-            if index > 0 {
-                own.extend(part.iter().map(|row| row.tenant.clone()));
-            }
-            rows.extend(part.into_iter().map(|row| self.quarantine_row(index, row)));
-        }
-        rows.retain(|row| row.cause != SHARD_UNREACHABLE || !own.contains(&row.tenant));
-        rows.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-        Ok(rows)
+        let mut rows = self.answering(|_, store| async move { store.quarantined().await }).await?;
+        let held: Vec<Option<Vec<Held>>> = rows.iter().map(|rows| rows.as_deref().map(held)).collect();
+        Ok(fleet::visible_quarantine(&held)
+            .into_iter()
+            .map(|(index, position)| {
+                let row = std::mem::replace(
+                    &mut rows[index].as_mut().expect("shown rows were read")[position],
+                    QuarantineRow::put_aside(String::new(), "", String::new(), "", ""),
+                );
+                self.quarantine_row(index, row)
+            })
+            .collect())
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
@@ -882,16 +825,8 @@ impl Database for Fleet {
     /// Releases on every shard that answers (and so, from the home shard,
     /// what it holds for a shard that does not).
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError> {
-        let mut released = Vec::new();
-        for (index, part) in
-            self.each(|_, store| async move { store.release_quarantined(tenants).await }).await.into_iter().enumerate()
-        {
-            match part {
-                Ok(part) => released.extend(part),
-                Err(DbError::ShardUnreachable { .. }) if index > 0 => {}
-                Err(error) => return Err(error),
-            }
-        }
+        let parts = self.answering(|_, store| async move { store.release_quarantined(tenants).await }).await?;
+        let mut released: Vec<String> = parts.into_iter().flatten().flatten().collect();
         released.sort();
         released.dedup();
         Ok(released)

@@ -108,6 +108,7 @@ where
         name: get(row, 1)?,
         created: get(row, 2)?,
         request_id: get(row, 3)?,
+        parts: Vec::new(),
     })
 }
 

@@ -58,8 +58,8 @@ pub(crate) struct SqliteEngine {
 impl SqliteEngine {
     /// Opens the database of `config.data_source` (a SQLite URL such as
     /// `sqlite://./data/main.db?mode=rwc`) and attaches `svc` on every
-    /// connection. Read-only, it creates no `svc` file and no table (the
-    /// main file is opened as `dataSource` says).
+    /// connection. Read-only, it creates nothing: no `svc` file, no table,
+    /// and a database that does not exist yet is read as an empty one.
     pub(crate) async fn open(config: &Config, access: Access) -> Result<Self, DbError> {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = SqliteConnectOptions::from_str(&url)
@@ -74,11 +74,21 @@ impl SqliteEngine {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        // The main file is opened as `dataSource` says (`mode=rwc` creates
-        // it, and so its directory), read-only or not.
-        tokio::fs::create_dir_all(&directory)
-            .await
-            .map_err(|source| DbError::Directory { path: directory.clone(), source })?;
+        // Read-only, a database that does not exist yet is read as an empty
+        // one, in memory: nothing is created on disk, not even its
+        // directory. Otherwise the main file is opened as `dataSource` says
+        // (`mode=rwc` creates it, and so its directory).
+        let missing = !tokio::fs::try_exists(&main_file).await.unwrap_or(false);
+        let options = match (access, missing) {
+            (Access::ReadOnly, true) => SqliteConnectOptions::from_str("sqlite::memory:")
+                .map_err(|e| DbError::BadDataSource(format!("in-memory database: {e}")))?,
+            _ => {
+                tokio::fs::create_dir_all(&directory)
+                    .await
+                    .map_err(|source| DbError::Directory { path: directory.clone(), source })?;
+                options
+            }
+        };
         let lock_options = SqliteConnectOptions::new()
             .filename(directory.join(sql::LOCK_FILE))
             .create_if_missing(true)

@@ -166,6 +166,7 @@ fn version_row(row: &Row) -> Result<VersionRow, DbError> {
         name: text(row, 1)?,
         created: text(row, 2)?,
         request_id: text(row, 3)?,
+        parts: Vec::new(),
     })
 }
 

@@ -16,6 +16,10 @@ pub(crate) struct VersionRow {
     pub(crate) created: String,
     /// The `X-Request-ID` of the request that created it.
     pub(crate) request_id: String,
+    /// On a sharded fleet, its part on each shard that ran it: `(shard,
+    /// served id)`, in shard order (core's `fleet::one_identity`); empty on
+    /// one server.
+    pub(crate) parts: Vec<(String, i64)>,
 }
 
 /// A row of `svc.svc_migrations`.
@@ -105,6 +109,26 @@ pub(crate) struct QuarantineRow {
     pub(crate) quarantined: String,
     /// How many versions failed in it (1, then one more per failed retry).
     pub(crate) failures: i64,
+}
+
+impl QuarantineRow {
+    /// A tenant put aside by request `request_id` at `created` for `cause`
+    /// (no file of a version failed in it yet: its shard did not answer,
+    /// its schema drifted); the caller fills in the file of a failure.
+    pub(crate) fn put_aside(tenant: String, cause: &str, message: String, request_id: &str, created: &str) -> Self {
+        QuarantineRow {
+            tenant,
+            version_id: None,
+            file: String::new(),
+            line: None,
+            column: None,
+            cause: cause.to_string(),
+            message,
+            request_id: request_id.to_string(),
+            quarantined: created.to_string(),
+            failures: 1,
+        }
+    }
 }
 
 /// One shard of a sharded fleet and its tenants.

@@ -224,8 +224,21 @@ pub(crate) struct VersionDto {
     /// The `X-Request-ID` of the request that created the version (the
     /// console shows it; not in the spec's type, added).
     request_id: Option<String>,
+    /// On a sharded fleet, its part on each shard that ran it (added; empty
+    /// on one server): one version, whatever number of shards.
+    parts: Vec<VersionPartDto>,
     #[graphql(skip)]
     row_id: i64,
+}
+
+/// One shard's part of a version of a sharded fleet (`VersionPart`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "VersionPart")]
+pub(crate) struct VersionPartDto {
+    /// The shard.
+    shard: String,
+    /// The part's id (reads the whole version too).
+    id: i32,
 }
 
 #[ComplexObject]
@@ -246,6 +259,7 @@ impl From<VersionRow> for VersionDto {
             name: row.name,
             created: Time(row.created),
             request_id: Some(row.request_id),
+            parts: row.parts.into_iter().map(|(shard, id)| VersionPartDto { shard, id: clamp(id) }).collect(),
             row_id: row.id,
         }
     }
