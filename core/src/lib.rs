@@ -14,23 +14,27 @@
 //! ordered [`migrate::plan::Plan`] with its diagnostics, a rendered webhook payload, a
 //! URL, a signature verdict, the HTTP answer to a delivery.
 //!
-//! The shells (`strata-server`, the WebAssembly bindings in `strata-wasm`) read,
+//! The shells (`strata-server`, the WebAssembly bindings in `strata-wasm`, the
+//! edge receivers of `worker/`) read,
 //! hand the data to this crate, and execute what it returns. Because of the
 //! contract the crate builds for `wasm32-unknown-unknown`, and every function
 //! in it is deterministic: the same input always gives the same output.
 //!
 //! # Modules
 //!
-//! One folder per product, nothing shared between them but this contract:
+//! One folder per product:
 //!
-//! - [`migrate`]: the migration service — configuration, source migrations,
-//!   the planner, SQL classification, summaries.
+//! - [`migrate`]: the migration service — configuration, other tools' file
+//!   formats, source migrations, the planner, SQL classification, the
+//!   linter, drift, quarantine, waves, rollouts, a sharded fleet's rules,
+//!   summaries and reports.
 //! - [`endpoint`]: the request-options builder (`@octokit/endpoint`'s rules).
 //! - [`webhooks`]: webhook signatures, event names, listener routing, the
 //!   middleware's answers and the edge receiver's decisions.
 //!
-//! And one rule two products share: [`retry`], when an outbound delivery
-//! (the service's webhook, a receiver's forward) is tried again.
+//! What the products share: [`retry`], when an outbound delivery (the
+//! service's webhook, a receiver's forward) is tried again; and the
+//! receivers' REST requests (redeliveries) are built by [`endpoint`].
 
 pub mod endpoint;
 pub mod migrate;

@@ -19,8 +19,8 @@ macro_rules! outln {
 
 mod commands;
 mod new;
+mod output;
 mod progress;
-mod results;
 mod rollout;
 mod tenants;
 
@@ -159,6 +159,21 @@ pub(crate) struct Cli {
 enum Command {
     /// Serve the HTTP and GraphQL API (what `strata` alone does).
     Serve,
+    #[command(flatten)]
+    OnDatabase(OnDatabase),
+    /// Create the next migration file of a directory, named and started in
+    /// its convention (a timestamp or the next number; the format's
+    /// markers), and print its path.
+    New(NewArgs),
+    /// The configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// The commands that open the database (or, `lint --all`, only read the
+/// sources).
+#[derive(Debug, Subcommand)]
+enum OnDatabase {
     /// Show what `apply` would do, without writing anything: per schema the
     /// files to apply, scripts, out-of-order files and drift.
     Plan(PlanArgs),
@@ -173,10 +188,6 @@ enum Command {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
-    /// Create the next migration file of a directory, named and started in
-    /// its convention (a timestamp or the next number; the format's
-    /// markers), and print its path.
-    New(NewArgs),
     /// Undo the most recently applied migrations (their down parts, newest
     /// first), per schema in one transaction with their records, as a new
     /// version: --steps N (in each schema) or --to FILE; refused before
@@ -198,9 +209,6 @@ enum Command {
     /// database needed) for statements that lock or rewrite live tables,
     /// break the running application or lose data.
     Lint(LintArgs),
-    /// The configuration.
-    #[command(subcommand)]
-    Config(ConfigCommand),
 }
 
 #[derive(Debug, Args)]
@@ -525,8 +533,13 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 /// Parses the command line and runs it.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        None | Some(Command::Serve) => crate::server::serve(cli.config.as_deref()),
-        Some(command) => commands::run(cli.config.as_deref(), command).into(),
+    let config = cli.config.as_deref();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => crate::server::serve(config),
+        Command::OnDatabase(command) => commands::run(config, command).into(),
+        Command::New(args) => {
+            commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()
+        }
+        Command::Config(ConfigCommand::Check) => commands::local(config, commands::config_check).into(),
     }
 }

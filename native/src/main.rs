@@ -13,6 +13,7 @@ mod loader;
 mod server;
 mod service;
 mod settings;
+mod startup;
 mod telemetry;
 mod webhook;
 

@@ -23,15 +23,10 @@ pub(crate) fn serve(config_path: Option<&std::path::Path>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(crate::telemetry::log_filter(config.log_level)))
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::Server) {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("strata: cannot start the runtime: {e}");
+        Err(message) => {
+            eprintln!("strata: {message}");
             return ExitCode::FAILURE;
         }
     };

@@ -62,6 +62,34 @@ pub(crate) struct CreateRequest {
     pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
 }
 
+impl CreateRequest {
+    /// A request for version `version_name` of `target` by request
+    /// `request_id`: applied, committed, over the whole fleet, with the
+    /// configured failure budget, held by an active rollout. The callers
+    /// change what they ask differently (`CreateRequest { dry_run, ..new }`).
+    pub(crate) fn new(version_name: String, target: Target, request_id: String) -> CreateRequest {
+        CreateRequest {
+            version_name,
+            target,
+            action: Action::Apply,
+            dry_run: false,
+            request_id,
+            observer: None,
+            failure_budget: None,
+            retry: None,
+            wave: strata_core::migrate::wave::Wave::All,
+            shard: None,
+            rollout_gate: RolloutGate::Hold,
+            revert: None,
+        }
+    }
+
+    /// A retry of quarantined tenants (`tenants`; empty: all of them).
+    pub(crate) fn retry(version_name: String, tenants: Vec<String>, request_id: String) -> CreateRequest {
+        CreateRequest { retry: Some(tenants), ..CreateRequest::new(version_name, Target::AllSchemas, request_id) }
+    }
+}
+
 /// What an active rollout does to a version over the fleet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum RolloutGate {

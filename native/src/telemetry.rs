@@ -8,7 +8,6 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use strata_core::migrate::config::LogLevel;
 use strata_core::migrate::summary::Counts;
 
 const VERSIONS_CREATED: &str = "svc_http_versions_created";
@@ -150,18 +149,4 @@ pub(crate) async fn http_metrics(request: Request, next: Next) -> Response {
         metrics::histogram!(RESPONSE_SIZE, &labels).record(size as f64);
     }
     response
-}
-
-/// The log filter for a configured level; `RUST_LOG`-style directives are
-/// not read from the environment, the configuration decides.
-///
-/// tiberius warns "Trusting the server certificate without validation" on
-/// every new connection; the SQL Server driver says it once at start
-/// instead, so that warning is filtered out here.
-pub(crate) fn log_filter(level: LogLevel) -> &'static str {
-    match level {
-        LogLevel::Debug => "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error",
-        LogLevel::Info => "info,sqlx=warn,tiberius::client::tls_stream=error",
-        LogLevel::Error | LogLevel::Panic => "error",
-    }
 }

@@ -63,7 +63,7 @@ async fn plan_apply_status_and_config_check_with_their_exit_statuses() {
     // A new tenant migration: pending in acme; --dry-run changes nothing.
     ws.write_migration("tenants/004.sql", "create table {schema}.audit (id integer);\n");
     let status = json_of(&strata(&config, &["status", "--json"]).await);
-    assert_eq!(status["pending"], json!([{ "schema": "acme", "migrations": 1 }]));
+    assert_eq!(status["pending"], json!([{ "schema": "acme", "migrations": 1, "quarantined": false }]));
     let dry = strata(&config, &["apply", "--version", "v3", "--dry-run"]).await;
     assert_eq!(code(&dry), 0, "{}", stderr(&dry));
     assert!(stdout(&dry).contains("Dry run: 1 migration(s)"), "{}", stdout(&dry));

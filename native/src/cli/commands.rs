@@ -1,31 +1,49 @@
 //! The one-shot commands: each loads the configuration, connects, runs
 //! one operation of the service and prints it, then waits for the webhook.
 
-use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use strata_core::migrate::config::{Config, LogLevel};
+use strata_core::migrate::config::Config;
 use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
+use super::output::{cli_request_id, failure, print_json};
 use super::progress::Progress;
-use super::results::CreateResults;
 use super::{
-    ApplyArgs, Command, ConfigCommand, DriftArgs, Exit, LintArgs, PlanArgs, QuarantineAction, QuarantineArgs,
-    RepairArgs, RevertArgs, RolloutAction, StatusArgs,
+    ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
+    RevertArgs, RolloutAction, StatusArgs,
 };
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, DbError, Observer};
 use crate::error::AppError;
+use crate::graphql::types::CreateResultsDto;
 use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
-/// Runs a one-shot command.
-pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
+/// Runs a command that needs the configuration only: loaded, then `run`.
+pub(super) fn local(config_path: Option<&Path>, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
+    match settings::load(config_path) {
+        Ok((shown, config)) => run(&shown, &config),
+        Err(message) => {
+            eprintln!("strata: {message}");
+            Exit::BadConfig
+        }
+    }
+}
+
+/// `strata config check`: the configuration as served (secrets hidden).
+pub(super) fn config_check(shown: &str, config: &Config) -> Exit {
+    out!("{}", config.render_redacted());
+    eprintln!("strata: {shown}: the configuration is valid");
+    Exit::Success
+}
+
+/// Runs a one-shot command over the database.
+pub(super) fn run(config_path: Option<&Path>, command: OnDatabase) -> Exit {
     let (shown, config) = match settings::load(config_path) {
         Ok(loaded) => loaded,
         Err(message) => {
@@ -33,44 +51,26 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             return Exit::BadConfig;
         }
     };
-    if let Command::New(args) = &command {
-        return super::new::new_migration(&config, &args.name, args.dir.as_deref());
-    }
-    if let Command::Config(ConfigCommand::Check) = command {
-        out!("{}", config.render_redacted());
-        eprintln!("strata: {shown}: the configuration is valid");
-        return Exit::Success;
-    }
-    // One-shot commands print their results; the log (stderr) says only
-    // what went wrong.
-    let filter = match config.log_level {
-        LogLevel::Error | LogLevel::Panic => "error",
-        _ => "warn,tiberius::client::tls_stream=error",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::OneShot) {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("strata: cannot start the runtime: {e}");
+        Err(message) => {
+            eprintln!("strata: {message}");
             return Exit::Failed;
         }
     };
-    if let Command::Lint(args) = &command
+    if let OnDatabase::Lint(args) = &command
         && args.all
     {
         return runtime.block_on(lint_all(&shown, &config, args));
     }
     let access = match &command {
-        Command::Apply(_) => Access::ReadWrite,
-        Command::Repair(args) if !args.dry_run => Access::ReadWrite,
-        Command::Revert(_) => Access::ReadWrite,
-        Command::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => Access::ReadWrite,
-        Command::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
+        OnDatabase::Apply(_) => Access::ReadWrite,
+        OnDatabase::Repair(args) if !args.dry_run => Access::ReadWrite,
+        OnDatabase::Revert(_) => Access::ReadWrite,
+        OnDatabase::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => {
+            Access::ReadWrite
+        }
+        OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
@@ -79,17 +79,16 @@ pub(super) fn run(config_path: Option<&Path>, command: Command) -> Exit {
             Err(exit) => return exit,
         };
         let exit = match command {
-            Command::Plan(args) => plan(&service, args).await,
-            Command::Apply(args) => apply(&service, args).await,
-            Command::Status(args) => status(&service, args).await,
-            Command::Tenants(args) => super::tenants::tenants(&service, args).await,
-            Command::Drift(args) => drift(&service, args).await,
-            Command::Repair(args) => repair(&service, args).await,
-            Command::Revert(args) => revert(&service, args).await,
-            Command::Lint(args) => lint_pending(&service, args).await,
-            Command::Quarantine(args) => quarantine(&service, args).await,
-            Command::Rollout(args) => super::rollout::rollout(&service, args).await,
-            Command::Serve | Command::Config(_) | Command::New(_) => unreachable!("handled before"),
+            OnDatabase::Plan(args) => plan(&service, args).await,
+            OnDatabase::Apply(args) => apply(&service, args).await,
+            OnDatabase::Status(args) => status(&service, args).await,
+            OnDatabase::Tenants(args) => super::tenants::tenants(&service, args).await,
+            OnDatabase::Drift(args) => drift(&service, args).await,
+            OnDatabase::Repair(args) => repair(&service, args).await,
+            OnDatabase::Revert(args) => revert(&service, args).await,
+            OnDatabase::Lint(args) => lint_pending(&service, args).await,
+            OnDatabase::Quarantine(args) => quarantine(&service, args).await,
+            OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
         };
         service.settle().await;
         exit
@@ -109,18 +108,6 @@ async fn open(shown: &str, config: Config, access: Access) -> Result<Arc<Service
         Exit::BadConfig
     })?;
     Ok(Arc::new(Service::new(config, database, loader)))
-}
-
-/// The exit status of a failed operation, after its one-line message.
-pub(super) fn failure(error: &AppError) -> Exit {
-    eprintln!("strata: {error}");
-    Exit::from(error)
-}
-
-pub(super) fn print_json(value: &impl serde::Serialize) {
-    let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    let _ = writeln!(out);
 }
 
 async fn drift(service: &Service, args: DriftArgs) -> Exit {
@@ -236,18 +223,14 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
     let progress = Arc::new(Progress::new(args.json));
     let observer: Arc<dyn Observer> = progress.clone();
     let request = CreateRequest {
-        version_name: args.version_name,
-        target,
         action: if args.sync { Action::Sync } else { Action::Apply },
         dry_run: args.dry_run,
-        request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
         observer: Some(observer),
         failure_budget: args.failure_budget,
-        retry: None,
         wave: wave_of(args.tenants, args.share, args.attribute),
         shard: args.shard,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
-        revert: None,
+        ..CreateRequest::new(args.version_name, target, cli_request_id())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -279,18 +262,12 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
     let progress = Arc::new(Progress::new(args.json));
     let observer: Arc<dyn Observer> = progress.clone();
     let request = CreateRequest {
-        version_name: args.version_name,
-        target: Target::AllSchemas,
-        action: Action::Apply,
         dry_run: args.dry_run,
-        request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
         observer: Some(observer),
-        failure_budget: None,
-        retry: None,
         wave: wave_of(args.tenants, args.share, args.attribute),
-        shard: None,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
         revert: Some(extent),
+        ..CreateRequest::new(args.version_name, Target::AllSchemas, cli_request_id())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -318,7 +295,7 @@ async fn created_as(service: &Service, result: &CreateResult, json: bool, done: 
     };
     let exit = if result.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
     if json {
-        print_json(&CreateResults::new(result, &migrations));
+        print_json(&CreateResultsDto::from(result.clone()).with_migrations(migrations));
         return exit;
     }
     let counts = &result.summary.counts;
@@ -394,20 +371,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Err(error) => failure(&error),
         },
         QuarantineAction::Retry { version_name, tenants } => {
-            let request = CreateRequest {
-                version_name,
-                target: Target::AllSchemas,
-                action: Action::Apply,
-                dry_run: false,
-                request_id: format!("strata-cli-{}", uuid::Uuid::new_v4()),
-                observer: None,
-                failure_budget: None,
-                retry: Some(tenants),
-                wave: Wave::All,
-                shard: None,
-                rollout_gate: Default::default(),
-                revert: None,
-            };
+            let request = CreateRequest::retry(version_name, tenants, cli_request_id());
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,
                 Err(error) => failed_apply(&error, args.json),
@@ -438,7 +402,7 @@ fn render_active_rollouts(active: &[strata_core::migrate::rollout::ActiveRollout
 /// `repair [FILE...]`: what it changes, listed, then done (or only
 /// listed with `--dry-run`).
 async fn repair(service: &Service, args: RepairArgs) -> Exit {
-    let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+    let request_id = cli_request_id();
     if !args.dry_run {
         // Listed before it runs: the same decision, read first.
         match service.repair(&args.files, &args.version_name, &request_id, true).await {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 use strata_core::migrate::rollout::{Rollout, Status};
 
-use super::commands::{failure, print_json};
+use super::output::{failure, print_json};
 use super::{Exit, RolloutAction, RolloutArgs};
 use crate::service::{Operation, Service};
 
@@ -55,7 +55,7 @@ fn show(id: i64, rollout: &Rollout, json: bool) {
 pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
     // The request id of what this command does (also the claim's holder
     // when it drives waves).
-    let request_id = format!("strata-cli-{}", uuid::Uuid::new_v4());
+    let request_id = super::output::cli_request_id();
     let request_id = request_id.as_str();
     let operate = |id, operation| async move {
         match service.operate_rollout(id, operation, request_id).await {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::commands::{failure, print_json};
+use super::output::{failure, print_json};
 use super::{Exit, TenantsArgs};
 use crate::db::ShardTenants;
 use crate::service::Service;

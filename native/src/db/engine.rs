@@ -4,21 +4,14 @@
 //! own `sql.rs`.
 
 use async_trait::async_trait;
-use std::collections::HashMap;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::lock_wait::Timeouts;
 
-use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
-use strata_core::migrate::plan::AppliedMigration;
-use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::statements;
 
-use super::books::Keeper;
+use super::books::Books;
 use super::error::{Cause, DbError};
-use super::types::Audit;
-use super::types::{MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow};
-use strata_core::migrate::repair::Repair;
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -66,9 +59,6 @@ pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<u
     statements::split(driver, text).unwrap_or_else(|| std::iter::once(0..text.len()).collect())
 }
 
-/// What an engine without books (and without its own reads) answers.
-const WITHOUT_BOOKS: DbError = DbError::NotSupported("the service's books on this engine (it implements no reads)");
-
 /// A connection from `pool`. When the pool times out, one connection
 /// outside it tells why: the server does not answer ([`DbError::Connect`],
 /// with its reason: a stopped server is unreachable, not busy), or it does
@@ -80,7 +70,7 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
     match pool.acquire().await {
         Err(sqlx::Error::PoolTimedOut) => {
             let options = pool.connect_options();
-            match tokio::time::timeout(super::CONNECT_TIMEOUT, DB::Connection::connect_with(&options)).await {
+            match tokio::time::timeout(super::types::CONNECT_TIMEOUT, DB::Connection::connect_with(&options)).await {
                 Ok(Ok(conn)) => {
                     let _ = conn.close().await;
                     Err(sqlx::Error::PoolTimedOut.into())
@@ -88,7 +78,7 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
                 Ok(Err(error)) => Err(DbError::Connect(super::error::describe(&error))),
                 Err(_) => Err(DbError::Connect(format!(
                     "no answer from the database within {} s",
-                    super::CONNECT_TIMEOUT.as_secs()
+                    super::types::CONNECT_TIMEOUT.as_secs()
                 ))),
             }
         }
@@ -110,6 +100,8 @@ pub(crate) trait Engine: Send + Sync {
     type Conn: Send;
     /// The held cross-instance lock: a session of its own, outside any pool.
     type Lock: Send + Sync;
+    /// The books it keeps (`db::books`).
+    type Books: Books<Self::Conn>;
 
     /// The database kind.
     fn driver(&self) -> Driver;
@@ -182,114 +174,8 @@ pub(crate) trait Engine: Send + Sync {
         }
         Ok(out)
     }
-    /// The engine's books (the `svc` tables and the tenant list) when it
-    /// keeps them through `db::books` — every sqlx engine. The book methods
-    /// below default to them; an engine without (SQL Server) implements
-    /// them itself, or keeps the fallback each states.
-    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
-        None
-    }
-    /// Stores `schema`'s fingerprint and the identity of what it recorded,
-    /// in the open transaction (engines without the table do nothing).
-    async fn store_fingerprint(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.store_fingerprint(conn, schema, fingerprint, recorded, version_id).await,
-            None => Ok(()),
-        }
-    }
-    /// The stored fingerprints: `(schema, fingerprint, recorded)` (none
-    /// without the table).
-    async fn fingerprints(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String, String)>, DbError> {
-        match self.books() {
-            Some(books) => books.fingerprints(conn).await,
-            None => Ok(Vec::new()),
-        }
-    }
-    /// Puts a tenant in quarantine (or counts one more failure), outside
-    /// any transaction.
-    async fn quarantine(&self, conn: &mut Self::Conn, row: &QuarantineRow) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.quarantine(conn, row).await,
-            None => Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine")),
-        }
-    }
-    /// The quarantined tenants, by name (none before the table exists).
-    async fn quarantined(&self, conn: &mut Self::Conn) -> Result<Vec<QuarantineRow>, DbError> {
-        match self.books() {
-            Some(books) => books.quarantined(conn).await,
-            None => Ok(Vec::new()),
-        }
-    }
-    /// Removes the records of reverted steps, in the caller's open
-    /// transaction.
-    async fn forget(&self, conn: &mut Self::Conn, rows: &[Record<'_>]) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.forget(conn, rows).await,
-            None => Err(DbError::NotSupported("strata revert on this engine")),
-        }
-    }
-    /// Writes a repair and its version row, in one transaction.
-    async fn repair(&self, conn: &mut Self::Conn, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.repair(conn, repair, audit).await,
-            None => Err(DbError::NotSupported("strata repair on this engine")),
-        }
-    }
-    /// Releases tenants from quarantine, outside any transaction.
-    async fn release_quarantined(&self, conn: &mut Self::Conn, tenants: &[String]) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.release_quarantined(conn, tenants).await,
-            None => Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine")),
-        }
-    }
-    /// Stores a new rollout document; returns its id.
-    async fn insert_rollout(&self, _conn: &mut Self::Conn, _doc: &str, _updated: &str) -> Result<i64, DbError> {
-        Err(DbError::NotSupported("rollouts on this engine"))
-    }
-    /// Every rollout, oldest first (none before the table exists).
-    async fn rollouts(&self, conn: &mut Self::Conn) -> Result<Vec<RolloutRow>, DbError> {
-        match self.books() {
-            Some(books) => books.rollouts(conn).await,
-            None => Ok(Vec::new()),
-        }
-    }
-    /// Replaces rollout `row.id`'s document with `doc` if its revision is
-    /// still `row.revision`; false when someone changed it meanwhile.
-    async fn update_rollout(
-        &self,
-        conn: &mut Self::Conn,
-        row: &RolloutRow,
-        doc: &str,
-        updated: &str,
-    ) -> Result<bool, DbError> {
-        match self.books() {
-            Some(books) => books.update_rollout(conn, row, doc, updated).await,
-            None => Err(DbError::NotSupported("rollouts on this engine")),
-        }
-    }
-    /// Where each tenant of a sharded fleet was last seen (none before the
-    /// table exists, or on an engine without it).
-    async fn directory(&self, conn: &mut Self::Conn) -> Result<Directory, DbError> {
-        match self.books() {
-            Some(books) => books.directory(conn).await,
-            None => Ok(Directory::default()),
-        }
-    }
-    /// Writes directory changes, outside any transaction (engines without
-    /// the table keep no directory).
-    async fn change_directory(&self, conn: &mut Self::Conn, changes: &DirectoryChanges) -> Result<(), DbError> {
-        match self.books() {
-            Some(books) => books.change_directory(conn, changes).await,
-            None => Ok(()),
-        }
-    }
+    /// Its books: the `svc` tables and the tenant list.
+    fn books(&self) -> &Self::Books;
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}
     /// The sessions that may be blocking a statement in `schema` (holders of
@@ -298,60 +184,11 @@ pub(crate) trait Engine: Send + Sync {
     async fn blockers(&self, _conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
         Vec::new()
     }
-    /// The tenants (`tenantSelectSQL`): names, and the other columns as
-    /// attributes.
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        self.books().ok_or(WITHOUT_BOOKS)?.tenants(conn).await
-    }
-    /// The recorded migrations.
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        self.books().ok_or(WITHOUT_BOOKS)?.applied(conn).await
-    }
-    /// Each schema's recorded migrations as drift needs them: the books
-    /// read them one row at a time; without, folded from
-    /// [`Engine::applied`].
-    async fn recorded(&self, conn: &mut Self::Conn) -> Result<HashMap<String, Recorded>, DbError> {
-        if let Some(books) = self.books() {
-            return books.recorded(conn).await;
-        }
-        let mut applied = self.applied(conn).await?;
-        applied.sort_by(|a, b| a.schema.cmp(&b.schema));
-        let mut fold = RecordedBySchema::default();
-        for row in applied {
-            fold.push(&row.schema, row.file, row.checksum, row.migration_type);
-        }
-        Ok(fold.finish())
-    }
-    /// Recorded versions.
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        self.books().ok_or(WITHOUT_BOOKS)?.versions(conn, filter).await
-    }
-    /// Recorded migrations, whole rows.
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        self.books().ok_or(WITHOUT_BOOKS)?.migrations(conn, filter).await
-    }
-    /// Whether the service's tables exist (read-only stores do not create
-    /// them; then nothing is recorded yet).
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        self.books().ok_or(WITHOUT_BOOKS)?.installed(conn).await
-    }
     /// Creates the service's tables (and the default tenant table, when
     /// `tenants_table`) if missing, serialised against other instances.
     async fn install(&self, tenants_table: bool) -> Result<(), DbError>;
-    /// A cheap read of the service's tables, for health.
-    async fn ping(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        self.versions(conn, VersionFilter::Id(-1)).await.map(|_| ())
-    }
     /// Creates a tenant's schema and inserts its row (`tenantInsertSQL`).
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError>;
-    /// Inserts a version row and returns its id.
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError>;
     /// Records rows in `svc_migrations` for `version_id`.
     async fn record(
         &self,

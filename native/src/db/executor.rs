@@ -74,6 +74,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
 use strata_core::migrate::wave::{self, Wave};
 
+use super::books::Books;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
 use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
@@ -133,13 +134,13 @@ pub(crate) async fn preview<E: Engine>(
     // must not take the pool a running version's fan-out needs.
     let planning = PLANNING.acquire().await;
     let mut conn = engine.connect().await?;
-    let installed = engine.installed(&mut conn).await?;
+    let installed = engine.books().installed(&mut conn).await?;
     let tenants = match installed || !settings.default_tenant_table {
-        true => engine.tenants(&mut conn).await?,
+        true => engine.books().tenants(&mut conn).await?,
         false => TenantList::default(),
     };
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
-    let applied = if installed { engine.applied(&mut conn).await? } else { Vec::new() };
+    let applied = if installed { engine.books().applied(&mut conn).await? } else { Vec::new() };
     let (plan, _) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
     drop((applied, planning));
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
@@ -155,7 +156,7 @@ async fn select_tenants<E: Engine>(
     tenants: &TenantList,
 ) -> Result<quarantine::Selection, DbError> {
     let held: Vec<String> = match request.skip_quarantined || request.retry.is_some() {
-        true => engine.quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
+        true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
         false => Vec::new(),
     };
     let mut selection = if held.is_empty() && request.retry.is_none() {
@@ -228,15 +229,15 @@ pub(crate) async fn repair<E: Engine>(
     let lock = engine.lock().await?;
     let result = async {
         let mut conn = engine.connect().await?;
-        let applied = match engine.installed(&mut conn).await? {
-            true => engine.applied(&mut conn).await?,
+        let applied = match engine.books().installed(&mut conn).await? {
+            true => engine.books().applied(&mut conn).await?,
             false => Vec::new(),
         };
         let repair = strata_core::migrate::repair::repair(sources, &applied, files, strict)?;
         if let Some(audit) = audit
             && !repair.is_empty()
         {
-            engine.repair(&mut conn, &repair, audit).await?;
+            engine.books().repair(&mut conn, &repair, audit).await?;
         }
         Ok(repair)
     }
@@ -266,9 +267,9 @@ async fn locked<E: Engine>(
 ) -> Result<MutationOutcome, DbError> {
     let mut main = engine.connect().await?;
     let planning = PLANNING.acquire().await;
-    let tenants = engine.tenants(&mut main).await?;
+    let tenants = engine.books().tenants(&mut main).await?;
     let selection = select_tenants(engine, &mut main, request, &tenants).await?;
-    let applied = engine.applied(&mut main).await?;
+    let applied = engine.books().applied(&mut main).await?;
     let (plan, modes) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
     drop((tenants, applied, planning));
     let mut outcome = MutationOutcome {
@@ -282,7 +283,7 @@ async fn locked<E: Engine>(
     if outcome.plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
         if request.retry.is_some() && !request.dry_run {
             // Nothing left to run in them (fixed and synced by hand, say).
-            engine.release_quarantined(&mut main, &selection.run).await?;
+            engine.books().release_quarantined(&mut main, &selection.run).await?;
             outcome.released = selection.run;
         }
         return Ok(outcome);
@@ -341,7 +342,7 @@ async fn locked<E: Engine>(
     if request.retry.is_some() {
         let released: Vec<String> =
             selection.run.into_iter().filter(|tenant| !absorbed.iter().any(|row| row.tenant == *tenant)).collect();
-        engine.release_quarantined(&mut conns[0], &released).await?;
+        engine.books().release_quarantined(&mut conns[0], &released).await?;
         outcome.released = released;
     }
     outcome.version = version;
@@ -362,7 +363,7 @@ async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schem
     schemas.dedup();
     let stored = async {
         // Each schema's recorded identity, folded as the rows stream in.
-        let recorded = engine.recorded(conn).await?;
+        let recorded = engine.books().recorded(conn).await?;
         let nothing = fingerprint::Recorded::default();
         for batch in schemas.chunks(engine::CATALOGS_PER_READ) {
             let catalogs = engine.catalogs(conn, batch).await?;
@@ -370,7 +371,7 @@ async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schem
             for (schema, objects) in batch.iter().zip(catalogs) {
                 let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
                 let identity = &recorded.get(schema).unwrap_or(&nothing).identity;
-                if let Err(error) = engine.store_fingerprint(conn, schema, &print, identity, version_id).await {
+                if let Err(error) = engine.books().store_fingerprint(conn, schema, &print, identity, version_id).await {
                     let _ = engine.rollback(conn).await;
                     return Err(error);
                 }
@@ -619,7 +620,7 @@ impl<E: Engine> Run<'_, E> {
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
         match self.plan.direction {
             Direction::Forward => self.engine.record(conn, &rows, self.request.created, version_id).await,
-            Direction::Revert => self.engine.forget(conn, &rows).await,
+            Direction::Revert => self.engine.books().forget(conn, &rows).await,
         }
     }
 
@@ -854,7 +855,7 @@ impl<E: Engine> Run<'_, E> {
                 self.request.created,
             )
         };
-        if let Err(e) = self.engine.quarantine(conn, &row).await {
+        if let Err(e) = self.engine.books().quarantine(conn, &row).await {
             tracing::warn!(tenant = %row.tenant, error = %e, "the tenant could not be quarantined: the version stops");
             return Err(error);
         }
@@ -892,7 +893,7 @@ impl<E: Engine> Run<'_, E> {
             return Ok(id);
         }
         let request = self.request;
-        self.engine.insert_version(conn, request.version_name, request.created, request.request_id).await
+        self.engine.books().insert_version(conn, request.version_name, request.created, request.request_id).await
     }
 
     /// One unit: its steps in one transaction with their rows, split around

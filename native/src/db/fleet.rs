@@ -86,13 +86,14 @@ impl Slot {
             return Ok(());
         }
         let reason =
-            match tokio::time::timeout(super::CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), *port))).await {
+            match tokio::time::timeout(super::types::CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), *port))).await
+            {
                 Ok(Ok(_)) => {
                     self.down.store(false, Ordering::Relaxed);
                     return Ok(());
                 }
                 Ok(Err(error)) => format!("nothing listens at its address: {error}"),
-                Err(_) => format!("no answer at its address within {} s", super::CONNECT_TIMEOUT.as_secs()),
+                Err(_) => format!("no answer at its address within {} s", super::types::CONNECT_TIMEOUT.as_secs()),
             };
         self.down.store(true, Ordering::Relaxed);
         Err(DbError::ShardUnreachable { shard: self.name.clone(), reason })
@@ -190,13 +191,15 @@ impl Fleet {
     async fn store(&self, index: usize) -> Result<Arc<dyn Database>, DbError> {
         let slot = &self.slots[index];
         slot.listening().await?;
-        slot.store.get_or_try_init(|| super::open_one(&slot.config, self.access)).await.cloned().map_err(|error| {
-            match self.on_shard(index, error) {
-                unreachable @ DbError::ShardUnreachable { .. } => unreachable,
-                // Whatever else stops a shard from opening, it is not usable.
-                other => DbError::ShardUnreachable { shard: slot.name.clone(), reason: other.to_string() },
-            }
-        })
+        slot.store.get_or_try_init(|| super::open::open_one(&slot.config, self.access)).await.cloned().map_err(
+            |error| {
+                match self.on_shard(index, error) {
+                    unreachable @ DbError::ShardUnreachable { .. } => unreachable,
+                    // Whatever else stops a shard from opening, it is not usable.
+                    other => DbError::ShardUnreachable { shard: slot.name.clone(), reason: other.to_string() },
+                }
+            },
+        )
     }
 
     /// Runs each shard's part (none: nothing to do there) with `run`, every

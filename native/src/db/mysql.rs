@@ -23,18 +23,18 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 
-use super::CONNECT_TIMEOUT;
-use super::books::{Books, Keeper};
+use super::books::SqlxBooks;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
+use super::types::CONNECT_TIMEOUT;
 
 /// The MySQL/MariaDB engine.
 pub(crate) struct MysqlEngine {
     pool: MySqlPool,
     lease: MysqlLeaseRow,
     lease_seconds: u64,
-    books: Books<MySql, i32>,
+    books: SqlxBooks<MySql, i32>,
     tenant_insert_sql: String,
     /// MariaDB (its statement time-out is `max_statement_time`).
     mariadb: bool,
@@ -68,7 +68,7 @@ impl MysqlEngine {
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            books: Books::new(&sql::BOOKS, false, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
     }
@@ -177,6 +177,7 @@ async fn unlock(conn: &mut MySqlConnection) {
 impl Engine for MysqlEngine {
     type Conn = PoolConnection<MySql>;
     type Lock = Lease;
+    type Books = SqlxBooks<MySql, i32>;
 
     fn driver(&self) -> Driver {
         Driver::Mysql
@@ -188,8 +189,8 @@ impl Engine for MysqlEngine {
         false
     }
 
-    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
-        Some(&self.books)
+    fn books(&self) -> &Self::Books {
+        &self.books
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
@@ -338,11 +339,6 @@ impl Engine for MysqlEngine {
             .collect())
     }
 
-    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
-        let done = sqlx::query(sql::INSERT_ROLLOUT).bind(doc).bind(updated).execute(&mut **conn).await?;
-        i64::try_from(done.last_insert_id()).map_err(|_| DbError::UnexpectedAnswer("rollout id out of range".into()))
-    }
-
     /// Creates a tenant's database and inserts its row; when the row cannot
     /// be inserted, drops the database again (it was created a moment ago
     /// and is empty).
@@ -356,23 +352,6 @@ impl Engine for MysqlEngine {
             return Err(failed(e));
         }
         Ok(())
-    }
-
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError> {
-        let id = sqlx::query(sql::INSERT_VERSION)
-            .bind(name)
-            .bind(created)
-            .bind(request_id)
-            .execute(&mut **conn)
-            .await?
-            .last_insert_id();
-        i64::try_from(id).map_err(|_| DbError::UnexpectedAnswer(format!("version id {id} after the insert")))
     }
 
     async fn record(

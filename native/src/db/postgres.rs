@@ -25,18 +25,18 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 
-use super::CONNECT_TIMEOUT;
-use super::books::{Books, Keeper};
+use super::books::SqlxBooks;
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
+use super::types::CONNECT_TIMEOUT;
 
 /// The PostgreSQL engine.
 pub(crate) struct PostgresEngine {
     pool: PgPool,
     lease: PgLeaseRow,
     lease_seconds: u64,
-    books: Books<Postgres, i32>,
+    books: SqlxBooks<Postgres, i32>,
     tenant_insert_sql: String,
 }
 
@@ -67,7 +67,7 @@ impl PostgresEngine {
             lease: PgLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            books: Books::new(&sql::BOOKS, true, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, true, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
     }
@@ -116,6 +116,7 @@ fn bound(sql: &'static str) -> sqlx::query::Query<'static, Postgres, sqlx::postg
 impl Engine for PostgresEngine {
     type Conn = PoolConnection<Postgres>;
     type Lock = Lease;
+    type Books = SqlxBooks<Postgres, i32>;
 
     fn driver(&self) -> Driver {
         Driver::Postgres
@@ -125,8 +126,8 @@ impl Engine for PostgresEngine {
         true
     }
 
-    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
-        Some(&self.books)
+    fn books(&self) -> &Self::Books {
+        &self.books
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
@@ -277,13 +278,6 @@ impl Engine for PostgresEngine {
         Ok(out)
     }
 
-    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
-        let mut tx = Connection::begin(&mut **conn).await?;
-        let id: i32 = bound(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *tx).await?.try_get(0)?;
-        tx.commit().await?;
-        Ok(id.into())
-    }
-
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
         let failed = |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) };
         sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant))).execute(&mut **conn).await.map_err(failed)?;
@@ -294,23 +288,6 @@ impl Engine for PostgresEngine {
             .await
             .map_err(failed)?;
         Ok(())
-    }
-
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError> {
-        let id: i32 = sqlx::query_scalar(sql::INSERT_VERSION)
-            .persistent(false)
-            .bind(name)
-            .bind(created)
-            .bind(request_id)
-            .fetch_one(&mut **conn)
-            .await?;
-        Ok(i64::from(id))
     }
 
     async fn record(

@@ -9,9 +9,11 @@
 //! statement is needed (or possible). Unqualified tables go to the main file.
 //!
 //! The primitives of the executor ([`Engine`]): one writer, so tenant
-//! segments never fan out; the schemas of a version are attached on its
-//! connection before its first transaction (`ATTACH` is impossible inside
-//! one) and detached after its last; each transaction is `BEGIN IMMEDIATE`.
+//! segments never fan out; the single schemas of a version are attached on
+//! its connection before its first transaction (`ATTACH` is impossible
+//! inside one) and detached after its last, and each tenant's file only
+//! for its own unit (`enter`/`leave`), so SQLite's limit on attached files
+//! bounds a transaction, not a fleet; each transaction is `BEGIN IMMEDIATE`.
 //! The main file uses the rollback journal (not WAL), which makes a commit
 //! across attached files atomic. The cross-instance lock is a write
 //! transaction held, for the whole version, on a file of its own next to
@@ -34,7 +36,7 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 
-use super::books::{Books, Keeper, SqlxConn};
+use super::books::{SqlxBooks, SqlxConn};
 use super::engine::{self, Engine, Failure, Record};
 use super::error::{DbError, describe};
 use super::types::Access;
@@ -50,7 +52,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct SqliteEngine {
     pool: SqlitePool,
     files: SchemaFiles,
-    books: Books<Sqlite, i64>,
+    books: SqlxBooks<Sqlite, i64>,
     tenant_insert_sql: String,
     lock_options: SqliteConnectOptions,
 }
@@ -117,7 +119,7 @@ impl SqliteEngine {
         Ok(SqliteEngine {
             pool,
             files,
-            books: Books::new(&sql::BOOKS, false, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
         })
@@ -222,6 +224,7 @@ impl SqlxConn<Sqlite> for SqliteConn {
 impl Engine for SqliteEngine {
     type Conn = SqliteConn;
     type Lock = SqliteConnection;
+    type Books = SqlxBooks<Sqlite, i64>;
 
     fn driver(&self) -> Driver {
         Driver::Sqlite
@@ -231,8 +234,8 @@ impl Engine for SqliteEngine {
         true
     }
 
-    fn books(&self) -> Option<&dyn Keeper<Self::Conn>> {
-        Some(&self.books)
+    fn books(&self) -> &Self::Books {
+        &self.books
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
@@ -297,10 +300,6 @@ impl Engine for SqliteEngine {
             .collect())
     }
 
-    async fn insert_rollout(&self, conn: &mut Self::Conn, doc: &str, updated: &str) -> Result<i64, DbError> {
-        Ok(sqlx::query_scalar(sql::INSERT_ROLLOUT).bind(doc).bind(updated).fetch_one(&mut *conn.conn).await?)
-    }
-
     /// Detaches the unit's file (its transaction is over).
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
         if let Some(schema) = conn.entered.take()
@@ -361,21 +360,6 @@ impl Engine for SqliteEngine {
             .await
             .map_err(|e| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) })?;
         Ok(())
-    }
-
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError> {
-        Ok(sqlx::query_scalar(sql::INSERT_VERSION)
-            .bind(name)
-            .bind(created)
-            .bind(request_id)
-            .fetch_one(&mut *conn.conn)
-            .await?)
     }
 
     async fn record(

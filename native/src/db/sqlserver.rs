@@ -25,9 +25,10 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use super::CONNECT_TIMEOUT;
+use super::books::Books;
 use super::engine::{Engine, Failure, Record};
 use super::error::{Cause, DbError};
+use super::types::CONNECT_TIMEOUT;
 use super::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
 
 type Connection = Client<Compat<TcpStream>>;
@@ -201,13 +202,91 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
     })
 }
 
+/// SQL Server keeps its own books (tiberius, not sqlx): the reads; the
+/// quarantine, rollouts, fingerprints, directory, revert and repair are
+/// the trait's "not supported" (or empty) defaults.
+#[async_trait]
+impl Books<Connection> for SqlServerEngine {
+    async fn installed(&self, conn: &mut Connection) -> Result<bool, DbError> {
+        let rows = query(conn, sql::INSTALLED, &[]).await?;
+        Ok(rows.first().map(|row| int(row, 0)).transpose()?.unwrap_or(0) > 0)
+    }
+
+    /// The names from the first column, the other columns as attributes
+    /// (text, integers and booleans, read as text).
+    async fn tenants(&self, conn: &mut Connection) -> Result<TenantList, DbError> {
+        let rows =
+            query(conn, &self.tenant_select_sql, &[]).await.map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        let columns = rows.first().map(|row| row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
+        let mut list = TenantList {
+            names: Vec::with_capacity(rows.len()),
+            attributes: strata_core::migrate::wave::Attributes::new(columns.unwrap_or_default()),
+        };
+        for row in &rows {
+            let name = text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+            if !list.attributes.columns.is_empty() {
+                let values = (1..row.len()).map(|index| attribute(row, index)).collect::<Result<_, _>>()?;
+                list.attributes.values.insert(name.clone(), values);
+            }
+            list.names.push(name);
+        }
+        Ok(list)
+    }
+
+    async fn applied(&self, conn: &mut Connection) -> Result<Vec<AppliedMigration>, DbError> {
+        query(conn, sql::SELECT_APPLIED, &[]).await?.iter().map(applied_row).collect()
+    }
+
+    async fn versions(&self, conn: &mut Connection, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let rows = match filter {
+            VersionFilter::All => query(conn, sql::SELECT_VERSIONS, &[]).await?,
+            VersionFilter::ApplyingFile(file) => query(conn, sql::SELECT_VERSIONS_BY_FILE, &[&file]).await?,
+            VersionFilter::Id(id) => match id32(id) {
+                Some(id) => query(conn, sql::SELECT_VERSION, &[&id]).await?,
+                None => Vec::new(),
+            },
+        };
+        rows.iter().map(version_row).collect()
+    }
+
+    async fn migrations(&self, conn: &mut Connection, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        let (statement, id) = match filter {
+            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        };
+        let Some(id) = id32(id) else { return Ok(Vec::new()) };
+        query(conn, statement, &[&id]).await?.iter().map(migration_row).collect()
+    }
+
+    async fn insert_version(
+        &self,
+        conn: &mut Connection,
+        name: &str,
+        created: &str,
+        request_id: &str,
+    ) -> Result<i64, DbError> {
+        let rows = query(conn, sql::INSERT_VERSION, &[&name, &created, &request_id]).await?;
+        let id = rows
+            .first()
+            .map(|row| int(row, 0))
+            .transpose()?
+            .ok_or_else(|| DbError::UnexpectedAnswer("no version id after the insert".into()))?;
+        Ok(i64::from(id))
+    }
+}
+
 #[async_trait]
 impl Engine for SqlServerEngine {
     type Conn = Connection;
     type Lock = Connection;
+    type Books = Self;
 
     fn driver(&self) -> Driver {
         Driver::SqlServer
+    }
+
+    fn books(&self) -> &Self {
+        self
     }
 
     fn transactional_ddl(&self) -> bool {
@@ -235,11 +314,6 @@ impl Engine for SqlServerEngine {
             run(&mut client, sql::CREATE_TENANTS_TABLE).await?;
         }
         run(&mut client, sql::COMMIT).await
-    }
-
-    async fn installed(&self, conn: &mut Self::Conn) -> Result<bool, DbError> {
-        let rows = query(conn, sql::INSTALLED, &[]).await?;
-        Ok(rows.first().map(|row| int(row, 0)).transpose()?.unwrap_or(0) > 0)
     }
 
     async fn lock(&self) -> Result<Self::Lock, DbError> {
@@ -322,73 +396,11 @@ impl Engine for SqlServerEngine {
         Ok(())
     }
 
-    /// The names from the first column, the other columns as attributes
-    /// (text, integers and booleans, read as text).
-    async fn tenants(&self, conn: &mut Self::Conn) -> Result<TenantList, DbError> {
-        let rows =
-            query(conn, &self.tenant_select_sql, &[]).await.map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-        let columns = rows.first().map(|row| row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
-        let mut list = TenantList {
-            names: Vec::with_capacity(rows.len()),
-            attributes: strata_core::migrate::wave::Attributes::new(columns.unwrap_or_default()),
-        };
-        for row in &rows {
-            let name = text(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-            if !list.attributes.columns.is_empty() {
-                let values = (1..row.len()).map(|index| attribute(row, index)).collect::<Result<_, _>>()?;
-                list.attributes.values.insert(name.clone(), values);
-            }
-            list.names.push(name);
-        }
-        Ok(list)
-    }
-
-    async fn applied(&self, conn: &mut Self::Conn) -> Result<Vec<AppliedMigration>, DbError> {
-        query(conn, sql::SELECT_APPLIED, &[]).await?.iter().map(applied_row).collect()
-    }
-
-    async fn versions(&self, conn: &mut Self::Conn, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        let rows = match filter {
-            VersionFilter::All => query(conn, sql::SELECT_VERSIONS, &[]).await?,
-            VersionFilter::ApplyingFile(file) => query(conn, sql::SELECT_VERSIONS_BY_FILE, &[&file]).await?,
-            VersionFilter::Id(id) => match id32(id) {
-                Some(id) => query(conn, sql::SELECT_VERSION, &[&id]).await?,
-                None => Vec::new(),
-            },
-        };
-        rows.iter().map(version_row).collect()
-    }
-
-    async fn migrations(&self, conn: &mut Self::Conn, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
-            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
-        };
-        let Some(id) = id32(id) else { return Ok(Vec::new()) };
-        query(conn, statement, &[&id]).await?.iter().map(migration_row).collect()
-    }
-
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
         let failed = |e: DbError| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: e.to_string() };
         execute(conn, sql::CREATE_SCHEMA, &[&tenant]).await.map_err(failed)?;
         execute(conn, &self.tenant_insert_sql, &[&tenant]).await.map_err(failed)?;
         Ok(())
-    }
-
-    async fn insert_version(
-        &self,
-        conn: &mut Self::Conn,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError> {
-        let rows = query(conn, sql::INSERT_VERSION, &[&name, &created, &request_id]).await?;
-        let id = rows
-            .first()
-            .map(|row| int(row, 0))
-            .transpose()?
-            .ok_or_else(|| DbError::UnexpectedAnswer("no version id after the insert".into()))?;
-        Ok(i64::from(id))
     }
 
     async fn record(

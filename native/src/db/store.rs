@@ -20,6 +20,7 @@ use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::source::SourceMigration;
 
+use super::books::Books;
 use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
@@ -124,13 +125,15 @@ impl<E: Engine> Store<E> {
         Ok(out)
     }
 
-    /// Whether the service's tables are there to read (a read-only store
-    /// may find them missing: then nothing is recorded).
-    async fn installed(&self, conn: &mut E::Conn) -> Result<bool, DbError> {
-        match self.access {
-            Access::ReadWrite => Ok(true),
-            Access::ReadOnly => self.engine.installed(conn).await,
-        }
+    /// A connection to read the books on; `None` when a read-only store
+    /// finds the service's tables missing (then nothing is recorded).
+    async fn reading(&self) -> Result<Option<E::Conn>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        let installed = match self.access {
+            Access::ReadWrite => true,
+            Access::ReadOnly => self.engine.books().installed(&mut conn).await?,
+        };
+        Ok(installed.then_some(conn))
     }
 }
 
@@ -138,31 +141,28 @@ impl<E: Engine> Store<E> {
 impl<E: Engine> Database for Store<E> {
     async fn ping(&self) -> Result<(), DbError> {
         let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
-        self.engine.ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
+        self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
     }
 
+    /// The default tenant table is one of the service's own: before they
+    /// exist there is no tenant; a configured `tenantSelectSQL` is asked.
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if self.settings.default_tenant_table && !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        Ok(self.engine.tenants(&mut conn).await?.names)
+        let conn = match self.settings.default_tenant_table {
+            true => self.reading().await?,
+            false => Some(self.engine.connect().await?),
+        };
+        let Some(mut conn) = conn else { return Ok(Vec::new()) };
+        Ok(self.engine.books().tenants(&mut conn).await?.names)
     }
 
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        self.engine.versions(&mut conn, filter).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().versions(&mut conn, filter).await
     }
 
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        self.engine.migrations(&mut conn, filter).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().migrations(&mut conn, filter).await
     }
 
     async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
@@ -190,27 +190,18 @@ impl<E: Engine> Database for Store<E> {
     }
 
     async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(HashMap::new());
-        }
-        self.engine.recorded(&mut conn).await
+        let Some(mut conn) = self.reading().await? else { return Ok(HashMap::new()) };
+        self.engine.books().recorded(&mut conn).await
     }
 
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        self.engine.fingerprints(&mut conn).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().fingerprints(&mut conn).await
     }
 
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        self.engine.quarantined(&mut conn).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().quarantined(&mut conn).await
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
@@ -219,7 +210,7 @@ impl<E: Engine> Database for Store<E> {
         }
         let mut conn = self.engine.connect().await?;
         for row in rows {
-            self.engine.quarantine(&mut conn, row).await?;
+            self.engine.books().quarantine(&mut conn, row).await?;
         }
         Ok(())
     }
@@ -229,21 +220,18 @@ impl<E: Engine> Database for Store<E> {
             return Err(DbError::OpenedReadOnly);
         }
         let mut conn = self.engine.connect().await?;
-        let held = self.engine.quarantined(&mut conn).await?;
+        let held = self.engine.books().quarantined(&mut conn).await?;
         let released: Vec<String> =
             held.into_iter().map(|row| row.tenant).filter(|tenant| tenants.contains(tenant)).collect();
         if !released.is_empty() {
-            self.engine.release_quarantined(&mut conn, &released).await?;
+            self.engine.books().release_quarantined(&mut conn, &released).await?;
         }
         Ok(released)
     }
 
     async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Vec::new());
-        }
-        self.engine.rollouts(&mut conn).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().rollouts(&mut conn).await
     }
 
     async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError> {
@@ -251,7 +239,7 @@ impl<E: Engine> Database for Store<E> {
             return Err(DbError::OpenedReadOnly);
         }
         let mut conn = self.engine.connect().await?;
-        self.engine.insert_rollout(&mut conn, doc, updated).await
+        self.engine.books().insert_rollout(&mut conn, doc, updated).await
     }
 
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
@@ -259,15 +247,12 @@ impl<E: Engine> Database for Store<E> {
             return Err(DbError::OpenedReadOnly);
         }
         let mut conn = self.engine.connect().await?;
-        self.engine.update_rollout(&mut conn, row, doc, updated).await
+        self.engine.books().update_rollout(&mut conn, row, doc, updated).await
     }
 
     async fn directory(&self) -> Result<Directory, DbError> {
-        let mut conn = self.engine.connect().await?;
-        if !self.installed(&mut conn).await? {
-            return Ok(Directory::default());
-        }
-        self.engine.directory(&mut conn).await
+        let Some(mut conn) = self.reading().await? else { return Ok(Directory::default()) };
+        self.engine.books().directory(&mut conn).await
     }
 
     async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError> {
@@ -275,7 +260,7 @@ impl<E: Engine> Database for Store<E> {
             return Ok(());
         }
         let mut conn = self.engine.connect().await?;
-        self.engine.change_directory(&mut conn, changes).await
+        self.engine.books().change_directory(&mut conn, changes).await
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

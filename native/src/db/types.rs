@@ -5,6 +5,10 @@ use strata_core::migrate::MigrationType;
 use strata_core::migrate::plan::{Action, Plan, Target};
 use strata_core::migrate::source::SourceMigration;
 
+/// How long a driver waits for a database connection before it reports the
+/// database unreachable (at start-up: exits with the error).
+pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A row of `svc.svc_versions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct VersionRow {

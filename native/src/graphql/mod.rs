@@ -1,12 +1,12 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
 pub(crate) mod limits;
-mod types;
+pub(crate) mod types;
 
 use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
-use strata_core::migrate::plan::{Action, PlanError, Target};
+use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::wave::Wave;
 
 use crate::db::DbError;
@@ -211,21 +211,14 @@ impl Query {
 /// A `createVersion` over `wave` of the fleet (`Wave::All`: every tenant).
 fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> CreateRequest {
     CreateRequest {
-        version_name: input.version_name,
-        target: Target::AllSchemas,
         action: input.action.unwrap_or(ActionDto::Apply).into(),
         dry_run: input.dry_run.unwrap_or(false),
-        request_id: request_id(ctx),
-        observer: None,
-        failure_budget: None,
-        retry: None,
         wave,
-        shard: None,
         rollout_gate: match input.override_rollout {
             Some(true) => RolloutGate::Override,
             _ => RolloutGate::Hold,
         },
-        revert: None,
+        ..CreateRequest::new(input.version_name, Target::AllSchemas, request_id(ctx))
     }
 }
 
@@ -249,19 +242,12 @@ impl Mutation {
     /// Creates a tenant and applies the tenant migrations and scripts to it, as a new version.
     async fn create_tenant(&self, ctx: &Context<'_>, input: TenantInput) -> Result<CreateResultsDto> {
         let service = service(ctx)?;
+        let target = service.target(Some(input.tenant_name)).map_err(graphql_error)?;
         let request = CreateRequest {
-            version_name: input.version_name,
-            target: service.target(Some(input.tenant_name)).map_err(graphql_error)?,
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
-            request_id: request_id(ctx),
-            observer: None,
-            failure_budget: None,
-            retry: None,
-            wave: Default::default(),
             shard: input.shard,
-            rollout_gate: Default::default(),
-            revert: None,
+            ..CreateRequest::new(input.version_name, target, request_id(ctx))
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -328,20 +314,7 @@ impl Mutation {
     /// each it completes leaves the quarantine; one that fails again stays,
     /// with one more failure counted. Added to the spec's schema.
     async fn retry_quarantined(&self, ctx: &Context<'_>, input: RetryInput) -> Result<CreateResultsDto> {
-        let request = CreateRequest {
-            version_name: input.version_name,
-            target: Target::AllSchemas,
-            action: Action::Apply,
-            dry_run: false,
-            request_id: request_id(ctx),
-            observer: None,
-            failure_budget: None,
-            retry: Some(input.tenant_names.unwrap_or_default()),
-            wave: Default::default(),
-            shard: None,
-            rollout_gate: Default::default(),
-            revert: None,
-        };
+        let request = CreateRequest::retry(input.version_name, input.tenant_names.unwrap_or_default(), request_id(ctx));
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 

@@ -15,6 +15,8 @@ use crate::db::{MigrationRow, QuarantineRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
 /// `Time`: RFC 3339 in UTC.
+#[derive(Clone, serde::Serialize)]
+#[serde(transparent)]
 pub(crate) struct Time(pub(crate) String);
 
 #[Scalar(name = "Time")]
@@ -32,7 +34,7 @@ impl ScalarType for Time {
 }
 
 /// `MigrationType`.
-#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[derive(Enum, Copy, Clone, Eq, PartialEq, serde::Serialize)]
 #[graphql(name = "MigrationType", rename_items = "PascalCase")]
 pub(crate) enum MigrationTypeDto {
     /// Applied once to its single schema.
@@ -151,7 +153,8 @@ async fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result
 }
 
 /// `DBMigration`.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "DBMigration", complex)]
 pub(crate) struct DbMigrationDto {
     id: i32,
@@ -160,6 +163,7 @@ pub(crate) struct DbMigrationDto {
     source_dir: String,
     file: String,
     #[graphql(skip)]
+    #[serde(skip)]
     contents: String,
     check_sum: String,
     schema: String,
@@ -215,7 +219,8 @@ pub(crate) struct ShardDto {
 }
 
 /// `Version`.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "Version", complex)]
 pub(crate) struct VersionDto {
     id: i32,
@@ -227,12 +232,19 @@ pub(crate) struct VersionDto {
     /// On a sharded fleet, its part on each shard that ran it (added; empty
     /// on one server): one version, whatever number of shards.
     parts: Vec<VersionPartDto>,
+    /// Its migrations when read with it (`apply --json`); else each
+    /// GraphQL request that asks reads them.
     #[graphql(skip)]
+    #[serde(rename = "dbMigrations", skip_serializing_if = "Option::is_none")]
+    migrations: Option<Vec<DbMigrationDto>>,
+    #[graphql(skip)]
+    #[serde(skip)]
     row_id: i64,
 }
 
 /// One shard's part of a version of a sharded fleet (`VersionPart`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "VersionPart")]
 pub(crate) struct VersionPartDto {
     /// The shard.
@@ -246,6 +258,9 @@ impl VersionDto {
     /// Migrations applied in this version.
     #[graphql(complexity = "super::STORAGE_COST + child_complexity")]
     async fn db_migrations(&self, ctx: &Context<'_>) -> Result<Vec<DbMigrationDto>> {
+        if let Some(read) = &self.migrations {
+            return Ok(read.iter().map(DbMigrationDto::clone).collect());
+        }
         let service = ctx.data::<Arc<Service>>()?;
         let rows = service.version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;
         Ok(rows.into_iter().map(DbMigrationDto::from).collect())
@@ -260,13 +275,15 @@ impl From<VersionRow> for VersionDto {
             created: Time(row.created),
             request_id: Some(row.request_id),
             parts: row.parts.into_iter().map(|(shard, id)| VersionPartDto { shard, id: clamp(id) }).collect(),
+            migrations: None,
             row_id: row.id,
         }
     }
 }
 
 /// `Summary`.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "Summary")]
 pub(crate) struct SummaryDto {
     started_at: Time,
@@ -303,7 +320,8 @@ impl From<&summary::Summary> for SummaryDto {
 }
 
 /// `CreateResults`.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "CreateResults")]
 pub(crate) struct CreateResultsDto {
     summary: SummaryDto,
@@ -315,6 +333,16 @@ pub(crate) struct CreateResultsDto {
     skipped_tenants: Vec<String>,
     /// Tenants a retry completed, released from quarantine (added).
     released_tenants: Vec<String>,
+}
+
+impl CreateResultsDto {
+    /// The result with its version's migrations read (`apply --json`).
+    pub(crate) fn with_migrations(mut self, rows: Vec<MigrationRow>) -> Self {
+        if let Some(version) = &mut self.version {
+            version.migrations = Some(rows.into_iter().map(DbMigrationDto::from).collect());
+        }
+        self
+    }
 }
 
 impl From<CreateResult> for CreateResultsDto {
@@ -332,7 +360,8 @@ impl From<CreateResult> for CreateResultsDto {
 /// A tenant put aside after a failure a version absorbed
 /// (`QuarantinedTenant`, added): later versions skip it until
 /// `retryQuarantined` completes it or `releaseQuarantined` lets it go.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "QuarantinedTenant")]
 pub(crate) struct QuarantinedTenantDto {
     tenant: String,

@@ -1,6 +1,7 @@
 //! Migration sources: read the files of the configured directories from the
-//! base location. Only the local-disk loader exists today; object-storage
-//! loaders implement the same trait.
+//! base location — a local directory (`local`), or an S3 bucket or Azure
+//! blob container (`object`, cargo features `s3` and `azure`), behind one
+//! trait.
 
 mod local;
 #[cfg(any(feature = "s3", feature = "azure"))]

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use strata_core::migrate::plan::{Action, Target};
+use strata_core::migrate::plan::Target;
 use strata_core::migrate::rollout::{self, ActiveRollout, Next, Rollout, RolloutError, WaveStep};
 use strata_core::migrate::summary;
 
@@ -211,18 +211,10 @@ impl Service {
         let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
         let failure_budget = budget.and_then(|budget| budget.parse().ok());
         let request = CreateRequest {
-            version_name: rollout.wave_version_name(wave),
-            target: Target::AllSchemas,
-            action: Action::Apply,
-            dry_run: false,
-            request_id: runner.to_string(),
-            observer: None,
             failure_budget,
-            retry: None,
             wave: rollout.waves[wave].select.wave(),
-            shard: None,
             rollout_gate: RolloutGate::Wave,
-            revert: None,
+            ..CreateRequest::new(rollout.wave_version_name(wave), Target::AllSchemas, runner.to_string())
         };
         match self.create(request).await {
             Ok(result) => {

@@ -2,7 +2,9 @@
 //! validated by the core and quoted here; values are always bound
 //! (`$1`, `$2`, …).
 
-use crate::db::books::BooksSql;
+use std::sync::LazyLock;
+
+use crate::db::books::sql::{BooksSql, Dialect, Upsert};
 use strata_core::migrate::ident::quote_ansi;
 
 /// Key of the transaction-level advisory lock serialising start-up DDL
@@ -117,21 +119,6 @@ macro_rules! created {
     };
 }
 
-/// The columns of a migration row, in the order `rows::migration` reads.
-macro_rules! migration_columns {
-    () => {
-        concat!("id, name, migration_type, source_dir, filename, contents, checksum, db_schema, ", created!())
-    };
-}
-
-/// Recorded migrations, as the planner needs them.
-pub(crate) const SELECT_APPLIED: &str =
-    "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id";
-
-/// Inserts a version and returns its id.
-pub(crate) const INSERT_VERSION: &str =
-    "insert into svc.svc_versions (name, created, request_id) values ($1, $2::timestamptz, $3) returning id";
-
 /// Head of the multi-row insert recording applied migrations.
 pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
     (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id) ";
@@ -139,33 +126,6 @@ pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
 /// Rows per multi-row insert: 9 parameters each, far below PostgreSQL's
 /// 65,535 bound parameters per statement.
 pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 1000;
-
-/// All versions.
-pub(crate) const SELECT_VERSIONS: &str =
-    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions order by id");
-
-/// Versions in which a file was applied.
-pub(crate) const SELECT_VERSIONS_BY_FILE: &str = concat!(
-    "select id, name, ",
-    created!(),
-    ", request_id from svc.svc_versions ",
-    "where id in (select version_id from svc.svc_migrations where filename = $1) order by id"
-);
-
-/// One version.
-pub(crate) const SELECT_VERSION: &str =
-    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions where id = $1");
-
-/// The migrations of one version.
-pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
-    concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = $1 order by id");
-
-/// One recorded migration.
-pub(crate) const SELECT_MIGRATION: &str =
-    concat!("select ", migration_columns!(), " from svc.svc_migrations where id = $1");
-
-/// Whether the service's tables exist.
-pub(crate) const INSTALLED: &str = "select count(to_regclass('svc.svc_migrations'))";
 
 /// Creates a tenant's schema.
 pub(crate) fn create_schema(schema: &str) -> String {
@@ -241,103 +201,19 @@ select ns.schema, 'type', t.typname::text, string_agg(e.enumlabel, ', ' order by
 from pg_enum e join pg_type t on t.oid = e.enumtypid join ns on ns.oid = t.typnamespace \
 group by ns.schema, t.typname";
 
-/// Stores a schema's fingerprint (`$1` schema, `$2` fingerprint, `$3` the
-/// identity of its recorded migrations, `$4` version).
-pub(crate) const STORE_FINGERPRINT: &str = "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) \
-    values ($1, $2, $3, $4) on conflict (db_schema) do update \
-    set fingerprint = excluded.fingerprint, recorded = excluded.recorded, version_id = excluded.version_id, created = now()";
-
-/// Whether the fingerprints' table exists (a read-only store may find the
-/// tables of an older release).
-pub(crate) const FINGERPRINTS_INSTALLED: &str = "select count(to_regclass('svc.svc_fingerprints'))";
-
-/// The stored fingerprints.
-pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints";
-
-/// Puts a tenant in quarantine with its failures (1, or what it carries
-/// from the home shard), or counts one more failure of one already there
-/// (the latest error kept).
-pub(crate) const QUARANTINE: &str = "insert into svc.svc_quarantine (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
-    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (tenant) do update set version_id = excluded.version_id, \
-    file = excluded.file, line = excluded.line, col = excluded.col, cause = excluded.cause, message = excluded.message, \
-    failures = svc.svc_quarantine.failures + 1, request_id = excluded.request_id, quarantined = excluded.quarantined";
-
-/// Whether the quarantine's table exists.
-pub(crate) const QUARANTINE_INSTALLED: &str = "select count(to_regclass('svc.svc_quarantine'))";
-
-/// The quarantined tenants, by name.
-pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures from svc.svc_quarantine order by tenant";
-
-/// Stores a new rollout (core's `rollout` document); returns its id.
-pub(crate) const INSERT_ROLLOUT: &str = "insert into svc.svc_rollouts (doc, updated) values ($1, $2) returning id";
-
-/// Whether the rollouts' table exists.
-pub(crate) const ROLLOUTS_INSTALLED: &str = "select count(to_regclass('svc.svc_rollouts'))";
-
-/// Every rollout, oldest first.
-pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id";
-
-/// Replaces a rollout's document if nobody changed it since it was read.
-pub(crate) const UPDATE_ROLLOUT: &str =
-    "update svc.svc_rollouts set doc = $1, updated = $2, revision = revision + 1 where id = $3 and revision = $4";
-
-/// Releases the named tenants (an array) from quarantine.
-pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = $1";
-
-/// Whether the shard directory's table exists.
-pub(crate) const DIRECTORY_INSTALLED: &str = "select count(to_regclass('svc.svc_directory'))";
-
-/// Where each tenant was last seen (a sharded fleet's home shard).
-pub(crate) const SELECT_DIRECTORY: &str = "select tenant, shard from svc.svc_directory order by tenant";
-
-/// Says where a tenant was seen.
-pub(crate) const PUT_DIRECTORY: &str = "insert into svc.svc_directory (tenant, shard) values ($1, $2) \
-    on conflict (tenant) do update set shard = excluded.shard";
-
-/// Forgets a tenant.
-pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = $1";
-
-/// Every recorded row's schema, file, checksum and type, by schema (fleet
-/// drift reads them one at a time).
-pub(crate) const SELECT_RECORDED: &str =
-    "select db_schema, filename, checksum, migration_type from svc.svc_migrations order by db_schema";
-
-/// Records a file's new checksum (`strata repair`).
-pub(crate) const UPDATE_CHECKSUM: &str =
-    "update svc.svc_migrations set checksum = $1 where filename = $2 and checksum <> $3";
-
-/// Removes the records of a file deleted from the source (`strata repair`).
-pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = $1";
-
-/// Removes the record of a reverted migration in one schema.
-pub(crate) const DELETE_RECORD: &str = "delete from svc.svc_migrations where filename = $1 and db_schema = $2";
-
-/// The statements of the service's books (see `db::books`).
-pub(crate) const BOOKS: BooksSql = BooksSql {
-    installed: INSTALLED,
-    select_applied: SELECT_APPLIED,
-    select_recorded: SELECT_RECORDED,
-    select_versions: SELECT_VERSIONS,
-    select_versions_by_file: SELECT_VERSIONS_BY_FILE,
-    select_version: SELECT_VERSION,
-    select_version_migrations: SELECT_VERSION_MIGRATIONS,
-    select_migration: SELECT_MIGRATION,
-    store_fingerprint: STORE_FINGERPRINT,
-    fingerprints_installed: FINGERPRINTS_INSTALLED,
-    select_fingerprints: SELECT_FINGERPRINTS,
-    quarantine: QUARANTINE,
-    quarantine_installed: QUARANTINE_INSTALLED,
-    select_quarantine: SELECT_QUARANTINE,
-    release_quarantined: RELEASE_QUARANTINED,
-    rollouts_installed: ROLLOUTS_INSTALLED,
-    select_rollouts: SELECT_ROLLOUTS,
-    update_rollout: UPDATE_ROLLOUT,
-    directory_installed: DIRECTORY_INSTALLED,
-    select_directory: SELECT_DIRECTORY,
-    put_directory: PUT_DIRECTORY,
-    drop_directory: DROP_DIRECTORY,
-    insert_version: INSERT_VERSION,
-    update_checksum: UPDATE_CHECKSUM,
-    delete_migrations: DELETE_MIGRATIONS,
-    delete_record: DELETE_RECORD,
+/// How PostgreSQL writes the books' statements (`db::books::sql`).
+const DIALECT: Dialect = Dialect {
+    numbered: true,
+    table_count: "select count(to_regclass('svc.{table}'))",
+    created: created!(),
+    now: "now()",
+    upsert: Upsert::OnConflict,
+    stored_failures: "svc.svc_quarantine.failures",
+    select_fingerprints: "select db_schema, fingerprint, recorded from svc.svc_fingerprints",
+    bound_time: "?::timestamptz",
+    returns_id: true,
 };
+
+/// The statements of the service's books (`db::books`), written once in
+/// this dialect.
+pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));

@@ -1,9 +1,7 @@
-//! The service's own books in the `svc` schema — applied migrations,
-//! versions, fingerprints, quarantine, rollouts, the shard directory — and the tenant list, read
-//! and written once for the three sqlx engines (PostgreSQL, MySQL/MariaDB,
-//! SQLite): [`Books`] over a sqlx database and its dialect's statements
-//! ([`BooksSql`], the constants of its `sql.rs`). What differs between the
-//! dialects beyond their SQL is said here, as a field, not in three copies:
+//! The books of the three sqlx engines (PostgreSQL, MySQL/MariaDB,
+//! SQLite), read and written once: [`SqlxBooks`] over a sqlx database and
+//! its dialect's statements (`books::sql`). What differs between them
+//! beyond their SQL is a field, not three copies:
 //!
 //! - `pooler_safe` (PostgreSQL): statements with the extended protocol run
 //!   unprepared, and — unless the caller's transaction is open — inside a
@@ -12,9 +10,6 @@
 //!   transaction mode (PgBouncer) cannot keep.
 //! - `I`: the integer type of ids in the dialect's rows (`i32` on
 //!   PostgreSQL and MySQL, `i64` on SQLite).
-//!
-//! Inserting a version or a rollout (their ids come back by `RETURNING` or
-//! by `LAST_INSERT_ID`) and the bookkeeping rows stay with each engine.
 
 use std::marker::PhantomData;
 
@@ -29,79 +24,24 @@ use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
-use super::error::{DbError, describe};
-use super::rows;
-use super::types::{
+use super::Books;
+use super::rows::Rows;
+use super::sql::BooksSql;
+use crate::db::error::{DbError, describe};
+use crate::db::types::{
     Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 
-/// A dialect's statements over the `svc` tables (its `sql.rs`). The
-/// `*_installed` statements return a count: 0 before the table exists.
-pub(crate) struct BooksSql {
-    /// Whether `svc.svc_migrations` exists.
-    pub(crate) installed: &'static str,
-    /// `filename, name, db_schema, migration_type, checksum` of every
-    /// recorded migration.
-    pub(crate) select_applied: &'static str,
-    /// `db_schema, filename, checksum, migration_type` of every recorded
-    /// migration, ordered by schema.
-    pub(crate) select_recorded: &'static str,
-    /// Every version.
-    pub(crate) select_versions: &'static str,
-    /// The versions that applied a file (bound: the file).
-    pub(crate) select_versions_by_file: &'static str,
-    /// One version (bound: its id).
-    pub(crate) select_version: &'static str,
-    /// A version's migrations (bound: its id).
-    pub(crate) select_version_migrations: &'static str,
-    /// One migration (bound: its id).
-    pub(crate) select_migration: &'static str,
-    /// Stores a schema's fingerprint (bound: schema, fingerprint,
-    /// recorded, version id).
-    pub(crate) store_fingerprint: &'static str,
-    /// Whether `svc.svc_fingerprints` exists.
-    pub(crate) fingerprints_installed: &'static str,
-    /// `db_schema, fingerprint, recorded` of every schema.
-    pub(crate) select_fingerprints: &'static str,
-    /// Quarantines a tenant or counts one more failure (bound: the nine
-    /// columns of [`QuarantineRow`] but `failures`).
-    pub(crate) quarantine: &'static str,
-    /// Whether `svc.svc_quarantine` exists.
-    pub(crate) quarantine_installed: &'static str,
-    /// The quarantined tenants, by name.
-    pub(crate) select_quarantine: &'static str,
-    /// Releases one tenant (bound: its name).
-    pub(crate) release_quarantined: &'static str,
-    /// Whether `svc.svc_rollouts` exists.
-    pub(crate) rollouts_installed: &'static str,
-    /// `id, doc, revision` of every rollout, oldest first.
-    pub(crate) select_rollouts: &'static str,
-    /// Compare-and-set of a rollout's document (bound: doc, updated, id,
-    /// revision read).
-    pub(crate) update_rollout: &'static str,
-    /// Whether `svc.svc_directory` exists.
-    pub(crate) directory_installed: &'static str,
-    /// `tenant, shard` of every tenant the shard directory knows.
-    pub(crate) select_directory: &'static str,
-    /// Says where a tenant was seen (bound: tenant, shard).
-    pub(crate) put_directory: &'static str,
-    /// Forgets a tenant (bound: tenant).
-    pub(crate) drop_directory: &'static str,
-    /// Inserts a version row (bound: name, created, request id).
-    pub(crate) insert_version: &'static str,
-    /// Records a file's new checksum in every schema (bound: checksum,
-    /// file, checksum).
-    pub(crate) update_checksum: &'static str,
-    /// Removes every record of a file (bound: file).
-    pub(crate) delete_migrations: &'static str,
-    /// Removes the record of a file in one schema (bound: file, schema).
-    pub(crate) delete_record: &'static str,
-}
-
-/// How many rows a statement changed, whichever the database.
+/// How many rows a statement changed, and the id it inserted where the
+/// database says so, whichever the database.
 pub(crate) trait RowsAffected {
     /// The count.
     fn count(&self) -> u64;
+    /// The id of the row inserted (MySQL's `LAST_INSERT_ID`); `None` where
+    /// an insert returns its id itself.
+    fn inserted_id(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl RowsAffected for sqlx::postgres::PgQueryResult {
@@ -114,6 +54,10 @@ impl RowsAffected for sqlx::mysql::MySqlQueryResult {
     fn count(&self) -> u64 {
         self.rows_affected()
     }
+
+    fn inserted_id(&self) -> Option<u64> {
+        Some(self.last_insert_id())
+    }
 }
 
 impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
@@ -123,7 +67,7 @@ impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
 }
 
 /// The books of one database, in its dialect.
-pub(crate) struct Books<DB, I> {
+pub(crate) struct SqlxBooks<DB, I> {
     sql: &'static BooksSql,
     pooler_safe: bool,
     tenant_select_sql: String,
@@ -132,14 +76,14 @@ pub(crate) struct Books<DB, I> {
 
 type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
 
-impl<DB, I> Books<DB, I> {
+impl<DB, I> SqlxBooks<DB, I> {
     /// The books in `sql`'s dialect; `tenant_select_sql` lists the tenants.
     pub(crate) fn new(sql: &'static BooksSql, pooler_safe: bool, tenant_select_sql: &str) -> Self {
-        Books { sql, pooler_safe, tenant_select_sql: tenant_select_sql.to_string(), _types: PhantomData }
+        SqlxBooks { sql, pooler_safe, tenant_select_sql: tenant_select_sql.to_string(), _types: PhantomData }
     }
 }
 
-impl<DB, I> Books<DB, I>
+impl<DB, I> SqlxBooks<DB, I>
 where
     DB: Database + HasStatementCache,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -174,16 +118,40 @@ where
         Ok(rows)
     }
 
-    /// Runs `query` outside any transaction of the caller's; the rows it
-    /// changed.
-    async fn change<'q>(&self, conn: &mut DB::Connection, query: Query<'q, DB>) -> Result<u64, sqlx::Error> {
+    /// Runs `query` outside any transaction of the caller's.
+    async fn change<'q>(
+        &self,
+        conn: &mut DB::Connection,
+        query: Query<'q, DB>,
+    ) -> Result<DB::QueryResult, sqlx::Error> {
         if !self.pooler_safe {
-            return Ok(query.execute(conn).await?.count());
+            return query.execute(conn).await;
         }
         let mut tx = conn.begin().await?;
         let done = query.execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok(done.count())
+        Ok(done)
+    }
+
+    /// Inserts one row and returns its id: read back by the statement's
+    /// `returning id` where the dialect has it, else the connection's last
+    /// insert id. `alone`: outside the caller's transaction.
+    async fn insert<'q>(&self, conn: &mut DB::Connection, query: Query<'q, DB>, alone: bool) -> Result<i64, DbError> {
+        let missing = || DbError::UnexpectedAnswer("no id after an insert".into());
+        if self.sql.returns_id {
+            let rows = match alone {
+                true => self.rows(conn, query).await?,
+                false => query.fetch_all(conn).await?,
+            };
+            let id: I = sqlx::Row::try_get(rows.first().ok_or_else(missing)?, 0)?;
+            return Ok(id.into());
+        }
+        let done = match alone {
+            true => self.change(conn, query).await?,
+            false => query.execute(conn).await?,
+        };
+        let id = done.inserted_id().ok_or_else(missing)?;
+        i64::try_from(id).map_err(|_| DbError::UnexpectedAnswer(format!("id {id} after an insert")))
     }
 
     /// Whether a table is there (`statement` counts it).
@@ -194,7 +162,7 @@ where
     }
 
     async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
-        let mut rows = self.query(self.sql.select_recorded).fetch(conn);
+        let mut rows = self.query(&self.sql.select_recorded).fetch(conn);
         let mut fold = RecordedBySchema::default();
         while let Some(row) = rows.try_next().await? {
             let schema: String = sqlx::Row::try_get(&row, 0)?;
@@ -219,58 +187,8 @@ impl<DB: Database> SqlxConn<DB> for sqlx::pool::PoolConnection<DB> {
     }
 }
 
-/// The books as an engine asks for them, over its own connection type: the
-/// `Engine` methods of the books default to these (`Engine::books`).
 #[async_trait::async_trait]
-pub(crate) trait Keeper<C: Send>: Send + Sync {
-    /// Whether the service's tables exist.
-    async fn installed(&self, conn: &mut C) -> Result<bool, DbError>;
-    /// The tenants (`tenantSelectSQL`), with their attributes.
-    async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
-    /// The recorded migrations.
-    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError>;
-    /// Each schema's recorded migrations as drift needs them, the rows read
-    /// one at a time (core's `RecordedBySchema`).
-    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError>;
-    /// Recorded versions.
-    async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
-    /// Recorded migrations, whole rows.
-    async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
-    /// Stores a schema's fingerprint in the caller's open transaction.
-    async fn store_fingerprint(
-        &self,
-        conn: &mut C,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
-        version_id: i64,
-    ) -> Result<(), DbError>;
-    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
-    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, String, String)>, DbError>;
-    /// Quarantines a tenant (or counts one more failure).
-    async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError>;
-    /// The quarantined tenants (none before the table exists).
-    async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError>;
-    /// Releases tenants from quarantine.
-    async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError>;
-    /// Every rollout, oldest first (none before the table exists).
-    async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError>;
-    /// Replaces a rollout's document unless its revision moved on.
-    async fn update_rollout(&self, conn: &mut C, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
-    /// Where each tenant was last seen (none before the table exists).
-    async fn directory(&self, conn: &mut C) -> Result<Directory, DbError>;
-    /// Writes directory changes, in one transaction.
-    async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError>;
-    /// Removes the records of reverted steps (file and schema), in the
-    /// caller's open transaction.
-    async fn forget(&self, conn: &mut C, rows: &[Record<'_>]) -> Result<(), DbError>;
-    /// Writes a repair (core's `repair`) and its version row, in one
-    /// transaction.
-    async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError>;
-}
-
-#[async_trait::async_trait]
-impl<DB, I, C> Keeper<C> for Books<DB, I>
+impl<DB, I, C> Books<C> for SqlxBooks<DB, I>
 where
     C: SqlxConn<DB> + 'static,
     DB: Database + HasStatementCache,
@@ -288,20 +206,20 @@ where
 {
     async fn installed(&self, conn: &mut C) -> Result<bool, DbError> {
         let conn = conn.sqlx();
-        self.exists(conn, self.sql.installed).await
+        self.exists(conn, &self.sql.installed).await
     }
 
     async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError> {
         let conn = conn.sqlx();
         let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
         let rows = self.rows(conn, query).await.map_err(|e| DbError::TenantSelectFailed(describe(&e)))?;
-        rows::tenants(&rows)
+        Rows::<DB::Row, I>::tenants(&rows)
     }
 
     async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError> {
         let conn = conn.sqlx();
-        let rows = self.rows(conn, self.query(self.sql.select_applied)).await?;
-        rows.iter().map(rows::applied::<_, I>).collect()
+        let rows = self.rows(conn, self.query(&self.sql.select_applied)).await?;
+        rows.iter().map(Rows::<DB::Row, I>::applied).collect()
     }
 
     async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError> {
@@ -318,23 +236,33 @@ where
     async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
         let conn = conn.sqlx();
         let rows = match filter {
-            VersionFilter::All => self.rows(conn, self.query(self.sql.select_versions)).await?,
+            VersionFilter::All => self.rows(conn, self.query(&self.sql.select_versions)).await?,
             VersionFilter::ApplyingFile(file) => {
-                self.rows(conn, self.query(self.sql.select_versions_by_file).bind(file.to_string())).await?
+                self.rows(conn, self.query(&self.sql.select_versions_by_file).bind(file.to_string())).await?
             }
-            VersionFilter::Id(id) => self.rows(conn, self.query(self.sql.select_version).bind(Self::int(id)?)).await?,
+            VersionFilter::Id(id) => self.rows(conn, self.query(&self.sql.select_version).bind(Self::int(id)?)).await?,
         };
-        rows.iter().map(rows::version::<_, I>).collect()
+        rows.iter().map(Rows::<DB::Row, I>::version).collect()
     }
 
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
         let conn = conn.sqlx();
         let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (self.sql.select_version_migrations, id),
-            MigrationFilter::Id(id) => (self.sql.select_migration, id),
+            MigrationFilter::Version(id) => (self.sql.select_version_migrations.as_str(), id),
+            MigrationFilter::Id(id) => (self.sql.select_migration.as_str(), id),
         };
         let rows = self.rows(conn, self.query(statement).bind(Self::int(id)?)).await?;
-        rows.iter().map(rows::migration::<_, I>).collect()
+        rows.iter().map(Rows::<DB::Row, I>::migration).collect()
+    }
+
+    async fn insert_version(&self, conn: &mut C, name: &str, created: &str, request_id: &str) -> Result<i64, DbError> {
+        let query = self.query(&self.sql.insert_version).bind(name.to_string()).bind(created.to_string());
+        self.insert(conn.sqlx(), query.bind(request_id.to_string()), false).await
+    }
+
+    async fn insert_rollout(&self, conn: &mut C, doc: &str, updated: &str) -> Result<i64, DbError> {
+        let query = self.query(&self.sql.insert_rollout).bind(doc.to_string()).bind(updated.to_string());
+        self.insert(conn.sqlx(), query, true).await
     }
 
     async fn store_fingerprint(
@@ -346,7 +274,7 @@ where
         version_id: i64,
     ) -> Result<(), DbError> {
         let conn = conn.sqlx();
-        self.query(self.sql.store_fingerprint)
+        self.query(&self.sql.store_fingerprint)
             .bind(schema.to_string())
             .bind(fingerprint.to_string())
             .bind(recorded.to_string())
@@ -358,10 +286,10 @@ where
 
     async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, String, String)>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, self.sql.fingerprints_installed).await? {
+        if !self.exists(conn, &self.sql.fingerprints_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(self.sql.select_fingerprints)).await?;
+        let rows = self.rows(conn, self.query(&self.sql.select_fingerprints)).await?;
         rows.iter()
             .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?, sqlx::Row::try_get(row, 2)?)))
             .collect::<Result<_, sqlx::Error>>()
@@ -371,7 +299,7 @@ where
     async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError> {
         let conn = conn.sqlx();
         let query = self
-            .query(self.sql.quarantine)
+            .query(&self.sql.quarantine)
             .bind(row.tenant.clone())
             .bind(row.version_id.map(Self::int).transpose()?)
             .bind(row.file.clone())
@@ -388,47 +316,47 @@ where
 
     async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, self.sql.quarantine_installed).await? {
+        if !self.exists(conn, &self.sql.quarantine_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(self.sql.select_quarantine)).await?;
-        rows.iter().map(rows::quarantine::<_, I>).collect()
+        let rows = self.rows(conn, self.query(&self.sql.select_quarantine)).await?;
+        rows.iter().map(Rows::<DB::Row, I>::quarantine).collect()
     }
 
     async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError> {
         let conn = conn.sqlx();
         for tenant in tenants {
-            self.change(conn, self.query(self.sql.release_quarantined).bind(tenant.clone())).await?;
+            self.change(conn, self.query(&self.sql.release_quarantined).bind(tenant.clone())).await?;
         }
         Ok(())
     }
 
     async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, self.sql.rollouts_installed).await? {
+        if !self.exists(conn, &self.sql.rollouts_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(self.sql.select_rollouts)).await?;
-        rows.iter().map(rows::rollout::<_, I>).collect()
+        let rows = self.rows(conn, self.query(&self.sql.select_rollouts)).await?;
+        rows.iter().map(Rows::<DB::Row, I>::rollout).collect()
     }
 
     async fn update_rollout(&self, conn: &mut C, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {
         let conn = conn.sqlx();
         let query = self
-            .query(self.sql.update_rollout)
+            .query(&self.sql.update_rollout)
             .bind(doc.to_string())
             .bind(updated.to_string())
             .bind(Self::int(row.id)?)
             .bind(Self::int(row.revision)?);
-        Ok(self.change(conn, query).await? == 1)
+        Ok(self.change(conn, query).await?.count() == 1)
     }
 
     async fn directory(&self, conn: &mut C) -> Result<Directory, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, self.sql.directory_installed).await? {
+        if !self.exists(conn, &self.sql.directory_installed).await? {
             return Ok(Directory::default());
         }
-        let rows = self.rows(conn, self.query(self.sql.select_directory)).await?;
+        let rows = self.rows(conn, self.query(&self.sql.select_directory)).await?;
         let rows = rows
             .iter()
             .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
@@ -440,10 +368,10 @@ where
         let conn = conn.sqlx();
         let mut tx = conn.begin().await?;
         for (tenant, shard) in &changes.put {
-            self.query(self.sql.put_directory).bind(tenant.clone()).bind(shard.clone()).execute(&mut *tx).await?;
+            self.query(&self.sql.put_directory).bind(tenant.clone()).bind(shard.clone()).execute(&mut *tx).await?;
         }
         for tenant in &changes.drop {
-            self.query(self.sql.drop_directory).bind(tenant.clone()).execute(&mut *tx).await?;
+            self.query(&self.sql.drop_directory).bind(tenant.clone()).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -452,7 +380,7 @@ where
     async fn forget(&self, conn: &mut C, rows: &[Record<'_>]) -> Result<(), DbError> {
         let conn = conn.sqlx();
         for row in rows {
-            self.query(self.sql.delete_record)
+            self.query(&self.sql.delete_record)
                 .bind(row.migration.file.clone())
                 .bind(row.schema.to_string())
                 .execute(&mut *conn)
@@ -464,14 +392,14 @@ where
     async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
         let conn = conn.sqlx();
         let mut tx = conn.begin().await?;
-        self.query(self.sql.insert_version)
+        self.query(&self.sql.insert_version)
             .bind(audit.name.to_string())
             .bind(audit.created.to_string())
             .bind(audit.request_id.to_string())
             .execute(&mut *tx)
             .await?;
         for item in &repair.checksums {
-            self.query(self.sql.update_checksum)
+            self.query(&self.sql.update_checksum)
                 .bind(item.checksum.clone())
                 .bind(item.file.clone())
                 .bind(item.checksum.clone())
@@ -479,7 +407,7 @@ where
                 .await?;
         }
         for item in &repair.removals {
-            self.query(self.sql.delete_migrations).bind(item.file.clone()).execute(&mut *tx).await?;
+            self.query(&self.sql.delete_migrations).bind(item.file.clone()).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -1,0 +1,134 @@
+//! The service's own books in the `svc` schema — applied migrations,
+//! versions, fingerprints, quarantine, rollouts, the shard directory — and
+//! the tenant list: [`Books`], the one trait the store and the executor
+//! read and write them through, beside the engine's primitives (an
+//! engine hands out its books, `Engine::books`).
+//!
+//! - What an engine without a book answers is written once, as the trait's
+//!   default: an empty read, or `NotSupported` for a write.
+//! - [`SqlxBooks`] keeps them for the three sqlx engines, over their
+//!   dialect's statements (`sql`, written once with what differs as a
+//!   parameter) and one row decoder (`rows`); SQL Server keeps its own.
+//!
+//! The bookkeeping rows of a unit (`Engine::record`: a multi-row insert
+//! bounded by each engine's parameter limit) stay with each engine.
+
+mod rows;
+pub(crate) mod sql;
+mod sqlx_books;
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
+use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::repair::Repair;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
+
+use super::error::DbError;
+use super::types::{
+    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+};
+pub(crate) use sqlx_books::{SqlxBooks, SqlxConn};
+
+/// The books of one engine, over its connection type `C`.
+#[async_trait]
+pub(crate) trait Books<C: Send>: Send + Sync {
+    /// Whether the service's tables exist (read-only stores do not create
+    /// them; then nothing is recorded yet).
+    async fn installed(&self, conn: &mut C) -> Result<bool, DbError>;
+    /// The tenants (`tenantSelectSQL`), with their attributes.
+    async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
+    /// The recorded migrations.
+    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError>;
+    /// Recorded versions.
+    async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// Recorded migrations, whole rows.
+    async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
+    /// Inserts a version row, in the caller's open transaction; its id.
+    async fn insert_version(&self, conn: &mut C, name: &str, created: &str, request_id: &str) -> Result<i64, DbError>;
+
+    /// A cheap read of the service's tables, for health.
+    async fn ping(&self, conn: &mut C) -> Result<(), DbError> {
+        self.versions(conn, VersionFilter::Id(-1)).await.map(drop)
+    }
+    /// Each schema's recorded migrations as drift needs them (core's
+    /// `RecordedBySchema`); by default folded from [`Books::applied`].
+    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError> {
+        let mut applied = self.applied(conn).await?;
+        applied.sort_by(|a, b| a.schema.cmp(&b.schema));
+        let mut fold = RecordedBySchema::default();
+        for row in applied {
+            fold.push(&row.schema, row.file, row.checksum, row.migration_type);
+        }
+        Ok(fold.finish())
+    }
+    /// Stores a schema's fingerprint and the identity of what it recorded,
+    /// in the caller's open transaction (without the table: nothing).
+    async fn store_fingerprint(
+        &self,
+        _conn: &mut C,
+        _schema: &str,
+        _fingerprint: &str,
+        _recorded: &str,
+        _version_id: i64,
+    ) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// The stored fingerprints: `(schema, fingerprint, recorded)`.
+    async fn fingerprints(&self, _conn: &mut C) -> Result<Vec<(String, String, String)>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Quarantines a tenant (or counts one more failure), outside any
+    /// transaction.
+    async fn quarantine(&self, _conn: &mut C, _row: &QuarantineRow) -> Result<(), DbError> {
+        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    }
+    /// The quarantined tenants, by name (none before the table exists).
+    async fn quarantined(&self, _conn: &mut C) -> Result<Vec<QuarantineRow>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Releases tenants from quarantine, outside any transaction.
+    async fn release_quarantined(&self, _conn: &mut C, _tenants: &[String]) -> Result<(), DbError> {
+        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
+    }
+    /// Stores a new rollout document, outside any transaction; its id.
+    async fn insert_rollout(&self, _conn: &mut C, _doc: &str, _updated: &str) -> Result<i64, DbError> {
+        Err(DbError::NotSupported("rollouts on this engine"))
+    }
+    /// Every rollout, oldest first (none before the table exists).
+    async fn rollouts(&self, _conn: &mut C) -> Result<Vec<RolloutRow>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Replaces rollout `row.id`'s document with `doc` if its revision is
+    /// still `row.revision`; false when someone changed it meanwhile.
+    async fn update_rollout(
+        &self,
+        _conn: &mut C,
+        _row: &RolloutRow,
+        _doc: &str,
+        _updated: &str,
+    ) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("rollouts on this engine"))
+    }
+    /// Where each tenant of a sharded fleet was last seen (none before the
+    /// table exists).
+    async fn directory(&self, _conn: &mut C) -> Result<Directory, DbError> {
+        Ok(Directory::default())
+    }
+    /// Writes directory changes, in one transaction (without the table:
+    /// nothing).
+    async fn change_directory(&self, _conn: &mut C, _changes: &DirectoryChanges) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Removes the records of reverted steps (file and schema), in the
+    /// caller's open transaction.
+    async fn forget(&self, _conn: &mut C, _rows: &[Record<'_>]) -> Result<(), DbError> {
+        Err(DbError::NotSupported("strata revert on this engine"))
+    }
+    /// Writes a repair (core's `repair`) and its version row, in one
+    /// transaction.
+    async fn repair(&self, _conn: &mut C, _repair: &Repair, _audit: &Audit<'_>) -> Result<(), DbError> {
+        Err(DbError::NotSupported("strata repair on this engine"))
+    }
+}

@@ -1,0 +1,254 @@
+//! The statements of the service's books, written once for the three sqlx
+//! dialects: each dialect says what differs ([`Dialect`]: its placeholders,
+//! how it asks whether a table exists, how it reads a time back, how an
+//! insert updates the row it collides with), and [`BooksSql::new`] writes
+//! every statement from that. A statement only one dialect can say (an
+//! insert returning its id) is a field of the dialect, not a branch here.
+
+/// How a dialect writes what the books' statements need.
+pub(crate) struct Dialect {
+    /// Placeholders numbered `$1`, `$2`, … (PostgreSQL); else `?`.
+    pub(crate) numbered: bool,
+    /// Counts the table `{table}` of the `svc` schema: 0 before it exists.
+    pub(crate) table_count: &'static str,
+    /// The `created` column read back as RFC 3339 UTC text.
+    pub(crate) created: &'static str,
+    /// The current time, as a fingerprint's `created` is stored.
+    pub(crate) now: &'static str,
+    /// How an insert colliding with a row of the same key updates it.
+    pub(crate) upsert: Upsert,
+    /// The quarantine's `failures` column as an update of a collision
+    /// names the stored row's.
+    pub(crate) stored_failures: &'static str,
+    /// The stored fingerprints as text: `db_schema, fingerprint, recorded`.
+    pub(crate) select_fingerprints: &'static str,
+    /// A bound RFC 3339 time as the column stores it.
+    pub(crate) bound_time: &'static str,
+    /// An insert reads its row's id back with `returning id`; else it asks
+    /// the connection for the last inserted id (MySQL, MariaDB).
+    pub(crate) returns_id: bool,
+}
+
+/// How an insert updates the row whose key it collides with.
+#[derive(Clone, Copy)]
+pub(crate) enum Upsert {
+    /// `on conflict (key) do update set c = excluded.c` (PostgreSQL, SQLite).
+    OnConflict,
+    /// `on duplicate key update c = values(c)` (MySQL, MariaDB).
+    OnDuplicateKey,
+}
+
+impl Upsert {
+    /// The tail of an insert: on a collision over `key`, `columns` take the
+    /// inserted values and `also` (more assignments) applies.
+    fn tail(self, key: &str, columns: &[&str], also: &str) -> String {
+        let (head, value): (String, fn(&str) -> String) = match self {
+            Upsert::OnConflict => (format!(" on conflict ({key}) do update set "), |c| format!("excluded.{c}")),
+            Upsert::OnDuplicateKey => (" on duplicate key update ".to_string(), |c| format!("values({c})")),
+        };
+        let mut sets: Vec<String> = columns.iter().map(|c| format!("{c} = {}", value(c))).collect();
+        if !also.is_empty() {
+            sets.push(also.to_string());
+        }
+        head + &sets.join(", ")
+    }
+}
+
+/// A dialect's statements over the `svc` tables. The `*_installed`
+/// statements return a count: 0 before the table exists.
+pub(crate) struct BooksSql {
+    /// Whether `svc.svc_migrations` exists.
+    pub(crate) installed: String,
+    /// `filename, name, db_schema, migration_type, checksum` of every
+    /// recorded migration.
+    pub(crate) select_applied: String,
+    /// `db_schema, filename, checksum, migration_type` of every recorded
+    /// migration, ordered by schema.
+    pub(crate) select_recorded: String,
+    /// Every version.
+    pub(crate) select_versions: String,
+    /// The versions that applied a file (bound: the file).
+    pub(crate) select_versions_by_file: String,
+    /// One version (bound: its id).
+    pub(crate) select_version: String,
+    /// A version's migrations (bound: its id).
+    pub(crate) select_version_migrations: String,
+    /// One migration (bound: its id).
+    pub(crate) select_migration: String,
+    /// Stores a schema's fingerprint (bound: schema, fingerprint,
+    /// recorded, version id).
+    pub(crate) store_fingerprint: String,
+    /// Whether `svc.svc_fingerprints` exists.
+    pub(crate) fingerprints_installed: String,
+    /// `db_schema, fingerprint, recorded` of every schema.
+    pub(crate) select_fingerprints: String,
+    /// Quarantines a tenant with its failures, or counts one more failure
+    /// of one already there, the latest error kept (bound: the ten columns
+    /// of a quarantine row).
+    pub(crate) quarantine: String,
+    /// Whether `svc.svc_quarantine` exists.
+    pub(crate) quarantine_installed: String,
+    /// The quarantined tenants, by name.
+    pub(crate) select_quarantine: String,
+    /// Releases one tenant (bound: its name).
+    pub(crate) release_quarantined: String,
+    /// Whether `svc.svc_rollouts` exists.
+    pub(crate) rollouts_installed: String,
+    /// `id, doc, revision` of every rollout, oldest first.
+    pub(crate) select_rollouts: String,
+    /// Compare-and-set of a rollout's document (bound: doc, updated, id,
+    /// revision read).
+    pub(crate) update_rollout: String,
+    /// Whether `svc.svc_directory` exists.
+    pub(crate) directory_installed: String,
+    /// `tenant, shard` of every tenant the shard directory knows.
+    pub(crate) select_directory: String,
+    /// Says where a tenant was seen (bound: tenant, shard).
+    pub(crate) put_directory: String,
+    /// Forgets a tenant (bound: tenant).
+    pub(crate) drop_directory: String,
+    /// Inserts a version row (bound: name, created, request id); its id
+    /// comes back as [`BooksSql::returns_id`] says.
+    pub(crate) insert_version: String,
+    /// Inserts a rollout (bound: doc, updated).
+    pub(crate) insert_rollout: String,
+    /// Whether an insert returns its row's id (`returning id`); else the
+    /// connection's last insert id is the row's.
+    pub(crate) returns_id: bool,
+    /// Records a file's new checksum in every schema (bound: checksum,
+    /// file, checksum).
+    pub(crate) update_checksum: String,
+    /// Removes every record of a file (bound: file).
+    pub(crate) delete_migrations: String,
+    /// Removes the record of a file in one schema (bound: file, schema).
+    pub(crate) delete_record: String,
+}
+
+/// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
+/// books' statements holds a `?` elsewhere).
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl BooksSql {
+    /// Every statement of the books in `dialect`.
+    pub(crate) fn new(dialect: &Dialect) -> BooksSql {
+        let d = dialect;
+        let placed = |sql: String| if d.numbered { numbered(&sql) } else { sql };
+        let count = |table: &str| d.table_count.replace("{table}", table);
+        let version =
+            |tail: &str| placed(format!("select id, name, {}, request_id from svc.svc_versions {tail}", d.created));
+        let migration = |tail: &str| {
+            placed(format!(
+                "select id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {} \
+                 from svc.svc_migrations {tail}",
+                d.created
+            ))
+        };
+        let returning = if d.returns_id { " returning id" } else { "" };
+        let fingerprint_also = format!("created = {}", d.now);
+        let quarantine_also = format!(
+            "failures = {} + 1, {}",
+            d.stored_failures,
+            match d.upsert {
+                Upsert::OnConflict => "request_id = excluded.request_id, quarantined = excluded.quarantined",
+                Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
+            }
+        );
+        BooksSql {
+            installed: count("svc_migrations"),
+            select_applied: "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations \
+                             order by id"
+                .into(),
+            select_recorded: "select db_schema, filename, checksum, migration_type from svc.svc_migrations \
+                              order by db_schema"
+                .into(),
+            select_versions: version("order by id"),
+            select_versions_by_file: version(
+                "where id in (select version_id from svc.svc_migrations where filename = ?) order by id",
+            ),
+            select_version: version("where id = ?"),
+            select_version_migrations: migration("where version_id = ? order by id"),
+            select_migration: migration("where id = ?"),
+            store_fingerprint: placed(
+                "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) values (?, ?, ?, ?)"
+                    .to_string()
+                    + &d.upsert.tail("db_schema", &["fingerprint", "recorded", "version_id"], &fingerprint_also),
+            ),
+            fingerprints_installed: count("svc_fingerprints"),
+            select_fingerprints: d.select_fingerprints.into(),
+            quarantine: placed(
+                "insert into svc.svc_quarantine \
+                 (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    .to_string()
+                    + &d.upsert.tail(
+                        "tenant",
+                        &["version_id", "file", "line", "col", "cause", "message"],
+                        &quarantine_also,
+                    ),
+            ),
+            quarantine_installed: count("svc_quarantine"),
+            select_quarantine: "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, \
+                                failures from svc.svc_quarantine order by tenant"
+                .into(),
+            release_quarantined: placed("delete from svc.svc_quarantine where tenant = ?".into()),
+            rollouts_installed: count("svc_rollouts"),
+            select_rollouts: "select id, doc, revision from svc.svc_rollouts order by id".into(),
+            update_rollout: placed(
+                "update svc.svc_rollouts set doc = ?, updated = ?, revision = revision + 1 where id = ? and revision = ?"
+                    .into(),
+            ),
+            directory_installed: count("svc_directory"),
+            select_directory: "select tenant, shard from svc.svc_directory order by tenant".into(),
+            put_directory: placed(
+                "insert into svc.svc_directory (tenant, shard) values (?, ?)".to_string()
+                    + &d.upsert.tail("tenant", &["shard"], ""),
+            ),
+            drop_directory: placed("delete from svc.svc_directory where tenant = ?".into()),
+            insert_version: placed(format!(
+                "insert into svc.svc_versions (name, created, request_id) values (?, {}, ?){returning}",
+                d.bound_time
+            )),
+            insert_rollout: placed(format!("insert into svc.svc_rollouts (doc, updated) values (?, ?){returning}")),
+            returns_id: d.returns_id,
+            update_checksum: placed(
+                "update svc.svc_migrations set checksum = ? where filename = ? and checksum <> ?".into(),
+            ),
+            delete_migrations: placed("delete from svc.svc_migrations where filename = ?".into()),
+            delete_record: placed("delete from svc.svc_migrations where filename = ? and db_schema = ?".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_in_order() {
+        assert_eq!(numbered("a = ? and b = ?"), "a = $1 and b = $2");
+    }
+
+    #[test]
+    fn an_upsert_is_written_in_each_dialects_form() {
+        assert_eq!(
+            Upsert::OnConflict.tail("tenant", &["shard"], ""),
+            " on conflict (tenant) do update set shard = excluded.shard"
+        );
+        assert_eq!(
+            Upsert::OnDuplicateKey.tail("tenant", &["shard", "x"], "n = n + 1"),
+            " on duplicate key update shard = values(shard), x = values(x), n = n + 1"
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! Opening one database server: the driver `driver:` names, its engine,
+//! and the [`Store`] over it.
+
+use std::sync::Arc;
+
+use strata_core::migrate::config::Config;
+use strata_core::migrate::driver::Driver;
+
+use super::error::DbError;
+use super::executor::Settings;
+use super::store::{Database, Store};
+use super::types::Access;
+use super::{mysql, postgres, sqlite};
+
+/// Opens the one database `config.data_source` names.
+pub(crate) async fn open_one(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {
+    let settings = |max_concurrency| Settings::from_config(config, max_concurrency);
+    Ok(match config.driver {
+        Driver::Sqlite => {
+            let engine = sqlite::SqliteEngine::open(config, access).await?;
+            Arc::new(Store::open(engine, settings(1), access).await?)
+        }
+        Driver::Postgres => {
+            let engine = postgres::PostgresEngine::open(config).await?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
+        Driver::Mysql => {
+            let engine = mysql::MysqlEngine::open(config).await?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
+        #[cfg(feature = "sqlserver")]
+        Driver::SqlServer => {
+            let engine = super::sqlserver::SqlServerEngine::open(config)?;
+            Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
+        }
+        #[cfg(not(feature = "sqlserver"))]
+        Driver::SqlServer => return Err(DbError::DriverNotBuilt(Driver::SqlServer)),
+    })
+}

@@ -1,0 +1,47 @@
+//! What every process does first, the server and the one-shot commands
+//! alike: the log (its filter from `logLevel` and what the process is) and
+//! the runtime.
+
+use std::io::IsTerminal;
+
+use strata_core::migrate::config::LogLevel;
+
+/// What the process is: the log says more for a server than for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Process {
+    /// `strata serve`: the log goes to stdout, at `logLevel`.
+    Server,
+    /// A one-shot command: its results go to stdout, so the log goes to
+    /// stderr, and says only what went wrong.
+    OneShot,
+}
+
+/// The log filter for `level` in `process` (`RUST_LOG`-style directives are
+/// not read from the environment: the configuration decides). tiberius warns "Trusting the
+/// server certificate without validation" on every new connection; the SQL
+/// Server driver says it once at start instead, so that warning is filtered
+/// out.
+pub(crate) fn log_filter(level: LogLevel, process: Process) -> &'static str {
+    match (process, level) {
+        (_, LogLevel::Error | LogLevel::Panic) => "error",
+        (Process::OneShot, _) => "warn,tiberius::client::tls_stream=error",
+        (Process::Server, LogLevel::Debug) => {
+            "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error"
+        }
+        (Process::Server, LogLevel::Info) => "info,sqlx=warn,tiberius::client::tls_stream=error",
+    }
+}
+
+/// Starts the log and builds the runtime; the error is one line.
+pub(crate) fn start(level: LogLevel, process: Process) -> Result<tokio::runtime::Runtime, String> {
+    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process));
+    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    match process {
+        Process::Server => subscriber.with_ansi(std::io::stdout().is_terminal()).init(),
+        Process::OneShot => subscriber.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init(),
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
