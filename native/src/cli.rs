@@ -17,6 +17,7 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod answers;
 mod commands;
 mod new;
 mod output;
@@ -28,6 +29,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use strata_core::migrate::fleet::FleetError;
 use strata_core::migrate::lint::Severity;
 use strata_core::migrate::plan::PlanError;
 
@@ -85,19 +87,18 @@ impl From<&AppError> for Exit {
     /// The one mapping from a failure to an exit status.
     fn from(error: &AppError) -> Self {
         match error {
-            AppError::Database(DbError::Plan(PlanError::Drift(_))) => Exit::Drift,
-            AppError::Database(DbError::Plan(PlanError::OutOfOrder(_))) => Exit::OutOfOrder,
-            AppError::Database(DbError::Repair(_)) => Exit::Usage,
+            AppError::Plan(PlanError::Drift(_)) => Exit::Drift,
+            AppError::Plan(PlanError::OutOfOrder(_)) => Exit::OutOfOrder,
+            AppError::Repair(_) => Exit::Usage,
             AppError::RolloutInProgress(_) => Exit::RolloutInProgress,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
-            AppError::Database(DbError::Retry(_) | DbError::Wave(_)) => Exit::Usage,
-            AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) | AppError::InvalidInput(_) => {
-                Exit::Usage
-            }
+            AppError::Retry(_) | AppError::Wave(_) => Exit::Usage,
+            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) => Exit::Usage,
+            AppError::Fleet(FleetError::Shard(_) | FleetError::Retry(_) | FleetError::Wave(_)) => Exit::Usage,
+            AppError::Fleet(FleetError::MustAnswer(_) | FleetError::Unknown(_)) => Exit::Unreachable,
             AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::ShardUnreachable { .. }) => {
                 Exit::Unreachable
             }
-            AppError::Database(DbError::Shard(_)) => Exit::Usage,
             AppError::Database(DbError::Shards { .. }) => Exit::ShardsFailed,
             AppError::Database(DbError::ReadOnlyServer(_)) => Exit::ReadOnly,
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {

@@ -4,12 +4,18 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use strata_core::migrate::fleet::FleetError;
 use strata_core::migrate::plan::PlanError;
+use strata_core::migrate::quarantine::RetryError;
+use strata_core::migrate::repair::RepairError;
+use strata_core::migrate::revert::RevertError;
 use strata_core::migrate::source::SourceError;
+use strata_core::migrate::statements::Refusals;
 use strata_core::migrate::wave::WaveError;
 use thiserror::Error;
 
 use crate::db::DbError;
+use crate::db::error::Refusal;
 use crate::loader::LoaderError;
 
 /// A failure of the service.
@@ -30,9 +36,34 @@ pub(crate) enum AppError {
     /// The source files are not a valid set of migrations.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// The database refused or failed.
+    /// The planner refused the operation (drift, out of order, a tenant
+    /// that exists or a name it cannot take); nothing ran.
     #[error(transparent)]
-    Database(#[from] DbError),
+    Plan(#[from] PlanError),
+    /// A revert could not be planned; nothing ran.
+    #[error(transparent)]
+    Revert(#[from] RevertError),
+    /// `strata repair` refused a file; nothing changed.
+    #[error(transparent)]
+    Repair(#[from] RepairError),
+    /// A retry names what is not in quarantine, or a wave a quarantined
+    /// tenant; nothing ran.
+    #[error(transparent)]
+    Retry(#[from] RetryError),
+    /// A wave names what is not a tenant, or an attribute the tenant list
+    /// lacks; nothing ran.
+    #[error(transparent)]
+    Wave(#[from] WaveError),
+    /// A sharded fleet's rules refused the request (a tenant on two shards,
+    /// an unknown shard); nothing ran.
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    /// A migration file cannot run as written; nothing ran.
+    #[error("{0}; nothing was run")]
+    StatementRefused(#[from] Refusals),
+    /// The database failed.
+    #[error(transparent)]
+    Database(DbError),
     /// `driftPolicy: refuse` and a tenant's live schema differs from its
     /// group, or a schema changed since its last unit; nothing ran.
     #[error(
@@ -57,6 +88,23 @@ pub(crate) enum AppError {
     Internal(String),
 }
 
+impl From<DbError> for AppError {
+    /// A database failure, or — what the database layer carried up — core's
+    /// refusal, served as an error of its own.
+    fn from(error: DbError) -> Self {
+        match error {
+            DbError::Refused(Refusal::Plan(e)) => AppError::Plan(e),
+            DbError::Refused(Refusal::Revert(e)) => AppError::Revert(e),
+            DbError::Refused(Refusal::Repair(e)) => AppError::Repair(e),
+            DbError::Refused(Refusal::Retry(e)) => AppError::Retry(e),
+            DbError::Refused(Refusal::Wave(e)) => AppError::Wave(e),
+            DbError::Refused(Refusal::Fleet(e)) => AppError::Fleet(e),
+            DbError::Refused(Refusal::Statements(e)) => AppError::StatementRefused(e),
+            other => AppError::Database(other),
+        }
+    }
+}
+
 impl AppError {
     /// A stable machine-readable code, served as `extensions.code`.
     pub(crate) fn code(&self) -> &'static str {
@@ -68,15 +116,26 @@ impl AppError {
             AppError::Source(SourceError::Format(_)) => "INVALID_FORMAT",
             AppError::Source(_) => "INVALID_SOURCE",
             AppError::SchemaDrift { .. } => "SCHEMA_DRIFT",
-            AppError::Database(DbError::Plan(PlanError::Drift(_))) => "DRIFT",
-            AppError::Database(DbError::Plan(PlanError::OutOfOrder(_))) => "OUT_OF_ORDER",
-            AppError::Database(DbError::Repair(_)) => "REPAIR_REFUSED",
-            AppError::Database(DbError::Revert(_)) => "REVERT_REFUSED",
-            AppError::Database(DbError::Plan(PlanError::TenantExists(_))) => "TENANT_EXISTS",
-            AppError::Database(DbError::Plan(PlanError::InvalidTenantName(_))) => "INVALID_TENANT_NAME",
-            AppError::Database(DbError::Plan(_)) => "PLAN_ERROR",
+            AppError::Plan(PlanError::Drift(_)) => "DRIFT",
+            AppError::Plan(PlanError::OutOfOrder(_)) => "OUT_OF_ORDER",
+            AppError::Repair(_) => "REPAIR_REFUSED",
+            AppError::Revert(_) => "REVERT_REFUSED",
+            AppError::Plan(PlanError::TenantExists(_)) | AppError::Fleet(FleetError::TenantExists(_)) => {
+                "TENANT_EXISTS"
+            }
+            AppError::Plan(PlanError::InvalidTenantName(_)) => "INVALID_TENANT_NAME",
+            AppError::Plan(_) => "PLAN_ERROR",
+            AppError::StatementRefused(_) => "STATEMENT_REFUSED",
+            AppError::Retry(_) | AppError::Fleet(FleetError::Retry(_)) => "NOT_QUARANTINED",
+            AppError::Wave(WaveError::UnknownAttribute { .. }) => "UNKNOWN_ATTRIBUTE",
+            AppError::Wave(WaveError::NotATenant(_)) | AppError::Fleet(FleetError::Wave(WaveError::NotATenant(_))) => {
+                "NOT_A_TENANT"
+            }
+            AppError::Wave(_) | AppError::Fleet(FleetError::Wave(_)) => "INVALID_INPUT",
+            AppError::Fleet(FleetError::OnTwoShards { .. }) => "TENANT_ON_TWO_SHARDS",
+            AppError::Fleet(FleetError::Shard(_)) => "UNKNOWN_SHARD",
+            AppError::Fleet(FleetError::MustAnswer(_) | FleetError::Unknown(_)) => "SHARD_UNREACHABLE",
             AppError::Database(DbError::MigrationFailed(_)) => "MIGRATION_FAILED",
-            AppError::Database(DbError::StatementRefused(_)) => "STATEMENT_REFUSED",
             AppError::Database(DbError::TenantInsertFailed { .. }) => "TENANT_INSERT_FAILED",
             AppError::Database(DbError::UnusableSchema { .. }) => "UNUSABLE_SCHEMA",
             AppError::Database(DbError::ReadOnlyServer(_)) => "READ_ONLY_SERVER",
@@ -84,13 +143,7 @@ impl AppError {
             AppError::Database(DbError::PoolExhausted(_)) => "POOL_EXHAUSTED",
             AppError::Database(DbError::LockLost) => "LOCK_LOST",
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
-            AppError::Database(DbError::Retry(_)) => "NOT_QUARANTINED",
-            AppError::Database(DbError::Wave(WaveError::UnknownAttribute { .. })) => "UNKNOWN_ATTRIBUTE",
-            AppError::Database(DbError::Wave(WaveError::NotATenant(_))) => "NOT_A_TENANT",
-            AppError::Database(DbError::Wave(_)) => "INVALID_INPUT",
             AppError::Database(DbError::ShardUnreachable { .. }) => "SHARD_UNREACHABLE",
-            AppError::Database(DbError::TenantOnTwoShards { .. }) => "TENANT_ON_TWO_SHARDS",
-            AppError::Database(DbError::Shard(_)) => "UNKNOWN_SHARD",
             AppError::Database(DbError::Shards { .. }) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
@@ -156,7 +209,7 @@ impl async_graphql::ErrorExtensions for AppError {
         let mut graphql_error =
             async_graphql::Error::new(self.public_message()).extend_with(|_, e| e.set("code", code));
         graphql_error.source = Some(std::sync::Arc::new(ErrorDetail { code, detail: self.to_string() }));
-        if let AppError::Database(DbError::Plan(PlanError::Drift(drift))) = self {
+        if let AppError::Plan(PlanError::Drift(drift)) = self {
             let files: Vec<async_graphql::Value> =
                 drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
             graphql_error = graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)));
@@ -215,7 +268,7 @@ impl async_graphql::ErrorExtensions for AppError {
                 e.set("changed", changed.clone());
             });
         }
-        if let AppError::Database(DbError::StatementRefused(refused)) = self
+        if let AppError::StatementRefused(refused) = self
             && let Some(first) = refused.0.first()
         {
             let refusals: Vec<async_graphql::Value> = refused

@@ -15,7 +15,7 @@ use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::{
-    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow,
+    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest,
     UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::error::AppError;
@@ -230,7 +230,7 @@ impl Service {
         }
         let drift = Drift::new(prints);
         let needed = drift.needed();
-        let compared: std::collections::HashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =
+        let compared: rustc_hash::FxHashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =
             needed.iter().cloned().zip(self.database.catalogs(&needed).await?).collect();
         let stored: std::collections::BTreeMap<String, Stored> = self
             .database
@@ -286,7 +286,8 @@ impl Service {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
         let audit = crate::db::types::Audit { name: version_name, created: &created, request_id };
-        let repair = self.database.repair(&sources, files, true, (!dry_run).then_some(&audit)).await?;
+        let request = RepairRequest { sources: &sources, files, strict: true, audit: (!dry_run).then_some(&audit) };
+        let repair = self.database.repair(request).await?;
         if !dry_run && !repair.is_empty() {
             let changed: Vec<&str> = repair.checksums.iter().map(|c| c.file.as_str()).collect();
             let removed: Vec<&str> = repair.removals.iter().map(|r| r.file.as_str()).collect();
@@ -391,7 +392,7 @@ impl Service {
     pub(crate) fn target(&self, tenant: Option<String>) -> Result<Target, AppError> {
         let Some(tenant) = tenant else { return Ok(Target::AllSchemas) };
         validate_new_tenant_name(&tenant, self.config.driver, self.config.single_schemas())
-            .map_err(|e| DbError::Plan(PlanError::InvalidTenantName(e)))?;
+            .map_err(|e| AppError::Plan(PlanError::InvalidTenantName(e)))?;
         Ok(Target::NewTenant(tenant))
     }
 

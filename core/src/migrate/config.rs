@@ -8,7 +8,9 @@
 //! `webHookTemplate`, placeholders named `summary` or `summary.<field>` belong
 //! to the webhook and are left for [`crate::migrate::summary::render_template`].
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashSet;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -896,7 +898,7 @@ fn validate_directories(
     single_scripts: &[String],
     tenant_scripts: &[String],
 ) -> Result<(), ConfigError> {
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     let lists: [(&'static str, &[String]); 4] = [
         ("singleMigrations", single_migrations),
         ("tenantMigrations", tenant_migrations),

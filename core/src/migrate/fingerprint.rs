@@ -36,6 +36,7 @@
 //!   stored fingerprint of other recorded migrations (a version killed
 //!   before it stored them) is not judged.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 /// One object of a schema's catalog, as the engine describes it.
@@ -322,7 +323,7 @@ impl Recorded {
 /// Scripts do not count: they run on every version.
 #[derive(Debug, Default)]
 pub struct RecordedBySchema {
-    done: std::collections::HashMap<String, Recorded>,
+    done: FxHashMap<String, Recorded>,
     schema: Option<String>,
     pairs: Vec<(String, String)>,
 }
@@ -347,7 +348,7 @@ impl RecordedBySchema {
     }
 
     /// Every schema's recorded migrations.
-    pub fn finish(mut self) -> std::collections::HashMap<String, Recorded> {
+    pub fn finish(mut self) -> FxHashMap<String, Recorded> {
         self.close();
         self.done
     }
@@ -446,14 +447,14 @@ impl TenantPrint {
 #[derive(Debug, Clone)]
 pub struct Drift {
     states: Vec<SchemaState>,
-    migrations: std::collections::HashMap<String, usize>,
+    migrations: FxHashMap<String, usize>,
     groups: Vec<DriftGroup>,
 }
 
 impl Drift {
     /// The tenants' prints, grouped by recorded migrations.
     pub fn new(prints: Vec<TenantPrint>) -> Drift {
-        let mut migrations = std::collections::HashMap::with_capacity(prints.len());
+        let mut migrations = FxHashMap::with_capacity_and_hasher(prints.len(), Default::default());
         let states: Vec<SchemaState> = prints
             .into_iter()
             .map(|print| {
@@ -484,7 +485,7 @@ impl Drift {
     /// migrations is `changed`.
     pub fn report(
         self,
-        catalogs: &std::collections::HashMap<String, Vec<CatalogObject>>,
+        catalogs: &FxHashMap<String, Vec<CatalogObject>>,
         singles: &[TenantCatalog],
         stored: &std::collections::BTreeMap<String, Stored>,
     ) -> DriftReport {
@@ -529,7 +530,7 @@ pub fn report(
     stored: &std::collections::BTreeMap<String, Stored>,
 ) -> DriftReport {
     let drift = Drift::new(tenants.iter().map(TenantPrint::of).collect());
-    let needed: std::collections::HashSet<String> = drift.needed().into_iter().collect();
+    let needed: FxHashSet<String> = drift.needed().into_iter().collect();
     let catalogs = tenants.into_iter().filter(|t| needed.contains(&t.schema)).map(|t| (t.schema, t.objects)).collect();
     drift.report(&catalogs, singles, stored)
 }

@@ -28,7 +28,7 @@
 //! - **The directory never overrules a shard that answers**: it serves
 //!   only for shards that do not.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
@@ -178,7 +178,7 @@ impl View {
     /// directory knows nothing of is an error, as is a tenant on two
     /// shards.
     pub fn seen(&self) -> Result<Vec<Seen>, FleetError> {
-        let answered: HashSet<&str> = self.listed.iter().flatten().flatten().map(String::as_str).collect();
+        let answered: FxHashSet<&str> = self.listed.iter().flatten().flatten().map(String::as_str).collect();
         let mut shards = Vec::with_capacity(self.names.len());
         for (index, (name, listed)) in self.names.iter().zip(&self.listed).enumerate() {
             shards.push(match listed {
@@ -199,7 +199,7 @@ impl View {
 
     /// Refuses a tenant on two shards.
     pub fn one_shard_each<'a>(&self, tenants: impl Iterator<Item = &'a Vec<String>>) -> Result<(), FleetError> {
-        let mut first: HashMap<&str, usize> = HashMap::new();
+        let mut first: FxHashMap<&str, usize> = FxHashMap::default();
         for (index, names) in tenants.enumerate() {
             for name in names {
                 if let Some(before) = first.insert(name, index) {
@@ -325,7 +325,7 @@ pub fn parts(view: &View, ask: Ask<'_>) -> Result<Vec<Option<Part>>, FleetError>
 }
 
 /// The names of every quarantined tenant the view holds, on any shard.
-fn quarantined_names(view: &View) -> HashSet<&str> {
+fn quarantined_names(view: &View) -> FxHashSet<&str> {
     view.held.iter().flatten().flatten().map(|row| row.tenant.as_str()).collect()
 }
 
@@ -342,18 +342,18 @@ pub fn housekeeping(view: &View) -> Housekeeping {
     let (Some(Some(home_tenants)), Some(Some(home_held))) = (view.listed.first(), view.held.first()) else {
         return work;
     };
-    let home_tenants: HashSet<&str> = home_tenants.iter().map(String::as_str).collect();
+    let home_tenants: FxHashSet<&str> = home_tenants.iter().map(String::as_str).collect();
     let foreign: Vec<&str> =
         home_held.iter().map(|row| row.tenant.as_str()).filter(|tenant| !home_tenants.contains(tenant)).collect();
     for (index, tenants) in view.answered().skip_while(|(index, _)| *index == 0) {
         let Some(Some(own)) = view.held.get(index) else { continue };
-        let tenants: HashSet<&str> = tenants.iter().map(String::as_str).collect();
+        let tenants: FxHashSet<&str> = tenants.iter().map(String::as_str).collect();
         let moving: Vec<String> =
             foreign.iter().filter(|tenant| tenants.contains(*tenant)).map(|tenant| tenant.to_string()).collect();
         if moving.is_empty() {
             continue;
         }
-        let own: HashSet<&str> = own.iter().map(|row| row.tenant.as_str()).collect();
+        let own: FxHashSet<&str> = own.iter().map(|row| row.tenant.as_str()).collect();
         let write = moving.iter().filter(|tenant| !own.contains(tenant.as_str())).cloned().collect();
         work.hand_overs.push(HandOver { shard: index, write, release: moving });
     }
@@ -377,8 +377,8 @@ pub fn quarantine_unreachable(view: &View, index: usize) -> Vec<String> {
 /// unreachable shard when that shard holds the tenant's row itself (a
 /// hand-over not finished) — each tenant once.
 pub fn visible_quarantine(held: &[Option<Vec<Held>>]) -> Vec<(usize, usize)> {
-    let own: HashSet<&str> =
-        held.iter().skip(1).flatten().flatten().map(|row| row.tenant.as_str()).collect::<HashSet<_>>();
+    let own: FxHashSet<&str> =
+        held.iter().skip(1).flatten().flatten().map(|row| row.tenant.as_str()).collect::<FxHashSet<_>>();
     let mut shown: Vec<(usize, usize)> = Vec::new();
     for (shard, rows) in held.iter().enumerate() {
         for (position, row) in rows.iter().flatten().enumerate() {
@@ -424,7 +424,7 @@ pub struct FleetVersion {
 /// first appearance.
 pub fn one_identity(ids: Ids, parts: &[VersionPart<'_>]) -> Vec<FleetVersion> {
     let mut versions: Vec<FleetVersion> = Vec::new();
-    let mut index_of: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut index_of: FxHashMap<(&str, &str, &str), usize> = FxHashMap::default();
     for part in parts {
         let served = ids.served(part.local, part.shard);
         let key = (part.request_id, part.name, part.created);

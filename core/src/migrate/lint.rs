@@ -42,7 +42,7 @@ mod select;
 
 pub use select::{all_files, files_of_plan, render_text};
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
@@ -282,7 +282,7 @@ fn lint_file(input: &LintInput, state: &mut rules::State, file: &str, contents: 
 struct Head {
     no_transaction: bool,
     lock_timeout: bool,
-    allowed: HashSet<&'static str>,
+    allowed: FxHashSet<&'static str>,
     unknown: Vec<(Position, String)>,
 }
 
@@ -691,7 +691,7 @@ pub(crate) fn table_key<'a>(parts: impl IntoIterator<Item = &'a str>) -> String 
 }
 
 /// Not-null checks by table: constraint name → (column, validated).
-pub(crate) type Checks = HashMap<String, HashMap<String, (String, bool)>>;
+pub(crate) type Checks = FxHashMap<String, FxHashMap<String, (String, bool)>>;
 
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@
 //!   with one more attempt. A release lets the next version take it like
 //!   any other tenant.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use thiserror::Error;
 
@@ -48,18 +48,18 @@ pub enum RetryError {
 /// fleet (quarantined tenants skipped); `Some(names)` for a retry of those
 /// quarantined tenants (`Some(&[])`: all of them).
 pub fn select(tenants: &[String], quarantined: &[String], retry: Option<&[String]>) -> Result<Selection, RetryError> {
-    let held: HashSet<&str> = quarantined.iter().map(String::as_str).collect();
+    let held: FxHashSet<&str> = quarantined.iter().map(String::as_str).collect();
     match retry {
         None => {
             let (skipped, run) = tenants.iter().cloned().partition(|t| held.contains(t.as_str()));
             Ok(Selection { run, skipped })
         }
         Some(names) => {
-            let existing: HashSet<&str> = tenants.iter().map(String::as_str).collect();
+            let existing: FxHashSet<&str> = tenants.iter().map(String::as_str).collect();
             if let Some(name) = names.iter().find(|n| !held.contains(n.as_str()) || !existing.contains(n.as_str())) {
                 return Err(RetryError::NotQuarantined(name.clone()));
             }
-            let wanted: HashSet<&str> =
+            let wanted: FxHashSet<&str> =
                 if names.is_empty() { held } else { names.iter().map(String::as_str).collect() };
             if wanted.is_empty() {
                 return Err(RetryError::NothingQuarantined);

@@ -6,6 +6,7 @@
 //! thousand names (spelt out up to [`NAMES_SHOWN`]), not a thousand blocks.
 
 use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use crate::migrate::plan::Plan;
@@ -77,7 +78,7 @@ impl FleetMatrix {
     /// `tenants` it does not have (those of a shard that did not answer, as
     /// last seen), after its own rows.
     pub fn with_unknown(mut self, tenants: &[String]) -> FleetMatrix {
-        let known: std::collections::HashSet<&str> = self.tenants.iter().map(|(name, _)| name.as_str()).collect();
+        let known: FxHashSet<&str> = self.tenants.iter().map(|(name, _)| name.as_str()).collect();
         let unknown: Vec<(String, Vec<CellState>)> = tenants
             .iter()
             .filter(|tenant| !known.contains(tenant.as_str()))

@@ -28,7 +28,7 @@
 //!   there, and in the tenant list while it is down; a shard's own
 //!   `tenantSelectSQL` stays the truth whenever it answers.
 
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
@@ -69,7 +69,7 @@ pub enum ShardError {
 
 /// Checks the names of a shard list.
 pub fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ShardError> {
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for name in names {
         let good = !name.is_empty()
             && name.len() <= 63
@@ -149,7 +149,7 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
         step.schema = schema;
         kept.steps.push(step);
     }
-    let schemas: HashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
+    let schemas: FxHashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
     kept.diagnostics.out_of_order =
         plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
     kept.diagnostics.missing = in_schemas(plan.diagnostics.missing, &schemas, |m| &mut m.schemas);
@@ -159,7 +159,7 @@ pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
 
 /// The diagnostics about `schemas` only: each item's schemas cut to them,
 /// an item left with none dropped.
-fn in_schemas<T>(items: Vec<T>, schemas: &HashSet<&str>, of: impl Fn(&mut T) -> &mut Vec<String>) -> Vec<T> {
+fn in_schemas<T>(items: Vec<T>, schemas: &FxHashSet<&str>, of: impl Fn(&mut T) -> &mut Vec<String>) -> Vec<T> {
     items
         .into_iter()
         .filter_map(|mut item| {
@@ -257,10 +257,10 @@ impl Directory {
     /// answered: `listed` holds each of them with its tenants. What it says
     /// of a shard that did not answer stays.
     pub fn changes(&self, listed: &[(&str, &[String])]) -> DirectoryChanges {
-        let answered: HashSet<&str> = listed.iter().map(|(shard, _)| *shard).collect();
-        let known: std::collections::HashMap<&str, &str> =
+        let answered: FxHashSet<&str> = listed.iter().map(|(shard, _)| *shard).collect();
+        let known: FxHashMap<&str, &str> =
             self.rows.iter().map(|(tenant, shard)| (tenant.as_str(), shard.as_str())).collect();
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
         let mut changes = DirectoryChanges::default();
         for (shard, tenants) in listed {
             for tenant in tenants.iter() {

@@ -10,7 +10,7 @@
 //! read with the tenant list ([`Attributes`]); `tier=internal,beta` selects
 //! the tenants whose `tier` is one of those values.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
@@ -73,7 +73,7 @@ pub struct Attributes {
     /// The columns after the name, lowercase, in their order.
     pub columns: Vec<String>,
     /// Each tenant's values in `columns` order (`None`: NULL).
-    pub values: HashMap<String, Vec<Option<String>>>,
+    pub values: FxHashMap<String, Vec<Option<String>>>,
 }
 
 impl Attributes {
@@ -81,7 +81,10 @@ impl Attributes {
     /// `columns` (matched without regard to case): each tenant's values in
     /// that order.
     pub fn new(columns: Vec<String>) -> Attributes {
-        Attributes { columns: columns.into_iter().map(|c| c.to_ascii_lowercase()).collect(), values: HashMap::new() }
+        Attributes {
+            columns: columns.into_iter().map(|c| c.to_ascii_lowercase()).collect(),
+            values: FxHashMap::default(),
+        }
     }
 
     /// Tenant `tenant`'s value of column `name` (lowercase).
@@ -148,11 +151,11 @@ pub fn select(tenants: &[String], wave: &Wave, attributes: &Attributes) -> Resul
             .collect()),
         Wave::All => Ok(tenants.to_vec()),
         Wave::Named(names) => {
-            let existing: HashSet<&str> = tenants.iter().map(String::as_str).collect();
+            let existing: FxHashSet<&str> = tenants.iter().map(String::as_str).collect();
             if let Some(name) = names.iter().find(|n| !existing.contains(n.as_str())) {
                 return Err(WaveError::NotATenant(name.clone()));
             }
-            let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+            let wanted: FxHashSet<&str> = names.iter().map(String::as_str).collect();
             Ok(tenants.iter().filter(|t| wanted.contains(t.as_str())).cloned().collect())
         }
         Wave::Share(share) if *share > 100 => Err(WaveError::BadShare(u32::from(*share))),
@@ -204,7 +207,7 @@ mod tests {
         let tier = |v: Option<&str>| vec![v.map(str::to_string), Some("eu".to_string())];
         let attributes = Attributes {
             columns: vec!["tier".into(), "region".into()],
-            values: HashMap::from([
+            values: FxHashMap::from_iter([
                 ("t00000".into(), tier(Some("internal"))),
                 ("t00001".into(), tier(Some("beta"))),
                 ("t00002".into(), tier(None)),

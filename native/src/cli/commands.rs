@@ -11,6 +11,7 @@ use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
+use super::answers::{MissingFile, PendingSchema, PlanAnswer, StatusAnswer, UnreachableShardAnswer};
 use super::output::{cli_request_id, failure, print_json};
 use super::progress::Progress;
 use super::{
@@ -18,9 +19,9 @@ use super::{
     RevertArgs, RolloutAction, StatusArgs,
 };
 use crate::db::QuarantineRow;
-use crate::db::{self, Access, DbError, Observer};
+use crate::db::{self, Access, Observer};
 use crate::error::AppError;
-use crate::graphql::types::CreateResultsDto;
+use crate::graphql::types::{CreateResultsDto, VersionDto};
 use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
@@ -175,12 +176,13 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
             let plan = preview.plan;
             let findings = service.lint(&plan, &sources);
             if args.json {
-                let mut out = serde_json::to_value(report::plan_report(&plan, &sources)).unwrap_or_default();
-                out["findings"] = serde_json::to_value(&findings.findings).unwrap_or_default();
-                out["unchecked"] = serde_json::to_value(&findings.unchecked).unwrap_or_default();
-                out["skippedTenants"] = json!(preview.skipped);
-                out["activeRollouts"] = json!(active_rollouts(service).await);
-                print_json(&out);
+                print_json(&PlanAnswer {
+                    report: report::plan_report(&plan, &sources),
+                    findings: &findings.findings,
+                    unchecked: &findings.unchecked,
+                    skipped_tenants: &preview.skipped,
+                    active_rollouts: active_rollouts(service).await,
+                });
             } else {
                 out!("{}", report::render_text(&plan, &sources));
                 out!("{}", render_active_rollouts(&active_rollouts(service).await));
@@ -202,7 +204,7 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
                 () => Exit::Success,
             }
         }
-        Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => {
+        Err(AppError::Plan(PlanError::Drift(drift))) => {
             if args.json {
                 let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
                 print_json(&json!({ "refused": "DRIFT", "drift": drift }));
@@ -467,27 +469,30 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     if args.json {
-        let pending: Vec<Value> = pending
-            .iter()
-            .map(|p| json!({ "schema": p.schema, "migrations": p.migrations, "quarantined": quarantined.contains(&p.schema) }))
-            .collect();
-        let recent: Vec<Value> =
-            recent.iter().map(|v| json!({ "id": v.id, "name": v.name, "created": v.created })).collect();
-        let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
-        let unreachable: Vec<Value> = unreachable
-            .iter()
-            .map(|shard| json!({ "shard": shard.shard, "reason": shard.reason, "tenants": shard.tenants }))
-            .collect();
-        print_json(&json!({
-            "versions": recent,
-            "versionCount": versions.len(),
-            "tenants": tenants,
-            "pending": pending,
-            "drift": drift,
-            "missing": missing.iter().map(|m| json!({ "file": m.file, "schemas": m.schemas })).collect::<Vec<_>>(),
-            "unreachableShards": unreachable,
-            "activeRollouts": active_rollouts(service).await,
-        }));
+        print_json(&StatusAnswer {
+            versions: recent.iter().map(|version| VersionDto::from((*version).clone())).collect(),
+            version_count: versions.len(),
+            tenants,
+            pending: pending
+                .iter()
+                .map(|p| PendingSchema {
+                    schema: p.schema.clone(),
+                    migrations: p.migrations,
+                    quarantined: quarantined.contains(&p.schema),
+                })
+                .collect(),
+            drift: drift.iter().map(report::drift_json).collect(),
+            missing: missing.iter().map(|m| MissingFile { file: m.file.clone(), schemas: m.schemas.clone() }).collect(),
+            unreachable_shards: unreachable
+                .iter()
+                .map(|shard| UnreachableShardAnswer {
+                    shard: shard.shard.clone(),
+                    reason: shard.reason.clone(),
+                    tenants: shard.tenants.clone(),
+                })
+                .collect(),
+            active_rollouts: active_rollouts(service).await,
+        });
         return exit;
     }
     outln!("{} version(s); {tenants} tenant(s).", versions.len());

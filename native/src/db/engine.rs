@@ -90,7 +90,18 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
 /// query: its catalog scan is paid once per read, not per schema).
 pub(crate) const CATALOGS_PER_READ: usize = 250;
 
-pub(crate) use super::types::Record;
+pub(crate) use super::types::{Entries, Record};
+
+/// A transaction-control step ([`Engine::transaction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transaction {
+    /// Start one.
+    Begin,
+    /// Commit it.
+    Commit,
+    /// Roll it back.
+    Rollback,
+}
 
 /// The per-dialect primitives the executor runs a version with. Each
 /// dialect's SQL lives in its own `sql.rs`.
@@ -104,9 +115,10 @@ pub(crate) trait Engine: Send + Sync {
     type Books: Books<Self::Conn>;
 
     /// The database kind.
-    fn driver(&self) -> Driver;
-    /// Whether DDL takes part in transactions.
-    fn transactional_ddl(&self) -> bool;
+    const DRIVER: Driver;
+    /// Whether DDL takes part in transactions (MySQL and MariaDB commit it
+    /// implicitly: every step is its own commit, recorded right after it).
+    const TRANSACTIONAL_DDL: bool;
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
     /// Takes the database's cross-instance lock on a session of its own
@@ -134,24 +146,28 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Undoes [`Engine::enter`], outside any transaction.
     async fn leave(&self, _conn: &mut Self::Conn, _schema: &str) {}
+    /// Starts, commits or rolls back a transaction (without transactional
+    /// DDL: nothing).
+    async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError>;
     /// Starts a transaction.
-    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        self.transaction(conn, Transaction::Begin).await
+    }
     /// Commits it.
-    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        self.transaction(conn, Transaction::Commit).await
+    }
     /// Rolls it back.
-    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError>;
+    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        self.transaction(conn, Transaction::Rollback).await
+    }
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
     /// Sets how long the statements that follow wait for a lock and may
-    /// run: for the open transaction only (`in_transaction`), or for the
+    /// run: for the open transaction only (`local`), or for the
     /// session until [`Engine::reset_timeouts`]. Engines without lock waits
     /// worth bounding (SQLite: one writer) do nothing.
-    async fn set_timeouts(
-        &self,
-        _conn: &mut Self::Conn,
-        _timeouts: Timeouts,
-        _in_transaction: bool,
-    ) -> Result<(), DbError> {
+    async fn set_timeouts(&self, _conn: &mut Self::Conn, _to: Timeouts, _local: bool) -> Result<(), DbError> {
         Ok(())
     }
     /// The live catalog of `schema` (fleet drift): one object per table,
@@ -189,12 +205,6 @@ pub(crate) trait Engine: Send + Sync {
     async fn install(&self, tenants_table: bool) -> Result<(), DbError>;
     /// Creates a tenant's schema and inserts its row (`tenantInsertSQL`).
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError>;
-    /// Records rows in `svc_migrations` for `version_id`.
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError>;
+    /// Records a unit's rows in `svc_migrations`.
+    async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError>;
 }

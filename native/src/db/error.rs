@@ -2,7 +2,13 @@
 //! migration leaves behind ([`MigrationFailure`]).
 
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::fleet::FleetError;
 use strata_core::migrate::plan::PlanError;
+use strata_core::migrate::quarantine::RetryError;
+use strata_core::migrate::repair::RepairError;
+use strata_core::migrate::revert::RevertError;
+use strata_core::migrate::statements::Refusals;
+use strata_core::migrate::wave::WaveError;
 use thiserror::Error;
 
 /// A shard on which a version did not finish.
@@ -135,17 +141,6 @@ pub(crate) enum DbError {
         /// Why.
         reason: String,
     },
-    /// Two shards' tenant statements return the same tenant; nothing ran.
-    #[error("tenant {tenant:?} is on shards {} and {}: a tenant must live on one shard; nothing was run", .shards[0], .shards[1])]
-    TenantOnTwoShards {
-        /// The tenant.
-        tenant: String,
-        /// The two shards.
-        shards: [String; 2],
-    },
-    /// A request names a shard that is not configured.
-    #[error(transparent)]
-    Shard(strata_core::migrate::shard::ShardError),
     /// A version over a sharded fleet failed on some shards; the others
     /// finished.
     #[error("{}", shards_message(.failed, .completed))]
@@ -158,12 +153,6 @@ pub(crate) enum DbError {
     /// What this engine cannot do (yet).
     #[error("not supported: {0}")]
     NotSupported(&'static str),
-    /// A retry names what is not in quarantine.
-    #[error(transparent)]
-    Retry(#[from] strata_core::migrate::quarantine::RetryError),
-    /// A wave names what is not a tenant.
-    #[error(transparent)]
-    Wave(#[from] strata_core::migrate::wave::WaveError),
     /// A version id does not fit the engine's column.
     #[error("version id {0} is out of range for this database")]
     IdOutOfRange(i64),
@@ -196,22 +185,14 @@ pub(crate) enum DbError {
          tenantConcurrency + 2 connections for one version (PgBouncer: default_pool_size), or lower tenantConcurrency"
     )]
     PoolExhausted(String),
-    /// The planner refused the operation.
+    /// Core refused the request before anything ran: carried up to the
+    /// service, which serves each refusal as an error of its own
+    /// (`AppError`'s flat variants).
     #[error(transparent)]
-    Plan(#[from] PlanError),
-    /// A revert could not be planned (nothing ran).
-    #[error(transparent)]
-    Revert(#[from] strata_core::migrate::revert::RevertError),
-    /// `strata repair` refused a file (nothing changed).
-    #[error(transparent)]
-    Repair(#[from] strata_core::migrate::repair::RepairError),
+    Refused(Refusal),
     /// A migration failed; see [`MigrationFailure`] for what stays.
     #[error("{0}")]
     MigrationFailed(Box<MigrationFailure>),
-    /// A migration file cannot run as written (hidden transaction control,
-    /// or a statement that needs the no-transaction directive); nothing ran.
-    #[error("{0}; nothing was run")]
-    StatementRefused(#[from] strata_core::migrate::statements::Refusals),
     /// The tenant insert statement failed.
     #[error("creating tenant {tenant} failed: {message}; nothing was recorded")]
     TenantInsertFailed {
@@ -239,6 +220,39 @@ pub(crate) enum DbError {
         /// The stored code.
         code: i64,
     },
+}
+
+/// What core refused before anything ran, as the database layer meets it.
+#[derive(Debug, Error)]
+pub(crate) enum Refusal {
+    /// The planner refused the operation.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A revert could not be planned.
+    #[error(transparent)]
+    Revert(#[from] RevertError),
+    /// `strata repair` refused a file.
+    #[error(transparent)]
+    Repair(#[from] RepairError),
+    /// A retry names what is not in quarantine.
+    #[error(transparent)]
+    Retry(#[from] RetryError),
+    /// A wave names what is not a tenant.
+    #[error(transparent)]
+    Wave(#[from] WaveError),
+    /// A sharded fleet's rules refused the request.
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    /// A migration file cannot run as written (hidden transaction control,
+    /// or a statement that needs the no-transaction directive).
+    #[error("{0}; nothing was run")]
+    Statements(#[from] Refusals),
+}
+
+impl<T: Into<Refusal>> From<T> for DbError {
+    fn from(refusal: T) -> Self {
+        DbError::Refused(refusal.into())
+    }
 }
 
 impl DbError {

@@ -75,7 +75,7 @@ use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
 use strata_core::migrate::wave::{self, Wave};
 
 use super::books::Books;
-use super::engine::{self, Engine, Failure, Record};
+use super::engine::{self, Engine, Entries, Failure, Record};
 use super::error::{Cause, DbError, MigrationFailure};
 use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
 
@@ -141,7 +141,7 @@ pub(crate) async fn preview<E: Engine>(
     };
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
     let applied = if installed { engine.books().applied(&mut conn).await? } else { Vec::new() };
-    let (plan, _) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
+    let (plan, _) = plan_checked(E::DRIVER, settings.out_of_order, request, &selection.run, &applied)?;
     drop((applied, planning));
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
 }
@@ -169,7 +169,7 @@ async fn select_tenants<E: Engine>(
         if let Wave::Named(names) = &request.wave
             && let Some(name) = names.iter().find(|name| selection.skipped.contains(name))
         {
-            return Err(DbError::Retry(quarantine::RetryError::Quarantined(name.clone())));
+            return Err(quarantine::RetryError::Quarantined(name.clone()).into());
         }
         selection.run = wave::select(&selection.run, &request.wave, &tenants.attributes)?;
     }
@@ -220,11 +220,9 @@ fn plan_checked(
 pub(crate) async fn repair<E: Engine>(
     engine: &E,
     settings: &Settings,
-    sources: &[SourceMigration],
-    files: &[String],
-    strict: bool,
-    audit: Option<&super::types::Audit<'_>>,
+    request: super::types::RepairRequest<'_>,
 ) -> Result<strata_core::migrate::repair::Repair, DbError> {
+    let super::types::RepairRequest { sources, files, strict, audit } = request;
     let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
     let result = async {
@@ -270,7 +268,7 @@ async fn locked<E: Engine>(
     let tenants = engine.books().tenants(&mut main).await?;
     let selection = select_tenants(engine, &mut main, request, &tenants).await?;
     let applied = engine.books().applied(&mut main).await?;
-    let (plan, modes) = plan_checked(engine.driver(), settings.out_of_order, request, &selection.run, &applied)?;
+    let (plan, modes) = plan_checked(E::DRIVER, settings.out_of_order, request, &selection.run, &applied)?;
     drop((tenants, applied, planning));
     let mut outcome = MutationOutcome {
         plan,
@@ -280,7 +278,7 @@ async fn locked<E: Engine>(
         released: Vec::new(),
         committed_counts: None,
     };
-    if outcome.plan.is_empty() || (request.dry_run && !engine.transactional_ddl()) {
+    if outcome.plan.is_empty() || (request.dry_run && !E::TRANSACTIONAL_DDL) {
         if request.retry.is_some() && !request.dry_run {
             // Nothing left to run in them (fixed and synced by hand, say).
             engine.books().release_quarantined(&mut main, &selection.run).await?;
@@ -410,7 +408,7 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
         }
     }
     if !refused.is_empty() {
-        return Err(DbError::StatementRefused(Refusals(refused)));
+        return Err(Refusals(refused).into());
     }
     Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
 }
@@ -545,7 +543,7 @@ impl<E: Engine> Run<'_, E> {
         }
         let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
         let timeouts = self.timeouts(step);
-        let partly = self.runs_outside_transaction(step) || !self.engine.transactional_ddl();
+        let partly = self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL;
         if !partly {
             if *current != Some(timeouts) {
                 self.engine.set_timeouts(conn, timeouts, true).await?;
@@ -573,7 +571,7 @@ impl<E: Engine> Run<'_, E> {
         sql: &str,
         timeouts: Timeouts,
     ) -> Result<(), UnitError> {
-        let statements = match self.engine.driver() {
+        let statements = match E::DRIVER {
             Driver::SqlServer => std::iter::once(0..sql.len()).collect(),
             driver => engine::statements_of(driver, sql),
         };
@@ -619,7 +617,10 @@ impl<E: Engine> Run<'_, E> {
         let rows: Vec<Record<'_>> =
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
         match self.plan.direction {
-            Direction::Forward => self.engine.record(conn, &rows, self.request.created, version_id).await,
+            Direction::Forward => {
+                let entries = Entries { rows: &rows, created: self.request.created, version_id };
+                self.engine.record(conn, &entries).await
+            }
             Direction::Revert => self.engine.books().forget(conn, &rows).await,
         }
     }
@@ -669,46 +670,12 @@ impl<E: Engine> Run<'_, E> {
     async fn whole_version(&self, conn: &mut E::Conn) -> Result<Option<VersionRow>, DbError> {
         let dry = self.request.dry_run;
         let progress = Progress::default();
-        let mut pending: Vec<u32> = Vec::new();
-        let mut current = None;
-        let mut tenant_in_transaction = false;
         self.engine.begin(conn).await?;
-        let result = async {
-            if let Some(tenant) = &self.plan.new_tenant {
-                self.engine.create_tenant(conn, tenant).await?;
-                tenant_in_transaction = true;
-            }
-            for step in 0..self.plan.steps.len() as u32 {
-                if self.runs_outside_transaction(step) {
-                    if dry {
-                        continue;
-                    }
-                    self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
-                    (pending, tenant_in_transaction) = (Vec::new(), false);
-                    self.execute(conn, step, &mut current).await?;
-                    self.record_alone(conn, step, &progress).await?;
-                    self.engine.begin(conn).await?;
-                    current = None;
-                    continue;
-                }
-                self.execute(conn, step, &mut current).await?;
-                pending.push(step);
-                if self.commits_after(step) {
-                    self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
-                    (pending, tenant_in_transaction) = (Vec::new(), false);
-                    self.engine.begin(conn).await?;
-                    current = None;
-                }
-            }
-            if !dry {
-                self.close_transaction(conn, &pending, tenant_in_transaction, &progress).await?;
-            }
-            Ok::<_, UnitError>(())
-        }
-        .await;
+        let steps = 0..self.plan.steps.len() as u32;
+        let result = self.in_transactions(conn, steps, self.plan.new_tenant.as_deref(), &progress, dry).await;
         match result {
-            Ok(()) if !dry => Ok(progress.version().map(|id| self.version_row(id))),
-            Ok(()) => {
+            Ok(_) if !dry => Ok(progress.version().map(|id| self.version_row(id))),
+            Ok(pending) => {
                 self.engine.rollback(conn).await?;
                 self.notify_committed(&pending);
                 Ok(None)
@@ -1003,7 +970,7 @@ impl<E: Engine> Run<'_, E> {
             .filter(|tenant| unit.steps.is_empty() || self.plan.schemas[unit.schema as usize] == *tenant)
             .filter(|_| !progress.tenant_created.load(Ordering::SeqCst));
         let mut current = None;
-        if !self.engine.transactional_ddl() {
+        if !E::TRANSACTIONAL_DDL {
             if let Some(tenant) = tenant {
                 self.engine.create_tenant(conn, tenant).await?;
                 // The version's row with it: the version holds the tenant.
@@ -1017,41 +984,63 @@ impl<E: Engine> Run<'_, E> {
             }
             return Ok(());
         }
-        let mut pending: Vec<u32> = Vec::new();
-        let mut tenant_in_transaction = false;
         self.engine.begin(conn).await?;
-        let result = async {
-            if let Some(tenant) = tenant {
-                self.engine.create_tenant(conn, tenant).await?;
-                tenant_in_transaction = true;
-            }
-            for step in steps {
-                if self.runs_outside_transaction(step) {
-                    self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-                    (pending, tenant_in_transaction) = (Vec::new(), false);
-                    self.execute(conn, step, &mut current).await?;
-                    self.record_alone(conn, step, progress).await?;
-                    self.engine.begin(conn).await?;
-                    current = None;
-                    continue;
-                }
-                self.execute(conn, step, &mut current).await?;
-                pending.push(step);
-                if self.commits_after(step) {
-                    self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-                    (pending, tenant_in_transaction) = (Vec::new(), false);
-                    self.engine.begin(conn).await?;
-                    current = None;
-                }
-            }
-            self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-            Ok::<_, UnitError>(())
-        }
-        .await;
+        let result = self.in_transactions(conn, steps, tenant, progress, false).await.map(drop);
         if result.is_err() {
             let _ = self.engine.rollback(conn).await;
         }
         result
+    }
+
+    /// Runs `steps` on `conn`, whose transaction is open: each file in the
+    /// open transaction; a non-transactional file alone, after committing
+    /// what came before and recorded right after it (skipped on a dry run:
+    /// it cannot run in a transaction); a commit after a file that asks for
+    /// one. A new `tenant` is created first, in the first transaction.
+    /// Unless `dry`, the last transaction commits; a dry run's steps still
+    /// open are returned, to roll back.
+    async fn in_transactions(
+        &self,
+        conn: &mut E::Conn,
+        steps: impl IntoIterator<Item = u32>,
+        tenant: Option<&str>,
+        progress: &Progress,
+        dry: bool,
+    ) -> Result<Vec<u32>, UnitError> {
+        let mut pending: Vec<u32> = Vec::new();
+        let mut current = None;
+        let mut tenant_in_transaction = false;
+        if let Some(tenant) = tenant {
+            self.engine.create_tenant(conn, tenant).await?;
+            tenant_in_transaction = true;
+        }
+        for step in steps {
+            if self.runs_outside_transaction(step) {
+                if dry {
+                    continue;
+                }
+                self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
+                (pending, tenant_in_transaction) = (Vec::new(), false);
+                self.execute(conn, step, &mut current).await?;
+                self.record_alone(conn, step, progress).await?;
+                self.engine.begin(conn).await?;
+                current = None;
+                continue;
+            }
+            self.execute(conn, step, &mut current).await?;
+            pending.push(step);
+            if self.commits_after(step) {
+                self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
+                (pending, tenant_in_transaction) = (Vec::new(), false);
+                self.engine.begin(conn).await?;
+                current = None;
+            }
+        }
+        if dry {
+            return Ok(pending);
+        }
+        self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
+        Ok(Vec::new())
     }
 
     /// Ends a unit's open transaction: commits `steps` with their rows (and

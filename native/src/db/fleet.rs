@@ -32,6 +32,7 @@
 //!   stopped server refuses at once, where the pool would retry until its
 //!   5 s time-out on every request.
 
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,11 +53,11 @@ use tokio::net::TcpStream;
 
 use super::error::{DbError, ShardFailure};
 use super::store::Database;
-use super::types::Audit;
 use super::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
     ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
+use super::types::{Audit, RepairRequest};
 
 /// How long `/health` waits for each shard (a stopped server is retried
 /// by the pool until its connect time-out; the route's own limit is 5 s).
@@ -130,17 +131,18 @@ impl Listing {
     }
 
     /// Core's refusal as the service's error: a shard that had to answer
-    /// and did not is reported with its own error.
+    /// and did not is reported with its own error; the others are what a
+    /// request on one server would be refused with, where there is one.
     fn refused(&mut self, error: FleetError) -> DbError {
         match error {
-            FleetError::OnTwoShards { tenant, shards } => DbError::TenantOnTwoShards { tenant, shards },
-            FleetError::MustAnswer(index) | FleetError::Unknown(index) => {
-                self.errors[index].take().unwrap_or_else(|| DbError::UnexpectedAnswer(error_text(index)))
-            }
-            FleetError::TenantExists(tenant) => DbError::Plan(PlanError::TenantExists(tenant)),
-            FleetError::Shard(error) => DbError::Shard(error),
-            FleetError::Retry(error) => DbError::Retry(error),
-            FleetError::Wave(error) => DbError::Wave(error),
+            FleetError::MustAnswer(index) | FleetError::Unknown(index) => match self.errors[index].take() {
+                Some(own) => own,
+                None => error.into(),
+            },
+            FleetError::TenantExists(tenant) => PlanError::TenantExists(tenant).into(),
+            FleetError::Retry(error) => error.into(),
+            FleetError::Wave(error) => error.into(),
+            other => other.into(),
         }
     }
 
@@ -150,10 +152,6 @@ impl Listing {
         let index = self.errors.iter().position(|e| e.as_ref().is_some_and(|e| !e.is_shard_unreachable()))?;
         self.errors[index].take()
     }
-}
-
-fn error_text(index: usize) -> String {
-    format!("shard {index} did not answer")
 }
 
 /// The rules' view of quarantine rows.
@@ -526,26 +524,22 @@ async fn repair_fleet(
         }
         merged
     };
-    let planned = merge(fleet.every(|_, store| async move { store.repair(sources, files, false, None).await }).await?);
+    let ask = RepairRequest { sources, files, strict: false, audit: None };
+    let planned = merge(fleet.every(|_, store| async move { store.repair(ask).await }).await?);
     if let Some(file) = files.iter().find(|file| {
         !planned.checksums.iter().any(|c| &c.file == *file) && !planned.removals.iter().any(|r| &r.file == *file)
     }) {
-        return Err(DbError::Repair(RepairError::NothingOnAnyShard(file.clone())));
+        return Err(RepairError::NothingOnAnyShard(file.clone()).into());
     }
     let Some(audit) = audit else { return Ok(planned) };
-    Ok(merge(fleet.every(|_, store| async move { store.repair(sources, files, false, Some(audit)).await }).await?))
+    let ask = RepairRequest { audit: Some(audit), ..ask };
+    Ok(merge(fleet.every(|_, store| async move { store.repair(ask).await }).await?))
 }
 
 #[async_trait]
 impl Database for Fleet {
-    async fn repair(
-        &self,
-        sources: &[SourceMigration],
-        files: &[String],
-        _strict: bool,
-        audit: Option<&Audit<'_>>,
-    ) -> Result<Repair, DbError> {
-        repair_fleet(self, sources, files, audit).await
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
+        repair_fleet(self, request.sources, request.files, request.audit).await
     }
 
     async fn ping(&self) -> Result<(), DbError> {
@@ -745,7 +739,7 @@ impl Database for Fleet {
         Ok(Preview { plan: shard::merge(plans, request.sources), tenants, skipped, unreachable })
     }
 
-    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {
+    async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError> {
         let parts = self.every(|_, store| async move { store.recorded().await }).await?;
         Ok(parts.into_iter().flatten().collect())
     }

@@ -24,7 +24,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 
 use super::books::SqlxBooks;
-use super::engine::{self, Engine, Failure, Record};
+use super::engine::{self, Engine, Entries, Failure, Transaction};
 use super::error::{DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::CONNECT_TIMEOUT;
@@ -178,16 +178,8 @@ impl Engine for MysqlEngine {
     type Conn = PoolConnection<MySql>;
     type Lock = Lease;
     type Books = SqlxBooks<MySql, i32>;
-
-    fn driver(&self) -> Driver {
-        Driver::Mysql
-    }
-
-    /// MySQL and MariaDB commit DDL implicitly: every step is its own
-    /// commit, recorded right after it ran.
-    fn transactional_ddl(&self) -> bool {
-        false
-    }
+    const DRIVER: Driver = Driver::Mysql;
+    const TRANSACTIONAL_DDL: bool = false;
 
     fn books(&self) -> &Self::Books {
         &self.books
@@ -227,15 +219,8 @@ impl Engine for MysqlEngine {
         lock.release(&self.lease).await;
     }
 
-    async fn begin(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
-        Ok(())
-    }
-
-    async fn commit(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
-        Ok(())
-    }
-
-    async fn rollback(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
+    /// No transaction wraps DDL on MySQL: each step commits on its own.
+    async fn transaction(&self, _conn: &mut Self::Conn, _step: Transaction) -> Result<(), DbError> {
         Ok(())
     }
 
@@ -271,12 +256,7 @@ impl Engine for MysqlEngine {
     /// (`max_statement_time` on MariaDB, `max_execution_time` on MySQL,
     /// which bounds `SELECT` only). Session settings: MySQL commits each
     /// DDL statement on its own.
-    async fn set_timeouts(
-        &self,
-        conn: &mut Self::Conn,
-        timeouts: Timeouts,
-        _in_transaction: bool,
-    ) -> Result<(), DbError> {
+    async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         if timeouts.lock_ms == 0 {
             sqlx::query(sql::RESET_LOCK_TIMEOUTS).execute(&mut **conn).await?;
         } else {
@@ -354,13 +334,8 @@ impl Engine for MysqlEngine {
         Ok(())
     }
 
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
+    async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {
+        let Entries { rows, created, version_id } = *entries;
         for record in rows {
             let migration = record.migration;
             sqlx::query(sql::INSERT_MIGRATION)

@@ -26,7 +26,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::Timeouts;
 
 use super::books::SqlxBooks;
-use super::engine::{self, Engine, Failure, Record};
+use super::engine::{self, Engine, Entries, Failure, Transaction};
 use super::error::{Cause, DbError, describe, one_line};
 use super::lease::{Lease, LeaseRow};
 use super::types::CONNECT_TIMEOUT;
@@ -117,14 +117,8 @@ impl Engine for PostgresEngine {
     type Conn = PoolConnection<Postgres>;
     type Lock = Lease;
     type Books = SqlxBooks<Postgres, i32>;
-
-    fn driver(&self) -> Driver {
-        Driver::Postgres
-    }
-
-    fn transactional_ddl(&self) -> bool {
-        true
-    }
+    const DRIVER: Driver = Driver::Postgres;
+    const TRANSACTIONAL_DDL: bool = true;
 
     fn books(&self) -> &Self::Books {
         &self.books
@@ -157,18 +151,13 @@ impl Engine for PostgresEngine {
         lock.release(&self.lease).await;
     }
 
-    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::BEGIN).execute(&mut **conn).await?;
-        Ok(())
-    }
-
-    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::COMMIT).execute(&mut **conn).await?;
-        Ok(())
-    }
-
-    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::ROLLBACK).execute(&mut **conn).await?;
+    async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        let sql = match step {
+            Transaction::Begin => sql::BEGIN,
+            Transaction::Commit => sql::COMMIT,
+            Transaction::Rollback => sql::ROLLBACK,
+        };
+        sqlx::raw_sql(sql).execute(&mut **conn).await?;
         Ok(())
     }
 
@@ -203,14 +192,9 @@ impl Engine for PostgresEngine {
     /// `lock_timeout` and `statement_timeout`: `SET LOCAL`-like inside the
     /// unit's transaction (so a pooler never hands them to another client);
     /// for the session around a file outside any transaction.
-    async fn set_timeouts(
-        &self,
-        conn: &mut Self::Conn,
-        timeouts: Timeouts,
-        in_transaction: bool,
-    ) -> Result<(), DbError> {
+    async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, local: bool) -> Result<(), DbError> {
         let (lock, statement) = (format!("{}ms", timeouts.lock_ms), format!("{}ms", timeouts.statement_ms));
-        if in_transaction {
+        if local {
             bound(sql::SET_LOCAL_TIMEOUTS).bind(lock).bind(statement).execute(&mut **conn).await?;
         } else {
             let mut tx = Connection::begin(&mut **conn).await?;
@@ -290,13 +274,8 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
+    async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {
+        let Entries { rows, created, version_id } = *entries;
         let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Postgres>::new(sql::INSERT_MIGRATIONS);

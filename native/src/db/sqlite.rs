@@ -37,7 +37,7 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 
 use super::books::{SqlxBooks, SqlxConn};
-use super::engine::{self, Engine, Failure, Record};
+use super::engine::{self, Engine, Entries, Failure, Transaction};
 use super::error::{DbError, describe};
 use super::types::Access;
 
@@ -225,14 +225,8 @@ impl Engine for SqliteEngine {
     type Conn = SqliteConn;
     type Lock = SqliteConnection;
     type Books = SqlxBooks<Sqlite, i64>;
-
-    fn driver(&self) -> Driver {
-        Driver::Sqlite
-    }
-
-    fn transactional_ddl(&self) -> bool {
-        true
-    }
+    const DRIVER: Driver = Driver::Sqlite;
+    const TRANSACTIONAL_DDL: bool = true;
 
     fn books(&self) -> &Self::Books {
         &self.books
@@ -325,18 +319,13 @@ impl Engine for SqliteEngine {
         }
     }
 
-    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut *conn.conn).await?;
-        Ok(())
-    }
-
-    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::COMMIT).execute(&mut *conn.conn).await?;
-        Ok(())
-    }
-
-    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await?;
+    async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        let sql = match step {
+            Transaction::Begin => sql::BEGIN_IMMEDIATE,
+            Transaction::Commit => sql::COMMIT,
+            Transaction::Rollback => sql::ROLLBACK,
+        };
+        sqlx::raw_sql(sql).execute(&mut *conn.conn).await?;
         Ok(())
     }
 
@@ -362,13 +351,8 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
+    async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {
+        let Entries { rows, created, version_id } = *entries;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Sqlite>::new(sql::INSERT_MIGRATIONS);
             insert.push_values(chunk, |mut row, record| {

@@ -26,10 +26,11 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::books::Books;
-use super::engine::{Engine, Failure, Record};
+use super::engine::{Engine, Entries, Failure, Transaction};
 use super::error::{Cause, DbError};
 use super::types::CONNECT_TIMEOUT;
 use super::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
+use strata_core::migrate::lock_wait::Timeouts;
 
 type Connection = Client<Compat<TcpStream>>;
 
@@ -280,17 +281,11 @@ impl Engine for SqlServerEngine {
     type Conn = Connection;
     type Lock = Connection;
     type Books = Self;
-
-    fn driver(&self) -> Driver {
-        Driver::SqlServer
-    }
+    const DRIVER: Driver = Driver::SqlServer;
+    const TRANSACTIONAL_DDL: bool = true;
 
     fn books(&self) -> &Self {
         self
-    }
-
-    fn transactional_ddl(&self) -> bool {
-        true
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
@@ -331,16 +326,13 @@ impl Engine for SqlServerEngine {
         }
     }
 
-    async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        run(conn, sql::BEGIN).await
-    }
-
-    async fn commit(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        run(conn, sql::COMMIT).await
-    }
-
-    async fn rollback(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
-        run(conn, sql::ROLLBACK).await
+    async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        let sql = match step {
+            Transaction::Begin => sql::BEGIN,
+            Transaction::Commit => sql::COMMIT,
+            Transaction::Rollback => sql::ROLLBACK,
+        };
+        run(conn, sql).await
     }
 
     /// Runs the file batch by batch (cut at `GO` lines); a server error's
@@ -348,12 +340,7 @@ impl Engine for SqlServerEngine {
     /// `SET LOCK_TIMEOUT` (milliseconds; -1 waits forever) for the
     /// session: SQL Server has no statement time-out of its own (a client's
     /// query time-out), so `statement_ms` is not applied.
-    async fn set_timeouts(
-        &self,
-        conn: &mut Self::Conn,
-        timeouts: strata_core::migrate::lock_wait::Timeouts,
-        _in_transaction: bool,
-    ) -> Result<(), DbError> {
+    async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         let ms = if timeouts.lock_ms == 0 { -1 } else { i64::try_from(timeouts.lock_ms).unwrap_or(i64::MAX) };
         conn.simple_query(sql::set_lock_timeout(ms)).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
         Ok(())
@@ -403,13 +390,8 @@ impl Engine for SqlServerEngine {
         Ok(())
     }
 
-    async fn record(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[Record<'_>],
-        created: &str,
-        version_id: i64,
-    ) -> Result<(), DbError> {
+    async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {
+        let Entries { rows, created, version_id } = *entries;
         let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let codes: Vec<i32> = chunk.iter().map(|r| r.migration.migration_type.code() as i32).collect();

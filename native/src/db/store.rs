@@ -11,22 +11,21 @@
 //! - A read-write store has created the service's tables, under the
 //!   engine's lock, before it answers anything.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use async_trait::async_trait;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use strata_core::migrate::repair::Repair;
-use strata_core::migrate::source::SourceMigration;
 
 use super::books::Books;
 use super::engine::Engine;
 use super::error::DbError;
 use super::executor::{self, Settings};
 use super::types::{
-    Access, Audit, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
-    ShardTenants, VersionFilter, VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest,
+    RolloutRow, ShardTenants, VersionFilter, VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -58,19 +57,13 @@ pub(crate) trait Database: Send + Sync {
     /// recorded rows and, with an `audit`, writes it and its version row in
     /// one transaction; without, only says what it would change. `strict`:
     /// a named file with nothing to repair is refused.
-    async fn repair(
-        &self,
-        sources: &[SourceMigration],
-        files: &[String],
-        strict: bool,
-        audit: Option<&Audit<'_>>,
-    ) -> Result<Repair, DbError>;
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError>;
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
     /// Each schema's recorded migrations as drift needs them (core's
     /// `Recorded`), without holding every row.
-    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError>;
+    async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError>;
     /// The live catalog of each of `schemas`, read over up to
     /// `tenantConcurrency` connections at once, in the order given.
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
@@ -176,21 +169,15 @@ impl<E: Engine> Database for Store<E> {
         executor::preview(&self.engine, &self.settings, &request).await
     }
 
-    async fn repair(
-        &self,
-        sources: &[SourceMigration],
-        files: &[String],
-        strict: bool,
-        audit: Option<&Audit<'_>>,
-    ) -> Result<Repair, DbError> {
-        if audit.is_some() && self.access == Access::ReadOnly {
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
+        if request.audit.is_some() && self.access == Access::ReadOnly {
             return Err(DbError::OpenedReadOnly);
         }
-        executor::repair(&self.engine, &self.settings, sources, files, strict, audit).await
+        executor::repair(&self.engine, &self.settings, request).await
     }
 
-    async fn recorded(&self) -> Result<HashMap<String, Recorded>, DbError> {
-        let Some(mut conn) = self.reading().await? else { return Ok(HashMap::new()) };
+    async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError> {
+        let Some(mut conn) = self.reading().await? else { return Ok(FxHashMap::default()) };
         self.engine.books().recorded(&mut conn).await
     }
 

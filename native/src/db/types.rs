@@ -256,6 +256,20 @@ pub(crate) trait Observer: Send + Sync + std::fmt::Debug {
     fn committed(&self, _schema: &str, _steps: usize) {}
 }
 
+/// `strata repair`, as the store takes it.
+#[derive(Clone, Copy)]
+pub(crate) struct RepairRequest<'a> {
+    /// The source migrations.
+    pub(crate) sources: &'a [SourceMigration],
+    /// The files named (none: every change).
+    pub(crate) files: &'a [String],
+    /// A named file with nothing to repair is refused.
+    pub(crate) strict: bool,
+    /// The version row it is audited as; `None`: only say what it would
+    /// change.
+    pub(crate) audit: Option<&'a Audit<'a>>,
+}
+
 /// The version row a change to the books is audited as.
 pub(crate) struct Audit<'a> {
     /// The version's name.
@@ -264,6 +278,17 @@ pub(crate) struct Audit<'a> {
     pub(crate) created: &'a str,
     /// The request that asked.
     pub(crate) request_id: &'a str,
+}
+
+/// A unit's bookkeeping rows: what it applied, in one version.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entries<'a> {
+    /// The rows.
+    pub(crate) rows: &'a [Record<'a>],
+    /// When (RFC 3339).
+    pub(crate) created: &'a str,
+    /// The version they belong to.
+    pub(crate) version_id: i64,
 }
 
 /// One bookkeeping row to write.

@@ -9,7 +9,6 @@ use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
 use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::wave::Wave;
 
-use crate::db::DbError;
 use crate::error::{AppError, graphql_error};
 use crate::service::{CreateRequest, Operation, RequestId, RolloutGate, Service};
 use types::{
@@ -161,7 +160,7 @@ impl Query {
                 let lint = service.lint(&preview.plan, &sources);
                 Ok(PlanPreviewDto::from_plan(&preview.plan, &sources, lint, preview.skipped))
             }
-            Err(AppError::Database(DbError::Plan(PlanError::Drift(drift)))) => Ok(PlanPreviewDto::refused(&drift)),
+            Err(AppError::Plan(PlanError::Drift(drift))) => Ok(PlanPreviewDto::refused(&drift)),
             Err(error) => Err(graphql_error(error)),
         }
     }

@@ -1,7 +1,7 @@
 //! The rules: what each statement does, judged on sqlparser's AST (or, for
 //! a statement the parser cannot read, on its words).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use sqlparser::ast::{
     AlterColumnOperation, AlterTable, AlterTableAlgorithm, AlterTableLock, AlterTableOperation, ColumnDef,
@@ -157,9 +157,9 @@ const VOLATILE: &[&str] = &[
 #[derive(Debug, Default)]
 pub(crate) struct State {
     /// Tables created by statements seen so far.
-    created: HashSet<String>,
+    created: FxHashSet<String>,
     /// Indexes built on those tables.
-    new_indexes: HashSet<String>,
+    new_indexes: FxHashSet<String>,
     /// Check constraints `column IS NOT NULL`, by table.
     checks: Checks,
 }

@@ -2,7 +2,7 @@
 //! these so `strata lint`, `strata plan`, GraphQL's `plan` and the console
 //! agree.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Report, Severity};
 use crate::migrate::plan::Plan;
@@ -12,7 +12,7 @@ use crate::migrate::source::SourceMigration;
 /// source order: the pending files of every schema, scripts included.
 /// Tables created by an earlier file of the list count as new.
 pub fn files_of_plan<'a>(plan: &Plan, sources: &'a [SourceMigration]) -> Vec<(&'a str, &'a str)> {
-    let run: HashSet<u32> = plan.steps.iter().filter(|s| s.execute).map(|s| s.migration).collect();
+    let run: FxHashSet<u32> = plan.steps.iter().filter(|s| s.execute).map(|s| s.migration).collect();
     let mut indexes: Vec<u32> = run.into_iter().collect();
     indexes.sort_unstable();
     indexes.into_iter().filter_map(|i| sources.get(i as usize)).map(|s| (s.file.as_str(), s.forward.as_str())).collect()

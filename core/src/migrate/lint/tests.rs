@@ -411,7 +411,7 @@ fn report_serializes_in_camel_case_with_lowercase_severity() {
 
 #[test]
 fn rules_are_listed_once_each_in_kebab_case() {
-    let mut names = HashSet::new();
+    let mut names = std::collections::HashSet::new();
     for rule in RULES {
         assert!(names.insert(rule.name), "{} twice", rule.name);
         assert!(rule.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{}", rule.name);

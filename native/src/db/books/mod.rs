@@ -17,7 +17,7 @@ mod rows;
 pub(crate) mod sql;
 mod sqlx_books;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use async_trait::async_trait;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
@@ -54,7 +54,7 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     }
     /// Each schema's recorded migrations as drift needs them (core's
     /// `RecordedBySchema`); by default folded from [`Books::applied`].
-    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError> {
+    async fn recorded(&self, conn: &mut C) -> Result<FxHashMap<String, Recorded>, DbError> {
         let mut applied = self.applied(conn).await?;
         applied.sort_by(|a, b| a.schema.cmp(&b.schema));
         let mut fold = RecordedBySchema::default();

@@ -11,11 +11,11 @@
 //! - `I`: the integer type of ids in the dialect's rows (`i32` on
 //!   PostgreSQL and MySQL, `i64` on SQLite).
 
+use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
 
 use sqlx::database::HasStatementCache;
 use sqlx::{AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Type};
-use std::collections::HashMap;
 
 use futures::TryStreamExt;
 use strata_core::migrate::MigrationType;
@@ -161,7 +161,7 @@ where
         Ok(count > 0)
     }
 
-    async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<HashMap<String, Recorded>, DbError> {
+    async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<FxHashMap<String, Recorded>, DbError> {
         let mut rows = self.query(&self.sql.select_recorded).fetch(conn);
         let mut fold = RecordedBySchema::default();
         while let Some(row) = rows.try_next().await? {
@@ -222,7 +222,7 @@ where
         rows.iter().map(Rows::<DB::Row, I>::applied).collect()
     }
 
-    async fn recorded(&self, conn: &mut C) -> Result<HashMap<String, Recorded>, DbError> {
+    async fn recorded(&self, conn: &mut C) -> Result<FxHashMap<String, Recorded>, DbError> {
         let conn = conn.sqlx();
         if !self.pooler_safe {
             return self.fold_recorded(conn).await;
