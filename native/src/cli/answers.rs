@@ -82,3 +82,54 @@ pub(super) struct UnreachableShardAnswer {
     /// Its tenants, as last seen.
     pub(super) tenants: Vec<String>,
 }
+
+impl StatusAnswer {
+    /// `strata status` for people (`drift`: the report's own items).
+    pub(super) fn render(&self, drift: &[strata_core::migrate::plan::Drift]) -> String {
+        use std::fmt::Write;
+        let mut out = format!("{} version(s); {} tenant(s).\n", self.version_count, self.tenants);
+        for shard in &self.unreachable_shards {
+            let _ = writeln!(
+                out,
+                "Shard {} did not answer ({}): its {} tenant(s), as last seen, are not counted below.",
+                shard.shard,
+                shard.reason,
+                shard.tenants.len()
+            );
+        }
+        if !self.versions.is_empty() {
+            out.push_str("\nRecent versions:\n");
+            for version in &self.versions {
+                let _ = writeln!(out, "  {:>6}  {}  {}", version.id, version.created.0, version.name);
+            }
+        }
+        if !drift.is_empty() {
+            let _ = write!(out, "\n{}", strata_core::migrate::report::render_drift(drift));
+        }
+        if !self.missing.is_empty() {
+            out.push_str(
+                "\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):\n",
+            );
+            for item in &self.missing {
+                let _ = writeln!(out, "  {} (recorded in {} schema(s))", item.file, item.schemas.len());
+            }
+        }
+        if !drift.is_empty() {
+            return out;
+        }
+        if self.pending.is_empty() {
+            out.push_str("\nNo pending migrations.\n");
+            return out;
+        }
+        let total: u64 = self.pending.iter().map(|p| p.migrations).sum();
+        let _ = writeln!(out, "\nPending migrations: {total} in {} schema(s):", self.pending.len());
+        for item in self.pending.iter().take(50) {
+            let held = if item.quarantined { "  (quarantined: versions skip it until a retry)" } else { "" };
+            let _ = writeln!(out, "  {:<30} {}{held}", item.schema, item.migrations);
+        }
+        if self.pending.len() > 50 {
+            let _ = writeln!(out, "  … and {} more schema(s) (--json lists them all)", self.pending.len() - 50);
+        }
+        out
+    }
+}

@@ -439,101 +439,54 @@ fn failed_apply(error: &AppError, json: bool) -> Exit {
 }
 
 async fn status(service: &Service, args: StatusArgs) -> Exit {
-    let versions = match service.versions(None).await {
-        Ok(versions) => versions,
+    let (answer, drift) = match status_answer(service, args.versions).await {
+        Ok(read) => read,
         Err(error) => return failure(&error),
     };
-    let tenants = match service.tenants().await {
-        Ok(tenants) => tenants.len(),
-        Err(error) => return failure(&error),
-    };
-    let recent: Vec<_> = versions.iter().rev().take(args.versions).collect();
-    // A Sync preview plans the same steps as an Apply but never refuses:
-    // drift and missing files are its diagnostics.
-    let (pending, drift, missing, unreachable) = match service.preview_every_tenant(Action::Sync).await {
-        Ok((preview, sources)) => {
-            let diagnostics = preview.plan.diagnostics.clone();
-            (
-                report::pending_counts(&preview.plan, &sources),
-                diagnostics.drift,
-                diagnostics.missing,
-                preview.unreachable,
-            )
-        }
-        Err(error) => return failure(&error),
-    };
-    let exit = if unreachable.is_empty() { Exit::Success } else { Exit::ShardsFailed };
-    // Pending in a quarantined tenant: versions skip it, a retry completes it.
-    let quarantined: std::collections::HashSet<String> = match service.quarantined().await {
-        Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
-        Err(error) => return failure(&error),
-    };
+    let exit = if answer.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed };
     if args.json {
-        print_json(&StatusAnswer {
-            versions: recent.iter().map(|version| VersionDto::from((*version).clone())).collect(),
-            version_count: versions.len(),
-            tenants,
-            pending: pending
-                .iter()
-                .map(|p| PendingSchema {
-                    schema: p.schema.clone(),
-                    migrations: p.migrations,
-                    quarantined: quarantined.contains(&p.schema),
-                })
-                .collect(),
-            drift: drift.iter().map(report::drift_json).collect(),
-            missing: missing.iter().map(|m| MissingFile { file: m.file.clone(), schemas: m.schemas.clone() }).collect(),
-            unreachable_shards: unreachable
-                .iter()
-                .map(|shard| UnreachableShardAnswer {
-                    shard: shard.shard.clone(),
-                    reason: shard.reason.clone(),
-                    tenants: shard.tenants.clone(),
-                })
-                .collect(),
-            active_rollouts: active_rollouts(service).await,
-        });
-        return exit;
-    }
-    outln!("{} version(s); {tenants} tenant(s).", versions.len());
-    for shard in &unreachable {
-        outln!(
-            "Shard {} did not answer ({}): its {} tenant(s), as last seen, are not counted below.",
-            shard.shard,
-            shard.reason,
-            shard.tenants.len()
-        );
-    }
-    if !recent.is_empty() {
-        outln!("\nRecent versions:");
-        for version in &recent {
-            outln!("  {:>6}  {}  {}", version.id, version.created, version.name);
-        }
-    }
-    if !drift.is_empty() {
-        out!("\n{}", report::render_drift(&drift));
-    }
-    if !missing.is_empty() {
-        outln!("\nMissing (applied, but the file is no longer in the source; `strata repair` removes the records):");
-        for item in &missing {
-            outln!("  {} (recorded in {} schema(s))", item.file, item.schemas.len());
-        }
-    }
-    if !drift.is_empty() {
-    } else if pending.is_empty() {
-        outln!("\nNo pending migrations.");
+        print_json(&answer);
     } else {
-        let total: u64 = pending.iter().map(|p| p.migrations).sum();
-        outln!("\nPending migrations: {total} in {} schema(s):", pending.len());
-        for item in pending.iter().take(50) {
-            let held =
-                if quarantined.contains(&item.schema) { "  (quarantined: versions skip it until a retry)" } else { "" };
-            outln!("  {:<30} {}{held}", item.schema, item.migrations);
-        }
-        if pending.len() > 50 {
-            outln!("  … and {} more schema(s) (--json lists them all)", pending.len() - 50);
-        }
+        out!("{}", answer.render(&drift));
+        out!("{}", render_active_rollouts(&answer.active_rollouts));
     }
-    out!("{}", render_active_rollouts(&active_rollouts(service).await));
     exit
+}
+
+/// Where the fleet stands: the newest `recent` versions, the tenants, what
+/// is pending where (a Sync preview plans the same steps as an Apply but
+/// never refuses: drift and missing files are its diagnostics), and the
+/// drift itself for the text.
+async fn status_answer(
+    service: &Service,
+    recent: usize,
+) -> Result<(StatusAnswer, Vec<strata_core::migrate::plan::Drift>), AppError> {
+    let versions = service.versions(None).await?;
+    let tenants = service.tenants().await?.len();
+    let (preview, sources) = service.preview_every_tenant(Action::Sync).await?;
+    let quarantined: std::collections::HashSet<String> =
+        service.quarantined().await?.into_iter().map(|row| row.tenant).collect();
+    let diagnostics = preview.plan.diagnostics.clone();
+    let answer = StatusAnswer {
+        versions: versions.iter().rev().take(recent).map(|version| VersionDto::from(version.clone())).collect(),
+        version_count: versions.len(),
+        tenants,
+        pending: report::pending_counts(&preview.plan, &sources)
+            .into_iter()
+            .map(|p| PendingSchema {
+                quarantined: quarantined.contains(&p.schema),
+                schema: p.schema,
+                migrations: p.migrations,
+            })
+            .collect(),
+        drift: diagnostics.drift.iter().map(report::drift_json).collect(),
+        missing: diagnostics.missing.into_iter().map(|m| MissingFile { file: m.file, schemas: m.schemas }).collect(),
+        unreachable_shards: preview
+            .unreachable
+            .into_iter()
+            .map(|shard| UnreachableShardAnswer { shard: shard.shard, reason: shard.reason, tenants: shard.tenants })
+            .collect(),
+        active_rollouts: active_rollouts(service).await,
+    };
+    Ok((answer, diagnostics.drift))
 }

@@ -154,6 +154,9 @@ impl Listing {
     }
 }
 
+/// What one shard (by index) answered.
+type ShardResult<T> = (usize, T);
+
 /// The rules' view of quarantine rows.
 fn held(rows: &[QuarantineRow]) -> Vec<Held> {
     rows.iter().map(|row| Held { tenant: row.tenant.clone(), unreachable: row.cause == SHARD_UNREACHABLE }).collect()
@@ -504,6 +507,105 @@ impl Fleet {
         merged.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
         Ok(merged)
     }
+
+    /// Each shard's result, counted in the metrics: the outcomes and the
+    /// failures, each with its shard.
+    fn counted(
+        &self,
+        runs: Vec<(usize, Result<MutationOutcome, DbError>)>,
+        executed: bool,
+    ) -> (Vec<ShardResult<MutationOutcome>>, Vec<ShardResult<DbError>>) {
+        let (mut outcomes, mut failed) = (Vec::new(), Vec::new());
+        for (index, result) in runs {
+            let shard = &self.slots[index].name;
+            match result {
+                Ok(outcome) => {
+                    crate::telemetry::shard_up(shard, true);
+                    if outcome.version.is_some() {
+                        let counts = outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts);
+                        crate::telemetry::shard_version(shard, Some(counts), executed);
+                    }
+                    outcomes.push((index, outcome));
+                }
+                Err(error) => {
+                    crate::telemetry::shard_up(shard, !error.is_shard_unreachable());
+                    crate::telemetry::shard_version(shard, None, executed);
+                    failed.push((index, error));
+                }
+            }
+        }
+        (outcomes, failed)
+    }
+
+    /// The error of a version that did not finish on some shards: each with
+    /// why, the tenants of one it could not reach (quarantined on the home
+    /// shard when the version writes), and what the others completed.
+    async fn shards_failed(
+        &self,
+        request: &MutationRequest<'_>,
+        listing: &Listing,
+        writes: bool,
+        outcomes: &[ShardResult<MutationOutcome>],
+        failed: Vec<ShardResult<DbError>>,
+    ) -> DbError {
+        let last_seen = listing.view.last_seen();
+        let completed = outcomes
+            .iter()
+            .map(|(index, outcome)| {
+                (self.slots[*index].name.clone(), outcome.version.as_ref().map(|v| self.ids.served(v.id, *index)))
+            })
+            .collect();
+        let mut failures = Vec::with_capacity(failed.len());
+        for (index, error) in failed {
+            let (tenants, quarantined) = match &error {
+                DbError::ShardUnreachable { reason, .. } => {
+                    let quarantined = writes && self.quarantine_unreachable(request, listing, index, reason).await;
+                    (last_seen[index].clone(), quarantined)
+                }
+                _ => (Vec::new(), false),
+            };
+            failures.push(ShardFailure { shard: self.slots[index].name.clone(), tenants, quarantined, error });
+        }
+        DbError::Shards { failed: failures, completed }
+    }
+
+    /// The shards' outcomes as one: one plan (core's `shard::merge`), one
+    /// version with its parts, the counts of what committed.
+    fn merged(&self, request: &MutationRequest<'_>, outcomes: Vec<ShardResult<MutationOutcome>>) -> MutationOutcome {
+        let parts: Vec<(String, i64)> = outcomes
+            .iter()
+            .filter_map(|(index, outcome)| {
+                outcome.version.as_ref().map(|v| (self.slots[*index].name.clone(), self.ids.served(v.id, *index)))
+            })
+            .collect();
+        let mut merged = MutationOutcome {
+            plan: shard::merge(outcomes.iter().map(|(_, outcome)| outcome.plan.clone()).collect(), request.sources),
+            version: None,
+            quarantined: Vec::new(),
+            skipped: Vec::new(),
+            released: Vec::new(),
+            committed_counts: None,
+        };
+        let partial = outcomes.iter().any(|(_, outcome)| outcome.committed_counts.is_some());
+        let mut counts = strata_core::migrate::summary::Counts::default();
+        for (index, outcome) in outcomes {
+            counts = shard::add_counts(counts, outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts));
+            if merged.version.is_none() {
+                merged.version = outcome.version.map(|row| VersionRow {
+                    id: self.ids.served(row.id, index),
+                    parts: parts.clone(),
+                    ..row
+                });
+            }
+            merged.quarantined.extend(outcome.quarantined.into_iter().map(|row| self.quarantine_row(index, row)));
+            merged.skipped.extend(outcome.skipped);
+            merged.released.extend(outcome.released);
+        }
+        if partial {
+            merged.committed_counts = Some(counts);
+        }
+        merged
+    }
 }
 
 /// A repair on a fleet: each shard decides over its own rows (a named
@@ -628,84 +730,14 @@ impl Database for Fleet {
         let parts = self.parts(&request, &mut listing)?;
         let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
         let runs = self.run_parts(parts, &listing, |store, part| async move { store.mutate(part).await }).await;
-        let mut outcomes = Vec::new();
-        let mut failed = Vec::new();
-        for (index, result) in runs {
-            let shard = &self.slots[index].name;
-            match result {
-                Ok(outcome) => {
-                    crate::telemetry::shard_up(shard, true);
-                    if outcome.version.is_some() {
-                        let counts = outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts);
-                        crate::telemetry::shard_version(shard, Some(counts), executed);
-                    }
-                    outcomes.push((index, outcome));
-                }
-                Err(error) => {
-                    crate::telemetry::shard_up(shard, !error.is_shard_unreachable());
-                    crate::telemetry::shard_version(shard, None, executed);
-                    failed.push((index, error));
-                }
-            }
-        }
+        let (outcomes, mut failed) = self.counted(runs, executed);
         if failed.len() == 1 && outcomes.is_empty() {
             return Err(failed.remove(0).1);
         }
-        let version_parts: Vec<(String, i64)> = outcomes
-            .iter()
-            .filter_map(|(index, outcome)| {
-                outcome.version.as_ref().map(|v| (self.slots[*index].name.clone(), self.ids.served(v.id, *index)))
-            })
-            .collect();
         if !failed.is_empty() {
-            let last_seen = listing.view.last_seen();
-            let completed = outcomes
-                .iter()
-                .map(|(index, outcome)| {
-                    (self.slots[*index].name.clone(), outcome.version.as_ref().map(|v| self.ids.served(v.id, *index)))
-                })
-                .collect();
-            let mut failures = Vec::with_capacity(failed.len());
-            for (index, error) in failed {
-                let (tenants, quarantined) = match &error {
-                    DbError::ShardUnreachable { reason, .. } => {
-                        let quarantined =
-                            writes && self.quarantine_unreachable(&request, &listing, index, reason).await;
-                        (last_seen[index].clone(), quarantined)
-                    }
-                    _ => (Vec::new(), false),
-                };
-                failures.push(ShardFailure { shard: self.slots[index].name.clone(), tenants, quarantined, error });
-            }
-            return Err(DbError::Shards { failed: failures, completed });
+            return Err(self.shards_failed(&request, &listing, writes, &outcomes, failed).await);
         }
-        let mut merged = MutationOutcome {
-            plan: shard::merge(outcomes.iter().map(|(_, outcome)| outcome.plan.clone()).collect(), request.sources),
-            version: None,
-            quarantined: Vec::new(),
-            skipped: Vec::new(),
-            released: Vec::new(),
-            committed_counts: None,
-        };
-        let partial = outcomes.iter().any(|(_, outcome)| outcome.committed_counts.is_some());
-        let mut counts = strata_core::migrate::summary::Counts::default();
-        for (index, outcome) in outcomes {
-            counts = shard::add_counts(counts, outcome.committed_counts.as_ref().unwrap_or(&outcome.plan.counts));
-            if merged.version.is_none() {
-                merged.version = outcome.version.map(|row| VersionRow {
-                    id: self.ids.served(row.id, index),
-                    parts: version_parts.clone(),
-                    ..row
-                });
-            }
-            merged.quarantined.extend(outcome.quarantined.into_iter().map(|row| self.quarantine_row(index, row)));
-            merged.skipped.extend(outcome.skipped);
-            merged.released.extend(outcome.released);
-        }
-        if partial {
-            merged.committed_counts = Some(counts);
-        }
-        Ok(merged)
+        Ok(self.merged(&request, outcomes))
     }
 
     /// The preview of every shard that answers; a shard other than the

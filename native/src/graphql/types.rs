@@ -223,9 +223,9 @@ pub(crate) struct ShardDto {
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "Version", complex)]
 pub(crate) struct VersionDto {
-    id: i32,
-    name: String,
-    created: Time,
+    pub(crate) id: i32,
+    pub(crate) name: String,
+    pub(crate) created: Time,
     /// The `X-Request-ID` of the request that created the version (the
     /// console shows it; not in the spec's type, added).
     request_id: Option<String>,
