@@ -15,8 +15,8 @@ use strata_core::migrate::summary::Summary;
 use tracing::Instrument;
 
 use crate::db::{
-    Database, DbError, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest,
-    UnreachableShard, VersionFilter, VersionRow,
+    Database, DbError, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview,
+    QuarantineRow, RepairRequest, UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -196,6 +196,21 @@ impl Service {
     /// One version.
     pub(crate) async fn version(&self, id: i64) -> Result<Option<VersionRow>, AppError> {
         Ok(self.database.versions(VersionFilter::Id(id)).await?.into_iter().next())
+    }
+
+    /// The migrations recorded in one version, in id order.
+    /// The migrations of version `id` read by its `parts` when it has
+    /// them (a sharded fleet's: each part's, shard after shard, without
+    /// listing the versions again).
+    pub(crate) async fn migrations_of(&self, id: i64, parts: &[i64]) -> Result<Vec<MigrationRow>, AppError> {
+        if parts.is_empty() {
+            return self.version_migrations(id).await;
+        }
+        let mut rows = Vec::new();
+        for part in parts {
+            rows.extend(self.database.migrations(MigrationFilter::Part(*part)).await?);
+        }
+        Ok(rows)
     }
 
     /// The migrations recorded in one version, in id order.
@@ -459,6 +474,34 @@ impl Service {
         Ok(rows)
     }
 
+    /// What a mutation that ran leaves besides its answer: its diagnostics
+    /// in the log, its version in the metrics, the webhook.
+    fn account(&self, request: &CreateRequest, outcome: &MutationOutcome, summary: &Summary) {
+        for item in &outcome.plan.diagnostics.out_of_order {
+            tracing::warn!(file = %item.file, schema = %item.schema, after = %item.after,
+                "out-of-order migration applied: it sorts before a migration already applied in its schema");
+        }
+        for item in &outcome.plan.diagnostics.drift {
+            tracing::warn!(file = %item.file, schemas = ?item.schemas, "drift: migration changed since it was applied; Sync left it as recorded");
+        }
+
+        if let Some(version) = &outcome.version {
+            let executed = request.action == Action::Apply;
+            telemetry::record_version(&summary.counts, executed, matches!(request.target, Target::NewTenant(_)));
+            tracing::info!(version_id = version.id, version = %version.name, dry_run = request.dry_run,
+                migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
+                "version created");
+            if let Some(webhook) = &self.webhook {
+                let task = webhook.send_in_background(summary, version.id);
+                let mut background = self.background.lock().unwrap_or_else(|e| e.into_inner());
+                background.retain(|task| !task.is_finished());
+                background.push(task);
+            }
+        } else {
+            tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");
+        }
+    }
+
     /// Runs `createVersion` or `createTenant`.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         if request.version_name.trim().is_empty() {
@@ -521,34 +564,12 @@ impl Service {
             Err(error) => return Err(error.into()),
         };
 
-        for item in &outcome.plan.diagnostics.out_of_order {
-            tracing::warn!(file = %item.file, schema = %item.schema, after = %item.after,
-                "out-of-order migration applied: it sorts before a migration already applied in its schema");
-        }
-        for item in &outcome.plan.diagnostics.drift {
-            tracing::warn!(file = %item.file, schemas = ?item.schemas, "drift: migration changed since it was applied; Sync left it as recorded");
-        }
-
         let summary = Summary {
             started_at: rfc3339(started),
             duration: clock.elapsed().as_secs_f64(),
-            counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
+            counts: outcome.committed_counts.clone().unwrap_or_else(|| outcome.plan.counts.clone()),
         };
-        if let Some(version) = &outcome.version {
-            let executed = request.action == Action::Apply;
-            telemetry::record_version(&summary.counts, executed, matches!(request.target, Target::NewTenant(_)));
-            tracing::info!(version_id = version.id, version = %version.name, dry_run = request.dry_run,
-                migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
-                "version created");
-            if let Some(webhook) = &self.webhook {
-                let task = webhook.send_in_background(&summary, version.id);
-                let mut background = self.background.lock().unwrap_or_else(|e| e.into_inner());
-                background.retain(|task| !task.is_finished());
-                background.push(task);
-            }
-        } else {
-            tracing::info!(dry_run = request.dry_run, steps = outcome.plan.steps.len(), "no version created");
-        }
+        self.account(&request, &outcome, &summary);
         // By name: tenants fail in whatever order their units ran.
         let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
         quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));

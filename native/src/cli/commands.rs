@@ -289,7 +289,7 @@ async fn created(service: &Service, result: &CreateResult, json: bool, sync: boo
 /// `reverted`).
 async fn created_as(service: &Service, result: &CreateResult, json: bool, done: &str, dry_run: bool) -> Exit {
     let migrations = match &result.version {
-        Some(version) => match service.version_migrations(version.id).await {
+        Some(version) => match service.migrations_of(version.id, &version.part_ids()).await {
             Ok(rows) => rows,
             Err(error) => return failed_apply(&error, json),
         },

@@ -691,14 +691,15 @@ impl Database for Fleet {
     }
 
     /// A version's migrations are those of each of its parts, shard after
-    /// shard.
+    /// shard (found by listing the versions); a part's, or one migration,
+    /// are read on their shard alone.
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
         let served_parts: Vec<i64> = match filter {
             MigrationFilter::Version(id) => match self.versions(VersionFilter::Id(id)).await?.into_iter().next() {
                 Some(version) => version.parts.into_iter().map(|(_, id)| id).collect(),
                 None => return Ok(Vec::new()),
             },
-            MigrationFilter::Id(id) => vec![id],
+            MigrationFilter::Part(id) | MigrationFilter::Id(id) => vec![id],
         };
         let mut rows = Vec::new();
         for served in served_parts {
@@ -706,7 +707,7 @@ impl Database for Fleet {
                 continue;
             };
             let local_filter = match filter {
-                MigrationFilter::Version(_) => MigrationFilter::Version(local),
+                MigrationFilter::Version(_) | MigrationFilter::Part(_) => MigrationFilter::Version(local),
                 MigrationFilter::Id(_) => MigrationFilter::Id(local),
             };
             let part = self.store(index).await?.migrations(local_filter).await?;

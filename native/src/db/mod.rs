@@ -44,8 +44,8 @@ use strata_core::migrate::config::Config;
 pub(crate) use error::DbError;
 pub(crate) use store::Database;
 pub(crate) use types::{
-    Access, MigrationFilter, MigrationRow, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest,
-    RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
+    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow,
+    RepairRequest, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 
 /// Opens the configured database with its driver; read-write also creates

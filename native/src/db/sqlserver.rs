@@ -252,7 +252,7 @@ impl Books<Connection> for SqlServerEngine {
 
     async fn migrations(&self, conn: &mut Connection, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
         let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
+            MigrationFilter::Version(id) | MigrationFilter::Part(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
             MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
         };
         let Some(id) = id32(id) else { return Ok(Vec::new()) };

@@ -26,6 +26,13 @@ pub(crate) struct VersionRow {
     pub(crate) parts: Vec<(String, i64)>,
 }
 
+impl VersionRow {
+    /// The served ids of its parts (none on one server).
+    pub(crate) fn part_ids(&self) -> Vec<i64> {
+        self.parts.iter().map(|(_, id)| *id).collect()
+    }
+}
+
 /// A row of `svc.svc_migrations`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MigrationRow {
@@ -227,8 +234,11 @@ pub(crate) enum VersionFilter<'a> {
 /// Which recorded migrations a read selects.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum MigrationFilter {
-    /// The rows of one version, in id order.
+    /// The rows of one version, in id order (on a sharded fleet: every
+    /// part's).
     Version(i64),
+    /// The rows of one shard's part of a version (one server: the version).
+    Part(i64),
     /// The row with this id.
     Id(i64),
 }

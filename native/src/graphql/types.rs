@@ -262,7 +262,8 @@ impl VersionDto {
             return Ok(read.iter().map(DbMigrationDto::clone).collect());
         }
         let service = ctx.data::<Arc<Service>>()?;
-        let rows = service.version_migrations(self.row_id).await.map_err(crate::error::graphql_error)?;
+        let parts: Vec<i64> = self.parts.iter().map(|part| i64::from(part.id)).collect();
+        let rows = service.migrations_of(self.row_id, &parts).await.map_err(crate::error::graphql_error)?;
         Ok(rows.into_iter().map(DbMigrationDto::from).collect())
     }
 }

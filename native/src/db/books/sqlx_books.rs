@@ -248,7 +248,9 @@ where
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
         let conn = conn.sqlx();
         let (statement, id) = match filter {
-            MigrationFilter::Version(id) => (self.sql.select_version_migrations.as_str(), id),
+            MigrationFilter::Version(id) | MigrationFilter::Part(id) => {
+                (self.sql.select_version_migrations.as_str(), id)
+            }
             MigrationFilter::Id(id) => (self.sql.select_migration.as_str(), id),
         };
         let rows = self.rows(conn, self.query(statement).bind(Self::int(id)?)).await?;
