@@ -567,7 +567,7 @@ impl Service {
         let summary = Summary {
             started_at: rfc3339(started),
             duration: clock.elapsed().as_secs_f64(),
-            counts: outcome.committed_counts.clone().unwrap_or_else(|| outcome.plan.counts.clone()),
+            counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
         self.account(&request, &outcome, &summary);
         // By name: tenants fail in whatever order their units ran.
