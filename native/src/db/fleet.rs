@@ -434,8 +434,8 @@ impl Fleet {
             listed: tenants.into_iter().map(Some).collect(),
             ..View::default()
         };
-        let placement = view.placement();
-        placement.map_err(|error| Listing { view, errors: Vec::new(), rows: Vec::new() }.refused(error))
+        // Every shard answered: the only refusal is a tenant on two shards.
+        view.placement().map_err(DbError::from)
     }
 
     fn quarantine_row(&self, index: usize, mut row: QuarantineRow) -> QuarantineRow {
@@ -800,16 +800,13 @@ impl Database for Fleet {
     /// (a shard that does not answer now is left out: its tenants
     /// quarantined while it was down are the home shard's).
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
-        let mut rows = self.answering(|_, store| async move { store.quarantined().await }).await?;
+        let rows = self.answering(|_, store| async move { store.quarantined().await }).await?;
         let held: Vec<Option<Vec<Held>>> = rows.iter().map(|rows| rows.as_deref().map(held)).collect();
         Ok(fleet::visible_quarantine(&held)
             .into_iter()
-            .map(|(index, position)| {
-                let row = std::mem::replace(
-                    &mut rows[index].as_mut().expect("shown rows were read")[position],
-                    QuarantineRow::put_aside(String::new(), "", String::new(), "", ""),
-                );
-                self.quarantine_row(index, row)
+            .filter_map(|(index, position)| {
+                let row = rows[index].as_ref()?.get(position)?.clone();
+                Some(self.quarantine_row(index, row))
             })
             .collect())
     }
