@@ -74,6 +74,8 @@ singleMigrations: [ref, config]
 tenantMigrations: [tenants]
 singleScripts: [scripts/config]
 tenantScripts: [scripts/tenants]
+# The container's network, without authentication: the service says so.
+listen: 0.0.0.0:8080
 YAML
 chown -R 65532:65532 "$work/data"
 
@@ -92,6 +94,8 @@ json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'
 run strata-test-1
 health=$(curl -s "http://127.0.0.1:$PORT/health" | json_get '["status"]')
 [ "$health" = UP ] || fail "health is $health"
+[ "$(curl -s "http://127.0.0.1:$PORT/health" | json_get '["auth"]')" = none ] || fail "/health does not say auth: none"
+podman logs strata-test-1 2>&1 | grep -q "WITHOUT authentication" || fail "no warning about listening without authentication"
 [ "$(curl -s "http://127.0.0.1:$PORT/" | json_get '["sha"]')" = "$revision" ] || fail "GET / does not show the build revision"
 created=$(graphql '{"query":"mutation { createVersion(input: {versionName: \"in a container\"}) { summary { migrationsGrandTotal } version { id } } }"}')
 [ "$(echo "$created" | json_get '["data"]["createVersion"]["version"]["id"]')" = 1 ] || fail "createVersion: $created"

@@ -167,6 +167,12 @@ install_emulators() {
         echo "installing azurite (npm) into $EMU"
         npm install --prefix "$EMU" --silent --no-audit --no-fund azurite >/dev/null
     fi
+    # A real OpenID Provider (panva's oidc-provider, certified) that the
+    # e2e tests start with keys of their own (tests/oidc/provider.mjs).
+    if [ ! -f "$EMU/node_modules/oidc-provider/package.json" ]; then
+        echo "installing oidc-provider (npm) into $EMU"
+        npm install --prefix "$EMU" --silent --no-audit --no-fund oidc-provider@9 >/dev/null
+    fi
     # dbmate, the peer the e2e suite compares schemas with (npm ships its binary).
     if [ ! -x "$EMU/node_modules/.bin/dbmate" ]; then
         echo "installing dbmate (npm) into $EMU"
@@ -233,6 +239,7 @@ export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
 export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 export STRATA_TEST_DBMATE=$EMU/node_modules/.bin/dbmate
+export STRATA_TEST_NODE_MODULES=$EMU/node_modules
 ENV
     echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;

@@ -28,6 +28,9 @@
 //!   formats, source migrations, the planner, SQL classification, the
 //!   linter, drift, quarantine, waves, rollouts, a sharded fleet's rules,
 //!   summaries and reports.
+//! - [`auth`]: who may change the fleet — roles and the permission each
+//!   API field needs, API tokens, the audit log's hash chain, the throttle
+//!   of failed authentications.
 //! - [`endpoint`]: the request-options builder (`@octokit/endpoint`'s rules).
 //! - [`webhooks`]: webhook signatures, event names, listener routing, the
 //!   middleware's answers and the edge receiver's decisions.
@@ -36,6 +39,7 @@
 //! service's webhook, a receiver's forward) is tried again; and the
 //! receivers' REST requests (redeliveries) are built by [`endpoint`].
 
+pub mod auth;
 pub mod endpoint;
 pub mod migrate;
 pub mod retry;

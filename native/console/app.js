@@ -27,17 +27,39 @@ function el(tag, attributes = {}, ...children) {
 class ApiError extends Error {
   constructor(error) {
     super(error.message);
-    this.code = error.extensions?.code;
+    this.code = error.extensions?.code ?? error.code;
   }
+}
+
+// Who uses the console. With authentication configured (/health says so) a
+// person pastes an API token once per browser session; it is kept in
+// sessionStorage and sent as `Authorization: Bearer` (no cookie, so no other
+// site can make the browser send it). The buttons a person's roles do not
+// allow are not shown — and the server refuses them anyway.
+const TOKEN_KEY = "strata-token";
+let me = { actor: "anonymous", roles: ["admin"] };
+let authConfigured = false;
+
+function authorization() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** Whether the person may: "read", "deploy", "approve" or "admin". */
+function can(permission) {
+  const roles = me.roles;
+  return roles.includes("admin") || permission === "read" ||
+    (permission === "deploy" && roles.includes("deployer")) || (permission === "approve" && roles.includes("approver"));
 }
 
 async function gql(query, variables = {}) {
   const response = await fetch(API, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json" },
+    headers: { "content-type": "application/json", accept: "application/json", ...authorization() },
     body: JSON.stringify({ query, variables }),
   });
   const answer = await response.json();
+  if (answer.error) throw new ApiError(answer.error);
   if (answer.errors?.length) throw new ApiError(answer.errors[0]);
   return answer.data;
 }
@@ -74,8 +96,8 @@ function table(headings, rows) {
 
 async function overview() {
   const [health, config, data] = await Promise.all([
-    fetch(HEALTH).then((r) => r.json()),
-    fetch(CONFIG).then((r) => r.text()),
+    fetch(HEALTH, { headers: authorization() }).then((r) => r.json()),
+    can("admin") ? fetch(CONFIG, { headers: authorization() }).then((r) => r.text()) : Promise.resolve("(shown to admins only)"),
     gql("{ versions { id } tenants { name } sourceMigrations { file migrationType } }"),
   ]);
   const count = (label, value) => el("div", { class: "card" }, el("div", { class: "muted" }, label), el("div", { class: "value" }, value));
@@ -90,7 +112,7 @@ async function overview() {
       count("Tenant migrations", kinds("TenantMigration")),
     ),
     el("h2", {}, "Health checks"),
-    table([["Check"], ["Status"], ["Details"]], health.checks.map((check) =>
+    table([["Check"], ["Status"], ["Details"]], (health.checks ?? []).map((check) =>
       el("tr", {}, el("td", {}, check.name), el("td", {}, el("span", { class: `badge ${check.status === "UP" ? "up" : "down"}` }, check.status)), el("td", { class: "mono" }, check.data?.details ?? "")))),
     el("h2", {}, "Configuration (secrets hidden)"),
     el("pre", { id: "config" }, config),
@@ -285,7 +307,10 @@ function previewPanel() {
     out.replaceChildren(el("p", { class: "muted" }, "Running a dry run…"));
     const [plan, dry] = await Promise.all([
       gql("{ plan { nothingToDo refusedByDrift groups { schemas tenants files { file script } } drift { file schemas } findings { rule severity file line column message advice } unchecked { file line column reason } } }"),
-      gql(`mutation { createVersion(input: { versionName: "console preview", dryRun: true }) { ${SUMMARY} } }`).catch((e) => ({ error: e })),
+      // A dry run is a mutation: deployers only.
+      can("deploy")
+        ? gql(`mutation { createVersion(input: { versionName: "console preview", dryRun: true }) { ${SUMMARY} } }`).catch((e) => ({ error: e }))
+        : Promise.resolve({}),
     ]);
     const p = plan.plan;
     if (p.refusedByDrift) {
@@ -313,7 +338,7 @@ function previewPanel() {
   return el("section", { class: "panel", "aria-labelledby": "preview-title" },
     el("h2", { id: "preview-title" }, "New version"),
     el("p", { class: "muted" }, "Preview what createVersion would do (a dry run, rolled back), then apply it."),
-    el("div", { class: "buttons" }, el("button", { type: "button", id: "preview-button", onclick: () => preview().catch((e) => out.replaceChildren(failure(e))) }, "Preview"), apply),
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "preview-button", onclick: () => preview().catch((e) => out.replaceChildren(failure(e))) }, "Preview"), can("deploy") ? apply : null),
     out);
 }
 
@@ -391,8 +416,8 @@ function quarantinePanel() {
       el("ul", { class: "quarantine" }, rows.map((r) => el("li", { "data-tenant": r.tenant },
         el("strong", {}, r.tenant), ` ${r.file}${r.line ? `:${r.line}${r.column ? `:${r.column}` : ""}` : ""} ${r.cause}, ${r.failures} failure(s): `,
         el("span", { class: "mono" }, r.message), " ",
-        el("button", { type: "button", class: "release", "aria-label": `Release ${r.tenant}`, onclick: () => release(r.tenant) }, "Release")))),
-      el("div", { class: "buttons" }, el("button", { type: "button", id: "retry-button", onclick: retry }, "Retry all…")));
+        can("admin") ? el("button", { type: "button", class: "release", "aria-label": `Release ${r.tenant}`, onclick: () => release(r.tenant) }, "Release") : null))),
+      can("deploy") ? el("div", { class: "buttons" }, el("button", { type: "button", id: "retry-button", onclick: retry }, "Retry all…")) : null);
   }).catch((e) => out.replaceChildren(failure(e)));
   return el("section", { class: "panel", "aria-labelledby": "quarantine-title" },
     el("h2", { id: "quarantine-title" }, "Quarantine"),
@@ -401,6 +426,7 @@ function quarantinePanel() {
 }
 
 function tenantPanel() {
+  if (!can("deploy")) return null;
   const out = el("div", { id: "tenant-result", "aria-live": "polite" });
   const tenant = el("input", { name: "tenant", id: "tenant-name", required: true, autocomplete: "off", maxlength: "63" });
   const form = el("form", { class: "inline", onsubmit: async (event) => {
@@ -427,10 +453,12 @@ function tenantPanel() {
 // The page reads them again every 2 s while it is shown.
 let rolloutTimer;
 
-const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore waves { wave state } events { at action wave requestId detail }";
+const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore startedBy waves { wave state } events { at action wave requestId actor detail }";
 
 function rolloutCard(r, expanded) {
-  const operations = { AWAITING_APPROVAL: ["Approve", "Pause", "Cancel"], RUNNING: ["Pause", "Cancel"], SOAKING: ["Pause", "Cancel"], PAUSED: ["Resume", "Cancel"], STOPPED: ["Resume", "Cancel"] }[r.status] ?? [];
+  const operations = ({ AWAITING_APPROVAL: ["Approve", "Pause", "Cancel"], RUNNING: ["Pause", "Cancel"], SOAKING: ["Pause", "Cancel"], PAUSED: ["Resume", "Cancel"], STOPPED: ["Resume", "Cancel"] }[r.status] ?? [])
+    // Approving needs the approver role, and another person than the starter.
+    .filter((name) => (name === "Approve" ? can("approve") && (!r.startedBy || r.startedBy !== me.actor) : can("deploy")));
   const done = { Approve: "approved", Pause: "paused", Resume: "resumed", Cancel: "cancelled" };
   const operate = (name) => confirmDialog({
     text: `${name} rollout ${r.id} (${r.versionName})?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}${name === "Cancel" ? " No wave of it runs again." : ""}`,
@@ -453,11 +481,11 @@ function rolloutCard(r, expanded) {
     el("h2", { id: `rollout-${r.id}` }, `Rollout ${r.id}: ${r.versionName} `, el("span", { class: `badge ${r.status === "STOPPED" ? "down" : r.status === "COMPLETED" ? "up" : ""}`, "data-status": r.status }, r.status)),
     el("ol", { class: "waves" }, r.waves.map((w, i) => el("li", { class: `wave ${w.state.toLowerCase()}` }, el("span", { class: "mono" }, w.wave), ` — ${w.state.toLowerCase()}${result(i)}`))),
     r.notBefore ? el("p", { class: "muted" }, `The next wave runs after ${r.notBefore}.`) : null,
-    last ? el("p", { class: last.action === "wave-failed" ? "error" : "muted" }, `Last: ${last.action}${last.wave ? ` (wave ${last.wave})` : ""} by ${last.requestId} at ${last.at}${last.detail ? `: ${last.detail}` : ""}`) : null,
+    last ? el("p", { class: last.action === "wave-failed" ? "error" : "muted" }, `Last: ${last.action}${last.wave ? ` (wave ${last.wave})` : ""} by ${last.actor ?? last.requestId} at ${last.at}${last.detail ? `: ${last.detail}` : ""}`) : null,
     el("div", { class: "buttons" }, operations.map((name) => el("button", { type: "button", "aria-label": `${name} rollout ${r.id}`, onclick: () => operate(name) }, name))),
     el("details", expanded ? { open: "" } : {}, el("summary", {}, `${r.events.length} event(s)`),
       table([["At"], ["Action"], ["Wave"], ["By"], ["Detail"]], r.events.map((e) =>
-        el("tr", {}, el("td", {}, e.at), el("td", {}, e.action), el("td", { class: "num" }, e.wave ?? ""), el("td", { class: "mono" }, e.requestId), el("td", {}, e.detail))))));
+        el("tr", {}, el("td", {}, e.at), el("td", {}, e.action), el("td", { class: "num" }, e.wave ?? ""), el("td", { class: "mono" }, e.actor ?? e.requestId), el("td", {}, e.detail))))));
 }
 
 async function rollouts() {
@@ -477,6 +505,35 @@ async function rollouts() {
   }, 2000);
 }
 
+// ---- Signing in ------------------------------------------------------------
+
+/** The sign-in page: a token pasted once (kept for this browser session). */
+function signIn(message) {
+  const input = el("input", { type: "password", id: "token-input", name: "token", required: true, autocomplete: "off", placeholder: "strata_…" });
+  show("Sign in",
+    message ? el("p", { class: "error", role: "alert", id: "sign-in-error" }, message) : null,
+    el("p", { class: "muted" }, "This service requires authentication. Paste an API token (", el("span", { class: "mono" }, "strata token create --name NAME --role ROLE"), "); it is kept for this browser session only."),
+    el("form", { class: "inline", id: "sign-in", onsubmit: async (event) => {
+      event.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      await route();
+    } }, el("label", {}, "API token", input), el("button", { type: "submit", class: "primary" }, "Sign in")));
+}
+
+/** Who the console acts as; shown in the header with a way to sign out. */
+async function identify() {
+  const health = await fetch(HEALTH).then((r) => r.json());
+  authConfigured = health.auth === "configured";
+  if (authConfigured && !sessionStorage.getItem(TOKEN_KEY)) return false;
+  me = (await gql("{ identity { actor roles } }")).identity;
+  const who = document.getElementById("who");
+  who.replaceChildren(...(authConfigured
+    ? [el("span", { id: "who-actor" }, `${me.actor} (${me.roles.join(", ") || "no role"})`), " ",
+      el("button", { type: "button", id: "sign-out", onclick: () => { sessionStorage.removeItem(TOKEN_KEY); who.replaceChildren(); route(); } }, "Sign out")]
+    : []));
+  return true;
+}
+
 // ---- Routing ---------------------------------------------------------------
 
 async function route() {
@@ -486,6 +543,12 @@ async function route() {
   for (const link of document.querySelectorAll("nav a")) {
     if (link.dataset.page === page) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
+  }
+  try {
+    if (!(await identify())) return signIn();
+  } catch (error) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    return signIn(error.code === "UNAUTHENTICATED" ? `The token was refused: ${error.message}` : failure(error).textContent);
   }
   try {
     if (page === "versions" && parts[1]) await version(Number(parts[1]));

@@ -17,6 +17,7 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod access;
 mod answers;
 mod commands;
 mod new;
@@ -81,6 +82,8 @@ pub(crate) enum Exit {
     /// `apply`: a rollout is in progress and the version would run its
     /// files on tenants whose waves are not due.
     RolloutInProgress = 14,
+    /// `audit verify`: a row of the audit log was edited or deleted.
+    AuditBroken = 15,
 }
 
 impl From<&AppError> for Exit {
@@ -143,7 +146,8 @@ Exit status:
      with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
      shards did not answer (each is named); what is shown of them is as last seen
   13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied
-  14 apply: a rollout is in progress (approve, resume or cancel it, or --override-rollout)";
+  14 apply: a rollout is in progress (approve, resume or cancel it, or --override-rollout)
+  15 audit verify: a row of the audit log was edited or deleted";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -159,7 +163,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the HTTP and GraphQL API (what `strata` alone does).
-    Serve,
+    Serve(ServeArgs),
     #[command(flatten)]
     OnDatabase(OnDatabase),
     /// Create the next migration file of a directory, named and started in
@@ -210,6 +214,74 @@ enum OnDatabase {
     /// database needed) for statements that lock or rewrite live tables,
     /// break the running application or lose data.
     Lint(LintArgs),
+    /// API tokens (`auth.tokens: true`): create one (its secret is printed
+    /// once, stored as a hash), list them, revoke one.
+    Token(TokenArgs),
+    /// The audit log: who did what, when, with what outcome (`--since`,
+    /// `--json`); `verify` checks its hash chain for edited or deleted
+    /// rows.
+    Audit(AuditArgs),
+}
+
+#[derive(Debug, Args)]
+struct TokenArgs {
+    #[command(subcommand)]
+    action: TokenAction,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Create a token; prints its secret once.
+    Create {
+        /// Its name (the actor of what it does is `token:NAME`).
+        #[arg(long)]
+        name: String,
+        /// viewer (reads), deployer (versions, waves, rollouts), approver
+        /// (approves rollouts) or admin (everything).
+        #[arg(long)]
+        role: strata_core::auth::Role,
+        /// Days until it stops working (default: until revoked).
+        #[arg(long, value_name = "DAYS")]
+        expires: Option<u32>,
+    },
+    /// Every token: name, role, created, expiry (never a secret).
+    List,
+    /// Revoke a token: it stops working (within 2 s on running servers).
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct AuditArgs {
+    #[command(subcommand)]
+    action: Option<AuditAction>,
+    /// Only the rows from this time on (RFC 3339, e.g. 2026-11-26T00:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditAction {
+    /// Check the hash chain: exit 15 naming the first row edited or
+    /// deleted.
+    Verify,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Where to listen, `address:port` (overrides `listen` and `port`;
+    /// default: `port` on loopback without auth, on every interface with
+    /// it).
+    #[arg(long, value_name = "ADDRESS:PORT")]
+    listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -535,8 +607,8 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config.as_deref();
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => crate::server::serve(config),
+    match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
+        Command::Serve(args) => crate::server::serve(config, args.listen),
         Command::OnDatabase(command) => commands::run(config, command).into(),
         Command::New(args) => {
             commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()

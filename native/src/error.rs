@@ -80,6 +80,18 @@ pub(crate) enum AppError {
     /// A version over the fleet while rollouts are in progress; nothing ran.
     #[error(transparent)]
     RolloutInProgress(strata_core::migrate::rollout::InProgress),
+    /// No credential, or one that is not valid.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The identity may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many failed authentications from this address.
+    #[error("too many failed authentications from this address: try again in {0} s")]
+    TooManyFailures(i64),
+    /// An approval after the rollout's source files changed; nothing ran.
+    #[error(transparent)]
+    PlanChanged(strata_core::migrate::rollout::RolloutError),
     /// What the request names does not exist (a rollout id).
     #[error("{0} does not exist")]
     NotFound(String),
@@ -148,8 +160,18 @@ impl AppError {
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
             AppError::NotFound(_) => "NOT_FOUND",
+            AppError::Unauthenticated(_) => "UNAUTHENTICATED",
+            AppError::Forbidden(_) => "FORBIDDEN",
+            AppError::TooManyFailures(_) => "TOO_MANY_REQUESTS",
+            AppError::PlanChanged(_) => "PLAN_CHANGED",
             AppError::Internal(_) => "INTERNAL",
         }
+    }
+
+    /// Whether the operation was refused before anything ran (the audit
+    /// log's `refused` as opposed to `failed`).
+    pub(crate) fn ran_nothing(&self) -> bool {
+        !matches!(self, AppError::Database(_) | AppError::Internal(_) | AppError::Loader(_))
     }
 
     /// What a client is told: the error itself, except for internal
@@ -161,11 +183,17 @@ impl AppError {
         }
     }
 
-    fn status(&self) -> StatusCode {
+    /// The HTTP status of the error on a plain route (and of a GraphQL
+    /// answer that holds it: 401, 403, 429).
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             AppError::BadRequest(_) | AppError::InvalidInput(_) => StatusCode::BAD_REQUEST,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::TooManyFailures(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::PlanChanged(_) => StatusCode::CONFLICT,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use strata_core::migrate::config::Config;
+use strata_core::migrate::config::auth::{Exposure, bind_address};
 
 use crate::http::AppState;
 use crate::service::Service;
@@ -15,14 +16,17 @@ use crate::telemetry::Metrics;
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `strata serve` (and `strata` alone): runs the service until a stop signal.
-pub(crate) fn serve(config_path: Option<&std::path::Path>) -> ExitCode {
-    let (path, config) = match crate::settings::load(config_path) {
+pub(crate) fn serve(config_path: Option<&std::path::Path>, listen: Option<std::net::SocketAddr>) -> ExitCode {
+    let (path, mut config) = match crate::settings::load(config_path) {
         Ok(loaded) => loaded,
         Err(message) => {
             eprintln!("strata: {message}");
             return ExitCode::FAILURE;
         }
     };
+    if listen.is_some() {
+        config.listen = listen;
+    }
     let runtime = match crate::startup::start(config.log_level, crate::startup::Process::Server) {
         Ok(runtime) => runtime,
         Err(message) => {
@@ -51,21 +55,41 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
     spawn_rollout_driver(Arc::clone(&service), config.lock_lease_seconds);
     let schema = crate::graphql::build_schema(Arc::clone(&service));
-    let state =
-        Arc::new(AppState { service, schema, metrics, contents_slots: crate::graphql::limits::contents_slots() });
+    let authenticator = crate::http::auth::Authenticator::new(config.auth.clone());
+    let state = Arc::new(AppState {
+        service,
+        schema,
+        metrics,
+        contents_slots: crate::graphql::limits::contents_slots(),
+        authenticator,
+    });
     let app = crate::http::router(state, &config.path_prefix)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::http::panic_response));
 
-    let address = std::net::SocketAddr::from(([0, 0, 0, 0], config.port));
+    let (address, exposure) = bind_address(config.listen, config.port, &config.auth);
     let listener =
         tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(), "strata listening");
+    tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(),
+        auth = if config.auth.configured() { "configured" } else { "none" }, "strata listening");
+    match exposure {
+        Exposure::OpenWithoutAuth => tracing::warn!(
+            %address,
+            "listening beyond loopback WITHOUT authentication: anyone who reaches this port can create versions, \
+             approve rollouts and read every tenant's schema; configure auth (tokens or an authenticating proxy) \
+             — see SECURITY.md"
+        ),
+        Exposure::LoopbackOnly => tracing::info!(
+            "no authentication configured: listening on loopback only (set listen: to serve other hosts, with auth)"
+        ),
+        Exposure::Authenticated => {}
+    }
     let (stopping, stop_requested) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stopping.send(true);
     });
     let mut graceful_stop = stop_requested.clone();
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = graceful_stop.wait_for(|stop| *stop).await;
     });

@@ -23,8 +23,34 @@ use crate::loader::Loader;
 use crate::telemetry;
 use crate::webhook::Webhook;
 
+mod audit;
 mod rollouts;
+mod tokens;
+pub(crate) use audit::outcome;
 pub(crate) use rollouts::Operation;
+
+/// Who asks for an operation: the request's id and the identity the
+/// request authenticated as (`token:ci`, `proxy:alice`, `cli:alice@host`),
+/// or [`ANONYMOUS`] when no authentication is configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The request's id (`X-Request-ID`, or the command's).
+    pub(crate) request_id: String,
+    /// The identity.
+    pub(crate) actor: String,
+}
+
+/// The actor of a request when no authentication is configured.
+pub(crate) const ANONYMOUS: &str = "anonymous";
+
+impl Caller {
+    /// What a rollout records of the caller (no identity when anonymous:
+    /// nobody's approval is then anybody's).
+    pub(crate) fn by(&self) -> strata_core::migrate::rollout::By<'_> {
+        let actor = if self.actor == ANONYMOUS { "" } else { self.actor.as_str() };
+        strata_core::migrate::rollout::By { request_id: &self.request_id, actor }
+    }
+}
 
 /// The id of the request an operation serves (`X-Request-ID`, set by the
 /// HTTP layer), stored with the version it creates.
@@ -60,6 +86,8 @@ pub(crate) struct CreateRequest {
     pub(crate) rollout_gate: RolloutGate,
     /// A revert this far back instead of an apply (`strata revert`).
     pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
+    /// Who asked.
+    pub(crate) actor: String,
 }
 
 impl CreateRequest {
@@ -67,7 +95,8 @@ impl CreateRequest {
     /// `request_id`: applied, committed, over the whole fleet, with the
     /// configured failure budget, held by an active rollout. The callers
     /// change what they ask differently (`CreateRequest { dry_run, ..new }`).
-    pub(crate) fn new(version_name: String, target: Target, request_id: String) -> CreateRequest {
+    pub(crate) fn new(version_name: String, target: Target, caller: Caller) -> CreateRequest {
+        let Caller { request_id, actor } = caller;
         CreateRequest {
             version_name,
             target,
@@ -81,12 +110,53 @@ impl CreateRequest {
             shard: None,
             rollout_gate: RolloutGate::Hold,
             revert: None,
+            actor,
         }
     }
 
+    /// The caller, as the audit log names it.
+    pub(crate) fn caller(&self) -> Caller {
+        Caller { request_id: self.request_id.clone(), actor: self.actor.clone() }
+    }
+
+    /// The API operation this request is, as the audit log names it.
+    fn action(&self) -> &'static str {
+        match (&self.target, &self.retry, &self.revert, &self.wave) {
+            (Target::NewTenant(_), _, _, _) => "createTenant",
+            (_, Some(_), _, _) => "retryQuarantined",
+            (_, _, Some(_), _) => "revertVersion",
+            (_, _, _, strata_core::migrate::wave::Wave::All) => "createVersion",
+            _ => "createVersionWave",
+        }
+    }
+
+    /// What it acts on, as the audit log names it.
+    fn audit_target(&self, result: &Result<CreateResult, AppError>) -> String {
+        let mut target = format!("version {:?}", self.version_name);
+        if let Ok(CreateResult { version: Some(version), .. }) = result {
+            target.push_str(&format!(" (id {})", version.id));
+        }
+        if let Target::NewTenant(tenant) = &self.target {
+            target.push_str(&format!(", tenant {tenant}"));
+        }
+        if self.wave != strata_core::migrate::wave::Wave::All {
+            target.push_str(&format!(", wave {:?}", self.wave));
+        }
+        if let Some(tenants) = &self.retry {
+            target.push_str(&format!(
+                ", retry {}",
+                if tenants.is_empty() { "all".to_string() } else { tenants.join(",") }
+            ));
+        }
+        if self.dry_run {
+            target.push_str(", dry run");
+        }
+        target
+    }
+
     /// A retry of quarantined tenants (`tenants`; empty: all of them).
-    pub(crate) fn retry(version_name: String, tenants: Vec<String>, request_id: String) -> CreateRequest {
-        CreateRequest { retry: Some(tenants), ..CreateRequest::new(version_name, Target::AllSchemas, request_id) }
+    pub(crate) fn retry(version_name: String, tenants: Vec<String>, caller: Caller) -> CreateRequest {
+        CreateRequest { retry: Some(tenants), ..CreateRequest::new(version_name, Target::AllSchemas, caller) }
     }
 }
 
@@ -279,12 +349,18 @@ impl Service {
 
     /// Releases tenants from quarantine: the next version takes them like
     /// any other. Returns those that were quarantined.
-    pub(crate) async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, AppError> {
-        let released = self.database.release_quarantined(tenants).await?;
-        if !released.is_empty() {
-            tracing::info!(?released, "tenants released from quarantine");
-        }
-        Ok(released)
+    pub(crate) async fn release_quarantined(
+        &self,
+        tenants: &[String],
+        caller: &Caller,
+    ) -> Result<Vec<String>, AppError> {
+        let result = self.database.release_quarantined(tenants).await.map_err(AppError::from);
+        let target = match &result {
+            Ok(released) => format!("tenants {} (released: {})", tenants.join(","), released.join(",")),
+            Err(_) => format!("tenants {}", tenants.join(",")),
+        };
+        self.audit(caller, "releaseQuarantined", &target, outcome(&result)).await;
+        result
     }
 
     /// `strata repair`: records the new checksum of changed files and
@@ -292,6 +368,24 @@ impl Service {
     /// as a version named `version_name` with the request id; with
     /// `dry_run`, only says what it would change.
     pub(crate) async fn repair(
+        &self,
+        files: &[String],
+        version_name: &str,
+        caller: &Caller,
+        dry_run: bool,
+    ) -> Result<strata_core::migrate::repair::Repair, AppError> {
+        let result = self.repair_unaudited(files, version_name, &caller.request_id, dry_run).await;
+        if !dry_run {
+            let target = format!(
+                "version {version_name:?}, files {}",
+                if files.is_empty() { "all changed".to_string() } else { files.join(",") }
+            );
+            self.audit(caller, "repair", &target, outcome(&result)).await;
+        }
+        result
+    }
+
+    async fn repair_unaudited(
         &self,
         files: &[String],
         version_name: &str,
@@ -502,8 +596,16 @@ impl Service {
         }
     }
 
-    /// Runs `createVersion` or `createTenant`.
+    /// Runs `createVersion` or `createTenant` (or a wave, a retry, a
+    /// revert), audited.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
+        let result = self.create_unaudited(&request).await;
+        let target = request.audit_target(&result);
+        self.audit(&request.caller(), request.action(), &target, outcome(&result)).await;
+        result
+    }
+
+    async fn create_unaudited(self: &Arc<Self>, request: &CreateRequest) -> Result<CreateResult, AppError> {
         if request.version_name.trim().is_empty() {
             return Err(AppError::InvalidInput("versionName must not be empty".into()));
         }
@@ -511,9 +613,9 @@ impl Service {
         let clock = Instant::now();
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
             target = ?request.target, "mutation started");
-        self.hold_for_rollouts(&request).await?;
+        self.hold_for_rollouts(request).await?;
         let sources = self.source_migrations().await?;
-        let drifted = self.check_drift(&request, &rfc3339(started)).await?;
+        let drifted = self.check_drift(request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects
         // cannot cancel it half-way.
         let service = Arc::clone(self);
@@ -569,7 +671,7 @@ impl Service {
             duration: clock.elapsed().as_secs_f64(),
             counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
-        self.account(&request, &outcome, &summary);
+        self.account(request, &outcome, &summary);
         // By name: tenants fail in whatever order their units ran.
         let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
         quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));

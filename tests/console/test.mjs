@@ -15,7 +15,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { checker, freePort, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { execFileSync } from "node:child_process";
+import { bin, checker, freePort, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const TENANTS = Number(process.env.CONSOLE_TENANTS || 300);
@@ -331,6 +332,84 @@ logLevel: ERROR
 
   assert.deepEqual(problems, [], "console errors, CSP violations or failed requests");
   ok("no console error, warning, CSP violation or failed request on any page");
+
+  // With authentication: a token pasted once per session; each role sees
+  // the buttons it may use, and the starter of a rollout no Approve.
+  {
+    const authWork = mkdtempSync(join(tmpdir(), "strata-console-auth-"));
+    cpSync(join(root, "examples/sqlite/migrations"), join(authWork, "migrations"), { recursive: true });
+    const authPort = await freePort();
+    const authYaml = `baseLocation: ${join(authWork, "migrations")}
+driver: sqlite
+dataSource: sqlite://${join(authWork, "data/main.db")}?mode=rwc
+singleMigrations: [ref, config]
+tenantMigrations: [tenants]
+port: ${authPort}
+logLevel: ERROR
+auth:
+  tokens: true
+`;
+    const secured = await startStrata(authWork, authYaml, { port: authPort });
+    const token = (name, role) =>
+      JSON.parse(execFileSync(bin, ["--config", join(authWork, "svc.yaml"), "token", "create", "--name", name, "--role", role, "--json"])).token;
+    const tokens = { viewer: token("viewer", "viewer"), deployer: token("deployer", "deployer"), approver: token("approver", "approver"), admin: token("ops", "admin") };
+    const as = async (who, query) => {
+      const response = await fetch(`${secured.base}/v2/service`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${tokens[who]}` }, body: JSON.stringify({ query }) });
+      const answer = await response.json();
+      if (answer.errors || answer.error) throw new Error(JSON.stringify(answer));
+      return answer.data;
+    };
+    try {
+      await as("admin", 'mutation { createVersion(input: { versionName: "base" }) { version { id } } }');
+      for (const t of ["a1", "a2"]) await as("admin", `mutation { createTenant(input: { tenantName: "${t}", versionName: "${t}" }) { version { id } } }`);
+      writeFileSync(join(authWork, "migrations/tenants/201602160009.sql"), "create table {schema}.later (id integer primary key);\n");
+      const started = await as("admin", 'mutation { startRollout(versionName: "gated", waves: ["a1:approve", "rest"]) { id } }');
+      const rolloutId = started.startRollout.id;
+      const { page: authPage, problems: authProblems } = await watchedPage(browser);
+      const signInAs = async (who) => {
+        await authPage.goto(`${secured.base}/console/#/fleet`);
+        if (await authPage.locator("#sign-out").count()) await authPage.locator("#sign-out").click();
+        await authPage.locator("#sign-in").waitFor();
+        await authPage.fill("#token-input", tokens[who]);
+        await authPage.locator("#sign-in button").click();
+        await authPage.locator("#who-actor", { hasText: `token:${who === "admin" ? "ops" : who}` }).waitFor();
+      };
+      await authPage.goto(`${secured.base}/console/`);
+      await authPage.locator("#sign-in").waitFor();
+      await signInAs("viewer");
+      await authPage.locator("#preview-button").waitFor();
+      assert.equal(await authPage.locator("#apply").count(), 0, "a viewer sees no Apply");
+      assert.equal(await authPage.locator("#tenant-name").count(), 0, "a viewer sees no New tenant");
+      await authPage.goto(`${secured.base}/console/#/rollouts`);
+      await authPage.locator(`[data-rollout="${rolloutId}"] [data-status="AWAITING_APPROVAL"]`).waitFor();
+      assert.equal(await authPage.locator(`[data-rollout="${rolloutId}"] button`).count(), 0, "a viewer operates no rollout");
+      await signInAs("deployer");
+      await authPage.locator("#apply").waitFor({ state: "attached" });
+      await authPage.goto(`${secured.base}/console/#/rollouts`);
+      await authPage.locator(`[aria-label="Pause rollout ${rolloutId}"]`).waitFor();
+      assert.equal(await authPage.locator(`[aria-label="Approve rollout ${rolloutId}"]`).count(), 0, "a deployer sees no Approve");
+      await signInAs("admin");
+      await authPage.goto(`${secured.base}/console/#/rollouts`);
+      await authPage.locator(`[aria-label="Pause rollout ${rolloutId}"]`).waitFor();
+      assert.equal(await authPage.locator(`[aria-label="Approve rollout ${rolloutId}"]`).count(), 0, "the starter sees no Approve");
+      await signInAs("approver");
+      await authPage.goto(`${secured.base}/console/#/rollouts`);
+      await authPage.locator(`[aria-label="Approve rollout ${rolloutId}"]`).click();
+      await authPage.locator("#confirm-ok").click();
+      await authPage.locator(`[data-rollout="${rolloutId}"] [data-status="COMPLETED"]`).waitFor({ timeout: 30000 });
+      assert.match(await authPage.locator(`[data-rollout="${rolloutId}"] details`).textContent(), /token:approver/);
+      assert.deepEqual(authProblems, [], "console errors, CSP violations or failed requests with authentication");
+      await authPage.locator("#sign-out").click();
+      await authPage.locator("#sign-in").waitFor();
+      await authPage.fill("#token-input", "strata_wrong");
+      await authPage.locator("#sign-in button").click();
+      await authPage.locator("#sign-in-error", { hasText: "The token was refused" }).waitFor();
+      await authPage.screenshot({ path: join(shots, "sign-in.png") });
+      ok("with auth: sign-in by a pasted token, Apply and New tenant hidden from a viewer, Approve from a deployer and from the rollout's starter, an approver approves (the event names them), a bad token is refused on the sign-in page");
+    } finally {
+      secured.stop();
+    }
+  }
   console.log(`screenshots: ${shots}`);
   console.log(`console: ${checks.length} checks passed`);
 } finally {

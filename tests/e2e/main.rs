@@ -1,6 +1,7 @@
 //! End-to-end tests of the migration service: a real `strata` process per
 //! test on 127.0.0.1, SQLite files in temp dirs, real HTTP.
 
+mod access;
 mod bad_input;
 mod cli;
 mod console;
@@ -12,6 +13,7 @@ mod hardening;
 mod lint;
 mod live;
 mod mutations;
+mod oidc;
 mod operations;
 mod peers;
 mod quarantine;

@@ -56,7 +56,7 @@ async fn health_is_up_then_down_with_details_when_the_base_location_is_missing()
     assert_eq!(health.status(), 200);
     assert_eq!(
         health.json::<Value>().await.unwrap(),
-        json!({ "status": "UP", "checks": [{ "name": "DB", "status": "UP" }, { "name": "Loader", "status": "UP" }] })
+        json!({ "status": "UP", "auth": "none", "checks": [{ "name": "DB", "status": "UP" }, { "name": "Loader", "status": "UP" }] })
     );
     std::fs::rename(server.ws.migrations(), server.ws.path().join("moved")).unwrap();
     let health = server.get("/health").await;

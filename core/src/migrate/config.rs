@@ -20,6 +20,8 @@ use crate::migrate::ident::validate_identifier;
 use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
+pub mod auth;
+
 /// Why a configuration was refused. Every variant names the property.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
@@ -302,8 +304,13 @@ pub struct Config {
     pub single_scripts: Vec<String>,
     /// Tenant script directories.
     pub tenant_scripts: Vec<String>,
-    /// Listen port.
+    /// Listen port (with `listen` unset).
     pub port: u16,
+    /// Where to listen (`listen`, overriding `port`); see
+    /// [`auth::bind_address`].
+    pub listen: Option<std::net::SocketAddr>,
+    /// Who may use the API.
+    pub auth: auth::Auth,
     /// Prefix of every route: `/` or `/segment…` without a trailing slash.
     pub path_prefix: String,
     /// Webhook target.
@@ -376,6 +383,8 @@ struct RawConfig {
     single_scripts: Option<Vec<String>>,
     tenant_scripts: Option<Vec<String>>,
     port: Option<PortValue>,
+    listen: Option<String>,
+    auth: Option<auth::RawAuth>,
     path_prefix: Option<String>,
     #[serde(rename = "webHookURL")]
     web_hook_url: Option<String>,
@@ -680,6 +689,8 @@ impl Config {
         validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
 
         let port = sub.port(raw.port)?;
+        let listen = auth::parse_listen(sub.optional("listen", raw.listen)?)?;
+        let auth = auth::RawAuth::validate(raw.auth)?;
         let path_prefix = normalize_path_prefix(&sub.optional("pathPrefix", raw.path_prefix)?.unwrap_or_default())?;
         let (web_hook_url, web_hook_template, web_hook_headers) =
             sub.webhook(raw.web_hook_url, raw.web_hook_template, raw.web_hook_headers)?;
@@ -721,6 +732,8 @@ impl Config {
             single_scripts,
             tenant_scripts,
             port,
+            listen,
+            auth,
             path_prefix,
             web_hook_url,
             web_hook_template,
@@ -761,6 +774,8 @@ impl Config {
             single_scripts: &self.single_scripts,
             tenant_scripts: &self.tenant_scripts,
             port: self.port,
+            listen: self.listen.map(|a| a.to_string()),
+            auth: (&self.auth).into(),
             path_prefix: &self.path_prefix,
             web_hook_url: self.web_hook_url.as_deref(),
             web_hook_template: self.web_hook_template.as_deref(),
@@ -828,6 +843,9 @@ struct RedactedView<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     tenant_scripts: &'a [String],
     port: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listen: Option<String>,
+    auth: auth::AuthView,
     path_prefix: &'a str,
     #[serde(rename = "webHookURL", skip_serializing_if = "Option::is_none")]
     web_hook_url: Option<&'a str>,

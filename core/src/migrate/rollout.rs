@@ -16,6 +16,8 @@
 //! - Every operation is an event with its time and request id: who started,
 //!   approved, paused, resumed the rollout, and what each wave did.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -203,6 +205,10 @@ pub struct Event {
     pub wave: Option<usize>,
     /// The request that did it (a wave's runner: the replica's id).
     pub request_id: String,
+    /// Who did it (`token:ci`, `oidc:alice`, `cli:alice@host`; empty for
+    /// a wave's runner and for rollouts stored before identities).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub actor: String,
     /// What it did, in words (a wave: its version and counts, or its error).
     pub detail: String,
 }
@@ -230,6 +236,54 @@ pub struct Rollout {
     pub failure_budget: Option<String>,
     /// What happened, oldest first.
     pub events: Vec<Event>,
+    /// Who started it (empty without identities).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_by: String,
+    /// The source files (name → checksum) when it started: what its
+    /// approvals approve. Empty for rollouts stored before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+/// Who asks for an operation on a rollout: the request and the actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct By<'a> {
+    /// The request's id.
+    pub request_id: &'a str,
+    /// The identity (empty: none known).
+    pub actor: &'a str,
+}
+
+impl<'a> From<&'a str> for By<'a> {
+    /// A request without an identity.
+    fn from(request_id: &'a str) -> By<'a> {
+        By { request_id, actor: "" }
+    }
+}
+
+/// What an approval is checked against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalRules {
+    /// The identity that started a rollout may not approve it.
+    pub forbid_self_approval: bool,
+    /// The source files now (name → checksum); `None`: not checked.
+    pub files_now: Option<BTreeMap<String, String>>,
+}
+
+/// How the source files changed since a rollout started, in words
+/// (`changed: a.sql`, `added: b.sql`, `removed: c.sql`), by file name.
+pub fn plan_changes(started: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let mut changes = Vec::new();
+    for (file, checksum) in started {
+        match now.get(file) {
+            None => changes.push(format!("removed: {file}")),
+            Some(current) if current != checksum => changes.push(format!("changed: {file}")),
+            Some(_) => {}
+        }
+    }
+    changes.extend(now.keys().filter(|file| !started.contains_key(*file)).map(|file| format!("added: {file}")));
+    changes.sort_by(|a, b| a.split_once(": ").map(|x| x.1).cmp(&b.split_once(": ").map(|x| x.1)));
+    changes
 }
 
 /// What a driver should do about a rollout now.
@@ -316,6 +370,17 @@ pub enum RolloutError {
     /// `rest` before the last wave: the waves after it would find nothing.
     #[error("rest must be the last wave")]
     RestNotLast,
+    /// The identity that started the rollout asked to approve it.
+    #[error("{0} started this rollout and cannot approve it: another person must (the rule: auth.allowSelfApproval)")]
+    SelfApproval(String),
+    /// Source files changed since the rollout started: what would run is
+    /// not what was started.
+    #[error(
+        "the source files changed since the rollout started ({}): approving would run what was not reviewed; \
+         cancel it and start a new rollout, or restore the files",
+        crate::migrate::summary::some_of(.0, 10)
+    )]
+    PlanChanged(Vec<String>),
     /// The operation does not apply in this status.
     #[error("the rollout is {status}: {operation} applies to a rollout {expected}")]
     WrongStatus {
@@ -330,13 +395,14 @@ pub enum RolloutError {
 
 impl Rollout {
     /// A new rollout, running its first wave.
-    pub fn new(
+    pub fn new<'a>(
         version_name: &str,
         waves: Vec<WaveStep>,
         failure_budget: Option<String>,
         now: i64,
-        request_id: &str,
+        by: impl Into<By<'a>>,
     ) -> Result<Rollout, RolloutError> {
+        let by = by.into();
         if waves.is_empty() {
             return Err(RolloutError::NoWave);
         }
@@ -354,13 +420,30 @@ impl Rollout {
             claimed_until: None,
             failure_budget,
             events: Vec::new(),
+            started_by: by.actor.to_string(),
+            files: BTreeMap::new(),
         };
-        rollout.event(now, "started", None, request_id, plan);
+        rollout.event(now, "started", None, by, plan);
         Ok(rollout)
     }
 
-    fn event(&mut self, at: i64, action: &str, wave: Option<usize>, request_id: &str, detail: String) {
-        self.events.push(Event { at, action: action.to_string(), wave, request_id: request_id.to_string(), detail });
+    /// Binds it to the source files as they are now (name → checksum):
+    /// approving after one changed is refused.
+    pub fn with_files(mut self, files: BTreeMap<String, String>) -> Rollout {
+        self.files = files;
+        self
+    }
+
+    fn event<'a>(&mut self, at: i64, action: &str, wave: Option<usize>, by: impl Into<By<'a>>, detail: String) {
+        let by = by.into();
+        self.events.push(Event {
+            at,
+            action: action.to_string(),
+            wave,
+            request_id: by.request_id.to_string(),
+            actor: by.actor.to_string(),
+            detail,
+        });
     }
 
     /// What to do about it at `now`.
@@ -426,16 +509,31 @@ impl Rollout {
         true
     }
 
-    /// Lets the next wave run (it was awaiting approval).
-    pub fn approve(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+    /// Lets the next wave run (it was awaiting approval) — unless `by`
+    /// started it and `rules` forbid that, or the source files changed
+    /// since it started.
+    pub fn approve<'a>(&mut self, now: i64, by: impl Into<By<'a>>, rules: &ApprovalRules) -> Result<(), RolloutError> {
+        let by = by.into();
         self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
+        if rules.forbid_self_approval && !by.actor.is_empty() && by.actor == self.started_by {
+            return Err(RolloutError::SelfApproval(by.actor.to_string()));
+        }
+        if let Some(now_files) = &rules.files_now
+            && !self.files.is_empty()
+        {
+            let changes = plan_changes(&self.files, now_files);
+            if !changes.is_empty() {
+                return Err(RolloutError::PlanChanged(changes));
+            }
+        }
         self.status = Status::Running;
-        self.event(now, "approved", Some(self.position), request_id, String::new());
+        self.event(now, "approved", Some(self.position), by, String::new());
         Ok(())
     }
 
     /// Stops it before its next wave (a wave running finishes).
-    pub fn pause(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+    pub fn pause<'a>(&mut self, now: i64, by: impl Into<By<'a>>) -> Result<(), RolloutError> {
+        let by = by.into();
         self.expect(
             "pause",
             &[Status::Running, Status::Soaking, Status::AwaitingApproval],
@@ -444,25 +542,27 @@ impl Rollout {
         self.paused_from = Some(self.status);
         self.status = Status::Paused;
         self.claimed_until = None;
-        self.event(now, "paused", Some(self.position), request_id, String::new());
+        self.event(now, "paused", Some(self.position), by, String::new());
         Ok(())
     }
 
     /// Goes on where it was paused, or runs the wave that failed again.
-    pub fn resume(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+    pub fn resume<'a>(&mut self, now: i64, by: impl Into<By<'a>>) -> Result<(), RolloutError> {
+        let by = by.into();
         self.expect("resume", &[Status::Paused, Status::Stopped], "paused or stopped")?;
         self.status = match self.paused_from.take() {
             Some(Status::Soaking) => Status::Soaking,
             Some(Status::AwaitingApproval) => Status::AwaitingApproval,
             _ => Status::Running,
         };
-        self.event(now, "resumed", Some(self.position), request_id, String::new());
+        self.event(now, "resumed", Some(self.position), by, String::new());
         Ok(())
     }
 
     /// Ends it before its remaining waves: none runs again (a wave running
     /// finishes, and is not recorded as the rollout's).
-    pub fn cancel(&mut self, now: i64, request_id: &str) -> Result<(), RolloutError> {
+    pub fn cancel<'a>(&mut self, now: i64, by: impl Into<By<'a>>) -> Result<(), RolloutError> {
+        let by = by.into();
         self.expect(
             "cancel",
             &[Status::Running, Status::Soaking, Status::AwaitingApproval, Status::Paused, Status::Stopped],
@@ -472,7 +572,7 @@ impl Rollout {
         self.paused_from = None;
         self.claimed_until = None;
         self.not_before = None;
-        self.event(now, "cancelled", Some(self.position), request_id, String::new());
+        self.event(now, "cancelled", Some(self.position), by, String::new());
         Ok(())
     }
 
@@ -484,8 +584,8 @@ impl Rollout {
 
     /// Records that a version ran over the fleet past its gates, on whose
     /// request.
-    pub fn overridden(&mut self, now: i64, request_id: &str, version_name: &str) {
-        self.event(now, "overridden", Some(self.position), request_id, format!("version {version_name:?} ran past it"));
+    pub fn overridden<'a>(&mut self, now: i64, by: impl Into<By<'a>>, version_name: &str) {
+        self.event(now, "overridden", Some(self.position), by, format!("version {version_name:?} ran past it"));
     }
 
     fn expect(&self, operation: &'static str, allowed: &[Status], expected: &'static str) -> Result<(), RolloutError> {

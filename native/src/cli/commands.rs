@@ -12,11 +12,11 @@ use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
 use super::answers::{MissingFile, PendingSchema, PlanAnswer, StatusAnswer, UnreachableShardAnswer};
-use super::output::{cli_request_id, failure, print_json};
+use super::output::{cli_caller, failure, print_json};
 use super::progress::Progress;
 use super::{
     ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
-    RevertArgs, RolloutAction, StatusArgs,
+    RevertArgs, RolloutAction, StatusArgs, TokenAction,
 };
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, Observer};
@@ -72,6 +72,7 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase) -> Exit {
             Access::ReadWrite
         }
         OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
+        OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
@@ -90,6 +91,8 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase) -> Exit {
             OnDatabase::Lint(args) => lint_pending(&service, args).await,
             OnDatabase::Quarantine(args) => quarantine(&service, args).await,
             OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
+            OnDatabase::Token(args) => super::access::token(&service, args).await,
+            OnDatabase::Audit(args) => super::access::audit(&service, args).await,
         };
         service.settle().await;
         exit
@@ -232,7 +235,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         wave: wave_of(args.tenants, args.share, args.attribute),
         shard: args.shard,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
-        ..CreateRequest::new(args.version_name, target, cli_request_id())
+        ..CreateRequest::new(args.version_name, target, cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -269,7 +272,7 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
         wave: wave_of(args.tenants, args.share, args.attribute),
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
         revert: Some(extent),
-        ..CreateRequest::new(args.version_name, Target::AllSchemas, cli_request_id())
+        ..CreateRequest::new(args.version_name, Target::AllSchemas, cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -361,7 +364,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             }
             Err(error) => failure(&error),
         },
-        QuarantineAction::Release { tenants } => match service.release_quarantined(&tenants).await {
+        QuarantineAction::Release { tenants } => match service.release_quarantined(&tenants, &cli_caller()).await {
             Ok(released) => {
                 if args.json {
                     print_json(&json!({ "released": released }));
@@ -373,7 +376,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Err(error) => failure(&error),
         },
         QuarantineAction::Retry { version_name, tenants } => {
-            let request = CreateRequest::retry(version_name, tenants, cli_request_id());
+            let request = CreateRequest::retry(version_name, tenants, cli_caller());
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,
                 Err(error) => failed_apply(&error, args.json),
@@ -404,10 +407,10 @@ fn render_active_rollouts(active: &[strata_core::migrate::rollout::ActiveRollout
 /// `repair [FILE...]`: what it changes, listed, then done (or only
 /// listed with `--dry-run`).
 async fn repair(service: &Service, args: RepairArgs) -> Exit {
-    let request_id = cli_request_id();
+    let caller = cli_caller();
     if !args.dry_run {
         // Listed before it runs: the same decision, read first.
-        match service.repair(&args.files, &args.version_name, &request_id, true).await {
+        match service.repair(&args.files, &args.version_name, &caller, true).await {
             Ok(planned) if !args.json && !planned.is_empty() => {
                 out!("{}", strata_core::migrate::repair::render(&planned, false))
             }
@@ -415,7 +418,7 @@ async fn repair(service: &Service, args: RepairArgs) -> Exit {
             Err(error) => return failed_apply(&error, args.json),
         }
     }
-    match service.repair(&args.files, &args.version_name, &request_id, args.dry_run).await {
+    match service.repair(&args.files, &args.version_name, &caller, args.dry_run).await {
         Ok(done) => {
             if args.json {
                 print_json(&json!({ "dryRun": args.dry_run, "repair": done, "records": done.records() }));

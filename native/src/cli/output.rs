@@ -25,3 +25,20 @@ pub(super) fn print_json(value: &impl serde::Serialize) {
 pub(super) fn cli_request_id() -> String {
     format!("strata-cli-{}", uuid::Uuid::new_v4())
 }
+
+/// Who runs a command in-process: `cli:<os user>@<host>`, with a new
+/// request id. (Whoever holds the configuration holds the database's
+/// credentials: the command line is not authenticated further.)
+pub(super) fn cli_caller() -> crate::service::Caller {
+    let user = ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "unknown".to_string());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    crate::service::Caller { request_id: cli_request_id(), actor: format!("cli:{user}@{host}") }
+}

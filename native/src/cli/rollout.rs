@@ -55,10 +55,11 @@ fn show(id: i64, rollout: &Rollout, json: bool) {
 pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
     // The request id of what this command does (also the claim's holder
     // when it drives waves).
-    let request_id = super::output::cli_request_id();
-    let request_id = request_id.as_str();
+    let caller = super::output::cli_caller();
+    let request_id = caller.request_id.as_str();
+    let caller = &caller;
     let operate = |id, operation| async move {
-        match service.operate_rollout(id, operation, request_id).await {
+        match service.operate_rollout(id, operation, caller).await {
             Ok(rollout) => {
                 show(id, &rollout, args.json);
                 Exit::Success
@@ -84,7 +85,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
             Err(error) => failure(&error),
         },
         RolloutAction::Start { version_name, waves, failure_budget } => {
-            match service.start_rollout(&version_name, &waves, failure_budget, request_id).await {
+            match service.start_rollout(&version_name, &waves, failure_budget, caller).await {
                 Ok((id, rollout)) => {
                     show(id, &rollout, args.json);
                     Exit::Success

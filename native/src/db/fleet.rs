@@ -36,6 +36,8 @@ use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use strata_core::auth::audit::{Entry, Sealed};
+use strata_core::auth::token::StoredToken;
 
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
@@ -847,6 +849,27 @@ impl Database for Fleet {
 
     async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError> {
         self.store(0).await?.change_directory(changes).await
+    }
+
+    // Tokens and the audit log are the fleet's, kept on the home shard.
+    async fn tokens(&self) -> Result<Vec<StoredToken>, DbError> {
+        self.store(0).await?.tokens().await
+    }
+
+    async fn insert_token(&self, token: &StoredToken) -> Result<bool, DbError> {
+        self.store(0).await?.insert_token(token).await
+    }
+
+    async fn delete_token(&self, name: &str) -> Result<bool, DbError> {
+        self.store(0).await?.delete_token(name).await
+    }
+
+    async fn audit(&self) -> Result<Vec<Sealed>, DbError> {
+        self.store(0).await?.audit().await
+    }
+
+    async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError> {
+        self.store(0).await?.append_audit(entry).await
     }
 
     /// Releases on every shard that answers (and so, from the home shard,

@@ -17,6 +17,8 @@ use async_trait::async_trait;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
+use strata_core::auth::audit::{Entry, Sealed};
+use strata_core::auth::token::StoredToken;
 use strata_core::migrate::repair::Repair;
 
 use super::books::Books;
@@ -89,7 +91,22 @@ pub(crate) trait Database: Send + Sync {
     async fn directory(&self) -> Result<Directory, DbError>;
     /// Brings the directory up to date (nothing on a read-only store).
     async fn change_directory(&self, changes: &DirectoryChanges) -> Result<(), DbError>;
+    /// The API tokens (kept on the home shard).
+    async fn tokens(&self) -> Result<Vec<StoredToken>, DbError>;
+    /// Stores a new token; false when its name is taken.
+    async fn insert_token(&self, token: &StoredToken) -> Result<bool, DbError>;
+    /// Removes a token; false when there was none of that name.
+    async fn delete_token(&self, name: &str) -> Result<bool, DbError>;
+    /// The audit log, oldest first (kept on the home shard).
+    async fn audit(&self) -> Result<Vec<Sealed>, DbError>;
+    /// Appends `entry` to the audit log, chained to the newest row (core's
+    /// `audit::next`); another writer taking the same id first makes it
+    /// read the newest row again.
+    async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError>;
 }
+
+/// How often an audit append is tried again after another writer took its id.
+const AUDIT_ATTEMPTS: usize = 20;
 
 /// The one implementation of [`Database`]: an engine and how versions run.
 pub(crate) struct Store<E: Engine> {
@@ -248,6 +265,49 @@ impl<E: Engine> Database for Store<E> {
         }
         let mut conn = self.engine.connect().await?;
         self.engine.books().change_directory(&mut conn, changes).await
+    }
+
+    async fn tokens(&self) -> Result<Vec<StoredToken>, DbError> {
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().tokens(&mut conn).await
+    }
+
+    async fn insert_token(&self, token: &StoredToken) -> Result<bool, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.books().insert_token(&mut conn, token).await
+    }
+
+    async fn delete_token(&self, name: &str) -> Result<bool, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.books().delete_token(&mut conn, name).await
+    }
+
+    async fn audit(&self) -> Result<Vec<Sealed>, DbError> {
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().audit(&mut conn).await
+    }
+
+    async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        let books = self.engine.books();
+        for _ in 0..AUDIT_ATTEMPTS {
+            let last = books.last_audit(&mut conn).await?;
+            let row =
+                strata_core::auth::audit::next(last.as_ref().map(|(id, hash)| (*id, hash.as_str())), entry.clone());
+            if books.append_audit(&mut conn, &row).await? {
+                return Ok(row);
+            }
+        }
+        Err(DbError::UnexpectedAnswer(format!("the audit log kept growing under {AUDIT_ATTEMPTS} attempts")))
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {

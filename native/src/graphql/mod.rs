@@ -1,5 +1,6 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
+mod guard;
 pub(crate) mod limits;
 pub(crate) mod types;
 
@@ -10,11 +11,12 @@ use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::wave::Wave;
 
 use crate::error::{AppError, graphql_error};
-use crate::service::{CreateRequest, Operation, RequestId, RolloutGate, Service};
+use crate::http::auth::Identity;
+use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
 use types::{
-    ActionDto, CreateResultsDto, DbMigrationDto, FleetDto, MigrationInterface, PlanPreviewDto, QuarantinedTenantDto,
-    RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
-    TenantInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, FleetDto, IdentityDto, MigrationInterface,
+    PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto,
+    SourceMigrationFilters, TenantDto, TenantInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -31,6 +33,7 @@ pub(crate) fn build_schema(service: Arc<Service>) -> ApiSchema {
     Schema::build(Query, Mutation, EmptySubscription)
         .register_output_type::<MigrationInterface>()
         .extension(limits::CostLimits(limits))
+        .extension(guard::Guard)
         .data(service)
         .finish()
 }
@@ -52,6 +55,15 @@ fn service<'a>(ctx: &Context<'a>) -> Result<&'a Arc<Service>> {
 
 fn request_id(ctx: &Context<'_>) -> String {
     ctx.data_opt::<RequestId>().map(|id| id.0.clone()).unwrap_or_default()
+}
+
+/// Who asks: the request's id and its identity (the guard let it through).
+fn caller(ctx: &Context<'_>) -> Caller {
+    let request_id = request_id(ctx);
+    match ctx.data_opt::<Identity>() {
+        Some(identity) => identity.caller(&request_id),
+        None => Caller { request_id, actor: crate::service::ANONYMOUS.to_string() },
+    }
 }
 
 /// Queries.
@@ -205,6 +217,28 @@ impl Query {
     async fn drift(&self, ctx: &Context<'_>) -> Result<SchemaDriftDto> {
         Ok(service(ctx)?.drift().await.map_err(graphql_error)?.into())
     }
+
+    /// Who the request authenticated as, and its roles (without
+    /// authentication configured: `anonymous`, every role). Added to the
+    /// spec's schema (the console hides what the roles do not allow).
+    async fn identity(&self, ctx: &Context<'_>) -> IdentityDto {
+        match ctx.data_opt::<Identity>() {
+            Some(identity) => IdentityDto::from(identity),
+            None => IdentityDto { actor: crate::service::ANONYMOUS.to_string(), roles: Vec::new() },
+        }
+    }
+
+    /// The audit log, oldest first: every mutation, refused operation and
+    /// failed authentication, with who, what, on what, the outcome and the
+    /// row's place in the hash chain (`strata audit verify` checks it).
+    /// `since`: RFC 3339, the rows from then on; `last`: only the newest
+    /// N. Admin only. Added to the spec's schema.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn audit(&self, ctx: &Context<'_>, since: Option<String>, last: Option<u32>) -> Result<Vec<AuditRowDto>> {
+        let rows = service(ctx)?.audit_log(since.as_deref()).await.map_err(graphql_error)?;
+        let skip = last.map_or(0, |last| rows.len().saturating_sub(last as usize));
+        Ok(rows.into_iter().skip(skip).map(AuditRowDto::from).collect())
+    }
 }
 
 /// A `createVersion` over `wave` of the fleet (`Wave::All`: every tenant).
@@ -217,13 +251,12 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
             Some(true) => RolloutGate::Override,
             _ => RolloutGate::Hold,
         },
-        ..CreateRequest::new(input.version_name, Target::AllSchemas, request_id(ctx))
+        ..CreateRequest::new(input.version_name, Target::AllSchemas, caller(ctx))
     }
 }
 
 async fn operate(ctx: &Context<'_>, id: i32, operation: Operation) -> Result<RolloutDto> {
-    let rollout =
-        service(ctx)?.operate_rollout(i64::from(id), operation, &request_id(ctx)).await.map_err(graphql_error)?;
+    let rollout = service(ctx)?.operate_rollout(i64::from(id), operation, &caller(ctx)).await.map_err(graphql_error)?;
     Ok(RolloutDto::new(i64::from(id), rollout))
 }
 
@@ -246,7 +279,7 @@ impl Mutation {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             shard: input.shard,
-            ..CreateRequest::new(input.version_name, target, request_id(ctx))
+            ..CreateRequest::new(input.version_name, target, caller(ctx))
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -313,7 +346,7 @@ impl Mutation {
     /// each it completes leaves the quarantine; one that fails again stays,
     /// with one more failure counted. Added to the spec's schema.
     async fn retry_quarantined(&self, ctx: &Context<'_>, input: RetryInput) -> Result<CreateResultsDto> {
-        let request = CreateRequest::retry(input.version_name, input.tenant_names.unwrap_or_default(), request_id(ctx));
+        let request = CreateRequest::retry(input.version_name, input.tenant_names.unwrap_or_default(), caller(ctx));
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
@@ -332,7 +365,7 @@ impl Mutation {
         failure_budget: Option<String>,
     ) -> Result<RolloutDto> {
         let (id, rollout) = service(ctx)?
-            .start_rollout(&version_name, &waves, failure_budget, &request_id(ctx))
+            .start_rollout(&version_name, &waves, failure_budget, &caller(ctx))
             .await
             .map_err(graphql_error)?;
         Ok(RolloutDto::new(id, rollout))
@@ -364,6 +397,6 @@ impl Mutation {
     /// version takes them like any other. Returns those released (names not
     /// quarantined are ignored). Added to the spec's schema.
     async fn release_quarantined(&self, ctx: &Context<'_>, tenant_names: Vec<String>) -> Result<Vec<String>> {
-        service(ctx)?.release_quarantined(&tenant_names).await.map_err(graphql_error)
+        service(ctx)?.release_quarantined(&tenant_names, &caller(ctx)).await.map_err(graphql_error)
     }
 }

@@ -806,6 +806,9 @@ pub(crate) struct RolloutDto {
     /// What happened, oldest first: who started, approved, paused, resumed
     /// it, and what each wave did.
     events: Vec<RolloutEventDto>,
+    /// Who started it (`token:<name>`, `proxy:<user>`, `cli:<user>@<host>`;
+    /// null without authentication).
+    started_by: Option<String>,
 }
 
 /// One wave of a rollout (`RolloutWave`, added).
@@ -833,6 +836,8 @@ pub(crate) struct RolloutEventDto {
     wave: Option<i32>,
     /// The request that did it (a wave: the replica that ran it).
     request_id: String,
+    /// Who did it (null for a wave's runner, and without authentication).
+    actor: Option<String>,
     /// What it did (a wave: its version and counts, or its error).
     detail: String,
 }
@@ -876,9 +881,73 @@ impl RolloutDto {
                     action: event.action,
                     wave: event.wave.map(|w| clamp(w as i64 + 1)),
                     request_id: event.request_id,
+                    actor: Some(event.actor).filter(|actor| !actor.is_empty()),
                     detail: event.detail,
                 })
                 .collect(),
+            started_by: Some(rollout.started_by).filter(|actor| !actor.is_empty()),
+        }
+    }
+}
+
+/// Who a request authenticated as.
+#[derive(Debug, SimpleObject)]
+#[graphql(name = "Identity")]
+pub(crate) struct IdentityDto {
+    /// `token:<name>`, `proxy:<user>`, or `anonymous`.
+    pub(crate) actor: String,
+    /// `viewer`, `deployer`, `approver`, `admin`.
+    pub(crate) roles: Vec<String>,
+}
+
+impl From<&crate::http::auth::Identity> for IdentityDto {
+    fn from(identity: &crate::http::auth::Identity) -> Self {
+        IdentityDto {
+            actor: identity.actor.clone(),
+            roles: identity.roles.list().into_iter().map(|role| role.name().to_string()).collect(),
+        }
+    }
+}
+
+/// One row of the audit log.
+#[derive(Debug, SimpleObject, serde::Serialize)]
+#[graphql(name = "AuditRow")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuditRowDto {
+    /// 1, 2, 3, … without gaps.
+    pub(crate) id: i64,
+    /// When (RFC 3339 UTC).
+    pub(crate) at: String,
+    /// Who: `token:<name>`, `proxy:<user>`, `cli:<user>@<host>`,
+    /// `service:<runner>`, `anonymous`, `unauthenticated:<address>`.
+    pub(crate) actor: String,
+    /// What: the API field or command.
+    pub(crate) action: String,
+    /// On what.
+    pub(crate) target: String,
+    /// The request's id.
+    pub(crate) request_id: String,
+    /// `ok`, `refused: CODE …` or `failed: CODE …`.
+    pub(crate) outcome: String,
+    /// The hash of the row before.
+    pub(crate) prev: String,
+    /// This row's hash.
+    pub(crate) hash: String,
+}
+
+impl From<strata_core::auth::audit::Sealed> for AuditRowDto {
+    fn from(row: strata_core::auth::audit::Sealed) -> Self {
+        let e = row.entry;
+        AuditRowDto {
+            id: row.id,
+            at: e.at,
+            actor: e.actor,
+            action: e.action,
+            target: e.target,
+            request_id: e.request_id,
+            outcome: e.outcome,
+            prev: row.prev,
+            hash: row.hash,
         }
     }
 }

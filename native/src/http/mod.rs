@@ -1,7 +1,9 @@
 //! The HTTP surface: routes under `pathPrefix` (the API, health, metrics,
 //! the web console), request ids, metrics, body limits.
 
+pub(crate) mod auth;
 mod console;
+mod oidc;
 mod request_id;
 mod routes;
 
@@ -30,6 +32,8 @@ pub(crate) struct AppState {
     pub(crate) metrics: Metrics,
     /// The process-wide slots for GraphQL answers with `contents`.
     pub(crate) contents_slots: Arc<tokio::sync::Semaphore>,
+    /// Who sends each request.
+    pub(crate) authenticator: auth::Authenticator,
 }
 
 /// Builds the router, every path under `prefix` (`/` or `/segment…`).
@@ -56,6 +60,7 @@ pub(crate) fn router(state: Arc<AppState>, prefix: &str) -> Router {
     routes
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate))
         .layer(middleware::from_fn(telemetry::http_metrics))
         .layer(middleware::from_fn(request_id::request_id))
         .with_state(state)

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::AppState;
 use crate::error::{AppError, ErrorDetail};
 use crate::graphql::limits;
+use crate::http::auth::Identity;
 use crate::service::RequestId;
 
 /// Time limit of each health check.
@@ -49,6 +50,7 @@ const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
 pub(crate) async fn graphql(
     State(state): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
+    Extension(identity): Extension<Identity>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, AppError> {
@@ -74,7 +76,7 @@ pub(crate) async fn graphql(
             if selects_contents.contains(&true) {
                 scope.take_slot().await.map_err(|e| AppError::Internal(e.message))?;
             }
-            let execution = state.schema.execute_batch(batch.data(request_id).data(Arc::clone(&scope)));
+            let execution = state.schema.execute_batch(batch.data(request_id).data(identity).data(Arc::clone(&scope)));
             tokio::select! {
                 response = execution => response,
                 () = scope.exceeded() => {
@@ -85,12 +87,31 @@ pub(crate) async fn graphql(
     };
     log_errors(&response);
     let answer_type = if accepts(&headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
-    let mut answer = Json(response).into_response();
+    let status = refusal_status(&response);
+    let mut answer = (status, Json(response)).into_response();
     answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
     // The contents slot (if the request took one) is held until the answer
     // is serialised.
     drop(scope);
     Ok(answer)
+}
+
+/// 403 when an operation of the answer was refused to its identity
+/// (`FORBIDDEN`: the guard's, or a self-approval), else 200 as GraphQL
+/// answers are.
+fn refusal_status(response: &async_graphql::BatchResponse) -> StatusCode {
+    let responses: Vec<&async_graphql::Response> = match response {
+        async_graphql::BatchResponse::Single(one) => vec![one],
+        async_graphql::BatchResponse::Batch(many) => many.iter().collect(),
+    };
+    let forbidden = responses.iter().flat_map(|r| &r.errors).any(|error| {
+        error
+            .extensions
+            .as_ref()
+            .and_then(|extensions| extensions.get("code"))
+            .is_some_and(|code| *code == async_graphql::Value::from("FORBIDDEN"))
+    });
+    if forbidden { StatusCode::FORBIDDEN } else { StatusCode::OK }
 }
 
 /// Logs each error of the answer once, with the detail its conversion kept
@@ -143,7 +164,12 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// `GET /health`: `DB` and `Loader` checks; 200 when all are UP, else 503.
-pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Response {
+/// `auth` says whether authentication is configured (`none`: anyone who
+/// reaches the port may change the fleet). With authentication, a probe
+/// without a credential gets no details (no shard, database or path).
+pub(crate) async fn health(State(state): State<Arc<AppState>>, identity: Option<Extension<Identity>>) -> Response {
+    let configured = state.authenticator.configured();
+    let detailed = !configured || identity.is_some_and(|Extension(identity)| identity.authenticated);
     let service = &state.service;
     let (databases, loader) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, service.health()),
@@ -156,13 +182,17 @@ pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Response {
     let checks: Vec<(String, Result<(), String>)> =
         databases.into_iter().chain([("Loader".to_string(), loader)]).collect();
     let up = checks.iter().all(|(_, result)| result.is_ok());
-    let body = json!({
-        "status": if up { "UP" } else { "DOWN" },
-        "checks": checks.iter().map(|(name, result)| match result {
-            Ok(()) => json!({ "name": name, "status": "UP" }),
-            Err(details) => json!({ "name": name, "status": "DOWN", "data": { "details": details } }),
-        }).collect::<Vec<_>>(),
-    });
+    let body = match detailed {
+        true => json!({
+            "status": if up { "UP" } else { "DOWN" },
+            "auth": if configured { "configured" } else { "none" },
+            "checks": checks.iter().map(|(name, result)| match result {
+                Ok(()) => json!({ "name": name, "status": "UP" }),
+                Err(details) => json!({ "name": name, "status": "DOWN", "data": { "details": details } }),
+            }).collect::<Vec<_>>(),
+        }),
+        false => json!({ "status": if up { "UP" } else { "DOWN" }, "auth": "configured" }),
+    };
     let status = if up { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(body)).into_response()
 }

@@ -8,11 +8,13 @@
 use std::sync::Arc;
 
 use chrono::Utc;
+use std::collections::BTreeMap;
 use strata_core::migrate::plan::Target;
-use strata_core::migrate::rollout::{self, ActiveRollout, Next, Rollout, RolloutError, WaveStep};
+
+use strata_core::migrate::rollout::{self, ActiveRollout, ApprovalRules, Next, Rollout, RolloutError, WaveStep};
 use strata_core::migrate::summary;
 
-use super::{CreateRequest, RolloutGate, Service};
+use super::{Caller, CreateRequest, RolloutGate, Service};
 use crate::db::{DbError, RolloutRow};
 use crate::error::AppError;
 
@@ -34,7 +36,23 @@ const ATTEMPTS: usize = 5;
 
 impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
-        AppError::InvalidInput(error.to_string())
+        match error {
+            RolloutError::SelfApproval(_) => AppError::Forbidden(error.to_string()),
+            RolloutError::PlanChanged(_) => AppError::PlanChanged(error),
+            other => AppError::InvalidInput(other.to_string()),
+        }
+    }
+}
+
+impl Operation {
+    /// The API field of the operation, as the audit log names it.
+    fn action(self) -> &'static str {
+        match self {
+            Operation::Approve => "approveRollout",
+            Operation::Pause => "pauseRollout",
+            Operation::Resume => "resumeRollout",
+            Operation::Cancel => "cancelRollout",
+        }
     }
 }
 
@@ -54,7 +72,29 @@ impl Service {
         version_name: &str,
         waves: &[String],
         failure_budget: Option<String>,
-        request_id: &str,
+        caller: &Caller,
+    ) -> Result<(i64, Rollout), AppError> {
+        let result = self.start_rollout_unaudited(version_name, waves, failure_budget, caller).await;
+        let target = match &result {
+            Ok((id, _)) => format!("rollout {id} of version {version_name:?}: {}", waves.join(" | ")),
+            Err(_) => format!("rollout of version {version_name:?}: {}", waves.join(" | ")),
+        };
+        self.audit(caller, "startRollout", &target, super::outcome(&result)).await;
+        result
+    }
+
+    /// The source files now, name → checksum: what a rollout's approvals
+    /// are bound to.
+    async fn files_now(&self) -> Result<BTreeMap<String, String>, AppError> {
+        Ok(self.source_migrations().await?.into_iter().map(|m| (m.file, m.checksum)).collect())
+    }
+
+    async fn start_rollout_unaudited(
+        &self,
+        version_name: &str,
+        waves: &[String],
+        failure_budget: Option<String>,
+        caller: &Caller,
     ) -> Result<(i64, Rollout), AppError> {
         if version_name.trim().is_empty() {
             return Err(AppError::InvalidInput("versionName must not be empty".into()));
@@ -65,7 +105,8 @@ impl Service {
                 .map_err(|e| AppError::InvalidInput(format!("failureBudget: {e}")))?;
         }
         let steps = waves.iter().map(|w| w.parse()).collect::<Result<Vec<WaveStep>, _>>()?;
-        let rollout = Rollout::new(version_name, steps, failure_budget, now(), request_id)?;
+        let rollout =
+            Rollout::new(version_name, steps, failure_budget, now(), caller.by())?.with_files(self.files_now().await?);
         let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
         tracing::info!(rollout = id, version = %version_name, "rollout started");
         Ok((id, rollout))
@@ -127,7 +168,7 @@ impl Service {
         }
         for held in &active {
             self.change(held.id, |rollout| {
-                rollout.overridden(now(), &request.request_id, &request.version_name);
+                rollout.overridden(now(), request.caller().by(), &request.version_name);
                 Ok(true)
             })
             .await?;
@@ -143,16 +184,35 @@ impl Service {
         &self,
         id: i64,
         operation: Operation,
-        request_id: &str,
+        caller: &Caller,
     ) -> Result<Rollout, AppError> {
+        let result = self.operate_rollout_unaudited(id, operation, caller).await;
+        self.audit(caller, operation.action(), &format!("rollout {id}"), super::outcome(&result)).await;
+        result
+    }
+
+    async fn operate_rollout_unaudited(
+        &self,
+        id: i64,
+        operation: Operation,
+        caller: &Caller,
+    ) -> Result<Rollout, AppError> {
+        let rules = match operation {
+            Operation::Approve => ApprovalRules {
+                forbid_self_approval: self.config().auth.forbids_self_approval(),
+                files_now: Some(self.files_now().await?),
+            },
+            _ => ApprovalRules::default(),
+        };
+        let by = caller.by();
         let rollout = self
             .change(id, |rollout| {
                 let now = now();
                 match operation {
-                    Operation::Approve => rollout.approve(now, request_id)?,
-                    Operation::Pause => rollout.pause(now, request_id)?,
-                    Operation::Resume => rollout.resume(now, request_id)?,
-                    Operation::Cancel => rollout.cancel(now, request_id)?,
+                    Operation::Approve => rollout.approve(now, by, &rules)?,
+                    Operation::Pause => rollout.pause(now, by)?,
+                    Operation::Resume => rollout.resume(now, by)?,
+                    Operation::Cancel => rollout.cancel(now, by)?,
                 }
                 Ok(true)
             })
@@ -214,7 +274,11 @@ impl Service {
             failure_budget,
             wave: rollout.waves[wave].select.wave(),
             rollout_gate: RolloutGate::Wave,
-            ..CreateRequest::new(rollout.wave_version_name(wave), Target::AllSchemas, runner.to_string())
+            ..CreateRequest::new(
+                rollout.wave_version_name(wave),
+                Target::AllSchemas,
+                Caller { request_id: runner.to_string(), actor: format!("service:{runner}") },
+            )
         };
         match self.create(request).await {
             Ok(result) => {

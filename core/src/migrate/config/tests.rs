@@ -314,3 +314,90 @@ fn shards_are_parsed_checked_and_redacted() {
         "property shards: must list at least one shard"
     );
 }
+
+fn with(extra: &str) -> Result<Config, ConfigError> {
+    Config::parse(&format!("{MINIMAL}\n{extra}"), &env(&[]))
+}
+
+#[test]
+fn without_auth_the_service_binds_loopback_unless_listen_says_otherwise() {
+    use auth::{Exposure, bind_address};
+    let config = with("").unwrap();
+    assert!(!config.auth.configured() && config.auth.open_probes);
+    assert_eq!(
+        bind_address(config.listen, config.port, &config.auth),
+        ("127.0.0.1:8080".parse().unwrap(), Exposure::LoopbackOnly)
+    );
+    let open = with("listen: 0.0.0.0:9000").unwrap();
+    assert_eq!(
+        bind_address(open.listen, open.port, &open.auth),
+        ("0.0.0.0:9000".parse().unwrap(), Exposure::OpenWithoutAuth)
+    );
+    let tokens = with("auth:\n  tokens: true").unwrap();
+    assert_eq!(
+        bind_address(tokens.listen, tokens.port, &tokens.auth),
+        ("0.0.0.0:8080".parse().unwrap(), Exposure::Authenticated)
+    );
+    assert!(tokens.auth.forbids_self_approval());
+    let v6 = with("listen: '[::1]:8080'").unwrap();
+    assert_eq!(bind_address(v6.listen, v6.port, &v6.auth).1, Exposure::LoopbackOnly);
+    assert!(with("listen: 8080").unwrap_err().to_string().contains("not address:port"));
+}
+
+#[test]
+fn auth_is_validated() {
+    let proxy = with(
+        "auth:\n  proxy:\n    userHeader: X-Forwarded-User\n    rolesHeader: X-Forwarded-Groups\n    \
+         trustedSources: [10.0.0.0/8, 127.0.0.1]\n    roles: {dba: admin, release: approver}\n    defaultRole: viewer",
+    )
+    .unwrap();
+    let p = proxy.auth.proxy.as_ref().unwrap();
+    assert!(p.trusts("10.1.2.3".parse().unwrap()) && p.trusts("127.0.0.1".parse().unwrap()));
+    assert!(p.trusts("::ffff:10.0.0.9".parse().unwrap()));
+    assert!(!p.trusts("192.168.1.1".parse().unwrap()) && !p.trusts("127.0.0.2".parse().unwrap()));
+    assert_eq!(p.roles_of("eng, release").list(), vec![crate::auth::Role::Approver]);
+    assert_eq!(p.roles_of("eng").list(), vec![crate::auth::Role::Viewer]);
+    assert!(proxy.render_redacted().contains("trustedSources"));
+
+    for (yaml, says) in [
+        ("auth:\n  required: true", "no authentication is configured"),
+        ("auth:\n  proxy:\n    userHeader: X-User", "name the proxy's addresses"),
+        ("auth:\n  proxy:\n    userHeader: X-User\n    trustedSources: [nowhere]", "not an address or CIDR"),
+        ("auth:\n  proxy:\n    userHeader: 'X User'\n    trustedSources: [10.0.0.0/8]", "not an HTTP header name"),
+        (
+            "auth:\n  proxy:\n    userHeader: X-User\n    trustedSources: [10.0.0.0/8]\n    roles: {a: root}",
+            "not a role",
+        ),
+        ("auth:\n  oidc: {}", "auth.oidc.issuer"),
+        (
+            "auth:\n  oidc: {issuer: 'https://id.example.com', audience: a, algorithms: [HS256]}",
+            "none and HMAC never are",
+        ),
+        ("auth:\n  oidc: {issuer: 'https://id.example.com', audience: a, algorithms: [none]}", "not accepted"),
+        ("auth:\n  oidc: {issuer: 'id.example.com', audience: a}", "not an http(s) URL"),
+        ("auth:\n  oidc: {issuer: 'https://id.example.com'}", "auth.oidc.audience"),
+    ] {
+        let error = with(yaml).unwrap_err().to_string();
+        assert!(error.contains(says), "{yaml}: {error}");
+    }
+}
+
+#[test]
+fn oidc_maps_claim_values_to_roles() {
+    let config = with(
+        "auth:\n  oidc:\n    issuer: https://id.example.com/\n    audience: strata\n    \
+         roles: {dba: admin, release: approver}\n    defaultRole: viewer",
+    )
+    .unwrap();
+    let oidc = config.auth.oidc.as_ref().unwrap();
+    assert!(config.auth.configured());
+    assert_eq!(oidc.algorithms, ["RS256", "PS256", "ES256"]);
+    assert_eq!(oidc.roles_claim, "groups");
+    let roles = |v: serde_json::Value| oidc.roles_of(Some(&v)).list();
+    use crate::auth::Role::*;
+    assert_eq!(roles(serde_json::json!(["dba", "x"])), vec![Admin]);
+    assert_eq!(roles(serde_json::json!("release eng")), vec![Approver]);
+    assert_eq!(roles(serde_json::json!(["nothing"])), vec![Viewer]);
+    assert_eq!(oidc.roles_of(None).list(), vec![Viewer]);
+    assert_eq!(auth::OidcAuth::actor("u1", Some("a@b.c")), "oidc:u1 <a@b.c>");
+}

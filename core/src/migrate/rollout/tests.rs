@@ -55,7 +55,7 @@ fn gates_hold_the_next_wave_until_they_open() {
     assert!(!r.wave_ended(0, Ok("late twin".into()), 111, "other"), "a wave's result counts once");
     assert_eq!(r.status, Status::AwaitingApproval);
     assert_eq!(r.next(10_000), Next::Nothing);
-    r.approve(120, "req-2").unwrap();
+    r.approve(120, "req-2", &ApprovalRules::default()).unwrap();
     assert_eq!(r.next(120), Next::Run(1));
     r.claim(1, 120, 420, "runner");
     assert!(r.wave_ended(1, Ok("version 11".into()), 130, "runner"));
@@ -95,7 +95,7 @@ fn a_failed_wave_stops_the_rollout_until_resumed() {
     assert!(r.wave_ended(0, Err("t1: syntax error".into()), 5, "runner"));
     assert_eq!((r.status, r.position, r.next(10)), (Status::Stopped, 0, Next::Nothing));
     assert_eq!(
-        r.approve(6, "x").unwrap_err().to_string(),
+        r.approve(6, "x", &ApprovalRules::default()).unwrap_err().to_string(),
         "the rollout is STOPPED: approve applies to a rollout awaiting approval"
     );
     r.resume(7, "req-2").unwrap();
@@ -127,7 +127,7 @@ fn an_active_rollout_holds_versions_over_the_fleet_until_completed_or_cancelled(
     assert!(!r.is_active());
     assert_eq!(r.next(10_000), Next::Nothing);
     assert!(!r.wave_ended(1, Ok("late".into()), 130, "runner"), "a cancelled rollout takes no wave");
-    assert!(r.approve(130, "req-4").is_err() && r.resume(130, "req-4").is_err());
+    assert!(r.approve(130, "req-4", &ApprovalRules::default()).is_err() && r.resume(130, "req-4").is_err());
     assert_eq!(
         r.cancel(130, "req-5").unwrap_err().to_string(),
         "the rollout is CANCELLED: cancel applies to a rollout not yet completed or cancelled"
@@ -136,4 +136,55 @@ fn an_active_rollout_holds_versions_over_the_fleet_until_completed_or_cancelled(
     assert_eq!(actions[actions.len() - 2..], ["overridden", "cancelled"]);
     assert_eq!(r.events[r.events.len() - 2].request_id, "req-2");
     assert!(active([(3, &r)]).is_empty());
+}
+
+fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(f, c)| (f.to_string(), c.to_string())).collect()
+}
+
+#[test]
+fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
+    let alice = By { request_id: "r1", actor: "token:alice" };
+    let bob = By { request_id: "r2", actor: "token:bob" };
+    let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, alice).unwrap();
+    assert_eq!(r.started_by, "token:alice");
+    assert!(r.wave_ended(0, Ok("done".into()), 5, "runner"));
+    let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
+    assert_eq!(r.approve(6, alice, &rules), Err(RolloutError::SelfApproval("token:alice".into())));
+    assert_eq!(r.status, Status::AwaitingApproval);
+    r.approve(7, bob, &rules).unwrap();
+    let approved = r.events.last().unwrap();
+    assert_eq!((approved.action.as_str(), approved.actor.as_str()), ("approved", "token:bob"));
+    // Without the rule (no identities configured), the starter may.
+    let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, alice).unwrap();
+    r.wave_ended(0, Ok(String::new()), 5, "runner");
+    r.approve(6, alice, &ApprovalRules::default()).unwrap();
+}
+
+#[test]
+fn approving_after_a_source_file_changed_is_refused_with_what_changed() {
+    let started = files(&[("m/1.sql", "aa"), ("m/2.sql", "bb"), ("m/3.sql", "cc")]);
+    let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, "r").unwrap().with_files(started.clone());
+    r.wave_ended(0, Ok(String::new()), 5, "runner");
+    let now = files(&[("m/1.sql", "aa"), ("m/2.sql", "XX"), ("m/4.sql", "dd")]);
+    let rules = ApprovalRules { forbid_self_approval: false, files_now: Some(now) };
+    let refused = r.approve(6, "r2", &rules).unwrap_err();
+    assert_eq!(
+        refused,
+        RolloutError::PlanChanged(vec!["changed: m/2.sql".into(), "removed: m/3.sql".into(), "added: m/4.sql".into()])
+    );
+    assert!(refused.to_string().contains("cancel it and start a new rollout"));
+    let same = ApprovalRules { forbid_self_approval: false, files_now: Some(started) };
+    r.approve(7, "r3", &same).unwrap();
+}
+
+#[test]
+fn rollouts_stored_before_identities_read_back() {
+    // A rollout without identities is stored as before: no new keys.
+    let old = Rollout::new("v", waves(&["rest"]), None, 1, "r").unwrap().to_json();
+    assert!(!old.contains("startedBy") && !old.contains("files") && !old.contains("actor"), "{old}");
+    let r = Rollout::from_json(&old).unwrap();
+    assert_eq!(r.started_by, "");
+    assert!(r.files.is_empty());
+    assert_eq!(r.events[0].actor, "");
 }

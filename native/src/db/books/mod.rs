@@ -20,6 +20,8 @@ mod sqlx_books;
 use rustc_hash::FxHashMap;
 
 use async_trait::async_trait;
+use strata_core::auth::audit::Sealed;
+use strata_core::auth::token::StoredToken;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
@@ -125,6 +127,30 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// caller's open transaction.
     async fn forget(&self, _conn: &mut C, _rows: &[Record<'_>]) -> Result<(), DbError> {
         Err(DbError::NotSupported("strata revert on this engine"))
+    }
+    /// The API tokens, by name (none before the table exists).
+    async fn tokens(&self, _conn: &mut C) -> Result<Vec<StoredToken>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Stores a new token; false when its name is taken.
+    async fn insert_token(&self, _conn: &mut C, _token: &StoredToken) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("API tokens on this engine"))
+    }
+    /// Removes a token; false when there was none of that name.
+    async fn delete_token(&self, _conn: &mut C, _name: &str) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("API tokens on this engine"))
+    }
+    /// The audit log, oldest first (none before the table exists).
+    async fn audit(&self, _conn: &mut C) -> Result<Vec<Sealed>, DbError> {
+        Ok(Vec::new())
+    }
+    /// The newest audit row's id and hash.
+    async fn last_audit(&self, _conn: &mut C) -> Result<Option<(i64, String)>, DbError> {
+        Ok(None)
+    }
+    /// Appends an audit row; false when another writer took its id.
+    async fn append_audit(&self, _conn: &mut C, _row: &Sealed) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("the audit log on this engine"))
     }
     /// Writes a repair (core's `repair`) and its version row, in one
     /// transaction.

@@ -52,6 +52,15 @@ impl Upsert {
         }
         head + &sets.join(", ")
     }
+
+    /// `insert into {into}` that inserts nothing (no error) when a row with
+    /// the same `key` exists.
+    fn insert_unless_taken(self, into: &str, key: &str) -> String {
+        match self {
+            Upsert::OnConflict => format!("insert into {into} on conflict ({key}) do nothing"),
+            Upsert::OnDuplicateKey => format!("insert ignore into {into}"),
+        }
+    }
 }
 
 /// A dialect's statements over the `svc` tables. The `*_installed`
@@ -122,6 +131,25 @@ pub(crate) struct BooksSql {
     pub(crate) delete_migrations: String,
     /// Removes the record of a file in one schema (bound: file, schema).
     pub(crate) delete_record: String,
+    /// Whether `svc.svc_tokens` exists.
+    pub(crate) tokens_installed: String,
+    /// `name, role, hash, created, expires` of every API token, by name.
+    pub(crate) select_tokens: String,
+    /// Stores a token (bound: name, role, hash, created, expires); no row
+    /// when the name is taken.
+    pub(crate) insert_token: String,
+    /// Removes a token (bound: its name).
+    pub(crate) delete_token: String,
+    /// Whether `svc.svc_audit` exists.
+    pub(crate) audit_installed: String,
+    /// Every audit row (`id, at, actor, action, target, request_id,
+    /// outcome, prev, hash`), oldest first.
+    pub(crate) select_audit: String,
+    /// `id, hash` of the newest audit row.
+    pub(crate) last_audit: String,
+    /// Appends an audit row (bound: the nine columns); no row when another
+    /// writer took its id.
+    pub(crate) append_audit: String,
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
@@ -227,6 +255,23 @@ impl BooksSql {
             ),
             delete_migrations: placed("delete from svc.svc_migrations where filename = ?".into()),
             delete_record: placed("delete from svc.svc_migrations where filename = ? and db_schema = ?".into()),
+            tokens_installed: count("svc_tokens"),
+            select_tokens: "select name, role, hash, created, expires from svc.svc_tokens order by name".into(),
+            insert_token: placed(d.upsert.insert_unless_taken(
+                "svc.svc_tokens (name, role, hash, created, expires) values (?, ?, ?, ?, ?)",
+                "name",
+            )),
+            delete_token: placed("delete from svc.svc_tokens where name = ?".into()),
+            audit_installed: count("svc_audit"),
+            select_audit: "select id, at, actor, action, target, request_id, outcome, prev, hash from svc.svc_audit \
+                           order by id"
+                .into(),
+            last_audit: "select id, hash from svc.svc_audit order by id desc limit 1".into(),
+            append_audit: placed(d.upsert.insert_unless_taken(
+                "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash) \
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "id",
+            )),
         }
     }
 }

@@ -18,6 +18,8 @@ use sqlx::database::HasStatementCache;
 use sqlx::{AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 use futures::TryStreamExt;
+use strata_core::auth::audit::{Entry, Sealed};
+use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::plan::AppliedMigration;
@@ -94,7 +96,8 @@ where
     Option<I>: for<'q> Encode<'q, DB> + Type<DB>,
     String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'r> Decode<'r, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
 {
@@ -200,7 +203,8 @@ where
     Option<I>: for<'q> Encode<'q, DB> + Type<DB>,
     String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'r> Decode<'r, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
 {
@@ -351,6 +355,102 @@ where
             .bind(Self::int(row.id)?)
             .bind(Self::int(row.revision)?);
         Ok(self.change(conn, query).await?.count() == 1)
+    }
+
+    async fn tokens(&self, conn: &mut C) -> Result<Vec<StoredToken>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.tokens_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(&self.sql.select_tokens)).await?;
+        rows.iter()
+            .map(|row| {
+                let role: String = sqlx::Row::try_get(row, 1)?;
+                Ok(StoredToken {
+                    name: sqlx::Row::try_get(row, 0)?,
+                    role: role.parse().map_err(|e: strata_core::auth::role::UnknownRole| {
+                        DbError::UnexpectedAnswer(format!("svc.svc_tokens: {e}"))
+                    })?,
+                    hash: sqlx::Row::try_get(row, 2)?,
+                    created: sqlx::Row::try_get(row, 3)?,
+                    expires: sqlx::Row::try_get(row, 4)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn insert_token(&self, conn: &mut C, token: &StoredToken) -> Result<bool, DbError> {
+        let query = self
+            .query(&self.sql.insert_token)
+            .bind(token.name.clone())
+            .bind(token.role.name().to_string())
+            .bind(token.hash.clone())
+            .bind(token.created)
+            .bind(token.expires);
+        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
+    }
+
+    async fn delete_token(&self, conn: &mut C, name: &str) -> Result<bool, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.tokens_installed).await? {
+            return Ok(false);
+        }
+        Ok(self.change(conn, self.query(&self.sql.delete_token).bind(name.to_string())).await?.count() == 1)
+    }
+
+    async fn audit(&self, conn: &mut C) -> Result<Vec<Sealed>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.audit_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(&self.sql.select_audit)).await?;
+        rows.iter()
+            .map(|row| {
+                let text = |i: usize| sqlx::Row::try_get::<String, _>(row, i);
+                Ok(Sealed {
+                    id: sqlx::Row::try_get(row, 0)?,
+                    entry: Entry {
+                        at: text(1)?,
+                        actor: text(2)?,
+                        action: text(3)?,
+                        target: text(4)?,
+                        request_id: text(5)?,
+                        outcome: text(6)?,
+                    },
+                    prev: text(7)?,
+                    hash: text(8)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(DbError::from)
+    }
+
+    async fn last_audit(&self, conn: &mut C) -> Result<Option<(i64, String)>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.audit_installed).await? {
+            return Ok(None);
+        }
+        let rows = self.rows(conn, self.query(&self.sql.last_audit)).await?;
+        rows.first()
+            .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
+            .transpose()
+            .map_err(|e: sqlx::Error| DbError::from(e))
+    }
+
+    async fn append_audit(&self, conn: &mut C, row: &Sealed) -> Result<bool, DbError> {
+        let entry = &row.entry;
+        let query = self
+            .query(&self.sql.append_audit)
+            .bind(row.id)
+            .bind(entry.at.clone())
+            .bind(entry.actor.clone())
+            .bind(entry.action.clone())
+            .bind(entry.target.clone())
+            .bind(entry.request_id.clone())
+            .bind(entry.outcome.clone())
+            .bind(row.prev.clone())
+            .bind(row.hash.clone());
+        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
     }
 
     async fn directory(&self, conn: &mut C) -> Result<Directory, DbError> {

@@ -16,9 +16,9 @@ pub(crate) const LEASE_ROW: &str =
 /// How many of the service's tables exist (a plain read: no lock, no DDL).
 pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
     where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints', \
-    'svc_quarantine', 'svc_rollouts', 'svc_directory')";
+    'svc_quarantine', 'svc_rollouts', 'svc_directory', 'svc_tokens', 'svc_audit')";
 /// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
-pub(crate) const SERVICE_TABLES: i64 = 7;
+pub(crate) const SERVICE_TABLES: i64 = 9;
 /// Whether the lease's row exists.
 pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
 /// Whether the default tenant table exists.
@@ -98,6 +98,24 @@ create table if not exists svc.svc_rollouts (
 create table if not exists svc.svc_directory (
     tenant varchar(255) primary key,
     shard varchar(255) not null
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_tokens (
+    name varchar(64) primary key,
+    role varchar(16) not null,
+    hash char(64) not null unique,
+    created bigint not null,
+    expires bigint
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_audit (
+    id bigint primary key,
+    at varchar(40) not null,
+    actor varchar(512) not null,
+    action varchar(64) not null,
+    target text not null,
+    request_id varchar(255) not null,
+    outcome text not null,
+    prev char(64) not null,
+    hash char(64) not null
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,

@@ -94,6 +94,24 @@ create table if not exists svc.svc_directory (
     tenant text primary key,
     shard text not null
 );
+create table if not exists svc.svc_tokens (
+    name text primary key,
+    role text not null,
+    hash text not null unique,
+    created bigint not null,
+    expires bigint
+);
+create table if not exists svc.svc_audit (
+    id bigint primary key,
+    at text not null,
+    actor text not null,
+    action text not null,
+    target text not null,
+    request_id text not null,
+    outcome text not null,
+    prev text not null,
+    hash text not null
+);
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,

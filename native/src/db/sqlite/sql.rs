@@ -56,6 +56,24 @@ create table if not exists svc.svc_directory (
     tenant text primary key,
     shard text not null
 );
+create table if not exists svc.svc_tokens (
+    name text primary key,
+    role text not null,
+    hash text not null unique,
+    created integer not null,
+    expires integer
+);
+create table if not exists svc.svc_audit (
+    id integer primary key,
+    at text not null,
+    actor text not null,
+    action text not null,
+    target text not null,
+    request_id text not null,
+    outcome text not null,
+    prev text not null,
+    hash text not null
+);
 create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";

@@ -1,0 +1,292 @@
+//! Who sends each request: the middleware that authenticates it (an API
+//! token, an OpenID Provider's JWT (`oidc`), or an authenticating proxy's
+//! headers from a trusted address) and
+//! puts its [`Identity`] in the request for the handlers; what each plain
+//! route needs; the throttle of failed attempts (core's
+//! `strata_core::auth::throttle`).
+//!
+//! Invariants:
+//! - Without `auth` configured every request is [`Identity::anonymous`]
+//!   (all roles): the service then listens on loopback unless told
+//!   otherwise (core's `bind_address`).
+//! - With `auth`, `/v2/*` answers 401 without a valid credential; what an
+//!   identity may do is decided per GraphQL field (`graphql::guard`) and,
+//!   for `/v2/config`, here. Probes and the console's static files stay
+//!   open (probes: unless `auth.openProbes: false`).
+//! - A proxy's headers count only from `auth.proxy.trustedSources`; from
+//!   anywhere else they are ignored, as if absent.
+//! - Secrets (tokens, headers) are never logged: only the identity's name.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use strata_core::auth::throttle::{Log, Throttle};
+use strata_core::auth::token::{self, StoredToken};
+use strata_core::auth::{Permission, Role, Roles};
+use strata_core::migrate::config::auth::Auth;
+
+use super::AppState;
+use crate::error::AppError;
+use crate::service::{ANONYMOUS, Caller, RequestId, Service};
+
+/// How long the token list read from the database is used before it is
+/// read again (a revoked token stops working within this on every replica).
+const TOKEN_CACHE: Duration = Duration::from_secs(2);
+/// How soon an unknown token makes the list be read again (a token just
+/// created by `strata token create` works at once; garbage cannot make
+/// every request read the database).
+const TOKEN_REREAD: Duration = Duration::from_millis(250);
+
+/// Who a request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    /// `token:<name>`, `proxy:<user>`, or `anonymous`.
+    pub(crate) actor: String,
+    /// What it may do.
+    pub(crate) roles: Roles,
+    /// Whether it showed a valid credential (false: anonymous).
+    pub(crate) authenticated: bool,
+}
+
+impl Identity {
+    /// Every request when no authentication is configured.
+    pub(crate) fn anonymous() -> Identity {
+        Identity { actor: ANONYMOUS.to_string(), roles: Roles::only(Role::Admin), authenticated: false }
+    }
+
+    /// A probe without credentials while authentication is configured.
+    fn unauthenticated() -> Identity {
+        Identity { actor: ANONYMOUS.to_string(), roles: Roles::NONE, authenticated: false }
+    }
+
+    /// The caller of an operation this identity asks for.
+    pub(crate) fn caller(&self, request_id: &str) -> Caller {
+        Caller { request_id: request_id.to_string(), actor: self.actor.clone() }
+    }
+}
+
+/// What authentication needs between requests: the token list and the
+/// failures per address.
+pub(crate) struct Authenticator {
+    auth: Auth,
+    oidc: Option<super::oidc::OidcVerifier>,
+    tokens: tokio::sync::Mutex<TokenCache>,
+    throttle: Mutex<Throttle>,
+}
+
+#[derive(Default)]
+struct TokenCache {
+    tokens: Arc<Vec<StoredToken>>,
+    read_at: Option<Instant>,
+}
+
+/// What a plain route needs.
+enum Route {
+    /// Nothing (build info, the console's files, 404s).
+    Open,
+    /// `/health`, `/metrics`.
+    Probe,
+    /// An identity with this permission.
+    Needs(Permission),
+    /// An identity (the GraphQL endpoint: fields decide the rest).
+    Authenticated,
+}
+
+impl Authenticator {
+    /// For the configured `auth`.
+    pub(crate) fn new(auth: Auth) -> Authenticator {
+        let oidc = auth.oidc.clone().map(super::oidc::OidcVerifier::new);
+        Authenticator { auth, oidc, tokens: Default::default(), throttle: Mutex::new(Throttle::default()) }
+    }
+
+    /// Whether authentication is configured.
+    pub(crate) fn configured(&self) -> bool {
+        self.auth.configured()
+    }
+
+    fn route(&self, path: &str, prefix: &str) -> Route {
+        let path = if prefix == "/" { path } else { path.strip_prefix(prefix).unwrap_or(path) };
+        match path {
+            "/health" | "/metrics" => Route::Probe,
+            "/v2/config" => Route::Needs(Permission::Administer),
+            "/v2/schema" => Route::Needs(Permission::Read),
+            "/v2/service" => Route::Authenticated,
+            _ => Route::Open,
+        }
+    }
+
+    /// The identity `headers` from `peer` prove: `Ok(None)` when they
+    /// carry no credential.
+    async fn identify(
+        &self,
+        service: &Service,
+        headers: &HeaderMap,
+        peer: SocketAddr,
+    ) -> Result<Option<Identity>, String> {
+        if let Some(proxy) = &self.auth.proxy
+            && proxy.trusts(peer.ip())
+            && let Some(user) = headers.get(&proxy.user_header)
+        {
+            let user = user.to_str().map_err(|_| format!("{} is not text", proxy.user_header))?.trim();
+            if user.is_empty() {
+                return Err(format!("{} is empty", proxy.user_header));
+            }
+            let groups = proxy
+                .roles_header
+                .as_ref()
+                .and_then(|name| headers.get(name))
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("");
+            return Ok(Some(Identity {
+                actor: format!("proxy:{user}"),
+                roles: proxy.roles_of(groups),
+                authenticated: true,
+            }));
+        }
+        let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
+        let value = value.to_str().map_err(|_| "the Authorization header is not text".to_string())?;
+        let Some(presented) = value.strip_prefix("Bearer ").map(str::trim) else {
+            return Err("the Authorization header is not `Bearer <token>`".to_string());
+        };
+        if !presented.starts_with(token::PREFIX) {
+            return match &self.oidc {
+                Some(oidc) => oidc.verify(presented).await.map(Some),
+                None => Err("the token is not an API token, and no OpenID Provider is configured (auth.oidc)".into()),
+            };
+        }
+        if !self.auth.tokens {
+            return Err("API tokens are not enabled (auth.tokens)".to_string());
+        }
+        let now = chrono::Utc::now().timestamp();
+        let mut cache = self.tokens.lock().await;
+        let stale = |cache: &TokenCache, within: Duration| cache.read_at.is_none_or(|at| at.elapsed() >= within);
+        if stale(&cache, TOKEN_CACHE) {
+            self.reread(service, &mut cache).await?;
+        }
+        let found = match token::find(&cache.tokens, presented, now) {
+            Err(token::TokenRefusal::Unknown) if stale(&cache, TOKEN_REREAD) => {
+                self.reread(service, &mut cache).await?;
+                token::find(&cache.tokens, presented, now).cloned()
+            }
+            other => other.cloned(),
+        };
+        let token = found.map_err(|refusal| refusal.to_string())?;
+        Ok(Some(Identity {
+            actor: format!("token:{}", token.name),
+            roles: Roles::only(token.role),
+            authenticated: true,
+        }))
+    }
+
+    async fn reread(&self, service: &Service, cache: &mut TokenCache) -> Result<(), String> {
+        let tokens = service.tokens().await.map_err(|e| {
+            tracing::error!(error = %e, "the API tokens could not be read");
+            "the API tokens could not be read".to_string()
+        })?;
+        cache.tokens = Arc::new(tokens);
+        cache.read_at = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Counts a failure from `peer`, and writes it to the audit log unless
+    /// one was written for that address less than a window ago.
+    async fn failed(&self, service: &Service, peer: SocketAddr, path: &str, request_id: &str, why: &str) {
+        let address = peer.ip().to_string();
+        let log = self.throttle.lock().ok().map(|mut t| t.failed(&address, chrono::Utc::now().timestamp()));
+        if let Some(Log::Write { left_out }) = log {
+            let caller = Caller { request_id: request_id.to_string(), actor: format!("unauthenticated:{address}") };
+            let mut outcome = format!("refused: UNAUTHENTICATED {why}");
+            if left_out > 0 {
+                outcome.push_str(&format!(" ({left_out} more failure(s) from this address not logged)"));
+            }
+            service.audit(&caller, "authenticate", path, outcome).await;
+        }
+    }
+
+    fn refused(&self, peer: SocketAddr) -> Option<i64> {
+        let now = chrono::Utc::now().timestamp();
+        self.throttle.lock().ok().and_then(|t| t.refused(&peer.ip().to_string(), now))
+    }
+
+    fn succeeded(&self, peer: SocketAddr) {
+        if let Ok(mut throttle) = self.throttle.lock() {
+            throttle.succeeded(&peer.ip().to_string());
+        }
+    }
+}
+
+/// The middleware: authenticates the request (when `auth` is configured)
+/// and puts its [`Identity`] in the request's extensions.
+pub(crate) async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let authenticator = &state.authenticator;
+    if !authenticator.configured() {
+        request.extensions_mut().insert(Identity::anonymous());
+        return next.run(request).await;
+    }
+    let route = authenticator.route(request.uri().path(), &state.service.config().path_prefix);
+    if matches!(route, Route::Open) || (matches!(route, Route::Probe) && authenticator.auth.open_probes) {
+        // A probe with a valid credential sees details; without, none.
+        let identity = match authenticator.identify(&state.service, request.headers(), peer).await {
+            Ok(Some(identity)) => identity,
+            _ => Identity::unauthenticated(),
+        };
+        request.extensions_mut().insert(identity);
+        return next.run(request).await;
+    }
+    if let Some(retry_after) = authenticator.refused(peer) {
+        let mut response = AppError::TooManyFailures(retry_after).into_response();
+        if let Ok(value) = HeaderValue::from_str(&retry_after.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let request_id = request.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_default();
+    let path = request.uri().path().to_string();
+    let identity = match authenticator.identify(&state.service, request.headers(), peer).await {
+        Ok(Some(identity)) => identity,
+        Ok(None) => {
+            let why = "no credential: send Authorization: Bearer <token> (strata token create)";
+            authenticator.failed(&state.service, peer, &path, &request_id, "no credential").await;
+            return unauthenticated(why.to_string());
+        }
+        Err(why) => {
+            authenticator.failed(&state.service, peer, &path, &request_id, &why).await;
+            return unauthenticated(why);
+        }
+    };
+    authenticator.succeeded(peer);
+    if let Route::Needs(permission) = route
+        && !identity.roles.grants(permission)
+    {
+        let caller = identity.caller(&request_id);
+        let message = forbidden_message(&identity, permission);
+        state.service.audit(&caller, &format!("GET {path}"), &path, format!("refused: FORBIDDEN {message}")).await;
+        return AppError::Forbidden(message).into_response();
+    }
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+/// The 401 answer, with the challenge a client expects.
+fn unauthenticated(why: String) -> Response {
+    let mut response = AppError::Unauthenticated(why).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"strata\""));
+    response
+}
+
+/// Why `identity` may not do what needs `permission`.
+pub(crate) fn forbidden_message(identity: &Identity, permission: Permission) -> String {
+    let roles: Vec<&str> = identity.roles.list().into_iter().map(Role::name).collect();
+    let held = if roles.is_empty() { "no role".to_string() } else { format!("role {}", roles.join(", ")) };
+    format!("{} ({held}) may not {}", identity.actor, permission.name())
+}

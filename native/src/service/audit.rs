@@ -1,0 +1,65 @@
+//! The audit log as the service keeps it: one row for every mutation (who,
+//! what, on what, the outcome), every refused operation and every failed
+//! authentication (those rate-limited by the caller); read back and
+//! verified with core's hash chain (`strata_core::auth::audit`).
+
+use chrono::Utc;
+use strata_core::auth::audit::{self, Entry, Sealed};
+
+use super::{Caller, Service};
+use crate::db::DbError;
+use crate::error::AppError;
+
+/// Longest outcome text kept in a row.
+const OUTCOME_CHARS: usize = 300;
+
+/// The outcome of `result` as a row says it: `ok`, or `refused: CODE …`
+/// (nothing ran) / `failed: CODE …`.
+pub(crate) fn outcome<T>(result: &Result<T, AppError>) -> String {
+    match result {
+        Ok(_) => "ok".to_string(),
+        Err(error) => {
+            let word = if error.ran_nothing() { "refused" } else { "failed" };
+            let text = format!("{word}: {} {}", error.code(), error.public_message());
+            text.chars().take(OUTCOME_CHARS).collect()
+        }
+    }
+}
+
+impl Service {
+    /// Appends one row: `caller` did `action` on `target` with `outcome`.
+    /// A row that cannot be written is logged as an error (the operation
+    /// it describes has happened); on an engine without the log (SQL
+    /// Server) the log line is the record.
+    pub(crate) async fn audit(&self, caller: &Caller, action: &str, target: &str, outcome: String) {
+        let entry = Entry {
+            at: super::rfc3339(Utc::now()),
+            actor: caller.actor.clone(),
+            action: action.to_string(),
+            target: target.to_string(),
+            request_id: caller.request_id.clone(),
+            outcome,
+        };
+        tracing::info!(actor = %entry.actor, action, target, outcome = %entry.outcome, request_id = %entry.request_id,
+            "audit");
+        match self.database.append_audit(entry).await {
+            Ok(_) | Err(DbError::NotSupported(_) | DbError::OpenedReadOnly) => {}
+            Err(error) => tracing::error!(%error, action, "the audit log could not be written"),
+        }
+    }
+
+    /// The audit log, oldest first; with `since` (RFC 3339), the rows from
+    /// then on.
+    pub(crate) async fn audit_log(&self, since: Option<&str>) -> Result<Vec<Sealed>, AppError> {
+        let rows = self.database.audit().await?;
+        Ok(match since {
+            Some(since) => rows.into_iter().filter(|row| row.entry.at.as_str() >= since).collect(),
+            None => rows,
+        })
+    }
+
+    /// Checks the whole chain: how many rows it holds, or where it breaks.
+    pub(crate) async fn verify_audit(&self) -> Result<Result<usize, audit::Broken>, AppError> {
+        Ok(audit::verify(&self.database.audit().await?))
+    }
+}

@@ -1,0 +1,69 @@
+//! API tokens as the service keeps them: minted here from the system's
+//! random source, shown once, stored as a hash only (core's
+//! `strata_core::auth::token`), listed and revoked.
+
+use chrono::Utc;
+use strata_core::auth::Role;
+use strata_core::auth::token::{self, StoredToken};
+
+use super::{Caller, Service};
+use crate::error::AppError;
+
+impl Service {
+    /// Creates token `name` with `role`, valid `days` days (`None`: until
+    /// revoked); returns it and its secret, which is not kept.
+    pub(crate) async fn create_token(
+        &self,
+        name: &str,
+        role: Role,
+        days: Option<u32>,
+        caller: &Caller,
+    ) -> Result<(StoredToken, String), AppError> {
+        let result = self.create_token_unaudited(name, role, days).await;
+        self.audit(caller, "token create", &format!("token {name} ({role})"), super::audit::outcome(&result)).await;
+        result
+    }
+
+    async fn create_token_unaudited(
+        &self,
+        name: &str,
+        role: Role,
+        days: Option<u32>,
+    ) -> Result<(StoredToken, String), AppError> {
+        token::check_name(name).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        let mut random = [0u8; 32];
+        getrandom::fill(&mut random).map_err(|e| AppError::Internal(format!("no random bytes: {e}")))?;
+        let secret = token::mint(&random);
+        let now = Utc::now().timestamp();
+        let stored = StoredToken {
+            name: name.to_string(),
+            role,
+            hash: token::hash(&secret),
+            created: now,
+            expires: token::expiry(now, days),
+        };
+        if !self.database.insert_token(&stored).await? {
+            return Err(AppError::InvalidInput(format!(
+                "a token named {name:?} exists: revoke it first (strata token revoke {name}) or choose another name"
+            )));
+        }
+        Ok((stored, secret))
+    }
+
+    /// Every token, by name (hashes only).
+    pub(crate) async fn tokens(&self) -> Result<Vec<StoredToken>, AppError> {
+        Ok(self.database.tokens().await?)
+    }
+
+    /// Revokes token `name`: it stops working at once here, and within the
+    /// token cache's lifetime on other replicas.
+    pub(crate) async fn revoke_token(&self, name: &str, caller: &Caller) -> Result<(), AppError> {
+        let result = match self.database.delete_token(name).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AppError::NotFound(format!("token {name:?}"))),
+            Err(error) => Err(error.into()),
+        };
+        self.audit(caller, "token revoke", &format!("token {name}"), super::audit::outcome(&result)).await;
+        result
+    }
+}

@@ -1,0 +1,369 @@
+//! Who may change the fleet, on every engine: API tokens (shown once,
+//! stored as a hash, revoked, expired), permissions per GraphQL field that
+//! aliases, batches and fragments cannot escape, approvals that the
+//! starter cannot give and that a changed file invalidates, an
+//! authenticating proxy trusted only from its addresses, the throttle of
+//! failed attempts, the audit log's hash chain, and where the service
+//! listens without authentication.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, Workspace, code, json_of, stderr, stdout, strata};
+
+const AUTH: &str = "auth:\n  tokens: true\n";
+
+/// Posts a GraphQL body with `token` (if any): the status and the answer.
+async fn post(server: &Server, token: Option<&str>, body: Value) -> (u16, Value) {
+    let mut request = server.client.post(server.url("/v2/service")).header("Content-Type", "application/json");
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn query(server: &Server, token: &str, query: &str) -> (u16, Value) {
+    post(server, Some(token), json!({ "query": query })).await
+}
+
+/// Creates a token with the command line; its secret.
+async fn token(server: &Server, name: &str, role: &str) -> String {
+    let output = strata(server.config_path(), &["token", "create", "--name", name, "--role", role, "--json"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let created = json_of(&output);
+    assert_eq!((created["name"].as_str(), created["role"].as_str()), (Some(name), Some(role)));
+    created["token"].as_str().unwrap().to_string()
+}
+
+fn error_code(answer: &Value) -> &str {
+    answer["errors"][0]["extensions"]["code"].as_str().unwrap_or("")
+}
+
+async fn versions(server: &Server) -> i64 {
+    server.ws.count("svc", "svc_versions").await
+}
+
+const CREATE: &str = r#"mutation { createVersion(input: { versionName: "by deployer" }) { version { id } } }"#;
+
+#[tokio::test]
+async fn tokens_and_roles_decide_each_field_and_nothing_escapes_them() {
+    let server = Server::start("basic", AUTH).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let admin = token(&server, "ops", "admin").await;
+    assert!(viewer.starts_with("strata_") && viewer.len() == 50, "{viewer}");
+
+    // Stored as a hash only; listed without secrets.
+    let stored = server.ws.rows("svc", "select name, hash from svc_tokens order by name").await;
+    assert_eq!(stored.len(), 3);
+    for row in &stored {
+        let hash = row[1].as_str().unwrap();
+        assert_eq!(hash.len(), 64);
+        assert!(![&viewer, &deployer, &admin].iter().any(|secret| hash.contains(&secret[7..])));
+    }
+    let listed = strata(server.config_path(), &["token", "list", "--json"]).await;
+    let listed_text = stdout(&listed);
+    assert!(listed_text.contains("\"dashboard\"") && !listed_text.contains(&viewer[7..]), "{listed_text}");
+    let duplicate = strata(server.config_path(), &["token", "create", "--name", "ci", "--role", "viewer"]).await;
+    assert_ne!(code(&duplicate), 0);
+    assert!(stderr(&duplicate).contains("a token named \"ci\" exists"), "{}", stderr(&duplicate));
+
+    // No credential, a bad one, a mangled header: 401, nothing run.
+    let (status, answer) = post(&server, None, json!({ "query": CREATE })).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{answer}");
+    let (status, answer) = post(&server, Some("strata_not-a-token"), json!({ "query": "{ tenants { name } }" })).await;
+    assert_eq!(status, 401, "{answer}");
+    let raw = server.client.post(server.url("/v2/service")).header("Authorization", format!("Basic {viewer}"));
+    let response = raw.header("Content-Type", "application/json").body("{}").send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer realm=\"strata\"");
+    // Probes stay open, without details; the schema needs a reader.
+    let health: Value = server.get("/health").await.json().await.unwrap();
+    assert_eq!(health, json!({ "status": "UP", "auth": "configured" }));
+    assert_eq!(server.get("/v2/schema").await.status(), 401);
+
+    // A viewer reads, and cannot mutate: not through an alias, a batch or
+    // a fragment. 403 FORBIDDEN, and no version is written.
+    let (status, answer) = query(&server, &viewer, "{ tenants { name } identity { actor roles } }").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["identity"], json!({ "actor": "token:dashboard", "roles": ["viewer"] }));
+    let aliased = r#"mutation { harmless: createVersion(input: { versionName: "sneaky" }) { version { id } } }"#;
+    let (status, answer) = query(&server, &viewer, aliased).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    assert_eq!(answer["errors"][0]["path"], json!(["harmless"]));
+    let batch = json!([{ "query": "{ tenants { name } }" }, { "query": CREATE }]);
+    let (status, answer) = post(&server, Some(&viewer), batch).await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(answer[0]["errors"].is_null() && answer[1]["errors"][0]["extensions"]["code"] == "FORBIDDEN", "{answer}");
+    let fragment = r#"mutation { ...go } fragment go on Mutation { createVersion(input: { versionName: "f" }) { version { id } } }"#;
+    let (status, answer) = query(&server, &viewer, fragment).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    let (status, answer) = query(&server, &viewer, "{ audit { id } }").await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    assert_eq!(versions(&server).await, 0);
+
+    // A deployer creates versions, and may not approve or release.
+    let (status, answer) = query(&server, &deployer, CREATE).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["createVersion"]["version"]["id"], 1);
+    let (status, answer) = query(&server, &deployer, "mutation { approveRollout(id: 1) { id } }").await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    let (status, answer) = query(&server, &deployer, r#"mutation { releaseQuarantined(tenantNames: ["a"]) }"#).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    let config = server.client.get(server.url("/v2/config")).bearer_auth(&deployer).send().await.unwrap();
+    assert_eq!(config.status(), 403);
+    let config = server.client.get(server.url("/v2/config")).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(config.status(), 200);
+    assert_eq!(versions(&server).await, 1);
+
+    // The audit log names each of them, the refusals too.
+    let (status, answer) = query(&server, &admin, "{ audit { actor action target outcome } }").await;
+    assert_eq!(status, 200, "{answer}");
+    let rows = answer["data"]["audit"].as_array().unwrap().clone();
+    let has = |actor: &str, action: &str, outcome: &str| {
+        rows.iter().any(|r| {
+            r["actor"] == actor && r["action"] == action && r["outcome"].as_str().unwrap().starts_with(outcome)
+        })
+    };
+    assert!(has("token:ci", "createVersion", "ok"), "{rows:?}");
+    assert!(has("token:dashboard", "createVersion", "refused: FORBIDDEN"), "{rows:?}");
+    assert!(has("token:ci", "approveRollout", "refused: FORBIDDEN"), "{rows:?}");
+    assert!(rows.iter().any(|r| r["action"] == "token create" && r["actor"].as_str().unwrap().starts_with("cli:")));
+    assert!(has("unauthenticated:127.0.0.1", "authenticate", "refused: UNAUTHENTICATED"), "{rows:?}");
+
+    // Revoked: refused within the token cache's 2 s.
+    let revoked = strata(server.config_path(), &["token", "revoke", "dashboard"]).await;
+    assert_eq!(code(&revoked), 0, "{}", stderr(&revoked));
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let (status, _) = query(&server, &viewer, "{ tenants { name } }").await;
+    assert_eq!(status, 401);
+    // Expired: refused, saying so.
+    let expired = token(&server, "short", "viewer").await;
+    server.ws.execute("svc", &format!("update {}svc_tokens set expires = 1 where name = 'short'", svc_prefix())).await;
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let (status, answer) = query(&server, &expired, "{ tenants { name } }").await;
+    assert_eq!(status, 401);
+    assert!(answer["error"]["message"].as_str().unwrap().contains("expired"), "{answer}");
+
+    // No secret in any log line.
+    let log = server.log();
+    for secret in [&viewer, &deployer, &admin, &expired] {
+        assert!(!log.contains(&secret[7..]), "a token's secret is in the log");
+    }
+}
+
+/// `svc.` where the backend names the schema in SQL run outside the
+/// service (SQLite runs in the schema's own file).
+fn svc_prefix() -> &'static str {
+    if crate::support::backend() == crate::support::Backend::Sqlite { "" } else { "svc." }
+}
+
+const ROLLOUT: &str = "id status events { action actor }";
+
+async fn rollout_status(server: &Server, token: &str, id: i64) -> Value {
+    let (_, answer) = query(server, token, &format!("{{ rollouts {{ {ROLLOUT} }} }}")).await;
+    answer["data"]["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap()
+}
+
+async fn wait_for(server: &Server, token: &str, id: i64, status: &str) -> Value {
+    for _ in 0..600 {
+        let rollout = rollout_status(server, token, id).await;
+        if rollout["status"] == status {
+            return rollout;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("rollout {id} never reached {status}: {}", server.log());
+}
+
+#[tokio::test]
+async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
+    let server = Server::start("basic", AUTH).await;
+    let alice = token(&server, "alice", "admin").await;
+    let bob = token(&server, "bob", "approver").await;
+    for name in ["t1", "t2", "t3"] {
+        let create = format!(
+            r#"mutation {{ createTenant(input: {{ tenantName: "{name}", versionName: "{name}" }}) {{ version {{ id }} }} }}"#
+        );
+        assert_eq!(query(&server, &alice, &create).await.0, 200);
+    }
+    server.ws.write_migration("tenants/900.sql", "create table {schema}.rolled (id int);");
+    let start = r#"mutation { startRollout(versionName: "r", waves: ["t1:approve", "rest"]) { id } }"#;
+    let (status, answer) = query(&server, &alice, start).await;
+    assert_eq!(status, 200, "{answer}");
+    let id = answer["data"]["startRollout"]["id"].as_i64().unwrap();
+    wait_for(&server, &alice, id, "AWAITING_APPROVAL").await;
+
+    // Alice started it: her approval is refused, whatever her role.
+    let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
+    let (status, answer) = query(&server, &alice, &approve).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("token:alice started this rollout"));
+    assert_eq!(rollout_status(&server, &alice, id).await["status"], "AWAITING_APPROVAL");
+    // Bob approves; the event names him.
+    let (status, answer) = query(&server, &bob, &approve).await;
+    assert_eq!(status, 200, "{answer}");
+    let done = wait_for(&server, &alice, id, "COMPLETED").await;
+    let approved = done["events"].as_array().unwrap().iter().find(|e| e["action"] == "approved").unwrap();
+    assert_eq!(approved["actor"], "token:bob");
+    assert_eq!(done["events"][0]["actor"], "token:alice");
+
+    // A second rollout; a file changes while it awaits approval: refused.
+    server.ws.write_migration("tenants/901.sql", "create table {schema}.second (id int);");
+    let start = r#"mutation { startRollout(versionName: "r2", waves: ["t1:approve", "rest"]) { id } }"#;
+    let id = query(&server, &alice, start).await.1["data"]["startRollout"]["id"].as_i64().unwrap();
+    wait_for(&server, &alice, id, "AWAITING_APPROVAL").await;
+    server.ws.write_migration("tenants/901.sql", "create table {schema}.second (id int, changed int);");
+    let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
+    let (status, answer) = query(&server, &bob, &approve).await;
+    assert_eq!(error_code(&answer), "PLAN_CHANGED", "{status} {answer}");
+    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("changed: tenants/901.sql"), "{answer}");
+    assert_eq!(rollout_status(&server, &alice, id).await["status"], "AWAITING_APPROVAL");
+    assert!(server.ws.tables("t2").await.iter().all(|t| t != "second"));
+
+    // The command line is held to the same rule: the rollout it starts,
+    // it cannot approve. (The file restored first: t1 ran it.)
+    server.ws.write_migration("tenants/901.sql", "create table {schema}.second (id int);");
+    let cancel = strata(server.config_path(), &["rollout", "cancel", &id.to_string()]).await;
+    assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
+    let started = strata(
+        server.config_path(),
+        &["rollout", "start", "--version", "r3", "--wave", "t1:approve", "--wave", "rest", "--json"],
+    )
+    .await;
+    assert_eq!(code(&started), 0, "{}", stderr(&started));
+    let cli_id = json_of(&started)["id"].as_i64().unwrap();
+    wait_for(&server, &alice, cli_id, "AWAITING_APPROVAL").await;
+    let own = strata(server.config_path(), &["rollout", "approve", &cli_id.to_string()]).await;
+    assert_ne!(code(&own), 0);
+    assert!(stderr(&own).contains("started this rollout and cannot approve it"), "{}", stderr(&own));
+    let (status, answer) =
+        query(&server, &bob, &format!("mutation {{ approveRollout(id: {cli_id}) {{ status }} }}")).await;
+    assert_eq!(status, 200, "{answer}");
+    wait_for(&server, &alice, cli_id, "COMPLETED").await;
+
+    // Every step is in the log, and the chain verifies — until a row is
+    // edited by hand.
+    let verify = strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 0, "{}", stderr(&verify));
+    let rows = strata(server.config_path(), &["audit", "--json"]).await;
+    let rows = json_of(&rows);
+    let actions: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["actor"].as_str().unwrap(), r["action"].as_str().unwrap()))
+        .collect();
+    assert!(actions.contains(&("token:alice", "startRollout")) && actions.contains(&("token:bob", "approveRollout")));
+    assert!(actions.iter().any(|(actor, action)| actor.starts_with("service:") && *action == "createVersionWave"));
+    server.ws.execute("svc", &format!("update {}svc_audit set actor = 'token:bob' where id = 5", svc_prefix())).await;
+    let verify = strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 15, "{}", stderr(&verify));
+    assert!(stderr(&verify).contains("row 5 does not match its hash: it was edited"), "{}", stderr(&verify));
+}
+
+#[tokio::test]
+async fn proxy_headers_count_only_from_trusted_addresses_and_failures_are_throttled() {
+    let trusted = "auth:\n  proxy:\n    userHeader: X-Forwarded-User\n    rolesHeader: X-Forwarded-Groups\n    \
+                   trustedSources: [127.0.0.1/32]\n    roles: { dba: admin, eng: viewer }\n";
+    let server = Server::start("basic", trusted).await;
+    let as_user = |user: &str, groups: &str| {
+        server
+            .client
+            .post(server.url("/v2/service"))
+            .header("Content-Type", "application/json")
+            .header("X-Forwarded-User", user)
+            .header("X-Forwarded-Groups", groups)
+            .body(json!({ "query": CREATE }).to_string())
+    };
+    let response = as_user("erin", "eng").send().await.unwrap();
+    assert_eq!(response.status(), 403);
+    let response = as_user("dana", "eng, dba").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let rows =
+        server.ws.rows("svc", "select actor, outcome from svc_audit where action = 'createVersion' order by id").await;
+    assert_eq!(rows[0][0], "proxy:erin");
+    assert_eq!((rows[1][0].as_str(), rows[1][1].as_str()), (Some("proxy:dana"), Some("ok")));
+    drop(server);
+
+    // The same headers from an address the proxy is not at: ignored.
+    let untrusted = trusted.replace("127.0.0.1/32", "10.11.12.0/24");
+    let server = Server::start("basic", &untrusted).await;
+    let response = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("X-Forwarded-User", "dana")
+        .header("X-Forwarded-Groups", "dba")
+        .body(json!({ "query": CREATE }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+
+    // Ten failures in a minute (that one, nine more): the eleventh gets
+    // 429 with Retry-After; the flood is one row in the audit log.
+    for _ in 0..9 {
+        let (status, _) = post(&server, Some("strata_guess"), json!({ "query": "{ tenants { name } }" })).await;
+        assert_eq!(status, 401);
+    }
+    let (status, answer) = post(&server, Some("strata_guess"), json!({ "query": "{ tenants { name } }" })).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (429, Some("TOO_MANY_REQUESTS")), "{answer}");
+    let response = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: i64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let logged = server.ws.count("svc", "svc_audit").await;
+    assert_eq!(logged, 1, "one failure per address per minute is logged");
+    assert_eq!(versions(&server).await, 0);
+}
+
+#[tokio::test]
+async fn without_auth_the_service_listens_on_loopback_and_warns_when_told_otherwise() {
+    let server = Server::start("basic", "").await;
+    let health: Value = server.get("/health").await.json().await.unwrap();
+    assert_eq!(health["auth"], "none");
+    assert!(server.log().contains("listening on loopback only"), "{}", server.log());
+    let port = server.ws.port;
+    // Nothing answers on another address of this machine.
+    if let Some(other) = other_address() {
+        let reached = reqwest::Client::new()
+            .get(format!("http://{other}:{port}/health"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        assert!(reached.is_err(), "the port answered on {other}");
+    }
+    drop(server);
+
+    let ws = Workspace::new("basic");
+    let yaml = ws.config(&format!("listen: 0.0.0.0:{}\n", ws.port));
+    let server = Server::start_in(ws, &yaml, "").await;
+    assert!(server.log().contains("WITHOUT authentication"), "{}", server.log());
+    assert_eq!(server.get("/health").await.json::<Value>().await.unwrap()["auth"], "none");
+
+    // auth.required without any method: refused before it starts.
+    let ws = Workspace::new("basic");
+    let config = ws.write_config(&ws.config("auth:\n  required: true\n"));
+    let output = strata(&config, &["config", "check"]).await;
+    assert_eq!(code(&output), 4);
+    assert!(stderr(&output).contains("auth.required"), "{}", stderr(&output));
+}
+
+/// An address of this machine that is not loopback, if it has one.
+fn other_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let address = socket.local_addr().ok()?.ip();
+    (!address.is_loopback() && !address.is_unspecified()).then_some(address)
+}
