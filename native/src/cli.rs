@@ -23,6 +23,7 @@ mod commands;
 mod new;
 mod output;
 mod progress;
+mod remote;
 mod rollout;
 mod tenants;
 
@@ -84,6 +85,9 @@ pub(crate) enum Exit {
     RolloutInProgress = 14,
     /// `audit verify`: a row of the audit log was edited or deleted.
     AuditBroken = 15,
+    /// `--server`: the service refused the credential (`STRATA_TOKEN`) or
+    /// its role (401, 403, 429).
+    Refused = 16,
 }
 
 impl From<&AppError> for Exit {
@@ -147,7 +151,8 @@ Exit status:
      shards did not answer (each is named); what is shown of them is as last seen
   13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied
   14 apply: a rollout is in progress (approve, resume or cancel it, or --override-rollout)
-  15 audit verify: a row of the audit log was edited or deleted";
+  15 audit verify: a row of the audit log was edited or deleted
+  16 --server: the service refused the token (STRATA_TOKEN) or its role";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
 #[derive(Debug, Parser)]
@@ -156,6 +161,11 @@ pub(crate) struct Cli {
     /// The configuration file (default: $SVC_YAML, else /data/svc.yaml).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Run plan, apply, status, rollout and quarantine through a running
+    /// service's API (default: $STRATA_SERVER), authenticated with the token
+    /// in $STRATA_TOKEN; no configuration or database credentials needed.
+    #[arg(long, global = true, value_name = "URL")]
+    server: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -607,9 +617,13 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config.as_deref();
+    let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
         Command::Serve(args) => crate::server::serve(config, args.listen),
-        Command::OnDatabase(command) => commands::run(config, command).into(),
+        Command::OnDatabase(command) => match server {
+            Some(server) => remote::run(&server, command).into(),
+            None => commands::run(config, command).into(),
+        },
         Command::New(args) => {
             commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()
         }

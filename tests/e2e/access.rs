@@ -367,3 +367,80 @@ fn other_address() -> Option<std::net::IpAddr> {
     let address = socket.local_addr().ok()?.ip();
     (!address.is_loopback() && !address.is_unspecified()).then_some(address)
 }
+
+/// Runs `strata --server URL args…` with `STRATA_TOKEN`, and no
+/// configuration at all.
+async fn client(server: &Server, token: &str, args: &[&str]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    command
+        .arg("--server")
+        .arg(server.url(""))
+        .args(args)
+        .env_remove("SVC_YAML")
+        .env("STRATA_TOKEN", token)
+        .current_dir(std::env::temp_dir());
+    tokio::time::timeout(Duration::from_secs(120), command.output()).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn the_command_line_as_a_client_needs_a_token_not_the_database() {
+    let server = Server::start("basic", AUTH).await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let approver = token(&server, "release", "approver").await;
+
+    let plan = client(&server, &viewer, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 6, "{}{}", stdout(&plan), stderr(&plan));
+    assert!(stdout(&plan).contains("schema ref"), "{}", stdout(&plan));
+
+    let refused = client(&server, &viewer, &["apply", "--version", "by a viewer"]).await;
+    assert_eq!(code(&refused), 16, "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("may not deploy (FORBIDDEN)"), "{}", stderr(&refused));
+    let unknown = client(&server, "strata_nope", &["apply", "--version", "x"]).await;
+    assert_eq!(code(&unknown), 16, "{}", stderr(&unknown));
+    assert_eq!(versions(&server).await, 0);
+
+    let applied = client(&server, &deployer, &["apply", "--version", "from ci", "--json"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    let results = json_of(&applied);
+    assert_eq!(results["version"]["name"], "from ci");
+    assert!(results["summary"]["migrationsGrandTotal"].as_i64().unwrap() > 0, "{results}");
+    let audit =
+        server.ws.rows("svc", "select actor from svc_audit where action = 'createVersion' and outcome = 'ok'").await;
+    assert_eq!(audit, vec![vec![json!("token:ci")]]);
+    let plan = client(&server, &viewer, &["plan", "--check"]).await;
+    assert_eq!(code(&plan), 0, "{}", stdout(&plan));
+    let status = client(&server, &viewer, &["status", "--json"]).await;
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    assert_eq!(json_of(&status)["versionCount"], 1);
+
+    // A rollout through the API: the deployer starts it and may not
+    // approve it; the approver does.
+    for name in ["t1", "t2"] {
+        let created = client(&server, &deployer, &["apply", "--version", name, "--tenant", name]).await;
+        assert_eq!(code(&created), 0, "{}", stderr(&created));
+    }
+    server.ws.write_migration("tenants/950.sql", "create table {schema}.via_api (id int);");
+    let started = client(
+        &server,
+        &deployer,
+        &["rollout", "start", "--version", "r", "--wave", "t1:approve", "--wave", "rest", "--json"],
+    )
+    .await;
+    assert_eq!(code(&started), 0, "{}", stderr(&started));
+    let id = json_of(&started)["id"].as_i64().unwrap().to_string();
+    for _ in 0..300 {
+        let list = client(&server, &viewer, &["rollout", "list", "--json"]).await;
+        if json_of(&list)[0]["status"] == "AWAITING_APPROVAL" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let own = client(&server, &deployer, &["rollout", "approve", &id]).await;
+    assert_eq!(code(&own), 16, "{}", stderr(&own));
+    let approved = client(&server, &approver, &["rollout", "approve", &id, "--json"]).await;
+    assert_eq!(code(&approved), 0, "{}", stderr(&approved));
+    let rollout = json_of(&approved);
+    assert_eq!(rollout["startedBy"], "token:ci");
+    assert_eq!(rollout["events"].as_array().unwrap().last().unwrap()["actor"], "token:release");
+}

@@ -15,7 +15,7 @@ use crate::db::{MigrationRow, QuarantineRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
 /// `Time`: RFC 3339 in UTC.
-#[derive(Clone, serde::Serialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub(crate) struct Time(pub(crate) String);
 
@@ -34,7 +34,7 @@ impl ScalarType for Time {
 }
 
 /// `MigrationType`.
-#[derive(Enum, Copy, Clone, Eq, PartialEq, serde::Serialize)]
+#[derive(Enum, Copy, Clone, Eq, PartialEq, serde::Serialize, serde::Deserialize)]
 #[graphql(name = "MigrationType", rename_items = "PascalCase")]
 pub(crate) enum MigrationTypeDto {
     /// Applied once to its single schema.
@@ -59,7 +59,7 @@ impl From<MigrationType> for MigrationTypeDto {
 }
 
 /// `Action`.
-#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[derive(Enum, Copy, Clone, Eq, PartialEq, serde::Serialize)]
 #[graphql(name = "Action", rename_items = "PascalCase")]
 pub(crate) enum ActionDto {
     /// Apply pending migrations.
@@ -153,7 +153,7 @@ async fn charged_contents<'a>(ctx: &Context<'_>, contents: &'a String) -> Result
 }
 
 /// `DBMigration`.
-#[derive(SimpleObject, serde::Serialize, Clone)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize, Clone)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "DBMigration", complex)]
 pub(crate) struct DbMigrationDto {
@@ -219,7 +219,7 @@ pub(crate) struct ShardDto {
 }
 
 /// `Version`.
-#[derive(SimpleObject, serde::Serialize)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "Version", complex)]
 pub(crate) struct VersionDto {
@@ -228,29 +228,29 @@ pub(crate) struct VersionDto {
     pub(crate) created: Time,
     /// The `X-Request-ID` of the request that created the version (the
     /// console shows it; not in the spec's type, added).
-    request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
     /// On a sharded fleet, its part on each shard that ran it (added; empty
     /// on one server): one version, whatever number of shards.
-    parts: Vec<VersionPartDto>,
+    pub(crate) parts: Vec<VersionPartDto>,
     /// Its migrations when read with it (`apply --json`); else each
     /// GraphQL request that asks reads them.
     #[graphql(skip)]
     #[serde(rename = "dbMigrations", skip_serializing_if = "Option::is_none")]
-    migrations: Option<Vec<DbMigrationDto>>,
+    pub(crate) migrations: Option<Vec<DbMigrationDto>>,
     #[graphql(skip)]
     #[serde(skip)]
-    row_id: i64,
+    pub(crate) row_id: i64,
 }
 
 /// One shard's part of a version of a sharded fleet (`VersionPart`, added).
-#[derive(SimpleObject, serde::Serialize)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "VersionPart")]
 pub(crate) struct VersionPartDto {
     /// The shard.
-    shard: String,
+    pub(crate) shard: String,
     /// The part's id (reads the whole version too).
-    id: i32,
+    pub(crate) id: i32,
 }
 
 #[ComplexObject]
@@ -283,21 +283,21 @@ impl From<VersionRow> for VersionDto {
 }
 
 /// `Summary`.
-#[derive(SimpleObject, serde::Serialize)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "Summary")]
 pub(crate) struct SummaryDto {
-    started_at: Time,
-    duration: f64,
-    tenants: i32,
-    single_migrations: i32,
-    tenant_migrations: i32,
-    tenant_migrations_total: i32,
-    migrations_grand_total: i32,
-    single_scripts: i32,
-    tenant_scripts: i32,
-    tenant_scripts_total: i32,
-    scripts_grand_total: i32,
+    pub(crate) started_at: Time,
+    pub(crate) duration: f64,
+    pub(crate) tenants: i32,
+    pub(crate) single_migrations: i32,
+    pub(crate) tenant_migrations: i32,
+    pub(crate) tenant_migrations_total: i32,
+    pub(crate) migrations_grand_total: i32,
+    pub(crate) single_scripts: i32,
+    pub(crate) tenant_scripts: i32,
+    pub(crate) tenant_scripts_total: i32,
+    pub(crate) scripts_grand_total: i32,
 }
 
 impl From<&summary::Summary> for SummaryDto {
@@ -321,19 +321,19 @@ impl From<&summary::Summary> for SummaryDto {
 }
 
 /// `CreateResults`.
-#[derive(SimpleObject, serde::Serialize)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "CreateResults")]
 pub(crate) struct CreateResultsDto {
-    summary: SummaryDto,
-    version: Option<VersionDto>,
+    pub(crate) summary: SummaryDto,
+    pub(crate) version: Option<VersionDto>,
     /// Tenants whose failure the version absorbed (`failureBudget`), now
     /// quarantined (added).
-    quarantined: Vec<QuarantinedTenantDto>,
+    pub(crate) quarantined: Vec<QuarantinedTenantDto>,
     /// Quarantined tenants the version skipped (added).
-    skipped_tenants: Vec<String>,
+    pub(crate) skipped_tenants: Vec<String>,
     /// Tenants a retry completed, released from quarantine (added).
-    released_tenants: Vec<String>,
+    pub(crate) released_tenants: Vec<String>,
 }
 
 impl CreateResultsDto {
@@ -361,28 +361,28 @@ impl From<CreateResult> for CreateResultsDto {
 /// A tenant put aside after a failure a version absorbed
 /// (`QuarantinedTenant`, added): later versions skip it until
 /// `retryQuarantined` completes it or `releaseQuarantined` lets it go.
-#[derive(SimpleObject, serde::Serialize)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "QuarantinedTenant")]
 pub(crate) struct QuarantinedTenantDto {
-    tenant: String,
+    pub(crate) tenant: String,
     /// The version that committed something when it failed, if any.
-    version_id: Option<i32>,
+    pub(crate) version_id: Option<i32>,
     /// The failing file.
-    file: String,
+    pub(crate) file: String,
     /// Where in the file, when the engine said.
-    line: Option<i32>,
-    column: Option<i32>,
+    pub(crate) line: Option<i32>,
+    pub(crate) column: Option<i32>,
     /// `STATEMENT`, `LOCK_TIMEOUT` or `STATEMENT_TIMEOUT`.
-    cause: String,
+    pub(crate) cause: String,
     /// The engine's message.
-    message: String,
+    pub(crate) message: String,
     /// How many versions failed in it.
-    failures: i32,
+    pub(crate) failures: i32,
     /// The request that quarantined it last.
-    request_id: String,
+    pub(crate) request_id: String,
     /// When, RFC 3339.
-    quarantined: String,
+    pub(crate) quarantined: String,
 }
 
 impl From<QuarantineRow> for QuarantinedTenantDto {
@@ -404,7 +404,8 @@ impl From<QuarantineRow> for QuarantinedTenantDto {
 }
 
 /// `RetryInput` (added): a version over quarantined tenants only.
-#[derive(InputObject)]
+#[derive(InputObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "RetryInput")]
 pub(crate) struct RetryInput {
     /// Name of the new version.
@@ -438,7 +439,8 @@ impl SourceMigrationFilters {
 }
 
 /// `VersionInput`.
-#[derive(InputObject)]
+#[derive(InputObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "VersionInput")]
 pub(crate) struct VersionInput {
     /// Name of the new version.
@@ -456,7 +458,8 @@ pub(crate) struct VersionInput {
 }
 
 /// `TenantInput`.
-#[derive(InputObject)]
+#[derive(InputObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "TenantInput")]
 pub(crate) struct TenantInput {
     /// Name of the new tenant.
@@ -481,77 +484,83 @@ fn clamp(id: i64) -> i32 {
 }
 
 /// A file a schema would get (`PendingFile`, added: the console's preview).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "PendingFile")]
 pub(crate) struct PendingFileDto {
-    file: String,
-    script: bool,
-    execute: bool,
+    pub(crate) file: String,
+    pub(crate) script: bool,
+    pub(crate) execute: bool,
 }
 
 /// Schemas that would get the same files (`PendingGroup`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "PendingGroup")]
 pub(crate) struct PendingGroupDto {
-    schemas: Vec<String>,
-    tenants: bool,
-    files: Vec<PendingFileDto>,
+    pub(crate) schemas: Vec<String>,
+    pub(crate) tenants: bool,
+    pub(crate) files: Vec<PendingFileDto>,
 }
 
 /// A file changed since it was applied (`DriftedFile`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "DriftedFile")]
 pub(crate) struct DriftedFileDto {
-    file: String,
-    schemas: Vec<String>,
+    pub(crate) file: String,
+    pub(crate) schemas: Vec<String>,
 }
 
 /// A lint finding on a file the plan would run (`LintFinding`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "LintFinding")]
 pub(crate) struct LintFindingDto {
     /// The rule's name, e.g. `create-index-non-concurrently`.
-    rule: String,
+    pub(crate) rule: String,
     /// `info`, `warning` or `error`.
-    severity: String,
-    file: String,
-    line: u64,
-    column: u64,
+    pub(crate) severity: String,
+    pub(crate) file: String,
+    pub(crate) line: u64,
+    pub(crate) column: u64,
     /// The risk, in one sentence.
-    message: String,
+    pub(crate) message: String,
     /// The safe alternative.
-    advice: String,
+    pub(crate) advice: String,
 }
 
 /// A statement the linter could not read (`UncheckedStatement`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "UncheckedStatement")]
 pub(crate) struct UncheckedDto {
-    file: String,
-    line: u64,
-    column: u64,
-    reason: String,
+    pub(crate) file: String,
+    pub(crate) line: u64,
+    pub(crate) column: u64,
+    pub(crate) reason: String,
 }
 
 /// What `createVersion` (or `createTenant`) would do now (`PlanPreview`,
 /// added: read without the lock, nothing written).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "PlanPreview")]
 pub(crate) struct PlanPreviewDto {
     /// Nothing would change: no version would be created.
-    nothing_to_do: bool,
+    pub(crate) nothing_to_do: bool,
     /// Apply would refuse: files changed since applied (`drift` lists them).
-    refused_by_drift: bool,
+    pub(crate) refused_by_drift: bool,
     /// Schemas grouped by the files they would get.
-    groups: Vec<PendingGroupDto>,
+    pub(crate) groups: Vec<PendingGroupDto>,
     /// Drifted files (under Sync, or the reason Apply refuses).
-    drift: Vec<DriftedFileDto>,
+    pub(crate) drift: Vec<DriftedFileDto>,
     /// Lint findings on the files that would run.
-    findings: Vec<LintFindingDto>,
+    pub(crate) findings: Vec<LintFindingDto>,
     /// Statements of those files the linter could not read.
-    unchecked: Vec<UncheckedDto>,
+    pub(crate) unchecked: Vec<UncheckedDto>,
     /// Quarantined tenants the version would skip.
-    skipped_tenants: Vec<String>,
+    pub(crate) skipped_tenants: Vec<String>,
 }
 
 impl PlanPreviewDto {
@@ -786,60 +795,63 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
 
 /// A rollout (`Rollout`, added): a version rolled out in waves, stored and
 /// driven by the service.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "Rollout")]
 pub(crate) struct RolloutDto {
-    id: i32,
+    pub(crate) id: i32,
     /// The name each wave's version starts with.
-    version_name: String,
+    pub(crate) version_name: String,
     /// `RUNNING`, `SOAKING`, `AWAITING_APPROVAL`, `PAUSED`, `COMPLETED` or
     /// `STOPPED`.
-    status: String,
+    pub(crate) status: String,
     /// Waves completed.
-    completed_waves: i32,
+    pub(crate) completed_waves: i32,
     /// The waves, in order.
-    waves: Vec<RolloutWaveDto>,
+    pub(crate) waves: Vec<RolloutWaveDto>,
     /// `SOAKING`: when the next wave may run, RFC 3339.
-    not_before: Option<String>,
+    pub(crate) not_before: Option<String>,
     /// The failure budget of each wave (null: the configuration's).
-    failure_budget: Option<String>,
+    pub(crate) failure_budget: Option<String>,
     /// What happened, oldest first: who started, approved, paused, resumed
     /// it, and what each wave did.
-    events: Vec<RolloutEventDto>,
+    pub(crate) events: Vec<RolloutEventDto>,
     /// Who started it (`token:<name>`, `proxy:<user>`, `cli:<user>@<host>`;
     /// null without authentication).
-    started_by: Option<String>,
+    pub(crate) started_by: Option<String>,
 }
 
 /// One wave of a rollout (`RolloutWave`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "RolloutWave")]
 pub(crate) struct RolloutWaveDto {
     /// As written: `t1,t2`, `10%` or `rest`, then `:approve` or
     /// `:soak=SECONDS` when a gate follows.
-    wave: String,
+    pub(crate) wave: String,
     /// `DONE`, `RUNNING`, `NEXT` (held by a gate, a pause or a failure) or
     /// `PENDING`.
-    state: String,
+    pub(crate) state: String,
 }
 
 /// Something that happened to a rollout (`RolloutEvent`, added).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "RolloutEvent")]
 pub(crate) struct RolloutEventDto {
     /// When, RFC 3339.
-    at: String,
+    pub(crate) at: String,
     /// `started`, `wave-started`, `wave-completed`, `wave-failed`,
     /// `approved`, `paused`, `resumed`, `completed`.
-    action: String,
+    pub(crate) action: String,
     /// The wave it concerns (from 1), if any.
-    wave: Option<i32>,
+    pub(crate) wave: Option<i32>,
     /// The request that did it (a wave: the replica that ran it).
-    request_id: String,
+    pub(crate) request_id: String,
     /// Who did it (null for a wave's runner, and without authentication).
-    actor: Option<String>,
+    pub(crate) actor: Option<String>,
     /// What it did (a wave: its version and counts, or its error).
-    detail: String,
+    pub(crate) detail: String,
 }
 
 fn unix_rfc3339(seconds: i64) -> String {

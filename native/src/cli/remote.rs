@@ -1,0 +1,567 @@
+//! `strata --server URL …`: the command line as a client of a running
+//! service, so a CI job needs a token (`STRATA_TOKEN`), not the database's
+//! credentials. `apply`, `plan`, `status`, `rollout` and `quarantine` run
+//! through the API: the inputs are the API's own input types, the answers
+//! are read into the API's own answer types (`graphql::types`), and each
+//! operation is a constant document, checked against the schema by a unit
+//! test — no GraphQL is assembled from strings at run time.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::output::print_json;
+use super::{
+    ApplyArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RolloutAction, RolloutArgs, StatusArgs,
+};
+use crate::graphql::types::{
+    ActionDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto, TenantInput, VersionDto,
+    VersionInput,
+};
+
+/// The fields of `CreateResults` the command line reads.
+macro_rules! results {
+    () => {
+        "summary { startedAt duration tenants singleMigrations tenantMigrations tenantMigrationsTotal \
+         migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal scriptsGrandTotal } \
+         version { id name created requestId parts { shard id } } \
+         quarantined { tenant versionId file line column cause message failures requestId quarantined } \
+         skippedTenants releasedTenants"
+    };
+}
+
+/// The fields of `Rollout` the command line reads.
+macro_rules! rollout {
+    () => {
+        "id versionName status completedWaves notBefore failureBudget startedBy waves { wave state } \
+         events { at action wave requestId actor detail }"
+    };
+}
+
+/// The fields of `PlanPreview` the command line reads.
+macro_rules! plan {
+    () => {
+        "nothingToDo refusedByDrift groups { schemas tenants files { file script execute } } drift { file schemas } \
+         findings { rule severity file line column message advice } unchecked { file line column reason } \
+         skippedTenants"
+    };
+}
+
+const CREATE_VERSION: &str =
+    concat!("mutation($input: VersionInput!) { createVersion(input: $input) { ", results!(), " } }");
+const CREATE_WAVE: &str = concat!(
+    "mutation($input: VersionInput!, $tenantNames: [String!], $share: Int, $attribute: String) { ",
+    "createVersionWave(input: $input, tenantNames: $tenantNames, share: $share, attribute: $attribute) { ",
+    results!(),
+    " } }"
+);
+const CREATE_TENANT: &str =
+    concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", results!(), " } }");
+const PLAN: &str = concat!("query($action: Action) { plan(action: $action) { ", plan!(), " } }");
+const STATUS: &str = concat!(
+    "query { versions { id name created requestId parts { shard id } } tenants { name } plan(action: Sync) { ",
+    plan!(),
+    " } rollouts { ",
+    rollout!(),
+    " } }"
+);
+const ROLLOUTS: &str = concat!("query { rollouts { ", rollout!(), " } }");
+const START_ROLLOUT: &str = concat!(
+    "mutation($versionName: String!, $waves: [String!]!, $failureBudget: String) { ",
+    "startRollout(versionName: $versionName, waves: $waves, failureBudget: $failureBudget) { ",
+    rollout!(),
+    " } }"
+);
+const APPROVE: &str = concat!("mutation($id: Int!) { approveRollout(id: $id) { ", rollout!(), " } }");
+const PAUSE: &str = concat!("mutation($id: Int!) { pauseRollout(id: $id) { ", rollout!(), " } }");
+const RESUME: &str = concat!("mutation($id: Int!) { resumeRollout(id: $id) { ", rollout!(), " } }");
+const CANCEL: &str = concat!("mutation($id: Int!) { cancelRollout(id: $id) { ", rollout!(), " } }");
+const QUARANTINE: &str = "query { quarantine { tenant versionId file line column cause message failures requestId \
+                          quarantined } }";
+const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
+const RELEASE: &str = "mutation($tenantNames: [String!]!) { releaseQuarantined(tenantNames: $tenantNames) }";
+
+/// A refusal or failure the service answered, or why it could not be asked.
+struct Failure {
+    code: String,
+    message: String,
+}
+
+impl Failure {
+    fn local(code: &str, message: impl Into<String>) -> Failure {
+        Failure { code: code.to_string(), message: message.into() }
+    }
+
+    /// The exit status the code means (as the in-process commands').
+    fn exit(&self) -> Exit {
+        match self.code.as_str() {
+            "DRIFT" => Exit::Drift,
+            "OUT_OF_ORDER" => Exit::OutOfOrder,
+            "ROLLOUT_IN_PROGRESS" => Exit::RolloutInProgress,
+            "SCHEMA_DRIFT" => Exit::SchemaDrift,
+            "SHARDS_FAILED" => Exit::ShardsFailed,
+            "READ_ONLY_SERVER" => Exit::ReadOnly,
+            "UNREACHABLE" | "SHARD_UNREACHABLE" => Exit::Unreachable,
+            "UNAUTHENTICATED" | "FORBIDDEN" | "TOO_MANY_REQUESTS" => Exit::Refused,
+            "INVALID_INPUT"
+            | "INVALID_TENANT_NAME"
+            | "NOT_A_TENANT"
+            | "NOT_QUARANTINED"
+            | "REPAIR_REFUSED"
+            | "UNKNOWN_SHARD"
+            | "USAGE" => Exit::Usage,
+            _ => Exit::Failed,
+        }
+    }
+
+    fn report(&self, json: bool) -> Exit {
+        if json {
+            print_json(&json!({ "errors": [{ "message": self.message, "extensions": { "code": self.code } }] }));
+        }
+        eprintln!("strata: {} ({})", self.message, self.code);
+        self.exit()
+    }
+}
+
+/// A running service and the token to show it.
+struct Remote {
+    client: reqwest::Client,
+    endpoint: String,
+    token: Option<String>,
+}
+
+impl Remote {
+    fn new(server: &str) -> Remote {
+        let base = server.trim_end_matches('/');
+        Remote {
+            client: reqwest::Client::new(),
+            endpoint: format!("{base}/v2/service"),
+            token: std::env::var("STRATA_TOKEN").ok().filter(|t| !t.trim().is_empty()),
+        }
+    }
+
+    /// Runs `document` and reads `data.<field>` into `T`.
+    async fn call<T: DeserializeOwned>(&self, document: &str, field: &str, variables: Value) -> Result<T, Failure> {
+        let data = self.data(document, variables).await?;
+        serde_json::from_value(data[field].clone())
+            .map_err(|e| Failure::local("INTERNAL", format!("the service's answer to {field} cannot be read: {e}")))
+    }
+
+    async fn data(&self, document: &str, variables: Value) -> Result<Value, Failure> {
+        let mut request = self
+            .client
+            .post(&self.endpoint)
+            .header("Content-Type", "application/json")
+            .body(json!({ "query": document, "variables": variables }).to_string());
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|e| {
+            Failure::local("UNREACHABLE", format!("{} cannot be reached: {}", self.endpoint, e.without_url()))
+        })?;
+        let answer: Value = response.json().await.map_err(|e| {
+            Failure::local("INTERNAL", format!("{} did not answer with JSON: {}", self.endpoint, e.without_url()))
+        })?;
+        if let Some(error) = answer.get("error") {
+            return Err(failure_of(error, error.get("code")));
+        }
+        if let Some(error) = answer.get("errors").and_then(|e| e.get(0)) {
+            return Err(failure_of(error, error.pointer("/extensions/code")));
+        }
+        Ok(answer.get("data").cloned().unwrap_or(Value::Null))
+    }
+}
+
+fn failure_of(error: &Value, code: Option<&Value>) -> Failure {
+    Failure {
+        code: code.and_then(Value::as_str).unwrap_or("FAILED").to_string(),
+        message: error.get("message").and_then(Value::as_str).unwrap_or("the service refused").to_string(),
+    }
+}
+
+/// Runs `command` against the service at `server`.
+pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("strata: cannot start: {error}");
+            return Exit::Failed;
+        }
+    };
+    let remote = Remote::new(server);
+    runtime.block_on(async move {
+        match command {
+            OnDatabase::Apply(args) => apply(&remote, args).await,
+            OnDatabase::Plan(args) => plan(&remote, args).await,
+            OnDatabase::Status(args) => status(&remote, args).await,
+            OnDatabase::Rollout(args) => rollout(&remote, args).await,
+            OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
+            _ => {
+                eprintln!(
+                    "strata: with --server, only plan, apply, status, rollout and quarantine run through the API; \
+                     run the others without --server (with the configuration)"
+                );
+                Exit::Usage
+            }
+        }
+    })
+}
+
+async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
+    if args.failure_budget.is_some() {
+        let refusal = Failure::local(
+            "USAGE",
+            "--failure-budget is not a field of the API: set failureBudget in the \
+                                              service's configuration, or run without --server",
+        );
+        return refusal.report(args.json);
+    }
+    let action = Some(if args.sync { ActionDto::Sync } else { ActionDto::Apply });
+    let input = VersionInput {
+        version_name: args.version_name.clone(),
+        action,
+        dry_run: Some(args.dry_run),
+        override_rollout: Some(args.override_rollout),
+    };
+    let (document, field, variables) = if let Some(tenant) = args.tenant {
+        let input = TenantInput {
+            tenant_name: tenant,
+            version_name: args.version_name,
+            action,
+            dry_run: Some(args.dry_run),
+            shard: args.shard,
+        };
+        (CREATE_TENANT, "createTenant", json!({ "input": input }))
+    } else if args.tenants.is_some() || args.share.is_some() || args.attribute.is_some() {
+        let attribute = args.attribute.map(|wave| wave.to_string());
+        let variables =
+            json!({ "input": input, "tenantNames": args.tenants, "share": args.share, "attribute": attribute });
+        (CREATE_WAVE, "createVersionWave", variables)
+    } else {
+        (CREATE_VERSION, "createVersion", json!({ "input": input }))
+    };
+    match remote.call::<CreateResultsDto>(document, field, variables).await {
+        Ok(results) => {
+            let exit = if results.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
+            if args.json {
+                print_json(&results);
+            } else {
+                print_results(&results, if args.sync { "recorded" } else { "applied" }, args.dry_run);
+            }
+            exit
+        }
+        Err(failure) => failure.report(args.json),
+    }
+}
+
+fn print_results(results: &CreateResultsDto, done: &str, dry_run: bool) {
+    let s = &results.summary;
+    let counts = format!(
+        "{} migration(s) and {} script(s) over {} tenant(s)",
+        s.migrations_grand_total, s.scripts_grand_total, s.tenants
+    );
+    match &results.version {
+        None if dry_run => outln!("Dry run: {counts} would be {done} ({:.2} s); rolled back.", s.duration),
+        None => outln!("Nothing to do: no version created."),
+        Some(version) => {
+            outln!("Version {} \"{}\" created: {counts} {done} in {:.2} s.", version.id, version.name, s.duration)
+        }
+    }
+    if !results.quarantined.is_empty() {
+        outln!("\n{} tenant(s) failed and are quarantined (later versions skip them):", results.quarantined.len());
+        print_quarantined(&results.quarantined);
+    }
+    if !results.skipped_tenants.is_empty() {
+        outln!(
+            "\nSkipped {} quarantined tenant(s): {}",
+            results.skipped_tenants.len(),
+            results.skipped_tenants.join(", ")
+        );
+    }
+    if !results.released_tenants.is_empty() {
+        outln!("\nReleased from quarantine: {}", results.released_tenants.join(", "));
+    }
+}
+
+fn print_quarantined(rows: &[QuarantinedTenantDto]) {
+    for row in rows {
+        let at = row.line.map(|line| format!(":{line}")).unwrap_or_default();
+        outln!("  {}  {}{at}  {} ({} failure(s)): {}", row.tenant, row.file, row.cause, row.failures, row.message);
+    }
+}
+
+/// Migrations (not scripts) the plan would run.
+fn pending_migrations(plan: &PlanPreviewDto) -> usize {
+    plan.groups.iter().map(|g| g.schemas.len() * g.files.iter().filter(|f| !f.script).count()).sum()
+}
+
+fn print_plan(plan: &PlanPreviewDto) {
+    if plan.refused_by_drift {
+        outln!("Apply would REFUSE: files changed since they were applied:");
+        for drift in &plan.drift {
+            outln!("  {} ({} schema(s))", drift.file, drift.schemas.len());
+        }
+        return;
+    }
+    if plan.nothing_to_do {
+        outln!("Nothing to apply.");
+    }
+    for group in &plan.groups {
+        let files: Vec<String> = group
+            .files
+            .iter()
+            .map(|f| if f.script { format!("{} (script)", f.file) } else { f.file.clone() })
+            .collect();
+        let shown: Vec<&str> = group.schemas.iter().take(5).map(String::as_str).collect();
+        let more = group.schemas.len().saturating_sub(5);
+        let more = if more > 0 { format!(", and {more} more") } else { String::new() };
+        outln!("{} {}{more}: {}", if group.tenants { "tenants" } else { "schema" }, shown.join(", "), files.join(", "));
+    }
+    for finding in &plan.findings {
+        outln!(
+            "{}:{}:{}: {} {}: {}",
+            finding.file,
+            finding.line,
+            finding.column,
+            finding.severity,
+            finding.rule,
+            finding.message
+        );
+    }
+}
+
+async fn plan(remote: &Remote, args: PlanArgs) -> Exit {
+    if args.tenant.is_some() || args.revert {
+        return Failure::local("USAGE", "with --server, plan previews createVersion (Apply or --sync) only")
+            .report(args.json);
+    }
+    let action = if args.sync { ActionDto::Sync } else { ActionDto::Apply };
+    match remote.call::<PlanPreviewDto>(PLAN, "plan", json!({ "action": action })).await {
+        Ok(preview) => {
+            if args.json {
+                print_json(&preview);
+            } else {
+                print_plan(&preview);
+            }
+            let failing = preview
+                .findings
+                .iter()
+                .any(|f| f.severity.parse::<strata_core::migrate::lint::Severity>().is_ok_and(|s| s >= args.fail_on));
+            match () {
+                () if preview.refused_by_drift => Exit::Drift,
+                () if args.check && failing => Exit::LintFindings,
+                () if args.check && pending_migrations(&preview) > 0 => Exit::Pending,
+                () => Exit::Success,
+            }
+        }
+        Err(failure) => failure.report(args.json),
+    }
+}
+
+/// What `status --server` reads, in the API's own types.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct StatusData {
+    versions: Vec<VersionDto>,
+    tenants: Vec<Value>,
+    plan: PlanPreviewDto,
+    rollouts: Vec<RolloutDto>,
+}
+
+async fn status(remote: &Remote, args: StatusArgs) -> Exit {
+    let data = match remote.data(STATUS, json!({})).await {
+        Ok(data) => data,
+        Err(failure) => return failure.report(args.json),
+    };
+    let mut status: StatusData = match serde_json::from_value(data) {
+        Ok(status) => status,
+        Err(error) => return Failure::local("INTERNAL", format!("the answer cannot be read: {error}")).report(false),
+    };
+    let count = status.versions.len();
+    status.versions = status.versions.into_iter().rev().take(args.versions).collect();
+    if args.json {
+        print_json(&json!({
+            "versionCount": count,
+            "versions": status.versions,
+            "tenants": status.tenants.len(),
+            "pending": status.plan,
+            "rollouts": status.rollouts,
+        }));
+        return Exit::Success;
+    }
+    outln!("{count} version(s), {} tenant(s).", status.tenants.len());
+    for version in &status.versions {
+        outln!("  {} {} ({})", version.id, version.name, version.created.0);
+    }
+    outln!("{} migration(s) pending.", pending_migrations(&status.plan));
+    print_plan(&status.plan);
+    for rollout in status.rollouts.iter().filter(|r| !matches!(r.status.as_str(), "COMPLETED" | "CANCELLED")) {
+        outln!("Rollout in progress: {} {} ({}).", rollout.id, rollout.version_name, rollout.status);
+    }
+    Exit::Success
+}
+
+fn print_rollout(rollout: &RolloutDto) {
+    outln!("rollout {}: {} — {}", rollout.id, rollout.version_name, rollout.status);
+    for (index, wave) in rollout.waves.iter().enumerate() {
+        outln!("  {}. {:<24} {}", index + 1, wave.wave, wave.state.to_lowercase());
+    }
+    if let Some(event) = rollout.events.last() {
+        let wave = event.wave.map(|w| format!(" (wave {w})")).unwrap_or_default();
+        let by = event.actor.as_deref().unwrap_or(&event.request_id);
+        let detail = if event.detail.is_empty() { String::new() } else { format!(": {}", event.detail) };
+        outln!("  last: {}{wave} by {by}{detail}", event.action);
+    }
+}
+
+async fn rollout(remote: &Remote, args: RolloutArgs) -> Exit {
+    let one = |result: Result<RolloutDto, Failure>| match result {
+        Ok(rollout) => {
+            if args.json {
+                print_json(&rollout);
+            } else {
+                print_rollout(&rollout);
+            }
+            Exit::Success
+        }
+        Err(failure) => failure.report(args.json),
+    };
+    let operate = |document: &'static str, field: &'static str, id: i64| async move {
+        let id = i32::try_from(id).unwrap_or(i32::MAX);
+        remote.call::<RolloutDto>(document, field, json!({ "id": id })).await
+    };
+    match args.action.unwrap_or(RolloutAction::List) {
+        RolloutAction::List => match remote.call::<Vec<RolloutDto>>(ROLLOUTS, "rollouts", json!({})).await {
+            Ok(rollouts) => {
+                if args.json {
+                    print_json(&rollouts);
+                } else if rollouts.is_empty() {
+                    outln!("No rollout.");
+                } else {
+                    rollouts.iter().for_each(print_rollout);
+                }
+                Exit::Success
+            }
+            Err(failure) => failure.report(args.json),
+        },
+        RolloutAction::Start { version_name, waves, failure_budget } => {
+            let variables = json!({ "versionName": version_name, "waves": waves, "failureBudget": failure_budget });
+            one(remote.call(START_ROLLOUT, "startRollout", variables).await)
+        }
+        RolloutAction::Approve { id } => one(operate(APPROVE, "approveRollout", id).await),
+        RolloutAction::Pause { id } => one(operate(PAUSE, "pauseRollout", id).await),
+        RolloutAction::Resume { id } => one(operate(RESUME, "resumeRollout", id).await),
+        RolloutAction::Cancel { id } => one(operate(CANCEL, "cancelRollout", id).await),
+        RolloutAction::Drive => {
+            Failure::local("USAGE", "a server drives its rollouts itself; drive runs without --server")
+                .report(args.json)
+        }
+    }
+}
+
+async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
+    match args.action.unwrap_or(QuarantineAction::List) {
+        QuarantineAction::List => {
+            match remote.call::<Vec<QuarantinedTenantDto>>(QUARANTINE, "quarantine", json!({})).await {
+                Ok(rows) => {
+                    if args.json {
+                        print_json(&rows);
+                    } else if rows.is_empty() {
+                        outln!("No tenant is quarantined.");
+                    } else {
+                        outln!("{} tenant(s) quarantined:", rows.len());
+                        print_quarantined(&rows);
+                    }
+                    Exit::Success
+                }
+                Err(failure) => failure.report(args.json),
+            }
+        }
+        QuarantineAction::Retry { version_name, tenants } => {
+            let input = RetryInput { version_name, tenant_names: Some(tenants).filter(|t| !t.is_empty()) };
+            match remote.call::<CreateResultsDto>(RETRY, "retryQuarantined", json!({ "input": input })).await {
+                Ok(results) => {
+                    let exit = if results.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
+                    if args.json {
+                        print_json(&results);
+                    } else {
+                        print_results(&results, "applied", false);
+                    }
+                    exit
+                }
+                Err(failure) => failure.report(args.json),
+            }
+        }
+        QuarantineAction::Release { tenants } => {
+            match remote.call::<Vec<String>>(RELEASE, "releaseQuarantined", json!({ "tenantNames": tenants })).await {
+                Ok(released) => {
+                    if args.json {
+                        print_json(&json!({ "released": released }));
+                    } else {
+                        outln!("Released {} tenant(s): {}", released.len(), released.join(", "));
+                    }
+                    Exit::Success
+                }
+                Err(failure) => failure.report(args.json),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every document the client sends is valid against the schema the
+    /// service serves: executed on it without a service, each fails only in
+    /// its resolvers (errors with a path), never in validation.
+    #[tokio::test]
+    async fn every_document_is_valid_against_the_schema() {
+        let schema = async_graphql::Schema::build(
+            crate::graphql::Query,
+            crate::graphql::Mutation,
+            async_graphql::EmptySubscription,
+        )
+        .register_output_type::<crate::graphql::types::MigrationInterface>()
+        .finish();
+        // The variables as the commands serialize the API's input types.
+        let input = VersionInput {
+            version_name: "v".into(),
+            action: Some(ActionDto::Sync),
+            dry_run: Some(true),
+            override_rollout: Some(false),
+        };
+        let version = json!({ "input": input });
+        let tenant = TenantInput {
+            tenant_name: "t".into(),
+            version_name: "v".into(),
+            action: Some(ActionDto::Apply),
+            dry_run: Some(false),
+            shard: None,
+        };
+        let retry = RetryInput { version_name: "v".into(), tenant_names: None };
+        let id = json!({ "id": 1 });
+        let documents = [
+            (CREATE_VERSION, version.clone()),
+            (CREATE_WAVE, json!({ "input": input, "tenantNames": ["t"], "share": null, "attribute": null })),
+            (CREATE_TENANT, json!({ "input": tenant })),
+            (PLAN, json!({ "action": "Sync" })),
+            (STATUS, json!({})),
+            (ROLLOUTS, json!({})),
+            (START_ROLLOUT, json!({ "versionName": "v", "waves": ["rest"] })),
+            (APPROVE, id.clone()),
+            (PAUSE, id.clone()),
+            (RESUME, id.clone()),
+            (CANCEL, id),
+            (QUARANTINE, json!({})),
+            (RETRY, json!({ "input": retry })),
+            (RELEASE, json!({ "tenantNames": ["t"] })),
+        ];
+        for (document, variables) in documents {
+            let request =
+                async_graphql::Request::new(document).variables(async_graphql::Variables::from_json(variables));
+            let response = schema.execute(request).await;
+            let invalid: Vec<String> =
+                response.errors.iter().filter(|e| e.path.is_empty()).map(|e| e.message.clone()).collect();
+            assert!(invalid.is_empty(), "{document}: {invalid:?}");
+        }
+    }
+}
