@@ -9,6 +9,7 @@ mod db;
 mod error;
 mod graphql;
 mod http;
+mod identity;
 mod loader;
 mod server;
 mod service;

@@ -12,7 +12,7 @@ use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
 use super::answers::{MissingFile, PendingSchema, PlanAnswer, StatusAnswer, UnreachableShardAnswer};
-use super::output::{cli_caller, failure, print_json};
+use super::output::{cli_caller, failure, print_json, print_released};
 use super::progress::Progress;
 use super::{
     ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
@@ -365,14 +365,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Err(error) => failure(&error),
         },
         QuarantineAction::Release { tenants } => match service.release_quarantined(&tenants, &cli_caller()).await {
-            Ok(released) => {
-                if args.json {
-                    print_json(&json!({ "released": released }));
-                } else {
-                    outln!("Released {} tenant(s): {}", released.len(), released.join(", "));
-                }
-                Exit::Success
-            }
+            Ok(released) => print_released(&released, args.json),
             Err(error) => failure(&error),
         },
         QuarantineAction::Retry { version_name, tenants } => {

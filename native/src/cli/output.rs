@@ -42,3 +42,13 @@ pub(super) fn cli_caller() -> crate::service::Caller {
         .unwrap_or_else(|| "localhost".to_string());
     crate::service::Caller { request_id: cli_request_id(), actor: format!("cli:{user}@{host}") }
 }
+
+/// What `quarantine release` prints: the tenants released.
+pub(super) fn print_released(released: &[String], json: bool) -> Exit {
+    if json {
+        print_json(&serde_json::json!({ "released": released }));
+    } else {
+        outln!("Released {} tenant(s): {}", released.len(), released.join(", "));
+    }
+    Exit::Success
+}

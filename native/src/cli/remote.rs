@@ -9,7 +9,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::output::print_json;
+use super::output::{print_json, print_released};
 use super::{
     ApplyArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RolloutAction, RolloutArgs, StatusArgs,
 };
@@ -492,14 +492,7 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
         }
         QuarantineAction::Release { tenants } => {
             match remote.call::<Vec<String>>(RELEASE, "releaseQuarantined", json!({ "tenantNames": tenants })).await {
-                Ok(released) => {
-                    if args.json {
-                        print_json(&json!({ "released": released }));
-                    } else {
-                        outln!("Released {} tenant(s): {}", released.len(), released.join(", "));
-                    }
-                    Exit::Success
-                }
+                Ok(released) => print_released(&released, args.json),
                 Err(failure) => failure.report(args.json),
             }
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::{PathSegment, ServerError, ServerResult, Value};
 
-use crate::http::auth::{Identity, forbidden_message};
+use crate::identity::{Identity, forbidden_message};
 use crate::service::{RequestId, Service};
 
 /// The extension's factory (one [`FieldGuard`] per request).

@@ -11,7 +11,7 @@ use strata_core::migrate::plan::{PlanError, Target};
 use strata_core::migrate::wave::Wave;
 
 use crate::error::{AppError, graphql_error};
-use crate::http::auth::Identity;
+use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
 use types::{
     ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, FleetDto, IdentityDto, MigrationInterface,

@@ -912,8 +912,8 @@ pub(crate) struct IdentityDto {
     pub(crate) roles: Vec<String>,
 }
 
-impl From<&crate::http::auth::Identity> for IdentityDto {
-    fn from(identity: &crate::http::auth::Identity) -> Self {
+impl From<&crate::identity::Identity> for IdentityDto {
+    fn from(identity: &crate::identity::Identity) -> Self {
         IdentityDto {
             actor: identity.actor.clone(),
             roles: identity.roles.list().into_iter().map(|role| role.name().to_string()).collect(),

@@ -27,12 +27,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use strata_core::auth::throttle::{Log, Throttle};
 use strata_core::auth::token::{self, StoredToken};
-use strata_core::auth::{Permission, Role, Roles};
+use strata_core::auth::{Permission, Roles};
 use strata_core::migrate::config::auth::Auth;
 
 use super::AppState;
 use crate::error::AppError;
-use crate::service::{ANONYMOUS, Caller, RequestId, Service};
+use crate::identity::{Identity, forbidden_message};
+use crate::service::{Caller, RequestId, Service};
 
 /// How long the token list read from the database is used before it is
 /// read again (a revoked token stops working within this on every replica).
@@ -41,34 +42,6 @@ const TOKEN_CACHE: Duration = Duration::from_secs(2);
 /// created by `strata token create` works at once; garbage cannot make
 /// every request read the database).
 const TOKEN_REREAD: Duration = Duration::from_millis(250);
-
-/// Who a request comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    /// `token:<name>`, `proxy:<user>`, or `anonymous`.
-    pub(crate) actor: String,
-    /// What it may do.
-    pub(crate) roles: Roles,
-    /// Whether it showed a valid credential (false: anonymous).
-    pub(crate) authenticated: bool,
-}
-
-impl Identity {
-    /// Every request when no authentication is configured.
-    pub(crate) fn anonymous() -> Identity {
-        Identity { actor: ANONYMOUS.to_string(), roles: Roles::only(Role::Admin), authenticated: false }
-    }
-
-    /// A probe without credentials while authentication is configured.
-    fn unauthenticated() -> Identity {
-        Identity { actor: ANONYMOUS.to_string(), roles: Roles::NONE, authenticated: false }
-    }
-
-    /// The caller of an operation this identity asks for.
-    pub(crate) fn caller(&self, request_id: &str) -> Caller {
-        Caller { request_id: request_id.to_string(), actor: self.actor.clone() }
-    }
-}
 
 /// What authentication needs between requests: the token list and the
 /// failures per address.
@@ -282,11 +255,4 @@ fn unauthenticated(why: String) -> Response {
     let mut response = AppError::Unauthenticated(why).into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"strata\""));
     response
-}
-
-/// Why `identity` may not do what needs `permission`.
-pub(crate) fn forbidden_message(identity: &Identity, permission: Permission) -> String {
-    let roles: Vec<&str> = identity.roles.list().into_iter().map(Role::name).collect();
-    let held = if roles.is_empty() { "no role".to_string() } else { format!("role {}", roles.join(", ")) };
-    format!("{} ({held}) may not {}", identity.actor, permission.name())
 }

@@ -19,7 +19,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::{Map, Value};
 use strata_core::migrate::config::auth::OidcAuth;
 
-use super::auth::Identity;
+use crate::identity::Identity;
 
 /// How soon an unknown `kid` makes the keys be read again.
 const REFETCH_AFTER_UNKNOWN: Duration = Duration::from_secs(10);

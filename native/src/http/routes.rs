@@ -14,7 +14,7 @@ use serde_json::json;
 use super::AppState;
 use crate::error::{AppError, ErrorDetail};
 use crate::graphql::limits;
-use crate::http::auth::Identity;
+use crate::identity::Identity;
 use crate::service::RequestId;
 
 /// Time limit of each health check.
