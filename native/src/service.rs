@@ -283,6 +283,13 @@ impl Service {
         Ok(rows)
     }
 
+    /// A page of the migrations of one part of a version (one server: the
+    /// version), those with an id above `after`, in id order; empty past
+    /// the last.
+    pub(crate) async fn migrations_page(&self, part: i64, after: i64) -> Result<Vec<MigrationRow>, AppError> {
+        Ok(self.database.migrations(MigrationFilter::Page { part, after }).await?)
+    }
+
     /// The migrations recorded in one version, in id order.
     pub(crate) async fn version_migrations(&self, version_id: i64) -> Result<Vec<MigrationRow>, AppError> {
         Ok(self.database.migrations(MigrationFilter::Version(version_id)).await?)

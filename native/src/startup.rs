@@ -40,8 +40,11 @@ pub(crate) fn start(level: LogLevel, process: Process) -> Result<tokio::runtime:
         Process::Server => subscriber.with_ansi(std::io::stdout().is_terminal()).init(),
         Process::OneShot => subscriber.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init(),
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+    // A command runs one mutation or read at a time: one thread drives it
+    // (no wake-ups handed between worker threads); the server serves many.
+    let mut builder = match process {
+        Process::Server => tokio::runtime::Builder::new_multi_thread(),
+        Process::OneShot => tokio::runtime::Builder::new_current_thread(),
+    };
+    builder.enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))
 }

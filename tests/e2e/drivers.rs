@@ -70,7 +70,7 @@ async fn kill_9_in_the_middle_of_a_version_leaves_a_consistent_database() {
     }
     // Well inside the long statement (it runs about two seconds).
     tokio::time::sleep(Duration::from_millis(400)).await;
-    server.kill_hard();
+    server.kill_hard().await;
     assert!(request.await.unwrap().is_err(), "the request died with the process");
     server.restart().await;
 

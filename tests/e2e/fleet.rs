@@ -302,6 +302,61 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
     assert_eq!(at, (Some(5), Some(3)), "{result}");
 }
 
+#[tokio::test]
+async fn a_tenant_failing_after_others_committed_is_located_in_its_file_and_rows_keep_every_character() {
+    // On PostgreSQL every unit after the first is sent as one message
+    // (begin, time-outs, files, rows, commit): the rows' values are written
+    // in, and a failure's offset counts from the message's start.
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    let names = tenants(&server, 4).await;
+    server.create_version(json!({ "versionName": "ref" })).await;
+    let odd = "-- it's a \\ backslash, a \\' quote after one, $$ dollars $x$ and \"quotes\" \u{e9}\u{1F600}\n\
+               create table {schema}.a (id integer primary key);\n";
+    server.ws.write_migration("tenants/001_a.sql", odd);
+    let first = server.create_version(json!({ "versionName": "a" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    let rows = server
+        .ws
+        .rows("svc", "select contents, checksum from svc_migrations where filename = 'tenants/001_a.sql'")
+        .await;
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        assert_eq!(row[0].as_str(), Some(odd), "every row holds the file as written");
+        assert_eq!(row[1], rows[0][1]);
+    }
+
+    // `nope` exists everywhere but in t03, which fails on its fourth line.
+    for tenant in names.iter().filter(|t| *t != "t03") {
+        server.ws.execute(tenant, &qualified(tenant, "create table {}nope (id integer)")).await;
+    }
+    let contents = "create table {schema}.c (id integer primary key);;\n-- only a comment\n;\n  \
+                    insert into {schema}.nope values (1);\n";
+    server.ws.write_migration("tenants/002_c.sql", contents);
+    let result = server.create_version(json!({ "versionName": "c" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
+    assert_eq!(error["extensions"]["file"], "tenants/002_c.sql", "{result}");
+    assert_eq!(error["extensions"]["schema"], "t03", "{result}");
+    // PostgreSQL names the table's position (the placeholder's column in
+    // the file); the others the statement's start.
+    let column = if backend() == Backend::Postgres { 3 + "insert into ".len() as i64 } else { 3 };
+    let at = (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64());
+    assert_eq!(at, (Some(4), Some(column)), "{result}");
+    // t03's unit rolled back whole: its first statement's table is gone
+    // and nothing of 002 is recorded there; every tenant that committed
+    // has its row once.
+    let tables = server.ws.tables("t03").await;
+    assert!(!tables.contains(&"c".to_string()), "{tables:?}");
+    let rows = recorded(&server).await;
+    assert_eq!(rows.get(&("tenants/002_c.sql".to_string(), "t03".to_string())), None);
+    let committed: Vec<String> = serde_json::from_value(error["extensions"]["committedSchemas"].clone()).unwrap();
+    assert!(committed.contains(&"t00".to_string()), "{result}");
+    for tenant in &committed {
+        assert_eq!(rows.get(&("tenants/002_c.sql".to_string(), tenant.clone())), Some(&1), "{tenant}");
+        assert!(server.ws.tables(tenant).await.contains(&"c".to_string()), "{tenant}");
+    }
+}
+
 /// A statement that takes a while in each tenant, so a kill lands mid-version.
 pub(crate) fn pause() -> &'static str {
     match backend() {
@@ -341,7 +396,7 @@ pub(crate) async fn crash_a_request(
     *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let delay = window.start + (*seed >> 33) % (window.end - window.start);
     tokio::time::sleep(Duration::from_millis(delay)).await;
-    server.kill_hard();
+    server.kill_hard().await;
     let _ = request.await;
     server.restart().await;
     delay

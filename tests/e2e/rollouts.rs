@@ -269,7 +269,7 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
         assert!(Instant::now() < deadline, "the rollout did not get going: {}", server.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    server.kill_hard();
+    server.kill_hard().await;
     server.restart().await;
     let done = wait_for(&server, id, "COMPLETED").await;
     assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());

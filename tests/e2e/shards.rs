@@ -521,7 +521,7 @@ async fn a_fleet_grows_from_one_server_to_two_keeping_its_history() {
     // The same database becomes the home shard of two: its history stays,
     // its ids served as id × 10 (+ 0, its index).
     server.ws.write_config(&sharded);
-    server.kill_hard();
+    server.kill_hard().await;
     server.restart().await;
     let after = server.data("{ versions { id name } }", json!({})).await["versions"].clone();
     let expected: Vec<serde_json::Value> = before

@@ -222,7 +222,7 @@ async fn moving_migrations_from_local_disk_to_a_bucket_changes_nothing() {
     let mut server = Server::start_in_with_env(ws, &local_yaml, "", &env).await;
     server.create_version(json!({ "versionName": "local" })).await;
 
-    server.kill_hard();
+    server.kill_hard().await;
     let moved = local_yaml.replace(
         &format!("baseLocation: {}", server.ws.migrations().display()),
         &format!("baseLocation: {}", remote.location("moved")),

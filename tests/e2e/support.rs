@@ -472,9 +472,35 @@ impl Server {
     }
 
     /// Kills the process with SIGKILL, as a crash or an OOM kill would.
-    pub(crate) fn kill_hard(&mut self) {
+    ///
+    /// Then waits (up to 30 s) until no session on a PostgreSQL database of
+    /// its configuration is busy any more: a unit sent as
+    /// one message runs to its end on the server after its client died
+    /// (committed or rolled back whole), and the checks that follow read
+    /// the state it leaves.
+    pub(crate) async fn kill_hard(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+        let config = std::fs::read_to_string(&self.config).unwrap_or_default();
+        let urls = config
+            .split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+            .filter(|token| token.starts_with("postgres://"));
+        for url in urls {
+            let Ok(mut conn) = PgConnection::connect(url).await else { continue };
+            for _ in 0..300 {
+                let others: i64 = sqlx::query_scalar(
+                    "select count(*) from pg_stat_activity \
+                     where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'",
+                )
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_or(0);
+                if others == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 
     /// Sends SIGTERM, as a container runtime does, and waits (up to 40 s)

@@ -116,6 +116,24 @@ pub fn quote_ansi(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Writes `value` as a PostgreSQL string constant with C-style escapes,
+/// `E'…'`, every backslash and quote doubled, so it reads the same whatever
+/// `standard_conforming_strings` says. For text sent with other statements
+/// in one simple-query message, where nothing can be bound.
+pub fn quote_string_postgres(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 3);
+    out.push_str("E'");
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("''"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Quotes an identifier for MySQL and MariaDB: `` `name` ``, with any
 /// embedded backtick doubled.
 pub fn quote_mysql(name: &str) -> String {
@@ -131,6 +149,14 @@ pub fn quote_sqlserver(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postgres_string_constants_escape_quotes_and_backslashes() {
+        assert_eq!(quote_string_postgres("plain"), "E'plain'");
+        assert_eq!(quote_string_postgres("it's"), "E'it''s'");
+        assert_eq!(quote_string_postgres("a\\'; drop table t; --"), "E'a\\\\''; drop table t; --'");
+        assert_eq!(quote_string_postgres("line\nnext $$ \"q\""), "E'line\nnext $$ \"q\"'");
+    }
 
     #[test]
     fn accepts_the_documented_set() {

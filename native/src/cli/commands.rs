@@ -12,7 +12,7 @@ use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
 use super::answers::{MissingFile, PendingSchema, PlanAnswer, StatusAnswer, UnreachableShardAnswer};
-use super::output::{cli_caller, failure, print_json, print_released};
+use super::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
 use super::progress::Progress;
 use super::{
     ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
@@ -291,16 +291,16 @@ async fn created(service: &Service, result: &CreateResult, json: bool, sync: boo
 /// [`created`], saying what was done to the files (`applied`, `recorded`,
 /// `reverted`).
 async fn created_as(service: &Service, result: &CreateResult, json: bool, done: &str, dry_run: bool) -> Exit {
-    let migrations = match &result.version {
-        Some(version) => match service.migrations_of(version.id, &version.part_ids()).await {
-            Ok(rows) => rows,
-            Err(error) => return failed_apply(&error, json),
-        },
-        None => Vec::new(),
-    };
     let exit = if result.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
     if json {
-        print_json(&CreateResultsDto::from(result.clone()).with_migrations(migrations));
+        let parts = match &result.version {
+            Some(version) if version.parts.is_empty() => vec![version.id],
+            Some(version) => version.part_ids(),
+            None => Vec::new(),
+        };
+        if let Err(error) = print_json_with_migrations(service, CreateResultsDto::from(result.clone()), &parts).await {
+            return failed_apply(&error, json);
+        }
         return exit;
     }
     let counts = &result.summary.counts;

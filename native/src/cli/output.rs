@@ -2,10 +2,13 @@
 //! and how it ends — its JSON on stdout, or its error's one line on stderr
 //! and the exit status that names it.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 
 use super::Exit;
+use crate::db::MigrationRow;
 use crate::error::AppError;
+use crate::graphql::types::{CreateResultsDto, DbMigrationDto};
+use crate::service::Service;
 
 /// The exit status of a failed operation, after its one-line message.
 pub(super) fn failure(error: &AppError) -> Exit {
@@ -16,9 +19,61 @@ pub(super) fn failure(error: &AppError) -> Exit {
 /// Writes `value` as pretty JSON on stdout (a reader that went away is
 /// ignored).
 pub(super) fn print_json(value: &impl serde::Serialize) {
-    let mut out = std::io::stdout().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
     let _ = serde_json::to_writer_pretty(&mut out, value);
     let _ = writeln!(out);
+    let _ = out.flush();
+}
+
+/// Writes a version's result as pretty JSON on stdout with its
+/// `dbMigrations` read page by page as they are written (the same text as
+/// [`print_json`] of the result with every row in it): a version over a
+/// fleet of any size is printed holding one page of rows at a time.
+pub(super) async fn print_json_with_migrations(
+    service: &Service,
+    mut result: CreateResultsDto,
+    parts: &[i64],
+) -> Result<(), AppError> {
+    let Some(version) = &mut result.version else {
+        print_json(&result);
+        return Ok(());
+    };
+    version.migrations = Some(Vec::new());
+    let text = serde_json::to_string_pretty(&result).map_err(|e| AppError::Internal(e.to_string()))?;
+    // A string holding the marker is escaped (`\"`): the marker is the field.
+    const MARKER: &str = "\"dbMigrations\": []";
+    let Some(at) = text.find(MARKER) else {
+        print_json(&result);
+        return Ok(());
+    };
+    let line_start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
+    let indent = " ".repeat(at - line_start + 2);
+    let mut out = BufWriter::new(std::io::stdout());
+    let _ = out.write_all(&text.as_bytes()[..at + MARKER.len() - 1]);
+    let mut first = true;
+    for &part in parts {
+        let mut after = 0;
+        loop {
+            let page: Vec<MigrationRow> = service.migrations_page(part, after).await?;
+            let Some(last) = page.last() else { break };
+            after = last.id;
+            for row in page {
+                let row = serde_json::to_string_pretty(&DbMigrationDto::from(row))
+                    .map_err(|e| AppError::Internal(e.to_string()))?;
+                let _ = write!(out, "{}\n{indent}", if first { "" } else { "," });
+                let _ = out.write_all(row.replace('\n', &format!("\n{indent}")).as_bytes());
+                first = false;
+            }
+            let _ = out.flush();
+        }
+    }
+    if !first {
+        let _ = write!(out, "\n{}", &indent[2..]);
+    }
+    let _ = out.write_all(&text.as_bytes()[at + MARKER.len() - 1..]);
+    let _ = writeln!(out);
+    let _ = out.flush();
+    Ok(())
 }
 
 /// The request id a command's version (or rollout action) is stored with.

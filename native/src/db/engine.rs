@@ -163,6 +163,23 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
+    /// Whether a unit may be sent as one text — `begin`, its time-outs
+    /// ([`Engine::timeouts_text`]), its files, its rows
+    /// ([`Engine::record_text`]), `commit` — run by [`Engine::execute`] in
+    /// one round trip, an error's offset counted in that text: engines whose
+    /// protocol runs several statements of one message in order and stops at
+    /// the first that fails (PostgreSQL's simple query protocol).
+    const ONE_MESSAGE: bool = false;
+    /// The statement that sets the open transaction's time-outs, as text
+    /// (only where [`Engine::ONE_MESSAGE`]).
+    fn timeouts_text(&self, _to: Timeouts) -> String {
+        String::new()
+    }
+    /// The statement that records a unit's rows in `svc_migrations`, its
+    /// values written in (only where [`Engine::ONE_MESSAGE`]).
+    fn record_text(&self, _entries: &Entries<'_>) -> Result<String, DbError> {
+        Err(DbError::NotSupported("a unit in one message"))
+    }
     /// Sets how long the statements that follow wait for a lock and may
     /// run: for the open transaction only (`local`), or for the
     /// session until [`Engine::reset_timeouts`]. Engines without lock waits

@@ -168,6 +168,10 @@ pub(crate) enum DbError {
     /// never its internal source location).
     #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
+    /// A bookkeeping statement sent in one message with a unit's files
+    /// failed (the engine's message).
+    #[error("database error: {0}")]
+    Books(String),
     /// The server accepts no writes: a PostgreSQL standby, a MySQL/MariaDB
     /// server with `read_only`, a SQL Server secondary.
     #[error(

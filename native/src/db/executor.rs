@@ -52,6 +52,16 @@
 //! - **Engines without transactional DDL** (MySQL/MariaDB) run every step in
 //!   its own implicit commit and record it right after; a dry run executes
 //!   nothing there.
+//! - **A unit in one round trip where the engine allows**
+//!   ([`Engine::ONE_MESSAGE`]: PostgreSQL's simple query protocol). Once the
+//!   version's row has committed, a unit whose files all run in its
+//!   transaction is sent as one text: `begin`, the time-outs, each file
+//!   (closed by a new line and a `;`), the unit's rows with their values
+//!   written in (core's `quote_string_postgres`), `commit`. The server stops
+//!   at the first statement that fails and the executor rolls back, so the
+//!   unit is still all or nothing; the failure's offset is counted back into
+//!   the file it falls in. Files the tokenizer cannot read whole, and units
+//!   with a non-transactional file or a commit directive, run file by file.
 //! - **One plan is made at a time in a process** ([`PLANNING`]): making it
 //!   holds every recorded row of its database, so the shards of a fleet
 //!   plan one after another (then run at once) and the memory a version
@@ -299,6 +309,7 @@ async fn locked<E: Engine>(
         lock,
         absorbed: Mutex::new(Vec::new()),
         committed: Mutex::new(Vec::new()),
+        readable: readable(E::DRIVER, request.sources, plan),
     };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
@@ -413,6 +424,18 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
     Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
 }
 
+/// Per source, whether the tokenizer reads the part `plan` runs of it whole
+/// (only where a unit may run in one message: the rest say no).
+fn readable(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
+    let mut readable = vec![false; sources.len()];
+    if plan.direction == Direction::Forward && driver == Driver::Postgres {
+        for (index, migration) in sources.iter().enumerate() {
+            readable[index] = statements::split(driver, part_to_run(migration, plan.direction).0).is_some();
+        }
+    }
+    readable
+}
+
 /// What has committed so far in a per-schema run.
 #[derive(Default)]
 struct Progress {
@@ -449,6 +472,9 @@ struct Run<'a, E: Engine> {
     absorbed: Mutex<Vec<QuarantineRow>>,
     /// The steps committed, once the version is over.
     committed: Mutex<Vec<u32>>,
+    /// Per source: the tokenizer reads the text the plan runs of it whole
+    /// (it may share a message with other files).
+    readable: Vec<bool>,
 }
 
 /// Why a unit did not commit.
@@ -984,12 +1010,109 @@ impl<E: Engine> Run<'_, E> {
             }
             return Ok(());
         }
+        if let Some(version_id) = self.one_message_version(&steps, tenant, progress) {
+            return self.one_message(conn, &steps, version_id, progress).await;
+        }
         self.engine.begin(conn).await?;
         let result = self.in_transactions(conn, steps, tenant, progress, false).await.map(drop);
         if result.is_err() {
             let _ = self.engine.rollback(conn).await;
         }
         result
+    }
+
+    /// The version's id when `steps` may run as one message (see
+    /// [`Engine::ONE_MESSAGE`]): the version's row committed already, no new
+    /// tenant, forward steps that execute, each in the unit's transaction
+    /// (no directive that commits around it) and read whole by the
+    /// tokenizer — so nothing of a file can run into the next one's text.
+    fn one_message_version(&self, steps: &[u32], tenant: Option<&str>, progress: &Progress) -> Option<i64> {
+        let version_id = progress.version()?;
+        let plain = |step: u32| {
+            self.plan.steps[step as usize].execute
+                && !self.runs_outside_transaction(step)
+                && !self.commits_after(step)
+                && self.readable[self.plan.steps[step as usize].migration as usize]
+        };
+        let fits = E::ONE_MESSAGE
+            && tenant.is_none()
+            && !self.request.dry_run
+            && self.plan.direction == Direction::Forward
+            && !steps.is_empty()
+            && steps.iter().all(|&step| plain(step));
+        fits.then_some(version_id)
+    }
+
+    /// A unit in one round trip: `begin`, each file with its time-outs
+    /// (written again only when they change), the unit's rows, `commit`,
+    /// as one text. A failure rolls the whole unit back and is placed in
+    /// the file its offset falls in, at that file's own offset — as if the
+    /// file had run alone.
+    async fn one_message(
+        &self,
+        conn: &mut E::Conn,
+        steps: &[u32],
+        version_id: i64,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let mut text = String::new();
+        // Characters written so far (PostgreSQL counts positions in them).
+        let mut length = 0;
+        let mut push = |text: &mut String, part: &str| {
+            text.push_str(part);
+            length += part.chars().count();
+            length
+        };
+        let mut start = push(&mut text, "begin;\n");
+        // Each file's characters in the text, (start, end], and its step.
+        let mut files: Vec<(usize, usize, u32)> = Vec::with_capacity(steps.len());
+        let mut current = None;
+        for &step in steps {
+            if let Some(observer) = self.request.observer {
+                observer.running(self.schema(step), self.file(step));
+            }
+            let timeouts = self.timeouts(step);
+            if current != Some(timeouts) {
+                push(&mut text, &self.engine.timeouts_text(timeouts));
+                start = push(&mut text, ";\n");
+                current = Some(timeouts);
+            }
+            let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
+            let end = push(&mut text, &sql);
+            files.push((start, end, step));
+            // A new line ends a last line comment; the semicolon a last
+            // statement without one.
+            start = push(&mut text, "\n;\n");
+        }
+        let rows: Vec<Record<'_>> =
+            steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
+        let entries = Entries { rows: &rows, created: self.request.created, version_id };
+        text.push_str(&self.engine.record_text(&entries)?);
+        text.push_str(";\ncommit");
+        let failure = match self.engine.execute(conn, &text).await {
+            Ok(()) => {
+                self.committed(progress, steps);
+                return Ok(());
+            }
+            Err(failure) => failure,
+        };
+        let _ = self.engine.rollback(conn).await;
+        let in_file = failure.offset.and_then(|offset| {
+            files
+                .iter()
+                .find(|(start, end, _)| offset > *start && offset <= *end)
+                .map(|&(start, _, step)| (start, step))
+        });
+        Err(match (failure.cause, in_file) {
+            (Cause::ConnectionLost, _) => UnitError::Other(DbError::ConnectionLost(failure.message)),
+            (Cause::ReadOnly, _) => UnitError::Other(DbError::ReadOnlyServer(failure.message)),
+            (Cause::PoolExhausted, _) => UnitError::Other(DbError::PoolExhausted(failure.message)),
+            (_, Some((start, step))) => {
+                let failure = Failure { offset: failure.offset.map(|offset| offset - start), ..failure };
+                UnitError::Migration { step, failure, partly: false, attempts: 1 }
+            }
+            (_, None) => UnitError::Other(DbError::Books(failure.message)),
+        })
     }
 
     /// Runs `steps` on `conn`, whose transaction is open: each file in the

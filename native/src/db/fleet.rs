@@ -696,12 +696,31 @@ impl Database for Fleet {
     /// shard (found by listing the versions); a part's, or one migration,
     /// are read on their shard alone.
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
+        if let MigrationFilter::Page { part, after } = filter {
+            // A page of one part, on its shard; ids above `after` there.
+            let Some((index, local)) = self.ids.local(part).filter(|(index, _)| *index < self.slots.len()) else {
+                return Ok(Vec::new());
+            };
+            let after = match after {
+                0 => 0,
+                after => self.ids.local(after).map_or(0, |(_, local)| local),
+            };
+            let page = self.store(index).await?.migrations(MigrationFilter::Page { part: local, after }).await?;
+            return Ok(page
+                .into_iter()
+                .map(|mut row| {
+                    row.id = self.ids.served(row.id, index);
+                    row
+                })
+                .collect());
+        }
         let served_parts: Vec<i64> = match filter {
             MigrationFilter::Version(id) => match self.versions(VersionFilter::Id(id)).await?.into_iter().next() {
                 Some(version) => version.parts.into_iter().map(|(_, id)| id).collect(),
                 None => return Ok(Vec::new()),
             },
             MigrationFilter::Part(id) | MigrationFilter::Id(id) => vec![id],
+            MigrationFilter::Page { .. } => Vec::new(),
         };
         let mut rows = Vec::new();
         for served in served_parts {
@@ -711,6 +730,7 @@ impl Database for Fleet {
             let local_filter = match filter {
                 MigrationFilter::Version(_) | MigrationFilter::Part(_) => MigrationFilter::Version(local),
                 MigrationFilter::Id(_) => MigrationFilter::Id(local),
+                MigrationFilter::Page { .. } => continue,
             };
             let part = self.store(index).await?.migrations(local_filter).await?;
             rows.extend(part.into_iter().map(|mut row| {

@@ -23,6 +23,7 @@ use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder, Row};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::ident::quote_string_postgres;
 use strata_core::migrate::lock_wait::Timeouts;
 
 use super::books::SqlxBooks;
@@ -272,6 +273,38 @@ impl Engine for PostgresEngine {
             .await
             .map_err(failed)?;
         Ok(())
+    }
+
+    const ONE_MESSAGE: bool = true;
+
+    fn timeouts_text(&self, to: Timeouts) -> String {
+        sql::set_local_timeouts_text(to.lock_ms, to.statement_ms)
+    }
+
+    fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
+        let Entries { rows, created, version_id } = *entries;
+        let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
+        let mut text = String::from(sql::INSERT_MIGRATIONS);
+        text.push_str("values ");
+        let created = quote_string_postgres(created);
+        for (index, record) in rows.iter().enumerate() {
+            let migration = record.migration;
+            let values = [
+                quote_string_postgres(&migration.name),
+                quote_string_postgres(&migration.source_dir),
+                quote_string_postgres(&migration.file),
+                migration.migration_type.code().to_string(),
+                quote_string_postgres(record.schema),
+                format!("{created}::timestamptz"),
+                quote_string_postgres(&migration.contents),
+                quote_string_postgres(&migration.checksum),
+                version_id.to_string(),
+            ];
+            text.push_str(if index == 0 { "(" } else { ", (" });
+            text.push_str(&values.join(", "));
+            text.push(')');
+        }
+        Ok(text)
     }
 
     async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {

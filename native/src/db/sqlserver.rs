@@ -251,12 +251,20 @@ impl Books<Connection> for SqlServerEngine {
     }
 
     async fn migrations(&self, conn: &mut Connection, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
-        let (statement, id) = match filter {
-            MigrationFilter::Version(id) | MigrationFilter::Part(id) => (sql::SELECT_VERSION_MIGRATIONS, id),
-            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id),
+        let (statement, id, after) = match filter {
+            MigrationFilter::Version(id) | MigrationFilter::Part(id) => (sql::SELECT_VERSION_MIGRATIONS, id, None),
+            MigrationFilter::Id(id) => (sql::SELECT_MIGRATION, id, None),
+            MigrationFilter::Page { part, after } => (sql::SELECT_MIGRATIONS_PAGE, part, Some(after)),
         };
         let Some(id) = id32(id) else { return Ok(Vec::new()) };
-        query(conn, statement, &[&id]).await?.iter().map(migration_row).collect()
+        let rows = match after {
+            Some(after) => {
+                let after = id32(after).unwrap_or(i32::MAX);
+                query(conn, statement, &[&id, &after]).await?
+            }
+            None => query(conn, statement, &[&id]).await?,
+        };
+        rows.iter().map(migration_row).collect()
     }
 
     async fn insert_version(

@@ -241,7 +241,20 @@ pub(crate) enum MigrationFilter {
     Part(i64),
     /// The row with this id.
     Id(i64),
+    /// Up to [`MIGRATIONS_PER_PAGE`] rows of one shard's part of a version
+    /// (one server: the version) whose id is above `after`, in id order:
+    /// a version read page by page, so a reader of a fleet's version holds
+    /// one page at a time.
+    Page {
+        /// The part (one server: the version).
+        part: i64,
+        /// The last id of the page before (0 for the first page).
+        after: i64,
+    },
 }
+
+/// Rows of a [`MigrationFilter::Page`].
+pub(crate) const MIGRATIONS_PER_PAGE: i64 = 1000;
 
 /// Whether a store may write. Read-only commands (`strata plan`,
 /// `strata status`) open it read-only: nothing is created, not even the

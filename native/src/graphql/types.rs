@@ -336,16 +336,6 @@ pub(crate) struct CreateResultsDto {
     pub(crate) released_tenants: Vec<String>,
 }
 
-impl CreateResultsDto {
-    /// The result with its version's migrations read (`apply --json`).
-    pub(crate) fn with_migrations(mut self, rows: Vec<MigrationRow>) -> Self {
-        if let Some(version) = &mut self.version {
-            version.migrations = Some(rows.into_iter().map(DbMigrationDto::from).collect());
-        }
-        self
-    }
-}
-
 impl From<CreateResult> for CreateResultsDto {
     fn from(result: CreateResult) -> Self {
         CreateResultsDto {

@@ -84,6 +84,9 @@ pub(crate) struct BooksSql {
     pub(crate) select_version_migrations: String,
     /// One migration (bound: its id).
     pub(crate) select_migration: String,
+    /// A page of a version's migrations (bound: version id, the id after
+    /// which the page starts).
+    pub(crate) select_migrations_page: String,
     /// Stores a schema's fingerprint (bound: schema, fingerprint,
     /// recorded, version id).
     pub(crate) store_fingerprint: String,
@@ -208,6 +211,10 @@ impl BooksSql {
             select_version: version("where id = ?"),
             select_version_migrations: migration("where version_id = ? order by id"),
             select_migration: migration("where id = ?"),
+            select_migrations_page: migration(&format!(
+                "where version_id = ? and id > ? order by id limit {}",
+                super::super::types::MIGRATIONS_PER_PAGE
+            )),
             store_fingerprint: placed(
                 "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) values (?, ?, ?, ?)"
                     .to_string()

@@ -251,13 +251,19 @@ where
 
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
         let conn = conn.sqlx();
-        let (statement, id) = match filter {
+        let (statement, id, after) = match filter {
             MigrationFilter::Version(id) | MigrationFilter::Part(id) => {
-                (self.sql.select_version_migrations.as_str(), id)
+                (self.sql.select_version_migrations.as_str(), id, None)
             }
-            MigrationFilter::Id(id) => (self.sql.select_migration.as_str(), id),
+            MigrationFilter::Id(id) => (self.sql.select_migration.as_str(), id, None),
+            MigrationFilter::Page { part, after } => (self.sql.select_migrations_page.as_str(), part, Some(after)),
         };
-        let rows = self.rows(conn, self.query(statement).bind(Self::int(id)?)).await?;
+        let query = self.query(statement).bind(Self::int(id)?);
+        let query = match after {
+            Some(after) => query.bind(Self::int(after)?),
+            None => query,
+        };
+        let rows = self.rows(conn, query).await?;
         rows.iter().map(Rows::<DB::Row, I>::migration).collect()
     }
 

@@ -155,6 +155,14 @@ pub(crate) fn create_schema(schema: &str) -> String {
 pub(crate) const SET_LOCAL_TIMEOUTS: &str =
     "select set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)";
 
+/// [`SET_LOCAL_TIMEOUTS`] with its values written in (numbers), to send
+/// with a unit's files in one message.
+pub(crate) fn set_local_timeouts_text(lock_ms: u64, statement_ms: u64) -> String {
+    format!(
+        "select set_config('lock_timeout', '{lock_ms}ms', true), set_config('statement_timeout', '{statement_ms}ms', true)"
+    )
+}
+
 /// The same for the session (run in a transaction of its own, as every
 /// statement with bound values here), for a file outside any transaction.
 pub(crate) const SET_SESSION_TIMEOUTS: &str =

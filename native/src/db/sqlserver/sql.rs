@@ -159,6 +159,13 @@ pub(crate) const SELECT_VERSION: &str =
 pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
     concat!("select ", migration_columns!(), " from svc.svc_migrations where version_id = @P1 order by id;");
 
+/// A page of a version's migrations (`MIGRATIONS_PER_PAGE` rows).
+pub(crate) const SELECT_MIGRATIONS_PAGE: &str = concat!(
+    "select top (1000) ",
+    migration_columns!(),
+    " from svc.svc_migrations where version_id = @P1 and id > @P2 order by id;"
+);
+
 /// One recorded migration.
 pub(crate) const SELECT_MIGRATION: &str =
     concat!("select ", migration_columns!(), " from svc.svc_migrations where id = @P1;");
@@ -195,6 +202,7 @@ mod tests {
                 SELECT_VERSION,
                 SELECT_VERSION_MIGRATIONS,
                 SELECT_MIGRATION,
+                SELECT_MIGRATIONS_PAGE,
                 INSTALLED,
             ]
             .map(str::to_string),

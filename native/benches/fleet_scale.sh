@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# A fleet version at the database's own speed, with memory that does not grow
+# with the fleet (issue 41): for each tenant count in SIZES, on a PostgreSQL
+# with default settings (max_connections=100, fsync on — the second cluster of
+# tests/servers.sh), TENANTS tenants x 20 tenant migrations (a table, an
+# index, 18 added columns), side by side in one run:
+#
+#   floor    CONCURRENCY `psql -X -q -v ON_ERROR_STOP=1` sessions at once,
+#            each sending its share of the tenants, one transaction per
+#            tenant (the same SQL, no bookkeeping at all)
+#   strata   one `strata apply` (tenantConcurrency: CONCURRENCY, the
+#            defaults otherwise: checksums, svc_migrations rows, the lease,
+#            fleet drift read before, fingerprints stored after), its peak
+#            RSS from /usr/bin/time
+#   lean     the same with `driftPolicy: off` and `recordFingerprints: false`
+#
+# Every tenant schema exists before each timed run (created, not timed).
+# Printed per variant: the median of RUNS alternating runs and their spread
+# in seconds, the ratio of medians to the floor's, and the largest peak RSS
+# in MB.
+#
+# Usage: bash native/benches/fleet_scale.sh
+#   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean";
+#    STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
+#    starting tests/servers.sh's)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SIZES=${SIZES:-2000 10000}
+CONCURRENCY=${CONCURRENCY:-4}
+RUNS=${RUNS:-3}
+VARIANTS=${VARIANTS:-floor strata lean}
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+if [ -z "${STRATA_BENCH_PG_URL:-}" ]; then
+    export STRATA_SERVERS_DIR=/tmp/strata-scale-bench
+    export STRATA_PG_PORT=54349 STRATA_PG_DEFAULT_PORT=54350 STRATA_MYSQL_PORT=33089 STRATA_S3_PORT=5075 STRATA_AZURITE_PORT=10020
+    STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
+    started_servers=1
+fi
+cargo build --release -p strata-server --quiet
+STRATA="$CARGO_TARGET_DIR/release/strata"
+work=$(mktemp -d)
+cleanup() {
+    [ -n "${started_servers:-}" ] && bash tests/servers.sh stop
+    rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "${started_servers:-}" ] && bash tests/servers.sh start >/dev/null
+PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+"${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
+
+# The migrations: a table, an index, 18 added columns.
+mkdir -p "$work/m/tenants" "$work/m/ref"
+echo "create schema if not exists {schema};" >"$work/m/ref/001.sql"
+printf 'create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n' >"$work/m/tenants/001_items.sql"
+printf 'create index items_name on {schema}.items (name);\n' >"$work/m/tenants/002_items_name.sql"
+for n in $(seq 3 20); do
+    printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$work/m/tenants/$(printf %03d "$n")_c$n.sql"
+done
+
+fresh_database() { # name tenants
+    "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -c "set client_min_messages = warning" -c "drop database if exists $1 with (force)" -c "create database $1" >/dev/null
+    "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c "create table public.tenants (name text primary key)" \
+        -c "insert into public.tenants select 't' || lpad(i::text, 6, '0') from generate_series(1, $2) i" >/dev/null
+    # The schemas, created in batches of 1,000 (one transaction would need a
+    # lock per schema at once).
+    local from=1
+    while [ "$from" -le "$2" ]; do
+        "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c "do \$\$ begin for i in $from..$((from + 999 < $2 ? from + 999 : $2)) loop
+            execute format('create schema %I', 't' || lpad(i::text, 6, '0')); end loop; end \$\$" >/dev/null
+        from=$((from + 1000))
+    done
+    "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c checkpoint >/dev/null
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+floor_run() { # tenants -> seconds
+    local tenants=$1 db=floor_bench
+    fresh_database "$db" "$tenants"
+    rm -f "$work"/floor.*
+    local t i=0
+    for t in $(seq -f "t%06g" 1 "$tenants"); do
+        {
+            echo "begin;"
+            cat "$work"/m/tenants/*.sql | sed "s/{schema}/$t/g"
+            echo "commit;"
+        } >>"$work/floor.$((i % CONCURRENCY))"
+        i=$((i + 1))
+    done
+    local start pids=()
+    start=$(now)
+    for s in $(seq 0 $((CONCURRENCY - 1))); do
+        "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -f "$work/floor.$s" >/dev/null &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    elapsed "$start"
+}
+
+strata_run() { # tenants extra-config -> "seconds rss_kb"
+    local tenants=$1 db=strata_bench
+    fresh_database "$db" "$tenants"
+    cat >"$work/svc.yaml" <<YAML
+baseLocation: $work/m
+driver: postgres
+dataSource: $STRATA_BENCH_PG_URL/$db
+singleMigrations: [ref]
+tenantMigrations: [tenants]
+tenantSelectSQL: select name from public.tenants order by name
+tenantInsertSQL: insert into public.tenants (name) values (\$1)
+tenantConcurrency: $CONCURRENCY
+logLevel: ERROR
+$2
+YAML
+    local start
+    start=$(now)
+    /usr/bin/time -f "%M" -o "$work/rss" "$STRATA" --config "$work/svc.yaml" apply --version fleet --json >"$work/out.json" 2>"$work/err"
+    local seconds; seconds=$(elapsed "$start")
+    local expected=$((tenants * 20))
+    local rows=$((expected + 1))
+    if ! grep -Eq "\"tenantMigrationsTotal\": *$expected," "$work/out.json"; then
+        echo "strata FAILED: $(head -c 600 "$work/out.json") $(tail -5 "$work/err")" >&2
+        exit 1
+    fi
+    local applied
+    applied=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
+    [ "$applied" = "$rows" ] || { echo "strata recorded $applied rows, not $rows" >&2; exit 1; }
+    echo "$seconds $(cat "$work/rss")"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+
+# Alternating runs: floor, strata, lean, floor, strata, lean, ... so that
+# the machine's drift (fsync times vary by 2x here) falls on every side.
+printf '%-8s %-8s %6s %12s %14s %8s %8s\n' tenants run runs median spread ratio "RSS MB"
+for tenants in $SIZES; do
+    : >"$work/times"
+    for run in $(seq 1 "$RUNS"); do
+        for variant in $VARIANTS; do
+            case $variant in
+                floor) echo "floor $(floor_run "$tenants") 0" >>"$work/times" ;;
+                strata | lean)
+                    extra=""
+                    [ "$variant" = lean ] && extra=$'driftPolicy: off\nrecordFingerprints: false'
+                    echo "$variant $(strata_run "$tenants" "$extra")" >>"$work/times"
+                    ;;
+            esac
+        done
+    done
+    floor=$(awk '$1 == "floor" { print $2 }' "$work/times" | median)
+    for variant in $VARIANTS; do
+        m=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | median)
+        range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
+        rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
+        ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
+        [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+        printf '%-8s %-8s %6s %12s %14s %8s %8s\n' "$tenants" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
+    done
+done
