@@ -102,6 +102,8 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
     plugins: [wasmModuleImport],
   });
   writeCommonJsTypes(pkgDir);
+  // The licence travels in the tarball (npm packs a LICENSE file by itself).
+  writeFileSync(join(pkgDir, "LICENSE"), readFileSync(join(pkgDir, "..", "..", "LICENSE")));
   console.log(`built ${pkg.name}@${pkg.version}: wasm ${bytes.length} bytes`);
 }
 
