@@ -6,6 +6,8 @@
 # package; needs root) when missing, then in each package: npm ci, npm run
 # build (cargo -> wasm-bindgen -> wasm-opt -> esbuild), npm test (packs the
 # tarball and tests it from a fresh project; see pkg/*/scripts/test.mjs).
+# Then the ecosystem's package linters on the three tarballs: publint and
+# @arethetypeswrong/cli, pinned in tests/package-lint (npm ci; see lint.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,3 +34,12 @@ for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
     echo "==> $pkg: npm ci, build, test"
     (cd "$pkg" && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test)
 done
+
+echo "==> package linters: publint, @arethetypeswrong/cli on the packed tarballs"
+(cd tests/package-lint && npm ci --no-audit --no-fund --loglevel=error)
+packs=$(mktemp -d)
+trap 'rm -rf "$packs"' EXIT
+for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
+    (cd "$pkg" && npm pack --pack-destination "$packs" --silent >/dev/null)
+done
+node tests/package-lint/lint.mjs "$packs"/*.tgz

@@ -6,7 +6,7 @@
 // in wasm/Cargo.toml. STRATA_PROFILE_BUILD=1 keeps function names (for
 // `node --cpu-prof`).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -101,5 +101,23 @@ export async function buildPackage({ pkgDir, features, entries, profile = "wasm"
     outfile: join(pkgDir, "dist", "workerd.mjs"),
     plugins: [wasmModuleImport],
   });
+  writeCommonJsTypes(pkgDir);
+  // The licence travels in the tarball (npm packs a LICENSE file by itself).
+  writeFileSync(join(pkgDir, "LICENSE"), readFileSync(join(pkgDir, "..", "..", "LICENSE")));
   console.log(`built ${pkg.name}@${pkg.version}: wasm ${bytes.length} bytes`);
+}
+
+/**
+ * The declarations for `require`: each `types/<name>.d.ts` (ES module
+ * declarations, as the package is `"type": "module"`) copied to
+ * `dist/<name>.d.cts` with its relative imports pointing at the `.cjs`
+ * siblings, so TypeScript under node16/nodenext sees CommonJS types for the
+ * CommonJS build (else `require` users get "masquerading as ESM" types).
+ */
+export function writeCommonJsTypes(pkgDir) {
+  const typesDir = join(pkgDir, "types");
+  for (const file of readdirSync(typesDir).filter((name) => name.endsWith(".d.ts"))) {
+    const text = readFileSync(join(typesDir, file), "utf8").replace(/(from\s+"\.\/[^"]+)\.js"/g, '$1.cjs"');
+    writeFileSync(join(pkgDir, "dist", file.replace(/\.d\.ts$/, ".d.cts")), text);
+  }
 }

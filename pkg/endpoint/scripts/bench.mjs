@@ -1,6 +1,7 @@
 // npm run bench: this package side by side with @octokit/endpoint in one
 // process. Each row alternates short rounds of the two (so machine noise hits
-// both alike) and reports median operations per second and their ratio; then
+// both alike) and reports median operations per second, their ratio and the
+// spread of the per-round ratios (BENCH_ROUNDS, default 7); then
 // the gzip -9 size of what a user loads. Results go to BENCHMARKS.md.
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -30,7 +31,13 @@ const rows = {
     return () => chained("GET /orgs/{org}/repos", { org: "octokit" });
   },
   "endpoint.merge": (endpoint) => () => endpoint.merge("GET /repos/{owner}/{repo}/issues", { owner: "octokit", repo: "endpoint.js", headers: { "X-Custom": "1" } }),
+  "endpoint.parse of merged options": (endpoint) => {
+    const options = endpoint.merge("GET /repos/{owner}/{repo}/issues{?state}", { owner: "octokit", repo: "endpoint.js", state: "open", per_page: 100 });
+    return () => endpoint.parse(options);
+  },
 };
+// BENCH_ROWS=merge,parse runs only the rows whose names contain one of the words.
+const only = process.env.BENCH_ROWS ? process.env.BENCH_ROWS.split(",") : null;
 
 function round(fn) {
   let operations = 0;
@@ -48,9 +55,10 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const format = (value) => Math.round(value).toLocaleString("en-US");
 
 console.log(`node ${process.version}, ${ROUNDS} alternating rounds of ${ROUND_MS} ms per package and row\n`);
-console.log("| row | @strata/endpoint ops/s | @octokit/endpoint ops/s | ratio |");
-console.log("|---|---:|---:|---:|");
+console.log("| row | @strata/endpoint ops/s | @octokit/endpoint ops/s | ratio | per-round ratios, min–max |");
+console.log("|---|---:|---:|---:|---:|");
 for (const [name, make] of Object.entries(rows)) {
+  if (only && !only.some((word) => name.includes(word))) continue;
   const mine = make(ours);
   const theirs = make(upstream);
   for (let i = 0; i < 20000; i++) {
@@ -63,7 +71,9 @@ for (const [name, make] of Object.entries(rows)) {
     a.push(round(mine));
     b.push(round(theirs));
   }
-  console.log(`| ${name} | ${format(median(a))} | ${format(median(b))} | ${(median(a) / median(b)).toFixed(2)}x |`);
+  const ratios = a.map((value, i) => value / b[i]);
+  const spread = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+  console.log(`| ${name} | ${format(median(a))} | ${format(median(b))} | ${(median(a) / median(b)).toFixed(2)}× | ${spread} |`);
 }
 
 const require = createRequire(import.meta.url);

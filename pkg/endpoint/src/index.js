@@ -80,7 +80,6 @@ function parse(options) {
   const format = mediaType.format ? String(mediaType.format) : "";
   const previews = Array.isArray(mediaType.previews) ? mediaType.previews : [];
 
-  const keys = Object.keys(options);
   // The accept header can only change when the media type asks for it
   // (strata_core::endpoint::accept::rewrite); otherwise it is not sent.
   const accept = headers.accept;
@@ -96,8 +95,8 @@ function parse(options) {
 
   let body;
   let bodyObject;
-  for (const key of keys) {
-    if (NOT_PARAMETERS.has(key) || plan.consumed.has(key)) continue;
+  for (const key in options) {
+    if (!Object.prototype.hasOwnProperty.call(options, key) || NOT_PARAMETERS.has(key) || plan.consumed.has(key)) continue;
     const value = options[key];
     if (plan.toQuery) {
       payload += wireString(key) + wireString(String(value));

@@ -2,7 +2,9 @@
 // identities must survive (request.agent, Buffers and streams as data), so it
 // stays on this side of the WebAssembly boundary: BENCHMARKS.md has the
 // measurement. The rules are core's (strata_core::endpoint::merge) and the
-// Rust tests state them with exact outputs.
+// Rust tests state them with exact outputs. Own keys are walked with `for ... in`
+// plus `hasOwnProperty` rather than `Object.keys` (no array per object): the
+// merge row went from 2.3x to 3.4x upstream with that and `splitRoute`.
 
 /** Plain objects are merged deeply; everything else is a value. */
 export function isPlainObject(value) {
@@ -19,7 +21,8 @@ export function isPlainObject(value) {
 function lowercaseHeaderNames(headers) {
   const lowered = {};
   if (!headers) return lowered;
-  for (const name of Object.keys(headers)) {
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
     const value = headers[name];
     if (value === undefined) delete lowered[name.toLowerCase()];
     else lowered[name.toLowerCase()] = value;
@@ -31,7 +34,8 @@ function lowercaseHeaderNames(headers) {
 // the key (so `{ method: undefined }` falls back to the default method).
 function assignDefined(target, options) {
   if (options === null || options === undefined) return target;
-  for (const key of Object.keys(options)) {
+  for (const key in options) {
+    if (!Object.prototype.hasOwnProperty.call(options, key)) continue;
     const value = options[key];
     if (value === undefined) delete target[key];
     else target[key] = value;
@@ -41,9 +45,10 @@ function assignDefined(target, options) {
 
 function mergeInto(defaults, options) {
   const merged = Object.assign({}, defaults);
-  for (const key of Object.keys(options)) {
+  for (const key in options) {
+    if (!Object.prototype.hasOwnProperty.call(options, key)) continue;
     const value = options[key];
-    if (isPlainObject(value) && key in defaults) {
+    if (typeof value === "object" && value !== null && key in defaults && isPlainObject(value)) {
       merged[key] = mergeInto(defaults[key], value);
     } else {
       merged[key] = value;
@@ -52,12 +57,21 @@ function mergeInto(defaults, options) {
   return merged;
 }
 
+// "METHOD URL": the first two parts of `route.split(" ")`, without the array;
+// a missing or empty URL part makes the first part the URL.
+function splitRoute(route) {
+  const space = route.indexOf(" ");
+  if (space === -1) return { url: route };
+  const end = route.indexOf(" ", space + 1);
+  const url = route.slice(space + 1, end === -1 ? route.length : end);
+  return url ? { method: route.slice(0, space), url } : { url: route.slice(0, space) };
+}
+
 /** `endpoint.merge`: defaults + route + options, not parsed. */
 export function merge(defaults, route, options) {
   let given;
   if (typeof route === "string") {
-    const [method, url] = route.split(" ");
-    given = assignDefined(url ? { method, url } : { url: method }, options);
+    given = assignDefined(splitRoute(route), options);
   } else {
     given = assignDefined({}, route);
   }

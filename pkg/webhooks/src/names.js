@@ -1,5 +1,7 @@
-// Event names: the list and the validation rules are strata_core::webhooks'.
-import { EVENT_NAMES } from "../build/event-names.js";
+// Event names: the list is generated from @octokit/openapi-webhooks-types
+// (scripts/generate.mjs, the same list as strata_core::webhooks, which the
+// build checks); the validation rules are strata_core::webhooks'.
+import { EVENT_NAMES } from "./event-names.js";
 import { EventNameCheck, wasm } from "./wasm.js";
 
 /** Every event name and `event.action` combination GitHub sends. */
