@@ -424,6 +424,10 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
     Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
 }
 
+/// What follows each file in a unit sent as one message: a new line ends a
+/// last line comment, the semicolon a last statement without one.
+const SEPARATOR: &str = "\n;\n";
+
 /// Per source, whether the tokenizer reads the part `plan` runs of it whole
 /// (only where a unit may run in one message: the rest say no).
 fn readable(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
@@ -1080,9 +1084,7 @@ impl<E: Engine> Run<'_, E> {
             let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
             let end = push(&mut text, &sql);
             files.push((start, end, step));
-            // A new line ends a last line comment; the semicolon a last
-            // statement without one.
-            start = push(&mut text, "\n;\n");
+            start = push(&mut text, SEPARATOR);
         }
         let rows: Vec<Record<'_>> =
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
@@ -1097,18 +1099,21 @@ impl<E: Engine> Run<'_, E> {
             Err(failure) => failure,
         };
         let _ = self.engine.rollback(conn).await;
+        // An offset in the separator after a file (a statement the file
+        // left open, which alone would fail "at end of input") is that
+        // file's, just past its last character.
         let in_file = failure.offset.and_then(|offset| {
             files
                 .iter()
-                .find(|(start, end, _)| offset > *start && offset <= *end)
-                .map(|&(start, _, step)| (start, step))
+                .find(|(start, end, _)| offset > *start && offset <= *end + SEPARATOR.len())
+                .map(|&(start, end, step)| (offset.min(end + 1) - start, step))
         });
         Err(match (failure.cause, in_file) {
             (Cause::ConnectionLost, _) => UnitError::Other(DbError::ConnectionLost(failure.message)),
             (Cause::ReadOnly, _) => UnitError::Other(DbError::ReadOnlyServer(failure.message)),
             (Cause::PoolExhausted, _) => UnitError::Other(DbError::PoolExhausted(failure.message)),
-            (_, Some((start, step))) => {
-                let failure = Failure { offset: failure.offset.map(|offset| offset - start), ..failure };
+            (_, Some((offset, step))) => {
+                let failure = Failure { offset: Some(offset), ..failure };
                 UnitError::Migration { step, failure, partly: false, attempts: 1 }
             }
             (_, None) => UnitError::Other(DbError::Books(failure.message)),
