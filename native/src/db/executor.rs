@@ -309,7 +309,7 @@ async fn locked<E: Engine>(
         lock,
         absorbed: Mutex::new(Vec::new()),
         committed: Mutex::new(Vec::new()),
-        readable: readable(E::DRIVER, request.sources, plan),
+        readable: readable(E::DRIVER, E::ONE_MESSAGE, request.sources, plan),
     };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
@@ -430,9 +430,9 @@ const SEPARATOR: &str = "\n;\n";
 
 /// Per source, whether the tokenizer reads the part `plan` runs of it whole
 /// (only where a unit may run in one message: the rest say no).
-fn readable(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
+fn readable(driver: Driver, one_message: bool, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
     let mut readable = vec![false; sources.len()];
-    if plan.direction == Direction::Forward && driver == Driver::Postgres {
+    if plan.direction == Direction::Forward && one_message {
         for (index, migration) in sources.iter().enumerate() {
             readable[index] = statements::split(driver, part_to_run(migration, plan.direction).0).is_some();
         }
