@@ -306,7 +306,21 @@ impl Service {
     /// `DRIFT_BATCH` tenants at a time, so memory is bounded by a batch, not
     /// by the fleet.
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
-        use strata_core::migrate::fingerprint::{Drift, Stored, TenantCatalog, TenantPrint};
+        use strata_core::migrate::fingerprint::{Digests, Drift, Stored, TenantCatalog, TenantPrint};
+        // Each distinct fingerprint and recorded identity is held once
+        // (tenants share a handful); what was stored is read first, while
+        // nothing else is held.
+        let mut digests = Digests::default();
+        let stored: std::collections::BTreeMap<String, Stored> = self
+            .database
+            .fingerprints()
+            .await?
+            .into_iter()
+            .map(|(schema, fingerprint, recorded)| {
+                let stored = Stored { fingerprint: digests.intern(&fingerprint), recorded: digests.intern(&recorded) };
+                (schema, stored)
+            })
+            .collect();
         let tenants = self.database.tenants().await?;
         // Each schema's recorded migrations reduced to their identity, the
         // rows read one at a time.
@@ -317,20 +331,14 @@ impl Service {
         for batch in tenants.chunks(DRIFT_BATCH) {
             for (schema, objects) in batch.iter().zip(self.database.catalogs(batch).await?) {
                 let recorded = recorded.remove(schema).unwrap_or_default();
-                prints.push(TenantPrint::of(&TenantCatalog { schema: schema.clone(), recorded, objects }));
+                let catalog = TenantCatalog { schema: schema.clone(), recorded, objects };
+                prints.push(TenantPrint::of(&catalog, &mut digests));
             }
         }
         let drift = Drift::new(prints);
         let needed = drift.needed();
         let compared: rustc_hash::FxHashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =
             needed.iter().cloned().zip(self.database.catalogs(&needed).await?).collect();
-        let stored: std::collections::BTreeMap<String, Stored> = self
-            .database
-            .fingerprints()
-            .await?
-            .into_iter()
-            .map(|(schema, fingerprint, recorded)| (schema, Stored { fingerprint, recorded }))
-            .collect();
         // Single schemas the service migrated (they have a stored fingerprint).
         let mut single: Vec<String> =
             self.config.single_schemas().filter(|s| stored.contains_key(*s)).map(str::to_string).collect();

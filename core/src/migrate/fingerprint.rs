@@ -36,6 +36,8 @@
 //!   stored fingerprint of other recorded migrations (a version killed
 //!   before it stored them) is not judged.
 
+use std::sync::Arc;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
@@ -153,9 +155,28 @@ pub struct SchemaState {
     pub schema: String,
     /// What identifies its recorded migrations (the shell joins the files
     /// recorded in it; any text that is equal for equal sets).
-    pub recorded: String,
+    pub recorded: Arc<str>,
     /// Its fingerprint.
-    pub fingerprint: String,
+    pub fingerprint: Arc<str>,
+}
+
+/// Each distinct digest (a fingerprint or a recorded identity) held once:
+/// over a fleet, most tenants share a handful of them, and holding one
+/// copy per tenant of each (64 hex characters, three times over) was most
+/// of what drift kept per tenant.
+#[derive(Debug, Default)]
+pub struct Digests(FxHashSet<Arc<str>>);
+
+impl Digests {
+    /// The shared copy of `digest`.
+    pub fn intern(&mut self, digest: &str) -> Arc<str> {
+        if let Some(held) = self.0.get(digest) {
+            return held.clone();
+        }
+        let held: Arc<str> = Arc::from(digest);
+        self.0.insert(held.clone());
+        held
+    }
 }
 
 /// Tenants that recorded the same migrations, and how their schemas look.
@@ -189,27 +210,27 @@ pub struct Outlier {
 pub fn outliers(states: &[SchemaState]) -> Vec<DriftGroup> {
     let mut by_recorded: std::collections::BTreeMap<&str, Vec<&SchemaState>> = std::collections::BTreeMap::new();
     for state in states {
-        by_recorded.entry(state.recorded.as_str()).or_default().push(state);
+        by_recorded.entry(&state.recorded).or_default().push(state);
     }
     let mut groups: Vec<DriftGroup> = by_recorded
         .into_iter()
         .map(|(recorded, members)| {
             let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
             for member in &members {
-                *counts.entry(member.fingerprint.as_str()).or_default() += 1;
+                *counts.entry(&member.fingerprint).or_default() += 1;
             }
             // Most members; on a tie the smallest fingerprint (BTreeMap order).
             let majority = counts.iter().fold(("", 0), |best, (f, n)| if *n > best.1 { (f, *n) } else { best }).0;
             let mut tenants: Vec<String> =
-                members.iter().filter(|m| m.fingerprint == majority).map(|m| m.schema.clone()).collect();
+                members.iter().filter(|m| &*m.fingerprint == majority).map(|m| m.schema.clone()).collect();
             tenants.sort();
             let reference = tenants.first().cloned().unwrap_or_default();
             let mut outliers: Vec<Outlier> = members
                 .iter()
-                .filter(|m| m.fingerprint != majority)
+                .filter(|m| &*m.fingerprint != majority)
                 .map(|m| Outlier {
                     schema: m.schema.clone(),
-                    fingerprint: m.fingerprint.clone(),
+                    fingerprint: m.fingerprint.to_string(),
                     reference: reference.clone(),
                 })
                 .collect();
@@ -298,7 +319,7 @@ pub struct TenantCatalog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
     /// [`recorded_identity`] of its `(file, checksum)` pairs.
-    pub identity: String,
+    pub identity: Arc<str>,
     /// How many.
     pub migrations: usize,
 }
@@ -313,7 +334,7 @@ impl Default for Recorded {
 impl Recorded {
     /// Of these `(file, checksum)` pairs.
     pub fn of<F: AsRef<str>, C: AsRef<str>>(pairs: &[(F, C)]) -> Recorded {
-        Recorded { identity: recorded_identity(pairs), migrations: pairs.len() }
+        Recorded { identity: recorded_identity(pairs).into(), migrations: pairs.len() }
     }
 }
 
@@ -324,6 +345,7 @@ impl Recorded {
 #[derive(Debug, Default)]
 pub struct RecordedBySchema {
     done: FxHashMap<String, Recorded>,
+    digests: Digests,
     schema: Option<String>,
     pairs: Vec<(String, String)>,
 }
@@ -342,7 +364,8 @@ impl RecordedBySchema {
 
     fn close(&mut self) {
         if let Some(schema) = self.schema.take() {
-            self.done.insert(schema, Recorded::of(&self.pairs));
+            let identity = self.digests.intern(&recorded_identity(&self.pairs));
+            self.done.insert(schema, Recorded { identity, migrations: self.pairs.len() });
         }
         self.pairs.clear();
     }
@@ -409,9 +432,9 @@ impl DriftReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// The fingerprint.
-    pub fingerprint: String,
+    pub fingerprint: Arc<str>,
     /// [`recorded_identity`] of the schema's migrations then.
-    pub recorded: String,
+    pub recorded: Arc<str>,
 }
 
 /// A tenant once its catalog was read: its state (recorded migrations and
@@ -426,13 +449,14 @@ pub struct TenantPrint {
 }
 
 impl TenantPrint {
-    /// Of a tenant's catalog as read (normalized and fingerprinted here).
-    pub fn of(tenant: &TenantCatalog) -> TenantPrint {
+    /// Of a tenant's catalog as read (normalized and fingerprinted here;
+    /// the fingerprint held once in `digests`).
+    pub fn of(tenant: &TenantCatalog, digests: &mut Digests) -> TenantPrint {
         TenantPrint {
             state: SchemaState {
                 schema: tenant.schema.clone(),
                 recorded: tenant.recorded.identity.clone(),
-                fingerprint: fingerprint(&normalize(&tenant.schema, &tenant.objects)),
+                fingerprint: digests.intern(&fingerprint(&normalize(&tenant.schema, &tenant.objects))),
             },
             migrations: tenant.recorded.migrations,
         }
@@ -505,14 +529,14 @@ impl Drift {
         let mut changed: Vec<ChangedSchema> = self
             .states
             .iter()
-            .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.clone()))
+            .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.to_string()))
             .chain(singles.iter().map(|single| {
                 let live = fingerprint(&normalize(&single.schema, &single.objects));
                 (single.schema.clone(), single.recorded.identity.clone(), live)
             }))
             .filter_map(|(schema, recorded, live)| match stored.get(&schema) {
-                Some(before) if before.recorded == recorded && before.fingerprint != live => {
-                    Some(ChangedSchema { stored: before.fingerprint.clone(), live, schema })
+                Some(before) if before.recorded == recorded && *before.fingerprint != *live => {
+                    Some(ChangedSchema { stored: before.fingerprint.to_string(), live, schema })
                 }
                 _ => None,
             })
@@ -529,7 +553,8 @@ pub fn report(
     singles: &[TenantCatalog],
     stored: &std::collections::BTreeMap<String, Stored>,
 ) -> DriftReport {
-    let drift = Drift::new(tenants.iter().map(TenantPrint::of).collect());
+    let mut digests = Digests::default();
+    let drift = Drift::new(tenants.iter().map(|tenant| TenantPrint::of(tenant, &mut digests)).collect());
     let needed: FxHashSet<String> = drift.needed().into_iter().collect();
     let catalogs = tenants.into_iter().filter(|t| needed.contains(&t.schema)).map(|t| (t.schema, t.objects)).collect();
     drift.report(&catalogs, singles, stored)

@@ -68,6 +68,36 @@ pub struct AppliedMigration {
     pub checksum: String,
 }
 
+impl AppliedMigration {
+    /// The row as the planner reads it, borrowed.
+    pub fn as_row(&self) -> AppliedRow<'_> {
+        AppliedRow {
+            file: &self.file,
+            name: &self.name,
+            schema: &self.schema,
+            migration_type: self.migration_type,
+            checksum: &self.checksum,
+        }
+    }
+}
+
+/// One recorded migration, borrowed from wherever it was read (a database
+/// row being decoded): what [`Planner::record`] folds, so that a fleet's
+/// recorded rows never have to be held at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppliedRow<'r> {
+    /// The source file identity, `source_dir/name`.
+    pub file: &'r str,
+    /// File name.
+    pub name: &'r str,
+    /// Schema it was applied to.
+    pub schema: &'r str,
+    /// Kind it was recorded as.
+    pub migration_type: MigrationType,
+    /// Checksum recorded when it was applied.
+    pub checksum: &'r str,
+}
+
 /// What to do with a pending migration that sorts before one already
 /// applied in its schema (Flyway's `outOfOrder`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -363,85 +393,122 @@ fn drift_files(drift: &[Drift]) -> String {
 /// and schemas, with the previous row's file cached because rows arrive
 /// grouped by migration) and one pass over sources × target schemas.
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, PlanError> {
-    let (tenants, new_tenant) = resolve_target(&input)?;
-    let include_single = matches!(input.target, Target::AllSchemas);
-    let (targets, tenant_ids) = intern_targets(input.sources, &tenants, include_single);
+    Planner::new(input)?.finish()
+}
 
-    let recorded = Recorded::scan(input.sources, input.applied, &targets)?;
-    if input.action == Action::Apply && !recorded.drift.is_empty() {
-        return Err(PlanError::Drift(recorded.drift));
-    }
+/// The planner fed the recorded rows one at a time, as a shell reads them
+/// from the database: what it keeps of them is a bit per (source, target
+/// schema) and the drifted and missing files, so a fleet's rows (20 per
+/// tenant, say) never have to be held at once. [`plan`] is this over
+/// [`PlanInput::applied`].
+pub struct Planner<'a> {
+    input: PlanInput<'a>,
+    targets: TargetSchemas<'a>,
+    tenant_ids: Vec<u32>,
+    new_tenant: Option<String>,
+    include_single: bool,
+    recorded: RecordedFold<'a>,
+}
 
-    let mut plan_schemas = PlanSchemas::new(targets.names.len());
-    let mut steps = Vec::new();
-    let mut counts = Counts { tenants: tenant_ids.len() as u64, ..Counts::default() };
-    let mut out_of_order = Vec::new();
-    let execute = input.action == Action::Apply;
-
-    for (index, migration) in input.sources.iter().enumerate() {
-        let migration_index = u32::try_from(index).map_err(|_| PlanError::TooLarge)?;
-        let script = migration.migration_type.is_script();
-        let single_target: [u32; 1];
-        let target_ids: &[u32] = match migration.single_schema() {
-            Some(schema) if include_single => {
-                single_target = [targets.id(schema).ok_or(PlanError::TooLarge)?];
-                &single_target
-            }
-            Some(_) => continue,
-            None => &tenant_ids,
-        };
-        let mut planned_here = 0u64;
-        for &target in target_ids {
-            if !script {
-                if recorded.contains(index, target) {
-                    continue;
-                }
-                if let Some(latest) = recorded.latest[target as usize]
-                    && latest > index
-                    && input.out_of_order != OutOfOrderPolicy::Allow
-                {
-                    out_of_order.push(OutOfOrder {
-                        file: migration.file.clone(),
-                        schema: targets.names[target as usize].to_string(),
-                        after: input.sources[latest].name.clone(),
-                    });
-                }
-            }
-            let schema = plan_schemas.index(target, &targets)?;
-            steps.push(Step { migration: migration_index, schema, execute });
-            planned_here += 1;
+impl<'a> Planner<'a> {
+    /// Checks the target and interns the schemas it covers, then records
+    /// the rows of `input.applied` (empty when they are fed with
+    /// [`Planner::record`]).
+    pub fn new(input: PlanInput<'a>) -> Result<Self, PlanError> {
+        let (tenants, new_tenant) = resolve_target(&input)?;
+        let include_single = matches!(input.target, Target::AllSchemas);
+        let (targets, tenant_ids) = intern_targets(input.sources, &tenants, include_single);
+        let recorded = RecordedFold::new(input.sources, targets.names.len())?;
+        let mut planner = Planner { input, targets, tenant_ids, new_tenant, include_single, recorded };
+        for row in input.applied {
+            planner.record(row.as_row());
         }
-        // Without tenants, a tenant file still counts as loaded when it is a
-        // script or was never recorded (the spec's `tenantMigrations`: loaded
-        // files; `tenantMigrationsTotal` = tenants × that).
-        let loaded_without_tenants =
-            target_ids.is_empty() && migration.migration_type.is_tenant() && (script || !recorded.anywhere[index]);
-        if loaded_without_tenants {
-            match migration.migration_type {
-                MigrationType::TenantMigration => counts.tenant_migrations += 1,
-                _ => counts.tenant_scripts += 1,
-            }
-        }
-        counts.add_file(migration.migration_type, planned_here);
-    }
-    if u32::try_from(steps.len()).is_err() {
-        return Err(PlanError::TooLarge);
-    }
-    if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
-        return Err(PlanError::OutOfOrder(out_of_order));
-    }
-    if new_tenant.is_some() {
-        plan_schemas.index(tenant_ids[0], &targets)?;
+        Ok(planner)
     }
 
-    Ok(Plan {
-        direction: Direction::Forward,
-        schemas: plan_schemas.names,
-        steps,
-        counts,
-        diagnostics: Diagnostics { drift: recorded.drift, out_of_order, missing: recorded.missing },
-        new_tenant,
-    })
+    /// Folds one recorded row in.
+    pub fn record(&mut self, row: AppliedRow<'_>) {
+        self.recorded.push(row, &self.targets);
+    }
+
+    /// The plan, once every recorded row was folded in.
+    pub fn finish(self) -> Result<Plan, PlanError> {
+        let Planner { input, targets, tenant_ids, new_tenant, include_single, recorded } = self;
+        let recorded = recorded.finish();
+        if input.action == Action::Apply && !recorded.drift.is_empty() {
+            return Err(PlanError::Drift(recorded.drift));
+        }
+        let mut plan_schemas = PlanSchemas::new(targets.names.len());
+        let mut steps = Vec::new();
+        let mut counts = Counts { tenants: tenant_ids.len() as u64, ..Counts::default() };
+        let mut out_of_order = Vec::new();
+        let execute = input.action == Action::Apply;
+
+        for (index, migration) in input.sources.iter().enumerate() {
+            let migration_index = u32::try_from(index).map_err(|_| PlanError::TooLarge)?;
+            let script = migration.migration_type.is_script();
+            let single_target: [u32; 1];
+            let target_ids: &[u32] = match migration.single_schema() {
+                Some(schema) if include_single => {
+                    single_target = [targets.id(schema).ok_or(PlanError::TooLarge)?];
+                    &single_target
+                }
+                Some(_) => continue,
+                None => &tenant_ids,
+            };
+            let mut planned_here = 0u64;
+            for &target in target_ids {
+                if !script {
+                    if recorded.contains(index, target) {
+                        continue;
+                    }
+                    if let Some(latest) = recorded.latest[target as usize]
+                        && latest > index
+                        && input.out_of_order != OutOfOrderPolicy::Allow
+                    {
+                        out_of_order.push(OutOfOrder {
+                            file: migration.file.clone(),
+                            schema: targets.names[target as usize].to_string(),
+                            after: input.sources[latest].name.clone(),
+                        });
+                    }
+                }
+                let schema = plan_schemas.index(target, &targets)?;
+                steps.push(Step { migration: migration_index, schema, execute });
+                planned_here += 1;
+            }
+            // Without tenants, a tenant file still counts as loaded when it is a
+            // script or was never recorded (the spec's `tenantMigrations`: loaded
+            // files; `tenantMigrationsTotal` = tenants × that).
+            let loaded_without_tenants =
+                target_ids.is_empty() && migration.migration_type.is_tenant() && (script || !recorded.anywhere[index]);
+            if loaded_without_tenants {
+                match migration.migration_type {
+                    MigrationType::TenantMigration => counts.tenant_migrations += 1,
+                    _ => counts.tenant_scripts += 1,
+                }
+            }
+            counts.add_file(migration.migration_type, planned_here);
+        }
+        if u32::try_from(steps.len()).is_err() {
+            return Err(PlanError::TooLarge);
+        }
+        if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
+            return Err(PlanError::OutOfOrder(out_of_order));
+        }
+        if new_tenant.is_some() {
+            plan_schemas.index(tenant_ids[0], &targets)?;
+        }
+
+        Ok(Plan {
+            direction: Direction::Forward,
+            schemas: plan_schemas.names,
+            steps,
+            counts,
+            diagnostics: Diagnostics { drift: recorded.drift, out_of_order, missing: recorded.missing },
+            new_tenant,
+        })
+    }
 }
 
 /// The tenants an operation plans for, each name checked, and the new
@@ -546,79 +613,101 @@ struct Recorded {
 /// 512 MiB — e.g. 100,000 migrations × 40,000 tenants.
 const MAX_MATRIX_BITS: u64 = 1 << 32;
 
-impl Recorded {
-    fn scan<'a>(
-        sources: &'a [SourceMigration],
-        applied: &'a [AppliedMigration],
-        targets: &TargetSchemas<'a>,
-    ) -> Result<Self, PlanError> {
-        let width = targets.names.len();
+/// [`Recorded`] being folded from the rows as they come.
+struct RecordedFold<'a> {
+    sources: &'a [SourceMigration],
+    by_file: FxHashMap<&'a str, usize>,
+    bits: Vec<u64>,
+    width: usize,
+    latest: Vec<Option<usize>>,
+    missing: BTreeMap<String, BTreeSet<String>>,
+    drifted: BTreeMap<&'a str, (BTreeSet<String>, BTreeSet<String>)>,
+    anywhere: Vec<bool>,
+    /// The previous row's file and its source: rows arrive grouped by file.
+    cached: Option<(String, Option<usize>)>,
+}
+
+impl<'a> RecordedFold<'a> {
+    fn new(sources: &'a [SourceMigration], width: usize) -> Result<Self, PlanError> {
         let cells =
             sources.len().checked_mul(width).filter(|n| *n as u64 <= MAX_MATRIX_BITS).ok_or(PlanError::TooLarge)?;
-        let mut bits = vec![0u64; cells.div_ceil(64)];
-        let mut latest: Vec<Option<usize>> = vec![None; width];
-        let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        let by_file: FxHashMap<&str, usize> = sources
+        let by_file = sources
             .iter()
             .enumerate()
             .filter(|(_, m)| !m.migration_type.is_script())
             .map(|(i, m)| (m.file.as_str(), i))
             .collect();
-        let mut drifted: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
-        let mut cached: Option<(&str, Option<usize>)> = None;
-        let mut anywhere = vec![false; sources.len()];
-        for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
-            let source = match cached {
-                Some((file, source)) if file == row.file => source,
-                _ => {
-                    let source = by_file.get(row.file.as_str()).copied();
-                    cached = Some((row.file.as_str(), source));
-                    source
-                }
-            };
-            if let Some(target) = targets.id(&row.schema)
-                && let Some(source) = source
-            {
-                let slot = &mut latest[target as usize];
-                if slot.is_none_or(|l| source > l) {
-                    *slot = Some(source);
-                }
-                let cell = source * width + target as usize;
-                bits[cell / 64] |= 1 << (cell % 64);
-            }
-            if source.is_none() {
-                missing.entry(row.file.as_str()).or_default().insert(row.schema.as_str());
-            }
-            if let Some(source) = source {
-                anywhere[source] = true;
-            }
-            if let Some(source) = source
-                && sources[source].checksum != row.checksum
-            {
-                let (checksums, schemas) = drifted.entry(sources[source].file.as_str()).or_default();
-                checksums.insert(row.checksum.as_str());
-                schemas.insert(row.schema.as_str());
-            }
+        Ok(RecordedFold {
+            sources,
+            by_file,
+            bits: vec![0u64; cells.div_ceil(64)],
+            width,
+            latest: vec![None; width],
+            missing: BTreeMap::new(),
+            drifted: BTreeMap::new(),
+            anywhere: vec![false; sources.len()],
+            cached: None,
+        })
+    }
+
+    fn push(&mut self, row: AppliedRow<'_>, targets: &TargetSchemas<'a>) {
+        if row.migration_type.is_script() {
+            return;
         }
-        let drift = drifted
+        let source = match &self.cached {
+            Some((file, source)) if file == row.file => *source,
+            _ => {
+                let source = self.by_file.get(row.file).copied();
+                self.cached = Some((row.file.to_string(), source));
+                source
+            }
+        };
+        let Some(source) = source else {
+            self.missing.entry(row.file.to_string()).or_default().insert(row.schema.to_string());
+            return;
+        };
+        if let Some(target) = targets.id(row.schema) {
+            let slot = &mut self.latest[target as usize];
+            if slot.is_none_or(|l| source > l) {
+                *slot = Some(source);
+            }
+            let cell = source * self.width + target as usize;
+            self.bits[cell / 64] |= 1 << (cell % 64);
+        }
+        self.anywhere[source] = true;
+        let migration = &self.sources[source];
+        if migration.checksum != row.checksum {
+            let (checksums, schemas) = self.drifted.entry(migration.file.as_str()).or_default();
+            if !checksums.contains(row.checksum) {
+                checksums.insert(row.checksum.to_string());
+            }
+            schemas.insert(row.schema.to_string());
+        }
+    }
+
+    fn finish(self) -> Recorded {
+        let sources = self.sources;
+        let by_file = &self.by_file;
+        let drift = self
+            .drifted
             .into_iter()
             .map(|(file, (checksums, schemas))| Drift {
                 file: file.to_string(),
                 source_checksum: sources[by_file[file]].checksum.clone(),
-                recorded_checksums: checksums.into_iter().map(str::to_string).collect(),
-                schemas: schemas.into_iter().map(str::to_string).collect(),
+                recorded_checksums: checksums.into_iter().collect(),
+                schemas: schemas.into_iter().collect(),
             })
             .collect();
-        let missing = missing
+        let missing = self
+            .missing
             .into_iter()
-            .map(|(file, schemas)| Missing {
-                file: file.to_string(),
-                schemas: schemas.into_iter().map(str::to_string).collect(),
-            })
+            .map(|(file, schemas)| Missing { file, schemas: schemas.into_iter().collect() })
             .collect();
-        Ok(Recorded { bits, width, latest, drift, missing, anywhere })
+        Recorded { bits: self.bits, width: self.width, latest: self.latest, drift, missing, anywhere: self.anywhere }
     }
+}
 
+impl Recorded {
     fn contains(&self, source: usize, target: u32) -> bool {
         let cell = source * self.width + target as usize;
         self.bits[cell / 64] & (1 << (cell % 64)) != 0

@@ -78,7 +78,7 @@ use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
-use strata_core::migrate::plan::{Direction, Plan, PlanInput, Unit, part_to_run, plan};
+use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, Unit, part_to_run};
 use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
@@ -150,9 +150,8 @@ pub(crate) async fn preview<E: Engine>(
         false => TenantList::default(),
     };
     let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
-    let applied = if installed { engine.books().applied(&mut conn).await? } else { Vec::new() };
-    let (plan, _) = plan_checked(E::DRIVER, settings.out_of_order, request, &selection.run, &applied)?;
-    drop((applied, planning));
+    let (plan, _) = plan_read(engine, &mut conn, installed, settings, request, &selection.run).await?;
+    drop(planning);
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
 }
 
@@ -186,41 +185,46 @@ async fn select_tenants<E: Engine>(
     Ok(selection)
 }
 
-/// Plans (core) and reads every file the plan executes (core's
-/// `statements::inspect`). Returns the plan and, per source, how it runs.
-fn plan_checked(
-    driver: Driver,
-    out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
+/// Plans (core) over the recorded rows as they are read (`installed`:
+/// whether there are any), then reads every file the plan executes
+/// (core's `statements::inspect`). Returns the plan and, per source, how
+/// it runs. A forward plan folds the rows one by one (what it keeps is a
+/// bit per file and schema); a revert looks at them whole.
+async fn plan_read<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    installed: bool,
+    settings: &Settings,
     request: &MutationRequest<'_>,
     tenants: &[String],
-    applied: &[strata_core::migrate::plan::AppliedMigration],
 ) -> Result<(Plan, Vec<FileMode>), DbError> {
-    if let Some(extent) = &request.revert {
-        let mut plan = strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
+    let mut plan = if let Some(extent) = &request.revert {
+        let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
+        strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
             sources: request.sources,
-            applied,
+            applied: &applied,
             tenants,
             single_schemas: request.wave == Wave::All && request.retry.is_none(),
             extent,
+        })?
+    } else {
+        let mut planner = Planner::new(PlanInput {
+            sources: request.sources,
+            applied: &[],
+            tenants,
+            target: &request.target,
+            action: request.action,
+            out_of_order: settings.out_of_order,
         })?;
-        if request.tenants_only {
-            plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
+        if installed {
+            engine.books().each_applied(conn, &mut |row| planner.record(row)).await?;
         }
-        let modes = check_files(driver, request.sources, &plan)?;
-        return Ok((plan, modes));
-    }
-    let mut plan = plan(PlanInput {
-        sources: request.sources,
-        applied,
-        tenants,
-        target: &request.target,
-        action: request.action,
-        out_of_order,
-    })?;
+        planner.finish()?
+    };
     if request.tenants_only {
         plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
     }
-    let modes = check_files(driver, request.sources, &plan)?;
+    let modes = check_files(E::DRIVER, request.sources, &plan)?;
     Ok((plan, modes))
 }
 
@@ -277,9 +281,8 @@ async fn locked<E: Engine>(
     let planning = PLANNING.acquire().await;
     let tenants = engine.books().tenants(&mut main).await?;
     let selection = select_tenants(engine, &mut main, request, &tenants).await?;
-    let applied = engine.books().applied(&mut main).await?;
-    let (plan, modes) = plan_checked(E::DRIVER, settings.out_of_order, request, &selection.run, &applied)?;
-    drop((tenants, applied, planning));
+    let (plan, modes) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
+    drop((tenants, planning));
     let mut outcome = MutationOutcome {
         plan,
         version: None,

@@ -25,7 +25,7 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use super::books::Books;
+use super::books::{AppliedSink, Books};
 use super::engine::{Engine, Entries, Failure, Transaction};
 use super::error::{Cause, DbError};
 use super::types::CONNECT_TIMEOUT;
@@ -234,8 +234,11 @@ impl Books<Connection> for SqlServerEngine {
         Ok(list)
     }
 
-    async fn applied(&self, conn: &mut Connection) -> Result<Vec<AppliedMigration>, DbError> {
-        query(conn, sql::SELECT_APPLIED, &[]).await?.iter().map(applied_row).collect()
+    async fn each_applied(&self, conn: &mut Connection, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {
+        for row in query(conn, sql::SELECT_APPLIED, &[]).await? {
+            sink(applied_row(&row)?.as_row());
+        }
+        Ok(())
     }
 
     async fn versions(&self, conn: &mut Connection, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {

@@ -140,9 +140,11 @@ fn a_schema_that_changed_since_its_stored_fingerprint_is_named_even_alone() {
         TenantCatalog { schema: "ref".into(), recorded: Recorded::default(), objects }
     };
     let before = fingerprint(&normalize("ref", &single(&[]).objects));
-    let stored: std::collections::BTreeMap<String, Stored> =
-        [("ref".to_string(), Stored { fingerprint: before.clone(), recorded: recorded_identity::<&str, &str>(&[]) })]
-            .into();
+    let stored: std::collections::BTreeMap<String, Stored> = [(
+        "ref".to_string(),
+        Stored { fingerprint: before.as_str().into(), recorded: recorded_identity::<&str, &str>(&[]).into() },
+    )]
+    .into();
     assert!(!report(vec![], &[single(&[])], &stored).has_drift());
     let changed = report(vec![], &[single(&[object("column", "countries.x", "int")])], &stored);
     assert_eq!(changed.changed.len(), 1);

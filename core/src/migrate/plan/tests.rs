@@ -463,3 +463,47 @@ fn the_drift_refusal_advises_repair_never_sync() {
     assert!(error.contains("strata repair"), "{error}");
     assert!(!error.to_lowercase().contains("sync"), "{error}");
 }
+
+#[test]
+fn rows_fed_one_at_a_time_and_dropped_plan_as_the_whole_list_does() {
+    let sources = sources();
+    let tenants: Vec<String> = vec!["abc".into(), "def".into(), "ghi".into()];
+    let mut drifted = applied(&sources[1], "def");
+    drifted.checksum = "1".repeat(64);
+    let gone = AppliedMigration {
+        file: "config/009.sql".into(),
+        name: "009.sql".into(),
+        schema: "config".into(),
+        migration_type: MigrationType::SingleMigration,
+        checksum: "x".into(),
+    };
+    // Out of order in ghi (002 recorded, 001 not); rows of one file apart.
+    let recorded = vec![
+        applied(&sources[0], "config"),
+        applied(&sources[1], "abc"),
+        gone,
+        drifted,
+        applied(&sources[3], "ghi"),
+        applied(&sources[4], "config-scripts"),
+        applied(&sources[1], "old-tenant"),
+    ];
+    for action in [Action::Apply, Action::Sync] {
+        let input = PlanInput { action, ..apply_input(&sources, &recorded, &tenants, &Target::AllSchemas) };
+        let whole = plan(input);
+        let mut planner = Planner::new(PlanInput { applied: &[], ..input }).unwrap();
+        for row in &recorded {
+            // Each row in a buffer of its own, gone once recorded: what
+            // the planner keeps, it copied.
+            let buffer = row.clone();
+            planner.record(buffer.as_row());
+            drop(buffer);
+        }
+        assert_eq!(planner.finish(), whole);
+    }
+    let synced =
+        plan(PlanInput { action: Action::Sync, ..apply_input(&sources, &recorded, &tenants, &Target::AllSchemas) })
+            .unwrap();
+    assert_eq!(synced.diagnostics.drift.len(), 1);
+    assert_eq!(synced.diagnostics.missing.len(), 1);
+    assert_eq!(synced.diagnostics.out_of_order.len(), 1);
+}

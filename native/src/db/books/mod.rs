@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use strata_core::auth::audit::Sealed;
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::plan::{AppliedMigration, AppliedRow};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
@@ -33,6 +33,9 @@ use super::types::{
 };
 pub(crate) use sqlx_books::{SqlxBooks, SqlxConn};
 
+/// Where [`Books::each_applied`] hands each recorded migration.
+pub(crate) type AppliedSink<'s> = dyn for<'r> FnMut(AppliedRow<'r>) + Send + 's;
+
 /// The books of one engine, over its connection type `C`.
 #[async_trait]
 pub(crate) trait Books<C: Send>: Send + Sync {
@@ -41,8 +44,24 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn installed(&self, conn: &mut C) -> Result<bool, DbError>;
     /// The tenants (`tenantSelectSQL`), with their attributes.
     async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
-    /// The recorded migrations.
-    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError>;
+    /// The recorded migrations, each handed to `sink` as it is read (the
+    /// planner folds them: a fleet's rows are never held at once).
+    async fn each_applied(&self, conn: &mut C, sink: &mut AppliedSink<'_>) -> Result<(), DbError>;
+    /// The recorded migrations, held (repair and revert look at them whole).
+    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError> {
+        let mut applied = Vec::new();
+        self.each_applied(conn, &mut |row: AppliedRow<'_>| {
+            applied.push(AppliedMigration {
+                file: row.file.to_string(),
+                name: row.name.to_string(),
+                schema: row.schema.to_string(),
+                migration_type: row.migration_type,
+                checksum: row.checksum.to_string(),
+            })
+        })
+        .await?;
+        Ok(applied)
+    }
     /// Recorded versions.
     async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations, whole rows.

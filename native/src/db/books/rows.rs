@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use sqlx::{Column, ColumnIndex, Decode, Row, Type};
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::plan::AppliedRow;
 use strata_core::migrate::wave::Attributes;
 
 use crate::db::error::DbError;
@@ -80,9 +80,13 @@ where
         )))
     }
 
-    /// `filename, name, db_schema, migration_type, checksum`.
-    pub(crate) fn applied(row: &R) -> Result<AppliedMigration, DbError> {
-        Ok(AppliedMigration {
+    /// `filename, name, db_schema, migration_type, checksum`, borrowed
+    /// from the row.
+    pub(crate) fn applied(row: &R) -> Result<AppliedRow<'_>, DbError>
+    where
+        for<'r> &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        Ok(AppliedRow {
             file: get(row, 0)?,
             name: get(row, 1)?,
             schema: get(row, 2)?,

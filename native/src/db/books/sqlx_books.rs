@@ -22,13 +22,12 @@ use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
-use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
-use super::Books;
 use super::rows::Rows;
 use super::sql::BooksSql;
+use super::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
 use crate::db::types::{
     Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
@@ -100,6 +99,7 @@ where
     Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
+    for<'r> &'r str: Decode<'r, DB>,
 {
     fn query(&self, sql: &'static str) -> Query<'static, DB> {
         sqlx::query(sql).persistent(!self.pooler_safe)
@@ -164,6 +164,15 @@ where
         Ok(count > 0)
     }
 
+    /// Hands each recorded migration to `sink` as its row arrives.
+    async fn stream_applied(&self, conn: &mut DB::Connection, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {
+        let mut rows = self.query(&self.sql.select_applied).fetch(conn);
+        while let Some(row) = rows.try_next().await? {
+            sink(Rows::<DB::Row, I>::applied(&row)?);
+        }
+        Ok(())
+    }
+
     async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<FxHashMap<String, Recorded>, DbError> {
         let mut rows = self.query(&self.sql.select_recorded).fetch(conn);
         let mut fold = RecordedBySchema::default();
@@ -207,6 +216,7 @@ where
     Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
+    for<'r> &'r str: Decode<'r, DB>,
 {
     async fn installed(&self, conn: &mut C) -> Result<bool, DbError> {
         let conn = conn.sqlx();
@@ -220,10 +230,15 @@ where
         Rows::<DB::Row, I>::tenants(&rows)
     }
 
-    async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError> {
+    async fn each_applied(&self, conn: &mut C, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {
         let conn = conn.sqlx();
-        let rows = self.rows(conn, self.query(&self.sql.select_applied)).await?;
-        rows.iter().map(Rows::<DB::Row, I>::applied).collect()
+        if !self.pooler_safe {
+            return self.stream_applied(conn, sink).await;
+        }
+        let mut tx = conn.begin().await?;
+        self.stream_applied(&mut tx, sink).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn recorded(&self, conn: &mut C) -> Result<FxHashMap<String, Recorded>, DbError> {
