@@ -310,3 +310,87 @@ async fn a_reader_that_goes_away_ends_the_command_quietly() {
     assert_eq!(output.status.code(), Some(0), "{said}");
     assert!(!said.contains("panicked") && !said.contains("Broken pipe"), "{said}");
 }
+
+/// Runs `strata --config <config> <args…>` with its stdout a pipe whose
+/// reader is gone before anything is written (`strata status | true`).
+fn with_stdout_closed(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("SVC_YAML")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Every command that prints, with its stdout closed before it writes:
+/// exit 0 and nothing on stderr (no panic, no write error).
+#[tokio::test]
+async fn a_closed_stdout_ends_each_command_quietly_with_exit_0() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let apply = strata(&config, &["apply", "--version", "v1", "--tenant", "acme"]).await;
+    assert_eq!(code(&apply), 0, "{}", stderr(&apply));
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["plan"],
+        &["plan", "--json"],
+        &["tenants"],
+        &["tenants", "--json"],
+        &["lint", "--all"],
+        &["rollout"],
+        &["quarantine"],
+        &["audit"],
+        &["apply", "--version", "v2"],
+        &["--help"],
+        &["--version"],
+    ] {
+        let output = with_stdout_closed(&config, args);
+        assert_eq!((code(&output), stderr(&output).as_str()), (0, ""), "strata {}", args.join(" "));
+    }
+}
+
+/// `strata serve | head -1`: the service keeps serving, its log goes on on
+/// stderr, and SIGTERM ends it with exit 0.
+#[tokio::test]
+async fn a_server_whose_stdout_closes_keeps_serving_and_logs_on_stderr() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let log = ws.path().join("stderr.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(&config)
+        .arg("serve")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let client = reqwest::Client::new();
+    let health = format!("http://127.0.0.1:{}/health", ws.port);
+    let mut answered = None;
+    for _ in 0..100 {
+        if let Ok(response) = client.get(&health).send().await {
+            answered = Some(response.status());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(answered, Some(reqwest::StatusCode::OK), "{}", std::fs::read_to_string(&log).unwrap());
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains("strata listening") && said.contains("strata stopped"), "{said}");
+    assert!(!said.contains("Broken pipe") && !said.contains("panicked"), "{said}");
+}
