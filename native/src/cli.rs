@@ -124,6 +124,18 @@ impl From<&AppError> for Exit {
     }
 }
 
+impl From<&crate::server::ServeError> for Exit {
+    /// `strata serve`'s failures, by the same mapping as the commands'.
+    fn from(error: &crate::server::ServeError) -> Self {
+        use crate::server::ServeError;
+        match error {
+            ServeError::Config(_) => Exit::BadConfig,
+            ServeError::Database { error, .. } => Exit::from(error.as_ref()),
+            ServeError::Other(_) => Exit::Failed,
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
         ExitCode::from(exit as u8)
@@ -619,7 +631,13 @@ pub(crate) fn main() -> ExitCode {
     let config = cli.config.as_deref();
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
-        Command::Serve(args) => crate::server::serve(config, args.listen),
+        Command::Serve(args) => match crate::server::serve(config, args.listen) {
+            Ok(()) => Exit::Success.into(),
+            Err(error) => {
+                eprintln!("strata: {error}");
+                Exit::from(&error).into()
+            }
+        },
         Command::OnDatabase(command) => match server {
             Some(server) => remote::run(&server, command).into(),
             None => commands::run(config, command).into(),
