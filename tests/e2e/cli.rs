@@ -394,3 +394,26 @@ async fn a_server_whose_stdout_closes_keeps_serving_and_logs_on_stderr() {
     assert!(said.contains("strata listening") && said.contains("strata stopped"), "{said}");
     assert!(!said.contains("Broken pipe") && !said.contains("panicked"), "{said}");
 }
+
+/// `apply --tenant NAME --shard SHARD` on a fleet without `shards:` is
+/// refused before anything runs (it was ignored): exit 2, the API's
+/// `UNKNOWN_SHARD` with `--json`, no tenant created.
+#[tokio::test]
+async fn a_shard_named_on_an_unsharded_fleet_is_refused() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let refused = strata(&config, &["apply", "--version", "t1", "--tenant", "acme", "--shard", "eu"]).await;
+    assert_eq!(code(&refused), 2, "{}", stdout(&refused));
+    assert_eq!(
+        stderr(&refused),
+        "strata: no shard is named \"eu\": the configuration has no shards (one database server, dataSource)\n"
+    );
+    assert_eq!(stdout(&refused), "");
+    let refused = strata(&config, &["apply", "--version", "t1", "--tenant", "acme", "--shard", "eu", "--json"]).await;
+    assert_eq!(code(&refused), 2);
+    assert_eq!(json_of(&refused)["errors"][0]["extensions"]["code"], "UNKNOWN_SHARD");
+    let tenants = strata(&config, &["tenants", "--json"]).await;
+    assert_eq!(json_of(&tenants)["tenants"], json!([]), "nothing created");
+}
