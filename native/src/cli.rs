@@ -178,6 +178,12 @@ pub(crate) struct Cli {
     /// in $STRATA_TOKEN; no configuration or database credentials needed.
     #[arg(long, global = true, value_name = "URL")]
     server: Option<String>,
+    /// Log errors only (overrides logLevel).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Log debug detail, commands included (overrides logLevel).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -629,9 +635,14 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config.as_deref();
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => crate::startup::Verbosity::Quiet,
+        (false, true) => crate::startup::Verbosity::Verbose,
+        (false, false) => crate::startup::Verbosity::Configured,
+    };
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
-        Command::Serve(args) => match crate::server::serve(config, args.listen) {
+        Command::Serve(args) => match crate::server::serve(config, args.listen, verbosity) {
             Ok(()) => Exit::Success.into(),
             Err(error) => {
                 eprintln!("strata: {error}");
@@ -640,7 +651,7 @@ pub(crate) fn main() -> ExitCode {
         },
         Command::OnDatabase(command) => match server {
             Some(server) => remote::run(&server, command).into(),
-            None => commands::run(config, command).into(),
+            None => commands::run(config, command, verbosity).into(),
         },
         Command::New(args) => {
             commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()

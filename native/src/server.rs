@@ -50,13 +50,14 @@ impl std::fmt::Display for ServeError {
 pub(crate) fn serve(
     config_path: Option<&std::path::Path>,
     listen: Option<std::net::SocketAddr>,
+    verbosity: crate::startup::Verbosity,
 ) -> Result<(), ServeError> {
     let (path, mut config) = crate::settings::load(config_path).map_err(ServeError::Config)?;
     if listen.is_some() {
         config.listen = listen;
     }
-    let runtime =
-        crate::startup::start(config.log_level, crate::startup::Process::Server).map_err(ServeError::Other)?;
+    let runtime = crate::startup::start(config.log_level, crate::startup::Process::Server, verbosity)
+        .map_err(ServeError::Other)?;
     runtime.block_on(run(&path, config))
 }
 

@@ -17,25 +17,42 @@ pub(crate) enum Process {
     OneShot,
 }
 
-/// The log filter for `level` in `process` (`RUST_LOG`-style directives are
-/// not read from the environment: the configuration decides). tiberius warns "Trusting the
-/// server certificate without validation" on every new connection; the SQL
-/// Server driver says it once at start instead, so that warning is filtered
-/// out.
-pub(crate) fn log_filter(level: LogLevel, process: Process) -> &'static str {
-    match (process, level) {
-        (_, LogLevel::Error | LogLevel::Panic) => "error",
-        (Process::OneShot, _) => "warn,tiberius::client::tls_stream=error",
-        (Process::Server, LogLevel::Debug) => {
-            "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error"
-        }
-        (Process::Server, LogLevel::Info) => "info,sqlx=warn,tiberius::client::tls_stream=error",
+/// How much the command line asked the log to say (`-q`, `-v`), over
+/// `logLevel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Verbosity {
+    /// `-q`: errors only.
+    Quiet,
+    /// Neither: `logLevel` and the process decide.
+    #[default]
+    Configured,
+    /// `-v`: the debug log, commands included.
+    Verbose,
+}
+
+/// The log filter for `level` in `process`, unless `verbosity` overrides
+/// it (`RUST_LOG`-style directives are not read from the environment: the
+/// configuration and the command line decide). tiberius warns "Trusting
+/// the server certificate without validation" on every new connection; the
+/// SQL Server driver says it once at start instead, so that warning is
+/// filtered out.
+pub(crate) fn log_filter(level: LogLevel, process: Process, verbosity: Verbosity) -> &'static str {
+    const DEBUG: &str = "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error";
+    match (verbosity, process, level) {
+        (Verbosity::Quiet, _, _) | (Verbosity::Configured, _, LogLevel::Error | LogLevel::Panic) => "error",
+        (Verbosity::Verbose, _, _) | (Verbosity::Configured, Process::Server, LogLevel::Debug) => DEBUG,
+        (Verbosity::Configured, Process::OneShot, _) => "warn,tiberius::client::tls_stream=error",
+        (Verbosity::Configured, Process::Server, LogLevel::Info) => "info,sqlx=warn,tiberius::client::tls_stream=error",
     }
 }
 
 /// Starts the log and builds the runtime; the error is one line.
-pub(crate) fn start(level: LogLevel, process: Process) -> Result<tokio::runtime::Runtime, String> {
-    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process));
+pub(crate) fn start(
+    level: LogLevel,
+    process: Process,
+    verbosity: Verbosity,
+) -> Result<tokio::runtime::Runtime, String> {
+    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process, verbosity));
     let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     match process {
         Process::Server => subscriber.with_writer(|| ServerLog).with_ansi(std::io::stdout().is_terminal()).init(),
