@@ -201,6 +201,13 @@ enum Command {
     /// The configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// powershell (e.g. `strata completions bash >
+    /// /etc/bash_completion.d/strata`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// The commands that open the database (or, `lint --all`, only read the
@@ -657,5 +664,15 @@ pub(crate) fn main() -> ExitCode {
             commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()
         }
         Command::Config(ConfigCommand::Check) => commands::local(config, commands::config_check).into(),
+        Command::Completions { shell } => completions(shell).into(),
     }
+}
+
+/// `strata completions SHELL`: the script, generated from this command line.
+fn completions(shell: clap_complete::Shell) -> Exit {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "strata", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Exit::Success
 }

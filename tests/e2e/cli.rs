@@ -481,3 +481,44 @@ async fn a_slow_migration_is_not_logged_with_its_sql() {
     assert!(!log.contains("slow statement") && !log.contains("x < 4000000"), "{log}");
     assert!(log.contains("version created"), "{log}");
 }
+
+/// `strata completions bash|zsh|fish`: each shell's script, naming every
+/// subcommand; no configuration is read. Another shell is a usage error.
+#[tokio::test]
+async fn completions_name_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let absent = dir.path().join("absent.yaml");
+    let bash = strata(&absent, &["completions", "bash"]).await;
+    assert_eq!((code(&bash), stderr(&bash).as_str()), (0, ""));
+    let script = stdout(&bash);
+    assert!(script.contains("complete -F _strata"), "{script}");
+    for command in [
+        "serve",
+        "plan",
+        "apply",
+        "status",
+        "tenants",
+        "drift",
+        "revert",
+        "repair",
+        "quarantine",
+        "rollout",
+        "lint",
+        "token",
+        "audit",
+        "new",
+        "config",
+        "completions",
+    ] {
+        assert!(script.contains(&format!("strata,{command})")), "{command}: {script}");
+    }
+    let zsh = strata(&absent, &["completions", "zsh"]).await;
+    assert_eq!(code(&zsh), 0);
+    assert!(stdout(&zsh).starts_with("#compdef strata\n"), "{}", stdout(&zsh));
+    let fish = strata(&absent, &["completions", "fish"]).await;
+    assert_eq!(code(&fish), 0);
+    assert!(stdout(&fish).contains("complete -c strata "), "{}", stdout(&fish));
+    let tcsh = strata(&absent, &["completions", "tcsh"]).await;
+    assert_eq!(code(&tcsh), 2);
+    assert!(stderr(&tcsh).contains("invalid value 'tcsh'"), "{}", stderr(&tcsh));
+}
