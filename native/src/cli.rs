@@ -124,6 +124,18 @@ impl From<&AppError> for Exit {
     }
 }
 
+impl From<&crate::server::ServeError> for Exit {
+    /// `strata serve`'s failures, by the same mapping as the commands'.
+    fn from(error: &crate::server::ServeError) -> Self {
+        use crate::server::ServeError;
+        match error {
+            ServeError::Config(_) => Exit::BadConfig,
+            ServeError::Database { error, .. } => Exit::from(error.as_ref()),
+            ServeError::Other(_) => Exit::Failed,
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
         ExitCode::from(exit as u8)
@@ -166,6 +178,12 @@ pub(crate) struct Cli {
     /// in $STRATA_TOKEN; no configuration or database credentials needed.
     #[arg(long, global = true, value_name = "URL")]
     server: Option<String>,
+    /// Log errors only (overrides logLevel).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Log debug detail, commands included (overrides logLevel).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -183,6 +201,13 @@ enum Command {
     /// The configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// powershell (e.g. `strata completions bash >
+    /// /etc/bash_completion.d/strata`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// The commands that open the database (or, `lint --all`, only read the
@@ -617,16 +642,37 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config.as_deref();
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => crate::startup::Verbosity::Quiet,
+        (false, true) => crate::startup::Verbosity::Verbose,
+        (false, false) => crate::startup::Verbosity::Configured,
+    };
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
-        Command::Serve(args) => crate::server::serve(config, args.listen),
+        Command::Serve(args) => match crate::server::serve(config, args.listen, verbosity) {
+            Ok(()) => Exit::Success.into(),
+            Err(error) => {
+                eprintln!("strata: {error}");
+                Exit::from(&error).into()
+            }
+        },
         Command::OnDatabase(command) => match server {
             Some(server) => remote::run(&server, command).into(),
-            None => commands::run(config, command).into(),
+            None => commands::run(config, command, verbosity).into(),
         },
         Command::New(args) => {
             commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()
         }
         Command::Config(ConfigCommand::Check) => commands::local(config, commands::config_check).into(),
+        Command::Completions { shell } => completions(shell).into(),
     }
+}
+
+/// `strata completions SHELL`: the script, generated from this command line.
+fn completions(shell: clap_complete::Shell) -> Exit {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "strata", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Exit::Success
 }

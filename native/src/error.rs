@@ -322,6 +322,17 @@ impl async_graphql::ErrorExtensions for AppError {
     }
 }
 
+/// A refusal of the GraphQL endpoint before any operation ran (a body over
+/// the limit, a wrong method) in GraphQL's own shape, `{"errors":
+/// [{"message", "extensions": {"code"}}]}`, as `application/json`; its
+/// detail is logged once, like a plain route's error.
+pub(crate) fn graphql_refusal(status: StatusCode, code: &'static str, message: String) -> Response {
+    let body = serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
+    let mut response = (status, axum::Json(body)).into_response();
+    response.extensions_mut().insert(ErrorDetail { code, detail: message });
+    response
+}
+
 /// Converts any service error into a GraphQL error with its extensions.
 pub(crate) fn graphql_error(error: impl Into<AppError>) -> async_graphql::Error {
     async_graphql::ErrorExtensions::extend(&error.into())

@@ -1,7 +1,6 @@
 //! `strata serve`: the HTTP and GraphQL API over one [`Service`], until
 //! SIGTERM/SIGINT, after which in-flight requests get a grace period.
 
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use strata_core::migrate::config::Config;
@@ -15,43 +14,61 @@ use crate::telemetry::Metrics;
 /// finish after SIGTERM before the process exits anyway.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// `strata serve` (and `strata` alone): runs the service until a stop signal.
-pub(crate) fn serve(config_path: Option<&std::path::Path>, listen: Option<std::net::SocketAddr>) -> ExitCode {
-    let (path, mut config) = match crate::settings::load(config_path) {
-        Ok(loaded) => loaded,
-        Err(message) => {
-            eprintln!("strata: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if listen.is_some() {
-        config.listen = listen;
-    }
-    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::Server) {
-        Ok(runtime) => runtime,
-        Err(message) => {
-            eprintln!("strata: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(&path, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            tracing::error!("{message}");
-            eprintln!("strata: {message}");
-            ExitCode::FAILURE
+/// Why the service did not start, or stopped on an error: the message (one
+/// line, printed once by the command line) and what it maps to an exit
+/// status from.
+#[derive(Debug)]
+pub(crate) enum ServeError {
+    /// The configuration cannot be read or is invalid (`baseLocation`
+    /// included).
+    Config(String),
+    /// The database could not be opened: the error says why (unreachable,
+    /// a `dataSource` of the wrong form, …).
+    Database {
+        /// The line printed.
+        message: String,
+        /// The failure, for its exit status.
+        error: Box<crate::error::AppError>,
+    },
+    /// Anything else: the runtime, the metrics, the listening socket.
+    Other(String),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Config(message) | ServeError::Database { message, .. } | ServeError::Other(message) => {
+                f.write_str(message)
+            }
         }
     }
 }
 
-async fn run(config_path: &str, config: Config) -> Result<(), String> {
+/// `strata serve` (and `strata` alone): runs the service until a stop
+/// signal; the error is for the command line to print and map to its exit
+/// status.
+pub(crate) fn serve(
+    config_path: Option<&std::path::Path>,
+    listen: Option<std::net::SocketAddr>,
+    verbosity: crate::startup::Verbosity,
+) -> Result<(), ServeError> {
+    let (path, mut config) = crate::settings::load(config_path).map_err(ServeError::Config)?;
+    if listen.is_some() {
+        config.listen = listen;
+    }
+    let runtime = crate::startup::start(config.log_level, crate::startup::Process::Server, verbosity)
+        .map_err(ServeError::Other)?;
+    runtime.block_on(run(&path, config))
+}
+
+async fn run(config_path: &str, config: Config) -> Result<(), ServeError> {
     let config = Arc::new(config);
-    let metrics = Metrics::install().map_err(|e| format!("cannot install metrics: {e}"))?;
-    let database = crate::db::connect(&config, crate::db::Access::ReadWrite)
-        .await
-        .map_err(|e| format!("{config_path}: dataSource: {e}"))?;
-    let loader =
-        crate::loader::for_location(&config.base_location).map_err(|e| format!("{config_path}: baseLocation: {e}"))?;
+    let metrics = Metrics::install().map_err(|e| ServeError::Other(format!("cannot install metrics: {e}")))?;
+    let database = crate::db::connect(&config, crate::db::Access::ReadWrite).await.map_err(|e| {
+        ServeError::Database { message: format!("{config_path}: dataSource: {e}"), error: Box::new(e.into()) }
+    })?;
+    let loader = crate::loader::for_location(&config.base_location)
+        .map_err(|e| ServeError::Config(format!("{config_path}: baseLocation: {e}")))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
     spawn_rollout_driver(Arc::clone(&service), config.lock_lease_seconds);
     let schema = crate::graphql::build_schema(Arc::clone(&service));
@@ -67,8 +84,9 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::http::panic_response));
 
     let (address, exposure) = bind_address(config.listen, config.port, &config.auth);
-    let listener =
-        tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| ServeError::Other(format!("cannot listen on {address}: {e}")))?;
     tracing::info!(%address, prefix = %config.path_prefix, driver = config.driver.name(),
         auth = if config.auth.configured() { "configured" } else { "none" }, "strata listening");
     match exposure {
@@ -95,7 +113,7 @@ async fn run(config_path: &str, config: Config) -> Result<(), String> {
     });
     let mut deadline = stop_requested;
     tokio::select! {
-        served = server => served.map_err(|e| format!("server error: {e}"))?,
+        served = server => served.map_err(|e| ServeError::Other(format!("server error: {e}")))?,
         () = async move {
             let _ = deadline.wait_for(|stop| *stop).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;

@@ -624,6 +624,8 @@ impl Service {
         if request.version_name.trim().is_empty() {
             return Err(AppError::InvalidInput("versionName must not be empty".into()));
         }
+        strata_core::migrate::shard::check_requested(&self.config.shards, request.shard.as_deref())
+            .map_err(|e| AppError::Fleet(e.into()))?;
         let started = Utc::now();
         let clock = Instant::now();
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,

@@ -2,7 +2,8 @@
 //! alike: the log (its filter from `logLevel` and what the process is) and
 //! the runtime.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata_core::migrate::config::LogLevel;
 
@@ -16,28 +17,45 @@ pub(crate) enum Process {
     OneShot,
 }
 
-/// The log filter for `level` in `process` (`RUST_LOG`-style directives are
-/// not read from the environment: the configuration decides). tiberius warns "Trusting the
-/// server certificate without validation" on every new connection; the SQL
-/// Server driver says it once at start instead, so that warning is filtered
-/// out.
-pub(crate) fn log_filter(level: LogLevel, process: Process) -> &'static str {
-    match (process, level) {
-        (_, LogLevel::Error | LogLevel::Panic) => "error",
-        (Process::OneShot, _) => "warn,tiberius::client::tls_stream=error",
-        (Process::Server, LogLevel::Debug) => {
-            "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error"
-        }
-        (Process::Server, LogLevel::Info) => "info,sqlx=warn,tiberius::client::tls_stream=error",
+/// How much the command line asked the log to say (`-q`, `-v`), over
+/// `logLevel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Verbosity {
+    /// `-q`: errors only.
+    Quiet,
+    /// Neither: `logLevel` and the process decide.
+    #[default]
+    Configured,
+    /// `-v`: the debug log, commands included.
+    Verbose,
+}
+
+/// The log filter for `level` in `process`, unless `verbosity` overrides
+/// it (`RUST_LOG`-style directives are not read from the environment: the
+/// configuration and the command line decide). tiberius warns "Trusting
+/// the server certificate without validation" on every new connection; the
+/// SQL Server driver says it once at start instead, so that warning is
+/// filtered out.
+pub(crate) fn log_filter(level: LogLevel, process: Process, verbosity: Verbosity) -> &'static str {
+    const DEBUG: &str = "debug,hyper=info,h2=info,sqlx=info,tower=info,tiberius::client::tls_stream=error";
+    match (verbosity, process, level) {
+        (Verbosity::Quiet, _, _) | (Verbosity::Configured, _, LogLevel::Error | LogLevel::Panic) => "error",
+        (Verbosity::Verbose, _, _) | (Verbosity::Configured, Process::Server, LogLevel::Debug) => DEBUG,
+        (Verbosity::Configured, Process::OneShot, _) => "warn,tiberius::client::tls_stream=error",
+        (Verbosity::Configured, Process::Server, LogLevel::Info) => "info,sqlx=warn,tiberius::client::tls_stream=error",
     }
 }
 
 /// Starts the log and builds the runtime; the error is one line.
-pub(crate) fn start(level: LogLevel, process: Process) -> Result<tokio::runtime::Runtime, String> {
-    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process));
+pub(crate) fn start(
+    level: LogLevel,
+    process: Process,
+    verbosity: Verbosity,
+) -> Result<tokio::runtime::Runtime, String> {
+    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process, verbosity));
     let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     match process {
-        Process::Server => subscriber.with_ansi(std::io::stdout().is_terminal()).init(),
+        Process::Server => subscriber.with_writer(|| ServerLog).with_ansi(std::io::stdout().is_terminal()).init(),
         Process::OneShot => subscriber.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init(),
     }
     // A command runs one mutation or read at a time: one thread drives it
@@ -47,4 +65,31 @@ pub(crate) fn start(level: LogLevel, process: Process) -> Result<tokio::runtime:
         Process::OneShot => tokio::runtime::Builder::new_current_thread(),
     };
     builder.enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// Set once the server's stdout has no reader any more.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// The server's log writer: stdout, and stderr once stdout's reader has
+/// gone away (`strata serve | head -1`), so a closed pipe neither stops
+/// the service nor turns every later line into a write error.
+struct ServerLog;
+
+impl Write for ServerLog {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        if !STDOUT_GONE.load(Ordering::Relaxed) {
+            match std::io::stdout().lock().write_all(line) {
+                Ok(()) => return Ok(line.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => STDOUT_GONE.store(true, Ordering::Relaxed),
+                Err(e) => return Err(e),
+            }
+        }
+        // Nowhere left to say it when stderr is closed too.
+        let _ = std::io::stderr().lock().write_all(line);
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -7,7 +7,7 @@ use axum::body::HttpBody;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use strata_core::migrate::summary::Counts;
 
 const VERSIONS_CREATED: &str = "svc_http_versions_created";
@@ -24,6 +24,13 @@ const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
 const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
 const SHARD_FAILURES: &str = "svc_http_shard_failures";
+/// The buckets of durations (seconds): 5 ms to a minute.
+const SECONDS_BUCKETS: [f64; 13] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+/// The buckets of the `*_size_bytes` histograms: 256 B to 16 MiB, powers
+/// of 4 (a GraphQL request is a few hundred bytes, an answer with
+/// `contents` up to `contentsBytes`, 8 MiB by default).
+const BYTES_BUCKETS: [f64; 9] =
+    [256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262_144.0, 1_048_576.0, 4_194_304.0, 16_777_216.0];
 const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
@@ -37,7 +44,9 @@ impl Metrics {
     /// Installs the global recorder and registers the service's series at 0.
     pub(crate) fn install() -> Result<Metrics, String> {
         let handle = PrometheusBuilder::new()
-            .set_buckets(&[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
+            .set_buckets(&SECONDS_BUCKETS)
+            .map_err(|e| e.to_string())?
+            .set_buckets_for_metric(Matcher::Suffix("_size_bytes".into()), &BYTES_BUCKETS)
             .map_err(|e| e.to_string())?
             .install_recorder()
             .map_err(|e| e.to_string())?;

@@ -144,3 +144,34 @@ fn an_unreachable_database_stops_start_up_with_one_line_and_no_password() {
         assert!(!stderr.contains("s3cret"), "{driver}: {stderr}");
     }
 }
+
+/// `strata serve` exits with the command line's statuses — 4 for a
+/// configuration it cannot use, 5 for a database it cannot reach — and says
+/// why once, on stderr (not again in its log on stdout).
+#[test]
+fn serve_exits_4_on_bad_configuration_and_5_on_an_unreachable_database_saying_it_once() {
+    let ws = Workspace::new("basic");
+    let config = ws.write_config(&(ws.config("") + "webhookUrl: http://x\n"));
+    let output = run_to_exit(&config, &[]);
+    assert_eq!(output.status.code(), Some(4));
+    let stderr = one_line_error(&output);
+    assert!(
+        stderr.starts_with(&format!("strata: {}: ", config.display())) && stderr.contains("webhookUrl"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+
+    let yaml = format!(
+        "baseLocation: {}\ndriver: postgres\ndataSource: postgres://svc@127.0.0.1:{}/app\n{}port: {}\n",
+        ws.migrations().display(),
+        crate::support::free_port(),
+        crate::support::DIRECTORIES,
+        ws.port
+    );
+    let output = run_to_exit(&ws.write_config(&yaml), &[]);
+    assert_eq!(output.status.code(), Some(5));
+    let stderr = one_line_error(&output);
+    assert!(stderr.starts_with(&format!("strata: {}: dataSource: cannot connect", config.display())), "{stderr}");
+    let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(everything.matches("cannot connect").count(), 1, "{everything}");
+}

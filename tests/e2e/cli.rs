@@ -310,3 +310,215 @@ async fn a_reader_that_goes_away_ends_the_command_quietly() {
     assert_eq!(output.status.code(), Some(0), "{said}");
     assert!(!said.contains("panicked") && !said.contains("Broken pipe"), "{said}");
 }
+
+/// Runs `strata --config <config> <args…>` with its stdout a pipe whose
+/// reader is gone before anything is written (`strata status | true`).
+fn with_stdout_closed(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("SVC_YAML")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Every command that prints, with its stdout closed before it writes:
+/// exit 0 and nothing on stderr (no panic, no write error).
+#[tokio::test]
+async fn a_closed_stdout_ends_each_command_quietly_with_exit_0() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let apply = strata(&config, &["apply", "--version", "v1", "--tenant", "acme"]).await;
+    assert_eq!(code(&apply), 0, "{}", stderr(&apply));
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["plan"],
+        &["plan", "--json"],
+        &["tenants"],
+        &["tenants", "--json"],
+        &["lint", "--all"],
+        &["rollout"],
+        &["quarantine"],
+        &["audit"],
+        &["apply", "--version", "v2"],
+        &["--help"],
+        &["--version"],
+    ] {
+        let output = with_stdout_closed(&config, args);
+        assert_eq!((code(&output), stderr(&output).as_str()), (0, ""), "strata {}", args.join(" "));
+    }
+}
+
+/// Runs `strata --config <config> <args…> serve` with its stdout and
+/// stderr as given, until `/health` answers 200 (up to 10 s), then stops it
+/// with SIGTERM and returns its exit status.
+async fn serve_until_healthy(
+    ws: &Workspace,
+    config: &std::path::Path,
+    args: &[&str],
+    stdout: std::process::Stdio,
+    stderr: std::process::Stdio,
+) -> std::process::ExitStatus {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .arg("serve")
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let client = reqwest::Client::new();
+    let health = format!("http://127.0.0.1:{}/health", ws.port);
+    let mut answered = None;
+    for _ in 0..100 {
+        if let Ok(response) = client.get(&health).send().await {
+            answered = Some(response.status());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert_eq!(answered, Some(reqwest::StatusCode::OK), "{status}");
+    status
+}
+
+/// `strata serve | head -1`: the service keeps serving, its log goes on on
+/// stderr, and SIGTERM ends it with exit 0.
+#[tokio::test]
+async fn a_server_whose_stdout_closes_keeps_serving_and_logs_on_stderr() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let log = ws.path().join("stderr.log");
+    let stderr = std::fs::File::create(&log).unwrap().into();
+    let status = serve_until_healthy(&ws, &config, &[], std::process::Stdio::piped(), stderr).await;
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains("strata listening") && said.contains("strata stopped"), "{said}");
+    assert!(!said.contains("Broken pipe") && !said.contains("panicked"), "{said}");
+}
+
+/// `apply --tenant NAME --shard SHARD` on a fleet without `shards:` is
+/// refused before anything runs (it was ignored): exit 2, the API's
+/// `UNKNOWN_SHARD` with `--json`, no tenant created.
+#[tokio::test]
+async fn a_shard_named_on_an_unsharded_fleet_is_refused() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let refused = strata(&config, &["apply", "--version", "t1", "--tenant", "acme", "--shard", "eu"]).await;
+    assert_eq!(code(&refused), 2, "{}", stdout(&refused));
+    assert_eq!(
+        stderr(&refused),
+        "strata: no shard is named \"eu\": the configuration has no shards (one database server, dataSource)\n"
+    );
+    assert_eq!(stdout(&refused), "");
+    let refused = strata(&config, &["apply", "--version", "t1", "--tenant", "acme", "--shard", "eu", "--json"]).await;
+    assert_eq!(code(&refused), 2);
+    assert_eq!(json_of(&refused)["errors"][0]["extensions"]["code"], "UNKNOWN_SHARD");
+    let tenants = strata(&config, &["tenants", "--json"]).await;
+    assert_eq!(json_of(&tenants)["tenants"], json!([]), "nothing created");
+}
+
+/// `-q` leaves errors only in the log, `-v` adds the debug log (commands
+/// included), over `logLevel`; both at once is a usage error.
+#[tokio::test]
+async fn quiet_and_verbose_override_the_log_level() {
+    let _turn = mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config("logLevel: DEBUG\n"));
+    let log = ws.path().join("serve.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let status = serve_until_healthy(&ws, &config, &["-q"], file.try_clone().unwrap().into(), file.into()).await;
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "", "-q: no info or debug line");
+
+    let plain = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!((code(&plain), stderr(&plain).as_str()), (0, ""));
+    let verbose = strata(&config, &["--verbose", "apply", "--version", "v2"]).await;
+    assert_eq!(code(&verbose), 0, "{}", stderr(&verbose));
+    assert!(stderr(&verbose).contains("INFO") && stderr(&verbose).contains("mutation started"), "{}", stderr(&verbose));
+
+    let both = strata(&config, &["-q", "-v", "status"]).await;
+    assert_eq!(code(&both), 2);
+    assert!(stderr(&both).contains("'--quiet' cannot be used with '--verbose'"), "{}", stderr(&both));
+}
+
+/// A migration statement that runs over a second is no warning with its SQL
+/// (sqlx's slow-statement log is off).
+#[tokio::test]
+async fn a_slow_migration_is_not_logged_with_its_sql() {
+    let server = Server::start("basic", "").await;
+    let slow = match crate::support::backend() {
+        crate::support::Backend::Sqlite => {
+            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 4000000) \
+             select count(*) from c;\n"
+        }
+        crate::support::Backend::Postgres => "select pg_sleep(1.2);\n",
+        crate::support::Backend::Mysql => "select sleep(1.2);\n",
+    };
+    server.ws.write_migration("ref/003.sql", slow);
+    let started = std::time::Instant::now();
+    let result = server.create_version(json!({ "versionName": "slow" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    assert!(started.elapsed() > std::time::Duration::from_secs(1), "the migration ran over a second");
+    let log = server.log();
+    assert!(!log.contains("slow statement") && !log.contains("x < 4000000"), "{log}");
+    assert!(log.contains("version created"), "{log}");
+}
+
+/// `strata completions bash|zsh|fish`: each shell's script, naming every
+/// subcommand; no configuration is read. Another shell is a usage error.
+#[tokio::test]
+async fn completions_name_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let absent = dir.path().join("absent.yaml");
+    let bash = strata(&absent, &["completions", "bash"]).await;
+    assert_eq!((code(&bash), stderr(&bash).as_str()), (0, ""));
+    let script = stdout(&bash);
+    assert!(script.contains("complete -F _strata"), "{script}");
+    for command in [
+        "serve",
+        "plan",
+        "apply",
+        "status",
+        "tenants",
+        "drift",
+        "revert",
+        "repair",
+        "quarantine",
+        "rollout",
+        "lint",
+        "token",
+        "audit",
+        "new",
+        "config",
+        "completions",
+    ] {
+        assert!(script.contains(&format!("strata,{command})")), "{command}: {script}");
+    }
+    let zsh = strata(&absent, &["completions", "zsh"]).await;
+    assert_eq!(code(&zsh), 0);
+    assert!(stdout(&zsh).starts_with("#compdef strata\n"), "{}", stdout(&zsh));
+    let fish = strata(&absent, &["completions", "fish"]).await;
+    assert_eq!(code(&fish), 0);
+    assert!(stdout(&fish).contains("complete -c strata "), "{}", stdout(&fish));
+    let tcsh = strata(&absent, &["completions", "tcsh"]).await;
+    assert_eq!(code(&tcsh), 2);
+    assert!(stderr(&tcsh).contains("invalid value 'tcsh'"), "{}", stderr(&tcsh));
+}

@@ -385,3 +385,65 @@ async fn build_info_names_the_git_revision() {
         _ => assert!(info["sha"].is_string()),
     }
 }
+
+/// Every refusal of `/v2/service` before an operation runs has GraphQL's
+/// error shape with an `extensions.code`, as `application/json`: a body
+/// over 1 MiB (413), a wrong method (405), a query that does not parse or
+/// validate, a depth or complexity over its limit (200, as GraphQL answers
+/// are). A plain route's wrong method keeps the plain routes' shape.
+#[tokio::test]
+async fn refusals_of_the_graphql_endpoint_have_the_graphql_error_shape() {
+    let server = Server::start("basic", SMALL_LIMITS).await;
+    async fn answer(response: reqwest::Response) -> (u16, String, Value) {
+        let status = response.status().as_u16();
+        let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
+        (status, content_type, response.json().await.unwrap())
+    }
+    let error =
+        |message: &str, code: &str| json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
+    let json_type = "application/json".to_string();
+
+    let oversized = answer(server.post_raw(vec![b' '; 1024 * 1024 + 1]).await).await;
+    let too_large = error("the request body is over the limit of 1048576 bytes", "PAYLOAD_TOO_LARGE");
+    assert_eq!(oversized, (413, json_type.clone(), too_large));
+
+    let get = server.get("/v2/service").await;
+    assert_eq!(get.headers()["allow"], "POST");
+    let not_allowed = error("GET is not allowed on /v2/service (use POST)", "METHOD_NOT_ALLOWED");
+    assert_eq!(answer(get).await, (405, json_type.clone(), not_allowed));
+    let delete = server.client.delete(server.url("/health")).send().await.unwrap();
+    let plain = json!({ "error": { "code": "METHOD_NOT_ALLOWED", "message": "DELETE is not allowed on /health" } });
+    assert_eq!(answer(delete).await, (405, json_type.clone(), plain));
+
+    let unparsed = answer(server.post_raw(json!({ "query": "{ tenants { name }" }).to_string()).await).await;
+    let parse_failed = json!({ "data": null, "errors": [{
+        "message": " --> 1:19\n  |\n1 | { tenants { name }\n  |                   ^---\n  |\n  = expected selection",
+        "locations": [{ "line": 1, "column": 19 }],
+        "extensions": { "code": "GRAPHQL_PARSE_FAILED" },
+    }] });
+    assert_eq!(unparsed, (200, json_type.clone(), parse_failed));
+    let invalid = answer(server.post_raw(json!({ "query": "{ zzz }" }).to_string()).await).await;
+    let validation_failed = json!({ "data": null, "errors": [{
+        "message": "Unknown field \"zzz\" on type \"Query\".",
+        "locations": [{ "line": 1, "column": 3 }],
+        "extensions": { "code": "GRAPHQL_VALIDATION_FAILED" },
+    }] });
+    assert_eq!(invalid, (200, json_type.clone(), validation_failed));
+
+    let deep = json!({ "query": "{ __schema { types { fields { name } } } }" }).to_string();
+    // Refused by the validation hook: `data` is null, as for any request error.
+    let refused = |message: &str| {
+        let mut answer = error(message, "LIMIT_EXCEEDED");
+        answer["data"] = Value::Null;
+        answer
+    };
+    let too_deep = refused("query depth 4 is over the limit of 3 (graphQLLimits.depth)");
+    assert_eq!(answer(server.post_raw(deep).await).await, (200, json_type.clone(), too_deep));
+    let complex =
+        "{ a: tenants { name } b: tenants { name } c: tenants { name } d: tenants { name } e: tenants { name } }";
+    let too_complex = refused("query complexity 55 is over the limit of 50 (graphQLLimits.complexity)");
+    assert_eq!(
+        answer(server.post_raw(json!({ "query": complex }).to_string()).await).await,
+        (200, json_type, too_complex)
+    );
+}

@@ -93,6 +93,31 @@ async fn metrics_count_versions_tenants_and_applied_migrations() {
     assert!(text.contains("process_resident_memory_bytes"), "{text}");
 }
 
+/// The `*_size_bytes` histograms have byte-sized buckets: a request of a
+/// few dozen bytes and its answer land in the 256-byte bucket (with
+/// second-sized buckets every size landed in `+Inf` only).
+#[tokio::test]
+async fn request_and_response_sizes_land_in_byte_sized_buckets() {
+    let server = Server::start("basic", "").await;
+    let body = json!({ "query": "{ tenants { name } }" }).to_string();
+    let response = server.post_raw(body.clone()).await;
+    assert_eq!(response.status(), 200);
+    let answer = response.text().await.unwrap();
+    assert_eq!(answer, "{\"data\":{\"tenants\":[]}}");
+    let labels = "method=\"POST\",path=\"/v2/service\",code=\"200\"";
+    for histogram in ["svc_http_request_size_bytes", "svc_http_response_size_bytes"] {
+        for (le, count) in [("64", None), ("256", Some(1.0)), ("1024", Some(1.0)), ("16777216", Some(1.0))] {
+            let series = format!("{histogram}_bucket{{{labels},le=\"{le}\"}}");
+            let text = server.get("/metrics").await.text().await.unwrap();
+            let found = text.lines().find_map(|line| line.strip_prefix(series.as_str())?.strip_prefix(' '));
+            assert_eq!(found.map(|value| value.parse::<f64>().unwrap()), count, "{series} in\n{text}");
+        }
+    }
+    let sum = |histogram: &str| format!("{histogram}_sum{{{labels}}}");
+    assert_eq!(server.metric(&sum("svc_http_request_size_bytes")).await, body.len() as f64);
+    assert_eq!(server.metric(&sum("svc_http_response_size_bytes")).await, answer.len() as f64);
+}
+
 #[tokio::test]
 async fn request_id_is_echoed_generated_and_stored() {
     let server = Server::start("basic", "").await;

@@ -21,6 +21,7 @@ use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
 pub mod auth;
+mod suggest;
 
 /// Why a configuration was refused. Every variant names the property.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -30,6 +31,26 @@ pub enum ConfigError {
     /// line and column.
     #[error("invalid YAML: {0}")]
     Yaml(String),
+    /// A property the configuration does not have (a typo, another tool's
+    /// name), with the closest one there is when one is close, else every
+    /// property that may be written there.
+    #[error(
+        "unknown property {name} ({at}); {}",
+        match suggestion {
+            Some(suggestion) => format!("did you mean {suggestion}?"),
+            None => format!("expected one of {}", expected.join(", ")),
+        }
+    )]
+    UnknownProperty {
+        /// The property as written.
+        name: String,
+        /// Where: `line L column C`.
+        at: String,
+        /// The closest property of the same object, if one is close.
+        suggestion: Option<String>,
+        /// The properties the object may have.
+        expected: Vec<String>,
+    },
     /// A required property is absent or empty.
     #[error("property {0} is required")]
     Missing(&'static str),
@@ -653,7 +674,10 @@ impl Config {
     /// Parses `yaml`, substituting `${NAME}` from `env`, applying defaults
     /// and validating every property.
     pub fn parse<E: Environment + ?Sized>(yaml: &str, env: &E) -> Result<Config, ConfigError> {
-        let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| ConfigError::Yaml(one_line(&e.to_string())))?;
+        let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| {
+            let message = one_line(&e.to_string());
+            suggest::unknown_property(&message).unwrap_or(ConfigError::Yaml(message))
+        })?;
         let sub = Substituter { env };
 
         let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;

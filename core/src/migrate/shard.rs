@@ -65,6 +65,22 @@ pub enum ShardError {
     /// A request names a shard that is not configured.
     #[error("no shard is named {0:?}")]
     Unknown(String),
+    /// A request names a shard, and the fleet is on one database server.
+    #[error("no shard is named {0:?}: the configuration has no shards (one database server, dataSource)")]
+    NotSharded(String),
+}
+
+/// Checks the shard a request names (`--shard`, `TenantInput.shard`)
+/// against the configured ones, before anything runs: a shard named on a
+/// fleet without `shards:` is refused rather than ignored, and so is a name
+/// that is not configured.
+pub fn check_requested(configured: &[Shard], requested: Option<&str>) -> Result<(), ShardError> {
+    match requested {
+        None => Ok(()),
+        Some(name) if configured.is_empty() => Err(ShardError::NotSharded(name.to_string())),
+        Some(name) if configured.iter().any(|shard| shard.name == name) => Ok(()),
+        Some(name) => Err(ShardError::Unknown(name.to_string())),
+    }
 }
 
 /// Checks the names of a shard list.

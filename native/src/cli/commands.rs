@@ -44,7 +44,7 @@ pub(super) fn config_check(shown: &str, config: &Config) -> Exit {
 }
 
 /// Runs a one-shot command over the database.
-pub(super) fn run(config_path: Option<&Path>, command: OnDatabase) -> Exit {
+pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: crate::startup::Verbosity) -> Exit {
     let (shown, config) = match settings::load(config_path) {
         Ok(loaded) => loaded,
         Err(message) => {
@@ -52,7 +52,7 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase) -> Exit {
             return Exit::BadConfig;
         }
     };
-    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::OneShot) {
+    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::OneShot, verbosity) {
         Ok(runtime) => runtime,
         Err(message) => {
             eprintln!("strata: {message}");

@@ -17,7 +17,7 @@ use std::str::FromStr;
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
-use sqlx::{AssertSqlSafe, MySql};
+use sqlx::{AssertSqlSafe, ConnectOptions, MySql};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -47,7 +47,9 @@ impl MysqlEngine {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = MySqlConnectOptions::from_str(&url)
             .map_err(|e| DbError::BadDataSource(format!("dataSource is not a MySQL URL: {e}")))?
-            .timezone(Some("+00:00".to_string()));
+            .timezone(Some("+00:00".to_string()))
+            // A slow migration is no warning, nor its SQL a log line.
+            .disable_statement_logging();
         let pool = MySqlPoolOptions::new()
             .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
             .acquire_timeout(CONNECT_TIMEOUT)

@@ -19,7 +19,7 @@ use std::str::FromStr;
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Postgres, QueryBuilder, Row};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, QueryBuilder, Row};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -50,7 +50,9 @@ impl PostgresEngine {
             .map_err(|e| DbError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}")))?
             // A stock PgBouncer refuses startup parameters it does not know.
             .extra_float_digits(None)
-            .statement_cache_capacity(0);
+            .statement_cache_capacity(0)
+            // A slow migration is no warning, nor its SQL a log line.
+            .disable_statement_logging();
         // The lock's connection, the main one, the fan-out, and a few for
         // the API's read queries meanwhile.
         let pool = PgPoolOptions::new()

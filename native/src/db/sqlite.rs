@@ -31,7 +31,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use sqlx::{AssertSqlSafe, Connection, QueryBuilder, Sqlite};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -95,11 +95,16 @@ impl SqliteEngine {
             .filename(directory.join(sql::LOCK_FILE))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Delete)
-            .busy_timeout(LOCK_WAIT);
+            .busy_timeout(LOCK_WAIT)
+            .disable_statement_logging();
         let files = SchemaFiles { directory, main_file };
         files.check("svc")?;
         let svc_file = files.file("svc");
-        let options = options.journal_mode(SqliteJournalMode::Delete).busy_timeout(Duration::from_secs(10));
+        // A slow migration is no warning, nor its SQL a log line.
+        let options = options
+            .journal_mode(SqliteJournalMode::Delete)
+            .busy_timeout(Duration::from_secs(10))
+            .disable_statement_logging();
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .after_connect(move |conn, _| {

@@ -1,5 +1,6 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
+mod codes;
 mod guard;
 pub(crate) mod limits;
 pub(crate) mod types;
@@ -32,6 +33,7 @@ pub(crate) fn build_schema(service: Arc<Service>) -> ApiSchema {
     let limits = service.config().graphql_limits;
     Schema::build(Query, Mutation, EmptySubscription)
         .register_output_type::<MigrationInterface>()
+        .extension(codes::RequestErrorCodes)
         .extension(limits::CostLimits(limits))
         .extension(guard::Guard)
         .data(service)

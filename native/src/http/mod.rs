@@ -58,6 +58,7 @@ pub(crate) fn router(state: Arc<AppState>, prefix: &str) -> Router {
         routes = routes.route(prefix, get(routes::build_info));
     }
     routes
+        .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate))

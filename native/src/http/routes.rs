@@ -7,12 +7,13 @@ use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::AppState;
-use crate::error::{AppError, ErrorDetail};
+use crate::error::{AppError, ErrorDetail, graphql_refusal};
 use crate::graphql::limits;
 use crate::identity::Identity;
 use crate::service::RequestId;
@@ -52,7 +53,7 @@ pub(crate) async fn graphql(
     Extension(request_id): Extension<RequestId>,
     Extension(identity): Extension<Identity>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !is_json(content_type) {
@@ -62,6 +63,17 @@ pub(crate) async fn graphql(
             format!("POST /v2/service takes Content-Type: application/json, not {}", one_line(content_type))
         }));
     }
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return Ok(graphql_refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the request body is over the limit of {} bytes", super::MAX_BODY_BYTES),
+            ));
+        }
+        Err(rejection) => return Err(AppError::BadRequest(rejection.body_text())),
+    };
     let batch: async_graphql::BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
@@ -201,6 +213,21 @@ async fn check(future: impl Future<Output = Result<(), String>>) -> Result<(), S
     tokio::time::timeout(CHECK_TIMEOUT, future)
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs())))
+}
+
+/// A route called with a method it does not take: 405 `METHOD_NOT_ALLOWED`
+/// (with the `Allow` header axum adds), in GraphQL's error shape on the
+/// GraphQL endpoint and in the plain routes' shape elsewhere.
+pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let path = uri.path();
+    let message = format!("{method} is not allowed on {}", one_line(path));
+    if path.ends_with("/v2/service") {
+        return graphql_refusal(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", format!("{message} (use POST)"));
+    }
+    let body = json!({ "error": { "code": "METHOD_NOT_ALLOWED", "message": message } });
+    let mut response = (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response();
+    response.extensions_mut().insert(ErrorDetail { code: "METHOD_NOT_ALLOWED", detail: message });
+    response
 }
 
 /// Anything else: 404.

@@ -89,11 +89,23 @@ fn port_may_come_from_the_environment() {
 }
 
 #[test]
-fn unknown_property_is_refused_with_its_name() {
+fn unknown_property_is_refused_with_its_name_and_the_closest_one() {
     let err = Config::parse(UNKNOWN, &BTreeMap::new()).unwrap_err();
-    let ConfigError::Yaml(message) = &err else { panic!("{err:?}") };
-    assert!(message.contains("tenantMigration"), "{message}");
-    assert!(!message.contains('\n'));
+    assert_eq!(err.to_string(), "unknown property tenantMigration (line 5 column 1); did you mean tenantMigrations?");
+    let misspelt = MINIMAL.replace("dataSource:", "dataSourse:");
+    let err = Config::parse(&misspelt, &BTreeMap::new()).unwrap_err();
+    let ConfigError::UnknownProperty { name, suggestion, expected, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((name.as_str(), suggestion.as_deref()), ("dataSourse", Some("dataSource")));
+    assert!(expected.contains(&"baseLocation".to_string()) && expected.contains(&"outOfOrder".to_string()));
+    // Nothing close: every property there may be, on one line.
+    let err = Config::parse(&format!("{MINIMAL}zzz: 1\n"), &BTreeMap::new()).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("unknown property zzz (line "), "{text}");
+    assert!(text.contains("; expected one of baseLocation, driver, dataSource, shards, "), "{text}");
+    assert!(!text.contains('\n') && !text.contains("-->"), "{text}");
+    // In a nested object too.
+    let err = Config::parse(&format!("{MINIMAL}auth:\n  tokns: true\n"), &BTreeMap::new()).unwrap_err();
+    assert!(err.to_string().ends_with("; did you mean tokens?"), "{err}");
 }
 
 #[test]

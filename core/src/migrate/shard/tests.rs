@@ -116,3 +116,18 @@ fn the_directory_follows_the_shards_that_answer_and_keeps_the_others() {
     assert!(directory.changes(&[("b", &names(&["b1", "b2"]))]).is_empty());
     assert!(Directory::default().changes(&[]).is_empty());
 }
+
+#[test]
+fn a_shard_named_on_one_server_or_not_configured_is_refused() {
+    let shard = |name: &str| Shard { name: name.into(), data_source: "postgres://h/db".into() };
+    assert_eq!(check_requested(&[], None), Ok(()));
+    assert_eq!(check_requested(&[], Some("eu")), Err(ShardError::NotSharded("eu".into())));
+    assert_eq!(
+        ShardError::NotSharded("eu".into()).to_string(),
+        "no shard is named \"eu\": the configuration has no shards (one database server, dataSource)"
+    );
+    let two = [shard("eu"), shard("us")];
+    assert_eq!(check_requested(&two, Some("us")), Ok(()));
+    assert_eq!(check_requested(&two, None), Ok(()));
+    assert_eq!(check_requested(&two, Some("ap")), Err(ShardError::Unknown("ap".into())));
+}
