@@ -3,7 +3,9 @@
 # wasm32 build, unit tests, and the end-to-end suite (real `strata`
 # processes over HTTP on 127.0.0.1) three times: on SQLite, on a real
 # PostgreSQL and on a real MariaDB, both started here by tests/servers.sh
-# (Debian packages, installed when missing; needs root for that).
+# (Debian packages, installed when missing; needs root for that); the
+# PostgreSQL tests that depend on the server's major again on 13, 14, 16, 17
+# and 18 (npm's embedded-postgres builds, tests/pg-majors.sh).
 # The S3 and Azure cases run against moto and Azurite, also started there.
 # STRATA_SKIP_SERVERS=1 runs the SQLite pass without them, and says so.
 # The web console is driven in headless Chromium (tests/console.sh).
@@ -49,6 +51,10 @@ step "toolchain components and targets"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# sqlx's TLS is OpenSSL (native-tls): its headers and pkg-config to build.
+if ! pkg-config --exists openssl 2>/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config >/dev/null
+fi
 
 # The servers start in the background while the builds run (installing and
 # starting PostgreSQL, PgBouncer, MariaDB, a Galera cluster, moto and
@@ -90,8 +96,12 @@ else
     step "unit tests, and the end-to-end suite on SQLite (with the S3 and Azure cases)"
     cargo test --workspace --locked
     for backend in postgres mysql; do
-        step "the end-to-end suite on $backend (with PgBouncer, a standby and Galera)"
+        step "the end-to-end suite on $backend (with PgBouncer, a standby, TLS and Galera)"
         STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
+        if [ "$backend" = postgres ]; then
+            step "the PostgreSQL tests that depend on the major, on 13, 14, 16, 17 and 18 (tests/pg-majors.sh)"
+            bash tests/pg-majors.sh
+        fi
     done
 fi
 

@@ -4,8 +4,8 @@
 # from PyPI, Azurite's blob service from npm. Besides the two PostgreSQL
 # clusters of the suites: PgBouncer in transaction and in session mode (stock
 # configuration) in front of the default-settings cluster, and a primary with
-# a streaming standby for the failover tests; a 3-node MariaDB Galera
-# cluster. Data lives in $STRATA_SERVERS_DIR
+# a streaming standby for the failover tests, a cluster with TLS on and a
+# self-signed X.509 v1 certificate; a 3-node MariaDB Galera cluster. Data lives in $STRATA_SERVERS_DIR
 # (default /tmp/strata-servers) and is deleted by `stop`; the PyPI and npm
 # installs are cached in $STRATA_EMULATORS_CACHE (default
 # ~/.cache/strata-emulators).
@@ -31,6 +31,9 @@ PG_STANDBY_PORT=$((PG_PORT + 22))
 # shards (one of them is stopped in the middle of a version).
 PG_SHARD_B_PORT=$((PG_PORT + 31))
 PG_SHARD_C_PORT=$((PG_PORT + 32))
+# A server with TLS on and a self-signed X.509 v1 certificate (as Citus's
+# CREATE EXTENSION makes one): libpq's sslmode semantics are tested there.
+PG_TLS_PORT=$((PG_PORT + 41))
 MY_PORT=${STRATA_MYSQL_PORT:-33069}
 # A second MariaDB server: the second shard of a MariaDB fleet.
 MY_SHARD_PORT=$((MY_PORT + 10))
@@ -56,6 +59,7 @@ install_packages() {
     command -v pgbouncer >/dev/null || missing+=(pgbouncer)
     [ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
     command -v rsync >/dev/null || missing+=(rsync)
+    command -v openssl >/dev/null || missing+=(openssl)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing ${missing[*]}"
         apt-get update -qq
@@ -101,6 +105,23 @@ start_replicated_pair() {
     chown postgres "$DIR/pg-standby"
     su postgres -c "$bin/pg_basebackup -h 127.0.0.1 -p $PG_PRIMARY_PORT -U postgres -D $DIR/pg-standby/data -R -X stream" >/dev/null
     su postgres -c "$bin/pg_ctl -D $DIR/pg-standby/data -o '-c listen_addresses=127.0.0.1 -p $PG_STANDBY_PORT -k $DIR/pg-standby' -l $DIR/pg-standby/log -w start" >/dev/null
+}
+
+# A self-signed X.509 v1 certificate for localhost (no extensions, so
+# `openssl x509 -req` writes version 1), and another one that did not sign
+# the server's: the right and a wrong root for verify-ca/verify-full.
+start_postgres_tls() {
+    local d="$DIR/pg-tls"
+    mkdir -p "$d"
+    chown postgres "$d"
+    for name in server other; do
+        openssl req -new -newkey rsa:2048 -nodes -keyout "$d/$name.key" -subj /CN=localhost -out "$d/$name.csr" 2>/dev/null
+        openssl x509 -req -in "$d/$name.csr" -signkey "$d/$name.key" -days 3650 -out "$d/$name.crt" 2>/dev/null
+    done
+    openssl x509 -in "$d/server.crt" -noout -text | grep -q 'Version: 1 (0x0)' || { echo "not an X.509 v1 certificate" >&2; return 1; }
+    chown postgres "$d/server.key"
+    chmod 600 "$d/server.key"
+    start_postgres pg-tls "$PG_TLS_PORT" "-c ssl=on -c ssl_cert_file=$d/server.crt -c ssl_key_file=$d/server.key"
 }
 
 start_mariadb() { # directory port
@@ -215,6 +236,7 @@ start)
     start_pgbouncer session "$PGB_SESSION_PORT"
     start_pgbouncer transaction "$PGB_SMALL_PORT" small "$(printf 'default_pool_size = 2\nquery_wait_timeout = 2')"
     start_replicated_pair
+    start_postgres_tls
     start_mariadb my "$MY_PORT"
     start_mariadb my-shard "$MY_SHARD_PORT"
     start_galera
@@ -232,6 +254,9 @@ export STRATA_TEST_PG_SHARD_C_DATA=$DIR/pg-shard-c/data
 export STRATA_TEST_PG_BIN=$(pg_bin)
 export STRATA_TEST_PG_STANDBY_DATA=$DIR/pg-standby/data
 export STRATA_TEST_PG_PRIMARY_DATA=$DIR/pg-primary/data
+export STRATA_TEST_PG_TLS_URL=postgres://postgres@127.0.0.1:$PG_TLS_PORT/postgres
+export STRATA_TEST_PG_TLS_ROOT=$DIR/pg-tls/server.crt
+export STRATA_TEST_PG_TLS_WRONG_ROOT=$DIR/pg-tls/other.crt
 export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
 export STRATA_TEST_MYSQL_SHARD_URL=mysql://root@127.0.0.1:$MY_SHARD_PORT/mysql
 export STRATA_TEST_GALERA_URLS=mysql://root@127.0.0.1:$GALERA_PORT/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 1))/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 2))/mysql
@@ -241,13 +266,13 @@ export STRATA_TEST_PYTHON=$EMU/venv/bin/python
 export STRATA_TEST_DBMATE=$EMU/node_modules/.bin/dbmate
 export STRATA_TEST_NODE_MODULES=$EMU/node_modules
 ENV
-    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
+    echo "PostgreSQL 127.0.0.1:$PG_PORT (and with default settings :$PG_DEFAULT_PORT, behind PgBouncer :$PGB_TX_PORT transaction, :$PGB_SESSION_PORT session; primary :$PG_PRIMARY_PORT with standby :$PG_STANDBY_PORT; TLS with an X.509 v1 certificate :$PG_TLS_PORT), MariaDB 127.0.0.1:$MY_PORT (and a Galera cluster :$GALERA_PORT-$((GALERA_PORT + 2))), moto S3 127.0.0.1:$S3_PORT, Azurite 127.0.0.1:$AZ_PORT ($DIR/env)"
     ;;
 stop)
     for pid in "$DIR/moto.pid" "$DIR/azurite.pid" "$DIR"/pgbouncer/*.pid; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
     done
-    for cluster in pg pg-default pg-primary pg-standby pg-shard-b pg-shard-c; do
+    for cluster in pg pg-default pg-primary pg-standby pg-shard-b pg-shard-c pg-tls; do
         if [ -f "$DIR/$cluster/data/PG_VERSION" ]; then
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the container image of the migration service:
 #   1. a static x86_64-unknown-linux-musl binary (cargo profile `container`),
-#      with the release and git revision baked into `GET /`;
+#      with the release and git revision baked into `GET /`, and OpenSSL
+#      compiled in (openssl-src, through native-tls's `vendored`);
 #   2. stages it with the CA certificates in build/container/;
 #   3. builds the Containerfile with buildah (no Docker engine needed), or
 #      docker when buildah is missing.
@@ -14,6 +15,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 
 need=()
 command -v musl-gcc >/dev/null || need+=(musl-tools)
+# OpenSSL (sqlx's TLS) is compiled from source into the static binary.
+command -v perl >/dev/null || need+=(perl)
+command -v make >/dev/null || need+=(make)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -149,3 +149,30 @@ async fn a_clean_fleet_has_no_drift_and_a_hand_made_change_is_found_and_shown() 
     assert!(reported.get("errors").is_none(), "{reported}");
     assert!(server.log().contains("fleet drift: tenants differ"), "the default policy logs it");
 }
+
+/// A `NOT NULL` dropped by hand is one difference, the column's, on every
+/// PostgreSQL major: 18 also keeps it as a constraint (`pg_constraint`),
+/// which the fingerprint leaves out, so one schema fingerprints alike on 13
+/// to 18 (`tests/pg-majors.sh` runs this on each).
+#[tokio::test]
+async fn a_not_null_dropped_by_hand_is_one_difference_on_every_postgres_major() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for name in ["t1", "t2", "t3"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.execute("t2", "alter table t2.users alter column email drop not null").await;
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(outliers(&drift), ["t2"], "{drift}");
+    assert_eq!(drift["changed"], json!(["t2"]), "{drift}");
+    assert_eq!(
+        drift["outliers"][0]["differences"],
+        json!([{ "kind": "column", "name": "users.email", "change": "changed", "expected": "text not null", "found": "text" }]),
+        "{drift}"
+    );
+}

@@ -23,6 +23,7 @@ mod rollouts;
 mod shards;
 mod storage;
 mod support;
+mod tls;
 mod topologies;
 mod waves;
 mod webhook;

@@ -52,7 +52,7 @@ pub(crate) async fn fresh_database(admin_url: &str, name: &str) {
 }
 
 /// The workspace's configuration with `dataSource` set to `url`.
-fn config_for(ws: &Workspace, url: &str, file: &str, extra: &str) -> PathBuf {
+pub(crate) fn config_for(ws: &Workspace, url: &str, file: &str, extra: &str) -> PathBuf {
     let yaml = ws.config(extra).replace(&format!("dataSource: {}", ws.pg_url_public()), &format!("dataSource: {url}"));
     assert!(yaml.contains(url));
     let path = ws.path().join(file);

@@ -368,8 +368,26 @@ pub(crate) fn describe(error: &sqlx::Error) -> String {
             Some(code) => format!("{} (SQLSTATE {code})", database.message()),
             None => database.message().to_string(),
         },
-        None => error.to_string(),
+        None => match error {
+            sqlx::Error::Tls(tls) => describe_tls(&tls.to_string()),
+            _ => error.to_string(),
+        },
     }
+}
+
+/// A failed TLS handshake as a user reads it. OpenSSL's text names its own
+/// function, source file and line, then the verification's reason in
+/// parentheses: a refused certificate keeps the reason and says which modes
+/// verify; any other failure is kept whole.
+fn describe_tls(text: &str) -> String {
+    if !text.contains("certificate verify failed") {
+        return format!("TLS handshake failed: {text}");
+    }
+    let reason = text.rsplit_once(" (").and_then(|(_, reason)| reason.strip_suffix(')')).unwrap_or("no reason given");
+    format!(
+        "TLS: the server's certificate was refused ({reason}); sslmode=verify-ca checks it against sslrootcert, \
+         verify-full its host name too (prefer and require verify nothing)"
+    )
 }
 
 /// `text` on one line, blanks squeezed (another session's statement in an
@@ -513,5 +531,22 @@ impl std::fmt::Display for MigrationFailure {
             write!(f, "; {} schema(s) not committed ({})", self.not_committed.len(), some_names(&self.not_committed))?;
         }
         write!(f, "; {advice}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_tls;
+
+    #[test]
+    fn a_refused_certificate_keeps_the_reason_without_openssl_source_lines() {
+        let openssl = "error:0A000086:SSL routines:tls_post_process_server_certificate:certificate verify \
+                       failed:../ssl/statem/statem_clnt.c:1889: (self-signed certificate)";
+        assert_eq!(
+            describe_tls(openssl),
+            "TLS: the server's certificate was refused (self-signed certificate); sslmode=verify-ca checks it \
+             against sslrootcert, verify-full its host name too (prefer and require verify nothing)"
+        );
+        assert_eq!(describe_tls("handshake eof"), "TLS handshake failed: handshake eof");
     }
 }

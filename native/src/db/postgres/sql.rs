@@ -190,7 +190,9 @@ pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
 /// drift (core's `fingerprint`): schema, kind, name, definition — relations
 /// and sequences, columns (type, not null, default), indexes, constraints,
 /// views, triggers, routines and enum types. No object ids, sizes,
-/// statistics or column order. `pg_class` has no index on the namespace:
+/// statistics or column order. Not PostgreSQL 18's `NOT NULL` constraints
+/// (`contype = 'n'`): the column's `not null` says it on every major, so
+/// one schema fingerprints alike on 13 to 18 (a fleet's shards may differ). `pg_class` has no index on the namespace:
 /// it is scanned once (`rels`), whatever the number of schemas asked, and
 /// everything else is reached by indexed joins from there.
 pub(crate) const CATALOGS: &str = "\
@@ -212,7 +214,7 @@ select r.schema, 'index', ic.relname::text, pg_get_indexdef(i.indexrelid) \
 from rels r join pg_index i on i.indrelid = r.oid join pg_class ic on ic.oid = i.indexrelid \
 union all \
 select r.schema, 'constraint', r.relname || '.' || con.conname, pg_get_constraintdef(con.oid) \
-from rels r join pg_constraint con on con.conrelid = r.oid \
+from rels r join pg_constraint con on con.conrelid = r.oid where con.contype <> 'n' \
 union all \
 select r.schema, 'view', r.relname, pg_get_viewdef(r.oid) from rels r where r.relkind in ('v', 'm') \
 union all \
