@@ -3,7 +3,7 @@
 # SQLite configuration and migrations mounted at /data, drive it over
 # loopback (/health UP, createVersion, versions, GET / showing the build),
 # stop it with SIGTERM (exit code 0), start a new container on the same
-# volume and check the data survived. Also checks the image size (< 20 MB).
+# volume and check the data survived. Also checks the image size (< 32 MB).
 #
 # Uses podman (+ runc; Debian packages, installed when missing). Where
 # podman cannot run containers at all, it says so and exits 0 without
@@ -12,9 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
-# 21 MB measured with the migration linter (sqlparser's parser for four dialects) linked in;
-# the budget keeps growth visible.
-MAX_IMAGE_BYTES=$((24 * 1000 * 1000))
+# The budget keeps growth visible: 21 MB with the migration linter (sqlparser's
+# parser for four dialects) linked in; 29.4 MB on 2026-11-26: the static binary with OpenSSL compiled in (sqlx's TLS
+# through native-tls since issue 39, about 5.8 MB of it), the CA bundle.
+MAX_IMAGE_BYTES=$((32 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
 

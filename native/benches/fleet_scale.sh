@@ -132,13 +132,18 @@ YAML
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 
-# Alternating runs: floor, strata, lean, floor, strata, lean, ... so that
-# the machine's drift (fsync times vary by 2x here) falls on every side.
+# Alternating runs, rotated each round: floor, strata, lean, then strata,
+# lean, floor, ... so that the machine's drift (fsync times vary by 2x here)
+# falls on every side and no variant always follows the same one.
 printf '%-8s %-8s %6s %12s %14s %8s %8s\n' tenants run runs median spread ratio "RSS MB"
 for tenants in $SIZES; do
     : >"$work/times"
+    read -r -a order <<<"$VARIANTS"
     for run in $(seq 1 "$RUNS"); do
-        for variant in $VARIANTS; do
+        # Each round starts one variant later than the one before, so no
+        # variant always runs right after another's database was dropped.
+        rotated=("${order[@]:$(((run - 1) % ${#order[@]}))}" "${order[@]:0:$(((run - 1) % ${#order[@]}))}")
+        for variant in "${rotated[@]}"; do
             case $variant in
                 floor) echo "floor $(floor_run "$tenants") 0" >>"$work/times" ;;
                 strata | lean)
