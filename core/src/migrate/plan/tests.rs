@@ -40,6 +40,17 @@ fn apply_input<'a>(
     PlanInput { sources, applied, tenants, target, action: Action::Apply, out_of_order: OutOfOrderPolicy::Warn }
 }
 
+/// A row recorded for `config/009.sql`, a file no longer in the source.
+fn deleted_file_row() -> AppliedMigration {
+    AppliedMigration {
+        file: "config/009.sql".into(),
+        name: "009.sql".into(),
+        schema: "config".into(),
+        migration_type: MigrationType::SingleMigration,
+        checksum: "x".into(),
+    }
+}
+
 fn tenants() -> Vec<String> {
     vec!["abc".into(), "def".into()]
 }
@@ -299,13 +310,7 @@ fn a_tenant_listed_twice_is_planned_once() {
 fn rows_of_deleted_files_and_unknown_schemas_are_not_planned_and_deleted_files_are_missing() {
     let sources = sources();
     let tenants = tenants();
-    let gone = AppliedMigration {
-        file: "config/009.sql".into(),
-        name: "009.sql".into(),
-        schema: "config".into(),
-        migration_type: MigrationType::SingleMigration,
-        checksum: "x".into(),
-    };
+    let gone = deleted_file_row();
     let elsewhere = AppliedMigration { schema: "old-tenant".into(), ..applied(&sources[1], "x") };
     let recorded = vec![gone, elsewhere];
     let input = apply_input(&sources, &recorded, &tenants, &Target::AllSchemas);
@@ -470,13 +475,7 @@ fn rows_fed_one_at_a_time_and_dropped_plan_as_the_whole_list_does() {
     let tenants: Vec<String> = vec!["abc".into(), "def".into(), "ghi".into()];
     let mut drifted = applied(&sources[1], "def");
     drifted.checksum = "1".repeat(64);
-    let gone = AppliedMigration {
-        file: "config/009.sql".into(),
-        name: "009.sql".into(),
-        schema: "config".into(),
-        migration_type: MigrationType::SingleMigration,
-        checksum: "x".into(),
-    };
+    let gone = deleted_file_row();
     // Out of order in ghi (002 recorded, 001 not); rows of one file apart.
     let recorded = vec![
         applied(&sources[0], "config"),
