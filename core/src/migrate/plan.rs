@@ -81,6 +81,19 @@ impl AppliedMigration {
     }
 }
 
+impl From<AppliedRow<'_>> for AppliedMigration {
+    /// The row, owned (to hold it past its buffer).
+    fn from(row: AppliedRow<'_>) -> Self {
+        AppliedMigration {
+            file: row.file.to_string(),
+            name: row.name.to_string(),
+            schema: row.schema.to_string(),
+            migration_type: row.migration_type,
+            checksum: row.checksum.to_string(),
+        }
+    }
+}
+
 /// One recorded migration, borrowed from wherever it was read (a database
 /// row being decoded): what [`Planner::record`] folds, so that a fleet's
 /// recorded rows never have to be held at once.

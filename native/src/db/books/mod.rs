@@ -50,16 +50,7 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// The recorded migrations, held (repair and revert look at them whole).
     async fn applied(&self, conn: &mut C) -> Result<Vec<AppliedMigration>, DbError> {
         let mut applied = Vec::new();
-        self.each_applied(conn, &mut |row: AppliedRow<'_>| {
-            applied.push(AppliedMigration {
-                file: row.file.to_string(),
-                name: row.name.to_string(),
-                schema: row.schema.to_string(),
-                migration_type: row.migration_type,
-                checksum: row.checksum.to_string(),
-            })
-        })
-        .await?;
+        self.each_applied(conn, &mut |row: AppliedRow<'_>| applied.push(row.into())).await?;
         Ok(applied)
     }
     /// Recorded versions.
