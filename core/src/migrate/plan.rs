@@ -249,8 +249,8 @@ pub struct Plan {
     pub direction: Direction,
     /// Every schema the plan touches, in first-use order.
     pub schemas: Vec<String>,
-    /// The steps, in execution order.
-    pub steps: Vec<Step>,
+    /// The steps, in execution order (held as runs: see [`Steps`]).
+    pub steps: Steps,
     /// Counts for the Summary.
     pub counts: Counts,
     /// Drift and out-of-order reports.
@@ -261,17 +261,17 @@ pub struct Plan {
 
 impl Plan {
     /// The schema a step runs in.
-    pub fn schema_of(&self, step: &Step) -> &str {
-        &self.schemas[step.schema as usize]
+    pub fn schema_of(&self, step: impl std::borrow::Borrow<Step>) -> &str {
+        &self.schemas[step.borrow().schema as usize]
     }
 
     /// What the steps `done` (indices into [`Plan::steps`]) count, by the
     /// planner's rule: the counts of a version that stopped part-way. The
     /// tenants it covers stay the plan's.
-    pub fn counts_of(&self, sources: &[SourceMigration], done: &[u32]) -> Counts {
+    pub fn counts_of(&self, sources: &[SourceMigration], done: impl IntoIterator<Item = u32>) -> Counts {
         let mut per_migration: Vec<u64> = vec![0; sources.len()];
-        for &step in done {
-            if let Some(step) = self.steps.get(step as usize) {
+        for step in done {
+            if let Some(step) = self.steps.get(step) {
                 per_migration[step.migration as usize] += 1;
             }
         }
@@ -287,70 +287,6 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty() && self.new_tenant.is_none()
     }
-
-    /// The plan cut for execution. Runs of consecutive single-schema steps
-    /// and runs of consecutive tenant steps are segments; a segment starts
-    /// only once the one before it has committed everywhere, so a tenant
-    /// migration may rely on a single schema changed earlier in the version
-    /// and the other way round. In a single-schema segment each maximal run
-    /// of consecutive steps in one schema is a unit, and the units run one
-    /// after another (plan order, exactly). In a tenant segment each tenant's
-    /// steps, in plan order, are one unit, and tenants are independent of
-    /// each other, so those units may run concurrently. A unit is what one
-    /// transaction covers.
-    pub fn segments(&self, sources: &[SourceMigration]) -> Vec<Segment> {
-        let mut segments: Vec<Segment> = Vec::new();
-        let mut unit_of_schema: Vec<Option<usize>> = vec![None; self.schemas.len()];
-        for (index, step) in self.steps.iter().enumerate() {
-            let tenants = sources[step.migration as usize].migration_type.is_tenant();
-            if segments.last().is_none_or(|segment| segment.tenants != tenants) {
-                if let Some(previous) = segments.last() {
-                    for unit in &previous.units {
-                        unit_of_schema[unit.schema as usize] = None;
-                    }
-                }
-                segments.push(Segment { tenants, units: Vec::new() });
-            }
-            let Some(segment) = segments.last_mut() else { continue };
-            let step_index = index as u32;
-            if tenants {
-                match unit_of_schema[step.schema as usize] {
-                    Some(unit) => segment.units[unit].steps.push(step_index),
-                    None => {
-                        unit_of_schema[step.schema as usize] = Some(segment.units.len());
-                        segment.units.push(Unit { schema: step.schema, steps: vec![step_index] });
-                    }
-                }
-            } else {
-                match segment.units.last_mut() {
-                    Some(unit) if unit.schema == step.schema => unit.steps.push(step_index),
-                    _ => segment.units.push(Unit { schema: step.schema, steps: vec![step_index] }),
-                }
-            }
-        }
-        segments
-    }
-}
-
-/// Steps of one schema that run together, in one transaction with their
-/// bookkeeping rows (see [`Plan::segments`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unit {
-    /// Index into [`Plan::schemas`].
-    pub schema: u32,
-    /// Indices into [`Plan::steps`], in plan order.
-    pub steps: Vec<u32>,
-}
-
-/// A stretch of the plan committed everywhere before the next one starts
-/// (see [`Plan::segments`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Segment {
-    /// Tenant steps: one unit per tenant, independent of each other. Else
-    /// single-schema steps: units that run one after another.
-    pub tenants: bool,
-    /// The units, in plan order.
-    pub units: Vec<Unit>,
 }
 
 /// Why no plan could be made.
@@ -452,7 +388,7 @@ impl<'a> Planner<'a> {
             return Err(PlanError::Drift(recorded.drift));
         }
         let mut plan_schemas = PlanSchemas::new(targets.names.len());
-        let mut steps = Vec::new();
+        let mut steps = Steps::default();
         let mut counts = Counts { tenants: tenant_ids.len() as u64, ..Counts::default() };
         let mut out_of_order = Vec::new();
         let execute = input.action == Action::Apply;
@@ -487,6 +423,9 @@ impl<'a> Planner<'a> {
                     }
                 }
                 let schema = plan_schemas.index(target, &targets)?;
+                if u32::try_from(steps.len() + 1).is_err() {
+                    return Err(PlanError::TooLarge);
+                }
                 steps.push(Step { migration: migration_index, schema, execute });
                 planned_here += 1;
             }
@@ -502,9 +441,6 @@ impl<'a> Planner<'a> {
                 }
             }
             counts.add_file(migration.migration_type, planned_here);
-        }
-        if u32::try_from(steps.len()).is_err() {
-            return Err(PlanError::TooLarge);
         }
         if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
             return Err(PlanError::OutOfOrder(out_of_order));
@@ -726,6 +662,9 @@ impl Recorded {
         self.bits[cell / 64] & (1 << (cell % 64)) != 0
     }
 }
+
+mod steps;
+pub use steps::{Iter, Segment, StepSet, Steps, Unit, Units};
 
 #[cfg(test)]
 pub(crate) mod tests;

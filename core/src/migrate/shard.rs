@@ -32,7 +32,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
-use crate::migrate::plan::Plan;
+use crate::migrate::plan::{Plan, Step};
 use crate::migrate::source::SourceMigration;
 use crate::migrate::summary::Counts;
 
@@ -147,17 +147,15 @@ impl Ids {
 /// A plan without its single-schema steps: what a shard other than the
 /// home shard runs.
 pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
-    let steps: Vec<u32> = (0..plan.steps.len() as u32)
-        .filter(|&step| sources[plan.steps[step as usize].migration as usize].migration_type.is_tenant())
-        .collect();
-    if steps.len() == plan.steps.len() {
+    let is_tenant = |step: &Step| sources[step.migration as usize].migration_type.is_tenant();
+    if plan.steps.iter().all(|step| is_tenant(&step)) {
         return plan;
     }
-    let counts = plan.counts_of(sources, &steps);
+    let steps = plan.steps.indexed().filter(|(_, step)| is_tenant(step)).map(|(index, _)| index);
+    let counts = plan.counts_of(sources, steps);
     let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), direction: plan.direction, ..Plan::default() };
     let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
-    for &step in &steps {
-        let mut step = plan.steps[step as usize];
+    for mut step in plan.steps.iter().filter(is_tenant) {
         let schema = *index_of[step.schema as usize].get_or_insert_with(|| {
             kept.schemas.push(plan.schemas[step.schema as usize].clone());
             kept.schemas.len() as u32 - 1
@@ -196,7 +194,7 @@ pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
         let offset = merged.schemas.len() as u32;
         tenants += plan.counts.tenants;
         merged.schemas.extend(plan.schemas);
-        merged.steps.extend(plan.steps.into_iter().map(|mut step| {
+        merged.steps.extend(plan.steps.iter().map(|mut step| {
             step.schema += offset;
             step
         }));
@@ -215,8 +213,7 @@ pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
         merged.new_tenant = merged.new_tenant.or(plan.new_tenant);
         merged.direction = plan.direction;
     }
-    let every: Vec<u32> = (0..merged.steps.len() as u32).collect();
-    merged.counts = merged.counts_of(sources, &every);
+    merged.counts = merged.counts_of(sources, 0..merged.steps.len() as u32);
     merged.counts.tenants = tenants;
     merged
 }

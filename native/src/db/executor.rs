@@ -67,7 +67,7 @@
 //!   plan one after another (then run at once) and the memory a version
 //!   needs does not grow with the number of shards.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Held while a mutation or a preview reads the recorded state and plans:
@@ -78,7 +78,7 @@ use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
-use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, Unit, part_to_run};
+use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, StepSet, Unit, Units, part_to_run};
 use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
@@ -311,7 +311,7 @@ async fn locked<E: Engine>(
         modes: &modes,
         lock,
         absorbed: Mutex::new(Vec::new()),
-        committed: Mutex::new(Vec::new()),
+        committed: Mutex::new(StepSet::default()),
         readable: readable(E::DRIVER, E::ONE_MESSAGE, request.sources, plan),
     };
     let mut conns = vec![main];
@@ -349,7 +349,7 @@ async fn locked<E: Engine>(
     let version = result?;
     if !absorbed.is_empty() {
         let committed = run.committed.into_inner().unwrap_or_else(|e| e.into_inner());
-        outcome.committed_counts = Some(plan.counts_of(request.sources, &committed));
+        outcome.committed_counts = Some(plan.counts_of(request.sources, committed.iter()));
     }
     if request.retry.is_some() {
         let released: Vec<String> =
@@ -448,8 +448,8 @@ fn readable(driver: Driver, one_message: bool, sources: &[SourceMigration], plan
 struct Progress {
     /// The version's id, once a transaction holding its row committed.
     version: Mutex<Option<i64>>,
-    /// Steps committed (applied and recorded).
-    steps: Mutex<Vec<u32>>,
+    /// Steps committed (applied and recorded), a bit each.
+    steps: Mutex<StepSet>,
     /// The new tenant's creation committed.
     tenant_created: AtomicBool,
 }
@@ -464,7 +464,17 @@ impl Progress {
     }
 
     fn committed(&self, steps: &[u32]) {
-        self.steps.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(steps);
+        self.steps.lock().unwrap_or_else(|e| e.into_inner()).extend(steps.iter().copied());
+    }
+
+    /// Whether a step has committed.
+    fn has_committed(&self, step: u32) -> bool {
+        self.steps.lock().unwrap_or_else(|e| e.into_inner()).contains(step)
+    }
+
+    /// What committed, once no unit runs any more.
+    fn into_committed(self) -> StepSet {
+        self.steps.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -478,7 +488,7 @@ struct Run<'a, E: Engine> {
     /// Tenant failures the version absorbed (each tenant quarantined).
     absorbed: Mutex<Vec<QuarantineRow>>,
     /// The steps committed, once the version is over.
-    committed: Mutex<Vec<u32>>,
+    committed: Mutex<StepSet>,
     /// Per source: the tokenizer reads the text the plan runs of it whole
     /// (it may share a message with other files).
     readable: Vec<bool>,
@@ -507,7 +517,7 @@ impl<E: Engine> Run<'_, E> {
 
     fn notify_committed(&self, steps: &[u32]) {
         let Some(observer) = self.request.observer else { return };
-        for run in steps.chunk_by(|a, b| self.plan.steps[*a as usize].schema == self.plan.steps[*b as usize].schema) {
+        for run in steps.chunk_by(|a, b| self.plan.steps.at(*a).schema == self.plan.steps.at(*b).schema) {
             observer.committed(self.schema(run[0]), run.len());
         }
     }
@@ -525,11 +535,11 @@ impl<E: Engine> Run<'_, E> {
     }
 
     fn migration(&self, step: u32) -> &SourceMigration {
-        &self.request.sources[self.plan.steps[step as usize].migration as usize]
+        &self.request.sources[self.plan.steps.at(step).migration as usize]
     }
 
     fn schema(&self, step: u32) -> &str {
-        self.plan.schema_of(&self.plan.steps[step as usize])
+        self.plan.schema_of(&self.plan.steps.at(step))
     }
 
     /// The text a step runs (the forward part, or the down part of a
@@ -544,17 +554,17 @@ impl<E: Engine> Run<'_, E> {
     }
 
     fn mode(&self, step: u32) -> &FileMode {
-        &self.modes[self.plan.steps[step as usize].migration as usize]
+        &self.modes[self.plan.steps.at(step).migration as usize]
     }
 
     fn runs_outside_transaction(&self, step: u32) -> bool {
-        self.plan.steps[step as usize].execute && self.mode(step).no_transaction
+        self.plan.steps.at(step).execute && self.mode(step).no_transaction
     }
 
     /// The step's file asks for a commit right after it (and runs in a
     /// transaction).
     fn commits_after(&self, step: u32) -> bool {
-        self.plan.steps[step as usize].execute && self.mode(step).commit_after && !self.request.dry_run
+        self.plan.steps.at(step).execute && self.mode(step).commit_after && !self.request.dry_run
     }
 
     /// The time-outs the step's file runs with.
@@ -568,7 +578,7 @@ impl<E: Engine> Run<'_, E> {
     /// transactional DDL): statement by statement with the session's
     /// time-outs, a statement that hit the lock time-out retried alone.
     async fn execute(&self, conn: &mut E::Conn, step: u32, current: &mut Option<Timeouts>) -> Result<(), UnitError> {
-        if !self.plan.steps[step as usize].execute {
+        if !self.plan.steps.at(step).execute {
             return Ok(());
         }
         if let Some(observer) = self.request.observer {
@@ -717,7 +727,7 @@ impl<E: Engine> Run<'_, E> {
                 let _ = self.engine.rollback(conn).await;
                 let version_id = progress.version();
                 let whole = !progress.tenant_created.load(Ordering::SeqCst);
-                let committed = progress.steps.into_inner().unwrap_or_else(|e| e.into_inner());
+                let committed = progress.into_committed();
                 Err(self.failure(error, version_id, &committed, whole && committed.is_empty()))
             }
         }
@@ -730,7 +740,8 @@ impl<E: Engine> Run<'_, E> {
     /// not even after a crash.
     async fn per_schema(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
         let segments = self.plan.segments(self.request.sources);
-        let progress = Progress::default();
+        let mut progress = Progress::default();
+        *progress.steps.get_mut().unwrap_or_else(|e| e.into_inner()) = StepSet::with_steps(self.plan.steps.len());
         let mut failed: Option<UnitError> = None;
 
         if self.plan.new_tenant.is_some() && segments.is_empty() {
@@ -742,27 +753,29 @@ impl<E: Engine> Run<'_, E> {
         }
 
         for segment in &segments {
-            let mut units: &[Unit] = &segment.units;
-            while failed.is_none() && progress.version().is_none() && !units.is_empty() {
-                if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &units[0], &progress).await {
+            let mut units = self.plan.units(segment);
+            let mut left = self.plan.unit_count(segment);
+            while failed.is_none() && progress.version().is_none() && left > 0 {
+                let Some(unit) = units.next() else { break };
+                left -= 1;
+                if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &unit, &progress).await {
                     failed = Some(error);
                 }
-                units = &units[1..];
             }
             if failed.is_some() {
                 break;
             }
-            let fan_out = segment.tenants && units.len() > 1 && self.settings.concurrency > 1;
+            let fan_out = segment.tenants && left > 1 && self.settings.concurrency > 1;
             if fan_out {
-                while conns.len() < self.settings.concurrency.min(units.len()) {
+                while conns.len() < self.settings.concurrency.min(left) {
                     let mut conn = self.engine.connect().await?;
                     self.engine.prepare(&mut conn, &self.single_schemas()).await?;
                     conns.push(conn);
                 }
-                failed = self.fan_out(units, conns, &progress).await;
+                failed = self.fan_out(units, left, conns, &progress).await;
             } else {
                 for unit in units {
-                    if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], unit, &progress).await {
+                    if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &unit, &progress).await {
                         failed = Some(error);
                         break;
                     }
@@ -770,28 +783,37 @@ impl<E: Engine> Run<'_, E> {
             }
         }
         let version_id = progress.version();
-        let committed = progress.steps.into_inner().unwrap_or_else(|e| e.into_inner());
-        self.committed.lock().unwrap_or_else(|e| e.into_inner()).clone_from(&committed);
-        match failed {
+        let committed = progress.into_committed();
+        let result = match failed {
             None => Ok(version_id.map(|id| self.version_row(id))),
             Some(error) => Err(self.failure(error, version_id, &committed, false)),
-        }
+        };
+        *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = committed;
+        result
     }
 
     /// Runs a tenant segment's units over `conns`; on the first failure the
     /// failure budget does not absorb, no new unit starts and the running
     /// ones finish. Returns the failure.
-    async fn fan_out(&self, units: &[Unit], conns: &mut [E::Conn], progress: &Progress) -> Option<UnitError> {
-        let next = AtomicUsize::new(0);
+    async fn fan_out(
+        &self,
+        units: Units<'_>,
+        left: usize,
+        conns: &mut [E::Conn],
+        progress: &Progress,
+    ) -> Option<UnitError> {
+        // Each worker takes the next unit as it is made: no unit is held
+        // before a connection is free for it.
+        let next = Mutex::new(units);
         let stop = AtomicBool::new(false);
         let failure: Mutex<Option<UnitError>> = Mutex::new(None);
-        let workers = conns.iter_mut().take(units.len()).map(|conn| {
+        let workers = conns.iter_mut().take(left).map(|conn| {
             let (next, stop, failure) = (&next, &stop, &failure);
             async move {
                 while !stop.load(Ordering::SeqCst) {
-                    let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(unit) = units.get(index) else { break };
-                    if let Err(error) = self.tenant_unit(conn, unit, progress).await {
+                    let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some(unit) = unit else { break };
+                    if let Err(error) = self.tenant_unit(conn, &unit, progress).await {
                         stop.store(true, Ordering::SeqCst);
                         failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
                     }
@@ -968,8 +990,7 @@ impl<E: Engine> Run<'_, E> {
             UnitError::Other(DbError::LockLost) => Cause::LockLost,
             _ => return error,
         };
-        let committed = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some(&step) = unit.steps.iter().find(|step| !committed.contains(step)) else { return error };
+        let Some(&step) = unit.steps.iter().find(|&&step| !progress.has_committed(step)) else { return error };
         let UnitError::Other(inner) = error else { return error };
         let message = match inner {
             DbError::ConnectionLost(message) | DbError::ReadOnlyServer(message) | DbError::PoolExhausted(message) => {
@@ -991,8 +1012,7 @@ impl<E: Engine> Run<'_, E> {
         resume: bool,
     ) -> Result<(), UnitError> {
         let steps: Vec<u32> = if resume {
-            let committed = progress.steps.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            unit.steps.iter().copied().filter(|step| !committed.contains(step)).collect()
+            unit.steps.iter().copied().filter(|&step| !progress.has_committed(step)).collect()
         } else {
             unit.steps.clone()
         };
@@ -1036,10 +1056,10 @@ impl<E: Engine> Run<'_, E> {
     fn one_message_version(&self, steps: &[u32], tenant: Option<&str>, progress: &Progress) -> Option<i64> {
         let version_id = progress.version()?;
         let plain = |step: u32| {
-            self.plan.steps[step as usize].execute
+            self.plan.steps.at(step).execute
                 && !self.runs_outside_transaction(step)
                 && !self.commits_after(step)
-                && self.readable[self.plan.steps[step as usize].migration as usize]
+                && self.readable[self.plan.steps.at(step).migration as usize]
         };
         let fits = E::ONE_MESSAGE
             && tenant.is_none()
@@ -1200,7 +1220,7 @@ impl<E: Engine> Run<'_, E> {
     }
 
     /// The error of a failed version; `committed` are the steps committed.
-    fn failure(&self, error: UnitError, version_id: Option<i64>, committed: &[u32], whole: bool) -> DbError {
+    fn failure(&self, error: UnitError, version_id: Option<i64>, committed: &StepSet, whole: bool) -> DbError {
         let (step, failure, partly) = match error {
             UnitError::Other(error) => return error,
             UnitError::Migration { step, failure, partly, .. } => (step, failure, partly),
@@ -1208,32 +1228,27 @@ impl<E: Engine> Run<'_, E> {
         let file = self.file(step).to_string();
         let schema = self.schema(step).to_string();
         let at = self.position(step, &failure);
-        let mut done = vec![false; self.plan.steps.len()];
-        for &step in committed {
-            done[step as usize] = true;
-        }
         // Per schema: every step committed, some, or none — three lists
         // that never share a name (the failing schema is in one of the
         // last two).
-        let (mut all, mut some) = (vec![true; self.plan.schemas.len()], vec![false; self.plan.schemas.len()]);
-        for (i, step) in self.plan.steps.iter().enumerate() {
-            all[step.schema as usize] &= done[i];
-            some[step.schema as usize] |= done[i];
+        let schemas = self.plan.schemas.len();
+        let (mut all, mut some, mut in_plan) = (vec![true; schemas], vec![false; schemas], vec![false; schemas]);
+        for (index, step) in self.plan.steps.indexed() {
+            let done = committed.contains(index);
+            all[step.schema as usize] &= done;
+            some[step.schema as usize] |= done;
+            in_plan[step.schema as usize] = true;
         }
-        let in_plan = |i: &usize| self.plan.steps.iter().any(|step| step.schema as usize == *i);
         let names_where = |keep: &dyn Fn(usize) -> bool| {
-            let mut names: Vec<String> = (0..self.plan.schemas.len())
-                .filter(in_plan)
-                .filter(|&i| keep(i))
-                .map(|i| self.plan.schemas[i].clone())
-                .collect();
+            let mut names: Vec<String> =
+                (0..schemas).filter(|&i| in_plan[i] && keep(i)).map(|i| self.plan.schemas[i].clone()).collect();
             names.sort();
             names
         };
         let committed_names = names_where(&|i| all[i]);
         let partly_committed = names_where(&|i| some[i] && !all[i]);
         let not_committed = names_where(&|i| !some[i]);
-        let applied = self.plan.counts_of(self.request.sources, committed);
+        let applied = self.plan.counts_of(self.request.sources, committed.iter());
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file,
             schema,

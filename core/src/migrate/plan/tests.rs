@@ -115,7 +115,7 @@ fn counts_of_a_part_count_its_steps_over_the_tenants_the_plan_covers() {
     let tenants = tenants();
     let plan = plan(apply_input(&sources, &[], &tenants, &Target::AllSchemas)).unwrap();
     // config/001 and abc's tenants/001: a version that stopped there.
-    let counts = plan.counts_of(&sources, &[0, 1]);
+    let counts = plan.counts_of(&sources, [0, 1]);
     assert_eq!(
         counts,
         Counts {
@@ -126,7 +126,7 @@ fn counts_of_a_part_count_its_steps_over_the_tenants_the_plan_covers() {
             ..Counts::default()
         }
     );
-    assert_eq!(plan.counts_of(&sources, &(0..9).collect::<Vec<u32>>()), plan.counts);
+    assert_eq!(plan.counts_of(&sources, 0..9), plan.counts);
 }
 
 #[test]
@@ -373,12 +373,10 @@ fn segments_keep_plan_order_and_group_tenant_steps_per_tenant() {
         .segments(&sources)
         .iter()
         .map(|segment| {
-            let units = segment
-                .units
-                .iter()
+            let units = plan
+                .units(segment)
                 .map(|unit| {
-                    let files =
-                        unit.steps.iter().map(|&s| sources[plan.steps[s as usize].migration as usize].file.clone());
+                    let files = unit.steps.iter().map(|&s| sources[plan.steps.at(s).migration as usize].file.clone());
                     (plan.schemas[unit.schema as usize].clone(), files.collect())
                 })
                 .collect();
@@ -408,8 +406,7 @@ fn segments_keep_plan_order_and_group_tenant_steps_per_tenant() {
         ]
     );
     // Every step is in exactly one unit.
-    let mut seen: Vec<u32> =
-        plan.segments(&sources).iter().flat_map(|s| s.units.iter().flat_map(|u| u.steps.clone())).collect();
+    let mut seen: Vec<u32> = plan.segments(&sources).iter().flat_map(|s| plan.units(s).flat_map(|u| u.steps)).collect();
     seen.sort();
     assert_eq!(seen, (0..plan.steps.len() as u32).collect::<Vec<_>>());
 }
@@ -505,4 +502,118 @@ fn rows_fed_one_at_a_time_and_dropped_plan_as_the_whole_list_does() {
     assert_eq!(synced.diagnostics.drift.len(), 1);
     assert_eq!(synced.diagnostics.missing.len(), 1);
     assert_eq!(synced.diagnostics.out_of_order.len(), 1);
+}
+
+/// A fleet's plan: `files` tenant migrations (and one single migration)
+/// over `tenants` tenants, none recorded.
+fn fleet_plan(tenants: usize, files: usize) -> (Plan, Vec<SourceMigration>) {
+    let mut sources = vec![migration("config", "001.sql", MigrationType::SingleMigration)];
+    sources.extend((0..files).map(|i| migration("tenants", &format!("{i:03}.sql"), MigrationType::TenantMigration)));
+    let tenants: Vec<String> = (0..tenants).map(|i| format!("t{i}")).collect();
+    let plan = plan(apply_input(&sources, &[], &tenants, &Target::AllSchemas)).unwrap();
+    (plan, sources)
+}
+
+#[test]
+fn a_plan_holds_each_file_once_however_many_tenants_run_it() {
+    let (small, _) = fleet_plan(1_000, 20);
+    let (large, sources) = fleet_plan(100_000, 20);
+    assert_eq!(small.steps.len(), 1 + 1_000 * 20);
+    assert_eq!(large.steps.len(), 1 + 100_000 * 20);
+    // The plan's size: one run per file, at 1,000 tenants as at 100,000.
+    assert_eq!(small.steps.run_count(), 21);
+    assert_eq!(large.steps.run_count(), small.steps.run_count());
+    // Units are made one at a time, each tenant's files in order.
+    let segments = large.segments(&sources);
+    assert_eq!(segments.len(), 2);
+    assert_eq!(large.unit_count(&segments[1]), 100_000);
+    let mut units = large.units(&segments[1]);
+    let first = units.next().unwrap();
+    assert_eq!(large.schemas[first.schema as usize], "t0");
+    let files: Vec<u32> = first.steps.iter().map(|&s| large.steps.at(s).migration).collect();
+    assert_eq!(files, (1..=20).collect::<Vec<u32>>());
+    let last = units.last().unwrap();
+    assert_eq!(large.schemas[last.schema as usize], "t99999");
+    assert_eq!(last.steps.last(), Some(&(large.steps.len() as u32 - 1)));
+}
+
+/// Units made from runs equal the units read off the steps one by one
+/// (each schema's steps in plan order), on a plan cut into many runs:
+/// tenants that recorded different files, scripts, single schemas between
+/// tenant files.
+#[test]
+fn units_made_from_runs_are_each_schemas_steps_in_plan_order() {
+    use MigrationType::*;
+    let sources = vec![
+        migration("config", "001.sql", SingleMigration),
+        migration("tenants", "001.sql", TenantMigration),
+        migration("tenants", "002.sql", TenantMigration),
+        migration("config", "003.sql", SingleMigration),
+        migration("tenants", "004.sql", TenantMigration),
+        migration("tenants", "005.sql", TenantMigration),
+        migration("tenants-scripts", "a.sql", TenantScript),
+    ];
+    let tenants: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    // Tenant i recorded file k when (i + k) % 3 == 0 or i % 7 == 0: every
+    // file misses a different set of tenants.
+    let mut recorded = Vec::new();
+    for (i, tenant) in tenants.iter().enumerate() {
+        for (k, source) in sources.iter().enumerate().filter(|(_, s)| s.migration_type == TenantMigration) {
+            if (i + k) % 3 == 0 || i % 7 == 0 {
+                recorded.push(applied(source, tenant));
+            }
+        }
+    }
+    let plan = plan(apply_input(&sources, &recorded, &tenants, &Target::AllSchemas)).unwrap();
+    assert!(plan.steps.run_count() > 10, "the plan is cut into many runs");
+    let all: Vec<Step> = plan.steps.iter().collect();
+    assert_eq!(all.len(), plan.steps.len());
+    for (index, step) in plan.steps.indexed() {
+        assert_eq!(all[index as usize], step);
+        assert_eq!(plan.steps.get(index), Some(step));
+    }
+    assert_eq!(plan.steps.get(all.len() as u32), None);
+    assert_eq!(all.iter().copied().collect::<Steps>(), plan.steps);
+
+    let mut seen = StepSet::with_steps(plan.steps.len());
+    for segment in plan.segments(&sources) {
+        let in_segment = segment.steps.clone();
+        let mut expected: Vec<Unit> = Vec::new();
+        for index in in_segment.clone() {
+            let schema = all[index as usize].schema;
+            let open = if segment.tenants {
+                expected.iter_mut().find(|unit| unit.schema == schema)
+            } else {
+                expected.last_mut().filter(|unit| unit.schema == schema)
+            };
+            match open {
+                Some(unit) => unit.steps.push(index),
+                None => expected.push(Unit { schema, steps: vec![index] }),
+            }
+        }
+        let mut made: Vec<Unit> = plan.units(&segment).collect();
+        assert_eq!(plan.unit_count(&segment), made.len());
+        if segment.tenants {
+            // Tenant units are independent: any order, each one whole.
+            expected.sort_by_key(|unit| unit.schema);
+            made.sort_by_key(|unit| unit.schema);
+        }
+        assert_eq!(made, expected);
+        for unit in made {
+            seen.extend(unit.steps);
+        }
+    }
+    assert_eq!(seen.len(), plan.steps.len());
+    assert_eq!(seen.iter().collect::<Vec<u32>>(), (0..plan.steps.len() as u32).collect::<Vec<u32>>());
+}
+
+#[test]
+fn a_step_set_holds_each_step_once() {
+    let mut set = StepSet::with_steps(10);
+    assert!(set.is_empty());
+    set.extend([3, 3, 9, 0]);
+    set.insert(130);
+    assert_eq!(set.len(), 4);
+    assert!(set.contains(130) && set.contains(0) && !set.contains(1) && !set.contains(1_000));
+    assert_eq!(set.iter().collect::<Vec<u32>>(), [0, 3, 9, 130]);
 }

@@ -71,7 +71,8 @@ fn the_last_steps_of_each_schema_are_undone_newest_first_migration_major() {
     // Per tenant, one unit, newest first.
     let segments = two.segments(&sources);
     assert_eq!(segments.len(), 3);
-    assert_eq!(segments[1].units.len(), 2);
+    assert_eq!(two.units(&segments[1]).count(), 2);
+    assert_eq!(two.unit_count(&segments[1]), 2);
 
     // Only the tenants named: the single schemas stay.
     let only_b = vec!["b".to_string()];
