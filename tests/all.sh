@@ -12,6 +12,11 @@
 # The npm packages (pkg/*) are built from source and their packed tarballs
 # tested in Node and headless Chromium (tests/packages.sh); the edge
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
+# After the SQLite pass, four lanes run side by side (the suites mostly wait
+# on their servers while the others compile): PostgreSQL (then its other
+# majors), MariaDB, the web parts (docs, console, packages, workers) and the
+# container image with the fuzzing smoke run; each lane's log is printed when
+# it ends, and the durations of every step, lanes included, at the end.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,13 +44,84 @@ servers_started=0 servers_pid=""
 on_exit() {
     local status=$?
     end_step
+    for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
     [ -z "$servers_pid" ] || wait "$servers_pid" 2>/dev/null || true
     [ "$servers_started" = 0 ] || bash tests/servers.sh stop
     printf '\n==> step durations (total %dm%02ds)\n' $((SECONDS / 60)) $((SECONDS % 60))
     printf '%s\n' "${durations[@]}"
+    for times in "$lane_dir"/*.times; do
+        [ -e "$times" ] || continue
+        printf 'lane %s:\n' "$(basename "$times" .times)"
+        sed 's/^/    /' "$times"
+    done
+    rm -rf "$lane_dir"
     return $status
 }
 trap on_exit EXIT
+
+# Lanes: independent parts of the run that overlap (the suites mostly wait
+# on their servers while the container and web parts compile). Each lane
+# writes its own log and its steps' durations; a lane's log is printed
+# when it ends, and any lane failing fails the run.
+lane_dir=$(mktemp -d) lane_pids=() lane_names=()
+lane_step() {
+    local name=$1 started=$SECONDS status=0
+    shift
+    printf '\n==> %s\n' "$name"
+    "$@" || status=$?
+    local took=$((SECONDS - started))
+    printf '%4dm%02ds  %s%s\n' $((took / 60)) $((took % 60)) "$name" "$([ $status = 0 ] || echo "  FAILED ($status)")" \
+        >>"$lane_dir/$lane.times"
+    return $status
+}
+start_lane() {
+    local lane=$1
+    set -m # each lane its own process group, so a failed run stops all of it
+    ( set -e; lane=$1; "$2" ) >"$lane_dir/$1.log" 2>&1 &
+    set +m
+    lane_pids+=($!) lane_names+=("$lane")
+}
+wait_for_lanes() {
+    local failed=()
+    for i in "${!lane_pids[@]}"; do
+        if ! wait "${lane_pids[$i]}"; then failed+=("${lane_names[$i]}"); fi
+        printf '\n==> lane %s\n' "${lane_names[$i]}"
+        cat "$lane_dir/${lane_names[$i]}.log"
+    done
+    lane_pids=()
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "failed lane(s): ${failed[*]}" >&2
+        return 1
+    fi
+}
+run_container_lane() {
+    lane_step "the container image (tests/container.sh)" \
+        env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/container" bash tests/container.sh
+    # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
+    local seconds=${STRATA_FUZZ_SECONDS:-10}
+    if [ "$seconds" = 0 ]; then
+        echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
+    else
+        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s (core/fuzz/run.sh)" \
+            bash core/fuzz/run.sh "$seconds"
+    fi
+}
+run_postgres_lane() {
+    lane_step "the end-to-end suite on postgres (with PgBouncer, a standby, TLS)" \
+        env -C native STRATA_TEST_BACKEND=postgres "$STRATA_E2E_BIN"
+    lane_step "the PostgreSQL tests that depend on the major, on 13, 14, 16, 17 and 18 (tests/pg-majors.sh)" \
+        bash tests/pg-majors.sh
+}
+run_mysql_lane() {
+    lane_step "the end-to-end suite on mysql (with Galera)" env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN"
+}
+run_web_lane() {
+    lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
+    lane_step "the web console in headless Chromium (tests/console.sh)" bash tests/console.sh
+    lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
+    lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
+        bash tests/worker.sh
+}
 
 step "toolchain components and targets"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
@@ -94,40 +170,22 @@ else
     source "$STRATA_SERVERS_DIR/env"
 
     step "unit tests, and the end-to-end suite on SQLite (with the S3 and Azure cases)"
+    # The container image and the fuzz targets build in target directories
+    # of their own (no cargo lock shared), while the suites wait on servers.
+    start_lane container run_container_lane
     cargo test --workspace --locked
-    for backend in postgres mysql; do
-        step "the end-to-end suite on $backend (with PgBouncer, a standby, TLS and Galera)"
-        STRATA_TEST_BACKEND=$backend cargo test -p strata-server --test e2e --locked
-        if [ "$backend" = postgres ]; then
-            step "the PostgreSQL tests that depend on the major, on 13, 14, 16, 17 and 18 (tests/pg-majors.sh)"
-            bash tests/pg-majors.sh
-        fi
-    done
+    # From here cargo runs in the web lane only: the suites run the e2e
+    # binary cargo built.
+    STRATA_E2E_BIN=$(cargo test -p strata-server --test e2e --locked --no-run 2>&1 |
+        sed -n 's/^ *Executable .*(\(.*\))$/\1/p')
+    export STRATA_E2E_BIN
+    start_lane postgres run_postgres_lane
+    start_lane mysql run_mysql_lane
 fi
-
-step "the documentation's runnable shell blocks (tests/docs.sh)"
-bash tests/docs.sh
-
-step "the web console in headless Chromium (tests/console.sh)"
-bash tests/console.sh
-
-step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)"
-bash tests/packages.sh
-
-step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)"
-bash tests/worker.sh
-
-step "the container image (tests/container.sh)"
-bash tests/container.sh
-
-# A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
-FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-10}
-if [ "$FUZZ_SECONDS" = 0 ]; then
-    step "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
-else
-    step "fuzzing smoke run: every core fuzz target for ${FUZZ_SECONDS}s (core/fuzz/run.sh)"
-    bash core/fuzz/run.sh "$FUZZ_SECONDS"
-fi
+start_lane web run_web_lane
+[ "${STRATA_SKIP_SERVERS:-0}" != 1 ] || start_lane container run_container_lane
+step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
+wait_for_lanes
 
 step "all tests passed"
 end_step
