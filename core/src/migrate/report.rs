@@ -107,7 +107,7 @@ pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: &[St
     let mut cells = vec![vec![CellState::Applied; columns.len()]; tenants.len()];
     for step in &sync_plan.steps {
         if let (Some(&column), Some(&row)) =
-            (column_of.get(&(step.migration as usize)), row_of.get(sync_plan.schema_of(&step)))
+            (column_of.get(&(step.migration as usize)), row_of.get(sync_plan.schema_of(step)))
         {
             cells[row][column] = CellState::Pending;
         }
@@ -264,7 +264,7 @@ fn is_tenant_schema(plan: &Plan, sources: &[SourceMigration], schema: &str) -> b
         || plan
             .steps
             .iter()
-            .any(|step| plan.schema_of(&step) == schema && sources[step.migration as usize].migration_type.is_tenant())
+            .any(|step| plan.schema_of(step) == schema && sources[step.migration as usize].migration_type.is_tenant())
 }
 
 /// Pending migrations per schema (scripts, which are always due, left out),

@@ -539,7 +539,7 @@ impl<E: Engine> Run<'_, E> {
     }
 
     fn schema(&self, step: u32) -> &str {
-        self.plan.schema_of(&self.plan.steps.at(step))
+        self.plan.schema_of(self.plan.steps.at(step))
     }
 
     /// The text a step runs (the forward part, or the down part of a

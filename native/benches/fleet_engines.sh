@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# fleet_scale.sh's comparison on the other engines (issue 41): TENANTS tenants
+# x 20 tenant migrations (a table, an index, 18 added columns), Strata beside
+# the engine's own floor, in one run, alternating rounds:
+#
+#   mariadb  a MariaDB started here with its default settings
+#            (innodb_flush_log_at_trx_commit=1, fsync on). Floor: CONCURRENCY
+#            `mariadb` client sessions at once, each sending its share of
+#            the tenants' statements (MariaDB's DDL commits itself: no
+#            transaction to wrap them in). Strata: `tenantConcurrency:
+#            CONCURRENCY`, defaults otherwise — each file recorded right after
+#            it ran, as on any engine without transactional DDL.
+#   sqlite   one writer. Floor: one `sqlite3` session attaching each tenant's
+#            file, one transaction per tenant. Strata: its defaults on SQLite
+#            (one connection; each tenant a database file attached for its
+#            unit).
+#
+# Every tenant schema (MariaDB database, SQLite file) exists before each timed
+# run (created, not timed). Printed per engine and variant: the median of RUNS
+# runs and their spread in seconds, the ratio of medians to the floor's, and
+# Strata's largest peak RSS in MB (/usr/bin/time).
+#
+# Usage: bash native/benches/fleet_engines.sh
+#   (ENGINES="mariadb sqlite" TENANTS=2000 RUNS=3 CONCURRENCY=4
+#    MARIADB_PORT=33999)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ENGINES=${ENGINES:-mariadb sqlite}
+TENANTS=${TENANTS:-2000}
+RUNS=${RUNS:-3}
+CONCURRENCY=${CONCURRENCY:-4}
+MARIADB_PORT=${MARIADB_PORT:-33999}
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+cargo build --release -p strata-server --quiet
+STRATA="$CARGO_TARGET_DIR/release/strata"
+work=$(mktemp -d)
+cleanup() {
+    [ ! -f "$work/mariadb/pid" ] || kill "$(cat "$work/mariadb/pid")" 2>/dev/null || true
+    sleep 1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+tenant_names() { seq -f "t%06g" 1 "$TENANTS"; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+
+# The migrations, per engine's types.
+migrations() { # dir id-column
+    mkdir -p "$1/tenants" "$1/ref"
+    printf 'create table {schema}.items (%s, name varchar(100) not null);\n' "$2" >"$1/tenants/001_items.sql"
+    printf 'create index items_name on {schema}.items (name);\n' >"$1/tenants/002_items_name.sql"
+    for n in $(seq 3 20); do
+        printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$1/tenants/$(printf %03d "$n")_c$n.sql"
+    done
+}
+migrations "$work/m-mariadb" "id bigint auto_increment primary key"
+# SQLite qualifies an index by its schema and names the table bare.
+migrations "$work/m-sqlite" "id integer primary key"
+printf 'create index {schema}.items_name on items (name);\n' >"$work/m-sqlite/tenants/002_items_name.sql"
+
+# --- MariaDB -----------------------------------------------------------------
+MARIADB=(mariadb --no-defaults -uroot -h127.0.0.1 -P"$MARIADB_PORT" --batch --skip-column-names)
+start_mariadb() {
+    local d="$work/mariadb"
+    mkdir -p "$d"
+    mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal >/dev/null
+    # Defaults but for where it listens and the connections 4 clients and
+    # the bench's own need.
+    mariadbd --no-defaults --user=root --datadir="$d/data" --bind-address=127.0.0.1 --port="$MARIADB_PORT" \
+        --socket="$d/sock" --pid-file="$d/pid" >"$d/log" 2>&1 &
+    for _ in $(seq 1 100); do
+        "${MARIADB[@]}" -e 'select 1' >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    "${MARIADB[@]}" -e "select concat(version(), ': innodb_flush_log_at_trx_commit=', @@innodb_flush_log_at_trx_commit, ' sync_binlog=', @@sync_binlog, ' max_connections=', @@max_connections)"
+}
+mariadb_fresh() { # the tenants' databases and the tenant table, nothing else
+    local sql="$work/fresh.sql"
+    {
+        echo "drop database if exists svc; drop database if exists fleet; create database fleet;"
+        echo "create table fleet.tenants (name varchar(64) primary key);"
+        tenant_names | sed 's/.*/drop database if exists &; create database &; insert into fleet.tenants values ("&");/'
+    } >"$sql"
+    "${MARIADB[@]}" <"$sql"
+}
+mariadb_floor() {
+    mariadb_fresh
+    rm -f "$work"/floor.*
+    local i=0 t
+    for t in $(tenant_names); do
+        sed "s/{schema}/$t/g" "$work"/m-mariadb/tenants/*.sql >>"$work/floor.$((i % CONCURRENCY))"
+        i=$((i + 1))
+    done
+    local start pids=()
+    start=$(now)
+    for s in $(seq 0 $((CONCURRENCY - 1))); do
+        "${MARIADB[@]}" fleet <"$work/floor.$s" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    elapsed "$start"
+}
+mariadb_strata() {
+    mariadb_fresh
+    cat >"$work/svc.yaml" <<YAML
+baseLocation: $work/m-mariadb
+driver: mysql
+singleMigrations: [ref]
+dataSource: mysql://root@127.0.0.1:$MARIADB_PORT/fleet
+tenantMigrations: [tenants]
+tenantSelectSQL: select name from fleet.tenants order by name
+tenantInsertSQL: insert into fleet.tenants (name) values (?)
+tenantConcurrency: $CONCURRENCY
+logLevel: ERROR
+YAML
+    strata_timed
+    local rows
+    rows=$("${MARIADB[@]}" -e "select count(*) from svc.svc_migrations")
+    [ "$rows" = $((TENANTS * 20)) ] || { echo "strata recorded $rows rows, not $((TENANTS * 20))" >&2; exit 1; }
+}
+
+# --- SQLite ------------------------------------------------------------------
+sqlite_fresh() {
+    rm -rf "$work/sqlite" && mkdir -p "$work/sqlite"
+    {
+        echo "create table tenants (name text primary key);"
+        echo "begin;"
+        tenant_names | sed "s/.*/insert into tenants values ('&');/"
+        echo "commit;"
+    } | sqlite3 "$work/sqlite/main.db"
+    # Each tenant's file, empty but existing (as the schemas elsewhere).
+    for t in $(tenant_names); do sqlite3 "$work/sqlite/$t.db" 'pragma user_version = 0'; done
+}
+sqlite_floor() {
+    sqlite_fresh
+    local t script="$work/floor.sql"
+    : >"$script"
+    for t in $(tenant_names); do
+        {
+            echo "attach '$work/sqlite/$t.db' as $t;"
+            echo "begin;"
+            sed "s/{schema}/$t/g" "$work"/m-sqlite/tenants/*.sql
+            echo "commit;"
+            echo "detach $t;"
+        } >>"$script"
+    done
+    local start
+    start=$(now)
+    sqlite3 -bail "$work/sqlite/main.db" <"$script"
+    elapsed "$start"
+}
+sqlite_strata() {
+    sqlite_fresh
+    cat >"$work/svc.yaml" <<YAML
+baseLocation: $work/m-sqlite
+driver: sqlite
+singleMigrations: [ref]
+dataSource: sqlite://$work/sqlite/main.db?mode=rwc
+tenantMigrations: [tenants]
+tenantSelectSQL: select name from tenants order by name
+tenantInsertSQL: insert into tenants (name) values (?)
+logLevel: ERROR
+YAML
+    strata_timed
+    local rows
+    rows=$(sqlite3 "$work/sqlite/svc.db" "select count(*) from svc_migrations")
+    [ "$rows" = $((TENANTS * 20)) ] || { echo "strata recorded $rows rows, not $((TENANTS * 20))" >&2; exit 1; }
+}
+
+strata_timed() { # -> "seconds rss_kb" of `strata apply` over $work/svc.yaml
+    local start
+    start=$(now)
+    if ! /usr/bin/time -f "%M" -o "$work/rss" "$STRATA" --config "$work/svc.yaml" apply --version fleet >"$work/out" 2>"$work/err"; then
+        echo "strata FAILED: $(tail -5 "$work/out") $(tail -5 "$work/err")" >&2
+        exit 1
+    fi
+    echo "$(elapsed "$start") $(cat "$work/rss")" >"$work/last"
+}
+
+printf '%-8s %-8s %8s %6s %10s %14s %7s %7s\n' engine tenants run runs median spread ratio "RSS MB"
+for engine in $ENGINES; do
+    [ "$engine" != mariadb ] || start_mariadb
+    : >"$work/times"
+    for run in $(seq 1 "$RUNS"); do
+        # Alternate which runs first.
+        order=(floor strata)
+        [ $((run % 2)) = 0 ] && order=(strata floor)
+        for variant in "${order[@]}"; do
+            if [ "$variant" = floor ]; then
+                echo "floor $("${engine}_floor") 0" >>"$work/times"
+            else
+                "${engine}_strata"
+                echo "strata $(cat "$work/last")" >>"$work/times"
+            fi
+        done
+    done
+    floor=$(awk '$1 == "floor" { print $2 }' "$work/times" | median)
+    for variant in floor strata; do
+        m=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | median)
+        range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
+        rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
+        ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
+        [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+        printf '%-8s %-8s %8s %6s %10s %14s %7s %7s\n' "$engine" "$TENANTS" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
+    done
+done
