@@ -116,9 +116,12 @@ impl From<&AppError> for Exit {
             },
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
-            AppError::Database(DbError::BadDataSource(_) | DbError::DriverNotBuilt(_) | DbError::Directory { .. }) => {
-                Exit::BadConfig
-            }
+            AppError::Database(
+                DbError::BadDataSource(_)
+                | DbError::CitusWorker { .. }
+                | DbError::DriverNotBuilt(_)
+                | DbError::Directory { .. },
+            ) => Exit::BadConfig,
             _ => Exit::Failed,
         }
     }

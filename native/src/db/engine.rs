@@ -170,6 +170,18 @@ pub(crate) trait Engine: Send + Sync {
     /// protocol runs several statements of one message in order and stops at
     /// the first that fails (PostgreSQL's simple query protocol).
     const ONE_MESSAGE: bool = false;
+    /// Whether this engine, as connected, sends a unit as one message:
+    /// [`Engine::ONE_MESSAGE`], unless what the engine found at connect
+    /// time says no (Citus forwards a multi-statement text to its workers
+    /// over the extended protocol, which refuses it: citus#6608).
+    fn one_message(&self) -> bool {
+        Self::ONE_MESSAGE
+    }
+    /// Whether the database is a Citus coordinator (PostgreSQL with the
+    /// extension, found at connect time).
+    fn citus(&self) -> bool {
+        false
+    }
     /// The statement that sets the open transaction's time-outs, as text
     /// (only where [`Engine::ONE_MESSAGE`]).
     fn timeouts_text(&self, _to: Timeouts) -> String {

@@ -33,6 +33,11 @@ use super::types::{
 /// A database the service migrates and records versions in.
 #[async_trait]
 pub(crate) trait Database: Send + Sync {
+    /// Whether the database is a Citus coordinator (found at connect time;
+    /// the linter's Citus rules then apply).
+    fn citus(&self) -> bool {
+        false
+    }
     /// Checks the connection and the service's tables, without side effects.
     async fn ping(&self) -> Result<(), DbError>;
     /// [`Database::ping`] per database server, named for `/health` (`DB`,
@@ -149,6 +154,10 @@ impl<E: Engine> Store<E> {
 
 #[async_trait]
 impl<E: Engine> Database for Store<E> {
+    fn citus(&self) -> bool {
+        self.engine.citus()
+    }
+
     async fn ping(&self) -> Result<(), DbError> {
         let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
         self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))

@@ -13,7 +13,7 @@ fn found(report: &Report) -> Found {
 }
 
 fn lint_files(driver: Driver, files: &[(&str, &str)], lock_timeout_set: bool) -> Report {
-    lint(&LintInput { driver, files, lock_timeout_set })
+    lint(&LintInput { driver, files, lock_timeout_set, citus: false })
 }
 
 fn one(driver: Driver, text: &str) -> Report {
@@ -500,7 +500,7 @@ const CORPUS_SET_FINDINGS: &[&str] = &[
 fn separately_a_table_of_an_earlier_file_exists() {
     let files =
         [("t/001.sql", "create table {schema}.t (a int);"), ("t/002.sql", "create index t_a on {schema}.t (a);")];
-    let input = LintInput { driver: Postgres, files: &files, lock_timeout_set: true };
+    let input = LintInput { driver: Postgres, files: &files, lock_timeout_set: true, citus: false };
     assert_eq!(found(&lint(&input)), vec![]);
     let report = lint_separately(&input);
     assert_eq!(found(&report), vec![("create-index-non-concurrently", W, 1, 1)]);
