@@ -264,6 +264,12 @@ impl Service {
         Ok(self.database.tenants().await?)
     }
 
+    /// Where each tenant's shards live on Citus: (schema, node); empty on
+    /// other engines.
+    pub(crate) async fn placements(&self) -> Result<Vec<(String, String)>, AppError> {
+        Ok(self.database.placements().await?)
+    }
+
     /// Versions in id order; with `file`, those that applied it.
     pub(crate) async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, AppError> {
         let filter = file.map_or(VersionFilter::All, VersionFilter::ApplyingFile);

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -21,7 +20,7 @@ use crate::support::{code, free_port, strata};
 use crate::topologies::{run, scalar, text};
 
 /// One test at a time on the cluster.
-static TURN: Mutex<()> = Mutex::new(());
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The coordinator's URL, or `None` (and a line saying the test is skipped).
 fn citus_url(test: &str) -> Option<String> {
@@ -201,7 +200,7 @@ async fn tenants(conn: &mut PgConnection, n: usize) {
 #[tokio::test(flavor = "multi_thread")]
 async fn starts_on_a_fresh_cluster_with_sharding_on_and_makes_tenants_distributed_schemas() {
     let Some(url) = citus_url("starts_on_a_fresh_cluster") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let project = Project::new(&url, "");
     // CREATE INDEX and RENAME among other statements (citus#6608), and
@@ -236,6 +235,13 @@ async fn starts_on_a_fresh_cluster_with_sharding_on_and_makes_tenants_distribute
     let worker_ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
     assert!(!on_workers.is_empty() && on_workers.iter().all(|p| worker_ports.contains(p)), "{on_workers:?}");
     assert_eq!(scalar(&mut conn, "select count(*) from alpha.items where label = 'once'").await, 1);
+    // `strata tenants` names each tenant's node.
+    let listed = project.strata(&["tenants", "--json"]).await;
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap_or_else(|_| panic!("{}", text(&listed)));
+    for tenant in listed["tenants"].as_array().unwrap() {
+        let node = tenant["node"].as_str().unwrap_or_else(|| panic!("{tenant}"));
+        assert!(worker_ports.iter().any(|p| node.ends_with(&format!(":{p}"))), "{tenant}");
+    }
     assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 4);
 
     // A session whose setting is off (the dataSource's options): the new
@@ -263,7 +269,7 @@ async fn starts_on_a_fresh_cluster_with_sharding_on_and_makes_tenants_distribute
 #[tokio::test(flavor = "multi_thread")]
 async fn refuses_a_worker_and_names_the_coordinator() {
     let Some(url) = citus_url("refuses_a_worker") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let worker = list("STRATA_TEST_CITUS_WORKER_URLS").remove(0);
     let project = Project::new(&worker, "");
@@ -284,7 +290,7 @@ async fn refuses_a_worker_and_names_the_coordinator() {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_hundred_tenants_fifteen_files_each_applied_and_recorded_exactly_once() {
     let Some(url) = citus_url("two_hundred_tenants") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let project = Project::new(&url, "tenantConcurrency: 4\n");
     assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
@@ -334,7 +340,7 @@ async fn two_hundred_tenants_fifteen_files_each_applied_and_recorded_exactly_onc
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
     let Some(url) = citus_url("a_lock_held_on_a_worker") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let project = Project::new(&url, "lockTimeoutMillis: 300\nlockRetries: 0\n");
     project.write("tenants/001_items.sql", "create table {schema}.items (id bigint);\n");
@@ -392,7 +398,7 @@ async fn applied_is_recorded(conn: &mut PgConnection, n: usize) -> (usize, usize
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_killed_mid_version_is_a_lost_connection_every_time() {
     let Some(url) = citus_url("a_worker_killed_mid_version") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let rounds: usize = std::env::var("STRATA_TEST_CITUS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(4);
     let n = 40;
@@ -442,7 +448,7 @@ async fn a_worker_killed_mid_version_is_a_lost_connection_every_time() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_linter_warns_of_what_citus_refuses() {
     let Some(url) = citus_url("the_linter_warns") else { return };
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = TURN.lock().await;
     clean(&url).await;
     let project = Project::new(&url, "");
     assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);

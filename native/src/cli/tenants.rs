@@ -18,6 +18,9 @@ struct TenantLine {
     name: String,
     /// `None` on one database server.
     shard: Option<String>,
+    /// The Citus worker node holding its schema's shards (`host:port`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<String>,
     /// Whether its shard answered (`false`: as the directory last saw it).
     reachable: bool,
     quarantined: bool,
@@ -67,7 +70,14 @@ pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
         Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
         Err(error) => return failure(&error),
     };
-    let listing = listing(shards, unsharded, &quarantined, args.shard.as_deref());
+    let nodes: std::collections::HashMap<String, String> = match service.placements().await {
+        Ok(rows) => rows.into_iter().collect(),
+        Err(error) => return failure(&error),
+    };
+    let mut listing = listing(shards, unsharded, &quarantined, args.shard.as_deref());
+    for tenant in &mut listing.tenants {
+        tenant.node = nodes.get(&tenant.name).cloned();
+    }
     if args.json {
         print_json(&listing);
     } else {
@@ -86,6 +96,7 @@ fn listing(
         quarantined: quarantined.contains(&name),
         name,
         shard,
+        node: None,
         reachable,
     };
     if let Some(names) = unsharded {
@@ -127,6 +138,9 @@ fn print_text(listing: &Listing) {
         let mut notes = Vec::new();
         if let Some(shard) = &tenant.shard {
             notes.push(format!("@{shard}"));
+        }
+        if let Some(node) = &tenant.node {
+            notes.push(format!("on {node}"));
         }
         if !tenant.reachable {
             notes.push("unreachable".to_string());

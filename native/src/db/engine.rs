@@ -182,6 +182,11 @@ pub(crate) trait Engine: Send + Sync {
     fn citus(&self) -> bool {
         false
     }
+    /// Where each distributed schema's shards live: (schema, `host:port`)
+    /// — Citus only.
+    async fn placements(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        Ok(Vec::new())
+    }
     /// The statement that sets the open transaction's time-outs, as text
     /// (only where [`Engine::ONE_MESSAGE`]).
     fn timeouts_text(&self, _to: Timeouts) -> String {

@@ -368,6 +368,14 @@ impl Engine for PostgresEngine {
         self.citus
     }
 
+    async fn placements(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as(sql::CITUS_PLACEMENTS).persistent(false).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+
     fn timeouts_text(&self, to: Timeouts) -> String {
         sql::set_local_timeouts_text(to.lock_ms, to.statement_ms)
     }

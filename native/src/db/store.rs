@@ -53,6 +53,11 @@ pub(crate) trait Database: Send + Sync {
     }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// Where each distributed schema's shards live (Citus: schema, node's
+    /// `host:port`); empty elsewhere.
+    async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
+        Ok(Vec::new())
+    }
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -172,6 +177,14 @@ impl<E: Engine> Database for Store<E> {
         };
         let Some(mut conn) = conn else { return Ok(Vec::new()) };
         Ok(self.engine.books().tenants(&mut conn).await?.names)
+    }
+
+    async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
+        if !self.engine.citus() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.placements(&mut conn).await
     }
 
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {

@@ -804,7 +804,7 @@ fn expr_words(expr: &Expr) -> Vec<String> {
 
 /// The unquoted words of an expression's text, upper-cased.
 pub(crate) fn expr_words_of(text: &str) -> Vec<String> {
-    let Ok(tokens) = Tokenizer::new(dialect(Driver::Postgres), &text).tokenize() else { return Vec::new() };
+    let Ok(tokens) = Tokenizer::new(dialect(Driver::Postgres), text).tokenize() else { return Vec::new() };
     tokens
         .into_iter()
         .filter_map(|t| match t {

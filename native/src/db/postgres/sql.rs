@@ -275,6 +275,12 @@ pub(crate) const CITUS_NO_DDL_PROPAGATION: &str = "set local citus.enable_ddl_pr
 /// Whether a schema created now becomes a distributed schema by itself.
 pub(crate) const CITUS_SHARDING_ON: &str = "select current_setting('citus.enable_schema_based_sharding', true)";
 
+/// Each distributed schema and the node its shards live on (a schema's
+/// tables are colocated: one node); a schema without tables has none yet.
+pub(crate) const CITUS_PLACEMENTS: &str = "select n.nspname::text, min(s.nodename || ':' || s.nodeport) \
+    from pg_dist_schema d join pg_namespace n on n.oid = d.schemaid \
+    join citus_shards s on s.colocation_id = d.colocationid group by n.nspname order by 1";
+
 /// Makes an (empty) schema a distributed schema (`$1`: its quoted name).
 pub(crate) const CITUS_DISTRIBUTE: &str = "select citus_schema_distribute($1::regnamespace)";
 
