@@ -270,6 +270,15 @@ impl Service {
         Ok(self.database.placements().await?)
     }
 
+    /// Moves a tenant's schema to the Citus node `host:port`; a name that
+    /// is no tenant is refused first.
+    pub(crate) async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), AppError> {
+        if !self.database.tenants().await?.iter().any(|t| t == tenant) {
+            return Err(DbError::MoveRefused(format!("{tenant} is not a tenant")).into());
+        }
+        Ok(self.database.move_tenant(tenant, host, port, mode).await?)
+    }
+
     /// Versions in id order; with `file`, those that applied it.
     pub(crate) async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, AppError> {
         let filter = file.map_or(VersionFilter::All, VersionFilter::ApplyingFile);

@@ -484,3 +484,48 @@ async fn the_linter_warns_of_what_citus_refuses() {
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", text(&output)));
     assert!(!report["findings"].as_array().unwrap().iter().any(|f| f["rule"].as_str().unwrap().starts_with("citus-")));
 }
+
+/// The node (`host:port`) holding a tenant's shards.
+async fn node_of(conn: &mut PgConnection, tenant: &str) -> String {
+    let sql =
+        format!("select min(nodename || ':' || nodeport) from citus_shards where table_name::text like '{tenant}.%'");
+    strings(conn, &sql).await.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_moves_to_another_worker_but_not_while_a_version_runs() {
+    let Some(url) = citus_url("a_tenant_moves") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write("tenants/001_items.sql", "create table {schema}.items (id bigint primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 1).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "t0"]).await), 0);
+    let from = node_of(&mut conn, "t0").await;
+    let ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    let to = format!("127.0.0.1:{}", ports.iter().find(|p| !from.ends_with(&format!(":{p}"))).unwrap());
+
+    // While another mutation holds the lock: refused, nothing moved.
+    run(&mut conn, "insert into svc.svc_lock values (1, 'another', clock_timestamp() + interval '1 minute')").await;
+    let refused = project.strata(&["tenants", "move", "t0", "--to", &to, "--mode", "block_writes"]).await;
+    assert_eq!(code(&refused), 1, "{}", text(&refused));
+    assert!(text(&refused).contains("a version is running"), "{}", text(&refused));
+    assert_eq!(node_of(&mut conn, "t0").await, from);
+    run(&mut conn, "delete from svc.svc_lock").await;
+
+    // Not a tenant.
+    let unknown = project.strata(&["tenants", "move", "nobody", "--to", &to]).await;
+    assert_eq!(code(&unknown), 1, "{}", text(&unknown));
+    assert!(text(&unknown).contains("nobody is not a tenant"), "{}", text(&unknown));
+
+    let moved = project.strata(&["tenants", "move", "t0", "--to", &to, "--mode", "block_writes"]).await;
+    assert_eq!(code(&moved), 0, "{}", text(&moved));
+    assert_eq!(node_of(&mut conn, "t0").await, to);
+    let listed = text(&project.strata(&["tenants"]).await);
+    assert!(listed.contains(&format!("t0  on {to}")), "{listed}");
+    // The lock was given back: a version runs after the move.
+    project.write("tenants/002_more.sql", "alter table {schema}.items add column note text;\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "after"]).await), 0);
+}

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::output::{failure, print_json};
-use super::{Exit, TenantsArgs};
+use super::{Exit, TenantsAction, TenantsArgs};
 use crate::db::ShardTenants;
 use crate::service::Service;
 
@@ -44,6 +44,9 @@ struct Listing {
 /// Lists the tenants; exit 12 when a shard did not answer (its tenants are
 /// then the directory's last sight of them).
 pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
+    if let Some(TenantsAction::Move { tenant, to, mode }) = &args.action {
+        return move_tenant(service, tenant, to, mode).await;
+    }
     let shards = match service.shards().await {
         Ok(shards) => shards,
         Err(error) => return failure(&error),
@@ -84,6 +87,21 @@ pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
         print_text(&listing);
     }
     if listing.shards.iter().any(|shard| !shard.reachable) { Exit::ShardsFailed } else { Exit::Success }
+}
+
+/// `strata tenants move TENANT --to HOST:PORT`.
+async fn move_tenant(service: &Service, tenant: &str, to: &str, mode: &str) -> Exit {
+    let Some((host, port)) = to.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<i32>().ok()?))) else {
+        eprintln!("strata: --to {to:?} is not HOST:PORT");
+        return Exit::Usage;
+    };
+    match service.move_tenant(tenant, host, port, mode).await {
+        Ok(()) => {
+            outln!("Tenant {tenant} moved to {to}.");
+            Exit::Success
+        }
+        Err(error) => failure(&error),
+    }
 }
 
 fn listing(

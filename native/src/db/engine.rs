@@ -187,6 +187,12 @@ pub(crate) trait Engine: Send + Sync {
     async fn placements(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
         Ok(Vec::new())
     }
+    /// Moves a tenant's shards to the node `host:port` (Citus's
+    /// `citus_schema_move`, transfer `mode`), under the mutation lock
+    /// taken without waiting: refused while a version runs.
+    async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
+        Err(DbError::NotSupported("moving a tenant (Citus only)"))
+    }
     /// The statement that sets the open transaction's time-outs, as text
     /// (only where [`Engine::ONE_MESSAGE`]).
     fn timeouts_text(&self, _to: Timeouts) -> String {

@@ -104,6 +104,9 @@ pub(crate) enum DbError {
         /// The coordinator's host:port, when the worker's metadata names it.
         coordinator: Option<String>,
     },
+    /// `strata tenants move` was refused before anything moved.
+    #[error("the tenant was not moved: {0}")]
+    MoveRefused(String),
     /// This build leaves the driver out (a cargo feature).
     #[cfg_attr(feature = "sqlserver", allow(dead_code))]
     #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]

@@ -93,19 +93,17 @@ impl PostgresEngine {
 /// Whether the database runs Citus; a Citus worker node is refused, with
 /// the coordinator its metadata names.
 async fn citus_coordinator(pool: &PgPool) -> Result<bool, DbError> {
+    // Simple-query statements (no bound values): a pooler in transaction
+    // mode may answer each on another server connection.
     let mut conn = engine::acquire(pool).await?;
-    let installed: bool = sqlx::query_scalar(sql::CITUS_INSTALLED).persistent(false).fetch_one(&mut *conn).await?;
+    let installed: bool = sqlx::raw_sql(sql::CITUS_INSTALLED).fetch_one(&mut *conn).await?.try_get(0)?;
     if !installed {
         return Ok(false);
     }
-    let worker: bool = sqlx::query_scalar(sql::CITUS_IS_WORKER).persistent(false).fetch_one(&mut *conn).await?;
+    let worker: bool = sqlx::raw_sql(sql::CITUS_IS_WORKER).fetch_one(&mut *conn).await?.try_get(0)?;
     if worker {
-        let coordinator: Option<String> = sqlx::query_scalar(sql::CITUS_COORDINATOR)
-            .persistent(false)
-            .fetch_optional(&mut *conn)
-            .await
-            .ok()
-            .flatten();
+        let row = sqlx::raw_sql(sql::CITUS_COORDINATOR).fetch_optional(&mut *conn).await.ok().flatten();
+        let coordinator = row.and_then(|row| row.try_get::<String, _>(0).ok());
         return Err(DbError::CitusWorker { coordinator });
     }
     tracing::info!("Citus: files run one statement at a time, new tenants are distributed schemas");
@@ -366,6 +364,26 @@ impl Engine for PostgresEngine {
 
     fn citus(&self) -> bool {
         self.citus
+    }
+
+    async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {
+        if !self.citus {
+            return Err(DbError::MoveRefused("the database does not run Citus".into()));
+        }
+        let Some(lease) = Lease::try_acquire(&self.lease, self.lease_seconds).await? else {
+            return Err(DbError::MoveRefused(
+                "a version is running (the lock svc.svc_lock is held); move the tenant once it is over".into(),
+            ));
+        };
+        let moved = async {
+            let mut conn = engine::acquire(&self.pool).await?;
+            let statement = sql::citus_schema_move(tenant, host, port, mode);
+            sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut *conn).await?;
+            Ok::<(), DbError>(())
+        }
+        .await;
+        lease.release(&self.lease).await;
+        moved
     }
 
     async fn placements(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {

@@ -58,6 +58,11 @@ pub(crate) trait Database: Send + Sync {
     async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
         Ok(Vec::new())
     }
+    /// Moves a tenant's shards to another node (Citus), refused while a
+    /// version runs.
+    async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
+        Err(DbError::NotSupported("moving a tenant (Citus only)"))
+    }
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -177,6 +182,10 @@ impl<E: Engine> Database for Store<E> {
         };
         let Some(mut conn) = conn else { return Ok(Vec::new()) };
         Ok(self.engine.books().tenants(&mut conn).await?.names)
+    }
+
+    async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {
+        self.engine.move_tenant(tenant, host, port, mode).await
     }
 
     async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {

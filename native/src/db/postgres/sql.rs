@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
-use strata_core::migrate::ident::quote_ansi;
+use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 
 /// Key of the transaction-level advisory lock serialising start-up DDL
 /// across every service instance sharing the database (a transaction-level
@@ -280,6 +280,18 @@ pub(crate) const CITUS_SHARDING_ON: &str = "select current_setting('citus.enable
 pub(crate) const CITUS_PLACEMENTS: &str = "select n.nspname::text, min(s.nodename || ':' || s.nodeport) \
     from pg_dist_schema d join pg_namespace n on n.oid = d.schemaid \
     join citus_shards s on s.colocation_id = d.colocationid group by n.nspname order by 1";
+
+/// Moves a distributed schema to the node `host`:`port` with the shard
+/// transfer `mode`: its values written in as quoted literals (simple query
+/// protocol, outside a transaction: Citus moves shards outside one).
+pub(crate) fn citus_schema_move(schema: &str, host: &str, port: i32, mode: &str) -> String {
+    format!(
+        "select citus_schema_move({}::regnamespace, {}, {port}, {}::citus.shard_transfer_mode)",
+        quote_string_postgres(&quote_ansi(schema)),
+        quote_string_postgres(host),
+        quote_string_postgres(mode)
+    )
+}
 
 /// Makes an (empty) schema a distributed schema (`$1`: its quoted name).
 pub(crate) const CITUS_DISTRIBUTE: &str = "select citus_schema_distribute($1::regnamespace)";
