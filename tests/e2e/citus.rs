@@ -400,7 +400,7 @@ async fn a_worker_killed_mid_version_is_a_lost_connection_every_time() {
     let Some(url) = citus_url("a_worker_killed_mid_version") else { return };
     let _turn = TURN.lock().await;
     clean(&url).await;
-    let rounds: usize = std::env::var("STRATA_TEST_CITUS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(4);
+    let rounds: usize = std::env::var("STRATA_TEST_CITUS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
     let n = 40;
     let project = Project::new(&url, "tenantConcurrency: 4\n");
     project.write("tenants/000_log.sql", "create table {schema}.log (file text);\n");
