@@ -116,9 +116,12 @@ impl From<&AppError> for Exit {
             },
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
-            AppError::Database(DbError::BadDataSource(_) | DbError::DriverNotBuilt(_) | DbError::Directory { .. }) => {
-                Exit::BadConfig
-            }
+            AppError::Database(
+                DbError::BadDataSource(_)
+                | DbError::CitusWorker { .. }
+                | DbError::DriverNotBuilt(_)
+                | DbError::Directory { .. },
+            ) => Exit::BadConfig,
             _ => Exit::Failed,
         }
     }
@@ -590,6 +593,27 @@ struct TenantsArgs {
     /// Print as JSON.
     #[arg(long)]
     json: bool,
+    #[command(subcommand)]
+    action: Option<TenantsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+enum TenantsAction {
+    /// Citus: move a tenant's distributed schema to another worker node
+    /// (`citus_schema_move`), under the mutation lock — refused while a
+    /// version runs.
+    Move {
+        /// The tenant.
+        tenant: String,
+        /// The node: HOST:PORT, as `pg_dist_node` names it.
+        #[arg(long)]
+        to: String,
+        /// Citus's shard transfer mode: auto (logical replication; tables
+        /// need a primary key or replica identity), force_logical or
+        /// block_writes (copies while writes wait).
+        #[arg(long, default_value = "auto")]
+        mode: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -213,13 +213,20 @@ pub(crate) fn lint_history(config: &Config, files: &[(&str, &str)]) -> lint::Rep
         driver: config.driver,
         files,
         lock_timeout_set: config.lock_timeout_millis > 0,
+        citus: config.citus,
     })
 }
 
 /// Lints files, in the order given, for the configured engine (the service
-/// sets a lock time-out unless `lockTimeoutMillis` is 0).
-pub(crate) fn lint_files(config: &Config, files: &[(&str, &str)]) -> lint::Report {
-    lint::lint(&lint::LintInput { driver: config.driver, files, lock_timeout_set: config.lock_timeout_millis > 0 })
+/// sets a lock time-out unless `lockTimeoutMillis` is 0), with the Citus
+/// rules when `citus` (configured, or found at connect time).
+pub(crate) fn lint_files(config: &Config, files: &[(&str, &str)], citus: bool) -> lint::Report {
+    lint::lint(&lint::LintInput {
+        driver: config.driver,
+        files,
+        lock_timeout_set: config.lock_timeout_millis > 0,
+        citus: config.citus || citus,
+    })
 }
 
 pub(crate) fn rfc3339(time: chrono::DateTime<Utc>) -> String {
@@ -255,6 +262,21 @@ impl Service {
     /// Tenant names (`tenantSelectSQL`).
     pub(crate) async fn tenants(&self) -> Result<Vec<String>, AppError> {
         Ok(self.database.tenants().await?)
+    }
+
+    /// Where each tenant's shards live on Citus: (schema, node); empty on
+    /// other engines.
+    pub(crate) async fn placements(&self) -> Result<Vec<(String, String)>, AppError> {
+        Ok(self.database.placements().await?)
+    }
+
+    /// Moves a tenant's schema to the Citus node `host:port`; a name that
+    /// is no tenant is refused first.
+    pub(crate) async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), AppError> {
+        if !self.database.tenants().await?.iter().any(|t| t == tenant) {
+            return Err(DbError::MoveRefused(format!("{tenant} is not a tenant")).into());
+        }
+        Ok(self.database.move_tenant(tenant, host, port, mode).await?)
     }
 
     /// Versions in id order; with `file`, those that applied it.
@@ -432,7 +454,7 @@ impl Service {
 
     /// The linter's findings on the files a plan would run.
     pub(crate) fn lint(&self, plan: &Plan, sources: &[SourceMigration]) -> lint::Report {
-        lint_files(&self.config, &lint::files_of_plan(plan, sources))
+        lint_files(&self.config, &lint::files_of_plan(plan, sources), self.database.citus())
     }
 
     /// What `createVersion` (or `createTenant`) would do now: the plan, the

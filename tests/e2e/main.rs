@@ -3,6 +3,7 @@
 
 mod access;
 mod bad_input;
+mod citus;
 mod cli;
 mod console;
 mod drift;

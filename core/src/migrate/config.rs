@@ -363,6 +363,10 @@ pub struct Config {
     /// Whether each schema's catalog fingerprint is stored after its unit
     /// commits (fleet drift's "changed since recorded").
     pub record_fingerprints: bool,
+    /// The PostgreSQL database is a Citus coordinator (`citus: true`): the
+    /// linter's Citus rules apply even where it does not connect (`lint
+    /// --all`). The service finds Citus by itself when it connects.
+    pub citus: bool,
     /// What a version over all schemas does about fleet drift found first.
     pub drift_policy: DriftPolicy,
     /// Tenants a version may fail in and go on (each put aside in
@@ -422,6 +426,7 @@ struct RawConfig {
     statement_timeout_seconds: Option<PortValue>,
     failure_budget: Option<PortValue>,
     record_fingerprints: Option<bool>,
+    citus: Option<bool>,
     drift_policy: Option<String>,
     migration_formats: Option<BTreeMap<String, String>>,
     out_of_order: Option<String>,
@@ -689,6 +694,10 @@ impl Config {
             reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
         })?;
         let (data_source, shards) = sub.data_sources(driver, raw.data_source, raw.shards)?;
+        let citus = raw.citus.unwrap_or(false);
+        if citus && driver != Driver::Postgres {
+            return Err(invalid("citus", format!("Citus is a PostgreSQL extension; driver is {}", driver.name())));
+        }
 
         let tenant_select =
             sub.either(("tenantSelectSQL", raw.tenant_select_sql), ("tenantSelect", raw.tenant_select))?;
@@ -771,6 +780,7 @@ impl Config {
             lock_retries,
             statement_timeout_seconds,
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
+            citus,
             drift_policy,
             failure_budget,
             migration_formats,
@@ -812,6 +822,7 @@ impl Config {
             lock_retries: self.lock_retries,
             statement_timeout_seconds: self.statement_timeout_seconds,
             record_fingerprints: self.record_fingerprints,
+            citus: self.citus,
             drift_policy: self.drift_policy.name(),
             failure_budget: self.failure_budget,
             migration_formats: self.migration_formats.iter().map(|(d, f)| (d.as_str(), f.name())).collect(),
@@ -885,6 +896,8 @@ struct RedactedView<'a> {
     lock_retries: u32,
     statement_timeout_seconds: u64,
     record_fingerprints: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    citus: bool,
     drift_policy: &'a str,
     failure_budget: crate::migrate::quarantine::FailureBudget,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]

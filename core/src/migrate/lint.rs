@@ -37,6 +37,7 @@
 //!
 //! The rules are listed in [`RULES`], with the engines each applies to.
 
+mod citus;
 mod rules;
 mod select;
 
@@ -149,6 +150,9 @@ pub struct LintInput<'a> {
     /// The service sets a lock time-out for transactional units (the
     /// default): `missing-lock-timeout` then never applies.
     pub lock_timeout_set: bool,
+    /// The database is a Citus coordinator (detected, or `citus: true`):
+    /// the Citus rules apply too (`lint/citus.rs`).
+    pub citus: bool,
 }
 
 /// The linter's findings and the statements it could not check, in file
@@ -212,6 +216,11 @@ pub const RULES: &[RuleInfo] = &[
     rules::CLUSTER,
     rules::LOCK_TABLE,
     rules::MISSING_LOCK_TIMEOUT,
+    citus::CITUS_VOLATILE_IN_UPDATE,
+    citus::CITUS_TRIGGER,
+    citus::CITUS_FOREIGN_KEY_ACROSS_SCHEMAS,
+    citus::CITUS_DDL_AMONG_STATEMENTS,
+    citus::CITUS_SMALL_SEQUENCE,
     rules::UNKNOWN_RULE,
 ];
 
@@ -254,7 +263,12 @@ fn lint_file(input: &LintInput, state: &mut rules::State, file: &str, contents: 
     let mut ctx = rules::Ctx::new(driver, file, state);
     let lines = LineIndex::new(&text);
     let mut unchecked = Vec::new();
-    for piece in pieces(driver, &text) {
+    let pieces = pieces(driver, &text);
+    if input.citus && driver == Driver::Postgres {
+        let statements = pieces.iter().filter(|p| text.get((*p).clone()).is_some_and(has_statement)).count();
+        ctx = ctx.with_citus(statements);
+    }
+    for piece in pieces {
         check_piece(&mut ctx, &text, &lines, piece, &mut unchecked);
     }
     let mut findings = ctx.finish(!input.lock_timeout_set && !head.no_transaction && !head.lock_timeout);
@@ -275,6 +289,14 @@ fn lint_file(input: &LintInput, state: &mut rules::State, file: &str, contents: 
     }
     report.findings.extend(findings);
     report.unchecked.extend(unchecked);
+}
+
+/// Whether a piece holds a statement (not only comments and blanks).
+fn has_statement(piece: &str) -> bool {
+    match Tokenizer::new(dialect(Driver::Postgres), piece).tokenize() {
+        Ok(tokens) => tokens.iter().any(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon | Token::EOF)),
+        Err(_) => !piece.trim().is_empty(),
+    }
 }
 
 /// What a file's leading comments say to the linter.

@@ -51,11 +51,14 @@
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver
 //!   URLs, and the check that a `dataSource` belongs to its `driver`.
 //! - [`driver`]: the database kinds and the schema names each engine reserves.
+//! - [`failure`]: why a statement failed, as far as what to do next differs
+//!   (SQLSTATEs, MySQL error numbers, Citus's relayed node failures).
 
 pub mod batches;
 pub mod config;
 pub mod datasource;
 pub mod driver;
+pub mod failure;
 pub mod fingerprint;
 pub mod fleet;
 pub mod format;

@@ -73,6 +73,7 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
         }
         OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
+        OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {

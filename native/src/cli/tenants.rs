@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::output::{failure, print_json};
-use super::{Exit, TenantsArgs};
+use super::{Exit, TenantsAction, TenantsArgs};
 use crate::db::ShardTenants;
 use crate::service::Service;
 
@@ -18,6 +18,9 @@ struct TenantLine {
     name: String,
     /// `None` on one database server.
     shard: Option<String>,
+    /// The Citus worker node holding its schema's shards (`host:port`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<String>,
     /// Whether its shard answered (`false`: as the directory last saw it).
     reachable: bool,
     quarantined: bool,
@@ -41,6 +44,9 @@ struct Listing {
 /// Lists the tenants; exit 12 when a shard did not answer (its tenants are
 /// then the directory's last sight of them).
 pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
+    if let Some(TenantsAction::Move { tenant, to, mode }) = &args.action {
+        return move_tenant(service, tenant, to, mode).await;
+    }
     let shards = match service.shards().await {
         Ok(shards) => shards,
         Err(error) => return failure(&error),
@@ -67,13 +73,35 @@ pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
         Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
         Err(error) => return failure(&error),
     };
-    let listing = listing(shards, unsharded, &quarantined, args.shard.as_deref());
+    let nodes: std::collections::HashMap<String, String> = match service.placements().await {
+        Ok(rows) => rows.into_iter().collect(),
+        Err(error) => return failure(&error),
+    };
+    let mut listing = listing(shards, unsharded, &quarantined, args.shard.as_deref());
+    for tenant in &mut listing.tenants {
+        tenant.node = nodes.get(&tenant.name).cloned();
+    }
     if args.json {
         print_json(&listing);
     } else {
         print_text(&listing);
     }
     if listing.shards.iter().any(|shard| !shard.reachable) { Exit::ShardsFailed } else { Exit::Success }
+}
+
+/// `strata tenants move TENANT --to HOST:PORT`.
+async fn move_tenant(service: &Service, tenant: &str, to: &str, mode: &str) -> Exit {
+    let Some((host, port)) = to.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<i32>().ok()?))) else {
+        eprintln!("strata: --to {to:?} is not HOST:PORT");
+        return Exit::Usage;
+    };
+    match service.move_tenant(tenant, host, port, mode).await {
+        Ok(()) => {
+            outln!("Tenant {tenant} moved to {to}.");
+            Exit::Success
+        }
+        Err(error) => failure(&error),
+    }
 }
 
 fn listing(
@@ -86,6 +114,7 @@ fn listing(
         quarantined: quarantined.contains(&name),
         name,
         shard,
+        node: None,
         reachable,
     };
     if let Some(names) = unsharded {
@@ -127,6 +156,9 @@ fn print_text(listing: &Listing) {
         let mut notes = Vec::new();
         if let Some(shard) = &tenant.shard {
             notes.push(format!("@{shard}"));
+        }
+        if let Some(node) = &tenant.node {
+            notes.push(format!("on {node}"));
         }
         if !tenant.reachable {
             notes.push("unreachable".to_string());

@@ -170,6 +170,29 @@ pub(crate) trait Engine: Send + Sync {
     /// protocol runs several statements of one message in order and stops at
     /// the first that fails (PostgreSQL's simple query protocol).
     const ONE_MESSAGE: bool = false;
+    /// Whether this engine, as connected, sends a unit as one message:
+    /// [`Engine::ONE_MESSAGE`], unless what the engine found at connect
+    /// time says no (Citus forwards a multi-statement text to its workers
+    /// over the extended protocol, which refuses it: citus#6608).
+    fn one_message(&self) -> bool {
+        Self::ONE_MESSAGE
+    }
+    /// Whether the database is a Citus coordinator (PostgreSQL with the
+    /// extension, found at connect time).
+    fn citus(&self) -> bool {
+        false
+    }
+    /// Where each distributed schema's shards live: (schema, `host:port`)
+    /// — Citus only.
+    async fn placements(&self, _conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Moves a tenant's shards to the node `host:port` (Citus's
+    /// `citus_schema_move`, transfer `mode`), under the mutation lock
+    /// taken without waiting: refused while a version runs.
+    async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
+        Err(DbError::NotSupported("moving a tenant (Citus only)"))
+    }
     /// The statement that sets the open transaction's time-outs, as text
     /// (only where [`Engine::ONE_MESSAGE`]).
     fn timeouts_text(&self, _to: Timeouts) -> String {

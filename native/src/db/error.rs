@@ -2,6 +2,7 @@
 //! migration leaves behind ([`MigrationFailure`]).
 
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::failure;
 use strata_core::migrate::fleet::FleetError;
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::quarantine::RetryError;
@@ -92,6 +93,20 @@ pub(crate) enum DbError {
     /// The `dataSource` cannot be read as a connection string of its driver.
     #[error("{0}")]
     BadDataSource(String),
+    /// `dataSource` names a Citus worker node: Citus distributes DDL from
+    /// its coordinator only, and the service's books live there.
+    #[error(
+        "the database is a Citus worker node, not the coordinator{}: Citus runs DDL and keeps the service's tables \
+         on the coordinator only; point dataSource at the coordinator",
+        .coordinator.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+    )]
+    CitusWorker {
+        /// The coordinator's host:port, when the worker's metadata names it.
+        coordinator: Option<String>,
+    },
+    /// `strata tenants move` was refused before anything moved.
+    #[error("the tenant was not moved: {0}")]
+    MoveRefused(String),
     /// This build leaves the driver out (a cargo feature).
     #[cfg_attr(feature = "sqlserver", allow(dead_code))]
     #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
@@ -315,39 +330,28 @@ impl Cause {
         }
     }
 
-    /// Reads an sqlx error: SQLSTATE 25006 (PostgreSQL's read-only
-    /// transaction), MySQL/MariaDB 1290 (`--read-only`) and 1836
-    /// (read-only mode); PgBouncer's time-outs and full pools; connection
-    /// exceptions (SQLSTATE class 08, 57P01–57P03) and I/O or protocol
-    /// failures; lock time-outs (PostgreSQL 55P03, MySQL/MariaDB 1205) and
-    /// statement time-outs (PostgreSQL 57014 "statement timeout", MariaDB
-    /// 1969, MySQL 3024).
+    /// Reads an sqlx error: a database's answer is classified by core
+    /// (`failure::classify`: SQLSTATEs, MySQL/MariaDB error numbers,
+    /// Citus's relayed node failures); I/O or protocol failures are lost
+    /// connections.
     pub(crate) fn of(error: &sqlx::Error) -> Cause {
         match error {
             sqlx::Error::Database(database) => {
                 let code = database.code().unwrap_or_default();
-                let message = database.message();
                 // MySQL/MariaDB report an SQLSTATE too; their error number
                 // is what tells the causes apart.
                 let mysql_number = database
                     .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
                     .map(|e| u32::from(e.number()))
                     .or_else(|| code.parse::<u32>().ok());
-                if code == "55P03" || mysql_number == Some(1205) {
-                    Cause::LockTimeout
-                } else if (code == "57014" && message.contains("statement timeout"))
-                    || matches!(mysql_number, Some(1969 | 3024))
-                {
-                    Cause::StatementTimeout
-                } else if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only")
-                {
-                    Cause::ReadOnly
-                } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
-                    Cause::PoolExhausted
-                } else if code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03") {
-                    Cause::ConnectionLost
-                } else {
-                    Cause::Statement
+                let answer = failure::Answer { sqlstate: &code, mysql_number, message: database.message() };
+                match failure::classify(answer) {
+                    failure::Class::Statement => Cause::Statement,
+                    failure::Class::ReadOnly => Cause::ReadOnly,
+                    failure::Class::ConnectionLost => Cause::ConnectionLost,
+                    failure::Class::PoolExhausted => Cause::PoolExhausted,
+                    failure::Class::LockTimeout => Cause::LockTimeout,
+                    failure::Class::StatementTimeout => Cause::StatementTimeout,
                 }
             }
             sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {

@@ -312,7 +312,7 @@ async fn locked<E: Engine>(
         lock,
         absorbed: Mutex::new(Vec::new()),
         committed: Mutex::new(StepSet::default()),
-        readable: readable(E::DRIVER, E::ONE_MESSAGE, request.sources, plan),
+        readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
     };
     let mut conns = vec![main];
     let whole = request.dry_run || settings.scope == TransactionScope::Version;
@@ -1061,7 +1061,7 @@ impl<E: Engine> Run<'_, E> {
                 && !self.commits_after(step)
                 && self.readable[self.plan.steps.at(step).migration as usize]
         };
-        let fits = E::ONE_MESSAGE
+        let fits = self.engine.one_message()
             && tenant.is_none()
             && !self.request.dry_run
             && self.plan.direction == Direction::Forward

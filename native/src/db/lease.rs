@@ -71,6 +71,19 @@ impl Lease {
         Ok(Lease { holder, lost, renewer })
     }
 
+    /// Takes the lease if it is free now (no wait), renewed in the
+    /// background like [`Lease::acquire`]'s; `None` while another mutation
+    /// holds it.
+    pub(crate) async fn try_acquire<R: LeaseRow>(row: &R, seconds: u64) -> Result<Option<Lease>, DbError> {
+        let holder = uuid::Uuid::new_v4().to_string();
+        if !row.take(&holder, seconds).await? {
+            return Ok(None);
+        }
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = tokio::spawn(renew(row.clone(), holder.clone(), seconds, Arc::clone(&lost)));
+        Ok(Some(Lease { holder, lost, renewer }))
+    }
+
     /// Whether the lease is still this holder's.
     pub(crate) fn held(&self) -> bool {
         !self.lost.load(Ordering::SeqCst)

@@ -11,6 +11,16 @@
 //! prepared statements, statements without run over the simple query
 //! protocol: so nothing depends on a prepared statement outliving its
 //! transaction, which a pooler in transaction mode (PgBouncer) cannot keep.
+//!
+//! Citus (the extension found in the database at start) is the same driver
+//! with a few differences, decided once in [`PostgresEngine::open`]: a
+//! worker node is refused (the coordinator is named); the service's schema
+//! is created with schema-based sharding off, so it stays on the
+//! coordinator; a file runs one statement at a time and a unit is never one
+//! message (Citus forwards a multi-statement text to its workers over the
+//! extended protocol, which refuses it: citus#6608); the time-outs are
+//! `SET LOCAL` with `citus.propagate_set_commands = 'local'`, so they reach
+//! the workers; a new tenant is a distributed schema.
 
 mod sql;
 
@@ -23,7 +33,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, QueryBuilder, Ro
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::ident::quote_string_postgres;
+use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use super::books::SqlxBooks;
@@ -39,6 +49,8 @@ pub(crate) struct PostgresEngine {
     lease_seconds: u64,
     books: SqlxBooks<Postgres, i32>,
     tenant_insert_sql: String,
+    /// The database runs Citus (on its coordinator).
+    citus: bool,
 }
 
 impl PostgresEngine {
@@ -61,6 +73,7 @@ impl PostgresEngine {
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
+        let citus = citus_coordinator(&pool).await?;
         tracing::info!(
             lease_seconds = config.lock_lease_seconds,
             "mutations are serialised by the lease row svc.svc_lock (exclusive directly, through PgBouncer in \
@@ -72,8 +85,54 @@ impl PostgresEngine {
             pool,
             books: SqlxBooks::new(&sql::BOOKS, true, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
+            citus,
         })
     }
+}
+
+/// Whether the database runs Citus; a Citus worker node is refused, with
+/// the coordinator its metadata names.
+async fn citus_coordinator(pool: &PgPool) -> Result<bool, DbError> {
+    // Simple-query statements (no bound values): a pooler in transaction
+    // mode may answer each on another server connection.
+    let mut conn = engine::acquire(pool).await?;
+    let installed: bool = sqlx::raw_sql(sql::CITUS_INSTALLED).fetch_one(&mut *conn).await?.try_get(0)?;
+    if !installed {
+        return Ok(false);
+    }
+    let worker: bool = sqlx::raw_sql(sql::CITUS_IS_WORKER).fetch_one(&mut *conn).await?.try_get(0)?;
+    if worker {
+        let row = sqlx::raw_sql(sql::CITUS_COORDINATOR).fetch_optional(&mut *conn).await.ok().flatten();
+        let coordinator = row.and_then(|row| row.try_get::<String, _>(0).ok());
+        return Err(DbError::CitusWorker { coordinator });
+    }
+    tracing::info!("Citus: files run one statement at a time, new tenants are distributed schemas");
+    Ok(true)
+}
+
+/// Runs `text` (one message over the simple query protocol); a failure
+/// placed by PostgreSQL's position, else at the statement that failed.
+async fn run_text(conn: &mut PoolConnection<Postgres>, text: &str) -> Result<(), Failure> {
+    use futures::StreamExt;
+    let mut completed = 0;
+    let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut **conn);
+    let error = loop {
+        match results.next().await {
+            None => return Ok(()),
+            Some(Ok(_)) => completed += 1,
+            Some(Err(error)) => break error,
+        }
+    };
+    let Some(pg) = error.as_database_error().and_then(|d| d.try_downcast_ref::<PgDatabaseError>()) else {
+        return Err(Failure::from_sqlx(&error));
+    };
+    let offset = match pg.position() {
+        Some(PgErrorPosition::Original(offset)) => Some(offset),
+        _ => engine::statements_of(Driver::Postgres, text)
+            .get(completed)
+            .map(|failed| text[..failed.start].chars().count() + 1),
+    };
+    Err(Failure { message: pg.message().to_string(), offset, line: None, cause: Cause::of(&error) })
 }
 
 /// The lease's statements on the pool (see [`super::lease`]).
@@ -134,9 +193,21 @@ impl Engine for PostgresEngine {
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         let mut tx = self.pool.begin().await?;
         bound(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
-        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *tx).await?;
-        if tenants_table {
-            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *tx).await?;
+        if self.citus {
+            // On the coordinator, one statement at a time (citus#6608).
+            sqlx::raw_sql(sql::CITUS_LOCAL_SCHEMAS).execute(&mut *tx).await?;
+            sqlx::raw_sql(sql::CITUS_NO_DDL_PROPAGATION).execute(&mut *tx).await?;
+            let tables = if tenants_table { sql::CREATE_TENANTS_TABLE } else { "" };
+            for text in [sql::CREATE_SERVICE_TABLES, tables] {
+                for statement in engine::statements_of(Driver::Postgres, text) {
+                    sqlx::raw_sql(AssertSqlSafe(&text[statement])).execute(&mut *tx).await?;
+                }
+            }
+        } else {
+            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *tx).await?;
+            if tenants_table {
+                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *tx).await?;
+            }
         }
         tx.commit().await?;
         Ok(())
@@ -168,28 +239,20 @@ impl Engine for PostgresEngine {
     /// for errors it finds while reading a statement; for one it meets
     /// running it (a constraint, a lock time-out) the statements that
     /// completed before tell which one failed, and its start is the
-    /// position.
+    /// position. On Citus, one statement at a time (citus#6608), a
+    /// failure's offset counted from the file's start.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        use futures::StreamExt;
-        let mut completed = 0;
-        let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut **conn);
-        let error = loop {
-            match results.next().await {
-                None => return Ok(()),
-                Some(Ok(_)) => completed += 1,
-                Some(Err(error)) => break error,
-            }
-        };
-        let Some(pg) = error.as_database_error().and_then(|d| d.try_downcast_ref::<PgDatabaseError>()) else {
-            return Err(Failure::from_sqlx(&error));
-        };
-        let offset = match pg.position() {
-            Some(PgErrorPosition::Original(offset)) => Some(offset),
-            _ => engine::statements_of(Driver::Postgres, text)
-                .get(completed)
-                .map(|failed| text[..failed.start].chars().count() + 1),
-        };
-        Err(Failure { message: pg.message().to_string(), offset, line: None, cause: Cause::of(&error) })
+        if !self.citus {
+            return run_text(conn, text).await;
+        }
+        for statement in engine::statements_of(Driver::Postgres, text) {
+            let start = statement.start;
+            run_text(conn, &text[statement]).await.map_err(|failure| Failure {
+                offset: failure.offset.map(|offset| text[..start].chars().count() + offset),
+                ..failure
+            })?;
+        }
+        Ok(())
     }
 
     /// `lock_timeout` and `statement_timeout`: `SET LOCAL`-like inside the
@@ -197,7 +260,11 @@ impl Engine for PostgresEngine {
     /// for the session around a file outside any transaction.
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, local: bool) -> Result<(), DbError> {
         let (lock, statement) = (format!("{}ms", timeouts.lock_ms), format!("{}ms", timeouts.statement_ms));
-        if local {
+        if local && self.citus {
+            for set in sql::citus_set_local_timeouts(timeouts.lock_ms, timeouts.statement_ms) {
+                sqlx::raw_sql(AssertSqlSafe(set)).execute(&mut **conn).await?;
+            }
+        } else if local {
             bound(sql::SET_LOCAL_TIMEOUTS).bind(lock).bind(statement).execute(&mut **conn).await?;
         } else {
             let mut tx = Connection::begin(&mut **conn).await?;
@@ -268,6 +335,18 @@ impl Engine for PostgresEngine {
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
         let failed = |e: sqlx::Error| DbError::TenantInsertFailed { tenant: tenant.to_string(), message: describe(&e) };
         sqlx::raw_sql(AssertSqlSafe(sql::create_schema(tenant))).execute(&mut **conn).await.map_err(failed)?;
+        if self.citus {
+            // A distributed schema, whatever the session's setting says.
+            let sharding: Option<String> = bound(sql::CITUS_SHARDING_ON)
+                .fetch_one(&mut **conn)
+                .await
+                .map_err(failed)?
+                .try_get(0)
+                .map_err(failed)?;
+            if sharding.as_deref() != Some("on") {
+                bound(sql::CITUS_DISTRIBUTE).bind(quote_ansi(tenant)).execute(&mut **conn).await.map_err(failed)?;
+            }
+        }
         sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
             .persistent(false)
             .bind(tenant)
@@ -278,6 +357,42 @@ impl Engine for PostgresEngine {
     }
 
     const ONE_MESSAGE: bool = true;
+
+    fn one_message(&self) -> bool {
+        !self.citus
+    }
+
+    fn citus(&self) -> bool {
+        self.citus
+    }
+
+    async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {
+        if !self.citus {
+            return Err(DbError::MoveRefused("the database does not run Citus".into()));
+        }
+        let Some(lease) = Lease::try_acquire(&self.lease, self.lease_seconds).await? else {
+            return Err(DbError::MoveRefused(
+                "a version is running (the lock svc.svc_lock is held); move the tenant once it is over".into(),
+            ));
+        };
+        let moved = async {
+            let mut conn = engine::acquire(&self.pool).await?;
+            let statement = sql::citus_schema_move(tenant, host, port, mode);
+            sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut *conn).await?;
+            Ok::<(), DbError>(())
+        }
+        .await;
+        lease.release(&self.lease).await;
+        moved
+    }
+
+    async fn placements(&self, conn: &mut Self::Conn) -> Result<Vec<(String, String)>, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as(sql::CITUS_PLACEMENTS).persistent(false).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
 
     fn timeouts_text(&self, to: Timeouts) -> String {
         sql::set_local_timeouts_text(to.lock_ms, to.statement_ms)

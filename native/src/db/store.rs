@@ -33,6 +33,11 @@ use super::types::{
 /// A database the service migrates and records versions in.
 #[async_trait]
 pub(crate) trait Database: Send + Sync {
+    /// Whether the database is a Citus coordinator (found at connect time;
+    /// the linter's Citus rules then apply).
+    fn citus(&self) -> bool {
+        false
+    }
     /// Checks the connection and the service's tables, without side effects.
     async fn ping(&self) -> Result<(), DbError>;
     /// [`Database::ping`] per database server, named for `/health` (`DB`,
@@ -48,6 +53,16 @@ pub(crate) trait Database: Send + Sync {
     }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// Where each distributed schema's shards live (Citus: schema, node's
+    /// `host:port`); empty elsewhere.
+    async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Moves a tenant's shards to another node (Citus), refused while a
+    /// version runs.
+    async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
+        Err(DbError::NotSupported("moving a tenant (Citus only)"))
+    }
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -149,6 +164,10 @@ impl<E: Engine> Store<E> {
 
 #[async_trait]
 impl<E: Engine> Database for Store<E> {
+    fn citus(&self) -> bool {
+        self.engine.citus()
+    }
+
     async fn ping(&self) -> Result<(), DbError> {
         let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
         self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
@@ -163,6 +182,18 @@ impl<E: Engine> Database for Store<E> {
         };
         let Some(mut conn) = conn else { return Ok(Vec::new()) };
         Ok(self.engine.books().tenants(&mut conn).await?.names)
+    }
+
+    async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {
+        self.engine.move_tenant(tenant, host, port, mode).await
+    }
+
+    async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
+        if !self.engine.citus() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.engine.connect().await?;
+        self.engine.placements(&mut conn).await
     }
 
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {

@@ -413,3 +413,18 @@ fn oidc_maps_claim_values_to_roles() {
     assert_eq!(oidc.roles_of(None).list(), vec![Viewer]);
     assert_eq!(auth::OidcAuth::actor("u1", Some("a@b.c")), "oidc:u1 <a@b.c>");
 }
+
+#[test]
+fn citus_is_off_unless_configured_and_belongs_to_postgres() {
+    let minimal = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
+    assert!(!minimal.citus);
+    assert!(!minimal.render_redacted().contains("citus"));
+    let postgres = MINIMAL
+        .replace("driver: sqlite", "driver: postgres")
+        .replace(minimal.data_source.as_str(), "postgres://strata@127.0.0.1:5432/app");
+    let on = Config::parse(&format!("{postgres}citus: true\n"), &BTreeMap::new()).unwrap();
+    assert!(on.citus);
+    assert!(on.render_redacted().contains("citus: true\n"));
+    let sqlite = Config::parse(&format!("{MINIMAL}citus: true\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(sqlite.to_string(), "property citus: Citus is a PostgreSQL extension; driver is sqlite");
+}

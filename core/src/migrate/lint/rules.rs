@@ -136,7 +136,7 @@ pub(crate) const UNKNOWN_RULE: RuleInfo = RuleInfo {
 
 /// PostgreSQL functions whose value differs per row (volatile), so that a
 /// column added with them as default must be filled row by row.
-const VOLATILE: &[&str] = &[
+pub(crate) const VOLATILE: &[&str] = &[
     "random",
     "setseed",
     "gen_random_uuid",
@@ -175,16 +175,24 @@ pub(crate) struct Ctx<'a> {
     first_lock: Option<Position>,
     /// A `SET lock_timeout` came before any such statement.
     timeout_first: bool,
+    /// The Citus rules apply, and the file holds this many statements.
+    citus: Option<usize>,
 }
 
 type Map<'m> = &'m dyn Fn(Location) -> Option<Position>;
 
 impl<'a> Ctx<'a> {
     pub(crate) fn new(driver: Driver, file: &'a str, state: &'a mut State) -> Self {
-        Ctx { driver, file, state, findings: Vec::new(), first_lock: None, timeout_first: false }
+        Ctx { driver, file, state, findings: Vec::new(), first_lock: None, timeout_first: false, citus: None }
     }
 
-    fn found(&mut self, rule: &RuleInfo, at: Position, message: String, advice: &str) {
+    /// Applies the Citus rules too, to a file of `statements` statements.
+    pub(crate) fn with_citus(mut self, statements: usize) -> Self {
+        self.citus = Some(statements);
+        self
+    }
+
+    pub(crate) fn found(&mut self, rule: &RuleInfo, at: Position, message: String, advice: &str) {
         if rule.drivers.contains(&self.driver) {
             self.findings.push(Finding {
                 rule: rule.name,
@@ -227,6 +235,9 @@ impl<'a> Ctx<'a> {
 
     /// Judges one parsed statement that starts at `at`.
     pub(crate) fn check(&mut self, at: Position, statement: &Statement, map: Map) {
+        if let Some(statements) = self.citus {
+            super::citus::check(self, at, statement, statements);
+        }
         let clause = |loc: Location| map(loc).unwrap_or(at);
         match statement {
             Statement::CreateTable(create) => {
@@ -788,8 +799,12 @@ fn key(name: &ObjectName) -> String {
 /// The unquoted words of an expression as rendered, upper-cased: function
 /// names and keywords, wherever they nest.
 fn expr_words(expr: &Expr) -> Vec<String> {
-    let text = expr.to_string();
-    let Ok(tokens) = Tokenizer::new(dialect(Driver::Postgres), &text).tokenize() else { return Vec::new() };
+    expr_words_of(&expr.to_string())
+}
+
+/// The unquoted words of an expression's text, upper-cased.
+pub(crate) fn expr_words_of(text: &str) -> Vec<String> {
+    let Ok(tokens) = Tokenizer::new(dialect(Driver::Postgres), text).tokenize() else { return Vec::new() };
     tokens
         .into_iter()
         .filter_map(|t| match t {

@@ -13,7 +13,7 @@ fn found(report: &Report) -> Found {
 }
 
 fn lint_files(driver: Driver, files: &[(&str, &str)], lock_timeout_set: bool) -> Report {
-    lint(&LintInput { driver, files, lock_timeout_set })
+    lint(&LintInput { driver, files, lock_timeout_set, citus: false })
 }
 
 fn one(driver: Driver, text: &str) -> Report {
@@ -500,7 +500,7 @@ const CORPUS_SET_FINDINGS: &[&str] = &[
 fn separately_a_table_of_an_earlier_file_exists() {
     let files =
         [("t/001.sql", "create table {schema}.t (a int);"), ("t/002.sql", "create index t_a on {schema}.t (a);")];
-    let input = LintInput { driver: Postgres, files: &files, lock_timeout_set: true };
+    let input = LintInput { driver: Postgres, files: &files, lock_timeout_set: true, citus: false };
     assert_eq!(found(&lint(&input)), vec![]);
     let report = lint_separately(&input);
     assert_eq!(found(&report), vec![("create-index-non-concurrently", W, 1, 1)]);
@@ -515,4 +515,72 @@ fn rendered_as_file_line_column() {
     assert!(text.starts_with("m/001.sql:2:27: warning [dropping-column] "), "{text}");
     assert!(text.ends_with("1 finding(s), 1 at or above warning; 0 statement(s) not checked.\n"), "{text}");
     assert!(render_text(&report, E).contains("0 at or above error"));
+}
+
+/// One PostgreSQL file linted with the Citus rules on.
+fn citus(text: &str) -> Report {
+    lint(&LintInput { driver: Postgres, files: &[("tenants/001.sql", text)], lock_timeout_set: true, citus: true })
+}
+
+fn citus_rules(report: &Report) -> Vec<(&'static str, u64)> {
+    report.findings.iter().filter(|f| f.rule.starts_with("citus-")).map(|f| (f.rule, f.at.line)).collect()
+}
+
+#[test]
+fn citus_rules_find_what_citus_refuses_in_a_distributed_schema() {
+    let text = "create table {schema}.a (id bigserial primary key, n int);\n\
+                update {schema}.a set n = random() * 10 where id > 0;\n\
+                update {schema}.a set n = 1 where id = nextval('s');\n\
+                update {schema}.a set n = n + 1;\n\
+                create trigger a_t before insert on {schema}.a for each row execute function {schema}.f();\n";
+    assert_eq!(
+        citus_rules(&citus(text)),
+        [("citus-volatile-in-update", 2), ("citus-volatile-in-update", 3), ("citus-trigger", 5)]
+    );
+    let report = citus(text);
+    assert_eq!(report.findings[0].severity, Severity::Error);
+    assert!(report.findings[0].message.contains("random()"), "{}", report.findings[0].message);
+    // Off without Citus: the same file has no Citus finding.
+    let plain = lint_files(Postgres, &[("tenants/001.sql", text)], true);
+    assert!(citus_rules(&plain).is_empty());
+}
+
+#[test]
+fn citus_foreign_keys_across_schemas_are_refused_within_the_schema_allowed() {
+    let text = "create table {schema}.a (id bigint primary key, b bigint references shared.b (id));\n\
+                create table {schema}.c (id bigint primary key, a bigint references {schema}.a (id));\n\
+                create table {schema}.d (id bigint, a bigint, foreign key (a) references a (id));\n\
+                alter table {schema}.d add constraint d_x foreign key (id) references other.x (id);\n";
+    assert_eq!(
+        citus_rules(&citus(text)),
+        [("citus-foreign-key-across-schemas", 1), ("citus-foreign-key-across-schemas", 4)]
+    );
+    // A reference table, said so by the file.
+    let allowed = format!("-- strata:allow citus-foreign-key-across-schemas\n{text}");
+    assert!(citus_rules(&citus(&allowed)).is_empty());
+}
+
+#[test]
+fn citus_ddl_among_statements_and_small_sequences() {
+    let text = "create table {schema}.a (id serial primary key, n smallserial, m bigserial);\n\
+                create index a_n on {schema}.a (n);\n\
+                alter table {schema}.a rename column m to k;\n\
+                create sequence {schema}.s as integer;\n\
+                create sequence {schema}.t;\n\
+                alter table {schema}.a add column i int generated always as identity;\n";
+    assert_eq!(
+        citus_rules(&citus(text)),
+        [
+            ("citus-small-sequence", 1),
+            ("citus-small-sequence", 1),
+            ("citus-ddl-among-statements", 2),
+            ("citus-ddl-among-statements", 3),
+            ("citus-small-sequence", 4),
+            ("citus-small-sequence", 6),
+        ]
+    );
+    // CREATE INDEX alone in its file (comments aside) is fine.
+    assert!(citus_rules(&citus("-- the index\ncreate index a_n on {schema}.a (n);\n")).is_empty());
+    let info = citus(text).findings.into_iter().find(|f| f.rule == "citus-ddl-among-statements").unwrap();
+    assert_eq!(info.severity, Severity::Info);
 }

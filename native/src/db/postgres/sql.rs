@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
-use strata_core::migrate::ident::quote_ansi;
+use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 
 /// Key of the transaction-level advisory lock serialising start-up DDL
 /// across every service instance sharing the database (a transaction-level
@@ -245,3 +245,65 @@ const DIALECT: Dialect = Dialect {
 /// The statements of the service's books (`db::books`), written once in
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
+
+/// Whether the database runs Citus (the extension is installed in it).
+pub(crate) const CITUS_INSTALLED: &str = "select exists (select 1 from pg_extension where extname = 'citus')";
+
+/// Whether this Citus node is a worker: not the coordinator of a cluster
+/// with nodes, and not in the coordinator's group (0) — a coordinator
+/// without workers yet is no worker.
+pub(crate) const CITUS_IS_WORKER: &str =
+    "select not citus_is_coordinator() and coalesce((select groupid from pg_dist_local_group limit 1), 0) <> 0";
+
+/// The coordinator's address as a worker's metadata names it (none when
+/// the worker holds no metadata).
+pub(crate) const CITUS_COORDINATOR: &str =
+    "select nodename || ':' || nodeport from pg_dist_node where groupid = 0 and noderole = 'primary' limit 1";
+
+/// Keeps the schemas the open transaction creates on the coordinator,
+/// whatever `citus.enable_schema_based_sharding` says for the session:
+/// the service's schema, whose lease row needs `clock_timestamp()`, which
+/// Citus refuses on a distributed table.
+pub(crate) const CITUS_LOCAL_SCHEMAS: &str = "set local citus.enable_schema_based_sharding = off";
+
+/// Keeps the open transaction's DDL on the coordinator: the service's
+/// schema and tables are the coordinator's alone, so Strata starts while a
+/// worker is down (Citus would send `create schema if not exists svc` to
+/// every node).
+pub(crate) const CITUS_NO_DDL_PROPAGATION: &str = "set local citus.enable_ddl_propagation = off";
+
+/// Whether a schema created now becomes a distributed schema by itself.
+pub(crate) const CITUS_SHARDING_ON: &str = "select current_setting('citus.enable_schema_based_sharding', true)";
+
+/// Each distributed schema and the node its shards live on (a schema's
+/// tables are colocated: one node); a schema without tables has none yet.
+pub(crate) const CITUS_PLACEMENTS: &str = "select n.nspname::text, min(s.nodename || ':' || s.nodeport) \
+    from pg_dist_schema d join pg_namespace n on n.oid = d.schemaid \
+    join citus_shards s on s.colocation_id = d.colocationid group by n.nspname order by 1";
+
+/// Moves a distributed schema to the node `host`:`port` with the shard
+/// transfer `mode`: its values written in as quoted literals (simple query
+/// protocol, outside a transaction: Citus moves shards outside one).
+pub(crate) fn citus_schema_move(schema: &str, host: &str, port: i32, mode: &str) -> String {
+    format!(
+        "select citus_schema_move({}::regnamespace, {}, {port}, {}::citus.shard_transfer_mode)",
+        quote_string_postgres(&quote_ansi(schema)),
+        quote_string_postgres(host),
+        quote_string_postgres(mode)
+    )
+}
+
+/// Makes an (empty) schema a distributed schema (`$1`: its quoted name).
+pub(crate) const CITUS_DISTRIBUTE: &str = "select citus_schema_distribute($1::regnamespace)";
+
+/// The unit's time-outs as `SET LOCAL` statements Citus propagates to the
+/// workers its transaction touches (`citus.propagate_set_commands =
+/// 'local'` first; `set_config()` would set the coordinator's only). Each
+/// is sent alone; the values are numbers.
+pub(crate) fn citus_set_local_timeouts(lock_ms: u64, statement_ms: u64) -> [String; 3] {
+    [
+        "set local citus.propagate_set_commands = 'local'".to_string(),
+        format!("set local lock_timeout = '{lock_ms}ms'"),
+        format!("set local statement_timeout = '{statement_ms}ms'"),
+    ]
+}

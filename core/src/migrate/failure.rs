@@ -1,0 +1,136 @@
+//! Why a database statement failed, as far as what to do next differs:
+//! read from what the engine answered (its SQLSTATE, MySQL/MariaDB's error
+//! number, its message). The shells hand the answer over and act on the
+//! [`Class`]; the rule lives here once.
+//!
+//! Citus relays a failure of one of its worker nodes to the client as
+//! SQLSTATE `XX000` ("internal error") with a message naming the node or
+//! the connection to it ("failure on connection marked as essential",
+//! "connection to the remote node … failed", "could not … remote …"); at
+//! `COMMIT` a node that died between `PREPARE` and `COMMIT PREPARED` is
+//! reported the same way. Those are the node's failure, not the file's: a
+//! lost connection.
+
+/// What a failed statement calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The statement itself: fix the file.
+    Statement,
+    /// The server accepts no writes (a standby, a read-only replica).
+    ReadOnly,
+    /// The connection, or a node behind the server, is gone.
+    ConnectionLost,
+    /// A connection pooler had no server connection in time.
+    PoolExhausted,
+    /// The statement waited for a lock longer than its lock time-out.
+    LockTimeout,
+    /// The statement ran longer than its statement time-out.
+    StatementTimeout,
+}
+
+/// What an engine answered to a failed statement.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Answer<'a> {
+    /// The SQLSTATE (five characters), empty when none was given.
+    pub sqlstate: &'a str,
+    /// MySQL/MariaDB's error number, when the engine is one of them.
+    pub mysql_number: Option<u32>,
+    /// The engine's message.
+    pub message: &'a str,
+}
+
+/// Parts of the messages Citus relays, as SQLSTATE `XX000`, when a worker
+/// node or the connection to it failed (lowercase).
+const CITUS_NODE_FAILURES: &[&str] = &[
+    "failure on connection marked as essential",
+    "connection to the remote node",
+    "remote node",
+    "connection not open",
+    "could not establish any connections",
+    "connection is lost",
+    "server closed the connection",
+    "ssl syscall error",
+    "eof detected",
+    "invalid socket",
+    "terminating connection",
+    "could not commit transaction",
+    "failed to commit transaction",
+    "could not receive query results",
+    "could not get remote",
+];
+
+/// The class of a failure (see the module's documentation): lock time-outs
+/// (PostgreSQL 55P03, MySQL/MariaDB 1205), statement time-outs (PostgreSQL
+/// 57014 "statement timeout", MariaDB 1969, MySQL 3024), read-only servers
+/// (25006, MySQL/MariaDB 1290 and 1836, any "read-only" message), a
+/// pooler's full pool (PgBouncer's `query_wait_timeout`, "no more
+/// connections allowed"), connection exceptions (class 08, 57P01–57P03) and
+/// node failures Citus relays as `XX000`.
+pub fn classify(answer: Answer<'_>) -> Class {
+    let Answer { sqlstate: code, mysql_number, message } = answer;
+    if code == "55P03" || mysql_number == Some(1205) {
+        Class::LockTimeout
+    } else if (code == "57014" && message.contains("statement timeout")) || matches!(mysql_number, Some(1969 | 3024)) {
+        Class::StatementTimeout
+    } else if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only") {
+        Class::ReadOnly
+    } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
+        Class::PoolExhausted
+    } else if code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03") || citus_node_failure(answer) {
+        Class::ConnectionLost
+    } else {
+        Class::Statement
+    }
+}
+
+/// Whether `answer` is a Citus worker node's failure relayed as `XX000`.
+pub fn citus_node_failure(answer: Answer<'_>) -> bool {
+    if answer.sqlstate != "XX000" {
+        return false;
+    }
+    let message = answer.message.to_ascii_lowercase();
+    CITUS_NODE_FAILURES.iter().any(|part| message.contains(part))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pg(sqlstate: &str, message: &str) -> Class {
+        classify(Answer { sqlstate, mysql_number: None, message })
+    }
+
+    #[test]
+    fn citus_node_failures_relayed_as_internal_errors_are_lost_connections() {
+        for message in [
+            "failure on connection marked as essential: 127.0.0.1:55602",
+            "connection to the remote node postgres@127.0.0.1:55603 failed with the following error: Connection refused",
+            "connection not open",
+            "could not establish any connections to the node 127.0.0.1:55602 after 5000 ms",
+            "could not commit transaction for shard 102200 on at least one active node",
+            "SSL SYSCALL error: EOF detected",
+        ] {
+            assert_eq!(pg("XX000", message), Class::ConnectionLost, "{message}");
+        }
+        // Another internal error stays the statement's.
+        assert_eq!(pg("XX000", "could not open relation with OID 4711"), Class::Statement);
+        // The same words under another SQLSTATE are what that SQLSTATE says.
+        assert_eq!(pg("42601", "syntax error at or near \"remote node\""), Class::Statement);
+    }
+
+    #[test]
+    fn postgres_and_mysql_causes_keep_their_classes() {
+        assert_eq!(pg("55P03", "canceling statement due to lock timeout"), Class::LockTimeout);
+        assert_eq!(pg("57014", "canceling statement due to statement timeout"), Class::StatementTimeout);
+        assert_eq!(pg("57014", "canceling statement due to user request"), Class::Statement);
+        assert_eq!(pg("25006", "cannot execute CREATE TABLE in a read-only transaction"), Class::ReadOnly);
+        assert_eq!(pg("08006", "connection failure"), Class::ConnectionLost);
+        assert_eq!(pg("57P01", "terminating connection due to administrator command"), Class::ConnectionLost);
+        assert_eq!(pg("", "query_wait_timeout"), Class::PoolExhausted);
+        let mysql = |number| classify(Answer { sqlstate: "HY000", mysql_number: Some(number), message: "" });
+        assert_eq!(mysql(1205), Class::LockTimeout);
+        assert_eq!(mysql(3024), Class::StatementTimeout);
+        assert_eq!(mysql(1290), Class::ReadOnly);
+        assert_eq!(mysql(1064), Class::Statement);
+    }
+}

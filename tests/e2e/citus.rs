@@ -1,0 +1,531 @@
+//! Citus schema-based sharding (a coordinator and two workers, started by
+//! `bash tests/citus.sh start`, which prints `STRATA_TEST_CITUS_URL` and the
+//! workers' addresses): each test is skipped, and says so, when the variable
+//! is unset — Citus is in no registry CI reaches. The cluster runs as a user
+//! sets it up (`citus.enable_schema_based_sharding = on` in the
+//! coordinator's configuration, nothing else), and Strata is pointed at it
+//! with nothing more than `driver: postgres` and the coordinator's URL.
+//!
+//! The tests share the cluster's one database, so they take turns; each
+//! starts by dropping every schema but the system's and Citus's own.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+
+use crate::support::{code, free_port, strata};
+use crate::topologies::{run, scalar, text};
+
+/// One test at a time on the cluster.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The coordinator's URL, or `None` (and a line saying the test is skipped).
+fn citus_url(test: &str) -> Option<String> {
+    match std::env::var("STRATA_TEST_CITUS_URL") {
+        Ok(url) => Some(url),
+        Err(_) => {
+            eprintln!("{test}: skipped, STRATA_TEST_CITUS_URL is not set (bash tests/citus.sh start)");
+            None
+        }
+    }
+}
+
+fn list(variable: &str) -> Vec<String> {
+    std::env::var(variable)
+        .unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/citus.sh start`"))
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+async fn connect(url: &str) -> PgConnection {
+    PgConnection::connect(url).await.unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+async fn strings(conn: &mut PgConnection, sql: &str) -> Vec<String> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_all(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// `pg_ctl` of the cluster's PostgreSQL, as user postgres.
+async fn pg_ctl(args: &str) -> bool {
+    let bin = std::env::var("STRATA_TEST_CITUS_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
+    let command = format!("{bin}/pg_ctl {args}");
+    let status = tokio::process::Command::new("su")
+        .args(["postgres", "-c", &command])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    status.success()
+}
+
+/// Starts every worker that is down (a test that stopped one and failed).
+async fn workers_up() {
+    let ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    for (data, port) in list("STRATA_TEST_CITUS_WORKER_DATA").iter().zip(ports) {
+        if !pg_ctl(&format!("-D {data} status")).await {
+            let socket = Path::new(data).parent().unwrap().display().to_string();
+            let options = format!("-c listen_addresses=127.0.0.1 -p {port} -k {socket}");
+            assert!(pg_ctl(&format!("-D {data} -o '{options}' -l {socket}/log -w start")).await, "{data} started");
+        }
+    }
+}
+
+/// Drops every schema but the system's and Citus's (distributed schemas
+/// with them, on their workers).
+async fn clean(url: &str) {
+    workers_up().await;
+    let mut conn = connect(url).await;
+    let schemas = strings(
+        &mut conn,
+        "select nspname::text from pg_namespace where nspname not like 'pg\\_%' and nspname not in \
+         ('public', 'information_schema', 'citus', 'citus_internal', 'columnar', 'columnar_internal')",
+    )
+    .await;
+    for schema in schemas {
+        run(&mut conn, &format!("drop schema \"{schema}\" cascade")).await;
+    }
+}
+
+/// A configuration on the coordinator, its migrations directory.
+struct Project {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Project {
+    fn new(url: &str, extra: &str) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["ref", "tenants"] {
+            std::fs::create_dir_all(dir.path().join("migrations").join(sub)).unwrap();
+        }
+        let port = free_port();
+        let project = Project { dir, port };
+        project.config("svc.yaml", url, extra);
+        project
+    }
+
+    fn config(&self, name: &str, url: &str, extra: &str) -> PathBuf {
+        let yaml = format!(
+            "baseLocation: {}\ndriver: postgres\ndataSource: {url}\nsingleMigrations: [ref]\n\
+             tenantMigrations: [tenants]\nport: {}\n{extra}",
+            self.dir.path().join("migrations").display(),
+            self.port
+        );
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("svc.yaml")
+    }
+
+    fn write(&self, file: &str, sql: &str) {
+        std::fs::write(self.dir.path().join("migrations").join(file), sql).unwrap();
+    }
+
+    async fn strata(&self, args: &[&str]) -> std::process::Output {
+        strata(&self.path(), args).await
+    }
+
+    /// `strata serve`, killed on drop.
+    async fn serve(&self) -> Served {
+        let log = std::fs::File::create(self.dir.path().join("serve.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .arg("--config")
+            .arg(self.path())
+            .arg("serve")
+            .env_remove("SVC_YAML")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let served = Served { child, base: format!("http://127.0.0.1:{}", self.port), client: reqwest::Client::new() };
+        for _ in 0..200 {
+            if served.client.get(format!("{}/metrics", served.base)).send().await.is_ok() {
+                return served;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("strata serve did not answer: {}", std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap());
+    }
+}
+
+struct Served {
+    child: Child,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Served {
+    async fn create_tenant(&self, name: &str) -> Value {
+        let query = "mutation($input: TenantInput!) { createTenant(input: $input) { version { id } \
+                     summary { tenantMigrations } } }";
+        let body = json!({ "query": query, "variables": { "input": { "tenantName": name, "versionName": name } } });
+        let answer = self.client.post(format!("{}/v2/service", self.base)).json(&body).send().await.unwrap();
+        answer.json().await.unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The distributed schemas Citus lists.
+async fn distributed(conn: &mut PgConnection) -> Vec<String> {
+    strings(conn, "select schema_name::text from citus_schemas order by 1").await
+}
+
+/// Creates tenants `t0`… as a `psql` loop would: `create schema` on the
+/// coordinator (a distributed schema, by the cluster's setting) and a row
+/// of the default tenant table.
+async fn tenants(conn: &mut PgConnection, n: usize) {
+    for i in 0..n {
+        run(conn, &format!("create schema t{i}")).await;
+        run(conn, &format!("insert into svc.svc_tenants (name) values ('t{i}')")).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn starts_on_a_fresh_cluster_with_sharding_on_and_makes_tenants_distributed_schemas() {
+    let Some(url) = citus_url("starts_on_a_fresh_cluster") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    // CREATE INDEX and RENAME among other statements (citus#6608), and
+    // each statement's error position still the file's.
+    project.write(
+        "tenants/001_items.sql",
+        "create table {schema}.items (id bigserial primary key, note text);\n\
+         create index items_note on {schema}.items (note);\n\
+         insert into {schema}.items (note) values ('once');\n",
+    );
+    project.write(
+        "tenants/002_rename.sql",
+        "alter table {schema}.items rename column note to label;\nalter table {schema}.items add column n bigint;\n",
+    );
+    let served = project.serve().await;
+    for name in ["alpha", "beta"] {
+        let answer = served.create_tenant(name).await;
+        assert_eq!(answer["data"]["createTenant"]["summary"]["tenantMigrations"], 2, "{answer}");
+    }
+    drop(served);
+    let mut conn = connect(&url).await;
+    // The service's schema stayed on the coordinator; the tenants are
+    // distributed schemas, their tables on the workers.
+    assert_eq!(distributed(&mut conn).await, ["alpha", "beta"]);
+    let local = scalar(&mut conn, "select count(*) from citus_tables where table_name::text like 'svc.%'").await;
+    assert_eq!(local, 0, "no svc table is a Citus table");
+    let on_workers = strings(
+        &mut conn,
+        "select distinct nodeport::text from citus_shards where table_name::text in ('alpha.items', 'beta.items')",
+    )
+    .await;
+    let worker_ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    assert!(!on_workers.is_empty() && on_workers.iter().all(|p| worker_ports.contains(p)), "{on_workers:?}");
+    assert_eq!(scalar(&mut conn, "select count(*) from alpha.items where label = 'once'").await, 1);
+    // `strata tenants` names each tenant's node.
+    let listed = project.strata(&["tenants", "--json"]).await;
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap_or_else(|_| panic!("{}", text(&listed)));
+    for tenant in listed["tenants"].as_array().unwrap() {
+        let node = tenant["node"].as_str().unwrap_or_else(|| panic!("{tenant}"));
+        assert!(worker_ports.iter().any(|p| node.ends_with(&format!(":{p}"))), "{tenant}");
+    }
+    assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 4);
+
+    // A session whose setting is off (the dataSource's options): the new
+    // tenant is distributed all the same.
+    let off = format!("{url}?options=-c%20citus.enable_schema_based_sharding%3Doff");
+    project.config("svc.yaml", &off, "");
+    let served = project.serve().await;
+    let answer = served.create_tenant("gamma").await;
+    assert_eq!(answer["data"]["createTenant"]["summary"]["tenantMigrations"], 2, "{answer}");
+    drop(served);
+    assert_eq!(distributed(&mut conn).await, ["alpha", "beta", "gamma"]);
+
+    // A failing statement in the middle of a file is placed in the file.
+    project.write(
+        "tenants/003_bad.sql",
+        "create table {schema}.ok (id bigint);\ncreate index ok_id on {schema}.ok (id);\nselect * from {schema}.missing;\n",
+    );
+    let output = project.strata(&["apply", "--version", "bad"]).await;
+    assert_eq!(code(&output), 1, "{}", text(&output));
+    assert!(text(&output).contains("tenants/003_bad.sql failed in schema"), "{}", text(&output));
+    assert!(text(&output).contains("at line 3, column 15"), "{}", text(&output));
+    assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations where filename like '%003%'").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refuses_a_worker_and_names_the_coordinator() {
+    let Some(url) = citus_url("refuses_a_worker") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let worker = list("STRATA_TEST_CITUS_WORKER_URLS").remove(0);
+    let project = Project::new(&worker, "");
+    let coordinator = url.split('@').nth(1).unwrap().split('/').next().unwrap();
+    for args in [&["status"][..], &["apply", "--version", "v"][..]] {
+        let output = project.strata(args).await;
+        assert_eq!(code(&output), 4, "{args:?}: {}", text(&output));
+        let said = text(&output);
+        assert!(said.contains("a Citus worker node, not the coordinator"), "{said}");
+        assert!(said.contains(&format!("({coordinator})")), "{said}");
+        assert!(said.contains("point dataSource at the coordinator"), "{said}");
+    }
+    // Nothing was written on the worker.
+    let mut conn = connect(&worker).await;
+    assert_eq!(scalar(&mut conn, "select count(*) from pg_namespace where nspname = 'svc'").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_hundred_tenants_fifteen_files_each_applied_and_recorded_exactly_once() {
+    let Some(url) = citus_url("two_hundred_tenants") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "tenantConcurrency: 4\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 200).await;
+    project.write("tenants/000_log.sql", "create table {schema}.log (id bigserial primary key, file text);\n");
+    for k in 1..15 {
+        project.write(
+            &format!("tenants/{k:03}_step.sql"),
+            &format!(
+                "create table {{schema}}.s{k} (id bigint);\ncreate index s{k}_id on {{schema}}.s{k} (id);\n\
+                 insert into {{schema}}.log (file) values ('{k:03}');\n"
+            ),
+        );
+    }
+    let started = Instant::now();
+    let output = project.strata(&["apply", "--version", "fleet"]).await;
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    eprintln!("200 tenants × 15 files on Citus: {:.1} s", started.elapsed().as_secs_f64());
+    assert_eq!(distributed(&mut conn).await.len(), 200);
+    // Recorded once per (schema, file).
+    let twice = scalar(
+        &mut conn,
+        "select count(*) from (select db_schema, filename from svc.svc_migrations group by 1, 2 \
+         having count(*) <> 1) x",
+    )
+    .await;
+    assert_eq!(twice, 0);
+    assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 200 * 15);
+    // Applied once per (schema, file): the catalog and each file's row.
+    let tables = scalar(
+        &mut conn,
+        "select count(*) from pg_tables where schemaname ~ '^t[0-9]+$' and (tablename = 'log' or tablename ~ '^s[0-9]+$')",
+    )
+    .await;
+    assert_eq!(tables, 200 * 15);
+    for i in 0..200 {
+        let rows = scalar(&mut conn, &format!("select count(distinct file) * 100 + count(*) from t{i}.log")).await;
+        assert_eq!(rows, 14 * 100 + 14, "t{i}");
+    }
+    // Nothing left to do.
+    let again = project.strata(&["apply", "--version", "again"]).await;
+    assert_eq!(code(&again), 0, "{}", text(&again));
+    assert!(text(&again).contains("Nothing to do"), "{}", text(&again));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
+    let Some(url) = citus_url("a_lock_held_on_a_worker") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "lockTimeoutMillis: 300\nlockRetries: 0\n");
+    project.write("tenants/001_items.sql", "create table {schema}.items (id bigint);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 1).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "t0"]).await), 0);
+    // A reader on the worker holding the shard.
+    let (shard, port): (String, i32) = sqlx::query_as(
+        "select shard_name(table_name, shardid)::text, nodeport from citus_shards where table_name = 't0.items'::regclass",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    let workers = list("STRATA_TEST_CITUS_WORKER_URLS");
+    let worker = workers.iter().find(|w| w.contains(&format!(":{port}/"))).unwrap();
+    let mut reader = connect(worker).await;
+    run(&mut reader, &format!("begin; select * from {shard}")).await;
+    project.write("tenants/002_alter.sql", "alter table {schema}.items add column note text;\n");
+    let started = Instant::now();
+    let output = tokio::time::timeout(Duration::from_secs(60), project.strata(&["apply", "--version", "alter"]))
+        .await
+        .expect("the ALTER gave up instead of waiting behind the reader");
+    let took = started.elapsed();
+    assert_eq!(code(&output), 8, "{}", text(&output));
+    assert!(text(&output).contains("gave up waiting for a lock"), "{}", text(&output));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    eprintln!("the ALTER gave up after {:.2} s (lock time-out 300 ms, on the worker)", took.as_secs_f64());
+    run(&mut reader, "rollback").await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "alter"]).await), 0);
+}
+
+/// For each tenant: the files whose rows its log holds, and the files
+/// recorded for it, must be the same.
+async fn applied_is_recorded(conn: &mut PgConnection, n: usize) -> (usize, usize) {
+    let (mut applied_total, mut recorded_total) = (0, 0);
+    for i in 0..n {
+        let mut applied = strings(conn, &format!("select file from t{i}.log order by 1")).await;
+        applied.dedup();
+        let recorded = strings(
+            conn,
+            &format!(
+                "select substr(filename, 9, 4) from svc.svc_migrations where db_schema = 't{i}' \
+                 and filename <> 'tenants/000_log.sql' order by 1"
+            ),
+        )
+        .await;
+        assert_eq!(applied, recorded, "t{i}: applied vs recorded");
+        applied_total += applied.len();
+        recorded_total += recorded.len();
+    }
+    (applied_total, recorded_total)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_mid_version_is_a_lost_connection_every_time() {
+    let Some(url) = citus_url("a_worker_killed_mid_version") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let rounds: usize = std::env::var("STRATA_TEST_CITUS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
+    let n = 40;
+    let project = Project::new(&url, "tenantConcurrency: 4\n");
+    project.write("tenants/000_log.sql", "create table {schema}.log (file text);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, n).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "tenants"]).await), 0);
+    let data = list("STRATA_TEST_CITUS_WORKER_DATA");
+    let victim = &data[1];
+    for round in 0..rounds {
+        for part in ["a", "b", "c"] {
+            project.write(
+                &format!("tenants/r{round:02}{part}.sql"),
+                &format!(
+                    "create table {{schema}}.r{round:02}{part} (id bigint);\n\
+                     insert into {{schema}}.log (file) values ('r{round:02}{part}');\nselect pg_sleep(0.02);\n"
+                ),
+            );
+        }
+        let config = project.path();
+        let apply = tokio::spawn(async move { strata(&config, &["apply", "--version", "round"]).await });
+        tokio::time::sleep(Duration::from_millis(700 + 120 * round as u64)).await;
+        assert!(pg_ctl(&format!("-D {victim} -m immediate stop")).await, "worker stopped");
+        let output = apply.await.unwrap();
+        let said = text(&output);
+        eprintln!("round {round}: exit {}: {}", code(&output), said.lines().last().unwrap_or_default());
+        assert_eq!(code(&output), 5, "round {round}: {said}");
+        assert!(said.contains("lost"), "round {round}: {said}");
+        assert!(said.contains("not committed"), "round {round}: {said}");
+        workers_up().await;
+        // A new session (this one's connection to the worker broke), and
+        // the transactions prepared on the worker before it died settled
+        // by the coordinator's record (Citus does this every minute).
+        conn = connect(&url).await;
+        run(&mut conn, "select recover_prepared_transactions()").await;
+        let (applied, recorded) = applied_is_recorded(&mut conn, n).await;
+        assert_eq!(applied, recorded);
+        let output = project.strata(&["apply", "--version", "rest"]).await;
+        assert_eq!(code(&output), 0, "round {round}, the rest: {}", text(&output));
+        let (applied, _) = applied_is_recorded(&mut conn, n).await;
+        assert_eq!(applied, n * 3 * (round + 1), "round {round}: every file once everywhere");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_linter_warns_of_what_citus_refuses() {
+    let Some(url) = citus_url("the_linter_warns") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    tenants(&mut connect(&url).await, 1).await;
+    project.write(
+        "tenants/001_refused.sql",
+        "create table {schema}.a (id serial primary key, b_id bigint references shared.b (id));\n\
+         create index a_id on {schema}.a (id);\n\
+         update {schema}.a set id = random() * 10;\n\
+         create trigger t before insert on {schema}.a for each row execute function f();\n",
+    );
+    // Detected on the coordinator.
+    let output = project.strata(&["lint", "--json"]).await;
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", text(&output)));
+    let rules: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+    for rule in [
+        "citus-small-sequence",
+        "citus-foreign-key-across-schemas",
+        "citus-ddl-among-statements",
+        "citus-volatile-in-update",
+        "citus-trigger",
+    ] {
+        assert!(rules.contains(&rule), "{rule} in {rules:?}");
+    }
+    // Configured, without a database: `lint --all`.
+    let offline = project.config("offline.yaml", "postgres://nobody@127.0.0.1:1/none", "citus: true\n");
+    let output = strata(&offline, &["lint", "--all", "--json"]).await;
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", text(&output)));
+    assert!(report["findings"].as_array().unwrap().iter().any(|f| f["rule"] == "citus-trigger"), "{report}");
+    // Not on a plain configuration without Citus.
+    let plain = project.config("plain.yaml", "postgres://nobody@127.0.0.1:1/none", "");
+    let output = strata(&plain, &["lint", "--all", "--json"]).await;
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", text(&output)));
+    assert!(!report["findings"].as_array().unwrap().iter().any(|f| f["rule"].as_str().unwrap().starts_with("citus-")));
+}
+
+/// The node (`host:port`) holding a tenant's shards.
+async fn node_of(conn: &mut PgConnection, tenant: &str) -> String {
+    let sql =
+        format!("select min(nodename || ':' || nodeport) from citus_shards where table_name::text like '{tenant}.%'");
+    strings(conn, &sql).await.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_moves_to_another_worker_but_not_while_a_version_runs() {
+    let Some(url) = citus_url("a_tenant_moves") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write("tenants/001_items.sql", "create table {schema}.items (id bigint primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 1).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "t0"]).await), 0);
+    let from = node_of(&mut conn, "t0").await;
+    let ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    let to = format!("127.0.0.1:{}", ports.iter().find(|p| !from.ends_with(&format!(":{p}"))).unwrap());
+
+    // While another mutation holds the lock: refused, nothing moved.
+    run(&mut conn, "insert into svc.svc_lock values (1, 'another', clock_timestamp() + interval '1 minute')").await;
+    let refused = project.strata(&["tenants", "move", "t0", "--to", &to, "--mode", "block_writes"]).await;
+    assert_eq!(code(&refused), 1, "{}", text(&refused));
+    assert!(text(&refused).contains("a version is running"), "{}", text(&refused));
+    assert_eq!(node_of(&mut conn, "t0").await, from);
+    run(&mut conn, "delete from svc.svc_lock").await;
+
+    // Not a tenant.
+    let unknown = project.strata(&["tenants", "move", "nobody", "--to", &to]).await;
+    assert_eq!(code(&unknown), 1, "{}", text(&unknown));
+    assert!(text(&unknown).contains("nobody is not a tenant"), "{}", text(&unknown));
+
+    let moved = project.strata(&["tenants", "move", "t0", "--to", &to, "--mode", "block_writes"]).await;
+    assert_eq!(code(&moved), 0, "{}", text(&moved));
+    assert_eq!(node_of(&mut conn, "t0").await, to);
+    let listed = text(&project.strata(&["tenants"]).await);
+    assert!(listed.contains(&format!("t0  on {to}")), "{listed}");
+    // The lock was given back: a version runs after the move.
+    project.write("tenants/002_more.sql", "alter table {schema}.items add column note text;\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "after"]).await), 0);
+}
