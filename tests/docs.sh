@@ -7,8 +7,9 @@
 #   <!-- runnable: container -->            run it only with --container (tests/container.sh
 #                                           calls it so, with podman set up)
 #
-# A block fails on its first failing command. `./data`, which the examples
-# write, is removed afterwards when it was not there before.
+# A block fails on its first failing command. `./data` and `examples/*/data`,
+# which the examples write, are removed afterwards when they were not there
+# before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
@@ -18,10 +19,13 @@ want=plain
 blocks=$(mktemp -d)
 had_data=0
 [ -e data ] && had_data=1
+made_data=()
+for dir in examples/*/; do [ -e "${dir}data" ] || made_data+=("${dir}data"); done
 server=""
 cleanup() {
     [ -z "$server" ] || kill "$server" 2>/dev/null || true
     [ "$had_data" = 1 ] || rm -rf data
+    [ ${#made_data[@]} = 0 ] || rm -rf "${made_data[@]}"
     rm -rf "$blocks"
 }
 trap cleanup EXIT

@@ -4,6 +4,7 @@
 mod access;
 mod bad_input;
 mod cli;
+mod configuration;
 mod console;
 mod drift;
 mod drivers;

@@ -26,8 +26,8 @@ use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_his
 use crate::{loader, settings};
 
 /// Runs a command that needs the configuration only: loaded, then `run`.
-pub(super) fn local(config_path: Option<&Path>, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
-    match settings::load(config_path) {
+pub(super) fn local(config_path: Option<&Path>, offline: bool, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
+    match settings::load(config_path, offline) {
         Ok((shown, config)) => run(&shown, &config),
         Err(message) => {
             eprintln!("strata: {message}");
@@ -36,16 +36,28 @@ pub(super) fn local(config_path: Option<&Path>, run: impl FnOnce(&str, &Config) 
     }
 }
 
-/// `strata config check`: the configuration as served (secrets hidden).
+/// `strata config check`: the configuration as served (secrets hidden);
+/// `--offline`, the variables left unset that a connection would need.
 pub(super) fn config_check(shown: &str, config: &Config) -> Exit {
     out!("{}", config.render_redacted());
-    eprintln!("strata: {shown}: the configuration is valid");
+    if config.unresolved.is_empty() {
+        eprintln!("strata: {shown}: the configuration is valid");
+    } else {
+        let names: Vec<&str> = config.unresolved.iter().map(String::as_str).collect();
+        eprintln!("strata: {shown}: the configuration is valid offline; to connect it needs {} set", names.join(", "));
+    }
     Exit::Success
 }
 
 /// Runs a one-shot command over the database.
-pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: crate::startup::Verbosity) -> Exit {
-    let (shown, config) = match settings::load(config_path) {
+pub(super) fn run(
+    config_path: Option<&Path>,
+    command: OnDatabase,
+    verbosity: crate::startup::Verbosity,
+    wait: Option<std::time::Duration>,
+) -> Exit {
+    let offline = matches!(&command, OnDatabase::Lint(args) if args.all);
+    let (shown, config) = match settings::load(config_path, offline) {
         Ok(loaded) => loaded,
         Err(message) => {
             eprintln!("strata: {message}");
@@ -76,7 +88,7 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
-        let service = match open(&shown, config, access).await {
+        let service = match open(&shown, config, access, wait).await {
             Ok(service) => service,
             Err(exit) => return exit,
         };
@@ -101,9 +113,14 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
 
 /// Connects the database and the loader as the server does (read-only
 /// for the commands that only read: they create nothing).
-async fn open(shown: &str, config: Config, access: Access) -> Result<Arc<Service>, Exit> {
+async fn open(
+    shown: &str,
+    config: Config,
+    access: Access,
+    wait: Option<std::time::Duration>,
+) -> Result<Arc<Service>, Exit> {
     let config = Arc::new(config);
-    let database = db::connect(&config, access).await.map_err(|e| {
+    let database = db::connect_waiting(&config, access, wait).await.map_err(|e| {
         eprintln!("strata: {shown}: dataSource: {e}");
         Exit::from(&AppError::from(e))
     })?;
