@@ -14,6 +14,7 @@ mod hardening;
 mod lint;
 mod live;
 mod mutations;
+mod names;
 mod oidc;
 mod operations;
 mod peers;
