@@ -100,7 +100,9 @@ impl From<&AppError> for Exit {
             AppError::RolloutInProgress(_) => Exit::RolloutInProgress,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
             AppError::Retry(_) | AppError::Wave(_) => Exit::Usage,
-            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) => Exit::Usage,
+            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) | AppError::TenantList(_) => {
+                Exit::Usage
+            }
             AppError::Fleet(FleetError::Shard(_) | FleetError::Retry(_) | FleetError::Wave(_)) => Exit::Usage,
             AppError::Fleet(FleetError::MustAnswer(_) | FleetError::Unknown(_)) => Exit::Unreachable,
             AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::ShardUnreachable { .. }) => {
@@ -592,12 +594,39 @@ struct RevertArgs {
 
 #[derive(Debug, Args)]
 struct TenantsArgs {
+    #[command(subcommand)]
+    action: Option<TenantsAction>,
     /// Only the tenants of this shard.
     #[arg(long)]
     shard: Option<String>,
     /// Print as JSON.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum TenantsAction {
+    /// Create many tenants and migrate them as one version
+    /// (`createTenants`): the list is checked whole first — each name by
+    /// the engine's rule, none twice, none existing — and refused (exit 2)
+    /// naming every problem before anything runs.
+    Add(TenantsAddArgs),
+}
+
+#[derive(Debug, Args)]
+struct TenantsAddArgs {
+    /// The new tenants.
+    names: Vec<String>,
+    /// A file of names, one a line (blank lines and `#` comments skipped);
+    /// `-` reads standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "names", required_unless_present = "names")]
+    from: Option<PathBuf>,
+    /// The name of the new version.
+    #[arg(long = "version", value_name = "NAME")]
+    version_name: String,
+    /// Record the tenant migrations without running them.
+    #[arg(long)]
+    sync: bool,
 }
 
 #[derive(Debug, Args)]

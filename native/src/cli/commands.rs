@@ -76,6 +76,17 @@ pub(super) fn run(
     {
         return runtime.block_on(lint_all(&shown, &config, args));
     }
+    // `tenants add --from FILE`: the file is read (and its names checked
+    // for what needs no database) before anything connects.
+    let list = match &command {
+        OnDatabase::Tenants(super::TenantsArgs { action: Some(super::TenantsAction::Add(args)), .. }) => {
+            match super::tenants::read_list(args, &config) {
+                Ok(list) => Some(list),
+                Err(exit) => return exit,
+            }
+        }
+        _ => None,
+    };
     let access = match &command {
         OnDatabase::Apply(_) => Access::ReadWrite,
         OnDatabase::Repair(args) if !args.dry_run => Access::ReadWrite,
@@ -85,6 +96,7 @@ pub(super) fn run(
         }
         OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
+        OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
@@ -96,7 +108,12 @@ pub(super) fn run(
             OnDatabase::Plan(args) => plan(&service, args).await,
             OnDatabase::Apply(args) => apply(&service, args).await,
             OnDatabase::Status(args) => status(&service, args).await,
-            OnDatabase::Tenants(args) => super::tenants::tenants(&service, args).await,
+            OnDatabase::Tenants(args) => match (args.action, list) {
+                (Some(super::TenantsAction::Add(add)), Some(list)) => {
+                    super::tenants::add(&service, add, list, args.json).await
+                }
+                (_, _) => super::tenants::tenants(&service, super::TenantsArgs { action: None, ..args }).await,
+            },
             OnDatabase::Drift(args) => drift(&service, args).await,
             OnDatabase::Repair(args) => repair(&service, args).await,
             OnDatabase::Revert(args) => revert(&service, args).await,
@@ -301,7 +318,7 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
 
 /// Prints a completed `apply` (or retry): the version, the tenants put in
 /// quarantine, skipped or released. Exit 11 when tenants were quarantined.
-async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
+pub(super) async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
     created_as(service, result, json, if sync { "recorded" } else { "applied" }, dry_run).await
 }
 
@@ -443,7 +460,7 @@ async fn repair(service: &Service, args: RepairArgs) -> Exit {
 
 /// A failed `apply`: with `--json`, the API's `errors` (message and
 /// extensions) on stdout; the message on stderr either way.
-fn failed_apply(error: &AppError, json: bool) -> Exit {
+pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
     if json {
         let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
         print_json(&json!({ "errors": [graphql] }));

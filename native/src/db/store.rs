@@ -48,6 +48,10 @@ pub(crate) trait Database: Send + Sync {
     }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// `createTenants`: under the lock, creates every tenant (its schema
+    /// and its row; one transaction where the engine's DDL is
+    /// transactional: all or none); the version that migrates them follows.
+    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError>;
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -149,6 +153,28 @@ impl<E: Engine> Store<E> {
 
 #[async_trait]
 impl<E: Engine> Database for Store<E> {
+    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError> {
+        use super::engine::Transaction;
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let lock = self.engine.lock().await?;
+        let created = async {
+            let mut conn = self.engine.connect().await?;
+            self.engine.transaction(&mut conn, Transaction::Begin).await?;
+            for tenant in tenants {
+                if let Err(error) = self.engine.create_tenant(&mut conn, tenant).await {
+                    let _ = self.engine.transaction(&mut conn, Transaction::Rollback).await;
+                    return Err(error);
+                }
+            }
+            self.engine.transaction(&mut conn, Transaction::Commit).await
+        }
+        .await;
+        self.engine.unlock(lock).await;
+        created
+    }
+
     async fn ping(&self) -> Result<(), DbError> {
         let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
         self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
