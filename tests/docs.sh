@@ -72,4 +72,18 @@ for script in "$blocks"/*.sh; do
     ran=$((ran + 1))
 done
 [ "$ran" -gt 0 ] || { echo "docs test FAILED: no runnable block found" >&2; exit 1; }
+
+# Figures the docs state, read from what the build embeds.
+# docs/console.md: the console's files with `gzip -9`, in KB (1,000 bytes), one decimal.
+console_bytes=0
+for file in native/console/*; do
+    console_bytes=$((console_bytes + $(gzip -9 -c "$file" | wc -c)))
+done
+console_kb=$(awk -v b="$console_bytes" 'BEGIN { printf "%.1f", b / 1000 }')
+stated_kb=$(grep -oE '[0-9]+(\.[0-9])? KB with `gzip -9`' docs/console.md | cut -d' ' -f1)
+if [ "$stated_kb" != "$console_kb" ]; then
+    echo "docs test FAILED: docs/console.md says the console is ${stated_kb:-?} KB with gzip -9; it is $console_kb KB ($console_bytes bytes)" >&2
+    exit 1
+fi
+echo "--- docs/console.md: the console is $console_kb KB with gzip -9, as stated"
 echo "docs test passed: $ran runnable block(s) ran as written"
