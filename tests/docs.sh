@@ -7,8 +7,9 @@
 #   <!-- runnable: container -->            run it only with --container (tests/container.sh
 #                                           calls it so, with podman set up)
 #
-# A block fails on its first failing command. `./data`, which the examples
-# write, is removed afterwards when it was not there before.
+# A block fails on its first failing command. `./data` and `examples/*/data`,
+# which the examples write, are removed afterwards when they were not there
+# before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
@@ -18,10 +19,13 @@ want=plain
 blocks=$(mktemp -d)
 had_data=0
 [ -e data ] && had_data=1
+made_data=()
+for dir in examples/*/; do [ -e "${dir}data" ] || made_data+=("${dir}data"); done
 server=""
 cleanup() {
     [ -z "$server" ] || kill "$server" 2>/dev/null || true
     [ "$had_data" = 1 ] || rm -rf data
+    [ ${#made_data[@]} = 0 ] || rm -rf "${made_data[@]}"
     rm -rf "$blocks"
 }
 trap cleanup EXIT
@@ -68,4 +72,18 @@ for script in "$blocks"/*.sh; do
     ran=$((ran + 1))
 done
 [ "$ran" -gt 0 ] || { echo "docs test FAILED: no runnable block found" >&2; exit 1; }
+
+# Figures the docs state, read from what the build embeds.
+# docs/console.md: the console's files with `gzip -9`, in KB (1,000 bytes), one decimal.
+console_bytes=0
+for file in native/console/*; do
+    console_bytes=$((console_bytes + $(gzip -9 -c "$file" | wc -c)))
+done
+console_kb=$(awk -v b="$console_bytes" 'BEGIN { printf "%.1f", b / 1000 }')
+stated_kb=$(grep -oE '[0-9]+(\.[0-9])? KB with `gzip -9`' docs/console.md | cut -d' ' -f1)
+if [ "$stated_kb" != "$console_kb" ]; then
+    echo "docs test FAILED: docs/console.md says the console is ${stated_kb:-?} KB with gzip -9; it is $console_kb KB ($console_bytes bytes)" >&2
+    exit 1
+fi
+echo "--- docs/console.md: the console is $console_kb KB with gzip -9, as stated"
 echo "docs test passed: $ran runnable block(s) ran as written"

@@ -96,8 +96,40 @@ where
     }
 }
 
+/// The longest wait between two connection attempts of
+/// `--wait-for-db`.
+pub const LONGEST_CONNECT_WAIT_MS: u64 = 5_000;
+
+/// `--wait-for-db`: after failed connection attempt `number` (from 1), with
+/// `elapsed_ms` of the `deadline_ms` spent, the wait before the next attempt
+/// — [`FIRST_RETRY_DELAY_MS`] doubled per attempt, at most
+/// [`LONGEST_CONNECT_WAIT_MS`], and never past the deadline — or `None`
+/// when the deadline has passed (the last error stands).
+pub fn connect_wait_ms(number: u32, elapsed_ms: u64, deadline_ms: u64) -> Option<u64> {
+    let remaining = deadline_ms.checked_sub(elapsed_ms).filter(|ms| *ms > 0)?;
+    let doublings = number.saturating_sub(1).min(MAX_DOUBLINGS);
+    let wait = (u64::from(FIRST_RETRY_DELAY_MS) << doublings).min(LONGEST_CONNECT_WAIT_MS);
+    Some(wait.min(remaining))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_waits_double_up_to_five_seconds_and_stop_at_the_deadline() {
+        let waits: Vec<Option<u64>> = (1..=7).map(|n| connect_wait_ms(n, 0, 60_000)).collect();
+        assert_eq!(waits, [Some(250), Some(500), Some(1_000), Some(2_000), Some(4_000), Some(5_000), Some(5_000)]);
+        assert_eq!(connect_wait_ms(40, 0, 60_000), Some(5_000));
+        assert_eq!(connect_wait_ms(5, 59_000, 60_000), Some(1_000));
+        assert_eq!(connect_wait_ms(1, 60_000, 60_000), None);
+        assert_eq!(connect_wait_ms(1, 61_000, 60_000), None);
+        assert_eq!(connect_wait_ms(1, 0, 0), None);
+    }
+}
+
+#[cfg(test)]
+mod delivery_tests {
     use serde_json::Value;
 
     use super::*;

@@ -100,7 +100,9 @@ impl From<&AppError> for Exit {
             AppError::RolloutInProgress(_) => Exit::RolloutInProgress,
             AppError::SchemaDrift { .. } => Exit::SchemaDrift,
             AppError::Retry(_) | AppError::Wave(_) => Exit::Usage,
-            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) => Exit::Usage,
+            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) | AppError::TenantList(_) => {
+                Exit::Usage
+            }
             AppError::Fleet(FleetError::Shard(_) | FleetError::Retry(_) | FleetError::Wave(_)) => Exit::Usage,
             AppError::Fleet(FleetError::MustAnswer(_) | FleetError::Unknown(_)) => Exit::Unreachable,
             AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::ShardUnreachable { .. }) => {
@@ -187,6 +189,11 @@ pub(crate) struct Cli {
     /// Log debug detail, commands included (overrides logLevel).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// Retry connecting to a database that cannot be reached yet (waits
+    /// from 0.25 s doubling to 5 s) for up to SECONDS, then fail as usual
+    /// (exit 5).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    wait_for_db: Option<u64>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -318,8 +325,11 @@ struct ServeArgs {
     /// Where to listen, `address:port` (overrides `listen` and `port`;
     /// default: `port` on loopback without auth, on every interface with
     /// it).
-    #[arg(long, value_name = "ADDRESS:PORT")]
+    #[arg(long, value_name = "ADDRESS:PORT", conflicts_with = "port")]
     listen: Option<std::net::SocketAddr>,
+    /// The port to listen on (overrides `port`, and the port of `listen`).
+    #[arg(long, value_name = "PORT")]
+    port: Option<u16>,
 }
 
 #[derive(Debug, Args)]
@@ -587,14 +597,14 @@ struct RevertArgs {
 
 #[derive(Debug, Args)]
 struct TenantsArgs {
+    #[command(subcommand)]
+    action: Option<TenantsAction>,
     /// Only the tenants of this shard.
     #[arg(long)]
     shard: Option<String>,
     /// Print as JSON.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
-    #[command(subcommand)]
-    action: Option<TenantsAction>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -614,6 +624,27 @@ enum TenantsAction {
         #[arg(long, default_value = "auto")]
         mode: String,
     },
+    /// Create many tenants and migrate them as one version
+    /// (`createTenants`): the list is checked whole first — each name by
+    /// the engine's rule, none twice, none existing — and refused (exit 2)
+    /// naming every problem before anything runs.
+    Add(TenantsAddArgs),
+}
+
+#[derive(Debug, Args)]
+struct TenantsAddArgs {
+    /// The new tenants.
+    names: Vec<String>,
+    /// A file of names, one a line (blank lines and `#` comments skipped);
+    /// `-` reads standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "names", required_unless_present = "names")]
+    from: Option<PathBuf>,
+    /// The name of the new version.
+    #[arg(long = "version", value_name = "NAME")]
+    version_name: String,
+    /// Record the tenant migrations without running them.
+    #[arg(long)]
+    sync: bool,
 }
 
 #[derive(Debug, Args)]
@@ -629,7 +660,12 @@ struct StatusArgs {
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
     /// Validate the configuration and print it with secrets hidden.
-    Check,
+    Check {
+        /// Without the variables only a connection needs: one unset in
+        /// dataSource, shards or webHook… is left as written and named.
+        #[arg(long)]
+        offline: bool,
+    },
 }
 
 /// `--share`: `10%` or `10`, 0–100.
@@ -672,23 +708,39 @@ pub(crate) fn main() -> ExitCode {
         (false, false) => crate::startup::Verbosity::Configured,
     };
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
-    match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None })) {
-        Command::Serve(args) => match crate::server::serve(config, args.listen, verbosity) {
-            Ok(()) => Exit::Success.into(),
-            Err(error) => {
-                eprintln!("strata: {error}");
-                Exit::from(&error).into()
-            }
-        },
+    let wait = cli.wait_for_db.map(std::time::Duration::from_secs);
+    match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None, port: None })) {
+        Command::Serve(args) => {
+            let overrides = crate::server::Overrides { listen: args.listen, port: args.port, wait_for_db: wait };
+            serve(config, overrides, verbosity)
+        }
         Command::OnDatabase(command) => match server {
             Some(server) => remote::run(&server, command).into(),
-            None => commands::run(config, command, verbosity).into(),
+            None => commands::run(config, command, verbosity, wait).into(),
         },
         Command::New(args) => {
-            commands::local(config, |_, config| new::new_migration(config, &args.name, args.dir.as_deref())).into()
+            commands::local(config, false, |_, config| new::new_migration(config, &args.name, args.dir.as_deref()))
+                .into()
         }
-        Command::Config(ConfigCommand::Check) => commands::local(config, commands::config_check).into(),
+        Command::Config(ConfigCommand::Check { offline }) => {
+            commands::local(config, offline, commands::config_check).into()
+        }
         Command::Completions { shell } => completions(shell).into(),
+    }
+}
+
+/// `strata serve`: its error printed once, its status the commands'.
+fn serve(
+    config: Option<&std::path::Path>,
+    overrides: crate::server::Overrides,
+    verbosity: crate::startup::Verbosity,
+) -> ExitCode {
+    match crate::server::serve(config, overrides, verbosity) {
+        Ok(()) => Exit::Success.into(),
+        Err(error) => {
+            eprintln!("strata: {error}");
+            Exit::from(&error).into()
+        }
     }
 }
 

@@ -30,6 +30,9 @@ pub(crate) enum AppError {
     /// The caller's input is invalid (e.g. an empty version name).
     #[error("{0}")]
     InvalidInput(String),
+    /// A list of new tenants (`createTenants`) has problems; nothing ran.
+    #[error(transparent)]
+    TenantList(#[from] strata_core::migrate::tenant_list::ListError),
     /// The base location could not be read.
     #[error(transparent)]
     Loader(#[from] LoaderError),
@@ -124,6 +127,7 @@ impl AppError {
             AppError::BadRequest(_) => "BAD_REQUEST",
             AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             AppError::InvalidInput(_) => "INVALID_INPUT",
+            AppError::TenantList(_) => "INVALID_TENANT_LIST",
             AppError::Loader(_) => "LOADER_ERROR",
             AppError::Source(SourceError::Format(_)) => "INVALID_FORMAT",
             AppError::Source(_) => "INVALID_SOURCE",
@@ -187,7 +191,7 @@ impl AppError {
     /// answer that holds it: 401, 403, 429).
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            AppError::BadRequest(_) | AppError::InvalidInput(_) => StatusCode::BAD_REQUEST,
+            AppError::BadRequest(_) | AppError::InvalidInput(_) | AppError::TenantList(_) => StatusCode::BAD_REQUEST,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,

@@ -49,22 +49,40 @@ impl std::fmt::Display for ServeError {
 /// status.
 pub(crate) fn serve(
     config_path: Option<&std::path::Path>,
-    listen: Option<std::net::SocketAddr>,
+    overrides: Overrides,
     verbosity: crate::startup::Verbosity,
 ) -> Result<(), ServeError> {
-    let (path, mut config) = crate::settings::load(config_path).map_err(ServeError::Config)?;
-    if listen.is_some() {
-        config.listen = listen;
+    let (path, mut config) = crate::settings::load(config_path, false).map_err(ServeError::Config)?;
+    if overrides.listen.is_some() {
+        config.listen = overrides.listen;
     }
+    if let Some(port) = overrides.port {
+        config.port = port;
+        if let Some(listen) = &mut config.listen {
+            listen.set_port(port);
+        }
+    }
+    let wait = overrides.wait_for_db;
     let runtime = crate::startup::start(config.log_level, crate::startup::Process::Server, verbosity)
         .map_err(ServeError::Other)?;
-    runtime.block_on(run(&path, config))
+    runtime.block_on(run(&path, config, wait))
 }
 
-async fn run(config_path: &str, config: Config) -> Result<(), ServeError> {
+/// What the command line overrides of `strata serve`'s configuration.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Overrides {
+    /// `--listen`: over `listen` and `port`.
+    pub listen: Option<std::net::SocketAddr>,
+    /// `--port`: over `port`, and the port of `listen`.
+    pub port: Option<u16>,
+    /// `--wait-for-db`: how long to retry an unreachable database.
+    pub wait_for_db: Option<std::time::Duration>,
+}
+
+async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration>) -> Result<(), ServeError> {
     let config = Arc::new(config);
     let metrics = Metrics::install().map_err(|e| ServeError::Other(format!("cannot install metrics: {e}")))?;
-    let database = crate::db::connect(&config, crate::db::Access::ReadWrite).await.map_err(|e| {
+    let database = crate::db::connect_waiting(&config, crate::db::Access::ReadWrite, wait).await.map_err(|e| {
         ServeError::Database { message: format!("{config_path}: dataSource: {e}"), error: Box::new(e.into()) }
     })?;
     let loader = crate::loader::for_location(&config.base_location)

@@ -88,6 +88,9 @@ pub(crate) struct CreateRequest {
     pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
     /// Who asked.
     pub(crate) actor: String,
+    /// `createTenants`: these new tenants are created first, then the
+    /// version runs their tenant migrations only.
+    pub(crate) new_tenants: Option<Vec<String>>,
 }
 
 impl CreateRequest {
@@ -111,6 +114,19 @@ impl CreateRequest {
             rollout_gate: RolloutGate::Hold,
             revert: None,
             actor,
+            new_tenants: None,
+        }
+    }
+
+    /// `createTenants`: create `tenants` and migrate them, as one version
+    /// (a wave over them, tenant migrations only).
+    pub(crate) fn new_tenants(version_name: String, tenants: Vec<String>, caller: Caller) -> CreateRequest {
+        CreateRequest {
+            wave: strata_core::migrate::wave::Wave::Named(tenants.clone()),
+            // New tenants are in no rollout.
+            rollout_gate: RolloutGate::Wave,
+            new_tenants: Some(tenants),
+            ..CreateRequest::new(version_name, Target::AllSchemas, caller)
         }
     }
 
@@ -123,6 +139,7 @@ impl CreateRequest {
     fn action(&self) -> &'static str {
         match (&self.target, &self.retry, &self.revert, &self.wave) {
             (Target::NewTenant(_), _, _, _) => "createTenant",
+            _ if self.new_tenants.is_some() => "createTenants",
             (_, Some(_), _, _) => "retryQuarantined",
             (_, _, Some(_), _) => "revertVersion",
             (_, _, _, strata_core::migrate::wave::Wave::All) => "createVersion",
@@ -542,6 +559,24 @@ impl Service {
         Ok(Target::NewTenant(tenant))
     }
 
+    /// `createTenants`' first half: the list checked whole (core's
+    /// `tenant_list`: names, duplicates, existing tenants), then every
+    /// tenant created under the lock.
+    async fn add_tenants(&self, tenants: &[String], dry_run: bool) -> Result<(), AppError> {
+        if dry_run {
+            return Err(AppError::InvalidInput(
+                "createTenants has no dry run (strata plan --tenant NAME shows one)".into(),
+            ));
+        }
+        let existing = self.database.tenants().await?;
+        let entries = strata_core::migrate::tenant_list::from_names(tenants);
+        let singles: Vec<&str> = self.config.single_schemas().collect();
+        strata_core::migrate::tenant_list::check(&entries, self.config.driver, singles.iter().copied(), &existing)?;
+        self.database.add_tenants(tenants).await?;
+        tracing::info!(tenants = tenants.len(), "tenants created; their version follows");
+        Ok(())
+    }
+
     /// Waits for the webhook deliveries still running.
     pub(crate) async fn settle(&self) {
         let tasks: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap_or_else(|e| e.into_inner()));
@@ -654,6 +689,9 @@ impl Service {
             target = ?request.target, "mutation started");
         self.hold_for_rollouts(request).await?;
         let sources = self.source_migrations().await?;
+        if let Some(tenants) = &request.new_tenants {
+            self.add_tenants(tenants, request.dry_run).await?;
+        }
         let drifted = self.check_drift(request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects
         // cannot cancel it half-way.
@@ -677,7 +715,7 @@ impl Service {
                         retry: task_request.retry.clone(),
                         wave: task_request.wave.clone(),
                         skip_quarantined: true,
-                        tenants_only: false,
+                        tenants_only: task_request.new_tenants.is_some(),
                         shard: task_request.shard.as_deref(),
                         revert: task_request.revert.clone(),
                     })
@@ -714,6 +752,15 @@ impl Service {
         // By name: tenants fail in whatever order their units ran.
         let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
         quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        if request.retry.is_some() && !quarantined.is_empty() {
+            // A tenant that failed again counts every failure, as stored.
+            let stored = self.database.quarantined().await?;
+            for row in &mut quarantined {
+                if let Some(now) = stored.iter().find(|s| s.tenant == row.tenant) {
+                    row.failures = now.failures;
+                }
+            }
+        }
         Ok(CreateResult {
             summary,
             version: outcome.version,

@@ -4,23 +4,27 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use strata_core::migrate::config::{Config, ProcessEnvironment};
+use strata_core::migrate::config::{Config, ParseOptions, ProcessEnvironment};
 
 /// The configuration path when `SVC_YAML` is not set.
 pub(crate) const DEFAULT_PATH: &str = "/data/svc.yaml";
 
 /// Reads and parses the configuration: `path` (the command line's
-/// `--config`), else `SVC_YAML`, else [`DEFAULT_PATH`]. The error is one
-/// line naming the file and the problem.
-pub(crate) fn load(path: Option<&std::path::Path>) -> Result<(String, Config), String> {
+/// `--config`), else `SVC_YAML`, else [`DEFAULT_PATH`], with relative paths
+/// read from the file's directory; `offline` for a command that never
+/// connects (see [`ParseOptions::offline`]). The error is one line naming
+/// the file and the problem.
+pub(crate) fn load(path: Option<&std::path::Path>, offline: bool) -> Result<(String, Config), String> {
     let path = match path {
         Some(path) => path.to_path_buf(),
         None => std::env::var_os("SVC_YAML").map_or_else(|| PathBuf::from(DEFAULT_PATH), PathBuf::from),
     };
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: cannot read configuration: {e}"))?;
-    let config =
-        Config::parse(&text, &process_environment(std::env::vars_os())).map_err(|e| format!("{shown}: {e}"))?;
+    let directory = path.parent().map(|dir| dir.to_string_lossy().into_owned());
+    let options = ParseOptions { directory, offline };
+    let config = Config::parse_with(&text, &process_environment(std::env::vars_os()), &options)
+        .map_err(|e| format!("{shown}: {e}"))?;
     Ok((shown, config))
 }
 

@@ -123,6 +123,7 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
     let retried: Value = serde_json::from_slice(&retry.stdout).unwrap();
     assert_eq!(retried["releasedTenants"], json!(["t03"]), "{retried}");
     assert_eq!(tenants_of(&retried["quarantined"]), ["t07"]);
+    assert_eq!(retried["quarantined"][0]["failures"], 2, "{retried}");
     let t03 = recorded(&server, "t03").await;
     assert_eq!(t03[t03.len() - 2..], ["tenants/006.sql".to_string(), "tenants/007.sql".to_string()]);
     let listed = strata(server.config_path(), &["quarantine", "--json"]).await;

@@ -21,6 +21,7 @@ use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
 pub mod auth;
+mod paths;
 mod suggest;
 
 /// Why a configuration was refused. Every variant names the property.
@@ -61,6 +62,19 @@ pub enum ConfigError {
         property: &'static str,
         /// The variable name.
         name: String,
+    },
+    /// A `${NAME:?message}` (or `${NAME?message}`) placeholder names an
+    /// environment variable that is not set (or, with `:?`, empty).
+    #[error("property {property}: environment variable {name} {}: {message}", if *empty_too { "is not set or empty" } else { "is not set" })]
+    RequiredEnvVar {
+        /// The property whose value holds the placeholder.
+        property: &'static str,
+        /// The variable name.
+        name: String,
+        /// The placeholder's message (`required` when it gives none).
+        message: String,
+        /// `:?`: an empty value counts as not set.
+        empty_too: bool,
     },
     /// A `${NAME}` placeholder names an environment variable whose value is
     /// not UTF-8.
@@ -378,6 +392,33 @@ pub struct Config {
     /// What a pending migration that sorts before applied ones does
     /// (`outOfOrder`).
     pub out_of_order: crate::migrate::plan::OutOfOrderPolicy,
+    /// Read [`ParseOptions::offline`]: the environment variables that are
+    /// not set, left as written in the properties a command that never
+    /// connects does not use (`dataSource`, `shards`, `webHook…`). Empty
+    /// otherwise; such a configuration cannot connect.
+    pub unresolved: BTreeSet<String>,
+}
+
+/// The environment variable that, set and not blank, replaces `dataSource`
+/// (a deployment keeps the secret out of the file).
+pub const DATA_SOURCE_VARIABLE: &str = "STRATA_DATA_SOURCE";
+
+/// The properties only a command that connects (or serves) uses: read
+/// offline, a variable they name may be unset.
+const CONNECTION_PROPERTIES: [&str; 5] = ["dataSource", "shards", "webHookURL", "webHookTemplate", "webHookHeaders"];
+
+/// How [`Config::parse_with`] reads a configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// The directory of the configuration file: a relative local
+    /// `baseLocation` and relative SQLite files are resolved against it.
+    /// `None` leaves them relative to the working directory.
+    pub directory: Option<String>,
+    /// For a command that never connects (`lint --all`, `config check
+    /// --offline`): an environment variable that is not set, in a property
+    /// only a connection uses, is left as written (listed in
+    /// [`Config::unresolved`]) instead of refused.
+    pub offline: bool,
 }
 
 #[derive(Deserialize)]
@@ -443,6 +484,9 @@ struct RawShard {
 /// Substitutes `${NAME}` from `env` in the values of one property.
 struct Substituter<'a, E: Environment + ?Sized> {
     env: &'a E,
+    offline: bool,
+    /// Offline: the variables left unset so far.
+    unresolved: std::cell::RefCell<BTreeSet<String>>,
 }
 
 /// A webhook's URL, template and headers, checked.
@@ -473,6 +517,7 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         let url = self.optional("webHookURL", url)?.filter(|s| !s.trim().is_empty());
         if let Some(url) = &url
             && !(url.starts_with("http://") || url.starts_with("https://"))
+            && !(self.offline && url.starts_with("${"))
         {
             return Err(invalid("webHookURL", format!("{url:?} is not an http:// or https:// URL")));
         }
@@ -499,10 +544,10 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         shards: Option<Vec<RawShard>>,
     ) -> Result<(String, Vec<crate::migrate::shard::Shard>), ConfigError> {
         let check = |property: &'static str, data_source: &str| {
-            crate::migrate::datasource::check_driver(driver, data_source)
-                .and_then(|()| crate::migrate::datasource::normalize(driver, data_source))
-                .map(|_| ())
-                .map_err(|e| invalid(property, e.to_string().trim_start_matches("dataSource ").to_string()))
+            if self.offline && !template::placeholder_names(data_source).is_empty() {
+                return Ok(());
+            }
+            check_data_source(driver, property, data_source)
         };
         let data_source = self.optional("dataSource", data_source)?.filter(|v| !v.trim().is_empty());
         let Some(raw) = shards else {
@@ -611,18 +656,51 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         if !value.contains("${") {
             return Ok(value);
         }
-        template::substitute(&value, |name| {
+        template::substitute_placeholders(&value, |found| {
+            let name = found.name;
             if keep_summary && (name == "summary" || name.starts_with("summary.")) {
                 return Ok(None);
             }
             if name.contains('.') {
                 return Ok(None);
             }
-            match self.env.lookup(name) {
-                EnvValue::Set(found) => Ok(Some(found.to_string())),
-                EnvValue::Unset => Err(ConfigError::MissingEnvVar { property, name: name.to_string() }),
-                EnvValue::NotUnicode => Err(ConfigError::EnvVarNotUnicode { property, name: name.to_string() }),
+            let value = match self.env.lookup(name) {
+                EnvValue::Set(found) => Some(found),
+                EnvValue::Unset => None,
+                EnvValue::NotUnicode => {
+                    return Err(ConfigError::EnvVarNotUnicode { property, name: name.to_string() });
+                }
+            };
+            // `:-` and `:?` take an empty value as none.
+            let usable = match found.fallback {
+                template::Fallback::Default { empty_too: true, .. }
+                | template::Fallback::Required { empty_too: true, .. } => value.filter(|v| !v.is_empty()),
+                _ => value,
+            };
+            match (usable, found.fallback) {
+                (Some(value), _) => Ok(Some(value.to_string())),
+                (None, template::Fallback::Default { word, .. }) => Ok(Some(word.to_string())),
+                (None, _) => self.unset(property, found),
             }
+        })
+    }
+
+    /// A placeholder whose variable has no usable value and no default:
+    /// refused, or left as written offline in a connection property.
+    fn unset(&self, property: &'static str, found: &template::Placeholder<'_>) -> Result<Option<String>, ConfigError> {
+        if self.offline && CONNECTION_PROPERTIES.contains(&property) {
+            self.unresolved.borrow_mut().insert(found.name.to_string());
+            return Ok(None);
+        }
+        let name = found.name.to_string();
+        Err(match found.fallback {
+            template::Fallback::Required { message, empty_too } => ConfigError::RequiredEnvVar {
+                property,
+                name,
+                message: if message.trim().is_empty() { "required".to_string() } else { message.to_string() },
+                empty_too,
+            },
+            _ => ConfigError::MissingEnvVar { property, name },
         })
     }
 
@@ -677,23 +755,60 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
 
 impl Config {
     /// Parses `yaml`, substituting `${NAME}` from `env`, applying defaults
-    /// and validating every property.
+    /// and validating every property (paths as written; see
+    /// [`Config::parse_with`]).
     pub fn parse<E: Environment + ?Sized>(yaml: &str, env: &E) -> Result<Config, ConfigError> {
+        Self::parse_with(yaml, env, &ParseOptions::default())
+    }
+
+    /// [`Config::parse`] with relative paths resolved against the
+    /// configuration file's directory and, offline, unset variables of the
+    /// connection properties allowed (see [`ParseOptions`]).
+    /// `STRATA_DATA_SOURCE` in `env`, set and not blank, replaces
+    /// `dataSource` (the file's is then not read).
+    pub fn parse_with<E: Environment + ?Sized>(
+        yaml: &str,
+        env: &E,
+        options: &ParseOptions,
+    ) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| {
             let message = one_line(&e.to_string());
             suggest::unknown_property(&message).unwrap_or(ConfigError::Yaml(message))
         })?;
-        let sub = Substituter { env };
+        let sub = Substituter { env, offline: options.offline, unresolved: Default::default() };
+        let directory = options.directory.as_deref();
 
         let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;
         crate::migrate::location::BaseLocation::parse(&base_location)
             .map_err(|e| invalid("baseLocation", e.to_string()))?;
+        let base_location = paths::base_location(directory, &base_location);
         let driver_text = required("driver", sub.optional("driver", raw.driver)?)?;
         let driver = Driver::parse(&driver_text).ok_or_else(|| ConfigError::Invalid {
             property: "driver",
             reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
         })?;
-        let (data_source, shards) = sub.data_sources(driver, raw.data_source, raw.shards)?;
+        let (data_source, mut shards) = match data_source_override(env)? {
+            Some(value) => {
+                if raw.shards.is_some() {
+                    return Err(invalid(
+                        "shards",
+                        format!("{DATA_SOURCE_VARIABLE} replaces dataSource, but this configuration lists shards"),
+                    ));
+                }
+                check_data_source(driver, "dataSource", &value).map_err(|e| match e {
+                    ConfigError::Invalid { reason, .. } => {
+                        invalid("dataSource", format!("{DATA_SOURCE_VARIABLE}: {reason}"))
+                    }
+                    other => other,
+                })?;
+                (value, Vec::new())
+            }
+            None => sub.data_sources(driver, raw.data_source, raw.shards)?,
+        };
+        let data_source = paths::data_source(driver, directory, &data_source);
+        for shard in &mut shards {
+            shard.data_source = paths::data_source(driver, directory, &shard.data_source);
+        }
         let citus = raw.citus.unwrap_or(false);
         if citus && driver != Driver::Postgres {
             return Err(invalid("citus", format!("Citus is a PostgreSQL extension; driver is {}", driver.name())));
@@ -785,6 +900,7 @@ impl Config {
             failure_budget,
             migration_formats,
             out_of_order,
+            unresolved: sub.unresolved.into_inner(),
         })
     }
 
@@ -912,6 +1028,25 @@ struct RedactedView<'a> {
 struct RedactedShard<'a> {
     name: &'a str,
     data_source: String,
+}
+
+/// Whether `data_source` has a form of `driver` (and can be read).
+fn check_data_source(driver: Driver, property: &'static str, data_source: &str) -> Result<(), ConfigError> {
+    crate::migrate::datasource::check_driver(driver, data_source)
+        .and_then(|()| crate::migrate::datasource::normalize(driver, data_source))
+        .map(|_| ())
+        .map_err(|e| invalid(property, e.to_string().trim_start_matches("dataSource ").to_string()))
+}
+
+/// `STRATA_DATA_SOURCE`, when set and not blank.
+fn data_source_override<E: Environment + ?Sized>(env: &E) -> Result<Option<String>, ConfigError> {
+    match env.lookup(DATA_SOURCE_VARIABLE) {
+        EnvValue::Set(value) if !value.trim().is_empty() => Ok(Some(value.to_string())),
+        EnvValue::Set(_) | EnvValue::Unset => Ok(None),
+        EnvValue::NotUnicode => {
+            Err(ConfigError::EnvVarNotUnicode { property: "dataSource", name: DATA_SOURCE_VARIABLE.to_string() })
+        }
+    }
 }
 
 fn required(property: &'static str, value: Option<String>) -> Result<String, ConfigError> {

@@ -5,6 +5,14 @@
 //! first; the drivers then still quote every name they put into SQL, so that
 //! a name like `tenant-1` or a reserved word works and nothing is ever
 //! spliced raw.
+//!
+//! A *new* tenant's name must also work where the project cannot quote it:
+//! migration files get it as plain text for `{schema}`. So it is refused
+//! unless it is an identifier the engine reads as written without quotes
+//! ([`tenant_name_rule`]): an ASCII letter or `_` first, then letters,
+//! digits and `_` — and on PostgreSQL, which folds unquoted names to lower
+//! case, lower-case letters only. Tenants that exist already are not judged
+//! again.
 
 use thiserror::Error;
 
@@ -46,6 +54,17 @@ pub enum IdentError {
     SingleSchema {
         /// The refused name.
         name: String,
+    },
+    /// A new tenant's name that the engine would not read as written
+    /// without quotes, as `{schema}` puts it in migration files.
+    #[error("tenant name {name:?} cannot be used as written in SQL on {engine}: {}", tenant_name_rule(*driver))]
+    NotPlain {
+        /// The refused name.
+        name: String,
+        /// The engine, as people call it.
+        engine: &'static str,
+        /// The driver whose rule it breaks.
+        driver: Driver,
     },
     /// The name contains a character outside `[A-Za-z0-9_-]`.
     #[error("name {name:?} contains {found:?}; only letters, digits, '_' and '-' are allowed")]
@@ -95,19 +114,50 @@ pub fn validate_new_tenant_name<'a>(
     single_schemas: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), IdentError> {
     validate_tenant_name(name)?;
+    let engine = match driver {
+        Driver::Sqlite => "SQLite",
+        Driver::Postgres => "PostgreSQL",
+        Driver::Mysql => "MySQL and MariaDB",
+        Driver::SqlServer => "SQL Server",
+    };
     if driver.reserves_schema(name) {
-        let engine = match driver {
-            Driver::Sqlite => "SQLite",
-            Driver::Postgres => "PostgreSQL",
-            Driver::Mysql => "MySQL and MariaDB",
-            Driver::SqlServer => "SQL Server",
-        };
         return Err(IdentError::ReservedByEngine { name: name.to_string(), engine });
     }
     if single_schemas.into_iter().any(|schema| schema.eq_ignore_ascii_case(name)) {
         return Err(IdentError::SingleSchema { name: name.to_string() });
     }
+    if !is_plain_identifier(driver, name) {
+        return Err(IdentError::NotPlain { name: name.to_string(), engine, driver });
+    }
     Ok(())
+}
+
+/// What a new tenant's name must be on `driver`, in words (the refusal
+/// says it).
+pub fn tenant_name_rule(driver: Driver) -> &'static str {
+    match driver {
+        Driver::Postgres => {
+            "a tenant name starts with a lower-case letter or '_' and has only lower-case letters, digits and '_' \
+             (at most 63), as {schema} puts it in migrations unquoted and PostgreSQL folds unquoted names to lower case"
+        }
+        _ => {
+            "a tenant name starts with a letter or '_' and has only letters, digits and '_' (at most 63), \
+             as {schema} puts it in migrations unquoted"
+        }
+    }
+}
+
+/// Whether `name` is read as written without quotes on `driver` (see
+/// [`tenant_name_rule`]).
+fn is_plain_identifier(driver: Driver, name: &str) -> bool {
+    let letter = |c: char| match driver {
+        Driver::Postgres => c.is_ascii_lowercase(),
+        _ => c.is_ascii_alphabetic(),
+    };
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| letter(c) || c == '_')
+        && chars.all(|c| letter(c) || c.is_ascii_digit() || c == '_')
+        && name.len() <= MAX_IDENTIFIER_LEN
 }
 
 /// Quotes an identifier the ANSI way (PostgreSQL, SQLite): `"name"`, with any
@@ -224,6 +274,37 @@ mod tests {
         assert_eq!(
             validate_new_tenant_name("config", Driver::Sqlite, singles).unwrap_err().to_string(),
             "name \"config\" is a configured single schema"
+        );
+    }
+
+    #[test]
+    fn new_tenant_names_are_identifiers_the_engine_reads_unquoted() {
+        for driver in Driver::ALL {
+            for good in ["acme", "_t1", "tenant_2", "a1b2"] {
+                assert_eq!(validate_new_tenant_name(good, driver, []), Ok(()), "{driver:?} {good}");
+            }
+            for bad in ["1bad", "a-b", "-a", "9"] {
+                assert!(
+                    matches!(validate_new_tenant_name(bad, driver, []), Err(IdentError::NotPlain { .. })),
+                    "{driver:?} {bad}"
+                );
+            }
+            // Existing tenants are not judged again.
+            assert_eq!(validate_tenant_name("a-b"), Ok(()));
+        }
+        assert_eq!(validate_new_tenant_name("Acme", Driver::Mysql, []), Ok(()));
+        assert_eq!(validate_new_tenant_name("Acme", Driver::Sqlite, []), Ok(()));
+        assert_eq!(
+            validate_new_tenant_name("Acme", Driver::Postgres, []).unwrap_err().to_string(),
+            "tenant name \"Acme\" cannot be used as written in SQL on PostgreSQL: a tenant name starts with a \
+             lower-case letter or '_' and has only lower-case letters, digits and '_' (at most 63), as {schema} puts \
+             it in migrations unquoted and PostgreSQL folds unquoted names to lower case"
+        );
+        assert_eq!(
+            validate_new_tenant_name("a-b", Driver::Mysql, []).unwrap_err().to_string(),
+            "tenant name \"a-b\" cannot be used as written in SQL on MySQL and MariaDB: a tenant name starts with a \
+             letter or '_' and has only letters, digits and '_' (at most 63), as {schema} puts it in migrations \
+             unquoted"
         );
     }
 

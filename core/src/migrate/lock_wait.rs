@@ -96,3 +96,51 @@ mod tests {
         assert_eq!(patience_ms(Timeouts { lock_ms: 0, statement_ms: 0, retries: 0 }), 0);
     }
 }
+
+/// The longest holder text a lease row takes (MySQL's `varchar(64)`).
+pub const LEASE_HOLDER_MAX: usize = 64;
+
+/// The holder text of a lease row (`svc.svc_lock`): the taker's random id,
+/// then who took it and when, so a mutation that waits for it can say so;
+/// `who` is shortened to keep it within [`LEASE_HOLDER_MAX`] bytes.
+pub fn lease_holder(id: &str, who: &str, since_rfc3339: &str) -> String {
+    let room = LEASE_HOLDER_MAX.saturating_sub(id.len() + " ".len() + " since ".len() + since_rfc3339.len());
+    let mut end = who.len().min(room);
+    while !who.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{id} {} since {since_rfc3339}", &who[..end])
+}
+
+/// The line a mutation that finds the lease taken prints once, from the
+/// row's holder text (see [`lease_holder`]; a holder written without who
+/// and since is "another mutation").
+pub fn lease_wait_message(lock: &str, holder: &str) -> String {
+    let who = holder.split_once(' ').map(|(_, who)| who.trim()).filter(|who| !who.is_empty());
+    match who {
+        Some(who) => format!("the lock {lock} is held by {who}; waiting for it"),
+        None => format!("the lock {lock} is held by another mutation; waiting for it"),
+    }
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_holder_says_who_and_since_when() {
+        let holder = lease_holder("5f0c", "ops@build-7 pid 4242", "2026-11-26T13:20:01Z");
+        assert_eq!(holder, "5f0c ops@build-7 pid 4242 since 2026-11-26T13:20:01Z");
+        assert_eq!(
+            lease_wait_message("svc.svc_lock", &holder),
+            "the lock svc.svc_lock is held by ops@build-7 pid 4242 since 2026-11-26T13:20:01Z; waiting for it"
+        );
+        let long = lease_holder("5f0c9a1b2c3d", &"é".repeat(40), "2026-11-26T13:20:01Z");
+        assert!(long.len() <= LEASE_HOLDER_MAX && long.len() >= LEASE_HOLDER_MAX - 1, "{long}");
+        assert!(long.ends_with(" since 2026-11-26T13:20:01Z"), "{long}");
+        assert_eq!(
+            lease_wait_message("svc.svc_lock", "5f0c"),
+            "the lock svc.svc_lock is held by another mutation; waiting for it"
+        );
+    }
+}

@@ -78,6 +78,7 @@ pub mod source;
 pub mod statements;
 pub mod summary;
 mod template;
+pub mod tenant_list;
 pub mod wave;
 
 pub use source::MigrationType;

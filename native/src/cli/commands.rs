@@ -26,8 +26,8 @@ use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_his
 use crate::{loader, settings};
 
 /// Runs a command that needs the configuration only: loaded, then `run`.
-pub(super) fn local(config_path: Option<&Path>, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
-    match settings::load(config_path) {
+pub(super) fn local(config_path: Option<&Path>, offline: bool, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
+    match settings::load(config_path, offline) {
         Ok((shown, config)) => run(&shown, &config),
         Err(message) => {
             eprintln!("strata: {message}");
@@ -36,16 +36,28 @@ pub(super) fn local(config_path: Option<&Path>, run: impl FnOnce(&str, &Config) 
     }
 }
 
-/// `strata config check`: the configuration as served (secrets hidden).
+/// `strata config check`: the configuration as served (secrets hidden);
+/// `--offline`, the variables left unset that a connection would need.
 pub(super) fn config_check(shown: &str, config: &Config) -> Exit {
     out!("{}", config.render_redacted());
-    eprintln!("strata: {shown}: the configuration is valid");
+    if config.unresolved.is_empty() {
+        eprintln!("strata: {shown}: the configuration is valid");
+    } else {
+        let names: Vec<&str> = config.unresolved.iter().map(String::as_str).collect();
+        eprintln!("strata: {shown}: the configuration is valid offline; to connect it needs {} set", names.join(", "));
+    }
     Exit::Success
 }
 
 /// Runs a one-shot command over the database.
-pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: crate::startup::Verbosity) -> Exit {
-    let (shown, config) = match settings::load(config_path) {
+pub(super) fn run(
+    config_path: Option<&Path>,
+    command: OnDatabase,
+    verbosity: crate::startup::Verbosity,
+    wait: Option<std::time::Duration>,
+) -> Exit {
+    let offline = matches!(&command, OnDatabase::Lint(args) if args.all);
+    let (shown, config) = match settings::load(config_path, offline) {
         Ok(loaded) => loaded,
         Err(message) => {
             eprintln!("strata: {message}");
@@ -64,6 +76,17 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
     {
         return runtime.block_on(lint_all(&shown, &config, args));
     }
+    // `tenants add --from FILE`: the file is read (and its names checked
+    // for what needs no database) before anything connects.
+    let list = match &command {
+        OnDatabase::Tenants(super::TenantsArgs { action: Some(super::TenantsAction::Add(args)), .. }) => {
+            match super::tenants::read_list(args, &config) {
+                Ok(list) => Some(list),
+                Err(exit) => return exit,
+            }
+        }
+        _ => None,
+    };
     let access = match &command {
         OnDatabase::Apply(_) => Access::ReadWrite,
         OnDatabase::Repair(args) if !args.dry_run => Access::ReadWrite,
@@ -77,7 +100,7 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
         _ => Access::ReadOnly,
     };
     runtime.block_on(async move {
-        let service = match open(&shown, config, access).await {
+        let service = match open(&shown, config, access, wait).await {
             Ok(service) => service,
             Err(exit) => return exit,
         };
@@ -85,7 +108,12 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
             OnDatabase::Plan(args) => plan(&service, args).await,
             OnDatabase::Apply(args) => apply(&service, args).await,
             OnDatabase::Status(args) => status(&service, args).await,
-            OnDatabase::Tenants(args) => super::tenants::tenants(&service, args).await,
+            OnDatabase::Tenants(args) => match (args.action, list) {
+                (Some(super::TenantsAction::Add(add)), Some(list)) => {
+                    super::tenants::add(&service, add, list, args.json).await
+                }
+                (_, _) => super::tenants::tenants(&service, super::TenantsArgs { action: None, ..args }).await,
+            },
             OnDatabase::Drift(args) => drift(&service, args).await,
             OnDatabase::Repair(args) => repair(&service, args).await,
             OnDatabase::Revert(args) => revert(&service, args).await,
@@ -102,9 +130,14 @@ pub(super) fn run(config_path: Option<&Path>, command: OnDatabase, verbosity: cr
 
 /// Connects the database and the loader as the server does (read-only
 /// for the commands that only read: they create nothing).
-async fn open(shown: &str, config: Config, access: Access) -> Result<Arc<Service>, Exit> {
+async fn open(
+    shown: &str,
+    config: Config,
+    access: Access,
+    wait: Option<std::time::Duration>,
+) -> Result<Arc<Service>, Exit> {
     let config = Arc::new(config);
-    let database = db::connect(&config, access).await.map_err(|e| {
+    let database = db::connect_waiting(&config, access, wait).await.map_err(|e| {
         eprintln!("strata: {shown}: dataSource: {e}");
         Exit::from(&AppError::from(e))
     })?;
@@ -285,7 +318,7 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
 
 /// Prints a completed `apply` (or retry): the version, the tenants put in
 /// quarantine, skipped or released. Exit 11 when tenants were quarantined.
-async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
+pub(super) async fn created(service: &Service, result: &CreateResult, json: bool, sync: bool, dry_run: bool) -> Exit {
     created_as(service, result, json, if sync { "recorded" } else { "applied" }, dry_run).await
 }
 
@@ -427,7 +460,7 @@ async fn repair(service: &Service, args: RepairArgs) -> Exit {
 
 /// A failed `apply`: with `--json`, the API's `errors` (message and
 /// extensions) on stdout; the message on stderr either way.
-fn failed_apply(error: &AppError, json: bool) -> Exit {
+pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
     if json {
         let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
         print_json(&json!({ "errors": [graphql] }));

@@ -170,3 +170,82 @@ fn print_text(listing: &Listing) {
         outln!("{}", line.trim_end());
     }
 }
+
+/// `tenants add`'s list: the names given, or the file's (`-`: standard
+/// input), each with its place (a line of the file, else a position), and
+/// checked for what needs no database — the engine's rule and names twice
+/// — before anything connects.
+pub(super) fn read_list(
+    args: &super::TenantsAddArgs,
+    config: &strata_core::migrate::config::Config,
+) -> Result<Vec<String>, Exit> {
+    use strata_core::migrate::tenant_list;
+    let (shown, entries) = match &args.from {
+        Some(path) => {
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            };
+            match text {
+                Ok(text) => (format!("{}: line ", path.display()), tenant_list::read_file(&text)),
+                Err(error) => {
+                    eprintln!("strata: {}: cannot read the tenant list: {error}", path.display());
+                    return Err(Exit::Usage);
+                }
+            }
+        }
+        None => ("name ".to_string(), tenant_list::from_names(&args.names)),
+    };
+    let singles: Vec<&str> = config.single_schemas().collect();
+    match tenant_list::check(&entries, config.driver, singles.iter().copied(), &[]) {
+        Ok(names) => Ok(names),
+        Err(error) => {
+            eprintln!("strata: {}", described(&error, &shown));
+            Err(Exit::Usage)
+        }
+    }
+}
+
+/// A list's refusal with each place said as `FILE: line N` or `name N`.
+fn described(error: &strata_core::migrate::tenant_list::ListError, place: &str) -> String {
+    use strata_core::migrate::tenant_list::ListError;
+    match error {
+        ListError::Empty => error.to_string(),
+        ListError::Problems(problems) => {
+            let shown: Vec<String> = problems.iter().take(10).map(|p| format!("{place}{p}")).collect();
+            let more = problems.len().saturating_sub(10);
+            let tail = if more > 0 { format!("; and {more} more") } else { String::new() };
+            format!("{} problem(s) in the tenant list, nothing was added: {}{tail}", problems.len(), shown.join("; "))
+        }
+    }
+}
+
+/// `tenants add`: `createTenants` of the list, printed as `apply` prints a
+/// version.
+pub(super) async fn add(
+    service: &std::sync::Arc<Service>,
+    args: super::TenantsAddArgs,
+    names: Vec<String>,
+    json: bool,
+) -> Exit {
+    use std::sync::Arc;
+
+    use strata_core::migrate::plan::Action;
+
+    use crate::db::Observer;
+    use crate::service::CreateRequest;
+    let progress = Arc::new(super::progress::Progress::new(json));
+    let observer: Arc<dyn Observer> = progress.clone();
+    let request = CreateRequest {
+        action: if args.sync { Action::Sync } else { Action::Apply },
+        observer: Some(observer),
+        ..CreateRequest::new_tenants(args.version_name, names, super::output::cli_caller())
+    };
+    let result = service.create(request).await;
+    progress.finish();
+    match result {
+        Ok(result) => super::commands::created(service, &result, json, args.sync, false).await,
+        Err(error) => super::commands::failed_apply(&error, json),
+    }
+}

@@ -668,6 +668,10 @@ impl Database for Fleet {
         self.seen().await
     }
 
+    async fn add_tenants(&self, _tenants: &[String]) -> Result<(), DbError> {
+        Err(DbError::NotSupported("createTenants on a sharded fleet (create them one by one with createTenant)"))
+    }
+
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
         Ok(self.seen().await?.into_iter().flat_map(|shard| shard.tenants).collect())
     }

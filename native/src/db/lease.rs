@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
+use strata_core::migrate::lock_wait;
+
 use super::error::DbError;
 
 /// The lock's name in messages.
@@ -45,6 +47,8 @@ pub(crate) trait LeaseRow: Clone + Send + Sync + 'static {
     async fn renew(&self, holder: &str, seconds: u64) -> Result<bool, DbError>;
     /// Gives `holder`'s lease back.
     async fn release(&self, holder: &str) -> Result<(), DbError>;
+    /// The holder text of the lease while it is held (not expired).
+    async fn holder(&self) -> Result<Option<String>, DbError>;
 }
 
 /// A held lease.
@@ -58,9 +62,17 @@ impl Lease {
     /// Waits for the lease (up to 10 minutes), then renews it in the
     /// background.
     pub(crate) async fn acquire<R: LeaseRow>(row: &R, seconds: u64) -> Result<Lease, DbError> {
-        let holder = uuid::Uuid::new_v4().to_string();
+        let since = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let holder = lock_wait::lease_holder(&uuid::Uuid::new_v4().simple().to_string()[..12], &who(), &since);
         let started = Instant::now();
+        let mut said = false;
         while !row.take(&holder, seconds).await? {
+            if !said {
+                said = true;
+                if let Ok(Some(other)) = row.holder().await {
+                    tracing::warn!("{}", lock_wait::lease_wait_message(LEASE_NAME, &other));
+                }
+            }
             if started.elapsed() >= WAIT {
                 return Err(DbError::LockTimeout { lock: LEASE_NAME.into(), seconds: WAIT.as_secs() });
             }
@@ -97,6 +109,18 @@ impl Lease {
             tracing::warn!(error = %e, "releasing the lock {LEASE_NAME} failed; it expires on its own");
         }
     }
+}
+
+/// This process, as a lease holder: `user@host pid N`.
+fn who() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "?".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "?".into());
+    format!("{user}@{host} pid {}", std::process::id())
 }
 
 async fn renew<R: LeaseRow>(row: R, holder: String, seconds: u64, lost: Arc<AtomicBool>) {

@@ -58,3 +58,48 @@ pub(crate) async fn connect(config: &Config, access: Access) -> Result<Arc<dyn D
     }
     Ok(Arc::new(fleet::Fleet::open(config, access).await))
 }
+
+/// [`connect`], retried while the server cannot be reached, for `wait`
+/// (`--wait-for-db`) at most: the waits are core's
+/// [`strata_core::retry::connect_wait_ms`]. While nothing listens at the
+/// server's TCP address (when it has one) no pool is opened; at the
+/// deadline one last [`connect`] gives the usual error. Other failures are
+/// returned as they are.
+pub(crate) async fn connect_waiting(
+    config: &Config,
+    access: Access,
+    wait: Option<std::time::Duration>,
+) -> Result<Arc<dyn Database>, DbError> {
+    let Some(wait) = wait else { return connect(config, access).await };
+    let started = std::time::Instant::now();
+    let deadline_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    let address = strata_core::migrate::datasource::tcp_address(config.driver, &config.data_source);
+    let mut number = 1;
+    loop {
+        let listening = match &address {
+            Some((host, port)) => {
+                let probe = tokio::net::TcpStream::connect((host.as_str(), *port));
+                matches!(tokio::time::timeout(std::time::Duration::from_secs(1), probe).await, Ok(Ok(_)))
+            }
+            None => true,
+        };
+        let attempt = if listening {
+            connect(config, access).await
+        } else {
+            let (host, port) = address.as_ref().map_or(("?", 0), |(host, port)| (host.as_str(), *port));
+            Err(DbError::Connect(format!("nothing listens at {host}:{port}")))
+        };
+        match attempt {
+            Err(error @ DbError::Connect(_)) => {
+                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let Some(ms) = strata_core::retry::connect_wait_ms(number, elapsed_ms, deadline_ms) else {
+                    return if listening { Err(error) } else { connect(config, access).await };
+                };
+                tracing::info!(attempt = number, %error, "the database cannot be reached yet; waiting");
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                number += 1;
+            }
+            other => return other,
+        }
+    }
+}

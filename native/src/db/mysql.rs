@@ -151,6 +151,11 @@ impl LeaseRow for MysqlLeaseRow {
         sqlx::query(sql::LEASE_RELEASE).bind(holder).execute(&mut *conn).await?;
         Ok(())
     }
+
+    async fn holder(&self) -> Result<Option<String>, DbError> {
+        let mut conn = engine::acquire(&self.0).await?;
+        Ok(sqlx::query_scalar(sql::LEASE_HOLDER).fetch_optional(&mut *conn).await?)
+    }
 }
 
 async fn lock(conn: &mut MySqlConnection) -> Result<(), DbError> {

@@ -166,6 +166,11 @@ impl LeaseRow for PgLeaseRow {
         tx.commit().await?;
         Ok(())
     }
+
+    async fn holder(&self) -> Result<Option<String>, DbError> {
+        let mut conn = engine::acquire(&self.0).await?;
+        Ok(sqlx::query_scalar(sql::LEASE_HOLDER).persistent(false).fetch_optional(&mut *conn).await?)
+    }
 }
 
 /// A statement with bound values, prepared unnamed (see the module's

@@ -63,6 +63,10 @@ pub(crate) trait Database: Send + Sync {
     async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
         Err(DbError::NotSupported("moving a tenant (Citus only)"))
     }
+    /// `createTenants`: under the lock, creates every tenant (its schema
+    /// and its row; one transaction where the engine's DDL is
+    /// transactional: all or none); the version that migrates them follows.
+    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError>;
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -166,6 +170,28 @@ impl<E: Engine> Store<E> {
 impl<E: Engine> Database for Store<E> {
     fn citus(&self) -> bool {
         self.engine.citus()
+    }
+
+    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError> {
+        use super::engine::Transaction;
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let lock = self.engine.lock().await?;
+        let created = async {
+            let mut conn = self.engine.connect().await?;
+            self.engine.transaction(&mut conn, Transaction::Begin).await?;
+            for tenant in tenants {
+                if let Err(error) = self.engine.create_tenant(&mut conn, tenant).await {
+                    let _ = self.engine.transaction(&mut conn, Transaction::Rollback).await;
+                    return Err(error);
+                }
+            }
+            self.engine.transaction(&mut conn, Transaction::Commit).await
+        }
+        .await;
+        self.engine.unlock(lock).await;
+        created
     }
 
     async fn ping(&self) -> Result<(), DbError> {

@@ -468,6 +468,20 @@ pub(crate) struct TenantInput {
     pub(crate) shard: Option<String>,
 }
 
+/// `TenantsInput` (`createTenants`, added to the spec's schema).
+#[derive(InputObject, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[graphql(name = "TenantsInput")]
+pub(crate) struct TenantsInput {
+    /// Names of the new tenants.
+    pub(crate) tenant_names: Vec<String>,
+    /// Name of the new version.
+    pub(crate) version_name: String,
+    /// Apply (default) or Sync.
+    #[graphql(default_with = "Some(ActionDto::Apply)")]
+    pub(crate) action: Option<ActionDto>,
+}
+
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.
 fn clamp(id: i64) -> i32 {
     i32::try_from(id).unwrap_or(i32::MAX)

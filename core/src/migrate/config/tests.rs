@@ -428,3 +428,108 @@ fn citus_is_off_unless_configured_and_belongs_to_postgres() {
     let sqlite = Config::parse(&format!("{MINIMAL}citus: true\n"), &BTreeMap::new()).unwrap_err();
     assert_eq!(sqlite.to_string(), "property citus: Citus is a PostgreSQL extension; driver is sqlite");
 }
+
+#[test]
+fn defaults_and_required_variables_follow_the_shell() {
+    let yaml = "baseLocation: ${BASE:-/srv/default}\ndriver: ${DRIVER-sqlite}\n\
+                dataSource: ${DB:?set DB to the SQLite file}\nsingleMigrations: [ref]\n";
+    // Unset: the default of `:-` and `-`; `:?` refuses with its message.
+    let err = Config::parse(yaml, &BTreeMap::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "property dataSource: environment variable DB is not set or empty: set DB to the SQLite file"
+    );
+    let config = Config::parse(yaml, &env(&[("DB", "/d/main.db")])).unwrap();
+    assert_eq!((config.base_location.as_str(), config.driver), ("/srv/default", Driver::Sqlite));
+    assert_eq!(config.data_source, "/d/main.db");
+    // Set but empty: `:-` and `:?` take it as unset, `-` keeps the empty value.
+    let err = Config::parse(yaml, &env(&[("DB", "")])).unwrap_err();
+    assert!(matches!(err, ConfigError::RequiredEnvVar { ref name, empty_too: true, .. } if name == "DB"), "{err}");
+    let config = Config::parse(yaml, &env(&[("DB", "/d"), ("BASE", "")])).unwrap();
+    assert_eq!(config.base_location, "/srv/default");
+    let err = Config::parse(yaml, &env(&[("DB", "/d"), ("DRIVER", "")])).unwrap_err();
+    assert_eq!(err, ConfigError::Missing("driver"));
+    // Set: the value.
+    let config = Config::parse(yaml, &env(&[("DB", "/d"), ("BASE", "/b"), ("DRIVER", "sqlite")])).unwrap();
+    assert_eq!(config.base_location, "/b");
+    // `?` without a message, and only when unset.
+    let yaml = "baseLocation: /m\ndriver: sqlite\ndataSource: /d${SUFFIX?}\nsingleMigrations: [ref]\n";
+    assert_eq!(
+        Config::parse(yaml, &BTreeMap::new()).unwrap_err().to_string(),
+        "property dataSource: environment variable SUFFIX is not set: required"
+    );
+    assert_eq!(Config::parse(yaml, &env(&[("SUFFIX", "")])).unwrap().data_source, "/d");
+    // A plain placeholder is as before: required, an empty value is kept.
+    let yaml = "baseLocation: /m\ndriver: sqlite\ndataSource: /d${S}.db\nsingleMigrations: [ref]\n";
+    assert_eq!(Config::parse(yaml, &env(&[("S", "")])).unwrap().data_source, "/d.db");
+}
+
+#[test]
+fn relative_paths_are_read_from_the_configuration_directory() {
+    let yaml = "baseLocation: migrations\ndriver: sqlite\ndataSource: sqlite://./data/main.db?mode=rwc\n\
+                singleMigrations: [ref]\n";
+    let options = ParseOptions { directory: Some("/etc/strata".into()), offline: false };
+    let config = Config::parse_with(yaml, &BTreeMap::new(), &options).unwrap();
+    assert_eq!(config.base_location, "/etc/strata/migrations");
+    assert_eq!(config.data_source, "sqlite:///etc/strata/data/main.db?mode=rwc");
+    let config = Config::parse(yaml, &BTreeMap::new()).unwrap();
+    assert_eq!(config.base_location, "migrations");
+    let shards = "baseLocation: s3://b/p\ndriver: sqlite\nsingleMigrations: [ref]\n\
+                  shards:\n  - {name: a, dataSource: a.db}\n  - {name: b, dataSource: /abs/b.db}\n";
+    let config = Config::parse_with(shards, &BTreeMap::new(), &options).unwrap();
+    assert_eq!(config.base_location, "s3://b/p");
+    let files: Vec<&str> = config.shards.iter().map(|s| s.data_source.as_str()).collect();
+    assert_eq!(files, ["/etc/strata/a.db", "/abs/b.db"]);
+    assert_eq!(config.data_source, "/etc/strata/a.db");
+}
+
+#[test]
+fn offline_a_connection_secret_may_be_unset() {
+    let mut env = full_env();
+    env.remove("DB_PASSWORD");
+    env.remove("HOOK_AUTH");
+    let offline = ParseOptions { directory: None, offline: true };
+    let config = Config::parse_with(FULL, &env, &offline).unwrap();
+    assert!(config.data_source.contains("password=${DB_PASSWORD}"), "{}", config.data_source);
+    assert_eq!(config.unresolved, BTreeSet::from(["DB_PASSWORD".to_string(), "HOOK_AUTH".to_string()]));
+    // Not offline: refused as before.
+    assert!(matches!(
+        Config::parse(FULL, &env).unwrap_err(),
+        ConfigError::MissingEnvVar { property: "dataSource", .. }
+    ));
+    // Offline, a variable the sources need is still required.
+    env.remove("MIGRATIONS");
+    assert_eq!(
+        Config::parse_with(FULL, &env, &offline).unwrap_err(),
+        ConfigError::MissingEnvVar { property: "baseLocation", name: "MIGRATIONS".into() }
+    );
+    // A whole dataSource in a variable.
+    let yaml = "baseLocation: /m\ndriver: postgres\ndataSource: ${DATABASE_URL}\nsingleMigrations: [ref]\n";
+    let config = Config::parse_with(yaml, &BTreeMap::new(), &offline).unwrap();
+    assert_eq!(config.data_source, "${DATABASE_URL}");
+    assert!(Config::parse(FULL, &full_env()).unwrap().unresolved.is_empty());
+}
+
+#[test]
+fn strata_data_source_replaces_the_files_data_source() {
+    let mut env = full_env();
+    env.remove("DB_PASSWORD");
+    env.insert(DATA_SOURCE_VARIABLE.into(), "postgres://svc:s3cret@db:5432/svc".into());
+    let config = Config::parse(FULL, &env).unwrap();
+    assert_eq!(config.data_source, "postgres://svc:s3cret@db:5432/svc");
+    // Blank: the file's.
+    env.insert(DATA_SOURCE_VARIABLE.into(), " ".into());
+    assert!(matches!(Config::parse(FULL, &env).unwrap_err(), ConfigError::MissingEnvVar { .. }));
+    // Checked like dataSource, naming the variable.
+    env.insert(DATA_SOURCE_VARIABLE.into(), "mysql://root@db/x".into());
+    let err = Config::parse(FULL, &env).unwrap_err().to_string();
+    assert!(err.starts_with("property dataSource: STRATA_DATA_SOURCE: is a mysql:// URL"), "{err}");
+    // With shards it is refused.
+    let shards =
+        "baseLocation: /m\ndriver: sqlite\nsingleMigrations: [ref]\nshards:\n  - {name: a, dataSource: a.db}\n";
+    let env = BTreeMap::from([(DATA_SOURCE_VARIABLE.to_string(), "/x.db".to_string())]);
+    assert_eq!(
+        Config::parse(shards, &env).unwrap_err().to_string(),
+        "property shards: STRATA_DATA_SOURCE replaces dataSource, but this configuration lists shards"
+    );
+}

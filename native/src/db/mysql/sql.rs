@@ -31,6 +31,8 @@ pub(crate) const LEASE_TAKE: &str =
 /// Extends the holder's lease (no row changed: another holder has it).
 pub(crate) const LEASE_RENEW: &str =
     "update svc.svc_lock set expires = now(6) + interval ? second where id = 1 and holder = ?";
+/// The lease's holder while it has not expired.
+pub(crate) const LEASE_HOLDER: &str = "select holder from svc.svc_lock where id = 1 and expires >= now(6)";
 /// Gives the lease back.
 pub(crate) const LEASE_RELEASE: &str =
     "update svc.svc_lock set holder = '', expires = '1970-01-01 00:00:01' where id = 1 and holder = ?";

@@ -32,6 +32,9 @@ pub(crate) const LEASE_TAKE: &str = "insert into svc.svc_lock (id, holder, expir
 pub(crate) const LEASE_RENEW: &str = "update svc.svc_lock \
     set expires = clock_timestamp() + make_interval(secs => $2) where id = 1 and holder = $1 returning holder";
 
+/// The lease's holder while it has not expired.
+pub(crate) const LEASE_HOLDER: &str = "select holder from svc.svc_lock where id = 1 and expires >= clock_timestamp()";
+
 /// Gives the lease back.
 pub(crate) const LEASE_RELEASE: &str = "delete from svc.svc_lock where id = 1 and holder = $1";
 
