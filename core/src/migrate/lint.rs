@@ -291,6 +291,15 @@ fn lint_file(input: &LintInput, state: &mut rules::State, file: &str, contents: 
     report.unchecked.extend(unchecked);
 }
 
+/// Judges one parsed statement: the Citus rules first when they are on,
+/// then every other rule.
+fn judge(ctx: &mut rules::Ctx<'_>, at: Position, statement: &Statement, map: rules::Map<'_>) {
+    if let Some(statements) = ctx.citus_statements() {
+        citus::check(ctx, at, statement, statements);
+    }
+    ctx.check(at, statement, map);
+}
+
 /// Whether a piece holds a statement (not only comments and blanks).
 fn has_statement(piece: &str) -> bool {
     match Tokenizer::new(dialect(Driver::Postgres), piece).tokenize() {
@@ -460,7 +469,7 @@ fn check_source(ctx: &mut rules::Ctx, source: &str, base: Position, unchecked: &
     let error = match parse(ctx.driver, source) {
         Ok(parsed) => {
             for (at, statement) in parsed {
-                ctx.check(map(base, at).unwrap_or(base), &statement, &|l| map(base, l));
+                judge(ctx, map(base, at).unwrap_or(base), &statement, &|l| map(base, l));
             }
             return;
         }
@@ -471,7 +480,7 @@ fn check_source(ctx: &mut rules::Ctx, source: &str, base: Position, unchecked: &
         && let Ok(parsed) = parse(ctx.driver, &blank_executable_comments(source))
     {
         for (at, statement) in parsed {
-            ctx.check(map(base, at).unwrap_or(base), &statement, &|l| map(base, l));
+            judge(ctx, map(base, at).unwrap_or(base), &statement, &|l| map(base, l));
         }
         return;
     }

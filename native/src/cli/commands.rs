@@ -110,7 +110,10 @@ pub(super) fn run(
             OnDatabase::Status(args) => status(&service, args).await,
             OnDatabase::Tenants(args) => match (args.action, list) {
                 (Some(super::TenantsAction::Add(add)), Some(list)) => {
-                    super::tenants::add(&service, add, list, args.json).await
+                    match super::tenants::add(&service, &add, list, args.json).await {
+                        Ok(result) => created(&service, &result, args.json, add.sync, false).await,
+                        Err(error) => failed_apply(&error, args.json),
+                    }
                 }
                 (_, _) => super::tenants::tenants(&service, super::TenantsArgs { action: None, ..args }).await,
             },

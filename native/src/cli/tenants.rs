@@ -222,13 +222,13 @@ fn described(error: &strata_core::migrate::tenant_list::ListError, place: &str) 
 }
 
 /// `tenants add`: `createTenants` of the list, printed as `apply` prints a
-/// version.
+/// version; the caller prints what came of it.
 pub(super) async fn add(
     service: &std::sync::Arc<Service>,
-    args: super::TenantsAddArgs,
+    args: &super::TenantsAddArgs,
     names: Vec<String>,
     json: bool,
-) -> Exit {
+) -> Result<crate::service::CreateResult, crate::error::AppError> {
     use std::sync::Arc;
 
     use strata_core::migrate::plan::Action;
@@ -240,12 +240,9 @@ pub(super) async fn add(
     let request = CreateRequest {
         action: if args.sync { Action::Sync } else { Action::Apply },
         observer: Some(observer),
-        ..CreateRequest::new_tenants(args.version_name, names, super::output::cli_caller())
+        ..CreateRequest::new_tenants(args.version_name.clone(), names, super::output::cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();
-    match result {
-        Ok(result) => super::commands::created(service, &result, json, args.sync, false).await,
-        Err(error) => super::commands::failed_apply(&error, json),
-    }
+    result
 }

@@ -179,7 +179,7 @@ pub(crate) struct Ctx<'a> {
     citus: Option<usize>,
 }
 
-type Map<'m> = &'m dyn Fn(Location) -> Option<Position>;
+pub(crate) type Map<'m> = &'m dyn Fn(Location) -> Option<Position>;
 
 impl<'a> Ctx<'a> {
     pub(crate) fn new(driver: Driver, file: &'a str, state: &'a mut State) -> Self {
@@ -187,6 +187,11 @@ impl<'a> Ctx<'a> {
     }
 
     /// Applies the Citus rules too, to a file of `statements` statements.
+    /// With the Citus rules on: the file's statement count.
+    pub(crate) fn citus_statements(&self) -> Option<usize> {
+        self.citus
+    }
+
     pub(crate) fn with_citus(mut self, statements: usize) -> Self {
         self.citus = Some(statements);
         self
@@ -235,9 +240,6 @@ impl<'a> Ctx<'a> {
 
     /// Judges one parsed statement that starts at `at`.
     pub(crate) fn check(&mut self, at: Position, statement: &Statement, map: Map) {
-        if let Some(statements) = self.citus {
-            super::citus::check(self, at, statement, statements);
-        }
         let clause = |loc: Location| map(loc).unwrap_or(at);
         match statement {
             Statement::CreateTable(create) => {
