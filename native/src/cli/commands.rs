@@ -108,14 +108,15 @@ pub(super) fn run(
             OnDatabase::Plan(args) => plan(&service, args).await,
             OnDatabase::Apply(args) => apply(&service, args).await,
             OnDatabase::Status(args) => status(&service, args).await,
-            OnDatabase::Tenants(args) => match (args.action, list) {
+            OnDatabase::Tenants(args) => match (&args.action, list) {
                 (Some(super::TenantsAction::Add(add)), Some(list)) => {
-                    match super::tenants::add(&service, &add, list, args.json).await {
+                    match super::tenants::add(&service, add, list, args.json).await {
                         Ok(result) => created(&service, &result, args.json, add.sync, false).await,
                         Err(error) => failed_apply(&error, args.json),
                     }
                 }
-                (_, _) => super::tenants::tenants(&service, super::TenantsArgs { action: None, ..args }).await,
+                // Listing, or Citus's `tenants move` (decided in tenants).
+                _ => super::tenants::tenants(&service, args).await,
             },
             OnDatabase::Drift(args) => drift(&service, args).await,
             OnDatabase::Repair(args) => repair(&service, args).await,
