@@ -51,6 +51,13 @@ pub(crate) trait LeaseRow: Clone + Send + Sync + 'static {
     async fn holder(&self) -> Result<Option<String>, DbError>;
 }
 
+/// A new holder text: a short id, who asks and since when (what a waiting
+/// mutation prints).
+fn new_holder() -> String {
+    let since = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    lock_wait::lease_holder(&uuid::Uuid::new_v4().simple().to_string()[..12], &who(), &since)
+}
+
 /// A held lease.
 pub(crate) struct Lease {
     holder: String,
@@ -62,8 +69,7 @@ impl Lease {
     /// Waits for the lease (up to 10 minutes), then renews it in the
     /// background.
     pub(crate) async fn acquire<R: LeaseRow>(row: &R, seconds: u64) -> Result<Lease, DbError> {
-        let since = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let holder = lock_wait::lease_holder(&uuid::Uuid::new_v4().simple().to_string()[..12], &who(), &since);
+        let holder = new_holder();
         let started = Instant::now();
         let mut said = false;
         while !row.take(&holder, seconds).await? {
@@ -78,22 +84,25 @@ impl Lease {
             }
             tokio::time::sleep(POLL).await;
         }
+        Ok(Lease::taken(row, holder, seconds))
+    }
+
+    /// The lease `holder` has just taken, renewed in the background.
+    fn taken<R: LeaseRow>(row: &R, holder: String, seconds: u64) -> Lease {
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = tokio::spawn(renew(row.clone(), holder.clone(), seconds, Arc::clone(&lost)));
-        Ok(Lease { holder, lost, renewer })
+        Lease { holder, lost, renewer }
     }
 
     /// Takes the lease if it is free now (no wait), renewed in the
     /// background like [`Lease::acquire`]'s; `None` while another mutation
     /// holds it.
     pub(crate) async fn try_acquire<R: LeaseRow>(row: &R, seconds: u64) -> Result<Option<Lease>, DbError> {
-        let holder = uuid::Uuid::new_v4().to_string();
+        let holder = new_holder();
         if !row.take(&holder, seconds).await? {
             return Ok(None);
         }
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(row.clone(), holder.clone(), seconds, Arc::clone(&lost)));
-        Ok(Some(Lease { holder, lost, renewer }))
+        Ok(Some(Lease::taken(row, holder, seconds)))
     }
 
     /// Whether the lease is still this holder's.
