@@ -40,8 +40,17 @@ const TOKEN_KEY = "strata-token";
 let me = { actor: "anonymous", roles: ["admin"] };
 let authConfigured = false;
 
+/** Thrown instead of sending a request once the person signed out: what a
+ * page still had to load is dropped, never sent without a token (a 401). */
+class SignedOut extends Error {}
+
+function signedOut() {
+  return authConfigured && !sessionStorage.getItem(TOKEN_KEY);
+}
+
 function authorization() {
   const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token && authConfigured) throw new SignedOut("signed out");
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
@@ -74,6 +83,8 @@ function say(text) {
 }
 
 function show(title, ...content) {
+  // A page that finished loading after a sign-out does not cover the sign-in form.
+  if (signedOut() && title !== "Sign in") return;
   const root = main();
   root.replaceChildren(el("h1", {}, title), ...content);
   document.title = `${title} · Strata console`;
@@ -547,6 +558,7 @@ async function route() {
   try {
     if (!(await identify())) return signIn();
   } catch (error) {
+    if (error instanceof SignedOut) return signIn();
     sessionStorage.removeItem(TOKEN_KEY);
     return signIn(error.code === "UNAUTHENTICATED" ? `The token was refused: ${error.message}` : failure(error).textContent);
   }
@@ -558,6 +570,7 @@ async function route() {
     else if (page === "rollouts") await rollouts();
     else await overview();
   } catch (error) {
+    if (error instanceof SignedOut) return;
     show("Error", failure(error));
   }
   main().focus();

@@ -398,14 +398,25 @@ auth:
       await authPage.locator("#confirm-ok").click();
       await authPage.locator(`[data-rollout="${rolloutId}"] [data-status="COMPLETED"]`).waitFor({ timeout: 30000 });
       assert.match(await authPage.locator(`[data-rollout="${rolloutId}"] details`).textContent(), /token:approver/);
-      assert.deepEqual(authProblems, [], "console errors, CSP violations or failed requests with authentication");
+      // Signed out while the fleet page still loads (each API answer held
+      // back 400 ms): what it had left to ask is not sent without a token,
+      // and it does not cover the sign-in form when its answer comes.
+      await authPage.route("**/v2/service", async (held) => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        await held.continue();
+      });
+      await authPage.goto(`${secured.base}/console/#/fleet`);
       await authPage.locator("#sign-out").click();
       await authPage.locator("#sign-in").waitFor();
+      await authPage.waitForTimeout(1500);
+      assert.equal(await authPage.locator("#sign-in").count(), 1, "the sign-in form stays");
+      await authPage.unroute("**/v2/service");
+      assert.deepEqual(authProblems, [], "console errors, CSP violations or failed requests with authentication");
       await authPage.fill("#token-input", "strata_wrong");
       await authPage.locator("#sign-in button").click();
       await authPage.locator("#sign-in-error", { hasText: "The token was refused" }).waitFor();
       await authPage.screenshot({ path: join(shots, "sign-in.png") });
-      ok("with auth: sign-in by a pasted token, Apply and New tenant hidden from a viewer, Approve from a deployer and from the rollout's starter, an approver approves (the event names them), a bad token is refused on the sign-in page");
+      ok("with auth: sign-in by a pasted token, Apply and New tenant hidden from a viewer, Approve from a deployer and from the rollout's starter, an approver approves (the event names them), a bad token is refused on the sign-in page, a sign-out while a page loads sends nothing without a token");
     } finally {
       secured.stop();
     }
