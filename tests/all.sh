@@ -12,11 +12,14 @@
 # The npm packages (pkg/*) are built from source and their packed tarballs
 # tested in Node and headless Chromium (tests/packages.sh); the edge
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
-# After the SQLite pass, four lanes run side by side (the suites mostly wait
-# on their servers while the others compile): PostgreSQL (then its other
-# majors), MariaDB, the web parts (docs, console, packages, workers) and the
-# container image with the fuzzing smoke run; each lane's log is printed when
-# it ends, and the durations of every step, lanes included, at the end.
+# Clippy lints the workspace's crates while the tests build (clippy-driver
+# as cargo's workspace wrapper: one compilation, not a check build beside
+# a test build). Once the tests are built and the servers up, six lanes run
+# side by side (the suites mostly wait on their servers while the others
+# compile): the suite on SQLite, on PostgreSQL (then its other majors), on
+# MariaDB, the docs and console, the packages and workers, the container
+# image with the fuzzing smoke run; each lane's log is printed when it
+# ends, and the durations of every step, lanes included, at the end.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,6 +109,11 @@ run_container_lane() {
             bash core/fuzz/run.sh "$seconds"
     fi
 }
+# The suites run the e2e binary cargo built, from native/ as cargo would:
+# cargo itself would hold the target directory's lock for the whole run.
+run_sqlite_lane() {
+    lane_step "the end-to-end suite on SQLite (with the S3 and Azure cases)" env -C native "$STRATA_E2E_BIN"
+}
 run_postgres_lane() {
     lane_step "the end-to-end suite on postgres (with PgBouncer, a standby, TLS)" \
         env -C native STRATA_TEST_BACKEND=postgres "$STRATA_E2E_BIN"
@@ -116,8 +124,12 @@ run_mysql_lane() {
     lane_step "the end-to-end suite on mysql (with Galera)" env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN"
 }
 run_web_lane() {
+    lane_step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
+        cargo build -p strata-core --target wasm32-unknown-unknown --locked
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
     lane_step "the web console in headless Chromium (tests/console.sh)" bash tests/console.sh
+}
+run_packages_lane() {
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
@@ -146,19 +158,34 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (all targets, warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# Clippy's driver compiles the workspace's crates as rustc does, linting
+# them on the way (warnings are errors, rustc's and clippy's): the test
+# build is the lint run. Every cargo command of the workspace's target
+# directory until the lanes keeps the same wrapper, or its crates would rebuild.
+RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver)
+CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 
-step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)"
-cargo build -p strata-core --target wasm32-unknown-unknown --locked
+step "building every target, linted by clippy (warnings are errors)"
+cargo test --workspace --all-targets --locked --no-run 2>&1 | tee "$lane_dir/build.log"
+STRATA_E2E_BIN=$(sed -n 's/^ *Executable .*e2e\/main\.rs (\(.*\))$/\1/p' "$lane_dir/build.log")
+[ -x "$STRATA_E2E_BIN" ] || { echo "the e2e binary was not named by the build" >&2; exit 1; }
+export STRATA_E2E_BIN
+
+# The same selection of packages as the build (so the same features: no
+# rebuild), every target but the end-to-end suite.
+step "unit and property tests (every crate, the end-to-end suite apart)"
+cargo test --workspace --lib --bins --test properties --locked
+# The lanes build no host crate of the workspace here (they run what was
+# built); a `cargo install` or a nightly fuzz build must not run through
+# clippy's driver.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 
 if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
-    step "unit tests, and the end-to-end suite on SQLite"
     step "SKIPPED (STRATA_SKIP_SERVERS=1): the S3/Azure cases and the suite on PostgreSQL and MariaDB"
-    cargo test --workspace --locked -- --skip storage::
+    step "the end-to-end suite on SQLite"
+    (cd native && "$STRATA_E2E_BIN" --skip storage::)
 else
-    step "building the tests while the servers start"
-    cargo test --workspace --locked --no-run
     step "waiting for the servers (PostgreSQL, PgBouncer, MariaDB, Galera, moto, Azurite on 127.0.0.1)"
     if ! wait "$servers_pid"; then
         cat "$STRATA_SERVERS_DIR.log" >&2
@@ -168,22 +195,13 @@ else
     tail -n 1 "$STRATA_SERVERS_DIR.log"
     # shellcheck disable=SC1091
     source "$STRATA_SERVERS_DIR/env"
-
-    step "unit tests, and the end-to-end suite on SQLite (with the S3 and Azure cases)"
-    # The container image and the fuzz targets build in target directories
-    # of their own (no cargo lock shared), while the suites wait on servers.
-    start_lane container run_container_lane
-    cargo test --workspace --locked
-    # From here cargo runs in the web lane only: the suites run the e2e
-    # binary cargo built.
-    STRATA_E2E_BIN=$(cargo test -p strata-server --test e2e --locked --no-run 2>&1 |
-        sed -n 's/^ *Executable .*(\(.*\))$/\1/p')
-    export STRATA_E2E_BIN
+    start_lane sqlite run_sqlite_lane
     start_lane postgres run_postgres_lane
     start_lane mysql run_mysql_lane
 fi
 start_lane web run_web_lane
-[ "${STRATA_SKIP_SERVERS:-0}" != 1 ] || start_lane container run_container_lane
+start_lane packages run_packages_lane
+start_lane container run_container_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes
 
