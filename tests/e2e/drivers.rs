@@ -189,7 +189,14 @@ async fn the_example_migrations_apply_cleanly() {
 #[tokio::test]
 async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     let mut server = Server::start("basic", "").await;
-    server.ws.write_migration("ref/100.sql", long_statement());
+    // Long enough to be running at the signal, short enough to end within
+    // the 30 s grace on a loaded machine (SQLite's counting is CPU time:
+    // 20,000,000 took longer than the grace beside five other CI lanes).
+    let statement = match backend() {
+        Backend::Sqlite => long_statement().replace("20000000", "3000000"),
+        _ => long_statement().to_string(),
+    };
+    server.ws.write_migration("ref/100.sql", &statement);
     let client = server.client.clone();
     let url = server.url("/v2/service");
     let request = tokio::spawn(async move {
