@@ -529,3 +529,88 @@ async fn a_tenant_moves_to_another_worker_but_not_while_a_version_runs() {
     project.write("tenants/002_more.sql", "alter table {schema}.items add column note text;\n");
     assert_eq!(code(&project.strata(&["apply", "--version", "after"]).await), 0);
 }
+
+/// The worker URL of `node` (`host:port`).
+fn worker_url(node: &str) -> String {
+    let port = node.rsplit(':').next().unwrap();
+    list("STRATA_TEST_CITUS_WORKER_URLS").into_iter().find(|w| w.contains(&format!(":{port}/"))).unwrap()
+}
+
+/// The name of the shard of `table` (`schema.table`).
+async fn shard_of(conn: &mut PgConnection, table: &str) -> String {
+    let sql = format!(
+        "select shard_name(table_name, shardid)::text from citus_shards where table_name = '{table}'::regclass"
+    );
+    strings(conn, &sql).await.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drift_of_a_change_made_on_a_worker() {
+    let Some(url) = citus_url("drift_of_a_change_made_on_a_worker") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write(
+        "tenants/001_users.sql",
+        "create table {schema}.orgs (id bigint primary key);\n\
+         create table {schema}.users (id bigserial primary key, name text not null default 'x', \
+         org bigint references {schema}.orgs (id));\n\
+         create index users_name on {schema}.users (name);\n",
+    );
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 4).await;
+    let applied = project.strata(&["apply", "--version", "users"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+
+    // Every tenant's shards have their own ids: they compare alike all the same.
+    let clean_drift = project.strata(&["drift", "--json"]).await;
+    assert_eq!(code(&clean_drift), 0, "{}", text(&clean_drift));
+    let parsed: Value =
+        serde_json::from_slice(&clean_drift.stdout).unwrap_or_else(|_| panic!("{}", text(&clean_drift)));
+    assert_eq!(parsed["outliers"], json!([]), "{parsed}");
+    assert_eq!(parsed["changed"], json!([]), "{parsed}");
+    assert_eq!(parsed["tenants"], 4, "{parsed}");
+
+    // By hand, on the workers: a column added to t2's shard, an index of
+    // t3's shard dropped. The coordinator's catalog knows nothing of them.
+    let shard = shard_of(&mut conn, "t2.users").await;
+    let mut worker = connect(&worker_url(&node_of(&mut conn, "t2").await)).await;
+    run(&mut worker, &format!("alter table {shard} add column hand integer")).await;
+    let shard = shard_of(&mut conn, "t3.users").await;
+    let index = format!("t3.users_name_{}", shard.rsplit('_').next().unwrap());
+    let mut worker = connect(&worker_url(&node_of(&mut conn, "t3").await)).await;
+    run(&mut worker, &format!("drop index {index}")).await;
+    assert_eq!(
+        scalar(
+            &mut conn,
+            "select count(*) from pg_attribute where attrelid = 't2.users'::regclass and attname = 'hand'"
+        )
+        .await,
+        0
+    );
+
+    let drift = project.strata(&["drift", "--json"]).await;
+    assert_eq!(code(&drift), 10, "{}", text(&drift));
+    let parsed: Value = serde_json::from_slice(&drift.stdout).unwrap_or_else(|_| panic!("{}", text(&drift)));
+    let schemas = |key: &str| -> Vec<String> {
+        parsed[key].as_array().unwrap().iter().map(|o| o["schema"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(schemas("outliers"), ["t2", "t3"], "{parsed}");
+    assert_eq!(schemas("changed"), ["t2", "t3"], "{parsed}");
+    let t2 = &parsed["outliers"][0]["differences"];
+    assert_eq!(
+        t2,
+        &json!([{"change": "added", "kind": "shard column", "name": "users.hand", "expected": null, "found": "integer"}]),
+        "{parsed}"
+    );
+    let t3 = &parsed["outliers"][1]["differences"][0];
+    assert_eq!(
+        (&t3["change"], &t3["kind"], &t3["name"]),
+        (&json!("missing"), &json!("shard index"), &json!("users_name")),
+        "{parsed}"
+    );
+    let said = text(&project.strata(&["drift"]).await);
+    assert!(said.contains("t2 differs from"), "{said}");
+    assert!(said.contains("+ shard column users.hand: integer"), "{said}");
+}

@@ -110,6 +110,37 @@ async fn citus_coordinator(pool: &PgPool) -> Result<bool, DbError> {
     Ok(true)
 }
 
+/// The catalogs of `schemas`' shards, each read on the Citus worker that
+/// holds it (through the coordinator, `sql::CITUS_ON_WORKERS`): a change
+/// made by hand on a worker shows in fleet drift. A worker that cannot
+/// answer fails the read (drift would otherwise miss its tenants).
+async fn citus_shard_catalogs(
+    conn: &mut PoolConnection<Postgres>,
+    schemas: &[String],
+) -> Result<Vec<(String, String, String, String)>, DbError> {
+    let mut tx = Connection::begin(&mut **conn).await?;
+    let answers: Vec<(String, bool, String)> = sqlx::query_as(sql::CITUS_ON_WORKERS)
+        .persistent(false)
+        .bind(sql::citus_shard_catalogs(schemas))
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let mut objects = Vec::new();
+    for (node, success, answer) in answers {
+        if !success {
+            return Err(DbError::ConnectionLost(format!(
+                "the catalog of the tenants' shards on the Citus worker {node} could not be read: {}",
+                one_line(&answer)
+            )));
+        }
+        let rows: Vec<(String, String, String, String)> = serde_json::from_str(&answer).map_err(|e| {
+            DbError::UnexpectedAnswer(format!("the Citus worker {node} answered the catalog read with {e}"))
+        })?;
+        objects.extend(rows);
+    }
+    Ok(objects)
+}
+
 /// Runs `text` (one message over the simple query protocol); a failure
 /// placed by PostgreSQL's position, else at the statement that failed.
 async fn run_text(conn: &mut PoolConnection<Postgres>, text: &str) -> Result<(), Failure> {
@@ -329,7 +360,8 @@ impl Engine for PostgresEngine {
         let index: std::collections::HashMap<&str, usize> =
             schemas.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         let mut out = vec![Vec::new(); schemas.len()];
-        for (schema, kind, name, definition) in rows {
+        let shards = if self.citus { citus_shard_catalogs(conn, schemas).await? } else { Vec::new() };
+        for (schema, kind, name, definition) in rows.into_iter().chain(shards) {
             if let Some(&i) = index.get(schema.as_str()) {
                 out[i].push(strata_core::migrate::fingerprint::CatalogObject { kind, name, definition });
             }

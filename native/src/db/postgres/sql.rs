@@ -310,3 +310,63 @@ pub(crate) fn citus_set_local_timeouts(lock_ms: u64, statement_ms: u64) -> [Stri
         format!("set local statement_timeout = '{statement_ms}ms'"),
     ]
 }
+
+/// Runs a command on every Citus worker through the coordinator (`$1`: the
+/// command's text): each node's address, whether it ran, and its answer
+/// (one value) or its error.
+pub(crate) const CITUS_ON_WORKERS: &str =
+    "select nodename || ':' || nodeport, success, coalesce(result, '') from run_command_on_workers($1)";
+
+/// What a Citus worker holds of `schemas` (run there through
+/// [`CITUS_ON_WORKERS`]), for fleet drift: for each of the schemas' shards
+/// placed on this node, its table, columns, indexes, constraints and
+/// triggers, as a JSON array of `[schema, kind, name, definition]` — kinds
+/// `shard relation`, `shard column`, … (a shard that is missing from the
+/// node: `shard relation` `missing`). The shard id suffixes Citus gives a
+/// shard's table, indexes and constraints (`users_102008`) are cut, so
+/// every tenant's shards compare alike; the coordinator's catalog holds the
+/// rest (the logical tables, views, routines, types). Schemas whose shards
+/// live elsewhere give nothing here.
+pub(crate) fn citus_shard_catalogs(schemas: &[String]) -> String {
+    let names: Vec<String> = schemas.iter().map(|s| quote_string_postgres(s)).collect();
+    format!(
+        "with ns as materialized ( \
+          select oid, nspname::text as schema from pg_namespace where nspname = any(array[{names}]::text[]) \
+        ), shards as materialized ( \
+          select ns.schema, c.relname::text as relname, s.shardid, \
+            to_regclass(format('%I.%I', ns.schema, c.relname || '_' || s.shardid)) as oid \
+          from pg_dist_shard s \
+          join pg_dist_placement p on p.shardid = s.shardid \
+            and p.groupid = (select groupid from pg_dist_local_group limit 1) \
+          join pg_class c on c.oid = s.logicalrelid join ns on ns.oid = c.relnamespace \
+        ), ids as ( \
+          select schema, '_(' || string_agg(shardid::text, '|') || ')\\M' as cut from shards group by schema \
+        ), rels as materialized ( \
+          select sh.schema, sh.relname, sh.oid, ids.cut from shards sh join ids using (schema) where sh.oid is not null \
+        ), objects (schema, kind, name, definition) as ( \
+          select sh.schema, 'shard relation', sh.relname, coalesce(c.relkind::text, 'missing') \
+          from shards sh left join pg_class c on c.oid = sh.oid \
+          union all \
+          select r.schema, 'shard column', r.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) \
+            || case when a.attnotnull then ' not null' else '' end \
+            || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '') \
+          from rels r join pg_attribute a on a.attrelid = r.oid \
+          left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum \
+          where a.attnum > 0 and not a.attisdropped \
+          union all \
+          select r.schema, 'shard index', regexp_replace(ic.relname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_indexdef(i.indexrelid), r.cut, '', 'g') \
+          from rels r join pg_index i on i.indrelid = r.oid join pg_class ic on ic.oid = i.indexrelid \
+          union all \
+          select r.schema, 'shard constraint', r.relname || '.' || regexp_replace(con.conname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_constraintdef(con.oid), r.cut, '', 'g') \
+          from rels r join pg_constraint con on con.conrelid = r.oid where con.contype <> 'n' \
+          union all \
+          select r.schema, 'shard trigger', r.relname || '.' || regexp_replace(t.tgname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_triggerdef(t.oid), r.cut, '', 'g') \
+          from rels r join pg_trigger t on t.tgrelid = r.oid where not t.tgisinternal \
+        ) \
+        select coalesce(json_agg(json_build_array(schema, kind, name, definition)), '[]')::text from objects",
+        names = names.join(", ")
+    )
+}
