@@ -357,7 +357,7 @@ async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
     .unwrap();
     let workers = list("STRATA_TEST_CITUS_WORKER_URLS");
     let worker = workers.iter().find(|w| w.contains(&format!(":{port}/"))).unwrap();
-    let mut reader = connect(worker).await;
+    let mut reader = connect(&format!("{worker}?application_name=worker_reader")).await;
     run(&mut reader, &format!("begin; select * from {shard}")).await;
     project.write("tenants/002_alter.sql", "alter table {schema}.items add column note text;\n");
     let started = Instant::now();
@@ -368,6 +368,16 @@ async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
     assert_eq!(code(&output), 8, "{}", text(&output));
     assert!(text(&output).contains("gave up waiting for a lock"), "{}", text(&output));
     assert!(took < Duration::from_secs(10), "took {took:?}");
+    // The blocker named is the reader on the worker, with its lock on the
+    // shard (Citus's global pid: the node's id, then the pid).
+    let said = text(&output);
+    let reader_pid: i32 = sqlx::query_scalar("select pg_backend_pid()").fetch_one(&mut reader).await.unwrap();
+    let blocked_by = said.split("blocked by: ").nth(1).unwrap_or_else(|| panic!("no blocker named: {said}"));
+    assert!(
+        blocked_by.contains(&format!("{reader_pid} on 127.0.0.1:{port} worker_reader (idle in transaction")),
+        "{said}"
+    );
+    assert!(blocked_by.contains(&format!("holds {shard} AccessShareLock")), "{said}");
     eprintln!("the ALTER gave up after {:.2} s (lock time-out 300 ms, on the worker)", took.as_secs_f64());
     run(&mut reader, "rollback").await;
     assert_eq!(code(&project.strata(&["apply", "--version", "alter"]).await), 0);

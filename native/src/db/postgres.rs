@@ -317,18 +317,27 @@ impl Engine for PostgresEngine {
     }
 
     /// Sessions holding locks on the schema's objects: pid, state, since
-    /// when their transaction runs, the locks, and their statement.
+    /// when their transaction runs, the locks, and their statement; on
+    /// Citus, on every node (`sql::CITUS_BLOCKERS`: the global pid and the
+    /// node holding the locks).
     async fn blockers(&self, conn: &mut Self::Conn, schema: &str) -> Vec<String> {
         let read = async {
             let mut tx = Connection::begin(&mut **conn).await?;
-            let rows = bound(sql::BLOCKERS).bind(schema).fetch_all(&mut *tx).await?;
+            let statement = if self.citus { sql::CITUS_BLOCKERS } else { sql::BLOCKERS };
+            let rows = bound(statement).bind(schema).fetch_all(&mut *tx).await?;
             tx.commit().await?;
             rows.iter()
                 .map(|row| {
-                    let (pid, state, since, application, query, locks): (i32, String, String, String, String, String) =
-                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
+                    // Citus: the global pid and the node, as text.
+                    let pid =
+                        if self.citus { row.try_get::<String, _>(0)? } else { row.try_get::<i32, _>(0)?.to_string() };
+                    let (state, since, application, query, locks): (String, String, String, String, String) =
+                        (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
                     let application = if application.is_empty() { String::new() } else { format!(" {application}") };
-                    Ok(format!("pid {pid}{application} ({state}, transaction since {since}) holds {locks}, last statement: {}", one_line(&query)))
+                    Ok(format!(
+                        "pid {pid}{application} ({state}, transaction since {since}) holds {locks}, last statement: {}",
+                        one_line(&query)
+                    ))
                 })
                 .collect::<Result<Vec<String>, sqlx::Error>>()
         };

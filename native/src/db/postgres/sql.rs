@@ -189,6 +189,32 @@ pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
     group by a.pid, a.state, a.xact_start, a.application_name, a.query \
     order by a.xact_start nulls last limit 10";
 
+/// [`BLOCKERS`] over a Citus cluster (`citus_locks` and
+/// `citus_stat_activity`, the coordinator's and every worker's sessions):
+/// the sessions holding locks on relations of schema `$1` on any node — a
+/// tenant's shards are locked on its worker — other than this session's
+/// distributed transaction. The first column names the session by its
+/// global pid and the node it holds the locks on. (`citus_lock_waits`,
+/// built from the same views, lists who waits for whom only while the
+/// waiting lasts: read after the time-out, the unit no longer waits.)
+pub(crate) const CITUS_BLOCKERS: &str = "with held as materialized ( \
+      select l.global_pid, l.nodeid, string_agg(distinct l.relation_name || ' ' || l.mode, ', ') as locks \
+      from citus_locks l \
+      where l.granted and left(l.relation_name, length($1) + 1) = $1 || '.' \
+        and l.global_pid <> citus_backend_gpid() \
+      group by l.global_pid, l.nodeid \
+    ), activity as materialized ( \
+      select distinct on (a.global_pid) a.global_pid, a.state, a.xact_start, a.application_name, a.query \
+      from citus_stat_activity a where a.global_pid in (select global_pid from held) \
+      order by a.global_pid, a.is_worker_query, a.nodeid \
+    ) \
+    select h.global_pid::text || coalesce(' on ' || n.nodename || ':' || n.nodeport, ''), coalesce(a.state, ''), \
+    coalesce(to_char(a.xact_start at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), \
+    coalesce(a.application_name, ''), left(coalesce(a.query, ''), 200), h.locks \
+    from held h left join pg_dist_node n on n.nodeid = h.nodeid \
+    left join activity a on a.global_pid = h.global_pid \
+    order by a.xact_start nulls last limit 10";
+
 /// The catalogs of the schemas named in `$1` (a text array) for fleet
 /// drift (core's `fingerprint`): schema, kind, name, definition — relations
 /// and sequences, columns (type, not null, default), indexes, constraints,
