@@ -624,3 +624,53 @@ async fn drift_of_a_change_made_on_a_worker() {
     assert!(said.contains("t2 differs from"), "{said}");
     assert!(said.contains("+ shard column users.hand: integer"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_single_schema_directory_of_reference_tables_stays_on_the_coordinator() {
+    let Some(url) = citus_url("a_single_schema_directory_of_reference_tables") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "citusReferenceTables: [ref]\n");
+    project.write(
+        "ref/001_countries.sql",
+        "create schema if not exists {schema};\n\
+         create table {schema}.countries (code text primary key, name text not null);\n\
+         insert into {schema}.countries values ('FR', 'France'), ('DE', 'Germany');\n",
+    );
+    project.write(
+        "tenants/001_addresses.sql",
+        "create table {schema}.addresses (id bigint primary key, country text not null references ref.countries (code));\n",
+    );
+    let mut conn = connect(&url).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    tenants(&mut conn, 2).await;
+    let applied = project.strata(&["apply", "--version", "tenants"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+
+    // The single schema is the coordinator's, its table a reference table
+    // with a copy on every worker; the tenants are distributed schemas.
+    assert_eq!(distributed(&mut conn).await, ["t0", "t1"]);
+    let kind = "select citus_table_type::text from citus_tables where table_name = 'ref.countries'::regclass";
+    assert_eq!(strings(&mut conn, kind).await, ["reference"]);
+    let ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    let placed = "select nodeport::text from citus_shards where table_name = 'ref.countries'::regclass order by 1";
+    let placed = strings(&mut conn, placed).await;
+    assert!(ports.iter().all(|p| placed.contains(p)), "{placed:?}");
+    for worker in list("STRATA_TEST_CITUS_WORKER_URLS") {
+        let mut on_worker = connect(&worker).await;
+        assert_eq!(scalar(&mut on_worker, "select count(*) from ref.countries").await, 2, "{worker}");
+    }
+    // The tenants' foreign key to it holds on their workers.
+    run(&mut conn, "insert into t0.addresses values (1, 'FR')").await;
+    let refused = sqlx::raw_sql("insert into t1.addresses values (1, 'XX')").execute(&mut conn).await.unwrap_err();
+    assert!(refused.to_string().contains("foreign key"), "{refused}");
+
+    // A later file of the directory: its new table too, the first unchanged.
+    project.write("ref/002_currencies.sql", "create table {schema}.currencies (code text primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "more"]).await), 0);
+    let kinds = "select table_name::text || ' ' || citus_table_type from citus_tables \
+                 where table_name::text like 'ref.%' order by 1";
+    assert_eq!(strings(&mut conn, kinds).await, ["ref.countries reference", "ref.currencies reference"]);
+    assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 4);
+}
+

@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, QueryBuilder, Row};
+use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -399,6 +400,40 @@ impl Engine for PostgresEngine {
             .execute(&mut **conn)
             .await
             .map_err(failed)?;
+        Ok(())
+    }
+
+    /// Schema-based sharding off for the rest of the transaction: a schema
+    /// the file creates is the coordinator's.
+    async fn citus_before_file(&self, conn: &mut Self::Conn, placement: FilePlacement) -> Result<(), DbError> {
+        if self.citus && placement.on_coordinator {
+            sqlx::raw_sql(sql::CITUS_LOCAL_SCHEMAS).execute(&mut **conn).await?;
+        }
+        Ok(())
+    }
+
+    /// `create_reference_table` for each table of `schema` Citus does not
+    /// know yet, in the file's transaction.
+    async fn citus_after_file(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        placement: FilePlacement,
+    ) -> Result<(), DbError> {
+        if !(self.citus && placement.reference_tables) {
+            return Ok(());
+        }
+        let tables: Vec<String> =
+            sqlx::query_scalar(sql::CITUS_NEW_TABLES).persistent(false).bind(schema).fetch_all(&mut **conn).await?;
+        for table in tables {
+            bound(sql::CITUS_REFERENCE_TABLE).bind(&table).execute(&mut **conn).await.map_err(|e| {
+                DbError::UnexpectedAnswer(format!(
+                    "{table} could not be made a Citus reference table: {}",
+                    describe(&e)
+                ))
+            })?;
+            tracing::info!(table = %table, "made a Citus reference table");
+        }
         Ok(())
     }
 

@@ -396,3 +396,14 @@ pub(crate) fn citus_shard_catalogs(schemas: &[String]) -> String {
         names = names.join(", ")
     )
 }
+
+/// The tables of schema `$1` Citus does not know yet (neither distributed
+/// nor reference tables), quoted, in the order they were created: a table
+/// referenced by a later one comes first.
+pub(crate) const CITUS_NEW_TABLES: &str = "select format('%I.%I', n.nspname, c.relname) \
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+    where n.nspname = $1 and c.relkind in ('r', 'p') and not c.relispartition \
+    and not exists (select 1 from pg_dist_partition p where p.logicalrelid = c.oid) order by c.oid";
+
+/// Makes a table (`$1`: its quoted name) a Citus reference table.
+pub(crate) const CITUS_REFERENCE_TABLE: &str = "select create_reference_table($1::regclass)::text";
