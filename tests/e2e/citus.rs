@@ -173,6 +173,15 @@ impl Served {
         let answer = self.client.post(format!("{}/v2/service", self.base)).json(&body).send().await.unwrap();
         answer.json().await.unwrap()
     }
+
+    /// `createTenant` with this input.
+    async fn create_tenant_with(&self, input: Value) -> Value {
+        let query = "mutation($input: TenantInput!) { createTenant(input: $input) { version { id } \
+                     summary { tenantMigrations } } }";
+        let body = json!({ "query": query, "variables": { "input": input } });
+        let answer = self.client.post(format!("{}/v2/service", self.base)).json(&body).send().await.unwrap();
+        answer.json().await.unwrap()
+    }
 }
 
 impl Drop for Served {
@@ -674,3 +683,42 @@ async fn a_single_schema_directory_of_reference_tables_stays_on_the_coordinator(
     assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 4);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_tenant_colocated_with_another_lands_on_its_node() {
+    let Some(url) = citus_url("a_new_tenant_colocated_with_another") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write("tenants/001_items.sql", "create table {schema}.items (id bigint primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 1).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "t0"]).await), 0);
+    let home = node_of(&mut conn, "t0").await;
+
+    // Four new tenants with t0 (Citus alone spreads new schemas over both
+    // workers): every one on t0's node, through the API and the CLI.
+    let served = project.serve().await;
+    let with = |name: &str, other: &str| json!({ "tenantName": name, "versionName": name, "colocateWith": other });
+    for name in ["c1", "c2", "c3"] {
+        let answer = served.create_tenant_with(with(name, "t0")).await;
+        assert_eq!(answer["data"]["createTenant"]["summary"]["tenantMigrations"], 1, "{answer}");
+        assert_eq!(node_of(&mut conn, name).await, home, "{name}");
+    }
+    // Refused before anything runs: no such tenant, nothing created.
+    let unknown = served.create_tenant_with(with("c9", "nobody")).await;
+    assert_eq!(unknown["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{unknown}");
+    assert!(
+        unknown["errors"][0]["message"].as_str().unwrap().contains("colocateWith: nobody is not a tenant"),
+        "{unknown}"
+    );
+    drop(served);
+    assert_eq!(scalar(&mut conn, "select count(*) from pg_namespace where nspname = 'c9'").await, 0);
+    let cli = project.strata(&["apply", "--version", "c4", "--tenant", "c4", "--colocate-with", "t0"]).await;
+    assert_eq!(code(&cli), 0, "{}", text(&cli));
+    assert_eq!(node_of(&mut conn, "c4").await, home);
+    let listed = text(&project.strata(&["tenants"]).await);
+    for name in ["t0", "c1", "c2", "c3", "c4"] {
+        assert!(listed.contains(&format!("{name}  on {home}")), "{listed}");
+    }
+}
