@@ -505,6 +505,10 @@ struct ApplyArgs {
     /// (default: the one with the fewest tenants).
     #[arg(long, value_name = "SHARD", requires = "tenant")]
     shard: Option<String>,
+    /// With `--tenant` on Citus: place the new tenant on the node holding
+    /// this tenant's shards.
+    #[arg(long, value_name = "TENANT", requires = "tenant")]
+    colocate_with: Option<String>,
     /// A wave: only these tenants (comma-separated), e.g. a canary.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with_all = ["share", "tenant"])]
     tenants: Option<Vec<String>>,

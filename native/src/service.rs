@@ -82,6 +82,8 @@ pub(crate) struct CreateRequest {
     pub(crate) wave: strata_core::migrate::wave::Wave,
     /// `createTenant` on a sharded fleet: the shard to place it on.
     pub(crate) shard: Option<String>,
+    /// `createTenant` on Citus: the tenant whose node the new one goes to.
+    pub(crate) colocate_with: Option<String>,
     /// What an active rollout does to this request.
     pub(crate) rollout_gate: RolloutGate,
     /// A revert this far back instead of an apply (`strata revert`).
@@ -111,6 +113,7 @@ impl CreateRequest {
             retry: None,
             wave: strata_core::migrate::wave::Wave::All,
             shard: None,
+            colocate_with: None,
             rollout_gate: RolloutGate::Hold,
             revert: None,
             actor,
@@ -285,6 +288,48 @@ impl Service {
     /// other engines.
     pub(crate) async fn placements(&self) -> Result<Vec<(String, String)>, AppError> {
         Ok(self.database.placements().await?)
+    }
+
+    /// `colocateWith` of a new tenant: the node (host, port) holding the
+    /// named tenant's shards, as core's `migrate::citus::colocation_node`
+    /// decides; checked before anything runs.
+    async fn colocation(&self, request: &CreateRequest) -> Result<Option<(String, u16)>, AppError> {
+        let Some(with) = &request.colocate_with else { return Ok(None) };
+        if !matches!(request.target, Target::NewTenant(_)) {
+            return Err(AppError::InvalidInput("colocateWith goes with a new tenant (createTenant)".into()));
+        }
+        let citus = self.database.citus();
+        let (tenants, placements) = if citus {
+            (self.database.tenants().await?, self.database.placements().await?)
+        } else {
+            Default::default()
+        };
+        strata_core::migrate::citus::colocation_node(citus, &tenants, &placements, with)
+            .map(Some)
+            .map_err(|e| AppError::InvalidInput(e.to_string()))
+    }
+
+    /// Moves a new tenant to `host:port` unless Citus placed it there
+    /// already (with `block_writes`: nothing writes to it yet).
+    async fn colocate(&self, tenant: &str, host: &str, port: u16) -> Result<(), AppError> {
+        let node = format!("{host}:{port}");
+        let placed = self.database.placements().await?;
+        match placed.iter().find(|(schema, _)| schema == tenant) {
+            Some((_, at)) if *at == node => Ok(()),
+            Some(_) => {
+                self.database.move_tenant(tenant, host, i32::from(port), "block_writes").await.map_err(|e| {
+                    AppError::Database(DbError::MoveRefused(format!(
+                        "{tenant} was created, but not moved to {node} (colocateWith): {e}"
+                    )))
+                })?;
+                tracing::info!(tenant, node = %node, "the new tenant was moved to the node of colocateWith");
+                Ok(())
+            }
+            None => Err(AppError::Database(DbError::MoveRefused(format!(
+                "{tenant} was created, but not moved to {node} (colocateWith): its migrations created no table, so \
+                 Citus placed it on no node"
+            )))),
+        }
     }
 
     /// Moves a tenant's schema to the Citus node `host:port`; a name that
@@ -688,6 +733,7 @@ impl Service {
         tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
             target = ?request.target, "mutation started");
         self.hold_for_rollouts(request).await?;
+        let colocation = self.colocation(request).await?;
         let sources = self.source_migrations().await?;
         if let Some(tenants) = &request.new_tenants {
             self.add_tenants(tenants, request.dry_run).await?;
@@ -749,6 +795,10 @@ impl Service {
             counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
         self.account(request, &outcome, &summary);
+        if let (Some((host, port)), Target::NewTenant(tenant), false) = (&colocation, &request.target, request.dry_run)
+        {
+            self.colocate(tenant, host, *port).await?;
+        }
         // By name: tenants fail in whatever order their units ran.
         let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
         quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));

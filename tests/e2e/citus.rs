@@ -173,6 +173,15 @@ impl Served {
         let answer = self.client.post(format!("{}/v2/service", self.base)).json(&body).send().await.unwrap();
         answer.json().await.unwrap()
     }
+
+    /// `createTenant` with this input.
+    async fn create_tenant_with(&self, input: Value) -> Value {
+        let query = "mutation($input: TenantInput!) { createTenant(input: $input) { version { id } \
+                     summary { tenantMigrations } } }";
+        let body = json!({ "query": query, "variables": { "input": input } });
+        let answer = self.client.post(format!("{}/v2/service", self.base)).json(&body).send().await.unwrap();
+        answer.json().await.unwrap()
+    }
 }
 
 impl Drop for Served {
@@ -357,7 +366,7 @@ async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
     .unwrap();
     let workers = list("STRATA_TEST_CITUS_WORKER_URLS");
     let worker = workers.iter().find(|w| w.contains(&format!(":{port}/"))).unwrap();
-    let mut reader = connect(worker).await;
+    let mut reader = connect(&format!("{worker}?application_name=worker_reader")).await;
     run(&mut reader, &format!("begin; select * from {shard}")).await;
     project.write("tenants/002_alter.sql", "alter table {schema}.items add column note text;\n");
     let started = Instant::now();
@@ -368,6 +377,16 @@ async fn a_lock_held_on_a_worker_fails_the_alter_within_the_lock_time_out() {
     assert_eq!(code(&output), 8, "{}", text(&output));
     assert!(text(&output).contains("gave up waiting for a lock"), "{}", text(&output));
     assert!(took < Duration::from_secs(10), "took {took:?}");
+    // The blocker named is the reader on the worker, with its lock on the
+    // shard (Citus's global pid: the node's id, then the pid).
+    let said = text(&output);
+    let reader_pid: i32 = sqlx::query_scalar("select pg_backend_pid()").fetch_one(&mut reader).await.unwrap();
+    let blocked_by = said.split("blocked by: ").nth(1).unwrap_or_else(|| panic!("no blocker named: {said}"));
+    assert!(
+        blocked_by.contains(&format!("{reader_pid} on 127.0.0.1:{port} worker_reader (idle in transaction")),
+        "{said}"
+    );
+    assert!(blocked_by.contains(&format!("holds {shard} AccessShareLock")), "{said}");
     eprintln!("the ALTER gave up after {:.2} s (lock time-out 300 ms, on the worker)", took.as_secs_f64());
     run(&mut reader, "rollback").await;
     assert_eq!(code(&project.strata(&["apply", "--version", "alter"]).await), 0);
@@ -528,4 +547,178 @@ async fn a_tenant_moves_to_another_worker_but_not_while_a_version_runs() {
     // The lock was given back: a version runs after the move.
     project.write("tenants/002_more.sql", "alter table {schema}.items add column note text;\n");
     assert_eq!(code(&project.strata(&["apply", "--version", "after"]).await), 0);
+}
+
+/// The worker URL of `node` (`host:port`).
+fn worker_url(node: &str) -> String {
+    let port = node.rsplit(':').next().unwrap();
+    list("STRATA_TEST_CITUS_WORKER_URLS").into_iter().find(|w| w.contains(&format!(":{port}/"))).unwrap()
+}
+
+/// The name of the shard of `table` (`schema.table`).
+async fn shard_of(conn: &mut PgConnection, table: &str) -> String {
+    let sql = format!(
+        "select shard_name(table_name, shardid)::text from citus_shards where table_name = '{table}'::regclass"
+    );
+    strings(conn, &sql).await.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drift_of_a_change_made_on_a_worker() {
+    let Some(url) = citus_url("drift_of_a_change_made_on_a_worker") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write(
+        "tenants/001_users.sql",
+        "create table {schema}.orgs (id bigint primary key);\n\
+         create table {schema}.users (id bigserial primary key, name text not null default 'x', \
+         org bigint references {schema}.orgs (id));\n\
+         create index users_name on {schema}.users (name);\n",
+    );
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 4).await;
+    let applied = project.strata(&["apply", "--version", "users"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+
+    // Every tenant's shards have their own ids: they compare alike all the same.
+    let clean_drift = project.strata(&["drift", "--json"]).await;
+    assert_eq!(code(&clean_drift), 0, "{}", text(&clean_drift));
+    let parsed: Value =
+        serde_json::from_slice(&clean_drift.stdout).unwrap_or_else(|_| panic!("{}", text(&clean_drift)));
+    assert_eq!(parsed["outliers"], json!([]), "{parsed}");
+    assert_eq!(parsed["changed"], json!([]), "{parsed}");
+    assert_eq!(parsed["tenants"], 4, "{parsed}");
+
+    // By hand, on the workers: a column added to t2's shard, an index of
+    // t3's shard dropped. The coordinator's catalog knows nothing of them.
+    let shard = shard_of(&mut conn, "t2.users").await;
+    let mut worker = connect(&worker_url(&node_of(&mut conn, "t2").await)).await;
+    run(&mut worker, &format!("alter table {shard} add column hand integer")).await;
+    let shard = shard_of(&mut conn, "t3.users").await;
+    let index = format!("t3.users_name_{}", shard.rsplit('_').next().unwrap());
+    let mut worker = connect(&worker_url(&node_of(&mut conn, "t3").await)).await;
+    run(&mut worker, &format!("drop index {index}")).await;
+    assert_eq!(
+        scalar(
+            &mut conn,
+            "select count(*) from pg_attribute where attrelid = 't2.users'::regclass and attname = 'hand'"
+        )
+        .await,
+        0
+    );
+
+    let drift = project.strata(&["drift", "--json"]).await;
+    assert_eq!(code(&drift), 10, "{}", text(&drift));
+    let parsed: Value = serde_json::from_slice(&drift.stdout).unwrap_or_else(|_| panic!("{}", text(&drift)));
+    let schemas = |key: &str| -> Vec<String> {
+        parsed[key].as_array().unwrap().iter().map(|o| o["schema"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(schemas("outliers"), ["t2", "t3"], "{parsed}");
+    assert_eq!(schemas("changed"), ["t2", "t3"], "{parsed}");
+    let t2 = &parsed["outliers"][0]["differences"];
+    assert_eq!(
+        t2,
+        &json!([{"change": "added", "kind": "shard column", "name": "users.hand", "expected": null, "found": "integer"}]),
+        "{parsed}"
+    );
+    let t3 = &parsed["outliers"][1]["differences"][0];
+    assert_eq!(
+        (&t3["change"], &t3["kind"], &t3["name"]),
+        (&json!("missing"), &json!("shard index"), &json!("users_name")),
+        "{parsed}"
+    );
+    let said = text(&project.strata(&["drift"]).await);
+    assert!(said.contains("t2 differs from"), "{said}");
+    assert!(said.contains("+ shard column users.hand: integer"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_single_schema_directory_of_reference_tables_stays_on_the_coordinator() {
+    let Some(url) = citus_url("a_single_schema_directory_of_reference_tables") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "citusReferenceTables: [ref]\n");
+    project.write(
+        "ref/001_countries.sql",
+        "create schema if not exists {schema};\n\
+         create table {schema}.countries (code text primary key, name text not null);\n\
+         insert into {schema}.countries values ('FR', 'France'), ('DE', 'Germany');\n",
+    );
+    project.write(
+        "tenants/001_addresses.sql",
+        "create table {schema}.addresses (id bigint primary key, country text not null references ref.countries (code));\n",
+    );
+    let mut conn = connect(&url).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    tenants(&mut conn, 2).await;
+    let applied = project.strata(&["apply", "--version", "tenants"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+
+    // The single schema is the coordinator's, its table a reference table
+    // with a copy on every worker; the tenants are distributed schemas.
+    assert_eq!(distributed(&mut conn).await, ["t0", "t1"]);
+    let kind = "select citus_table_type::text from citus_tables where table_name = 'ref.countries'::regclass";
+    assert_eq!(strings(&mut conn, kind).await, ["reference"]);
+    let ports = list("STRATA_TEST_CITUS_WORKER_PORTS");
+    let placed = "select nodeport::text from citus_shards where table_name = 'ref.countries'::regclass order by 1";
+    let placed = strings(&mut conn, placed).await;
+    assert!(ports.iter().all(|p| placed.contains(p)), "{placed:?}");
+    for worker in list("STRATA_TEST_CITUS_WORKER_URLS") {
+        let mut on_worker = connect(&worker).await;
+        assert_eq!(scalar(&mut on_worker, "select count(*) from ref.countries").await, 2, "{worker}");
+    }
+    // The tenants' foreign key to it holds on their workers.
+    run(&mut conn, "insert into t0.addresses values (1, 'FR')").await;
+    let refused = sqlx::raw_sql("insert into t1.addresses values (1, 'XX')").execute(&mut conn).await.unwrap_err();
+    assert!(refused.to_string().contains("foreign key"), "{refused}");
+
+    // A later file of the directory: its new table too, the first unchanged.
+    project.write("ref/002_currencies.sql", "create table {schema}.currencies (code text primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "more"]).await), 0);
+    let kinds = "select table_name::text || ' ' || citus_table_type from citus_tables \
+                 where table_name::text like 'ref.%' order by 1";
+    assert_eq!(strings(&mut conn, kinds).await, ["ref.countries reference", "ref.currencies reference"]);
+    assert_eq!(scalar(&mut conn, "select count(*) from svc.svc_migrations").await, 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_tenant_colocated_with_another_lands_on_its_node() {
+    let Some(url) = citus_url("a_new_tenant_colocated_with_another") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "");
+    project.write("tenants/001_items.sql", "create table {schema}.items (id bigint primary key);\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 1).await;
+    assert_eq!(code(&project.strata(&["apply", "--version", "t0"]).await), 0);
+    let home = node_of(&mut conn, "t0").await;
+
+    // Four new tenants with t0 (Citus alone spreads new schemas over both
+    // workers): every one on t0's node, through the API and the CLI.
+    let served = project.serve().await;
+    let with = |name: &str, other: &str| json!({ "tenantName": name, "versionName": name, "colocateWith": other });
+    for name in ["c1", "c2", "c3"] {
+        let answer = served.create_tenant_with(with(name, "t0")).await;
+        assert_eq!(answer["data"]["createTenant"]["summary"]["tenantMigrations"], 1, "{answer}");
+        assert_eq!(node_of(&mut conn, name).await, home, "{name}");
+    }
+    // Refused before anything runs: no such tenant, nothing created.
+    let unknown = served.create_tenant_with(with("c9", "nobody")).await;
+    assert_eq!(unknown["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{unknown}");
+    assert!(
+        unknown["errors"][0]["message"].as_str().unwrap().contains("colocateWith: nobody is not a tenant"),
+        "{unknown}"
+    );
+    drop(served);
+    assert_eq!(scalar(&mut conn, "select count(*) from pg_namespace where nspname = 'c9'").await, 0);
+    let cli = project.strata(&["apply", "--version", "c4", "--tenant", "c4", "--colocate-with", "t0"]).await;
+    assert_eq!(code(&cli), 0, "{}", text(&cli));
+    assert_eq!(node_of(&mut conn, "c4").await, home);
+    let listed = text(&project.strata(&["tenants"]).await);
+    for name in ["t0", "c1", "c2", "c3", "c4"] {
+        assert!(listed.contains(&format!("{name}  on {home}")), "{listed}");
+    }
 }

@@ -381,6 +381,11 @@ pub struct Config {
     /// linter's Citus rules apply even where it does not connect (`lint
     /// --all`). The service finds Citus by itself when it connects.
     pub citus: bool,
+    /// Single-schema migration directories whose tables are Citus reference
+    /// tables (`citusReferenceTables`): on Citus, the tables a file of one
+    /// of them creates are made reference tables in the file's
+    /// transaction (see [`crate::migrate::citus`]).
+    pub citus_reference_tables: Vec<String>,
     /// What a version over all schemas does about fleet drift found first.
     pub drift_policy: DriftPolicy,
     /// Tenants a version may fail in and go on (each put aside in
@@ -468,6 +473,7 @@ struct RawConfig {
     failure_budget: Option<PortValue>,
     record_fingerprints: Option<bool>,
     citus: Option<bool>,
+    citus_reference_tables: Option<Vec<String>>,
     drift_policy: Option<String>,
     migration_formats: Option<BTreeMap<String, String>>,
     out_of_order: Option<String>,
@@ -835,6 +841,16 @@ impl Config {
         let single_scripts = sub.list("singleScripts", raw.single_scripts)?;
         let tenant_scripts = sub.list("tenantScripts", raw.tenant_scripts)?;
         validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
+        let citus_reference_tables = sub.list("citusReferenceTables", raw.citus_reference_tables)?;
+        if !citus_reference_tables.is_empty() && driver != Driver::Postgres {
+            return Err(invalid(
+                "citusReferenceTables",
+                format!("Citus is a PostgreSQL extension; driver is {}", driver.name()),
+            ));
+        }
+        if let Some(dir) = citus_reference_tables.iter().find(|d| !single_migrations.contains(d)) {
+            return Err(invalid("citusReferenceTables", format!("{dir:?} is not one of singleMigrations")));
+        }
 
         let port = sub.port(raw.port)?;
         let listen = auth::parse_listen(sub.optional("listen", raw.listen)?)?;
@@ -896,6 +912,7 @@ impl Config {
             statement_timeout_seconds,
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
             citus,
+            citus_reference_tables,
             drift_policy,
             failure_budget,
             migration_formats,
@@ -939,6 +956,7 @@ impl Config {
             statement_timeout_seconds: self.statement_timeout_seconds,
             record_fingerprints: self.record_fingerprints,
             citus: self.citus,
+            citus_reference_tables: &self.citus_reference_tables,
             drift_policy: self.drift_policy.name(),
             failure_budget: self.failure_budget,
             migration_formats: self.migration_formats.iter().map(|(d, f)| (d.as_str(), f.name())).collect(),
@@ -1014,6 +1032,8 @@ struct RedactedView<'a> {
     record_fingerprints: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     citus: bool,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    citus_reference_tables: &'a [String],
     drift_policy: &'a str,
     failure_budget: crate::migrate::quarantine::FailureBudget,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]

@@ -53,8 +53,11 @@
 //! - [`driver`]: the database kinds and the schema names each engine reserves.
 //! - [`failure`]: why a statement failed, as far as what to do next differs
 //!   (SQLSTATEs, MySQL error numbers, Citus's relayed node failures).
+//! - [`citus`]: where Citus keeps what a file creates (single schemas on the
+//!   coordinator, `citusReferenceTables`).
 
 pub mod batches;
+pub mod citus;
 pub mod config;
 pub mod datasource;
 pub mod driver;

@@ -272,6 +272,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         failure_budget: args.failure_budget,
         wave: wave_of(args.tenants, args.share, args.attribute),
         shard: args.shard,
+        colocate_with: args.colocate_with,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
         ..CreateRequest::new(args.version_name, target, cli_caller())
     };

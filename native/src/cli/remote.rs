@@ -229,6 +229,7 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
             action,
             dry_run: Some(args.dry_run),
             shard: args.shard,
+            colocate_with: args.colocate_with,
         };
         (CREATE_TENANT, "createTenant", json!({ "input": input }))
     } else if args.tenants.is_some() || args.share.is_some() || args.attribute.is_some() {
@@ -529,6 +530,7 @@ mod tests {
             action: Some(ActionDto::Apply),
             dry_run: Some(false),
             shard: None,
+            colocate_with: None,
         };
         let retry = RetryInput { version_name: "v".into(), tenant_names: None };
         let id = json!({ "id": 1 });

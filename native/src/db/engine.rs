@@ -4,6 +4,7 @@
 //! own `sql.rs`.
 
 use async_trait::async_trait;
+use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::CatalogObject;
 use strata_core::migrate::lock_wait::Timeouts;
@@ -210,6 +211,25 @@ pub(crate) trait Engine: Send + Sync {
     async fn set_timeouts(&self, _conn: &mut Self::Conn, _to: Timeouts, _local: bool) -> Result<(), DbError> {
         Ok(())
     }
+    /// Before a file in a unit's transaction, on Citus (core's
+    /// `migrate::citus`): a schema the file creates stays the
+    /// coordinator's. Other engines: nothing.
+    async fn citus_before_file(&self, _conn: &mut Self::Conn, _placement: FilePlacement) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    /// After a file in a unit's transaction, on Citus: the tables of
+    /// `schema` Citus does not know yet become reference tables when the
+    /// placement says so. Other engines: nothing.
+    async fn citus_after_file(
+        &self,
+        _conn: &mut Self::Conn,
+        _schema: &str,
+        _placement: FilePlacement,
+    ) -> Result<(), DbError> {
+        Ok(())
+    }
+
     /// The live catalog of `schema` (fleet drift): one object per table,
     /// column, index, constraint, view, routine, trigger and type, with the
     /// engine's definition text (see core's `fingerprint`). The schema is

@@ -111,6 +111,8 @@ pub(crate) struct Settings {
     pub(crate) record_fingerprints: bool,
     /// What a pending migration sorting before applied ones does.
     pub(crate) out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
+    /// Single-schema directories whose tables are Citus reference tables.
+    pub(crate) citus_reference_tables: Vec<String>,
 }
 
 impl Settings {
@@ -126,6 +128,7 @@ impl Settings {
             timeouts: Timeouts::from_config(config),
             record_fingerprints: config.record_fingerprints,
             out_of_order: config.out_of_order,
+            citus_reference_tables: config.citus_reference_tables.clone(),
         }
     }
 }
@@ -567,6 +570,20 @@ impl<E: Engine> Run<'_, E> {
         self.plan.steps.at(step).execute && self.mode(step).commit_after && !self.request.dry_run
     }
 
+    /// What Citus keeps where around the step's file (core's
+    /// `migrate::citus`); nothing on another database.
+    fn citus_placement(&self, step: u32) -> strata_core::migrate::citus::FilePlacement {
+        if !self.engine.citus() {
+            return Default::default();
+        }
+        let migration = self.migration(step);
+        strata_core::migrate::citus::placement(
+            &self.settings.citus_reference_tables,
+            migration.migration_type,
+            &migration.source_dir,
+        )
+    }
+
     /// The time-outs the step's file runs with.
     fn timeouts(&self, step: u32) -> Timeouts {
         self.settings.timeouts.for_file(self.mode(step))
@@ -592,12 +609,20 @@ impl<E: Engine> Run<'_, E> {
                 self.engine.set_timeouts(conn, timeouts, true).await?;
                 *current = Some(timeouts);
             }
-            return self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
+            let placement = self.citus_placement(step);
+            if placement.on_coordinator {
+                self.engine.citus_before_file(conn, placement).await?;
+            }
+            self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
                 step,
                 failure,
                 partly,
                 attempts: 1,
-            });
+            })?;
+            if placement.reference_tables {
+                self.engine.citus_after_file(conn, self.schema(step), placement).await?;
+            }
+            return Ok(());
         }
         self.engine.set_timeouts(conn, timeouts, false).await?;
         let result = self.execute_alone(conn, step, &sql, timeouts).await;

@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, QueryBuilder, Row};
+use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -108,6 +109,37 @@ async fn citus_coordinator(pool: &PgPool) -> Result<bool, DbError> {
     }
     tracing::info!("Citus: files run one statement at a time, new tenants are distributed schemas");
     Ok(true)
+}
+
+/// The catalogs of `schemas`' shards, each read on the Citus worker that
+/// holds it (through the coordinator, `sql::CITUS_ON_WORKERS`): a change
+/// made by hand on a worker shows in fleet drift. A worker that cannot
+/// answer fails the read (drift would otherwise miss its tenants).
+async fn citus_shard_catalogs(
+    conn: &mut PoolConnection<Postgres>,
+    schemas: &[String],
+) -> Result<Vec<(String, String, String, String)>, DbError> {
+    let mut tx = Connection::begin(&mut **conn).await?;
+    let answers: Vec<(String, bool, String)> = sqlx::query_as(sql::CITUS_ON_WORKERS)
+        .persistent(false)
+        .bind(sql::citus_shard_catalogs(schemas))
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let mut objects = Vec::new();
+    for (node, success, answer) in answers {
+        if !success {
+            return Err(DbError::ConnectionLost(format!(
+                "the catalog of the tenants' shards on the Citus worker {node} could not be read: {}",
+                one_line(&answer)
+            )));
+        }
+        let rows: Vec<(String, String, String, String)> = serde_json::from_str(&answer).map_err(|e| {
+            DbError::UnexpectedAnswer(format!("the Citus worker {node} answered the catalog read with {e}"))
+        })?;
+        objects.extend(rows);
+    }
+    Ok(objects)
 }
 
 /// Runs `text` (one message over the simple query protocol); a failure
@@ -286,18 +318,27 @@ impl Engine for PostgresEngine {
     }
 
     /// Sessions holding locks on the schema's objects: pid, state, since
-    /// when their transaction runs, the locks, and their statement.
+    /// when their transaction runs, the locks, and their statement; on
+    /// Citus, on every node (`sql::CITUS_BLOCKERS`: the global pid and the
+    /// node holding the locks).
     async fn blockers(&self, conn: &mut Self::Conn, schema: &str) -> Vec<String> {
         let read = async {
             let mut tx = Connection::begin(&mut **conn).await?;
-            let rows = bound(sql::BLOCKERS).bind(schema).fetch_all(&mut *tx).await?;
+            let statement = if self.citus { sql::CITUS_BLOCKERS } else { sql::BLOCKERS };
+            let rows = bound(statement).bind(schema).fetch_all(&mut *tx).await?;
             tx.commit().await?;
             rows.iter()
                 .map(|row| {
-                    let (pid, state, since, application, query, locks): (i32, String, String, String, String, String) =
-                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
+                    // Citus: the global pid and the node, as text.
+                    let pid =
+                        if self.citus { row.try_get::<String, _>(0)? } else { row.try_get::<i32, _>(0)?.to_string() };
+                    let (state, since, application, query, locks): (String, String, String, String, String) =
+                        (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
                     let application = if application.is_empty() { String::new() } else { format!(" {application}") };
-                    Ok(format!("pid {pid}{application} ({state}, transaction since {since}) holds {locks}, last statement: {}", one_line(&query)))
+                    Ok(format!(
+                        "pid {pid}{application} ({state}, transaction since {since}) holds {locks}, last statement: {}",
+                        one_line(&query)
+                    ))
                 })
                 .collect::<Result<Vec<String>, sqlx::Error>>()
         };
@@ -329,7 +370,8 @@ impl Engine for PostgresEngine {
         let index: std::collections::HashMap<&str, usize> =
             schemas.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         let mut out = vec![Vec::new(); schemas.len()];
-        for (schema, kind, name, definition) in rows {
+        let shards = if self.citus { citus_shard_catalogs(conn, schemas).await? } else { Vec::new() };
+        for (schema, kind, name, definition) in rows.into_iter().chain(shards) {
             if let Some(&i) = index.get(schema.as_str()) {
                 out[i].push(strata_core::migrate::fingerprint::CatalogObject { kind, name, definition });
             }
@@ -358,6 +400,40 @@ impl Engine for PostgresEngine {
             .execute(&mut **conn)
             .await
             .map_err(failed)?;
+        Ok(())
+    }
+
+    /// Schema-based sharding off for the rest of the transaction: a schema
+    /// the file creates is the coordinator's.
+    async fn citus_before_file(&self, conn: &mut Self::Conn, placement: FilePlacement) -> Result<(), DbError> {
+        if self.citus && placement.on_coordinator {
+            sqlx::raw_sql(sql::CITUS_LOCAL_SCHEMAS).execute(&mut **conn).await?;
+        }
+        Ok(())
+    }
+
+    /// `create_reference_table` for each table of `schema` Citus does not
+    /// know yet, in the file's transaction.
+    async fn citus_after_file(
+        &self,
+        conn: &mut Self::Conn,
+        schema: &str,
+        placement: FilePlacement,
+    ) -> Result<(), DbError> {
+        if !(self.citus && placement.reference_tables) {
+            return Ok(());
+        }
+        let tables: Vec<String> =
+            sqlx::query_scalar(sql::CITUS_NEW_TABLES).persistent(false).bind(schema).fetch_all(&mut **conn).await?;
+        for table in tables {
+            bound(sql::CITUS_REFERENCE_TABLE).bind(&table).execute(&mut **conn).await.map_err(|e| {
+                DbError::UnexpectedAnswer(format!(
+                    "{table} could not be made a Citus reference table: {}",
+                    describe(&e)
+                ))
+            })?;
+            tracing::info!(table = %table, "made a Citus reference table");
+        }
         Ok(())
     }
 

@@ -281,6 +281,7 @@ impl Mutation {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),
             shard: input.shard,
+            colocate_with: input.colocate_with,
             ..CreateRequest::new(input.version_name, target, caller(ctx))
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())

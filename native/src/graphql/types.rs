@@ -466,6 +466,11 @@ pub(crate) struct TenantInput {
     /// (default: the one with the fewest tenants). Added to the spec's
     /// schema.
     pub(crate) shard: Option<String>,
+    /// Citus: place the new tenant on the node holding this tenant's
+    /// shards (moved there once its migrations committed). Added to the
+    /// spec's schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) colocate_with: Option<String>,
 }
 
 /// `TenantsInput` (`createTenants`, added to the spec's schema).

@@ -189,6 +189,32 @@ pub(crate) const BLOCKERS: &str = "select a.pid, coalesce(a.state, ''), \
     group by a.pid, a.state, a.xact_start, a.application_name, a.query \
     order by a.xact_start nulls last limit 10";
 
+/// [`BLOCKERS`] over a Citus cluster (`citus_locks` and
+/// `citus_stat_activity`, the coordinator's and every worker's sessions):
+/// the sessions holding locks on relations of schema `$1` on any node — a
+/// tenant's shards are locked on its worker — other than this session's
+/// distributed transaction. The first column names the session by its
+/// global pid and the node it holds the locks on. (`citus_lock_waits`,
+/// built from the same views, lists who waits for whom only while the
+/// waiting lasts: read after the time-out, the unit no longer waits.)
+pub(crate) const CITUS_BLOCKERS: &str = "with held as materialized ( \
+      select l.global_pid, l.nodeid, string_agg(distinct l.relation_name || ' ' || l.mode, ', ') as locks \
+      from citus_locks l \
+      where l.granted and left(l.relation_name, length($1) + 1) = $1 || '.' \
+        and l.global_pid <> citus_backend_gpid() \
+      group by l.global_pid, l.nodeid \
+    ), activity as materialized ( \
+      select distinct on (a.global_pid) a.global_pid, a.state, a.xact_start, a.application_name, a.query \
+      from citus_stat_activity a where a.global_pid in (select global_pid from held) \
+      order by a.global_pid, a.is_worker_query, a.nodeid \
+    ) \
+    select h.global_pid::text || coalesce(' on ' || n.nodename || ':' || n.nodeport, ''), coalesce(a.state, ''), \
+    coalesce(to_char(a.xact_start at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), \
+    coalesce(a.application_name, ''), left(coalesce(a.query, ''), 200), h.locks \
+    from held h left join pg_dist_node n on n.nodeid = h.nodeid \
+    left join activity a on a.global_pid = h.global_pid \
+    order by a.xact_start nulls last limit 10";
+
 /// The catalogs of the schemas named in `$1` (a text array) for fleet
 /// drift (core's `fingerprint`): schema, kind, name, definition — relations
 /// and sequences, columns (type, not null, default), indexes, constraints,
@@ -310,3 +336,74 @@ pub(crate) fn citus_set_local_timeouts(lock_ms: u64, statement_ms: u64) -> [Stri
         format!("set local statement_timeout = '{statement_ms}ms'"),
     ]
 }
+
+/// Runs a command on every Citus worker through the coordinator (`$1`: the
+/// command's text): each node's address, whether it ran, and its answer
+/// (one value) or its error.
+pub(crate) const CITUS_ON_WORKERS: &str =
+    "select nodename || ':' || nodeport, success, coalesce(result, '') from run_command_on_workers($1)";
+
+/// What a Citus worker holds of `schemas` (run there through
+/// [`CITUS_ON_WORKERS`]), for fleet drift: for each of the schemas' shards
+/// placed on this node, its table, columns, indexes, constraints and
+/// triggers, as a JSON array of `[schema, kind, name, definition]` — kinds
+/// `shard relation`, `shard column`, … (a shard that is missing from the
+/// node: `shard relation` `missing`). The shard id suffixes Citus gives a
+/// shard's table, indexes and constraints (`users_102008`) are cut, so
+/// every tenant's shards compare alike; the coordinator's catalog holds the
+/// rest (the logical tables, views, routines, types). Schemas whose shards
+/// live elsewhere give nothing here.
+pub(crate) fn citus_shard_catalogs(schemas: &[String]) -> String {
+    let names: Vec<String> = schemas.iter().map(|s| quote_string_postgres(s)).collect();
+    format!(
+        "with ns as materialized ( \
+          select oid, nspname::text as schema from pg_namespace where nspname = any(array[{names}]::text[]) \
+        ), shards as materialized ( \
+          select ns.schema, c.relname::text as relname, s.shardid, \
+            to_regclass(format('%I.%I', ns.schema, c.relname || '_' || s.shardid)) as oid \
+          from pg_dist_shard s \
+          join pg_dist_placement p on p.shardid = s.shardid \
+            and p.groupid = (select groupid from pg_dist_local_group limit 1) \
+          join pg_class c on c.oid = s.logicalrelid join ns on ns.oid = c.relnamespace \
+        ), ids as ( \
+          select schema, '_(' || string_agg(shardid::text, '|') || ')\\M' as cut from shards group by schema \
+        ), rels as materialized ( \
+          select sh.schema, sh.relname, sh.oid, ids.cut from shards sh join ids using (schema) where sh.oid is not null \
+        ), objects (schema, kind, name, definition) as ( \
+          select sh.schema, 'shard relation', sh.relname, coalesce(c.relkind::text, 'missing') \
+          from shards sh left join pg_class c on c.oid = sh.oid \
+          union all \
+          select r.schema, 'shard column', r.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) \
+            || case when a.attnotnull then ' not null' else '' end \
+            || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '') \
+          from rels r join pg_attribute a on a.attrelid = r.oid \
+          left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum \
+          where a.attnum > 0 and not a.attisdropped \
+          union all \
+          select r.schema, 'shard index', regexp_replace(ic.relname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_indexdef(i.indexrelid), r.cut, '', 'g') \
+          from rels r join pg_index i on i.indrelid = r.oid join pg_class ic on ic.oid = i.indexrelid \
+          union all \
+          select r.schema, 'shard constraint', r.relname || '.' || regexp_replace(con.conname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_constraintdef(con.oid), r.cut, '', 'g') \
+          from rels r join pg_constraint con on con.conrelid = r.oid where con.contype <> 'n' \
+          union all \
+          select r.schema, 'shard trigger', r.relname || '.' || regexp_replace(t.tgname, r.cut, '', 'g'), \
+            regexp_replace(pg_get_triggerdef(t.oid), r.cut, '', 'g') \
+          from rels r join pg_trigger t on t.tgrelid = r.oid where not t.tgisinternal \
+        ) \
+        select coalesce(json_agg(json_build_array(schema, kind, name, definition)), '[]')::text from objects",
+        names = names.join(", ")
+    )
+}
+
+/// The tables of schema `$1` Citus does not know yet (neither distributed
+/// nor reference tables), quoted, in the order they were created: a table
+/// referenced by a later one comes first.
+pub(crate) const CITUS_NEW_TABLES: &str = "select format('%I.%I', n.nspname, c.relname) \
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+    where n.nspname = $1 and c.relkind in ('r', 'p') and not c.relispartition \
+    and not exists (select 1 from pg_dist_partition p where p.logicalrelid = c.oid) order by c.oid";
+
+/// Makes a table (`$1`: its quoted name) a Citus reference table.
+pub(crate) const CITUS_REFERENCE_TABLE: &str = "select create_reference_table($1::regclass)::text";
