@@ -17,9 +17,9 @@
 # a test build). Once the tests are built and the servers up, six lanes run
 # side by side (the suites mostly wait on their servers while the others
 # compile): the suite on SQLite, on PostgreSQL (then its other majors), on
-# MariaDB, the docs and console, the core's wasm32 build with the packages
-# and workers, the container
-# image with the fuzzing smoke run; each lane's log is printed when it
+# MariaDB, the docs and console then the fuzzing smoke run, the core's
+# wasm32 build with the packages and workers, the container image; each
+# lane's log is printed when it
 # ends, and the durations of every step, lanes included, at the end.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
@@ -101,6 +101,10 @@ wait_for_lanes() {
 run_container_lane() {
     lane_step "the container image (tests/container.sh)" \
         env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/container" bash tests/container.sh
+}
+# After the docs and the console (the shortest lane): the fuzz build is
+# the run's last compilation, after the container's it was the run's tail.
+run_fuzz_smoke() {
     # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
     local seconds=${STRATA_FUZZ_SECONDS:-10}
     if [ "$seconds" = 0 ]; then
@@ -127,6 +131,7 @@ run_mysql_lane() {
 run_web_lane() {
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
     lane_step "the web console in headless Chromium (tests/console.sh)" bash tests/console.sh
+    run_fuzz_smoke
 }
 # The only lane that runs cargo in the shared target directory (cargo locks
 # it per profile directory: a build beside a `cargo install --debug` there
