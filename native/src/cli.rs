@@ -649,6 +649,10 @@ struct TenantsAddArgs {
     /// Record the tenant migrations without running them.
     #[arg(long)]
     sync: bool,
+    /// On a sharded fleet: the shard they all go to (default: each to the
+    /// shard with the fewest tenants).
+    #[arg(long, value_name = "NAME")]
+    shard: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -326,6 +326,17 @@ impl async_graphql::ErrorExtensions for AppError {
     }
 }
 
+impl AppError {
+    /// The answer of the GraphQL endpoint to a request refused before any
+    /// operation ran (401, 415, 400, 429…): the same status, in GraphQL's
+    /// error shape (see [`graphql_refusal`]).
+    pub(crate) fn into_graphql_response(self) -> Response {
+        let mut response = graphql_refusal(self.status(), self.code(), self.public_message());
+        response.extensions_mut().insert(ErrorDetail { code: self.code(), detail: self.to_string() });
+        response
+    }
+}
+
 /// A refusal of the GraphQL endpoint before any operation ran (a body over
 /// the limit, a wrong method) in GraphQL's own shape, `{"errors":
 /// [{"message", "extensions": {"code"}}]}`, as `application/json`; its

@@ -607,7 +607,7 @@ impl Service {
     /// `createTenants`' first half: the list checked whole (core's
     /// `tenant_list`: names, duplicates, existing tenants), then every
     /// tenant created under the lock.
-    async fn add_tenants(&self, tenants: &[String], dry_run: bool) -> Result<(), AppError> {
+    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>, dry_run: bool) -> Result<(), AppError> {
         if dry_run {
             return Err(AppError::InvalidInput(
                 "createTenants has no dry run (strata plan --tenant NAME shows one)".into(),
@@ -617,7 +617,7 @@ impl Service {
         let entries = strata_core::migrate::tenant_list::from_names(tenants);
         let singles: Vec<&str> = self.config.single_schemas().collect();
         strata_core::migrate::tenant_list::check(&entries, self.config.driver, singles.iter().copied(), &existing)?;
-        self.database.add_tenants(tenants).await?;
+        self.database.add_tenants(tenants, shard).await?;
         tracing::info!(tenants = tenants.len(), "tenants created; their version follows");
         Ok(())
     }
@@ -736,7 +736,7 @@ impl Service {
         let colocation = self.colocation(request).await?;
         let sources = self.source_migrations().await?;
         if let Some(tenants) = &request.new_tenants {
-            self.add_tenants(tenants, request.dry_run).await?;
+            self.add_tenants(tenants, request.shard.as_deref(), request.dry_run).await?;
         }
         let drifted = self.check_drift(request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects

@@ -73,7 +73,11 @@ async fn tokens_and_roles_decide_each_field_and_nothing_escapes_them() {
 
     // No credential, a bad one, a mangled header: 401, nothing run.
     let (status, answer) = post(&server, None, json!({ "query": CREATE })).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{answer}");
+    assert_eq!(
+        (status, answer["errors"][0]["extensions"]["code"].as_str()),
+        (401, Some("UNAUTHENTICATED")),
+        "{answer}"
+    );
     let (status, answer) = post(&server, Some("strata_not-a-token"), json!({ "query": "{ tenants { name } }" })).await;
     assert_eq!(status, 401, "{answer}");
     let raw = server.client.post(server.url("/v2/service")).header("Authorization", format!("Basic {viewer}"));
@@ -146,7 +150,7 @@ async fn tokens_and_roles_decide_each_field_and_nothing_escapes_them() {
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     let (status, answer) = query(&server, &expired, "{ tenants { name } }").await;
     assert_eq!(status, 401);
-    assert!(answer["error"]["message"].as_str().unwrap().contains("expired"), "{answer}");
+    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("expired"), "{answer}");
 
     // No secret in any log line.
     let log = server.log();
@@ -311,7 +315,11 @@ async fn proxy_headers_count_only_from_trusted_addresses_and_failures_are_thrott
         assert_eq!(status, 401);
     }
     let (status, answer) = post(&server, Some("strata_guess"), json!({ "query": "{ tenants { name } }" })).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (429, Some("TOO_MANY_REQUESTS")), "{answer}");
+    assert_eq!(
+        (status, answer["errors"][0]["extensions"]["code"].as_str()),
+        (429, Some("TOO_MANY_REQUESTS")),
+        "{answer}"
+    );
     let response = server
         .client
         .post(server.url("/v2/service"))

@@ -12,8 +12,10 @@ async fn malformed_requests() {
     let not_json = server.post_raw("query { tenants }").await;
     assert_eq!(not_json.status(), 400);
     let body: Value = not_json.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "BAD_REQUEST");
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("request body is not a GraphQL request in JSON"));
+    assert_eq!(body["errors"][0]["extensions"]["code"], "BAD_REQUEST");
+    assert!(
+        body["errors"][0]["message"].as_str().unwrap().starts_with("request body is not a GraphQL request in JSON")
+    );
 
     let invalid = server.graphql("{ tenants { name }", json!({})).await;
     assert_eq!(invalid["data"], json!(null));

@@ -148,16 +148,19 @@ async fn graphql_is_accepted_only_as_json() {
         let response = server.post_typed(content_type, mutation.clone()).await;
         assert_eq!(response.status(), 415, "{content_type}");
         let body: Value = response.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "UNSUPPORTED_MEDIA_TYPE");
+        assert_eq!(body["errors"][0]["extensions"]["code"], "UNSUPPORTED_MEDIA_TYPE");
         assert_eq!(
-            body["error"]["message"],
+            body["errors"][0]["message"],
             format!("POST /v2/service takes Content-Type: application/json, not {content_type}")
         );
     }
     let none = server.client.post(server.url("/v2/service")).body(mutation.clone()).send().await.unwrap();
     assert_eq!(none.status(), 415);
     let body: Value = none.json().await.unwrap();
-    assert_eq!(body["error"]["message"], "POST /v2/service takes Content-Type: application/json; the request has none");
+    assert_eq!(
+        body["errors"][0]["message"],
+        "POST /v2/service takes Content-Type: application/json; the request has none"
+    );
     assert_eq!(server.ws.count("svc", "svc_versions").await, 0, "no mutation ran");
 
     let with_charset =

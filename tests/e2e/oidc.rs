@@ -178,7 +178,11 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
         ("HMAC with the public key", hmac),
     ] {
         let (code, answer) = status(&server, &token, create).await;
-        assert_eq!((code, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{what}: {answer}");
+        assert_eq!(
+            (code, answer["errors"][0]["extensions"]["code"].as_str()),
+            (401, Some("UNAUTHENTICATED")),
+            "{what}: {answer}"
+        );
     }
     assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
 

@@ -570,6 +570,40 @@ async fn a_fleet_grows_from_one_server_to_two_keeping_its_history() {
         "{}",
         text(&listed)
     );
+
+    // Many tenants at once: spread over the fewest (a 4, b 1: n1–n3 to b,
+    // then n4 to a, the first of equals), each migrated on its shard in
+    // one version that runs tenant migrations only (the pending single
+    // schema file waits for a plain version).
+    server.ws.write_migration("ref/700.sql", "create table ref.later (id integer primary key);\n");
+    let many = server
+        .data(
+            "mutation($input: TenantsInput!) { createTenants(input: $input) { version { name } summary { tenants } } }",
+            json!({ "input": { "tenantNames": ["n1", "n2", "n3", "n4"], "versionName": "four" } }),
+        )
+        .await;
+    assert_eq!(many["createTenants"], json!({ "version": { "name": "four" }, "summary": { "tenants": 4 } }), "{many}");
+    let added = strata(server.config_path(), &["tenants", "add", "m1", "m2", "--shard", "a", "--version", "two"]).await;
+    assert_eq!(code(&added), 0, "{}", text(&added));
+    let where_they_are = server.data("{ tenants { name shard } }", json!({})).await;
+    for (tenant, shard) in [("n1", "b"), ("n2", "b"), ("n3", "b"), ("n4", "a"), ("m1", "a"), ("m2", "a")] {
+        assert!(
+            where_they_are["tenants"].as_array().unwrap().contains(&json!({ "name": tenant, "shard": shard })),
+            "{tenant} on {shard}: {where_they_are}"
+        );
+        let conn = if shard == "a" { &mut on_a } else { &mut on_b };
+        assert_eq!(scalar(conn, &files(tenant)).await, 2, "{tenant} migrated on {shard}");
+        let schema = format!("select count(*) from information_schema.schemata where schema_name = '{tenant}'");
+        let other = if shard == "a" { &mut on_b } else { &mut on_a };
+        assert_eq!(scalar(other, &schema).await, 0, "{tenant} created on the other shard too");
+    }
+    let later = "select count(*) from information_schema.tables where table_schema = 'ref' and table_name = 'later'";
+    assert_eq!(scalar(&mut on_a, later).await, 0, "createTenants ran a single schema file");
+    let taken = strata(server.config_path(), &["tenants", "add", "n9", "t2", "--version", "taken"]).await;
+    assert_eq!(code(&taken), 2, "{}", text(&taken));
+    assert!(text(&taken).contains("t2"), "{}", text(&taken));
+    let schema_n9 = "select count(*) from information_schema.schemata where schema_name = 'n9'";
+    assert_eq!((scalar(&mut on_a, schema_n9).await, scalar(&mut on_b, schema_n9).await), (0, 0));
 }
 
 async fn user_databases(conn: &mut sqlx::MySqlConnection) -> Vec<String> {

@@ -270,18 +270,8 @@ pub fn parts(view: &View, ask: Ask<'_>) -> Result<Vec<Option<Part>>, FleetError>
     match ask {
         Ask::Every => Ok((0..shards).map(|index| Some(part(index, None))).collect()),
         Ask::NewTenant { tenant, shard } => {
-            let mut tenants = Vec::with_capacity(shards);
-            for (index, listed) in view.listed.iter().enumerate() {
-                tenants.push(listed.clone().ok_or(FleetError::MustAnswer(index))?);
-            }
-            view.one_shard_each(tenants.iter())?;
-            if tenants.iter().flatten().any(|name| name == tenant) {
-                return Err(FleetError::TenantExists(tenant.to_string()));
-            }
-            let names: Vec<&str> = view.names.iter().map(String::as_str).collect();
-            let counts: Vec<Option<usize>> = tenants.iter().map(|t| Some(t.len())).collect();
-            let chosen = shard::place(&names, &counts, shard)?;
-            Ok((0..shards).map(|index| (index == chosen).then(|| part(index, None))).collect())
+            let placed = place_new_tenants(view, &[tenant.to_string()], shard)?;
+            Ok(placed.iter().enumerate().map(|(index, new)| (!new.is_empty()).then(|| part(index, None))).collect())
         }
         Ask::Wave(named) => {
             let placement = view.placement()?;
@@ -322,6 +312,34 @@ pub fn parts(view: &View, ask: Ask<'_>) -> Result<Vec<Option<Part>>, FleetError>
                 .collect())
         }
     }
+}
+
+/// Where new tenants go (`createTenant`, `createTenants`): `result[i]`
+/// are the names shard `i` creates. Every shard must answer (a name is
+/// never created twice), no name may exist already; each goes to the
+/// shard named, else to the one with the fewest tenants, counting those
+/// placed before it — so a list spreads evenly.
+pub fn place_new_tenants(view: &View, names: &[String], shard: Option<&str>) -> Result<Vec<Vec<String>>, FleetError> {
+    let mut tenants = Vec::with_capacity(view.names.len());
+    for (index, listed) in view.listed.iter().enumerate() {
+        tenants.push(listed.as_ref().ok_or(FleetError::MustAnswer(index))?);
+    }
+    view.one_shard_each(tenants.iter().copied())?;
+    let existing: FxHashSet<&str> = tenants.iter().flat_map(|names| names.iter().map(String::as_str)).collect();
+    if let Some(taken) = names.iter().find(|name| existing.contains(name.as_str())) {
+        return Err(FleetError::TenantExists(taken.clone()));
+    }
+    let shard_names: Vec<&str> = view.names.iter().map(String::as_str).collect();
+    let mut counts: Vec<Option<usize>> = tenants.iter().map(|names| Some(names.len())).collect();
+    let mut placed = vec![Vec::new(); tenants.len()];
+    for name in names {
+        let chosen = shard::place(&shard_names, &counts, shard)?;
+        placed[chosen].push(name.clone());
+        if let Some(count) = counts[chosen].as_mut() {
+            *count += 1;
+        }
+    }
+    Ok(placed)
 }
 
 /// The names of every quarantined tenant the view holds, on any shard.

@@ -240,6 +240,7 @@ pub(super) async fn add(
     let request = CreateRequest {
         action: if args.sync { Action::Sync } else { Action::Apply },
         observer: Some(observer),
+        shard: args.shard.clone(),
         ..CreateRequest::new_tenants(args.version_name.clone(), names, super::output::cli_caller())
     };
     let result = service.create(request).await;

@@ -462,8 +462,11 @@ impl Fleet {
             .into_iter()
             .map(|part| {
                 part.map(|part| {
-                    let mut request =
-                        MutationRequest { tenants_only: part.tenants_only, shard: None, ..request.clone() };
+                    let mut request = MutationRequest {
+                        tenants_only: part.tenants_only || request.tenants_only,
+                        shard: None,
+                        ..request.clone()
+                    };
                     match (part.tenants, &request.retry) {
                         (Some(tenants), Some(_)) => request.retry = Some(tenants),
                         (Some(tenants), None) => request.wave = Wave::Named(tenants),
@@ -668,8 +671,18 @@ impl Database for Fleet {
         self.seen().await
     }
 
-    async fn add_tenants(&self, _tenants: &[String]) -> Result<(), DbError> {
-        Err(DbError::NotSupported("createTenants on a sharded fleet (create them one by one with createTenant)"))
+    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), DbError> {
+        let mut listing = self.listing().await;
+        let placed = fleet::place_new_tenants(&listing.view, tenants, shard).map_err(|e| listing.refused(e))?;
+        let placed = &placed;
+        self.every(|index, store| async move {
+            match placed[index].is_empty() {
+                true => Ok(()),
+                false => store.add_tenants(&placed[index], None).await,
+            }
+        })
+        .await
+        .map(drop)
     }
 
     async fn tenants(&self) -> Result<Vec<String>, DbError> {

@@ -66,7 +66,9 @@ pub(crate) trait Database: Send + Sync {
     /// `createTenants`: under the lock, creates every tenant (its schema
     /// and its row; one transaction where the engine's DDL is
     /// transactional: all or none); the version that migrates them follows.
-    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError>;
+    /// On a fleet, each on `shard` or spread over the fewest (core's
+    /// `place_new_tenants`), each shard's part under its own lock.
+    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), DbError>;
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
@@ -172,7 +174,7 @@ impl<E: Engine> Database for Store<E> {
         self.engine.citus()
     }
 
-    async fn add_tenants(&self, tenants: &[String]) -> Result<(), DbError> {
+    async fn add_tenants(&self, tenants: &[String], _shard: Option<&str>) -> Result<(), DbError> {
         use super::engine::Transaction;
         if self.access == Access::ReadOnly {
             return Err(DbError::OpenedReadOnly);

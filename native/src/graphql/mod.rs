@@ -291,11 +291,13 @@ impl Mutation {
     /// to them, as one version (fanned out like any version). The list is
     /// checked whole first — every name by the engine's rule, none twice,
     /// none an existing tenant — and refused with `INVALID_TENANT_LIST`
-    /// naming every problem, before anything runs. Not on a sharded fleet.
+    /// naming every problem, before anything runs. On a sharded fleet each
+    /// goes to `shard`, else to the shard with the fewest tenants.
     /// Added to the spec's schema.
     async fn create_tenants(&self, ctx: &Context<'_>, input: TenantsInput) -> Result<CreateResultsDto> {
         let request = CreateRequest {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
+            shard: input.shard,
             ..CreateRequest::new_tenants(input.version_name, input.tenant_names, caller(ctx))
         };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())

@@ -485,6 +485,9 @@ pub(crate) struct TenantsInput {
     /// Apply (default) or Sync.
     #[graphql(default_with = "Some(ActionDto::Apply)")]
     pub(crate) action: Option<ActionDto>,
+    /// On a sharded fleet, the shard they all go to (default: each to the
+    /// shard with the fewest tenants, counting those placed before it).
+    pub(crate) shard: Option<String>,
 }
 
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.

@@ -216,8 +216,11 @@ pub(crate) async fn authenticate(
         request.extensions_mut().insert(identity);
         return next.run(request).await;
     }
+    // The GraphQL endpoint answers every refusal in GraphQL's error shape.
+    let graphql = matches!(route, Route::Authenticated);
+    let refuse = |error: AppError| if graphql { error.into_graphql_response() } else { error.into_response() };
     if let Some(retry_after) = authenticator.refused(peer) {
-        let mut response = AppError::TooManyFailures(retry_after).into_response();
+        let mut response = refuse(AppError::TooManyFailures(retry_after));
         if let Ok(value) = HeaderValue::from_str(&retry_after.to_string()) {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
@@ -230,11 +233,11 @@ pub(crate) async fn authenticate(
         Ok(None) => {
             let why = "no credential: send Authorization: Bearer <token> (strata token create)";
             authenticator.failed(&state.service, peer, &path, &request_id, "no credential").await;
-            return unauthenticated(why.to_string());
+            return challenge(refuse(AppError::Unauthenticated(why.to_string())));
         }
         Err(why) => {
             authenticator.failed(&state.service, peer, &path, &request_id, &why).await;
-            return unauthenticated(why);
+            return challenge(refuse(AppError::Unauthenticated(why)));
         }
     };
     authenticator.succeeded(peer);
@@ -244,15 +247,14 @@ pub(crate) async fn authenticate(
         let caller = identity.caller(&request_id);
         let message = forbidden_message(&identity, permission);
         state.service.audit(&caller, &format!("GET {path}"), &path, format!("refused: FORBIDDEN {message}")).await;
-        return AppError::Forbidden(message).into_response();
+        return refuse(AppError::Forbidden(message));
     }
     request.extensions_mut().insert(identity);
     next.run(request).await
 }
 
-/// The 401 answer, with the challenge a client expects.
-fn unauthenticated(why: String) -> Response {
-    let mut response = AppError::Unauthenticated(why).into_response();
+/// A 401 answer with the challenge a client expects.
+fn challenge(mut response: Response) -> Response {
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"strata\""));
     response
 }

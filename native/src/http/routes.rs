@@ -54,6 +54,16 @@ pub(crate) async fn graphql(
     Extension(identity): Extension<Identity>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
+) -> Response {
+    graphql_answer(&state, request_id, identity, &headers, body).await.unwrap_or_else(AppError::into_graphql_response)
+}
+
+async fn graphql_answer(
+    state: &AppState,
+    request_id: RequestId,
+    identity: Identity,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !is_json(content_type) {
@@ -98,7 +108,7 @@ pub(crate) async fn graphql(
         }
     };
     log_errors(&response);
-    let answer_type = if accepts(&headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
+    let answer_type = if accepts(headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let status = refusal_status(&response);
     let mut answer = (status, Json(response)).into_response();
     answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));

@@ -110,6 +110,23 @@ fn a_new_tenant_needs_every_shard_and_goes_where_asked_or_to_the_fewest() {
 }
 
 #[test]
+fn many_new_tenants_spread_over_the_fewest_or_all_go_where_asked() {
+    let mut view = fleet();
+    view.listed[1] = Some(names(&["b0"]));
+    // b has one tenant, a and c two: b first, then a, b, c in turn.
+    let placed = place_new_tenants(&view, &names(&["n1", "n2", "n3", "n4", "n5"]), None).unwrap();
+    assert_eq!(placed, vec![names(&["n2", "n5"]), names(&["n1", "n3"]), names(&["n4"])]);
+    let asked = place_new_tenants(&view, &names(&["n1", "n2"]), Some("c")).unwrap();
+    assert_eq!(asked, vec![Vec::<String>::new(), Vec::new(), names(&["n1", "n2"])]);
+    assert_eq!(place_new_tenants(&view, &names(&["n1", "a1"]), None), Err(FleetError::TenantExists("a1".into())));
+    assert_eq!(place_new_tenants(&c_down(), &names(&["n1"]), None), Err(FleetError::MustAnswer(2)));
+    assert_eq!(
+        place_new_tenants(&view, &names(&["n1"]), Some("z")),
+        Err(FleetError::Shard(ShardError::Unknown("z".into())))
+    );
+}
+
+#[test]
 fn a_tenant_on_two_shards_is_refused_by_every_request() {
     let mut view = fleet();
     view.listed[2] = Some(names(&["c0", "b1"]));
