@@ -2,7 +2,8 @@
 //! variables, paths read from the file's directory (not the working one),
 //! read-only commands that create nothing, the commands that never connect
 //! needing no secrets, `STRATA_DATA_SOURCE`, `--wait-for-db`, `--port`, and
-//! a mutation that waits for the lock saying who holds it.
+//! a mutation that waits for the lock (lease row or SQLite lock file) saying
+//! who holds it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -326,4 +327,43 @@ async fn a_mutation_waiting_for_the_lease_says_who_holds_it_since_when() {
     let said = "the lock svc.svc_lock is held by ops@build-7 pid 4242 since 2026-11-26T13:20:01Z; waiting for it";
     assert_eq!(stderr(&second).matches(said).count(), 1, "{}", stderr(&second));
     assert_eq!(stderr(&second).lines().count(), 1, "{}", stderr(&second));
+}
+
+#[tokio::test]
+async fn a_sqlite_mutation_waiting_for_the_lock_file_says_who_holds_it_since_when() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let ws = Workspace::new("basic");
+    let config = ws.write_config(&ws.config(""));
+    // About 2 s of CPU on a quiet machine, well within the 10 s a second
+    // mutation waits under load.
+    ws.write_migration(
+        "config/900.sql",
+        "with recursive c(x) as (select 1 union all select x + 1 from c where x < 4000000) select count(*) from c;\n",
+    );
+    let holder_file = ws.path().join("db").join("svc.lock.holder");
+    let first = tokio::spawn({
+        let (path, config) = (ws.path().to_path_buf(), config.clone());
+        async move { strata_in(&path, &config, &["apply", "--version", "slow"], &[]).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let holder = loop {
+        if let Ok(text) = std::fs::read_to_string(&holder_file) {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no holder file while the first version ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let (id, rest) = holder.split_once(' ').unwrap();
+    assert!(id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit()), "{holder}");
+    let (who, since) = rest.rsplit_once(" since ").unwrap();
+    assert!(since.starts_with("20") && since.ends_with('Z'), "{holder}");
+    let second = strata_in(ws.path(), &config, &["apply", "--version", "next"], &[]).await;
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let said = format!("the lock svc.lock.db is held by {who} since {since}; waiting for it");
+    assert_eq!(stderr(&second).matches(&said).count(), 1, "{}", stderr(&second));
+    let first = first.await.unwrap();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(!holder_file.exists(), "the holder file outlived its lock");
 }

@@ -53,7 +53,7 @@ pub(crate) trait LeaseRow: Clone + Send + Sync + 'static {
 
 /// A new holder text: a short id, who asks and since when (what a waiting
 /// mutation prints).
-fn new_holder() -> String {
+pub(crate) fn new_holder() -> String {
     let since = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     lock_wait::lease_holder(&uuid::Uuid::new_v4().simple().to_string()[..12], &who(), &since)
 }

@@ -35,6 +35,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait;
 
 use super::books::{SqlxBooks, SqlxConn};
 use super::engine::{self, Engine, Entries, Failure, Transaction};
@@ -131,6 +132,16 @@ impl SqliteEngine {
     }
 }
 
+/// `begin immediate`: whether the write lock was taken (false: another
+/// connection holds it, past the connection's busy time-out).
+async fn begin_immediate(conn: &mut SqliteConnection) -> Result<bool, DbError> {
+    match sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(conn).await {
+        Ok(_) => Ok(true),
+        Err(sqlx::Error::Database(d)) if d.message().contains("locked") || d.message().contains("busy") => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Where each schema's database file lives.
 struct SchemaFiles {
     directory: PathBuf,
@@ -147,6 +158,12 @@ impl SchemaFiles {
         let is_main =
             self.main_file.file_name().is_some_and(|main| main.to_string_lossy().eq_ignore_ascii_case(&plain));
         if is_main { self.directory.join(format!("{schema}.schema.db")) } else { self.directory.join(plain) }
+    }
+
+    /// The text file naming who holds the lock file (see
+    /// [`lease::new_holder`](super::lease::new_holder)).
+    fn lock_holder(&self) -> PathBuf {
+        self.directory.join(sql::LOCK_HOLDER_FILE)
     }
 
     /// Refuses the schema names SQLite reserves for attachments.
@@ -254,18 +271,28 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
+    /// A write transaction on the lock file; when another process holds
+    /// it, says once who (the holder file it wrote) and waits up to
+    /// [`LOCK_WAIT`].
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let mut lock = SqliteConnection::connect_with(&self.lock_options).await?;
-        sqlx::raw_sql(sql::BEGIN_IMMEDIATE).execute(&mut lock).await.map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.message().contains("locked") => {
-                DbError::LockTimeout { lock: sql::LOCK_FILE.to_string(), seconds: LOCK_WAIT.as_secs() }
+        let mut lock = SqliteConnection::connect_with(&self.lock_options.clone().busy_timeout(Duration::ZERO)).await?;
+        if !begin_immediate(&mut lock).await? {
+            let holder = tokio::fs::read_to_string(self.files.lock_holder()).await.unwrap_or_default();
+            tracing::warn!("{}", lock_wait::lease_wait_message(sql::LOCK_FILE, holder.trim()));
+            let wait = format!("pragma busy_timeout = {}", LOCK_WAIT.as_millis());
+            sqlx::raw_sql(AssertSqlSafe(wait)).execute(&mut lock).await?;
+            if !begin_immediate(&mut lock).await? {
+                return Err(DbError::LockTimeout { lock: sql::LOCK_FILE.to_string(), seconds: LOCK_WAIT.as_secs() });
             }
-            _ => DbError::from(e),
-        })?;
+        }
+        // Only for the message above: a holder that died leaves it behind,
+        // and the next one writes over it.
+        let _ = tokio::fs::write(self.files.lock_holder(), super::lease::new_holder()).await;
         Ok(lock)
     }
 
     async fn unlock(&self, mut lock: Self::Lock) {
+        let _ = tokio::fs::remove_file(self.files.lock_holder()).await;
         let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut lock).await;
         let _ = lock.close().await;
     }

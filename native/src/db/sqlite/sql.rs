@@ -103,6 +103,8 @@ pub(crate) const ROLLBACK: &str = "rollback";
 /// transaction as its cross-process lock. Schema names cannot contain `.`,
 /// so no schema's file can be named like it.
 pub(crate) const LOCK_FILE: &str = "svc.lock.db";
+/// Who holds [`LOCK_FILE`]'s write lock, as a waiting mutation says it.
+pub(crate) const LOCK_HOLDER_FILE: &str = "svc.lock.holder";
 
 /// Head of the multi-row insert recording applied migrations; the values
 /// are appended by `QueryBuilder::push_values`, all bound.
