@@ -292,7 +292,7 @@ proptest! {
 
     #[test]
     fn new_tenant_names_never_collide_with_shared_or_engine_schemas(
-        name in "[A-Za-z0-9_-]{1,12}|(pg_|db_|PG_|Db_)[a-z0-9]{0,6}|main|temp|public|mysql|sys|svc|ref|CONFIG|information_schema|performance_schema|guest|dbo",
+        name in "[A-Za-z0-9_-]{1,12}|(pg_|db_|PG_|Db_)[a-z0-9]{0,6}|main|temp|public|mysql|sys|svc|ref|CONFIG|information_schema|performance_schema|guest|dbo|select|User|table|KEY|left|plan",
         driver in prop::sample::select(Driver::ALL.to_vec()),
     ) {
         let singles = ["ref", "config"];
@@ -310,9 +310,10 @@ proptest! {
         let letter = |c: char| if driver == Driver::Postgres { c.is_ascii_lowercase() } else { c.is_ascii_alphabetic() };
         let plain = name.chars().next().is_some_and(|c| letter(c) || c == '_')
             && name.chars().all(|c| letter(c) || c.is_ascii_digit() || c == '_');
+        let keyword = strata_core::migrate::keywords::reserved_words(driver).contains(&lower.as_str());
         prop_assert_eq!(
             verdict.is_ok(),
-            !engine_schema && !shared && plain,
+            !engine_schema && !shared && plain && !keyword,
             "{:?} on {:?}: {:?}", name, driver, verdict
         );
         // Accepted names are always valid identifiers, quoted safely everywhere.

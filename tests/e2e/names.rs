@@ -5,7 +5,10 @@
 
 use serde_json::json;
 
-use crate::support::{Backend, Server, backend, code, stderr, strata};
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::keywords;
+
+use crate::support::{Backend, Server, backend, code, server_url, stderr, strata};
 
 /// The rule's words for this backend.
 fn rule() -> &'static str {
@@ -188,4 +191,145 @@ async fn a_thousand_tenants_are_added_by_one_command_as_one_version() {
     assert_eq!(recorded.len(), 1000);
     assert!(recorded.iter().all(|row| row[1] == json!(2) && row[2] == json!(1)), "{:?}", &recorded[..3]);
     assert_eq!(server.ws.tables("c0999").await, ["users"]);
+}
+
+/// SQLite's keywords, as its documentation lists them.
+const SQLITE_KEYWORDS: &str = "abort action add after all alter always analyze and as asc attach autoincrement \
+    before begin between by cascade case cast check collate column commit conflict constraint create cross current \
+    current_date current_time current_timestamp database default deferrable deferred delete desc detach distinct do \
+    drop each else end escape except exclude exclusive exists explain fail filter first following for foreign from \
+    full generated glob group groups having if ignore immediate in index indexed initially inner insert instead \
+    intersect into is isnull join key last left like limit match materialized natural no not nothing notnull null \
+    nulls of offset on or order others outer over partition plan pragma preceding primary query raise range \
+    recursive references regexp reindex release rename replace restrict returning right rollback row rows savepoint \
+    select set table temp temporary then ties to transaction trigger unbounded union unique update using vacuum \
+    values view virtual when where window with without";
+
+/// MySQL 8's reserved words that MariaDB takes as names (core keeps them:
+/// the `mysql` driver serves both).
+const MYSQL_ONLY: [&str; 31] = [
+    "cube",
+    "cume_dist",
+    "database",
+    "dense_rank",
+    "empty",
+    "first_value",
+    "function",
+    "generated",
+    "get",
+    "grouping",
+    "groups",
+    "io_after_gtids",
+    "io_before_gtids",
+    "json_table",
+    "lag",
+    "last_value",
+    "lateral",
+    "lead",
+    "master_bind",
+    "nth_value",
+    "ntile",
+    "of",
+    "optimizer_costs",
+    "percent_rank",
+    "rank",
+    "row",
+    "schema",
+    "stored",
+    "system",
+    "virtual",
+    "window",
+];
+
+/// The words the engine under test refuses where `{schema}` goes, found by
+/// trying each of its keywords there.
+async fn refused_by_the_engine() -> (Vec<String>, Vec<String>) {
+    use sqlx::Connection;
+    let (mut refused, mut accepted) = (Vec::new(), Vec::new());
+    match backend() {
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&server_url("STRATA_TEST_PG_URL")).await.unwrap();
+            let words: Vec<(String, String)> =
+                sqlx::query_as("select word, catcode::text from pg_get_keywords()").fetch_all(&mut conn).await.unwrap();
+            for (word, _) in words {
+                let probe = format!("select * from {word}.strata_probe");
+                match sqlx::raw_sql(sqlx::AssertSqlSafe(probe)).execute(&mut conn).await {
+                    Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42601") => refused.push(word),
+                    _ => accepted.push(word),
+                }
+            }
+        }
+        Backend::Mysql => {
+            let mut conn = sqlx::MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+            let words: Vec<String> = sqlx::query_scalar("select lower(word) from information_schema.keywords")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+            for word in words.into_iter().filter(|w| w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+                let probe = format!("show tables from {word}");
+                match sqlx::raw_sql(sqlx::AssertSqlSafe(probe)).execute(&mut conn).await {
+                    // ER_PARSE_ERROR; an unknown database is 1049.
+                    Err(sqlx::Error::Database(e))
+                        if e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().map(|e| e.number())
+                            == Some(1064) =>
+                    {
+                        refused.push(word)
+                    }
+                    _ => accepted.push(word),
+                }
+            }
+        }
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
+            for word in SQLITE_KEYWORDS.split_whitespace().filter(|w| !["main", "temp"].contains(w)) {
+                // Strata attaches it quoted; migrations name it as written.
+                let probe = format!("attach ':memory:' as \"{word}\"; create table {word}.t (x); detach \"{word}\"");
+                match sqlx::raw_sql(sqlx::AssertSqlSafe(probe)).execute(&mut conn).await {
+                    Err(_) => refused.push(word.to_string()),
+                    Ok(_) => accepted.push(word.to_string()),
+                }
+            }
+        }
+    }
+    (refused, accepted)
+}
+
+#[tokio::test]
+async fn a_word_the_engine_reserves_is_refused_as_a_tenant_name_and_only_such_words() {
+    let driver = match backend() {
+        Backend::Postgres => Driver::Postgres,
+        Backend::Mysql => Driver::Mysql,
+        Backend::Sqlite => Driver::Sqlite,
+    };
+    let reserved = keywords::reserved_words(driver);
+    let turn = crate::support::mysql_turn();
+    let (refused, accepted) = refused_by_the_engine().await;
+    drop(turn); // the server takes its own
+    assert!(refused.len() > 50, "{refused:?}");
+    let missing: Vec<&String> = refused.iter().filter(|w| !reserved.contains(&w.as_str())).collect();
+    assert!(missing.is_empty(), "the engine refuses these, Strata would accept them: {missing:?}");
+    let needless: Vec<&String> = accepted
+        .iter()
+        .filter(|w| reserved.contains(&w.as_str()))
+        .filter(|w| !(backend() == Backend::Mysql && MYSQL_ONLY.contains(&w.as_str())))
+        .collect();
+    assert!(needless.is_empty(), "the engine takes these as names, Strata refuses them: {needless:?}");
+
+    let server = Server::start("basic", "").await;
+    assert_eq!(server.create_version(json!({ "versionName": "v1" })).await["errors"], json!(null));
+    let result = server.create_tenant(json!({ "tenantName": "select", "versionName": "kw" })).await;
+    assert_eq!(result["errors"][0]["extensions"]["code"], "INVALID_TENANT_NAME", "{result}");
+    assert_eq!(
+        result["errors"][0]["message"],
+        format!(
+            "invalid tenant name: tenant name \"select\" is a reserved word on {}: {{schema}} puts it in migrations \
+             unquoted, where it does not parse; choose another name",
+            engine()
+        )
+    );
+    let listed = strata(server.config_path(), &["tenants", "add", "t1", "table", "--version", "kw"]).await;
+    assert_eq!(code(&listed), 2, "{}", stderr(&listed));
+    assert!(stderr(&listed).contains("\"table\" is a reserved word"), "{}", stderr(&listed));
+    assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 1);
 }

@@ -11,12 +11,13 @@
 //! unless it is an identifier the engine reads as written without quotes
 //! ([`tenant_name_rule`]): an ASCII letter or `_` first, then letters,
 //! digits and `_` — and on PostgreSQL, which folds unquoted names to lower
-//! case, lower-case letters only. Tenants that exist already are not judged
-//! again.
+//! case, lower-case letters only — and not a word the engine reserves
+//! ([`keywords`]). Tenants that exist already are not judged again.
 
 use thiserror::Error;
 
 use crate::migrate::driver::Driver;
+use crate::migrate::keywords;
 
 /// The longest accepted identifier, in characters.
 pub const MAX_IDENTIFIER_LEN: usize = 63;
@@ -65,6 +66,19 @@ pub enum IdentError {
         engine: &'static str,
         /// The driver whose rule it breaks.
         driver: Driver,
+    },
+    /// A new tenant's name that is a word the engine reserves (see
+    /// [`keywords`](crate::migrate::keywords)): `{schema}` puts it in
+    /// migrations unquoted, where it would not parse.
+    #[error(
+        "tenant name {name:?} is a reserved word on {engine}: {{schema}} puts it in migrations unquoted, where it \
+         does not parse; choose another name"
+    )]
+    Keyword {
+        /// The refused name.
+        name: String,
+        /// The engine, as people call it.
+        engine: &'static str,
     },
     /// The name contains a character outside `[A-Za-z0-9_-]`.
     #[error("name {name:?} contains {found:?}; only letters, digits, '_' and '-' are allowed")]
@@ -128,6 +142,9 @@ pub fn validate_new_tenant_name<'a>(
     }
     if !is_plain_identifier(driver, name) {
         return Err(IdentError::NotPlain { name: name.to_string(), engine, driver });
+    }
+    if keywords::is_reserved(driver, name) {
+        return Err(IdentError::Keyword { name: name.to_string(), engine });
     }
     Ok(())
 }
@@ -292,6 +309,18 @@ mod tests {
             // Existing tenants are not judged again.
             assert_eq!(validate_tenant_name("a-b"), Ok(()));
         }
+        for driver in Driver::ALL {
+            assert!(
+                matches!(validate_new_tenant_name("select", driver, []), Err(IdentError::Keyword { .. })),
+                "{driver:?}"
+            );
+        }
+        assert_eq!(
+            validate_new_tenant_name("user", Driver::Postgres, []).unwrap_err().to_string(),
+            "tenant name \"user\" is a reserved word on PostgreSQL: {schema} puts it in migrations unquoted, where it \
+             does not parse; choose another name"
+        );
+        assert_eq!(validate_new_tenant_name("user", Driver::Mysql, []), Ok(()));
         assert_eq!(validate_new_tenant_name("Acme", Driver::Mysql, []), Ok(()));
         assert_eq!(validate_new_tenant_name("Acme", Driver::Sqlite, []), Ok(()));
         assert_eq!(

@@ -66,6 +66,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod format;
 pub mod ident;
+pub mod keywords;
 pub mod lint;
 pub mod location;
 pub mod lock_wait;
