@@ -110,8 +110,8 @@ run_fuzz_smoke() {
     if [ "$seconds" = 0 ]; then
         echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
     else
-        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s (core/fuzz/run.sh)" \
-            bash core/fuzz/run.sh "$seconds"
+        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s, a debug build (core/fuzz/run.sh)" \
+            env STRATA_FUZZ_BUILD="${STRATA_FUZZ_BUILD---dev --sanitizer none}" bash core/fuzz/run.sh "$seconds"
     fi
 }
 # The suites run the e2e binary cargo built, from native/ as cargo would:

@@ -7,6 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 SECONDS_EACH=${1:-300}
+# STRATA_FUZZ_BUILD: cargo-fuzz's build options. The default is its own
+# (release, AddressSanitizer); CI's smoke run passes `--dev --sanitizer none`
+# (the core forbids `unsafe`, and a debug build compiles sqlparser and the
+# rest in a fraction of the time: a smoke run proves the targets build, run
+# their seeds and survive some mutations, not that they were searched long).
+read -r -a BUILD <<<"${STRATA_FUZZ_BUILD:-}"
+
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/fuzz"
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -14,7 +21,7 @@ rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly -
 command -v cargo-fuzz >/dev/null || cargo install --debug cargo-fuzz --locked
 
 # Every target in one cargo invocation (both cores busy), before the runs.
-cargo +nightly fuzz build
+cargo +nightly fuzz build "${BUILD[@]}"
 
 corpus_root=$(mktemp -d)
 trap 'rm -rf "$corpus_root"' EXIT
@@ -25,7 +32,7 @@ for target in $(cargo +nightly fuzz list); do
     [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null || true
     echo "==> fuzzing $target for ${SECONDS_EACH}s"
     log="$corpus_root/$target.log"
-    if ! cargo +nightly fuzz run "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 \
+    if ! cargo +nightly fuzz run "${BUILD[@]}" "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 \
         -print_final_stats=1 >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "fuzz target $target FAILED; the input is in core/fuzz/artifacts/$target/" >&2

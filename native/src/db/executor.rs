@@ -74,6 +74,7 @@ use std::sync::{Arc, Mutex};
 /// one at a time in the process (the module's invariants say why).
 static PLANNING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
+use rustc_hash::FxHashMap;
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint;
@@ -345,7 +346,7 @@ async fn locked<E: Engine>(
             _ => None,
         };
         if let Some((version_id, schemas)) = committed {
-            store_fingerprints(engine, &mut conns[0], schemas, version_id).await;
+            store_fingerprints(engine, &mut conns, schemas, version_id).await;
         }
     }
     let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -370,36 +371,58 @@ async fn locked<E: Engine>(
 /// `fingerprint`), once the version is over: read in batches of
 /// [`engine::CATALOGS_PER_READ`] (one query each on PostgreSQL; a query per
 /// unit cost more than the migrations themselves on a 2,000-tenant
-/// database), written in one transaction per batch. Best effort: a failure
-/// is logged and the version stands; a fingerprint stored for another set
-/// of recorded migrations than the live one is never judged.
-async fn store_fingerprints<E: Engine>(engine: &E, conn: &mut E::Conn, mut schemas: Vec<String>, version_id: i64) {
+/// database), written in one transaction per batch, the batches spread over
+/// the connections the version fanned out on (on one, they took a tenth of
+/// a 2,000-tenant version). Best effort: a failure is logged and the
+/// version stands; a fingerprint stored for another set of recorded
+/// migrations than the live one is never judged.
+async fn store_fingerprints<E: Engine>(engine: &E, conns: &mut [E::Conn], mut schemas: Vec<String>, version_id: i64) {
     schemas.sort();
     schemas.dedup();
     let stored = async {
         // Each schema's recorded identity, folded as the rows stream in.
-        let recorded = engine.books().recorded(conn).await?;
-        let nothing = fingerprint::Recorded::default();
-        for batch in schemas.chunks(engine::CATALOGS_PER_READ) {
-            let catalogs = engine.catalogs(conn, batch).await?;
-            engine.begin(conn).await?;
-            for (schema, objects) in batch.iter().zip(catalogs) {
-                let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
-                let identity = &recorded.get(schema).unwrap_or(&nothing).identity;
-                if let Err(error) = engine.books().store_fingerprint(conn, schema, &print, identity, version_id).await {
-                    let _ = engine.rollback(conn).await;
-                    return Err(error);
+        let recorded = engine.books().recorded(&mut conns[0]).await?;
+        let batches: Vec<&[String]> = schemas.chunks(engine::CATALOGS_PER_READ).collect();
+        let lanes = conns.len().min(batches.len()).max(1);
+        let (recorded, batches) = (&recorded, &batches);
+        let stored =
+            futures::future::join_all(conns.iter_mut().take(lanes).enumerate().map(|(lane, conn)| async move {
+                for batch in batches.iter().skip(lane).step_by(lanes) {
+                    store_batch(engine, conn, batch, recorded, version_id).await?;
                 }
-            }
-            engine.commit(conn).await?;
-        }
-        Ok::<_, DbError>(())
+                Ok::<_, DbError>(())
+            }))
+            .await;
+        stored.into_iter().collect::<Result<Vec<()>, _>>().map(drop)
     }
     .await;
     match stored {
         Ok(()) | Err(DbError::NotSupported(_)) => {}
         Err(error) => tracing::warn!(%error, "the schemas' fingerprints could not be stored"),
     }
+}
+
+/// One batch of [`store_fingerprints`]: its catalogs in one read, its
+/// fingerprints in one transaction.
+async fn store_batch<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    batch: &[String],
+    recorded: &FxHashMap<String, fingerprint::Recorded>,
+    version_id: i64,
+) -> Result<(), DbError> {
+    let nothing = fingerprint::Recorded::default();
+    let catalogs = engine.catalogs(conn, batch).await?;
+    engine.begin(conn).await?;
+    for (schema, objects) in batch.iter().zip(catalogs) {
+        let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
+        let identity = &recorded.get(schema).unwrap_or(&nothing).identity;
+        if let Err(error) = engine.books().store_fingerprint(conn, schema, &print, identity, version_id).await {
+            let _ = engine.rollback(conn).await;
+            return Err(error);
+        }
+    }
+    engine.commit(conn).await
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):
