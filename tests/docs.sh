@@ -55,7 +55,8 @@ if [ -n "${STRATA_E2E_BIN:-}" ]; then
     mkdir -p "$blocks/bin"
     cat >"$blocks/bin/cargo" <<SHIM
 #!/usr/bin/env bash
-if [ "\$*" != "\${*#run -q -p strata-server -- }" ]; then shift 5; exec "$CARGO_TARGET_DIR/debug/strata" "\$@"; fi
+args="\$*" # \${*#…} would cut each argument, not the line
+if [ "\${args#run -q -p strata-server -- }" != "\$args" ]; then shift 5; exec "$CARGO_TARGET_DIR/debug/strata" "\$@"; fi
 exec "$(command -v cargo)" "\$@"
 SHIM
     chmod +x "$blocks/bin/cargo"

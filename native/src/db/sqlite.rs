@@ -46,8 +46,10 @@ use super::types::Access;
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).
 pub(crate) const MAX_ATTACHED: usize = 125;
 
-/// How long a mutation waits for another process's version to finish.
-const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How long a mutation waits for another process's version to finish: as
+/// long as for the lease row of the other engines (a version may run for
+/// minutes; giving up after seconds made a second `apply` fail beside it).
+const LOCK_WAIT: Duration = Duration::from_secs(600);
 
 /// The SQLite engine.
 pub(crate) struct SqliteEngine {
