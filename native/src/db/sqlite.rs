@@ -98,7 +98,8 @@ impl SqliteEngine {
             .filename(directory.join(sql::LOCK_FILE))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Delete)
-            .busy_timeout(LOCK_WAIT)
+            // No wait at first: a lock found held is announced, then waited for.
+            .busy_timeout(Duration::ZERO)
             .disable_statement_logging();
         let files = SchemaFiles { directory, main_file };
         files.check("svc")?;
@@ -277,7 +278,7 @@ impl Engine for SqliteEngine {
     /// it, says once who (the holder file it wrote) and waits up to
     /// [`LOCK_WAIT`].
     async fn lock(&self) -> Result<Self::Lock, DbError> {
-        let mut lock = SqliteConnection::connect_with(&self.lock_options.clone().busy_timeout(Duration::ZERO)).await?;
+        let mut lock = SqliteConnection::connect_with(&self.lock_options).await?;
         if !begin_immediate(&mut lock).await? {
             let holder = tokio::fs::read_to_string(self.files.lock_holder()).await.unwrap_or_default();
             tracing::warn!("{}", lock_wait::lease_wait_message(sql::LOCK_FILE, holder.trim()));
