@@ -85,6 +85,7 @@ mariadb_fresh() { # the tenants' databases and the tenant table, nothing else
         tenant_names | sed 's/.*/drop database if exists &; create database &; insert into fleet.tenants values ("&");/'
     } >"$sql"
     "${MARIADB[@]}" <"$sql"
+    sync # the dropped databases' unlinking reaches the disk before the timed run
 }
 mariadb_floor() {
     mariadb_fresh
@@ -133,6 +134,7 @@ sqlite_fresh() {
     } | sqlite3 "$work/sqlite/main.db"
     # Each tenant's file, empty but existing (as the schemas elsewhere).
     for t in $(tenant_names); do sqlite3 "$work/sqlite/$t.db" 'pragma user_version = 0'; done
+    sync
 }
 sqlite_floor() {
     sqlite_fresh

@@ -70,6 +70,10 @@ fresh_database() { # name tenants
         from=$((from + 1000))
     done
     "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c checkpoint >/dev/null
+    # The previous run's database was dropped just before: its files'
+    # unlinking and the new schemas' writes reach the disk now, not during
+    # the timed run.
+    sync
 }
 
 now() { date +%s.%N; }

@@ -153,7 +153,7 @@ pub(crate) async fn preview<E: Engine>(
         true => engine.books().tenants(&mut conn).await?,
         false => TenantList::default(),
     };
-    let selection = select_tenants(engine, &mut conn, request, &tenants).await?;
+    let selection = select_tenants(engine, &mut conn, request, tenants).await?;
     let (plan, _) = plan_read(engine, &mut conn, installed, settings, request, &selection.run).await?;
     drop(planning);
     Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
@@ -161,19 +161,20 @@ pub(crate) async fn preview<E: Engine>(
 
 /// The tenants a mutation runs in: quarantined ones skipped, or only those
 /// retried (core's `quarantine::select`). A new tenant's version runs in
-/// that tenant only, whatever the quarantine holds.
+/// that tenant only, whatever the quarantine holds. The list's names
+/// become the selection's (moved, not copied: a fleet's list is held once).
 async fn select_tenants<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
     request: &MutationRequest<'_>,
-    tenants: &TenantList,
+    tenants: TenantList,
 ) -> Result<quarantine::Selection, DbError> {
     let held: Vec<String> = match request.skip_quarantined || request.retry.is_some() {
         true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
         false => Vec::new(),
     };
     let mut selection = if held.is_empty() && request.retry.is_none() {
-        quarantine::Selection { run: tenants.names.clone(), skipped: Vec::new() }
+        quarantine::Selection { run: tenants.names, skipped: Vec::new() }
     } else {
         quarantine::select(&tenants.names, &held, request.retry.as_deref())?
     };
@@ -284,9 +285,14 @@ async fn locked<E: Engine>(
     let mut main = engine.connect().await?;
     let planning = PLANNING.acquire().await;
     let tenants = engine.books().tenants(&mut main).await?;
-    let selection = select_tenants(engine, &mut main, request, &tenants).await?;
+    let mut selection = select_tenants(engine, &mut main, request, tenants).await?;
     let (plan, modes) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
-    drop((tenants, planning));
+    drop(planning);
+    if request.retry.is_none() {
+        // Only a retry looks at its tenants again (to release them); the
+        // plan holds the names every other version runs in.
+        selection.run = Vec::new();
+    }
     let mut outcome = MutationOutcome {
         plan,
         version: None,

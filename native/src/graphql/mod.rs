@@ -3,6 +3,7 @@
 mod codes;
 mod guard;
 pub(crate) mod limits;
+mod one_by_one;
 pub(crate) mod types;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use strata_core::migrate::wave::Wave;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
+use one_by_one::OneByOne;
 use types::{
     ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, FleetDto, IdentityDto, MigrationInterface,
     PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto,
@@ -115,20 +117,22 @@ impl Query {
 
     /// Tenants.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
-    async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<TenantDto>> {
+    async fn tenants(&self, ctx: &Context<'_>) -> Result<OneByOne<TenantDto>> {
         let service = service(ctx)?;
         let shards = service.shards().await.map_err(graphql_error)?;
         if shards.is_empty() {
             let names = service.tenants().await.map_err(graphql_error)?;
-            return Ok(names.into_iter().map(|name| TenantDto { name, shard: None }).collect());
+            return Ok(OneByOne(names.into_iter().map(|name| TenantDto { name, shard: None }).collect()));
         }
-        Ok(shards
-            .into_iter()
-            .flat_map(|shard| {
-                let name = shard.name;
-                shard.tenants.into_iter().map(move |tenant| TenantDto { name: tenant, shard: Some(name.clone()) })
-            })
-            .collect())
+        Ok(OneByOne(
+            shards
+                .into_iter()
+                .flat_map(|shard| {
+                    let name = shard.name;
+                    shard.tenants.into_iter().map(move |tenant| TenantDto { name: tenant, shard: Some(name.clone()) })
+                })
+                .collect(),
+        ))
     }
 
     /// Rollouts, oldest first: each wave with its state, the events (who

@@ -11,6 +11,7 @@ use strata_core::migrate::summary;
 use strata_core::migrate::{lint, plan, report};
 
 use super::limits::RequestScope;
+use super::one_by_one::OneByOne;
 use crate::db::{MigrationRow, QuarantineRow, VersionRow};
 use crate::service::{CreateResult, Service};
 
@@ -510,7 +511,7 @@ pub(crate) struct PendingFileDto {
 #[serde(rename_all = "camelCase")]
 #[graphql(name = "PendingGroup")]
 pub(crate) struct PendingGroupDto {
-    pub(crate) schemas: Vec<String>,
+    pub(crate) schemas: OneByOne<String>,
     pub(crate) tenants: bool,
     pub(crate) files: Vec<PendingFileDto>,
 }
@@ -589,7 +590,7 @@ impl PlanPreviewDto {
             groups: report::pending_groups(plan, sources)
                 .into_iter()
                 .map(|g| PendingGroupDto {
-                    schemas: g.schemas,
+                    schemas: OneByOne(g.schemas),
                     tenants: g.tenants,
                     files: g
                         .files
@@ -663,7 +664,7 @@ pub(crate) struct FleetTenantDto {
     /// The shard it lives on (null on one server).
     shard: Option<String>,
     /// One state per file of `Fleet.files`.
-    states: Vec<MigrationStateDto>,
+    states: OneByOne<MigrationStateDto>,
 }
 
 /// Tenants × tenant migrations (`Fleet`, added: the console's matrix).
@@ -673,14 +674,14 @@ pub(crate) struct FleetDto {
     /// The tenant migration files, in application order.
     files: Vec<String>,
     /// Every tenant, with one state per file.
-    tenants: Vec<FleetTenantDto>,
+    tenants: OneByOne<FleetTenantDto>,
 }
 
 impl FleetDto {
     /// The matrix, each tenant with its shard (`shard_of`: tenant → shard).
     pub(crate) fn new(matrix: report::FleetMatrix, shard_of: &std::collections::HashMap<String, String>) -> Self {
         let mut dto = FleetDto::from(matrix);
-        for tenant in &mut dto.tenants {
+        for tenant in &mut dto.tenants.0 {
             tenant.shard = shard_of.get(&tenant.name).cloned();
         }
         dto
@@ -697,15 +698,17 @@ impl From<report::FleetMatrix> for FleetDto {
         };
         FleetDto {
             files: matrix.files,
-            tenants: matrix
-                .tenants
-                .into_iter()
-                .map(|(name, cells)| FleetTenantDto {
-                    name,
-                    shard: None,
-                    states: cells.into_iter().map(state).collect(),
-                })
-                .collect(),
+            tenants: OneByOne(
+                matrix
+                    .tenants
+                    .into_iter()
+                    .map(|(name, cells)| FleetTenantDto {
+                        name,
+                        shard: None,
+                        states: OneByOne(cells.into_iter().map(state).collect()),
+                    })
+                    .collect(),
+            ),
         }
     }
 }
@@ -734,9 +737,9 @@ pub(crate) struct DriftGroupDto {
     /// The fingerprint most of the group shares.
     fingerprint: String,
     /// The tenants with it.
-    tenants: Vec<String>,
+    tenants: OneByOne<String>,
     /// The tenants without it.
-    outliers: Vec<String>,
+    outliers: OneByOne<String>,
 }
 
 /// A tenant that differs from its group (`DriftOutlier`).
@@ -777,8 +780,8 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
                 .into_iter()
                 .map(|g| DriftGroupDto {
                     fingerprint: g.majority,
-                    tenants: g.tenants,
-                    outliers: g.outliers.into_iter().map(|o| o.schema).collect(),
+                    tenants: OneByOne(g.tenants),
+                    outliers: OneByOne(g.outliers.into_iter().map(|o| o.schema).collect()),
                 })
                 .collect(),
             outliers: report

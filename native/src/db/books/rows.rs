@@ -40,24 +40,21 @@ where
     for<'r> i32: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
 {
-    /// The rows of `tenantSelectSQL`: the names from its first column, its
-    /// other columns as the tenants' attributes (text, integers and booleans,
-    /// read as text; NULL is no value).
-    pub(crate) fn tenants(rows: &[R]) -> Result<TenantList, DbError> {
-        let columns = rows.first().map(|row| row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
-        let mut list = TenantList {
-            names: Vec::with_capacity(rows.len()),
-            attributes: Attributes::new(columns.unwrap_or_default()),
-        };
-        for row in rows {
-            let name: String = get(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
-            if !list.attributes.columns.is_empty() {
-                let values = (1..row.len()).map(|index| Self::attribute(row, index)).collect::<Result<_, _>>()?;
-                list.attributes.values.insert(name.clone(), values);
-            }
-            list.names.push(name);
+    /// One row of `tenantSelectSQL`, added to `list` as it is read: the
+    /// name from its first column, its other columns as the tenant's
+    /// attributes (text, integers and booleans, read as text; NULL is no
+    /// value). The first row names the attribute columns.
+    pub(crate) fn push_tenant(list: &mut TenantList, row: &R) -> Result<(), DbError> {
+        if list.names.is_empty() {
+            list.attributes = Attributes::new(row.columns().iter().skip(1).map(|c| c.name().to_string()).collect());
         }
-        Ok(list)
+        let name: String = get(row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?;
+        if !list.attributes.columns.is_empty() {
+            let values = (1..row.len()).map(|index| Self::attribute(row, index)).collect::<Result<_, _>>()?;
+            list.attributes.values.insert(name.clone(), values);
+        }
+        list.names.push(name);
+        Ok(())
     }
 
     /// Column `index` of a tenant row, as text.

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The service's memory along a large fleet's life (issue 41): TENANTS
+# tenants x 20 tenant migrations (a table, an index, 18 added columns) on
+# one PostgreSQL with default settings (the second cluster of
+# tests/servers.sh: max_connections=100, fsync on), `strata serve` with
+# tenantConcurrency 4 and the defaults otherwise (checksums, the lease,
+# drift read before each version, fingerprints stored after).
+#
+# Printed, one line each, the service's peak RSS (VmHWM from /proc) and the
+# step's time: started with the tenants listed, the first createVersion
+# (20 files in every tenant), the next one (one new file), the preview (`plan`) of
+# a third, `{ tenants { name } }`, and the console's fleet matrix
+# (`{ fleet { files tenants { name states } } }`). Every tenant schema
+# exists before the service starts (not timed).
+#
+# Usage: bash native/benches/service_rss.sh   (TENANTS=10000;
+#   STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
+#   starting tests/servers.sh's)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TENANTS=${TENANTS:-10000}
+PORT=${PORT:-18954}
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+export PGOPTIONS="-c client_min_messages=warning"
+if [ -z "${STRATA_BENCH_PG_URL:-}" ]; then
+    export STRATA_SERVERS_DIR=/tmp/strata-rss-bench
+    export STRATA_PG_PORT=54351 STRATA_PG_DEFAULT_PORT=54352 STRATA_MYSQL_PORT=33091 STRATA_S3_PORT=5077 STRATA_AZURITE_PORT=10022
+    STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
+    started_servers=1
+fi
+cargo build --release -p strata-server --quiet
+STRATA="$CARGO_TARGET_DIR/release/strata"
+work=$(mktemp -d)
+cleanup() {
+    [ -n "${strata_pid:-}" ] && kill "$strata_pid" 2>/dev/null || true
+    [ -n "${started_servers:-}" ] && bash tests/servers.sh stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "${started_servers:-}" ] && bash tests/servers.sh start >/dev/null
+PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+db=rss_bench
+"${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync')"
+"${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -c "drop database if exists $db with (force)" -c "create database $db" >/dev/null
+from=1
+while [ "$from" -le "$TENANTS" ]; do
+    "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -c "do \$\$ begin for i in $from..$((from + 999 < TENANTS ? from + 999 : TENANTS)) loop
+        execute format('create schema %I', 't' || lpad(i::text, 6, '0')); end loop; end \$\$" >/dev/null
+    from=$((from + 1000))
+done
+
+mkdir -p "$work/m/tenants" "$work/m/ref"
+echo "create schema if not exists {schema};" >"$work/m/ref/001.sql"
+printf 'create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n' >"$work/m/tenants/001_items.sql"
+printf 'create index items_name on {schema}.items (name);\n' >"$work/m/tenants/002_items_name.sql"
+for n in $(seq 3 20); do
+    printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$work/m/tenants/$(printf %03d "$n")_c$n.sql"
+done
+cat >"$work/svc.yaml" <<YAML
+baseLocation: $work/m
+driver: postgres
+dataSource: $STRATA_BENCH_PG_URL/$db
+singleMigrations: [ref]
+tenantMigrations: [tenants]
+tenantConcurrency: 4
+port: $PORT
+logLevel: ERROR
+YAML
+SVC_YAML="$work/svc.yaml" "$STRATA" >"$work/strata.log" 2>&1 &
+strata_pid=$!
+until curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"; do
+    kill -0 "$strata_pid" 2>/dev/null || { cat "$work/strata.log"; exit 1; }
+    sleep 0.05
+done
+"${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -c "insert into svc.svc_tenants (name) select 't' || lpad(i::text, 6, '0') from generate_series(1, $TENANTS) i" >/dev/null
+
+now() { date +%s.%N; }
+rss() { awk '/VmHWM/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$strata_pid/status"; }
+graphql() { # query expected-text -> the answer in $work/answer.json; prints seconds
+    local start; start=$(now)
+    curl -s "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "{\"query\":\"$1\"}" >"$work/answer.json"
+    if ! grep -q -- "$2" "$work/answer.json"; then
+        echo "FAILED: $(head -c 600 "$work/answer.json")" >&2
+        exit 1
+    fi
+    awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'
+}
+step() { # label query expected-text
+    local seconds; seconds=$(graphql "$2" "$3")
+    printf '%-44s %10s %12s %12s\n' "$1" "$seconds" "$(rss)" "$(wc -c <"$work/answer.json") B"
+}
+printf '%s tenants x 20 migrations\n' "$TENANTS"
+printf '%-44s %10s %12s %12s\n' step time "peak RSS" answer
+printf '%-44s %10s %12s %12s\n' "started, tenants listed" - "$(rss)" -
+step "first version (20 files x every tenant)" \
+    'mutation { createVersion(input: {versionName: \"fleet\"}) { summary { tenants tenantMigrationsTotal } } }' \
+    "\"tenantMigrationsTotal\":$((TENANTS * 20))"
+printf 'alter table {schema}.items add column c21 text;\n' >"$work/m/tenants/021_c21.sql"
+step "next version (1 new file)" \
+    'mutation { createVersion(input: {versionName: \"next\"}) { summary { tenants tenantMigrationsTotal } } }' \
+    "\"tenantMigrationsTotal\":$TENANTS"
+printf 'alter table {schema}.items add column c22 text;\n' >"$work/m/tenants/022_c22.sql"
+step "plan of a third (the preview)" \
+    '{ plan { nothingToDo groups { schemas files { file } } } }' '"nothingToDo":false'
+step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
+step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"PENDING"'
+recorded=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
+echo "recorded rows: $recorded (expected $((TENANTS * 21 + 1)))"
+kill "$strata_pid"
+wait "$strata_pid" 2>/dev/null || true
+strata_pid=
+"${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -c "drop database $db with (force)" >/dev/null
