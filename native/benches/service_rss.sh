@@ -103,7 +103,7 @@ printf 'alter table {schema}.items add column c22 text;\n' >"$work/m/tenants/022
 step "plan of a third (the preview)" \
     '{ plan { nothingToDo groups { schemas files { file } } } }' '"nothingToDo":false'
 step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
-step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"PENDING"'
+step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"Pending"'
 recorded=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
 echo "recorded rows: $recorded (expected $((TENANTS * 21 + 1)))"
 kill "$strata_pid"
