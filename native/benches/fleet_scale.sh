@@ -29,46 +29,27 @@ SIZES=${SIZES:-2000 10000}
 CONCURRENCY=${CONCURRENCY:-4}
 RUNS=${RUNS:-3}
 VARIANTS=${VARIANTS:-floor strata lean}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
-if [ -z "${STRATA_BENCH_PG_URL:-}" ]; then
-    export STRATA_SERVERS_DIR=/tmp/strata-scale-bench
-    export STRATA_PG_PORT=54349 STRATA_PG_DEFAULT_PORT=54350 STRATA_MYSQL_PORT=33089 STRATA_S3_PORT=5075 STRATA_AZURITE_PORT=10020
-    STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
-    started_servers=1
-fi
-cargo build --release -p strata-server --quiet
-STRATA="$CARGO_TARGET_DIR/release/strata"
+# shellcheck source=native/benches/fleet_lib.sh
+source native/benches/fleet_lib.sh
+bench_build
 work=$(mktemp -d)
 cleanup() {
-    [ -n "${started_servers:-}" ] && bash tests/servers.sh stop
+    bench_servers_stop
     rm -rf "$work"
 }
 trap cleanup EXIT
-[ -n "${started_servers:-}" ] && bash tests/servers.sh start >/dev/null
+bench_servers_start /tmp/strata-scale-bench 54349
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
 
 # The migrations: a table, an index, 18 added columns.
-mkdir -p "$work/m/tenants" "$work/m/ref"
-echo "create schema if not exists {schema};" >"$work/m/ref/001.sql"
-printf 'create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n' >"$work/m/tenants/001_items.sql"
-printf 'create index items_name on {schema}.items (name);\n' >"$work/m/tenants/002_items_name.sql"
-for n in $(seq 3 20); do
-    printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$work/m/tenants/$(printf %03d "$n")_c$n.sql"
-done
+fleet_migrations "$work/m"
 
 fresh_database() { # name tenants
     "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -c "set client_min_messages = warning" -c "drop database if exists $1 with (force)" -c "create database $1" >/dev/null
     "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c "create table public.tenants (name text primary key)" \
         -c "insert into public.tenants select 't' || lpad(i::text, 6, '0') from generate_series(1, $2) i" >/dev/null
-    # The schemas, created in batches of 1,000 (one transaction would need a
-    # lock per schema at once).
-    local from=1
-    while [ "$from" -le "$2" ]; do
-        "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c "do \$\$ begin for i in $from..$((from + 999 < $2 ? from + 999 : $2)) loop
-            execute format('create schema %I', 't' || lpad(i::text, 6, '0')); end loop; end \$\$" >/dev/null
-        from=$((from + 1000))
-    done
+    fleet_schemas "$STRATA_BENCH_PG_URL/$1" "$2"
     "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$1" -c checkpoint >/dev/null
     # The previous run's database was dropped just before: its files'
     # unlinking and the new schemas' writes reach the disk now, not during

@@ -20,42 +20,24 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TENANTS=${TENANTS:-10000}
 PORT=${PORT:-18954}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export PGOPTIONS="-c client_min_messages=warning"
-if [ -z "${STRATA_BENCH_PG_URL:-}" ]; then
-    export STRATA_SERVERS_DIR=/tmp/strata-rss-bench
-    export STRATA_PG_PORT=54351 STRATA_PG_DEFAULT_PORT=54352 STRATA_MYSQL_PORT=33091 STRATA_S3_PORT=5077 STRATA_AZURITE_PORT=10022
-    STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
-    started_servers=1
-fi
-cargo build --release -p strata-server --quiet
-STRATA="$CARGO_TARGET_DIR/release/strata"
+# shellcheck source=native/benches/fleet_lib.sh
+source native/benches/fleet_lib.sh
+bench_build
 work=$(mktemp -d)
 cleanup() {
     [ -n "${strata_pid:-}" ] && kill "$strata_pid" 2>/dev/null || true
-    [ -n "${started_servers:-}" ] && bash tests/servers.sh stop >/dev/null 2>&1 || true
+    bench_servers_stop
     rm -rf "$work"
 }
 trap cleanup EXIT
-[ -n "${started_servers:-}" ] && bash tests/servers.sh start >/dev/null
+bench_servers_start /tmp/strata-rss-bench 54351
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 db=rss_bench
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync')"
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -c "drop database if exists $db with (force)" -c "create database $db" >/dev/null
-from=1
-while [ "$from" -le "$TENANTS" ]; do
-    "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -c "do \$\$ begin for i in $from..$((from + 999 < TENANTS ? from + 999 : TENANTS)) loop
-        execute format('create schema %I', 't' || lpad(i::text, 6, '0')); end loop; end \$\$" >/dev/null
-    from=$((from + 1000))
-done
-
-mkdir -p "$work/m/tenants" "$work/m/ref"
-echo "create schema if not exists {schema};" >"$work/m/ref/001.sql"
-printf 'create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n' >"$work/m/tenants/001_items.sql"
-printf 'create index items_name on {schema}.items (name);\n' >"$work/m/tenants/002_items_name.sql"
-for n in $(seq 3 20); do
-    printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$work/m/tenants/$(printf %03d "$n")_c$n.sql"
-done
+fleet_schemas "$STRATA_BENCH_PG_URL/$db" "$TENANTS"
+fleet_migrations "$work/m"
 cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
 driver: postgres

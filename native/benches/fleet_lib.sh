@@ -1,0 +1,53 @@
+# Shared by fleet_scale.sh and service_rss.sh (sourced, not run): the
+# default-settings PostgreSQL they measure on, the fleet's 20 files, and
+# making a fleet's schemas.
+
+# Sets STRATA_BENCH_PG_URL: as given, or the default-settings cluster of
+# tests/servers.sh started in SERVERS_DIR on ports from BASE (PostgreSQL
+# BASE and BASE+1, MariaDB, moto and Azurite elsewhere); `bench_servers_stop`
+# stops what was started.
+bench_servers_start() { # SERVERS_DIR BASE
+    if [ -n "${STRATA_BENCH_PG_URL:-}" ]; then
+        return
+    fi
+    export STRATA_SERVERS_DIR=$1
+    export STRATA_PG_PORT=$2 STRATA_PG_DEFAULT_PORT=$(($2 + 1)) STRATA_MYSQL_PORT=$(($2 - 21260)) \
+        STRATA_S3_PORT=$(($2 - 49274)) STRATA_AZURITE_PORT=$(($2 - 44329))
+    STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
+    bench_started_servers=1
+    bash tests/servers.sh start >/dev/null
+}
+bench_servers_stop() {
+    [ -z "${bench_started_servers:-}" ] || bash tests/servers.sh stop >/dev/null 2>&1 || true
+}
+
+# The fleet's files in DIR: `ref/001.sql` (the schema, if missing) and 20
+# tenant migrations — a table with an identity key, an index, 18 added columns.
+fleet_migrations() { # DIR
+    mkdir -p "$1/tenants" "$1/ref"
+    echo "create schema if not exists {schema};" >"$1/ref/001.sql"
+    printf 'create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n' >"$1/tenants/001_items.sql"
+    printf 'create index items_name on {schema}.items (name);\n' >"$1/tenants/002_items_name.sql"
+    local n
+    for n in $(seq 3 20); do
+        printf 'alter table {schema}.items add column c%02d text;\n' "$n" >"$1/tenants/$(printf %03d "$n")_c$n.sql"
+    done
+}
+
+# Schemas t000001..tN in DATABASE_URL, made in batches of 1,000 (one
+# transaction would need a lock per schema at once).
+fleet_schemas() { # DATABASE_URL N
+    local from=1
+    while [ "$from" -le "$2" ]; do
+        psql -X -q -v ON_ERROR_STOP=1 "$1" -c "do \$\$ begin for i in $from..$((from + 999 < $2 ? from + 999 : $2)) loop
+            execute format('create schema %I', 't' || lpad(i::text, 6, '0')); end loop; end \$\$" >/dev/null
+        from=$((from + 1000))
+    done
+}
+
+# Builds the release `strata` and sets STRATA to it.
+bench_build() {
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+    cargo build --release -p strata-server --quiet
+    STRATA="$CARGO_TARGET_DIR/release/strata"
+}
