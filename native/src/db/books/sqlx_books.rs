@@ -164,10 +164,8 @@ where
         Ok(count > 0)
     }
 
-    /// Hands each recorded migration to `sink` as its row arrives.
-    /// The tenant list, each row folded in as it arrives (never every row
-    /// at once: 50,000 decoded rows took several megabytes for a list of
-    /// names).
+    /// The tenant list, each row folded in as it arrives (never every
+    /// decoded row at once: what is held is the list, not the rows).
     async fn stream_tenants(&self, conn: &mut DB::Connection) -> Result<TenantList, DbError> {
         let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
         let mut rows = query.fetch(conn);
@@ -178,6 +176,7 @@ where
         Ok(list)
     }
 
+    /// Hands each recorded migration to `sink` as its row arrives.
     async fn stream_applied(&self, conn: &mut DB::Connection, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {
         let mut rows = self.query(&self.sql.select_applied).fetch(conn);
         while let Some(row) = rows.try_next().await? {
