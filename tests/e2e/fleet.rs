@@ -304,7 +304,7 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
 
 #[tokio::test]
 async fn a_tenant_failing_after_others_committed_is_located_in_its_file_and_rows_keep_every_character() {
-    // On PostgreSQL every unit after the first is sent as one message
+    // On PostgreSQL and SQLite every unit after the first is sent as one message
     // (begin, time-outs, files, rows, commit): the rows' values are written
     // in, and a failure's offset counts from the message's start.
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;

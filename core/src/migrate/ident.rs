@@ -201,6 +201,23 @@ pub fn quote_string_postgres(value: &str) -> String {
     out
 }
 
+/// A SQLite string literal holding `value`: `'…'` with quotes doubled, or,
+/// for a value with a NUL (which would end the statement's text),
+/// `cast(x'…' as text)` of its UTF-8 bytes. For text sent with other
+/// statements in one call, where nothing can be bound.
+pub fn quote_string_sqlite(value: &str) -> String {
+    if value.contains('\0') {
+        let mut out = String::with_capacity(value.len() * 2 + 16);
+        out.push_str("cast(x'");
+        for byte in value.bytes() {
+            out.push_str(&format!("{byte:02x}"));
+        }
+        out.push_str("' as text)");
+        return out;
+    }
+    format!("'{}'", value.replace('\'', "''"))
+}
+
 /// Quotes an identifier for MySQL and MariaDB: `` `name` ``, with any
 /// embedded backtick doubled.
 pub fn quote_mysql(name: &str) -> String {
@@ -223,6 +240,14 @@ mod tests {
         assert_eq!(quote_string_postgres("it's"), "E'it''s'");
         assert_eq!(quote_string_postgres("a\\'; drop table t; --"), "E'a\\\\''; drop table t; --'");
         assert_eq!(quote_string_postgres("line\nnext $$ \"q\""), "E'line\nnext $$ \"q\"'");
+    }
+
+    #[test]
+    fn sqlite_string_literals_double_quotes_and_hex_a_nul() {
+        assert_eq!(quote_string_sqlite("plain"), "'plain'");
+        assert_eq!(quote_string_sqlite("it's \\ $1"), "'it''s \\ $1'");
+        assert_eq!(quote_string_sqlite("a'; drop table t; --"), "'a''; drop table t; --'");
+        assert_eq!(quote_string_sqlite("a\0b"), "cast(x'610062' as text)");
     }
 
     #[test]

@@ -164,13 +164,25 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
-    /// Whether a unit may be sent as one text — `begin`, its time-outs
-    /// ([`Engine::timeouts_text`]), its files, its rows
-    /// ([`Engine::record_text`]), `commit` — run by [`Engine::execute`] in
-    /// one round trip, an error's offset counted in that text: engines whose
-    /// protocol runs several statements of one message in order and stops at
-    /// the first that fails (PostgreSQL's simple query protocol).
+    /// Whether a unit may be sent as one text — [`Engine::BEGIN`], its
+    /// time-outs ([`Engine::timeouts_text`]), its files, its rows
+    /// ([`Engine::record_text`]), `commit` — run by
+    /// [`Engine::execute_message`] in one round trip: engines that run
+    /// several statements of one text in order and stop at the first that
+    /// fails (PostgreSQL's simple query protocol; SQLite's `sqlite3_prepare`
+    /// over the text's tail).
     const ONE_MESSAGE: bool = false;
+    /// Whether the failure of a unit sent as one message carries its offset
+    /// in the text (PostgreSQL). Where it does not (SQLite), the executor
+    /// rolls the unit back and runs it again file by file, statement by
+    /// statement, so that the failure is placed as if the file had run alone.
+    const MESSAGE_OFFSETS: bool = true;
+    /// The statement a unit sent as one message starts its transaction with.
+    const BEGIN: &'static str = "begin";
+    /// Runs a unit sent as one message; by default as [`Engine::execute`].
+    async fn execute_message(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        self.execute(conn, text).await
+    }
     /// Whether this engine, as connected, sends a unit as one message:
     /// [`Engine::ONE_MESSAGE`], unless what the engine found at connect
     /// time says no (Citus forwards a multi-statement text to its workers

@@ -53,15 +53,19 @@
 //!   its own implicit commit and record it right after; a dry run executes
 //!   nothing there.
 //! - **A unit in one round trip where the engine allows**
-//!   ([`Engine::ONE_MESSAGE`]: PostgreSQL's simple query protocol). Once the
-//!   version's row has committed, a unit whose files all run in its
+//!   ([`Engine::ONE_MESSAGE`]: PostgreSQL's simple query protocol; SQLite,
+//!   one call to its connection's thread instead of one per statement).
+//!   Once the version's row has committed, a unit whose files all run in its
 //!   transaction is sent as one text: `begin`, the time-outs, each file
 //!   (closed by a new line and a `;`), the unit's rows with their values
-//!   written in (core's `quote_string_postgres`), `commit`. The server stops
-//!   at the first statement that fails and the executor rolls back, so the
-//!   unit is still all or nothing; the failure's offset is counted back into
-//!   the file it falls in. Files the tokenizer cannot read whole, and units
-//!   with a non-transactional file or a commit directive, run file by file.
+//!   written in (core's `quote_string_postgres`, `quote_string_sqlite`),
+//!   `commit`. The engine stops at the first statement that fails and the
+//!   executor rolls back, so the unit is still all or nothing; the failure's
+//!   offset is counted back into the file it falls in. Where the engine
+//!   gives no offset (SQLite), the rolled-back unit runs again file by file
+//!   and that run's failure is the one reported. Files the tokenizer cannot
+//!   read whole, and units with a non-transactional file or a commit
+//!   directive, run file by file.
 //! - **One plan is made at a time in a process** ([`PLANNING`]): making it
 //!   holds every recorded row of its database, so the shards of a fleet
 //!   plan one after another (then run at once) and the memory a version
@@ -1144,7 +1148,8 @@ impl<E: Engine> Run<'_, E> {
             length += part.chars().count();
             length
         };
-        let mut start = push(&mut text, "begin;\n");
+        push(&mut text, E::BEGIN);
+        let mut start = push(&mut text, ";\n");
         // Each file's characters in the text, (start, end], and its step.
         let mut files: Vec<(usize, usize, u32)> = Vec::with_capacity(steps.len());
         let mut current = None;
@@ -1168,7 +1173,7 @@ impl<E: Engine> Run<'_, E> {
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
         text.push_str(&self.engine.record_text(&entries)?);
         text.push_str(";\ncommit");
-        let failure = match self.engine.execute(conn, &text).await {
+        let failure = match self.engine.execute_message(conn, &text).await {
             Ok(()) => {
                 self.committed(progress, steps);
                 return Ok(());
@@ -1176,6 +1181,17 @@ impl<E: Engine> Run<'_, E> {
             Err(failure) => failure,
         };
         let _ = self.engine.rollback(conn).await;
+        let lost = matches!(failure.cause, Cause::ConnectionLost | Cause::ReadOnly | Cause::PoolExhausted);
+        if !E::MESSAGE_OFFSETS && !lost {
+            // Nothing of the unit committed: run it again file by file,
+            // whose failure says where it is.
+            self.engine.begin(conn).await?;
+            let result = self.in_transactions(conn, steps.iter().copied(), None, progress, false).await;
+            if result.is_err() {
+                let _ = self.engine.rollback(conn).await;
+            }
+            return result.map(drop);
+        }
         // An offset in the separator after a file (a statement the file
         // left open, which alone would fail "at end of input") is that
         // file's, just past its last character.

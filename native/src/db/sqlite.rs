@@ -35,6 +35,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Connection, QueryBuilder, Sqlite};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::ident::quote_string_sqlite;
 use strata_core::migrate::lock_wait;
 
 use super::books::{SqlxBooks, SqlxConn};
@@ -199,13 +200,7 @@ impl SqliteEngine {
         // against SQLite's limit of attachments.
         let attachments = attached.len().saturating_sub(2) + missing.len();
         if attachments > MAX_ATTACHED {
-            return Err(DbError::UnusableSchema {
-                schema: missing.first().map(|s| s.to_string()).unwrap_or_default(),
-                reason: format!(
-                    "this version would touch {attachments} schemas; SQLite attaches at most {MAX_ATTACHED} \
-                     databases at once (use PostgreSQL for more tenants)"
-                ),
-            });
+            return Err(too_many_attached(missing.first().map_or("", |s| s.as_str()), attachments));
         }
         for schema in missing {
             let file = self.files.file(schema);
@@ -220,8 +215,65 @@ impl SqliteEngine {
     }
 }
 
+/// A row of [`sql::catalog`]: schema, kind, name, definition.
+type CatalogRow = (String, String, String, String);
+
+fn catalog_object((_, kind, name, definition): CatalogRow) -> strata_core::migrate::fingerprint::CatalogObject {
+    strata_core::migrate::fingerprint::CatalogObject { kind, name, definition }
+}
+
+/// The refusal of one attachment too many (`attachments` in all).
+fn too_many_attached(schema: &str, attachments: usize) -> DbError {
+    DbError::UnusableSchema {
+        schema: schema.to_string(),
+        reason: format!(
+            "this version would touch {attachments} schemas; SQLite attaches at most {MAX_ATTACHED} \
+             databases at once (use PostgreSQL for more tenants)"
+        ),
+    }
+}
+
+impl SqliteEngine {
+    /// Attaches, in one call, the files of the schemas of `batch` not
+    /// attached on `conn` yet (outside any transaction); returns them, to
+    /// detach. Files that did not exist are remembered as created, as
+    /// [`Engine::enter`] does.
+    async fn attach_batch(&self, conn: &mut SqliteConn, batch: &[String]) -> Result<Vec<String>, DbError> {
+        let mut files: Vec<(String, String)> = Vec::new();
+        for schema in batch {
+            self.files.check(schema)?;
+            let known = schema.eq_ignore_ascii_case("svc")
+                || conn.attached.iter().chain(files.iter().map(|(s, _)| s)).any(|a| a.eq_ignore_ascii_case(schema));
+            if known {
+                continue;
+            }
+            let file = self.files.file(schema);
+            if !tokio::fs::try_exists(&file).await.unwrap_or(false) {
+                conn.created_files.push(file.clone());
+            }
+            files.push((schema.clone(), file.to_string_lossy().into_owned()));
+        }
+        let schemas: Vec<String> = files.iter().map(|(schema, _)| schema.clone()).collect();
+        if files.is_empty() {
+            return Ok(schemas);
+        }
+        if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::attach_all(&files))).execute(&mut *conn.conn).await {
+            // Those before the failing one are attached: detach them all
+            // (the rest fail harmlessly).
+            for schema in &schemas {
+                let _ = sqlx::raw_sql(AssertSqlSafe(sql::detach(schema))).execute(&mut *conn.conn).await;
+            }
+            return Err(e.into());
+        }
+        Ok(schemas)
+    }
+}
+
 async fn attach(conn: &mut SqliteConnection, schema: &str, file: &Path) -> Result<(), sqlx::Error> {
+    // Not kept prepared: the text differs for every schema, and a
+    // connection's cache of 100 statements would hold them.
     sqlx::query(AssertSqlSafe(sql::attach(schema)))
+        .persistent(false)
         .bind(file.to_string_lossy().into_owned())
         .execute(&mut *conn)
         .await
@@ -309,10 +361,28 @@ impl Engine for SqliteEngine {
         if conn.attached.iter().any(|a| a.eq_ignore_ascii_case(schema)) {
             return Ok(());
         }
-        let before = conn.attached.len();
-        self.attach_schemas(conn, &[schema.to_string()]).await?;
-        // What attach_schemas remembered for the version is the unit's.
-        conn.entered = conn.attached.drain(before..).next();
+        if schema.eq_ignore_ascii_case("svc") {
+            // Attached with the connection (or not at all, read-only
+            // before anything was installed): as any other schema.
+            let before = conn.attached.len();
+            self.attach_schemas(conn, &[schema.to_string()]).await?;
+            conn.entered = conn.attached.drain(before..).next();
+            return Ok(());
+        }
+        // What is attached is known here (`svc` and the version's schemas):
+        // one round trip, the attachment itself.
+        self.files.check(schema)?;
+        let attachments = conn.attached.len() + 2;
+        if attachments > MAX_ATTACHED {
+            return Err(too_many_attached(schema, attachments));
+        }
+        let file = self.files.file(schema);
+        let existed = tokio::fs::try_exists(&file).await.unwrap_or(false);
+        attach(&mut conn.conn, schema, &file).await?;
+        if !existed {
+            conn.created_files.push(file);
+        }
+        conn.entered = Some(schema.to_string());
         Ok(())
     }
 
@@ -321,12 +391,50 @@ impl Engine for SqliteEngine {
         conn: &mut Self::Conn,
         schema: &str,
     ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as(AssertSqlSafe(sql::catalog(schema))).bind(schema).fetch_all(&mut *conn.conn).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
-            .collect())
+        let rows: Vec<CatalogRow> =
+            sqlx::query_as(AssertSqlSafe(sql::catalog(schema))).persistent(false).fetch_all(&mut *conn.conn).await?;
+        Ok(rows.into_iter().map(catalog_object).collect())
+    }
+
+    /// Up to [`sql::CATALOGS_AT_ONCE`] schemas at a time: their files
+    /// attached in one call, their catalogs read in one query, detached in
+    /// one call (three round trips a batch, not three a schema).
+    async fn catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, sql::CATALOGS_AT_ONCE);
+        let mut out = Vec::with_capacity(schemas.len());
+        for batch in schemas.chunks(room) {
+            let attached = self.attach_batch(conn, batch).await?;
+            let read = sqlx::query_as::<_, CatalogRow>(AssertSqlSafe(sql::catalogs(batch)))
+                .persistent(false)
+                .fetch_all(&mut *conn.conn)
+                .await;
+            if !attached.is_empty()
+                && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach_all(&attached))).execute(&mut *conn.conn).await
+            {
+                tracing::warn!(error = %e, "detach failed");
+            }
+            let mut catalogs = vec![Vec::new(); batch.len()];
+            for row in read? {
+                // A schema named twice in a batch reads the same file: the
+                // rows go to its first place, the later ones are copies.
+                if let Some(index) = batch.iter().position(|schema| schema.eq_ignore_ascii_case(&row.0)) {
+                    catalogs[index].push(catalog_object(row));
+                }
+            }
+            for (index, schema) in batch.iter().enumerate() {
+                if let Some(first) = batch.iter().position(|s| s.eq_ignore_ascii_case(schema))
+                    && first != index
+                {
+                    catalogs[index] = catalogs[first].clone();
+                }
+            }
+            out.extend(catalogs);
+        }
+        Ok(out)
     }
 
     /// Detaches the unit's file (its transaction is over).
@@ -362,6 +470,42 @@ impl Engine for SqliteEngine {
         };
         sqlx::raw_sql(sql).execute(&mut *conn.conn).await?;
         Ok(())
+    }
+
+    const ONE_MESSAGE: bool = true;
+    const MESSAGE_OFFSETS: bool = false;
+    const BEGIN: &'static str = sql::BEGIN_IMMEDIATE;
+
+    /// The unit's text in one call to the connection's thread, which runs
+    /// its statements in order and stops at the first that fails (with no
+    /// position: the executor runs the unit again file by file to place it).
+    async fn execute_message(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map(drop).map_err(|e| Failure::from_sqlx(&e))
+    }
+
+    fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
+        let Entries { rows, created, version_id } = *entries;
+        let mut text = String::from(sql::INSERT_MIGRATIONS);
+        text.push_str("values ");
+        let created = quote_string_sqlite(created);
+        for (index, record) in rows.iter().enumerate() {
+            let migration = record.migration;
+            let values = [
+                quote_string_sqlite(&migration.name),
+                quote_string_sqlite(&migration.source_dir),
+                quote_string_sqlite(&migration.file),
+                migration.migration_type.code().to_string(),
+                quote_string_sqlite(record.schema),
+                created.clone(),
+                quote_string_sqlite(&migration.contents),
+                quote_string_sqlite(&migration.checksum),
+                version_id.to_string(),
+            ];
+            text.push_str(if index == 0 { "(" } else { ", (" });
+            text.push_str(&values.join(", "));
+            text.push(')');
+        }
+        Ok(text)
     }
 
     /// Runs the file statement by statement: SQLite reports no position,

@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
-use strata_core::migrate::ident::quote_ansi;
+use strata_core::migrate::ident::{quote_ansi, quote_string_sqlite};
 
 /// The service's bookkeeping tables, in the attached `svc` schema.
 pub(crate) const CREATE_SERVICE_TABLES: &str = "
@@ -129,18 +129,43 @@ pub(crate) fn detach(schema: &str) -> String {
 /// `fingerprint`): every table, index, view and trigger with the `CREATE`
 /// text SQLite keeps, and every column of every table (type, not null,
 /// default; `pragma_table_info`) so that a changed table reads as the
-/// column that changed. The schema's name is bound as the one parameter
-/// too (the pragma's schema argument).
+/// column that changed. Rows are (schema, kind, name, definition), so that
+/// the catalogs of several schemas read as one query ([`catalogs`]).
 pub(crate) fn catalog(schema: &str) -> String {
     let master = format!("{}.sqlite_master", quote_ansi(schema));
+    let name = quote_string_sqlite(schema);
     format!(
-        "select type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' \
+        "select {name}, type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' \
          union all \
-         select 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
+         select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
            || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
-         from {master} m join pragma_table_info(m.name, ?) p \
+         from {master} m join pragma_table_info(m.name, {name}) p \
          where m.type = 'table' and m.name not like 'sqlite_%'"
     )
+}
+
+/// The catalogs of several attached schemas in one query. Each takes two
+/// of the 500 parts SQLite allows a compound select
+/// (`SQLITE_MAX_COMPOUND_SELECT`): at most [`CATALOGS_AT_ONCE`] schemas.
+pub(crate) fn catalogs(schemas: &[String]) -> String {
+    schemas.iter().map(|schema| catalog(schema)).collect::<Vec<_>>().join(" union all ")
+}
+
+/// Schemas attached and read at once by [`catalogs`].
+pub(crate) const CATALOGS_AT_ONCE: usize = 100;
+
+/// Attaches each (schema, file) named, in one text (no transaction may be
+/// open).
+pub(crate) fn attach_all(files: &[(String, String)]) -> String {
+    files
+        .iter()
+        .map(|(schema, file)| format!("attach database {} as {};", quote_string_sqlite(file), quote_ansi(schema)))
+        .collect()
+}
+
+/// Detaches each schema named, in one text.
+pub(crate) fn detach_all(schemas: &[String]) -> String {
+    schemas.iter().map(|schema| format!("{};", detach(schema))).collect()
 }
 
 /// How SQLite writes the books' statements (`db::books::sql`).
