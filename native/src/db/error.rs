@@ -279,6 +279,16 @@ impl DbError {
     pub(crate) fn is_shard_unreachable(&self) -> bool {
         matches!(self, DbError::ShardUnreachable { .. })
     }
+
+    /// Whether a statement lost a conflict with another session and its
+    /// transaction was rolled back whole, so that running it again is safe:
+    /// SQLSTATE 40001 (a serialization failure; MySQL's and MariaDB's
+    /// deadlock, Galera's certification failure) or 40P01 (PostgreSQL's
+    /// deadlock).
+    pub(crate) fn is_conflict(&self) -> bool {
+        let DbError::Query(error) = self else { return false };
+        error.as_database_error().and_then(|d| d.code()).is_some_and(|code| code == "40001" || code == "40P01")
+    }
 }
 
 impl From<sqlx::Error> for DbError {

@@ -463,6 +463,9 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
     Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
 }
 
+/// How often a step's record that lost a conflict is written again.
+const RECORD_CONFLICT_RETRIES: u32 = 3;
+
 /// What follows each file in a unit sent as one message: a new line ends a
 /// last line comment, the semicolon a last statement without one.
 const SEPARATOR: &str = "\n;\n";
@@ -730,24 +733,41 @@ impl<E: Engine> Run<'_, E> {
     /// of its own (statements with bound values never run outside one: a
     /// pooler in transaction mode may send them to another server), with
     /// the version's row when none has committed yet.
+    ///
+    /// A record that lost a conflict with another session (a deadlock, say
+    /// against a transaction a killed process left running) is written
+    /// again, up to [`RECORD_CONFLICT_RETRIES`] times: the step ran, and
+    /// only its row is missing.
     async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
-        self.engine.begin(conn).await?;
-        let recorded = async {
-            let version_id = self.version_id(conn, progress).await?;
-            self.record(conn, &[step], version_id).await?;
-            Ok::<_, DbError>(version_id)
-        }
-        .await;
-        match recorded {
-            Ok(version_id) => {
-                self.engine.commit(conn).await?;
-                progress.set_version(version_id);
-                self.committed(progress, &[step]);
-                Ok(())
+        let mut attempt = 0;
+        loop {
+            self.engine.begin(conn).await?;
+            let recorded = async {
+                let version_id = self.version_id(conn, progress).await?;
+                if !E::TRANSACTIONAL_DDL {
+                    // Committed on its own already: a retry must not write it again.
+                    progress.set_version(version_id);
+                }
+                self.record(conn, &[step], version_id).await?;
+                Ok::<_, DbError>(version_id)
             }
-            Err(error) => {
-                let _ = self.engine.rollback(conn).await;
-                Err(error)
+            .await;
+            match recorded {
+                Ok(version_id) => {
+                    self.engine.commit(conn).await?;
+                    progress.set_version(version_id);
+                    self.committed(progress, &[step]);
+                    return Ok(());
+                }
+                Err(error) => {
+                    let _ = self.engine.rollback(conn).await;
+                    if !error.is_conflict() || attempt == RECORD_CONFLICT_RETRIES {
+                        return Err(error);
+                    }
+                    attempt += 1;
+                    tracing::warn!(attempt, %error, file = %self.file(step), "recording a step lost a conflict with another session; writing its row again");
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
+                }
             }
         }
     }

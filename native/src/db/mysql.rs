@@ -261,21 +261,20 @@ impl Engine for MysqlEngine {
     /// `lock_wait_timeout` (metadata locks) and `innodb_lock_wait_timeout`
     /// (row locks), in whole seconds (at least 1); the statement time-out
     /// (`max_statement_time` on MariaDB, `max_execution_time` on MySQL,
-    /// which bounds `SELECT` only). Session settings: MySQL commits each
-    /// DDL statement on its own.
+    /// which bounds `SELECT` only), in one statement. Session settings:
+    /// MySQL commits each DDL statement on its own.
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
-        if timeouts.lock_ms == 0 {
-            sqlx::query(sql::RESET_LOCK_TIMEOUTS).execute(&mut **conn).await?;
-        } else {
+        let lock_default = timeouts.lock_ms == 0;
+        let mut set = sqlx::query(sql::set_timeouts(self.mariadb, lock_default));
+        if !lock_default {
             let seconds = timeouts.lock_ms.div_ceil(1000).max(1);
-            sqlx::query(sql::SET_LOCK_TIMEOUTS).bind(seconds).bind(seconds).execute(&mut **conn).await?;
+            set = set.bind(seconds).bind(seconds);
         }
-        if self.mariadb {
-            let seconds = timeouts.statement_ms as f64 / 1000.0;
-            sqlx::query(sql::SET_MARIADB_STATEMENT_TIMEOUT).bind(seconds).execute(&mut **conn).await?;
-        } else {
-            sqlx::query(sql::SET_MYSQL_STATEMENT_TIMEOUT).bind(timeouts.statement_ms).execute(&mut **conn).await?;
-        }
+        set = match self.mariadb {
+            true => set.bind(timeouts.statement_ms as f64 / 1000.0),
+            false => set.bind(timeouts.statement_ms),
+        };
+        set.execute(&mut **conn).await?;
         Ok(())
     }
 

@@ -171,20 +171,30 @@ pub(crate) fn drop_database(schema: &str) -> String {
     format!("drop database if exists {}", quote_mysql(schema))
 }
 
-/// Sets how long a statement waits for a metadata lock and for a row lock
-/// (seconds, at least 1), for the session.
-pub(crate) const SET_LOCK_TIMEOUTS: &str = "set session lock_wait_timeout = ?, session innodb_lock_wait_timeout = ?";
-
-/// The server's lock waits back for the session (also: no lock time-out).
-pub(crate) const RESET_LOCK_TIMEOUTS: &str =
-    "set session lock_wait_timeout = default, session innodb_lock_wait_timeout = default";
-
-/// MariaDB's statement time-out (seconds, 0: none) for the session.
-pub(crate) const SET_MARIADB_STATEMENT_TIMEOUT: &str = "set session max_statement_time = ?";
-
-/// MySQL's statement time-out (milliseconds, 0: none; it bounds `SELECT`
-/// statements only) for the session.
-pub(crate) const SET_MYSQL_STATEMENT_TIMEOUT: &str = "set session max_execution_time = ?";
+/// The session's time-outs in one statement: the lock waits (metadata
+/// locks, row locks; whole seconds, bound twice) or the server's own when
+/// `lock_default`, then the statement time-out (bound: MariaDB's
+/// `max_statement_time` in seconds, MySQL's `max_execution_time` in
+/// milliseconds, which bounds `SELECT` only; 0: none). MySQL commits each
+/// DDL statement on its own, so these are session settings.
+pub(crate) fn set_timeouts(mariadb: bool, lock_default: bool) -> &'static str {
+    match (mariadb, lock_default) {
+        (true, false) => {
+            "set session lock_wait_timeout = ?, session innodb_lock_wait_timeout = ?, session max_statement_time = ?"
+        }
+        (true, true) => {
+            "set session lock_wait_timeout = default, session innodb_lock_wait_timeout = default, \
+             session max_statement_time = ?"
+        }
+        (false, false) => {
+            "set session lock_wait_timeout = ?, session innodb_lock_wait_timeout = ?, session max_execution_time = ?"
+        }
+        (false, true) => {
+            "set session lock_wait_timeout = default, session innodb_lock_wait_timeout = default, \
+             session max_execution_time = ?"
+        }
+    }
+}
 
 /// Whether the server is MariaDB.
 pub(crate) const IS_MARIADB: &str = "select version() like '%MariaDB%'";
