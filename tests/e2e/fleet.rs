@@ -598,3 +598,67 @@ async fn a_sqlite_fleet_larger_than_the_attach_limit_is_migrated_tenant_by_tenan
     assert!(dry["errors"][0]["message"].as_str().unwrap().contains("SQLite attaches at most 125"), "{dry}");
     recorded_equals_applied(&server, &names).await;
 }
+
+#[tokio::test]
+async fn sqlite_units_stage_their_rows_in_their_own_file_and_a_left_marker_folds_them_at_start() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let mut server = Server::start("fleet", "").await;
+    let names = tenants(&server, 5).await;
+    let singles = server.create_version(json!({ "versionName": "ref" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    server.ws.write_migration("tenants/001_a.sql", "create table {schema}.a (id integer primary key);\n");
+    server.ws.write_migration("tenants/002_b.sql", "create table {schema}.b (id integer primary key);\n");
+    let result = server.create_version(json!({ "versionName": "ab" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    let version = result["data"]["createVersion"]["version"]["id"].as_i64().unwrap();
+    // Every row in svc once, in the order the units committed (the first
+    // unit wrote its own; the others were staged, then folded).
+    let sql = format!("select db_schema, filename from svc_migrations where version_id = {version} order by id");
+    let expected: Vec<Vec<Value>> = names
+        .iter()
+        .flat_map(|t| [vec![json!(t), json!("tenants/001_a.sql")], vec![json!(t), json!("tenants/002_b.sql")]])
+        .collect();
+    assert_eq!(server.ws.rows("svc", &sql).await, expected);
+    // The later units' rows are in their own files too; no marker is left.
+    let marker = server.ws.path().join("db").join("svc.staging");
+    assert!(!marker.exists());
+    for tenant in &names[1..] {
+        let staged = server.ws.rows(tenant, "select version_id, filename from svc_staged order by seq").await;
+        assert_eq!(
+            staged,
+            [[json!(version), json!("tenants/001_a.sql")], [json!(version), json!("tenants/002_b.sql")]],
+            "{tenant}"
+        );
+    }
+
+    // A process killed before its fold leaves the marker and rows only in
+    // the tenants' files: the next start folds them, once, and removes it.
+    server.kill_hard().await;
+    server
+        .ws
+        .execute(
+            "svc",
+            &format!("delete from svc_migrations where version_id = {version} and db_schema in ('t02', 't04')"),
+        )
+        .await;
+    std::fs::write(&marker, version.to_string()).unwrap();
+    server.restart().await;
+    assert!(!marker.exists(), "{}", server.log());
+    let mut folded = server.ws.rows("svc", &sql).await;
+    folded.sort_by_key(|row| (row[0].as_str().unwrap().to_string(), row[1].as_str().unwrap().to_string()));
+    assert_eq!(folded, expected);
+    // t00's unit wrote svc itself and staged nothing: nothing was invented.
+    let staged_table = "select count(*) from sqlite_master where name = 'svc_staged'";
+    assert_eq!(server.ws.rows("t00", staged_table).await, [[json!(0)]]);
+
+    // The next version deletes the staged rows of the last one as it stages
+    // its own.
+    server.ws.write_migration("tenants/003_c.sql", "create table {schema}.c (id integer primary key);\n");
+    let next = server.create_version(json!({ "versionName": "c" })).await;
+    assert!(next.get("errors").is_none(), "{next}");
+    let staged = server.ws.rows("t03", "select filename from svc_staged").await;
+    assert_eq!(staged, [[json!("tenants/003_c.sql")]]);
+    recorded_equals_applied(&server, &names).await;
+}

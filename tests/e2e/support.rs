@@ -288,7 +288,12 @@ impl Workspace {
                     return Vec::new();
                 }
                 let rows = self
-                    .rows(schema, "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'")
+                    .rows(
+                        schema,
+                        // `svc_staged`: the service's rows staged in a tenant's own file.
+                        "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' \
+                         and name <> 'svc_staged'",
+                    )
                     .await;
                 rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
             }

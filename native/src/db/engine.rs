@@ -179,6 +179,12 @@ pub(crate) trait Engine: Send + Sync {
     const MESSAGE_OFFSETS: bool = true;
     /// The statement a unit sent as one message starts its transaction with.
     const BEGIN: &'static str = "begin";
+    /// After a version's units, whether they all committed or not: what the
+    /// engine deferred is done (SQLite folds the rows its units staged in
+    /// their own files into `svc_migrations`).
+    async fn settle(&self, _conn: &mut Self::Conn) -> Result<(), DbError> {
+        Ok(())
+    }
     /// Runs a unit sent as one message; by default as [`Engine::execute`].
     async fn execute_message(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         self.execute(conn, text).await

@@ -347,6 +347,9 @@ async fn locked<E: Engine>(
     for conn in &mut conns {
         engine.release(conn, discard).await;
     }
+    if let Err(error) = engine.settle(&mut conns[0]).await {
+        tracing::error!(%error, "the version's recorded rows could not be completed; the next mutation completes them");
+    }
     if settings.record_fingerprints && !request.dry_run {
         let committed = match &result {
             Ok(Some(version)) => Some((version.id, plan.schemas.iter().chain(&plan.new_tenant).cloned().collect())),

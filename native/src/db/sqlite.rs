@@ -22,6 +22,7 @@
 //! the file lock when the process dies.
 
 mod sql;
+mod staging;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,8 @@ pub(crate) struct SqliteEngine {
     books: SqlxBooks<Sqlite, i64>,
     tenant_insert_sql: String,
     lock_options: SqliteConnectOptions,
+    /// What the running version staged (see [`staging`]).
+    staging: std::sync::Mutex<staging::Staging>,
 }
 
 impl SqliteEngine {
@@ -126,13 +129,18 @@ impl SqliteEngine {
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
-        Ok(SqliteEngine {
+        let engine = SqliteEngine {
             pool,
             files,
             books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
-        })
+            staging: Default::default(),
+        };
+        if access == Access::ReadWrite {
+            engine.recover_at_start().await?;
+        }
+        Ok(engine)
     }
 }
 
@@ -243,7 +251,12 @@ impl SqliteEngine {
         for schema in batch {
             self.files.check(schema)?;
             let known = schema.eq_ignore_ascii_case("svc")
-                || conn.attached.iter().chain(files.iter().map(|(s, _)| s)).any(|a| a.eq_ignore_ascii_case(schema));
+                || conn
+                    .attached
+                    .iter()
+                    .chain(&conn.entered)
+                    .chain(files.iter().map(|(s, _)| s))
+                    .any(|a| a.eq_ignore_ascii_case(schema));
             if known {
                 continue;
             }
@@ -343,6 +356,10 @@ impl Engine for SqliteEngine {
         // Only for the message above: a holder that died leaves it behind,
         // and the next one writes over it.
         let _ = tokio::fs::write(self.files.lock_holder(), super::lease::new_holder()).await;
+        if let Err(error) = self.recover_staged().await {
+            self.unlock(lock).await;
+            return Err(error);
+        }
         Ok(lock)
     }
 
@@ -462,7 +479,12 @@ impl Engine for SqliteEngine {
         }
     }
 
+    /// Before a transaction begins, the rows staged so far are folded: it
+    /// may write `svc_migrations` itself, after them.
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        if step == Transaction::Begin {
+            self.fold_pending(conn).await?;
+        }
         let sql = match step {
             Transaction::Begin => sql::BEGIN_IMMEDIATE,
             Transaction::Commit => sql::COMMIT,
@@ -474,18 +496,51 @@ impl Engine for SqliteEngine {
 
     const ONE_MESSAGE: bool = true;
     const MESSAGE_OFFSETS: bool = false;
-    const BEGIN: &'static str = sql::BEGIN_IMMEDIATE;
+    /// Deferred: only what the unit writes takes part in its commit (an
+    /// immediate one makes every attached file part of it).
+    const BEGIN: &'static str = "begin";
+
+    async fn settle(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
+        self.fold_staged(conn).await
+    }
 
     /// The unit's text in one call to the connection's thread, which runs
     /// its statements in order and stops at the first that fails (with no
     /// position: the executor runs the unit again file by file to place it).
+    ///
+    /// A unit whose rows are staged in its own file (see [`staging`])
+    /// begins deferred, so that it writes that file alone and commits it
+    /// alone; before it runs, the version is marked as staging.
     async fn execute_message(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map(drop).map_err(|e| Failure::from_sqlx(&e))
+        // Unmarked, the unit must not stage: failing here sends it the
+        // file-by-file way, which records in `svc` itself.
+        self.mark_staging().await.map_err(|error| Failure {
+            message: error.to_string(),
+            offset: None,
+            line: None,
+            cause: super::error::Cause::Statement,
+        })?;
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map_err(|e| Failure::from_sqlx(&e))?;
+        // Committed: a fold that fails now is done again later.
+        if self.fold_due()
+            && let Err(error) = self.fold_pending(conn).await
+        {
+            tracing::warn!(%error, "staged rows could not be folded yet; they will be");
+        }
+        Ok(())
     }
 
+    /// Into `svc_staged` in the schema's own file when every row is of one
+    /// schema (a unit's are): see [`staging`].
     fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
         let Entries { rows, created, version_id } = *entries;
-        let mut text = String::from(sql::INSERT_MIGRATIONS);
+        let one_schema = rows.first().map(|row| row.schema).filter(|first| rows.iter().all(|row| row.schema == *first));
+        let first_seq = one_schema
+            .map(|schema| self.staging.lock().unwrap_or_else(|e| e.into_inner()).stage(schema, version_id, rows.len()));
+        let mut text = match one_schema {
+            Some(schema) => sql::stage(schema, version_id),
+            None => String::from(sql::INSERT_MIGRATIONS),
+        };
         text.push_str("values ");
         let created = quote_string_sqlite(created);
         for (index, record) in rows.iter().enumerate() {
@@ -502,6 +557,9 @@ impl Engine for SqliteEngine {
                 version_id.to_string(),
             ];
             text.push_str(if index == 0 { "(" } else { ", (" });
+            if let Some(first) = first_seq {
+                text.push_str(&format!("{}, ", first + index as i64));
+            }
             text.push_str(&values.join(", "));
             text.push(')');
         }

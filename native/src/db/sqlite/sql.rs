@@ -129,18 +129,19 @@ pub(crate) fn detach(schema: &str) -> String {
 /// `fingerprint`): every table, index, view and trigger with the `CREATE`
 /// text SQLite keeps, and every column of every table (type, not null,
 /// default; `pragma_table_info`) so that a changed table reads as the
-/// column that changed. Rows are (schema, kind, name, definition), so that
-/// the catalogs of several schemas read as one query ([`catalogs`]).
+/// column that changed; not the service's `svc_staged`. Rows are (schema,
+/// kind, name, definition), so that the catalogs of several schemas read as
+/// one query ([`catalogs`]).
 pub(crate) fn catalog(schema: &str) -> String {
     let master = format!("{}.sqlite_master", quote_ansi(schema));
     let name = quote_string_sqlite(schema);
     format!(
-        "select {name}, type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' \
+        "select {name}, type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' and tbl_name <> 'svc_staged' \
          union all \
          select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
            || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
          from {master} m join pragma_table_info(m.name, {name}) p \
-         where m.type = 'table' and m.name not like 'sqlite_%'"
+         where m.type = 'table' and m.name not like 'sqlite_%' and m.name <> 'svc_staged'"
     )
 }
 
@@ -149,6 +150,65 @@ pub(crate) fn catalog(schema: &str) -> String {
 /// (`SQLITE_MAX_COMPOUND_SELECT`): at most [`CATALOGS_AT_ONCE`] schemas.
 pub(crate) fn catalogs(schemas: &[String]) -> String {
     schemas.iter().map(|schema| catalog(schema)).collect::<Vec<_>>().join(" union all ")
+}
+
+/// The columns of a recorded row, in `svc_migrations` and `svc_staged`.
+const MIGRATION_COLUMNS: &str =
+    "name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id";
+
+/// A unit's rows staged in its schema's own file (`staging`): the table
+/// made if missing, the rows of other (folded) versions deleted, then the
+/// head of the insert — the row's sequence number first — its values
+/// appended by the caller.
+pub(crate) fn stage(schema: &str, version_id: i64) -> String {
+    let table = format!("{}.svc_staged", quote_ansi(schema));
+    format!(
+        "create table if not exists {table} (seq integer not null, name text not null, source_dir text not null, \
+         filename text not null, migration_type integer not null, db_schema text not null, created text not null, \
+         contents text not null, checksum text not null, version_id integer not null);\n\
+         delete from {table} where version_id <> {version_id};\n\
+         insert into {table} (seq, {MIGRATION_COLUMNS}) "
+    )
+}
+
+/// Which of the attached `schemas` have a `svc_staged` table.
+pub(crate) fn with_staged_table(schemas: &[String]) -> String {
+    schemas
+        .iter()
+        .map(|schema| {
+            format!(
+                "select {} from {}.sqlite_master where type = 'table' and name = 'svc_staged'",
+                quote_string_sqlite(schema),
+                quote_ansi(schema)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" union all ")
+}
+
+/// Copies the rows `version_id` staged in the attached `schemas` (those
+/// numbered within `sequence`, when given) into `svc_migrations` in their
+/// order, but those there already, in one transaction (begun deferred:
+/// only `svc.db` is written, so it commits alone).
+pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::ops::Range<i64>>) -> String {
+    let within = sequence.map_or(String::new(), |range| format!(" and seq >= {} and seq < {}", range.start, range.end));
+    let staged = schemas
+        .iter()
+        .map(|schema| {
+            format!(
+                "select seq, {MIGRATION_COLUMNS} from {}.svc_staged where version_id = {version_id}{within}",
+                quote_ansi(schema)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" union all ");
+    format!(
+        "begin;\n\
+         insert into svc.svc_migrations ({MIGRATION_COLUMNS}) select {MIGRATION_COLUMNS} from ({staged}) s \
+         where not exists (select 1 from svc.svc_migrations m where m.version_id = s.version_id \
+         and m.db_schema = s.db_schema and m.filename = s.filename) order by seq;\n\
+         commit"
+    )
 }
 
 /// Schemas attached and read at once by [`catalogs`].

@@ -1,0 +1,288 @@
+//! A unit's rows staged in its schema's own file, folded into `svc` in
+//! batches: how a SQLite unit commits one file, not two.
+//!
+//! A unit sent as one message (after the version's first commit) writes its
+//! rows into `svc_staged`, a table in its schema's own file, in the unit's
+//! own transaction, which then commits that one file (a rollback journal's
+//! four syncs). A commit over the schema's file and `svc.db` at once needs
+//! SQLite's super-journal: three journals, eleven syncs, three unlinks a
+//! unit — three times the migrations' own time over a fleet.
+//!
+//! Staged rows are folded into `svc.svc_migrations` in one transaction that
+//! writes `svc.db` alone: after every [`FOLD_EVERY`] staged units (or
+//! [`FOLD_AFTER`], so that a reader sees a version progress), before
+//! any transaction of the version that writes `svc` itself (a unit run file
+//! by file), and when the version's units are over
+//! ([`SqliteEngine::settle`]). Invariants:
+//! - **Staged is recorded.** A staged row commits with its unit; before it
+//!   is folded, [`MARKER`] (next to the main file, synced with its
+//!   directory) names the version, so that a process killed before the fold
+//!   leaves the name behind: the next mutation (under the lock, before
+//!   planning) and the next start fold every schema file's rows of that
+//!   version first ([`SqliteEngine::recover_staged`]).
+//! - **Rows keep their order**: each staged row carries the version's next
+//!   sequence number and a fold copies a range of them in order, so
+//!   `svc_migrations`' ids follow the order units committed, as when each
+//!   unit wrote them itself (a recovery after a crash copies file by file).
+//! - **A fold is idempotent**: a row already in `svc_migrations` (same
+//!   version, schema and file) is not copied again, so a fold cut short is
+//!   simply done again.
+//! - **Only the version's own rows are folded.** A staged unit deletes the
+//!   rows of other versions from its file (folded: a version's rows are all
+//!   folded before another starts); rows of an earlier version (folded, and
+//!   perhaps reverted since) are never folded again.
+//! - `svc_staged` is the service's, as `svc` is: drift's catalog leaves it out.
+
+use std::path::{Path, PathBuf};
+
+use sqlx::{AssertSqlSafe, Connection};
+use tokio::io::AsyncWriteExt;
+
+use super::{SqliteConn, SqliteEngine, sql};
+use crate::db::engine::Engine;
+use crate::db::error::DbError;
+
+/// The file naming the version whose staged rows may not be folded yet.
+/// Schema names cannot contain `.`: no schema's file is named like it.
+pub(crate) const MARKER: &str = "svc.staging";
+
+/// Staged units folded at once, at most (their files attached together,
+/// with room for the unit's own).
+pub(crate) const FOLD_EVERY: usize = sql::CATALOGS_AT_ONCE - 1;
+
+/// How long staged rows wait for a fold at most (then the next staged unit
+/// folds them): what reads `svc_migrations` while a version runs sees it
+/// progress, as when every unit wrote there itself.
+pub(crate) const FOLD_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What the running version staged and has not folded, in this process.
+#[derive(Default)]
+pub(crate) struct Staging {
+    /// The version whose rows are staged.
+    version_id: Option<i64>,
+    /// The schemas of the units staged since the last fold, in order (some
+    /// may have failed: their rows rolled back with them).
+    pending: Vec<String>,
+    /// The sequence number of the first row not folded.
+    folded: i64,
+    /// The next row's sequence number.
+    next: i64,
+    /// The version [`MARKER`] names on disk, when this process wrote it.
+    marked: Option<i64>,
+    /// When the version staged its first row or last folded.
+    since: Option<std::time::Instant>,
+}
+
+impl Staging {
+    /// A unit of `version_id` in `schema` is about to stage `rows` rows:
+    /// the sequence number of its first.
+    pub(crate) fn stage(&mut self, schema: &str, version_id: i64, rows: usize) -> i64 {
+        if self.version_id != Some(version_id) {
+            // A new version: the last one's rows were all folded (or are
+            // the marker's, which the lock folds before any version).
+            *self = Staging {
+                version_id: Some(version_id),
+                marked: self.marked,
+                since: Some(std::time::Instant::now()),
+                ..Staging::default()
+            };
+        }
+        if self.pending.last().is_none_or(|last| last != schema) {
+            self.pending.push(schema.to_string());
+        }
+        let first = self.next;
+        self.next += rows as i64;
+        first
+    }
+}
+
+impl SqliteEngine {
+    fn marker(&self) -> PathBuf {
+        self.files.directory.join(MARKER)
+    }
+
+    /// Before a staged unit runs: [`MARKER`] names its version, on disk
+    /// (the file and its directory synced), once per version.
+    pub(super) async fn mark_staging(&self) -> Result<(), DbError> {
+        let version_id = {
+            let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+            match staging.version_id {
+                Some(id) if staging.marked != Some(id) => id,
+                _ => return Ok(()),
+            }
+        };
+        let marker = self.marker();
+        let written = async {
+            let mut file = tokio::fs::File::create(&marker).await?;
+            file.write_all(version_id.to_string().as_bytes()).await?;
+            file.sync_all().await?;
+            tokio::fs::File::open(&self.files.directory).await?.sync_all().await
+        }
+        .await;
+        written.map_err(|source| DbError::Directory { path: marker, source })?;
+        self.staging.lock().unwrap_or_else(|e| e.into_inner()).marked = Some(version_id);
+        Ok(())
+    }
+
+    /// Folds the rows staged since the last fold into `svc_migrations`, in
+    /// their order; on a failure they stay pending (and on disk: the
+    /// marker's fold finds them).
+    pub(super) async fn fold_pending(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
+        let (version_id, mut schemas, from, to) = {
+            let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+            match staging.version_id {
+                Some(id) if !staging.pending.is_empty() => (id, staging.pending.clone(), staging.folded, staging.next),
+                _ => return Ok(()),
+            }
+        };
+        schemas.sort();
+        schemas.dedup();
+        for batch in schemas.chunks(FOLD_EVERY) {
+            self.fold_batch(conn, batch, version_id, Some(from..to)).await?;
+        }
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if staging.version_id == Some(version_id) {
+            staging.pending.clear();
+            staging.folded = to;
+            staging.since = Some(std::time::Instant::now());
+        }
+        Ok(())
+    }
+
+    /// After the version's units: the rest folded, the marker removed.
+    pub(super) async fn fold_staged(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
+        self.fold_pending(conn).await?;
+        self.unmark().await;
+        Ok(())
+    }
+
+    /// Whether staged units wait for a fold: [`FOLD_EVERY`] of them, or
+    /// some for [`FOLD_AFTER`].
+    pub(super) fn fold_due(&self) -> bool {
+        let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        staging.pending.len() >= FOLD_EVERY
+            || (!staging.pending.is_empty() && staging.since.is_some_and(|since| since.elapsed() >= FOLD_AFTER))
+    }
+
+    /// One batch of a fold: its files attached in one call, the schemas
+    /// that have `svc_staged` found in one query, their rows of the version
+    /// (within `sequence`, when given) copied in order in one transaction
+    /// that writes `svc.db` alone, the files detached.
+    async fn fold_batch(
+        &self,
+        conn: &mut SqliteConn,
+        batch: &[String],
+        version_id: i64,
+        sequence: Option<std::ops::Range<i64>>,
+    ) -> Result<(), DbError> {
+        let attached = self.attach_batch(conn, batch).await?;
+        let folded = async {
+            let staged: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql::with_staged_table(batch)))
+                .persistent(false)
+                .fetch_all(&mut *conn.conn)
+                .await?;
+            if !staged.is_empty() {
+                let fold = sql::fold(&staged, version_id, sequence);
+                if let Err(e) = sqlx::raw_sql(AssertSqlSafe(fold)).execute(&mut *conn.conn).await {
+                    let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
+                    return Err(DbError::from(e));
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if !attached.is_empty()
+            && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach_all(&attached))).execute(&mut *conn.conn).await
+        {
+            tracing::warn!(error = %e, "detach failed");
+        }
+        folded
+    }
+
+    async fn unmark(&self) {
+        let marked = self.staging.lock().unwrap_or_else(|e| e.into_inner()).marked.take();
+        if marked.is_some() {
+            let _ = tokio::fs::remove_file(self.marker()).await;
+        }
+    }
+
+    /// At start, read-write: [`SqliteEngine::recover_staged`] when no other
+    /// process holds the lock (one that does folds itself).
+    pub(super) async fn recover_at_start(&self) -> Result<(), DbError> {
+        if !tokio::fs::try_exists(self.marker()).await.unwrap_or(false) {
+            return Ok(());
+        }
+        let mut lock = sqlx::SqliteConnection::connect_with(&self.lock_options).await?;
+        let recovered = match super::begin_immediate(&mut lock).await? {
+            true => self.recover_staged().await,
+            false => Ok(()),
+        };
+        let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut lock).await;
+        let _ = lock.close().await;
+        recovered
+    }
+
+    /// Under the lock, before anything else: when [`MARKER`] was left
+    /// behind (a process killed, or a fold that failed), folds the rows its
+    /// version staged in every schema file of the directory, then removes
+    /// it. A marker without a version (cut short while written) was left
+    /// before anything was staged.
+    pub(super) async fn recover_staged(&self) -> Result<(), DbError> {
+        let marker = self.marker();
+        let Ok(text) = tokio::fs::read_to_string(&marker).await else { return Ok(()) };
+        if let Ok(version_id) = text.trim().parse::<i64>() {
+            let schemas = self.schema_files().await;
+            tracing::warn!(
+                version_id,
+                files = schemas.len(),
+                "a version's staged rows may not be in svc_migrations (a process stopped before it folded them): folding them now"
+            );
+            let mut conn = self.connect().await?;
+            for batch in schemas.chunks(sql::CATALOGS_AT_ONCE) {
+                if self.fold_batch(&mut conn, batch, version_id, None).await.is_err() {
+                    // A file of the batch is not a database, say: one at a time.
+                    for schema in batch {
+                        let one = std::slice::from_ref(schema);
+                        if let Err(error) = self.fold_batch(&mut conn, one, version_id, None).await {
+                            tracing::warn!(schema = %schema, %error, "its staged rows could not be read");
+                        }
+                    }
+                }
+            }
+        }
+        let _ = tokio::fs::remove_file(&marker).await;
+        *self.staging.lock().unwrap_or_else(|e| e.into_inner()) = Staging::default();
+        Ok(())
+    }
+
+    /// The schemas whose files are in the directory: `<schema>.db` and
+    /// `<schema>.schema.db`, but for the main file, `svc`'s and the lock's.
+    async fn schema_files(&self) -> Vec<String> {
+        let mut schemas = Vec::new();
+        let Ok(mut entries) = tokio::fs::read_dir(&self.files.directory).await else { return schemas };
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(schema) = name.strip_suffix(".schema.db").or_else(|| name.strip_suffix(".db")) else { continue };
+            let is_main = same_file(&entry.path(), &self.files.main_file);
+            if is_main
+                || schema.contains('.')
+                || schema.eq_ignore_ascii_case("svc")
+                || self.files.check(schema).is_err()
+            {
+                continue;
+            }
+            if strata_core::migrate::ident::validate_identifier(schema).is_ok() {
+                schemas.push(schema.to_string());
+            }
+        }
+        schemas.sort();
+        schemas
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
