@@ -13,7 +13,9 @@
 //! its connection before its first transaction (`ATTACH` is impossible
 //! inside one) and detached after its last, and each tenant's file only
 //! for its own unit (`enter`/`leave`), so SQLite's limit on attached files
-//! bounds a transaction, not a fleet; each transaction is `BEGIN IMMEDIATE`.
+//! bounds a transaction, not a fleet; a transaction is `BEGIN IMMEDIATE`,
+//! but for a unit sent as one message, which begins deferred and stages its
+//! rows in its own file so that it commits that file alone ([`staging`]).
 //! The main file uses the rollback journal (not WAL), which makes a commit
 //! across attached files atomic. The cross-instance lock is a write
 //! transaction held, for the whole version, on a file of its own next to

@@ -74,7 +74,8 @@ create table if not exists svc.svc_audit (
     prev text not null,
     hash text not null
 );
-create index if not exists svc.svc_migrations_version_id on svc_migrations (version_id);
+create index if not exists svc.svc_migrations_version_schema_file on svc_migrations (version_id, db_schema, filename);
+drop index if exists svc.svc_migrations_version_id;
 create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
 
@@ -188,8 +189,9 @@ pub(crate) fn with_staged_table(schemas: &[String]) -> String {
 
 /// Copies the rows `version_id` staged in the attached `schemas` (those
 /// numbered within `sequence`, when given) into `svc_migrations` in their
-/// order, but those there already, in one transaction (begun deferred:
-/// only `svc.db` is written, so it commits alone).
+/// order, but those there already (found through the index on version,
+/// schema and file), in one transaction (begun deferred: only `svc.db` is
+/// written, so it commits alone).
 pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::ops::Range<i64>>) -> String {
     let within = sequence.map_or(String::new(), |range| format!(" and seq >= {} and seq < {}", range.start, range.end));
     let staged = schemas
