@@ -286,3 +286,40 @@ fn same_file(a: &Path, b: &Path) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_numbered_in_order_across_units_and_a_new_version_starts_over() {
+        let mut staging = Staging::default();
+        assert_eq!(staging.stage("t01", 7, 3), 0);
+        assert_eq!(staging.stage("t02", 7, 2), 3);
+        // A second unit of the same schema right after: listed once.
+        assert_eq!(staging.stage("t02", 7, 1), 5);
+        assert_eq!(staging.stage("t01", 7, 1), 6);
+        assert_eq!(staging.pending, ["t01", "t02", "t01"]);
+        assert_eq!((staging.folded, staging.next), (0, 7));
+        staging.marked = Some(7);
+        // The next version: numbered from 0, nothing pending of the last,
+        // the marker still known to be on disk until it is removed.
+        assert_eq!(staging.stage("t03", 8, 2), 0);
+        assert_eq!(staging.pending, ["t03"]);
+        assert_eq!((staging.version_id, staging.next, staging.marked), (Some(8), 2, Some(7)));
+    }
+
+    #[test]
+    fn a_fold_copies_a_range_in_order_guarded_by_version_schema_and_file() {
+        let fold = sql::fold(&["t01".to_string(), "t02".to_string()], 7, Some(3..9));
+        assert!(fold.starts_with("begin;\n") && fold.ends_with("\ncommit"), "{fold}");
+        assert!(fold.contains("from \"t01\".svc_staged where version_id = 7 and seq >= 3 and seq < 9"), "{fold}");
+        assert!(fold.contains(" union all select seq, "), "{fold}");
+        assert!(fold.contains("m.version_id = s.version_id and m.db_schema = s.db_schema and m.filename = s.filename"));
+        assert!(fold.contains(") order by seq;"), "{fold}");
+        // A recovery takes every row of the version.
+        assert!(!sql::fold(&["t01".to_string()], 7, None).contains("seq >="));
+        // A unit deletes only other versions' rows.
+        assert!(sql::stage("t01", 7).contains("delete from \"t01\".svc_staged where version_id <> 7;"));
+    }
+}
