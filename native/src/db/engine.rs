@@ -93,6 +93,34 @@ pub(crate) const CATALOGS_PER_READ: usize = 250;
 
 pub(crate) use super::types::{Entries, Record};
 
+/// Each of `rows` as the literals of `svc_migrations`' columns, in order
+/// (name, source_dir, filename, migration_type, db_schema, created,
+/// contents, checksum, version_id), joined by commas: strings written by
+/// `quote`, the time and the version's id as the engine writes them. For
+/// [`Engine::record_text`], where nothing can be bound.
+pub(crate) fn row_literals<'a>(
+    rows: &'a [Record<'a>],
+    quote: fn(&str) -> String,
+    created: &'a str,
+    version_id: &'a str,
+) -> impl Iterator<Item = String> + 'a {
+    rows.iter().map(move |record| {
+        let migration = record.migration;
+        [
+            quote(&migration.name),
+            quote(&migration.source_dir),
+            quote(&migration.file),
+            migration.migration_type.code().to_string(),
+            quote(record.schema),
+            created.to_string(),
+            quote(&migration.contents),
+            quote(&migration.checksum),
+            version_id.to_string(),
+        ]
+        .join(", ")
+    })
+}
+
 /// A transaction-control step ([`Engine::transaction`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transaction {

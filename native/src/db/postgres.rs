@@ -481,25 +481,13 @@ impl Engine for PostgresEngine {
 
     fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
         let Entries { rows, created, version_id } = *entries;
-        let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?;
+        let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?.to_string();
         let mut text = String::from(sql::INSERT_MIGRATIONS);
         text.push_str("values ");
-        let created = quote_string_postgres(created);
-        for (index, record) in rows.iter().enumerate() {
-            let migration = record.migration;
-            let values = [
-                quote_string_postgres(&migration.name),
-                quote_string_postgres(&migration.source_dir),
-                quote_string_postgres(&migration.file),
-                migration.migration_type.code().to_string(),
-                quote_string_postgres(record.schema),
-                format!("{created}::timestamptz"),
-                quote_string_postgres(&migration.contents),
-                quote_string_postgres(&migration.checksum),
-                version_id.to_string(),
-            ];
+        let created = format!("{}::timestamptz", quote_string_postgres(created));
+        for (index, values) in engine::row_literals(rows, quote_string_postgres, &created, &version_id).enumerate() {
             text.push_str(if index == 0 { "(" } else { ", (" });
-            text.push_str(&values.join(", "));
+            text.push_str(&values);
             text.push(')');
         }
         Ok(text)

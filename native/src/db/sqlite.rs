@@ -26,7 +26,7 @@
 mod sql;
 mod staging;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -390,18 +390,13 @@ impl Engine for SqliteEngine {
         }
         // What is attached is known here (`svc` and the version's schemas):
         // one round trip, the attachment itself.
-        self.files.check(schema)?;
         let attachments = conn.attached.len() + 2;
         if attachments > MAX_ATTACHED {
             return Err(too_many_attached(schema, attachments));
         }
-        let file = self.files.file(schema);
-        let existed = tokio::fs::try_exists(&file).await.unwrap_or(false);
-        attach(&mut conn.conn, schema, &file).await?;
-        if !existed {
-            conn.created_files.push(file);
-        }
-        conn.entered = Some(schema.to_string());
+        let name = schema.to_string();
+        self.attach_batch(conn, std::slice::from_ref(&name)).await?;
+        conn.entered = Some(name);
         Ok(())
     }
 
@@ -436,19 +431,22 @@ impl Engine for SqliteEngine {
             {
                 tracing::warn!(error = %e, "detach failed");
             }
+            // Each schema's first place in the batch: a schema named twice
+            // reads the same file, and its later places are copies.
+            let mut first: HashMap<String, usize> = HashMap::with_capacity(batch.len());
+            for (index, schema) in batch.iter().enumerate() {
+                first.entry(schema.to_ascii_lowercase()).or_insert(index);
+            }
             let mut catalogs = vec![Vec::new(); batch.len()];
             for row in read? {
-                // A schema named twice in a batch reads the same file: the
-                // rows go to its first place, the later ones are copies.
-                if let Some(index) = batch.iter().position(|schema| schema.eq_ignore_ascii_case(&row.0)) {
+                if let Some(&index) = first.get(&row.0.to_ascii_lowercase()) {
                     catalogs[index].push(catalog_object(row));
                 }
             }
             for (index, schema) in batch.iter().enumerate() {
-                if let Some(first) = batch.iter().position(|s| s.eq_ignore_ascii_case(schema))
-                    && first != index
-                {
-                    catalogs[index] = catalogs[first].clone();
+                let at = first[&schema.to_ascii_lowercase()];
+                if at != index {
+                    catalogs[index] = catalogs[at].clone();
                 }
             }
             out.extend(catalogs);
@@ -544,25 +542,13 @@ impl Engine for SqliteEngine {
             None => String::from(sql::INSERT_MIGRATIONS),
         };
         text.push_str("values ");
-        let created = quote_string_sqlite(created);
-        for (index, record) in rows.iter().enumerate() {
-            let migration = record.migration;
-            let values = [
-                quote_string_sqlite(&migration.name),
-                quote_string_sqlite(&migration.source_dir),
-                quote_string_sqlite(&migration.file),
-                migration.migration_type.code().to_string(),
-                quote_string_sqlite(record.schema),
-                created.clone(),
-                quote_string_sqlite(&migration.contents),
-                quote_string_sqlite(&migration.checksum),
-                version_id.to_string(),
-            ];
+        let (created, version) = (quote_string_sqlite(created), version_id.to_string());
+        for (index, values) in engine::row_literals(rows, quote_string_sqlite, &created, &version).enumerate() {
             text.push_str(if index == 0 { "(" } else { ", (" });
             if let Some(first) = first_seq {
                 text.push_str(&format!("{}, ", first + index as i64));
             }
-            text.push_str(&values.join(", "));
+            text.push_str(&values);
             text.push(')');
         }
         Ok(text)
