@@ -80,8 +80,22 @@ pub(crate) fn data_dir() -> PathBuf {
 }
 
 /// A free TCP port on 127.0.0.1.
+///
+/// A port is handed out once per test process: the system may give a
+/// port it just released to the next `bind(0)`, and two servers of
+/// parallel tests on one port would answer each other's requests (the
+/// second one fails to listen while the first answers its readiness
+/// probe).
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// Copies a directory tree.

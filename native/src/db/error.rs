@@ -183,8 +183,8 @@ pub(crate) enum DbError {
     /// never its internal source location).
     #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
-    /// A bookkeeping statement sent in one message with a unit's files
-    /// failed (the engine's message).
+    /// A bookkeeping statement sent in one message (with a unit's files;
+    /// SQLite's attachments and folds) failed (the engine's message).
     #[error("database error: {0}")]
     Books(String),
     /// The server accepts no writes: a PostgreSQL standby, a MySQL/MariaDB
@@ -354,21 +354,25 @@ impl Cause {
                     .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
                     .map(|e| u32::from(e.number()))
                     .or_else(|| code.parse::<u32>().ok());
-                let answer = failure::Answer { sqlstate: &code, mysql_number, message: database.message() };
-                match failure::classify(answer) {
-                    failure::Class::Statement => Cause::Statement,
-                    failure::Class::ReadOnly => Cause::ReadOnly,
-                    failure::Class::ConnectionLost => Cause::ConnectionLost,
-                    failure::Class::PoolExhausted => Cause::PoolExhausted,
-                    failure::Class::LockTimeout => Cause::LockTimeout,
-                    failure::Class::StatementTimeout => Cause::StatementTimeout,
-                }
+                Cause::of_answer(failure::Answer { sqlstate: &code, mysql_number, message: database.message() })
             }
             sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
                 Cause::ConnectionLost
             }
             sqlx::Error::PoolTimedOut => Cause::PoolExhausted,
             _ => Cause::Statement,
+        }
+    }
+
+    /// A database's answer, as core classifies it (`failure::classify`).
+    pub(crate) fn of_answer(answer: failure::Answer<'_>) -> Cause {
+        match failure::classify(answer) {
+            failure::Class::Statement => Cause::Statement,
+            failure::Class::ReadOnly => Cause::ReadOnly,
+            failure::Class::ConnectionLost => Cause::ConnectionLost,
+            failure::Class::PoolExhausted => Cause::PoolExhausted,
+            failure::Class::LockTimeout => Cause::LockTimeout,
+            failure::Class::StatementTimeout => Cause::StatementTimeout,
         }
     }
 }

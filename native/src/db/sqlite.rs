@@ -23,6 +23,7 @@
 //! mutex for the mutations of this process; the operating system releases
 //! the file lock when the process dies.
 
+mod exec;
 mod sql;
 mod staging;
 
@@ -272,13 +273,13 @@ impl SqliteEngine {
         if files.is_empty() {
             return Ok(schemas);
         }
-        if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::attach_all(&files))).execute(&mut *conn.conn).await {
+        if let Err(e) = exec::batch(&mut conn.conn, &sql::attach_all(&files)).await {
             // Those before the failing one are attached: detach them all
             // (the rest fail harmlessly).
             for schema in &schemas {
                 let _ = sqlx::raw_sql(AssertSqlSafe(sql::detach(schema))).execute(&mut *conn.conn).await;
             }
-            return Err(e.into());
+            return Err(e);
         }
         Ok(schemas)
     }
@@ -422,12 +423,12 @@ impl Engine for SqliteEngine {
         let mut out = Vec::with_capacity(schemas.len());
         for batch in schemas.chunks(room) {
             let attached = self.attach_batch(conn, batch).await?;
-            let read = sqlx::query_as::<_, CatalogRow>(AssertSqlSafe(sql::catalogs(batch)))
+            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs(batch)))
                 .persistent(false)
-                .fetch_all(&mut *conn.conn)
+                .fetch_one(&mut *conn.conn)
                 .await;
             if !attached.is_empty()
-                && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach_all(&attached))).execute(&mut *conn.conn).await
+                && let Err(e) = exec::batch(&mut conn.conn, &sql::detach_all(&attached)).await
             {
                 tracing::warn!(error = %e, "detach failed");
             }
@@ -438,7 +439,9 @@ impl Engine for SqliteEngine {
                 first.entry(schema.to_ascii_lowercase()).or_insert(index);
             }
             let mut catalogs = vec![Vec::new(); batch.len()];
-            for row in read? {
+            let rows: Vec<CatalogRow> = serde_json::from_str(&read?)
+                .map_err(|e| DbError::UnexpectedAnswer(format!("the catalogs' rows: {e}")))?;
+            for row in rows {
                 if let Some(&index) = first.get(&row.0.to_ascii_lowercase()) {
                     catalogs[index].push(catalog_object(row));
                 }
@@ -504,8 +507,8 @@ impl Engine for SqliteEngine {
         self.fold_staged(conn).await
     }
 
-    /// The unit's text in one call to the connection's thread, which runs
-    /// its statements in order and stops at the first that fails (with no
+    /// The unit's text in one call into SQLite ([`exec`]), which runs its
+    /// statements in order and stops at the first that fails (with no
     /// position: the executor runs the unit again file by file to place it).
     ///
     /// A unit whose rows are staged in its own file (see [`staging`])
@@ -520,7 +523,7 @@ impl Engine for SqliteEngine {
             line: None,
             cause: super::error::Cause::Statement,
         })?;
-        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut *conn.conn).await.map_err(|e| Failure::from_sqlx(&e))?;
+        exec::exec(&mut conn.conn, text).await?;
         // Committed: a fold that fails now is done again later.
         if self.fold_due()
             && let Err(error) = self.fold_pending(conn).await

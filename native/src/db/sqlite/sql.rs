@@ -149,8 +149,14 @@ pub(crate) fn catalog(schema: &str) -> String {
 /// The catalogs of several attached schemas in one query. Each takes two
 /// of the 500 parts SQLite allows a compound select
 /// (`SQLITE_MAX_COMPOUND_SELECT`): at most [`CATALOGS_AT_ONCE`] schemas.
+///
+/// Their rows come back as one JSON array of `[schema, kind, name,
+/// definition]` arrays, in one row: sqlx hands each row of a query from
+/// its SQLite thread to the caller on its own (a wake-up each), and a
+/// fleet's catalogs are some twenty rows per tenant.
 pub(crate) fn catalogs(schemas: &[String]) -> String {
-    schemas.iter().map(|schema| catalog(schema)).collect::<Vec<_>>().join(" union all ")
+    let rows = schemas.iter().map(|schema| catalog(schema)).collect::<Vec<_>>().join(" union all ");
+    format!("with c(s, k, n, d) as ({rows}) select json_group_array(json_array(s, k, n, d)) from c")
 }
 
 /// The columns of a recorded row, in `svc_migrations` and `svc_staged`.
@@ -172,9 +178,10 @@ pub(crate) fn stage(schema: &str, version_id: i64) -> String {
     )
 }
 
-/// Which of the attached `schemas` have a `svc_staged` table.
+/// Which of the attached `schemas` have a `svc_staged` table: their names
+/// as one JSON array, in one row (see [`catalogs`]).
 pub(crate) fn with_staged_table(schemas: &[String]) -> String {
-    schemas
+    let names = schemas
         .iter()
         .map(|schema| {
             format!(
@@ -184,7 +191,8 @@ pub(crate) fn with_staged_table(schemas: &[String]) -> String {
             )
         })
         .collect::<Vec<_>>()
-        .join(" union all ")
+        .join(" union all ");
+    format!("with s(name) as ({names}) select json_group_array(name) from s")
 }
 
 /// Copies the rows `version_id` staged in the attached `schemas` (those

@@ -177,22 +177,24 @@ impl SqliteEngine {
     ) -> Result<(), DbError> {
         let attached = self.attach_batch(conn, batch).await?;
         let folded = async {
-            let staged: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql::with_staged_table(batch)))
+            let staged: String = sqlx::query_scalar(AssertSqlSafe(sql::with_staged_table(batch)))
                 .persistent(false)
-                .fetch_all(&mut *conn.conn)
+                .fetch_one(&mut *conn.conn)
                 .await?;
+            let staged: Vec<String> = serde_json::from_str(&staged)
+                .map_err(|e| DbError::UnexpectedAnswer(format!("the schemas with staged rows: {e}")))?;
             if !staged.is_empty() {
                 let fold = sql::fold(&staged, version_id, sequence);
-                if let Err(e) = sqlx::raw_sql(AssertSqlSafe(fold)).execute(&mut *conn.conn).await {
+                if let Err(e) = super::exec::batch(&mut conn.conn, &fold).await {
                     let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
-                    return Err(DbError::from(e));
+                    return Err(e);
                 }
             }
             Ok(())
         }
         .await;
         if !attached.is_empty()
-            && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach_all(&attached))).execute(&mut *conn.conn).await
+            && let Err(e) = super::exec::batch(&mut conn.conn, &sql::detach_all(&attached)).await
         {
             tracing::warn!(error = %e, "detach failed");
         }
