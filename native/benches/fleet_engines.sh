@@ -15,6 +15,13 @@
 #            (one connection; each tenant a database file attached for its
 #            unit).
 #
+# A third variant, `recorded`, is the floor plus a row per file written as
+# Strata must write it to know what ran — the price of the bookkeeping itself,
+# apart from Strata's own work: on MariaDB an insert committed right after
+# each file's statement (a file's DDL commits itself, so its record cannot
+# share its transaction), on SQLite the tenant's rows inserted into a table in
+# its own file within its transaction.
+#
 # Every tenant schema (MariaDB database, SQLite file) exists before each timed
 # run (created, not timed). Printed per engine and variant: the median of RUNS
 # runs and their spread in seconds, the ratio of medians to the floor's, and
@@ -22,13 +29,14 @@
 #
 # Usage: bash native/benches/fleet_engines.sh
 #   (ENGINES="mariadb sqlite" TENANTS=2000 RUNS=3 CONCURRENCY=4
-#    MARIADB_PORT=33999)
+#    VARIANTS="floor recorded strata" MARIADB_PORT=33999)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ENGINES=${ENGINES:-mariadb sqlite}
 TENANTS=${TENANTS:-2000}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-4}
+VARIANTS=${VARIANTS:-floor recorded strata}
 MARIADB_PORT=${MARIADB_PORT:-33999}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 cargo build --release -p strata-server --quiet
@@ -82,17 +90,27 @@ mariadb_fresh() { # the tenants' databases and the tenant table, nothing else
     {
         echo "drop database if exists svc; drop database if exists fleet; create database fleet;"
         echo "create table fleet.tenants (name varchar(64) primary key);"
+        echo "create table fleet.records (id bigint auto_increment primary key, db_schema varchar(64) not null,"
+        echo "  filename varchar(255) not null, contents text not null, created datetime not null);"
         tenant_names | sed 's/.*/drop database if exists &; create database &; insert into fleet.tenants values ("&");/'
     } >"$sql"
     "${MARIADB[@]}" <"$sql"
     sync # the dropped databases' unlinking reaches the disk before the timed run
 }
-mariadb_floor() {
+mariadb_floor() { # [recorded]
     mariadb_fresh
     rm -f "$work"/floor.*
-    local i=0 t
+    local i=0 t f
     for t in $(tenant_names); do
-        sed "s/{schema}/$t/g" "$work"/m-mariadb/tenants/*.sql >>"$work/floor.$((i % CONCURRENCY))"
+        if [ "${1:-}" = recorded ]; then
+            for f in "$work"/m-mariadb/tenants/*.sql; do
+                sed "s/{schema}/$t/g" "$f"
+                printf "insert into fleet.records (db_schema, filename, contents, created) values ('%s', '%s', '%s', now());\n" \
+                    "$t" "$(basename "$f")" "$(sed "s/'/''/g" "$f")"
+            done >>"$work/floor.$((i % CONCURRENCY))"
+        else
+            sed "s/{schema}/$t/g" "$work"/m-mariadb/tenants/*.sql >>"$work/floor.$((i % CONCURRENCY))"
+        fi
         i=$((i + 1))
     done
     local start pids=()
@@ -136,15 +154,22 @@ sqlite_fresh() {
     for t in $(tenant_names); do sqlite3 "$work/sqlite/$t.db" 'pragma user_version = 0'; done
     sync
 }
-sqlite_floor() {
+sqlite_floor() { # [recorded]
     sqlite_fresh
-    local t script="$work/floor.sql"
+    local t f script="$work/floor.sql"
     : >"$script"
     for t in $(tenant_names); do
         {
             echo "attach '$work/sqlite/$t.db' as $t;"
             echo "begin;"
             sed "s/{schema}/$t/g" "$work"/m-sqlite/tenants/*.sql
+            if [ "${1:-}" = recorded ]; then
+                echo "create table $t.records (filename text not null, contents text not null, created text not null);"
+                for f in "$work"/m-sqlite/tenants/*.sql; do
+                    printf "insert into %s.records values ('%s', '%s', datetime());\n" \
+                        "$t" "$(basename "$f")" "$(sed "s/'/''/g" "$f")"
+                done
+            fi
             echo "commit;"
             echo "detach $t;"
         } >>"$script"
@@ -187,25 +212,27 @@ for engine in $ENGINES; do
     [ "$engine" != mariadb ] || start_mariadb
     : >"$work/times"
     for run in $(seq 1 "$RUNS"); do
-        # Alternate which runs first.
-        order=(floor strata)
-        [ $((run % 2)) = 0 ] && order=(strata floor)
+        # Alternate the order of the variants.
+        read -r -a order <<<"$VARIANTS"
+        [ $((run % 2)) = 0 ] && read -r -a order <<<"$(echo "$VARIANTS" | tr ' ' '\n' | tac | tr '\n' ' ')"
         for variant in "${order[@]}"; do
-            if [ "$variant" = floor ]; then
-                echo "floor $("${engine}_floor") 0" >>"$work/times"
-            else
-                "${engine}_strata"
-                echo "strata $(cat "$work/last")" >>"$work/times"
-            fi
+            case "$variant" in
+                floor) echo "floor $("${engine}_floor") 0" >>"$work/times" ;;
+                recorded) echo "recorded $("${engine}_floor" recorded) 0" >>"$work/times" ;;
+                strata)
+                    "${engine}_strata"
+                    echo "strata $(cat "$work/last")" >>"$work/times"
+                    ;;
+            esac
         done
     done
     floor=$(awk '$1 == "floor" { print $2 }' "$work/times" | median)
-    for variant in floor strata; do
+    for variant in $VARIANTS; do
         m=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | median)
         range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
         rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
         ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
-        [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+        [ "$variant" = strata ] && rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') || rss=-
         printf '%-8s %-8s %8s %6s %10s %14s %7s %7s\n' "$engine" "$TENANTS" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
     done
 done

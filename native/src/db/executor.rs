@@ -416,7 +416,7 @@ async fn store_fingerprints<E: Engine>(engine: &E, conns: &mut [E::Conn], mut sc
 }
 
 /// One batch of [`store_fingerprints`]: its catalogs in one read, its
-/// fingerprints in one transaction.
+/// fingerprints in one statement.
 async fn store_batch<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
@@ -426,16 +426,17 @@ async fn store_batch<E: Engine>(
 ) -> Result<(), DbError> {
     let nothing = fingerprint::Recorded::default();
     let catalogs = engine.catalogs(conn, batch).await?;
-    engine.begin(conn).await?;
-    for (schema, objects) in batch.iter().zip(catalogs) {
-        let print = fingerprint::fingerprint(&fingerprint::normalize(schema, &objects));
-        let identity = &recorded.get(schema).unwrap_or(&nothing).identity;
-        if let Err(error) = engine.books().store_fingerprint(conn, schema, &print, identity, version_id).await {
-            let _ = engine.rollback(conn).await;
-            return Err(error);
-        }
-    }
-    engine.commit(conn).await
+    let prints: Vec<String> = batch
+        .iter()
+        .zip(catalogs)
+        .map(|(schema, objects)| fingerprint::fingerprint(&fingerprint::normalize(schema, &objects)))
+        .collect();
+    let rows: Vec<(&str, &str, &str)> = batch
+        .iter()
+        .zip(&prints)
+        .map(|(schema, print)| (schema.as_str(), print.as_str(), &*recorded.get(schema).unwrap_or(&nothing).identity))
+        .collect();
+    engine.books().store_fingerprints(conn, &rows, version_id).await
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):

@@ -75,14 +75,13 @@ pub(crate) trait Books<C: Send>: Send + Sync {
         }
         Ok(fold.finish())
     }
-    /// Stores a schema's fingerprint and the identity of what it recorded,
-    /// in the caller's open transaction (without the table: nothing).
-    async fn store_fingerprint(
+    /// Stores schemas' fingerprints and the identities of what they
+    /// recorded, `(schema, fingerprint, recorded)`, in one statement
+    /// (without the table: nothing).
+    async fn store_fingerprints(
         &self,
         _conn: &mut C,
-        _schema: &str,
-        _fingerprint: &str,
-        _recorded: &str,
+        _rows: &[(&str, &str, &str)],
         _version_id: i64,
     ) -> Result<(), DbError> {
         Ok(())

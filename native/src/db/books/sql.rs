@@ -87,9 +87,10 @@ pub(crate) struct BooksSql {
     /// A page of a version's migrations (bound: version id, the id after
     /// which the page starts).
     pub(crate) select_migrations_page: String,
-    /// Stores a schema's fingerprint (bound: schema, fingerprint,
-    /// recorded, version id).
-    pub(crate) store_fingerprint: String,
+    /// The tail of [`BooksSql::store_fingerprints`]'s upsert.
+    store_fingerprints_tail: String,
+    /// Whether the dialect numbers its placeholders.
+    numbered: bool,
     /// Whether `svc.svc_fingerprints` exists.
     pub(crate) fingerprints_installed: String,
     /// `db_schema, fingerprint, recorded` of every schema.
@@ -172,6 +173,17 @@ fn numbered(sql: &str) -> String {
 }
 
 impl BooksSql {
+    /// Stores the fingerprints of `rows` schemas in one statement (bound,
+    /// per row: schema, fingerprint, recorded, version id): a statement per
+    /// schema was a round trip per tenant after each version.
+    pub(crate) fn store_fingerprints(&self, rows: usize) -> String {
+        let mut sql =
+            String::from("insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) values ");
+        sql.push_str(&vec!["(?, ?, ?, ?)"; rows].join(", "));
+        sql.push_str(&self.store_fingerprints_tail);
+        if self.numbered { numbered(&sql) } else { sql }
+    }
+
     /// Every statement of the books in `dialect`.
     pub(crate) fn new(dialect: &Dialect) -> BooksSql {
         let d = dialect;
@@ -215,11 +227,8 @@ impl BooksSql {
                 "where version_id = ? and id > ? order by id limit {}",
                 super::super::types::MIGRATIONS_PER_PAGE
             )),
-            store_fingerprint: placed(
-                "insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) values (?, ?, ?, ?)"
-                    .to_string()
-                    + &d.upsert.tail("db_schema", &["fingerprint", "recorded", "version_id"], &fingerprint_also),
-            ),
+            store_fingerprints_tail: d.upsert.tail("db_schema", &["fingerprint", "recorded", "version_id"], &fingerprint_also),
+            numbered: d.numbered,
             fingerprints_installed: count("svc_fingerprints"),
             select_fingerprints: d.select_fingerprints.into(),
             quarantine: placed(

@@ -309,22 +309,27 @@ where
         self.insert(conn.sqlx(), query, true).await
     }
 
-    async fn store_fingerprint(
+    async fn store_fingerprints(
         &self,
         conn: &mut C,
-        schema: &str,
-        fingerprint: &str,
-        recorded: &str,
+        rows: &[(&str, &str, &str)],
         version_id: i64,
     ) -> Result<(), DbError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
         let conn = conn.sqlx();
-        self.query(&self.sql.store_fingerprint)
-            .bind(schema.to_string())
-            .bind(fingerprint.to_string())
-            .bind(recorded.to_string())
-            .bind(Self::int(version_id)?)
-            .execute(conn)
-            .await?;
+        Self::int(version_id)?;
+        let mut query =
+            sqlx::query(AssertSqlSafe(self.sql.store_fingerprints(rows.len()))).persistent(!self.pooler_safe);
+        for (schema, fingerprint, recorded) in rows {
+            query = query
+                .bind(schema.to_string())
+                .bind(fingerprint.to_string())
+                .bind(recorded.to_string())
+                .bind(version_id);
+        }
+        query.execute(conn).await?;
         Ok(())
     }
 

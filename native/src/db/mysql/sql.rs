@@ -243,10 +243,14 @@ from information_schema.ROUTINES where ROUTINE_SCHEMA = ? \
 union all \
 select 'trigger', cast(TRIGGER_NAME as char), cast(concat(ACTION_TIMING, ' ', EVENT_MANIPULATION, ' ', \
   EVENT_OBJECT_TABLE, ' ', ACTION_STATEMENT) as char) \
-from information_schema.TRIGGERS where TRIGGER_SCHEMA = ?";
+from information_schema.TRIGGERS where EVENT_OBJECT_SCHEMA = ? and TRIGGER_SCHEMA = ?";
 
-/// How often [`CATALOG`] binds the schema.
-pub(crate) const CATALOG_BINDS: usize = 8;
+/// How often [`CATALOG`] binds the schema. Triggers are found by their
+/// table's schema (always theirs too): MariaDB looks `TRIGGERS` up by
+/// `EVENT_OBJECT_SCHEMA` and scans every database for `TRIGGER_SCHEMA`
+/// alone ("Scanned all databases": 27 ms a schema beside 2,000 tenant
+/// databases, more than the tenant's twenty migrations).
+pub(crate) const CATALOG_BINDS: usize = 9;
 
 /// How MySQL and MariaDB write the books' statements (`db::books::sql`).
 const DIALECT: Dialect = Dialect {
