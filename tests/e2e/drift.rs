@@ -176,3 +176,37 @@ async fn a_not_null_dropped_by_hand_is_one_difference_on_every_postgres_major() 
         "{drift}"
     );
 }
+
+/// A trigger made by hand in one tenant is drift on every engine (MySQL
+/// and MariaDB find a schema's triggers by their table's schema).
+#[tokio::test]
+async fn a_trigger_made_by_hand_is_drift_on_every_engine() {
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for name in ["t1", "t2", "t3"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let trigger = match backend() {
+        Backend::Postgres => {
+            "create function t2.touch() returns trigger language plpgsql as $$ begin return new; end $$; \
+             create trigger users_touch before insert on t2.users for each row execute function t2.touch();"
+        }
+        Backend::Mysql => {
+            "create trigger t2.users_touch before insert on t2.users for each row set new.email = lower(new.email)"
+        }
+        Backend::Sqlite => "create trigger users_touch before insert on users begin select 1; end",
+    };
+    server.ws.execute("t2", trigger).await;
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(outliers(&drift), ["t2"], "{drift}");
+    let added: Vec<(&str, &str)> = drift["outliers"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["change"] == "added")
+        .map(|d| (d["kind"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect();
+    assert!(added.iter().any(|(kind, name)| *kind == "trigger" && name.contains("users_touch")), "{drift}");
+}
