@@ -25,6 +25,18 @@ async fn fleet() -> Server {
     server
 }
 
+/// The `basic` set's single schemas and three tenants, `t1` to `t3`.
+async fn three_tenants() -> Server {
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for name in ["t1", "t2", "t3"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server
+}
+
 const DRIFT: &str = "{ drift { tenants changed groups { fingerprint tenants outliers } \
                      outliers { tenant reference differences { kind name change expected found } } } }";
 
@@ -159,13 +171,7 @@ async fn a_not_null_dropped_by_hand_is_one_difference_on_every_postgres_major() 
     if backend() != Backend::Postgres {
         return;
     }
-    let server = Server::start("basic", "").await;
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    for name in ["t1", "t2", "t3"] {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let server = three_tenants().await;
     server.ws.execute("t2", "alter table t2.users alter column email drop not null").await;
     let drift = server.data(DRIFT, json!({})).await["drift"].clone();
     assert_eq!(outliers(&drift), ["t2"], "{drift}");
@@ -181,13 +187,7 @@ async fn a_not_null_dropped_by_hand_is_one_difference_on_every_postgres_major() 
 /// and MariaDB find a schema's triggers by their table's schema).
 #[tokio::test]
 async fn a_trigger_made_by_hand_is_drift_on_every_engine() {
-    let server = Server::start("basic", "").await;
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    for name in ["t1", "t2", "t3"] {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let server = three_tenants().await;
     let trigger = match backend() {
         Backend::Postgres => {
             "create function t2.touch() returns trigger language plpgsql as $$ begin return new; end $$; \
