@@ -319,7 +319,6 @@ where
             return Ok(());
         }
         let conn = conn.sqlx();
-        Self::int(version_id)?;
         let mut query =
             sqlx::query(AssertSqlSafe(self.sql.store_fingerprints(rows.len()))).persistent(!self.pooler_safe);
         for (schema, fingerprint, recorded) in rows {

@@ -34,16 +34,15 @@ pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), 
     let Ok(c_text) = CString::new(text) else {
         return sqlx::raw_sql(AssertSqlSafe(text)).execute(conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e));
     };
-    let text = c_text;
     let mut locked = conn.lock_handle().await.map_err(|e| Failure::from_sqlx(&e))?;
     let handle = locked.as_raw_handle();
     let run = || {
         let mut message: *mut c_char = ptr::null_mut();
         // SAFETY: `handle` is the connection's open handle, locked away from
         // sqlx's thread while `locked` lives (it outlives this call);
-        // `text` is NUL-terminated and outlives the call; no callback is
+        // `c_text` is NUL-terminated and outlives the call; no callback is
         // given; `message` is SQLite's to allocate and ours to free below.
-        let code = unsafe { ffi::sqlite3_exec(handle.as_ptr(), text.as_ptr(), None, ptr::null_mut(), &mut message) };
+        let code = unsafe { ffi::sqlite3_exec(handle.as_ptr(), c_text.as_ptr(), None, ptr::null_mut(), &mut message) };
         if code == ffi::SQLITE_OK {
             return Ok(());
         }
