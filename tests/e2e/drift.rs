@@ -210,3 +210,30 @@ async fn a_trigger_made_by_hand_is_drift_on_every_engine() {
         .collect();
     assert!(added.iter().any(|(kind, name)| *kind == "trigger" && name.contains("users_touch")), "{drift}");
 }
+
+/// The prints stored after a version over the fleet are of the catalogs it
+/// left (on SQLite each tenant's unit reads its own catalog as it commits,
+/// in the same call): nothing reads as changed right after it, though each
+/// tenant's last unit — a script that runs outside any transaction — came
+/// after that read; a change made by hand afterwards does.
+#[tokio::test]
+async fn the_prints_stored_after_a_fleet_version_are_of_what_it_left() {
+    let server = three_tenants().await;
+    server.ws.write_migration("tenants/010.sql", "create table {schema}.orders (id int);\n");
+    server.ws.write_migration(
+        "scripts/tenants/zz.sql",
+        "-- strata:no-transaction\ncreate table if not exists {schema}.made_by_script (id int);\n",
+    );
+    let version = server.create_version(json!({ "versionName": "orders" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    let made =
+        server.ws.rows("svc", "select count(*) from svc_fingerprints where db_schema in ('t1', 't2', 't3')").await;
+    assert_eq!(made, [[json!(3)]], "each tenant's print stored");
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(drift["changed"], json!([]), "{drift}");
+    assert_eq!(outliers(&drift), Vec::<String>::new(), "{drift}");
+
+    by_hand(&server, "t3", "alter table {}orders add column note varchar(20)").await;
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(drift["changed"], json!(["t3"]), "{drift}");
+}

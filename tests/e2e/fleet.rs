@@ -649,6 +649,23 @@ async fn sqlite_units_stage_their_rows_in_their_own_file_and_a_left_marker_folds
     let mut folded = server.ws.rows("svc", &sql).await;
     folded.sort_by_key(|row| (row[0].as_str().unwrap().to_string(), row[1].as_str().unwrap().to_string()));
     assert_eq!(folded, expected);
+    // Whole rows: a staged row holds its file's name only (the file's
+    // columns are the version's, in svc_staged_files), and each folded row
+    // has them as t00's unit wrote its own.
+    let staged_bytes = "select sum(length(contents) + length(checksum) + length(source_dir)) from svc_staged";
+    assert_eq!(server.ws.rows("t01", staged_bytes).await, [[json!(0)]]);
+    let whole = format!(
+        "select filename, count(distinct name || '|' || source_dir || '|' || migration_type || '|' || created || '|' \
+         || contents || '|' || checksum), min(length(contents)), min(length(checksum)) from svc_migrations \
+         where version_id = {version} group by filename order by filename"
+    );
+    assert_eq!(
+        server.ws.rows("svc", &whole).await,
+        [
+            [json!("tenants/001_a.sql"), json!(1), json!(50), json!(64)],
+            [json!("tenants/002_b.sql"), json!(1), json!(50), json!(64)]
+        ]
+    );
     // t00's unit wrote svc itself and staged nothing: nothing was invented.
     let staged_table = "select count(*) from sqlite_master where name = 'svc_staged'";
     assert_eq!(server.ws.rows("t00", staged_table).await, [[json!(0)]]);

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::fingerprint::CatalogObject;
+use strata_core::migrate::fingerprint::{self, CatalogObject};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use strata_core::migrate::statements;
@@ -92,6 +92,12 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
 pub(crate) const CATALOGS_PER_READ: usize = 250;
 
 pub(crate) use super::types::{Entries, Record};
+
+/// The print of `schema`'s catalog (core's `fingerprint` of its normalized
+/// objects), as stored after a version.
+pub(crate) fn catalog_print(schema: &str, objects: &[CatalogObject]) -> String {
+    fingerprint::fingerprint(&fingerprint::normalize(schema, objects))
+}
 
 /// Each of `rows` as the literals of `svc_migrations`' columns, in order
 /// (name, source_dir, filename, migration_type, db_schema, created,
@@ -295,6 +301,14 @@ pub(crate) trait Engine: Send + Sync {
             out.push(objects?);
         }
         Ok(out)
+    }
+    /// The print (core's `fingerprint`) of each of `schemas`' catalogs as
+    /// the version left them, in the order given: by default their catalogs
+    /// read now ([`Engine::catalogs`]); an engine whose units read their
+    /// catalog as they committed hands those over.
+    async fn catalog_prints(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<String>, DbError> {
+        let catalogs = self.catalogs(conn, schemas).await?;
+        Ok(schemas.iter().zip(catalogs).map(|(schema, objects)| catalog_print(schema, &objects)).collect())
     }
     /// Its books: the `svc` tables and the tenant list.
     fn books(&self) -> &Self::Books;

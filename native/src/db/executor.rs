@@ -415,8 +415,9 @@ async fn store_fingerprints<E: Engine>(engine: &E, conns: &mut [E::Conn], mut sc
     }
 }
 
-/// One batch of [`store_fingerprints`]: its catalogs in one read, its
-/// fingerprints in one statement.
+/// One batch of [`store_fingerprints`]: its prints (read in one query, or
+/// kept from the units: [`Engine::catalog_prints`]), stored in one
+/// statement.
 async fn store_batch<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
@@ -425,12 +426,7 @@ async fn store_batch<E: Engine>(
     version_id: i64,
 ) -> Result<(), DbError> {
     let nothing = fingerprint::Recorded::default();
-    let catalogs = engine.catalogs(conn, batch).await?;
-    let prints: Vec<String> = batch
-        .iter()
-        .zip(catalogs)
-        .map(|(schema, objects)| fingerprint::fingerprint(&fingerprint::normalize(schema, &objects)))
-        .collect();
+    let prints = engine.catalog_prints(conn, batch).await?;
     let rows: Vec<(&str, &str, &str)> = batch
         .iter()
         .zip(&prints)

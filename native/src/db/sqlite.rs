@@ -65,6 +65,11 @@ pub(crate) struct SqliteEngine {
     lock_options: SqliteConnectOptions,
     /// What the running version staged (see [`staging`]).
     staging: std::sync::Mutex<staging::Staging>,
+    /// The fingerprint of each tenant's catalog, read by its unit's own
+    /// call right after its commit (see [`Engine::catalog_prints`]);
+    /// forgotten when the schema is entered again and taken when the
+    /// version stores them.
+    prints: std::sync::Mutex<HashMap<String, String>>,
 }
 
 impl SqliteEngine {
@@ -139,6 +144,7 @@ impl SqliteEngine {
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
             staging: Default::default(),
+            prints: Default::default(),
         };
         if access == Access::ReadWrite {
             engine.recover_at_start().await?;
@@ -250,7 +256,7 @@ impl SqliteEngine {
     /// detach. Files that did not exist are remembered as created, as
     /// [`Engine::enter`] does.
     async fn attach_batch(&self, conn: &mut SqliteConn, batch: &[String]) -> Result<Vec<String>, DbError> {
-        let mut files: Vec<(String, String)> = Vec::new();
+        let mut files: Vec<(String, PathBuf)> = Vec::new();
         for schema in batch {
             self.files.check(schema)?;
             let known = schema.eq_ignore_ascii_case("svc")
@@ -263,16 +269,20 @@ impl SqliteEngine {
             if known {
                 continue;
             }
-            let file = self.files.file(schema);
-            if !tokio::fs::try_exists(&file).await.unwrap_or(false) {
-                conn.created_files.push(file.clone());
-            }
-            files.push((schema.clone(), file.to_string_lossy().into_owned()));
+            files.push((schema.clone(), self.files.file(schema)));
         }
         let schemas: Vec<String> = files.iter().map(|(schema, _)| schema.clone()).collect();
         if files.is_empty() {
             return Ok(schemas);
         }
+        // One look at the directory for the whole batch (a task handed to
+        // the blocking pool per file cost a wake-up each).
+        let missing: Vec<PathBuf> = exec::blocking(|| {
+            files.iter().filter(|(_, file)| !file.try_exists().unwrap_or(false)).map(|(_, file)| file.clone()).collect()
+        });
+        conn.created_files.extend(missing);
+        let files: Vec<(String, String)> =
+            files.into_iter().map(|(schema, file)| (schema, file.to_string_lossy().into_owned())).collect();
         if let Err(e) = exec::batch(&mut conn.conn, &sql::attach_all(&files)).await {
             // Those before the failing one are attached: detach them all
             // (the rest fail harmlessly).
@@ -282,6 +292,18 @@ impl SqliteEngine {
             return Err(e);
         }
         Ok(schemas)
+    }
+}
+
+impl SqliteEngine {
+    /// Keeps the print of `schema`'s catalog as its unit's call read it (one
+    /// JSON array of [`sql::catalogs`]); a text that does not parse is
+    /// dropped, and the catalog read again when the prints are stored.
+    fn keep_print(&self, schema: String, read: &str) {
+        let Ok(rows) = serde_json::from_str::<Vec<CatalogRow>>(read) else { return };
+        let objects: Vec<_> = rows.into_iter().map(catalog_object).collect();
+        let print = engine::catalog_print(&schema, &objects);
+        self.prints.lock().unwrap_or_else(|e| e.into_inner()).insert(schema, print);
     }
 }
 
@@ -373,11 +395,14 @@ impl Engine for SqliteEngine {
     }
 
     async fn prepare(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<(), DbError> {
+        self.prints.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.attach_schemas(conn, schemas).await
     }
 
     /// Attaches a tenant's file for its unit, unless the version attached it.
     async fn enter(&self, conn: &mut Self::Conn, schema: &str) -> Result<(), DbError> {
+        // What this unit does is not in the print its last unit read.
+        self.prints.lock().unwrap_or_else(|e| e.into_inner()).remove(schema);
         if conn.attached.iter().any(|a| a.eq_ignore_ascii_case(schema)) {
             return Ok(());
         }
@@ -457,10 +482,33 @@ impl Engine for SqliteEngine {
         Ok(out)
     }
 
+    /// The prints the units read as they committed (see
+    /// [`SqliteEngine::keep_print`]), taken; the others' catalogs read now.
+    async fn catalog_prints(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<String>, DbError> {
+        let mut prints: Vec<Option<String>> = {
+            let mut kept = self.prints.lock().unwrap_or_else(|e| e.into_inner());
+            schemas.iter().map(|schema| kept.remove(schema)).collect()
+        };
+        let unread: Vec<String> = schemas
+            .iter()
+            .zip(&prints)
+            .filter(|(_, print)| print.is_none())
+            .map(|(schema, _)| schema.clone())
+            .collect();
+        if !unread.is_empty() {
+            let catalogs = self.catalogs(conn, &unread).await?;
+            let mut read = unread.iter().zip(catalogs).map(|(schema, objects)| engine::catalog_print(schema, &objects));
+            for print in prints.iter_mut().filter(|print| print.is_none()) {
+                *print = read.next();
+            }
+        }
+        Ok(prints.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
     /// Detaches the unit's file (its transaction is over).
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
         if let Some(schema) = conn.entered.take()
-            && let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(&schema))).execute(&mut *conn.conn).await
+            && let Err(e) = exec::batch(&mut conn.conn, &sql::detach(&schema)).await
         {
             tracing::warn!(schema, error = %e, "detach failed");
         }
@@ -513,17 +561,32 @@ impl Engine for SqliteEngine {
     ///
     /// A unit whose rows are staged in its own file (see [`staging`])
     /// begins deferred, so that it writes that file alone and commits it
-    /// alone; before it runs, the version is marked as staging.
+    /// alone; before it runs, the version is marked as staging and its
+    /// files described in `svc_staged_files`.
     async fn execute_message(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         // Unmarked, the unit must not stage: failing here sends it the
         // file-by-file way, which records in `svc` itself.
-        self.mark_staging().await.map_err(|error| Failure {
+        let prepared = async {
+            self.mark_staging().await?;
+            self.describe_files(conn).await
+        };
+        prepared.await.map_err(|error| Failure {
             message: error.to_string(),
             offset: None,
             line: None,
             cause: super::error::Cause::Statement,
         })?;
-        exec::exec(&mut conn.conn, text).await?;
+        match conn.entered.clone() {
+            // A tenant's unit reads its catalog as it left it, in the same
+            // call (no attachment of its own for it after the version).
+            Some(schema) => {
+                let text = format!("{text};\n{}", sql::catalogs(std::slice::from_ref(&schema)));
+                if let Some(read) = exec::exec_reading(&mut conn.conn, &text).await? {
+                    self.keep_print(schema, &read);
+                }
+            }
+            None => exec::exec(&mut conn.conn, text).await?,
+        }
         // Committed: a fold that fails now is done again later.
         if self.fold_due()
             && let Err(error) = self.fold_pending(conn).await
@@ -537,24 +600,32 @@ impl Engine for SqliteEngine {
     /// schema (a unit's are): see [`staging`].
     fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
         let Entries { rows, created, version_id } = *entries;
+        let created = quote_string_sqlite(created);
         let one_schema = rows.first().map(|row| row.schema).filter(|first| rows.iter().all(|row| row.schema == *first));
-        let first_seq = one_schema
-            .map(|schema| self.staging.lock().unwrap_or_else(|e| e.into_inner()).stage(schema, version_id, rows.len()));
-        let mut text = match one_schema {
-            Some(schema) => sql::stage(schema, version_id),
-            None => String::from(sql::INSERT_MIGRATIONS),
+        let Some(schema) = one_schema else {
+            self.staging.lock().unwrap_or_else(|e| e.into_inner()).set_undescribed(Vec::new());
+            let version = version_id.to_string();
+            let values: Vec<String> = engine::row_literals(rows, quote_string_sqlite, &created, &version)
+                .map(|values| format!("({values})"))
+                .collect();
+            return Ok(format!("{}values {}", sql::INSERT_MIGRATIONS, values.join(", ")));
         };
-        text.push_str("values ");
-        let (created, version) = (quote_string_sqlite(created), version_id.to_string());
-        for (index, values) in engine::row_literals(rows, quote_string_sqlite, &created, &version).enumerate() {
-            text.push_str(if index == 0 { "(" } else { ", (" });
-            if let Some(first) = first_seq {
-                text.push_str(&format!("{}, ", first + index as i64));
-            }
-            text.push_str(&values);
-            text.push(')');
-        }
-        Ok(text)
+        let first = {
+            let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+            let first = staging.stage(schema, version_id, rows.len());
+            let undescribed = rows
+                .iter()
+                .filter(|row| !staging.is_described(&row.migration.file))
+                .map(|row| (row.migration.file.clone(), sql::staged_file(version_id, row.migration, &created)))
+                .collect();
+            staging.set_undescribed(undescribed);
+            first
+        };
+        let values: Vec<String> = (first..)
+            .zip(rows)
+            .map(|(seq, row)| sql::staged_row(seq, &row.migration.file, row.schema, version_id))
+            .collect();
+        Ok(format!("{}values {}", sql::stage(schema, version_id), values.join(", ")))
     }
 
     /// Runs the file statement by statement: SQLite reports no position,

@@ -15,7 +15,7 @@
 //! error string freed by SQLite.
 #![allow(unsafe_code)]
 
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::ptr;
 
 use libsqlite3_sys as ffi;
@@ -31,6 +31,23 @@ use crate::db::error::{Cause, DbError};
 /// character, which SQLite's C interface cannot be given, runs through
 /// sqlx.
 pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), Failure> {
+    exec_keeping(conn, text, None).await
+}
+
+/// [`exec`], keeping the first column of the last row any statement of
+/// `text` returned (a unit's closing read of its catalog): `None` when none
+/// did, or when the text ran through sqlx.
+pub(super) async fn exec_reading(conn: &mut SqliteConnection, text: &str) -> Result<Option<String>, Failure> {
+    let mut kept = None;
+    exec_keeping(conn, text, Some(&mut kept)).await?;
+    Ok(kept)
+}
+
+async fn exec_keeping(
+    conn: &mut SqliteConnection,
+    text: &str,
+    kept: Option<&mut Option<String>>,
+) -> Result<(), Failure> {
     let Ok(c_text) = CString::new(text) else {
         return sqlx::raw_sql(AssertSqlSafe(text)).execute(conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e));
     };
@@ -38,11 +55,16 @@ pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), 
     let handle = locked.as_raw_handle();
     let run = || {
         let mut message: *mut c_char = ptr::null_mut();
+        let (callback, argument): (ffi::sqlite3_callback, *mut c_void) = match kept {
+            Some(kept) => (Some(keep_first_column), ptr::from_mut(kept).cast()),
+            None => (None, ptr::null_mut()),
+        };
         // SAFETY: `handle` is the connection's open handle, locked away from
         // sqlx's thread while `locked` lives (it outlives this call);
-        // `c_text` is NUL-terminated and outlives the call; no callback is
-        // given; `message` is SQLite's to allocate and ours to free below.
-        let code = unsafe { ffi::sqlite3_exec(handle.as_ptr(), c_text.as_ptr(), None, ptr::null_mut(), &mut message) };
+        // `c_text` is NUL-terminated and outlives the call; the callback, when
+        // given, receives `argument`, a `&mut Option<String>` that outlives
+        // the call; `message` is SQLite's to allocate and ours to free below.
+        let code = unsafe { ffi::sqlite3_exec(handle.as_ptr(), c_text.as_ptr(), callback, argument, &mut message) };
         if code == ffi::SQLITE_OK {
             return Ok(());
         }
@@ -61,14 +83,46 @@ pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), 
         };
         Err(failure_of(extended, said))
     };
-    // The service's runtime has other threads to move its tasks to; a
-    // command's runs on this one, which has nothing else to do meanwhile.
-    let result = match tokio::runtime::Handle::current().runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
-        _ => run(),
-    };
+    let result = blocking(run);
     drop(locked);
     result
+}
+
+/// Runs `work`, which blocks, on the calling thread: the service's runtime
+/// has other threads to move its tasks to meanwhile; a command's runtime
+/// has one, which has nothing else to do.
+pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+/// `sqlite3_exec`'s callback for [`exec_reading`]: keeps the row's first
+/// column in the `Option<String>` behind `kept`.
+///
+/// # Safety
+/// `kept` is null or a live, unborrowed `Option<String>`; `values` is null
+/// or holds `columns` pointers, each null or a NUL-terminated text.
+unsafe extern "C" fn keep_first_column(
+    kept: *mut c_void,
+    columns: c_int,
+    values: *mut *mut c_char,
+    _names: *mut *mut c_char,
+) -> c_int {
+    if columns < 1 || kept.is_null() || values.is_null() {
+        return 0;
+    }
+    // SAFETY: `kept` is the `&mut Option<String>` exec_keeping passed, alive
+    // and not otherwise borrowed during the call; `values` holds `columns`
+    // pointers, each null (SQL NULL) or a NUL-terminated text SQLite owns
+    // for the length of this call.
+    unsafe {
+        let first = *values;
+        let kept = &mut *kept.cast::<Option<String>>();
+        *kept = (!first.is_null()).then(|| CStr::from_ptr(first).to_string_lossy().into_owned());
+    }
+    0
 }
 
 /// [`exec`] for the service's own statements (attachments, folds): a

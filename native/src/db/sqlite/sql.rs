@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
 use strata_core::migrate::ident::{quote_ansi, quote_string_sqlite};
+use strata_core::migrate::source::SourceMigration;
 
 /// The service's bookkeeping tables, in the attached `svc` schema.
 pub(crate) const CREATE_SERVICE_TABLES: &str = "
@@ -33,6 +34,17 @@ create table if not exists svc.svc_fingerprints (
     recorded text not null,
     version_id integer not null,
     created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+create table if not exists svc.svc_staged_files (
+    version_id integer not null,
+    filename text not null,
+    name text not null,
+    source_dir text not null,
+    migration_type integer not null,
+    created text not null,
+    contents text not null,
+    checksum text not null,
+    primary key (version_id, filename)
 );
 create table if not exists svc.svc_quarantine (
     tenant text primary key,
@@ -165,8 +177,8 @@ const MIGRATION_COLUMNS: &str =
 
 /// A unit's rows staged in its schema's own file (`staging`): the table
 /// made if missing, the rows of other (folded) versions deleted, then the
-/// head of the insert — the row's sequence number first — its values
-/// appended by the caller.
+/// head of the insert — its values appended by the caller, each
+/// [`staged_row`].
 pub(crate) fn stage(schema: &str, version_id: i64) -> String {
     let table = format!("{}.svc_staged", quote_ansi(schema));
     format!(
@@ -175,6 +187,48 @@ pub(crate) fn stage(schema: &str, version_id: i64) -> String {
          contents text not null, checksum text not null, version_id integer not null);\n\
          delete from {table} where version_id <> {version_id};\n\
          insert into {table} (seq, {MIGRATION_COLUMNS}) "
+    )
+}
+
+/// One staged row's values: its sequence number, file, schema and
+/// version; what the file is (name, directory, type, time, contents,
+/// checksum) is the version's, in `svc_staged_files` ([`stage_files`]),
+/// and left empty here — a row of a few dozen bytes, where the whole row
+/// made the tenant's file two pages longer than its migrations did.
+pub(crate) fn staged_row(seq: i64, filename: &str, schema: &str, version_id: i64) -> String {
+    format!(
+        "({seq}, '', '', {}, 0, {}, '', '', '', {version_id})",
+        quote_string_sqlite(filename),
+        quote_string_sqlite(schema)
+    )
+}
+
+/// The values of `migration`'s row in `svc_staged_files` (`created`
+/// written already).
+pub(crate) fn staged_file(version_id: i64, migration: &SourceMigration, created: &str) -> String {
+    format!(
+        "({version_id}, {}, {}, {}, {}, {created}, {}, {})",
+        quote_string_sqlite(&migration.file),
+        quote_string_sqlite(&migration.name),
+        quote_string_sqlite(&migration.source_dir),
+        migration.migration_type.code(),
+        quote_string_sqlite(&migration.contents),
+        quote_string_sqlite(&migration.checksum)
+    )
+}
+
+/// Writes, in one transaction on `svc.db` alone, what the version's files
+/// are (`values`: `(version_id, filename, name, source_dir, migration_type,
+/// created, contents, checksum)` literals) before a unit stages rows of
+/// them; other versions' are deleted (folded already).
+pub(crate) fn stage_files(version_id: i64, values: &[String]) -> String {
+    format!(
+        "begin;\n\
+         delete from svc.svc_staged_files where version_id <> {version_id};\n\
+         insert or ignore into svc.svc_staged_files (version_id, filename, name, source_dir, migration_type, created, \
+         contents, checksum) values {};\n\
+         commit",
+        values.join(", ")
     )
 }
 
@@ -197,9 +251,11 @@ pub(crate) fn with_staged_table(schemas: &[String]) -> String {
 
 /// Copies the rows `version_id` staged in the attached `schemas` (those
 /// numbered within `sequence`, when given) into `svc_migrations` in their
-/// order, but those there already (found through the index on version,
-/// schema and file), in one transaction (begun deferred: only `svc.db` is
-/// written, so it commits alone).
+/// order, each completed with its file's columns from `svc_staged_files`
+/// (a row staged by an earlier release carries them itself), but those
+/// there already (found through the index on version, schema and file), in
+/// one transaction (begun deferred: only `svc.db` is written, so it commits
+/// alone).
 pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::ops::Range<i64>>) -> String {
     let within = sequence.map_or(String::new(), |range| format!(" and seq >= {} and seq < {}", range.start, range.end));
     let staged = schemas
@@ -214,9 +270,13 @@ pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::op
         .join(" union all ");
     format!(
         "begin;\n\
-         insert into svc.svc_migrations ({MIGRATION_COLUMNS}) select {MIGRATION_COLUMNS} from ({staged}) s \
+         insert into svc.svc_migrations ({MIGRATION_COLUMNS}) \
+         select coalesce(f.name, s.name), coalesce(f.source_dir, s.source_dir), s.filename, \
+         coalesce(f.migration_type, s.migration_type), s.db_schema, coalesce(f.created, s.created), \
+         coalesce(f.contents, s.contents), coalesce(f.checksum, s.checksum), s.version_id \
+         from ({staged}) s left join svc.svc_staged_files f on f.version_id = s.version_id and f.filename = s.filename \
          where not exists (select 1 from svc.svc_migrations m where m.version_id = s.version_id \
-         and m.db_schema = s.db_schema and m.filename = s.filename) order by seq;\n\
+         and m.db_schema = s.db_schema and m.filename = s.filename) order by s.seq;\n\
          commit"
     )
 }

@@ -71,6 +71,12 @@ pub(crate) struct Staging {
     marked: Option<i64>,
     /// When the version staged its first row or last folded.
     since: Option<std::time::Instant>,
+    /// The files of the version whose columns `svc_staged_files` holds
+    /// (committed).
+    described: std::collections::HashSet<String>,
+    /// The files the unit about to run stages rows of and `svc_staged_files`
+    /// lacks: (file, its row's values), written before the unit runs.
+    undescribed: Vec<(String, String)>,
 }
 
 impl Staging {
@@ -93,6 +99,20 @@ impl Staging {
         let first = self.next;
         self.next += rows as i64;
         first
+    }
+}
+
+impl Staging {
+    /// Whether `svc_staged_files` describes `file` for the running version.
+    pub(crate) fn is_described(&self, file: &str) -> bool {
+        self.described.contains(file)
+    }
+
+    /// The files the unit about to run stages rows of and
+    /// `svc_staged_files` lacks, with their rows' values: written before it
+    /// runs ([`SqliteEngine::describe_files`]).
+    pub(crate) fn set_undescribed(&mut self, files: Vec<(String, String)>) {
+        self.undescribed = files;
     }
 }
 
@@ -121,6 +141,28 @@ impl SqliteEngine {
         .await;
         written.map_err(|source| DbError::Directory { path: marker, source })?;
         self.staging.lock().unwrap_or_else(|e| e.into_inner()).marked = Some(version_id);
+        Ok(())
+    }
+
+    /// Before a staged unit runs: `svc_staged_files` describes every file
+    /// it stages rows of, committed (once per file and version).
+    pub(super) async fn describe_files(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
+        let (version_id, undescribed) = {
+            let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+            match staging.version_id {
+                Some(id) if !staging.undescribed.is_empty() => (id, std::mem::take(&mut staging.undescribed)),
+                _ => return Ok(()),
+            }
+        };
+        let values: Vec<String> = undescribed.iter().map(|(_, values)| values.clone()).collect();
+        if let Err(e) = super::exec::batch(&mut conn.conn, &sql::stage_files(version_id, &values)).await {
+            let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
+            return Err(e);
+        }
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if staging.version_id == Some(version_id) {
+            staging.described.extend(undescribed.into_iter().map(|(file, _)| file));
+        }
         Ok(())
     }
 
@@ -318,10 +360,27 @@ mod tests {
         assert!(fold.contains("from \"t01\".svc_staged where version_id = 7 and seq >= 3 and seq < 9"), "{fold}");
         assert!(fold.contains(" union all select seq, "), "{fold}");
         assert!(fold.contains("m.version_id = s.version_id and m.db_schema = s.db_schema and m.filename = s.filename"));
-        assert!(fold.contains(") order by seq;"), "{fold}");
+        assert!(fold.contains(") order by s.seq;"), "{fold}");
+        // Each row completed with its file's columns, which a row staged by
+        // an earlier release carries itself.
+        assert!(
+            fold.contains(
+                "left join svc.svc_staged_files f on f.version_id = s.version_id and f.filename = s.filename"
+            ),
+            "{fold}"
+        );
+        assert!(fold.contains("coalesce(f.contents, s.contents)"), "{fold}");
         // A recovery takes every row of the version.
         assert!(!sql::fold(&["t01".to_string()], 7, None).contains("seq >="));
-        // A unit deletes only other versions' rows.
+        // A unit deletes only other versions' rows; its own are a few
+        // dozen bytes each, the file's columns left to `svc_staged_files`.
         assert!(sql::stage("t01", 7).contains("delete from \"t01\".svc_staged where version_id <> 7;"));
+        assert_eq!(
+            sql::staged_row(4, "tenants/001.sql", "t01", 7),
+            "(4, '', '', 'tenants/001.sql', 0, 't01', '', '', '', 7)"
+        );
+        let files = sql::stage_files(7, &["(7, 'a')".to_string(), "(7, 'b')".to_string()]);
+        assert!(files.contains("delete from svc.svc_staged_files where version_id <> 7;"), "{files}");
+        assert!(files.contains("values (7, 'a'), (7, 'b');"), "{files}");
     }
 }
