@@ -212,8 +212,8 @@ async fn a_trigger_made_by_hand_is_drift_on_every_engine() {
 }
 
 /// The prints stored after a version over the fleet are of the catalogs it
-/// left (on SQLite each tenant's unit reads its own catalog as it commits,
-/// in the same call): nothing reads as changed right after it, though each
+/// left (on SQLite each tenant's catalog is read right after its unit, its
+/// file still attached): nothing reads as changed right after it, though each
 /// tenant's last unit — a script that runs outside any transaction — came
 /// after that read; a change made by hand afterwards does.
 #[tokio::test]

@@ -65,8 +65,8 @@ pub(crate) struct SqliteEngine {
     lock_options: SqliteConnectOptions,
     /// What the running version staged (see [`staging`]).
     staging: std::sync::Mutex<staging::Staging>,
-    /// The fingerprint of each tenant's catalog, read by its unit's own
-    /// call right after its commit (see [`Engine::catalog_prints`]);
+    /// The fingerprint of each tenant's catalog, read right after its unit
+    /// committed, its file still attached (see [`Engine::catalog_prints`]);
     /// forgotten when the schema is entered again and taken when the
     /// version stores them.
     prints: std::sync::Mutex<HashMap<String, String>>,
@@ -296,8 +296,8 @@ impl SqliteEngine {
 }
 
 impl SqliteEngine {
-    /// Keeps the print of `schema`'s catalog as its unit's call read it (one
-    /// JSON array of [`sql::catalogs`]); a text that does not parse is
+    /// Keeps the print of `schema`'s catalog as read right after its unit
+    /// (one JSON array of [`sql::catalogs`]); a text that does not parse is
     /// dropped, and the catalog read again when the prints are stored.
     fn keep_print(&self, schema: String, read: &str) {
         let Ok(rows) = serde_json::from_str::<Vec<CatalogRow>>(read) else { return };
@@ -576,16 +576,16 @@ impl Engine for SqliteEngine {
             line: None,
             cause: super::error::Cause::Statement,
         })?;
-        match conn.entered.clone() {
-            // A tenant's unit reads its catalog as it left it, in the same
-            // call (no attachment of its own for it after the version).
-            Some(schema) => {
-                let text = format!("{text};\n{}", sql::catalogs(std::slice::from_ref(&schema)));
-                if let Some(read) = exec::exec_reading(&mut conn.conn, &text).await? {
-                    self.keep_print(schema, &read);
-                }
+        exec::exec(&mut conn.conn, text).await?;
+        self.staging.lock().unwrap_or_else(|e| e.into_inner()).committed();
+        if let Some(schema) = conn.entered.clone() {
+            // A tenant's catalog as its unit left it, read while its file is
+            // attached (no attachment of its own for it after the version);
+            // a read that fails leaves it to that pass.
+            let read = exec::exec_reading(&mut conn.conn, &sql::catalogs(std::slice::from_ref(&schema))).await;
+            if let Ok(Some(read)) = read {
+                self.keep_print(schema, &read);
             }
-            None => exec::exec(&mut conn.conn, text).await?,
         }
         // Committed: a fold that fails now is done again later.
         if self.fold_due()
@@ -612,7 +612,8 @@ impl Engine for SqliteEngine {
         };
         let first = {
             let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-            let first = staging.stage(schema, version_id, rows.len());
+            let files = rows.iter().map(|row| row.migration.file.clone()).collect();
+            let first = staging.stage(schema, version_id, files);
             let undescribed = rows
                 .iter()
                 .filter(|row| !staging.is_described(&row.migration.file))

@@ -35,7 +35,7 @@ pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), 
 }
 
 /// [`exec`], keeping the first column of the last row any statement of
-/// `text` returned (a unit's closing read of its catalog): `None` when none
+/// `text` returned (a tenant's catalog, read right after its unit): `None` when none
 /// did, or when the text ran through sqlx.
 pub(super) async fn exec_reading(conn: &mut SqliteConnection, text: &str) -> Result<Option<String>, Failure> {
     let mut kept = None;

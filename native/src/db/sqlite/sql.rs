@@ -249,20 +249,18 @@ pub(crate) fn with_staged_table(schemas: &[String]) -> String {
     format!("with s(name) as ({names}) select json_group_array(name) from s")
 }
 
-/// Copies the rows `version_id` staged in the attached `schemas` (those
-/// numbered within `sequence`, when given) into `svc_migrations` in their
-/// order, each completed with its file's columns from `svc_staged_files`
-/// (a row staged by an earlier release carries them itself), but those
-/// there already (found through the index on version, schema and file), in
-/// one transaction (begun deferred: only `svc.db` is written, so it commits
-/// alone).
-pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::ops::Range<i64>>) -> String {
-    let within = sequence.map_or(String::new(), |range| format!(" and seq >= {} and seq < {}", range.start, range.end));
+/// Copies every row `version_id` staged in the attached `schemas` (a
+/// recovery's fold) into `svc_migrations` in their order, each completed
+/// with its file's columns from `svc_staged_files` (a row staged by an
+/// earlier release carries them itself), but those there already (found
+/// through the index on version, schema and file), in one transaction
+/// (begun deferred: only `svc.db` is written, so it commits alone).
+pub(crate) fn fold(schemas: &[String], version_id: i64) -> String {
     let staged = schemas
         .iter()
         .map(|schema| {
             format!(
-                "select seq, {MIGRATION_COLUMNS} from {}.svc_staged where version_id = {version_id}{within}",
+                "select seq, {MIGRATION_COLUMNS} from {}.svc_staged where version_id = {version_id}",
                 quote_ansi(schema)
             )
         })
@@ -278,6 +276,33 @@ pub(crate) fn fold(schemas: &[String], version_id: i64, sequence: Option<std::op
          where not exists (select 1 from svc.svc_migrations m where m.version_id = s.version_id \
          and m.db_schema = s.db_schema and m.filename = s.filename) order by s.seq;\n\
          commit"
+    )
+}
+
+/// Writes the rows of `units`, committed and staged by this process, into
+/// `svc_migrations` in their order — each (sequence number, schema, file)
+/// completed with its file's columns from `svc_staged_files` — but those
+/// there already, in one transaction on `svc.db` alone.
+pub(crate) fn fold_committed(version_id: i64, units: &[super::staging::StagedUnit]) -> String {
+    let rows: Vec<String> = units
+        .iter()
+        .flat_map(|unit| {
+            let schema = quote_string_sqlite(&unit.schema);
+            (unit.first..)
+                .zip(&unit.files)
+                .map(move |(seq, file)| format!("({seq}, {schema}, {})", quote_string_sqlite(file)))
+        })
+        .collect();
+    format!(
+        "begin;\n\
+         with u(seq, db_schema, filename) as (values {}) \
+         insert into svc.svc_migrations ({MIGRATION_COLUMNS}) \
+         select f.name, f.source_dir, f.filename, f.migration_type, u.db_schema, f.created, f.contents, f.checksum, \
+         f.version_id from u join svc.svc_staged_files f on f.version_id = {version_id} and f.filename = u.filename \
+         where not exists (select 1 from svc.svc_migrations m where m.version_id = {version_id} \
+         and m.db_schema = u.db_schema and m.filename = u.filename) order by u.seq;\n\
+         commit",
+        rows.join(", ")
     )
 }
 

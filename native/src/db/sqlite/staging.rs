@@ -20,10 +20,16 @@
 //!   leaves the name behind: the next mutation (under the lock, before
 //!   planning) and the next start fold every schema file's rows of that
 //!   version first ([`SqliteEngine::recover_staged`]).
+//! - **A fold writes what committed.** This process keeps, for the units it
+//!   staged since the last fold, each committed unit's schema, files and
+//!   sequence numbers — what its staged rows say — and a fold writes those
+//!   rows from that, each completed with its file's columns from
+//!   `svc_staged_files` (in `svc.db`: no tenant file is opened again). A
+//!   unit whose call failed was rolled back whole and is not kept.
 //! - **Rows keep their order**: each staged row carries the version's next
-//!   sequence number and a fold copies a range of them in order, so
-//!   `svc_migrations`' ids follow the order units committed, as when each
-//!   unit wrote them itself (a recovery after a crash copies file by file).
+//!   sequence number and a fold writes them in order, so `svc_migrations`'
+//!   ids follow the order units committed, as when each unit wrote them
+//!   itself (a recovery after a crash copies file by file).
 //! - **A fold is idempotent**: a row already in `svc_migrations` (same
 //!   version, schema and file) is not copied again, so a fold cut short is
 //!   simply done again.
@@ -46,9 +52,9 @@ use crate::db::error::DbError;
 /// Schema names cannot contain `.`: no schema's file is named like it.
 pub(crate) const MARKER: &str = "svc.staging";
 
-/// Staged units folded at once, at most (their files attached together,
-/// with room for the unit's own).
-pub(crate) const FOLD_EVERY: usize = sql::CATALOGS_AT_ONCE - 1;
+/// Committed units folded at once, at most (in practice [`FOLD_AFTER`]
+/// comes first on a fast disk).
+pub(crate) const FOLD_EVERY: usize = 500;
 
 /// How long staged rows wait for a fold at most (then the next staged unit
 /// folds them): what reads `svc_migrations` while a version runs sees it
@@ -60,11 +66,10 @@ pub(crate) const FOLD_AFTER: std::time::Duration = std::time::Duration::from_mil
 pub(crate) struct Staging {
     /// The version whose rows are staged.
     version_id: Option<i64>,
-    /// The schemas of the units staged since the last fold, in order (some
-    /// may have failed: their rows rolled back with them).
-    pending: Vec<String>,
-    /// The sequence number of the first row not folded.
-    folded: i64,
+    /// The unit about to run, as its staged rows say it.
+    running: Option<StagedUnit>,
+    /// The units committed since the last fold, in order.
+    committed: Vec<StagedUnit>,
     /// The next row's sequence number.
     next: i64,
     /// The version [`MARKER`] names on disk, when this process wrote it.
@@ -75,14 +80,23 @@ pub(crate) struct Staging {
     /// (committed).
     described: std::collections::HashSet<String>,
     /// The files the unit about to run stages rows of and `svc_staged_files`
-    /// lacks: (file, its row's values), written before the unit runs.
+    /// lacks: (file, its row's values), written before it runs.
     undescribed: Vec<(String, String)>,
 }
 
+/// One staged unit: its schema, the sequence number of its first row, and
+/// its rows' files, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StagedUnit {
+    pub(crate) schema: String,
+    pub(crate) first: i64,
+    pub(crate) files: Vec<String>,
+}
+
 impl Staging {
-    /// A unit of `version_id` in `schema` is about to stage `rows` rows:
-    /// the sequence number of its first.
-    pub(crate) fn stage(&mut self, schema: &str, version_id: i64, rows: usize) -> i64 {
+    /// A unit of `version_id` in `schema` is about to stage a row of each
+    /// of `files`: the sequence number of its first.
+    pub(crate) fn stage(&mut self, schema: &str, version_id: i64, files: Vec<String>) -> i64 {
         if self.version_id != Some(version_id) {
             // A new version: the last one's rows were all folded (or are
             // the marker's, which the lock folds before any version).
@@ -93,12 +107,18 @@ impl Staging {
                 ..Staging::default()
             };
         }
-        if self.pending.last().is_none_or(|last| last != schema) {
-            self.pending.push(schema.to_string());
-        }
         let first = self.next;
-        self.next += rows as i64;
+        self.next += files.len() as i64;
+        self.running = Some(StagedUnit { schema: schema.to_string(), first, files });
         first
+    }
+
+    /// The unit about to run committed: its rows wait for a fold. (One
+    /// that failed was rolled back whole; the next unit replaces it.)
+    pub(crate) fn committed(&mut self) {
+        if let Some(unit) = self.running.take() {
+            self.committed.push(unit);
+        }
     }
 }
 
@@ -166,26 +186,26 @@ impl SqliteEngine {
         Ok(())
     }
 
-    /// Folds the rows staged since the last fold into `svc_migrations`, in
-    /// their order; on a failure they stay pending (and on disk: the
-    /// marker's fold finds them).
+    /// Folds the rows of the units committed since the last fold into
+    /// `svc_migrations`, in their order, in one transaction on `svc.db`
+    /// alone; on a failure they stay pending (and on disk: the marker's
+    /// fold finds them).
     pub(super) async fn fold_pending(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
-        let (version_id, mut schemas, from, to) = {
+        let (version_id, units) = {
             let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
             match staging.version_id {
-                Some(id) if !staging.pending.is_empty() => (id, staging.pending.clone(), staging.folded, staging.next),
+                Some(id) if !staging.committed.is_empty() => (id, staging.committed.clone()),
                 _ => return Ok(()),
             }
         };
-        schemas.sort();
-        schemas.dedup();
-        for batch in schemas.chunks(FOLD_EVERY) {
-            self.fold_batch(conn, batch, version_id, Some(from..to)).await?;
+        let fold = sql::fold_committed(version_id, &units);
+        if let Err(e) = super::exec::batch(&mut conn.conn, &fold).await {
+            let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
+            return Err(e);
         }
         let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if staging.version_id == Some(version_id) {
-            staging.pending.clear();
-            staging.folded = to;
+            staging.committed.drain(..units.len());
             staging.since = Some(std::time::Instant::now());
         }
         Ok(())
@@ -202,21 +222,15 @@ impl SqliteEngine {
     /// some for [`FOLD_AFTER`].
     pub(super) fn fold_due(&self) -> bool {
         let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        staging.pending.len() >= FOLD_EVERY
-            || (!staging.pending.is_empty() && staging.since.is_some_and(|since| since.elapsed() >= FOLD_AFTER))
+        staging.committed.len() >= FOLD_EVERY
+            || (!staging.committed.is_empty() && staging.since.is_some_and(|since| since.elapsed() >= FOLD_AFTER))
     }
 
-    /// One batch of a fold: its files attached in one call, the schemas
-    /// that have `svc_staged` found in one query, their rows of the version
-    /// (within `sequence`, when given) copied in order in one transaction
-    /// that writes `svc.db` alone, the files detached.
-    async fn fold_batch(
-        &self,
-        conn: &mut SqliteConn,
-        batch: &[String],
-        version_id: i64,
-        sequence: Option<std::ops::Range<i64>>,
-    ) -> Result<(), DbError> {
+    /// One batch of a recovery's fold: its files attached in one call, the
+    /// schemas that have `svc_staged` found in one query, their rows of the
+    /// version copied in order in one transaction that writes `svc.db`
+    /// alone, the files detached.
+    async fn fold_batch(&self, conn: &mut SqliteConn, batch: &[String], version_id: i64) -> Result<(), DbError> {
         let attached = self.attach_batch(conn, batch).await?;
         let folded = async {
             let staged: String = sqlx::query_scalar(AssertSqlSafe(sql::with_staged_table(batch)))
@@ -226,7 +240,7 @@ impl SqliteEngine {
             let staged: Vec<String> = serde_json::from_str(&staged)
                 .map_err(|e| DbError::UnexpectedAnswer(format!("the schemas with staged rows: {e}")))?;
             if !staged.is_empty() {
-                let fold = sql::fold(&staged, version_id, sequence);
+                let fold = sql::fold(&staged, version_id);
                 if let Err(e) = super::exec::batch(&mut conn.conn, &fold).await {
                     let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
                     return Err(e);
@@ -283,11 +297,11 @@ impl SqliteEngine {
             );
             let mut conn = self.connect().await?;
             for batch in schemas.chunks(sql::CATALOGS_AT_ONCE) {
-                if self.fold_batch(&mut conn, batch, version_id, None).await.is_err() {
+                if self.fold_batch(&mut conn, batch, version_id).await.is_err() {
                     // A file of the batch is not a database, say: one at a time.
                     for schema in batch {
                         let one = std::slice::from_ref(schema);
-                        if let Err(error) = self.fold_batch(&mut conn, one, version_id, None).await {
+                        if let Err(error) = self.fold_batch(&mut conn, one, version_id).await {
                             tracing::warn!(schema = %schema, %error, "its staged rows could not be read");
                         }
                     }
@@ -335,29 +349,38 @@ fn same_file(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
+    fn files(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
     #[test]
-    fn rows_are_numbered_in_order_across_units_and_a_new_version_starts_over() {
+    fn rows_are_numbered_in_order_across_units_only_committed_ones_wait_and_a_new_version_starts_over() {
         let mut staging = Staging::default();
-        assert_eq!(staging.stage("t01", 7, 3), 0);
-        assert_eq!(staging.stage("t02", 7, 2), 3);
-        // A second unit of the same schema right after: listed once.
-        assert_eq!(staging.stage("t02", 7, 1), 5);
-        assert_eq!(staging.stage("t01", 7, 1), 6);
-        assert_eq!(staging.pending, ["t01", "t02", "t01"]);
-        assert_eq!((staging.folded, staging.next), (0, 7));
+        assert_eq!(staging.stage("t01", 7, files(&["a", "b", "c"])), 0);
+        staging.committed();
+        // t02's unit fails: rolled back, never committed; its numbers are
+        // not used again (gaps are harmless, order is what counts).
+        assert_eq!(staging.stage("t02", 7, files(&["a", "b"])), 3);
+        assert_eq!(staging.stage("t02", 7, files(&["a", "b"])), 5);
+        staging.committed();
+        assert_eq!(staging.stage("t01", 7, files(&["d"])), 7);
+        staging.committed();
+        let waiting: Vec<(&str, i64, usize)> =
+            staging.committed.iter().map(|unit| (unit.schema.as_str(), unit.first, unit.files.len())).collect();
+        assert_eq!(waiting, [("t01", 0, 3), ("t02", 5, 2), ("t01", 7, 1)]);
         staging.marked = Some(7);
         // The next version: numbered from 0, nothing pending of the last,
         // the marker still known to be on disk until it is removed.
-        assert_eq!(staging.stage("t03", 8, 2), 0);
-        assert_eq!(staging.pending, ["t03"]);
+        assert_eq!(staging.stage("t03", 8, files(&["e", "f"])), 0);
+        assert!(staging.committed.is_empty());
         assert_eq!((staging.version_id, staging.next, staging.marked), (Some(8), 2, Some(7)));
     }
 
     #[test]
     fn a_fold_copies_a_range_in_order_guarded_by_version_schema_and_file() {
-        let fold = sql::fold(&["t01".to_string(), "t02".to_string()], 7, Some(3..9));
+        let fold = sql::fold(&["t01".to_string(), "t02".to_string()], 7);
         assert!(fold.starts_with("begin;\n") && fold.ends_with("\ncommit"), "{fold}");
-        assert!(fold.contains("from \"t01\".svc_staged where version_id = 7 and seq >= 3 and seq < 9"), "{fold}");
+        assert!(fold.contains("from \"t01\".svc_staged where version_id = 7 union all"), "{fold}");
         assert!(fold.contains(" union all select seq, "), "{fold}");
         assert!(fold.contains("m.version_id = s.version_id and m.db_schema = s.db_schema and m.filename = s.filename"));
         assert!(fold.contains(") order by s.seq;"), "{fold}");
@@ -370,8 +393,19 @@ mod tests {
             "{fold}"
         );
         assert!(fold.contains("coalesce(f.contents, s.contents)"), "{fold}");
-        // A recovery takes every row of the version.
-        assert!(!sql::fold(&["t01".to_string()], 7, None).contains("seq >="));
+        // What this process committed is written from what it kept: the
+        // files' columns from svc_staged_files, no schema file read.
+        let units = [
+            StagedUnit { schema: "t01".into(), first: 0, files: files(&["a.sql", "b.sql"]) },
+            StagedUnit { schema: "t'2".into(), first: 5, files: files(&["a.sql"]) },
+        ];
+        let fold = sql::fold_committed(7, &units);
+        assert!(fold.starts_with("begin;\n") && fold.ends_with("\ncommit"), "{fold}");
+        assert!(fold.contains("values (0, 't01', 'a.sql'), (1, 't01', 'b.sql'), (5, 't''2', 'a.sql')"), "{fold}");
+        assert!(fold.contains("join svc.svc_staged_files f on f.version_id = 7 and f.filename = u.filename"), "{fold}");
+        assert!(fold.contains("m.version_id = 7 and m.db_schema = u.db_schema and m.filename = u.filename"), "{fold}");
+        assert!(fold.contains(" order by u.seq;"), "{fold}");
+        assert!(!fold.contains("svc_staged "), "{fold}");
         // A unit deletes only other versions' rows; its own are a few
         // dozen bytes each, the file's columns left to `svc_staged_files`.
         assert!(sql::stage("t01", 7).contains("delete from \"t01\".svc_staged where version_id <> 7;"));
