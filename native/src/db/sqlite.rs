@@ -264,6 +264,7 @@ impl SqliteEngine {
                     .attached
                     .iter()
                     .chain(&conn.entered)
+                    .chain(&conn.left)
                     .chain(files.iter().map(|(s, _)| s))
                     .any(|a| a.eq_ignore_ascii_case(schema));
             if known {
@@ -283,7 +284,23 @@ impl SqliteEngine {
         conn.created_files.extend(missing);
         let files: Vec<(String, String)> =
             files.into_iter().map(|(schema, file)| (schema, file.to_string_lossy().into_owned())).collect();
-        if let Err(e) = exec::batch(&mut conn.conn, &sql::attach_all(&files)).await {
+        // The last unit's file, unless the batch wants it, goes in the same
+        // call.
+        let flushed = conn.left.take_if(|left| !batch.iter().any(|schema| schema.eq_ignore_ascii_case(left)));
+        let attach = sql::attach_all(&files);
+        let text = match &flushed {
+            Some(left) => format!("{};{attach}", sql::detach(left)),
+            None => attach.clone(),
+        };
+        if exec::batch(&mut conn.conn, &text).await.is_ok() {
+            return Ok(schemas);
+        }
+        // The detach may be what failed (then nothing was attached): alone,
+        // then the attachments alone.
+        if let Some(left) = flushed {
+            self.detach_left(conn, left).await;
+        }
+        if let Err(e) = exec::batch(&mut conn.conn, &attach).await {
             // Those before the failing one are attached: detach them all
             // (the rest fail harmlessly).
             for schema in &schemas {
@@ -296,6 +313,14 @@ impl SqliteEngine {
 }
 
 impl SqliteEngine {
+    /// Detaches the file a unit left attached (a failure is logged: the file
+    /// stays attached until the connection closes).
+    async fn detach_left(&self, conn: &mut SqliteConn, left: String) {
+        if let Err(e) = exec::batch(&mut conn.conn, &sql::detach(&left)).await {
+            tracing::warn!(schema = left, error = %e, "detach failed");
+        }
+    }
+
     /// Keeps the print of `schema`'s catalog as read right after its unit
     /// (one JSON array of [`sql::catalogs`]); a text that does not parse is
     /// dropped, and the catalog read again when the prints are stored.
@@ -324,8 +349,13 @@ pub(crate) struct SqliteConn {
     conn: PoolConnection<Sqlite>,
     /// Attached for the whole version (`prepare`), detached by `release`.
     attached: Vec<String>,
-    /// Attached for one unit (`enter`), detached by `leave`.
+    /// Attached for one unit (`enter`), left attached by `leave`.
     entered: Option<String>,
+    /// The last unit's file, left attached by `leave`: detached in the same
+    /// call as the next attachment (one hand-over of the connection a
+    /// unit, not two), before a transaction that locks every attached file
+    /// begins, and by `release`.
+    left: Option<String>,
     created_files: Vec<PathBuf>,
 }
 
@@ -352,6 +382,7 @@ impl Engine for SqliteEngine {
             conn: self.pool.acquire().await?,
             attached: Vec::new(),
             entered: None,
+            left: None,
             created_files: Vec::new(),
         })
     }
@@ -403,6 +434,10 @@ impl Engine for SqliteEngine {
     async fn enter(&self, conn: &mut Self::Conn, schema: &str) -> Result<(), DbError> {
         // What this unit does is not in the print its last unit read.
         self.prints.lock().unwrap_or_else(|e| e.into_inner()).remove(schema);
+        if conn.left.as_ref().is_some_and(|left| left.eq_ignore_ascii_case(schema)) {
+            conn.entered = conn.left.take();
+            return Ok(());
+        }
         if conn.attached.iter().any(|a| a.eq_ignore_ascii_case(schema)) {
             return Ok(());
         }
@@ -505,12 +540,13 @@ impl Engine for SqliteEngine {
         Ok(prints.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// Detaches the unit's file (its transaction is over).
+    /// Leaves the unit's file attached (its transaction is over) until the
+    /// next attachment detaches it in the same call.
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
-        if let Some(schema) = conn.entered.take()
-            && let Err(e) = exec::batch(&mut conn.conn, &sql::detach(&schema)).await
+        if let Some(entered) = conn.entered.take()
+            && let Some(earlier) = conn.left.replace(entered)
         {
-            tracing::warn!(schema, error = %e, "detach failed");
+            self.detach_left(conn, earlier).await;
         }
     }
 
@@ -518,6 +554,9 @@ impl Engine for SqliteEngine {
     /// (a dry run, or nothing committed), removes the schema files it
     /// created, which are empty: nothing is left behind.
     async fn release(&self, conn: &mut Self::Conn, discard: bool) {
+        if let Some(left) = conn.left.take() {
+            self.detach_left(conn, left).await;
+        }
         for schema in std::mem::take(&mut conn.attached) {
             if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(&schema))).execute(&mut *conn.conn).await {
                 tracing::warn!(schema, error = %e, "detach failed");
@@ -534,6 +573,9 @@ impl Engine for SqliteEngine {
     /// may write `svc_migrations` itself, after them.
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
         if step == Transaction::Begin {
+            if let Some(left) = conn.left.take() {
+                self.detach_left(conn, left).await;
+            }
             self.fold_pending(conn).await?;
         }
         let sql = match step {
@@ -576,15 +618,21 @@ impl Engine for SqliteEngine {
             line: None,
             cause: super::error::Cause::Statement,
         })?;
-        exec::exec(&mut conn.conn, text).await?;
-        self.staging.lock().unwrap_or_else(|e| e.into_inner()).committed();
-        if let Some(schema) = conn.entered.clone() {
-            // A tenant's catalog as its unit left it, read while its file is
-            // attached (no attachment of its own for it after the version);
-            // a read that fails leaves it to that pass.
-            let read = exec::exec_reading(&mut conn.conn, &sql::catalogs(std::slice::from_ref(&schema))).await;
-            if let Ok(Some(read)) = read {
-                self.keep_print(schema, &read);
+        match conn.entered.clone() {
+            // A tenant's catalog as its unit left it, read right after it
+            // while its file is attached (no attachment of its own for it
+            // after the version); a read that fails leaves it to that pass.
+            Some(schema) => {
+                let read = sql::catalogs(std::slice::from_ref(&schema));
+                let print = exec::exec_then_read(&mut conn.conn, text, &read).await?;
+                self.staging.lock().unwrap_or_else(|e| e.into_inner()).committed();
+                if let Some(print) = print {
+                    self.keep_print(schema, &print);
+                }
+            }
+            None => {
+                exec::exec(&mut conn.conn, text).await?;
+                self.staging.lock().unwrap_or_else(|e| e.into_inner()).committed();
             }
         }
         // Committed: a fold that fails now is done again later.

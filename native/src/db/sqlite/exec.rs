@@ -34,58 +34,79 @@ pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), 
     exec_keeping(conn, text, None).await
 }
 
-/// [`exec`], keeping the first column of the last row any statement of
-/// `text` returned (a tenant's catalog, read right after its unit): `None` when none
-/// did, or when the text ran through sqlx.
-pub(super) async fn exec_reading(conn: &mut SqliteConnection, text: &str) -> Result<Option<String>, Failure> {
+/// [`exec`] of `text`, then, when it succeeded, of `read` in the same
+/// hand-over of the connection (one, not two), keeping the first column of
+/// the last row `read` returned (a tenant's catalog, read right after its
+/// unit): `None` when it returned none, failed — the text's outcome stands
+/// whatever the read's — or could not be given to SQLite.
+pub(super) async fn exec_then_read(
+    conn: &mut SqliteConnection,
+    text: &str,
+    read: &str,
+) -> Result<Option<String>, Failure> {
+    let Ok(c_read) = CString::new(read) else {
+        exec(conn, text).await?;
+        return Ok(None);
+    };
     let mut kept = None;
-    exec_keeping(conn, text, Some(&mut kept)).await?;
+    exec_keeping(conn, text, Some((&c_read, &mut kept))).await?;
     Ok(kept)
 }
 
 async fn exec_keeping(
     conn: &mut SqliteConnection,
     text: &str,
-    kept: Option<&mut Option<String>>,
+    then_read: Option<(&CStr, &mut Option<String>)>,
 ) -> Result<(), Failure> {
     let Ok(c_text) = CString::new(text) else {
         return sqlx::raw_sql(AssertSqlSafe(text)).execute(conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e));
     };
     let mut locked = conn.lock_handle().await.map_err(|e| Failure::from_sqlx(&e))?;
-    let handle = locked.as_raw_handle();
+    let handle = locked.as_raw_handle().as_ptr();
     let run = || {
-        let mut message: *mut c_char = ptr::null_mut();
-        let (callback, argument): (ffi::sqlite3_callback, *mut c_void) = match kept {
-            Some(kept) => (Some(keep_first_column), ptr::from_mut(kept).cast()),
-            None => (None, ptr::null_mut()),
-        };
-        // SAFETY: `handle` is the connection's open handle, locked away from
-        // sqlx's thread while `locked` lives (it outlives this call);
-        // `c_text` is NUL-terminated and outlives the call; the callback, when
-        // given, receives `argument`, a `&mut Option<String>` that outlives
-        // the call; `message` is SQLite's to allocate and ours to free below.
-        let code = unsafe { ffi::sqlite3_exec(handle.as_ptr(), c_text.as_ptr(), callback, argument, &mut message) };
-        if code == ffi::SQLITE_OK {
-            return Ok(());
+        run_text(handle, &c_text, None)?;
+        if let Some((read, kept)) = then_read {
+            let _ = run_text(handle, read, Some(kept));
         }
-        // SAFETY: the same handle, still locked; `message`, when SQLite set
-        // it, is a NUL-terminated string it allocated, freed once here.
-        let (extended, said) = unsafe {
-            let extended = ffi::sqlite3_extended_errcode(handle.as_ptr());
-            let said = if message.is_null() {
-                CStr::from_ptr(ffi::sqlite3_errstr(code)).to_string_lossy().into_owned()
-            } else {
-                let said = CStr::from_ptr(message).to_string_lossy().into_owned();
-                ffi::sqlite3_free(message.cast());
-                said
-            };
-            (extended, said)
-        };
-        Err(failure_of(extended, said))
+        Ok(())
     };
     let result = blocking(run);
     drop(locked);
     result
+}
+
+/// One `sqlite3_exec` of `text` on `handle` (locked away from sqlx's thread
+/// by the caller for the whole call), each row's first column kept in
+/// `kept` when given.
+fn run_text(handle: *mut ffi::sqlite3, text: &CStr, kept: Option<&mut Option<String>>) -> Result<(), Failure> {
+    let mut message: *mut c_char = ptr::null_mut();
+    let (callback, argument): (ffi::sqlite3_callback, *mut c_void) = match kept {
+        Some(kept) => (Some(keep_first_column), ptr::from_mut(kept).cast()),
+        None => (None, ptr::null_mut()),
+    };
+    // SAFETY: `handle` is the connection's open handle, which the caller
+    // holds locked away from sqlx's thread during this call; `text` is
+    // NUL-terminated and outlives the call; the callback, when given,
+    // receives `argument`, a `&mut Option<String>` that outlives the call;
+    // `message` is SQLite's to allocate and ours to free below.
+    let code = unsafe { ffi::sqlite3_exec(handle, text.as_ptr(), callback, argument, &mut message) };
+    if code == ffi::SQLITE_OK {
+        return Ok(());
+    }
+    // SAFETY: the same handle, still locked; `message`, when SQLite set it,
+    // is a NUL-terminated string it allocated, freed once here.
+    let (extended, said) = unsafe {
+        let extended = ffi::sqlite3_extended_errcode(handle);
+        let said = if message.is_null() {
+            CStr::from_ptr(ffi::sqlite3_errstr(code)).to_string_lossy().into_owned()
+        } else {
+            let said = CStr::from_ptr(message).to_string_lossy().into_owned();
+            ffi::sqlite3_free(message.cast());
+            said
+        };
+        (extended, said)
+    };
+    Err(failure_of(extended, said))
 }
 
 /// Runs `work`, which blocks, on the calling thread: the service's runtime
@@ -98,7 +119,7 @@ pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
-/// `sqlite3_exec`'s callback for [`exec_reading`]: keeps the row's first
+/// `sqlite3_exec`'s callback for [`exec_then_read`]: keeps the row's first
 /// column in the `Option<String>` behind `kept`.
 ///
 /// # Safety
@@ -113,7 +134,7 @@ unsafe extern "C" fn keep_first_column(
     if columns < 1 || kept.is_null() || values.is_null() {
         return 0;
     }
-    // SAFETY: `kept` is the `&mut Option<String>` exec_keeping passed, alive
+    // SAFETY: `kept` is the `&mut Option<String>` run_text passed, alive
     // and not otherwise borrowed during the call; `values` holds `columns`
     // pointers, each null (SQL NULL) or a NUL-terminated text SQLite owns
     // for the length of this call.
