@@ -635,6 +635,16 @@ async fn sqlite_units_stage_their_rows_in_their_own_file_and_a_left_marker_folds
 
     // A process killed before its fold leaves the marker and rows only in
     // the tenants' files: the next start folds them, once, and removes it.
+    let columns = "name, source_dir, migration_type, created, contents, checksum";
+    let t00 = server
+        .ws
+        .rows(
+            "svc",
+            &format!(
+                "select filename, {columns} from svc_migrations where version_id = {version} and db_schema = 't00'"
+            ),
+        )
+        .await;
     server.kill_hard().await;
     server
         .ws
@@ -651,21 +661,50 @@ async fn sqlite_units_stage_their_rows_in_their_own_file_and_a_left_marker_folds
     assert_eq!(folded, expected);
     // Whole rows: a staged row holds its file's name only (the file's
     // columns are the version's, in svc_staged_files), and each folded row
-    // has them as t00's unit wrote its own.
+    // has them as t00's unit wrote its own — t04's from its own staged rows.
     let staged_bytes = "select sum(length(contents) + length(checksum) + length(source_dir)) from svc_staged";
     assert_eq!(server.ws.rows("t01", staged_bytes).await, [[json!(0)]]);
     let whole = format!(
-        "select filename, count(distinct name || '|' || source_dir || '|' || migration_type || '|' || created || '|' \
-         || contents || '|' || checksum), min(length(contents)), min(length(checksum)) from svc_migrations \
-         where version_id = {version} group by filename order by filename"
+        "select filename, count(*), count(distinct name || '|' || source_dir || '|' || migration_type || '|' \
+         || created || '|' || contents || '|' || checksum), min(length(contents)), min(length(checksum)) \
+         from svc_migrations where version_id = {version} group by filename order by filename"
     );
-    assert_eq!(
-        server.ws.rows("svc", &whole).await,
-        [
-            [json!("tenants/001_a.sql"), json!(1), json!(50), json!(64)],
-            [json!("tenants/002_b.sql"), json!(1), json!(50), json!(64)]
-        ]
-    );
+    let whole_rows = [
+        [json!("tenants/001_a.sql"), json!(5), json!(1), json!(50), json!(64)],
+        [json!("tenants/002_b.sql"), json!(5), json!(1), json!(50), json!(64)],
+    ];
+    assert_eq!(server.ws.rows("svc", &whole).await, whole_rows);
+
+    // Rows an earlier release staged carry their file's columns themselves,
+    // with no svc_staged_files row: folded whole all the same.
+    server.kill_hard().await;
+    server
+        .ws
+        .execute(
+            "svc",
+            &format!(
+                "delete from svc_migrations where version_id = {version} and db_schema = 't04'; \
+                 delete from svc_staged_files"
+            ),
+        )
+        .await;
+    let literal = |value: &Value| match value {
+        Value::String(text) => format!("'{}'", text.replace('\'', "''")),
+        other => other.to_string(),
+    };
+    for row in &t00 {
+        let set: Vec<String> = columns
+            .split(", ")
+            .zip(&row[1..])
+            .map(|(column, value)| format!("{column} = {}", literal(value)))
+            .collect();
+        let update = format!("update svc_staged set {} where filename = {}", set.join(", "), literal(&row[0]));
+        server.ws.execute("t04", &update).await;
+    }
+    std::fs::write(&marker, version.to_string()).unwrap();
+    server.restart().await;
+    assert!(!marker.exists(), "{}", server.log());
+    assert_eq!(server.ws.rows("svc", &whole).await, whole_rows);
     // t00's unit wrote svc itself and staged nothing: nothing was invented.
     let staged_table = "select count(*) from sqlite_master where name = 'svc_staged'";
     assert_eq!(server.ws.rows("t00", staged_table).await, [[json!(0)]]);

@@ -279,19 +279,13 @@ pub(crate) fn fold(schemas: &[String], version_id: i64) -> String {
     )
 }
 
-/// Writes the rows of `units`, committed and staged by this process, into
-/// `svc_migrations` in their order — each (sequence number, schema, file)
-/// completed with its file's columns from `svc_staged_files` — but those
+/// Writes `rows` — (sequence number, schema, file) of units committed and
+/// staged by this process — into `svc_migrations` in their order, each
+/// completed with its file's columns from `svc_staged_files`, but those
 /// there already, in one transaction on `svc.db` alone.
-pub(crate) fn fold_committed(version_id: i64, units: &[super::staging::StagedUnit]) -> String {
-    let rows: Vec<String> = units
-        .iter()
-        .flat_map(|unit| {
-            let schema = quote_string_sqlite(&unit.schema);
-            (unit.first..)
-                .zip(&unit.files)
-                .map(move |(seq, file)| format!("({seq}, {schema}, {})", quote_string_sqlite(file)))
-        })
+pub(crate) fn fold_committed<'r>(version_id: i64, rows: impl Iterator<Item = (i64, &'r str, &'r str)>) -> String {
+    let rows: Vec<String> = rows
+        .map(|(seq, schema, file)| format!("({seq}, {}, {})", quote_string_sqlite(schema), quote_string_sqlite(file)))
         .collect();
     format!(
         "begin;\n\

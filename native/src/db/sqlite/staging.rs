@@ -93,6 +93,13 @@ pub(crate) struct StagedUnit {
     pub(crate) files: Vec<String>,
 }
 
+/// Each row of `units`: (sequence number, schema, file), in order.
+fn rows_of(units: &[StagedUnit]) -> impl Iterator<Item = (i64, &str, &str)> {
+    units
+        .iter()
+        .flat_map(|unit| (unit.first..).zip(&unit.files).map(|(seq, file)| (seq, unit.schema.as_str(), file.as_str())))
+}
+
 impl Staging {
     /// A unit of `version_id` in `schema` is about to stage a row of each
     /// of `files`: the sequence number of its first.
@@ -198,7 +205,7 @@ impl SqliteEngine {
                 _ => return Ok(()),
             }
         };
-        let fold = sql::fold_committed(version_id, &units);
+        let fold = sql::fold_committed(version_id, rows_of(&units));
         if let Err(e) = super::exec::batch(&mut conn.conn, &fold).await {
             let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
             return Err(e);
@@ -399,7 +406,7 @@ mod tests {
             StagedUnit { schema: "t01".into(), first: 0, files: files(&["a.sql", "b.sql"]) },
             StagedUnit { schema: "t'2".into(), first: 5, files: files(&["a.sql"]) },
         ];
-        let fold = sql::fold_committed(7, &units);
+        let fold = sql::fold_committed(7, rows_of(&units));
         assert!(fold.starts_with("begin;\n") && fold.ends_with("\ncommit"), "{fold}");
         assert!(fold.contains("values (0, 't01', 'a.sql'), (1, 't01', 'b.sql'), (5, 't''2', 'a.sql')"), "{fold}");
         assert!(fold.contains("join svc.svc_staged_files f on f.version_id = 7 and f.filename = u.filename"), "{fold}");
