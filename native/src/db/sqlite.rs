@@ -134,6 +134,16 @@ impl SqliteEngine {
                     Ok(())
                 })
             })
+            // A connection goes back to the pool with nothing but main,
+            // temp and svc attached; one that has more (a unit's file left
+            // attached by a version that never released it) is closed rather
+            // than lent again, where entering that tenant would fail.
+            .after_release(|conn, _| {
+                Box::pin(async move {
+                    let extra: i64 = sqlx::query_scalar(sql::COUNT_EXTRA_ATTACHED).fetch_one(&mut *conn).await?;
+                    Ok(extra == 0)
+                })
+            })
             .connect_with(options)
             .await
             .map_err(|e| DbError::Connect(describe(&e)))?;
@@ -724,6 +734,40 @@ impl Engine for SqliteEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_connection_given_back_with_a_file_still_attached_is_not_lent_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = format!(
+            "baseLocation: {}\ndriver: sqlite\ndataSource: sqlite://{}/main.db?mode=rwc\n\
+             singleMigrations: [ref]\ntenantMigrations: [tenants]\n",
+            dir.path().display(),
+            dir.path().display()
+        );
+        let config = Config::parse(&yaml, &std::collections::BTreeMap::new()).unwrap();
+        let engine = SqliteEngine::open(&config, Access::ReadWrite).await.unwrap();
+        let attached =
+            |names: Vec<String>| names.into_iter().filter(|n| n != "main" && n != "temp").collect::<Vec<_>>();
+        // Released as the executor does: lent again.
+        let mut conn = engine.connect().await.unwrap();
+        engine.enter(&mut conn, "t1").await.unwrap();
+        engine.leave(&mut conn, "t1").await;
+        engine.release(&mut conn, false).await;
+        drop(conn);
+        // Dropped with t2's file left attached: closed, not lent again.
+        let mut conn = engine.connect().await.unwrap();
+        engine.enter(&mut conn, "t2").await.unwrap();
+        engine.leave(&mut conn, "t2").await;
+        drop(conn);
+        for _ in 0..4 {
+            let mut conn = engine.connect().await.unwrap();
+            let names: Vec<String> = sqlx::query_scalar(sql::LIST_ATTACHED).fetch_all(&mut *conn.conn).await.unwrap();
+            assert_eq!(attached(names), ["svc"]);
+            engine.enter(&mut conn, "t2").await.unwrap();
+            engine.leave(&mut conn, "t2").await;
+            engine.release(&mut conn, false).await;
+        }
+    }
 
     #[test]
     fn a_schema_named_like_the_main_file_gets_its_own_file() {

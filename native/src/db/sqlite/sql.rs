@@ -104,6 +104,10 @@ create table if not exists svc.svc_tenants (
 /// Names of the databases attached to a connection (`pragma database_list`).
 pub(crate) const LIST_ATTACHED: &str = "select name from pragma_database_list";
 
+/// How many databases are attached besides `main`, `temp` and `svc`.
+pub(crate) const COUNT_EXTRA_ATTACHED: &str =
+    "select count(*) from pragma_database_list where name not in ('main', 'temp', 'svc')";
+
 /// Takes the write lock at once, so concurrent writers from other processes
 /// wait instead of failing half-way.
 pub(crate) const BEGIN_IMMEDIATE: &str = "begin immediate";
