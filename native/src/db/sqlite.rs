@@ -308,7 +308,7 @@ impl SqliteEngine {
         // The detach may be what failed (then nothing was attached): alone,
         // then the attachments alone.
         if let Some(left) = flushed {
-            self.detach_left(conn, left).await;
+            self.detach_logged(conn, left).await;
         }
         if let Err(e) = exec::batch(&mut conn.conn, &attach).await {
             // Those before the failing one are attached: detach them all
@@ -323,11 +323,11 @@ impl SqliteEngine {
 }
 
 impl SqliteEngine {
-    /// Detaches the file a unit left attached (a failure is logged: the file
-    /// stays attached until the connection closes).
-    async fn detach_left(&self, conn: &mut SqliteConn, left: String) {
-        if let Err(e) = exec::batch(&mut conn.conn, &sql::detach(&left)).await {
-            tracing::warn!(schema = left, error = %e, "detach failed");
+    /// Detaches `schema`'s file (a failure is logged: the file stays
+    /// attached until the connection closes).
+    async fn detach_logged(&self, conn: &mut SqliteConn, schema: String) {
+        if let Err(e) = exec::batch(&mut conn.conn, &sql::detach(&schema)).await {
+            tracing::warn!(schema, error = %e, "detach failed");
         }
     }
 
@@ -556,7 +556,7 @@ impl Engine for SqliteEngine {
         if let Some(entered) = conn.entered.take()
             && let Some(earlier) = conn.left.replace(entered)
         {
-            self.detach_left(conn, earlier).await;
+            self.detach_logged(conn, earlier).await;
         }
     }
 
@@ -565,12 +565,10 @@ impl Engine for SqliteEngine {
     /// created, which are empty: nothing is left behind.
     async fn release(&self, conn: &mut Self::Conn, discard: bool) {
         if let Some(left) = conn.left.take() {
-            self.detach_left(conn, left).await;
+            self.detach_logged(conn, left).await;
         }
         for schema in std::mem::take(&mut conn.attached) {
-            if let Err(e) = sqlx::raw_sql(AssertSqlSafe(sql::detach(&schema))).execute(&mut *conn.conn).await {
-                tracing::warn!(schema, error = %e, "detach failed");
-            }
+            self.detach_logged(conn, schema).await;
         }
         for file in std::mem::take(&mut conn.created_files) {
             if discard {
@@ -584,7 +582,7 @@ impl Engine for SqliteEngine {
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
         if step == Transaction::Begin {
             if let Some(left) = conn.left.take() {
-                self.detach_left(conn, left).await;
+                self.detach_logged(conn, left).await;
             }
             self.fold_pending(conn).await?;
         }

@@ -198,21 +198,23 @@ impl SqliteEngine {
     /// alone; on a failure they stay pending (and on disk: the marker's
     /// fold finds them).
     pub(super) async fn fold_pending(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
-        let (version_id, units) = {
+        // The text is made under the lock: the units are not copied.
+        let (version_id, folding, fold) = {
             let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
             match staging.version_id {
-                Some(id) if !staging.committed.is_empty() => (id, staging.committed.clone()),
+                Some(id) if !staging.committed.is_empty() => {
+                    (id, staging.committed.len(), sql::fold_committed(id, rows_of(&staging.committed)))
+                }
                 _ => return Ok(()),
             }
         };
-        let fold = sql::fold_committed(version_id, rows_of(&units));
         if let Err(e) = super::exec::batch(&mut conn.conn, &fold).await {
             let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut *conn.conn).await;
             return Err(e);
         }
         let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if staging.version_id == Some(version_id) {
-            staging.committed.drain(..units.len());
+            staging.committed.drain(..folding);
             staging.since = Some(std::time::Instant::now());
         }
         Ok(())
