@@ -13,6 +13,7 @@
 #   bash tests/servers.sh start   # installs what is missing (apt needs root), starts all four,
 #                                 # writes $STRATA_SERVERS_DIR/env with what the tests read
 #   bash tests/servers.sh stop
+#   bash tests/servers.sh ports-free  # fails naming a port of theirs already in use
 set -euo pipefail
 DIR=${STRATA_SERVERS_DIR:-/tmp/strata-servers}
 PG_PORT=${STRATA_PG_PORT:-54329}
@@ -67,6 +68,29 @@ install_packages() {
     fi
 }
 
+# Every TCP port a `start` listens on (Galera's group communication,
+# incremental and snapshot transfer ports included).
+all_ports() {
+    echo "$PG_PORT $PG_DEFAULT_PORT $PGB_TX_PORT $PGB_SESSION_PORT $PGB_SMALL_PORT $PG_PRIMARY_PORT"
+    echo "$PG_STANDBY_PORT $PG_SHARD_B_PORT $PG_SHARD_C_PORT $PG_TLS_PORT $MY_PORT $MY_SHARD_PORT $S3_PORT $AZ_PORT"
+    for i in 1 2 3; do
+        echo "$((GALERA_PORT + i - 1)) $((GALERA_PORT + 100 + i)) $((GALERA_PORT + 110 + i)) $((GALERA_PORT + 120 + i))"
+    done
+}
+
+# Fails, naming the first port something already listens on (a server left
+# by an earlier run or a benchmark): starting there would fail later with a
+# less clear message, or the tests would talk to someone else's server.
+check_ports() {
+    local port
+    for port in $(all_ports); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "port $port on 127.0.0.1 is in use (set STRATA_PG_PORT, STRATA_MYSQL_PORT, STRATA_S3_PORT and STRATA_AZURITE_PORT to use others)" >&2
+            return 1
+        fi
+    done
+}
+
 start_postgres() { # cluster port [server options]
     local bin; bin=$(pg_bin)
     mkdir -p "$DIR/$1"
@@ -74,7 +98,11 @@ start_postgres() { # cluster port [server options]
     if [ ! -f "$DIR/$1/data/PG_VERSION" ]; then
         su postgres -c "$bin/initdb -D $DIR/$1/data -U postgres --auth=trust -E UTF8" >/dev/null
     fi
-    su postgres -c "$bin/pg_ctl -D $DIR/$1/data -o '-c listen_addresses=127.0.0.1 -p $2 -k $DIR/$1 ${3:-}' -l $DIR/$1/log -w start" >/dev/null
+    if ! su postgres -c "$bin/pg_ctl -D $DIR/$1/data -o '-c listen_addresses=127.0.0.1 -p $2 -k $DIR/$1 ${3:-}' -l $DIR/$1/log -w start" >/dev/null; then
+        echo "PostgreSQL ($1, port $2) did not start; its log:" >&2
+        tail -n 30 "$DIR/$1/log" >&2
+        return 1
+    fi
 }
 
 start_pgbouncer() { # mode port [name] [extra settings, one per line]
@@ -104,7 +132,11 @@ start_replicated_pair() {
     mkdir -p "$DIR/pg-standby"
     chown postgres "$DIR/pg-standby"
     su postgres -c "$bin/pg_basebackup -h 127.0.0.1 -p $PG_PRIMARY_PORT -U postgres -D $DIR/pg-standby/data -R -X stream" >/dev/null
-    su postgres -c "$bin/pg_ctl -D $DIR/pg-standby/data -o '-c listen_addresses=127.0.0.1 -p $PG_STANDBY_PORT -k $DIR/pg-standby' -l $DIR/pg-standby/log -w start" >/dev/null
+    if ! su postgres -c "$bin/pg_ctl -D $DIR/pg-standby/data -o '-c listen_addresses=127.0.0.1 -p $PG_STANDBY_PORT -k $DIR/pg-standby' -l $DIR/pg-standby/log -w start" >/dev/null; then
+        echo "PostgreSQL (pg-standby, port $PG_STANDBY_PORT) did not start; its log:" >&2
+        tail -n 30 "$DIR/pg-standby/log" >&2
+        return 1
+    fi
 }
 
 # A self-signed X.509 v1 certificate for localhost (no extensions, so
@@ -223,7 +255,11 @@ start_emulators() {
 }
 
 case "${1:-}" in
+ports-free)
+    check_ports
+    ;;
 start)
+    check_ports
     install_packages
     install_emulators
     mkdir -p "$DIR"
@@ -285,7 +321,7 @@ stop)
     rm -rf "$DIR"
     ;;
 *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|stop|ports-free" >&2
     exit 2
     ;;
 esac
