@@ -10,7 +10,8 @@
 # step's time: started with the tenants listed, the first createVersion
 # (20 files in every tenant), the next one (one new file), the preview (`plan`) of
 # a third, `{ tenants { name } }`, and the console's fleet matrix
-# (`{ fleet { files tenants { name states } } }`). Every tenant schema
+# (`{ fleet { files tenants { name shard cells } } }`, a string per tenant),
+# then the same as a value per cell (`states`; VmHWM only grows: last). Every tenant schema
 # exists before the service starts (not timed).
 #
 # Usage: bash native/benches/service_rss.sh   (TENANTS=10000;
@@ -85,6 +86,7 @@ printf 'alter table {schema}.items add column c22 text;\n' >"$work/m/tenants/022
 step "plan of a third (the preview)" \
     '{ plan { nothingToDo groups { schemas files { file } } } }' '"nothingToDo":false'
 step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
+step "{ fleet { files tenants { name shard cells } } }" '{ fleet { files tenants { name shard cells } } }' 'AP"'
 step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"Pending"'
 recorded=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
 echo "recorded rows: $recorded (expected $((TENANTS * 21 + 1)))"

@@ -190,15 +190,17 @@ async function sources(params) {
 
 // ---- Fleet -----------------------------------------------------------------
 
+// A tenant's row comes as `cells`, one letter per file (one string per
+// tenant, not a value per cell: the answer stays small at 50,000 tenants).
 const STATE = {
-  Applied: ["applied", "✓", "applied"],
-  Pending: ["pending", "•", "pending"],
-  Drifted: ["drifted", "!", "drifted: changed since applied"],
-  Unknown: ["unknown", "?", "unknown: its shard did not answer"],
+  A: ["applied", "✓", "applied"],
+  P: ["pending", "•", "pending"],
+  D: ["drifted", "!", "drifted: changed since applied"],
+  U: ["unknown", "?", "unknown: its shard did not answer"],
 };
 
 async function fleet() {
-  const data = await gql("{ fleet { files tenants { name shard states } } quarantine { tenant cause } }");
+  const data = await gql("{ fleet { files tenants { name shard cells } } quarantine { tenant cause } }");
   const { files, tenants } = data.fleet;
   const held = new Map(data.quarantine.map((q) => [q.tenant, q.cause]));
   const columns = `minmax(140px, 220px) repeat(${Math.max(files.length, 1)}, minmax(36px, 1fr))`;
@@ -221,7 +223,7 @@ async function fleet() {
         el("span", { role: "rowheader", title: cause ? `quarantined (${cause}): later versions skip it` : tenant.name },
           tenant.name, tenant.shard ? el("span", { class: "shard muted" }, ` @${tenant.shard}`) : null,
           cause ? el("span", { class: "badge" }, " quarantined") : null),
-        tenant.states.map((state, j) => {
+        Array.from(tenant.cells, (state, j) => {
           const [css, symbol, words] = STATE[state];
           return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
         }));
@@ -232,17 +234,17 @@ async function fleet() {
     spacer.style.height = `${shown.length * ROW_HEIGHT}px`;
     body.replaceChildren(spacer, ...rows);
   };
-  const pending = tenants.filter((t) => t.states.includes("Pending")).length;
-  const drifted = tenants.filter((t) => t.states.includes("Drifted")).length;
-  const unknown = tenants.filter((t) => t.states.includes("Unknown")).length;
+  const pending = tenants.filter((t) => t.cells.includes("P")).length;
+  const drifted = tenants.filter((t) => t.cells.includes("D")).length;
+  const unknown = tenants.filter((t) => t.cells.includes("U")).length;
   // A sharded fleet: tenants per shard, behind per shard.
   const perShard = new Map();
   for (const t of tenants) {
     if (!t.shard) continue;
     const entry = perShard.get(t.shard) ?? { tenants: 0, behind: 0, unknown: 0 };
     entry.tenants += 1;
-    if (t.states.includes("Pending")) entry.behind += 1;
-    if (t.states.includes("Unknown")) entry.unknown += 1;
+    if (t.cells.includes("P")) entry.behind += 1;
+    if (t.cells.includes("U")) entry.unknown += 1;
     perShard.set(t.shard, entry);
   }
   const shardNote = perShard.size

@@ -81,8 +81,11 @@ async fn fleet_plan_and_request_ids_for_the_console() {
 
     // A changed file: drifted cells, and Apply's plan refuses (not an error).
     server.ws.write_migration("tenants/001.sql", "-- edited\ncreate table {schema}.users (id integer);\n");
-    let fleet = server.data("{ fleet { tenants { states } } }", json!({})).await;
+    let fleet = server.data("{ fleet { tenants { states cells } } }", json!({})).await;
     assert_eq!(fleet["fleet"]["tenants"][1]["states"], json!(["Drifted", "Applied", "Pending"]));
+    // The same row in one string, a letter per file (what the console reads).
+    assert_eq!(fleet["fleet"]["tenants"][1]["cells"], "DAP");
+    assert_eq!(fleet["fleet"]["tenants"][0]["cells"], "DAP");
     let plan = server.data("{ plan { refusedByDrift drift { file schemas } } }", json!({})).await;
     assert_eq!(
         plan["plan"],

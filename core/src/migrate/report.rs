@@ -63,6 +63,35 @@ pub enum CellState {
     Unknown,
 }
 
+impl CellState {
+    /// Every state, in the order of its letters (`A`, `P`, `D`, `U`).
+    pub const ALL: [CellState; 4] = [CellState::Applied, CellState::Pending, CellState::Drifted, CellState::Unknown];
+
+    /// The state's letter in a row's [`letters`]: `A`pplied, `P`ending,
+    /// `D`rifted, `U`nknown.
+    pub fn letter(self) -> char {
+        match self {
+            CellState::Applied => 'A',
+            CellState::Pending => 'P',
+            CellState::Drifted => 'D',
+            CellState::Unknown => 'U',
+        }
+    }
+
+    /// The state a letter of [`letters`] stands for.
+    pub fn from_letter(letter: char) -> Option<CellState> {
+        CellState::ALL.into_iter().find(|state| state.letter() == letter)
+    }
+}
+
+/// A row of cells as one string, a letter per cell ([`CellState::letter`]):
+/// a fleet's matrix in one value per tenant rather than one per cell, which
+/// is what keeps the answer's size (and the service's memory) small at tens
+/// of thousands of tenants.
+pub fn letters(cells: &[CellState]) -> String {
+    cells.iter().map(|cell| cell.letter()).collect()
+}
+
 /// Tenants × tenant migrations: the console's fleet view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FleetMatrix {
@@ -468,6 +497,15 @@ mod tests {
         assert_eq!(unknown.tenants[2], ("c".to_string(), vec![Pending, Pending]));
         assert_eq!(unknown.tenants[3], ("d".to_string(), vec![Unknown, Unknown]));
         assert_eq!(unknown.tenants.len(), 4);
+        // A row in one string: a letter per cell, read back to its states.
+        let rows: Vec<String> = unknown.tenants.iter().map(|(_, cells)| letters(cells)).collect();
+        assert_eq!(rows, ["AA", "DP", "PP", "UU"]);
+        let read: Vec<CellState> = rows[1].chars().map(|c| CellState::from_letter(c).unwrap()).collect();
+        assert_eq!(read, [Drifted, Pending]);
+        assert_eq!(CellState::from_letter('a'), None);
+        for state in CellState::ALL {
+            assert_eq!(CellState::from_letter(state.letter()), Some(state));
+        }
     }
 
     #[test]

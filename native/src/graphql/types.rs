@@ -658,13 +658,30 @@ pub(crate) enum MigrationStateDto {
 
 /// One tenant's row of the fleet (`FleetTenant`, added).
 #[derive(SimpleObject)]
-#[graphql(name = "FleetTenant")]
+#[graphql(name = "FleetTenant", complex)]
 pub(crate) struct FleetTenantDto {
     name: String,
     /// The shard it lives on (null on one server).
     shard: Option<String>,
-    /// One state per file of `Fleet.files`.
-    states: OneByOne<MigrationStateDto>,
+    /// Its states in one string, a letter per file of `Fleet.files`: `A`
+    /// applied, `P` pending, `D` drifted, `U` unknown. One value per tenant
+    /// where `states` has one per cell: what a client reading tens of
+    /// thousands of tenants asks for (the console does).
+    cells: String,
+}
+
+#[ComplexObject]
+impl FleetTenantDto {
+    /// One state per file of `Fleet.files` (`cells`, a value each).
+    async fn states(&self) -> OneByOne<MigrationStateDto> {
+        let state = |letter| match report::CellState::from_letter(letter) {
+            Some(report::CellState::Applied) => MigrationStateDto::Applied,
+            Some(report::CellState::Pending) => MigrationStateDto::Pending,
+            Some(report::CellState::Drifted) => MigrationStateDto::Drifted,
+            Some(report::CellState::Unknown) | None => MigrationStateDto::Unknown,
+        };
+        OneByOne(self.cells.chars().map(state).collect())
+    }
 }
 
 /// Tenants × tenant migrations (`Fleet`, added: the console's matrix).
@@ -673,7 +690,7 @@ pub(crate) struct FleetTenantDto {
 pub(crate) struct FleetDto {
     /// The tenant migration files, in application order.
     files: Vec<String>,
-    /// Every tenant, with one state per file.
+    /// Every tenant, with its state for each file.
     tenants: OneByOne<FleetTenantDto>,
 }
 
@@ -690,23 +707,13 @@ impl FleetDto {
 
 impl From<report::FleetMatrix> for FleetDto {
     fn from(matrix: report::FleetMatrix) -> Self {
-        let state = |cell: report::CellState| match cell {
-            report::CellState::Applied => MigrationStateDto::Applied,
-            report::CellState::Pending => MigrationStateDto::Pending,
-            report::CellState::Drifted => MigrationStateDto::Drifted,
-            report::CellState::Unknown => MigrationStateDto::Unknown,
-        };
         FleetDto {
             files: matrix.files,
             tenants: OneByOne(
                 matrix
                     .tenants
                     .into_iter()
-                    .map(|(name, cells)| FleetTenantDto {
-                        name,
-                        shard: None,
-                        states: OneByOne(cells.into_iter().map(state).collect()),
-                    })
+                    .map(|(name, cells)| FleetTenantDto { name, shard: None, cells: report::letters(&cells) })
                     .collect(),
             ),
         }
