@@ -6,13 +6,14 @@
 # tenantConcurrency 4 and the defaults otherwise (checksums, the lease,
 # drift read before each version, fingerprints stored after).
 #
-# Printed, one line each, the service's peak RSS (VmHWM from /proc) and the
-# step's time: started with the tenants listed, the first createVersion
+# Printed, one line each, the step's time, the service's RSS before it and
+# its peak during it (VmHWM from /proc, reset before each step), then the
+# largest peak: started with the tenants listed, the first createVersion
 # (20 files in every tenant), the next one (one new file), the preview (`plan`) of
 # a third, `{ tenants { name } }`, and the console's fleet matrix
 # (`{ fleet { files tenants { name shard cells } } }`, a string per tenant),
-# then the same as a value per cell (`states`; VmHWM only grows: last). Every tenant schema
-# exists before the service starts (not timed).
+# then the same as a value per cell (`states`). Every tenant schema exists
+# before the service starts (not timed).
 #
 # Usage: bash native/benches/service_rss.sh   (TENANTS=10000;
 #   STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
@@ -58,7 +59,11 @@ done
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -c "insert into svc.svc_tenants (name) select 't' || lpad(i::text, 6, '0') from generate_series(1, $TENANTS) i" >/dev/null
 
 now() { date +%s.%N; }
-rss() { awk '/VmHWM/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$strata_pid/status"; }
+rss() { awk -v key="${1:-VmHWM}" '$1 == key ":" { printf "%.1f MiB", $2 / 1024 }' "/proc/$strata_pid/status"; }
+# Each step's own peak: VmHWM is reset to the current RSS before it (the
+# kernel's clear_refs, value 5); the largest of them is the service's peak.
+peak_mib=0
+reset_peak() { echo 5 >"/proc/$strata_pid/clear_refs"; }
 graphql() { # query expected-text -> the answer in $work/answer.json; prints seconds
     local start; start=$(now)
     curl -s "http://127.0.0.1:$PORT/v2/service" -H 'Content-Type: application/json' -d "{\"query\":\"$1\"}" >"$work/answer.json"
@@ -69,12 +74,18 @@ graphql() { # query expected-text -> the answer in $work/answer.json; prints sec
     awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'
 }
 step() { # label query expected-text
-    local seconds; seconds=$(graphql "$2" "$3")
-    printf '%-44s %10s %12s %12s\n' "$1" "$seconds" "$(rss)" "$(wc -c <"$work/answer.json") B"
+    local before seconds peak
+    before=$(rss VmRSS)
+    reset_peak
+    seconds=$(graphql "$2" "$3")
+    peak=$(rss)
+    peak_mib=$(awk -v a="$peak_mib" -v b="${peak% MiB}" 'BEGIN { print (b > a ? b : a) }')
+    printf '%-50s %8s %12s %12s %12s\n' "$1" "$seconds" "$before" "$peak" "$(wc -c <"$work/answer.json") B"
 }
 printf '%s tenants x 20 migrations\n' "$TENANTS"
-printf '%-44s %10s %12s %12s\n' step time "peak RSS" answer
-printf '%-44s %10s %12s %12s\n' "started, tenants listed" - "$(rss)" -
+printf '%-50s %8s %12s %12s %12s\n' step time "RSS before" "step's peak" answer
+printf '%-50s %8s %12s %12s %12s\n' "started, tenants listed" - - "$(rss)" -
+peak_mib=$(rss | awk '{ print $1 }')
 step "first version (20 files x every tenant)" \
     'mutation { createVersion(input: {versionName: \"fleet\"}) { summary { tenants tenantMigrationsTotal } } }' \
     "\"tenantMigrationsTotal\":$((TENANTS * 20))"
@@ -88,6 +99,7 @@ step "plan of a third (the preview)" \
 step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
 step "{ fleet { files tenants { name shard cells } } }" '{ fleet { files tenants { name shard cells } } }' 'AP"'
 step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"Pending"'
+echo "the service's peak RSS over every step: $peak_mib MiB"
 recorded=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
 echo "recorded rows: $recorded (expected $((TENANTS * 21 + 1)))"
 kill "$strata_pid"

@@ -120,8 +120,9 @@ impl FleetMatrix {
 
 /// The fleet matrix from a **Sync** plan over all schemas (Sync never
 /// refuses on drift and plans exactly the unrecorded migrations), the
-/// sources it indexes, and the tenant list.
-pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: &[String]) -> FleetMatrix {
+/// sources it indexes, and the tenant list (its names become the rows':
+/// at 50,000 tenants a copy of them is megabytes).
+pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: Vec<String>) -> FleetMatrix {
     let columns: Vec<usize> = sources
         .iter()
         .enumerate()
@@ -153,7 +154,7 @@ pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: &[St
     }
     FleetMatrix {
         files: columns.iter().map(|&source| sources[source].file.clone()).collect(),
-        tenants: tenants.iter().cloned().zip(cells).collect(),
+        tenants: tenants.into_iter().zip(cells).collect(),
     }
 }
 
@@ -480,7 +481,7 @@ mod tests {
             out_of_order: Default::default(),
         })
         .unwrap();
-        let matrix = fleet_matrix(&plan, &sources, &tenants);
+        let matrix = fleet_matrix(&plan, &sources, tenants.clone());
         assert_eq!(matrix.files, ["tenants/1.sql", "tenants/2.sql"]);
         use CellState::*;
         assert_eq!(
