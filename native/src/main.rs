@@ -4,6 +4,7 @@
 //! SIGTERM/SIGINT. The one-shot commands of pipelines (`plan`, `apply`,
 //! `status`, `config check`) are in [`cli`].
 
+mod allocator;
 mod cli;
 mod db;
 mod error;
@@ -20,13 +21,7 @@ mod webhook;
 
 use std::process::ExitCode;
 
-/// The allocator: mimalloc. glibc's gives each thread that meets contention
-/// an arena of its own and keeps what was freed in each: the service's peak
-/// RSS over a 50,000-tenant version was 68 MiB with it, 55 MiB with one
-/// arena (see BENCHMARKS.md); musl's (the container's) is slow.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    allocator::purge_at_once();
     cli::main()
 }
