@@ -12,8 +12,8 @@
 # (20 files in every tenant), the next one (one new file), the preview (`plan`) of
 # a third, `{ tenants { name } }`, and the console's fleet matrix
 # (`{ fleet { files tenants { name shard cells } } }`, a string per tenant),
-# then the same as a value per cell (`states`). Every tenant schema exists
-# before the service starts (not timed).
+# then, after the largest peak of those, the same as a value per cell
+# (`states`). Every tenant schema exists before the service starts (not timed).
 #
 # Usage: bash native/benches/service_rss.sh   (TENANTS=10000;
 #   STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
@@ -98,8 +98,9 @@ step "plan of a third (the preview)" \
     '{ plan { nothingToDo groups { schemas files { file } } } }' '"nothingToDo":false'
 step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
 step "{ fleet { files tenants { name shard cells } } }" '{ fleet { files tenants { name shard cells } } }' 'AP"'
+echo "the service's peak RSS over the steps above: $peak_mib MiB"
+# The matrix as a value per cell, for comparison (no client of ours asks).
 step "{ fleet { files tenants { name states } } }" '{ fleet { files tenants { name states } } }' '"Pending"'
-echo "the service's peak RSS over every step: $peak_mib MiB"
 recorded=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
 echo "recorded rows: $recorded (expected $((TENANTS * 21 + 1)))"
 kill "$strata_pid"

@@ -9,7 +9,7 @@
 //! SQLite directly; `sqlite3_exec` then runs the text's statements in order
 //! and stops at the first that fails, as the channel did, in one call.
 //!
-//! This is the workspace's one `unsafe` code (the lint is `deny`, not
+//! This is one of the workspace's two `unsafe` modules (the lint is `deny`, not
 //! `forbid`, for it): one FFI call on a handle sqlx guarantees is ours for
 //! as long as the guard lives, with a NUL-terminated text and SQLite's own
 //! error string freed by SQLite.
