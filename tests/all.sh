@@ -160,10 +160,12 @@ if [ "${STRATA_SKIP_SERVERS:-0}" != 1 ]; then
     export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
     # Unless told where, the servers take the first block of ports nothing
     # listens on yet (a server left by a benchmark or an earlier run holds
-    # its ports): the defaults, then the same layout 1000, 2000… higher.
+    # its ports): tests/servers.sh's defaults, then the same layout 1000,
+    # 2000, 3000 higher — all below the ephemeral range and clear of
+    # tests/pg-majors.sh's 26300s.
     if [ -z "${STRATA_PG_PORT:-}${STRATA_MYSQL_PORT:-}${STRATA_S3_PORT:-}${STRATA_AZURITE_PORT:-}" ]; then
-        for shift in 0 1000 2000 3000 4000 5000; do
-            export STRATA_PG_PORT=$((54329 + shift)) STRATA_MYSQL_PORT=$((33069 + shift)) \
+        for shift in 0 1000 2000 3000; do
+            export STRATA_PG_PORT=$((21329 + shift)) STRATA_MYSQL_PORT=$((22069 + shift)) \
                 STRATA_S3_PORT=$((5055 + shift)) STRATA_AZURITE_PORT=$((10000 + shift))
             bash tests/servers.sh ports-free 2>/dev/null && break
         done

@@ -16,7 +16,10 @@
 #   bash tests/servers.sh ports-free  # fails naming a port of theirs already in use
 set -euo pipefail
 DIR=${STRATA_SERVERS_DIR:-/tmp/strata-servers}
-PG_PORT=${STRATA_PG_PORT:-54329}
+# The default ports lie below Linux's ephemeral range (32768-60999), where
+# the client end of any connection on the machine may hold a port for a
+# moment ("could not start server" in a CI run).
+PG_PORT=${STRATA_PG_PORT:-21329}
 # A second PostgreSQL with default settings (max_connections=100,
 # max_locks_per_transaction=64, fsync on): the fleet tests run there.
 PG_DEFAULT_PORT=${STRATA_PG_DEFAULT_PORT:-$((PG_PORT + 1))}
@@ -35,7 +38,7 @@ PG_SHARD_C_PORT=$((PG_PORT + 32))
 # A server with TLS on and a self-signed X.509 v1 certificate (as Citus's
 # CREATE EXTENSION makes one): libpq's sslmode semantics are tested there.
 PG_TLS_PORT=$((PG_PORT + 41))
-MY_PORT=${STRATA_MYSQL_PORT:-33069}
+MY_PORT=${STRATA_MYSQL_PORT:-22069}
 # A second MariaDB server: the second shard of a MariaDB fleet.
 MY_SHARD_PORT=$((MY_PORT + 10))
 # A 3-node MariaDB Galera cluster: client ports, then group communication,

@@ -36,7 +36,7 @@ fn sharded_config(ws: &Workspace, urls: &[String], extra: &str) -> String {
         shards.push_str(&format!("  - name: {name}\n    dataSource: {url}\n"));
     }
     let yaml = ws.config(extra).replace(&format!("dataSource: {}\n", ws.pg_url_public()), &shards);
-    assert!(yaml.contains("shards:") && !yaml.contains("dataSource: postgres://postgres@127.0.0.1:54329"), "{yaml}");
+    assert!(yaml.contains("shards:") && !yaml.lines().any(|line| line.starts_with("dataSource:")), "{yaml}");
     yaml
 }
 
