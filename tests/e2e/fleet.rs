@@ -599,6 +599,42 @@ async fn a_sqlite_fleet_larger_than_the_attach_limit_is_migrated_tenant_by_tenan
     recorded_equals_applied(&server, &names).await;
 }
 
+/// A tenant's file is attached in its unit's own call to SQLite: one that
+/// cannot be attached stops the version as a database's failure, not as
+/// the tenant's statement (which a failure budget would absorb and
+/// quarantine), and nothing of its unit runs or is recorded.
+#[tokio::test]
+async fn a_sqlite_tenant_whose_file_cannot_be_attached_stops_the_version_and_is_not_quarantined() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("fleet", "failureBudget: 3\n").await;
+    let names = tenants(&server, 5).await;
+    let singles = server.create_version(json!({ "versionName": "ref" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    server.ws.write_migration("tenants/001_a.sql", "create table {schema}.a (id integer primary key);\n");
+    let first = server.create_version(json!({ "versionName": "a" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    // t03's file is no database any more.
+    std::fs::write(server.ws.path().join("db").join("t03.db"), "not a database ".repeat(64)).unwrap();
+    server.ws.write_migration("tenants/002_b.sql", "create table {schema}.b (id integer primary key);\n");
+    let result = server.create_version(json!({ "versionName": "b" })).await;
+    let message = result["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("file is not a database"), "{result}");
+    assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
+    // The tenants before it have b, once each; t03 and those after it none.
+    let recorded = server
+        .ws
+        .rows("svc", "select db_schema from svc_migrations where filename = 'tenants/002_b.sql' order by id")
+        .await;
+    assert_eq!(recorded, names[..3].iter().map(|t| vec![json!(t)]).collect::<Vec<_>>());
+    for tenant in &names[..3] {
+        assert_eq!(server.ws.rows(tenant, "select count(*) from b").await, [[json!(0)]], "{tenant}");
+    }
+    let t04 = server.ws.rows("t04", "select count(*) from sqlite_master where name = 'b'").await;
+    assert_eq!(t04, [[json!(0)]]);
+}
+
 #[tokio::test]
 async fn sqlite_units_stage_their_rows_in_their_own_file_and_a_left_marker_folds_them_at_start() {
     if backend() != Backend::Sqlite {

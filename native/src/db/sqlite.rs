@@ -297,28 +297,77 @@ impl SqliteEngine {
         // The last unit's file, unless the batch wants it, goes in the same
         // call.
         let flushed = conn.left.take_if(|left| !batch.iter().any(|schema| schema.eq_ignore_ascii_case(left)));
-        let attach = sql::attach_all(&files);
-        let text = match &flushed {
+        self.attach_files(conn, &files, flushed).await?;
+        Ok(schemas)
+    }
+
+    /// Detaches `left` and attaches `files` (schema, path) in one call; when
+    /// that fails, detaches `left` alone and attaches alone, and when that
+    /// fails too, detaches what was attached and fails.
+    async fn attach_files(
+        &self,
+        conn: &mut SqliteConn,
+        files: &[(String, String)],
+        left: Option<String>,
+    ) -> Result<(), DbError> {
+        let attach = sql::attach_all(files);
+        let text = match &left {
             Some(left) => format!("{};{attach}", sql::detach(left)),
             None => attach.clone(),
         };
         if exec::batch(&mut conn.conn, &text).await.is_ok() {
-            return Ok(schemas);
+            return Ok(());
         }
         // The detach may be what failed (then nothing was attached): alone,
         // then the attachments alone.
-        if let Some(left) = flushed {
+        if let Some(left) = left {
             self.detach_logged(conn, left).await;
         }
         if let Err(e) = exec::batch(&mut conn.conn, &attach).await {
             // Those before the failing one are attached: detach them all
             // (the rest fail harmlessly).
-            for schema in &schemas {
+            for (schema, _) in files {
                 let _ = sqlx::raw_sql(AssertSqlSafe(sql::detach(schema))).execute(&mut *conn.conn).await;
             }
             return Err(e);
         }
-        Ok(schemas)
+        Ok(())
+    }
+
+    /// Runs the attachment `enter` left to the connection's next call
+    /// (nothing when there is none). When it fails, it stays, to fail the
+    /// next call too: what runs in the tenant's schema never runs without
+    /// its file.
+    async fn flush(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
+        let Some(mut pending) = conn.pending.take() else { return Ok(()) };
+        let files = [(pending.schema.clone(), pending.file.clone())];
+        if let Err(error) = self.attach_files(conn, &files, pending.left.take()).await {
+            conn.pending = Some(pending);
+            return Err(error);
+        }
+        Ok(())
+    }
+}
+
+/// A tenant's attachment that [`Engine::enter`] left to the connection's
+/// next call: the unit's own when it is one message (one hand-over of the
+/// connection a unit, not two), else run first by whatever comes.
+struct PendingAttach {
+    schema: String,
+    /// Its file's path.
+    file: String,
+    /// The last unit's file, detached in the same call.
+    left: Option<String>,
+}
+
+impl PendingAttach {
+    /// The text that detaches the last unit's file and attaches this one.
+    fn text(&self) -> String {
+        let attach = sql::attach_all(&[(self.schema.clone(), self.file.clone())]);
+        match &self.left {
+            Some(left) => format!("{};{attach}", sql::detach(left)),
+            None => attach,
+        }
     }
 }
 
@@ -359,13 +408,16 @@ pub(crate) struct SqliteConn {
     conn: PoolConnection<Sqlite>,
     /// Attached for the whole version (`prepare`), detached by `release`.
     attached: Vec<String>,
-    /// Attached for one unit (`enter`), left attached by `leave`.
+    /// Entered for one unit (`enter`; its attachment runs with the unit's
+    /// first call, see [`PendingAttach`]), left attached by `leave`.
     entered: Option<String>,
     /// The last unit's file, left attached by `leave`: detached in the same
     /// call as the next attachment (one hand-over of the connection a
     /// unit, not two), before a transaction that locks every attached file
     /// begins, and by `release`.
     left: Option<String>,
+    /// The entered tenant's attachment, not run yet (see [`PendingAttach`]).
+    pending: Option<PendingAttach>,
     created_files: Vec<PathBuf>,
 }
 
@@ -393,6 +445,7 @@ impl Engine for SqliteEngine {
             attached: Vec::new(),
             entered: None,
             left: None,
+            pending: None,
             created_files: Vec::new(),
         })
     }
@@ -440,7 +493,8 @@ impl Engine for SqliteEngine {
         self.attach_schemas(conn, schemas).await
     }
 
-    /// Attaches a tenant's file for its unit, unless the version attached it.
+    /// Enters a tenant's file for its unit, unless the version attached it:
+    /// its attachment is left pending, to run in the unit's own call.
     async fn enter(&self, conn: &mut Self::Conn, schema: &str) -> Result<(), DbError> {
         // What this unit does is not in the print its last unit read.
         self.prints.lock().unwrap_or_else(|e| e.into_inner()).remove(schema);
@@ -460,14 +514,22 @@ impl Engine for SqliteEngine {
             return Ok(());
         }
         // What is attached is known here (`svc` and the version's schemas):
-        // one round trip, the attachment itself.
+        // the attachment itself is left to the unit's own call.
         let attachments = conn.attached.len() + 2;
         if attachments > MAX_ATTACHED {
             return Err(too_many_attached(schema, attachments));
         }
-        let name = schema.to_string();
-        self.attach_batch(conn, std::slice::from_ref(&name)).await?;
-        conn.entered = Some(name);
+        self.files.check(schema)?;
+        let file = self.files.file(schema);
+        if !exec::blocking(|| file.try_exists().unwrap_or(false)) {
+            conn.created_files.push(file.clone());
+        }
+        conn.pending = Some(PendingAttach {
+            schema: schema.to_string(),
+            file: file.to_string_lossy().into_owned(),
+            left: conn.left.take(),
+        });
+        conn.entered = Some(schema.to_string());
         Ok(())
     }
 
@@ -476,6 +538,7 @@ impl Engine for SqliteEngine {
         conn: &mut Self::Conn,
         schema: &str,
     ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
+        self.flush(conn).await?;
         let rows: Vec<CatalogRow> =
             sqlx::query_as(AssertSqlSafe(sql::catalog(schema))).persistent(false).fetch_all(&mut *conn.conn).await?;
         Ok(rows.into_iter().map(catalog_object).collect())
@@ -489,6 +552,7 @@ impl Engine for SqliteEngine {
         conn: &mut Self::Conn,
         schemas: &[String],
     ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        self.flush(conn).await?;
         let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, sql::CATALOGS_AT_ONCE);
         let mut out = Vec::with_capacity(schemas.len());
         for batch in schemas.chunks(room) {
@@ -553,6 +617,12 @@ impl Engine for SqliteEngine {
     /// Leaves the unit's file attached (its transaction is over) until the
     /// next attachment detaches it in the same call.
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
+        if let Some(pending) = conn.pending.take() {
+            // Never attached (its unit stopped before anything ran).
+            conn.entered = None;
+            conn.left = conn.left.take().or(pending.left);
+            return;
+        }
         if let Some(entered) = conn.entered.take()
             && let Some(earlier) = conn.left.replace(entered)
         {
@@ -564,6 +634,10 @@ impl Engine for SqliteEngine {
     /// (a dry run, or nothing committed), removes the schema files it
     /// created, which are empty: nothing is left behind.
     async fn release(&self, conn: &mut Self::Conn, discard: bool) {
+        if let Some(pending) = conn.pending.take() {
+            conn.entered = None;
+            conn.left = conn.left.take().or(pending.left);
+        }
         if let Some(left) = conn.left.take() {
             self.detach_logged(conn, left).await;
         }
@@ -581,6 +655,7 @@ impl Engine for SqliteEngine {
     /// may write `svc_migrations` itself, after them.
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
         if step == Transaction::Begin {
+            self.flush(conn).await?;
             if let Some(left) = conn.left.take() {
                 self.detach_logged(conn, left).await;
             }
@@ -618,6 +693,10 @@ impl Engine for SqliteEngine {
         // file-by-file way, which records in `svc` itself.
         let prepared = async {
             self.mark_staging().await?;
+            if self.staging_undescribed() {
+                // The descriptions commit on their own first.
+                self.flush(conn).await?;
+            }
             self.describe_files(conn).await
         };
         prepared.await.map_err(|error| Failure {
@@ -632,7 +711,20 @@ impl Engine for SqliteEngine {
             // after the version); a read that fails leaves it to that pass.
             Some(schema) => {
                 let read = sql::catalogs(std::slice::from_ref(&schema));
-                let print = exec::exec_then_read(&mut conn.conn, text, &read).await?;
+                let before = conn.pending.as_ref().map(PendingAttach::text);
+                let print = match exec::exec_then_read(&mut conn.conn, before.as_deref(), text, &read).await {
+                    Ok(print) => print,
+                    // Nothing of the unit ran; the attachment stays, for
+                    // the executor's next call to run again the way
+                    // `flush` does, whose error it then stops on.
+                    Err(exec::Stopped::Before(failure)) => return Err(failure),
+                    Err(exec::Stopped::Text(failure)) => {
+                        // The attachment ran: the failure is the unit's.
+                        conn.pending = None;
+                        return Err(failure);
+                    }
+                };
+                conn.pending = None;
                 self.staging.lock().unwrap_or_else(|e| e.into_inner()).committed();
                 if let Some(print) = print {
                     self.keep_print(schema, &print);
@@ -688,6 +780,9 @@ impl Engine for SqliteEngine {
     /// Runs the file statement by statement: SQLite reports no position,
     /// so the failing statement's start is the error's position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        // A unit's files run in its transaction, whose `begin` ran the
+        // attachment (a failure here would read as the file's own).
+        debug_assert!(conn.pending.is_none(), "a file ran before its tenant's attachment");
         for range in engine::statements_of(Driver::Sqlite, text) {
             let start = range.start;
             if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut *conn.conn).await {
@@ -698,6 +793,7 @@ impl Engine for SqliteEngine {
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {
+        self.flush(conn).await?;
         // The schema is its file, created when attached.
         sqlx::query(AssertSqlSafe(self.tenant_insert_sql.as_str()))
             .bind(tenant)
@@ -708,6 +804,7 @@ impl Engine for SqliteEngine {
     }
 
     async fn record(&self, conn: &mut Self::Conn, entries: &Entries<'_>) -> Result<(), DbError> {
+        self.flush(conn).await?;
         let Entries { rows, created, version_id } = *entries;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Sqlite>::new(sql::INSERT_MIGRATIONS);

@@ -31,48 +31,74 @@ use crate::db::error::{Cause, DbError};
 /// character, which SQLite's C interface cannot be given, runs through
 /// sqlx.
 pub(super) async fn exec(conn: &mut SqliteConnection, text: &str) -> Result<(), Failure> {
-    exec_keeping(conn, text, None).await
+    exec_keeping(conn, None, text, None).await.map_err(|(Stopped::Before(failure) | Stopped::Text(failure))| failure)
 }
 
-/// [`exec`] of `text`, then, when it succeeded, of `read` in the same
-/// hand-over of the connection (one, not two), keeping the first column of
-/// the last row `read` returned (a tenant's catalog, read right after its
-/// unit): `None` when it returned none, failed — the text's outcome stands
-/// whatever the read's — or could not be given to SQLite.
+/// Where a [`exec_then_read`] failed.
+#[derive(Debug)]
+pub(super) enum Stopped {
+    /// In the text given to run first: nothing of the unit's text ran.
+    Before(Failure),
+    /// In the unit's text.
+    Text(Failure),
+}
+
+/// [`exec`] of `before` (a tenant's attachment, when given), then of
+/// `text`, then, when it succeeded, of `read` — in the same hand-over of the
+/// connection (one, not three), keeping the first column of the last row
+/// `read` returned (a tenant's catalog, read right after its unit): `None`
+/// when it returned none, failed — the text's outcome stands whatever the
+/// read's — or could not be given to SQLite. A `before` SQLite cannot be
+/// given (a NUL character) fails before anything runs.
 pub(super) async fn exec_then_read(
     conn: &mut SqliteConnection,
+    before: Option<&str>,
     text: &str,
     read: &str,
-) -> Result<Option<String>, Failure> {
-    let Ok(c_read) = CString::new(read) else {
-        exec(conn, text).await?;
-        return Ok(None);
+) -> Result<Option<String>, Stopped> {
+    let before = match before.map(CString::new).transpose() {
+        Ok(before) => before,
+        Err(_) => {
+            let message = "the attachment's text holds a NUL character".to_string();
+            return Err(Stopped::Before(Failure { message, offset: None, line: None, cause: Cause::Statement }));
+        }
     };
+    let c_read = CString::new(read).ok();
     let mut kept = None;
-    exec_keeping(conn, text, Some((&c_read, &mut kept))).await?;
+    let then_read = c_read.as_deref().map(|read| (read, &mut kept));
+    exec_keeping(conn, before.as_deref(), text, then_read).await?;
     Ok(kept)
 }
 
 async fn exec_keeping(
     conn: &mut SqliteConnection,
+    before: Option<&CStr>,
     text: &str,
     then_read: Option<(&CStr, &mut Option<String>)>,
-) -> Result<(), Failure> {
-    let Ok(c_text) = CString::new(text) else {
-        return sqlx::raw_sql(AssertSqlSafe(text)).execute(conn).await.map(|_| ()).map_err(|e| Failure::from_sqlx(&e));
+) -> Result<(), Stopped> {
+    let c_text = CString::new(text).ok();
+    let ran = {
+        let mut locked = conn.lock_handle().await.map_err(|e| Stopped::Before(Failure::from_sqlx(&e)))?;
+        let handle = locked.as_raw_handle().as_ptr();
+        blocking(|| {
+            if let Some(before) = before {
+                run_text(handle, before, None).map_err(Stopped::Before)?;
+            }
+            let Some(c_text) = &c_text else { return Ok(false) };
+            run_text(handle, c_text, None).map_err(Stopped::Text)?;
+            if let Some((read, kept)) = then_read {
+                let _ = run_text(handle, read, Some(kept));
+            }
+            Ok(true)
+        })
     };
-    let mut locked = conn.lock_handle().await.map_err(|e| Failure::from_sqlx(&e))?;
-    let handle = locked.as_raw_handle().as_ptr();
-    let run = || {
-        run_text(handle, &c_text, None)?;
-        if let Some((read, kept)) = then_read {
-            let _ = run_text(handle, read, Some(kept));
-        }
-        Ok(())
-    };
-    let result = blocking(run);
-    drop(locked);
-    result
+    if !ran? {
+        // A text holding a NUL character, which SQLite's C interface cannot
+        // be given, runs through sqlx (after what was to run before it).
+        let ran = sqlx::raw_sql(AssertSqlSafe(text)).execute(conn).await;
+        ran.map_err(|e| Stopped::Text(Failure::from_sqlx(&e)))?;
+    }
+    Ok(())
 }
 
 /// One `sqlite3_exec` of `text` on `handle` (locked away from sqlx's thread

@@ -171,6 +171,12 @@ impl SqliteEngine {
         Ok(())
     }
 
+    /// Whether the unit about to run stages rows of files
+    /// `svc_staged_files` does not describe yet.
+    pub(super) fn staging_undescribed(&self) -> bool {
+        !self.staging.lock().unwrap_or_else(|e| e.into_inner()).undescribed.is_empty()
+    }
+
     /// Before a staged unit runs: `svc_staged_files` describes every file
     /// it stages rows of, committed (once per file and version).
     pub(super) async fn describe_files(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
