@@ -310,11 +310,7 @@ impl SqliteEngine {
         files: &[(String, String)],
         left: Option<String>,
     ) -> Result<(), DbError> {
-        let attach = sql::attach_all(files);
-        let text = match &left {
-            Some(left) => format!("{};{attach}", sql::detach(left)),
-            None => attach.clone(),
-        };
+        let text = sql::detach_then_attach(left.as_deref(), files);
         if exec::batch(&mut conn.conn, &text).await.is_ok() {
             return Ok(());
         }
@@ -323,7 +319,7 @@ impl SqliteEngine {
         if let Some(left) = left {
             self.detach_logged(conn, left).await;
         }
-        if let Err(e) = exec::batch(&mut conn.conn, &attach).await {
+        if let Err(e) = exec::batch(&mut conn.conn, &sql::attach_all(files)).await {
             // Those before the failing one are attached: detach them all
             // (the rest fail harmlessly).
             for (schema, _) in files {
@@ -363,11 +359,18 @@ struct PendingAttach {
 impl PendingAttach {
     /// The text that detaches the last unit's file and attaches this one.
     fn text(&self) -> String {
-        let attach = sql::attach_all(&[(self.schema.clone(), self.file.clone())]);
-        match &self.left {
-            Some(left) => format!("{};{attach}", sql::detach(left)),
-            None => attach,
-        }
+        sql::detach_then_attach(self.left.as_deref(), &[(self.schema.clone(), self.file.clone())])
+    }
+}
+
+impl SqliteConn {
+    /// Forgets an attachment that never ran: nothing was entered, and the
+    /// last unit's file it was to detach stays left.
+    fn drop_pending(&mut self) -> bool {
+        let Some(pending) = self.pending.take() else { return false };
+        self.entered = None;
+        self.left = self.left.take().or(pending.left);
+        true
     }
 }
 
@@ -617,10 +620,8 @@ impl Engine for SqliteEngine {
     /// Leaves the unit's file attached (its transaction is over) until the
     /// next attachment detaches it in the same call.
     async fn leave(&self, conn: &mut Self::Conn, _schema: &str) {
-        if let Some(pending) = conn.pending.take() {
+        if conn.drop_pending() {
             // Never attached (its unit stopped before anything ran).
-            conn.entered = None;
-            conn.left = conn.left.take().or(pending.left);
             return;
         }
         if let Some(entered) = conn.entered.take()
@@ -634,10 +635,7 @@ impl Engine for SqliteEngine {
     /// (a dry run, or nothing committed), removes the schema files it
     /// created, which are empty: nothing is left behind.
     async fn release(&self, conn: &mut Self::Conn, discard: bool) {
-        if let Some(pending) = conn.pending.take() {
-            conn.entered = None;
-            conn.left = conn.left.take().or(pending.left);
-        }
+        conn.drop_pending();
         if let Some(left) = conn.left.take() {
             self.detach_logged(conn, left).await;
         }

@@ -316,6 +316,16 @@ pub(crate) fn attach_all(files: &[(String, String)]) -> String {
         .collect()
 }
 
+/// Detaches `left` (the last unit's file, when given), then attaches
+/// `files`, in one text.
+pub(crate) fn detach_then_attach(left: Option<&str>, files: &[(String, String)]) -> String {
+    let attach = attach_all(files);
+    match left {
+        Some(left) => format!("{};{attach}", detach(left)),
+        None => attach,
+    }
+}
+
 /// Detaches each schema named, in one text.
 pub(crate) fn detach_all(schemas: &[String]) -> String {
     schemas.iter().map(|schema| format!("{};", detach(schema))).collect()
