@@ -83,13 +83,33 @@ async function startWasi(vars) {
 }
 
 async function post(url, headers, body) {
-  const response = await fetch(url, { method: "POST", headers, body });
-  return {
-    status: response.status,
-    body: await response.text(),
-    type: response.headers.get("content-type"),
-    accept: response.headers.get("accept"),
-  };
+  return retriedAfterDevRestart(async () => {
+    const response = await fetch(url, { method: "POST", headers, body });
+    return {
+      status: response.status,
+      body: await response.text(),
+      type: response.headers.get("content-type"),
+      accept: response.headers.get("accept"),
+    };
+  });
+}
+
+/**
+ * `wrangler dev`'s local proxy answers 503 with this text when workerd
+ * restarted the Worker under a request (it does after an upload the Worker
+ * refused before reading it: cloudflare/workerd#4660) and asks the client to
+ * send it again; it retries only GET and HEAD itself. That answer never
+ * comes from a receiver, so the request is sent again, at most twice, and
+ * each time is said in the output.
+ */
+const DEV_RESTART = "Your worker restarted mid-request.";
+
+async function retriedAfterDevRestart(call) {
+  for (let attempt = 1; ; attempt += 1) {
+    const answer = await call();
+    if (answer.status !== 503 || !answer.body.startsWith(DEV_RESTART) || attempt > 2) return answer;
+    console.log(`   wrangler dev restarted the Worker under a request (attempt ${attempt}); sent again`);
+  }
 }
 
 async function inParallel(items, limit, task) {
@@ -196,7 +216,11 @@ function refusals() {
  * and close the connection (fetch would report the broken pipe instead of
  * the answer). With `expectContinue`, the body waits for `100 Continue`.
  */
-function send(url, { headers, body, chunked, expectContinue, method = "POST" }) {
+function send(url, request) {
+  return retriedAfterDevRestart(() => sendOnce(url, request));
+}
+
+function sendOnce(url, { headers, body, chunked, expectContinue, method = "POST" }) {
   return new Promise((resolve, reject) => {
     const outgoing = { ...headers };
     if (!chunked) outgoing["content-length"] = String(Buffer.byteLength(body));
