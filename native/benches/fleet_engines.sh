@@ -29,7 +29,7 @@
 #
 # Usage: bash native/benches/fleet_engines.sh
 #   (ENGINES="mariadb sqlite" TENANTS=2000 RUNS=3 CONCURRENCY=4
-#    VARIANTS="floor recorded strata" MARIADB_PORT=33999)
+#    VARIANTS="floor recorded strata" MARIADB_PORT=23999)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ENGINES=${ENGINES:-mariadb sqlite}
@@ -37,7 +37,7 @@ TENANTS=${TENANTS:-2000}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-4}
 VARIANTS=${VARIANTS:-floor recorded strata}
-MARIADB_PORT=${MARIADB_PORT:-33999}
+MARIADB_PORT=${MARIADB_PORT:-23999}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 cargo build --release -p strata-server --quiet
 STRATA="$CARGO_TARGET_DIR/release/strata"

@@ -4,16 +4,21 @@
 
 # Sets STRATA_BENCH_PG_URL: as given, or the default-settings cluster of
 # tests/servers.sh started in SERVERS_DIR on ports from BASE (PostgreSQL
-# BASE and BASE+1, MariaDB, moto and Azurite elsewhere); `bench_servers_stop`
+# BASE and BASE+1, its PgBouncers BASE+11 and +12; MariaDB BASE+100, moto
+# +200, Azurite +300: keep BASE below 32768, clear of the ephemeral ports
+# of the machine's own connections, and of the tests' blocks); `bench_servers_stop`
 # stops what was started.
 bench_servers_start() { # SERVERS_DIR BASE
     if [ -n "${STRATA_BENCH_PG_URL:-}" ]; then
         return
     fi
     export STRATA_SERVERS_DIR=$1
-    export STRATA_PG_PORT=$2 STRATA_PG_DEFAULT_PORT=$(($2 + 1)) STRATA_MYSQL_PORT=$(($2 - 21260)) \
-        STRATA_S3_PORT=$(($2 - 49274)) STRATA_AZURITE_PORT=$(($2 - 44329))
+    export STRATA_PG_PORT=$2 STRATA_PG_DEFAULT_PORT=$(($2 + 1)) STRATA_MYSQL_PORT=$(($2 + 100)) \
+        STRATA_S3_PORT=$(($2 + 200)) STRATA_AZURITE_PORT=$(($2 + 300))
     STRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:$STRATA_PG_DEFAULT_PORT
+    # tests/servers.sh's stock PgBouncers in front of that cluster.
+    STRATA_BENCH_PGBOUNCER_TRANSACTION_URL=postgres://postgres@127.0.0.1:$(($2 + 11))
+    STRATA_BENCH_PGBOUNCER_SESSION_URL=postgres://postgres@127.0.0.1:$(($2 + 12))
     bench_started_servers=1
     bash tests/servers.sh start >/dev/null
 }

@@ -14,13 +14,19 @@
 #            RSS from /usr/bin/time
 #   lean     the same with `driftPolicy: off` and `recordFingerprints: false`
 #
+# With VIA=pgbouncer-transaction or VIA=pgbouncer-session, the floor's
+# sessions and Strata both connect through tests/servers.sh's stock
+# PgBouncer (1.18, default_pool_size 20) in that mode; the databases are
+# made and checked directly.
+#
 # Every tenant schema exists before each timed run (created, not timed).
 # Printed per variant: the median of RUNS alternating runs and their spread
 # in seconds, the ratio of medians to the floor's, and the largest peak RSS
 # in MB.
 #
 # Usage: bash native/benches/fleet_scale.sh
-#   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean";
+#   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean"
+#    VIA=direct|pgbouncer-transaction|pgbouncer-session;
 #    STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
 #    starting tests/servers.sh's)
 set -euo pipefail
@@ -38,8 +44,19 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-bench_servers_start /tmp/strata-scale-bench 54349
+bench_servers_start /tmp/strata-scale-bench 24329
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+# Where the timed runs connect (the server itself, or a PgBouncer before it).
+case ${VIA:-direct} in
+    direct) RUN_URL=$STRATA_BENCH_PG_URL ;;
+    pgbouncer-transaction | pgbouncer-session)
+        RUN_URL=${STRATA_BENCH_PGBOUNCER_TRANSACTION_URL:-}
+        [ "$VIA" = pgbouncer-session ] && RUN_URL=${STRATA_BENCH_PGBOUNCER_SESSION_URL:-}
+        [ -n "$RUN_URL" ] || { echo "VIA=$VIA needs the servers this script starts (no STRATA_BENCH_PG_URL)" >&2; exit 2; }
+        echo "through $VIA: $RUN_URL"
+        ;;
+    *) echo "VIA is direct, pgbouncer-transaction or pgbouncer-session, not $VIA" >&2; exit 2 ;;
+esac
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
 
 # The migrations: a table, an index, 18 added columns.
@@ -76,7 +93,7 @@ floor_run() { # tenants -> seconds
     local start pids=()
     start=$(now)
     for s in $(seq 0 $((CONCURRENCY - 1))); do
-        "${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -f "$work/floor.$s" >/dev/null &
+        "${PSQL[@]}" "$RUN_URL/$db" -f "$work/floor.$s" >/dev/null &
         pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
@@ -89,7 +106,7 @@ strata_run() { # tenants extra-config -> "seconds rss_kb"
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
 driver: postgres
-dataSource: $STRATA_BENCH_PG_URL/$db
+dataSource: $RUN_URL/$db
 singleMigrations: [ref]
 tenantMigrations: [tenants]
 tenantSelectSQL: select name from public.tenants order by name

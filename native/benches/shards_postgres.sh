@@ -134,7 +134,7 @@ fi
 for i in 0 1 2; do
     psql_on "$i" "$db" -Atc "select 'shard $i: ' || count(*) || ' rows recorded, ' || count(distinct db_schema) || ' schemas' from svc.svc_migrations"
 done
-seconds=$(graphql '{ fleet { files tenants { name shard states } } }')
+seconds=$(graphql '{ fleet { files tenants { name shard cells } } }')
 echo "fleet matrix over $TENANTS tenants: ${seconds} s, $(wc -c <"$work/answer.json") bytes; peak RSS $(rss)"
 seconds=$(graphql '{ tenants { name shard } }')
 echo "tenants with their shards: ${seconds} s, $(wc -c <"$work/answer.json") bytes"

@@ -66,6 +66,9 @@ async fn fleet_plan_and_request_ids_for_the_console() {
     server.ws.write_migration("tenants/004.sql", "create table {schema}.audit (id integer);\n");
     let fleet = server.data("{ fleet { files tenants { name states } } }", json!({})).await;
     assert_eq!(fleet["fleet"]["tenants"][2], json!({ "name": "gamma", "states": ["Applied", "Applied", "Pending"] }));
+    // A page of the rows, in order of name, after the last one seen.
+    let page = server.data(r#"{ fleet { tenants(first: 1, after: "acme") { name cells } } }"#, json!({})).await;
+    assert_eq!(page["fleet"]["tenants"], json!([{ "name": "beta", "cells": "AAP" }]));
 
     let plan = server
         .data(

@@ -1,6 +1,7 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
 mod codes;
+mod fleet;
 mod guard;
 pub(crate) mod limits;
 mod one_by_one;
@@ -15,11 +16,12 @@ use strata_core::migrate::wave::Wave;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
+use fleet::FleetDto;
 use one_by_one::OneByOne;
 use types::{
-    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, FleetDto, IdentityDto, MigrationInterface,
-    PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto,
-    SourceMigrationFilters, TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface, PlanPreviewDto,
+    QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters,
+    TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
