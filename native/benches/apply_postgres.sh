@@ -22,7 +22,7 @@ RUNS=${RUNS:-10}
 PORT=${PORT:-18941}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export STRATA_SERVERS_DIR=/tmp/strata-bench-servers
-export STRATA_PG_PORT=54359 STRATA_PG_DEFAULT_PORT=54360 STRATA_MYSQL_PORT=33099 STRATA_S3_PORT=5085 STRATA_AZURITE_PORT=10030
+export STRATA_PG_PORT=25729 STRATA_PG_DEFAULT_PORT=25730 STRATA_MYSQL_PORT=25829 STRATA_S3_PORT=25929 STRATA_AZURITE_PORT=26029
 
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
 cargo build --release -p strata-server --quiet

@@ -14,7 +14,7 @@ RUNS=${RUNS:-10}
 PORT=${PORT:-18951}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export STRATA_SERVERS_DIR=/tmp/strata-bench-objects
-export STRATA_PG_PORT=54349 STRATA_MYSQL_PORT=33089 STRATA_S3_PORT=5065 STRATA_AZURITE_PORT=10010
+export STRATA_PG_PORT=27329 STRATA_MYSQL_PORT=27429 STRATA_S3_PORT=27529 STRATA_AZURITE_PORT=27629
 
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
 cargo build --release -p strata-server --quiet

@@ -154,6 +154,12 @@ pub(crate) trait Engine: Send + Sync {
     /// Whether DDL takes part in transactions (MySQL and MariaDB commit it
     /// implicitly: every step is its own commit, recorded right after it).
     const TRANSACTIONAL_DDL: bool;
+    /// Whether time-outs set for the session stay set until set again
+    /// ([`Engine::reset_timeouts`] does nothing; MySQL and MariaDB set them
+    /// before every file anyway): a unit's file outside a transaction then
+    /// sets only what differs from its unit's file before it, one round trip
+    /// a file less.
+    const SESSION_TIMEOUTS_KEPT: bool = false;
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
     /// Takes the database's cross-instance lock on a session of its own

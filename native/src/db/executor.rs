@@ -629,7 +629,9 @@ impl<E: Engine> Run<'_, E> {
     /// file's time-outs for that transaction (set again only when they
     /// change: `current`). Outside one (the directive, or an engine without
     /// transactional DDL): statement by statement with the session's
-    /// time-outs, a statement that hit the lock time-out retried alone.
+    /// time-outs (set again only when they change where the engine keeps
+    /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
+    /// the file), a statement that hit the lock time-out retried alone.
     async fn execute(&self, conn: &mut E::Conn, step: u32, current: &mut Option<Timeouts>) -> Result<(), UnitError> {
         if !self.plan.steps.at(step).execute {
             return Ok(());
@@ -660,10 +662,19 @@ impl<E: Engine> Run<'_, E> {
             }
             return Ok(());
         }
-        self.engine.set_timeouts(conn, timeouts, false).await?;
-        let result = self.execute_alone(conn, step, &sql, timeouts).await;
-        self.engine.reset_timeouts(conn).await;
-        result
+        if !E::SESSION_TIMEOUTS_KEPT {
+            self.engine.set_timeouts(conn, timeouts, false).await?;
+            let result = self.execute_alone(conn, step, &sql, timeouts).await;
+            self.engine.reset_timeouts(conn).await;
+            return result;
+        }
+        if *current != Some(timeouts) {
+            // Forgotten first: a failed setting leaves the session unknown.
+            *current = None;
+            self.engine.set_timeouts(conn, timeouts, false).await?;
+            *current = Some(timeouts);
+        }
+        self.execute_alone(conn, step, &sql, timeouts).await
     }
 
     /// A file outside any transaction, statement by statement (SQL Server:

@@ -187,6 +187,7 @@ impl Engine for MysqlEngine {
     type Books = SqlxBooks<MySql, i32>;
     const DRIVER: Driver = Driver::Mysql;
     const TRANSACTIONAL_DDL: bool = false;
+    const SESSION_TIMEOUTS_KEPT: bool = true;
 
     fn books(&self) -> &Self::Books {
         &self.books
@@ -279,7 +280,8 @@ impl Engine for MysqlEngine {
     }
 
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {
-        // Set again before every file: nothing to undo between them.
+        // Set before every file that needs others (`SESSION_TIMEOUTS_KEPT`):
+        // nothing to undo between them.
     }
 
     /// Other sessions with an open transaction or in the schema: id, user,
