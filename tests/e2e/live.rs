@@ -333,3 +333,48 @@ async fn a_new_enum_value_is_usable_by_a_later_file_of_the_same_version() {
     assert!(result.get("errors").is_none(), "{result}");
     assert_eq!(server.ws.rows("e1", "select m::text from feelings").await, [[json!("ok")]]);
 }
+
+/// A file's `strata:statement-timeout` holds for that file only: the next
+/// file of the unit runs with the configured time-outs again, and a file
+/// after one with the configured time-outs gets its own (MySQL and MariaDB
+/// keep a session's settings until set again, and a unit's files set only
+/// what changed), so it fails when it runs past it.
+#[tokio::test]
+async fn a_files_statement_timeout_holds_for_that_file_only() {
+    let sleep = match backend() {
+        Backend::Sqlite => return, // no statement time-out on SQLite
+        Backend::Postgres => "select pg_sleep(0.7);\n",
+        // `select`: MariaDB interrupts a `do sleep()` quietly.
+        Backend::Mysql => "select sleep(0.7);\n",
+    };
+    let server = fleet("").await;
+    server.ws.write_migration(
+        "tenants/901.sql",
+        "-- strata:statement-timeout 300ms\nalter table {schema}.users add column quick varchar(5);\n",
+    );
+    server.ws.write_migration("tenants/902.sql", sleep);
+    let result = server.create_version(json!({ "versionName": "a short time-out, then none" })).await;
+    assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+    let recorded = |file: &'static str| {
+        let server = &server;
+        async move {
+            let sql = format!("select count(*) from svc_migrations where filename = '{file}'");
+            server.ws.rows("svc", &sql).await
+        }
+    };
+    assert_eq!(recorded("tenants/902.sql").await, [[json!(6)]]);
+
+    // A file of the configured time-outs first, so the timed-out file is
+    // not the first of its unit (a unit's first file always sets them).
+    server.ws.write_migration("tenants/903.sql", "alter table {schema}.users add column later varchar(5);\n");
+    server.ws.write_migration("tenants/904.sql", &format!("-- strata:statement-timeout 300ms\n{sleep}"));
+    let result = server.create_version(json!({ "versionName": "past its own time-out" })).await;
+    let message = result["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("migration tenants/904.sql ran longer than its statement time-out in schema t"),
+        "{result}"
+    );
+    assert_eq!(result["errors"][0]["extensions"]["cause"], "STATEMENT_TIMEOUT", "{result}");
+    assert_eq!(recorded("tenants/904.sql").await, [[json!(0)]]);
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+}
