@@ -336,8 +336,7 @@ impl SqliteEngine {
     /// its file.
     async fn flush(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
         let Some(mut pending) = conn.pending.take() else { return Ok(()) };
-        let files = [(pending.schema.clone(), pending.file.clone())];
-        if let Err(error) = self.attach_files(conn, &files, pending.left.take()).await {
+        if let Err(error) = self.attach_files(conn, &pending.files(), pending.left.take()).await {
             conn.pending = Some(pending);
             return Err(error);
         }
@@ -359,7 +358,12 @@ struct PendingAttach {
 impl PendingAttach {
     /// The text that detaches the last unit's file and attaches this one.
     fn text(&self) -> String {
-        sql::detach_then_attach(self.left.as_deref(), &[(self.schema.clone(), self.file.clone())])
+        sql::detach_then_attach(self.left.as_deref(), &self.files())
+    }
+
+    /// Its file as [`SqliteEngine::attach_files`] takes it: (schema, path).
+    fn files(&self) -> [(String, String); 1] {
+        [(self.schema.clone(), self.file.clone())]
     }
 }
 

@@ -7,6 +7,7 @@ use async_graphql::{ComplexObject, Context, Enum, Result, SimpleObject};
 use strata_core::migrate::report;
 
 use super::one_by_one::OneByOne;
+use crate::error::{AppError, graphql_error};
 
 /// Where a tenant stands with a tenant migration (`MigrationState`, added).
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -85,45 +86,36 @@ impl FleetDto {
         let count = match first {
             None => rest.len(),
             Some(first) => usize::try_from(first)
-                .map_err(|_| invalid_input(format!("`first` is {first}: it counts tenants, 0 or more")))?
+                .map_err(|_| {
+                    graphql_error(AppError::InvalidInput(format!("`first` is {first}: it counts tenants, 0 or more")))
+                })?
                 .min(rest.len()),
         };
         let page = &rest[..count];
         let states = page.len().saturating_mul(self.files.len());
         if states > MAX_STATES_PER_ANSWER && ctx.look_ahead().field("states").exists() {
-            return Err(invalid_input(format!(
+            return Err(graphql_error(AppError::InvalidInput(format!(
                 "`states` for {} tenants × {} files is {states} values, over {MAX_STATES_PER_ANSWER} in one answer: \
                  ask for `cells` (a letter per file), or for a page of tenants with `first` and `after`",
                 page.len(),
                 self.files.len()
-            )));
+            ))));
         }
         Ok(OneByOne(page.iter().collect()))
     }
 }
 
-/// An `INVALID_INPUT` error of the API.
-fn invalid_input(message: String) -> async_graphql::Error {
-    crate::error::graphql_error(crate::error::AppError::InvalidInput(message))
-}
-
 impl FleetDto {
-    /// The matrix, each tenant with its shard (`shard_of`: tenant → shard).
+    /// The matrix, its rows in order of name, each tenant with its shard
+    /// (`shard_of`: tenant → shard).
     pub(crate) fn new(matrix: report::FleetMatrix, shard_of: &std::collections::HashMap<String, String>) -> Self {
-        let mut dto = FleetDto::from(matrix);
-        for tenant in &mut dto.rows {
-            tenant.shard = shard_of.get(&tenant.name).cloned();
-        }
-        dto
-    }
-}
-
-impl From<report::FleetMatrix> for FleetDto {
-    fn from(matrix: report::FleetMatrix) -> Self {
         let mut rows: Vec<FleetTenantDto> = matrix
             .tenants
             .into_iter()
-            .map(|(name, cells)| FleetTenantDto { name, shard: None, cells: report::letters(&cells) })
+            .map(|(name, cells)| {
+                let shard = shard_of.get(&name).cloned();
+                FleetTenantDto { name, shard, cells: report::letters(&cells) }
+            })
             .collect();
         rows.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         FleetDto { files: matrix.files, rows }
