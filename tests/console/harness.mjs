@@ -53,15 +53,31 @@ export function launchChromium() {
   return chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
 }
 
-/** A 1280×900 page; `problems` collects what must stay empty. */
+/**
+ * A 1280×900 page; `problems` collects what must stay empty. A request is a
+ * problem when it fails, except one the browser aborted because the page
+ * navigated after it started (a poll cut by `page.goto`, which Chromium
+ * reports as net::ERR_ABORTED): any other failure, an abort without a
+ * navigation included, still counts.
+ */
 export async function watchedPage(browser) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const problems = [];
+  let navigations = 0;
+  const navigationsAtStart = new WeakMap();
+  page.on("request", (request) => {
+    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigations += 1;
+    navigationsAtStart.set(request, navigations);
+  });
   page.on("console", (message) => {
     if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
   });
   page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-  page.on("requestfailed", (request) => problems.push(`request failed: ${request.url()}`));
+  page.on("requestfailed", (request) => {
+    const error = request.failure()?.errorText ?? "";
+    const cutByNavigation = error === "net::ERR_ABORTED" && navigations > (navigationsAtStart.get(request) ?? navigations);
+    if (!cutByNavigation) problems.push(`request failed: ${request.url()} (${error})`);
+  });
   return { page, problems };
 }
 

@@ -183,6 +183,46 @@ async fn a_not_null_dropped_by_hand_is_one_difference_on_every_postgres_major() 
     );
 }
 
+/// Tenants listed but never migrated are compared by what their files hold.
+/// On SQLite a file whose schema never changed is known empty from its
+/// header and is not attached — no file, an empty one, one with only a
+/// setting written; one with a table made by hand is read (an outlier), and
+/// so is one whose table was made and dropped (empty, like the others), or
+/// one in WAL mode. Reading makes no file.
+#[tokio::test]
+async fn tenants_never_migrated_are_compared_by_what_their_files_hold() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names = ["n1", "n2", "n3", "n4", "n5", "n6"];
+    let values: Vec<String> = names.iter().map(|name| format!("('{name}')")).collect();
+    server.ws.execute("svc", &format!("insert into svc_tenants (name) values {}", values.join(", "))).await;
+    let file = |name: &str| server.ws.path().join("db").join(format!("{name}.db"));
+    std::fs::write(file("n2"), b"").unwrap();
+    server.ws.execute("n3", "pragma journal_mode = delete; pragma user_version = 3").await;
+    server.ws.execute("n4", "pragma journal_mode = delete; create table hand (id int)").await;
+    server.ws.execute("n5", "pragma journal_mode = delete; create table gone (id int); drop table gone").await;
+    server.ws.execute("n6", "pragma journal_mode = wal; pragma user_version = 6").await;
+
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(drift["tenants"], 6, "{drift}");
+    assert_eq!(drift["groups"].as_array().unwrap().len(), 1, "{drift}");
+    assert_eq!(outliers(&drift), ["n4"], "{drift}");
+    let added: Vec<(&str, &str)> = drift["outliers"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["change"] == "added")
+        .map(|d| (d["kind"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect();
+    assert!(added.contains(&("table", "hand")), "{drift}");
+    assert!(!file("n1").exists(), "reading drift made n1's file");
+    assert_eq!(std::fs::metadata(file("n2")).unwrap().len(), 0, "n2's file was written");
+}
+
 /// A trigger made by hand in one tenant is drift on every engine (MySQL
 /// and MariaDB find a schema's triggers by their table's schema).
 #[tokio::test]

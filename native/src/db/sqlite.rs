@@ -24,6 +24,7 @@
 //! the file lock when the process dies.
 
 mod exec;
+mod header;
 mod sql;
 mod staging;
 
@@ -261,6 +262,61 @@ fn too_many_attached(schema: &str, attachments: usize) -> DbError {
 }
 
 impl SqliteEngine {
+    /// The file of `schema` when it is a schema's own file this connection
+    /// has not attached (not `svc`, not a name SQLite reserves).
+    fn unattached_file(&self, conn: &SqliteConn, schema: &str) -> Option<PathBuf> {
+        let attached = schema.eq_ignore_ascii_case("svc")
+            || conn.attached.iter().chain(&conn.entered).chain(&conn.left).any(|a| a.eq_ignore_ascii_case(schema));
+        (!attached && self.files.check(schema).is_ok()).then(|| self.files.file(schema))
+    }
+
+    /// Catalogs read through SQLite, up to [`sql::CATALOGS_AT_ONCE`]
+    /// schemas at a time: their files attached in one call, their catalogs
+    /// read in one query, detached in one call (three round trips a batch,
+    /// not three a schema).
+    async fn read_catalogs(
+        &self,
+        conn: &mut SqliteConn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, sql::CATALOGS_AT_ONCE);
+        let mut out = Vec::with_capacity(schemas.len());
+        for batch in schemas.chunks(room) {
+            let attached = self.attach_batch(conn, batch).await?;
+            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs(batch)))
+                .persistent(false)
+                .fetch_one(&mut *conn.conn)
+                .await;
+            if !attached.is_empty()
+                && let Err(e) = exec::batch(&mut conn.conn, &sql::detach_all(&attached)).await
+            {
+                tracing::warn!(error = %e, "detach failed");
+            }
+            // Each schema's first place in the batch: a schema named twice
+            // reads the same file, and its later places are copies.
+            let mut first: HashMap<String, usize> = HashMap::with_capacity(batch.len());
+            for (index, schema) in batch.iter().enumerate() {
+                first.entry(schema.to_ascii_lowercase()).or_insert(index);
+            }
+            let mut catalogs = vec![Vec::new(); batch.len()];
+            let rows: Vec<CatalogRow> = serde_json::from_str(&read?)
+                .map_err(|e| DbError::UnexpectedAnswer(format!("the catalogs' rows: {e}")))?;
+            for row in rows {
+                if let Some(&index) = first.get(&row.0.to_ascii_lowercase()) {
+                    catalogs[index].push(catalog_object(row));
+                }
+            }
+            for (index, schema) in batch.iter().enumerate() {
+                let at = first[&schema.to_ascii_lowercase()];
+                if at != index {
+                    catalogs[index] = catalogs[at].clone();
+                }
+            }
+            out.extend(catalogs);
+        }
+        Ok(out)
+    }
+
     /// Attaches, in one call, the files of the schemas of `batch` not
     /// attached on `conn` yet (outside any transaction); returns them, to
     /// detach. Files that did not exist are remembered as created, as
@@ -551,51 +607,25 @@ impl Engine for SqliteEngine {
         Ok(rows.into_iter().map(catalog_object).collect())
     }
 
-    /// Up to [`sql::CATALOGS_AT_ONCE`] schemas at a time: their files
-    /// attached in one call, their catalogs read in one query, detached in
-    /// one call (three round trips a batch, not three a schema).
+    /// A file whose schema never changed has an empty catalog, said by its
+    /// header ([`header`]: a fleet's new tenants cost an `open` each, not an
+    /// attachment); the others are read by [`SqliteEngine::read_catalogs`].
+    /// A file this connection has attached is always read through SQLite
+    /// (its transaction may have changed it).
     async fn catalogs(
         &self,
         conn: &mut Self::Conn,
         schemas: &[String],
     ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
         self.flush(conn).await?;
-        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, sql::CATALOGS_AT_ONCE);
-        let mut out = Vec::with_capacity(schemas.len());
-        for batch in schemas.chunks(room) {
-            let attached = self.attach_batch(conn, batch).await?;
-            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs(batch)))
-                .persistent(false)
-                .fetch_one(&mut *conn.conn)
-                .await;
-            if !attached.is_empty()
-                && let Err(e) = exec::batch(&mut conn.conn, &sql::detach_all(&attached)).await
-            {
-                tracing::warn!(error = %e, "detach failed");
-            }
-            // Each schema's first place in the batch: a schema named twice
-            // reads the same file, and its later places are copies.
-            let mut first: HashMap<String, usize> = HashMap::with_capacity(batch.len());
-            for (index, schema) in batch.iter().enumerate() {
-                first.entry(schema.to_ascii_lowercase()).or_insert(index);
-            }
-            let mut catalogs = vec![Vec::new(); batch.len()];
-            let rows: Vec<CatalogRow> = serde_json::from_str(&read?)
-                .map_err(|e| DbError::UnexpectedAnswer(format!("the catalogs' rows: {e}")))?;
-            for row in rows {
-                if let Some(&index) = first.get(&row.0.to_ascii_lowercase()) {
-                    catalogs[index].push(catalog_object(row));
-                }
-            }
-            for (index, schema) in batch.iter().enumerate() {
-                let at = first[&schema.to_ascii_lowercase()];
-                if at != index {
-                    catalogs[index] = catalogs[at].clone();
-                }
-            }
-            out.extend(catalogs);
-        }
-        Ok(out)
+        let files: Vec<Option<PathBuf>> = schemas.iter().map(|schema| self.unattached_file(conn, schema)).collect();
+        let blank: Vec<bool> = exec::blocking(|| {
+            files.iter().map(|file| file.as_deref().is_some_and(header::never_had_a_schema)).collect()
+        });
+        let unread: Vec<String> =
+            schemas.iter().zip(&blank).filter(|&(_, &blank)| !blank).map(|(schema, _)| schema.clone()).collect();
+        let mut read = self.read_catalogs(conn, &unread).await?.into_iter();
+        Ok(blank.iter().map(|&blank| if blank { Vec::new() } else { read.next().unwrap_or_default() }).collect())
     }
 
     /// The prints the units read as they committed (see
