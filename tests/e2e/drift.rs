@@ -47,6 +47,17 @@ async fn by_hand(server: &Server, schema: &str, sql: &str) {
     server.ws.execute(schema, &sql.replace("{}", &prefix)).await;
 }
 
+/// What the first outlier has that its reference lacks: (kind, name).
+fn first_outliers_additions(drift: &Value) -> Vec<(&str, &str)> {
+    drift["outliers"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["change"] == "added")
+        .map(|d| (d["kind"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect()
+}
+
 fn outliers(drift: &Value) -> Vec<String> {
     drift["outliers"].as_array().unwrap().iter().map(|o| o["tenant"].as_str().unwrap().to_string()).collect()
 }
@@ -211,13 +222,7 @@ async fn tenants_never_migrated_are_compared_by_what_their_files_hold() {
     assert_eq!(drift["tenants"], 6, "{drift}");
     assert_eq!(drift["groups"].as_array().unwrap().len(), 1, "{drift}");
     assert_eq!(outliers(&drift), ["n4"], "{drift}");
-    let added: Vec<(&str, &str)> = drift["outliers"][0]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["change"] == "added")
-        .map(|d| (d["kind"].as_str().unwrap(), d["name"].as_str().unwrap()))
-        .collect();
+    let added = first_outliers_additions(&drift);
     assert!(added.contains(&("table", "hand")), "{drift}");
     assert!(!file("n1").exists(), "reading drift made n1's file");
     assert_eq!(std::fs::metadata(file("n2")).unwrap().len(), 0, "n2's file was written");
@@ -241,13 +246,7 @@ async fn a_trigger_made_by_hand_is_drift_on_every_engine() {
     server.ws.execute("t2", trigger).await;
     let drift = server.data(DRIFT, json!({})).await["drift"].clone();
     assert_eq!(outliers(&drift), ["t2"], "{drift}");
-    let added: Vec<(&str, &str)> = drift["outliers"][0]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["change"] == "added")
-        .map(|d| (d["kind"].as_str().unwrap(), d["name"].as_str().unwrap()))
-        .collect();
+    let added = first_outliers_additions(&drift);
     assert!(added.iter().any(|(kind, name)| *kind == "trigger" && name.contains("users_touch")), "{drift}");
 }
 

@@ -53,13 +53,18 @@ use crate::db::error::DbError;
 pub(crate) const MARKER: &str = "svc.staging";
 
 /// Committed units folded at once, at most (in practice [`FOLD_AFTER`]
-/// comes first on a fast disk).
-pub(crate) const FOLD_EVERY: usize = 500;
+/// comes first): what the process keeps of them is a few dozen bytes each.
+pub(crate) const FOLD_EVERY: usize = 2000;
 
 /// How long staged rows wait for a fold at most (then the next staged unit
 /// folds them): what reads `svc_migrations` while a version runs sees it
-/// progress, as when every unit wrote there itself.
-pub(crate) const FOLD_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+/// progress every two seconds. Each fold rewrites the pages its rows share
+/// with the last (the end of the table, each file's place in the filename
+/// index) and journals them first: over 2,000 tenants × 20 files, folding
+/// every half second wrote 30.6 MB to `svc.db` and its journal for 11.8 MB
+/// of books, every two seconds 18.4 MB — bytes the disk writes beside the
+/// tenants' 42 MB, on the same syncs.
+pub(crate) const FOLD_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the running version staged and has not folded, in this process.
 #[derive(Default)]
