@@ -291,18 +291,29 @@ pub(crate) fn fold_committed<'r>(version_id: i64, rows: impl Iterator<Item = (i6
     let rows: Vec<String> = rows
         .map(|(seq, schema, file)| format!("({seq}, {}, {})", quote_string_sqlite(schema), quote_string_sqlite(file)))
         .collect();
-    format!(
-        "begin;\n\
-         with u(seq, db_schema, filename) as (values {}) \
-         insert into svc.svc_migrations ({MIGRATION_COLUMNS}) \
-         select f.name, f.source_dir, f.filename, f.migration_type, u.db_schema, f.created, f.contents, f.checksum, \
-         f.version_id from u join svc.svc_staged_files f on f.version_id = {version_id} and f.filename = u.filename \
-         where not exists (select 1 from svc.svc_migrations m where m.version_id = {version_id} \
-         and m.db_schema = u.db_schema and m.filename = u.filename) order by u.seq;\n\
-         commit",
-        rows.join(", ")
-    )
+    let inserts: String = rows
+        .chunks(FOLD_ROWS_PER_STATEMENT)
+        .map(|chunk| {
+            format!(
+                "with u(seq, db_schema, filename) as (values {}) \
+                 insert into svc.svc_migrations ({MIGRATION_COLUMNS}) \
+                 select f.name, f.source_dir, f.filename, f.migration_type, u.db_schema, f.created, f.contents, \
+                 f.checksum, f.version_id from u join svc.svc_staged_files f on f.version_id = {version_id} \
+                 and f.filename = u.filename where not exists (select 1 from svc.svc_migrations m \
+                 where m.version_id = {version_id} and m.db_schema = u.db_schema and m.filename = u.filename) \
+                 order by u.seq;\n",
+                chunk.join(", ")
+            )
+        })
+        .collect();
+    format!("begin;\n{inserts}commit")
 }
+
+/// Rows of one statement of [`fold_committed`] at most: SQLite compiles a
+/// `values` list whole, and a fold of 40,000 rows in one statement took 20 MB
+/// of the process's memory; the fold's transaction (its one commit) is the
+/// same however many statements it holds.
+pub(crate) const FOLD_ROWS_PER_STATEMENT: usize = 1000;
 
 /// Schemas attached and read at once by [`catalogs`].
 pub(crate) const CATALOGS_AT_ONCE: usize = 100;

@@ -426,6 +426,23 @@ mod tests {
         assert!(fold.contains("m.version_id = 7 and m.db_schema = u.db_schema and m.filename = u.filename"), "{fold}");
         assert!(fold.contains(" order by u.seq;"), "{fold}");
         assert!(!fold.contains("svc_staged "), "{fold}");
+        // A large fold: one transaction, a statement per thousand rows, in
+        // order.
+        let many: Vec<StagedUnit> = (0..125)
+            .map(|unit| StagedUnit {
+                schema: format!("t{unit:03}"),
+                first: unit * 20,
+                files: (0..20).map(|file| format!("{file:02}.sql")).collect(),
+            })
+            .collect();
+        let fold = sql::fold_committed(7, rows_of(&many));
+        assert_eq!(fold.matches("begin;").count(), 1, "{fold}");
+        assert!(fold.ends_with(";\ncommit"), "{fold}");
+        let statements: Vec<&str> = fold.split("insert into svc.svc_migrations").skip(1).collect();
+        assert_eq!(statements.len(), 3, "2,500 rows");
+        assert!(fold.contains("(999, 't049', '19.sql')) "), "the first statement ends with the 1,000th row");
+        assert!(fold.contains("values (1000, 't050', '00.sql'), "), "the second starts with the next");
+        assert!(fold.contains("(2499, 't124', '19.sql')) "), "{fold}");
         // A unit deletes only other versions' rows; its own are a few
         // dozen bytes each, the file's columns left to `svc_staged_files`.
         assert!(sql::stage("t01", 7).contains("delete from \"t01\".svc_staged where version_id <> 7;"));
