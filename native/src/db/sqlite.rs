@@ -265,9 +265,7 @@ impl SqliteEngine {
     /// The file of `schema` when it is a schema's own file this connection
     /// has not attached (not `svc`, not a name SQLite reserves).
     fn unattached_file(&self, conn: &SqliteConn, schema: &str) -> Option<PathBuf> {
-        let attached = schema.eq_ignore_ascii_case("svc")
-            || conn.attached.iter().chain(&conn.entered).chain(&conn.left).any(|a| a.eq_ignore_ascii_case(schema));
-        (!attached && self.files.check(schema).is_ok()).then(|| self.files.file(schema))
+        (!conn.has_attached(schema) && self.files.check(schema).is_ok()).then(|| self.files.file(schema))
     }
 
     /// Catalogs read through SQLite, up to [`sql::CATALOGS_AT_ONCE`]
@@ -325,14 +323,7 @@ impl SqliteEngine {
         let mut files: Vec<(String, PathBuf)> = Vec::new();
         for schema in batch {
             self.files.check(schema)?;
-            let known = schema.eq_ignore_ascii_case("svc")
-                || conn
-                    .attached
-                    .iter()
-                    .chain(&conn.entered)
-                    .chain(&conn.left)
-                    .chain(files.iter().map(|(s, _)| s))
-                    .any(|a| a.eq_ignore_ascii_case(schema));
+            let known = conn.has_attached(schema) || files.iter().any(|(named, _)| named.eq_ignore_ascii_case(schema));
             if known {
                 continue;
             }
@@ -424,6 +415,13 @@ impl PendingAttach {
 }
 
 impl SqliteConn {
+    /// Whether `schema`'s file is attached on this connection (`svc`, a
+    /// single schema, a unit's tenant, the last unit's not yet detached).
+    fn has_attached(&self, schema: &str) -> bool {
+        schema.eq_ignore_ascii_case("svc")
+            || self.attached.iter().chain(&self.entered).chain(&self.left).any(|a| a.eq_ignore_ascii_case(schema))
+    }
+
     /// Forgets an attachment that never ran: nothing was entered, and the
     /// last unit's file it was to detach stays left.
     fn drop_pending(&mut self) -> bool {
