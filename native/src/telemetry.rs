@@ -19,6 +19,7 @@ const REQUEST_SIZE: &str = "svc_http_request_size_bytes";
 const RESPONSE_SIZE: &str = "svc_http_response_size_bytes";
 const LOCK_TIMEOUTS: &str = "svc_http_lock_timeouts";
 const LOCK_RETRIES: &str = "svc_http_lock_retries";
+const LOCK_TIMEOUTS_BEHIND_OWN_UNITS: &str = "svc_http_lock_timeouts_behind_own_units";
 const TENANTS_QUARANTINED: &str = "svc_http_tenants_quarantined";
 const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
@@ -62,6 +63,11 @@ impl Metrics {
         metrics::counter!(VERSIONS_CREATED).absolute(0);
         metrics::counter!(LOCK_TIMEOUTS).absolute(0);
         metrics::counter!(LOCK_RETRIES).absolute(0);
+        metrics::describe_counter!(
+            LOCK_TIMEOUTS_BEHIND_OWN_UNITS,
+            "Lock time-outs while the version's other units committed: queued behind them, no retry used up"
+        );
+        metrics::counter!(LOCK_TIMEOUTS_BEHIND_OWN_UNITS).absolute(0);
         metrics::describe_counter!(TENANTS_QUARANTINED, "Tenants put aside after a failure a version absorbed");
         metrics::counter!(TENANTS_QUARANTINED).absolute(0);
         metrics::counter!(TENANTS_CREATED).absolute(0);
@@ -84,12 +90,16 @@ impl Metrics {
     }
 }
 
-/// Accounts for a migration statement that hit its lock time-out, and
-/// whether it is retried.
-pub(crate) fn lock_timed_out(retried: bool) {
+/// Accounts for a migration statement that hit its lock time-out, whether
+/// it is retried, and whether it queued behind the version's own units
+/// (core's `lock_wait::TimedOut::counts`: no retry used up).
+pub(crate) fn lock_timed_out(retried: bool, behind_own_units: bool) {
     metrics::counter!(LOCK_TIMEOUTS).increment(1);
     if retried {
         metrics::counter!(LOCK_RETRIES).increment(1);
+    }
+    if behind_own_units {
+        metrics::counter!(LOCK_TIMEOUTS_BEHIND_OWN_UNITS).increment(1);
     }
 }
 

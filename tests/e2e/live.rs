@@ -183,6 +183,50 @@ async fn a_blocker_that_never_ends_fails_its_tenant_named_and_the_others_commit(
     assert_eq!(t3, [[json!("t3")]]);
 }
 
+/// A fleet whose migration takes a lock its units share — a foreign key
+/// to a reference table (`ShareRowExclusiveLock` on `ref.roles`, which
+/// conflicts with itself) held while the unit runs on — queues its own
+/// units: with a lock time-out shorter than the hold, most of them time
+/// out behind another unit, again and again, while the fleet commits.
+/// Those waits use up no retry: with one retry the whole fleet applies.
+/// (The first time-outs see no commit yet and use up that retry; every
+/// later wait, at least 250 ms, spans a 0.1 s hold, so a commit.)
+#[tokio::test]
+async fn units_queued_behind_each_other_on_a_shared_table_use_up_no_retries() {
+    if backend() != Backend::Postgres {
+        // MySQL's DDL takes no lock on the parent that conflicts with itself;
+        // SQLite has one writer.
+        return;
+    }
+    let server = Server::start("fleet", "lockTimeoutMillis: 50\nlockRetries: 1\ntenantConcurrency: 8\n").await;
+    let names = crate::fleet::tenants(&server, 16).await;
+    server.ws.write_migration(
+        "tenants/500.sql",
+        "create table {schema}.picks (id integer primary key, role integer references ref.roles (id));\n\
+         select pg_sleep(0.1);\n",
+    );
+    let result = server.create_version(json!({ "versionName": "picks" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    assert_eq!(result["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 16, "{result}");
+    for name in &names {
+        let tables = server
+            .ws
+            .rows(name, &format!("select count(*) from information_schema.tables where table_schema = '{name}' and table_name = 'picks'"))
+            .await;
+        assert_eq!(tables, [[json!(1)]], "{name}");
+    }
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+    let recorded = crate::fleet::recorded(&server).await;
+    let picks: Vec<&str> =
+        recorded.keys().filter(|(file, _)| file == "tenants/500.sql").map(|(_, schema)| schema.as_str()).collect();
+    assert_eq!(picks, names.iter().map(String::as_str).collect::<Vec<_>>());
+    // They did queue, and waits behind each other used up no retry.
+    let retries = server.metric("svc_http_lock_retries").await;
+    let behind = server.metric("svc_http_lock_timeouts_behind_own_units").await;
+    assert!(behind > 0.0 && behind <= retries, "{behind} of {retries} retries behind the version's own units");
+    assert_eq!(server.metric("svc_http_lock_timeouts").await, retries, "no unit gave up");
+}
+
 #[tokio::test]
 async fn a_no_transaction_file_runs_statement_by_statement() {
     let server = Server::start("basic", "").await;

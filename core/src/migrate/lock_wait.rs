@@ -16,6 +16,17 @@
 //!   the units of a fleet that hit one blocker do not retry in step.
 //! - With the defaults (1 s, 12 retries) a unit gives up after about
 //!   3.5 minutes ([`patience_ms`]).
+//! - **The version's own units queue without using up retries**
+//!   ([`Attempts`]). The units of a fleet whose migrations lock one shared
+//!   object (a foreign key to a reference table takes a lock that conflicts
+//!   with itself) wait for each other; behind a few of them a unit's wait
+//!   exceeds the time-out again and again while the fleet moves on. A
+//!   time-out uses up a retry only when a session holds a lock on the
+//!   unit's own schema, or when no other unit of the version committed
+//!   since the unit's last time-out (or its start): a blocker outside the
+//!   version stops everything that needs its lock. Units are finite and
+//!   each time-out that is not counted saw one commit, so a unit still
+//!   ends.
 
 use crate::migrate::config::Config;
 use crate::migrate::statements::FileMode;
@@ -94,6 +105,94 @@ mod tests {
         assert_eq!(defaults.for_file(&mode), Timeouts { lock_ms: 5_000, statement_ms: 0, retries: 0 });
         assert_eq!(defaults.for_file(&FileMode::default()), defaults);
         assert_eq!(patience_ms(Timeouts { lock_ms: 0, statement_ms: 0, retries: 0 }), 0);
+    }
+}
+
+/// What the shell saw right after a unit's lock time-out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedOut {
+    /// A session other than the unit's holds a lock on an object of the
+    /// unit's schema.
+    pub blocker_on_schema: bool,
+    /// Another unit of the version committed since the unit's last
+    /// time-out (or since it started).
+    pub others_committed: bool,
+}
+
+impl TimedOut {
+    /// Whether the time-out uses up one of the unit's retries: a blocker
+    /// of the schema's own objects, or a version that stood still.
+    pub fn counts(self) -> bool {
+        self.blocker_on_schema || !self.others_committed
+    }
+}
+
+/// A unit's attempts across lock time-outs (see the module's rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempts {
+    /// Attempts made, the running one included.
+    pub made: u32,
+    /// Time-outs that used up a retry.
+    pub counted: u32,
+}
+
+impl Default for Attempts {
+    fn default() -> Self {
+        Attempts { made: 1, counted: 0 }
+    }
+}
+
+impl Attempts {
+    /// After a time-out, with the unit's `retries`: the retry number to
+    /// wait before ([`wait_before_retry_ms`]; a time-out that is not
+    /// counted waits as the first retry does, its blocker ends soon), or
+    /// `None` when the unit gives up.
+    pub fn after_time_out(&mut self, retries: u32, seen: TimedOut) -> Option<u32> {
+        if seen.counts() {
+            if self.counted >= retries {
+                return None;
+            }
+            self.counted += 1;
+        }
+        self.made += 1;
+        Some(if seen.counts() { self.counted } else { 1 })
+    }
+}
+
+#[cfg(test)]
+mod attempts_tests {
+    use super::*;
+
+    const OWN_QUEUE: TimedOut = TimedOut { blocker_on_schema: false, others_committed: true };
+    const STOOD_STILL: TimedOut = TimedOut { blocker_on_schema: false, others_committed: false };
+    const ON_SCHEMA: TimedOut = TimedOut { blocker_on_schema: true, others_committed: true };
+
+    #[test]
+    fn a_blocker_outside_the_version_uses_up_the_retries() {
+        let mut attempts = Attempts::default();
+        assert_eq!(attempts.after_time_out(2, ON_SCHEMA), Some(1));
+        assert_eq!(attempts.after_time_out(2, STOOD_STILL), Some(2));
+        assert_eq!(attempts.after_time_out(2, ON_SCHEMA), None);
+        assert_eq!(attempts, Attempts { made: 3, counted: 2 });
+        let mut none = Attempts::default();
+        assert_eq!(none.after_time_out(0, STOOD_STILL), None);
+        assert_eq!(none.made, 1);
+    }
+
+    #[test]
+    fn queueing_behind_the_versions_own_units_does_not() {
+        let mut attempts = Attempts::default();
+        for _ in 0..50 {
+            assert_eq!(attempts.after_time_out(1, OWN_QUEUE), Some(1));
+        }
+        assert_eq!(attempts.after_time_out(1, STOOD_STILL), Some(1));
+        assert_eq!(attempts.after_time_out(1, OWN_QUEUE), Some(1));
+        assert_eq!(attempts.after_time_out(1, STOOD_STILL), None);
+        assert_eq!(attempts, Attempts { made: 53, counted: 1 });
+        // Even with no retries at all: the file's blocker is the fleet itself.
+        let mut zero = Attempts::default();
+        assert_eq!(zero.after_time_out(0, OWN_QUEUE), Some(1));
+        assert_eq!(zero.after_time_out(0, STOOD_STILL), None);
     }
 }
 

@@ -71,7 +71,7 @@
 //!   plan one after another (then run at once) and the memory a version
 //!   needs does not grow with the number of shards.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Held while a mutation or a preview reads the recorded state and plans:
@@ -491,6 +491,9 @@ struct Progress {
     steps: Mutex<StepSet>,
     /// The new tenant's creation committed.
     tenant_created: AtomicBool,
+    /// Steps committed so far, counted as they commit: whether the version
+    /// moved on while a unit waited for a lock.
+    committed_count: AtomicU64,
 }
 
 impl Progress {
@@ -504,6 +507,23 @@ impl Progress {
 
     fn committed(&self, steps: &[u32]) {
         self.steps.lock().unwrap_or_else(|e| e.into_inner()).extend(steps.iter().copied());
+        self.committed_count.fetch_add(steps.len() as u64, Ordering::SeqCst);
+    }
+
+    /// Where the version stands for a unit of `steps` (its own) waiting
+    /// for a lock: steps committed by every unit, and by this one.
+    fn mark(&self, steps: &[u32]) -> (u64, u64) {
+        let own = steps.iter().filter(|&&step| self.has_committed(step)).count() as u64;
+        (self.committed_count.load(Ordering::SeqCst), own)
+    }
+
+    /// Whether another unit committed a step since `mark` (taken with the
+    /// same `steps`); `mark` moves to now.
+    fn others_committed_since(&self, mark: &mut (u64, u64), steps: &[u32]) -> bool {
+        let now = self.mark(steps);
+        let others = (now.0 - mark.0).saturating_sub(now.1 - mark.1);
+        *mark = now;
+        others > 0
     }
 
     /// Whether a step has committed.
@@ -632,7 +652,13 @@ impl<E: Engine> Run<'_, E> {
     /// time-outs (set again only when they change where the engine keeps
     /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
     /// the file), a statement that hit the lock time-out retried alone.
-    async fn execute(&self, conn: &mut E::Conn, step: u32, current: &mut Option<Timeouts>) -> Result<(), UnitError> {
+    async fn execute(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        current: &mut Option<Timeouts>,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
         if !self.plan.steps.at(step).execute {
             return Ok(());
         }
@@ -664,7 +690,7 @@ impl<E: Engine> Run<'_, E> {
         }
         if !E::SESSION_TIMEOUTS_KEPT {
             self.engine.set_timeouts(conn, timeouts, false).await?;
-            let result = self.execute_alone(conn, step, &sql, timeouts).await;
+            let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
             self.engine.reset_timeouts(conn).await;
             return result;
         }
@@ -674,7 +700,7 @@ impl<E: Engine> Run<'_, E> {
             self.engine.set_timeouts(conn, timeouts, false).await?;
             *current = Some(timeouts);
         }
-        self.execute_alone(conn, step, &sql, timeouts).await
+        self.execute_alone(conn, step, &sql, timeouts, progress).await
     }
 
     /// A file outside any transaction, statement by statement (SQL Server:
@@ -685,24 +711,27 @@ impl<E: Engine> Run<'_, E> {
         step: u32,
         sql: &str,
         timeouts: Timeouts,
+        progress: &Progress,
     ) -> Result<(), UnitError> {
         let statements = match E::DRIVER {
             Driver::SqlServer => std::iter::once(0..sql.len()).collect(),
             driver => engine::statements_of(driver, sql),
         };
         for range in statements {
-            let mut attempts = 1;
+            let mut attempts = lock_wait::Attempts::default();
+            let mut mark = progress.mark(&[]);
             loop {
                 let Err(mut failure) = self.engine.execute(conn, &sql[range.clone()]).await else { break };
-                let retry = failure.cause == Cause::LockTimeout && attempts <= timeouts.retries;
                 if failure.cause == Cause::LockTimeout {
-                    crate::telemetry::lock_timed_out(retry);
+                    let seen = self.timed_out(conn, step, progress, &mut mark, &[]).await;
+                    let retry = attempts.after_time_out(timeouts.retries, seen);
+                    crate::telemetry::lock_timed_out(retry.is_some(), !seen.counts());
+                    if let Some(retry) = retry {
+                        self.wait_before_retry(step, retry, seen).await;
+                        continue;
+                    }
                 }
-                if retry {
-                    self.wait_before_retry(step, attempts).await;
-                    attempts += 1;
-                    continue;
-                }
+                let attempts = attempts.made;
                 let before = sql[..range.start].chars().count();
                 failure.offset = failure.offset.map(|offset| offset + before);
                 if failure.offset.is_none() && failure.line.is_none() {
@@ -714,17 +743,29 @@ impl<E: Engine> Run<'_, E> {
         Ok(())
     }
 
-    /// Sleeps before retry `attempt` (from 1) of `step`, jittered.
-    async fn wait_before_retry(&self, step: u32, attempt: u32) {
+    /// Sleeps before retry `retry` (from 1) of `step`, jittered; a wait
+    /// behind the version's own units is logged at debug level (a fleet
+    /// queueing on a shared table makes many).
+    async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
         let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
-        let wait = lock_wait::wait_before_retry_ms(attempt, jitter);
-        tracing::warn!(
-            file = %self.file(step),
-            schema = %self.schema(step),
-            attempt,
-            wait_ms = wait,
-            "a migration statement gave up waiting for a lock; rolled back, running it again after a wait"
-        );
+        let wait = lock_wait::wait_before_retry_ms(retry, jitter);
+        if seen.counts() {
+            tracing::warn!(
+                file = %self.file(step),
+                schema = %self.schema(step),
+                retry,
+                wait_ms = wait,
+                "a migration statement gave up waiting for a lock; rolled back, running it again after a wait"
+            );
+        } else {
+            tracing::debug!(
+                file = %self.file(step),
+                schema = %self.schema(step),
+                wait_ms = wait,
+                "a migration statement gave up waiting for a lock while the version's other units committed; \
+                 running it again after a wait, without using up a retry"
+            );
+        }
         tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
     }
 
@@ -1016,7 +1057,8 @@ impl<E: Engine> Run<'_, E> {
     /// failing file's retries; when it gives up, its error names the
     /// sessions that block it.
     async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
-        let mut attempts = 1;
+        let mut attempts = lock_wait::Attempts::default();
+        let mut mark = progress.mark(&unit.steps);
         loop {
             if !self.engine.lock_held(self.lock) {
                 return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
@@ -1026,29 +1068,47 @@ impl<E: Engine> Run<'_, E> {
                 _ => self.plan.schemas[unit.schema as usize].clone(),
             };
             self.engine.enter(conn, &schema).await?;
-            let result = self.unit_entered(conn, unit, progress, attempts > 1).await;
+            let result = self.unit_entered(conn, unit, progress, attempts.made > 1).await;
             self.engine.leave(conn, &schema).await;
             match result {
-                Err(UnitError::Migration { step, failure, partly: false, .. })
-                    if failure.cause == Cause::LockTimeout && attempts <= self.timeouts(step).retries =>
-                {
-                    crate::telemetry::lock_timed_out(true);
-                    self.wait_before_retry(step, attempts).await;
-                    attempts += 1;
-                }
-                Err(UnitError::Migration { step, mut failure, partly, attempts: tried })
+                Err(UnitError::Migration { step, mut failure, partly: false, .. })
                     if failure.cause == Cause::LockTimeout =>
                 {
-                    let attempts = if partly { tried } else { attempts };
-                    if !partly {
-                        crate::telemetry::lock_timed_out(false);
-                    }
+                    let seen = self.timed_out(conn, step, progress, &mut mark, &unit.steps).await;
+                    let Some(retry) = attempts.after_time_out(self.timeouts(step).retries, seen) else {
+                        crate::telemetry::lock_timed_out(false, false);
+                        failure.message = self.blocked(conn, step, failure.message, attempts.made).await;
+                        return Err(UnitError::Migration { step, failure, partly: false, attempts: attempts.made });
+                    };
+                    crate::telemetry::lock_timed_out(true, !seen.counts());
+                    self.wait_before_retry(step, retry, seen).await;
+                }
+                Err(UnitError::Migration { step, mut failure, partly: true, attempts })
+                    if failure.cause == Cause::LockTimeout =>
+                {
                     failure.message = self.blocked(conn, step, failure.message, attempts).await;
-                    return Err(UnitError::Migration { step, failure, partly, attempts });
+                    return Err(UnitError::Migration { step, failure, partly: true, attempts });
                 }
                 other => return other.map_err(|error| self.placed(error, unit, progress)),
             }
         }
+    }
+
+    /// What a lock time-out of `step` in a unit of `steps` saw (core's
+    /// `lock_wait::TimedOut`): whether the version moved on since `mark`
+    /// (moved to now), and only then — a time-out is counted anyway
+    /// otherwise — whether a session holds a lock on the schema's objects.
+    async fn timed_out(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        progress: &Progress,
+        mark: &mut (u64, u64),
+        steps: &[u32],
+    ) -> lock_wait::TimedOut {
+        let others_committed = progress.others_committed_since(mark, steps);
+        let blocker_on_schema = others_committed && !self.engine.blockers(conn, self.schema(step)).await.is_empty();
+        lock_wait::TimedOut { blocker_on_schema, others_committed }
     }
 
     /// A lock time-out's message, with how long it waited and the sessions
@@ -1121,7 +1181,7 @@ impl<E: Engine> Run<'_, E> {
                 progress.tenant_created.store(true, Ordering::SeqCst);
             }
             for step in steps {
-                self.execute(conn, step, &mut current).await?;
+                self.execute(conn, step, &mut current, progress).await?;
                 self.record_alone(conn, step, progress).await?;
             }
             return Ok(());
@@ -1273,13 +1333,13 @@ impl<E: Engine> Run<'_, E> {
                 }
                 self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
                 (pending, tenant_in_transaction) = (Vec::new(), false);
-                self.execute(conn, step, &mut current).await?;
+                self.execute(conn, step, &mut current, progress).await?;
                 self.record_alone(conn, step, progress).await?;
                 self.engine.begin(conn).await?;
                 current = None;
                 continue;
             }
-            self.execute(conn, step, &mut current).await?;
+            self.execute(conn, step, &mut current, progress).await?;
             pending.push(step);
             if self.commits_after(step) {
                 self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
