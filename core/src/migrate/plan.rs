@@ -257,6 +257,9 @@ pub struct Plan {
     pub diagnostics: Diagnostics,
     /// For [`Target::NewTenant`]: the tenant to create before the steps.
     pub new_tenant: Option<String>,
+    /// What each of [`Plan::schemas`] had recorded before, when the plan
+    /// accounts for every recorded row (see [`Plan::recorded_after`]).
+    pub recorded_before: Option<RecordedBefore>,
 }
 
 impl Plan {
@@ -448,6 +451,7 @@ impl<'a> Planner<'a> {
         if new_tenant.is_some() {
             plan_schemas.index(tenant_ids[0], &targets)?;
         }
+        let recorded_before = recorded.before(&plan_schemas);
 
         Ok(Plan {
             direction: Direction::Forward,
@@ -456,6 +460,7 @@ impl<'a> Planner<'a> {
             counts,
             diagnostics: Diagnostics { drift: recorded.drift, out_of_order, missing: recorded.missing },
             new_tenant,
+            recorded_before,
         })
     }
 }
@@ -661,9 +666,30 @@ impl Recorded {
         let cell = source * self.width + target as usize;
         self.bits[cell / 64] & (1 << (cell % 64)) != 0
     }
+
+    /// What the plan's schemas had recorded, when every recorded row is
+    /// accounted for (no missing file, no drifted checksum).
+    fn before(&self, plan_schemas: &PlanSchemas) -> Option<RecordedBefore> {
+        if !self.drift.is_empty() || !self.missing.is_empty() {
+            return None;
+        }
+        let sources = self.anywhere.len();
+        let mut before = RecordedBefore::new(plan_schemas.names.len(), sources);
+        for (target, index) in plan_schemas.by_target.iter().enumerate() {
+            let Some(index) = index else { continue };
+            for source in 0..sources {
+                if self.contains(source, target as u32) {
+                    before.set(*index as usize, source);
+                }
+            }
+        }
+        Some(before)
+    }
 }
 
+mod recorded_after;
 mod steps;
+pub use recorded_after::RecordedBefore;
 pub use steps::{Iter, Segment, StepSet, Steps, Unit, Units};
 
 #[cfg(test)]

@@ -359,7 +359,19 @@ async fn locked<E: Engine>(
             _ => None,
         };
         if let Some((version_id, schemas)) = committed {
-            store_fingerprints(engine, &mut conns, schemas, version_id).await;
+            let known = match (&result, whole) {
+                (_, false) => {
+                    let committed = run.committed.lock().unwrap_or_else(|e| e.into_inner());
+                    recorded_after(plan, request.sources, &committed)
+                }
+                (Ok(Some(_)), true) => {
+                    let mut every = StepSet::with_steps(plan.steps.len());
+                    every.extend(0..plan.steps.len() as u32);
+                    recorded_after(plan, request.sources, &every)
+                }
+                (_, true) => None,
+            };
+            store_fingerprints(engine, &mut conns, schemas, version_id, known).await;
         }
     }
     let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -379,9 +391,22 @@ async fn locked<E: Engine>(
     Ok(outcome)
 }
 
+/// Each plan schema's recorded migrations after the version, by name,
+/// from the plan and the steps that committed (core's
+/// `Plan::recorded_after`), when the plan knows them.
+fn recorded_after(
+    plan: &Plan,
+    sources: &[SourceMigration],
+    committed: &StepSet,
+) -> Option<FxHashMap<String, fingerprint::Recorded>> {
+    let after = plan.recorded_after(sources, committed)?;
+    Some(plan.schemas.iter().cloned().zip(after).collect())
+}
+
 /// Stores the catalog fingerprint of every schema the version committed
 /// something in, with the identity of what it recorded (core's
-/// `fingerprint`), once the version is over: read in batches of
+/// `fingerprint`; from the plan when it knows them, `known`, else folded from
+/// the books read whole), once the version is over: read in batches of
 /// [`engine::CATALOGS_PER_READ`] (one query each on PostgreSQL; a query per
 /// unit cost more than the migrations themselves on a 2,000-tenant
 /// database), written in one transaction per batch, the batches spread over
@@ -389,12 +414,22 @@ async fn locked<E: Engine>(
 /// a 2,000-tenant version). Best effort: a failure is logged and the
 /// version stands; a fingerprint stored for another set of recorded
 /// migrations than the live one is never judged.
-async fn store_fingerprints<E: Engine>(engine: &E, conns: &mut [E::Conn], mut schemas: Vec<String>, version_id: i64) {
+async fn store_fingerprints<E: Engine>(
+    engine: &E,
+    conns: &mut [E::Conn],
+    mut schemas: Vec<String>,
+    version_id: i64,
+    known: Option<FxHashMap<String, fingerprint::Recorded>>,
+) {
     schemas.sort();
     schemas.dedup();
     let stored = async {
-        // Each schema's recorded identity, folded as the rows stream in.
-        let recorded = engine.books().recorded(&mut conns[0]).await?;
+        // Each schema's recorded identity: the plan's, or folded as the
+        // books' rows stream in.
+        let recorded = match known {
+            Some(known) => known,
+            None => engine.books().recorded(&mut conns[0]).await?,
+        };
         let batches: Vec<&[String]> = schemas.chunks(engine::CATALOGS_PER_READ).collect();
         let lanes = conns.len().min(batches.len()).max(1);
         let (recorded, batches) = (&recorded, &batches);

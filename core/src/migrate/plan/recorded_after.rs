@@ -1,0 +1,193 @@
+//! What each schema of a plan has recorded once the version is over,
+//! without reading the books again: the planner keeps, per plan schema,
+//! which migrations were recorded before ([`RecordedBefore`]), and the
+//! shell adds the steps that committed. Drift's fingerprints are stored
+//! with that identity (core's `fingerprint::Recorded`).
+//!
+//! Only exact when the plan accounts for every recorded row of its
+//! schemas: a recorded file missing from the sources, or a checksum that
+//! differs from its file's, leave [`Plan::recorded_before`] empty, and
+//! the shell reads the books as before.
+
+use rustc_hash::FxHashMap;
+
+use super::{Direction, Plan, StepSet};
+use crate::migrate::fingerprint::Recorded;
+use crate::migrate::source::SourceMigration;
+
+/// Per plan schema, the migrations (not scripts) it had recorded before the
+/// version: a bit per source, `words` words a schema, schema after schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedBefore {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl RecordedBefore {
+    /// Room for `schemas` schemas over `sources` sources, nothing recorded.
+    pub(super) fn new(schemas: usize, sources: usize) -> Self {
+        let words = sources.div_ceil(64);
+        RecordedBefore { words, bits: vec![0; words * schemas] }
+    }
+
+    /// Marks `source` recorded in plan schema `schema`.
+    pub(super) fn set(&mut self, schema: usize, source: usize) {
+        self.bits[schema * self.words + source / 64] |= 1 << (source % 64);
+    }
+}
+
+impl Plan {
+    /// Each plan schema's recorded migrations (by [`Plan::schemas`]' order)
+    /// once the steps `committed` are recorded as well: `None` for a revert,
+    /// or when the plan does not know every recorded row
+    /// ([`Plan::recorded_before`] empty). Schemas with the same migrations
+    /// share one identity, computed once.
+    pub fn recorded_after(&self, sources: &[SourceMigration], committed: &StepSet) -> Option<Vec<Recorded>> {
+        let before = self.recorded_before.as_ref()?;
+        if self.direction != Direction::Forward || before.bits.len() != before.words * self.schemas.len() {
+            return None;
+        }
+        let mut after = before.clone();
+        for step in committed.iter() {
+            let step = self.steps.get(step)?;
+            if !sources.get(step.migration as usize)?.migration_type.is_script() {
+                after.set(step.schema as usize, step.migration as usize);
+            }
+        }
+        let words = after.words.max(1);
+        let mut known: FxHashMap<&[u64], Recorded> = FxHashMap::default();
+        let chunks: Vec<&[u64]> =
+            if after.words == 0 { vec![&[][..]; self.schemas.len()] } else { after.bits.chunks(words).collect() };
+        let mut out = Vec::with_capacity(self.schemas.len());
+        for chunk in chunks {
+            let recorded = known
+                .entry(chunk)
+                .or_insert_with(|| {
+                    let pairs: Vec<(&str, &str)> = (0..sources.len())
+                        .filter(|&source| chunk[source / 64] & (1 << (source % 64)) != 0)
+                        .map(|source| (sources[source].file.as_str(), sources[source].checksum.as_str()))
+                        .collect();
+                    Recorded::of(&pairs)
+                })
+                .clone();
+            out.push(recorded);
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::migration;
+    use super::super::*;
+    use crate::migrate::fingerprint::{Recorded, RecordedBySchema};
+    use crate::migrate::source::MigrationType::*;
+
+    fn row(source: &SourceMigration, schema: &str) -> AppliedMigration {
+        AppliedMigration {
+            file: source.file.clone(),
+            name: source.name.clone(),
+            schema: schema.into(),
+            migration_type: source.migration_type,
+            checksum: source.checksum.clone(),
+        }
+    }
+
+    /// What the books would say after recording `rows`: the fold the shell
+    /// makes of them, schema by schema.
+    fn books_say(rows: &[AppliedMigration]) -> FxHashMap<String, Recorded> {
+        let mut sorted: Vec<&AppliedMigration> = rows.iter().collect();
+        sorted.sort_by(|a, b| a.schema.cmp(&b.schema));
+        let mut fold = RecordedBySchema::default();
+        for row in sorted {
+            fold.push(&row.schema, row.file.clone(), row.checksum.clone(), row.migration_type);
+        }
+        fold.finish()
+    }
+
+    #[test]
+    fn the_plan_and_the_committed_steps_say_what_the_books_would() {
+        let sources = vec![
+            migration("ref", "001.sql", SingleMigration),
+            migration("tenants", "001.sql", TenantMigration),
+            migration("tenants", "002.sql", TenantMigration),
+            migration("tenants-scripts", "a.sql", TenantScript),
+            migration("tenants", "003.sql", TenantMigration),
+        ];
+        // t1 has 001, t2 has 001 and 002 (and a script's row), t3 nothing,
+        // t4 is listed but not in the plan's steps' way: has everything.
+        let mut rows = vec![
+            row(&sources[0], "ref"),
+            row(&sources[1], "t1"),
+            row(&sources[1], "t2"),
+            row(&sources[2], "t2"),
+            row(&sources[3], "t2"),
+        ];
+        for source in [&sources[1], &sources[2], &sources[4]] {
+            rows.push(row(source, "t4"));
+        }
+        let tenants: Vec<String> = ["t1", "t2", "t3", "t4"].map(String::from).to_vec();
+        let input = PlanInput {
+            sources: &sources,
+            applied: &rows,
+            tenants: &tenants,
+            target: &Target::AllSchemas,
+            action: Action::Apply,
+            out_of_order: OutOfOrderPolicy::Warn,
+        };
+        let plan = plan(input).unwrap();
+        // Commit every step but t3's last (its unit stopped there, say).
+        let mut committed = StepSet::with_steps(plan.steps.len());
+        let mut recorded = rows.clone();
+        for (index, step) in plan.steps.indexed() {
+            let (source, schema) = (&sources[step.migration as usize], plan.schema_of(step));
+            if schema == "t3" && source.file == "tenants/003.sql" {
+                continue;
+            }
+            committed.insert(index);
+            recorded.push(row(source, schema));
+        }
+        let after = plan.recorded_after(&sources, &committed).expect("every row accounted for");
+        let books = books_say(&recorded);
+        assert_eq!(after.len(), plan.schemas.len());
+        for (schema, identity) in plan.schemas.iter().zip(&after) {
+            assert_eq!(Some(identity), books.get(schema), "{schema}");
+        }
+        let t3 = plan.schemas.iter().position(|s| s == "t3").unwrap();
+        assert_eq!(after[t3].migrations, 2);
+        // Schemas with the same migrations share one identity, computed once.
+        let t1 = plan.schemas.iter().position(|s| s == "t1").unwrap();
+        let t2 = plan.schemas.iter().position(|s| s == "t2").unwrap();
+        assert!(std::sync::Arc::ptr_eq(&after[t1].identity, &after[t2].identity));
+        assert_eq!(after[t1], books["t4"]);
+        assert_ne!(after[t1], after[t3]);
+    }
+
+    #[test]
+    fn rows_the_plan_cannot_account_for_leave_it_to_the_books() {
+        let sources = vec![migration("tenants", "001.sql", TenantMigration)];
+        let tenants: Vec<String> = vec!["t1".into()];
+        let gone = AppliedMigration {
+            file: "tenants/000.sql".into(),
+            name: "000.sql".into(),
+            schema: "t1".into(),
+            migration_type: TenantMigration,
+            checksum: "c".into(),
+        };
+        let mut edited = row(&sources[0], "t1");
+        edited.checksum = "changed".into();
+        for (rows, action) in [(vec![gone], Action::Apply), (vec![edited], Action::Sync)] {
+            let input = PlanInput {
+                sources: &sources,
+                applied: &rows,
+                tenants: &tenants,
+                target: &Target::AllSchemas,
+                action,
+                out_of_order: OutOfOrderPolicy::Warn,
+            };
+            let plan = plan(input).unwrap();
+            assert_eq!(plan.recorded_before, None);
+            assert_eq!(plan.recorded_after(&sources, &StepSet::default()), None);
+        }
+    }
+}
