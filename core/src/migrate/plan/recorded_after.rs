@@ -78,20 +78,10 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::migration;
+    use super::super::tests::{applied as row, migration};
     use super::super::*;
     use crate::migrate::fingerprint::{Recorded, RecordedBySchema};
     use crate::migrate::source::MigrationType::*;
-
-    fn row(source: &SourceMigration, schema: &str) -> AppliedMigration {
-        AppliedMigration {
-            file: source.file.clone(),
-            name: source.name.clone(),
-            schema: schema.into(),
-            migration_type: source.migration_type,
-            checksum: source.checksum.clone(),
-        }
-    }
 
     /// What the books would say after recording `rows`: the fold the shell
     /// makes of them, schema by schema.

@@ -20,7 +20,8 @@ fn sources() -> Vec<SourceMigration> {
     ]
 }
 
-fn applied(source: &SourceMigration, schema: &str) -> AppliedMigration {
+/// The row the books hold for `source` applied in `schema` (shared with other modules' tests).
+pub(crate) fn applied(source: &SourceMigration, schema: &str) -> AppliedMigration {
     AppliedMigration {
         file: source.file.clone(),
         name: source.name.clone(),
