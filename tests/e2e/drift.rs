@@ -27,7 +27,12 @@ async fn fleet() -> Server {
 
 /// The `basic` set's single schemas and three tenants, `t1` to `t3`.
 async fn three_tenants() -> Server {
-    let server = Server::start("basic", "").await;
+    three_tenants_with("").await
+}
+
+/// [`three_tenants`] with `extra` configuration.
+async fn three_tenants_with(extra: &str) -> Server {
+    let server = Server::start("basic", extra).await;
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
     assert!(singles.get("errors").is_none(), "{singles}");
     for name in ["t1", "t2", "t3"] {
@@ -268,6 +273,24 @@ async fn the_prints_stored_after_a_fleet_version_are_of_what_it_left() {
     let made =
         server.ws.rows("svc", "select count(*) from svc_fingerprints where db_schema in ('t1', 't2', 't3')").await;
     assert_eq!(made, [[json!(3)]], "each tenant's print stored");
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(drift["changed"], json!([]), "{drift}");
+    assert_eq!(outliers(&drift), Vec::<String>::new(), "{drift}");
+
+    by_hand(&server, "t3", "alter table {}orders add column note varchar(20)").await;
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(drift["changed"], json!(["t3"]), "{drift}");
+}
+
+/// The same with the whole version in one transaction: the prints are
+/// stored with what it recorded (from the plan and every step it
+/// committed), so they are judged.
+#[tokio::test]
+async fn the_prints_stored_after_a_version_in_one_transaction_are_of_what_it_left() {
+    let server = three_tenants_with("transactionScope: version").await;
+    server.ws.write_migration("tenants/010.sql", "create table {schema}.orders (id int);\n");
+    let version = server.create_version(json!({ "versionName": "orders" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
     let drift = server.data(DRIFT, json!({})).await["drift"].clone();
     assert_eq!(drift["changed"], json!([]), "{drift}");
     assert_eq!(outliers(&drift), Vec::<String>::new(), "{drift}");

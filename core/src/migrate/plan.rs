@@ -673,7 +673,7 @@ impl Recorded {
         if !self.drift.is_empty() || !self.missing.is_empty() {
             return None;
         }
-        let sources = self.anywhere.len();
+        let sources = self.anywhere.len(); // one entry per source
         let mut before = RecordedBefore::new(plan_schemas.names.len(), sources);
         for (target, index) in plan_schemas.by_target.iter().enumerate() {
             let Some(index) = index else { continue };

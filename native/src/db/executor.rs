@@ -359,18 +359,7 @@ async fn locked<E: Engine>(
             _ => None,
         };
         if let Some((version_id, schemas)) = committed {
-            let known = match (&result, whole) {
-                (_, false) => {
-                    let committed = run.committed.lock().unwrap_or_else(|e| e.into_inner());
-                    recorded_after(plan, request.sources, &committed)
-                }
-                (Ok(Some(_)), true) => {
-                    let mut every = StepSet::with_steps(plan.steps.len());
-                    every.extend(0..plan.steps.len() as u32);
-                    recorded_after(plan, request.sources, &every)
-                }
-                (_, true) => None,
-            };
+            let known = recorded_after(plan, request.sources, &run.committed.lock().unwrap_or_else(|e| e.into_inner()));
             store_fingerprints(engine, &mut conns, schemas, version_id, known).await;
         }
     }
@@ -882,7 +871,11 @@ impl<E: Engine> Run<'_, E> {
         let steps = 0..self.plan.steps.len() as u32;
         let result = self.in_transactions(conn, steps, self.plan.new_tenant.as_deref(), &progress, dry).await;
         match result {
-            Ok(_) if !dry => Ok(progress.version().map(|id| self.version_row(id))),
+            Ok(_) if !dry => {
+                let version = progress.version().map(|id| self.version_row(id));
+                *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = progress.into_committed();
+                Ok(version)
+            }
             Ok(pending) => {
                 self.engine.rollback(conn).await?;
                 self.notify_committed(&pending);
@@ -893,7 +886,9 @@ impl<E: Engine> Run<'_, E> {
                 let version_id = progress.version();
                 let whole = !progress.tenant_created.load(Ordering::SeqCst);
                 let committed = progress.into_committed();
-                Err(self.failure(error, version_id, &committed, whole && committed.is_empty()))
+                let failure = self.failure(error, version_id, &committed, whole && committed.is_empty());
+                *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = committed;
+                Err(failure)
             }
         }
     }

@@ -16,7 +16,8 @@ use crate::migrate::fingerprint::Recorded;
 use crate::migrate::source::SourceMigration;
 
 /// Per plan schema, the migrations (not scripts) it had recorded before the
-/// version: a bit per source, `words` words a schema, schema after schema.
+/// version: a bit per source, `words` words a schema (at least one),
+/// schema after schema.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordedBefore {
     words: usize,
@@ -26,7 +27,7 @@ pub struct RecordedBefore {
 impl RecordedBefore {
     /// Room for `schemas` schemas over `sources` sources, nothing recorded.
     pub(super) fn new(schemas: usize, sources: usize) -> Self {
-        let words = sources.div_ceil(64);
+        let words = sources.div_ceil(64).max(1);
         RecordedBefore { words, bits: vec![0; words * schemas] }
     }
 
@@ -54,12 +55,9 @@ impl Plan {
                 after.set(step.schema as usize, step.migration as usize);
             }
         }
-        let words = after.words.max(1);
         let mut known: FxHashMap<&[u64], Recorded> = FxHashMap::default();
-        let chunks: Vec<&[u64]> =
-            if after.words == 0 { vec![&[][..]; self.schemas.len()] } else { after.bits.chunks(words).collect() };
         let mut out = Vec::with_capacity(self.schemas.len());
-        for chunk in chunks {
+        for chunk in after.bits.chunks(after.words) {
             let recorded = known
                 .entry(chunk)
                 .or_insert_with(|| {
