@@ -10,12 +10,13 @@
 #   bash tests/citus.sh stop    # stops the three servers and deletes their data
 #
 # STRATA_CITUS_DIR (default /tmp/strata-citus), STRATA_CITUS_PORT (the
-# coordinator, default 55601; the workers take the next two ports),
+# coordinator, default 23601, below the ephemeral port range where an outgoing
+# connection could hold it; the workers take the next two ports),
 # STRATA_CITUS_BIN (default: the newest /usr/lib/postgresql/*/bin with a
 # citus.so in its library directory).
 set -euo pipefail
 DIR=${STRATA_CITUS_DIR:-/tmp/strata-citus}
-PORT=${STRATA_CITUS_PORT:-55601}
+PORT=${STRATA_CITUS_PORT:-23601}
 DB=strata
 NODES=(coordinator worker1 worker2)
 

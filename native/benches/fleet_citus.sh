@@ -27,14 +27,14 @@
 # its database, dropping every tenant schema and `svc` before each run.
 #
 # Usage: bash native/benches/fleet_citus.sh
-#   (TENANTS=2000 CONCURRENCY=4 PG_PORT=55699
-#    STRATA_TEST_CITUS_URL=postgres://postgres@127.0.0.1:55601/strata
+#   (TENANTS=2000 CONCURRENCY=4 PG_PORT=23699
+#    STRATA_TEST_CITUS_URL=postgres://postgres@127.0.0.1:23601/strata
 #    PG_BIN=/usr/lib/postgresql/15/bin; STRATA_BIN=… skips the release build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TENANTS=${TENANTS:-2000}
 CONCURRENCY=${CONCURRENCY:-4}
-PG_PORT=${PG_PORT:-55699}
+PG_PORT=${PG_PORT:-23699}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 CITUS_URL=${STRATA_TEST_CITUS_URL:?start the cluster: bash tests/citus.sh start, then source its env}
 PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/bench

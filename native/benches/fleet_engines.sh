@@ -99,24 +99,26 @@ mariadb_fresh() { # the tenants' databases and the tenant table, nothing else
 }
 mariadb_floor() { # [recorded]
     mariadb_fresh
-    rm -f "$work"/floor.*
-    local i=0 t f
-    for t in $(tenant_names); do
-        if [ "${1:-}" = recorded ]; then
-            for f in "$work"/m-mariadb/tenants/*.sql; do
-                sed "s/{schema}/$t/g" "$f"
-                printf "insert into fleet.records (db_schema, filename, contents, created) values ('%s', '%s', '%s', now());\n" \
-                    "$t" "$(basename "$f")" "$(sed "s/'/''/g" "$f")"
-            done >>"$work/floor.$((i % CONCURRENCY))"
-        else
-            sed "s/{schema}/$t/g" "$work"/m-mariadb/tenants/*.sql >>"$work/floor.$((i % CONCURRENCY))"
-        fi
-        i=$((i + 1))
-    done
+    # The sessions' scripts, written once per variant (not timed).
+    local kind=${1:-bare} i=0 t f
+    if [ ! -e "$work/mariadb-$kind.0" ]; then
+        for t in $(tenant_names); do
+            if [ "$kind" = recorded ]; then
+                for f in "$work"/m-mariadb/tenants/*.sql; do
+                    sed "s/{schema}/$t/g" "$f"
+                    printf "insert into fleet.records (db_schema, filename, contents, created) values ('%s', '%s', '%s', now());\n" \
+                        "$t" "$(basename "$f")" "$(sed "s/'/''/g" "$f")"
+                done >>"$work/mariadb-$kind.$((i % CONCURRENCY))"
+            else
+                sed "s/{schema}/$t/g" "$work"/m-mariadb/tenants/*.sql >>"$work/mariadb-$kind.$((i % CONCURRENCY))"
+            fi
+            i=$((i + 1))
+        done
+    fi
     local start pids=()
     start=$(now)
     for s in $(seq 0 $((CONCURRENCY - 1))); do
-        "${MARIADB[@]}" fleet <"$work/floor.$s" &
+        "${MARIADB[@]}" fleet <"$work/mariadb-$kind.$s" &
         pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
@@ -150,15 +152,19 @@ sqlite_fresh() {
         tenant_names | sed "s/.*/insert into tenants values ('&');/"
         echo "commit;"
     } | sqlite3 "$work/sqlite/main.db"
-    # Each tenant's file, empty but existing (as the schemas elsewhere).
-    for t in $(tenant_names); do sqlite3 "$work/sqlite/$t.db" 'pragma user_version = 0'; done
+    # Each tenant's file, empty but existing (as the schemas elsewhere): one
+    # made by sqlite3, copied (a sqlite3 process per tenant took longer than
+    # the timed run).
+    sqlite3 "$work/sqlite/empty.db" 'pragma user_version = 0'
+    for t in $(tenant_names); do cp "$work/sqlite/empty.db" "$work/sqlite/$t.db"; done
+    rm "$work/sqlite/empty.db"
     sync
 }
 sqlite_floor() { # [recorded]
     sqlite_fresh
-    local t f script="$work/floor.sql"
-    : >"$script"
-    for t in $(tenant_names); do
+    # The session's script, written once per variant (not timed).
+    local t f script="$work/sqlite-${1:-bare}.sql"
+    [ -e "$script" ] || for t in $(tenant_names); do
         {
             echo "attach '$work/sqlite/$t.db' as $t;"
             echo "begin;"
