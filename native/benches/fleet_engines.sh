@@ -29,7 +29,9 @@
 #
 # Usage: bash native/benches/fleet_engines.sh
 #   (ENGINES="mariadb sqlite" TENANTS=2000 RUNS=3 CONCURRENCY=4
-#    VARIANTS="floor recorded strata" MARIADB_PORT=23999)
+#    VARIANTS="floor recorded strata" MARIADB_PORT=23999; the variant `lean`
+#    is Strata with `driftPolicy: off` and `recordFingerprints: false`;
+#    STRATA_BIN=… skips the release build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ENGINES=${ENGINES:-mariadb sqlite}
@@ -39,8 +41,10 @@ CONCURRENCY=${CONCURRENCY:-4}
 VARIANTS=${VARIANTS:-floor recorded strata}
 MARIADB_PORT=${MARIADB_PORT:-23999}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
-cargo build --release -p strata-server --quiet
-STRATA="$CARGO_TARGET_DIR/release/strata"
+if [ -z "${STRATA_BIN:-}" ]; then
+    cargo build --release -p strata-server --quiet
+fi
+STRATA=${STRATA_BIN:-$CARGO_TARGET_DIR/release/strata}
 work=$(mktemp -d)
 cleanup() {
     [ ! -f "$work/mariadb/pid" ] || kill "$(cat "$work/mariadb/pid")" 2>/dev/null || true
@@ -124,7 +128,7 @@ mariadb_floor() { # [recorded]
     for pid in "${pids[@]}"; do wait "$pid"; done
     elapsed "$start"
 }
-mariadb_strata() {
+mariadb_strata() { # [lean]
     mariadb_fresh
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m-mariadb
@@ -136,6 +140,7 @@ tenantSelectSQL: select name from fleet.tenants order by name
 tenantInsertSQL: insert into fleet.tenants (name) values (?)
 tenantConcurrency: $CONCURRENCY
 logLevel: ERROR
+$(lean_settings "${1:-}")
 YAML
     strata_timed
     local rows
@@ -185,7 +190,7 @@ sqlite_floor() { # [recorded]
     sqlite3 -bail "$work/sqlite/main.db" <"$script"
     elapsed "$start"
 }
-sqlite_strata() {
+sqlite_strata() { # [lean]
     sqlite_fresh
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m-sqlite
@@ -196,12 +201,17 @@ tenantMigrations: [tenants]
 tenantSelectSQL: select name from tenants order by name
 tenantInsertSQL: insert into tenants (name) values (?)
 logLevel: ERROR
+$(lean_settings "${1:-}")
 YAML
     strata_timed
     local rows
     rows=$(sqlite3 "$work/sqlite/svc.db" "select count(*) from svc_migrations")
     [ "$rows" = $((TENANTS * 20)) ] || { echo "strata recorded $rows rows, not $((TENANTS * 20))" >&2; exit 1; }
 }
+
+# The `lean` variant: Strata without the checks around the units (drift read
+# before, fingerprints stored after), to tell their time from the units'.
+lean_settings() { [ "$1" != lean ] || printf 'driftPolicy: off\nrecordFingerprints: false'; }
 
 strata_timed() { # -> "seconds rss_kb" of `strata apply` over $work/svc.yaml
     local start
@@ -225,9 +235,9 @@ for engine in $ENGINES; do
             case "$variant" in
                 floor) echo "floor $("${engine}_floor") 0" >>"$work/times" ;;
                 recorded) echo "recorded $("${engine}_floor" recorded) 0" >>"$work/times" ;;
-                strata)
-                    "${engine}_strata"
-                    echo "strata $(cat "$work/last")" >>"$work/times"
+                strata | lean)
+                    "${engine}_strata" "$variant"
+                    echo "$variant $(cat "$work/last")" >>"$work/times"
                     ;;
             esac
         done
@@ -238,7 +248,7 @@ for engine in $ENGINES; do
         range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
         rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
         ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
-        [ "$variant" = strata ] && rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') || rss=-
+        [ "$variant" = strata ] || [ "$variant" = lean ] && rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') || rss=-
         printf '%-8s %-8s %8s %6s %10s %14s %7s %7s\n' "$engine" "$TENANTS" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
     done
 done

@@ -57,7 +57,11 @@ export function launchChromium() {
  * A 1280×900 page; `problems` collects what must stay empty. A request is a
  * problem when it fails, except one the browser aborted because the page
  * navigated after it started (a poll cut by `page.goto`, which Chromium
- * reports as net::ERR_ABORTED): any other failure, an abort without a
+ * reports as net::ERR_ABORTED). A `page.goto` to another route of the same
+ * page (only the `#` part differs) makes no request but is a navigation of
+ * the main frame all the same (`framenavigated`), and CI saw a console query
+ * aborted right after two of them: the console never aborts a request
+ * itself, so only the browser does. Any other failure, an abort without a
  * navigation included, still counts.
  */
 export async function watchedPage(browser) {
@@ -68,6 +72,9 @@ export async function watchedPage(browser) {
   page.on("request", (request) => {
     if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigations += 1;
     navigationsAtStart.set(request, navigations);
+  });
+  page.on("framenavigated", (frame) => {
+    if (frame === page.mainFrame()) navigations += 1;
   });
   page.on("console", (message) => {
     if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
