@@ -253,10 +253,6 @@ pub(crate) fn rfc3339(time: chrono::DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// Tenants whose catalogs drift reads at once: four connections' worth of
-/// PostgreSQL's 250 catalogs per query.
-const DRIFT_BATCH: usize = 1000;
-
 impl Service {
     /// Wires the parts together.
     pub(crate) fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
@@ -386,9 +382,10 @@ impl Service {
 
     /// Fleet drift: every tenant's live catalog fingerprinted (core's
     /// `fingerprint`), tenants grouped by their recorded migrations, the
-    /// outliers with what differs. Reads only; catalogs are read
-    /// `DRIFT_BATCH` tenants at a time, so memory is bounded by a batch, not
-    /// by the fleet.
+    /// outliers with what differs. Reads only; each catalog is reduced to
+    /// its print as it is read, so memory holds a batch of catalogs (one
+    /// schema's on MySQL's pass) and a print per tenant, not the fleet's
+    /// catalogs.
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
         use strata_core::migrate::fingerprint::{Digests, Drift, Stored, TenantCatalog, TenantPrint};
         // Each distinct fingerprint and recorded identity is held once
@@ -409,16 +406,18 @@ impl Service {
         // Each schema's recorded migrations reduced to their identity, the
         // rows read one at a time.
         let mut recorded = self.database.recorded().await?;
-        // Catalogs in batches, each reduced to its print at once; the
-        // outliers and their references are read again for their differences.
-        let mut prints = Vec::with_capacity(tenants.len());
-        for batch in tenants.chunks(DRIFT_BATCH) {
-            for (schema, objects) in batch.iter().zip(self.database.catalogs(batch).await?) {
-                let recorded = recorded.remove(schema).unwrap_or_default();
-                let catalog = TenantCatalog { schema: schema.clone(), recorded, objects };
-                prints.push(TenantPrint::of(&catalog, &mut digests));
-            }
-        }
+        // Each catalog reduced to its print as it is read (the store's
+        // `catalog_prints`); the outliers and their references are read
+        // again for their differences.
+        let live = self.database.catalog_prints(&tenants).await?;
+        let prints: Vec<TenantPrint> = tenants
+            .into_iter()
+            .zip(live)
+            .map(|(schema, print)| {
+                let recorded = recorded.remove(&schema).unwrap_or_default();
+                TenantPrint::printed(schema, &recorded, &print, &mut digests)
+            })
+            .collect();
         let drift = Drift::new(prints);
         let needed = drift.needed();
         let compared: rustc_hash::FxHashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =

@@ -440,6 +440,21 @@ impl Fleet {
         view.placement().map_err(DbError::from)
     }
 
+    /// `schemas` split by the shard they live on (single schemas, on no
+    /// shard's tenant list, are the home shard's), and where each landed:
+    /// its shard and its position there.
+    async fn split_by_shard(&self, schemas: &[String]) -> Result<(Vec<Vec<String>>, Vec<(usize, usize)>), DbError> {
+        let placement = self.placement().await?;
+        let mut parts: Vec<Vec<String>> = vec![Vec::new(); self.slots.len()];
+        let mut at: Vec<(usize, usize)> = Vec::with_capacity(schemas.len());
+        for schema in schemas {
+            let index = placement.shard_of(schema).unwrap_or(0);
+            at.push((index, parts[index].len()));
+            parts[index].push(schema.clone());
+        }
+        Ok((parts, at))
+    }
+
     fn quarantine_row(&self, index: usize, mut row: QuarantineRow) -> QuarantineRow {
         row.version_id = row.version_id.map(|id| self.ids.served(id, index));
         row
@@ -817,17 +832,16 @@ impl Database for Fleet {
     }
 
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let placement = self.placement().await?;
-        // Single schemas (on no shard's tenant list) are the home shard's.
-        let mut parts: Vec<Vec<String>> = vec![Vec::new(); self.slots.len()];
-        let mut at: Vec<(usize, usize)> = Vec::with_capacity(schemas.len());
-        for schema in schemas {
-            let index = placement.shard_of(schema).unwrap_or(0);
-            at.push((index, parts[index].len()));
-            parts[index].push(schema.clone());
-        }
+        let (parts, at) = self.split_by_shard(schemas).await?;
         let parts = &parts;
         let mut read = self.every(|index, store| async move { store.catalogs(&parts[index]).await }).await?;
+        Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
+    }
+
+    async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {
+        let (parts, at) = self.split_by_shard(schemas).await?;
+        let parts = &parts;
+        let mut read = self.every(|index, store| async move { store.catalog_prints(&parts[index]).await }).await?;
         Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
     }
 

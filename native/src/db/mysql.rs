@@ -15,12 +15,14 @@ mod sql;
 use std::str::FromStr;
 
 use async_trait::async_trait;
+use futures::TryStreamExt;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, ConnectOptions, MySql};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::fingerprint::{CatalogObject, PassPrints};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use super::books::SqlxBooks;
@@ -311,20 +313,31 @@ impl Engine for MysqlEngine {
         }
     }
 
-    async fn catalog(
-        &self,
-        conn: &mut Self::Conn,
-        schema: &str,
-    ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
-        let mut query = sqlx::query_as::<_, (String, String, String)>(sql::CATALOG);
+    async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
+        let mut query = sqlx::query_as::<_, CatalogRow>(AssertSqlSafe(sql::CATALOG.as_str()));
         for _ in 0..sql::CATALOG_BINDS {
             query = query.bind(schema);
         }
         let rows = query.fetch_all(&mut **conn).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject { kind, name, definition })
-            .collect())
+        Ok(rows.into_iter().map(catalog_object).collect())
+    }
+
+    /// Most of the server's databases (core's `one_pass_pays`): in one
+    /// ordered pass over its whole catalog, each wanted schema's objects
+    /// reduced to its print as soon as the next schema's start; a few: a
+    /// lookup each, in batches over the lanes.
+    async fn live_prints(&self, conns: &mut [Self::Conn], schemas: &[String]) -> Result<Vec<String>, DbError> {
+        let databases: i64 = sqlx::query_scalar(sql::DATABASE_COUNT).fetch_one(&mut *conns[0]).await?;
+        if !strata_core::migrate::fingerprint::one_pass_pays(schemas.len(), usize::try_from(databases).unwrap_or(0)) {
+            return engine::prints_in_batches(self, conns, schemas).await;
+        }
+        let mut prints = PassPrints::new(schemas);
+        let mut rows = sqlx::query_as::<_, CatalogRow>(AssertSqlSafe(sql::CATALOG_ALL.as_str())).fetch(&mut *conns[0]);
+        while let Some(row) = rows.try_next().await? {
+            let schema = row.0.clone();
+            prints.push(schema, catalog_object(row));
+        }
+        Ok(prints.finish())
     }
 
     /// Creates a tenant's database and inserts its row; when the row cannot
@@ -361,6 +374,13 @@ impl Engine for MysqlEngine {
         }
         Ok(())
     }
+}
+
+/// A row of the catalog queries: schema, kind, name, definition.
+type CatalogRow = (String, String, String, String);
+
+fn catalog_object((_, kind, name, definition): CatalogRow) -> CatalogObject {
+    CatalogObject { kind, name, definition }
 }
 
 /// Takes the server's " at line N" (counted within the statement) off the

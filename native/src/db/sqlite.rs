@@ -628,7 +628,7 @@ impl Engine for SqliteEngine {
 
     /// The prints the units read as they committed (see
     /// [`SqliteEngine::keep_print`]), taken; the others' catalogs read now.
-    async fn catalog_prints(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<String>, DbError> {
+    async fn catalog_prints(&self, conns: &mut [Self::Conn], schemas: &[String]) -> Result<Vec<String>, DbError> {
         let mut prints: Vec<Option<String>> = {
             let mut kept = self.prints.lock().unwrap_or_else(|e| e.into_inner());
             schemas.iter().map(|schema| kept.remove(schema)).collect()
@@ -640,8 +640,7 @@ impl Engine for SqliteEngine {
             .map(|(schema, _)| schema.clone())
             .collect();
         if !unread.is_empty() {
-            let catalogs = self.catalogs(conn, &unread).await?;
-            let mut read = unread.iter().zip(catalogs).map(|(schema, objects)| engine::catalog_print(schema, &objects));
+            let mut read = self.live_prints(conns, &unread).await?.into_iter();
             for print in prints.iter_mut().filter(|print| print.is_none()) {
                 *print = read.next();
             }

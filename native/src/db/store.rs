@@ -90,6 +90,11 @@ pub(crate) trait Database: Send + Sync {
     /// The live catalog of each of `schemas`, read over up to
     /// `tenantConcurrency` connections at once, in the order given.
     async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
+    /// The print (core's `fingerprint`) of each of `schemas`' live
+    /// catalogs, in the order given: a fleet's, without holding its
+    /// catalogs (the engine's `live_prints`, over up to `tenantConcurrency`
+    /// connections).
+    async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
     /// The quarantined tenants, by name.
@@ -373,5 +378,11 @@ impl<E: Engine> Database for Store<E> {
         let chunk = schemas.len().div_ceil(self.settings.concurrency.max(1)).max(1);
         let parts = futures::future::try_join_all(schemas.chunks(chunk).map(|part| self.catalog_part(part))).await?;
         Ok(parts.into_iter().flatten().collect())
+    }
+
+    async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {
+        let lanes = schemas.len().div_ceil(super::engine::CATALOGS_PER_READ).clamp(1, self.settings.concurrency.max(1));
+        let mut conns = futures::future::try_join_all((0..lanes).map(|_| self.engine.connect())).await?;
+        self.engine.live_prints(&mut conns, schemas).await
     }
 }

@@ -176,3 +176,58 @@ fn recorded_rows_fold_per_schema_without_scripts() {
     assert_eq!(recorded["t3"], Recorded::default());
     assert_eq!(recorded.len(), 3);
 }
+
+#[test]
+fn one_pass_over_the_server_pays_for_a_quarter_of_its_databases_or_more() {
+    // A fleet's drift check: 2,000 tenants beside a handful of other databases.
+    assert!(one_pass_pays(2_000, 2_006));
+    // A version over a few tenants of that fleet: a lookup each.
+    assert!(!one_pass_pays(3, 2_006));
+    // The boundary: a quarter of the databases.
+    assert!(one_pass_pays(500, 2_000));
+    assert!(!one_pass_pays(499, 2_000));
+    // One schema is always looked up.
+    assert!(!one_pass_pays(1, 2));
+    assert!(!one_pass_pays(0, 0));
+}
+
+#[test]
+fn a_pass_over_the_server_gives_each_wanted_schema_the_print_of_its_own_objects() {
+    let users = |schema: &str| object("table", &format!("{schema}.users"), "BASE TABLE InnoDB");
+    let email = |schema: &str| object("column", "users.email", &format!("text not null default {schema}"));
+    let print = |schema: &str, objects: &[CatalogObject]| fingerprint(&normalize(schema, objects));
+    // Wanted out of order, one twice; `t2` has no object; `app` and `t4`
+    // are not wanted; `t5`, wanted, sorts after every schema of the pass.
+    let wanted: Vec<String> = ["t3", "t1", "t2", "t5", "t1"].map(String::from).to_vec();
+    let mut pass = PassPrints::new(&wanted);
+    for (schema, object) in [
+        ("app", users("app")),
+        ("t1", users("t1")),
+        ("t1", email("t1")),
+        ("t3", users("t3")),
+        ("t4", users("t4")),
+        ("t4", email("t4")),
+    ] {
+        pass.push(schema.to_string(), object);
+    }
+    let prints = pass.finish();
+    assert_eq!(
+        prints,
+        [
+            print("t3", &[users("t3")]),
+            print("t1", &[email("t1"), users("t1")]),
+            print("t2", &[]),
+            print("t5", &[]),
+            print("t1", &[users("t1"), email("t1")]),
+        ]
+    );
+    // t1's print is its objects', not the schema-free tenants' alike.
+    assert_eq!(prints[1], print("t9", &[users("t9"), email("t9")]));
+    assert_ne!(prints[0], prints[1]);
+}
+
+#[test]
+fn a_pass_with_no_rows_gives_every_wanted_schema_an_empty_print() {
+    let wanted: Vec<String> = vec!["b".into(), "a".into()];
+    assert_eq!(PassPrints::new(&wanted).finish(), [fingerprint(&[]), fingerprint(&[])]);
+}

@@ -210,47 +210,89 @@ pub(crate) const BLOCKERS: &str = "select cast(p.ID as char), coalesce(p.USER, '
     where p.ID <> connection_id() and (t.trx_id is not null or p.DB = ?) \
     order by t.trx_started is null, t.trx_started, p.TIME desc limit 10";
 
-/// The catalog of schema `?` (bound once per part: 8 times) for fleet
-/// drift (core's `fingerprint`): kind, name, definition — tables, columns
-/// (type, nullability, default, extra), indexes, constraints, foreign keys,
-/// views, routines and triggers. No sizes, row counts or column order.
-pub(crate) const CATALOG: &str = "\
-select 'table', cast(TABLE_NAME as char), cast(concat(TABLE_TYPE, ' ', coalesce(ENGINE, '')) as char) \
-from information_schema.TABLES where TABLE_SCHEMA = ? \
-union all \
-select 'column', cast(concat(TABLE_NAME, '.', COLUMN_NAME) as char), cast(concat(COLUMN_TYPE, \
-  if(IS_NULLABLE = 'NO', ' not null', ''), coalesce(concat(' default ', COLUMN_DEFAULT), ''), \
-  if(EXTRA = '', '', concat(' ', EXTRA))) as char) \
-from information_schema.COLUMNS where TABLE_SCHEMA = ? \
-union all \
-select 'index', cast(concat(TABLE_NAME, '.', INDEX_NAME) as char), cast(concat(if(NON_UNIQUE = 0, 'unique ', ''), \
-  INDEX_TYPE, ' (', group_concat(concat(COLUMN_NAME, coalesce(concat('(', SUB_PART, ')'), '')) \
-  order by SEQ_IN_INDEX separator ', '), ')') as char) \
-from information_schema.STATISTICS where TABLE_SCHEMA = ? group by TABLE_NAME, INDEX_NAME, NON_UNIQUE, INDEX_TYPE \
-union all \
-select 'constraint', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(CONSTRAINT_TYPE as char) \
-from information_schema.TABLE_CONSTRAINTS where TABLE_SCHEMA = ? \
-union all \
-select 'foreign key', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(concat(group_concat(COLUMN_NAME \
-  order by ORDINAL_POSITION separator ', '), ' references ', REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME) as char) \
-from information_schema.KEY_COLUMN_USAGE where TABLE_SCHEMA = ? and REFERENCED_TABLE_NAME is not null \
-group by TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME \
-union all \
-select 'view', cast(TABLE_NAME as char), cast(VIEW_DEFINITION as char) from information_schema.VIEWS where TABLE_SCHEMA = ? \
-union all \
-select 'routine', cast(ROUTINE_NAME as char), cast(concat(ROUTINE_TYPE, ' ', coalesce(ROUTINE_DEFINITION, '')) as char) \
-from information_schema.ROUTINES where ROUTINE_SCHEMA = ? \
-union all \
-select 'trigger', cast(TRIGGER_NAME as char), cast(concat(ACTION_TIMING, ' ', EVENT_MANIPULATION, ' ', \
-  EVENT_OBJECT_TABLE, ' ', ACTION_STATEMENT) as char) \
-from information_schema.TRIGGERS where EVENT_OBJECT_SCHEMA = ? and TRIGGER_SCHEMA = ?";
+/// The parts of a schema's catalog for fleet drift (core's `fingerprint`),
+/// each a select of schema, kind, name, definition (the first part names
+/// the columns): tables, columns (type, nullability, default, extra),
+/// indexes, constraints, foreign keys, views, routines and triggers. No
+/// sizes, row counts or column order. In each, `$s` stands for the view's
+/// schema column and `$f` for the filter on it: [`CATALOG`] looks one
+/// schema up, [`CATALOG_ALL`] reads every database.
+const CATALOG_PARTS: [&str; 8] = [
+    "select $s as db_schema, 'table' as kind, cast(TABLE_NAME as char) as name, \
+       cast(concat(TABLE_TYPE, ' ', coalesce(ENGINE, '')) as char) as definition \
+     from information_schema.TABLES where $f",
+    "select $s, 'column', cast(concat(TABLE_NAME, '.', COLUMN_NAME) as char), cast(concat(COLUMN_TYPE, \
+       if(IS_NULLABLE = 'NO', ' not null', ''), coalesce(concat(' default ', COLUMN_DEFAULT), ''), \
+       if(EXTRA = '', '', concat(' ', EXTRA))) as char) \
+     from information_schema.COLUMNS where $f",
+    "select $s, 'index', cast(concat(TABLE_NAME, '.', INDEX_NAME) as char), cast(concat(if(NON_UNIQUE = 0, 'unique ', ''), \
+       INDEX_TYPE, ' (', group_concat(concat(COLUMN_NAME, coalesce(concat('(', SUB_PART, ')'), '')) \
+       order by SEQ_IN_INDEX separator ', '), ')') as char) \
+     from information_schema.STATISTICS where $f group by $s, TABLE_NAME, INDEX_NAME, NON_UNIQUE, INDEX_TYPE",
+    "select $s, 'constraint', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(CONSTRAINT_TYPE as char) \
+     from information_schema.TABLE_CONSTRAINTS where $f",
+    "select $s, 'foreign key', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(concat(group_concat(COLUMN_NAME \
+       order by ORDINAL_POSITION separator ', '), ' references ', REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME) as char) \
+     from information_schema.KEY_COLUMN_USAGE where $f and REFERENCED_TABLE_NAME is not null \
+     group by $s, TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME",
+    "select $s, 'view', cast(TABLE_NAME as char), cast(VIEW_DEFINITION as char) from information_schema.VIEWS where $f",
+    "select $s, 'routine', cast(ROUTINE_NAME as char), cast(concat(ROUTINE_TYPE, ' ', coalesce(ROUTINE_DEFINITION, '')) as char) \
+     from information_schema.ROUTINES where $f",
+    "select $s, 'trigger', cast(TRIGGER_NAME as char), cast(concat(ACTION_TIMING, ' ', EVENT_MANIPULATION, ' ', \
+       EVENT_OBJECT_TABLE, ' ', ACTION_STATEMENT) as char) \
+     from information_schema.TRIGGERS where $f",
+];
 
-/// How often [`CATALOG`] binds the schema. Triggers are found by their
-/// table's schema (always theirs too): MariaDB looks `TRIGGERS` up by
-/// `EVENT_OBJECT_SCHEMA` and scans every database for `TRIGGER_SCHEMA`
-/// alone ("Scanned all databases": 27 ms a schema beside 2,000 tenant
-/// databases, more than the tenant's twenty migrations).
+/// Each part's schema column, in [`CATALOG_PARTS`]' order. Triggers are
+/// found by their table's schema (always theirs too).
+const CATALOG_SCHEMA_COLUMNS: [&str; 8] = [
+    "TABLE_SCHEMA",
+    "TABLE_SCHEMA",
+    "TABLE_SCHEMA",
+    "TABLE_SCHEMA",
+    "TABLE_SCHEMA",
+    "TABLE_SCHEMA",
+    "ROUTINE_SCHEMA",
+    "EVENT_OBJECT_SCHEMA",
+];
+
+/// [`CATALOG_PARTS`] joined by `union all`, each filtered by `filter` (its
+/// schema column's name given).
+fn catalog_union(filter: impl Fn(&str) -> String) -> String {
+    let parts: Vec<String> = CATALOG_PARTS
+        .iter()
+        .zip(CATALOG_SCHEMA_COLUMNS)
+        .map(|(part, column)| part.replace("$f", &filter(column)).replace("$s", column))
+        .collect();
+    parts.join(" union all ")
+}
+
+/// The catalog of schema `?` (bound [`CATALOG_BINDS`] times), one lookup
+/// by name per part. Triggers are looked up by both schemas: MariaDB looks
+/// `TRIGGERS` up by `EVENT_OBJECT_SCHEMA` and scans every database for
+/// `TRIGGER_SCHEMA` alone ("Scanned all databases": 27 ms a schema beside
+/// 2,000 tenant databases, more than the tenant's twenty migrations).
+pub(crate) static CATALOG: LazyLock<String> = LazyLock::new(|| {
+    catalog_union(|column| match column {
+        "EVENT_OBJECT_SCHEMA" => "EVENT_OBJECT_SCHEMA = ? and TRIGGER_SCHEMA = ?".to_string(),
+        column => format!("{column} = ?"),
+    })
+});
+
+/// How often [`CATALOG`] binds the schema.
 pub(crate) const CATALOG_BINDS: usize = 9;
+
+/// The catalog of every database but the server's own, ordered by schema
+/// byte by byte (as Rust orders names), so a reader holds one schema's
+/// objects at a time: one pass over the server (core's `one_pass_pays`).
+pub(crate) static CATALOG_ALL: LazyLock<String> = LazyLock::new(|| {
+    let union =
+        catalog_union(|column| format!("{column} not in ('mysql', 'information_schema', 'performance_schema', 'sys')"));
+    format!("select * from ({union}) catalog order by cast(db_schema as binary)")
+});
+
+/// The databases on the server, its own included (core's `one_pass_pays`).
+pub(crate) const DATABASE_COUNT: &str = "select count(*) from information_schema.SCHEMATA";
 
 /// How MySQL and MariaDB write the books' statements (`db::books::sql`).
 const DIALECT: Dialect = Dialect {
