@@ -409,15 +409,13 @@ impl Service {
         // Each catalog reduced to its print as it is read (the store's
         // `catalog_prints`); the outliers and their references are read
         // again for their differences.
-        let live = self.database.catalog_prints(&tenants).await?;
-        let prints: Vec<TenantPrint> = tenants
-            .into_iter()
-            .zip(live)
-            .map(|(schema, print)| {
-                let recorded = recorded.remove(&schema).unwrap_or_default();
-                TenantPrint::printed(schema, &recorded, &print, &mut digests)
-            })
-            .collect();
+        let mut prints: Vec<TenantPrint> = Vec::with_capacity(tenants.len());
+        for round in tenants.chunks(crate::db::PRINTS_PER_ROUND) {
+            for (schema, print) in round.iter().zip(self.database.catalog_prints(round).await?) {
+                let recorded = recorded.remove(schema).unwrap_or_default();
+                prints.push(TenantPrint::printed(schema.clone(), &recorded, &print, &mut digests));
+            }
+        }
         let drift = Drift::new(prints);
         let needed = drift.needed();
         let compared: rustc_hash::FxHashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =

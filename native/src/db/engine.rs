@@ -91,6 +91,15 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
 /// query: its catalog scan is paid once per read, not per schema).
 pub(crate) const CATALOGS_PER_READ: usize = 250;
 
+/// Schemas whose prints one call reads ([`Engine::live_prints`]), so a
+/// fleet's drift check and stored prints hold this many at once (about
+/// 0.9 MB), not the fleet's. MySQL's one pass pays for a round when the
+/// round is at least a quarter of the server's databases (core's
+/// `one_pass_pays`): a fleet of up to 40,000 tenants, read in one pass a
+/// round; beyond, each schema looked up, never the server read once per
+/// round.
+pub(crate) const PRINTS_PER_ROUND: usize = 10_000;
+
 pub(crate) use super::types::{Entries, Record};
 
 /// The print of each of `schemas`' live catalogs, in the order given:

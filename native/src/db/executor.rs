@@ -395,8 +395,9 @@ fn recorded_after(
 /// Stores the catalog fingerprint of every schema the version committed
 /// something in, with the identity of what it recorded (core's
 /// `fingerprint`; from the plan when it knows them, `known`, else folded from
-/// the books read whole), once the version is over: the prints read over
-/// the connections the version fanned out on ([`Engine::catalog_prints`]:
+/// the books read whole), once the version is over, [`engine::PRINTS_PER_ROUND`]
+/// schemas at a time: the prints read over the connections the version
+/// fanned out on ([`Engine::catalog_prints`]:
 /// PostgreSQL reads 250 catalogs a query, MySQL most of a server in one
 /// pass; a query per unit cost more than the migrations themselves on a
 /// 2,000-tenant database), written [`engine::CATALOGS_PER_READ`] rows a
@@ -420,33 +421,50 @@ async fn store_fingerprints<E: Engine>(
             Some(known) => known,
             None => engine.books().recorded(&mut conns[0]).await?,
         };
-        let prints = engine.catalog_prints(conns, &schemas).await?;
-        let nothing = fingerprint::Recorded::default();
-        let rows: Vec<(&str, &str, &str)> = schemas
-            .iter()
-            .zip(&prints)
-            .map(|(schema, print)| {
-                (schema.as_str(), print.as_str(), &*recorded.get(schema).unwrap_or(&nothing).identity)
-            })
-            .collect();
-        let batches: Vec<&[(&str, &str, &str)]> = rows.chunks(engine::CATALOGS_PER_READ).collect();
-        let lanes = conns.len().min(batches.len()).max(1);
-        let batches = &batches;
-        let stored =
-            futures::future::join_all(conns.iter_mut().take(lanes).enumerate().map(|(lane, conn)| async move {
-                for batch in batches.iter().skip(lane).step_by(lanes) {
-                    engine.books().store_fingerprints(conn, batch, version_id).await?;
-                }
-                Ok::<_, DbError>(())
-            }))
-            .await;
-        stored.into_iter().collect::<Result<Vec<()>, _>>().map(drop)
+        for round in schemas.chunks(engine::PRINTS_PER_ROUND) {
+            let prints = engine.catalog_prints(conns, round).await?;
+            store_prints(engine, conns, round, &prints, &recorded, version_id).await?;
+        }
+        Ok::<_, DbError>(())
     }
     .await;
     match stored {
         Ok(()) | Err(DbError::NotSupported(_)) => {}
         Err(error) => tracing::warn!(%error, "the schemas' fingerprints could not be stored"),
     }
+}
+
+/// Writes `schemas`' `prints` with their recorded identities,
+/// [`engine::CATALOGS_PER_READ`] rows a statement, the statements spread
+/// over `conns`.
+async fn store_prints<E: Engine>(
+    engine: &E,
+    conns: &mut [E::Conn],
+    schemas: &[String],
+    prints: &[String],
+    recorded: &FxHashMap<String, fingerprint::Recorded>,
+    version_id: i64,
+) -> Result<(), DbError> {
+    let nothing = fingerprint::Recorded::default();
+    let batches: Vec<(&[String], &[String])> =
+        schemas.chunks(engine::CATALOGS_PER_READ).zip(prints.chunks(engine::CATALOGS_PER_READ)).collect();
+    let lanes = conns.len().min(batches.len()).max(1);
+    let (batches, nothing) = (&batches, &nothing);
+    let stored = futures::future::join_all(conns.iter_mut().take(lanes).enumerate().map(|(lane, conn)| async move {
+        for (schemas, prints) in batches.iter().skip(lane).step_by(lanes) {
+            let rows: Vec<(&str, &str, &str)> = schemas
+                .iter()
+                .zip(prints.iter())
+                .map(|(schema, print)| {
+                    (schema.as_str(), print.as_str(), &*recorded.get(schema).unwrap_or(nothing).identity)
+                })
+                .collect();
+            engine.books().store_fingerprints(conn, &rows, version_id).await?;
+        }
+        Ok::<_, DbError>(())
+    }))
+    .await;
+    stored.into_iter().collect::<Result<Vec<()>, _>>().map(drop)
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):

@@ -41,6 +41,7 @@ use std::sync::Arc;
 
 use strata_core::migrate::config::Config;
 
+pub(crate) use engine::PRINTS_PER_ROUND;
 pub(crate) use error::DbError;
 pub(crate) use store::Database;
 pub(crate) use types::{
