@@ -150,6 +150,13 @@ pub fn fingerprint(normalized: &[CatalogObject]) -> String {
     crate::migrate::source::checksum(text.as_bytes())
 }
 
+/// The print of `schema`'s catalog: the [`fingerprint`] of its
+/// [`normalize`]d objects — what is stored after a version and compared
+/// by drift.
+pub fn catalog_print(schema: &str, objects: &[CatalogObject]) -> String {
+    fingerprint(&normalize(schema, objects))
+}
+
 /// How many databases' share of a pass over the whole server's catalog
 /// one schema's lookup costs on MySQL and MariaDB: `information_schema`
 /// looks a single schema up by name (about 2.1 ms for a tenant of 21
@@ -171,8 +178,8 @@ pub fn one_pass_pays(wanted: usize, databases: usize) -> bool {
 /// catalog in schema order (byte order, as `str` compares): one schema's
 /// objects are held at a time; a wanted schema the pass does not show (no
 /// objects) has the print of an empty catalog; other schemas' objects are
-/// passed over. Rows out of order are a shell's error: a schema seen again
-/// after another is passed over.
+/// passed over, as is a schema seen again after another (rows out of order
+/// are a shell's error).
 #[derive(Debug)]
 pub struct PassPrints<'a> {
     wanted: &'a [String],
@@ -182,8 +189,6 @@ pub struct PassPrints<'a> {
     done: usize,
     /// The schema being read and its objects so far, when it is wanted.
     current: Option<(String, Vec<CatalogObject>)>,
-    /// The schema of the last object passed over.
-    passed: Option<String>,
     prints: Vec<Option<String>>,
 }
 
@@ -192,7 +197,7 @@ impl<'a> PassPrints<'a> {
     pub fn new(wanted: &'a [String]) -> Self {
         let mut sorted: Vec<usize> = (0..wanted.len()).collect();
         sorted.sort_by(|&a, &b| wanted[a].cmp(&wanted[b]));
-        PassPrints { wanted, sorted, done: 0, current: None, passed: None, prints: vec![None; wanted.len()] }
+        PassPrints { wanted, sorted, done: 0, current: None, prints: vec![None; wanted.len()] }
     }
 
     /// The next object of the pass, in `schema`.
@@ -203,16 +208,10 @@ impl<'a> PassPrints<'a> {
             objects.push(object);
             return;
         }
-        if self.passed.as_deref() == Some(schema.as_str()) {
-            return;
-        }
         self.close_current();
         self.print_empty_before(Some(&schema));
         if self.sorted.get(self.done).is_some_and(|&at| self.wanted[at] == schema) {
-            self.passed = None;
             self.current = Some((schema, vec![object]));
-        } else {
-            self.passed = Some(schema);
         }
     }
 
@@ -226,7 +225,7 @@ impl<'a> PassPrints<'a> {
     /// The schema being read is over: its print, each time it is wanted.
     fn close_current(&mut self) {
         if let Some((schema, objects)) = self.current.take() {
-            let print = fingerprint(&normalize(&schema, &objects));
+            let print = catalog_print(&schema, &objects);
             while let Some(&at) = self.sorted.get(self.done)
                 && self.wanted[at] == schema
             {
@@ -552,7 +551,7 @@ impl TenantPrint {
     /// Of a tenant's catalog as read (normalized and fingerprinted here;
     /// the fingerprint held once in `digests`).
     pub fn of(tenant: &TenantCatalog, digests: &mut Digests) -> TenantPrint {
-        let print = fingerprint(&normalize(&tenant.schema, &tenant.objects));
+        let print = catalog_print(&tenant.schema, &tenant.objects);
         TenantPrint::printed(tenant.schema.clone(), &tenant.recorded, &print, digests)
     }
 
@@ -634,7 +633,7 @@ impl Drift {
             .iter()
             .map(|s| (s.schema.clone(), s.recorded.clone(), s.fingerprint.to_string()))
             .chain(singles.iter().map(|single| {
-                let live = fingerprint(&normalize(&single.schema, &single.objects));
+                let live = catalog_print(&single.schema, &single.objects);
                 (single.schema.clone(), single.recorded.identity.clone(), live)
             }))
             .filter_map(|(schema, recorded, live)| match stored.get(&schema) {

@@ -134,11 +134,7 @@ pub(crate) async fn prints_in_batches<E: Engine + ?Sized>(
     Ok(by_batch.into_iter().flatten().collect())
 }
 
-/// The print of `schema`'s catalog (core's `fingerprint` of its normalized
-/// objects), as stored after a version.
-pub(crate) fn catalog_print(schema: &str, objects: &[CatalogObject]) -> String {
-    fingerprint::fingerprint(&fingerprint::normalize(schema, objects))
-}
+pub(crate) use fingerprint::catalog_print;
 
 /// Each of `rows` as the literals of `svc_migrations`' columns, in order
 /// (name, source_dir, filename, migration_type, db_schema, created,

@@ -333,9 +333,8 @@ impl Engine for MysqlEngine {
         }
         let mut prints = PassPrints::new(schemas);
         let mut rows = sqlx::query_as::<_, CatalogRow>(AssertSqlSafe(sql::CATALOG_ALL.as_str())).fetch(&mut *conns[0]);
-        while let Some(row) = rows.try_next().await? {
-            let schema = row.0.clone();
-            prints.push(schema, catalog_object(row));
+        while let Some((schema, kind, name, definition)) = rows.try_next().await? {
+            prints.push(schema, CatalogObject { kind, name, definition });
         }
         Ok(prints.finish())
     }
