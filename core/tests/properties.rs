@@ -17,7 +17,8 @@ use strata_core::migrate::ident::{
 };
 use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
 use strata_core::migrate::redact::redact_data_source;
-use strata_core::migrate::source::{SourceFile, source_migrations};
+use strata_core::migrate::format::Format;
+use strata_core::migrate::source::{SourceFile, read_directories, source_migrations};
 use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::signature;
 
@@ -31,7 +32,7 @@ fn config() -> Config {
 const DIRECTORIES: [&str; 5] = ["ref", "config", "tenants", "scripts/config", "scripts/tenants"];
 
 fn file_sets() -> impl Strategy<Value = Vec<(usize, String)>> {
-    prop::collection::vec((0..DIRECTORIES.len(), "[0-9a-zA-Z_]{1,6}\\.sql"), 0..40).prop_map(|files| {
+    prop::collection::vec((0..DIRECTORIES.len(), "[0-9a-z_]{1,6}\\.sql"), 0..40).prop_map(|files| {
         let mut seen = HashSet::new();
         files.into_iter().filter(|(dir, name)| seen.insert((*dir, name.clone()))).collect()
     })
@@ -46,6 +47,30 @@ fn to_sources(files: &[(usize, String)]) -> Vec<SourceFile> {
             bytes: format!("-- {dir} {name}").into_bytes(),
         })
         .collect()
+}
+
+/// A file of one of the formats Strata reads, or one no format runs: every
+/// text that must never run forward says `UNDO`.
+fn format_file(kind: u8, n: u8) -> (String, String) {
+    let (name, text) = match kind {
+        0 => (format!("{n}_plain.sql"), "create table p (x int);\n".to_string()),
+        1 => (format!("{n}_d.sql"), "-- migrate:up\ncreate table d (x int);\n-- migrate:down\nUNDO d;\n".into()),
+        2 => (format!("{n}_g.sql"), "-- +goose Up\ncreate table g (x int);\n-- +goose Down\nUNDO g;\n".into()),
+        3 => (format!("{n}_m.up.sql"), "create table m (x int);\n".into()),
+        4 => (format!("{n}_m.down.sql"), "UNDO m;\n".into()),
+        5 => (format!("V{n}__f.sql"), "create table f (x int);\n".into()),
+        6 => (format!("U{n}__f.sql"), "UNDO f;\n".into()),
+        7 => (format!("R__r{n}.sql"), "create or replace view r as select 1;\n".into()),
+        8 => (if n.is_multiple_of(2) { "afterMigrate.sql".into() } else { format!("beforeEachMigrate__x{n}.sql") }, "UNDO cb;\n".into()),
+        9 => (format!("README{n}.md"), "UNDO readme;\n".into()),
+        10 => (format!("V{n}_oops.sql"), "create table o (x int);\n".into()),
+        11 => (format!("V{n}__x.down.sql"), "UNDO x;\n".into()),
+        12 => (format!("{n}_d.sql"), "create table a (x int);\n-- migrate:down\nUNDO a;\n".into()),
+        13 => (format!("{n}_g.sql"), "create table b (x int);\n--   +goose   Down\nUNDO b;\n".into()),
+        14 => (format!("V{n}__f.sql.conf"), "executeInTransaction=false\n".into()),
+        _ => (format!("{n}_n.txt"), "UNDO txt;\n".into()),
+    };
+    (name, text)
 }
 
 fn group(t: MigrationType) -> u8 {
@@ -344,6 +369,36 @@ proptest! {
                 && password.len() >= 4
             {
                 prop_assert!(!error.to_string().contains(&password), "{}", error);
+            }
+        }
+    }
+
+    #[test]
+    fn no_down_undo_or_callback_text_is_ever_read_forward_whatever_the_directory_holds(
+        files in prop::collection::vec((0u8..16, 1u8..6), 1..12),
+    ) {
+        let config = config();
+        let mut names = HashSet::new();
+        let sources: Vec<SourceFile> = files
+            .iter()
+            .map(|&(kind, n)| format_file(kind, n))
+            .filter(|(name, _)| names.insert(name.clone()))
+            .map(|(name, text)| SourceFile { directory: "ref".into(), name, bytes: text.into_bytes() })
+            .collect();
+        let choices = std::iter::once(None).chain(Format::ALL.into_iter().map(Some));
+        for choice in choices {
+            let formats: BTreeMap<String, Format> = choice.map(|f| ("ref".to_string(), f)).into_iter().collect();
+            let Ok(read) = read_directories(config.directories(), &formats, sources.clone()) else { continue };
+            for migration in &read.migrations {
+                prop_assert!(!migration.forward.contains("UNDO"), "{:?} ({:?}) runs {:?}", migration.file, choice, migration.forward);
+                prop_assert!(migration.file.ends_with(".sql"), "{:?}", migration.file);
+            }
+            for source in &sources {
+                let is_read = read.migrations.iter().any(|m| m.file == format!("ref/{}", source.name))
+                    || read.migrations.iter().any(|m| m.down.as_ref().is_some_and(|d| d.file == format!("ref/{}", source.name)));
+                let listed = read.ignored.contains(&format!("ref/{}", source.name));
+                prop_assert!(!source.name.ends_with(".md") || listed, "{} not said ignored", source.name);
+                prop_assert!(!(is_read && listed), "{} both read and ignored", source.name);
             }
         }
     }

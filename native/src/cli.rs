@@ -288,8 +288,8 @@ enum TokenAction {
         /// (approves rollouts) or admin (everything).
         #[arg(long)]
         role: strata_core::auth::Role,
-        /// Days until it stops working (default: until revoked).
-        #[arg(long, value_name = "DAYS")]
+        /// Days until it stops working, 1 or more (default: until revoked).
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..))]
         expires: Option<u32>,
     },
     /// Every token: name, role, created, expiry (never a secret).
@@ -305,8 +305,9 @@ enum TokenAction {
 struct AuditArgs {
     #[command(subcommand)]
     action: Option<AuditAction>,
-    /// Only the rows from this time on (RFC 3339, e.g. 2026-11-26T00:00:00Z).
-    #[arg(long, value_name = "TIME")]
+    /// Only the rows from this time on (RFC 3339, e.g. 2026-11-26T00:00:00Z,
+    /// or a date); anything else is refused (exit 2).
+    #[arg(long, value_name = "TIME", value_parser = crate::service::audit::since_time)]
     since: Option<String>,
     /// Print as JSON.
     #[arg(long, global = true)]
@@ -715,6 +716,7 @@ pub(crate) fn main() -> ExitCode {
         (false, true) => crate::startup::Verbosity::Verbose,
         (false, false) => crate::startup::Verbosity::Configured,
     };
+    let cli_server = cli.server.is_some();
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     let wait = cli.wait_for_db.map(std::time::Duration::from_secs);
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None, port: None })) {
@@ -722,9 +724,19 @@ pub(crate) fn main() -> ExitCode {
             let overrides = crate::server::Overrides { listen: args.listen, port: args.port, wait_for_db: wait };
             serve(config, overrides, verbosity)
         }
-        Command::OnDatabase(command) => match server {
-            Some(server) => remote::run(&server, command).into(),
-            None => commands::run(config, command, verbosity, wait).into(),
+        Command::OnDatabase(command) => match (server, config) {
+            (Some(server), Some(config)) => {
+                let from = if cli_server { "--server" } else { "STRATA_SERVER" };
+                eprintln!(
+                    "strata: --config {} and {from} {} name two targets; give one (unset STRATA_SERVER to run on the \
+                     configuration's database): nothing ran",
+                    config.display(),
+                    server.trim()
+                );
+                Exit::Usage.into()
+            }
+            (Some(server), None) => remote::run(&server, command).into(),
+            (None, _) => commands::run(config, command, verbosity, wait).into(),
         },
         Command::New(args) => {
             commands::local(config, false, |_, config| new::new_migration(config, &args.name, args.dir.as_deref()))

@@ -9,8 +9,12 @@ use crate::service::{ANONYMOUS, Caller};
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Identity {
-    /// `token:<name>`, `proxy:<user>`, or `anonymous`.
+    /// `token:<name>`, `proxy:<user>`, `oidc:<sub> <email>`, or
+    /// `anonymous`: as shown.
     pub(crate) actor: String,
+    /// The stable principal rules compare (`oidc:<issuer>#<sub>`; empty
+    /// when anonymous).
+    pub(crate) principal: String,
     /// What it may do.
     pub(crate) roles: Roles,
     /// Whether it showed a valid credential (false: anonymous).
@@ -20,17 +24,22 @@ pub(crate) struct Identity {
 impl Identity {
     /// Every request when no authentication is configured.
     pub(crate) fn anonymous() -> Identity {
-        Identity { actor: ANONYMOUS.to_string(), roles: Roles::only(Role::Admin), authenticated: false }
+        Identity {
+            actor: ANONYMOUS.to_string(),
+            principal: String::new(),
+            roles: Roles::only(Role::Admin),
+            authenticated: false,
+        }
     }
 
     /// A probe without credentials while authentication is configured.
     pub(crate) fn unauthenticated() -> Identity {
-        Identity { actor: ANONYMOUS.to_string(), roles: Roles::NONE, authenticated: false }
+        Identity { actor: ANONYMOUS.to_string(), principal: String::new(), roles: Roles::NONE, authenticated: false }
     }
 
     /// The caller of an operation this identity asks for.
     pub(crate) fn caller(&self, request_id: &str) -> Caller {
-        Caller { request_id: request_id.to_string(), actor: self.actor.clone() }
+        Caller { request_id: request_id.to_string(), actor: self.actor.clone(), principal: self.principal.clone() }
     }
 }
 

@@ -2,6 +2,7 @@
 //! let the driver plan (in core) and execute, then account for the result in
 //! metrics, logs and the webhook.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ use crate::loader::Loader;
 use crate::telemetry;
 use crate::webhook::Webhook;
 
-mod audit;
+pub(crate) mod audit;
 mod rollouts;
 mod tokens;
 pub(crate) use audit::outcome;
@@ -36,8 +37,12 @@ pub(crate) use rollouts::Operation;
 pub(crate) struct Caller {
     /// The request's id (`X-Request-ID`, or the command's).
     pub(crate) request_id: String,
-    /// The identity.
+    /// The identity as shown.
     pub(crate) actor: String,
+    /// The stable principal behind it, what rules compare
+    /// (`oidc:<issuer>#<sub>`, `token:<name>`, `cli:<uid>@<host>`; empty
+    /// when anonymous).
+    pub(crate) principal: String,
 }
 
 /// The actor of a request when no authentication is configured.
@@ -48,7 +53,17 @@ impl Caller {
     /// nobody's approval is then anybody's).
     pub(crate) fn by(&self) -> strata_core::migrate::rollout::By<'_> {
         let actor = if self.actor == ANONYMOUS { "" } else { self.actor.as_str() };
-        strata_core::migrate::rollout::By { request_id: &self.request_id, actor }
+        strata_core::migrate::rollout::By { request_id: &self.request_id, actor, principal: &self.principal }
+    }
+
+    /// Who an audit row names: the actor, and its principal beside it when
+    /// the two differ (`oidc:alice <a@x> [oidc:https://idp#alice]`).
+    pub(crate) fn recorded(&self) -> String {
+        if self.principal.is_empty() || self.principal == self.actor {
+            self.actor.clone()
+        } else {
+            format!("{} [{}]", self.actor, self.principal)
+        }
     }
 }
 
@@ -88,11 +103,18 @@ pub(crate) struct CreateRequest {
     pub(crate) rollout_gate: RolloutGate,
     /// A revert this far back instead of an apply (`strata revert`).
     pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
-    /// Who asked.
+    /// Who asked, as shown.
     pub(crate) actor: String,
+    /// Who asked: the principal.
+    pub(crate) principal: String,
     /// `createTenants`: these new tenants are created first, then the
     /// version runs their tenant migrations only.
     pub(crate) new_tenants: Option<Vec<String>>,
+    /// A rollout's wave: the files (name → checksum) the rollout started
+    /// with. The sources the version reads are checked against them, and
+    /// those same sources run, so no file changed after the start or the
+    /// approval runs (`PLAN_CHANGED`, nothing of the wave ran).
+    pub(crate) reviewed_files: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl CreateRequest {
@@ -101,7 +123,7 @@ impl CreateRequest {
     /// configured failure budget, held by an active rollout. The callers
     /// change what they ask differently (`CreateRequest { dry_run, ..new }`).
     pub(crate) fn new(version_name: String, target: Target, caller: Caller) -> CreateRequest {
-        let Caller { request_id, actor } = caller;
+        let Caller { request_id, actor, principal } = caller;
         CreateRequest {
             version_name,
             target,
@@ -117,7 +139,9 @@ impl CreateRequest {
             rollout_gate: RolloutGate::Hold,
             revert: None,
             actor,
+            principal,
             new_tenants: None,
+            reviewed_files: None,
         }
     }
 
@@ -135,7 +159,7 @@ impl CreateRequest {
 
     /// The caller, as the audit log names it.
     pub(crate) fn caller(&self) -> Caller {
-        Caller { request_id: self.request_id.clone(), actor: self.actor.clone() }
+        Caller { request_id: self.request_id.clone(), actor: self.actor.clone(), principal: self.principal.clone() }
     }
 
     /// The API operation this request is, as the audit log names it.
@@ -219,11 +243,24 @@ pub(crate) struct Service {
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
-/// Reads and orders every source migration of the configured directories.
+/// Reads and orders every source migration of the configured directories;
+/// a file no format reads (a `README.md`) is logged once per process.
 pub(crate) async fn read_sources(config: &Config, loader: &dyn Loader) -> Result<Vec<SourceMigration>, AppError> {
+    static SAID: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
     let directories = config.directories().map(|(dir, _)| dir.to_string()).collect();
     let files = loader.read(directories).await?;
-    Ok(strata_core::migrate::source::read_sources(config.directories(), &config.migration_formats, files)?)
+    let sources =
+        strata_core::migrate::source::read_directories(config.directories(), &config.migration_formats, files)?;
+    if !sources.ignored.is_empty() {
+        let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for file in sources.ignored {
+            if said.len() < 10_000 && !said.contains(&file) {
+                tracing::warn!(%file, "not a .sql file: ignored, never run");
+                said.insert(file);
+            }
+        }
+    }
+    Ok(sources.migrations)
 }
 
 /// Lints every file on its own (tables of earlier files exist already),
@@ -732,6 +769,10 @@ impl Service {
         self.hold_for_rollouts(request).await?;
         let colocation = self.colocation(request).await?;
         let sources = self.source_migrations().await?;
+        if let Some(reviewed) = &request.reviewed_files {
+            let read = sources.iter().map(|m| (m.file.clone(), m.checksum.clone())).collect();
+            strata_core::migrate::rollout::check_wave_files(reviewed, &read)?;
+        }
         if let Some(tenants) = &request.new_tenants {
             self.add_tenants(tenants, request.shard.as_deref(), request.dry_run).await?;
         }

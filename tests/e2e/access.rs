@@ -228,8 +228,9 @@ async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
     assert_eq!(rollout_status(&server, &alice, id).await["status"], "AWAITING_APPROVAL");
     assert!(server.ws.tables("t2").await.iter().all(|t| t != "second"));
 
-    // The command line is held to the same rule: the rollout it starts,
-    // it cannot approve. (The file restored first: t1 ran it.)
+    // With identities configured, the in-process command line approves
+    // nothing, whoever $USER says it is: approvals are the service's.
+    // (The file restored first: t1 ran it.)
     server.ws.write_migration("tenants/901.sql", "create table {schema}.second (id int);");
     let cancel = strata(server.config_path(), &["rollout", "cancel", &id.to_string()]).await;
     assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
@@ -241,9 +242,26 @@ async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
     assert_eq!(code(&started), 0, "{}", stderr(&started));
     let cli_id = json_of(&started)["id"].as_i64().unwrap();
     wait_for(&server, &alice, cli_id, "AWAITING_APPROVAL").await;
-    let own = strata(server.config_path(), &["rollout", "approve", &cli_id.to_string()]).await;
-    assert_ne!(code(&own), 0);
-    assert!(stderr(&own).contains("started this rollout and cannot approve it"), "{}", stderr(&own));
+    let own = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(server.config_path())
+        .args(["rollout", "approve", &cli_id.to_string()])
+        .env("USER", "bob")
+        .env("LOGNAME", "bob")
+        .env_remove("STRATA_SERVER")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&own), 1, "{}", stderr(&own));
+    assert!(
+        stderr(&own).contains(&format!("auth is configured: approve rollout {cli_id} through the service")),
+        "{}",
+        stderr(&own)
+    );
+    assert_eq!(rollout_status(&server, &alice, cli_id).await["status"], "AWAITING_APPROVAL");
+    // The starter as the command line recorded it is the OS account, not $USER.
+    let started_by = rollout_status(&server, &alice, cli_id).await["events"][0]["actor"].clone();
+    assert!(started_by.as_str().unwrap().starts_with("cli:") && !started_by.as_str().unwrap().starts_with("cli:bob@"));
     let (status, answer) =
         query(&server, &bob, &format!("mutation {{ approveRollout(id: {cli_id}) {{ status }} }}")).await;
     assert_eq!(status, 200, "{answer}");

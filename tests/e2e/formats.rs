@@ -120,6 +120,74 @@ async fn directories_of_other_tools_run_forward_only_in_their_own_order() {
 }
 
 #[tokio::test]
+async fn a_flyway_directory_with_a_callback_a_readme_or_a_misnamed_file_never_runs_its_undo_files() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration(
+        "config/V1__users.sql",
+        &format!(
+            "{}create table {{schema}}.users (id int);\ninsert into {{schema}}.users values (1), (2);\n",
+            create_schema_sql()
+        ),
+    );
+    ws.write_migration("config/U1__users.sql", "drop table {schema}.users;\n");
+    let config = ws.write_config(&ws.config(""));
+    let apply = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(recorded(&ws, "config").await, ["config/V1__users.sql"]);
+
+    // Each of these once made the directory read as Strata's own format,
+    // every file a forward migration: the undo file dropped `users`.
+    let refusals = [
+        (
+            "config/afterMigrate.sql",
+            "grant select on {schema}.users to public;\n",
+            "config/afterMigrate.sql: a Flyway callback (afterMigrate), which Strata does not run",
+        ),
+        (
+            "config/V2_oops.sql",
+            "create table {schema}.oops (id int);\n",
+            "config is read as flyway files (config/U1__users.sql is one), but config/V2_oops.sql is not one",
+        ),
+    ];
+    for (file, text, said) in refusals {
+        ws.write_migration(file, text);
+        for command in [&["plan"][..], &["apply", "--version", "v2"]] {
+            let refused = strata(&config, command).await;
+            assert_eq!(code(&refused), 1, "{command:?} {}{}", stdout(&refused), stderr(&refused));
+            assert!(stderr(&refused).contains(said), "{}", stderr(&refused));
+        }
+        std::fs::remove_file(ws.migrations().join(file)).unwrap();
+    }
+    // A README is ignored, and said to be, once.
+    ws.write_migration("config/README.md", "How to write migrations: never drop table users;\n");
+    ws.write_migration("config/V2__orders.sql", "create table {schema}.orders (id int);\n");
+    let apply = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(stderr(&apply).matches("not a .sql file: ignored, never run").count(), 1, "{}", stderr(&apply));
+    assert!(stderr(&apply).contains("config/README.md"), "{}", stderr(&apply));
+
+    // Nothing was dropped, nothing recorded that did not run.
+    assert_eq!(sorted(ws.tables("config").await), ["orders", "users"]);
+    assert_eq!(ws.count("config", "users").await, 2);
+    assert_eq!(recorded(&ws, "config").await, ["config/V1__users.sql", "config/V2__orders.sql"]);
+
+    // Named as Strata's format, the undo file is refused by its name.
+    let named = ws.write_config(&ws.config("migrationFormats: {config: strata}\n"));
+    let refused = strata(&named, &["apply", "--version", "v3"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(
+        stderr(&refused).contains(
+            "config/U1__users.sql: a down migration in config, which is read as strata files and would run it forward"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(ws.count("config", "users").await, 2);
+    assert_eq!(recorded(&ws, "config").await, ["config/V1__users.sql", "config/V2__orders.sql"]);
+}
+
+#[tokio::test]
 async fn goose_files_run_their_up_annotation_and_foreign_markers_are_refused() {
     let _turn = mysql_turn();
     let ws = empty_workspace().await;
@@ -132,12 +200,16 @@ async fn goose_files_run_their_up_annotation_and_foreign_markers_are_refused() {
     // A Strata-format directory holding a dbmate file: refused, nothing runs.
     ws.write_migration("ref/001.sql", &format!("{}create table {{schema}}.r (id int);\n", create_schema_sql()));
     ws.write_migration("ref/002.sql", "create table {schema}.s (id int);\n-- migrate:down\ndrop table {schema}.s;\n");
-    // Detected as dbmate (its marker), the file's SQL outside a section is
-    // refused; named as Strata's format, the marker is.
+    // Detected, the directory's files disagree (002 has dbmate's markers,
+    // 001 none): both are named; named as Strata's format, the marker is.
     let detected = ws.write_config(&ws.config(""));
     let refused = strata(&detected, &["apply", "--version", "v1"]).await;
     assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
-    assert!(stderr(&refused).contains("ref/002.sql:1: SQL before the '-- migrate:up' marker"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("ref is read as dbmate files (ref/002.sql is one), but ref/001.sql is not one"),
+        "{}",
+        stderr(&refused)
+    );
     let config = ws.write_config(&ws.config("migrationFormats: {ref: strata}\n"));
     let refused = strata(&config, &["apply", "--version", "v1"]).await;
     assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));

@@ -450,3 +450,92 @@ async fn refusals_of_the_graphql_endpoint_have_the_graphql_error_shape() {
         (200, json_type, too_complex)
     );
 }
+
+/// Twenty-five fragments, each spreading the one before twice: 2^25
+/// fields once expanded, in under 2 KB of text.
+fn fragment_bomb(levels: usize) -> String {
+    let mut query = String::from("{ ...F");
+    query.push_str(&levels.to_string());
+    query.push_str(" } fragment F0 on Query { tenants { name } }");
+    for level in 1..=levels {
+        query.push_str(&format!(" fragment F{level} on Query {{ ...F{} ...F{} }}", level - 1, level - 1));
+    }
+    query
+}
+
+#[tokio::test]
+async fn a_fragment_bomb_is_refused_by_its_expanded_cost_before_the_validator_sees_it() {
+    let server = Server::start("basic", "").await;
+    let bomb = fragment_bomb(24);
+    assert!(bomb.len() < 2_000, "{}", bomb.len());
+    let response: Value = server.post_raw(json!({ "query": bomb }).to_string()).await.json().await.unwrap();
+    assert_eq!(
+        limit_error(&response),
+        (
+            "query complexity 33554432 is over the limit of 1000 (graphQLLimits.complexity), fragments expanded",
+            "LIMIT_EXCEEDED"
+        )
+    );
+    assert_eq!(response["data"], Value::Null);
+    // 64 levels saturate instead of overflowing; a fragment that spreads
+    // itself is refused by name.
+    let response: Value = server.post_raw(json!({ "query": fragment_bomb(70) }).to_string()).await.json().await.unwrap();
+    assert_eq!(limit_error(&response), ("fragment spreads nest more than 64 deep", "LIMIT_EXCEEDED"));
+    let cycle = "{ ...A } fragment A on Query { ...B } fragment B on Query { versions { id } ...A }";
+    let response: Value = server.post_raw(json!({ "query": cycle }).to_string()).await.json().await.unwrap();
+    assert_eq!(limit_error(&response), ("fragment A spreads itself", "LIMIT_EXCEEDED"));
+    // A query its fragments keep within the limit still runs.
+    let fine = fragment_bomb(3);
+    assert_eq!(server.data(&fine, json!({})).await["tenants"], json!([]));
+}
+
+#[tokio::test]
+async fn made_up_http_methods_do_not_grow_the_metrics() {
+    let server = Server::start("basic", "").await;
+    let made_up = |i: usize| reqwest::Method::from_bytes(format!("M{i}X").as_bytes()).unwrap();
+    let first = server.client.request(made_up(0), server.url("/health")).send().await.unwrap();
+    assert_eq!(first.status(), 405);
+    let before = server.get("/metrics").await.text().await.unwrap();
+    for i in 1..2_000 {
+        server.client.request(made_up(i), server.url("/health")).send().await.unwrap();
+    }
+    let after = server.get("/metrics").await.text().await.unwrap();
+    assert!(after.contains("method=\"OTHER\""), "{after}");
+    assert!(!after.contains("M1999X") && !after.contains("M0X"), "a made-up method is a label");
+    // The same series, their counts grown by a few digits.
+    assert!(after.len() < before.len() + 2_000, "{} → {} bytes", before.len(), after.len());
+}
+
+#[tokio::test]
+async fn one_command_has_one_target_and_since_must_be_a_time() {
+    let server = Server::start("basic", "").await;
+    let run = |args: &[&str], server_env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+        command.arg("--config").arg(server.config_path()).args(args).env_remove("SVC_YAML");
+        match server_env {
+            Some(url) => command.env("STRATA_SERVER", url),
+            None => command.env_remove("STRATA_SERVER"),
+        };
+        command.output().unwrap()
+    };
+    let url = server.url("");
+    let from_env = run(&["apply", "--version", "v1"], Some(&url));
+    assert_eq!(from_env.status.code(), Some(2), "{}", String::from_utf8_lossy(&from_env.stderr));
+    let said = String::from_utf8_lossy(&from_env.stderr).to_string();
+    assert!(said.contains(" and STRATA_SERVER ") && said.contains("name two targets") && said.ends_with("nothing ran\n"));
+    let flag = run(&["--server", &url, "apply", "--version", "v1"], None);
+    assert_eq!(flag.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&flag.stderr).contains(" and --server "));
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0, "nothing ran anywhere");
+
+    for since in ["yesterday", "2026-13-45", "1 hour ago"] {
+        let refused = run(&["audit", "--since", since], None);
+        assert_eq!(refused.status.code(), Some(2), "{since}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("is not a time"), "{since}");
+    }
+    let dated = run(&["audit", "--since", "2000-01-01", "--json"], None);
+    assert_eq!(dated.status.code(), Some(0), "{}", String::from_utf8_lossy(&dated.stderr));
+    let expires = run(&["token", "create", "--name", "t", "--role", "viewer", "--expires", "0"], None);
+    assert_eq!(expires.status.code(), Some(2), "{}", String::from_utf8_lossy(&expires.stderr));
+    assert_eq!(server.ws.count("svc", "svc_tokens").await, 0);
+}

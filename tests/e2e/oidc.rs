@@ -155,6 +155,35 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     // The control: signed with the provider's key, accepted.
     let (code, answer) = status(&server, &signed(&claims(json!({})), &pem_a, &kid_a), "{ identity { actor } }").await;
     assert_eq!(code, 200, "{answer}");
+
+    // One subject is one person, whatever else its token says: the
+    // starter of a rollout cannot approve it with an ID-token-like token
+    // that carries an email.
+    let as_sam = signed(&claims(json!({ "sub": "sam" })), &pem_a, &kid_a);
+    let sam_with_email = signed(&claims(json!({ "sub": "sam", "email": "sam@example.com" })), &pem_a, &kid_a);
+    let tenant = r#"mutation { createTenant(input: { tenantName: "t1", versionName: "t1" }) { version { id } } }"#;
+    assert_eq!(status(&server, &as_sam, tenant).await.0, 200);
+    let start = r#"mutation { startRollout(versionName: "r", waves: ["t1:approve", "rest"]) { id } }"#;
+    let (code, answer) = status(&server, &as_sam, start).await;
+    assert_eq!(code, 200, "{answer}");
+    let id = answer["data"]["startRollout"]["id"].as_i64().unwrap();
+    for _ in 0..600 {
+        let (_, answer) = status(&server, &as_sam, "{ rollouts { id status } }").await;
+        if answer["data"]["rollouts"].as_array().unwrap().iter().any(|r| r["id"] == id && r["status"] == "AWAITING_APPROVAL") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
+    let (code, answer) = status(&server, &sam_with_email, &approve).await;
+    assert_eq!((code, answer["errors"][0]["extensions"]["code"].as_str()), (403, Some("FORBIDDEN")), "{answer}");
+    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("oidc:sam <sam@example.com> started this rollout"));
+    let as_tom = signed(&claims(json!({ "sub": "tom" })), &pem_a, &kid_a);
+    let (code, answer) = status(&server, &as_tom, &approve).await;
+    assert_eq!(code, 200, "{answer}");
+    let audit = server.ws.rows("svc", "select actor from svc_audit where action = 'startRollout'").await;
+    assert_eq!(audit[0][0], json!(format!("oidc:sam [oidc:{}#sam]", provider.issuer())), "{audit:?}");
+
     let other = tempfile::tempdir().unwrap();
     let (_, pem_forger) = keygen(other.path(), "forger");
     let b64 = |value: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string());
@@ -202,4 +231,42 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     assert_eq!(code, 200, "{answer}\n{}", server.log());
     assert_eq!(answer["data"]["identity"]["roles"], json!(["approver"]));
     assert!(!server.log().contains(&alice[20..]), "a token is in the log");
+}
+
+#[tokio::test]
+async fn a_hostile_kid_is_refused_and_recorded_bounded_and_escaped() {
+    let keys = tempfile::tempdir().unwrap();
+    let (_, pem_a) = keygen(keys.path(), "a");
+    let provider = Provider::start(keys.path(), free_port());
+    let ws = Workspace::new("basic");
+    let yaml = ws.config(&format!(
+        "auth:\n  oidc:\n    issuer: {}\n    audience: {AUDIENCE}\n    roles: {{ dba: admin }}\n",
+        provider.issuer()
+    ));
+    let server = Server::start_in(ws, &yaml, "").await;
+    let signed = |kid: &str| {
+        let claims = json!({ "sub": "mallory", "iss": provider.issuer(), "aud": AUDIENCE, "exp": now() + 300 });
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some(kid.to_string());
+        encode(&header, &claims, &EncodingKey::from_rsa_pem(&pem_a).unwrap()).unwrap()
+    };
+    let query = "{ identity { actor } }";
+    // Newlines to forge a log line, ESC to reach a terminal: the first
+    // failure from this address, so its row is written.
+    let (code, answer) = status(&server, &signed("k2\n2026-01-01 INFO audit outcome=ok\u{1b}[2J"), query).await;
+    assert_eq!(code, 401, "{answer}");
+    let message = answer["errors"][0]["message"].as_str().unwrap();
+    assert!(!message.contains(['\n', '\u{1b}']) && message.contains(r"\n2026-01-01"), "{message}");
+    // 60,000 characters: refused unread, not echoed.
+    let (code, answer) = status(&server, &signed(&format!("k3{}", "x".repeat(60_000))), query).await;
+    assert_eq!(code, 401, "{answer}");
+    assert!(answer.to_string().len() < 1_000, "{answer}");
+    let log = server.log();
+    assert!(!log.contains("\n2026-01-01") && !log.contains('\u{1b}') && !log.contains(&"x".repeat(400)), "{log}");
+    let rows = server.ws.rows("svc", "select actor, outcome from svc_audit where action = 'authenticate'").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][0], "unauthenticated:127.0.0.1");
+    let outcome = rows[0][1].as_str().unwrap();
+    assert!(outcome.contains(r"\n2026-01-01") && !outcome.contains(['\n', '\u{1b}']), "{outcome:?}");
+    assert!(outcome.chars().count() <= 301, "{outcome:?}");
 }

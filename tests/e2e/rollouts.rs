@@ -245,6 +245,63 @@ async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_be
     assert_eq!(bad["errors"][0]["message"], "rest must be the last wave", "{bad}");
 }
 
+/// Waits (up to 60 s) until rollout `id` has `n` events `action`; returns it.
+async fn wait_for_events(server: &Server, id: i64, action: &str, n: usize) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;
+        let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+        if actions(&rollout).iter().filter(|a| *a == action).count() == n {
+            return rollout;
+        }
+        assert!(Instant::now() < deadline, "rollout {id} never had {n} {action}: {rollout}\n{}", server.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_file_added_after_the_approval_runs_nowhere_during_a_soak_nor_after_a_resume() {
+    let server = Server::start("basic", "").await;
+    let names = tenants(&server, 4).await;
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+    let id = start(&server, "audit", &["t01:approve", "t02:soak=5", "rest"], None).await;
+    wait_for(&server, id, "AWAITING_APPROVAL").await;
+    let approve = server.graphql(&format!("mutation {{ approveRollout(id: {id}) {{ id }} }}"), json!({})).await;
+    assert!(approve.get("errors").is_none(), "{approve}");
+    wait_for(&server, id, "SOAKING").await;
+    let reviewed = BTreeSet::from(["t01".to_string(), "t02".to_string()]);
+    assert_eq!(with_file(&server, "tenants/006.sql").await, reviewed);
+
+    // Added while the second wave soaks: the next wave runs nothing.
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.unreviewed (id integer primary key);\n");
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    let failed = stopped["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(failed["action"], "wave-failed", "{stopped}");
+    let why = failed["detail"].as_str().unwrap();
+    assert!(why.contains("(added: tenants/007.sql): the wave would run what was not reviewed, so nothing of it ran"), "{why}");
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::new());
+    assert_eq!(with_file(&server, "tenants/006.sql").await, reviewed);
+
+    // Resumed with the file still there: stopped again, nothing ran.
+    let resume = format!("mutation {{ resumeRollout(id: {id}) {{ id }} }}");
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    wait_for_events(&server, id, "wave-failed", 2).await;
+    assert_eq!(wait_for(&server, id, "STOPPED").await["completedWaves"], 2);
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::new());
+    assert_eq!(with_file(&server, "tenants/006.sql").await, reviewed);
+    for tenant in &names {
+        assert!(!server.ws.tables(tenant).await.contains(&"unreviewed".to_string()), "{tenant}");
+    }
+
+    // The file gone, the reviewed files run to the end.
+    std::fs::remove_file(server.ws.migrations().join("tenants/007.sql")).unwrap();
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    wait_for(&server, id, "COMPLETED").await;
+    assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::new());
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 #[tokio::test]
 async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     let mut server = Server::start("basic", "lockLeaseSeconds: 3\ntenantConcurrency: 2\n").await;

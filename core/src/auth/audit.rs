@@ -32,6 +32,43 @@ pub struct Entry {
     pub outcome: String,
 }
 
+/// Longest text of one field of a row, in characters.
+pub const FIELD_CHARS: usize = 300;
+
+/// A field that comes from input, fit for a row, a log line and a terminal:
+/// at most [`FIELD_CHARS`] characters (`…` marks a cut), each control
+/// character written as its escape (`\n`, `\u{1b}`), so a value can
+/// neither forge a line nor reach a terminal as a command.
+pub fn bounded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(FIELD_CHARS + 8));
+    for (count, c) in text.chars().enumerate() {
+        if count == FIELD_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl Entry {
+    /// The entry with every field [`bounded`].
+    pub fn bounded(self) -> Entry {
+        Entry {
+            at: bounded(&self.at),
+            actor: bounded(&self.actor),
+            action: bounded(&self.action),
+            target: bounded(&self.target),
+            request_id: bounded(&self.request_id),
+            outcome: bounded(&self.outcome),
+        }
+    }
+}
+
 /// A stored row: its id, what it says, and its place in the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sealed {

@@ -151,7 +151,8 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
             _ => Permission::Read,
         }),
         "Mutation" => Some(match field {
-            "createVersion" | "createTenant" | "createVersionWave" | "revertVersion" | "retryQuarantined"
+            "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "revertVersion"
+            | "retryQuarantined"
             | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout" => Permission::Deploy,
             "approveRollout" => Permission::Approve,
             _ => Permission::Administer,
@@ -172,6 +173,12 @@ mod tests {
         assert_eq!(grants(Role::Deployer), [true, true, false, false]);
         assert_eq!(grants(Role::Approver), [true, false, true, false]);
         assert_eq!(grants(Role::Admin), [true, true, true, true]);
+    }
+
+    #[test]
+    fn creating_tenants_one_or_many_needs_the_same_permission() {
+        assert_eq!(required("Mutation", "createTenants"), required("Mutation", "createTenant"));
+        assert_eq!(required("Mutation", "createTenants"), Some(Permission::Deploy));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! within [`WINDOW`] seconds an address is answered 429 until [`WINDOW`]
 //! seconds after its last failure; and one failure per address per window
 //! is written to the audit log (with how many were left out since), so a
-//! flood cannot fill it.
+//! flood cannot fill it. A success forgets nothing: one valid credential
+//! between guesses must not reset the count of the others' failures.
 //!
 //! Memory is bounded: at most [`CAPACITY`] addresses are remembered; when
 //! full, the address whose last failure is oldest is forgotten.
@@ -88,15 +89,6 @@ impl Throttle {
         }
     }
 
-    /// Forgets `address`'s failures (it authenticated).
-    pub fn succeeded(&mut self, address: &str) {
-        if let Some(record) = self.records.get(address)
-            && record.failures < LIMIT
-        {
-            self.records.remove(address);
-        }
-    }
-
     /// Addresses remembered.
     pub fn len(&self) -> usize {
         self.records.len()
@@ -149,19 +141,6 @@ mod tests {
             assert_eq!(throttle.failed("a", t), Log::Skip);
         }
         assert_eq!(throttle.failed("a", WINDOW), Log::Write { left_out: 29 });
-    }
-
-    #[test]
-    fn a_success_forgets_failures_below_the_limit_only() {
-        let mut throttle = Throttle::default();
-        throttle.failed("a", 0);
-        throttle.succeeded("a");
-        assert!(throttle.is_empty());
-        for t in 0..i64::from(LIMIT) {
-            throttle.failed("b", t);
-        }
-        throttle.succeeded("b");
-        assert!(throttle.refused("b", 10).is_some());
     }
 
     #[test]

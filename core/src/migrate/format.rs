@@ -31,14 +31,28 @@
 //! that part (the markers, the down section) left empty: lines and columns
 //! of an error are those of the file itself.
 //!
+//! # Evidence, never a fallback into danger
+//!
+//! Only `.sql` files are migrations (and Flyway's `<file>.sql.conf`
+//! beside one); every other file is ignored ([`ignored`]), and the shell
+//! says so. A directory's format is the one its files give evidence of
+//! (markers, golang-migrate's or Flyway's names); a directory with no
+//! evidence is Strata's. Evidence of two formats, or a file without the
+//! evidence its format requires (a file with no markers beside dbmate or
+//! goose files, a misnamed file beside Flyway's), is refused naming the
+//! files that disagree.
+//!
 //! # Refusals
 //!
-//! A file that carries the markers of a format its directory is not read
-//! as, a file name the format does not know, a down part without its up
-//! part, two files of one version: each is refused before anything runs,
-//! naming the file (and the line where there is one) — in a directory read
-//! as Strata's format, a `-- migrate:down` section or a `.down.sql` file
-//! would otherwise run forward.
+//! A file that names itself a down or undo part (`*.down.sql`,
+//! `U<version>__*.sql`) in a directory whose format does not pair it with
+//! its up part, a Flyway callback (`afterMigrate.sql`, …: Strata does not
+//! run callbacks), a file that carries the markers of a format its
+//! directory is not read as, a file name the format does not know, a down
+//! part without its up part, two files of one version: each is refused
+//! before anything runs, naming the file (and the line where there is
+//! one) — in a directory read as Strata's format, any of them would
+//! otherwise run forward.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -204,16 +218,49 @@ pub enum FormatError {
         /// What a name of the format looks like.
         expected: &'static str,
     },
-    /// A down file in a directory that would run it forward.
+    /// A file that names itself a down or undo part, in a directory whose
+    /// format would run it forward.
     #[error(
-        "{file}: a down migration in {directory}, which is read as strata files and would run it forward \
-         (set migrationFormats: {{{directory}: golang-migrate}} to read .up.sql/.down.sql pairs)"
+        "{file}: a down migration in {directory}, which is read as {read_as} files and would run it forward (set \
+         migrationFormats: {{{directory}: {pairs}}} if it holds {pairs} files)"
     )]
     DownFileRunForward {
         /// The file.
         file: String,
         /// The directory.
         directory: String,
+        /// The directory's format.
+        read_as: &'static str,
+        /// The format that pairs such a file with its up part.
+        pairs: &'static str,
+    },
+    /// A Flyway callback: run by Flyway at an event, never a migration.
+    #[error(
+        "{file}: a Flyway callback ({event}), which Strata does not run; it is not a migration either: move it out \
+         of {directory} (an R__ repeatable script runs after every change of its own text)"
+    )]
+    Callback {
+        /// The file.
+        file: String,
+        /// The directory.
+        directory: String,
+        /// The callback's event, as Flyway names it.
+        event: &'static str,
+    },
+    /// A file without the evidence its directory's format requires.
+    #[error(
+        "{directory} is read as {format} files ({evidence} is one), but {file} is not one; rename or move it, or \
+         name the directory's format with migrationFormats"
+    )]
+    NotOfTheFormat {
+        /// The file without the evidence.
+        file: String,
+        /// The directory.
+        directory: String,
+        /// The format the other files show.
+        format: &'static str,
+        /// A file that shows it.
+        evidence: String,
     },
     /// A section marker is missing, repeated or misplaced, or SQL stands
     /// outside any section.
@@ -329,40 +376,150 @@ fn is_golang_name(name: &str) -> bool {
     name.ends_with(".up.sql") || name.ends_with(".down.sql")
 }
 
-fn is_flyway_name(name: &str) -> bool {
-    flyway_name(name).is_some()
+/// A `.sql` file (the suffix in any case): the only files read as
+/// migrations.
+fn is_sql_name(name: &str) -> bool {
+    name.len() >= 4 && name.is_char_boundary(name.len() - 4) && name[name.len() - 4..].eq_ignore_ascii_case(".sql")
 }
 
-/// The format a directory's files show (files whose name starts with `.`
-/// aside): markers of dbmate or goose, golang-migrate's `.up.sql` /
-/// `.down.sql` names, or Flyway's names on every `.sql` file; else
-/// Strata's. Several at once are refused.
+/// Whether a directory read in `format` ignores the file `name`: it is
+/// hidden (starts with `.`), or neither a `.sql` file nor, in a Flyway
+/// directory, a `.sql.conf` file. The shell says which files were ignored.
+pub fn ignored(format: Format, name: &str) -> bool {
+    name.starts_with('.') || !(is_sql_name(name) || (format == Format::Flyway && name.ends_with(".sql.conf")))
+}
+
+/// Flyway's callback events, as its SQL callback files name them
+/// (`<event>.sql` or `<event>__<description>.sql`).
+const FLYWAY_CALLBACKS: [&str; 39] = [
+    "beforeMigrate",
+    "beforeRepeatables",
+    "beforeEachMigrate",
+    "beforeEachMigrateStatement",
+    "afterEachMigrateStatement",
+    "afterEachMigrateStatementError",
+    "afterEachMigrate",
+    "afterEachMigrateError",
+    "afterMigrate",
+    "afterMigrateApplied",
+    "afterVersioned",
+    "afterMigrateError",
+    "beforeUndo",
+    "beforeEachUndo",
+    "beforeEachUndoStatement",
+    "afterEachUndoStatement",
+    "afterEachUndoStatementError",
+    "afterEachUndo",
+    "afterEachUndoError",
+    "afterUndo",
+    "afterUndoError",
+    "beforeClean",
+    "afterClean",
+    "afterCleanError",
+    "beforeInfo",
+    "afterInfo",
+    "afterInfoError",
+    "beforeValidate",
+    "afterValidate",
+    "afterValidateError",
+    "beforeBaseline",
+    "afterBaseline",
+    "afterBaselineError",
+    "beforeRepair",
+    "afterRepair",
+    "afterRepairError",
+    "createSchema",
+    "beforeConnect",
+    "afterConnect",
+];
+
+/// The Flyway callback event a file name names, if it names one.
+fn flyway_callback(name: &str) -> Option<&'static str> {
+    let stem = name.strip_suffix(".sql")?;
+    let event = stem.split_once("__").map_or(stem, |(event, _)| event);
+    FLYWAY_CALLBACKS.into_iter().find(|known| known.eq_ignore_ascii_case(event))
+}
+
+/// The format that pairs a file named as a down or undo part with its up
+/// part: golang-migrate for `*.down.sql`, Flyway for `U<version>__*.sql`.
+fn pairing_format(name: &str) -> Option<Format> {
+    if name.ends_with(".down.sql") {
+        Some(Format::GolangMigrate)
+    } else if matches!(flyway_name(name), Some(('U', _))) {
+        Some(Format::Flyway)
+    } else {
+        None
+    }
+}
+
+/// Refuses, whatever the directory's format, a file whose name says it
+/// must never run forward there: a down or undo part the format does not
+/// pair, or a Flyway callback.
+fn refuse_by_name(directory: &str, name: &str, format: Format) -> Result<(), FormatError> {
+    if let Some(pairs) = pairing_format(name)
+        && pairs != format
+    {
+        return Err(FormatError::DownFileRunForward {
+            file: format!("{directory}/{name}"),
+            directory: directory.to_string(),
+            read_as: format.name(),
+            pairs: pairs.name(),
+        });
+    }
+    if let Some(event) = flyway_callback(name) {
+        return Err(FormatError::Callback {
+            file: format!("{directory}/{name}"),
+            directory: directory.to_string(),
+            event,
+        });
+    }
+    Ok(())
+}
+
+/// The formats one file gives evidence of: its markers, its name.
+fn evidence(name: &str, text: &str) -> Vec<Format> {
+    let mut found = Vec::new();
+    found.extend(first_marker_format(text));
+    if is_golang_name(name) {
+        found.push(Format::GolangMigrate);
+    }
+    if flyway_name(name).is_some() || flyway_callback(name).is_some() {
+        found.push(Format::Flyway);
+    }
+    found
+}
+
+/// The format a directory's `.sql` files give evidence of: markers of
+/// dbmate or goose, golang-migrate's `.up.sql` / `.down.sql` names,
+/// Flyway's `V`/`U`/`R` or callback names; Strata's when none does.
+/// Evidence of several formats is refused, naming a file of each; so is
+/// a file without evidence beside files of a format that requires it
+/// (dbmate's and goose's markers, Flyway's names), naming both.
 pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatError> {
     let mut seen: Vec<(Format, &str)> = Vec::new();
-    let files: Vec<&Input<'_>> = files.iter().filter(|f| !f.name.starts_with('.')).collect();
-    for file in &files {
-        let text = String::from_utf8_lossy(file.bytes);
-        let mut found = first_marker_format(&text);
-        if found.is_none() && is_golang_name(file.name) {
-            found = Some(Format::GolangMigrate);
+    let mut without_evidence: Option<&str> = None;
+    for file in files.iter().filter(|f| !ignored(Format::Strata, f.name)) {
+        let found = evidence(file.name, &String::from_utf8_lossy(file.bytes));
+        if found.is_empty() {
+            without_evidence.get_or_insert(file.name);
         }
-        if let Some(format) = found
-            && !seen.iter().any(|(f, _)| *f == format)
-        {
-            seen.push((format, file.name));
+        for format in found {
+            if !seen.iter().any(|(f, _)| *f == format) {
+                seen.push((format, file.name));
+            }
         }
-    }
-    let sql: Vec<&&Input<'_>> = files.iter().filter(|f| !f.name.ends_with(".conf")).collect();
-    if !sql.is_empty()
-        && sql.iter().all(|f| is_flyway_name(f.name))
-        && sql.iter().any(|f| f.name.starts_with('V'))
-        && !seen.iter().any(|(f, _)| *f == Format::Flyway)
-    {
-        seen.push((Format::Flyway, sql[0].name));
     }
     match seen.as_slice() {
         [] => Ok(Format::Strata),
-        [(format, _)] => Ok(*format),
+        [(format, evidence)] => match without_evidence {
+            Some(file) if *format != Format::GolangMigrate => Err(FormatError::NotOfTheFormat {
+                file: format!("{directory}/{file}"),
+                directory: directory.to_string(),
+                format: format.name(),
+                evidence: format!("{directory}/{evidence}"),
+            }),
+            _ => Ok(*format),
+        },
         [(a, first), (b, second), ..] => Err(FormatError::Mixed {
             directory: directory.to_string(),
             first: format!("{directory}/{first}"),
@@ -373,11 +530,15 @@ pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatErro
     }
 }
 
-/// Reads a directory's files in `format`. Files whose name starts with
-/// `.` are skipped. The result is unordered (the caller sorts every
+/// Reads a directory's files in `format`. The files it [`ignored`] are
+/// skipped; a file whose name says it must never run forward in `format`
+/// is refused first. The result is unordered (the caller sorts every
 /// directory's migrations together).
 pub fn read(directory: &str, format: Format, files: &[Input<'_>]) -> Result<Vec<Read>, FormatError> {
-    let files: Vec<&Input<'_>> = files.iter().filter(|f| !f.name.starts_with('.')).collect();
+    let files: Vec<&Input<'_>> = files.iter().filter(|f| !ignored(format, f.name)).collect();
+    for file in files.iter().filter(|f| is_sql_name(f.name)) {
+        refuse_by_name(directory, file.name, format)?;
+    }
     match format {
         Format::Strata => files.iter().map(|f| read_strata(directory, f)).collect(),
         Format::Dbmate => files.iter().map(|f| read_dbmate(directory, f)).collect(),
@@ -429,12 +590,6 @@ fn foreign(directory: &str, name: &str, text: &str, expected: Format) -> Result<
 
 fn read_strata(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
     let text = text_of(directory, file)?;
-    if file.name.ends_with(".down.sql") {
-        return Err(FormatError::DownFileRunForward {
-            file: format!("{directory}/{}", file.name),
-            directory: directory.to_string(),
-        });
-    }
     foreign(directory, file.name, text, Format::Strata)?;
     Ok(Read {
         name: file.name.to_string(),

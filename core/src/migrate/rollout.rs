@@ -209,6 +209,10 @@ pub struct Event {
     /// a wave's runner and for rollouts stored before identities).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub actor: String,
+    /// The stable principal behind `actor` (`oidc:<issuer>#<sub>`,
+    /// `cli:<uid>@<host>`), when it differs from it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub principal: String,
     /// What it did, in words (a wave: its version and counts, or its error).
     pub detail: String,
 }
@@ -239,25 +243,47 @@ pub struct Rollout {
     /// Who started it (empty without identities).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub started_by: String,
+    /// The principal that started it: what the starter rule compares
+    /// (empty for rollouts stored before principals: `started_by` then).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_by_principal: String,
     /// The source files (name → checksum) when it started: what its
     /// approvals approve. Empty for rollouts stored before it was kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
 }
 
-/// Who asks for an operation on a rollout: the request and the actor.
+/// Who asks for an operation on a rollout: the request, the actor as
+/// shown, and the principal behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct By<'a> {
     /// The request's id.
     pub request_id: &'a str,
-    /// The identity (empty: none known).
+    /// The identity as shown (empty: none known).
     pub actor: &'a str,
+    /// The stable principal: one person or service however it signs in
+    /// (`oidc:<issuer>#<sub>`, `token:<owner>`, `cli:<uid>@<host>`; empty:
+    /// none known).
+    pub principal: &'a str,
 }
 
 impl<'a> From<&'a str> for By<'a> {
     /// A request without an identity.
     fn from(request_id: &'a str) -> By<'a> {
-        By { request_id, actor: "" }
+        By { request_id, actor: "", principal: "" }
+    }
+}
+
+impl By<'_> {
+    /// Whether `self` is the one that `actor` and `principal` were recorded
+    /// for: by principal when both sides have one, else by actor (rows
+    /// stored before principals). Nobody known is nobody's same.
+    fn is(&self, actor: &str, principal: &str) -> bool {
+        if !self.principal.is_empty() && !principal.is_empty() {
+            self.principal == principal
+        } else {
+            !self.actor.is_empty() && self.actor == actor
+        }
     }
 }
 
@@ -284,6 +310,19 @@ pub fn plan_changes(started: &BTreeMap<String, String>, now: &BTreeMap<String, S
     changes.extend(now.keys().filter(|file| !started.contains_key(*file)).map(|file| format!("added: {file}")));
     changes.sort_by(|a, b| a.split_once(": ").map(|x| x.1).cmp(&b.split_once(": ").map(|x| x.1)));
     changes
+}
+
+/// Checks the files a wave read (name → checksum) against those the
+/// rollout started with: every wave runs exactly what was started and
+/// approved, or nothing ([`RolloutError::WaveFilesChanged`] naming each
+/// change). A rollout bound to no files (started before they were kept)
+/// checks nothing.
+pub fn check_wave_files(started: &BTreeMap<String, String>, read: &BTreeMap<String, String>) -> Result<(), RolloutError> {
+    if started.is_empty() {
+        return Ok(());
+    }
+    let changes = plan_changes(started, read);
+    if changes.is_empty() { Ok(()) } else { Err(RolloutError::WaveFilesChanged(changes)) }
 }
 
 /// What a driver should do about a rollout now.
@@ -381,6 +420,14 @@ pub enum RolloutError {
         crate::migrate::summary::some_of(.0, 10)
     )]
     PlanChanged(Vec<String>),
+    /// Source files changed since the rollout started, found by a wave
+    /// about to run: nothing of the wave ran.
+    #[error(
+        "the source files changed since the rollout started ({}): the wave would run what was not reviewed, so \
+         nothing of it ran; restore the files and resume, or cancel it and start a new rollout",
+        crate::migrate::summary::some_of(.0, 10)
+    )]
+    WaveFilesChanged(Vec<String>),
     /// The operation does not apply in this status.
     #[error("the rollout is {status}: {operation} applies to a rollout {expected}")]
     WrongStatus {
@@ -421,6 +468,7 @@ impl Rollout {
             failure_budget,
             events: Vec::new(),
             started_by: by.actor.to_string(),
+            started_by_principal: by.principal.to_string(),
             files: BTreeMap::new(),
         };
         rollout.event(now, "started", None, by, plan);
@@ -442,6 +490,7 @@ impl Rollout {
             wave,
             request_id: by.request_id.to_string(),
             actor: by.actor.to_string(),
+            principal: if by.principal == by.actor { String::new() } else { by.principal.to_string() },
             detail,
         });
     }
@@ -515,7 +564,7 @@ impl Rollout {
     pub fn approve<'a>(&mut self, now: i64, by: impl Into<By<'a>>, rules: &ApprovalRules) -> Result<(), RolloutError> {
         let by = by.into();
         self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
-        if rules.forbid_self_approval && !by.actor.is_empty() && by.actor == self.started_by {
+        if rules.forbid_self_approval && by.is(&self.started_by, &self.started_by_principal) {
             return Err(RolloutError::SelfApproval(by.actor.to_string()));
         }
         if let Some(now_files) = &rules.files_now

@@ -15,7 +15,9 @@
 //! versions as numbers, the others' names byte-wise as above.
 //!
 //! Files whose name starts with `.` (`.gitkeep`, `.DS_Store`) are not
-//! migrations and are skipped. Each directory is read in its format
+//! migrations and are skipped; so are files that are not `.sql` (a
+//! `README.md`), which [`read_directories`] lists for the shell to say.
+//! Each directory is read in its format
 //! ([`crate::migrate::format`]): what runs forward, what undoes it.
 
 use std::cmp::Ordering;
@@ -212,6 +214,26 @@ pub fn read_sources<'a>(
     formats: &BTreeMap<String, Format>,
     files: Vec<SourceFile>,
 ) -> Result<Vec<SourceMigration>, SourceError> {
+    read_directories(directories, formats, files).map(|sources| sources.migrations)
+}
+
+/// The migrations of the configured directories, and the files their
+/// formats ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// Every migration, in application order.
+    pub migrations: Vec<SourceMigration>,
+    /// `directory/name` of each file no format reads (not `.sql`, hidden
+    /// names apart), for the shell to say once.
+    pub ignored: Vec<String>,
+}
+
+/// [`read_sources`], with the files it ignored.
+pub fn read_directories<'a>(
+    directories: impl IntoIterator<Item = (&'a str, MigrationType)>,
+    formats: &BTreeMap<String, Format>,
+    files: Vec<SourceFile>,
+) -> Result<Sources, SourceError> {
     let directories: Vec<(&str, MigrationType)> = directories.into_iter().collect();
     let mut per_directory: Vec<Vec<SourceFile>> = vec![Vec::new(); directories.len()];
     for file in files {
@@ -230,13 +252,17 @@ pub fn read_sources<'a>(
         per_directory[position].push(file);
     }
     let mut keyed = Vec::new();
-    for (position, ((directory, migration_type), files)) in directories.iter().zip(per_directory).enumerate() {
+    let mut ignored = Vec::new();
+    for (position, ((directory, migration_type), mut files)) in directories.iter().zip(per_directory).enumerate() {
+        // By name, so what detection names does not depend on the loader.
+        files.sort_by(|a, b| a.name.cmp(&b.name));
         let inputs: Vec<format::Input<'_>> =
             files.iter().map(|f| format::Input { name: &f.name, bytes: &f.bytes }).collect();
         let format = match formats.get(*directory) {
             Some(format) => *format,
             None => format::detect(directory, &inputs)?,
         };
+        ignored.extend(inputs.iter().filter(|f| format::ignored(format, f.name)).map(|f| format!("{directory}/{}", f.name)));
         for read in format::read(directory, format, &inputs)? {
             let path = format!("{directory}/{}", read.name);
             let checksum = checksum(&read.bytes);
@@ -268,7 +294,7 @@ pub fn read_sources<'a>(
     if let Some(pair) = keyed.windows(2).find(|pair| pair[0].1.file == pair[1].1.file) {
         return Err(SourceError::Duplicate(pair[0].1.file.clone()));
     }
-    Ok(keyed.into_iter().map(|(_, migration)| migration).collect())
+    Ok(Sources { migrations: keyed.into_iter().map(|(_, migration)| migration).collect(), ignored })
 }
 
 /// Group: migrations (single and tenant together), then single scripts, then

@@ -8,6 +8,7 @@ use strata_core::migrate::rollout::{Rollout, Status};
 
 use super::output::{failure, print_json};
 use super::{Exit, RolloutAction, RolloutArgs};
+use crate::error::AppError;
 use crate::service::{Operation, Service};
 
 /// How long a wave driven by the command line is claimed (a server's
@@ -93,6 +94,14 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
                 Err(error) => failure(&error),
             }
         }
+        // Whoever holds the configuration holds the database: an approval
+        // there would be anybody's, so with identities it goes through the
+        // service, where the approver is a principal.
+        RolloutAction::Approve { id } if service.config().auth.configured() => failure(&AppError::Forbidden(format!(
+            "auth is configured: approve rollout {id} through the service (strata --server URL rollout approve {id}, \
+             with your STRATA_TOKEN), where the approver is who signed in; the in-process command line is the \
+             database owner's tool and approves nothing"
+        ))),
         RolloutAction::Approve { id } => operate(id, Operation::Approve).await,
         RolloutAction::Pause { id } => operate(id, Operation::Pause).await,
         RolloutAction::Resume { id } => operate(id, Operation::Resume).await,

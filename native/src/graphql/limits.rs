@@ -3,6 +3,7 @@
 //! answered. Everything but the contents budget is refused before any
 //! resolver runs; every refusal names the limit and the value.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -54,6 +55,92 @@ pub(crate) fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Resul
         )));
     }
     Ok(contents)
+}
+
+/// How deep fragment spreads may nest inside each other before the cost
+/// walk refuses the query (the walk recurses once per level).
+const SPREAD_NESTING: usize = 64;
+
+/// Each operation's cost with its fragments expanded, checked against
+/// `complexity` and `depth` in time linear in the document: every
+/// fragment's cost and depth is computed once and each spread counts it
+/// again (no field merging). A query built to expand exponentially (nested
+/// fragments each spreading the next twice) is refused here in
+/// microseconds, before async-graphql's validator expands it. A text that
+/// does not parse passes (the parser refuses it afterwards, with its
+/// message).
+pub(crate) fn check_expanded_cost(query: &str, limits: &GraphQlLimits) -> Result<(), ServerError> {
+    let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(()) };
+    let mut walk = CostWalk { document: &document, known: HashMap::new(), visiting: Vec::new() };
+    for (_, operation) in document.operations.iter() {
+        let cost = walk.set(&operation.node.selection_set.node).map_err(limit_error)?;
+        if cost.fields > limits.complexity {
+            return Err(limit_error(format!(
+                "query complexity {} is over the limit of {} (graphQLLimits.complexity), fragments expanded",
+                cost.fields, limits.complexity
+            )));
+        }
+        if cost.depth > limits.depth {
+            return Err(limit_error(format!(
+                "query depth {} is over the limit of {} (graphQLLimits.depth)",
+                cost.depth, limits.depth
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Fields and depth of a selection set, fragments expanded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cost {
+    fields: usize,
+    depth: usize,
+}
+
+/// The cost walk over one document, each fragment's cost kept once known.
+struct CostWalk<'a> {
+    document: &'a async_graphql::parser::types::ExecutableDocument,
+    known: HashMap<&'a str, Cost>,
+    /// The fragments being walked, outermost first.
+    visiting: Vec<&'a str>,
+}
+
+impl<'a> CostWalk<'a> {
+    fn set(&mut self, set: &'a async_graphql::parser::types::SelectionSet) -> Result<Cost, String> {
+        use async_graphql::parser::types::Selection;
+        let mut total = Cost::default();
+        for item in &set.items {
+            let cost = match &item.node {
+                Selection::Field(field) => {
+                    let inner = self.set(&field.node.selection_set.node)?;
+                    Cost { fields: inner.fields.saturating_add(1), depth: inner.depth + 1 }
+                }
+                Selection::InlineFragment(fragment) => self.set(&fragment.node.selection_set.node)?,
+                Selection::FragmentSpread(spread) => self.fragment(spread.node.fragment_name.node.as_str())?,
+            };
+            total = Cost { fields: total.fields.saturating_add(cost.fields), depth: total.depth.max(cost.depth) };
+        }
+        Ok(total)
+    }
+
+    fn fragment(&mut self, name: &'a str) -> Result<Cost, String> {
+        if let Some(cost) = self.known.get(name) {
+            return Ok(*cost);
+        }
+        let Some(definition) = self.document.fragments.get(name) else { return Ok(Cost::default()) };
+        if self.visiting.contains(&name) {
+            return Err(format!("fragment {name} spreads itself"));
+        }
+        if self.visiting.len() >= SPREAD_NESTING {
+            return Err(format!("fragment spreads nest more than {SPREAD_NESTING} deep"));
+        }
+        self.visiting.push(name);
+        let cost = self.set(&definition.node.selection_set.node);
+        self.visiting.pop();
+        let cost = cost?;
+        self.known.insert(name, cost);
+        Ok(cost)
+    }
 }
 
 /// What [`fields_written`] found.

@@ -68,7 +68,7 @@ fn caller(ctx: &Context<'_>) -> Caller {
     let request_id = request_id(ctx);
     match ctx.data_opt::<Identity>() {
         Some(identity) => identity.caller(&request_id),
-        None => Caller { request_id, actor: crate::service::ANONYMOUS.to_string() },
+        None => Caller { request_id, actor: crate::service::ANONYMOUS.to_string(), principal: String::new() },
     }
 }
 

@@ -117,13 +117,16 @@ impl Authenticator {
                 .unwrap_or("");
             return Ok(Some(Identity {
                 actor: format!("proxy:{user}"),
+                principal: format!("proxy:{user}"),
                 roles: proxy.roles_of(groups),
                 authenticated: true,
             }));
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
         let value = value.to_str().map_err(|_| "the Authorization header is not text".to_string())?;
-        let Some(presented) = value.strip_prefix("Bearer ").map(str::trim) else {
+        // The scheme is case-insensitive (RFC 7235 section 2.1).
+        let presented = value.split_once(' ').filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+        let Some(presented) = presented.map(|(_, credential)| credential.trim()) else {
             return Err("the Authorization header is not `Bearer <token>`".to_string());
         };
         if !presented.starts_with(token::PREFIX) {
@@ -151,6 +154,7 @@ impl Authenticator {
         let token = found.map_err(|refusal| refusal.to_string())?;
         Ok(Some(Identity {
             actor: format!("token:{}", token.name),
+            principal: format!("token:{}", token.name),
             roles: Roles::only(token.role),
             authenticated: true,
         }))
@@ -172,7 +176,8 @@ impl Authenticator {
         let address = peer.ip().to_string();
         let log = self.throttle.lock().ok().map(|mut t| t.failed(&address, chrono::Utc::now().timestamp()));
         if let Some(Log::Write { left_out }) = log {
-            let caller = Caller { request_id: request_id.to_string(), actor: format!("unauthenticated:{address}") };
+            let actor = format!("unauthenticated:{address}");
+            let caller = Caller { request_id: request_id.to_string(), principal: actor.clone(), actor };
             let mut outcome = format!("refused: UNAUTHENTICATED {why}");
             if left_out > 0 {
                 outcome.push_str(&format!(" ({left_out} more failure(s) from this address not logged)"));
@@ -186,11 +191,6 @@ impl Authenticator {
         self.throttle.lock().ok().and_then(|t| t.refused(&peer.ip().to_string(), now))
     }
 
-    fn succeeded(&self, peer: SocketAddr) {
-        if let Ok(mut throttle) = self.throttle.lock() {
-            throttle.succeeded(&peer.ip().to_string());
-        }
-    }
 }
 
 /// The middleware: authenticates the request (when `auth` is configured)
@@ -240,7 +240,6 @@ pub(crate) async fn authenticate(
             return challenge(refuse(AppError::Unauthenticated(why)));
         }
     };
-    authenticator.succeeded(peer);
     if let Route::Needs(permission) = route
         && !identity.roles.grants(permission)
     {

@@ -5,8 +5,9 @@
 //!   key the header's `kid` names, with only the algorithms configured
 //!   (asymmetric ones: `none` and HMAC are refused before any key is
 //!   used), and the key's own `alg`, when it has one, must match.
-//! - `iss`, `aud`, `exp`, `nbf` and `sub` are required and checked, with
-//!   `leewaySeconds` of clock skew.
+//! - `iss`, `aud`, `exp` and a non-empty `sub` are required and checked;
+//!   `nbf` is checked when present; both with `leewaySeconds` of clock
+//!   skew.
 //! - An unknown `kid` makes the key set be read again (a rotation), at
 //!   most once per [`REFETCH_AFTER_UNKNOWN`], so garbage `kid`s cannot make
 //!   every request call the provider; the set is read again at least every
@@ -20,6 +21,9 @@ use serde_json::{Map, Value};
 use strata_core::migrate::config::auth::OidcAuth;
 
 use crate::identity::Identity;
+
+/// Longest `kid` read (providers' ids are tens of bytes).
+const MAX_KID_BYTES: usize = 256;
 
 /// How soon an unknown `kid` makes the keys be read again.
 const REFETCH_AFTER_UNKNOWN: Duration = Duration::from_secs(10);
@@ -57,13 +61,18 @@ impl OidcVerifier {
             return Err(format!("the token's algorithm {:?} is not accepted (auth.oidc.algorithms)", header.alg));
         }
         let kid = header.kid.as_deref().ok_or("the token names no key (kid)")?;
+        // A kid is the provider's short key id: a longer one is refused
+        // unread, and messages quote it escaped (never a forged line).
+        if kid.len() > MAX_KID_BYTES {
+            return Err(format!("the token's kid is {} bytes long, over {MAX_KID_BYTES}", kid.len()));
+        }
         let jwk = self.key(kid).await?;
         if let Some(key_alg) = jwk.common.key_algorithm
             && key_alg.to_string() != format!("{:?}", header.alg)
         {
-            return Err(format!("key {kid} is for {key_alg}, the token says {:?}", header.alg));
+            return Err(format!("key {kid:?} is for {key_alg}, the token says {:?}", header.alg));
         }
-        let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("key {kid} cannot be used: {e}"))?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("key {kid:?} cannot be used: {e}"))?;
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_issuer(&[self.config.issuer.as_str(), self.config.issuer.trim_end_matches('/')]);
@@ -74,10 +83,14 @@ impl OidcVerifier {
         let claims = decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| format!("the token is not valid: {e}"))?
             .claims;
-        let subject = claims.get("sub").and_then(Value::as_str).unwrap_or_default();
+        let subject = claims.get("sub").and_then(Value::as_str).map(str::trim).unwrap_or_default();
+        if subject.is_empty() {
+            return Err("the token's sub claim is empty: it names no one".to_string());
+        }
         let email = claims.get("email").and_then(Value::as_str);
         Ok(Identity {
             actor: OidcAuth::actor(subject, email),
+            principal: OidcAuth::principal(&self.config.issuer, subject),
             roles: self.config.roles_of(claims.get(&self.config.roles_claim)),
             authenticated: true,
         })
@@ -91,7 +104,7 @@ impl OidcVerifier {
         match (found, age) {
             (Some(jwk), Some(age)) if age < MAX_AGE => return Ok(jwk),
             (None, Some(age)) if age < REFETCH_AFTER_UNKNOWN => {
-                return Err(format!("the provider has no key {kid}"));
+                return Err(format!("the provider has no key {kid:?}"));
             }
             _ => {}
         }
@@ -99,7 +112,7 @@ impl OidcVerifier {
         cache.read_at = Some(Instant::now());
         let found = set.find(kid).cloned();
         cache.set = Some(set);
-        found.ok_or_else(|| format!("the provider has no key {kid}"))
+        found.ok_or_else(|| format!("the provider has no key {kid:?}"))
     }
 
     /// The provider's key set, through its discovery document.

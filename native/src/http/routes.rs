@@ -89,7 +89,14 @@ async fn graphql_answer(
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
     let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
-        operations.iter().map(|request| limits::check_fields_written(&request.query, &limits)).collect()
+        operations
+            .iter()
+            .map(|request| {
+                let contents = limits::check_fields_written(&request.query, &limits)?;
+                limits::check_expanded_cost(&request.query, &limits)?;
+                Ok(contents)
+            })
+            .collect()
     });
     let scope = Arc::new(limits::RequestScope::new(&limits, Arc::clone(&state.contents_slots)));
     let response = match checked {

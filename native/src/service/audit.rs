@@ -26,6 +26,23 @@ pub(crate) fn outcome<T>(result: &Result<T, AppError>) -> String {
     }
 }
 
+/// A `since` time as the rows store theirs (RFC 3339 UTC, microseconds):
+/// an RFC 3339 time, or a date (its midnight UTC). Anything else is
+/// refused, naming it: compared as text, `yesterday` would select nothing.
+pub(crate) fn since_time(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(super::rfc3339(time.with_timezone(&Utc)));
+    }
+    if let Ok(date) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(super::rfc3339(date.and_time(chrono::NaiveTime::MIN).and_utc()));
+    }
+    Err(format!(
+        "since: {:?} is not a time: give an RFC 3339 time (2026-11-26T09:00:00Z) or a date (2026-11-26)",
+        audit::bounded(text)
+    ))
+}
+
 impl Service {
     /// Appends one row: `caller` did `action` on `target` with `outcome`.
     /// A row that cannot be written is logged as an error (the operation
@@ -34,12 +51,13 @@ impl Service {
     pub(crate) async fn audit(&self, caller: &Caller, action: &str, target: &str, outcome: String) {
         let entry = Entry {
             at: super::rfc3339(Utc::now()),
-            actor: caller.actor.clone(),
+            actor: caller.recorded(),
             action: action.to_string(),
             target: target.to_string(),
             request_id: caller.request_id.clone(),
             outcome,
-        };
+        }
+        .bounded();
         tracing::info!(actor = %entry.actor, action, target, outcome = %entry.outcome, request_id = %entry.request_id,
             "audit");
         match self.database.append_audit(entry).await {
@@ -51,9 +69,10 @@ impl Service {
     /// The audit log, oldest first; with `since` (RFC 3339), the rows from
     /// then on.
     pub(crate) async fn audit_log(&self, since: Option<&str>) -> Result<Vec<Sealed>, AppError> {
+        let since = since.map(since_time).transpose().map_err(AppError::InvalidInput)?;
         let rows = self.database.audit().await?;
         Ok(match since {
-            Some(since) => rows.into_iter().filter(|row| row.entry.at.as_str() >= since).collect(),
+            Some(since) => rows.into_iter().filter(|row| row.entry.at.as_str() >= since.as_str()).collect(),
             None => rows,
         })
     }
@@ -61,5 +80,20 @@ impl Service {
     /// Checks the whole chain: how many rows it holds, or where it breaks.
     pub(crate) async fn verify_audit(&self) -> Result<Result<usize, audit::Broken>, AppError> {
         Ok(audit::verify(&self.database.audit().await?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::since_time;
+
+    #[test]
+    fn since_is_a_time_or_a_date_never_free_text() {
+        assert_eq!(since_time("2026-11-26T10:00:00+01:00").unwrap(), "2026-11-26T09:00:00.000000Z");
+        assert_eq!(since_time("2026-11-26").unwrap(), "2026-11-26T00:00:00.000000Z");
+        assert_eq!(
+            since_time("yesterday").unwrap_err(),
+            "since: \"yesterday\" is not a time: give an RFC 3339 time (2026-11-26T09:00:00Z) or a date (2026-11-26)"
+        );
     }
 }

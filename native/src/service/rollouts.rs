@@ -38,7 +38,7 @@ impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
         match error {
             RolloutError::SelfApproval(_) => AppError::Forbidden(error.to_string()),
-            RolloutError::PlanChanged(_) => AppError::PlanChanged(error),
+            RolloutError::PlanChanged(_) | RolloutError::WaveFilesChanged(_) => AppError::PlanChanged(error),
             other => AppError::InvalidInput(other.to_string()),
         }
     }
@@ -274,10 +274,15 @@ impl Service {
             failure_budget,
             wave: rollout.waves[wave].select.wave(),
             rollout_gate: RolloutGate::Wave,
+            reviewed_files: Some(rollout.files.clone()),
             ..CreateRequest::new(
                 rollout.wave_version_name(wave),
                 Target::AllSchemas,
-                Caller { request_id: runner.to_string(), actor: format!("service:{runner}") },
+                Caller {
+                    request_id: runner.to_string(),
+                    actor: format!("service:{runner}"),
+                    principal: format!("service:{runner}"),
+                },
             )
         };
         match self.create(request).await {

@@ -31,6 +31,9 @@ impl Service {
         days: Option<u32>,
     ) -> Result<(StoredToken, String), AppError> {
         token::check_name(name).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        if days == Some(0) {
+            return Err(AppError::InvalidInput("a token that expires after 0 days would never work: give 1 or more".into()));
+        }
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| AppError::Internal(format!("no random bytes: {e}")))?;
         let secret = token::mint(&random);

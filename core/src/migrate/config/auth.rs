@@ -133,8 +133,15 @@ impl OidcAuth {
         }
     }
 
-    /// The actor of a token: `oidc:<subject>`, with the email when the
-    /// token carries one (`oidc:<subject> <email>`).
+    /// The stable principal of an ID or access token: its issuer and
+    /// subject (`oidc:<issuer>#<sub>`), the same whatever other claims the
+    /// token carries.
+    pub fn principal(issuer: &str, subject: &str) -> String {
+        format!("oidc:{}#{subject}", issuer.trim_end_matches('/'))
+    }
+
+    /// The actor of a token as shown: `oidc:<subject>`, with the email
+    /// when the token carries one (`oidc:<subject> <email>`).
     pub fn actor(subject: &str, email: Option<&str>) -> String {
         match email {
             Some(email) if !email.is_empty() => format!("oidc:{subject} <{email}>"),

@@ -149,8 +149,24 @@ fn a_directory_s_format_is_detected_from_its_files() {
     assert_eq!(detect(&[input("1_a.sql", "-- +goose Up\nselect 1;")]), Ok("goose"));
     assert_eq!(detect(&[input("1_a.up.sql", ""), input("1_a.down.sql", "")]), Ok("golang-migrate"));
     assert_eq!(detect(&[input("V1__a.sql", ""), input("R__b.sql", "")]), Ok("flyway"));
-    // Flyway's names on only some files: Strata's format.
-    assert_eq!(detect(&[input("V1__a.sql", ""), input("2.sql", "")]), Ok("strata"));
+    // Flyway's names on only some files: refused, naming the file that is not one.
+    assert_eq!(
+        detect(&[input("V1__a.sql", ""), input("2.sql", "")]).unwrap_err().to_string(),
+        "m is read as flyway files (m/V1__a.sql is one), but m/2.sql is not one; rename or move it, or name the \
+         directory's format with migrationFormats"
+    );
+    // One file's down section does not make the others dbmate files: both are named.
+    assert_eq!(
+        detect(&[input("001.sql", "select 1;"), input("002.sql", "select 2;\n-- migrate:down\nselect 3;")])
+            .unwrap_err()
+            .to_string(),
+        "m is read as dbmate files (m/002.sql is one), but m/001.sql is not one; rename or move it, or name the \
+         directory's format with migrationFormats"
+    );
+    // sqlx's one-way files beside golang-migrate's pairs are of the format.
+    assert_eq!(detect(&[input("1_a.up.sql", ""), input("2_b.sql", "")]), Ok("golang-migrate"));
+    // Files that are not .sql are no evidence of anything.
+    assert_eq!(detect(&[input("1.sql", ""), input("README.md", "-- migrate:up\n")]), Ok("strata"));
     assert_eq!(
         detect(&[input("1_a.sql", "-- migrate:up\n"), input("2_b.up.sql", "")]).unwrap_err().to_string(),
         "m mixes formats: m/1_a.sql reads as dbmate, m/2_b.up.sql as golang-migrate; name its format with \
@@ -233,4 +249,59 @@ fn every_format_reads_the_fuzzer_s_finds_without_panicking() {
             read.sort_by(|a, b| a.order.compare(&a.name, &b.order, &b.name));
         }
     }
+}
+
+#[test]
+fn a_flyway_directory_with_a_callback_a_readme_and_a_misnamed_file_never_runs_an_undo_file() {
+    let files = |extra: Input<'static>| {
+        vec![
+            input("V1__users.sql", "create table users (id int);"),
+            input("U1__users.sql", "drop table users;"),
+            input("README.md", "# how to write migrations\ndrop table users;"),
+            extra,
+        ]
+    };
+    let detected = |files: &[Input<'_>]| detect("m", files).and_then(|format| read("m", format, files));
+    // The README is ignored, in every format.
+    let read_back = detected(&files(input("V2__orders.sql", "create table orders (id int);"))).unwrap();
+    assert_eq!(read_back.len(), 2);
+    assert!(read_back.iter().all(|r| !r.forward.text.contains("drop")));
+    assert_eq!(read_back.iter().find(|r| r.name == "V1__users.sql").unwrap().down.as_ref().unwrap().text, "drop table users;");
+    assert!(ignored(Format::Flyway, "README.md") && ignored(Format::Strata, "notes.txt"));
+    assert!(!ignored(Format::Flyway, "V1__a.sql.conf") && ignored(Format::Strata, "V1__a.sql.conf"));
+    assert!(!ignored(Format::Strata, "001.SQL") && ignored(Format::Strata, ".hidden.sql"));
+    // A callback is refused by name, detected or named.
+    let callback = files(input("afterMigrate.sql", "grant select on users to reader;"));
+    let refused = detected(&callback).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "m/afterMigrate.sql: a Flyway callback (afterMigrate), which Strata does not run; it is not a migration \
+         either: move it out of m (an R__ repeatable script runs after every change of its own text)"
+    );
+    assert!(read("m", Format::Strata, &callback).unwrap_err().to_string().starts_with("m/U1__users.sql: a down"));
+    assert!(
+        read("m", Format::Flyway, &[input("beforeEachMigrate__log.sql", "select 1;")])
+            .unwrap_err()
+            .to_string()
+            .starts_with("m/beforeEachMigrate__log.sql: a Flyway callback (beforeEachMigrate)")
+    );
+    // A misnamed file is named as the one that is not Flyway's.
+    let misnamed = detected(&files(input("V4_oops.sql", "select 4;"))).unwrap_err().to_string();
+    assert!(misnamed.contains("(m/V1__users.sql is one), but m/V4_oops.sql is not one"), "{misnamed}");
+}
+
+#[test]
+fn a_file_named_as_a_down_part_never_runs_forward_in_any_format() {
+    let refused = |format: Format, name: &str, text: &str| {
+        read("m", format, &[input(name, text)]).unwrap_err().to_string()
+    };
+    assert_eq!(
+        refused(Format::Strata, "U2__x.sql", "drop table x;"),
+        "m/U2__x.sql: a down migration in m, which is read as strata files and would run it forward (set \
+         migrationFormats: {m: flyway} if it holds flyway files)"
+    );
+    assert!(refused(Format::Dbmate, "1_x.down.sql", "-- migrate:up\ndrop table x;").contains("read as dbmate"));
+    assert!(refused(Format::Goose, "2_x.down.sql", "-- +goose Up\ndrop table x;").contains("read as goose"));
+    assert!(refused(Format::Flyway, "V3__x.down.sql", "drop table x;").contains("read as flyway"));
+    assert!(refused(Format::GolangMigrate, "U4__x.sql", "drop table x;").contains("{m: flyway}"));
 }

@@ -144,8 +144,8 @@ fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 #[test]
 fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
-    let alice = By { request_id: "r1", actor: "token:alice" };
-    let bob = By { request_id: "r2", actor: "token:bob" };
+    let alice = By { request_id: "r1", actor: "token:alice", principal: "token:alice" };
+    let bob = By { request_id: "r2", actor: "token:bob", principal: "token:bob" };
     let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, alice).unwrap();
     assert_eq!(r.started_by, "token:alice");
     assert!(r.wave_ended(0, Ok("done".into()), 5, "runner"));
@@ -159,6 +159,39 @@ fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
     let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, alice).unwrap();
     r.wave_ended(0, Ok(String::new()), 5, "runner");
     r.approve(6, alice, &ApprovalRules::default()).unwrap();
+}
+
+#[test]
+fn one_principal_is_one_starter_whatever_its_display_name() {
+    let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
+    let access = By { request_id: "r1", actor: "oidc:alice", principal: "oidc:https://idp#alice" };
+    let id_token = By { request_id: "r2", actor: "oidc:alice <alice@example.com>", principal: "oidc:https://idp#alice" };
+    let other_idp = By { request_id: "r3", actor: "oidc:alice", principal: "oidc:https://other#alice" };
+    let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, access).unwrap();
+    assert_eq!(r.started_by_principal, "oidc:https://idp#alice");
+    r.wave_ended(0, Ok(String::new()), 5, "runner");
+    // The same subject with an email claim is the same person.
+    assert_eq!(r.approve(6, id_token, &rules), Err(RolloutError::SelfApproval("oidc:alice <alice@example.com>".into())));
+    // The same display name from another issuer is someone else.
+    r.approve(7, other_idp, &rules).unwrap();
+    let approved = r.events.last().unwrap();
+    assert_eq!((approved.actor.as_str(), approved.principal.as_str()), ("oidc:alice", "oidc:https://other#alice"));
+    // A rollout stored before principals compares display names.
+    let mut old = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, "r").unwrap();
+    old.started_by = "token:alice".into();
+    old.wave_ended(0, Ok(String::new()), 5, "runner");
+    let alice = By { request_id: "r4", actor: "token:alice", principal: "token:alice" };
+    assert!(old.approve(8, alice, &rules).is_err());
+}
+
+#[test]
+fn a_wave_runs_the_files_the_rollout_started_with_or_nothing() {
+    let started = files(&[("m/1.sql", "aa"), ("m/2.sql", "bb")]);
+    assert_eq!(check_wave_files(&started, &started), Ok(()));
+    assert_eq!(check_wave_files(&BTreeMap::new(), &files(&[("m/9.sql", "zz")])), Ok(()));
+    let refused = check_wave_files(&started, &files(&[("m/1.sql", "aa"), ("m/2.sql", "bb"), ("m/3.sql", "cc")]));
+    assert_eq!(refused, Err(RolloutError::WaveFilesChanged(vec!["added: m/3.sql".into()])));
+    assert!(refused.unwrap_err().to_string().contains("nothing of it ran"));
 }
 
 #[test]
