@@ -263,8 +263,9 @@ enum OnDatabase {
     /// once, stored as a hash), list them, revoke one.
     Token(TokenArgs),
     /// The audit log: who did what, when, with what outcome (`--since`,
-    /// `--json`); `verify` checks its hash chain for edited or deleted
-    /// rows.
+    /// `--json`); `verify` checks its hash chain and signatures for edited,
+    /// deleted or re-signed rows; `head` prints the newest row's seal to
+    /// keep elsewhere; `keygen` a new signing key (`auth.auditKey`).
     Audit(AuditArgs),
 }
 
@@ -316,9 +317,31 @@ struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 enum AuditAction {
-    /// Check the hash chain: exit 15 naming the first row edited or
-    /// deleted.
-    Verify,
+    /// Check the hash chain and every row's signature: exit 15 naming the
+    /// first row edited, deleted, or written, rewritten or re-signed
+    /// without the key.
+    Verify {
+        /// A public key to verify signatures with, besides
+        /// `auth.auditPublicKeys` and the configured key's own (repeatable;
+        /// base64, as `keygen` prints it).
+        #[arg(long = "public-key", value_name = "KEY", value_parser = public_key)]
+        public_keys: Vec<strata_core::auth::audit_key::PublicKey>,
+        /// A head printed earlier by `strata audit head` (`ID:SEAL`): exit
+        /// 15 when that row is missing (the log was truncated) or differs.
+        #[arg(long, value_name = "ID:SEAL")]
+        expect: Option<String>,
+    },
+    /// Print the newest row as `ID:SEAL`, to keep outside the database
+    /// (`verify --expect` checks it later).
+    Head,
+    /// Print a new signing key for `auth.auditKey` and its public key (for
+    /// `auth.auditPublicKeys` and `verify --public-key`); reads nothing.
+    Keygen,
+}
+
+/// `--public-key`: a base64 Ed25519 public key.
+fn public_key(text: &str) -> Result<strata_core::auth::audit_key::PublicKey, String> {
+    strata_core::auth::audit_key::PublicKey::from_base64(text).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -720,6 +743,9 @@ pub(crate) fn main() -> ExitCode {
     let server = cli.server.or_else(|| std::env::var("STRATA_SERVER").ok().filter(|s| !s.trim().is_empty()));
     let wait = cli.wait_for_db.map(std::time::Duration::from_secs);
     match cli.command.unwrap_or(Command::Serve(ServeArgs { listen: None, port: None })) {
+        Command::OnDatabase(OnDatabase::Audit(AuditArgs { action: Some(AuditAction::Keygen), json, .. })) => {
+            access::keygen(json).into()
+        }
         Command::Serve(args) => {
             let overrides = crate::server::Overrides { listen: args.listen, port: args.port, wait_for_db: wait };
             serve(config, overrides, verbosity)

@@ -470,3 +470,135 @@ async fn the_command_line_as_a_client_needs_a_token_not_the_database() {
     assert_eq!(rollout["startedBy"], "token:ci");
     assert_eq!(rollout["events"].as_array().unwrap().last().unwrap()["actor"], "token:release");
 }
+
+/// The audit rows as stored, for the test to rewrite as an attacker with
+/// the table but not the key would.
+async fn stored_audit(server: &Server) -> Vec<strata_core::auth::audit::Sealed> {
+    let sql = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from svc_audit order by id";
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+    server
+        .ws
+        .rows("svc", sql)
+        .await
+        .iter()
+        .map(|row| strata_core::auth::audit::Sealed {
+            id: row[0].as_i64().unwrap(),
+            entry: strata_core::auth::audit::Entry {
+                at: text(&row[1]),
+                actor: text(&row[2]),
+                action: text(&row[3]),
+                target: text(&row[4]),
+                request_id: text(&row[5]),
+                outcome: text(&row[6]),
+            },
+            prev: text(&row[7]),
+            hash: text(&row[8]),
+            signature: row[9].as_str().map(str::to_string),
+        })
+        .collect()
+}
+
+/// Writes rows `from..` of `rows` back, re-sealed (and re-signed by `key`).
+async fn reseal(server: &Server, mut rows: Vec<strata_core::auth::audit::Sealed>, from: usize, key: Option<&strata_core::auth::audit_key::AuditKey>) {
+    for i in from..rows.len() {
+        if i > 0 {
+            rows[i].prev = rows[i - 1].hash.clone();
+        }
+        rows[i].hash = strata_core::auth::audit::seal(rows[i].id, &rows[i].entry, &rows[i].prev);
+        let signature = key.map_or("null".to_string(), |key| format!("'{}'", key.sign(&rows[i].hash)));
+        let update = format!(
+            "update {}svc_audit set outcome = '{}', prev = '{}', hash = '{}', signature = {signature} where id = {}",
+            svc_prefix(),
+            rows[i].entry.outcome,
+            rows[i].prev,
+            rows[i].hash,
+            rows[i].id
+        );
+        server.ws.execute("svc", &update).await;
+    }
+}
+
+#[tokio::test]
+async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_and_keys_rotate() {
+    let server = Server::start("basic", AUTH).await;
+    let run = |config: std::path::PathBuf, args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        strata(&config, &args).await
+    };
+    let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let keygen = json_of(&strata(server.config_path(), &["audit", "keygen", "--json"]).await);
+    let (k1, k1_public) = (keygen["auditKey"].as_str().unwrap().to_string(), keygen["publicKey"].as_str().unwrap().to_string());
+    let k2 = strata_core::auth::audit_key::AuditKey::from_seed([42; 32]);
+    // One row before any key, two signed by k1.
+    token(&server, "before", "viewer").await;
+    let named = |name: &str, yaml: String| {
+        let path = server.ws.path().join(name);
+        std::fs::write(&path, yaml).unwrap();
+        path
+    };
+    let plain_config = named("plain.yaml", server.ws.config(AUTH));
+    let with_k1 = named("k1.yaml", server.ws.config(&format!("auth:\n  tokens: true\n  auditKey: {k1}\n")));
+    for name in ["one", "two"] {
+        let created = run(with_k1.clone(), args(&["token", "create", "--name", name, "--role", "viewer"])).await;
+        assert_eq!(code(&created), 0, "{}", stderr(&created));
+    }
+    let verify = run(with_k1.clone(), args(&["audit", "verify"])).await;
+    assert_eq!(code(&verify), 0, "{}", stderr(&verify));
+    let said = stdout(&verify);
+    assert!(said.contains("3 row(s), each chained") && said.contains("2 row(s) signed, every signature verified"), "{said}");
+    assert!(said.contains("1 row(s) are UNSIGNED (written before auth.auditKey was set)"), "{said}");
+    let config_shown = stdout(&run(with_k1.clone(), args(&["config", "check"])).await);
+    assert!(!config_shown.contains(&k1), "the key is shown: {config_shown}");
+    // Without any key, verify says what it cannot see.
+    let plain = strata(&plain_config, &["audit", "verify"]).await;
+    assert!(stdout(&plain).contains("2 signed row(s) NOT CHECKED: no public key given"), "{}", stdout(&plain));
+    let with_public = strata(&plain_config, &["audit", "verify", "--public-key", &k1_public]).await;
+    assert!(stdout(&with_public).contains("2 row(s) signed, every signature verified"), "{}", stdout(&with_public));
+    let head = stdout(&run(with_k1.clone(), args(&["audit", "head"])).await).trim().to_string();
+    assert!(head.starts_with("3:") && head.len() == 66, "{head}");
+
+    // Rotated: k2 signs, k1's public key still verifies the older rows.
+    let rotated = named(
+        "rotated.yaml",
+        server.ws.config(&format!(
+            "auth:\n  tokens: true\n  auditKey: {}\n  auditPublicKeys: [{k1_public}]\n",
+            k2.seed_base64()
+        )),
+    );
+    let created = run(rotated.clone(), args(&["token", "create", "--name", "three", "--role", "viewer"])).await;
+    assert_eq!(code(&created), 0, "{}", stderr(&created));
+    let verify = run(rotated.clone(), args(&["audit", "verify", "--expect", &head])).await;
+    assert_eq!(code(&verify), 0, "{}", stderr(&verify));
+    assert!(stdout(&verify).contains("3 row(s) signed") && stdout(&verify).contains("head kept earlier is there"));
+    let stale = run(with_k1.clone(), args(&["audit", "verify"])).await;
+    assert_eq!(code(&stale), 15, "k1 alone does not know k2's rows");
+    assert!(stderr(&stale).contains(&format!("row 4 is signed by key {}", k2.id())), "{}", stderr(&stale));
+
+    // Truncated: the chain that is left is intact; the head kept shows it.
+    let newest = stdout(&run(rotated.clone(), args(&["audit", "head"])).await).trim().to_string();
+    server.ws.execute("svc", &format!("delete from {}svc_audit where id = 4", svc_prefix())).await;
+    assert_eq!(code(&run(rotated.clone(), args(&["audit", "verify"])).await), 0);
+    let truncated = run(rotated.clone(), args(&["audit", "verify", "--expect", &newest])).await;
+    assert_eq!(code(&truncated), 15);
+    assert!(stderr(&truncated).contains("row 4 is missing: the log holds 3 row(s)"), "{}", stderr(&truncated));
+
+    // Rewritten and re-sealed with the attacker's own key: refused.
+    let mut rows = stored_audit(&server).await;
+    rows[1].entry.outcome = "refused: nothing to see".into();
+    let mallory = strata_core::auth::audit_key::AuditKey::from_seed([66; 32]);
+    reseal(&server, rows.clone(), 1, Some(&mallory)).await;
+    let resigned = run(rotated.clone(), args(&["audit", "verify"])).await;
+    assert_eq!(code(&resigned), 15, "{}", stdout(&resigned));
+    assert!(stderr(&resigned).contains(&format!("row 2 is signed by key {}", mallory.id())), "{}", stderr(&resigned));
+    // Every signature stripped and the chain re-sealed: the log now looks
+    // older than the key; what it cannot hide is the head kept elsewhere.
+    let mut rows = stored_audit(&server).await;
+    rows[1].entry.outcome = "refused: nothing to see".into();
+    reseal(&server, rows, 1, None).await;
+    let stripped = run(rotated.clone(), args(&["audit", "verify"])).await;
+    assert_eq!(code(&stripped), 0, "{}", stderr(&stripped));
+    assert!(stdout(&stripped).contains("3 row(s) are UNSIGNED"), "{}", stdout(&stripped));
+    let caught = run(rotated.clone(), args(&["audit", "verify", "--expect", &head])).await;
+    assert_eq!(code(&caught), 15, "{}", stdout(&caught));
+    assert!(stderr(&caught).contains("row 3 has another seal than the head kept"), "{}", stderr(&caught));
+}

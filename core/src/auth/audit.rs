@@ -2,6 +2,15 @@
 //! it and its own, over its id and every field, so a row edited or deleted
 //! by hand breaks the chain at that row ([`verify`]).
 //!
+//! A chain alone is re-sealed by anyone who can write the table. With
+//! `auth.auditKey` each row's seal is also signed
+//! ([`crate::auth::audit_key`]): a row written, rewritten or re-signed
+//! without the private key does not verify, and neither does an unsigned
+//! row after a signed one. Rows written before a key was set are reported
+//! as unsigned, never as verified. Removing the newest rows leaves no trace
+//! in the rows themselves: a head kept elsewhere ([`head`], checked by
+//! [`check_head`]) shows it.
+//!
 //! Invariant: ids run 1, 2, 3, … without gaps (the shell inserts
 //! `last id + 1` and tries again when another writer took that id), so a
 //! deleted row shows as a gap; only the removal of the newest rows leaves no
@@ -9,6 +18,8 @@
 
 use sha2::{Digest, Sha256};
 use thiserror::Error;
+
+use crate::auth::audit_key::{AuditKey, PublicKey};
 
 /// The `prev` of the first row.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -80,6 +91,8 @@ pub struct Sealed {
     pub prev: String,
     /// [`seal`] of this row.
     pub hash: String,
+    /// `<key id>:<signature of the seal>` when a key signed it.
+    pub signature: Option<String>,
 }
 
 /// The hash of row `id` saying `entry` after a row whose hash is `prev`:
@@ -96,14 +109,16 @@ pub fn seal(id: i64, entry: &Entry, prev: &str) -> String {
     digest.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The row that follows `last` (none: the first) saying `entry`.
-pub fn next(last: Option<(i64, &str)>, entry: Entry) -> Sealed {
+/// The row that follows `last` (none: the first) saying `entry`, signed
+/// by `key` when there is one.
+pub fn next(last: Option<(i64, &str)>, entry: Entry, key: Option<&AuditKey>) -> Sealed {
     let (id, prev) = match last {
         Some((id, hash)) => (id + 1, hash.to_string()),
         None => (1, GENESIS.to_string()),
     };
     let hash = seal(id, &entry, &prev);
-    Sealed { id, entry, prev, hash }
+    let signature = key.map(|key| key.sign(&hash));
+    Sealed { id, entry, prev, hash, signature }
 }
 
 /// Where the chain is broken.
@@ -123,11 +138,45 @@ pub enum Broken {
     /// A row does not follow the one before it: the one before was replaced.
     #[error("row {0} does not follow the row before it: the chain was rewritten there")]
     Relinked(i64),
+    /// A row's signature is not its key's over its seal.
+    #[error("row {0}'s signature does not verify: it was rewritten or re-signed without the key")]
+    BadSignature(i64),
+    /// A row is signed by a key none of the public keys is.
+    #[error("row {row} is signed by key {key}, which is none of the public keys given: re-signed with another key?")]
+    UnknownKey {
+        /// The row.
+        row: i64,
+        /// The key id it carries.
+        key: String,
+    },
+    /// A row without a signature after signed rows.
+    #[error("row {0} is not signed, after signed rows: written or rewritten without the key")]
+    Unsigned(i64),
+    /// The head kept elsewhere is missing or differs.
+    #[error("{0}")]
+    Head(String),
 }
 
-/// Checks the chain (rows in id order); how many rows it holds.
-pub fn verify(rows: &[Sealed]) -> Result<usize, Broken> {
+/// What [`verify`] found in an unbroken log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Verified {
+    /// Rows in the chain.
+    pub rows: usize,
+    /// Signed rows whose signature was checked.
+    pub signed: usize,
+    /// Rows before the first signed one, which carry no signature
+    /// (written before a key was set): chained, not signed.
+    pub unsigned: usize,
+    /// Signed rows not checked (no public key given).
+    pub unchecked: usize,
+}
+
+/// Checks the chain (rows in id order) and, with `keys`, every row's
+/// signature: an unsigned row after a signed one, a signature of another
+/// key or one that does not verify breaks it.
+pub fn verify(rows: &[Sealed], keys: &[PublicKey]) -> Result<Verified, Broken> {
     let mut prev = GENESIS;
+    let mut found = Verified { rows: rows.len(), ..Verified::default() };
     for (i, row) in rows.iter().enumerate() {
         let expected = i as i64 + 1;
         if row.id != expected {
@@ -139,9 +188,50 @@ pub fn verify(rows: &[Sealed]) -> Result<usize, Broken> {
         if seal(row.id, &row.entry, &row.prev) != row.hash {
             return Err(Broken::Edited(row.id));
         }
+        match &row.signature {
+            None if found.signed + found.unchecked > 0 => return Err(Broken::Unsigned(row.id)),
+            None => found.unsigned += 1,
+            Some(_) if keys.is_empty() => found.unchecked += 1,
+            Some(signature) => {
+                let (key_id, signature) = signature.split_once(':').unwrap_or(("", signature));
+                let Some(key) = keys.iter().find(|key| key.id() == key_id) else {
+                    return Err(Broken::UnknownKey { row: row.id, key: key_id.chars().take(32).collect() });
+                };
+                if !key.verifies(&row.hash, signature) {
+                    return Err(Broken::BadSignature(row.id));
+                }
+                found.signed += 1;
+            }
+        }
         prev = &row.hash;
     }
-    Ok(rows.len())
+    Ok(found)
+}
+
+/// The newest row as `ID:SEAL`, to keep outside the database (`strata
+/// audit head`); none while the log is empty.
+pub fn head(rows: &[Sealed]) -> Option<String> {
+    rows.last().map(|row| format!("{}:{}", row.id, row.hash))
+}
+
+/// Checks a head kept earlier (`ID:SEAL`) against the log: the row must be
+/// there with that seal (a log truncated below it, or rewritten there,
+/// fails).
+pub fn check_head(rows: &[Sealed], expected: &str) -> Result<(), Broken> {
+    let Some((id, wanted)) = expected.trim().split_once(':').and_then(|(id, seal)| Some((id.parse::<i64>().ok()?, seal)))
+    else {
+        return Err(Broken::Head(format!("{expected:?} is not a head: expected ID:SEAL (strata audit head prints one)")));
+    };
+    match rows.iter().find(|row| row.id == id) {
+        None => Err(Broken::Head(format!(
+            "row {id} is missing: the log holds {} row(s), so rows were deleted from its end",
+            rows.len()
+        ))),
+        Some(row) if row.hash != wanted => {
+            Err(Broken::Head(format!("row {id} has another seal than the head kept: the log was rewritten")))
+        }
+        Some(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -163,15 +253,15 @@ mod tests {
         let mut rows: Vec<Sealed> = Vec::new();
         for i in 0..n {
             let last = rows.last().map(|r| (r.id, r.hash.as_str()));
-            rows.push(next(last, entry(&format!("token:t{i}"))));
+            rows.push(next(last, entry(&format!("token:t{i}")), None));
         }
         rows
     }
 
     #[test]
     fn an_untouched_chain_verifies() {
-        assert_eq!(verify(&chain(5)), Ok(5));
-        assert_eq!(verify(&[]), Ok(0));
+        assert_eq!(verify(&chain(5), &[]).map(|v| v.rows), Ok(5));
+        assert_eq!(verify(&[], &[]).map(|v| v.unsigned), Ok(0));
         assert_eq!(chain(1)[0].prev, GENESIS);
     }
 
@@ -179,14 +269,14 @@ mod tests {
     fn an_edited_row_is_found() {
         let mut rows = chain(5);
         rows[2].entry.actor = "token:someone-else".into();
-        assert_eq!(verify(&rows), Err(Broken::Edited(3)));
+        assert_eq!(verify(&rows, &[]), Err(Broken::Edited(3)));
     }
 
     #[test]
     fn a_deleted_row_is_found() {
         let mut rows = chain(5);
         rows.remove(1);
-        assert_eq!(verify(&rows), Err(Broken::Gap { expected: 2, found: 3 }));
+        assert_eq!(verify(&rows, &[]), Err(Broken::Gap { expected: 2, found: 3 }));
     }
 
     #[test]
@@ -194,7 +284,7 @@ mod tests {
         let mut rows = chain(5);
         rows[1].entry.outcome = "refused".into();
         rows[1].hash = seal(2, &rows[1].entry, &rows[1].prev);
-        assert_eq!(verify(&rows), Err(Broken::Relinked(3)));
+        assert_eq!(verify(&rows, &[]), Err(Broken::Relinked(3)));
     }
 
     #[test]
@@ -206,5 +296,104 @@ mod tests {
         b.action = "a".into();
         b.target = "bc".into();
         assert_ne!(seal(1, &a, GENESIS), seal(1, &b, GENESIS));
+    }
+
+    /// `n` rows, the first `unsigned` of them without a key, the others
+    /// signed by `key`.
+    fn signed_chain(n: usize, unsigned: usize, key: &AuditKey) -> Vec<Sealed> {
+        let mut rows: Vec<Sealed> = Vec::new();
+        for i in 0..n {
+            let last = rows.last().map(|r| (r.id, r.hash.as_str()));
+            rows.push(next(last, entry(&format!("token:t{i}")), (i >= unsigned).then_some(key)));
+        }
+        rows
+    }
+
+    /// Everything an attacker with the table but not the key can do:
+    /// rewrite a row and re-seal the chain after it, re-sign with a key of
+    /// their own, strip signatures.
+    fn reseal_from(rows: &mut [Sealed], from: usize, key: Option<&AuditKey>) {
+        for i in from..rows.len() {
+            if i > 0 {
+                rows[i].prev = rows[i - 1].hash.clone();
+            }
+            rows[i].hash = seal(rows[i].id, &rows[i].entry, &rows[i].prev);
+            rows[i].signature = key.map(|key| key.sign(&rows[i].hash));
+        }
+    }
+
+    #[test]
+    fn a_signed_log_verifies_with_public_keys_only_and_a_rewrite_without_the_key_does_not() {
+        let key = AuditKey::from_seed([1; 32]);
+        let keys = [key.public()];
+        let rows = signed_chain(6, 2, &key);
+        assert_eq!(verify(&rows, &keys), Ok(Verified { rows: 6, signed: 4, unsigned: 2, unchecked: 0 }));
+        assert_eq!(verify(&rows, &[]), Ok(Verified { rows: 6, signed: 0, unsigned: 2, unchecked: 4 }));
+
+        // Edited and re-sealed, its signature kept: the signature fails.
+        let mut edited = rows.clone();
+        edited[3].entry.outcome = "refused".into();
+        let kept = edited[3..].iter().map(|r| r.signature.clone()).collect::<Vec<_>>();
+        reseal_from(&mut edited, 3, None);
+        for (row, signature) in edited[3..].iter_mut().zip(kept) {
+            row.signature = signature;
+        }
+        assert_eq!(verify(&edited, &keys), Err(Broken::BadSignature(4)));
+        // Re-signed with another key: not one of ours.
+        let mut resigned = rows.clone();
+        resigned[3].entry.outcome = "refused".into();
+        let mallory = AuditKey::from_seed([2; 32]);
+        reseal_from(&mut resigned, 3, Some(&mallory));
+        assert_eq!(verify(&resigned, &keys), Err(Broken::UnknownKey { row: 4, key: mallory.id().to_string() }));
+        // Signatures stripped from the rewritten rows: unsigned after signed.
+        let mut stripped = rows.clone();
+        reseal_from(&mut stripped, 4, None);
+        assert_eq!(verify(&stripped, &keys), Err(Broken::Unsigned(5)));
+        // A signature moved to another row does not verify there.
+        let mut moved = rows.clone();
+        moved[4].signature = moved[5].signature.clone();
+        assert_eq!(verify(&moved, &keys), Err(Broken::BadSignature(5)));
+    }
+
+    #[test]
+    fn keys_rotate_and_older_rows_verify_with_their_public_key() {
+        let (old, new) = (AuditKey::from_seed([3; 32]), AuditKey::from_seed([4; 32]));
+        let mut rows = signed_chain(3, 0, &old);
+        for i in 0..3 {
+            let last = rows.last().map(|r| (r.id, r.hash.as_str()));
+            rows.push(next(last, entry(&format!("token:n{i}")), Some(&new)));
+        }
+        assert_eq!(verify(&rows, &[new.public(), old.public()]).map(|v| v.signed), Ok(6));
+        assert_eq!(verify(&rows, &[new.public()]), Err(Broken::UnknownKey { row: 1, key: old.id().to_string() }));
+    }
+
+    #[test]
+    fn a_head_kept_elsewhere_finds_a_truncated_or_rewritten_log() {
+        let key = AuditKey::from_seed([5; 32]);
+        let rows = signed_chain(5, 0, &key);
+        let kept = head(&rows).unwrap();
+        assert_eq!(kept, format!("5:{}", rows[4].hash));
+        assert_eq!(check_head(&rows, &kept), Ok(()));
+        // Truncated: the newest two rows removed, the rest intact.
+        assert_eq!(verify(&rows[..3], &[key.public()]).map(|v| v.rows), Ok(3));
+        assert_eq!(
+            check_head(&rows[..3], &kept),
+            Err(Broken::Head("row 5 is missing: the log holds 3 row(s), so rows were deleted from its end".into()))
+        );
+        let mut rewritten = rows.clone();
+        rewritten[4].hash = "0".repeat(64);
+        assert!(check_head(&rewritten, &kept).unwrap_err().to_string().contains("the log was rewritten"));
+        assert!(check_head(&rows, "five").unwrap_err().to_string().contains("expected ID:SEAL"));
+        assert_eq!(head(&[]), None);
+    }
+
+    #[test]
+    fn input_fields_are_cut_and_their_control_characters_escaped() {
+        assert_eq!(bounded("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+        let long = bounded(&"x".repeat(60_000));
+        assert_eq!(long.chars().count(), FIELD_CHARS + 1);
+        assert!(long.ends_with('…'));
+        let entry = Entry { actor: "oidc:a\nb".into(), ..entry("x") }.bounded();
+        assert_eq!(entry.actor, "oidc:a\\nb");
     }
 }

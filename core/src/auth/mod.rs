@@ -1,12 +1,13 @@
 //! Who may change the fleet: roles and the permission each API field needs
 //! ([`role`]), API tokens ([`token`]), the audit log's hash chain
-//! ([`audit`]) and the throttle of failed authentications ([`throttle`]).
+//! ([`audit`]) and its signatures ([`audit_key`]), and the throttle of failed authentications ([`throttle`]).
 //!
 //! Like the rest of the crate, nothing here reads the clock or draws random
 //! numbers: a token's random bytes, the time of an audit row and of a failed
 //! authentication enter as arguments; the shell stores and serves.
 
 pub mod audit;
+pub mod audit_key;
 pub mod role;
 pub mod throttle;
 pub mod token;

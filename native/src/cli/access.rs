@@ -1,7 +1,10 @@
 //! `strata token …` and `strata audit …`: API tokens (the secret printed
-//! once) and the audit log (listed, or its hash chain verified).
+//! once) and the audit log (listed, its chain and signatures verified, its
+//! head printed, a signing key made).
 
 use serde_json::json;
+use strata_core::auth::audit::Verified;
+use strata_core::auth::audit_key::AuditKey;
 use strata_core::auth::token::StoredToken;
 
 use super::output::{cli_caller, failure, print_json};
@@ -89,15 +92,94 @@ pub(super) async fn token(service: &Service, args: TokenArgs) -> Exit {
     }
 }
 
+/// `strata audit keygen`: a new signing key from the system's random
+/// bytes, and its public key.
+pub(crate) fn keygen(json: bool) -> Exit {
+    let mut seed = [0u8; 32];
+    if let Err(error) = getrandom::fill(&mut seed) {
+        eprintln!("strata: no random bytes: {error}");
+        return Exit::Failed;
+    }
+    let key = AuditKey::from_seed(seed);
+    if json {
+        print_json(&json!({ "auditKey": key.seed_base64(), "publicKey": key.public().to_base64(), "id": key.id() }));
+    } else {
+        outln!("auditKey: {}", key.seed_base64());
+        outln!("publicKey: {}", key.public().to_base64());
+        outln!("id: {}", key.id());
+        outln!("Keep auditKey secret (e.g. STRATA_AUDIT_KEY, then auth.auditKey: ${{STRATA_AUDIT_KEY}}); give the");
+        outln!("public key to whoever verifies (auth.auditPublicKeys, strata audit verify --public-key).");
+    }
+    Exit::Success
+}
+
+/// What `verify` can and cannot say of a log it found unbroken.
+fn verified_text(found: &Verified, expected_head: bool) -> String {
+    let mut text = format!("The audit log's chain is intact: {} row(s), each chained to the one before.", found.rows);
+    if found.signed > 0 {
+        text.push_str(&format!("\n{} row(s) signed, every signature verified with the public keys.", found.signed));
+    }
+    if found.unsigned > 0 {
+        text.push_str(&format!(
+            "\n{} row(s) are UNSIGNED (written before auth.auditKey was set): anyone who can write the table \
+             could have rewritten and re-sealed them.",
+            found.unsigned
+        ));
+    }
+    if found.unchecked > 0 {
+        text.push_str(&format!(
+            "\n{} signed row(s) NOT CHECKED: no public key given (auth.auditPublicKeys, --public-key).",
+            found.unchecked
+        ));
+    }
+    if found.signed == 0 && found.rows > 0 {
+        text.push_str("\nWithout verified signatures this detects edits by hand, not a rewrite that re-seals the chain.");
+    }
+    if expected_head {
+        text.push_str("\nThe head kept earlier is there, unchanged.");
+    } else {
+        text.push_str(
+            "\nRows deleted from the end leave no trace: keep `strata audit head` elsewhere and check it with --expect.",
+        );
+    }
+    text
+}
+
 /// Runs `strata audit …`.
 pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
     match args.action {
-        Some(AuditAction::Verify) => match service.verify_audit().await {
-            Ok(Ok(rows)) => {
+        Some(AuditAction::Keygen) => keygen(args.json),
+        Some(AuditAction::Head) => match service.audit_head().await {
+            Ok(Some(head)) => {
                 if args.json {
-                    print_json(&json!({ "intact": true, "rows": rows }));
+                    print_json(&json!({ "head": head }));
                 } else {
-                    outln!("The audit log is intact: {rows} row(s), each chained to the one before.");
+                    outln!("{head}");
+                }
+                Exit::Success
+            }
+            Ok(None) => {
+                eprintln!("strata: the audit log is empty: no head yet");
+                Exit::Failed
+            }
+            Err(error) => failure(&error),
+        },
+        Some(AuditAction::Verify { public_keys, expect }) => match service
+            .verify_audit(&public_keys, expect.as_deref())
+            .await
+        {
+            Ok(Ok(found)) => {
+                if args.json {
+                    print_json(&json!({
+                        "intact": true,
+                        "rows": found.rows,
+                        "signed": found.signed,
+                        "unsigned": found.unsigned,
+                        "unchecked": found.unchecked,
+                        "headChecked": expect.is_some(),
+                    }));
+                } else {
+                    outln!("{}", verified_text(&found, expect.is_some()));
                 }
                 Exit::Success
             }

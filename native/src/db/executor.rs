@@ -118,6 +118,8 @@ pub(crate) struct Settings {
     pub(crate) out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
     /// Single-schema directories whose tables are Citus reference tables.
     pub(crate) citus_reference_tables: Vec<String>,
+    /// Signs every audit row (`auth.auditKey`).
+    pub(crate) audit_key: Option<strata_core::auth::audit_key::AuditKey>,
 }
 
 impl Settings {
@@ -134,6 +136,7 @@ impl Settings {
             record_fingerprints: config.record_fingerprints,
             out_of_order: config.out_of_order,
             citus_reference_tables: config.citus_reference_tables.clone(),
+            audit_key: config.auth.audit_key.clone(),
         }
     }
 }

@@ -87,7 +87,9 @@ impl MysqlEngine {
             0
         };
         let tenants: i64 = sqlx::query_scalar(sql::TENANTS_TABLE_PRESENT).fetch_one(&self.pool).await?;
-        if present == sql::SERVICE_TABLES && lease_row == 1 && (!tenants_table || tenants == 1) {
+        let signature = || async { sqlx::query_scalar::<_, i64>(sql::AUDIT_SIGNATURE_PRESENT).fetch_one(&self.pool).await };
+        if present == sql::SERVICE_TABLES && lease_row == 1 && (!tenants_table || tenants == 1) && signature().await? == 1
+        {
             return Ok(());
         }
         let mut conn = self.pool.acquire().await?;
@@ -97,6 +99,9 @@ impl MysqlEngine {
         let created = async {
             sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
             sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
+            if signature().await? == 0 {
+                sqlx::raw_sql(sql::ADD_AUDIT_SIGNATURE).execute(&mut *conn).await?;
+            }
             if tenants_table {
                 sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
             }

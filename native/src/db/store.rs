@@ -365,8 +365,8 @@ impl<E: Engine> Database for Store<E> {
         let books = self.engine.books();
         for _ in 0..AUDIT_ATTEMPTS {
             let last = books.last_audit(&mut conn).await?;
-            let row =
-                strata_core::auth::audit::next(last.as_ref().map(|(id, hash)| (*id, hash.as_str())), entry.clone());
+            let last = last.as_ref().map(|(id, hash)| (*id, hash.as_str()));
+            let row = strata_core::auth::audit::next(last, entry.clone(), self.settings.audit_key.as_ref());
             if books.append_audit(&mut conn, &row).await? {
                 return Ok(row);
             }

@@ -889,6 +889,9 @@ pub(crate) struct AuditRowDto {
     pub(crate) prev: String,
     /// This row's hash.
     pub(crate) hash: String,
+    /// `<key id>:<Ed25519 signature of the hash>`, when `auth.auditKey`
+    /// signed it.
+    pub(crate) signature: Option<String>,
 }
 
 impl From<strata_core::auth::audit::Sealed> for AuditRowDto {
@@ -904,6 +907,7 @@ impl From<strata_core::auth::audit::Sealed> for AuditRowDto {
             outcome: e.outcome,
             prev: row.prev,
             hash: row.hash,
+            signature: row.signature,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use chrono::Utc;
 use strata_core::auth::audit::{self, Entry, Sealed};
+use strata_core::auth::audit_key::PublicKey;
 
 use super::{Caller, Service};
 use crate::db::DbError;
@@ -77,9 +78,27 @@ impl Service {
         })
     }
 
-    /// Checks the whole chain: how many rows it holds, or where it breaks.
-    pub(crate) async fn verify_audit(&self) -> Result<Result<usize, audit::Broken>, AppError> {
-        Ok(audit::verify(&self.database.audit().await?))
+    /// Checks the whole chain and its signatures with the configured public
+    /// keys and `more` (`--public-key`), and the head kept elsewhere
+    /// (`--expect ID:SEAL`): what it found, or where it breaks.
+    pub(crate) async fn verify_audit(
+        &self,
+        more: &[PublicKey],
+        expect: Option<&str>,
+    ) -> Result<Result<audit::Verified, audit::Broken>, AppError> {
+        let rows = self.database.audit().await?;
+        let mut keys = self.config().auth.audit_public_keys.clone();
+        keys.extend(more.iter().filter(|key| !self.config().auth.audit_public_keys.contains(key)).cloned());
+        let verified = audit::verify(&rows, &keys);
+        Ok(match (verified, expect) {
+            (Ok(verified), Some(expect)) => audit::check_head(&rows, expect).map(|()| verified),
+            (verified, _) => verified,
+        })
+    }
+
+    /// The newest row as `ID:SEAL` (`strata audit head`).
+    pub(crate) async fn audit_head(&self) -> Result<Option<String>, AppError> {
+        Ok(audit::head(&self.database.audit().await?))
     }
 }
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 use crate::auth::Role;
+use crate::auth::audit_key::{AuditKey, PublicKey};
 
 /// How requests are authenticated (`auth:`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +32,12 @@ pub struct Auth {
     /// `/health` and `/metrics` answer without credentials (default true;
     /// unauthenticated, `/health` names no database or shard).
     pub open_probes: bool,
+    /// Signs every audit row (`auditKey`: the base64 of a 32-byte
+    /// Ed25519 seed; never shown, only its id and public key).
+    pub audit_key: Option<AuditKey>,
+    /// The public keys that verify the log: the key's own, then
+    /// `auditPublicKeys` (keys rotated out, for older rows).
+    pub audit_public_keys: Vec<PublicKey>,
 }
 
 impl Auth {
@@ -196,6 +203,8 @@ pub(super) struct RawAuth {
     required: Option<bool>,
     allow_self_approval: Option<bool>,
     open_probes: Option<bool>,
+    audit_key: Option<String>,
+    audit_public_keys: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -275,6 +284,19 @@ impl RawAuth {
         let Some(raw) = raw else { return Ok(Auth { open_probes: true, ..Auth::default() }) };
         let proxy = raw.proxy.map(RawProxy::validate).transpose()?;
         let oidc = raw.oidc.map(RawOidc::validate).transpose()?;
+        let audit_key = raw
+            .audit_key
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| AuditKey::from_base64(&key).map_err(|e| invalid("auth.auditKey", e.to_string())))
+            .transpose()?;
+        let mut audit_public_keys: Vec<PublicKey> = audit_key.iter().map(AuditKey::public).collect();
+        for text in raw.audit_public_keys.unwrap_or_default() {
+            let key = PublicKey::from_base64(&text)
+                .map_err(|e| invalid("auth.auditPublicKeys", format!("{:?}: {e}", text.chars().take(60).collect::<String>())))?;
+            if !audit_public_keys.contains(&key) {
+                audit_public_keys.push(key);
+            }
+        }
         let auth = Auth {
             tokens: raw.tokens.unwrap_or(false),
             proxy,
@@ -282,6 +304,8 @@ impl RawAuth {
             required: raw.required.unwrap_or(false),
             allow_self_approval: raw.allow_self_approval.unwrap_or(false),
             open_probes: raw.open_probes.unwrap_or(true),
+            audit_key,
+            audit_public_keys,
         };
         if auth.required && !auth.configured() {
             return Err(invalid(
@@ -348,6 +372,11 @@ pub(super) struct AuthView {
     required: bool,
     allow_self_approval: bool,
     open_probes: bool,
+    /// The signing key's id and public key, never the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit_key: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    audit_public_keys: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -400,6 +429,11 @@ impl From<&Auth> for AuthView {
             required: auth.required,
             allow_self_approval: auth.allow_self_approval,
             open_probes: auth.open_probes,
+            audit_key: auth
+                .audit_key
+                .as_ref()
+                .map(|key| format!("(set: key {}, public key {})", key.id(), key.public().to_base64())),
+            audit_public_keys: auth.audit_public_keys.iter().map(|key| key.to_base64()).collect(),
         }
     }
 }

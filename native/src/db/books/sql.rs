@@ -147,11 +147,11 @@ pub(crate) struct BooksSql {
     /// Whether `svc.svc_audit` exists.
     pub(crate) audit_installed: String,
     /// Every audit row (`id, at, actor, action, target, request_id,
-    /// outcome, prev, hash`), oldest first.
+    /// outcome, prev, hash, signature`), oldest first.
     pub(crate) select_audit: String,
     /// `id, hash` of the newest audit row.
     pub(crate) last_audit: String,
-    /// Appends an audit row (bound: the nine columns); no row when another
+    /// Appends an audit row (bound: the ten columns); no row when another
     /// writer took its id.
     pub(crate) append_audit: String,
 }
@@ -279,13 +279,13 @@ impl BooksSql {
             )),
             delete_token: placed("delete from svc.svc_tokens where name = ?".into()),
             audit_installed: count("svc_audit"),
-            select_audit: "select id, at, actor, action, target, request_id, outcome, prev, hash from svc.svc_audit \
-                           order by id"
+            select_audit: "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from \
+                           svc.svc_audit order by id"
                 .into(),
             last_audit: "select id, hash from svc.svc_audit order by id desc limit 1".into(),
             append_audit: placed(d.upsert.insert_unless_taken(
-                "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash) \
-                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash, signature) \
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 "id",
             )),
         }

@@ -97,6 +97,7 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    Option<String>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
     for<'r> &'r str: Decode<'r, DB>,
@@ -226,6 +227,7 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     Option<i64>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    Option<String>: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i32: for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'r> Decode<'r, DB> + Type<DB>,
     for<'r> &'r str: Decode<'r, DB>,
@@ -461,6 +463,7 @@ where
                     },
                     prev: text(7)?,
                     hash: text(8)?,
+                    signature: sqlx::Row::try_get::<Option<String>, _>(row, 9)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
@@ -491,7 +494,8 @@ where
             .bind(entry.request_id.clone())
             .bind(entry.outcome.clone())
             .bind(row.prev.clone())
-            .bind(row.hash.clone());
+            .bind(row.hash.clone())
+            .bind(row.signature.clone());
         Ok(self.change(conn.sqlx(), query).await?.count() == 1)
     }
 

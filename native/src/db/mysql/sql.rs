@@ -117,7 +117,8 @@ create table if not exists svc.svc_audit (
     request_id varchar(255) not null,
     outcome text not null,
     prev char(64) not null,
-    hash char(64) not null
+    hash char(64) not null,
+    signature varchar(200)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
@@ -311,3 +312,11 @@ const DIALECT: Dialect = Dialect {
 /// The statements of the service's books (`db::books`), written once in
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
+
+/// Whether `svc.svc_audit` has its `signature` column (a log written
+/// before signatures has not).
+pub(crate) const AUDIT_SIGNATURE_PRESENT: &str = "select count(*) from information_schema.columns \
+    where table_schema = 'svc' and table_name = 'svc_audit' and column_name = 'signature'";
+
+/// Adds it (MySQL has no `add column if not exists`).
+pub(crate) const ADD_AUDIT_SIGNATURE: &str = "alter table svc.svc_audit add column signature varchar(200)";

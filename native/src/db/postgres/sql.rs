@@ -113,8 +113,11 @@ create table if not exists svc.svc_audit (
     request_id text not null,
     outcome text not null,
     prev text not null,
-    hash text not null
+    hash text not null,
+    signature text
 );
+-- Logs of versions before signatures: the column, added once.
+alter table svc.svc_audit add column if not exists signature text;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,

@@ -84,7 +84,8 @@ create table if not exists svc.svc_audit (
     request_id text not null,
     outcome text not null,
     prev text not null,
-    hash text not null
+    hash text not null,
+    signature text
 );
 create index if not exists svc.svc_migrations_version_schema_file on svc_migrations (version_id, db_schema, filename);
 drop index if exists svc.svc_migrations_version_id;
@@ -358,3 +359,11 @@ const DIALECT: Dialect = Dialect {
 /// The statements of the service's books (`db::books`), written once in
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
+
+/// Whether `svc.svc_audit` has its `signature` column (a log written
+/// before signatures has not).
+pub(crate) const AUDIT_SIGNATURE_PRESENT: &str =
+    "select count(*) from pragma_table_info('svc_audit', 'svc') where name = 'signature'";
+
+/// Adds it (SQLite has no `add column if not exists`).
+pub(crate) const ADD_AUDIT_SIGNATURE: &str = "alter table svc.svc_audit add column signature text";
