@@ -12,12 +12,12 @@ use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::check_driver;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::format::Format;
 use strata_core::migrate::ident::{
     quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name,
 };
 use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
 use strata_core::migrate::redact::redact_data_source;
-use strata_core::migrate::format::Format;
 use strata_core::migrate::source::{SourceFile, read_directories, source_migrations};
 use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::signature;
@@ -61,7 +61,10 @@ fn format_file(kind: u8, n: u8) -> (String, String) {
         5 => (format!("V{n}__f.sql"), "create table f (x int);\n".into()),
         6 => (format!("U{n}__f.sql"), "UNDO f;\n".into()),
         7 => (format!("R__r{n}.sql"), "create or replace view r as select 1;\n".into()),
-        8 => (if n.is_multiple_of(2) { "afterMigrate.sql".into() } else { format!("beforeEachMigrate__x{n}.sql") }, "UNDO cb;\n".into()),
+        8 => (
+            if n.is_multiple_of(2) { "afterMigrate.sql".into() } else { format!("beforeEachMigrate__x{n}.sql") },
+            "UNDO cb;\n".into(),
+        ),
         9 => (format!("README{n}.md"), "UNDO readme;\n".into()),
         10 => (format!("V{n}_oops.sql"), "create table o (x int);\n".into()),
         11 => (format!("V{n}__x.down.sql"), "UNDO x;\n".into()),

@@ -15,6 +15,12 @@ requests in turn:
               of contents, just under the budget, answered in full
   introspect  a full introspection query with deep `ofType` nesting, 10 times
               in one batch
+  bomb        24 nested fragments, each spreading the one before twice
+              (1.6 KB; 2^25 fields once expanded): refused by the linear
+              cost walk before the validator expands it
+  spreads     the largest text the limits let through to the parser: a
+              ~1 MiB body of 200,000 spreads of one fragment (spreads are no
+              written fields), refused by the cost walk
 
 Meanwhile a separate process asks `GET /health` every 50 ms. Reported: requests
 per kind, how many were refused by a limit (LIMIT_EXCEEDED) or answered,
@@ -85,7 +91,12 @@ def requests():
         "fragment I on __InputValue { name type { ...R } defaultValue } "
         f"fragment R on __Type {{ {type_ref} }}"
     )
+    bomb = "{ ...F24 } fragment F0 on Query { tenants { name } }" + "".join(
+        f" fragment F{i} on Query {{ ...F{i - 1} ...F{i - 1} }}" for i in range(1, 25))
+    spreads = "{ " + "...F " * 200_000 + "} fragment F on Query { versions { id } }"
     return {
+        "bomb": json.dumps({"query": bomb}).encode(),
+        "spreads": json.dumps({"query": spreads}).encode(),
         "aliases": json.dumps({"query": aliases}).encode(),
         "repeated": json.dumps({"query": repeated}).encode(),
         "batch": json.dumps([{"query": ninety}] * 10).encode(),

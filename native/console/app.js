@@ -24,6 +24,14 @@ function el(tag, attributes = {}, ...children) {
   return node;
 }
 
+/** Replaces `node`'s children with those given, leaving out the absent
+ * ones (`null`, `undefined`, `false`: what `cond ? el(…) : null` gives),
+ * which `replaceChildren` would show as text ("null"). */
+function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((child) => child !== undefined && child !== null && child !== false));
+  return node;
+}
+
 class ApiError extends Error {
   constructor(error) {
     super(error.message);
@@ -86,7 +94,7 @@ function show(title, ...content) {
   // A page that finished loading after a sign-out does not cover the sign-in form.
   if (signedOut() && title !== "Sign in") return;
   const root = main();
-  root.replaceChildren(el("h1", {}, title), ...content);
+  fill(root, el("h1", {}, title), ...content);
   document.title = `${title} · Strata console`;
 }
 
@@ -174,7 +182,7 @@ async function sources(params) {
   const viewer = el("section", { id: "viewer", "aria-live": "polite" });
   const view = async (file) => {
     const found = await gql("query($file: String!) { sourceMigration(file: $file) { file contents } }", { file });
-    viewer.replaceChildren(el("h2", {}, found.sourceMigration.file), el("pre", { class: "contents", tabindex: "0" }, found.sourceMigration.contents));
+    fill(viewer, el("h2", {}, found.sourceMigration.file), el("pre", { class: "contents", tabindex: "0" }, found.sourceMigration.contents));
     viewer.querySelector("pre").focus();
   };
   show(
@@ -183,7 +191,7 @@ async function sources(params) {
     el("p", { class: "muted" }, `${data.sourceMigrations.length} source migration(s).`),
     table([["File"], ["Type"], ["Checksum"], [""]], data.sourceMigrations.map((m) =>
       el("tr", {}, el("td", { class: "mono" }, m.file), el("td", {}, m.migrationType), el("td", { class: "mono" }, m.checkSum.slice(0, 12)),
-        el("td", {}, el("button", { type: "button", onclick: () => view(m.file).catch((e) => viewer.replaceChildren(failure(e))) }, "View"))))),
+        el("td", {}, el("button", { type: "button", onclick: () => view(m.file).catch((e) => fill(viewer, failure(e))) }, "View"))))),
     viewer,
   );
 }
@@ -232,7 +240,7 @@ async function fleet() {
       rows.push(row);
     }
     spacer.style.height = `${shown.length * ROW_HEIGHT}px`;
-    body.replaceChildren(spacer, ...rows);
+    fill(body, spacer, ...rows);
   };
   const pending = tenants.filter((t) => t.cells.includes("P")).length;
   const drifted = tenants.filter((t) => t.cells.includes("D")).length;
@@ -282,14 +290,14 @@ const SUMMARY = "summary { tenants migrationsGrandTotal singleMigrations tenantM
 function driftPanel() {
   const out = el("div", { id: "drift-result", "aria-live": "polite" });
   const check = async () => {
-    out.replaceChildren(el("p", { class: "muted" }, "Reading every tenant's catalog…"));
+    fill(out, el("p", { class: "muted" }, "Reading every tenant's catalog…"));
     const { drift } = await gql("{ drift { tenants changed outliers { tenant reference differences { kind name change expected found } } } }");
     if (drift.outliers.length === 0 && drift.changed.length === 0) {
-      out.replaceChildren(el("p", { id: "drift-summary" }, `No drift: ${drift.tenants} tenant(s) look like the others that recorded the same migrations.`));
+      fill(out, el("p", { id: "drift-summary" }, `No drift: ${drift.tenants} tenant(s) look like the others that recorded the same migrations.`));
       return;
     }
     const sign = { added: "+", missing: "−", changed: "~" };
-    out.replaceChildren(
+    fill(out,
       el("p", { id: "drift-summary", class: "error" }, `${drift.outliers.length} tenant(s) differ from their group; ${drift.changed.length} schema(s) changed since last migrated.`),
       el("ul", { class: "drift" }, drift.outliers.map((o) => el("li", {}, el("strong", {}, o.tenant), ` differs from ${o.reference}:`,
         el("ul", {}, o.differences.map((d) => el("li", { class: "mono" }, `${sign[d.change]} ${d.kind} ${d.name}: ${d.change === "changed" ? `${d.expected} → ${d.found}` : (d.found ?? d.expected)}`)))))),
@@ -299,7 +307,7 @@ function driftPanel() {
   return el("section", { class: "panel", "aria-labelledby": "drift-title" },
     el("h2", { id: "drift-title" }, "Live schemas"),
     el("p", { class: "muted" }, "Compare every tenant's live schema with the tenants that recorded the same migrations."),
-    el("div", { class: "buttons" }, el("button", { type: "button", id: "drift-button", onclick: () => check().catch((e) => out.replaceChildren(failure(e))) }, "Check drift")),
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "drift-button", onclick: () => check().catch((e) => fill(out, failure(e))) }, "Check drift")),
     out);
 }
 
@@ -317,7 +325,7 @@ function previewPanel() {
   const out = el("div", { id: "preview", "aria-live": "polite" });
   const apply = el("button", { type: "button", class: "primary", id: "apply", disabled: true, onclick: () => confirmApply() }, "Apply…");
   const preview = async () => {
-    out.replaceChildren(el("p", { class: "muted" }, "Running a dry run…"));
+    fill(out, el("p", { class: "muted" }, "Running a dry run…"));
     const [plan, dry] = await Promise.all([
       gql("{ plan { nothingToDo refusedByDrift groups { schemas tenants files { file script } } drift { file schemas } findings { rule severity file line column message advice } unchecked { file line column reason } } }"),
       // A dry run is a mutation: deployers only.
@@ -327,7 +335,7 @@ function previewPanel() {
     ]);
     const p = plan.plan;
     if (p.refusedByDrift) {
-      out.replaceChildren(el("p", { class: "error" }, "Apply refuses to run: these files changed since they were applied:"), el("ul", {}, p.drift.map((d) => el("li", { class: "mono" }, `${d.file} (${d.schemas.length} schema(s))`))));
+      fill(out, el("p", { class: "error" }, "Apply refuses to run: these files changed since they were applied:"), el("ul", {}, p.drift.map((d) => el("li", { class: "mono" }, `${d.file} (${d.schemas.length} schema(s))`))));
       apply.disabled = true;
       return;
     }
@@ -340,7 +348,7 @@ function previewPanel() {
       : s
         ? `Would apply ${s.migrationsGrandTotal} migration(s) (${s.singleMigrations} single-schema, ${s.tenantMigrationsTotal} in tenants) and ${s.scriptsGrandTotal} script(s); the dry run took ${s.duration.toFixed(2)} s and was rolled back.`
         : `Would apply ${migrations} migration(s) and ${scripts} script(s).`;
-    out.replaceChildren(
+    fill(out,
       el("p", { id: "preview-summary" }, line),
       dry.error ? el("p", { class: "muted", id: "dry-run-note" }, `The dry run could not run (${dry.error.code}: ${dry.error.message}); the list below is the plan.`) : null,
       el("ul", { class: "groups" }, p.groups.map((g) => el("li", {}, `${g.tenants ? "tenants" : "schema"} ${g.schemas.slice(0, 5).join(", ")}${g.schemas.length > 5 ? `, and ${g.schemas.length - 5} more` : ""}: `, g.files.map((f) => f.file + (f.script ? " (script)" : "")).join(", ")))),
@@ -351,7 +359,7 @@ function previewPanel() {
   return el("section", { class: "panel", "aria-labelledby": "preview-title" },
     el("h2", { id: "preview-title" }, "New version"),
     el("p", { class: "muted" }, "Preview what createVersion would do (a dry run, rolled back), then apply it."),
-    el("div", { class: "buttons" }, el("button", { type: "button", id: "preview-button", onclick: () => preview().catch((e) => out.replaceChildren(failure(e))) }, "Preview"), can("deploy") ? apply : null),
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "preview-button", onclick: () => preview().catch((e) => fill(out, failure(e))) }, "Preview"), can("deploy") ? apply : null),
     out);
 }
 
@@ -423,15 +431,15 @@ function quarantinePanel() {
     },
   });
   gql("{ quarantine { tenant file line column cause message failures } }").then(({ quarantine: rows }) => {
-    if (!rows.length) return out.replaceChildren(el("p", { class: "muted", id: "quarantine-summary" }, "No tenant is quarantined."));
-    out.replaceChildren(
+    if (!rows.length) return fill(out, el("p", { class: "muted", id: "quarantine-summary" }, "No tenant is quarantined."));
+    fill(out,
       el("p", { id: "quarantine-summary", class: "error" }, `${rows.length} tenant(s) quarantined: later versions skip them.`),
       el("ul", { class: "quarantine" }, rows.map((r) => el("li", { "data-tenant": r.tenant },
         el("strong", {}, r.tenant), ` ${r.file}${r.line ? `:${r.line}${r.column ? `:${r.column}` : ""}` : ""} ${r.cause}, ${r.failures} failure(s): `,
         el("span", { class: "mono" }, r.message), " ",
         can("admin") ? el("button", { type: "button", class: "release", "aria-label": `Release ${r.tenant}`, onclick: () => release(r.tenant) }, "Release") : null))),
       can("deploy") ? el("div", { class: "buttons" }, el("button", { type: "button", id: "retry-button", onclick: retry }, "Retry all…")) : null);
-  }).catch((e) => out.replaceChildren(failure(e)));
+  }).catch((e) => fill(out, failure(e)));
   return el("section", { class: "panel", "aria-labelledby": "quarantine-title" },
     el("h2", { id: "quarantine-title" }, "Quarantine"),
     el("p", { class: "muted" }, "Tenants a version failed in and went on without (failureBudget)."),
@@ -450,7 +458,7 @@ function tenantPanel() {
       say(`Tenant ${tenant.value} created in version ${data.createTenant.version?.id}.`);
       await fleet();
     } catch (e) {
-      out.replaceChildren(failure(e));
+      fill(out, failure(e));
     }
   } }, el("label", {}, "Tenant name", tenant), el("button", { type: "submit" }, "Create tenant"));
   return el("section", { class: "panel", "aria-labelledby": "tenant-title" },
@@ -540,9 +548,9 @@ async function identify() {
   if (authConfigured && !sessionStorage.getItem(TOKEN_KEY)) return false;
   me = (await gql("{ identity { actor roles } }")).identity;
   const who = document.getElementById("who");
-  who.replaceChildren(...(authConfigured
+  fill(who, ...(authConfigured
     ? [el("span", { id: "who-actor" }, `${me.actor} (${me.roles.join(", ") || "no role"})`), " ",
-      el("button", { type: "button", id: "sign-out", onclick: () => { sessionStorage.removeItem(TOKEN_KEY); who.replaceChildren(); route(); } }, "Sign out")]
+      el("button", { type: "button", id: "sign-out", onclick: () => { sessionStorage.removeItem(TOKEN_KEY); fill(who); route(); } }, "Sign out")]
     : []));
   return true;
 }

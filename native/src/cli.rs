@@ -168,7 +168,7 @@ Exit status:
      shards did not answer (each is named); what is shown of them is as last seen
   13 apply, plan: outOfOrder is refuse and a pending migration sorts before one already applied
   14 apply: a rollout is in progress (approve, resume or cancel it, or --override-rollout)
-  15 audit verify: a row of the audit log was edited or deleted
+  15 audit verify: a row of the audit log was edited, deleted or re-signed, or the --expect head differs
   16 --server: the service refused the token (STRATA_TOKEN) or its role";
 
 /// Strata: versioned SQL migrations for single schemas and tenant fleets.
@@ -292,6 +292,11 @@ enum TokenAction {
         /// Days until it stops working, 1 or more (default: until revoked).
         #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..))]
         expires: Option<u32>,
+        /// Who holds it: every token of one owner is one principal (the
+        /// starter of a rollout cannot approve it with another of theirs).
+        /// Default: the token is its own principal.
+        #[arg(long, value_name = "WHO")]
+        owner: Option<String>,
     },
     /// Every token: name, role, created, expiry (never a secret).
     List,
@@ -514,6 +519,11 @@ struct ApplyArgs {
     /// Record the pending migrations without running them.
     #[arg(long)]
     sync: bool,
+    /// With --sync: record the migrations up to and including FILE
+    /// (`directory/name`) only, as for a database already at FILE (Flyway's
+    /// baseline).
+    #[arg(long = "to", value_name = "FILE", requires = "sync", conflicts_with = "tenant")]
+    sync_to: Option<String>,
     /// Run everything, then roll it back.
     #[arg(long)]
     dry_run: bool,

@@ -124,14 +124,14 @@ async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration
         shutdown_signal().await;
         let _ = stopping.send(true);
     });
-    let mut graceful_stop = stop_requested.clone();
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = graceful_stop.wait_for(|stop| *stop).await;
-    });
+    let limits = crate::http::listen::Limits {
+        header_read_timeout: std::time::Duration::from_secs(config.header_read_timeout_seconds),
+        max_connections: config.max_connections,
+    };
+    let server = crate::http::listen::serve(listener, app, limits, stop_requested.clone());
     let mut deadline = stop_requested;
     tokio::select! {
-        served = server => served.map_err(|e| ServeError::Other(format!("server error: {e}")))?,
+        () = server => {}
         () = async move {
             let _ = deadline.wait_for(|stop| *stop).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;

@@ -115,6 +115,9 @@ pub(crate) struct CreateRequest {
     /// those same sources run, so no file changed after the start or the
     /// approval runs (`PLAN_CHANGED`, nothing of the wave ran).
     pub(crate) reviewed_files: Option<std::collections::BTreeMap<String, String>>,
+    /// A Sync records the migrations up to and including this file only
+    /// (`apply --sync --to FILE`, `syncTo`: Flyway's baseline).
+    pub(crate) sync_to: Option<String>,
 }
 
 impl CreateRequest {
@@ -142,6 +145,7 @@ impl CreateRequest {
             principal,
             new_tenants: None,
             reviewed_files: None,
+            sync_to: None,
         }
     }
 
@@ -768,7 +772,13 @@ impl Service {
             target = ?request.target, "mutation started");
         self.hold_for_rollouts(request).await?;
         let colocation = self.colocation(request).await?;
-        let sources = self.source_migrations().await?;
+        let mut sources = self.source_migrations().await?;
+        if let Some(to) = &request.sync_to {
+            if request.action != Action::Sync {
+                return Err(AppError::InvalidInput(format!("syncTo {to:?} applies to a Sync only")));
+            }
+            sources = strata_core::migrate::source::through(sources, to)?;
+        }
         if let Some(reviewed) = &request.reviewed_files {
             let read = sources.iter().map(|m| (m.file.clone(), m.checksum.clone())).collect();
             strata_core::migrate::rollout::check_wave_files(reviewed, &read)?;

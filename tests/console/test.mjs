@@ -162,6 +162,7 @@ try {
   }
   assert.match(await page.locator("#preview ul.groups").textContent(), /tenants t_0000, t_0001, t_0002, t_0003, t_0004, and \d+ more: tenants\/201602160004.sql/);
   assert.equal(await page.locator("#lint-summary").textContent(), "Lint: 1 finding(s), 0 statement(s) not checked.");
+  assert.doesNotMatch(await page.locator("#preview").textContent(), /\bnull\b/, "no absent part shown as null");
   assert.match(await page.locator("#lint li.finding.warning").textContent(), /^tenants\/201602160004\.sql:1:1 warning unknown-rule: .*droping-table/);
   assert.equal((await api("{ fleet { tenants { states } } }")).fleet.tenants.filter((t) => t.states.includes("Pending")).length, TENANTS, "the dry run changed nothing");
   await page.keyboard.press("Tab");
@@ -376,6 +377,7 @@ auth:
       };
       await authPage.goto(`${secured.base}/console/`);
       await authPage.locator("#sign-in").waitFor();
+      assert.doesNotMatch(await authPage.locator("main").textContent(), /\bnull\b/, "the sign-in page shows no null");
       await signInAs("viewer");
       await authPage.locator("#preview-button").waitFor();
       assert.equal(await authPage.locator("#apply").count(), 0, "a viewer sees no Apply");

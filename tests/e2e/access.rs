@@ -474,7 +474,8 @@ async fn the_command_line_as_a_client_needs_a_token_not_the_database() {
 /// The audit rows as stored, for the test to rewrite as an attacker with
 /// the table but not the key would.
 async fn stored_audit(server: &Server) -> Vec<strata_core::auth::audit::Sealed> {
-    let sql = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from svc_audit order by id";
+    let sql =
+        "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from svc_audit order by id";
     let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
     server
         .ws
@@ -499,7 +500,12 @@ async fn stored_audit(server: &Server) -> Vec<strata_core::auth::audit::Sealed> 
 }
 
 /// Writes rows `from..` of `rows` back, re-sealed (and re-signed by `key`).
-async fn reseal(server: &Server, mut rows: Vec<strata_core::auth::audit::Sealed>, from: usize, key: Option<&strata_core::auth::audit_key::AuditKey>) {
+async fn reseal(
+    server: &Server,
+    mut rows: Vec<strata_core::auth::audit::Sealed>,
+    from: usize,
+    key: Option<&strata_core::auth::audit_key::AuditKey>,
+) {
     for i in from..rows.len() {
         if i > 0 {
             rows[i].prev = rows[i - 1].hash.clone();
@@ -527,7 +533,8 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
     };
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let keygen = json_of(&strata(server.config_path(), &["audit", "keygen", "--json"]).await);
-    let (k1, k1_public) = (keygen["auditKey"].as_str().unwrap().to_string(), keygen["publicKey"].as_str().unwrap().to_string());
+    let (k1, k1_public) =
+        (keygen["auditKey"].as_str().unwrap().to_string(), keygen["publicKey"].as_str().unwrap().to_string());
     let k2 = strata_core::auth::audit_key::AuditKey::from_seed([42; 32]);
     // One row before any key, two signed by k1.
     token(&server, "before", "viewer").await;
@@ -545,7 +552,10 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
     let verify = run(with_k1.clone(), args(&["audit", "verify"])).await;
     assert_eq!(code(&verify), 0, "{}", stderr(&verify));
     let said = stdout(&verify);
-    assert!(said.contains("3 row(s), each chained") && said.contains("2 row(s) signed, every signature verified"), "{said}");
+    assert!(
+        said.contains("3 row(s), each chained") && said.contains("2 row(s) signed, every signature verified"),
+        "{said}"
+    );
     assert!(said.contains("1 row(s) are UNSIGNED (written before auth.auditKey was set)"), "{said}");
     let config_shown = stdout(&run(with_k1.clone(), args(&["config", "check"])).await);
     assert!(!config_shown.contains(&k1), "the key is shown: {config_shown}");
@@ -601,4 +611,124 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
     let caught = run(rotated.clone(), args(&["audit", "verify", "--expect", &head])).await;
     assert_eq!(code(&caught), 15, "{}", stdout(&caught));
     assert!(stderr(&caught).contains("row 3 has another seal than the head kept"), "{}", stderr(&caught));
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_the_throttle_keys_on_the_client_and_open_routes_are_no_oracle() {
+    let yaml = "auth:\n  tokens: true\n  proxy:\n    userHeader: X-Forwarded-User\n    trustedSources: [127.0.0.1/32]\n    \
+                roles: { dba: admin }\n";
+    let server = Server::start("basic", yaml).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let from = |client: &str, token: &str| {
+        server
+            .client
+            .post(server.url("/v2/service"))
+            .header("Content-Type", "application/json")
+            .header("X-Forwarded-For", client)
+            .bearer_auth(token)
+            .body(json!({ "query": "{ tenants { name } }" }).to_string())
+    };
+    // Mallory, behind the ingress, floods; her own header cannot move the
+    // key (the proxy appends the address it saw).
+    for _ in 0..10 {
+        let sent = from("198.51.100.99, 203.0.113.7", "strata_guess").send().await.unwrap();
+        assert_eq!(sent.status(), 401);
+    }
+    assert_eq!(from("203.0.113.7", "strata_guess").send().await.unwrap().status(), 429);
+    assert_eq!(from("203.0.113.7", &viewer).send().await.unwrap().status(), 429, "refused whatever she shows");
+    // Everyone else behind the same ingress still gets in.
+    assert_eq!(from("203.0.113.8", &viewer).send().await.unwrap().status(), 200);
+    let rows = server.ws.rows("svc", "select actor from svc_audit where action = 'authenticate'").await;
+    assert_eq!(rows, vec![vec![json!("unauthenticated:203.0.113.7")]]);
+
+    // A valid token between guesses resets nothing.
+    for i in 0..10 {
+        let token = if i == 5 { viewer.clone() } else { "strata_guess".to_string() };
+        from("203.0.113.9", &token).send().await.unwrap();
+    }
+    assert_eq!(from("203.0.113.9", "strata_guess").send().await.unwrap().status(), 429);
+
+    // /health checks a credential through the same throttle: ten bad ones
+    // there and the API refuses the client too.
+    for _ in 0..10 {
+        let probe = server
+            .client
+            .get(server.url("/health"))
+            .header("X-Forwarded-For", "203.0.113.10")
+            .bearer_auth("strata_guess")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(probe.status(), 200);
+    }
+    assert_eq!(from("203.0.113.10", &viewer).send().await.unwrap().status(), 429);
+    let probe: Value = server
+        .client
+        .get(server.url("/health"))
+        .header("X-Forwarded-For", "203.0.113.10")
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(probe.get("checks").is_none(), "a throttled client's credential is not checked: {probe}");
+    let probe: Value = server
+        .client
+        .get(server.url("/health"))
+        .header("X-Forwarded-For", "203.0.113.11")
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(probe.get("checks").is_some(), "{probe}");
+}
+
+#[tokio::test]
+async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
+    let server = Server::start("basic", AUTH).await;
+    let owned = |name: &'static str, role: &'static str, owner: &'static str| {
+        let config = server.config_path().to_path_buf();
+        async move {
+            let args = ["token", "create", "--name", name, "--role", role, "--owner", owner, "--json"];
+            let output = strata(&config, &args).await;
+            assert_eq!(code(&output), 0, "{}", stderr(&output));
+            json_of(&output)["token"].as_str().unwrap().to_string()
+        }
+    };
+    let ci = owned("alice-ci", "admin", "alice").await;
+    let laptop = owned("alice-laptop", "approver", "alice").await;
+    let bob = owned("bob", "approver", "bob").await;
+    let listed = json_of(&strata(server.config_path(), &["token", "list", "--json"]).await);
+    assert_eq!(listed[0]["owner"], "alice", "{listed}");
+    let refused =
+        strata(server.config_path(), &["token", "create", "--name", "x", "--role", "viewer", "--owner", "a b"]).await;
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+
+    let tenant = r#"mutation { createTenant(input: { tenantName: "t1", versionName: "t1" }) { version { id } } }"#;
+    assert_eq!(query(&server, &ci, tenant).await.0, 200);
+    let start = r#"mutation { startRollout(versionName: "r", waves: ["t1:approve", "rest"]) { id } }"#;
+    let (status, answer) = query(&server, &ci, start).await;
+    assert_eq!(status, 200, "{answer}");
+    let id = answer["data"]["startRollout"]["id"].as_i64().unwrap();
+    wait_for(&server, &ci, id, "AWAITING_APPROVAL").await;
+    let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
+    let (status, answer) = query(&server, &laptop, &approve).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    assert!(
+        answer["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("token:alice-laptop [owner:alice] started this rollout"),
+        "{answer}"
+    );
+    let (status, answer) = query(&server, &bob, &approve).await;
+    assert_eq!(status, 200, "{answer}");
+    wait_for(&server, &ci, id, "COMPLETED").await;
+    let rows = server.ws.rows("svc", "select actor from svc_audit where action = 'approveRollout' order by id").await;
+    assert_eq!(rows, vec![vec![json!("token:alice-laptop [owner:alice]")], vec![json!("token:bob [owner:bob]")]]);
 }

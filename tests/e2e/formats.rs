@@ -355,3 +355,38 @@ async fn strata_new_writes_the_next_file_in_the_directory_s_convention() {
     assert_eq!(code(&tenant), 0, "{}", stderr(&tenant));
     assert_eq!(sorted(ws.tables("acme").await), ["orders", "users"]);
 }
+
+#[tokio::test]
+async fn a_sync_to_a_file_records_only_up_to_it_as_flyway_s_baseline_does() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration("ref/001.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
+    ws.write_migration("ref/002.sql", "create table {schema}.b (id int);\n");
+    ws.write_migration("ref/010.sql", "create table {schema}.c (id int);\n");
+    let config = ws.write_config(&ws.config(""));
+    // The database really is at 002: its tables exist, nothing is recorded.
+    if !create_schema_sql().is_empty() {
+        ws.execute("ref", &create_schema_sql().replace("{schema}", "ref")).await;
+    }
+    for table in ["a", "b"] {
+        let sql = if crate::support::backend() == crate::support::Backend::Sqlite {
+            format!("create table {table} (id int)")
+        } else {
+            format!("create table ref.{table} (id int)")
+        };
+        ws.execute("ref", &sql).await;
+    }
+    let unknown = strata(&config, &["apply", "--version", "adopt", "--sync", "--to", "ref/999.sql"]).await;
+    assert_ne!(code(&unknown), 0);
+    assert!(stderr(&unknown).contains("ref/999.sql: not a migration of the sources"), "{}", stderr(&unknown));
+    let without_sync = strata(&config, &["apply", "--version", "adopt", "--to", "ref/002.sql"]).await;
+    assert_eq!(code(&without_sync), 2, "{}", stderr(&without_sync));
+    let adopt = strata(&config, &["apply", "--version", "adopt", "--sync", "--to", "ref/002.sql"]).await;
+    assert_eq!(code(&adopt), 0, "{}{}", stdout(&adopt), stderr(&adopt));
+    assert_eq!(recorded(&ws, "ref").await, ["ref/001.sql", "ref/002.sql"]);
+    // The next apply runs what came after the baseline, and only that.
+    let apply = strata(&config, &["apply", "--version", "v3"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(recorded(&ws, "ref").await, ["ref/001.sql", "ref/002.sql", "ref/010.sql"]);
+    assert_eq!(sorted(ws.tables("ref").await), ["a", "b", "c"]);
+}

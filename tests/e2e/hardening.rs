@@ -149,9 +149,14 @@ async fn graphql_is_accepted_only_as_json() {
         assert_eq!(response.status(), 415, "{content_type}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["errors"][0]["extensions"]["code"], "UNSUPPORTED_MEDIA_TYPE");
+        let hint = if content_type.starts_with("multipart") {
+            ""
+        } else {
+            " (or carry Authorization: Bearer; allowFormContentType: true accepts JSON sent as a form or as text)"
+        };
         assert_eq!(
             body["errors"][0]["message"],
-            format!("POST /v2/service takes Content-Type: application/json, not {content_type}")
+            format!("POST /v2/service takes Content-Type: application/json, not {content_type}{hint}")
         );
     }
     let none = server.client.post(server.url("/v2/service")).body(mutation.clone()).send().await.unwrap();
@@ -179,6 +184,29 @@ async fn graphql_is_accepted_only_as_json() {
     assert_eq!(graphql_response.status(), 200);
     assert_eq!(graphql_response.headers()["content-type"], "application/graphql-response+json");
     assert_eq!(graphql_response.json::<Value>().await.unwrap(), json!({ "data": { "tenants": [] } }));
+
+    // A bearer credential, which no browser attaches cross-origin, is
+    // accepted whatever the content type (curl -d sends a form's).
+    let bearer = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .bearer_auth("anything")
+        .body("{\"query\":\"{ tenants { name } }\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bearer.status(), 200);
+    drop(server);
+
+    // migrator's clients: allowFormContentType accepts JSON sent as a form or text.
+    let server = Server::start("basic", "allowFormContentType: true\n").await;
+    for content_type in ["application/x-www-form-urlencoded", "text/plain"] {
+        let response = server.post_typed(content_type, mutation.clone()).await;
+        assert_eq!(response.status(), 200, "{content_type}");
+    }
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 2);
+    assert_eq!(server.post_typed("multipart/form-data; boundary=x", mutation.clone()).await.status(), 415);
 }
 
 #[tokio::test]
@@ -479,7 +507,8 @@ async fn a_fragment_bomb_is_refused_by_its_expanded_cost_before_the_validator_se
     assert_eq!(response["data"], Value::Null);
     // 64 levels saturate instead of overflowing; a fragment that spreads
     // itself is refused by name.
-    let response: Value = server.post_raw(json!({ "query": fragment_bomb(70) }).to_string()).await.json().await.unwrap();
+    let response: Value =
+        server.post_raw(json!({ "query": fragment_bomb(70) }).to_string()).await.json().await.unwrap();
     assert_eq!(limit_error(&response), ("fragment spreads nest more than 64 deep", "LIMIT_EXCEEDED"));
     let cycle = "{ ...A } fragment A on Query { ...B } fragment B on Query { versions { id } ...A }";
     let response: Value = server.post_raw(json!({ "query": cycle }).to_string()).await.json().await.unwrap();
@@ -522,7 +551,9 @@ async fn one_command_has_one_target_and_since_must_be_a_time() {
     let from_env = run(&["apply", "--version", "v1"], Some(&url));
     assert_eq!(from_env.status.code(), Some(2), "{}", String::from_utf8_lossy(&from_env.stderr));
     let said = String::from_utf8_lossy(&from_env.stderr).to_string();
-    assert!(said.contains(" and STRATA_SERVER ") && said.contains("name two targets") && said.ends_with("nothing ran\n"));
+    assert!(
+        said.contains(" and STRATA_SERVER ") && said.contains("name two targets") && said.ends_with("nothing ran\n")
+    );
     let flag = run(&["--server", &url, "apply", "--version", "v1"], None);
     assert_eq!(flag.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&flag.stderr).contains(" and --server "));
@@ -538,4 +569,30 @@ async fn one_command_has_one_target_and_since_must_be_a_time() {
     let expires = run(&["token", "create", "--name", "t", "--role", "viewer", "--expires", "0"], None);
     assert_eq!(expires.status.code(), Some(2), "{}", String::from_utf8_lossy(&expires.stderr));
     assert_eq!(server.ws.count("svc", "svc_tokens").await, 0);
+}
+
+#[tokio::test]
+async fn a_connection_whose_headers_never_end_is_closed_and_connections_are_capped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Server::start("basic", "headerReadTimeoutSeconds: 2\nmaxConnections: 2\n").await;
+    let address = format!("127.0.0.1:{}", server.ws.port);
+    let stalled = || async {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(b"GET /health HTTP/1.1\r\nHost: strata\r\nX-Never: ends").await.unwrap();
+        stream
+    };
+    let (mut first, second) = (stalled().await, stalled().await);
+    // Both slots held: a third client is not served while they stall.
+    let third = server.client.get(server.url("/health")).timeout(Duration::from_millis(800)).send().await;
+    assert!(third.is_err(), "served beyond maxConnections: {third:?}");
+    // The server closes a stalled connection (it may say 408 first).
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), first.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the stalled connection was never closed");
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+    drop(second);
+    // Its slot freed, clients are served again.
+    let served = server.client.get(server.url("/health")).timeout(Duration::from_secs(20)).send().await.unwrap();
+    assert_eq!(served.status(), 200);
 }

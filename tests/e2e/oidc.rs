@@ -169,7 +169,12 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let id = answer["data"]["startRollout"]["id"].as_i64().unwrap();
     for _ in 0..600 {
         let (_, answer) = status(&server, &as_sam, "{ rollouts { id status } }").await;
-        if answer["data"]["rollouts"].as_array().unwrap().iter().any(|r| r["id"] == id && r["status"] == "AWAITING_APPROVAL") {
+        if answer["data"]["rollouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == id && r["status"] == "AWAITING_APPROVAL")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -177,7 +182,11 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
     let (code, answer) = status(&server, &sam_with_email, &approve).await;
     assert_eq!((code, answer["errors"][0]["extensions"]["code"].as_str()), (403, Some("FORBIDDEN")), "{answer}");
-    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("oidc:sam <sam@example.com> started this rollout"));
+    let refusal = answer["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        refusal.contains(&format!("oidc:sam <sam@example.com> [oidc:{}#sam] started this rollout", provider.issuer())),
+        "{refusal}"
+    );
     let as_tom = signed(&claims(json!({ "sub": "tom" })), &pem_a, &kid_a);
     let (code, answer) = status(&server, &as_tom, &approve).await;
     assert_eq!(code, 200, "{answer}");

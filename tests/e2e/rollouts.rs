@@ -264,6 +264,15 @@ async fn a_file_added_after_the_approval_runs_nowhere_during_a_soak_nor_after_a_
     let server = Server::start("basic", "").await;
     let names = tenants(&server, 4).await;
     server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id integer primary key);\n");
+    // A wave naming a tenant the fleet lacks is refused at the start.
+    let unknown = server
+        .graphql(
+            "mutation { startRollout(versionName: \"x\", waves: [\"t01\", \"t99:approve\", \"rest\"]) { id } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(unknown["errors"][0]["extensions"]["code"], "NOT_A_TENANT", "{unknown}");
+    assert_eq!(server.data("{ rollouts { id } }", json!({})).await["rollouts"], json!([]));
     let id = start(&server, "audit", &["t01:approve", "t02:soak=5", "rest"], None).await;
     wait_for(&server, id, "AWAITING_APPROVAL").await;
     let approve = server.graphql(&format!("mutation {{ approveRollout(id: {id}) {{ id }} }}"), json!({})).await;
@@ -278,7 +287,10 @@ async fn a_file_added_after_the_approval_runs_nowhere_during_a_soak_nor_after_a_
     let failed = stopped["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(failed["action"], "wave-failed", "{stopped}");
     let why = failed["detail"].as_str().unwrap();
-    assert!(why.contains("(added: tenants/007.sql): the wave would run what was not reviewed, so nothing of it ran"), "{why}");
+    assert!(
+        why.contains("(added: tenants/007.sql): the wave would run what was not reviewed, so nothing of it ran"),
+        "{why}"
+    );
     assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::new());
     assert_eq!(with_file(&server, "tenants/006.sql").await, reviewed);
 

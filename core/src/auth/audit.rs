@@ -218,9 +218,12 @@ pub fn head(rows: &[Sealed]) -> Option<String> {
 /// there with that seal (a log truncated below it, or rewritten there,
 /// fails).
 pub fn check_head(rows: &[Sealed], expected: &str) -> Result<(), Broken> {
-    let Some((id, wanted)) = expected.trim().split_once(':').and_then(|(id, seal)| Some((id.parse::<i64>().ok()?, seal)))
+    let Some((id, wanted)) =
+        expected.trim().split_once(':').and_then(|(id, seal)| Some((id.parse::<i64>().ok()?, seal)))
     else {
-        return Err(Broken::Head(format!("{expected:?} is not a head: expected ID:SEAL (strata audit head prints one)")));
+        return Err(Broken::Head(format!(
+            "{expected:?} is not a head: expected ID:SEAL (strata audit head prints one)"
+        )));
     };
     match rows.iter().find(|row| row.id == id) {
         None => Err(Broken::Head(format!(

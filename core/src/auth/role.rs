@@ -152,8 +152,9 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
         }),
         "Mutation" => Some(match field {
             "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "revertVersion"
-            | "retryQuarantined"
-            | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout" => Permission::Deploy,
+            | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout" => {
+                Permission::Deploy
+            }
             "approveRollout" => Permission::Approve,
             _ => Permission::Administer,
         }),

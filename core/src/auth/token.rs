@@ -43,6 +43,33 @@ pub struct StoredToken {
     pub created: i64,
     /// When it stops working (Unix seconds), if ever.
     pub expires: Option<i64>,
+    /// Who holds it (`strata token create --owner alice`): the tokens of
+    /// one owner are one principal.
+    pub owner: Option<String>,
+}
+
+impl StoredToken {
+    /// The principal rules compare: `owner:<owner>` for every token of one
+    /// owner, else the token itself (`token:<name>`).
+    pub fn principal(&self) -> String {
+        match &self.owner {
+            Some(owner) => format!("owner:{owner}"),
+            None => format!("token:{}", self.name),
+        }
+    }
+}
+
+/// An owner that cannot be one.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("token owner {0:?}: use 1 to 128 characters, no spaces or control characters")]
+pub struct BadOwner(pub String);
+
+/// Checks a token's owner.
+pub fn check_owner(owner: &str) -> Result<(), BadOwner> {
+    let fine = !owner.is_empty()
+        && owner.chars().count() <= 128
+        && !owner.chars().any(|c| c.is_control() || c.is_whitespace());
+    if fine { Ok(()) } else { Err(BadOwner(owner.to_string())) }
 }
 
 /// Why a presented token is refused.
@@ -95,7 +122,7 @@ mod tests {
     use super::*;
 
     fn stored(name: &str, secret: &str, expires: Option<i64>) -> StoredToken {
-        StoredToken { name: name.into(), role: Role::Viewer, hash: hash(secret), created: 0, expires }
+        StoredToken { name: name.into(), role: Role::Viewer, hash: hash(secret), created: 0, expires, owner: None }
     }
 
     #[test]

@@ -362,6 +362,17 @@ pub struct Config {
     pub transaction_scope: TransactionScope,
     /// Connections a tenant segment fans out over.
     pub tenant_concurrency: usize,
+    /// Seconds a client has to send a request's headers before its
+    /// connection is closed (`headerReadTimeoutSeconds`).
+    pub header_read_timeout_seconds: u64,
+    /// Connections the service holds open at once (`maxConnections`); the
+    /// others wait in the listen queue.
+    pub max_connections: usize,
+    /// `POST /v2/service` also takes a JSON body sent as
+    /// `application/x-www-form-urlencoded` or `text/plain` without a bearer
+    /// credential (`allowFormContentType`: migrator's `curl -d` clients);
+    /// off by default, as a browser can send those cross-origin.
+    pub allow_form_content_type: bool,
     /// Seconds a mutation's lease lasts unless renewed (drivers whose lock
     /// is a lease row: PostgreSQL, MySQL/MariaDB): how long a holder that
     /// died blocks the next mutation at most. Renewed every third of it.
@@ -466,6 +477,9 @@ struct RawConfig {
     graphql_limits: Option<RawGraphQlLimits>,
     transaction_scope: Option<String>,
     tenant_concurrency: Option<PortValue>,
+    header_read_timeout_seconds: Option<PortValue>,
+    max_connections: Option<PortValue>,
+    allow_form_content_type: Option<bool>,
     lock_lease_seconds: Option<PortValue>,
     lock_timeout_millis: Option<PortValue>,
     lock_retries: Option<PortValue>,
@@ -870,6 +884,9 @@ impl Config {
             sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
         let lock_lease_seconds =
             sub.number("lockLeaseSeconds", raw.lock_lease_seconds, DEFAULT_LOCK_LEASE_SECONDS, 3..=3600)?;
+        let header_read_timeout_seconds =
+            sub.number("headerReadTimeoutSeconds", raw.header_read_timeout_seconds, 10, 1..=300)?;
+        let max_connections = sub.number("maxConnections", raw.max_connections, 1024, 1..=100_000)?;
         let lock_timeout_millis =
             sub.number("lockTimeoutMillis", raw.lock_timeout_millis, DEFAULT_LOCK_TIMEOUT_MILLIS, 0..=600_000)?;
         let max_retries = i64::from(crate::migrate::statements::MAX_LOCK_RETRIES);
@@ -906,6 +923,9 @@ impl Config {
             graphql_limits: raw.graphql_limits.map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default(),
             transaction_scope,
             tenant_concurrency,
+            header_read_timeout_seconds,
+            max_connections,
+            allow_form_content_type: raw.allow_form_content_type.unwrap_or(false),
             lock_lease_seconds,
             lock_timeout_millis,
             lock_retries,
@@ -950,6 +970,9 @@ impl Config {
             log_level: self.log_level.name(),
             transaction_scope: self.transaction_scope.name(),
             tenant_concurrency: self.tenant_concurrency,
+            header_read_timeout_seconds: self.header_read_timeout_seconds,
+            max_connections: self.max_connections,
+            allow_form_content_type: self.allow_form_content_type,
             lock_lease_seconds: self.lock_lease_seconds,
             lock_timeout_millis: self.lock_timeout_millis,
             lock_retries: self.lock_retries,
@@ -1025,6 +1048,9 @@ struct RedactedView<'a> {
     log_level: &'a str,
     transaction_scope: &'a str,
     tenant_concurrency: usize,
+    header_read_timeout_seconds: u64,
+    max_connections: usize,
+    allow_form_content_type: bool,
     lock_lease_seconds: u64,
     lock_timeout_millis: u64,
     lock_retries: u32,

@@ -317,12 +317,29 @@ pub fn plan_changes(started: &BTreeMap<String, String>, now: &BTreeMap<String, S
 /// approved, or nothing ([`RolloutError::WaveFilesChanged`] naming each
 /// change). A rollout bound to no files (started before they were kept)
 /// checks nothing.
-pub fn check_wave_files(started: &BTreeMap<String, String>, read: &BTreeMap<String, String>) -> Result<(), RolloutError> {
+pub fn check_wave_files(
+    started: &BTreeMap<String, String>,
+    read: &BTreeMap<String, String>,
+) -> Result<(), RolloutError> {
     if started.is_empty() {
         return Ok(());
     }
     let changes = plan_changes(started, read);
     if changes.is_empty() { Ok(()) } else { Err(RolloutError::WaveFilesChanged(changes)) }
+}
+
+/// Refuses, at a rollout's start, a wave naming a tenant the fleet does not
+/// have (`tenants`), rather than stopping the rollout when that wave comes.
+pub fn check_named_tenants(waves: &[WaveStep], tenants: &[String]) -> Result<(), crate::migrate::wave::WaveError> {
+    let known: std::collections::BTreeSet<&str> = tenants.iter().map(String::as_str).collect();
+    for wave in waves {
+        if let Select::Tenants(names) = &wave.select
+            && let Some(unknown) = names.iter().find(|name| !known.contains(name.as_str()))
+        {
+            return Err(crate::migrate::wave::WaveError::NotATenant(unknown.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// What a driver should do about a rollout now.
@@ -565,7 +582,12 @@ impl Rollout {
         let by = by.into();
         self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
         if rules.forbid_self_approval && by.is(&self.started_by, &self.started_by_principal) {
-            return Err(RolloutError::SelfApproval(by.actor.to_string()));
+            let who = if by.principal.is_empty() || by.principal == by.actor {
+                by.actor.to_string()
+            } else {
+                format!("{} [{}]", by.actor, by.principal)
+            };
+            return Err(RolloutError::SelfApproval(who));
         }
         if let Some(now_files) = &rules.files_now
             && !self.files.is_empty()

@@ -173,6 +173,9 @@ pub enum SourceError {
     /// A directory's files cannot be read in their format.
     #[error(transparent)]
     Format(FormatError),
+    /// A Sync up to a file that is no migration of the sources.
+    #[error("{0}: not a migration of the sources (a Sync --to names a migration file as `directory/name`)")]
+    NotAMigration(String),
 }
 
 impl From<FormatError> for SourceError {
@@ -262,7 +265,9 @@ pub fn read_directories<'a>(
             Some(format) => *format,
             None => format::detect(directory, &inputs)?,
         };
-        ignored.extend(inputs.iter().filter(|f| format::ignored(format, f.name)).map(|f| format!("{directory}/{}", f.name)));
+        ignored.extend(
+            inputs.iter().filter(|f| format::ignored(format, f.name)).map(|f| format!("{directory}/{}", f.name)),
+        );
         for read in format::read(directory, format, &inputs)? {
             let path = format!("{directory}/{}", read.name);
             let checksum = checksum(&read.bytes);
@@ -295,6 +300,16 @@ pub fn read_directories<'a>(
         return Err(SourceError::Duplicate(pair[0].1.file.clone()));
     }
     Ok(Sources { migrations: keyed.into_iter().map(|(_, migration)| migration).collect(), ignored })
+}
+
+/// The migrations of `sources` (in application order) up to and including
+/// `file`: what a Sync records to adopt a database that is at `file` (a
+/// baseline), never the files after it, nor scripts.
+pub fn through(sources: Vec<SourceMigration>, file: &str) -> Result<Vec<SourceMigration>, SourceError> {
+    let Some(last) = sources.iter().position(|m| m.file == file && !m.migration_type.is_script()) else {
+        return Err(SourceError::NotAMigration(file.to_string()));
+    };
+    Ok(sources.into_iter().take(last + 1).filter(|m| !m.migration_type.is_script()).collect())
 }
 
 /// Group: migrations (single and tenant together), then single scripts, then

@@ -25,14 +25,15 @@ fn token_json(token: &StoredToken) -> serde_json::Value {
         "role": token.role.name(),
         "created": time(token.created),
         "expires": token.expires.map(time),
+        "owner": token.owner,
     })
 }
 
 /// Runs `strata token …`.
 pub(super) async fn token(service: &Service, args: TokenArgs) -> Exit {
     match args.action {
-        TokenAction::Create { name, role, expires } => {
-            match service.create_token(&name, role, expires, &cli_caller()).await {
+        TokenAction::Create { name, role, expires, owner } => {
+            match service.create_token(&name, role, expires, owner.as_deref(), &cli_caller()).await {
                 Ok((token, secret)) => {
                     if args.json {
                         print_json(&json!({
@@ -72,7 +73,13 @@ pub(super) async fn token(service: &Service, args: TokenArgs) -> Exit {
                         Some(t) => format!("expires {}", time(t)),
                         None => "does not expire".to_string(),
                     };
-                    outln!("{:<24} {:<9} created {}  {expires}", token.name, token.role.name(), time(token.created));
+                    let owner = token.owner.as_deref().map(|owner| format!("  owner {owner}")).unwrap_or_default();
+                    outln!(
+                        "{:<24} {:<9} created {}  {expires}{owner}",
+                        token.name,
+                        token.role.name(),
+                        time(token.created)
+                    );
                 }
                 Exit::Success
             }
@@ -133,7 +140,9 @@ fn verified_text(found: &Verified, expected_head: bool) -> String {
         ));
     }
     if found.signed == 0 && found.rows > 0 {
-        text.push_str("\nWithout verified signatures this detects edits by hand, not a rewrite that re-seals the chain.");
+        text.push_str(
+            "\nWithout verified signatures this detects edits by hand, not a rewrite that re-seals the chain.",
+        );
     }
     if expected_head {
         text.push_str("\nThe head kept earlier is there, unchanged.");
@@ -164,34 +173,33 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
             }
             Err(error) => failure(&error),
         },
-        Some(AuditAction::Verify { public_keys, expect }) => match service
-            .verify_audit(&public_keys, expect.as_deref())
-            .await
-        {
-            Ok(Ok(found)) => {
-                if args.json {
-                    print_json(&json!({
-                        "intact": true,
-                        "rows": found.rows,
-                        "signed": found.signed,
-                        "unsigned": found.unsigned,
-                        "unchecked": found.unchecked,
-                        "headChecked": expect.is_some(),
-                    }));
-                } else {
-                    outln!("{}", verified_text(&found, expect.is_some()));
+        Some(AuditAction::Verify { public_keys, expect }) => {
+            match service.verify_audit(&public_keys, expect.as_deref()).await {
+                Ok(Ok(found)) => {
+                    if args.json {
+                        print_json(&json!({
+                            "intact": true,
+                            "rows": found.rows,
+                            "signed": found.signed,
+                            "unsigned": found.unsigned,
+                            "unchecked": found.unchecked,
+                            "headChecked": expect.is_some(),
+                        }));
+                    } else {
+                        outln!("{}", verified_text(&found, expect.is_some()));
+                    }
+                    Exit::Success
                 }
-                Exit::Success
-            }
-            Ok(Err(broken)) => {
-                if args.json {
-                    print_json(&json!({ "intact": false, "broken": broken.to_string() }));
+                Ok(Err(broken)) => {
+                    if args.json {
+                        print_json(&json!({ "intact": false, "broken": broken.to_string() }));
+                    }
+                    eprintln!("strata: the audit log was tampered with: {broken}");
+                    Exit::AuditBroken
                 }
-                eprintln!("strata: the audit log was tampered with: {broken}");
-                Exit::AuditBroken
+                Err(error) => failure(&error),
             }
-            Err(error) => failure(&error),
-        },
+        }
         None => match service.audit_log(args.since.as_deref()).await {
             Ok(rows) => {
                 let rows: Vec<AuditRowDto> = rows.into_iter().map(AuditRowDto::from).collect();

@@ -274,6 +274,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         shard: args.shard,
         colocate_with: args.colocate_with,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
+        sync_to: args.sync_to,
         ..CreateRequest::new(args.version_name, target, cli_caller())
     };
     let result = service.create(request).await;

@@ -221,6 +221,7 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
         action,
         dry_run: Some(args.dry_run),
         override_rollout: Some(args.override_rollout),
+        sync_to: args.sync_to.clone(),
     };
     let (document, field, variables) = if let Some(tenant) = args.tenant {
         let input = TenantInput {
@@ -522,6 +523,7 @@ mod tests {
             action: Some(ActionDto::Sync),
             dry_run: Some(true),
             override_rollout: Some(false),
+            sync_to: Some("ref/001.sql".into()),
         };
         let version = json!({ "input": input });
         let tenant = TenantInput {

@@ -87,8 +87,20 @@ impl MysqlEngine {
             0
         };
         let tenants: i64 = sqlx::query_scalar(sql::TENANTS_TABLE_PRESENT).fetch_one(&self.pool).await?;
-        let signature = || async { sqlx::query_scalar::<_, i64>(sql::AUDIT_SIGNATURE_PRESENT).fetch_one(&self.pool).await };
-        if present == sql::SERVICE_TABLES && lease_row == 1 && (!tenants_table || tenants == 1) && signature().await? == 1
+        let missing_columns = || async {
+            let present: Vec<String> = sqlx::query_scalar(sql::ADDED_COLUMNS_PRESENT).fetch_all(&self.pool).await?;
+            Ok::<_, sqlx::Error>(
+                sql::ADDED_COLUMNS
+                    .into_iter()
+                    .filter(|(column, _)| !present.iter().any(|p| p == column))
+                    .map(|(_, add)| add)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        if present == sql::SERVICE_TABLES
+            && lease_row == 1
+            && (!tenants_table || tenants == 1)
+            && missing_columns().await?.is_empty()
         {
             return Ok(());
         }
@@ -99,8 +111,8 @@ impl MysqlEngine {
         let created = async {
             sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
             sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
-            if signature().await? == 0 {
-                sqlx::raw_sql(sql::ADD_AUDIT_SIGNATURE).execute(&mut *conn).await?;
+            for add in missing_columns().await? {
+                sqlx::raw_sql(add).execute(&mut *conn).await?;
             }
             if tenants_table {
                 sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;

@@ -513,9 +513,12 @@ impl Engine for SqliteEngine {
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&self.pool).await?;
-        let signature: i64 = sqlx::query_scalar(sql::AUDIT_SIGNATURE_PRESENT).fetch_one(&self.pool).await?;
-        if signature == 0 {
-            sqlx::raw_sql(sql::ADD_AUDIT_SIGNATURE).execute(&self.pool).await?;
+        for (table, column, add) in sql::ADDED_COLUMNS {
+            let present: i64 =
+                sqlx::query_scalar(sql::COLUMN_PRESENT).bind(table).bind(column).fetch_one(&self.pool).await?;
+            if present == 0 {
+                sqlx::raw_sql(add).execute(&self.pool).await?;
+            }
         }
         if tenants_table {
             sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&self.pool).await?;

@@ -262,6 +262,7 @@ fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> Create
             Some(true) => RolloutGate::Override,
             _ => RolloutGate::Hold,
         },
+        sync_to: input.sync_to,
         ..CreateRequest::new(input.version_name, Target::AllSchemas, caller(ctx))
     }
 }

@@ -446,6 +446,10 @@ pub(crate) struct VersionInput {
     /// rollout's events); without it such a version is refused with
     /// `ROLLOUT_IN_PROGRESS`. Added to the spec's schema.
     pub(crate) override_rollout: Option<bool>,
+    /// With `action: Sync`: record the migrations up to and including this
+    /// file (`directory/name`) only — adopting a database that is at that
+    /// file (Flyway's baseline). Added to the spec's schema.
+    pub(crate) sync_to: Option<String>,
 }
 
 /// `TenantInput`.

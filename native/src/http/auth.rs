@@ -17,7 +17,7 @@
 //!   anywhere else they are ignored, as if absent.
 //! - Secrets (tokens, headers) are never logged: only the identity's name.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -154,7 +154,7 @@ impl Authenticator {
         let token = found.map_err(|refusal| refusal.to_string())?;
         Ok(Some(Identity {
             actor: format!("token:{}", token.name),
-            principal: format!("token:{}", token.name),
+            principal: token.principal(),
             roles: Roles::only(token.role),
             authenticated: true,
         }))
@@ -170,10 +170,23 @@ impl Authenticator {
         Ok(())
     }
 
-    /// Counts a failure from `peer`, and writes it to the audit log unless
+    /// The client a request stands for: behind a trusted proxy, the
+    /// address it forwards (core's `ProxyAuth::client_address`); else the
+    /// peer. The throttle keys on it.
+    fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+        match &self.auth.proxy {
+            Some(proxy) => {
+                let forwarded = headers.get("x-forwarded-for").and_then(|value| value.to_str().ok());
+                proxy.client_address(peer.ip(), forwarded)
+            }
+            None => peer.ip(),
+        }
+    }
+
+    /// Counts a failure from `client`, and writes it to the audit log unless
     /// one was written for that address less than a window ago.
-    async fn failed(&self, service: &Service, peer: SocketAddr, path: &str, request_id: &str, why: &str) {
-        let address = peer.ip().to_string();
+    async fn failed(&self, service: &Service, client: IpAddr, path: &str, request_id: &str, why: &str) {
+        let address = client.to_string();
         let log = self.throttle.lock().ok().map(|mut t| t.failed(&address, chrono::Utc::now().timestamp()));
         if let Some(Log::Write { left_out }) = log {
             let actor = format!("unauthenticated:{address}");
@@ -186,11 +199,10 @@ impl Authenticator {
         }
     }
 
-    fn refused(&self, peer: SocketAddr) -> Option<i64> {
+    fn refused(&self, client: IpAddr) -> Option<i64> {
         let now = chrono::Utc::now().timestamp();
-        self.throttle.lock().ok().and_then(|t| t.refused(&peer.ip().to_string(), now))
+        self.throttle.lock().ok().and_then(|t| t.refused(&client.to_string(), now))
     }
-
 }
 
 /// The middleware: authenticates the request (when `auth` is configured)
@@ -207,11 +219,24 @@ pub(crate) async fn authenticate(
         return next.run(request).await;
     }
     let route = authenticator.route(request.uri().path(), &state.service.config().path_prefix);
+    let client = authenticator.client(peer, request.headers());
+    let request_id = request.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_default();
+    let path = request.uri().path().to_string();
     if matches!(route, Route::Open) || (matches!(route, Route::Probe) && authenticator.auth.open_probes) {
-        // A probe with a valid credential sees details; without, none.
-        let identity = match authenticator.identify(&state.service, request.headers(), peer).await {
-            Ok(Some(identity)) => identity,
-            _ => Identity::unauthenticated(),
+        // A probe with a valid credential sees details; without, none. A
+        // credential shown here goes through the same throttle and log as
+        // anywhere: an open route is no free oracle of tokens.
+        let identity = if authenticator.refused(client).is_some() {
+            Identity::unauthenticated()
+        } else {
+            match authenticator.identify(&state.service, request.headers(), peer).await {
+                Ok(Some(identity)) => identity,
+                Ok(None) => Identity::unauthenticated(),
+                Err(why) => {
+                    authenticator.failed(&state.service, client, &path, &request_id, &why).await;
+                    Identity::unauthenticated()
+                }
+            }
         };
         request.extensions_mut().insert(identity);
         return next.run(request).await;
@@ -219,24 +244,22 @@ pub(crate) async fn authenticate(
     // The GraphQL endpoint answers every refusal in GraphQL's error shape.
     let graphql = matches!(route, Route::Authenticated);
     let refuse = |error: AppError| if graphql { error.into_graphql_response() } else { error.into_response() };
-    if let Some(retry_after) = authenticator.refused(peer) {
+    if let Some(retry_after) = authenticator.refused(client) {
         let mut response = refuse(AppError::TooManyFailures(retry_after));
         if let Ok(value) = HeaderValue::from_str(&retry_after.to_string()) {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         return response;
     }
-    let request_id = request.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_default();
-    let path = request.uri().path().to_string();
     let identity = match authenticator.identify(&state.service, request.headers(), peer).await {
         Ok(Some(identity)) => identity,
         Ok(None) => {
             let why = "no credential: send Authorization: Bearer <token> (strata token create)";
-            authenticator.failed(&state.service, peer, &path, &request_id, "no credential").await;
+            authenticator.failed(&state.service, client, &path, &request_id, "no credential").await;
             return challenge(refuse(AppError::Unauthenticated(why.to_string())));
         }
         Err(why) => {
-            authenticator.failed(&state.service, peer, &path, &request_id, &why).await;
+            authenticator.failed(&state.service, client, &path, &request_id, &why).await;
             return challenge(refuse(AppError::Unauthenticated(why)));
         }
     };

@@ -3,6 +3,7 @@
 
 pub(crate) mod auth;
 mod console;
+pub(crate) mod listen;
 mod oidc;
 mod request_id;
 mod routes;

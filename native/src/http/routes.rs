@@ -66,11 +66,22 @@ async fn graphql_answer(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if !is_json(content_type) {
-        return Err(AppError::UnsupportedMediaType(if content_type.is_empty() {
-            "POST /v2/service takes Content-Type: application/json; the request has none".into()
+    // A browser sends form and text bodies cross-origin, never with a
+    // bearer credential: those are refused unless they carry one, or the
+    // configuration accepts them (migrator's `curl -d` clients).
+    let form = is_media(content_type, "application/x-www-form-urlencoded") || is_media(content_type, "text/plain");
+    let accepted =
+        is_json(content_type) || has_bearer(headers) || (form && state.service.config().allow_form_content_type);
+    if !accepted {
+        let hint = if form {
+            " (or carry Authorization: Bearer; allowFormContentType: true accepts JSON sent as a form or as text)"
         } else {
-            format!("POST /v2/service takes Content-Type: application/json, not {}", one_line(content_type))
+            ""
+        };
+        return Err(AppError::UnsupportedMediaType(if content_type.is_empty() {
+            format!("POST /v2/service takes Content-Type: application/json; the request has none{hint}")
+        } else {
+            format!("POST /v2/service takes Content-Type: application/json, not {}{hint}", one_line(content_type))
         }));
     }
     let body = match body {
@@ -163,7 +174,22 @@ fn log_errors(response: &async_graphql::BatchResponse) {
 
 /// `application/json`, with or without parameters (`; charset=utf-8`).
 fn is_json(content_type: &str) -> bool {
-    content_type.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+    is_media(content_type, "application/json")
+}
+
+/// Whether a `Content-Type` is `media` (parameters aside).
+fn is_media(content_type: &str, media: &str) -> bool {
+    content_type.split(';').next().is_some_and(|found| found.trim().eq_ignore_ascii_case(media))
+}
+
+/// Whether the request carries a bearer credential (which no browser
+/// attaches to a cross-origin request on its own).
+fn has_bearer(headers: &HeaderMap) -> bool {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|value| {
+        value
+            .split_once(' ')
+            .is_some_and(|(scheme, credential)| scheme.eq_ignore_ascii_case("bearer") && !credential.trim().is_empty())
+    })
 }
 
 /// Whether the `Accept` header names `media` explicitly.

@@ -10,16 +10,18 @@ use super::{Caller, Service};
 use crate::error::AppError;
 
 impl Service {
-    /// Creates token `name` with `role`, valid `days` days (`None`: until
-    /// revoked); returns it and its secret, which is not kept.
+    /// Creates token `name` with `role` for `owner`, valid `days` days
+    /// (`None`: until revoked); returns it and its secret, which is not
+    /// kept.
     pub(crate) async fn create_token(
         &self,
         name: &str,
         role: Role,
         days: Option<u32>,
+        owner: Option<&str>,
         caller: &Caller,
     ) -> Result<(StoredToken, String), AppError> {
-        let result = self.create_token_unaudited(name, role, days).await;
+        let result = self.create_token_unaudited(name, role, days, owner).await;
         self.audit(caller, "token create", &format!("token {name} ({role})"), super::audit::outcome(&result)).await;
         result
     }
@@ -29,10 +31,16 @@ impl Service {
         name: &str,
         role: Role,
         days: Option<u32>,
+        owner: Option<&str>,
     ) -> Result<(StoredToken, String), AppError> {
         token::check_name(name).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        if let Some(owner) = owner {
+            token::check_owner(owner).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        }
         if days == Some(0) {
-            return Err(AppError::InvalidInput("a token that expires after 0 days would never work: give 1 or more".into()));
+            return Err(AppError::InvalidInput(
+                "a token that expires after 0 days would never work: give 1 or more".into(),
+            ));
         }
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| AppError::Internal(format!("no random bytes: {e}")))?;
@@ -44,6 +52,7 @@ impl Service {
             hash: token::hash(&secret),
             created: now,
             expires: token::expiry(now, days),
+            owner: owner.map(str::to_string),
         };
         if !self.database.insert_token(&stored).await? {
             return Err(AppError::InvalidInput(format!(

@@ -79,6 +79,29 @@ impl ProxyAuth {
         self.trusted_sources.iter().any(|net| net.contains(&peer))
     }
 
+    /// The client a request from `peer` stands for: behind a trusted proxy,
+    /// the last address of `X-Forwarded-For` (`forwarded_for`) that is not
+    /// itself trusted — the hop the proxies saw, which a client cannot
+    /// forge by sending its own header (proxies append); from anywhere
+    /// else, or with no such address, the peer. What the throttle of failed
+    /// authentications keys on, so one client's failures behind an ingress
+    /// do not refuse everyone behind it.
+    pub fn client_address(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let hops = forwarded_for.unwrap_or("").split(',').rev();
+        for hop in hops.map(str::trim).filter(|hop| !hop.is_empty()) {
+            match hop.parse::<IpAddr>() {
+                Ok(address) if self.trusts(address) => continue,
+                Ok(address) => return address,
+                // Not an address: nothing further left can be trusted.
+                Err(_) => return peer,
+            }
+        }
+        peer
+    }
+
     /// The roles of a user whose roles header says `groups`.
     pub fn roles_of(&self, groups: &str) -> crate::auth::Roles {
         let mapped: crate::auth::Roles =
@@ -291,8 +314,9 @@ impl RawAuth {
             .transpose()?;
         let mut audit_public_keys: Vec<PublicKey> = audit_key.iter().map(AuditKey::public).collect();
         for text in raw.audit_public_keys.unwrap_or_default() {
-            let key = PublicKey::from_base64(&text)
-                .map_err(|e| invalid("auth.auditPublicKeys", format!("{:?}: {e}", text.chars().take(60).collect::<String>())))?;
+            let key = PublicKey::from_base64(&text).map_err(|e| {
+                invalid("auth.auditPublicKeys", format!("{:?}: {e}", text.chars().take(60).collect::<String>()))
+            })?;
             if !audit_public_keys.contains(&key) {
                 audit_public_keys.push(key);
             }

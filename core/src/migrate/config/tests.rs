@@ -370,6 +370,17 @@ fn auth_is_validated() {
     assert_eq!(p.roles_of("eng, release").list(), vec![crate::auth::Role::Approver]);
     assert_eq!(p.roles_of("eng").list(), vec![crate::auth::Role::Viewer]);
     assert!(proxy.render_redacted().contains("trustedSources"));
+    // The throttle's client: the last untrusted hop behind trusted proxies.
+    let ip = |text: &str| -> std::net::IpAddr { text.parse().unwrap() };
+    let client = |peer: &str, forwarded: Option<&str>| p.client_address(ip(peer), forwarded);
+    assert_eq!(client("10.0.0.5", Some("203.0.113.7")), ip("203.0.113.7"));
+    // A client that sends its own header cannot choose its address: the
+    // proxy appends the one it saw.
+    assert_eq!(client("10.0.0.5", Some("1.1.1.1, 203.0.113.7, 10.0.0.9")), ip("203.0.113.7"));
+    assert_eq!(client("10.0.0.5", None), ip("10.0.0.5"));
+    assert_eq!(client("10.0.0.5", Some("garbage, 10.0.0.9")), ip("10.0.0.5"));
+    // From an untrusted peer, the header counts for nothing.
+    assert_eq!(client("198.51.100.1", Some("203.0.113.7")), ip("198.51.100.1"));
 
     for (yaml, says) in [
         ("auth:\n  required: true", "no authentication is configured"),

@@ -266,7 +266,10 @@ fn a_flyway_directory_with_a_callback_a_readme_and_a_misnamed_file_never_runs_an
     let read_back = detected(&files(input("V2__orders.sql", "create table orders (id int);"))).unwrap();
     assert_eq!(read_back.len(), 2);
     assert!(read_back.iter().all(|r| !r.forward.text.contains("drop")));
-    assert_eq!(read_back.iter().find(|r| r.name == "V1__users.sql").unwrap().down.as_ref().unwrap().text, "drop table users;");
+    assert_eq!(
+        read_back.iter().find(|r| r.name == "V1__users.sql").unwrap().down.as_ref().unwrap().text,
+        "drop table users;"
+    );
     assert!(ignored(Format::Flyway, "README.md") && ignored(Format::Strata, "notes.txt"));
     assert!(!ignored(Format::Flyway, "V1__a.sql.conf") && ignored(Format::Strata, "V1__a.sql.conf"));
     assert!(!ignored(Format::Strata, "001.SQL") && ignored(Format::Strata, ".hidden.sql"));
@@ -292,9 +295,8 @@ fn a_flyway_directory_with_a_callback_a_readme_and_a_misnamed_file_never_runs_an
 
 #[test]
 fn a_file_named_as_a_down_part_never_runs_forward_in_any_format() {
-    let refused = |format: Format, name: &str, text: &str| {
-        read("m", format, &[input(name, text)]).unwrap_err().to_string()
-    };
+    let refused =
+        |format: Format, name: &str, text: &str| read("m", format, &[input(name, text)]).unwrap_err().to_string();
     assert_eq!(
         refused(Format::Strata, "U2__x.sql", "drop table x;"),
         "m/U2__x.sql: a down migration in m, which is read as strata files and would run it forward (set \

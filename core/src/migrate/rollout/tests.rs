@@ -165,13 +165,17 @@ fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
 fn one_principal_is_one_starter_whatever_its_display_name() {
     let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
     let access = By { request_id: "r1", actor: "oidc:alice", principal: "oidc:https://idp#alice" };
-    let id_token = By { request_id: "r2", actor: "oidc:alice <alice@example.com>", principal: "oidc:https://idp#alice" };
+    let id_token =
+        By { request_id: "r2", actor: "oidc:alice <alice@example.com>", principal: "oidc:https://idp#alice" };
     let other_idp = By { request_id: "r3", actor: "oidc:alice", principal: "oidc:https://other#alice" };
     let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, access).unwrap();
     assert_eq!(r.started_by_principal, "oidc:https://idp#alice");
     r.wave_ended(0, Ok(String::new()), 5, "runner");
     // The same subject with an email claim is the same person.
-    assert_eq!(r.approve(6, id_token, &rules), Err(RolloutError::SelfApproval("oidc:alice <alice@example.com>".into())));
+    assert_eq!(
+        r.approve(6, id_token, &rules),
+        Err(RolloutError::SelfApproval("oidc:alice <alice@example.com> [oidc:https://idp#alice]".into()))
+    );
     // The same display name from another issuer is someone else.
     r.approve(7, other_idp, &rules).unwrap();
     let approved = r.events.last().unwrap();
@@ -220,4 +224,14 @@ fn rollouts_stored_before_identities_read_back() {
     assert_eq!(r.started_by, "");
     assert!(r.files.is_empty());
     assert_eq!(r.events[0].actor, "");
+}
+
+#[test]
+fn a_wave_naming_a_tenant_the_fleet_lacks_is_refused_at_the_start() {
+    let tenants = vec!["t1".to_string(), "t2".to_string()];
+    assert_eq!(check_named_tenants(&waves(&["t1,t2:approve", "10%", "rest"]), &tenants), Ok(()));
+    assert_eq!(
+        check_named_tenants(&waves(&["t1", "t9:approve", "rest"]), &tenants),
+        Err(crate::migrate::wave::WaveError::NotATenant("t9".into()))
+    );
 }

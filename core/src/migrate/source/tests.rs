@@ -123,3 +123,24 @@ fn sql_for_replaces_every_placeholder() {
     );
     assert_eq!(migration.sql_for(":s", "t"), migration.forward);
 }
+
+#[test]
+fn a_sync_through_a_file_keeps_the_migrations_up_to_it_and_no_script() {
+    let files = vec![
+        file("ref", "001.sql"),
+        file("tenants", "002.sql"),
+        file("ref", "003.sql"),
+        file("config-scripts", "views.sql"),
+        file("tenants", "004.sql"),
+    ];
+    let sources = source_migrations(config().directories(), files).unwrap();
+    let kept: Vec<String> = through(sources.clone(), "tenants/002.sql").unwrap().into_iter().map(|m| m.file).collect();
+    assert_eq!(kept, ["ref/001.sql", "tenants/002.sql"]);
+    let all: Vec<String> = through(sources.clone(), "tenants/004.sql").unwrap().into_iter().map(|m| m.file).collect();
+    assert_eq!(all, ["ref/001.sql", "tenants/002.sql", "ref/003.sql", "tenants/004.sql"]);
+    assert_eq!(
+        through(sources.clone(), "config-scripts/views.sql").unwrap_err(),
+        SourceError::NotAMigration("config-scripts/views.sql".into())
+    );
+    assert!(through(sources, "ref/999.sql").unwrap_err().to_string().contains("not a migration of the sources"));
+}

@@ -137,9 +137,9 @@ pub(crate) struct BooksSql {
     pub(crate) delete_record: String,
     /// Whether `svc.svc_tokens` exists.
     pub(crate) tokens_installed: String,
-    /// `name, role, hash, created, expires` of every API token, by name.
+    /// `name, role, hash, created, expires, owner` of every API token, by name.
     pub(crate) select_tokens: String,
-    /// Stores a token (bound: name, role, hash, created, expires); no row
+    /// Stores a token (bound: name, role, hash, created, expires, owner); no row
     /// when the name is taken.
     pub(crate) insert_token: String,
     /// Removes a token (bound: its name).
@@ -272,9 +272,9 @@ impl BooksSql {
             delete_migrations: placed("delete from svc.svc_migrations where filename = ?".into()),
             delete_record: placed("delete from svc.svc_migrations where filename = ? and db_schema = ?".into()),
             tokens_installed: count("svc_tokens"),
-            select_tokens: "select name, role, hash, created, expires from svc.svc_tokens order by name".into(),
+            select_tokens: "select name, role, hash, created, expires, owner from svc.svc_tokens order by name".into(),
             insert_token: placed(d.upsert.insert_unless_taken(
-                "svc.svc_tokens (name, role, hash, created, expires) values (?, ?, ?, ?, ?)",
+                "svc.svc_tokens (name, role, hash, created, expires, owner) values (?, ?, ?, ?, ?, ?)",
                 "name",
             )),
             delete_token: placed("delete from svc.svc_tokens where name = ?".into()),

@@ -418,6 +418,7 @@ where
                     hash: sqlx::Row::try_get(row, 2)?,
                     created: sqlx::Row::try_get(row, 3)?,
                     expires: sqlx::Row::try_get(row, 4)?,
+                    owner: sqlx::Row::try_get(row, 5)?,
                 })
             })
             .collect()
@@ -430,7 +431,8 @@ where
             .bind(token.role.name().to_string())
             .bind(token.hash.clone())
             .bind(token.created)
-            .bind(token.expires);
+            .bind(token.expires)
+            .bind(token.owner.clone());
         Ok(self.change(conn.sqlx(), query).await?.count() == 1)
     }
 

@@ -106,7 +106,8 @@ create table if not exists svc.svc_tokens (
     role varchar(16) not null,
     hash char(64) not null unique,
     created bigint not null,
-    expires bigint
+    expires bigint,
+    owner varchar(128)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_audit (
     id bigint primary key,
@@ -313,10 +314,15 @@ const DIALECT: Dialect = Dialect {
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
 
-/// Whether `svc.svc_audit` has its `signature` column (a log written
-/// before signatures has not).
-pub(crate) const AUDIT_SIGNATURE_PRESENT: &str = "select count(*) from information_schema.columns \
-    where table_schema = 'svc' and table_name = 'svc_audit' and column_name = 'signature'";
+/// Columns added to the service's tables after their first release: the
+/// column as `table.column`, and the statement that adds it to books
+/// written before (MySQL has no `add column if not exists`).
+pub(crate) const ADDED_COLUMNS: [(&str, &str); 2] = [
+    ("svc_audit.signature", "alter table svc.svc_audit add column signature varchar(200)"),
+    ("svc_tokens.owner", "alter table svc.svc_tokens add column owner varchar(128)"),
+];
 
-/// Adds it (MySQL has no `add column if not exists`).
-pub(crate) const ADD_AUDIT_SIGNATURE: &str = "alter table svc.svc_audit add column signature varchar(200)";
+/// The added columns present (`table.column`, one a row).
+pub(crate) const ADDED_COLUMNS_PRESENT: &str = "select concat(table_name, '.', column_name) from \
+    information_schema.columns where table_schema = 'svc' and \
+    concat(table_name, '.', column_name) in ('svc_audit.signature', 'svc_tokens.owner')";

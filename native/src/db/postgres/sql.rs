@@ -102,7 +102,8 @@ create table if not exists svc.svc_tokens (
     role text not null,
     hash text not null unique,
     created bigint not null,
-    expires bigint
+    expires bigint,
+    owner text
 );
 create table if not exists svc.svc_audit (
     id bigint primary key,
@@ -116,8 +117,9 @@ create table if not exists svc.svc_audit (
     hash text not null,
     signature text
 );
--- Logs of versions before signatures: the column, added once.
+-- Books of versions before these columns: each added once.
 alter table svc.svc_audit add column if not exists signature text;
+alter table svc.svc_tokens add column if not exists owner text;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,

@@ -73,7 +73,8 @@ create table if not exists svc.svc_tokens (
     role text not null,
     hash text not null unique,
     created integer not null,
-    expires integer
+    expires integer,
+    owner text
 );
 create table if not exists svc.svc_audit (
     id integer primary key,
@@ -360,10 +361,13 @@ const DIALECT: Dialect = Dialect {
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
 
-/// Whether `svc.svc_audit` has its `signature` column (a log written
-/// before signatures has not).
-pub(crate) const AUDIT_SIGNATURE_PRESENT: &str =
-    "select count(*) from pragma_table_info('svc_audit', 'svc') where name = 'signature'";
+/// Columns added to the service's tables after their first release: the
+/// table, the column, and the statement that adds it to books written
+/// before (SQLite has no `add column if not exists`).
+pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+    ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
+    ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
+];
 
-/// Adds it (SQLite has no `add column if not exists`).
-pub(crate) const ADD_AUDIT_SIGNATURE: &str = "alter table svc.svc_audit add column signature text";
+/// Whether a table of `svc` has a column (bound: table, column).
+pub(crate) const COLUMN_PRESENT: &str = "select count(*) from pragma_table_info(?, 'svc') where name = ?";
