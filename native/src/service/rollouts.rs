@@ -106,8 +106,7 @@ impl Service {
         }
         let steps = waves.iter().map(|w| w.parse()).collect::<Result<Vec<WaveStep>, _>>()?;
         if steps.iter().any(|step| matches!(step.select, rollout::Select::Tenants(_))) {
-            rollout::check_named_tenants(&steps, &self.tenants().await?)
-                .map_err(AppError::Wave)?;
+            rollout::check_named_tenants(&steps, &self.tenants().await?).map_err(AppError::Wave)?;
         }
         let rollout =
             Rollout::new(version_name, steps, failure_budget, now(), caller.by())?.with_files(self.files_now().await?);
