@@ -582,8 +582,10 @@ async fn a_connection_whose_headers_never_end_is_closed_and_connections_are_capp
         stream
     };
     let (mut first, second) = (stalled().await, stalled().await);
-    // Both slots held: a third client is not served while they stall.
-    let third = server.client.get(server.url("/health")).timeout(Duration::from_millis(800)).send().await;
+    // Both slots held (or one, and the test client's pooled connection the
+    // other): a new connection is not served while they stall.
+    let fresh = || reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let third = fresh().get(server.url("/health")).timeout(Duration::from_millis(800)).send().await;
     assert!(third.is_err(), "served beyond maxConnections: {third:?}");
     // The server closes a stalled connection (it may say 408 first).
     let mut answer = Vec::new();
@@ -593,6 +595,6 @@ async fn a_connection_whose_headers_never_end_is_closed_and_connections_are_capp
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
     drop(second);
     // Its slot freed, clients are served again.
-    let served = server.client.get(server.url("/health")).timeout(Duration::from_secs(20)).send().await.unwrap();
+    let served = fresh().get(server.url("/health")).timeout(Duration::from_secs(20)).send().await.unwrap();
     assert_eq!(served.status(), 200);
 }
