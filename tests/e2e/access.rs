@@ -732,3 +732,35 @@ async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
     let rows = server.ws.rows("svc", "select actor from svc_audit where action = 'approveRollout' order by id").await;
     assert_eq!(rows, vec![vec![json!("token:alice-laptop [owner:alice]")], vec![json!("token:bob [owner:bob]")]]);
 }
+
+#[tokio::test]
+async fn every_refusal_of_a_change_or_of_the_log_is_on_record() {
+    let server = Server::start("basic", AUTH).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let (status, answer) = query(&server, &viewer, "{ audit { id } }").await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    let hostile =
+        r#"mutation { createTenant(input: { tenantName: "x; drop table y", versionName: "v" }) { version { id } } }"#;
+    let (_, answer) = query(&server, &deployer, hostile).await;
+    assert_eq!(error_code(&answer), "INVALID_TENANT_NAME", "{answer}");
+    let (_, answer) =
+        query(&server, &deployer, "mutation { createVersion(input: { versionName: 5 }) { version { id } } }").await;
+    assert_eq!(error_code(&answer), "GRAPHQL_VALIDATION_FAILED", "{answer}");
+    let rows = server
+        .ws
+        .rows("svc", "select actor, action, outcome from svc_audit where action <> 'token create' order by id")
+        .await;
+    let seen: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into(), r[2].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!((seen[0].0.as_str(), seen[0].1.as_str()), ("token:dashboard", "audit"));
+    assert!(seen[0].2.starts_with("refused: FORBIDDEN"), "{seen:?}");
+    assert_eq!((seen[1].0.as_str(), seen[1].1.as_str()), ("token:ci", "createTenant"));
+    assert!(seen[1].2.starts_with("refused: INVALID_TENANT_NAME"), "{seen:?}");
+    assert_eq!((seen[2].0.as_str(), seen[2].1.as_str()), ("token:ci", "createVersion"));
+    assert!(seen[2].2.starts_with("refused: GRAPHQL_VALIDATION_FAILED"), "{seen:?}");
+    assert_eq!(versions(&server).await, 0);
+}

@@ -193,8 +193,9 @@ async fn introspection_describes_the_spec_types() {
             { "name": "versionName", "defaultValue": null, "type": { "kind": "NON_NULL", "name": null, "ofType": { "name": "String" } } },
             { "name": "action", "defaultValue": "Apply", "type": { "kind": "ENUM", "name": "Action", "ofType": null } },
             { "name": "dryRun", "defaultValue": "false", "type": { "kind": "SCALAR", "name": "Boolean", "ofType": null } },
-            // Added after the spec's fields: the rollout gate's override.
-            { "name": "overrideRollout", "defaultValue": null, "type": { "kind": "SCALAR", "name": "Boolean", "ofType": null } }
+            // Added after the spec's fields: the rollout gate's override, a Sync's last file.
+            { "name": "overrideRollout", "defaultValue": null, "type": { "kind": "SCALAR", "name": "Boolean", "ofType": null } },
+            { "name": "syncTo", "defaultValue": null, "type": { "kind": "SCALAR", "name": "String", "ofType": null } }
         ])
     );
     assert_eq!(

@@ -3,12 +3,17 @@
 //! it needs and the request's identity must hold it. Checked per resolved
 //! field, so an alias, a batch or a fragment meets the same rule as the
 //! plain field; a refused field answers `FORBIDDEN` (the handler makes the
-//! answer a 403), is written to the audit log, and runs nothing.
+//! answer a 403), is written to the audit log, and runs nothing. A mutation
+//! the validator refuses (an unknown argument, a wrong type) is written to
+//! the log too: every refusal of a change is on record.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
-use async_graphql::{PathSegment, ServerError, ServerResult, Value};
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextResolve, NextValidation, ResolveInfo,
+};
+use async_graphql::parser::types::{ExecutableDocument, OperationType, Selection};
+use async_graphql::{PathSegment, ServerError, ServerResult, ValidationResult, Value, Variables};
 
 use crate::identity::{Identity, forbidden_message};
 use crate::service::{RequestId, Service};
@@ -18,14 +23,61 @@ pub(crate) struct Guard;
 
 impl ExtensionFactory for Guard {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(FieldGuard)
+        Arc::new(FieldGuard::default())
     }
 }
 
-struct FieldGuard;
+/// One request's guard: the first root field of the mutation its document
+/// holds, if any, for the log when validation refuses it.
+#[derive(Default)]
+struct FieldGuard {
+    mutation: Mutex<Option<String>>,
+}
+
+/// The first root field of the document's first mutation.
+fn first_mutation_field(document: &ExecutableDocument) -> Option<String> {
+    document.operations.iter().find(|(_, op)| op.node.ty == OperationType::Mutation).and_then(|(_, op)| {
+        op.node.selection_set.node.items.iter().find_map(|item| match &item.node {
+            Selection::Field(field) => Some(field.node.name.node.to_string()),
+            _ => None,
+        })
+    })
+}
 
 #[async_trait::async_trait]
 impl Extension for FieldGuard {
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        let document = next.run(ctx, query, variables).await?;
+        if let Ok(mut mutation) = self.mutation.lock() {
+            *mutation = first_mutation_field(&document);
+        }
+        Ok(document)
+    }
+
+    async fn validation(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        let result = next.run(ctx).await;
+        let field = self.mutation.lock().ok().and_then(|mutation| mutation.clone());
+        if let (Err(errors), Some(field)) = (&result, field)
+            && let (Some(identity), Some(service)) = (ctx.data_opt::<Identity>(), ctx.data_opt::<Arc<Service>>())
+        {
+            let request_id = ctx.data_opt::<RequestId>().map(|id| id.0.as_str()).unwrap_or("");
+            let first = errors.first().map(|e| e.message.as_str()).unwrap_or("");
+            let outcome = format!("refused: GRAPHQL_VALIDATION_FAILED {first}");
+            service.audit(&identity.caller(request_id), &field, "", outcome).await;
+        }
+        result
+    }
+
     async fn resolve(
         &self,
         ctx: &ExtensionContext<'_>,
@@ -45,9 +97,9 @@ impl Extension for FieldGuard {
             Some(identity) => forbidden_message(identity, permission),
             None => "no identity: the request was not authenticated".to_string(),
         };
-        if info.parent_type == "Mutation"
-            && let (Some(identity), Some(service)) = (identity, ctx.data_opt::<Arc<Service>>())
-        {
+        // Every refused field is on record, a query's too (`audit` to a
+        // viewer): each is an authenticated identity's, not a flood's.
+        if let (Some(identity), Some(service)) = (identity, ctx.data_opt::<Arc<Service>>()) {
             let request_id = ctx.data_opt::<RequestId>().map(|id| id.0.as_str()).unwrap_or("");
             let caller = identity.caller(request_id);
             service.audit(&caller, info.name, "", format!("refused: FORBIDDEN {message}")).await;

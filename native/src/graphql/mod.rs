@@ -286,7 +286,16 @@ impl Mutation {
     /// Creates a tenant and applies the tenant migrations and scripts to it, as a new version.
     async fn create_tenant(&self, ctx: &Context<'_>, input: TenantInput) -> Result<CreateResultsDto> {
         let service = service(ctx)?;
-        let target = service.target(Some(input.tenant_name)).map_err(graphql_error)?;
+        let name = input.tenant_name.clone();
+        let target = match service.target(Some(input.tenant_name)) {
+            Ok(target) => target,
+            Err(error) => {
+                // A refused name is a refused change: on record like any.
+                let outcome = crate::service::audit::refusal(&error);
+                service.audit(&caller(ctx), "createTenant", &format!("tenant {name}"), outcome).await;
+                return Err(graphql_error(error));
+            }
+        };
         let request = CreateRequest {
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             dry_run: input.dry_run.unwrap_or(false),

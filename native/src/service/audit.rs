@@ -19,12 +19,15 @@ const OUTCOME_CHARS: usize = 300;
 pub(crate) fn outcome<T>(result: &Result<T, AppError>) -> String {
     match result {
         Ok(_) => "ok".to_string(),
-        Err(error) => {
-            let word = if error.ran_nothing() { "refused" } else { "failed" };
-            let text = format!("{word}: {} {}", error.code(), error.public_message());
-            text.chars().take(OUTCOME_CHARS).collect()
-        }
+        Err(error) => refusal(error),
     }
+}
+
+/// [`outcome`] of an error.
+pub(crate) fn refusal(error: &AppError) -> String {
+    let word = if error.ran_nothing() { "refused" } else { "failed" };
+    let text = format!("{word}: {} {}", error.code(), error.public_message());
+    text.chars().take(OUTCOME_CHARS).collect()
 }
 
 /// A `since` time as the rows store theirs (RFC 3339 UTC, microseconds):
