@@ -650,41 +650,16 @@ async fn behind_a_trusted_proxy_the_throttle_keys_on_the_client_and_open_routes_
 
     // /health checks a credential through the same throttle: ten bad ones
     // there and the API refuses the client too.
+    let health = |client: &'static str, token: String| {
+        server.client.get(server.url("/health")).header("X-Forwarded-For", client).bearer_auth(token).send()
+    };
     for _ in 0..10 {
-        let probe = server
-            .client
-            .get(server.url("/health"))
-            .header("X-Forwarded-For", "203.0.113.10")
-            .bearer_auth("strata_guess")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(probe.status(), 200);
+        assert_eq!(health("203.0.113.10", "strata_guess".into()).await.unwrap().status(), 200);
     }
     assert_eq!(from("203.0.113.10", &viewer).send().await.unwrap().status(), 429);
-    let probe: Value = server
-        .client
-        .get(server.url("/health"))
-        .header("X-Forwarded-For", "203.0.113.10")
-        .bearer_auth(&viewer)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let probe: Value = health("203.0.113.10", viewer.clone()).await.unwrap().json().await.unwrap();
     assert!(probe.get("checks").is_none(), "a throttled client's credential is not checked: {probe}");
-    let probe: Value = server
-        .client
-        .get(server.url("/health"))
-        .header("X-Forwarded-For", "203.0.113.11")
-        .bearer_auth(&viewer)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let probe: Value = health("203.0.113.11", viewer.clone()).await.unwrap().json().await.unwrap();
     assert!(probe.get("checks").is_some(), "{probe}");
 }
 
@@ -763,4 +738,34 @@ async fn every_refusal_of_a_change_or_of_the_log_is_on_record() {
     assert_eq!((seen[2].0.as_str(), seen[2].1.as_str()), ("token:ci", "createVersion"));
     assert!(seen[2].2.starts_with("refused: GRAPHQL_VALIDATION_FAILED"), "{seen:?}");
     assert_eq!(versions(&server).await, 0);
+}
+
+#[tokio::test]
+async fn the_audit_log_verifies_through_the_server_with_public_keys_only() {
+    let key = strata_core::auth::audit_key::AuditKey::from_seed([9; 32]);
+    let other = strata_core::auth::audit_key::AuditKey::from_seed([10; 32]);
+    let server = Server::start("basic", &format!("auth:\n  tokens: true\n  auditKey: {}\n", key.seed_base64())).await;
+    let admin = token(&server, "ops", "admin").await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    assert_eq!(query(&server, &admin, CREATE).await.0, 200);
+    let remote = |token: &str, args: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+        command.args(["--server", &server.url("")]).args(args).env("STRATA_TOKEN", token).env_remove("SVC_YAML");
+        command.env_remove("STRATA_SERVER").output()
+    };
+    let public = key.public().to_base64();
+    let verified = remote(&admin, &["audit", "verify", "--public-key", &public]).await.unwrap();
+    assert_eq!(code(&verified), 0, "{}", stderr(&verified));
+    assert!(stdout(&verified).contains("3 row(s) signed, every signature verified"), "{}", stdout(&verified));
+    let unchecked = remote(&admin, &["audit", "verify"]).await.unwrap();
+    assert!(stdout(&unchecked).contains("3 signed row(s) NOT CHECKED"), "{}", stdout(&unchecked));
+    let wrong = remote(&admin, &["audit", "verify", "--public-key", &other.public().to_base64()]).await.unwrap();
+    assert_eq!(code(&wrong), 15, "{}", stderr(&wrong));
+    let head = remote(&admin, &["audit", "head"]).await.unwrap();
+    assert!(stdout(&head).starts_with("3:"), "{}", stdout(&head));
+    let listed = remote(&admin, &["audit", "--json"]).await.unwrap();
+    assert_eq!(json_of(&listed).as_array().unwrap().len(), 3);
+    assert!(json_of(&listed)[2]["signature"].as_str().unwrap().starts_with(&format!("{}:", key.id())));
+    let refused = remote(&viewer, &["audit"]).await.unwrap();
+    assert_eq!(code(&refused), 16, "{}", stderr(&refused));
 }

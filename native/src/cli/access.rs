@@ -121,7 +121,7 @@ pub(crate) fn keygen(json: bool) -> Exit {
 }
 
 /// What `verify` can and cannot say of a log it found unbroken.
-fn verified_text(found: &Verified, expected_head: bool) -> String {
+pub(super) fn verified_text(found: &Verified, expected_head: bool) -> String {
     let mut text = format!("The audit log's chain is intact: {} row(s), each chained to the one before.", found.rows);
     if found.signed > 0 {
         text.push_str(&format!("\n{} row(s) signed, every signature verified with the public keys.", found.signed));
@@ -175,56 +175,69 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
         },
         Some(AuditAction::Verify { public_keys, expect }) => {
             match service.verify_audit(&public_keys, expect.as_deref()).await {
-                Ok(Ok(found)) => {
-                    if args.json {
-                        print_json(&json!({
-                            "intact": true,
-                            "rows": found.rows,
-                            "signed": found.signed,
-                            "unsigned": found.unsigned,
-                            "unchecked": found.unchecked,
-                            "headChecked": expect.is_some(),
-                        }));
-                    } else {
-                        outln!("{}", verified_text(&found, expect.is_some()));
-                    }
-                    Exit::Success
-                }
-                Ok(Err(broken)) => {
-                    if args.json {
-                        print_json(&json!({ "intact": false, "broken": broken.to_string() }));
-                    }
-                    eprintln!("strata: the audit log was tampered with: {broken}");
-                    Exit::AuditBroken
-                }
+                Ok(found) => print_verified(found, expect.is_some(), args.json),
                 Err(error) => failure(&error),
             }
         }
         None => match service.audit_log(args.since.as_deref()).await {
-            Ok(rows) => {
-                let rows: Vec<AuditRowDto> = rows.into_iter().map(AuditRowDto::from).collect();
-                if args.json {
-                    print_json(&rows);
-                } else {
-                    if rows.is_empty() {
-                        outln!("The audit log is empty.");
-                    }
-                    for row in &rows {
-                        outln!(
-                            "{:>6} {} {} {} {} [{}] {}",
-                            row.id,
-                            row.at,
-                            row.actor,
-                            row.action,
-                            row.target,
-                            row.request_id,
-                            row.outcome
-                        );
-                    }
-                }
-                Exit::Success
-            }
+            Ok(rows) => print_audit(&rows.into_iter().map(AuditRowDto::from).collect::<Vec<_>>(), args.json),
             Err(error) => failure(&error),
         },
+    }
+}
+
+/// `strata audit`'s list, in-process or through `--server`.
+pub(super) fn print_audit(rows: &[AuditRowDto], json: bool) -> Exit {
+    if json {
+        print_json(&rows);
+    } else {
+        if rows.is_empty() {
+            outln!("The audit log is empty.");
+        }
+        for row in rows {
+            outln!(
+                "{:>6} {} {} {} {} [{}] {}",
+                row.id,
+                row.at,
+                row.actor,
+                row.action,
+                row.target,
+                row.request_id,
+                row.outcome
+            );
+        }
+    }
+    Exit::Success
+}
+
+/// `verify`'s answer for what `audit::verify` (and the head check) found.
+pub(super) fn print_verified(
+    found: Result<Verified, strata_core::auth::audit::Broken>,
+    expect: bool,
+    json: bool,
+) -> Exit {
+    match found {
+        Ok(found) => {
+            if json {
+                print_json(&json!({
+                    "intact": true,
+                    "rows": found.rows,
+                    "signed": found.signed,
+                    "unsigned": found.unsigned,
+                    "unchecked": found.unchecked,
+                    "headChecked": expect,
+                }));
+            } else {
+                outln!("{}", verified_text(&found, expect));
+            }
+            Exit::Success
+        }
+        Err(broken) => {
+            if json {
+                print_json(&json!({ "intact": false, "broken": broken.to_string() }));
+            }
+            eprintln!("strata: the audit log was tampered with: {broken}");
+            Exit::AuditBroken
+        }
     }
 }

@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 
 use super::output::{print_json, print_released};
 use super::{
-    ApplyArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RolloutAction, RolloutArgs, StatusArgs,
+    ApplyArgs, AuditAction, AuditArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RolloutAction,
+    RolloutArgs, StatusArgs,
 };
 use crate::graphql::types::{
-    ActionDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto, TenantInput, VersionDto,
-    VersionInput,
+    ActionDto, AuditRowDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto,
+    TenantInput, VersionDto, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -79,6 +80,8 @@ const QUARANTINE: &str = "query { quarantine { tenant versionId file line column
                           quarantined } }";
 const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
 const RELEASE: &str = "mutation($tenantNames: [String!]!) { releaseQuarantined(tenantNames: $tenantNames) }";
+const AUDIT: &str = "query($since: String) { audit(since: $since) { id at actor action target requestId outcome prev \
+                     hash signature } }";
 
 /// A refusal or failure the service answered, or why it could not be asked.
 struct Failure {
@@ -195,10 +198,11 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Status(args) => status(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
+            OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
-                    "strata: with --server, only plan, apply, status, rollout and quarantine run through the API; \
-                     run the others without --server (with the configuration)"
+                    "strata: with --server, only plan, apply, status, rollout, quarantine and audit run through the \
+                     API; run the others without --server (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -498,6 +502,47 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
                 Err(failure) => failure.report(args.json),
             }
         }
+    }
+}
+
+/// `strata --server … audit [verify|head]`: the log as the API serves it
+/// (admin), verified here with the public keys given: a verifier needs
+/// neither the database nor the signing key.
+async fn audit(remote: &Remote, args: AuditArgs) -> Exit {
+    let since = match args.action {
+        None => args.since.clone(),
+        Some(_) => None,
+    };
+    let rows = match remote.call::<Vec<AuditRowDto>>(AUDIT, "audit", json!({ "since": since })).await {
+        Ok(rows) => rows,
+        Err(failure) => return failure.report(args.json),
+    };
+    match args.action {
+        None => super::access::print_audit(&rows, args.json),
+        Some(AuditAction::Head) => match rows.last() {
+            Some(row) => {
+                let head = format!("{}:{}", row.id, row.hash);
+                if args.json {
+                    print_json(&json!({ "head": head }));
+                } else {
+                    outln!("{head}");
+                }
+                Exit::Success
+            }
+            None => {
+                eprintln!("strata: the audit log is empty: no head yet");
+                Exit::Failed
+            }
+        },
+        Some(AuditAction::Verify { public_keys, expect }) => {
+            let rows: Vec<strata_core::auth::audit::Sealed> = rows.into_iter().map(Into::into).collect();
+            let found = strata_core::auth::audit::verify(&rows, &public_keys).and_then(|found| match &expect {
+                Some(expect) => strata_core::auth::audit::check_head(&rows, expect).map(|()| found),
+                None => Ok(found),
+            });
+            super::access::print_verified(found, expect.is_some(), args.json)
+        }
+        Some(AuditAction::Keygen) => super::access::keygen(args.json),
     }
 }
 

@@ -46,11 +46,19 @@ pub(crate) fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(
 ///
 /// Returns whether the text selects a `contents` field (the caller then
 /// takes a contents slot before running it).
+///
+/// A named fragment spread counts 1 too: a fragment selects at least one
+/// field, so each spread adds at least one once expanded, and a text of
+/// 200,000 spreads of one fragment is refused here, unparsed.
 pub(crate) fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<bool, ServerError> {
-    let Written { fields: written, contents } = fields_written(query);
-    if written > limits.complexity {
+    let Written { fields: written, spreads, contents } = fields_written(query);
+    if written.saturating_add(spreads) > limits.complexity {
+        let what = match spreads {
+            0 => format!("{written} fields"),
+            _ => format!("{written} fields and {spreads} fragment spreads"),
+        };
         return Err(limit_error(format!(
-            "the query has {written} fields, over the complexity limit of {} (graphQLLimits.complexity)",
+            "the query has {what}, over the complexity limit of {} (graphQLLimits.complexity)",
             limits.complexity
         )));
     }
@@ -148,6 +156,8 @@ impl<'a> CostWalk<'a> {
 struct Written {
     /// Fields selected.
     fields: usize,
+    /// Named fragment spreads (`...Name`, not `... on Type`).
+    spreads: usize,
     /// Whether one of them is `contents`.
     contents: bool,
 }
@@ -161,7 +171,7 @@ struct Written {
 /// ones any count will do (the parser refuses them afterwards).
 fn fields_written(text: &str) -> Written {
     let bytes = text.as_bytes();
-    let (mut i, mut fields, mut contents) = (0usize, 0usize, false);
+    let (mut i, mut fields, mut spreads, mut contents) = (0usize, 0usize, 0usize, false);
     let (mut braces, mut parens) = (0usize, 0usize);
     // The previous significant token: a name, or a punctuator byte.
     let mut previous: Option<&[u8]> = None;
@@ -210,6 +220,9 @@ fn fields_written(text: &str) -> Written {
                         }
                         bytes.get(j) == Some(&b':')
                     };
+                    if previous == Some(b"...") && name != b"on" {
+                        spreads += 1;
+                    }
                     let fragment_part = matches!(previous, Some(b"...") | Some(b"on") | Some(b"@")) || skip_next_name;
                     skip_next_name = name == b"fragment";
                     if !after_colon && !fragment_part && name != b"on" && name != b"fragment" {
@@ -235,7 +248,7 @@ fn fields_written(text: &str) -> Written {
         }
         i += 1;
     }
-    Written { fields, contents }
+    Written { fields, spreads, contents }
 }
 
 /// The schema extension checking complexity (fragments expanded, storage
@@ -382,9 +395,18 @@ mod tests {
     #[test]
     fn written_fields_count_aliases_and_fragments_once_each() {
         let query = "query { a: tenants { name } b: tenants { name } ...F } fragment F on Query { tenants { name } }";
-        assert_eq!(fields_written(query), Written { fields: 6, contents: false });
+        assert_eq!(fields_written(query), Written { fields: 6, spreads: 1, contents: false });
         let error = check_fields_written(query, &limits()).unwrap_err();
-        assert_eq!(error.message, "the query has 6 fields, over the complexity limit of 5 (graphQLLimits.complexity)");
+        assert_eq!(
+            error.message,
+            "the query has 6 fields and 1 fragment spreads, over the complexity limit of 5 (graphQLLimits.complexity)"
+        );
+        // Spreads of one small fragment, many times: refused unparsed.
+        let spreads = format!("{{ {} }} fragment F on Query {{ versions {{ id }} }}", "...F ".repeat(200_000));
+        assert_eq!(fields_written(&spreads), Written { fields: 2, spreads: 200_000, contents: false });
+        assert!(check_fields_written(&spreads, &limits()).is_err());
+        // Inline fragments are no spreads.
+        assert_eq!(fields_written("{ ... on Query { tenants { name } } }").spreads, 0);
         assert_eq!(check_fields_written("{ tenants { name } }", &limits()), Ok(false));
         assert_eq!(check_fields_written("{ a: sourceMigrations { contents } }", &limits()), Ok(true));
         assert_eq!(

@@ -870,7 +870,7 @@ impl From<&crate::identity::Identity> for IdentityDto {
 }
 
 /// One row of the audit log.
-#[derive(Debug, SimpleObject, serde::Serialize)]
+#[derive(Debug, SimpleObject, serde::Serialize, serde::Deserialize)]
 #[graphql(name = "AuditRow")]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuditRowDto {
@@ -896,6 +896,27 @@ pub(crate) struct AuditRowDto {
     /// `<key id>:<Ed25519 signature of the hash>`, when `auth.auditKey`
     /// signed it.
     pub(crate) signature: Option<String>,
+}
+
+impl From<AuditRowDto> for strata_core::auth::audit::Sealed {
+    /// A row as the API served it, to verify where it was read (`strata
+    /// --server … audit verify`).
+    fn from(row: AuditRowDto) -> Self {
+        strata_core::auth::audit::Sealed {
+            id: row.id,
+            entry: strata_core::auth::audit::Entry {
+                at: row.at,
+                actor: row.actor,
+                action: row.action,
+                target: row.target,
+                request_id: row.request_id,
+                outcome: row.outcome,
+            },
+            prev: row.prev,
+            hash: row.hash,
+            signature: row.signature,
+        }
+    }
 }
 
 impl From<strata_core::auth::audit::Sealed> for AuditRowDto {
