@@ -186,8 +186,11 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
     }
 }
 
-/// `strata audit`'s list, in-process or through `--server`.
+/// `strata audit`'s list, in-process or through `--server`. The text is
+/// escaped again (rows written before fields were bounded may hold control
+/// characters, and a terminal must not run them).
 pub(super) fn print_audit(rows: &[AuditRowDto], json: bool) -> Exit {
+    use strata_core::auth::audit::bounded;
     if json {
         print_json(&rows);
     } else {
@@ -198,12 +201,12 @@ pub(super) fn print_audit(rows: &[AuditRowDto], json: bool) -> Exit {
             outln!(
                 "{:>6} {} {} {} {} [{}] {}",
                 row.id,
-                row.at,
-                row.actor,
-                row.action,
-                row.target,
-                row.request_id,
-                row.outcome
+                bounded(&row.at),
+                bounded(&row.actor),
+                bounded(&row.action),
+                bounded(&row.target),
+                bounded(&row.request_id),
+                bounded(&row.outcome)
             );
         }
     }
