@@ -59,11 +59,7 @@ impl Caller {
     /// Who an audit row names: the actor, and its principal beside it when
     /// the two differ (`oidc:alice <a@x> [oidc:https://idp#alice]`).
     pub(crate) fn recorded(&self) -> String {
-        if self.principal.is_empty() || self.principal == self.actor {
-            self.actor.clone()
-        } else {
-            format!("{} [{}]", self.actor, self.principal)
-        }
+        strata_core::auth::actor_with_principal(&self.actor, &self.principal)
     }
 }
 

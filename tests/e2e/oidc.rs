@@ -115,6 +115,19 @@ async fn status(server: &Server, token: &str, query: &str) -> (u16, Value) {
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
+/// Waits (up to 60 s) until rollout `id` has `wanted` status.
+async fn wait_for_rollout(server: &Server, token: &str, id: i64, wanted: &str) {
+    for _ in 0..600 {
+        let (_, answer) = status(server, token, "{ rollouts { id status } }").await;
+        let rollouts = answer["data"]["rollouts"].as_array().cloned().unwrap_or_default();
+        if rollouts.iter().any(|r| r["id"] == id && r["status"] == wanted) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("rollout {id} never reached {wanted}");
+}
+
 #[tokio::test]
 async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let keys = tempfile::tempdir().unwrap();
@@ -167,18 +180,7 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let (code, answer) = status(&server, &as_sam, start).await;
     assert_eq!(code, 200, "{answer}");
     let id = answer["data"]["startRollout"]["id"].as_i64().unwrap();
-    for _ in 0..600 {
-        let (_, answer) = status(&server, &as_sam, "{ rollouts { id status } }").await;
-        if answer["data"]["rollouts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["id"] == id && r["status"] == "AWAITING_APPROVAL")
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_rollout(&server, &as_sam, id, "AWAITING_APPROVAL").await;
     let approve = format!("mutation {{ approveRollout(id: {id}) {{ status }} }}");
     let (code, answer) = status(&server, &sam_with_email, &approve).await;
     assert_eq!((code, answer["errors"][0]["extensions"]["code"].as_str()), (403, Some("FORBIDDEN")), "{answer}");
@@ -190,13 +192,7 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let as_tom = signed(&claims(json!({ "sub": "tom" })), &pem_a, &kid_a);
     let (code, answer) = status(&server, &as_tom, &approve).await;
     assert_eq!(code, 200, "{answer}");
-    for _ in 0..600 {
-        let (_, answer) = status(&server, &as_sam, "{ rollouts { id status } }").await;
-        if answer["data"]["rollouts"].as_array().unwrap().iter().any(|r| r["id"] == id && r["status"] == "COMPLETED") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_rollout(&server, &as_sam, id, "COMPLETED").await;
     let versions_before = server.ws.count("svc", "svc_versions").await;
     let audit = server.ws.rows("svc", "select actor from svc_audit where action = 'startRollout'").await;
     assert_eq!(audit[0][0], json!(format!("oidc:sam [oidc:{}#sam]", provider.issuer())), "{audit:?}");

@@ -208,6 +208,17 @@ pub fn verify(rows: &[Sealed], keys: &[PublicKey]) -> Result<Verified, Broken> {
     Ok(found)
 }
 
+/// [`verify`], then, when one was kept, the head ([`check_head`]): what
+/// `strata audit verify [--expect ID:SEAL]` answers wherever the rows were
+/// read.
+pub fn verify_with_head(rows: &[Sealed], keys: &[PublicKey], head: Option<&str>) -> Result<Verified, Broken> {
+    let verified = verify(rows, keys)?;
+    match head {
+        Some(head) => check_head(rows, head).map(|()| verified),
+        None => Ok(verified),
+    }
+}
+
 /// The newest row as `ID:SEAL`, to keep outside the database (`strata
 /// audit head`); none while the log is empty.
 pub fn head(rows: &[Sealed]) -> Option<String> {

@@ -13,3 +13,10 @@ pub mod throttle;
 pub mod token;
 
 pub use role::{Permission, Role, Roles};
+
+/// Who did something, as rows and refusals name them: the actor as shown,
+/// and its principal beside it when the two differ
+/// (`oidc:alice <a@x> [oidc:https://idp#alice]`).
+pub fn actor_with_principal(actor: &str, principal: &str) -> String {
+    if principal.is_empty() || principal == actor { actor.to_string() } else { format!("{actor} [{principal}]") }
+}

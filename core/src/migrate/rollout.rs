@@ -582,12 +582,7 @@ impl Rollout {
         let by = by.into();
         self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
         if rules.forbid_self_approval && by.is(&self.started_by, &self.started_by_principal) {
-            let who = if by.principal.is_empty() || by.principal == by.actor {
-                by.actor.to_string()
-            } else {
-                format!("{} [{}]", by.actor, by.principal)
-            };
-            return Err(RolloutError::SelfApproval(who));
+            return Err(RolloutError::SelfApproval(crate::auth::actor_with_principal(by.actor, by.principal)));
         }
         if let Some(now_files) = &rules.files_now
             && !self.files.is_empty()

@@ -159,18 +159,7 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
     match args.action {
         Some(AuditAction::Keygen) => keygen(args.json),
         Some(AuditAction::Head) => match service.audit_head().await {
-            Ok(Some(head)) => {
-                if args.json {
-                    print_json(&json!({ "head": head }));
-                } else {
-                    outln!("{head}");
-                }
-                Exit::Success
-            }
-            Ok(None) => {
-                eprintln!("strata: the audit log is empty: no head yet");
-                Exit::Failed
-            }
+            Ok(head) => print_head(head, args.json),
             Err(error) => failure(&error),
         },
         Some(AuditAction::Verify { public_keys, expect }) => {
@@ -184,6 +173,20 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
             Err(error) => failure(&error),
         },
     }
+}
+
+/// `strata audit head`'s answer, in-process or through `--server`.
+pub(super) fn print_head(head: Option<String>, json: bool) -> Exit {
+    let Some(head) = head else {
+        eprintln!("strata: the audit log is empty: no head yet");
+        return Exit::Failed;
+    };
+    if json {
+        print_json(&json!({ "head": head }));
+    } else {
+        outln!("{head}");
+    }
+    Exit::Success
 }
 
 /// `strata audit`'s list, in-process or through `--server`. The text is

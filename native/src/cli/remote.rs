@@ -8,6 +8,7 @@
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use strata_core::auth::audit::{self, Sealed};
 
 use super::output::{print_json, print_released};
 use super::{
@@ -509,40 +510,21 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
 /// (admin), verified here with the public keys given: a verifier needs
 /// neither the database nor the signing key.
 async fn audit(remote: &Remote, args: AuditArgs) -> Exit {
-    let since = match args.action {
-        None => args.since.clone(),
-        Some(_) => None,
-    };
+    // `--since` selects the rows listed; verify and head read them all.
+    let since = if args.action.is_none() { args.since.clone() } else { None };
     let rows = match remote.call::<Vec<AuditRowDto>>(AUDIT, "audit", json!({ "since": since })).await {
         Ok(rows) => rows,
         Err(failure) => return failure.report(args.json),
     };
-    match args.action {
-        None => super::access::print_audit(&rows, args.json),
-        Some(AuditAction::Head) => match rows.last() {
-            Some(row) => {
-                let head = format!("{}:{}", row.id, row.hash);
-                if args.json {
-                    print_json(&json!({ "head": head }));
-                } else {
-                    outln!("{head}");
-                }
-                Exit::Success
-            }
-            None => {
-                eprintln!("strata: the audit log is empty: no head yet");
-                Exit::Failed
-            }
-        },
-        Some(AuditAction::Verify { public_keys, expect }) => {
-            let rows: Vec<strata_core::auth::audit::Sealed> = rows.into_iter().map(Into::into).collect();
-            let found = strata_core::auth::audit::verify(&rows, &public_keys).and_then(|found| match &expect {
-                Some(expect) => strata_core::auth::audit::check_head(&rows, expect).map(|()| found),
-                None => Ok(found),
-            });
+    let Some(action) = args.action else { return super::access::print_audit(&rows, args.json) };
+    let rows: Vec<Sealed> = rows.into_iter().map(Into::into).collect();
+    match action {
+        AuditAction::Head => super::access::print_head(audit::head(&rows), args.json),
+        AuditAction::Verify { public_keys, expect } => {
+            let found = audit::verify_with_head(&rows, &public_keys, expect.as_deref());
             super::access::print_verified(found, expect.is_some(), args.json)
         }
-        Some(AuditAction::Keygen) => super::access::keygen(args.json),
+        AuditAction::Keygen => super::access::keygen(args.json),
     }
 }
 

@@ -124,9 +124,7 @@ impl Authenticator {
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
         let value = value.to_str().map_err(|_| "the Authorization header is not text".to_string())?;
-        // The scheme is case-insensitive (RFC 7235 section 2.1).
-        let presented = value.split_once(' ').filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
-        let Some(presented) = presented.map(|(_, credential)| credential.trim()) else {
+        let Some(presented) = bearer(value) else {
             return Err("the Authorization header is not `Bearer <token>`".to_string());
         };
         if !presented.starts_with(token::PREFIX) {
@@ -203,6 +201,13 @@ impl Authenticator {
         let now = chrono::Utc::now().timestamp();
         self.throttle.lock().ok().and_then(|t| t.refused(&client.to_string(), now))
     }
+}
+
+/// The credential of an `Authorization` value of the `Bearer` scheme
+/// (matched in any case, RFC 7235 section 2.1), trimmed; `None` for
+/// another scheme.
+pub(crate) fn bearer(value: &str) -> Option<&str> {
+    value.split_once(' ').filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer")).map(|(_, c)| c.trim())
 }
 
 /// The middleware: authenticates the request (when `auth` is configured)

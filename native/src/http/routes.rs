@@ -185,11 +185,8 @@ fn is_media(content_type: &str, media: &str) -> bool {
 /// Whether the request carries a bearer credential (which no browser
 /// attaches to a cross-origin request on its own).
 fn has_bearer(headers: &HeaderMap) -> bool {
-    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|value| {
-        value
-            .split_once(' ')
-            .is_some_and(|(scheme, credential)| scheme.eq_ignore_ascii_case("bearer") && !credential.trim().is_empty())
-    })
+    let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    value.and_then(super::auth::bearer).is_some_and(|credential| !credential.is_empty())
 }
 
 /// Whether the `Accept` header names `media` explicitly.

@@ -92,11 +92,7 @@ impl Service {
         let rows = self.database.audit().await?;
         let mut keys = self.config().auth.audit_public_keys.clone();
         keys.extend(more.iter().filter(|key| !self.config().auth.audit_public_keys.contains(key)).cloned());
-        let verified = audit::verify(&rows, &keys);
-        Ok(match (verified, expect) {
-            (Ok(verified), Some(expect)) => audit::check_head(&rows, expect).map(|()| verified),
-            (verified, _) => verified,
-        })
+        Ok(audit::verify_with_head(&rows, &keys, expect))
     }
 
     /// The newest row as `ID:SEAL` (`strata audit head`).

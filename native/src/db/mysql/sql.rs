@@ -322,7 +322,7 @@ pub(crate) const ADDED_COLUMNS: [(&str, &str); 2] = [
     ("svc_tokens.owner", "alter table svc.svc_tokens add column owner varchar(128)"),
 ];
 
-/// The added columns present (`table.column`, one a row).
-pub(crate) const ADDED_COLUMNS_PRESENT: &str = "select concat(table_name, '.', column_name) from \
-    information_schema.columns where table_schema = 'svc' and \
-    concat(table_name, '.', column_name) in ('svc_audit.signature', 'svc_tokens.owner')";
+/// Every column of the service's tables (`table.column`, one a row): the
+/// [`ADDED_COLUMNS`] not among them are added.
+pub(crate) const ADDED_COLUMNS_PRESENT: &str =
+    "select concat(table_name, '.', column_name) from information_schema.columns where table_schema = 'svc'";
