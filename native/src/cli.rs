@@ -31,9 +31,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use strata_core::migrate::fleet::FleetError;
 use strata_core::migrate::lint::Severity;
-use strata_core::migrate::plan::PlanError;
 
 use crate::db::DbError;
 use crate::db::error::Cause;
@@ -85,31 +83,49 @@ pub(crate) enum Exit {
     RolloutInProgress = 14,
     /// `audit verify`: a row of the audit log was edited or deleted.
     AuditBroken = 15,
-    /// `--server`: the service refused the credential (`STRATA_TOKEN`) or
-    /// its role (401, 403, 429).
+    /// Refused for who asks: through `--server` the service refused the
+    /// credential (`STRATA_TOKEN`) or its role (401, 403, 429); in-process,
+    /// an approval that must go through the service, or a starter's own.
     Refused = 16,
 }
 
+impl Exit {
+    /// The exit status an error code means: the one table of it, for the
+    /// in-process commands' errors (after the few that need more than their
+    /// code, [`From<&AppError>`]) and for the service's answers through
+    /// `--server`.
+    fn of_code(code: &str) -> Exit {
+        match code {
+            "DRIFT" => Exit::Drift,
+            "OUT_OF_ORDER" => Exit::OutOfOrder,
+            "ROLLOUT_IN_PROGRESS" => Exit::RolloutInProgress,
+            "SCHEMA_DRIFT" => Exit::SchemaDrift,
+            "SHARDS_FAILED" => Exit::ShardsFailed,
+            "READ_ONLY_SERVER" => Exit::ReadOnly,
+            "UNREACHABLE" | "SHARD_UNREACHABLE" | "CONNECTION_LOST" => Exit::Unreachable,
+            "UNAUTHENTICATED" | "FORBIDDEN" | "TOO_MANY_REQUESTS" => Exit::Refused,
+            "INVALID_INPUT"
+            | "INVALID_TENANT_NAME"
+            | "INVALID_TENANT_LIST"
+            | "NOT_A_TENANT"
+            | "NOT_QUARANTINED"
+            | "REPAIR_REFUSED"
+            | "UNKNOWN_ATTRIBUTE"
+            | "UNKNOWN_SHARD"
+            | "USAGE" => Exit::Usage,
+            _ => Exit::Failed,
+        }
+    }
+}
+
 impl From<&AppError> for Exit {
-    /// The one mapping from a failure to an exit status.
+    /// The one mapping from a failure to an exit status: by its code
+    /// ([`Exit::of_code`]), but for what the code does not tell apart (a
+    /// database that cannot be reached, why a migration failed, a
+    /// configuration the engine refuses).
     fn from(error: &AppError) -> Self {
         match error {
-            AppError::Plan(PlanError::Drift(_)) => Exit::Drift,
-            AppError::Plan(PlanError::OutOfOrder(_)) => Exit::OutOfOrder,
-            AppError::Repair(_) => Exit::Usage,
-            AppError::RolloutInProgress(_) => Exit::RolloutInProgress,
-            AppError::SchemaDrift { .. } => Exit::SchemaDrift,
-            AppError::Retry(_) | AppError::Wave(_) => Exit::Usage,
-            AppError::Plan(PlanError::InvalidTenantName(_)) | AppError::InvalidInput(_) | AppError::TenantList(_) => {
-                Exit::Usage
-            }
-            AppError::Fleet(FleetError::Shard(_) | FleetError::Retry(_) | FleetError::Wave(_)) => Exit::Usage,
-            AppError::Fleet(FleetError::MustAnswer(_) | FleetError::Unknown(_)) => Exit::Unreachable,
-            AppError::Database(DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::ShardUnreachable { .. }) => {
-                Exit::Unreachable
-            }
-            AppError::Database(DbError::Shards { .. }) => Exit::ShardsFailed,
-            AppError::Database(DbError::ReadOnlyServer(_)) => Exit::ReadOnly,
+            AppError::Database(DbError::Connect(_)) => Exit::Unreachable,
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
                 Cause::ConnectionLost => Exit::Unreachable,
                 Cause::ReadOnly => Exit::ReadOnly,
@@ -124,7 +140,7 @@ impl From<&AppError> for Exit {
                 | DbError::DriverNotBuilt(_)
                 | DbError::Directory { .. },
             ) => Exit::BadConfig,
-            _ => Exit::Failed,
+            _ => Exit::of_code(error.code()),
         }
     }
 }

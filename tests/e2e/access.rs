@@ -252,7 +252,7 @@ async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
         .output()
         .await
         .unwrap();
-    assert_eq!(code(&own), 1, "{}", stderr(&own));
+    assert_eq!(code(&own), 16, "{}", stderr(&own));
     assert!(
         stderr(&own).contains(&format!("auth is configured: approve rollout {cli_id} through the service")),
         "{}",
@@ -768,4 +768,66 @@ async fn the_audit_log_verifies_through_the_server_with_public_keys_only() {
     assert!(json_of(&listed)[2]["signature"].as_str().unwrap().starts_with(&format!("{}:", key.id())));
     let refused = remote(&viewer, &["audit"]).await.unwrap();
     assert_eq!(code(&refused), 16, "{}", stderr(&refused));
+}
+
+#[tokio::test]
+async fn revert_tenants_and_tenants_add_run_through_the_server_as_in_process() {
+    let ws = crate::formats::empty_directories();
+    ws.write_migration(
+        "tenants/20240101_users.sql",
+        "-- migrate:up\ncreate table {schema}.users (id int);\n-- migrate:down\ndrop table {schema}.users;\n",
+    );
+    ws.write_migration(
+        "tenants/20240102_orders.sql",
+        "-- migrate:up\ncreate table {schema}.orders (id int);\n-- migrate:down\ndrop table {schema}.orders;\n",
+    );
+    let yaml = ws.config(AUTH);
+    let server = Server::start_in(ws, &yaml, "").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let list = server.ws.path().join("new-tenants.txt");
+    std::fs::write(&list, "# the first customers\nt1\n\nt2\n").unwrap();
+
+    // tenants add: createTenants, checked by the service, printed as in-process.
+    let refused = client(&server, &viewer, &["tenants", "add", "t9", "--version", "by a viewer"]).await;
+    assert_eq!(code(&refused), 16, "{}", stderr(&refused));
+    let added =
+        client(&server, &deployer, &["tenants", "add", "--from", list.to_str().unwrap(), "--version", "first"]).await;
+    assert_eq!(code(&added), 0, "{}", stderr(&added));
+    assert!(stdout(&added).contains("4 migration(s) and 0 script(s) over 2 tenant(s) applied"), "{}", stdout(&added));
+    let twice = client(&server, &deployer, &["tenants", "add", "t2", "t3", "--version", "again", "--json"]).await;
+    assert_eq!(code(&twice), 2, "{}", stderr(&twice));
+    assert_eq!(json_of(&twice)["errors"][0]["extensions"]["code"], "INVALID_TENANT_LIST");
+    assert!(stderr(&twice).contains("t2"), "{}", stderr(&twice));
+
+    // tenants: the same listing, in-process and through the server.
+    let remote = client(&server, &viewer, &["tenants", "--json"]).await;
+    assert_eq!(code(&remote), 0, "{}", stderr(&remote));
+    let local = strata(server.config_path(), &["tenants", "--json"]).await;
+    assert_eq!(json_of(&remote), json_of(&local));
+    assert_eq!(
+        json_of(&remote)["tenants"][1],
+        json!({ "name": "t2", "shard": null, "reachable": true, "quarantined": false })
+    );
+    let text = client(&server, &viewer, &["tenants"]).await;
+    assert_eq!(stdout(&text), stdout(&strata(server.config_path(), &["tenants"]).await));
+
+    // revert: revertVersion over the tenants named, their newest file undone.
+    let refused = client(&server, &viewer, &["revert", "--version", "r", "--steps", "1"]).await;
+    assert_eq!(code(&refused), 16, "{}", stderr(&refused));
+    let share = client(&server, &deployer, &["revert", "--version", "r", "--steps", "1", "--share", "50%"]).await;
+    assert_eq!(code(&share), 2, "{}", stderr(&share));
+    let reverted =
+        client(&server, &deployer, &["revert", "--version", "undo t1", "--steps", "1", "--tenants", "t1", "--json"])
+            .await;
+    assert_eq!(code(&reverted), 0, "{}", stderr(&reverted));
+    assert_eq!(json_of(&reverted)["version"]["name"], "undo t1");
+    assert_eq!(json_of(&reverted)["summary"]["tenantMigrationsTotal"], 1);
+    assert_eq!(crate::formats::sorted(server.ws.tables("t1").await), ["users"]);
+    assert_eq!(crate::formats::sorted(server.ws.tables("t2").await), ["orders", "users"]);
+    let audit =
+        server.ws.rows("svc", "select actor, outcome from svc_audit where action = 'revertVersion' order by id").await;
+    assert_eq!(audit.len(), 2, "{audit:?}");
+    assert_eq!(audit[0][0], json!("token:dashboard"));
+    assert_eq!(audit[1], vec![json!("token:ci"), json!("ok")]);
 }

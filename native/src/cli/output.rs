@@ -87,34 +87,10 @@ pub(super) fn cli_request_id() -> String {
 /// `$USER`, which anyone can set. (Whoever holds the configuration holds the
 /// database's credentials: the command line is not authenticated further.)
 pub(super) fn cli_caller() -> crate::service::Caller {
-    use std::os::unix::fs::MetadataExt;
-    // /proc/self belongs to the process's effective uid.
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
-    let name = uid.and_then(account_name);
-    let user = match (&name, uid) {
-        (Some(name), _) => name.clone(),
-        (None, Some(uid)) => uid.to_string(),
-        (None, None) => "unknown".to_string(),
-    };
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string());
-    let principal = format!("cli:{}@{host}", uid.map_or_else(|| "unknown".to_string(), |uid| uid.to_string()));
+    let account = crate::identity::OsAccount::current();
+    let (user, host) = (&account.user, &account.host);
+    let principal = format!("cli:{}@{host}", account.uid.map_or_else(|| "unknown".to_string(), |uid| uid.to_string()));
     crate::service::Caller { request_id: cli_request_id(), actor: format!("cli:{user}@{host}"), principal }
-}
-
-/// The name of account `uid` in `/etc/passwd`, if it has one.
-fn account_name(uid: u32) -> Option<String> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        let name = fields.next()?;
-        let id = fields.nth(1)?;
-        (id.parse::<u32>().ok()? == uid && !name.is_empty()).then(|| name.to_string())
-    })
 }
 
 /// What `quarantine release` prints: the tenants released.

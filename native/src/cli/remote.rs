@@ -1,7 +1,7 @@
 //! `strata --server URL …`: the command line as a client of a running
 //! service, so a CI job needs a token (`STRATA_TOKEN`), not the database's
-//! credentials. `apply`, `plan`, `status`, `rollout` and `quarantine` run
-//! through the API: the inputs are the API's own input types, the answers
+//! credentials. `apply`, `plan`, `status`, `revert`, `tenants` (and `tenants
+//! add`), `rollout`, `quarantine` and `audit` run through the API: the inputs are the API's own input types, the answers
 //! are read into the API's own answer types (`graphql::types`), and each
 //! operation is a constant document, checked against the schema by a unit
 //! test — no GraphQL is assembled from strings at run time.
@@ -12,12 +12,12 @@ use strata_core::auth::audit::{self, Sealed};
 
 use super::output::{print_json, print_released};
 use super::{
-    ApplyArgs, AuditAction, AuditArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RolloutAction,
-    RolloutArgs, StatusArgs,
+    ApplyArgs, AuditAction, AuditArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RevertArgs,
+    RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
 };
 use crate::graphql::types::{
     ActionDto, AuditRowDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto,
-    TenantInput, VersionDto, VersionInput,
+    TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -58,6 +58,15 @@ const CREATE_WAVE: &str = concat!(
 );
 const CREATE_TENANT: &str =
     concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", results!(), " } }");
+const CREATE_TENANTS: &str =
+    concat!("mutation($input: TenantsInput!) { createTenants(input: $input) { ", results!(), " } }");
+const REVERT: &str = concat!(
+    "mutation($input: VersionInput!, $steps: Int, $to: String, $tenantNames: [String!]) { ",
+    "revertVersion(input: $input, steps: $steps, to: $to, tenantNames: $tenantNames) { ",
+    results!(),
+    " } }"
+);
+const TENANTS: &str = "query { tenants { name shard } shards { name reachable } quarantine { tenant } }";
 const PLAN: &str = concat!("query($action: Action) { plan(action: $action) { ", plan!(), " } }");
 const STATUS: &str = concat!(
     "query { versions { id name created requestId parts { shard id } } tenants { name } plan(action: Sync) { ",
@@ -97,24 +106,7 @@ impl Failure {
 
     /// The exit status the code means (as the in-process commands').
     fn exit(&self) -> Exit {
-        match self.code.as_str() {
-            "DRIFT" => Exit::Drift,
-            "OUT_OF_ORDER" => Exit::OutOfOrder,
-            "ROLLOUT_IN_PROGRESS" => Exit::RolloutInProgress,
-            "SCHEMA_DRIFT" => Exit::SchemaDrift,
-            "SHARDS_FAILED" => Exit::ShardsFailed,
-            "READ_ONLY_SERVER" => Exit::ReadOnly,
-            "UNREACHABLE" | "SHARD_UNREACHABLE" => Exit::Unreachable,
-            "UNAUTHENTICATED" | "FORBIDDEN" | "TOO_MANY_REQUESTS" => Exit::Refused,
-            "INVALID_INPUT"
-            | "INVALID_TENANT_NAME"
-            | "NOT_A_TENANT"
-            | "NOT_QUARANTINED"
-            | "REPAIR_REFUSED"
-            | "UNKNOWN_SHARD"
-            | "USAGE" => Exit::Usage,
-            _ => Exit::Failed,
-        }
+        Exit::of_code(&self.code)
     }
 
     fn report(&self, json: bool) -> Exit {
@@ -197,13 +189,15 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Apply(args) => apply(&remote, args).await,
             OnDatabase::Plan(args) => plan(&remote, args).await,
             OnDatabase::Status(args) => status(&remote, args).await,
+            OnDatabase::Revert(args) => revert(&remote, args).await,
+            OnDatabase::Tenants(args) => tenants(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
-                    "strata: with --server, only plan, apply, status, rollout, quarantine and audit run through the \
-                     API; run the others without --server (with the configuration)"
+                    "strata: with --server, plan, apply, status, revert, tenants, rollout, quarantine and audit run \
+                     through the API; run the others without --server (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -246,17 +240,140 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
     } else {
         (CREATE_VERSION, "createVersion", json!({ "input": input }))
     };
-    match remote.call::<CreateResultsDto>(document, field, variables).await {
+    let done = if args.sync { "recorded" } else { "applied" };
+    created(remote.call(document, field, variables).await, done, args.dry_run, args.json)
+}
+
+/// `revert --server`: `revertVersion`, printed as `apply` prints a version.
+async fn revert(remote: &Remote, args: RevertArgs) -> Exit {
+    if args.share.is_some() || args.attribute.is_some() {
+        return Failure::local(
+            "USAGE",
+            "with --server, revert takes --tenants (revertVersion's tenantNames), not \
+                                        --share or --where",
+        )
+        .report(args.json);
+    }
+    if args.extent.steps.is_none() && args.extent.to.is_none() {
+        return Failure::local("USAGE", "revert needs --steps N or --to FILE").report(args.json);
+    }
+    let input = VersionInput {
+        version_name: args.version_name,
+        action: None,
+        dry_run: Some(args.dry_run),
+        override_rollout: Some(args.override_rollout),
+        sync_to: None,
+    };
+    let variables =
+        json!({ "input": input, "steps": args.extent.steps, "to": args.extent.to, "tenantNames": args.tenants });
+    created(remote.call(REVERT, "revertVersion", variables).await, "reverted", args.dry_run, args.json)
+}
+
+/// A version's answer printed (or its refusal reported), as in-process:
+/// exit 11 when tenants were quarantined.
+fn created(answer: Result<CreateResultsDto, Failure>, done: &str, dry_run: bool, json: bool) -> Exit {
+    match answer {
         Ok(results) => {
             let exit = if results.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
-            if args.json {
+            if json {
                 print_json(&results);
             } else {
-                print_results(&results, if args.sync { "recorded" } else { "applied" }, args.dry_run);
+                print_results(&results, done, dry_run);
             }
             exit
         }
-        Err(failure) => failure.report(args.json),
+        Err(failure) => failure.report(json),
+    }
+}
+
+/// What `tenants --server` reads.
+#[derive(serde::Deserialize)]
+struct TenantsData {
+    tenants: Vec<TenantRow>,
+    shards: Vec<ShardRow>,
+    quarantine: Vec<QuarantinedRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct TenantRow {
+    name: String,
+    shard: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ShardRow {
+    name: String,
+    reachable: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct QuarantinedRow {
+    tenant: String,
+}
+
+/// `tenants [--shard S] --server`, listed as in-process (without the Citus
+/// nodes the API does not serve), and `tenants add --server`:
+/// `createTenants`, the service checking the list whole.
+async fn tenants(remote: &Remote, args: TenantsArgs) -> Exit {
+    match args.action {
+        Some(TenantsAction::Add(add)) => {
+            let names = match super::tenants::read_entries(&add) {
+                Ok((_, entries)) => entries.into_iter().map(|entry| entry.name).collect(),
+                Err(exit) => return exit,
+            };
+            let input = TenantsInput {
+                tenant_names: names,
+                version_name: add.version_name,
+                action: Some(if add.sync { ActionDto::Sync } else { ActionDto::Apply }),
+                shard: add.shard,
+            };
+            let answer = remote.call(CREATE_TENANTS, "createTenants", json!({ "input": input })).await;
+            created(answer, if add.sync { "recorded" } else { "applied" }, false, args.json)
+        }
+        Some(TenantsAction::Move { .. }) => {
+            Failure::local("USAGE", "tenants move runs without --server (the API does not move tenants)")
+                .report(args.json)
+        }
+        None => {
+            let data = match remote.data(TENANTS, json!({})).await {
+                Ok(data) => data,
+                Err(failure) => return failure.report(args.json),
+            };
+            let data: TenantsData = match serde_json::from_value(data) {
+                Ok(data) => data,
+                Err(error) => {
+                    return Failure::local("INTERNAL", format!("the answer cannot be read: {error}")).report(false);
+                }
+            };
+            if let Some(wanted) = &args.shard
+                && !data.shards.iter().any(|shard| &shard.name == wanted)
+            {
+                let known: Vec<&str> = data.shards.iter().map(|shard| shard.name.as_str()).collect();
+                return super::tenants::unknown_shard(wanted, &known);
+            }
+            let quarantined = data.quarantine.into_iter().map(|row| row.tenant).collect();
+            let (shards, unsharded) = if data.shards.is_empty() {
+                (Vec::new(), Some(data.tenants.into_iter().map(|tenant| tenant.name).collect()))
+            } else {
+                let shards = data
+                    .shards
+                    .into_iter()
+                    .map(|shard| crate::db::ShardTenants {
+                        tenants: data
+                            .tenants
+                            .iter()
+                            .filter(|tenant| tenant.shard.as_deref() == Some(shard.name.as_str()))
+                            .map(|tenant| tenant.name.clone())
+                            .collect(),
+                        name: shard.name,
+                        reachable: shard.reachable,
+                    })
+                    .collect();
+                (shards, None)
+            };
+            let listing = super::tenants::listing(shards, unsharded, &quarantined, args.shard.as_deref());
+            super::tenants::print_listing(&listing, args.json)
+        }
     }
 }
 
@@ -484,18 +601,12 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
         }
         QuarantineAction::Retry { version_name, tenants } => {
             let input = RetryInput { version_name, tenant_names: Some(tenants).filter(|t| !t.is_empty()) };
-            match remote.call::<CreateResultsDto>(RETRY, "retryQuarantined", json!({ "input": input })).await {
-                Ok(results) => {
-                    let exit = if results.quarantined.is_empty() { Exit::Success } else { Exit::Quarantined };
-                    if args.json {
-                        print_json(&results);
-                    } else {
-                        print_results(&results, "applied", false);
-                    }
-                    exit
-                }
-                Err(failure) => failure.report(args.json),
-            }
+            created(
+                remote.call(RETRY, "retryQuarantined", json!({ "input": input })).await,
+                "applied",
+                false,
+                args.json,
+            )
         }
         QuarantineAction::Release { tenants } => {
             match remote.call::<Vec<String>>(RELEASE, "releaseQuarantined", json!({ "tenantNames": tenants })).await {
@@ -567,6 +678,17 @@ mod tests {
             (CREATE_VERSION, version.clone()),
             (CREATE_WAVE, json!({ "input": input, "tenantNames": ["t"], "share": null, "attribute": null })),
             (CREATE_TENANT, json!({ "input": tenant })),
+            (
+                CREATE_TENANTS,
+                json!({ "input": TenantsInput {
+                    tenant_names: vec!["t".into()],
+                    version_name: "v".into(),
+                    action: Some(ActionDto::Sync),
+                    shard: None,
+                } }),
+            ),
+            (REVERT, json!({ "input": input, "steps": 1, "to": null, "tenantNames": ["t"] })),
+            (TENANTS, json!({})),
             (PLAN, json!({ "action": "Sync" })),
             (STATUS, json!({})),
             (ROLLOUTS, json!({})),

@@ -14,7 +14,7 @@ use crate::service::Service;
 /// One tenant as listed.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TenantLine {
+pub(super) struct TenantLine {
     name: String,
     /// `None` on one database server.
     shard: Option<String>,
@@ -29,14 +29,15 @@ struct TenantLine {
 /// One shard as listed.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ShardLine {
+pub(super) struct ShardLine {
     name: String,
     tenant_count: usize,
     reachable: bool,
 }
 
+/// What `strata tenants` prints, in-process and through `--server` alike.
 #[derive(Debug, Serialize)]
-struct Listing {
+pub(super) struct Listing {
     tenants: Vec<TenantLine>,
     shards: Vec<ShardLine>,
 }
@@ -55,11 +56,7 @@ pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
         && !shards.iter().any(|shard| &shard.name == wanted)
     {
         let known: Vec<&str> = shards.iter().map(|shard| shard.name.as_str()).collect();
-        eprintln!(
-            "strata: no shard is named {wanted:?} (the configuration has: {})",
-            if known.is_empty() { "none, one database server".to_string() } else { known.join(", ") }
-        );
-        return Exit::Usage;
+        return unknown_shard(wanted, &known);
     }
     let unsharded = if shards.is_empty() {
         match service.tenants().await {
@@ -81,12 +78,27 @@ pub(super) async fn tenants(service: &Service, args: TenantsArgs) -> Exit {
     for tenant in &mut listing.tenants {
         tenant.node = nodes.get(&tenant.name).cloned();
     }
-    if args.json {
-        print_json(&listing);
+    print_listing(&listing, args.json)
+}
+
+/// Prints `listing`; exit 12 when a shard did not answer.
+pub(super) fn print_listing(listing: &Listing, json: bool) -> Exit {
+    if json {
+        print_json(listing);
     } else {
-        print_text(&listing);
+        print_text(listing);
     }
     if listing.shards.iter().any(|shard| !shard.reachable) { Exit::ShardsFailed } else { Exit::Success }
+}
+
+/// A shard named by `--shard` that the fleet does not have: refused
+/// naming those it has (exit 2).
+pub(super) fn unknown_shard(wanted: &str, known: &[&str]) -> Exit {
+    eprintln!(
+        "strata: no shard is named {wanted:?} (the configuration has: {})",
+        if known.is_empty() { "none, one database server".to_string() } else { known.join(", ") }
+    );
+    Exit::Usage
 }
 
 /// `strata tenants move TENANT --to HOST:PORT`.
@@ -104,7 +116,9 @@ async fn move_tenant(service: &Service, tenant: &str, to: &str, mode: &str) -> E
     }
 }
 
-fn listing(
+/// The listing of `shards`' tenants (or, on one server, `unsharded`), only
+/// `only`'s when given, each marked quarantined or not.
+pub(super) fn listing(
     shards: Vec<ShardTenants>,
     unsharded: Option<Vec<String>>,
     quarantined: &HashSet<String>,
@@ -180,23 +194,7 @@ pub(super) fn read_list(
     config: &strata_core::migrate::config::Config,
 ) -> Result<Vec<String>, Exit> {
     use strata_core::migrate::tenant_list;
-    let (shown, entries) = match &args.from {
-        Some(path) => {
-            let text = if path.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin())
-            } else {
-                std::fs::read_to_string(path)
-            };
-            match text {
-                Ok(text) => (format!("{}: line ", path.display()), tenant_list::read_file(&text)),
-                Err(error) => {
-                    eprintln!("strata: {}: cannot read the tenant list: {error}", path.display());
-                    return Err(Exit::Usage);
-                }
-            }
-        }
-        None => ("name ".to_string(), tenant_list::from_names(&args.names)),
-    };
+    let (shown, entries) = read_entries(args)?;
     let singles: Vec<&str> = config.single_schemas().collect();
     match tenant_list::check(&entries, config.driver, singles.iter().copied(), &[]) {
         Ok(names) => Ok(names),
@@ -204,6 +202,32 @@ pub(super) fn read_list(
             eprintln!("strata: {}", described(&error, &shown));
             Err(Exit::Usage)
         }
+    }
+}
+
+/// The entries of `tenants add`'s list as given (names, or a file's lines),
+/// with how a place in it is shown (`FILE: line `, `name `); unchecked
+/// (through `--server`, the service checks the list whole).
+pub(super) fn read_entries(
+    args: &super::TenantsAddArgs,
+) -> Result<(String, Vec<strata_core::migrate::tenant_list::Entry>), Exit> {
+    use strata_core::migrate::tenant_list;
+    match &args.from {
+        Some(path) => {
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            };
+            match text {
+                Ok(text) => Ok((format!("{}: line ", path.display()), tenant_list::read_file(&text))),
+                Err(error) => {
+                    eprintln!("strata: {}: cannot read the tenant list: {error}", path.display());
+                    Err(Exit::Usage)
+                }
+            }
+        }
+        None => Ok(("name ".to_string(), tenant_list::from_names(&args.names))),
     }
 }
 

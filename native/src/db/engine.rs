@@ -70,20 +70,39 @@ pub(crate) async fn acquire<DB: sqlx::Database>(
     use sqlx::Connection;
     match pool.acquire().await {
         Err(sqlx::Error::PoolTimedOut) => {
-            let options = pool.connect_options();
-            match tokio::time::timeout(super::types::CONNECT_TIMEOUT, DB::Connection::connect_with(&options)).await {
-                Ok(Ok(conn)) => {
-                    let _ = conn.close().await;
-                    Err(sqlx::Error::PoolTimedOut.into())
-                }
-                Ok(Err(error)) => Err(DbError::Connect(super::error::describe(&error))),
-                Err(_) => Err(DbError::Connect(format!(
-                    "no answer from the database within {} s",
-                    super::types::CONNECT_TIMEOUT.as_secs()
-                ))),
-            }
+            let _ = connect_once::<DB>(&pool.connect_options()).await?.close().await;
+            Err(sqlx::Error::PoolTimedOut.into())
         }
         acquired => Ok(acquired?),
+    }
+}
+
+/// A pool on `options` whose first connection is made outside it, once: a
+/// server that cannot be reached says why (connection refused, unknown
+/// host, TLS, authentication) at once, where the pool would retry for its
+/// acquire time-out and say only that it timed out.
+pub(crate) async fn open_pool<DB: sqlx::Database>(
+    pool: sqlx::pool::PoolOptions<DB>,
+    options: <DB::Connection as sqlx::Connection>::Options,
+) -> Result<sqlx::Pool<DB>, DbError> {
+    use sqlx::Connection;
+    let _ = connect_once::<DB>(&options).await?.close().await;
+    pool.connect_with(options).await.map_err(|e| DbError::Connect(super::error::describe(&e)))
+}
+
+/// One connection on `options`, within [`super::types::CONNECT_TIMEOUT`];
+/// its failure as [`DbError::Connect`] with the reason.
+async fn connect_once<DB: sqlx::Database>(
+    options: &<DB::Connection as sqlx::Connection>::Options,
+) -> Result<DB::Connection, DbError> {
+    use sqlx::Connection;
+    match tokio::time::timeout(super::types::CONNECT_TIMEOUT, DB::Connection::connect_with(options)).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(error)) => Err(DbError::Connect(super::error::describe(&error))),
+        Err(_) => Err(DbError::Connect(format!(
+            "no answer from the database within {} s",
+            super::types::CONNECT_TIMEOUT.as_secs()
+        ))),
     }
 }
 

@@ -388,8 +388,25 @@ pub(crate) fn describe(error: &sqlx::Error) -> String {
         },
         None => match error {
             sqlx::Error::Tls(tls) => describe_tls(&tls.to_string()),
+            sqlx::Error::Io(io) => describe_io(io),
             _ => error.to_string(),
         },
+    }
+}
+
+/// A failed connection or read as a user reads it: what happened first
+/// (refused, unknown host, no answer), the system's words after.
+pub(crate) fn describe_io(error: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let text = error.to_string();
+    match error.kind() {
+        ErrorKind::ConnectionRefused => format!("connection refused: nothing listens at the server's address ({text})"),
+        ErrorKind::TimedOut => format!("no answer from the server ({text})"),
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::UnexpectedEof => {
+            format!("the server closed the connection ({text})")
+        }
+        _ if text.contains("lookup address") => format!("unknown host: {text}"),
+        _ => text,
     }
 }
 
@@ -554,7 +571,7 @@ impl std::fmt::Display for MigrationFailure {
 
 #[cfg(test)]
 mod tests {
-    use super::describe_tls;
+    use super::{describe_io, describe_tls};
 
     #[test]
     fn a_refused_certificate_keeps_the_reason_without_openssl_source_lines() {
@@ -566,5 +583,21 @@ mod tests {
              against sslrootcert, verify-full its host name too (prefer and require verify nothing)"
         );
         assert_eq!(describe_tls("handshake eof"), "TLS handshake failed: handshake eof");
+    }
+
+    #[test]
+    fn an_unreachable_server_says_what_happened_first() {
+        use std::io::{Error, ErrorKind};
+        assert_eq!(
+            describe_io(&Error::from(ErrorKind::ConnectionRefused)),
+            "connection refused: nothing listens at the server's address (connection refused)"
+        );
+        let lookup = Error::other("failed to lookup address information: Name or service not known");
+        assert_eq!(
+            describe_io(&lookup),
+            "unknown host: failed to lookup address information: Name or service not known"
+        );
+        assert_eq!(describe_io(&Error::from(ErrorKind::TimedOut)), "no answer from the server (timed out)");
+        assert_eq!(describe_io(&Error::other("odd")), "odd");
     }
 }

@@ -120,16 +120,11 @@ impl Lease {
     }
 }
 
-/// This process, as a lease holder: `user@host pid N`.
+/// This process, as a lease holder: `user@host pid N`, the user its OS
+/// account ([`crate::identity::OsAccount`]: never `?`, nor `$USER`).
 fn who() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "?".into());
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "?".into());
-    format!("{user}@{host} pid {}", std::process::id())
+    let account = crate::identity::OsAccount::current();
+    format!("{}@{} pid {}", account.user, account.host, std::process::id())
 }
 
 async fn renew<R: LeaseRow>(row: R, holder: String, seconds: u64, lost: Arc<AtomicBool>) {
@@ -153,5 +148,18 @@ async fn renew<R: LeaseRow>(row: R, holder: String, seconds: u64, lost: Arc<Atom
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_holder_is_the_os_account_on_this_host_never_a_question_mark() {
+        let account = crate::identity::OsAccount::current();
+        let holder = super::who();
+        assert_eq!(holder, format!("{}@{} pid {}", account.user, account.host, std::process::id()));
+        assert!(!holder.contains('?'), "{holder}");
+        // Named by the password database (the test runs as an account it names).
+        assert_ne!(account.user, account.uid.map(|uid| uid.to_string()).unwrap_or_default(), "{holder}");
     }
 }

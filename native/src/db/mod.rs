@@ -61,11 +61,11 @@ pub(crate) async fn connect(config: &Config, access: Access) -> Result<Arc<dyn D
 }
 
 /// [`connect`], retried while the server cannot be reached, for `wait`
-/// (`--wait-for-db`) at most: the waits are core's
-/// [`strata_core::retry::connect_wait_ms`]. While nothing listens at the
-/// server's TCP address (when it has one) no pool is opened; at the
-/// deadline one last [`connect`] gives the usual error. Other failures are
-/// returned as they are.
+/// (`--wait-for-db`) and no longer: the waits are core's
+/// [`strata_core::retry::connect_wait_ms`], each attempt is cut at the
+/// deadline, and the last attempt's reason is the error. While nothing
+/// listens at the server's TCP address (when it has one) no pool is
+/// opened. Other failures are returned as they are.
 pub(crate) async fn connect_waiting(
     config: &Config,
     access: Access,
@@ -76,29 +76,39 @@ pub(crate) async fn connect_waiting(
     let deadline_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
     let address = strata_core::migrate::datasource::tcp_address(config.driver, &config.data_source);
     let mut number = 1;
+    let mut last = None;
     loop {
-        let listening = match &address {
-            Some((host, port)) => {
+        let remaining = wait.saturating_sub(started.elapsed());
+        if let Some(error) = last.take().filter(|_| remaining.is_zero()) {
+            return Err(error);
+        }
+        let attempt = async {
+            if let Some((host, port)) = &address {
                 let probe = tokio::net::TcpStream::connect((host.as_str(), *port));
-                matches!(tokio::time::timeout(std::time::Duration::from_secs(1), probe).await, Ok(Ok(_)))
+                match tokio::time::timeout(std::time::Duration::from_secs(1), probe).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => {
+                        return Err(DbError::Connect(format!("{host}:{port}: {}", error::describe_io(&error))));
+                    }
+                    Err(_) => return Err(DbError::Connect(format!("{host}:{port}: no answer within 1 s"))),
+                }
             }
-            None => true,
-        };
-        let attempt = if listening {
             connect(config, access).await
-        } else {
-            let (host, port) = address.as_ref().map_or(("?", 0), |(host, port)| (host.as_str(), *port));
-            Err(DbError::Connect(format!("nothing listens at {host}:{port}")))
+        };
+        let attempt = match tokio::time::timeout(remaining, attempt).await {
+            Ok(attempt) => attempt,
+            Err(_) => Err(DbError::Connect(format!("no answer within the {} s of --wait-for-db", wait.as_secs()))),
         };
         match attempt {
             Err(error @ DbError::Connect(_)) => {
                 let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let Some(ms) = strata_core::retry::connect_wait_ms(number, elapsed_ms, deadline_ms) else {
-                    return if listening { Err(error) } else { connect(config, access).await };
+                    return Err(error);
                 };
                 tracing::info!(attempt = number, %error, "the database cannot be reached yet; waiting");
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                 number += 1;
+                last = Some(error);
             }
             other => return other,
         }

@@ -52,12 +52,13 @@ impl MysqlEngine {
             .timezone(Some("+00:00".to_string()))
             // A slow migration is no warning, nor its SQL a log line.
             .disable_statement_logging();
-        let pool = MySqlPoolOptions::new()
-            .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
-            .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_with(options)
-            .await
-            .map_err(|e| DbError::Connect(describe(&e)))?;
+        let pool = engine::open_pool(
+            MySqlPoolOptions::new()
+                .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
+                .acquire_timeout(CONNECT_TIMEOUT),
+            options,
+        )
+        .await?;
         // On a Galera node GET_LOCK would be node-local; the lease row is not.
         let galera: Option<String> = sqlx::query_scalar("select cast(@@wsrep_on as char)").fetch_one(&pool).await.ok();
         if galera.as_deref().is_some_and(|on| on.eq_ignore_ascii_case("ON") || on == "1") {

@@ -68,12 +68,13 @@ impl PostgresEngine {
             .disable_statement_logging();
         // The lock's connection, the main one, the fan-out, and a few for
         // the API's read queries meanwhile.
-        let pool = PgPoolOptions::new()
-            .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
-            .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_with(options)
-            .await
-            .map_err(|e| DbError::Connect(describe(&e)))?;
+        let pool = engine::open_pool(
+            PgPoolOptions::new()
+                .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
+                .acquire_timeout(CONNECT_TIMEOUT),
+            options,
+        )
+        .await?;
         let citus = citus_coordinator(&pool).await?;
         tracing::info!(
             lease_seconds = config.lock_lease_seconds,
