@@ -35,12 +35,13 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # system of the children this shell waited for, from /proc): on these
 # 2-core machines the wall clock cannot go below half the sum of it.
 ticks_per_second=$(getconf CLK_TCK)
-cpu_seconds() { # the processor seconds of this shell's waited-for children
+cpu_now() { # cpu_seconds: the processor seconds of this shell's waited-for children
     local stat
-    stat=$(</proc/$BASHPID/stat)
+    # This shell's own entry (no command substitution: that is a subshell).
+    read -r stat <"/proc/$BASHPID/stat"
     # shellcheck disable=SC2086 # split into /proc's fields on purpose
     set -- ${stat##*) }
-    echo $(((${14} + ${15}) / ticks_per_second))
+    cpu_seconds=$(((${14} + ${15}) / ticks_per_second))
 }
 duration() { # wall seconds, processor seconds
     printf '%4dm%02ds  cpu %4dm%02ds' $(($1 / 60)) $(($1 % 60)) $(($2 / 60)) $(($2 % 60))
@@ -48,14 +49,16 @@ duration() { # wall seconds, processor seconds
 step_name="" step_started=$SECONDS step_cpu=0 durations=()
 end_step() {
     [ -n "$step_name" ] || return 0
-    local took=$((SECONDS - step_started)) cpu=$(($(cpu_seconds) - step_cpu))
+    cpu_now
+    local took=$((SECONDS - step_started)) cpu=$((cpu_seconds - step_cpu))
     durations+=("$(duration $took $cpu)  $step_name")
     printf '    (%s)\n' "$(duration $took $cpu | sed 's/^ *//')"
     step_name=""
 }
 step() {
     end_step
-    step_name="$*" step_started=$SECONDS step_cpu=$(cpu_seconds)
+    cpu_now
+    step_name="$*" step_started=$SECONDS step_cpu=$cpu_seconds
     printf '\n==> %s\n' "$*"
 }
 servers_started=0 servers_pid=""
@@ -65,7 +68,8 @@ on_exit() {
     for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
     [ -z "$servers_pid" ] || wait "$servers_pid" 2>/dev/null || true
     [ "$servers_started" = 0 ] || bash tests/servers.sh stop
-    printf '\n==> step durations (total %s)\n' "$(duration $SECONDS "$(cpu_seconds)" | sed 's/^ *//')"
+    cpu_now
+    printf '\n==> step durations (total %s)\n' "$(duration $SECONDS "$cpu_seconds" | sed 's/^ *//')"
     printf '%s\n' "${durations[@]}"
     for times in "$lane_dir"/*.times; do
         [ -e "$times" ] || continue
@@ -84,11 +88,13 @@ trap on_exit EXIT
 lane_dir=$(mktemp -d) lane_pids=() lane_names=()
 lane_step() {
     local name=$1 started=$SECONDS cpu_started status=0
-    cpu_started=$(cpu_seconds)
+    cpu_now
+    cpu_started=$cpu_seconds
     shift
     printf '\n==> %s\n' "$name"
     "$@" || status=$?
-    local took=$((SECONDS - started)) cpu=$(($(cpu_seconds) - cpu_started))
+    cpu_now
+    local took=$((SECONDS - started)) cpu=$((cpu_seconds - cpu_started))
     printf '%s  %s%s\n' "$(duration $took $cpu)" "$name" "$([ $status = 0 ] || echo "  FAILED ($status)")" \
         >>"$lane_dir/$lane.times"
     return $status
