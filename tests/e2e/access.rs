@@ -771,7 +771,7 @@ async fn the_audit_log_verifies_through_the_server_with_public_keys_only() {
 }
 
 #[tokio::test]
-async fn revert_tenants_and_tenants_add_run_through_the_server_as_in_process() {
+async fn revert_tenants_drift_and_lint_run_through_the_server_as_in_process() {
     let ws = crate::formats::empty_directories();
     ws.write_migration(
         "tenants/20240101_users.sql",
@@ -786,7 +786,7 @@ async fn revert_tenants_and_tenants_add_run_through_the_server_as_in_process() {
     let deployer = token(&server, "ci", "deployer").await;
     let viewer = token(&server, "dashboard", "viewer").await;
     let list = server.ws.path().join("new-tenants.txt");
-    std::fs::write(&list, "# the first customers\nt1\n\nt2\n").unwrap();
+    std::fs::write(&list, "# the first customers\nt1\n\nt2\nt3\n").unwrap();
 
     // tenants add: createTenants, checked by the service, printed as in-process.
     let refused = client(&server, &viewer, &["tenants", "add", "t9", "--version", "by a viewer"]).await;
@@ -794,7 +794,7 @@ async fn revert_tenants_and_tenants_add_run_through_the_server_as_in_process() {
     let added =
         client(&server, &deployer, &["tenants", "add", "--from", list.to_str().unwrap(), "--version", "first"]).await;
     assert_eq!(code(&added), 0, "{}", stderr(&added));
-    assert!(stdout(&added).contains("4 migration(s) and 0 script(s) over 2 tenant(s) applied"), "{}", stdout(&added));
+    assert!(stdout(&added).contains("6 migration(s) and 0 script(s) over 3 tenant(s) applied"), "{}", stdout(&added));
     let twice = client(&server, &deployer, &["tenants", "add", "t2", "t3", "--version", "again", "--json"]).await;
     assert_eq!(code(&twice), 2, "{}", stderr(&twice));
     assert_eq!(json_of(&twice)["errors"][0]["extensions"]["code"], "INVALID_TENANT_LIST");
@@ -830,4 +830,34 @@ async fn revert_tenants_and_tenants_add_run_through_the_server_as_in_process() {
     assert_eq!(audit.len(), 2, "{audit:?}");
     assert_eq!(audit[0][0], json!("token:dashboard"));
     assert_eq!(audit[1], vec![json!("token:ci"), json!("ok")]);
+
+    // drift: the API's report read back, printed as in-process (exit 10).
+    let extra = match crate::support::backend() {
+        crate::support::Backend::Sqlite => "create table extra (id int)",
+        _ => "create table t3.extra (id int)",
+    };
+    server.ws.execute("t3", extra).await;
+    let remote = client(&server, &viewer, &["drift", "--json"]).await;
+    assert_eq!(code(&remote), 10, "{}", stderr(&remote));
+    let local = strata(server.config_path(), &["drift", "--json"]).await;
+    assert_eq!(code(&local), 10, "{}", stderr(&local));
+    assert_eq!(json_of(&remote), json_of(&local));
+    assert_eq!(json_of(&remote)["changed"][0]["schema"], "t3", "{}", stdout(&remote));
+    let text = client(&server, &viewer, &["drift"]).await;
+    assert_eq!(stdout(&text), stdout(&strata(server.config_path(), &["drift"]).await));
+    assert!(stdout(&text).contains("extra"), "{}", stdout(&text));
+
+    // lint: the findings of what apply would run, from the API's plan.
+    server.ws.write_migration("tenants/20240103_drop.sql", "-- migrate:up\ndrop table {schema}.orders;\n");
+    let args = ["lint", "--fail-on", "warning", "--json"];
+    let remote = client(&server, &viewer, &args).await;
+    assert_eq!(code(&remote), 9, "{}", stderr(&remote));
+    let local = strata(server.config_path(), &args).await;
+    assert_eq!(json_of(&remote), json_of(&local));
+    assert_eq!(json_of(&remote)["findings"][0]["rule"], "dropping-table", "{}", stdout(&remote));
+    let text = client(&server, &viewer, &["lint"]).await;
+    assert_eq!(code(&text), 0, "{}", stderr(&text));
+    assert_eq!(stdout(&text), stdout(&strata(server.config_path(), &["lint"]).await));
+    let all = client(&server, &viewer, &["lint", "--all"]).await;
+    assert_eq!(code(&all), 2, "{}", stderr(&all));
 }

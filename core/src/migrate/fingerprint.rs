@@ -358,6 +358,16 @@ pub struct Difference {
     pub found: Option<String>,
 }
 
+/// The name of a [`Difference::change`] read back from text (the API's
+/// answer): `added`, `missing`, else `changed`.
+pub fn change_name(text: &str) -> &'static str {
+    match text {
+        "added" => "added",
+        "missing" => "missing",
+        _ => "changed",
+    }
+}
+
 /// What differs between the normalised objects of a reference tenant and
 /// an outlier, ordered by kind and name.
 pub fn diff(reference: &[CatalogObject], outlier: &[CatalogObject]) -> Vec<Difference> {

@@ -189,7 +189,9 @@ async fn lint_pending(service: &Service, args: LintArgs) -> Exit {
     }
 }
 
-fn print_lint(report: &lint::Report, args: &LintArgs) -> Exit {
+/// Prints a lint report (JSON or text) and exits by `--fail-on`; the same
+/// in-process and through `--server`.
+pub(super) fn print_lint(report: &lint::Report, args: &LintArgs) -> Exit {
     if args.json {
         print_json(report);
     } else {

@@ -12,12 +12,12 @@ use strata_core::auth::audit::{self, Sealed};
 
 use super::output::{print_json, print_released};
 use super::{
-    ApplyArgs, AuditAction, AuditArgs, Exit, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RevertArgs,
+    ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RevertArgs,
     RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
 };
 use crate::graphql::types::{
     ActionDto, AuditRowDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto,
-    TenantInput, TenantsInput, VersionDto, VersionInput,
+    SchemaDriftDto, TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -67,6 +67,9 @@ const REVERT: &str = concat!(
     " } }"
 );
 const TENANTS: &str = "query { tenants { name shard } shards { name reachable } quarantine { tenant } }";
+const DRIFT: &str = "query { drift { tenants groups { recorded fingerprint tenants outliers } outliers { tenant \
+                     fingerprint reference migrations differences { kind name change expected found } } changed \
+                     changedSchemas { schema stored live } } }";
 const PLAN: &str = concat!("query($action: Action) { plan(action: $action) { ", plan!(), " } }");
 const STATUS: &str = concat!(
     "query { versions { id name created requestId parts { shard id } } tenants { name } plan(action: Sync) { ",
@@ -191,13 +194,15 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Status(args) => status(&remote, args).await,
             OnDatabase::Revert(args) => revert(&remote, args).await,
             OnDatabase::Tenants(args) => tenants(&remote, args).await,
+            OnDatabase::Drift(args) => drift(&remote, args).await,
+            OnDatabase::Lint(args) => lint(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
-                    "strata: with --server, plan, apply, status, revert, tenants, rollout, quarantine and audit run \
-                     through the API; run the others without --server (with the configuration)"
+                    "strata: with --server, plan, apply, status, revert, tenants, drift, lint, rollout, quarantine \
+                     and audit run through the API; run the others without --server (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -284,6 +289,63 @@ fn created(answer: Result<CreateResultsDto, Failure>, done: &str, dry_run: bool,
         }
         Err(failure) => failure.report(json),
     }
+}
+
+/// `drift --server`: the API's `drift`, read back into core's report and
+/// printed as in-process (the same JSON, the same text); exit 10 on drift.
+async fn drift(remote: &Remote, args: DriftArgs) -> Exit {
+    match remote.call::<SchemaDriftDto>(DRIFT, "drift", json!({})).await {
+        Ok(answer) => {
+            let report = strata_core::migrate::fingerprint::DriftReport::from(answer);
+            if args.json {
+                print_json(&report);
+            } else {
+                out!("{}", strata_core::migrate::fingerprint::render_text(&report));
+            }
+            if report.has_drift() { Exit::SchemaDrift } else { Exit::Success }
+        }
+        Err(failure) => failure.report(args.json),
+    }
+}
+
+/// `lint --server`: the findings of the files `apply` would run, from the
+/// API's `plan`, printed as in-process. `--all` reads files, not the fleet:
+/// it runs where they are, without `--server`.
+async fn lint(remote: &Remote, args: LintArgs) -> Exit {
+    if args.all {
+        return Failure::local("USAGE", "lint --all reads the source files, not the fleet: run it without --server")
+            .report(args.json);
+    }
+    match remote.call::<PlanPreviewDto>(PLAN, "plan", json!({ "action": ActionDto::Apply })).await {
+        Ok(preview) => super::commands::print_lint(&lint_report(preview), &args),
+        Err(failure) => failure.report(args.json),
+    }
+}
+
+/// Core's lint report again, from the API's findings.
+fn lint_report(preview: PlanPreviewDto) -> strata_core::migrate::lint::Report {
+    use strata_core::migrate::lint::{Finding, Report, Severity, Unchecked};
+    use strata_core::migrate::statements::Position;
+    let findings = preview
+        .findings
+        .into_iter()
+        .map(|f| Finding {
+            // A rule this client does not know (a newer service) keeps its name.
+            rule: strata_core::migrate::lint::rule(&f.rule)
+                .map_or_else(|| &*Box::leak(f.rule.into_boxed_str()), |rule| rule.name),
+            severity: f.severity.parse().unwrap_or(Severity::Error),
+            file: f.file,
+            at: Position { line: f.line, column: f.column },
+            message: f.message,
+            advice: f.advice,
+        })
+        .collect();
+    let unchecked = preview
+        .unchecked
+        .into_iter()
+        .map(|u| Unchecked { file: u.file, at: Position { line: u.line, column: u.column }, reason: u.reason })
+        .collect();
+    Report { findings, unchecked }
 }
 
 /// What `tenants --server` reads.
@@ -689,6 +751,7 @@ mod tests {
             ),
             (REVERT, json!({ "input": input, "steps": 1, "to": null, "tenantNames": ["t"] })),
             (TENANTS, json!({})),
+            (DRIFT, json!({})),
             (PLAN, json!({ "action": "Sync" })),
             (STATUS, json!({})),
             (ROLLOUTS, json!({})),

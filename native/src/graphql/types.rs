@@ -648,8 +648,10 @@ impl From<&plan::Drift> for DriftedFileDto {
 
 /// Fleet drift (`SchemaDrift`, added): tenants grouped by recorded
 /// migrations, and each tenant whose live schema differs from its group's
-/// majority, with what differs.
-#[derive(SimpleObject)]
+/// majority, with what differs. Everything `strata drift --json` prints, so
+/// `strata --server … drift` prints the same.
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "SchemaDrift")]
 pub(crate) struct SchemaDriftDto {
     /// Tenants read.
@@ -661,12 +663,17 @@ pub(crate) struct SchemaDriftDto {
     /// Schemas (tenants and single schemas) whose live catalog differs from
     /// the fingerprint stored after their last committed unit.
     changed: Vec<String>,
+    /// The same schemas, each with the fingerprint stored and the live one.
+    changed_schemas: Vec<ChangedSchemaDto>,
 }
 
 /// Tenants that recorded the same migrations (`DriftGroup`).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "DriftGroup")]
 pub(crate) struct DriftGroupDto {
+    /// The identity of the migrations they recorded.
+    recorded: String,
     /// The fingerprint most of the group shares.
     fingerprint: String,
     /// The tenants with it.
@@ -676,19 +683,25 @@ pub(crate) struct DriftGroupDto {
 }
 
 /// A tenant that differs from its group (`DriftOutlier`).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "DriftOutlier")]
 pub(crate) struct DriftOutlierDto {
     /// The tenant.
     tenant: String,
+    /// Its fingerprint.
+    fingerprint: String,
     /// The tenant of the majority it was compared with.
     reference: String,
+    /// How many migrations its group recorded.
+    migrations: i32,
     /// What differs.
     differences: Vec<DriftDifferenceDto>,
 }
 
 /// One object that differs (`DriftDifference`).
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "DriftDifference")]
 pub(crate) struct DriftDifferenceDto {
     /// `relation`, `column`, `index`, `constraint`, `view`, `routine`,
@@ -704,14 +717,33 @@ pub(crate) struct DriftDifferenceDto {
     found: Option<String>,
 }
 
+/// A schema changed since the service fingerprinted it (`ChangedSchema`).
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[graphql(name = "ChangedSchema")]
+pub(crate) struct ChangedSchemaDto {
+    /// The schema.
+    schema: String,
+    /// The fingerprint stored after its last committed unit.
+    stored: String,
+    /// Its fingerprint now.
+    live: String,
+}
+
 impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
     fn from(report: strata_core::migrate::fingerprint::DriftReport) -> Self {
+        let fingerprints: std::collections::HashMap<String, String> = report
+            .groups
+            .iter()
+            .flat_map(|g| g.outliers.iter().map(|o| (o.schema.clone(), o.fingerprint.clone())))
+            .collect();
         SchemaDriftDto {
             tenants: i32::try_from(report.tenants).unwrap_or(i32::MAX),
             groups: report
                 .groups
                 .into_iter()
                 .map(|g| DriftGroupDto {
+                    recorded: g.recorded,
                     fingerprint: g.majority,
                     tenants: OneByOne(g.tenants),
                     outliers: OneByOne(g.outliers.into_iter().map(|o| o.schema).collect()),
@@ -721,8 +753,10 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
                 .outliers
                 .into_iter()
                 .map(|o| DriftOutlierDto {
+                    fingerprint: fingerprints.get(&o.schema).cloned().unwrap_or_default(),
                     tenant: o.schema,
                     reference: o.reference,
+                    migrations: i32::try_from(o.migrations).unwrap_or(i32::MAX),
                     differences: o
                         .differences
                         .into_iter()
@@ -736,7 +770,70 @@ impl From<strata_core::migrate::fingerprint::DriftReport> for SchemaDriftDto {
                         .collect(),
                 })
                 .collect(),
-            changed: report.changed.into_iter().map(|c| c.schema).collect(),
+            changed: report.changed.iter().map(|c| c.schema.clone()).collect(),
+            changed_schemas: report
+                .changed
+                .into_iter()
+                .map(|c| ChangedSchemaDto { schema: c.schema, stored: c.stored, live: c.live })
+                .collect(),
+        }
+    }
+}
+
+impl From<SchemaDriftDto> for strata_core::migrate::fingerprint::DriftReport {
+    /// The report again, from the API's answer (`strata --server … drift`
+    /// prints it as the in-process command does).
+    fn from(dto: SchemaDriftDto) -> Self {
+        use strata_core::migrate::fingerprint::{ChangedSchema, Difference, DriftGroup, Outlier, OutlierReport};
+        let outliers: std::collections::HashMap<&str, &DriftOutlierDto> =
+            dto.outliers.iter().map(|o| (o.tenant.as_str(), o)).collect();
+        let groups = dto
+            .groups
+            .iter()
+            .map(|g| DriftGroup {
+                recorded: g.recorded.clone(),
+                majority: g.fingerprint.clone(),
+                tenants: g.tenants.0.clone(),
+                outliers: g
+                    .outliers
+                    .0
+                    .iter()
+                    .map(|schema| Outlier {
+                        schema: schema.clone(),
+                        fingerprint: outliers.get(schema.as_str()).map(|o| o.fingerprint.clone()).unwrap_or_default(),
+                        reference: outliers.get(schema.as_str()).map(|o| o.reference.clone()).unwrap_or_default(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        strata_core::migrate::fingerprint::DriftReport {
+            tenants: usize::try_from(dto.tenants).unwrap_or(0),
+            groups,
+            outliers: dto
+                .outliers
+                .into_iter()
+                .map(|o| OutlierReport {
+                    schema: o.tenant,
+                    reference: o.reference,
+                    migrations: usize::try_from(o.migrations).unwrap_or(0),
+                    differences: o
+                        .differences
+                        .into_iter()
+                        .map(|d| Difference {
+                            change: strata_core::migrate::fingerprint::change_name(&d.change),
+                            kind: d.kind,
+                            name: d.name,
+                            expected: d.expected,
+                            found: d.found,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            changed: dto
+                .changed_schemas
+                .into_iter()
+                .map(|c| ChangedSchema { schema: c.schema, stored: c.stored, live: c.live })
+                .collect(),
         }
     }
 }
