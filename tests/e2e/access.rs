@@ -848,10 +848,10 @@ async fn revert_tenants_drift_and_lint_run_through_the_server_as_in_process() {
     assert!(stdout(&text).contains("extra"), "{}", stdout(&text));
 
     // lint: the findings of what apply would run, from the API's plan.
-    server.ws.write_migration("tenants/20240103_drop.sql", "-- migrate:up\ndrop table {schema}.orders;\n");
+    server.ws.write_migration("tenants/20240103_drop.sql", "-- migrate:up\ndrop table {schema}.users;\n");
     let args = ["lint", "--fail-on", "warning", "--json"];
     let remote = client(&server, &viewer, &args).await;
-    assert_eq!(code(&remote), 9, "{}", stderr(&remote));
+    assert_eq!(code(&remote), 9, "{}{}", stdout(&remote), stderr(&remote));
     let local = strata(server.config_path(), &args).await;
     assert_eq!(json_of(&remote), json_of(&local));
     assert_eq!(json_of(&remote)["findings"][0]["rule"], "dropping-table", "{}", stdout(&remote));
@@ -860,4 +860,49 @@ async fn revert_tenants_drift_and_lint_run_through_the_server_as_in_process() {
     assert_eq!(stdout(&text), stdout(&strata(server.config_path(), &["lint"]).await));
     let all = client(&server, &viewer, &["lint", "--all"]).await;
     assert_eq!(code(&all), 2, "{}", stderr(&all));
+}
+
+/// Books written by a release before `svc_audit.signature` and
+/// `svc_tokens.owner`: their rows are kept, read-only commands read them
+/// as they are, the first read-write command adds the columns, and the old
+/// rows verify as unsigned, never as signed.
+#[tokio::test]
+async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_their_rows() {
+    let _turn = crate::support::mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(AUTH));
+    let created = strata(&config, &["token", "create", "--name", "ci", "--role", "deployer", "--json"]).await;
+    assert_eq!(code(&created), 0, "{}", stderr(&created));
+    let applied = strata(&config, &["apply", "--version", "v1"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    // As an earlier release left them: without the columns added since.
+    let drop = match crate::support::backend() {
+        crate::support::Backend::Sqlite => {
+            "alter table svc_audit drop column signature; alter table svc_tokens drop column owner"
+        }
+        _ => "alter table svc.svc_audit drop column signature; alter table svc.svc_tokens drop column owner",
+    };
+    ws.execute("svc", drop).await;
+    let rows_before = ws.rows("svc", "select id, hash from svc_audit order by id").await;
+    assert!(rows_before.len() >= 2, "{rows_before:?}");
+
+    // Read-only: read as they are.
+    let verify = strata(&config, &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 0, "{}{}", stdout(&verify), stderr(&verify));
+    assert!(stdout(&verify).contains("are UNSIGNED"), "{}", stdout(&verify));
+    let tokens = strata(&config, &["token", "list", "--json"]).await;
+    assert_eq!(code(&tokens), 0, "{}", stderr(&tokens));
+
+    // Read-write: the columns are added, the rows kept, the chain goes on.
+    let applied = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    let rows_after = ws.rows("svc", "select id, hash from svc_audit order by id").await;
+    assert_eq!(rows_after[..rows_before.len()], rows_before[..]);
+    assert!(rows_after.len() > rows_before.len());
+    let verify = strata(&config, &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 0, "{}{}", stdout(&verify), stderr(&verify));
+    assert!(stdout(&verify).contains(&format!("{} row(s)", rows_after.len())), "{}", stdout(&verify));
+    let owners = ws.rows("svc", "select name, owner from svc_tokens").await;
+    assert_eq!(owners, vec![vec![json!("ci"), Value::Null]]);
 }

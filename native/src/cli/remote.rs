@@ -12,8 +12,8 @@ use strata_core::auth::audit::{self, Sealed};
 
 use super::output::{print_json, print_released};
 use super::{
-    ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RevertArgs,
-    RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
+    ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction,
+    QuarantineArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
 };
 use crate::graphql::types::{
     ActionDto, AuditRowDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto,

@@ -11,6 +11,12 @@ pub(crate) struct Dialect {
     pub(crate) numbered: bool,
     /// Counts the table `{table}` of the `svc` schema: 0 before it exists.
     pub(crate) table_count: &'static str,
+    /// Counts the column `{column}` of the table `{table}` of the `svc`
+    /// schema: 0 in books written before the column was added.
+    pub(crate) column_count: &'static str,
+    /// A text column's null, typed (for a column books written before it
+    /// do not have).
+    pub(crate) null_text: &'static str,
     /// The `created` column read back as RFC 3339 UTC text.
     pub(crate) created: &'static str,
     /// The current time, as a fingerprint's `created` is stored.
@@ -139,6 +145,11 @@ pub(crate) struct BooksSql {
     pub(crate) tokens_installed: String,
     /// `name, role, hash, created, expires, owner` of every API token, by name.
     pub(crate) select_tokens: String,
+    /// Whether `svc.svc_tokens` has `owner` (books written before it was
+    /// added do not, until a read-write start adds it).
+    pub(crate) token_owner_installed: String,
+    /// [`BooksSql::select_tokens`] of books without `owner` (null).
+    pub(crate) select_tokens_without_owner: String,
     /// Stores a token (bound: name, role, hash, created, expires, owner); no row
     /// when the name is taken.
     pub(crate) insert_token: String,
@@ -149,6 +160,12 @@ pub(crate) struct BooksSql {
     /// Every audit row (`id, at, actor, action, target, request_id,
     /// outcome, prev, hash, signature`), oldest first.
     pub(crate) select_audit: String,
+    /// Whether `svc.svc_audit` has `signature` (books written before it was
+    /// added do not, until a read-write start adds it).
+    pub(crate) audit_signature_installed: String,
+    /// [`BooksSql::select_audit`] of books without `signature` (null: the
+    /// rows are unsigned).
+    pub(crate) select_audit_without_signature: String,
     /// `id, hash` of the newest audit row.
     pub(crate) last_audit: String,
     /// Appends an audit row (bound: the ten columns); no row when another
@@ -189,6 +206,17 @@ impl BooksSql {
         let d = dialect;
         let placed = |sql: String| if d.numbered { numbered(&sql) } else { sql };
         let count = |table: &str| d.table_count.replace("{table}", table);
+        let column_count =
+            |table: &str, column: &str| d.column_count.replace("{table}", table).replace("{column}", column);
+        let tokens = |owner: &str| {
+            format!("select name, role, hash, created, expires, {owner} from svc.svc_tokens order by name")
+        };
+        let audit = |signature: &str| {
+            format!(
+                "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature} from svc.svc_audit \
+                 order by id"
+            )
+        };
         let version =
             |tail: &str| placed(format!("select id, name, {}, request_id from svc.svc_versions {tail}", d.created));
         let migration = |tail: &str| {
@@ -272,16 +300,18 @@ impl BooksSql {
             delete_migrations: placed("delete from svc.svc_migrations where filename = ?".into()),
             delete_record: placed("delete from svc.svc_migrations where filename = ? and db_schema = ?".into()),
             tokens_installed: count("svc_tokens"),
-            select_tokens: "select name, role, hash, created, expires, owner from svc.svc_tokens order by name".into(),
+            select_tokens: tokens("owner"),
+            token_owner_installed: column_count("svc_tokens", "owner"),
+            select_tokens_without_owner: tokens(&format!("{} as owner", d.null_text)),
             insert_token: placed(d.upsert.insert_unless_taken(
                 "svc.svc_tokens (name, role, hash, created, expires, owner) values (?, ?, ?, ?, ?, ?)",
                 "name",
             )),
             delete_token: placed("delete from svc.svc_tokens where name = ?".into()),
             audit_installed: count("svc_audit"),
-            select_audit: "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from \
-                           svc.svc_audit order by id"
-                .into(),
+            select_audit: audit("signature"),
+            audit_signature_installed: column_count("svc_audit", "signature"),
+            select_audit_without_signature: audit(&format!("{} as signature", d.null_text)),
             last_audit: "select id, hash from svc.svc_audit order by id desc limit 1".into(),
             append_audit: placed(d.upsert.insert_unless_taken(
                 "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash, signature) \

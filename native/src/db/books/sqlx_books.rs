@@ -72,6 +72,10 @@ pub(crate) struct SqlxBooks<DB, I> {
     sql: &'static BooksSql,
     pooler_safe: bool,
     tenant_select_sql: String,
+    /// `svc_tokens.owner` was seen (it stays: asked until it is).
+    token_owner_seen: std::sync::atomic::AtomicBool,
+    /// `svc_audit.signature` was seen (it stays: asked until it is).
+    audit_signature_seen: std::sync::atomic::AtomicBool,
     _types: PhantomData<fn() -> (DB, I)>,
 }
 
@@ -80,7 +84,14 @@ type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
 impl<DB, I> SqlxBooks<DB, I> {
     /// The books in `sql`'s dialect; `tenant_select_sql` lists the tenants.
     pub(crate) fn new(sql: &'static BooksSql, pooler_safe: bool, tenant_select_sql: &str) -> Self {
-        SqlxBooks { sql, pooler_safe, tenant_select_sql: tenant_select_sql.to_string(), _types: PhantomData }
+        SqlxBooks {
+            sql,
+            pooler_safe,
+            tenant_select_sql: tenant_select_sql.to_string(),
+            token_owner_seen: std::sync::atomic::AtomicBool::new(false),
+            audit_signature_seen: std::sync::atomic::AtomicBool::new(false),
+            _types: PhantomData,
+        }
     }
 }
 
@@ -163,6 +174,26 @@ where
         let rows = self.rows(conn, self.query(statement)).await?;
         let count: i64 = rows.first().map(|row| sqlx::Row::try_get(row, 0)).transpose()?.unwrap_or(0);
         Ok(count > 0)
+    }
+
+    /// Of `with` and `without`, the statement the books can run: `with`
+    /// once the column `installed` counts is there (remembered in `seen`),
+    /// else `without` (books of an earlier release, read before a
+    /// read-write start adds the column).
+    async fn with_added_column(
+        &self,
+        conn: &mut DB::Connection,
+        seen: &std::sync::atomic::AtomicBool,
+        installed: &'static str,
+        with: &'static str,
+        without: &'static str,
+    ) -> Result<&'static str, DbError> {
+        use std::sync::atomic::Ordering;
+        if seen.load(Ordering::Relaxed) || self.exists(conn, installed).await? {
+            seen.store(true, Ordering::Relaxed);
+            return Ok(with);
+        }
+        Ok(without)
     }
 
     /// The tenant list, each row folded in as it arrives (never every
@@ -406,7 +437,16 @@ where
         if !self.exists(conn, &self.sql.tokens_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(&self.sql.select_tokens)).await?;
+        let select = self
+            .with_added_column(
+                conn,
+                &self.token_owner_seen,
+                &self.sql.token_owner_installed,
+                &self.sql.select_tokens,
+                &self.sql.select_tokens_without_owner,
+            )
+            .await?;
+        let rows = self.rows(conn, self.query(select)).await?;
         rows.iter()
             .map(|row| {
                 let role: String = sqlx::Row::try_get(row, 1)?;
@@ -449,7 +489,16 @@ where
         if !self.exists(conn, &self.sql.audit_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(&self.sql.select_audit)).await?;
+        let select = self
+            .with_added_column(
+                conn,
+                &self.audit_signature_seen,
+                &self.sql.audit_signature_installed,
+                &self.sql.select_audit,
+                &self.sql.select_audit_without_signature,
+            )
+            .await?;
+        let rows = self.rows(conn, self.query(select)).await?;
         rows.iter()
             .map(|row| {
                 let text = |i: usize| sqlx::Row::try_get::<String, _>(row, i);

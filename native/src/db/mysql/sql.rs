@@ -300,6 +300,8 @@ pub(crate) const DATABASE_COUNT: &str = "select count(*) from information_schema
 const DIALECT: Dialect = Dialect {
     numbered: false,
     table_count: "select count(*) from information_schema.tables where table_schema = 'svc' and table_name = '{table}'",
+    column_count: "select count(*) from information_schema.columns where table_schema = 'svc' and table_name = '{table}' and column_name = '{column}'",
+    null_text: "cast(null as char)",
     created: created!(),
     now: "current_timestamp(6)",
     upsert: Upsert::OnDuplicateKey,

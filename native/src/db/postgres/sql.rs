@@ -267,6 +267,8 @@ group by ns.schema, t.typname";
 const DIALECT: Dialect = Dialect {
     numbered: true,
     table_count: "select count(to_regclass('svc.{table}'))",
+    column_count: "select count(*) from information_schema.columns where table_schema = 'svc' and table_name = '{table}' and column_name = '{column}'",
+    null_text: "null::text",
     created: created!(),
     now: "now()",
     upsert: Upsert::OnConflict,

@@ -348,6 +348,8 @@ pub(crate) fn detach_all(schemas: &[String]) -> String {
 const DIALECT: Dialect = Dialect {
     numbered: false,
     table_count: "select count(*) from pragma_table_list where schema = 'svc' and name = '{table}'",
+    column_count: "select count(*) from pragma_table_info('{table}', 'svc') where name = '{column}'",
+    null_text: "null",
     created: "created",
     now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
     upsert: Upsert::OnConflict,
