@@ -351,6 +351,12 @@ enum AuditAction {
         /// 15 when that row is missing (the log was truncated) or differs.
         #[arg(long, value_name = "ID:SEAL")]
         expect: Option<String>,
+        /// The first row signed (`strata audit verify` says it once a key
+        /// signs): exit 15 when a row from it on is unsigned — a log whose
+        /// signatures were stripped looks otherwise like one written before
+        /// the key.
+        #[arg(long, value_name = "ID")]
+        signed_from: Option<i64>,
     },
     /// Print the newest row as `ID:SEAL`, to keep outside the database
     /// (`verify --expect` checks it later).

@@ -557,6 +557,7 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
         "{said}"
     );
     assert!(said.contains("1 row(s) are UNSIGNED (written before auth.auditKey was set)"), "{said}");
+    assert!(said.contains("Rows are signed from row 2 on: keep it, `--signed-from 2`"), "{said}");
     let config_shown = stdout(&run(with_k1.clone(), args(&["config", "check"])).await);
     assert!(!config_shown.contains(&k1), "the key is shown: {config_shown}");
     // Without any key, verify says what it cannot see.
@@ -601,13 +602,21 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
     assert_eq!(code(&resigned), 15, "{}", stdout(&resigned));
     assert!(stderr(&resigned).contains(&format!("row 2 is signed by key {}", mallory.id())), "{}", stderr(&resigned));
     // Every signature stripped and the chain re-sealed: the log now looks
-    // older than the key; what it cannot hide is the head kept elsewhere.
+    // older than the key; what it cannot hide is the first signed row and
+    // the head, kept elsewhere.
     let mut rows = stored_audit(&server).await;
     rows[1].entry.outcome = "refused: nothing to see".into();
     reseal(&server, rows, 1, None).await;
     let stripped = run(rotated.clone(), args(&["audit", "verify"])).await;
     assert_eq!(code(&stripped), 0, "{}", stderr(&stripped));
     assert!(stdout(&stripped).contains("3 row(s) are UNSIGNED"), "{}", stdout(&stripped));
+    let signed_from = run(rotated.clone(), args(&["audit", "verify", "--signed-from", "2"])).await;
+    assert_eq!(code(&signed_from), 15, "{}", stdout(&signed_from));
+    assert!(
+        stderr(&signed_from).contains("row 2 is not signed, though every row from 2 on is"),
+        "{}",
+        stderr(&signed_from)
+    );
     let caught = run(rotated.clone(), args(&["audit", "verify", "--expect", &head])).await;
     assert_eq!(code(&caught), 15, "{}", stdout(&caught));
     assert!(stderr(&caught).contains("row 3 has another seal than the head kept"), "{}", stderr(&caught));

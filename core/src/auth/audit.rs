@@ -152,6 +152,19 @@ pub enum Broken {
     /// A row without a signature after signed rows.
     #[error("row {0} is not signed, after signed rows: written or rewritten without the key")]
     Unsigned(i64),
+    /// A row without a signature where the verifier knows rows are signed
+    /// (`--signed-from`): its signature was stripped, or it was written or
+    /// rewritten without the key.
+    #[error(
+        "row {row} is not signed, though every row from {from} on is (--signed-from): its signature was stripped, \
+         or it was written or rewritten without the key"
+    )]
+    UnsignedFrom {
+        /// The row.
+        row: i64,
+        /// The first row the verifier knows is signed.
+        from: i64,
+    },
     /// The head kept elsewhere is missing or differs.
     #[error("{0}")]
     Head(String),
@@ -169,6 +182,14 @@ pub struct Verified {
     pub unsigned: usize,
     /// Signed rows not checked (no public key given).
     pub unchecked: usize,
+}
+
+impl Verified {
+    /// The id of the first signed row, if any (the unsigned rows all come
+    /// before it): what a verifier keeps for [`Known::signed_from`].
+    pub fn first_signed(&self) -> Option<i64> {
+        (self.signed + self.unchecked > 0).then(|| i64::try_from(self.unsigned).unwrap_or(i64::MAX) + 1)
+    }
 }
 
 /// Checks the chain (rows in id order) and, with `keys`, every row's
@@ -208,12 +229,29 @@ pub fn verify(rows: &[Sealed], keys: &[PublicKey]) -> Result<Verified, Broken> {
     Ok(found)
 }
 
-/// [`verify`], then, when one was kept, the head ([`check_head`]): what
-/// `strata audit verify [--expect ID:SEAL]` answers wherever the rows were
-/// read.
-pub fn verify_with_head(rows: &[Sealed], keys: &[PublicKey], head: Option<&str>) -> Result<Verified, Broken> {
+/// What a verifier knows of the log from elsewhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Known<'a> {
+    /// A head kept earlier (`ID:SEAL`, `--expect`): that row must be there,
+    /// unchanged.
+    pub head: Option<&'a str>,
+    /// The first row signed (`--signed-from`): every row from it on must be
+    /// (a log whose signatures were all stripped looks otherwise like one
+    /// written before a key was set).
+    pub signed_from: Option<i64>,
+}
+
+/// [`verify`], then what the verifier knows ([`Known`]): what `strata audit
+/// verify [--expect ID:SEAL] [--signed-from ID]` answers wherever the rows
+/// were read.
+pub fn verify_knowing(rows: &[Sealed], keys: &[PublicKey], known: Known<'_>) -> Result<Verified, Broken> {
     let verified = verify(rows, keys)?;
-    match head {
+    if let Some(from) = known.signed_from
+        && let Some(row) = rows.iter().find(|row| row.id >= from && row.signature.is_none())
+    {
+        return Err(Broken::UnsignedFrom { row: row.id, from });
+    }
+    match known.head {
         Some(head) => check_head(rows, head).map(|()| verified),
         None => Ok(verified),
     }
@@ -363,6 +401,16 @@ mod tests {
         let mut stripped = rows.clone();
         reseal_from(&mut stripped, 4, None);
         assert_eq!(verify(&stripped, &keys), Err(Broken::Unsigned(5)));
+        // Every signature stripped: a pre-key log to verify, not to a
+        // verifier who knows the first signed row.
+        let mut all_stripped = rows.clone();
+        reseal_from(&mut all_stripped, 0, None);
+        assert!(verify(&all_stripped, &keys).is_ok());
+        let known = Known { head: None, signed_from: Some(3) };
+        assert_eq!(verify_knowing(&all_stripped, &keys, known), Err(Broken::UnsignedFrom { row: 3, from: 3 }));
+        assert!(verify_knowing(&rows, &keys, known).is_ok());
+        assert_eq!(verify(&rows, &keys).map(|found| found.first_signed()), Ok(Some(3)));
+        assert_eq!(verify(&all_stripped, &keys).map(|found| found.first_signed()), Ok(None));
         // A signature moved to another row does not verify there.
         let mut moved = rows.clone();
         moved[4].signature = moved[5].signature.clone();

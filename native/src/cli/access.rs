@@ -126,6 +126,11 @@ pub(super) fn verified_text(found: &Verified, expected_head: bool) -> String {
     if found.signed > 0 {
         text.push_str(&format!("\n{} row(s) signed, every signature verified with the public keys.", found.signed));
     }
+    if let Some(first) = found.first_signed() {
+        text.push_str(&format!(
+            "\nRows are signed from row {first} on: keep it, `--signed-from {first}` detects signatures stripped later."
+        ));
+    }
     if found.unsigned > 0 {
         text.push_str(&format!(
             "\n{} row(s) are UNSIGNED (written before auth.auditKey was set): anyone who can write the table \
@@ -162,8 +167,9 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
             Ok(head) => print_head(head, args.json),
             Err(error) => failure(&error),
         },
-        Some(AuditAction::Verify { public_keys, expect }) => {
-            match service.verify_audit(&public_keys, expect.as_deref()).await {
+        Some(AuditAction::Verify { public_keys, expect, signed_from }) => {
+            let known = strata_core::auth::audit::Known { head: expect.as_deref(), signed_from };
+            match service.verify_audit(&public_keys, known).await {
                 Ok(found) => print_verified(found, expect.is_some(), args.json),
                 Err(error) => failure(&error),
             }
@@ -231,6 +237,7 @@ pub(super) fn print_verified(
                     "signed": found.signed,
                     "unsigned": found.unsigned,
                     "unchecked": found.unchecked,
+                    "signedFrom": found.first_signed(),
                     "headChecked": expect,
                 }));
             } else {

@@ -693,8 +693,9 @@ async fn audit(remote: &Remote, args: AuditArgs) -> Exit {
     let rows: Vec<Sealed> = rows.into_iter().map(Into::into).collect();
     match action {
         AuditAction::Head => super::access::print_head(audit::head(&rows), args.json),
-        AuditAction::Verify { public_keys, expect } => {
-            let found = audit::verify_with_head(&rows, &public_keys, expect.as_deref());
+        AuditAction::Verify { public_keys, expect, signed_from } => {
+            let known = audit::Known { head: expect.as_deref(), signed_from };
+            let found = audit::verify_knowing(&rows, &public_keys, known);
             super::access::print_verified(found, expect.is_some(), args.json)
         }
         AuditAction::Keygen => super::access::keygen(args.json),

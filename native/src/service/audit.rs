@@ -83,16 +83,17 @@ impl Service {
 
     /// Checks the whole chain and its signatures with the configured public
     /// keys and `more` (`--public-key`), and the head kept elsewhere
-    /// (`--expect ID:SEAL`): what it found, or where it breaks.
+    /// (`--expect ID:SEAL`) and the first row signed (`--signed-from`): what
+    /// it found, or where it breaks.
     pub(crate) async fn verify_audit(
         &self,
         more: &[PublicKey],
-        expect: Option<&str>,
+        known: audit::Known<'_>,
     ) -> Result<Result<audit::Verified, audit::Broken>, AppError> {
         let rows = self.database.audit().await?;
         let mut keys = self.config().auth.audit_public_keys.clone();
         keys.extend(more.iter().filter(|key| !self.config().auth.audit_public_keys.contains(key)).cloned());
-        Ok(audit::verify_with_head(&rows, &keys, expect))
+        Ok(audit::verify_knowing(&rows, &keys, known))
     }
 
     /// The newest row as `ID:SEAL` (`strata audit head`).
