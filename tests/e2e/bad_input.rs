@@ -129,7 +129,8 @@ fn unknown_property_and_missing_file_stop_start_up() {
 #[test]
 fn an_unreachable_database_stops_start_up_with_one_line_and_no_password() {
     let ws = Workspace::new("basic");
-    let port = crate::support::free_port();
+    let closed = crate::support::closed_port();
+    let port = closed.port;
     for (driver, data_source) in [
         ("postgres", format!("postgres://svc:pg-s3cret@127.0.0.1:{port}/app")),
         ("mysql", format!("svc:my-s3cret@tcp(127.0.0.1:{port})/app")),
@@ -163,10 +164,11 @@ fn serve_exits_4_on_bad_configuration_and_5_on_an_unreachable_database_saying_it
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout), "");
 
+    let closed = crate::support::closed_port();
     let yaml = format!(
         "baseLocation: {}\ndriver: postgres\ndataSource: postgres://svc@127.0.0.1:{}/app\n{}port: {}\n",
         ws.migrations().display(),
-        crate::support::free_port(),
+        closed.port,
         crate::support::DIRECTORIES,
         ws.port
     );

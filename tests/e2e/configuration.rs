@@ -210,7 +210,8 @@ async fn strata_data_source_replaces_the_files_data_source() {
 #[tokio::test]
 async fn wait_for_db_retries_until_its_deadline_and_no_longer_then_says_why() {
     let ws = Workspace::new("basic");
-    let port = free_port();
+    let closed = crate::support::closed_port();
+    let port = closed.port;
     let yaml = format!(
         "baseLocation: {}\ndriver: postgres\ndataSource: postgres://svc:pw@127.0.0.1:{port}/app\n\
          singleMigrations: [ref, config]\n",

@@ -79,6 +79,24 @@ pub(crate) fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data")
 }
 
+/// A port of 127.0.0.1 held bound but not listening, for as long as the
+/// guard lives: a connection to it is refused, and no other process (a
+/// suite on another engine, running beside this one) can listen there
+/// meanwhile — as a port from [`free_port`] might, by then.
+pub(crate) struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    /// The port.
+    pub(crate) port: u16,
+}
+
+/// A [`ClosedPort`].
+pub(crate) fn closed_port() -> ClosedPort {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    ClosedPort { _socket: socket, port }
+}
+
 /// A free TCP port on 127.0.0.1.
 ///
 /// A port is handed out once per test process: the system may give a
