@@ -14,13 +14,16 @@
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
 # Clippy lints the workspace's crates while the tests build (clippy-driver
 # as cargo's workspace wrapper: one compilation, not a check build beside
-# a test build). Once the tests are built and the servers up, six lanes run
+# a test build). The container image's lane starts beside that build (its
+# static release build is the longest compilation and shares nothing with
+# it); once the tests are built and the servers up, five more lanes run
 # side by side (the suites mostly wait on their servers while the others
 # compile): the suite on SQLite, on PostgreSQL (then its other majors), on
 # MariaDB, the docs and console then the fuzzing smoke run, the core's
-# wasm32 build with the packages and workers, the container image; each
-# lane's log is printed when it
-# ends, and the durations of every step, lanes included, at the end.
+# wasm32 check with the packages and workers. Each lane's log is printed
+# when it ends; the durations and processor times of every step, lanes
+# included, at the end, and tests/README.md says where the minutes go. A
+# run past its budget (45 minutes) fails, naming where it went past.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,9 +49,17 @@ cpu_now() { # cpu_seconds: the processor seconds of this shell's waited-for chil
 duration() { # wall seconds, processor seconds
     printf '%4dm%02ds  cpu %4dm%02ds' $(($1 / 60)) $(($1 % 60)) $(($2 / 60)) $(($2 % 60))
 }
+# The run's budget (STRATA_CI_BUDGET_MINUTES, 45 by default: half of the
+# 90 minutes after which nothing lands). A run past it fails at its end,
+# naming the step, or the lane, during which it went past.
+budget_seconds=$((${STRATA_CI_BUDGET_MINUTES:-45} * 60)) crossed=""
+note_budget() { # what was running
+    if [ -z "$crossed" ] && [ "$SECONDS" -gt "$budget_seconds" ]; then crossed=$1; fi
+}
 step_name="" step_started=$SECONDS step_cpu=0 durations=()
 end_step() {
     [ -n "$step_name" ] || return 0
+    note_budget "the step \"$step_name\""
     cpu_now
     local took=$((SECONDS - step_started)) cpu=$((cpu_seconds - step_cpu))
     durations+=("$(duration $took $cpu)  $step_name")
@@ -110,6 +121,7 @@ wait_for_lanes() {
     local failed=()
     for i in "${!lane_pids[@]}"; do
         if ! wait "${lane_pids[$i]}"; then failed+=("${lane_names[$i]}"); fi
+        note_budget "the lane ${lane_names[$i]}"
         printf '\n==> lane %s\n' "${lane_names[$i]}"
         cat "$lane_dir/${lane_names[$i]}.log"
     done
@@ -158,8 +170,8 @@ run_web_lane() {
 # it per profile directory: a build beside a `cargo install --debug` there
 # waited 20 minutes for its turn).
 run_packages_lane() {
-    lane_step "strata-core builds for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
-        cargo build -p strata-core --target wasm32-unknown-unknown --locked
+    lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
+        cargo check -p strata-core --target wasm32-unknown-unknown --locked
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
@@ -171,7 +183,7 @@ rustup component list --installed | grep -q '^clippy' || rustup component add cl
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 # sqlx's TLS is OpenSSL (native-tls): its headers and pkg-config to build.
 if ! pkg-config --exists openssl 2>/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq libssl-dev pkg-config >/dev/null
 fi
 
 # The servers start in the background while the builds run (installing and
@@ -199,6 +211,11 @@ fi
 
 step "cargo fmt --check"
 cargo fmt --all --check
+
+# The container image's static release build is the longest compilation
+# and needs nothing of the workspace's build (a target directory of its
+# own): it starts now, beside it, not after it (it was the run's tail).
+start_lane container run_container_lane
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
 # them on the way (warnings are errors, rustc's and clippy's): the test
@@ -243,9 +260,14 @@ else
 fi
 start_lane web run_web_lane
 start_lane packages run_packages_lane
-start_lane container run_container_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes
+end_step
 
+if [ -n "$crossed" ]; then
+    printf '\nFAILED: the run took %dm%02ds, past its budget of %d minutes (STRATA_CI_BUDGET_MINUTES), during %s\n' \
+        $((SECONDS / 60)) $((SECONDS % 60)) $((budget_seconds / 60)) "$crossed" >&2
+    exit 1
+fi
 step "all tests passed"
 end_step

@@ -24,7 +24,7 @@ command -v podman >/dev/null || need+=(podman)
 command -v buildah >/dev/null || need+=(buildah)
 command -v runc >/dev/null || need+=(runc)
 if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}" >/dev/null
 fi
 
 # This sandbox refuses podman's default rlimits and crun; runc with explicit

@@ -22,8 +22,8 @@ fi
 
 if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
     if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null
     else
         echo "chromium is missing and this is not root: install the Debian package chromium" >&2
         exit 1
