@@ -16,7 +16,8 @@
 # as cargo's workspace wrapper: one compilation, not a check build beside
 # a test build). The container image's lane starts beside that build (its
 # static release build is the longest compilation and shares nothing with
-# it); once the tests are built and the servers up, five more lanes run
+# it), and so does the lane of the tools the others build with
+# (tests/tools.sh); once the tests are built and the servers up, five more lanes run
 # side by side (the suites mostly wait on their servers while the others
 # compile): the suite on SQLite, on PostgreSQL (then its other majors), on
 # MariaDB, the docs and console then the fuzzing smoke run, the core's
@@ -131,6 +132,21 @@ wait_for_lanes() {
         return 1
     fi
 }
+# The tools the packages, workers and fuzzing build with (tests/tools.sh):
+# a lane of their own from the start, beside the workspace build; the lanes
+# that need them wait for it (on a fresh machine their builds were the
+# run's tail, after the packages).
+run_tools_lane() {
+    local status=0
+    lane_step "the tools: wasm-bindgen-cli, worker-build, cargo-fuzz, each built once when missing (tests/tools.sh)" \
+        bash tests/tools.sh || status=$?
+    echo "$status" >"$lane_dir/tools.status"
+    return "$status"
+}
+wait_for_tools() {
+    while [ ! -e "$lane_dir/tools.status" ]; do sleep 2; done
+    [ "$(cat "$lane_dir/tools.status")" = 0 ] || { echo "the tools lane failed (its log says why)" >&2; return 1; }
+}
 run_container_lane() {
     lane_step "the container image (tests/container.sh)" \
         env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/container" bash tests/container.sh
@@ -140,6 +156,7 @@ run_container_lane() {
 run_fuzz_smoke() {
     # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
     local seconds=${STRATA_FUZZ_SECONDS:-10}
+    wait_for_tools
     if [ "$seconds" = 0 ]; then
         echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
     else
@@ -172,6 +189,7 @@ run_web_lane() {
 run_packages_lane() {
     lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
         cargo check -p strata-core --target wasm32-unknown-unknown --locked
+    wait_for_tools
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
@@ -216,6 +234,7 @@ cargo fmt --all --check
 # and needs nothing of the workspace's build (a target directory of its
 # own): it starts now, beside it, not after it (it was the run's tail).
 start_lane container run_container_lane
+start_lane tools run_tools_lane
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
 # them on the way (warnings are errors, rustc's and clippy's): the test

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # The npm packages under pkg/: installs the wasm-bindgen CLI matching the
-# crate (cargo install --debug, ~80 s once: no registry ships the binary, and
-# a debug build of the tool takes half the time of a release one while its
-# output is byte for byte the same) and headless Chromium (Debian
-# package; needs root) when missing, then in each package: npm ci, npm run
+# crate (tests/tools.sh) and headless Chromium (Debian package; needs root)
+# when missing, then in each package: npm ci, npm run
 # build (cargo -> wasm-bindgen -> wasm-opt -> esbuild), npm test (packs the
 # tarball and tests it from a fresh project; see pkg/*/scripts/test.mjs).
 # Then the ecosystem's package linters on the three tarballs: publint and
@@ -13,12 +11,7 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 
-bindgen_version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)
-installed=$(wasm-bindgen --version 2>/dev/null || "$HOME/.cargo/bin/wasm-bindgen" --version 2>/dev/null || true)
-if [ "$installed" != "wasm-bindgen $bindgen_version" ]; then
-    echo "installing wasm-bindgen-cli $bindgen_version (found: ${installed:-none})"
-    cargo install --debug wasm-bindgen-cli --version "$bindgen_version"
-fi
+bash tests/tools.sh wasm-bindgen-cli
 
 if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
     if [ "$(id -u)" = 0 ]; then

