@@ -12,9 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
-# The budget keeps growth visible: 21 MB with the migration linter (sqlparser's
-# parser for four dialects) linked in; 29.4 MB on 2026-11-26: the static binary with OpenSSL compiled in (sqlx's TLS
-# through native-tls since issue 39, about 5.8 MB of it), the CA bundle.
+# The budget keeps growth visible (the measured size: docs/deployment.md).
 MAX_IMAGE_BYTES=$((32 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
