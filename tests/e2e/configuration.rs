@@ -222,9 +222,10 @@ async fn wait_for_db_retries_until_its_deadline_and_no_longer_then_says_why() {
     let status = strata_in(ws.path(), &config, &["--wait-for-db", "2", "status"], &[]).await;
     let took = started.elapsed();
     assert_eq!(code(&status), 5, "{}", stderr(&status));
-    // The deadline and no more (no last attempt of its own after it; the
-    // process's start and exit aside).
-    assert!(took >= Duration::from_secs(2) && took < Duration::from_millis(3500), "{took:?}");
+    // The deadline and no more: before, a last attempt of its own after it
+    // took the pool's 5 s more (3 s of margin here for a loaded machine's
+    // process start and exit).
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(5), "{took:?}");
     let said = stderr(&status);
     assert_eq!(said.matches("cannot connect").count(), 1, "{said}");
     assert!(said.contains(&format!("127.0.0.1:{port}: connection refused: nothing listens")), "{said}");
