@@ -871,6 +871,88 @@ async fn revert_tenants_drift_and_lint_run_through_the_server_as_in_process() {
     assert_eq!(code(&all), 2, "{}", stderr(&all));
 }
 
+#[tokio::test]
+async fn plan_status_and_repair_print_the_same_json_through_the_server_as_in_process() {
+    let ws = crate::formats::empty_directories();
+    ws.write_migration("tenants/20240101_users.sql", "-- migrate:up\ncreate table {schema}.users (id int);\n");
+    ws.write_migration("tenants/20240102_orders.sql", "-- migrate:up\ncreate table {schema}.orders (id int);\n");
+    let yaml = ws.config(AUTH);
+    let server = Server::start_in(ws, &yaml, "").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let admin = token(&server, "ops", "admin").await;
+    let added = client(&server, &deployer, &["tenants", "add", "t1", "t2", "--version", "first"]).await;
+    assert_eq!(code(&added), 0, "{}", stderr(&added));
+    let same = |args: &'static [&'static str]| {
+        let (server, viewer) = (&server, &viewer);
+        async move {
+            let remote = client(server, viewer, args).await;
+            let local = strata(server.config_path(), args).await;
+            assert_eq!(code(&remote), code(&local), "{args:?}: {}{}", stderr(&remote), stderr(&local));
+            assert_eq!(json_of(&remote), json_of(&local), "{args:?}");
+            (code(&remote), json_of(&remote))
+        }
+    };
+
+    // A file that sorts before the applied ones, one changed, one deleted.
+    server.ws.write_migration("tenants/20231231_early.sql", "-- migrate:up\ncreate table {schema}.early (id int);\n");
+    server
+        .ws
+        .write_migration("tenants/20240101_users.sql", "-- migrate:up\ncreate table {schema}.users (id bigint);\n");
+    std::fs::remove_file(server.ws.migrations().join("tenants/20240102_orders.sql")).unwrap();
+    let (exit, refused) = same(&["plan", "--json"]).await;
+    assert_eq!(exit, 3);
+    assert_eq!(refused["refused"], "DRIFT");
+    assert_eq!(refused["drift"][0]["schemas"], json!(["t1", "t2"]));
+    assert_eq!(refused["drift"][0]["recordedChecksums"].as_array().unwrap().len(), 1);
+    let (exit, synced) = same(&["plan", "--sync", "--json"]).await;
+    assert_eq!(exit, 0);
+    assert_eq!(synced["outOfOrder"][0]["file"].as_str().unwrap().rsplit('/').next(), Some("20231231_early.sql"));
+    assert_eq!(synced["outOfOrder"].as_array().unwrap().len(), 2, "{synced}");
+    assert_eq!(synced["missing"][0]["schemas"], json!(["t1", "t2"]));
+    assert_ne!(synced["drift"][0]["sourceChecksum"], synced["drift"][0]["recordedChecksums"][0], "{synced}");
+    assert_eq!((synced["recordOnly"].as_u64(), synced["pending"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(synced["summary"]["tenantMigrationsTotal"], 2);
+    let (exit, status) = same(&["status", "--json"]).await;
+    assert_eq!(exit, 0);
+    assert_eq!((status["versionCount"].as_u64(), status["tenants"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        status["pending"],
+        json!([
+            { "schema": "t1", "migrations": 1, "quarantined": false },
+            { "schema": "t2", "migrations": 1, "quarantined": false }
+        ])
+    );
+    assert_eq!(status["missing"], synced["missing"]);
+    assert_eq!(status["drift"], synced["drift"]);
+    let text = client(&server, &viewer, &["status"]).await;
+    assert_eq!(stdout(&text), stdout(&strata(server.config_path(), &["status"]).await));
+    assert!(stdout(&text).contains("20240102_orders.sql (recorded in 2 schema(s))"), "{}", stdout(&text));
+
+    // repair: an admin's, listed first; a viewer's and a deployer's refused.
+    for token in [&viewer, &deployer] {
+        let refused = client(&server, token, &["repair", "--dry-run"]).await;
+        assert_eq!(code(&refused), 16, "{}", stderr(&refused));
+    }
+    let remote = client(&server, &admin, &["repair", "--dry-run", "--json"]).await;
+    assert_eq!(code(&remote), 0, "{}", stderr(&remote));
+    assert_eq!(json_of(&remote), json_of(&strata(server.config_path(), &["repair", "--dry-run", "--json"]).await));
+    assert_eq!(json_of(&remote)["records"], 4, "{}", stdout(&remote));
+    let pending = client(&server, &admin, &["repair", "tenants/20231231_early.sql"]).await;
+    assert_eq!(code(&pending), 2, "{}", stderr(&pending));
+    assert!(stderr(&pending).contains("is pending (applied nowhere)"), "{}", stderr(&pending));
+    let repaired = client(&server, &admin, &["repair", "--version", "accept the edit"]).await;
+    assert_eq!(code(&repaired), 0, "{}", stderr(&repaired));
+    assert!(stdout(&repaired).contains("20240102_orders.sql"), "{}", stdout(&repaired));
+    let (_, after) = same(&["status", "--json"]).await;
+    assert_eq!((after["drift"].as_array().unwrap().len(), after["missing"].as_array().unwrap().len()), (0, 0));
+    let audit = server.ws.rows("svc", "select actor, target, outcome from svc_audit where action = 'repair'").await;
+    assert_eq!(audit.len(), 1 + 2 + 1, "{audit:?}");
+    let last = audit.last().unwrap();
+    assert_eq!((last[0].clone(), last[2].clone()), (json!("token:ops"), json!("ok")), "{audit:?}");
+    assert!(last[1].as_str().unwrap().contains("accept the edit"), "{audit:?}");
+}
+
 /// Books written by a release before `svc_audit.signature` and
 /// `svc_tokens.owner`: their rows are kept, read-only commands read them
 /// as they are, the first read-write command adds the columns, and the old

@@ -165,82 +165,9 @@ pub fn has_pending_migrations(plan: &Plan) -> bool {
     plan.counts.migrations_grand_total() > 0 || plan.new_tenant.is_some()
 }
 
-/// A plan for pipelines (`strata plan --json`): the summary's counts, the
-/// groups, and the diagnostics, in the API's field names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanReport {
-    /// Nothing would change (no version would be created).
-    pub nothing_to_do: bool,
-    /// Migrations are pending or a tenant would be created (scripts, due
-    /// on every version, aside): what `--check` gates on.
-    pub pending: bool,
-    /// The tenant `createTenant` would create.
-    pub new_tenant: Option<String>,
-    /// The counts, named as in the API's `Summary`.
-    pub summary: serde_json::Value,
-    /// Schemas grouped by the files they would get.
-    pub groups: Vec<PendingGroup>,
-    /// Pending files that sort before one already applied in their schema.
-    pub out_of_order: Vec<serde_json::Value>,
-    /// Files changed since applied (under Sync; Apply refuses instead).
-    pub drift: Vec<serde_json::Value>,
-    /// Recorded migrations whose files are gone from the source.
-    pub missing: Vec<serde_json::Value>,
-    /// Migrations a Sync would record without running them (schema × file).
-    pub record_only: u64,
-}
-
-/// The [`PlanReport`] of `plan`.
-pub fn plan_report(plan: &Plan, sources: &[SourceMigration]) -> PlanReport {
-    let c = &plan.counts;
-    PlanReport {
-        nothing_to_do: plan.is_empty(),
-        pending: has_pending_migrations(plan),
-        new_tenant: plan.new_tenant.clone(),
-        summary: serde_json::json!({
-            "tenants": c.tenants,
-            "singleMigrations": c.single_migrations,
-            "tenantMigrations": c.tenant_migrations,
-            "tenantMigrationsTotal": c.tenant_migrations_total,
-            "migrationsGrandTotal": c.migrations_grand_total(),
-            "singleScripts": c.single_scripts,
-            "tenantScripts": c.tenant_scripts,
-            "tenantScriptsTotal": c.tenant_scripts_total,
-            "scriptsGrandTotal": c.scripts_grand_total(),
-        }),
-        groups: pending_groups(plan, sources),
-        out_of_order: plan
-            .diagnostics
-            .out_of_order
-            .iter()
-            .map(|o| serde_json::json!({ "file": o.file, "schema": o.schema, "after": o.after }))
-            .collect(),
-        drift: plan.diagnostics.drift.iter().map(drift_json).collect(),
-        missing: plan
-            .diagnostics
-            .missing
-            .iter()
-            .map(|m| serde_json::json!({ "file": m.file, "schemas": m.schemas }))
-            .collect(),
-        record_only: record_only(plan, sources),
-    }
-}
-
 /// Migration steps recorded without running (a Sync's), scripts aside.
 pub fn record_only(plan: &Plan, sources: &[SourceMigration]) -> u64 {
     plan.steps.iter().filter(|s| !s.execute && !sources[s.migration as usize].migration_type.is_script()).count() as u64
-}
-
-/// A drifted file as JSON: `file`, `schemas`, the source's and the recorded
-/// checksums.
-pub fn drift_json(drift: &crate::migrate::plan::Drift) -> serde_json::Value {
-    serde_json::json!({
-        "file": drift.file,
-        "schemas": drift.schemas,
-        "sourceChecksum": drift.source_checksum,
-        "recordedChecksums": drift.recorded_checksums,
-    })
 }
 
 /// Drift that makes Apply refuse, as text.

@@ -374,7 +374,7 @@ pub struct ActiveRollout {
     /// Its version name.
     pub version_name: String,
     /// Its status.
-    pub status: &'static str,
+    pub status: String,
     /// Waves completed.
     pub waves_done: usize,
     /// Waves in all.
@@ -404,7 +404,7 @@ pub fn active<'a>(rollouts: impl IntoIterator<Item = (i64, &'a Rollout)>) -> Vec
         .map(|(id, r)| ActiveRollout {
             id,
             version_name: r.version_name.clone(),
-            status: r.status.name(),
+            status: r.status.name().to_string(),
             waves_done: r.position,
             waves: r.waves.len(),
         })

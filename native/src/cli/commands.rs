@@ -4,14 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
-use super::answers::{MissingFile, PendingSchema, PlanAnswer, StatusAnswer, UnreachableShardAnswer};
+use super::answers::{PlanAnswer, refused_by_drift, render_active_rollouts, render_status};
 use super::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
 use super::progress::Progress;
 use super::{
@@ -21,7 +21,8 @@ use super::{
 use crate::db::QuarantineRow;
 use crate::db::{self, Access, Observer};
 use crate::error::AppError;
-use crate::graphql::types::{CreateResultsDto, VersionDto};
+use crate::graphql::preview::{self, DriftedFileDto, PlanPreviewDto};
+use crate::graphql::types::CreateResultsDto;
 use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_history, read_sources};
 use crate::{loader, settings};
 
@@ -219,16 +220,13 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
             let plan = preview.plan;
             let findings = service.lint(&plan, &sources);
             if args.json {
-                print_json(&PlanAnswer {
-                    report: report::plan_report(&plan, &sources),
-                    findings: &findings.findings,
-                    unchecked: &findings.unchecked,
-                    skipped_tenants: &preview.skipped,
-                    active_rollouts: active_rollouts(service).await,
-                });
+                let active = preview::active_rollouts(service).await;
+                let skipped = preview.skipped.clone();
+                let answer = PlanPreviewDto::from_plan(&plan, &sources, findings.clone(), skipped, active);
+                print_json(&PlanAnswer::from(answer));
             } else {
                 out!("{}", report::render_text(&plan, &sources));
-                out!("{}", render_active_rollouts(&active_rollouts(service).await));
+                out!("{}", render_active_rollouts(&preview::active_rollouts(service).await));
                 if !preview.skipped.is_empty() {
                     outln!(
                         "\nSkipped: {} quarantined tenant(s) ({}); strata quarantine lists them.",
@@ -249,8 +247,8 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
         }
         Err(AppError::Plan(PlanError::Drift(drift))) => {
             if args.json {
-                let drift: Vec<Value> = drift.iter().map(report::drift_json).collect();
-                print_json(&json!({ "refused": "DRIFT", "drift": drift }));
+                let drift: Vec<DriftedFileDto> = drift.iter().map(DriftedFileDto::from).collect();
+                print_json(&refused_by_drift(&drift));
             } else {
                 out!("{}", report::render_drift(&drift));
             }
@@ -420,49 +418,36 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
     }
 }
 
-/// The rollouts in progress (none where the engine keeps no rollouts).
-async fn active_rollouts(service: &Service) -> Vec<strata_core::migrate::rollout::ActiveRollout> {
-    service.active_rollouts().await.unwrap_or_default()
-}
-
-/// The rollouts in progress, as the lines `plan` and `status` end with.
-fn render_active_rollouts(active: &[strata_core::migrate::rollout::ActiveRollout]) -> String {
-    let mut out = String::new();
-    for rollout in active {
-        out.push_str(&format!(
-            "\nRollout in progress: {}. `strata apply` is refused until it completes or is cancelled (`strata rollout \
-             cancel {}`), or runs with --override-rollout.\n",
-            rollout.describe(),
-            rollout.id
-        ));
-    }
-    out
-}
-
 /// `repair [FILE...]`: what it changes, listed, then done (or only
 /// listed with `--dry-run`).
 async fn repair(service: &Service, args: RepairArgs) -> Exit {
     let caller = cli_caller();
     if !args.dry_run {
-        // Listed before it runs: the same decision, read first.
-        match service.repair(&args.files, &args.version_name, &caller, true).await {
-            Ok(planned) if !args.json && !planned.is_empty() => {
-                out!("{}", strata_core::migrate::repair::render(&planned, false))
-            }
-            Ok(_) => {}
-            Err(error) => return failed_apply(&error, args.json),
+        // Listed before it runs: the same decision, read first (a refusal
+        // is left to the repair itself, which puts it on record).
+        if let Ok(planned) = service.repair(&args.files, &args.version_name, &caller, true).await
+            && !args.json
+            && !planned.is_empty()
+        {
+            out!("{}", strata_core::migrate::repair::render(&planned, false))
         }
     }
     match service.repair(&args.files, &args.version_name, &caller, args.dry_run).await {
         Ok(done) => {
-            if args.json {
-                print_json(&json!({ "dryRun": args.dry_run, "repair": done, "records": done.records() }));
-            } else {
-                out!("{}", strata_core::migrate::repair::render(&done, !args.dry_run));
-            }
+            print_repair(&done, args.dry_run, args.json);
             Exit::Success
         }
         Err(error) => failed_apply(&error, args.json),
+    }
+}
+
+/// What a repair changed (or, with `dry_run`, would change): in-process
+/// and through `--server` alike.
+pub(super) fn print_repair(done: &strata_core::migrate::repair::Repair, dry_run: bool, json: bool) {
+    if json {
+        print_json(&json!({ "dryRun": dry_run, "repair": done, "records": done.records() }));
+    } else {
+        out!("{}", strata_core::migrate::repair::render(done, !dry_run));
     }
 }
 
@@ -477,54 +462,15 @@ pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
 }
 
 async fn status(service: &Service, args: StatusArgs) -> Exit {
-    let (answer, drift) = match status_answer(service, args.versions).await {
-        Ok(read) => read,
+    let status = match preview::status(service, args.versions).await {
+        Ok(status) => status,
         Err(error) => return failure(&error),
     };
-    let exit = if answer.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed };
     if args.json {
-        print_json(&answer);
+        print_json(&status);
     } else {
-        out!("{}", answer.render(&drift));
-        out!("{}", render_active_rollouts(&answer.active_rollouts));
+        out!("{}", render_status(&status));
+        out!("{}", render_active_rollouts(&status.active_rollouts));
     }
-    exit
-}
-
-/// Where the fleet stands: the newest `recent` versions, the tenants, what
-/// is pending where (a Sync preview plans the same steps as an Apply but
-/// never refuses: drift and missing files are its diagnostics), and the
-/// drift itself for the text.
-async fn status_answer(
-    service: &Service,
-    recent: usize,
-) -> Result<(StatusAnswer, Vec<strata_core::migrate::plan::Drift>), AppError> {
-    let versions = service.versions(None).await?;
-    let tenants = service.tenants().await?.len();
-    let (preview, sources) = service.preview_every_tenant(Action::Sync).await?;
-    let quarantined: std::collections::HashSet<String> =
-        service.quarantined().await?.into_iter().map(|row| row.tenant).collect();
-    let diagnostics = preview.plan.diagnostics.clone();
-    let answer = StatusAnswer {
-        versions: versions.iter().rev().take(recent).map(|version| VersionDto::from(version.clone())).collect(),
-        version_count: versions.len(),
-        tenants,
-        pending: report::pending_counts(&preview.plan, &sources)
-            .into_iter()
-            .map(|p| PendingSchema {
-                quarantined: quarantined.contains(&p.schema),
-                schema: p.schema,
-                migrations: p.migrations,
-            })
-            .collect(),
-        drift: diagnostics.drift.iter().map(report::drift_json).collect(),
-        missing: diagnostics.missing.into_iter().map(|m| MissingFile { file: m.file, schemas: m.schemas }).collect(),
-        unreachable_shards: preview
-            .unreachable
-            .into_iter()
-            .map(|shard| UnreachableShardAnswer { shard: shard.shard, reason: shard.reason, tenants: shard.tenants })
-            .collect(),
-        active_rollouts: active_rollouts(service).await,
-    };
-    Ok((answer, diagnostics.drift))
+    if status.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed }
 }

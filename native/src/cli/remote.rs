@@ -1,7 +1,8 @@
 //! `strata --server URL …`: the command line as a client of a running
 //! service, so a CI job needs a token (`STRATA_TOKEN`), not the database's
-//! credentials. `apply`, `plan`, `status`, `revert`, `tenants` (and `tenants
-//! add`), `rollout`, `quarantine` and `audit` run through the API: the inputs are the API's own input types, the answers
+//! credentials. `apply`, `plan`, `status`, `revert`, `repair`, `tenants` (and
+//! `tenants add`), `drift`, `lint`, `rollout`, `quarantine` and `audit` run
+//! through the API: the inputs are the API's own input types, the answers
 //! are read into the API's own answer types (`graphql::types`), and each
 //! operation is a constant document, checked against the schema by a unit
 //! test — no GraphQL is assembled from strings at run time.
@@ -10,14 +11,16 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use strata_core::auth::audit::{self, Sealed};
 
+use super::answers::{PlanAnswer, refused_by_drift, render_active_rollouts, render_status};
 use super::output::{print_json, print_released};
 use super::{
     ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction,
-    QuarantineArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
+    QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
 };
+use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
-    ActionDto, AuditRowDto, CreateResultsDto, PlanPreviewDto, QuarantinedTenantDto, RetryInput, RolloutDto,
-    SchemaDriftDto, TenantInput, TenantsInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, CreateResultsDto, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto,
+    TenantInput, TenantsInput, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -42,9 +45,12 @@ macro_rules! rollout {
 /// The fields of `PlanPreview` the command line reads.
 macro_rules! plan {
     () => {
-        "nothingToDo refusedByDrift groups { schemas tenants files { file script execute } } drift { file schemas } \
-         findings { rule severity file line column message advice } unchecked { file line column reason } \
-         skippedTenants"
+        "nothingToDo refusedByDrift pending newTenant summary { tenants singleMigrations tenantMigrations \
+         tenantMigrationsTotal migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal \
+         scriptsGrandTotal } groups { schemas tenants files { file script execute } } outOfOrder { file schema after \
+         } drift { file schemas sourceChecksum recordedChecksums } missing { file schemas } recordOnly findings { \
+         rule severity file line column message advice } unchecked { file line column reason } skippedTenants \
+         activeRollouts { id versionName status wavesDone waves }"
     };
 }
 
@@ -71,13 +77,13 @@ const DRIFT: &str = "query { drift { tenants groups { recorded fingerprint tenan
                      fingerprint reference migrations differences { kind name change expected found } } changed \
                      changedSchemas { schema stored live } } }";
 const PLAN: &str = concat!("query($action: Action) { plan(action: $action) { ", plan!(), " } }");
-const STATUS: &str = concat!(
-    "query { versions { id name created requestId parts { shard id } } tenants { name } plan(action: Sync) { ",
-    plan!(),
-    " } rollouts { ",
-    rollout!(),
-    " } }"
-);
+const STATUS: &str = "query($versions: Int!) { status(versions: $versions) { versions { id name created requestId \
+                      parts { shard id } } versionCount tenants pending { schema migrations quarantined } drift { \
+                      file schemas sourceChecksum recordedChecksums } missing { file schemas } unreachableShards { \
+                      shard reason tenants } activeRollouts { id versionName status wavesDone waves } } }";
+const REPAIR: &str = "mutation($files: [String!], $versionName: String!, $dryRun: Boolean!) { repair(files: $files, \
+                      versionName: $versionName, dryRun: $dryRun) { checksums { file checksum recorded schemas } \
+                      removals { file schemas } } }";
 const ROLLOUTS: &str = concat!("query { rollouts { ", rollout!(), " } }");
 const START_ROLLOUT: &str = concat!(
     "mutation($versionName: String!, $waves: [String!]!, $failureBudget: String) { ",
@@ -193,6 +199,7 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Plan(args) => plan(&remote, args).await,
             OnDatabase::Status(args) => status(&remote, args).await,
             OnDatabase::Revert(args) => revert(&remote, args).await,
+            OnDatabase::Repair(args) => repair(&remote, args).await,
             OnDatabase::Tenants(args) => tenants(&remote, args).await,
             OnDatabase::Drift(args) => drift(&remote, args).await,
             OnDatabase::Lint(args) => lint(&remote, args).await,
@@ -201,8 +208,8 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
-                    "strata: with --server, plan, apply, status, revert, tenants, drift, lint, rollout, quarantine \
-                     and audit run through the API; run the others without --server (with the configuration)"
+                    "strata: with --server, plan, apply, status, revert, repair, tenants, drift, lint, rollout, \
+                     quarantine and audit run through the API; run the others without --server (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -317,35 +324,9 @@ async fn lint(remote: &Remote, args: LintArgs) -> Exit {
             .report(args.json);
     }
     match remote.call::<PlanPreviewDto>(PLAN, "plan", json!({ "action": ActionDto::Apply })).await {
-        Ok(preview) => super::commands::print_lint(&lint_report(preview), &args),
+        Ok(preview) => super::commands::print_lint(&preview.lint_report(), &args),
         Err(failure) => failure.report(args.json),
     }
-}
-
-/// Core's lint report again, from the API's findings.
-fn lint_report(preview: PlanPreviewDto) -> strata_core::migrate::lint::Report {
-    use strata_core::migrate::lint::{Finding, Report, Severity, Unchecked};
-    use strata_core::migrate::statements::Position;
-    let findings = preview
-        .findings
-        .into_iter()
-        .map(|f| Finding {
-            // A rule this client does not know (a newer service) keeps its name.
-            rule: strata_core::migrate::lint::rule(&f.rule)
-                .map_or_else(|| &*Box::leak(f.rule.into_boxed_str()), |rule| rule.name),
-            severity: f.severity.parse().unwrap_or(Severity::Error),
-            file: f.file,
-            at: Position { line: f.line, column: f.column },
-            message: f.message,
-            advice: f.advice,
-        })
-        .collect();
-    let unchecked = preview
-        .unchecked
-        .into_iter()
-        .map(|u| Unchecked { file: u.file, at: Position { line: u.line, column: u.column }, reason: u.reason })
-        .collect();
-    Report { findings, unchecked }
 }
 
 /// What `tenants --server` reads.
@@ -475,11 +456,6 @@ fn print_quarantined(rows: &[QuarantinedTenantDto]) {
     }
 }
 
-/// Migrations (not scripts) the plan would run.
-fn pending_migrations(plan: &PlanPreviewDto) -> usize {
-    plan.groups.iter().map(|g| g.schemas.len() * g.files.iter().filter(|f| !f.script).count()).sum()
-}
-
 fn print_plan(plan: &PlanPreviewDto) {
     if plan.refused_by_drift {
         outln!("Apply would REFUSE: files changed since they were applied:");
@@ -513,8 +489,11 @@ fn print_plan(plan: &PlanPreviewDto) {
             finding.message
         );
     }
+    out!("{}", render_active_rollouts(&plan.active_rollouts));
 }
 
+/// `plan --server`: the API's `plan`; `--json` prints what the in-process
+/// command prints.
 async fn plan(remote: &Remote, args: PlanArgs) -> Exit {
     if args.tenant.is_some() || args.revert {
         return Failure::local("USAGE", "with --server, plan previews createVersion (Apply or --sync) only")
@@ -523,66 +502,68 @@ async fn plan(remote: &Remote, args: PlanArgs) -> Exit {
     let action = if args.sync { ActionDto::Sync } else { ActionDto::Apply };
     match remote.call::<PlanPreviewDto>(PLAN, "plan", json!({ "action": action })).await {
         Ok(preview) => {
-            if args.json {
-                print_json(&preview);
-            } else {
-                print_plan(&preview);
-            }
             let failing = preview
                 .findings
                 .iter()
                 .any(|f| f.severity.parse::<strata_core::migrate::lint::Severity>().is_ok_and(|s| s >= args.fail_on));
-            match () {
+            let exit = match () {
                 () if preview.refused_by_drift => Exit::Drift,
+                () if args.check && !preview.drift.is_empty() => Exit::Drift,
                 () if args.check && failing => Exit::LintFindings,
-                () if args.check && pending_migrations(&preview) > 0 => Exit::Pending,
+                () if args.check && preview.pending => Exit::Pending,
                 () => Exit::Success,
+            };
+            match (args.json, preview.refused_by_drift) {
+                (true, true) => print_json(&refused_by_drift(&preview.drift)),
+                (true, false) => print_json(&PlanAnswer::from(preview)),
+                (false, _) => print_plan(&preview),
             }
+            exit
         }
         Err(failure) => failure.report(args.json),
     }
 }
 
-/// What `status --server` reads, in the API's own types.
-#[derive(serde::Deserialize, serde::Serialize)]
-struct StatusData {
-    versions: Vec<VersionDto>,
-    tenants: Vec<Value>,
-    plan: PlanPreviewDto,
-    rollouts: Vec<RolloutDto>,
+/// `status --server`: the API's `status`, printed as in-process.
+async fn status(remote: &Remote, args: StatusArgs) -> Exit {
+    let versions = u32::try_from(args.versions).unwrap_or(u32::MAX);
+    match remote.call::<StatusDto>(STATUS, "status", json!({ "versions": versions })).await {
+        Ok(status) => {
+            if args.json {
+                print_json(&status);
+            } else {
+                out!("{}", render_status(&status));
+                out!("{}", render_active_rollouts(&status.active_rollouts));
+            }
+            if status.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed }
+        }
+        Err(failure) => failure.report(args.json),
+    }
 }
 
-async fn status(remote: &Remote, args: StatusArgs) -> Exit {
-    let data = match remote.data(STATUS, json!({})).await {
-        Ok(data) => data,
-        Err(failure) => return failure.report(args.json),
-    };
-    let mut status: StatusData = match serde_json::from_value(data) {
-        Ok(status) => status,
-        Err(error) => return Failure::local("INTERNAL", format!("the answer cannot be read: {error}")).report(false),
-    };
-    let count = status.versions.len();
-    status.versions = status.versions.into_iter().rev().take(args.versions).collect();
-    if args.json {
-        print_json(&json!({
-            "versionCount": count,
-            "versions": status.versions,
-            "tenants": status.tenants.len(),
-            "pending": status.plan,
-            "rollouts": status.rollouts,
-        }));
-        return Exit::Success;
+/// `repair --server`: the API's `repair`, listed first (a dry run), then
+/// done, printed as in-process.
+async fn repair(remote: &Remote, args: RepairArgs) -> Exit {
+    let variables = |dry_run: bool| json!({ "files": args.files, "versionName": args.version_name, "dryRun": dry_run });
+    // A refusal of the listing is left to the repair itself, which puts it
+    // on record.
+    if !args.dry_run
+        && !args.json
+        && let Ok(planned) = remote.call::<RepairDto>(REPAIR, "repair", variables(true)).await
+    {
+        let planned = strata_core::migrate::repair::Repair::from(planned);
+        if !planned.is_empty() {
+            out!("{}", strata_core::migrate::repair::render(&planned, false));
+        }
     }
-    outln!("{count} version(s), {} tenant(s).", status.tenants.len());
-    for version in &status.versions {
-        outln!("  {} {} ({})", version.id, version.name, version.created.0);
+    match remote.call::<RepairDto>(REPAIR, "repair", variables(args.dry_run)).await {
+        Ok(done) => {
+            let done = strata_core::migrate::repair::Repair::from(done);
+            super::commands::print_repair(&done, args.dry_run, args.json);
+            Exit::Success
+        }
+        Err(failure) => failure.report(args.json),
     }
-    outln!("{} migration(s) pending.", pending_migrations(&status.plan));
-    print_plan(&status.plan);
-    for rollout in status.rollouts.iter().filter(|r| !matches!(r.status.as_str(), "COMPLETED" | "CANCELLED")) {
-        outln!("Rollout in progress: {} {} ({}).", rollout.id, rollout.version_name, rollout.status);
-    }
-    Exit::Success
 }
 
 fn print_rollout(rollout: &RolloutDto) {

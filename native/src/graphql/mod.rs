@@ -5,6 +5,7 @@ mod fleet;
 mod guard;
 pub(crate) mod limits;
 mod one_by_one;
+pub(crate) mod preview;
 pub(crate) mod types;
 
 use std::sync::Arc;
@@ -18,10 +19,11 @@ use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
+use preview::{PlanPreviewDto, RepairDto, StatusDto};
 use types::{
-    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface, PlanPreviewDto,
-    QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters,
-    TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface, QuarantinedTenantDto,
+    RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
+    TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -176,13 +178,24 @@ impl Query {
         let service = service(ctx)?;
         let target = service.target(tenant_name).map_err(graphql_error)?;
         match service.preview(target, action.unwrap_or(ActionDto::Apply).into()).await {
-            Ok((preview, sources)) => {
-                let lint = service.lint(&preview.plan, &sources);
-                Ok(PlanPreviewDto::from_plan(&preview.plan, &sources, lint, preview.skipped))
+            Ok((plan, sources)) => {
+                let lint = service.lint(&plan.plan, &sources);
+                let active = preview::active_rollouts(service).await;
+                Ok(PlanPreviewDto::from_plan(&plan.plan, &sources, lint, plan.skipped, active))
             }
             Err(AppError::Plan(PlanError::Drift(drift))) => Ok(PlanPreviewDto::refused(&drift)),
             Err(error) => Err(graphql_error(error)),
         }
+    }
+
+    /// Where the fleet stands: the newest `versions` versions (newest
+    /// first), the tenant count, the migrations pending per schema
+    /// (quarantined tenants included and marked), drifted and missing
+    /// files, shards that did not answer and rollouts in progress. What
+    /// `strata status` prints. Added to the spec's schema.
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn status(&self, ctx: &Context<'_>, #[graphql(default = 10)] versions: u32) -> Result<StatusDto> {
+        preview::status(service(ctx)?, versions as usize).await.map_err(graphql_error)
     }
 
     /// Every tenant × every tenant migration: applied, pending or drifted.
@@ -429,6 +442,26 @@ impl Mutation {
     /// wave again. Added.
     async fn resume_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
         operate(ctx, id, Operation::Resume).await
+    }
+
+    /// Records deliberate changes to the source, and runs nothing: the new
+    /// checksum of each file changed since it was applied, and the removal
+    /// of the records of each file deleted from the source — all of them,
+    /// or the `files` named (a name that is neither is refused before
+    /// anything changes; a pending file is never recorded). Audited as
+    /// `versionName`; with `dryRun`, only says what it would change.
+    /// Admin only (`strata repair`, Flyway's name). Added to the spec's
+    /// schema.
+    async fn repair(
+        &self,
+        ctx: &Context<'_>,
+        files: Option<Vec<String>>,
+        #[graphql(default_with = "String::from(\"repair\")")] version_name: String,
+        #[graphql(default = false)] dry_run: bool,
+    ) -> Result<RepairDto> {
+        let files = files.unwrap_or_default();
+        let repair = service(ctx)?.repair(&files, &version_name, &caller(ctx), dry_run).await.map_err(graphql_error)?;
+        Ok(RepairDto::from(repair))
     }
 
     /// Lets quarantined tenants go without running anything: the next

@@ -6,9 +6,9 @@ use async_graphql::{
 };
 use std::sync::Arc;
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
-use strata_core::migrate::{lint, plan, report};
 
 use super::limits::RequestScope;
 use super::one_by_one::OneByOne;
@@ -498,152 +498,6 @@ pub(crate) struct TenantsInput {
 /// GraphQL `Int` is 32-bit; ids beyond it are shown saturated.
 fn clamp(id: i64) -> i32 {
     i32::try_from(id).unwrap_or(i32::MAX)
-}
-
-/// A file a schema would get (`PendingFile`, added: the console's preview).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "PendingFile")]
-pub(crate) struct PendingFileDto {
-    pub(crate) file: String,
-    pub(crate) script: bool,
-    pub(crate) execute: bool,
-}
-
-/// Schemas that would get the same files (`PendingGroup`, added).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "PendingGroup")]
-pub(crate) struct PendingGroupDto {
-    pub(crate) schemas: OneByOne<String>,
-    pub(crate) tenants: bool,
-    pub(crate) files: Vec<PendingFileDto>,
-}
-
-/// A file changed since it was applied (`DriftedFile`, added).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "DriftedFile")]
-pub(crate) struct DriftedFileDto {
-    pub(crate) file: String,
-    pub(crate) schemas: Vec<String>,
-}
-
-/// A lint finding on a file the plan would run (`LintFinding`, added).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "LintFinding")]
-pub(crate) struct LintFindingDto {
-    /// The rule's name, e.g. `create-index-non-concurrently`.
-    pub(crate) rule: String,
-    /// `info`, `warning` or `error`.
-    pub(crate) severity: String,
-    pub(crate) file: String,
-    pub(crate) line: u64,
-    pub(crate) column: u64,
-    /// The risk, in one sentence.
-    pub(crate) message: String,
-    /// The safe alternative.
-    pub(crate) advice: String,
-}
-
-/// A statement the linter could not read (`UncheckedStatement`, added).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "UncheckedStatement")]
-pub(crate) struct UncheckedDto {
-    pub(crate) file: String,
-    pub(crate) line: u64,
-    pub(crate) column: u64,
-    pub(crate) reason: String,
-}
-
-/// What `createVersion` (or `createTenant`) would do now (`PlanPreview`,
-/// added: read without the lock, nothing written).
-#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[graphql(name = "PlanPreview")]
-pub(crate) struct PlanPreviewDto {
-    /// Nothing would change: no version would be created.
-    pub(crate) nothing_to_do: bool,
-    /// Apply would refuse: files changed since applied (`drift` lists them).
-    pub(crate) refused_by_drift: bool,
-    /// Schemas grouped by the files they would get.
-    pub(crate) groups: Vec<PendingGroupDto>,
-    /// Drifted files (under Sync, or the reason Apply refuses).
-    pub(crate) drift: Vec<DriftedFileDto>,
-    /// Lint findings on the files that would run.
-    pub(crate) findings: Vec<LintFindingDto>,
-    /// Statements of those files the linter could not read.
-    pub(crate) unchecked: Vec<UncheckedDto>,
-    /// Quarantined tenants the version would skip.
-    pub(crate) skipped_tenants: Vec<String>,
-}
-
-impl PlanPreviewDto {
-    /// From a plan and the sources it indexes.
-    pub(crate) fn from_plan(
-        plan: &plan::Plan,
-        sources: &[SourceMigration],
-        lint: lint::Report,
-        skipped_tenants: Vec<String>,
-    ) -> Self {
-        PlanPreviewDto {
-            nothing_to_do: plan.is_empty(),
-            refused_by_drift: false,
-            groups: report::pending_groups(plan, sources)
-                .into_iter()
-                .map(|g| PendingGroupDto {
-                    schemas: OneByOne(g.schemas),
-                    tenants: g.tenants,
-                    files: g
-                        .files
-                        .into_iter()
-                        .map(|f| PendingFileDto { file: f.file, script: f.script, execute: f.execute })
-                        .collect(),
-                })
-                .collect(),
-            drift: plan.diagnostics.drift.iter().map(DriftedFileDto::from).collect(),
-            findings: lint
-                .findings
-                .into_iter()
-                .map(|f| LintFindingDto {
-                    rule: f.rule.to_string(),
-                    severity: f.severity.name().to_string(),
-                    file: f.file,
-                    line: f.at.line,
-                    column: f.at.column,
-                    message: f.message,
-                    advice: f.advice,
-                })
-                .collect(),
-            unchecked: lint
-                .unchecked
-                .into_iter()
-                .map(|u| UncheckedDto { file: u.file, line: u.at.line, column: u.at.column, reason: u.reason })
-                .collect(),
-            skipped_tenants,
-        }
-    }
-
-    /// Apply refused: these files drifted.
-    pub(crate) fn refused(drift: &[plan::Drift]) -> Self {
-        PlanPreviewDto {
-            nothing_to_do: false,
-            refused_by_drift: true,
-            groups: Vec::new(),
-            drift: drift.iter().map(DriftedFileDto::from).collect(),
-            findings: Vec::new(),
-            unchecked: Vec::new(),
-            skipped_tenants: Vec::new(),
-        }
-    }
-}
-
-impl From<&plan::Drift> for DriftedFileDto {
-    fn from(drift: &plan::Drift) -> Self {
-        DriftedFileDto { file: drift.file.clone(), schemas: drift.schemas.clone() }
-    }
 }
 
 /// Fleet drift (`SchemaDrift`, added): tenants grouped by recorded

@@ -112,7 +112,13 @@ fn an_active_rollout_holds_versions_over_the_fleet_until_completed_or_cancelled(
     let held = active([(3, &r), (4, &done)]);
     assert_eq!(
         held,
-        [ActiveRollout { id: 3, version_name: "v2".into(), status: "AWAITING_APPROVAL", waves_done: 1, waves: 2 }]
+        [ActiveRollout {
+            id: 3,
+            version_name: "v2".into(),
+            status: "AWAITING_APPROVAL".into(),
+            waves_done: 1,
+            waves: 2
+        }]
     );
     assert_eq!(
         InProgress(held).to_string(),
