@@ -10,6 +10,7 @@ use chrono::{SecondsFormat, Utc};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::lint;
+use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary::Summary;
@@ -28,7 +29,7 @@ pub(crate) mod audit;
 mod rollouts;
 mod tokens;
 pub(crate) use audit::outcome;
-pub(crate) use rollouts::Operation;
+pub(crate) use rollouts::RolloutControl;
 
 /// Who asks for an operation: the request's id and the identity the
 /// request authenticated as (`token:ci`, `proxy:alice`, `cli:alice@host`),
@@ -68,139 +69,50 @@ impl Caller {
 #[derive(Debug, Clone)]
 pub(crate) struct RequestId(pub(crate) String);
 
-/// What a caller asks a mutation to do.
+/// What a caller asks a mutation to do: the operation, decided where the
+/// request is built (core's [`Operation`]), and how it is asked.
 #[derive(Debug, Clone)]
 pub(crate) struct CreateRequest {
     /// Name of the new version.
     pub(crate) version_name: String,
-    /// `createVersion` (all schemas) or `createTenant` (one new tenant).
-    pub(crate) target: Target,
-    /// Apply or Sync.
-    pub(crate) action: Action,
+    /// What it does.
+    pub(crate) operation: Operation,
+    /// Who asked.
+    pub(crate) caller: Caller,
     /// Roll back instead of committing.
     pub(crate) dry_run: bool,
-    /// The request's id, stored with the version.
-    pub(crate) request_id: String,
     /// Told what runs and what commits (the command line's progress).
     pub(crate) observer: Option<Arc<dyn Observer>>,
-    /// Tenants the version may fail in and go on; `None`: `failureBudget`
-    /// of the configuration.
-    pub(crate) failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
-    /// Retry these quarantined tenants (empty: all) instead of a version
-    /// over the fleet.
-    pub(crate) retry: Option<Vec<String>>,
-    /// The part of the fleet a version over all schemas runs in.
-    pub(crate) wave: strata_core::migrate::wave::Wave,
-    /// `createTenant` on a sharded fleet: the shard to place it on.
-    pub(crate) shard: Option<String>,
-    /// `createTenant` on Citus: the tenant whose node the new one goes to.
-    pub(crate) colocate_with: Option<String>,
     /// What an active rollout does to this request.
     pub(crate) rollout_gate: RolloutGate,
-    /// A revert this far back instead of an apply (`strata revert`).
-    pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
-    /// Who asked, as shown.
-    pub(crate) actor: String,
-    /// Who asked: the principal.
-    pub(crate) principal: String,
-    /// `createTenants`: these new tenants are created first, then the
-    /// version runs their tenant migrations only.
-    pub(crate) new_tenants: Option<Vec<String>>,
-    /// A rollout's wave: the files (name → checksum) the rollout started
-    /// with. The sources the version reads are checked against them, and
-    /// those same sources run, so no file changed after the start or the
-    /// approval runs (`PLAN_CHANGED`, nothing of the wave ran).
-    pub(crate) reviewed_files: Option<std::collections::BTreeMap<String, String>>,
-    /// A Sync records the migrations up to and including this file only
-    /// (`apply --sync --to FILE`, `syncTo`: Flyway's baseline).
-    pub(crate) sync_to: Option<String>,
 }
 
 impl CreateRequest {
-    /// A request for version `version_name` of `target` by request
-    /// `request_id`: applied, committed, over the whole fleet, with the
-    /// configured failure budget, held by an active rollout. The callers
-    /// change what they ask differently (`CreateRequest { dry_run, ..new }`).
-    pub(crate) fn new(version_name: String, target: Target, caller: Caller) -> CreateRequest {
-        let Caller { request_id, actor, principal } = caller;
+    /// A request for version `version_name` doing `operation`: committed,
+    /// held by an active rollout. The callers change what they ask
+    /// differently (`CreateRequest { dry_run, ..new }`).
+    pub(crate) fn new(version_name: String, operation: Operation, caller: Caller) -> CreateRequest {
         CreateRequest {
             version_name,
-            target,
-            action: Action::Apply,
+            operation,
+            caller,
             dry_run: false,
-            request_id,
             observer: None,
-            failure_budget: None,
-            retry: None,
-            wave: strata_core::migrate::wave::Wave::All,
-            shard: None,
-            colocate_with: None,
             rollout_gate: RolloutGate::Hold,
-            revert: None,
-            actor,
-            principal,
-            new_tenants: None,
-            reviewed_files: None,
-            sync_to: None,
-        }
-    }
-
-    /// `createTenants`: create `tenants` and migrate them, as one version
-    /// (a wave over them, tenant migrations only).
-    pub(crate) fn new_tenants(version_name: String, tenants: Vec<String>, caller: Caller) -> CreateRequest {
-        CreateRequest {
-            wave: strata_core::migrate::wave::Wave::Named(tenants.clone()),
-            // New tenants are in no rollout.
-            rollout_gate: RolloutGate::Wave,
-            new_tenants: Some(tenants),
-            ..CreateRequest::new(version_name, Target::AllSchemas, caller)
-        }
-    }
-
-    /// The caller, as the audit log names it.
-    pub(crate) fn caller(&self) -> Caller {
-        Caller { request_id: self.request_id.clone(), actor: self.actor.clone(), principal: self.principal.clone() }
-    }
-
-    /// The API operation this request is, as the audit log names it.
-    fn action(&self) -> &'static str {
-        match (&self.target, &self.retry, &self.revert, &self.wave) {
-            (Target::NewTenant(_), _, _, _) => "createTenant",
-            _ if self.new_tenants.is_some() => "createTenants",
-            (_, Some(_), _, _) => "retryQuarantined",
-            (_, _, Some(_), _) => "revertVersion",
-            (_, _, _, strata_core::migrate::wave::Wave::All) => "createVersion",
-            _ => "createVersionWave",
         }
     }
 
     /// What it acts on, as the audit log names it.
     fn audit_target(&self, result: &Result<CreateResult, AppError>) -> String {
-        let mut target = format!("version {:?}", self.version_name);
-        if let Ok(CreateResult { version: Some(version), .. }) = result {
-            target.push_str(&format!(" (id {})", version.id));
-        }
-        if let Target::NewTenant(tenant) = &self.target {
-            target.push_str(&format!(", tenant {tenant}"));
-        }
-        if self.wave != strata_core::migrate::wave::Wave::All {
-            target.push_str(&format!(", wave {:?}", self.wave));
-        }
-        if let Some(tenants) = &self.retry {
-            target.push_str(&format!(
-                ", retry {}",
-                if tenants.is_empty() { "all".to_string() } else { tenants.join(",") }
-            ));
-        }
+        let id = match result {
+            Ok(CreateResult { version: Some(version), .. }) => Some(version.id),
+            _ => None,
+        };
+        let mut target = self.operation.describe(&self.version_name, id);
         if self.dry_run {
             target.push_str(", dry run");
         }
         target
-    }
-
-    /// A retry of quarantined tenants (`tenants`; empty: all of them).
-    pub(crate) fn retry(version_name: String, tenants: Vec<String>, caller: Caller) -> CreateRequest {
-        CreateRequest { retry: Some(tenants), ..CreateRequest::new(version_name, Target::AllSchemas, caller) }
     }
 }
 
@@ -327,10 +239,7 @@ impl Service {
     /// named tenant's shards, as core's `migrate::citus::colocation_node`
     /// decides; checked before anything runs.
     async fn colocation(&self, request: &CreateRequest) -> Result<Option<(String, u16)>, AppError> {
-        let Some(with) = &request.colocate_with else { return Ok(None) };
-        if !matches!(request.target, Target::NewTenant(_)) {
-            return Err(AppError::InvalidInput("colocateWith goes with a new tenant (createTenant)".into()));
-        }
+        let Operation::NewTenant { colocate_with: Some(with), .. } = &request.operation else { return Ok(None) };
         let citus = self.database.citus();
         let (tenants, placements) = if citus {
             (self.database.tenants().await?, self.database.placements().await?)
@@ -632,10 +541,17 @@ impl Service {
     /// The target of a mutation: every schema, or a new tenant whose name
     /// the engine and the configuration accept.
     pub(crate) fn target(&self, tenant: Option<String>) -> Result<Target, AppError> {
-        let Some(tenant) = tenant else { return Ok(Target::AllSchemas) };
+        match tenant {
+            None => Ok(Target::AllSchemas),
+            Some(tenant) => Ok(Target::NewTenant(self.new_tenant_name(tenant)?)),
+        }
+    }
+
+    /// A new tenant's name, if the engine and the configuration accept it.
+    pub(crate) fn new_tenant_name(&self, tenant: String) -> Result<String, AppError> {
         validate_new_tenant_name(&tenant, self.config.driver, self.config.single_schemas())
             .map_err(|e| AppError::Plan(PlanError::InvalidTenantName(e)))?;
-        Ok(Target::NewTenant(tenant))
+        Ok(tenant)
     }
 
     /// `createTenants`' first half: the list checked whole (core's
@@ -673,11 +589,7 @@ impl Service {
     async fn check_drift(&self, request: &CreateRequest, created: &str) -> Result<Vec<QuarantineRow>, AppError> {
         use strata_core::migrate::config::DriftPolicy;
         let policy = self.config.drift_policy;
-        if policy == DriftPolicy::Off
-            || request.target != Target::AllSchemas
-            || request.action != Action::Apply
-            || request.retry.is_some()
-        {
+        if policy == DriftPolicy::Off || !request.operation.judges_fleet_drift() {
             return Ok(Vec::new());
         }
         let report = match self.drift().await {
@@ -708,7 +620,7 @@ impl Service {
         let rows: Vec<QuarantineRow> = strata_core::migrate::quarantine::drift_entries(&report, &singles)
             .into_iter()
             .map(|(tenant, message)| {
-                QuarantineRow::put_aside(tenant, "SCHEMA_DRIFT", message, &request.request_id, created)
+                QuarantineRow::put_aside(tenant, "SCHEMA_DRIFT", message, &request.caller.request_id, created)
             })
             .collect();
         self.database.quarantine(&rows).await?;
@@ -731,8 +643,9 @@ impl Service {
         }
 
         if let Some(version) = &outcome.version {
-            let executed = request.action == Action::Apply;
-            telemetry::record_version(&summary.counts, executed, matches!(request.target, Target::NewTenant(_)));
+            let executed = request.operation.action() == Action::Apply;
+            let new_tenant = matches!(request.operation, Operation::NewTenant { .. });
+            telemetry::record_version(&summary.counts, executed, new_tenant);
             tracing::info!(version_id = version.id, version = %version.name, dry_run = request.dry_run,
                 migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
                 "version created");
@@ -752,7 +665,7 @@ impl Service {
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         let result = self.create_unaudited(&request).await;
         let target = request.audit_target(&result);
-        self.audit(&request.caller(), request.action(), &target, outcome(&result)).await;
+        self.audit(&request.caller, request.operation.api_name(), &target, outcome(&result)).await;
         result
     }
 
@@ -760,27 +673,29 @@ impl Service {
         if request.version_name.trim().is_empty() {
             return Err(AppError::InvalidInput("versionName must not be empty".into()));
         }
-        strata_core::migrate::shard::check_requested(&self.config.shards, request.shard.as_deref())
+        strata_core::migrate::shard::check_requested(&self.config.shards, request.operation.shard())
             .map_err(|e| AppError::Fleet(e.into()))?;
         let started = Utc::now();
         let clock = Instant::now();
-        tracing::info!(version = %request.version_name, action = ?request.action, dry_run = request.dry_run,
-            target = ?request.target, "mutation started");
+        tracing::info!(version = %request.version_name, operation = request.operation.api_name(),
+            action = ?request.operation.action(), dry_run = request.dry_run, "mutation started");
         self.hold_for_rollouts(request).await?;
         let colocation = self.colocation(request).await?;
         let mut sources = self.source_migrations().await?;
-        if let Some(to) = &request.sync_to {
-            if request.action != Action::Sync {
-                return Err(AppError::InvalidInput(format!("syncTo {to:?} applies to a Sync only")));
+        if let Operation::Version { action, sync_to, reviewed, .. } = &request.operation {
+            if let Some(to) = sync_to {
+                if *action != Action::Sync {
+                    return Err(AppError::InvalidInput(format!("syncTo {to:?} applies to a Sync only")));
+                }
+                sources = strata_core::migrate::source::through(sources, to)?;
             }
-            sources = strata_core::migrate::source::through(sources, to)?;
+            if let Some(reviewed) = reviewed {
+                let read = sources.iter().map(|m| (m.file.clone(), m.checksum.clone())).collect();
+                strata_core::migrate::rollout::check_wave_files(reviewed, &read)?;
+            }
         }
-        if let Some(reviewed) = &request.reviewed_files {
-            let read = sources.iter().map(|m| (m.file.clone(), m.checksum.clone())).collect();
-            strata_core::migrate::rollout::check_wave_files(reviewed, &read)?;
-        }
-        if let Some(tenants) = &request.new_tenants {
-            self.add_tenants(tenants, request.shard.as_deref(), request.dry_run).await?;
+        if let Some(tenants) = request.operation.creates_tenants() {
+            self.add_tenants(tenants, request.operation.shard(), request.dry_run).await?;
         }
         let drifted = self.check_drift(request, &rfc3339(started)).await?;
         // The mutation runs in its own task so that a client that disconnects
@@ -794,20 +709,23 @@ impl Service {
                     .database
                     .mutate(MutationRequest {
                         sources: &sources,
-                        target: task_request.target.clone(),
-                        action: task_request.action,
+                        target: task_request.operation.target(),
+                        action: task_request.operation.action(),
                         dry_run: task_request.dry_run,
                         version_name: &task_request.version_name,
-                        request_id: &task_request.request_id,
+                        request_id: &task_request.caller.request_id,
                         created: &created,
                         observer: task_request.observer.as_deref(),
-                        failure_budget: task_request.failure_budget.unwrap_or(service.config.failure_budget),
-                        retry: task_request.retry.clone(),
-                        wave: task_request.wave.clone(),
+                        failure_budget: task_request
+                            .operation
+                            .failure_budget()
+                            .unwrap_or(service.config.failure_budget),
+                        retry: task_request.operation.retried().map(<[String]>::to_vec),
+                        wave: task_request.operation.wave(),
                         skip_quarantined: true,
-                        tenants_only: task_request.new_tenants.is_some(),
-                        shard: task_request.shard.as_deref(),
-                        revert: task_request.revert.clone(),
+                        tenants_only: task_request.operation.creates_tenants().is_some(),
+                        shard: task_request.operation.shard(),
+                        revert: task_request.operation.revert().cloned(),
                     })
                     .await
             }
@@ -821,12 +739,9 @@ impl Service {
                 // What committed before the failure is a version like any
                 // other: the metrics count it.
                 if failure.version_id.is_some() {
-                    let executed = request.action == Action::Apply;
-                    telemetry::record_version(
-                        &failure.applied,
-                        executed,
-                        matches!(request.target, Target::NewTenant(_)),
-                    );
+                    let executed = request.operation.action() == Action::Apply;
+                    let new_tenant = matches!(request.operation, Operation::NewTenant { .. });
+                    telemetry::record_version(&failure.applied, executed, new_tenant);
                 }
                 return Err(DbError::MigrationFailed(failure).into());
             }
@@ -839,14 +754,15 @@ impl Service {
             counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
         self.account(request, &outcome, &summary);
-        if let (Some((host, port)), Target::NewTenant(tenant), false) = (&colocation, &request.target, request.dry_run)
+        if let (Some((host, port)), Operation::NewTenant { tenant, .. }, false) =
+            (&colocation, &request.operation, request.dry_run)
         {
             self.colocate(tenant, host, *port).await?;
         }
         // By name: tenants fail in whatever order their units ran.
         let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
         quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-        if request.retry.is_some() && !quarantined.is_empty() {
+        if request.operation.retried().is_some() && !quarantined.is_empty() {
             // A tenant that failed again counts every failure, as stored.
             let stored = self.database.quarantined().await?;
             for row in &mut quarantined {

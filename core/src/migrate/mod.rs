@@ -33,6 +33,9 @@
 //!   tenants grouped by recorded migrations, outliers and their differences.
 //! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
 //!   before a unit that hit one is retried.
+//! - [`operation`]: what a mutation is (a version, new tenants, a retry, a
+//!   revert), decided once where the request is built; uses `plan`,
+//!   `wave`, `revert` and `quarantine`'s types.
 //! - [`quarantine`]: failure isolation — a version's failure budget, and
 //!   the tenants it runs in given those put aside by earlier versions.
 //! - [`wave`]: a version over part of the fleet — named tenants or a
@@ -70,6 +73,7 @@ pub mod keywords;
 pub mod lint;
 pub mod location;
 pub mod lock_wait;
+pub mod operation;
 pub mod plan;
 pub mod quarantine;
 pub mod redact;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::lint::{self, Severity};
+use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
@@ -259,23 +260,28 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
 }
 
 async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
-    let target = match service.target(args.tenant) {
-        Ok(target) => target,
-        Err(error) => return failed_apply(&error, args.json),
+    let action = if args.sync { Action::Sync } else { Action::Apply };
+    // clap keeps --shard and --colocate-with to --tenant, --to from it.
+    let operation = match args.tenant.map(|tenant| service.new_tenant_name(tenant)) {
+        Some(Err(error)) => return failed_apply(&error, args.json),
+        Some(Ok(tenant)) => {
+            Operation::NewTenant { tenant, action, shard: args.shard, colocate_with: args.colocate_with }
+        }
+        None => Operation::Version {
+            action,
+            wave: wave_of(args.tenants, args.share, args.attribute),
+            sync_to: args.sync_to,
+            failure_budget: args.failure_budget,
+            reviewed: None,
+        },
     };
     let progress = Arc::new(Progress::new(args.json));
     let observer: Arc<dyn Observer> = progress.clone();
     let request = CreateRequest {
-        action: if args.sync { Action::Sync } else { Action::Apply },
         dry_run: args.dry_run,
         observer: Some(observer),
-        failure_budget: args.failure_budget,
-        wave: wave_of(args.tenants, args.share, args.attribute),
-        shard: args.shard,
-        colocate_with: args.colocate_with,
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
-        sync_to: args.sync_to,
-        ..CreateRequest::new(args.version_name, target, cli_caller())
+        ..CreateRequest::new(args.version_name, operation, cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -306,13 +312,12 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
     };
     let progress = Arc::new(Progress::new(args.json));
     let observer: Arc<dyn Observer> = progress.clone();
+    let operation = Operation::Revert { extent, wave: wave_of(args.tenants, args.share, args.attribute) };
     let request = CreateRequest {
         dry_run: args.dry_run,
         observer: Some(observer),
-        wave: wave_of(args.tenants, args.share, args.attribute),
         rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
-        revert: Some(extent),
-        ..CreateRequest::new(args.version_name, Target::AllSchemas, cli_caller())
+        ..CreateRequest::new(args.version_name, operation, cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();
@@ -409,7 +414,7 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Err(error) => failure(&error),
         },
         QuarantineAction::Retry { version_name, tenants } => {
-            let request = CreateRequest::retry(version_name, tenants, cli_caller());
+            let request = CreateRequest::new(version_name, Operation::Retry { tenants }, cli_caller());
             match service.create(request).await {
                 Ok(result) => created(service, &result, args.json, false, false).await,
                 Err(error) => failed_apply(&error, args.json),

@@ -9,7 +9,7 @@ use strata_core::migrate::rollout::{Rollout, Status};
 use super::output::{failure, print_json};
 use super::{Exit, RolloutAction, RolloutArgs};
 use crate::error::AppError;
-use crate::service::{Operation, Service};
+use crate::service::{RolloutControl, Service};
 
 /// How long a wave driven by the command line is claimed (a server's
 /// driver takes it over once the claim expires if this process dies).
@@ -102,10 +102,10 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
              with your STRATA_TOKEN), where the approver is who signed in; the in-process command line is the \
              database owner's tool and approves nothing"
         ))),
-        RolloutAction::Approve { id } => operate(id, Operation::Approve).await,
-        RolloutAction::Pause { id } => operate(id, Operation::Pause).await,
-        RolloutAction::Resume { id } => operate(id, Operation::Resume).await,
-        RolloutAction::Cancel { id } => operate(id, Operation::Cancel).await,
+        RolloutAction::Approve { id } => operate(id, RolloutControl::Approve).await,
+        RolloutAction::Pause { id } => operate(id, RolloutControl::Pause).await,
+        RolloutAction::Resume { id } => operate(id, RolloutControl::Resume).await,
+        RolloutAction::Cancel { id } => operate(id, RolloutControl::Cancel).await,
         RolloutAction::Drive => match service.drive_rollouts(request_id, CLAIM_SECONDS).await {
             Ok(ran) => match service.rollouts().await {
                 Ok(rollouts) => {

@@ -255,17 +255,18 @@ pub(super) async fn add(
 ) -> Result<crate::service::CreateResult, crate::error::AppError> {
     use std::sync::Arc;
 
+    use strata_core::migrate::operation::Operation;
     use strata_core::migrate::plan::Action;
 
     use crate::db::Observer;
     use crate::service::CreateRequest;
     let progress = Arc::new(super::progress::Progress::new(json));
     let observer: Arc<dyn Observer> = progress.clone();
+    let action = if args.sync { Action::Sync } else { Action::Apply };
+    let operation = Operation::NewTenants { tenants: names, action, shard: args.shard.clone() };
     let request = CreateRequest {
-        action: if args.sync { Action::Sync } else { Action::Apply },
         observer: Some(observer),
-        shard: args.shard.clone(),
-        ..CreateRequest::new_tenants(args.version_name.clone(), names, super::output::cli_caller())
+        ..CreateRequest::new(args.version_name.clone(), operation, super::output::cli_caller())
     };
     let result = service.create(request).await;
     progress.finish();

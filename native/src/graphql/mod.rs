@@ -11,12 +11,13 @@ pub(crate) mod types;
 use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
-use strata_core::migrate::plan::{PlanError, Target};
+use strata_core::migrate::operation::Operation;
+use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::wave::Wave;
 
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
-use crate::service::{Caller, CreateRequest, Operation, RequestId, RolloutGate, Service};
+use crate::service::{Caller, CreateRequest, RequestId, RolloutControl, RolloutGate, Service};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
@@ -267,21 +268,31 @@ impl Query {
 
 /// A `createVersion` over `wave` of the fleet (`Wave::All`: every tenant).
 fn version_request(ctx: &Context<'_>, input: VersionInput, wave: Wave) -> CreateRequest {
-    CreateRequest {
+    let operation = Operation::Version {
         action: input.action.unwrap_or(ActionDto::Apply).into(),
-        dry_run: input.dry_run.unwrap_or(false),
         wave,
+        sync_to: input.sync_to.clone(),
+        failure_budget: None,
+        reviewed: None,
+    };
+    request(ctx, input, operation)
+}
+
+/// A request for `operation` as `input` asks it: its name, whether a dry
+/// run, whether it overrides an active rollout.
+fn request(ctx: &Context<'_>, input: VersionInput, operation: Operation) -> CreateRequest {
+    CreateRequest {
+        dry_run: input.dry_run.unwrap_or(false),
         rollout_gate: match input.override_rollout {
             Some(true) => RolloutGate::Override,
             _ => RolloutGate::Hold,
         },
-        sync_to: input.sync_to,
-        ..CreateRequest::new(input.version_name, Target::AllSchemas, caller(ctx))
+        ..CreateRequest::new(input.version_name, operation, caller(ctx))
     }
 }
 
-async fn operate(ctx: &Context<'_>, id: i32, operation: Operation) -> Result<RolloutDto> {
-    let rollout = service(ctx)?.operate_rollout(i64::from(id), operation, &caller(ctx)).await.map_err(graphql_error)?;
+async fn operate(ctx: &Context<'_>, id: i32, control: RolloutControl) -> Result<RolloutDto> {
+    let rollout = service(ctx)?.operate_rollout(i64::from(id), control, &caller(ctx)).await.map_err(graphql_error)?;
     Ok(RolloutDto::new(i64::from(id), rollout))
 }
 
@@ -300,8 +311,8 @@ impl Mutation {
     async fn create_tenant(&self, ctx: &Context<'_>, input: TenantInput) -> Result<CreateResultsDto> {
         let service = service(ctx)?;
         let name = input.tenant_name.clone();
-        let target = match service.target(Some(input.tenant_name)) {
-            Ok(target) => target,
+        let tenant = match service.new_tenant_name(input.tenant_name) {
+            Ok(tenant) => tenant,
             Err(error) => {
                 // A refused name is a refused change: on record like any.
                 let outcome = crate::service::audit::refusal(&error);
@@ -309,12 +320,15 @@ impl Mutation {
                 return Err(graphql_error(error));
             }
         };
-        let request = CreateRequest {
+        let operation = Operation::NewTenant {
+            tenant,
             action: input.action.unwrap_or(ActionDto::Apply).into(),
-            dry_run: input.dry_run.unwrap_or(false),
             shard: input.shard,
             colocate_with: input.colocate_with,
-            ..CreateRequest::new(input.version_name, target, caller(ctx))
+        };
+        let request = CreateRequest {
+            dry_run: input.dry_run.unwrap_or(false),
+            ..CreateRequest::new(input.version_name, operation, caller(ctx))
         };
         Ok(service.create(request).await.map_err(graphql_error)?.into())
     }
@@ -327,11 +341,12 @@ impl Mutation {
     /// goes to `shard`, else to the shard with the fewest tenants.
     /// Added to the spec's schema.
     async fn create_tenants(&self, ctx: &Context<'_>, input: TenantsInput) -> Result<CreateResultsDto> {
-        let request = CreateRequest {
+        let operation = Operation::NewTenants {
+            tenants: input.tenant_names,
             action: input.action.unwrap_or(ActionDto::Apply).into(),
             shard: input.shard,
-            ..CreateRequest::new_tenants(input.version_name, input.tenant_names, caller(ctx))
         };
+        let request = CreateRequest::new(input.version_name, operation, caller(ctx));
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
@@ -387,9 +402,13 @@ impl Mutation {
             (None, Some(file)) => Extent::To(file),
             _ => return Err(graphql_error(AppError::InvalidInput("give one of steps or to".to_string()))),
         };
+        if input.sync_to.is_some() || input.action == Some(ActionDto::Sync) {
+            return Err(graphql_error(AppError::InvalidInput(
+                "revertVersion runs down parts: action Sync and syncTo do not apply".to_string(),
+            )));
+        }
         let wave = tenant_names.map(Wave::Named).unwrap_or(Wave::All);
-        let mut request = version_request(ctx, input, wave);
-        request.revert = Some(extent);
+        let request = request(ctx, input, Operation::Revert { extent, wave });
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
@@ -397,7 +416,8 @@ impl Mutation {
     /// each it completes leaves the quarantine; one that fails again stays,
     /// with one more failure counted. Added to the spec's schema.
     async fn retry_quarantined(&self, ctx: &Context<'_>, input: RetryInput) -> Result<CreateResultsDto> {
-        let request = CreateRequest::retry(input.version_name, input.tenant_names.unwrap_or_default(), caller(ctx));
+        let operation = Operation::Retry { tenants: input.tenant_names.unwrap_or_default() };
+        let request = CreateRequest::new(input.version_name, operation, caller(ctx));
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 
@@ -424,24 +444,24 @@ impl Mutation {
 
     /// Lets a rollout awaiting approval run its next wave. Added.
     async fn approve_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
-        operate(ctx, id, Operation::Approve).await
+        operate(ctx, id, RolloutControl::Approve).await
     }
 
     /// Stops a rollout before its next wave (a wave running finishes). Added.
     async fn pause_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
-        operate(ctx, id, Operation::Pause).await
+        operate(ctx, id, RolloutControl::Pause).await
     }
 
     /// Ends a rollout before its remaining waves (a wave running finishes):
     /// versions over the fleet are no longer held by it. Added.
     async fn cancel_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
-        operate(ctx, id, Operation::Cancel).await
+        operate(ctx, id, RolloutControl::Cancel).await
     }
 
     /// Goes on with a paused rollout, or runs a stopped rollout's failed
     /// wave again. Added.
     async fn resume_rollout(&self, ctx: &Context<'_>, id: i32) -> Result<RolloutDto> {
-        operate(ctx, id, Operation::Resume).await
+        operate(ctx, id, RolloutControl::Resume).await
     }
 
     /// Records deliberate changes to the source, and runs nothing: the new

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use std::collections::BTreeMap;
-use strata_core::migrate::plan::Target;
+use strata_core::migrate::operation::Operation;
+use strata_core::migrate::plan::Action;
 
 use strata_core::migrate::rollout::{self, ActiveRollout, ApprovalRules, Next, Rollout, RolloutError, WaveStep};
 use strata_core::migrate::summary;
@@ -20,7 +21,7 @@ use crate::error::AppError;
 
 /// An operation on a stored rollout.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Operation {
+pub(crate) enum RolloutControl {
     /// Let the next wave run.
     Approve,
     /// Stop before the next wave.
@@ -44,14 +45,14 @@ impl From<RolloutError> for AppError {
     }
 }
 
-impl Operation {
+impl RolloutControl {
     /// The API field of the operation, as the audit log names it.
     fn action(self) -> &'static str {
         match self {
-            Operation::Approve => "approveRollout",
-            Operation::Pause => "pauseRollout",
-            Operation::Resume => "resumeRollout",
-            Operation::Cancel => "cancelRollout",
+            RolloutControl::Approve => "approveRollout",
+            RolloutControl::Pause => "pauseRollout",
+            RolloutControl::Resume => "resumeRollout",
+            RolloutControl::Cancel => "cancelRollout",
         }
     }
 }
@@ -153,8 +154,7 @@ impl Service {
     /// refused while a rollout is in progress; an override runs and is
     /// recorded in each active rollout's events.
     pub(crate) async fn hold_for_rollouts(&self, request: &CreateRequest) -> Result<(), AppError> {
-        let over_the_fleet = matches!(request.target, Target::AllSchemas) && request.retry.is_none();
-        if !over_the_fleet || request.dry_run || request.rollout_gate == RolloutGate::Wave {
+        if !request.operation.held_by_rollouts() || request.dry_run || request.rollout_gate == RolloutGate::Wave {
             return Ok(());
         }
         let active = match self.active_rollouts().await {
@@ -171,13 +171,13 @@ impl Service {
         }
         for held in &active {
             self.change(held.id, |rollout| {
-                rollout.overridden(now(), request.caller().by(), &request.version_name);
+                rollout.overridden(now(), request.caller.by(), &request.version_name);
                 Ok(true)
             })
             .await?;
         }
         let ids: Vec<i64> = active.iter().map(|a| a.id).collect();
-        tracing::warn!(request_id = %request.request_id, version = %request.version_name, rollouts = ?ids,
+        tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
             "a version over the fleet overrides rollouts in progress");
         Ok(())
     }
@@ -186,7 +186,7 @@ impl Service {
     pub(crate) async fn operate_rollout(
         &self,
         id: i64,
-        operation: Operation,
+        operation: RolloutControl,
         caller: &Caller,
     ) -> Result<Rollout, AppError> {
         let result = self.operate_rollout_unaudited(id, operation, caller).await;
@@ -197,11 +197,11 @@ impl Service {
     async fn operate_rollout_unaudited(
         &self,
         id: i64,
-        operation: Operation,
+        operation: RolloutControl,
         caller: &Caller,
     ) -> Result<Rollout, AppError> {
         let rules = match operation {
-            Operation::Approve => ApprovalRules {
+            RolloutControl::Approve => ApprovalRules {
                 forbid_self_approval: self.config().auth.forbids_self_approval(),
                 files_now: Some(self.files_now().await?),
             },
@@ -212,10 +212,10 @@ impl Service {
             .change(id, |rollout| {
                 let now = now();
                 match operation {
-                    Operation::Approve => rollout.approve(now, by, &rules)?,
-                    Operation::Pause => rollout.pause(now, by)?,
-                    Operation::Resume => rollout.resume(now, by)?,
-                    Operation::Cancel => rollout.cancel(now, by)?,
+                    RolloutControl::Approve => rollout.approve(now, by, &rules)?,
+                    RolloutControl::Pause => rollout.pause(now, by)?,
+                    RolloutControl::Resume => rollout.resume(now, by)?,
+                    RolloutControl::Cancel => rollout.cancel(now, by)?,
                 }
                 Ok(true)
             })
@@ -273,14 +273,18 @@ impl Service {
         // The wave's own budget, else the rollout's, else the configuration's.
         let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
         let failure_budget = budget.and_then(|budget| budget.parse().ok());
-        let request = CreateRequest {
-            failure_budget,
+        let operation = Operation::Version {
+            action: Action::Apply,
             wave: rollout.waves[wave].select.wave(),
+            sync_to: None,
+            failure_budget,
+            reviewed: Some(rollout.files.clone()),
+        };
+        let request = CreateRequest {
             rollout_gate: RolloutGate::Wave,
-            reviewed_files: Some(rollout.files.clone()),
             ..CreateRequest::new(
                 rollout.wave_version_name(wave),
-                Target::AllSchemas,
+                operation,
                 Caller {
                     request_id: runner.to_string(),
                     actor: format!("service:{runner}"),
