@@ -12,12 +12,15 @@ use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::check_driver;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::failure::Cause;
 use strata_core::migrate::format::Format;
 use strata_core::migrate::ident::{
     quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name,
 };
-use strata_core::migrate::plan::{Action, AppliedMigration, PlanInput, Target, plan};
+use strata_core::migrate::plan::{Action, AppliedMigration, Plan, PlanInput, Step, StepSet, Target, plan};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::redact::redact_data_source;
+use strata_core::migrate::run::{Absorption, RunKind, by_outcome};
 use strata_core::migrate::source::{SourceFile, read_directories, source_migrations};
 use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::signature;
@@ -403,6 +406,69 @@ proptest! {
                 prop_assert!(!source.name.ends_with(".md") || listed, "{} not said ignored", source.name);
                 prop_assert!(!(is_read && listed), "{} both read and ignored", source.name);
             }
+        }
+    }
+
+    #[test]
+    fn a_run_absorbs_within_its_budget_and_leaves_each_schema_all_or_nothing(
+        outcomes in prop::collection::vec(0u8..5, 1..40),
+        steps_each in 1u32..4,
+        budget in prop_oneof![Just(FailureBudget::None), (0u32..6).prop_map(FailureBudget::Tenants), (0u8..60).prop_map(FailureBudget::Percent)],
+        retrying in any::<bool>(),
+    ) {
+        // Each tenant's unit is one transaction (transactional DDL): it
+        // commits whole, or fails and commits nothing. The shell's loop, as
+        // the executor runs it, over core's decisions.
+        let tenants = outcomes.len();
+        let plan = Plan {
+            schemas: (0..tenants).map(|t| format!("t{t:02}")).collect(),
+            steps: (0..tenants as u32)
+                .flat_map(|t| (0..steps_each).map(move |m| Step { migration: m, schema: t, execute: true }))
+                .collect(),
+            ..Plan::default()
+        };
+        let rules = Absorption::new(RunKind { budget, retrying, new_tenant: false, dry_run: false, tenants });
+        let causes = [None, Some(Cause::Statement), Some(Cause::LockTimeout), Some(Cause::StatementTimeout), Some(Cause::ConnectionLost)];
+        let (mut committed, mut quarantined, mut stopped) = (StepSet::default(), Vec::new(), false);
+        for (t, outcome) in outcomes.iter().enumerate() {
+            match causes[*outcome as usize] {
+                None => (0..steps_each).for_each(|m| committed.insert(t as u32 * steps_each + m)),
+                Some(cause) if rules.quarantines(cause) => {
+                    quarantined.push(format!("t{t:02}"));
+                    if !rules.goes_on(quarantined.len()) {
+                        stopped = true;
+                        break;
+                    }
+                }
+                Some(_) => {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        let split = by_outcome(&plan, &committed);
+        // Each schema in exactly one list; none partly committed.
+        let mut all: Vec<&String> = split.committed.iter().chain(&split.partly).chain(&split.none).collect();
+        all.sort();
+        prop_assert_eq!(all, plan.schemas.iter().collect::<Vec<_>>());
+        prop_assert!(split.partly.is_empty());
+        // Nothing absorbed was committed, and nothing else failed unseen.
+        for tenant in &quarantined {
+            prop_assert!(split.none.contains(tenant), "{} quarantined but committed", tenant);
+        }
+        // A version that went on absorbed no more than its budget allows.
+        if !stopped && !retrying {
+            prop_assert!(quarantined.len() <= budget.allowed(tenants), "{} absorbed over {:?}", quarantined.len(), budget);
+        }
+        // Without a budget (and not a retry) nothing is ever absorbed.
+        if budget.is_none() && !retrying {
+            prop_assert!(quarantined.is_empty());
+        }
+        // A connection lost is never absorbed: the run stops at it.
+        if let Some(first) = outcomes.iter().position(|o| *o == 4) {
+            let lost = format!("t{first:02}");
+            prop_assert!(stopped);
+            prop_assert!(!quarantined.contains(&lost));
         }
     }
 }

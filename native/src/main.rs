@@ -12,6 +12,7 @@ mod graphql;
 mod http;
 mod identity;
 mod loader;
+mod os_account;
 mod server;
 mod service;
 mod settings;

@@ -14,6 +14,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary::Summary;
+use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
 use crate::db::{
@@ -28,7 +29,6 @@ use crate::webhook::Webhook;
 pub(crate) mod audit;
 mod rollouts;
 mod tokens;
-pub(crate) use audit::outcome;
 pub(crate) use rollouts::RolloutControl;
 
 /// Who asks for an operation: the request's id and the identity the
@@ -396,13 +396,12 @@ impl Service {
         tenants: &[String],
         caller: &Caller,
     ) -> Result<Vec<String>, AppError> {
-        let result = self.database.release_quarantined(tenants).await.map_err(AppError::from);
-        let target = match &result {
+        let work = async { Ok(self.database.release_quarantined(tenants).await?) };
+        self.audited(caller, "releaseQuarantined", work, |result| match result {
             Ok(released) => format!("tenants {} (released: {})", tenants.join(","), released.join(",")),
             Err(_) => format!("tenants {}", tenants.join(",")),
-        };
-        self.audit(caller, "releaseQuarantined", &target, outcome(&result)).await;
-        result
+        })
+        .await
     }
 
     /// `strata repair`: records the new checksum of changed files and
@@ -416,15 +415,13 @@ impl Service {
         caller: &Caller,
         dry_run: bool,
     ) -> Result<strata_core::migrate::repair::Repair, AppError> {
-        let result = self.repair_unaudited(files, version_name, &caller.request_id, dry_run).await;
-        if !dry_run {
-            let target = format!(
-                "version {version_name:?}, files {}",
-                if files.is_empty() { "all changed".to_string() } else { files.join(",") }
-            );
-            self.audit(caller, "repair", &target, outcome(&result)).await;
+        let work = self.repair_unaudited(files, version_name, &caller.request_id, dry_run);
+        if dry_run {
+            // Only said what it would change: nothing to put on record.
+            return work.await;
         }
-        result
+        let files = if files.is_empty() { "all changed".to_string() } else { files.join(",") };
+        self.audited(caller, "repair", work, |_| format!("version {version_name:?}, files {files}")).await
     }
 
     async fn repair_unaudited(
@@ -511,24 +508,28 @@ impl Service {
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
+        // What it would do is what the operation it previews would.
+        let operation = match (revert, target) {
+            (Some(extent), _) => Operation::Revert { extent, wave: Wave::All },
+            (None, Target::NewTenant(tenant)) => {
+                Operation::NewTenant { tenant, action, shard: None, colocate_with: None }
+            }
+            (None, Target::AllSchemas) => Operation::version(action),
+        };
         let preview = self
             .database
             .preview(MutationRequest {
                 sources: &sources,
-                target,
-                action,
+                operation: &operation,
+                part: None,
                 dry_run: true,
                 version_name: "",
                 request_id: "",
                 created: &created,
                 observer: None,
                 failure_budget: Default::default(),
-                retry: None,
-                wave: Default::default(),
                 skip_quarantined,
                 tenants_only: false,
-                shard: None,
-                revert,
             })
             .await?;
         if !partial && let Some(first) = preview.unreachable.first() {
@@ -663,10 +664,9 @@ impl Service {
     /// Runs `createVersion` or `createTenant` (or a wave, a retry, a
     /// revert), audited.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
-        let result = self.create_unaudited(&request).await;
-        let target = request.audit_target(&result);
-        self.audit(&request.caller, request.operation.api_name(), &target, outcome(&result)).await;
-        result
+        let action = request.operation.api_name();
+        self.audited(&request.caller, action, self.create_unaudited(&request), |result| request.audit_target(result))
+            .await
     }
 
     async fn create_unaudited(self: &Arc<Self>, request: &CreateRequest) -> Result<CreateResult, AppError> {
@@ -709,8 +709,8 @@ impl Service {
                     .database
                     .mutate(MutationRequest {
                         sources: &sources,
-                        target: task_request.operation.target(),
-                        action: task_request.operation.action(),
+                        operation: &task_request.operation,
+                        part: None,
                         dry_run: task_request.dry_run,
                         version_name: &task_request.version_name,
                         request_id: &task_request.caller.request_id,
@@ -720,12 +720,8 @@ impl Service {
                             .operation
                             .failure_budget()
                             .unwrap_or(service.config.failure_budget),
-                        retry: task_request.operation.retried().map(<[String]>::to_vec),
-                        wave: task_request.operation.wave(),
                         skip_quarantined: true,
                         tenants_only: task_request.operation.creates_tenants().is_some(),
-                        shard: task_request.operation.shard(),
-                        revert: task_request.operation.revert().cloned(),
                     })
                     .await
             }

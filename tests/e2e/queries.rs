@@ -129,6 +129,32 @@ async fn tenants_query_lists_tenants_in_order() {
 }
 
 #[tokio::test]
+async fn tenants_come_in_pages_in_order_of_name_after_the_last_one_seen() {
+    let server = Server::start("basic", "").await;
+    for name in ["t3", "t10", "t1", "t2"] {
+        server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+    }
+    let page = |first: i64, after: Value| {
+        let server = &server;
+        async move {
+            let query = "query($first: Int, $after: String) { tenants(first: $first, after: $after) { name } }";
+            let data = server.data(query, json!({ "first": first, "after": after })).await;
+            data["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(page(2, Value::Null).await, ["t1", "t10"]);
+    assert_eq!(page(2, json!("t10")).await, ["t2", "t3"]);
+    // The last one seen need not exist any more.
+    assert_eq!(page(5, json!("t15")).await, ["t2", "t3"]);
+    assert!(page(5, json!("t3")).await.is_empty());
+    let refused = server.graphql("{ tenants(first: -1) { name } }", json!({})).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+    // Unpaged: every tenant, as migrator's clients read them.
+    let all = server.data("{ tenants { name } }", json!({})).await;
+    assert_eq!(all["tenants"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
 async fn several_operations_aliases_variables_and_batches() {
     let server = Server::start("basic", "").await;
     let document = "query Sources { all: sourceMigrations { file } scripts: sourceMigrations(filters: {migrationType: SingleScript}) { file } }

@@ -12,7 +12,7 @@ use base64ct::{Base64UrlUnpadded, Encoding};
 use subtle::ConstantTimeEq;
 use thiserror::Error;
 
-use super::Role;
+use crate::auth::Role;
 
 /// What every token starts with (so secret scanners can find leaked ones).
 pub const PREFIX: &str = "strata_";

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::{cut, find_bytes};
+use crate::endpoint::{cut, find_bytes};
 
 /// The header value upstream writes for an `application/octet-stream` request:
 /// such requests keep their `accept` header untouched.

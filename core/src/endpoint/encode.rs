@@ -3,7 +3,7 @@
 //!
 //! Every function here is a single pass over its input.
 
-use super::{EndpointError, cut};
+use crate::endpoint::{EndpointError, cut};
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value as Json};
 
-use super::template::Value;
-use super::{
+use crate::endpoint::template::Value;
+use crate::endpoint::{
     DEFAULT_ACCEPT, DEFAULT_BASE_URL, Destination, EndpointError, JSON_CONTENT_TYPE, RoutePlan, accept, split_route,
 };
 

@@ -1,8 +1,8 @@
 //! What a route does with its parameters: the part of `parse` that depends
 //! only on the method and the URL template, so shells can cache it.
 
-use super::template::{self, Template, Value};
-use super::{EndpointError, query};
+use crate::endpoint::template::{self, Template, Value};
+use crate::endpoint::{EndpointError, query};
 
 /// Where parameters that the URL does not consume go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Remaining parameters of GET and HEAD requests appended as a query string.
 
-use super::encode;
+use crate::endpoint::encode;
 
 /// Appends `name=value` pairs; `q` keeps its `+` separators (GitHub's search
 /// syntax), every other value is encoded like `encodeURIComponent`. Names are

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{EndpointError, cut, encode};
+use crate::endpoint::{EndpointError, cut, encode};
 
 /// A parameter value as the expander sees it. JavaScript callers' numbers,
 /// booleans and bigints arrive already converted to their string form.

@@ -1,7 +1,7 @@
 //! Why a database statement failed, as far as what to do next differs:
 //! read from what the engine answered (its SQLSTATE, MySQL/MariaDB's error
 //! number, its message). The shells hand the answer over and act on the
-//! [`Class`]; the rule lives here once.
+//! [`Cause`]; the rule lives here once.
 //!
 //! Citus relays a failure of one of its worker nodes to the client as
 //! SQLSTATE `XX000` ("internal error") with a message naming the node or
@@ -11,10 +11,11 @@
 //! reported the same way. Those are the node's failure, not the file's: a
 //! lost connection.
 
-/// What a failed statement calls for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+/// Why a statement failed, as far as what to do next differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cause {
     /// The statement itself: fix the file.
+    #[default]
     Statement,
     /// The server accepts no writes (a standby, a read-only replica).
     ReadOnly,
@@ -22,10 +23,37 @@ pub enum Class {
     ConnectionLost,
     /// A connection pooler had no server connection in time.
     PoolExhausted,
+    /// The mutation's lease was taken by another mutation (it could not
+    /// renew it in time); the version stopped before this unit. Never an
+    /// engine's answer: the shell finds it so.
+    LockLost,
     /// The statement waited for a lock longer than its lock time-out.
     LockTimeout,
     /// The statement ran longer than its statement time-out.
     StatementTimeout,
+}
+
+impl Cause {
+    /// The name served in a GraphQL error's `extensions.cause` and stored
+    /// in a quarantine row.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Statement => "STATEMENT",
+            Cause::ReadOnly => "READ_ONLY_SERVER",
+            Cause::ConnectionLost => "CONNECTION_LOST",
+            Cause::PoolExhausted => "POOL_EXHAUSTED",
+            Cause::LockLost => "LOCK_LOST",
+            Cause::LockTimeout => "LOCK_TIMEOUT",
+            Cause::StatementTimeout => "STATEMENT_TIMEOUT",
+        }
+    }
+
+    /// A failure of the tenant's own — its statement, a lock or statement
+    /// time-out — rather than of the database under every tenant: what a
+    /// failure budget may absorb.
+    pub fn is_tenants_own(self) -> bool {
+        matches!(self, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout)
+    }
 }
 
 /// What an engine answered to a failed statement.
@@ -66,20 +94,20 @@ const CITUS_NODE_FAILURES: &[&str] = &[
 /// pooler's full pool (PgBouncer's `query_wait_timeout`, "no more
 /// connections allowed"), connection exceptions (class 08, 57P01–57P03) and
 /// node failures Citus relays as `XX000`.
-pub fn classify(answer: Answer<'_>) -> Class {
+pub fn classify(answer: Answer<'_>) -> Cause {
     let Answer { sqlstate: code, mysql_number, message } = answer;
     if code == "55P03" || mysql_number == Some(1205) {
-        Class::LockTimeout
+        Cause::LockTimeout
     } else if (code == "57014" && message.contains("statement timeout")) || matches!(mysql_number, Some(1969 | 3024)) {
-        Class::StatementTimeout
+        Cause::StatementTimeout
     } else if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only") {
-        Class::ReadOnly
+        Cause::ReadOnly
     } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
-        Class::PoolExhausted
+        Cause::PoolExhausted
     } else if code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03") || citus_node_failure(answer) {
-        Class::ConnectionLost
+        Cause::ConnectionLost
     } else {
-        Class::Statement
+        Cause::Statement
     }
 }
 
@@ -96,7 +124,7 @@ pub fn citus_node_failure(answer: Answer<'_>) -> bool {
 mod tests {
     use super::*;
 
-    fn pg(sqlstate: &str, message: &str) -> Class {
+    fn pg(sqlstate: &str, message: &str) -> Cause {
         classify(Answer { sqlstate, mysql_number: None, message })
     }
 
@@ -110,27 +138,27 @@ mod tests {
             "could not commit transaction for shard 102200 on at least one active node",
             "SSL SYSCALL error: EOF detected",
         ] {
-            assert_eq!(pg("XX000", message), Class::ConnectionLost, "{message}");
+            assert_eq!(pg("XX000", message), Cause::ConnectionLost, "{message}");
         }
         // Another internal error stays the statement's.
-        assert_eq!(pg("XX000", "could not open relation with OID 4711"), Class::Statement);
+        assert_eq!(pg("XX000", "could not open relation with OID 4711"), Cause::Statement);
         // The same words under another SQLSTATE are what that SQLSTATE says.
-        assert_eq!(pg("42601", "syntax error at or near \"remote node\""), Class::Statement);
+        assert_eq!(pg("42601", "syntax error at or near \"remote node\""), Cause::Statement);
     }
 
     #[test]
     fn postgres_and_mysql_causes_keep_their_classes() {
-        assert_eq!(pg("55P03", "canceling statement due to lock timeout"), Class::LockTimeout);
-        assert_eq!(pg("57014", "canceling statement due to statement timeout"), Class::StatementTimeout);
-        assert_eq!(pg("57014", "canceling statement due to user request"), Class::Statement);
-        assert_eq!(pg("25006", "cannot execute CREATE TABLE in a read-only transaction"), Class::ReadOnly);
-        assert_eq!(pg("08006", "connection failure"), Class::ConnectionLost);
-        assert_eq!(pg("57P01", "terminating connection due to administrator command"), Class::ConnectionLost);
-        assert_eq!(pg("", "query_wait_timeout"), Class::PoolExhausted);
+        assert_eq!(pg("55P03", "canceling statement due to lock timeout"), Cause::LockTimeout);
+        assert_eq!(pg("57014", "canceling statement due to statement timeout"), Cause::StatementTimeout);
+        assert_eq!(pg("57014", "canceling statement due to user request"), Cause::Statement);
+        assert_eq!(pg("25006", "cannot execute CREATE TABLE in a read-only transaction"), Cause::ReadOnly);
+        assert_eq!(pg("08006", "connection failure"), Cause::ConnectionLost);
+        assert_eq!(pg("57P01", "terminating connection due to administrator command"), Cause::ConnectionLost);
+        assert_eq!(pg("", "query_wait_timeout"), Cause::PoolExhausted);
         let mysql = |number| classify(Answer { sqlstate: "HY000", mysql_number: Some(number), message: "" });
-        assert_eq!(mysql(1205), Class::LockTimeout);
-        assert_eq!(mysql(3024), Class::StatementTimeout);
-        assert_eq!(mysql(1290), Class::ReadOnly);
-        assert_eq!(mysql(1064), Class::Statement);
+        assert_eq!(mysql(1205), Cause::LockTimeout);
+        assert_eq!(mysql(3024), Cause::StatementTimeout);
+        assert_eq!(mysql(1290), Cause::ReadOnly);
+        assert_eq!(mysql(1064), Cause::Statement);
     }
 }

@@ -4,8 +4,10 @@
 //! it, which schemas it plans, whether fleet drift and active rollouts
 //! hold it, which shards a fleet sends it to.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::migrate::fleet::Ask;
 use crate::migrate::plan::{Action, Target};
 use crate::migrate::quarantine::FailureBudget;
 use crate::migrate::revert::Extent;
@@ -109,11 +111,26 @@ impl Operation {
     /// The tenants a version over the fleet runs in: new tenants are a
     /// wave of their own names; a new tenant and a retry choose theirs
     /// otherwise ([`Operation::target`], [`Operation::retried`]).
-    pub fn wave(&self) -> Wave {
+    pub fn wave(&self) -> Cow<'_, Wave> {
         match self {
-            Operation::Version { wave, .. } | Operation::Revert { wave, .. } => wave.clone(),
-            Operation::NewTenants { tenants, .. } => Wave::Named(tenants.clone()),
-            Operation::NewTenant { .. } | Operation::Retry { .. } => Wave::All,
+            Operation::Version { wave, .. } | Operation::Revert { wave, .. } => Cow::Borrowed(wave),
+            Operation::NewTenants { tenants, .. } => Cow::Owned(Wave::Named(tenants.clone())),
+            Operation::NewTenant { .. } | Operation::Retry { .. } => Cow::Owned(Wave::All),
+        }
+    }
+
+    /// What a fleet on several servers is asked (core's `fleet::parts`
+    /// splits it by shard): a new tenant, a retry, a wave of named tenants
+    /// (new tenants are one), or every tenant (a share or an attribute is
+    /// chosen by each shard among its own).
+    pub fn fleet_ask(&self) -> Ask<'_> {
+        match self {
+            Operation::NewTenant { tenant, shard, .. } => Ask::NewTenant { tenant, shard: shard.as_deref() },
+            Operation::Retry { tenants } => Ask::Retry(tenants),
+            Operation::NewTenants { tenants, .. } => Ask::Wave(tenants),
+            Operation::Version { wave: Wave::Named(tenants), .. }
+            | Operation::Revert { wave: Wave::Named(tenants), .. } => Ask::Wave(tenants),
+            Operation::Version { .. } | Operation::Revert { .. } => Ask::Every,
         }
     }
 
@@ -187,7 +204,7 @@ impl Operation {
             target.push_str(&format!(", tenant {tenant}"));
         }
         let wave = self.wave();
-        if wave != Wave::All {
+        if *wave != Wave::All {
             target.push_str(&format!(", wave {wave:?}"));
         }
         if let Operation::Retry { tenants } = self {
@@ -239,7 +256,7 @@ mod tests {
         let targets: Vec<Target> = every().iter().map(Operation::target).collect();
         assert_eq!(targets.iter().filter(|t| **t != Target::AllSchemas).count(), 1);
         assert_eq!(targets[2], Target::NewTenant("t9".into()));
-        assert_eq!(every()[3].wave(), Wave::Named(vec!["a".into(), "b".into()]));
+        assert_eq!(*every()[3].wave(), Wave::Named(vec!["a".into(), "b".into()]));
         assert_eq!(every()[3].creates_tenants(), Some(&["a".to_string(), "b".to_string()][..]));
         assert_eq!(every()[4].retried(), Some(&[][..]));
         assert_eq!(every()[5].revert(), Some(&Extent::Steps(1)));
@@ -263,6 +280,24 @@ mod tests {
     fn rollouts_hold_versions_and_reverts_not_new_tenants_or_retries() {
         let held: Vec<bool> = every().iter().map(Operation::held_by_rollouts).collect();
         assert_eq!(held, [true, true, false, false, false, true]);
+    }
+
+    #[test]
+    fn a_fleet_is_asked_for_named_tenants_by_name_and_for_the_rest_whole() {
+        let asks: Vec<String> = every().iter().map(|op| format!("{:?}", op.fleet_ask())).collect();
+        assert_eq!(
+            asks,
+            [
+                "Every",
+                "Every",
+                "NewTenant { tenant: \"t9\", shard: None }",
+                "Wave([\"a\", \"b\"])",
+                "Retry([])",
+                "Every"
+            ]
+        );
+        let canary = Operation::Revert { extent: Extent::Steps(1), wave: Wave::Named(vec!["c".into()]) };
+        assert_eq!(format!("{:?}", canary.fleet_ask()), "Wave([\"c\"])");
     }
 
     #[test]

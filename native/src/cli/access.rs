@@ -7,8 +7,8 @@ use strata_core::auth::audit::Verified;
 use strata_core::auth::audit_key::AuditKey;
 use strata_core::auth::token::StoredToken;
 
-use super::output::{cli_caller, failure, print_json};
-use super::{AuditAction, AuditArgs, Exit, TokenAction, TokenArgs};
+use crate::cli::output::{cli_caller, failure, print_json};
+use crate::cli::{AuditAction, AuditArgs, Exit, TokenAction, TokenArgs};
 use crate::graphql::types::AuditRowDto;
 use crate::service::Service;
 

@@ -6,6 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_core::migrate::lint::{Finding, Unchecked};
 
+use crate::cli::Exit;
+use crate::cli::output::print_json;
 use crate::graphql::preview::{
     ActiveRolloutDto, DriftedFileDto, MissingFileDto, OutOfOrderDto, PendingGroupDto, PlanCountsDto, PlanPreviewDto,
     StatusDto,
@@ -57,8 +59,20 @@ pub(super) fn refused_by_drift(drift: &[DriftedFileDto]) -> Value {
     serde_json::json!({ "refused": "DRIFT", "drift": drift })
 }
 
-/// `strata status` for people, in-process and through `--server` alike.
-pub(super) fn render_status(status: &StatusDto) -> String {
+/// `strata status`, in-process and through `--server` alike: JSON, or the
+/// text and the rollouts in progress. Exit 12 when a shard did not answer.
+pub(super) fn print_status(status: &StatusDto, json: bool) -> Exit {
+    if json {
+        print_json(status);
+    } else {
+        out!("{}", render_status(status));
+        out!("{}", render_active_rollouts(&status.active_rollouts));
+    }
+    if status.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed }
+}
+
+/// `strata status` for people.
+fn render_status(status: &StatusDto) -> String {
     use std::fmt::Write;
     let drift: Vec<strata_core::migrate::plan::Drift> = status.drift.iter().map(Into::into).collect();
     let mut out = format!("{} version(s); {} tenant(s).\n", status.version_count, status.tenants);

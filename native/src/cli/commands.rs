@@ -12,10 +12,10 @@ use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
 
-use super::answers::{PlanAnswer, refused_by_drift, render_active_rollouts, render_status};
-use super::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
-use super::progress::Progress;
-use super::{
+use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
+use crate::cli::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
+use crate::cli::progress::Progress;
+use crate::cli::{
     ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
     RevertArgs, RolloutAction, StatusArgs, TokenAction,
 };
@@ -471,11 +471,5 @@ async fn status(service: &Service, args: StatusArgs) -> Exit {
         Ok(status) => status,
         Err(error) => return failure(&error),
     };
-    if args.json {
-        print_json(&status);
-    } else {
-        out!("{}", render_status(&status));
-        out!("{}", render_active_rollouts(&status.active_rollouts));
-    }
-    if status.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed }
+    print_status(&status, args.json)
 }

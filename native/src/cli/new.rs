@@ -9,7 +9,7 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::format::{self, Format, Input};
 use strata_core::migrate::location::BaseLocation;
 
-use super::Exit;
+use crate::cli::Exit;
 
 /// Creates the next file(s) of `dir` (default: the only migration
 /// directory) and prints their paths.

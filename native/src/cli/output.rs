@@ -4,7 +4,7 @@
 
 use std::io::{BufWriter, Write};
 
-use super::Exit;
+use crate::cli::Exit;
 use crate::db::MigrationRow;
 use crate::error::AppError;
 use crate::graphql::types::{CreateResultsDto, DbMigrationDto};
@@ -87,7 +87,7 @@ pub(super) fn cli_request_id() -> String {
 /// `$USER`, which anyone can set. (Whoever holds the configuration holds the
 /// database's credentials: the command line is not authenticated further.)
 pub(super) fn cli_caller() -> crate::service::Caller {
-    let account = crate::identity::OsAccount::current();
+    let account = crate::os_account::OsAccount::current();
     let (user, host) = (&account.user, &account.host);
     let principal = format!("cli:{}@{host}", account.uid.map_or_else(|| "unknown".to_string(), |uid| uid.to_string()));
     crate::service::Caller { request_id: cli_request_id(), actor: format!("cli:{user}@{host}"), principal }

@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use strata_core::auth::audit::{self, Sealed};
 
-use super::answers::{PlanAnswer, refused_by_drift, render_active_rollouts, render_status};
-use super::output::{print_json, print_released};
-use super::{
+use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
+use crate::cli::output::{print_json, print_released};
+use crate::cli::{
     ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction,
     QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
 };
@@ -72,7 +72,10 @@ const REVERT: &str = concat!(
     results!(),
     " } }"
 );
-const TENANTS: &str = "query { tenants { name shard } shards { name reachable } quarantine { tenant } }";
+const TENANTS: &str = "query($first: Int!, $after: String) { tenants(first: $first, after: $after) { name shard } }";
+const SHARDS: &str = "query { shards { name reachable } quarantine { tenant } }";
+/// Tenants read per request by `tenants --server`.
+const TENANTS_PER_PAGE: usize = 5_000;
 const DRIFT: &str = "query { drift { tenants groups { recorded fingerprint tenants outliers } outliers { tenant \
                      fingerprint reference migrations differences { kind name change expected found } } changed \
                      changedSchemas { schema stored live } } }";
@@ -329,10 +332,9 @@ async fn lint(remote: &Remote, args: LintArgs) -> Exit {
     }
 }
 
-/// What `tenants --server` reads.
+/// What `tenants --server` reads besides the pages of tenants.
 #[derive(serde::Deserialize)]
-struct TenantsData {
-    tenants: Vec<TenantRow>,
+struct ShardsData {
     shards: Vec<ShardRow>,
     quarantine: Vec<QuarantinedRow>,
 }
@@ -352,6 +354,26 @@ struct ShardRow {
 #[derive(serde::Deserialize)]
 struct QuarantinedRow {
     tenant: String,
+}
+
+/// Every tenant, a page at a time (in order of name), then the shards and
+/// the quarantine.
+async fn read_tenants(remote: &Remote) -> Result<(Vec<TenantRow>, ShardsData), Failure> {
+    let mut tenants: Vec<TenantRow> = Vec::new();
+    loop {
+        let after = tenants.last().map(|tenant| tenant.name.clone());
+        let variables = json!({ "first": TENANTS_PER_PAGE, "after": after });
+        let page: Vec<TenantRow> = remote.call(TENANTS, "tenants", variables).await?;
+        let full = page.len() == TENANTS_PER_PAGE;
+        tenants.extend(page);
+        if !full {
+            break;
+        }
+    }
+    let data = remote.data(SHARDS, json!({})).await?;
+    let data = serde_json::from_value(data)
+        .map_err(|error| Failure::local("INTERNAL", format!("the answer cannot be read: {error}")))?;
+    Ok((tenants, data))
 }
 
 /// `tenants [--shard S] --server`, listed as in-process (without the Citus
@@ -378,15 +400,9 @@ async fn tenants(remote: &Remote, args: TenantsArgs) -> Exit {
                 .report(args.json)
         }
         None => {
-            let data = match remote.data(TENANTS, json!({})).await {
-                Ok(data) => data,
+            let (tenants, data) = match read_tenants(remote).await {
+                Ok(read) => read,
                 Err(failure) => return failure.report(args.json),
-            };
-            let data: TenantsData = match serde_json::from_value(data) {
-                Ok(data) => data,
-                Err(error) => {
-                    return Failure::local("INTERNAL", format!("the answer cannot be read: {error}")).report(false);
-                }
             };
             if let Some(wanted) = &args.shard
                 && !data.shards.iter().any(|shard| &shard.name == wanted)
@@ -396,14 +412,13 @@ async fn tenants(remote: &Remote, args: TenantsArgs) -> Exit {
             }
             let quarantined = data.quarantine.into_iter().map(|row| row.tenant).collect();
             let (shards, unsharded) = if data.shards.is_empty() {
-                (Vec::new(), Some(data.tenants.into_iter().map(|tenant| tenant.name).collect()))
+                (Vec::new(), Some(tenants.into_iter().map(|tenant| tenant.name).collect()))
             } else {
                 let shards = data
                     .shards
                     .into_iter()
                     .map(|shard| crate::db::ShardTenants {
-                        tenants: data
-                            .tenants
+                        tenants: tenants
                             .iter()
                             .filter(|tenant| tenant.shard.as_deref() == Some(shard.name.as_str()))
                             .map(|tenant| tenant.name.clone())
@@ -528,15 +543,7 @@ async fn plan(remote: &Remote, args: PlanArgs) -> Exit {
 async fn status(remote: &Remote, args: StatusArgs) -> Exit {
     let versions = u32::try_from(args.versions).unwrap_or(u32::MAX);
     match remote.call::<StatusDto>(STATUS, "status", json!({ "versions": versions })).await {
-        Ok(status) => {
-            if args.json {
-                print_json(&status);
-            } else {
-                out!("{}", render_status(&status));
-                out!("{}", render_active_rollouts(&status.active_rollouts));
-            }
-            if status.unreachable_shards.is_empty() { Exit::Success } else { Exit::ShardsFailed }
-        }
+        Ok(status) => print_status(&status, args.json),
         Err(failure) => failure.report(args.json),
     }
 }
@@ -732,10 +739,12 @@ mod tests {
                 } }),
             ),
             (REVERT, json!({ "input": input, "steps": 1, "to": null, "tenantNames": ["t"] })),
-            (TENANTS, json!({})),
+            (TENANTS, json!({ "first": 2, "after": "t" })),
+            (SHARDS, json!({})),
             (DRIFT, json!({})),
             (PLAN, json!({ "action": "Sync" })),
-            (STATUS, json!({})),
+            (STATUS, json!({ "versions": 10 })),
+            (REPAIR, json!({ "files": null, "versionName": "v", "dryRun": true })),
             (ROLLOUTS, json!({})),
             (START_ROLLOUT, json!({ "versionName": "v", "waves": ["rest"] })),
             (APPROVE, id.clone()),

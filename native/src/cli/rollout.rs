@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 use strata_core::migrate::rollout::{Rollout, Status};
 
-use super::output::{failure, print_json};
-use super::{Exit, RolloutAction, RolloutArgs};
+use crate::cli::output::{failure, print_json};
+use crate::cli::{Exit, RolloutAction, RolloutArgs};
 use crate::error::AppError;
 use crate::service::{RolloutControl, Service};
 

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::output::{failure, print_json};
-use super::{Exit, TenantsAction, TenantsArgs};
+use crate::cli::output::{failure, print_json};
+use crate::cli::{Exit, TenantsAction, TenantsArgs};
 use crate::db::ShardTenants;
 use crate::service::Service;
 
@@ -131,14 +131,18 @@ pub(super) fn listing(
         node: None,
         reachable,
     };
-    if let Some(names) = unsharded {
+    // In order of name, whichever way the tenants were read (through
+    // `--server` they come in pages, in that order).
+    if let Some(mut names) = unsharded {
+        names.sort_unstable();
         return Listing { tenants: names.into_iter().map(|name| line(name, None, true)).collect(), shards: Vec::new() };
     }
     let mut listing = Listing { tenants: Vec::new(), shards: Vec::new() };
-    for ShardTenants { name, tenants, reachable } in shards {
+    for ShardTenants { name, mut tenants, reachable } in shards {
         if only.is_some_and(|only| only != name) {
             continue;
         }
+        tenants.sort_unstable();
         listing.shards.push(ShardLine { name: name.clone(), tenant_count: tenants.len(), reachable });
         listing.tenants.extend(tenants.into_iter().map(|tenant| line(tenant, Some(name.clone()), reachable)));
     }

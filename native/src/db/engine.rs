@@ -11,8 +11,8 @@ use strata_core::migrate::lock_wait::Timeouts;
 
 use strata_core::migrate::statements;
 
-use super::books::Books;
-use super::error::{Cause, DbError};
+use crate::db::books::Books;
+use crate::db::error::{Cause, DbError, cause_of};
 
 /// How a statement failed, as the engine said it.
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ impl Failure {
     /// sqlx's prefix), no position.
     pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
         let message = error.as_database_error().map_or_else(|| error.to_string(), |d| d.message().to_string());
-        Failure { message, offset: None, line: None, cause: Cause::of(error) }
+        Failure { message, offset: None, line: None, cause: cause_of(error) }
     }
 
     /// This failure, placed at the statement starting at byte `start` of
@@ -119,7 +119,7 @@ pub(crate) const CATALOGS_PER_READ: usize = 250;
 /// round.
 pub(crate) const PRINTS_PER_ROUND: usize = 10_000;
 
-pub(crate) use super::types::{Entries, Record};
+pub(crate) use crate::db::types::{Entries, Record};
 
 /// The print of each of `schemas`' live catalogs, in the order given:
 /// [`Engine::catalogs`] of [`CATALOGS_PER_READ`] schemas at a time, the

@@ -295,7 +295,7 @@ impl From<sqlx::Error> for DbError {
     /// Read-only servers, lost connections and exhausted poolers have
     /// variants of their own; everything else is [`DbError::Query`].
     fn from(error: sqlx::Error) -> Self {
-        match Cause::of(&error) {
+        match cause_of(&error) {
             Cause::ReadOnly => DbError::ReadOnlyServer(describe(&error)),
             Cause::ConnectionLost => DbError::ConnectionLost(describe(&error)),
             Cause::PoolExhausted => DbError::PoolExhausted(describe(&error)),
@@ -304,76 +304,28 @@ impl From<sqlx::Error> for DbError {
     }
 }
 
-/// Why a statement failed, as far as what to do next differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Cause {
-    /// The statement itself (fix it).
-    #[default]
-    Statement,
-    /// The server accepts no writes.
-    ReadOnly,
-    /// The connection broke.
-    ConnectionLost,
-    /// A pooler had no server connection in time.
-    PoolExhausted,
-    /// The mutation's lease was taken by another mutation (it could not
-    /// renew it in time); the version stopped before this unit.
-    LockLost,
-    /// The statement waited for a lock longer than its lock time-out
-    /// (retried, then given up): another session holds the lock.
-    LockTimeout,
-    /// The statement ran longer than its statement time-out.
-    StatementTimeout,
-}
+pub(crate) use strata_core::migrate::failure::Cause;
 
-impl Cause {
-    /// The name served in a GraphQL error's `extensions.cause`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Cause::Statement => "STATEMENT",
-            Cause::ReadOnly => "READ_ONLY_SERVER",
-            Cause::ConnectionLost => "CONNECTION_LOST",
-            Cause::PoolExhausted => "POOL_EXHAUSTED",
-            Cause::LockLost => "LOCK_LOST",
-            Cause::LockTimeout => "LOCK_TIMEOUT",
-            Cause::StatementTimeout => "STATEMENT_TIMEOUT",
+/// Why an sqlx error happened: a database's answer is classified by core
+/// (`failure::classify`: SQLSTATEs, MySQL/MariaDB error numbers, Citus's
+/// relayed node failures); I/O or protocol failures are lost connections.
+pub(crate) fn cause_of(error: &sqlx::Error) -> Cause {
+    match error {
+        sqlx::Error::Database(database) => {
+            let code = database.code().unwrap_or_default();
+            // MySQL/MariaDB report an SQLSTATE too; their error number is
+            // what tells the causes apart.
+            let mysql_number = database
+                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .map(|e| u32::from(e.number()))
+                .or_else(|| code.parse::<u32>().ok());
+            failure::classify(failure::Answer { sqlstate: &code, mysql_number, message: database.message() })
         }
-    }
-
-    /// Reads an sqlx error: a database's answer is classified by core
-    /// (`failure::classify`: SQLSTATEs, MySQL/MariaDB error numbers,
-    /// Citus's relayed node failures); I/O or protocol failures are lost
-    /// connections.
-    pub(crate) fn of(error: &sqlx::Error) -> Cause {
-        match error {
-            sqlx::Error::Database(database) => {
-                let code = database.code().unwrap_or_default();
-                // MySQL/MariaDB report an SQLSTATE too; their error number
-                // is what tells the causes apart.
-                let mysql_number = database
-                    .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                    .map(|e| u32::from(e.number()))
-                    .or_else(|| code.parse::<u32>().ok());
-                Cause::of_answer(failure::Answer { sqlstate: &code, mysql_number, message: database.message() })
-            }
-            sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
-                Cause::ConnectionLost
-            }
-            sqlx::Error::PoolTimedOut => Cause::PoolExhausted,
-            _ => Cause::Statement,
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
+            Cause::ConnectionLost
         }
-    }
-
-    /// A database's answer, as core classifies it (`failure::classify`).
-    pub(crate) fn of_answer(answer: failure::Answer<'_>) -> Cause {
-        match failure::classify(answer) {
-            failure::Class::Statement => Cause::Statement,
-            failure::Class::ReadOnly => Cause::ReadOnly,
-            failure::Class::ConnectionLost => Cause::ConnectionLost,
-            failure::Class::PoolExhausted => Cause::PoolExhausted,
-            failure::Class::LockTimeout => Cause::LockTimeout,
-            failure::Class::StatementTimeout => Cause::StatementTimeout,
-        }
+        sqlx::Error::PoolTimedOut => Cause::PoolExhausted,
+        _ => Cause::Statement,
     }
 }
 

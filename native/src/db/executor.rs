@@ -85,14 +85,15 @@ use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, StepSet, Unit, Units, part_to_run};
 use strata_core::migrate::quarantine;
+use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
 use strata_core::migrate::wave::{self, Wave};
 
-use super::books::Books;
-use super::engine::{self, Engine, Entries, Failure, Record};
-use super::error::{Cause, DbError, MigrationFailure};
-use super::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
+use crate::db::books::Books;
+use crate::db::engine::{self, Engine, Entries, Failure, Record};
+use crate::db::error::{Cause, DbError, MigrationFailure};
+use crate::db::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
 
 /// How the executor runs versions, from the configuration, and the gate
 /// that lets one mutation of this process at a time reach for the lock (so
@@ -176,23 +177,25 @@ async fn select_tenants<E: Engine>(
     request: &MutationRequest<'_>,
     tenants: TenantList,
 ) -> Result<quarantine::Selection, DbError> {
-    let held: Vec<String> = match request.skip_quarantined || request.retry.is_some() {
+    let retried = request.retried();
+    let held: Vec<String> = match request.skip_quarantined || retried.is_some() {
         true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
         false => Vec::new(),
     };
-    let mut selection = if held.is_empty() && request.retry.is_none() {
+    let mut selection = if held.is_empty() && retried.is_none() {
         quarantine::Selection { run: tenants.names, skipped: Vec::new() }
     } else {
-        quarantine::select(&tenants.names, &held, request.retry.as_deref())?
+        quarantine::select(&tenants.names, &held, retried)?
     };
-    if request.retry.is_none() && request.wave != Wave::All {
+    let wave = request.wave();
+    if retried.is_none() && *wave != Wave::All {
         // A named tenant that is quarantined is named wrongly: say so.
-        if let Wave::Named(names) = &request.wave
+        if let Wave::Named(names) = &*wave
             && let Some(name) = names.iter().find(|name| selection.skipped.contains(name))
         {
             return Err(quarantine::RetryError::Quarantined(name.clone()).into());
         }
-        selection.run = wave::select(&selection.run, &request.wave, &tenants.attributes)?;
+        selection.run = wave::select(&selection.run, &wave, &tenants.attributes)?;
     }
     Ok(selection)
 }
@@ -210,22 +213,23 @@ async fn plan_read<E: Engine>(
     request: &MutationRequest<'_>,
     tenants: &[String],
 ) -> Result<(Plan, Vec<FileMode>), DbError> {
-    let mut plan = if let Some(extent) = &request.revert {
+    let mut plan = if let Some(extent) = request.operation.revert() {
         let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
         strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
             sources: request.sources,
             applied: &applied,
             tenants,
-            single_schemas: request.wave == Wave::All && request.retry.is_none(),
+            single_schemas: *request.wave() == Wave::All && request.retried().is_none(),
             extent,
         })?
     } else {
+        let target = request.operation.target();
         let mut planner = Planner::new(PlanInput {
             sources: request.sources,
             applied: &[],
             tenants,
-            target: &request.target,
-            action: request.action,
+            target: &target,
+            action: request.operation.action(),
             out_of_order: settings.out_of_order,
         })?;
         if installed {
@@ -295,7 +299,7 @@ async fn locked<E: Engine>(
     let mut selection = select_tenants(engine, &mut main, request, tenants).await?;
     let (plan, modes) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
     drop(planning);
-    if request.retry.is_none() {
+    if request.retried().is_none() {
         // Only a retry looks at its tenants again (to release them); the
         // plan holds the names every other version runs in.
         selection.run = Vec::new();
@@ -309,7 +313,7 @@ async fn locked<E: Engine>(
         committed_counts: None,
     };
     if outcome.plan.is_empty() || (request.dry_run && !E::TRANSACTIONAL_DDL) {
-        if request.retry.is_some() && !request.dry_run {
+        if request.retried().is_some() && !request.dry_run {
             // Nothing left to run in them (fixed and synced by hand, say).
             engine.books().release_quarantined(&mut main, &selection.run).await?;
             outcome.released = selection.run;
@@ -327,6 +331,13 @@ async fn locked<E: Engine>(
         plan,
         modes: &modes,
         lock,
+        absorption: Absorption::new(RunKind {
+            budget: request.failure_budget,
+            retrying: request.retried().is_some(),
+            new_tenant: plan.new_tenant.is_some(),
+            dry_run: request.dry_run,
+            tenants: plan.counts.tenants as usize,
+        }),
         absorbed: Mutex::new(Vec::new()),
         committed: Mutex::new(StepSet::default()),
         readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
@@ -372,7 +383,7 @@ async fn locked<E: Engine>(
         let committed = run.committed.into_inner().unwrap_or_else(|e| e.into_inner());
         outcome.committed_counts = Some(plan.counts_of(request.sources, committed.iter()));
     }
-    if request.retry.is_some() {
+    if request.retried().is_some() {
         let released: Vec<String> =
             selection.run.into_iter().filter(|tenant| !absorbed.iter().any(|row| row.tenant == *tenant)).collect();
         engine.books().release_quarantined(&mut conns[0], &released).await?;
@@ -579,6 +590,8 @@ struct Run<'a, E: Engine> {
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
     modes: &'a [FileMode],
+    /// Which tenant failures the version absorbs (core's `run`).
+    absorption: Absorption,
     /// Tenant failures the version absorbed (each tenant quarantined).
     absorbed: Mutex<Vec<QuarantineRow>>,
     /// The steps committed, once the version is over.
@@ -1007,13 +1020,11 @@ impl<E: Engine> Run<'_, E> {
         if tenants { self.tenant_unit(conn, unit, progress).await } else { self.unit(conn, unit, progress).await }
     }
 
-    /// One tenant's unit under the version's failure budget (core's
-    /// `quarantine`): a failure of the tenant's own (its statement, a lock
-    /// or statement time-out — not the database under every tenant, not a
-    /// new tenant's version, not a dry run) is written to the quarantine at
-    /// once and, within the budget, absorbed: the version goes on without
-    /// that tenant, whose later units (a later segment's, scripts) do not
-    /// run. A retry absorbs every failure of its tenants.
+    /// One tenant's unit under the version's failure budget: a failure
+    /// core's `run::Absorption` puts aside is written to the quarantine at
+    /// once and, while it says the version goes on, absorbed: the version
+    /// goes on without that tenant, whose later units (a later segment's,
+    /// scripts) do not run.
     async fn tenant_unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
         let schema = &self.plan.schemas[unit.schema as usize];
         if self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|row| row.tenant == *schema) {
@@ -1024,13 +1035,8 @@ impl<E: Engine> Run<'_, E> {
             Ok(()) => return Ok(()),
             Err(error) => error,
         };
-        let retrying = self.request.retry.is_some();
-        let isolated = (!self.request.failure_budget.is_none() || retrying)
-            && self.plan.new_tenant.is_none()
-            && !self.request.dry_run;
         let UnitError::Migration { step, failure, attempts: _, partly: _ } = &error else { return Err(error) };
-        let own = matches!(failure.cause, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout);
-        if !isolated || !own {
+        if !self.absorption.quarantines(failure.cause) {
             return Err(error);
         }
         let schema = self.schema(*step).to_string();
@@ -1060,11 +1066,7 @@ impl<E: Engine> Run<'_, E> {
             absorbed.push(row);
             absorbed.len()
         };
-        if retrying || quarantine::absorbs(failures, self.request.failure_budget, self.plan.counts.tenants as usize) {
-            Ok(())
-        } else {
-            Err(error)
-        }
+        if self.absorption.goes_on(failures) { Ok(()) } else { Err(error) }
     }
 
     /// Where in its file a step failed: lines are the same in the file and
@@ -1430,26 +1432,9 @@ impl<E: Engine> Run<'_, E> {
         let file = self.file(step).to_string();
         let schema = self.schema(step).to_string();
         let at = self.position(step, &failure);
-        // Per schema: every step committed, some, or none — three lists
-        // that never share a name (the failing schema is in one of the
-        // last two).
-        let schemas = self.plan.schemas.len();
-        let (mut all, mut some, mut in_plan) = (vec![true; schemas], vec![false; schemas], vec![false; schemas]);
-        for (index, step) in self.plan.steps.indexed() {
-            let done = committed.contains(index);
-            all[step.schema as usize] &= done;
-            some[step.schema as usize] |= done;
-            in_plan[step.schema as usize] = true;
-        }
-        let names_where = |keep: &dyn Fn(usize) -> bool| {
-            let mut names: Vec<String> =
-                (0..schemas).filter(|&i| in_plan[i] && keep(i)).map(|i| self.plan.schemas[i].clone()).collect();
-            names.sort();
-            names
-        };
-        let committed_names = names_where(&|i| all[i]);
-        let partly_committed = names_where(&|i| some[i] && !all[i]);
-        let not_committed = names_where(&|i| !some[i]);
+        // The failing schema is partly committed or not at all.
+        let ByOutcome { committed: committed_names, partly: partly_committed, none: not_committed } =
+            by_outcome(self.plan, committed);
         let applied = self.plan.counts_of(self.request.sources, committed.iter());
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file,

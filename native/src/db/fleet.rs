@@ -43,23 +43,20 @@ use async_trait::async_trait;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::tcp_address;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
-use strata_core::migrate::fleet::{
-    self, Ask, FleetError, HandOver, Held, Placement, SHARD_UNREACHABLE, VersionPart, View,
-};
-use strata_core::migrate::plan::{PlanError, Target};
+use strata_core::migrate::fleet::{self, FleetError, HandOver, Held, Placement, SHARD_UNREACHABLE, VersionPart, View};
+use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::repair::{Repair, RepairError};
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::wave::Wave;
 use tokio::net::TcpStream;
 
-use super::error::{DbError, ShardFailure};
-use super::store::Database;
-use super::types::{
+use crate::db::error::{DbError, ShardFailure};
+use crate::db::store::Database;
+use crate::db::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
     ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
-use super::types::{Audit, RepairRequest};
+use crate::db::types::{Audit, RepairRequest};
 
 /// How long `/health` waits for each shard (a stopped server is retried
 /// by the pool until its connect time-out; the route's own limit is 5 s).
@@ -466,28 +463,15 @@ impl Fleet {
         request: &MutationRequest<'r>,
         listing: &mut Listing,
     ) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
-        let ask = match (&request.target, &request.retry, &request.wave) {
-            (Target::NewTenant(tenant), _, _) => Ask::NewTenant { tenant, shard: request.shard },
-            (_, Some(named), _) => Ask::Retry(named),
-            (_, None, Wave::Named(named)) => Ask::Wave(named),
-            _ => Ask::Every,
-        };
+        let ask = request.operation.fleet_ask();
         let parts = fleet::parts(&listing.view, ask).map_err(|error| listing.refused(error))?;
         Ok(parts
             .into_iter()
             .map(|part| {
-                part.map(|part| {
-                    let mut request = MutationRequest {
-                        tenants_only: part.tenants_only || request.tenants_only,
-                        shard: None,
-                        ..request.clone()
-                    };
-                    match (part.tenants, &request.retry) {
-                        (Some(tenants), Some(_)) => request.retry = Some(tenants),
-                        (Some(tenants), None) => request.wave = Wave::Named(tenants),
-                        (None, _) => {}
-                    }
-                    request
+                part.map(|part| MutationRequest {
+                    tenants_only: part.tenants_only || request.tenants_only,
+                    part: part.tenants,
+                    ..request.clone()
                 })
             })
             .collect())
@@ -783,7 +767,7 @@ impl Database for Fleet {
             self.housekeeping(&listing).await;
         }
         let parts = self.parts(&request, &mut listing)?;
-        let executed = request.action == strata_core::migrate::plan::Action::Apply && !request.dry_run;
+        let executed = request.operation.action() == strata_core::migrate::plan::Action::Apply && !request.dry_run;
         let runs = self.run_parts(parts, &listing, |store, part| async move { store.mutate(part).await }).await;
         let (outcomes, mut failed) = self.counted(runs, executed);
         if failed.len() == 1 && outcomes.is_empty() {

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 
 use strata_core::migrate::lock_wait;
 
-use super::error::DbError;
+use crate::db::error::DbError;
 
 /// The lock's name in messages.
 pub(crate) const LEASE_NAME: &str = "svc.svc_lock";
@@ -121,9 +121,9 @@ impl Lease {
 }
 
 /// This process, as a lease holder: `user@host pid N`, the user its OS
-/// account ([`crate::identity::OsAccount`]: never `?`, nor `$USER`).
+/// account ([`crate::os_account::OsAccount`]: never `?`, nor `$USER`).
 fn who() -> String {
-    let account = crate::identity::OsAccount::current();
+    let account = crate::os_account::OsAccount::current();
     format!("{}@{} pid {}", account.user, account.host, std::process::id())
 }
 
@@ -155,7 +155,7 @@ async fn renew<R: LeaseRow>(row: R, holder: String, seconds: u64, lost: Arc<Atom
 mod tests {
     #[test]
     fn the_holder_is_the_os_account_on_this_host_never_a_question_mark() {
-        let account = crate::identity::OsAccount::current();
+        let account = crate::os_account::OsAccount::current();
         let holder = super::who();
         assert_eq!(holder, format!("{}@{} pid {}", account.user, account.host, std::process::id()));
         assert!(!holder.contains('?'), "{holder}");

@@ -25,11 +25,11 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{CatalogObject, PassPrints};
 use strata_core::migrate::lock_wait::Timeouts;
 
-use super::books::SqlxBooks;
-use super::engine::{self, Engine, Entries, Failure, Transaction};
-use super::error::{DbError, describe, one_line};
-use super::lease::{Lease, LeaseRow};
-use super::types::CONNECT_TIMEOUT;
+use crate::db::books::SqlxBooks;
+use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::error::{DbError, describe, one_line};
+use crate::db::lease::{Lease, LeaseRow};
+use crate::db::types::CONNECT_TIMEOUT;
 
 /// The MySQL/MariaDB engine.
 pub(crate) struct MysqlEngine {

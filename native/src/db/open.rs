@@ -6,11 +6,11 @@ use std::sync::Arc;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::driver::Driver;
 
-use super::error::DbError;
-use super::executor::Settings;
-use super::store::{Database, Store};
-use super::types::Access;
-use super::{mysql, postgres, sqlite};
+use crate::db::error::DbError;
+use crate::db::executor::Settings;
+use crate::db::store::{Database, Store};
+use crate::db::types::Access;
+use crate::db::{mysql, postgres, sqlite};
 
 /// Opens the one database `config.data_source` names.
 pub(crate) async fn open_one(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {

@@ -37,11 +37,11 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 use strata_core::migrate::lock_wait::Timeouts;
 
-use super::books::SqlxBooks;
-use super::engine::{self, Engine, Entries, Failure, Transaction};
-use super::error::{Cause, DbError, describe, one_line};
-use super::lease::{Lease, LeaseRow};
-use super::types::CONNECT_TIMEOUT;
+use crate::db::books::SqlxBooks;
+use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::error::{DbError, cause_of, describe, one_line};
+use crate::db::lease::{Lease, LeaseRow};
+use crate::db::types::CONNECT_TIMEOUT;
 
 /// The PostgreSQL engine.
 pub(crate) struct PostgresEngine {
@@ -165,7 +165,7 @@ async fn run_text(conn: &mut PoolConnection<Postgres>, text: &str) -> Result<(),
             .get(completed)
             .map(|failed| text[..failed.start].chars().count() + 1),
     };
-    Err(Failure { message: pg.message().to_string(), offset, line: None, cause: Cause::of(&error) })
+    Err(Failure { message: pg.message().to_string(), offset, line: None, cause: cause_of(&error) })
 }
 
 /// The lease's statements on the pool (see [`super::lease`]).

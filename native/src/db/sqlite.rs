@@ -43,10 +43,10 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::quote_string_sqlite;
 use strata_core::migrate::lock_wait;
 
-use super::books::{SqlxBooks, SqlxConn};
-use super::engine::{self, Engine, Entries, Failure, Transaction};
-use super::error::{DbError, describe};
-use super::types::Access;
+use crate::db::books::{SqlxBooks, SqlxConn};
+use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::error::{DbError, describe};
+use crate::db::types::Access;
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
 /// (`SQLITE_MAX_ATTACHED`, set in `.cargo/config.toml`).

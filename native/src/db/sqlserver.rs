@@ -25,11 +25,11 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use super::books::{AppliedSink, Books};
-use super::engine::{Engine, Entries, Failure, Transaction};
-use super::error::{Cause, DbError};
-use super::types::CONNECT_TIMEOUT;
-use super::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
+use crate::db::books::{AppliedSink, Books};
+use crate::db::engine::{Engine, Entries, Failure, Transaction};
+use crate::db::error::{Cause, DbError};
+use crate::db::types::CONNECT_TIMEOUT;
+use crate::db::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
 use strata_core::migrate::lock_wait::Timeouts;
 
 type Connection = Client<Compat<TcpStream>>;

@@ -21,11 +21,11 @@ use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::repair::Repair;
 
-use super::books::Books;
-use super::engine::Engine;
-use super::error::DbError;
-use super::executor::{self, Settings};
-use super::types::{
+use crate::db::books::Books;
+use crate::db::engine::Engine;
+use crate::db::error::DbError;
+use crate::db::executor::{self, Settings};
+use crate::db::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest,
     RolloutRow, ShardTenants, VersionFilter, VersionRow,
 };

@@ -1,9 +1,13 @@
 //! The floor of `db/`: the rows, requests and answers every other module
 //! of it (and the service above) speaks in. Imports nothing of `db/`.
 
+use std::borrow::Cow;
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::plan::{Action, Plan, Target};
+
+use strata_core::migrate::operation::Operation;
+use strata_core::migrate::plan::Plan;
 use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::wave::Wave;
 
 /// How long a driver waits for a database connection before it reports the
 /// database unreachable (at start-up: exits with the error).
@@ -61,10 +65,12 @@ pub(crate) struct MigrationRow {
 pub(crate) struct MutationRequest<'a> {
     /// Source migrations, in application order.
     pub(crate) sources: &'a [SourceMigration],
-    /// Which schemas.
-    pub(crate) target: Target,
-    /// Apply or Sync.
-    pub(crate) action: Action,
+    /// What it does (core's `Operation`, as the caller asked it).
+    pub(crate) operation: &'a Operation,
+    /// On a sharded fleet: this shard's part of a wave or a retry, its
+    /// tenants among those the operation names (core's `fleet::parts`);
+    /// `None`: the operation's own.
+    pub(crate) part: Option<Vec<String>>,
     /// Roll back instead of committing.
     pub(crate) dry_run: bool,
     /// Name of the version to create.
@@ -77,22 +83,27 @@ pub(crate) struct MutationRequest<'a> {
     pub(crate) observer: Option<&'a dyn Observer>,
     /// Tenants the version may fail in and go on (core's `quarantine`).
     pub(crate) failure_budget: strata_core::migrate::quarantine::FailureBudget,
-    /// A retry of these quarantined tenants (empty: all) instead of a
-    /// version over the fleet.
-    pub(crate) retry: Option<Vec<String>>,
-    /// The part of the fleet a version over all schemas runs in.
-    pub(crate) wave: strata_core::migrate::wave::Wave,
     /// Quarantined tenants are left out (a version, and what it would do);
     /// `false` reads where every tenant stands (the fleet matrix).
     pub(crate) skip_quarantined: bool,
     /// Plans tenant steps only (a shard other than the home shard, which
     /// holds the single schemas).
     pub(crate) tenants_only: bool,
-    /// `createTenant` on a sharded fleet: the shard named by the caller
-    /// (`None`: the one with the fewest tenants, core's `shard::place`).
-    pub(crate) shard: Option<&'a str>,
-    /// A revert this far back (core's `revert`) instead of an apply.
-    pub(crate) revert: Option<strata_core::migrate::revert::Extent>,
+}
+
+impl MutationRequest<'_> {
+    /// A retry's tenants here (empty: every quarantined tenant).
+    pub(crate) fn retried(&self) -> Option<&[String]> {
+        self.operation.retried().map(|all| self.part.as_deref().unwrap_or(all))
+    }
+
+    /// The tenants a version over the fleet runs in here.
+    pub(crate) fn wave(&self) -> Cow<'_, Wave> {
+        match (&self.part, self.operation.retried()) {
+            (Some(tenants), None) => Cow::Owned(Wave::Named(tenants.clone())),
+            _ => self.operation.wave(),
+        }
+    }
 }
 
 /// A tenant put aside after a failure a version absorbed (its failure

@@ -6,8 +6,8 @@
 use async_graphql::{ComplexObject, Context, Enum, Result, SimpleObject};
 use strata_core::migrate::report;
 
-use super::one_by_one::OneByOne;
 use crate::error::{AppError, graphql_error};
+use crate::graphql::one_by_one::OneByOne;
 
 /// Where a tenant stands with a tenant migration (`MigrationState`, added).
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -81,17 +81,7 @@ impl FleetDto {
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<OneByOne<&FleetTenantDto>> {
-        let start = after.map_or(0, |after| self.rows.partition_point(|row| row.name.as_str() <= after.as_str()));
-        let rest = &self.rows[start..];
-        let count = match first {
-            None => rest.len(),
-            Some(first) => usize::try_from(first)
-                .map_err(|_| {
-                    graphql_error(AppError::InvalidInput(format!("`first` is {first}: it counts tenants, 0 or more")))
-                })?
-                .min(rest.len()),
-        };
-        let page = &rest[..count];
+        let page = &self.rows[super::page::page(&self.rows, |row| &row.name, first, after.as_deref())?];
         let states = page.len().saturating_mul(self.files.len());
         if states > MAX_STATES_PER_ANSWER && ctx.look_ahead().field("states").exists() {
             return Err(graphql_error(AppError::InvalidInput(format!(

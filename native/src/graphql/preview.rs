@@ -12,9 +12,9 @@ use strata_core::migrate::statements::Position;
 use strata_core::migrate::summary::Counts;
 use strata_core::migrate::{lint, plan, repair, report};
 
-use super::one_by_one::OneByOne;
-use super::types::VersionDto;
 use crate::error::AppError;
+use crate::graphql::one_by_one::OneByOne;
+use crate::graphql::types::VersionDto;
 use crate::service::Service;
 
 /// A file a schema would get (`PendingFile`, added: the console's preview).

@@ -10,9 +10,9 @@ use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
 
-use super::limits::RequestScope;
-use super::one_by_one::OneByOne;
 use crate::db::{MigrationRow, QuarantineRow, VersionRow};
+use crate::graphql::limits::RequestScope;
+use crate::graphql::one_by_one::OneByOne;
 use crate::service::{CreateResult, Service};
 
 /// `Time`: RFC 3339 in UTC.

@@ -30,8 +30,8 @@ use strata_core::auth::token::{self, StoredToken};
 use strata_core::auth::{Permission, Roles};
 use strata_core::migrate::config::auth::Auth;
 
-use super::AppState;
 use crate::error::AppError;
+use crate::http::AppState;
 use crate::identity::{Identity, forbidden_message};
 use crate::service::{Caller, RequestId, Service};
 

@@ -12,9 +12,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::AppState;
 use crate::error::{AppError, ErrorDetail, graphql_refusal};
 use crate::graphql::limits;
+use crate::http::AppState;
 use crate::identity::Identity;
 use crate::service::RequestId;
 

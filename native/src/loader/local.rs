@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use strata_core::migrate::source::SourceFile;
 
-use super::{Loader, LoaderError};
+use crate::loader::{Loader, LoaderError};
 
 /// Reads migrations from a directory on local disk.
 #[derive(Clone)]

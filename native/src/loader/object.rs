@@ -15,7 +15,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use strata_core::migrate::source::SourceFile;
 
-use super::{Loader, LoaderError};
+use crate::loader::{Loader, LoaderError};
 
 /// GET requests in flight at once.
 pub(crate) const CONCURRENT_REQUESTS: usize = 32;

@@ -7,9 +7,9 @@ use chrono::Utc;
 use strata_core::auth::audit::{self, Entry, Sealed};
 use strata_core::auth::audit_key::PublicKey;
 
-use super::{Caller, Service};
 use crate::db::DbError;
 use crate::error::AppError;
+use crate::service::{Caller, Service};
 
 /// Longest outcome text kept in a row.
 const OUTCOME_CHARS: usize = 300;
@@ -48,6 +48,21 @@ pub(crate) fn since_time(text: &str) -> Result<String, String> {
 }
 
 impl Service {
+    /// Runs `work` for `caller` and puts it on record: one row, `action`
+    /// on the target `target` names from the result, with its outcome. The
+    /// one way an operation is audited.
+    pub(crate) async fn audited<T>(
+        &self,
+        caller: &Caller,
+        action: &str,
+        work: impl Future<Output = Result<T, AppError>>,
+        target: impl FnOnce(&Result<T, AppError>) -> String,
+    ) -> Result<T, AppError> {
+        let result = work.await;
+        self.audit(caller, action, &target(&result), outcome(&result)).await;
+        result
+    }
+
     /// Appends one row: `caller` did `action` on `target` with `outcome`.
     /// A row that cannot be written is logged as an error (the operation
     /// it describes has happened); on an engine without the log (SQL

@@ -15,9 +15,9 @@ use strata_core::migrate::plan::Action;
 use strata_core::migrate::rollout::{self, ActiveRollout, ApprovalRules, Next, Rollout, RolloutError, WaveStep};
 use strata_core::migrate::summary;
 
-use super::{Caller, CreateRequest, RolloutGate, Service};
 use crate::db::{DbError, RolloutRow};
 use crate::error::AppError;
+use crate::service::{Caller, CreateRequest, RolloutGate, Service};
 
 /// An operation on a stored rollout.
 #[derive(Debug, Clone, Copy)]
@@ -75,13 +75,12 @@ impl Service {
         failure_budget: Option<String>,
         caller: &Caller,
     ) -> Result<(i64, Rollout), AppError> {
-        let result = self.start_rollout_unaudited(version_name, waves, failure_budget, caller).await;
-        let target = match &result {
+        let work = self.start_rollout_unaudited(version_name, waves, failure_budget, caller);
+        self.audited(caller, "startRollout", work, |result| match result {
             Ok((id, _)) => format!("rollout {id} of version {version_name:?}: {}", waves.join(" | ")),
             Err(_) => format!("rollout of version {version_name:?}: {}", waves.join(" | ")),
-        };
-        self.audit(caller, "startRollout", &target, super::outcome(&result)).await;
-        result
+        })
+        .await
     }
 
     /// The source files now, name → checksum: what a rollout's approvals
@@ -189,9 +188,8 @@ impl Service {
         operation: RolloutControl,
         caller: &Caller,
     ) -> Result<Rollout, AppError> {
-        let result = self.operate_rollout_unaudited(id, operation, caller).await;
-        self.audit(caller, operation.action(), &format!("rollout {id}"), super::outcome(&result)).await;
-        result
+        let work = self.operate_rollout_unaudited(id, operation, caller);
+        self.audited(caller, operation.action(), work, |_| format!("rollout {id}")).await
     }
 
     async fn operate_rollout_unaudited(

@@ -6,8 +6,8 @@ use chrono::Utc;
 use strata_core::auth::Role;
 use strata_core::auth::token::{self, StoredToken};
 
-use super::{Caller, Service};
 use crate::error::AppError;
+use crate::service::{Caller, Service};
 
 impl Service {
     /// Creates token `name` with `role` for `owner`, valid `days` days
@@ -21,9 +21,8 @@ impl Service {
         owner: Option<&str>,
         caller: &Caller,
     ) -> Result<(StoredToken, String), AppError> {
-        let result = self.create_token_unaudited(name, role, days, owner).await;
-        self.audit(caller, "token create", &format!("token {name} ({role})"), super::audit::outcome(&result)).await;
-        result
+        let work = self.create_token_unaudited(name, role, days, owner);
+        self.audited(caller, "token create", work, |_| format!("token {name} ({role})")).await
     }
 
     async fn create_token_unaudited(
@@ -70,12 +69,12 @@ impl Service {
     /// Revokes token `name`: it stops working at once here, and within the
     /// token cache's lifetime on other replicas.
     pub(crate) async fn revoke_token(&self, name: &str, caller: &Caller) -> Result<(), AppError> {
-        let result = match self.database.delete_token(name).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(AppError::NotFound(format!("token {name:?}"))),
-            Err(error) => Err(error.into()),
+        let work = async {
+            match self.database.delete_token(name).await? {
+                true => Ok(()),
+                false => Err(AppError::NotFound(format!("token {name:?}"))),
+            }
         };
-        self.audit(caller, "token revoke", &format!("token {name}"), super::audit::outcome(&result)).await;
-        result
+        self.audited(caller, "token revoke", work, |_| format!("token {name}")).await
     }
 }

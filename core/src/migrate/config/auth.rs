@@ -11,9 +11,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, invalid};
 use crate::auth::Role;
 use crate::auth::audit_key::{AuditKey, PublicKey};
+use crate::migrate::config::{ConfigError, invalid};
 
 /// How requests are authenticated (`auth:`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! error read back (the name, where, the names it expected) and the closest
 //! expected name by Jaro-Winkler similarity (`strsim`), letter case aside.
 
-use super::ConfigError;
+use crate::migrate::config::ConfigError;
 
 /// How similar a name must be to be suggested (Jaro-Winkler, 0 to 1).
 const CLOSE_ENOUGH: f64 = 0.8;

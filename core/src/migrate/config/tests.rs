@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::*;
+use crate::migrate::config::*;
 
 const FULL: &str = include_str!("../../../../tests/data/config/full.yaml");
 const MINIMAL: &str = include_str!("../../../../tests/data/config/minimal.yaml");

@@ -1,4 +1,4 @@
-use super::*;
+use crate::migrate::fingerprint::*;
 
 fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
     CatalogObject { kind: kind.into(), name: name.into(), definition: definition.into() }

@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
-use super::*;
+use crate::migrate::fleet::*;
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|name| name.to_string()).collect()

@@ -1,4 +1,4 @@
-use super::*;
+use crate::migrate::format::*;
 
 fn input<'a>(name: &'a str, text: &'a str) -> Input<'a> {
     Input { name, bytes: text.as_bytes() }

@@ -22,8 +22,8 @@
 
 use sqlparser::ast::{AlterTableOperation, ColumnDef, ColumnOption, DataType, ObjectName, Statement, TableConstraint};
 
-use super::rules::{Ctx, VOLATILE, expr_words_of};
-use super::{PG, RuleInfo, STAND_IN, Severity};
+use crate::migrate::lint::rules::{Ctx, VOLATILE, expr_words_of};
+use crate::migrate::lint::{PG, RuleInfo, STAND_IN, Severity};
 use crate::migrate::statements::Position;
 
 pub(crate) const CITUS_VOLATILE_IN_UPDATE: RuleInfo = RuleInfo {

@@ -10,8 +10,8 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
-use super::{ALL, Checks, Finding, PG, RuleInfo, Severity, Word, dialect, table_key};
 use crate::migrate::driver::Driver;
+use crate::migrate::lint::{ALL, Checks, Finding, PG, RuleInfo, Severity, Word, dialect, table_key};
 use crate::migrate::statements::{NO_TRANSACTION_DIRECTIVE, Position};
 
 pub(crate) const CREATE_INDEX_NON_CONCURRENTLY: RuleInfo = RuleInfo {

@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashSet;
 
-use super::{Report, Severity};
+use crate::migrate::lint::{Report, Severity};
 use crate::migrate::plan::Plan;
 use crate::migrate::source::SourceMigration;
 

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::*;
+use crate::migrate::lint::*;
 
 use Driver::{Mysql, Postgres, SqlServer, Sqlite};
 use Severity::{Error as E, Warning as W};

@@ -11,8 +11,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Direction, Plan, StepSet};
 use crate::migrate::fingerprint::Recorded;
+use crate::migrate::plan::{Direction, Plan, StepSet};
 use crate::migrate::source::SourceMigration;
 
 /// Per plan schema, the migrations (not scripts) it had recorded before the

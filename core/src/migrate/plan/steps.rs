@@ -14,7 +14,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use super::{Plan, Step};
+use crate::migrate::plan::{Plan, Step};
 
 /// One migration over `len` consecutive schemas from `schema`, as steps
 /// `start..start + len`.

@@ -1,4 +1,4 @@
-use super::*;
+use crate::migrate::plan::*;
 
 use crate::migrate::plan::OutOfOrderPolicy;
 

@@ -1,6 +1,6 @@
-use super::*;
 use crate::migrate::MigrationType::{self, *};
 use crate::migrate::format::Part;
+use crate::migrate::revert::*;
 
 fn migration(dir: &str, name: &str, kind: MigrationType, down: bool) -> SourceMigration {
     let mut m = SourceMigration::plain(dir, name, kind, &format!("create table {name};"));

@@ -1,4 +1,4 @@
-use super::*;
+use crate::migrate::rollout::*;
 
 fn waves(texts: &[&str]) -> Vec<WaveStep> {
     texts.iter().map(|t| t.parse().unwrap()).collect()

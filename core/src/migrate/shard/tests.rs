@@ -1,7 +1,7 @@
-use super::*;
 use crate::migrate::MigrationType;
 use crate::migrate::plan::tests::migration;
 use crate::migrate::plan::{Action, PlanInput, Target, plan};
+use crate::migrate::shard::*;
 
 fn sources() -> Vec<SourceMigration> {
     use MigrationType::*;

@@ -1,8 +1,8 @@
 use crate::migrate::config::Config;
 use std::collections::BTreeMap;
 
-use super::*;
 use crate::migrate::format::SortKey;
+use crate::migrate::source::*;
 
 fn config() -> Config {
     let yaml = "baseLocation: m\ndriver: sqlite\ndataSource: x\n\

@@ -1,4 +1,4 @@
-use super::*;
+use crate::migrate::statements::*;
 
 /// The file's mode, or its first refusal.
 fn first(result: Result<FileMode, Refusals>) -> Result<FileMode, StatementError> {

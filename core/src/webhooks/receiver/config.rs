@@ -1,8 +1,8 @@
 //! The receiver's configuration, read from named variables (a Worker's
 //! vars and secrets, a component's environment) handed in by the shell.
 
-use super::filter::{EventFilter, EventFilterError};
 use crate::webhooks::middleware::{DEFAULT_MAX_BODY_BYTES, DEFAULT_PATH};
+use crate::webhooks::receiver::filter::{EventFilter, EventFilterError};
 
 /// The shared secret GitHub signs deliveries with (required).
 pub const SECRET: &str = "GITHUB_WEBHOOK_SECRET";

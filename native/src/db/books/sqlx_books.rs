@@ -25,9 +25,9 @@ use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
-use super::rows::Rows;
-use super::sql::BooksSql;
-use super::{AppliedSink, Books};
+use crate::db::books::rows::Rows;
+use crate::db::books::sql::BooksSql;
+use crate::db::books::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
 use crate::db::types::{
     Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,

@@ -183,10 +183,10 @@ pub(super) async fn batch(conn: &mut SqliteConnection, text: &str) -> Result<(),
 }
 
 /// SQLite's extended result code and message as a [`Failure`], classified
-/// as sqlx's errors are ([`Cause::of`]).
+/// as sqlx's errors are ([`super::super::error::cause_of`]).
 fn failure_of(extended: i32, message: String) -> Failure {
     let code = extended.to_string();
-    let cause = Cause::of_answer(failure::Answer {
+    let cause = failure::classify(failure::Answer {
         sqlstate: &code,
         mysql_number: u32::try_from(extended).ok(),
         message: &message,

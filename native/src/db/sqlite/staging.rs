@@ -44,9 +44,9 @@ use std::path::{Path, PathBuf};
 use sqlx::{AssertSqlSafe, Connection};
 use tokio::io::AsyncWriteExt;
 
-use super::{SqliteConn, SqliteEngine, sql};
 use crate::db::engine::Engine;
 use crate::db::error::DbError;
+use crate::db::sqlite::{SqliteConn, SqliteEngine, sql};
 
 /// The file naming the version whose staged rows may not be folded yet.
 /// Schema names cannot contain `.`: no schema's file is named like it.

@@ -1,4 +1,4 @@
-use super::*;
+use crate::webhooks::receiver::redeliver::*;
 
 const PAGE_1: &[u8] = include_bytes!("../../../../../tests/data/redeliver/deliveries-page-1.json");
 const PAGE_2: &[u8] = include_bytes!("../../../../../tests/data/redeliver/deliveries-page-2.json");

@@ -38,6 +38,9 @@
 //!   `wave`, `revert` and `quarantine`'s types.
 //! - [`quarantine`]: failure isolation — a version's failure budget, and
 //!   the tenants it runs in given those put aside by earlier versions.
+//! - [`run`]: a version's run decided — which tenant failures the failure
+//!   budget absorbs and what a stopped version committed, per schema;
+//!   uses `failure`, `plan` and `quarantine`.
 //! - [`wave`]: a version over part of the fleet — named tenants or a
 //!   stable share of them.
 //! - [`rollout`]: a version rolled out in ordered waves with gates (go, soak,
@@ -81,6 +84,7 @@ pub mod repair;
 pub mod report;
 pub mod revert;
 pub mod rollout;
+pub mod run;
 pub mod shard;
 pub mod source;
 pub mod statements;

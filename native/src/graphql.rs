@@ -5,6 +5,7 @@ mod fleet;
 mod guard;
 pub(crate) mod limits;
 mod one_by_one;
+mod page;
 pub(crate) mod preview;
 pub(crate) mod types;
 
@@ -120,24 +121,38 @@ impl Query {
         Ok(row.map(DbMigrationDto::from))
     }
 
-    /// Tenants.
+    /// Tenants: every one, in the order `tenantSelectSQL` returns them (per
+    /// shard, in `shards:` order), or — with `first` or `after` — a page of
+    /// them in order of name: `first` of them, those after the tenant named
+    /// `after` (the last one of the page before; it need not exist any
+    /// more). `first` and `after` are added to the spec's schema.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
-    async fn tenants(&self, ctx: &Context<'_>) -> Result<OneByOne<TenantDto>> {
+    async fn tenants(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<OneByOne<TenantDto>> {
         let service = service(ctx)?;
         let shards = service.shards().await.map_err(graphql_error)?;
-        if shards.is_empty() {
+        let mut tenants: Vec<TenantDto> = if shards.is_empty() {
             let names = service.tenants().await.map_err(graphql_error)?;
-            return Ok(OneByOne(names.into_iter().map(|name| TenantDto { name, shard: None }).collect()));
-        }
-        Ok(OneByOne(
+            names.into_iter().map(|name| TenantDto { name, shard: None }).collect()
+        } else {
             shards
                 .into_iter()
                 .flat_map(|shard| {
                     let name = shard.name;
                     shard.tenants.into_iter().map(move |tenant| TenantDto { name: tenant, shard: Some(name.clone()) })
                 })
-                .collect(),
-        ))
+                .collect()
+        };
+        if first.is_none() && after.is_none() {
+            return Ok(OneByOne(tenants));
+        }
+        tenants.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let page = page::page(&tenants, |tenant| &tenant.name, first, after.as_deref())?;
+        Ok(OneByOne(tenants.drain(page).collect()))
     }
 
     /// Rollouts, oldest first: each wave with its state, the events (who

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
 
-use super::config::{OutOfRange, is_http_url, number};
 use crate::endpoint::{Endpoint, RequestOptions};
+use crate::webhooks::receiver::config::{OutOfRange, is_http_url, number};
 
 /// The GitHub App's id (with [`APP_PRIVATE_KEY`]: list the app's deliveries).
 pub const APP_ID: &str = "GITHUB_APP_ID";

@@ -27,8 +27,8 @@ use strata_core::migrate::plan::{AppliedMigration, AppliedRow};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
-use super::error::DbError;
-use super::types::{
+use crate::db::error::DbError;
+use crate::db::types::{
     Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 pub(crate) use sqlx_books::{SqlxBooks, SqlxConn};

@@ -1,0 +1,48 @@
+//! A page of a list in order of name, GitHub's way (`first`, `after`): the
+//! first `first` items after the one named `after` — the last item of the
+//! page before, which need not exist any more, so a page never repeats or
+//! skips an item that stayed.
+
+use std::ops::Range;
+
+use async_graphql::Result;
+
+use crate::error::{AppError, graphql_error};
+
+/// Where in `sorted` (in order of `name`) the page `first` and `after` ask
+/// for lies; every item from `after` on without `first`.
+pub(crate) fn page<T>(
+    sorted: &[T],
+    name: impl Fn(&T) -> &str,
+    first: Option<i32>,
+    after: Option<&str>,
+) -> Result<Range<usize>> {
+    let start = after.map_or(0, |after| sorted.partition_point(|item| name(item) <= after));
+    let rest = &sorted[start..];
+    let count = match first {
+        None => rest.len(),
+        Some(first) => usize::try_from(first)
+            .map_err(|_| {
+                graphql_error(AppError::InvalidInput(format!("`first` is {first}: it counts items, 0 or more")))
+            })?
+            .min(rest.len()),
+    };
+    Ok(start..start + count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page;
+
+    #[test]
+    fn pages_follow_the_last_name_seen_even_when_it_is_gone() {
+        let names = ["a", "b", "c", "d"].map(String::from);
+        let name = String::as_str;
+        assert_eq!(page(&names, name, Some(2), None).unwrap(), 0..2);
+        assert_eq!(page(&names, name, Some(2), Some("b")).unwrap(), 2..4);
+        assert_eq!(page(&names, name, Some(2), Some("bb")).unwrap(), 2..4);
+        assert_eq!(page(&names, name, None, Some("c")).unwrap(), 3..4);
+        assert!(page(&names, name, Some(5), Some("d")).unwrap().is_empty());
+        assert!(page(&names, name, Some(-1), None).is_err());
+    }
+}
