@@ -139,7 +139,12 @@ async fn tenants_come_in_pages_in_order_of_name_after_the_last_one_seen() {
         async move {
             let query = "query($first: Int, $after: String) { tenants(first: $first, after: $after) { name } }";
             let data = server.data(query, json!({ "first": first, "after": after })).await;
-            data["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+            data["tenants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
         }
     };
     assert_eq!(page(2, Value::Null).await, ["t1", "t10"]);
