@@ -306,6 +306,15 @@ fn request(ctx: &Context<'_>, input: VersionInput, operation: Operation) -> Crea
     }
 }
 
+/// A mutation refused before it reaches the service: on record like any
+/// refused change (`action` on `target`), then the API's error.
+async fn refused(ctx: &Context<'_>, action: &str, target: &str, error: AppError) -> async_graphql::Error {
+    if let Ok(service) = service(ctx) {
+        service.audit(&caller(ctx), action, target, crate::service::audit::refusal(&error)).await;
+    }
+    graphql_error(error)
+}
+
 async fn operate(ctx: &Context<'_>, id: i32, control: RolloutControl) -> Result<RolloutDto> {
     let rollout = service(ctx)?.operate_rollout(i64::from(id), control, &caller(ctx)).await.map_err(graphql_error)?;
     Ok(RolloutDto::new(i64::from(id), rollout))
@@ -328,12 +337,7 @@ impl Mutation {
         let name = input.tenant_name.clone();
         let tenant = match service.new_tenant_name(input.tenant_name) {
             Ok(tenant) => tenant,
-            Err(error) => {
-                // A refused name is a refused change: on record like any.
-                let outcome = crate::service::audit::refusal(&error);
-                service.audit(&caller(ctx), "createTenant", &format!("tenant {name}"), outcome).await;
-                return Err(graphql_error(error));
-            }
+            Err(error) => return Err(refused(ctx, "createTenant", &format!("tenant {name}"), error).await),
         };
         let operation = Operation::NewTenant {
             tenant,
@@ -382,15 +386,16 @@ impl Mutation {
         attribute: Option<String>,
     ) -> Result<CreateResultsDto> {
         let wave = match (tenant_names, share, attribute) {
-            (Some(names), None, None) => Wave::Named(names),
-            (None, Some(share), None) if share <= 100 => Wave::Share(share),
-            (None, None, Some(attribute)) => {
-                Wave::attribute(&attribute).map_err(|e| graphql_error(AppError::InvalidInput(e.to_string())))?
-            }
-            _ => {
-                return Err(graphql_error(AppError::InvalidInput(
-                    "give one of tenantNames, share (0 to 100) or attribute (NAME=VALUE)".to_string(),
-                )));
+            (Some(names), None, None) => Ok(Wave::Named(names)),
+            (None, Some(share), None) if share <= 100 => Ok(Wave::Share(share)),
+            (None, None, Some(attribute)) => Wave::attribute(&attribute).map_err(|e| e.to_string()),
+            _ => Err("give one of tenantNames, share (0 to 100) or attribute (NAME=VALUE)".to_string()),
+        };
+        let wave = match wave {
+            Ok(wave) => wave,
+            Err(message) => {
+                let target = format!("version {:?}", input.version_name);
+                return Err(refused(ctx, "createVersionWave", &target, AppError::InvalidInput(message)).await);
             }
         };
         let request = version_request(ctx, input, wave);
@@ -413,15 +418,21 @@ impl Mutation {
     ) -> Result<CreateResultsDto> {
         use strata_core::migrate::revert::Extent;
         let extent = match (steps, to) {
-            (Some(n), None) => Extent::Steps(n),
-            (None, Some(file)) => Extent::To(file),
-            _ => return Err(graphql_error(AppError::InvalidInput("give one of steps or to".to_string()))),
+            _ if input.sync_to.is_some() || input.action == Some(ActionDto::Sync) => {
+                Err("revertVersion runs down parts: action Sync and syncTo do not apply")
+            }
+            (Some(n), None) => Ok(Extent::Steps(n)),
+            (None, Some(file)) => Ok(Extent::To(file)),
+            _ => Err("give one of steps or to"),
         };
-        if input.sync_to.is_some() || input.action == Some(ActionDto::Sync) {
-            return Err(graphql_error(AppError::InvalidInput(
-                "revertVersion runs down parts: action Sync and syncTo do not apply".to_string(),
-            )));
-        }
+        let extent = match extent {
+            Ok(extent) => extent,
+            Err(message) => {
+                let target = format!("version {:?}", input.version_name);
+                let error = AppError::InvalidInput(message.to_string());
+                return Err(refused(ctx, "revertVersion", &target, error).await);
+            }
+        };
         let wave = tenant_names.map(Wave::Named).unwrap_or(Wave::All);
         let request = request(ctx, input, Operation::Revert { extent, wave });
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())

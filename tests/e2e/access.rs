@@ -731,6 +731,13 @@ async fn every_refusal_of_a_change_or_of_the_log_is_on_record() {
     let (_, answer) =
         query(&server, &deployer, "mutation { createVersion(input: { versionName: 5 }) { version { id } } }").await;
     assert_eq!(error_code(&answer), "GRAPHQL_VALIDATION_FAILED", "{answer}");
+    let wave = r#"mutation { createVersionWave(input: { versionName: "w" }, share: 101) { version { id } } }"#;
+    let (_, answer) = query(&server, &deployer, wave).await;
+    assert_eq!(error_code(&answer), "INVALID_INPUT", "{answer}");
+    let revert =
+        r#"mutation { revertVersion(input: { versionName: "r", action: Sync }, steps: 1) { version { id } } }"#;
+    let (_, answer) = query(&server, &deployer, revert).await;
+    assert_eq!(error_code(&answer), "INVALID_INPUT", "{answer}");
     let rows = server
         .ws
         .rows("svc", "select actor, action, outcome from svc_audit where action <> 'token create' order by id")
@@ -739,13 +746,17 @@ async fn every_refusal_of_a_change_or_of_the_log_is_on_record() {
         .iter()
         .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into(), r[2].as_str().unwrap().into()))
         .collect();
-    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen.len(), 5, "{seen:?}");
     assert_eq!((seen[0].0.as_str(), seen[0].1.as_str()), ("token:dashboard", "audit"));
     assert!(seen[0].2.starts_with("refused: FORBIDDEN"), "{seen:?}");
     assert_eq!((seen[1].0.as_str(), seen[1].1.as_str()), ("token:ci", "createTenant"));
     assert!(seen[1].2.starts_with("refused: INVALID_TENANT_NAME"), "{seen:?}");
     assert_eq!((seen[2].0.as_str(), seen[2].1.as_str()), ("token:ci", "createVersion"));
     assert!(seen[2].2.starts_with("refused: GRAPHQL_VALIDATION_FAILED"), "{seen:?}");
+    assert_eq!((seen[3].0.as_str(), seen[3].1.as_str()), ("token:ci", "createVersionWave"));
+    assert!(seen[3].2.starts_with("refused: INVALID_INPUT give one of tenantNames"), "{seen:?}");
+    assert_eq!((seen[4].0.as_str(), seen[4].1.as_str()), ("token:ci", "revertVersion"));
+    assert!(seen[4].2.starts_with("refused: INVALID_INPUT revertVersion runs down parts"), "{seen:?}");
     assert_eq!(versions(&server).await, 0);
 }
 
