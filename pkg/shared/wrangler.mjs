@@ -3,13 +3,25 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 
-/** A free TCP port on 127.0.0.1. */
+/**
+ * A free TCP port on 127.0.0.1, drawn from 20000–32767: below Linux's
+ * ephemeral range (32768–60999), where the kernel hands out the local ports
+ * of outgoing connections — CI's parallel lanes open thousands, and one of
+ * them can take a port between our check and the server's bind.
+ */
 export async function freePort() {
-  const server = createServer();
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    const server = createServer();
+    const bound = await new Promise((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (bound) {
+      await new Promise((resolve) => server.close(resolve));
+      return port;
+    }
+  }
 }
 
 // Process groups still running: killed when this process exits, even by an
@@ -61,15 +73,24 @@ export async function startServer({ command, args, cwd, env = {}, isReady, label
  * Returns `{ url, output(), stop() }`.
  */
 export async function startWrangler({ wrangler, cwd, args = [], env = {}, timeoutMs = 120_000 }) {
-  const port = await freePort();
-  const server = await startServer({
-    command: wrangler,
-    args: ["dev", "--ip", "127.0.0.1", "--port", String(port), ...args],
-    cwd,
-    env: { WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", ...env },
-    isReady: async (output) => /Ready on/.test(output),
-    label: "wrangler dev",
-    timeoutMs,
-  });
-  return { url: `http://127.0.0.1:${port}`, ...server };
+  // A port can still be taken between the check and workerd's bind: a start
+  // that lost its port is tried again on another; any other failure is final.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      const server = await startServer({
+        command: wrangler,
+        args: ["dev", "--ip", "127.0.0.1", "--port", String(port), ...args],
+        cwd,
+        env: { WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", ...env },
+        isReady: async (output) => /Ready on/.test(output),
+        label: "wrangler dev",
+        timeoutMs,
+      });
+      return { url: `http://127.0.0.1:${port}`, ...server };
+    } catch (error) {
+      if (attempt >= 5 || !/Address already in use/.test(String(error.message))) throw error;
+      console.error(`wrangler dev: port ${port} was taken before workerd bound it; trying another`);
+    }
+  }
 }

@@ -3,22 +3,14 @@
 // records every console error, CSP violation and failed request.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 /** The debug `strata` built by tests/console.sh (STRATA_BIN overrides). */
 export const bin = process.env.STRATA_BIN || join(process.env.CARGO_TARGET_DIR || join(process.env.HOME, ".cache/strata-target"), "debug/strata");
 
-/** A TCP port nothing listens on now. */
-export function freePort() {
-  return new Promise((done) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-  });
-}
+/** A TCP port nothing listens on now (below the ephemeral range). */
+export { freePort } from "../../pkg/shared/wrangler.mjs";
 
 /**
  * Writes `yaml` to `<work>/svc.yaml`, starts `strata` on it and waits for

@@ -99,21 +99,29 @@ pub(crate) fn closed_port() -> ClosedPort {
 
 /// A free TCP port on 127.0.0.1.
 ///
-/// A port is handed out once per test process: the system may give a
-/// port it just released to the next `bind(0)`, and two servers of
-/// parallel tests on one port would answer each other's requests (the
-/// second one fails to listen while the first answers its readiness
-/// probe).
+/// Drawn from 20000–32767, below Linux's ephemeral range (32768–60999):
+/// there the kernel picks the local ports of outgoing connections, and
+/// CI's parallel lanes open thousands, so a port found free can be taken
+/// before the service binds it. Each process walks the range from its own
+/// starting point, and a port is handed out once per test process: two
+/// servers of parallel tests on one port would answer each other's
+/// requests (the second fails to listen while the first answers its
+/// readiness probe).
 pub(crate) fn free_port() -> u16 {
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_768;
     static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
-            return port;
+    let start = std::process::id().wrapping_mul(7_919) % COUNT;
+    for step in 0..COUNT {
+        let port = (FIRST + (start + handed_out.len() as u32 + step) % COUNT) as u16;
+        if handed_out.contains(&port) || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
         }
+        handed_out.push(port);
+        return port;
     }
+    panic!("no free TCP port on 127.0.0.1 between {FIRST} and {}", FIRST + COUNT - 1);
 }
 
 /// Copies a directory tree.
