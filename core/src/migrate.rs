@@ -2,13 +2,9 @@
 //! files exist and in what order, what runs where, what a file says about
 //! transactions, and how an operation is summed up.
 //!
-//! The modules depend on each other in one direction only (no cycle):
-//! `config` uses `driver`, `ident`, `location`, `redact`, `datasource`,
-//! `summary` (to check a webhook template), `plan`'s `OutOfOrderPolicy`,
-//! `format`'s `Format` and `source`'s `MigrationType`; `plan` uses
-//! `source`, `ident` and `summary`'s `Counts`; `summary` uses `template`;
-//! `repair` uses `plan` and `source`; `source` uses `format` (and takes
-//! the configured directories, not the configuration); `format` uses none.
+//! The modules import each other without a cycle (`farm-studio look
+//! core/src/migrate` draws none); which module uses which is in each one's
+//! `use` lines, not listed here.
 //!
 //! - [`config`]: the YAML configuration, `${NAME}` substitution and the
 //!   redacted rendering served at `GET /v2/config`.
@@ -34,13 +30,15 @@
 //! - [`lock_wait`]: the lock time-outs a file runs with, and the waits
 //!   before a unit that hit one is retried.
 //! - [`operation`]: what a mutation is (a version, new tenants, a retry, a
-//!   revert), decided once where the request is built; uses `plan`,
-//!   `wave`, `revert` and `quarantine`'s types.
+//!   revert), decided once where the request is built.
 //! - [`quarantine`]: failure isolation — a version's failure budget, and
 //!   the tenants it runs in given those put aside by earlier versions.
 //! - [`run`]: a version's run decided — which tenant failures the failure
-//!   budget absorbs and what a stopped version committed, per schema;
-//!   uses `failure`, `plan` and `quarantine`.
+//!   budget absorbs, what a stopped version committed, per schema, what
+//!   `driftPolicy` makes of the fleet's drift, and how a unit's steps split
+//!   into transactions.
+//! - [`revert`]: which recorded migrations a revert undoes, where, in what
+//!   order — a plan the shell runs like any other.
 //! - [`wave`]: a version over part of the fleet — named tenants or a
 //!   stable share of them.
 //! - [`rollout`]: a version rolled out in ordered waves with gates (go, soak,
@@ -53,6 +51,11 @@
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
+//! - [`keywords`]: the words each engine reserves, refused as tenant names.
+//! - [`tenant_list`]: many new tenants at once, every problem of the list
+//!   found before anything runs.
+//! - `template`: `${name}` placeholders, for the configuration's
+//!   environment substitution and the webhook template.
 //! - [`redact`]: hiding secrets in connection strings.
 //! - [`datasource`]: `dataSource` forms of other tools turned into driver
 //!   URLs, and the check that a `dataSource` belongs to its `driver`.

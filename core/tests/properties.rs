@@ -17,11 +17,13 @@ use strata_core::migrate::format::Format;
 use strata_core::migrate::ident::{
     quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name,
 };
+use strata_core::migrate::plan::Unit;
 use strata_core::migrate::plan::{Action, AppliedMigration, Plan, PlanInput, Step, StepSet, Target, plan};
 use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::redact::redact_data_source;
+use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
 use strata_core::migrate::run::{Absorption, RunKind, by_outcome};
-use strata_core::migrate::source::{SourceFile, read_directories, source_migrations};
+use strata_core::migrate::source::{SourceFile, SourceMigration, read_directories, source_migrations};
 use strata_core::migrate::summary::{Summary, render_template};
 use strata_core::webhooks::signature;
 
@@ -182,7 +184,7 @@ proptest! {
         prop_assert_eq!(&source_migrations(config.directories(), to_sources(&shuffled)).unwrap(), &ordered);
         let position = |dir: &str| DIRECTORIES.iter().position(|d| *d == dir).unwrap();
         for pair in ordered.windows(2) {
-            let key = |m: &strata_core::migrate::source::SourceMigration| {
+            let key = |m: &SourceMigration| {
                 (group(m.migration_type), m.name.as_bytes().to_vec(), m.migration_type, position(&m.source_dir))
             };
             prop_assert!(key(&pair[0]) < key(&pair[1]), "{:?} before {:?}", pair[0].file, pair[1].file);
@@ -410,65 +412,113 @@ proptest! {
     }
 
     #[test]
-    fn a_run_absorbs_within_its_budget_and_leaves_each_schema_all_or_nothing(
+    fn a_schedule_driven_by_random_outcomes_keeps_its_invariants(
         outcomes in prop::collection::vec(0u8..5, 1..40),
+        ends in prop::collection::vec(any::<prop::sample::Index>(), 64),
+        written in prop::collection::vec(prop::bool::weighted(0.9), 40),
         steps_each in 1u32..4,
+        concurrency in 1usize..6,
         budget in prop_oneof![Just(FailureBudget::None), (0u32..6).prop_map(FailureBudget::Tenants), (0u8..60).prop_map(FailureBudget::Percent)],
         retrying in any::<bool>(),
     ) {
-        // Each tenant's unit is one transaction (transactional DDL): it
-        // commits whole, or fails and commits nothing. The shell's loop, as
-        // the executor runs it, over core's decisions.
+        // A single schema (`ref`, schema 0), then one unit per tenant (each
+        // one transaction: it commits whole or nothing). The shell's loop,
+        // as the executor drives core's `Schedule`: units end in a random
+        // order, each with its drawn outcome; a quarantine row may fail to
+        // be written.
         let tenants = outcomes.len();
+        let sources: Vec<SourceMigration> = std::iter::once(SourceMigration::plain("ref", "0.sql", MigrationType::SingleMigration, ""))
+            .chain((1..=steps_each).map(|m| SourceMigration::plain("tenants", &format!("{m}.sql"), MigrationType::TenantMigration, "")))
+            .collect();
+        let mut steps = vec![Step { migration: 0, schema: 0, execute: true }];
+        for m in 0..steps_each {
+            steps.extend((1..=tenants as u32).map(|t| Step { migration: 1 + m, schema: t, execute: true }));
+        }
         let plan = Plan {
-            schemas: (0..tenants).map(|t| format!("t{t:02}")).collect(),
-            steps: (0..tenants as u32)
-                .flat_map(|t| (0..steps_each).map(move |m| Step { migration: m, schema: t, execute: true }))
-                .collect(),
+            schemas: std::iter::once("ref".to_string()).chain((0..tenants).map(|t| format!("t{t:02}"))).collect(),
+            steps: steps.into_iter().collect(),
             ..Plan::default()
         };
         let rules = Absorption::new(RunKind { budget, retrying, new_tenant: false, dry_run: false, tenants });
         let causes = [None, Some(Cause::Statement), Some(Cause::LockTimeout), Some(Cause::StatementTimeout), Some(Cause::ConnectionLost)];
-        let (mut committed, mut quarantined, mut stopped) = (StepSet::default(), Vec::new(), false);
-        for (t, outcome) in outcomes.iter().enumerate() {
-            match causes[*outcome as usize] {
-                None => (0..steps_each).for_each(|m| committed.insert(t as u32 * steps_each + m)),
-                Some(cause) if rules.quarantines(cause) => {
-                    quarantined.push(format!("t{t:02}"));
-                    if !rules.goes_on(quarantined.len()) {
-                        stopped = true;
-                        break;
+        let mut schedule = Schedule::new(&plan, &sources, rules, concurrency);
+        let (mut committed, mut put_aside, mut started) = (StepSet::default(), Vec::new(), HashSet::new());
+        let mut running: Vec<Unit> = Vec::new();
+        let (mut stopped_by, mut version_exists, mut turns, mut writes) = (None, false, 0usize, 0usize);
+        loop {
+            turns += 1;
+            prop_assert!(turns < 10_000, "the schedule never ends");
+            match schedule.next(version_exists) {
+                Next::Start(unit) => {
+                    prop_assert!(stopped_by.is_none(), "a unit started after the version stopped");
+                    prop_assert!(started.insert(unit.schema), "schema {} started twice", unit.schema);
+                    prop_assert!(!put_aside.contains(&unit.schema));
+                    if unit.schema == 0 {
+                        prop_assert!(running.is_empty(), "ref runs alone");
+                    } else {
+                        prop_assert!(started.contains(&0) && !running.iter().any(|u| u.schema == 0), "tenants wait for ref");
+                    }
+                    running.push(unit);
+                    let limit = if version_exists { concurrency } else { 1 };
+                    prop_assert!(running.len() <= limit, "{} units run at once over a limit of {}", running.len(), limit);
+                }
+                Next::Wait => {
+                    prop_assert!(!running.is_empty(), "a wait with nothing running");
+                    let unit = running.remove(ends[turns % ends.len()].index(running.len()));
+                    let outcome = if unit.schema == 0 { None } else { causes[outcomes[unit.schema as usize - 1] as usize] };
+                    match outcome {
+                        None => {
+                            unit.steps.iter().for_each(|s| committed.insert(*s));
+                            version_exists = true;
+                            schedule.committed();
+                        }
+                        Some(cause) => match schedule.failed(Some(cause)) {
+                            OnFailure::Stops => { stopped_by.get_or_insert(cause); }
+                            OnFailure::PutsAside => {
+                                prop_assert!(cause.is_tenants_own() && (!budget.is_none() || retrying));
+                                let ok = written[writes % written.len()];
+                                writes += 1;
+                                if ok {
+                                    put_aside.push(unit.schema);
+                                }
+                                if !schedule.put_aside(unit.schema, ok) {
+                                    stopped_by.get_or_insert(cause);
+                                }
+                            }
+                        },
                     }
                 }
-                Some(_) => {
-                    stopped = true;
-                    break;
-                }
+                Next::Done => break,
             }
         }
+        prop_assert!(running.is_empty(), "done with units running");
         let split = by_outcome(&plan, &committed);
         // Each schema in exactly one list; none partly committed.
         let mut all: Vec<&String> = split.committed.iter().chain(&split.partly).chain(&split.none).collect();
         all.sort();
-        prop_assert_eq!(all, plan.schemas.iter().collect::<Vec<_>>());
+        let mut names: Vec<&String> = plan.schemas.iter().collect();
+        names.sort();
+        prop_assert_eq!(all, names);
         prop_assert!(split.partly.is_empty());
-        // Nothing absorbed was committed, and nothing else failed unseen.
-        for tenant in &quarantined {
-            prop_assert!(split.none.contains(tenant), "{} quarantined but committed", tenant);
+        for schema in &put_aside {
+            prop_assert!(split.none.contains(&plan.schemas[*schema as usize]), "put aside but committed");
         }
-        // A version that went on absorbed no more than its budget allows.
-        if !stopped && !retrying {
-            prop_assert!(quarantined.len() <= budget.allowed(tenants), "{} absorbed over {:?}", quarantined.len(), budget);
+        // A version that went on absorbed no more than its budget allows;
+        // without a budget (and not a retry) nothing is put aside.
+        if stopped_by.is_none() {
+            prop_assert_eq!(started.len(), tenants + 1, "a version that went on ran every unit");
+            if !retrying {
+                prop_assert!(put_aside.len() <= budget.allowed(tenants));
+            }
         }
-        // Without a budget (and not a retry) nothing is ever absorbed.
         if budget.is_none() && !retrying {
-            prop_assert!(quarantined.is_empty());
+            prop_assert!(put_aside.is_empty());
         }
-        // A connection lost is never absorbed: the run stops at it.
-        if let Some(first) = outcomes.iter().position(|o| *o == 4) {
-            let lost = format!("t{first:02}");
-            prop_assert!(stopped);
-            prop_assert!(!quarantined.contains(&lost));
+        // A connection lost is never absorbed: it stops the version.
+        for (t, outcome) in outcomes.iter().enumerate() {
+            if *outcome == 4 && started.contains(&(t as u32 + 1)) {
+                prop_assert!(stopped_by.is_some() && !put_aside.contains(&(t as u32 + 1)));
+            }
         }
     }
 }

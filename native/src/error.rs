@@ -2,6 +2,7 @@
 //! as an HTTP status on plain routes, as a GraphQL error (HTTP 200, standard
 //! `errors` envelope, with an `extensions.code`) inside `/v2/service`.
 
+use async_graphql::ErrorExtensions;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use strata_core::migrate::fleet::FleetError;
@@ -15,7 +16,7 @@ use strata_core::migrate::wave::WaveError;
 use thiserror::Error;
 
 use crate::db::DbError;
-use crate::db::error::Refusal;
+use crate::db::error::{MigrationFailure, Refusal, ShardFailure};
 use crate::loader::LoaderError;
 
 /// A failure of the service.
@@ -233,7 +234,7 @@ impl IntoResponse for AppError {
     }
 }
 
-impl async_graphql::ErrorExtensions for AppError {
+impl ErrorExtensions for AppError {
     /// The GraphQL error: the message, plus `extensions.code` and, where they
     /// help a caller, the drifted `files` or the failing `file` and `schema`.
     fn extend(&self) -> async_graphql::Error {
@@ -241,89 +242,97 @@ impl async_graphql::ErrorExtensions for AppError {
         let mut graphql_error =
             async_graphql::Error::new(self.public_message()).extend_with(|_, e| e.set("code", code));
         graphql_error.source = Some(std::sync::Arc::new(ErrorDetail { code, detail: self.to_string() }));
-        if let AppError::Plan(PlanError::Drift(drift)) = self {
-            let files: Vec<async_graphql::Value> =
-                drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
-            graphql_error = graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)));
-        }
-        if let AppError::Database(DbError::Shards { failed, .. }) = self {
-            // Per shard that did not finish: the tenants that may lack the
-            // version when it could not be reached.
-            let shards: Vec<async_graphql::Value> = failed
-                .iter()
-                .map(|failure| {
-                    let tenants = failure.tenants.iter().map(|t| async_graphql::Value::String(t.clone())).collect();
-                    async_graphql::Value::Object(
-                        [
-                            (async_graphql::Name::new("shard"), async_graphql::Value::String(failure.shard.clone())),
-                            (async_graphql::Name::new("tenants"), async_graphql::Value::List(tenants)),
-                            (
-                                async_graphql::Name::new("quarantined"),
-                                async_graphql::Value::Boolean(failure.quarantined),
-                            ),
-                        ]
-                        .into_iter()
-                        .collect(),
-                    )
+        match self {
+            AppError::Plan(PlanError::Drift(drift)) => {
+                let files: Vec<async_graphql::Value> =
+                    drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
+                graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)))
+            }
+            AppError::Database(DbError::Shards { failed, .. }) => with_failed_shards(graphql_error, failed),
+            AppError::Database(DbError::MigrationFailed(failure)) => with_failure(graphql_error, failure),
+            AppError::SchemaDrift { outliers, changed } => {
+                let list =
+                    |names: &[String]| async_graphql::Value::List(names.iter().map(|n| n.as_str().into()).collect());
+                let (outliers, changed) = (list(outliers), list(changed));
+                graphql_error.extend_with(|_, e| {
+                    e.set("outliers", outliers.clone());
+                    e.set("changed", changed.clone());
                 })
-                .collect();
-            graphql_error = graphql_error.extend_with(|_, e| e.set("failedShards", async_graphql::Value::List(shards)));
+            }
+            AppError::StatementRefused(refused) => with_refusals(graphql_error, refused),
+            _ => graphql_error,
         }
-        if let AppError::Database(DbError::MigrationFailed(failure)) = self {
-            let names = |list: &[String]| {
-                async_graphql::Value::List(list.iter().map(|n| async_graphql::Value::String(n.clone())).collect())
-            };
-            graphql_error = graphql_error.extend_with(|_, e| {
-                e.set("file", failure.file.as_str());
-                e.set("schema", failure.schema.as_str());
-                if let Some(at) = failure.at {
-                    e.set("line", at.line);
-                    if at.column > 0 {
-                        e.set("column", at.column);
-                    }
-                }
-                if let Some(id) = failure.version_id {
-                    e.set("versionId", id);
-                }
-                e.set("committedSchemas", names(&failure.committed));
-                e.set("partlyCommittedSchemas", names(&failure.partly_committed));
-                e.set("notCommittedSchemas", names(&failure.not_committed));
-                e.set("partlyApplied", failure.partly_applied);
-                e.set("cause", failure.cause.name());
-            });
-        }
-        if let AppError::SchemaDrift { outliers, changed } = self {
-            let list = |names: &[String]| async_graphql::Value::List(names.iter().map(|n| n.as_str().into()).collect());
-            let (outliers, changed) = (list(outliers), list(changed));
-            graphql_error = graphql_error.extend_with(|_, e| {
-                e.set("outliers", outliers.clone());
-                e.set("changed", changed.clone());
-            });
-        }
-        if let AppError::StatementRefused(refused) = self
-            && let Some(first) = refused.0.first()
-        {
-            let refusals: Vec<async_graphql::Value> = refused
-                .0
-                .iter()
-                .map(|r| {
-                    let mut place = async_graphql::indexmap::IndexMap::new();
-                    place.insert(async_graphql::Name::new("file"), async_graphql::Value::from(r.file()));
-                    place.insert(async_graphql::Name::new("line"), async_graphql::Value::from(r.at().line));
-                    place.insert(async_graphql::Name::new("column"), async_graphql::Value::from(r.at().column));
-                    place.insert(async_graphql::Name::new("message"), async_graphql::Value::from(r.to_string()));
-                    async_graphql::Value::Object(place)
-                })
-                .collect();
-            graphql_error = graphql_error.extend_with(|_, e| {
-                e.set("file", first.file());
-                e.set("line", first.at().line);
-                e.set("column", first.at().column);
-                e.set("refusals", async_graphql::Value::List(refusals));
-            });
-        }
-        graphql_error
     }
+}
+
+/// Per shard that did not finish (`failedShards`): the tenants that may
+/// lack the version when it could not be reached.
+fn with_failed_shards(graphql_error: async_graphql::Error, failed: &[ShardFailure]) -> async_graphql::Error {
+    let shards: Vec<async_graphql::Value> = failed
+        .iter()
+        .map(|failure| {
+            let tenants = failure.tenants.iter().map(|t| async_graphql::Value::String(t.clone())).collect();
+            async_graphql::Value::Object(
+                [
+                    (async_graphql::Name::new("shard"), async_graphql::Value::String(failure.shard.clone())),
+                    (async_graphql::Name::new("tenants"), async_graphql::Value::List(tenants)),
+                    (async_graphql::Name::new("quarantined"), async_graphql::Value::Boolean(failure.quarantined)),
+                ]
+                .into_iter()
+                .collect(),
+            )
+        })
+        .collect();
+    graphql_error.extend_with(|_, e| e.set("failedShards", async_graphql::Value::List(shards)))
+}
+
+/// A failed migration's place (`file`, `schema`, `line`, `column`), its
+/// version, what committed where, and its cause.
+fn with_failure(graphql_error: async_graphql::Error, failure: &MigrationFailure) -> async_graphql::Error {
+    let names = |list: &[String]| {
+        async_graphql::Value::List(list.iter().map(|n| async_graphql::Value::String(n.clone())).collect())
+    };
+    graphql_error.extend_with(|_, e| {
+        e.set("file", failure.file.as_str());
+        e.set("schema", failure.schema.as_str());
+        if let Some(at) = failure.at {
+            e.set("line", at.line);
+            if at.column > 0 {
+                e.set("column", at.column);
+            }
+        }
+        if let Some(id) = failure.version_id {
+            e.set("versionId", id);
+        }
+        e.set("committedSchemas", names(&failure.committed));
+        e.set("partlyCommittedSchemas", names(&failure.partly_committed));
+        e.set("notCommittedSchemas", names(&failure.not_committed));
+        e.set("partlyApplied", failure.partly_applied);
+        e.set("cause", failure.cause.name());
+    })
+}
+
+/// Every refused statement (`refusals`), the first one's place beside.
+fn with_refusals(graphql_error: async_graphql::Error, refused: &Refusals) -> async_graphql::Error {
+    let Some(first) = refused.0.first() else { return graphql_error };
+    let refusals: Vec<async_graphql::Value> = refused
+        .0
+        .iter()
+        .map(|r| {
+            let mut place = async_graphql::indexmap::IndexMap::new();
+            place.insert(async_graphql::Name::new("file"), async_graphql::Value::from(r.file()));
+            place.insert(async_graphql::Name::new("line"), async_graphql::Value::from(r.at().line));
+            place.insert(async_graphql::Name::new("column"), async_graphql::Value::from(r.at().column));
+            place.insert(async_graphql::Name::new("message"), async_graphql::Value::from(r.to_string()));
+            async_graphql::Value::Object(place)
+        })
+        .collect();
+    graphql_error.extend_with(|_, e| {
+        e.set("file", first.file());
+        e.set("line", first.at().line);
+        e.set("column", first.at().column);
+        e.set("refusals", async_graphql::Value::List(refusals));
+    })
 }
 
 impl AppError {
@@ -350,5 +359,5 @@ pub(crate) fn graphql_refusal(status: StatusCode, code: &'static str, message: S
 
 /// Converts any service error into a GraphQL error with its extensions.
 pub(crate) fn graphql_error(error: impl Into<AppError>) -> async_graphql::Error {
-    async_graphql::ErrorExtensions::extend(&error.into())
+    ErrorExtensions::extend(&error.into())
 }

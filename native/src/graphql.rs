@@ -18,10 +18,11 @@ use strata_core::migrate::wave::Wave;
 
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
-use crate::service::{Caller, CreateRequest, RequestId, RolloutControl, RolloutGate, Service};
+use crate::service::{Caller, CreateRequest, RequestId, RolloutControl, Service};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
+use strata_core::migrate::rollout::FleetGate;
 use types::{
     ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface, QuarantinedTenantDto,
     RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
@@ -299,8 +300,8 @@ fn request(ctx: &Context<'_>, input: VersionInput, operation: Operation) -> Crea
     CreateRequest {
         dry_run: input.dry_run.unwrap_or(false),
         rollout_gate: match input.override_rollout {
-            Some(true) => RolloutGate::Override,
-            _ => RolloutGate::Hold,
+            Some(true) => FleetGate::Override,
+            _ => FleetGate::Hold,
         },
         ..CreateRequest::new(input.version_name, operation, caller(ctx))
     }

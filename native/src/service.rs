@@ -12,6 +12,7 @@ use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::lint;
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, Plan, PlanError, Target};
+use strata_core::migrate::rollout;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary::Summary;
 use strata_core::migrate::wave::Wave;
@@ -52,9 +53,9 @@ pub(crate) const ANONYMOUS: &str = "anonymous";
 impl Caller {
     /// What a rollout records of the caller (no identity when anonymous:
     /// nobody's approval is then anybody's).
-    pub(crate) fn by(&self) -> strata_core::migrate::rollout::By<'_> {
+    pub(crate) fn by(&self) -> rollout::By<'_> {
         let actor = if self.actor == ANONYMOUS { "" } else { self.actor.as_str() };
-        strata_core::migrate::rollout::By { request_id: &self.request_id, actor, principal: &self.principal }
+        rollout::By { request_id: &self.request_id, actor, principal: &self.principal }
     }
 
     /// Who an audit row names: the actor, and its principal beside it when
@@ -84,7 +85,7 @@ pub(crate) struct CreateRequest {
     /// Told what runs and what commits (the command line's progress).
     pub(crate) observer: Option<Arc<dyn Observer>>,
     /// What an active rollout does to this request.
-    pub(crate) rollout_gate: RolloutGate,
+    pub(crate) rollout_gate: rollout::FleetGate,
 }
 
 impl CreateRequest {
@@ -98,7 +99,7 @@ impl CreateRequest {
             caller,
             dry_run: false,
             observer: None,
-            rollout_gate: RolloutGate::Hold,
+            rollout_gate: rollout::FleetGate::Hold,
         }
     }
 
@@ -114,18 +115,6 @@ impl CreateRequest {
         }
         target
     }
-}
-
-/// What an active rollout does to a version over the fleet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum RolloutGate {
-    /// Refused while a rollout is in progress (`ROLLOUT_IN_PROGRESS`).
-    #[default]
-    Hold,
-    /// A wave of a rollout: the rollout itself runs it.
-    Wave,
-    /// Runs anyway, recorded in every active rollout's events.
-    Override,
 }
 
 /// The result of a mutation: `CreateResults` of the API.
@@ -585,12 +574,14 @@ impl Service {
     /// which runs where the operator said): fleet drift read live, logged
     /// (`report`), refusing the version (`refuse`) or quarantining the
     /// drifted tenants, which the version then skips (`quarantine`; returns
-    /// their rows). A store that cannot read catalogs (SQL Server) is logged
-    /// once per version and not judged.
+    /// their rows) — as core's `drift_verdict` says. An engine that keeps no
+    /// catalogs (SQL Server, so far) is not judged; a report that could not
+    /// be read is logged and not judged.
     async fn check_drift(&self, request: &CreateRequest, created: &str) -> Result<Vec<QuarantineRow>, AppError> {
         use strata_core::migrate::config::DriftPolicy;
+        use strata_core::migrate::run::{DriftVerdict, drift_verdict};
         let policy = self.config.drift_policy;
-        if policy == DriftPolicy::Off || !request.operation.judges_fleet_drift() {
+        if policy == DriftPolicy::Off || !request.operation.judges_fleet_drift() || !self.database.keeps().catalogs {
             return Ok(Vec::new());
         }
         let report = match self.drift().await {
@@ -603,22 +594,21 @@ impl Service {
         if !report.has_drift() {
             return Ok(Vec::new());
         }
-        let outliers: Vec<String> = report.outliers.iter().map(|o| o.schema.clone()).collect();
-        let changed: Vec<String> = report.changed.iter().map(|c| c.schema.clone()).collect();
+        let outliers: Vec<&str> = report.outliers.iter().map(|o| o.schema.as_str()).collect();
+        let changed: Vec<&str> = report.changed.iter().map(|c| c.schema.as_str()).collect();
         tracing::warn!(
             ?outliers,
             ?changed,
             policy = policy.name(),
             "fleet drift: tenants differ from the tenants that recorded the same migrations, or schemas changed since their last migration (see strata drift)"
         );
-        if policy == DriftPolicy::Refuse && !request.dry_run {
-            return Err(AppError::SchemaDrift { outliers, changed });
-        }
-        if policy != DriftPolicy::Quarantine || request.dry_run {
-            return Ok(Vec::new());
-        }
         let singles: Vec<&str> = self.config.single_schemas().collect();
-        let rows: Vec<QuarantineRow> = strata_core::migrate::quarantine::drift_entries(&report, &singles)
+        let entries = match drift_verdict(policy, request.dry_run, &report, &singles) {
+            DriftVerdict::Runs => return Ok(Vec::new()),
+            DriftVerdict::Refused { outliers, changed } => return Err(AppError::SchemaDrift { outliers, changed }),
+            DriftVerdict::Quarantines(entries) => entries,
+        };
+        let rows: Vec<QuarantineRow> = entries
             .into_iter()
             .map(|(tenant, message)| {
                 QuarantineRow::put_aside(tenant, "SCHEMA_DRIFT", message, &request.caller.request_id, created)
@@ -681,8 +671,39 @@ impl Service {
             action = ?request.operation.action(), dry_run = request.dry_run, "mutation started");
         self.hold_for_rollouts(request).await?;
         let colocation = self.colocation(request).await?;
+        let sources = self.sources_for(&request.operation).await?;
+        if let Some(tenants) = request.operation.creates_tenants() {
+            self.add_tenants(tenants, request.operation.shard(), request.dry_run).await?;
+        }
+        let drifted = self.check_drift(request, &rfc3339(started)).await?;
+        let outcome = self.mutate_in_task(request, sources).await?;
+        let summary = Summary {
+            started_at: rfc3339(started),
+            duration: clock.elapsed().as_secs_f64(),
+            counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
+        };
+        self.account(request, &outcome, &summary);
+        if let (Some((host, port)), Operation::NewTenant { tenant, .. }, false) =
+            (&colocation, &request.operation, request.dry_run)
+        {
+            self.colocate(tenant, host, *port).await?;
+        }
+        let quarantined = self.quarantined_by(request, drifted, outcome.quarantined).await?;
+        Ok(CreateResult {
+            summary,
+            version: outcome.version,
+            quarantined,
+            skipped: outcome.skipped,
+            released: outcome.released,
+        })
+    }
+
+    /// The sources a version runs: every migration, or through `syncTo`
+    /// (a Sync only); a rollout's wave refused when they are not the
+    /// files its approval reviewed.
+    async fn sources_for(&self, operation: &Operation) -> Result<Vec<SourceMigration>, AppError> {
         let mut sources = self.source_migrations().await?;
-        if let Operation::Version { action, sync_to, reviewed, .. } = &request.operation {
+        if let Operation::Version { action, sync_to, reviewed, .. } = operation {
             if let Some(to) = sync_to {
                 if *action != Action::Sync {
                     return Err(AppError::InvalidInput(format!("syncTo {to:?} applies to a Sync only")));
@@ -691,15 +712,42 @@ impl Service {
             }
             if let Some(reviewed) = reviewed {
                 let read = sources.iter().map(|m| (m.file.clone(), m.checksum.clone())).collect();
-                strata_core::migrate::rollout::check_wave_files(reviewed, &read)?;
+                rollout::check_wave_files(reviewed, &read)?;
             }
         }
-        if let Some(tenants) = request.operation.creates_tenants() {
-            self.add_tenants(tenants, request.operation.shard(), request.dry_run).await?;
+        Ok(sources)
+    }
+
+    /// The tenants a version put aside (drifted ones first, then those it
+    /// quarantined), by name — tenants fail in whatever order their units
+    /// ran; after a retry, each with every failure counted, as stored.
+    async fn quarantined_by(
+        &self,
+        request: &CreateRequest,
+        drifted: Vec<QuarantineRow>,
+        failed: Vec<QuarantineRow>,
+    ) -> Result<Vec<QuarantineRow>, AppError> {
+        let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(failed).collect();
+        quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        if request.operation.retried().is_some() && !quarantined.is_empty() {
+            let stored = self.database.quarantined().await?;
+            for row in &mut quarantined {
+                if let Some(now) = stored.iter().find(|s| s.tenant == row.tenant) {
+                    row.failures = now.failures;
+                }
+            }
         }
-        let drifted = self.check_drift(request, &rfc3339(started)).await?;
-        // The mutation runs in its own task so that a client that disconnects
-        // cannot cancel it half-way.
+        Ok(quarantined)
+    }
+
+    /// Runs the mutation in a task of its own, so that a client that
+    /// disconnects cannot cancel it half-way. A failed version that
+    /// committed something is counted in the metrics like any other.
+    async fn mutate_in_task(
+        self: &Arc<Self>,
+        request: &CreateRequest,
+        sources: Vec<SourceMigration>,
+    ) -> Result<MutationOutcome, AppError> {
         let service = Arc::clone(self);
         let task_request = request.clone();
         let outcome = tokio::spawn(
@@ -729,50 +777,17 @@ impl Service {
         )
         .await
         .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))?;
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
+        match outcome {
+            Ok(outcome) => Ok(outcome),
             Err(DbError::MigrationFailed(failure)) => {
-                // What committed before the failure is a version like any
-                // other: the metrics count it.
                 if failure.version_id.is_some() {
                     let executed = request.operation.action() == Action::Apply;
                     let new_tenant = matches!(request.operation, Operation::NewTenant { .. });
                     telemetry::record_version(&failure.applied, executed, new_tenant);
                 }
-                return Err(DbError::MigrationFailed(failure).into());
+                Err(DbError::MigrationFailed(failure).into())
             }
-            Err(error) => return Err(error.into()),
-        };
-
-        let summary = Summary {
-            started_at: rfc3339(started),
-            duration: clock.elapsed().as_secs_f64(),
-            counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
-        };
-        self.account(request, &outcome, &summary);
-        if let (Some((host, port)), Operation::NewTenant { tenant, .. }, false) =
-            (&colocation, &request.operation, request.dry_run)
-        {
-            self.colocate(tenant, host, *port).await?;
+            Err(error) => Err(error.into()),
         }
-        // By name: tenants fail in whatever order their units ran.
-        let mut quarantined: Vec<QuarantineRow> = drifted.into_iter().chain(outcome.quarantined).collect();
-        quarantined.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-        if request.operation.retried().is_some() && !quarantined.is_empty() {
-            // A tenant that failed again counts every failure, as stored.
-            let stored = self.database.quarantined().await?;
-            for row in &mut quarantined {
-                if let Some(now) = stored.iter().find(|s| s.tenant == row.tenant) {
-                    row.failures = now.failures;
-                }
-            }
-        }
-        Ok(CreateResult {
-            summary,
-            version: outcome.version,
-            quarantined,
-            skipped: outcome.skipped,
-            released: outcome.released,
-        })
     }
 }

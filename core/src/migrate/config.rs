@@ -21,8 +21,13 @@ use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
 pub mod auth;
+mod database;
+mod directories;
+mod limits;
 mod paths;
+mod service;
 mod suggest;
+mod tenants;
 
 /// Why a configuration was refused. Every variant names the property.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -493,6 +498,17 @@ struct RawConfig {
     out_of_order: Option<String>,
 }
 
+impl RawConfig {
+    /// Reads `yaml` into the raw shape (nothing substituted or checked
+    /// yet); a misspelt property is reported with the closest one there is.
+    fn from_yaml(yaml: &str) -> Result<RawConfig, ConfigError> {
+        serde_saphyr::from_str(yaml).map_err(|e| {
+            let message = one_line(&e.to_string());
+            suggest::unknown_property(&message).unwrap_or(ConfigError::Yaml(message))
+        })
+    }
+}
+
 /// One entry of `shards:`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -791,148 +807,55 @@ impl Config {
         env: &E,
         options: &ParseOptions,
     ) -> Result<Config, ConfigError> {
-        let raw: RawConfig = serde_saphyr::from_str(yaml).map_err(|e| {
-            let message = one_line(&e.to_string());
-            suggest::unknown_property(&message).unwrap_or(ConfigError::Yaml(message))
-        })?;
+        let mut raw = RawConfig::from_yaml(yaml)?;
         let sub = Substituter { env, offline: options.offline, unresolved: Default::default() };
-        let directory = options.directory.as_deref();
-
-        let base_location = required("baseLocation", sub.optional("baseLocation", raw.base_location)?)?;
-        crate::migrate::location::BaseLocation::parse(&base_location)
-            .map_err(|e| invalid("baseLocation", e.to_string()))?;
-        let base_location = paths::base_location(directory, &base_location);
-        let driver_text = required("driver", sub.optional("driver", raw.driver)?)?;
-        let driver = Driver::parse(&driver_text).ok_or_else(|| ConfigError::Invalid {
-            property: "driver",
-            reason: format!("unknown driver {driver_text:?}; expected sqlite, postgres, mysql or sqlserver"),
-        })?;
-        let (data_source, mut shards) = match data_source_override(env)? {
-            Some(value) => {
-                if raw.shards.is_some() {
-                    return Err(invalid(
-                        "shards",
-                        format!("{DATA_SOURCE_VARIABLE} replaces dataSource, but this configuration lists shards"),
-                    ));
-                }
-                check_data_source(driver, "dataSource", &value).map_err(|e| match e {
-                    ConfigError::Invalid { reason, .. } => {
-                        invalid("dataSource", format!("{DATA_SOURCE_VARIABLE}: {reason}"))
-                    }
-                    other => other,
-                })?;
-                (value, Vec::new())
-            }
-            None => sub.data_sources(driver, raw.data_source, raw.shards)?,
-        };
-        let data_source = paths::data_source(driver, directory, &data_source);
-        for shard in &mut shards {
-            shard.data_source = paths::data_source(driver, directory, &shard.data_source);
-        }
-        let citus = raw.citus.unwrap_or(false);
-        if citus && driver != Driver::Postgres {
-            return Err(invalid("citus", format!("Citus is a PostgreSQL extension; driver is {}", driver.name())));
-        }
-
-        let tenant_select =
-            sub.either(("tenantSelectSQL", raw.tenant_select_sql), ("tenantSelect", raw.tenant_select))?;
-        let tenant_insert =
-            sub.either(("tenantInsertSQL", raw.tenant_insert_sql), ("tenantInsert", raw.tenant_insert))?;
-        let default_tenant_table = tenant_select.is_none() && tenant_insert.is_none();
-
-        let schema_placeholder = sub
-            .optional("schemaPlaceHolder", raw.schema_place_holder)?
-            .unwrap_or_else(|| DEFAULT_SCHEMA_PLACEHOLDER.to_string());
-        if schema_placeholder.is_empty() {
-            return Err(invalid("schemaPlaceHolder", "must not be empty"));
-        }
-
-        let single_migrations = sub.list("singleMigrations", raw.single_migrations)?;
-        if single_migrations.is_empty() {
-            return Err(ConfigError::Missing("singleMigrations"));
-        }
-        let tenant_migrations = sub.list("tenantMigrations", raw.tenant_migrations)?;
-        let single_scripts = sub.list("singleScripts", raw.single_scripts)?;
-        let tenant_scripts = sub.list("tenantScripts", raw.tenant_scripts)?;
-        validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
-        let citus_reference_tables = sub.list("citusReferenceTables", raw.citus_reference_tables)?;
-        if !citus_reference_tables.is_empty() && driver != Driver::Postgres {
-            return Err(invalid(
-                "citusReferenceTables",
-                format!("Citus is a PostgreSQL extension; driver is {}", driver.name()),
-            ));
-        }
-        if let Some(dir) = citus_reference_tables.iter().find(|d| !single_migrations.contains(d)) {
-            return Err(invalid("citusReferenceTables", format!("{dir:?} is not one of singleMigrations")));
-        }
-
-        let port = sub.port(raw.port)?;
-        let listen = auth::parse_listen(sub.optional("listen", raw.listen)?)?;
-        let auth = auth::RawAuth::validate(raw.auth)?;
-        let path_prefix = normalize_path_prefix(&sub.optional("pathPrefix", raw.path_prefix)?.unwrap_or_default())?;
-        let (web_hook_url, web_hook_template, web_hook_headers) =
-            sub.webhook(raw.web_hook_url, raw.web_hook_template, raw.web_hook_headers)?;
-
-        let log_level = match sub.optional("logLevel", raw.log_level)? {
-            None => LogLevel::Info,
-            Some(text) => LogLevel::parse(&text)
-                .ok_or_else(|| invalid("logLevel", format!("{text:?} is not one of DEBUG, INFO, ERROR, PANIC")))?,
-        };
-        let transaction_scope = sub.transaction_scope(raw.transaction_scope)?;
-        let drift_policy = sub.drift_policy(raw.drift_policy)?;
-        let tenant_concurrency =
-            sub.number("tenantConcurrency", raw.tenant_concurrency, DEFAULT_TENANT_CONCURRENCY, 1..=64)?;
-        let lock_lease_seconds =
-            sub.number("lockLeaseSeconds", raw.lock_lease_seconds, DEFAULT_LOCK_LEASE_SECONDS, 3..=3600)?;
-        let header_read_timeout_seconds =
-            sub.number("headerReadTimeoutSeconds", raw.header_read_timeout_seconds, 10, 1..=300)?;
-        let max_connections = sub.number("maxConnections", raw.max_connections, 1024, 1..=100_000)?;
-        let lock_timeout_millis =
-            sub.number("lockTimeoutMillis", raw.lock_timeout_millis, DEFAULT_LOCK_TIMEOUT_MILLIS, 0..=600_000)?;
-        let max_retries = i64::from(crate::migrate::statements::MAX_LOCK_RETRIES);
-        let lock_retries = sub.number("lockRetries", raw.lock_retries, DEFAULT_LOCK_RETRIES, 0..=max_retries)?;
-        let statement_timeout_seconds =
-            sub.number("statementTimeoutSeconds", raw.statement_timeout_seconds, 0, 0..=86_400)?;
-        let failure_budget = sub.failure_budget(raw.failure_budget)?;
-        let configured: Vec<&String> =
-            single_migrations.iter().chain(&tenant_migrations).chain(&single_scripts).chain(&tenant_scripts).collect();
-        let migration_formats = sub.migration_formats(raw.migration_formats, &configured)?;
-        let out_of_order = sub.out_of_order(raw.out_of_order)?;
+        // Section by section, in the order their errors are reported.
+        let database = database::Database::parse(&sub, &mut raw, options.directory.as_deref())?;
+        let tenants = tenants::Tenants::parse(&sub, &mut raw, database.driver)?;
+        let directories = directories::Directories::parse(&sub, &mut raw, database.driver)?;
+        let service = service::Service::parse(&sub, &mut raw)?;
+        let transaction_scope = sub.transaction_scope(raw.transaction_scope.take())?;
+        let drift_policy = sub.drift_policy(raw.drift_policy.take())?;
+        let limits = limits::Limits::parse(&sub, &mut raw)?;
+        let failure_budget = sub.failure_budget(raw.failure_budget.take())?;
+        let migration_formats = sub.migration_formats(raw.migration_formats.take(), &directories.configured())?;
+        let out_of_order = sub.out_of_order(raw.out_of_order.take())?;
+        let graphql_limits = raw.graphql_limits.take().map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default();
 
         Ok(Config {
-            base_location,
-            driver,
-            data_source,
-            shards,
-            tenant_select_sql: tenant_select.unwrap_or_else(|| DEFAULT_TENANT_SELECT_SQL.to_string()),
-            tenant_insert_sql: tenant_insert.unwrap_or_else(|| driver.default_tenant_insert_sql().to_string()),
-            default_tenant_table,
-            schema_placeholder,
-            single_migrations,
-            tenant_migrations,
-            single_scripts,
-            tenant_scripts,
-            port,
-            listen,
-            auth,
-            path_prefix,
-            web_hook_url,
-            web_hook_template,
-            web_hook_headers,
-            log_level,
-            graphql_limits: raw.graphql_limits.map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default(),
+            base_location: database.base_location,
+            driver: database.driver,
+            data_source: database.data_source,
+            shards: database.shards,
+            tenant_select_sql: tenants.select_sql,
+            tenant_insert_sql: tenants.insert_sql,
+            default_tenant_table: tenants.default_table,
+            schema_placeholder: tenants.schema_placeholder,
+            single_migrations: directories.single_migrations,
+            tenant_migrations: directories.tenant_migrations,
+            single_scripts: directories.single_scripts,
+            tenant_scripts: directories.tenant_scripts,
+            port: service.port,
+            listen: service.listen,
+            auth: service.auth,
+            path_prefix: service.path_prefix,
+            web_hook_url: service.web_hook_url,
+            web_hook_template: service.web_hook_template,
+            web_hook_headers: service.web_hook_headers,
+            log_level: service.log_level,
+            graphql_limits,
             transaction_scope,
-            tenant_concurrency,
-            header_read_timeout_seconds,
-            max_connections,
-            allow_form_content_type: raw.allow_form_content_type.unwrap_or(false),
-            lock_lease_seconds,
-            lock_timeout_millis,
-            lock_retries,
-            statement_timeout_seconds,
+            tenant_concurrency: limits.tenant_concurrency,
+            header_read_timeout_seconds: limits.header_read_timeout_seconds,
+            max_connections: limits.max_connections,
+            allow_form_content_type: service.allow_form_content_type,
+            lock_lease_seconds: limits.lock_lease_seconds,
+            lock_timeout_millis: limits.lock_timeout_millis,
+            lock_retries: limits.lock_retries,
+            statement_timeout_seconds: limits.statement_timeout_seconds,
             record_fingerprints: raw.record_fingerprints.unwrap_or(true),
-            citus,
-            citus_reference_tables,
+            citus: database.citus,
+            citus_reference_tables: directories.citus_reference_tables,
             drift_policy,
             failure_budget,
             migration_formats,

@@ -776,39 +776,37 @@ fn sqlx_no_transaction(text: &str) -> bool {
     text.lines().next().is_some_and(|line| line.trim() == "-- no-transaction")
 }
 
+/// The files of a golang-migrate (or sqlx) directory: each version's up
+/// file, with its down file as the down part.
 fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, FormatError> {
-    struct Pair<'a> {
-        up: Option<&'a Input<'a>>,
-        down: Option<&'a Input<'a>>,
+    let by_version = golang_pairs(directory, files)?;
+    let mut out = Vec::with_capacity(by_version.len());
+    for (number, pair) in by_version {
+        out.push(read_golang_pair(directory, number, pair)?);
     }
+    Ok(out)
+}
+
+/// The up and down file of one golang-migrate version.
+struct Pair<'a> {
+    /// `<number>_<name>.up.sql` (or sqlx's `<number>_<name>.sql`).
+    up: Option<&'a Input<'a>>,
+    /// `<number>_<name>.down.sql`.
+    down: Option<&'a Input<'a>>,
+}
+
+/// The files of a golang-migrate directory paired by version; a name the
+/// format does not know, or two files of one version in one direction, is
+/// refused.
+fn golang_pairs<'a>(directory: &str, files: &[&'a Input<'a>]) -> Result<BTreeMap<Vec<String>, Pair<'a>>, FormatError> {
     let mut by_version: BTreeMap<Vec<String>, Pair<'_>> = BTreeMap::new();
     for file in files {
         let path = format!("{directory}/{}", file.name);
-        let (stem, is_down) = if let Some(stem) = file.name.strip_suffix(".down.sql") {
-            (stem, true)
-        } else if let Some(stem) = file.name.strip_suffix(".up.sql") {
-            (stem, false)
-        } else if let Some(stem) = file.name.strip_suffix(".sql") {
-            (stem, false)
-        } else {
-            (file.name, false)
-        };
-        let digits = stem.find(|c: char| !c.is_ascii_digit()).unwrap_or(stem.len());
-        let Some(number) = version(&stem[..digits]).filter(|_| stem[digits..].starts_with('_') || digits == stem.len())
-        else {
-            return Err(FormatError::BadName {
-                file: path,
-                format: "golang-migrate",
-                expected: "<number>_<name>.up.sql and <number>_<name>.down.sql (or sqlx's <number>_<name>.sql)",
-            });
-        };
-        if !file.name.ends_with(".sql") {
-            return Err(FormatError::BadName {
-                file: path,
-                format: "golang-migrate",
-                expected: "<number>_<name>.up.sql and <number>_<name>.down.sql (or sqlx's <number>_<name>.sql)",
-            });
-        }
+        let (number, is_down) = golang_version(file.name).ok_or_else(|| FormatError::BadName {
+            file: path.clone(),
+            format: "golang-migrate",
+            expected: "<number>_<name>.up.sql and <number>_<name>.down.sql (or sqlx's <number>_<name>.sql)",
+        })?;
         let pair = by_version.entry(number.clone()).or_insert(Pair { up: None, down: None });
         let slot = if is_down { &mut pair.down } else { &mut pair.up };
         if let Some(first) = slot {
@@ -820,40 +818,61 @@ fn read_golang(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
         }
         *slot = Some(file);
     }
-    let mut out = Vec::with_capacity(by_version.len());
-    for (number, pair) in by_version {
-        let Some(up) = pair.up else {
-            let down = pair.down.map(|d| d.name).unwrap_or_default();
-            return Err(FormatError::Orphan { file: format!("{directory}/{down}"), version: number.join(".") });
-        };
-        let text = text_of(directory, up)?;
-        foreign(directory, up.name, text, Format::GolangMigrate)?;
-        let down = match pair.down {
-            Some(down) => {
-                let down_text = text_of(directory, down)?;
-                foreign(directory, down.name, down_text, Format::GolangMigrate)?;
-                Some(Part {
-                    file: format!("{directory}/{}", down.name),
-                    text: without_own_transaction(down_text),
-                    no_transaction: sqlx_no_transaction(down_text),
-                })
-            }
-            None => None,
-        };
-        out.push(Read {
-            name: up.name.to_string(),
-            bytes: up.bytes.to_vec(),
-            forward: Part {
-                file: format!("{directory}/{}", up.name),
-                text: without_own_transaction(text),
-                no_transaction: sqlx_no_transaction(text),
-            },
-            down,
-            order: SortKey::Version(number),
-            repeatable: false,
-        });
-    }
-    Ok(out)
+    Ok(by_version)
+}
+
+/// The version of a golang-migrate (or sqlx) file name and whether it is
+/// a down file; `None` when the name is not `<number>_<name>.up.sql`,
+/// `<number>_<name>.down.sql` or `<number>_<name>.sql`.
+fn golang_version(name: &str) -> Option<(Vec<String>, bool)> {
+    let (stem, is_down) = if let Some(stem) = name.strip_suffix(".down.sql") {
+        (stem, true)
+    } else if let Some(stem) = name.strip_suffix(".up.sql") {
+        (stem, false)
+    } else if let Some(stem) = name.strip_suffix(".sql") {
+        (stem, false)
+    } else {
+        (name, false)
+    };
+    let digits = stem.find(|c: char| !c.is_ascii_digit()).unwrap_or(stem.len());
+    let number = version(&stem[..digits]).filter(|_| stem[digits..].starts_with('_') || digits == stem.len())?;
+    name.ends_with(".sql").then_some((number, is_down))
+}
+
+/// The migration of one golang-migrate version: its up file forward, its
+/// down file (if any) as the down part; a down file without an up file is
+/// refused.
+fn read_golang_pair(directory: &str, number: Vec<String>, pair: Pair<'_>) -> Result<Read, FormatError> {
+    let Some(up) = pair.up else {
+        let down = pair.down.map(|d| d.name).unwrap_or_default();
+        return Err(FormatError::Orphan { file: format!("{directory}/{down}"), version: number.join(".") });
+    };
+    let text = text_of(directory, up)?;
+    foreign(directory, up.name, text, Format::GolangMigrate)?;
+    let down = match pair.down {
+        Some(down) => {
+            let down_text = text_of(directory, down)?;
+            foreign(directory, down.name, down_text, Format::GolangMigrate)?;
+            Some(Part {
+                file: format!("{directory}/{}", down.name),
+                text: without_own_transaction(down_text),
+                no_transaction: sqlx_no_transaction(down_text),
+            })
+        }
+        None => None,
+    };
+    Ok(Read {
+        name: up.name.to_string(),
+        bytes: up.bytes.to_vec(),
+        forward: Part {
+            file: format!("{directory}/{}", up.name),
+            text: without_own_transaction(text),
+            no_transaction: sqlx_no_transaction(text),
+        },
+        down,
+        order: SortKey::Version(number),
+        repeatable: false,
+    })
 }
 
 /// A Flyway file name: its prefix (`V`, `U`, `R`) and version (none for
@@ -897,18 +916,59 @@ fn flyway_conf(file: &str, text: &str) -> Result<bool, FormatError> {
     Ok(no_transaction)
 }
 
+/// The files of a Flyway directory: the repeatable `R` files as scripts,
+/// in file order, then the `V` files by version, each with its `U` file as
+/// the down part.
 fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, FormatError> {
-    const EXPECTED: &str = "V<version>__<description>.sql, U<version>__<description>.sql or R__<description>.sql";
+    let confs = flyway_confs(directory, files)?;
+    let mut sorted = FlywayFiles::sort(directory, files, &confs)?;
+    sorted.pair_undo_files(directory)?;
+    let mut out = sorted.repeatable;
+    for (number, (file, undo)) in sorted.versioned {
+        out.push(read_flyway_versioned(directory, number, file, undo, &confs)?);
+    }
+    Ok(out)
+}
+
+/// What the `<file>.sql.conf` files among `files` say, by the name of the
+/// `.sql` file each is beside: true when it runs outside a transaction.
+fn flyway_confs<'a>(directory: &str, files: &[&'a Input<'a>]) -> Result<BTreeMap<&'a str, bool>, FormatError> {
     let mut confs: BTreeMap<&str, bool> = BTreeMap::new();
     for file in files.iter().filter(|f| f.name.ends_with(".sql.conf")) {
         let path = format!("{directory}/{}", file.name);
         let text = text_of(directory, file)?;
         confs.insert(file.name.trim_end_matches(".conf"), flyway_conf(&path, text)?);
     }
-    let mut versioned: BTreeMap<Vec<String>, (&Input<'_>, Option<&Input<'_>>)> = BTreeMap::new();
-    let mut undo: Vec<(Vec<String>, &Input<'_>)> = Vec::new();
-    let mut out = Vec::new();
-    for file in files.iter().filter(|f| !f.name.ends_with(".sql.conf")) {
+    Ok(confs)
+}
+
+/// The `.sql` files of a Flyway directory, sorted by kind.
+struct FlywayFiles<'a> {
+    /// The `V` files by version, each with its `U` file once paired.
+    versioned: BTreeMap<Vec<String>, (&'a Input<'a>, Option<&'a Input<'a>>)>,
+    /// The `U` files with their versions, not yet paired.
+    undo: Vec<(Vec<String>, &'a Input<'a>)>,
+    /// The `R` files, read.
+    repeatable: Vec<Read>,
+}
+
+impl<'a> FlywayFiles<'a> {
+    /// Sorts every file of `files` but the `.conf` files, in order (see
+    /// [`FlywayFiles::add`]).
+    fn sort(directory: &str, files: &[&'a Input<'a>], confs: &BTreeMap<&str, bool>) -> Result<Self, FormatError> {
+        let mut sorted = FlywayFiles { versioned: BTreeMap::new(), undo: Vec::new(), repeatable: Vec::new() };
+        for file in files.iter().filter(|f| !f.name.ends_with(".sql.conf")) {
+            sorted.add(directory, file, confs)?;
+        }
+        Ok(sorted)
+    }
+
+    /// Sorts in one file: refused when its name is not a Flyway name, it is
+    /// not UTF-8 or carries another format's marker, or it is a second `V`
+    /// file of its version; an `R` file is read as it is (`confs` say
+    /// whether it runs outside a transaction).
+    fn add(&mut self, directory: &str, file: &'a Input<'a>, confs: &BTreeMap<&str, bool>) -> Result<(), FormatError> {
+        const EXPECTED: &str = "V<version>__<description>.sql, U<version>__<description>.sql or R__<description>.sql";
         let path = format!("{directory}/{}", file.name);
         let Some((prefix, number)) = flyway_name(file.name) else {
             return Err(FormatError::BadName { file: path, format: "flyway", expected: EXPECTED });
@@ -917,17 +977,17 @@ fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
         foreign(directory, file.name, text, Format::Flyway)?;
         match (prefix, number) {
             ('V', Some(number)) => {
-                if let Some((first, _)) = versioned.get(&number) {
+                if let Some((first, _)) = self.versioned.get(&number) {
                     return Err(FormatError::SameVersion {
                         first: format!("{directory}/{}", first.name),
                         second: path,
                         version: number.join("."),
                     });
                 }
-                versioned.insert(number, (file, None));
+                self.versioned.insert(number, (file, None));
             }
-            ('U', Some(number)) => undo.push((number, file)),
-            _ => out.push(Read {
+            ('U', Some(number)) => self.undo.push((number, file)),
+            _ => self.repeatable.push(Read {
                 name: file.name.to_string(),
                 bytes: file.bytes.to_vec(),
                 forward: Part {
@@ -940,45 +1000,61 @@ fn read_flyway(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, Forma
                 repeatable: true,
             }),
         }
+        Ok(())
     }
-    for (number, file) in undo {
-        let path = format!("{directory}/{}", file.name);
-        match versioned.get_mut(&number) {
-            Some((_, slot @ None)) => *slot = Some(file),
-            Some((_, Some(first))) => {
-                return Err(FormatError::SameVersion {
-                    first: format!("{directory}/{}", first.name),
-                    second: path,
-                    version: number.join("."),
-                });
+
+    /// Pairs each `U` file with the `V` file of its version, in the order
+    /// they were sorted in; a second `U` file of a version, or one without
+    /// its `V` file, is refused.
+    fn pair_undo_files(&mut self, directory: &str) -> Result<(), FormatError> {
+        for (number, file) in std::mem::take(&mut self.undo) {
+            let path = format!("{directory}/{}", file.name);
+            match self.versioned.get_mut(&number) {
+                Some((_, slot @ None)) => *slot = Some(file),
+                Some((_, Some(first))) => {
+                    return Err(FormatError::SameVersion {
+                        first: format!("{directory}/{}", first.name),
+                        second: path,
+                        version: number.join("."),
+                    });
+                }
+                None => return Err(FormatError::Orphan { file: path, version: number.join(".") }),
             }
-            None => return Err(FormatError::Orphan { file: path, version: number.join(".") }),
         }
+        Ok(())
     }
-    for (number, (file, undo)) in versioned {
-        let text = text_of(directory, file)?;
-        let down = match undo {
-            Some(undo) => Some(Part {
-                file: format!("{directory}/{}", undo.name),
-                text: text_of(directory, undo)?.to_string(),
-                no_transaction: confs.get(undo.name).copied().unwrap_or(false),
-            }),
-            None => None,
-        };
-        out.push(Read {
-            name: file.name.to_string(),
-            bytes: file.bytes.to_vec(),
-            forward: Part {
-                file: format!("{directory}/{}", file.name),
-                text: text.to_string(),
-                no_transaction: confs.get(file.name).copied().unwrap_or(false),
-            },
-            down,
-            order: SortKey::Version(number),
-            repeatable: false,
-        });
-    }
-    Ok(out)
+}
+
+/// The migration of a `V` file, with its `U` file (if any) as the down
+/// part; `confs` say which of them run outside a transaction.
+fn read_flyway_versioned(
+    directory: &str,
+    number: Vec<String>,
+    file: &Input<'_>,
+    undo: Option<&Input<'_>>,
+    confs: &BTreeMap<&str, bool>,
+) -> Result<Read, FormatError> {
+    let text = text_of(directory, file)?;
+    let down = match undo {
+        Some(undo) => Some(Part {
+            file: format!("{directory}/{}", undo.name),
+            text: text_of(directory, undo)?.to_string(),
+            no_transaction: confs.get(undo.name).copied().unwrap_or(false),
+        }),
+        None => None,
+    };
+    Ok(Read {
+        name: file.name.to_string(),
+        bytes: file.bytes.to_vec(),
+        forward: Part {
+            file: format!("{directory}/{}", file.name),
+            text: text.to_string(),
+            no_transaction: confs.get(file.name).copied().unwrap_or(false),
+        },
+        down,
+        order: SortKey::Version(number),
+        repeatable: false,
+    })
 }
 
 #[cfg(test)]

@@ -222,6 +222,20 @@ pub fn lease_wait_message(lock: &str, holder: &str) -> String {
     }
 }
 
+/// A lock time-out's message once a unit gives up: the engine's
+/// `message`, how long each attempt waited and how many were made, and the
+/// sessions that block it (one line each, read while they still do).
+pub fn blocked_message(message: &str, lock_ms: u64, attempts: u32, blockers: &[String]) -> String {
+    let mut text = format!("{message} (lock time-out {lock_ms} ms, {attempts} attempt(s))");
+    if blockers.is_empty() {
+        text.push_str("; no blocking session is left now");
+    } else {
+        text.push_str("; blocked by: ");
+        text.push_str(&blockers.join("; "));
+    }
+    text
+}
+
 #[cfg(test)]
 mod lease_tests {
     use super::*;
@@ -240,6 +254,20 @@ mod lease_tests {
         assert_eq!(
             lease_wait_message("svc.svc_lock", "5f0c"),
             "the lock svc.svc_lock is held by another mutation; waiting for it"
+        );
+    }
+
+    #[test]
+    fn a_unit_that_gives_up_names_its_blockers_or_says_none_is_left() {
+        let blockers = ["pid 41 (alice, idle in transaction 12 s)".to_string(), "pid 52 (bob)".to_string()];
+        assert_eq!(
+            blocked_message("canceling statement due to lock timeout", 2_000, 3, &blockers),
+            "canceling statement due to lock timeout (lock time-out 2000 ms, 3 attempt(s)); blocked by: \
+             pid 41 (alice, idle in transaction 12 s); pid 52 (bob)"
+        );
+        assert_eq!(
+            blocked_message("lock wait", 50, 1, &[]),
+            "lock wait (lock time-out 50 ms, 1 attempt(s)); no blocking session is left now"
         );
     }
 }

@@ -199,7 +199,7 @@ pub fn absorbs(failures: usize, budget: FailureBudget, tenants: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn names(list: &[&str]) -> Vec<String> {
@@ -227,8 +227,7 @@ mod tests {
         assert_eq!(select(&tenants, &[], Some(&[])), Err(RetryError::NothingQuarantined));
     }
 
-    #[test]
-    fn drift_quarantines_outliers_and_changed_tenants_not_single_schemas() {
+    pub(crate) fn drifted_report() -> DriftReport {
         use crate::migrate::fingerprint::{ChangedSchema, Difference, OutlierReport};
         let difference = |name: &str| Difference {
             kind: "column".into(),
@@ -237,7 +236,7 @@ mod tests {
             expected: None,
             found: Some("integer".into()),
         };
-        let report = DriftReport {
+        DriftReport {
             tenants: 3,
             groups: Vec::new(),
             outliers: vec![OutlierReport {
@@ -255,7 +254,12 @@ mod tests {
                 .iter()
                 .map(|s| ChangedSchema { schema: s.to_string(), stored: "a".repeat(64), live: "b".repeat(64) })
                 .collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn drift_quarantines_outliers_and_changed_tenants_not_single_schemas() {
+        let report = drifted_report();
         let entries = drift_entries(&report, &["ref"]);
         assert_eq!(entries.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["t2", "t3"]);
         assert_eq!(

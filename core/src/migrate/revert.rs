@@ -97,20 +97,53 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
     if input.extent == &Extent::Steps(0) {
         return Err(RevertError::NoSteps);
     }
-    let by_file: FxHashMap<&str, usize> = input
-        .sources
+    let by_file = revertible_files(input.sources);
+    let reach = Reach::of(input.extent, &by_file)?;
+    let covered = covered_schemas(&input)?;
+    let recorded = Recorded::of(input.applied, &by_file, &covered);
+    let mut chosen = recorded.choose(reach)?;
+    refuse_missing_down_parts(input.sources, &chosen)?;
+    sort_newest_first(&mut chosen, &input);
+    plan_of(chosen, input.sources, &covered)
+}
+
+/// The source index of every migration file (`directory/name`); scripts
+/// are left out, as they are never reverted.
+fn revertible_files(sources: &[SourceMigration]) -> FxHashMap<&str, usize> {
+    sources
         .iter()
         .enumerate()
         .filter(|(_, m)| !m.migration_type.is_script())
         .map(|(i, m)| (m.file.as_str(), i))
-        .collect();
-    // Per schema: the last `n` recorded, or those after a source index.
-    let (last, after) = match input.extent {
-        Extent::Steps(n) => (Some(*n as usize), None),
-        Extent::To(file) => {
-            (None, Some(*by_file.get(file.as_str()).ok_or_else(|| RevertError::UnknownFile(file.clone()))?))
+        .collect()
+}
+
+/// How far back each schema goes, in source indexes.
+#[derive(Debug, Clone, Copy)]
+enum Reach {
+    /// The last this many recorded.
+    Last(usize),
+    /// Those recorded after this source index.
+    After(usize),
+}
+
+impl Reach {
+    /// The reach of `extent`: `--to` must name a migration of `by_file`.
+    fn of(extent: &Extent, by_file: &FxHashMap<&str, usize>) -> Result<Reach, RevertError> {
+        match extent {
+            Extent::Steps(n) => Ok(Reach::Last(*n as usize)),
+            Extent::To(file) => by_file
+                .get(file.as_str())
+                .map(|&i| Reach::After(i))
+                .ok_or_else(|| RevertError::UnknownFile(file.clone())),
         }
-    };
+    }
+}
+
+/// The schemas the revert covers, each marked true when it is a tenant: the
+/// tenants (every name checked), and the single schemas of the source when
+/// they are covered too.
+fn covered_schemas<'a>(input: &RevertInput<'a>) -> Result<FxHashMap<&'a str, bool>, RevertError> {
     for tenant in input.tenants {
         validate_tenant_name(tenant).map_err(RevertError::InvalidTenant)?;
     }
@@ -120,54 +153,83 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
             covered.entry(schema).or_insert(false);
         }
     }
-    // Per covered schema: the sources recorded there, and files gone.
-    let mut recorded: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-    let mut gone: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for row in input.applied.iter().filter(|row| !row.migration_type.is_script()) {
-        if !covered.contains_key(row.schema.as_str()) {
-            continue;
-        }
-        match by_file.get(row.file.as_str()) {
-            Some(&source) => {
-                recorded.entry(row.schema.as_str()).or_default().insert(source);
+    Ok(covered)
+}
+
+/// What the covered schemas have recorded, scripts aside.
+struct Recorded<'a> {
+    /// Per schema: the source indexes of its recorded migrations.
+    sources: BTreeMap<&'a str, BTreeSet<usize>>,
+    /// Per schema: its recorded files that are gone from the source.
+    gone: BTreeMap<&'a str, BTreeSet<&'a str>>,
+}
+
+impl<'a> Recorded<'a> {
+    /// Sorts the rows of `applied` in a `covered` schema into files of the
+    /// source (`by_file`) and files gone.
+    fn of(
+        applied: &'a [AppliedMigration],
+        by_file: &FxHashMap<&str, usize>,
+        covered: &FxHashMap<&str, bool>,
+    ) -> Recorded<'a> {
+        let mut recorded = Recorded { sources: BTreeMap::new(), gone: BTreeMap::new() };
+        for row in applied.iter().filter(|row| !row.migration_type.is_script()) {
+            if !covered.contains_key(row.schema.as_str()) {
+                continue;
             }
-            None => {
-                gone.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
+            match by_file.get(row.file.as_str()) {
+                Some(&source) => {
+                    recorded.sources.entry(row.schema.as_str()).or_default().insert(source);
+                }
+                None => {
+                    recorded.gone.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
+                }
             }
         }
+        recorded
     }
-    // What each schema undoes, newest first.
-    let mut chosen: Vec<(usize, &str)> = Vec::new();
-    let mut missing: BTreeSet<&str> = BTreeSet::new();
-    let schemas: BTreeSet<&str> = recorded.keys().chain(gone.keys()).copied().collect();
-    for schema in schemas {
-        // A file gone from the source has no place in the order: a schema
-        // holding one cannot say what its last steps are.
-        if let Some(files) = gone.get(schema) {
-            missing.extend(files.iter().copied());
-            continue;
+
+    /// What each schema undoes within `reach`, as (source index, schema)
+    /// pairs not yet in plan order; refused, listing every such file, when
+    /// any schema holds a file gone from the source.
+    fn choose(&self, reach: Reach) -> Result<Vec<(usize, &'a str)>, RevertError> {
+        let mut chosen: Vec<(usize, &str)> = Vec::new();
+        let mut missing: BTreeSet<&str> = BTreeSet::new();
+        let schemas: BTreeSet<&str> = self.sources.keys().chain(self.gone.keys()).copied().collect();
+        for schema in schemas {
+            // A file gone from the source has no place in the order: a schema
+            // holding one cannot say what its last steps are.
+            if let Some(files) = self.gone.get(schema) {
+                missing.extend(files.iter().copied());
+                continue;
+            }
+            let Some(sources) = self.sources.get(schema) else { continue };
+            match reach {
+                Reach::After(keep) => chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema))),
+                Reach::Last(n) => chosen.extend(sources.iter().rev().take(n).map(|&s| (s, schema))),
+            }
         }
-        let Some(sources) = recorded.get(schema) else { continue };
-        if let Some(keep) = after {
-            chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema)));
+        if !missing.is_empty() {
+            return Err(RevertError::Missing(missing.into_iter().map(str::to_string).collect()));
         }
-        if let Some(n) = last {
-            chosen.extend(sources.iter().rev().take(n).map(|&s| (s, schema)));
-        }
+        Ok(chosen)
     }
-    if !missing.is_empty() {
-        return Err(RevertError::Missing(missing.into_iter().map(str::to_string).collect()));
-    }
-    let no_down: BTreeSet<&str> = chosen
-        .iter()
-        .filter(|(s, _)| input.sources[*s].down.is_none())
-        .map(|(s, _)| input.sources[*s].file.as_str())
-        .collect();
+}
+
+/// Refuses, listing every such file, when a `chosen` migration has no down
+/// part.
+fn refuse_missing_down_parts(sources: &[SourceMigration], chosen: &[(usize, &str)]) -> Result<(), RevertError> {
+    let no_down: BTreeSet<&str> =
+        chosen.iter().filter(|(s, _)| sources[*s].down.is_none()).map(|(s, _)| sources[*s].file.as_str()).collect();
     if !no_down.is_empty() {
         return Err(RevertError::NoDownPart(no_down.into_iter().map(str::to_string).collect()));
     }
-    // Newest first, migration-major; schemas in tenant-list order, the
-    // single schemas first.
+    Ok(())
+}
+
+/// Sorts `chosen` newest first, migration-major; schemas in tenant-list
+/// order, the single schemas first.
+fn sort_newest_first(chosen: &mut [(usize, &str)], input: &RevertInput<'_>) {
     let mut order: FxHashMap<&str, usize> = FxHashMap::default();
     let schemas_in_order =
         input.sources.iter().filter_map(SourceMigration::single_schema).chain(input.tenants.iter().map(String::as_str));
@@ -176,6 +238,16 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
         order.entry(schema).or_insert(next);
     }
     chosen.sort_by(|(a, a_schema), (b, b_schema)| b.cmp(a).then_with(|| order[a_schema].cmp(&order[b_schema])));
+}
+
+/// The revert plan of the sorted `chosen` steps: its schemas in first-use
+/// order, its steps, and its counts (the tenants among its schemas per
+/// `covered`, and every migration of `sources` it undoes).
+fn plan_of(
+    chosen: Vec<(usize, &str)>,
+    sources: &[SourceMigration],
+    covered: &FxHashMap<&str, bool>,
+) -> Result<Plan, RevertError> {
     let mut plan = Plan { direction: Direction::Revert, ..Plan::default() };
     let mut schema_index: FxHashMap<&str, u32> = FxHashMap::default();
     let mut per_migration: BTreeMap<usize, u64> = BTreeMap::new();
@@ -194,7 +266,7 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
         ..Counts::default()
     };
     for (source, schemas) in per_migration {
-        counts.add_file(input.sources[source].migration_type, schemas);
+        counts.add_file(sources[source].migration_type, schemas);
     }
     plan.counts = counts;
     Ok(plan)

@@ -396,6 +396,50 @@ fn describe(list: &[ActiveRollout]) -> String {
         + if list.len() == 1 { " is" } else { " are" }
 }
 
+/// What the rollouts in progress do to a version over the fleet, as its
+/// request says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FleetGate {
+    /// Refused while a rollout is in progress (`ROLLOUT_IN_PROGRESS`).
+    #[default]
+    Hold,
+    /// A wave of a rollout: the rollout itself runs it.
+    Wave,
+    /// Runs anyway, recorded in every active rollout's events.
+    Override,
+}
+
+/// What a version does at the gate, given the rollouts in progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtFleetGate {
+    /// It runs: nothing in progress, or nothing it is held by.
+    Runs,
+    /// It is refused: these rollouts are in progress.
+    Refused(InProgress),
+    /// It runs over these rollouts, each told so in its events.
+    Overrides(Vec<ActiveRollout>),
+}
+
+impl FleetGate {
+    /// Whether a version must read the rollouts in progress at all: one
+    /// rollouts hold (core's `Operation::held_by_rollouts`), not a dry run,
+    /// not a rollout's own wave, where rollouts are kept.
+    pub fn applies(self, held_by_rollouts: bool, dry_run: bool, rollouts_kept: bool) -> bool {
+        held_by_rollouts && !dry_run && self != FleetGate::Wave && rollouts_kept
+    }
+
+    /// What a version at this gate does with `active` in progress.
+    pub fn judge(self, active: Vec<ActiveRollout>) -> AtFleetGate {
+        if active.is_empty() || self == FleetGate::Wave {
+            return AtFleetGate::Runs;
+        }
+        match self {
+            FleetGate::Hold => AtFleetGate::Refused(InProgress(active)),
+            FleetGate::Override | FleetGate::Wave => AtFleetGate::Overrides(active),
+        }
+    }
+}
+
 /// The rollouts of `rollouts` that hold versions over the fleet.
 pub fn active<'a>(rollouts: impl IntoIterator<Item = (i64, &'a Rollout)>) -> Vec<ActiveRollout> {
     rollouts

@@ -14,7 +14,12 @@
 //! - Every schema of a stopped plan is in exactly one of
 //!   [`ByOutcome`]'s lists.
 
+pub mod schedule;
+pub mod transactions;
+
+use crate::migrate::config::DriftPolicy;
 use crate::migrate::failure::Cause;
+use crate::migrate::fingerprint::DriftReport;
 use crate::migrate::plan::{Plan, StepSet};
 use crate::migrate::quarantine::{self, FailureBudget};
 
@@ -61,6 +66,47 @@ impl Absorption {
     /// included): whether the version goes on without them.
     pub fn goes_on(&self, failures: usize) -> bool {
         self.retrying || quarantine::absorbs(failures, self.budget, self.tenants)
+    }
+}
+
+/// What a version does about the fleet's drift, read before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriftVerdict {
+    /// It runs over the fleet as planned (no drift, `driftPolicy: report`,
+    /// or a dry run).
+    Runs,
+    /// It is refused (`driftPolicy: refuse`): the outliers and the schemas
+    /// changed since their last unit, by name.
+    Refused {
+        /// Tenants whose live schema differs from their group's.
+        outliers: Vec<String>,
+        /// Schemas changed since their last committed unit.
+        changed: Vec<String>,
+    },
+    /// These tenants are put aside first, `(tenant, why)`
+    /// (`quarantine::drift_entries`; `driftPolicy: quarantine`); it runs without them.
+    Quarantines(Vec<(String, String)>),
+}
+
+/// What `policy` makes of `report` for a version (a dry run is never
+/// refused and quarantines nothing: it changes nothing). `driftPolicy:
+/// off` reads no report; here it runs.
+pub fn drift_verdict(
+    policy: DriftPolicy,
+    dry_run: bool,
+    report: &DriftReport,
+    single_schemas: &[&str],
+) -> DriftVerdict {
+    if !report.has_drift() || dry_run {
+        return DriftVerdict::Runs;
+    }
+    match policy {
+        DriftPolicy::Off | DriftPolicy::Report => DriftVerdict::Runs,
+        DriftPolicy::Refuse => DriftVerdict::Refused {
+            outliers: report.outliers.iter().map(|o| o.schema.clone()).collect(),
+            changed: report.changed.iter().map(|c| c.schema.clone()).collect(),
+        },
+        DriftPolicy::Quarantine => DriftVerdict::Quarantines(quarantine::drift_entries(report, single_schemas)),
     }
 }
 
@@ -149,6 +195,36 @@ mod tests {
         let new = Absorption::new(RunKind { new_tenant: true, ..kind(FailureBudget::Tenants(5)) });
         let dry = Absorption::new(RunKind { dry_run: true, ..kind(FailureBudget::Tenants(5)) });
         assert!(!new.quarantines(Cause::Statement) && !dry.quarantines(Cause::Statement));
+    }
+
+    #[test]
+    fn each_drift_policy_has_its_verdict_and_a_dry_run_always_runs() {
+        let report = quarantine::tests::drifted_report();
+        let verdict = |policy, dry| drift_verdict(policy, dry, &report, &["ref"]);
+        assert_eq!(verdict(DriftPolicy::Off, false), DriftVerdict::Runs);
+        assert_eq!(verdict(DriftPolicy::Report, false), DriftVerdict::Runs);
+        assert_eq!(
+            verdict(DriftPolicy::Refuse, false),
+            DriftVerdict::Refused {
+                outliers: vec!["t2".to_string()],
+                changed: vec!["ref".to_string(), "t2".into(), "t3".into()]
+            }
+        );
+        let DriftVerdict::Quarantines(entries) = verdict(DriftPolicy::Quarantine, false) else {
+            panic!("quarantine policy")
+        };
+        assert_eq!(entries, quarantine::drift_entries(&report, &["ref"]));
+        for policy in [DriftPolicy::Refuse, DriftPolicy::Quarantine] {
+            assert_eq!(verdict(policy, true), DriftVerdict::Runs, "{policy:?} on a dry run");
+        }
+    }
+
+    #[test]
+    fn without_drift_every_policy_runs() {
+        let clean = DriftReport { tenants: 3, groups: Vec::new(), outliers: Vec::new(), changed: Vec::new() };
+        for policy in [DriftPolicy::Off, DriftPolicy::Report, DriftPolicy::Refuse, DriftPolicy::Quarantine] {
+            assert_eq!(drift_verdict(policy, false, &clean, &[]), DriftVerdict::Runs);
+        }
     }
 
     fn plan(steps: &[(u32, u32)]) -> Plan {

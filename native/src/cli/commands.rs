@@ -24,8 +24,9 @@ use crate::db::{self, Access, Observer};
 use crate::error::AppError;
 use crate::graphql::preview::{self, DriftedFileDto, PlanPreviewDto};
 use crate::graphql::types::CreateResultsDto;
-use crate::service::{CreateRequest, CreateResult, RolloutGate, Service, lint_history, read_sources};
+use crate::service::{CreateRequest, CreateResult, Service, lint_history, read_sources};
 use crate::{loader, settings};
+use strata_core::migrate::rollout::FleetGate;
 
 /// Runs a command that needs the configuration only: loaded, then `run`.
 pub(super) fn local(config_path: Option<&Path>, offline: bool, run: impl FnOnce(&str, &Config) -> Exit) -> Exit {
@@ -89,18 +90,7 @@ pub(super) fn run(
         }
         _ => None,
     };
-    let access = match &command {
-        OnDatabase::Apply(_) => Access::ReadWrite,
-        OnDatabase::Repair(args) if !args.dry_run => Access::ReadWrite,
-        OnDatabase::Revert(_) => Access::ReadWrite,
-        OnDatabase::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => {
-            Access::ReadWrite
-        }
-        OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
-        OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
-        OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
-        _ => Access::ReadOnly,
-    };
+    let access = access_of(&command);
     runtime.block_on(async move {
         let service = match open(&shown, config, access, wait).await {
             Ok(service) => service,
@@ -132,6 +122,23 @@ pub(super) fn run(
         service.settle().await;
         exit
     })
+}
+
+/// How a command opens the database: read-write for those that change
+/// it, read-only (creating nothing) for those that only read.
+fn access_of(command: &OnDatabase) -> Access {
+    match command {
+        OnDatabase::Apply(_) => Access::ReadWrite,
+        OnDatabase::Repair(args) if !args.dry_run => Access::ReadWrite,
+        OnDatabase::Revert(_) => Access::ReadWrite,
+        OnDatabase::Quarantine(args) if !matches!(args.action, None | Some(QuarantineAction::List)) => {
+            Access::ReadWrite
+        }
+        OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
+        OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
+        OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
+        _ => Access::ReadOnly,
+    }
 }
 
 /// Connects the database and the loader as the server does (read-only
@@ -280,7 +287,7 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
     let request = CreateRequest {
         dry_run: args.dry_run,
         observer: Some(observer),
-        rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
+        rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
         ..CreateRequest::new(args.version_name, operation, cli_caller())
     };
     let result = service.create(request).await;
@@ -316,7 +323,7 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
     let request = CreateRequest {
         dry_run: args.dry_run,
         observer: Some(observer),
-        rollout_gate: if args.override_rollout { RolloutGate::Override } else { RolloutGate::Hold },
+        rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
         ..CreateRequest::new(args.version_name, operation, cli_caller())
     };
     let result = service.create(request).await;

@@ -194,6 +194,27 @@ pub(crate) enum Transaction {
     Rollback,
 }
 
+/// What an engine keeps besides versions and migrations. The service asks
+/// before it reaches for one of these ([`Engine::KEEPS`],
+/// `Database::keeps`): a feature an engine does not keep is skipped where
+/// it is a side matter (the audit row beside a mutation, fingerprints after
+/// a version, the drift check and rollout gate before one), and refused as
+/// not supported where a user asks for it by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Keeps {
+    /// The hash-chained audit log (`svc_audit`).
+    pub(crate) audit: bool,
+    /// Rollouts (`svc_rollouts`).
+    pub(crate) rollouts: bool,
+    /// Live catalogs, hence fingerprints and fleet drift.
+    pub(crate) catalogs: bool,
+}
+
+impl Keeps {
+    /// Everything.
+    pub(crate) const ALL: Keeps = Keeps { audit: true, rollouts: true, catalogs: true };
+}
+
 /// The per-dialect primitives the executor runs a version with. Each
 /// dialect's SQL lives in its own `sql.rs`.
 #[async_trait]
@@ -216,6 +237,8 @@ pub(crate) trait Engine: Send + Sync {
     /// sets only what differs from its unit's file before it, one round trip
     /// a file less.
     const SESSION_TIMEOUTS_KEPT: bool = false;
+    /// What its books and catalog reads keep (see [`Keeps`]).
+    const KEEPS: Keeps = Keeps::ALL;
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
     /// Takes the database's cross-instance lock on a session of its own

@@ -428,8 +428,9 @@ fn some_names(names: &[String]) -> String {
     if more > 0 { format!("{}, and {more} more", shown.join(", ")) } else { shown.join(", ") }
 }
 
-impl std::fmt::Display for MigrationFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl MigrationFailure {
+    /// What failed, by cause: the file and the schema.
+    fn what_failed(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.cause {
             Cause::Statement => write!(f, "migration {} failed in schema {}", self.file, self.schema)?,
             Cause::LockTimeout => write!(
@@ -463,6 +464,32 @@ impl std::fmt::Display for MigrationFailure {
                 self.file, self.schema
             )?,
         }
+        Ok(())
+    }
+
+    /// What the operator does next, by cause.
+    fn advice(&self) -> &'static str {
+        match self.cause {
+            Cause::Statement => "fix the file and run again to apply what is left",
+            Cause::ConnectionLost => "run again once the database is reachable to apply what is left",
+            Cause::ReadOnly => "point dataSource at the primary and run again to apply what is left",
+            Cause::PoolExhausted => "enlarge the pool or lower tenantConcurrency, and run again to apply what is left",
+            Cause::LockLost => "run again to apply what is left",
+            Cause::LockTimeout => {
+                "end or wait out the blocking session (or raise lockTimeoutMillis / lockRetries, or the file's \
+                 strata:lock-timeout), and run again to apply what is left"
+            }
+            Cause::StatementTimeout => {
+                "raise statementTimeoutSeconds (or the file's strata:statement-timeout), and run again to apply \
+                 what is left"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for MigrationFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.what_failed(f)?;
         let placed = matches!(self.cause, Cause::Statement | Cause::LockTimeout | Cause::StatementTimeout);
         match self.at.filter(|_| placed) {
             Some(at) if at.column > 0 => write!(f, " at line {}, column {}", at.line, at.column)?,
@@ -499,25 +526,10 @@ impl std::fmt::Display for MigrationFailure {
                 some_names(&self.partly_committed)
             )?;
         }
-        let advice = match self.cause {
-            Cause::Statement => "fix the file and run again to apply what is left",
-            Cause::ConnectionLost => "run again once the database is reachable to apply what is left",
-            Cause::ReadOnly => "point dataSource at the primary and run again to apply what is left",
-            Cause::PoolExhausted => "enlarge the pool or lower tenantConcurrency, and run again to apply what is left",
-            Cause::LockLost => "run again to apply what is left",
-            Cause::LockTimeout => {
-                "end or wait out the blocking session (or raise lockTimeoutMillis / lockRetries, or the file's \
-                 strata:lock-timeout), and run again to apply what is left"
-            }
-            Cause::StatementTimeout => {
-                "raise statementTimeoutSeconds (or the file's strata:statement-timeout), and run again to apply \
-                 what is left"
-            }
-        };
         if !self.not_committed.is_empty() {
             write!(f, "; {} schema(s) not committed ({})", self.not_committed.len(), some_names(&self.not_committed))?;
         }
-        write!(f, "; {advice}")
+        write!(f, "; {}", self.advice())
     }
 }
 

@@ -71,208 +71,33 @@
 //!   plan one after another (then run at once) and the memory a version
 //!   needs does not grow with the number of shards.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+mod fingerprints;
+mod progress;
+pub(crate) mod reading;
+pub(crate) mod settings;
 
-/// Held while a mutation or a preview reads the recorded state and plans:
-/// one at a time in the process (the module's invariants say why).
-static PLANNING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
-use rustc_hash::FxHashMap;
-use strata_core::migrate::config::{Config, TransactionScope};
+use futures::StreamExt;
+use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::driver::Driver;
-use strata_core::migrate::fingerprint;
 use strata_core::migrate::lock_wait::{self, Timeouts};
-use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, StepSet, Unit, Units, part_to_run};
-use strata_core::migrate::quarantine;
+use strata_core::migrate::plan::{Direction, Plan, StepSet, Unit, part_to_run};
+use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
+use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
 use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
 use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::statements::{self, FileMode, Position, Refusals};
-use strata_core::migrate::wave::{self, Wave};
+use strata_core::migrate::statements::{self, FileMode, Position};
 
 use crate::db::books::Books;
 use crate::db::engine::{self, Engine, Entries, Failure, Record};
 use crate::db::error::{Cause, DbError, MigrationFailure};
-use crate::db::types::{MutationOutcome, MutationRequest, Preview, QuarantineRow, TenantList, VersionRow};
-
-/// How the executor runs versions, from the configuration, and the gate
-/// that lets one mutation of this process at a time reach for the lock (so
-/// waiting mutations hold no connection).
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    /// One mutation at a time in this process.
-    gate: Arc<tokio::sync::Mutex<()>>,
-    /// Per schema (default) or the whole version in one transaction.
-    pub(crate) scope: TransactionScope,
-    /// Connections a tenant segment fans out over.
-    pub(crate) concurrency: usize,
-    /// The schema placeholder of the SQL.
-    pub(crate) placeholder: String,
-    /// Tenants are the service's own `svc.svc_tenants` (no tenant
-    /// statement configured): none yet when the service's tables are not.
-    pub(crate) default_tenant_table: bool,
-    /// Lock and statement time-outs, before a file's directives.
-    pub(crate) timeouts: Timeouts,
-    /// Store each schema's catalog fingerprint after its unit commits.
-    pub(crate) record_fingerprints: bool,
-    /// What a pending migration sorting before applied ones does.
-    pub(crate) out_of_order: strata_core::migrate::plan::OutOfOrderPolicy,
-    /// Single-schema directories whose tables are Citus reference tables.
-    pub(crate) citus_reference_tables: Vec<String>,
-    /// Signs every audit row (`auth.auditKey`).
-    pub(crate) audit_key: Option<strata_core::auth::audit_key::AuditKey>,
-}
-
-impl Settings {
-    /// From the configuration; `max_concurrency` is the engine's bound (1
-    /// for SQLite, which has one writer).
-    pub(crate) fn from_config(config: &Config, max_concurrency: usize) -> Self {
-        Settings {
-            gate: Arc::default(),
-            scope: config.transaction_scope,
-            concurrency: config.tenant_concurrency.clamp(1, max_concurrency.max(1)),
-            placeholder: config.schema_placeholder.clone(),
-            default_tenant_table: config.default_tenant_table,
-            timeouts: Timeouts::from_config(config),
-            record_fingerprints: config.record_fingerprints,
-            out_of_order: config.out_of_order,
-            citus_reference_tables: config.citus_reference_tables.clone(),
-            audit_key: config.auth.audit_key.clone(),
-        }
-    }
-}
-
-/// What a mutation would do, read without the lock and without writing:
-/// the recorded state, the plan, and the files' refusals (`strata plan`,
-/// `strata status`). A mutation running meanwhile may change the answer.
-/// Before the service's tables exist, nothing is recorded (and the default
-/// tenant table holds no tenant).
-pub(crate) async fn preview<E: Engine>(
-    engine: &E,
-    settings: &Settings,
-    request: &MutationRequest<'_>,
-) -> Result<Preview, DbError> {
-    // Waiting for its turn holds no connection: many reads waiting at once
-    // must not take the pool a running version's fan-out needs.
-    let planning = PLANNING.acquire().await;
-    let mut conn = engine.connect().await?;
-    let installed = engine.books().installed(&mut conn).await?;
-    let tenants = match installed || !settings.default_tenant_table {
-        true => engine.books().tenants(&mut conn).await?,
-        false => TenantList::default(),
-    };
-    let selection = select_tenants(engine, &mut conn, request, tenants).await?;
-    let (plan, _) = plan_read(engine, &mut conn, installed, settings, request, &selection.run).await?;
-    drop(planning);
-    Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
-}
-
-/// The tenants a mutation runs in: quarantined ones skipped, or only those
-/// retried (core's `quarantine::select`). A new tenant's version runs in
-/// that tenant only, whatever the quarantine holds. The list's names
-/// become the selection's (moved, not copied: a fleet's list is held once).
-async fn select_tenants<E: Engine>(
-    engine: &E,
-    conn: &mut E::Conn,
-    request: &MutationRequest<'_>,
-    tenants: TenantList,
-) -> Result<quarantine::Selection, DbError> {
-    let retried = request.retried();
-    let held: Vec<String> = match request.skip_quarantined || retried.is_some() {
-        true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
-        false => Vec::new(),
-    };
-    let mut selection = if held.is_empty() && retried.is_none() {
-        quarantine::Selection { run: tenants.names, skipped: Vec::new() }
-    } else {
-        quarantine::select(&tenants.names, &held, retried)?
-    };
-    let wave = request.wave();
-    if retried.is_none() && *wave != Wave::All {
-        // A named tenant that is quarantined is named wrongly: say so.
-        if let Wave::Named(names) = &*wave
-            && let Some(name) = names.iter().find(|name| selection.skipped.contains(name))
-        {
-            return Err(quarantine::RetryError::Quarantined(name.clone()).into());
-        }
-        selection.run = wave::select(&selection.run, &wave, &tenants.attributes)?;
-    }
-    Ok(selection)
-}
-
-/// Plans (core) over the recorded rows as they are read (`installed`:
-/// whether there are any), then reads every file the plan executes
-/// (core's `statements::inspect`). Returns the plan and, per source, how
-/// it runs. A forward plan folds the rows one by one (what it keeps is a
-/// bit per file and schema); a revert looks at them whole.
-async fn plan_read<E: Engine>(
-    engine: &E,
-    conn: &mut E::Conn,
-    installed: bool,
-    settings: &Settings,
-    request: &MutationRequest<'_>,
-    tenants: &[String],
-) -> Result<(Plan, Vec<FileMode>), DbError> {
-    let mut plan = if let Some(extent) = request.operation.revert() {
-        let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
-        strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
-            sources: request.sources,
-            applied: &applied,
-            tenants,
-            single_schemas: *request.wave() == Wave::All && request.retried().is_none(),
-            extent,
-        })?
-    } else {
-        let target = request.operation.target();
-        let mut planner = Planner::new(PlanInput {
-            sources: request.sources,
-            applied: &[],
-            tenants,
-            target: &target,
-            action: request.operation.action(),
-            out_of_order: settings.out_of_order,
-        })?;
-        if installed {
-            engine.books().each_applied(conn, &mut |row| planner.record(row)).await?;
-        }
-        planner.finish()?
-    };
-    if request.tenants_only {
-        plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
-    }
-    let modes = check_files(E::DRIVER, request.sources, &plan)?;
-    Ok((plan, modes))
-}
-
-/// `strata repair` on one server: under the process gate and the
-/// database's lock, core decides over the recorded rows; with an `audit`
-/// the books change in one transaction with the version row.
-pub(crate) async fn repair<E: Engine>(
-    engine: &E,
-    settings: &Settings,
-    request: super::types::RepairRequest<'_>,
-) -> Result<strata_core::migrate::repair::Repair, DbError> {
-    let super::types::RepairRequest { sources, files, strict, audit } = request;
-    let _gate = settings.gate.lock().await;
-    let lock = engine.lock().await?;
-    let result = async {
-        let mut conn = engine.connect().await?;
-        let applied = match engine.books().installed(&mut conn).await? {
-            true => engine.books().applied(&mut conn).await?,
-            false => Vec::new(),
-        };
-        let repair = strata_core::migrate::repair::repair(sources, &applied, files, strict)?;
-        if let Some(audit) = audit
-            && !repair.is_empty()
-        {
-            engine.books().repair(&mut conn, &repair, audit).await?;
-        }
-        Ok(repair)
-    }
-    .await;
-    engine.unlock(lock).await;
-    result
-}
+use crate::db::executor::fingerprints::{committed_schemas, recorded_after, store_fingerprints};
+use crate::db::executor::progress::Progress;
+use crate::db::executor::reading::{PLANNING, plan_read, readable, select_tenants};
+use crate::db::executor::settings::Settings;
+use crate::db::types::{MutationOutcome, MutationRequest, QuarantineRow, VersionRow};
 
 /// Runs one mutation: the whole loop.
 pub(crate) async fn mutate<E: Engine>(
@@ -324,59 +149,10 @@ async fn locked<E: Engine>(
     if let Some(observer) = request.observer {
         observer.started(plan, request.sources);
     }
-    let run = Run {
-        engine,
-        settings,
-        request,
-        plan,
-        modes: &modes,
-        lock,
-        absorption: Absorption::new(RunKind {
-            budget: request.failure_budget,
-            retrying: request.retried().is_some(),
-            new_tenant: plan.new_tenant.is_some(),
-            dry_run: request.dry_run,
-            tenants: plan.counts.tenants as usize,
-        }),
-        absorbed: Mutex::new(Vec::new()),
-        committed: Mutex::new(StepSet::default()),
-        readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
-    };
+    let run = Run::new(engine, settings, request, plan, &modes, lock);
     let mut conns = vec![main];
-    let whole = request.dry_run || settings.scope == TransactionScope::Version;
-    // One transaction for the version needs every schema at once; per
-    // schema, the single schemas stay prepared and each tenant's schema is
-    // entered for its unit only.
-    let prepared = if whole { plan.schemas.clone() } else { run.single_schemas() };
-    let result = match engine.prepare(&mut conns[0], &prepared).await {
-        Err(error) => Err(error),
-        Ok(()) if whole => run.whole_version(&mut conns[0]).await,
-        Ok(()) => run.per_schema(&mut conns).await,
-    };
-    let discard = match &result {
-        Ok(version) => version.is_none(),
-        Err(DbError::MigrationFailed(failure)) => failure.version_id.is_none(),
-        Err(_) => true,
-    };
-    for conn in &mut conns {
-        engine.release(conn, discard).await;
-    }
-    if let Err(error) = engine.settle(&mut conns[0]).await {
-        tracing::error!(%error, "the version's recorded rows could not be completed; the next mutation completes them");
-    }
-    if settings.record_fingerprints && !request.dry_run {
-        let committed = match &result {
-            Ok(Some(version)) => Some((version.id, plan.schemas.iter().chain(&plan.new_tenant).cloned().collect())),
-            Err(DbError::MigrationFailed(failure)) => failure
-                .version_id
-                .map(|id| (id, failure.committed.iter().chain(&failure.partly_committed).cloned().collect())),
-            _ => None,
-        };
-        if let Some((version_id, schemas)) = committed {
-            let known = recorded_after(plan, request.sources, &run.committed.lock().unwrap_or_else(|e| e.into_inner()));
-            store_fingerprints(engine, &mut conns, schemas, version_id, known).await;
-        }
-    }
+    let result = run.version(&mut conns).await;
+    run.wind_down(&mut conns, &result).await;
     let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
     let version = result?;
     if !absorbed.is_empty() {
@@ -394,194 +170,12 @@ async fn locked<E: Engine>(
     Ok(outcome)
 }
 
-/// Each plan schema's recorded migrations after the version, by name,
-/// from the plan and the steps that committed (core's
-/// `Plan::recorded_after`), when the plan knows them.
-fn recorded_after(
-    plan: &Plan,
-    sources: &[SourceMigration],
-    committed: &StepSet,
-) -> Option<FxHashMap<String, fingerprint::Recorded>> {
-    let after = plan.recorded_after(sources, committed)?;
-    Some(plan.schemas.iter().cloned().zip(after).collect())
-}
-
-/// Stores the catalog fingerprint of every schema the version committed
-/// something in, with the identity of what it recorded (core's
-/// `fingerprint`; from the plan when it knows them, `known`, else folded from
-/// the books read whole), once the version is over, [`engine::PRINTS_PER_ROUND`]
-/// schemas at a time: the prints read over the connections the version
-/// fanned out on ([`Engine::catalog_prints`]:
-/// PostgreSQL reads 250 catalogs a query, MySQL most of a server in one
-/// pass; a query per unit cost more than the migrations themselves on a
-/// 2,000-tenant database), written [`engine::CATALOGS_PER_READ`] rows a
-/// statement, in one transaction each, the statements spread over the same
-/// connections. Best effort: a failure is logged and the version stands; a
-/// fingerprint stored for another set of recorded migrations than the live
-/// one is never judged.
-async fn store_fingerprints<E: Engine>(
-    engine: &E,
-    conns: &mut [E::Conn],
-    mut schemas: Vec<String>,
-    version_id: i64,
-    known: Option<FxHashMap<String, fingerprint::Recorded>>,
-) {
-    schemas.sort();
-    schemas.dedup();
-    let stored = async {
-        // Each schema's recorded identity: the plan's, or folded as the
-        // books' rows stream in.
-        let recorded = match known {
-            Some(known) => known,
-            None => engine.books().recorded(&mut conns[0]).await?,
-        };
-        for round in schemas.chunks(engine::PRINTS_PER_ROUND) {
-            let prints = engine.catalog_prints(conns, round).await?;
-            store_prints(engine, conns, round, &prints, &recorded, version_id).await?;
-        }
-        Ok::<_, DbError>(())
-    }
-    .await;
-    match stored {
-        Ok(()) | Err(DbError::NotSupported(_)) => {}
-        Err(error) => tracing::warn!(%error, "the schemas' fingerprints could not be stored"),
-    }
-}
-
-/// Writes `schemas`' `prints` with their recorded identities,
-/// [`engine::CATALOGS_PER_READ`] rows a statement, the statements spread
-/// over `conns`.
-async fn store_prints<E: Engine>(
-    engine: &E,
-    conns: &mut [E::Conn],
-    schemas: &[String],
-    prints: &[String],
-    recorded: &FxHashMap<String, fingerprint::Recorded>,
-    version_id: i64,
-) -> Result<(), DbError> {
-    let nothing = fingerprint::Recorded::default();
-    let batches: Vec<(&[String], &[String])> =
-        schemas.chunks(engine::CATALOGS_PER_READ).zip(prints.chunks(engine::CATALOGS_PER_READ)).collect();
-    let lanes = conns.len().min(batches.len()).max(1);
-    let (batches, nothing) = (&batches, &nothing);
-    let stored = futures::future::join_all(conns.iter_mut().take(lanes).enumerate().map(|(lane, conn)| async move {
-        for (schemas, prints) in batches.iter().skip(lane).step_by(lanes) {
-            let rows: Vec<(&str, &str, &str)> = schemas
-                .iter()
-                .zip(prints.iter())
-                .map(|(schema, print)| {
-                    (schema.as_str(), print.as_str(), &*recorded.get(schema).unwrap_or(nothing).identity)
-                })
-                .collect();
-            engine.books().store_fingerprints(conn, &rows, version_id).await?;
-        }
-        Ok::<_, DbError>(())
-    }))
-    .await;
-    stored.into_iter().collect::<Result<Vec<()>, _>>().map(drop)
-}
-
-/// Reads every file the plan executes (core's `statements::inspect`):
-/// refuses hidden transaction control, statements that need the directive
-/// and unknown directives, before anything runs — every refusal of every
-/// file at once. Returns, per source, how it runs.
-fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<FileMode>, DbError> {
-    let direction = plan.direction;
-    let mut modes: Vec<Option<FileMode>> = vec![None; sources.len()];
-    let mut refused = Vec::new();
-    for step in plan.steps.iter().filter(|s| s.execute) {
-        let index = step.migration as usize;
-        if modes[index].is_none() {
-            let migration = &sources[index];
-            let (text, no_transaction, file) = part_to_run(migration, direction);
-            modes[index] = Some(match statements::inspect_part(driver, file, text, no_transaction) {
-                Ok(mode) => mode,
-                Err(Refusals(refusals)) => {
-                    refused.extend(refusals);
-                    FileMode::default()
-                }
-            });
-        }
-    }
-    if !refused.is_empty() {
-        return Err(Refusals(refused).into());
-    }
-    Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
-}
-
 /// How often a step's record that lost a conflict is written again.
 const RECORD_CONFLICT_RETRIES: u32 = 3;
 
 /// What follows each file in a unit sent as one message: a new line ends a
 /// last line comment, the semicolon a last statement without one.
 const SEPARATOR: &str = "\n;\n";
-
-/// Per source, whether the tokenizer reads the part `plan` runs of it whole
-/// (only where a unit may run in one message: the rest say no).
-fn readable(driver: Driver, one_message: bool, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
-    let mut readable = vec![false; sources.len()];
-    if plan.direction == Direction::Forward && one_message {
-        for (index, migration) in sources.iter().enumerate() {
-            readable[index] = statements::split(driver, part_to_run(migration, plan.direction).0).is_some();
-        }
-    }
-    readable
-}
-
-/// What has committed so far in a per-schema run.
-#[derive(Default)]
-struct Progress {
-    /// The version's id, once a transaction holding its row committed.
-    version: Mutex<Option<i64>>,
-    /// Steps committed (applied and recorded), a bit each.
-    steps: Mutex<StepSet>,
-    /// The new tenant's creation committed.
-    tenant_created: AtomicBool,
-    /// Steps committed so far, counted as they commit: whether the version
-    /// moved on while a unit waited for a lock.
-    committed_count: AtomicU64,
-}
-
-impl Progress {
-    fn version(&self) -> Option<i64> {
-        *self.version.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn set_version(&self, id: i64) {
-        self.version.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(id);
-    }
-
-    fn committed(&self, steps: &[u32]) {
-        self.steps.lock().unwrap_or_else(|e| e.into_inner()).extend(steps.iter().copied());
-        self.committed_count.fetch_add(steps.len() as u64, Ordering::SeqCst);
-    }
-
-    /// Where the version stands for a unit of `steps` (its own) waiting
-    /// for a lock: steps committed by every unit, and by this one.
-    fn mark(&self, steps: &[u32]) -> (u64, u64) {
-        let own = steps.iter().filter(|&&step| self.has_committed(step)).count() as u64;
-        (self.committed_count.load(Ordering::SeqCst), own)
-    }
-
-    /// Whether another unit committed a step since `mark` (taken with the
-    /// same `steps`); `mark` moves to now.
-    fn others_committed_since(&self, mark: &mut (u64, u64), steps: &[u32]) -> bool {
-        let now = self.mark(steps);
-        let others = (now.0 - mark.0).saturating_sub(now.1 - mark.1);
-        *mark = now;
-        others > 0
-    }
-
-    /// Whether a step has committed.
-    fn has_committed(&self, step: u32) -> bool {
-        self.steps.lock().unwrap_or_else(|e| e.into_inner()).contains(step)
-    }
-
-    /// What committed, once no unit runs any more.
-    fn into_committed(self) -> StepSet {
-        self.steps.into_inner().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 struct Run<'a, E: Engine> {
     engine: &'a E,
@@ -615,7 +209,74 @@ impl From<DbError> for UnitError {
     }
 }
 
-impl<E: Engine> Run<'_, E> {
+impl<'a, E: Engine> Run<'a, E> {
+    /// The run of `plan` for `request`, under `lock`.
+    fn new(
+        engine: &'a E,
+        settings: &'a Settings,
+        request: &'a MutationRequest<'a>,
+        plan: &'a Plan,
+        modes: &'a [FileMode],
+        lock: &'a E::Lock,
+    ) -> Self {
+        Run {
+            engine,
+            settings,
+            request,
+            plan,
+            modes,
+            lock,
+            absorption: Absorption::new(RunKind {
+                budget: request.failure_budget,
+                retrying: request.retried().is_some(),
+                new_tenant: plan.new_tenant.is_some(),
+                dry_run: request.dry_run,
+                tenants: plan.counts.tenants as usize,
+            }),
+            absorbed: Mutex::new(Vec::new()),
+            committed: Mutex::new(StepSet::default()),
+            readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
+        }
+    }
+
+    /// Runs the version over `conns` (the first one open): in one
+    /// transaction (a dry run, `transactionScope: version`), which needs
+    /// every schema at once, or per schema, with the single schemas
+    /// prepared and each tenant's schema entered for its unit only.
+    async fn version(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
+        let whole = self.request.dry_run || self.settings.scope == TransactionScope::Version;
+        let prepared = if whole { self.plan.schemas.clone() } else { self.single_schemas() };
+        self.engine.prepare(&mut conns[0], &prepared).await?;
+        if whole { self.whole_version(&mut conns[0]).await } else { self.per_schema(conns).await }
+    }
+
+    /// After the version, whatever it did: the schemas released (discarded
+    /// when nothing of the version stays), the engine's deferred rows
+    /// settled, the fingerprints of what committed stored.
+    async fn wind_down(&self, conns: &mut [E::Conn], result: &Result<Option<VersionRow>, DbError>) {
+        let discard = match result {
+            Ok(version) => version.is_none(),
+            Err(DbError::MigrationFailed(failure)) => failure.version_id.is_none(),
+            Err(_) => true,
+        };
+        for conn in conns.iter_mut() {
+            self.engine.release(conn, discard).await;
+        }
+        if let Err(error) = self.engine.settle(&mut conns[0]).await {
+            tracing::error!(%error, "the version's recorded rows could not be completed; the next mutation completes them");
+        }
+        if !self.settings.record_fingerprints || self.request.dry_run {
+            return;
+        }
+        if let Some((version_id, schemas)) = committed_schemas(self.plan, result) {
+            let known = {
+                let committed = self.committed.lock().unwrap_or_else(|e| e.into_inner());
+                recorded_after(self.plan, self.request.sources, &committed)
+            };
+            store_fingerprints(self.engine, conns, schemas, version_id, known).await;
+        }
+    }
+
     /// Notes steps as committed, and tells the observer, schema by schema.
     fn committed(&self, progress: &Progress, steps: &[u32]) {
         progress.committed(steps);
@@ -889,21 +550,19 @@ impl<E: Engine> Run<'_, E> {
     /// after a file that asks for a commit) and goes on after it. A lock
     /// time-out is not retried here: the unit would be the whole version.
     async fn whole_version(&self, conn: &mut E::Conn) -> Result<Option<VersionRow>, DbError> {
-        let dry = self.request.dry_run;
         let progress = Progress::default();
-        self.engine.begin(conn).await?;
         let steps = 0..self.plan.steps.len() as u32;
-        let result = self.in_transactions(conn, steps, self.plan.new_tenant.as_deref(), &progress, dry).await;
+        let result = self.in_pieces(conn, steps, self.plan.new_tenant.as_deref(), &progress).await;
         match result {
-            Ok(_) if !dry => {
+            Ok(Some(dry_run)) => {
+                self.engine.rollback(conn).await?;
+                self.notify_committed(&dry_run);
+                Ok(None)
+            }
+            Ok(None) => {
                 let version = progress.version().map(|id| self.version_row(id));
                 *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = progress.into_committed();
                 Ok(version)
-            }
-            Ok(pending) => {
-                self.engine.rollback(conn).await?;
-                self.notify_committed(&pending);
-                Ok(None)
             }
             Err(error) => {
                 let _ = self.engine.rollback(conn).await;
@@ -917,55 +576,47 @@ impl<E: Engine> Run<'_, E> {
         }
     }
 
-    /// Per-schema transactions: segment after segment; tenant segments fan
-    /// out over up to `concurrency` connections. The version row is written
-    /// in the first transaction that commits anything (until then units run
-    /// one at a time), so a version never exists without what it applied —
-    /// not even after a crash.
+    /// Per-schema transactions, in the order core's `run::schedule` hands
+    /// the units out: segment after segment, one unit at a time until the
+    /// version's row has committed (so a version never exists without what
+    /// it applied — not even after a crash), then a tenant segment's units
+    /// over up to `concurrency` connections. A failure the failure budget
+    /// does not absorb starts no new unit; running ones end.
     async fn per_schema(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
-        let segments = self.plan.segments(self.request.sources);
+        let mut schedule = Schedule::new(self.plan, self.request.sources, self.absorption, self.settings.concurrency);
         let mut progress = Progress::default();
         *progress.steps.get_mut().unwrap_or_else(|e| e.into_inner()) = StepSet::with_steps(self.plan.steps.len());
         let mut failed: Option<UnitError> = None;
-
-        if self.plan.new_tenant.is_some() && segments.is_empty() {
-            // A tenant without tenant migrations: its creation alone.
-            let unit = Unit { schema: 0, steps: Vec::new() };
-            if let Err(error) = self.unit(&mut conns[0], &unit, &progress).await {
-                failed = Some(error);
-            }
-        }
-
-        for segment in &segments {
-            let mut units = self.plan.units(segment);
-            let mut left = self.plan.unit_count(segment);
-            while failed.is_none() && progress.version().is_none() && left > 0 {
-                let Some(unit) = units.next() else { break };
-                left -= 1;
-                if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &unit, &progress).await {
-                    failed = Some(error);
+        let mut running = futures::stream::FuturesUnordered::new();
+        let progress_ref = &progress;
+        loop {
+            match schedule.next(progress_ref.version().is_some()) {
+                Next::Start(unit) => {
+                    let mut conn = match conns.pop() {
+                        Some(conn) => conn,
+                        None => match self.connection().await {
+                            Ok(conn) => conn,
+                            Err(error) => {
+                                schedule.stop();
+                                failed.get_or_insert(UnitError::Other(error));
+                                continue;
+                            }
+                        },
+                    };
+                    running.push(async move {
+                        let result = self.unit(&mut conn, &unit, progress_ref).await;
+                        (conn, unit, result)
+                    });
                 }
-            }
-            if failed.is_some() {
-                break;
-            }
-            let fan_out = segment.tenants && left > 1 && self.settings.concurrency > 1;
-            if fan_out {
-                while conns.len() < self.settings.concurrency.min(left) {
-                    let mut conn = self.engine.connect().await?;
-                    self.engine.prepare(&mut conn, &self.single_schemas()).await?;
+                Next::Wait => {
+                    let Some((mut conn, unit, result)) = running.next().await else { break };
+                    self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed).await;
                     conns.push(conn);
                 }
-                failed = self.fan_out(units, left, conns, &progress).await;
-            } else {
-                for unit in units {
-                    if let Err(error) = self.unit_of(segment.tenants, &mut conns[0], &unit, &progress).await {
-                        failed = Some(error);
-                        break;
-                    }
-                }
+                Next::Done => break,
             }
         }
+        drop(running);
         let version_id = progress.version();
         let committed = progress.into_committed();
         let result = match failed {
@@ -976,97 +627,75 @@ impl<E: Engine> Run<'_, E> {
         result
     }
 
-    /// Runs a tenant segment's units over `conns`; on the first failure the
-    /// failure budget does not absorb, no new unit starts and the running
-    /// ones finish. Returns the failure.
-    async fn fan_out(
-        &self,
-        units: Units<'_>,
-        left: usize,
-        conns: &mut [E::Conn],
-        progress: &Progress,
-    ) -> Option<UnitError> {
-        // Each worker takes the next unit as it is made: no unit is held
-        // before a connection is free for it.
-        let next = Mutex::new(units);
-        let stop = AtomicBool::new(false);
-        let failure: Mutex<Option<UnitError>> = Mutex::new(None);
-        let workers = conns.iter_mut().take(left).map(|conn| {
-            let (next, stop, failure) = (&next, &stop, &failure);
-            async move {
-                while !stop.load(Ordering::SeqCst) {
-                    let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some(unit) = unit else { break };
-                    if let Err(error) = self.tenant_unit(conn, &unit, progress).await {
-                        stop.store(true, Ordering::SeqCst);
-                        failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
-                    }
-                }
-            }
-        });
-        futures::future::join_all(workers).await;
-        failure.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// One more connection for the version's units, its single schemas
+    /// made usable.
+    async fn connection(&self) -> Result<E::Conn, DbError> {
+        let mut conn = self.engine.connect().await?;
+        self.engine.prepare(&mut conn, &self.single_schemas()).await?;
+        Ok(conn)
     }
 
-    /// A unit of a tenant segment (`tenants`) under the failure budget, or
-    /// of a single-schema segment (a failure there always stops).
-    async fn unit_of(
+    /// Tells the schedule how a unit ended. A failure it puts aside (a
+    /// tenant's own, within the failure budget) is written to the
+    /// quarantine at once, on `conn`; the first failure that stops the
+    /// version is kept in `failed`, to report.
+    async fn unit_ended(
         &self,
-        tenants: bool,
+        schedule: &mut Schedule<'_>,
         conn: &mut E::Conn,
         unit: &Unit,
+        result: Result<(), UnitError>,
         progress: &Progress,
-    ) -> Result<(), UnitError> {
-        if tenants { self.tenant_unit(conn, unit, progress).await } else { self.unit(conn, unit, progress).await }
-    }
-
-    /// One tenant's unit under the version's failure budget: a failure
-    /// core's `run::Absorption` puts aside is written to the quarantine at
-    /// once and, while it says the version goes on, absorbed: the version
-    /// goes on without that tenant, whose later units (a later segment's,
-    /// scripts) do not run.
-    async fn tenant_unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
-        let schema = &self.plan.schemas[unit.schema as usize];
-        if self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|row| row.tenant == *schema) {
-            // Failed in an earlier segment of this version: nothing more runs there.
-            return Ok(());
-        }
-        let error = match self.unit(conn, unit, progress).await {
-            Ok(()) => return Ok(()),
+        failed: &mut Option<UnitError>,
+    ) {
+        let error = match result {
+            Ok(()) => return schedule.committed(),
             Err(error) => error,
         };
-        let UnitError::Migration { step, failure, attempts: _, partly: _ } = &error else { return Err(error) };
-        if !self.absorption.quarantines(failure.cause) {
-            return Err(error);
+        let cause = match &error {
+            UnitError::Migration { failure, .. } => Some(failure.cause),
+            UnitError::Other(_) => None,
+        };
+        if schedule.failed(cause) == OnFailure::Stops {
+            failed.get_or_insert(error);
+            return;
         }
-        let schema = self.schema(*step).to_string();
-        let at = self.position(*step, failure);
-        let row = QuarantineRow {
+        let UnitError::Migration { step, failure, .. } = &error else { return };
+        let row = self.quarantine_row(*step, failure, progress);
+        let written = match self.engine.books().quarantine(conn, &row).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(tenant = %row.tenant, error = %e, "the tenant could not be quarantined: the version stops");
+                false
+            }
+        };
+        if written {
+            tracing::warn!(tenant = %row.tenant, file = %row.file, cause = %row.cause, message = %row.message,
+                "tenant failed and was quarantined: later versions skip it until it is retried or released");
+            crate::telemetry::tenant_quarantined();
+            self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).push(row);
+        }
+        if !schedule.put_aside(unit.schema, written) {
+            failed.get_or_insert(error);
+        }
+    }
+
+    /// The quarantine row of a tenant whose `step` failed.
+    fn quarantine_row(&self, step: u32, failure: &Failure, progress: &Progress) -> QuarantineRow {
+        let at = self.position(step, failure);
+        QuarantineRow {
             version_id: progress.version(),
-            file: self.file(*step).to_string(),
+            file: self.file(step).to_string(),
             line: at.map(|at| at.line as i64),
             column: at.filter(|at| at.column > 0).map(|at| at.column as i64),
             ..QuarantineRow::put_aside(
-                schema,
+                self.schema(step).to_string(),
                 failure.cause.name(),
                 failure.message.clone(),
                 self.request.request_id,
                 self.request.created,
             )
-        };
-        if let Err(e) = self.engine.books().quarantine(conn, &row).await {
-            tracing::warn!(tenant = %row.tenant, error = %e, "the tenant could not be quarantined: the version stops");
-            return Err(error);
         }
-        tracing::warn!(tenant = %row.tenant, file = %row.file, cause = %row.cause, message = %row.message,
-            "tenant failed and was quarantined: later versions skip it until it is retried or released");
-        crate::telemetry::tenant_quarantined();
-        let failures = {
-            let mut absorbed = self.absorbed.lock().unwrap_or_else(|e| e.into_inner());
-            absorbed.push(row);
-            absorbed.len()
-        };
-        if self.absorption.goes_on(failures) { Ok(()) } else { Err(error) }
     }
 
     /// Where in its file a step failed: lines are the same in the file and
@@ -1157,16 +786,8 @@ impl<E: Engine> Run<'_, E> {
     /// A lock time-out's message, with how long it waited and the sessions
     /// that block it (read while they still do).
     async fn blocked(&self, conn: &mut E::Conn, step: u32, message: String, attempts: u32) -> String {
-        let lock_ms = self.timeouts(step).lock_ms;
         let blockers = self.engine.blockers(conn, self.schema(step)).await;
-        let mut text = format!("{message} (lock time-out {lock_ms} ms, {attempts} attempt(s))");
-        if blockers.is_empty() {
-            text.push_str("; no blocking session is left now");
-        } else {
-            text.push_str("; blocked by: ");
-            text.push_str(&blockers.join("; "));
-        }
-        text
+        lock_wait::blocked_message(&message, self.timeouts(step).lock_ms, attempts, &blockers)
     }
 
     /// A failure of the database under a unit (the connection lost, the
@@ -1214,26 +835,10 @@ impl<E: Engine> Run<'_, E> {
             .as_deref()
             .filter(|tenant| unit.steps.is_empty() || self.plan.schemas[unit.schema as usize] == *tenant)
             .filter(|_| !progress.tenant_created.load(Ordering::SeqCst));
-        let mut current = None;
-        if !E::TRANSACTIONAL_DDL {
-            if let Some(tenant) = tenant {
-                self.engine.create_tenant(conn, tenant).await?;
-                // The version's row with it: the version holds the tenant.
-                let version_id = self.version_id(conn, progress).await?;
-                progress.set_version(version_id);
-                progress.tenant_created.store(true, Ordering::SeqCst);
-            }
-            for step in steps {
-                self.execute(conn, step, &mut current, progress).await?;
-                self.record_alone(conn, step, progress).await?;
-            }
-            return Ok(());
-        }
         if let Some(version_id) = self.one_message_version(&steps, tenant, progress) {
             return self.one_message(conn, &steps, version_id, progress).await;
         }
-        self.engine.begin(conn).await?;
-        let result = self.in_transactions(conn, steps, tenant, progress, false).await.map(drop);
+        let result = self.in_pieces(conn, steps, tenant, progress).await.map(drop);
         if result.is_err() {
             let _ = self.engine.rollback(conn).await;
         }
@@ -1319,27 +924,18 @@ impl<E: Engine> Run<'_, E> {
         if !E::MESSAGE_OFFSETS && !lost {
             // Nothing of the unit committed: run it again file by file,
             // whose failure says where it is.
-            self.engine.begin(conn).await?;
-            let result = self.in_transactions(conn, steps.iter().copied(), None, progress, false).await;
+            let result = self.in_pieces(conn, steps.iter().copied(), None, progress).await;
             if result.is_err() {
                 let _ = self.engine.rollback(conn).await;
             }
             return result.map(drop);
         }
-        // An offset in the separator after a file (a statement the file
-        // left open, which alone would fail "at end of input") is that
-        // file's, just past its last character.
-        let in_file = failure.offset.and_then(|offset| {
-            files
-                .iter()
-                .find(|(start, end, _)| offset > *start && offset <= *end + SEPARATOR.len())
-                .map(|&(start, end, step)| (offset.min(end + 1) - start, step))
-        });
+        let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
         Err(match (failure.cause, in_file) {
             (Cause::ConnectionLost, _) => UnitError::Other(DbError::ConnectionLost(failure.message)),
             (Cause::ReadOnly, _) => UnitError::Other(DbError::ReadOnlyServer(failure.message)),
             (Cause::PoolExhausted, _) => UnitError::Other(DbError::PoolExhausted(failure.message)),
-            (_, Some((offset, step))) => {
+            (_, Some((step, offset))) => {
                 let failure = Failure { offset: Some(offset), ..failure };
                 UnitError::Migration { step, failure, partly: false, attempts: 1 }
             }
@@ -1347,61 +943,64 @@ impl<E: Engine> Run<'_, E> {
         })
     }
 
-    /// Runs `steps` on `conn`, whose transaction is open: each file in the
-    /// open transaction; a non-transactional file alone, after committing
-    /// what came before and recorded right after it (skipped on a dry run:
-    /// it cannot run in a transaction); a commit after a file that asks for
-    /// one. A new `tenant` is created first, in the first transaction.
-    /// Unless `dry`, the last transaction commits; a dry run's steps still
-    /// open are returned, to roll back.
-    async fn in_transactions(
+    /// Runs `steps` on `conn` in the pieces core's
+    /// `run::transactions::split` cuts them into: each transaction begun,
+    /// its files executed, then committed with their rows; a file that
+    /// cannot run in a transaction executed alone and recorded right after
+    /// it. A new `tenant` is created in the first piece. A dry run's one
+    /// transaction is left open and its steps returned, to roll back; on an
+    /// error the caller rolls back what is open.
+    async fn in_pieces(
         &self,
         conn: &mut E::Conn,
         steps: impl IntoIterator<Item = u32>,
         tenant: Option<&str>,
         progress: &Progress,
-        dry: bool,
-    ) -> Result<Vec<u32>, UnitError> {
-        let mut pending: Vec<u32> = Vec::new();
+    ) -> Result<Option<Vec<u32>>, UnitError> {
+        let how = Split {
+            new_tenant: tenant.is_some(),
+            transactional_ddl: E::TRANSACTIONAL_DDL,
+            dry_run: self.request.dry_run,
+        };
+        let mode =
+            |step| StepMode { alone: self.runs_outside_transaction(step), commit_after: self.commits_after(step) };
         let mut current = None;
-        let mut tenant_in_transaction = false;
-        if let Some(tenant) = tenant {
-            self.engine.create_tenant(conn, tenant).await?;
-            tenant_in_transaction = true;
-        }
-        for step in steps {
-            if self.runs_outside_transaction(step) {
-                if dry {
-                    continue;
+        for piece in transactions::split(steps, how, mode) {
+            match piece {
+                Piece::TenantAlone => {
+                    self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                    // The version's row with it: the version holds the tenant.
+                    let version_id = self.version_id(conn, progress).await?;
+                    progress.set_version(version_id);
+                    progress.tenant_created.store(true, Ordering::SeqCst);
                 }
-                self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-                (pending, tenant_in_transaction) = (Vec::new(), false);
-                self.execute(conn, step, &mut current, progress).await?;
-                self.record_alone(conn, step, progress).await?;
-                self.engine.begin(conn).await?;
-                current = None;
-                continue;
-            }
-            self.execute(conn, step, &mut current, progress).await?;
-            pending.push(step);
-            if self.commits_after(step) {
-                self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-                (pending, tenant_in_transaction) = (Vec::new(), false);
-                self.engine.begin(conn).await?;
-                current = None;
+                Piece::Alone(step) => {
+                    self.execute(conn, step, &mut current, progress).await?;
+                    self.record_alone(conn, step, progress).await?;
+                }
+                Piece::Transaction { steps, creates_tenant } => {
+                    self.engine.begin(conn).await?;
+                    current = None;
+                    if creates_tenant {
+                        self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                    }
+                    for &step in &steps {
+                        self.execute(conn, step, &mut current, progress).await?;
+                    }
+                    if self.request.dry_run {
+                        return Ok(Some(steps));
+                    }
+                    self.close_transaction(conn, &steps, creates_tenant, progress).await?;
+                }
             }
         }
-        if dry {
-            return Ok(pending);
-        }
-        self.close_transaction(conn, &pending, tenant_in_transaction, progress).await?;
-        Ok(Vec::new())
+        Ok(None)
     }
 
     /// Ends a unit's open transaction: commits `steps` with their rows (and
     /// the version's row, when none has committed yet) and the new tenant
-    /// when `creates_tenant`; an empty one is rolled back, so a version row
-    /// never commits alone.
+    /// when `creates_tenant` (core's split begins none that would commit
+    /// neither, so a version row never commits alone).
     async fn close_transaction(
         &self,
         conn: &mut E::Conn,
@@ -1409,9 +1008,6 @@ impl<E: Engine> Run<'_, E> {
         creates_tenant: bool,
         progress: &Progress,
     ) -> Result<(), DbError> {
-        if steps.is_empty() && !creates_tenant {
-            return self.engine.rollback(conn).await;
-        }
         let version_id = self.version_id(conn, progress).await?;
         self.record(conn, steps, version_id).await?;
         self.engine.commit(conn).await?;

@@ -50,6 +50,7 @@ use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::source::SourceMigration;
 use tokio::net::TcpStream;
 
+use crate::db::engine::Keeps;
 use crate::db::error::{DbError, ShardFailure};
 use crate::db::store::Database;
 use crate::db::types::{
@@ -644,6 +645,10 @@ async fn repair_fleet(
 
 #[async_trait]
 impl Database for Fleet {
+    fn keeps(&self) -> Keeps {
+        crate::db::open::keeps(self.slots[0].config.driver)
+    }
+
     async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
         repair_fleet(self, request.sources, request.files, request.audit).await
     }

@@ -6,11 +6,26 @@ use std::sync::Arc;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::driver::Driver;
 
+use crate::db::engine::{Engine, Keeps};
 use crate::db::error::DbError;
-use crate::db::executor::Settings;
+use crate::db::executor::settings::Settings;
 use crate::db::store::{Database, Store};
 use crate::db::types::Access;
 use crate::db::{mysql, postgres, sqlite};
+
+/// What a database of `driver` keeps (its engine's [`Engine::KEEPS`]),
+/// known before any shard is reached.
+pub(crate) fn keeps(driver: Driver) -> Keeps {
+    match driver {
+        Driver::Sqlite => sqlite::SqliteEngine::KEEPS,
+        Driver::Postgres => postgres::PostgresEngine::KEEPS,
+        Driver::Mysql => mysql::MysqlEngine::KEEPS,
+        #[cfg(feature = "sqlserver")]
+        Driver::SqlServer => super::sqlserver::SqlServerEngine::KEEPS,
+        #[cfg(not(feature = "sqlserver"))]
+        Driver::SqlServer => Keeps::ALL,
+    }
+}
 
 /// Opens the one database `config.data_source` names.
 pub(crate) async fn open_one(config: &Config, access: Access) -> Result<Arc<dyn Database>, DbError> {

@@ -79,6 +79,34 @@ impl SqliteEngine {
     /// connection. Read-only, it creates nothing: no `svc` file, no table,
     /// and a database that does not exist yet is read as an empty one.
     pub(crate) async fn open(config: &Config, access: Access) -> Result<Self, DbError> {
+        let (options, files) = Self::main_file(config, access).await?;
+        let lock_options = SqliteConnectOptions::new()
+            .filename(files.directory.join(sql::LOCK_FILE))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Delete)
+            // No wait at first: a lock found held is announced, then waited for.
+            .busy_timeout(Duration::ZERO)
+            .disable_statement_logging();
+        files.check("svc")?;
+        let pool = Self::pool(options, files.file("svc"), access).await?;
+        let engine = SqliteEngine {
+            pool,
+            files,
+            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
+            tenant_insert_sql: config.tenant_insert_sql.clone(),
+            lock_options,
+            staging: Default::default(),
+            prints: Default::default(),
+        };
+        if access == Access::ReadWrite {
+            engine.recover_at_start().await?;
+        }
+        Ok(engine)
+    }
+
+    /// The main database file `dataSource` names, how it opens, and the
+    /// directory the schemas' files live in.
+    async fn main_file(config: &Config, access: Access) -> Result<(SqliteConnectOptions, SchemaFiles), DbError> {
         let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
         let options = SqliteConnectOptions::from_str(&url)
             .map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQLite URL: {e}")))?;
@@ -107,22 +135,18 @@ impl SqliteEngine {
                 options
             }
         };
-        let lock_options = SqliteConnectOptions::new()
-            .filename(directory.join(sql::LOCK_FILE))
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Delete)
-            // No wait at first: a lock found held is announced, then waited for.
-            .busy_timeout(Duration::ZERO)
-            .disable_statement_logging();
-        let files = SchemaFiles { directory, main_file };
-        files.check("svc")?;
-        let svc_file = files.file("svc");
+        Ok((options, SchemaFiles { directory, main_file }))
+    }
+
+    /// The pool of connections to the main file, `svc` attached on each
+    /// (read-only before it exists: nothing).
+    async fn pool(options: SqliteConnectOptions, svc_file: PathBuf, access: Access) -> Result<SqlitePool, DbError> {
         // A slow migration is no warning, nor its SQL a log line.
         let options = options
             .journal_mode(SqliteJournalMode::Delete)
             .busy_timeout(Duration::from_secs(10))
             .disable_statement_logging();
-        let pool = SqlitePoolOptions::new()
+        SqlitePoolOptions::new()
             .max_connections(4)
             .after_connect(move |conn, _| {
                 let svc_file = svc_file.clone();
@@ -147,20 +171,7 @@ impl SqliteEngine {
             })
             .connect_with(options)
             .await
-            .map_err(|e| DbError::Connect(describe(&e)))?;
-        let engine = SqliteEngine {
-            pool,
-            files,
-            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
-            tenant_insert_sql: config.tenant_insert_sql.clone(),
-            lock_options,
-            staging: Default::default(),
-            prints: Default::default(),
-        };
-        if access == Access::ReadWrite {
-            engine.recover_at_start().await?;
-        }
-        Ok(engine)
+            .map_err(|e| DbError::Connect(describe(&e)))
     }
 }
 

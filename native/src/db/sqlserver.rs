@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::db::books::{AppliedSink, Books};
-use crate::db::engine::{Engine, Entries, Failure, Transaction};
+use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
 use crate::db::error::{Cause, DbError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
@@ -294,6 +294,8 @@ impl Engine for SqlServerEngine {
     type Books = Self;
     const DRIVER: Driver = Driver::SqlServer;
     const TRANSACTIONAL_DDL: bool = true;
+    /// Versions and migrations only, so far (issue #62).
+    const KEEPS: Keeps = Keeps { audit: false, rollouts: false, catalogs: false };
 
     fn books(&self) -> &Self {
         self

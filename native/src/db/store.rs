@@ -22,9 +22,9 @@ use strata_core::auth::token::StoredToken;
 use strata_core::migrate::repair::Repair;
 
 use crate::db::books::Books;
-use crate::db::engine::Engine;
+use crate::db::engine::{Engine, Keeps};
 use crate::db::error::DbError;
-use crate::db::executor::{self, Settings};
+use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest,
     RolloutRow, ShardTenants, VersionFilter, VersionRow,
@@ -38,6 +38,8 @@ pub(crate) trait Database: Send + Sync {
     fn citus(&self) -> bool {
         false
     }
+    /// What the database keeps besides versions and migrations.
+    fn keeps(&self) -> Keeps;
     /// Checks the connection and the service's tables, without side effects.
     async fn ping(&self) -> Result<(), DbError>;
     /// [`Database::ping`] per database server, named for `/health` (`DB`,
@@ -179,6 +181,10 @@ impl<E: Engine> Database for Store<E> {
         self.engine.citus()
     }
 
+    fn keeps(&self) -> Keeps {
+        E::KEEPS
+    }
+
     async fn add_tenants(&self, tenants: &[String], _shard: Option<&str>) -> Result<(), DbError> {
         use super::engine::Transaction;
         if self.access == Access::ReadOnly {
@@ -247,14 +253,14 @@ impl<E: Engine> Database for Store<E> {
     }
 
     async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
-        executor::preview(&self.engine, &self.settings, &request).await
+        reading::preview(&self.engine, &self.settings, &request).await
     }
 
     async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
         if request.audit.is_some() && self.access == Access::ReadOnly {
             return Err(DbError::OpenedReadOnly);
         }
-        executor::repair(&self.engine, &self.settings, request).await
+        reading::repair(&self.engine, &self.settings, request).await
     }
 
     async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError> {

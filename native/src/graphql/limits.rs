@@ -180,25 +180,11 @@ fn fields_written(text: &str) -> Written {
         let b = bytes[i];
         match b {
             b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
-                    i += 1;
-                }
+                i = after_comment(bytes, i);
                 continue;
             }
             b'"' => {
-                if bytes[i..].starts_with(b"\"\"\"") {
-                    i += 3;
-                    while i < bytes.len() && !bytes[i..].starts_with(b"\"\"\"") {
-                        i += if bytes[i..].starts_with(b"\\\"\"\"") { 4 } else { 1 };
-                    }
-                    i += 3;
-                } else {
-                    i += 1;
-                    while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
-                        i += if bytes[i] == b'\\' { 2 } else { 1 };
-                    }
-                    i += 1;
-                }
+                i = after_string(bytes, i);
                 previous = Some(b"\"");
                 continue;
             }
@@ -213,13 +199,7 @@ fn fields_written(text: &str) -> Written {
                 }
                 let name = &bytes[start..i];
                 if parens == 0 && braces > 0 {
-                    let after_colon = {
-                        let mut j = i;
-                        while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\n' | b'\r' | b',') {
-                            j += 1;
-                        }
-                        bytes.get(j) == Some(&b':')
-                    };
+                    let after_colon = colon_follows(bytes, i);
                     if previous == Some(b"...") && name != b"on" {
                         spreads += 1;
                     }
@@ -249,6 +229,40 @@ fn fields_written(text: &str) -> Written {
         i += 1;
     }
     Written { fields, spreads, contents }
+}
+
+/// Where a comment starting at `i` (`#`) ends: its line break.
+fn after_comment(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+        i += 1;
+    }
+    i
+}
+
+/// Just past a string starting at `i`: a block string (`"""`, escaped
+/// `\"""` inside) or a one-line string (backslash escapes).
+fn after_string(bytes: &[u8], mut i: usize) -> usize {
+    if bytes[i..].starts_with(b"\"\"\"") {
+        i += 3;
+        while i < bytes.len() && !bytes[i..].starts_with(b"\"\"\"") {
+            i += if bytes[i..].starts_with(b"\\\"\"\"") { 4 } else { 1 };
+        }
+        return i + 3;
+    }
+    i += 1;
+    while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+        i += if bytes[i] == b'\\' { 2 } else { 1 };
+    }
+    i + 1
+}
+
+/// Whether the next significant character from `i` is `:` (the name
+/// before it is an alias).
+fn colon_follows(bytes: &[u8], mut i: usize) -> bool {
+    while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r' | b',') {
+        i += 1;
+    }
+    bytes.get(i) == Some(&b':')
 }
 
 /// The schema extension checking complexity (fragments expanded, storage

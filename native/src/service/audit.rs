@@ -79,8 +79,11 @@ impl Service {
         .bounded();
         tracing::info!(actor = %entry.actor, action, target, outcome = %entry.outcome, request_id = %entry.request_id,
             "audit");
+        if !self.database.keeps().audit {
+            return;
+        }
         match self.database.append_audit(entry).await {
-            Ok(_) | Err(DbError::NotSupported(_) | DbError::OpenedReadOnly) => {}
+            Ok(_) | Err(DbError::OpenedReadOnly) => {}
             Err(error) => tracing::error!(%error, action, "the audit log could not be written"),
         }
     }

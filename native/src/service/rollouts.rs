@@ -12,12 +12,14 @@ use std::collections::BTreeMap;
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Action;
 
-use strata_core::migrate::rollout::{self, ActiveRollout, ApprovalRules, Next, Rollout, RolloutError, WaveStep};
+use strata_core::migrate::rollout::{
+    self, ActiveRollout, ApprovalRules, AtFleetGate, FleetGate, Next, Rollout, RolloutError, WaveStep,
+};
 use strata_core::migrate::summary;
 
 use crate::db::{DbError, RolloutRow};
 use crate::error::AppError;
-use crate::service::{Caller, CreateRequest, RolloutGate, Service};
+use crate::service::{Caller, CreateRequest, Service};
 
 /// An operation on a stored rollout.
 #[derive(Debug, Clone, Copy)]
@@ -148,26 +150,20 @@ impl Service {
         Ok(rollout::active(all.iter().map(|(id, r)| (*id, r))))
     }
 
-    /// The rollout gate of a version over the fleet (core's `rollout::active`):
+    /// The rollout gate of a version over the fleet (core's `rollout::FleetGate`):
     /// a plain one (not a dry run, not a retry, not a rollout's own wave) is
     /// refused while a rollout is in progress; an override runs and is
     /// recorded in each active rollout's events.
     pub(crate) async fn hold_for_rollouts(&self, request: &CreateRequest) -> Result<(), AppError> {
-        if !request.operation.held_by_rollouts() || request.dry_run || request.rollout_gate == RolloutGate::Wave {
+        let gate = request.rollout_gate;
+        if !gate.applies(request.operation.held_by_rollouts(), request.dry_run, self.database.keeps().rollouts) {
             return Ok(());
         }
-        let active = match self.active_rollouts().await {
-            Ok(active) => active,
-            // Engines without rollouts hold nothing.
-            Err(AppError::Database(DbError::NotSupported(_))) => return Ok(()),
-            Err(error) => return Err(error),
+        let active = match gate.judge(self.active_rollouts().await?) {
+            AtFleetGate::Runs => return Ok(()),
+            AtFleetGate::Refused(in_progress) => return Err(AppError::RolloutInProgress(in_progress)),
+            AtFleetGate::Overrides(active) => active,
         };
-        if active.is_empty() {
-            return Ok(());
-        }
-        if request.rollout_gate == RolloutGate::Hold {
-            return Err(AppError::RolloutInProgress(rollout::InProgress(active)));
-        }
         for held in &active {
             self.change(held.id, |rollout| {
                 rollout.overridden(now(), request.caller.by(), &request.version_name);
@@ -279,7 +275,7 @@ impl Service {
             reviewed: Some(rollout.files.clone()),
         };
         let request = CreateRequest {
-            rollout_gate: RolloutGate::Wave,
+            rollout_gate: FleetGate::Wave,
             ..CreateRequest::new(
                 rollout.wave_version_name(wave),
                 operation,

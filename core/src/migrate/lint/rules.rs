@@ -5,8 +5,8 @@ use rustc_hash::FxHashSet;
 
 use sqlparser::ast::{
     AlterColumnOperation, AlterTable, AlterTableAlgorithm, AlterTableLock, AlterTableOperation, ColumnDef,
-    ColumnOption, CreateIndex, DataType, Expr, LockTableMode, ObjectName, ObjectType, Set, Spanned, Statement,
-    TableConstraint, Value,
+    ColumnOption, CreateIndex, DataType, Expr, Ident, IfStatement, LockTableMode, ObjectName, ObjectType,
+    RenameTableNameKind, Set, Spanned, Statement, TableConstraint, Value,
 };
 use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
@@ -240,7 +240,6 @@ impl<'a> Ctx<'a> {
 
     /// Judges one parsed statement that starts at `at`.
     pub(crate) fn check(&mut self, at: Position, statement: &Statement, map: Map) {
-        let clause = |loc: Location| map(loc).unwrap_or(at);
         match statement {
             Statement::CreateTable(create) => {
                 self.state.created.insert(key(&create.name));
@@ -248,43 +247,13 @@ impl<'a> Ctx<'a> {
             Statement::CreateIndex(index) => self.create_index(at, index),
             Statement::AlterTable(alter) => self.alter_table(at, alter, map),
             Statement::Drop { object_type: ObjectType::Index, names, .. } if self.driver == Driver::Postgres => {
-                for name in names {
-                    if self.state.new_indexes.remove(&key(name)) {
-                        continue;
-                    }
-                    self.lock(at);
-                    self.found(
-                        &DROP_INDEX_NON_CONCURRENTLY,
-                        clause(name.span().start),
-                        format!(
-                            "dropping index {name} takes an ACCESS EXCLUSIVE lock on its table: its reads and writes \
-                             wait until the drop is done"
-                        ),
-                        &format!(
-                            "use DROP INDEX CONCURRENTLY, alone in a file marked `-- {NO_TRANSACTION_DIRECTIVE}` \
-                             (it cannot run in a transaction)"
-                        ),
-                    );
-                }
+                self.drop_indexes(at, names, map)
             }
-            Statement::Drop { object_type: ObjectType::Table, names, .. } => {
-                for name in names {
-                    if self.state.created.remove(&key(name)) {
-                        continue;
-                    }
-                    self.lock(at);
-                    self.found(
-                        &DROPPING_TABLE,
-                        clause(name.span().start),
-                        format!("dropping table {name} loses its rows and breaks application versions still using it"),
-                        "stop using the table in the application first, and drop it in a later release \
-                         (after a backup if its data may be needed)",
-                    );
-                }
-            }
+            Statement::Drop { object_type: ObjectType::Table, names, .. } => self.drop_tables(at, names, map),
             Statement::RenameTable(renames) => {
                 for rename in renames {
-                    self.rename_table(clause(rename.old_name.span().start), &rename.old_name, &rename.new_name);
+                    let clause = map(rename.old_name.span().start).unwrap_or(at);
+                    self.rename_table(clause, &rename.old_name, &rename.new_name);
                 }
             }
             Statement::Execute { name: Some(name), parameters, .. } => self.sp_rename(at, name, parameters),
@@ -299,26 +268,75 @@ impl<'a> Ctx<'a> {
                 self.lock_table(at);
             }
             Statement::LockTables { .. } => self.lock_table(at),
-            Statement::If(conditional) => {
-                let blocks = std::iter::once(&conditional.if_block)
-                    .chain(&conditional.elseif_blocks)
-                    .chain(conditional.else_block.as_ref());
-                for block in blocks {
-                    for inner in block.conditional_statements.statements() {
-                        self.check(at, inner, map);
-                    }
-                }
-            }
+            Statement::If(conditional) => self.check_branches(at, conditional, map),
             Statement::Truncate(truncate) if truncate.table_names.iter().any(|t| !self.is_new(&t.name)) => {
                 self.lock(at);
             }
-            Statement::Set(Set::SingleAssignment { variable, .. }) => {
-                let last = variable.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_ascii_lowercase());
-                if last.as_deref() == Some("lock_timeout") && self.first_lock.is_none() {
-                    self.timeout_first = true;
-                }
-            }
+            Statement::Set(Set::SingleAssignment { variable, .. }) => self.note_lock_timeout(variable),
             _ => {}
+        }
+    }
+
+    /// `DROP INDEX` (PostgreSQL) of `names`: an index built on a table of
+    /// this run is forgotten; dropping any other one locks its table.
+    fn drop_indexes(&mut self, at: Position, names: &[ObjectName], map: Map) {
+        for name in names {
+            if self.state.new_indexes.remove(&key(name)) {
+                continue;
+            }
+            self.lock(at);
+            self.found(
+                &DROP_INDEX_NON_CONCURRENTLY,
+                map(name.span().start).unwrap_or(at),
+                format!(
+                    "dropping index {name} takes an ACCESS EXCLUSIVE lock on its table: its reads and writes \
+                     wait until the drop is done"
+                ),
+                &format!(
+                    "use DROP INDEX CONCURRENTLY, alone in a file marked `-- {NO_TRANSACTION_DIRECTIVE}` \
+                     (it cannot run in a transaction)"
+                ),
+            );
+        }
+    }
+
+    /// `DROP TABLE` of `names`: a table created in this run is forgotten;
+    /// dropping any other one locks it and loses its rows.
+    fn drop_tables(&mut self, at: Position, names: &[ObjectName], map: Map) {
+        for name in names {
+            if self.state.created.remove(&key(name)) {
+                continue;
+            }
+            self.lock(at);
+            self.found(
+                &DROPPING_TABLE,
+                map(name.span().start).unwrap_or(at),
+                format!("dropping table {name} loses its rows and breaks application versions still using it"),
+                "stop using the table in the application first, and drop it in a later release \
+                 (after a backup if its data may be needed)",
+            );
+        }
+    }
+
+    /// Judges every statement of every branch of an `IF` as if it started
+    /// at `at`.
+    fn check_branches(&mut self, at: Position, conditional: &IfStatement, map: Map) {
+        let blocks = std::iter::once(&conditional.if_block)
+            .chain(&conditional.elseif_blocks)
+            .chain(conditional.else_block.as_ref());
+        for block in blocks {
+            for inner in block.conditional_statements.statements() {
+                self.check(at, inner, map);
+            }
+        }
+    }
+
+    /// Remembers a `SET lock_timeout` that comes before any statement
+    /// taking an ACCESS EXCLUSIVE lock.
+    fn note_lock_timeout(&mut self, variable: &ObjectName) {
+        let last = variable.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_ascii_lowercase());
+        if last.as_deref() == Some("lock_timeout") && self.first_lock.is_none() {
+            self.timeout_first = true;
         }
     }
 
@@ -466,19 +484,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Judges an `ALTER TABLE` that starts at `at`, operation by operation.
     fn alter_table(&mut self, at: Position, alter: &AlterTable, map: Map) {
         let table = &alter.name;
         let name_at = map(table.span().start).unwrap_or(at);
         if self.is_new(table) {
-            for op in &alter.operations {
-                if let AlterTableOperation::RenameTable { table_name } = op {
-                    let new = match table_name {
-                        sqlparser::ast::RenameTableNameKind::As(n) | sqlparser::ast::RenameTableNameKind::To(n) => n,
-                    };
-                    self.rename_table(name_at, table, new);
-                }
-            }
-            self.note_checks(table, &alter.operations);
+            self.alter_new_table(name_at, table, &alter.operations);
             return;
         }
         let only_validates =
@@ -487,67 +498,90 @@ impl<'a> Ctx<'a> {
             self.lock(at);
         }
         for op in &alter.operations {
-            let clause = map(op.span().start).unwrap_or(at);
-            let ident_at = |ident: &sqlparser::ast::Ident| map(ident.span.start).unwrap_or(clause);
-            match op {
-                AlterTableOperation::AddColumn { column_def, .. } => {
-                    self.add_column(ident_at(&column_def.name), column_def)
-                }
-                AlterTableOperation::AddConstraint { constraint, not_valid } => {
-                    self.add_constraint(clause, table, constraint, *not_valid)
-                }
-                AlterTableOperation::AlterColumn { column_name, op } => {
-                    let at = ident_at(column_name);
-                    match op {
-                        AlterColumnOperation::SetDataType { data_type, .. } => self.found(
-                            &CHANGING_COLUMN_TYPE,
-                            at,
-                            format!(
-                                "changing {table}.{column_name} to {data_type} rewrites the table and its indexes \
-                                 while holding its most exclusive lock"
-                            ),
-                            "add a column of the new type, write both and backfill in batches, then switch reads \
-                             over and drop the old column in a later release",
-                        ),
-                        AlterColumnOperation::SetNotNull if !self.proven_not_null(table, &column_name.value) => self
-                            .found(
-                                &SETTING_NOT_NULL,
-                                at,
-                                format!(
-                                    "SET NOT NULL on {table}.{column_name} scans the whole table under ACCESS \
-                                     EXCLUSIVE"
-                                ),
-                                "first add CHECK (column IS NOT NULL) NOT VALID and VALIDATE CONSTRAINT it \
-                                 (PostgreSQL 12+ then skips the scan), then SET NOT NULL and drop the check",
-                            ),
-                        _ => {}
-                    }
-                }
-                AlterTableOperation::DropColumn { column_names, .. } => {
-                    for column in column_names {
-                        self.drop_column(ident_at(column), table, &column.value);
-                    }
-                }
-                AlterTableOperation::RenameColumn { old_column_name, .. } => {
-                    self.rename_column(ident_at(old_column_name), table, &old_column_name.value)
-                }
-                AlterTableOperation::ChangeColumn { old_name, new_name, .. }
-                    if !old_name.value.eq_ignore_ascii_case(&new_name.value) =>
-                {
-                    self.rename_column(ident_at(old_name), table, &old_name.value)
-                }
-                AlterTableOperation::RenameTable { table_name } => {
-                    let new = match table_name {
-                        sqlparser::ast::RenameTableNameKind::As(n) | sqlparser::ast::RenameTableNameKind::To(n) => n,
-                    };
-                    self.rename_table(name_at, table, new);
-                }
-                _ => {}
-            }
+            self.alter_operation(at, name_at, table, op, map);
         }
         self.note_checks(table, &alter.operations);
         if self.driver == Driver::Mysql {
             self.mysql_algorithm(at, table, &alter.operations);
+        }
+    }
+
+    /// `ALTER TABLE` of a table created in this run: nothing to judge, but
+    /// a rename (its name at `name_at`) and `CHECK (column IS NOT NULL)`
+    /// constraints are remembered.
+    fn alter_new_table(&mut self, name_at: Position, table: &ObjectName, operations: &[AlterTableOperation]) {
+        for op in operations {
+            if let AlterTableOperation::RenameTable { table_name } = op {
+                self.rename_table(name_at, table, rename_target(table_name));
+            }
+        }
+        self.note_checks(table, operations);
+    }
+
+    /// Judges one operation of an `ALTER TABLE` of an existing `table`
+    /// (the statement at `at`, the table's name at `name_at`).
+    fn alter_operation(
+        &mut self,
+        at: Position,
+        name_at: Position,
+        table: &ObjectName,
+        op: &AlterTableOperation,
+        map: Map,
+    ) {
+        let clause = map(op.span().start).unwrap_or(at);
+        let ident_at = |ident: &Ident| map(ident.span.start).unwrap_or(clause);
+        match op {
+            AlterTableOperation::AddColumn { column_def, .. } => {
+                self.add_column(ident_at(&column_def.name), column_def)
+            }
+            AlterTableOperation::AddConstraint { constraint, not_valid } => {
+                self.add_constraint(clause, table, constraint, *not_valid)
+            }
+            AlterTableOperation::AlterColumn { column_name, op } => {
+                self.alter_column(ident_at(column_name), table, column_name, op)
+            }
+            AlterTableOperation::DropColumn { column_names, .. } => {
+                for column in column_names {
+                    self.drop_column(ident_at(column), table, &column.value);
+                }
+            }
+            AlterTableOperation::RenameColumn { old_column_name, .. } => {
+                self.rename_column(ident_at(old_column_name), table, &old_column_name.value)
+            }
+            AlterTableOperation::ChangeColumn { old_name, new_name, .. }
+                if !old_name.value.eq_ignore_ascii_case(&new_name.value) =>
+            {
+                self.rename_column(ident_at(old_name), table, &old_name.value)
+            }
+            AlterTableOperation::RenameTable { table_name } => {
+                self.rename_table(name_at, table, rename_target(table_name));
+            }
+            _ => {}
+        }
+    }
+
+    /// `ALTER COLUMN` of `table`'s `column_name` (at `at`): a type change,
+    /// or a `SET NOT NULL` no validated check proves.
+    fn alter_column(&mut self, at: Position, table: &ObjectName, column_name: &Ident, op: &AlterColumnOperation) {
+        match op {
+            AlterColumnOperation::SetDataType { data_type, .. } => self.found(
+                &CHANGING_COLUMN_TYPE,
+                at,
+                format!(
+                    "changing {table}.{column_name} to {data_type} rewrites the table and its indexes \
+                     while holding its most exclusive lock"
+                ),
+                "add a column of the new type, write both and backfill in batches, then switch reads \
+                 over and drop the old column in a later release",
+            ),
+            AlterColumnOperation::SetNotNull if !self.proven_not_null(table, &column_name.value) => self.found(
+                &SETTING_NOT_NULL,
+                at,
+                format!("SET NOT NULL on {table}.{column_name} scans the whole table under ACCESS EXCLUSIVE"),
+                "first add CHECK (column IS NOT NULL) NOT VALID and VALIDATE CONSTRAINT it \
+                 (PostgreSQL 12+ then skips the scan), then SET NOT NULL and drop the check",
+            ),
+            _ => {}
         }
     }
 
@@ -695,21 +729,7 @@ impl<'a> Ctx<'a> {
         if first == "CREATE"
             && let Some(table) = upper.iter().take(6).position(|w| *w == "TABLE")
         {
-            let mut i = table + 1;
-            if upper.get(i..i + 3) == Some(&["IF", "NOT", "EXISTS"][..]) {
-                i += 3;
-            }
-            let mut parts = Vec::new();
-            while let Some(word) = words.get(i) {
-                parts.push(word.value.as_str());
-                i += 1;
-                if word.next != Some(Token::Period) {
-                    break;
-                }
-            }
-            if !parts.is_empty() {
-                self.state.created.insert(table_key(parts));
-            }
+            self.note_created_table(words, &upper, table + 1);
             return false;
         }
         match self.driver {
@@ -724,58 +744,96 @@ impl<'a> Ctx<'a> {
             }
             // ALTER TABLE name ALTER COLUMN column type …
             Driver::SqlServer if first == "ALTER" && upper.get(1) == Some(&"TABLE") => {
-                let Some(column) = upper.windows(2).position(|w| w == ["ALTER", "COLUMN"]).filter(|i| *i > 0) else {
-                    return false;
-                };
-                let table: Vec<&str> =
-                    words.get(2..column).unwrap_or_default().iter().map(|w| w.value.as_str()).collect();
-                if self.state.created.contains(&table_key(table.iter().copied())) {
-                    return true;
-                }
-                let Some(name) = words.get(column + 2) else { return false };
-                self.found(
-                    &CHANGING_COLUMN_TYPE,
-                    map(name.at).unwrap_or(at),
-                    format!(
-                        "ALTER COLUMN {} on {} may rewrite every row while holding a schema-modification lock",
-                        name.value,
-                        table.join(".")
-                    ),
-                    "add a column of the new type, write both and backfill in batches, then switch reads over and \
-                     drop the old column in a later release",
-                );
-                true
+                self.mssql_alter_column_words(at, words, &upper, map)
             }
-            Driver::SqlServer if first == "CREATE" => {
-                let Some(index) = upper.iter().take(4).position(|w| *w == "INDEX") else { return false };
-                if !upper[1..index].iter().all(|w| matches!(*w, "UNIQUE" | "CLUSTERED" | "NONCLUSTERED")) {
-                    return false;
-                }
-                let Some(on) = upper.iter().position(|w| *w == "ON") else { return false };
-                let mut parts = Vec::new();
-                let mut i = on + 1;
-                while let Some(word) = words.get(i) {
-                    parts.push(word.value.as_str());
-                    i += 1;
-                    if word.next != Some(Token::Period) {
-                        break;
-                    }
-                }
-                if self.state.created.contains(&table_key(parts.iter().copied())) {
-                    return true;
-                }
-                let online = words.iter().enumerate().any(|(i, w)| {
-                    w.upper.as_deref() == Some("ONLINE")
-                        && w.next == Some(Token::Eq)
-                        && words.get(i + 1).and_then(|n| n.upper.as_deref()) == Some("ON")
-                });
-                if !online {
-                    self.mssql_index(at, &parts.join("."));
-                }
-                true
-            }
+            Driver::SqlServer if first == "CREATE" => self.mssql_create_index_words(at, words, &upper),
             _ => false,
         }
+    }
+
+    /// Remembers the table a `CREATE … TABLE` statement creates, its name
+    /// at word `start` (after an `IF NOT EXISTS` there).
+    fn note_created_table(&mut self, words: &[Word], upper: &[&str], start: usize) {
+        let mut i = start;
+        if upper.get(i..i + 3) == Some(&["IF", "NOT", "EXISTS"][..]) {
+            i += 3;
+        }
+        let parts = dotted_name(words, i);
+        if !parts.is_empty() {
+            self.state.created.insert(table_key(parts));
+        }
+    }
+
+    /// SQL Server's `ALTER TABLE name ALTER COLUMN column type …` read on
+    /// its words: a type change of a table not created in this run. True
+    /// when it was judged.
+    fn mssql_alter_column_words(&mut self, at: Position, words: &[Word], upper: &[&str], map: Map) -> bool {
+        let Some(column) = upper.windows(2).position(|w| w == ["ALTER", "COLUMN"]).filter(|i| *i > 0) else {
+            return false;
+        };
+        let table: Vec<&str> = words.get(2..column).unwrap_or_default().iter().map(|w| w.value.as_str()).collect();
+        if self.state.created.contains(&table_key(table.iter().copied())) {
+            return true;
+        }
+        let Some(name) = words.get(column + 2) else { return false };
+        self.found(
+            &CHANGING_COLUMN_TYPE,
+            map(name.at).unwrap_or(at),
+            format!(
+                "ALTER COLUMN {} on {} may rewrite every row while holding a schema-modification lock",
+                name.value,
+                table.join(".")
+            ),
+            "add a column of the new type, write both and backfill in batches, then switch reads over and \
+             drop the old column in a later release",
+        );
+        true
+    }
+
+    /// SQL Server's `CREATE [UNIQUE] [[NON]CLUSTERED] INDEX … ON table`
+    /// read on its words: an index built offline on a table not created
+    /// in this run. True when it was judged.
+    fn mssql_create_index_words(&mut self, at: Position, words: &[Word], upper: &[&str]) -> bool {
+        let Some(index) = upper.iter().take(4).position(|w| *w == "INDEX") else { return false };
+        if !upper[1..index].iter().all(|w| matches!(*w, "UNIQUE" | "CLUSTERED" | "NONCLUSTERED")) {
+            return false;
+        }
+        let Some(on) = upper.iter().position(|w| *w == "ON") else { return false };
+        let parts = dotted_name(words, on + 1);
+        if self.state.created.contains(&table_key(parts.iter().copied())) {
+            return true;
+        }
+        let online = words.iter().enumerate().any(|(i, w)| {
+            w.upper.as_deref() == Some("ONLINE")
+                && w.next == Some(Token::Eq)
+                && words.get(i + 1).and_then(|n| n.upper.as_deref()) == Some("ON")
+        });
+        if !online {
+            self.mssql_index(at, &parts.join("."));
+        }
+        true
+    }
+}
+
+/// The parts of the dotted name (`a.b.c`) whose first word is `words[start]`
+/// (none when there is no such word).
+fn dotted_name(words: &[Word], start: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut i = start;
+    while let Some(word) = words.get(i) {
+        parts.push(word.value.as_str());
+        i += 1;
+        if word.next != Some(Token::Period) {
+            break;
+        }
+    }
+    parts
+}
+
+/// The new name of a `RENAME TO` / `RENAME AS`.
+fn rename_target(table_name: &RenameTableNameKind) -> &ObjectName {
+    match table_name {
+        RenameTableNameKind::As(n) | RenameTableNameKind::To(n) => n,
     }
 }
 

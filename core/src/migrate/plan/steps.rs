@@ -291,6 +291,7 @@ impl Plan {
 
 /// The units of one segment, made as they are asked for (see
 /// [`Plan::units`]).
+#[derive(Debug)]
 pub struct Units<'p> {
     steps: &'p Steps,
     runs: &'p [Run],

@@ -241,3 +241,34 @@ fn a_wave_naming_a_tenant_the_fleet_lacks_is_refused_at_the_start() {
         Err(crate::migrate::wave::WaveError::NotATenant("t9".into()))
     );
 }
+
+fn in_progress(ids: &[i64]) -> Vec<ActiveRollout> {
+    ids.iter()
+        .map(|&id| ActiveRollout {
+            id,
+            version_name: format!("release {id}"),
+            status: "soaking".into(),
+            waves_done: 1,
+            waves: 3,
+        })
+        .collect()
+}
+
+#[test]
+fn the_gate_is_read_only_by_versions_rollouts_hold() {
+    assert!(FleetGate::Hold.applies(true, false, true));
+    assert!(FleetGate::Override.applies(true, false, true));
+    assert!(!FleetGate::Hold.applies(false, false, true), "a retry or a new tenant is not held");
+    assert!(!FleetGate::Hold.applies(true, true, true), "a dry run is not held");
+    assert!(!FleetGate::Wave.applies(true, false, true), "a rollout's own wave is not held");
+    assert!(!FleetGate::Hold.applies(true, false, false), "an engine without rollouts holds nothing");
+}
+
+#[test]
+fn a_held_version_is_refused_an_override_runs_over_every_rollout_in_progress() {
+    assert_eq!(FleetGate::Hold.judge(Vec::new()), AtFleetGate::Runs);
+    assert_eq!(FleetGate::Override.judge(Vec::new()), AtFleetGate::Runs);
+    assert_eq!(FleetGate::Hold.judge(in_progress(&[4, 7])), AtFleetGate::Refused(InProgress(in_progress(&[4, 7]))));
+    assert_eq!(FleetGate::Override.judge(in_progress(&[4, 7])), AtFleetGate::Overrides(in_progress(&[4, 7])));
+    assert_eq!(FleetGate::Wave.judge(in_progress(&[4])), AtFleetGate::Runs);
+}

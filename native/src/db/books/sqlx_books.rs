@@ -176,24 +176,30 @@ where
         Ok(count > 0)
     }
 
-    /// Of `with` and `without`, the statement the books can run: `with`
-    /// once the column `installed` counts is there (remembered in `seen`),
-    /// else `without` (books of an earlier release, read before a
-    /// read-write start adds the column).
-    async fn with_added_column(
+    /// The rows of a table with a column added in a later release (none
+    /// before the table exists, `table`): read with `with` once the column
+    /// `column` counts is there (remembered in `seen`), else with
+    /// `without` (books of an earlier release, read before a read-write
+    /// start adds the column).
+    async fn rows_with_added_column(
         &self,
         conn: &mut DB::Connection,
-        seen: &std::sync::atomic::AtomicBool,
-        installed: &'static str,
+        table: &'static str,
+        (seen, column): (&std::sync::atomic::AtomicBool, &'static str),
         with: &'static str,
         without: &'static str,
-    ) -> Result<&'static str, DbError> {
+    ) -> Result<Vec<DB::Row>, DbError> {
         use std::sync::atomic::Ordering;
-        if seen.load(Ordering::Relaxed) || self.exists(conn, installed).await? {
-            seen.store(true, Ordering::Relaxed);
-            return Ok(with);
+        if !self.exists(conn, table).await? {
+            return Ok(Vec::new());
         }
-        Ok(without)
+        let select = if seen.load(Ordering::Relaxed) || self.exists(conn, column).await? {
+            seen.store(true, Ordering::Relaxed);
+            with
+        } else {
+            without
+        };
+        Ok(self.rows(conn, self.query(select)).await?)
     }
 
     /// The tenant list, each row folded in as it arrives (never every
@@ -433,20 +439,15 @@ where
     }
 
     async fn tokens(&self, conn: &mut C) -> Result<Vec<StoredToken>, DbError> {
-        let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.tokens_installed).await? {
-            return Ok(Vec::new());
-        }
-        let select = self
-            .with_added_column(
-                conn,
-                &self.token_owner_seen,
-                &self.sql.token_owner_installed,
+        let rows = self
+            .rows_with_added_column(
+                conn.sqlx(),
+                &self.sql.tokens_installed,
+                (&self.token_owner_seen, &self.sql.token_owner_installed),
                 &self.sql.select_tokens,
                 &self.sql.select_tokens_without_owner,
             )
             .await?;
-        let rows = self.rows(conn, self.query(select)).await?;
         rows.iter()
             .map(|row| {
                 let role: String = sqlx::Row::try_get(row, 1)?;
@@ -485,20 +486,15 @@ where
     }
 
     async fn audit(&self, conn: &mut C) -> Result<Vec<Sealed>, DbError> {
-        let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.audit_installed).await? {
-            return Ok(Vec::new());
-        }
-        let select = self
-            .with_added_column(
-                conn,
-                &self.audit_signature_seen,
-                &self.sql.audit_signature_installed,
+        let rows = self
+            .rows_with_added_column(
+                conn.sqlx(),
+                &self.sql.audit_installed,
+                (&self.audit_signature_seen, &self.sql.audit_signature_installed),
                 &self.sql.select_audit,
                 &self.sql.select_audit_without_signature,
             )
             .await?;
-        let rows = self.rows(conn, self.query(select)).await?;
         rows.iter()
             .map(|row| {
                 let text = |i: usize| sqlx::Row::try_get::<String, _>(row, i);

@@ -1,0 +1,191 @@
+//! What the executor reads and decides before anything runs: the tenants
+//! a version selects, the recorded state, the plan (core's planner) and
+//! how each file runs (core's `statements`) — for a mutation under its
+//! lock, for a preview without it, and for `strata repair`.
+
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, part_to_run};
+use strata_core::migrate::quarantine;
+use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::statements::{self, FileMode, Refusals};
+use strata_core::migrate::wave::{self, Wave};
+
+use crate::db::books::Books;
+use crate::db::engine::Engine;
+use crate::db::error::DbError;
+use crate::db::executor::settings::Settings;
+use crate::db::types::{MutationRequest, Preview, RepairRequest, TenantList};
+
+pub(super) static PLANNING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// What a mutation would do, read without the lock and without writing:
+/// the recorded state, the plan, and the files' refusals (`strata plan`,
+/// `strata status`). A mutation running meanwhile may change the answer.
+/// Before the service's tables exist, nothing is recorded (and the default
+/// tenant table holds no tenant).
+pub(crate) async fn preview<E: Engine>(
+    engine: &E,
+    settings: &Settings,
+    request: &MutationRequest<'_>,
+) -> Result<Preview, DbError> {
+    // Waiting for its turn holds no connection: many reads waiting at once
+    // must not take the pool a running version's fan-out needs.
+    let planning = PLANNING.acquire().await;
+    let mut conn = engine.connect().await?;
+    let installed = engine.books().installed(&mut conn).await?;
+    let tenants = match installed || !settings.default_tenant_table {
+        true => engine.books().tenants(&mut conn).await?,
+        false => TenantList::default(),
+    };
+    let selection = select_tenants(engine, &mut conn, request, tenants).await?;
+    let (plan, _) = plan_read(engine, &mut conn, installed, settings, request, &selection.run).await?;
+    drop(planning);
+    Ok(Preview { plan, tenants: selection.run, skipped: selection.skipped, unreachable: Vec::new() })
+}
+
+/// The tenants a mutation runs in: quarantined ones skipped, or only those
+/// retried (core's `quarantine::select`). A new tenant's version runs in
+/// that tenant only, whatever the quarantine holds. The list's names
+/// become the selection's (moved, not copied: a fleet's list is held once).
+pub(super) async fn select_tenants<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    request: &MutationRequest<'_>,
+    tenants: TenantList,
+) -> Result<quarantine::Selection, DbError> {
+    let retried = request.retried();
+    let held: Vec<String> = match request.skip_quarantined || retried.is_some() {
+        true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
+        false => Vec::new(),
+    };
+    let mut selection = if held.is_empty() && retried.is_none() {
+        quarantine::Selection { run: tenants.names, skipped: Vec::new() }
+    } else {
+        quarantine::select(&tenants.names, &held, retried)?
+    };
+    let wave = request.wave();
+    if retried.is_none() && *wave != Wave::All {
+        // A named tenant that is quarantined is named wrongly: say so.
+        if let Wave::Named(names) = &*wave
+            && let Some(name) = names.iter().find(|name| selection.skipped.contains(name))
+        {
+            return Err(quarantine::RetryError::Quarantined(name.clone()).into());
+        }
+        selection.run = wave::select(&selection.run, &wave, &tenants.attributes)?;
+    }
+    Ok(selection)
+}
+
+/// Plans (core) over the recorded rows as they are read (`installed`:
+/// whether there are any), then reads every file the plan executes
+/// (core's `statements::inspect`). Returns the plan and, per source, how
+/// it runs. A forward plan folds the rows one by one (what it keeps is a
+/// bit per file and schema); a revert looks at them whole.
+pub(super) async fn plan_read<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    installed: bool,
+    settings: &Settings,
+    request: &MutationRequest<'_>,
+    tenants: &[String],
+) -> Result<(Plan, Vec<FileMode>), DbError> {
+    let mut plan = if let Some(extent) = request.operation.revert() {
+        let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
+        strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
+            sources: request.sources,
+            applied: &applied,
+            tenants,
+            single_schemas: *request.wave() == Wave::All && request.retried().is_none(),
+            extent,
+        })?
+    } else {
+        let target = request.operation.target();
+        let mut planner = Planner::new(PlanInput {
+            sources: request.sources,
+            applied: &[],
+            tenants,
+            target: &target,
+            action: request.operation.action(),
+            out_of_order: settings.out_of_order,
+        })?;
+        if installed {
+            engine.books().each_applied(conn, &mut |row| planner.record(row)).await?;
+        }
+        planner.finish()?
+    };
+    if request.tenants_only {
+        plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
+    }
+    let modes = check_files(E::DRIVER, request.sources, &plan)?;
+    Ok((plan, modes))
+}
+
+/// `strata repair` on one server: under the process gate and the
+/// database's lock, core decides over the recorded rows; with an `audit`
+/// the books change in one transaction with the version row.
+pub(crate) async fn repair<E: Engine>(
+    engine: &E,
+    settings: &Settings,
+    request: RepairRequest<'_>,
+) -> Result<strata_core::migrate::repair::Repair, DbError> {
+    let RepairRequest { sources, files, strict, audit } = request;
+    let _gate = settings.gate.lock().await;
+    let lock = engine.lock().await?;
+    let result = async {
+        let mut conn = engine.connect().await?;
+        let applied = match engine.books().installed(&mut conn).await? {
+            true => engine.books().applied(&mut conn).await?,
+            false => Vec::new(),
+        };
+        let repair = strata_core::migrate::repair::repair(sources, &applied, files, strict)?;
+        if let Some(audit) = audit
+            && !repair.is_empty()
+        {
+            engine.books().repair(&mut conn, &repair, audit).await?;
+        }
+        Ok(repair)
+    }
+    .await;
+    engine.unlock(lock).await;
+    result
+}
+
+/// Reads every file the plan executes (core's `statements::inspect`):
+/// refuses hidden transaction control, statements that need the directive
+/// and unknown directives, before anything runs — every refusal of every
+/// file at once. Returns, per source, how it runs.
+fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<FileMode>, DbError> {
+    let direction = plan.direction;
+    let mut modes: Vec<Option<FileMode>> = vec![None; sources.len()];
+    let mut refused = Vec::new();
+    for step in plan.steps.iter().filter(|s| s.execute) {
+        let index = step.migration as usize;
+        if modes[index].is_none() {
+            let migration = &sources[index];
+            let (text, no_transaction, file) = part_to_run(migration, direction);
+            modes[index] = Some(match statements::inspect_part(driver, file, text, no_transaction) {
+                Ok(mode) => mode,
+                Err(Refusals(refusals)) => {
+                    refused.extend(refusals);
+                    FileMode::default()
+                }
+            });
+        }
+    }
+    if !refused.is_empty() {
+        return Err(Refusals(refused).into());
+    }
+    Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// Per source, whether the tokenizer reads the part `plan` runs of it whole
+/// (only where a unit may run in one message: the rest say no).
+pub(super) fn readable(driver: Driver, one_message: bool, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
+    let mut readable = vec![false; sources.len()];
+    if plan.direction == Direction::Forward && one_message {
+        for (index, migration) in sources.iter().enumerate() {
+            readable[index] = statements::split(driver, part_to_run(migration, plan.direction).0).is_some();
+        }
+    }
+    readable
+}
