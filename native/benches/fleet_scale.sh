@@ -13,6 +13,8 @@
 #            fleet drift read before, fingerprints stored after), its peak
 #            RSS from /usr/bin/time
 #   lean     the same with `driftPolicy: off` and `recordFingerprints: false`
+#   before   `strata` as above, run by the binary STRATA_BEFORE names (an
+#            earlier build: a change's before and after in one run)
 #
 # With VIA=pgbouncer-transaction or VIA=pgbouncer-session, the floor's
 # sessions and Strata both connect through tests/servers.sh's stock
@@ -25,7 +27,7 @@
 # in MB.
 #
 # Usage: bash native/benches/fleet_scale.sh
-#   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean"
+#   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean before"
 #    VIA=direct|pgbouncer-transaction|pgbouncer-session;
 #    STRATA_BENCH_PG_URL=postgres://… uses a running server instead of
 #    starting tests/servers.sh's)
@@ -100,8 +102,8 @@ floor_run() { # tenants -> seconds
     elapsed "$start"
 }
 
-strata_run() { # tenants extra-config -> "seconds rss_kb"
-    local tenants=$1 db=strata_bench
+strata_run() { # tenants extra-config [binary] -> "seconds rss_kb"
+    local tenants=$1 db=strata_bench binary=${3:-$STRATA}
     fresh_database "$db" "$tenants"
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
@@ -119,7 +121,7 @@ YAML
     start=$(now)
     # The plain command, as an operator runs it (its summary line); `--json`
     # would also print every recorded row (14 MB at 2,000 tenants).
-    /usr/bin/time -f "%M" -o "$work/rss" "$STRATA" --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
+    /usr/bin/time -f "%M" -o "$work/rss" "$binary" --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
     local seconds; seconds=$(elapsed "$start")
     local expected=$((tenants * 20))
     local rows=$((expected + 1))
@@ -154,6 +156,10 @@ for tenants in $SIZES; do
                     extra=""
                     [ "$variant" = lean ] && extra=$'driftPolicy: off\nrecordFingerprints: false'
                     echo "$variant $(strata_run "$tenants" "$extra")" >>"$work/times"
+                    ;;
+                before)
+                    [ -x "${STRATA_BEFORE:-}" ] || { echo "the variant before needs STRATA_BEFORE=<an earlier strata binary>" >&2; exit 2; }
+                    echo "before $(strata_run "$tenants" "" "$STRATA_BEFORE")" >>"$work/times"
                     ;;
             esac
         done

@@ -1,6 +1,13 @@
 //! The operations of the API, orchestrated: read sources through the loader,
 //! let the driver plan (in core) and execute, then account for the result in
 //! metrics, logs and the webhook.
+//!
+//! A version's name and a new tenant's name are checked here, before
+//! anything is read. The mutation itself runs in a task of its own, so a
+//! client that disconnects cannot cancel it half-way. `createTenants`
+//! checks its list whole first (core's `tenant_list`), creates every
+//! tenant under the lock (one transaction where DDL is transactional),
+//! then runs a version over those tenants only.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

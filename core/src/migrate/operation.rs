@@ -3,6 +3,10 @@
 //! asked, never re-derived, everywhere after — what the audit log names
 //! it, which schemas it plans, whether fleet drift and active rollouts
 //! hold it, which shards a fleet sends it to.
+//!
+//! A field only one operation has (a new tenant's `colocate_with`, a
+//! wave's `reviewed` files) lives in that variant, never as an optional
+//! field every operation carries.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -1,5 +1,10 @@
 //! GraphQL types: the API's wire shape, mirroring core and database types.
 //! Names, nullability and defaults follow the migration-service spec.
+//!
+//! They derive serde as well as GraphQL, so the command line prints the
+//! API's own answers whether it runs in-process or with `--server`; core
+//! derives serde only where the text is core's to decide (the stored
+//! rollout document, the webhook payload, the repair list).
 
 use async_graphql::{
     ComplexObject, Context, Enum, InputObject, Interface, Object, Result, Scalar, ScalarType, SimpleObject, Value,

@@ -2,7 +2,10 @@
 //! served under `<pathPrefix>/console/` with a strict Content-Security-Policy.
 //! The page talks to the service's own API only (relative URLs, so any
 //! `pathPrefix` works); nothing loads from anywhere else, so it works
-//! air-gapped.
+//! air-gapped. It uses the public API only (the spec's schema and the
+//! added `plan`, `fleet` and `Version.requestId`), never a route of its
+//! own, and puts every value the server sends into the page as text,
+//! never as HTML.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};

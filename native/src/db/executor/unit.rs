@@ -1,0 +1,507 @@
+//! One unit on one connection: its schema entered, its files executed in
+//! the transactions core's `run::transactions` cuts (or as one message),
+//! its rows recorded with them, a lock time-out retried as core's
+//! `lock_wait` says. What committed goes to the run's `Progress`.
+
+use std::sync::atomic::Ordering;
+
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::{self, Timeouts};
+use strata_core::migrate::plan::{Direction, Unit};
+use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
+
+use crate::db::books::Books;
+use crate::db::engine::{self, Engine, Entries, Failure, Record};
+use crate::db::error::{Cause, DbError};
+use crate::db::executor::progress::Progress;
+use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
+
+impl<E: Engine> Run<'_, E> {
+    /// Runs a step's file. Inside the unit's transaction: whole, with the
+    /// file's time-outs for that transaction (set again only when they
+    /// change: `current`). Outside one (the directive, or an engine without
+    /// transactional DDL): statement by statement with the session's
+    /// time-outs (set again only when they change where the engine keeps
+    /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
+    /// the file), a statement that hit the lock time-out retried alone.
+    async fn execute(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        current: &mut Option<Timeouts>,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        if !self.plan.steps.at(step).execute {
+            return Ok(());
+        }
+        if let Some(observer) = self.request.observer {
+            observer.running(self.schema(step), self.file(step));
+        }
+        let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
+        let timeouts = self.timeouts(step);
+        let partly = self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL;
+        if !partly {
+            if *current != Some(timeouts) {
+                self.engine.set_timeouts(conn, timeouts, true).await?;
+                *current = Some(timeouts);
+            }
+            let placement = self.citus_placement(step);
+            if placement.on_coordinator {
+                self.engine.citus_before_file(conn, placement).await?;
+            }
+            self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
+                step,
+                failure,
+                partly,
+                attempts: 1,
+            })?;
+            if placement.reference_tables {
+                self.engine.citus_after_file(conn, self.schema(step), placement).await?;
+            }
+            return Ok(());
+        }
+        if !E::SESSION_TIMEOUTS_KEPT {
+            self.engine.set_timeouts(conn, timeouts, false).await?;
+            let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
+            self.engine.reset_timeouts(conn).await;
+            return result;
+        }
+        if *current != Some(timeouts) {
+            // Forgotten first: a failed setting leaves the session unknown.
+            *current = None;
+            self.engine.set_timeouts(conn, timeouts, false).await?;
+            *current = Some(timeouts);
+        }
+        self.execute_alone(conn, step, &sql, timeouts, progress).await
+    }
+
+    /// A file outside any transaction, statement by statement (SQL Server:
+    /// whole, its engine cuts `GO` batches).
+    async fn execute_alone(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        sql: &str,
+        timeouts: Timeouts,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let statements = match E::DRIVER {
+            Driver::SqlServer => std::iter::once(0..sql.len()).collect(),
+            driver => engine::statements_of(driver, sql),
+        };
+        for range in statements {
+            let mut attempts = lock_wait::Attempts::default();
+            let mut mark = progress.mark(&[]);
+            loop {
+                let Err(mut failure) = self.engine.execute(conn, &sql[range.clone()]).await else { break };
+                if failure.cause == Cause::LockTimeout {
+                    let seen = self.timed_out(conn, step, progress, &mut mark, &[]).await;
+                    let retry = attempts.after_time_out(timeouts.retries, seen);
+                    crate::telemetry::lock_timed_out(retry.is_some(), !seen.counts());
+                    if let Some(retry) = retry {
+                        self.wait_before_retry(step, retry, seen).await;
+                        continue;
+                    }
+                }
+                let attempts = attempts.made;
+                let before = sql[..range.start].chars().count();
+                failure.offset = failure.offset.map(|offset| offset + before);
+                if failure.offset.is_none() && failure.line.is_none() {
+                    failure.offset = Some(before + 1);
+                }
+                return Err(UnitError::Migration { step, failure, partly: true, attempts });
+            }
+        }
+        Ok(())
+    }
+
+    /// Sleeps before retry `retry` (from 1) of `step`, jittered; a wait
+    /// behind the version's own units is logged at debug level (a fleet
+    /// queueing on a shared table makes many).
+    async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
+        let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
+        let wait = lock_wait::wait_before_retry_ms(retry, jitter);
+        if seen.counts() {
+            tracing::warn!(
+                file = %self.file(step),
+                schema = %self.schema(step),
+                retry,
+                wait_ms = wait,
+                "a migration statement gave up waiting for a lock; rolled back, running it again after a wait"
+            );
+        } else {
+            tracing::debug!(
+                file = %self.file(step),
+                schema = %self.schema(step),
+                wait_ms = wait,
+                "a migration statement gave up waiting for a lock while the version's other units committed; \
+                 running it again after a wait, without using up a retry"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    }
+
+    async fn record(&self, conn: &mut E::Conn, steps: &[u32], version_id: i64) -> Result<(), DbError> {
+        let rows: Vec<Record<'_>> =
+            steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
+        match self.plan.direction {
+            Direction::Forward => {
+                let entries = Entries { rows: &rows, created: self.request.created, version_id };
+                self.engine.record(conn, &entries).await
+            }
+            Direction::Revert => self.engine.books().forget(conn, &rows).await,
+        }
+    }
+
+    /// Records one step that ran outside a transaction, in a transaction
+    /// of its own (statements with bound values never run outside one: a
+    /// pooler in transaction mode may send them to another server), with
+    /// the version's row when none has committed yet.
+    ///
+    /// A record that lost a conflict with another session (a deadlock, say
+    /// against a transaction a killed process left running) is written
+    /// again, up to [`RECORD_CONFLICT_RETRIES`] times: the step ran, and
+    /// only its row is missing.
+    async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
+        let mut attempt = 0;
+        loop {
+            self.engine.begin(conn).await?;
+            let recorded = async {
+                let version_id = self.version_id(conn, progress).await?;
+                if !E::TRANSACTIONAL_DDL {
+                    // Committed on its own already: a retry must not write it again.
+                    progress.set_version(version_id);
+                }
+                self.record(conn, &[step], version_id).await?;
+                Ok::<_, DbError>(version_id)
+            }
+            .await;
+            match recorded {
+                Ok(version_id) => {
+                    self.engine.commit(conn).await?;
+                    progress.set_version(version_id);
+                    self.committed(progress, &[step]);
+                    return Ok(());
+                }
+                Err(error) => {
+                    let _ = self.engine.rollback(conn).await;
+                    if !error.is_conflict() || attempt == RECORD_CONFLICT_RETRIES {
+                        return Err(error);
+                    }
+                    attempt += 1;
+                    tracing::warn!(attempt, %error, file = %self.file(step), "recording a step lost a conflict with another session; writing its row again");
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+    }
+
+    /// The version's id, writing its row on `conn` (in the transaction open
+    /// there, if any) when no committed transaction has yet.
+    async fn version_id(&self, conn: &mut E::Conn, progress: &Progress) -> Result<i64, DbError> {
+        if let Some(id) = progress.version() {
+            return Ok(id);
+        }
+        let request = self.request;
+        self.engine.books().insert_version(conn, request.version_name, request.created, request.request_id).await
+    }
+
+    /// One unit: its steps in one transaction with their rows, split around
+    /// non-transactional files and after files that ask for a commit; the
+    /// new tenant is created in the first transaction of its unit. Engines
+    /// without transactional DDL record each step right after it ran. What
+    /// commits goes to `progress`. A unit that hit the lock time-out runs
+    /// again after a wait (what committed is not run again), up to the
+    /// failing file's retries; when it gives up, its error names the
+    /// sessions that block it.
+    pub(super) async fn unit(&self, conn: &mut E::Conn, unit: &Unit, progress: &Progress) -> Result<(), UnitError> {
+        let mut attempts = lock_wait::Attempts::default();
+        let mut mark = progress.mark(&unit.steps);
+        loop {
+            if !self.engine.lock_held(self.lock) {
+                return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
+            }
+            let schema = match self.plan.new_tenant.as_deref() {
+                Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
+                _ => self.plan.schemas[unit.schema as usize].clone(),
+            };
+            self.engine.enter(conn, &schema).await?;
+            let result = self.unit_entered(conn, unit, progress, attempts.made > 1).await;
+            self.engine.leave(conn, &schema).await;
+            match result {
+                Err(UnitError::Migration { step, mut failure, partly: false, .. })
+                    if failure.cause == Cause::LockTimeout =>
+                {
+                    let seen = self.timed_out(conn, step, progress, &mut mark, &unit.steps).await;
+                    let Some(retry) = attempts.after_time_out(self.timeouts(step).retries, seen) else {
+                        crate::telemetry::lock_timed_out(false, false);
+                        failure.message = self.blocked(conn, step, failure.message, attempts.made).await;
+                        return Err(UnitError::Migration { step, failure, partly: false, attempts: attempts.made });
+                    };
+                    crate::telemetry::lock_timed_out(true, !seen.counts());
+                    self.wait_before_retry(step, retry, seen).await;
+                }
+                Err(UnitError::Migration { step, mut failure, partly: true, attempts })
+                    if failure.cause == Cause::LockTimeout =>
+                {
+                    failure.message = self.blocked(conn, step, failure.message, attempts).await;
+                    return Err(UnitError::Migration { step, failure, partly: true, attempts });
+                }
+                other => return other.map_err(|error| self.placed(error, unit, progress)),
+            }
+        }
+    }
+
+    /// What a lock time-out of `step` in a unit of `steps` saw (core's
+    /// `lock_wait::TimedOut`): whether the version moved on since `mark`
+    /// (moved to now), and only then — a time-out is counted anyway
+    /// otherwise — whether a session holds a lock on the schema's objects.
+    async fn timed_out(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        progress: &Progress,
+        mark: &mut (u64, u64),
+        steps: &[u32],
+    ) -> lock_wait::TimedOut {
+        let others_committed = progress.others_committed_since(mark, steps);
+        let blocker_on_schema = others_committed && !self.engine.blockers(conn, self.schema(step)).await.is_empty();
+        lock_wait::TimedOut { blocker_on_schema, others_committed }
+    }
+
+    /// A lock time-out's message, with how long it waited and the sessions
+    /// that block it (read while they still do).
+    async fn blocked(&self, conn: &mut E::Conn, step: u32, message: String, attempts: u32) -> String {
+        let blockers = self.engine.blockers(conn, self.schema(step)).await;
+        lock_wait::blocked_message(&message, self.timeouts(step).lock_ms, attempts, &blockers)
+    }
+
+    /// A failure of the database under a unit (the connection lost, the
+    /// server read-only, the pool exhausted, the lease lost) outside its
+    /// migrations' statements, placed at the unit's first step not
+    /// committed: reported like a failed migration, with what committed
+    /// and what did not.
+    fn placed(&self, error: UnitError, unit: &Unit, progress: &Progress) -> UnitError {
+        let cause = match &error {
+            UnitError::Other(DbError::ConnectionLost(_)) => Cause::ConnectionLost,
+            UnitError::Other(DbError::ReadOnlyServer(_)) => Cause::ReadOnly,
+            UnitError::Other(DbError::PoolExhausted(_)) => Cause::PoolExhausted,
+            UnitError::Other(DbError::LockLost) => Cause::LockLost,
+            _ => return error,
+        };
+        let Some(&step) = unit.steps.iter().find(|&&step| !progress.has_committed(step)) else { return error };
+        let UnitError::Other(inner) = error else { return error };
+        let message = match inner {
+            DbError::ConnectionLost(message) | DbError::ReadOnlyServer(message) | DbError::PoolExhausted(message) => {
+                message
+            }
+            other => other.to_string(),
+        };
+        let failure = Failure { message, offset: None, line: None, cause };
+        UnitError::Migration { step, failure, partly: false, attempts: 1 }
+    }
+
+    /// [`Run::unit`] once its schema is usable on `conn`; `resume`: a retry,
+    /// which skips what committed before.
+    async fn unit_entered(
+        &self,
+        conn: &mut E::Conn,
+        unit: &Unit,
+        progress: &Progress,
+        resume: bool,
+    ) -> Result<(), UnitError> {
+        let steps: Vec<u32> = if resume {
+            unit.steps.iter().copied().filter(|&step| !progress.has_committed(step)).collect()
+        } else {
+            unit.steps.clone()
+        };
+        let tenant = self
+            .plan
+            .new_tenant
+            .as_deref()
+            .filter(|tenant| unit.steps.is_empty() || self.plan.schemas[unit.schema as usize] == *tenant)
+            .filter(|_| !progress.tenant_created.load(Ordering::SeqCst));
+        if let Some(version_id) = self.one_message_version(&steps, tenant, progress) {
+            return self.one_message(conn, &steps, version_id, progress).await;
+        }
+        let result = self.in_pieces(conn, steps, tenant, progress).await.map(drop);
+        if result.is_err() {
+            let _ = self.engine.rollback(conn).await;
+        }
+        result
+    }
+
+    /// The version's id when `steps` may run as one message (see
+    /// [`Engine::ONE_MESSAGE`]): the version's row committed already, no new
+    /// tenant, forward steps that execute, each in the unit's transaction
+    /// (no directive that commits around it) and read whole by the
+    /// tokenizer — so nothing of a file can run into the next one's text.
+    fn one_message_version(&self, steps: &[u32], tenant: Option<&str>, progress: &Progress) -> Option<i64> {
+        let version_id = progress.version()?;
+        let plain = |step: u32| {
+            self.plan.steps.at(step).execute
+                && !self.runs_outside_transaction(step)
+                && !self.commits_after(step)
+                && self.readable[self.plan.steps.at(step).migration as usize]
+        };
+        let fits = self.engine.one_message()
+            && tenant.is_none()
+            && !self.request.dry_run
+            && self.plan.direction == Direction::Forward
+            && !steps.is_empty()
+            && steps.iter().all(|&step| plain(step));
+        fits.then_some(version_id)
+    }
+
+    /// A unit in one round trip: `begin`, each file with its time-outs
+    /// (written again only when they change), the unit's rows, `commit`,
+    /// as one text. A failure rolls the whole unit back and is placed in
+    /// the file its offset falls in, at that file's own offset — as if the
+    /// file had run alone.
+    async fn one_message(
+        &self,
+        conn: &mut E::Conn,
+        steps: &[u32],
+        version_id: i64,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let mut text = String::new();
+        // Characters written so far (PostgreSQL counts positions in them).
+        let mut length = 0;
+        let mut push = |text: &mut String, part: &str| {
+            text.push_str(part);
+            length += part.chars().count();
+            length
+        };
+        push(&mut text, E::BEGIN);
+        let mut start = push(&mut text, ";\n");
+        // Each file's characters in the text, (start, end], and its step.
+        let mut files: Vec<(usize, usize, u32)> = Vec::with_capacity(steps.len());
+        let mut current = None;
+        for &step in steps {
+            if let Some(observer) = self.request.observer {
+                observer.running(self.schema(step), self.file(step));
+            }
+            let timeouts = self.timeouts(step);
+            if current != Some(timeouts) {
+                push(&mut text, &self.engine.timeouts_text(timeouts));
+                start = push(&mut text, ";\n");
+                current = Some(timeouts);
+            }
+            let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
+            let end = push(&mut text, &sql);
+            files.push((start, end, step));
+            start = push(&mut text, SEPARATOR);
+        }
+        let rows: Vec<Record<'_>> =
+            steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
+        let entries = Entries { rows: &rows, created: self.request.created, version_id };
+        text.push_str(&self.engine.record_text(&entries)?);
+        text.push_str(";\ncommit");
+        let failure = match self.engine.execute_message(conn, &text).await {
+            Ok(()) => {
+                self.committed(progress, steps);
+                return Ok(());
+            }
+            Err(failure) => failure,
+        };
+        let _ = self.engine.rollback(conn).await;
+        let lost = matches!(failure.cause, Cause::ConnectionLost | Cause::ReadOnly | Cause::PoolExhausted);
+        if !E::MESSAGE_OFFSETS && !lost {
+            // Nothing of the unit committed: run it again file by file,
+            // whose failure says where it is.
+            let result = self.in_pieces(conn, steps.iter().copied(), None, progress).await;
+            if result.is_err() {
+                let _ = self.engine.rollback(conn).await;
+            }
+            return result.map(drop);
+        }
+        let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
+        Err(match (failure.cause, in_file) {
+            (Cause::ConnectionLost, _) => UnitError::Other(DbError::ConnectionLost(failure.message)),
+            (Cause::ReadOnly, _) => UnitError::Other(DbError::ReadOnlyServer(failure.message)),
+            (Cause::PoolExhausted, _) => UnitError::Other(DbError::PoolExhausted(failure.message)),
+            (_, Some((step, offset))) => {
+                let failure = Failure { offset: Some(offset), ..failure };
+                UnitError::Migration { step, failure, partly: false, attempts: 1 }
+            }
+            (_, None) => UnitError::Other(DbError::Books(failure.message)),
+        })
+    }
+
+    /// Runs `steps` on `conn` in the pieces core's
+    /// `run::transactions::split` cuts them into: each transaction begun,
+    /// its files executed, then committed with their rows; a file that
+    /// cannot run in a transaction executed alone and recorded right after
+    /// it. A new `tenant` is created in the first piece. A dry run's one
+    /// transaction is left open and its steps returned, to roll back; on an
+    /// error the caller rolls back what is open.
+    pub(super) async fn in_pieces(
+        &self,
+        conn: &mut E::Conn,
+        steps: impl IntoIterator<Item = u32>,
+        tenant: Option<&str>,
+        progress: &Progress,
+    ) -> Result<Option<Vec<u32>>, UnitError> {
+        let how = Split {
+            new_tenant: tenant.is_some(),
+            transactional_ddl: E::TRANSACTIONAL_DDL,
+            dry_run: self.request.dry_run,
+        };
+        let mode =
+            |step| StepMode { alone: self.runs_outside_transaction(step), commit_after: self.commits_after(step) };
+        let mut current = None;
+        for piece in transactions::split(steps, how, mode) {
+            match piece {
+                Piece::TenantAlone => {
+                    self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                    // The version's row with it: the version holds the tenant.
+                    let version_id = self.version_id(conn, progress).await?;
+                    progress.set_version(version_id);
+                    progress.tenant_created.store(true, Ordering::SeqCst);
+                }
+                Piece::Alone(step) => {
+                    self.execute(conn, step, &mut current, progress).await?;
+                    self.record_alone(conn, step, progress).await?;
+                }
+                Piece::Transaction { steps, creates_tenant } => {
+                    self.engine.begin(conn).await?;
+                    current = None;
+                    if creates_tenant {
+                        self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                    }
+                    for &step in &steps {
+                        self.execute(conn, step, &mut current, progress).await?;
+                    }
+                    if self.request.dry_run {
+                        return Ok(Some(steps));
+                    }
+                    self.close_transaction(conn, &steps, creates_tenant, progress).await?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Ends a unit's open transaction: commits `steps` with their rows (and
+    /// the version's row, when none has committed yet) and the new tenant
+    /// when `creates_tenant` (core's split begins none that would commit
+    /// neither, so a version row never commits alone).
+    async fn close_transaction(
+        &self,
+        conn: &mut E::Conn,
+        steps: &[u32],
+        creates_tenant: bool,
+        progress: &Progress,
+    ) -> Result<(), DbError> {
+        let version_id = self.version_id(conn, progress).await?;
+        self.record(conn, steps, version_id).await?;
+        self.engine.commit(conn).await?;
+        progress.set_version(version_id);
+        self.committed(progress, steps);
+        if creates_tenant {
+            progress.tenant_created.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
