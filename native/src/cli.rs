@@ -35,6 +35,7 @@ use strata_core::migrate::lint::Severity;
 
 use crate::db::DbError;
 use crate::db::error::Cause;
+use crate::db::error::OpenError;
 use crate::error::AppError;
 
 /// What a command's exit status means (also in `--help` and README.md).
@@ -125,7 +126,7 @@ impl From<&AppError> for Exit {
     /// configuration the engine refuses).
     fn from(error: &AppError) -> Self {
         match error {
-            AppError::Database(DbError::Connect(_)) => Exit::Unreachable,
+            AppError::Database(DbError::Open(OpenError::Connect(_))) => Exit::Unreachable,
             AppError::Database(DbError::MigrationFailed(failure)) => match failure.cause {
                 Cause::ConnectionLost => Exit::Unreachable,
                 Cause::ReadOnly => Exit::ReadOnly,
@@ -135,10 +136,10 @@ impl From<&AppError> for Exit {
             #[cfg(feature = "sqlserver")]
             AppError::Database(DbError::SqlServer(_)) => Exit::Unreachable,
             AppError::Database(
-                DbError::BadDataSource(_)
-                | DbError::CitusWorker { .. }
-                | DbError::DriverNotBuilt(_)
-                | DbError::Directory { .. },
+                DbError::Open(OpenError::BadDataSource(_))
+                | DbError::Open(OpenError::CitusWorker { .. })
+                | DbError::Open(OpenError::DriverNotBuilt(_))
+                | DbError::Open(OpenError::Directory { .. }),
             ) => Exit::BadConfig,
             _ => Exit::of_code(error.code()),
         }

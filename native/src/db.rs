@@ -39,6 +39,7 @@ pub(crate) mod types;
 
 use std::sync::Arc;
 
+use crate::db::error::OpenError;
 use strata_core::migrate::config::Config;
 
 pub(crate) use engine::PRINTS_PER_ROUND;
@@ -88,19 +89,27 @@ pub(crate) async fn connect_waiting(
                 match tokio::time::timeout(std::time::Duration::from_secs(1), probe).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(error)) => {
-                        return Err(DbError::Connect(format!("{host}:{port}: {}", error::describe_io(&error))));
+                        return Err(DbError::Open(OpenError::Connect(format!(
+                            "{host}:{port}: {}",
+                            error::describe_io(&error)
+                        ))));
                     }
-                    Err(_) => return Err(DbError::Connect(format!("{host}:{port}: no answer within 1 s"))),
+                    Err(_) => {
+                        return Err(DbError::Open(OpenError::Connect(format!("{host}:{port}: no answer within 1 s"))));
+                    }
                 }
             }
             connect(config, access).await
         };
         let attempt = match tokio::time::timeout(remaining, attempt).await {
             Ok(attempt) => attempt,
-            Err(_) => Err(DbError::Connect(format!("no answer within the {} s of --wait-for-db", wait.as_secs()))),
+            Err(_) => Err(DbError::Open(OpenError::Connect(format!(
+                "no answer within the {} s of --wait-for-db",
+                wait.as_secs()
+            )))),
         };
         match attempt {
-            Err(error @ DbError::Connect(_)) => {
+            Err(error @ DbError::Open(OpenError::Connect(_))) => {
                 let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let Some(ms) = strata_core::retry::connect_wait_ms(number, elapsed_ms, deadline_ms) else {
                     return Err(error);

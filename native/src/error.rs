@@ -16,6 +16,7 @@ use strata_core::migrate::wave::WaveError;
 use thiserror::Error;
 
 use crate::db::DbError;
+use crate::db::error::{LockError, ServerError, ShardError};
 use crate::db::error::{MigrationFailure, Refusal, ShardFailure};
 use crate::loader::LoaderError;
 
@@ -155,13 +156,13 @@ impl AppError {
             AppError::Database(DbError::MigrationFailed(_)) => "MIGRATION_FAILED",
             AppError::Database(DbError::TenantInsertFailed { .. }) => "TENANT_INSERT_FAILED",
             AppError::Database(DbError::UnusableSchema { .. }) => "UNUSABLE_SCHEMA",
-            AppError::Database(DbError::ReadOnlyServer(_)) => "READ_ONLY_SERVER",
-            AppError::Database(DbError::ConnectionLost(_)) => "CONNECTION_LOST",
-            AppError::Database(DbError::PoolExhausted(_)) => "POOL_EXHAUSTED",
-            AppError::Database(DbError::LockLost) => "LOCK_LOST",
+            AppError::Database(DbError::Server(ServerError::ReadOnly(_))) => "READ_ONLY_SERVER",
+            AppError::Database(DbError::Server(ServerError::ConnectionLost(_))) => "CONNECTION_LOST",
+            AppError::Database(DbError::Server(ServerError::PoolExhausted(_))) => "POOL_EXHAUSTED",
+            AppError::Database(DbError::Lock(LockError::Lost)) => "LOCK_LOST",
             AppError::Database(DbError::NotSupported(_)) => "NOT_SUPPORTED",
-            AppError::Database(DbError::ShardUnreachable { .. }) => "SHARD_UNREACHABLE",
-            AppError::Database(DbError::Shards { .. }) => "SHARDS_FAILED",
+            AppError::Database(DbError::Shard(ShardError::Unreachable { .. })) => "SHARD_UNREACHABLE",
+            AppError::Database(DbError::Shard(ShardError::Failed { .. })) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
             AppError::NotFound(_) => "NOT_FOUND",
@@ -248,7 +249,9 @@ impl ErrorExtensions for AppError {
                     drift.iter().map(|d| async_graphql::Value::String(d.file.clone())).collect();
                 graphql_error.extend_with(|_, e| e.set("files", async_graphql::Value::List(files)))
             }
-            AppError::Database(DbError::Shards { failed, .. }) => with_failed_shards(graphql_error, failed),
+            AppError::Database(DbError::Shard(ShardError::Failed { failed, .. })) => {
+                with_failed_shards(graphql_error, failed)
+            }
             AppError::Database(DbError::MigrationFailed(failure)) => with_failure(graphql_error, failure),
             AppError::SchemaDrift { outliers, changed } => {
                 let list =

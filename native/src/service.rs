@@ -25,6 +25,7 @@ use strata_core::migrate::summary::Summary;
 use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
+use crate::db::error::ShardError;
 use crate::db::{
     Database, DbError, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview,
     QuarantineRow, RepairRequest, UnreachableShard, VersionFilter, VersionRow,
@@ -256,17 +257,17 @@ impl Service {
             Some((_, at)) if *at == node => Ok(()),
             Some(_) => {
                 self.database.move_tenant(tenant, host, i32::from(port), "block_writes").await.map_err(|e| {
-                    AppError::Database(DbError::MoveRefused(format!(
+                    AppError::Database(DbError::Shard(ShardError::MoveRefused(format!(
                         "{tenant} was created, but not moved to {node} (colocateWith): {e}"
-                    )))
+                    ))))
                 })?;
                 tracing::info!(tenant, node = %node, "the new tenant was moved to the node of colocateWith");
                 Ok(())
             }
-            None => Err(AppError::Database(DbError::MoveRefused(format!(
+            None => Err(AppError::Database(DbError::Shard(ShardError::MoveRefused(format!(
                 "{tenant} was created, but not moved to {node} (colocateWith): its migrations created no table, so \
                  Citus placed it on no node"
-            )))),
+            ))))),
         }
     }
 
@@ -274,7 +275,7 @@ impl Service {
     /// is no tenant is refused first.
     pub(crate) async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), AppError> {
         if !self.database.tenants().await?.iter().any(|t| t == tenant) {
-            return Err(DbError::MoveRefused(format!("{tenant} is not a tenant")).into());
+            return Err(DbError::Shard(ShardError::MoveRefused(format!("{tenant} is not a tenant"))).into());
         }
         Ok(self.database.move_tenant(tenant, host, port, mode).await?)
     }
@@ -530,7 +531,7 @@ impl Service {
             .await?;
         if !partial && let Some(first) = preview.unreachable.first() {
             let UnreachableShard { shard, reason, .. } = first.clone();
-            return Err(DbError::ShardUnreachable { shard, reason }.into());
+            return Err(DbError::Shard(ShardError::Unreachable { shard, reason }).into());
         }
         Ok((preview, sources))
     }

@@ -12,6 +12,7 @@ use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::statements;
 
 use crate::db::books::Books;
+use crate::db::error::OpenError;
 use crate::db::error::{Cause, DbError, cause_of};
 
 /// How a statement failed, as the engine said it.
@@ -61,9 +62,9 @@ pub(crate) fn statements_of(driver: Driver, text: &str) -> Vec<std::ops::Range<u
 }
 
 /// A connection from `pool`. When the pool times out, one connection
-/// outside it tells why: the server does not answer ([`DbError::Connect`],
+/// outside it tells why: the server does not answer ([`OpenError::Connect`],
 /// with its reason: a stopped server is unreachable, not busy), or it does
-/// and every connection was taken ([`DbError::PoolExhausted`]).
+/// and every connection was taken ([`ServerError::PoolExhausted`]).
 pub(crate) async fn acquire<DB: sqlx::Database>(
     pool: &sqlx::Pool<DB>,
 ) -> Result<sqlx::pool::PoolConnection<DB>, DbError> {
@@ -87,22 +88,22 @@ pub(crate) async fn open_pool<DB: sqlx::Database>(
 ) -> Result<sqlx::Pool<DB>, DbError> {
     use sqlx::Connection;
     let _ = connect_once::<DB>(&options).await?.close().await;
-    pool.connect_with(options).await.map_err(|e| DbError::Connect(super::error::describe(&e)))
+    pool.connect_with(options).await.map_err(|e| DbError::Open(OpenError::Connect(super::error::describe(&e))))
 }
 
 /// One connection on `options`, within [`super::types::CONNECT_TIMEOUT`];
-/// its failure as [`DbError::Connect`] with the reason.
+/// its failure as [`OpenError::Connect`] with the reason.
 async fn connect_once<DB: sqlx::Database>(
     options: &<DB::Connection as sqlx::Connection>::Options,
 ) -> Result<DB::Connection, DbError> {
     use sqlx::Connection;
     match tokio::time::timeout(super::types::CONNECT_TIMEOUT, DB::Connection::connect_with(options)).await {
         Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(error)) => Err(DbError::Connect(super::error::describe(&error))),
-        Err(_) => Err(DbError::Connect(format!(
+        Ok(Err(error)) => Err(DbError::Open(OpenError::Connect(super::error::describe(&error)))),
+        Err(_) => Err(DbError::Open(OpenError::Connect(format!(
             "no answer from the database within {} s",
             super::types::CONNECT_TIMEOUT.as_secs()
-        ))),
+        )))),
     }
 }
 

@@ -87,84 +87,22 @@ fn shards_message(failed_shards: &[ShardFailure], completed: &[(String, Option<i
 /// Why a database operation failed.
 #[derive(Debug, Error)]
 pub(crate) enum DbError {
-    /// The database could not be reached or opened.
-    #[error("cannot connect to the database: {0}")]
-    Connect(String),
-    /// The `dataSource` cannot be read as a connection string of its driver.
-    #[error("{0}")]
-    BadDataSource(String),
-    /// `dataSource` names a Citus worker node: Citus distributes DDL from
-    /// its coordinator only, and the service's books live there.
-    #[error(
-        "the database is a Citus worker node, not the coordinator{}: Citus runs DDL and keeps the service's tables \
-         on the coordinator only; point dataSource at the coordinator",
-        .coordinator.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
-    )]
-    CitusWorker {
-        /// The coordinator's host:port, when the worker's metadata names it.
-        coordinator: Option<String>,
-    },
-    /// `strata tenants move` was refused before anything moved.
-    #[error("the tenant was not moved: {0}")]
-    MoveRefused(String),
-    /// This build leaves the driver out (a cargo feature).
-    #[cfg_attr(feature = "sqlserver", allow(dead_code))]
-    #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
-    DriverNotBuilt(Driver),
-    /// The directory for SQLite's files cannot be created.
-    #[error("cannot create directory {path}: {source}")]
-    Directory {
-        /// The directory.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Another mutation (in this or another process) held the cross-instance
-    /// lock for longer than the service waits.
-    #[error("another mutation held the lock {lock} for more than {seconds} s; try again when it has finished")]
-    LockTimeout {
-        /// The lock's name (or file).
-        lock: String,
-        /// How long the service waited.
-        seconds: u64,
-    },
-    /// The lease this mutation held expired and another mutation took it
-    /// (this process was cut off from the database, or paused, for longer
-    /// than the lease lasts); the version stopped before its next unit.
-    #[error(
-        "this mutation lost its lock (it could not renew it in time and another mutation took it); \
-         it stopped before its next unit: what committed stays applied and recorded, run again for the rest"
-    )]
-    LockLost,
-    /// The engine refused to grant the lock (not a timeout).
-    #[error("the database refused the lock {lock}: {reason}")]
-    LockRefused {
-        /// The lock's name.
-        lock: String,
-        /// The engine's answer.
-        reason: String,
-    },
+    /// Opening the database ([`OpenError`]).
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The cross-instance mutation lock ([`LockError`]).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The shards of a fleet ([`ShardError`]).
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    /// The server, or the way to it, under a session ([`ServerError`]).
+    #[error(transparent)]
+    Server(#[from] ServerError),
     /// A mutation was asked of a store opened read-only (a bug of the
     /// caller: read-only commands never mutate).
     #[error("this command opened the database read-only and cannot change it")]
     OpenedReadOnly,
-    /// A shard of the fleet could not be reached (or opened).
-    #[error("shard {shard} unreachable: {reason}")]
-    ShardUnreachable {
-        /// The shard's name.
-        shard: String,
-        /// Why.
-        reason: String,
-    },
-    /// A version over a sharded fleet failed on some shards; the others
-    /// finished.
-    #[error("{}", shards_message(.failed, .completed))]
-    Shards {
-        /// Each shard that did not finish, with why.
-        failed: Vec<ShardFailure>,
-        /// The shards that finished, with the version each created.
-        completed: Vec<(String, Option<i64>)>,
-    },
     /// What this engine cannot do (yet).
     #[error("not supported: {0}")]
     NotSupported(&'static str),
@@ -187,23 +125,6 @@ pub(crate) enum DbError {
     /// SQLite's attachments and folds) failed (the engine's message).
     #[error("database error: {0}")]
     Books(String),
-    /// The server accepts no writes: a PostgreSQL standby, a MySQL/MariaDB
-    /// server with `read_only`, a SQL Server secondary.
-    #[error(
-        "the database server is read-only ({0}): it is a standby or replica, or read_only is set; \
-         point dataSource at the primary"
-    )]
-    ReadOnlyServer(String),
-    /// The connection broke (the server stopped or failed over, the network
-    /// or a pooler cut it).
-    #[error("the connection to the database was lost: {0}")]
-    ConnectionLost(String),
-    /// A connection pooler had no server connection for Strata in time.
-    #[error(
-        "the connection pooler gave up waiting for a free server connection ({0}); its pool must hold \
-         tenantConcurrency + 2 connections for one version (PgBouncer: default_pool_size), or lower tenantConcurrency"
-    )]
-    PoolExhausted(String),
     /// Core refused the request before anything ran: carried up to the
     /// service, which serves each refusal as an error of its own
     /// (`AppError`'s flat variants).
@@ -239,6 +160,119 @@ pub(crate) enum DbError {
         /// The stored code.
         code: i64,
     },
+}
+
+/// Why the database could not be opened: not reached, its `dataSource`
+/// unreadable, or not what the service can use.
+#[derive(Debug, Error)]
+pub(crate) enum OpenError {
+    /// The database could not be reached or opened.
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    /// The `dataSource` cannot be read as a connection string of its driver.
+    #[error("{0}")]
+    BadDataSource(String),
+    /// `dataSource` names a Citus worker node: Citus distributes DDL from
+    /// its coordinator only, and the service's books live there.
+    #[error(
+        "the database is a Citus worker node, not the coordinator{}: Citus runs DDL and keeps the service's tables \
+         on the coordinator only; point dataSource at the coordinator",
+        .coordinator.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+    )]
+    CitusWorker {
+        /// The coordinator's host:port, when the worker's metadata names it.
+        coordinator: Option<String>,
+    },
+    /// This build leaves the driver out (a cargo feature).
+    #[cfg_attr(feature = "sqlserver", allow(dead_code))]
+    #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]
+    DriverNotBuilt(Driver),
+    /// The directory for SQLite's files cannot be created.
+    #[error("cannot create directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What went wrong with the cross-instance mutation lock.
+#[derive(Debug, Error)]
+pub(crate) enum LockError {
+    /// Another mutation (in this or another process) held the cross-instance
+    /// lock for longer than the service waits.
+    #[error("another mutation held the lock {lock} for more than {seconds} s; try again when it has finished")]
+    Timeout {
+        /// The lock's name (or file).
+        lock: String,
+        /// How long the service waited.
+        seconds: u64,
+    },
+    /// The lease this mutation held expired and another mutation took it
+    /// (this process was cut off from the database, or paused, for longer
+    /// than the lease lasts); the version stopped before its next unit.
+    #[error(
+        "this mutation lost its lock (it could not renew it in time and another mutation took it); \
+         it stopped before its next unit: what committed stays applied and recorded, run again for the rest"
+    )]
+    Lost,
+    /// The engine refused to grant the lock (not a timeout).
+    #[error("the database refused the lock {lock}: {reason}")]
+    Refused {
+        /// The lock's name.
+        lock: String,
+        /// The engine's answer.
+        reason: String,
+    },
+}
+
+/// What went wrong on the shards of a fleet.
+#[derive(Debug, Error)]
+pub(crate) enum ShardError {
+    /// `strata tenants move` was refused before anything moved.
+    #[error("the tenant was not moved: {0}")]
+    MoveRefused(String),
+    /// A shard of the fleet could not be reached (or opened).
+    #[error("shard {shard} unreachable: {reason}")]
+    Unreachable {
+        /// The shard's name.
+        shard: String,
+        /// Why.
+        reason: String,
+    },
+    /// A version over a sharded fleet failed on some shards; the others
+    /// finished.
+    #[error("{}", shards_message(.failed, .completed))]
+    Failed {
+        /// Each shard that did not finish, with why.
+        failed: Vec<ShardFailure>,
+        /// The shards that finished, with the version each created.
+        completed: Vec<(String, Option<i64>)>,
+    },
+}
+
+/// The server, or the way to it, failed under a session: a version stops
+/// on it (never absorbed as a tenant's own failure).
+#[derive(Debug, Error)]
+pub(crate) enum ServerError {
+    /// The server accepts no writes: a PostgreSQL standby, a MySQL/MariaDB
+    /// server with `read_only`, a SQL Server secondary.
+    #[error(
+        "the database server is read-only ({0}): it is a standby or replica, or read_only is set; \
+         point dataSource at the primary"
+    )]
+    ReadOnly(String),
+    /// The connection broke (the server stopped or failed over, the network
+    /// or a pooler cut it).
+    #[error("the connection to the database was lost: {0}")]
+    ConnectionLost(String),
+    /// A connection pooler had no server connection for Strata in time.
+    #[error(
+        "the connection pooler gave up waiting for a free server connection ({0}); its pool must hold \
+         tenantConcurrency + 2 connections for one version (PgBouncer: default_pool_size), or lower tenantConcurrency"
+    )]
+    PoolExhausted(String),
 }
 
 /// What core refused before anything ran, as the database layer meets it.
@@ -277,7 +311,7 @@ impl<T: Into<Refusal>> From<T> for DbError {
 impl DbError {
     /// Whether a shard of the fleet could not be reached.
     pub(crate) fn is_shard_unreachable(&self) -> bool {
-        matches!(self, DbError::ShardUnreachable { .. })
+        matches!(self, DbError::Shard(ShardError::Unreachable { .. }))
     }
 
     /// Whether a statement lost a conflict with another session and its
@@ -296,9 +330,9 @@ impl From<sqlx::Error> for DbError {
     /// variants of their own; everything else is [`DbError::Query`].
     fn from(error: sqlx::Error) -> Self {
         match cause_of(&error) {
-            Cause::ReadOnly => DbError::ReadOnlyServer(describe(&error)),
-            Cause::ConnectionLost => DbError::ConnectionLost(describe(&error)),
-            Cause::PoolExhausted => DbError::PoolExhausted(describe(&error)),
+            Cause::ReadOnly => DbError::Server(ServerError::ReadOnly(describe(&error))),
+            Cause::ConnectionLost => DbError::Server(ServerError::ConnectionLost(describe(&error))),
+            Cause::PoolExhausted => DbError::Server(ServerError::PoolExhausted(describe(&error))),
             Cause::Statement | Cause::LockLost | Cause::LockTimeout | Cause::StatementTimeout => DbError::Query(error),
         }
     }

@@ -52,6 +52,7 @@ use tokio::net::TcpStream;
 
 use crate::db::engine::Keeps;
 use crate::db::error::{DbError, ShardFailure};
+use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
@@ -97,7 +98,7 @@ impl Slot {
                 Err(_) => format!("no answer at its address within {} s", super::types::CONNECT_TIMEOUT.as_secs()),
             };
         self.down.store(true, Ordering::Relaxed);
-        Err(DbError::ShardUnreachable { shard: self.name.clone(), reason })
+        Err(DbError::Shard(ShardError::Unreachable { shard: self.name.clone(), reason }))
     }
 }
 
@@ -123,8 +124,8 @@ impl Listing {
     /// connect time-out once more).
     fn unreachable(&self, index: usize) -> Option<DbError> {
         match &self.errors[index] {
-            Some(DbError::ShardUnreachable { shard, reason }) => {
-                Some(DbError::ShardUnreachable { shard: shard.clone(), reason: reason.clone() })
+            Some(DbError::Shard(ShardError::Unreachable { shard, reason })) => {
+                Some(DbError::Shard(ShardError::Unreachable { shard: shard.clone(), reason: reason.clone() }))
             }
             _ => None,
         }
@@ -195,9 +196,11 @@ impl Fleet {
         slot.store.get_or_try_init(|| super::open::open_one(&slot.config, self.access)).await.cloned().map_err(
             |error| {
                 match self.on_shard(index, error) {
-                    unreachable @ DbError::ShardUnreachable { .. } => unreachable,
+                    unreachable @ DbError::Shard(ShardError::Unreachable { .. }) => unreachable,
                     // Whatever else stops a shard from opening, it is not usable.
-                    other => DbError::ShardUnreachable { shard: slot.name.clone(), reason: other.to_string() },
+                    other => {
+                        DbError::Shard(ShardError::Unreachable { shard: slot.name.clone(), reason: other.to_string() })
+                    }
                 }
             },
         )
@@ -266,7 +269,7 @@ impl Fleet {
         for (index, answer) in self.each(read).await.into_iter().enumerate() {
             match answer {
                 Ok(answer) => answers.push(Some(answer)),
-                Err(DbError::ShardUnreachable { .. }) if index > 0 => answers.push(None),
+                Err(DbError::Shard(ShardError::Unreachable { .. })) if index > 0 => answers.push(None),
                 Err(error) => return Err(error),
             }
         }
@@ -277,9 +280,9 @@ impl Fleet {
     /// be reached; a failed version's id as served.
     fn on_shard(&self, index: usize, error: DbError) -> DbError {
         match error {
-            DbError::Connect(reason) | DbError::ConnectionLost(reason) => {
+            DbError::Open(OpenError::Connect(reason)) | DbError::Server(ServerError::ConnectionLost(reason)) => {
                 self.slots[index].down.store(true, Ordering::Relaxed);
-                DbError::ShardUnreachable { shard: self.slots[index].name.clone(), reason }
+                DbError::Shard(ShardError::Unreachable { shard: self.slots[index].name.clone(), reason })
             }
             DbError::MigrationFailed(mut failure) => {
                 failure.version_id = failure.version_id.map(|id| self.ids.served(id, index));
@@ -563,7 +566,7 @@ impl Fleet {
         let mut failures = Vec::with_capacity(failed.len());
         for (index, error) in failed {
             let (tenants, quarantined) = match &error {
-                DbError::ShardUnreachable { reason, .. } => {
+                DbError::Shard(ShardError::Unreachable { reason, .. }) => {
                     let quarantined = writes && self.quarantine_unreachable(request, listing, index, reason).await;
                     (last_seen[index].clone(), quarantined)
                 }
@@ -571,7 +574,7 @@ impl Fleet {
             };
             failures.push(ShardFailure { shard: self.slots[index].name.clone(), tenants, quarantined, error });
         }
-        DbError::Shards { failed: failures, completed }
+        DbError::Shard(ShardError::Failed { failed: failures, completed })
     }
 
     /// The shards' outcomes as one: one plan (core's `shard::merge`), one
@@ -661,7 +664,10 @@ impl Database for Fleet {
         let answers = self
             .each(|_, store| async move {
                 tokio::time::timeout(SHARD_CHECK_TIMEOUT, store.ping()).await.unwrap_or_else(|_| {
-                    Err(DbError::Connect(format!("no answer within {} s", SHARD_CHECK_TIMEOUT.as_secs())))
+                    Err(DbError::Open(OpenError::Connect(format!(
+                        "no answer within {} s",
+                        SHARD_CHECK_TIMEOUT.as_secs()
+                    ))))
                 })
             })
             .await;
@@ -806,7 +812,7 @@ impl Database for Fleet {
                     skipped.extend(preview.skipped);
                     plans.push(preview.plan);
                 }
-                Err(DbError::ShardUnreachable { shard, reason }) if index > 0 => {
+                Err(DbError::Shard(ShardError::Unreachable { shard, reason })) if index > 0 => {
                     unreachable.push(UnreachableShard { shard, reason, tenants: std::mem::take(&mut last_seen[index]) })
                 }
                 Err(error) => return Err(error),

@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use strata_core::migrate::lock_wait;
 
 use crate::db::error::DbError;
+use crate::db::error::LockError;
 
 /// The lock's name in messages.
 pub(crate) const LEASE_NAME: &str = "svc.svc_lock";
@@ -80,7 +81,7 @@ impl Lease {
                 }
             }
             if started.elapsed() >= WAIT {
-                return Err(DbError::LockTimeout { lock: LEASE_NAME.into(), seconds: WAIT.as_secs() });
+                return Err(DbError::Lock(LockError::Timeout { lock: LEASE_NAME.into(), seconds: WAIT.as_secs() }));
             }
             tokio::time::sleep(POLL).await;
         }

@@ -28,6 +28,7 @@ use strata_core::migrate::lock_wait::Timeouts;
 use crate::db::books::SqlxBooks;
 use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
 use crate::db::error::{DbError, describe, one_line};
+use crate::db::error::{LockError, OpenError};
 use crate::db::lease::{Lease, LeaseRow};
 use crate::db::types::CONNECT_TIMEOUT;
 
@@ -46,9 +47,10 @@ impl MysqlEngine {
     /// Opens a pool on `config.data_source` (a `mysql://` URL); writes
     /// nothing.
     pub(crate) async fn open(config: &Config) -> Result<Self, DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
+        let url = normalize(config.driver, &config.data_source)
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(e.to_string())))?;
         let options = MySqlConnectOptions::from_str(&url)
-            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a MySQL URL: {e}")))?
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("dataSource is not a MySQL URL: {e}"))))?
             .timezone(Some("+00:00".to_string()))
             // A slow migration is no warning, nor its SQL a log line.
             .disable_statement_logging();
@@ -187,10 +189,10 @@ async fn lock(conn: &mut MySqlConnection) -> Result<(), DbError> {
     if taken == Some(1) {
         Ok(())
     } else {
-        Err(DbError::LockTimeout {
+        Err(DbError::Lock(LockError::Timeout {
             lock: sql::LOCK_NAME.to_string(),
             seconds: sql::LOCK_TIMEOUT_SECONDS.unsigned_abs(),
-        })
+        }))
     }
 }
 

@@ -49,6 +49,6 @@ pub(crate) async fn open_one(config: &Config, access: Access) -> Result<Arc<dyn 
             Arc::new(Store::open(engine, settings(usize::MAX), access).await?)
         }
         #[cfg(not(feature = "sqlserver"))]
-        Driver::SqlServer => return Err(DbError::DriverNotBuilt(Driver::SqlServer)),
+        Driver::SqlServer => return Err(crate::db::error::OpenError::DriverNotBuilt(Driver::SqlServer).into()),
     })
 }

@@ -40,6 +40,7 @@ use strata_core::migrate::lock_wait::Timeouts;
 use crate::db::books::SqlxBooks;
 use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
 use crate::db::error::{DbError, cause_of, describe, one_line};
+use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::lease::{Lease, LeaseRow};
 use crate::db::types::CONNECT_TIMEOUT;
 
@@ -58,9 +59,10 @@ impl PostgresEngine {
     /// Opens a pool on `config.data_source` (a `postgres://` URL); writes
     /// nothing.
     pub(crate) async fn open(config: &Config) -> Result<Self, DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
+        let url = normalize(config.driver, &config.data_source)
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(e.to_string())))?;
         let options = PgConnectOptions::from_str(&url)
-            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}")))?
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("dataSource is not a PostgreSQL URL: {e}"))))?
             // A stock PgBouncer refuses startup parameters it does not know.
             .extra_float_digits(None)
             .statement_cache_capacity(0)
@@ -106,7 +108,7 @@ async fn citus_coordinator(pool: &PgPool) -> Result<bool, DbError> {
     if worker {
         let row = sqlx::raw_sql(sql::CITUS_COORDINATOR).fetch_optional(&mut *conn).await.ok().flatten();
         let coordinator = row.and_then(|row| row.try_get::<String, _>(0).ok());
-        return Err(DbError::CitusWorker { coordinator });
+        return Err(DbError::Open(OpenError::CitusWorker { coordinator }));
     }
     tracing::info!("Citus: files run one statement at a time, new tenants are distributed schemas");
     Ok(true)
@@ -130,10 +132,10 @@ async fn citus_shard_catalogs(
     let mut objects = Vec::new();
     for (node, success, answer) in answers {
         if !success {
-            return Err(DbError::ConnectionLost(format!(
+            return Err(DbError::Server(ServerError::ConnectionLost(format!(
                 "the catalog of the tenants' shards on the Citus worker {node} could not be read: {}",
                 one_line(&answer)
-            )));
+            ))));
         }
         let rows: Vec<(String, String, String, String)> = serde_json::from_str(&answer).map_err(|e| {
             DbError::UnexpectedAnswer(format!("the Citus worker {node} answered the catalog read with {e}"))
@@ -450,12 +452,12 @@ impl Engine for PostgresEngine {
 
     async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {
         if !self.citus {
-            return Err(DbError::MoveRefused("the database does not run Citus".into()));
+            return Err(DbError::Shard(ShardError::MoveRefused("the database does not run Citus".into())));
         }
         let Some(lease) = Lease::try_acquire(&self.lease, self.lease_seconds).await? else {
-            return Err(DbError::MoveRefused(
+            return Err(DbError::Shard(ShardError::MoveRefused(
                 "a version is running (the lock svc.svc_lock is held); move the tenant once it is over".into(),
-            ));
+            )));
         };
         let moved = async {
             let mut conn = engine::acquire(&self.pool).await?;

@@ -46,6 +46,7 @@ use strata_core::migrate::lock_wait;
 use crate::db::books::{SqlxBooks, SqlxConn};
 use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
 use crate::db::error::{DbError, describe};
+use crate::db::error::{LockError, OpenError};
 use crate::db::types::Access;
 
 /// Databases SQLite can attach besides `main` and `temp`, as compiled
@@ -107,14 +108,15 @@ impl SqliteEngine {
     /// The main database file `dataSource` names, how it opens, and the
     /// directory the schemas' files live in.
     async fn main_file(config: &Config, access: Access) -> Result<(SqliteConnectOptions, SchemaFiles), DbError> {
-        let url = normalize(config.driver, &config.data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
+        let url = normalize(config.driver, &config.data_source)
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(e.to_string())))?;
         let options = SqliteConnectOptions::from_str(&url)
-            .map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQLite URL: {e}")))?;
+            .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("dataSource is not a SQLite URL: {e}"))))?;
         let main_file = options.get_filename().to_path_buf();
         if main_file.as_os_str().is_empty() || main_file.to_string_lossy().contains(":memory:") {
-            return Err(DbError::BadDataSource(
+            return Err(DbError::Open(OpenError::BadDataSource(
                 "dataSource must name a database file: schemas are files in its directory".into(),
-            ));
+            )));
         }
         let directory = match main_file.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
@@ -127,11 +129,11 @@ impl SqliteEngine {
         let missing = !tokio::fs::try_exists(&main_file).await.unwrap_or(false);
         let options = match (access, missing) {
             (Access::ReadOnly, true) => SqliteConnectOptions::from_str("sqlite::memory:")
-                .map_err(|e| DbError::BadDataSource(format!("in-memory database: {e}")))?,
+                .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("in-memory database: {e}"))))?,
             _ => {
                 tokio::fs::create_dir_all(&directory)
                     .await
-                    .map_err(|source| DbError::Directory { path: directory.clone(), source })?;
+                    .map_err(|source| DbError::Open(OpenError::Directory { path: directory.clone(), source }))?;
                 options
             }
         };
@@ -171,7 +173,7 @@ impl SqliteEngine {
             })
             .connect_with(options)
             .await
-            .map_err(|e| DbError::Connect(describe(&e)))
+            .map_err(|e| DbError::Open(OpenError::Connect(describe(&e))))
     }
 }
 
@@ -548,7 +550,10 @@ impl Engine for SqliteEngine {
             let wait = format!("pragma busy_timeout = {}", LOCK_WAIT.as_millis());
             sqlx::raw_sql(AssertSqlSafe(wait)).execute(&mut lock).await?;
             if !begin_immediate(&mut lock).await? {
-                return Err(DbError::LockTimeout { lock: sql::LOCK_FILE.to_string(), seconds: LOCK_WAIT.as_secs() });
+                return Err(DbError::Lock(LockError::Timeout {
+                    lock: sql::LOCK_FILE.to_string(),
+                    seconds: LOCK_WAIT.as_secs(),
+                }));
             }
         }
         // Only for the message above: a holder that died leaves it behind,

@@ -28,6 +28,7 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use crate::db::books::{AppliedSink, Books};
 use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
 use crate::db::error::{Cause, DbError};
+use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
 use strata_core::migrate::lock_wait::Timeouts;
@@ -43,13 +44,16 @@ pub(crate) struct SqlServerEngine {
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
 pub(crate) fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError> {
-    let text = normalize(Driver::SqlServer, data_source).map_err(|e| DbError::BadDataSource(e.to_string()))?;
+    let text = normalize(Driver::SqlServer, data_source)
+        .map_err(|e| DbError::Open(OpenError::BadDataSource(e.to_string())))?;
     let parsed = if text.starts_with("jdbc:") {
         tiberius::Config::from_jdbc_string(&text)
     } else {
         tiberius::Config::from_ado_string(&text)
     };
-    parsed.map_err(|e| DbError::BadDataSource(format!("dataSource is not a SQL Server connection string: {e}")))
+    parsed.map_err(|e| {
+        DbError::Open(OpenError::BadDataSource(format!("dataSource is not a SQL Server connection string: {e}")))
+    })
 }
 
 /// Whether `data_source` tells the driver to accept any server certificate.
@@ -67,11 +71,14 @@ fn db_error(error: tiberius::error::Error) -> DbError {
 /// -1 is a timeout).
 fn lock_not_granted(code: Option<i32>) -> DbError {
     match code {
-        Some(-1) => DbError::LockTimeout { lock: sql::LOCK_RESOURCE.to_string(), seconds: sql::LOCK_TIMEOUT_SECONDS },
-        other => DbError::LockRefused {
+        Some(-1) => DbError::Lock(LockError::Timeout {
+            lock: sql::LOCK_RESOURCE.to_string(),
+            seconds: sql::LOCK_TIMEOUT_SECONDS,
+        }),
+        other => DbError::Lock(LockError::Refused {
             lock: sql::LOCK_RESOURCE.to_string(),
             reason: format!("sp_getapplock returned {}", other.map_or("nothing".to_string(), |c| c.to_string())),
-        },
+        }),
     }
 }
 
@@ -97,9 +104,11 @@ impl SqlServerEngine {
         for _ in 0..2 {
             let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(config.get_addr()))
                 .await
-                .map_err(|_| DbError::Connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
-                .map_err(|e| DbError::Connect(e.to_string()))?;
-            tcp.set_nodelay(true).map_err(|e| DbError::Connect(e.to_string()))?;
+                .map_err(|_| {
+                    DbError::Open(OpenError::Connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))
+                })?
+                .map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
+            tcp.set_nodelay(true).map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
             match Client::connect(config.clone(), tcp.compat_write()).await {
                 Ok(client) => return Ok(client),
                 Err(tiberius::error::Error::Routing { host, port }) => {
@@ -109,7 +118,7 @@ impl SqlServerEngine {
                 Err(e) => return Err(db_error(e)),
             }
         }
-        Err(DbError::Connect("SQL Server redirected the connection more than once".into()))
+        Err(DbError::Open(OpenError::Connect("SQL Server redirected the connection more than once".into())))
     }
 }
 

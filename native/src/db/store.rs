@@ -24,6 +24,7 @@ use strata_core::migrate::repair::Repair;
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Keeps};
 use crate::db::error::DbError;
+use crate::db::error::OpenError;
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
     Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest,
@@ -208,8 +209,8 @@ impl<E: Engine> Database for Store<E> {
     }
 
     async fn ping(&self) -> Result<(), DbError> {
-        let mut conn = self.engine.connect().await.map_err(|e| DbError::Connect(e.to_string()))?;
-        self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Connect(e.to_string()))
+        let mut conn = self.engine.connect().await.map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
+        self.engine.books().ping(&mut conn).await.map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))
     }
 
     /// The default tenant table is one of the service's own: before they

@@ -17,6 +17,7 @@ use strata_core::migrate::rollout::{
 };
 use strata_core::migrate::summary;
 
+use crate::db::error::LockError;
 use crate::db::{DbError, RolloutRow};
 use crate::error::AppError;
 use crate::service::{Caller, CreateRequest, Service};
@@ -304,7 +305,7 @@ impl Service {
                 }
                 Some(Ok(detail))
             }
-            Err(AppError::Database(DbError::LockTimeout { .. })) => None,
+            Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => None,
             Err(error) => Some(Err(error.to_string())),
         }
     }

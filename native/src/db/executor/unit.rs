@@ -13,6 +13,7 @@ use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
 use crate::db::books::Books;
 use crate::db::engine::{self, Engine, Entries, Failure, Record};
 use crate::db::error::{Cause, DbError};
+use crate::db::error::{LockError, ServerError};
 use crate::db::executor::progress::Progress;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
 
@@ -219,7 +220,7 @@ impl<E: Engine> Run<'_, E> {
         let mut mark = progress.mark(&unit.steps);
         loop {
             if !self.engine.lock_held(self.lock) {
-                return Err(self.placed(UnitError::Other(DbError::LockLost), unit, progress));
+                return Err(self.placed(UnitError::Other(DbError::Lock(LockError::Lost)), unit, progress));
             }
             let schema = match self.plan.new_tenant.as_deref() {
                 Some(tenant) if unit.steps.is_empty() => tenant.to_string(),
@@ -283,18 +284,18 @@ impl<E: Engine> Run<'_, E> {
     /// and what did not.
     fn placed(&self, error: UnitError, unit: &Unit, progress: &Progress) -> UnitError {
         let cause = match &error {
-            UnitError::Other(DbError::ConnectionLost(_)) => Cause::ConnectionLost,
-            UnitError::Other(DbError::ReadOnlyServer(_)) => Cause::ReadOnly,
-            UnitError::Other(DbError::PoolExhausted(_)) => Cause::PoolExhausted,
-            UnitError::Other(DbError::LockLost) => Cause::LockLost,
+            UnitError::Other(DbError::Server(ServerError::ConnectionLost(_))) => Cause::ConnectionLost,
+            UnitError::Other(DbError::Server(ServerError::ReadOnly(_))) => Cause::ReadOnly,
+            UnitError::Other(DbError::Server(ServerError::PoolExhausted(_))) => Cause::PoolExhausted,
+            UnitError::Other(DbError::Lock(LockError::Lost)) => Cause::LockLost,
             _ => return error,
         };
         let Some(&step) = unit.steps.iter().find(|&&step| !progress.has_committed(step)) else { return error };
         let UnitError::Other(inner) = error else { return error };
         let message = match inner {
-            DbError::ConnectionLost(message) | DbError::ReadOnlyServer(message) | DbError::PoolExhausted(message) => {
-                message
-            }
+            DbError::Server(ServerError::ConnectionLost(message))
+            | DbError::Server(ServerError::ReadOnly(message))
+            | DbError::Server(ServerError::PoolExhausted(message)) => message,
             other => other.to_string(),
         };
         let failure = Failure { message, offset: None, line: None, cause };
@@ -418,9 +419,11 @@ impl<E: Engine> Run<'_, E> {
         }
         let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
         Err(match (failure.cause, in_file) {
-            (Cause::ConnectionLost, _) => UnitError::Other(DbError::ConnectionLost(failure.message)),
-            (Cause::ReadOnly, _) => UnitError::Other(DbError::ReadOnlyServer(failure.message)),
-            (Cause::PoolExhausted, _) => UnitError::Other(DbError::PoolExhausted(failure.message)),
+            (Cause::ConnectionLost, _) => {
+                UnitError::Other(DbError::Server(ServerError::ConnectionLost(failure.message)))
+            }
+            (Cause::ReadOnly, _) => UnitError::Other(DbError::Server(ServerError::ReadOnly(failure.message))),
+            (Cause::PoolExhausted, _) => UnitError::Other(DbError::Server(ServerError::PoolExhausted(failure.message))),
             (_, Some((step, offset))) => {
                 let failure = Failure { offset: Some(offset), ..failure };
                 UnitError::Migration { step, failure, partly: false, attempts: 1 }

@@ -24,6 +24,7 @@ use sqlx::sqlite::SqliteConnection;
 use strata_core::migrate::failure;
 
 use crate::db::engine::Failure;
+use crate::db::error::ServerError;
 use crate::db::error::{Cause, DbError};
 
 /// Runs `text` (statements separated by `;`, no results read) on `conn` in
@@ -176,8 +177,8 @@ unsafe extern "C" fn keep_first_column(
 /// failure as a [`DbError`].
 pub(super) async fn batch(conn: &mut SqliteConnection, text: &str) -> Result<(), DbError> {
     exec(conn, text).await.map_err(|failure| match failure.cause {
-        Cause::ReadOnly => DbError::ReadOnlyServer(failure.message),
-        Cause::ConnectionLost => DbError::ConnectionLost(failure.message),
+        Cause::ReadOnly => DbError::Server(ServerError::ReadOnly(failure.message)),
+        Cause::ConnectionLost => DbError::Server(ServerError::ConnectionLost(failure.message)),
         _ => DbError::Books(failure.message),
     })
 }

@@ -46,6 +46,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::db::engine::Engine;
 use crate::db::error::DbError;
+use crate::db::error::OpenError;
 use crate::db::sqlite::{SqliteConn, SqliteEngine, sql};
 
 /// The file naming the version whose staged rows may not be folded yet.
@@ -171,7 +172,7 @@ impl SqliteEngine {
             tokio::fs::File::open(&self.files.directory).await?.sync_all().await
         }
         .await;
-        written.map_err(|source| DbError::Directory { path: marker, source })?;
+        written.map_err(|source| DbError::Open(OpenError::Directory { path: marker, source }))?;
         self.staging.lock().unwrap_or_else(|e| e.into_inner()).marked = Some(version_id);
         Ok(())
     }
