@@ -4,14 +4,16 @@ import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 
 /**
- * A free TCP port on 127.0.0.1, drawn from 20000–32767: below Linux's
+ * A free TCP port on 127.0.0.1, drawn from 27000–32767: below Linux's
  * ephemeral range (32768–60999), where the kernel hands out the local ports
  * of outgoing connections — CI's parallel lanes open thousands, and one of
- * them can take a port between our check and the server's bind.
+ * them can take a port between our check and the server's bind — and above
+ * the fixed ports of the suite's own servers (tests/servers.sh from 21329,
+ * Citus 23601, the PostgreSQL majors from 26300).
  */
 export async function freePort() {
   for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12768);
+    const port = 27000 + Math.floor(Math.random() * 5768);
     const server = createServer();
     const bound = await new Promise((resolve) => {
       server.once("error", () => resolve(false));

@@ -99,17 +99,19 @@ pub(crate) fn closed_port() -> ClosedPort {
 
 /// A free TCP port on 127.0.0.1.
 ///
-/// Drawn from 20000–32767, below Linux's ephemeral range (32768–60999):
-/// there the kernel picks the local ports of outgoing connections, and
-/// CI's parallel lanes open thousands, so a port found free can be taken
-/// before the service binds it. Each process walks the range from its own
+/// Drawn from 27000–32767: below Linux's ephemeral range (32768–60999),
+/// where the kernel picks the local ports of outgoing connections (CI's
+/// parallel lanes open thousands, so a port found free there can be taken
+/// before the service binds it), and above the fixed ports the suite's own
+/// servers take (tests/servers.sh from 21329, Citus 23601, the PostgreSQL
+/// majors from 26300). Each process walks the range from its own
 /// starting point, and a port is handed out once per test process: two
 /// servers of parallel tests on one port would answer each other's
 /// requests (the second fails to listen while the first answers its
 /// readiness probe).
 pub(crate) fn free_port() -> u16 {
-    const FIRST: u32 = 20_000;
-    const COUNT: u32 = 12_768;
+    const FIRST: u32 = 27_000;
+    const COUNT: u32 = 5_768;
     static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     let start = std::process::id().wrapping_mul(7_919) % COUNT;
