@@ -101,13 +101,7 @@ impl<'p> Schedule<'p> {
             self.running += 1;
             return Next::Start(Unit { schema: 0, steps: Vec::new() });
         }
-        let limit = if !version_exists {
-            1
-        } else if self.tenants {
-            self.concurrency
-        } else {
-            1
-        };
+        let limit = if version_exists && self.tenants { self.concurrency } else { 1 };
         if self.running >= limit {
             return Next::Wait;
         }
@@ -155,7 +149,7 @@ impl<'p> Schedule<'p> {
         self.running = self.running.saturating_sub(1);
     }
 
-    /// A unit of `schema` failed, of `cause` (`None`: not a migration's
+    /// A running unit failed, of `cause` (`None`: not a migration's
     /// failure — bookkeeping, a lost lock before it started — which always
     /// stops the version).
     pub fn failed(&mut self, cause: Option<Cause>) -> OnFailure {
