@@ -19,6 +19,9 @@
 //! - [`summary`]: an operation's counts, its summary and the webhook payload.
 //! - [`report`]: a plan rendered for people (`strata plan`, `strata status`)
 //!   and grouped for pipelines.
+//! - [`backfill`]: fleet backfills — a file's `strata:backfill` directive,
+//!   the batch statements over bound key ranges, their pace, and the
+//!   resumable state machine the shell drives.
 //! - [`statements`]: what a migration file says about transactions (the
 //!   `strata:no-transaction` directive, hidden transaction control,
 //!   statements that cannot run in one), its statements one by one, and
@@ -65,6 +68,7 @@
 //! - [`citus`]: where Citus keeps what a file creates (single schemas on the
 //!   coordinator, `citusReferenceTables`).
 
+pub mod backfill;
 pub mod batches;
 pub mod citus;
 pub mod config;

@@ -2,12 +2,14 @@
 //! `cargo test` stays fast). Each property is a rule the documentation of
 //! the module states.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Bound;
 
 use proptest::prelude::*;
 use strata_core::endpoint::template::{Template, Value, rewrite_legacy_placeholders};
 use strata_core::endpoint::{EndpointError, RoutePlan, accept};
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::backfill::{self, Key, KeyValue, Machine, Sizer, Stored};
 use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::check_driver;
@@ -79,6 +81,117 @@ fn format_file(kind: u8, n: u8) -> (String, String) {
         _ => (format!("{n}_n.txt"), "UNDO txt;\n".into()),
     };
     (name, text)
+}
+
+/// A ranged backfill run over an in-memory table of `keys`, as the shell
+/// drives core's `backfill::Machine`: `batch_end` answered from the table,
+/// each batch's time drawn from `elapsed`, rows inserted while it runs
+/// (`inserts`, one per turn), and each write (the upper key once read, each
+/// batch with its checkpoint) committed or lost as `commits` says (then the
+/// machine restarts from what the books last committed). Checks that every
+/// key present when the backfill started and not above its upper key falls
+/// in exactly one committed range, that no other key falls in two, and
+/// none above the upper key in any.
+fn backfill_over(
+    keys: BTreeSet<Key>,
+    inserts: &[Key],
+    ceiling: u32,
+    elapsed: &[u64],
+    commits: &[bool],
+) -> Result<(), TestCaseError> {
+    let mut table = keys;
+    let mut books: Option<Stored> = None;
+    let mut start: Option<BTreeSet<Key>> = None;
+    let mut committed: Vec<(Option<Key>, Key)> = Vec::new();
+    let restart = |books: &Option<Stored>| Machine::new(true, books.clone(), Sizer::new(ceiling, 100));
+    let mut machine = restart(&books);
+    let (mut turn, mut rows_done) = (0usize, 0u64);
+    loop {
+        turn += 1;
+        prop_assert!(turn < 100_000, "the backfill never ends");
+        let commit = commits.get(turn).copied().unwrap_or(true);
+        match machine.next() {
+            backfill::Next::ReadLast => {
+                prop_assert!(books.as_ref().is_none_or(|b| b.upper.is_none()), "the upper key read twice");
+                let last = table.last().cloned();
+                let estimate = last.as_ref().map_or(0, |upper| table.range(..=upper.clone()).count() as u64);
+                machine.last_read(last, estimate);
+                if commit {
+                    books = Some(machine.stored().clone());
+                    start = Some(table.clone());
+                } else {
+                    machine = restart(&books);
+                }
+            }
+            backfill::Next::FindEnd { size } => {
+                prop_assert!((1..=ceiling).contains(&size));
+                let (lower, end) = machine.range();
+                prop_assert!(end.is_none());
+                prop_assert_eq!(
+                    lower,
+                    books.as_ref().and_then(|b| b.after.as_ref()),
+                    "a range starts after the checkpoint"
+                );
+                let upper = machine.stored().upper.clone().expect("an upper key before any range");
+                let from = lower.map_or(Bound::Unbounded, |l| Bound::Excluded(l.clone()));
+                let within: Vec<&Key> = table.range((from, Bound::Included(upper))).take(size as usize).collect();
+                let found = (within.len() == size as usize).then(|| within[within.len() - 1].clone());
+                machine.end_found(found);
+            }
+            backfill::Next::Run { .. } => {
+                let (lower, end) = machine.range();
+                let (lower, end) = (lower.cloned(), end.cloned().expect("a range to run"));
+                let from = lower.clone().map_or(Bound::Unbounded, Bound::Excluded);
+                let rows = table.range((from, Bound::Included(end.clone()))).count() as u64;
+                let stored = machine.ran(rows, elapsed[turn % elapsed.len()]);
+                if commit {
+                    rows_done += rows;
+                    prop_assert_eq!(stored.after.as_ref(), Some(&end));
+                    prop_assert_eq!((stored.rows_done, stored.batches), (rows_done, committed.len() as u64 + 1));
+                    books = Some(stored);
+                    committed.push((lower, end));
+                } else {
+                    machine = restart(&books);
+                }
+            }
+            backfill::Next::Done => break,
+        }
+        if let Some(key) = inserts.get(turn) {
+            table.insert(key.clone());
+        }
+    }
+    let books = books.expect("a finished backfill is in the books");
+    prop_assert!(books.done);
+    let start = start.expect("the start committed");
+    let upper = start.last().cloned();
+    prop_assert_eq!(&books.upper, &upper);
+    prop_assert_eq!(books.rows_estimated, start.len() as u64);
+    // Ranges follow each other from the start to the upper key.
+    for (i, (lower, _)) in committed.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| committed[p].1.clone());
+        prop_assert_eq!(lower, &previous, "range {} does not start where the one before ended", i);
+    }
+    prop_assert_eq!(committed.last().map(|(_, end)| end.clone()), upper.clone());
+    let ranges_holding = |key: &Key| {
+        committed.iter().filter(|(lower, end)| lower.as_ref().is_none_or(|l| key > l) && key <= end).count()
+    };
+    for key in &table {
+        let expected = match &upper {
+            Some(upper) if key > upper => 0..=0,
+            _ if start.contains(key) => 1..=1,
+            _ => 0..=1,
+        };
+        prop_assert!(expected.contains(&ranges_holding(key)), "{:?} in {} ranges", key, ranges_holding(key));
+    }
+    Ok(())
+}
+
+fn int_key(n: i64) -> Key {
+    vec![KeyValue::Int(n)]
+}
+
+fn pair_key((tenant, code): (i64, String)) -> Key {
+    vec![KeyValue::Int(tenant), KeyValue::Text(code)]
 }
 
 fn group(t: MigrationType) -> u8 {
@@ -520,5 +633,32 @@ proptest! {
                 prop_assert!(stopped_by.is_some() && !put_aside.contains(&(t as u32 + 1)));
             }
         }
+    }
+
+    #[test]
+    fn a_backfill_of_integer_keys_interrupted_anywhere_ranges_each_key_once(
+        keys in prop::collection::btree_set(-500i64..500, 0..300),
+        inserts in prop::collection::vec(prop::option::of(-600i64..1200), 0..200),
+        ceiling in 1u32..40,
+        elapsed in prop::collection::vec(0u64..400, 1..16),
+        commits in prop::collection::vec(prop::bool::weighted(0.75), 0..120),
+    ) {
+        let keys = keys.into_iter().map(int_key).collect();
+        let inserts: Vec<Key> = inserts.into_iter().map(|n| n.map_or_else(Vec::new, int_key)).collect();
+        let inserts: Vec<Key> = inserts.into_iter().filter(|k| !k.is_empty()).collect();
+        backfill_over(keys, &inserts, ceiling, &elapsed, &commits)?;
+    }
+
+    #[test]
+    fn a_backfill_of_composite_keys_interrupted_anywhere_ranges_each_key_once(
+        keys in prop::collection::btree_set((0i64..6, "[a-cB]{0,3}"), 0..200),
+        inserts in prop::collection::vec((0i64..8, "[a-dB]{0,3}"), 0..100),
+        ceiling in 1u32..25,
+        elapsed in prop::collection::vec(0u64..400, 1..16),
+        commits in prop::collection::vec(prop::bool::weighted(0.75), 0..120),
+    ) {
+        let keys = keys.into_iter().map(pair_key).collect();
+        let inserts: Vec<Key> = inserts.into_iter().map(pair_key).collect();
+        backfill_over(keys, &inserts, ceiling, &elapsed, &commits)?;
     }
 }

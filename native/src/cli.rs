@@ -19,6 +19,7 @@ macro_rules! outln {
 
 mod access;
 mod answers;
+mod backfill;
 mod commands;
 mod new;
 mod output;
@@ -268,6 +269,9 @@ enum OnDatabase {
     /// Tenants put aside after failures a version absorbed (failureBudget):
     /// list them, retry them, or release them.
     Quarantine(QuarantineArgs),
+    /// Backfills (`strata:backfill` files): every tenant's progress, batch
+    /// by batch (`list`, the default).
+    Backfill(BackfillArgs),
     /// Roll a version out in waves run by the service (a canary, a share,
     /// the rest) with gates between them: start, approve, pause, resume,
     /// list; `drive` runs the waves due now in this process.
@@ -405,6 +409,21 @@ struct RepairArgs {
     /// Print as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct BackfillArgs {
+    #[command(subcommand)]
+    action: Option<BackfillAction>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum BackfillAction {
+    /// Every tenant's backfill and how far it is (the default).
+    List,
 }
 
 #[derive(Debug, Args)]

@@ -46,8 +46,8 @@ pub(crate) use engine::PRINTS_PER_ROUND;
 pub(crate) use error::DbError;
 pub(crate) use store::Database;
 pub(crate) use types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow,
-    RepairRequest, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
+    Access, BackfillStatus, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview,
+    QuarantineRow, RepairRequest, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 
 /// Opens the configured database with its driver; read-write also creates

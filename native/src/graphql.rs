@@ -24,9 +24,9 @@ use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
 use strata_core::migrate::rollout::FleetGate;
 use types::{
-    ActionDto, AuditRowDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface, QuarantinedTenantDto,
-    RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters, TenantDto,
-    TenantInput, TenantsInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, BackfillDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface,
+    QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters,
+    TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -248,6 +248,15 @@ impl Query {
     async fn quarantine(&self, ctx: &Context<'_>) -> Result<Vec<QuarantinedTenantDto>> {
         let rows = service(ctx)?.quarantined().await.map_err(graphql_error)?;
         Ok(rows.into_iter().map(QuarantinedTenantDto::from).collect())
+    }
+
+    /// Every backfill's progress (`strata:backfill` files), by tenant and
+    /// file. Added to the spec's schema (`strata backfill list` prints the
+    /// same).
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn backfills(&self, ctx: &Context<'_>) -> Result<Vec<BackfillDto>> {
+        let rows = service(ctx)?.backfills().await.map_err(graphql_error)?;
+        Ok(rows.into_iter().map(BackfillDto::from).collect())
     }
 
     /// Fleet drift: every tenant's live schema fingerprinted and compared

@@ -27,8 +27,8 @@ use tracing::Instrument;
 
 use crate::db::error::ShardError;
 use crate::db::{
-    Database, DbError, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer, Preview,
-    QuarantineRow, RepairRequest, UnreachableShard, VersionFilter, VersionRow,
+    BackfillStatus, Database, DbError, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer,
+    Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -384,6 +384,11 @@ impl Service {
     /// The quarantined tenants, by name.
     pub(crate) async fn quarantined(&self) -> Result<Vec<QuarantineRow>, AppError> {
         Ok(self.database.quarantined().await?)
+    }
+
+    /// Every backfill's progress, by tenant and file.
+    pub(crate) async fn backfills(&self) -> Result<Vec<BackfillStatus>, AppError> {
+        Ok(self.database.backfills().await?.into_iter().map(BackfillStatus::from).collect())
     }
 
     /// Releases tenants from quarantine: the next version takes them like

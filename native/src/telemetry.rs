@@ -21,6 +21,9 @@ const LOCK_TIMEOUTS: &str = "svc_http_lock_timeouts";
 const LOCK_RETRIES: &str = "svc_http_lock_retries";
 const LOCK_TIMEOUTS_BEHIND_OWN_UNITS: &str = "svc_http_lock_timeouts_behind_own_units";
 const TENANTS_QUARANTINED: &str = "svc_http_tenants_quarantined";
+const BACKFILL_BATCHES: &str = "svc_http_backfill_batches";
+const BACKFILL_ROWS: &str = "svc_http_backfill_rows";
+const BACKFILL_THROTTLE_WAITS: &str = "svc_http_backfill_throttle_waits";
 const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
 const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
@@ -71,6 +74,15 @@ impl Metrics {
         metrics::describe_counter!(TENANTS_QUARANTINED, "Tenants put aside after a failure a version absorbed");
         metrics::counter!(TENANTS_QUARANTINED).absolute(0);
         metrics::counter!(TENANTS_CREATED).absolute(0);
+        metrics::describe_counter!(BACKFILL_BATCHES, "Backfill batches committed");
+        metrics::describe_counter!(BACKFILL_ROWS, "Rows changed by backfill batches");
+        metrics::describe_counter!(
+            BACKFILL_THROTTLE_WAITS,
+            "Backfill batches that waited for their server's rows-per-second budget"
+        );
+        for series in [BACKFILL_BATCHES, BACKFILL_ROWS, BACKFILL_THROTTLE_WAITS] {
+            metrics::counter!(series).absolute(0);
+        }
         metrics::describe_gauge!(SHARD_UP, "1 when the shard answered its last check or version, else 0");
         metrics::describe_counter!(SHARD_VERSIONS, "Versions created, by shard");
         metrics::describe_counter!(SHARD_MIGRATIONS, "Migrations and scripts applied, by shard and type");
@@ -101,6 +113,18 @@ pub(crate) fn lock_timed_out(retried: bool, behind_own_units: bool) {
     if behind_own_units {
         metrics::counter!(LOCK_TIMEOUTS_BEHIND_OWN_UNITS).increment(1);
     }
+}
+
+/// Counts a backfill batch that committed and the rows it changed.
+pub(crate) fn backfill_batch(rows: u64) {
+    metrics::counter!(BACKFILL_BATCHES).increment(1);
+    metrics::counter!(BACKFILL_ROWS).increment(rows);
+}
+
+/// Counts a backfill batch that waited for its server's rows-per-second
+/// budget.
+pub(crate) fn backfill_throttled() {
+    metrics::counter!(BACKFILL_THROTTLE_WAITS).increment(1);
 }
 
 /// Counts a tenant put in quarantine.

@@ -2,6 +2,7 @@
 //! test on 127.0.0.1, SQLite files in temp dirs, real HTTP.
 
 mod access;
+mod backfills;
 mod bad_input;
 mod citus;
 mod cli;

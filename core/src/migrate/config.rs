@@ -20,7 +20,10 @@ use crate::migrate::ident::validate_identifier;
 use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
+pub use backfill::{BackfillSettings, DEFAULT_BATCH_MILLIS, DEFAULT_CONCURRENCY, DEFAULT_ROWS_PER_SECOND};
+
 pub mod auth;
+mod backfill;
 mod database;
 mod directories;
 mod limits;
@@ -413,6 +416,8 @@ pub struct Config {
     /// What a pending migration that sorts before applied ones does
     /// (`outOfOrder`).
     pub out_of_order: crate::migrate::plan::OutOfOrderPolicy,
+    /// The pace of backfills on each database server (`backfill:`).
+    pub backfill: BackfillSettings,
     /// Read [`ParseOptions::offline`]: the environment variables that are
     /// not set, left as written in the properties a command that never
     /// connects does not use (`dataSource`, `shards`, `webHook…`). Empty
@@ -496,6 +501,7 @@ struct RawConfig {
     drift_policy: Option<String>,
     migration_formats: Option<BTreeMap<String, String>>,
     out_of_order: Option<String>,
+    backfill: Option<backfill::RawBackfill>,
 }
 
 impl RawConfig {
@@ -821,6 +827,7 @@ impl Config {
         let migration_formats = sub.migration_formats(raw.migration_formats.take(), &directories.configured())?;
         let out_of_order = sub.out_of_order(raw.out_of_order.take())?;
         let graphql_limits = raw.graphql_limits.take().map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default();
+        let backfill = BackfillSettings::parse(&sub, &mut raw)?;
 
         Ok(Config {
             base_location: database.base_location,
@@ -860,6 +867,7 @@ impl Config {
             failure_budget,
             migration_formats,
             out_of_order,
+            backfill,
             unresolved: sub.unresolved.into_inner(),
         })
     }
@@ -908,6 +916,7 @@ impl Config {
             migration_formats: self.migration_formats.iter().map(|(d, f)| (d.as_str(), f.name())).collect(),
             out_of_order: self.out_of_order.name(),
             graphql_limits: self.graphql_limits,
+            backfill: self.backfill,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
     }
@@ -990,6 +999,7 @@ struct RedactedView<'a> {
     out_of_order: &'a str,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
+    backfill: BackfillSettings,
 }
 
 #[derive(Serialize)]

@@ -255,10 +255,17 @@ pub fn lint_separately(input: &LintInput) -> Report {
 const PLACEHOLDER: &str = "{schema}";
 /// What the parser reads instead: an identifier of the same length.
 const STAND_IN: &str = "schema__";
+/// A backfill's placeholders (`strata:backfill`) and what the parser reads
+/// instead, each of the same length so positions stay right: a condition
+/// for `{range}`, a number for `{batch}`.
+const BACKFILL_STAND_INS: [(&str, &str); 2] = [("{range}", "(1 = 1)"), ("{batch}", "1000000")];
 
 fn lint_file(input: &LintInput, state: &mut rules::State, file: &str, contents: &str, report: &mut Report) {
     let driver = input.driver;
-    let text = contents.replace(PLACEHOLDER, STAND_IN);
+    let text =
+        BACKFILL_STAND_INS.iter().fold(contents.replace(PLACEHOLDER, STAND_IN), |text, (placeholder, stand_in)| {
+            text.replace(placeholder, stand_in)
+        });
     let head = leading(driver, &text);
     let mut ctx = rules::Ctx::new(driver, file, state);
     let lines = LineIndex::new(&text);

@@ -23,9 +23,12 @@
 //! - **Other directives** in the same leading comments:
 //!   `strata:lock-timeout <duration>`, `strata:lock-retries <n>`,
 //!   `strata:statement-timeout <duration>` (a duration is `0`, or a number
-//!   with `ms`, `s` or `m`: `500ms`, `5s`, `2m`), and the linter's
-//!   `strata:allow <rule>, …`. Any other `strata:` word is refused (a typo
-//!   must not silently run a file with other rules than meant).
+//!   with `ms`, `s` or `m`: `500ms`, `5s`, `2m`), the linter's
+//!   `strata:allow <rule>, …`, and `strata:backfill` (a file run in batches,
+//!   [`FileMode::backfill`]; its `name=value` options are read by
+//!   [`crate::migrate::backfill::read`], not here). Any other `strata:` word
+//!   is refused (a typo must not silently run a file with other rules than
+//!   meant).
 //! - **A commit after** (PostgreSQL: `ALTER TYPE … ADD VALUE`): a new enum
 //!   value cannot be used before the transaction that added it commits, so
 //!   the executor commits right after such a file ([`FileMode::commit_after`]).
@@ -62,6 +65,9 @@ pub const LOCK_RETRIES_DIRECTIVE: &str = "strata:lock-retries";
 pub const STATEMENT_TIMEOUT_DIRECTIVE: &str = "strata:statement-timeout";
 /// The linter's directive (read by `lint`; accepted here).
 pub const ALLOW_DIRECTIVE: &str = "strata:allow";
+/// The directive that makes a file a backfill, run in batches (its options
+/// are read by [`crate::migrate::backfill::read`]; accepted here).
+pub const BACKFILL_DIRECTIVE: &str = "strata:backfill";
 
 /// A position in a migration file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -183,6 +189,9 @@ pub struct FileMode {
     pub lock_retries: Option<u32>,
     /// `strata:statement-timeout`, in milliseconds (0: none).
     pub statement_timeout_ms: Option<u64>,
+    /// The file carries `strata:backfill`: it runs in batches, each in a
+    /// transaction of its own ([`crate::migrate::backfill`]).
+    pub backfill: bool,
 }
 
 /// Reads `contents` of `file` for `driver`: the directives, and every
@@ -205,14 +214,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         mode
     };
     let Ok(tokens) = tokenize(driver, contents) else {
-        let comments: Vec<(Position, String)> = contents
-            .lines()
-            .enumerate()
-            .map(|(i, line)| (i, line.trim()))
-            .take_while(|(_, line)| line.is_empty() || line.starts_with("--"))
-            .map(|(i, line)| (Position { line: i as u64 + 1, column: 1 }, line.trim_start_matches('-').to_string()))
-            .collect();
-        return directives(file, &comments).map(with_marker).map_err(|e| Refusals(vec![e]));
+        return directives(file, &leading_lines(contents)).map(with_marker).map_err(|e| Refusals(vec![e]));
     };
     let mut refusals = Vec::new();
     let mut mode = with_marker(directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
@@ -254,12 +256,27 @@ fn adds_enum_value(s: &[Word]) -> bool {
 }
 
 /// The tokens of `contents` as `driver`'s engine reads them.
-fn tokenize(driver: Driver, contents: &str) -> Result<Vec<TokenWithSpan>, sqlparser::tokenizer::TokenizerError> {
+pub(crate) fn tokenize(
+    driver: Driver,
+    contents: &str,
+) -> Result<Vec<TokenWithSpan>, sqlparser::tokenizer::TokenizerError> {
     Tokenizer::new(dialect(driver), contents).tokenize_with_location()
 }
 
+/// The leading `--` lines of text the tokenizer cannot read (blank lines
+/// among them skipped), each without its dashes, with where it starts.
+pub(crate) fn leading_lines(contents: &str) -> Vec<(Position, String)> {
+    contents
+        .lines()
+        .enumerate()
+        .map(|(i, line)| (i, line.trim()))
+        .take_while(|(_, line)| line.is_empty() || line.starts_with("--"))
+        .map(|(i, line)| (Position { line: i as u64 + 1, column: 1 }, line.trim_start_matches('-').to_string()))
+        .collect()
+}
+
 /// The comments before the first statement, with where each starts.
-fn leading_comments(tokens: &[TokenWithSpan]) -> Vec<(Position, String)> {
+pub(crate) fn leading_comments(tokens: &[TokenWithSpan]) -> Vec<(Position, String)> {
     let mut out = Vec::new();
     for token in tokens {
         let at = Position { line: token.span.start.line, column: token.span.start.column };
@@ -274,7 +291,7 @@ fn leading_comments(tokens: &[TokenWithSpan]) -> Vec<(Position, String)> {
 }
 
 /// The directives of the leading comments (see the module documentation).
-fn directives(file: &str, comments: &[(Position, String)]) -> Result<FileMode, StatementError> {
+pub(crate) fn directives(file: &str, comments: &[(Position, String)]) -> Result<FileMode, StatementError> {
     let mut mode = FileMode::default();
     for (at, comment) in comments {
         let words: Vec<&str> =
@@ -293,6 +310,7 @@ fn directives(file: &str, comments: &[(Position, String)]) -> Result<FileMode, S
             };
             match lower.as_str() {
                 NO_TRANSACTION_DIRECTIVE => mode.no_transaction = true,
+                BACKFILL_DIRECTIVE => mode.backfill = true,
                 ALLOW_DIRECTIVE => {}
                 LOCK_TIMEOUT_DIRECTIVE => mode.lock_timeout_ms = Some(duration_ms(value).map_err(bad)?),
                 STATEMENT_TIMEOUT_DIRECTIVE => mode.statement_timeout_ms = Some(duration_ms(value).map_err(bad)?),
@@ -306,7 +324,8 @@ fn directives(file: &str, comments: &[(Position, String)]) -> Result<FileMode, S
                 _ => {
                     return Err(bad(format!(
                         "not a directive of the service (known: {NO_TRANSACTION_DIRECTIVE}, {LOCK_TIMEOUT_DIRECTIVE}, \
-                         {LOCK_RETRIES_DIRECTIVE}, {STATEMENT_TIMEOUT_DIRECTIVE}, {ALLOW_DIRECTIVE})"
+                         {LOCK_RETRIES_DIRECTIVE}, {STATEMENT_TIMEOUT_DIRECTIVE}, {ALLOW_DIRECTIVE}, \
+                         {BACKFILL_DIRECTIVE})"
                     )));
                 }
             }
@@ -396,10 +415,13 @@ pub(crate) fn executable_comment(token: &Token) -> bool {
 /// quoted identifier is never a keyword).
 type Word = Option<String>;
 
-struct Statement {
-    at: Position,
+/// One statement of a file: where it starts and ends, and its leading
+/// words.
+pub(crate) struct Statement {
+    /// Where its first token starts.
+    pub(crate) at: Position,
     /// Where its last token ends (line, column just past it).
-    end: Position,
+    pub(crate) end: Position,
     words: Vec<Word>,
 }
 
@@ -422,7 +444,7 @@ const WORDS_KEPT: usize = 12;
 /// words; inside a routine (`CREATE … FUNCTION/PROCEDURE/TRIGGER/EVENT`)
 /// `BEGIN`/`CASE` … `END` nest. With `executable_comments` (MySQL), a
 /// `/*!…*/` comment belongs to its statement.
-fn statements(tokens: &[TokenWithSpan], executable_comments: bool) -> Vec<Statement> {
+pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut current: Option<Statement> = None;
     let mut depth = 0usize;
@@ -637,13 +659,36 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
 /// Not for SQL Server, whose files are cut at `GO` lines.
 pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
     let tokens = tokenize(driver, text).ok()?;
-    let lines: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let byte = |at: Position| -> usize {
-        let start = lines.get(at.line.saturating_sub(1) as usize).copied().unwrap_or(text.len());
+    let offsets = Offsets::new(text);
+    Some(
+        statements(&tokens, driver == Driver::Mysql)
+            .into_iter()
+            .map(|s| offsets.byte(s.at)..offsets.byte(s.end))
+            .collect(),
+    )
+}
+
+/// Byte offsets in a text of the positions its tokenizer reports (1-based
+/// line, column in characters).
+pub(crate) struct Offsets<'a> {
+    text: &'a str,
+    /// The byte where each line starts.
+    lines: Vec<usize>,
+}
+
+impl<'a> Offsets<'a> {
+    /// The offsets of `text`.
+    pub(crate) fn new(text: &'a str) -> Self {
+        Offsets { text, lines: std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect() }
+    }
+
+    /// The byte offset of `at` (the text's length past its end).
+    pub(crate) fn byte(&self, at: Position) -> usize {
+        let text = self.text;
+        let start = self.lines.get(at.line.saturating_sub(1) as usize).copied().unwrap_or(text.len());
         let skip = at.column.saturating_sub(1) as usize;
         text[start..].char_indices().nth(skip).map_or(text.len(), |(i, _)| start + i)
-    };
-    Some(statements(&tokens, driver == Driver::Mysql).into_iter().map(|s| byte(s.at)..byte(s.end)).collect())
+    }
 }
 
 /// Where, in the original file, the character at `offset` (1-based, as

@@ -115,6 +115,7 @@ pub(super) fn run(
             OnDatabase::Revert(args) => revert(&service, args).await,
             OnDatabase::Lint(args) => lint_pending(&service, args).await,
             OnDatabase::Quarantine(args) => quarantine(&service, args).await,
+            OnDatabase::Backfill(args) => super::backfill::backfill(&service, args).await,
             OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
             OnDatabase::Token(args) => super::access::token(&service, args).await,
             OnDatabase::Audit(args) => super::access::audit(&service, args).await,

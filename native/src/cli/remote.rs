@@ -19,8 +19,8 @@ use crate::cli::{
 };
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
-    ActionDto, AuditRowDto, CreateResultsDto, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto,
-    TenantInput, TenantsInput, VersionInput,
+    ActionDto, AuditRowDto, BackfillDto, CreateResultsDto, QuarantinedTenantDto, RetryInput, RolloutDto,
+    SchemaDriftDto, TenantInput, TenantsInput, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -98,6 +98,7 @@ const APPROVE: &str = concat!("mutation($id: Int!) { approveRollout(id: $id) { "
 const PAUSE: &str = concat!("mutation($id: Int!) { pauseRollout(id: $id) { ", rollout!(), " } }");
 const RESUME: &str = concat!("mutation($id: Int!) { resumeRollout(id: $id) { ", rollout!(), " } }");
 const CANCEL: &str = concat!("mutation($id: Int!) { cancelRollout(id: $id) { ", rollout!(), " } }");
+const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
 const QUARANTINE: &str = "query { quarantine { tenant versionId file line column cause message failures requestId \
                           quarantined } }";
 const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
@@ -208,6 +209,12 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Lint(args) => lint(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
+            OnDatabase::Backfill(args) => {
+                match remote.call::<Vec<BackfillDto>>(BACKFILLS, "backfills", json!({})).await {
+                    Ok(rows) => super::backfill::print(&rows, args.json),
+                    Err(failure) => failure.report(args.json),
+                }
+            }
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
@@ -752,6 +759,7 @@ mod tests {
             (RESUME, id.clone()),
             (CANCEL, id),
             (QUARANTINE, json!({})),
+            (BACKFILLS, json!({})),
             (RETRY, json!({ "input": retry })),
             (RELEASE, json!({ "tenantNames": ["t"] })),
         ];

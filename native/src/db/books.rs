@@ -29,9 +29,10 @@ use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use crate::db::error::DbError;
 use crate::db::types::{
-    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, BackfillRow, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
+    VersionRow,
 };
-pub(crate) use sqlx_books::{SqlxBooks, SqlxConn};
+pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
 /// Where [`Books::each_applied`] hands each recorded migration.
 pub(crate) type AppliedSink<'s> = dyn for<'r> FnMut(AppliedRow<'r>) + Send + 's;
@@ -160,6 +161,20 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// Appends an audit row; false when another writer took its id.
     async fn append_audit(&self, _conn: &mut C, _row: &Sealed) -> Result<bool, DbError> {
         Err(DbError::NotSupported("the audit log on this engine"))
+    }
+    /// One schema's backfill of `file`, once it has begun (none before the
+    /// table exists).
+    async fn backfill(&self, _conn: &mut C, _schema: &str, _file: &str) -> Result<Option<BackfillRow>, DbError> {
+        Ok(None)
+    }
+    /// Writes a backfill's row, in the caller's open transaction (a batch's
+    /// checkpoint commits with the batch).
+    async fn save_backfill(&self, _conn: &mut C, _row: &BackfillRow) -> Result<(), DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
+    }
+    /// Every backfill, by schema then file (none before the table exists).
+    async fn backfills(&self, _conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
+        Ok(Vec::new())
     }
     /// Writes a repair (core's `repair`) and its version row, in one
     /// transaction.

@@ -3,7 +3,10 @@
 //! A driver implements primitives only; each dialect's SQL lives in its
 //! own `sql.rs`.
 
+pub(crate) mod bound;
+
 use async_trait::async_trait;
+use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{self, CatalogObject};
@@ -31,6 +34,22 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
+    /// A failure of the service's own work before a statement (an
+    /// attachment, its books), reported where a statement's would be.
+    pub(crate) fn of_books(error: &DbError) -> Self {
+        Failure { message: error.to_string(), offset: None, line: None, cause: Cause::Statement }
+    }
+
+    /// A backfill on an engine that does not run them.
+    pub(crate) fn no_backfills(driver: Driver) -> Self {
+        Failure {
+            message: format!("backfills (`strata:backfill`) do not run on {driver:?} yet"),
+            offset: None,
+            line: None,
+            cause: Cause::Statement,
+        }
+    }
+
     /// A failure as sqlx reports it: the database's own message (without
     /// sqlx's prefix), no position.
     pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
@@ -284,6 +303,16 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
+    /// Runs a backfill's batch, `sql` with `values` bound, in the caller's
+    /// open transaction: the rows it changed ([`bound`]).
+    async fn execute_bound(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<u64, Failure> {
+        Err(Failure::no_backfills(Self::DRIVER))
+    }
+    /// Reads a backfill's keys, `sql` with `values` bound: each row's
+    /// columns ([`bound`]).
+    async fn read_keys(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+        Err(Failure::no_backfills(Self::DRIVER))
+    }
     /// Whether a unit may be sent as one text — [`Engine::BEGIN`], its
     /// time-outs ([`Engine::timeouts_text`]), its files, its rows
     /// ([`Engine::record_text`]), `commit` — run by

@@ -71,6 +71,7 @@
 //!   plan one after another (then run at once) and the memory a version
 //!   needs does not grow with the number of shards.
 
+mod backfill;
 mod fingerprints;
 mod progress;
 pub(crate) mod reading;
@@ -94,7 +95,7 @@ use crate::db::engine::{Engine, Failure};
 use crate::db::error::{DbError, MigrationFailure};
 use crate::db::executor::fingerprints::{committed_schemas, recorded_after, store_fingerprints};
 use crate::db::executor::progress::Progress;
-use crate::db::executor::reading::{PLANNING, plan_read, readable, select_tenants};
+use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
 use crate::db::executor::settings::Settings;
 use crate::db::types::{MutationOutcome, MutationRequest, QuarantineRow, VersionRow};
 
@@ -121,7 +122,7 @@ async fn locked<E: Engine>(
     let planning = PLANNING.acquire().await;
     let tenants = engine.books().tenants(&mut main).await?;
     let mut selection = select_tenants(engine, &mut main, request, tenants).await?;
-    let (plan, modes) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
+    let (plan, rules) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
     drop(planning);
     if request.retried().is_none() {
         // Only a retry looks at its tenants again (to release them); the
@@ -148,7 +149,7 @@ async fn locked<E: Engine>(
     if let Some(observer) = request.observer {
         observer.started(plan, request.sources);
     }
-    let run = Run::new(engine, settings, request, plan, &modes, lock);
+    let run = Run::new(engine, settings, request, plan, &rules, lock);
     let mut conns = vec![main];
     let result = run.version(&mut conns).await;
     run.wind_down(&mut conns, &result).await;
@@ -182,7 +183,8 @@ struct Run<'a, E: Engine> {
     settings: &'a Settings,
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
-    modes: &'a [FileMode],
+    /// Per source: its directives and backfill.
+    rules: &'a [FileRules],
     /// Which tenant failures the version absorbs (core's `run`).
     absorption: Absorption,
     /// Tenant failures the version absorbed (each tenant quarantined).
@@ -215,7 +217,7 @@ impl<'a, E: Engine> Run<'a, E> {
         settings: &'a Settings,
         request: &'a MutationRequest<'a>,
         plan: &'a Plan,
-        modes: &'a [FileMode],
+        rules: &'a [FileRules],
         lock: &'a E::Lock,
     ) -> Self {
         Run {
@@ -223,7 +225,7 @@ impl<'a, E: Engine> Run<'a, E> {
             settings,
             request,
             plan,
-            modes,
+            rules,
             lock,
             absorption: Absorption::new(RunKind {
                 budget: request.failure_budget,
@@ -321,7 +323,16 @@ impl<'a, E: Engine> Run<'a, E> {
     }
 
     fn mode(&self, step: u32) -> &FileMode {
-        &self.modes[self.plan.steps.at(step).migration as usize]
+        &self.rules[self.plan.steps.at(step).migration as usize].mode
+    }
+
+    /// The step's backfill, when its file is one and it executes.
+    fn backfill_of(&self, step: u32) -> Option<&strata_core::migrate::backfill::Spec> {
+        let step_ = self.plan.steps.at(step);
+        if !step_.execute || self.plan.direction != strata_core::migrate::plan::Direction::Forward {
+            return None;
+        }
+        self.rules[step_.migration as usize].backfill.as_ref()
     }
 
     fn runs_outside_transaction(&self, step: u32) -> bool {

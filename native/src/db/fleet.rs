@@ -55,8 +55,8 @@ use crate::db::error::{DbError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow,
-    ShardTenants, UnreachableShard, VersionFilter, VersionRow,
+    Access, BackfillRow, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow,
+    RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::db::types::{Audit, RepairRequest};
 
@@ -842,6 +842,14 @@ impl Database for Fleet {
 
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
         Ok(self.every(|_, store| async move { store.fingerprints().await }).await?.into_iter().flatten().collect())
+    }
+
+    /// Every shard's backfills (a tenant runs its backfill where it lives).
+    async fn backfills(&self) -> Result<Vec<BackfillRow>, DbError> {
+        let mut rows: Vec<BackfillRow> =
+            self.every(|_, store| async move { store.backfills().await }).await?.into_iter().flatten().collect();
+        rows.sort_by(|a, b| (&a.schema, &a.file).cmp(&(&b.schema, &b.file)));
+        Ok(rows)
     }
 
     /// What core's `visible_quarantine` shows of every shard's quarantine

@@ -19,6 +19,7 @@ use futures::TryStreamExt;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, ConnectOptions, MySql};
+use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -259,6 +260,14 @@ impl Engine for MysqlEngine {
     /// ("… at line 3", which is then dropped from the message). A statement
     /// that lost a deadlock or a certification (Galera) runs again, up to
     /// 3 times; one that hit the lock time-out is the executor's to retry.
+    async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
+        engine::bound::execute::<MySql>(&mut **conn, sql, values).await
+    }
+
+    async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+        engine::bound::read::<MySql>(&mut **conn, sql, values).await
+    }
+
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for range in engine::statements_of(Driver::Mysql, text) {
             let start = range.start;

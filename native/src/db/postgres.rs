@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgErrorPosition, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, QueryBuilder, Row};
+use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::citus::FilePlacement;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
@@ -281,6 +282,14 @@ impl Engine for PostgresEngine {
     /// completed before tell which one failed, and its start is the
     /// position. On Citus, one statement at a time (citus#6608), a
     /// failure's offset counted from the file's start.
+    async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
+        engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
+    }
+
+    async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+        engine::bound::read::<Postgres>(&mut **conn, sql, values).await
+    }
+
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         if !self.citus {
             return run_text(conn, text).await;

@@ -37,6 +37,7 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, QueryBuilder, Sqlite};
+use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
@@ -751,12 +752,7 @@ impl Engine for SqliteEngine {
             }
             self.describe_files(conn).await
         };
-        prepared.await.map_err(|error| Failure {
-            message: error.to_string(),
-            offset: None,
-            line: None,
-            cause: super::error::Cause::Statement,
-        })?;
+        prepared.await.map_err(|error| Failure::of_books(&error))?;
         match conn.entered.clone() {
             // A tenant's catalog as its unit left it, read right after it
             // while its file is attached (no attachment of its own for it
@@ -831,6 +827,19 @@ impl Engine for SqliteEngine {
 
     /// Runs the file statement by statement: SQLite reports no position,
     /// so the failing statement's start is the error's position.
+    /// After the tenant's pending attachment (`enter` leaves it to the
+    /// next call).
+    async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
+        self.flush(conn).await.map_err(|error| Failure::of_books(&error))?;
+        engine::bound::execute::<Sqlite>(&mut conn.conn, sql, values).await
+    }
+
+    /// After the tenant's pending attachment.
+    async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+        self.flush(conn).await.map_err(|error| Failure::of_books(&error))?;
+        engine::bound::read::<Sqlite>(&mut conn.conn, sql, values).await
+    }
+
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         // A unit's files run in its transaction, whose `begin` ran the
         // attachment (a failure here would read as the file's own).

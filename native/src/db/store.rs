@@ -27,8 +27,8 @@ use crate::db::error::DbError;
 use crate::db::error::OpenError;
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
-    Access, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest,
-    RolloutRow, ShardTenants, VersionFilter, VersionRow,
+    Access, BackfillRow, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow,
+    RepairRequest, RolloutRow, ShardTenants, VersionFilter, VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -102,6 +102,8 @@ pub(crate) trait Database: Send + Sync {
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
     /// The quarantined tenants, by name.
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError>;
+    /// Every backfill's progress, by tenant and file.
+    async fn backfills(&self) -> Result<Vec<BackfillRow>, DbError>;
     /// Puts tenants in quarantine (or counts one more failure of those
     /// already there).
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError>;
@@ -277,6 +279,11 @@ impl<E: Engine> Database for Store<E> {
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
         self.engine.books().quarantined(&mut conn).await
+    }
+
+    async fn backfills(&self) -> Result<Vec<BackfillRow>, DbError> {
+        let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().backfills(&mut conn).await
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {

@@ -154,6 +154,93 @@ impl QuarantineRow {
 }
 
 /// One shard of a sharded fleet and its tenants.
+/// How far one schema's backfill of one file is (`svc.svc_backfills`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackfillState {
+    /// Batches remain (or the run that ran them stopped).
+    Running,
+    /// Its last batch committed.
+    Done,
+    /// A batch failed; the next run resumes after the last committed one.
+    Failed,
+}
+
+impl BackfillState {
+    /// As the books store it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            BackfillState::Running => "running",
+            BackfillState::Done => "done",
+            BackfillState::Failed => "failed",
+        }
+    }
+
+    /// From the books (anything else reads as running).
+    pub(crate) fn parse(text: &str) -> Self {
+        match text {
+            "done" => BackfillState::Done,
+            "failed" => BackfillState::Failed,
+            _ => BackfillState::Running,
+        }
+    }
+}
+
+/// One schema's backfill of one file, as the books keep it: its
+/// checkpoint (core's `backfill::Stored`) written with every batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BackfillRow {
+    /// The schema (tenant) it runs in.
+    pub(crate) schema: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+    /// How far it is.
+    pub(crate) state: BackfillState,
+    /// The checkpoint and counts.
+    pub(crate) progress: strata_core::migrate::backfill::Stored,
+    /// The last batch's failure, while it stands.
+    pub(crate) last_error: Option<String>,
+    /// When it last changed, RFC 3339 UTC.
+    pub(crate) updated: String,
+}
+
+/// One tenant's backfill of one file as the API and the CLI show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BackfillStatus {
+    /// The tenant (or single schema).
+    pub(crate) tenant: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+    /// `running`, `done` or `failed`.
+    pub(crate) state: &'static str,
+    /// Rows its committed batches changed.
+    pub(crate) rows_done: u64,
+    /// Rows present at its start, up to its last key (none: a backfill
+    /// repeated until it changes nothing).
+    pub(crate) rows_estimated: u64,
+    /// Batches committed.
+    pub(crate) batches: u64,
+    /// The last batch's failure, while it stands.
+    pub(crate) last_error: Option<String>,
+    /// When it last changed, RFC 3339 UTC.
+    pub(crate) updated: String,
+}
+
+impl From<BackfillRow> for BackfillStatus {
+    fn from(row: BackfillRow) -> Self {
+        BackfillStatus {
+            tenant: row.schema,
+            file: row.file,
+            state: row.state.as_str(),
+            rows_done: row.progress.rows_done,
+            rows_estimated: row.progress.rows_estimated,
+            batches: row.progress.batches,
+            last_error: row.last_error,
+            updated: row.updated,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardTenants {
     /// Its name in `shards:`.

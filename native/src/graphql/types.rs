@@ -15,7 +15,7 @@ use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
 
-use crate::db::{MigrationRow, QuarantineRow, VersionRow};
+use crate::db::{BackfillStatus, MigrationRow, QuarantineRow, VersionRow};
 use crate::graphql::limits::RequestScope;
 use crate::graphql::one_by_one::OneByOne;
 use crate::service::{CreateResult, Service};
@@ -350,6 +350,47 @@ impl From<CreateResult> for CreateResultsDto {
             quarantined: result.quarantined.into_iter().map(QuarantinedTenantDto::from).collect(),
             skipped_tenants: result.skipped,
             released_tenants: result.released,
+        }
+    }
+}
+
+/// One tenant's backfill of one file (`Backfill`, added): how far its
+/// batches are.
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[graphql(name = "Backfill")]
+pub(crate) struct BackfillDto {
+    /// The tenant (or single schema) it runs in.
+    pub(crate) tenant: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+    /// `RUNNING`, `DONE` or `FAILED`.
+    pub(crate) state: String,
+    /// Rows its committed batches changed.
+    pub(crate) rows_done: i64,
+    /// Rows present at its start up to its last key (0 for a backfill
+    /// repeated until it changes nothing).
+    pub(crate) rows_estimated: i64,
+    /// Batches committed.
+    pub(crate) batches: i64,
+    /// The last batch's failure, while it stands.
+    pub(crate) last_error: Option<String>,
+    /// When it last changed, RFC 3339.
+    pub(crate) updated: String,
+}
+
+impl From<BackfillStatus> for BackfillDto {
+    fn from(status: BackfillStatus) -> Self {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        BackfillDto {
+            tenant: status.tenant,
+            file: status.file,
+            state: status.state.to_ascii_uppercase(),
+            rows_done: count(status.rows_done),
+            rows_estimated: count(status.rows_estimated),
+            batches: count(status.batches),
+            last_error: status.last_error,
+            updated: status.updated,
         }
     }
 }

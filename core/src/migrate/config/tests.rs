@@ -544,3 +544,54 @@ fn strata_data_source_replaces_the_files_data_source() {
         "property shards: STRATA_DATA_SOURCE replaces dataSource, but this configuration lists shards"
     );
 }
+
+#[test]
+fn backfills_default_to_no_rate_limit_four_at_once_and_100_ms_batches() {
+    let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
+    assert_eq!(config.backfill, BackfillSettings { rows_per_second: 0, concurrency: 4, batch_millis: 100 });
+    assert_eq!(config.backfill, BackfillSettings::default());
+    assert!(
+        config.render_redacted().ends_with("backfill:\n  rowsPerSecond: 0\n  concurrency: 4\n  batchMillis: 100\n")
+    );
+    // An empty section is the defaults too.
+    assert_eq!(with("backfill: {}\n").unwrap().backfill, BackfillSettings::default());
+}
+
+#[test]
+fn backfill_settings_are_read_and_shown() {
+    let set = Config::parse(
+        &format!("{MINIMAL}backfill:\n  rowsPerSecond: 5000\n  concurrency: \"${{BACKFILLS}}\"\n  batchMillis: 250\n"),
+        &env(&[("BACKFILLS", "2")]),
+    )
+    .unwrap();
+    assert_eq!(set.backfill, BackfillSettings { rows_per_second: 5_000, concurrency: 2, batch_millis: 250 });
+    let shown = set.render_redacted();
+    assert!(shown.contains("backfill:\n  rowsPerSecond: 5000\n  concurrency: 2\n  batchMillis: 250\n"), "{shown}");
+    assert_eq!(Config::parse(&shown, &BTreeMap::new()).unwrap().backfill, set.backfill);
+    let only_rate = with("backfill:\n  rowsPerSecond: 1000000000\n").unwrap().backfill;
+    assert_eq!(only_rate, BackfillSettings { rows_per_second: 1_000_000_000, ..BackfillSettings::default() });
+    let bounds = with("backfill:\n  concurrency: 64\n  batchMillis: 60000\n").unwrap().backfill;
+    assert_eq!((bounds.concurrency, bounds.batch_millis), (64, 60_000));
+}
+
+#[test]
+fn bad_backfill_settings_are_refused_naming_the_property() {
+    for (section, message) in [
+        ("concurrency: 0", "property backfill.concurrency: 0 is not between 1 and 64"),
+        ("concurrency: 65", "property backfill.concurrency: 65 is not between 1 and 64"),
+        ("batchMillis: 0", "property backfill.batchMillis: 0 is not between 1 and 60000"),
+        ("batchMillis: 60001", "property backfill.batchMillis: 60001 is not between 1 and 60000"),
+        ("rowsPerSecond: -1", "property backfill.rowsPerSecond: -1 is not between 0 and 1000000000"),
+        ("rowsPerSecond: 1000000001", "property backfill.rowsPerSecond: 1000000001 is not between 0 and 1000000000"),
+        ("rowsPerSecond: fast", "property backfill.rowsPerSecond: \"fast\" is not a number"),
+    ] {
+        let err = with(&format!("backfill:\n  {section}\n")).unwrap_err();
+        assert_eq!(err.to_string(), message, "{section}");
+    }
+    let err = with("backfill:\n  rowsPerSec: 10\n").unwrap_err();
+    let ConfigError::UnknownProperty { name, suggestion, expected, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((name.as_str(), suggestion.as_deref()), ("rowsPerSec", Some("rowsPerSecond")));
+    assert_eq!(expected, &["rowsPerSecond", "concurrency", "batchMillis"]);
+    let err = with("backfill:\n  parallel: 2\n").unwrap_err();
+    assert!(err.to_string().ends_with("; expected one of rowsPerSecond, concurrency, batchMillis"), "{err}");
+}

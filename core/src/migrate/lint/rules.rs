@@ -12,7 +12,7 @@ use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
 use crate::migrate::driver::Driver;
 use crate::migrate::lint::{ALL, Checks, Finding, PG, RuleInfo, Severity, Word, dialect, table_key};
-use crate::migrate::statements::{NO_TRANSACTION_DIRECTIVE, Position};
+use crate::migrate::statements::{BACKFILL_DIRECTIVE, NO_TRANSACTION_DIRECTIVE, Position};
 
 pub(crate) const CREATE_INDEX_NON_CONCURRENTLY: RuleInfo = RuleInfo {
     name: "create-index-non-concurrently",
@@ -423,12 +423,28 @@ impl<'a> Ctx<'a> {
     }
 
     fn rename_column(&mut self, at: Position, table: &ObjectName, column: &str) {
+        let advice = match self.backfill_file(table) {
+            Some(file) => format!(
+                "add the new column, write both, copy the existing rows over in batches ({file}), move reads over, \
+                 and drop the old one in a later release"
+            ),
+            None => "add the new column, write both and backfill, move reads over, and drop the old one in a later \
+                     release"
+                .to_string(),
+        };
         self.found(
             &RENAMING_COLUMN,
             at,
             format!("renaming {table}.{column} breaks the application version still running against {column}"),
-            "add the new column, write both and backfill, move reads over, and drop the old one in a later release",
+            &advice,
         );
+    }
+
+    /// The backfill file that fills `table`'s rows in batches, as advice
+    /// names it (`None` on SQL Server, where backfills do not run yet).
+    fn backfill_file(&self, table: &ObjectName) -> Option<String> {
+        (self.driver != Driver::SqlServer)
+            .then(|| format!("a file marked `-- {BACKFILL_DIRECTIVE} table={table} key=id`, key= its key columns"))
     }
 
     fn drop_column(&mut self, at: Position, table: &ObjectName, column: &str) {
@@ -532,7 +548,7 @@ impl<'a> Ctx<'a> {
         let ident_at = |ident: &Ident| map(ident.span.start).unwrap_or(clause);
         match op {
             AlterTableOperation::AddColumn { column_def, .. } => {
-                self.add_column(ident_at(&column_def.name), column_def)
+                self.add_column(ident_at(&column_def.name), table, column_def)
             }
             AlterTableOperation::AddConstraint { constraint, not_valid } => {
                 self.add_constraint(clause, table, constraint, *not_valid)
@@ -564,16 +580,26 @@ impl<'a> Ctx<'a> {
     /// or a `SET NOT NULL` no validated check proves.
     fn alter_column(&mut self, at: Position, table: &ObjectName, column_name: &Ident, op: &AlterColumnOperation) {
         match op {
-            AlterColumnOperation::SetDataType { data_type, .. } => self.found(
-                &CHANGING_COLUMN_TYPE,
-                at,
-                format!(
-                    "changing {table}.{column_name} to {data_type} rewrites the table and its indexes \
-                     while holding its most exclusive lock"
-                ),
-                "add a column of the new type, write both and backfill in batches, then switch reads \
-                 over and drop the old column in a later release",
-            ),
+            AlterColumnOperation::SetDataType { data_type, .. } => {
+                let advice = match self.backfill_file(table) {
+                    Some(file) => format!(
+                        "add a column of the new type, write both, fill it in batches ({file}), then switch reads \
+                         over and drop the old column in a later release"
+                    ),
+                    None => "add a column of the new type, write both and backfill in batches, then switch reads \
+                             over and drop the old column in a later release"
+                        .to_string(),
+                };
+                self.found(
+                    &CHANGING_COLUMN_TYPE,
+                    at,
+                    format!(
+                        "changing {table}.{column_name} to {data_type} rewrites the table and its indexes \
+                         while holding its most exclusive lock"
+                    ),
+                    &advice,
+                )
+            }
             AlterColumnOperation::SetNotNull if !self.proven_not_null(table, &column_name.value) => self.found(
                 &SETTING_NOT_NULL,
                 at,
@@ -585,10 +611,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn add_column(&mut self, at: Position, column: &ColumnDef) {
+    fn add_column(&mut self, at: Position, table: &ObjectName, column: &ColumnDef) {
         if self.driver != Driver::Postgres {
             return;
         }
+        let fill = self.backfill_file(table).unwrap_or_default();
         let serial = matches!(&column.data_type, DataType::Custom(name, _)
         if name.0.len() == 1 && name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
             matches!(i.value.to_ascii_lowercase().as_str(), "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2")
@@ -604,8 +631,10 @@ impl<'a> Ctx<'a> {
                     "adding {} fills every existing row from a sequence: the table is rewritten under ACCESS EXCLUSIVE",
                     column.name
                 ),
-                "add a plain nullable column, attach a sequence default for new rows, backfill existing rows in \
-                 batches, then add the constraint",
+                &format!(
+                    "add a plain nullable column, attach a sequence default for new rows, fill the existing rows \
+                     in batches ({fill}), then add the constraint"
+                ),
             );
             return;
         }
@@ -621,8 +650,10 @@ impl<'a> Ctx<'a> {
                             column.name,
                             function.to_ascii_lowercase()
                         ),
-                        "add the column without a default (or with a constant one), set the default in a second \
-                         statement, and backfill existing rows in batches",
+                        &format!(
+                            "add the column without a default (or with a constant one), set the default in a \
+                             second statement, and fill the existing rows in batches ({fill})"
+                        ),
                     );
                 }
             }

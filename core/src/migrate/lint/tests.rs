@@ -584,3 +584,62 @@ fn citus_ddl_among_statements_and_small_sequences() {
     let info = citus(text).findings.into_iter().find(|f| f.rule == "citus-ddl-among-statements").unwrap();
     assert_eq!(info.severity, Severity::Info);
 }
+
+/// The advice of the one finding of `text` on `driver`.
+fn advice(driver: Driver, text: &str) -> String {
+    let report = one(driver, text);
+    assert_eq!(report.findings.len(), 1, "{driver:?}: {text}: {report:?}");
+    report.findings[0].advice.clone()
+}
+
+#[test]
+fn advice_to_fill_rows_in_batches_names_the_backfill_directive() {
+    assert_eq!(
+        advice(Postgres, "alter table {schema}.orders alter column total type bigint;"),
+        "add a column of the new type, write both, fill it in batches (a file marked `-- strata:backfill \
+         table={schema}.orders key=id`, key= its key columns), then switch reads over and drop the old column in a \
+         later release"
+    );
+    assert_eq!(
+        advice(Postgres, "alter table orders add column n bigserial;"),
+        "add a plain nullable column, attach a sequence default for new rows, fill the existing rows in batches (a \
+         file marked `-- strata:backfill table=orders key=id`, key= its key columns), then add the constraint"
+    );
+    assert_eq!(
+        advice(Postgres, "alter table \"Orders\" add column token uuid default gen_random_uuid();"),
+        "add the column without a default (or with a constant one), set the default in a second statement, and fill \
+         the existing rows in batches (a file marked `-- strata:backfill table=\"Orders\" key=id`, key= its key \
+         columns)"
+    );
+    for driver in [Postgres, Mysql, Sqlite] {
+        let text = "alter table orders rename column total to amount;";
+        assert!(advice(driver, text).contains("(a file marked `-- strata:backfill table=orders key=id`"), "{driver:?}");
+    }
+    // Backfills do not run on SQL Server: no directive named there.
+    let text = "alter table orders alter column total bigint";
+    assert!(!advice(SqlServer, text).contains("strata:backfill"));
+    assert!(!advice(SqlServer, "exec sp_rename 'orders.total', 'amount', 'COLUMN'").contains("strata:backfill"));
+}
+
+#[test]
+fn a_backfill_file_is_not_misjudged() {
+    // `{range}` and `{batch}` are the service's placeholders: the
+    // statement around them changes rows in batches, each with its own
+    // condition or limit — no rule sees an update of the whole table.
+    let ranged = "-- strata:backfill table={schema}.orders key=id batch=500\n\
+                  update {schema}.orders set total_cents = (total * 100)::bigint where {range};\n";
+    let repeated = "-- strata:backfill batch=500\n\
+                    delete from {schema}.events where id in (select id from {schema}.events where old limit {batch});\n";
+    for driver in [Postgres, Mysql, Sqlite] {
+        for text in [ranged, repeated] {
+            for citus in [false, true] {
+                let files = [("tenants/002.sql", text)];
+                let report = lint(&LintInput { driver, files: &files, lock_timeout_set: false, citus });
+                assert_eq!(found(&report), vec![], "{driver:?} citus={citus}: {text}");
+            }
+        }
+    }
+    // Its directive is no `strata:allow`: nothing is silenced by it.
+    let text = "-- strata:backfill table=t key=id\nalter table t drop column a;";
+    assert_eq!(found(&one(Postgres, text)), vec![("dropping-column", W, 2, 27)]);
+}

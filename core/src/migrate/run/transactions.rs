@@ -11,6 +11,8 @@
 //! - Without transactional DDL every step commits on its own and is
 //!   recorded right after it; so does the new tenant, with the version's
 //!   row (the version then holds the tenant).
+//! - A backfill never shares a transaction: the steps before it commit
+//!   first (its batches read what they made), and a dry run skips it.
 
 /// How one step of a unit runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,6 +22,10 @@ pub struct StepMode {
     pub alone: bool,
     /// A commit follows it (its file asks for one).
     pub commit_after: bool,
+    /// It is a backfill (`strata:backfill`): it runs in batches, each in a
+    /// short transaction of its own with its checkpoint, and is recorded
+    /// once the last batch has committed.
+    pub backfill: bool,
 }
 
 /// A part of a unit, run in order.
@@ -40,6 +46,9 @@ pub enum Piece {
     /// The new tenant created outside any transaction, with the version's
     /// row (engines without transactional DDL).
     TenantAlone,
+    /// A backfill step: its batches, each committed with its checkpoint,
+    /// then its row committed in a transaction of its own.
+    Backfill(u32),
 }
 
 /// What the engine and the request change about the split.
@@ -61,7 +70,9 @@ pub fn split(steps: impl IntoIterator<Item = u32>, how: Split, mode: impl Fn(u32
         if how.new_tenant {
             pieces.push(Piece::TenantAlone);
         }
-        pieces.extend(steps.into_iter().map(Piece::Alone));
+        pieces.extend(
+            steps.into_iter().map(|step| if mode(step).backfill { Piece::Backfill(step) } else { Piece::Alone(step) }),
+        );
         return pieces;
     }
     let mut open: Vec<u32> = Vec::new();
@@ -73,13 +84,13 @@ pub fn split(steps: impl IntoIterator<Item = u32>, how: Split, mode: impl Fn(u32
         *creates_tenant = false;
     };
     for step in steps {
-        let StepMode { alone, commit_after } = mode(step);
-        if alone {
+        let StepMode { alone, commit_after, backfill } = mode(step);
+        if alone || backfill {
             if how.dry_run {
                 continue;
             }
             close(&mut pieces, &mut open, &mut creates_tenant);
-            pieces.push(Piece::Alone(step));
+            pieces.push(if backfill { Piece::Backfill(step) } else { Piece::Alone(step) });
             continue;
         }
         open.push(step);
@@ -109,9 +120,10 @@ pub fn place_in_message(files: &[(usize, usize, u32)], separator: usize, offset:
 mod tests {
     use super::*;
 
-    const PLAIN: StepMode = StepMode { alone: false, commit_after: false };
-    const ALONE: StepMode = StepMode { alone: true, commit_after: false };
-    const COMMIT: StepMode = StepMode { alone: false, commit_after: true };
+    const PLAIN: StepMode = StepMode { alone: false, commit_after: false, backfill: false };
+    const ALONE: StepMode = StepMode { alone: true, commit_after: false, backfill: false };
+    const COMMIT: StepMode = StepMode { alone: false, commit_after: true, backfill: false };
+    const BACKFILL: StepMode = StepMode { alone: false, commit_after: false, backfill: true };
     const RUN: Split = Split { new_tenant: false, transactional_ddl: true, dry_run: false };
 
     fn modes(list: &[StepMode]) -> impl Fn(u32) -> StepMode + '_ {
@@ -133,6 +145,17 @@ mod tests {
         assert_eq!(place_in_message(&files, 3, 24), Some((9, 1)));
         assert_eq!(place_in_message(&files, 3, 3), None, "in the unit's own begin");
         assert_eq!(place_in_message(&files, 3, 40), None, "in the unit's rows");
+    }
+
+    #[test]
+    fn a_backfill_runs_after_the_steps_before_it_committed_and_before_the_next_begin() {
+        let pieces = split(0..4, RUN, modes(&[PLAIN, PLAIN, BACKFILL, PLAIN]));
+        assert_eq!(pieces, [tx(&[0, 1]), Piece::Backfill(2), tx(&[3])]);
+        let how = Split { new_tenant: true, transactional_ddl: false, dry_run: false };
+        let pieces = split(0..2, how, modes(&[PLAIN, BACKFILL]));
+        assert_eq!(pieces, [Piece::TenantAlone, Piece::Alone(0), Piece::Backfill(1)]);
+        let how = Split { dry_run: true, ..RUN };
+        assert_eq!(split(0..3, how, modes(&[PLAIN, BACKFILL, PLAIN])), [tx(&[0, 2])], "a dry run skips it");
     }
 
     #[test]
@@ -188,11 +211,11 @@ mod tests {
 
     #[test]
     fn every_step_is_in_exactly_one_piece_in_order() {
-        let all = [PLAIN, ALONE, COMMIT];
+        let all = [PLAIN, ALONE, COMMIT, BACKFILL];
         // Every sequence of up to five modes.
         for length in 0..=5u32 {
-            for code in 0..3u32.pow(length) {
-                let list: Vec<StepMode> = (0..length).map(|i| all[(code / 3u32.pow(i) % 3) as usize]).collect();
+            for code in 0..4u32.pow(length) {
+                let list: Vec<StepMode> = (0..length).map(|i| all[(code / 4u32.pow(i) % 4) as usize]).collect();
                 for new_tenant in [false, true] {
                     let how = Split { new_tenant, ..RUN };
                     let pieces = split(0..length, how, modes(&list));
@@ -200,7 +223,7 @@ mod tests {
                         .iter()
                         .flat_map(|piece| match piece {
                             Piece::Transaction { steps, .. } => steps.clone(),
-                            Piece::Alone(step) => vec![*step],
+                            Piece::Alone(step) | Piece::Backfill(step) => vec![*step],
                             Piece::TenantAlone => vec![],
                         })
                         .collect();

@@ -15,6 +15,7 @@ const NO_TRANSACTION: FileMode = FileMode {
     lock_timeout_ms: None,
     lock_retries: None,
     statement_timeout_ms: None,
+    backfill: false,
 };
 
 fn at(line: u64, column: u64) -> Position {
@@ -276,4 +277,27 @@ fn a_new_enum_value_asks_for_a_commit_after_its_file() {
     assert!(pg("ALTER TYPE mood ADD VALUE IF NOT EXISTS 'ok' BEFORE 'sad';").unwrap().commit_after);
     assert!(!pg("alter type mood rename value 'a' to 'b'; select 'add value';").unwrap().commit_after);
     assert!(!first(inspect(Driver::Mysql, "f.sql", "alter type x add value 'y';")).unwrap().commit_after);
+}
+
+#[test]
+fn the_backfill_directive_is_accepted_and_its_options_left_to_the_backfill_module() {
+    let file = "-- strata:backfill table={schema}.orders key=id batch=500\n\
+                update {schema}.orders set total_cents = total * 100 where {range};";
+    assert_eq!(pg(file), Ok(FileMode { backfill: true, ..FileMode::default() }));
+    assert_eq!(BACKFILL_DIRECTIVE, "strata:backfill");
+    assert!(!pg("update t set a = 1;").unwrap().backfill);
+    // Beside other directives; read from the raw leading lines when the
+    // tokenizer cannot read the text.
+    let mode = pg("-- strata:lock-timeout 5s\n/* strata:backfill batch=10 */\nselect 1;").unwrap();
+    assert_eq!((mode.backfill, mode.lock_timeout_ms), (true, Some(5_000)));
+    assert!(pg("-- strata:backfill batch=5\nselect 'unterminated").unwrap().backfill);
+    // The list of known directives names it.
+    let message = pg("-- strata:backfil\nselect 1;").unwrap_err().to_string();
+    assert!(
+        message.ends_with(
+            "not a directive of the service (known: strata:no-transaction, strata:lock-timeout, \
+             strata:lock-retries, strata:statement-timeout, strata:allow, strata:backfill)"
+        ),
+        "{message}"
+    );
 }

@@ -11,7 +11,9 @@ use strata_core::migrate::plan::AppliedRow;
 use strata_core::migrate::wave::Attributes;
 
 use crate::db::error::DbError;
-use crate::db::types::{MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow};
+use strata_core::migrate::backfill::{self, Key, Stored};
+
+use crate::db::types::{BackfillRow, BackfillState, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow};
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
 where
@@ -134,6 +136,36 @@ where
             request_id: get(row, 7)?,
             quarantined: get(row, 8)?,
             failures: get::<R, I>(row, 9)?.into(),
+        })
+    }
+
+    /// `db_schema, file, state, after_key, upper_key, rows_done, batches,
+    /// rows_estimated, last_error, updated`.
+    pub(crate) fn backfill(row: &R) -> Result<BackfillRow, DbError>
+    where
+        for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        let key = |index: usize| -> Result<Option<Key>, DbError> {
+            get::<R, Option<String>>(row, index)?
+                .map(|text| backfill::decode_key(&text).map_err(DbError::UnexpectedAnswer))
+                .transpose()
+        };
+        let count = |index: usize| -> Result<u64, DbError> { Ok(get::<R, i64>(row, index)?.max(0) as u64) };
+        let state = BackfillState::parse(&get::<R, String>(row, 2)?);
+        Ok(BackfillRow {
+            schema: get(row, 0)?,
+            file: get(row, 1)?,
+            state,
+            progress: Stored {
+                after: key(3)?,
+                upper: key(4)?,
+                rows_done: count(5)?,
+                batches: count(6)?,
+                rows_estimated: count(7)?,
+                done: state == BackfillState::Done,
+            },
+            last_error: get(row, 8)?,
+            updated: get(row, 9)?,
         })
     }
 

@@ -171,6 +171,17 @@ pub(crate) struct BooksSql {
     /// Appends an audit row (bound: the ten columns); no row when another
     /// writer took its id.
     pub(crate) append_audit: String,
+    /// Whether `svc.svc_backfills` exists.
+    pub(crate) backfills_installed: String,
+    /// Every backfill's row (`db_schema, file, state, after_key, upper_key,
+    /// rows_done, batches, rows_estimated, last_error, updated`), by schema
+    /// and file.
+    pub(crate) select_backfills: String,
+    /// One backfill's row (bound: schema, file).
+    pub(crate) select_backfill: String,
+    /// Writes a backfill's row (bound: the ten columns), replacing the one
+    /// of the same schema and file.
+    pub(crate) save_backfill: String,
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
@@ -236,7 +247,26 @@ impl BooksSql {
                 Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
             }
         );
+        let backfills = |tail: &str| {
+            placed(format!(
+                "select db_schema, file, state, after_key, upper_key, rows_done, batches, rows_estimated, \
+                 last_error, updated from svc.svc_backfills {tail}"
+            ))
+        };
         BooksSql {
+            backfills_installed: count("svc_backfills"),
+            select_backfills: backfills("order by db_schema, file"),
+            select_backfill: backfills("where db_schema = ? and file = ?"),
+            save_backfill: placed(
+                "insert into svc.svc_backfills (db_schema, file, state, after_key, upper_key, rows_done, batches, \
+                 rows_estimated, last_error, updated) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    .to_string()
+                    + &d.upsert.tail(
+                        "db_schema, file",
+                        &["state", "after_key", "upper_key", "rows_done", "batches", "rows_estimated", "last_error", "updated"],
+                        "",
+                    ),
+            ),
             installed: count("svc_migrations"),
             select_applied: "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations \
                              order by id"

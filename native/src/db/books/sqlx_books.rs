@@ -29,8 +29,11 @@ use crate::db::books::rows::Rows;
 use crate::db::books::sql::BooksSql;
 use crate::db::books::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
+use strata_core::migrate::backfill;
+
 use crate::db::types::{
-    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, BackfillRow, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
+    VersionRow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -381,6 +384,44 @@ where
             .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?, sqlx::Row::try_get(row, 2)?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(DbError::from)
+    }
+
+    async fn backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillRow>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills_installed).await? {
+            return Ok(None);
+        }
+        let query = self.query(&self.sql.select_backfill).bind(schema.to_string()).bind(file.to_string());
+        let rows = self.rows(conn, query).await?;
+        rows.first().map(Rows::<DB::Row, I>::backfill).transpose()
+    }
+
+    async fn save_backfill(&self, conn: &mut C, row: &BackfillRow) -> Result<(), DbError> {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let progress = &row.progress;
+        let query = self
+            .query(&self.sql.save_backfill)
+            .bind(row.schema.clone())
+            .bind(row.file.clone())
+            .bind(row.state.as_str())
+            .bind(progress.after.as_ref().map(backfill::encode_key))
+            .bind(progress.upper.as_ref().map(backfill::encode_key))
+            .bind(count(progress.rows_done))
+            .bind(count(progress.batches))
+            .bind(count(progress.rows_estimated))
+            .bind(row.last_error.clone())
+            .bind(row.updated.clone());
+        query.execute(conn.sqlx()).await?;
+        Ok(())
+    }
+
+    async fn backfills(&self, conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(&self.sql.select_backfills)).await?;
+        rows.iter().map(Rows::<DB::Row, I>::backfill).collect()
     }
 
     async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError> {

@@ -3,6 +3,8 @@
 //! how each file runs (core's `statements`) — for a mutation under its
 //! lock, for a preview without it, and for `strata repair`.
 
+use strata_core::migrate::backfill;
+use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, part_to_run};
 use strata_core::migrate::quarantine;
@@ -88,7 +90,7 @@ pub(super) async fn plan_read<E: Engine>(
     settings: &Settings,
     request: &MutationRequest<'_>,
     tenants: &[String],
-) -> Result<(Plan, Vec<FileMode>), DbError> {
+) -> Result<(Plan, Vec<FileRules>), DbError> {
     let mut plan = if let Some(extent) = request.operation.revert() {
         let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
         strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
@@ -116,8 +118,9 @@ pub(super) async fn plan_read<E: Engine>(
     if request.tenants_only {
         plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
     }
-    let modes = check_files(E::DRIVER, request.sources, &plan)?;
-    Ok((plan, modes))
+    let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
+    let rules = check_files(E::DRIVER, request.sources, &plan, whole_version)?;
+    Ok((plan, rules))
 }
 
 /// `strata repair` on one server: under the process gate and the
@@ -154,20 +157,25 @@ pub(crate) async fn repair<E: Engine>(
 /// refuses hidden transaction control, statements that need the directive
 /// and unknown directives, before anything runs — every refusal of every
 /// file at once. Returns, per source, how it runs.
-fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Result<Vec<FileMode>, DbError> {
+fn check_files(
+    driver: Driver,
+    sources: &[SourceMigration],
+    plan: &Plan,
+    whole_version: bool,
+) -> Result<Vec<FileRules>, DbError> {
     let direction = plan.direction;
-    let mut modes: Vec<Option<FileMode>> = vec![None; sources.len()];
+    let mut rules: Vec<Option<FileRules>> = vec![None; sources.len()];
     let mut refused = Vec::new();
     for step in plan.steps.iter().filter(|s| s.execute) {
         let index = step.migration as usize;
-        if modes[index].is_none() {
+        if rules[index].is_none() {
             let migration = &sources[index];
             let (text, no_transaction, file) = part_to_run(migration, direction);
-            modes[index] = Some(match statements::inspect_part(driver, file, text, no_transaction) {
-                Ok(mode) => mode,
+            rules[index] = Some(match file_rules(driver, file, text, no_transaction, whole_version) {
+                Ok(rules) => rules,
                 Err(Refusals(refusals)) => {
                     refused.extend(refusals);
-                    FileMode::default()
+                    FileRules::default()
                 }
             });
         }
@@ -175,7 +183,36 @@ fn check_files(driver: Driver, sources: &[SourceMigration], plan: &Plan) -> Resu
     if !refused.is_empty() {
         return Err(Refusals(refused).into());
     }
-    Ok(modes.into_iter().map(Option::unwrap_or_default).collect())
+    Ok(rules.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// One file's [`FileRules`], or why it cannot run as written.
+fn file_rules(
+    driver: Driver,
+    file: &str,
+    text: &str,
+    no_transaction: bool,
+    whole_version: bool,
+) -> Result<FileRules, Refusals> {
+    let mode = statements::inspect_part(driver, file, text, no_transaction)?;
+    if !mode.backfill {
+        return Ok(FileRules { mode, backfill: None });
+    }
+    let spec = backfill::read(driver, file, text).map_err(|refusal| Refusals(vec![refusal]))?;
+    if whole_version && spec.is_some() {
+        return Err(Refusals(vec![backfill::in_one_transaction(file)]));
+    }
+    Ok(FileRules { mode, backfill: spec })
+}
+
+/// What a file says about how it runs: its directives, and its backfill
+/// when it is one (`strata:backfill`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileRules {
+    /// Its directives.
+    pub(crate) mode: FileMode,
+    /// Its backfill.
+    pub(crate) backfill: Option<backfill::Spec>,
 }
 
 /// Per source, whether the tokenizer reads the part `plan` runs of it whole

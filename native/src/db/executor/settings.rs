@@ -1,7 +1,11 @@
 //! How the executor runs versions ([`Settings`]), read once from the
 //! configuration.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use strata_core::migrate::backfill::RowBudget;
+use strata_core::migrate::config::BackfillSettings;
 
 use strata_core::migrate::config::{Config, TransactionScope};
 use strata_core::migrate::lock_wait::Timeouts;
@@ -32,6 +36,54 @@ pub(crate) struct Settings {
     pub(crate) citus_reference_tables: Vec<String>,
     /// Signs every audit row (`auth.auditKey`).
     pub(crate) audit_key: Option<strata_core::auth::audit_key::AuditKey>,
+    /// The pace of backfills on this database server (`backfill:`).
+    pub(crate) backfill: BackfillPace,
+}
+
+/// The pace of backfills on one database server, shared by every tenant's
+/// backfill on it: at most `concurrency` at once, and one budget of rows
+/// per second (core's `backfill::RowBudget`).
+#[derive(Debug, Clone)]
+pub(crate) struct BackfillPace {
+    /// The time a batch should take (`backfill.batchMillis`).
+    pub(crate) batch_millis: u64,
+    budget: Arc<Mutex<RowBudget>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    origin: Instant,
+}
+
+impl BackfillPace {
+    /// From the configuration's `backfill:` section.
+    pub(crate) fn new(settings: BackfillSettings) -> Self {
+        BackfillPace {
+            batch_millis: settings.batch_millis,
+            budget: Arc::new(Mutex::new(RowBudget::new(settings.rows_per_second, 0))),
+            slots: Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1) as usize)),
+            origin: Instant::now(),
+        }
+    }
+
+    /// One of the server's backfill places, held while a backfill runs.
+    pub(crate) async fn slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.slots.acquire().await.ok()
+    }
+
+    /// Waits until the server's budget has room for `rows`.
+    pub(crate) async fn wait_for(&self, rows: u64) {
+        let now = self.origin.elapsed().as_millis() as u64;
+        let wait = self.budget.lock().unwrap_or_else(|e| e.into_inner()).take(rows, now);
+        if wait > 0 {
+            crate::telemetry::backfill_throttled();
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        }
+    }
+
+    /// Gives back what a batch reserved and did not change.
+    pub(crate) fn refund(&self, rows: u64) {
+        if rows > 0 {
+            self.budget.lock().unwrap_or_else(|e| e.into_inner()).refund(rows);
+        }
+    }
 }
 
 impl Settings {
@@ -49,6 +101,7 @@ impl Settings {
             out_of_order: config.out_of_order,
             citus_reference_tables: config.citus_reference_tables.clone(),
             audit_key: config.auth.audit_key.clone(),
+            backfill: BackfillPace::new(config.backfill),
         }
     }
 }

@@ -119,7 +119,7 @@ impl<E: Engine> Run<'_, E> {
     /// Sleeps before retry `retry` (from 1) of `step`, jittered; a wait
     /// behind the version's own units is logged at debug level (a fleet
     /// queueing on a shared table makes many).
-    async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
+    pub(super) async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
         let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
         let wait = lock_wait::wait_before_retry_ms(retry, jitter);
         if seen.counts() {
@@ -163,7 +163,7 @@ impl<E: Engine> Run<'_, E> {
     /// against a transaction a killed process left running) is written
     /// again, up to [`RECORD_CONFLICT_RETRIES`] times: the step ran, and
     /// only its row is missing.
-    async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
+    pub(super) async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
         let mut attempt = 0;
         loop {
             self.engine.begin(conn).await?;
@@ -342,6 +342,7 @@ impl<E: Engine> Run<'_, E> {
         let plain = |step: u32| {
             self.plan.steps.at(step).execute
                 && !self.runs_outside_transaction(step)
+                && self.backfill_of(step).is_none()
                 && !self.commits_after(step)
                 && self.readable[self.plan.steps.at(step).migration as usize]
         };
@@ -451,8 +452,11 @@ impl<E: Engine> Run<'_, E> {
             transactional_ddl: E::TRANSACTIONAL_DDL,
             dry_run: self.request.dry_run,
         };
-        let mode =
-            |step| StepMode { alone: self.runs_outside_transaction(step), commit_after: self.commits_after(step) };
+        let mode = |step| StepMode {
+            alone: self.runs_outside_transaction(step),
+            commit_after: self.commits_after(step),
+            backfill: self.backfill_of(step).is_some(),
+        };
         let mut current = None;
         for piece in transactions::split(steps, how, mode) {
             match piece {
@@ -465,6 +469,11 @@ impl<E: Engine> Run<'_, E> {
                 }
                 Piece::Alone(step) => {
                     self.execute(conn, step, &mut current, progress).await?;
+                    self.record_alone(conn, step, progress).await?;
+                }
+                Piece::Backfill(step) => {
+                    current = None;
+                    self.backfill(conn, step).await?;
                     self.record_alone(conn, step, progress).await?;
                 }
                 Piece::Transaction { steps, creates_tenant } => {

@@ -16,9 +16,9 @@ pub(crate) const LEASE_ROW: &str =
 /// How many of the service's tables exist (a plain read: no lock, no DDL).
 pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
     where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints', \
-    'svc_quarantine', 'svc_rollouts', 'svc_directory', 'svc_tokens', 'svc_audit')";
+    'svc_quarantine', 'svc_rollouts', 'svc_directory', 'svc_tokens', 'svc_audit', 'svc_backfills')";
 /// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
-pub(crate) const SERVICE_TABLES: i64 = 9;
+pub(crate) const SERVICE_TABLES: i64 = 10;
 /// Whether the lease's row exists.
 pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
 /// Whether the default tenant table exists.
@@ -78,6 +78,19 @@ create table if not exists svc.svc_fingerprints (
     recorded char(64) not null,
     version_id int not null,
     created datetime(6) not null default current_timestamp(6)
+) engine = InnoDB default charset = utf8mb4;
+create table if not exists svc.svc_backfills (
+    db_schema varchar(255) not null,
+    file varchar(512) not null,
+    state varchar(16) not null,
+    after_key mediumtext,
+    upper_key mediumtext,
+    rows_done bigint not null default 0,
+    batches bigint not null default 0,
+    rows_estimated bigint not null default 0,
+    last_error text,
+    updated varchar(40) not null,
+    primary key (db_schema, file)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_quarantine (
     tenant varchar(255) primary key,

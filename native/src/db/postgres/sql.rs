@@ -75,6 +75,19 @@ create table if not exists svc.svc_fingerprints (
     version_id integer not null,
     created timestamptz not null default now()
 );
+create table if not exists svc.svc_backfills (
+    db_schema text not null,
+    file text not null,
+    state text not null,
+    after_key text,
+    upper_key text,
+    rows_done bigint not null default 0,
+    batches bigint not null default 0,
+    rows_estimated bigint not null default 0,
+    last_error text,
+    updated text not null,
+    primary key (db_schema, file)
+);
 create table if not exists svc.svc_quarantine (
     tenant text primary key,
     version_id integer,

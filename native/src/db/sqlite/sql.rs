@@ -46,6 +46,19 @@ create table if not exists svc.svc_staged_files (
     checksum text not null,
     primary key (version_id, filename)
 );
+create table if not exists svc.svc_backfills (
+    db_schema text not null,
+    file text not null,
+    state text not null,
+    after_key text,
+    upper_key text,
+    rows_done integer not null default 0,
+    batches integer not null default 0,
+    rows_estimated integer not null default 0,
+    last_error text,
+    updated text not null,
+    primary key (db_schema, file)
+);
 create table if not exists svc.svc_quarantine (
     tenant text primary key,
     version_id integer,

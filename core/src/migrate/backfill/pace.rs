@@ -1,0 +1,190 @@
+//! How fast a backfill goes: the size of its next batch, adapted to the
+//! time a batch should take ([`Sizer`]), and the rows per second a whole
+//! database server allows every backfill on it together ([`RowBudget`]).
+//! Time enters as milliseconds the shell measures.
+
+/// The batch size, adapted so a batch takes about `target_ms`: never above
+/// the directive's `batch` (the ceiling), never below 1. It starts at the
+/// ceiling; a slow batch shrinks the next in proportion (twice the time
+/// wanted: half the rows), a fast one grows it at most ×2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizer {
+    ceiling: u32,
+    target_ms: u64,
+    size: u32,
+}
+
+impl Sizer {
+    /// A sizer for batches of at most `ceiling` rows (at least 1) that
+    /// should each take about `target_ms` (at least 1).
+    pub fn new(ceiling: u32, target_ms: u64) -> Self {
+        let ceiling = ceiling.max(1);
+        Sizer { ceiling, target_ms: target_ms.max(1), size: ceiling }
+    }
+
+    /// The size of the next batch.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// A batch of `rows` took `elapsed_ms`: the next size is the rows that
+    /// would have taken the target at that rate, at most twice the current
+    /// size and the ceiling, at least 1. A batch of no rows tells nothing
+    /// and changes nothing; one that took no time doubles the size.
+    pub fn observe(&mut self, rows: u64, elapsed_ms: u64) {
+        if rows == 0 {
+            return;
+        }
+        let grown = (u64::from(self.size) * 2).min(u64::from(self.ceiling));
+        let at_rate = match elapsed_ms {
+            0 => u64::MAX,
+            ms => u64::try_from(u128::from(rows) * u128::from(self.target_ms) / u128::from(ms)).unwrap_or(u64::MAX),
+        };
+        self.size = u32::try_from(at_rate.clamp(1, grown)).unwrap_or(self.ceiling);
+    }
+}
+
+/// One database server's rows-per-second budget, shared by every tenant's
+/// backfill on it: a token bucket holding at most one second of rows,
+/// full at the start. [`RowBudget::take`] reserves rows and says how long
+/// to wait before running them (reservations queue: the budget may run
+/// into debt, which later takers wait out); [`RowBudget::refund`] gives
+/// back what a batch did not use. 0 rows per second: unlimited, never a
+/// wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowBudget {
+    rows_per_second: u64,
+    /// Rows available, in thousandths of a row (one millisecond refills
+    /// `rows_per_second` of them exactly); negative: reserved ahead.
+    level: i128,
+    /// When `level` was last refilled.
+    refilled_ms: u64,
+}
+
+impl RowBudget {
+    /// A full budget of `rows_per_second` at `now_ms` (0: unlimited).
+    pub fn new(rows_per_second: u64, now_ms: u64) -> Self {
+        RowBudget { rows_per_second, level: Self::capacity(rows_per_second), refilled_ms: now_ms }
+    }
+
+    /// Reserves `rows` at `now_ms`: the milliseconds to wait before running
+    /// them (0 when the budget holds them now).
+    pub fn take(&mut self, rows: u64, now_ms: u64) -> u64 {
+        if self.rows_per_second == 0 {
+            return 0;
+        }
+        self.refill(now_ms);
+        self.level -= i128::from(rows) * 1000;
+        if self.level >= 0 {
+            return 0;
+        }
+        let rate = i128::from(self.rows_per_second);
+        u64::try_from((-self.level + rate - 1) / rate).unwrap_or(u64::MAX)
+    }
+
+    /// Gives back `rows` reserved and not used (never above one second's
+    /// rows).
+    pub fn refund(&mut self, rows: u64) {
+        if self.rows_per_second == 0 {
+            return;
+        }
+        self.level = (self.level + i128::from(rows) * 1000).min(Self::capacity(self.rows_per_second));
+    }
+
+    /// One second of rows, in thousandths.
+    fn capacity(rows_per_second: u64) -> i128 {
+        i128::from(rows_per_second) * 1000
+    }
+
+    /// Adds what the time since the last refill brought, up to capacity.
+    fn refill(&mut self, now_ms: u64) {
+        let elapsed = now_ms.saturating_sub(self.refilled_ms);
+        self.refilled_ms = self.refilled_ms.max(now_ms);
+        let brought = i128::from(elapsed) * i128::from(self.rows_per_second);
+        self.level = (self.level + brought).min(Self::capacity(self.rows_per_second));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_starts_at_the_ceiling_and_follows_the_time_a_batch_takes() {
+        let mut sizer = Sizer::new(1000, 100);
+        assert_eq!(sizer.size(), 1000);
+        // Four times too slow: a quarter.
+        sizer.observe(1000, 400);
+        assert_eq!(sizer.size(), 250);
+        // Ten times faster than wanted: at most twice.
+        sizer.observe(250, 10);
+        assert_eq!(sizer.size(), 500);
+        // No time at all: twice again, up to the ceiling only.
+        sizer.observe(500, 0);
+        assert_eq!(sizer.size(), 1000);
+        sizer.observe(1000, 1);
+        assert_eq!(sizer.size(), 1000);
+        // Very slow: never below one row.
+        sizer.observe(1000, 10_000_000);
+        assert_eq!(sizer.size(), 1);
+        sizer.observe(1, 100);
+        assert_eq!(sizer.size(), 1);
+        sizer.observe(1, 40);
+        assert_eq!(sizer.size(), 2);
+        // On target: unchanged; nothing changed: nothing learned.
+        let mut sizer = Sizer::new(300, 100);
+        sizer.observe(300, 100);
+        assert_eq!(sizer.size(), 300);
+        sizer.observe(0, 5_000);
+        assert_eq!(sizer.size(), 300);
+        // A partial batch is judged by its own rows: 30 rows in 100 ms.
+        sizer.observe(30, 100);
+        assert_eq!(sizer.size(), 30);
+    }
+
+    #[test]
+    fn a_sizer_never_has_nothing_to_give() {
+        let mut sizer = Sizer::new(0, 0);
+        assert_eq!(sizer.size(), 1);
+        sizer.observe(u64::MAX, 1);
+        assert_eq!(sizer.size(), 1);
+        let mut big = Sizer::new(u32::MAX, u64::MAX);
+        big.observe(u64::MAX, 1);
+        assert_eq!(big.size(), u32::MAX);
+    }
+
+    #[test]
+    fn the_budget_holds_one_second_and_queues_what_is_beyond() {
+        let mut budget = RowBudget::new(1000, 0);
+        assert_eq!(budget.take(1000, 0), 0);
+        assert_eq!(budget.take(500, 0), 500);
+        assert_eq!(budget.take(500, 0), 1000);
+        // A second later the debt is paid: the next 500 wait half a second.
+        assert_eq!(budget.take(500, 1000), 500);
+        // What a batch did not change comes back: the next 500 wait half a
+        // second, not a whole one.
+        budget.refund(500);
+        assert_eq!(budget.take(500, 1000), 500);
+        // Idle time fills it to one second's rows, no more.
+        assert_eq!(budget.take(1000, 60_000), 0);
+        assert_eq!(budget.take(1, 60_000), 1);
+        // A refund never overfills it.
+        let mut budget = RowBudget::new(10, 0);
+        budget.refund(1_000_000);
+        assert_eq!(budget.take(10, 0), 0);
+        assert_eq!(budget.take(1, 0), 100);
+        // Rounded up to the next millisecond; a clock going back changes nothing.
+        let mut budget = RowBudget::new(3, 5_000);
+        assert_eq!(budget.take(4, 5_000), 334);
+        assert_eq!(budget.take(0, 4_000), 334);
+    }
+
+    #[test]
+    fn no_rate_is_no_limit() {
+        let mut budget = RowBudget::new(0, 0);
+        assert_eq!(budget.take(u64::MAX, 0), 0);
+        assert_eq!(budget.take(u64::MAX, 0), 0);
+        budget.refund(5);
+        assert_eq!(budget.take(1, 0), 0);
+    }
+}

@@ -1,0 +1,120 @@
+//! Where a backfill's placeholders (`{range}`, `{batch}`) stand in its
+//! text, read with the same tokenizer as [`crate::migrate::statements`]: a
+//! placeholder inside a string, a quoted name, a dollar quote or a comment
+//! is text, not a placeholder.
+
+use std::ops::Range;
+
+use sqlparser::tokenizer::Token;
+
+use crate::migrate::driver::Driver;
+use crate::migrate::statements::{self, Offsets, Position};
+
+/// Where the range's condition goes, in a ranged backfill's statement.
+pub(crate) const RANGE: &str = "{range}";
+/// Where the batch's limit goes, in a repeated backfill's statement.
+pub(crate) const BATCH: &str = "{batch}";
+
+/// One placeholder found: its bytes in the text and where it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Its bytes in the text.
+    pub(crate) bytes: Range<usize>,
+    /// Where it starts (line and column).
+    pub(crate) at: Position,
+}
+
+/// Every `placeholder` of `text` outside strings, quoted names and
+/// comments, in order; `None` when the tokenizer cannot read the text.
+pub(crate) fn find(driver: Driver, text: &str, placeholder: &str) -> Option<Vec<Found>> {
+    let tokens = statements::tokenize(driver, text).ok()?;
+    let offsets = Offsets::new(text);
+    Some(
+        tokens
+            .iter()
+            .filter(|token| token.token == Token::LBrace)
+            .filter_map(|token| {
+                let at = Position { line: token.span.start.line, column: token.span.start.column };
+                let start = offsets.byte(at);
+                text[start..].starts_with(placeholder).then(|| Found { bytes: start..start + placeholder.len(), at })
+            })
+            .collect(),
+    )
+}
+
+/// The statement of `text`: from its first statement's start to its last
+/// one's end, without the comments around it and its final `;` (a file's
+/// part may be handed over whole). `text` itself when the tokenizer cannot
+/// read it or it holds no statement.
+pub(crate) fn statement(driver: Driver, text: &str) -> &str {
+    match statements::split(driver, text).as_deref() {
+        Some([first, .., last]) => &text[first.start..last.end],
+        Some([only]) => &text[only.clone()],
+        _ => text,
+    }
+}
+
+/// `text` with each `placeholder` (as [`find`] finds them; every
+/// occurrence when the tokenizer cannot read the text) replaced by what
+/// `fill` writes, called once per placeholder in order.
+pub(crate) fn replace(driver: Driver, text: &str, placeholder: &str, mut fill: impl FnMut() -> String) -> String {
+    let spans: Vec<Range<usize>> = match find(driver, text, placeholder) {
+        Some(found) => found.into_iter().map(|f| f.bytes).collect(),
+        None => text.match_indices(placeholder).map(|(start, _)| start..start + placeholder.len()).collect(),
+    };
+    let mut out = String::with_capacity(text.len() + 32 * spans.len());
+    let mut copied = 0;
+    for span in spans {
+        out.push_str(&text[copied..span.start]);
+        out.push_str(&fill());
+        copied = span.end;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn starts(driver: Driver, text: &str) -> Vec<usize> {
+        find(driver, text, RANGE).unwrap().into_iter().map(|f| f.bytes.start).collect()
+    }
+
+    #[test]
+    fn only_placeholders_outside_strings_names_and_comments_count() {
+        let text =
+            "update t set note = '{range}', \"{range}\" = 1 where {range} -- {range}\n and {range} /* {range} */";
+        assert_eq!(starts(Driver::Postgres, text), [51, 75]);
+        assert_eq!(starts(Driver::Postgres, "select $${range}$$ where {range}"), [25]);
+        assert_eq!(starts(Driver::Mysql, "update t set a = `{range}` where {range}"), [33]);
+        assert_eq!(starts(Driver::Sqlite, "update t set a = [{range}] where {range}"), [33]);
+        // Other words in braces and other letter cases are not the placeholder.
+        assert_eq!(starts(Driver::Postgres, "where {ranges} or {Range} or { range}"), Vec::<usize>::new());
+        let found = find(Driver::Postgres, "select 1\n  where {range}", RANGE).unwrap();
+        assert_eq!(found, [Found { bytes: 17..24, at: Position { line: 2, column: 9 } }]);
+        assert_eq!(find(Driver::Postgres, "select '{range}", RANGE), None);
+    }
+
+    #[test]
+    fn the_statement_is_cut_from_its_comments_and_final_semicolon() {
+        let file = "-- strata:backfill batch=10\n-- {range} in a comment\nupdate t set a = 1 where {range};\n-- end\n";
+        assert_eq!(statement(Driver::Postgres, file), "update t set a = 1 where {range}");
+        assert_eq!(statement(Driver::Postgres, "select 1; select 2;"), "select 1; select 2");
+        assert_eq!(statement(Driver::Postgres, "-- nothing"), "-- nothing");
+        assert_eq!(statement(Driver::Postgres, "select 'open"), "select 'open");
+    }
+
+    #[test]
+    fn every_placeholder_is_replaced_in_order() {
+        let mut n = 0;
+        let text = replace(Driver::Postgres, "a {range} '{range}' b {range}", RANGE, || {
+            n += 1;
+            format!("<{n}>")
+        });
+        assert_eq!(text, "a <1> '{range}' b <2>");
+        // Unreadable text: every occurrence.
+        let text = replace(Driver::Postgres, "a {batch} '{batch}", BATCH, || "?".into());
+        assert_eq!(text, "a ? '?");
+    }
+}

@@ -1,0 +1,218 @@
+//! What the shell sends for a backfill: the reads that find each range,
+//! and the batch statement with its placeholder replaced — every key value
+//! a bound parameter, never text of the statement.
+//!
+//! - **Placeholders.** PostgreSQL's are numbered `$1`, `$2`, … in order of
+//!   appearance in the text core writes (a statement's own `$n` parameters
+//!   would collide with them: a backfill's statement has none); MySQL and
+//!   SQLite use `?`. Each [`Rendered`] lists what to bind at each
+//!   placeholder, in order; a value used twice is bound twice.
+//! - **Row values.** A key compares as a row value, `(a, b) > ($1, $2)`,
+//!   lexicographically in the three engines; a one-column key as `(id) >
+//!   ($1)`. The order of a range (`order by a, b`) is the engine's order of
+//!   the key, so collations never disagree with the comparisons.
+//! - **PostgreSQL types.** Its reads select each key column `::text` (one
+//!   bind type for every key), and its predicates cast each placeholder to
+//!   its column's type (`$1::bigint`), read once from the catalog by
+//!   [`key_types`]: a text-bound value then compares as the column's type.
+//!   The casts are type names from the catalog, never key values.
+//! - **Key columns** must hold no NULL (a primary key, or a unique key of
+//!   `NOT NULL` columns): a row whose key is NULL falls in no range.
+
+use crate::migrate::backfill::placeholder::{self, BATCH, RANGE};
+use crate::migrate::driver::Driver;
+
+/// A statement and what to bind at each placeholder, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The statement.
+    pub sql: String,
+    /// What each placeholder takes, in order of appearance.
+    pub binds: Vec<Slot>,
+}
+
+/// What a placeholder takes: a value of the range's lower key (column i),
+/// of its upper key, or the batch limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Column `i` of the range's lower key (exclusive bound).
+    Lower(usize),
+    /// Column `i` of the range's upper key (inclusive bound).
+    Upper(usize),
+    /// The batch's size, as a number of rows.
+    Limit,
+}
+
+/// The table and key of a ranged backfill, the placeholder already
+/// replaced by the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The engine.
+    pub driver: Driver,
+    /// The table, as the directive writes it (schema substituted).
+    pub table: &'a str,
+    /// The key columns, in the directive's order.
+    pub key: &'a [String],
+    /// PostgreSQL: each key column's type name, as [`key_types`] reads it
+    /// (same order as `key`); empty on the other engines. A column without
+    /// one gets no cast.
+    pub casts: &'a [String],
+}
+
+/// PostgreSQL: one row, each key column's type name:
+/// `select pg_typeof((null::{table}).{k})::text, …` (fails with the
+/// engine's own error when the table or a column does not exist).
+pub fn key_types(table: &str, key: &[String]) -> String {
+    let types: Vec<String> = key.iter().map(|k| format!("pg_typeof((null::{table}).{k})::text")).collect();
+    format!("select {}", types.join(", "))
+}
+
+/// The largest key: `select k1, k2 from T order by k1 desc, k2 desc limit
+/// 1` (PostgreSQL selects each column `::text`, outside the ordered query,
+/// so the order is the column's and never its text's). No binds. Fails
+/// when the table or a column does not exist (that is how MySQL and SQLite
+/// check them).
+pub fn last_key(t: &Target<'_>) -> String {
+    let order: Vec<String> = t.key.iter().map(|k| format!("{k} desc")).collect();
+    as_text(
+        t,
+        "strata_last",
+        format!("select {} from {} order by {} limit 1", t.key.join(", "), t.table, order.join(", ")),
+    )
+}
+
+/// The rows up to the upper key: `select count(*) from T where (k) <=
+/// (upper)` — binds `Upper(i)`. The estimate of the rows a backfill
+/// covers, read once when it starts.
+pub fn count_up_to(t: &Target<'_>) -> Rendered {
+    let mut binds = Binds::new(t);
+    let sql = format!("select count(*) from {} where {}", t.table, binds.at_most());
+    Rendered { sql, binds: binds.slots }
+}
+
+/// The key `size` rows after the lower key (or from the start when
+/// `from_start`), not past the upper key: `select k.. from T where [(k) >
+/// (lower) and] (k) <= (upper) order by k1, k2 limit 1 offset {size-1}`
+/// (`size` is a number written in, not a value; PostgreSQL selects each
+/// column `::text`). No row: the range ends at the upper key.
+pub fn batch_end(t: &Target<'_>, from_start: bool, size: u32) -> Rendered {
+    let mut binds = Binds::new(t);
+    let sql = format!(
+        "select {} from {} where {} order by {} limit 1 offset {}",
+        t.key.join(", "),
+        t.table,
+        binds.range(from_start, false),
+        t.key.join(", "),
+        size.saturating_sub(1)
+    );
+    Rendered { sql: as_text(t, "strata_end", sql), binds: binds.slots }
+}
+
+/// The statement of `statement` with every `{range}` replaced by the
+/// range's condition over fresh placeholders: `((k) > (lower) and (k) <=
+/// (upper))`, or `(k) <= (upper)` when `from_start`. On PostgreSQL every
+/// placeholder is cast to its column's type from `t.casts` (`$1::bigint`).
+///
+/// `statement` may be the file's part whole: the comments around the
+/// statement and its final `;` are left out (MySQL prepares one statement
+/// without a `;`), and a `{range}` in a string or a comment stays as it is.
+/// The two comparisons are parenthesized together, so `where not {range}`
+/// or `where a or {range}` mean what they say.
+pub fn batch(t: &Target<'_>, statement: &str, from_start: bool) -> Rendered {
+    let mut binds = Binds::new(t);
+    let text = placeholder::statement(t.driver, statement);
+    let sql = placeholder::replace(t.driver, text, RANGE, || binds.range(from_start, true));
+    Rendered { sql, binds: binds.slots }
+}
+
+/// The statement of `statement` (as [`batch`] cuts it) with every
+/// `{batch}` replaced by a placeholder bound to the batch's size:
+/// PostgreSQL `$n::bigint`, MySQL and SQLite `?`.
+///
+/// Where a limit may go: `limit {batch}` in a subquery works on
+/// PostgreSQL and SQLite (`delete from t where id in (select id from t
+/// where … limit {batch})`; SQLite's `DELETE … LIMIT` needs a build option,
+/// use `rowid in (select rowid … limit {batch})`). MySQL refuses `LIMIT`
+/// in an `IN` subquery whatever the limit; use its single-table `UPDATE …
+/// LIMIT {batch}` / `DELETE … LIMIT {batch}`, or wrap the subquery in a
+/// derived table: `where id in (select id from (select id from t where …
+/// limit {batch}) as b)`.
+pub fn repeated(driver: Driver, statement: &str) -> Rendered {
+    let mut slots = Vec::new();
+    let text = placeholder::statement(driver, statement);
+    let sql = placeholder::replace(driver, text, BATCH, || {
+        slots.push(Slot::Limit);
+        match driver {
+            Driver::Postgres => format!("${}::bigint", slots.len()),
+            _ => "?".to_string(),
+        }
+    });
+    Rendered { sql, binds: slots }
+}
+
+/// PostgreSQL: `query` wrapped so each key column is selected `::text`
+/// (`alias` names the subquery); `query` itself elsewhere.
+fn as_text(t: &Target<'_>, alias: &str, query: String) -> String {
+    if t.driver != Driver::Postgres {
+        return query;
+    }
+    let columns: Vec<String> = t.key.iter().map(|k| format!("{k}::text")).collect();
+    format!("select {} from ({query}) as {alias}", columns.join(", "))
+}
+
+/// The placeholders of one rendered statement, numbered in the order they
+/// are written.
+struct Binds<'t, 'a> {
+    target: &'t Target<'a>,
+    slots: Vec<Slot>,
+}
+
+impl<'t, 'a> Binds<'t, 'a> {
+    fn new(target: &'t Target<'a>) -> Self {
+        Binds { target, slots: Vec::new() }
+    }
+
+    /// The next placeholder, taking `slot`, cast to column `column`'s type
+    /// on PostgreSQL.
+    fn placeholder(&mut self, slot: Slot, column: usize) -> String {
+        self.slots.push(slot);
+        match self.target.driver {
+            Driver::Postgres => match self.target.casts.get(column).filter(|cast| !cast.is_empty()) {
+                Some(cast) => format!("${}::{cast}", self.slots.len()),
+                None => format!("${}", self.slots.len()),
+            },
+            _ => "?".to_string(),
+        }
+    }
+
+    /// `(k1, k2)`.
+    fn columns(&self) -> String {
+        format!("({})", self.target.key.join(", "))
+    }
+
+    /// `(values…)` of the lower or upper key.
+    fn row(&mut self, slot: fn(usize) -> Slot) -> String {
+        let values: Vec<String> = (0..self.target.key.len()).map(|i| self.placeholder(slot(i), i)).collect();
+        format!("({})", values.join(", "))
+    }
+
+    /// `(k) <= (upper)`.
+    fn at_most(&mut self) -> String {
+        let row = self.row(Slot::Upper);
+        format!("{} <= {row}", self.columns())
+    }
+
+    /// `(k) > (lower) and (k) <= (upper)` (parenthesized when `grouped`),
+    /// or `(k) <= (upper)` when `from_start`.
+    fn range(&mut self, from_start: bool, grouped: bool) -> String {
+        if from_start {
+            return self.at_most();
+        }
+        let lower = self.row(Slot::Lower);
+        let condition = format!("{} > {lower} and {}", self.columns(), self.at_most());
+        if grouped { format!("({condition})") } else { condition }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+use crate::migrate::backfill::sql::*;
+
+use Slot::{Limit, Lower, Upper};
+
+fn names(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+fn rendered(sql: &str, binds: &[Slot]) -> Rendered {
+    Rendered { sql: sql.to_string(), binds: binds.to_vec() }
+}
+
+const FILE: &str = "-- strata:backfill table={schema}.orders key=id batch=500\n\
+                    update tenant_1.orders set total_cents = (total * 100)::bigint where {range};\n";
+
+#[test]
+fn postgres_one_column_key() {
+    let (key, casts) = (names(&["id"]), names(&["bigint"]));
+    let t = Target { driver: Driver::Postgres, table: "tenant_1.orders", key: &key, casts: &casts };
+    assert_eq!(key_types("tenant_1.orders", &key), "select pg_typeof((null::tenant_1.orders).id)::text");
+    assert_eq!(
+        last_key(&t),
+        "select id::text from (select id from tenant_1.orders order by id desc limit 1) as strata_last"
+    );
+    assert_eq!(
+        count_up_to(&t),
+        rendered("select count(*) from tenant_1.orders where (id) <= ($1::bigint)", &[Upper(0)])
+    );
+    assert_eq!(
+        batch_end(&t, true, 500),
+        rendered(
+            "select id::text from (select id from tenant_1.orders where (id) <= ($1::bigint) order by id \
+             limit 1 offset 499) as strata_end",
+            &[Upper(0)]
+        )
+    );
+    assert_eq!(
+        batch_end(&t, false, 1),
+        rendered(
+            "select id::text from (select id from tenant_1.orders where (id) > ($1::bigint) and (id) <= \
+             ($2::bigint) order by id limit 1 offset 0) as strata_end",
+            &[Lower(0), Upper(0)]
+        )
+    );
+    assert_eq!(
+        batch(&t, FILE, false),
+        rendered(
+            "update tenant_1.orders set total_cents = (total * 100)::bigint where ((id) > ($1::bigint) and (id) \
+             <= ($2::bigint))",
+            &[Lower(0), Upper(0)]
+        )
+    );
+    assert_eq!(
+        batch(&t, FILE, true),
+        rendered(
+            "update tenant_1.orders set total_cents = (total * 100)::bigint where (id) <= ($1::bigint)",
+            &[Upper(0)]
+        )
+    );
+}
+
+#[test]
+fn postgres_composite_key_and_two_ranges() {
+    let (key, casts) = (names(&["tenant_id", "\"Id\""]), names(&["integer", "uuid"]));
+    let t = Target { driver: Driver::Postgres, table: "s.\"Orders\"", key: &key, casts: &casts };
+    assert_eq!(
+        key_types("s.\"Orders\"", &key),
+        "select pg_typeof((null::s.\"Orders\").tenant_id)::text, pg_typeof((null::s.\"Orders\").\"Id\")::text"
+    );
+    assert_eq!(
+        last_key(&t),
+        "select tenant_id::text, \"Id\"::text from (select tenant_id, \"Id\" from s.\"Orders\" order by \
+         tenant_id desc, \"Id\" desc limit 1) as strata_last"
+    );
+    assert_eq!(
+        count_up_to(&t),
+        rendered(
+            "select count(*) from s.\"Orders\" where (tenant_id, \"Id\") <= ($1::integer, $2::uuid)",
+            &[Upper(0), Upper(1)]
+        )
+    );
+    assert_eq!(
+        batch_end(&t, false, 1000).sql,
+        "select tenant_id::text, \"Id\"::text from (select tenant_id, \"Id\" from s.\"Orders\" where \
+         (tenant_id, \"Id\") > ($1::integer, $2::uuid) and (tenant_id, \"Id\") <= ($3::integer, $4::uuid) \
+         order by tenant_id, \"Id\" limit 1 offset 999) as strata_end"
+    );
+    // Each `{range}` gets fresh placeholders; the values are bound again.
+    let two = batch(&t, "delete from s.x where {range} and not exists (select 1 from s.y where {range})", false);
+    assert_eq!(
+        two,
+        rendered(
+            "delete from s.x where ((tenant_id, \"Id\") > ($1::integer, $2::uuid) and (tenant_id, \"Id\") <= \
+             ($3::integer, $4::uuid)) and not exists (select 1 from s.y where ((tenant_id, \"Id\") > \
+             ($5::integer, $6::uuid) and (tenant_id, \"Id\") <= ($7::integer, $8::uuid)))",
+            &[Lower(0), Lower(1), Upper(0), Upper(1), Lower(0), Lower(1), Upper(0), Upper(1)]
+        )
+    );
+    // No type read: no cast.
+    let bare = Target { casts: &[], ..t };
+    assert_eq!(
+        batch(&bare, "update x set a = 1 where {range}", true).sql,
+        "update x set a = 1 where (tenant_id, \"Id\") <= ($1, $2)"
+    );
+}
+
+#[test]
+fn mysql_and_sqlite_bind_question_marks_and_read_keys_as_they_are() {
+    for driver in [Driver::Mysql, Driver::Sqlite] {
+        let (key, casts) = (names(&["id"]), names(&["ignored"]));
+        let t = Target { driver, table: "tenant_1.orders", key: &key, casts: &casts };
+        assert_eq!(last_key(&t), "select id from tenant_1.orders order by id desc limit 1");
+        assert_eq!(count_up_to(&t), rendered("select count(*) from tenant_1.orders where (id) <= (?)", &[Upper(0)]));
+        assert_eq!(
+            batch_end(&t, false, 1000),
+            rendered(
+                "select id from tenant_1.orders where (id) > (?) and (id) <= (?) order by id limit 1 offset 999",
+                &[Lower(0), Upper(0)]
+            )
+        );
+        assert_eq!(
+            batch_end(&t, true, 0),
+            rendered("select id from tenant_1.orders where (id) <= (?) order by id limit 1 offset 0", &[Upper(0)])
+        );
+        assert_eq!(
+            batch(&t, FILE, false),
+            rendered(
+                "update tenant_1.orders set total_cents = (total * 100)::bigint where ((id) > (?) and (id) <= (?))",
+                &[Lower(0), Upper(0)]
+            )
+        );
+        let key = names(&["tenant_id", "code"]);
+        let t = Target { driver, table: "orders", key: &key, casts: &[] };
+        assert_eq!(last_key(&t), "select tenant_id, code from orders order by tenant_id desc, code desc limit 1");
+        assert_eq!(
+            batch(&t, "update orders set a = 1 where {range}", true),
+            rendered("update orders set a = 1 where (tenant_id, code) <= (?, ?)", &[Upper(0), Upper(1)])
+        );
+    }
+    let key = names(&["`id`"]);
+    let t = Target { driver: Driver::Mysql, table: "`app`.`orders`", key: &key, casts: &[] };
+    assert_eq!(last_key(&t), "select `id` from `app`.`orders` order by `id` desc limit 1");
+}
+
+#[test]
+fn a_repeated_statement_binds_the_limit() {
+    let file =
+        "-- strata:backfill batch=200\ndelete from t where id in (select id from t where expired limit {batch});";
+    assert_eq!(
+        repeated(Driver::Postgres, file),
+        rendered("delete from t where id in (select id from t where expired limit $1::bigint)", &[Limit])
+    );
+    assert_eq!(
+        repeated(Driver::Sqlite, file),
+        rendered("delete from t where id in (select id from t where expired limit ?)", &[Limit])
+    );
+    assert_eq!(
+        repeated(Driver::Mysql, "update t set a = b where a is null limit {batch}; -- {batch}"),
+        rendered("update t set a = b where a is null limit ?", &[Limit])
+    );
+    assert_eq!(
+        repeated(
+            Driver::Postgres,
+            "with d as (select id from t limit {batch}), e as (select id from u limit {batch}) select 1"
+        ),
+        rendered(
+            "with d as (select id from t limit $1::bigint), e as (select id from u limit $2::bigint) select 1",
+            &[Limit, Limit]
+        )
+    );
+}
+
+#[test]
+fn placeholders_in_strings_and_comments_stay_text() {
+    let key = names(&["id"]);
+    let t = Target { driver: Driver::Postgres, table: "t", key: &key, casts: &[] };
+    assert_eq!(
+        batch(&t, "/* {range} */ update t set note = '{range}' where {range} -- {range}", true),
+        rendered("update t set note = '{range}' where (id) <= ($1)", &[Upper(0)])
+    );
+}
