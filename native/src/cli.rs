@@ -270,7 +270,7 @@ enum OnDatabase {
     /// list them, retry them, or release them.
     Quarantine(QuarantineArgs),
     /// Backfills (`strata:backfill` files): every tenant's progress, batch
-    /// by batch (`list`, the default).
+    /// by batch (`list`, the default); `pause` and `resume` them.
     Backfill(BackfillArgs),
     /// Roll a version out in waves run by the service (a canary, a share,
     /// the rest) with gates between them: start, approve, pause, resume,
@@ -424,6 +424,18 @@ struct BackfillArgs {
 enum BackfillAction {
     /// Every tenant's backfill and how far it is (the default).
     List,
+    /// Pause the running backfills of these tenants (all when none is
+    /// named): no batch of them starts until they are resumed.
+    Pause {
+        /// Tenants (default: every tenant).
+        tenants: Vec<String>,
+    },
+    /// Resume paused backfills (all when no tenant is named), after their
+    /// last committed batch.
+    Resume {
+        /// Tenants (default: every tenant).
+        tenants: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -569,6 +581,10 @@ struct ApplyArgs {
     /// Run everything, then roll it back.
     #[arg(long)]
     dry_run: bool,
+    /// Leave the backfills the version started to the service's runner
+    /// (or a later `apply`) instead of running them before exiting.
+    #[arg(long)]
+    no_wait: bool,
     /// Run while a rollout is in progress, past its gates (recorded in each
     /// active rollout's events); without it such an apply is refused
     /// (exit 14).

@@ -24,9 +24,9 @@ use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
 use strata_core::migrate::rollout::FleetGate;
 use types::{
-    ActionDto, AuditRowDto, BackfillDto, CreateResultsDto, DbMigrationDto, IdentityDto, MigrationInterface,
-    QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto, SourceMigrationFilters,
-    TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
+    ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, DbMigrationDto, IdentityDto,
+    MigrationInterface, QuarantinedTenantDto, RetryInput, RolloutDto, SchemaDriftDto, ShardDto, SourceMigrationDto,
+    SourceMigrationFilters, TenantDto, TenantInput, TenantsInput, VersionDto, VersionInput,
 };
 
 /// The API schema.
@@ -518,6 +518,33 @@ impl Mutation {
         let files = files.unwrap_or_default();
         let repair = service(ctx)?.repair(&files, &version_name, &caller(ctx), dry_run).await.map_err(graphql_error)?;
         Ok(RepairDto::from(repair))
+    }
+
+    /// Pauses the running backfills of `tenantNames` (every tenant's when
+    /// none is named): no runner takes a batch of them until they are
+    /// resumed; a batch running now commits first. The tenants and files
+    /// paused. Added to the spec's schema.
+    async fn pause_backfills(
+        &self,
+        ctx: &Context<'_>,
+        tenant_names: Option<Vec<String>>,
+    ) -> Result<Vec<BackfillWaitDto>> {
+        let tenants = tenant_names.unwrap_or_default();
+        let moved = service(ctx)?.pause_backfills(&tenants, true, &caller(ctx)).await.map_err(graphql_error)?;
+        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
+    }
+
+    /// Resumes paused backfills (every tenant's when none is named), after
+    /// their last committed batch. The tenants and files resumed. Added to
+    /// the spec's schema.
+    async fn resume_backfills(
+        &self,
+        ctx: &Context<'_>,
+        tenant_names: Option<Vec<String>>,
+    ) -> Result<Vec<BackfillWaitDto>> {
+        let tenants = tenant_names.unwrap_or_default();
+        let moved = service(ctx)?.pause_backfills(&tenants, false, &caller(ctx)).await.map_err(graphql_error)?;
+        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
     }
 
     /// Lets quarantined tenants go without running anything: the next

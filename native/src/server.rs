@@ -89,6 +89,7 @@ async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration
         .map_err(|e| ServeError::Config(format!("{config_path}: baseLocation: {e}")))?;
     let service = Arc::new(Service::new(Arc::clone(&config), database, loader));
     spawn_rollout_driver(Arc::clone(&service), config.lock_lease_seconds);
+    spawn_backfill_runner(Arc::clone(&service));
     let schema = crate::graphql::build_schema(Arc::clone(&service));
     let authenticator = crate::http::auth::Authenticator::new(config.auth.clone());
     let state = Arc::new(AppState {
@@ -170,6 +171,40 @@ fn spawn_rollout_driver(service: Arc<Service>, lock_lease_seconds: u64) {
                 Ok(_) => last_error.clear(),
             }
             tokio::time::sleep(ROLLOUT_TICK).await;
+        }
+    });
+}
+
+/// How often the backfill runner looks for backfills to run (a version
+/// that leaves tenants waiting starts it at once).
+const BACKFILL_TICK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs backfills in the background (as `strata-<pid>-<random>`): those a
+/// version left its tenants waiting on, those resumed, and — at start and
+/// every tick — those whose runner died (its heartbeat went stale).
+fn spawn_backfill_runner(service: Arc<Service>) {
+    let holder = format!("strata-{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    tokio::spawn(async move {
+        let mut last_error = String::new();
+        loop {
+            match service.run_backfills(&holder).await {
+                Err(error) if error.to_string() != last_error => {
+                    last_error = error.to_string();
+                    tracing::warn!(%error, "backfills could not be run; trying again");
+                }
+                Err(_) => {}
+                Ok(ends) => {
+                    last_error.clear();
+                    for end in ends {
+                        tracing::info!(tenant = %end.tenant, file = %end.file, state = end.state,
+                            error = end.error.as_deref().unwrap_or(""), "backfill ended");
+                    }
+                }
+            }
+            tokio::select! {
+                () = service.backfills_due() => {}
+                () = tokio::time::sleep(BACKFILL_TICK) => {}
+            }
         }
     });
 }

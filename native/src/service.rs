@@ -27,8 +27,9 @@ use tracing::Instrument;
 
 use crate::db::error::ShardError;
 use crate::db::{
-    BackfillStatus, Database, DbError, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Observer,
-    Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter, VersionRow,
+    BackfillEnd, BackfillState, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
+    MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter,
+    VersionRow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -134,6 +135,8 @@ pub(crate) struct CreateResult {
     pub(crate) version: Option<VersionRow>,
     /// Tenants whose failure the version absorbed, now quarantined.
     pub(crate) quarantined: Vec<QuarantineRow>,
+    /// Tenants that wait on a backfill running after the version.
+    pub(crate) waiting: Vec<BackfillWait>,
     /// Quarantined tenants it skipped.
     pub(crate) skipped: Vec<String>,
     /// Tenants a retry completed, released from quarantine.
@@ -149,6 +152,8 @@ pub(crate) struct Service {
     /// Webhook deliveries still running (a one-shot command waits for them
     /// before it exits; the server lets them finish on their own).
     background: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// A version left tenants waiting on backfills, or some were resumed.
+    backfills_due: tokio::sync::Notify,
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
@@ -203,7 +208,14 @@ impl Service {
     /// Wires the parts together.
     pub(crate) fn new(config: Arc<Config>, database: Arc<dyn Database>, loader: Arc<dyn Loader>) -> Self {
         let webhook = Webhook::from_config(&config);
-        Service { config, database, loader, webhook, background: std::sync::Mutex::default() }
+        Service {
+            config,
+            database,
+            loader,
+            webhook,
+            background: std::sync::Mutex::default(),
+            backfills_due: tokio::sync::Notify::new(),
+        }
     }
 
     /// The configuration.
@@ -389,6 +401,48 @@ impl Service {
     /// Every backfill's progress, by tenant and file.
     pub(crate) async fn backfills(&self) -> Result<Vec<BackfillStatus>, AppError> {
         Ok(self.database.backfills().await?.into_iter().map(BackfillStatus::from).collect())
+    }
+
+    /// Runs every running backfill this process can claim (as `holder`),
+    /// until none is left: how each ended.
+    pub(crate) async fn run_backfills(&self, holder: &str) -> Result<Vec<BackfillEnd>, AppError> {
+        Ok(self.database.run_backfills(holder).await?)
+    }
+
+    /// Resolves when a version left tenants waiting on backfills (the
+    /// service's runner starts at once instead of at its next tick).
+    pub(crate) async fn backfills_due(&self) {
+        self.backfills_due.notified().await;
+    }
+
+    /// Pauses (`pause`) or resumes `tenants`' backfills (every tenant's
+    /// when none is named), audited: the tenants and files moved.
+    pub(crate) async fn pause_backfills(
+        &self,
+        tenants: &[String],
+        pause: bool,
+        caller: &Caller,
+    ) -> Result<Vec<BackfillWait>, AppError> {
+        let (from, to) = match pause {
+            true => (BackfillState::Running, BackfillState::Paused),
+            false => (BackfillState::Paused, BackfillState::Running),
+        };
+        let work = async { Ok(self.database.move_backfills(tenants, from, to).await?) };
+        let action = if pause { "pauseBackfills" } else { "resumeBackfills" };
+        let moved = self
+            .audited(caller, action, work, |result| match result {
+                Ok(moved) => format!(
+                    "tenants {} (moved: {})",
+                    if tenants.is_empty() { "*".to_string() } else { tenants.join(",") },
+                    moved.iter().map(|m| format!("{}:{}", m.tenant, m.file)).collect::<Vec<_>>().join(",")
+                ),
+                Err(_) => format!("tenants {}", tenants.join(",")),
+            })
+            .await?;
+        if !pause && !moved.is_empty() {
+            self.backfills_due.notify_one();
+        }
+        Ok(moved)
     }
 
     /// Releases tenants from quarantine: the next version takes them like
@@ -702,10 +756,14 @@ impl Service {
             self.colocate(tenant, host, *port).await?;
         }
         let quarantined = self.quarantined_by(request, drifted, outcome.quarantined).await?;
+        if !outcome.waiting.is_empty() {
+            self.backfills_due.notify_one();
+        }
         Ok(CreateResult {
             summary,
             version: outcome.version,
             quarantined,
+            waiting: outcome.waiting,
             skipped: outcome.skipped,
             released: outcome.released,
         })

@@ -1,13 +1,56 @@
-//! Backfills (`strata:backfill` files) across a fleet: every row changed
-//! exactly once however often the process is killed, the checkpoint equal
-//! to what committed, integer, text and composite keys and the repeated
-//! form, a failing tenant quarantined and resumed, the server's
-//! rows-per-second budget, progress through GraphQL and the CLI.
+//! Backfills (`strata:backfill` files) across a fleet: run after their
+//! version by the service's runner (the tenant waiting on it), every row
+//! changed exactly once however often the process is killed, the
+//! checkpoint equal to what committed, integer, text and composite keys and
+//! the repeated form, a failing tenant quarantined and resumed, the
+//! server's rows-per-second budget, pause and resume, progress through
+//! GraphQL and the CLI.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fleet::{clock_seed, crash_a_version, recorded, tenants};
+use crate::fleet::{clock_seed, recorded, tenants};
 use crate::support::{Backend, Server, backend, json_of, strata};
+
+const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
+
+/// `createVersion` asking which tenants wait on backfills: its answer.
+async fn version_waiting(server: &Server, name: &str) -> Value {
+    let query = "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } \
+                 waitingOnBackfills { tenant file } } }";
+    let result = server.graphql(query, json!({ "input": { "versionName": name } })).await;
+    assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+    result["data"]["createVersion"].clone()
+}
+
+/// Waits (up to two minutes) until no backfill runs: the service's runner
+/// ran them all (or they failed, or are paused). The backfills then.
+async fn settled(server: &Server) -> Vec<Value> {
+    for _ in 0..1200 {
+        let list = server.data(BACKFILLS, json!({})).await["backfills"].as_array().unwrap().clone();
+        if list.iter().all(|row| row["state"] != "RUNNING") {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("backfills still running after two minutes: {}", server.log());
+}
+
+/// Versions until none is due, each followed by the backfills it left its
+/// tenants waiting on (a tenant's files after a backfill run with the next
+/// version once it is done).
+async fn apply_all(server: &Server) -> usize {
+    for round in 0..10 {
+        let result = server.create_version(json!({ "versionName": format!("round {round}") })).await;
+        assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+        settled(server).await;
+        if result["data"]["createVersion"]["version"].is_null() {
+            return round;
+        }
+    }
+    panic!("versions still due after ten rounds");
+}
 
 /// `insert into {table} ({columns}) select …` of `n` rows numbered from 1
 /// (`x`), built from digits so that it reads the same on every engine;
@@ -64,37 +107,68 @@ async fn progress(server: &Server, file: &str) -> Vec<(String, String, i64)> {
         .collect()
 }
 
+/// Waits until a backfill has made progress since `done` rows (up to 30
+/// s: a runner takes over a killed one's claim once it is stale), then
+/// kills `strata` with SIGKILL after a random 100–1,300 ms and restarts it.
+async fn crash_a_backfill(server: &mut Server, seed: &mut u64, done: i64) -> u64 {
+    for _ in 0..300 {
+        let list = server.data(BACKFILLS, json!({})).await["backfills"].as_array().unwrap().clone();
+        let now: i64 = list.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum();
+        if now > done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let delay = 100 + (*seed >> 33) % 1200;
+    tokio::time::sleep(Duration::from_millis(delay)).await;
+    server.kill_hard().await;
+    server.restart().await;
+    delay
+}
+
 #[tokio::test]
 async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() {
-    let extra = "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 3000\n";
+    // A killed runner's claim goes stale after 6 s (twice the lease).
+    let extra = "tenantConcurrency: 4\nlockLeaseSeconds: 3\nbackfill:\n  rowsPerSecond: 1500\n";
     let mut server = Server::start("fleet", extra).await;
     let names = tenants(&server, 6).await;
     server.ws.write_migration("tenants/001_items.sql", &items_sql(2000));
     let seeded = server.create_version(json!({ "versionName": "items" })).await;
     assert!(seeded.get("errors").is_none(), "{seeded}");
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(&server, "touch").await;
+    let waiting = &started["waitingOnBackfills"];
+    assert_eq!(waiting.as_array().map(Vec::len), Some(6), "every tenant waits on its backfill: {started}");
 
     let mut seed = clock_seed();
-    let mut cut_short = 0;
+    let (mut cut_short, mut done) = (0, 0);
     for round in 0..3 {
-        // 12,000 rows at 3,000 a second: the kill lands in the middle.
-        let delay = crash_a_version(&mut server, &mut seed).await;
+        // 12,000 rows at 1,500 a second: each kill lands in the middle.
+        let delay = crash_a_backfill(&mut server, &mut seed, done).await;
+        // The restarted service takes up the backfills no runner holds at
+        // once: paused while they are counted (a batch that had not saved
+        // its checkpoint rolls back; one that had has committed).
+        server.data("mutation { pauseBackfills { tenant } }", json!({})).await;
         let books = progress(&server, "tenants/002_touch.sql").await;
+        let recorded = recorded(&server).await;
         for tenant in &names {
             let (rows, once, twice) = touched(&server, tenant).await;
             assert_eq!((rows, twice), (2000, 0), "{tenant}, round {round} (killed after {delay} ms)");
             // The checkpoint committed with each batch: it counts exactly what changed.
-            let done = books.iter().find(|(schema, ..)| schema == tenant).map_or(0, |(_, _, done)| *done);
-            assert_eq!(once, done, "{tenant}, round {round} (killed after {delay} ms): {books:?}");
-            let recorded = recorded(&server).await;
+            let rows_done = books.iter().find(|(schema, ..)| schema == tenant).map_or(0, |(_, _, done)| *done);
+            assert_eq!(once, rows_done, "{tenant}, round {round} (killed after {delay} ms): {books:?}");
             let file = recorded.get(&("tenants/002_touch.sql".to_string(), tenant.clone()));
             assert_eq!(file.is_some(), once == 2000, "{tenant} recorded only when every row is, round {round}");
             cut_short += usize::from(0 < once && once < 2000);
         }
+        done = books.iter().map(|(_, _, done)| done).sum();
+        server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
     }
     assert!(cut_short > 0, "no kill landed in the middle of a tenant's backfill");
-    let rerun = server.create_version(json!({ "versionName": "the rest" })).await;
-    assert!(rerun.get("errors").is_none(), "{rerun}");
+    // The restarted service takes the dead runner's backfills over.
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE"), "{books:?}");
     for tenant in &names {
         assert_eq!(touched(&server, tenant).await, (2000, 2000, 0), "{tenant}");
     }
@@ -122,14 +196,13 @@ fn flag_rows() -> &'static str {
 /// A key read as text: the number's digits.
 fn as_text(expression: &str) -> String {
     match backend() {
-        Backend::Postgres => format!("cast({expression} as text)"),
-        Backend::Sqlite => format!("cast({expression} as text)"),
         Backend::Mysql => format!("cast({expression} as char)"),
+        _ => format!("cast({expression} as text)"),
     }
 }
 
 #[tokio::test]
-async fn text_and_composite_keys_and_the_repeated_form_change_every_row_once_and_show_their_progress() {
+async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes_each_row_once() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
     let names = tenants(&server, 3).await;
     let text = if backend() == Backend::Mysql { "varchar(40)" } else { "text" };
@@ -156,8 +229,17 @@ async fn text_and_composite_keys_and_the_repeated_form_change_every_row_once_and
          update {schema}.pairs set touched = touched + 1 where {range};\n",
     );
     server.ws.write_migration("tenants/004_flags.sql", &format!("-- strata:backfill batch=40\n{}", flag_rows()));
-    let result = server.create_version(json!({ "versionName": "backfills" })).await;
-    assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+
+    // The first version seeds and starts the first backfill: nothing after it runs.
+    let first = version_waiting(&server, "first").await;
+    let waiting = first["waitingOnBackfills"].clone();
+    let expected: Vec<Value> = names.iter().map(|t| json!({ "tenant": t, "file": "tenants/002_codes.sql" })).collect();
+    assert_eq!(waiting, json!(expected));
+    let recorded_now = recorded(&server).await;
+    assert!(!recorded_now.keys().any(|(file, _)| file == "tenants/003_pairs.sql"), "{recorded_now:?}");
+    settled(&server).await;
+    // One version per backfill, then none is due.
+    assert_eq!(apply_all(&server).await, 2);
 
     for tenant in &names {
         for (table, rows) in [("codes", 300), ("pairs", 210)] {
@@ -167,11 +249,15 @@ async fn text_and_composite_keys_and_the_repeated_form_change_every_row_once_and
         }
         assert_eq!(server.ws.rows(tenant, "select count(*) from flags where flag = 0").await, [[json!(0)]]);
     }
+    let recorded = recorded(&server).await;
+    for tenant in &names {
+        for file in ["tenants/002_codes.sql", "tenants/003_pairs.sql", "tenants/004_flags.sql"] {
+            assert_eq!(recorded.get(&(file.to_string(), tenant.clone())), Some(&1), "{tenant} {file}");
+        }
+    }
 
     // GraphQL and the CLI (in-process and through the service) say the same.
-    let data = server
-        .data("query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }", json!({}))
-        .await;
+    let data = server.data(BACKFILLS, json!({})).await;
     let list = data["backfills"].as_array().unwrap();
     assert_eq!(list.len(), 9, "{data}");
     for row in list {
@@ -201,7 +287,7 @@ async fn text_and_composite_keys_and_the_repeated_form_change_every_row_once_and
 
 #[tokio::test]
 async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_after_its_last_batch() {
-    let server = Server::start("fleet", "tenantConcurrency: 2\nfailureBudget: 1\n").await;
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
     let names = tenants(&server, 4).await;
     let engine = if backend() == Backend::Mysql { " engine = InnoDB" } else { "" };
     server.ws.write_migration(
@@ -219,37 +305,41 @@ async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_afte
 
     let result = server.create_version(json!({ "versionName": "touch" })).await;
     assert!(result.get("errors").is_none(), "{result}");
+    let books = settled(&server).await;
     let quarantine = server.data("query { quarantine { tenant file } }", json!({})).await;
-    assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t02", "file": "tenants/002_touch.sql" }]), "{result}");
+    assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t02", "file": "tenants/002_touch.sql" }]), "{books:?}");
     for tenant in names.iter().filter(|t| *t != "t02") {
         assert_eq!(touched(&server, tenant).await, (400, 400, 0), "{tenant}");
     }
     // The batches before the failing one committed, with their checkpoint
     // (batches of 25 rows or fewer: the one holding row 301 failed).
-    let books = progress(&server, "tenants/002_touch.sql").await;
-    let (_, state, done) = books.iter().find(|(schema, ..)| schema == "t02").unwrap().clone();
-    assert_eq!(state, "failed");
+    let t02 = books.iter().find(|row| row["tenant"] == "t02").unwrap();
+    assert_eq!(t02["state"], "FAILED", "{books:?}");
+    assert!(t02["lastError"].as_str().is_some_and(|e| !e.is_empty()), "{books:?}");
+    let done = t02["rowsDone"].as_i64().unwrap();
     assert!((276..=300).contains(&done), "{books:?}");
     assert_eq!(touched(&server, "t02").await, (400, done + 1, 0), "row 301 was touched by hand");
-    let failed = server.data("query { backfills { tenant state lastError } }", json!({})).await;
-    let t02 = failed["backfills"].as_array().unwrap().iter().find(|row| row["tenant"] == "t02").unwrap().clone();
-    assert_eq!(t02["state"], "FAILED", "{failed}");
-    assert!(t02["lastError"].as_str().is_some_and(|e| !e.is_empty()), "{failed}");
 
-    // Fixed by hand; the retry resumes after row 300, not from the start.
+    // Fixed by hand; the retry resumes after the last batch, not from the start.
     server.ws.execute("t02", &format!("update {} set touched = 0 where id = 301", table_of("t02", "items"))).await;
     let retried = server
-        .graphql("mutation { retryQuarantined(input: {versionName: \"retry\"}) { version { id } } }", json!({}))
+        .graphql(
+            "mutation { retryQuarantined(input: {versionName: \"retry\"}) { waitingOnBackfills { tenant } } }",
+            json!({}),
+        )
         .await;
     assert!(retried.get("errors").is_none(), "{retried}");
+    assert_eq!(retried["data"]["retryQuarantined"]["waitingOnBackfills"], json!([{ "tenant": "t02" }]));
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 400), "{books:?}");
     assert_eq!(touched(&server, "t02").await, (400, 400, 0));
-    let books = progress(&server, "tenants/002_touch.sql").await;
-    assert!(books.iter().all(|(_, state, done)| state == "done" && *done == 400), "{books:?}");
     assert_eq!(recorded(&server).await.get(&("tenants/002_touch.sql".to_string(), "t02".to_string())), Some(&1));
+    let quarantine = server.data("query { quarantine { tenant } }", json!({})).await;
+    assert_eq!(quarantine["quarantine"], json!([]));
 }
 
 #[tokio::test]
-async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants() {
+async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_holds_them() {
     let server = Server::start("fleet", "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 400\n").await;
     let names = tenants(&server, 4).await;
     server.ws.write_migration("tenants/001_items.sql", &items_sql(300));
@@ -259,31 +349,41 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants() {
 
     let started = std::time::Instant::now();
     let result = server.create_version(json!({ "versionName": "touch" })).await;
-    let took = started.elapsed();
     assert!(result.get("errors").is_none(), "{result}");
+    // Paused as soon as it has begun: no batch starts until it is resumed.
+    let paused = server.data("mutation { pauseBackfills { tenant file } }", json!({})).await;
+    let held = settled(&server).await;
+    let frozen: i64 = held.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum();
+    assert!(frozen < 1200, "{held:?}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let still = settled(&server).await;
+    assert_eq!(still.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum::<i64>(), frozen, "{still:?}");
+    let paused_count = paused["pauseBackfills"].as_array().unwrap().len();
+    assert!(
+        still.iter().filter(|row| row["state"] == "PAUSED").count() == paused_count && paused_count > 0,
+        "{still:?}"
+    );
+    let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
+    assert_eq!(resumed["resumeBackfills"].as_array().unwrap().len(), paused_count);
+    let books = settled(&server).await;
+    let took = started.elapsed();
+    assert!(books.iter().all(|row| row["state"] == "DONE"), "{books:?}");
     // 1,200 rows, 400 a second with one second's worth at once: at least
     // two seconds whatever the four tenants' concurrency.
-    assert!(took >= std::time::Duration::from_millis(1900), "took {took:?}");
+    assert!(took >= Duration::from_millis(1900), "took {took:?}");
     for tenant in &names {
         assert_eq!(touched(&server, tenant).await, (300, 300, 0), "{tenant}");
     }
     assert_eq!(server.metric("svc_http_backfill_rows").await, 1200.0);
     assert!(server.metric("svc_http_backfill_throttle_waits").await > 0.0);
+    let audit = server.ws.rows("svc", "select action from svc_audit where action like '%Backfills' order by id").await;
+    assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")]]);
 }
 
 #[tokio::test]
-async fn a_backfill_of_a_table_that_does_not_exist_fails_naming_its_file_and_records_nothing() {
+async fn a_backfill_of_a_table_that_does_not_exist_fails_and_records_nothing() {
     let server = Server::start("fleet", "").await;
     tenants(&server, 1).await;
-    server.ws.write_migration(
-        "tenants/001_touch.sql",
-        "-- strata:backfill table={schema}.missing key=id\nupdate {schema}.missing set a = 1 where {range};\n",
-    );
-    let result = server.create_version(json!({ "versionName": "touch" })).await;
-    let message = result["errors"][0]["message"].as_str().unwrap_or_default().to_string();
-    assert!(message.contains("tenants/001_touch.sql") && message.contains("missing"), "{result}");
-    assert!(!recorded(&server).await.keys().any(|(file, _)| file == "tenants/001_touch.sql"));
-
     // A directive without its placeholder is refused before anything runs.
     server.ws.write_migration(
         "tenants/001_touch.sql",
@@ -291,5 +391,19 @@ async fn a_backfill_of_a_table_that_does_not_exist_fails_naming_its_file_and_rec
     );
     let refused = server.create_version(json!({ "versionName": "touch" })).await;
     let message = refused["errors"][0]["message"].as_str().unwrap_or_default().to_string();
-    assert!(message.contains("{range}"), "{refused}");
+    assert!(message.contains("{range}") && message.contains("tenants/001_touch.sql"), "{refused}");
+    assert_eq!(server.data(BACKFILLS, json!({})).await["backfills"], json!([]));
+
+    server.ws.write_migration(
+        "tenants/001_touch.sql",
+        "-- strata:backfill table={schema}.missing key=id\nupdate {schema}.missing set a = 1 where {range};\n",
+    );
+    let result = server.create_version(json!({ "versionName": "touch" })).await;
+    assert!(result.get("errors").is_none(), "{result}");
+    let books = settled(&server).await;
+    assert_eq!(books[0]["state"], "FAILED", "{books:?}");
+    assert!(books[0]["lastError"].as_str().unwrap().contains("missing"), "{books:?}");
+    let quarantine = server.data("query { quarantine { tenant file } }", json!({})).await;
+    assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t00", "file": "tenants/001_touch.sql" }]));
+    assert!(!recorded(&server).await.keys().any(|(file, _)| file == "tenants/001_touch.sql"));
 }

@@ -152,9 +152,8 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
         }),
         "Mutation" => Some(match field {
             "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "revertVersion"
-            | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout" => {
-                Permission::Deploy
-            }
+            | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout"
+            | "pauseBackfills" | "resumeBackfills" => Permission::Deploy,
             "approveRollout" => Permission::Approve,
             _ => Permission::Administer,
         }),
@@ -174,6 +173,12 @@ mod tests {
         assert_eq!(grants(Role::Deployer), [true, true, false, false]);
         assert_eq!(grants(Role::Approver), [true, false, true, false]);
         assert_eq!(grants(Role::Admin), [true, true, true, true]);
+    }
+
+    #[test]
+    fn pausing_and_resuming_backfills_is_a_deployers() {
+        assert_eq!(required("Mutation", "pauseBackfills"), Some(Permission::Deploy));
+        assert_eq!(required("Mutation", "resumeBackfills"), Some(Permission::Deploy));
     }
 
     #[test]

@@ -45,7 +45,31 @@ mod placeholder;
 pub mod sql;
 
 pub use directive::{Form, Spec, in_one_transaction, read, read_part};
+
+/// Whether a backfill step runs inside its version, holding the version's
+/// lock until its last batch: in a single schema (whose later files and
+/// later segments rely on it) and in a tenant the version creates (its
+/// tables are empty: it ends at once). A backfill in a tenant of the
+/// fleet runs after the version instead, under its own claim, while other
+/// versions go on; that tenant waits on it, running nothing after it in the
+/// version.
+pub fn runs_in_version(tenant: bool, new_tenant: bool) -> bool {
+    !tenant || new_tenant
+}
+
 pub use key::{Key, KeyValue, decode_key, encode_key};
 pub use machine::{Machine, Next, Stored};
 pub use pace::{RowBudget, Sizer};
 pub use sql::{Rendered, Slot, Target};
+
+#[cfg(test)]
+mod tests {
+    use super::runs_in_version;
+
+    #[test]
+    fn only_a_fleets_tenants_leave_their_backfills_to_run_after_the_version() {
+        assert!(runs_in_version(false, false), "a single schema");
+        assert!(runs_in_version(true, true), "a new tenant: empty tables");
+        assert!(!runs_in_version(true, false), "a tenant of the fleet");
+    }
+}

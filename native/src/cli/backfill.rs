@@ -3,19 +3,107 @@
 //! `--server` (GraphQL `backfills`), printed the same way from the same
 //! shape.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
-use crate::cli::output::{failure, print_json};
-use crate::cli::{BackfillArgs, Exit};
-use crate::graphql::types::BackfillDto;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::output::{cli_caller, failure, print_json};
+use crate::cli::{BackfillAction, BackfillArgs, Exit};
+use crate::db::BackfillWait;
+use crate::graphql::types::{BackfillDto, BackfillWaitDto};
 use crate::service::Service;
 
-/// `backfill [list]` in-process.
+/// `backfill [list|pause|resume]` in-process.
 pub(super) async fn backfill(service: &Arc<Service>, args: BackfillArgs) -> Exit {
-    match service.backfills().await {
-        Ok(rows) => print(&rows.into_iter().map(BackfillDto::from).collect::<Vec<_>>(), args.json),
+    let (tenants, pause) = match args.action.unwrap_or(BackfillAction::List) {
+        BackfillAction::List => {
+            return match service.backfills().await {
+                Ok(rows) => print(&rows.into_iter().map(BackfillDto::from).collect::<Vec<_>>(), args.json),
+                Err(error) => failure(&error),
+            };
+        }
+        BackfillAction::Pause { tenants } => (tenants, true),
+        BackfillAction::Resume { tenants } => (tenants, false),
+    };
+    match service.pause_backfills(&tenants, pause, &cli_caller()).await {
+        Ok(moved) => print_moved(&moved.into_iter().map(BackfillWaitDto::from).collect::<Vec<_>>(), pause, args.json),
         Err(error) => failure(&error),
     }
+}
+
+/// Prints the backfills paused (`pause`) or resumed.
+pub(super) fn print_moved(moved: &[BackfillWaitDto], pause: bool, json: bool) -> Exit {
+    if json {
+        print_json(&moved);
+        return Exit::Success;
+    }
+    let done = if pause { "Paused" } else { "Resumed" };
+    outln!("{done} {} backfill(s).", moved.len());
+    for wait in moved {
+        outln!("  {}  {}", wait.tenant, wait.file);
+    }
+    Exit::Success
+}
+
+/// Runs the backfills `waiting` tenants wait on (and any other this
+/// process can claim) before the command exits: a bar over their rows on a
+/// terminal, a line per backfill as it ends otherwise (on stderr with
+/// `--json`). Exit 11 when one failed (its tenant is quarantined).
+pub(super) async fn wait(service: &Arc<Service>, waiting: &[BackfillWait], json: bool) -> Exit {
+    let holder = format!("strata-cli-{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} rows  {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(format!("backfills of {} tenant(s)", waiting.len()));
+        bar
+    });
+    let watch = bar.clone().map(|bar| {
+        let service = Arc::clone(service);
+        let waited: Vec<(String, String)> = waiting.iter().map(|w| (w.tenant.clone(), w.file.clone())).collect();
+        tokio::spawn(async move {
+            loop {
+                if let Ok(rows) = service.backfills().await {
+                    let ours = rows.iter().filter(|r| waited.contains(&(r.tenant.clone(), r.file.clone())));
+                    let (done, estimated) = ours.fold((0, 0), |(d, e), r| (d + r.rows_done, e + r.rows_estimated));
+                    bar.set_length(estimated.max(done));
+                    bar.set_position(done);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        })
+    });
+    let ran = service.run_backfills(&holder).await;
+    if let Some(watch) = watch {
+        watch.abort();
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let ends = match ran {
+        Ok(ends) => ends,
+        Err(error) => return failure(&error),
+    };
+    let say = |text: String| if json { eprintln!("{text}") } else { outln!("{text}") };
+    let mut exit = Exit::Success;
+    for end in &ends {
+        match &end.error {
+            Some(error) => {
+                say(format!("Backfill of {} in {} failed (tenant quarantined): {error}", end.file, end.tenant));
+                exit = Exit::Quarantined;
+            }
+            None if end.state == "done" => say(format!("Backfill of {} in {} done.", end.file, end.tenant)),
+            None => say(format!("Backfill of {} in {} paused or taken over by another process.", end.file, end.tenant)),
+        }
+    }
+    let left = waiting.iter().filter(|w| !ends.iter().any(|e| e.tenant == w.tenant && e.file == w.file)).count();
+    if left > 0 {
+        say(format!("{left} backfill(s) are run by another process (or paused): `strata backfill list` shows them."));
+    }
+    exit
 }
 
 /// Prints `rows` as JSON or one line per tenant and file.

@@ -138,6 +138,9 @@ fn access_of(command: &OnDatabase) -> Access {
         OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
         OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
+        OnDatabase::Backfill(args) if !matches!(args.action, None | Some(super::BackfillAction::List)) => {
+            Access::ReadWrite
+        }
         _ => Access::ReadOnly,
     }
 }
@@ -297,7 +300,14 @@ async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
         Ok(result) => result,
         Err(error) => return failed_apply(&error, args.json),
     };
-    created(service, &result, args.json, args.sync, args.dry_run).await
+    let exit = created(service, &result, args.json, args.sync, args.dry_run).await;
+    if result.waiting.is_empty() || args.no_wait {
+        return exit;
+    }
+    match super::backfill::wait(service, &result.waiting, args.json).await {
+        Exit::Success => exit,
+        failed => failed,
+    }
 }
 
 /// The wave `--tenants`, `--share` or `--where` names (clap lets one
@@ -383,6 +393,12 @@ async fn created_as(service: &Service, result: &CreateResult, json: bool, done: 
     }
     if !result.released.is_empty() {
         outln!("\nReleased from quarantine: {}", result.released.join(", "));
+    }
+    if !result.waiting.is_empty() {
+        outln!(
+            "\n{} tenant(s) wait on backfills, which run after the version; their later files run with a later one.",
+            result.waiting.len()
+        );
     }
     exit
 }

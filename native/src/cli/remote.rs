@@ -14,13 +14,14 @@ use strata_core::auth::audit::{self, Sealed};
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
 use crate::cli::output::{print_json, print_released};
 use crate::cli::{
-    ApplyArgs, AuditAction, AuditArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction,
-    QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction, TenantsArgs,
+    ApplyArgs, AuditAction, AuditArgs, BackfillAction, BackfillArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs,
+    QuarantineAction, QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction,
+    TenantsArgs,
 };
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
-    ActionDto, AuditRowDto, BackfillDto, CreateResultsDto, QuarantinedTenantDto, RetryInput, RolloutDto,
-    SchemaDriftDto, TenantInput, TenantsInput, VersionInput,
+    ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto, RetryInput,
+    RolloutDto, SchemaDriftDto, TenantInput, TenantsInput, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -30,7 +31,7 @@ macro_rules! results {
          migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal scriptsGrandTotal } \
          version { id name created requestId parts { shard id } } \
          quarantined { tenant versionId file line column cause message failures requestId quarantined } \
-         skippedTenants releasedTenants"
+         waitingOnBackfills { tenant file } skippedTenants releasedTenants"
     };
 }
 
@@ -99,6 +100,10 @@ const PAUSE: &str = concat!("mutation($id: Int!) { pauseRollout(id: $id) { ", ro
 const RESUME: &str = concat!("mutation($id: Int!) { resumeRollout(id: $id) { ", rollout!(), " } }");
 const CANCEL: &str = concat!("mutation($id: Int!) { cancelRollout(id: $id) { ", rollout!(), " } }");
 const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
+const PAUSE_BACKFILLS: &str =
+    "mutation($tenantNames: [String!]) { pauseBackfills(tenantNames: $tenantNames) { tenant file } }";
+const RESUME_BACKFILLS: &str =
+    "mutation($tenantNames: [String!]) { resumeBackfills(tenantNames: $tenantNames) { tenant file } }";
 const QUARANTINE: &str = "query { quarantine { tenant versionId file line column cause message failures requestId \
                           quarantined } }";
 const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
@@ -209,17 +214,12 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Lint(args) => lint(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
-            OnDatabase::Backfill(args) => {
-                match remote.call::<Vec<BackfillDto>>(BACKFILLS, "backfills", json!({})).await {
-                    Ok(rows) => super::backfill::print(&rows, args.json),
-                    Err(failure) => failure.report(args.json),
-                }
-            }
+            OnDatabase::Backfill(args) => backfill(&remote, args).await,
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
                     "strata: with --server, plan, apply, status, revert, repair, tenants, drift, lint, rollout, \
-                     quarantine and audit run through the API; run the others without --server (with the configuration)"
+                     quarantine, backfill and audit run through the API; run the others without --server (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -638,6 +638,25 @@ async fn rollout(remote: &Remote, args: RolloutArgs) -> Exit {
     }
 }
 
+/// `backfill [list|pause|resume]` through the API.
+async fn backfill(remote: &Remote, args: BackfillArgs) -> Exit {
+    let (document, field, tenants, pause) = match args.action.unwrap_or(BackfillAction::List) {
+        BackfillAction::List => {
+            return match remote.call::<Vec<BackfillDto>>(BACKFILLS, "backfills", json!({})).await {
+                Ok(rows) => super::backfill::print(&rows, args.json),
+                Err(failure) => failure.report(args.json),
+            };
+        }
+        BackfillAction::Pause { tenants } => (PAUSE_BACKFILLS, "pauseBackfills", tenants, true),
+        BackfillAction::Resume { tenants } => (RESUME_BACKFILLS, "resumeBackfills", tenants, false),
+    };
+    let tenants = Some(tenants).filter(|t| !t.is_empty());
+    match remote.call::<Vec<BackfillWaitDto>>(document, field, json!({ "tenantNames": tenants })).await {
+        Ok(moved) => super::backfill::print_moved(&moved, pause, args.json),
+        Err(failure) => failure.report(args.json),
+    }
+}
+
 async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
     match args.action.unwrap_or(QuarantineAction::List) {
         QuarantineAction::List => {
@@ -760,6 +779,8 @@ mod tests {
             (CANCEL, id),
             (QUARANTINE, json!({})),
             (BACKFILLS, json!({})),
+            (PAUSE_BACKFILLS, json!({ "tenantNames": ["t"] })),
+            (RESUME_BACKFILLS, json!({ "tenantNames": null })),
             (RETRY, json!({ "input": retry })),
             (RELEASE, json!({ "tenantNames": ["t"] })),
         ];

@@ -28,9 +28,11 @@ use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use crate::db::error::DbError;
+use strata_core::migrate::source::SourceMigration;
+
 use crate::db::types::{
-    Audit, BackfillRow, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
-    VersionRow,
+    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, QuarantineRow,
+    Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
@@ -162,19 +164,73 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn append_audit(&self, _conn: &mut C, _row: &Sealed) -> Result<bool, DbError> {
         Err(DbError::NotSupported("the audit log on this engine"))
     }
-    /// One schema's backfill of `file`, once it has begun (none before the
-    /// table exists).
-    async fn backfill(&self, _conn: &mut C, _schema: &str, _file: &str) -> Result<Option<BackfillRow>, DbError> {
-        Ok(None)
-    }
-    /// Writes a backfill's row, in the caller's open transaction (a batch's
-    /// checkpoint commits with the batch).
-    async fn save_backfill(&self, _conn: &mut C, _row: &BackfillRow) -> Result<(), DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
     /// Every backfill, by schema then file (none before the table exists).
     async fn backfills(&self, _conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
         Ok(Vec::new())
+    }
+    /// One schema's backfill of `file` as a runner takes it, once begun.
+    async fn backfill_job(&self, _conn: &mut C, _schema: &str, _file: &str) -> Result<Option<BackfillJob>, DbError> {
+        Ok(None)
+    }
+    /// Every running backfill, as a runner takes it.
+    async fn running_backfills(&self, _conn: &mut C) -> Result<Vec<BackfillJob>, DbError> {
+        Ok(Vec::new())
+    }
+    /// Starts `migration`'s backfill in `schema` for version `version_id`,
+    /// in the caller's open transaction.
+    async fn register_backfill(
+        &self,
+        _conn: &mut C,
+        _schema: &str,
+        _migration: &SourceMigration,
+        _version_id: i64,
+        _updated: &str,
+    ) -> Result<(), DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
+    }
+    /// Starts a failed backfill again (its checkpoint kept) in version
+    /// `version_id`, in the caller's open transaction.
+    async fn restart_backfill(
+        &self,
+        _conn: &mut C,
+        _schema: &str,
+        _file: &str,
+        _version_id: i64,
+        _updated: &str,
+    ) -> Result<(), DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
+    }
+    /// Claims a running backfill for `claim.holder`; whether it holds it.
+    async fn claim_backfill(&self, _conn: &mut C, _claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
+        Ok(false)
+    }
+    /// Writes a batch's checkpoint (`row`), in the caller's open
+    /// transaction, when `holder` still holds the backfill and its count of
+    /// batches is still `batches_before`; whether it did.
+    async fn save_backfill(
+        &self,
+        _conn: &mut C,
+        _row: &BackfillRow,
+        _holder: &str,
+        _batches_before: u64,
+        _heartbeat: i64,
+    ) -> Result<bool, DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
+    }
+    /// Marks a backfill `holder` holds failed, with `error`.
+    async fn fail_backfill(&self, _conn: &mut C, _row: &BackfillRow, _holder: &str) -> Result<(), DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
+    }
+    /// Moves `schema`'s backfills in state `from` to `to`; how many.
+    async fn move_backfills(
+        &self,
+        _conn: &mut C,
+        _schema: &str,
+        _from: BackfillState,
+        _to: BackfillState,
+        _updated: &str,
+    ) -> Result<u64, DbError> {
+        Err(DbError::NotSupported("backfills on this engine"))
     }
     /// Writes a repair (core's `repair`) and its version row, in one
     /// transaction.

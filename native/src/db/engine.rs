@@ -289,6 +289,13 @@ pub(crate) trait Engine: Send + Sync {
     /// Starts, commits or rolls back a transaction (without transactional
     /// DDL: nothing).
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError>;
+    /// Starts, commits or rolls back a transaction of data changes only
+    /// (a backfill's batch with its checkpoint, its start with the version's
+    /// row): a real one on every engine, MySQL and MariaDB included, whose
+    /// [`Engine::transaction`] does nothing because their DDL commits itself.
+    async fn data_transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        self.transaction(conn, step).await
+    }
     /// Starts a transaction.
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
         self.transaction(conn, Transaction::Begin).await

@@ -71,7 +71,7 @@
 //!   plan one after another (then run at once) and the memory a version
 //!   needs does not grow with the number of shards.
 
-mod backfill;
+pub(crate) mod backfill;
 mod fingerprints;
 mod progress;
 pub(crate) mod reading;
@@ -97,7 +97,7 @@ use crate::db::executor::fingerprints::{committed_schemas, recorded_after, store
 use crate::db::executor::progress::Progress;
 use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
 use crate::db::executor::settings::Settings;
-use crate::db::types::{MutationOutcome, MutationRequest, QuarantineRow, VersionRow};
+use crate::db::types::{BackfillWait, MutationOutcome, MutationRequest, QuarantineRow, VersionRow};
 
 /// Runs one mutation: the whole loop.
 pub(crate) async fn mutate<E: Engine>(
@@ -133,6 +133,7 @@ async fn locked<E: Engine>(
         plan,
         version: None,
         quarantined: Vec::new(),
+        waiting: Vec::new(),
         skipped: selection.skipped,
         released: Vec::new(),
         committed_counts: None,
@@ -167,6 +168,9 @@ async fn locked<E: Engine>(
     }
     outcome.version = version;
     outcome.quarantined = absorbed;
+    outcome.waiting = run.waiting.into_inner().unwrap_or_else(|e| e.into_inner());
+    // In the fleet's order, not the order units happened to end in.
+    outcome.waiting.sort();
     Ok(outcome)
 }
 
@@ -189,6 +193,8 @@ struct Run<'a, E: Engine> {
     absorption: Absorption,
     /// Tenant failures the version absorbed (each tenant quarantined).
     absorbed: Mutex<Vec<QuarantineRow>>,
+    /// Tenants that wait on a backfill running after the version.
+    waiting: Mutex<Vec<BackfillWait>>,
     /// The steps committed, once the version is over.
     committed: Mutex<StepSet>,
     /// Per source: the tokenizer reads the text the plan runs of it whole
@@ -196,10 +202,13 @@ struct Run<'a, E: Engine> {
     readable: Vec<bool>,
 }
 
-/// Why a unit did not commit.
+/// Why a unit did not commit (all of it).
 enum UnitError {
     /// A migration failed (after `attempts` attempts).
     Migration { step: u32, failure: Failure, partly: bool, attempts: u32 },
+    /// It reached a backfill that runs after the version: what it ran
+    /// before committed; its tenant waits (no failure).
+    Waiting { step: u32 },
     /// Anything else (bookkeeping, connection).
     Other(DbError),
 }
@@ -235,6 +244,7 @@ impl<'a, E: Engine> Run<'a, E> {
                 tenants: plan.counts.tenants as usize,
             }),
             absorbed: Mutex::new(Vec::new()),
+            waiting: Mutex::new(Vec::new()),
             committed: Mutex::new(StepSet::default()),
             readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
         }
@@ -481,11 +491,18 @@ impl<'a, E: Engine> Run<'a, E> {
     ) {
         let error = match result {
             Ok(()) => return schedule.committed(),
+            Err(UnitError::Waiting { step }) => {
+                let wait = BackfillWait { tenant: self.schema(step).to_string(), file: self.file(step).to_string() };
+                tracing::info!(tenant = %wait.tenant, file = %wait.file,
+                    "the tenant waits on its backfill, which runs after the version; its later files run with a later one");
+                self.waiting.lock().unwrap_or_else(|e| e.into_inner()).push(wait);
+                return schedule.waits(unit.schema);
+            }
             Err(error) => error,
         };
         let cause = match &error {
             UnitError::Migration { failure, .. } => Some(failure.cause),
-            UnitError::Other(_) => None,
+            UnitError::Other(_) | UnitError::Waiting { .. } => None,
         };
         if schedule.failed(cause) == OnFailure::Stops {
             failed.get_or_insert(error);
@@ -545,6 +562,12 @@ impl<'a, E: Engine> Run<'a, E> {
     fn failure(&self, error: UnitError, version_id: Option<i64>, committed: &StepSet, whole: bool) -> DbError {
         let (step, failure, partly) = match error {
             UnitError::Other(error) => return error,
+            UnitError::Waiting { step } => {
+                return DbError::UnexpectedAnswer(format!(
+                    "{} waits on its backfill in one transaction",
+                    self.file(step)
+                ));
+            }
             UnitError::Migration { step, failure, partly, .. } => (step, failure, partly),
         };
         let file = self.file(step).to_string();

@@ -55,8 +55,8 @@ use crate::db::error::{DbError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
-    Access, BackfillRow, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow,
-    RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
+    Access, BackfillEnd, BackfillRow, BackfillState, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
+    MutationRequest, Preview, QuarantineRow, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::db::types::{Audit, RepairRequest};
 
@@ -590,6 +590,7 @@ impl Fleet {
             plan: shard::merge(outcomes.iter().map(|(_, outcome)| outcome.plan.clone()).collect(), request.sources),
             version: None,
             quarantined: Vec::new(),
+            waiting: Vec::new(),
             skipped: Vec::new(),
             released: Vec::new(),
             committed_counts: None,
@@ -606,12 +607,14 @@ impl Fleet {
                 });
             }
             merged.quarantined.extend(outcome.quarantined.into_iter().map(|row| self.quarantine_row(index, row)));
+            merged.waiting.extend(outcome.waiting);
             merged.skipped.extend(outcome.skipped);
             merged.released.extend(outcome.released);
         }
         if partial {
             merged.committed_counts = Some(counts);
         }
+        merged.waiting.sort();
         merged
     }
 }
@@ -850,6 +853,22 @@ impl Database for Fleet {
             self.every(|_, store| async move { store.backfills().await }).await?.into_iter().flatten().collect();
         rows.sort_by(|a, b| (&a.schema, &a.file).cmp(&(&b.schema, &b.file)));
         Ok(rows)
+    }
+
+    /// Every shard runs its own backfills, at once.
+    async fn run_backfills(&self, holder: &str) -> Result<Vec<BackfillEnd>, DbError> {
+        let ends = self.every(|_, store| async move { store.run_backfills(holder).await }).await?;
+        Ok(ends.into_iter().flatten().collect())
+    }
+
+    async fn move_backfills(
+        &self,
+        tenants: &[String],
+        from: BackfillState,
+        to: BackfillState,
+    ) -> Result<Vec<BackfillWait>, DbError> {
+        let moved = self.every(|_, store| async move { store.move_backfills(tenants, from, to).await }).await?;
+        Ok(moved.into_iter().flatten().collect())
     }
 
     /// What core's `visible_quarantine` shows of every shard's quarantine

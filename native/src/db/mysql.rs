@@ -255,11 +255,17 @@ impl Engine for MysqlEngine {
         Ok(())
     }
 
-    /// Runs the file statement by statement: the failing statement's start
-    /// is the error's position, or the line the server names within it
-    /// ("… at line 3", which is then dropped from the message). A statement
-    /// that lost a deadlock or a certification (Galera) runs again, up to
-    /// 3 times; one that hit the lock time-out is the executor's to retry.
+    /// InnoDB's own transactions: data changes take part in them.
+    async fn data_transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
+        let sql = match step {
+            Transaction::Begin => "start transaction",
+            Transaction::Commit => "commit",
+            Transaction::Rollback => "rollback",
+        };
+        sqlx::raw_sql(sql).execute(&mut **conn).await?;
+        Ok(())
+    }
+
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<MySql>(&mut **conn, sql, values).await
     }
@@ -268,6 +274,11 @@ impl Engine for MysqlEngine {
         engine::bound::read::<MySql>(&mut **conn, sql, values).await
     }
 
+    /// Runs the file statement by statement: the failing statement's start
+    /// is the error's position, or the line the server names within it
+    /// ("… at line 3", which is then dropped from the message). A statement
+    /// that lost a deadlock or a certification (Galera) runs again, up to
+    /// 3 times; one that hit the lock time-out is the executor's to retry.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for range in engine::statements_of(Driver::Mysql, text) {
             let start = range.start;

@@ -276,12 +276,6 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
-    /// The file whole, in one round trip. PostgreSQL gives a position only
-    /// for errors it finds while reading a statement; for one it meets
-    /// running it (a constraint, a lock time-out) the statements that
-    /// completed before tell which one failed, and its start is the
-    /// position. On Citus, one statement at a time (citus#6608), a
-    /// failure's offset counted from the file's start.
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }
@@ -290,6 +284,12 @@ impl Engine for PostgresEngine {
         engine::bound::read::<Postgres>(&mut **conn, sql, values).await
     }
 
+    /// The file whole, in one round trip. PostgreSQL gives a position only
+    /// for errors it finds while reading a statement; for one it meets
+    /// running it (a constraint, a lock time-out) the statements that
+    /// completed before tell which one failed, and its start is the
+    /// position. On Citus, one statement at a time (citus#6608), a
+    /// failure's offset counted from the file's start.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         if !self.citus {
             return run_text(conn, text).await;

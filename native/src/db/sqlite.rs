@@ -825,8 +825,6 @@ impl Engine for SqliteEngine {
         Ok(format!("{}values {}", sql::stage(schema, version_id), values.join(", ")))
     }
 
-    /// Runs the file statement by statement: SQLite reports no position,
-    /// so the failing statement's start is the error's position.
     /// After the tenant's pending attachment (`enter` leaves it to the
     /// next call).
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
@@ -840,6 +838,8 @@ impl Engine for SqliteEngine {
         engine::bound::read::<Sqlite>(&mut conn.conn, sql, values).await
     }
 
+    /// Runs the file statement by statement: SQLite reports no position,
+    /// so the failing statement's start is the error's position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         // A unit's files run in its transaction, whose `begin` ran the
         // attachment (a failure here would read as the file's own).

@@ -27,8 +27,8 @@ use crate::db::error::DbError;
 use crate::db::error::OpenError;
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
-    Access, BackfillRow, MigrationFilter, MigrationRow, MutationOutcome, MutationRequest, Preview, QuarantineRow,
-    RepairRequest, RolloutRow, ShardTenants, VersionFilter, VersionRow,
+    Access, BackfillEnd, BackfillRow, BackfillState, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
+    MutationRequest, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants, VersionFilter, VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -104,6 +104,17 @@ pub(crate) trait Database: Send + Sync {
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError>;
     /// Every backfill's progress, by tenant and file.
     async fn backfills(&self) -> Result<Vec<BackfillRow>, DbError>;
+    /// Runs every running backfill this process can claim (as `holder`),
+    /// until none is left: how each ended.
+    async fn run_backfills(&self, holder: &str) -> Result<Vec<BackfillEnd>, DbError>;
+    /// Moves `tenants`' backfills (every tenant's when empty) from `from`
+    /// to `to`: pauses or resumes them. The tenants and files moved.
+    async fn move_backfills(
+        &self,
+        tenants: &[String],
+        from: BackfillState,
+        to: BackfillState,
+    ) -> Result<Vec<BackfillWait>, DbError>;
     /// Puts tenants in quarantine (or counts one more failure of those
     /// already there).
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError>;
@@ -284,6 +295,38 @@ impl<E: Engine> Database for Store<E> {
     async fn backfills(&self) -> Result<Vec<BackfillRow>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
         self.engine.books().backfills(&mut conn).await
+    }
+
+    async fn run_backfills(&self, holder: &str) -> Result<Vec<BackfillEnd>, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let outcomes = executor::backfill::runner::run_running(&self.engine, &self.settings, holder).await?;
+        Ok(outcomes.into_iter().map(BackfillEnd::from).collect())
+    }
+
+    async fn move_backfills(
+        &self,
+        tenants: &[String],
+        from: BackfillState,
+        to: BackfillState,
+    ) -> Result<Vec<BackfillWait>, DbError> {
+        if self.access == Access::ReadOnly {
+            return Err(DbError::OpenedReadOnly);
+        }
+        let mut conn = self.engine.connect().await?;
+        let rows = self.engine.books().backfills(&mut conn).await?;
+        let updated = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let mut moved = Vec::new();
+        for row in rows.into_iter().filter(|row| row.state == from) {
+            if !tenants.is_empty() && !tenants.contains(&row.schema) {
+                continue;
+            }
+            if self.engine.books().move_backfills(&mut conn, &row.schema, from, to, &updated).await? > 0 {
+                moved.push(BackfillWait { tenant: row.schema, file: row.file });
+            }
+        }
+        Ok(moved)
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {

@@ -157,11 +157,14 @@ impl QuarantineRow {
 /// How far one schema's backfill of one file is (`svc.svc_backfills`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BackfillState {
-    /// Batches remain (or the run that ran them stopped).
+    /// Batches remain: a runner runs them (or will, once one claims it).
     Running,
-    /// Its last batch committed.
+    /// Held by `pauseBackfills`: no runner takes it until it is resumed.
+    Paused,
+    /// Its last batch committed, with the file's row.
     Done,
-    /// A batch failed; the next run resumes after the last committed one.
+    /// A batch failed; the next version over the tenant (a retry) starts
+    /// it again after the last committed batch.
     Failed,
 }
 
@@ -170,6 +173,7 @@ impl BackfillState {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             BackfillState::Running => "running",
+            BackfillState::Paused => "paused",
             BackfillState::Done => "done",
             BackfillState::Failed => "failed",
         }
@@ -178,11 +182,66 @@ impl BackfillState {
     /// From the books (anything else reads as running).
     pub(crate) fn parse(text: &str) -> Self {
         match text {
+            "paused" => BackfillState::Paused,
             "done" => BackfillState::Done,
             "failed" => BackfillState::Failed,
             _ => BackfillState::Running,
         }
     }
+}
+
+/// A tenant that waits on its backfill, which runs after the version: it
+/// runs nothing after that file until the backfill is done.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub(crate) struct BackfillWait {
+    /// The tenant.
+    pub(crate) tenant: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+}
+
+/// How one backfill ended in a runner's pass.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BackfillEnd {
+    /// The tenant (or single schema).
+    pub(crate) tenant: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+    /// `done`, `failed` (its tenant quarantined), or `running` (paused, or
+    /// taken by another process while it ran).
+    pub(crate) state: &'static str,
+    /// Why it failed.
+    pub(crate) error: Option<String>,
+}
+
+/// A runner's claim of one backfill ([`crate::db::books::Books::claim_backfill`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BackfillClaim<'a> {
+    /// The schema.
+    pub(crate) schema: &'a str,
+    /// The backfill's file.
+    pub(crate) file: &'a str,
+    /// The runner (unique per process and run).
+    pub(crate) holder: &'a str,
+    /// Now, in milliseconds since the epoch (the runner's clock).
+    pub(crate) now_ms: i64,
+    /// A holder whose last heartbeat is older than this has died: its
+    /// backfill may be taken.
+    pub(crate) stale_before_ms: i64,
+}
+
+/// A backfill as a runner takes it: its row, the version that started it
+/// (which its file's row is recorded in) and its file as it was then.
+#[derive(Debug, Clone)]
+pub(crate) struct BackfillJob {
+    /// Its progress.
+    pub(crate) row: BackfillRow,
+    /// The version that started it.
+    pub(crate) version_id: i64,
+    /// Its file: name, directory, type, contents and checksum as recorded,
+    /// the forward text it runs.
+    pub(crate) migration: SourceMigration,
 }
 
 /// One schema's backfill of one file, as the books keep it: its
@@ -298,6 +357,8 @@ pub(crate) struct MutationOutcome {
     pub(crate) version: Option<VersionRow>,
     /// Tenants whose failure the version absorbed, now quarantined.
     pub(crate) quarantined: Vec<QuarantineRow>,
+    /// Tenants that wait on a backfill running after the version.
+    pub(crate) waiting: Vec<BackfillWait>,
     /// Quarantined tenants it skipped.
     pub(crate) skipped: Vec<String>,
     /// Tenants a retry completed, released from quarantine.

@@ -15,7 +15,7 @@ use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
 
-use crate::db::{BackfillStatus, MigrationRow, QuarantineRow, VersionRow};
+use crate::db::{BackfillStatus, BackfillWait, MigrationRow, QuarantineRow, VersionRow};
 use crate::graphql::limits::RequestScope;
 use crate::graphql::one_by_one::OneByOne;
 use crate::service::{CreateResult, Service};
@@ -336,6 +336,9 @@ pub(crate) struct CreateResultsDto {
     /// Tenants whose failure the version absorbed (`failureBudget`), now
     /// quarantined (added).
     pub(crate) quarantined: Vec<QuarantinedTenantDto>,
+    /// Tenants that wait on a backfill, which runs after the version: they
+    /// run nothing after it until it is done (added).
+    pub(crate) waiting_on_backfills: Vec<BackfillWaitDto>,
     /// Quarantined tenants the version skipped (added).
     pub(crate) skipped_tenants: Vec<String>,
     /// Tenants a retry completed, released from quarantine (added).
@@ -348,9 +351,27 @@ impl From<CreateResult> for CreateResultsDto {
             summary: (&result.summary).into(),
             version: result.version.map(VersionDto::from),
             quarantined: result.quarantined.into_iter().map(QuarantinedTenantDto::from).collect(),
+            waiting_on_backfills: result.waiting.into_iter().map(BackfillWaitDto::from).collect(),
             skipped_tenants: result.skipped,
             released_tenants: result.released,
         }
+    }
+}
+
+/// A tenant and the backfill it waits on (`BackfillWait`, added).
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[graphql(name = "BackfillWait")]
+pub(crate) struct BackfillWaitDto {
+    /// The tenant.
+    pub(crate) tenant: String,
+    /// The backfill's file.
+    pub(crate) file: String,
+}
+
+impl From<BackfillWait> for BackfillWaitDto {
+    fn from(wait: BackfillWait) -> Self {
+        BackfillWaitDto { tenant: wait.tenant, file: wait.file }
     }
 }
 

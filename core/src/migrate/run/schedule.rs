@@ -17,7 +17,8 @@
 //!   at once, a single-schema segment one.
 //! - After a failure that stops the version no unit starts; running units
 //!   end, and only then is the version over.
-//! - A tenant put aside by this version runs nothing more in it.
+//! - A tenant put aside by this version, or waiting on a backfill, runs
+//!   nothing more in it.
 //! - Every unit starts at most once.
 
 use crate::migrate::failure::Cause;
@@ -182,6 +183,17 @@ impl<'p> Schedule<'p> {
         goes_on
     }
 
+    /// A tenant's unit ended at a backfill that runs after the version
+    /// (core's `backfill::runs_in_version`): what it ran before committed,
+    /// and the tenant runs nothing more in this version. No failure: the
+    /// budget is untouched.
+    pub fn waits(&mut self, schema: u32) {
+        self.running = self.running.saturating_sub(1);
+        if let Some(flag) = self.aside.get_mut(schema as usize) {
+            *flag = true;
+        }
+    }
+
     /// Stops the version from the shell's side (a connection for the next
     /// unit could not be opened).
     pub fn stop(&mut self) {
@@ -307,6 +319,29 @@ mod tests {
         assert_eq!(schedule.failed(Some(Cause::LockTimeout)), OnFailure::PutsAside);
         assert!(!schedule.put_aside(t2.schema, true), "the second is past it");
         assert_eq!(schedule.next(true), Next::Done);
+    }
+
+    #[test]
+    fn a_tenant_waiting_on_a_backfill_runs_nothing_more_and_spends_no_budget() {
+        let (plan, sources) = (tenants_ref_tenants(), sources());
+        let mut schedule = Schedule::new(&plan, &sources, rules(FailureBudget::None, 2), 2);
+        let t1 = start(schedule.next(true));
+        assert_eq!(t1.schema, 1);
+        start(schedule.next(true));
+        schedule.waits(t1.schema);
+        schedule.committed();
+        assert_eq!(start(schedule.next(true)).schema, 0, "ref runs: no failure stopped the version");
+        schedule.committed();
+        let later: Vec<u32> = std::iter::from_fn(|| match schedule.next(true) {
+            Next::Start(unit) => {
+                schedule.committed();
+                Some(unit.schema)
+            }
+            _ => None,
+        })
+        .collect();
+        assert_eq!(later, [2], "t1 waits: its second segment does not run");
+        assert!(!schedule.is_stopped());
     }
 
     #[test]

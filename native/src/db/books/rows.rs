@@ -13,7 +13,12 @@ use strata_core::migrate::wave::Attributes;
 use crate::db::error::DbError;
 use strata_core::migrate::backfill::{self, Key, Stored};
 
-use crate::db::types::{BackfillRow, BackfillState, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow};
+use strata_core::migrate::format::SortKey;
+use strata_core::migrate::source::SourceMigration;
+
+use crate::db::types::{
+    BackfillJob, BackfillRow, BackfillState, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow,
+};
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
 where
@@ -166,6 +171,34 @@ where
             },
             last_error: get(row, 8)?,
             updated: get(row, 9)?,
+        })
+    }
+
+    /// [`Rows::backfill`]'s columns, then `version_id, name, source_dir,
+    /// migration_type, contents, checksum, forward`.
+    pub(crate) fn backfill_job(row: &R) -> Result<BackfillJob, DbError>
+    where
+        for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        let version_id: i64 = get::<R, I>(row, 10)?.into();
+        let code: i64 = get::<R, I>(row, 13)?.into();
+        let source_dir: String = get(row, 12)?;
+        let name: String = get(row, 11)?;
+        Ok(BackfillJob {
+            row: Self::backfill(row)?,
+            version_id,
+            migration: SourceMigration {
+                file: format!("{source_dir}/{name}"),
+                name,
+                migration_type: migration_type(code, version_id)?,
+                source_dir,
+                contents: get(row, 14)?,
+                checksum: get(row, 15)?,
+                forward: get(row, 16)?,
+                no_transaction: false,
+                down: None,
+                order: SortKey::Name,
+            },
         })
     }
 

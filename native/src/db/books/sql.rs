@@ -177,11 +177,33 @@ pub(crate) struct BooksSql {
     /// rows_done, batches, rows_estimated, last_error, updated`), by schema
     /// and file.
     pub(crate) select_backfills: String,
-    /// One backfill's row (bound: schema, file).
-    pub(crate) select_backfill: String,
-    /// Writes a backfill's row (bound: the ten columns), replacing the one
-    /// of the same schema and file.
+    /// One backfill as a runner takes it (those columns, then `version_id,
+    /// name, source_dir, migration_type, contents, checksum, forward`;
+    /// bound: schema, file).
+    pub(crate) select_backfill_job: String,
+    /// Every running backfill as a runner takes it.
+    pub(crate) select_running_backfills: String,
+    /// Starts a backfill (bound: schema, file, updated, version id, name,
+    /// source dir, migration type, contents, checksum, forward).
+    pub(crate) register_backfill: String,
+    /// Starts a failed backfill again in a version (bound: version id,
+    /// updated, schema, file).
+    pub(crate) restart_backfill: String,
+    /// Claims a running backfill for a runner when no other holds it or
+    /// its holder's heartbeat is older than the bound (bound: holder,
+    /// heartbeat, schema, file, holder, stale before).
+    pub(crate) claim_backfill: String,
+    /// Writes a batch's checkpoint when the runner still holds it and no
+    /// other batch was counted since (bound: state, after, upper, rows
+    /// done, batches, rows estimated, updated, heartbeat, schema, file,
+    /// holder, batches before).
     pub(crate) save_backfill: String,
+    /// Marks a backfill failed (bound: error, updated, schema, file,
+    /// holder).
+    pub(crate) fail_backfill: String,
+    /// Moves the backfills of a schema from one state to another (bound:
+    /// to, updated, schema, from).
+    pub(crate) move_backfills: String,
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
@@ -247,25 +269,47 @@ impl BooksSql {
                 Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
             }
         );
-        let backfills = |tail: &str| {
+        let backfills = |more: &str, tail: &str| {
             placed(format!(
                 "select db_schema, file, state, after_key, upper_key, rows_done, batches, rows_estimated, \
-                 last_error, updated from svc.svc_backfills {tail}"
+                 last_error, updated{more} from svc.svc_backfills {tail}"
             ))
         };
+        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward";
         BooksSql {
             backfills_installed: count("svc_backfills"),
-            select_backfills: backfills("order by db_schema, file"),
-            select_backfill: backfills("where db_schema = ? and file = ?"),
+            select_backfills: backfills("", "order by db_schema, file"),
+            select_backfill_job: backfills(job, "where db_schema = ? and file = ?"),
+            select_running_backfills: backfills(job, "where state = 'running' order by db_schema, file"),
+            register_backfill: placed(
+                "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
+                 version_id, name, source_dir, migration_type, contents, checksum, forward) \
+                 values (?, ?, 'running', 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            restart_backfill: placed(
+                "update svc.svc_backfills set state = 'running', version_id = ?, last_error = null, holder = null, \
+                 updated = ? where db_schema = ? and file = ? and state = 'failed'"
+                    .into(),
+            ),
+            claim_backfill: placed(
+                "update svc.svc_backfills set holder = ?, heartbeat = ? where db_schema = ? and file = ? \
+                 and state = 'running' and (holder is null or holder = ? or heartbeat < ?)"
+                    .into(),
+            ),
             save_backfill: placed(
-                "insert into svc.svc_backfills (db_schema, file, state, after_key, upper_key, rows_done, batches, \
-                 rows_estimated, last_error, updated) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    .to_string()
-                    + &d.upsert.tail(
-                        "db_schema, file",
-                        &["state", "after_key", "upper_key", "rows_done", "batches", "rows_estimated", "last_error", "updated"],
-                        "",
-                    ),
+                "update svc.svc_backfills set state = ?, after_key = ?, upper_key = ?, rows_done = ?, batches = ?, \
+                 rows_estimated = ?, last_error = null, updated = ?, heartbeat = ? \
+                 where db_schema = ? and file = ? and holder = ? and batches = ? and state = 'running'"
+                    .into(),
+            ),
+            fail_backfill: placed(
+                "update svc.svc_backfills set state = 'failed', last_error = ?, updated = ?, holder = null \
+                 where db_schema = ? and file = ? and holder = ?"
+                    .into(),
+            ),
+            move_backfills: placed(
+                "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and state = ?".into(),
             ),
             installed: count("svc_migrations"),
             select_applied: "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations \

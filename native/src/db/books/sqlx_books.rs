@@ -31,9 +31,11 @@ use crate::db::books::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
 use strata_core::migrate::backfill;
 
+use strata_core::migrate::source::SourceMigration;
+
 use crate::db::types::{
-    Audit, BackfillRow, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
-    VersionRow,
+    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, QuarantineRow,
+    Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -386,35 +388,6 @@ where
             .map_err(DbError::from)
     }
 
-    async fn backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillRow>, DbError> {
-        let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.backfills_installed).await? {
-            return Ok(None);
-        }
-        let query = self.query(&self.sql.select_backfill).bind(schema.to_string()).bind(file.to_string());
-        let rows = self.rows(conn, query).await?;
-        rows.first().map(Rows::<DB::Row, I>::backfill).transpose()
-    }
-
-    async fn save_backfill(&self, conn: &mut C, row: &BackfillRow) -> Result<(), DbError> {
-        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let progress = &row.progress;
-        let query = self
-            .query(&self.sql.save_backfill)
-            .bind(row.schema.clone())
-            .bind(row.file.clone())
-            .bind(row.state.as_str())
-            .bind(progress.after.as_ref().map(backfill::encode_key))
-            .bind(progress.upper.as_ref().map(backfill::encode_key))
-            .bind(count(progress.rows_done))
-            .bind(count(progress.batches))
-            .bind(count(progress.rows_estimated))
-            .bind(row.last_error.clone())
-            .bind(row.updated.clone());
-        query.execute(conn.sqlx()).await?;
-        Ok(())
-    }
-
     async fn backfills(&self, conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
         let conn = conn.sqlx();
         if !self.exists(conn, &self.sql.backfills_installed).await? {
@@ -422,6 +395,135 @@ where
         }
         let rows = self.rows(conn, self.query(&self.sql.select_backfills)).await?;
         rows.iter().map(Rows::<DB::Row, I>::backfill).collect()
+    }
+
+    async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError> {
+        let query = self.query(&self.sql.select_backfill_job).bind(schema.to_string()).bind(file.to_string());
+        let rows = query.fetch_all(conn.sqlx()).await?;
+        rows.first().map(Rows::<DB::Row, I>::backfill_job).transpose()
+    }
+
+    async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills_installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(&self.sql.select_running_backfills)).await?;
+        rows.iter().map(Rows::<DB::Row, I>::backfill_job).collect()
+    }
+
+    async fn register_backfill(
+        &self,
+        conn: &mut C,
+        schema: &str,
+        migration: &SourceMigration,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError> {
+        let query = self
+            .query(&self.sql.register_backfill)
+            .bind(schema.to_string())
+            .bind(migration.file.clone())
+            .bind(updated.to_string())
+            .bind(Self::int(version_id)?)
+            .bind(migration.name.clone())
+            .bind(migration.source_dir.clone())
+            .bind(Self::int(migration.migration_type.code())?)
+            .bind(migration.contents.clone())
+            .bind(migration.checksum.clone())
+            .bind(migration.forward.clone());
+        query.execute(conn.sqlx()).await?;
+        Ok(())
+    }
+
+    async fn restart_backfill(
+        &self,
+        conn: &mut C,
+        schema: &str,
+        file: &str,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError> {
+        let query = self
+            .query(&self.sql.restart_backfill)
+            .bind(Self::int(version_id)?)
+            .bind(updated.to_string())
+            .bind(schema.to_string())
+            .bind(file.to_string());
+        query.execute(conn.sqlx()).await?;
+        Ok(())
+    }
+
+    async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
+        let query = self
+            .query(&self.sql.claim_backfill)
+            .bind(claim.holder.to_string())
+            .bind(claim.now_ms)
+            .bind(claim.schema.to_string())
+            .bind(claim.file.to_string())
+            .bind(claim.holder.to_string())
+            .bind(claim.stale_before_ms);
+        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
+    }
+
+    async fn save_backfill(
+        &self,
+        conn: &mut C,
+        row: &BackfillRow,
+        holder: &str,
+        batches_before: u64,
+        heartbeat: i64,
+    ) -> Result<bool, DbError> {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let progress = &row.progress;
+        let query = self
+            .query(&self.sql.save_backfill)
+            .bind(row.state.as_str())
+            .bind(progress.after.as_ref().map(backfill::encode_key))
+            .bind(progress.upper.as_ref().map(backfill::encode_key))
+            .bind(count(progress.rows_done))
+            .bind(count(progress.batches))
+            .bind(count(progress.rows_estimated))
+            .bind(row.updated.clone())
+            .bind(heartbeat)
+            .bind(row.schema.clone())
+            .bind(row.file.clone())
+            .bind(holder.to_string())
+            .bind(count(batches_before));
+        Ok(query.execute(conn.sqlx()).await?.count() == 1)
+    }
+
+    async fn fail_backfill(&self, conn: &mut C, row: &BackfillRow, holder: &str) -> Result<(), DbError> {
+        let query = self
+            .query(&self.sql.fail_backfill)
+            .bind(row.last_error.clone())
+            .bind(row.updated.clone())
+            .bind(row.schema.clone())
+            .bind(row.file.clone())
+            .bind(holder.to_string());
+        self.change(conn.sqlx(), query).await?;
+        Ok(())
+    }
+
+    async fn move_backfills(
+        &self,
+        conn: &mut C,
+        schema: &str,
+        from: BackfillState,
+        to: BackfillState,
+        updated: &str,
+    ) -> Result<u64, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills_installed).await? {
+            return Ok(0);
+        }
+        let query = self
+            .query(&self.sql.move_backfills)
+            .bind(to.as_str())
+            .bind(updated.to_string())
+            .bind(schema.to_string())
+            .bind(from.as_str());
+        Ok(self.change(conn, query).await?.count())
     }
 
     async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError> {

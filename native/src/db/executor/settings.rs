@@ -49,18 +49,38 @@ pub(crate) struct BackfillPace {
     pub(crate) batch_millis: u64,
     budget: Arc<Mutex<RowBudget>>,
     slots: Arc<tokio::sync::Semaphore>,
+    concurrency: usize,
+    stale_ms: i64,
     origin: Instant,
 }
 
 impl BackfillPace {
-    /// From the configuration's `backfill:` section.
-    pub(crate) fn new(settings: BackfillSettings) -> Self {
+    /// From the configuration's `backfill:` section, at most
+    /// `max_concurrency` at once (the engine's bound: 1 for SQLite); a
+    /// runner's claim goes stale after twice `lease_seconds` without a
+    /// heartbeat (`lockLeaseSeconds`, as a rollout wave's claim).
+    pub(crate) fn new(settings: BackfillSettings, max_concurrency: usize, lease_seconds: u64) -> Self {
+        let concurrency = (settings.concurrency as usize).clamp(1, max_concurrency.max(1));
         BackfillPace {
             batch_millis: settings.batch_millis,
             budget: Arc::new(Mutex::new(RowBudget::new(settings.rows_per_second, 0))),
-            slots: Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1) as usize)),
+            slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
+            concurrency,
+            stale_ms: i64::try_from(lease_seconds.saturating_mul(2_000)).unwrap_or(i64::MAX),
             origin: Instant::now(),
         }
+    }
+
+    /// How long a runner's claim lasts without a heartbeat, in
+    /// milliseconds: then another runner may take the backfill (its holder
+    /// died).
+    pub(crate) fn stale_ms(&self) -> i64 {
+        self.stale_ms
+    }
+
+    /// How many backfills run at once on this server.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// One of the server's backfill places, held while a backfill runs.
@@ -101,7 +121,7 @@ impl Settings {
             out_of_order: config.out_of_order,
             citus_reference_tables: config.citus_reference_tables.clone(),
             audit_key: config.auth.audit_key.clone(),
-            backfill: BackfillPace::new(config.backfill),
+            backfill: BackfillPace::new(config.backfill, max_concurrency, config.lock_lease_seconds),
         }
     }
 }

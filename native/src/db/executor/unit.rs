@@ -14,6 +14,7 @@ use crate::db::books::Books;
 use crate::db::engine::{self, Engine, Entries, Failure, Record};
 use crate::db::error::{Cause, DbError};
 use crate::db::error::{LockError, ServerError};
+use crate::db::executor::backfill::StepEnd;
 use crate::db::executor::progress::Progress;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
 
@@ -119,7 +120,7 @@ impl<E: Engine> Run<'_, E> {
     /// Sleeps before retry `retry` (from 1) of `step`, jittered; a wait
     /// behind the version's own units is logged at debug level (a fleet
     /// queueing on a shared table makes many).
-    pub(super) async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
+    async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
         let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
         let wait = lock_wait::wait_before_retry_ms(retry, jitter);
         if seen.counts() {
@@ -163,7 +164,7 @@ impl<E: Engine> Run<'_, E> {
     /// against a transaction a killed process left running) is written
     /// again, up to [`RECORD_CONFLICT_RETRIES`] times: the step ran, and
     /// only its row is missing.
-    pub(super) async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
+    async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
         let mut attempt = 0;
         loop {
             self.engine.begin(conn).await?;
@@ -199,7 +200,7 @@ impl<E: Engine> Run<'_, E> {
 
     /// The version's id, writing its row on `conn` (in the transaction open
     /// there, if any) when no committed transaction has yet.
-    async fn version_id(&self, conn: &mut E::Conn, progress: &Progress) -> Result<i64, DbError> {
+    pub(super) async fn version_id(&self, conn: &mut E::Conn, progress: &Progress) -> Result<i64, DbError> {
         if let Some(id) = progress.version() {
             return Ok(id);
         }
@@ -473,8 +474,9 @@ impl<E: Engine> Run<'_, E> {
                 }
                 Piece::Backfill(step) => {
                     current = None;
-                    self.backfill(conn, step).await?;
-                    self.record_alone(conn, step, progress).await?;
+                    if let StepEnd::Waiting = self.backfill_step(conn, step, progress).await? {
+                        return Err(UnitError::Waiting { step });
+                    }
                 }
                 Piece::Transaction { steps, creates_tenant } => {
                     self.engine.begin(conn).await?;

@@ -90,6 +90,15 @@ create table if not exists svc.svc_backfills (
     rows_estimated bigint not null default 0,
     last_error text,
     updated varchar(40) not null,
+    version_id int not null,
+    name varchar(512) not null,
+    source_dir varchar(512) not null,
+    migration_type int not null,
+    contents mediumtext not null,
+    checksum char(64) not null,
+    forward mediumtext not null,
+    holder varchar(64),
+    heartbeat bigint,
     primary key (db_schema, file)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_quarantine (

@@ -57,6 +57,15 @@ create table if not exists svc.svc_backfills (
     rows_estimated integer not null default 0,
     last_error text,
     updated text not null,
+    version_id integer not null,
+    name text not null,
+    source_dir text not null,
+    migration_type integer not null,
+    contents text not null,
+    checksum text not null,
+    forward text not null,
+    holder text,
+    heartbeat integer,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (

@@ -1,0 +1,461 @@
+//! Backfills (`strata:backfill` files) run: one backfill on a connection,
+//! driven by core's `backfill::Machine` ([`Backfiller::drive`]), and every
+//! running backfill of a database taken by a runner ([`run_running`]). The
+//! shell reads the keys core asks for, runs each batch in a short
+//! transaction of its own with the checkpoint core hands back, and waits
+//! where the server's pace says (`executor::settings::BackfillPace`).
+//!
+//! # Invariants
+//!
+//! - **Every row once.** A batch and its checkpoint commit together, and
+//!   the checkpoint is written only when this runner still holds the
+//!   backfill and no other batch was counted since (a compare-and-set on
+//!   the holder and the count of batches): a run that stops anywhere, kill
+//!   -9 included, resumes right after the last batch that committed, and
+//!   two runners never both commit a batch.
+//! - **Recorded with the last batch.** The file's row in `svc_migrations`
+//!   (in the version that started the backfill) commits in the same
+//!   transaction as its last batch, never before.
+//! - **Values are bound.** Keys travel as bound parameters of the text
+//!   core wrote; none is written into SQL.
+//! - **A batch waits for a lock no longer than its file allows** and is
+//!   retried alone after a lock time-out, up to the file's retries.
+//! - **No version lock.** A backfill in a tenant of the fleet runs after
+//!   its version, under its own claim (a holder and a heartbeat in its
+//!   row), while other versions and `createTenant` go on; its tenant runs
+//!   nothing after it until it is done.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use strata_core::migrate::backfill::{self, Form, Key, KeyValue, Machine, Next, Sizer, Slot, Spec, Target};
+use strata_core::migrate::driver::Driver;
+use strata_core::migrate::lock_wait::{self, Timeouts};
+use strata_core::migrate::statements;
+
+use crate::db::books::Books;
+use crate::db::engine::{Engine, Entries, Failure, Record, Transaction};
+use crate::db::error::{Cause, DbError};
+use crate::db::executor::settings::Settings;
+use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow};
+
+/// How a backfill's run ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// Its last batch committed, with its file's row.
+    Done,
+    /// A batch failed (or the file cannot run as written): it is marked
+    /// failed, the batches before it stay.
+    Failed(Failure),
+    /// It is no longer this runner's: paused, or taken by another runner
+    /// after this one's heartbeat went stale.
+    Released,
+}
+
+/// One backfill's end in a runner's pass ([`run_running`]).
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The schema it ran in.
+    pub(crate) schema: String,
+    /// Its file.
+    pub(crate) file: String,
+    /// How it ended.
+    pub(crate) ended: Ended,
+}
+
+impl From<Outcome> for crate::db::types::BackfillEnd {
+    fn from(outcome: Outcome) -> Self {
+        let (state, error) = match outcome.ended {
+            Ended::Done => ("done", None),
+            Ended::Failed(failure) => ("failed", Some(failure.message)),
+            Ended::Released => ("running", None),
+        };
+        crate::db::types::BackfillEnd { tenant: outcome.schema, file: outcome.file, state, error }
+    }
+}
+
+/// Runs backfills on one database for one holder.
+pub(crate) struct Backfiller<'a, E: Engine> {
+    /// The database's engine.
+    pub(crate) engine: &'a E,
+    /// Its settings (the pace, the placeholder, the time-outs).
+    pub(crate) settings: &'a Settings,
+    /// Who runs them: unique per process and run.
+    pub(crate) holder: &'a str,
+}
+
+/// The values of `binds`, in order: the range's `lower` and `upper` keys'
+/// columns, and the batch `limit`. None when a slot names a bound the
+/// range does not have (core never writes one).
+fn values(binds: &[Slot], lower: Option<&Key>, upper: Option<&Key>, limit: u32) -> Option<Vec<KeyValue>> {
+    binds
+        .iter()
+        .map(|slot| match *slot {
+            Slot::Lower(column) => lower?.get(column).cloned(),
+            Slot::Upper(column) => upper?.get(column).cloned(),
+            Slot::Limit => Some(KeyValue::Int(i64::from(limit))),
+        })
+        .collect()
+}
+
+/// The current time as the books store it.
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// The current time in milliseconds since the epoch (heartbeats).
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A failure of the backfill's own making (its file, a lost bound).
+fn failure(message: String) -> Failure {
+    Failure { message, offset: None, line: None, cause: Cause::Statement }
+}
+
+/// A pass of [`Backfiller::drive`] as it goes: the machine, what the books
+/// hold, and the statement with its table and key.
+struct Drive<'j> {
+    job: &'j BackfillJob,
+    spec: Spec,
+    statement: String,
+    table: String,
+    timeouts: Timeouts,
+    machine: Machine,
+    row: BackfillRow,
+    /// When this runner last wrote its heartbeat (claimed or saved).
+    beat: Instant,
+}
+
+impl<E: Engine> Backfiller<'_, E> {
+    /// Claims `job` for this runner (its row, on `conn`); whether it holds
+    /// it now.
+    pub(crate) async fn claim(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<bool, DbError> {
+        let now = now_ms();
+        let claim = BackfillClaim {
+            schema: &job.row.schema,
+            file: &job.row.file,
+            holder: self.holder,
+            now_ms: now,
+            stale_before_ms: now - self.settings.backfill.stale_ms(),
+        };
+        self.engine.books().claim_backfill(conn, &claim).await
+    }
+
+    /// Runs `job` (claimed) on `conn` — its schema entered, no transaction
+    /// open — from its checkpoint to its end.
+    pub(crate) async fn drive(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
+        let mut drive = match self.prepare(job) {
+            Some(Ok(drive)) => drive,
+            Some(Err(message)) => return self.failed(conn, job.row.clone(), failure(message)).await,
+            None => {
+                let message = format!("{} holds no `strata:backfill` directive", job.migration.file);
+                return self.failed(conn, job.row.clone(), failure(message)).await;
+            }
+        };
+        let drive = &mut drive;
+        let _slot = self.settings.backfill.slot().await;
+        if !E::TRANSACTIONAL_DDL {
+            self.engine.set_timeouts(conn, drive.timeouts, false).await?;
+        }
+        match self.batches(conn, drive).await {
+            Ok(ended) => Ok(ended),
+            Err(Stop::Failed(failure)) => self.failed(conn, drive.row.clone(), failure).await,
+            Err(Stop::Books(error)) => Err(error),
+        }
+    }
+
+    /// The file's rules read again from its stored text (the runner may be
+    /// another process than the version's): None when it holds no
+    /// backfill, an error when it cannot run as written.
+    fn prepare<'j>(&self, job: &'j BackfillJob) -> Option<Result<Drive<'j>, String>> {
+        let migration = &job.migration;
+        let (driver, file, text) = (E::DRIVER, migration.file.as_str(), migration.forward.as_str());
+        let mode = match statements::inspect_part(driver, file, text, false) {
+            Ok(mode) => mode,
+            Err(refusals) => return Some(Err(refusals.to_string())),
+        };
+        let spec = match backfill::read(driver, file, text) {
+            Ok(spec) => spec?,
+            Err(refusal) => return Some(Err(refusal.to_string())),
+        };
+        let schema = job.row.schema.as_str();
+        let placeholder = &self.settings.placeholder;
+        let table = match &spec.form {
+            Form::Ranged { table, .. } => table.replace(placeholder, schema),
+            Form::Repeated => String::new(),
+        };
+        let sizer = Sizer::new(spec.batch, self.settings.backfill.batch_millis);
+        Some(Ok(Drive {
+            job,
+            statement: text.replace(placeholder, schema),
+            table,
+            timeouts: self.settings.timeouts.for_file(&mode),
+            machine: Machine::new(spec.form != Form::Repeated, Some(job.row.progress.clone()), sizer),
+            row: job.row.clone(),
+            spec,
+            beat: Instant::now(),
+        }))
+    }
+
+    /// The loop of [`Backfiller::drive`], over its machine.
+    async fn batches(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<Ended, Stop> {
+        let key: Vec<String> = match &drive.spec.form {
+            Form::Ranged { key, .. } => key.clone(),
+            Form::Repeated => Vec::new(),
+        };
+        let table = drive.table.clone();
+        let casts = match (&drive.spec.form, E::DRIVER) {
+            (Form::Ranged { .. }, Driver::Postgres) => {
+                let types = self.engine.read_keys(conn, &backfill::sql::key_types(&table, &key), &[]).await?;
+                types.into_iter().next().unwrap_or_default().into_iter().map(|value| value.to_string()).collect()
+            }
+            _ => Vec::new(),
+        };
+        let target = Target { driver: E::DRIVER, table: &table, key: &key, casts: &casts };
+        let lost = || failure("the backfill's range lost a bound (please report this)".into());
+        loop {
+            match drive.machine.next() {
+                Next::Done => return Ok(Ended::Done),
+                Next::ReadLast => {
+                    let last = self.engine.read_keys(conn, &backfill::sql::last_key(&target), &[]).await?;
+                    let last = last.into_iter().next();
+                    let estimate = match &last {
+                        Some(upper) => {
+                            let count = backfill::sql::count_up_to(&target);
+                            let bound = values(&count.binds, None, Some(upper), 0).ok_or_else(lost)?;
+                            let rows = self.engine.read_keys(conn, &count.sql, &bound).await?;
+                            match rows.first().and_then(|row| row.first()) {
+                                Some(KeyValue::Int(n)) => (*n).max(0) as u64,
+                                _ => 0,
+                            }
+                        }
+                        None => 0,
+                    };
+                    let before = drive.machine.stored().batches;
+                    drive.machine.last_read(last, estimate);
+                    self.engine.data_transaction(conn, Transaction::Begin).await?;
+                    if !self.save(conn, drive, before).await? {
+                        let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+                        return Ok(Ended::Released);
+                    }
+                    self.engine.data_transaction(conn, Transaction::Commit).await?;
+                }
+                Next::FindEnd { size } => {
+                    let (lower, _) = drive.machine.range();
+                    let query = backfill::sql::batch_end(&target, lower.is_none(), size);
+                    let upper = drive.machine.stored().upper.as_ref();
+                    let bound = values(&query.binds, lower, upper, size).ok_or_else(lost)?;
+                    let end = self.engine.read_keys(conn, &query.sql, &bound).await?.into_iter().next();
+                    drive.machine.end_found(end);
+                }
+                Next::Run { size } => {
+                    let (lower, end) = drive.machine.range();
+                    let batch = match drive.spec.form {
+                        Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, lower.is_none()),
+                        Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
+                    };
+                    let bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
+                    self.settings.backfill.wait_for(u64::from(size)).await;
+                    // A long wait for the budget: the claim stays fresh.
+                    if drive.beat.elapsed().as_millis() as i64 > self.settings.backfill.stale_ms() / 3 {
+                        if !self.claim(conn, drive.job).await? {
+                            return Ok(Ended::Released);
+                        }
+                        drive.beat = Instant::now();
+                    }
+                    match self.batch(conn, drive, &batch.sql, &bound).await? {
+                        Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
+                        None => return Ok(Ended::Released),
+                    }
+                }
+            }
+        }
+    }
+
+    /// One batch in its own transaction with its checkpoint; a lock
+    /// time-out rolls it back and runs it again after a wait, up to the
+    /// file's retries. The rows it changed; None when the backfill is no
+    /// longer this runner's (rolled back).
+    async fn batch(
+        &self,
+        conn: &mut E::Conn,
+        drive: &mut Drive<'_>,
+        sql: &str,
+        bound: &[KeyValue],
+    ) -> Result<Option<u64>, Stop> {
+        let mut attempts = lock_wait::Attempts::default();
+        loop {
+            self.engine.data_transaction(conn, Transaction::Begin).await?;
+            if E::TRANSACTIONAL_DDL {
+                self.engine.set_timeouts(conn, drive.timeouts, true).await?;
+            }
+            let started = Instant::now();
+            let failure = match self.engine.execute_bound(conn, sql, bound).await {
+                Ok(rows) => {
+                    let before = drive.machine.stored().batches;
+                    drive.machine.ran(rows, started.elapsed().as_millis() as u64);
+                    if !self.save(conn, drive, before).await? {
+                        let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+                        tracing::debug!(schema = %drive.row.schema, before, "backfill checkpoint lost its claim; batch rolled back");
+                        return Ok(None);
+                    }
+                    self.engine.data_transaction(conn, Transaction::Commit).await?;
+                    crate::telemetry::backfill_batch(rows);
+                    return Ok(Some(rows));
+                }
+                Err(failure) => failure,
+            };
+            let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+            if failure.cause == Cause::LockTimeout {
+                let seen = lock_wait::TimedOut { blocker_on_schema: true, others_committed: true };
+                if let Some(retry) = attempts.after_time_out(drive.timeouts.retries, seen) {
+                    crate::telemetry::lock_timed_out(true, false);
+                    let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
+                    let wait = lock_wait::wait_before_retry_ms(retry, jitter);
+                    tracing::warn!(schema = %drive.row.schema, file = %drive.row.file, retry, wait_ms = wait,
+                        "a backfill batch gave up waiting for a lock; rolled back, running it again after a wait");
+                    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    continue;
+                }
+                let blockers = self.engine.blockers(conn, &drive.row.schema).await;
+                let message = lock_wait::blocked_message(
+                    &failure.message,
+                    drive.timeouts.lock_ms,
+                    attempts.made.max(1),
+                    &blockers,
+                );
+                return Err(Stop::Failed(Failure { message, ..failure }));
+            }
+            return Err(Stop::Failed(failure));
+        }
+    }
+
+    /// Writes the machine's checkpoint in the open transaction — and, when
+    /// it is the last, the file's row — if this runner still holds the
+    /// backfill and `batches_before` is still its count; whether it did.
+    async fn save(&self, conn: &mut E::Conn, drive: &mut Drive<'_>, batches_before: u64) -> Result<bool, DbError> {
+        let row = &mut drive.row;
+        row.progress = drive.machine.stored().clone();
+        row.state = if row.progress.done { BackfillState::Done } else { BackfillState::Running };
+        row.updated = now();
+        if !self.engine.books().save_backfill(conn, row, self.holder, batches_before, now_ms()).await? {
+            return Ok(false);
+        }
+        drive.beat = Instant::now();
+        if row.progress.done {
+            let job = drive.job;
+            let rows = [Record { migration: &job.migration, schema: &row.schema }];
+            let created = now();
+            self.engine.record(conn, &Entries { rows: &rows, created: &created, version_id: job.version_id }).await?;
+        }
+        Ok(true)
+    }
+
+    /// Marks `row`'s backfill failed with `failure` (outside any
+    /// transaction): the batches before stay, and so does the checkpoint.
+    async fn failed(&self, conn: &mut E::Conn, mut row: BackfillRow, failure: Failure) -> Result<Ended, DbError> {
+        row.last_error = Some(failure.message.clone());
+        row.updated = now();
+        self.engine.books().fail_backfill(conn, &row, self.holder).await?;
+        tracing::warn!(schema = %row.schema, file = %row.file, error = %failure.message,
+            "a backfill failed; its batches before stay, and a retry of its tenant resumes after them");
+        Ok(Ended::Failed(failure))
+    }
+}
+
+/// Why a pass stopped before its end: a batch's failure, or the books'.
+enum Stop {
+    Failed(Failure),
+    Books(DbError),
+}
+
+impl From<DbError> for Stop {
+    fn from(error: DbError) -> Self {
+        Stop::Books(error)
+    }
+}
+
+impl From<Failure> for Stop {
+    fn from(failure: Failure) -> Self {
+        Stop::Failed(failure)
+    }
+}
+
+/// Runs every running backfill of the database this `holder` can claim,
+/// up to the pace's concurrency at once, each on a connection of its own
+/// with its schema entered; looks again once they end (a version may have
+/// started more), until a pass claims none. A tenant whose backfill fails
+/// is quarantined. How each ended.
+pub(crate) async fn run_running<E: Engine>(
+    engine: &E,
+    settings: &Settings,
+    holder: &str,
+) -> Result<Vec<Outcome>, DbError> {
+    let backfiller = Backfiller { engine, settings, holder };
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    loop {
+        let mut conn = engine.connect().await?;
+        let jobs = engine.books().running_backfills(&mut conn).await?;
+        drop(conn);
+        let fresh: Vec<BackfillJob> = jobs
+            .into_iter()
+            .filter(|job| !outcomes.iter().any(|o| o.schema == job.row.schema && o.file == job.row.file))
+            .collect();
+        let runs: Vec<_> = fresh.iter().map(|job| backfiller.run_one(job)).collect();
+        let runs =
+            futures::stream::iter(runs).buffer_unordered(settings.backfill.concurrency()).collect::<Vec<_>>().await;
+        let mut claimed = false;
+        for run in runs {
+            if let Some(outcome) = run? {
+                claimed = true;
+                outcomes.push(outcome);
+            }
+        }
+        if !claimed {
+            return Ok(outcomes);
+        }
+    }
+}
+
+impl<E: Engine> Backfiller<'_, E> {
+    /// Claims and drives one job on a connection of its own; None when
+    /// another runner holds it. A failure quarantines its tenant.
+    async fn run_one(&self, job: &BackfillJob) -> Result<Option<Outcome>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        if !self.claim(&mut conn, job).await? {
+            return Ok(None);
+        }
+        let schema = job.row.schema.clone();
+        self.engine.prepare(&mut conn, &[]).await?;
+        self.engine.enter(&mut conn, &schema).await?;
+        let ended = self.drive(&mut conn, job).await;
+        self.engine.leave(&mut conn, &schema).await;
+        let ended = ended?;
+        tracing::debug!(schema = %schema, file = %job.migration.file, ?ended, "backfill pass ended");
+        if let Ended::Failed(failure) = &ended
+            && job.migration.migration_type.is_tenant()
+        {
+            let created = now();
+            let row = QuarantineRow {
+                version_id: Some(job.version_id),
+                file: job.migration.file.clone(),
+                ..QuarantineRow::put_aside(
+                    schema.clone(),
+                    failure.cause.name(),
+                    failure.message.clone(),
+                    self.holder,
+                    &created,
+                )
+            };
+            match self.engine.books().quarantine(&mut conn, &row).await {
+                Ok(()) => crate::telemetry::tenant_quarantined(),
+                Err(error) => {
+                    tracing::warn!(tenant = %schema, %error, "a tenant whose backfill failed could not be quarantined")
+                }
+            }
+        }
+        self.engine.release(&mut conn, false).await;
+        Ok(Some(Outcome { schema, file: job.migration.file.clone(), ended }))
+    }
+}
