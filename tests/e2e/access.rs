@@ -1008,3 +1008,27 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     let owners = ws.rows("svc", "select name, owner from svc_tokens").await;
     assert_eq!(owners, vec![vec![json!("ci"), Value::Null]]);
 }
+
+#[tokio::test]
+async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_or_resumes_them() {
+    let server = Server::start("basic", AUTH).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let (status, answer) = query(&server, &viewer, "{ backfills { tenant state } }").await;
+    assert_eq!((status, &answer["data"]["backfills"]), (200, &json!([])), "{answer}");
+    for (mutation, action) in [
+        ("mutation { pauseBackfills { tenant } }", "pauseBackfills"),
+        ("mutation { resumeBackfills(tenantNames: [\"t1\"]) { tenant } }", "resumeBackfills"),
+    ] {
+        let (status, answer) = query(&server, &viewer, mutation).await;
+        assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+        let (status, answer) = query(&server, &deployer, mutation).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["data"][action], json!([]), "{answer}");
+    }
+    let audit = server
+        .ws
+        .rows("svc", "select action from svc_audit where actor = 'token:ci' and action like '%Backfills' order by id")
+        .await;
+    assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")]]);
+}

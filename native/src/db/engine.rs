@@ -296,6 +296,17 @@ pub(crate) trait Engine: Send + Sync {
     async fn data_transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
         self.transaction(conn, step).await
     }
+    /// Begins a data transaction ([`Engine::data_transaction`]) with
+    /// `timeouts` for it where DDL takes part in transactions (a backfill's
+    /// batch; MySQL and MariaDB keep the session's): in one round trip where
+    /// the engine can.
+    async fn begin_with_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts) -> Result<(), DbError> {
+        self.data_transaction(conn, Transaction::Begin).await?;
+        if Self::TRANSACTIONAL_DDL {
+            self.set_timeouts(conn, timeouts, true).await?;
+        }
+        Ok(())
+    }
     /// Starts a transaction.
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
         self.transaction(conn, Transaction::Begin).await

@@ -276,6 +276,18 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
+    /// `begin` and the transaction's time-outs in one message (on Citus,
+    /// as the default: its time-outs are set on the workers too).
+    async fn begin_with_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts) -> Result<(), DbError> {
+        if self.citus {
+            self.transaction(conn, Transaction::Begin).await?;
+            return self.set_timeouts(conn, timeouts, true).await;
+        }
+        let text = format!("{};\n{}", sql::BEGIN, self.timeouts_text(timeouts));
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await?;
+        Ok(())
+    }
+
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }

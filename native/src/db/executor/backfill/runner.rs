@@ -286,10 +286,7 @@ impl<E: Engine> Backfiller<'_, E> {
     ) -> Result<Option<u64>, Stop> {
         let mut attempts = lock_wait::Attempts::default();
         loop {
-            self.engine.data_transaction(conn, Transaction::Begin).await?;
-            if E::TRANSACTIONAL_DDL {
-                self.engine.set_timeouts(conn, drive.timeouts, true).await?;
-            }
+            self.engine.begin_with_timeouts(conn, drive.timeouts).await?;
             let started = Instant::now();
             let failure = match self.engine.execute_bound(conn, sql, bound).await {
                 Ok(rows) => {
