@@ -36,20 +36,9 @@ WRITER=${WRITER:-1}
 WRITER_SECONDS=${WRITER_SECONDS:-20}
 # shellcheck source=native/benches/fleet_lib.sh
 source native/benches/fleet_lib.sh
-bench_build
-work=$(mktemp -d)
-cleanup() {
-    bench_servers_stop
-    rm -rf "$work"
-}
-trap cleanup EXIT
-bench_servers_start /tmp/strata-backfill-bench 24329
-PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+bench_setup /tmp/strata-backfill-bench 24329
 URL=$STRATA_BENCH_PG_URL
 "${PSQL[@]}" "$URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
-
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # The seeded template: schemas t000001..tN, each with `items` of ROWS rows.
 seed_start=$(now)
@@ -100,14 +89,7 @@ verify() { # database
 
 floor_run() { # -> seconds
     fresh_copy backfill_floor
-    local start pids=()
-    start=$(now)
-    for s in $(seq 0 $((CONCURRENCY - 1))); do
-        "${PSQL[@]}" "$URL/backfill_floor" -f "$work/floor.$s" >/dev/null &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    local seconds; seconds=$(elapsed "$start")
+    local seconds; seconds=$(bench_sessions "$URL/backfill_floor" "$work/floor" "$CONCURRENCY")
     verify backfill_floor
     echo "$seconds"
 }
@@ -141,9 +123,6 @@ strata_run() { # -> "seconds rss_kb"
     verify backfill_strata
     echo "$seconds $(cat "$work/rss")"
 }
-
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 
 : >"$work/times"
 for run in $(seq 1 "$RUNS"); do

@@ -56,3 +56,31 @@ bench_build() {
     cargo build --release -p strata-server --quiet
     STRATA="$CARGO_TARGET_DIR/release/strata"
 }
+
+# Builds `strata`, makes the work directory `work` (removed on exit, with
+# the servers bench_servers_start started) and PSQL, how psql is run.
+bench_setup() { # SERVERS_DIR BASE
+    bench_build
+    work=$(mktemp -d)
+    trap 'bench_servers_stop; rm -rf "$work"' EXIT
+    bench_servers_start "$1" "$2"
+    PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+
+# Runs FILES.0 … FILES.(N-1) through N psql sessions on URL at once; prints
+# the seconds they took together.
+bench_sessions() { # URL FILES N
+    local start pids=() s
+    start=$(now)
+    for s in $(seq 0 $(($3 - 1))); do
+        "${PSQL[@]}" "$1" -f "$2.$s" >/dev/null &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    elapsed "$start"
+}

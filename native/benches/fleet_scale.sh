@@ -39,15 +39,7 @@ RUNS=${RUNS:-3}
 VARIANTS=${VARIANTS:-floor strata lean}
 # shellcheck source=native/benches/fleet_lib.sh
 source native/benches/fleet_lib.sh
-bench_build
-work=$(mktemp -d)
-cleanup() {
-    bench_servers_stop
-    rm -rf "$work"
-}
-trap cleanup EXIT
-bench_servers_start /tmp/strata-scale-bench 24329
-PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+bench_setup /tmp/strata-scale-bench 24329
 # Where the timed runs connect (the server itself, or a PgBouncer before it).
 case ${VIA:-direct} in
     direct) RUN_URL=$STRATA_BENCH_PG_URL ;;
@@ -76,9 +68,6 @@ fresh_database() { # name tenants
     sync
 }
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-
 floor_run() { # tenants -> seconds
     local tenants=$1 db=floor_bench
     fresh_database "$db" "$tenants"
@@ -92,14 +81,7 @@ floor_run() { # tenants -> seconds
         } >>"$work/floor.$((i % CONCURRENCY))"
         i=$((i + 1))
     done
-    local start pids=()
-    start=$(now)
-    for s in $(seq 0 $((CONCURRENCY - 1))); do
-        "${PSQL[@]}" "$RUN_URL/$db" -f "$work/floor.$s" >/dev/null &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    elapsed "$start"
+    bench_sessions "$RUN_URL/$db" "$work/floor" "$CONCURRENCY"
 }
 
 strata_run() { # tenants extra-config [binary] -> "seconds rss_kb"
@@ -134,9 +116,6 @@ YAML
     [ "$applied" = "$rows" ] || { echo "strata recorded $applied rows, not $rows" >&2; exit 1; }
     echo "$seconds $(cat "$work/rss")"
 }
-
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 
 # Alternating runs, rotated each round: floor, strata, lean, then strata,
 # lean, floor, ... so that the machine's drift (fsync times vary by 2x here)
