@@ -34,20 +34,21 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
+    /// A statement's failure of the service's own making, without a
+    /// position: `message` says what.
+    pub(crate) fn statement(message: String) -> Self {
+        Failure { message, offset: None, line: None, cause: Cause::Statement }
+    }
+
     /// A failure of the service's own work before a statement (an
     /// attachment, its books), reported where a statement's would be.
     pub(crate) fn of_books(error: &DbError) -> Self {
-        Failure { message: error.to_string(), offset: None, line: None, cause: Cause::Statement }
+        Failure::statement(error.to_string())
     }
 
     /// A backfill on an engine that does not run them.
     pub(crate) fn no_backfills(driver: Driver) -> Self {
-        Failure {
-            message: format!("backfills (`strata:backfill`) do not run on {driver:?} yet"),
-            offset: None,
-            line: None,
-            cause: Cause::Statement,
-        }
+        Failure::statement(format!("backfills (`strata:backfill`) do not run on {driver:?} yet"))
     }
 
     /// A failure as sqlx reports it: the database's own message (without

@@ -64,12 +64,7 @@ where
     i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
     String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
 {
-    let unreadable = |what: &str| Failure {
-        message: format!("a backfill's key column {} {what}", index + 1),
-        offset: None,
-        line: None,
-        cause: crate::db::error::Cause::Statement,
-    };
+    let unreadable = |what: &str| Failure::statement(format!("a backfill's key column {} {what}", index + 1));
     if let Ok(Some(n)) = row.try_get::<Option<i64>, _>(index) {
         return Ok(KeyValue::Int(n));
     }

@@ -10,7 +10,7 @@ use strata_core::migrate::backfill;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure, Transaction};
-use crate::db::error::{Cause, DbError};
+use crate::db::error::DbError;
 use crate::db::executor::backfill::runner::{Backfiller, Ended};
 use crate::db::executor::progress::Progress;
 use crate::db::executor::{Run, UnitError};
@@ -39,7 +39,8 @@ impl<E: Engine> Run<'_, E> {
     ) -> Result<StepEnd, UnitError> {
         let (schema, migration) = (self.schema(step), self.migration(step));
         let books = self.engine.books();
-        let state = books.backfill_job(conn, schema, &migration.file).await?.map(|job| job.row.state);
+        let found = books.backfill_job(conn, schema, &migration.file).await?;
+        let state = found.as_ref().map(|job| job.row.state);
         let in_version =
             backfill::runs_in_version(migration.migration_type.is_tenant(), self.plan.new_tenant.is_some());
         match state {
@@ -72,13 +73,19 @@ impl<E: Engine> Run<'_, E> {
         if !in_version {
             return Ok(StepEnd::Waiting);
         }
-        let Some(job) = books.backfill_job(conn, schema, &migration.file).await? else {
+        // Read again only when this step has just (re)started it.
+        let found = match state {
+            Some(BackfillState::Running | BackfillState::Paused) => found,
+            _ => books.backfill_job(conn, schema, &migration.file).await?,
+        };
+        let Some(job) = found else {
             return Err(DbError::UnexpectedAnswer(format!("the backfill of {} vanished", migration.file)).into());
         };
         let backfiller = Backfiller { engine: self.engine, settings: self.settings, holder: self.request.request_id };
+        // Batches may have committed before a failure (now or in an earlier run).
         let held = |message: String| UnitError::Migration {
             step,
-            failure: Failure { message, offset: None, line: None, cause: Cause::Statement },
+            failure: Failure::statement(message),
             partly: true,
             attempts: 1,
         };
@@ -94,11 +101,7 @@ impl<E: Engine> Run<'_, E> {
                 self.committed(progress, &[step]);
                 Ok(StepEnd::Done)
             }
-            Ended::Failed(failure) => {
-                // Batches may have committed before it (now or in an earlier run).
-                let partly = true;
-                Err(UnitError::Migration { step, failure, partly, attempts: 1 })
-            }
+            Ended::Failed(failure) => Err(UnitError::Migration { step, failure, partly: true, attempts: 1 }),
             Ended::Released => Err(held(format!(
                 "the backfill of {} in {schema} was paused, or taken by another process, while it ran",
                 migration.file

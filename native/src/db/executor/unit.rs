@@ -18,6 +18,13 @@ use crate::db::executor::backfill::StepEnd;
 use crate::db::executor::progress::Progress;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
 
+/// How long to wait before retry `retry` (from 1) after a lock time-out:
+/// core's `lock_wait` growth, with the jitter drawn here.
+pub(super) fn jittered_wait_ms(retry: u32) -> u64 {
+    let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
+    lock_wait::wait_before_retry_ms(retry, jitter)
+}
+
 impl<E: Engine> Run<'_, E> {
     /// Runs a step's file. Inside the unit's transaction: whole, with the
     /// file's time-outs for that transaction (set again only when they
@@ -121,8 +128,7 @@ impl<E: Engine> Run<'_, E> {
     /// behind the version's own units is logged at debug level (a fleet
     /// queueing on a shared table makes many).
     async fn wait_before_retry(&self, step: u32, retry: u32, seen: lock_wait::TimedOut) {
-        let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
-        let wait = lock_wait::wait_before_retry_ms(retry, jitter);
+        let wait = jittered_wait_ms(retry);
         if seen.counts() {
             tracing::warn!(
                 file = %self.file(step),

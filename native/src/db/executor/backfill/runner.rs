@@ -37,6 +37,7 @@ use crate::db::books::Books;
 use crate::db::engine::{Engine, Entries, Failure, Record, Transaction};
 use crate::db::error::{Cause, DbError};
 use crate::db::executor::settings::Settings;
+use crate::db::executor::unit::jittered_wait_ms;
 use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow};
 
 /// How a backfill's run ended.
@@ -108,11 +109,6 @@ pub(crate) fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// A failure of the backfill's own making (its file, a lost bound).
-fn failure(message: String) -> Failure {
-    Failure { message, offset: None, line: None, cause: Cause::Statement }
-}
-
 /// A pass of [`Backfiller::drive`] as it goes: the machine, what the books
 /// hold, and the statement with its table and key.
 struct Drive<'j> {
@@ -146,12 +142,8 @@ impl<E: Engine> Backfiller<'_, E> {
     /// open — from its checkpoint to its end.
     pub(crate) async fn drive(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
         let mut drive = match self.prepare(job) {
-            Some(Ok(drive)) => drive,
-            Some(Err(message)) => return self.failed(conn, job.row.clone(), failure(message)).await,
-            None => {
-                let message = format!("{} holds no `strata:backfill` directive", job.migration.file);
-                return self.failed(conn, job.row.clone(), failure(message)).await;
-            }
+            Ok(drive) => drive,
+            Err(message) => return self.failed(conn, job.row.clone(), Failure::statement(message)).await,
         };
         let drive = &mut drive;
         let _slot = self.settings.backfill.slot().await;
@@ -166,19 +158,15 @@ impl<E: Engine> Backfiller<'_, E> {
     }
 
     /// The file's rules read again from its stored text (the runner may be
-    /// another process than the version's): None when it holds no
-    /// backfill, an error when it cannot run as written.
-    fn prepare<'j>(&self, job: &'j BackfillJob) -> Option<Result<Drive<'j>, String>> {
+    /// another process than the version's); why not, when it holds no
+    /// backfill or cannot run as written.
+    fn prepare<'j>(&self, job: &'j BackfillJob) -> Result<Drive<'j>, String> {
         let migration = &job.migration;
         let (driver, file, text) = (E::DRIVER, migration.file.as_str(), migration.forward.as_str());
-        let mode = match statements::inspect_part(driver, file, text, false) {
-            Ok(mode) => mode,
-            Err(refusals) => return Some(Err(refusals.to_string())),
-        };
-        let spec = match backfill::read(driver, file, text) {
-            Ok(spec) => spec?,
-            Err(refusal) => return Some(Err(refusal.to_string())),
-        };
+        let mode = statements::inspect_part(driver, file, text, false).map_err(|refusals| refusals.to_string())?;
+        let spec = backfill::read(driver, file, text)
+            .map_err(|refusal| refusal.to_string())?
+            .ok_or_else(|| format!("{file} holds no `strata:backfill` directive"))?;
         let schema = job.row.schema.as_str();
         let placeholder = &self.settings.placeholder;
         let table = match &spec.form {
@@ -186,7 +174,7 @@ impl<E: Engine> Backfiller<'_, E> {
             Form::Repeated => String::new(),
         };
         let sizer = Sizer::new(spec.batch, self.settings.backfill.batch_millis);
-        Some(Ok(Drive {
+        Ok(Drive {
             job,
             statement: text.replace(placeholder, schema),
             table,
@@ -195,7 +183,7 @@ impl<E: Engine> Backfiller<'_, E> {
             row: job.row.clone(),
             spec,
             beat: Instant::now(),
-        }))
+        })
     }
 
     /// The loop of [`Backfiller::drive`], over its machine.
@@ -213,7 +201,7 @@ impl<E: Engine> Backfiller<'_, E> {
             _ => Vec::new(),
         };
         let target = Target { driver: E::DRIVER, table: &table, key: &key, casts: &casts };
-        let lost = || failure("the backfill's range lost a bound (please report this)".into());
+        let lost = || Failure::statement("the backfill's range lost a bound (please report this)".into());
         loop {
             match drive.machine.next() {
                 Next::Done => return Ok(Ended::Done),
@@ -308,8 +296,7 @@ impl<E: Engine> Backfiller<'_, E> {
                 let seen = lock_wait::TimedOut { blocker_on_schema: true, others_committed: true };
                 if let Some(retry) = attempts.after_time_out(drive.timeouts.retries, seen) {
                     crate::telemetry::lock_timed_out(true, false);
-                    let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
-                    let wait = lock_wait::wait_before_retry_ms(retry, jitter);
+                    let wait = jittered_wait_ms(retry);
                     tracing::warn!(schema = %drive.row.schema, file = %drive.row.file, retry, wait_ms = wait,
                         "a backfill batch gave up waiting for a lock; rolled back, running it again after a wait");
                     tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
