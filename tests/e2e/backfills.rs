@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::fleet::{clock_seed, recorded, tenants};
-use crate::support::{Backend, Server, backend, json_of, strata};
+use crate::support::{Backend, Server, backend, code, json_of, stderr, stdout, strata};
 
 const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
 
@@ -340,44 +340,59 @@ async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_afte
 
 #[tokio::test]
 async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_holds_them() {
-    let server = Server::start("fleet", "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 400\n").await;
+    let mut server = Server::start("fleet", "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 200\n").await;
     let names = tenants(&server, 4).await;
     server.ws.write_migration("tenants/001_items.sql", &items_sql(300));
     let seeded = server.create_version(json!({ "versionName": "items" })).await;
     assert!(seeded.get("errors").is_none(), "{seeded}");
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
 
-    let started = std::time::Instant::now();
-    let result = server.create_version(json!({ "versionName": "touch" })).await;
-    assert!(result.get("errors").is_none(), "{result}");
-    // Paused as soon as it has begun: no batch starts until it is resumed.
-    let paused = server.data("mutation { pauseBackfills { tenant file } }", json!({})).await;
+    // The version starts the backfills with no service running (`apply
+    // --no-wait`), and they are paused before any runner can take them.
+    server.kill_hard().await;
+    let config = server.config_path().to_path_buf();
+    let applied = strata(&config, &["apply", "--version", "touch", "--no-wait"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    let paused = strata(&config, &["backfill", "pause", "--json"]).await;
+    assert_eq!(json_of(&paused).as_array().map(Vec::len), Some(4), "{}", stdout(&paused));
+    server.restart().await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let held = settled(&server).await;
-    let frozen: i64 = held.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum();
-    assert!(frozen < 1200, "{held:?}");
+    assert!(held.iter().all(|row| row["state"] == "PAUSED" && row["rowsDone"] == 0), "{held:?}");
+
+    let started = std::time::Instant::now();
+    let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
+    assert_eq!(resumed["resumeBackfills"].as_array().unwrap().len(), 4);
+    // Paused again while they run: those not done yet stop where their
+    // last batch committed, and stay there until resumed.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let paused = server.data("mutation { pauseBackfills { tenant file } }", json!({})).await;
+    let paused_count = paused["pauseBackfills"].as_array().unwrap().len();
+    let frozen = settled(&server).await;
+    let frozen_rows: i64 = frozen.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum();
+    assert!(frozen_rows < 1200 && paused_count > 0, "{frozen:?}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let still = settled(&server).await;
-    assert_eq!(still.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum::<i64>(), frozen, "{still:?}");
-    let paused_count = paused["pauseBackfills"].as_array().unwrap().len();
-    assert!(
-        still.iter().filter(|row| row["state"] == "PAUSED").count() == paused_count && paused_count > 0,
-        "{still:?}"
-    );
+    assert_eq!(still, frozen);
+    assert_eq!(still.iter().filter(|row| row["state"] == "PAUSED").count(), paused_count, "{still:?}");
+    assert_eq!(still.iter().filter(|row| row["state"] == "DONE").count(), 4 - paused_count, "{still:?}");
     let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
     assert_eq!(resumed["resumeBackfills"].as_array().unwrap().len(), paused_count);
     let books = settled(&server).await;
     let took = started.elapsed();
     assert!(books.iter().all(|row| row["state"] == "DONE"), "{books:?}");
-    // 1,200 rows, 400 a second with one second's worth at once: at least
-    // two seconds whatever the four tenants' concurrency.
-    assert!(took >= Duration::from_millis(1900), "took {took:?}");
+    // 1,200 rows, 200 a second with one second's worth at once: at least
+    // five seconds of running whatever the four tenants' concurrency (and
+    // a pause taken well before the last row however slow the machine).
+    assert!(took >= Duration::from_millis(4900), "took {took:?}");
     for tenant in &names {
         assert_eq!(touched(&server, tenant).await, (300, 300, 0), "{tenant}");
     }
     assert_eq!(server.metric("svc_http_backfill_rows").await, 1200.0);
     assert!(server.metric("svc_http_backfill_throttle_waits").await > 0.0);
     let audit = server.ws.rows("svc", "select action from svc_audit where action like '%Backfills' order by id").await;
-    assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")]]);
+    let actions = ["pauseBackfills", "resumeBackfills", "pauseBackfills", "resumeBackfills"];
+    assert_eq!(audit, actions.map(|action| [json!(action)]));
 }
 
 #[tokio::test]
