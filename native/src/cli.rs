@@ -436,6 +436,13 @@ enum BackfillAction {
         /// Tenants (default: every tenant).
         tenants: Vec<String>,
     },
+    /// Cancel running or paused backfills (all when no tenant is named):
+    /// their tenants are quarantined; a retry resumes them after their last
+    /// committed batch.
+    Cancel {
+        /// Tenants (default: every tenant).
+        tenants: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,7 @@ pub(crate) use engine::PRINTS_PER_ROUND;
 pub(crate) use error::DbError;
 pub(crate) use store::Database;
 pub(crate) use types::{
-    Access, BackfillEnd, BackfillState, BackfillStatus, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
+    Access, BackfillEnd, BackfillMove, BackfillStatus, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
     MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants, UnreachableShard,
     VersionFilter, VersionRow,
 };

@@ -16,6 +16,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::wave::Wave;
 
+use crate::db::BackfillMove;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, RequestId, RolloutControl, Service};
@@ -530,7 +531,8 @@ impl Mutation {
         tenant_names: Option<Vec<String>>,
     ) -> Result<Vec<BackfillWaitDto>> {
         let tenants = tenant_names.unwrap_or_default();
-        let moved = service(ctx)?.pause_backfills(&tenants, true, &caller(ctx)).await.map_err(graphql_error)?;
+        let moved =
+            service(ctx)?.move_backfills(&tenants, BackfillMove::Pause, &caller(ctx)).await.map_err(graphql_error)?;
         Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
     }
 
@@ -543,7 +545,25 @@ impl Mutation {
         tenant_names: Option<Vec<String>>,
     ) -> Result<Vec<BackfillWaitDto>> {
         let tenants = tenant_names.unwrap_or_default();
-        let moved = service(ctx)?.pause_backfills(&tenants, false, &caller(ctx)).await.map_err(graphql_error)?;
+        let moved =
+            service(ctx)?.move_backfills(&tenants, BackfillMove::Resume, &caller(ctx)).await.map_err(graphql_error)?;
+        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
+    }
+
+    /// Cancels the running or paused backfills of `tenantNames` (every
+    /// tenant's when none is named): no batch of them starts again, a batch
+    /// running now rolls back, the files stay unrecorded and their tenants
+    /// are quarantined (cause `BACKFILL_CANCELLED`); a retry of a tenant
+    /// resumes its backfill after its last committed batch. The tenants and
+    /// files cancelled. Added to the spec's schema.
+    async fn cancel_backfills(
+        &self,
+        ctx: &Context<'_>,
+        tenant_names: Option<Vec<String>>,
+    ) -> Result<Vec<BackfillWaitDto>> {
+        let tenants = tenant_names.unwrap_or_default();
+        let moved =
+            service(ctx)?.move_backfills(&tenants, BackfillMove::Cancel, &caller(ctx)).await.map_err(graphql_error)?;
         Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
     }
 

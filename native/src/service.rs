@@ -27,7 +27,7 @@ use tracing::Instrument;
 
 use crate::db::error::ShardError;
 use crate::db::{
-    BackfillEnd, BackfillState, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
+    BackfillEnd, BackfillMove, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
     MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter,
     VersionRow,
 };
@@ -415,22 +415,17 @@ impl Service {
         self.backfills_due.notified().await;
     }
 
-    /// Pauses (`pause`) or resumes `tenants`' backfills (every tenant's
-    /// when none is named), audited: the tenants and files moved.
-    pub(crate) async fn pause_backfills(
+    /// Pauses, resumes or cancels `tenants`' backfills (every tenant's when
+    /// none is named), audited: the tenants and files moved.
+    pub(crate) async fn move_backfills(
         &self,
         tenants: &[String],
-        pause: bool,
+        how: BackfillMove,
         caller: &Caller,
     ) -> Result<Vec<BackfillWait>, AppError> {
-        let (from, to) = match pause {
-            true => (BackfillState::Running, BackfillState::Paused),
-            false => (BackfillState::Paused, BackfillState::Running),
-        };
-        let work = async { Ok(self.database.move_backfills(tenants, from, to).await?) };
-        let action = if pause { "pauseBackfills" } else { "resumeBackfills" };
+        let work = async { Ok(self.database.move_backfills(tenants, how, &caller.request_id).await?) };
         let moved = self
-            .audited(caller, action, work, |result| match result {
+            .audited(caller, how.action(), work, |result| match result {
                 Ok(moved) => format!(
                     "tenants {} (moved: {})",
                     if tenants.is_empty() { "*".to_string() } else { tenants.join(",") },
@@ -439,7 +434,7 @@ impl Service {
                 Err(_) => format!("tenants {}", tenants.join(",")),
             })
             .await?;
-        if !pause && !moved.is_empty() {
+        if how == BackfillMove::Resume && !moved.is_empty() {
             self.backfills_due.notify_one();
         }
         Ok(moved)

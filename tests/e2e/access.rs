@@ -1010,7 +1010,7 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
 }
 
 #[tokio::test]
-async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_or_resumes_them() {
+async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_resumes_or_cancels_them() {
     let server = Server::start("basic", AUTH).await;
     let viewer = token(&server, "dashboard", "viewer").await;
     let deployer = token(&server, "ci", "deployer").await;
@@ -1019,6 +1019,7 @@ async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_or_resumes_them() {
     for (mutation, action) in [
         ("mutation { pauseBackfills { tenant } }", "pauseBackfills"),
         ("mutation { resumeBackfills(tenantNames: [\"t1\"]) { tenant } }", "resumeBackfills"),
+        ("mutation { cancelBackfills(tenantNames: [\"t1\"]) { tenant } }", "cancelBackfills"),
     ] {
         let (status, answer) = query(&server, &viewer, mutation).await;
         assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
@@ -1030,5 +1031,5 @@ async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_or_resumes_them() {
         .ws
         .rows("svc", "select action from svc_audit where actor = 'token:ci' and action like '%Backfills' order by id")
         .await;
-    assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")]]);
+    assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")], [json!("cancelBackfills")]]);
 }

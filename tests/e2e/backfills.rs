@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::fleet::{clock_seed, recorded, tenants};
 use crate::support::{Backend, Server, backend, code, json_of, stderr, stdout, strata};
 
-const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
+const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }";
 
 /// `createVersion` asking which tenants wait on backfills: its answer.
 async fn version_waiting(server: &Server, name: &str) -> Value {
@@ -338,6 +338,71 @@ async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_afte
     assert_eq!(quarantine["quarantine"], json!([]));
 }
 
+/// Cancelled while it runs: its batch in flight rolls back, its tenant is
+/// quarantined with the file unrecorded, nothing more runs; a retry
+/// resumes after its last committed batch. Cancelling needs a deployer.
+#[tokio::test]
+async fn a_cancelled_backfill_quarantines_its_tenant_and_its_retry_resumes_it() {
+    let mut server = Server::start("fleet", "tenantConcurrency: 2\nbackfill:\n  rowsPerSecond: 50\n").await;
+    tenants(&server, 2).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(200));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
+    // 400 rows at 50 a second: t00 is far from done once it has begun.
+    for _ in 0..300 {
+        let list = server.data(BACKFILLS, json!({})).await["backfills"].as_array().unwrap().clone();
+        if list.iter().any(|row| row["tenant"] == "t00" && row["rowsDone"].as_i64().unwrap() > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancelled =
+        server.data("mutation { cancelBackfills(tenantNames: [\"t00\"]) { tenant file } }", json!({})).await;
+    assert_eq!(cancelled["cancelBackfills"], json!([{ "tenant": "t00", "file": "tenants/002_touch.sql" }]));
+    let books = settled(&server).await;
+    let t00 = books.iter().find(|row| row["tenant"] == "t00").unwrap().clone();
+    assert_eq!(t00["state"], "CANCELLED", "{books:?}");
+    let done = t00["rowsDone"].as_i64().unwrap();
+    assert!(0 < done && done < 200, "{books:?}");
+    assert!(t00["etaSeconds"].as_i64().unwrap() >= 1, "{t00}");
+    assert_eq!(books.iter().find(|row| row["tenant"] == "t01").unwrap()["state"], "DONE", "{books:?}");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let still = settled(&server).await;
+    assert_eq!(still.iter().find(|row| row["tenant"] == "t00"), Some(&t00), "nothing more ran");
+    assert_eq!(touched(&server, "t00").await, (200, done, 0), "what committed is what the books count");
+    assert!(!recorded(&server).await.contains_key(&("tenants/002_touch.sql".to_string(), "t00".to_string())));
+    let quarantine = server.data("query { quarantine { tenant file cause } }", json!({})).await;
+    let expected = json!([{ "tenant": "t00", "file": "tenants/002_touch.sql", "cause": "BACKFILL_CANCELLED" }]);
+    assert_eq!(quarantine["quarantine"], expected);
+    // Nothing left to cancel; a restarted service does not take it up.
+    let again = strata(server.config_path(), &["backfill", "cancel", "--json"]).await;
+    assert_eq!((code(&again), json_of(&again)), (0, json!([])), "{}", stderr(&again));
+    server.kill_hard().await;
+    server.restart().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(settled(&server).await, still);
+
+    let retried = server
+        .graphql(
+            "mutation { retryQuarantined(input: {versionName: \"retry\"}) { waitingOnBackfills { tenant } } }",
+            json!({}),
+        )
+        .await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    assert_eq!(retried["data"]["retryQuarantined"]["waitingOnBackfills"], json!([{ "tenant": "t00" }]));
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 200), "{books:?}");
+    for tenant in ["t00", "t01"] {
+        assert_eq!(touched(&server, tenant).await, (200, 200, 0), "{tenant}");
+        assert_eq!(recorded(&server).await.get(&("tenants/002_touch.sql".to_string(), tenant.to_string())), Some(&1));
+    }
+    let audit = server.ws.rows("svc", "select action from svc_audit where action like '%Backfills' order by id").await;
+    assert_eq!(audit, [[json!("cancelBackfills")], [json!("cancelBackfills")]]);
+}
+
 #[tokio::test]
 async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_holds_them() {
     let mut server = Server::start("fleet", "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 200\n").await;
@@ -371,6 +436,19 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_hol
     let frozen = settled(&server).await;
     let frozen_rows: i64 = frozen.iter().map(|row| row["rowsDone"].as_i64().unwrap()).sum();
     assert!(frozen_rows < 1200 && paused_count > 0, "{frozen:?}");
+    // The rate counts the time runners ran each; the time left is the rows
+    // left at that rate.
+    for row in &frozen {
+        match (row["state"].as_str().unwrap(), row["rowsDone"].as_i64().unwrap()) {
+            ("DONE", _) => assert_eq!(row["etaSeconds"], 0, "{row}"),
+            (_, 0) => assert!(row["rowsPerSecond"].is_null() && row["etaSeconds"].is_null(), "{row}"),
+            (_, done) => {
+                let rate = row["rowsPerSecond"].as_f64().unwrap();
+                let eta = row["etaSeconds"].as_f64().unwrap();
+                assert!(rate > 0.0 && (eta - (300 - done) as f64 / rate).abs() <= 1.5, "{row}");
+            }
+        }
+    }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let still = settled(&server).await;
     assert_eq!(still, frozen);
@@ -385,6 +463,10 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_hol
     // five seconds of running whatever the four tenants' concurrency (and
     // a pause taken well before the last row however slow the machine).
     assert!(took >= Duration::from_millis(4900), "took {took:?}");
+    assert!(
+        books.iter().all(|row| row["rowsPerSecond"].as_f64().unwrap() > 0.0 && row["etaSeconds"] == 0),
+        "{books:?}"
+    );
     for tenant in &names {
         assert_eq!(touched(&server, tenant).await, (300, 300, 0), "{tenant}");
     }

@@ -153,7 +153,7 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
         "Mutation" => Some(match field {
             "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "revertVersion"
             | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout"
-            | "pauseBackfills" | "resumeBackfills" => Permission::Deploy,
+            | "pauseBackfills" | "resumeBackfills" | "cancelBackfills" => Permission::Deploy,
             "approveRollout" => Permission::Approve,
             _ => Permission::Administer,
         }),
@@ -176,8 +176,9 @@ mod tests {
     }
 
     #[test]
-    fn pausing_and_resuming_backfills_is_a_deployers() {
+    fn pausing_resuming_and_cancelling_backfills_is_a_deployers() {
         assert_eq!(required("Mutation", "pauseBackfills"), Some(Permission::Deploy));
+        assert_eq!(required("Mutation", "cancelBackfills"), Some(Permission::Deploy));
         assert_eq!(required("Mutation", "resumeBackfills"), Some(Permission::Deploy));
     }
 

@@ -10,35 +10,40 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::output::{cli_caller, failure, print_json};
 use crate::cli::{BackfillAction, BackfillArgs, Exit};
-use crate::db::BackfillWait;
+use crate::db::{BackfillMove, BackfillWait};
 use crate::graphql::types::{BackfillDto, BackfillWaitDto};
 use crate::service::Service;
 
-/// `backfill [list|pause|resume]` in-process.
+/// `backfill [list|pause|resume|cancel]` in-process.
 pub(super) async fn backfill(service: &Arc<Service>, args: BackfillArgs) -> Exit {
-    let (tenants, pause) = match args.action.unwrap_or(BackfillAction::List) {
+    let (tenants, how) = match args.action.unwrap_or(BackfillAction::List) {
         BackfillAction::List => {
             return match service.backfills().await {
                 Ok(rows) => print(&rows.into_iter().map(BackfillDto::from).collect::<Vec<_>>(), args.json),
                 Err(error) => failure(&error),
             };
         }
-        BackfillAction::Pause { tenants } => (tenants, true),
-        BackfillAction::Resume { tenants } => (tenants, false),
+        BackfillAction::Pause { tenants } => (tenants, BackfillMove::Pause),
+        BackfillAction::Resume { tenants } => (tenants, BackfillMove::Resume),
+        BackfillAction::Cancel { tenants } => (tenants, BackfillMove::Cancel),
     };
-    match service.pause_backfills(&tenants, pause, &cli_caller()).await {
-        Ok(moved) => print_moved(&moved.into_iter().map(BackfillWaitDto::from).collect::<Vec<_>>(), pause, args.json),
+    match service.move_backfills(&tenants, how, &cli_caller()).await {
+        Ok(moved) => print_moved(&moved.into_iter().map(BackfillWaitDto::from).collect::<Vec<_>>(), how, args.json),
         Err(error) => failure(&error),
     }
 }
 
-/// Prints the backfills paused (`pause`) or resumed.
-pub(super) fn print_moved(moved: &[BackfillWaitDto], pause: bool, json: bool) -> Exit {
+/// Prints the backfills paused, resumed or cancelled.
+pub(super) fn print_moved(moved: &[BackfillWaitDto], how: BackfillMove, json: bool) -> Exit {
     if json {
         print_json(&moved);
         return Exit::Success;
     }
-    let done = if pause { "Paused" } else { "Resumed" };
+    let done = match how {
+        BackfillMove::Pause => "Paused",
+        BackfillMove::Resume => "Resumed",
+        BackfillMove::Cancel => "Cancelled (their tenants quarantined; a retry resumes them)",
+    };
     outln!("{done} {} backfill(s).", moved.len());
     for wait in moved {
         outln!("  {}  {}", wait.tenant, wait.file);
@@ -123,8 +128,13 @@ pub(super) fn print(rows: &[BackfillDto], json: bool) -> Exit {
             estimated => format!(" ({:.0}%)", 100.0 * row.rows_done.min(estimated) as f64 / estimated as f64),
         };
         let error = row.last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+        let pace = match (row.rows_per_second, row.eta_seconds) {
+            (Some(rate), Some(eta)) if row.state != "DONE" => format!(", {rate:.0} row(s)/s, {eta} s left"),
+            (Some(rate), _) => format!(", {rate:.0} row(s)/s"),
+            _ => String::new(),
+        };
         outln!(
-            "  {}  {}  {}  {} of {} row(s){share} in {} batch(es), {}{error}",
+            "  {}  {}  {}  {} of {} row(s){share} in {} batch(es){pace}, {}{error}",
             row.tenant,
             row.file,
             row.state,

@@ -18,6 +18,7 @@ use crate::cli::{
     QuarantineAction, QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction,
     TenantsArgs,
 };
+use crate::db::BackfillMove;
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
     ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto, RetryInput,
@@ -99,11 +100,13 @@ const APPROVE: &str = concat!("mutation($id: Int!) { approveRollout(id: $id) { "
 const PAUSE: &str = concat!("mutation($id: Int!) { pauseRollout(id: $id) { ", rollout!(), " } }");
 const RESUME: &str = concat!("mutation($id: Int!) { resumeRollout(id: $id) { ", rollout!(), " } }");
 const CANCEL: &str = concat!("mutation($id: Int!) { cancelRollout(id: $id) { ", rollout!(), " } }");
-const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches lastError updated } }";
+const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }";
 const PAUSE_BACKFILLS: &str =
     "mutation($tenantNames: [String!]) { pauseBackfills(tenantNames: $tenantNames) { tenant file } }";
 const RESUME_BACKFILLS: &str =
     "mutation($tenantNames: [String!]) { resumeBackfills(tenantNames: $tenantNames) { tenant file } }";
+const CANCEL_BACKFILLS: &str =
+    "mutation($tenantNames: [String!]) { cancelBackfills(tenantNames: $tenantNames) { tenant file } }";
 const QUARANTINE: &str = "query { quarantine { tenant versionId file line column cause message failures requestId \
                           quarantined } }";
 const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
@@ -638,21 +641,22 @@ async fn rollout(remote: &Remote, args: RolloutArgs) -> Exit {
     }
 }
 
-/// `backfill [list|pause|resume]` through the API.
+/// `backfill [list|pause|resume|cancel]` through the API.
 async fn backfill(remote: &Remote, args: BackfillArgs) -> Exit {
-    let (document, field, tenants, pause) = match args.action.unwrap_or(BackfillAction::List) {
+    let (document, tenants, how) = match args.action.unwrap_or(BackfillAction::List) {
         BackfillAction::List => {
             return match remote.call::<Vec<BackfillDto>>(BACKFILLS, "backfills", json!({})).await {
                 Ok(rows) => super::backfill::print(&rows, args.json),
                 Err(failure) => failure.report(args.json),
             };
         }
-        BackfillAction::Pause { tenants } => (PAUSE_BACKFILLS, "pauseBackfills", tenants, true),
-        BackfillAction::Resume { tenants } => (RESUME_BACKFILLS, "resumeBackfills", tenants, false),
+        BackfillAction::Pause { tenants } => (PAUSE_BACKFILLS, tenants, BackfillMove::Pause),
+        BackfillAction::Resume { tenants } => (RESUME_BACKFILLS, tenants, BackfillMove::Resume),
+        BackfillAction::Cancel { tenants } => (CANCEL_BACKFILLS, tenants, BackfillMove::Cancel),
     };
     let tenants = Some(tenants).filter(|t| !t.is_empty());
-    match remote.call::<Vec<BackfillWaitDto>>(document, field, json!({ "tenantNames": tenants })).await {
-        Ok(moved) => super::backfill::print_moved(&moved, pause, args.json),
+    match remote.call::<Vec<BackfillWaitDto>>(document, how.action(), json!({ "tenantNames": tenants })).await {
+        Ok(moved) => super::backfill::print_moved(&moved, how, args.json),
         Err(failure) => failure.report(args.json),
     }
 }

@@ -55,7 +55,7 @@ use crate::db::error::{DbError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
-    Access, BackfillEnd, BackfillRow, BackfillState, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
+    Access, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
     MutationRequest, Preview, QuarantineRow, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
 };
 use crate::db::types::{Audit, RepairRequest};
@@ -864,10 +864,10 @@ impl Database for Fleet {
     async fn move_backfills(
         &self,
         tenants: &[String],
-        from: BackfillState,
-        to: BackfillState,
+        how: BackfillMove,
+        request_id: &str,
     ) -> Result<Vec<BackfillWait>, DbError> {
-        let moved = self.every(|_, store| async move { store.move_backfills(tenants, from, to).await }).await?;
+        let moved = self.every(|_, store| async move { store.move_backfills(tenants, how, request_id).await }).await?;
         Ok(moved.into_iter().flatten().collect())
     }
 

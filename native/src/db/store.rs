@@ -27,7 +27,7 @@ use crate::db::error::DbError;
 use crate::db::error::OpenError;
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
-    Access, BackfillEnd, BackfillRow, BackfillState, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
+    Access, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
     MutationRequest, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants, VersionFilter, VersionRow,
 };
 
@@ -112,8 +112,8 @@ pub(crate) trait Database: Send + Sync {
     async fn move_backfills(
         &self,
         tenants: &[String],
-        from: BackfillState,
-        to: BackfillState,
+        how: BackfillMove,
+        request_id: &str,
     ) -> Result<Vec<BackfillWait>, DbError>;
     /// Puts tenants in quarantine (or counts one more failure of those
     /// already there).
@@ -308,23 +308,40 @@ impl<E: Engine> Database for Store<E> {
     async fn move_backfills(
         &self,
         tenants: &[String],
-        from: BackfillState,
-        to: BackfillState,
+        how: BackfillMove,
+        request_id: &str,
     ) -> Result<Vec<BackfillWait>, DbError> {
         if self.access == Access::ReadOnly {
             return Err(DbError::OpenedReadOnly);
         }
         let mut conn = self.engine.connect().await?;
-        let rows = self.engine.books().backfills(&mut conn).await?;
+        let books = self.engine.books();
+        let rows = books.backfills(&mut conn).await?;
         let updated = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let mut moved = Vec::new();
-        for row in rows.into_iter().filter(|row| row.state == from) {
+        for row in rows.into_iter().filter(|row| how.from().contains(&row.state)) {
             if !tenants.is_empty() && !tenants.contains(&row.schema) {
                 continue;
             }
-            if self.engine.books().move_backfills(&mut conn, &row.schema, from, to, &updated).await? > 0 {
-                moved.push(BackfillWait { tenant: row.schema, file: row.file });
+            if books.move_backfills(&mut conn, &row.schema, row.state, how.to(), &updated).await? == 0 {
+                continue;
             }
+            if how == BackfillMove::Cancel
+                && let Some(job) = books.backfill_job(&mut conn, &row.schema, &row.file).await?
+                && job.migration.migration_type.is_tenant()
+            {
+                // Put aside like a failed backfill: the next versions pass
+                // the tenant by until a retry resumes it.
+                let message = format!("the backfill of {} was cancelled (cancelBackfills)", row.file);
+                let row = QuarantineRow {
+                    version_id: Some(job.version_id),
+                    file: row.file.clone(),
+                    ..QuarantineRow::put_aside(row.schema.clone(), "BACKFILL_CANCELLED", message, request_id, &updated)
+                };
+                books.quarantine(&mut conn, &row).await?;
+                crate::telemetry::tenant_quarantined();
+            }
+            moved.push(BackfillWait { tenant: row.schema, file: row.file });
         }
         Ok(moved)
     }

@@ -166,6 +166,10 @@ pub(crate) enum BackfillState {
     /// A batch failed; the next version over the tenant (a retry) starts
     /// it again after the last committed batch.
     Failed,
+    /// Stopped by `cancelBackfills`: like a failure, its tenant is
+    /// quarantined and a retry starts it again after its last committed
+    /// batch (its checkpoint stays: rows are never changed twice).
+    Cancelled,
 }
 
 impl BackfillState {
@@ -176,6 +180,7 @@ impl BackfillState {
             BackfillState::Paused => "paused",
             BackfillState::Done => "done",
             BackfillState::Failed => "failed",
+            BackfillState::Cancelled => "cancelled",
         }
     }
 
@@ -185,7 +190,49 @@ impl BackfillState {
             "paused" => BackfillState::Paused,
             "done" => BackfillState::Done,
             "failed" => BackfillState::Failed,
+            "cancelled" => BackfillState::Cancelled,
             _ => BackfillState::Running,
+        }
+    }
+}
+
+/// What `pauseBackfills`, `resumeBackfills` and `cancelBackfills` do to
+/// the backfills of the tenants they name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackfillMove {
+    /// Running → paused: no runner takes a batch until it is resumed.
+    Pause,
+    /// Paused → running, after its last committed batch.
+    Resume,
+    /// Running or paused → cancelled, its tenant quarantined.
+    Cancel,
+}
+
+impl BackfillMove {
+    /// The states it moves a backfill from.
+    pub(crate) fn from(self) -> &'static [BackfillState] {
+        match self {
+            BackfillMove::Pause => &[BackfillState::Running],
+            BackfillMove::Resume => &[BackfillState::Paused],
+            BackfillMove::Cancel => &[BackfillState::Running, BackfillState::Paused],
+        }
+    }
+
+    /// The state it moves it to.
+    pub(crate) fn to(self) -> BackfillState {
+        match self {
+            BackfillMove::Pause => BackfillState::Paused,
+            BackfillMove::Resume => BackfillState::Running,
+            BackfillMove::Cancel => BackfillState::Cancelled,
+        }
+    }
+
+    /// Its GraphQL mutation, the audit log's action.
+    pub(crate) fn action(self) -> &'static str {
+        match self {
+            BackfillMove::Pause => "pauseBackfills",
+            BackfillMove::Resume => "resumeBackfills",
+            BackfillMove::Cancel => "cancelBackfills",
         }
     }
 }
@@ -263,7 +310,7 @@ pub(crate) struct BackfillRow {
 }
 
 /// One tenant's backfill of one file as the API and the CLI show it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct BackfillStatus {
     /// The tenant (or single schema).
@@ -279,6 +326,10 @@ pub(crate) struct BackfillStatus {
     pub(crate) rows_estimated: u64,
     /// Batches committed.
     pub(crate) batches: u64,
+    /// Rows per second of running (core's `backfill::estimate`).
+    pub(crate) rows_per_second: Option<f64>,
+    /// Seconds left at that rate (0 once done).
+    pub(crate) eta_seconds: Option<u64>,
     /// The last batch's failure, while it stands.
     pub(crate) last_error: Option<String>,
     /// When it last changed, RFC 3339 UTC.
@@ -287,7 +338,10 @@ pub(crate) struct BackfillStatus {
 
 impl From<BackfillRow> for BackfillStatus {
     fn from(row: BackfillRow) -> Self {
+        let estimate = strata_core::migrate::backfill::estimate(&row.progress);
         BackfillStatus {
+            rows_per_second: estimate.rows_per_second,
+            eta_seconds: estimate.seconds_left,
             tenant: row.schema,
             file: row.file,
             state: row.state.as_str(),

@@ -394,6 +394,12 @@ pub(crate) struct BackfillDto {
     pub(crate) rows_estimated: i64,
     /// Batches committed.
     pub(crate) batches: i64,
+    /// Rows changed per second while a runner ran it (paused time not
+    /// counted); null before a batch changed a row.
+    pub(crate) rows_per_second: Option<f64>,
+    /// Seconds left at that rate, rounded up: 0 once done; null without a
+    /// rate, or for a backfill repeated until it changes nothing.
+    pub(crate) eta_seconds: Option<i64>,
     /// The last batch's failure, while it stands.
     pub(crate) last_error: Option<String>,
     /// When it last changed, RFC 3339.
@@ -410,6 +416,8 @@ impl From<BackfillStatus> for BackfillDto {
             rows_done: count(status.rows_done),
             rows_estimated: count(status.rows_estimated),
             batches: count(status.batches),
+            rows_per_second: status.rows_per_second.map(|rate| (rate * 10.0).round() / 10.0),
+            eta_seconds: status.eta_seconds.map(count),
             last_error: status.last_error,
             updated: status.updated,
         }

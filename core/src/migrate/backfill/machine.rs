@@ -54,6 +54,10 @@ pub struct Stored {
     pub rows_estimated: u64,
     /// The last batch committed: nothing remains.
     pub done: bool,
+    /// Milliseconds runners spent on it: its batches and the waits between
+    /// them (the server's budget, lock retries), not the time it was
+    /// paused or waited for a runner.
+    pub running_ms: u64,
 }
 
 /// What the shell does next.
@@ -197,6 +201,12 @@ impl Machine {
     /// stores it too, so a resumed backfill keeps the same upper key).
     pub fn stored(&self) -> &Stored {
         &self.stored
+    }
+
+    /// A runner spent `ms` on it since it last said so (stored with the
+    /// next checkpoint: the rate and the time left are read from it).
+    pub fn spent(&mut self, ms: u64) {
+        self.stored.running_ms = self.stored.running_ms.saturating_add(ms);
     }
 }
 

@@ -145,7 +145,7 @@ where
     }
 
     /// `db_schema, file, state, after_key, upper_key, rows_done, batches,
-    /// rows_estimated, last_error, updated`.
+    /// rows_estimated, last_error, updated, running_ms`.
     pub(crate) fn backfill(row: &R) -> Result<BackfillRow, DbError>
     where
         for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
@@ -168,6 +168,7 @@ where
                 batches: count(6)?,
                 rows_estimated: count(7)?,
                 done: state == BackfillState::Done,
+                running_ms: count(10)?,
             },
             last_error: get(row, 8)?,
             updated: get(row, 9)?,
@@ -180,10 +181,10 @@ where
     where
         for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     {
-        let version_id: i64 = get::<R, I>(row, 10)?.into();
-        let code: i64 = get::<R, I>(row, 13)?.into();
-        let source_dir: String = get(row, 12)?;
-        let name: String = get(row, 11)?;
+        let version_id: i64 = get::<R, I>(row, 11)?.into();
+        let code: i64 = get::<R, I>(row, 14)?.into();
+        let source_dir: String = get(row, 13)?;
+        let name: String = get(row, 12)?;
         Ok(BackfillJob {
             row: Self::backfill(row)?,
             version_id,
@@ -192,9 +193,9 @@ where
                 name,
                 migration_type: migration_type(code, version_id)?,
                 source_dir,
-                contents: get(row, 14)?,
-                checksum: get(row, 15)?,
-                forward: get(row, 16)?,
+                contents: get(row, 15)?,
+                checksum: get(row, 16)?,
+                forward: get(row, 17)?,
                 no_transaction: false,
                 down: None,
                 order: SortKey::Name,

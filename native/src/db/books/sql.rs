@@ -174,7 +174,7 @@ pub(crate) struct BooksSql {
     /// Whether `svc.svc_backfills` exists.
     pub(crate) backfills_installed: String,
     /// Every backfill's row (`db_schema, file, state, after_key, upper_key,
-    /// rows_done, batches, rows_estimated, last_error, updated`), by schema
+    /// rows_done, batches, rows_estimated, last_error, updated, running_ms`), by schema
     /// and file.
     pub(crate) select_backfills: String,
     /// One backfill as a runner takes it (those columns, then `version_id,
@@ -272,7 +272,7 @@ impl BooksSql {
         let backfills = |more: &str, tail: &str| {
             placed(format!(
                 "select db_schema, file, state, after_key, upper_key, rows_done, batches, rows_estimated, \
-                 last_error, updated{more} from svc.svc_backfills {tail}"
+                 last_error, updated, running_ms{more} from svc.svc_backfills {tail}"
             ))
         };
         let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward";
@@ -289,7 +289,7 @@ impl BooksSql {
             ),
             restart_backfill: placed(
                 "update svc.svc_backfills set state = 'running', version_id = ?, last_error = null, holder = null, \
-                 updated = ? where db_schema = ? and file = ? and state = 'failed'"
+                 updated = ? where db_schema = ? and file = ? and state in ('failed', 'cancelled')"
                     .into(),
             ),
             claim_backfill: placed(
@@ -299,7 +299,7 @@ impl BooksSql {
             ),
             save_backfill: placed(
                 "update svc.svc_backfills set state = ?, after_key = ?, upper_key = ?, rows_done = ?, batches = ?, \
-                 rows_estimated = ?, last_error = null, updated = ?, heartbeat = ? \
+                 rows_estimated = ?, running_ms = ?, last_error = null, updated = ?, heartbeat = ? \
                  where db_schema = ? and file = ? and holder = ? and batches = ? and state = 'running'"
                     .into(),
             ),

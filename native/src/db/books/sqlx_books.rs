@@ -484,6 +484,7 @@ where
             .bind(count(progress.rows_done))
             .bind(count(progress.batches))
             .bind(count(progress.rows_estimated))
+            .bind(count(progress.running_ms))
             .bind(row.updated.clone())
             .bind(heartbeat)
             .bind(row.schema.clone())

@@ -27,7 +27,8 @@ pub(super) enum StepEnd {
 
 impl<E: Engine> Run<'_, E> {
     /// `step`'s backfill on `conn` (its schema entered, no transaction
-    /// open): started when it has not been (or failed before: it resumes
+    /// open): started when it has not been (or failed or was cancelled
+    /// before: it resumes
     /// after its last committed batch), in a transaction of its own with
     /// the version's row when none has committed yet; then run here when
     /// it runs in the version.
@@ -47,7 +48,7 @@ impl<E: Engine> Run<'_, E> {
             Some(BackfillState::Done) => return Ok(StepEnd::Done),
             Some(BackfillState::Running | BackfillState::Paused) if !in_version => return Ok(StepEnd::Waiting),
             Some(BackfillState::Running | BackfillState::Paused) => {}
-            None | Some(BackfillState::Failed) => {
+            None | Some(BackfillState::Failed | BackfillState::Cancelled) => {
                 self.engine.data_transaction(conn, Transaction::Begin).await?;
                 let started = async {
                     let version_id = self.version_id(conn, progress).await?;

@@ -99,6 +99,7 @@ create table if not exists svc.svc_backfills (
     forward mediumtext not null,
     holder varchar(64),
     heartbeat bigint,
+    running_ms bigint not null default 0,
     primary key (db_schema, file)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_quarantine (

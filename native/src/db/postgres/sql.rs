@@ -95,6 +95,7 @@ create table if not exists svc.svc_backfills (
     forward text not null,
     holder text,
     heartbeat bigint,
+    running_ms bigint not null default 0,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (

@@ -66,6 +66,7 @@ create table if not exists svc.svc_backfills (
     forward text not null,
     holder text,
     heartbeat integer,
+    running_ms integer not null default 0,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (

@@ -22,6 +22,7 @@ fn a_ranged_backfill_reads_the_last_key_then_finds_and_runs_ranges_up_to_it() {
     assert_eq!(machine.next(), Next::Run { size: 100 });
     assert_eq!(machine.range(), (None, Some(&k(104))));
     // On target: the size stays.
+    machine.spent(130);
     let stored = machine.ran(100, 100);
     assert_eq!(
         stored,
@@ -31,7 +32,8 @@ fn a_ranged_backfill_reads_the_last_key_then_finds_and_runs_ranges_up_to_it() {
             rows_done: 100,
             batches: 1,
             rows_estimated: 240,
-            done: false
+            done: false,
+            running_ms: 130,
         }
     );
     assert_eq!(machine.next(), Next::FindEnd { size: 100 });
@@ -76,6 +78,7 @@ fn a_resumed_backfill_starts_strictly_after_its_checkpoint_with_the_same_upper_k
         batches: 1,
         rows_estimated: 240,
         done: false,
+        running_ms: 130,
     };
     let mut machine = Machine::new(true, Some(stored.clone()), Sizer::new(100, 100));
     assert_eq!(machine.next(), Next::FindEnd { size: 100 });

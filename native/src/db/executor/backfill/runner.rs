@@ -121,6 +121,9 @@ struct Drive<'j> {
     row: BackfillRow,
     /// When this runner last wrote its heartbeat (claimed or saved).
     beat: Instant,
+    /// Since when the running time not yet stored was counted (the pass's
+    /// start, then each checkpoint).
+    counted: Instant,
 }
 
 impl<E: Engine> Backfiller<'_, E> {
@@ -183,6 +186,7 @@ impl<E: Engine> Backfiller<'_, E> {
             row: job.row.clone(),
             spec,
             beat: Instant::now(),
+            counted: Instant::now(),
         })
     }
 
@@ -319,6 +323,8 @@ impl<E: Engine> Backfiller<'_, E> {
     /// it is the last, the file's row — if this runner still holds the
     /// backfill and `batches_before` is still its count; whether it did.
     async fn save(&self, conn: &mut E::Conn, drive: &mut Drive<'_>, batches_before: u64) -> Result<bool, DbError> {
+        drive.machine.spent(drive.counted.elapsed().as_millis() as u64);
+        drive.counted = Instant::now();
         let row = &mut drive.row;
         row.progress = drive.machine.stored().clone();
         row.state = if row.progress.done { BackfillState::Done } else { BackfillState::Running };
