@@ -24,6 +24,7 @@ const TENANTS_QUARANTINED: &str = "svc_http_tenants_quarantined";
 const BACKFILL_BATCHES: &str = "svc_http_backfill_batches";
 const BACKFILL_ROWS: &str = "svc_http_backfill_rows";
 const BACKFILL_THROTTLE_WAITS: &str = "svc_http_backfill_throttle_waits";
+const BACKFILL_LAG_PAUSES: &str = "svc_http_backfill_lag_pauses";
 const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
 const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
@@ -80,7 +81,11 @@ impl Metrics {
             BACKFILL_THROTTLE_WAITS,
             "Backfill batches that waited for their server's rows-per-second budget"
         );
-        for series in [BACKFILL_BATCHES, BACKFILL_ROWS, BACKFILL_THROTTLE_WAITS] {
+        metrics::describe_counter!(
+            BACKFILL_LAG_PAUSES,
+            "Backfill batches that waited while a replica lagged more than backfill.maxReplicaLagSeconds"
+        );
+        for series in [BACKFILL_BATCHES, BACKFILL_ROWS, BACKFILL_THROTTLE_WAITS, BACKFILL_LAG_PAUSES] {
             metrics::counter!(series).absolute(0);
         }
         metrics::describe_gauge!(SHARD_UP, "1 when the shard answered its last check or version, else 0");
@@ -125,6 +130,12 @@ pub(crate) fn backfill_batch(rows: u64) {
 /// budget.
 pub(crate) fn backfill_throttled() {
     metrics::counter!(BACKFILL_THROTTLE_WAITS).increment(1);
+}
+
+/// Counts a backfill batch that waited while a replica of its server
+/// lagged too far behind.
+pub(crate) fn backfill_lag_paused() {
+    metrics::counter!(BACKFILL_LAG_PAUSES).increment(1);
 }
 
 /// Counts a tenant put in quarantine.

@@ -3,15 +3,16 @@
 //! changed exactly once however often the process is killed, the
 //! checkpoint equal to what committed, integer, text and composite keys and
 //! the repeated form, a failing tenant quarantined and resumed, the
-//! server's rows-per-second budget, pause and resume, progress through
-//! GraphQL and the CLI.
+//! server's rows-per-second budget, pause, resume and cancel, a waiting
+//! replica (PostgreSQL), progress through GraphQL and the CLI.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::fleet::{clock_seed, recorded, tenants};
-use crate::support::{Backend, Server, backend, code, json_of, stderr, stdout, strata};
+use crate::support::{Backend, Server, Workspace, backend, code, free_port, json_of, stderr, stdout, strata};
+use crate::topologies::{admin, pg_ctl};
 
 const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }";
 
@@ -503,4 +504,87 @@ async fn a_backfill_of_a_table_that_does_not_exist_fails_and_records_nothing() {
     let quarantine = server.data("query { quarantine { tenant file } }", json!({})).await;
     assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t00", "file": "tenants/001_touch.sql" }]));
     assert!(!recorded(&server).await.keys().any(|(file, _)| file == "tenants/001_touch.sql"));
+}
+
+/// A PostgreSQL primary of its own and a streaming standby that replays
+/// `delay` behind it (`recovery_min_apply_delay`), stopped when dropped.
+struct DelayedStandby {
+    dir: tempfile::TempDir,
+    primary_url: String,
+}
+
+impl DelayedStandby {
+    async fn start(delay: &str) -> DelayedStandby {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().display().to_string();
+        assert!(std::process::Command::new("chown").args(["-R", "postgres", &path]).status().unwrap().success());
+        let bin = std::env::var("STRATA_TEST_PG_BIN").expect("STRATA_TEST_PG_BIN (tests/servers.sh)");
+        let (primary, standby) = (free_port(), free_port());
+        let setup = format!(
+            "{bin}/initdb -D {path}/primary -A trust -U postgres >/dev/null && \
+             {bin}/pg_ctl -D {path}/primary -o '-c listen_addresses=127.0.0.1 -p {primary} -k {path} -c fsync=off' \
+               -l {path}/primary.log -w start >/dev/null && \
+             {bin}/pg_basebackup -h 127.0.0.1 -p {primary} -U postgres -D {path}/standby -R -X stream && \
+             echo \"recovery_min_apply_delay = '{delay}'\" >> {path}/standby/postgresql.auto.conf"
+        );
+        let status = tokio::process::Command::new("su").args(["postgres", "-c", &setup]).status().await.unwrap();
+        assert!(status.success(), "{setup}");
+        pg_ctl(&format!(
+            "-D {path}/standby -o '-c listen_addresses=127.0.0.1 -p {standby} -k {path}' -l {path}/standby.log -w start"
+        ))
+        .await;
+        DelayedStandby { dir, primary_url: format!("postgres://postgres@127.0.0.1:{primary}/postgres") }
+    }
+}
+
+impl Drop for DelayedStandby {
+    fn drop(&mut self) {
+        let bin = std::env::var("STRATA_TEST_PG_BIN").unwrap_or_default();
+        for cluster in ["standby", "primary"] {
+            let stop = format!("{bin}/pg_ctl -D {}/{cluster} -m immediate stop", self.dir.path().display());
+            let _ = std::process::Command::new("su").args(["postgres", "-c", &stop]).output();
+        }
+    }
+}
+
+/// With `backfill.maxReplicaLagSeconds`, backfills stop taking batches
+/// while the primary's replica replays further behind than that (the
+/// standby here applies WAL 2 s late), and go on once it has caught up:
+/// every row still changed once.
+#[tokio::test]
+async fn backfills_wait_while_a_replica_replays_too_far_behind() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let pair = DelayedStandby::start("2s").await;
+    let ws = Workspace::new("fleet");
+    let extra = "tenantConcurrency: 2\nbackfill:\n  rowsPerSecond: 50\n  maxReplicaLagSeconds: 1\n";
+    let yaml = ws
+        .config(extra)
+        .replace(&format!("dataSource: {}", ws.pg_url_public()), &format!("dataSource: {}", pair.primary_url));
+    assert!(yaml.contains(&pair.primary_url));
+    let server = Server::start_in(ws, &yaml, "").await;
+    tenants(&server, 2).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
+
+    // 300 rows at 50 a second: the replica falls 2 s behind while they run.
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 150), "{books:?}");
+    assert!(server.metric("svc_http_backfill_lag_pauses").await > 0.0, "{}", server.log());
+    assert!(server.log().contains("a replica lags more than backfill.maxReplicaLagSeconds"), "{}", server.log());
+    let mut primary = admin(&pair.primary_url).await;
+    for tenant in ["t00", "t01"] {
+        let counts: (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "select count(*) filter (where touched = 1), count(*) filter (where touched <> 1) from {tenant}.items"
+        )))
+        .fetch_one(&mut primary)
+        .await
+        .unwrap();
+        assert_eq!(counts, (150, 0), "{tenant}");
+    }
 }

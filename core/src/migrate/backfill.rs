@@ -59,7 +59,7 @@ pub fn runs_in_version(tenant: bool, new_tenant: bool) -> bool {
 
 pub use key::{Key, KeyValue, decode_key, encode_key};
 pub use machine::{Machine, Next, Stored};
-pub use pace::{Estimate, RowBudget, Sizer, estimate};
+pub use pace::{Estimate, LagStep, LagWatch, RowBudget, Sizer, estimate};
 pub use sql::{Rendered, Slot, Target};
 
 #[cfg(test)]

@@ -827,7 +827,7 @@ impl Config {
         let migration_formats = sub.migration_formats(raw.migration_formats.take(), &directories.configured())?;
         let out_of_order = sub.out_of_order(raw.out_of_order.take())?;
         let graphql_limits = raw.graphql_limits.take().map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default();
-        let backfill = BackfillSettings::parse(&sub, &mut raw)?;
+        let backfill = BackfillSettings::parse(&sub, &mut raw, database.driver)?;
 
         Ok(Config {
             base_location: database.base_location,
@@ -1032,7 +1032,7 @@ fn required(property: &'static str, value: Option<String>) -> Result<String, Con
     value.filter(|v| !v.trim().is_empty()).ok_or(ConfigError::Missing(property))
 }
 
-fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
+pub(super) fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { property, reason: reason.into() }
 }
 

@@ -140,6 +140,78 @@ pub fn estimate(stored: &Stored) -> Estimate {
     Estimate { rows_per_second, seconds_left }
 }
 
+/// How often a server's replicas' lag is read while backfills run on it.
+pub const LAG_CHECK_MS: u64 = 1_000;
+
+/// Whether the backfills on one server may run a batch, given how far its
+/// replicas replay behind it (`backfill.maxReplicaLagSeconds`): the lag is
+/// read at most every [`LAG_CHECK_MS`] and shared by every backfill on the
+/// server; while it is above the limit they wait, reading it again each
+/// time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LagWatch {
+    max_ms: u64,
+    /// When the lag was last read, and what it was.
+    last: Option<(u64, u64)>,
+}
+
+/// What a backfill does before its next batch ([`LagWatch::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LagStep {
+    /// Run it.
+    Go,
+    /// Read the lag ([`crate::migrate::backfill::sql::replica_lag`]) and
+    /// report it with [`LagWatch::measured`].
+    Measure,
+    /// Wait this many milliseconds (a replica lags too far), then ask again.
+    Wait(u64),
+}
+
+impl LagWatch {
+    /// A watch for replicas at most `max_seconds` behind; None for 0 (the
+    /// backfills never wait for replicas).
+    pub fn new(max_seconds: u64) -> Option<Self> {
+        (max_seconds > 0).then(|| LagWatch { max_ms: max_seconds.saturating_mul(1_000), last: None })
+    }
+
+    /// What to do at `now_ms`.
+    pub fn step(&self, now_ms: u64) -> LagStep {
+        match self.last {
+            Some((at, lag)) if now_ms.saturating_sub(at) < LAG_CHECK_MS => match lag > self.max_ms {
+                true => LagStep::Wait((at + LAG_CHECK_MS).saturating_sub(now_ms).max(1)),
+                false => LagStep::Go,
+            },
+            _ => LagStep::Measure,
+        }
+    }
+
+    /// The largest lag of the server's replicas, in milliseconds, read at
+    /// `now_ms` (0 without a replica).
+    pub fn measured(&mut self, lag_ms: u64, now_ms: u64) {
+        self.last = Some((now_ms, lag_ms));
+    }
+
+    /// Whether the last lag read is above the limit.
+    pub fn lagging(&self) -> bool {
+        self.last.is_some_and(|(_, lag)| lag > self.max_ms)
+    }
+}
+
+/// The replicas' lag from what [`crate::migrate::backfill::sql::replica_lag`]
+/// read — the replicas listed, those whose state the role may see, the
+/// largest lag in milliseconds — or why it cannot be trusted (the role sees
+/// the replicas but not their lag).
+pub fn replica_lag(listed: i64, visible: i64, lag_ms: i64) -> Result<u64, String> {
+    if visible < listed {
+        return Err(format!(
+            "backfill.maxReplicaLagSeconds is set, but {} of {listed} replica(s) show no lag to this role: \
+             grant it pg_monitor (or run as a superuser) so backfills can wait for replicas",
+            listed - visible
+        ));
+    }
+    Ok(lag_ms.max(0) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +309,32 @@ mod tests {
         assert_eq!(estimate(&done), Estimate { rows_per_second: None, seconds_left: Some(0) });
         let past = Stored { rows_done: 1200, rows_estimated: 1000, running_ms: 1000, ..Stored::default() };
         assert_eq!(estimate(&past).seconds_left, Some(0), "more rows than estimated: none left");
+    }
+
+    #[test]
+    fn backfills_read_the_lag_once_a_second_and_wait_while_a_replica_lags_too_far() {
+        assert_eq!(LagWatch::new(0), None, "0: never wait for replicas");
+        let mut watch = LagWatch::new(2).unwrap();
+        assert_eq!(watch.step(0), LagStep::Measure);
+        watch.measured(1_500, 0);
+        assert_eq!((watch.step(10), watch.lagging()), (LagStep::Go, false), "within the limit");
+        assert_eq!(watch.step(999), LagStep::Go);
+        assert_eq!(watch.step(1_000), LagStep::Measure, "read again after a second");
+        watch.measured(2_001, 1_000);
+        assert!(watch.lagging());
+        assert_eq!(watch.step(1_000), LagStep::Wait(1_000));
+        assert_eq!(watch.step(1_900), LagStep::Wait(100));
+        assert_eq!(watch.step(2_000), LagStep::Measure);
+        watch.measured(2_000, 2_000);
+        assert_eq!(watch.step(2_000), LagStep::Go, "at the limit is not above it");
+    }
+
+    #[test]
+    fn a_lag_the_role_cannot_see_is_not_taken_for_none() {
+        assert_eq!(replica_lag(0, 0, 0), Ok(0), "no replica");
+        assert_eq!(replica_lag(2, 2, 3_400), Ok(3_400));
+        assert_eq!(replica_lag(1, 1, -1), Ok(0));
+        let refused = replica_lag(2, 0, 0).unwrap_err();
+        assert!(refused.contains("2 of 2 replica(s)") && refused.contains("pg_monitor"), "{refused}");
     }
 }

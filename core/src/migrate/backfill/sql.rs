@@ -214,5 +214,20 @@ impl<'t, 'a> Binds<'t, 'a> {
     }
 }
 
+/// The read of how far the server's replicas replay behind it, where the
+/// engine tells (None elsewhere): one row of the replicas listed, those
+/// whose state this role may see, and the largest replay lag in
+/// milliseconds (0 when none lags) — PostgreSQL's `pg_stat_replication`
+/// on the primary. [`crate::migrate::backfill::pace::replica_lag`] reads it.
+pub fn replica_lag(driver: Driver) -> Option<&'static str> {
+    match driver {
+        Driver::Postgres => Some(
+            "select count(*), count(state), \
+             coalesce((extract(epoch from max(replay_lag)) * 1000)::bigint, 0) from pg_stat_replication",
+        ),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -548,10 +548,15 @@ fn strata_data_source_replaces_the_files_data_source() {
 #[test]
 fn backfills_default_to_no_rate_limit_four_at_once_and_100_ms_batches() {
     let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
-    assert_eq!(config.backfill, BackfillSettings { rows_per_second: 0, concurrency: 4, batch_millis: 100 });
+    assert_eq!(
+        config.backfill,
+        BackfillSettings { rows_per_second: 0, concurrency: 4, batch_millis: 100, max_replica_lag_seconds: 0 }
+    );
     assert_eq!(config.backfill, BackfillSettings::default());
     assert!(
-        config.render_redacted().ends_with("backfill:\n  rowsPerSecond: 0\n  concurrency: 4\n  batchMillis: 100\n")
+        config.render_redacted().ends_with(
+            "backfill:\n  rowsPerSecond: 0\n  concurrency: 4\n  batchMillis: 100\n  maxReplicaLagSeconds: 0\n"
+        )
     );
     // An empty section is the defaults too.
     assert_eq!(with("backfill: {}\n").unwrap().backfill, BackfillSettings::default());
@@ -564,7 +569,10 @@ fn backfill_settings_are_read_and_shown() {
         &env(&[("BACKFILLS", "2")]),
     )
     .unwrap();
-    assert_eq!(set.backfill, BackfillSettings { rows_per_second: 5_000, concurrency: 2, batch_millis: 250 });
+    assert_eq!(
+        set.backfill,
+        BackfillSettings { rows_per_second: 5_000, concurrency: 2, batch_millis: 250, max_replica_lag_seconds: 0 }
+    );
     let shown = set.render_redacted();
     assert!(shown.contains("backfill:\n  rowsPerSecond: 5000\n  concurrency: 2\n  batchMillis: 250\n"), "{shown}");
     assert_eq!(Config::parse(&shown, &BTreeMap::new()).unwrap().backfill, set.backfill);
@@ -591,7 +599,26 @@ fn bad_backfill_settings_are_refused_naming_the_property() {
     let err = with("backfill:\n  rowsPerSec: 10\n").unwrap_err();
     let ConfigError::UnknownProperty { name, suggestion, expected, .. } = &err else { panic!("{err:?}") };
     assert_eq!((name.as_str(), suggestion.as_deref()), ("rowsPerSec", Some("rowsPerSecond")));
-    assert_eq!(expected, &["rowsPerSecond", "concurrency", "batchMillis"]);
+    assert_eq!(expected, &["rowsPerSecond", "concurrency", "batchMillis", "maxReplicaLagSeconds"]);
     let err = with("backfill:\n  parallel: 2\n").unwrap_err();
-    assert!(err.to_string().ends_with("; expected one of rowsPerSecond, concurrency, batchMillis"), "{err}");
+    assert!(
+        err.to_string().ends_with("; expected one of rowsPerSecond, concurrency, batchMillis, maxReplicaLagSeconds"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_replica_lag_limit_is_read_where_the_engine_tells_the_lag_and_refused_elsewhere() {
+    let postgres = "baseLocation: /m\ndriver: postgres\ndataSource: postgres://u@h/d\nsingleMigrations: [ref]\n";
+    let set = Config::parse(&format!("{postgres}backfill:\n  maxReplicaLagSeconds: 5\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(set.backfill.max_replica_lag_seconds, 5);
+    assert!(set.render_redacted().contains("  maxReplicaLagSeconds: 5\n"));
+    let too_long = Config::parse(&format!("{postgres}backfill:\n  maxReplicaLagSeconds: 86401\n"), &BTreeMap::new());
+    let message = "property backfill.maxReplicaLagSeconds: 86401 is not between 0 and 86400";
+    assert_eq!(too_long.unwrap_err().to_string(), message);
+    // SQLite (MINIMAL) has no replicas to read: 0 is accepted, a limit is not.
+    assert_eq!(with("backfill:\n  maxReplicaLagSeconds: 0\n").unwrap().backfill, BackfillSettings::default());
+    let refused = with("backfill:\n  maxReplicaLagSeconds: 5\n").unwrap_err().to_string();
+    assert!(refused.starts_with("property backfill.maxReplicaLagSeconds: 5 needs the replicas' lag"), "{refused}");
+    assert!(refused.contains("PostgreSQL only") && refused.contains("sqlite"), "{refused}");
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use strata_core::migrate::backfill::RowBudget;
+use strata_core::migrate::backfill::{LagWatch, RowBudget};
 use strata_core::migrate::config::BackfillSettings;
 
 use strata_core::migrate::config::{Config, TransactionScope};
@@ -41,8 +41,9 @@ pub(crate) struct Settings {
 }
 
 /// The pace of backfills on one database server, shared by every tenant's
-/// backfill on it: at most `concurrency` at once, and one budget of rows
-/// per second (core's `backfill::RowBudget`).
+/// backfill on it: at most `concurrency` at once, one budget of rows per
+/// second (core's `backfill::RowBudget`), and one watch of its replicas'
+/// lag (core's `backfill::LagWatch`).
 #[derive(Debug, Clone)]
 pub(crate) struct BackfillPace {
     /// The time a batch should take (`backfill.batchMillis`).
@@ -52,6 +53,8 @@ pub(crate) struct BackfillPace {
     concurrency: usize,
     stale_ms: i64,
     origin: Instant,
+    /// Held while the lag is read, so one backfill reads it for all.
+    lag: Option<Arc<tokio::sync::Mutex<LagWatch>>>,
 }
 
 impl BackfillPace {
@@ -68,7 +71,19 @@ impl BackfillPace {
             concurrency,
             stale_ms: i64::try_from(lease_seconds.saturating_mul(2_000)).unwrap_or(i64::MAX),
             origin: Instant::now(),
+            lag: LagWatch::new(settings.max_replica_lag_seconds).map(|watch| Arc::new(tokio::sync::Mutex::new(watch))),
         }
+    }
+
+    /// The server's watch of its replicas' lag, when backfills wait for
+    /// them (`backfill.maxReplicaLagSeconds`).
+    pub(crate) fn lag_watch(&self) -> Option<&tokio::sync::Mutex<LagWatch>> {
+        self.lag.as_deref()
+    }
+
+    /// Milliseconds on this pace's clock (the budget's and the watch's).
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
     }
 
     /// How long a runner's claim lasts without a heartbeat, in
@@ -90,7 +105,7 @@ impl BackfillPace {
 
     /// Waits until the server's budget has room for `rows`.
     pub(crate) async fn wait_for(&self, rows: u64) {
-        let now = self.origin.elapsed().as_millis() as u64;
+        let now = self.now_ms();
         let wait = self.budget.lock().unwrap_or_else(|e| e.into_inner()).take(rows, now);
         if wait > 0 {
             crate::telemetry::backfill_throttled();

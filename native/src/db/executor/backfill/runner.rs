@@ -28,7 +28,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use strata_core::migrate::backfill::{self, Form, Key, KeyValue, Machine, Next, Sizer, Slot, Spec, Target};
+use strata_core::migrate::backfill::{self, Form, Key, KeyValue, LagStep, Machine, Next, Sizer, Slot, Spec, Target};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::statements;
@@ -248,6 +248,9 @@ impl<E: Engine> Backfiller<'_, E> {
                         Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
                     };
                     let bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
+                    if !self.wait_for_replicas(conn, drive).await? {
+                        return Ok(Ended::Released);
+                    }
                     self.settings.backfill.wait_for(u64::from(size)).await;
                     // A long wait for the budget: the claim stays fresh.
                     if drive.beat.elapsed().as_millis() as i64 > self.settings.backfill.stale_ms() / 3 {
@@ -259,6 +262,54 @@ impl<E: Engine> Backfiller<'_, E> {
                     match self.batch(conn, drive, &batch.sql, &bound).await? {
                         Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
                         None => return Ok(Ended::Released),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits while a replica of the server lags more than
+    /// `backfill.maxReplicaLagSeconds` behind it (core's `LagWatch`: read
+    /// on `conn` at most once a second for every backfill on the server),
+    /// keeping the claim fresh meanwhile; whether this runner still holds
+    /// the backfill. A lag the role may not read fails the backfill: it
+    /// never runs unwatched.
+    async fn wait_for_replicas(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<bool, Stop> {
+        let pace = &self.settings.backfill;
+        let (Some(watch), Some(sql)) = (pace.lag_watch(), backfill::sql::replica_lag(E::DRIVER)) else {
+            return Ok(true);
+        };
+        let mut counted = false;
+        loop {
+            let mut watch = watch.lock().await;
+            let now = pace.now_ms();
+            match watch.step(now) {
+                LagStep::Go => return Ok(true),
+                LagStep::Measure => {
+                    let rows = self.engine.read_keys(conn, sql, &[]).await?;
+                    let int = |i: usize| match rows.first().and_then(|row| row.get(i)) {
+                        Some(KeyValue::Int(n)) => *n,
+                        _ => 0,
+                    };
+                    let lag = backfill::pace::replica_lag(int(0), int(1), int(2)).map_err(Failure::statement)?;
+                    watch.measured(lag, now);
+                    if watch.lagging() && !counted {
+                        tracing::info!(schema = %drive.row.schema, lag_ms = lag,
+                            "a replica lags more than backfill.maxReplicaLagSeconds: backfills wait for it");
+                    }
+                }
+                LagStep::Wait(ms) => {
+                    drop(watch);
+                    if !counted {
+                        counted = true;
+                        crate::telemetry::backfill_lag_paused();
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    if drive.beat.elapsed().as_millis() as i64 > pace.stale_ms() / 3 {
+                        if !self.claim(conn, drive.job).await? {
+                            return Ok(false);
+                        }
+                        drive.beat = Instant::now();
                     }
                 }
             }
