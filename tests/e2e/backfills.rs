@@ -17,7 +17,7 @@ use crate::topologies::{admin, pg_ctl};
 const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }";
 
 /// `createVersion` asking which tenants wait on backfills: its answer.
-async fn version_waiting(server: &Server, name: &str) -> Value {
+pub(crate) async fn version_waiting(server: &Server, name: &str) -> Value {
     let query = "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } \
                  waitingOnBackfills { tenant file } } }";
     let result = server.graphql(query, json!({ "input": { "versionName": name } })).await;
@@ -27,7 +27,7 @@ async fn version_waiting(server: &Server, name: &str) -> Value {
 
 /// Waits (up to two minutes) until no backfill runs: the service's runner
 /// ran them all (or they failed, or are paused). The backfills then.
-async fn settled(server: &Server) -> Vec<Value> {
+pub(crate) async fn settled(server: &Server) -> Vec<Value> {
     for _ in 0..1200 {
         let list = server.data(BACKFILLS, json!({})).await["backfills"].as_array().unwrap().clone();
         if list.iter().all(|row| row["state"] != "RUNNING") {
@@ -66,7 +66,7 @@ fn numbered_rows(table: &str, columns: &str, values: &str, n: u32) -> String {
 }
 
 /// A table of `n` rows keyed `id`, each `touched` 0.
-fn items_sql(n: u32) -> String {
+pub(crate) fn items_sql(n: u32) -> String {
     let engine = if backend() == Backend::Mysql { " engine = InnoDB" } else { "" };
     format!(
         "create table {{schema}}.items (id bigint primary key, touched integer not null default 0){engine};\n{}",
@@ -75,7 +75,7 @@ fn items_sql(n: u32) -> String {
 }
 
 /// The backfill that adds one to `touched` of every row once, in batches.
-const TOUCH_ITEMS: &str = "-- strata:backfill table={schema}.items key=id batch=25\n\
+pub(crate) const TOUCH_ITEMS: &str = "-- strata:backfill table={schema}.items key=id batch=25\n\
                            update {schema}.items set touched = touched + 1 where {range};\n";
 
 /// `table` of `schema` as a query outside the service names it (SQLite

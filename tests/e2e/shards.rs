@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sqlx::PgConnection;
 
+use crate::backfills::{TOUCH_ITEMS, items_sql, settled, version_waiting};
 use crate::rollouts::wait_for;
 use crate::support::{Backend, Server, Workspace, backend, json_of, stdout, strata};
 use crate::topologies::{admin, code, env, fresh_database, pg_ctl, run, scalar, text, with_database};
@@ -690,4 +691,50 @@ async fn a_mariadb_fleet_on_two_servers() {
     let wrong = strata(&config, &["tenants", "--shard", "z"]).await;
     assert_eq!(code(&wrong), 2);
     assert!(text(&wrong).contains("no shard is named \"z\" (the configuration has: a, b)"), "{}", text(&wrong));
+}
+
+/// Each server of a sharded fleet paces its own backfills: every server
+/// holds as many rows to change as one second of its `rowsPerSecond`
+/// budget, so none waits for it (one budget for the three would make
+/// them wait); each shard's books hold its own tenants' backfills.
+#[tokio::test]
+async fn each_server_of_a_sharded_fleet_runs_its_backfills_on_its_own_budget() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let _turn = SHARD_C.lock().await;
+    let (server, _, urls) = on_three_servers("tenantConcurrency: 2\nbackfill:\n  rowsPerSecond: 200\n").await;
+    let first = strata(server.config_path(), &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let mut conns = Vec::new();
+    for (index, url) in urls.iter().enumerate() {
+        let mut conn = admin(url).await;
+        for tenant in [0, 1].map(|i| format!("{}{i}", SHARDS[index])) {
+            run(&mut conn, &format!("create schema {tenant}; insert into svc.svc_tenants (name) values ('{tenant}')"))
+                .await;
+        }
+        conns.push(conn);
+    }
+    server.ws.write_migration("tenants/301_items.sql", &items_sql(100));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/302_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(6), "{started}");
+
+    let books = settled(&server).await;
+    assert_eq!(books.len(), 6, "{books:?}");
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 100), "{books:?}");
+    assert_eq!(server.metric("svc_http_backfill_rows").await, 600.0);
+    assert_eq!(server.metric("svc_http_backfill_throttle_waits").await, 0.0, "one budget per server");
+    for (index, conn) in conns.iter_mut().enumerate() {
+        let sql = "select db_schema || ':' || state || ':' || rows_done from svc.svc_backfills order by db_schema";
+        let held: Vec<String> = sqlx::query_scalar(sql).fetch_all(&mut *conn).await.unwrap();
+        let expected: Vec<String> = [0, 1].map(|i| format!("{}{i}:done:100", SHARDS[index])).to_vec();
+        assert_eq!(held, expected, "shard {}", SHARDS[index]);
+        for tenant in [0, 1].map(|i| format!("{}{i}", SHARDS[index])) {
+            let sql = format!("select count(*) from {tenant}.items where touched = 1");
+            assert_eq!(scalar(conn, &sql).await, 100, "{tenant}");
+        }
+    }
 }
