@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::fleet::{clock_seed, recorded, tenants};
+use crate::rollouts::wait_for;
 use crate::support::{Backend, Server, Workspace, backend, code, free_port, json_of, stderr, stdout, strata};
 use crate::topologies::{admin, pg_ctl};
 
@@ -70,6 +71,16 @@ pub(crate) fn items_sql(n: u32) -> String {
     let engine = if backend() == Backend::Mysql { " engine = InnoDB" } else { "" };
     format!(
         "create table {{schema}}.items (id bigint primary key, touched integer not null default 0){engine};\n{}",
+        numbered_rows("{schema}.items", "id", "x", n)
+    )
+}
+
+/// `items_sql` whose rows refuse to be touched twice (a check constraint):
+/// a row touched by hand beforehand fails the batch that holds it.
+fn checked_items_sql(n: u32) -> String {
+    let engine = if backend() == Backend::Mysql { " engine = InnoDB" } else { "" };
+    format!(
+        "create table {{schema}}.items (id bigint primary key, touched integer not null default 0 check (touched <= 1)){engine};\n{}",
         numbered_rows("{schema}.items", "id", "x", n)
     )
 }
@@ -290,14 +301,7 @@ async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes
 async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_after_its_last_batch() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
     let names = tenants(&server, 4).await;
-    let engine = if backend() == Backend::Mysql { " engine = InnoDB" } else { "" };
-    server.ws.write_migration(
-        "tenants/001_items.sql",
-        &format!(
-            "create table {{schema}}.items (id bigint primary key, touched integer not null default 0 check (touched <= 1)){engine};\n{}",
-            numbered_rows("{schema}.items", "id", "x", 400)
-        ),
-    );
+    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(400));
     let seeded = server.create_version(json!({ "versionName": "items" })).await;
     assert!(seeded.get("errors").is_none(), "{seeded}");
     // Row 301 of t02 is touched already: its batch breaks the check.
@@ -586,5 +590,67 @@ async fn backfills_wait_while_a_replica_replays_too_far_behind() {
         .await
         .unwrap();
         assert_eq!(counts, (150, 0), "{tenant}");
+    }
+}
+
+/// A backfill in a rollout: a wave ends once the backfills it started
+/// have, so the next wave never starts beside a canary's unfinished data
+/// change; the canary's failing backfill stops the rollout before the
+/// next wave, and once its tenant is retried a resume completes it.
+#[tokio::test]
+async fn a_rollout_wave_ends_with_its_backfills_and_a_failing_one_stops_the_rollout() {
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(200));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.execute("t00", &format!("update {} set touched = 1 where id = 101", table_of("t00", "items"))).await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+
+    let rollout = "id status events { action wave detail }";
+    let started = server
+        .data(
+            &format!("mutation {{ startRollout(versionName: \"touch\", waves: [\"t00\", \"rest\"], failureBudget: \"0\") {{ {rollout} }} }}"),
+            json!({}),
+        )
+        .await;
+    let id = started["startRollout"]["id"].as_i64().unwrap();
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    let failed = stopped["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((failed["action"].as_str(), failed["wave"].as_i64()), (Some("wave-failed"), Some(1)), "{stopped}");
+    let detail = failed["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("1 backfill(s) of the wave did not finish") && detail.contains("t00 (tenants/002_touch.sql)"),
+        "{detail}"
+    );
+    // Wave 2 never started: nothing of it ran.
+    let books = settled(&server).await;
+    assert_eq!(books.iter().map(|row| row["tenant"].as_str().unwrap()).collect::<Vec<_>>(), ["t00"], "{books:?}");
+    for tenant in ["t01", "t02"] {
+        assert_eq!(touched(&server, tenant).await, (200, 0, 0), "{tenant}");
+    }
+
+    server.ws.execute("t00", &format!("update {} set touched = 0 where id = 101", table_of("t00", "items"))).await;
+    let retried = server
+        .graphql("mutation { retryQuarantined(input: {versionName: \"retry\"}) { version { id } } }", json!({}))
+        .await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    settled(&server).await;
+    let resumed = server.data(&format!("mutation {{ resumeRollout(id: {id}) {{ {rollout} }} }}"), json!({})).await;
+    assert_eq!(resumed["resumeRollout"]["id"], id);
+    let done = wait_for(&server, id, "COMPLETED").await;
+    let completed: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["action"] == "wave-completed")
+        .map(|event| event["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(completed.len(), 2, "{done}");
+    assert!(completed[1].ends_with("; backfills done in 2 tenant(s)"), "{done}");
+    let books = settled(&server).await;
+    assert!(books.len() == 3 && books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 200), "{books:?}");
+    for tenant in ["t00", "t01", "t02"] {
+        assert_eq!(touched(&server, tenant).await, (200, 200, 0), "{tenant}");
     }
 }

@@ -585,6 +585,19 @@ impl Rollout {
         self.event(now, "wave-started", Some(wave), runner, self.wave_version_name(wave));
     }
 
+    /// The runner of wave `wave` keeps it until `until` (its backfills are
+    /// still running). False (nothing changed) when the rollout no longer
+    /// waits for that wave: paused, cancelled, or taken by another runner
+    /// whose claim is newer.
+    pub fn renew(&mut self, wave: usize, until: i64, runner: &str) -> bool {
+        let ours = self.events.iter().rev().find(|event| event.action == "wave-started").map(|event| &event.request_id);
+        if self.position != wave || self.status != Status::Running || ours.map(String::as_str) != Some(runner) {
+            return false;
+        }
+        self.claimed_until = Some(until);
+        true
+    }
+
     /// Wave `wave` ended: `Ok` with what it did, `Err` with why it failed.
     /// Returns false (and changes nothing) when the rollout no longer waits
     /// for that wave (another runner finished it, or it was paused).

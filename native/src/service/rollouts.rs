@@ -3,7 +3,10 @@
 //! schema (the home shard of a sharded fleet); every change is a
 //! compare-and-set on its revision, so replicas sharing the database can
 //! all drive and operate it — one wins each step, the others read again.
-//! Each wave runs as a `createVersion` over its part of the fleet.
+//! Each wave runs as a `createVersion` over its part of the fleet, and ends
+//! once the backfills it started have: a wave's gate (a soak, an approval)
+//! opens on tenants whose data changes are done, and a backfill that fails
+//! fails its wave.
 
 use std::sync::Arc;
 
@@ -18,7 +21,7 @@ use strata_core::migrate::rollout::{
 use strata_core::migrate::summary;
 
 use crate::db::error::LockError;
-use crate::db::{DbError, RolloutRow};
+use crate::db::{BackfillState, BackfillWait, DbError, RolloutRow};
 use crate::error::AppError;
 use crate::service::{Caller, CreateRequest, Service};
 
@@ -37,6 +40,9 @@ pub(crate) enum RolloutControl {
 
 /// How often a failed compare-and-set is tried again with a fresh read.
 const ATTEMPTS: usize = 5;
+
+/// How often a wave waiting on its backfills looks at them again.
+const WAVE_BACKFILL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
@@ -240,7 +246,7 @@ impl Service {
                     })
                     .await?;
                 let Some(claimed) = claimed else { continue };
-                let result = self.run_wave(&claimed, wave, runner).await;
+                let result = self.run_wave(id, &claimed, wave, runner, claim_seconds).await;
                 let Some(result) = result else { continue };
                 let ended =
                     self.change(id, |latest| Ok(latest.wave_ended(wave, result.clone(), now(), runner))).await?;
@@ -256,14 +262,18 @@ impl Service {
         }
     }
 
-    /// Runs wave `wave` of `rollout` as a version: `Some(Ok(what it did))`,
-    /// `Some(Err(why it failed))`, or `None` when another runner holds the
-    /// database's lock (the wave is theirs).
+    /// Runs wave `wave` of rollout `id` as a version, then the backfills it
+    /// started to their end: `Some(Ok(what it did))`, `Some(Err(why it
+    /// failed))`, or `None` when the wave is no longer this runner's
+    /// (another holds the database's lock, or the rollout moved on while
+    /// its backfills ran).
     async fn run_wave(
         self: &Arc<Self>,
+        id: i64,
         rollout: &Rollout,
         wave: usize,
         runner: &str,
+        claim_seconds: i64,
     ) -> Option<Result<String, String>> {
         // The wave's own budget, else the rollout's, else the configuration's.
         let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
@@ -303,10 +313,71 @@ impl Service {
                     let names: Vec<String> = result.quarantined.iter().map(|q| q.tenant.clone()).collect();
                     detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
                 }
+                if !result.waiting.is_empty() {
+                    match self.wave_backfills(id, wave, runner, claim_seconds, &result.waiting).await? {
+                        Ok(()) => detail.push_str(&format!("; backfills done in {} tenant(s)", result.waiting.len())),
+                        Err(why) => return Some(Err(why)),
+                    }
+                }
                 Some(Ok(detail))
             }
             Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => None,
             Err(error) => Some(Err(error.to_string())),
+        }
+    }
+
+    /// Runs the backfills `waiting` (those wave `wave` of rollout `id`
+    /// started) until they end — the ones another process holds, or an
+    /// operator paused, are waited for — renewing the wave's claim
+    /// meanwhile: `Some(Ok(()))` once all are done, `Some(Err(…))` naming
+    /// those that failed or were cancelled, `None` when the wave is no
+    /// longer this runner's (the rollout was paused or cancelled).
+    async fn wave_backfills(
+        &self,
+        id: i64,
+        wave: usize,
+        runner: &str,
+        claim_seconds: i64,
+        waiting: &[BackfillWait],
+    ) -> Option<Result<(), String>> {
+        loop {
+            if let Err(error) = self.run_backfills(runner).await {
+                tracing::warn!(rollout = id, wave = wave + 1, %error, "the wave's backfills could not run; trying again");
+            }
+            match self.database.backfills().await {
+                Ok(rows) => {
+                    let ours: Vec<_> = rows
+                        .iter()
+                        .filter(|row| waiting.iter().any(|w| w.tenant == row.schema && w.file == row.file))
+                        .collect();
+                    let failed: Vec<String> = ours
+                        .iter()
+                        .filter(|row| matches!(row.state, BackfillState::Failed | BackfillState::Cancelled))
+                        .map(|row| match &row.last_error {
+                            Some(error) => format!("{} ({}): {error}", row.schema, row.file),
+                            None => format!("{} ({}): {}", row.schema, row.file, row.state.as_str()),
+                        })
+                        .collect();
+                    if !failed.is_empty() {
+                        return Some(Err(format!(
+                            "{} backfill(s) of the wave did not finish, their tenants quarantined: {}",
+                            failed.len(),
+                            summary::some_of(&failed, 5)
+                        )));
+                    }
+                    if ours.len() == waiting.len() && ours.iter().all(|row| row.state == BackfillState::Done) {
+                        return Some(Ok(()));
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(rollout = id, %error, "the wave's backfills could not be read; trying again")
+                }
+            }
+            tokio::time::sleep(WAVE_BACKFILL_POLL).await;
+            let renewed = self.change(id, |latest| Ok(latest.renew(wave, now() + claim_seconds, runner))).await;
+            if !matches!(renewed, Ok(Some(_))) {
+                return None;
+            }
         }
     }
 }

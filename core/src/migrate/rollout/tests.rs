@@ -272,3 +272,18 @@ fn a_held_version_is_refused_an_override_runs_over_every_rollout_in_progress() {
     assert_eq!(FleetGate::Override.judge(in_progress(&[4, 7])), AtFleetGate::Overrides(in_progress(&[4, 7])));
     assert_eq!(FleetGate::Wave.judge(in_progress(&[4])), AtFleetGate::Runs);
 }
+
+#[test]
+fn a_wave_waiting_on_its_backfills_keeps_its_claim_while_it_is_still_its_runners() {
+    let mut r = Rollout::new("v", waves(&["t1", "rest"]), None, 100, "req-1").unwrap();
+    r.claim(0, 100, 160, "runner");
+    assert!(r.renew(0, 220, "runner"));
+    assert_eq!(r.next(200), Next::WaitUntil(220), "renewed: no other runner takes the wave");
+    assert!(!r.renew(0, 280, "other"), "only the runner that started the wave renews it");
+    assert!(!r.renew(1, 280, "runner"), "not the wave in progress");
+    assert_eq!(r.events.iter().filter(|e| e.action == "wave-started").count(), 1, "a renewal is no event");
+    r.claim(0, 300, 360, "other"); // the claim expired: another runner took the wave over
+    assert!(!r.renew(0, 400, "runner"), "the first runner's claim is gone");
+    assert!(r.wave_ended(0, Ok("version 10".into()), 310, "other"));
+    assert!(!r.renew(0, 400, "other"), "the wave ended");
+}
