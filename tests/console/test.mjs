@@ -39,6 +39,8 @@ port: ${port}
 pathPrefix: /ops
 logLevel: ERROR
 failureBudget: 5
+backfill:
+  rowsPerSecond: 1000
 `;
 const service = await startStrata(work, yaml, { port, prefix: "/ops" });
 const { base, api } = service;
@@ -95,7 +97,7 @@ try {
     await page.keyboard.press("Tab");
     reached.add(await page.evaluate(() => document.activeElement?.textContent?.trim() || document.activeElement?.id));
   }
-  for (const link of ["Overview", "Versions", "Sources", "Fleet", "Rollouts"]) assert.ok(reached.has(link), `Tab never reached ${link}: ${[...reached]}`);
+  for (const link of ["Overview", "Versions", "Sources", "Fleet", "Rollouts", "Backfills"]) assert.ok(reached.has(link), `Tab never reached ${link}: ${[...reached]}`);
 
   // Versions, entered with the keyboard.
   await page.locator('nav a[data-page="versions"]').focus();
@@ -281,6 +283,46 @@ try {
   await rolloutCard.locator("summary").click();
   assert.ok((await rolloutCard.locator("td", { hasText: "approved" }).count()) === 1, "the approval is in the events");
   ok("rollouts: a canary awaiting approval is shown live, Approve (confirmed) runs the rest, events list who approved");
+
+  // Backfills: a file over every tenant but the quarantined one runs after
+  // its version (40 rows each, 1,000 rows a second: twelve seconds at
+  // least); the page shows one bar for the file and one per tenant, Pause
+  // all (confirmed) holds them, Resume all lets them finish, live.
+  writeFileSync(join(work, "migrations/tenants/201602160010.sql"),
+    "create table {schema}.items (id integer primary key, touched integer not null default 0);\n" +
+    "insert into {schema}.items (id) with recursive n(i) as (select 1 union all select i + 1 from n where i < 40) select i from n;\n");
+  writeFileSync(join(work, "migrations/tenants/201602160011.sql"),
+    "-- strata:backfill table={schema}.items key=id batch=10\nupdate {schema}.items set touched = touched + 1 where {range};\n");
+  const touch = await api('mutation { createVersion(input: { versionName: "touch" }) { waitingOnBackfills { tenant } } }');
+  const backfilled = TENANTS; // and newco, less the quarantined t_0007
+  assert.equal(touch.createVersion.waitingOnBackfills.length, backfilled);
+  await page.goto(`${base}/console/#/backfills`);
+  const backfill = page.locator('.backfill[data-file="tenants/201602160011.sql"]');
+  await backfill.waitFor();
+  const fileBar = backfill.locator(".backfill-total progress");
+  // A tenant's rows count once its first batch starts.
+  assert.ok(Number(await fileBar.getAttribute("max") ?? 0) < backfilled * 40);
+  await backfill.locator("[data-counts]", { hasText: "not started" }).waitFor();
+  assert.equal(await backfill.locator("tbody tr").count(), Math.min(backfilled, 200));
+  await page.locator('button[aria-label="Pause backfills"]').click();
+  await page.locator("#confirm[open]").waitFor();
+  await page.locator("#confirm-ok").click();
+  await backfill.locator("[data-counts]", { hasText: "paused" }).waitFor({ timeout: 10000 });
+  const held = (await api("{ backfills { state rowsDone } }")).backfills;
+  assert.ok(held.some((b) => b.state === "PAUSED"), JSON.stringify(held.slice(0, 5)));
+  assert.ok(held.reduce((sum, b) => sum + b.rowsDone, 0) < backfilled * 40);
+  await page.screenshot({ path: join(shots, "backfills-paused.png"), fullPage: true });
+  await page.locator('button[aria-label="Resume backfills"]').click();
+  await page.locator("#confirm[open]").waitFor();
+  await page.locator("#confirm-ok").click();
+  await backfill.locator("[data-counts]", { hasText: `${backfilled} done` }).waitFor({ timeout: 120000 });
+  assert.equal(await fileBar.getAttribute("value"), String(backfilled * 40));
+  assert.equal(await fileBar.getAttribute("max"), String(backfilled * 40));
+  assert.equal(await backfill.locator("[data-total]").textContent(), `${backfilled * 40} of ${backfilled * 40} row(s) (100 %)`);
+  assert.equal(await page.locator('button[aria-label="Pause backfills"]').count(), 0, "nothing left to pause");
+  const finished = (await api("{ backfills { state rowsDone } }")).backfills;
+  assert.ok(finished.length === backfilled && finished.every((b) => b.state === "DONE" && b.rowsDone === 40));
+  ok("backfills: one bar per file and per tenant, live; Pause all holds them, Resume all lets them finish");
 
   // A sharded fleet (two SQLite "servers": two directories): each row
   // names its shard, the counter counts per shard, "@b" lists shard b's.

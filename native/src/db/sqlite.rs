@@ -68,6 +68,10 @@ pub(crate) struct SqliteEngine {
     lock_options: SqliteConnectOptions,
     /// What the running version staged (see [`staging`]).
     staging: std::sync::Mutex<staging::Staging>,
+    /// Held by the fold in progress: one at a time, so that each drains
+    /// exactly the units it wrote (a backfill's batch folds too, from
+    /// another task than the version's).
+    folding: tokio::sync::Mutex<()>,
     /// The fingerprint of each tenant's catalog, read right after its unit
     /// committed, its file still attached (see [`Engine::catalog_prints`]);
     /// forgotten when the schema is entered again and taken when the
@@ -98,6 +102,7 @@ impl SqliteEngine {
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
             staging: Default::default(),
+            folding: Default::default(),
             prints: Default::default(),
         };
         if access == Access::ReadWrite {

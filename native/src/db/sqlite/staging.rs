@@ -208,8 +208,11 @@ impl SqliteEngine {
     /// Folds the rows of the units committed since the last fold into
     /// `svc_migrations`, in their order, in one transaction on `svc.db`
     /// alone; on a failure they stay pending (and on disk: the marker's
-    /// fold finds them).
+    /// fold finds them). One fold at a time: two tasks folding the same
+    /// units would each drain them, the second the units committed since,
+    /// which no fold would then write.
     pub(super) async fn fold_pending(&self, conn: &mut SqliteConn) -> Result<(), DbError> {
+        let _one_at_a_time = self.folding.lock().await;
         // The text is made under the lock: the units are not copied.
         let (version_id, folding, fold) = {
             let staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
