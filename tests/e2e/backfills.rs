@@ -140,24 +140,77 @@ async fn crash_a_backfill(server: &mut Server, seed: &mut u64, done: i64) -> u64
     delay
 }
 
+/// The longest a transaction touching `items` has been open, sampled every
+/// 50 ms from the server's own view (`pg_stat_activity`,
+/// `information_schema.innodb_trx`) until `stop`; None on SQLite (no
+/// server to ask).
+fn sample_longest_transaction(
+    ws: &Workspace,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<Option<f64>> {
+    use sqlx::Connection;
+    let url = match backend() {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some(ws.pg_url_public()),
+        Backend::Mysql => Some(crate::support::server_url("STRATA_TEST_MYSQL_URL")),
+    };
+    tokio::spawn(async move {
+        let url = url?;
+        let mut longest: f64 = 0.0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let age: Option<f64> = match backend() {
+                Backend::Postgres => {
+                    let Ok(mut conn) = sqlx::PgConnection::connect(&url).await else { continue };
+                    sqlx::query_scalar(
+                        "select max(extract(epoch from clock_timestamp() - xact_start))::float8 from pg_stat_activity \
+                         where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle' \
+                         and query ilike '%items%'",
+                    )
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap_or(None)
+                }
+                _ => {
+                    let Ok(mut conn) = sqlx::MySqlConnection::connect(&url).await else { continue };
+                    sqlx::query_scalar(
+                        "select cast(max(timestampdiff(microsecond, trx_started, now(6))) / 1e6 as double) \
+                         from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id() \
+                         and (trx_query like '%items%' or trx_rows_modified > 0)",
+                    )
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap_or(None)
+                }
+            };
+            longest = longest.max(age.unwrap_or(0.0));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Some(longest)
+    })
+}
+
 #[tokio::test]
 async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() {
     // A killed runner's claim goes stale after 6 s (twice the lease).
-    let extra = "tenantConcurrency: 4\nlockLeaseSeconds: 3\nbackfill:\n  rowsPerSecond: 1500\n";
+    let extra = "tenantConcurrency: 4\nlockLeaseSeconds: 3\nbackfill:\n  rowsPerSecond: 25000\n";
     let mut server = Server::start("fleet", extra).await;
-    let names = tenants(&server, 6).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(2000));
+    // 40 tenants × 5,000 rows: 200,000 rows, eight seconds at least.
+    const ROWS: i64 = 5000;
+    let names = tenants(&server, 40).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(ROWS as u32));
     let seeded = server.create_version(json!({ "versionName": "items" })).await;
     assert!(seeded.get("errors").is_none(), "{seeded}");
-    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("batch=25", "batch=500"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_longest_transaction(&server.ws, stop.clone());
     let started = version_waiting(&server, "touch").await;
     let waiting = &started["waitingOnBackfills"];
-    assert_eq!(waiting.as_array().map(Vec::len), Some(6), "every tenant waits on its backfill: {started}");
+    assert_eq!(waiting.as_array().map(Vec::len), Some(40), "every tenant waits on its backfill: {started}");
 
     let mut seed = clock_seed();
     let (mut cut_short, mut done) = (0, 0);
     for round in 0..3 {
-        // 12,000 rows at 1,500 a second: each kill lands in the middle.
+        // 200,000 rows at 25,000 a second: each kill lands in the middle.
         let delay = crash_a_backfill(&mut server, &mut seed, done).await;
         // The restarted service takes up the backfills no runner holds at
         // once: paused while they are counted (a batch that had not saved
@@ -167,13 +220,13 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
         let recorded = recorded(&server).await;
         for tenant in &names {
             let (rows, once, twice) = touched(&server, tenant).await;
-            assert_eq!((rows, twice), (2000, 0), "{tenant}, round {round} (killed after {delay} ms)");
+            assert_eq!((rows, twice), (ROWS, 0), "{tenant}, round {round} (killed after {delay} ms)");
             // The checkpoint committed with each batch: it counts exactly what changed.
             let rows_done = books.iter().find(|(schema, ..)| schema == tenant).map_or(0, |(_, _, done)| *done);
             assert_eq!(once, rows_done, "{tenant}, round {round} (killed after {delay} ms): {books:?}");
             let file = recorded.get(&("tenants/002_touch.sql".to_string(), tenant.clone()));
-            assert_eq!(file.is_some(), once == 2000, "{tenant} recorded only when every row is, round {round}");
-            cut_short += usize::from(0 < once && once < 2000);
+            assert_eq!(file.is_some(), once == ROWS, "{tenant} recorded only when every row is, round {round}");
+            cut_short += usize::from(0 < once && once < ROWS);
         }
         done = books.iter().map(|(_, _, done)| done).sum();
         server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
@@ -183,15 +236,21 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
     let books = settled(&server).await;
     assert!(books.iter().all(|row| row["state"] == "DONE"), "{books:?}");
     for tenant in &names {
-        assert_eq!(touched(&server, tenant).await, (2000, 2000, 0), "{tenant}");
+        assert_eq!(touched(&server, tenant).await, (ROWS, ROWS, 0), "{tenant}");
     }
     let recorded = recorded(&server).await;
     for tenant in &names {
         assert_eq!(recorded.get(&("tenants/002_touch.sql".to_string(), tenant.clone())), Some(&1), "{tenant}");
     }
     let books = progress(&server, "tenants/002_touch.sql").await;
-    let expected: Vec<(String, String, i64)> = names.iter().map(|n| (n.clone(), "done".to_string(), 2000)).collect();
+    let expected: Vec<(String, String, i64)> = names.iter().map(|n| (n.clone(), "done".to_string(), ROWS)).collect();
     assert_eq!(books, expected);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Each batch is a short transaction of its own (sized to 100 ms).
+    if let Some(longest) = sampler.await.unwrap() {
+        eprintln!("the longest transaction over items lasted {longest:.3} s");
+        assert!(longest < 2.0, "a transaction over items lasted {longest:.3} s");
+    }
 }
 
 /// The repeated form's statement: set `flag` on at most `{batch}` rows
