@@ -84,7 +84,8 @@ fn format_file(kind: u8, n: u8) -> (String, String) {
 }
 
 /// A ranged backfill run over an in-memory table of `keys`, as the shell
-/// drives core's `backfill::Machine`: `batch_end` answered from the table,
+/// drives core's `backfill::Machine`: `batch_ends` (`ahead` ranges at once)
+/// answered from the table,
 /// each batch's time drawn from `elapsed`, rows inserted while it runs
 /// (`inserts`, one per turn), and each write (the upper key once read, each
 /// batch with its checkpoint) committed or lost as `commits` says (then the
@@ -98,6 +99,7 @@ fn backfill_over(
     ceiling: u32,
     elapsed: &[u64],
     commits: &[bool],
+    ahead: usize,
 ) -> Result<(), TestCaseError> {
     let mut table = keys;
     let mut books: Option<Stored> = None;
@@ -134,12 +136,23 @@ fn backfill_over(
                 );
                 let upper = machine.stored().upper.clone().expect("an upper key before any range");
                 let from = lower.map_or(Bound::Unbounded, |l| Bound::Excluded(l.clone()));
-                let within: Vec<&Key> = table.range((from, Bound::Included(upper))).take(size as usize).collect();
-                let found = (within.len() == size as usize).then(|| within[within.len() - 1].clone());
-                machine.end_found(found);
+                // The ends of the next `ahead` ranges, as `batch_ends` reads them.
+                let within: Vec<&Key> =
+                    table.range((from, Bound::Included(upper))).take(size as usize * ahead).collect();
+                let ends: Vec<Key> = within
+                    .chunks(size as usize)
+                    .filter(|c| c.len() == size as usize)
+                    .map(|c| c[c.len() - 1].clone())
+                    .collect();
+                machine.ends_found(ends, ahead);
             }
             backfill::Next::Run { .. } => {
                 let (lower, end) = machine.range();
+                prop_assert_eq!(
+                    lower,
+                    books.as_ref().and_then(|b| b.after.as_ref()),
+                    "a range starts after the checkpoint"
+                );
                 let (lower, end) = (lower.cloned(), end.cloned().expect("a range to run"));
                 let from = lower.clone().map_or(Bound::Unbounded, Bound::Excluded);
                 let rows = table.range((from, Bound::Included(end.clone()))).count() as u64;
@@ -642,11 +655,12 @@ proptest! {
         ceiling in 1u32..40,
         elapsed in prop::collection::vec(0u64..400, 1..16),
         commits in prop::collection::vec(prop::bool::weighted(0.75), 0..120),
+        ahead in 1usize..6,
     ) {
         let keys = keys.into_iter().map(int_key).collect();
         let inserts: Vec<Key> = inserts.into_iter().map(|n| n.map_or_else(Vec::new, int_key)).collect();
         let inserts: Vec<Key> = inserts.into_iter().filter(|k| !k.is_empty()).collect();
-        backfill_over(keys, &inserts, ceiling, &elapsed, &commits)?;
+        backfill_over(keys, &inserts, ceiling, &elapsed, &commits, ahead)?;
     }
 
     #[test]
@@ -656,9 +670,10 @@ proptest! {
         ceiling in 1u32..25,
         elapsed in prop::collection::vec(0u64..400, 1..16),
         commits in prop::collection::vec(prop::bool::weighted(0.75), 0..120),
+        ahead in 1usize..6,
     ) {
         let keys = keys.into_iter().map(pair_key).collect();
         let inserts: Vec<Key> = inserts.into_iter().map(pair_key).collect();
-        backfill_over(keys, &inserts, ceiling, &elapsed, &commits)?;
+        backfill_over(keys, &inserts, ceiling, &elapsed, &commits, ahead)?;
     }
 }

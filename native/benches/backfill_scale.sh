@@ -14,7 +14,9 @@
 #
 # Then, with WRITER=1, a concurrent writer (pgbench: single-row updates of
 # random tenants' rows through CONCURRENCY clients) runs for WRITER_SECONDS
-# alone, and again during a strata backfill: its p50 and p99 latency.
+# alone, and again during a strata backfill: its p50 and p99 latency. With
+# WRITER_RATE, that backfill runs at backfill.rowsPerSecond WRITER_RATE and
+# is stopped once the writer is done (it is not waited for).
 #
 # Each timed run gets a fresh copy of one seeded database (CREATE DATABASE …
 # TEMPLATE, not timed). Printed: per variant the median of RUNS alternating
@@ -23,8 +25,8 @@
 #
 # Usage: bash native/benches/backfill_scale.sh
 #   (TENANTS=2000 ROWS=10000 BATCH=500 RUNS=2 CONCURRENCY=4 WRITER=1
-#    WRITER_SECONDS=20; STRATA_BENCH_PG_URL=postgres://… uses a running
-#    server instead of starting tests/servers.sh's)
+#    WRITER_SECONDS=20 WRITER_RATE=0; STRATA_BENCH_PG_URL=postgres://… uses
+#    a running server instead of starting tests/servers.sh's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TENANTS=${TENANTS:-2000}
@@ -34,6 +36,7 @@ RUNS=${RUNS:-2}
 CONCURRENCY=${CONCURRENCY:-4}
 WRITER=${WRITER:-1}
 WRITER_SECONDS=${WRITER_SECONDS:-20}
+WRITER_RATE=${WRITER_RATE:-0}
 # shellcheck source=native/benches/fleet_lib.sh
 source native/benches/fleet_lib.sh
 bench_setup /tmp/strata-backfill-bench 24329
@@ -94,7 +97,7 @@ floor_run() { # -> seconds
     echo "$seconds"
 }
 
-strata_config() { # database
+strata_config() { # database [rowsPerSecond]
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
 driver: postgres
@@ -107,6 +110,7 @@ tenantConcurrency: $CONCURRENCY
 logLevel: ERROR
 backfill:
   concurrency: $CONCURRENCY
+  rowsPerSecond: ${2:-0}
 YAML
 }
 
@@ -161,9 +165,15 @@ writer() { # database label
 fresh_copy backfill_strata
 writer backfill_strata "alone"
 fresh_copy backfill_strata
-strata_config backfill_strata
+strata_config backfill_strata "$WRITER_RATE"
 "$STRATA" --config "$work/svc.yaml" apply --version touch >"$work/out.txt" 2>"$work/err" &
 strata_pid=$!
 sleep 3
-writer backfill_strata "during a backfill"
-wait "$strata_pid"
+if [ "$WRITER_RATE" = 0 ]; then
+    writer backfill_strata "during a backfill"
+    wait "$strata_pid"
+else
+    writer backfill_strata "during $WRITER_RATE rows/s"
+    kill "$strata_pid"
+    wait "$strata_pid" 2>/dev/null || true
+fi

@@ -530,10 +530,7 @@ impl Mutation {
         ctx: &Context<'_>,
         tenant_names: Option<Vec<String>>,
     ) -> Result<Vec<BackfillWaitDto>> {
-        let tenants = tenant_names.unwrap_or_default();
-        let moved =
-            service(ctx)?.move_backfills(&tenants, BackfillMove::Pause, &caller(ctx)).await.map_err(graphql_error)?;
-        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
+        move_backfills(ctx, tenant_names, BackfillMove::Pause).await
     }
 
     /// Resumes paused backfills (every tenant's when none is named), after
@@ -544,10 +541,7 @@ impl Mutation {
         ctx: &Context<'_>,
         tenant_names: Option<Vec<String>>,
     ) -> Result<Vec<BackfillWaitDto>> {
-        let tenants = tenant_names.unwrap_or_default();
-        let moved =
-            service(ctx)?.move_backfills(&tenants, BackfillMove::Resume, &caller(ctx)).await.map_err(graphql_error)?;
-        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
+        move_backfills(ctx, tenant_names, BackfillMove::Resume).await
     }
 
     /// Cancels the running or paused backfills of `tenantNames` (every
@@ -561,10 +555,7 @@ impl Mutation {
         ctx: &Context<'_>,
         tenant_names: Option<Vec<String>>,
     ) -> Result<Vec<BackfillWaitDto>> {
-        let tenants = tenant_names.unwrap_or_default();
-        let moved =
-            service(ctx)?.move_backfills(&tenants, BackfillMove::Cancel, &caller(ctx)).await.map_err(graphql_error)?;
-        Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
+        move_backfills(ctx, tenant_names, BackfillMove::Cancel).await
     }
 
     /// Lets quarantined tenants go without running anything: the next
@@ -573,4 +564,16 @@ impl Mutation {
     async fn release_quarantined(&self, ctx: &Context<'_>, tenant_names: Vec<String>) -> Result<Vec<String>> {
         service(ctx)?.release_quarantined(&tenant_names, &caller(ctx)).await.map_err(graphql_error)
     }
+}
+
+/// `pauseBackfills`, `resumeBackfills` and `cancelBackfills`: `how` for the
+/// backfills of `tenant_names` (every tenant's when none is named).
+async fn move_backfills(
+    ctx: &Context<'_>,
+    tenant_names: Option<Vec<String>>,
+    how: BackfillMove,
+) -> Result<Vec<BackfillWaitDto>> {
+    let tenants = tenant_names.unwrap_or_default();
+    let moved = service(ctx)?.move_backfills(&tenants, how, &caller(ctx)).await.map_err(graphql_error)?;
+    Ok(moved.into_iter().map(BackfillWaitDto::from).collect())
 }

@@ -916,7 +916,7 @@ impl Config {
             migration_formats: self.migration_formats.iter().map(|(d, f)| (d.as_str(), f.name())).collect(),
             out_of_order: self.out_of_order.name(),
             graphql_limits: self.graphql_limits,
-            backfill: self.backfill,
+            backfill: &self.backfill,
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
     }
@@ -999,7 +999,7 @@ struct RedactedView<'a> {
     out_of_order: &'a str,
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
-    backfill: BackfillSettings,
+    backfill: &'a BackfillSettings,
 }
 
 #[derive(Serialize)]
@@ -1032,7 +1032,7 @@ fn required(property: &'static str, value: Option<String>) -> Result<String, Con
     value.filter(|v| !v.trim().is_empty()).ok_or(ConfigError::Missing(property))
 }
 
-pub(super) fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
+fn invalid(property: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { property, reason: reason.into() }
 }
 

@@ -332,6 +332,20 @@ pub(crate) trait Engine: Send + Sync {
     async fn read_keys(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
         Err(Failure::no_backfills(Self::DRIVER))
     }
+    /// How far the server's replicas replay behind it, in milliseconds (the
+    /// largest): read on `conn` where the primary knows it (core's
+    /// `backfill::sql::replica_lag`), 0 where there is nothing to read;
+    /// `Err(why)` when it cannot be trusted (core's
+    /// `backfill::pace::replica_lag`).
+    async fn replica_lag(&self, conn: &mut Self::Conn) -> Result<Result<u64, String>, Failure> {
+        let Some(sql) = strata_core::migrate::backfill::sql::replica_lag(Self::DRIVER) else { return Ok(Ok(0)) };
+        let rows = self.read_keys(conn, sql, &[]).await?;
+        let int = |i: usize| match rows.first().and_then(|row| row.get(i)) {
+            Some(KeyValue::Int(n)) => *n,
+            _ => 0,
+        };
+        Ok(strata_core::migrate::backfill::pace::replica_lag(int(0), int(1), int(2)))
+    }
     /// Whether a unit may be sent as one text — [`Engine::BEGIN`], its
     /// time-outs ([`Engine::timeouts_text`]), its files, its rows
     /// ([`Engine::record_text`]), `commit` — run by

@@ -42,6 +42,8 @@ pub(crate) struct MysqlEngine {
     tenant_insert_sql: String,
     /// MariaDB (its statement time-out is `max_statement_time`).
     mariadb: bool,
+    /// The replicas whose lag backfills wait for (`backfill.replicas`).
+    replicas: Vec<MySqlConnectOptions>,
 }
 
 impl MysqlEngine {
@@ -71,7 +73,20 @@ impl MysqlEngine {
             );
         }
         let mariadb: i64 = sqlx::query_scalar(sql::IS_MARIADB).fetch_one(&pool).await?;
+        let replicas = config
+            .backfill
+            .replicas
+            .iter()
+            .map(|replica| {
+                let url = normalize(config.driver, replica)
+                    .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("backfill.replicas: {e}"))))?;
+                MySqlConnectOptions::from_str(&url)
+                    .map(|options| options.disable_statement_logging())
+                    .map_err(|e| DbError::Open(OpenError::BadDataSource(format!("backfill.replicas: {e}"))))
+            })
+            .collect::<Result<Vec<_>, DbError>>()?;
         Ok(MysqlEngine {
+            replicas,
             mariadb: mariadb == 1,
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
@@ -274,6 +289,28 @@ impl Engine for MysqlEngine {
         engine::bound::read::<MySql>(&mut **conn, sql, values).await
     }
 
+    /// Each replica's `Seconds_Behind_Master`, read on a connection of its
+    /// own (the primary does not know its replicas' lag); a replica that
+    /// cannot be reached, or whose replication is stopped, counts as
+    /// lagging without end (core's `backfill::pace::seconds_behind`): the
+    /// backfills wait for it.
+    async fn replica_lag(&self, _conn: &mut Self::Conn) -> Result<Result<u64, String>, Failure> {
+        let mut behind = Vec::with_capacity(self.replicas.len());
+        for options in &self.replicas {
+            let name = format!("{}:{}", options.get_host(), options.get_port());
+            let seconds = match replica_status(options).await {
+                Ok(seconds) => seconds,
+                Err(error) => {
+                    tracing::warn!(replica = %name, error = %one_line(&describe(&error)),
+                        "a replica's lag could not be read: backfills wait for it");
+                    Some(None)
+                }
+            };
+            behind.push((name, seconds));
+        }
+        Ok(strata_core::migrate::backfill::pace::seconds_behind(&behind))
+    }
+
     /// Runs the file statement by statement: the failing statement's start
     /// is the error's position, or the line the server names within it
     /// ("… at line 3", which is then dropped from the message). A statement
@@ -429,4 +466,30 @@ fn split_line_suffix(message: &mut String) -> Option<u64> {
     let line = tail.trim().parse().ok()?;
     message.truncate(head.len());
     Some(line)
+}
+
+/// A replica's seconds behind its source: `Some(None)` while its
+/// replication is stopped, `None` when it is no replica (an empty status).
+async fn replica_status(options: &MySqlConnectOptions) -> Result<Option<Option<i64>>, sqlx::Error> {
+    use sqlx::{Connection, Row};
+    use strata_core::migrate::backfill::sql::{REPLICA_STATUS, SECONDS_BEHIND};
+    let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, MySqlConnection::connect_with(options))
+        .await
+        .map_err(|_| sqlx::Error::PoolTimedOut)??;
+    // The newer name first; a server that predates it knows the older.
+    let row = match sqlx::raw_sql(REPLICA_STATUS[0]).fetch_optional(&mut conn).await {
+        Ok(row) => row,
+        Err(_) => sqlx::raw_sql(REPLICA_STATUS[1]).fetch_optional(&mut conn).await?,
+    };
+    let _ = conn.close().await;
+    let Some(row) = row else { return Ok(None) };
+    for column in SECONDS_BEHIND {
+        if let Ok(seconds) = row.try_get::<Option<u64>, _>(column) {
+            return Ok(Some(seconds.map(|s| i64::try_from(s).unwrap_or(i64::MAX))));
+        }
+        if let Ok(seconds) = row.try_get::<Option<i64>, _>(column) {
+            return Ok(Some(seconds));
+        }
+    }
+    Ok(Some(None))
 }

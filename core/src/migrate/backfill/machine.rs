@@ -8,7 +8,7 @@
 //! A ranged backfill:
 //!
 //! ```text
-//! ReadLast ──last_read──▶ FindEnd ──end_found──▶ Run ──ran──▶ FindEnd … ──▶ Done
+//! ReadLast ──last_read──▶ FindEnd ──ends_found──▶ Run ──ran──▶ (Run ──ran──▶)* FindEnd … ──▶ Done
 //!    │ (empty table)                                 (range ended at the upper key)
 //!    └──────────────────────────────────────────────────────────────────▶ Done
 //! ```
@@ -28,9 +28,14 @@
 //!   from the last committed [`Stored`]), every key present at the start
 //!   that is ≤ the upper key falls in exactly one committed range, and a
 //!   key above it in none.
+//! - Ends read together run in key order, each range starting where the one
+//!   before ended; none survives an interruption (the machine restarts from
+//!   the books), and a batch size that shrank below theirs drops them.
 //! - Keys are compared only by the engine: the machine tells a range's end
 //!   from the upper key by equality, never by an order of its own (a
 //!   collation may order text otherwise).
+
+use std::collections::VecDeque;
 
 use crate::migrate::backfill::key::Key;
 use crate::migrate::backfill::pace::Sizer;
@@ -68,10 +73,11 @@ pub enum Next {
     /// then report them with [`Machine::last_read`] and store
     /// [`Machine::stored`].
     ReadLast,
-    /// Read where the range of the next `size` keys ends
-    /// ([`crate::migrate::backfill::sql::batch_end`] from the lower bound of
-    /// [`Machine::range`] to the stored upper key), then report it with
-    /// [`Machine::end_found`].
+    /// Read where the ranges of the next `size` keys end — one, or several
+    /// at once ([`crate::migrate::backfill::sql::batch_ends`] from the lower
+    /// bound of [`Machine::range`] to the stored upper key) — then report
+    /// them with [`Machine::ends_found`] (or the one with
+    /// [`Machine::end_found`]).
     FindEnd {
         /// The keys the range should hold.
         size: u32,
@@ -103,6 +109,10 @@ pub struct Machine {
     stored: Stored,
     sizer: Sizer,
     pending: Option<Pending>,
+    /// The ends of the ranges read with the pending one, in key order, each
+    /// holding `pending.size` keys (the last may be the upper key): run in
+    /// turn unless the batch size shrinks below theirs.
+    ahead: VecDeque<Key>,
 }
 
 impl Machine {
@@ -114,7 +124,7 @@ impl Machine {
         if ranged && stored.after.is_some() && stored.after == stored.upper {
             stored.done = true;
         }
-        Machine { ranged, stored, sizer, pending: None }
+        Machine { ranged, stored, sizer, pending: None, ahead: VecDeque::new() }
     }
 
     /// What the shell does next: ranged — [`Next::ReadLast`] (no upper key
@@ -158,9 +168,27 @@ impl Machine {
     /// fewer keys remain than asked, and the range ends at the upper key).
     /// Ignored at any other time.
     pub fn end_found(&mut self, end: Option<Key>) {
+        self.ends_found(end.into_iter().collect(), 1);
+    }
+
+    /// The answer to [`Next::FindEnd`] for the next `asked` ranges at once
+    /// ([`crate::migrate::backfill::sql::batch_ends`]): their ends in key
+    /// order, each `size` keys after the one before. Fewer than `asked`:
+    /// fewer keys remain, and the range after the last ends at the upper
+    /// key. The first runs next; the others in turn after it while the
+    /// batch size stays at least theirs (a slower batch makes the machine
+    /// read the next ends again at the smaller size). Ignored at any other
+    /// time.
+    pub fn ends_found(&mut self, ends: Vec<Key>, asked: usize) {
         let Next::FindEnd { size } = self.next() else { return };
-        let Some(end) = end.or_else(|| self.stored.upper.clone()) else { return };
+        let Some(upper) = self.stored.upper.clone() else { return };
+        let mut ends: VecDeque<Key> = ends.into_iter().take(asked.max(1)).collect();
+        if ends.len() < asked.max(1) && ends.back() != Some(&upper) {
+            ends.push_back(upper);
+        }
+        let Some(end) = ends.pop_front() else { return };
         self.pending = Some(Pending { end, size });
+        self.ahead = ends;
     }
 
     /// The range to run now: its lower bound (exclusive; None: from the
@@ -188,6 +216,13 @@ impl Machine {
                 self.stored.done = self.stored.upper.as_ref() == Some(&end);
                 self.stored.after = Some(end);
                 self.sizer.observe(u64::from(size), elapsed_ms);
+                // The next range read with this one, if its size still fits.
+                match self.ahead.pop_front() {
+                    Some(end) if !self.stored.done && self.sizer.size() >= size => {
+                        self.pending = Some(Pending { end, size });
+                    }
+                    _ => self.ahead.clear(),
+                }
             }
         } else if rows == 0 {
             self.stored.done = true;

@@ -212,6 +212,23 @@ pub fn replica_lag(listed: i64, visible: i64, lag_ms: i64) -> Result<u64, String
     Ok(lag_ms.max(0) as u64)
 }
 
+/// The replicas' lag from each one's `Seconds_Behind_Master` (MySQL and
+/// MariaDB; [`crate::migrate::backfill::sql::REPLICA_STATUS`]), in
+/// milliseconds: the largest. A replica whose replication is not running
+/// (NULL) lags without end — backfills wait for it — and a server that is
+/// no replica at all (no status) is a mistake in `backfill.replicas`.
+pub fn seconds_behind(replicas: &[(String, Option<Option<i64>>)]) -> Result<u64, String> {
+    let mut largest: u64 = 0;
+    for (replica, behind) in replicas {
+        match behind {
+            None => return Err(format!("backfill.replicas: {replica} is not a replica (its replica status is empty)")),
+            Some(None) => largest = u64::MAX,
+            Some(Some(seconds)) => largest = largest.max((*seconds).max(0) as u64 * 1_000),
+        }
+    }
+    Ok(largest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +353,15 @@ mod tests {
         assert_eq!(replica_lag(1, 1, -1), Ok(0));
         let refused = replica_lag(2, 0, 0).unwrap_err();
         assert!(refused.contains("2 of 2 replica(s)") && refused.contains("pg_monitor"), "{refused}");
+    }
+
+    #[test]
+    fn the_largest_seconds_behind_is_the_lag_and_a_stopped_replica_lags_without_end() {
+        let replica = |name: &str, behind| (name.to_string(), behind);
+        assert_eq!(seconds_behind(&[replica("r1", Some(Some(2))), replica("r2", Some(Some(0)))]), Ok(2_000));
+        assert_eq!(seconds_behind(&[replica("r1", Some(Some(0))), replica("r2", Some(None))]), Ok(u64::MAX));
+        let refused = seconds_behind(&[replica("r1", Some(Some(0))), replica("db", None)]).unwrap_err();
+        assert_eq!(refused, "backfill.replicas: db is not a replica (its replica status is empty)");
+        assert_eq!(seconds_behind(&[]), Ok(0));
     }
 }

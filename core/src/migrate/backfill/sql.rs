@@ -90,22 +90,34 @@ pub fn count_up_to(t: &Target<'_>) -> Rendered {
     Rendered { sql, binds: binds.slots }
 }
 
-/// The key `size` rows after the lower key (or from the start when
-/// `from_start`), not past the upper key: `select k.. from T where [(k) >
-/// (lower) and] (k) <= (upper) order by k1, k2 limit 1 offset {size-1}`
-/// (`size` is a number written in, not a value; PostgreSQL selects each
-/// column `::text`). No row: the range ends at the upper key.
-pub fn batch_end(t: &Target<'_>, from_start: bool, size: u32) -> Rendered {
+/// The ends of the next `count` ranges of `size` keys after the lower key
+/// (or from the start when `from_start`), not past the upper key, in key
+/// order, in one read: every `size`-th key of the next `size × count` —
+/// `select k.. from (select k.., row_number() over (order by k1, k2) as
+/// strata_n from T where [(k) > (lower) and] (k) <= (upper) order by k1, k2
+/// limit {size × count}) as strata_ahead where strata_n % {size} = 0 order by
+/// strata_n` (numbers written in, not values; PostgreSQL selects each column
+/// `::text`). Fewer rows than `count`: the range after the last ends at the
+/// upper key ([`crate::migrate::backfill::Machine::ends_found`]).
+pub fn batch_ends(t: &Target<'_>, from_start: bool, size: u32, count: u32) -> Rendered {
     let mut binds = Binds::new(t);
+    let (size, count) = (u64::from(size.max(1)), u64::from(count.max(1)));
+    let key = t.key.join(", ");
+    // PostgreSQL's text columns in the query that orders them (a wrapper
+    // would not keep its subquery's order).
+    let selected: Vec<String> = match t.driver {
+        Driver::Postgres => t.key.iter().map(|k| format!("{k}::text")).collect(),
+        _ => t.key.to_vec(),
+    };
     let sql = format!(
-        "select {} from {} where {} order by {} limit 1 offset {}",
-        t.key.join(", "),
+        "select {} from (select {key}, row_number() over (order by {key}) as strata_n from {} where {} \
+         order by {key} limit {}) as strata_ahead where strata_n % {size} = 0 order by strata_n",
+        selected.join(", "),
         t.table,
         binds.range(from_start, false),
-        t.key.join(", "),
-        size.saturating_sub(1)
+        size * count,
     );
-    Rendered { sql: as_text(t, "strata_end", sql), binds: binds.slots }
+    Rendered { sql, binds: binds.slots }
 }
 
 /// The statement of `statement` with every `{range}` replaced by the
@@ -213,6 +225,15 @@ impl<'t, 'a> Binds<'t, 'a> {
         if grouped { format!("({condition})") } else { condition }
     }
 }
+
+/// A MySQL or MariaDB replica's status, newest name first (MySQL 8.0.22
+/// and MariaDB 10.5.1 renamed `SHOW SLAVE STATUS`), and the column of its
+/// lag under each name it has had.
+pub const REPLICA_STATUS: [&str; 2] = ["show replica status", "show slave status"];
+
+/// The columns of [`REPLICA_STATUS`] that hold the seconds a replica is
+/// behind its source.
+pub const SECONDS_BEHIND: [&str; 2] = ["Seconds_Behind_Master", "Seconds_Behind_Source"];
 
 /// The read of how far the server's replicas replay behind it, where the
 /// engine tells (None elsewhere): one row of the replicas listed, those

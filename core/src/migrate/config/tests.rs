@@ -550,7 +550,13 @@ fn backfills_default_to_no_rate_limit_four_at_once_and_100_ms_batches() {
     let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
     assert_eq!(
         config.backfill,
-        BackfillSettings { rows_per_second: 0, concurrency: 4, batch_millis: 100, max_replica_lag_seconds: 0 }
+        BackfillSettings {
+            rows_per_second: 0,
+            concurrency: 4,
+            batch_millis: 100,
+            max_replica_lag_seconds: 0,
+            replicas: Vec::new()
+        }
     );
     assert_eq!(config.backfill, BackfillSettings::default());
     assert!(
@@ -571,7 +577,13 @@ fn backfill_settings_are_read_and_shown() {
     .unwrap();
     assert_eq!(
         set.backfill,
-        BackfillSettings { rows_per_second: 5_000, concurrency: 2, batch_millis: 250, max_replica_lag_seconds: 0 }
+        BackfillSettings {
+            rows_per_second: 5_000,
+            concurrency: 2,
+            batch_millis: 250,
+            max_replica_lag_seconds: 0,
+            replicas: Vec::new()
+        }
     );
     let shown = set.render_redacted();
     assert!(shown.contains("backfill:\n  rowsPerSecond: 5000\n  concurrency: 2\n  batchMillis: 250\n"), "{shown}");
@@ -599,10 +611,11 @@ fn bad_backfill_settings_are_refused_naming_the_property() {
     let err = with("backfill:\n  rowsPerSec: 10\n").unwrap_err();
     let ConfigError::UnknownProperty { name, suggestion, expected, .. } = &err else { panic!("{err:?}") };
     assert_eq!((name.as_str(), suggestion.as_deref()), ("rowsPerSec", Some("rowsPerSecond")));
-    assert_eq!(expected, &["rowsPerSecond", "concurrency", "batchMillis", "maxReplicaLagSeconds"]);
+    assert_eq!(expected, &["rowsPerSecond", "concurrency", "batchMillis", "maxReplicaLagSeconds", "replicas"]);
     let err = with("backfill:\n  parallel: 2\n").unwrap_err();
     assert!(
-        err.to_string().ends_with("; expected one of rowsPerSecond, concurrency, batchMillis, maxReplicaLagSeconds"),
+        err.to_string()
+            .ends_with("; expected one of rowsPerSecond, concurrency, batchMillis, maxReplicaLagSeconds, replicas"),
         "{err}"
     );
 }
@@ -620,5 +633,31 @@ fn a_replica_lag_limit_is_read_where_the_engine_tells_the_lag_and_refused_elsewh
     assert_eq!(with("backfill:\n  maxReplicaLagSeconds: 0\n").unwrap().backfill, BackfillSettings::default());
     let refused = with("backfill:\n  maxReplicaLagSeconds: 5\n").unwrap_err().to_string();
     assert!(refused.starts_with("property backfill.maxReplicaLagSeconds: 5 needs the replicas' lag"), "{refused}");
-    assert!(refused.contains("PostgreSQL only") && refused.contains("sqlite"), "{refused}");
+    assert!(refused.contains("not supported yet") && refused.contains("sqlite"), "{refused}");
+}
+
+#[test]
+fn mysql_reads_the_lag_of_the_replicas_listed_and_shows_them_without_their_passwords() {
+    let mysql = "baseLocation: /m\ndriver: mysql\ndataSource: mysql://u:p@h:3306/d\nsingleMigrations: [ref]\n";
+    let parse = |section: &str| Config::parse(&format!("{mysql}backfill:\n{section}"), &env(&[("PASS", "s3cret")]));
+    let set = parse("  maxReplicaLagSeconds: 3\n  replicas: [\"mysql://u:${PASS}@r1:3306/d\", \"mysql://u@r2/d\"]\n")
+        .unwrap();
+    assert_eq!(set.backfill.replicas, ["mysql://u:s3cret@r1:3306/d", "mysql://u@r2/d"]);
+    let shown = set.render_redacted();
+    assert!(shown.contains("  replicas:\n") && !shown.contains("s3cret") && shown.contains("r1:3306"), "{shown}");
+    for (section, message) in [
+        ("  maxReplicaLagSeconds: 3\n", "property backfill.maxReplicaLagSeconds: 3 needs backfill.replicas on MySQL"),
+        (
+            "  replicas: [\"mysql://u@r1/d\"]\n",
+            "property backfill.replicas: are read only with backfill.maxReplicaLagSeconds",
+        ),
+        ("  maxReplicaLagSeconds: 3\n  replicas: [\"postgres://u@r1/d\"]\n", "property backfill.replicas: "),
+    ] {
+        let refused = parse(section).unwrap_err().to_string();
+        assert!(refused.starts_with(message), "{section}: {refused}");
+    }
+    let postgres = "baseLocation: /m\ndriver: postgres\ndataSource: postgres://u@h/d\nsingleMigrations: [ref]\n";
+    let section = "backfill:\n  maxReplicaLagSeconds: 3\n  replicas: [\"postgres://u@r1/d\"]\n";
+    let refused = Config::parse(&format!("{postgres}{section}"), &BTreeMap::new()).unwrap_err().to_string();
+    assert!(refused.contains("reads its replicas' lag on the primary (pg_stat_replication)"), "{refused}");
 }

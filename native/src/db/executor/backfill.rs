@@ -82,7 +82,12 @@ impl<E: Engine> Run<'_, E> {
         let Some(job) = found else {
             return Err(DbError::UnexpectedAnswer(format!("the backfill of {} vanished", migration.file)).into());
         };
-        let backfiller = Backfiller { engine: self.engine, settings: self.settings, holder: self.request.request_id };
+        let backfiller = Backfiller {
+            engine: self.engine,
+            settings: self.settings,
+            holder: self.request.request_id,
+            quarantines: false,
+        };
         // Batches may have committed before a failure (now or in an earlier run).
         let held = |message: String| UnitError::Migration {
             step,

@@ -62,7 +62,7 @@ impl BackfillPace {
     /// `max_concurrency` at once (the engine's bound: 1 for SQLite); a
     /// runner's claim goes stale after twice `lease_seconds` without a
     /// heartbeat (`lockLeaseSeconds`, as a rollout wave's claim).
-    pub(crate) fn new(settings: BackfillSettings, max_concurrency: usize, lease_seconds: u64) -> Self {
+    pub(crate) fn new(settings: &BackfillSettings, max_concurrency: usize, lease_seconds: u64) -> Self {
         let concurrency = (settings.concurrency as usize).clamp(1, max_concurrency.max(1));
         BackfillPace {
             batch_millis: settings.batch_millis,
@@ -136,7 +136,7 @@ impl Settings {
             out_of_order: config.out_of_order,
             citus_reference_tables: config.citus_reference_tables.clone(),
             audit_key: config.auth.audit_key.clone(),
-            backfill: BackfillPace::new(config.backfill, max_concurrency, config.lock_lease_seconds),
+            backfill: BackfillPace::new(&config.backfill, max_concurrency, config.lock_lease_seconds),
         }
     }
 }

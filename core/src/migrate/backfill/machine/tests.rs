@@ -142,3 +142,32 @@ fn composite_keys_are_compared_for_equality_only() {
     assert_eq!(machine.range(), (Some(&key(2, "B")), Some(&key(2, "a"))));
     assert!(machine.ran(2, 100).done);
 }
+
+#[test]
+fn ends_read_at_once_run_in_turn_until_a_slow_batch_shrinks_the_size() {
+    let mut machine = Machine::new(true, None, Sizer::new(100, 100));
+    machine.last_read(Some(k(1_000)), 1_000);
+    assert_eq!(machine.next(), Next::FindEnd { size: 100 });
+    machine.ends_found(vec![k(100), k(200), k(300)], 3);
+    assert_eq!(machine.range(), (None, Some(&k(100))));
+    machine.ran(100, 100);
+    // The next range without a read: it was read with the first.
+    assert_eq!((machine.next(), machine.range()), (Next::Run { size: 100 }, (Some(&k(100)), Some(&k(200)))));
+    // A batch twice as slow as wanted: the size halves, the ends read at
+    // 100 keys are dropped and read again at 50.
+    machine.ran(100, 200);
+    assert_eq!(machine.next(), Next::FindEnd { size: 50 });
+    assert_eq!(machine.range(), (Some(&k(200)), None));
+    // Fewer ends than asked: the range after the last ends at the upper key.
+    machine.ends_found(vec![k(250)], 4);
+    machine.ran(50, 100);
+    assert_eq!((machine.next(), machine.range()), (Next::Run { size: 50 }, (Some(&k(250)), Some(&k(1_000)))));
+    assert!(machine.ran(30, 100).done);
+    assert_eq!(machine.next(), Next::Done);
+    // No end at all: one range to the upper key; an end at the upper key is not run twice.
+    let mut machine = Machine::new(true, None, Sizer::new(10, 100));
+    machine.last_read(Some(k(5)), 5);
+    machine.ends_found(vec![k(5)], 3);
+    assert!(machine.ran(5, 1).done);
+    assert_eq!(machine.next(), Next::Done);
+}

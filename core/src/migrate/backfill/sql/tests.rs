@@ -27,18 +27,20 @@ fn postgres_one_column_key() {
         rendered("select count(*) from tenant_1.orders where (id) <= ($1::bigint)", &[Upper(0)])
     );
     assert_eq!(
-        batch_end(&t, true, 500),
+        batch_ends(&t, true, 500, 1),
         rendered(
-            "select id::text from (select id from tenant_1.orders where (id) <= ($1::bigint) order by id \
-             limit 1 offset 499) as strata_end",
+            "select id::text from (select id, row_number() over (order by id) as strata_n from tenant_1.orders \
+             where (id) <= ($1::bigint) order by id limit 500) as strata_ahead where strata_n % 500 = 0 \
+             order by strata_n",
             &[Upper(0)]
         )
     );
     assert_eq!(
-        batch_end(&t, false, 1),
+        batch_ends(&t, false, 1, 8),
         rendered(
-            "select id::text from (select id from tenant_1.orders where (id) > ($1::bigint) and (id) <= \
-             ($2::bigint) order by id limit 1 offset 0) as strata_end",
+            "select id::text from (select id, row_number() over (order by id) as strata_n from tenant_1.orders \
+             where (id) > ($1::bigint) and (id) <= ($2::bigint) order by id limit 8) as strata_ahead \
+             where strata_n % 1 = 0 order by strata_n",
             &[Lower(0), Upper(0)]
         )
     );
@@ -80,10 +82,11 @@ fn postgres_composite_key_and_two_ranges() {
         )
     );
     assert_eq!(
-        batch_end(&t, false, 1000).sql,
-        "select tenant_id::text, \"Id\"::text from (select tenant_id, \"Id\" from s.\"Orders\" where \
-         (tenant_id, \"Id\") > ($1::integer, $2::uuid) and (tenant_id, \"Id\") <= ($3::integer, $4::uuid) \
-         order by tenant_id, \"Id\" limit 1 offset 999) as strata_end"
+        batch_ends(&t, false, 1000, 2).sql,
+        "select tenant_id::text, \"Id\"::text from (select tenant_id, \"Id\", row_number() over (order by \
+         tenant_id, \"Id\") as strata_n from s.\"Orders\" where (tenant_id, \"Id\") > ($1::integer, $2::uuid) \
+         and (tenant_id, \"Id\") <= ($3::integer, $4::uuid) order by tenant_id, \"Id\" limit 2000) as \
+         strata_ahead where strata_n % 1000 = 0 order by strata_n"
     );
     // Each `{range}` gets fresh placeholders; the values are bound again.
     let two = batch(&t, "delete from s.x where {range} and not exists (select 1 from s.y where {range})", false);
@@ -112,15 +115,13 @@ fn mysql_and_sqlite_bind_question_marks_and_read_keys_as_they_are() {
         assert_eq!(last_key(&t), "select id from tenant_1.orders order by id desc limit 1");
         assert_eq!(count_up_to(&t), rendered("select count(*) from tenant_1.orders where (id) <= (?)", &[Upper(0)]));
         assert_eq!(
-            batch_end(&t, false, 1000),
+            batch_ends(&t, false, 1000, 8),
             rendered(
-                "select id from tenant_1.orders where (id) > (?) and (id) <= (?) order by id limit 1 offset 999",
+                "select id from (select id, row_number() over (order by id) as strata_n from tenant_1.orders \
+                 where (id) > (?) and (id) <= (?) order by id limit 8000) as strata_ahead \
+                 where strata_n % 1000 = 0 order by strata_n",
                 &[Lower(0), Upper(0)]
             )
-        );
-        assert_eq!(
-            batch_end(&t, true, 0),
-            rendered("select id from tenant_1.orders where (id) <= (?) order by id limit 1 offset 0", &[Upper(0)])
         );
         assert_eq!(
             batch(&t, FILE, false),
@@ -178,4 +179,30 @@ fn placeholders_in_strings_and_comments_stay_text() {
         batch(&t, "/* {range} */ update t set note = '{range}' where {range} -- {range}", true),
         rendered("update t set note = '{range}' where (id) <= ($1)", &[Upper(0)])
     );
+}
+
+#[test]
+fn several_range_ends_are_read_at_once_in_key_order() {
+    let (key, casts) = (names(&["a", "b"]), names(&["integer", "text"]));
+    let t = Target { driver: Driver::Postgres, table: "t1.o", key: &key, casts: &casts };
+    assert_eq!(
+        batch_ends(&t, false, 100, 4),
+        rendered(
+            "select a::text, b::text from (select a, b, row_number() over (order by a, b) as strata_n from t1.o \
+             where (a, b) > ($1::integer, $2::text) and (a, b) <= ($3::integer, $4::text) order by a, b limit 400) \
+             as strata_ahead where strata_n % 100 = 0 order by strata_n",
+            &[Lower(0), Lower(1), Upper(0), Upper(1)]
+        )
+    );
+    let key = names(&["id"]);
+    let t = Target { driver: Driver::Mysql, table: "t1.o", key: &key, casts: &[] };
+    assert_eq!(
+        batch_ends(&t, true, 25, 8),
+        rendered(
+            "select id from (select id, row_number() over (order by id) as strata_n from t1.o where (id) <= (?) \
+             order by id limit 200) as strata_ahead where strata_n % 25 = 0 order by strata_n",
+            &[Upper(0)]
+        )
+    );
+    assert!(batch_ends(&t, true, 0, 0).sql.contains("limit 1) as strata_ahead where strata_n % 1 = 0"));
 }

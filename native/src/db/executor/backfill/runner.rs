@@ -40,6 +40,10 @@ use crate::db::executor::settings::Settings;
 use crate::db::executor::unit::jittered_wait_ms;
 use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow};
 
+/// The ranges whose ends one read finds (core's `backfill::sql::batch_ends`):
+/// a batch then takes four round trips, not five, seven times in eight.
+const ENDS_AT_ONCE: u32 = 8;
+
 /// How a backfill's run ended.
 #[derive(Debug)]
 pub(crate) enum Ended {
@@ -83,6 +87,10 @@ pub(crate) struct Backfiller<'a, E: Engine> {
     pub(crate) settings: &'a Settings,
     /// Who runs them: unique per process and run.
     pub(crate) holder: &'a str,
+    /// A runner's (not a version's): a failure quarantines a tenant before
+    /// its backfill reads as failed, so no reader sees one without the
+    /// other (a version's failures are its executor's to absorb).
+    pub(crate) quarantines: bool,
 }
 
 /// The values of `binds`, in order: the range's `lower` and `upper` keys'
@@ -146,7 +154,7 @@ impl<E: Engine> Backfiller<'_, E> {
     pub(crate) async fn drive(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
         let mut drive = match self.prepare(job) {
             Ok(drive) => drive,
-            Err(message) => return self.failed(conn, job.row.clone(), Failure::statement(message)).await,
+            Err(message) => return self.failed(conn, job, job.row.clone(), Failure::statement(message)).await,
         };
         let drive = &mut drive;
         let _slot = self.settings.backfill.slot().await;
@@ -155,7 +163,7 @@ impl<E: Engine> Backfiller<'_, E> {
         }
         match self.batches(conn, drive).await {
             Ok(ended) => Ok(ended),
-            Err(Stop::Failed(failure)) => self.failed(conn, drive.row.clone(), failure).await,
+            Err(Stop::Failed(failure)) => self.failed(conn, job, drive.row.clone(), failure).await,
             Err(Stop::Books(error)) => Err(error),
         }
     }
@@ -235,11 +243,11 @@ impl<E: Engine> Backfiller<'_, E> {
                 }
                 Next::FindEnd { size } => {
                     let (lower, _) = drive.machine.range();
-                    let query = backfill::sql::batch_end(&target, lower.is_none(), size);
+                    let query = backfill::sql::batch_ends(&target, lower.is_none(), size, ENDS_AT_ONCE);
                     let upper = drive.machine.stored().upper.as_ref();
                     let bound = values(&query.binds, lower, upper, size).ok_or_else(lost)?;
-                    let end = self.engine.read_keys(conn, &query.sql, &bound).await?.into_iter().next();
-                    drive.machine.end_found(end);
+                    let ends = self.engine.read_keys(conn, &query.sql, &bound).await?;
+                    drive.machine.ends_found(ends, ENDS_AT_ONCE as usize);
                 }
                 Next::Run { size } => {
                     let (lower, end) = drive.machine.range();
@@ -270,15 +278,14 @@ impl<E: Engine> Backfiller<'_, E> {
 
     /// Waits while a replica of the server lags more than
     /// `backfill.maxReplicaLagSeconds` behind it (core's `LagWatch`: read
-    /// on `conn` at most once a second for every backfill on the server),
+    /// at most once a second for every backfill on the server, by
+    /// [`Engine::replica_lag`]),
     /// keeping the claim fresh meanwhile; whether this runner still holds
     /// the backfill. A lag the role may not read fails the backfill: it
     /// never runs unwatched.
     async fn wait_for_replicas(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<bool, Stop> {
         let pace = &self.settings.backfill;
-        let (Some(watch), Some(sql)) = (pace.lag_watch(), backfill::sql::replica_lag(E::DRIVER)) else {
-            return Ok(true);
-        };
+        let Some(watch) = pace.lag_watch() else { return Ok(true) };
         let mut counted = false;
         loop {
             let mut watch = watch.lock().await;
@@ -286,12 +293,7 @@ impl<E: Engine> Backfiller<'_, E> {
             match watch.step(now) {
                 LagStep::Go => return Ok(true),
                 LagStep::Measure => {
-                    let rows = self.engine.read_keys(conn, sql, &[]).await?;
-                    let int = |i: usize| match rows.first().and_then(|row| row.get(i)) {
-                        Some(KeyValue::Int(n)) => *n,
-                        _ => 0,
-                    };
-                    let lag = backfill::pace::replica_lag(int(0), int(1), int(2)).map_err(Failure::statement)?;
+                    let lag = self.engine.replica_lag(conn).await?.map_err(Failure::statement)?;
                     watch.measured(lag, now);
                     if watch.lagging() && !counted {
                         tracing::info!(schema = %drive.row.schema, lag_ms = lag,
@@ -395,9 +397,30 @@ impl<E: Engine> Backfiller<'_, E> {
 
     /// Marks `row`'s backfill failed with `failure` (outside any
     /// transaction): the batches before stay, and so does the checkpoint.
-    async fn failed(&self, conn: &mut E::Conn, mut row: BackfillRow, failure: Failure) -> Result<Ended, DbError> {
+    async fn failed(
+        &self,
+        conn: &mut E::Conn,
+        job: &BackfillJob,
+        mut row: BackfillRow,
+        failure: Failure,
+    ) -> Result<Ended, DbError> {
         row.last_error = Some(failure.message.clone());
         row.updated = now();
+        if self.quarantines && job.migration.migration_type.is_tenant() {
+            let quarantine = QuarantineRow {
+                version_id: Some(job.version_id),
+                file: job.migration.file.clone(),
+                ..QuarantineRow::put_aside(
+                    row.schema.clone(),
+                    failure.cause.name(),
+                    failure.message.clone(),
+                    self.holder,
+                    &row.updated,
+                )
+            };
+            self.engine.books().quarantine(conn, &quarantine).await?;
+            crate::telemetry::tenant_quarantined();
+        }
         self.engine.books().fail_backfill(conn, &row, self.holder).await?;
         tracing::warn!(schema = %row.schema, file = %row.file, error = %failure.message,
             "a backfill failed; its batches before stay, and a retry of its tenant resumes after them");
@@ -433,7 +456,7 @@ pub(crate) async fn run_running<E: Engine>(
     settings: &Settings,
     holder: &str,
 ) -> Result<Vec<Outcome>, DbError> {
-    let backfiller = Backfiller { engine, settings, holder };
+    let backfiller = Backfiller { engine, settings, holder, quarantines: true };
     let mut outcomes: Vec<Outcome> = Vec::new();
     loop {
         let mut conn = engine.connect().await?;
@@ -474,28 +497,6 @@ impl<E: Engine> Backfiller<'_, E> {
         self.engine.leave(&mut conn, &schema).await;
         let ended = ended?;
         tracing::debug!(schema = %schema, file = %job.migration.file, ?ended, "backfill pass ended");
-        if let Ended::Failed(failure) = &ended
-            && job.migration.migration_type.is_tenant()
-        {
-            let created = now();
-            let row = QuarantineRow {
-                version_id: Some(job.version_id),
-                file: job.migration.file.clone(),
-                ..QuarantineRow::put_aside(
-                    schema.clone(),
-                    failure.cause.name(),
-                    failure.message.clone(),
-                    self.holder,
-                    &created,
-                )
-            };
-            match self.engine.books().quarantine(&mut conn, &row).await {
-                Ok(()) => crate::telemetry::tenant_quarantined(),
-                Err(error) => {
-                    tracing::warn!(tenant = %schema, %error, "a tenant whose backfill failed could not be quarantined")
-                }
-            }
-        }
         self.engine.release(&mut conn, false).await;
         Ok(Some(Outcome { schema, file: job.migration.file.clone(), ended }))
     }
