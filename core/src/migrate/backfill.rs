@@ -58,8 +58,8 @@ pub fn runs_in_version(tenant: bool, new_tenant: bool) -> bool {
 }
 
 pub use key::{Key, KeyValue, decode_key, encode_key};
-pub use machine::{Machine, Next, Stored};
-pub use pace::{Estimate, LagStep, LagWatch, RowBudget, Sizer, estimate};
+pub use machine::{Estimate, Machine, Next, Stored, estimate};
+pub use pace::{LagStep, LagWatch, RowBudget, Sizer};
 pub use sql::{Rendered, Slot, Target};
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub(crate) mod backfill;
 mod fingerprints;
 mod progress;
 pub(crate) mod reading;
+mod retry_wait;
 pub(crate) mod settings;
 mod unit;
 

@@ -245,5 +245,37 @@ impl Machine {
     }
 }
 
+/// How fast a backfill went while a runner ran it, and how long it has
+/// left at that rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// Rows its batches changed per second of running (None before a batch
+    /// changed a row).
+    pub rows_per_second: Option<f64>,
+    /// Seconds left at that rate, rounded up: 0 once done; None without a
+    /// rate or, for a backfill repeated until it changes nothing, an
+    /// estimate of its rows.
+    pub seconds_left: Option<u64>,
+}
+
+/// The [`Estimate`] of a backfill from what the books hold of it: its
+/// rows over its running time (paused time is not counted, so a resumed
+/// backfill's rate is its own, not diluted by the pause).
+pub fn estimate(stored: &Stored) -> Estimate {
+    let rows_per_second = match (stored.rows_done, stored.running_ms) {
+        (0, _) | (_, 0) => None,
+        (rows, ms) => Some(rows as f64 * 1000.0 / ms as f64),
+    };
+    let seconds_left = match (stored.done, rows_per_second, stored.rows_estimated) {
+        (true, ..) => Some(0),
+        (false, Some(rate), estimated) if estimated > 0 => {
+            let left = estimated.saturating_sub(stored.rows_done) as f64;
+            Some((left / rate).ceil() as u64)
+        }
+        _ => None,
+    };
+    Estimate { rows_per_second, seconds_left }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,8 @@
 //! How fast a backfill goes: the size of its next batch, adapted to the
 //! time a batch should take ([`Sizer`]), and the rows per second a whole
-//! database server allows every backfill on it together ([`RowBudget`]);
-//! and how fast one went and how long it has left ([`estimate`]). Time
-//! enters as milliseconds the shell measures.
-
-use crate::migrate::backfill::machine::Stored;
+//! database server allows every backfill on it together ([`RowBudget`]),
+//! and when its replicas let a batch start ([`LagWatch`]). Time enters as
+//! milliseconds the shell measures.
 
 /// The batch size, adapted so a batch takes about `target_ms`: never above
 /// the directive's `batch` (the ceiling), never below 1. It starts at the
@@ -106,38 +104,6 @@ impl RowBudget {
         let brought = i128::from(elapsed) * i128::from(self.rows_per_second);
         self.level = (self.level + brought).min(Self::capacity(self.rows_per_second));
     }
-}
-
-/// How fast a backfill went while a runner ran it, and how long it has
-/// left at that rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    /// Rows its batches changed per second of running (None before a batch
-    /// changed a row).
-    pub rows_per_second: Option<f64>,
-    /// Seconds left at that rate, rounded up: 0 once done; None without a
-    /// rate or, for a backfill repeated until it changes nothing, an
-    /// estimate of its rows.
-    pub seconds_left: Option<u64>,
-}
-
-/// The [`Estimate`] of a backfill from what the books hold of it: its
-/// rows over its running time (paused time is not counted, so a resumed
-/// backfill's rate is its own, not diluted by the pause).
-pub fn estimate(stored: &Stored) -> Estimate {
-    let rows_per_second = match (stored.rows_done, stored.running_ms) {
-        (0, _) | (_, 0) => None,
-        (rows, ms) => Some(rows as f64 * 1000.0 / ms as f64),
-    };
-    let seconds_left = match (stored.done, rows_per_second, stored.rows_estimated) {
-        (true, ..) => Some(0),
-        (false, Some(rate), estimated) if estimated > 0 => {
-            let left = estimated.saturating_sub(stored.rows_done) as f64;
-            Some((left / rate).ceil() as u64)
-        }
-        _ => None,
-    };
-    Estimate { rows_per_second, seconds_left }
 }
 
 /// How often a server's replicas' lag is read while backfills run on it.
@@ -310,22 +276,6 @@ mod tests {
         assert_eq!(budget.take(u64::MAX, 0), 0);
         budget.refund(5);
         assert_eq!(budget.take(1, 0), 0);
-    }
-
-    #[test]
-    fn the_estimate_is_the_rows_over_the_running_time_and_what_is_left_at_that_rate() {
-        let none = estimate(&Stored::default());
-        assert_eq!(none, Estimate { rows_per_second: None, seconds_left: None });
-        let running = Stored { rows_done: 300, rows_estimated: 1000, running_ms: 1500, ..Stored::default() };
-        assert_eq!(estimate(&running), Estimate { rows_per_second: Some(200.0), seconds_left: Some(4) });
-        let nearly = Stored { rows_done: 999, rows_estimated: 1000, running_ms: 999_000, ..Stored::default() };
-        assert_eq!(estimate(&nearly).seconds_left, Some(1), "rounded up");
-        let repeated = Stored { rows_done: 50, running_ms: 500, ..Stored::default() };
-        assert_eq!(estimate(&repeated), Estimate { rows_per_second: Some(100.0), seconds_left: None });
-        let done = Stored { rows_done: 40, rows_estimated: 40, running_ms: 0, done: true, ..Stored::default() };
-        assert_eq!(estimate(&done), Estimate { rows_per_second: None, seconds_left: Some(0) });
-        let past = Stored { rows_done: 1200, rows_estimated: 1000, running_ms: 1000, ..Stored::default() };
-        assert_eq!(estimate(&past).seconds_left, Some(0), "more rows than estimated: none left");
     }
 
     #[test]

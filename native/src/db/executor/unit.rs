@@ -16,14 +16,8 @@ use crate::db::error::{Cause, DbError};
 use crate::db::error::{LockError, ServerError};
 use crate::db::executor::backfill::StepEnd;
 use crate::db::executor::progress::Progress;
+use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
-
-/// How long to wait before retry `retry` (from 1) after a lock time-out:
-/// core's `lock_wait` growth, with the jitter drawn here.
-pub(super) fn jittered_wait_ms(retry: u32) -> u64 {
-    let jitter = (uuid::Uuid::new_v4().as_u128() >> 64) as f64 / u64::MAX as f64;
-    lock_wait::wait_before_retry_ms(retry, jitter)
-}
 
 impl<E: Engine> Run<'_, E> {
     /// Runs a step's file. Inside the unit's transaction: whole, with the

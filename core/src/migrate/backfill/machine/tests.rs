@@ -171,3 +171,19 @@ fn ends_read_at_once_run_in_turn_until_a_slow_batch_shrinks_the_size() {
     assert!(machine.ran(5, 1).done);
     assert_eq!(machine.next(), Next::Done);
 }
+
+#[test]
+fn the_estimate_is_the_rows_over_the_running_time_and_what_is_left_at_that_rate() {
+    let none = estimate(&Stored::default());
+    assert_eq!(none, Estimate { rows_per_second: None, seconds_left: None });
+    let running = Stored { rows_done: 300, rows_estimated: 1000, running_ms: 1500, ..Stored::default() };
+    assert_eq!(estimate(&running), Estimate { rows_per_second: Some(200.0), seconds_left: Some(4) });
+    let nearly = Stored { rows_done: 999, rows_estimated: 1000, running_ms: 999_000, ..Stored::default() };
+    assert_eq!(estimate(&nearly).seconds_left, Some(1), "rounded up");
+    let repeated = Stored { rows_done: 50, running_ms: 500, ..Stored::default() };
+    assert_eq!(estimate(&repeated), Estimate { rows_per_second: Some(100.0), seconds_left: None });
+    let done = Stored { rows_done: 40, rows_estimated: 40, running_ms: 0, done: true, ..Stored::default() };
+    assert_eq!(estimate(&done), Estimate { rows_per_second: None, seconds_left: Some(0) });
+    let past = Stored { rows_done: 1200, rows_estimated: 1000, running_ms: 1000, ..Stored::default() };
+    assert_eq!(estimate(&past).seconds_left, Some(0), "more rows than estimated: none left");
+}

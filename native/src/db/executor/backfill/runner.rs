@@ -36,8 +36,8 @@ use strata_core::migrate::statements;
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Entries, Failure, Record, Transaction};
 use crate::db::error::{Cause, DbError};
+use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::settings::Settings;
-use crate::db::executor::unit::jittered_wait_ms;
 use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow};
 
 /// The ranges whose ends one read finds (core's `backfill::sql::batch_ends`):
