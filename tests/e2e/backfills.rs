@@ -574,6 +574,24 @@ async fn a_backfill_of_a_table_that_does_not_exist_fails_and_records_nothing() {
     assert!(!recorded(&server).await.keys().any(|(file, _)| file == "tenants/001_touch.sql"));
 }
 
+/// Two tenants' backfills of 150 rows each at 50 rows a second on a server
+/// one of whose replicas applies changes 2 s late (`maxReplicaLagSeconds:
+/// 1`): they wait for it at least once (the lag pauses counted) and all end
+/// done.
+async fn backfill_behind_a_replica(server: &Server) {
+    tenants(server, 2).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
+    // 300 rows at 50 a second: the replica falls 2 s behind while they run.
+    let books = settled(server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 150), "{books:?}");
+    assert!(server.metric("svc_http_backfill_lag_pauses").await > 0.0, "{}", server.log());
+}
+
 /// A PostgreSQL primary of its own and a streaming standby that replays
 /// `delay` behind it (`recovery_min_apply_delay`), stopped when dropped.
 struct DelayedStandby {
@@ -632,18 +650,7 @@ async fn backfills_wait_while_a_replica_replays_too_far_behind() {
         .replace(&format!("dataSource: {}", ws.pg_url_public()), &format!("dataSource: {}", pair.primary_url));
     assert!(yaml.contains(&pair.primary_url));
     let server = Server::start_in(ws, &yaml, "").await;
-    tenants(&server, 2).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
-    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
-    let started = version_waiting(&server, "touch").await;
-    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
-
-    // 300 rows at 50 a second: the replica falls 2 s behind while they run.
-    let books = settled(&server).await;
-    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 150), "{books:?}");
-    assert!(server.metric("svc_http_backfill_lag_pauses").await > 0.0, "{}", server.log());
+    backfill_behind_a_replica(&server).await;
     assert!(server.log().contains("a replica lags more than backfill.maxReplicaLagSeconds"), "{}", server.log());
     let mut primary = admin(&pair.primary_url).await;
     for tenant in ["t00", "t01"] {
@@ -859,21 +866,22 @@ impl Drop for DelayedReplica {
 }
 
 /// MySQL and MariaDB: the primary does not know its replicas' lag, so
-/// `backfill.replicas` lists them; backfills stop taking batches while one
-/// applies events further behind than `maxReplicaLagSeconds` (this one 2 s
-/// late) and go on once it has caught up: every row still changed once.
+/// `backfill.replicas` lists them. A replica whose replication is stopped
+/// (`STOP SLAVE SQL_THREAD`: `Seconds_Behind_Master` is NULL) lags without
+/// end: no batch starts; once it applies again and has caught up, the
+/// backfills go on and every row is changed once. (How far a delayed
+/// replica reports itself behind is read the same way; core's
+/// `seconds_behind` turns the numbers into the wait.)
 #[tokio::test]
-async fn backfills_wait_while_a_listed_mysql_replica_is_too_far_behind() {
+async fn backfills_wait_while_a_listed_mysql_replica_does_not_apply() {
     use sqlx::Connection;
     if backend() != Backend::Mysql {
         return;
     }
-    let pair = DelayedReplica::start(2).await;
+    let pair = DelayedReplica::start(0).await;
     let ws = Workspace::new("fleet");
-    let extra = format!(
-        "tenantConcurrency: 2\nbackfill:\n  rowsPerSecond: 50\n  maxReplicaLagSeconds: 1\n  replicas: [\"{}\"]\n",
-        pair.replica_url
-    );
+    let extra =
+        format!("tenantConcurrency: 2\nbackfill:\n  maxReplicaLagSeconds: 1\n  replicas: [\"{}\"]\n", pair.replica_url);
     let main = crate::support::server_url("STRATA_TEST_MYSQL_URL");
     let yaml = ws.config(&extra).replace(&format!("dataSource: {main}"), &format!("dataSource: {}", pair.primary_url));
     assert!(yaml.contains(&pair.primary_url));
@@ -882,13 +890,18 @@ async fn backfills_wait_while_a_listed_mysql_replica_is_too_far_behind() {
     server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
     let seeded = server.create_version(json!({ "versionName": "items" })).await;
     assert!(seeded.get("errors").is_none(), "{seeded}");
+    let mut replica = sqlx::MySqlConnection::connect(&pair.replica_url).await.unwrap();
+    sqlx::raw_sql("stop slave sql_thread").execute(&mut replica).await.unwrap();
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     let started = version_waiting(&server, "touch").await;
     assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
-
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let held = server.data(BACKFILLS, json!({})).await["backfills"].as_array().unwrap().clone();
+    assert!(held.iter().all(|row| row["state"] == "RUNNING" && row["batches"] == 0), "{held:?}");
+    assert!(server.metric("svc_http_backfill_lag_pauses").await > 0.0, "{}", server.log());
+    sqlx::raw_sql("start slave sql_thread").execute(&mut replica).await.unwrap();
     let books = settled(&server).await;
     assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 150), "{books:?}");
-    assert!(server.metric("svc_http_backfill_lag_pauses").await > 0.0, "{}", server.log());
     let shown = server.get("/v2/config").await.text().await.unwrap();
     assert!(shown.contains(&pair.replica_url), "the replica is shown (it has no password): {shown}");
     let mut primary = sqlx::MySqlConnection::connect(&pair.primary_url).await.unwrap();

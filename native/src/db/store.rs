@@ -333,11 +333,7 @@ impl<E: Engine> Database for Store<E> {
                 // Put aside like a failed backfill: the next versions pass
                 // the tenant by until a retry resumes it.
                 let message = format!("the backfill of {} was cancelled (cancelBackfills)", row.file);
-                let row = QuarantineRow {
-                    version_id: Some(job.version_id),
-                    file: row.file.clone(),
-                    ..QuarantineRow::put_aside(row.schema.clone(), "BACKFILL_CANCELLED", message, request_id, &updated)
-                };
+                let row = QuarantineRow::of_backfill(&job, "BACKFILL_CANCELLED", message, request_id, &updated);
                 books.quarantine(&mut conn, &row).await?;
                 crate::telemetry::tenant_quarantined();
             }

@@ -151,6 +151,23 @@ impl QuarantineRow {
             failures: 1,
         }
     }
+
+    /// The tenant of `job`, put aside at `created` by request `request_id`
+    /// because its backfill failed or was cancelled (`cause`): the file is
+    /// the backfill's, in the version that started it.
+    pub(crate) fn of_backfill(
+        job: &BackfillJob,
+        cause: &str,
+        message: String,
+        request_id: &str,
+        created: &str,
+    ) -> Self {
+        QuarantineRow {
+            version_id: Some(job.version_id),
+            file: job.migration.file.clone(),
+            ..QuarantineRow::put_aside(job.row.schema.clone(), cause, message, request_id, created)
+        }
+    }
 }
 
 /// One shard of a sharded fleet and its tenants.

@@ -261,11 +261,8 @@ impl<E: Engine> Backfiller<'_, E> {
                     }
                     self.settings.backfill.wait_for(u64::from(size)).await;
                     // A long wait for the budget: the claim stays fresh.
-                    if drive.beat.elapsed().as_millis() as i64 > self.settings.backfill.stale_ms() / 3 {
-                        if !self.claim(conn, drive.job).await? {
-                            return Ok(Ended::Released);
-                        }
-                        drive.beat = Instant::now();
+                    if !self.keep_claim(conn, drive).await? {
+                        return Ok(Ended::Released);
                     }
                     match self.batch(conn, drive, &batch.sql, &bound).await? {
                         Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
@@ -274,6 +271,20 @@ impl<E: Engine> Backfiller<'_, E> {
                 }
             }
         }
+    }
+
+    /// Claims the backfill again when a third of the time a claim lasts has
+    /// passed since this runner last wrote its heartbeat (a long wait for
+    /// the budget or for the replicas); whether it still holds it.
+    async fn keep_claim(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<bool, DbError> {
+        if drive.beat.elapsed().as_millis() as i64 <= self.settings.backfill.stale_ms() / 3 {
+            return Ok(true);
+        }
+        if !self.claim(conn, drive.job).await? {
+            return Ok(false);
+        }
+        drive.beat = Instant::now();
+        Ok(true)
     }
 
     /// Waits while a replica of the server lags more than
@@ -307,11 +318,8 @@ impl<E: Engine> Backfiller<'_, E> {
                         crate::telemetry::backfill_lag_paused();
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    if drive.beat.elapsed().as_millis() as i64 > pace.stale_ms() / 3 {
-                        if !self.claim(conn, drive.job).await? {
-                            return Ok(false);
-                        }
-                        drive.beat = Instant::now();
+                    if !self.keep_claim(conn, drive).await? {
+                        return Ok(false);
                     }
                 }
             }
@@ -407,17 +415,13 @@ impl<E: Engine> Backfiller<'_, E> {
         row.last_error = Some(failure.message.clone());
         row.updated = now();
         if self.quarantines && job.migration.migration_type.is_tenant() {
-            let quarantine = QuarantineRow {
-                version_id: Some(job.version_id),
-                file: job.migration.file.clone(),
-                ..QuarantineRow::put_aside(
-                    row.schema.clone(),
-                    failure.cause.name(),
-                    failure.message.clone(),
-                    self.holder,
-                    &row.updated,
-                )
-            };
+            let quarantine = QuarantineRow::of_backfill(
+                job,
+                failure.cause.name(),
+                failure.message.clone(),
+                self.holder,
+                &row.updated,
+            );
             self.engine.books().quarantine(conn, &quarantine).await?;
             crate::telemetry::tenant_quarantined();
         }
