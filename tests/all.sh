@@ -88,6 +88,15 @@ on_exit() {
         printf 'lane %s:\n' "$(basename "$times" .times)"
         sed 's/^/    /' "$times"
     done
+    # A failing test's panic, repeated last: the head of the run's output
+    # is what a reader (or a CI page that keeps only the ends) sees first.
+    for log in "$lane_dir"/*.log; do
+        [ -e "$log" ] && grep -q '^---- .* stdout ----$' "$log" || continue
+        printf '\n==> why lane %s failed (each failing test, its first lines)\n' "$(basename "$log" .log)"
+        awk '/^---- .* stdout ----$/ { shown = 0; inside = 1 }
+             /^failures:$/ || /^test result:/ { inside = 0 }
+             inside && shown < 12 { print substr($0, 1, 400); shown++ }' "$log" | head -80
+    done
     rm -rf "$lane_dir"
     return $status
 }
