@@ -18,6 +18,7 @@ mod service;
 mod settings;
 mod startup;
 mod telemetry;
+mod traces;
 mod webhook;
 
 use std::process::ExitCode;

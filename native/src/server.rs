@@ -63,9 +63,13 @@ pub(crate) fn serve(
         }
     }
     let wait = overrides.wait_for_db;
-    let runtime = crate::startup::start(config.log_level, crate::startup::Process::Server, verbosity)
-        .map_err(ServeError::Other)?;
-    runtime.block_on(run(&path, config, wait))
+    let telemetry = config.telemetry.clone();
+    let runtime =
+        crate::startup::start(config.log_level, crate::startup::Process::Server, verbosity, telemetry.as_ref())
+            .map_err(ServeError::Other)?;
+    let served = runtime.block_on(run(&path, config, wait));
+    crate::traces::flush(std::time::Duration::from_secs(5));
+    served
 }
 
 /// What the command line overrides of `strata serve`'s configuration.

@@ -141,6 +141,8 @@ pub(crate) struct CreateResult {
     pub(crate) skipped: Vec<String>,
     /// Tenants a retry completed, released from quarantine.
     pub(crate) released: Vec<String>,
+    /// The trace of the version (32 hex digits), when traces are exported.
+    pub(crate) trace_id: Option<String>,
 }
 
 /// The service behind every route.
@@ -717,8 +719,27 @@ impl Service {
     /// revert), audited.
     pub(crate) async fn create(self: &Arc<Self>, request: CreateRequest) -> Result<CreateResult, AppError> {
         let action = request.operation.api_name();
-        self.audited(&request.caller, action, self.create_unaudited(&request), |result| request.audit_target(result))
-            .await
+        let span =
+            crate::traces::spans::version(&request.version_name, action, request.operation.action(), request.dry_run);
+        let trace_id = crate::traces::trace_id(&span);
+        let run = async {
+            let mut result = self.create_unaudited(&request).await;
+            if let Ok(created) = &mut result {
+                created.trace_id = trace_id.clone();
+            }
+            result
+        };
+        let result = self
+            .audited(&request.caller, action, run.instrument(span.clone()), |result| {
+                let mut target = request.audit_target(result);
+                if let Some(trace_id) = &trace_id {
+                    target.push_str(&format!(", trace {trace_id}"));
+                }
+                target
+            })
+            .await;
+        crate::traces::spans::version_ended(&span, &result);
+        result
     }
 
     async fn create_unaudited(self: &Arc<Self>, request: &CreateRequest) -> Result<CreateResult, AppError> {
@@ -761,6 +782,7 @@ impl Service {
             waiting: outcome.waiting,
             skipped: outcome.skipped,
             released: outcome.released,
+            trace_id: None,
         })
     }
 

@@ -5,7 +5,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use strata_core::migrate::config::LogLevel;
+use strata_core::migrate::config::{LogLevel, Telemetry};
+use tracing_subscriber::Layer;
 
 /// What the process is: the log says more for a server than for a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,18 +47,26 @@ pub(crate) fn log_filter(level: LogLevel, process: Process, verbosity: Verbosity
     }
 }
 
-/// Starts the log and builds the runtime; the error is one line.
+/// Starts the log (and, with `telemetry`, the export of traces) and
+/// builds the runtime; the error is one line.
 pub(crate) fn start(
     level: LogLevel,
     process: Process,
     verbosity: Verbosity,
+    telemetry: Option<&Telemetry>,
 ) -> Result<tokio::runtime::Runtime, String> {
-    let filter = tracing_subscriber::EnvFilter::new(log_filter(level, process, verbosity));
-    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    match process {
-        Process::Server => subscriber.with_writer(|| ServerLog).with_ansi(std::io::stdout().is_terminal()).init(),
-        Process::OneShot => subscriber.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init(),
-    }
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // The exported spans are not the log's: it never shows them.
+    let directives = format!("{},{}=off", log_filter(level, process, verbosity), crate::traces::TARGET);
+    let filter = tracing_subscriber::EnvFilter::new(directives);
+    let log = tracing_subscriber::fmt::layer().with_target(false);
+    let log = match process {
+        Process::Server => log.with_writer(|| ServerLog).with_ansi(std::io::stdout().is_terminal()).boxed(),
+        Process::OneShot => log.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).boxed(),
+    };
+    let traces = crate::traces::layer(telemetry)?;
+    tracing_subscriber::registry().with(log.with_filter(filter)).with(traces).init();
     // A command runs one mutation or read at a time: one thread drives it
     // (no wake-ups handed between worker threads); the server serves many.
     let mut builder = match process {

@@ -25,6 +25,7 @@ const BACKFILL_BATCHES: &str = "svc_http_backfill_batches";
 const BACKFILL_ROWS: &str = "svc_http_backfill_rows";
 const BACKFILL_THROTTLE_WAITS: &str = "svc_http_backfill_throttle_waits";
 const BACKFILL_LAG_PAUSES: &str = "svc_http_backfill_lag_pauses";
+const TRACE_SPANS_DROPPED: &str = "svc_http_trace_spans_dropped";
 const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
 const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
@@ -88,6 +89,13 @@ impl Metrics {
         for series in [BACKFILL_BATCHES, BACKFILL_ROWS, BACKFILL_THROTTLE_WAITS, BACKFILL_LAG_PAUSES] {
             metrics::counter!(series).absolute(0);
         }
+        metrics::describe_counter!(
+            TRACE_SPANS_DROPPED,
+            "Trace spans not exported, by reason: queue_full (telemetry.queueSize spans waited) or export_failed"
+        );
+        for reason in ["queue_full", "export_failed"] {
+            metrics::counter!(TRACE_SPANS_DROPPED, "reason" => reason).absolute(0);
+        }
         metrics::describe_gauge!(SHARD_UP, "1 when the shard answered its last check or version, else 0");
         metrics::describe_counter!(SHARD_VERSIONS, "Versions created, by shard");
         metrics::describe_counter!(SHARD_MIGRATIONS, "Migrations and scripts applied, by shard and type");
@@ -136,6 +144,11 @@ pub(crate) fn backfill_throttled() {
 /// lagged too far behind.
 pub(crate) fn backfill_lag_paused() {
     metrics::counter!(BACKFILL_LAG_PAUSES).increment(1);
+}
+
+/// Counts `spans` trace spans that were not exported, and why.
+pub(crate) fn spans_dropped(reason: &'static str, spans: u64) {
+    metrics::counter!(TRACE_SPANS_DROPPED, "reason" => reason).increment(spans);
 }
 
 /// Counts a tenant put in quarantine.

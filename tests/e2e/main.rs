@@ -29,5 +29,6 @@ mod storage;
 mod support;
 mod tls;
 mod topologies;
+mod traces;
 mod waves;
 mod webhook;

@@ -21,6 +21,9 @@ use crate::migrate::redact::{MASK, redact_data_source};
 use crate::migrate::template;
 
 pub use backfill::{BackfillSettings, DEFAULT_BATCH_MILLIS, DEFAULT_CONCURRENCY, DEFAULT_ROWS_PER_SECOND};
+pub use telemetry::{
+    DEFAULT_QUEUE_SIZE, DEFAULT_SERVICE_NAME, DEFAULT_TIMEOUT_MILLIS, OtlpProtocol, RootSampler, Sampler, Telemetry,
+};
 
 pub mod auth;
 mod backfill;
@@ -30,6 +33,7 @@ mod limits;
 mod paths;
 mod service;
 mod suggest;
+mod telemetry;
 mod tenants;
 
 /// Why a configuration was refused. Every variant names the property.
@@ -418,6 +422,9 @@ pub struct Config {
     pub out_of_order: crate::migrate::plan::OutOfOrderPolicy,
     /// The pace of backfills on each database server (`backfill:`).
     pub backfill: BackfillSettings,
+    /// How traces are exported over OTLP (`telemetry:` and the
+    /// OpenTelemetry SDK's environment variables); `None`: not at all.
+    pub telemetry: Option<Telemetry>,
     /// Read [`ParseOptions::offline`]: the environment variables that are
     /// not set, left as written in the properties a command that never
     /// connects does not use (`dataSource`, `shards`, `webHook…`). Empty
@@ -502,6 +509,7 @@ struct RawConfig {
     migration_formats: Option<BTreeMap<String, String>>,
     out_of_order: Option<String>,
     backfill: Option<backfill::RawBackfill>,
+    telemetry: Option<telemetry::RawTelemetry>,
 }
 
 impl RawConfig {
@@ -828,6 +836,7 @@ impl Config {
         let out_of_order = sub.out_of_order(raw.out_of_order.take())?;
         let graphql_limits = raw.graphql_limits.take().map(RawGraphQlLimits::validate).transpose()?.unwrap_or_default();
         let backfill = BackfillSettings::parse(&sub, &mut raw, database.driver)?;
+        let telemetry = Telemetry::parse(&sub, &mut raw)?;
 
         Ok(Config {
             base_location: database.base_location,
@@ -868,6 +877,7 @@ impl Config {
             migration_formats,
             out_of_order,
             backfill,
+            telemetry,
             unresolved: sub.unresolved.into_inner(),
         })
     }
@@ -917,6 +927,7 @@ impl Config {
             out_of_order: self.out_of_order.name(),
             graphql_limits: self.graphql_limits,
             backfill: &self.backfill,
+            telemetry: self.telemetry.as_ref(),
         };
         serde_saphyr::to_string(&view).unwrap_or_else(|e| format!("# configuration could not be rendered: {e}\n"))
     }
@@ -1000,6 +1011,8 @@ struct RedactedView<'a> {
     #[serde(rename = "graphQLLimits")]
     graphql_limits: GraphQlLimits,
     backfill: &'a BackfillSettings,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    telemetry: Option<&'a Telemetry>,
 }
 
 #[derive(Serialize)]

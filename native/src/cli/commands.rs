@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use serde_json::json;
 use strata_core::migrate::config::Config;
@@ -67,7 +68,13 @@ pub(super) fn run(
             return Exit::BadConfig;
         }
     };
-    let runtime = match crate::startup::start(config.log_level, crate::startup::Process::OneShot, verbosity) {
+    let telemetry = config.telemetry.clone();
+    let runtime = match crate::startup::start(
+        config.log_level,
+        crate::startup::Process::OneShot,
+        verbosity,
+        telemetry.as_ref(),
+    ) {
         Ok(runtime) => runtime,
         Err(message) => {
             eprintln!("strata: {message}");
@@ -91,38 +98,76 @@ pub(super) fn run(
         _ => None,
     };
     let access = access_of(&command);
-    runtime.block_on(async move {
-        let service = match open(&shown, config, access, wait).await {
-            Ok(service) => service,
-            Err(exit) => return exit,
-        };
-        let exit = match command {
-            OnDatabase::Plan(args) => plan(&service, args).await,
-            OnDatabase::Apply(args) => apply(&service, args).await,
-            OnDatabase::Status(args) => status(&service, args).await,
-            OnDatabase::Tenants(args) => match (&args.action, list) {
-                (Some(super::TenantsAction::Add(add)), Some(list)) => {
-                    match super::tenants::add(&service, add, list, args.json).await {
-                        Ok(result) => created(&service, &result, args.json, add.sync, false).await,
-                        Err(error) => failed_apply(&error, args.json),
+    // The command's span: the root of its trace, or the child of the
+    // pipeline's (TRACEPARENT).
+    let span = tracing::info_span!(target: crate::traces::TARGET, "command",
+        otel.name = %format!("strata {}", command_name(&command)), strata.exit = tracing::field::Empty);
+    crate::traces::context::continue_from_environment(&span);
+    let traced = span.clone();
+    let exit = runtime.block_on(
+        async move {
+            let service = match open(&shown, config, access, wait).await {
+                Ok(service) => service,
+                Err(exit) => return exit,
+            };
+            let exit = match command {
+                OnDatabase::Plan(args) => plan(&service, args).await,
+                OnDatabase::Apply(args) => apply(&service, args).await,
+                OnDatabase::Status(args) => status(&service, args).await,
+                OnDatabase::Tenants(args) => match (&args.action, list) {
+                    (Some(super::TenantsAction::Add(add)), Some(list)) => {
+                        match super::tenants::add(&service, add, list, args.json).await {
+                            Ok(result) => created(&service, &result, args.json, add.sync, false).await,
+                            Err(error) => failed_apply(&error, args.json),
+                        }
                     }
-                }
-                // Listing, or Citus's `tenants move` (decided in tenants).
-                _ => super::tenants::tenants(&service, args).await,
-            },
-            OnDatabase::Drift(args) => drift(&service, args).await,
-            OnDatabase::Repair(args) => repair(&service, args).await,
-            OnDatabase::Revert(args) => revert(&service, args).await,
-            OnDatabase::Lint(args) => lint_pending(&service, args).await,
-            OnDatabase::Quarantine(args) => quarantine(&service, args).await,
-            OnDatabase::Backfill(args) => super::backfill::backfill(&service, args).await,
-            OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
-            OnDatabase::Token(args) => super::access::token(&service, args).await,
-            OnDatabase::Audit(args) => super::access::audit(&service, args).await,
-        };
-        service.settle().await;
-        exit
-    })
+                    // Listing, or Citus's `tenants move` (decided in tenants).
+                    _ => super::tenants::tenants(&service, args).await,
+                },
+                OnDatabase::Drift(args) => drift(&service, args).await,
+                OnDatabase::Repair(args) => repair(&service, args).await,
+                OnDatabase::Revert(args) => revert(&service, args).await,
+                OnDatabase::Lint(args) => lint_pending(&service, args).await,
+                OnDatabase::Quarantine(args) => quarantine(&service, args).await,
+                OnDatabase::Backfill(args) => super::backfill::backfill(&service, args).await,
+                OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
+                OnDatabase::Token(args) => super::access::token(&service, args).await,
+                OnDatabase::Audit(args) => super::access::audit(&service, args).await,
+            };
+            service.settle().await;
+            exit
+        }
+        .instrument(traced),
+    );
+    span.record("strata.exit", exit as i32);
+    if exit != Exit::Success {
+        crate::traces::failed(&span, &format!("exit {}", exit as i32));
+    }
+    drop(span);
+    crate::traces::flush(FLUSH_BOUND);
+    exit
+}
+
+/// The most a command waits at its end for its spans to leave.
+const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The command's name, as typed.
+fn command_name(command: &OnDatabase) -> &'static str {
+    match command {
+        OnDatabase::Plan(_) => "plan",
+        OnDatabase::Apply(_) => "apply",
+        OnDatabase::Status(_) => "status",
+        OnDatabase::Tenants(_) => "tenants",
+        OnDatabase::Drift(_) => "drift",
+        OnDatabase::Repair(_) => "repair",
+        OnDatabase::Revert(_) => "revert",
+        OnDatabase::Lint(_) => "lint",
+        OnDatabase::Quarantine(_) => "quarantine",
+        OnDatabase::Backfill(_) => "backfill",
+        OnDatabase::Rollout(_) => "rollout",
+        OnDatabase::Token(_) => "token",
+        OnDatabase::Audit(_) => "audit",
+    }
 }
 
 /// How a command opens the database: read-write for those that change

@@ -90,6 +90,7 @@ use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
 use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position};
+use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure};
@@ -445,14 +446,17 @@ impl<'a, E: Engine> Run<'a, E> {
                             }
                         },
                     };
+                    let span = self.unit_span(&unit);
                     running.push(async move {
-                        let result = self.unit(&mut conn, &unit, progress_ref).await;
-                        (conn, unit, result)
+                        let result = self.unit(&mut conn, &unit, progress_ref).instrument(span.clone()).await;
+                        (conn, unit, result, span)
                     });
                 }
                 Next::Wait => {
-                    let Some((mut conn, unit, result)) = running.next().await else { break };
-                    self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed).await;
+                    let Some((mut conn, unit, result, span)) = running.next().await else { break };
+                    self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed)
+                        .instrument(span.clone())
+                        .await;
                     conns.push(conn);
                 }
                 Next::Done => break,
@@ -467,6 +471,20 @@ impl<'a, E: Engine> Run<'a, E> {
         };
         *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = committed;
         result
+    }
+
+    /// The span of `unit`: a tenant's, or the single schemas'.
+    fn unit_span(&self, unit: &Unit) -> tracing::Span {
+        let tenant = match self.plan.new_tenant.as_deref() {
+            Some(tenant) if unit.steps.is_empty() => Some(tenant),
+            _ => None,
+        };
+        let schema = tenant.unwrap_or(&self.plan.schemas[unit.schema as usize]);
+        let is_tenant =
+            tenant.is_some() || unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant());
+        let span = crate::traces::spans::tenant(schema, is_tenant, E::DRIVER);
+        span.record("strata.files", unit.steps.len());
+        span
     }
 
     /// One more connection for the version's units, its single schemas
@@ -505,6 +523,14 @@ impl<'a, E: Engine> Run<'a, E> {
             UnitError::Migration { failure, .. } => Some(failure.cause),
             UnitError::Other(_) | UnitError::Waiting { .. } => None,
         };
+        let span = tracing::Span::current();
+        match &error {
+            UnitError::Migration { failure, .. } => {
+                crate::traces::spans::failed(&span, failure.cause.name(), &failure.message)
+            }
+            UnitError::Other(other) => crate::traces::spans::failed(&span, "DATABASE_ERROR", &other.to_string()),
+            UnitError::Waiting { .. } => {}
+        }
         if schedule.failed(cause) == OnFailure::Stops {
             failed.get_or_insert(error);
             return;
@@ -522,6 +548,7 @@ impl<'a, E: Engine> Run<'a, E> {
             tracing::warn!(tenant = %row.tenant, file = %row.file, cause = %row.cause, message = %row.message,
                 "tenant failed and was quarantined: later versions skip it until it is retried or released");
             crate::telemetry::tenant_quarantined();
+            crate::traces::spans::quarantined(&span, &row.cause);
             self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).push(row);
         }
         if !schedule.put_aside(unit.schema, written) {

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
+use tracing::Instrument;
 
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
@@ -225,10 +226,16 @@ impl Fleet {
             if let Some(unreachable) = listing.unreachable(index) {
                 return Some((index, Err(unreachable)));
             }
-            let result = match self.store(index).await {
-                Ok(store) => run(store, part).await.map_err(|error| self.on_shard(index, error)),
+            let span = crate::traces::spans::shard(&self.slots[index].name);
+            let result = match self.store(index).instrument(span.clone()).await {
+                Ok(store) => {
+                    run(store, part).instrument(span.clone()).await.map_err(|error| self.on_shard(index, error))
+                }
                 Err(error) => Err(error),
             };
+            if let Err(error) = &result {
+                crate::traces::spans::failed(&span, "SHARD_FAILED", &error.to_string());
+            }
             Some((index, result))
         }))
         .await;

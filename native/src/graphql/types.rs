@@ -343,6 +343,10 @@ pub(crate) struct CreateResultsDto {
     pub(crate) skipped_tenants: Vec<String>,
     /// Tenants a retry completed, released from quarantine (added).
     pub(crate) released_tenants: Vec<String>,
+    /// The version's trace (its W3C trace id, 32 hex digits) when traces
+    /// are exported and it was sampled (added; `telemetry:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_id: Option<String>,
 }
 
 impl From<CreateResult> for CreateResultsDto {
@@ -354,6 +358,7 @@ impl From<CreateResult> for CreateResultsDto {
             waiting_on_backfills: result.waiting.into_iter().map(BackfillWaitDto::from).collect(),
             skipped_tenants: result.skipped,
             released_tenants: result.released,
+            trace_id: result.trace_id,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `lock_wait` says. What committed goes to the run's `Progress`.
 
 use std::sync::atomic::Ordering;
+use tracing::Instrument;
 
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
@@ -37,6 +38,32 @@ impl<E: Engine> Run<'_, E> {
         if !self.plan.steps.at(step).execute {
             return Ok(());
         }
+        let span = self.file_span(step);
+        let result = self.execute_file(conn, step, current, progress).instrument(span.clone()).await;
+        if let Err(UnitError::Migration { failure, .. }) = &result {
+            crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
+        }
+        result
+    }
+
+    /// The span of `step`'s file, with its statement count (counted only
+    /// when the span is exported).
+    fn file_span(&self, step: u32) -> tracing::Span {
+        let span = crate::traces::spans::file(self.file(step), E::DRIVER);
+        if !span.is_disabled() {
+            span.record("strata.statements", engine::statements_of(E::DRIVER, self.text(step)).len());
+        }
+        span
+    }
+
+    /// [`Run::execute`] of a step that executes.
+    async fn execute_file(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        current: &mut Option<Timeouts>,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
         if let Some(observer) = self.request.observer {
             observer.running(self.schema(step), self.file(step));
         }
@@ -100,6 +127,7 @@ impl<E: Engine> Run<'_, E> {
                 if failure.cause == Cause::LockTimeout {
                     let seen = self.timed_out(conn, step, progress, &mut mark, &[]).await;
                     let retry = attempts.after_time_out(timeouts.retries, seen);
+                    crate::traces::spans::lock_timed_out(self.file(step), retry, seen.counts());
                     crate::telemetry::lock_timed_out(retry.is_some(), !seen.counts());
                     if let Some(retry) = retry {
                         self.wait_before_retry(step, retry, seen).await;
@@ -235,7 +263,9 @@ impl<E: Engine> Run<'_, E> {
                     if failure.cause == Cause::LockTimeout =>
                 {
                     let seen = self.timed_out(conn, step, progress, &mut mark, &unit.steps).await;
-                    let Some(retry) = attempts.after_time_out(self.timeouts(step).retries, seen) else {
+                    let retry = attempts.after_time_out(self.timeouts(step).retries, seen);
+                    crate::traces::spans::lock_timed_out(self.file(step), retry, seen.counts());
+                    let Some(retry) = retry else {
                         crate::telemetry::lock_timed_out(false, false);
                         failure.message = self.blocked(conn, step, failure.message, attempts.made).await;
                         return Err(UnitError::Migration { step, failure, partly: false, attempts: attempts.made });
@@ -275,6 +305,7 @@ impl<E: Engine> Run<'_, E> {
     /// that block it (read while they still do).
     async fn blocked(&self, conn: &mut E::Conn, step: u32, message: String, attempts: u32) -> String {
         let blockers = self.engine.blockers(conn, self.schema(step)).await;
+        crate::traces::spans::blocked_by(&blockers);
         lock_wait::blocked_message(&message, self.timeouts(step).lock_ms, attempts, &blockers)
     }
 
@@ -401,6 +432,11 @@ impl<E: Engine> Run<'_, E> {
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
         text.push_str(&self.engine.record_text(&entries)?);
         text.push_str(";\ncommit");
+        // Its files' spans share the message's time (one round trip).
+        let spans: Vec<(u32, tracing::Span)> = steps.iter().map(|&step| (step, self.file_span(step))).collect();
+        for (_, span) in &spans {
+            span.record("strata.one_message", true);
+        }
         let failure = match self.engine.execute_message(conn, &text).await {
             Ok(()) => {
                 self.committed(progress, steps);
@@ -408,18 +444,23 @@ impl<E: Engine> Run<'_, E> {
             }
             Err(failure) => failure,
         };
+        let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
+        if let Some((_, span)) = spans.iter().find(|(step, _)| in_file.is_some_and(|(failed, _)| failed == *step)) {
+            crate::traces::spans::failed(span, failure.cause.name(), &failure.message);
+        }
+        drop(spans);
         let _ = self.engine.rollback(conn).await;
         let lost = matches!(failure.cause, Cause::ConnectionLost | Cause::ReadOnly | Cause::PoolExhausted);
         if !E::MESSAGE_OFFSETS && !lost {
             // Nothing of the unit committed: run it again file by file,
             // whose failure says where it is.
+            crate::traces::spans::message_failed();
             let result = self.in_pieces(conn, steps.iter().copied(), None, progress).await;
             if result.is_err() {
                 let _ = self.engine.rollback(conn).await;
             }
             return result.map(drop);
         }
-        let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
         Err(match (failure.cause, in_file) {
             (Cause::ConnectionLost, _) => {
                 UnitError::Other(DbError::Server(ServerError::ConnectionLost(failure.message)))

@@ -1,0 +1,93 @@
+//! Traces over OTLP: the request, version, shard, tenant and file spans are
+//! `tracing` spans of target [`TARGET`], made OpenTelemetry spans by
+//! `tracing-opentelemetry` and exported by `opentelemetry-otlp` from a
+//! bounded queue ([`queue`]). Core decides whether and how
+//! (`Config::telemetry`); off, no layer is installed and the spans are
+//! never even built (the log's filter turns [`TARGET`] off).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{TraceContextExt, TracerProvider};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{Sampler as SdkSampler, SdkTracerProvider};
+use strata_core::migrate::config::{RootSampler, Sampler, Telemetry};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
+
+pub(crate) mod context;
+mod queue;
+pub(crate) mod spans;
+
+/// The target of the spans (and span events) that are exported, and only
+/// exported: the log does not show them.
+pub(crate) const TARGET: &str = "strata_otel";
+
+/// The exporting queue, once started: flushed before a command exits.
+static QUEUE: OnceLock<queue::Handle> = OnceLock::new();
+
+/// The OpenTelemetry layer for `telemetry` (none when it is off), its
+/// exporter started on a thread of its own. The error is one line.
+pub(crate) fn layer<S>(telemetry: Option<&Telemetry>) -> Result<Option<Box<dyn Layer<S> + Send + Sync>>, String>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span> + Send + Sync,
+{
+    let Some(telemetry) = telemetry else { return Ok(None) };
+    let mut attributes = vec![
+        KeyValue::new("service.name", telemetry.service_name.clone()),
+        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+    ];
+    attributes.extend(telemetry.resource_attributes.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
+    let resource = Resource::builder_empty().with_attributes(attributes).build();
+    let (processor, handle) = queue::start(telemetry, resource.clone())?;
+    let _ = QUEUE.set(handle);
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_sampler(sampler(telemetry.sampler))
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("strata");
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_tracked_inactivity(false)
+        .with_threads(false)
+        .with_location(false)
+        .with_target(false)
+        .with_level(false)
+        .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE));
+    Ok(Some(Box::new(layer)))
+}
+
+fn sampler(sampler: Sampler) -> SdkSampler {
+    let root = match sampler.root {
+        RootSampler::AlwaysOn => SdkSampler::AlwaysOn,
+        RootSampler::AlwaysOff => SdkSampler::AlwaysOff,
+        RootSampler::TraceIdRatio { .. } => SdkSampler::TraceIdRatioBased(sampler.ratio()),
+    };
+    match sampler.parent_based {
+        true => SdkSampler::ParentBased(Box::new(root)),
+        false => root,
+    }
+}
+
+/// Sends the spans still queued, waiting at most `bound` (a command's
+/// last step: it never hangs on a collector that does not answer).
+pub(crate) fn flush(bound: Duration) {
+    if let Some(queue) = QUEUE.get() {
+        queue.flush(bound);
+    }
+}
+
+/// The trace id of `span` (32 hex digits), when it is exported and sampled.
+pub(crate) fn trace_id(span: &tracing::Span) -> Option<String> {
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    (span_context.is_valid() && span_context.is_sampled()).then(|| span_context.trace_id().to_string())
+}
+
+/// Marks `span` failed with `code` (OpenTelemetry's status ERROR).
+pub(crate) fn failed(span: &tracing::Span, code: &str) {
+    span.set_status(opentelemetry::trace::Status::error(code.to_string()));
+}

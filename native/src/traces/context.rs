@@ -1,0 +1,31 @@
+//! W3C Trace Context in: a request's `traceparent` and `tracestate`
+//! headers, a command's `TRACEPARENT` and `TRACESTATE` variables (what CI
+//! systems and `otel-cli` set), read by the SDK's propagator.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Makes `span` (not yet entered) continue the caller's trace of
+/// `traceparent` and `tracestate`; a missing or malformed `traceparent`
+/// leaves it the root of a trace of its own.
+pub(crate) fn continue_trace(span: &tracing::Span, traceparent: Option<&str>, tracestate: Option<&str>) {
+    let Some(traceparent) = traceparent else { return };
+    let mut carrier = HashMap::with_capacity(2);
+    carrier.insert("traceparent".to_string(), traceparent.trim().to_string());
+    if let Some(tracestate) = tracestate {
+        carrier.insert("tracestate".to_string(), tracestate.trim().to_string());
+    }
+    let caller = TraceContextPropagator::new().extract(&carrier);
+    // Off (no layer) or a span already started: nothing to continue.
+    let _ = span.set_parent(caller);
+}
+
+/// [`continue_trace`] from a command's environment.
+pub(crate) fn continue_from_environment(span: &tracing::Span) {
+    let traceparent = std::env::var("TRACEPARENT").ok();
+    let tracestate = std::env::var("TRACESTATE").ok();
+    continue_trace(span, traceparent.as_deref(), tracestate.as_deref());
+}

@@ -1,0 +1,227 @@
+//! The spans' way out: a queue of `queueSize` spans, emptied by a thread of
+//! its own that exports them in batches over OTLP. Written here rather than
+//! the SDK's `BatchSpanProcessor` because that one keeps what it drops to
+//! itself (one log line at shutdown): here a full queue drops the span at
+//! once — a tenant's unit never waits for a collector — and counts it in
+//! `svc_http_trace_spans_dropped`, as it counts the spans of an export
+//! that failed (a collector down).
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter as _, SpanProcessor};
+use strata_core::migrate::config::{OtlpProtocol, Telemetry};
+use tokio::sync::mpsc;
+
+/// Spans in one export at most (the specification's default).
+const BATCH: usize = 512;
+/// How long a span waits for others before its batch leaves.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// The processor the tracer provider ends spans into.
+#[derive(Debug)]
+pub(super) struct Queue {
+    spans: mpsc::Sender<SpanData>,
+    handle: Handle,
+}
+
+/// What asks the exporting thread to send what it holds.
+#[derive(Debug, Clone)]
+pub(crate) struct Handle {
+    flushes: mpsc::UnboundedSender<std_mpsc::Sender<()>>,
+}
+
+impl Handle {
+    /// Waits, at most `bound`, until every span queued before the call
+    /// has been exported (or dropped).
+    pub(crate) fn flush(&self, bound: Duration) {
+        let (done, finished) = std_mpsc::channel();
+        if self.flushes.send(done).is_ok() {
+            let _ = finished.recv_timeout(bound);
+        }
+    }
+}
+
+/// Starts the exporting thread for `telemetry`, its spans' `resource`
+/// given to the exporter (the SDK gives it to processors): the processor, and the
+/// handle that flushes it. The error (an endpoint the exporter refuses)
+/// is one line.
+pub(super) fn start(telemetry: &Telemetry, resource: Resource) -> Result<(Queue, Handle), String> {
+    let capacity = usize::try_from(telemetry.queue_size).unwrap_or(usize::MAX).max(1);
+    let (spans, received) = mpsc::channel(capacity);
+    let (flushes, flush_requests) = mpsc::unbounded_channel();
+    let (built, build_result) = std_mpsc::channel();
+    let telemetry = telemetry.clone();
+    std::thread::Builder::new()
+        .name("otlp-export".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = built.send(Err(format!("cannot start the trace exporter: {e}")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let exporter = match exporter(&telemetry) {
+                    Ok(mut exporter) => {
+                        exporter.set_resource(&resource);
+                        exporter
+                    }
+                    Err(e) => {
+                        let _ = built.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = built.send(Ok(()));
+                export_loop(exporter, received, flush_requests).await;
+            });
+        })
+        .map_err(|e| format!("cannot start the trace exporter: {e}"))?;
+    build_result.recv().map_err(|_| "the trace exporter stopped as it started".to_string())??;
+    let handle = Handle { flushes };
+    Ok((Queue { spans, handle: handle.clone() }, handle))
+}
+
+/// The OTLP exporter `telemetry` describes.
+fn exporter(telemetry: &Telemetry) -> Result<SpanExporter, String> {
+    let timeout = Duration::from_millis(telemetry.timeout_millis);
+    let built = match telemetry.protocol {
+        OtlpProtocol::HttpProtobuf => {
+            let headers: HashMap<String, String> = telemetry.headers.clone().into_iter().collect();
+            SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_endpoint(&telemetry.endpoint)
+                .with_timeout(timeout)
+                .with_headers(headers)
+                .build()
+        }
+        OtlpProtocol::Grpc => {
+            let mut headers = axum::http::HeaderMap::new();
+            for (name, value) in &telemetry.headers {
+                let key = axum::http::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("telemetry.headers: {name:?} is not a gRPC metadata key"))?;
+                let value = axum::http::HeaderValue::from_str(value)
+                    .map_err(|_| format!("telemetry.headers: the value of {name:?} is not a gRPC metadata value"))?;
+                headers.insert(key, value);
+            }
+            let metadata = opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(headers);
+            let mut builder = SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(&telemetry.endpoint)
+                .with_timeout(timeout)
+                .with_metadata(metadata);
+            if telemetry.endpoint.starts_with("https://") {
+                builder = builder.with_tls_config(
+                    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_native_roots(),
+                );
+            }
+            builder.build()
+        }
+    };
+    built.map_err(|e| format!("telemetry: the OTLP exporter refuses {}: {e}", telemetry.endpoint))
+}
+
+/// Exports batches of [`BATCH`] spans, or fewer after [`LINGER`], until
+/// every processor is gone; a flush request exports what is queued and
+/// answers.
+async fn export_loop(
+    exporter: SpanExporter,
+    mut spans: mpsc::Receiver<SpanData>,
+    mut flushes: mpsc::UnboundedReceiver<std_mpsc::Sender<()>>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut failing = false;
+    loop {
+        let deadline = tokio::time::sleep(LINGER);
+        tokio::pin!(deadline);
+        let flush = loop {
+            tokio::select! {
+                span = spans.recv() => match span {
+                    Some(span) => {
+                        batch.push(span);
+                        if batch.len() >= BATCH {
+                            break None;
+                        }
+                    }
+                    None => break Some(None),
+                },
+                done = flushes.recv() => break Some(done),
+                () = &mut deadline, if !batch.is_empty() => break None,
+            }
+        };
+        if let Some(done) = &flush {
+            while let Ok(span) = spans.try_recv() {
+                batch.push(span);
+                if batch.len() >= BATCH {
+                    send(&exporter, &mut batch, &mut failing).await;
+                }
+            }
+            if done.is_none() && batch.is_empty() {
+                return;
+            }
+        }
+        send(&exporter, &mut batch, &mut failing).await;
+        match flush {
+            Some(Some(done)) => {
+                let _ = done.send(());
+            }
+            Some(None) => return,
+            None => {}
+        }
+    }
+}
+
+/// Exports `batch` (emptied); a failed export's spans are counted as
+/// dropped, and the failure logged when exports start failing.
+async fn send(exporter: &SpanExporter, batch: &mut Vec<SpanData>, failing: &mut bool) {
+    if batch.is_empty() {
+        return;
+    }
+    let spans = std::mem::take(batch);
+    let count = spans.len();
+    match exporter.export(spans).await {
+        Ok(()) => {
+            if *failing {
+                tracing::info!("traces are exported again");
+            }
+            *failing = false;
+        }
+        Err(e) => {
+            crate::telemetry::spans_dropped("export_failed", count as u64);
+            if !*failing {
+                tracing::warn!(error = %e, spans = count,
+                    "traces could not be exported: spans are dropped (and counted) until the collector answers");
+            }
+            *failing = true;
+        }
+    }
+}
+
+impl SpanProcessor for Queue {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        if self.spans.try_send(span).is_err() {
+            crate::telemetry::spans_dropped("queue_full", 1);
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.handle.flush(Duration::from_secs(5));
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.handle.flush(timeout);
+        Ok(())
+    }
+}

@@ -1,0 +1,403 @@
+//! Traces over OTLP, received by OTLP/HTTP and OTLP/gRPC receivers of the
+//! test's own that decode with the official protobuf definitions
+//! (`opentelemetry-proto`): a command under `TRACEPARENT` continues the
+//! pipeline's trace into every tenant and file, a GraphQL request's
+//! `traceparent` is continued, a collector that is down or never answers
+//! costs nothing but the spans (counted), and sampling is honoured.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use prost::Message;
+use serde_json::{Value, json};
+
+use crate::fleet::tenants;
+use crate::support::{Backend, Server, backend, code, json_of, stderr};
+
+/// One span as a receiver decoded it.
+#[derive(Debug, Clone)]
+struct Received {
+    trace_id: String,
+    span_id: String,
+    parent: String,
+    name: String,
+    /// OTLP's `SpanKind` (2 server, 3 client).
+    kind: i32,
+    /// OTLP's `StatusCode` (2: error) and message.
+    status: (i32, String),
+    attributes: BTreeMap<String, String>,
+    events: Vec<(String, BTreeMap<String, String>)>,
+    resource: BTreeMap<String, String>,
+}
+
+fn text(value: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>) -> String {
+    match value.and_then(|v| v.value.as_ref()) {
+        Some(AnyValue::StringValue(s)) => s.clone(),
+        Some(AnyValue::IntValue(n)) => n.to_string(),
+        Some(AnyValue::BoolValue(b)) => b.to_string(),
+        Some(AnyValue::DoubleValue(d)) => d.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn attributes(list: &[KeyValue]) -> BTreeMap<String, String> {
+    list.iter().map(|kv| (kv.key.clone(), text(kv.value.as_ref()))).collect()
+}
+
+/// The spans of an export request, flattened.
+fn decoded(request: ExportTraceServiceRequest) -> Vec<Received> {
+    let mut spans = Vec::new();
+    for resource_spans in request.resource_spans {
+        let resource = attributes(resource_spans.resource.map(|r| r.attributes).unwrap_or_default().as_slice());
+        for scope in resource_spans.scope_spans {
+            for span in scope.spans {
+                spans.push(Received {
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent: hex(&span.parent_span_id),
+                    name: span.name,
+                    kind: span.kind,
+                    status: span.status.map(|s| (s.code, s.message)).unwrap_or_default(),
+                    attributes: attributes(&span.attributes),
+                    events: span.events.into_iter().map(|e| (e.name, attributes(&e.attributes))).collect(),
+                    resource: resource.clone(),
+                });
+            }
+        }
+    }
+    spans
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An OTLP receiver on 127.0.0.1: `/v1/traces` over HTTP/protobuf, or the
+/// gRPC `TraceService`; what it received, decoded.
+struct Receiver {
+    endpoint: String,
+    spans: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone)]
+struct Grpc(Arc<Mutex<Vec<Received>>>);
+
+#[tonic::async_trait]
+impl TraceService for Grpc {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().extend(decoded(request.into_inner()));
+        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
+    }
+}
+
+impl Receiver {
+    async fn http() -> Receiver {
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let store = Arc::clone(&spans);
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let store = Arc::clone(&store);
+                async move {
+                    assert_eq!(headers["content-type"], "application/x-protobuf");
+                    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
+                    store.lock().unwrap().extend(decoded(request));
+                    let answer = ExportTraceServiceResponse { partial_success: None }.encode_to_vec();
+                    ([("content-type", "application/x-protobuf")], answer)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Receiver { endpoint, spans, task }
+    }
+
+    async fn grpc() -> Receiver {
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let service = TraceServiceServer::new(Grpc(Arc::clone(&spans)));
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let task = tokio::spawn(async move {
+            tonic::transport::Server::builder().add_service(service).serve_with_incoming(incoming).await.unwrap();
+        });
+        Receiver { endpoint, spans, task }
+    }
+
+    /// The spans of `trace_id` once `ready` holds for them (within 20 s).
+    async fn trace(&self, trace_id: &str, ready: impl Fn(&[Received]) -> bool) -> Vec<Received> {
+        let started = Instant::now();
+        loop {
+            let spans: Vec<Received> =
+                self.spans.lock().unwrap().iter().filter(|span| span.trace_id == trace_id).cloned().collect();
+            if ready(&spans) || started.elapsed() > Duration::from_secs(20) {
+                return spans;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn all(&self) -> Vec<Received> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+/// A listener that accepts connections and never answers: a collector
+/// that hangs.
+async fn silent_collector() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (endpoint, task)
+}
+
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+fn traceparent() -> String {
+    format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")
+}
+
+/// Every span's parent is the caller's span or a span of the trace: none
+/// is orphaned.
+fn assert_no_orphan(spans: &[Received]) {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    for span in spans {
+        assert!(
+            span.parent == CALLER_SPAN || ids.contains(span.parent.as_str()),
+            "{} ({}) has a parent that is not in the trace: {}",
+            span.name,
+            span.span_id,
+            span.parent
+        );
+    }
+}
+
+fn named<'a>(spans: &'a [Received], name: &str) -> Vec<&'a Received> {
+    spans.iter().filter(|span| span.name == name).collect()
+}
+
+fn children<'a>(spans: &'a [Received], parent: &Received) -> Vec<&'a Received> {
+    spans.iter().filter(|span| span.parent == parent.span_id).collect()
+}
+
+/// Four tenants, `t02` holding the table the file creates already (its
+/// file fails, and the failure budget quarantines it).
+async fn four_tenants_one_failing(extra: &str) -> Server {
+    let server = Server::start("fleet", &format!("failureBudget: 2\n{extra}")).await;
+    tenants(&server, 4).await;
+    let table = if backend() == Backend::Sqlite { "items" } else { "t02.items" };
+    server.ws.execute("t02", &format!("create table {table} (id integer)")).await;
+    server.ws.write_migration("tenants/001_items.sql", "create table {schema}.items (id integer primary key);\n");
+    server.ws.write_migration("tenants/002_more.sql", "create table {schema}.more (id integer primary key);\n");
+    server
+}
+
+/// `strata apply --json` with `env`, as a pipeline step runs it.
+async fn apply(server: &Server, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    command.arg("--config").arg(server.config_path()).args(["apply", "--version", "from the pipeline", "--json"]).env_remove("SVC_YAML");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output()).await;
+    output.expect("strata finished within 120 s").expect("strata ran")
+}
+
+#[tokio::test]
+async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant_and_file() {
+    let receiver = Receiver::http().await;
+    let server = four_tenants_one_failing("").await;
+    let traceparent = traceparent();
+    let output = apply(
+        &server,
+        &[
+            ("TRACEPARENT", traceparent.as_str()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_SERVICE_NAME", "deploy-fleet"),
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 11, "one tenant quarantined: {}", stderr(&output));
+    let printed = json_of(&output);
+    assert_eq!(printed["traceId"], CALLER_TRACE, "{printed}");
+    // The command flushed its spans before it exited: they are all here.
+    let spans = receiver.trace(CALLER_TRACE, |_| true).await;
+    assert_no_orphan(&spans);
+    assert!(spans.iter().all(|s| s.resource.get("service.name").map(String::as_str) == Some("deploy-fleet")), "{:?}", spans.first());
+    let command = named(&spans, "strata apply");
+    assert_eq!(command.len(), 1, "{spans:#?}");
+    assert_eq!(command[0].parent, CALLER_SPAN, "the command continues the pipeline's span");
+    assert_eq!(command[0].status.0, 2, "exit 11 is an error status");
+    let versions: Vec<&Received> = spans.iter().filter(|s| s.attributes.contains_key("strata.version.name")).collect();
+    assert_eq!(versions.len(), 1, "{spans:#?}");
+    let version = versions[0];
+    assert_eq!(version.parent, command[0].span_id);
+    assert_eq!(version.attributes["strata.tenants.quarantined"], "1");
+    let units = children(&spans, version);
+    let tenant_units: BTreeMap<&str, &Received> = units
+        .iter()
+        .filter_map(|span| span.attributes.get("strata.tenant").map(|tenant| (tenant.as_str(), *span)))
+        .collect();
+    assert_eq!(tenant_units.keys().copied().collect::<Vec<_>>(), ["t00", "t01", "t02", "t03"], "{units:#?}");
+    for (tenant, unit) in &tenant_units {
+        assert_eq!(unit.kind, 3, "a client span");
+        assert_eq!(unit.attributes["db.namespace"], *tenant);
+        let files: BTreeSet<&str> =
+            children(&spans, unit).iter().map(|f| f.attributes["strata.file"].as_str()).collect();
+        if *tenant == "t02" {
+            assert_eq!(unit.status.0, 2, "the failing tenant's span is an error: {unit:#?}");
+            assert!(unit.events.iter().any(|(name, _)| name == "quarantined"), "{unit:#?}");
+            // (A message of several files that failed without saying
+            // where is run again file by file: the failing file's span of
+            // that run is the error.)
+            let failed = children(&spans, unit);
+            assert!(
+                failed.iter().any(|f| f.attributes["strata.file"] == "tenants/001_items.sql" && f.status.0 == 2),
+                "{failed:#?}"
+            );
+            assert!(
+                !failed.iter().any(|f| f.attributes["strata.file"] == "tenants/002_more.sql"
+                    && !f.attributes.contains_key("strata.one_message")),
+                "nothing ran on its own after the failing file: {files:?}"
+            );
+        } else {
+            assert_eq!(unit.status.0, 0, "{unit:#?}");
+            assert_eq!(files, BTreeSet::from(["tenants/001_items.sql", "tenants/002_more.sql"]), "{tenant}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_graphql_request_with_traceparent_is_traced_over_grpc_and_the_version_names_its_trace() {
+    let receiver = Receiver::grpc().await;
+    let server = four_tenants_one_failing(&format!(
+        "telemetry:\n  endpoint: {}\n  protocol: grpc\n  headers:\n    x-api-key: k3y-s3cret\n",
+        receiver.endpoint
+    ))
+    .await;
+    let response = reqwest::Client::new()
+        .post(server.url("/v2/service"))
+        .header("traceparent", traceparent())
+        .json(&json!({
+            "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
+            "variables": { "input": { "versionName": "traced" } },
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["data"]["createVersion"]["traceId"], CALLER_TRACE, "{answer}");
+    let version_id = answer["data"]["createVersion"]["version"]["id"].clone();
+    let spans = receiver
+        .trace(CALLER_TRACE, |spans| {
+            // The server's span ends last, after the response.
+            spans.iter().filter(|s| s.attributes.contains_key("strata.tenant")).count() >= 4
+                && spans.iter().any(|s| s.name == "POST /v2/service")
+        })
+        .await;
+    assert_no_orphan(&spans);
+    let http = named(&spans, "POST /v2/service");
+    assert_eq!(http.len(), 1, "{spans:#?}");
+    assert_eq!((http[0].kind, http[0].parent.as_str()), (2, CALLER_SPAN), "a server span under the caller's");
+    assert_eq!(http[0].attributes["http.response.status_code"], "200");
+    assert_eq!(http[0].attributes["http.request.method"], "POST");
+    let version = spans.iter().find(|s| s.attributes.contains_key("strata.version.name")).unwrap();
+    assert_eq!(version.parent, http[0].span_id);
+    assert_eq!(version.attributes["strata.version.id"], version_id.to_string());
+    let tenants: BTreeSet<&str> = children(&spans, version)
+        .iter()
+        .filter_map(|s| s.attributes.get("strata.tenant"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(tenants, BTreeSet::from(["t00", "t01", "t02", "t03"]));
+
+    // The audit row names the trace (and is covered by its signature).
+    let audit = server.data("{ audit { action target } }", json!({})).await;
+    let rows = audit["audit"].as_array().unwrap();
+    let row =
+        rows.iter().find(|row| row["action"] == "createVersion" && row["target"].as_str().unwrap().contains("traced"));
+    assert!(
+        row.is_some_and(|row| row["target"].as_str().unwrap().contains(&format!("trace {CALLER_TRACE}"))),
+        "{audit}"
+    );
+    // The exporter's secret header is neither served nor logged.
+    let config = server.get("/v2/config").await.text().await.unwrap();
+    assert!(!config.contains("k3y-s3cret") && config.contains("x-api-key"), "{config}");
+    assert!(!server.log().contains("k3y-s3cret"));
+}
+
+#[tokio::test]
+async fn a_collector_that_never_answers_costs_the_spans_only_and_they_are_counted() {
+    let (silent, _collector) = silent_collector().await;
+    let server =
+        four_tenants_one_failing(&format!("telemetry:\n  endpoint: {silent}\n  queueSize: 2\n  timeoutMillis: 3000\n"))
+            .await;
+    let first = server.create_version(json!({ "versionName": "one" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    // Its spans' export has begun, and hangs until its time-out: what the
+    // next version ends meanwhile finds a full queue.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.ws.write_migration("tenants/003_later.sql", "create table {schema}.later (id integer primary key);\n");
+    let second = server.create_version(json!({ "versionName": "two" })).await;
+    assert!(second.get("errors").is_none(), "{second}");
+    assert!(server.metric("svc_http_trace_spans_dropped{reason=\"queue_full\"}").await > 0.0);
+    let mut failed = 0.0;
+    for _ in 0..100 {
+        failed = server.metric("svc_http_trace_spans_dropped{reason=\"export_failed\"}").await;
+        if failed > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(failed > 0.0, "{}", server.log());
+    assert!(server.log().contains("traces could not be exported"), "{}", server.log());
+
+    // A command never waits on it beyond its bound: it exits.
+    let output = apply(&server, &[("OTEL_EXPORTER_OTLP_ENDPOINT", silent.as_str())]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+}
+
+#[tokio::test]
+async fn always_off_exports_nothing_and_a_version_has_no_trace() {
+    let receiver = Receiver::http().await;
+    let server = four_tenants_one_failing("").await;
+    let traceparent = traceparent();
+    let output = apply(
+        &server,
+        &[
+            ("TRACEPARENT", traceparent.as_str()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_TRACES_SAMPLER", "always_off"),
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 11, "{}", stderr(&output));
+    assert_eq!(json_of(&output).get("traceId"), None);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.all().len(), 0, "{:#?}", receiver.all());
+}
