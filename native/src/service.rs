@@ -64,7 +64,7 @@ impl Caller {
     /// nobody's approval is then anybody's).
     pub(crate) fn by(&self) -> rollout::By<'_> {
         let actor = if self.actor == ANONYMOUS { "" } else { self.actor.as_str() };
-        rollout::By { request_id: &self.request_id, actor, principal: &self.principal }
+        rollout::By { request_id: &self.request_id, actor, principal: &self.principal, trace: "" }
     }
 
     /// Who an audit row names: the actor, and its principal beside it when
@@ -95,6 +95,9 @@ pub(crate) struct CreateRequest {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     /// What an active rollout does to this request.
     pub(crate) rollout_gate: rollout::FleetGate,
+    /// The requests (W3C `traceparent`s) the version's span links to: a
+    /// wave's rollout start and approvals.
+    pub(crate) trace_links: Vec<String>,
 }
 
 impl CreateRequest {
@@ -109,6 +112,7 @@ impl CreateRequest {
             dry_run: false,
             observer: None,
             rollout_gate: rollout::FleetGate::Hold,
+            trace_links: Vec::new(),
         }
     }
 
@@ -721,6 +725,9 @@ impl Service {
         let action = request.operation.api_name();
         let span =
             crate::traces::spans::version(&request.version_name, action, request.operation.action(), request.dry_run);
+        for link in &request.trace_links {
+            crate::traces::context::link(&span, link);
+        }
         let trace_id = crate::traces::trace_id(&span);
         let run = async {
             let mut result = self.create_unaudited(&request).await;

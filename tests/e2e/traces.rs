@@ -32,6 +32,8 @@ struct Received {
     status: (i32, String),
     attributes: BTreeMap<String, String>,
     events: Vec<(String, BTreeMap<String, String>)>,
+    /// The spans it links to: (trace id, span id).
+    links: Vec<(String, String)>,
     resource: BTreeMap<String, String>,
 }
 
@@ -65,6 +67,7 @@ fn decoded(request: ExportTraceServiceRequest) -> Vec<Received> {
                     status: span.status.map(|s| (s.code, s.message)).unwrap_or_default(),
                     attributes: attributes(&span.attributes),
                     events: span.events.into_iter().map(|e| (e.name, attributes(&e.attributes))).collect(),
+                    links: span.links.iter().map(|l| (hex(&l.trace_id), hex(&l.span_id))).collect(),
                     resource: resource.clone(),
                 });
             }
@@ -219,7 +222,11 @@ async fn four_tenants_one_failing(extra: &str) -> Server {
 /// `strata apply --json` with `env`, as a pipeline step runs it.
 async fn apply(server: &Server, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
-    command.arg("--config").arg(server.config_path()).args(["apply", "--version", "from the pipeline", "--json"]).env_remove("SVC_YAML");
+    command
+        .arg("--config")
+        .arg(server.config_path())
+        .args(["apply", "--version", "from the pipeline", "--json"])
+        .env_remove("SVC_YAML");
     for (name, value) in env {
         command.env(name, value);
     }
@@ -247,7 +254,11 @@ async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant
     // The command flushed its spans before it exited: they are all here.
     let spans = receiver.trace(CALLER_TRACE, |_| true).await;
     assert_no_orphan(&spans);
-    assert!(spans.iter().all(|s| s.resource.get("service.name").map(String::as_str) == Some("deploy-fleet")), "{:?}", spans.first());
+    assert!(
+        spans.iter().all(|s| s.resource.get("service.name").map(String::as_str) == Some("deploy-fleet")),
+        "{:?}",
+        spans.first()
+    );
     let command = named(&spans, "strata apply");
     assert_eq!(command.len(), 1, "{spans:#?}");
     assert_eq!(command[0].parent, CALLER_SPAN, "the command continues the pipeline's span");
@@ -400,4 +411,71 @@ async fn always_off_exports_nothing_and_a_version_has_no_trace() {
     assert_eq!(json_of(&output).get("traceId"), None);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(receiver.all().len(), 0, "{:#?}", receiver.all());
+}
+
+/// `mutation` over HTTP with `traceparent`, its answer's `data`.
+async fn traced_mutation(server: &Server, traceparent: &str, mutation: &str) -> Value {
+    let response = reqwest::Client::new()
+        .post(server.url("/v2/service"))
+        .header("traceparent", traceparent)
+        .json(&json!({ "query": mutation }))
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = response.json().await.unwrap();
+    assert!(answer.get("errors").is_none(), "{answer}");
+    answer["data"].clone()
+}
+
+#[tokio::test]
+async fn a_rollouts_waves_are_traces_of_their_own_linked_to_its_start_and_approval() {
+    let receiver = Receiver::http().await;
+    let server = Server::start("fleet", &format!("telemetry:\n  endpoint: {}\n", receiver.endpoint)).await;
+    tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_items.sql", "create table {schema}.items (id integer primary key);\n");
+    let (start_trace, approve_trace) = ("1".repeat(32), "2".repeat(32));
+    let started = traced_mutation(
+        &server,
+        &format!("00-{start_trace}-{CALLER_SPAN}-01"),
+        r#"mutation { startRollout(versionName: "items", waves: ["t00:approve", "rest"]) { id } }"#,
+    )
+    .await;
+    let id = started["startRollout"]["id"].as_i64().unwrap();
+    crate::rollouts::wait_for(&server, id, "AWAITING_APPROVAL").await;
+    traced_mutation(
+        &server,
+        &format!("00-{approve_trace}-{CALLER_SPAN}-01"),
+        &format!("mutation {{ approveRollout(id: {id}) {{ id }} }}"),
+    )
+    .await;
+    crate::rollouts::wait_for(&server, id, "COMPLETED").await;
+    let started = Instant::now();
+    let waves = loop {
+        let waves: Vec<Received> = receiver
+            .all()
+            .into_iter()
+            .filter(|span| span.attributes.get("strata.version.name").is_some_and(|name| name.starts_with("items")))
+            .collect();
+        if waves.len() >= 2 || started.elapsed() > Duration::from_secs(20) {
+            break waves;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(waves.len(), 2, "{waves:#?}");
+    let linked = |wave: &Received| wave.links.iter().map(|(trace, _)| trace.clone()).collect::<BTreeSet<String>>();
+    let (first, second) = if linked(&waves[0]).len() == 1 { (&waves[0], &waves[1]) } else { (&waves[1], &waves[0]) };
+    // Each wave is a trace of its own, run by the service, not the request's.
+    for wave in [first, second] {
+        assert!(wave.trace_id != start_trace && wave.trace_id != approve_trace && wave.parent.is_empty(), "{wave:#?}");
+    }
+    assert_eq!(linked(first), BTreeSet::from([start_trace.clone()]), "{first:#?}");
+    assert_eq!(linked(second), BTreeSet::from([start_trace.clone(), approve_trace.clone()]), "{second:#?}");
+    // The links name the requests' own server spans.
+    let requests: BTreeSet<(String, String)> = receiver
+        .all()
+        .iter()
+        .filter(|span| span.name == "POST /v2/service")
+        .map(|span| (span.trace_id.clone(), span.span_id.clone()))
+        .collect();
+    assert!(second.links.iter().all(|link| requests.contains(link)), "{second:#?}\n{requests:?}");
 }

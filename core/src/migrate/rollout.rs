@@ -215,6 +215,9 @@ pub struct Event {
     pub principal: String,
     /// What it did, in words (a wave: its version and counts, or its error).
     pub detail: String,
+    /// The W3C `traceparent` of the request that did it (empty: not traced).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trace: String,
 }
 
 /// A rollout's whole state, stored as one document.
@@ -265,12 +268,15 @@ pub struct By<'a> {
     /// (`oidc:<issuer>#<sub>`, `token:<owner>`, `cli:<uid>@<host>`; empty:
     /// none known).
     pub principal: &'a str,
+    /// The W3C `traceparent` of the request's span (empty: not traced):
+    /// kept on the event, so a wave's trace can link to it.
+    pub trace: &'a str,
 }
 
 impl<'a> From<&'a str> for By<'a> {
     /// A request without an identity.
     fn from(request_id: &'a str) -> By<'a> {
-        By { request_id, actor: "", principal: "" }
+        By { request_id, actor: "", principal: "", trace: "" }
     }
 }
 
@@ -553,7 +559,20 @@ impl Rollout {
             actor: by.actor.to_string(),
             principal: if by.principal == by.actor { String::new() } else { by.principal.to_string() },
             detail,
+            trace: by.trace.to_string(),
         });
+    }
+
+    /// The traces wave `wave`'s version links to: the request that started
+    /// the rollout and those that approved the wave (each wave's version is
+    /// a trace of its own, run later by the service).
+    pub fn wave_links(&self, wave: usize) -> Vec<&str> {
+        self.events
+            .iter()
+            .filter(|event| event.action == "started" || (event.action == "approved" && event.wave == Some(wave)))
+            .map(|event| event.trace.as_str())
+            .filter(|trace| !trace.is_empty())
+            .collect()
     }
 
     /// What to do about it at `now`.

@@ -16,7 +16,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Action;
 
 use strata_core::migrate::rollout::{
-    self, ActiveRollout, ApprovalRules, AtFleetGate, FleetGate, Next, Rollout, RolloutError, WaveStep,
+    self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep,
 };
 use strata_core::migrate::summary;
 
@@ -117,8 +117,9 @@ impl Service {
         if steps.iter().any(|step| matches!(step.select, rollout::Select::Tenants(_))) {
             rollout::check_named_tenants(&steps, &self.tenants().await?).map_err(AppError::Wave)?;
         }
-        let rollout =
-            Rollout::new(version_name, steps, failure_budget, now(), caller.by())?.with_files(self.files_now().await?);
+        let trace = crate::traces::context::current_traceparent();
+        let rollout = Rollout::new(version_name, steps, failure_budget, now(), By { trace: &trace, ..caller.by() })?
+            .with_files(self.files_now().await?);
         let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
         tracing::info!(rollout = id, version = %version_name, "rollout started");
         Ok((id, rollout))
@@ -208,7 +209,8 @@ impl Service {
             },
             _ => ApprovalRules::default(),
         };
-        let by = caller.by();
+        let trace = crate::traces::context::current_traceparent();
+        let by = By { trace: &trace, ..caller.by() };
         let rollout = self
             .change(id, |rollout| {
                 let now = now();
@@ -287,6 +289,7 @@ impl Service {
         };
         let request = CreateRequest {
             rollout_gate: FleetGate::Wave,
+            trace_links: rollout.wave_links(wave).into_iter().map(str::to_string).collect(),
             ..CreateRequest::new(
                 rollout.wave_version_name(wave),
                 operation,

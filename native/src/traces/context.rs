@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -28,4 +29,27 @@ pub(crate) fn continue_from_environment(span: &tracing::Span) {
     let traceparent = std::env::var("TRACEPARENT").ok();
     let tracestate = std::env::var("TRACESTATE").ok();
     continue_trace(span, traceparent.as_deref(), tracestate.as_deref());
+}
+
+/// The W3C `traceparent` of the current span (empty when it is not
+/// exported): what a rollout keeps of the request that started or
+/// approved it.
+pub(crate) fn current_traceparent() -> String {
+    let context = tracing::Span::current().context();
+    if !context.span().span_context().is_valid() {
+        return String::new();
+    }
+    let mut carrier = HashMap::with_capacity(2);
+    TraceContextPropagator::new().inject_context(&context, &mut carrier);
+    carrier.remove("traceparent").unwrap_or_default()
+}
+
+/// Links `span` to the span of `traceparent` (a request that caused it,
+/// in a trace of its own); a malformed one is ignored.
+pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
+    let carrier = HashMap::from([("traceparent".to_string(), traceparent.to_string())]);
+    let linked = TraceContextPropagator::new().extract(&carrier).span().span_context().clone();
+    if linked.is_valid() {
+        span.add_link(linked);
+    }
 }

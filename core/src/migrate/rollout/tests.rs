@@ -150,8 +150,8 @@ fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 #[test]
 fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
-    let alice = By { request_id: "r1", actor: "token:alice", principal: "token:alice" };
-    let bob = By { request_id: "r2", actor: "token:bob", principal: "token:bob" };
+    let alice = By { request_id: "r1", actor: "token:alice", principal: "token:alice", trace: "" };
+    let bob = By { request_id: "r2", actor: "token:bob", principal: "token:bob", trace: "" };
     let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, alice).unwrap();
     assert_eq!(r.started_by, "token:alice");
     assert!(r.wave_ended(0, Ok("done".into()), 5, "runner"));
@@ -170,10 +170,14 @@ fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
 #[test]
 fn one_principal_is_one_starter_whatever_its_display_name() {
     let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
-    let access = By { request_id: "r1", actor: "oidc:alice", principal: "oidc:https://idp#alice" };
-    let id_token =
-        By { request_id: "r2", actor: "oidc:alice <alice@example.com>", principal: "oidc:https://idp#alice" };
-    let other_idp = By { request_id: "r3", actor: "oidc:alice", principal: "oidc:https://other#alice" };
+    let access = By { request_id: "r1", actor: "oidc:alice", principal: "oidc:https://idp#alice", trace: "" };
+    let id_token = By {
+        request_id: "r2",
+        actor: "oidc:alice <alice@example.com>",
+        principal: "oidc:https://idp#alice",
+        trace: "",
+    };
+    let other_idp = By { request_id: "r3", actor: "oidc:alice", principal: "oidc:https://other#alice", trace: "" };
     let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, access).unwrap();
     assert_eq!(r.started_by_principal, "oidc:https://idp#alice");
     r.wave_ended(0, Ok(String::new()), 5, "runner");
@@ -190,7 +194,7 @@ fn one_principal_is_one_starter_whatever_its_display_name() {
     let mut old = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, "r").unwrap();
     old.started_by = "token:alice".into();
     old.wave_ended(0, Ok(String::new()), 5, "runner");
-    let alice = By { request_id: "r4", actor: "token:alice", principal: "token:alice" };
+    let alice = By { request_id: "r4", actor: "token:alice", principal: "token:alice", trace: "" };
     assert!(old.approve(8, alice, &rules).is_err());
 }
 
@@ -286,4 +290,23 @@ fn a_wave_waiting_on_its_backfills_keeps_its_claim_while_it_is_still_its_runners
     assert!(!r.renew(0, 400, "runner"), "the first runner's claim is gone");
     assert!(r.wave_ended(0, Ok("version 10".into()), 310, "other"));
     assert!(!r.renew(0, 400, "other"), "the wave ended");
+}
+
+#[test]
+fn a_waves_version_links_to_the_start_and_to_that_waves_approvals() {
+    let start = "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-1111111111111111-01";
+    let approval = "00-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-2222222222222222-01";
+    let by = |request_id, trace| By { request_id, actor: "", principal: "", trace };
+    let mut r = Rollout::new("v", waves(&["t1:approve", "t2:approve", "rest"]), None, 0, by("r1", start)).unwrap();
+    assert_eq!(r.wave_links(0), [start]);
+    assert!(r.wave_ended(0, Ok(String::new()), 5, "runner"));
+    r.approve(6, by("r2", approval), &ApprovalRules::default()).unwrap();
+    assert_eq!(r.wave_links(1), [start, approval]);
+    assert!(r.wave_ended(1, Ok(String::new()), 7, "runner"));
+    // An approval without a trace links nothing; another wave's is not this one's.
+    r.approve(8, by("r3", ""), &ApprovalRules::default()).unwrap();
+    assert_eq!(r.wave_links(2), [start]);
+    // Stored and read back, the traces stay.
+    let stored: Rollout = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(stored.wave_links(1), [start, approval]);
 }
