@@ -15,6 +15,11 @@
 #   lean     the same with `driftPolicy: off` and `recordFingerprints: false`
 #   before   `strata` as above, run by the binary STRATA_BEFORE names (an
 #            earlier build: a change's before and after in one run)
+#   traced   `strata` with traces exported over OTLP/HTTP (every trace
+#            sampled, queueSize 1000000 so none is dropped) to a local sink
+#            that reads each request whole and answers an empty
+#            ExportTraceServiceResponse; the requests and bytes it got are
+#            printed after the table
 #
 # With VIA=pgbouncer-transaction or VIA=pgbouncer-session, the floor's
 # sessions and Strata both connect through tests/servers.sh's stock
@@ -52,6 +57,30 @@ case ${VIA:-direct} in
     *) echo "VIA is direct, pgbouncer-transaction or pgbouncer-session, not $VIA" >&2; exit 2 ;;
 esac
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
+
+# The OTLP/HTTP sink of the variant traced (python3's http.server).
+if [[ " $VARIANTS " == *" traced "* ]]; then
+    cat >"$work/sink.py" <<'PY'
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(sys.argv[2], "a") as log:
+            log.write(f"{len(body)}\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_forever()
+PY
+    SINK_PORT=$((24329 + 90))
+    python3 "$work/sink.py" "$SINK_PORT" "$work/sink.log" &
+    sink_pid=$!
+    trap 'kill $sink_pid 2>/dev/null; bench_servers_stop; rm -rf "$work"' EXIT
+fi
+TRACED=$'telemetry:\n  endpoint: http://127.0.0.1:'"${SINK_PORT:-0}"$'\n  sampler: always_on\n  queueSize: 1000000'
 
 # The migrations: a table, an index, 18 added columns.
 fleet_migrations "$work/m"
@@ -131,9 +160,10 @@ for tenants in $SIZES; do
         for variant in "${rotated[@]}"; do
             case $variant in
                 floor) echo "floor $(floor_run "$tenants") 0" >>"$work/times" ;;
-                strata | lean)
+                strata | lean | traced)
                     extra=""
                     [ "$variant" = lean ] && extra=$'driftPolicy: off\nrecordFingerprints: false'
+                    [ "$variant" = traced ] && extra=$TRACED
                     echo "$variant $(strata_run "$tenants" "$extra")" >>"$work/times"
                     ;;
                 before)
@@ -153,3 +183,6 @@ for tenants in $SIZES; do
         printf '%-8s %-8s %6s %12s %14s %8s %8s\n' "$tenants" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
     done
 done
+if [ -e "$work/sink.log" ]; then
+    echo "traced: the sink got $(wc -l <"$work/sink.log") export request(s), $(awk '{ s += $1 } END { print s }' "$work/sink.log") bytes"
+fi

@@ -303,6 +303,29 @@ async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant
 }
 
 #[tokio::test]
+async fn a_failed_apply_names_its_trace_and_its_version_span_is_an_error() {
+    let receiver = Receiver::http().await;
+    let server = four_tenants_one_failing("").await;
+    server.ws.write_migration("tenants/003_broken.sql", "create tabel {schema}.broken (id integer);\n");
+    let trace = "3".repeat(32);
+    let traceparent = format!("00-{trace}-{CALLER_SPAN}-01");
+    let output = apply(
+        &server,
+        &[("TRACEPARENT", traceparent.as_str()), ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())],
+    )
+    .await;
+    assert_eq!(code(&output), 1, "the failure budget (2) is spent: {}", stderr(&output));
+    let printed = json_of(&output);
+    assert!(printed["errors"][0]["message"].is_string(), "{printed}");
+    assert_eq!(printed["traceId"], trace.as_str(), "{printed}");
+    let spans = receiver.trace(&trace, |_| true).await;
+    assert_no_orphan(&spans);
+    let version = spans.iter().find(|s| s.attributes.contains_key("strata.version.name")).expect("a version span");
+    assert_eq!(version.status.0, 2, "{version:#?}");
+    assert!(version.attributes.contains_key("strata.error.code"), "{version:#?}");
+}
+
+#[tokio::test]
 async fn a_graphql_request_with_traceparent_is_traced_over_grpc_and_the_version_names_its_trace() {
     let receiver = Receiver::grpc().await;
     let server = four_tenants_one_failing(&format!(
@@ -478,4 +501,39 @@ async fn a_rollouts_waves_are_traces_of_their_own_linked_to_its_start_and_approv
         .map(|span| (span.trace_id.clone(), span.span_id.clone()))
         .collect();
     assert!(second.links.iter().all(|link| requests.contains(link)), "{second:#?}\n{requests:?}");
+}
+
+#[tokio::test]
+async fn a_backfill_is_a_span_per_tenant_with_its_batches_as_events() {
+    let receiver = Receiver::http().await;
+    let server = Server::start("fleet", &format!("telemetry:\n  endpoint: {}\n", receiver.endpoint)).await;
+    tenants(&server, 2).await;
+    server.ws.write_migration("tenants/001_items.sql", &crate::backfills::items_sql(100));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", crate::backfills::TOUCH_ITEMS);
+    let started = crate::backfills::version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
+    let states = crate::backfills::settled(&server).await;
+    assert!(states.iter().all(|row| row["state"] == "DONE"), "{states:?}");
+    let started = Instant::now();
+    let backfills = loop {
+        let backfills: Vec<Received> =
+            receiver.all().into_iter().filter(|span| span.name.starts_with("backfill ")).collect();
+        if backfills.len() >= 2 || started.elapsed() > Duration::from_secs(20) {
+            break backfills;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let tenants: BTreeSet<&str> = backfills.iter().map(|span| span.attributes["strata.tenant"].as_str()).collect();
+    assert_eq!(tenants, BTreeSet::from(["t00", "t01"]), "{backfills:#?}");
+    for span in &backfills {
+        assert_eq!(span.attributes["strata.file"], "tenants/002_touch.sql");
+        assert_eq!(span.attributes["strata.backfill.ended"], "done", "{span:#?}");
+        // 100 rows in batches of at most 25: four batches or more, their rows adding up.
+        let batches: Vec<u64> =
+            span.events.iter().filter(|(name, _)| name == "batch").map(|(_, a)| a["rows"].parse().unwrap()).collect();
+        assert!(batches.len() >= 4, "{span:#?}");
+        assert_eq!(batches.iter().sum::<u64>(), 100, "{span:#?}");
+    }
 }

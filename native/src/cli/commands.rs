@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use tracing::Instrument;
 
 use serde_json::json;
 use strata_core::migrate::config::Config;
@@ -12,6 +11,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::wave::Wave;
+use tracing::Instrument;
 
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
 use crate::cli::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
@@ -530,7 +530,11 @@ pub(super) fn print_repair(done: &strata_core::migrate::repair::Repair, dry_run:
 pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
     if json {
         let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
-        print_json(&json!({ "errors": [graphql] }));
+        // The command's trace, which holds the failed version's spans.
+        match crate::traces::trace_id(&tracing::Span::current()) {
+            Some(trace_id) => print_json(&json!({ "errors": [graphql], "traceId": trace_id })),
+            None => print_json(&json!({ "errors": [graphql] })),
+        }
     }
     failure(error)
 }

@@ -61,6 +61,38 @@ pub(crate) fn file(file: &str, driver: Driver) -> tracing::Span {
         strata.error.code = Empty)
 }
 
+/// One tenant's backfill of one file, run after its version (a trace of
+/// its own): each committed batch an event, not a span.
+pub(crate) fn backfill(schema: &str, file: &str, version_id: i64, driver: Driver) -> tracing::Span {
+    tracing::info_span!(target: TARGET, "backfill", otel.name = %format!("backfill {schema} {file}"),
+        otel.kind = "client", strata.tenant = schema, db.namespace = schema, db.system.name = system(driver),
+        strata.file = file, strata.version.id = version_id, strata.backfill.ended = Empty,
+        strata.error.code = Empty)
+}
+
+/// An event on the current (backfill) span: a batch committed.
+pub(crate) fn backfill_batch(rows: u64, millis: u128) {
+    tracing::info!(target: TARGET, rows, millis = millis as u64, "batch");
+}
+
+/// Records how the backfill of `span` ended in this runner.
+pub(crate) fn backfill_ended(
+    span: &tracing::Span,
+    ended: &Result<crate::db::executor::backfill::runner::Ended, crate::db::DbError>,
+) {
+    use crate::db::executor::backfill::runner::Ended;
+    let (word, failure) = match ended {
+        Ok(Ended::Done) => ("done", None),
+        Ok(Ended::Released) => ("released", None),
+        Ok(Ended::Failed(failure)) => ("failed", Some((failure.cause.name(), failure.message.clone()))),
+        Err(error) => ("stopped", Some(("DATABASE_ERROR", error.to_string()))),
+    };
+    span.record("strata.backfill.ended", word);
+    if let Some((code, message)) = failure {
+        failed(span, code, &message);
+    }
+}
+
 /// Marks the unit's or file's `span` failed with `code`, `message` its
 /// event.
 pub(crate) fn failed(span: &tracing::Span, code: &str, message: &str) {

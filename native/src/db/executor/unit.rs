@@ -4,12 +4,12 @@
 //! `lock_wait` says. What committed goes to the run's `Progress`.
 
 use std::sync::atomic::Ordering;
-use tracing::Instrument;
 
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Direction, Unit};
 use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
+use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{self, Engine, Entries, Failure, Record};

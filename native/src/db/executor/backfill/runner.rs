@@ -32,6 +32,7 @@ use strata_core::migrate::backfill::{self, Form, Key, KeyValue, LagStep, Machine
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::statements;
+use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Entries, Failure, Record, Transaction};
@@ -152,6 +153,14 @@ impl<E: Engine> Backfiller<'_, E> {
     /// Runs `job` (claimed) on `conn` — its schema entered, no transaction
     /// open — from its checkpoint to its end.
     pub(crate) async fn drive(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
+        let span = crate::traces::spans::backfill(&job.row.schema, &job.row.file, job.version_id, E::DRIVER);
+        let ended = self.drive_traced(conn, job).instrument(span.clone()).await;
+        crate::traces::spans::backfill_ended(&span, &ended);
+        ended
+    }
+
+    /// [`Backfiller::drive`] in the backfill's span.
+    async fn drive_traced(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
         let mut drive = match self.prepare(job) {
             Ok(drive) => drive,
             Err(message) => return self.failed(conn, job, job.row.clone(), Failure::statement(message)).await,
@@ -352,6 +361,7 @@ impl<E: Engine> Backfiller<'_, E> {
                     }
                     self.engine.data_transaction(conn, Transaction::Commit).await?;
                     crate::telemetry::backfill_batch(rows);
+                    crate::traces::spans::backfill_batch(rows, started.elapsed().as_millis());
                     return Ok(Some(rows));
                 }
                 Err(failure) => failure,
