@@ -745,7 +745,17 @@ impl Service {
                 target
             })
             .await;
-        crate::traces::spans::version_ended(&span, &result);
+        match &result {
+            Ok(created) => crate::traces::spans::version_done(
+                &span,
+                created.version.as_ref().map(|version| version.id),
+                created.summary.counts.migrations_grand_total(),
+                created.summary.counts.scripts_grand_total(),
+                created.quarantined.len(),
+                created.waiting.len(),
+            ),
+            Err(error) => crate::traces::spans::version_failed(&span, error.code()),
+        }
         result
     }
 

@@ -8,8 +8,6 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::Action;
 use tracing::field::Empty;
 
-use crate::error::AppError;
-use crate::service::CreateResult;
 use crate::traces::TARGET;
 
 /// A version (`createVersion`, `createTenant`, a wave, a retry, a revert).
@@ -21,23 +19,28 @@ pub(crate) fn version(name: &str, operation: &str, action: Action, dry_run: bool
         strata.tenants.waiting_on_backfills = Empty, strata.error.code = Empty)
 }
 
-/// Records how the version of `span` ended.
-pub(crate) fn version_ended(span: &tracing::Span, result: &Result<CreateResult, AppError>) {
-    match result {
-        Ok(created) => {
-            if let Some(version) = &created.version {
-                span.record("strata.version.id", version.id);
-            }
-            span.record("strata.migrations", created.summary.counts.migrations_grand_total());
-            span.record("strata.scripts", created.summary.counts.scripts_grand_total());
-            span.record("strata.tenants.quarantined", created.quarantined.len());
-            span.record("strata.tenants.waiting_on_backfills", created.waiting.len());
-        }
-        Err(error) => {
-            span.record("strata.error.code", error.code());
-            crate::traces::failed(span, error.code());
-        }
+/// Records what the version of `span` did.
+pub(crate) fn version_done(
+    span: &tracing::Span,
+    id: Option<i64>,
+    migrations: u64,
+    scripts: u64,
+    quarantined: usize,
+    waiting: usize,
+) {
+    if let Some(id) = id {
+        span.record("strata.version.id", id);
     }
+    span.record("strata.migrations", migrations);
+    span.record("strata.scripts", scripts);
+    span.record("strata.tenants.quarantined", quarantined);
+    span.record("strata.tenants.waiting_on_backfills", waiting);
+}
+
+/// Marks the version of `span` failed with the API's error `code`.
+pub(crate) fn version_failed(span: &tracing::Span, code: &str) {
+    span.record("strata.error.code", code);
+    crate::traces::failed(span, code);
 }
 
 /// One shard's part of a version.
@@ -75,21 +78,12 @@ pub(crate) fn backfill_batch(rows: u64, millis: u128) {
     tracing::info!(target: TARGET, rows, millis = millis as u64, "batch");
 }
 
-/// Records how the backfill of `span` ended in this runner.
-pub(crate) fn backfill_ended(
-    span: &tracing::Span,
-    ended: &Result<crate::db::executor::backfill::runner::Ended, crate::db::DbError>,
-) {
-    use crate::db::executor::backfill::runner::Ended;
-    let (word, failure) = match ended {
-        Ok(Ended::Done) => ("done", None),
-        Ok(Ended::Released) => ("released", None),
-        Ok(Ended::Failed(failure)) => ("failed", Some((failure.cause.name(), failure.message.clone()))),
-        Err(error) => ("stopped", Some(("DATABASE_ERROR", error.to_string()))),
-    };
-    span.record("strata.backfill.ended", word);
+/// Records how the backfill of `span` ended in this runner (`done`,
+/// `released`, `failed`, `stopped`), with the failure's code and message.
+pub(crate) fn backfill_ended(span: &tracing::Span, how: &str, failure: Option<(&str, &str)>) {
+    span.record("strata.backfill.ended", how);
     if let Some((code, message)) = failure {
-        failed(span, code, &message);
+        failed(span, code, message);
     }
 }
 

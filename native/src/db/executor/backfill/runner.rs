@@ -155,7 +155,17 @@ impl<E: Engine> Backfiller<'_, E> {
     pub(crate) async fn drive(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Ended, DbError> {
         let span = crate::traces::spans::backfill(&job.row.schema, &job.row.file, job.version_id, E::DRIVER);
         let ended = self.drive_traced(conn, job).instrument(span.clone()).await;
-        crate::traces::spans::backfill_ended(&span, &ended);
+        let (how, failure) = match &ended {
+            Ok(Ended::Done) => ("done", None),
+            Ok(Ended::Released) => ("released", None),
+            Ok(Ended::Failed(failure)) => ("failed", Some((failure.cause.name(), failure.message.clone()))),
+            Err(error) => ("stopped", Some(("DATABASE_ERROR", error.to_string()))),
+        };
+        crate::traces::spans::backfill_ended(
+            &span,
+            how,
+            failure.as_ref().map(|(code, message)| (*code, message.as_str())),
+        );
         ended
     }
 
