@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
-# The budget keeps growth visible (the measured size: docs/deployment.md).
-MAX_IMAGE_BYTES=$((32 * 1000 * 1000))
+# The budget keeps growth visible (the measured size: docs/deployment.md);
+# raised from 32 MB with the OTLP exporters (gRPC and HTTP), +1.65 MB.
+MAX_IMAGE_BYTES=$((34 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
 
