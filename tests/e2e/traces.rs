@@ -234,20 +234,24 @@ async fn apply(server: &Server, env: &[(&str, &str)]) -> std::process::Output {
     output.expect("strata finished within 120 s").expect("strata ran")
 }
 
+/// [`apply`] continuing `traceparent`'s trace, exporting to `receiver`,
+/// with `more` variables.
+async fn apply_traced(
+    server: &Server,
+    traceparent: &str,
+    receiver: &Receiver,
+    more: &[(&str, &str)],
+) -> std::process::Output {
+    let mut env = vec![("TRACEPARENT", traceparent), ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())];
+    env.extend_from_slice(more);
+    apply(server, &env).await
+}
+
 #[tokio::test]
 async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant_and_file() {
     let receiver = Receiver::http().await;
     let server = four_tenants_one_failing("").await;
-    let traceparent = traceparent();
-    let output = apply(
-        &server,
-        &[
-            ("TRACEPARENT", traceparent.as_str()),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
-            ("OTEL_SERVICE_NAME", "deploy-fleet"),
-        ],
-    )
-    .await;
+    let output = apply_traced(&server, &traceparent(), &receiver, &[("OTEL_SERVICE_NAME", "deploy-fleet")]).await;
     assert_eq!(code(&output), 11, "one tenant quarantined: {}", stderr(&output));
     let printed = json_of(&output);
     assert_eq!(printed["traceId"], CALLER_TRACE, "{printed}");
@@ -308,12 +312,7 @@ async fn a_failed_apply_names_its_trace_and_its_version_span_is_an_error() {
     let server = four_tenants_one_failing("").await;
     server.ws.write_migration("tenants/003_broken.sql", "create tabel {schema}.broken (id integer);\n");
     let trace = "3".repeat(32);
-    let traceparent = format!("00-{trace}-{CALLER_SPAN}-01");
-    let output = apply(
-        &server,
-        &[("TRACEPARENT", traceparent.as_str()), ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())],
-    )
-    .await;
+    let output = apply_traced(&server, &format!("00-{trace}-{CALLER_SPAN}-01"), &receiver, &[]).await;
     assert_eq!(code(&output), 1, "the failure budget (2) is spent: {}", stderr(&output));
     let printed = json_of(&output);
     assert!(printed["errors"][0]["message"].is_string(), "{printed}");
@@ -420,16 +419,7 @@ async fn a_collector_that_never_answers_costs_the_spans_only_and_they_are_counte
 async fn always_off_exports_nothing_and_a_version_has_no_trace() {
     let receiver = Receiver::http().await;
     let server = four_tenants_one_failing("").await;
-    let traceparent = traceparent();
-    let output = apply(
-        &server,
-        &[
-            ("TRACEPARENT", traceparent.as_str()),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
-            ("OTEL_TRACES_SAMPLER", "always_off"),
-        ],
-    )
-    .await;
+    let output = apply_traced(&server, &traceparent(), &receiver, &[("OTEL_TRACES_SAMPLER", "always_off")]).await;
     assert_eq!(code(&output), 11, "{}", stderr(&output));
     assert_eq!(json_of(&output).get("traceId"), None);
     tokio::time::sleep(Duration::from_millis(1500)).await;
