@@ -235,14 +235,20 @@ async fn apply(server: &Server, env: &[(&str, &str)]) -> std::process::Output {
 }
 
 /// [`apply`] continuing `traceparent`'s trace, exporting to `receiver`,
-/// with `more` variables.
+/// with `more` variables; the command may wait 30 s for its spans to leave
+/// (a loaded machine's export can outlast the default 5 s, and the spans
+/// would then be dropped, as they should).
 async fn apply_traced(
     server: &Server,
     traceparent: &str,
     receiver: &Receiver,
     more: &[(&str, &str)],
 ) -> std::process::Output {
-    let mut env = vec![("TRACEPARENT", traceparent), ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())];
+    let mut env = vec![
+        ("TRACEPARENT", traceparent),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "30000"),
+    ];
     env.extend_from_slice(more);
     apply(server, &env).await
 }

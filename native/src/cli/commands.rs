@@ -144,12 +144,12 @@ pub(super) fn run(
         crate::traces::failed(&span, &format!("exit {}", exit as i32));
     }
     drop(span);
-    crate::traces::flush(FLUSH_BOUND);
+    if let Some(telemetry) = &telemetry {
+        // Never longer than one export may take (`timeoutMillis`).
+        crate::traces::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
+    }
     exit
 }
-
-/// The most a command waits at its end for its spans to leave.
-const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The command's name, as typed.
 fn command_name(command: &OnDatabase) -> &'static str {
