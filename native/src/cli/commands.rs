@@ -530,11 +530,12 @@ pub(super) fn print_repair(done: &strata_core::migrate::repair::Repair, dry_run:
 pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
     if json {
         let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
+        let mut answer = json!({ "errors": [graphql] });
         // The command's trace, which holds the failed version's spans.
-        match crate::traces::trace_id(&tracing::Span::current()) {
-            Some(trace_id) => print_json(&json!({ "errors": [graphql], "traceId": trace_id })),
-            None => print_json(&json!({ "errors": [graphql] })),
+        if let Some(trace_id) = crate::traces::trace_id(&tracing::Span::current()) {
+            answer["traceId"] = trace_id.into();
         }
+        print_json(&answer);
     }
     failure(error)
 }

@@ -13,15 +13,20 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// `traceparent` and `tracestate`; a missing or malformed `traceparent`
 /// leaves it the root of a trace of its own.
 pub(crate) fn continue_trace(span: &tracing::Span, traceparent: Option<&str>, tracestate: Option<&str>) {
-    let Some(traceparent) = traceparent else { return };
+    let Some(traceparent) = traceparent.filter(|_| !span.is_disabled()) else { return };
+    // A span already started: nothing to continue.
+    let _ = span.set_parent(context_of(traceparent, tracestate));
+}
+
+/// The context a `traceparent` (and `tracestate`) names, read by the SDK's
+/// propagator; a malformed one gives a context without a valid span.
+fn context_of(traceparent: &str, tracestate: Option<&str>) -> opentelemetry::Context {
     let mut carrier = HashMap::with_capacity(2);
     carrier.insert("traceparent".to_string(), traceparent.trim().to_string());
     if let Some(tracestate) = tracestate {
         carrier.insert("tracestate".to_string(), tracestate.trim().to_string());
     }
-    let caller = TraceContextPropagator::new().extract(&carrier);
-    // Off (no layer) or a span already started: nothing to continue.
-    let _ = span.set_parent(caller);
+    TraceContextPropagator::new().extract(&carrier)
 }
 
 /// [`continue_trace`] from a command's environment.
@@ -47,8 +52,7 @@ pub(crate) fn current_traceparent() -> String {
 /// Links `span` to the span of `traceparent` (a request that caused it,
 /// in a trace of its own); a malformed one is ignored.
 pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
-    let carrier = HashMap::from([("traceparent".to_string(), traceparent.to_string())]);
-    let linked = TraceContextPropagator::new().extract(&carrier).span().span_context().clone();
+    let linked = context_of(traceparent, None).span().span_context().clone();
     if linked.is_valid() {
         span.add_link(linked);
     }

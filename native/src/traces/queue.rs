@@ -127,9 +127,19 @@ fn exporter(telemetry: &Telemetry) -> Result<SpanExporter, String> {
     built.map_err(|e| format!("telemetry: the OTLP exporter refuses {}: {e}", telemetry.endpoint))
 }
 
-/// Exports batches of [`BATCH`] spans, or fewer after [`LINGER`], until
-/// every processor is gone; a flush request exports what is queued and
-/// answers.
+/// Why the exporting thread stops gathering spans and sends its batch.
+enum Wake {
+    /// The batch is full, or its first span waited [`LINGER`].
+    Ready,
+    /// A flush asks for everything queued, and an answer once it is sent.
+    Flush(std_mpsc::Sender<()>),
+    /// Every processor (or every handle) is gone: send what is left, stop.
+    Closed,
+}
+
+/// Exports batches of [`BATCH`] spans, or fewer once the first of them
+/// waited [`LINGER`], until every processor is gone; a flush request
+/// exports what is queued and answers.
 async fn export_loop(
     exporter: SpanExporter,
     mut spans: mpsc::Receiver<SpanData>,
@@ -137,42 +147,42 @@ async fn export_loop(
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut failing = false;
+    let deadline = tokio::time::sleep(LINGER);
+    tokio::pin!(deadline);
     loop {
-        let deadline = tokio::time::sleep(LINGER);
-        tokio::pin!(deadline);
-        let flush = loop {
+        let wake = loop {
             tokio::select! {
                 span = spans.recv() => match span {
                     Some(span) => {
+                        if batch.is_empty() {
+                            deadline.as_mut().reset(tokio::time::Instant::now() + LINGER);
+                        }
                         batch.push(span);
                         if batch.len() >= BATCH {
-                            break None;
+                            break Wake::Ready;
                         }
                     }
-                    None => break Some(None),
+                    None => break Wake::Closed,
                 },
-                done = flushes.recv() => break Some(done),
-                () = &mut deadline, if !batch.is_empty() => break None,
+                done = flushes.recv() => break done.map_or(Wake::Closed, Wake::Flush),
+                () = &mut deadline, if !batch.is_empty() => break Wake::Ready,
             }
         };
-        if let Some(done) = &flush {
+        if !matches!(wake, Wake::Ready) {
             while let Ok(span) = spans.try_recv() {
                 batch.push(span);
                 if batch.len() >= BATCH {
                     send(&exporter, &mut batch, &mut failing).await;
                 }
             }
-            if done.is_none() && batch.is_empty() {
-                return;
-            }
         }
         send(&exporter, &mut batch, &mut failing).await;
-        match flush {
-            Some(Some(done)) => {
+        match wake {
+            Wake::Ready => {}
+            Wake::Flush(done) => {
                 let _ = done.send(());
             }
-            Some(None) => return,
-            None => {}
+            Wake::Closed => return,
         }
     }
 }
