@@ -533,3 +533,63 @@ async fn a_backfill_is_a_span_per_tenant_with_its_batches_as_events() {
         assert_eq!(batches.iter().sum::<u64>(), 100, "{span:#?}");
     }
 }
+
+/// A `traceparent` W3C Trace Context says to ignore — not hex, an all-zero
+/// trace or parent id, the forbidden version `ff`, a header of 4 KB — is
+/// ignored: the request is served as any other and its spans start a trace
+/// of their own (never one named by the bad header, never zeros), a
+/// `tracestate` beside it notwithstanding.
+#[tokio::test]
+async fn a_malformed_traceparent_is_ignored_and_the_request_starts_a_trace_of_its_own() {
+    let receiver = Receiver::http().await;
+    let server = Server::start("fleet", &format!("telemetry:\n  endpoint: {}\n", receiver.endpoint)).await;
+    tenants(&server, 1).await;
+    let zeros = "0".repeat(32);
+    let malformed = [
+        format!("00-{}-{CALLER_SPAN}-01", "z".repeat(32)),
+        format!("00-{zeros}-{CALLER_SPAN}-01"),
+        format!("00-{CALLER_TRACE}-0000000000000000-01"),
+        format!("ff-{CALLER_TRACE}-{CALLER_SPAN}-01"),
+        format!("00-{CALLER_TRACE}-{CALLER_SPAN}"),
+        format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01-{}", "a".repeat(4000)),
+    ];
+    let mut seen = BTreeSet::new();
+    for (i, header) in malformed.iter().enumerate() {
+        server.ws.write_migration(
+            &format!("tenants/{i:03}_case.sql"),
+            &format!("create table {{schema}}.case_{i} (id integer);\n"),
+        );
+        let response = reqwest::Client::new()
+            .post(server.url("/v2/service"))
+            .header("traceparent", header)
+            .header("tracestate", "vendor=should-be-dropped")
+            .json(&json!({
+                "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
+                "variables": { "input": { "versionName": format!("case {i}") } },
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{header}");
+        let answer: Value = response.json().await.unwrap();
+        assert!(answer.get("errors").is_none(), "{header}: {answer}");
+        let trace =
+            answer["data"]["createVersion"]["traceId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string();
+        assert_eq!(trace.len(), 32, "{trace}");
+        assert!(trace.bytes().all(|b| b.is_ascii_hexdigit()), "{trace}");
+        assert!(trace != zeros && trace != CALLER_TRACE, "{header}: continued as {trace}");
+        assert!(seen.insert(trace.clone()), "{header}: a trace of an earlier request, {trace}");
+        let spans = receiver.trace(&trace, |spans| spans.iter().any(|s| s.name == "POST /v2/service")).await;
+        let http = named(&spans, "POST /v2/service");
+        assert_eq!(http.len(), 1, "{header}: {spans:#?}");
+        assert_eq!(http[0].parent, "", "{header}: the request's span is the root of its own trace");
+        assert!(
+            spans.iter().any(|s| s.attributes.get("strata.tenant").map(String::as_str) == Some("t00")),
+            "{spans:#?}"
+        );
+    }
+    // None of the bad headers' ids reached the collector.
+    assert!(
+        receiver.all().iter().all(|s| s.trace_id != CALLER_TRACE && s.trace_id != zeros && s.parent != CALLER_SPAN)
+    );
+}
