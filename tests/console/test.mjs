@@ -320,7 +320,10 @@ try {
   // one (one run took over 120 s), so the bound is generous and the time
   // is printed.
   const resumed = Date.now();
-  await backfill.locator("[data-counts]", { hasText: `${backfilled} done` }).waitFor({ timeout: 300000 });
+  await backfill.locator("[data-counts]", { hasText: `${backfilled} done` }).waitFor({ timeout: 300000 }).catch(async (e) => {
+    const left = (await api("{ backfills { tenant state rowsDone batches lastError updated } }")).backfills.filter((b) => b.state !== "DONE");
+    throw new Error(`${e.message}\nnot done after ${((Date.now() - resumed) / 1000).toFixed(1)} s: ${JSON.stringify(left.slice(0, 20))} (${left.length} in all)`);
+  });
   const finishing = ((Date.now() - resumed) / 1000).toFixed(1);
   assert.equal(await fileBar.getAttribute("value"), String(backfilled * 40));
   assert.equal(await fileBar.getAttribute("max"), String(backfilled * 40));

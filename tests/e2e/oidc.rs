@@ -54,17 +54,25 @@ impl Provider {
             .arg(port.to_string())
             .arg(dir.join("keys.json"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("provider.log")).unwrap())
             .spawn()
             .unwrap();
-        let provider = Provider { child, port, dir: dir.to_path_buf() };
-        for _ in 0..100 {
+        let mut provider = Provider { child, port, dir: dir.to_path_buf() };
+        // Node loads oidc-provider in about a second alone, and took over 10 s
+        // in a fresh CI run with every lane compiling or testing beside it:
+        // the wait ends when it listens or exits, bounded at 60 s.
+        let log = || std::fs::read_to_string(dir.join("provider.log")).unwrap_or_default();
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(60) {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 return provider;
             }
+            if let Some(status) = provider.child.try_wait().unwrap() {
+                panic!("the OpenID Provider exited ({status}): {}", log());
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("the OpenID Provider did not start");
+        panic!("the OpenID Provider did not listen within 60 s: {}", log());
     }
 
     fn issuer(&self) -> String {
