@@ -338,18 +338,7 @@ async fn a_graphql_request_with_traceparent_is_traced_over_grpc_and_the_version_
         receiver.endpoint
     ))
     .await;
-    let response = reqwest::Client::new()
-        .post(server.url("/v2/service"))
-        .header("traceparent", traceparent())
-        .json(&json!({
-            "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
-            "variables": { "input": { "versionName": "traced" } },
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let answer: Value = response.json().await.unwrap();
+    let answer = create_version_traced(&server, &[("traceparent", &traceparent())], "traced").await;
     assert_eq!(answer["data"]["createVersion"]["traceId"], CALLER_TRACE, "{answer}");
     let version_id = answer["data"]["createVersion"]["version"]["id"].clone();
     let spans = receiver
@@ -432,16 +421,31 @@ async fn always_off_exports_nothing_and_a_version_has_no_trace() {
     assert_eq!(receiver.all().len(), 0, "{:#?}", receiver.all());
 }
 
+/// `body` posted to the GraphQL endpoint with `headers` (a caller's trace
+/// context): the whole answer, its status asserted 200.
+async fn post_traced(server: &Server, headers: &[(&str, &str)], body: Value) -> Value {
+    let mut request = reqwest::Client::new().post(server.url("/v2/service"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{headers:?}");
+    response.json().await.unwrap()
+}
+
+/// `createVersion` named `name` with `headers`: the whole answer (its
+/// version's id and `traceId`).
+async fn create_version_traced(server: &Server, headers: &[(&str, &str)], name: &str) -> Value {
+    let body = json!({
+        "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
+        "variables": { "input": { "versionName": name } },
+    });
+    post_traced(server, headers, body).await
+}
+
 /// `mutation` over HTTP with `traceparent`, its answer's `data`.
 async fn traced_mutation(server: &Server, traceparent: &str, mutation: &str) -> Value {
-    let response = reqwest::Client::new()
-        .post(server.url("/v2/service"))
-        .header("traceparent", traceparent)
-        .json(&json!({ "query": mutation }))
-        .send()
-        .await
-        .unwrap();
-    let answer: Value = response.json().await.unwrap();
+    let answer = post_traced(server, &[("traceparent", traceparent)], json!({ "query": mutation })).await;
     assert!(answer.get("errors").is_none(), "{answer}");
     answer["data"].clone()
 }
@@ -559,19 +563,8 @@ async fn a_malformed_traceparent_is_ignored_and_the_request_starts_a_trace_of_it
             &format!("tenants/{i:03}_case.sql"),
             &format!("create table {{schema}}.case_{i} (id integer);\n"),
         );
-        let response = reqwest::Client::new()
-            .post(server.url("/v2/service"))
-            .header("traceparent", header)
-            .header("tracestate", "vendor=should-be-dropped")
-            .json(&json!({
-                "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
-                "variables": { "input": { "versionName": format!("case {i}") } },
-            }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{header}");
-        let answer: Value = response.json().await.unwrap();
+        let headers = [("traceparent", header.as_str()), ("tracestate", "vendor=should-be-dropped")];
+        let answer = create_version_traced(&server, &headers, &format!("case {i}")).await;
         assert!(answer.get("errors").is_none(), "{header}: {answer}");
         let trace =
             answer["data"]["createVersion"]["traceId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string();
