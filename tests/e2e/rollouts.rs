@@ -39,16 +39,26 @@ async fn start(server: &Server, version: &str, waves: &[&str], budget: Option<&s
     started["data"]["startRollout"]["id"].as_i64().unwrap()
 }
 
-/// Waits (up to 60 s) until rollout `id` has `status`; returns it.
+/// Waits (up to 180 s) until rollout `id` has `status`; returns it.
+///
+/// The bound is wide because the waits end on a state, not a time: on
+/// SQLite the waves' pauses are CPU-bound (a recursive count), and beside
+/// CI's other lanes on two cores a nine-tenant wave outlasted 60 s.
 pub(crate) async fn wait_for(server: &Server, id: i64, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(180);
     loop {
         let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;
         let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
         if rollout["status"] == status {
             return rollout;
         }
-        assert!(Instant::now() < deadline, "rollout {id} never reached {status}: {rollout}\n{}", server.log());
+        assert!(
+            Instant::now() < deadline,
+            "rollout {id} never reached {status} in {:?}: {rollout}\n{}",
+            started.elapsed(),
+            server.log()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
