@@ -73,6 +73,7 @@ pub mod batches;
 pub mod citus;
 pub mod config;
 pub mod datasource;
+pub mod desired;
 pub mod driver;
 pub mod failure;
 pub mod fingerprint;

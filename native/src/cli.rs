@@ -67,7 +67,8 @@ pub(crate) enum Exit {
     /// severity.
     LintFindings = 9,
     /// `drift`: a tenant's live schema differs from the tenants that
-    /// recorded the same migrations.
+    /// recorded the same migrations; `diff --check`: a tenant differs from
+    /// the desired schema.
     SchemaDrift = 10,
     /// `apply`, `quarantine retry`: the version completed, but tenants failed
     /// within the failure budget and are quarantined.
@@ -178,7 +179,8 @@ Exit status:
   8  a migration gave up waiting for a lock another session holds (after its retries): run again later
   9  lint, plan --check: a finding at or above --fail-on (default: error)
   10 drift: a tenant's live schema differs from the others that recorded the same migrations, or a schema
-     changed since its last migration; apply refused by driftPolicy: refuse
+     changed since its last migration; apply refused by driftPolicy: refuse; diff --check: a tenant differs
+     from the desired schema
   11 apply, quarantine retry: the version completed, but tenants failed within the failure budget and are
      quarantined (strata quarantine lists them)
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
@@ -256,6 +258,12 @@ enum OnDatabase {
     /// Fleet drift: fingerprint every tenant's live schema and name those
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
+    /// Desired state: every tenant's way from its live schema to the schema
+    /// --desired FILE describes (DDL naming the tenant's schema `{schema}`),
+    /// tenants grouped by identical plan, largest group first, destructive
+    /// steps marked, each plan linted. Reads only: the file is applied into
+    /// a scratch schema in a transaction that is rolled back (PostgreSQL).
+    Diff(DiffArgs),
     /// Undo the most recently applied migrations (their down parts, newest
     /// first), per schema in one transaction with their records, as a new
     /// version: --steps N (in each schema) or --to FILE; refused before
@@ -393,6 +401,19 @@ struct DriftArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The desired schema of a tenant: a SQL file of DDL.
+    #[arg(long, value_name = "FILE")]
+    desired: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Exit 10 when a tenant differs from the desired schema.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Debug, Args)]

@@ -37,6 +37,7 @@ use crate::telemetry;
 use crate::webhook::Webhook;
 
 pub(crate) mod audit;
+mod desired;
 mod rollouts;
 mod tokens;
 pub(crate) use rollouts::RolloutControl;

@@ -8,6 +8,7 @@ mod citus;
 mod cli;
 mod configuration;
 mod console;
+mod desired;
 mod drift;
 mod drivers;
 mod fleet;

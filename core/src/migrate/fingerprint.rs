@@ -76,7 +76,7 @@ pub fn normalize(schema: &str, objects: &[CatalogObject]) -> Vec<CatalogObject> 
 }
 
 /// Blanks squeezed to one space, trimmed.
-fn squeeze(text: &str) -> String {
+pub(crate) fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -88,7 +88,7 @@ fn extends_name(c: char) -> bool {
 
 /// `text` with every occurrence of `schema` (compared without case) that
 /// no letter or digit touches replaced by [`PLACEHOLDER`].
-fn replace_schema(schema: &str, text: &str) -> String {
+pub(crate) fn replace_schema(schema: &str, text: &str) -> String {
     if schema.is_empty() {
         return text.to_string();
     }

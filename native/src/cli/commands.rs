@@ -17,7 +17,7 @@ use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_act
 use crate::cli::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
 use crate::cli::progress::Progress;
 use crate::cli::{
-    ApplyArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
+    ApplyArgs, DiffArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs,
     RevertArgs, RolloutAction, StatusArgs, TokenAction,
 };
 use crate::db::QuarantineRow;
@@ -125,6 +125,7 @@ pub(super) fn run(
                     _ => super::tenants::tenants(&service, args).await,
                 },
                 OnDatabase::Drift(args) => drift(&service, args).await,
+                OnDatabase::Diff(args) => diff(&service, args).await,
                 OnDatabase::Repair(args) => repair(&service, args).await,
                 OnDatabase::Revert(args) => revert(&service, args).await,
                 OnDatabase::Lint(args) => lint_pending(&service, args).await,
@@ -159,6 +160,7 @@ fn command_name(command: &OnDatabase) -> &'static str {
         OnDatabase::Status(_) => "status",
         OnDatabase::Tenants(_) => "tenants",
         OnDatabase::Drift(_) => "drift",
+        OnDatabase::Diff(_) => "diff",
         OnDatabase::Repair(_) => "repair",
         OnDatabase::Revert(_) => "revert",
         OnDatabase::Lint(_) => "lint",
@@ -219,6 +221,29 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
                 out!("{}", strata_core::migrate::fingerprint::render_text(&report));
             }
             if report.has_drift() { Exit::SchemaDrift } else { Exit::Success }
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+/// `diff --desired FILE`: every tenant's plan to the desired schema.
+async fn diff(service: &Service, args: DiffArgs) -> Exit {
+    let shown = args.desired.display().to_string();
+    let text = match std::fs::read_to_string(&args.desired) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("strata: {shown}: {error}");
+            return Exit::Usage;
+        }
+    };
+    match service.desired_diff(&shown, &text).await {
+        Ok(report) => {
+            if args.json {
+                print_json(&report);
+            } else {
+                out!("{}", strata_core::migrate::desired::render_text(&report));
+            }
+            if args.check && report.has_differences() { Exit::SchemaDrift } else { Exit::Success }
         }
         Err(error) => failure(&error),
     }

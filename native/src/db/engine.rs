@@ -440,6 +440,19 @@ pub(crate) trait Engine: Send + Sync {
     /// The catalogs of several schemas, in the order given: by default one
     /// [`Engine::catalog`] after another, each schema entered for it;
     /// engines that can read many at once in one query do.
+    /// The catalog of `text` (a desired schema, its placeholder written as
+    /// `scratch`) applied into a new schema `scratch` inside a transaction
+    /// that is rolled back on every path; `Ok(Err(failure))` when the
+    /// engine refuses the text. Engines without transactional DDL do not
+    /// (the DDL would stay).
+    async fn desired_catalog(
+        &self,
+        _conn: &mut Self::Conn,
+        _text: &str,
+        _scratch: &str,
+    ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError> {
+        Err(DbError::NotSupported("desired state on this engine"))
+    }
     async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
         let mut out = Vec::with_capacity(schemas.len());
         for schema in schemas {

@@ -843,6 +843,19 @@ impl Database for Fleet {
         Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
     }
 
+    async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError> {
+        // Every shard's engine reads the desired file, so a shard of
+        // another major that refuses it is found before anything runs;
+        // the first shard's catalog is the one planned from.
+        let mut read = self.every(|_, store| async move { store.desired_catalog(sql, scratch).await }).await?;
+        for answer in &read {
+            if let Err(message) = answer {
+                return Ok(Err(message.clone()));
+            }
+        }
+        Ok(read.swap_remove(0))
+    }
+
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {
         let (parts, at) = self.split_by_shard(schemas).await?;
         let parts = &parts;

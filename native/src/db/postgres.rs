@@ -148,10 +148,10 @@ async fn citus_shard_catalogs(
 
 /// Runs `text` (one message over the simple query protocol); a failure
 /// placed by PostgreSQL's position, else at the statement that failed.
-async fn run_text(conn: &mut PoolConnection<Postgres>, text: &str) -> Result<(), Failure> {
+async fn run_text(conn: &mut sqlx::PgConnection, text: &str) -> Result<(), Failure> {
     use futures::StreamExt;
     let mut completed = 0;
-    let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut **conn);
+    let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut *conn);
     let error = loop {
         match results.next().await {
             None => return Ok(()),
@@ -401,6 +401,35 @@ impl Engine for PostgresEngine {
             }
         }
         Ok(out)
+    }
+
+    async fn desired_catalog(
+        &self,
+        conn: &mut Self::Conn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, Failure>, DbError> {
+        // sqlx's own transaction: rolled back on every path, dropped ones
+        // included, so nothing of the scratch schema is ever committed.
+        let mut tx = Connection::begin(&mut **conn).await?;
+        for part in [sql::create_schema(scratch).as_str(), text] {
+            if let Err(failure) = run_text(&mut tx, part).await {
+                tx.rollback().await?;
+                return Ok(Err(failure));
+            }
+        }
+        let rows: Vec<(String, String, String, String)> =
+            sqlx::query_as(sql::CATALOGS).persistent(false).bind([scratch]).fetch_all(&mut *tx).await?;
+        tx.rollback().await?;
+        let objects = rows
+            .into_iter()
+            .map(|(_, kind, name, definition)| strata_core::migrate::fingerprint::CatalogObject {
+                kind,
+                name,
+                definition,
+            })
+            .collect();
+        Ok(Ok(objects))
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

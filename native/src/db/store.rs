@@ -98,6 +98,13 @@ pub(crate) trait Database: Send + Sync {
     /// catalogs (the engine's `live_prints`, over up to `tenantConcurrency`
     /// connections).
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError>;
+    /// The catalog of a desired schema: `sql` (its placeholder already
+    /// written as `scratch`) applied into a new schema `scratch` inside a
+    /// transaction that is then rolled back, read as drift reads a
+    /// tenant's. `Ok(Err(message))` when the engine refuses the SQL (with
+    /// its line). Only on engines with transactional DDL (core's
+    /// `desired::supported` says which): elsewhere the DDL would stay.
+    async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
     /// The quarantined tenants, by name.
@@ -454,5 +461,17 @@ impl<E: Engine> Database for Store<E> {
         let lanes = schemas.len().div_ceil(super::engine::CATALOGS_PER_READ).clamp(1, self.settings.concurrency.max(1));
         let mut conns = futures::future::try_join_all((0..lanes).map(|_| self.engine.connect())).await?;
         self.engine.live_prints(&mut conns, schemas).await
+    }
+
+    async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError> {
+        let mut conn = self.engine.connect().await?;
+        Ok(self.engine.desired_catalog(&mut conn, sql, scratch).await?.map_err(|failure| {
+            let line =
+                failure.offset.map(|at| sql.chars().take(at.saturating_sub(1)).filter(|c| *c == '\n').count() + 1);
+            match line.or(failure.line.map(|line| line as usize)) {
+                Some(line) => format!("line {line}: {}", failure.message),
+                None => failure.message,
+            }
+        }))
     }
 }

@@ -1,0 +1,333 @@
+//! Desired state: from what a tenant's schema *should* be (a file of DDL)
+//! to the steps that bring each live schema there, tenants grouped by
+//! identical plans so a fleet is reviewed once per group, not per tenant.
+//!
+//! - **The engine is the parser.** The desired file is never read here:
+//!   the shell applies it into a scratch schema inside a transaction it
+//!   rolls back, reads that schema's catalog with the same query drift
+//!   uses, and hands both catalogs in as [`CatalogObject`]s. What the
+//!   engine accepted is what is compared.
+//! - **Compared as drift compares** ([`Catalog::new`]): each schema's own
+//!   name replaced by `{schema}`, blanks squeezed — the scratch schema and
+//!   every tenant compare alike. Steps are written from the unsqueezed
+//!   text, so a routine's body keeps its lines.
+//! - **A plan** ([`Plan`]) is the ordered DDL from a live catalog to the
+//!   desired one, each step marked `destructive` when it loses data (a
+//!   table or column dropped, a column's type changed other than widened).
+//!   What no DDL of ours can reach (a relation that changes kind, an enum
+//!   value removed) is listed in [`Plan::unplannable`], never guessed.
+//!   PostgreSQL's catalog only, for now (`desired/postgres.rs`).
+//! - **Groups** ([`Grouping`]): tenants whose plans are the same text share
+//!   one group, named by the plan's SHA-256; the report lists the largest
+//!   group first, and lints each group's plan with the same rules as files.
+//! - **Not read** (as for drift): column order, identity and generated
+//!   columns, sequence ownership, comments, grants, partitions. A table
+//!   created by a plan lists its columns by name.
+
+mod postgres;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::migrate::driver::Driver;
+use crate::migrate::fingerprint::{CatalogObject, PLACEHOLDER, replace_schema, squeeze};
+use crate::migrate::lint::{self, Finding, LintInput};
+
+/// One object of a normalised catalog: what is compared and what is
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Object {
+    /// The definition, schema replaced and blanks squeezed (compared).
+    pub(crate) compared: String,
+    /// The definition, schema replaced, blanks as the engine wrote them
+    /// (written into steps).
+    pub(crate) text: String,
+}
+
+/// A schema's catalog keyed by (kind, name), its own name replaced by
+/// `{schema}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Catalog {
+    pub(crate) objects: std::collections::BTreeMap<(String, String), Object>,
+}
+
+impl Catalog {
+    /// The catalog of `schema` read as `objects` (the engine's catalog
+    /// query, as drift reads it).
+    pub fn new(schema: &str, objects: &[CatalogObject]) -> Catalog {
+        let objects = objects
+            .iter()
+            .map(|object| {
+                let text = replace_schema(schema, &object.definition);
+                let key = (object.kind.to_ascii_lowercase(), replace_schema(schema, &object.name));
+                (key, Object { compared: squeeze(&text), text })
+            })
+            .collect();
+        Catalog { objects }
+    }
+
+    /// The definition of the object `kind` `name`, as compared.
+    pub(crate) fn get(&self, kind: &str, name: &str) -> Option<&Object> {
+        self.objects.get(&(kind.to_string(), name.to_string()))
+    }
+
+    /// Every object of `kind`: (name, object), by name.
+    pub(crate) fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = (&'a str, &'a Object)> + 'a {
+        self.objects
+            .range((kind.to_string(), String::new())..)
+            .take_while(move |((k, _), _)| k == kind)
+            .map(|((_, name), object)| (name.as_str(), object))
+    }
+
+    /// Whether the catalog holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// The catalog's fingerprint, as drift prints it.
+    pub fn fingerprint(&self) -> String {
+        let normalized: Vec<CatalogObject> = self
+            .objects
+            .iter()
+            .map(|((kind, name), object)| CatalogObject {
+                kind: kind.clone(),
+                name: name.clone(),
+                definition: object.compared.clone(),
+            })
+            .collect();
+        crate::migrate::fingerprint::fingerprint(&normalized)
+    }
+}
+
+/// One statement of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The statement, without its `;`, the schema written `{schema}`.
+    pub sql: String,
+    /// Whether it loses data: a table or column dropped, a column's type
+    /// changed other than widened.
+    pub destructive: bool,
+}
+
+/// The steps from a live catalog to the desired one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The statements, in the order they run.
+    pub steps: Vec<Step>,
+    /// Differences no generated statement reaches, one sentence each.
+    pub unplannable: Vec<String>,
+}
+
+impl Plan {
+    /// The plan as a migration file: each step followed by `;`, the
+    /// unplannable differences as leading comments.
+    pub fn file_text(&self) -> String {
+        let mut text = String::new();
+        for reason in &self.unplannable {
+            text.push_str("-- not planned: ");
+            text.push_str(reason);
+            text.push('\n');
+        }
+        for step in &self.steps {
+            text.push_str(step.sql.trim_end());
+            text.push_str(";\n");
+        }
+        text
+    }
+
+    /// The plan's name: the SHA-256 of [`Plan::file_text`].
+    pub fn hash(&self) -> String {
+        crate::migrate::source::checksum(self.file_text().as_bytes())
+    }
+
+    /// Whether the schema already is in the desired state.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty() && self.unplannable.is_empty()
+    }
+
+    /// Whether a step loses data.
+    pub fn destructive(&self) -> bool {
+        self.steps.iter().any(|s| s.destructive)
+    }
+}
+
+/// Why a driver has no planner yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotPlanned(pub Driver);
+
+impl std::fmt::Display for NotPlanned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "desired state is planned on PostgreSQL only for now, not on {}", self.0.name())
+    }
+}
+
+impl std::error::Error for NotPlanned {}
+
+/// Whether `driver` has a planner (the shell refuses the others before it
+/// reads anything).
+pub fn supported(driver: Driver) -> Result<(), NotPlanned> {
+    match driver {
+        Driver::Postgres => Ok(()),
+        other => Err(NotPlanned(other)),
+    }
+}
+
+/// The plan from `live` to `desired`, both read from `driver`'s engine.
+pub fn plan(driver: Driver, desired: &Catalog, live: &Catalog) -> Result<Plan, NotPlanned> {
+    supported(driver)?;
+    Ok(postgres::plan(desired, live))
+}
+
+/// Tenants grouped by identical plans, built one tenant at a time (a
+/// fleet's catalogs are never held at once).
+#[derive(Debug, Default)]
+pub struct Grouping {
+    by_hash: FxHashMap<String, usize>,
+    groups: Vec<(String, Plan, Vec<String>)>,
+}
+
+impl Grouping {
+    /// Adds `tenant`, whose plan is `plan`.
+    pub fn add(&mut self, tenant: String, plan: Plan) {
+        let hash = plan.hash();
+        match self.by_hash.get(&hash) {
+            Some(&at) => self.groups[at].2.push(tenant),
+            None => {
+                self.by_hash.insert(hash.clone(), self.groups.len());
+                self.groups.push((hash, plan, vec![tenant]));
+            }
+        }
+    }
+
+    /// The report: groups largest first (ties by plan hash), tenants by
+    /// name, each plan linted for `driver` (`citus`: the Citus rules too)
+    /// and written with `placeholder` for the schema.
+    pub fn report(self, desired: &Catalog, driver: Driver, citus: bool, placeholder: &str) -> DesiredReport {
+        let mut groups: Vec<DesiredGroup> = self
+            .groups
+            .into_iter()
+            .map(|(hash, plan, mut tenants)| {
+                tenants.sort();
+                let written = |text: &str| text.replace(PLACEHOLDER, placeholder);
+                let file = format!("desired/{hash}.sql");
+                let text = written(&plan.file_text());
+                let input =
+                    LintInput { driver, files: &[(file.as_str(), text.as_str())], lock_timeout_set: true, citus };
+                let findings = if plan.steps.is_empty() { Vec::new() } else { lint::lint(&input).findings };
+                DesiredGroup {
+                    destructive: plan.destructive(),
+                    steps: plan
+                        .steps
+                        .iter()
+                        .map(|s| Step { sql: written(&s.sql), destructive: s.destructive })
+                        .collect(),
+                    unplannable: plan.unplannable,
+                    plan: hash,
+                    tenants,
+                    findings,
+                }
+            })
+            .collect();
+        groups.sort_by(|a, b| b.tenants.len().cmp(&a.tenants.len()).then_with(|| a.plan.cmp(&b.plan)));
+        DesiredReport {
+            desired: desired.fingerprint(),
+            tenants: groups.iter().map(|g| g.tenants.len()).sum(),
+            differing: groups.iter().filter(|g| !g.in_desired_state()).map(|g| g.tenants.len()).sum(),
+            groups,
+        }
+    }
+}
+
+/// Every tenant's way to the desired state, grouped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DesiredReport {
+    /// The desired catalog's fingerprint (what drift prints for a schema
+    /// in the desired state).
+    pub desired: String,
+    /// Tenants planned.
+    pub tenants: usize,
+    /// Tenants not in the desired state.
+    pub differing: usize,
+    /// The groups, largest first.
+    pub groups: Vec<DesiredGroup>,
+}
+
+impl DesiredReport {
+    /// Whether any tenant differs from the desired state.
+    pub fn has_differences(&self) -> bool {
+        self.differing > 0
+    }
+}
+
+/// Tenants that share one plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DesiredGroup {
+    /// The plan's SHA-256 (of its file text).
+    pub plan: String,
+    /// The tenants, by name.
+    pub tenants: Vec<String>,
+    /// The statements, in order.
+    pub steps: Vec<Step>,
+    /// Whether a step loses data.
+    pub destructive: bool,
+    /// Differences no statement reaches.
+    pub unplannable: Vec<String>,
+    /// What the linter finds in the plan, as in a migration file.
+    pub findings: Vec<Finding>,
+}
+
+impl DesiredGroup {
+    /// Whether its tenants already are in the desired state.
+    pub fn in_desired_state(&self) -> bool {
+        self.steps.is_empty() && self.unplannable.is_empty()
+    }
+}
+
+/// The report as text: one paragraph per group.
+pub fn render_text(report: &DesiredReport) -> String {
+    let mut out = format!(
+        "{} of {} tenant(s) differ from the desired schema, in {} group(s)\n",
+        report.differing,
+        report.tenants,
+        report.groups.iter().filter(|g| !g.in_desired_state()).count()
+    );
+    for group in &report.groups {
+        let shown: Vec<&str> = group.tenants.iter().take(10).map(String::as_str).collect();
+        let more = group.tenants.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        out.push('\n');
+        if group.in_desired_state() {
+            out.push_str(&format!(
+                "{} tenant(s) in the desired state: {}{more}\n",
+                group.tenants.len(),
+                shown.join(", ")
+            ));
+            continue;
+        }
+        let destructive = if group.destructive { ", destructive" } else { "" };
+        out.push_str(&format!(
+            "plan {} ({} step(s){destructive}) for {} tenant(s): {}{more}\n",
+            &group.plan[..12.min(group.plan.len())],
+            group.steps.len(),
+            group.tenants.len(),
+            shown.join(", ")
+        ));
+        for reason in &group.unplannable {
+            out.push_str(&format!("  not planned: {reason}\n"));
+        }
+        for step in &group.steps {
+            let mark = if step.destructive { "  [destructive] " } else { "  " };
+            let sql = step.sql.trim_end().replace('\n', "\n    ");
+            out.push_str(&format!("{mark}{sql};\n"));
+        }
+        for finding in &group.findings {
+            out.push_str(&format!("  lint {} ({}): {}\n", finding.rule, finding.severity.name(), finding.message));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+use super::*;
+use crate::migrate::fingerprint::CatalogObject;
+
+fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
+    CatalogObject { kind: kind.to_string(), name: name.to_string(), definition: definition.to_string() }
+}
+
+/// A tenant's catalog as PostgreSQL's catalog query reads it: a `users`
+/// table with a key, an index named after the schema, a status enum and a
+/// function; `edit` changes the objects before they are read.
+fn users(schema: &str, edit: impl FnOnce(&mut Vec<CatalogObject>)) -> Catalog {
+    let mut objects = vec![
+        object("relation", "users", "r"),
+        object("relation", "users_id_seq", "S"),
+        object("column", "users.id", &format!("integer not null default nextval('{schema}.users_id_seq'::regclass)")),
+        object("column", "users.email", "character varying(64) not null"),
+        object("column", "users.status", &format!("{schema}.status")),
+        object("constraint", "users.users_pkey", "PRIMARY KEY (id)"),
+        object("index", "users_pkey", &format!("CREATE UNIQUE INDEX users_pkey ON {schema}.users USING btree (id)")),
+        object(
+            "index",
+            &format!("{schema}_users_email"),
+            &format!("CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email)"),
+        ),
+        object("type", "status", "active, closed"),
+        object(
+            "routine",
+            "touch(integer)",
+            &format!(
+                "CREATE OR REPLACE FUNCTION {schema}.touch(n integer)\n RETURNS integer\n LANGUAGE sql\nAS $function$\n  -- keep this line\n  select n + 1\n$function$\n"
+            ),
+        ),
+    ];
+    edit(&mut objects);
+    Catalog::new(schema, &objects)
+}
+
+fn desired() -> Catalog {
+    users("strata_desired", |_| {})
+}
+
+fn sql(plan: &Plan) -> Vec<&str> {
+    plan.steps.iter().map(|s| s.sql.as_str()).collect()
+}
+
+fn remove(objects: &mut Vec<CatalogObject>, kind: &str, name: &str) {
+    let before = objects.len();
+    objects.retain(|o| !(o.kind == kind && o.name == name));
+    assert_eq!(objects.len() + 1, before, "{kind} {name}");
+}
+
+fn set(objects: &mut [CatalogObject], kind: &str, name: &str, definition: &str) {
+    let found = objects.iter_mut().find(|o| o.kind == kind && o.name == name).expect(name);
+    found.definition = definition.to_string();
+}
+
+#[test]
+fn a_tenant_built_from_the_same_ddl_needs_nothing_whatever_its_name() {
+    let plan = plan(Driver::Postgres, &desired(), &users("t1", |_| {})).unwrap();
+    assert!(plan.is_empty(), "{plan:?}");
+    assert_eq!(desired().fingerprint(), users("acme_co", |_| {}).fingerprint());
+}
+
+#[test]
+fn an_index_dropped_by_hand_is_created_again_under_the_tenants_name() {
+    let live = users("t1", |o| remove(o, "index", "t1_users_email"));
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(sql(&plan), ["CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email)"]);
+    assert!(!plan.destructive());
+}
+
+#[test]
+fn an_extra_column_is_dropped_and_that_is_destructive() {
+    let live = users("t2", |o| o.push(object("column", "users.nickname", "text")));
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(plan.steps, [Step { sql: "ALTER TABLE {schema}.users DROP COLUMN nickname".into(), destructive: true }]);
+}
+
+#[test]
+fn a_narrower_column_is_widened_without_loss_and_narrowing_is_destructive() {
+    let live = users("t3", |o| set(o, "column", "users.email", "character varying(20) not null"));
+    let widened = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(
+        widened.steps,
+        [Step {
+            sql: "ALTER TABLE {schema}.users ALTER COLUMN email TYPE character varying(64)".into(),
+            destructive: false
+        }]
+    );
+    let narrowed = plan(Driver::Postgres, &live, &desired()).unwrap();
+    assert_eq!(
+        sql(&narrowed),
+        ["ALTER TABLE {schema}.users ALTER COLUMN email TYPE character varying(20) USING email::character varying(20)"]
+    );
+    assert!(narrowed.destructive());
+}
+
+#[test]
+fn widening_is_judged_by_type() {
+    for (from, to) in [
+        ("character varying(10)", "character varying(11)"),
+        ("character varying(10)", "text"),
+        ("character varying(10)", "character varying"),
+        ("smallint", "bigint"),
+        ("integer", "numeric"),
+        ("real", "double precision"),
+        ("numeric(10,2)", "numeric(12,2)"),
+        ("numeric(10,2)", "numeric(11,3)"),
+    ] {
+        assert!(postgres::widens(from, to), "{from} -> {to}");
+    }
+    for (from, to) in [
+        ("character varying(10)", "character varying(9)"),
+        ("text", "character varying(100)"),
+        ("bigint", "integer"),
+        ("integer", "real"),
+        ("numeric(10,2)", "numeric(10,3)"),
+        ("numeric", "numeric(10,2)"),
+        ("text", "integer"),
+    ] {
+        assert!(!postgres::widens(from, to), "{from} -> {to}");
+    }
+}
+
+#[test]
+fn default_and_nullability_changes_alter_the_column_in_place() {
+    let live = users("t4", |o| set(o, "column", "users.email", "character varying(64) default 'x'::character varying"));
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "ALTER TABLE {schema}.users ALTER COLUMN email DROP DEFAULT",
+            "ALTER TABLE {schema}.users ALTER COLUMN email SET NOT NULL"
+        ]
+    );
+}
+
+#[test]
+fn a_missing_table_is_created_then_its_keys_foreign_keys_indexes_and_trigger_in_that_order() {
+    let wanted = users("strata_desired", |o| {
+        o.extend([
+            object("relation", "orders", "r"),
+            object("column", "orders.id", "bigint not null"),
+            object("column", "orders.user_id", "integer"),
+            object("constraint", "orders.orders_pkey", "PRIMARY KEY (id)"),
+            object(
+                "constraint",
+                "orders.orders_user_id_fkey",
+                "FOREIGN KEY (user_id) REFERENCES strata_desired.users(id)",
+            ),
+            object("index", "orders_pkey", "CREATE UNIQUE INDEX orders_pkey ON strata_desired.orders USING btree (id)"),
+            object("index", "orders_user", "CREATE INDEX orders_user ON strata_desired.orders USING btree (user_id)"),
+            object(
+                "trigger",
+                "orders.stamp",
+                "CREATE TRIGGER stamp BEFORE INSERT ON strata_desired.orders FOR EACH ROW EXECUTE FUNCTION strata_desired.touch()",
+            ),
+        ])
+    });
+    let plan = plan(Driver::Postgres, &wanted, &users("t5", |_| {})).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "CREATE TABLE {schema}.orders (\n    id bigint not null,\n    user_id integer\n)",
+            "ALTER TABLE {schema}.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id)",
+            "ALTER TABLE {schema}.orders ADD CONSTRAINT orders_user_id_fkey FOREIGN KEY (user_id) REFERENCES {schema}.users(id)",
+            "CREATE INDEX orders_user ON {schema}.orders USING btree (user_id)",
+            "CREATE TRIGGER stamp BEFORE INSERT ON {schema}.orders FOR EACH ROW EXECUTE FUNCTION {schema}.touch()",
+        ]
+    );
+    // And the other way: the table dropped last, as data.
+    let back = super::plan(Driver::Postgres, &users("strata_desired", |_| {}), &wanted).unwrap();
+    assert_eq!(back.steps, [Step { sql: "DROP TABLE {schema}.orders".into(), destructive: true }]);
+}
+
+#[test]
+fn enum_values_are_added_in_place_and_a_removed_one_is_not_planned() {
+    let wanted = users("strata_desired", |o| set(o, "type", "status", "new, active, paused, closed"));
+    let plan = plan(Driver::Postgres, &wanted, &users("t6", |_| {})).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "ALTER TYPE {schema}.status ADD VALUE 'new' BEFORE 'active'",
+            "ALTER TYPE {schema}.status ADD VALUE 'paused' AFTER 'active'"
+        ]
+    );
+    let fewer = users("strata_desired", |o| set(o, "type", "status", "closed, active"));
+    let refused = super::plan(Driver::Postgres, &fewer, &users("t6", |_| {})).unwrap();
+    assert!(refused.steps.is_empty());
+    assert_eq!(
+        refused.unplannable,
+        ["enum status: values removed or reordered (here: active, closed; desired: closed, active)"]
+    );
+    assert!(refused.file_text().starts_with("-- not planned: enum status"));
+}
+
+#[test]
+fn a_changed_routine_is_replaced_with_its_lines_kept_and_a_removed_one_dropped() {
+    let body = "CREATE OR REPLACE FUNCTION t7.touch(n integer)\n RETURNS integer\n LANGUAGE sql\nAS $function$\n  select n + 2\n$function$\n";
+    let live = users("t7", |o| {
+        set(o, "routine", "touch(integer)", body);
+        o.push(object("routine", "old(text, integer)", "CREATE OR REPLACE FUNCTION t7.old(a text, b integer) …"));
+    });
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "DROP ROUTINE {schema}.old(text, integer)",
+            "CREATE OR REPLACE FUNCTION {schema}.touch(n integer)\n RETURNS integer\n LANGUAGE sql\nAS $function$\n  -- keep this line\n  select n + 1\n$function$",
+        ]
+    );
+}
+
+#[test]
+fn a_view_whose_query_changed_is_dropped_and_made_again() {
+    let wanted = users("strata_desired", |o| {
+        o.push(object("relation", "active", "v"));
+        o.push(object("view", "active", " SELECT id\n   FROM strata_desired.users\n  WHERE status = 'active';"));
+    });
+    let live = users("t8", |o| {
+        o.push(object("relation", "active", "v"));
+        o.push(object("view", "active", " SELECT id, email\n   FROM t8.users;"));
+    });
+    let plan = plan(Driver::Postgres, &wanted, &live).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "DROP VIEW {schema}.active",
+            "CREATE VIEW {schema}.active AS\nSELECT id\n   FROM {schema}.users\n  WHERE status = 'active'"
+        ]
+    );
+}
+
+#[test]
+fn a_relation_that_changed_kind_is_not_planned() {
+    let live = users("t9", |o| set(o, "relation", "users", "v"));
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(plan.unplannable, ["users is a table in the desired schema and a view here"]);
+}
+
+#[test]
+fn names_that_need_quotes_are_quoted() {
+    let live = users("t10", |o| {
+        o.push(object("column", "users.Nick Name", "text"));
+        o.push(object("column", "users.user", "text"));
+    });
+    let plan = plan(Driver::Postgres, &desired(), &live).unwrap();
+    assert_eq!(
+        sql(&plan),
+        ["ALTER TABLE {schema}.users DROP COLUMN \"Nick Name\"", "ALTER TABLE {schema}.users DROP COLUMN \"user\""]
+    );
+}
+
+#[test]
+fn tenants_are_grouped_by_plan_largest_group_first_and_each_plan_is_linted() {
+    let wanted = desired();
+    let mut grouping = Grouping::default();
+    let tenants: Vec<(String, Catalog)> = (1..=7)
+        .map(|i| {
+            let name = format!("t{i}");
+            let catalog = match i {
+                1..=4 => users(&name, |_| {}),
+                5 | 6 => users(&name, |o| remove(o, "index", &format!("{name}_users_email"))),
+                _ => users(&name, |o| o.push(object("column", "users.nickname", "text"))),
+            };
+            (name, catalog)
+        })
+        .collect();
+    for (name, catalog) in tenants.iter().rev() {
+        grouping.add(name.clone(), plan(Driver::Postgres, &wanted, catalog).unwrap());
+    }
+    let report = grouping.report(&wanted, Driver::Postgres, false, "{schema}");
+    assert_eq!((report.tenants, report.differing), (7, 3));
+    assert!(report.has_differences());
+    let names: Vec<Vec<&str>> = report.groups.iter().map(|g| g.tenants.iter().map(String::as_str).collect()).collect();
+    assert_eq!(names, [vec!["t1", "t2", "t3", "t4"], vec!["t5", "t6"], vec!["t7"]]);
+    assert!(report.groups[0].in_desired_state());
+    assert!(!report.groups[1].destructive && report.groups[2].destructive);
+    let rules: Vec<&str> = report.groups[1].findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["create-index-non-concurrently"]);
+    let rules: Vec<&str> = report.groups[2].findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["dropping-column"]);
+    assert_eq!(report.groups[1].plan, plan(Driver::Postgres, &wanted, &tenants[4].1).unwrap().hash());
+    let text = render_text(&report);
+    assert!(text.starts_with("3 of 7 tenant(s) differ from the desired schema, in 2 group(s)\n"), "{text}");
+    assert!(text.contains("  [destructive] ALTER TABLE {schema}.users DROP COLUMN nickname;\n"), "{text}");
+}
+
+#[test]
+fn another_placeholder_is_written_where_the_configuration_says() {
+    let mut grouping = Grouping::default();
+    let live = users("t1", |o| remove(o, "index", "t1_users_email"));
+    grouping.add("t1".into(), plan(Driver::Postgres, &desired(), &live).unwrap());
+    let report = grouping.report(&desired(), Driver::Postgres, false, "__tenant__");
+    assert_eq!(
+        report.groups[0].steps[0].sql,
+        "CREATE INDEX __tenant___users_email ON __tenant__.users USING btree (email)"
+    );
+}
+
+#[test]
+fn other_engines_are_refused_by_name() {
+    let error = plan(Driver::Mysql, &desired(), &desired()).unwrap_err();
+    assert_eq!(error.to_string(), "desired state is planned on PostgreSQL only for now, not on mysql");
+}

@@ -1,0 +1,61 @@
+//! Desired state: the fleet's way from its live schemas to one desired
+//! schema file, planned by core's `desired` and grouped by plan. The
+//! engine reads the file (applied into a scratch schema inside a
+//! transaction that is rolled back); nothing is written.
+
+use strata_core::migrate::desired::{self, Catalog, DesiredReport, Grouping};
+use strata_core::migrate::statements;
+
+use super::Service;
+use crate::error::AppError;
+
+/// The schema the desired file is applied into, inside a transaction that
+/// is rolled back (two runs at once wait on each other's, never collide).
+const SCRATCH: &str = "strata_desired";
+
+/// Tenants whose catalogs are held at once while planning.
+const TENANTS_PER_ROUND: usize = 1_000;
+
+impl Service {
+    /// Every tenant's plan from its live schema to the desired schema
+    /// `text` (DDL with the schema placeholder), tenants grouped by plan.
+    /// Reads only.
+    pub(crate) async fn desired_diff(&self, file: &str, text: &str) -> Result<DesiredReport, AppError> {
+        let driver = self.config.driver;
+        desired::supported(driver).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        match statements::inspect(driver, file, text) {
+            Err(refusals) => return Err(AppError::InvalidInput(format!("{file}: {refusals}"))),
+            Ok(mode) if mode.no_transaction || mode.backfill => {
+                return Err(AppError::InvalidInput(format!(
+                    "{file}: a desired schema is applied in one transaction: drop its strata:no-transaction and \
+                     strata:backfill directives"
+                )));
+            }
+            Ok(_) => {}
+        }
+        let placeholder = self.config.schema_placeholder.as_str();
+        let sql = text.replace(placeholder, SCRATCH);
+        let objects = self.database.desired_catalog(&sql, SCRATCH).await?.map_err(|message| {
+            // Named as the file names it.
+            let message = message.replace(SCRATCH, placeholder);
+            AppError::InvalidInput(format!("{file}: the database refused it: {message}"))
+        })?;
+        let wanted = Catalog::new(SCRATCH, &objects);
+        if wanted.is_empty() {
+            return Err(AppError::InvalidInput(format!(
+                "{file}: creates nothing in the tenant's schema (name it {placeholder}, as migrations do): \
+                 every tenant's objects would be dropped"
+            )));
+        }
+        let tenants = self.database.tenants().await?;
+        let mut grouping = Grouping::default();
+        for round in tenants.chunks(TENANTS_PER_ROUND) {
+            for (tenant, objects) in round.iter().zip(self.database.catalogs(round).await?) {
+                let live = Catalog::new(tenant, &objects);
+                let plan = desired::plan(driver, &wanted, &live).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+                grouping.add(tenant.clone(), plan);
+            }
+        }
+        Ok(grouping.report(&wanted, driver, self.database.citus(), placeholder))
+    }
+}

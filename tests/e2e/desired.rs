@@ -1,0 +1,173 @@
+//! Desired state (`strata diff --desired FILE`): a fleet's way from its
+//! live schemas to one schema file, tenants grouped by identical plan —
+//! on PostgreSQL, against the live catalogs of 50 tenants; the other
+//! engines refuse it by name.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Server, backend, strata};
+
+/// A tenant migration beside the `basic` set's `users`.
+const PROFILES: &str = "create table {schema}.profiles (id integer primary key, name varchar(64) not null, \
+                        user_id integer references {schema}.users(id));\n\
+                        create index profiles_user on {schema}.profiles (user_id);\n";
+
+/// What a tenant should be: the migrations' schema, one more column and
+/// one more table.
+const DESIRED: &str = "\
+create table {schema}.users (id serial primary key, email text not null, created_at timestamptz default now());
+create index users_email on {schema}.users (email);
+create table {schema}.profiles (id integer primary key, name varchar(64) not null, user_id integer references {schema}.users(id));
+create index profiles_user on {schema}.profiles (user_id);
+create table {schema}.notes (id bigint primary key, body text not null);
+";
+
+/// What every tenant lacks: the new column and the new table.
+const COMMON: [&str; 3] = [
+    "CREATE TABLE {schema}.notes (\n    body text not null,\n    id bigint not null\n)",
+    "ALTER TABLE {schema}.users ADD COLUMN created_at timestamp with time zone default now()",
+    "ALTER TABLE {schema}.notes ADD CONSTRAINT notes_pkey PRIMARY KEY (id)",
+];
+
+/// Runs `strata diff --desired` on `text` (written beside the
+/// configuration) with `args`.
+async fn diff(server: &Server, text: &str, args: &[&str]) -> std::process::Output {
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, text).unwrap();
+    let mut all = vec!["diff", "--desired", file.to_str().unwrap()];
+    all.extend_from_slice(args);
+    strata(server.config_path(), &all).await
+}
+
+fn report(output: &std::process::Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn steps(group: &Value) -> Vec<&str> {
+    group["steps"].as_array().unwrap().iter().map(|s| s["sql"].as_str().unwrap()).collect()
+}
+
+fn tenants(group: &Value) -> Vec<&str> {
+    group["tenants"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect()
+}
+
+async fn scratch_schemas(server: &Server) -> i64 {
+    let rows = server.ws.rows("svc", "select count(*) from pg_namespace where nspname like 'strata_desired%'").await;
+    rows[0][0].as_i64().unwrap()
+}
+
+/// 50 tenants: 44 as migrated, 3 with an index dropped by hand, 2 with an
+/// extra column, 1 with a narrower column. `diff` gives exactly four
+/// groups with those tenants, the extra column's marked destructive and
+/// each plan linted; nothing of the scratch schema stays; each group's
+/// steps, run in its tenants, bring all 50 to the desired schema.
+#[tokio::test]
+async fn a_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_it_there() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration("tenants/005.sql", PROFILES);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
+    let mut add = vec!["tenants", "add", "--version", "fleet"];
+    add.extend(names.iter().map(String::as_str));
+    let added = strata(server.config_path(), &add).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    for tenant in ["t03", "t17", "t29"] {
+        server.ws.execute("svc", &format!("drop index {tenant}.users_email")).await;
+    }
+    for tenant in ["t08", "t41"] {
+        server.ws.execute("svc", &format!("alter table {tenant}.users add column nickname text")).await;
+    }
+    server.ws.execute("svc", "alter table t33.profiles alter column name type varchar(20)").await;
+
+    let found = report(&diff(&server, DESIRED, &["--json"]).await);
+    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(50), Some(50)), "{found}");
+    let groups = found["groups"].as_array().unwrap();
+    let odd = ["t03", "t08", "t17", "t29", "t33", "t41"];
+    let majority: Vec<&str> = names.iter().map(String::as_str).filter(|n| !odd.contains(n)).collect();
+    let by_size: Vec<Vec<&str>> = groups.iter().map(tenants).collect();
+    assert_eq!(by_size, [majority, vec!["t03", "t17", "t29"], vec!["t08", "t41"], vec!["t33"]], "{found}");
+    assert_eq!(steps(&groups[0]), COMMON, "{found}");
+    let with = |extra: &str| -> Vec<String> {
+        let mut all: Vec<String> = COMMON.iter().map(|s| s.to_string()).collect();
+        all.push(extra.to_string());
+        all
+    };
+    assert_eq!(steps(&groups[1]), with("CREATE INDEX users_email ON {schema}.users USING btree (email)"));
+    assert_eq!(steps(&groups[2]), with("ALTER TABLE {schema}.users DROP COLUMN nickname"));
+    let mut widened = with("");
+    widened.pop();
+    widened.insert(1, "ALTER TABLE {schema}.profiles ALTER COLUMN name TYPE character varying(64)".to_string());
+    assert_eq!(steps(&groups[3]), widened);
+    let destructive: Vec<bool> = groups.iter().map(|g| g["destructive"].as_bool().unwrap()).collect();
+    assert_eq!(destructive, [false, false, true, false]);
+    let rules = |group: &Value| -> Vec<String> {
+        group["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(rules(&groups[1]).contains(&"create-index-non-concurrently".to_string()), "{found}");
+    assert!(rules(&groups[2]).contains(&"dropping-column".to_string()), "{found}");
+    assert_eq!(scratch_schemas(&server).await, 0);
+
+    // Text, and --check: 10 while a tenant differs.
+    let text = diff(&server, DESIRED, &[]).await;
+    assert_eq!(text.status.code(), Some(0));
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert!(shown.starts_with("50 of 50 tenant(s) differ from the desired schema, in 4 group(s)\n"), "{shown}");
+    assert!(shown.contains("  [destructive] ALTER TABLE {schema}.users DROP COLUMN nickname;\n"), "{shown}");
+    assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(10));
+
+    // Each group's plan, run in each of its tenants, reaches the desired schema.
+    let plans: BTreeMap<String, String> = groups
+        .iter()
+        .flat_map(|g| {
+            let text = steps(g).join(";\n");
+            tenants(g).into_iter().map(move |t| (t.to_string(), text.clone()))
+        })
+        .collect();
+    for (tenant, plan) in &plans {
+        server.ws.execute("svc", &plan.replace("{schema}", tenant)).await;
+    }
+    let done = report(&diff(&server, DESIRED, &["--json", "--check"]).await);
+    assert_eq!(done["differing"], 0, "{done}");
+    assert_eq!(done["groups"].as_array().unwrap().len(), 1, "{done}");
+    assert_eq!(done["groups"][0]["steps"], json!([]), "{done}");
+    // The extra columns went with their plan; every tenant kept its rows.
+    let rows = server.ws.rows("svc", "select count(*) from t08.users").await;
+    assert!(rows[0][0].as_i64().unwrap() >= 1, "{rows:?}");
+}
+
+/// A desired file the engine refuses is named with its line; one that
+/// creates nothing in `{schema}` (every tenant's objects would be dropped)
+/// or that ends the transaction is refused; none leaves anything behind.
+/// The engines without a planner refuse by name.
+#[tokio::test]
+async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_leaves_nothing() {
+    let server = Server::start("basic", "").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}");
+    let refused = |output: &std::process::Output| -> String {
+        assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    if backend() != Backend::Postgres {
+        let message = refused(&diff(&server, DESIRED, &[]).await);
+        assert!(message.contains("desired state is planned on PostgreSQL only for now"), "{message}");
+        return;
+    }
+    let failing = "create table {schema}.kept (id int);\nselect * from {schema}.nowhere;\n";
+    let message = refused(&diff(&server, failing, &[]).await);
+    assert!(message.contains("line 2: relation \"{schema}.nowhere\" does not exist"), "{message}");
+    let message = refused(&diff(&server, "create table public.kept (id int);\n", &[]).await);
+    assert!(message.contains("creates nothing in the tenant's schema"), "{message}");
+    let message = refused(&diff(&server, "create table {schema}.kept (id int);\ncommit;\n", &[]).await);
+    assert!(message.contains("COMMIT would end the transaction"), "{message}");
+    assert_eq!(scratch_schemas(&server).await, 0);
+    let kept = server.ws.rows("svc", "select count(*) from pg_class where relname = 'kept'").await;
+    assert_eq!(kept[0][0], 0);
+}
