@@ -226,7 +226,10 @@ enum Command {
     OnDatabase(OnDatabase),
     /// Create the next migration file of a directory, named and started in
     /// its convention (a timestamp or the next number; the format's
-    /// markers), and print its path.
+    /// markers), and print its path. With --desired FILE: holding the plan
+    /// of the largest group of tenants that differs from the desired
+    /// schema (what `diff --desired` shows), the other groups listed with
+    /// how the file fares there.
     New(NewArgs),
     /// The configuration.
     #[command(subcommand)]
@@ -414,6 +417,10 @@ struct DiffArgs {
     /// Exit 10 when a tenant differs from the desired schema.
     #[arg(long)]
     check: bool,
+    /// `new NAME --desired FILE`: the file to write (its description and
+    /// directory) instead of a report.
+    #[arg(skip)]
+    write: Option<(String, Option<String>)>,
 }
 
 #[derive(Debug, Args)]
@@ -664,6 +671,10 @@ struct NewArgs {
     /// The configured directory (default: the only migration directory).
     #[arg(long, value_name = "DIR")]
     dir: Option<String>,
+    /// Write the plan from the tenants' live schemas to this desired
+    /// schema (the largest group's) into the file; reads the database.
+    #[arg(long, value_name = "FILE")]
+    desired: Option<PathBuf>,
 }
 
 /// How far a revert goes back (`revert`, `plan --revert`).
@@ -860,6 +871,10 @@ pub(crate) fn main() -> ExitCode {
             (Some(server), None) => remote::run(&server, command).into(),
             (None, _) => commands::run(config, command, verbosity, wait).into(),
         },
+        Command::New(NewArgs { name, dir, desired: Some(desired) }) => {
+            let diff = DiffArgs { desired, json: false, check: false, write: Some((name, dir)) };
+            commands::run(config, OnDatabase::Diff(diff), verbosity, wait).into()
+        }
         Command::New(args) => {
             commands::local(config, false, |_, config| new::new_migration(config, &args.name, args.dir.as_deref()))
                 .into()

@@ -171,3 +171,51 @@ async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_lea
     let kept = server.ws.rows("svc", "select count(*) from pg_class where relname = 'kept'").await;
     assert_eq!(kept[0][0], 0);
 }
+
+/// `strata new NAME --desired FILE` writes the majority's plan as the
+/// tenants' next migration file and says how the other groups fare; once
+/// applied as a version (its files recorded as any other), the majority is
+/// in the desired state and only the outlier's own step is left.
+#[tokio::test]
+async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_reaches_it() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration("tenants/005.sql", PROFILES);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let added =
+        strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1", "t2", "t3", "t4", "t5"]).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server.ws.execute("svc", "drop index t5.users_email").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+
+    let written = strata(server.config_path(), &["new", "to desired", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let path = String::from_utf8_lossy(&written.stdout).trim().to_string();
+    assert!(path.ends_with("_to_desired.sql") && path.contains("/tenants/"), "{path}");
+    let expected: String = COMMON.iter().map(|s| format!("{s};\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    let said = String::from_utf8_lossy(&written.stderr);
+    assert!(said.contains("the plan of 4 tenant(s) (3 step(s))"), "{said}");
+    assert!(said.contains("t5: the file runs there; 1 step(s) left after it"), "{said}");
+
+    let applied = strata(server.config_path(), &["apply", "--version", "to desired"]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    let after = report(&diff(&server, DESIRED, &["--json"]).await);
+    let groups = after["groups"].as_array().unwrap();
+    assert_eq!(groups.iter().map(tenants).collect::<Vec<_>>(), [vec!["t1", "t2", "t3", "t4"], vec!["t5"]], "{after}");
+    assert_eq!(steps(&groups[0]), Vec::<&str>::new());
+    assert_eq!(steps(&groups[1]), ["CREATE INDEX users_email ON {schema}.users USING btree (email)"]);
+
+    // Nothing left to write for the whole fleet: said, no file.
+    let again = strata(server.config_path(), &["new", "again", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), "");
+    assert!(
+        String::from_utf8_lossy(&again.stderr)
+            .contains("no file written: most tenants are in the desired schema already; 1 differ")
+    );
+}

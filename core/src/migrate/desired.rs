@@ -285,6 +285,73 @@ impl DesiredGroup {
     }
 }
 
+/// What `strata new --desired` writes: the plan of the largest group that
+/// differs, as one migration file for the whole fleet, and how each other
+/// group fares once it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MajorityFile<'a> {
+    /// The group whose plan the file holds.
+    pub group: &'a DesiredGroup,
+    /// Every other group, largest first.
+    pub others: Vec<OtherGroup<'a>>,
+}
+
+/// A group beside the one whose plan became the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherGroup<'a> {
+    /// The group.
+    pub group: &'a DesiredGroup,
+    /// Whether the file's every step is one its own plan has too: the
+    /// file runs there as it does in the majority.
+    pub fits: bool,
+    /// What its plan has beyond the file's (still to do after it).
+    pub left: Vec<&'a Step>,
+    /// What the file does that its plan does not (where the file would
+    /// fail or change what should stay).
+    pub not_needed: Vec<&'a Step>,
+}
+
+/// The file `strata new --desired` writes (see [`MajorityFile`]); `None`
+/// when no tenant differs, or when the largest group already is in the
+/// desired state (a file for the whole fleet would change it).
+pub fn majority_file(report: &DesiredReport) -> Option<MajorityFile<'_>> {
+    let group = report.groups.first().filter(|g| !g.in_desired_state())?;
+    let others = report.groups[1..]
+        .iter()
+        .map(|other| {
+            let left: Vec<&Step> = other.steps.iter().filter(|s| !group.steps.contains(s)).collect();
+            let not_needed: Vec<&Step> = group.steps.iter().filter(|s| !other.steps.contains(s)).collect();
+            OtherGroup { group: other, fits: not_needed.is_empty(), left, not_needed }
+        })
+        .collect();
+    Some(MajorityFile { group, others })
+}
+
+/// What `new --desired` says of the groups beside the file: one line per
+/// group, the tenants shown up to ten.
+pub fn render_others(file: &MajorityFile<'_>) -> String {
+    let mut out = String::new();
+    for other in &file.others {
+        let shown: Vec<&str> = other.group.tenants.iter().take(10).map(String::as_str).collect();
+        let more = other.group.tenants.len().saturating_sub(shown.len());
+        let tenants = if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") };
+        let line = match (other.fits, other.left.len()) {
+            (true, 0) => format!("{tenants}: the file brings them to the desired schema too\n"),
+            (true, left) => format!(
+                "{tenants}: the file runs there; {left} step(s) left after it (strata diff --desired shows them)\n"
+            ),
+            (false, _) => format!(
+                "{tenants}: the file does not fit them ({} of its step(s) not theirs, first: {}); fix them first \
+                 or leave them out of the version\n",
+                other.not_needed.len(),
+                other.not_needed.first().map_or("", |s| s.sql.lines().next().unwrap_or_default())
+            ),
+        };
+        out.push_str(&line);
+    }
+    out
+}
+
 /// The report as text: one paragraph per group.
 pub fn render_text(report: &DesiredReport) -> String {
     let mut out = format!(

@@ -1147,6 +1147,44 @@ pub fn next_files(
     })
 }
 
+/// `files` (from [`next_files`]) holding `statements` as the migration's
+/// up part, in `format`'s own way: after dbmate's and goose's up marker
+/// (a goose statement with a `;` of its own between `StatementBegin` and
+/// `StatementEnd`), in golang-migrate's `.up.sql`; `comments` (one line
+/// each, without `--`) first. The down parts stay empty.
+pub fn with_statements(
+    format: Format,
+    files: Vec<NewFile>,
+    comments: &[String],
+    statements: &[String],
+) -> Vec<NewFile> {
+    let mut body = String::new();
+    for comment in comments {
+        body.push_str(&format!("-- {comment}\n"));
+    }
+    for statement in statements {
+        let statement = statement.trim_end().trim_end_matches(';');
+        if format == Format::Goose && statement.contains(';') {
+            body.push_str(&format!("-- +goose StatementBegin\n{statement};\n-- +goose StatementEnd\n"));
+        } else {
+            body.push_str(&format!("{statement};\n"));
+        }
+    }
+    files
+        .into_iter()
+        .map(|file| {
+            let contents = match format {
+                Format::Strata | Format::Flyway => body.clone(),
+                Format::Dbmate => format!("-- migrate:up\n{body}\n-- migrate:down\n\n"),
+                Format::Goose => format!("-- +goose Up\n{body}\n-- +goose Down\n\n"),
+                Format::GolangMigrate if file.name.ends_with(".up.sql") => body.clone(),
+                Format::GolangMigrate => file.contents,
+            };
+            NewFile { name: file.name, contents }
+        })
+        .collect()
+}
+
 /// A decimal number plus one, its width kept (or grown by a carry).
 fn increment(digits: &str) -> String {
     let mut out: Vec<u8> = digits.bytes().collect();

@@ -160,6 +160,7 @@ fn command_name(command: &OnDatabase) -> &'static str {
         OnDatabase::Status(_) => "status",
         OnDatabase::Tenants(_) => "tenants",
         OnDatabase::Drift(_) => "drift",
+        OnDatabase::Diff(args) if args.write.is_some() => "new",
         OnDatabase::Diff(_) => "diff",
         OnDatabase::Repair(_) => "repair",
         OnDatabase::Revert(_) => "revert",
@@ -237,6 +238,10 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
         }
     };
     match service.desired_diff(&shown, &text).await {
+        Ok(report) if args.write.is_some() => {
+            let (description, dir) = args.write.unwrap_or_default();
+            super::new::new_from_desired(service.config(), &description, dir.as_deref(), &report)
+        }
         Ok(report) => {
             if args.json {
                 print_json(&report);

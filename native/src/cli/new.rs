@@ -1,11 +1,13 @@
-//! `strata new NAME [--dir DIR]`: the next migration file of a directory,
-//! named and started in the directory's own convention (core's
-//! `format::next_files`), written on the local disk.
+//! `strata new NAME [--dir DIR] [--desired FILE]`: the next migration file
+//! of a directory, named and started in the directory's own convention
+//! (core's `format::next_files`), written on the local disk; with
+//! `--desired`, holding the fleet's majority plan to that schema.
 
 use std::path::Path;
 
 use chrono::Utc;
 use strata_core::migrate::config::Config;
+use strata_core::migrate::desired::{self, DesiredReport};
 use strata_core::migrate::format::{self, Format, Input};
 use strata_core::migrate::location::BaseLocation;
 
@@ -14,9 +16,104 @@ use crate::cli::Exit;
 /// Creates the next file(s) of `dir` (default: the only migration
 /// directory) and prints their paths.
 pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str>) -> Exit {
+    match next_in(config, description, dir) {
+        Ok(next) => next.write(Vec::new()),
+        Err(exit) => exit,
+    }
+}
+
+/// `new NAME --desired FILE`: the next file holding the plan of the
+/// largest group of tenants that differs from the desired schema (core's
+/// `desired::majority_file`); how the other groups fare, on stderr.
+pub(super) fn new_from_desired(config: &Config, description: &str, dir: Option<&str>, report: &DesiredReport) -> Exit {
+    let Some(majority) = desired::majority_file(report) else {
+        let differing = report.differing;
+        eprintln!(
+            "strata: no file written: {}",
+            if differing == 0 {
+                "every tenant is in the desired schema".to_string()
+            } else {
+                format!(
+                    "most tenants are in the desired schema already; {differing} differ (strata diff --desired \
+                     shows their plans)"
+                )
+            }
+        );
+        return Exit::Success;
+    };
+    // The tenants' directory, when there is one.
+    let tenant_dirs: Vec<&str> = config
+        .directories()
+        .filter(|(_, kind)| *kind == strata_core::migrate::MigrationType::TenantMigration)
+        .map(|(dir, _)| dir)
+        .collect();
+    let dir = dir.or(match tenant_dirs.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    });
+    let next = match next_in(config, description, dir) {
+        Ok(next) => next,
+        Err(exit) => return exit,
+    };
+    let statements: Vec<String> = majority.group.steps.iter().map(|s| s.sql.clone()).collect();
+    let comments: Vec<String> = majority.group.unplannable.iter().map(|r| format!("not planned: {r}")).collect();
+    let files = format::with_statements(next.format, next.files.clone(), &comments, &statements);
+    let exit = next.write(files);
+    if exit == Exit::Success {
+        let destructive = if majority.group.destructive { ", destructive" } else { "" };
+        eprintln!(
+            "strata: the plan of {} tenant(s) ({} step(s){destructive})",
+            majority.group.tenants.len(),
+            majority.group.steps.len()
+        );
+        eprint!("{}", desired::render_others(&majority));
+    }
+    exit
+}
+
+/// The next file(s) of a directory, not yet written.
+struct Next {
+    path: std::path::PathBuf,
+    directory: String,
+    format: Format,
+    files: Vec<format::NewFile>,
+}
+
+impl Next {
+    /// Writes `files` (empty: the files as named, with the format's
+    /// markers), never over an existing one, and prints their paths.
+    fn write(self, files: Vec<format::NewFile>) -> Exit {
+        let files = if files.is_empty() { self.files } else { files };
+        if let Err(e) = std::fs::create_dir_all(&self.path) {
+            eprintln!("strata: {}: {e}", self.path.display());
+            return Exit::Failed;
+        }
+        for file in &files {
+            let target = self.path.join(&file.name);
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&target)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, file.contents.as_bytes()));
+            if let Err(e) = written {
+                eprintln!("strata: {}: {e}", target.display());
+                return Exit::Failed;
+            }
+            outln!("{}", target.display());
+        }
+        if self.format != Format::Strata {
+            eprintln!("strata: {} is read as {} files", self.directory, self.format.name());
+        }
+        Exit::Success
+    }
+}
+
+/// The directory (`dir`, default: the only migration directory), its
+/// format and the names of its next file(s).
+fn next_in(config: &Config, description: &str, dir: Option<&str>) -> Result<Next, Exit> {
     let Ok(BaseLocation::Local(base)) = BaseLocation::parse(&config.base_location) else {
         eprintln!("strata: new writes to a local baseLocation only (this one is {})", config.base_location);
-        return Exit::Usage;
+        return Err(Exit::Usage);
     };
     let migration_dirs: Vec<&str> =
         config.directories().filter(|(_, kind)| !kind.is_script()).map(|(dir, _)| dir).collect();
@@ -24,12 +121,12 @@ pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str
         Some(dir) if config.directories().any(|(d, _)| d == dir) => dir,
         Some(dir) => {
             eprintln!("strata: {dir} is not a configured directory (configured: {})", migration_dirs.join(", "));
-            return Exit::Usage;
+            return Err(Exit::Usage);
         }
         None if migration_dirs.len() == 1 => migration_dirs[0],
         None => {
             eprintln!("strata: name the directory with --dir (configured: {})", migration_dirs.join(", "));
-            return Exit::Usage;
+            return Err(Exit::Usage);
         }
     };
     let path = Path::new(&base).join(directory);
@@ -46,7 +143,7 @@ pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
             eprintln!("strata: {}: {e}", path.display());
-            return Exit::Failed;
+            return Err(Exit::Failed);
         }
     }
     let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
@@ -56,38 +153,17 @@ pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str
             Ok(format) => format,
             Err(e) => {
                 eprintln!("strata: {e}");
-                return Exit::Failed;
+                return Err(Exit::Failed);
             }
         },
     };
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
     let now = Utc::now().format("%Y%m%d%H%M%S").to_string();
-    let new = match format::next_files(format, &names, description, &now) {
-        Ok(new) => new,
+    match format::next_files(format, &names, description, &now) {
+        Ok(new) => Ok(Next { path, directory: directory.to_string(), format, files: new }),
         Err(e) => {
             eprintln!("strata: {e}");
-            return Exit::Usage;
+            Err(Exit::Usage)
         }
-    };
-    if let Err(e) = std::fs::create_dir_all(&path) {
-        eprintln!("strata: {}: {e}", path.display());
-        return Exit::Failed;
     }
-    for file in &new {
-        let target = path.join(&file.name);
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, file.contents.as_bytes()));
-        if let Err(e) = written {
-            eprintln!("strata: {}: {e}", target.display());
-            return Exit::Failed;
-        }
-        outln!("{}", target.display());
-    }
-    if format != Format::Strata {
-        eprintln!("strata: {directory} is read as {} files", format.name());
-    }
-    Exit::Success
 }

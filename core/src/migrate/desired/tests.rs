@@ -303,3 +303,39 @@ fn other_engines_are_refused_by_name() {
     let error = plan(Driver::Mysql, &desired(), &desired()).unwrap_err();
     assert_eq!(error.to_string(), "desired state is planned on PostgreSQL only for now, not on mysql");
 }
+
+#[test]
+fn the_majority_file_is_the_largest_differing_groups_plan_and_says_how_the_others_fare() {
+    let wanted = users("strata_desired", |o| o.push(object("column", "users.created", "timestamp with time zone")));
+    let mut grouping = Grouping::default();
+    for i in 1..=5 {
+        let name = format!("t{i}");
+        let live = match i {
+            1..=3 => users(&name, |_| {}),
+            4 => users(&name, |o| remove(o, "index", "t4_users_email")),
+            _ => users(&name, |o| o.push(object("column", "users.created", "timestamp with time zone"))),
+        };
+        grouping.add(name, plan(Driver::Postgres, &wanted, &live).unwrap());
+    }
+    let report = grouping.report(&wanted, Driver::Postgres, false, "{schema}");
+    let file = majority_file(&report).unwrap();
+    assert_eq!(file.group.tenants, ["t1", "t2", "t3"]);
+    assert_eq!(file.group.steps[0].sql, "ALTER TABLE {schema}.users ADD COLUMN created timestamp with time zone");
+    let fits: Vec<(bool, usize, usize)> =
+        file.others.iter().map(|o| (o.fits, o.left.len(), o.not_needed.len())).collect();
+    assert_eq!(fits, [(true, 1, 0), (false, 0, 1)]);
+    let said = render_others(&file);
+    assert!(said.starts_with("t4: the file runs there; 1 step(s) left after it"), "{said}");
+    assert!(said.contains("t5: the file does not fit them (1 of its step(s) not theirs, first: ALTER TABLE"), "{said}");
+
+    // Most tenants in the desired state: no file for the whole fleet.
+    let mut grouping = Grouping::default();
+    for name in ["t1", "t2"] {
+        grouping.add(name.into(), plan(Driver::Postgres, &desired(), &users(name, |_| {})).unwrap());
+    }
+    grouping.add(
+        "t3".into(),
+        plan(Driver::Postgres, &desired(), &users("t3", |o| o.push(object("column", "users.x", "text")))).unwrap(),
+    );
+    assert_eq!(majority_file(&grouping.report(&desired(), Driver::Postgres, false, "{schema}")), None);
+}

@@ -307,3 +307,40 @@ fn a_file_named_as_a_down_part_never_runs_forward_in_any_format() {
     assert!(refused(Format::Flyway, "V3__x.down.sql", "drop table x;").contains("read as flyway"));
     assert!(refused(Format::GolangMigrate, "U4__x.sql", "drop table x;").contains("{m: flyway}"));
 }
+
+#[test]
+fn statements_go_into_each_formats_up_part_and_read_back_as_that_format() {
+    let now = "20261202150000";
+    let statements = [
+        "CREATE TABLE {schema}.notes (id bigint)".to_string(),
+        "CREATE OR REPLACE FUNCTION {schema}.f() RETURNS integer LANGUAGE sql AS $$ select 1; $$".to_string(),
+    ];
+    let comments = ["not planned: enum e".to_string()];
+    let fill =
+        |format| with_statements(format, next_files(format, &[], "desired", now).unwrap(), &comments, &statements);
+    let strata = fill(Format::Strata);
+    assert_eq!(
+        strata[0].contents,
+        "-- not planned: enum e\nCREATE TABLE {schema}.notes (id bigint);\nCREATE OR REPLACE FUNCTION {schema}.f() RETURNS integer LANGUAGE sql AS $$ select 1; $$;\n"
+    );
+    let goose = fill(Format::Goose);
+    assert!(goose[0].contents.starts_with("-- +goose Up\n-- not planned: enum e\nCREATE TABLE {schema}.notes (id bigint);\n-- +goose StatementBegin\nCREATE OR REPLACE FUNCTION"), "{}", goose[0].contents);
+    assert!(goose[0].contents.ends_with("$$;\n-- +goose StatementEnd\n\n-- +goose Down\n\n"), "{}", goose[0].contents);
+    let dbmate = fill(Format::Dbmate);
+    assert!(dbmate[0].contents.starts_with("-- migrate:up\n-- not planned"));
+    assert!(dbmate[0].contents.ends_with("$$;\n\n-- migrate:down\n\n"));
+    let golang = fill(Format::GolangMigrate);
+    assert_eq!(
+        (golang[0].name.as_str(), golang[1].name.as_str()),
+        ("000001_desired.up.sql", "000001_desired.down.sql")
+    );
+    assert_eq!(golang[0].contents, strata[0].contents);
+    assert_eq!(golang[1].contents, "");
+    // Each reads back as its format: the statements forward, nothing down.
+    for (format, files) in [(Format::Goose, &goose), (Format::Dbmate, &dbmate)] {
+        let read = read_one(format, &files[0].name, &files[0].contents).unwrap();
+        assert!(read.forward.text.contains("CREATE TABLE {schema}.notes (id bigint);"), "{}", read.forward.text);
+        assert!(read.forward.text.contains("AS $$ select 1; $$;"), "{}", read.forward.text);
+        assert_eq!(read.down.map(|d| d.text.trim().to_string()), Some(String::new()));
+    }
+}
