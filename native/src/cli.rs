@@ -658,6 +658,19 @@ struct ApplyArgs {
     /// failureBudget of the configuration).
     #[arg(long, value_name = "N|N%")]
     failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
+    /// Bring the tenants to this desired schema (a SQL file of DDL): each
+    /// group of tenants sharing a plan (`diff --desired`) as a version of
+    /// its own, the plan recorded as `desired/<plan>.sql`; refused while a
+    /// migration is pending or a group's plan loses data.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sync", "tenant", "tenants", "share", "attribute"])]
+    desired: Option<PathBuf>,
+    /// With --desired: run the groups whose plan loses data too.
+    #[arg(long, requires = "desired", conflicts_with = "skip_destructive")]
+    allow_destructive: bool,
+    /// With --desired: run the groups whose plan loses no data, leave the
+    /// others.
+    #[arg(long, requires = "desired")]
+    skip_destructive: bool,
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,

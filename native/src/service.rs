@@ -99,6 +99,10 @@ pub(crate) struct CreateRequest {
     /// The requests (W3C `traceparent`s) the version's span links to: a
     /// wave's rollout start and approvals.
     pub(crate) trace_links: Vec<String>,
+    /// A desired-state plan (`apply --desired`, core's
+    /// `desired::plan_source`): run after the version's own files in its
+    /// tenants, recorded as `desired/<plan>.sql`.
+    pub(crate) desired_plan: Option<SourceMigration>,
 }
 
 impl CreateRequest {
@@ -114,6 +118,7 @@ impl CreateRequest {
             observer: None,
             rollout_gate: rollout::FleetGate::Hold,
             trace_links: Vec::new(),
+            desired_plan: None,
         }
     }
 
@@ -772,7 +777,10 @@ impl Service {
             action = ?request.operation.action(), dry_run = request.dry_run, "mutation started");
         self.hold_for_rollouts(request).await?;
         let colocation = self.colocation(request).await?;
-        let sources = self.sources_for(&request.operation).await?;
+        let mut sources = self.sources_for(&request.operation).await?;
+        if let Some(plan) = &request.desired_plan {
+            sources.push(plan.clone());
+        }
         if let Some(tenants) = request.operation.creates_tenants() {
             self.add_tenants(tenants, request.operation.shard(), request.dry_run).await?;
         }

@@ -219,3 +219,93 @@ async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_re
             .contains("no file written: most tenants are in the desired schema already; 1 differ")
     );
 }
+
+/// `strata apply --desired FILE`: refused while a tenant file is pending
+/// (exit 6) or a group's plan loses data (exit 2), nothing run either
+/// time; `--skip-destructive` brings every other group there, each as a
+/// version recording its plan once per tenant as `desired/<plan>.sql`
+/// (never reported missing from the sources); `--allow-destructive` the
+/// rest. Then `diff --check` and `drift` find nothing.
+#[tokio::test]
+async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_loses_data() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration("tenants/005.sql", PROFILES);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names: Vec<String> = (1..=8).map(|i| format!("t{i}")).collect();
+    let mut add = vec!["tenants", "add", "--version", "fleet"];
+    add.extend(names.iter().map(String::as_str));
+    let added = strata(server.config_path(), &add).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server.ws.execute("svc", "drop index t6.users_email").await;
+    server.ws.execute("svc", "alter table t7.users add column nickname text").await;
+    server.ws.execute("svc", "insert into t7.users (email, nickname) values ('kept@example.com', 'k')").await;
+    server.ws.execute("svc", "alter table t8.profiles alter column name type varchar(20)").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let config = server.config_path();
+    let plans_recorded = || async {
+        let sql = "select db_schema, filename from svc.svc_migrations where filename like 'desired/%' order by 1";
+        server.ws.rows("svc", sql).await
+    };
+
+    // A pending tenant file: refused, nothing runs.
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.later (id int);\n");
+    let pending = strata(config, &["apply", "--version", "to desired", "--desired", desired]).await;
+    assert_eq!(pending.status.code(), Some(6), "{}", String::from_utf8_lossy(&pending.stderr));
+    assert!(
+        String::from_utf8_lossy(&pending.stderr)
+            .contains("1 tenant migration file(s) are pending (8 runs over the tenants)")
+    );
+    std::fs::remove_file(server.ws.migrations().join("tenants/006.sql")).unwrap();
+
+    // A destructive group: refused by name, nothing runs.
+    let refused = strata(config, &["apply", "--version", "to desired", "--desired", desired]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("1 group(s) would lose data, so nothing ran: plan "), "{said}");
+    assert!(said.contains("(1 tenant(s)): ALTER TABLE {schema}.users DROP COLUMN nickname"), "{said}");
+    assert_eq!(plans_recorded().await, Vec::<Vec<Value>>::new());
+    assert!(!server.ws.tables("t1").await.contains(&"notes".to_string()));
+
+    // The others.
+    let skipped =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--skip-destructive"]).await;
+    assert_eq!(skipped.status.code(), Some(0), "{}", String::from_utf8_lossy(&skipped.stderr));
+    let said = String::from_utf8_lossy(&skipped.stderr);
+    assert!(
+        said.contains("left as they are: plan ")
+            && said.contains("destructive (ALTER TABLE {schema}.users DROP COLUMN nickname): t7"),
+        "{said}"
+    );
+    let after = report(&diff(&server, DESIRED, &["--json"]).await);
+    let groups: Vec<Vec<&str>> = after["groups"].as_array().unwrap().iter().map(tenants).collect();
+    assert_eq!(groups, [vec!["t1", "t2", "t3", "t4", "t5", "t6", "t8"], vec!["t7"]], "{after}");
+    let recorded = plans_recorded().await;
+    let schemas: Vec<&str> = recorded.iter().map(|row| row[0].as_str().unwrap()).collect();
+    assert_eq!(schemas, ["t1", "t2", "t3", "t4", "t5", "t6", "t8"]);
+    let distinct: std::collections::BTreeSet<&str> = recorded.iter().map(|row| row[1].as_str().unwrap()).collect();
+    assert_eq!(distinct.len(), 3, "{recorded:?}"); // the majority's plan, t6's, t8's
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    let plan = strata(config, &["plan"]).await;
+    assert_eq!(plan.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&plan.stdout).contains("desired/"), "{}", String::from_utf8_lossy(&plan.stdout));
+
+    // The rest, told to.
+    let allowed =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--allow-destructive"]).await;
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
+    let rows = server.ws.rows("svc", "select count(*) from t7.users where email = 'kept@example.com'").await;
+    assert_eq!(rows[0][0], 1);
+    let drift = strata(config, &["drift"]).await;
+    assert_eq!(drift.status.code(), Some(0), "{}", String::from_utf8_lossy(&drift.stdout));
+    // Nothing left: said, no version.
+    let nothing = strata(config, &["apply", "--version", "again", "--desired", desired]).await;
+    assert_eq!(nothing.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("no group of tenants to bring to the desired schema"));
+}

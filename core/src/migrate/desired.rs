@@ -285,6 +285,103 @@ impl DesiredGroup {
     }
 }
 
+/// The directory a group's plan is recorded under when it is applied
+/// (`desired/<plan>.sql`): never a configured directory, so never read
+/// from the sources — the planner does not count such a record as
+/// missing.
+pub const PLAN_DIRECTORY: &str = "desired";
+
+/// Whether a recorded file is a desired-state plan ([`PLAN_DIRECTORY`]).
+pub fn is_plan_file(file: &str) -> bool {
+    file.strip_prefix(PLAN_DIRECTORY).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// What `apply --desired` does with groups whose plan loses data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Destructive {
+    /// Nothing runs while one exists (the default).
+    #[default]
+    Refuse,
+    /// They run too (`--allow-destructive`).
+    Allow,
+    /// The other groups run; they are left as they are
+    /// (`--skip-destructive`).
+    Skip,
+}
+
+/// The groups `apply --desired` runs, and those it leaves with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection<'a> {
+    /// Each runs as a version over its tenants, its plan recorded as
+    /// `desired/<plan>.sql`.
+    pub run: Vec<&'a DesiredGroup>,
+    /// Left as they are: (group, why).
+    pub left: Vec<(&'a DesiredGroup, String)>,
+}
+
+/// Why `apply --desired` runs nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestructiveGroups(pub Vec<String>);
+
+impl std::fmt::Display for DestructiveGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} group(s) would lose data, so nothing ran: {}; run them with --allow-destructive, or the others with \
+             --skip-destructive",
+            self.0.len(),
+            self.0.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for DestructiveGroups {}
+
+/// The groups to run under `destructive` (see [`Destructive`]): groups in
+/// the desired state need nothing; a group with differences no statement
+/// reaches is left (its plan would not get it there); a destructive group
+/// refuses the whole run, runs, or is left.
+pub fn selection(report: &DesiredReport, destructive: Destructive) -> Result<Selection<'_>, DestructiveGroups> {
+    let mut selection = Selection { run: Vec::new(), left: Vec::new() };
+    let mut refused = Vec::new();
+    for group in report.groups.iter().filter(|g| !g.in_desired_state()) {
+        let name = format!("plan {} ({} tenant(s))", &group.plan[..12.min(group.plan.len())], group.tenants.len());
+        if !group.unplannable.is_empty() {
+            selection.left.push((group, format!("{name}: not planned: {}", group.unplannable.join("; "))));
+            continue;
+        }
+        if group.destructive {
+            let step = group.steps.iter().find(|s| s.destructive).map_or("", |s| s.sql.as_str());
+            match destructive {
+                Destructive::Refuse => {
+                    refused.push(format!("{name}: {step}"));
+                    continue;
+                }
+                Destructive::Skip => {
+                    selection.left.push((group, format!("{name}: destructive ({step})")));
+                    continue;
+                }
+                Destructive::Allow => {}
+            }
+        }
+        selection.run.push(group);
+    }
+    if refused.is_empty() { Ok(selection) } else { Err(DestructiveGroups(refused)) }
+}
+
+/// A group's plan as the file its version records:
+/// `desired/<plan>.sql`, its statements as [`Plan::file_text`] writes
+/// them.
+pub fn plan_source(group: &DesiredGroup) -> crate::migrate::source::SourceMigration {
+    let plan = Plan { steps: group.steps.clone(), unplannable: group.unplannable.clone() };
+    crate::migrate::source::SourceMigration::plain(
+        PLAN_DIRECTORY,
+        &format!("{}.sql", group.plan),
+        crate::migrate::MigrationType::TenantMigration,
+        &plan.file_text(),
+    )
+}
+
 /// What `strata new --desired` writes: the plan of the largest group that
 /// differs, as one migration file for the whole fleet, and how each other
 /// group fares once it ran.

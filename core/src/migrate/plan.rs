@@ -617,7 +617,10 @@ impl<'a> RecordedFold<'a> {
             }
         };
         let Some(source) = source else {
-            self.missing.entry(row.file.to_string()).or_default().insert(row.schema.to_string());
+            // A desired-state plan is recorded, never a source.
+            if !crate::migrate::desired::is_plan_file(row.file) {
+                self.missing.entry(row.file.to_string()).or_default().insert(row.schema.to_string());
+            }
             return;
         };
         if let Some(target) = targets.id(row.schema) {

@@ -254,6 +254,99 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
     }
 }
 
+/// `apply --desired FILE`: each group of tenants sharing a plan to the
+/// desired schema, as a version of its own over those tenants, its plan
+/// recorded (core's `desired::selection` decides which groups run).
+async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: &Path) -> Exit {
+    use strata_core::migrate::desired::{self, Destructive};
+    let shown = file.display().to_string();
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("strata: {shown}: {error}");
+            return Exit::Usage;
+        }
+    };
+    // The plan is made from the live schemas: files still pending would
+    // change them first.
+    match service.preview(Target::AllSchemas, Action::Apply).await {
+        Ok((preview, _)) if preview.plan.counts.tenant_migrations_total > 0 => {
+            let counts = &preview.plan.counts;
+            eprintln!(
+                "strata: {} tenant migration file(s) are pending ({} runs over the tenants): apply them first \
+                 (strata apply), then the desired schema; nothing ran",
+                counts.tenant_migrations, counts.tenant_migrations_total
+            );
+            return Exit::Pending;
+        }
+        Ok(_) => {}
+        Err(error) => return failed_apply(&error, args.json),
+    }
+    let report = match service.desired_diff(&shown, &text).await {
+        Ok(report) => report,
+        Err(error) => return failed_apply(&error, args.json),
+    };
+    let destructive = match (args.allow_destructive, args.skip_destructive) {
+        (true, _) => Destructive::Allow,
+        (_, true) => Destructive::Skip,
+        _ => Destructive::Refuse,
+    };
+    let selection = match desired::selection(&report, destructive) {
+        Ok(selection) => selection,
+        Err(refused) => {
+            eprintln!("strata: {shown}: {refused}");
+            return Exit::Usage;
+        }
+    };
+    for (group, why) in &selection.left {
+        eprintln!("strata: left as they are: {why}: {}", group.tenants.join(", "));
+    }
+    if selection.run.is_empty() {
+        eprintln!("strata: no group of tenants to bring to the desired schema");
+        return Exit::Success;
+    }
+    let mut exit = Exit::Success;
+    for (at, group) in selection.run.iter().enumerate() {
+        eprintln!(
+            "strata: plan {} ({} of {}): {} step(s) over {} tenant(s)",
+            &group.plan[..12],
+            at + 1,
+            selection.run.len(),
+            group.steps.len(),
+            group.tenants.len()
+        );
+        let operation = Operation::Version {
+            action: Action::Apply,
+            wave: Wave::Named(group.tenants.clone()),
+            sync_to: None,
+            failure_budget: args.failure_budget,
+            reviewed: None,
+        };
+        let progress = Arc::new(Progress::new(args.json));
+        let observer: Arc<dyn Observer> = progress.clone();
+        let request = CreateRequest {
+            dry_run: args.dry_run,
+            observer: Some(observer),
+            rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
+            desired_plan: Some(desired::plan_source(group)),
+            ..CreateRequest::new(args.version_name.clone(), operation, cli_caller())
+        };
+        let result = service.create(request).await;
+        progress.finish();
+        match result {
+            Ok(result) => {
+                let done = created(service, &result, args.json, false, args.dry_run).await;
+                if done != Exit::Success {
+                    exit = done;
+                }
+            }
+            // A group that failed stops the groups after it.
+            Err(error) => return failed_apply(&error, args.json),
+        }
+    }
+    exit
+}
+
 /// `lint --all`: every source file, read without a database.
 async fn lint_all(shown: &str, config: &Config, args: &LintArgs) -> Exit {
     let loader = match loader::for_location(&config.base_location) {
@@ -345,7 +438,10 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
     }
 }
 
-async fn apply(service: &Arc<Service>, args: ApplyArgs) -> Exit {
+async fn apply(service: &Arc<Service>, mut args: ApplyArgs) -> Exit {
+    if let Some(file) = args.desired.take() {
+        return apply_desired(service, args, &file).await;
+    }
     let action = if args.sync { Action::Sync } else { Action::Apply };
     // clap keeps --shard and --colocate-with to --tenant, --to from it.
     let operation = match args.tenant.map(|tenant| service.new_tenant_name(tenant)) {

@@ -339,3 +339,44 @@ fn the_majority_file_is_the_largest_differing_groups_plan_and_says_how_the_other
     );
     assert_eq!(majority_file(&grouping.report(&desired(), Driver::Postgres, false, "{schema}")), None);
 }
+
+#[test]
+fn apply_refuses_while_a_group_is_destructive_unless_told_and_leaves_unplannable_groups() {
+    let wanted = desired();
+    let mut grouping = Grouping::default();
+    grouping.add("t1".into(), plan(Driver::Postgres, &wanted, &users("t1", |_| {})).unwrap());
+    grouping.add(
+        "t2".into(),
+        plan(Driver::Postgres, &wanted, &users("t2", |o| remove(o, "index", "t2_users_email"))).unwrap(),
+    );
+    grouping.add(
+        "t3".into(),
+        plan(Driver::Postgres, &wanted, &users("t3", |o| o.push(object("column", "users.x", "text")))).unwrap(),
+    );
+    grouping.add(
+        "t4".into(),
+        plan(Driver::Postgres, &wanted, &users("t4", |o| set(o, "type", "status", "closed, active"))).unwrap(),
+    );
+    let report = grouping.report(&wanted, Driver::Postgres, false, "{schema}");
+    let refused = selection(&report, Destructive::Refuse).unwrap_err();
+    assert_eq!(refused.0.len(), 1);
+    assert!(refused.to_string().starts_with("1 group(s) would lose data, so nothing ran: plan "), "{refused}");
+    assert!(refused.to_string().contains("(1 tenant(s)): ALTER TABLE {schema}.users DROP COLUMN x;"), "{refused}");
+    let names = |groups: &[&DesiredGroup]| -> Vec<String> { groups.iter().map(|g| g.tenants.join(",")).collect() };
+    let skipped = selection(&report, Destructive::Skip).unwrap();
+    assert_eq!(names(&skipped.run), ["t2"]);
+    let left: Vec<&DesiredGroup> = skipped.left.iter().map(|(g, _)| *g).collect();
+    let mut left = names(&left);
+    left.sort();
+    assert_eq!(left, ["t3", "t4"]);
+    let allowed = selection(&report, Destructive::Allow).unwrap();
+    let mut run = names(&allowed.run);
+    run.sort();
+    assert_eq!(run, ["t2", "t3"]);
+    assert!(allowed.left[0].1.contains("not planned: enum status"), "{:?}", allowed.left);
+    let t2 = allowed.run.iter().find(|g| g.tenants == ["t2"]).unwrap();
+    let source = plan_source(t2);
+    assert_eq!(source.file, format!("desired/{}.sql", t2.plan));
+    assert_eq!(source.contents, "CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email);\n");
+    assert!(is_plan_file(&source.file) && !is_plan_file("desiredx/a.sql") && !is_plan_file("tenants/desired.sql"));
+}
