@@ -79,7 +79,7 @@ timed() { # label command... -> prints seconds and peak RSS
     /usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" 2>"$work/err"
     code=$?
     set -e
-    echo "$label: $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }') s, peak RSS $(awk '{ printf "%.0f", $1 / 1024 }' "$work/rss") MB, exit $code"
+    echo "$label: $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }') s, peak RSS $(tail -1 "$work/rss" | awk '{ printf "%.0f", $1 / 1024 }') MB, exit $code"
 }
 for run in 1 2 3; do
     timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
