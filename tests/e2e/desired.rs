@@ -15,18 +15,21 @@ const PROFILES: &str = "create table {schema}.profiles (id integer primary key, 
                         create index profiles_user on {schema}.profiles (user_id);\n";
 
 /// What a tenant should be: the migrations' schema, one more column and
-/// one more table.
+/// one more table (with an identity and a generated column: made as such,
+/// its identity's own sequence not planned apart).
 const DESIRED: &str = "\
 create table {schema}.users (id serial primary key, email text not null, created_at timestamptz default now());
 create index users_email on {schema}.users (email);
 create table {schema}.profiles (id integer primary key, name varchar(64) not null, user_id integer references {schema}.users(id));
 create index profiles_user on {schema}.profiles (user_id);
-create table {schema}.notes (id bigint primary key, body text not null);
+create table {schema}.notes (id bigint generated always as identity primary key, body text not null,
+  words integer generated always as (length(body)) stored);
 ";
 
 /// What every tenant lacks: the new column and the new table.
 const COMMON: [&str; 3] = [
-    "CREATE TABLE {schema}.notes (\n    body text not null,\n    id bigint not null\n)",
+    "CREATE TABLE {schema}.notes (\n    body text not null,\n    id bigint not null generated always as identity,\n    \
+     words integer generated always as (length(body)) stored\n)",
     "ALTER TABLE {schema}.users ADD COLUMN created_at timestamp with time zone default now()",
     "ALTER TABLE {schema}.notes ADD CONSTRAINT notes_pkey PRIMARY KEY (id)",
 ];

@@ -20,9 +20,11 @@
 //! - **Groups** ([`Grouping`]): tenants whose plans are the same text share
 //!   one group, named by the plan's SHA-256; the report lists the largest
 //!   group first, and lints each group's plan with the same rules as files.
-//! - **Not read** (as for drift): column order, identity and generated
-//!   columns, sequence ownership, comments, grants, partitions. A table
-//!   created by a plan lists its columns by name.
+//! - **Read beyond drift** (the shell's desired reading): a column's
+//!   identity or generation, so a created table has them; a column whose
+//!   identity or generation differs is unplannable. **Not read**: column
+//!   order, serial sequences' ownership, comments, grants, partitions. A
+//!   table created by a plan lists its columns by name.
 
 mod postgres;
 

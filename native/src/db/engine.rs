@@ -453,6 +453,15 @@ pub(crate) trait Engine: Send + Sync {
     ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError> {
         Err(DbError::NotSupported("desired state on this engine"))
     }
+    /// [`Engine::catalogs`] as desired state reads them: what a plan needs
+    /// beyond drift's reading (PostgreSQL: identity and generated columns).
+    async fn desired_catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        self.catalogs(conn, schemas).await
+    }
     async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
         let mut out = Vec::with_capacity(schemas.len());
         for schema in schemas {

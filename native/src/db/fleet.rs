@@ -856,6 +856,13 @@ impl Database for Fleet {
         Ok(read.swap_remove(0))
     }
 
+    async fn desired_catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let (parts, at) = self.split_by_shard(schemas).await?;
+        let parts = &parts;
+        let mut read = self.every(|index, store| async move { store.desired_catalogs(&parts[index]).await }).await?;
+        Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
+    }
+
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {
         let (parts, at) = self.split_by_shard(schemas).await?;
         let parts = &parts;

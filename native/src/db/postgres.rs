@@ -57,6 +57,30 @@ pub(crate) struct PostgresEngine {
 }
 
 impl PostgresEngine {
+    /// The catalogs of `schemas` read by `query` (`sql::CATALOGS` or
+    /// `sql::DESIRED_CATALOGS`), in the order given.
+    async fn catalogs_with(
+        &self,
+        conn: &mut PoolConnection<Postgres>,
+        schemas: &[String],
+        query: &'static str,
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        let mut tx = Connection::begin(&mut **conn).await?;
+        let rows: Vec<(String, String, String, String)> =
+            sqlx::query_as(query).persistent(false).bind(schemas).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        let index: std::collections::HashMap<&str, usize> =
+            schemas.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        let mut out = vec![Vec::new(); schemas.len()];
+        let shards = if self.citus { citus_shard_catalogs(conn, schemas).await? } else { Vec::new() };
+        for (schema, kind, name, definition) in rows.into_iter().chain(shards) {
+            if let Some(&i) = index.get(schema.as_str()) {
+                out[i].push(strata_core::migrate::fingerprint::CatalogObject { kind, name, definition });
+            }
+        }
+        Ok(out)
+    }
+
     /// Opens a pool on `config.data_source` (a `postgres://` URL); writes
     /// nothing.
     pub(crate) async fn open(config: &Config) -> Result<Self, DbError> {
@@ -387,20 +411,16 @@ impl Engine for PostgresEngine {
         conn: &mut Self::Conn,
         schemas: &[String],
     ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        let mut tx = Connection::begin(&mut **conn).await?;
-        let rows: Vec<(String, String, String, String)> =
-            sqlx::query_as(sql::CATALOGS).persistent(false).bind(schemas).fetch_all(&mut *tx).await?;
-        tx.commit().await?;
-        let index: std::collections::HashMap<&str, usize> =
-            schemas.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
-        let mut out = vec![Vec::new(); schemas.len()];
-        let shards = if self.citus { citus_shard_catalogs(conn, schemas).await? } else { Vec::new() };
-        for (schema, kind, name, definition) in rows.into_iter().chain(shards) {
-            if let Some(&i) = index.get(schema.as_str()) {
-                out[i].push(strata_core::migrate::fingerprint::CatalogObject { kind, name, definition });
-            }
-        }
-        Ok(out)
+        self.catalogs_with(conn, schemas, sql::CATALOGS).await
+    }
+
+    /// One query for all of `schemas` (see `sql::DESIRED_CATALOGS`).
+    async fn desired_catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        self.catalogs_with(conn, schemas, sql::DESIRED_CATALOGS.as_str()).await
     }
 
     async fn desired_catalog(
@@ -418,8 +438,11 @@ impl Engine for PostgresEngine {
                 return Ok(Err(failure));
             }
         }
-        let rows: Vec<(String, String, String, String)> =
-            sqlx::query_as(sql::CATALOGS).persistent(false).bind([scratch]).fetch_all(&mut *tx).await?;
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(sql::DESIRED_CATALOGS.as_str())
+            .persistent(false)
+            .bind([scratch])
+            .fetch_all(&mut *tx)
+            .await?;
         tx.rollback().await?;
         let objects = rows
             .into_iter()

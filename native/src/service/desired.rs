@@ -50,7 +50,7 @@ impl Service {
         let tenants = self.database.tenants().await?;
         let mut grouping = Grouping::default();
         for round in tenants.chunks(TENANTS_PER_ROUND) {
-            for (tenant, objects) in round.iter().zip(self.database.catalogs(round).await?) {
+            for (tenant, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {
                 let live = Catalog::new(tenant, &objects);
                 let plan = desired::plan(driver, &wanted, &live).map_err(|e| AppError::InvalidInput(e.to_string()))?;
                 grouping.add(tenant.clone(), plan);

@@ -380,3 +380,36 @@ fn apply_refuses_while_a_group_is_destructive_unless_told_and_leaves_unplannable
     assert_eq!(source.contents, "CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email);\n");
     assert!(is_plan_file(&source.file) && !is_plan_file("desiredx/a.sql") && !is_plan_file("tenants/desired.sql"));
 }
+
+#[test]
+fn identity_and_generated_columns_are_created_as_such_and_a_change_of_them_is_not_planned() {
+    let wanted = users("strata_desired", |o| {
+        o.extend([
+            object("relation", "events", "r"),
+            object("column", "events.id", "bigint not null generated always as identity"),
+            object("column", "events.doubled", "integer generated always as ((n * 2)) stored"),
+            object("column", "events.n", "integer"),
+        ])
+    });
+    let plan = plan(Driver::Postgres, &wanted, &users("t1", |_| {})).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "CREATE TABLE {schema}.events (\n    doubled integer generated always as ((n * 2)) stored,\n    id bigint not null generated always as identity,\n    n integer\n)"
+        ]
+    );
+    let live = users("t1", |o| {
+        o.extend([
+            object("relation", "events", "r"),
+            object("column", "events.id", "bigint not null"),
+            object("column", "events.doubled", "integer generated always as ((n * 2)) stored"),
+            object("column", "events.n", "integer"),
+        ])
+    });
+    let plan = super::plan(Driver::Postgres, &wanted, &live).unwrap();
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert_eq!(
+        plan.unplannable,
+        ["column events.id: its identity or generation differs (here: none; desired: generated always as identity)"]
+    );
+}
