@@ -168,8 +168,12 @@ start_mariadb() { # directory port
     if [ ! -d "$d/data/mysql" ]; then
         mariadb-install-db --user=root --datadir="$d/data" --auth-root-authentication-method=normal >/dev/null
     fi
+    # Its own tmpdir: a MariaDB starting removes every `#sql*` file in its
+    # tmpdir, other servers' internal temporary tables included (a query
+    # then fails "Error on delete of '/tmp/#sql-temptable-…'").
+    mkdir -p "$d/tmp"
     mariadbd --user=root --datadir="$d/data" --bind-address=127.0.0.1 --port="$2" \
-        --socket="$d/sock" --pid-file="$d/pid" --max-connections=300 \
+        --socket="$d/sock" --pid-file="$d/pid" --tmpdir="$d/tmp" --max-connections=300 \
         --innodb-flush-log-at-trx-commit=0 >"$d/log" 2>&1 &
     for _ in $(seq 1 100); do
         mariadb-admin --socket="$d/sock" -uroot ping >/dev/null 2>&1 && return 0
@@ -189,12 +193,12 @@ start_galera_node() { # n
     local sst=$((GALERA_PORT + 120 + $1)) new="" peers=""
     for i in 1 2 3; do peers="$peers${peers:+,}127.0.0.1:$((GALERA_PORT + 100 + i))"; done
     [ "$n" = 1 ] && new=--wsrep-new-cluster
-    mkdir -p "$d"
+    mkdir -p "$d/tmp" # its own tmpdir (see start_mariadb)
     [ -d "$d/data/mysql" ] || mariadb-install-db --user=mysql --datadir="$d/data" \
         --auth-root-authentication-method=normal >/dev/null 2>&1
     chown -R mysql "$d"
     su mysql -s /bin/sh -c "mariadbd --no-defaults --datadir=$d/data --bind-address=127.0.0.1 --port=$port \
-        --socket=$d/sock --pid-file=$d/pid --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
+        --socket=$d/sock --pid-file=$d/pid --tmpdir=$d/tmp --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
         --wsrep-cluster-name=strata --wsrep-cluster-address=gcomm://$peers --wsrep-node-address=127.0.0.1:$gcomm \
         --wsrep-provider-options='gmcast.listen_addr=tcp://127.0.0.1:$gcomm;ist.recv_addr=127.0.0.1:$ist' \
         --wsrep-sst-receive-address=127.0.0.1:$sst --wsrep-sst-method=rsync --binlog-format=ROW \

@@ -81,8 +81,9 @@ start_mariadb() {
     mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal >/dev/null
     # Defaults but for where it listens and the connections 4 clients and
     # the bench's own need.
+    mkdir -p "$d/tmp" # its own tmpdir: a MariaDB starting removes every `#sql*` file in its tmpdir
     mariadbd --no-defaults --user=root --datadir="$d/data" --bind-address=127.0.0.1 --port="$MARIADB_PORT" \
-        --socket="$d/sock" --pid-file="$d/pid" >"$d/log" 2>&1 &
+        --socket="$d/sock" --pid-file="$d/pid" --tmpdir="$d/tmp" >"$d/log" 2>&1 &
     for _ in $(seq 1 100); do
         "${MARIADB[@]}" -e 'select 1' >/dev/null 2>&1 && break
         sleep 0.2

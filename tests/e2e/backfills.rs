@@ -817,6 +817,10 @@ impl DelayedReplica {
                 .unwrap();
             assert!(install.status.success(), "{}", String::from_utf8_lossy(&install.stderr));
             let path = dir.path().display();
+            // Its own tmpdir: a MariaDB starting removes every `#sql*` file
+            // in its tmpdir, the suite's servers' temporary tables included.
+            let tmp = dir.path().join(format!("n{index}-tmp"));
+            std::fs::create_dir_all(&tmp).unwrap();
             let server = std::process::Command::new("mariadbd")
                 .args([
                     "--no-defaults",
@@ -828,6 +832,7 @@ impl DelayedReplica {
                 .arg(format!("--port={port}"))
                 .arg(format!("--socket={path}/n{index}.sock"))
                 .arg(format!("--pid-file={path}/n{index}.pid"))
+                .arg(format!("--tmpdir={}", tmp.display()))
                 .arg(format!("--server-id={}", index + 1))
                 .args(if index == 0 { vec!["--log-bin=primary", "--binlog-format=ROW"] } else { vec![] })
                 .stdout(std::process::Stdio::null())

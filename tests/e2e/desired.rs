@@ -34,6 +34,20 @@ const COMMON: [&str; 3] = [
     "ALTER TABLE {schema}.notes ADD CONSTRAINT notes_pkey PRIMARY KEY (id)",
 ];
 
+/// The `basic` set with [`PROFILES`], its single schemas migrated and
+/// `names` added as tenants with every file.
+async fn fleet(names: &[String]) -> Server {
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration("tenants/005.sql", PROFILES);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let mut add = vec!["tenants", "add", "--version", "fleet"];
+    add.extend(names.iter().map(String::as_str));
+    let added = strata(server.config_path(), &add).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server
+}
+
 /// Runs `strata diff --desired` on `text` (written beside the
 /// configuration) with `args`.
 async fn diff(server: &Server, text: &str, args: &[&str]) -> std::process::Output {
@@ -72,15 +86,8 @@ async fn a_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_
     if backend() != Backend::Postgres {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.ws.write_migration("tenants/005.sql", PROFILES);
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
     let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
-    let mut add = vec!["tenants", "add", "--version", "fleet"];
-    add.extend(names.iter().map(String::as_str));
-    let added = strata(server.config_path(), &add).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let server = fleet(&names).await;
     for tenant in ["t03", "t17", "t29"] {
         server.ws.execute("svc", &format!("drop index {tenant}.users_email")).await;
     }
@@ -184,13 +191,7 @@ async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_re
     if backend() != Backend::Postgres {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.ws.write_migration("tenants/005.sql", PROFILES);
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    let added =
-        strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1", "t2", "t3", "t4", "t5"]).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let server = fleet(&(1..=5).map(|i| format!("t{i}")).collect::<Vec<_>>()).await;
     server.ws.execute("svc", "drop index t5.users_email").await;
     let file = server.ws.path().join("desired.sql");
     std::fs::write(&file, DESIRED).unwrap();
@@ -234,15 +235,8 @@ async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_los
     if backend() != Backend::Postgres {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.ws.write_migration("tenants/005.sql", PROFILES);
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
     let names: Vec<String> = (1..=8).map(|i| format!("t{i}")).collect();
-    let mut add = vec!["tenants", "add", "--version", "fleet"];
-    add.extend(names.iter().map(String::as_str));
-    let added = strata(server.config_path(), &add).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let server = fleet(&names).await;
     server.ws.execute("svc", "drop index t6.users_email").await;
     server.ws.execute("svc", "alter table t7.users add column nickname text").await;
     server.ws.execute("svc", "insert into t7.users (email, nickname) values ('kept@example.com', 'k')").await;

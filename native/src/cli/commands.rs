@@ -254,6 +254,26 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
     }
 }
 
+/// A version the command line asks for, its progress shown as it runs:
+/// committed or a dry run, held by an active rollout or overriding it.
+fn shown_request(
+    version_name: String,
+    operation: Operation,
+    dry_run: bool,
+    override_rollout: bool,
+    json: bool,
+) -> (Arc<Progress>, CreateRequest) {
+    let progress = Arc::new(Progress::new(json));
+    let observer: Arc<dyn Observer> = progress.clone();
+    let request = CreateRequest {
+        dry_run,
+        observer: Some(observer),
+        rollout_gate: if override_rollout { FleetGate::Override } else { FleetGate::Hold },
+        ..CreateRequest::new(version_name, operation, cli_caller())
+    };
+    (progress, request)
+}
+
 /// `apply --desired FILE`: each group of tenants sharing a plan to the
 /// desired schema, as a version of its own over those tenants, its plan
 /// recorded (core's `desired::selection` decides which groups run).
@@ -322,15 +342,9 @@ async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: &Path) -> 
             failure_budget: args.failure_budget,
             reviewed: None,
         };
-        let progress = Arc::new(Progress::new(args.json));
-        let observer: Arc<dyn Observer> = progress.clone();
-        let request = CreateRequest {
-            dry_run: args.dry_run,
-            observer: Some(observer),
-            rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
-            desired_plan: Some(desired::plan_source(group)),
-            ..CreateRequest::new(args.version_name.clone(), operation, cli_caller())
-        };
+        let (progress, mut request) =
+            shown_request(args.version_name.clone(), operation, args.dry_run, args.override_rollout, args.json);
+        request.desired_plan = Some(desired::plan_source(group));
         let result = service.create(request).await;
         progress.finish();
         match result {
@@ -457,14 +471,8 @@ async fn apply(service: &Arc<Service>, mut args: ApplyArgs) -> Exit {
             reviewed: None,
         },
     };
-    let progress = Arc::new(Progress::new(args.json));
-    let observer: Arc<dyn Observer> = progress.clone();
-    let request = CreateRequest {
-        dry_run: args.dry_run,
-        observer: Some(observer),
-        rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
-        ..CreateRequest::new(args.version_name, operation, cli_caller())
-    };
+    let (progress, request) =
+        shown_request(args.version_name, operation, args.dry_run, args.override_rollout, args.json);
     let result = service.create(request).await;
     progress.finish();
     let result = match result {
@@ -499,15 +507,9 @@ async fn revert(service: &Arc<Service>, args: RevertArgs) -> Exit {
         eprintln!("strata: revert needs --steps N or --to FILE");
         return Exit::Usage;
     };
-    let progress = Arc::new(Progress::new(args.json));
-    let observer: Arc<dyn Observer> = progress.clone();
     let operation = Operation::Revert { extent, wave: wave_of(args.tenants, args.share, args.attribute) };
-    let request = CreateRequest {
-        dry_run: args.dry_run,
-        observer: Some(observer),
-        rollout_gate: if args.override_rollout { FleetGate::Override } else { FleetGate::Hold },
-        ..CreateRequest::new(args.version_name, operation, cli_caller())
-    };
+    let (progress, request) =
+        shown_request(args.version_name, operation, args.dry_run, args.override_rollout, args.json);
     let result = service.create(request).await;
     progress.finish();
     match result {
