@@ -28,7 +28,7 @@ create table {schema}.notes (id bigint generated always as identity primary key,
 
 /// What every tenant lacks: the new column and the new table.
 const COMMON: [&str; 3] = [
-    "CREATE TABLE {schema}.notes (\n    body text not null,\n    id bigint not null generated always as identity,\n    \
+    "CREATE TABLE {schema}.notes (\n    id bigint not null generated always as identity,\n    body text not null,\n    \
      words integer generated always as (length(body)) stored\n)",
     "ALTER TABLE {schema}.users ADD COLUMN created_at timestamp with time zone default now()",
     "ALTER TABLE {schema}.notes ADD CONSTRAINT notes_pkey PRIMARY KEY (id)",
@@ -61,6 +61,27 @@ async fn diff(server: &Server, text: &str, args: &[&str]) -> std::process::Outpu
 fn report(output: &std::process::Output) -> Value {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// `schema` as `pg_dump --schema-only` writes it, its name written
+/// `{schema}`, the dump's comments, settings and `\restrict` keys left out.
+fn dumped(server: &Server, schema: &str) -> Vec<String> {
+    let pg_dump = format!("{}/pg_dump", crate::support::server_url("STRATA_TEST_PG_BIN"));
+    let dump = std::process::Command::new(pg_dump)
+        .args(["--schema-only", "--no-owner", "--no-privileges", &format!("--schema={schema}")])
+        .arg(server.ws.pg_url_public())
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter(|line| !line.starts_with("--") && !line.starts_with("SET ") && !line.contains("set_config"))
+        .filter(|line| !line.starts_with("\\restrict") && !line.starts_with("\\unrestrict"))
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            line.replace(&format!("{schema}."), "{schema}.").replace(&format!("SCHEMA {schema};"), "SCHEMA {schema};")
+        })
+        .collect()
 }
 
 fn steps(group: &Value) -> Vec<&str> {
@@ -147,6 +168,15 @@ async fn a_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_
     assert_eq!(done["differing"], 0, "{done}");
     assert_eq!(done["groups"].as_array().unwrap().len(), 1, "{done}");
     assert_eq!(done["groups"][0]["steps"], json!([]), "{done}");
+    // And pg_dump agrees: a tenant of each group dumps as a schema made
+    // from the desired file itself.
+    let built = format!("create schema built_from_file;\n{}", DESIRED.replace("{schema}", "built_from_file"));
+    server.ws.execute("svc", &built).await;
+    let expected = dumped(&server, "built_from_file");
+    assert!(expected.iter().any(|line| line.contains("GENERATED ALWAYS AS IDENTITY")), "{expected:?}");
+    for tenant in ["t01", "t03", "t08", "t33"] {
+        assert_eq!(dumped(&server, tenant), expected, "{tenant}");
+    }
     // The extra columns went with their plan; every tenant kept its rows.
     let rows = server.ws.rows("svc", "select count(*) from t08.users").await;
     assert!(rows[0][0].as_i64().unwrap() >= 1, "{rows:?}");

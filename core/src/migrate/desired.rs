@@ -21,10 +21,11 @@
 //!   one group, named by the plan's SHA-256; the report lists the largest
 //!   group first, and lints each group's plan with the same rules as files.
 //! - **Read beyond drift** (the shell's desired reading): a column's
-//!   identity or generation, so a created table has them; a column whose
-//!   identity or generation differs is unplannable. **Not read**: column
-//!   order, serial sequences' ownership, comments, grants, partitions. A
-//!   table created by a plan lists its columns by name.
+//!   identity or generation, so a created table has them (a column whose
+//!   identity or generation differs is unplannable), and each table's
+//!   column order, used only to write a table a plan creates
+//!   ([`COLUMN_ORDER`]). **Not read**: serial sequences' ownership,
+//!   comments, grants, partitions.
 
 mod postgres;
 
@@ -46,26 +47,42 @@ pub(crate) struct Object {
     pub(crate) text: String,
 }
 
+/// The kind of the objects that give a table's columns in their order
+/// (one name a line): used to write a table a plan creates, never
+/// compared (a column added later stands last, wherever the file puts it).
+pub const COLUMN_ORDER: &str = "column order";
+
 /// A schema's catalog keyed by (kind, name), its own name replaced by
 /// `{schema}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Catalog {
     pub(crate) objects: std::collections::BTreeMap<(String, String), Object>,
+    /// Each table's columns in their order ([`COLUMN_ORDER`]).
+    pub(crate) column_order: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Catalog {
     /// The catalog of `schema` read as `objects` (the engine's catalog
     /// query, as drift reads it).
     pub fn new(schema: &str, objects: &[CatalogObject]) -> Catalog {
-        let objects = objects
-            .iter()
-            .map(|object| {
-                let text = replace_schema(schema, &object.definition);
-                let key = (object.kind.to_ascii_lowercase(), replace_schema(schema, &object.name));
-                (key, Object { compared: squeeze(&text), text })
-            })
-            .collect();
-        Catalog { objects }
+        let mut catalog = Catalog::default();
+        for object in objects {
+            let name = replace_schema(schema, &object.name);
+            if object.kind.eq_ignore_ascii_case(COLUMN_ORDER) {
+                let columns = object.definition.lines().map(|column| replace_schema(schema, column)).collect();
+                catalog.column_order.insert(name, columns);
+                continue;
+            }
+            let text = replace_schema(schema, &object.definition);
+            catalog.objects.insert((object.kind.to_ascii_lowercase(), name), Object { compared: squeeze(&text), text });
+        }
+        catalog
+    }
+
+    /// Where `column` of `table` stands in the table (unknown: after the
+    /// known ones).
+    pub(crate) fn column_position(&self, table: &str, column: &str) -> usize {
+        self.column_order.get(table).and_then(|order| order.iter().position(|c| c == column)).unwrap_or(usize::MAX)
     }
 
     /// The definition of the object `kind` `name`, as compared.
@@ -86,7 +103,8 @@ impl Catalog {
         self.objects.is_empty()
     }
 
-    /// The catalog's fingerprint, as drift prints it.
+    /// The catalog's fingerprint (of the compared objects; drift prints
+    /// its own reading, which lacks identity and generation).
     pub fn fingerprint(&self) -> String {
         let normalized: Vec<CatalogObject> = self
             .objects
@@ -244,8 +262,8 @@ impl Grouping {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DesiredReport {
-    /// The desired catalog's fingerprint (what drift prints for a schema
-    /// in the desired state).
+    /// The desired catalog's fingerprint (of what is compared: equal for
+    /// every schema in the desired state).
     pub desired: String,
     /// Tenants planned.
     pub tenants: usize,

@@ -157,9 +157,10 @@ fn parts_of<'a>(catalog: &'a Catalog, kind: &'a str, table: &'a str) -> impl Ite
 fn create_relation(out: &mut Builder, desired: &Catalog, name: &str, kind: &str) {
     match kind {
         "r" => {
-            let columns: Vec<String> = parts_of(desired, "column", name)
-                .map(|(column, c)| format!("    {} {}", ident(column), c.text))
-                .collect();
+            let mut parts: Vec<(&str, &Object)> = parts_of(desired, "column", name).collect();
+            parts.sort_by_key(|(column, _)| desired.column_position(name, column));
+            let columns: Vec<String> =
+                parts.iter().map(|(column, c)| format!("    {} {}", ident(column), c.text)).collect();
             out.push(
                 Phase::CreateTables,
                 format!("CREATE TABLE {} (\n{}\n)", qualified(name), columns.join(",\n")),

@@ -413,3 +413,28 @@ fn identity_and_generated_columns_are_created_as_such_and_a_change_of_them_is_no
         ["column events.id: its identity or generation differs (here: none; desired: generated always as identity)"]
     );
 }
+
+#[test]
+fn a_created_table_lists_its_columns_in_the_desired_order_which_is_never_compared() {
+    let with_order = |schema: &str, order: &str| {
+        users(schema, |o| {
+            o.extend([
+                object("relation", "events", "r"),
+                object("column", "events.id", "bigint not null"),
+                object("column", "events.at", "timestamp with time zone"),
+                object("column", "events.body", "text"),
+                object(COLUMN_ORDER, "events", order),
+            ])
+        })
+    };
+    let wanted = with_order("strata_desired", "id\nbody\nat");
+    let plan = plan(Driver::Postgres, &wanted, &users("t1", |_| {})).unwrap();
+    assert_eq!(
+        sql(&plan),
+        ["CREATE TABLE {schema}.events (\n    id bigint not null,\n    body text,\n    at timestamp with time zone\n)"]
+    );
+    // A tenant whose columns stand in another order is in the desired state.
+    let live = with_order("t1", "at\nbody\nid");
+    assert!(super::plan(Driver::Postgres, &wanted, &live).unwrap().is_empty());
+    assert_eq!(wanted.fingerprint(), live.fingerprint());
+}

@@ -300,14 +300,23 @@ const RELATIONS_BUT_IDENTITY_SEQUENCES: &str = "where c.relkind in ('r', 'p', 'v
     and not (c.relkind = 'S' and exists (select 1 from pg_depend dep where dep.classid = 'pg_class'::regclass \
     and dep.objid = c.oid and dep.deptype = 'i'))";
 
+/// …and, last, each table's columns in their order (one name a line), for
+/// the tables a plan creates (never compared).
+const COLUMN_ORDER: &str = " union all select r.schema, 'column order', r.relname, \
+    string_agg(a.attname, E'\\n' order by a.attnum) from rels r join pg_attribute a on a.attrelid = r.oid \
+    where a.attnum > 0 and not a.attisdropped and r.relkind in ('r', 'p') group by r.schema, r.relname";
+
 /// [`CATALOGS`] as desired state reads it (`strata diff --desired`): a
 /// column's identity and generation too, where drift's reading shows a
-/// generation as a default and no identity at all, and without identity
-/// columns' own sequences — so a table a plan creates is the desired one.
-/// Drift keeps [`CATALOGS`]: the fingerprints earlier versions stored stay
-/// comparable.
+/// generation as a default and no identity at all, without identity
+/// columns' own sequences, and each table's column order — so a table a
+/// plan creates is the desired one. Drift keeps [`CATALOGS`]: the
+/// fingerprints earlier versions stored stay comparable.
 pub(crate) static DESIRED_CATALOGS: LazyLock<String> = LazyLock::new(|| {
-    CATALOGS.replace(COLUMN_DEFAULT, COLUMN_DEFAULT_AND_GENERATION).replace(RELATIONS, RELATIONS_BUT_IDENTITY_SEQUENCES)
+    let read = CATALOGS
+        .replace(COLUMN_DEFAULT, COLUMN_DEFAULT_AND_GENERATION)
+        .replace(RELATIONS, RELATIONS_BUT_IDENTITY_SEQUENCES);
+    format!("{read}{COLUMN_ORDER}")
 });
 
 /// How PostgreSQL writes the books' statements (`db::books::sql`).
@@ -467,10 +476,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_desired_reading_changes_exactly_the_column_definitions_and_the_relations() {
+    fn the_desired_reading_changes_exactly_the_column_definitions_and_the_relations_and_adds_column_order() {
         assert_eq!(CATALOGS.matches(COLUMN_DEFAULT).count(), 1);
         assert_eq!(CATALOGS.matches(RELATIONS).count(), 1);
         let back = DESIRED_CATALOGS
+            .strip_suffix(COLUMN_ORDER)
+            .unwrap()
             .replace(COLUMN_DEFAULT_AND_GENERATION, COLUMN_DEFAULT)
             .replace(RELATIONS_BUT_IDENTITY_SEQUENCES, RELATIONS);
         assert_eq!(back, CATALOGS);
