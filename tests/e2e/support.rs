@@ -117,13 +117,51 @@ pub(crate) fn free_port() -> u16 {
     let start = std::process::id().wrapping_mul(7_919) % COUNT;
     for step in 0..COUNT {
         let port = (FIRST + (start + handed_out.len() as u32 + step) % COUNT) as u16;
-        if handed_out.contains(&port) || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+        if handed_out.contains(&port)
+            || std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
+            || std::net::TcpListener::bind(("0.0.0.0", port)).is_err()
+            || !claim_port(port)
+        {
             continue;
         }
         handed_out.push(port);
         return port;
     }
     panic!("no free TCP port on 127.0.0.1 between {FIRST} and {}", FIRST + COUNT - 1);
+}
+
+/// Claims `port` for this process among every test process of the machine
+/// (CI's lanes run several at once, each walking the range from its own
+/// start; two walks meet, and a port checked free by both before either
+/// server binds it went to two servers): a file named after the port in a
+/// shared directory, created only if absent, holding the claimant's pid. A
+/// claim whose process has ended is taken over.
+fn claim_port(port: u16) -> bool {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join("strata-e2e-ports");
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join(port.to_string());
+    let me = std::process::id();
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
+            Ok(mut claimed) => return claimed.write_all(me.to_string().as_bytes()).is_ok(),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&file).ok().and_then(|pid| pid.trim().parse::<u32>().ok());
+                match holder {
+                    Some(pid) if pid == me => return true,
+                    Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => return false,
+                    // Its process ended: taken over.
+                    Some(_) => {
+                        let _ = std::fs::remove_file(&file);
+                    }
+                    // Being written by its claimant.
+                    None => return false,
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Copies a directory tree.
