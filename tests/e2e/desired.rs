@@ -1,7 +1,7 @@
 //! Desired state (`strata diff --desired FILE`): a fleet's way from its
 //! live schemas to one schema file, tenants grouped by identical plan —
-//! on PostgreSQL, against the live catalogs of 50 tenants; the other
-//! engines refuse it by name.
+//! on PostgreSQL and MariaDB, against the live catalogs of 50 tenants;
+//! SQLite refuses it by name.
 
 use std::collections::BTreeMap;
 
@@ -195,9 +195,12 @@ async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_lea
         assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
         String::from_utf8_lossy(&output.stderr).to_string()
     };
-    if backend() != Backend::Postgres {
+    if backend() == Backend::Sqlite {
         let message = refused(&diff(&server, DESIRED, &[]).await);
-        assert!(message.contains("desired state is planned on PostgreSQL only for now"), "{message}");
+        assert!(message.contains("desired state is planned on PostgreSQL and MariaDB only for now"), "{message}");
+        return;
+    }
+    if backend() != Backend::Postgres {
         return;
     }
     let failing = "create table {schema}.kept (id int);\nselect * from {schema}.nowhere;\n";
@@ -335,4 +338,202 @@ async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_los
     let nothing = strata(config, &["apply", "--version", "again", "--desired", desired]).await;
     assert_eq!(nothing.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("no group of tenants to bring to the desired schema"));
+}
+
+/// MariaDB's tenant migration beside the `basic` set's `users`.
+const MARIADB_PROFILES: &str = "create table {schema}.profiles (id integer primary key, name varchar(64) not null, \
+                                user_id integer, constraint profiles_user_fk foreign key (user_id) \
+                                references {schema}.users(id)) engine = InnoDB;\n\
+                                create index profiles_user on {schema}.profiles (user_id);\n";
+
+/// What a MariaDB tenant should be: the migrations' schema, one more
+/// column (placed before the last), one more table (an auto-increment key
+/// and a stored generated column) and a view.
+const MARIADB_DESIRED: &str = "\
+create table {schema}.users (id integer auto_increment primary key, email text not null,
+  created_at timestamp null default current_timestamp) engine = InnoDB;
+create index users_email on {schema}.users (email(100));
+create table {schema}.profiles (id integer primary key, name varchar(64) not null, user_id integer,
+  constraint profiles_user_fk foreign key (user_id) references {schema}.users(id)) engine = InnoDB;
+create index profiles_user on {schema}.profiles (user_id);
+create table {schema}.notes (id bigint auto_increment primary key, body text not null,
+  words integer as (char_length(body)) stored) engine = InnoDB;
+create view {schema}.user_emails as select id, email from {schema}.users;
+";
+
+/// What every MariaDB tenant lacks: the new table, the new column, the view.
+const MARIADB_COMMON: [&str; 3] = [
+    "CREATE TABLE {schema}.`notes` (\n    `id` bigint(20) not null auto_increment,\n    `body` text not null,\n    \
+     `words` int(11) as (char_length(`body`)) stored,\n    PRIMARY KEY (`id`)\n) engine=InnoDB",
+    "ALTER TABLE {schema}.`users` ADD COLUMN `created_at` timestamp default current_timestamp() AFTER `email`",
+    "CREATE VIEW {schema}.`user_emails` AS\nselect `{schema}`.`users`.`id` AS `id`,`{schema}`.`users`.`email` AS `email` \
+     from `{schema}`.`users`",
+];
+
+/// Every table and view of MariaDB database `schema` as `SHOW CREATE`
+/// writes it, its name written `{schema}` and the next auto-increment
+/// value left out (rows differ from tenant to tenant).
+async fn shown(server: &Server, schema: &str) -> Vec<String> {
+    let names = server.ws.tables(schema).await;
+    let mut out = Vec::new();
+    for name in names {
+        let row = server.ws.rows(schema, &format!("show create table `{name}`")).await;
+        let text = row[0][1].as_str().unwrap().replace(&format!("`{schema}`"), "`{schema}`");
+        let text: String =
+            text.split(' ').filter(|word| !word.starts_with("AUTO_INCREMENT=")).collect::<Vec<_>>().join(" ");
+        out.push(text);
+    }
+    out
+}
+
+async fn mariadb_scratch_databases(server: &Server) -> i64 {
+    let sql = "select count(*) from information_schema.SCHEMATA where SCHEMA_NAME like 'strata_desired%'";
+    server.ws.rows("svc", sql).await[0][0].as_i64().unwrap()
+}
+
+/// The `basic` set with [`MARIADB_PROFILES`], `names` added as tenants.
+async fn mariadb_fleet(names: &[String]) -> Server {
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration("tenants/005.sql", MARIADB_PROFILES);
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let mut add = vec!["tenants", "add", "--version", "fleet"];
+    add.extend(names.iter().map(String::as_str));
+    let added = strata(server.config_path(), &add).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server
+}
+
+/// MariaDB: 50 tenants, 44 as migrated, 3 with an index dropped by hand,
+/// 2 with an extra column, 1 with a narrower column. The desired file runs
+/// into a scratch database that is gone afterwards; `diff` gives exactly
+/// four groups; each group's steps, run in its tenants, bring all 50 to
+/// the desired schema, `SHOW CREATE` of a tenant of each group equal to
+/// that of a database made from the file itself.
+#[tokio::test]
+async fn a_mariadb_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_it_there() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
+    let server = mariadb_fleet(&names).await;
+    for tenant in ["t03", "t17", "t29"] {
+        server.ws.execute("svc", &format!("drop index users_email on {tenant}.users")).await;
+    }
+    for tenant in ["t08", "t41"] {
+        server.ws.execute("svc", &format!("alter table {tenant}.users add column nickname text")).await;
+    }
+    server.ws.execute("svc", "alter table t33.profiles modify column name varchar(20) not null").await;
+
+    let found = report(&diff(&server, MARIADB_DESIRED, &["--json"]).await);
+    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(50), Some(50)), "{found}");
+    let groups = found["groups"].as_array().unwrap();
+    let odd = ["t03", "t08", "t17", "t29", "t33", "t41"];
+    let majority: Vec<&str> = names.iter().map(String::as_str).filter(|n| !odd.contains(n)).collect();
+    let by_size: Vec<Vec<&str>> = groups.iter().map(tenants).collect();
+    assert_eq!(by_size, [majority, vec!["t03", "t17", "t29"], vec!["t08", "t41"], vec!["t33"]], "{found}");
+    assert_eq!(steps(&groups[0]), MARIADB_COMMON, "{found}");
+    let with = |at: usize, extra: &str| -> Vec<String> {
+        let mut all: Vec<String> = MARIADB_COMMON.iter().map(|s| s.to_string()).collect();
+        all.insert(at, extra.to_string());
+        all
+    };
+    assert_eq!(steps(&groups[1]), with(2, "ALTER TABLE {schema}.`users` ADD INDEX `users_email` (`email`(100))"));
+    assert_eq!(steps(&groups[2]), with(3, "ALTER TABLE {schema}.`users` DROP COLUMN `nickname`"));
+    assert_eq!(steps(&groups[3]), with(1, "ALTER TABLE {schema}.`profiles` MODIFY COLUMN `name` varchar(64) not null"));
+    let destructive: Vec<bool> = groups.iter().map(|g| g["destructive"].as_bool().unwrap()).collect();
+    assert_eq!(destructive, [false, false, true, false]);
+    assert_eq!(mariadb_scratch_databases(&server).await, 0);
+    assert_eq!(diff(&server, MARIADB_DESIRED, &["--check"]).await.status.code(), Some(10));
+
+    for group in groups {
+        let text = steps(group).join(";\n");
+        for tenant in tenants(group) {
+            server.ws.execute("svc", &text.replace("{schema}", tenant)).await;
+        }
+    }
+    let done = report(&diff(&server, MARIADB_DESIRED, &["--json", "--check"]).await);
+    assert_eq!(done["differing"], 0, "{done}");
+    server.ws.execute("svc", "create database built_from_file").await;
+    server.ws.execute("svc", &MARIADB_DESIRED.replace("{schema}", "built_from_file")).await;
+    let expected = shown(&server, "built_from_file").await;
+    assert_eq!(expected.len(), 4, "{expected:?}");
+    for tenant in ["t01", "t03", "t08", "t33"] {
+        assert_eq!(shown(&server, tenant).await, expected, "{tenant}");
+    }
+}
+
+/// MariaDB commits each DDL statement at once: a desired file reaching
+/// outside the tenant's database is refused naming its line before
+/// anything runs; one the server refuses is named with its line; neither
+/// leaves a scratch database or anything else behind.
+#[tokio::test]
+async fn a_mariadb_desired_file_reaching_outside_the_tenant_or_failing_leaves_nothing() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let server = mariadb_fleet(&["t1".to_string()]).await;
+    let refused = |output: &std::process::Output| -> String {
+        assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let outside = "create table {schema}.kept (id int);\n\ncreate table svc.kept (id int);\n";
+    let message = refused(&diff(&server, outside, &[]).await);
+    assert!(
+        message.contains("line 3: `create table svc.kept (id int)`: names an object of another database"),
+        "{message}"
+    );
+    let message =
+        refused(&diff(&server, "create table {schema}.kept (id int);\ndrop table svc.svc_migrations;\n", &[]).await);
+    assert!(
+        message.contains("line 2: `drop table svc.svc_migrations`: a desired schema holds only CREATE and ALTER"),
+        "{message}"
+    );
+    let failing = "create table {schema}.kept (id int);\ncreate table {schema}.bad (id nosuchtype);\n";
+    let message = refused(&diff(&server, failing, &[]).await);
+    assert!(message.contains("line 2:") && message.contains("nosuchtype"), "{message}");
+    assert_eq!(mariadb_scratch_databases(&server).await, 0);
+    assert!(server.ws.tables("svc").await.iter().all(|t| t != "kept"));
+    assert!(!server.ws.tables("svc").await.is_empty());
+}
+
+/// MariaDB: `strata apply --desired` refuses a group that loses data with
+/// nothing run, `--skip-destructive` brings the others there (each group
+/// a version, its plan recorded per tenant), `--allow-destructive` the
+/// rest; then `diff --check` and `drift` find nothing.
+#[tokio::test]
+async fn a_mariadb_apply_with_desired_holds_back_what_loses_data_until_allowed() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let server = mariadb_fleet(&["t1".to_string(), "t2".to_string(), "t3".to_string()]).await;
+    server.ws.execute("svc", "alter table t3.users add column nickname text").await;
+    server.ws.execute("svc", "insert into t3.users (email, nickname) values ('kept@example.com', 'k')").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, MARIADB_DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let config = server.config_path();
+
+    let refused = strata(config, &["apply", "--version", "to desired", "--desired", desired]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(!server.ws.tables("t1").await.contains(&"notes".to_string()));
+
+    let skipped =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--skip-destructive"]).await;
+    assert_eq!(skipped.status.code(), Some(0), "{}", String::from_utf8_lossy(&skipped.stderr));
+    let after = report(&diff(&server, MARIADB_DESIRED, &["--json"]).await);
+    let groups: Vec<Vec<&str>> = after["groups"].as_array().unwrap().iter().map(tenants).collect();
+    assert_eq!(groups, [vec!["t1", "t2"], vec!["t3"]], "{after}");
+    let sql = "select db_schema from svc_migrations where filename like 'desired/%' order by 1";
+    let recorded = server.ws.rows("svc", sql).await;
+    assert_eq!(recorded, [[json!("t1")], [json!("t2")]]);
+
+    let allowed =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--allow-destructive"]).await;
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert_eq!(diff(&server, MARIADB_DESIRED, &["--check"]).await.status.code(), Some(0));
+    let kept = server.ws.rows("t3", "select count(*) from users where email = 'kept@example.com'").await;
+    assert_eq!(kept[0][0], 1);
+    let drift = strata(config, &["drift"]).await;
+    assert_eq!(drift.status.code(), Some(0), "{}", String::from_utf8_lossy(&drift.stdout));
 }

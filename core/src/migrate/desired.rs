@@ -27,7 +27,10 @@
 //!   ([`COLUMN_ORDER`]). **Not read**: serial sequences' ownership,
 //!   comments, grants, partitions.
 
+mod mysql;
 mod postgres;
+pub mod scope;
+mod steps;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -177,7 +180,7 @@ pub struct NotPlanned(pub Driver);
 
 impl std::fmt::Display for NotPlanned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "desired state is planned on PostgreSQL only for now, not on {}", self.0.name())
+        write!(f, "desired state is planned on PostgreSQL and MariaDB only for now, not on {}", self.0.name())
     }
 }
 
@@ -187,15 +190,18 @@ impl std::error::Error for NotPlanned {}
 /// reads anything).
 pub fn supported(driver: Driver) -> Result<(), NotPlanned> {
     match driver {
-        Driver::Postgres => Ok(()),
+        Driver::Postgres | Driver::Mysql => Ok(()),
         other => Err(NotPlanned(other)),
     }
 }
 
 /// The plan from `live` to `desired`, both read from `driver`'s engine.
 pub fn plan(driver: Driver, desired: &Catalog, live: &Catalog) -> Result<Plan, NotPlanned> {
-    supported(driver)?;
-    Ok(postgres::plan(desired, live))
+    match driver {
+        Driver::Postgres => Ok(postgres::plan(desired, live)),
+        Driver::Mysql => Ok(mysql::plan(desired, live)),
+        other => Err(NotPlanned(other)),
+    }
 }
 
 /// Tenants grouped by identical plans, built one tenant at a time (a

@@ -399,6 +399,56 @@ impl Engine for MysqlEngine {
         Ok(rows.into_iter().map(catalog_object).collect())
     }
 
+    async fn desired_catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let mut out = Vec::with_capacity(schemas.len());
+        for schema in schemas {
+            out.push(desired_reading(conn, schema).await?);
+        }
+        Ok(out)
+    }
+
+    /// MariaDB commits each DDL statement as it runs: the file goes into a
+    /// scratch database made for it and dropped afterwards on every path
+    /// (core's `desired::scope` has refused any statement reaching
+    /// outside it), one reading at a time on the server (a named lock on
+    /// the scratch's name, waited for up to a minute).
+    async fn desired_catalog(
+        &self,
+        conn: &mut Self::Conn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError> {
+        if !self.mariadb {
+            return Err(DbError::NotSupported("desired state on MySQL (MariaDB's catalog is read, for now)"));
+        }
+        let locked: Option<i64> =
+            sqlx::query_scalar(sql::GET_LOCK).bind(scratch).bind(60).fetch_one(&mut **conn).await?;
+        if locked != Some(1) {
+            return Ok(Err(Failure::statement(format!(
+                "another desired reading held the scratch database {scratch} for a minute"
+            ))));
+        }
+        let read = async {
+            sqlx::raw_sql(AssertSqlSafe(sql::drop_database(scratch))).execute(&mut **conn).await?;
+            sqlx::raw_sql(AssertSqlSafe(sql::create_database(scratch))).execute(&mut **conn).await?;
+            Ok::<_, DbError>(match self.execute(conn, text).await {
+                Ok(()) => Ok(desired_reading(conn, scratch).await?),
+                Err(failure) => Err(failure),
+            })
+        }
+        .await;
+        let dropped = sqlx::raw_sql(AssertSqlSafe(sql::drop_database(scratch))).execute(&mut **conn).await;
+        let _ = sqlx::query(sql::RELEASE_LOCK).bind(scratch).execute(&mut **conn).await;
+        if let Err(e) = dropped {
+            tracing::warn!(error = %describe(&e), database = scratch, "the scratch database could not be dropped");
+        }
+        read
+    }
+
     /// Most of the server's databases (core's `one_pass_pays`): in one
     /// ordered pass over its whole catalog, each wanted schema's objects
     /// reduced to its print as soon as the next schema's start; a few: a
@@ -457,6 +507,15 @@ type CatalogRow = (String, String, String, String);
 
 fn catalog_object((_, kind, name, definition): CatalogRow) -> CatalogObject {
     CatalogObject { kind, name, definition }
+}
+
+/// `schema`'s catalog as desired state reads it ([`sql::DESIRED_CATALOG`]).
+async fn desired_reading(conn: &mut MySqlConnection, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
+    let mut query = sqlx::query_as::<_, CatalogRow>(sql::DESIRED_CATALOG);
+    for _ in 0..sql::DESIRED_CATALOG_BINDS {
+        query = query.bind(schema);
+    }
+    Ok(query.fetch_all(conn).await?.into_iter().map(catalog_object).collect())
 }
 
 /// Takes the server's " at line N" (counted within the statement) off the

@@ -102,11 +102,11 @@ pub(crate) trait Database: Send + Sync {
     /// connections).
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError>;
     /// The catalog of a desired schema: `sql` (its placeholder already
-    /// written as `scratch`) applied into a new schema `scratch` inside a
-    /// transaction that is then rolled back, read as drift reads a
+    /// written as `scratch`) applied into a new schema `scratch` that is
+    /// never kept (PostgreSQL: inside a transaction rolled back; MariaDB: a
+    /// scratch database dropped afterwards), read as desired state reads a
     /// tenant's. `Ok(Err(message))` when the engine refuses the SQL (with
-    /// its line). Only on engines with transactional DDL (core's
-    /// `desired::supported` says which): elsewhere the DDL would stay.
+    /// its line). Only on engines core's `desired::supported` names.
     async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
     async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;

@@ -1,7 +1,9 @@
 //! Desired state: the fleet's way from its live schemas to one desired
 //! schema file, planned by core's `desired` and grouped by plan. The
 //! engine reads the file (applied into a scratch schema inside a
-//! transaction that is rolled back); nothing is written.
+//! transaction that is rolled back; on MariaDB into a scratch database
+//! dropped afterwards, each statement checked to stay inside it first);
+//! nothing of it is kept.
 
 use strata_core::migrate::desired::{self, Catalog, DesiredReport, Grouping};
 use strata_core::migrate::statements;
@@ -10,7 +12,8 @@ use super::Service;
 use crate::error::AppError;
 
 /// The schema the desired file is applied into, inside a transaction that
-/// is rolled back (two runs at once wait on each other's, never collide).
+/// is rolled back, or the database dropped afterwards (two runs at once
+/// wait on each other's, never collide).
 const SCRATCH: &str = "strata_desired";
 
 /// Tenants whose catalogs are held at once while planning.
@@ -35,6 +38,10 @@ impl Service {
         }
         let placeholder = self.config.schema_placeholder.as_str();
         let sql = text.replace(placeholder, SCRATCH);
+        // Where DDL commits at once, nothing may reach outside the scratch.
+        desired::scope::check(driver, &sql, SCRATCH).map_err(|outside| {
+            AppError::InvalidInput(format!("{file}: {}", outside.to_string().replace(SCRATCH, placeholder)))
+        })?;
         let objects = self.database.desired_catalog(&sql, SCRATCH).await?.map_err(|message| {
             // Named as the file names it.
             let message = message.replace(SCRATCH, placeholder);

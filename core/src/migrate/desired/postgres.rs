@@ -22,58 +22,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Catalog, Object, Plan, Step};
+use super::steps::{Builder, Phase, parts_of, split_part};
+use super::{Catalog, Object, Plan};
 use crate::migrate::driver::Driver;
 use crate::migrate::fingerprint::{PLACEHOLDER, squeeze};
 use crate::migrate::ident::quote_ansi;
 use crate::migrate::keywords::is_reserved;
-
-/// When a statement runs (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
-    DropTriggers,
-    DropViews,
-    DropForeignKeys,
-    DropConstraints,
-    DropIndexes,
-    DropRoutines,
-    CreateTypes,
-    CreateSequences,
-    CreateTables,
-    AlterColumns,
-    AddConstraints,
-    AddForeignKeys,
-    CreateIndexes,
-    CreateRoutines,
-    CreateViews,
-    CreateTriggers,
-    DropColumns,
-    DropTables,
-    DropSequences,
-    DropTypes,
-}
-
-/// Statements gathered by phase.
-#[derive(Default)]
-struct Builder {
-    steps: Vec<(Phase, Step)>,
-    unplannable: Vec<String>,
-}
-
-impl Builder {
-    fn push(&mut self, phase: Phase, sql: String, destructive: bool) {
-        self.steps.push((phase, Step { sql, destructive }));
-    }
-
-    fn cannot(&mut self, reason: String) {
-        self.unplannable.push(reason);
-    }
-
-    fn finish(mut self) -> Plan {
-        self.steps.sort_by_key(|(phase, _)| *phase);
-        Plan { steps: self.steps.into_iter().map(|(_, step)| step).collect(), unplannable: self.unplannable }
-    }
-}
 
 /// The plan from `live` to `desired` (see the module documentation).
 pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
@@ -139,19 +93,6 @@ fn ident(name: &str) -> String {
 /// `name` in the tenant's schema.
 fn qualified(name: &str) -> String {
     format!("{PLACEHOLDER}.{}", ident(name))
-}
-
-/// A part's name (`table.part`) cut at its first dot.
-fn split_part(name: &str) -> (&str, &str) {
-    name.split_once('.').unwrap_or((name, ""))
-}
-
-/// The parts of `kind` named `table.part` of `table`: (part, object).
-fn parts_of<'a>(catalog: &'a Catalog, kind: &'a str, table: &'a str) -> impl Iterator<Item = (&'a str, &'a Object)> {
-    catalog.of_kind(kind).filter_map(move |(name, object)| {
-        let (owner, part) = split_part(name);
-        (owner == table).then_some((part, object))
-    })
 }
 
 fn create_relation(out: &mut Builder, desired: &Catalog, name: &str, kind: &str) {

@@ -307,6 +307,76 @@ pub(crate) static CATALOG: LazyLock<String> = LazyLock::new(|| {
 /// How often [`CATALOG`] binds the schema.
 pub(crate) const CATALOG_BINDS: usize = 9;
 
+/// The catalog of schema `?` (bound [`DESIRED_CATALOG_BINDS`] times) as
+/// desired state reads it (core's `desired::mysql` plans from it), MariaDB
+/// only (its `CHECK_CONSTRAINTS` has `TABLE_NAME` and `LEVEL`): each
+/// definition is the SQL that makes the object again — a column's type,
+/// generation, `not null`, default, `EXTRA` and column-level check; an
+/// index's kind and key parts; a foreign key's columns, target and rules;
+/// a view's query; a routine's parameters, result and body; a trigger's
+/// timing, event and table — and each table's column order.
+pub(crate) const DESIRED_CATALOG: &str = "select TABLE_SCHEMA as db_schema, 'relation' as kind, cast(TABLE_NAME as char) as name, \
+    cast(case TABLE_TYPE when 'BASE TABLE' then 'table' else lower(TABLE_TYPE) end as char) as definition \
+    from information_schema.TABLES where TABLE_SCHEMA = ? \
+    union all \
+    select TABLE_SCHEMA, 'table engine', cast(TABLE_NAME as char), cast(concat('engine=', ENGINE) as char) \
+    from information_schema.TABLES where TABLE_SCHEMA = ? and TABLE_TYPE = 'BASE TABLE' and ENGINE is not null \
+    union all \
+    select c.TABLE_SCHEMA, 'column', cast(concat(c.TABLE_NAME, '.', c.COLUMN_NAME) as char), cast(concat(c.COLUMN_TYPE, \
+    if(c.GENERATION_EXPRESSION is null, '', concat(' as (', c.GENERATION_EXPRESSION, ') ', if(c.EXTRA like 'STORED%', 'stored', 'virtual'))), \
+    if(c.IS_NULLABLE = 'NO', ' not null', ''), \
+    if(c.COLUMN_DEFAULT is null or c.COLUMN_DEFAULT = 'NULL', '', concat(' default ', c.COLUMN_DEFAULT)), \
+    if(c.EXTRA = '' or c.EXTRA like '%GENERATED', '', concat(' ', c.EXTRA)), \
+    coalesce(concat(' check (', k.CHECK_CLAUSE, ')'), '')) as char) \
+    from information_schema.COLUMNS c left join information_schema.CHECK_CONSTRAINTS k \
+    on k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA and k.TABLE_NAME = c.TABLE_NAME and k.CONSTRAINT_NAME = c.COLUMN_NAME and k.LEVEL = 'Column' \
+    where c.TABLE_SCHEMA = ? \
+    union all \
+    select TABLE_SCHEMA, 'column order', cast(TABLE_NAME as char), \
+    cast(group_concat(COLUMN_NAME order by ORDINAL_POSITION separator '\\n') as char) \
+    from information_schema.COLUMNS where TABLE_SCHEMA = ? group by TABLE_SCHEMA, TABLE_NAME \
+    union all \
+    select TABLE_SCHEMA, 'index', cast(concat(TABLE_NAME, '.', INDEX_NAME) as char), cast(concat( \
+    case when INDEX_NAME = 'PRIMARY' then 'primary key' when INDEX_TYPE in ('FULLTEXT', 'SPATIAL') then concat(lower(INDEX_TYPE), ' index') \
+    when NON_UNIQUE = 0 then 'unique index' else 'index' end, ' (', \
+    group_concat(concat('`', replace(COLUMN_NAME, '`', '``'), '`', coalesce(concat('(', SUB_PART, ')'), ''), if(COLLATION = 'D', ' desc', '')) \
+    order by SEQ_IN_INDEX separator ', '), ')', \
+    if(INDEX_TYPE in ('BTREE', 'FULLTEXT', 'SPATIAL'), '', concat(' using ', INDEX_TYPE))) as char) \
+    from information_schema.STATISTICS where TABLE_SCHEMA = ? group by TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE, INDEX_TYPE \
+    union all \
+    select CONSTRAINT_SCHEMA, 'check', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(CHECK_CLAUSE as char) \
+    from information_schema.CHECK_CONSTRAINTS where CONSTRAINT_SCHEMA = ? and LEVEL = 'Table' \
+    union all \
+    select k.TABLE_SCHEMA, 'foreign key', cast(concat(k.TABLE_NAME, '.', k.CONSTRAINT_NAME) as char), cast(concat('(', \
+    group_concat(concat('`', replace(k.COLUMN_NAME, '`', '``'), '`') order by k.ORDINAL_POSITION separator ', '), \
+    ') references `', k.REFERENCED_TABLE_SCHEMA, '`.`', k.REFERENCED_TABLE_NAME, '` (', \
+    group_concat(concat('`', replace(k.REFERENCED_COLUMN_NAME, '`', '``'), '`') order by k.ORDINAL_POSITION separator ', '), \
+    ') on delete ', lower(r.DELETE_RULE), ' on update ', lower(r.UPDATE_RULE)) as char) \
+    from information_schema.KEY_COLUMN_USAGE k join information_schema.REFERENTIAL_CONSTRAINTS r \
+    on r.CONSTRAINT_SCHEMA = k.TABLE_SCHEMA and r.TABLE_NAME = k.TABLE_NAME and r.CONSTRAINT_NAME = k.CONSTRAINT_NAME \
+    where k.TABLE_SCHEMA = ? and k.REFERENCED_TABLE_NAME is not null \
+    group by k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, r.DELETE_RULE, r.UPDATE_RULE \
+    union all \
+    select TABLE_SCHEMA, 'view', cast(TABLE_NAME as char), cast(concat(VIEW_DEFINITION, \
+    if(CHECK_OPTION = 'NONE', '', concat(' with ', lower(CHECK_OPTION), ' check option'))) as char) \
+    from information_schema.VIEWS where TABLE_SCHEMA = ? \
+    union all \
+    select r.ROUTINE_SCHEMA, 'routine', cast(r.ROUTINE_NAME as char), cast(concat(lower(r.ROUTINE_TYPE), ' (', \
+    coalesce((select group_concat(concat(if(r.ROUTINE_TYPE = 'PROCEDURE', concat(p.PARAMETER_MODE, ' '), ''), \
+    '`', replace(p.PARAMETER_NAME, '`', '``'), '` ', p.DTD_IDENTIFIER) order by p.ORDINAL_POSITION separator ', ') \
+    from information_schema.PARAMETERS p where p.SPECIFIC_SCHEMA = r.ROUTINE_SCHEMA and p.SPECIFIC_NAME = r.SPECIFIC_NAME \
+    and p.ROUTINE_TYPE = r.ROUTINE_TYPE and p.ORDINAL_POSITION > 0), ''), ')', \
+    coalesce(concat(' returns ', r.DTD_IDENTIFIER), ''), if(r.IS_DETERMINISTIC = 'YES', ' deterministic', ''), \
+    if(r.SQL_DATA_ACCESS = 'CONTAINS SQL', '', concat(' ', lower(r.SQL_DATA_ACCESS))), '\\n', r.ROUTINE_DEFINITION) as char) \
+    from information_schema.ROUTINES r where r.ROUTINE_SCHEMA = ? \
+    union all \
+    select EVENT_OBJECT_SCHEMA, 'trigger', cast(TRIGGER_NAME as char), cast(concat(lower(ACTION_TIMING), ' ', lower(EVENT_MANIPULATION), \
+    ' on `', EVENT_OBJECT_SCHEMA, '`.`', replace(EVENT_OBJECT_TABLE, '`', '``'), '` for each row ', ACTION_STATEMENT) as char) \
+    from information_schema.TRIGGERS where EVENT_OBJECT_SCHEMA = ? and TRIGGER_SCHEMA = ?";
+
+/// How often [`DESIRED_CATALOG`] binds the schema.
+pub(crate) const DESIRED_CATALOG_BINDS: usize = 11;
+
 /// The catalog of every database but the server's own, ordered by schema
 /// byte by byte (as Rust orders names), so a reader holds one schema's
 /// objects at a time: one pass over the server (core's `one_pass_pays`).

@@ -1,0 +1,71 @@
+//! What the engines' planners share: the phases a plan's statements run
+//! in, the builder gathering them, and the names of a table's parts.
+
+use super::{Catalog, Object, Plan, Step};
+
+/// When a statement runs: what depends on an object is dropped before it,
+/// objects are made in dependency order, and data goes last, so a plan
+/// that fails midway has lost nothing yet. An engine uses the phases it
+/// has objects for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Phase {
+    DropTriggers,
+    DropViews,
+    DropForeignKeys,
+    DropConstraints,
+    DropIndexes,
+    DropRoutines,
+    CreateTypes,
+    CreateSequences,
+    CreateTables,
+    AlterColumns,
+    AddConstraints,
+    AddForeignKeys,
+    CreateIndexes,
+    CreateRoutines,
+    CreateViews,
+    CreateTriggers,
+    DropColumns,
+    DropTables,
+    DropSequences,
+    DropTypes,
+}
+
+/// Statements gathered by phase; within a phase, in the order pushed.
+#[derive(Default)]
+pub(super) struct Builder {
+    steps: Vec<(Phase, Step)>,
+    unplannable: Vec<String>,
+}
+
+impl Builder {
+    pub(super) fn push(&mut self, phase: Phase, sql: String, destructive: bool) {
+        self.steps.push((phase, Step { sql, destructive }));
+    }
+
+    pub(super) fn cannot(&mut self, reason: String) {
+        self.unplannable.push(reason);
+    }
+
+    pub(super) fn finish(mut self) -> Plan {
+        self.steps.sort_by_key(|(phase, _)| *phase);
+        Plan { steps: self.steps.into_iter().map(|(_, step)| step).collect(), unplannable: self.unplannable }
+    }
+}
+
+/// A part's name (`table.part`) cut at its first dot.
+pub(super) fn split_part(name: &str) -> (&str, &str) {
+    name.split_once('.').unwrap_or((name, ""))
+}
+
+/// The parts of `kind` named `table.part` of `table`: (part, object).
+pub(super) fn parts_of<'a>(
+    catalog: &'a Catalog,
+    kind: &'a str,
+    table: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a Object)> {
+    catalog.of_kind(kind).filter_map(move |(name, object)| {
+        let (owner, part) = split_part(name);
+        (owner == table).then_some((part, object))
+    })
+}
