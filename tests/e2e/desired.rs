@@ -347,8 +347,8 @@ const MARIADB_PROFILES: &str = "create table {schema}.profiles (id integer prima
                                 create index profiles_user on {schema}.profiles (user_id);\n";
 
 /// What a MariaDB tenant should be: the migrations' schema, one more
-/// column (placed before the last), one more table (an auto-increment key
-/// and a stored generated column) and a view.
+/// column, one more table (an auto-increment key and a stored generated
+/// column), a view, a function and a trigger.
 const MARIADB_DESIRED: &str = "\
 create table {schema}.users (id integer auto_increment primary key, email text not null,
   created_at timestamp null default current_timestamp) engine = InnoDB;
@@ -359,15 +359,20 @@ create index profiles_user on {schema}.profiles (user_id);
 create table {schema}.notes (id bigint auto_increment primary key, body text not null,
   words integer as (char_length(body)) stored) engine = InnoDB;
 create view {schema}.user_emails as select id, email from {schema}.users;
+create function {schema}.word_count(body text) returns integer deterministic return char_length(body);
+create trigger {schema}.notes_trimmed before insert on {schema}.notes for each row set new.body = trim(new.body);
 ";
 
-/// What every MariaDB tenant lacks: the new table, the new column, the view.
-const MARIADB_COMMON: [&str; 3] = [
+/// What every MariaDB tenant lacks: the new table, the new column, the
+/// function, the view, the trigger.
+const MARIADB_COMMON: [&str; 5] = [
     "CREATE TABLE {schema}.`notes` (\n    `id` bigint(20) not null auto_increment,\n    `body` text not null,\n    \
      `words` int(11) as (char_length(`body`)) stored,\n    PRIMARY KEY (`id`)\n) engine=InnoDB",
     "ALTER TABLE {schema}.`users` ADD COLUMN `created_at` timestamp default current_timestamp() AFTER `email`",
+    "CREATE FUNCTION {schema}.`word_count` (`body` text) returns int(11) deterministic\nreturn char_length(body)",
     "CREATE VIEW {schema}.`user_emails` AS\nselect `{schema}`.`users`.`id` AS `id`,`{schema}`.`users`.`email` AS `email` \
      from `{schema}`.`users`",
+    "CREATE TRIGGER {schema}.`notes_trimmed` before insert on `{schema}`.`notes` for each row set new.body = trim(new.body)",
 ];
 
 /// Every table and view of MariaDB database `schema` as `SHOW CREATE`
@@ -439,7 +444,7 @@ async fn a_mariadb_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_pl
         all
     };
     assert_eq!(steps(&groups[1]), with(2, "ALTER TABLE {schema}.`users` ADD INDEX `users_email` (`email`(100))"));
-    assert_eq!(steps(&groups[2]), with(3, "ALTER TABLE {schema}.`users` DROP COLUMN `nickname`"));
+    assert_eq!(steps(&groups[2]), with(5, "ALTER TABLE {schema}.`users` DROP COLUMN `nickname`"));
     assert_eq!(steps(&groups[3]), with(1, "ALTER TABLE {schema}.`profiles` MODIFY COLUMN `name` varchar(64) not null"));
     let destructive: Vec<bool> = groups.iter().map(|g| g["destructive"].as_bool().unwrap()).collect();
     assert_eq!(destructive, [false, false, true, false]);
