@@ -34,11 +34,13 @@ const COMMON: [&str; 3] = [
     "ALTER TABLE {schema}.notes ADD CONSTRAINT notes_pkey PRIMARY KEY (id)",
 ];
 
-/// The `basic` set with [`PROFILES`], its single schemas migrated and
-/// `names` added as tenants with every file.
+/// The `basic` set with [`PROFILES`] ([`MARIADB_PROFILES`] on MariaDB),
+/// its single schemas migrated and `names` added as tenants with every
+/// file.
 async fn fleet(names: &[String]) -> Server {
     let server = Server::start("basic", "").await;
-    server.ws.write_migration("tenants/005.sql", PROFILES);
+    let profiles = if backend() == Backend::Mysql { MARIADB_PROFILES } else { PROFILES };
+    server.ws.write_migration("tenants/005.sql", profiles);
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
     assert!(singles.get("errors").is_none(), "{singles}");
     let mut add = vec!["tenants", "add", "--version", "fleet"];
@@ -396,19 +398,6 @@ async fn mariadb_scratch_databases(server: &Server) -> i64 {
     server.ws.rows("svc", sql).await[0][0].as_i64().unwrap()
 }
 
-/// The `basic` set with [`MARIADB_PROFILES`], `names` added as tenants.
-async fn mariadb_fleet(names: &[String]) -> Server {
-    let server = Server::start("basic", "").await;
-    server.ws.write_migration("tenants/005.sql", MARIADB_PROFILES);
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    let mut add = vec!["tenants", "add", "--version", "fleet"];
-    add.extend(names.iter().map(String::as_str));
-    let added = strata(server.config_path(), &add).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
-    server
-}
-
 /// MariaDB: 50 tenants, 44 as migrated, 3 with an index dropped by hand,
 /// 2 with an extra column, 1 with a narrower column. The desired file runs
 /// into a scratch database that is gone afterwards; `diff` gives exactly
@@ -421,7 +410,7 @@ async fn a_mariadb_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_pl
         return;
     }
     let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
-    let server = mariadb_fleet(&names).await;
+    let server = fleet(&names).await;
     for tenant in ["t03", "t17", "t29"] {
         server.ws.execute("svc", &format!("drop index users_email on {tenant}.users")).await;
     }
@@ -477,7 +466,7 @@ async fn a_mariadb_desired_file_reaching_outside_the_tenant_or_failing_leaves_no
     if backend() != Backend::Mysql {
         return;
     }
-    let server = mariadb_fleet(&["t1".to_string()]).await;
+    let server = fleet(&["t1".to_string()]).await;
     let refused = |output: &std::process::Output| -> String {
         assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
         String::from_utf8_lossy(&output.stderr).to_string()
@@ -511,7 +500,7 @@ async fn a_mariadb_apply_with_desired_holds_back_what_loses_data_until_allowed()
     if backend() != Backend::Mysql {
         return;
     }
-    let server = mariadb_fleet(&["t1".to_string(), "t2".to_string(), "t3".to_string()]).await;
+    let server = fleet(&["t1".to_string(), "t2".to_string(), "t3".to_string()]).await;
     server.ws.execute("svc", "alter table t3.users add column nickname text").await;
     server.ws.execute("svc", "insert into t3.users (email, nickname) values ('kept@example.com', 'k')").await;
     let file = server.ws.path().join("desired.sql");

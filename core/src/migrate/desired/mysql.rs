@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::steps::{Builder, Phase, parts_of};
+use super::steps::{Builder, Phase, parts_of, relations};
 use super::{Catalog, Object, Plan};
 use crate::migrate::fingerprint::{PLACEHOLDER, squeeze};
 use crate::migrate::ident::quote_mysql;
@@ -59,11 +59,6 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
     routines(&mut out, desired, live);
     triggers(&mut out, desired, live);
     out.finish()
-}
-
-/// Each relation's kind (`table`, `view`, `sequence`, …), by name.
-fn relations(catalog: &Catalog) -> BTreeMap<&str, &str> {
-    catalog.of_kind("relation").map(|(name, object)| (name, object.compared.as_str())).collect()
 }
 
 /// `name` quoted as MariaDB reads it unchanged.

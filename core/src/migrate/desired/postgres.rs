@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::steps::{Builder, Phase, parts_of, split_part};
+use super::steps::{Builder, Phase, parts_of, relations, split_part};
 use super::{Catalog, Object, Plan};
 use crate::migrate::driver::Driver;
 use crate::migrate::fingerprint::{PLACEHOLDER, squeeze};
@@ -58,11 +58,6 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
     routines(&mut out, desired, live);
     types(&mut out, desired, live);
     out.finish()
-}
-
-/// Each relation's kind (`pg_class.relkind`), by name.
-fn relations(catalog: &Catalog) -> BTreeMap<&str, &str> {
-    catalog.of_kind("relation").map(|(name, object)| (name, object.compared.as_str())).collect()
 }
 
 fn is_table(kind: &str) -> bool {

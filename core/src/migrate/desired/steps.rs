@@ -69,3 +69,9 @@ pub(super) fn parts_of<'a>(
         (owner == table).then_some((part, object))
     })
 }
+
+/// Each relation's kind (the engine's word for it: PostgreSQL's
+/// `pg_class.relkind`, MariaDB's `table`, `view`, …), by name.
+pub(super) fn relations(catalog: &Catalog) -> std::collections::BTreeMap<&str, &str> {
+    catalog.of_kind("relation").map(|(name, object)| (name, object.compared.as_str())).collect()
+}

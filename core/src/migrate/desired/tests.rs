@@ -1,7 +1,7 @@
 use super::*;
 use crate::migrate::fingerprint::CatalogObject;
 
-fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
+pub(super) fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
     CatalogObject { kind: kind.to_string(), name: name.to_string(), definition: definition.to_string() }
 }
 
@@ -39,17 +39,17 @@ fn desired() -> Catalog {
     users("strata_desired", |_| {})
 }
 
-fn sql(plan: &Plan) -> Vec<&str> {
+pub(super) fn sql(plan: &Plan) -> Vec<&str> {
     plan.steps.iter().map(|s| s.sql.as_str()).collect()
 }
 
-fn remove(objects: &mut Vec<CatalogObject>, kind: &str, name: &str) {
+pub(super) fn remove(objects: &mut Vec<CatalogObject>, kind: &str, name: &str) {
     let before = objects.len();
     objects.retain(|o| !(o.kind == kind && o.name == name));
     assert_eq!(objects.len() + 1, before, "{kind} {name}");
 }
 
-fn set(objects: &mut [CatalogObject], kind: &str, name: &str, definition: &str) {
+pub(super) fn set(objects: &mut [CatalogObject], kind: &str, name: &str, definition: &str) {
     let found = objects.iter_mut().find(|o| o.kind == kind && o.name == name).expect(name);
     found.definition = definition.to_string();
 }

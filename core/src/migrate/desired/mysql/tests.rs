@@ -1,11 +1,8 @@
+use super::super::tests::{object, remove, set, sql};
 use super::super::{Catalog, Plan, plan as plan_for};
 use super::widens;
 use crate::migrate::driver::Driver;
 use crate::migrate::fingerprint::CatalogObject;
-
-fn object(kind: &str, name: &str, definition: &str) -> CatalogObject {
-    CatalogObject { kind: kind.to_string(), name: name.to_string(), definition: definition.to_string() }
-}
 
 /// A tenant's catalog as MariaDB's desired reading gives it: `users`
 /// (a key, a unique prefix index, a check), `orders` with a foreign key to
@@ -58,21 +55,6 @@ fn desired() -> Catalog {
 
 fn plan(live: &Catalog) -> Plan {
     plan_for(Driver::Mysql, &desired(), live).unwrap()
-}
-
-fn sql(plan: &Plan) -> Vec<&str> {
-    plan.steps.iter().map(|s| s.sql.as_str()).collect()
-}
-
-fn remove(objects: &mut Vec<CatalogObject>, kind: &str, name: &str) {
-    let before = objects.len();
-    objects.retain(|o| !(o.kind == kind && o.name == name));
-    assert_eq!(objects.len() + 1, before, "{kind} {name}");
-}
-
-fn set(objects: &mut [CatalogObject], kind: &str, name: &str, definition: &str) {
-    let found = objects.iter_mut().find(|o| o.kind == kind && o.name == name).expect(name);
-    found.definition = definition.to_string();
 }
 
 #[test]
