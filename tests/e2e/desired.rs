@@ -38,7 +38,12 @@ const COMMON: [&str; 3] = [
 /// its single schemas migrated and `names` added as tenants with every
 /// file.
 async fn fleet(names: &[String]) -> Server {
-    let server = Server::start("basic", "").await;
+    fleet_with(names, "").await
+}
+
+/// [`fleet`] with `extra` configuration lines.
+async fn fleet_with(names: &[String], extra: &str) -> Server {
+    let server = Server::start("basic", extra).await;
     let profiles = if backend() == Backend::Mysql { MARIADB_PROFILES } else { PROFILES };
     server.ws.write_migration("tenants/005.sql", profiles);
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
@@ -530,4 +535,75 @@ async fn a_mariadb_apply_with_desired_holds_back_what_loses_data_until_allowed()
     assert_eq!(kept[0][0], 1);
     let drift = strata(config, &["drift"]).await;
     assert_eq!(drift.status.code(), Some(0), "{}", String::from_utf8_lossy(&drift.stdout));
+}
+
+/// PostgreSQL: `strata apply --desired` killed with SIGKILL while a tenant's
+/// plan waits for a lock someone else holds: every tenant has the plan
+/// recorded exactly when its schema has it (the unit is one transaction),
+/// and running the apply again brings the rest there, nothing twice.
+#[tokio::test]
+async fn a_desired_apply_killed_midway_has_recorded_exactly_what_it_applied_and_a_rerun_finishes() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
+    let server = fleet_with(&names, "lockTimeoutMillis: 0\ntenantConcurrency: 1\n").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let recorded = || async {
+        let sql = "select db_schema from svc.svc_migrations where filename like 'desired/%' order by 1";
+        server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+
+    // t4's users are read by another session until the apply is killed (a
+    // share lock: the catalog reads pass, t4's ALTER TABLE waits).
+    let mut holder = <sqlx::PgConnection as sqlx::Connection>::connect(&server.ws.pg_url()).await.unwrap();
+    sqlx::raw_sql("begin; lock table t4.users in access share mode").execute(&mut holder).await.unwrap();
+    let mut apply = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(server.config_path())
+        .args(["apply", "--version", "to desired", "--desired", desired])
+        .env_remove("SVC_YAML")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(server.ws.path().join("apply.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(server.ws.path().join("apply.log")).unwrap_or_default();
+    let started = std::time::Instant::now();
+    while recorded().await.len() < 3 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?} {}", recorded().await, log());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Waiting on t4's lock (seen by the server), then killed.
+    let waiting = "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%t4%users%'";
+    while server.ws.rows("svc", waiting).await[0][0].as_i64().unwrap() == 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "t4 never waited: {}", log());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    apply.start_kill().unwrap();
+    apply.wait().await.unwrap();
+    sqlx::raw_sql("rollback").execute(&mut holder).await.unwrap();
+    // The killed client's session may still finish the statement it sent
+    // (a unit goes as one message): wait until no other session works.
+    let busy = "select count(*) from pg_stat_activity where datname = current_database() \
+                and state <> 'idle' and pid <> pg_backend_pid()";
+    while server.ws.rows("svc", busy).await[0][0].as_i64().unwrap() > 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(90), "a session stayed busy");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // t1..t3 ran before the wait; t5 and t6 never started; t4 either way.
+    let done = recorded().await;
+    assert!(done == ["t1", "t2", "t3"] || done == ["t1", "t2", "t3", "t4"], "{done:?}");
+    for tenant in &names {
+        let has_notes = server.ws.tables(tenant).await.contains(&"notes".to_string());
+        assert_eq!(has_notes, done.contains(tenant), "{tenant}: applied and recorded disagree");
+    }
+
+    let again = strata(server.config_path(), &["apply", "--version", "to desired again", "--desired", desired]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(recorded().await, names);
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
 }

@@ -234,7 +234,7 @@ impl Workspace {
         self.pg_url()
     }
 
-    fn pg_url(&self) -> String {
+    pub(crate) fn pg_url(&self) -> String {
         let admin = server_url("STRATA_TEST_PG_URL");
         let (base, _) = admin.rsplit_once('/').unwrap();
         format!("{base}/{}", self.pg_database())
