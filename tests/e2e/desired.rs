@@ -354,8 +354,8 @@ const MARIADB_PROFILES: &str = "create table {schema}.profiles (id integer prima
                                 create index profiles_user on {schema}.profiles (user_id);\n";
 
 /// What a MariaDB tenant should be: the migrations' schema, one more
-/// column, one more table (an auto-increment key and a stored generated
-/// column), a view, a function and a trigger.
+/// column, one more table (an auto-increment key, a column check and a
+/// stored generated column), a view, a function and a trigger.
 const MARIADB_DESIRED: &str = "\
 create table {schema}.users (id integer auto_increment primary key, email text not null,
   created_at timestamp null default current_timestamp) engine = InnoDB;
@@ -363,7 +363,7 @@ create index users_email on {schema}.users (email(100));
 create table {schema}.profiles (id integer primary key, name varchar(64) not null, user_id integer,
   constraint profiles_user_fk foreign key (user_id) references {schema}.users(id)) engine = InnoDB;
 create index profiles_user on {schema}.profiles (user_id);
-create table {schema}.notes (id bigint auto_increment primary key, body text not null,
+create table {schema}.notes (id bigint auto_increment primary key, body text not null check (body <> ''),
   words integer as (char_length(body)) stored) engine = InnoDB;
 create view {schema}.user_emails as select id, email from {schema}.users;
 create function {schema}.word_count(body text) returns integer deterministic return char_length(body);
@@ -373,7 +373,7 @@ create trigger {schema}.notes_trimmed before insert on {schema}.notes for each r
 /// What every MariaDB tenant lacks: the new table, the new column, the
 /// function, the view, the trigger.
 const MARIADB_COMMON: [&str; 5] = [
-    "CREATE TABLE {schema}.`notes` (\n    `id` bigint(20) not null auto_increment,\n    `body` text not null,\n    \
+    "CREATE TABLE {schema}.`notes` (\n    `id` bigint(20) not null auto_increment,\n    `body` text not null check (`body` <> ''),\n    \
      `words` int(11) as (char_length(`body`)) stored,\n    PRIMARY KEY (`id`)\n) engine=InnoDB",
     "ALTER TABLE {schema}.`users` ADD COLUMN `created_at` timestamp default current_timestamp() AFTER `email`",
     "CREATE FUNCTION {schema}.`word_count` (`body` text) returns int(11) deterministic\nreturn char_length(body)",

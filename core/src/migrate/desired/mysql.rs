@@ -3,7 +3,8 @@
 //!
 //! The catalog is written so its definitions are SQL the planner puts
 //! back as they are: a column's `COLUMN_TYPE` with its generation,
-//! `not null`, default, `EXTRA` and column-level check; an index's kind
+//! `not null`, default and `EXTRA` (its column-level check, read apart,
+//! added back here); an index's kind
 //! and key parts; a foreign key's columns, target and rules; a routine's
 //! parameters, result and body; a trigger's timing, event and table.
 //!
@@ -29,6 +30,7 @@ use crate::migrate::ident::quote_mysql;
 
 /// The plan from `live` to `desired` (see the module documentation).
 pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
+    let (desired, live) = (&with_column_checks(desired), &with_column_checks(live));
     let mut out = Builder::default();
     let want = relations(desired);
     let have = relations(live);
@@ -59,6 +61,23 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
     routines(&mut out, desired, live);
     triggers(&mut out, desired, live);
     out.finish()
+}
+
+/// `catalog` with each column-level check (`column check`, read apart so
+/// no catalog join scans the server's every database) written into its
+/// column's definition, as `CREATE TABLE` and `MODIFY COLUMN` take it.
+fn with_column_checks(catalog: &Catalog) -> Catalog {
+    let mut merged = catalog.clone();
+    let checks: Vec<(String, String)> =
+        catalog.of_kind("column check").map(|(name, check)| (name.to_string(), check.text.clone())).collect();
+    for (column, clause) in checks {
+        merged.objects.remove(&("column check".to_string(), column.clone()));
+        if let Some(object) = merged.objects.get_mut(&("column".to_string(), column)) {
+            object.text = format!("{} check ({clause})", object.text.trim_end());
+            object.compared = squeeze(&object.text);
+        }
+    }
+    merged
 }
 
 /// `name` quoted as MariaDB reads it unchanged.

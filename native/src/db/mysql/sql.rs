@@ -311,10 +311,13 @@ pub(crate) const CATALOG_BINDS: usize = 9;
 /// desired state reads it (core's `desired::mysql` plans from it), MariaDB
 /// only (its `CHECK_CONSTRAINTS` has `TABLE_NAME` and `LEVEL`): each
 /// definition is the SQL that makes the object again — a column's type,
-/// generation, `not null`, default, `EXTRA` and column-level check; an
-/// index's kind and key parts; a foreign key's columns, target and rules;
+/// generation, `not null`, default and `EXTRA` (its column-level check a
+/// part of its own, named as the column: core adds it back); an index's kind and key parts; a foreign key's columns, target and rules;
 /// a view's query; a routine's parameters, result and body; a trigger's
-/// timing, event and table — and each table's column order.
+/// timing, event and table — and each table's column order. Every
+/// `information_schema` table is looked up by the schema as a constant,
+/// joins included (a join on another table's column scans every database
+/// of the server: quadratic over a fleet).
 pub(crate) const DESIRED_CATALOG: &str = "select TABLE_SCHEMA as db_schema, 'relation' as kind, cast(TABLE_NAME as char) as name, \
     cast(case TABLE_TYPE when 'BASE TABLE' then 'table' else lower(TABLE_TYPE) end as char) as definition \
     from information_schema.TABLES where TABLE_SCHEMA = ? \
@@ -326,11 +329,11 @@ pub(crate) const DESIRED_CATALOG: &str = "select TABLE_SCHEMA as db_schema, 'rel
     if(c.GENERATION_EXPRESSION is null, '', concat(' as (', c.GENERATION_EXPRESSION, ') ', if(c.EXTRA like 'STORED%', 'stored', 'virtual'))), \
     if(c.IS_NULLABLE = 'NO', ' not null', ''), \
     if(c.COLUMN_DEFAULT is null or c.COLUMN_DEFAULT = 'NULL', '', concat(' default ', c.COLUMN_DEFAULT)), \
-    if(c.EXTRA = '' or c.EXTRA like '%GENERATED', '', concat(' ', c.EXTRA)), \
-    coalesce(concat(' check (', k.CHECK_CLAUSE, ')'), '')) as char) \
-    from information_schema.COLUMNS c left join information_schema.CHECK_CONSTRAINTS k \
-    on k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA and k.TABLE_NAME = c.TABLE_NAME and k.CONSTRAINT_NAME = c.COLUMN_NAME and k.LEVEL = 'Column' \
-    where c.TABLE_SCHEMA = ? \
+    if(c.EXTRA = '' or c.EXTRA like '%GENERATED', '', concat(' ', c.EXTRA))) as char) \
+    from information_schema.COLUMNS c where c.TABLE_SCHEMA = ? \
+    union all \
+    select CONSTRAINT_SCHEMA, 'column check', cast(concat(TABLE_NAME, '.', CONSTRAINT_NAME) as char), cast(CHECK_CLAUSE as char) \
+    from information_schema.CHECK_CONSTRAINTS where CONSTRAINT_SCHEMA = ? and LEVEL = 'Column' \
     union all \
     select TABLE_SCHEMA, 'column order', cast(TABLE_NAME as char), \
     cast(group_concat(COLUMN_NAME order by ORDINAL_POSITION separator '\\n') as char) \
@@ -353,7 +356,7 @@ pub(crate) const DESIRED_CATALOG: &str = "select TABLE_SCHEMA as db_schema, 'rel
     group_concat(concat('`', replace(k.REFERENCED_COLUMN_NAME, '`', '``'), '`') order by k.ORDINAL_POSITION separator ', '), \
     ') on delete ', lower(r.DELETE_RULE), ' on update ', lower(r.UPDATE_RULE)) as char) \
     from information_schema.KEY_COLUMN_USAGE k join information_schema.REFERENTIAL_CONSTRAINTS r \
-    on r.CONSTRAINT_SCHEMA = k.TABLE_SCHEMA and r.TABLE_NAME = k.TABLE_NAME and r.CONSTRAINT_NAME = k.CONSTRAINT_NAME \
+    on r.CONSTRAINT_SCHEMA = ? and r.TABLE_NAME = k.TABLE_NAME and r.CONSTRAINT_NAME = k.CONSTRAINT_NAME \
     where k.TABLE_SCHEMA = ? and k.REFERENCED_TABLE_NAME is not null \
     group by k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, r.DELETE_RULE, r.UPDATE_RULE \
     union all \
@@ -375,7 +378,7 @@ pub(crate) const DESIRED_CATALOG: &str = "select TABLE_SCHEMA as db_schema, 'rel
     from information_schema.TRIGGERS where EVENT_OBJECT_SCHEMA = ? and TRIGGER_SCHEMA = ?";
 
 /// How often [`DESIRED_CATALOG`] binds the schema.
-pub(crate) const DESIRED_CATALOG_BINDS: usize = 11;
+pub(crate) const DESIRED_CATALOG_BINDS: usize = 13;
 
 /// The catalog of every database but the server's own, ordered by schema
 /// byte by byte (as Rust orders names), so a reader holds one schema's

@@ -13,7 +13,8 @@ fn shop(schema: &str, edit: impl FnOnce(&mut Vec<CatalogObject>)) -> Catalog {
         object("table engine", "users", "engine=InnoDB"),
         object("column", "users.id", "int(11) not null auto_increment"),
         object("column", "users.email", "varchar(64) not null"),
-        object("column", "users.credit", "decimal(10,2) not null default 0.00 check (`credit` >= 0)"),
+        object("column", "users.credit", "decimal(10,2) not null default 0.00"),
+        object("column check", "users.credit", "`credit` >= 0"),
         object("column order", "users", "id\nemail\ncredit"),
         object("index", "users.PRIMARY", "primary key (`id`)"),
         object("index", "users.users_email", "unique index (`email`(20) desc)"),
@@ -114,7 +115,15 @@ fn a_column_changed_is_modified_in_place_destructive_only_when_its_type_narrows(
     let narrower = plan(&shop("t1", |o| set(o, "column", "users.email", "text not null")));
     assert!(narrower.destructive(), "{narrower:?}");
     let default_only = plan(&shop("t1", |o| set(o, "column", "users.credit", "decimal(10,2) not null default 1.00")));
+    assert_eq!(
+        sql(&default_only),
+        [
+            "ALTER TABLE {schema}.`users` MODIFY COLUMN `credit` decimal(10,2) not null default 0.00 check (`credit` >= 0)"
+        ]
+    );
     assert!(!default_only.destructive(), "{default_only:?}");
+    let check_only = plan(&shop("t1", |o| remove(o, "column check", "users.credit")));
+    assert_eq!(sql(&check_only), sql(&default_only));
 }
 
 #[test]
