@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Desired state on a MariaDB with its default settings, started here:
+# TENANTS tenant databases x TABLES tables (a key, an index and a foreign
+# key each, made by the `mariadb` client, not timed), 3 tenants with an
+# index dropped by hand and 2 with an extra column; the desired file is
+# those tables plus one more. Then, in one run:
+#
+#   diff   `strata diff --desired FILE --json` over the fleet (each tenant's
+#          catalog one query, every lookup naming its database): time and
+#          peak RSS, the groups it found (exactly 3 expected)
+#   drift  `strata drift` over the same fleet, for scale
+#
+# Run it at two sizes to see the time grow with the fleet, not its square.
+#
+# Usage: bash native/benches/desired_mariadb.sh   (TENANTS=2000 TABLES=10 PORT=26500)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TENANTS=${TENANTS:-2000}
+TABLES=${TABLES:-10}
+PORT=${PORT:-26500}
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
+cargo build --release -p strata-server --quiet
+STRATA="$CARGO_TARGET_DIR/release/strata"
+work=$(mktemp -d)
+cleanup() {
+    [ ! -f "$work/mariadb/pid" ] || kill "$(cat "$work/mariadb/pid")" 2>/dev/null || true
+    sleep 1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+MARIADB=(mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" --batch --skip-column-names)
+mkdir -p "$work/mariadb/tmp"
+mariadb-install-db --no-defaults --user=root --datadir="$work/mariadb/data" --auth-root-authentication-method=normal >/dev/null
+# Its own tmpdir: a MariaDB starting removes every `#sql*` file in its tmpdir.
+mariadbd --no-defaults --user=root --datadir="$work/mariadb/data" --bind-address=127.0.0.1 --port="$PORT" \
+    --socket="$work/mariadb/sock" --pid-file="$work/mariadb/pid" --tmpdir="$work/mariadb/tmp" >"$work/mariadb/log" 2>&1 &
+for _ in $(seq 1 100); do
+    "${MARIADB[@]}" -e 'select 1' >/dev/null 2>&1 && break
+    sleep 0.2
+done
+"${MARIADB[@]}" -e "select concat(version(), ', innodb_flush_log_at_trx_commit=', @@innodb_flush_log_at_trx_commit)"
+
+mkdir -p "$work/m/ref" "$work/m/tenants"
+: >"$work/desired.sql"
+for n in $(seq -f '%02g' 1 "$TABLES"); do
+    printf 'create table {schema}.t%s (id int auto_increment primary key, v varchar(100) not null default %s, parent int, constraint t%s_parent foreign key (parent) references {schema}.t%s (id)) engine = InnoDB;\ncreate index t%s_v on {schema}.t%s (v);\n' \
+        "$n" "'x'" "$n" "$n" "$n" "$n" >>"$work/desired.sql"
+done
+cp "$work/desired.sql" "$work/tenant.sql"
+echo 'create table {schema}.notes (id bigint primary key, body text not null) engine = InnoDB;' >>"$work/desired.sql"
+tenant_names() { seq -f 't%05g' 1 "$TENANTS"; }
+now() { date +%s.%N; }
+start=$(now)
+{
+    echo "create database fleet; create table fleet.tenants (name varchar(64) primary key);"
+    for t in $(tenant_names); do
+        echo "create database $t; insert into fleet.tenants values ('$t');"
+        sed "s/{schema}/$t/g" "$work/tenant.sql"
+    done
+} | "${MARIADB[@]}"
+echo "made $TENANTS databases x $TABLES tables in $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s (mariadb client)"
+for t in t00003 t00017 t00029; do "${MARIADB[@]}" -e "drop index t01_v on $t.t01"; done
+for t in t00008 t00041; do "${MARIADB[@]}" -e "alter table $t.t02 add column nickname text"; done
+cat >"$work/svc.yaml" <<YAML
+baseLocation: $work/m
+driver: mysql
+dataSource: mysql://root@127.0.0.1:$PORT/fleet
+singleMigrations: [ref]
+tenantMigrations: [tenants]
+tenantSelectSQL: select name from fleet.tenants order by name
+tenantInsertSQL: insert into fleet.tenants (name) values (?)
+logLevel: ERROR
+YAML
+
+timed() { # label command... -> prints seconds and peak RSS
+    local label=$1 start code
+    shift
+    start=$(now)
+    set +e
+    /usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" 2>"$work/err"
+    code=$?
+    set -e
+    echo "$label: $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }') s, peak RSS $(tail -1 "$work/rss" | awk '{ printf "%.0f", $1 / 1024 }') MB, exit $code"
+    [ "$code" -eq 0 ] || [ "$code" -eq 10 ] || { cat "$work/err" >&2; exit 1; }
+}
+for run in 1 2 3; do
+    timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
+done
+python3 - "$work/out" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+sizes = [len(g["tenants"]) for g in report["groups"]]
+print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
+assert len(sizes) == 3, sizes
+PY
+timed "drift" "$STRATA" --config "$work/svc.yaml" drift
