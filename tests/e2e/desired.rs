@@ -104,6 +104,30 @@ async fn scratch_schemas(server: &Server) -> i64 {
     rows[0][0].as_i64().unwrap()
 }
 
+/// The grouping tests' fleet: 50 tenants, 44 as migrated, t03, t17 and
+/// t29 with an index dropped by hand (`drop_index`, `{tenant}` in it), t08
+/// and t41 with an extra column, t33 with a narrower column (`narrow`);
+/// `diff --desired` of `desired` over it, checked to find exactly those
+/// four groups, largest first.
+async fn fifty_tenants(desired: &str, drop_index: &str, narrow: &str) -> (Server, Value) {
+    let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
+    let server = fleet(&names).await;
+    for tenant in ["t03", "t17", "t29"] {
+        server.ws.execute("svc", &drop_index.replace("{tenant}", tenant)).await;
+    }
+    for tenant in ["t08", "t41"] {
+        server.ws.execute("svc", &format!("alter table {tenant}.users add column nickname text")).await;
+    }
+    server.ws.execute("svc", narrow).await;
+    let found = report(&diff(&server, desired, &["--json"]).await);
+    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(50), Some(50)), "{found}");
+    let odd = ["t03", "t08", "t17", "t29", "t33", "t41"];
+    let majority: Vec<&str> = names.iter().map(String::as_str).filter(|n| !odd.contains(n)).collect();
+    let by_size: Vec<Vec<&str>> = found["groups"].as_array().unwrap().iter().map(tenants).collect();
+    assert_eq!(by_size, [majority, vec!["t03", "t17", "t29"], vec!["t08", "t41"], vec!["t33"]], "{found}");
+    (server, found)
+}
+
 /// 50 tenants: 44 as migrated, 3 with an index dropped by hand, 2 with an
 /// extra column, 1 with a narrower column. `diff` gives exactly four
 /// groups with those tenants, the extra column's marked destructive and
@@ -114,23 +138,13 @@ async fn a_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_
     if backend() != Backend::Postgres {
         return;
     }
-    let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
-    let server = fleet(&names).await;
-    for tenant in ["t03", "t17", "t29"] {
-        server.ws.execute("svc", &format!("drop index {tenant}.users_email")).await;
-    }
-    for tenant in ["t08", "t41"] {
-        server.ws.execute("svc", &format!("alter table {tenant}.users add column nickname text")).await;
-    }
-    server.ws.execute("svc", "alter table t33.profiles alter column name type varchar(20)").await;
-
-    let found = report(&diff(&server, DESIRED, &["--json"]).await);
-    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(50), Some(50)), "{found}");
+    let (server, found) = fifty_tenants(
+        DESIRED,
+        "drop index {tenant}.users_email",
+        "alter table t33.profiles alter column name type varchar(20)",
+    )
+    .await;
     let groups = found["groups"].as_array().unwrap();
-    let odd = ["t03", "t08", "t17", "t29", "t33", "t41"];
-    let majority: Vec<&str> = names.iter().map(String::as_str).filter(|n| !odd.contains(n)).collect();
-    let by_size: Vec<Vec<&str>> = groups.iter().map(tenants).collect();
-    assert_eq!(by_size, [majority, vec!["t03", "t17", "t29"], vec!["t08", "t41"], vec!["t33"]], "{found}");
     assert_eq!(steps(&groups[0]), COMMON, "{found}");
     let with = |extra: &str| -> Vec<String> {
         let mut all: Vec<String> = COMMON.iter().map(|s| s.to_string()).collect();
@@ -414,23 +428,13 @@ async fn a_mariadb_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_pl
     if backend() != Backend::Mysql {
         return;
     }
-    let names: Vec<String> = (1..=50).map(|i| format!("t{i:02}")).collect();
-    let server = fleet(&names).await;
-    for tenant in ["t03", "t17", "t29"] {
-        server.ws.execute("svc", &format!("drop index users_email on {tenant}.users")).await;
-    }
-    for tenant in ["t08", "t41"] {
-        server.ws.execute("svc", &format!("alter table {tenant}.users add column nickname text")).await;
-    }
-    server.ws.execute("svc", "alter table t33.profiles modify column name varchar(20) not null").await;
-
-    let found = report(&diff(&server, MARIADB_DESIRED, &["--json"]).await);
-    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(50), Some(50)), "{found}");
+    let (server, found) = fifty_tenants(
+        MARIADB_DESIRED,
+        "drop index users_email on {tenant}.users",
+        "alter table t33.profiles modify column name varchar(20) not null",
+    )
+    .await;
     let groups = found["groups"].as_array().unwrap();
-    let odd = ["t03", "t08", "t17", "t29", "t33", "t41"];
-    let majority: Vec<&str> = names.iter().map(String::as_str).filter(|n| !odd.contains(n)).collect();
-    let by_size: Vec<Vec<&str>> = groups.iter().map(tenants).collect();
-    assert_eq!(by_size, [majority, vec!["t03", "t17", "t29"], vec!["t08", "t41"], vec!["t33"]], "{found}");
     assert_eq!(steps(&groups[0]), MARIADB_COMMON, "{found}");
     let with = |at: usize, extra: &str| -> Vec<String> {
         let mut all: Vec<String> = MARIADB_COMMON.iter().map(|s| s.to_string()).collect();
