@@ -18,27 +18,13 @@ cd "$(dirname "$0")/../.."
 TENANTS=${TENANTS:-2000}
 TABLES=${TABLES:-10}
 PORT=${PORT:-26500}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
-cargo build --release -p strata-server --quiet
-STRATA="$CARGO_TARGET_DIR/release/strata"
+# shellcheck source=native/benches/fleet_lib.sh
+source native/benches/fleet_lib.sh
+bench_build
 work=$(mktemp -d)
-cleanup() {
-    [ ! -f "$work/mariadb/pid" ] || kill "$(cat "$work/mariadb/pid")" 2>/dev/null || true
-    sleep 1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'bench_mariadb_stop "$work/mariadb"; rm -rf "$work"' EXIT
 MARIADB=(mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" --batch --skip-column-names)
-mkdir -p "$work/mariadb/tmp"
-mariadb-install-db --no-defaults --user=root --datadir="$work/mariadb/data" --auth-root-authentication-method=normal >/dev/null
-# Its own tmpdir: a MariaDB starting removes every `#sql*` file in its tmpdir.
-mariadbd --no-defaults --user=root --datadir="$work/mariadb/data" --bind-address=127.0.0.1 --port="$PORT" \
-    --socket="$work/mariadb/sock" --pid-file="$work/mariadb/pid" --tmpdir="$work/mariadb/tmp" >"$work/mariadb/log" 2>&1 &
-for _ in $(seq 1 100); do
-    "${MARIADB[@]}" -e 'select 1' >/dev/null 2>&1 && break
-    sleep 0.2
-done
-"${MARIADB[@]}" -e "select concat(version(), ', innodb_flush_log_at_trx_commit=', @@innodb_flush_log_at_trx_commit)"
+bench_mariadb_start "$work/mariadb" "$PORT"
 
 mkdir -p "$work/m/ref" "$work/m/tenants"
 : >"$work/desired.sql"
@@ -49,7 +35,6 @@ done
 cp "$work/desired.sql" "$work/tenant.sql"
 echo 'create table {schema}.notes (id bigint primary key, body text not null) engine = InnoDB;' >>"$work/desired.sql"
 tenant_names() { seq -f 't%05g' 1 "$TENANTS"; }
-now() { date +%s.%N; }
 start=$(now)
 {
     echo "create database fleet; create table fleet.tenants (name varchar(64) primary key);"
@@ -58,7 +43,7 @@ start=$(now)
         sed "s/{schema}/$t/g" "$work/tenant.sql"
     done
 } | "${MARIADB[@]}"
-echo "made $TENANTS databases x $TABLES tables in $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s (mariadb client)"
+echo "made $TENANTS databases x $TABLES tables in $(elapsed "$start") s (mariadb client)"
 for t in t00003 t00017 t00029; do "${MARIADB[@]}" -e "drop index t01_v on $t.t01"; done
 for t in t00008 t00041; do "${MARIADB[@]}" -e "alter table $t.t02 add column nickname text"; done
 cat >"$work/svc.yaml" <<YAML
@@ -72,19 +57,8 @@ tenantInsertSQL: insert into fleet.tenants (name) values (?)
 logLevel: ERROR
 YAML
 
-timed() { # label command... -> prints seconds and peak RSS
-    local label=$1 start code
-    shift
-    start=$(now)
-    set +e
-    /usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" 2>"$work/err"
-    code=$?
-    set -e
-    echo "$label: $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }') s, peak RSS $(tail -1 "$work/rss" | awk '{ printf "%.0f", $1 / 1024 }') MB, exit $code"
-    [ "$code" -eq 0 ] || [ "$code" -eq 10 ] || { cat "$work/err" >&2; exit 1; }
-}
 for run in 1 2 3; do
-    timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
+    bench_timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
 done
 python3 - "$work/out" <<'PY'
 import json, sys
@@ -93,4 +67,4 @@ sizes = [len(g["tenants"]) for g in report["groups"]]
 print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
 assert len(sizes) == 3, sizes
 PY
-timed "drift" "$STRATA" --config "$work/svc.yaml" drift
+bench_timed "drift" "$STRATA" --config "$work/svc.yaml" drift

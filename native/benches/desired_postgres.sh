@@ -20,6 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TENANTS=${TENANTS:-2000}
 MIGRATIONS=${MIGRATIONS:-10}
+# shellcheck source=native/benches/fleet_lib.sh
+source native/benches/fleet_lib.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers}"
 
@@ -45,12 +47,11 @@ PSQL=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U postgres)
 mkdir -p "$work/m/ref" "$work/m/tenants"
 echo "create schema {schema};" >"$work/m/ref/001.sql"
 : >"$work/desired.sql"
-for n in $(seq -w 1 "$MIGRATIONS"); do
+for n in $(seq -f '%02g' 1 "$MIGRATIONS"); do
     printf 'create table {schema}.t%s (id serial primary key, v text not null default %s, parent int references {schema}.t%s (id));\ncreate index {schema}_t%s_v on {schema}.t%s (v);\n' \
         "$n" "'x'" "$n" "$n" "$n" | tee -a "$work/desired.sql" >"$work/m/tenants/$n.sql"
 done
 echo 'create table {schema}.notes (id bigint primary key, body text not null);' >>"$work/desired.sql"
-now() { date +%s.%N; }
 db=desired_bench
 "${PSQL[@]}" -d postgres -c "drop database if exists $db with (force)" -c "create database $db" >/dev/null
 "${PSQL[@]}" -d "$db" -c "do \$\$ begin for i in 1..$TENANTS loop
@@ -71,18 +72,8 @@ echo "version: $TENANTS tenants x $MIGRATIONS migrations in $(awk -v a="$start" 
 for t in t00003 t00017 t00029; do "${PSQL[@]}" -d "$db" -c "drop index $t.${t}_t01_v" >/dev/null; done
 for t in t00008 t00041; do "${PSQL[@]}" -d "$db" -c "alter table $t.t02 add column nickname text" >/dev/null; done
 
-timed() { # label command... -> prints seconds and peak RSS
-    local label=$1 start code
-    shift
-    start=$(now)
-    set +e
-    /usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" 2>"$work/err"
-    code=$?
-    set -e
-    echo "$label: $(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }') s, peak RSS $(tail -1 "$work/rss" | awk '{ printf "%.0f", $1 / 1024 }') MB, exit $code"
-}
 for run in 1 2 3; do
-    timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
+    bench_timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
 done
 python3 - "$work/out" <<'PY'
 import json, sys
@@ -91,7 +82,7 @@ sizes = [len(g["tenants"]) for g in report["groups"]]
 print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
 assert len(sizes) == 3, sizes
 PY
-timed "drift" "$STRATA" --config "$work/svc.yaml" drift
+bench_timed "drift" "$STRATA" --config "$work/svc.yaml" drift
 
 # One catalog query per tenant (as per-database inspection reads), against
 # the batched query diff uses: the same SQL, read from the binary's source.
@@ -111,6 +102,6 @@ for i in $(seq 1 250 "$TENANTS"); do
     list="array[$(seq -f "'t%05g'" "$i" $((i + 249 > TENANTS ? TENANTS : i + 249)) | paste -sd,)]"
     printf "select count(*) from (%s) c;\n" "${catalogs//\$1/$list}"
 done >"$work/batched.sql"
-timed "catalogs one tenant a query ($TENANTS queries)" "${PSQL[@]}" -d "$db" -f "$work/per_tenant.sql"
-timed "catalogs 250 tenants a query ($(wc -l <"$work/batched.sql") queries)" "${PSQL[@]}" -d "$db" -f "$work/batched.sql"
+bench_timed "catalogs one tenant a query ($TENANTS queries)" "${PSQL[@]}" -d "$db" -f "$work/per_tenant.sql"
+bench_timed "catalogs 250 tenants a query ($(wc -l <"$work/batched.sql") queries)" "${PSQL[@]}" -d "$db" -f "$work/batched.sql"
 "${PSQL[@]}" -d postgres -c "drop database $db with (force)" >/dev/null

@@ -46,18 +46,11 @@ if [ -z "${STRATA_BIN:-}" ]; then
 fi
 STRATA=${STRATA_BIN:-$CARGO_TARGET_DIR/release/strata}
 work=$(mktemp -d)
-cleanup() {
-    [ ! -f "$work/mariadb/pid" ] || kill "$(cat "$work/mariadb/pid")" 2>/dev/null || true
-    sleep 1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=native/benches/fleet_lib.sh
+source native/benches/fleet_lib.sh
+trap 'bench_mariadb_stop "$work/mariadb"; rm -rf "$work"' EXIT
 
 tenant_names() { seq -f "t%06g" 1 "$TENANTS"; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 
 # The migrations, per engine's types.
 migrations() { # dir id-column
@@ -75,21 +68,7 @@ printf 'create index {schema}.items_name on items (name);\n' >"$work/m-sqlite/te
 
 # --- MariaDB -----------------------------------------------------------------
 MARIADB=(mariadb --no-defaults -uroot -h127.0.0.1 -P"$MARIADB_PORT" --batch --skip-column-names)
-start_mariadb() {
-    local d="$work/mariadb"
-    mkdir -p "$d"
-    mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal >/dev/null
-    # Defaults but for where it listens and the connections 4 clients and
-    # the bench's own need.
-    mkdir -p "$d/tmp" # its own tmpdir: a MariaDB starting removes every `#sql*` file in its tmpdir
-    mariadbd --no-defaults --user=root --datadir="$d/data" --bind-address=127.0.0.1 --port="$MARIADB_PORT" \
-        --socket="$d/sock" --pid-file="$d/pid" --tmpdir="$d/tmp" >"$d/log" 2>&1 &
-    for _ in $(seq 1 100); do
-        "${MARIADB[@]}" -e 'select 1' >/dev/null 2>&1 && break
-        sleep 0.2
-    done
-    "${MARIADB[@]}" -e "select concat(version(), ': innodb_flush_log_at_trx_commit=', @@innodb_flush_log_at_trx_commit, ' sync_binlog=', @@sync_binlog, ' max_connections=', @@max_connections)"
-}
+start_mariadb() { bench_mariadb_start "$work/mariadb" "$MARIADB_PORT"; }
 mariadb_fresh() { # the tenants' databases and the tenant table, nothing else
     local sql="$work/fresh.sql"
     {

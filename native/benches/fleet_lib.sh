@@ -1,6 +1,6 @@
-# Shared by fleet_scale.sh and service_rss.sh (sourced, not run): the
-# default-settings PostgreSQL they measure on, the fleet's 20 files, and
-# making a fleet's schemas.
+# Shared by the benchmarks (sourced, not run): the default-settings
+# PostgreSQL and MariaDB they measure on, the fleet's 20 files, making a
+# fleet's schemas, timing a command.
 
 # Sets STRATA_BENCH_PG_URL: as given, or the default-settings cluster of
 # tests/servers.sh started in SERVERS_DIR on ports from BASE (PostgreSQL
@@ -83,4 +83,41 @@ bench_sessions() { # URL FILES N
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
     elapsed "$start"
+}
+
+# Runs a command, its output in $work/out and $work/err; prints LABEL, the
+# seconds and the peak RSS; stops the bench when it exits other than 0 or
+# 10 (`--check`'s and drift's "differs").
+bench_timed() { # LABEL COMMAND...
+    local label=$1 start code
+    shift
+    start=$(now)
+    set +e
+    /usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" 2>"$work/err"
+    code=$?
+    set -e
+    echo "$label: $(elapsed "$start") s, peak RSS $(tail -1 "$work/rss" | awk '{ printf "%.0f", $1 / 1024 }') MB, exit $code"
+    [ "$code" -eq 0 ] || [ "$code" -eq 10 ] || { cat "$work/err" >&2; exit 1; }
+}
+
+# A MariaDB with its default settings in DIR, listening on 127.0.0.1:PORT
+# (but for where it listens and its own tmpdir: a MariaDB starting removes
+# every `#sql*` file in its tmpdir); stopped by `bench_mariadb_stop DIR`.
+# Prints its version and durability settings.
+bench_mariadb_start() { # DIR PORT
+    mkdir -p "$1/tmp"
+    mariadb-install-db --no-defaults --user=root --datadir="$1/data" --auth-root-authentication-method=normal >/dev/null
+    mariadbd --no-defaults --user=root --datadir="$1/data" --bind-address=127.0.0.1 --port="$2" \
+        --socket="$1/sock" --pid-file="$1/pid" --tmpdir="$1/tmp" >"$1/log" 2>&1 &
+    local client=(mariadb --no-defaults -uroot -h127.0.0.1 -P"$2" --batch --skip-column-names)
+    for _ in $(seq 1 100); do
+        "${client[@]}" -e 'select 1' >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    "${client[@]}" -e "select concat(version(), ': innodb_flush_log_at_trx_commit=', @@innodb_flush_log_at_trx_commit, \
+        ' sync_binlog=', @@sync_binlog, ' max_connections=', @@max_connections)"
+}
+bench_mariadb_stop() { # DIR
+    [ ! -f "$1/pid" ] || kill "$(cat "$1/pid")" 2>/dev/null || true
+    sleep 1
 }
