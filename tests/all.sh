@@ -144,19 +144,26 @@ wait_for_lanes() {
     fi
 }
 # The tools the packages, workers and fuzzing build with (tests/tools.sh):
-# a lane of their own from the start, beside the workspace build; the lanes
-# that need them wait for it (on a fresh machine their builds were the
-# run's tail, after the packages).
+# a lane of their own from the start, beside the workspace build, each tool
+# its own step in the order the lanes need them (the packages' wasm-bindgen
+# CLI, the fuzzing's cargo-fuzz, then the workers' worker-build); a lane
+# that needs one waits for that one only (waiting for all three made the
+# packages and workers the run's tail on a fresh machine: 20 minutes of
+# tool builds before the packages' first step).
+TOOLS=(wasm-bindgen-cli cargo-fuzz worker-build)
 run_tools_lane() {
-    local status=0
-    lane_step "the tools: wasm-bindgen-cli, worker-build, cargo-fuzz, each built once when missing (tests/tools.sh)" \
-        bash tests/tools.sh || status=$?
-    echo "$status" >"$lane_dir/tools.status"
+    local tool status=0 tool_status
+    for tool in "${TOOLS[@]}"; do
+        tool_status=0
+        lane_step "the tool $tool, built once when missing (tests/tools.sh)" bash tests/tools.sh "$tool" || tool_status=$?
+        echo "$tool_status" >"$lane_dir/tool-$tool.status"
+        [ "$tool_status" = 0 ] || status=$tool_status
+    done
     return "$status"
 }
-wait_for_tools() {
-    while [ ! -e "$lane_dir/tools.status" ]; do sleep 2; done
-    [ "$(cat "$lane_dir/tools.status")" = 0 ] || { echo "the tools lane failed (its log says why)" >&2; return 1; }
+wait_for_tool() { # TOOL
+    while [ ! -e "$lane_dir/tool-$1.status" ]; do sleep 2; done
+    [ "$(cat "$lane_dir/tool-$1.status")" = 0 ] || { echo "the tool $1 did not build (the tools lane's log says why)" >&2; return 1; }
 }
 run_container_lane() {
     lane_step "the container image (tests/container.sh)" \
@@ -167,7 +174,7 @@ run_container_lane() {
 run_fuzz_smoke() {
     # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
     local seconds=${STRATA_FUZZ_SECONDS:-10}
-    wait_for_tools
+    wait_for_tool cargo-fuzz
     if [ "$seconds" = 0 ]; then
         echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
     else
@@ -244,8 +251,9 @@ wait_for_suites() {
 run_packages_lane() {
     lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
         cargo check -p strata-core --target wasm32-unknown-unknown --locked
-    wait_for_tools
+    wait_for_tool wasm-bindgen-cli
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
+    wait_for_tool worker-build
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
 }
