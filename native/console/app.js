@@ -617,6 +617,10 @@ async function backfills() {
 
 /** The sign-in page: a token pasted once (kept for this browser session). */
 function signIn(message) {
+  // A route ending here while the form is shown (a hash change as a token
+  // is typed) keeps the form and what was typed: drawn again, the token
+  // went with the old form and the button submitted the empty new one.
+  if (!message && document.getElementById("sign-in")) return;
   const input = el("input", { type: "password", id: "token-input", name: "token", required: true, autocomplete: "off", placeholder: "strata_…" });
   show("Sign in",
     message ? el("p", { class: "error", role: "alert", id: "sign-in-error" }, message) : null,
