@@ -190,13 +190,26 @@ run_fuzz_smoke() {
 # own files, database and port. MariaDB's tests share a few servers and
 # take turns on them (tests/e2e/support.rs).
 E2E_THREADS=${STRATA_E2E_THREADS:-4}
+# Each test's time (libtest's --report-time, an unstable flag the stable
+# harness takes with RUSTC_BOOTSTRAP=1 in its own environment), and each
+# suite's slowest tests printed after it: where a suite's minutes go,
+# in every run's log.
+E2E_TIMED=(-Z unstable-options --report-time)
+slowest_tests() { # LOG...
+    sed -n 's/^test \(.*\) \.\.\. ok <\([0-9.]*\)s>$/\2 \1/p' "$@" | sort -rn |
+        awk 'BEGIN { print "the slowest tests (seconds, under the run'"'"'s load):" }
+             NR <= 10 { printf "  %7.1f  %s\n", $1, $2 }'
+}
 run_sqlite_lane() {
     lane_step "the end-to-end suite on SQLite (with the S3 and Azure cases)" \
-        env -C native RUST_TEST_THREADS="$E2E_THREADS" "$STRATA_E2E_BIN"
+        env -C native RUSTC_BOOTSTRAP=1 RUST_TEST_THREADS="$E2E_THREADS" "$STRATA_E2E_BIN" "${E2E_TIMED[@]}"
+    slowest_tests "$lane_dir/$lane.log"
 }
 run_postgres_lane() {
     lane_step "the end-to-end suite on postgres (with PgBouncer, a standby, TLS)" \
-        env -C native STRATA_TEST_BACKEND=postgres RUST_TEST_THREADS="$E2E_THREADS" "$STRATA_E2E_BIN"
+        env -C native STRATA_TEST_BACKEND=postgres RUSTC_BOOTSTRAP=1 RUST_TEST_THREADS="$E2E_THREADS" \
+        "$STRATA_E2E_BIN" "${E2E_TIMED[@]}"
+    slowest_tests "$lane_dir/$lane.log"
 }
 # Servers of their own (tests/pg-majors.sh), so a lane beside the main
 # PostgreSQL suite rather than after it.
@@ -218,14 +231,16 @@ run_mysql_halves() {
     awk 'NR % 2 == 1' <<<"$names" >"$lane_dir/mysql.first"
     awk 'NR % 2 == 0' <<<"$names" >"$lane_dir/mysql.second"
     # shellcheck disable=SC2046 # one argument per test name
-    env -C native STRATA_TEST_BACKEND=mysql "$STRATA_E2E_BIN" --exact $(cat "$lane_dir/mysql.first") \
-        >"$lane_dir/mysql.first.out" 2>&1 &
+    env -C native STRATA_TEST_BACKEND=mysql RUSTC_BOOTSTRAP=1 "$STRATA_E2E_BIN" "${E2E_TIMED[@]}" \
+        --exact $(cat "$lane_dir/mysql.first") >"$lane_dir/mysql.first.out" 2>&1 &
     local first=$!
     # shellcheck disable=SC2046
-    env -C native STRATA_TEST_BACKEND=mysql STRATA_TEST_MYSQL_URL="$STRATA_TEST_MYSQL_SECOND_URL" \
-        "$STRATA_E2E_BIN" --exact $(cat "$lane_dir/mysql.second") >"$lane_dir/mysql.second.out" 2>&1 || status=$?
+    env -C native STRATA_TEST_BACKEND=mysql STRATA_TEST_MYSQL_URL="$STRATA_TEST_MYSQL_SECOND_URL" RUSTC_BOOTSTRAP=1 \
+        "$STRATA_E2E_BIN" "${E2E_TIMED[@]}" --exact $(cat "$lane_dir/mysql.second") >"$lane_dir/mysql.second.out" 2>&1 ||
+        status=$?
     wait "$first" || status=$?
     cat "$lane_dir/mysql.first.out" "$lane_dir/mysql.second.out"
+    slowest_tests "$lane_dir/mysql.first.out" "$lane_dir/mysql.second.out"
     return "$status"
 }
 # The console after the database suites: its backfill over 300 tenants
