@@ -262,10 +262,12 @@ enum OnDatabase {
     /// that differ from the tenants that recorded the same migrations.
     Drift(DriftArgs),
     /// Desired state: every tenant's way from its live schema to the schema
-    /// --desired FILE describes (DDL naming the tenant's schema `{schema}`),
-    /// tenants grouped by identical plan, largest group first, destructive
-    /// steps marked, each plan linted. Reads only: the file is applied into
-    /// a scratch schema in a transaction that is rolled back (PostgreSQL).
+    /// --desired FILE (or the configuration's desiredSchema) describes (DDL
+    /// naming the tenant's schema `{schema}`), tenants grouped by identical
+    /// plan, largest group first, destructive steps marked, each plan
+    /// linted. Reads only: the file is applied into a scratch schema in a
+    /// transaction that is rolled back (MariaDB: a scratch database dropped
+    /// afterwards).
     Diff(DiffArgs),
     /// Undo the most recently applied migrations (their down parts, newest
     /// first), per schema in one transaction with their records, as a new
@@ -408,9 +410,10 @@ struct DriftArgs {
 
 #[derive(Debug, Args)]
 struct DiffArgs {
-    /// The desired schema of a tenant: a SQL file of DDL.
-    #[arg(long, value_name = "FILE")]
-    desired: PathBuf,
+    /// The desired schema of a tenant: a SQL file of DDL (without FILE,
+    /// or without the option: the configuration's desiredSchema).
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    desired: Option<Option<PathBuf>>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -658,12 +661,18 @@ struct ApplyArgs {
     /// failureBudget of the configuration).
     #[arg(long, value_name = "N|N%")]
     failure_budget: Option<strata_core::migrate::quarantine::FailureBudget>,
-    /// Bring the tenants to this desired schema (a SQL file of DDL): each
-    /// group of tenants sharing a plan (`diff --desired`) as a version of
-    /// its own, the plan recorded as `desired/<plan>.sql`; refused while a
-    /// migration is pending or a group's plan loses data.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["sync", "tenant", "tenants", "share", "attribute"])]
-    desired: Option<PathBuf>,
+    /// Bring the tenants to this desired schema (a SQL file of DDL; without
+    /// FILE, the configuration's desiredSchema): each group of tenants
+    /// sharing a plan (`diff --desired`) as a version of its own, the plan
+    /// recorded as `desired/<plan>.sql`; refused while a migration is
+    /// pending or a group's plan loses data.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        conflicts_with_all = ["sync", "tenant", "tenants", "share", "attribute"]
+    )]
+    desired: Option<Option<PathBuf>>,
     /// With --desired: run the groups whose plan loses data too.
     #[arg(long, requires = "desired", conflicts_with = "skip_destructive")]
     allow_destructive: bool,
@@ -686,8 +695,9 @@ struct NewArgs {
     dir: Option<String>,
     /// Write the plan from the tenants' live schemas to this desired
     /// schema (the largest group's) into the file; reads the database.
-    #[arg(long, value_name = "FILE")]
-    desired: Option<PathBuf>,
+    /// Without FILE: the configuration's desiredSchema.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    desired: Option<Option<PathBuf>>,
 }
 
 /// How far a revert goes back (`revert`, `plan --revert`).
@@ -885,7 +895,7 @@ pub(crate) fn main() -> ExitCode {
             (None, _) => commands::run(config, command, verbosity, wait).into(),
         },
         Command::New(NewArgs { name, dir, desired: Some(desired) }) => {
-            let diff = DiffArgs { desired, json: false, check: false, write: Some((name, dir)) };
+            let diff = DiffArgs { desired: Some(desired), json: false, check: false, write: Some((name, dir)) };
             commands::run(config, OnDatabase::Diff(diff), verbosity, wait).into()
         }
         Command::New(args) => {

@@ -278,6 +278,73 @@ async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_re
     );
 }
 
+/// `desiredSchema` in the configuration: a file kept beside the migration
+/// directories, read from the base location as they are. `diff` without
+/// `--desired`, `new NAME --desired` and `apply --desired` without a file
+/// use it, with the same plans as the file given by path; a desired schema
+/// in a migration directory is refused by `config check` (it would run as a
+/// migration), one that is missing is named, and without either `diff`
+/// says what to give.
+#[tokio::test]
+async fn the_configured_desired_schema_is_read_beside_the_migrations() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let names: Vec<String> = (1..=4).map(|i| format!("t{i}")).collect();
+    let server = fleet_with(&names, "desiredSchema: schema/tenants.sql\n").await;
+    let config = server.config_path();
+    server.ws.execute("svc", "drop index t4.users_email").await;
+
+    // Configured, not there yet: named, with where it was looked for.
+    std::fs::create_dir_all(server.ws.migrations().join("schema")).unwrap();
+    let missing = strata(config, &["diff", "--json"]).await;
+    assert_eq!(missing.status.code(), Some(1), "{}", String::from_utf8_lossy(&missing.stderr));
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(said.contains("schema/tenants.sql (desiredSchema, below ") && said.contains("does not exist"), "{said}");
+
+    server.ws.write_migration("schema/tenants.sql", DESIRED);
+    let by_config = report(&strata(config, &["diff", "--json"]).await);
+    let by_path = report(&diff(&server, DESIRED, &["--json"]).await);
+    assert_eq!(by_config["groups"], by_path["groups"], "{by_config}");
+    let groups = by_config["groups"].as_array().unwrap();
+    assert_eq!(groups.iter().map(tenants).collect::<Vec<_>>(), [vec!["t1", "t2", "t3"], vec!["t4"]], "{by_config}");
+    let flag_alone = report(&strata(config, &["diff", "--desired", "--json"]).await);
+    assert_eq!(flag_alone["groups"], by_config["groups"]);
+
+    let written = strata(config, &["new", "to desired", "--desired"]).await;
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let path = String::from_utf8_lossy(&written.stdout).trim().to_string();
+    let expected: String = COMMON.iter().map(|s| format!("{s};\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    std::fs::remove_file(&path).unwrap();
+
+    let applied = strata(config, &["apply", "--version", "to desired", "--desired"]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    let check = strata(config, &["diff", "--check"]).await;
+    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
+    assert_eq!(dumped(&server, "t4"), dumped(&server, "t1"));
+
+    // In a migration directory it would run as one: refused, by name.
+    let inside = server.ws.path().join("inside.yaml");
+    let text = std::fs::read_to_string(config).unwrap().replace("schema/tenants.sql", "tenants/desired.sql");
+    std::fs::write(&inside, text).unwrap();
+    let refused = strata(&inside, &["config", "check"]).await;
+    assert_eq!(refused.status.code(), Some(4));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("desiredSchema: \"tenants/desired.sql\" is in the configured directory \"tenants\""),
+        "{said}"
+    );
+
+    // Neither configured nor given: what to give.
+    let plain = server.ws.path().join("plain.yaml");
+    let text = std::fs::read_to_string(config).unwrap().replace("desiredSchema: schema/tenants.sql\n", "");
+    std::fs::write(&plain, text).unwrap();
+    let none = strata(&plain, &["diff"]).await;
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no desired schema: give --desired FILE, or name the file"));
+}
+
 /// `strata apply --desired FILE`: refused while a tenant file is pending
 /// (exit 6) or a group's plan loses data (exit 2), nothing run either
 /// time; `--skip-destructive` brings every other group there, each as a

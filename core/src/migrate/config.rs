@@ -351,6 +351,10 @@ pub struct Config {
     pub single_scripts: Vec<String>,
     /// Tenant script directories.
     pub tenant_scripts: Vec<String>,
+    /// The tenants' desired schema (`desiredSchema`): a file below
+    /// `baseLocation`, read as the migrations are, that `diff`, `new` and
+    /// `apply --desired` use when no file is given.
+    pub desired_schema: Option<String>,
     /// Listen port (with `listen` unset).
     pub port: u16,
     /// Where to listen (`listen`, overriding `port`); see
@@ -481,6 +485,7 @@ struct RawConfig {
     tenant_migrations: Option<Vec<String>>,
     single_scripts: Option<Vec<String>>,
     tenant_scripts: Option<Vec<String>>,
+    desired_schema: Option<String>,
     port: Option<PortValue>,
     listen: Option<String>,
     auth: Option<auth::RawAuth>,
@@ -851,6 +856,7 @@ impl Config {
             tenant_migrations: directories.tenant_migrations,
             single_scripts: directories.single_scripts,
             tenant_scripts: directories.tenant_scripts,
+            desired_schema: directories.desired_schema,
             port: service.port,
             listen: service.listen,
             auth: service.auth,
@@ -901,6 +907,7 @@ impl Config {
             tenant_migrations: &self.tenant_migrations,
             single_scripts: &self.single_scripts,
             tenant_scripts: &self.tenant_scripts,
+            desired_schema: self.desired_schema.as_deref(),
             port: self.port,
             listen: self.listen.map(|a| a.to_string()),
             auth: (&self.auth).into(),
@@ -941,6 +948,12 @@ impl Config {
             .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
     }
 
+    /// `desiredSchema` as the directory below `baseLocation` to read (`""`:
+    /// the base itself) and the file's name in it.
+    pub fn desired_schema_file(&self) -> Option<(&str, &str)> {
+        self.desired_schema.as_deref().map(desired_schema_parts)
+    }
+
     /// Every configured directory with the type of migration it holds, in
     /// configuration order.
     pub fn directories(&self) -> impl Iterator<Item = (&str, crate::migrate::MigrationType)> {
@@ -977,6 +990,8 @@ struct RedactedView<'a> {
     single_scripts: &'a [String],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     tenant_scripts: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    desired_schema: Option<&'a str>,
     port: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     listen: Option<String>,
@@ -1108,6 +1123,11 @@ fn validate_directories(
         }
     }
     Ok(())
+}
+
+/// A path below `baseLocation` as its directory (`""`: the base) and name.
+fn desired_schema_parts(file: &str) -> (&str, &str) {
+    file.rsplit_once('/').unwrap_or(("", file))
 }
 
 /// Parses one `Name: value` line. Errors never quote the line: it may be a secret.

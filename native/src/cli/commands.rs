@@ -227,15 +227,35 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
     }
 }
 
-/// `diff --desired FILE`: every tenant's plan to the desired schema.
-async fn diff(service: &Service, args: DiffArgs) -> Exit {
-    let shown = args.desired.display().to_string();
-    let text = match std::fs::read_to_string(&args.desired) {
-        Ok(text) => text,
-        Err(error) => {
+/// The desired schema a command is given: `--desired FILE` (a file on this
+/// machine) or, with `--desired` alone or not at all, the configuration's
+/// `desiredSchema`. Its name as shown, and its text; what went wrong is said.
+async fn read_desired(service: &Service, file: Option<&Path>) -> Result<(String, String), Exit> {
+    if let Some(file) = file {
+        let shown = file.display().to_string();
+        return std::fs::read_to_string(file).map(|text| (shown.clone(), text)).map_err(|error| {
             eprintln!("strata: {shown}: {error}");
-            return Exit::Usage;
+            Exit::Usage
+        });
+    }
+    match service.configured_desired_schema().await {
+        Ok(Some(desired)) => Ok(desired),
+        Ok(None) => {
+            eprintln!(
+                "strata: no desired schema: give --desired FILE, or name the file with desiredSchema in the \
+                 configuration"
+            );
+            Err(Exit::Usage)
         }
+        Err(error) => Err(failure(&error)),
+    }
+}
+
+/// `diff [--desired [FILE]]`: every tenant's plan to the desired schema.
+async fn diff(service: &Service, args: DiffArgs) -> Exit {
+    let (shown, text) = match read_desired(service, args.desired.flatten().as_deref()).await {
+        Ok(desired) => desired,
+        Err(exit) => return exit,
     };
     match service.desired_diff(&shown, &text).await {
         Ok(report) if args.write.is_some() => {
@@ -274,18 +294,14 @@ fn shown_request(
     (progress, request)
 }
 
-/// `apply --desired FILE`: each group of tenants sharing a plan to the
+/// `apply --desired [FILE]`: each group of tenants sharing a plan to the
 /// desired schema, as a version of its own over those tenants, its plan
 /// recorded (core's `desired::selection` decides which groups run).
-async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: &Path) -> Exit {
+async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Path>) -> Exit {
     use strata_core::migrate::desired::{self, Destructive};
-    let shown = file.display().to_string();
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("strata: {shown}: {error}");
-            return Exit::Usage;
-        }
+    let (shown, text) = match read_desired(service, file).await {
+        Ok(desired) => desired,
+        Err(exit) => return exit,
     };
     // The plan is made from the live schemas: files still pending would
     // change them first.
@@ -454,7 +470,7 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
 
 async fn apply(service: &Arc<Service>, mut args: ApplyArgs) -> Exit {
     if let Some(file) = args.desired.take() {
-        return apply_desired(service, args, &file).await;
+        return apply_desired(service, args, file.as_deref()).await;
     }
     let action = if args.sync { Action::Sync } else { Action::Apply };
     // clap keeps --shard and --colocate-with to --tenant, --to from it.

@@ -20,6 +20,25 @@ const SCRATCH: &str = "strata_desired";
 const TENANTS_PER_ROUND: usize = 1_000;
 
 impl Service {
+    /// The configuration's desired schema (`desiredSchema`), read from the
+    /// base location as the migrations are (disk, S3, Azure): its path and
+    /// text; `None` when none is configured.
+    pub(crate) async fn configured_desired_schema(&self) -> Result<Option<(String, String)>, AppError> {
+        let (Some(path), Some((directory, name))) =
+            (self.config.desired_schema.as_deref(), self.config.desired_schema_file())
+        else {
+            return Ok(None);
+        };
+        let file = self.loader.read(vec![directory.to_string()]).await?.into_iter().find(|file| file.name == name);
+        let Some(file) = file else {
+            let base = &self.config.base_location;
+            return Err(AppError::NotFound(format!("{path} (desiredSchema, below {base})")));
+        };
+        let text = String::from_utf8(file.bytes)
+            .map_err(|_| AppError::InvalidInput(format!("{path}: the desired schema is not UTF-8 text")))?;
+        Ok(Some((path.to_string(), text)))
+    }
+
     /// Every tenant's plan from its live schema to the desired schema
     /// `text` (DDL with the schema placeholder), tenants grouped by plan.
     /// Reads only.

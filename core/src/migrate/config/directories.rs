@@ -1,6 +1,7 @@
 //! `singleMigrations`, `tenantMigrations`, `singleScripts`,
 //! `tenantScripts` and `citusReferenceTables`: the directories below
-//! `baseLocation` that hold migrations and scripts.
+//! `baseLocation` that hold migrations and scripts; and `desiredSchema`,
+//! the tenants' desired schema file kept beside them.
 
 use crate::migrate::config::{ConfigError, Environment, RawConfig, Substituter, invalid, validate_directories};
 use crate::migrate::driver::Driver;
@@ -17,6 +18,9 @@ pub(super) struct Directories {
     pub(super) tenant_scripts: Vec<String>,
     /// `citusReferenceTables`: some of `singleMigrations`.
     pub(super) citus_reference_tables: Vec<String>,
+    /// `desiredSchema`: a file below `baseLocation`, in none of the
+    /// directories above.
+    pub(super) desired_schema: Option<String>,
 }
 
 impl Directories {
@@ -39,7 +43,19 @@ impl Directories {
         validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
         let citus_reference_tables = sub.list("citusReferenceTables", raw.citus_reference_tables.take())?;
         check_citus_reference_tables(&citus_reference_tables, driver, &single_migrations)?;
-        Ok(Directories { single_migrations, tenant_migrations, single_scripts, tenant_scripts, citus_reference_tables })
+        let mut directories = Directories {
+            single_migrations,
+            tenant_migrations,
+            single_scripts,
+            tenant_scripts,
+            citus_reference_tables,
+            desired_schema: None,
+        };
+        if let Some(file) = sub.optional("desiredSchema", raw.desired_schema.take())? {
+            check_desired_schema(&file, &directories.configured())?;
+            directories.desired_schema = Some(file);
+        }
+        Ok(directories)
     }
 
     /// Every configured directory, in configuration order: the ones
@@ -52,6 +68,31 @@ impl Directories {
             .chain(&self.tenant_scripts)
             .collect()
     }
+}
+
+/// `desiredSchema`: a relative path to a file below `baseLocation`, not in
+/// a migration or script directory (it would be read, and run, as one of
+/// their files).
+fn check_desired_schema(file: &str, configured: &[&String]) -> Result<(), ConfigError> {
+    let bad = file.is_empty()
+        || file.starts_with('/')
+        || file.ends_with('/')
+        || file.contains('\\')
+        || file.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(invalid("desiredSchema", format!("{file:?} is not a relative file path below baseLocation")));
+    }
+    let (directory, _) = super::desired_schema_parts(file);
+    if let Some(dir) = configured.iter().find(|dir| dir.as_str() == directory) {
+        return Err(invalid(
+            "desiredSchema",
+            format!(
+                "{file:?} is in the configured directory {dir:?}, whose every file runs as a migration or script: \
+                 keep the desired schema beside the directories (e.g. schema/tenants.sql)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `citusReferenceTables`: none unless the driver is PostgreSQL, and each

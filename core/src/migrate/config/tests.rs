@@ -441,6 +441,31 @@ fn citus_is_off_unless_configured_and_belongs_to_postgres() {
 }
 
 #[test]
+fn the_desired_schema_is_a_file_beside_the_migration_directories() {
+    let minimal = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
+    assert_eq!((minimal.desired_schema.as_deref(), minimal.desired_schema_file()), (None, None));
+    assert!(!minimal.render_redacted().contains("desiredSchema"));
+    let with = |line: &str| Config::parse(&format!("{MINIMAL}tenantMigrations: [tenants]\n{line}\n"), &BTreeMap::new());
+    let nested = with("desiredSchema: schema/${PART:-tenants}.sql").unwrap();
+    assert_eq!(nested.desired_schema.as_deref(), Some("schema/tenants.sql"));
+    assert_eq!(nested.desired_schema_file(), Some(("schema", "tenants.sql")));
+    assert!(nested.render_redacted().contains("desiredSchema: schema/tenants.sql\n"));
+    let at_base = with("desiredSchema: schema.sql").unwrap();
+    assert_eq!(at_base.desired_schema_file(), Some(("", "schema.sql")));
+    // In a migration directory it would run as a migration; outside the base it is not a source.
+    assert_eq!(
+        with("desiredSchema: tenants/schema.sql").unwrap_err().to_string(),
+        "property desiredSchema: \"tenants/schema.sql\" is in the configured directory \"tenants\", whose every file \
+         runs as a migration or script: keep the desired schema beside the directories (e.g. schema/tenants.sql)"
+    );
+    assert!(with("desiredSchema: public/x.sql").is_err());
+    for outside in ["/etc/schema.sql", "../schema.sql", "schema/", "a//b.sql", "a\\\\b.sql", "./s.sql", "''"] {
+        let err = with(&format!("desiredSchema: {outside}")).unwrap_err().to_string();
+        assert!(err.ends_with("is not a relative file path below baseLocation"), "{outside}: {err}");
+    }
+}
+
+#[test]
 fn defaults_and_required_variables_follow_the_shell() {
     let yaml = "baseLocation: ${BASE:-/srv/default}\ndriver: ${DRIVER-sqlite}\n\
                 dataSource: ${DB:?set DB to the SQLite file}\nsingleMigrations: [ref]\n";
