@@ -25,7 +25,8 @@
 # packages and workers. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
 # included, at the end, and tests/README.md says where the minutes go. A
-# run past its budget (45 minutes) fails, naming where it went past.
+# run past 45 minutes says so loudly, past its budget (60 minutes) it
+# fails, naming where it went past.
 # Installs the Rust components and targets it needs; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,11 +52,18 @@ cpu_now() { # cpu_seconds: the processor seconds of this shell's waited-for chil
 duration() { # wall seconds, processor seconds
     printf '%4dm%02ds  cpu %4dm%02ds' $(($1 / 60)) $(($1 % 60)) $(($2 / 60)) $(($2 % 60))
 }
-# The run's budget (STRATA_CI_BUDGET_MINUTES, 45 by default: half of the
-# 90 minutes after which nothing lands). A run past it fails at its end,
-# naming the step, or the lane, during which it went past.
-budget_seconds=$((${STRATA_CI_BUDGET_MINUTES:-45} * 60)) crossed=""
+# The run's limits, each naming the step, or the lane, during which the run
+# went past it. Past the warning (STRATA_CI_WARN_MINUTES, 45 by default) the
+# end of the run says so loudly; past the budget (STRATA_CI_BUDGET_MINUTES,
+# 60 by default: two thirds of the 90 minutes after which nothing lands)
+# the run fails. A cold run (nothing cached) measured 40 to 52 minutes on
+# these 2-core machines, the same commit's CPU time 30 % apart from one day
+# to another (tests/README.md): failed at 45, a cold run with every test
+# passed kept a stop from landing; 60 still fails a drift toward 90.
+warn_seconds=$((${STRATA_CI_WARN_MINUTES:-45} * 60)) warned=""
+budget_seconds=$((${STRATA_CI_BUDGET_MINUTES:-60} * 60)) crossed=""
 note_budget() { # what was running
+    if [ -z "$warned" ] && [ "$SECONDS" -gt "$warn_seconds" ]; then warned=$1; fi
     if [ -z "$crossed" ] && [ "$SECONDS" -gt "$budget_seconds" ]; then crossed=$1; fi
 }
 step_name="" step_started=$SECONDS step_cpu=0 durations=()
@@ -362,6 +370,10 @@ step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes
 end_step
 
+if [ -n "$warned" ]; then
+    printf '\nWARNING: the run took %dm%02ds, past %d minutes (STRATA_CI_WARN_MINUTES) during %s; the goal is 20 on a fresh machine, tests/README.md says where the minutes go\n' \
+        $((SECONDS / 60)) $((SECONDS % 60)) $((warn_seconds / 60)) "$warned" >&2
+fi
 if [ -n "$crossed" ]; then
     printf '\nFAILED: the run took %dm%02ds, past its budget of %d minutes (STRATA_CI_BUDGET_MINUTES), during %s\n' \
         $((SECONDS / 60)) $((SECONDS % 60)) $((budget_seconds / 60)) "$crossed" >&2
