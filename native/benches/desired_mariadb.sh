@@ -57,14 +57,4 @@ tenantInsertSQL: insert into fleet.tenants (name) values (?)
 logLevel: ERROR
 YAML
 
-for run in 1 2 3; do
-    bench_timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
-done
-python3 - "$work/out" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-sizes = [len(g["tenants"]) for g in report["groups"]]
-print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
-assert len(sizes) == 3, sizes
-PY
-bench_timed "drift" "$STRATA" --config "$work/svc.yaml" drift
+bench_desired_runs

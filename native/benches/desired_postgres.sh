@@ -72,17 +72,7 @@ echo "version: $TENANTS tenants x $MIGRATIONS migrations in $(awk -v a="$start" 
 for t in t00003 t00017 t00029; do "${PSQL[@]}" -d "$db" -c "drop index $t.${t}_t01_v" >/dev/null; done
 for t in t00008 t00041; do "${PSQL[@]}" -d "$db" -c "alter table $t.t02 add column nickname text" >/dev/null; done
 
-for run in 1 2 3; do
-    bench_timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
-done
-python3 - "$work/out" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-sizes = [len(g["tenants"]) for g in report["groups"]]
-print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
-assert len(sizes) == 3, sizes
-PY
-bench_timed "drift" "$STRATA" --config "$work/svc.yaml" drift
+bench_desired_runs
 
 # One catalog query per tenant (as per-database inspection reads), against
 # the batched query diff uses: the same SQL, read from the binary's source.

@@ -100,6 +100,24 @@ bench_timed() { # LABEL COMMAND...
     [ "$code" -eq 0 ] || [ "$code" -eq 10 ] || { cat "$work/err" >&2; exit 1; }
 }
 
+# desired_*.sh: `diff --desired` of $work/desired.sql over $work/svc.yaml's
+# fleet three times, the groups it found (exactly 3 expected), then `drift`
+# over the same fleet for scale.
+bench_desired_runs() {
+    local run
+    for run in 1 2 3; do
+        bench_timed "diff --desired, run $run" "$STRATA" --config "$work/svc.yaml" diff --desired "$work/desired.sql" --json
+    done
+    python3 - "$work/out" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+sizes = [len(g["tenants"]) for g in report["groups"]]
+print(f"groups: {sizes} (tenants {report['tenants']}, differing {report['differing']})")
+assert len(sizes) == 3, sizes
+PY
+    bench_timed "drift" "$STRATA" --config "$work/svc.yaml" drift
+}
+
 # A MariaDB with its default settings in DIR, listening on 127.0.0.1:PORT
 # (but for where it listens and its own tmpdir: a MariaDB starting removes
 # every `#sql*` file in its tmpdir); stopped by `bench_mariadb_stop DIR`.

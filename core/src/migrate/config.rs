@@ -1104,12 +1104,7 @@ fn validate_directories(
     ];
     for (property, dirs) in lists {
         for dir in dirs {
-            let bad = dir.is_empty()
-                || dir.starts_with('/')
-                || dir.ends_with('/')
-                || dir.contains('\\')
-                || dir.split('/').any(|part| part.is_empty() || part == "." || part == "..");
-            if bad {
+            if !is_relative_below_base(dir) {
                 return Err(invalid(property, format!("{dir:?} is not a relative directory below baseLocation")));
             }
             if !seen.insert(dir.as_str()) {
@@ -1123,6 +1118,14 @@ fn validate_directories(
         }
     }
     Ok(())
+}
+
+/// Whether `path` names something below `baseLocation`: relative, `/`
+/// between its parts, none of them empty, `.` or `..`.
+fn is_relative_below_base(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains('\\')
+        && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// A path below `baseLocation` as its directory (`""`: the base) and name.

@@ -74,12 +74,7 @@ impl Directories {
 /// a migration or script directory (it would be read, and run, as one of
 /// their files).
 fn check_desired_schema(file: &str, configured: &[&String]) -> Result<(), ConfigError> {
-    let bad = file.is_empty()
-        || file.starts_with('/')
-        || file.ends_with('/')
-        || file.contains('\\')
-        || file.split('/').any(|part| part.is_empty() || part == "." || part == "..");
-    if bad {
+    if !super::is_relative_below_base(file) {
         return Err(invalid("desiredSchema", format!("{file:?} is not a relative file path below baseLocation")));
     }
     let (directory, _) = super::desired_schema_parts(file);
