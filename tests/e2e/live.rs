@@ -79,6 +79,13 @@ async fn reader_loop(server: &Server, stop: tokio::sync::watch::Receiver<bool>) 
     worst
 }
 
+/// `svc_http_lock_retries`, 0 before the first retry (the series appears
+/// with it).
+async fn lock_retries(server: &Server) -> f64 {
+    let text = server.get("/metrics").await.text().await.unwrap();
+    text.lines().find_map(|line| line.strip_prefix("svc_http_lock_retries ")).map_or(0.0, |n| n.trim().parse().unwrap())
+}
+
 #[tokio::test]
 async fn a_blocked_unit_waits_out_its_blocker_while_readers_never_queue_long() {
     if backend() == Backend::Sqlite {
@@ -93,8 +100,15 @@ async fn a_blocked_unit_waits_out_its_blocker_while_readers_never_queue_long() {
     let reader = reader_loop(&server, stop_rx);
     let scenario = async {
         let version = server.create_version(json!({ "versionName": "alter users" }));
+        // Released once t3's unit has hit its lock time-out: after a fixed
+        // 2.5 s, a loaded machine (a cached CI run, MariaDB) reached t3 only
+        // after the release, and nothing waited.
         let release = async {
-            tokio::time::sleep(Duration::from_millis(2500)).await;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while lock_retries(&server).await < 1.0 {
+                assert!(Instant::now() < deadline, "no unit hit its lock time-out in 60 s\n{}", server.log());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             blocker.run("commit").await;
         };
         let (result, ()) = tokio::join!(version, release);
