@@ -10,10 +10,6 @@ use crate::http::AppState;
 use crate::service::Service;
 use crate::telemetry::Metrics;
 
-/// How long in-flight requests (and the mutations they run) may take to
-/// finish after SIGTERM before the process exits anyway.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Why the service did not start, or stopped on an error: the message (one
 /// line, printed once by the command line) and what it maps to an exit
 /// status from.
@@ -69,6 +65,10 @@ pub(crate) fn serve(
             .map_err(ServeError::Other)?;
     let served = runtime.block_on(run(&path, config, wait));
     crate::traces::flush(std::time::Duration::from_secs(5));
+    // Past the grace, work still running on a thread of its own (SQLite's
+    // connection worker in a long statement) does not hold the exit: the
+    // process ends, and the database rolls the unfinished version back.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     served
 }
 
@@ -134,16 +134,20 @@ async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration
         max_connections: config.max_connections,
     };
     let server = crate::http::listen::serve(listener, app, limits, stop_requested.clone());
+    // How long in-flight requests (and the versions they run) may take to
+    // finish after the stop signal before the process exits anyway.
+    let grace = std::time::Duration::from_secs(config.shutdown_grace_seconds);
     let mut deadline = stop_requested;
     tokio::select! {
         () = server => {}
         () = async move {
             let _ = deadline.wait_for(|stop| *stop).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
+            tokio::time::sleep(grace).await;
         } => {
             tracing::warn!(
-                "requests still running {} s after the stop signal; exiting (an unfinished version is rolled back)",
-                SHUTDOWN_GRACE.as_secs()
+                "requests still running {} s after the stop signal (shutdownGraceSeconds); exiting (an unfinished \
+                 version is rolled back)",
+                grace.as_secs()
             );
         }
     }

@@ -381,6 +381,10 @@ pub struct Config {
     /// Seconds a client has to send a request's headers before its
     /// connection is closed (`headerReadTimeoutSeconds`).
     pub header_read_timeout_seconds: u64,
+    /// Seconds the requests running at a stop signal (a version in
+    /// progress included) may take to finish before the process exits
+    /// anyway (`shutdownGraceSeconds`).
+    pub shutdown_grace_seconds: u64,
     /// Connections the service holds open at once (`maxConnections`); the
     /// others wait in the listen queue.
     pub max_connections: usize,
@@ -500,6 +504,7 @@ struct RawConfig {
     transaction_scope: Option<String>,
     tenant_concurrency: Option<PortValue>,
     header_read_timeout_seconds: Option<PortValue>,
+    shutdown_grace_seconds: Option<PortValue>,
     max_connections: Option<PortValue>,
     allow_form_content_type: Option<bool>,
     lock_lease_seconds: Option<PortValue>,
@@ -869,6 +874,7 @@ impl Config {
             transaction_scope,
             tenant_concurrency: limits.tenant_concurrency,
             header_read_timeout_seconds: limits.header_read_timeout_seconds,
+            shutdown_grace_seconds: limits.shutdown_grace_seconds,
             max_connections: limits.max_connections,
             allow_form_content_type: service.allow_form_content_type,
             lock_lease_seconds: limits.lock_lease_seconds,
@@ -919,6 +925,7 @@ impl Config {
             transaction_scope: self.transaction_scope.name(),
             tenant_concurrency: self.tenant_concurrency,
             header_read_timeout_seconds: self.header_read_timeout_seconds,
+            shutdown_grace_seconds: self.shutdown_grace_seconds,
             max_connections: self.max_connections,
             allow_form_content_type: self.allow_form_content_type,
             lock_lease_seconds: self.lock_lease_seconds,
@@ -1007,6 +1014,7 @@ struct RedactedView<'a> {
     transaction_scope: &'a str,
     tenant_concurrency: usize,
     header_read_timeout_seconds: u64,
+    shutdown_grace_seconds: u64,
     max_connections: usize,
     allow_form_content_type: bool,
     lock_lease_seconds: u64,

@@ -1,6 +1,6 @@
 //! The bounded numbers: `tenantConcurrency`, `lockLeaseSeconds`,
-//! `headerReadTimeoutSeconds`, `maxConnections`, `lockTimeoutMillis`,
-//! `lockRetries` and `statementTimeoutSeconds` — each a whole number
+//! `headerReadTimeoutSeconds`, `shutdownGraceSeconds`, `maxConnections`,
+//! `lockTimeoutMillis`, `lockRetries` and `statementTimeoutSeconds` — each a whole number
 //! within its range (written as a number, or as text that may hold
 //! `${NAME}`), or its default when absent.
 
@@ -18,6 +18,8 @@ pub(super) struct Limits {
     pub(super) lock_lease_seconds: u64,
     /// `headerReadTimeoutSeconds`.
     pub(super) header_read_timeout_seconds: u64,
+    /// `shutdownGraceSeconds`.
+    pub(super) shutdown_grace_seconds: u64,
     /// `maxConnections`.
     pub(super) max_connections: usize,
     /// `lockTimeoutMillis`.
@@ -41,6 +43,8 @@ impl Limits {
             sub.number("lockLeaseSeconds", raw.lock_lease_seconds.take(), DEFAULT_LOCK_LEASE_SECONDS, 3..=3600)?;
         let header_read_timeout_seconds =
             sub.number("headerReadTimeoutSeconds", raw.header_read_timeout_seconds.take(), 10, 1..=300)?;
+        let shutdown_grace_seconds =
+            sub.number("shutdownGraceSeconds", raw.shutdown_grace_seconds.take(), 30, 1..=86_400)?;
         let max_connections = sub.number("maxConnections", raw.max_connections.take(), 1024, 1..=100_000)?;
         let lock_timeout_millis =
             sub.number("lockTimeoutMillis", raw.lock_timeout_millis.take(), DEFAULT_LOCK_TIMEOUT_MILLIS, 0..=600_000)?;
@@ -52,6 +56,7 @@ impl Limits {
             tenant_concurrency,
             lock_lease_seconds,
             header_read_timeout_seconds,
+            shutdown_grace_seconds,
             max_connections,
             lock_timeout_millis,
             lock_retries,

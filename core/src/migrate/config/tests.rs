@@ -253,6 +253,16 @@ fn the_lock_lease_defaults_to_15_seconds_and_is_bounded() {
 }
 
 #[test]
+fn the_shutdown_grace_defaults_to_30_seconds_and_is_bounded() {
+    assert_eq!(Config::parse(MINIMAL, &BTreeMap::new()).unwrap().shutdown_grace_seconds, 30);
+    let set = Config::parse(&format!("{MINIMAL}shutdownGraceSeconds: 600\n"), &BTreeMap::new()).unwrap();
+    assert_eq!(set.shutdown_grace_seconds, 600);
+    assert!(set.render_redacted().contains("shutdownGraceSeconds: 600\n"), "{}", set.render_redacted());
+    let none = Config::parse(&format!("{MINIMAL}shutdownGraceSeconds: 0\n"), &BTreeMap::new()).unwrap_err();
+    assert_eq!(none.to_string(), "property shutdownGraceSeconds: 0 is not between 1 and 86400");
+}
+
+#[test]
 fn lock_time_outs_default_to_a_second_and_twelve_retries() {
     let config = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
     assert_eq!((config.lock_timeout_millis, config.lock_retries, config.statement_timeout_seconds), (1_000, 12, 0));
