@@ -102,6 +102,7 @@ impl Exit {
             "DRIFT" => Exit::Drift,
             "OUT_OF_ORDER" => Exit::OutOfOrder,
             "ROLLOUT_IN_PROGRESS" => Exit::RolloutInProgress,
+            "MIGRATIONS_PENDING" => Exit::Pending,
             "SCHEMA_DRIFT" => Exit::SchemaDrift,
             "SHARDS_FAILED" => Exit::ShardsFailed,
             "READ_ONLY_SERVER" => Exit::ReadOnly,
@@ -115,6 +116,7 @@ impl Exit {
             | "REPAIR_REFUSED"
             | "UNKNOWN_ATTRIBUTE"
             | "UNKNOWN_SHARD"
+            | "DESTRUCTIVE_PLAN"
             | "USAGE" => Exit::Usage,
             _ => Exit::Failed,
         }

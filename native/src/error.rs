@@ -82,6 +82,27 @@ pub(crate) enum AppError {
         /// The schemas changed since their last unit.
         changed: Vec<String>,
     },
+    /// A desired schema asked for while tenant migration files are pending
+    /// (the plan is made from the live schemas); nothing ran.
+    #[error(
+        "{files} tenant migration file(s) are pending ({runs} runs over the tenants): apply them first (strata \
+         apply), then the desired schema; nothing ran"
+    )]
+    MigrationsPending {
+        /// The files pending.
+        files: u64,
+        /// Their runs over the tenants.
+        runs: u64,
+    },
+    /// A desired schema whose plan loses data in some groups, neither
+    /// allowed nor skipped; nothing ran.
+    #[error("{file}: {groups}")]
+    DestructivePlan {
+        /// The desired schema, as named.
+        file: String,
+        /// The groups, each with its first destructive step.
+        groups: strata_core::migrate::desired::DestructiveGroups,
+    },
     /// A version over the fleet while rollouts are in progress; nothing ran.
     #[error(transparent)]
     RolloutInProgress(strata_core::migrate::rollout::InProgress),
@@ -165,6 +186,8 @@ impl AppError {
             AppError::Database(DbError::Shard(ShardError::Failed { .. })) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
+            AppError::MigrationsPending { .. } => "MIGRATIONS_PENDING",
+            AppError::DestructivePlan { .. } => "DESTRUCTIVE_PLAN",
             AppError::NotFound(_) => "NOT_FOUND",
             AppError::Unauthenticated(_) => "UNAUTHENTICATED",
             AppError::Forbidden(_) => "FORBIDDEN",

@@ -1,6 +1,7 @@
 //! The GraphQL API of `/v2/service`: queries and mutations of the spec.
 
 mod codes;
+pub(crate) mod desired;
 mod fleet;
 mod guard;
 pub(crate) mod limits;
@@ -13,13 +14,14 @@ use std::sync::Arc;
 
 use async_graphql::{Context, EmptySubscription, Object, Result, Schema};
 use strata_core::migrate::operation::Operation;
-use strata_core::migrate::plan::PlanError;
+use strata_core::migrate::plan::{Action, PlanError};
 use strata_core::migrate::wave::Wave;
 
 use crate::db::BackfillMove;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
-use crate::service::{Caller, CreateRequest, RequestId, RolloutControl, Service};
+use crate::service::{Caller, CreateRequest, DesiredRun, RequestId, RolloutControl, Service};
+use desired::{DesiredApplyDto, DesiredGroupLeftDto, DestructiveDto};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
@@ -411,6 +413,59 @@ impl Mutation {
         };
         let request = version_request(ctx, input, wave);
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
+    }
+
+    /// Brings the tenants to a desired schema: `desired`, the SQL text
+    /// (with the schema placeholder; never a path on the server), or the
+    /// configuration's `desiredSchema` when absent. The tenants are grouped
+    /// by their plan to it (as `strata diff` shows), and each group runs as
+    /// a version of its own over its tenants, largest first, its plan
+    /// recorded as `desired/<plan>.sql`. Refused before anything runs while
+    /// a tenant migration file is pending (`MIGRATIONS_PENDING`) or, unless
+    /// `destructive` says otherwise (`Refuse` when absent or null), while a
+    /// group's plan loses data (`DESTRUCTIVE_PLAN`). A group that fails
+    /// stops the groups after it; those before it stay committed
+    /// (`versions`). Added to the spec's schema.
+    async fn apply_desired_schema(
+        &self,
+        ctx: &Context<'_>,
+        input: VersionInput,
+        desired: Option<String>,
+        destructive: Option<DestructiveDto>,
+    ) -> Result<DesiredApplyDto> {
+        const FIELD: &str = "applyDesiredSchema";
+        let service = service(ctx)?;
+        let target = format!("version {:?}", input.version_name);
+        if input.action == Some(ActionDto::Sync) || input.sync_to.is_some() {
+            let error = AppError::InvalidInput("a desired schema is applied: action Apply, without syncTo".into());
+            return Err(refused(ctx, FIELD, &target, error).await);
+        }
+        let (file, text) = match desired {
+            Some(text) => ("the desired schema".to_string(), text),
+            None => match service.configured_desired_schema().await {
+                Ok(Some(configured)) => configured,
+                Ok(None) => {
+                    let error = AppError::InvalidInput(
+                        "no desired schema: send desired, or name the file with desiredSchema in the configuration"
+                            .into(),
+                    );
+                    return Err(refused(ctx, FIELD, &target, error).await);
+                }
+                Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
+            },
+        };
+        let run = match service.desired_run(&file, &text, destructive.unwrap_or_default().into()).await {
+            Ok(run) => run,
+            Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
+        };
+        let template = request(ctx, input, Operation::version(Action::Apply));
+        let mut versions = Vec::with_capacity(run.groups.len());
+        for group in &run.groups {
+            let result = service.create(DesiredRun::request(group, &template, None)).await.map_err(graphql_error)?;
+            versions.push(result.into());
+        }
+        let left = run.left.into_iter().map(|(tenants, reason)| DesiredGroupLeftDto { tenants, reason }).collect();
+        Ok(DesiredApplyDto { versions, left })
     }
 
     /// Undoes the most recently applied migrations — their down parts,

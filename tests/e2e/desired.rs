@@ -428,6 +428,87 @@ async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_los
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("no group of tenants to bring to the desired schema"));
 }
 
+/// The API's `applyDesiredSchema` (the text sent, never a path) and
+/// `apply --desired --server` (the file read by the client): refused with
+/// `MIGRATIONS_PENDING` while a tenant file is pending and with
+/// `DESTRUCTIVE_PLAN` while a group would lose data, nothing recorded;
+/// `Skip` runs one version per other group and names the group left;
+/// through `--server` with `--allow-destructive` the rest, after which no
+/// tenant differs. A sync and a missing desired schema are refused.
+#[tokio::test]
+async fn the_api_and_the_server_mode_bring_each_group_to_the_desired_schema() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let names: Vec<String> = (1..=4).map(|i| format!("t{i}")).collect();
+    let server = fleet(&names).await;
+    server.ws.execute("svc", "drop index t3.users_email").await;
+    server.ws.execute("svc", "alter table t4.users add column nickname text").await;
+    const APPLY: &str = "mutation($input: VersionInput!, $desired: String, $destructive: Destructive) { \
+                         applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive) { \
+                         versions { version { name } summary { tenants tenantMigrations } } left { tenants reason } } }";
+    let apply = |variables: Value| server.graphql(APPLY, variables);
+    let input = json!({ "versionName": "to desired" });
+    let plans_recorded = || async {
+        let sql = "select db_schema, filename from svc.svc_migrations where filename like 'desired/%' order by 1";
+        server.ws.rows("svc", sql).await
+    };
+
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.later (id int);\n");
+    let pending = apply(json!({ "input": input, "desired": DESIRED })).await;
+    assert_eq!(pending["errors"][0]["extensions"]["code"], "MIGRATIONS_PENDING", "{pending}");
+    let said = pending["errors"][0]["message"].as_str().unwrap();
+    assert!(said.starts_with("1 tenant migration file(s) are pending (4 runs over the tenants)"), "{said}");
+    std::fs::remove_file(server.ws.migrations().join("tenants/006.sql")).unwrap();
+
+    let refused = apply(json!({ "input": input, "desired": DESIRED })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "DESTRUCTIVE_PLAN", "{refused}");
+    let said = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(said.starts_with("the desired schema: 1 group(s) would lose data, so nothing ran: plan "), "{said}");
+    assert!(said.contains("ALTER TABLE {schema}.users DROP COLUMN nickname"), "{said}");
+    assert_eq!(plans_recorded().await, Vec::<Vec<Value>>::new());
+
+    let sync = apply(json!({ "input": { "versionName": "v", "action": "Sync" }, "desired": DESIRED })).await;
+    assert_eq!(sync["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{sync}");
+    let none = apply(json!({ "input": input })).await;
+    assert_eq!(none["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{none}");
+    assert!(none["errors"][0]["message"].as_str().unwrap().starts_with("no desired schema: send desired"), "{none}");
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 2, "the fleet's two versions, nothing more");
+
+    let skipped = apply(json!({ "input": input, "desired": DESIRED, "destructive": "Skip" })).await;
+    let answer = &skipped["data"]["applyDesiredSchema"];
+    assert!(skipped.get("errors").is_none(), "{skipped}");
+    let versions = answer["versions"].as_array().unwrap();
+    let tenants: Vec<&Value> = versions.iter().map(|v| &v["summary"]["tenants"]).collect();
+    assert_eq!(tenants, [&json!(2), &json!(1)], "the majority (t1, t2), then t3: {skipped}");
+    assert!(versions.iter().all(|v| v["version"]["name"] == "to desired"), "{skipped}");
+    assert_eq!(answer["left"][0]["tenants"], json!(["t4"]), "{skipped}");
+    let reason = answer["left"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("destructive (ALTER TABLE {schema}.users DROP COLUMN nickname)"), "{reason}");
+    let schemas: Vec<Value> = plans_recorded().await.into_iter().map(|row| row[0].clone()).collect();
+    assert_eq!(schemas, [json!("t1"), json!("t2"), json!("t3")]);
+
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let remote = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+        command.args(["--server", &server.url("")]).args(args).env_remove("SVC_YAML");
+        async move { command.output().await.unwrap() }
+    };
+    let desired = file.to_str().unwrap();
+    let held = remote(&["apply", "--version", "rest", "--desired", desired]).await;
+    assert_eq!(held.status.code(), Some(2), "{}", String::from_utf8_lossy(&held.stderr));
+    assert!(String::from_utf8_lossy(&held.stderr).contains("1 group(s) would lose data, so nothing ran"));
+    let allowed = remote(&["apply", "--version", "rest", "--desired", desired, "--allow-destructive"]).await;
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    let said = String::from_utf8_lossy(&allowed.stdout);
+    assert!(said.starts_with("Version ") && said.contains(" \"rest\" created: "), "{said}");
+    assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
+    let nothing = remote(&["apply", "--version", "again", "--desired", desired]).await;
+    assert_eq!(nothing.status.code(), Some(0), "{}", String::from_utf8_lossy(&nothing.stderr));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("no group of tenants to bring to the desired schema"));
+}
+
 /// MariaDB's tenant migration beside the `basic` set's `users`.
 const MARIADB_PROFILES: &str = "create table {schema}.profiles (id integer primary key, name varchar(64) not null, \
                                 user_id integer, constraint profiles_user_fk foreign key (user_id) \

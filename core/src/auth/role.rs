@@ -151,9 +151,9 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
             _ => Permission::Read,
         }),
         "Mutation" => Some(match field {
-            "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "revertVersion"
-            | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout" | "cancelRollout"
-            | "pauseBackfills" | "resumeBackfills" | "cancelBackfills" => Permission::Deploy,
+            "createVersion" | "createTenant" | "createTenants" | "createVersionWave" | "applyDesiredSchema"
+            | "revertVersion" | "retryQuarantined" | "startRollout" | "pauseRollout" | "resumeRollout"
+            | "cancelRollout" | "pauseBackfills" | "resumeBackfills" | "cancelBackfills" => Permission::Deploy,
             "approveRollout" => Permission::Approve,
             _ => Permission::Administer,
         }),
@@ -186,6 +186,11 @@ mod tests {
     fn creating_tenants_one_or_many_needs_the_same_permission() {
         assert_eq!(required("Mutation", "createTenants"), required("Mutation", "createTenant"));
         assert_eq!(required("Mutation", "createTenants"), Some(Permission::Deploy));
+    }
+
+    #[test]
+    fn bringing_tenants_to_a_desired_schema_is_a_deployers() {
+        assert_eq!(required("Mutation", "applyDesiredSchema"), Some(Permission::Deploy));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::db::{self, Access, Observer};
 use crate::error::AppError;
 use crate::graphql::preview::{self, DriftedFileDto, PlanPreviewDto};
 use crate::graphql::types::CreateResultsDto;
-use crate::service::{CreateRequest, CreateResult, Service, lint_history, read_sources};
+use crate::service::{CreateRequest, CreateResult, DesiredRun, Service, lint_history, read_sources};
 use crate::{loader, settings};
 use strata_core::migrate::rollout::FleetGate;
 
@@ -296,71 +296,43 @@ fn shown_request(
 
 /// `apply --desired [FILE]`: each group of tenants sharing a plan to the
 /// desired schema, as a version of its own over those tenants, its plan
-/// recorded (core's `desired::selection` decides which groups run).
+/// recorded (the service's `desired_run` decides which groups run).
 async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Path>) -> Exit {
-    use strata_core::migrate::desired::{self, Destructive};
+    use strata_core::migrate::desired::Destructive;
     let (shown, text) = match read_desired(service, file).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
-    };
-    // The plan is made from the live schemas: files still pending would
-    // change them first.
-    match service.preview(Target::AllSchemas, Action::Apply).await {
-        Ok((preview, _)) if preview.plan.counts.tenant_migrations_total > 0 => {
-            let counts = &preview.plan.counts;
-            eprintln!(
-                "strata: {} tenant migration file(s) are pending ({} runs over the tenants): apply them first \
-                 (strata apply), then the desired schema; nothing ran",
-                counts.tenant_migrations, counts.tenant_migrations_total
-            );
-            return Exit::Pending;
-        }
-        Ok(_) => {}
-        Err(error) => return failed_apply(&error, args.json),
-    }
-    let report = match service.desired_diff(&shown, &text).await {
-        Ok(report) => report,
-        Err(error) => return failed_apply(&error, args.json),
     };
     let destructive = match (args.allow_destructive, args.skip_destructive) {
         (true, _) => Destructive::Allow,
         (_, true) => Destructive::Skip,
         _ => Destructive::Refuse,
     };
-    let selection = match desired::selection(&report, destructive) {
-        Ok(selection) => selection,
-        Err(refused) => {
-            eprintln!("strata: {shown}: {refused}");
-            return Exit::Usage;
-        }
+    let run = match service.desired_run(&shown, &text, destructive).await {
+        Ok(run) => run,
+        Err(error) => return failed_apply(&error, args.json),
     };
-    for (group, why) in &selection.left {
-        eprintln!("strata: left as they are: {why}: {}", group.tenants.join(", "));
+    for (tenants, why) in &run.left {
+        eprintln!("strata: left as they are: {why}: {}", tenants.join(", "));
     }
-    if selection.run.is_empty() {
+    if run.groups.is_empty() {
         eprintln!("strata: no group of tenants to bring to the desired schema");
         return Exit::Success;
     }
     let mut exit = Exit::Success;
-    for (at, group) in selection.run.iter().enumerate() {
+    for (at, group) in run.groups.iter().enumerate() {
         eprintln!(
             "strata: plan {} ({} of {}): {} step(s) over {} tenant(s)",
             &group.plan[..12],
             at + 1,
-            selection.run.len(),
+            run.groups.len(),
             group.steps.len(),
             group.tenants.len()
         );
-        let operation = Operation::Version {
-            action: Action::Apply,
-            wave: Wave::Named(group.tenants.clone()),
-            sync_to: None,
-            failure_budget: args.failure_budget,
-            reviewed: None,
-        };
-        let (progress, mut request) =
+        let operation = Operation::version(Action::Apply);
+        let (progress, template) =
             shown_request(args.version_name.clone(), operation, args.dry_run, args.override_rollout, args.json);
-        request.desired_plan = Some(desired::plan_source(group));
+        let request = DesiredRun::request(group, &template, args.failure_budget);
         let result = service.create(request).await;
         progress.finish();
         match result {

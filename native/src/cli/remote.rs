@@ -19,6 +19,7 @@ use crate::cli::{
     TenantsArgs,
 };
 use crate::db::BackfillMove;
+use crate::graphql::desired::{DesiredApplyDto, DestructiveDto};
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
     ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto, RetryInput,
@@ -63,6 +64,12 @@ const CREATE_WAVE: &str = concat!(
     "createVersionWave(input: $input, tenantNames: $tenantNames, share: $share, attribute: $attribute) { ",
     results!(),
     " } }"
+);
+const APPLY_DESIRED: &str = concat!(
+    "mutation($input: VersionInput!, $desired: String, $destructive: Destructive) { ",
+    "applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive) { versions { ",
+    results!(),
+    " } left { tenants reason } } }"
 );
 const CREATE_TENANT: &str =
     concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", results!(), " } }");
@@ -247,6 +254,9 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
         override_rollout: Some(args.override_rollout),
         sync_to: args.sync_to.clone(),
     };
+    if let Some(desired) = &args.desired {
+        return apply_desired(remote, &args, input, desired.as_deref()).await;
+    }
     let (document, field, variables) = if let Some(tenant) = args.tenant {
         let input = TenantInput {
             tenant_name: tenant,
@@ -267,6 +277,45 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
     };
     let done = if args.sync { "recorded" } else { "applied" };
     created(remote.call(document, field, variables).await, done, args.dry_run, args.json)
+}
+
+/// `apply --desired [FILE] --server`: `applyDesiredSchema`, the file read
+/// here and sent as text (without FILE, the service's `desiredSchema`);
+/// each group's version printed as `apply` prints one, the groups left
+/// named. Exit 11 when a group's version quarantined tenants.
+async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, file: Option<&std::path::Path>) -> Exit {
+    let desired = match file.map(std::fs::read_to_string).transpose() {
+        Ok(desired) => desired,
+        Err(error) => {
+            let shown = file.map(|f| f.display().to_string()).unwrap_or_default();
+            return Failure::local("USAGE", format!("{shown}: {error}")).report(args.json);
+        }
+    };
+    let destructive = match (args.allow_destructive, args.skip_destructive) {
+        (true, _) => DestructiveDto::Allow,
+        (_, true) => DestructiveDto::Skip,
+        _ => DestructiveDto::Refuse,
+    };
+    let variables = json!({ "input": input, "desired": desired, "destructive": destructive });
+    let answer = match remote.call::<DesiredApplyDto>(APPLY_DESIRED, "applyDesiredSchema", variables).await {
+        Ok(answer) => answer,
+        Err(failure) => return failure.report(args.json),
+    };
+    let quarantined = answer.versions.iter().any(|version| !version.quarantined.is_empty());
+    if args.json {
+        print_json(&answer);
+    } else {
+        for group in &answer.left {
+            eprintln!("strata: left as they are: {}: {}", group.reason, group.tenants.join(", "));
+        }
+        if answer.versions.is_empty() {
+            eprintln!("strata: no group of tenants to bring to the desired schema");
+        }
+        for version in &answer.versions {
+            print_results(version, "applied", args.dry_run);
+        }
+    }
+    if quarantined { Exit::Quarantined } else { Exit::Success }
 }
 
 /// `revert --server`: `revertVersion`, printed as `apply` prints a version.
@@ -759,6 +808,10 @@ mod tests {
             (CREATE_VERSION, version.clone()),
             (CREATE_WAVE, json!({ "input": input, "tenantNames": ["t"], "share": null, "attribute": null })),
             (CREATE_TENANT, json!({ "input": tenant })),
+            (
+                APPLY_DESIRED,
+                json!({ "input": input, "desired": "create table {schema}.t (id int);", "destructive": "Skip" }),
+            ),
             (
                 CREATE_TENANTS,
                 json!({ "input": TenantsInput {

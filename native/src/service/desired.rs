@@ -5,10 +5,14 @@
 //! dropped afterwards, each statement checked to stay inside it first);
 //! nothing of it is kept.
 
-use strata_core::migrate::desired::{self, Catalog, DesiredReport, Grouping};
+use strata_core::migrate::desired::{self, Catalog, DesiredGroup, DesiredReport, Destructive, Grouping};
+use strata_core::migrate::operation::Operation;
+use strata_core::migrate::plan::{Action, Target};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::statements;
+use strata_core::migrate::wave::Wave;
 
-use super::Service;
+use super::{CreateRequest, Service};
 use crate::error::AppError;
 
 /// The schema the desired file is applied into, inside a transaction that
@@ -19,7 +23,75 @@ const SCRATCH: &str = "strata_desired";
 /// Tenants whose catalogs are held at once while planning.
 const TENANTS_PER_ROUND: usize = 1_000;
 
+/// What bringing the tenants to a desired schema runs, decided before
+/// anything does (the command line's `apply --desired` and the API's
+/// `applyDesiredSchema` alike).
+pub(crate) struct DesiredRun {
+    /// The groups brought to the desired schema, in order: each a version
+    /// of its own over its tenants ([`DesiredRun::request`]).
+    pub(crate) groups: Vec<DesiredGroup>,
+    /// The groups left as they are: their tenants, and why.
+    pub(crate) left: Vec<(Vec<String>, String)>,
+}
+
+impl DesiredRun {
+    /// The version of `group`: `template`'s name, caller, dry run and
+    /// rollout gate over the group's tenants, its plan recorded as
+    /// `desired/<plan>.sql` (core's `desired::plan_source`).
+    pub(crate) fn request(
+        group: &DesiredGroup,
+        template: &CreateRequest,
+        failure_budget: Option<FailureBudget>,
+    ) -> CreateRequest {
+        let operation = Operation::Version {
+            action: Action::Apply,
+            wave: Wave::Named(group.tenants.clone()),
+            sync_to: None,
+            failure_budget,
+            reviewed: None,
+        };
+        CreateRequest {
+            version_name: template.version_name.clone(),
+            operation,
+            caller: template.caller.clone(),
+            dry_run: template.dry_run,
+            observer: template.observer.clone(),
+            rollout_gate: template.rollout_gate,
+            trace_links: template.trace_links.clone(),
+            desired_plan: Some(desired::plan_source(group)),
+        }
+    }
+}
+
 impl Service {
+    /// What bringing the tenants to the desired schema `text` runs: refused
+    /// while a tenant migration file is pending (the plan is made from the
+    /// live schemas, which that file would change first), and — under
+    /// `destructive` — while a group would lose data; core's
+    /// `desired::selection` chooses the groups. Reads only.
+    pub(crate) async fn desired_run(
+        &self,
+        file: &str,
+        text: &str,
+        destructive: Destructive,
+    ) -> Result<DesiredRun, AppError> {
+        let (preview, _) = self.preview(Target::AllSchemas, Action::Apply).await?;
+        let counts = &preview.plan.counts;
+        if counts.tenant_migrations_total > 0 {
+            return Err(AppError::MigrationsPending {
+                files: counts.tenant_migrations,
+                runs: counts.tenant_migrations_total,
+            });
+        }
+        let report = self.desired_diff(file, text).await?;
+        let selection = desired::selection(&report, destructive)
+            .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
+        Ok(DesiredRun {
+            groups: selection.run.into_iter().cloned().collect(),
+            left: selection.left.into_iter().map(|(group, why)| (group.tenants.clone(), why)).collect(),
+        })
+    }
+
     /// The configuration's desired schema (`desiredSchema`), read from the
     /// base location as the migrations are (disk, S3, Azure): its path and
     /// text; `None` when none is configured.
