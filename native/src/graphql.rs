@@ -21,7 +21,7 @@ use crate::db::BackfillMove;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, DesiredRun, RequestId, RolloutControl, Service};
-use desired::{DesiredApplyDto, DesiredGroupLeftDto, DestructiveDto};
+use desired::{DesiredApplyDto, DesiredDiffDto, DesiredGroupLeftDto, DestructiveDto};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
 use preview::{PlanPreviewDto, RepairDto, StatusDto};
@@ -271,6 +271,20 @@ impl Query {
         Ok(service(ctx)?.drift().await.map_err(graphql_error)?.into())
     }
 
+    /// Every tenant's plan from its live schema to a desired schema —
+    /// `desired`, its SQL text (never a path on the server), or the
+    /// configuration's `desiredSchema` when absent — tenants grouped by
+    /// plan, largest group first, destructive steps marked, each plan
+    /// linted. Reads only: the engine reads the text in a scratch schema
+    /// it rolls back (MariaDB: a scratch database it drops). Added to the
+    /// spec's schema (`strata diff --json` prints the same).
+    #[graphql(complexity = "STORAGE_COST + child_complexity")]
+    async fn desired_diff(&self, ctx: &Context<'_>, desired: Option<String>) -> Result<DesiredDiffDto> {
+        let service = service(ctx)?;
+        let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
+        Ok(service.desired_diff(&file, &text).await.map_err(graphql_error)?.into())
+    }
+
     /// Who the request authenticated as, and its roles (without
     /// authentication configured: `anonymous`, every role). Added to the
     /// spec's schema (the console hides what the roles do not allow).
@@ -440,19 +454,9 @@ impl Mutation {
             let error = AppError::InvalidInput("a desired schema is applied: action Apply, without syncTo".into());
             return Err(refused(ctx, FIELD, &target, error).await);
         }
-        let (file, text) = match desired {
-            Some(text) => ("the desired schema".to_string(), text),
-            None => match service.configured_desired_schema().await {
-                Ok(Some(configured)) => configured,
-                Ok(None) => {
-                    let error = AppError::InvalidInput(
-                        "no desired schema: send desired, or name the file with desiredSchema in the configuration"
-                            .into(),
-                    );
-                    return Err(refused(ctx, FIELD, &target, error).await);
-                }
-                Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
-            },
+        let (file, text) = match service.requested_desired_schema(desired).await {
+            Ok(desired) => desired,
+            Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };
         let run = match service.desired_run(&file, &text, destructive.unwrap_or_default().into()).await {
             Ok(run) => run,

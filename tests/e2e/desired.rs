@@ -433,7 +433,8 @@ async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_los
 /// `MIGRATIONS_PENDING` while a tenant file is pending and with
 /// `DESTRUCTIVE_PLAN` while a group would lose data, nothing recorded;
 /// `Skip` runs one version per other group and names the group left;
-/// through `--server` with `--allow-destructive` the rest, after which no
+/// `diff --server` prints what `diff` prints in-process; through
+/// `--server` with `--allow-destructive` the rest, after which no
 /// tenant differs. A sync and a missing desired schema are refused.
 #[tokio::test]
 async fn the_api_and_the_server_mode_bring_each_group_to_the_desired_schema() {
@@ -496,6 +497,15 @@ async fn the_api_and_the_server_mode_bring_each_group_to_the_desired_schema() {
         async move { command.output().await.unwrap() }
     };
     let desired = file.to_str().unwrap();
+    // The diff through the API: what the command prints in-process.
+    let local = diff(&server, DESIRED, &["--json"]).await;
+    let through = remote(&["diff", "--desired", desired, "--json"]).await;
+    assert_eq!(through.status.code(), Some(0), "{}", String::from_utf8_lossy(&through.stderr));
+    assert_eq!(String::from_utf8_lossy(&through.stdout), String::from_utf8_lossy(&local.stdout));
+    assert_eq!(report(&through)["differing"], 1, "t4 alone differs now");
+    assert_eq!(remote(&["diff", "--desired", desired, "--check"]).await.status.code(), Some(10));
+    let unnamed = server.graphql("query { desiredDiff { tenants } }", json!({})).await;
+    assert_eq!(unnamed["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{unnamed}");
     let held = remote(&["apply", "--version", "rest", "--desired", desired]).await;
     assert_eq!(held.status.code(), Some(2), "{}", String::from_utf8_lossy(&held.stderr));
     assert!(String::from_utf8_lossy(&held.stderr).contains("1 group(s) would lose data, so nothing ran"));

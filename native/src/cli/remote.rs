@@ -1,7 +1,7 @@
 //! `strata --server URL …`: the command line as a client of a running
 //! service, so a CI job needs a token (`STRATA_TOKEN`), not the database's
 //! credentials. `apply`, `plan`, `status`, `revert`, `repair`, `tenants` (and
-//! `tenants add`), `drift`, `lint`, `rollout`, `quarantine` and `audit` run
+//! `tenants add`), `drift`, `diff`, `lint`, `rollout`, `quarantine` and `audit` run
 //! through the API: the inputs are the API's own input types, the answers
 //! are read into the API's own answer types (`graphql::types`), and each
 //! operation is a constant document, checked against the schema by a unit
@@ -14,12 +14,12 @@ use strata_core::auth::audit::{self, Sealed};
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
 use crate::cli::output::{print_json, print_released};
 use crate::cli::{
-    ApplyArgs, AuditAction, AuditArgs, BackfillAction, BackfillArgs, DriftArgs, Exit, LintArgs, OnDatabase, PlanArgs,
-    QuarantineAction, QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs, TenantsAction,
-    TenantsArgs,
+    ApplyArgs, AuditAction, AuditArgs, BackfillAction, BackfillArgs, DiffArgs, DriftArgs, Exit, LintArgs, OnDatabase,
+    PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs,
+    TenantsAction, TenantsArgs,
 };
 use crate::db::BackfillMove;
-use crate::graphql::desired::{DesiredApplyDto, DestructiveDto};
+use crate::graphql::desired::{DesiredApplyDto, DesiredDiffDto, DestructiveDto};
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
     ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto, RetryInput,
@@ -71,6 +71,9 @@ const APPLY_DESIRED: &str = concat!(
     results!(),
     " } left { tenants reason } } }"
 );
+const DESIRED_DIFF: &str = "query($desired: String) { desiredDiff(desired: $desired) { desired tenants differing \
+                            groups { plan tenants steps { sql destructive } destructive unplannable findings { rule \
+                            severity file line column message advice } } } }";
 const CREATE_TENANT: &str =
     concat!("mutation($input: TenantInput!) { createTenant(input: $input) { ", results!(), " } }");
 const CREATE_TENANTS: &str =
@@ -221,6 +224,7 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Repair(args) => repair(&remote, args).await,
             OnDatabase::Tenants(args) => tenants(&remote, args).await,
             OnDatabase::Drift(args) => drift(&remote, args).await,
+            OnDatabase::Diff(args) => diff(&remote, args).await,
             OnDatabase::Lint(args) => lint(&remote, args).await,
             OnDatabase::Rollout(args) => rollout(&remote, args).await,
             OnDatabase::Quarantine(args) => quarantine(&remote, args).await,
@@ -228,8 +232,9 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             OnDatabase::Audit(args) => audit(&remote, args).await,
             _ => {
                 eprintln!(
-                    "strata: with --server, plan, apply, status, revert, repair, tenants, drift, lint, rollout, \
-                     quarantine, backfill and audit run through the API; run the others without --server (with the configuration)"
+                    "strata: with --server, plan, apply, status, revert, repair, tenants, drift, diff, lint, \
+                     rollout, quarantine, backfill and audit run through the API; run the others without --server \
+                     (with the configuration)"
                 );
                 Exit::Usage
             }
@@ -316,6 +321,33 @@ async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, f
         }
     }
     if quarantined { Exit::Quarantined } else { Exit::Success }
+}
+
+/// `diff --server [--desired FILE]`: `desiredDiff`, the file read here and
+/// sent as text (without FILE, the service's `desiredSchema`), read back
+/// into core's report and printed as in-process; exit 10 with `--check`
+/// when a tenant differs.
+async fn diff(remote: &Remote, args: DiffArgs) -> Exit {
+    let file = args.desired.flatten();
+    let desired = match file.as_deref().map(std::fs::read_to_string).transpose() {
+        Ok(desired) => desired,
+        Err(error) => {
+            let shown = file.map(|f| f.display().to_string()).unwrap_or_default();
+            return Failure::local("USAGE", format!("{shown}: {error}")).report(args.json);
+        }
+    };
+    match remote.call::<DesiredDiffDto>(DESIRED_DIFF, "desiredDiff", json!({ "desired": desired })).await {
+        Ok(answer) => {
+            let report = strata_core::migrate::desired::DesiredReport::from(answer);
+            if args.json {
+                print_json(&report);
+            } else {
+                out!("{}", strata_core::migrate::desired::render_text(&report));
+            }
+            if args.check && report.has_differences() { Exit::SchemaDrift } else { Exit::Success }
+        }
+        Err(failure) => failure.report(args.json),
+    }
 }
 
 /// `revert --server`: `revertVersion`, printed as `apply` prints a version.
@@ -825,6 +857,7 @@ mod tests {
             (TENANTS, json!({ "first": 2, "after": "t" })),
             (SHARDS, json!({})),
             (DRIFT, json!({})),
+            (DESIRED_DIFF, json!({ "desired": "create table {schema}.t (id int);" })),
             (PLAN, json!({ "action": "Sync" })),
             (STATUS, json!({ "versions": 10 })),
             (REPAIR, json!({ "files": null, "versionName": "v", "dryRun": true })),

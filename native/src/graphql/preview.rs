@@ -146,6 +146,36 @@ pub(crate) struct LintFindingDto {
     pub(crate) advice: String,
 }
 
+impl From<lint::Finding> for LintFindingDto {
+    fn from(f: lint::Finding) -> Self {
+        LintFindingDto {
+            rule: f.rule.to_string(),
+            severity: f.severity.name().to_string(),
+            file: f.file,
+            line: f.at.line,
+            column: f.at.column,
+            message: f.message,
+            advice: f.advice,
+        }
+    }
+}
+
+impl LintFindingDto {
+    /// The finding, read back into core's type (a rule this client does
+    /// not know — a newer service's — keeps its name).
+    pub(crate) fn finding(&self) -> lint::Finding {
+        lint::Finding {
+            rule: lint::rule(&self.rule)
+                .map_or_else(|| &*Box::leak(self.rule.clone().into_boxed_str()), |rule| rule.name),
+            severity: self.severity.parse().unwrap_or(lint::Severity::Error),
+            file: self.file.clone(),
+            at: Position { line: self.line, column: self.column },
+            message: self.message.clone(),
+            advice: self.advice.clone(),
+        }
+    }
+}
+
 /// A statement the linter could not read (`UncheckedStatement`, added).
 #[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -271,19 +301,7 @@ impl PlanPreviewDto {
                 .map(|m| MissingFileDto { file: m.file.clone(), schemas: m.schemas.clone() })
                 .collect(),
             record_only: report::record_only(plan, sources),
-            findings: lint
-                .findings
-                .into_iter()
-                .map(|f| LintFindingDto {
-                    rule: f.rule.to_string(),
-                    severity: f.severity.name().to_string(),
-                    file: f.file,
-                    line: f.at.line,
-                    column: f.at.column,
-                    message: f.message,
-                    advice: f.advice,
-                })
-                .collect(),
+            findings: lint.findings.into_iter().map(LintFindingDto::from).collect(),
             unchecked: lint
                 .unchecked
                 .into_iter()
@@ -317,19 +335,7 @@ impl PlanPreviewDto {
     /// The linter's report, read back into core's types (a rule this
     /// client does not know — a newer service's — keeps its name).
     pub(crate) fn lint_report(&self) -> lint::Report {
-        let findings = self
-            .findings
-            .iter()
-            .map(|f| lint::Finding {
-                rule: lint::rule(&f.rule)
-                    .map_or_else(|| &*Box::leak(f.rule.clone().into_boxed_str()), |rule| rule.name),
-                severity: f.severity.parse().unwrap_or(lint::Severity::Error),
-                file: f.file.clone(),
-                at: Position { line: f.line, column: f.column },
-                message: f.message.clone(),
-                advice: f.advice.clone(),
-            })
-            .collect();
+        let findings = self.findings.iter().map(LintFindingDto::finding).collect();
         let unchecked = self
             .unchecked
             .iter()

@@ -111,6 +111,20 @@ impl Service {
         Ok(Some((path.to_string(), text)))
     }
 
+    /// The desired schema an API request names: the text it sent (named
+    /// "the desired schema"), else the configured `desiredSchema`; neither
+    /// is `INVALID_INPUT` saying what to send.
+    pub(crate) async fn requested_desired_schema(&self, sent: Option<String>) -> Result<(String, String), AppError> {
+        if let Some(text) = sent {
+            return Ok(("the desired schema".to_string(), text));
+        }
+        self.configured_desired_schema().await?.ok_or_else(|| {
+            AppError::InvalidInput(
+                "no desired schema: send desired, or name the file with desiredSchema in the configuration".into(),
+            )
+        })
+    }
+
     /// Every tenant's plan from its live schema to the desired schema
     /// `text` (DDL with the schema placeholder), tenants grouped by plan.
     /// Reads only.
