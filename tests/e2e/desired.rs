@@ -769,3 +769,77 @@ async fn a_desired_apply_killed_midway_has_recorded_exactly_what_it_applied_and_
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
     assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
 }
+
+/// MariaDB: `strata apply --desired` killed with SIGKILL while a tenant's
+/// plan waits for a metadata lock another session holds. DDL commits
+/// statement by statement there, so the promise is the other way round
+/// from PostgreSQL's: a tenant with the plan recorded has all of it, and a
+/// tenant whose plan ran in part (its `notes` made, its `users` not
+/// altered) has nothing recorded — and the next apply plans that tenant
+/// from what it now is and brings it the rest, nothing recorded twice.
+#[tokio::test]
+async fn a_mariadb_desired_apply_killed_midway_records_only_whole_plans_and_a_rerun_finishes() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
+    let server = fleet_with(&names, "lockTimeoutMillis: 0\ntenantConcurrency: 1\n").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, MARIADB_DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let recorded = || async {
+        let sql = "select db_schema from svc_migrations where filename like 'desired/%' order by 1";
+        server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+
+    // t4's users are read in an open transaction until the apply is killed
+    // (a shared metadata lock: the catalog reads pass, t4's ALTER waits).
+    let url = crate::support::server_url("STRATA_TEST_MYSQL_URL");
+    let mut holder = <sqlx::MySqlConnection as sqlx::Connection>::connect(&url).await.unwrap();
+    sqlx::raw_sql("start transaction; select count(*) from t4.users").execute(&mut holder).await.unwrap();
+    let mut apply = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(server.config_path())
+        .args(["apply", "--version", "to desired", "--desired", desired])
+        .env_remove("SVC_YAML")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(server.ws.path().join("apply.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(server.ws.path().join("apply.log")).unwrap_or_default();
+    let started = std::time::Instant::now();
+    let waiting = "select count(*) from information_schema.PROCESSLIST \
+                   where STATE like 'Waiting for table metadata lock%' and INFO like '%t4%users%'";
+    while server.ws.rows("svc", waiting).await[0][0].as_i64().unwrap() == 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "t4 never waited: {}", log());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    apply.start_kill().unwrap();
+    apply.wait().await.unwrap();
+    assert_eq!(recorded().await, ["t1", "t2", "t3"], "{}", log());
+    // t4 made its new table before it waited, and has nothing recorded.
+    assert!(server.ws.tables("t4").await.contains(&"notes".to_string()));
+    // The killed client's session still runs what it sent once the lock
+    // is released: wait until no other session works.
+    sqlx::raw_sql("commit").execute(&mut holder).await.unwrap();
+    let busy = "select count(*) from information_schema.PROCESSLIST where COMMAND = 'Query' and ID <> connection_id()";
+    while server.ws.rows("svc", busy).await[0][0].as_i64().unwrap() > 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(90), "a session stayed busy");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(recorded().await, ["t1", "t2", "t3"]);
+    for tenant in ["t5", "t6"] {
+        assert!(!server.ws.tables(tenant).await.contains(&"notes".to_string()), "{tenant} never started");
+    }
+
+    let again = strata(server.config_path(), &["apply", "--version", "to desired again", "--desired", desired]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(recorded().await, names, "t4's rest recorded as a plan of its own");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    assert_eq!(diff(&server, MARIADB_DESIRED, &["--check"]).await.status.code(), Some(0));
+    let plans = server
+        .ws
+        .rows("svc", "select count(distinct filename) from svc_migrations where filename like 'desired/%'")
+        .await;
+    assert_eq!(plans[0][0], 2, "the fleet's plan, and t4's rest");
+}
