@@ -713,24 +713,13 @@ async fn a_desired_apply_killed_midway_has_recorded_exactly_what_it_applied_and_
     let file = server.ws.path().join("desired.sql");
     std::fs::write(&file, DESIRED).unwrap();
     let desired = file.to_str().unwrap();
-    let recorded = || async {
-        let sql = "select db_schema from svc.svc_migrations where filename like 'desired/%' order by 1";
-        server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>()
-    };
+    let recorded = || plans_recorded_in(&server);
 
     // t4's users are read by another session until the apply is killed (a
     // share lock: the catalog reads pass, t4's ALTER TABLE waits).
     let mut holder = <sqlx::PgConnection as sqlx::Connection>::connect(&server.ws.pg_url()).await.unwrap();
     sqlx::raw_sql("begin; lock table t4.users in access share mode").execute(&mut holder).await.unwrap();
-    let mut apply = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--config")
-        .arg(server.config_path())
-        .args(["apply", "--version", "to desired", "--desired", desired])
-        .env_remove("SVC_YAML")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(server.ws.path().join("apply.log")).unwrap())
-        .spawn()
-        .unwrap();
+    let mut apply = spawn_desired_apply(&server, desired);
     let log = || std::fs::read_to_string(server.ws.path().join("apply.log")).unwrap_or_default();
     let started = std::time::Instant::now();
     while recorded().await.len() < 3 {
@@ -787,25 +776,14 @@ async fn a_mariadb_desired_apply_killed_midway_records_only_whole_plans_and_a_re
     let file = server.ws.path().join("desired.sql");
     std::fs::write(&file, MARIADB_DESIRED).unwrap();
     let desired = file.to_str().unwrap();
-    let recorded = || async {
-        let sql = "select db_schema from svc_migrations where filename like 'desired/%' order by 1";
-        server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>()
-    };
+    let recorded = || plans_recorded_in(&server);
 
     // t4's users are read in an open transaction until the apply is killed
     // (a shared metadata lock: the catalog reads pass, t4's ALTER waits).
     let url = crate::support::server_url("STRATA_TEST_MYSQL_URL");
     let mut holder = <sqlx::MySqlConnection as sqlx::Connection>::connect(&url).await.unwrap();
     sqlx::raw_sql("start transaction; select count(*) from t4.users").execute(&mut holder).await.unwrap();
-    let mut apply = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--config")
-        .arg(server.config_path())
-        .args(["apply", "--version", "to desired", "--desired", desired])
-        .env_remove("SVC_YAML")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(server.ws.path().join("apply.log")).unwrap())
-        .spawn()
-        .unwrap();
+    let mut apply = spawn_desired_apply(&server, desired);
     let log = || std::fs::read_to_string(server.ws.path().join("apply.log")).unwrap_or_default();
     let started = std::time::Instant::now();
     let waiting = "select count(*) from information_schema.PROCESSLIST \
@@ -842,4 +820,24 @@ async fn a_mariadb_desired_apply_killed_midway_records_only_whole_plans_and_a_re
         .rows("svc", "select count(distinct filename) from svc_migrations where filename like 'desired/%'")
         .await;
     assert_eq!(plans[0][0], 2, "the fleet's plan, and t4's rest");
+}
+
+/// The tenants with a desired plan recorded, in order.
+async fn plans_recorded_in(server: &Server) -> Vec<String> {
+    let sql = "select db_schema from svc_migrations where filename like 'desired/%' order by 1";
+    server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+}
+
+/// `strata apply --version "to desired" --desired FILE`, started and left
+/// running, its stderr in `apply.log` beside the configuration.
+fn spawn_desired_apply(server: &Server, desired: &str) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--config")
+        .arg(server.config_path())
+        .args(["apply", "--version", "to desired", "--desired", desired])
+        .env_remove("SVC_YAML")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(server.ws.path().join("apply.log")).unwrap())
+        .spawn()
+        .unwrap()
 }
