@@ -148,7 +148,8 @@ impl Project {
             .stderr(log)
             .spawn()
             .unwrap();
-        let served = Served { child, base: format!("http://127.0.0.1:{}", self.port), client: reqwest::Client::new() };
+        let served =
+            Served { child, base: format!("http://127.0.0.1:{}", self.port), client: crate::support::client() };
         for _ in 0..200 {
             if served.client.get(format!("{}/metrics", served.base)).send().await.is_ok() {
                 return served;

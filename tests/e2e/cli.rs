@@ -377,7 +377,7 @@ async fn serve_until_healthy(
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let client = reqwest::Client::new();
+    let client = crate::support::client();
     let health = format!("http://127.0.0.1:{}/health", ws.port);
     let mut answered = None;
     for _ in 0..100 {

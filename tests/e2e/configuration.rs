@@ -319,7 +319,7 @@ async fn serve_port_overrides_the_configured_port() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let client = reqwest::Client::new();
+    let client = crate::support::client();
     let mut answered = None;
     for _ in 0..100 {
         if let Ok(response) = client.get(format!("http://127.0.0.1:{port}/health")).send().await {

@@ -458,6 +458,14 @@ pub(crate) fn code(output: &std::process::Output) -> i32 {
     output.status.code().expect("exited")
 }
 
+/// A client of the service: a connection idle for 5 s is not reused. The
+/// service closes a keep-alive connection idle for `headerReadTimeoutSeconds`
+/// (10 s by default); a client sending on it as it closes gets no answer,
+/// which a test that blocked its runtime (starting a process) made likely.
+pub(crate) fn client() -> reqwest::Client {
+    reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5)).build().unwrap()
+}
+
 /// Runs `strata --config <config> <args…>` as a user would, to completion.
 pub(crate) async fn strata(config: &Path, args: &[&str]) -> std::process::Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
@@ -506,16 +514,7 @@ impl Server {
         let base = format!("http://127.0.0.1:{}{prefix}", ws.port);
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let child = spawn(&config, &log_file, &env);
-        let mut server = Server {
-            child,
-            _turn: turn,
-            ws: Arc::new(ws),
-            base,
-            client: reqwest::Client::new(),
-            config,
-            log_file,
-            env,
-        };
+        let mut server = Server { child, _turn: turn, ws: Arc::new(ws), base, client: client(), config, log_file, env };
         server.wait_ready().await;
         server
     }
@@ -536,7 +535,7 @@ impl Server {
             _turn: None,
             ws: Arc::clone(&self.ws),
             base,
-            client: reqwest::Client::new(),
+            client: client(),
             config,
             log_file,
             env: self.env.clone(),

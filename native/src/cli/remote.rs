@@ -160,7 +160,13 @@ impl Remote {
     fn new(server: &str) -> Remote {
         let base = server.trim_end_matches('/');
         Remote {
-            client: reqwest::Client::new(),
+            // The service closes a keep-alive connection idle for
+            // headerReadTimeoutSeconds (at least 1 s): one idle for less is
+            // reused, never one it may be closing.
+            client: reqwest::Client::builder()
+                .pool_idle_timeout(std::time::Duration::from_millis(900))
+                .build()
+                .unwrap_or_default(),
             endpoint: format!("{base}/v2/service"),
             token: std::env::var("STRATA_TOKEN").ok().filter(|t| !t.trim().is_empty()),
         }
