@@ -687,6 +687,19 @@ struct ApplyArgs {
     json: bool,
 }
 
+impl ApplyArgs {
+    /// What `--allow-destructive` / `--skip-destructive` ask of a desired
+    /// schema's groups that lose data (refused without either).
+    fn destructive(&self) -> strata_core::migrate::desired::Destructive {
+        use strata_core::migrate::desired::Destructive;
+        match (self.allow_destructive, self.skip_destructive) {
+            (true, _) => Destructive::Allow,
+            (_, true) => Destructive::Skip,
+            _ => Destructive::Refuse,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct NewArgs {
     /// What the migration does, e.g. "add users" (becomes `add_users` in

@@ -298,17 +298,11 @@ fn shown_request(
 /// desired schema, as a version of its own over those tenants, its plan
 /// recorded (the service's `desired_run` decides which groups run).
 async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Path>) -> Exit {
-    use strata_core::migrate::desired::Destructive;
     let (shown, text) = match read_desired(service, file).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
-    let destructive = match (args.allow_destructive, args.skip_destructive) {
-        (true, _) => Destructive::Allow,
-        (_, true) => Destructive::Skip,
-        _ => Destructive::Refuse,
-    };
-    let run = match service.desired_run(&shown, &text, destructive).await {
+    let run = match service.desired_run(&shown, &text, args.destructive()).await {
         Ok(run) => run,
         Err(error) => return failed_apply(&error, args.json),
     };

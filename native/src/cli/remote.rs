@@ -295,18 +295,11 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
 /// each group's version printed as `apply` prints one, the groups left
 /// named. Exit 11 when a group's version quarantined tenants.
 async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, file: Option<&std::path::Path>) -> Exit {
-    let desired = match file.map(std::fs::read_to_string).transpose() {
+    let desired = match read_desired(file) {
         Ok(desired) => desired,
-        Err(error) => {
-            let shown = file.map(|f| f.display().to_string()).unwrap_or_default();
-            return Failure::local("USAGE", format!("{shown}: {error}")).report(args.json);
-        }
+        Err(failure) => return failure.report(args.json),
     };
-    let destructive = match (args.allow_destructive, args.skip_destructive) {
-        (true, _) => DestructiveDto::Allow,
-        (_, true) => DestructiveDto::Skip,
-        _ => DestructiveDto::Refuse,
-    };
+    let destructive = DestructiveDto::from(args.destructive());
     let variables = json!({ "input": input, "desired": desired, "destructive": destructive });
     let answer = match remote.call::<DesiredApplyDto>(APPLY_DESIRED, "applyDesiredSchema", variables).await {
         Ok(answer) => answer,
@@ -334,13 +327,9 @@ async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, f
 /// into core's report and printed as in-process; exit 10 with `--check`
 /// when a tenant differs.
 async fn diff(remote: &Remote, args: DiffArgs) -> Exit {
-    let file = args.desired.flatten();
-    let desired = match file.as_deref().map(std::fs::read_to_string).transpose() {
+    let desired = match read_desired(args.desired.flatten().as_deref()) {
         Ok(desired) => desired,
-        Err(error) => {
-            let shown = file.map(|f| f.display().to_string()).unwrap_or_default();
-            return Failure::local("USAGE", format!("{shown}: {error}")).report(args.json);
-        }
+        Err(failure) => return failure.report(args.json),
     };
     match remote.call::<DesiredDiffDto>(DESIRED_DIFF, "desiredDiff", json!({ "desired": desired })).await {
         Ok(answer) => {
@@ -354,6 +343,15 @@ async fn diff(remote: &Remote, args: DiffArgs) -> Exit {
         }
         Err(failure) => failure.report(args.json),
     }
+}
+
+/// The desired schema a command sends: the text of `--desired FILE`, read
+/// here, or none (the service's `desiredSchema`).
+fn read_desired(file: Option<&std::path::Path>) -> Result<Option<String>, Failure> {
+    let Some(file) = file else { return Ok(None) };
+    std::fs::read_to_string(file)
+        .map(Some)
+        .map_err(|error| Failure::local("USAGE", format!("{}: {error}", file.display())))
 }
 
 /// `revert --server`: `revertVersion`, printed as `apply` prints a version.

@@ -123,6 +123,16 @@ pub(crate) enum DestructiveDto {
     Skip,
 }
 
+impl From<Destructive> for DestructiveDto {
+    fn from(value: Destructive) -> Self {
+        match value {
+            Destructive::Refuse => DestructiveDto::Refuse,
+            Destructive::Allow => DestructiveDto::Allow,
+            Destructive::Skip => DestructiveDto::Skip,
+        }
+    }
+}
+
 impl From<DestructiveDto> for Destructive {
     fn from(value: DestructiveDto) -> Self {
         match value {
