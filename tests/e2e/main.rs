@@ -26,6 +26,7 @@ mod queries;
 mod revert;
 mod rollouts;
 mod shards;
+mod sqlserver;
 mod storage;
 mod support;
 mod tls;

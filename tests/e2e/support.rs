@@ -7,6 +7,9 @@
 //! `STRATA_TEST_PG_URL`) or `mysql` (the server of `STRATA_TEST_MYSQL_URL`;
 //! a tenant is a database there, so tests take turns and each starts by
 //! dropping every non-system database). `tests/servers.sh` starts both.
+//! `sqlserver` (a fresh database per test on the TDS server of
+//! `STRATA_TEST_SQLSERVER_URL`, which `tests/sqlserver.sh` starts) is the
+//! backend of `tests/e2e/sqlserver.rs`'s workspaces ([`Workspace::on`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +18,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::{Connection, MySqlConnection, PgConnection, SqliteConnection};
+
+pub(crate) mod sqlserver;
 
 /// The database kind the suite runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,22 +192,35 @@ pub(crate) const DIRECTORIES: &str = "singleMigrations: [ref, config]\ntenantMig
 pub(crate) struct Workspace {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) port: u16,
+    /// Its database is on the SQL Server of `STRATA_TEST_SQLSERVER_URL`,
+    /// whatever this run's backend ([`Workspace::on_sqlserver`]).
+    pub(crate) sqlserver: bool,
 }
 
 impl Workspace {
     /// Copies `tests/data/migrations/<set>` and creates every configured directory.
     pub(crate) fn new(set: &str) -> Workspace {
-        let dir = tempfile::tempdir().unwrap();
         let backend_dir = match backend() {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
             Backend::Mysql => "mysql",
         };
+        Workspace::of(backend_dir, set, false)
+    }
+
+    /// Like [`Workspace::new`], on a fresh database of the SQL Server of
+    /// `STRATA_TEST_SQLSERVER_URL` (`tests/data/migrations/sqlserver/<set>`).
+    pub(crate) fn on_sqlserver(set: &str) -> Workspace {
+        Workspace::of("sqlserver", set, true)
+    }
+
+    fn of(backend_dir: &str, set: &str, sqlserver: bool) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
         copy_tree(&data_dir().join("migrations").join(backend_dir).join(set), &dir.path().join("migrations"));
         for sub in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
             std::fs::create_dir_all(dir.path().join("migrations").join(sub)).unwrap();
         }
-        Workspace { dir, port: free_port() }
+        Workspace { dir, port: free_port(), sqlserver }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -215,6 +233,9 @@ impl Workspace {
 
     /// The driver and dataSource lines of this workspace's database.
     fn database_lines(&self) -> String {
+        if self.sqlserver {
+            return format!("driver: sqlserver\ndataSource: \"{}\"\n", self.sqlserver_data_source());
+        }
         match backend() {
             Backend::Sqlite => {
                 format!("driver: sqlite\ndataSource: sqlite://{}/db/main.db?mode=rwc\n", self.path().display())
@@ -222,6 +243,11 @@ impl Workspace {
             Backend::Postgres => format!("driver: postgres\ndataSource: {}\n", self.pg_url()),
             Backend::Mysql => format!("driver: mysql\ndataSource: {}\n", server_url("STRATA_TEST_MYSQL_URL")),
         }
+    }
+
+    /// This test's own SQL Server database, as an ADO connection string.
+    pub(crate) fn sqlserver_data_source(&self) -> String {
+        format!("{};Database={}", server_url("STRATA_TEST_SQLSERVER_URL"), self.pg_database())
     }
 
     /// This test's own PostgreSQL database (named after its unique port).
@@ -243,6 +269,12 @@ impl Workspace {
     /// Creates an empty database for the test (PostgreSQL), or empties the
     /// shared server (MySQL, whose turn the caller holds).
     pub(crate) async fn prepare_database(&self) {
+        if self.sqlserver {
+            let mut admin = sqlserver::connect(&server_url("STRATA_TEST_SQLSERVER_URL")).await;
+            let db = self.pg_database();
+            let statement = format!("if db_id('{db}') is not null drop database {db}; create database {db};");
+            return sqlserver::batch(&mut admin, &statement).await;
+        }
         match backend() {
             Backend::Sqlite => {}
             Backend::Postgres => {
@@ -294,6 +326,9 @@ impl Workspace {
     /// schema's file on SQLite, in the test database on PostgreSQL, on the
     /// server on MySQL.
     pub(crate) async fn execute(&self, schema: &str, sql: &str) {
+        if self.sqlserver {
+            return sqlserver::batch(&mut sqlserver::connect(&self.sqlserver_data_source()).await, sql).await;
+        }
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
             Backend::Sqlite => {
@@ -316,7 +351,12 @@ impl Workspace {
 
     /// Runs one SQL query in a schema (its SQLite file, its PostgreSQL
     /// search path, its MySQL database), returning every row as JSON values.
+    /// SQL Server has no per-session default schema: there the query runs
+    /// in the test's database and names its tables with their schema.
     pub(crate) async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
+        if self.sqlserver {
+            return sqlserver::rows(&mut sqlserver::connect(&self.sqlserver_data_source()).await, sql).await;
+        }
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
             Backend::Sqlite => {
@@ -346,22 +386,32 @@ impl Workspace {
 
     /// `select count(*)` of a table in a schema.
     pub(crate) async fn count(&self, schema: &str, table: &str) -> i64 {
+        let table = if self.sqlserver { format!("[{schema}].{table}") } else { table.to_string() };
         self.rows(schema, &format!("select count(*) from {table}")).await[0][0].as_i64().unwrap()
     }
 
     /// `(file, schema, count)` of every migration (not script) recorded more
     /// than once in the same schema: empty when nothing ran twice.
     pub(crate) async fn migrations_recorded_twice(&self) -> Vec<Vec<Value>> {
-        self.rows(
-            "svc",
-            "select filename, db_schema, count(*) from svc_migrations where migration_type in (1, 2) \
-             group by filename, db_schema having count(*) > 1",
-        )
-        .await
+        let table = if self.sqlserver { "svc.svc_migrations" } else { "svc_migrations" };
+        let sql = format!(
+            "select filename, db_schema, count(*) from {table} where migration_type in (1, 2) \
+             group by filename, db_schema having count(*) > 1"
+        );
+        self.rows("svc", &sql).await
     }
 
     /// Names of the tables in a schema (empty when the schema does not exist).
     pub(crate) async fn tables(&self, schema: &str) -> Vec<String> {
+        if self.sqlserver {
+            let sql = format!(
+                "select t.name from sys.tables t join sys.schemas s on s.schema_id = t.schema_id \
+                 where s.name = N'{}' order by t.name",
+                schema.replace('\'', "''")
+            );
+            let rows = self.rows(schema, &sql).await;
+            return rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect();
+        }
         let names: Vec<String> = match backend() {
             Backend::Sqlite => {
                 if !self.path().join("db").join(format!("{schema}.db")).exists() {
@@ -507,7 +557,8 @@ impl Server {
 
     /// Like [`Server::start_in`], with extra environment variables for the process.
     pub(crate) async fn start_in_with_env(ws: Workspace, yaml: &str, prefix: &str, env: &[(&str, &str)]) -> Server {
-        let turn = mysql_turn();
+        let turn = (!ws.sqlserver && backend() == Backend::Mysql)
+            .then(|| MYSQL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
         ws.prepare_database().await;
         let config = ws.write_config(yaml);
         let log_file = ws.path().join("strata.log");

@@ -1,0 +1,1 @@
+insert into {schema}.users (email) values ('script@example.com');

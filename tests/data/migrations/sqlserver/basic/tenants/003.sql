@@ -1,0 +1,1 @@
+create index users_email on {schema}.users (email);

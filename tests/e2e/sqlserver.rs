@@ -1,0 +1,240 @@
+//! SQL Server, run against a real TDS/T-SQL engine: Babelfish for
+//! PostgreSQL, started by `bash tests/sqlserver.sh start` (which prints
+//! `STRATA_TEST_SQLSERVER_URL`). Each test is skipped, and says so, when the
+//! variable is unset — no SQL Server-compatible engine is in a registry CI
+//! reaches. Each test has a database of its own on the server (`Database=`
+//! of its `dataSource`), so they run side by side; the service is configured
+//! as a SQL Server user configures it, `driver: sqlserver` and an ADO
+//! connection string.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, Workspace, applied, pairs};
+
+/// Whether the TDS server is there (and a line saying the test is skipped
+/// when it is not).
+fn available(test: &str) -> bool {
+    let set = std::env::var("STRATA_TEST_SQLSERVER_URL").is_ok();
+    if !set {
+        eprintln!("{test}: skipped, STRATA_TEST_SQLSERVER_URL is not set (bash tests/sqlserver.sh start)");
+    }
+    set
+}
+
+/// The service on a fresh database of its own, the `basic` set's T-SQL
+/// files, with `extra` configuration lines.
+async fn start(extra: &str) -> Server {
+    let ws = Workspace::on_sqlserver("basic");
+    let yaml = ws.config(extra);
+    Server::start_in(ws, &yaml, "").await
+}
+
+/// `(file, schema)` of every recorded migration and script, in order.
+async fn recorded(server: &Server) -> Vec<Vec<Value>> {
+    server.ws.rows("svc", "select filename, db_schema from svc.svc_migrations order by id").await
+}
+
+#[tokio::test]
+async fn a_version_applies_every_file_once_per_schema_and_the_next_runs_only_scripts() {
+    if !available("a_version_applies_every_file_once_per_schema_and_the_next_runs_only_scripts") {
+        return;
+    }
+    let server = start("").await;
+    for tenant in ["abc", "def"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+    let created = &result["data"]["createVersion"];
+    assert_eq!(
+        applied(created),
+        pairs(&[
+            ("ref/001.sql", "ref"),
+            ("config/002.sql", "config"),
+            ("scripts/config/runs.sql", "config"),
+            ("scripts/tenants/touch.sql", "abc"),
+            ("scripts/tenants/touch.sql", "def"),
+        ])
+    );
+    assert_eq!(server.ws.tables("ref").await, ["countries"]);
+    assert_eq!(server.ws.count("ref", "countries").await, 2);
+    assert_eq!(server.ws.tables("abc").await, ["users"]);
+    assert_eq!(server.ws.count("abc", "users").await, 2, "the tenant script ran at createTenant and now");
+    // Babelfish names an index's PostgreSQL relation with a suffix (index
+    // names are unique per table in SQL Server, per schema in PostgreSQL).
+    let indexes = server
+        .ws
+        .rows(
+            "svc",
+            "select count(*) from sys.indexes where object_id = object_id(N'def.users') and name like N'users_email%'",
+        )
+        .await;
+    assert_eq!(indexes, [[json!(1)]]);
+    // Recorded with the un-substituted contents, each migration once.
+    let stored = server.ws.rows("svc", "select contents from svc.svc_migrations where filename = N'ref/001.sql'").await;
+    assert_eq!(stored, [[json!(std::fs::read_to_string(server.ws.migrations().join("ref/001.sql")).unwrap())]]);
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+
+    let again = server.create_version(json!({ "versionName": "v2" })).await;
+    assert_eq!(
+        applied(&again["data"]["createVersion"]),
+        pairs(&[
+            ("scripts/config/runs.sql", "config"),
+            ("scripts/tenants/touch.sql", "abc"),
+            ("scripts/tenants/touch.sql", "def"),
+        ]),
+        "{again}"
+    );
+    assert_eq!(server.ws.rows("svc", "select value from config.settings where name = N'runs'").await, [[json!("2")]]);
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 4);
+    let versions = server.data("{ versions { name dbMigrations { file schema } } }", json!({})).await;
+    assert_eq!(versions["versions"].as_array().unwrap().len(), 4, "{versions}");
+}
+
+#[tokio::test]
+async fn go_batches_and_t_sql_bodies_run_and_a_failure_rolls_back_only_its_tenant() {
+    if !available("go_batches_and_t_sql_bodies_run_and_a_failure_rolls_back_only_its_tenant") {
+        return;
+    }
+    let server = start("").await;
+    for tenant in ["abc", "def"] {
+        server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+    }
+    // A procedure and a trigger must each be alone in their batch.
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create table {schema}.audit (id int identity(1, 1) primary key, email nvarchar(255) not null);\n\
+         GO\n\
+         create procedure {schema}.add_user @email nvarchar(255) as\n\
+         begin\n\
+             set nocount on;\n\
+             insert into {schema}.users (email) values (@email);\n\
+         end;\n\
+         GO\n\
+         create trigger {schema}.users_audit on {schema}.users after insert as\n\
+         begin\n\
+             insert into {schema}.audit (email) select email from inserted;\n\
+         end;\n\
+         GO\n\
+         exec {schema}.add_user N'proc@example.com';\n",
+    );
+    // def already has a table the next file creates: it fails there only.
+    server.ws.execute("def", "create table def.ledger (id int);").await;
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "insert into {schema}.users (email) values (N'before@example.com');\n\
+         GO\n\
+         -- line 3\n\
+         create table {schema}.ledger (id int primary key);\n",
+    );
+    let result = server.create_version(json!({ "versionName": "bodies" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}\n{}", server.log());
+    assert_eq!(error["extensions"]["file"], "tenants/005.sql");
+    assert_eq!(error["extensions"]["schema"], "def");
+    assert_eq!(error["extensions"]["line"], 4, "the failing statement's line in the file: {result}");
+    assert_eq!(error["extensions"]["notCommittedSchemas"], json!(["def"]), "{result}");
+
+    // abc: both files, the procedure's insert audited by the trigger.
+    assert_eq!(server.ws.tables("abc").await, ["audit", "ledger", "users"]);
+    let emails = server.ws.rows("abc", "select email from abc.audit order by id").await;
+    assert_eq!(emails, [[json!("proc@example.com")], [json!("before@example.com")]]);
+    // def: its unit rolled back whole (xact_abort), nothing of it recorded.
+    assert_eq!(server.ws.tables("def").await, ["ledger", "users"]);
+    assert_eq!(server.ws.count("def", "users").await, 1, "only createTenant's script row");
+    let def =
+        server.ws.rows("svc", "select filename from svc.svc_migrations where db_schema = N'def' order by id").await;
+    assert_eq!(def, [[json!("tenants/001.sql")], [json!("tenants/003.sql")], [json!("scripts/tenants/touch.sql")]]);
+
+    // The schema fixed by hand, the rerun applies exactly def's rest.
+    server.ws.execute("def", "drop table def.ledger;").await;
+    let rerun = server.create_version(json!({ "versionName": "bodies again" })).await;
+    assert!(rerun.get("errors").is_none(), "{rerun}");
+    let files: Vec<(String, String)> = applied(&rerun["data"]["createVersion"])
+        .into_iter()
+        .filter(|(file, _)| !file.starts_with("scripts/"))
+        .collect();
+    assert_eq!(files, pairs(&[("tenants/004.sql", "def"), ("tenants/005.sql", "def")]));
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+}
+
+#[tokio::test]
+async fn dry_run_rolls_back_and_sync_records_without_executing() {
+    if !available("dry_run_rolls_back_and_sync_records_without_executing") {
+        return;
+    }
+    let server = start("").await;
+    let dry = server.create_version(json!({ "versionName": "v1", "dryRun": true })).await;
+    assert_eq!(dry["data"]["createVersion"]["version"], json!(null), "{dry}\n{}", server.log());
+    assert_eq!(dry["data"]["createVersion"]["summary"]["singleMigrations"], 2);
+    assert!(server.ws.tables("ref").await.is_empty(), "a dry run leaves nothing");
+    assert_eq!(server.ws.count("svc", "svc_migrations").await, 0);
+
+    let sync = server.create_version(json!({ "versionName": "import", "action": "Sync" })).await;
+    assert_eq!(
+        applied(&sync["data"]["createVersion"]),
+        pairs(&[("ref/001.sql", "ref"), ("config/002.sql", "config"), ("scripts/config/runs.sql", "config")]),
+        "{sync}"
+    );
+    assert!(server.ws.tables("ref").await.is_empty(), "Sync executes nothing");
+    assert_eq!(recorded(&server).await.len(), 3);
+}
+
+#[tokio::test]
+async fn eight_concurrent_versions_on_two_processes_apply_everything_exactly_once() {
+    if !available("eight_concurrent_versions_on_two_processes_apply_everything_exactly_once") {
+        return;
+    }
+    let server = start("").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "t" })).await;
+    let twin = server.twin().await;
+    let calls = (0..8).map(|i| {
+        let target = if i % 2 == 0 { &server } else { &twin };
+        target.create_version(json!({ "versionName": format!("v{i}") }))
+    });
+    for result in futures::future::join_all(calls).await {
+        assert!(result.get("errors").is_none(), "{result}\n{}\n{}", server.log(), twin.log());
+    }
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+    let migrations =
+        server.ws.rows("svc", "select count(*) from svc.svc_migrations where migration_type in (1, 2)").await;
+    assert_eq!(migrations, [[json!(4)]]);
+    assert_eq!(server.ws.rows("svc", "select value from config.settings where name = N'runs'").await, [[json!("8")]]);
+    assert_eq!(server.ws.count("abc", "users").await, 1 + 8, "the tenant script ran once per version");
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_completes() {
+    if !available("kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_completes") {
+        return;
+    }
+    let mut server = start("").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/100.sql", "create table {schema}.before_crash (id int);\n");
+    server.ws.write_migration("ref/101.sql", "waitfor delay '00:00:03';\n");
+    server.ws.write_migration("ref/102.sql", "create table {schema}.after_crash (id int);\n");
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"crash\"}) { version { id } } }" });
+        client.post(url).json(&body).send().await
+    });
+    server.wait_for_mutations_started(2).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    server.kill_hard().await;
+    assert!(request.await.unwrap().is_err(), "the request died with the process");
+    server.restart().await;
+
+    let versions = server.ws.rows("svc", "select name from svc.svc_versions order by id").await;
+    assert_eq!(versions, [[json!("v1")]], "nothing of the interrupted version persists");
+    assert_eq!(server.ws.tables("ref").await, ["countries"]);
+
+    server.ws.write_migration("ref/101.sql", "select 1;\n");
+    let rerun = server.create_version(json!({ "versionName": "after restart" })).await;
+    let files: Vec<String> = applied(&rerun["data"]["createVersion"]).into_iter().map(|(file, _)| file).collect();
+    assert_eq!(files, ["ref/100.sql", "ref/101.sql", "ref/102.sql", "scripts/config/runs.sql"], "{rerun}");
+    assert_eq!(server.ws.tables("ref").await, ["after_crash", "before_crash", "countries"]);
+}

@@ -1,0 +1,44 @@
+//! A SQL Server client for the tests' own reads and writes (tiberius, as
+//! the driver uses; sqlx has no SQL Server).
+
+use serde_json::{Value, json};
+use tiberius::{Client, ColumnData, Config};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+/// A connection of the tests.
+pub(crate) type Connection = Client<Compat<TcpStream>>;
+
+/// Connects with an ADO connection string.
+pub(crate) async fn connect(ado: &str) -> Connection {
+    let config = Config::from_ado_string(ado).unwrap_or_else(|e| panic!("{ado}: {e}"));
+    let tcp = TcpStream::connect(config.get_addr()).await.unwrap_or_else(|e| panic!("{}: {e}", config.get_addr()));
+    tcp.set_nodelay(true).unwrap();
+    Client::connect(config, tcp.compat_write()).await.unwrap_or_else(|e| panic!("connecting: {e}"))
+}
+
+/// Runs a batch (several statements, no `GO`), draining its results.
+pub(crate) async fn batch(conn: &mut Connection, sql: &str) {
+    let stream = conn.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    stream.into_results().await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// The first result set of a query, each column as text, an integer or
+/// null.
+pub(crate) async fn rows(conn: &mut Connection, sql: &str) -> Vec<Vec<Value>> {
+    let stream = conn.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let rows = stream.into_first_result().await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.into_iter().map(|row| row.into_iter().map(value).collect()).collect()
+}
+
+fn value(data: ColumnData<'static>) -> Value {
+    match data {
+        ColumnData::U8(n) => n.map_or(Value::Null, |n| json!(n)),
+        ColumnData::I16(n) => n.map_or(Value::Null, |n| json!(n)),
+        ColumnData::I32(n) => n.map_or(Value::Null, |n| json!(n)),
+        ColumnData::I64(n) => n.map_or(Value::Null, |n| json!(n)),
+        ColumnData::Bit(b) => b.map_or(Value::Null, |b| json!(i64::from(b))),
+        ColumnData::String(s) => s.map_or(Value::Null, |s| Value::String(s.into_owned())),
+        other => panic!("a column the tests do not read: {other:?} (cast it to nvarchar or int)"),
+    }
+}
