@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, Workspace, applied, pairs};
+use crate::support::{self, Server, Workspace, applied, pairs};
 
 /// Whether the TDS server is there (and a line saying the test is skipped
 /// when it is not).
@@ -237,4 +237,62 @@ async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_co
     let files: Vec<String> = applied(&rerun["data"]["createVersion"]).into_iter().map(|(file, _)| file).collect();
     assert_eq!(files, ["ref/100.sql", "ref/101.sql", "ref/102.sql", "scripts/config/runs.sql"], "{rerun}");
     assert_eq!(server.ws.tables("ref").await, ["after_crash", "before_crash", "countries"]);
+}
+
+#[tokio::test]
+async fn a_blocker_that_never_ends_fails_its_tenant_named_and_the_others_commit() {
+    if !available("a_blocker_that_never_ends_fails_its_tenant_named_and_the_others_commit") {
+        return;
+    }
+    let server = start("lockTimeoutMillis: 200\nlockRetries: 2\ntenantConcurrency: 2\n").await;
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.write_migration("tenants/900.sql", "alter table {schema}.users add note nvarchar(20);\n");
+    let mut blocker = support::sqlserver::connect(&server.ws.sqlserver_data_source()).await;
+    let blocker_id = support::sqlserver::rows(&mut blocker, "select @@spid").await[0][0].clone();
+    support::sqlserver::batch(
+        &mut blocker,
+        "begin transaction; select count(*) from t3.users with (tablockx, holdlock);",
+    )
+    .await;
+
+    let result = server.create_version(json!({ "versionName": "alter users" })).await;
+    let error = &result["errors"][0];
+    let message = error["message"].as_str().unwrap();
+    assert_eq!(error["extensions"]["cause"], "LOCK_TIMEOUT", "{result}\n{}", server.log());
+    assert_eq!(error["extensions"]["schema"], "t3", "{result}");
+    assert!(
+        message.starts_with(
+            "migration tenants/900.sql gave up waiting for a lock in schema t3 (another session holds it)"
+        ),
+        "{message}"
+    );
+    // Two retries at least (a wait that spans another unit's commit uses
+    // none up: core's lock_wait).
+    let attempts: u32 = message.split(" attempt(s))").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(attempts >= 3, "{message}");
+    assert!(message.contains(&format!("blocked by: session {blocker_id} of strata (")), "{message}");
+    assert_eq!(error["extensions"]["notCommittedSchemas"], json!(["t3"]), "{result}");
+    let columns = "select count(*) from sys.columns where object_id = object_id(N'TENANT.users') and name = N'note'";
+    for (tenant, expected) in [("t1", 1), ("t2", 1), ("t3", 0), ("t4", 1)] {
+        assert_eq!(server.ws.rows("svc", &columns.replace("TENANT", tenant)).await, [[json!(expected)]], "{tenant}");
+    }
+    assert_eq!(server.metric("svc_http_lock_retries").await, 2.0, "counted as used");
+
+    // Once the blocker is gone, a re-run completes t3 and nothing else.
+    support::sqlserver::batch(&mut blocker, "commit;").await;
+    let rerun = server.create_version(json!({ "versionName": "again" })).await;
+    assert!(rerun.get("errors").is_none(), "{rerun}");
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+    let t3 = server
+        .ws
+        .rows(
+            "svc",
+            "select db_schema from svc.svc_migrations where filename = N'tenants/900.sql' \
+             and version_id = (select max(id) from svc.svc_versions)",
+        )
+        .await;
+    assert_eq!(t3, [[json!("t3")]]);
 }

@@ -63,6 +63,8 @@ pub struct Answer<'a> {
     pub sqlstate: &'a str,
     /// MySQL/MariaDB's error number, when the engine is one of them.
     pub mysql_number: Option<u32>,
+    /// SQL Server's error number, when the engine speaks TDS.
+    pub sqlserver_number: Option<u32>,
     /// The engine's message.
     pub message: &'a str,
 }
@@ -87,20 +89,31 @@ const CITUS_NODE_FAILURES: &[&str] = &[
     "could not get remote",
 ];
 
+/// The number Babelfish for PostgreSQL answers over TDS for a PostgreSQL
+/// error it maps to no SQL Server number (its message is PostgreSQL's).
+pub const BABELFISH_UNMAPPED: u32 = 33_557_097;
+
 /// The class of a failure (see the module's documentation): lock time-outs
-/// (PostgreSQL 55P03, MySQL/MariaDB 1205), statement time-outs (PostgreSQL
+/// (PostgreSQL 55P03, MySQL/MariaDB 1205, SQL Server 1222 — Babelfish
+/// answers PostgreSQL's message under [`BABELFISH_UNMAPPED`]), statement time-outs (PostgreSQL
 /// 57014 "statement timeout", MariaDB 1969, MySQL 3024), read-only servers
-/// (25006, MySQL/MariaDB 1290 and 1836, any "read-only" message), a
+/// (25006, MySQL/MariaDB 1290 and 1836, SQL Server 3906, any "read-only" message), a
 /// pooler's full pool (PgBouncer's `query_wait_timeout`, "no more
 /// connections allowed"), connection exceptions (class 08, 57P01–57P03) and
 /// node failures Citus relays as `XX000`.
 pub fn classify(answer: Answer<'_>) -> Cause {
-    let Answer { sqlstate: code, mysql_number, message } = answer;
-    if code == "55P03" || mysql_number == Some(1205) {
+    let Answer { sqlstate: code, mysql_number, sqlserver_number, message } = answer;
+    let babelfish_lock_timeout =
+        sqlserver_number == Some(BABELFISH_UNMAPPED) && message.starts_with("canceling statement due to lock timeout");
+    if code == "55P03" || mysql_number == Some(1205) || sqlserver_number == Some(1222) || babelfish_lock_timeout {
         Cause::LockTimeout
     } else if (code == "57014" && message.contains("statement timeout")) || matches!(mysql_number, Some(1969 | 3024)) {
         Cause::StatementTimeout
-    } else if code == "25006" || matches!(mysql_number, Some(1290 | 1836)) || message.contains("read-only") {
+    } else if code == "25006"
+        || matches!(mysql_number, Some(1290 | 1836))
+        || sqlserver_number == Some(3906)
+        || message.contains("read-only")
+    {
         Cause::ReadOnly
     } else if message.contains("query_wait_timeout") || message.contains("no more connections allowed") {
         Cause::PoolExhausted
@@ -125,7 +138,7 @@ mod tests {
     use super::*;
 
     fn pg(sqlstate: &str, message: &str) -> Cause {
-        classify(Answer { sqlstate, mysql_number: None, message })
+        classify(Answer { sqlstate, message, ..Answer::default() })
     }
 
     #[test]
@@ -155,10 +168,23 @@ mod tests {
         assert_eq!(pg("08006", "connection failure"), Cause::ConnectionLost);
         assert_eq!(pg("57P01", "terminating connection due to administrator command"), Cause::ConnectionLost);
         assert_eq!(pg("", "query_wait_timeout"), Cause::PoolExhausted);
-        let mysql = |number| classify(Answer { sqlstate: "HY000", mysql_number: Some(number), message: "" });
+        let mysql = |number| classify(Answer { sqlstate: "HY000", mysql_number: Some(number), ..Answer::default() });
         assert_eq!(mysql(1205), Cause::LockTimeout);
         assert_eq!(mysql(3024), Cause::StatementTimeout);
         assert_eq!(mysql(1290), Cause::ReadOnly);
         assert_eq!(mysql(1064), Cause::Statement);
+    }
+
+    #[test]
+    fn sql_server_and_babelfish_numbers_keep_their_classes() {
+        let tds = |number, message| classify(Answer { sqlserver_number: Some(number), message, ..Answer::default() });
+        assert_eq!(tds(1222, "Lock request time out period exceeded."), Cause::LockTimeout);
+        assert_eq!(tds(BABELFISH_UNMAPPED, "canceling statement due to lock timeout"), Cause::LockTimeout);
+        assert_eq!(tds(3906, "Failed to update database \"app\" because the database is read-only."), Cause::ReadOnly);
+        // SQL Server's 1205 is a deadlock victim, not MySQL's lock wait time-out.
+        assert_eq!(tds(1205, "Transaction (Process ID 53) was deadlocked"), Cause::Statement);
+        // Babelfish's catch-all number says nothing by itself.
+        assert_eq!(tds(BABELFISH_UNMAPPED, "relation \"ledger\" already exists"), Cause::Statement);
+        assert_eq!(tds(2714, "There is already an object named 'ledger' in the database."), Cause::Statement);
     }
 }

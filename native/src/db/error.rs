@@ -353,7 +353,12 @@ pub(crate) fn cause_of(error: &sqlx::Error) -> Cause {
                 .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
                 .map(|e| u32::from(e.number()))
                 .or_else(|| code.parse::<u32>().ok());
-            failure::classify(failure::Answer { sqlstate: &code, mysql_number, message: database.message() })
+            failure::classify(failure::Answer {
+                sqlstate: &code,
+                mysql_number,
+                message: database.message(),
+                ..failure::Answer::default()
+            })
         }
         sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
             Cause::ConnectionLost

@@ -20,6 +20,7 @@ use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::failure;
 use strata_core::migrate::plan::AppliedMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
@@ -27,7 +28,7 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::db::books::{AppliedSink, Books};
 use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
-use crate::db::error::{Cause, DbError};
+use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
@@ -374,6 +375,32 @@ impl Engine for SqlServerEngine {
         }
     }
 
+    /// Other sessions with an open transaction (SQL Server cannot tell
+    /// cheaply which of them hold locks in `schema`), one line each.
+    async fn blockers(&self, conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
+        let rows = match query(conn, sql::BLOCKERS, &[]).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "the blocking sessions could not be read");
+                return Vec::new();
+            }
+        };
+        rows.iter()
+            .filter_map(|row| {
+                let column = |i| text(row, i).ok();
+                Some(format!(
+                    "session {} of {} ({}, {} open transaction(s), last request {} s ago), command: {}",
+                    column(0)?,
+                    column(1)?,
+                    column(2)?,
+                    column(3)?,
+                    column(4)?,
+                    column(5).filter(|c| !c.is_empty()).map_or_else(|| "none".into(), |c| one_line(&c))
+                ))
+            })
+            .collect()
+    }
+
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
         for batch in split_go_batches(text) {
             let result = match conn.simple_query(batch).await {
@@ -388,13 +415,11 @@ impl Engine for SqlServerEngine {
                         message: token.message().to_string(),
                         offset: None,
                         line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
-                        // 3906: the database is read-only (an availability group
-                        // secondary); 1222: the lock request time-out.
-                        cause: match token.code() {
-                            3906 => Cause::ReadOnly,
-                            1222 => Cause::LockTimeout,
-                            _ => Cause::Statement,
-                        },
+                        cause: failure::classify(failure::Answer {
+                            sqlserver_number: Some(token.code()),
+                            message: token.message(),
+                            ..failure::Answer::default()
+                        }),
                     },
                     other => {
                         Failure { message: other.to_string(), offset: None, line: None, cause: Cause::ConnectionLost }

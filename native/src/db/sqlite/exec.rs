@@ -191,6 +191,7 @@ fn failure_of(extended: i32, message: String) -> Failure {
         sqlstate: &code,
         mysql_number: u32::try_from(extended).ok(),
         message: &message,
+        ..failure::Answer::default()
     });
     Failure { message, offset: None, line: None, cause }
 }
