@@ -296,3 +296,76 @@ async fn a_blocker_that_never_ends_fails_its_tenant_named_and_the_others_commit(
         .await;
     assert_eq!(t3, [[json!("t3")]]);
 }
+
+#[tokio::test]
+async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
+    if !available("failing_tenants_are_quarantined_skipped_retried_and_released") {
+        return;
+    }
+    let server = start("failureBudget: 3\ntenantConcurrency: 2\n").await;
+    for i in 1..=6 {
+        let name = format!("t{i:02}");
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    for tenant in ["t02", "t05"] {
+        server.ws.execute(tenant, &format!("create table {tenant}.audit (id int);")).await;
+    }
+    server
+        .ws
+        .write_migration("tenants/006.sql", "create table {schema}.audit (id int primary key, at nvarchar(40));\n");
+    let query = "mutation($n: String!) { createVersion(input: { versionName: $n }) { version { id } \
+                 summary { tenantMigrationsTotal } skippedTenants releasedTenants \
+                 quarantined { tenant versionId file line cause message failures } } }";
+    let create = |name: &str| server.graphql(query, json!({ "n": name }));
+
+    // Two tenants fail within the budget: the version goes on.
+    let created = create("audit").await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    let result = &created["data"]["createVersion"];
+    assert_eq!(result["summary"]["tenantMigrationsTotal"], 4, "{result}");
+    let held: Vec<&str> =
+        result["quarantined"].as_array().unwrap().iter().map(|t| t["tenant"].as_str().unwrap()).collect();
+    assert_eq!(held, ["t02", "t05"], "{result}");
+    let t02 = &result["quarantined"][0];
+    assert_eq!(
+        (&t02["file"], &t02["line"], &t02["cause"], &t02["failures"]),
+        (&json!("tenants/006.sql"), &json!(1), &json!("STATEMENT"), &json!(1))
+    );
+    assert_eq!(t02["versionId"], result["version"]["id"]);
+    assert!(t02["message"].as_str().unwrap().contains("audit"), "{t02}");
+    let listed = server.data("{ quarantine { tenant failures } }", json!({})).await;
+    assert_eq!(listed["quarantine"], json!([{ "tenant": "t02", "failures": 1 }, { "tenant": "t05", "failures": 1 }]));
+
+    // The next version skips them.
+    server.ws.write_migration("tenants/007.sql", "alter table {schema}.audit add note nvarchar(20);\n");
+    let next = create("note").await;
+    assert_eq!(next["data"]["createVersion"]["skippedTenants"], json!(["t02", "t05"]), "{next}");
+    assert_eq!(next["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 4);
+
+    // t02 fixed: a retry completes it in order; t05 fails again and stays.
+    server.ws.execute("t02", "drop table t02.audit;").await;
+    let retry = support::strata(server.config_path(), &["quarantine", "retry", "--version", "retry", "--json"]).await;
+    assert_eq!(retry.status.code(), Some(11), "{}", String::from_utf8_lossy(&retry.stderr));
+    let retried: Value = serde_json::from_slice(&retry.stdout).unwrap();
+    assert_eq!(retried["releasedTenants"], json!(["t02"]), "{retried}");
+    assert_eq!(retried["quarantined"][0]["tenant"], "t05");
+    assert_eq!(retried["quarantined"][0]["failures"], 2, "{retried}");
+    let t02_files = server
+        .ws
+        .rows(
+            "svc",
+            "select filename from svc.svc_migrations where db_schema = N't02' and migration_type = 2 order by id",
+        )
+        .await;
+    assert_eq!(t02_files[t02_files.len() - 2..], [[json!("tenants/006.sql")], [json!("tenants/007.sql")]]);
+
+    // Released, t05 is taken by the next version like any other tenant.
+    server.ws.execute("t05", "drop table t05.audit;").await;
+    let released = server.data(r#"mutation { releaseQuarantined(tenantNames: ["t05", "t01"]) }"#, json!({})).await;
+    assert_eq!(released["releaseQuarantined"], json!(["t05"]));
+    let after = create("after release").await;
+    assert_eq!(after["data"]["createVersion"]["summary"]["tenantMigrationsTotal"], 2, "{after}");
+    assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+}

@@ -31,7 +31,7 @@ use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
-use crate::db::types::{MigrationFilter, MigrationRow, TenantList, VersionFilter, VersionRow};
+use crate::db::types::{MigrationFilter, MigrationRow, QuarantineRow, TenantList, VersionFilter, VersionRow};
 use strata_core::migrate::lock_wait::Timeouts;
 
 type Connection = Client<Compat<TcpStream>>;
@@ -202,6 +202,28 @@ fn id32(id: i64) -> Option<i32> {
     i32::try_from(id).ok()
 }
 
+/// An optional `int` column.
+fn optional_int(row: &Row, index: usize) -> Result<Option<i64>, DbError> {
+    Ok(row.try_get::<i32, _>(index).map_err(db_error)?.map(i64::from))
+}
+
+/// `tenant, version_id, file, line, col, cause, message, request_id,
+/// quarantined, failures`.
+fn quarantine_row(row: &Row) -> Result<QuarantineRow, DbError> {
+    Ok(QuarantineRow {
+        tenant: text(row, 0)?,
+        version_id: optional_int(row, 1)?,
+        file: text(row, 2)?,
+        line: optional_int(row, 3)?,
+        column: optional_int(row, 4)?,
+        cause: text(row, 5)?,
+        message: text(row, 6)?,
+        request_id: text(row, 7)?,
+        quarantined: text(row, 8)?,
+        failures: i64::from(int(row, 9)?),
+    })
+}
+
 fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
     let code = i64::from(int(row, 3)?);
     Ok(AppliedMigration {
@@ -213,8 +235,8 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
     })
 }
 
-/// SQL Server keeps its own books (tiberius, not sqlx): the reads; the
-/// quarantine, rollouts, fingerprints, directory, revert and repair are
+/// SQL Server keeps its own books (tiberius, not sqlx): the reads and the
+/// quarantine; rollouts, fingerprints, directory, revert and repair are
 /// the trait's "not supported" (or empty) defaults.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
@@ -278,6 +300,36 @@ impl Books<Connection> for SqlServerEngine {
             None => query(conn, statement, &[&id]).await?,
         };
         rows.iter().map(migration_row).collect()
+    }
+
+    async fn quarantine(&self, conn: &mut Connection, row: &QuarantineRow) -> Result<(), DbError> {
+        let narrow = |n: Option<i64>| n.and_then(id32);
+        let (version_id, line, column) = (narrow(row.version_id), narrow(row.line), narrow(row.column));
+        let failures = id32(row.failures).unwrap_or(i32::MAX);
+        let params: [&dyn ToSql; 10] = [
+            &row.tenant,
+            &version_id,
+            &row.file,
+            &line,
+            &column,
+            &row.cause,
+            &row.message,
+            &row.request_id,
+            &row.quarantined,
+            &failures,
+        ];
+        execute(conn, sql::QUARANTINE, &params).await
+    }
+
+    async fn quarantined(&self, conn: &mut Connection) -> Result<Vec<QuarantineRow>, DbError> {
+        query(conn, sql::SELECT_QUARANTINE, &[]).await?.iter().map(quarantine_row).collect()
+    }
+
+    async fn release_quarantined(&self, conn: &mut Connection, tenants: &[String]) -> Result<(), DbError> {
+        for tenant in tenants {
+            execute(conn, sql::RELEASE_QUARANTINED, &[tenant]).await?;
+        }
+        Ok(())
     }
 
     async fn insert_version(

@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 3] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 4] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -68,6 +68,19 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 3] = [
         create index svc_migrations_version_id on svc.svc_migrations (version_id);
         create index svc_migrations_filename on svc.svc_migrations (filename);
     end;",
+    // `file` is a reserved word of T-SQL.
+    "if object_id(N'svc.svc_quarantine', N'U') is null create table svc.svc_quarantine (
+        tenant nvarchar(128) not null primary key,
+        version_id int null,
+        [file] nvarchar(400) not null,
+        line int null,
+        col int null,
+        cause nvarchar(64) not null,
+        message nvarchar(max) not null,
+        failures int not null default 1,
+        request_id nvarchar(255) not null,
+        quarantined nvarchar(40) not null
+    );",
 ];
 
 /// The default tenant table, created only when neither tenant statement is
@@ -174,6 +187,25 @@ pub(crate) const SELECT_MIGRATION: &str =
 pub(crate) const INSTALLED: &str = "select count(*) from sys.tables t join sys.schemas s on s.schema_id = t.schema_id \
     where s.name = N'svc' and t.name = N'svc_migrations';";
 
+/// Quarantines a tenant, or counts one more failure of a quarantined one
+/// (the row's place, cause and request replaced): @P1 tenant, @P2 version,
+/// @P3 file, @P4 line, @P5 column, @P6 cause, @P7 message, @P8 request,
+/// @P9 when, @P10 the failures of a new row. Run outside any transaction,
+/// under the version's lock (no other writer of the table).
+pub(crate) const QUARANTINE: &str = "update svc.svc_quarantine set version_id = @P2, [file] = @P3, line = @P4, \
+    col = @P5, cause = @P6, message = @P7, request_id = @P8, quarantined = @P9, failures = failures + 1 \
+    where tenant = @P1; \
+    if @@rowcount = 0 insert into svc.svc_quarantine \
+    (tenant, version_id, [file], line, col, cause, message, request_id, quarantined, failures) \
+    values (@P1, @P2, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10);";
+
+/// The quarantined tenants, by name.
+pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], line, col, cause, message, request_id, \
+    quarantined, failures from svc.svc_quarantine order by tenant;";
+
+/// Releases one tenant from quarantine.
+pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = @P1;";
+
 /// Other sessions with an open transaction, oldest request first: id,
 /// login, status, open transactions, seconds since their last request,
 /// and their command (`sys.sysprocesses`: SQL Server's command type,
@@ -212,6 +244,9 @@ mod tests {
                 CREATE_SCHEMA,
                 SELECT_VERSIONS,
                 BLOCKERS,
+                QUARANTINE,
+                SELECT_QUARANTINE,
+                RELEASE_QUARANTINED,
                 SELECT_VERSIONS_BY_FILE,
                 SELECT_VERSION,
                 SELECT_VERSION_MIGRATIONS,
