@@ -369,3 +369,44 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
     assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
     assert!(server.ws.migrations_recorded_twice().await.is_empty());
 }
+
+#[tokio::test]
+async fn every_mutation_is_in_the_audit_chain_and_an_edited_row_breaks_it() {
+    if !available("every_mutation_is_in_the_audit_chain_and_an_edited_row_breaks_it") {
+        return;
+    }
+    let server = start("").await;
+    server.create_tenant(json!({ "tenantName": "abc", "versionName": "abc" })).await;
+    // Concurrent writers chain their rows one after the other.
+    let calls = (0..4).map(|i| server.create_version(json!({ "versionName": format!("v{i}") })));
+    for result in futures::future::join_all(calls).await {
+        assert!(result.get("errors").is_none(), "{result}");
+    }
+    let refused = server.create_tenant(json!({ "tenantName": "abc", "versionName": "again" })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "TENANT_EXISTS");
+
+    let verify = support::strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(support::code(&verify), 0, "{}", support::stderr(&verify));
+    let rows = support::json_of(&support::strata(server.config_path(), &["audit", "--json"]).await);
+    let actions: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["createTenant", "createVersion", "createVersion", "createVersion", "createVersion", "createTenant"],
+        "{}",
+        server.log()
+    );
+    assert!(rows[5]["outcome"].as_str().unwrap().contains("TENANT_EXISTS"), "{rows}");
+    let ids: Vec<i64> = rows.as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    let listed = server.data("{ audit { action } }", json!({})).await;
+    assert_eq!(listed["audit"].as_array().unwrap().len(), 6, "{listed}");
+
+    server.ws.execute("svc", "update svc.svc_audit set actor = N'token:mallory' where id = 3;").await;
+    let verify = support::strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(support::code(&verify), 15, "{}", support::stderr(&verify));
+    assert!(
+        support::stderr(&verify).contains("row 3 does not match its hash: it was edited"),
+        "{}",
+        support::stderr(&verify)
+    );
+}

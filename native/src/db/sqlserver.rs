@@ -15,6 +15,7 @@
 mod sql;
 
 use async_trait::async_trait;
+use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
@@ -202,6 +203,30 @@ fn id32(id: i64) -> Option<i32> {
     i32::try_from(id).ok()
 }
 
+/// A `bigint` column.
+fn big(row: &Row, index: usize) -> Result<i64, DbError> {
+    row.try_get::<i64, _>(index).map_err(db_error)?.ok_or_else(|| null_column(index))
+}
+
+/// `id, at, actor, action, target, request_id, outcome, prev, hash,
+/// signature`.
+fn audit_row(row: &Row) -> Result<Sealed, DbError> {
+    Ok(Sealed {
+        id: big(row, 0)?,
+        entry: Entry {
+            at: text(row, 1)?,
+            actor: text(row, 2)?,
+            action: text(row, 3)?,
+            target: text(row, 4)?,
+            request_id: text(row, 5)?,
+            outcome: text(row, 6)?,
+        },
+        prev: text(row, 7)?,
+        hash: text(row, 8)?,
+        signature: row.try_get::<&str, _>(9).map_err(db_error)?.map(str::to_string),
+    })
+}
+
 /// An optional `int` column.
 fn optional_int(row: &Row, index: usize) -> Result<Option<i64>, DbError> {
     Ok(row.try_get::<i32, _>(index).map_err(db_error)?.map(i64::from))
@@ -235,8 +260,8 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
     })
 }
 
-/// SQL Server keeps its own books (tiberius, not sqlx): the reads and the
-/// quarantine; rollouts, fingerprints, directory, revert and repair are
+/// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
+/// quarantine and the audit log; rollouts, fingerprints, directory, revert and repair are
 /// the trait's "not supported" (or empty) defaults.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
@@ -303,7 +328,8 @@ impl Books<Connection> for SqlServerEngine {
     }
 
     async fn quarantine(&self, conn: &mut Connection, row: &QuarantineRow) -> Result<(), DbError> {
-        let narrow = |n: Option<i64>| n.and_then(id32);
+        // -1: absent (no null parameters, see sql::APPEND_AUDIT).
+        let narrow = |n: Option<i64>| n.and_then(id32).unwrap_or(-1);
         let (version_id, line, column) = (narrow(row.version_id), narrow(row.line), narrow(row.column));
         let failures = id32(row.failures).unwrap_or(i32::MAX);
         let params: [&dyn ToSql; 10] = [
@@ -332,6 +358,38 @@ impl Books<Connection> for SqlServerEngine {
         Ok(())
     }
 
+    async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {
+        query(conn, sql::SELECT_AUDIT, &[]).await?.iter().map(audit_row).collect()
+    }
+
+    async fn last_audit(&self, conn: &mut Connection) -> Result<Option<(i64, String)>, DbError> {
+        let rows = query(conn, sql::LAST_AUDIT, &[]).await?;
+        rows.first().map(|row| Ok((big(row, 0)?, text(row, 1)?))).transpose()
+    }
+
+    async fn append_audit(&self, conn: &mut Connection, row: &Sealed) -> Result<bool, DbError> {
+        let entry = &row.entry;
+        let signature = row.signature.as_deref().unwrap_or("");
+        let params: [&dyn ToSql; 10] = [
+            &row.id,
+            &entry.at,
+            &entry.actor,
+            &entry.action,
+            &entry.target,
+            &entry.request_id,
+            &entry.outcome,
+            &row.prev,
+            &row.hash,
+            &signature,
+        ];
+        match conn.execute(sql::APPEND_AUDIT, &params).await {
+            Ok(done) => Ok(done.total() == 1),
+            // A duplicate key: another writer took the id.
+            Err(tiberius::error::Error::Server(token)) if matches!(token.code(), 2601 | 2627) => Ok(false),
+            Err(e) => Err(db_error(e)),
+        }
+    }
+
     async fn insert_version(
         &self,
         conn: &mut Connection,
@@ -356,8 +414,8 @@ impl Engine for SqlServerEngine {
     type Books = Self;
     const DRIVER: Driver = Driver::SqlServer;
     const TRANSACTIONAL_DDL: bool = true;
-    /// Versions and migrations only, so far (issue #62).
-    const KEEPS: Keeps = Keeps { audit: false, rollouts: false, catalogs: false };
+    /// Versions, migrations, the quarantine and the audit log so far (issue #62).
+    const KEEPS: Keeps = Keeps { audit: true, rollouts: false, catalogs: false };
 
     fn books(&self) -> &Self {
         self

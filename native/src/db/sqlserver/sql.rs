@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 4] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 5] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -80,6 +80,18 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 4] = [
         failures int not null default 1,
         request_id nvarchar(255) not null,
         quarantined nvarchar(40) not null
+    );",
+    "if object_id(N'svc.svc_audit', N'U') is null create table svc.svc_audit (
+        id bigint not null primary key,
+        at nvarchar(40) not null,
+        actor nvarchar(max) not null,
+        action nvarchar(max) not null,
+        target nvarchar(max) not null,
+        request_id nvarchar(255) not null,
+        outcome nvarchar(max) not null,
+        prev char(64) not null,
+        hash char(64) not null,
+        signature nvarchar(max) null
     );",
 ];
 
@@ -190,14 +202,15 @@ pub(crate) const INSTALLED: &str = "select count(*) from sys.tables t join sys.s
 /// Quarantines a tenant, or counts one more failure of a quarantined one
 /// (the row's place, cause and request replaced): @P1 tenant, @P2 version,
 /// @P3 file, @P4 line, @P5 column, @P6 cause, @P7 message, @P8 request,
-/// @P9 when, @P10 the failures of a new row. Run outside any transaction,
-/// under the version's lock (no other writer of the table).
-pub(crate) const QUARANTINE: &str = "update svc.svc_quarantine set version_id = @P2, [file] = @P3, line = @P4, \
-    col = @P5, cause = @P6, message = @P7, request_id = @P8, quarantined = @P9, failures = failures + 1 \
-    where tenant = @P1; \
+/// @P9 when, @P10 the failures of a new row; -1 for an absent version,
+/// line or column (see [`APPEND_AUDIT`] on null parameters). Run outside
+/// any transaction, under the version's lock (no other writer of the table).
+pub(crate) const QUARANTINE: &str = "update svc.svc_quarantine set version_id = nullif(@P2, -1), [file] = @P3, \
+    line = nullif(@P4, -1), col = nullif(@P5, -1), cause = @P6, message = @P7, request_id = @P8, \
+    quarantined = @P9, failures = failures + 1 where tenant = @P1; \
     if @@rowcount = 0 insert into svc.svc_quarantine \
     (tenant, version_id, [file], line, col, cause, message, request_id, quarantined, failures) \
-    values (@P1, @P2, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10);";
+    values (@P1, nullif(@P2, -1), @P3, nullif(@P4, -1), nullif(@P5, -1), @P6, @P7, @P8, @P9, @P10);";
 
 /// The quarantined tenants, by name.
 pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], line, col, cause, message, request_id, \
@@ -205,6 +218,26 @@ pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], l
 
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = @P1;";
+
+/// The audit log, oldest first.
+pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature \
+    from svc.svc_audit order by id;";
+
+/// `id, hash` of the newest audit row.
+pub(crate) const LAST_AUDIT: &str = "select top (1) id, hash from svc.svc_audit order by id desc;";
+
+/// Appends an audit row (@P1 id … @P10 signature, empty when unsigned)
+/// unless its id is taken: no row then. No parameter is ever null: the
+/// driver (tiberius) sends a null as TDS's untyped NULLTYPE, which
+/// Babelfish refuses ("Data type 0x1F is unknown"), so absence travels as
+/// a value `nullif` turns back into null. The key range is held (`updlock, holdlock`) so two writers
+/// cannot both find the id free; an engine that ignores the hints
+/// (Babelfish) answers the second with a duplicate key (2627), read as
+/// taken too.
+pub(crate) const APPEND_AUDIT: &str = "insert into svc.svc_audit \
+    (id, at, actor, action, target, request_id, outcome, prev, hash, signature) \
+    select @P1, @P2, @P3, @P4, @P5, @P6, @P7, @P8, @P9, nullif(@P10, N'') \
+    where not exists (select 1 from svc.svc_audit with (updlock, holdlock) where id = @P1);";
 
 /// Other sessions with an open transaction, oldest request first: id,
 /// login, status, open transactions, seconds since their last request,
@@ -247,6 +280,9 @@ mod tests {
                 QUARANTINE,
                 SELECT_QUARANTINE,
                 RELEASE_QUARANTINED,
+                SELECT_AUDIT,
+                LAST_AUDIT,
+                APPEND_AUDIT,
                 SELECT_VERSIONS_BY_FILE,
                 SELECT_VERSION,
                 SELECT_VERSION_MIGRATIONS,
