@@ -31,6 +31,18 @@ async fn start(extra: &str) -> Server {
     Server::start_in(ws, &yaml, "").await
 }
 
+/// A session of "the application" holding an exclusive lock on
+/// `ref.countries` in an open transaction, until it commits.
+async fn hold_countries(server: &Server) -> support::sqlserver::Connection {
+    let mut blocker = support::sqlserver::connect(&server.ws.sqlserver_data_source()).await;
+    support::sqlserver::batch(
+        &mut blocker,
+        "begin transaction; select count(*) from ref.countries with (tablockx, holdlock);",
+    )
+    .await;
+    blocker
+}
+
 /// `(file, schema)` of every recorded migration and script, in order.
 async fn recorded(server: &Server) -> Vec<Vec<Value>> {
     server.ws.rows("svc", "select filename, db_schema from svc.svc_migrations order by id").await
@@ -211,11 +223,13 @@ async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_co
     if !available("kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_completes") {
         return;
     }
-    let mut server = start("").await;
+    let mut server = start("lockTimeoutMillis: 0\n").await;
     server.create_version(json!({ "versionName": "v1" })).await;
     server.ws.write_migration("ref/100.sql", "create table {schema}.before_crash (id int);\n");
-    server.ws.write_migration("ref/101.sql", "waitfor delay '00:00:03';\n");
+    server.ws.write_migration("ref/101.sql", "select count(*) from {schema}.countries;\n");
     server.ws.write_migration("ref/102.sql", "create table {schema}.after_crash (id int);\n");
+    // ref/101 waits for this session (Babelfish has no WAITFOR).
+    let mut blocker = hold_countries(&server).await;
     let client = server.client.clone();
     let url = server.url("/v2/service");
     let request = tokio::spawn(async move {
@@ -224,8 +238,10 @@ async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_co
     });
     server.wait_for_mutations_started(2).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(!request.is_finished(), "the version waits on ref/101");
     server.kill_hard().await;
     assert!(request.await.unwrap().is_err(), "the request died with the process");
+    support::sqlserver::batch(&mut blocker, "commit;").await;
     server.restart().await;
 
     let versions = server.ws.rows("svc", "select name from svc.svc_versions order by id").await;
@@ -409,4 +425,58 @@ async fn every_mutation_is_in_the_audit_chain_and_an_edited_row_breaks_it() {
         "{}",
         support::stderr(&verify)
     );
+}
+
+#[tokio::test]
+async fn the_example_migrations_apply_cleanly() {
+    if !available("the_example_migrations_apply_cleanly") {
+        return;
+    }
+    let ws = Workspace::on_sqlserver("basic");
+    let examples = support::data_dir().join("../../examples/sqlserver/migrations").canonicalize().unwrap();
+    let yaml = ws.config("").replace(
+        &format!("baseLocation: {}", ws.migrations().display()),
+        &format!("baseLocation: {}", examples.display()),
+    );
+    let server = Server::start_in(ws, &yaml, "").await;
+    let first = server.create_version(json!({ "versionName": "first" })).await;
+    assert_eq!(first["data"]["createVersion"]["summary"]["migrationsGrandTotal"], 2, "{first}\n{}", server.log());
+    let tenant = server.create_tenant(json!({ "tenantName": "acme", "versionName": "acme" })).await;
+    assert_eq!(tenant["data"]["createTenant"]["summary"]["tenantMigrationsTotal"], 2, "{tenant}");
+    let again = server.create_version(json!({ "versionName": "again" })).await;
+    assert_eq!(again["data"]["createVersion"]["summary"]["scriptsGrandTotal"], 2, "{again}");
+    assert_eq!(server.ws.count("ref", "countries").await, 3);
+    assert_eq!(server.ws.tables("acme").await, ["users"]);
+}
+
+#[tokio::test]
+async fn sigterm_lets_a_running_version_finish_then_exits_0() {
+    if !available("sigterm_lets_a_running_version_finish_then_exits_0") {
+        return;
+    }
+    let mut server = start("shutdownGraceSeconds: 600\nlockTimeoutMillis: 0\n").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/100.sql", "select count(*) from {schema}.countries;\n");
+    let mut blocker = hold_countries(&server).await;
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" });
+        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
+    });
+    server.wait_for_mutations_started(2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!request.is_finished(), "the version waits on ref/100");
+    let pid = server.pid().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // The version goes on waiting through the signal, then finishes.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!request.is_finished(), "still waiting after SIGTERM");
+    support::sqlserver::batch(&mut blocker, "commit;").await;
+    let answered = request.await.unwrap();
+    assert_eq!(answered["data"]["createVersion"]["version"]["id"], 2, "{answered}");
+    let status = server.terminate().await;
+    assert!(status.success(), "exit status {status}: {}", server.log());
+    let files = server.ws.rows("svc", "select filename from svc.svc_migrations where version_id = 2 order by id").await;
+    assert_eq!(files, [[json!("ref/100.sql")], [json!("scripts/config/runs.sql")]]);
 }

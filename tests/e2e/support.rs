@@ -270,10 +270,7 @@ impl Workspace {
     /// shared server (MySQL, whose turn the caller holds).
     pub(crate) async fn prepare_database(&self) {
         if self.sqlserver {
-            let mut admin = sqlserver::connect(&server_url("STRATA_TEST_SQLSERVER_URL")).await;
-            let db = self.pg_database();
-            let statement = format!("if db_id('{db}') is not null drop database {db}; create database {db};");
-            return sqlserver::batch(&mut admin, &statement).await;
+            return sqlserver::create_database(&self.pg_database()).await;
         }
         match backend() {
             Backend::Sqlite => {}
@@ -636,6 +633,11 @@ impl Server {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM, as a container runtime does, and waits (up to 40 s)

@@ -17,6 +17,32 @@ pub(crate) async fn connect(ado: &str) -> Connection {
     Client::connect(config, tcp.compat_write()).await.unwrap_or_else(|e| panic!("connecting: {e}"))
 }
 
+/// Creates database `name` on the server of `STRATA_TEST_SQLSERVER_URL`
+/// (dropped first if it exists). One at a time in this process, and again
+/// when another process's creation raced it: Babelfish answers two
+/// concurrent `create database` with "tuple concurrently updated" (its
+/// catalog rows, PostgreSQL's).
+pub(crate) async fn create_database(name: &str) {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let url = std::env::var("STRATA_TEST_SQLSERVER_URL").expect("STRATA_TEST_SQLSERVER_URL");
+    let mut admin = connect(&url).await;
+    let statement = format!("if db_id('{name}') is not null drop database {name}; create database {name};");
+    for attempt in 1.. {
+        let outcome = match admin.simple_query(&statement).await {
+            Ok(stream) => stream.into_results().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(()) => return,
+            Err(e) if attempt < 10 && e.to_string().contains("concurrently updated") => {
+                tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
+            }
+            Err(e) => panic!("{statement}: {e}"),
+        }
+    }
+}
+
 /// Runs a batch (several statements, no `GO`), draining its results.
 pub(crate) async fn batch(conn: &mut Connection, sql: &str) {
     let stream = conn.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
