@@ -8,9 +8,14 @@
 //! is sent as is; a server error's line becomes a line of the file. Each
 //! connection is opened for the operation.
 //!
-//! Verified here: the statements (see `sql.rs` tests) and connection-string
-//! parsing. Not verified against a running SQL Server: no SQL Server engine
-//! can be installed on the machines this was built on.
+//! Run against Babelfish for PostgreSQL, which speaks TDS and T-SQL
+//! (`tests/e2e/sqlserver.rs`, `tests/sqlserver.sh`), never against
+//! Microsoft's SQL Server; `sql.rs`'s tests hold its statements to SQL
+//! Server 2008 R2. What Babelfish does differently and the driver handles:
+//! a lock time-out is PostgreSQL's message under its catch-all number
+//! (core's `failure::classify`), a null parameter is refused (none is
+//! sent), `sysprocesses.open_tran` stays 0 (`BLOCKERS` reads
+//! `dm_exec_sessions`).
 
 mod sql;
 
