@@ -480,3 +480,142 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     let files = server.ws.rows("svc", "select filename from svc.svc_migrations where version_id = 2 order by id").await;
     assert_eq!(files, [[json!("ref/100.sql")], [json!("scripts/config/runs.sql")]]);
 }
+
+/// Posts a GraphQL query with a bearer token: the status and the answer.
+async fn as_bearer(server: &Server, token: &str, query: &str) -> (u16, Value) {
+    let response = server
+        .client
+        .post(server.url("/v2/service"))
+        .bearer_auth(token)
+        .header("Content-Type", "application/json")
+        .body(json!({ "query": query }).to_string())
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn api_tokens_are_stored_hashed_decide_roles_and_end_when_revoked() {
+    if !available("api_tokens_are_stored_hashed_decide_roles_and_end_when_revoked") {
+        return;
+    }
+    let server = &start("auth:\n  tokens: true\n").await;
+    let create = |name: &'static str, role: &'static str, more: &'static [&'static str]| {
+        let mut args = vec!["token", "create", "--name", name, "--role", role, "--json"];
+        args.extend_from_slice(more);
+        async move { support::strata(server.config_path(), &args).await }
+    };
+    let viewer = create("dashboard", "viewer", &[]).await;
+    assert_eq!(support::code(&viewer), 0, "{}", support::stderr(&viewer));
+    let viewer = support::json_of(&viewer)["token"].as_str().unwrap().to_string();
+    let deployer = create("ci", "deployer", &["--owner", "alice", "--expires", "2"]).await;
+    assert_eq!(support::code(&deployer), 0, "{}", support::stderr(&deployer));
+    let deployer = support::json_of(&deployer)["token"].as_str().unwrap().to_string();
+    let duplicate = create("ci", "viewer", &[]).await;
+    assert!(support::stderr(&duplicate).contains("a token named \"ci\" exists"), "{}", support::stderr(&duplicate));
+
+    let stored = server
+        .ws
+        .rows("svc", "select name, hash, owner, cast(expires - created as int) from svc.svc_tokens order by name")
+        .await;
+    assert_eq!(stored.len(), 2);
+    assert_eq!((&stored[0][0], &stored[0][2], &stored[0][3]), (&json!("ci"), &json!("alice"), &json!(2 * 86_400)));
+    assert_eq!((&stored[1][0], &stored[1][2], &stored[1][3]), (&json!("dashboard"), &Value::Null, &Value::Null));
+    assert!(stored.iter().all(|row| !row[1].as_str().unwrap().contains(&viewer[7..])));
+
+    let mutation = r#"mutation { createVersion(input: { versionName: "by ci" }) { version { id } } }"#;
+    let (status, answer) = as_bearer(server, &viewer, mutation).await;
+    assert_eq!((status, &answer["errors"][0]["extensions"]["code"]), (403, &json!("FORBIDDEN")), "{answer}");
+    let (status, answer) = as_bearer(server, &deployer, mutation).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["createVersion"]["version"]["id"], 1, "{answer}");
+    let (_, who) = as_bearer(server, &deployer, "{ identity { actor roles } }").await;
+    assert_eq!(who["data"]["identity"], json!({ "actor": "token:ci", "roles": ["deployer"] }));
+
+    let revoked = support::strata(server.config_path(), &["token", "revoke", "ci"]).await;
+    assert_eq!(support::code(&revoked), 0, "{}", support::stderr(&revoked));
+    let (status, _) = as_bearer(server, &deployer, "{ tenants { name } }").await;
+    assert_eq!(status, 401, "a revoked token authenticates nothing");
+    assert_eq!(server.ws.count("svc", "svc_tokens").await, 1);
+}
+
+/// Waits (up to 180 s) until rollout `id` has `status`; returns it.
+async fn rollout_reaching(server: &Server, id: i64, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        let data = server.data("{ rollouts { id status events { action wave detail } } }", json!({})).await;
+        let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+        if rollout["status"] == status {
+            return rollout;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rollout {id} never reached {status}: {rollout}\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_rollout_runs_its_canary_waits_for_approval_then_the_rest_and_a_failing_canary_stops_it() {
+    if !available("a_rollout_runs_its_canary_waits_for_approval_then_the_rest_and_a_failing_canary_stops_it") {
+        return;
+    }
+    let server = &start("").await;
+    server.create_version(json!({ "versionName": "single schemas" })).await;
+    let names: Vec<String> = (1..=6).map(|i| format!("t{i:02}")).collect();
+    for name in &names {
+        server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+    }
+    let with_file = |file: &'static str| async move {
+        let sql = format!("select db_schema from svc.svc_migrations where filename = N'{file}' order by db_schema");
+        server
+            .ws
+            .rows("svc", &sql)
+            .await
+            .into_iter()
+            .map(|row| row[0].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let start_rollout = |version: &'static str, waves: &'static [&'static str]| async move {
+        let started = server
+            .graphql(
+                "mutation($v: String!, $w: [String!]!) { startRollout(versionName: $v, waves: $w, failureBudget: \"0\") { id } }",
+                json!({ "v": version, "w": waves }),
+            )
+            .await;
+        assert!(started.get("errors").is_none(), "{started}");
+        started["data"]["startRollout"]["id"].as_i64().unwrap()
+    };
+
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id int primary key);\n");
+    let id = start_rollout("audit", &["t02:approve", "rest"]).await;
+    rollout_reaching(server, id, "AWAITING_APPROVAL").await;
+    assert_eq!(with_file("tenants/006.sql").await, ["t02"]);
+    let approved = support::strata(server.config_path(), &["rollout", "approve", &id.to_string()]).await;
+    assert_eq!(support::code(&approved), 0, "{}", support::stderr(&approved));
+    let done = rollout_reaching(server, id, "COMPLETED").await;
+    assert_eq!(with_file("tenants/006.sql").await, names);
+    let actions: Vec<&str> = done["events"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["started", "wave-started", "wave-completed", "approved", "wave-started", "wave-completed", "completed"]
+    );
+
+    // A canary that fails: the rollout stops before wave 2; fixed and
+    // resumed, it completes.
+    server.ws.execute("t03", "create table t03.clash (id int);").await;
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.clash (id int primary key);\n");
+    let id = start_rollout("clash", &["t03", "rest"]).await;
+    let stopped = rollout_reaching(server, id, "STOPPED").await;
+    assert!(stopped["events"][2]["detail"].as_str().unwrap().contains("t03"), "{stopped}");
+    assert!(with_file("tenants/007.sql").await.is_empty(), "wave 2 ran after a failed canary");
+    server.ws.execute("t03", "drop table t03.clash;").await;
+    let resumed = support::strata(server.config_path(), &["rollout", "resume", &id.to_string()]).await;
+    assert_eq!(support::code(&resumed), 0, "{}", support::stderr(&resumed));
+    rollout_reaching(server, id, "COMPLETED").await;
+    assert_eq!(with_file("tenants/007.sql").await, names);
+    assert!(server.ws.migrations_recorded_twice().await.is_empty());
+}

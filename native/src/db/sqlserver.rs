@@ -21,6 +21,7 @@ mod sql;
 
 use async_trait::async_trait;
 use strata_core::auth::audit::{Entry, Sealed};
+use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
@@ -37,7 +38,9 @@ use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
-use crate::db::types::{MigrationFilter, MigrationRow, QuarantineRow, TenantList, VersionFilter, VersionRow};
+use crate::db::types::{
+    MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
+};
 use strata_core::migrate::lock_wait::Timeouts;
 
 type Connection = Client<Compat<TcpStream>>;
@@ -232,6 +235,21 @@ fn audit_row(row: &Row) -> Result<Sealed, DbError> {
     })
 }
 
+/// `name, role, hash, created, expires, owner`.
+fn token_row(row: &Row) -> Result<StoredToken, DbError> {
+    let role = text(row, 1)?;
+    Ok(StoredToken {
+        name: text(row, 0)?,
+        role: role.parse().map_err(|e: strata_core::auth::role::UnknownRole| {
+            DbError::UnexpectedAnswer(format!("svc.svc_tokens: {e}"))
+        })?,
+        hash: text(row, 2)?,
+        created: big(row, 3)?,
+        expires: row.try_get::<i64, _>(4).map_err(db_error)?,
+        owner: row.try_get::<&str, _>(5).map_err(db_error)?.map(str::to_string),
+    })
+}
+
 /// An optional `int` column.
 fn optional_int(row: &Row, index: usize) -> Result<Option<i64>, DbError> {
     Ok(row.try_get::<i32, _>(index).map_err(db_error)?.map(i64::from))
@@ -266,7 +284,7 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
 }
 
 /// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
-/// quarantine and the audit log; rollouts, fingerprints, directory, revert and repair are
+/// quarantine, rollouts, API tokens and the audit log; fingerprints, directory, revert and repair are
 /// the trait's "not supported" (or empty) defaults.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
@@ -363,6 +381,55 @@ impl Books<Connection> for SqlServerEngine {
         Ok(())
     }
 
+    async fn insert_rollout(&self, conn: &mut Connection, doc: &str, updated: &str) -> Result<i64, DbError> {
+        let rows = query(conn, sql::INSERT_ROLLOUT, &[&doc, &updated]).await?;
+        let id = rows.first().map(|row| int(row, 0)).transpose()?;
+        Ok(i64::from(id.ok_or_else(|| DbError::UnexpectedAnswer("no rollout id after the insert".into()))?))
+    }
+
+    async fn rollouts(&self, conn: &mut Connection) -> Result<Vec<RolloutRow>, DbError> {
+        let rows = query(conn, sql::SELECT_ROLLOUTS, &[]).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RolloutRow { id: i64::from(int(row, 0)?), doc: text(row, 1)?, revision: i64::from(int(row, 2)?) })
+            })
+            .collect()
+    }
+
+    async fn update_rollout(
+        &self,
+        conn: &mut Connection,
+        row: &RolloutRow,
+        doc: &str,
+        updated: &str,
+    ) -> Result<bool, DbError> {
+        let id = id32(row.id).ok_or(DbError::IdOutOfRange(row.id))?;
+        let revision = id32(row.revision).ok_or(DbError::IdOutOfRange(row.revision))?;
+        let done = conn.execute(sql::UPDATE_ROLLOUT, &[&doc, &updated, &id, &revision]).await.map_err(db_error)?;
+        Ok(done.total() == 1)
+    }
+
+    async fn tokens(&self, conn: &mut Connection) -> Result<Vec<StoredToken>, DbError> {
+        query(conn, sql::SELECT_TOKENS, &[]).await?.iter().map(token_row).collect()
+    }
+
+    async fn insert_token(&self, conn: &mut Connection, token: &StoredToken) -> Result<bool, DbError> {
+        // -1 and "": absent (no null parameters, see sql::APPEND_AUDIT).
+        let expires = token.expires.unwrap_or(-1);
+        let owner = token.owner.as_deref().unwrap_or("");
+        let params: [&dyn ToSql; 6] = [&token.name, &token.role.name(), &token.hash, &token.created, &expires, &owner];
+        match conn.execute(sql::INSERT_TOKEN, &params).await {
+            Ok(done) => Ok(done.total() == 1),
+            Err(tiberius::error::Error::Server(token)) if matches!(token.code(), 2601 | 2627) => Ok(false),
+            Err(e) => Err(db_error(e)),
+        }
+    }
+
+    async fn delete_token(&self, conn: &mut Connection, name: &str) -> Result<bool, DbError> {
+        let done = conn.execute(sql::DELETE_TOKEN, &[&name]).await.map_err(db_error)?;
+        Ok(done.total() == 1)
+    }
+
     async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {
         query(conn, sql::SELECT_AUDIT, &[]).await?.iter().map(audit_row).collect()
     }
@@ -419,8 +486,8 @@ impl Engine for SqlServerEngine {
     type Books = Self;
     const DRIVER: Driver = Driver::SqlServer;
     const TRANSACTIONAL_DDL: bool = true;
-    /// Versions, migrations, the quarantine and the audit log so far (issue #62).
-    const KEEPS: Keeps = Keeps { audit: true, rollouts: false, catalogs: false };
+    /// Everything but catalogs (fleet drift, fingerprints), so far (issue #62).
+    const KEEPS: Keeps = Keeps { audit: true, rollouts: true, catalogs: false };
 
     fn books(&self) -> &Self {
         self

@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 5] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 7] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -92,6 +92,20 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 5] = [
         prev char(64) not null,
         hash char(64) not null,
         signature nvarchar(max) null
+    );",
+    "if object_id(N'svc.svc_rollouts', N'U') is null create table svc.svc_rollouts (
+        id int identity(1, 1) primary key,
+        doc nvarchar(max) not null,
+        revision int not null default 0,
+        updated nvarchar(40) not null
+    );",
+    "if object_id(N'svc.svc_tokens', N'U') is null create table svc.svc_tokens (
+        name nvarchar(128) not null primary key,
+        role nvarchar(32) not null,
+        hash nvarchar(128) not null unique,
+        created bigint not null,
+        expires bigint null,
+        owner nvarchar(255) null
     );",
 ];
 
@@ -219,6 +233,32 @@ pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], l
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = @P1;";
 
+/// Stores a new rollout document (@P1) updated at @P2; returns its id.
+pub(crate) const INSERT_ROLLOUT: &str =
+    "insert into svc.svc_rollouts (doc, updated) output inserted.id values (@P1, @P2);";
+
+/// Every rollout, oldest first.
+pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id;";
+
+/// Replaces rollout @P3's document with @P1 (updated at @P2) if its
+/// revision is still @P4: one row, or none when another writer changed it.
+pub(crate) const UPDATE_ROLLOUT: &str = "update svc.svc_rollouts set doc = @P1, updated = @P2, \
+    revision = revision + 1 where id = @P3 and revision = @P4;";
+
+/// Every API token, by name.
+pub(crate) const SELECT_TOKENS: &str =
+    "select name, role, hash, created, expires, owner from svc.svc_tokens order by name;";
+
+/// Stores a token (@P1 name, @P2 role, @P3 hash, @P4 created, @P5 expires
+/// or -1, @P6 owner or empty) unless the name is taken: no row then (a
+/// duplicate key, from a writer racing this one, is read as taken too).
+pub(crate) const INSERT_TOKEN: &str = "insert into svc.svc_tokens (name, role, hash, created, expires, owner) \
+    select @P1, @P2, @P3, @P4, nullif(@P5, -1), nullif(@P6, N'') \
+    where not exists (select 1 from svc.svc_tokens with (updlock, holdlock) where name = @P1);";
+
+/// Removes a token by name.
+pub(crate) const DELETE_TOKEN: &str = "delete from svc.svc_tokens where name = @P1;";
+
 /// The audit log, oldest first.
 pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature \
     from svc.svc_audit order by id;";
@@ -281,6 +321,12 @@ mod tests {
                 SELECT_QUARANTINE,
                 RELEASE_QUARANTINED,
                 SELECT_AUDIT,
+                INSERT_ROLLOUT,
+                SELECT_ROLLOUTS,
+                UPDATE_ROLLOUT,
+                SELECT_TOKENS,
+                INSERT_TOKEN,
+                DELETE_TOKEN,
                 LAST_AUDIT,
                 APPEND_AUDIT,
                 SELECT_VERSIONS_BY_FILE,
