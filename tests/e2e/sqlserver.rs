@@ -619,3 +619,78 @@ async fn a_rollout_runs_its_canary_waits_for_approval_then_the_rest_and_a_failin
     assert_eq!(with_file("tenants/007.sql").await, names);
     assert!(server.ws.migrations_recorded_twice().await.is_empty());
 }
+
+#[tokio::test]
+async fn revert_undoes_the_newest_migrations_with_their_down_parts_and_repair_accepts_an_edit() {
+    if !available("revert_undoes_the_newest_migrations_with_their_down_parts_and_repair_accepts_an_edit") {
+        return;
+    }
+    // golang-migrate's up/down files, T-SQL inside.
+    let ws = Workspace::on_sqlserver("basic");
+    for dir in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
+        for entry in std::fs::read_dir(ws.migrations().join(dir)).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+    }
+    ws.write_migration("ref/1_a.up.sql", "create schema {schema};\nGO\ncreate table {schema}.a (id int);\n");
+    ws.write_migration("ref/2_b.up.sql", "create table {schema}.b (id int);\n");
+    ws.write_migration("ref/2_b.down.sql", "drop table {schema}.b;\n");
+    for (n, table) in [(1, "users"), (2, "orders")] {
+        ws.write_migration(
+            &format!("tenants/{n}_{table}.up.sql"),
+            &format!("create table {{schema}}.{table} (id int);\n"),
+        );
+        ws.write_migration(&format!("tenants/{n}_{table}.down.sql"), &format!("drop table {{schema}}.{table};\n"));
+    }
+    ws.prepare_database().await;
+    let config = ws.write_config(&ws.config(""));
+    let run = |args: &'static [&'static str]| {
+        let config = config.clone();
+        async move { support::strata(&config, args).await }
+    };
+    let apply = run(&["apply", "--version", "v1"]).await;
+    assert_eq!(support::code(&apply), 0, "{}{}", support::stdout(&apply), support::stderr(&apply));
+    for tenant in [["apply", "--version", "t1", "--tenant", "t1"], ["apply", "--version", "t2", "--tenant", "t2"]] {
+        let created = support::strata(&config, &tenant).await;
+        assert_eq!(support::code(&created), 0, "{}", support::stderr(&created));
+    }
+
+    let wave = run(&["revert", "--version", "r1", "--steps", "1", "--tenants", "t1"]).await;
+    assert_eq!(support::code(&wave), 0, "{}{}", support::stdout(&wave), support::stderr(&wave));
+    assert_eq!(ws.tables("t1").await, ["users"]);
+    assert_eq!(ws.tables("t2").await, ["orders", "users"]);
+    let t1 = ws.rows("svc", "select filename from svc.svc_migrations where db_schema = N't1' order by id").await;
+    assert_eq!(t1, [[json!("tenants/1_users.up.sql")]]);
+    let all = run(&["revert", "--version", "r2", "--steps", "1"]).await;
+    assert_eq!(support::code(&all), 0, "{}{}", support::stdout(&all), support::stderr(&all));
+    assert_eq!(ws.tables("ref").await, ["a"]);
+    assert_eq!(ws.tables("t1").await, Vec::<String>::new());
+    assert_eq!(ws.tables("t2").await, ["users"]);
+    let last = run(&["revert", "--version", "r3", "--steps", "1", "--tenants", "t2"]).await;
+    assert_eq!(support::code(&last), 0, "{}", support::stderr(&last));
+    assert_eq!(ws.tables("t2").await, Vec::<String>::new());
+    let again = run(&["apply", "--version", "again"]).await;
+    assert_eq!(support::code(&again), 0, "{}{}", support::stdout(&again), support::stderr(&again));
+    for tenant in ["t1", "t2"] {
+        assert_eq!(ws.tables(tenant).await, ["orders", "users"], "{tenant}");
+    }
+    assert!(ws.migrations_recorded_twice().await.is_empty());
+
+    // An applied file edited: refused as drift, then accepted by repair.
+    ws.write_migration("tenants/2_orders.up.sql", "create table {schema}.orders (id int); -- reviewed\n");
+    let drift = run(&["plan"]).await;
+    assert_eq!(support::code(&drift), 3, "{}{}", support::stdout(&drift), support::stderr(&drift));
+    let repaired = run(&["repair", "--version", "accept the edit"]).await;
+    assert_eq!(support::code(&repaired), 0, "{}", support::stderr(&repaired));
+    let plan = run(&["plan"]).await;
+    assert_eq!(support::code(&plan), 0, "{}{}", support::stdout(&plan), support::stderr(&plan));
+    let checksums = ws
+        .rows(
+            "svc",
+            "select count(distinct checksum) from svc.svc_migrations where filename = N'tenants/2_orders.up.sql'",
+        )
+        .await;
+    assert_eq!(checksums, [[json!(1)]]);
+    let versions = ws.rows("svc", "select name from svc.svc_versions order by id").await;
+    assert_eq!(versions.last().unwrap(), &vec![json!("accept the edit")]);
+}

@@ -29,6 +29,7 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::failure;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::repair::Repair;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -39,7 +40,7 @@ use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
-    MigrationFilter, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
 
@@ -284,8 +285,8 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
 }
 
 /// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
-/// quarantine, rollouts, API tokens and the audit log; fingerprints, directory, revert and repair are
-/// the trait's "not supported" (or empty) defaults.
+/// quarantine, rollouts, API tokens, the audit log, revert's and repair's
+/// changes; fingerprints and the directory are the trait's empty defaults.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
     async fn installed(&self, conn: &mut Connection) -> Result<bool, DbError> {
@@ -428,6 +429,34 @@ impl Books<Connection> for SqlServerEngine {
     async fn delete_token(&self, conn: &mut Connection, name: &str) -> Result<bool, DbError> {
         let done = conn.execute(sql::DELETE_TOKEN, &[&name]).await.map_err(db_error)?;
         Ok(done.total() == 1)
+    }
+
+    async fn forget(&self, conn: &mut Connection, rows: &[Record<'_>]) -> Result<(), DbError> {
+        for row in rows {
+            execute(conn, sql::DELETE_RECORD, &[&row.migration.file.as_str(), &row.schema]).await?;
+        }
+        Ok(())
+    }
+
+    /// The repair's version row, new checksums and removals in one
+    /// transaction (`xact_abort`: an error rolls back all of it).
+    async fn repair(&self, conn: &mut Connection, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
+        run(conn, sql::BEGIN).await?;
+        let written = async {
+            query(conn, sql::INSERT_VERSION, &[&audit.name, &audit.created, &audit.request_id]).await?;
+            for item in &repair.checksums {
+                execute(conn, sql::UPDATE_CHECKSUM, &[&item.checksum.as_str(), &item.file.as_str()]).await?;
+            }
+            for item in &repair.removals {
+                execute(conn, sql::DELETE_MIGRATIONS, &[&item.file.as_str()]).await?;
+            }
+            run(conn, sql::COMMIT).await
+        }
+        .await;
+        if written.is_err() {
+            let _ = run(conn, sql::ROLLBACK).await;
+        }
+        written
     }
 
     async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {

@@ -259,6 +259,16 @@ pub(crate) const INSERT_TOKEN: &str = "insert into svc.svc_tokens (name, role, h
 /// Removes a token by name.
 pub(crate) const DELETE_TOKEN: &str = "delete from svc.svc_tokens where name = @P1;";
 
+/// Removes the record of a file (@P1) in one schema (@P2): a reverted step.
+pub(crate) const DELETE_RECORD: &str = "delete from svc.svc_migrations where filename = @P1 and db_schema = @P2;";
+
+/// A repair's new checksum (@P1) of a file (@P2) where it differs.
+pub(crate) const UPDATE_CHECKSUM: &str =
+    "update svc.svc_migrations set checksum = @P1 where filename = @P2 and checksum <> @P1;";
+
+/// A repair's removal of a deleted file's records (@P1).
+pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = @P1;";
+
 /// The audit log, oldest first.
 pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature \
     from svc.svc_audit order by id;";
@@ -321,6 +331,9 @@ mod tests {
                 SELECT_QUARANTINE,
                 RELEASE_QUARANTINED,
                 SELECT_AUDIT,
+                DELETE_RECORD,
+                UPDATE_CHECKSUM,
+                DELETE_MIGRATIONS,
                 INSERT_ROLLOUT,
                 SELECT_ROLLOUTS,
                 UPDATE_ROLLOUT,
