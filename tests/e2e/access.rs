@@ -25,7 +25,8 @@ async fn post(server: &Server, token: Option<&str>, body: Value) -> (u16, Value)
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn query(server: &Server, token: &str, query: &str) -> (u16, Value) {
+/// Posts a GraphQL query with a bearer `token`: the status and the answer.
+pub(crate) async fn query(server: &Server, token: &str, query: &str) -> (u16, Value) {
     post(server, Some(token), json!({ "query": query })).await
 }
 

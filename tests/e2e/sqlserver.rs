@@ -481,20 +481,6 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     assert_eq!(files, [[json!("ref/100.sql")], [json!("scripts/config/runs.sql")]]);
 }
 
-/// Posts a GraphQL query with a bearer token: the status and the answer.
-async fn as_bearer(server: &Server, token: &str, query: &str) -> (u16, Value) {
-    let response = server
-        .client
-        .post(server.url("/v2/service"))
-        .bearer_auth(token)
-        .header("Content-Type", "application/json")
-        .body(json!({ "query": query }).to_string())
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn api_tokens_are_stored_hashed_decide_roles_and_end_when_revoked() {
     if !available("api_tokens_are_stored_hashed_decide_roles_and_end_when_revoked") {
@@ -525,17 +511,17 @@ async fn api_tokens_are_stored_hashed_decide_roles_and_end_when_revoked() {
     assert!(stored.iter().all(|row| !row[1].as_str().unwrap().contains(&viewer[7..])));
 
     let mutation = r#"mutation { createVersion(input: { versionName: "by ci" }) { version { id } } }"#;
-    let (status, answer) = as_bearer(server, &viewer, mutation).await;
+    let (status, answer) = crate::access::query(server, &viewer, mutation).await;
     assert_eq!((status, &answer["errors"][0]["extensions"]["code"]), (403, &json!("FORBIDDEN")), "{answer}");
-    let (status, answer) = as_bearer(server, &deployer, mutation).await;
+    let (status, answer) = crate::access::query(server, &deployer, mutation).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["data"]["createVersion"]["version"]["id"], 1, "{answer}");
-    let (_, who) = as_bearer(server, &deployer, "{ identity { actor roles } }").await;
+    let (_, who) = crate::access::query(server, &deployer, "{ identity { actor roles } }").await;
     assert_eq!(who["data"]["identity"], json!({ "actor": "token:ci", "roles": ["deployer"] }));
 
     let revoked = support::strata(server.config_path(), &["token", "revoke", "ci"]).await;
     assert_eq!(support::code(&revoked), 0, "{}", support::stderr(&revoked));
-    let (status, _) = as_bearer(server, &deployer, "{ tenants { name } }").await;
+    let (status, _) = crate::access::query(server, &deployer, "{ tenants { name } }").await;
     assert_eq!(status, 401, "a revoked token authenticates nothing");
     assert_eq!(server.ws.count("svc", "svc_tokens").await, 1);
 }
