@@ -348,11 +348,10 @@ pub(crate) fn cause_of(error: &sqlx::Error) -> Cause {
         sqlx::Error::Database(database) => {
             let code = database.code().unwrap_or_default();
             // MySQL/MariaDB report an SQLSTATE too; their error number is
-            // what tells the causes apart.
-            let mysql_number = database
-                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                .map(|e| u32::from(e.number()))
-                .or_else(|| code.parse::<u32>().ok());
+            // what tells the causes apart. (SQLite's numeric codes are no
+            // MySQL numbers: its directory fsync failure is 1290.)
+            let mysql_number =
+                database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().map(|e| u32::from(e.number()));
             failure::classify(failure::Answer {
                 sqlstate: &code,
                 mysql_number,

@@ -187,11 +187,20 @@ pub(super) async fn batch(conn: &mut SqliteConnection, text: &str) -> Result<(),
 /// as sqlx's errors are ([`super::super::error::cause_of`]).
 fn failure_of(extended: i32, message: String) -> Failure {
     let code = extended.to_string();
-    let cause = failure::classify(failure::Answer {
-        sqlstate: &code,
-        mysql_number: u32::try_from(extended).ok(),
-        message: &message,
-        ..failure::Answer::default()
-    });
+    // Never a MySQL number: SQLITE_IOERR_DIR_FSYNC is 1290, MySQL's
+    // read-only server.
+    let cause = failure::classify(failure::Answer { sqlstate: &code, message: &message, ..failure::Answer::default() });
     Failure { message, offset: None, line: None, cause }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cause, failure_of};
+
+    #[test]
+    fn sqlite_codes_are_not_read_as_mysql_numbers() {
+        // SQLITE_IOERR_DIR_FSYNC (10 | 5 << 8) is MySQL's read-only number.
+        assert_eq!(failure_of(1290, "disk I/O error".into()).cause, Cause::Statement);
+        assert_eq!(failure_of(1, "no such table: t".into()).cause, Cause::Statement);
+    }
 }
