@@ -139,10 +139,22 @@ async fn run(client: &mut Connection, batch: &str) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Runs a parameterised statement (through `sp_executesql`).
-async fn execute(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<(), DbError> {
-    client.execute(statement, params).await.map_err(db_error)?;
-    Ok(())
+/// Runs a parameterised statement (through `sp_executesql`); the rows it
+/// changed.
+async fn execute(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<u64, DbError> {
+    Ok(client.execute(statement, params).await.map_err(db_error)?.total())
+}
+
+/// Runs an insert written to add nothing when its key is taken; whether it
+/// added the row. A duplicate key (2601, 2627) is taken too: a writer
+/// racing this one got there first (Babelfish ignores the statements'
+/// `updlock, holdlock`).
+async fn insert_unless_taken(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<bool, DbError> {
+    match client.execute(statement, params).await {
+        Ok(done) => Ok(done.total() == 1),
+        Err(tiberius::error::Error::Server(token)) if matches!(token.code(), 2601 | 2627) => Ok(false),
+        Err(e) => Err(db_error(e)),
+    }
 }
 
 /// Runs a parameterised query and returns its first result set.
@@ -368,7 +380,7 @@ impl Books<Connection> for SqlServerEngine {
             &row.quarantined,
             &failures,
         ];
-        execute(conn, sql::QUARANTINE, &params).await
+        execute(conn, sql::QUARANTINE, &params).await.map(drop)
     }
 
     async fn quarantined(&self, conn: &mut Connection) -> Result<Vec<QuarantineRow>, DbError> {
@@ -406,8 +418,7 @@ impl Books<Connection> for SqlServerEngine {
     ) -> Result<bool, DbError> {
         let id = id32(row.id).ok_or(DbError::IdOutOfRange(row.id))?;
         let revision = id32(row.revision).ok_or(DbError::IdOutOfRange(row.revision))?;
-        let done = conn.execute(sql::UPDATE_ROLLOUT, &[&doc, &updated, &id, &revision]).await.map_err(db_error)?;
-        Ok(done.total() == 1)
+        Ok(execute(conn, sql::UPDATE_ROLLOUT, &[&doc, &updated, &id, &revision]).await? == 1)
     }
 
     async fn tokens(&self, conn: &mut Connection) -> Result<Vec<StoredToken>, DbError> {
@@ -419,16 +430,11 @@ impl Books<Connection> for SqlServerEngine {
         let expires = token.expires.unwrap_or(-1);
         let owner = token.owner.as_deref().unwrap_or("");
         let params: [&dyn ToSql; 6] = [&token.name, &token.role.name(), &token.hash, &token.created, &expires, &owner];
-        match conn.execute(sql::INSERT_TOKEN, &params).await {
-            Ok(done) => Ok(done.total() == 1),
-            Err(tiberius::error::Error::Server(token)) if matches!(token.code(), 2601 | 2627) => Ok(false),
-            Err(e) => Err(db_error(e)),
-        }
+        insert_unless_taken(conn, sql::INSERT_TOKEN, &params).await
     }
 
     async fn delete_token(&self, conn: &mut Connection, name: &str) -> Result<bool, DbError> {
-        let done = conn.execute(sql::DELETE_TOKEN, &[&name]).await.map_err(db_error)?;
-        Ok(done.total() == 1)
+        Ok(execute(conn, sql::DELETE_TOKEN, &[&name]).await? == 1)
     }
 
     async fn forget(&self, conn: &mut Connection, rows: &[Record<'_>]) -> Result<(), DbError> {
@@ -483,12 +489,7 @@ impl Books<Connection> for SqlServerEngine {
             &row.hash,
             &signature,
         ];
-        match conn.execute(sql::APPEND_AUDIT, &params).await {
-            Ok(done) => Ok(done.total() == 1),
-            // A duplicate key: another writer took the id.
-            Err(tiberius::error::Error::Server(token)) if matches!(token.code(), 2601 | 2627) => Ok(false),
-            Err(e) => Err(db_error(e)),
-        }
+        insert_unless_taken(conn, sql::APPEND_AUDIT, &params).await
     }
 
     async fn insert_version(
