@@ -29,7 +29,8 @@
 # Every tenant schema exists before each timed run (created, not timed).
 # Printed per variant: the median of RUNS alternating runs and their spread
 # in seconds, the ratio of medians to the floor's, and the largest peak RSS
-# in MB.
+# in MB; then, per Strata variant, the median seconds of each phase of its
+# runs (start-up, drift, lock, tenants, plan, units, wind-down, exit).
 #
 # Usage: bash native/benches/fleet_scale.sh
 #   (SIZES="2000 10000" RUNS=3 CONCURRENCY=4 VARIANTS="floor strata lean before"
@@ -113,7 +114,7 @@ floor_run() { # tenants -> seconds
     bench_sessions "$RUN_URL/$db" "$work/floor" "$CONCURRENCY"
 }
 
-strata_run() { # tenants extra-config [binary] -> "seconds rss_kb"
+strata_run() { # tenants extra-config [binary] [variant] -> "seconds rss_kb"
     local tenants=$1 db=strata_bench binary=${3:-$STRATA}
     fresh_database "$db" "$tenants"
     cat >"$work/svc.yaml" <<YAML
@@ -132,8 +133,12 @@ YAML
     start=$(now)
     # The plain command, as an operator runs it (its summary line); `--json`
     # would also print every recorded row (14 MB at 2,000 tenants).
-    /usr/bin/time -f "%M" -o "$work/rss" "$binary" --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
-    local seconds; seconds=$(elapsed "$start")
+    # `-v`: the log's `mutation started` and `version created` lines (the
+    # latter with the version's phases; no line per tenant).
+    /usr/bin/time -f "%M" -o "$work/rss" "$binary" -v --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
+    local end; end=$(now)
+    local seconds; seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+    phases_of "$start" "$end" "$work/err" >>"$work/phases.$tenants.${4:-strata}"
     local expected=$((tenants * 20))
     local rows=$((expected + 1))
     if ! grep -q "created: $rows migration(s) and 0 script(s) over $tenants tenant(s)" "$work/out.txt"; then
@@ -145,6 +150,24 @@ YAML
     [ "$applied" = "$rows" ] || { echo "strata recorded $applied rows, not $rows" >&2; exit 1; }
     echo "$seconds $(cat "$work/rss")"
 }
+
+# Where one run's time went, in seconds: start-up (the process's start to
+# its `mutation started` line: configuration, sources, tenant list), drift
+# (the fleet's drift read before the first unit), lock, tenants, plan, units,
+# wind-down (rows settled, fingerprints stored), exit (the `version created`
+# line to the process's end: the summary, the audit row, the pool's close).
+phases_of() { # start end stderr
+    local began created
+    began=$(grep -m1 'mutation started' "$3" | cut -d' ' -f1)
+    created=$(grep -m1 'version created' "$3")
+    [ -n "$began" ] && [ -n "$created" ] || { echo "no phases in the log: $(tail -3 "$3")" >&2; exit 1; }
+    awk -v start="$1" -v end="$2" -v began="$(date -d "$began" +%s.%N)" -v done_="$(date -d "${created%% *}" +%s.%N)" -v line="$created" 'BEGIN {
+        n = split(line, f, " ")
+        for (i = 1; i <= n; i++) if (split(f[i], kv, "=") == 2 && kv[1] ~ /_ms$/) ms[kv[1]] = kv[2] / 1000
+        printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", began - start, ms["drift_ms"], ms["lock_ms"], ms["tenants_ms"], ms["plan_ms"], ms["units_ms"], ms["wind_down_ms"], end - done_
+    }'
+}
+PHASES="start-up drift lock tenants plan units wind-down exit"
 
 # Alternating runs, rotated each round: floor, strata, lean, then strata,
 # lean, floor, ... so that the machine's drift (fsync times vary by 2x here)
@@ -164,11 +187,11 @@ for tenants in $SIZES; do
                     extra=""
                     [ "$variant" = lean ] && extra=$'driftPolicy: off\nrecordFingerprints: false'
                     [ "$variant" = traced ] && extra=$TRACED
-                    echo "$variant $(strata_run "$tenants" "$extra")" >>"$work/times"
+                    echo "$variant $(strata_run "$tenants" "$extra" "" "$variant")" >>"$work/times"
                     ;;
                 before)
                     [ -x "${STRATA_BEFORE:-}" ] || { echo "the variant before needs STRATA_BEFORE=<an earlier strata binary>" >&2; exit 2; }
-                    echo "before $(strata_run "$tenants" "" "$STRATA_BEFORE")" >>"$work/times"
+                    echo "before $(strata_run "$tenants" "" "$STRATA_BEFORE" before)" >>"$work/times"
                     ;;
             esac
         done
@@ -181,6 +204,17 @@ for tenants in $SIZES; do
         ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
         [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
         printf '%-8s %-8s %6s %12s %14s %8s %8s\n' "$tenants" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
+    done
+    # The phases of each Strata variant: the median of its runs, per phase.
+    for file in "$work"/phases."$tenants".*; do
+        [ -e "$file" ] || continue
+        line="phases   ${file##*.}:"
+        i=1
+        for phase in $PHASES; do
+            line+=" $phase $(awk -v i="$i" '{ print $i }' "$file" | median)"
+            i=$((i + 1))
+        done
+        echo "$line"
     done
 done
 if [ -e "$work/sink.log" ]; then

@@ -105,10 +105,34 @@ impl Query {
     }
 
     /// Versions; with `file`, only those in which that file was applied.
+    /// Every one, oldest first, or — with `first` or `after` — a page of
+    /// them in order of id: `first` of them, those after the version whose
+    /// id is `after` (the last one of the page before). `first` and `after`
+    /// are added to the spec's schema (a fleet's every `createTenant` is a
+    /// version).
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
-    async fn versions(&self, ctx: &Context<'_>, file: Option<String>) -> Result<Vec<VersionDto>> {
-        let rows = service(ctx)?.versions(file.as_deref()).await.map_err(graphql_error)?;
-        Ok(rows.into_iter().map(VersionDto::from).collect())
+    async fn versions(
+        &self,
+        ctx: &Context<'_>,
+        file: Option<String>,
+        first: Option<i32>,
+        after: Option<i32>,
+    ) -> Result<OneByOne<VersionDto>> {
+        let mut rows = service(ctx)?.versions(file.as_deref()).await.map_err(graphql_error)?;
+        if first.is_some() || after.is_some() {
+            rows.sort_unstable_by_key(|row| row.id);
+            let after = after.map(i64::from);
+            let page = page::page(&rows, |row| &row.id, first, after.as_ref())?;
+            rows = rows.drain(page).collect();
+        }
+        Ok(OneByOne(rows.into_iter().map(VersionDto::from).collect()))
+    }
+
+    /// How many versions there are (one per version, however many shards
+    /// ran it). Added to the spec's schema: a count without the list.
+    #[graphql(complexity = "STORAGE_COST")]
+    async fn version_count(&self, ctx: &Context<'_>) -> Result<u64> {
+        Ok(service(ctx)?.versions(None).await.map_err(graphql_error)?.len() as u64)
     }
 
     /// One version.
@@ -155,8 +179,15 @@ impl Query {
             return Ok(OneByOne(tenants));
         }
         tenants.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let page = page::page(&tenants, |tenant| &tenant.name, first, after.as_deref())?;
+        let page = page::page(&tenants, |tenant| tenant.name.as_str(), first, after.as_deref())?;
         Ok(OneByOne(tenants.drain(page).collect()))
+    }
+
+    /// How many tenants there are (every shard's). Added to the spec's
+    /// schema: a count without the list.
+    #[graphql(complexity = "STORAGE_COST")]
+    async fn tenant_count(&self, ctx: &Context<'_>) -> Result<u64> {
+        Ok(service(ctx)?.tenants().await.map_err(graphql_error)?.len() as u64)
     }
 
     /// Rollouts, oldest first: each wave with its state, the events (who
@@ -246,11 +277,22 @@ impl Query {
     }
 
     /// Tenants put aside after a failure a version absorbed
-    /// (`failureBudget`), by name. Added to the spec's schema.
+    /// (`failureBudget`), by name: every one, or — with `first` or `after`
+    /// — a page, as `tenants` pages. Added to the spec's schema.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
-    async fn quarantine(&self, ctx: &Context<'_>) -> Result<Vec<QuarantinedTenantDto>> {
-        let rows = service(ctx)?.quarantined().await.map_err(graphql_error)?;
-        Ok(rows.into_iter().map(QuarantinedTenantDto::from).collect())
+    async fn quarantine(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<OneByOne<QuarantinedTenantDto>> {
+        let mut rows = service(ctx)?.quarantined().await.map_err(graphql_error)?;
+        if first.is_some() || after.is_some() {
+            rows.sort_unstable_by(|a, b| a.tenant.cmp(&b.tenant));
+            let page = page::page(&rows, |row| row.tenant.as_str(), first, after.as_deref())?;
+            rows = rows.drain(page).collect();
+        }
+        Ok(OneByOne(rows.into_iter().map(QuarantinedTenantDto::from).collect()))
     }
 
     /// Every backfill's progress (`strata:backfill` files), by tenant and

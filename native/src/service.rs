@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, Utc};
 use strata_core::migrate::config::Config;
@@ -699,7 +699,8 @@ impl Service {
 
     /// What a mutation that ran leaves besides its answer: its diagnostics
     /// in the log, its version in the metrics, the webhook.
-    fn account(&self, request: &CreateRequest, outcome: &MutationOutcome, summary: &Summary) {
+    /// `drift` is how long the fleet's drift check took before it.
+    fn account(&self, request: &CreateRequest, outcome: &MutationOutcome, summary: &Summary, drift: Duration) {
         for item in &outcome.plan.diagnostics.out_of_order {
             tracing::warn!(file = %item.file, schema = %item.schema, after = %item.after,
                 "out-of-order migration applied: it sorts before a migration already applied in its schema");
@@ -712,8 +713,12 @@ impl Service {
             let executed = request.operation.action() == Action::Apply;
             let new_tenant = matches!(request.operation, Operation::NewTenant { .. });
             telemetry::record_version(&summary.counts, executed, new_tenant);
+            let phases = &outcome.phases;
+            let ms = |phase: Duration| u64::try_from(phase.as_millis()).unwrap_or(u64::MAX);
             tracing::info!(version_id = version.id, version = %version.name, dry_run = request.dry_run,
                 migrations = summary.counts.migrations_grand_total(), scripts = summary.counts.scripts_grand_total(),
+                drift_ms = ms(drift), lock_ms = ms(phases.lock), tenants_ms = ms(phases.tenants),
+                plan_ms = ms(phases.plan), units_ms = ms(phases.units), wind_down_ms = ms(phases.wind_down),
                 "version created");
             if let Some(webhook) = &self.webhook {
                 let task = webhook.send_in_background(summary, version.id);
@@ -785,14 +790,16 @@ impl Service {
         if let Some(tenants) = request.operation.creates_tenants() {
             self.add_tenants(tenants, request.operation.shard(), request.dry_run).await?;
         }
+        let drift_clock = Instant::now();
         let drifted = self.check_drift(request, &rfc3339(started)).await?;
+        let drift_time = drift_clock.elapsed();
         let outcome = self.mutate_in_task(request, sources).await?;
         let summary = Summary {
             started_at: rfc3339(started),
             duration: clock.elapsed().as_secs_f64(),
             counts: outcome.committed_counts.unwrap_or(outcome.plan.counts),
         };
-        self.account(request, &outcome, &summary);
+        self.account(request, &outcome, &summary, drift_time);
         if let (Some((host, port)), Operation::NewTenant { tenant, .. }, false) =
             (&colocation, &request.operation, request.dry_run)
         {

@@ -271,27 +271,7 @@ async fn a_reader_that_goes_away_ends_the_command_quietly() {
     let config = ws.write_config(&ws.config(""));
     let apply = strata(&config, &["apply", "--version", "v1"]).await;
     assert_eq!(code(&apply), 0, "{}", stderr(&apply));
-    let many = match crate::support::backend() {
-        crate::support::Backend::Sqlite => {
-            "insert into svc_tenants (name) with recursive c(x) as (select 1 union all select x + 1 from c where x < \
-             5000) select 't' || x from c"
-        }
-        crate::support::Backend::Postgres => {
-            "insert into svc.svc_tenants (name) select 't' || x from generate_series(1, 5000) x"
-        }
-        // MariaDB stops a recursive query after 1,000 iterations by default.
-        crate::support::Backend::Mysql => "",
-    };
-    let digits = "(select 0 x union all select 1 union all select 2 union all select 3 union all select 4 union all \
-                  select 5 union all select 6 union all select 7 union all select 8 union all select 9)";
-    let many = match crate::support::backend() {
-        crate::support::Backend::Mysql => format!(
-            "insert into svc.svc_tenants (name) select concat('t', a.x * 1000 + b.x * 100 + c.x * 10 + d.x) from \
-             {digits} a, {digits} b, {digits} c, {digits} d"
-        ),
-        _ => many.to_string(),
-    };
-    ws.execute("svc", &many).await;
+    ws.add_tenant_rows(5000).await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
         .arg("--config")
         .arg(&config)

@@ -85,6 +85,18 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
         json!([{ "tenant": "t03", "file": "tenants/006.sql", "failures": 1 },
                { "tenant": "t07", "file": "tenants/006.sql", "failures": 1 }])
     );
+    // In pages, in order of name after the last one seen.
+    let page = |after: Value| {
+        let server = &server;
+        async move {
+            let query = "query($after: String) { quarantine(first: 1, after: $after) { tenant } }";
+            server.data(query, json!({ "after": after })).await["quarantine"].clone()
+        }
+    };
+    assert_eq!(tenants_of(&page(Value::Null).await), ["t03"]);
+    assert_eq!(tenants_of(&page(json!("t03")).await), ["t07"]);
+    assert_eq!(tenants_of(&page(json!("t04")).await), ["t07"]);
+    assert!(tenants_of(&page(json!("t07")).await).is_empty());
     assert_eq!(server.metric("svc_http_tenants_quarantined").await, 2.0);
     let listed = strata(server.config_path(), &["tenants", "--json"]).await;
     assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));

@@ -346,6 +346,26 @@ impl Workspace {
         }
     }
 
+    /// Adds `count` (at most 100,000) rows to the service's own tenant
+    /// table, named `t00001`, `t00002`…, in one statement: a fleet listed
+    /// without making a schema for each.
+    pub(crate) async fn add_tenant_rows(&self, count: u32) {
+        assert!(count <= 100_000, "names have five digits");
+        let digits = "(select 0 x union all select 1 union all select 2 union all select 3 union all select 4 \
+                      union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)";
+        let number = "(a.x * 10000 + b.x * 1000 + c.x * 100 + d.x * 10 + e.x + 1)";
+        let (table, name) = match backend() {
+            Backend::Sqlite => ("svc_tenants", format!("printf('t%05d', {number})")),
+            Backend::Postgres => ("svc.svc_tenants", format!("'t' || lpad({number}::text, 5, '0')")),
+            Backend::Mysql => ("svc.svc_tenants", format!("concat('t', lpad({number}, 5, '0'))")),
+        };
+        let sql = format!(
+            "insert into {table} (name) select {name} from {digits} a, {digits} b, {digits} c, {digits} d, {digits} e \
+             where {number} <= {count}"
+        );
+        self.execute("svc", &sql).await;
+    }
+
     /// Runs one SQL query in a schema (its SQLite file, its PostgreSQL
     /// search path, its MySQL database), returning every row as JSON values.
     /// SQL Server has no per-session default schema: there the query runs
@@ -638,6 +658,23 @@ impl Server {
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The process's resident memory now and its peak since start or the
+    /// last [`Server::reset_peak_memory`], in KiB (`VmRSS`, `VmHWM`).
+    pub(crate) fn memory_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let field = |name: &str| -> u64 {
+            let line = status.lines().find(|line| line.starts_with(name)).unwrap();
+            line[name.len()..].trim().trim_end_matches("kB").trim().parse().unwrap()
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// Starts the peak of [`Server::memory_kib`] again from the present
+    /// resident memory (Linux's `clear_refs`).
+    pub(crate) fn reset_peak_memory(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").unwrap();
     }
 
     /// Sends SIGTERM, as a container runtime does, and waits (up to 40 s)

@@ -81,6 +81,7 @@ mod unit;
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use strata_core::migrate::config::TransactionScope;
@@ -99,7 +100,7 @@ use crate::db::executor::fingerprints::{committed_schemas, recorded_after, store
 use crate::db::executor::progress::Progress;
 use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
 use crate::db::executor::settings::Settings;
-use crate::db::types::{BackfillWait, MutationOutcome, MutationRequest, QuarantineRow, VersionRow};
+use crate::db::types::{BackfillWait, MutationOutcome, MutationRequest, Phases, QuarantineRow, VersionRow};
 
 /// Runs one mutation: the whole loop.
 pub(crate) async fn mutate<E: Engine>(
@@ -107,11 +108,16 @@ pub(crate) async fn mutate<E: Engine>(
     settings: &Settings,
     request: MutationRequest<'_>,
 ) -> Result<MutationOutcome, DbError> {
+    let started = Instant::now();
     let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
+    let waited = started.elapsed();
     let result = locked(engine, settings, &request, &lock).await;
     engine.unlock(lock).await;
-    result
+    result.map(|mut outcome| {
+        outcome.phases.lock = waited;
+        outcome
+    })
 }
 
 async fn locked<E: Engine>(
@@ -120,12 +126,20 @@ async fn locked<E: Engine>(
     request: &MutationRequest<'_>,
     lock: &E::Lock,
 ) -> Result<MutationOutcome, DbError> {
+    let mut phases = Phases::default();
+    let mut clock = Instant::now();
+    let mut lap = |phase: &mut Duration| {
+        *phase = clock.elapsed();
+        clock = Instant::now();
+    };
     let mut main = engine.connect().await?;
     let planning = PLANNING.acquire().await;
     let tenants = engine.books().tenants(&mut main).await?;
     let mut selection = select_tenants(engine, &mut main, request, tenants).await?;
+    lap(&mut phases.tenants);
     let (plan, rules) = plan_read(engine, &mut main, true, settings, request, &selection.run).await?;
     drop(planning);
+    lap(&mut phases.plan);
     if request.retried().is_none() {
         // Only a retry looks at its tenants again (to release them); the
         // plan holds the names every other version runs in.
@@ -139,6 +153,7 @@ async fn locked<E: Engine>(
         skipped: selection.skipped,
         released: Vec::new(),
         committed_counts: None,
+        phases,
     };
     if outcome.plan.is_empty() || (request.dry_run && !E::TRANSACTIONAL_DDL) {
         if request.retried().is_some() && !request.dry_run {
@@ -155,7 +170,9 @@ async fn locked<E: Engine>(
     let run = Run::new(engine, settings, request, plan, &rules, lock);
     let mut conns = vec![main];
     let result = run.version(&mut conns).await;
+    lap(&mut outcome.phases.units);
     run.wind_down(&mut conns, &result).await;
+    lap(&mut outcome.phases.wind_down);
     let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
     let version = result?;
     if !absorbed.is_empty() {

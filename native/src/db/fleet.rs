@@ -601,6 +601,7 @@ impl Fleet {
             skipped: Vec::new(),
             released: Vec::new(),
             committed_counts: None,
+            phases: Default::default(),
         };
         let partial = outcomes.iter().any(|(_, outcome)| outcome.committed_counts.is_some());
         let mut counts = strata_core::migrate::summary::Counts::default();
@@ -617,6 +618,7 @@ impl Fleet {
             merged.waiting.extend(outcome.waiting);
             merged.skipped.extend(outcome.skipped);
             merged.released.extend(outcome.released);
+            merged.phases = merged.phases.longest(outcome.phases);
         }
         if partial {
             merged.committed_counts = Some(counts);

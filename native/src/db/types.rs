@@ -436,6 +436,38 @@ pub(crate) struct MutationOutcome {
     pub(crate) released: Vec<String>,
     /// What committed, when tenants failed (else the plan's counts hold).
     pub(crate) committed_counts: Option<strata_core::migrate::summary::Counts>,
+    /// Where its time went.
+    pub(crate) phases: Phases,
+}
+
+/// Where a version's time went, phase by phase (in the log's `version
+/// created` line, so that a slow version over a large fleet says which
+/// part grew). On a fleet of shards, each phase's longest shard.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Phases {
+    /// Waiting for the version's lock.
+    pub(crate) lock: std::time::Duration,
+    /// Reading the tenant list and choosing the tenants that run.
+    pub(crate) tenants: std::time::Duration,
+    /// Reading what is recorded and planning.
+    pub(crate) plan: std::time::Duration,
+    /// Running the units.
+    pub(crate) units: std::time::Duration,
+    /// After the last unit: settling the rows and storing the fingerprints.
+    pub(crate) wind_down: std::time::Duration,
+}
+
+impl Phases {
+    /// Each phase's longer of `self` and `other` (shards run at once).
+    pub(crate) fn longest(self, other: Phases) -> Phases {
+        Phases {
+            lock: self.lock.max(other.lock),
+            tenants: self.tenants.max(other.tenants),
+            plan: self.plan.max(other.plan),
+            units: self.units.max(other.units),
+            wind_down: self.wind_down.max(other.wind_down),
+        }
+    }
 }
 
 /// A stored rollout: core's `rollout::Rollout` as JSON, with the revision

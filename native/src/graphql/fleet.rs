@@ -81,7 +81,7 @@ impl FleetDto {
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<OneByOne<&FleetTenantDto>> {
-        let page = &self.rows[super::page::page(&self.rows, |row| &row.name, first, after.as_deref())?];
+        let page = &self.rows[super::page::page(&self.rows, |row| row.name.as_str(), first, after.as_deref())?];
         let states = page.len().saturating_mul(self.files.len());
         if states > MAX_STATES_PER_ANSWER && ctx.look_ahead().field("states").exists() {
             return Err(graphql_error(AppError::InvalidInput(format!(

@@ -1,7 +1,7 @@
-//! A page of a list in order of name, GitHub's way (`first`, `after`): the
-//! first `first` items after the one named `after` — the last item of the
-//! page before, which need not exist any more, so a page never repeats or
-//! skips an item that stayed.
+//! A page of a list in order of a key (a name, an id), GitHub's way
+//! (`first`, `after`): the first `first` items after the one whose key is
+//! `after` — the last item of the page before, which need not exist any
+//! more, so a page never repeats or skips an item that stayed.
 
 use std::ops::Range;
 
@@ -9,15 +9,15 @@ use async_graphql::Result;
 
 use crate::error::{AppError, graphql_error};
 
-/// Where in `sorted` (in order of `name`) the page `first` and `after` ask
+/// Where in `sorted` (in order of `key`) the page `first` and `after` ask
 /// for lies; every item from `after` on without `first`.
-pub(crate) fn page<T>(
+pub(crate) fn page<T, K: Ord + ?Sized>(
     sorted: &[T],
-    name: impl Fn(&T) -> &str,
+    key: impl Fn(&T) -> &K,
     first: Option<i32>,
-    after: Option<&str>,
+    after: Option<&K>,
 ) -> Result<Range<usize>> {
-    let start = after.map_or(0, |after| sorted.partition_point(|item| name(item) <= after));
+    let start = after.map_or(0, |after| sorted.partition_point(|item| key(item) <= after));
     let rest = &sorted[start..];
     let count = match first {
         None => rest.len(),
@@ -44,5 +44,17 @@ mod tests {
         assert_eq!(page(&names, name, None, Some("c")).unwrap(), 3..4);
         assert!(page(&names, name, Some(5), Some("d")).unwrap().is_empty());
         assert!(page(&names, name, Some(-1), None).is_err());
+    }
+
+    #[test]
+    fn pages_of_ids_follow_the_last_id_seen() {
+        let ids = [3_i64, 5, 8, 13];
+        fn id(id: &i64) -> &i64 {
+            id
+        }
+        assert_eq!(page(&ids, id, Some(2), None).unwrap(), 0..2);
+        assert_eq!(page(&ids, id, Some(2), Some(&5)).unwrap(), 2..4);
+        assert_eq!(page(&ids, id, Some(1), Some(&6)).unwrap(), 2..3);
+        assert!(page(&ids, id, None, Some(&13)).unwrap().is_empty());
     }
 }
