@@ -692,7 +692,7 @@ impl Recorded {
 
 mod recorded_after;
 mod steps;
-pub use recorded_after::RecordedBefore;
+pub use recorded_after::{RecordedBefore, recorded_of};
 pub use steps::{Iter, Segment, StepSet, Steps, Unit, Units};
 
 #[cfg(test)]

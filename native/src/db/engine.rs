@@ -346,6 +346,13 @@ pub(crate) trait Engine: Send + Sync {
         };
         Ok(strata_core::migrate::backfill::pace::replica_lag(int(0), int(1), int(2)))
     }
+    /// Whether a tenant's fingerprint is read and stored while the version
+    /// still runs, on a connection of its own, as soon as its unit — its
+    /// schema's last — committed (the executor's `print_beside`), rather
+    /// than all of them after the last unit: PostgreSQL, whose catalog reads
+    /// use the processor the units' commits leave idle. SQLite's units read
+    /// their own prints; MySQL reads most of a server's catalogs in one pass.
+    const PRINTS_BESIDE_UNITS: bool = false;
     /// Whether a unit may be sent as one text — [`Engine::BEGIN`], its
     /// time-outs ([`Engine::timeouts_text`]), its files, its rows
     /// ([`Engine::record_text`]), `commit` — run by

@@ -96,7 +96,7 @@ use tracing::Instrument;
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure};
 use crate::db::error::{DbError, MigrationFailure};
-use crate::db::executor::fingerprints::{committed_schemas, recorded_after, store_fingerprints};
+use crate::db::executor::fingerprints::{Feed, committed_schemas, print_beside, recorded_after, store_fingerprints};
 use crate::db::executor::progress::Progress;
 use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
 use crate::db::executor::settings::Settings;
@@ -216,6 +216,9 @@ struct Run<'a, E: Engine> {
     waiting: Mutex<Vec<BackfillWait>>,
     /// The steps committed, once the version is over.
     committed: Mutex<StepSet>,
+    /// The plan schemas whose fingerprints were stored while the units ran
+    /// ([`print_beside`]).
+    printed: Mutex<Vec<u32>>,
     /// Per source: the tokenizer reads the text the plan runs of it whole
     /// (it may share a message with other files).
     readable: Vec<bool>,
@@ -265,6 +268,7 @@ impl<'a, E: Engine> Run<'a, E> {
             absorbed: Mutex::new(Vec::new()),
             waiting: Mutex::new(Vec::new()),
             committed: Mutex::new(StepSet::default()),
+            printed: Mutex::new(Vec::new()),
             readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
         }
     }
@@ -277,12 +281,39 @@ impl<'a, E: Engine> Run<'a, E> {
         let whole = self.request.dry_run || self.settings.scope == TransactionScope::Version;
         let prepared = if whole { self.plan.schemas.clone() } else { self.single_schemas() };
         self.engine.prepare(&mut conns[0], &prepared).await?;
-        if whole { self.whole_version(&mut conns[0]).await } else { self.per_schema(conns).await }
+        if whole {
+            return self.whole_version(&mut conns[0]).await;
+        }
+        if !self.prints_beside() {
+            return self.per_schema(conns, None).await;
+        }
+        let (feed, finished) = tokio::sync::mpsc::unbounded_channel();
+        let units = async {
+            let feed = feed;
+            self.per_schema(conns, Some(&feed)).await
+        };
+        let printing = print_beside(self.engine, self.plan, self.request.sources, finished);
+        let (result, printed) = tokio::join!(units, printing);
+        *self.printed.lock().unwrap_or_else(|e| e.into_inner()) = printed;
+        result
+    }
+
+    /// Whether tenants' fingerprints are stored as their units commit
+    /// ([`print_beside`]): where the engine does so, fingerprints are kept,
+    /// and core says each tenant's unit is all the version does there.
+    fn prints_beside(&self) -> bool {
+        E::PRINTS_BESIDE_UNITS
+            && E::KEEPS.catalogs
+            && self.settings.record_fingerprints
+            && !self.request.dry_run
+            && self.plan.new_tenant.is_none()
+            && self.plan.tenant_units_are_final(self.request.sources)
     }
 
     /// After the version, whatever it did: the schemas released (discarded
     /// when nothing of the version stays), the engine's deferred rows
-    /// settled, the fingerprints of what committed stored.
+    /// settled, the fingerprints of what committed stored (but those
+    /// [`print_beside`] stored while the units ran).
     async fn wind_down(&self, conns: &mut [E::Conn], result: &Result<Option<VersionRow>, DbError>) {
         let discard = match result {
             Ok(version) => version.is_none(),
@@ -298,7 +329,16 @@ impl<'a, E: Engine> Run<'a, E> {
         if !self.settings.record_fingerprints || self.request.dry_run {
             return;
         }
-        if let Some((version_id, schemas)) = committed_schemas(self.plan, result) {
+        if let Some((version_id, mut schemas)) = committed_schemas(self.plan, result) {
+            let printed = std::mem::take(&mut *self.printed.lock().unwrap_or_else(|e| e.into_inner()));
+            if !printed.is_empty() {
+                let printed: rustc_hash::FxHashSet<&str> =
+                    printed.iter().map(|&schema| self.plan.schemas[schema as usize].as_str()).collect();
+                schemas.retain(|schema| !printed.contains(schema.as_str()));
+                if schemas.is_empty() {
+                    return;
+                }
+            }
             let known = {
                 let committed = self.committed.lock().unwrap_or_else(|e| e.into_inner());
                 recorded_after(self.plan, self.request.sources, &committed)
@@ -442,7 +482,9 @@ impl<'a, E: Engine> Run<'a, E> {
     /// it applied — not even after a crash), then a tenant segment's units
     /// over up to `concurrency` connections. A failure the failure budget
     /// does not absorb starts no new unit; running ones end.
-    async fn per_schema(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
+    /// With `feed`, each tenant whose unit committed is sent there
+    /// ([`print_beside`]).
+    async fn per_schema(&self, conns: &mut Vec<E::Conn>, feed: Option<&Feed>) -> Result<Option<VersionRow>, DbError> {
         let mut schedule = Schedule::new(self.plan, self.request.sources, self.absorption, self.settings.concurrency);
         let mut progress = Progress::default();
         *progress.steps.get_mut().unwrap_or_else(|e| e.into_inner()) = StepSet::with_steps(self.plan.steps.len());
@@ -471,6 +513,9 @@ impl<'a, E: Engine> Run<'a, E> {
                 }
                 Next::Wait => {
                     let Some((mut conn, unit, result, span)) = running.next().await else { break };
+                    if result.is_ok() {
+                        self.finished(feed, &unit, progress_ref);
+                    }
                     self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed)
                         .instrument(span.clone())
                         .await;
@@ -488,6 +533,20 @@ impl<'a, E: Engine> Run<'a, E> {
         };
         *self.committed.lock().unwrap_or_else(|e| e.into_inner()) = committed;
         result
+    }
+
+    /// Sends a tenant whose unit committed to `feed` (a single schema's
+    /// unit is not sent).
+    fn finished(&self, feed: Option<&Feed>, unit: &Unit, progress: &Progress) {
+        let (Some(feed), Some(version_id)) = (feed, progress.version()) else { return };
+        let is_tenant = unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant());
+        if !is_tenant {
+            return;
+        }
+        if let Some(bits) = self.plan.recorded_after_unit(self.request.sources, unit) {
+            // The receiver lives until the units are over.
+            let _ = feed.send((unit.schema, version_id, bits));
+        }
     }
 
     /// The span of `unit`: a tenant's, or the single schemas'.

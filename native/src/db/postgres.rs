@@ -514,6 +514,7 @@ impl Engine for PostgresEngine {
     }
 
     const ONE_MESSAGE: bool = true;
+    const PRINTS_BESIDE_UNITS: bool = true;
 
     fn one_message(&self) -> bool {
         !self.citus

@@ -12,7 +12,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::migrate::fingerprint::Recorded;
-use crate::migrate::plan::{Direction, Plan, StepSet};
+use crate::migrate::plan::{Direction, Plan, StepSet, Unit};
 use crate::migrate::source::SourceMigration;
 
 /// Per plan schema, the migrations (not scripts) it had recorded before the
@@ -58,20 +58,54 @@ impl Plan {
         let mut known: FxHashMap<&[u64], Recorded> = FxHashMap::default();
         let mut out = Vec::with_capacity(self.schemas.len());
         for chunk in after.bits.chunks(after.words) {
-            let recorded = known
-                .entry(chunk)
-                .or_insert_with(|| {
-                    let pairs: Vec<(&str, &str)> = (0..sources.len())
-                        .filter(|&source| chunk[source / 64] & (1 << (source % 64)) != 0)
-                        .map(|source| (sources[source].file.as_str(), sources[source].checksum.as_str()))
-                        .collect();
-                    Recorded::of(&pairs)
-                })
-                .clone();
-            out.push(recorded);
+            out.push(known.entry(chunk).or_insert_with(|| recorded_of(sources, chunk)).clone());
         }
         Some(out)
     }
+
+    /// Whether a fingerprint can be stored as soon as a tenant's unit
+    /// commits, without waiting for the version to end: the version goes
+    /// forward, the plan knows every recorded row, and its tenant steps are
+    /// one segment, its last — so a tenant's one unit is everything the
+    /// version does in that schema ([`Plan::recorded_after_unit`]).
+    pub fn tenant_units_are_final(&self, sources: &[SourceMigration]) -> bool {
+        let Some(before) = &self.recorded_before else { return false };
+        if self.direction != Direction::Forward || before.bits.len() != before.words * self.schemas.len() {
+            return false;
+        }
+        let segments = self.segments(sources);
+        segments.iter().filter(|segment| segment.tenants).count() == 1 && segments.last().is_some_and(|s| s.tenants)
+    }
+
+    /// What a tenant's schema records once its `unit` committed, as a bit
+    /// per source (the key under which equal sets share one [`Recorded`];
+    /// [`recorded_of`] makes it): valid when
+    /// [`Plan::tenant_units_are_final`], `None` otherwise.
+    pub fn recorded_after_unit(&self, sources: &[SourceMigration], unit: &Unit) -> Option<Vec<u64>> {
+        let before = self.recorded_before.as_ref()?;
+        let at = unit.schema as usize * before.words;
+        let mut bits = before.bits.get(at..at + before.words)?.to_vec();
+        for &step in &unit.steps {
+            let step = self.steps.get(step)?;
+            if step.schema != unit.schema {
+                return None;
+            }
+            if !sources.get(step.migration as usize)?.migration_type.is_script() {
+                bits[step.migration as usize / 64] |= 1 << (step.migration % 64);
+            }
+        }
+        Some(bits)
+    }
+}
+
+/// The [`Recorded`] identity of the sources whose bits are set in `bits`
+/// (a bit per source, as [`Plan::recorded_after_unit`] gives them).
+pub fn recorded_of(sources: &[SourceMigration], bits: &[u64]) -> Recorded {
+    let pairs: Vec<(&str, &str)> = (0..sources.len())
+        .filter(|&source| bits.get(source / 64).is_some_and(|word| word & (1 << (source % 64)) != 0))
+        .map(|source| (sources[source].file.as_str(), sources[source].checksum.as_str()))
+        .collect();
+    Recorded::of(&pairs)
 }
 
 #[cfg(test)]
@@ -149,6 +183,59 @@ mod tests {
         assert!(std::sync::Arc::ptr_eq(&after[t1].identity, &after[t2].identity));
         assert_eq!(after[t1], books["t4"]);
         assert_ne!(after[t1], after[t3]);
+    }
+
+    /// A tenant's unit of the plan's only tenant segment, its last, is all
+    /// the version does in that schema: what it records once the unit
+    /// committed is what the books say after the whole version. A plan
+    /// with a single-schema step after the tenants' is not such a plan.
+    #[test]
+    fn a_final_tenant_unit_says_what_its_schema_records_after_the_version() {
+        let sources = vec![
+            migration("ref", "001.sql", SingleMigration),
+            migration("tenants", "001.sql", TenantMigration),
+            migration("tenants", "002.sql", TenantMigration),
+            migration("tenants-scripts", "a.sql", TenantScript),
+        ];
+        let rows = vec![row(&sources[0], "ref"), row(&sources[1], "t2"), row(&sources[3], "t2")];
+        let tenants: Vec<String> = ["t1", "t2", "t3"].map(String::from).to_vec();
+        let input = |sources| PlanInput {
+            sources,
+            applied: &rows,
+            tenants: &tenants,
+            target: &Target::AllSchemas,
+            action: Action::Apply,
+            out_of_order: OutOfOrderPolicy::Warn,
+        };
+        let plan = plan(input(&sources)).unwrap();
+        assert!(plan.tenant_units_are_final(&sources));
+        let segments = plan.segments(&sources);
+        let mut recorded = rows.clone();
+        for (_, step) in plan.steps.indexed() {
+            recorded.push(row(&sources[step.migration as usize], plan.schema_of(step)));
+        }
+        let books = books_say(&recorded);
+        let units: Vec<Unit> = plan.units(segments.last().unwrap()).collect();
+        assert_eq!(units.len(), 3);
+        for unit in &units {
+            let bits = plan.recorded_after_unit(&sources, unit).unwrap();
+            let schema = &plan.schemas[unit.schema as usize];
+            assert_eq!(Some(&recorded_of(&sources, &bits)), books.get(schema), "{schema}");
+        }
+        // Equal sets, equal keys: t1 and t3 share one identity.
+        let key = |name: &str| {
+            let unit = units.iter().find(|u| plan.schemas[u.schema as usize] == name).unwrap();
+            plan.recorded_after_unit(&sources, unit).unwrap()
+        };
+        assert_eq!(key("t1"), key("t3"));
+        assert_eq!(key("t1"), key("t2"), "t2 had 001 already and the script does not count");
+
+        let mut after_tenants = sources.clone();
+        after_tenants.push(migration("ref", "002.sql", SingleMigration));
+        let plan_after = super::super::plan(input(&after_tenants)).unwrap();
+        assert!(!plan_after.tenant_units_are_final(&after_tenants), "a single step after the tenants'");
+        let reverted = Plan { direction: Direction::Revert, ..plan.clone() };
+        assert!(!reverted.tenant_units_are_final(&sources));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! The fingerprints of the schemas a version committed something in,
-//! stored after it (fleet drift compares them with the live catalogs).
+//! stored after it — or, where the engine can, each tenant's as soon as
+//! its last unit committed, beside the units still running
+//! ([`print_beside`]) — fleet drift compares them with the live catalogs.
 
 use rustc_hash::FxHashMap;
 use strata_core::migrate::fingerprint;
-use strata_core::migrate::plan::{Plan, StepSet};
+use strata_core::migrate::plan::{Plan, StepSet, recorded_of};
 use strata_core::migrate::source::SourceMigration;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::db::books::Books;
 use crate::db::engine::{self, Engine};
@@ -114,4 +117,102 @@ async fn store_prints<E: Engine>(
     }))
     .await;
     stored.into_iter().collect::<Result<Vec<()>, _>>().map(drop)
+}
+
+/// A tenant whose unit committed, for [`print_beside`]: its index in the
+/// plan's schemas, the version, and what it records (core's
+/// `Plan::recorded_after_unit`).
+pub(super) type Finished = (u32, i64, Vec<u64>);
+
+/// Where the executor sends each [`Finished`] tenant.
+pub(super) type Feed = UnboundedSender<Finished>;
+
+/// Stores the fingerprint of each tenant `finished` sends while the units
+/// still run ([`Engine::PRINTS_BESIDE_UNITS`]; valid when core's
+/// `Plan::tenant_units_are_final`): [`engine::CATALOGS_PER_READ`] tenants
+/// at a time, read and written on a connection of its own, so that after
+/// the last unit only the last batch is left. Returns the plan schemas it
+/// stored; the wind-down stores the others as before. Best effort: after a
+/// failure (logged) it stores nothing more and leaves the rest to the
+/// wind-down.
+pub(super) async fn print_beside<E: Engine>(
+    engine: &E,
+    plan: &Plan,
+    sources: &[SourceMigration],
+    mut finished: UnboundedReceiver<Finished>,
+) -> Vec<u32> {
+    let mut printed = Vec::new();
+    let mut conn: Option<E::Conn> = None;
+    let mut identities: FxHashMap<Vec<u64>, fingerprint::Recorded> = FxHashMap::default();
+    let mut batch: Vec<Finished> = Vec::with_capacity(engine::CATALOGS_PER_READ);
+    let mut failed = false;
+    loop {
+        let open = match finished.recv().await {
+            Some(tenant) => {
+                batch.push(tenant);
+                true
+            }
+            None => false,
+        };
+        if failed || (open && batch.len() < engine::CATALOGS_PER_READ) || batch.is_empty() {
+            if failed {
+                batch.clear();
+            }
+            if open {
+                continue;
+            }
+            break;
+        }
+        let stored = async {
+            if conn.is_none() {
+                conn = Some(engine.connect().await?);
+            }
+            let conn = conn.as_mut().expect("opened above");
+            let names: Vec<String> = batch.iter().map(|(schema, ..)| plan.schemas[*schema as usize].clone()).collect();
+            let prints = engine.catalog_prints(std::slice::from_mut(conn), &names).await?;
+            for (version_id, rows) in by_version(&batch) {
+                let recorded: Vec<std::sync::Arc<str>> = rows
+                    .iter()
+                    .map(|&index| {
+                        let bits = &batch[index].2;
+                        identities.entry(bits.clone()).or_insert_with(|| recorded_of(sources, bits)).identity.clone()
+                    })
+                    .collect();
+                let rows: Vec<(&str, &str, &str)> = rows
+                    .iter()
+                    .zip(&recorded)
+                    .map(|(&index, identity)| (names[index].as_str(), prints[index].as_str(), &**identity))
+                    .collect();
+                engine.books().store_fingerprints(conn, &rows, version_id).await?;
+            }
+            Ok::<_, DbError>(())
+        }
+        .await;
+        match stored {
+            Ok(()) => printed.extend(batch.drain(..).map(|(schema, ..)| schema)),
+            Err(error) => {
+                tracing::warn!(%error, "fingerprints could not be stored beside the units; they are stored after the last one");
+                failed = true;
+                batch.clear();
+            }
+        }
+        if !open {
+            break;
+        }
+    }
+    tracing::debug!(tenants = printed.len(), "fingerprints stored while the units ran");
+    printed
+}
+
+/// The positions in `batch` of each version's tenants (one version, but a
+/// batch does not assume it).
+fn by_version(batch: &[Finished]) -> Vec<(i64, Vec<usize>)> {
+    let mut versions: Vec<(i64, Vec<usize>)> = Vec::new();
+    for (index, (_, version_id, _)) in batch.iter().enumerate() {
+        match versions.iter_mut().find(|(id, _)| id == version_id) {
+            Some((_, rows)) => rows.push(index),
+            None => versions.push((*version_id, vec![index])),
+        }
+    }
+    versions
 }
