@@ -539,14 +539,18 @@ impl<'a, E: Engine> Run<'a, E> {
     /// unit is not sent).
     fn finished(&self, feed: Option<&Feed>, unit: &Unit, progress: &Progress) {
         let (Some(feed), Some(version_id)) = (feed, progress.version()) else { return };
-        let is_tenant = unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant());
-        if !is_tenant {
+        if !self.is_tenant_unit(unit) {
             return;
         }
         if let Some(bits) = self.plan.recorded_after_unit(self.request.sources, unit) {
             // The receiver lives until the units are over.
             let _ = feed.send((unit.schema, version_id, bits));
         }
+    }
+
+    /// Whether `unit` runs tenant files (else single-schema files).
+    fn is_tenant_unit(&self, unit: &Unit) -> bool {
+        unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant())
     }
 
     /// The span of `unit`: a tenant's, or the single schemas'.
@@ -556,8 +560,7 @@ impl<'a, E: Engine> Run<'a, E> {
             _ => None,
         };
         let schema = tenant.unwrap_or(&self.plan.schemas[unit.schema as usize]);
-        let is_tenant =
-            tenant.is_some() || unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant());
+        let is_tenant = tenant.is_some() || self.is_tenant_unit(unit);
         let span = crate::traces::spans::tenant(schema, is_tenant, E::DRIVER);
         span.record("strata.files", unit.steps.len());
         span

@@ -170,21 +170,21 @@ pub(super) async fn print_beside<E: Engine>(
             let conn = conn.as_mut().expect("opened above");
             let names: Vec<String> = batch.iter().map(|(schema, ..)| plan.schemas[*schema as usize].clone()).collect();
             let prints = engine.catalog_prints(std::slice::from_mut(conn), &names).await?;
-            for (version_id, rows) in by_version(&batch) {
-                let recorded: Vec<std::sync::Arc<str>> = rows
-                    .iter()
-                    .map(|&index| {
-                        let bits = &batch[index].2;
-                        identities.entry(bits.clone()).or_insert_with(|| recorded_of(sources, bits)).identity.clone()
-                    })
-                    .collect();
-                let rows: Vec<(&str, &str, &str)> = rows
-                    .iter()
-                    .zip(&recorded)
-                    .map(|(&index, identity)| (names[index].as_str(), prints[index].as_str(), &**identity))
-                    .collect();
-                engine.books().store_fingerprints(conn, &rows, version_id).await?;
-            }
+            // One run, one version: every tenant of the batch carries its id.
+            let version_id = batch[0].1;
+            let recorded: Vec<std::sync::Arc<str>> = batch
+                .iter()
+                .map(|(_, _, bits)| {
+                    identities.entry(bits.clone()).or_insert_with(|| recorded_of(sources, bits)).identity.clone()
+                })
+                .collect();
+            let rows: Vec<(&str, &str, &str)> = names
+                .iter()
+                .zip(&prints)
+                .zip(&recorded)
+                .map(|((name, print), identity)| (name.as_str(), print.as_str(), &**identity))
+                .collect();
+            engine.books().store_fingerprints(conn, &rows, version_id).await?;
             Ok::<_, DbError>(())
         }
         .await;
@@ -202,17 +202,4 @@ pub(super) async fn print_beside<E: Engine>(
     }
     tracing::debug!(tenants = printed.len(), "fingerprints stored while the units ran");
     printed
-}
-
-/// The positions in `batch` of each version's tenants (one version, but a
-/// batch does not assume it).
-fn by_version(batch: &[Finished]) -> Vec<(i64, Vec<usize>)> {
-    let mut versions: Vec<(i64, Vec<usize>)> = Vec::new();
-    for (index, (_, version_id, _)) in batch.iter().enumerate() {
-        match versions.iter_mut().find(|(id, _)| id == version_id) {
-            Some((_, rows)) => rows.push(index),
-            None => versions.push((*version_id, vec![index])),
-        }
-    }
-    versions
 }
