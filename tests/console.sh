@@ -2,7 +2,8 @@
 # The web console in Debian's headless Chromium (installed by .ci/run;
 # CHROMIUM overrides /usr/bin/chromium), driven by playwright-core (npm,
 # which downloads no browser), against the debug `strata` the e2e suite
-# built: tests/console/test.mjs, then tests/console/scale.mjs. Screenshots: STRATA_SCREENSHOTS.
+# built: tests/console/test.mjs, then tests/console/scale.mjs and
+# tests/console/paged.mjs. Screenshots: STRATA_SCREENSHOTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
@@ -14,3 +15,7 @@ STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/test.mjs
 # The matrix and the rollout view at 10,000 tenants, on the default-settings
 # PostgreSQL of tests/servers.sh (its env is sourced by tests/all.sh).
 STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/scale.mjs
+# The fleet page at 100,000 tenants, read a page at a time (the fixture
+# records one tenant's version for the others: seconds, not a version's
+# minutes).
+STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/paged.mjs

@@ -207,9 +207,55 @@ const STATE = {
   U: ["unknown", "?", "unknown: its shard did not answer"],
 };
 
+// The matrix reads its rows a page at a time (FLEET_PAGE), the fleet's
+// tallies beside them: a fleet that fits in one page is searched here, a
+// larger one by the service (`nameContains`, `shard`), and each page is read
+// when its rows scroll into view — a 100,000-tenant fleet never crosses the
+// wire whole.
+const FLEET_PAGE = 1000;
+const FLEET_ROW = "name shard cells";
+const FLEET_ROWS = `query ($offset: Int!, $name: String, $shard: String) {
+  fleet { tenants(first: ${FLEET_PAGE}, offset: $offset, nameContains: $name, shard: $shard) { ${FLEET_ROW} } } }`;
+const FLEET_SEARCH = `query ($name: String, $shard: String) {
+  fleet { tally(nameContains: $name, shard: $shard) { tenants }
+    tenants(first: ${FLEET_PAGE}, nameContains: $name, shard: $shard) { ${FLEET_ROW} } } }`;
+
+/** "@b" asks for shard b's tenants; anything else, names containing it. */
+function fleetFilter(term) {
+  return term.startsWith("@") ? { shard: term.slice(1) } : term ? { name: term } : {};
+}
+
+/** Rows the service answers page by page: `count` of them, the pages read
+ * so far by number; `want` reads those a range of rows needs, once each. */
+function pagedRows(count, firstPage, filter, onPage, onError) {
+  const pages = new Map([[0, firstPage]]);
+  const reading = new Set();
+  return {
+    count,
+    at: (i) => pages.get(Math.floor(i / FLEET_PAGE))?.[i % FLEET_PAGE],
+    want(first, last) {
+      for (let p = Math.floor(first / FLEET_PAGE); p * FLEET_PAGE < last; p++) {
+        if (pages.has(p) || reading.has(p)) continue;
+        reading.add(p);
+        gql(FLEET_ROWS, { offset: p * FLEET_PAGE, ...filter })
+          .then((data) => { pages.set(p, data.fleet.tenants); onPage(); })
+          .catch(onError)
+          .finally(() => reading.delete(p));
+      }
+    },
+  };
+}
+
+/** Rows in hand: every one, searched here. */
+function listedRows(list) {
+  return { count: list.length, at: (i) => list[i], want() {} };
+}
+
 async function fleet() {
-  const data = await gql("{ fleet { files tenants { name shard cells } } quarantine { tenant cause } }");
-  const { files, tenants } = data.fleet;
+  const data = await gql(`{ fleet { files tally { tenants behind drifted unknown } shards { shard tenants behind unknown }
+    tenants(first: ${FLEET_PAGE}) { ${FLEET_ROW} } } quarantine { tenant cause } }`);
+  const { files, tally, shards } = data.fleet;
+  const everyRow = data.fleet.tenants.length >= tally.tenants ? data.fleet.tenants : null;
   const held = new Map(data.quarantine.map((q) => [q.tenant, q.cause]));
   const columns = `minmax(140px, 220px) repeat(${Math.max(files.length, 1)}, minmax(36px, 1fr))`;
   const head = el("div", { class: "matrix-head", role: "row" },
@@ -219,55 +265,70 @@ async function fleet() {
   const spacer = el("div", { class: "matrix-spacer" });
   const body = el("div", { class: "matrix-body", tabindex: "0", role: "rowgroup", "aria-label": "Tenants" }, spacer);
   const counter = el("p", { class: "muted", id: "fleet-count" });
-  let shown = tenants;
+  const problem = el("div", { id: "fleet-problem", "aria-live": "polite" });
+  const failed = (error) => {
+    if (!(error instanceof SignedOut)) fill(problem, failure(error));
+  };
+  const table = el("div", { class: "matrix", role: "table", "aria-label": "Tenants × tenant migrations" }, head, body);
+  const row = (i, tenant) => {
+    if (!tenant) return el("div", { class: "matrix-row reading", role: "row", "aria-busy": "true" }, el("span", { role: "rowheader", class: "muted" }, "…"));
+    const cause = held.get(tenant.name);
+    return el("div", { class: cause ? "matrix-row quarantined" : "matrix-row", role: "row", "data-tenant": tenant.name },
+      el("span", { role: "rowheader", title: cause ? `quarantined (${cause}): later versions skip it` : tenant.name },
+        tenant.name, tenant.shard ? el("span", { class: "shard muted" }, ` @${tenant.shard}`) : null,
+        cause ? el("span", { class: "badge" }, " quarantined") : null),
+      Array.from(tenant.cells, (state, j) => {
+        const [css, symbol, words] = STATE[state];
+        return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
+      }));
+  };
   const render = () => {
     const first = Math.max(0, Math.floor(body.scrollTop / ROW_HEIGHT) - 5);
-    const last = Math.min(shown.length, first + Math.ceil(body.clientHeight / ROW_HEIGHT) + 10);
+    const last = Math.min(shown.count, first + Math.ceil(body.clientHeight / ROW_HEIGHT) + 10);
+    shown.want(first, last);
     const rows = [];
     for (let i = first; i < last; i++) {
-      const tenant = shown[i];
-      const cause = held.get(tenant.name);
-      const row = el("div", { class: cause ? "matrix-row quarantined" : "matrix-row", role: "row", "data-tenant": tenant.name },
-        el("span", { role: "rowheader", title: cause ? `quarantined (${cause}): later versions skip it` : tenant.name },
-          tenant.name, tenant.shard ? el("span", { class: "shard muted" }, ` @${tenant.shard}`) : null,
-          cause ? el("span", { class: "badge" }, " quarantined") : null),
-        Array.from(tenant.cells, (state, j) => {
-          const [css, symbol, words] = STATE[state];
-          return el("span", { role: "cell", class: `cell ${css}`, title: `${files[j]}: ${words}`, "aria-label": `${files[j]}: ${words}` }, symbol);
-        }));
-      row.style.gridTemplateColumns = columns;
-      row.style.top = `${i * ROW_HEIGHT}px`;
-      rows.push(row);
+      const node = row(i, shown.at(i));
+      node.style.gridTemplateColumns = columns;
+      node.style.top = `${i * ROW_HEIGHT}px`;
+      rows.push(node);
     }
-    spacer.style.height = `${shown.length * ROW_HEIGHT}px`;
+    spacer.style.height = `${shown.count * ROW_HEIGHT}px`;
+    table.setAttribute("aria-rowcount", String(shown.count + 1));
     fill(body, spacer, ...rows);
   };
-  const pending = tenants.filter((t) => t.cells.includes("P")).length;
-  const drifted = tenants.filter((t) => t.cells.includes("D")).length;
-  const unknown = tenants.filter((t) => t.cells.includes("U")).length;
+  let shown = everyRow ? listedRows(everyRow) : pagedRows(tally.tenants, data.fleet.tenants, {}, render, failed);
   // A sharded fleet: tenants per shard, behind per shard.
-  const perShard = new Map();
-  for (const t of tenants) {
-    if (!t.shard) continue;
-    const entry = perShard.get(t.shard) ?? { tenants: 0, behind: 0, unknown: 0 };
-    entry.tenants += 1;
-    if (t.cells.includes("P")) entry.behind += 1;
-    if (t.cells.includes("U")) entry.unknown += 1;
-    perShard.set(t.shard, entry);
-  }
-  const shardNote = perShard.size
-    ? `; shards: ${[...perShard].map(([name, e]) => `${name} ${e.tenants} (${e.unknown ? "not answering" : `${e.behind} behind`})`).join(", ")}`
+  const shardNote = shards.length
+    ? `; shards: ${shards.map((s) => `${s.shard} ${s.tenants} (${s.unknown ? "not answering" : `${s.behind} behind`})`).join(", ")}`
     : "";
-  const summary = () => (counter.textContent = `${shown.length} of ${tenants.length} tenant(s) shown; ${pending} behind, ${drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}${unknown ? `; ${unknown} unknown (their shard did not answer)` : ""}${shardNote}.`);
-  const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name, or @shard", autocomplete: "off", oninput: () => {
-    // "@b" lists the tenants of shard b; anything else matches names.
-    const term = search.value.trim().toLowerCase();
-    shown = !term ? tenants
-      : term.startsWith("@") ? tenants.filter((t) => (t.shard ?? "").toLowerCase() === term.slice(1))
-      : tenants.filter((t) => t.name.toLowerCase().includes(term));
+  const summary = () => (counter.textContent = `${shown.count} of ${tally.tenants} tenant(s) shown; ${tally.behind} behind, ${tally.drifted} drifted; ${files.length} tenant migration(s)${held.size ? `; ${held.size} quarantined` : ""}${tally.unknown ? `; ${tally.unknown} unknown (their shard did not answer)` : ""}${shardNote}.`);
+  const showRows = (rows) => {
+    shown = rows;
     body.scrollTop = 0;
     summary();
     render();
+  };
+  let asked = 0;
+  let typing;
+  const search = el("input", { type: "search", id: "tenant-search", placeholder: "tenant name, or @shard", autocomplete: "off", oninput: () => {
+    const term = search.value.trim().toLowerCase();
+    const filter = fleetFilter(term);
+    if (everyRow) {
+      showRows(listedRows(!term ? everyRow
+        : filter.shard !== undefined ? everyRow.filter((t) => (t.shard ?? "").toLowerCase() === filter.shard)
+        : everyRow.filter((t) => t.name.toLowerCase().includes(term))));
+      return;
+    }
+    // The service searches; the newest search's answer wins.
+    clearTimeout(typing);
+    const mine = ++asked;
+    typing = setTimeout(async () => {
+      const found = await gql(FLEET_SEARCH, filter).catch(failed);
+      if (!found || mine !== asked) return;
+      const rows = pagedRows(found.fleet.tally.tenants, found.fleet.tenants, filter, () => rows === shown && render(), failed);
+      showRows(rows);
+    }, 200);
   } });
   body.addEventListener("scroll", () => requestAnimationFrame(render));
   summary();
@@ -276,8 +337,9 @@ async function fleet() {
     el("div", { class: "actions" }, previewPanel(), tenantPanel(), driftPanel(), quarantinePanel()),
     el("form", { class: "inline", role: "search", onsubmit: (e) => e.preventDefault() }, el("label", {}, "Search tenants", search)),
     counter,
+    problem,
     el("div", { class: "legend" }, Object.values(STATE).map(([css, symbol, words]) => el("span", {}, el("span", { class: `cell ${css}` }, symbol), ` ${words}`))),
-    el("div", { class: "matrix", role: "table", "aria-label": "Tenants × tenant migrations", "aria-rowcount": String(shown.length + 1) }, head, body),
+    table,
     el("p", { class: "muted" }, "Columns: ", files.map((file, i) => el("span", { class: "mono" }, `${i + 1} ${file}${i + 1 < files.length ? ", " : ""}`))),
   );
   render();

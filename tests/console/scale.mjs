@@ -156,6 +156,7 @@ try {
   await page.locator("#fleet-count", { hasText: "; 1 behind, 0 drifted; 3 tenant migration(s); 1 quarantined." }).waitFor({ timeout: 60000 });
   assert.match(await page.locator(`#quarantine li[data-tenant="${refusing}"]`).textContent(), new RegExp(`^${refusing} tenants/003\\.sql:2:1 STATEMENT, 1 failure\\(s\\): .*notes_owner_check`));
   await page.fill("#tenant-search", refusing);
+  await page.locator(`.matrix-row.quarantined[data-tenant="${refusing}"]`).waitFor();
   assert.deepEqual(await page.locator(`.matrix-row.quarantined[data-tenant="${refusing}"] .cell`).allTextContents(), ["✓", "✓", "•"]);
   const recorded = execFileSync(psqlPath, ["-X", "-At", "-d", dataSource, "-c", "select count(*), count(distinct db_schema) from svc.svc_migrations where filename = 'tenants/003.sql'"]).toString().trim();
   assert.equal(recorded, `${TENANTS - 1}|${TENANTS - 1}`, "every tenant but the refusing one recorded the rollout's file once");

@@ -12,6 +12,8 @@ use serde::Serialize;
 use crate::migrate::plan::Plan;
 use crate::migrate::source::SourceMigration;
 
+pub mod fleet_rows;
+
 /// Names spelt out per group in the text rendering (the JSON has them all).
 pub const NAMES_SHOWN: usize = 5;
 

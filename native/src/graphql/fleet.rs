@@ -5,6 +5,7 @@
 
 use async_graphql::{ComplexObject, Context, Enum, Result, SimpleObject};
 use strata_core::migrate::report;
+use strata_core::migrate::report::fleet_rows::{self, RowFilter, Tally};
 
 use crate::error::{AppError, graphql_error};
 use crate::graphql::one_by_one::OneByOne;
@@ -68,20 +69,69 @@ pub(crate) struct FleetDto {
 /// tenant's in one string.
 pub(crate) const MAX_STATES_PER_ANSWER: usize = 100_000;
 
+/// Tenants counted by where their rows stand (`FleetTally`, added): each
+/// counts once in `behind`, `drifted` and `unknown` however many of its
+/// files are.
+#[derive(SimpleObject)]
+#[graphql(name = "FleetTally")]
+pub(crate) struct FleetTallyDto {
+    /// The tenants counted.
+    tenants: u64,
+    /// Those with a pending file.
+    behind: u64,
+    /// Those with a file changed since it was applied.
+    drifted: u64,
+    /// Those not known now (their shard did not answer).
+    unknown: u64,
+}
+
+impl From<Tally> for FleetTallyDto {
+    fn from(tally: Tally) -> Self {
+        FleetTallyDto { tenants: tally.tenants, behind: tally.behind, drifted: tally.drifted, unknown: tally.unknown }
+    }
+}
+
+/// One shard's tenants counted (`FleetShardTally`, added).
+#[derive(SimpleObject)]
+#[graphql(name = "FleetShardTally")]
+pub(crate) struct FleetShardTallyDto {
+    /// The shard's name.
+    shard: String,
+    /// Its tenants, counted.
+    #[graphql(flatten)]
+    tally: FleetTallyDto,
+}
+
 #[ComplexObject]
 impl FleetDto {
     /// The tenants in order of name, each with its state for each file:
     /// every one, or a page — `first` of them, those after the tenant named
     /// `after` (the last one of the page before; it need not exist any
-    /// more). Asking for `states` of more than 100,000 cells at once is
-    /// refused (`INVALID_INPUT`): ask for `cells`, or a page.
+    /// more), skipping `offset` more (a scroller's jump; without `after`,
+    /// from the first) — of those whose name contains `nameContains` and
+    /// who live on `shard` (both ignoring case). Asking for `states` of more
+    /// than 100,000 cells at once is refused (`INVALID_INPUT`): ask for
+    /// `cells`, or a page.
     async fn tenants(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        offset: Option<i32>,
+        name_contains: Option<String>,
+        shard: Option<String>,
     ) -> Result<OneByOne<&FleetTenantDto>> {
-        let page = &self.rows[super::page::page(&self.rows, |row| row.name.as_str(), first, after.as_deref())?];
+        let filter = RowFilter::new(name_contains.as_deref(), shard.as_deref());
+        let kept: Vec<&FleetTenantDto> = self.kept(filter).collect();
+        let from = crate::graphql::page::page(&kept, |row| row.name.as_str(), None, after.as_deref())?.start;
+        let skip = match offset {
+            None => 0,
+            Some(offset) => usize::try_from(offset).map_err(|_| {
+                graphql_error(AppError::InvalidInput(format!("`offset` is {offset}: it counts tenants, 0 or more")))
+            })?,
+        };
+        let rest = &kept[from.saturating_add(skip).min(kept.len())..];
+        let page = &rest[crate::graphql::page::page(rest, |row| row.name.as_str(), first, None)?];
         let states = page.len().saturating_mul(self.files.len());
         if states > MAX_STATES_PER_ANSWER && ctx.look_ahead().field("states").exists() {
             return Err(graphql_error(AppError::InvalidInput(format!(
@@ -91,11 +141,35 @@ impl FleetDto {
                 self.files.len()
             ))));
         }
-        Ok(OneByOne(page.iter().collect()))
+        Ok(OneByOne(page.to_vec()))
+    }
+
+    /// The tenants `tenants` answers with the same `nameContains` and
+    /// `shard`, counted: all of them, those behind, drifted and unknown.
+    async fn tally(&self, name_contains: Option<String>, shard: Option<String>) -> FleetTallyDto {
+        let mut tally = Tally::default();
+        for row in self.kept(RowFilter::new(name_contains.as_deref(), shard.as_deref())) {
+            tally.add_letters(&row.cells);
+        }
+        tally.into()
+    }
+
+    /// Each shard's tenants counted, in order of the shard's name (none on
+    /// one server).
+    async fn shards(&self) -> Vec<FleetShardTallyDto> {
+        fleet_rows::tally_by_shard(self.rows.iter().map(|row| (row.shard.as_deref(), row.cells.as_str())))
+            .into_iter()
+            .map(|(shard, tally)| FleetShardTallyDto { shard, tally: tally.into() })
+            .collect()
     }
 }
 
 impl FleetDto {
+    /// The rows `filter` keeps, in order of name.
+    fn kept(&self, filter: RowFilter) -> impl Iterator<Item = &FleetTenantDto> {
+        self.rows.iter().filter(move |row| filter.keeps_all() || filter.keeps(&row.name, row.shard.as_deref()))
+    }
+
     /// The matrix, its rows in order of name, each tenant with its shard
     /// (`shard_of`: tenant → shard).
     pub(crate) fn new(matrix: report::FleetMatrix, shard_of: &std::collections::HashMap<String, String>) -> Self {
@@ -172,6 +246,69 @@ mod tests {
         assert_eq!(names(&page), Vec::<serde_json::Value>::new());
         let page = answer(&schema, "{ fleet { tenants(first: 0) { name } } }").await;
         assert_eq!(names(&page), Vec::<serde_json::Value>::new());
+    }
+
+    #[tokio::test]
+    async fn a_search_and_an_offset_page_the_kept_rows_and_tallies_count_them() {
+        // t00000…t00009 on shards "a" (even) and "b" (odd); every tenant but
+        // t00003 has its second file pending, t00004 a drifted first file.
+        let row = |i: usize| {
+            let cells = match i {
+                3 => vec![CellState::Applied, CellState::Applied],
+                4 => vec![CellState::Drifted, CellState::Pending],
+                _ => vec![CellState::Applied, CellState::Pending],
+            };
+            (format!("t{i:05}"), cells)
+        };
+        let matrix = FleetMatrix {
+            files: vec!["tenants/1.sql".into(), "tenants/2.sql".into()],
+            tenants: (0..10).map(row).collect(),
+        };
+        let shard_of = (0..10).map(|i| (format!("t{i:05}"), if i % 2 == 0 { "a" } else { "b" }.to_owned())).collect();
+        let schema = Schema::new(Root(FleetDto::new(matrix, &shard_of)), EmptyMutation, EmptySubscription);
+        let names = |answer: &serde_json::Value| {
+            answer["fleet"]["tenants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let page = answer(&schema, "{ fleet { tenants(first: 3, offset: 4) { name } } }").await;
+        assert_eq!(names(&page), ["t00004", "t00005", "t00006"]);
+        let page = answer(&schema, r#"{ fleet { tenants(first: 2, after: "t00001", offset: 2) { name } } }"#).await;
+        assert_eq!(names(&page), ["t00004", "t00005"], "the offset counts from the cursor");
+        let page = answer(&schema, r#"{ fleet { tenants(shard: "B", offset: 3) { name shard } } }"#).await;
+        assert_eq!(names(&page), ["t00007", "t00009"]);
+        assert_eq!(page["fleet"]["tenants"][0]["shard"], "b");
+        let page = answer(
+            &schema,
+            r#"{ fleet { tenants(nameContains: "T0000", shard: "a", first: 2, offset: 1) { name } } }"#,
+        )
+        .await;
+        assert_eq!(names(&page), ["t00002", "t00004"]);
+        let page = answer(&schema, "{ fleet { tenants(offset: 99) { name } } }").await;
+        assert!(names(&page).is_empty());
+        let counted = answer(
+            &schema,
+            r#"{ fleet { tally { tenants behind drifted unknown } a: tally(shard: "a") { tenants behind drifted }
+                 none: tally(nameContains: "x") { tenants } shards { shard tenants behind drifted unknown } } }"#,
+        )
+        .await;
+        assert_eq!(counted["fleet"]["tally"], json!({ "tenants": 10, "behind": 9, "drifted": 1, "unknown": 0 }));
+        assert_eq!(counted["fleet"]["a"], json!({ "tenants": 5, "behind": 5, "drifted": 1 }));
+        assert_eq!(counted["fleet"]["none"], json!({ "tenants": 0 }));
+        assert_eq!(
+            counted["fleet"]["shards"],
+            json!([
+                { "shard": "a", "tenants": 5, "behind": 5, "drifted": 1, "unknown": 0 },
+                { "shard": "b", "tenants": 5, "behind": 4, "drifted": 0, "unknown": 0 },
+            ])
+        );
+        let response = schema.execute("{ fleet { tenants(offset: -1) { name } } }").await;
+        let error = serde_json::to_value(&response.errors).unwrap();
+        assert_eq!(error[0]["extensions"]["code"], "INVALID_INPUT", "{error}");
+        assert!(error[0]["message"].as_str().unwrap().contains("`offset` is -1"), "{error}");
     }
 
     #[tokio::test]

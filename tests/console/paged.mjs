@@ -1,0 +1,165 @@
+// The fleet page at 100,000 tenants (CONSOLE_PAGED_TENANTS) in headless
+// Chromium, on the PostgreSQL with default settings of tests/servers.sh
+// (STRATA_TEST_PG_DEFAULT_URL): the page reads its rows a page at a time,
+// the fleet's counts beside them, and never the whole fleet — the first
+// page drawn, a jump to the last row or the middle reads the page it shows
+// and no other, a search is the service's. The service's peak memory
+// through it is asserted; the times are printed (benchmark figures).
+//
+// The fixture costs seconds: one tenant's version runs through the service,
+// then the tenant list grows to the whole fleet and every other tenant gets
+// that tenant's records (a version over 100,000 tenants takes minutes in a
+// debug build; scale.mjs runs real versions at 10,000). Tenants whose name
+// ends in 77 miss the second file: 1 % of the fleet is behind.
+//
+// Usage: node tests/console/paged.mjs   (without STRATA_TEST_PG_DEFAULT_URL
+// it says so and passes, unless CI is set)
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checker, freePort, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+
+const TENANTS = Number(process.env.CONSOLE_PAGED_TENANTS || 100000);
+const PAGE = 1000; // the console's FLEET_PAGE
+// The release build serves from ~22 MiB; the issue's bound is 64 MiB at
+// 100,000 tenants: what the page may add to the service's resident memory
+// (a debug build's own start is larger, its heap the same).
+const GROWTH_BOUND_MIB = 40;
+const server = process.env.STRATA_TEST_PG_DEFAULT_URL;
+if (!server) {
+  if (process.env.CI) throw new Error("STRATA_TEST_PG_DEFAULT_URL is not set: start the servers (tests/servers.sh) and source their env");
+  console.log("console in pages: SKIPPED (no STRATA_TEST_PG_DEFAULT_URL; start tests/servers.sh and source its env)");
+  process.exit(0);
+}
+const psqlPath = process.env.STRATA_TEST_PG_BIN ? join(process.env.STRATA_TEST_PG_BIN, "psql") : "psql";
+const psql = (url, sql) =>
+  execFileSync(psqlPath, ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql], { env: { ...process.env, PGOPTIONS: "-c client_min_messages=warning" } }).toString().trim();
+const database = "strata_console_paged";
+const url = new URL(server);
+url.pathname = `/${database}`;
+const dataSource = url.toString();
+const name = (i) => `t${String(i).padStart(6, "0")}`;
+const seconds = (since) => ((performance.now() - since) / 1000).toFixed(2);
+const { checks, ok } = checker();
+const behind = Array.from({ length: TENANTS }, (_, i) => name(i + 1)).filter((n) => n.endsWith("77")).length;
+
+let since = performance.now();
+psql(server, `drop database if exists ${database} with (force)`);
+psql(server, `create database ${database}`);
+psql(dataSource, `create table public.tenants (name text primary key, listed boolean not null);
+  insert into public.tenants select 't' || lpad(i::text, 6, '0'), i = 1 from generate_series(1, ${TENANTS}) i;
+  do $$ declare t text; begin for t in select name from public.tenants loop execute format('create schema %I', t); end loop; end $$;`);
+
+const work = mkdtempSync(join(tmpdir(), "strata-console-paged-"));
+const shots = process.env.STRATA_SCREENSHOTS || join(work, "screenshots");
+mkdirSync(shots, { recursive: true });
+mkdirSync(join(work, "migrations/tenants"), { recursive: true });
+mkdirSync(join(work, "migrations/ref"), { recursive: true });
+writeFileSync(join(work, "migrations/ref/001.sql"), "create schema {schema};\n");
+writeFileSync(join(work, "migrations/tenants/001.sql"), "create table {schema}.items (id bigint generated always as identity primary key, name text not null);\n");
+writeFileSync(join(work, "migrations/tenants/002.sql"), "alter table {schema}.items add column price integer;\n");
+const port = await freePort();
+const service = await startStrata(work, `baseLocation: ${join(work, "migrations")}
+driver: postgres
+dataSource: ${dataSource}
+tenantSelectSQL: select name from public.tenants where listed order by name
+singleMigrations: [ref]
+tenantMigrations: [tenants]
+port: ${port}
+logLevel: ERROR
+`, { port });
+const { base, api, child } = service;
+const status = (field) => Number(readFileSync(`/proc/${child.pid}/status`, "utf8").match(new RegExp(`${field}:\\s+(\\d+) kB`))[1]) / 1024;
+// Resident memory now, and the peak counted from here on (writing 5 to
+// clear_refs resets VmHWM to VmRSS).
+const memoryFromHere = () => {
+  writeFileSync(`/proc/${child.pid}/clear_refs`, "5");
+  return status("VmRSS");
+};
+let browser;
+try {
+  const first = await api('mutation { createVersion(input: { versionName: "base" }) { summary { tenants tenantMigrationsTotal } } }');
+  assert.deepEqual(first.createVersion.summary, { tenants: 1, tenantMigrationsTotal: 2 });
+  psql(dataSource, `update public.tenants set listed = true;
+    insert into svc.svc_migrations (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id)
+      select m.name, m.source_dir, m.filename, m.migration_type, t.name, m.created, m.contents, m.checksum, m.version_id
+        from svc.svc_migrations m cross join public.tenants t
+        where m.db_schema = '${name(1)}' and t.name <> '${name(1)}' and not (m.filename = 'tenants/002.sql' and t.name like '%77');
+    analyze svc.svc_migrations;`);
+  assert.equal(psql(dataSource, "select count(*) from svc.svc_migrations where migration_type = 2"), String(2 * TENANTS - behind));
+  console.log(`fixture: ${TENANTS} tenants, ${2 * TENANTS - behind} tenant records, in ${seconds(since)} s`);
+  const startMiB = memoryFromHere();
+
+  browser = await launchChromium();
+  const { page, problems } = await watchedPage(browser);
+  // Every answer of the API the page reads: what it asked, and its size.
+  const answers = [];
+  page.on("response", async (response) => {
+    if (!response.url().endsWith("/v2/service")) return;
+    const asked = JSON.parse(response.request().postData() ?? "{}");
+    answers.push({ query: asked.query ?? "", variables: asked.variables ?? {}, bytes: (await response.body()).length });
+  });
+  const rowReads = () => answers.filter((a) => /tenants\(first/.test(a.query));
+
+  since = performance.now();
+  await page.goto(`${base}/console/#/fleet`);
+  await page.locator("#fleet-count").waitFor({ timeout: 120000 });
+  await page.locator(`.matrix-row[data-tenant="${name(1)}"]`).waitFor();
+  const firstSeconds = seconds(since);
+  assert.equal(await page.locator("#fleet-count").textContent(), `${TENANTS} of ${TENANTS} tenant(s) shown; ${behind} behind, 0 drifted; 2 tenant migration(s).`);
+  const domRows = await page.locator(".matrix-row").count();
+  assert.ok(domRows > 10 && domRows < 60, `${domRows} rows in the DOM for ${TENANTS} tenants`);
+  assert.equal(rowReads().length, 1, "the first page came with the counts, in one request");
+  const largest = Math.max(...answers.map((a) => a.bytes));
+  assert.ok(largest < 200 * 1024, `an answer of ${largest} bytes: the page read more than a page of rows`);
+  ok(`first page of ${TENANTS} tenants drawn in ${firstSeconds} s (one request, largest answer ${(largest / 1024).toFixed(0)} KB), ${domRows} rows in the DOM`);
+
+  // A jump to the end reads the last page, not the 99 between.
+  since = performance.now();
+  await page.locator(".matrix-body").evaluate((body) => (body.scrollTop = body.scrollHeight));
+  await page.locator(`.matrix-row[data-tenant="${name(TENANTS)}"]`).waitFor({ timeout: 60000 });
+  const endSeconds = seconds(since);
+  assert.deepEqual(await page.locator(`.matrix-row[data-tenant="${name(TENANTS)}"] .cell`).allTextContents(), ["✓", "✓"]);
+  const lastPage = Math.floor((TENANTS - 1) / PAGE);
+  assert.deepEqual(rowReads().slice(1).map((a) => a.variables.offset), [lastPage * PAGE], "the jump read the page it shows");
+  // And to the middle: the page there, a tenant behind on it.
+  since = performance.now();
+  const middle = Math.floor(TENANTS / 2);
+  await page.locator(".matrix-body").evaluate((body, top) => (body.scrollTop = top), (middle + 76) * 28);
+  await page.locator(`.matrix-row[data-tenant="${name(middle + 77)}"]`).waitFor({ timeout: 60000 });
+  const middleSeconds = seconds(since);
+  assert.deepEqual(await page.locator(`.matrix-row[data-tenant="${name(middle + 77)}"] .cell`).allTextContents(), ["✓", "•"]);
+  const pagesRead = rowReads().length;
+  assert.ok(pagesRead <= 4, `${pagesRead} page reads for the first page, the end and the middle`);
+  ok(`the last row in ${endSeconds} s and the middle in ${middleSeconds} s, ${pagesRead} pages read of ${Math.ceil(TENANTS / PAGE)}`);
+
+  // A search is the service's: the matches counted, their first page shown.
+  since = performance.now();
+  await page.fill("#tenant-search", "T04247");
+  await page.locator("#fleet-count", { hasText: `10 of ${TENANTS} tenant(s) shown; ${behind} behind` }).waitFor({ timeout: 60000 });
+  await page.locator(`.matrix-row[data-tenant="${name(42477)}"]`).waitFor();
+  const searchSeconds = seconds(since);
+  assert.deepEqual(await page.locator(`.matrix-row[data-tenant="${name(42477)}"] .cell`).allTextContents(), ["✓", "•"]);
+  const search = answers.at(-1);
+  assert.equal(search.variables.name, "t04247", search.query);
+  assert.ok(search.bytes < 20 * 1024, `the search answered ${search.bytes} bytes`);
+  await page.screenshot({ path: join(shots, "paged-fleet.png") });
+  ok(`a search over ${TENANTS} tenants by the service in ${searchSeconds} s: 10 matches counted and shown`);
+
+  const peak = status("VmHWM");
+  const growth = peak - startMiB;
+  assert.ok(growth <= GROWTH_BOUND_MIB, `the service's peak RSS grew by ${growth.toFixed(1)} MiB (${startMiB.toFixed(1)} → ${peak.toFixed(1)}; bound ${GROWTH_BOUND_MIB})`);
+  assert.deepEqual(problems, [], "console errors, CSP violations or failed requests");
+  ok(`the service's peak RSS through the fleet page at ${TENANTS} tenants: +${growth.toFixed(1)} MiB (${startMiB.toFixed(1)} → ${peak.toFixed(1)}; bound +${GROWTH_BOUND_MIB})`);
+  console.log(`screenshots: ${shots}`);
+  console.log(`console in pages: ${checks.length} checks passed`);
+} finally {
+  await browser?.close();
+  service.stop();
+  await new Promise((r) => setTimeout(r, 200));
+  try {
+    psql(server, `drop database if exists ${database} with (force)`);
+  } catch {}
+}
