@@ -10,7 +10,8 @@
 # its peak during it (VmHWM from /proc, reset before each step), then the
 # largest peak: started with the tenants listed, the first createVersion
 # (20 files in every tenant), the next one (one new file), the preview (`plan`) of
-# a third, `{ tenants { name } }`, and the console's fleet matrix
+# a third, `{ tenants { name } }`, the console's fleet page (the tallies
+# and the first 1,000 rows) and the whole fleet matrix
 # (`{ fleet { files tenants { name shard cells } } }`, a string per tenant),
 # then, after the largest peak of those, the same as a value per cell
 # (`states`: refused over 100,000 cells, so asked whole and then as a page
@@ -99,6 +100,9 @@ printf 'alter table {schema}.items add column c22 text;\n' >"$work/m/tenants/022
 step "plan of a third (the preview)" \
     '{ plan { nothingToDo groups { schemas files { file } } } }' '"nothingToDo":false'
 step "{ tenants { name } }" '{ tenants { name } }' "t$(printf %06d "$TENANTS")"
+step "the console's fleet page (tallies, 1,000 rows)" \
+    '{ fleet { files tally { tenants behind drifted unknown } shards { shard tenants } tenants(first: 1000) { name shard cells } } quarantine { tenant cause } }' \
+    "\"behind\":$TENANTS"
 step "{ fleet { files tenants { name shard cells } } }" '{ fleet { files tenants { name shard cells } } }' 'AP"'
 echo "the service's peak RSS over the steps above: $peak_mib MiB"
 # The matrix as a value per cell: refused over 100,000 cells (it was 187 MiB

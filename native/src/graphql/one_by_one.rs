@@ -4,7 +4,8 @@
 //! joining them all; for a list of 50,000 tenants those futures, alive at
 //! once, raised the service's peak RSS by 66 MiB for an answer of under
 //! 1 MB. [`OneByOne`] has the same GraphQL type as `Vec<T>` and resolves its
-//! items in order, one at a time: what stays is each item's answer.
+//! items in order, one at a time: what stays is each item's answer, each
+//! object's map shrunk to the fields it holds.
 
 use std::borrow::Cow;
 
@@ -35,7 +36,14 @@ impl<T: OutputType> OutputType for OneByOne<T> {
         let mut values = Vec::with_capacity(self.0.len());
         for (index, item) in self.0.iter().enumerate() {
             let item_ctx = ctx.with_index(index);
-            values.push(item.resolve(&item_ctx, field).await.map_err(|error| item_ctx.set_error_path(error))?);
+            let mut value = item.resolve(&item_ctx, field).await.map_err(|error| item_ctx.set_error_path(error))?;
+            // An object's answer is a map that reserved room for more fields
+            // than it holds (three entries of ~100 bytes for a `{ name }`):
+            // kept for each of 100,000 items, that room was 20 MiB.
+            if let Value::Object(fields) = &mut value {
+                fields.shrink_to_fit();
+            }
+            values.push(value);
         }
         Ok(Value::List(values))
     }
