@@ -365,8 +365,11 @@ impl Service {
             .fingerprints()
             .await?
             .into_iter()
-            .map(|(schema, fingerprint, recorded)| {
-                let stored = Stored { fingerprint: digests.intern(&fingerprint), recorded: digests.intern(&recorded) };
+            .map(|(schema, stored)| {
+                let stored = Stored {
+                    fingerprint: digests.intern(&stored.fingerprint),
+                    recorded: digests.intern(&stored.recorded),
+                };
                 (schema, stored)
             })
             .collect();
@@ -650,8 +653,8 @@ impl Service {
     /// (`report`), refusing the version (`refuse`) or quarantining the
     /// drifted tenants, which the version then skips (`quarantine`; returns
     /// their rows) — as core's `drift_verdict` says. An engine that keeps no
-    /// catalogs (SQL Server, so far) is not judged; a report that could not
-    /// be read is logged and not judged.
+    /// catalogs is not judged; a report that could not be read is logged
+    /// and not judged.
     async fn check_drift(&self, request: &CreateRequest, created: &str) -> Result<Vec<QuarantineRow>, AppError> {
         use strata_core::migrate::config::DriftPolicy;
         use strata_core::migrate::run::{DriftVerdict, drift_verdict};

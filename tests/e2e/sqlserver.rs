@@ -680,3 +680,82 @@ async fn revert_undoes_the_newest_migrations_with_their_down_parts_and_repair_ac
     let versions = ws.rows("svc", "select name from svc.svc_versions order by id").await;
     assert_eq!(versions.last().unwrap(), &vec![json!("accept the edit")]);
 }
+
+/// Fleet drift on the TDS engine (issue 62): each tenant's catalog read
+/// from `sys` views, fingerprinted as its version committed. A fleet fresh
+/// from its versions has no drift and no outlier, though the server names
+/// each tenant's default constraint and unnamed keys differently; a
+/// column added by hand, an index dropped during an incident and a trigger
+/// made by hand are each found, named and shown, and `strata drift` says
+/// the same.
+#[tokio::test]
+async fn fleet_drift_reads_each_tenants_catalog_and_finds_what_was_changed_by_hand() {
+    if !available("fleet_drift_reads_each_tenants_catalog_and_finds_what_was_changed_by_hand") {
+        return;
+    }
+    let server = start("").await;
+    // Unnamed keys, a default, a check and a foreign key, a view and a
+    // procedure: what the server names per tenant must not read as drift.
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create table {schema}.orders (id int identity(1, 1) primary key, user_id int not null references {schema}.users (id), \
+         total decimal(10, 2) not null default 0 check (total >= 0), code varchar(20) unique);\nGO\n\
+         create view {schema}.big_orders as select id, total from {schema}.orders where total > 100;\nGO\n\
+         create procedure {schema}.order_count as begin select count(*) from {schema}.orders end;\n",
+    );
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}\n{}", server.log());
+    let tenants: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
+    for tenant in &tenants {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    const DRIFT: &str = "{ drift { tenants changed groups { tenants outliers } \
+                         outliers { tenant reference differences { kind name change } } } }";
+    let clean = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(clean["tenants"], 6, "{clean}");
+    assert_eq!(clean["groups"].as_array().unwrap().len(), 1, "{clean}");
+    assert_eq!(clean["outliers"], json!([]), "{clean}");
+    assert_eq!(clean["changed"], json!([]), "the prints stored as each tenant's version committed: {clean}");
+
+    server.ws.execute("t3", "alter table t3.users add note nvarchar(20) null").await;
+    server.ws.execute("t4", "drop index users_email on t4.users").await;
+    server
+        .ws
+        .execute("t5", "create trigger t5.users_audit on t5.users after insert as begin set nocount on; end")
+        .await;
+    let drift = server.data(DRIFT, json!({})).await["drift"].clone();
+    let outliers: Vec<&str> =
+        drift["outliers"].as_array().unwrap().iter().map(|o| o["tenant"].as_str().unwrap()).collect();
+    assert_eq!(outliers, ["t3", "t4", "t5"], "{drift}");
+    assert_eq!(drift["changed"], json!(["t3", "t4", "t5"]), "{drift}");
+    let differences = |tenant: &str| -> Vec<(String, String, String)> {
+        let outlier = drift["outliers"].as_array().unwrap().iter().find(|o| o["tenant"] == tenant).unwrap();
+        assert_eq!(outlier["reference"], "t1", "{outlier}");
+        let mut found: Vec<(String, String, String)> = outlier["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let field = |key: &str| d[key].as_str().unwrap().to_owned();
+                (field("kind"), field("name"), field("change"))
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    let row = |kind: &str, name: &str, change: &str| (kind.to_owned(), name.to_owned(), change.to_owned());
+    assert_eq!(differences("t3"), [row("column", "users.note", "added")]);
+    // The index and its key column, gone (Babelfish's `sys.indexes` names
+    // it with a suffix of its own: `users_emailusers…`).
+    let t4 = differences("t4");
+    let kinds: Vec<&str> = t4.iter().map(|(kind, _, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["index", "index column"], "{t4:?}");
+    assert!(t4.iter().all(|(_, name, change)| name.starts_with("users.users_email") && change == "missing"), "{t4:?}");
+    assert_eq!(differences("t5"), [row("trigger", "users.users_audit", "added")]);
+
+    let cli = support::strata(server.config_path(), &["drift"]).await;
+    let stdout = String::from_utf8_lossy(&cli.stdout);
+    assert!(stdout.starts_with("6 tenant(s) in 1 group(s) by recorded migrations; 3 outlier(s)."), "{stdout}");
+    assert!(stdout.contains("t3") && stdout.contains("users.note"), "{stdout}");
+}

@@ -43,7 +43,7 @@ use tracing::Instrument;
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::tcp_address;
-use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
+use strata_core::migrate::fingerprint::{CatalogObject, Recorded, Stored};
 use strata_core::migrate::fleet::{self, FleetError, HandOver, Held, Placement, SHARD_UNREACHABLE, VersionPart, View};
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::repair::{Repair, RepairError};
@@ -872,7 +872,7 @@ impl Database for Fleet {
         Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
     }
 
-    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
+    async fn fingerprints(&self) -> Result<Vec<(String, Stored)>, DbError> {
         Ok(self.every(|_, store| async move { store.fingerprints().await }).await?.into_iter().flatten().collect())
     }
 

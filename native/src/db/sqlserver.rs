@@ -28,6 +28,7 @@ use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::failure;
+use strata_core::migrate::fingerprint::{CatalogObject, Digests, Stored};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
 use tiberius::{Client, Row, ToSql};
@@ -35,7 +36,7 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::db::books::{AppliedSink, Books};
-use crate::db::engine::{Engine, Entries, Failure, Keeps, Transaction};
+use crate::db::engine::{Engine, Entries, Failure, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
@@ -298,7 +299,7 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
 
 /// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
 /// quarantine, rollouts, API tokens, the audit log, revert's and repair's
-/// changes; fingerprints and the directory are the trait's empty defaults.
+/// changes, the fingerprints; the directory is the trait's empty default.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
     async fn installed(&self, conn: &mut Connection) -> Result<bool, DbError> {
@@ -381,6 +382,35 @@ impl Books<Connection> for SqlServerEngine {
             &failures,
         ];
         execute(conn, sql::QUARANTINE, &params).await.map(drop)
+    }
+
+    async fn store_fingerprints(
+        &self,
+        conn: &mut Connection,
+        rows: &[(&str, &str, &str)],
+        version_id: i64,
+    ) -> Result<(), DbError> {
+        let version_id = id32(version_id).ok_or(DbError::UnexpectedAnswer(format!("version id {version_id}")))?;
+        for chunk in rows.chunks(sql::FINGERPRINTS_PER_STATEMENT) {
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 4);
+            for (schema, fingerprint, recorded) in chunk {
+                params.extend([schema as &dyn ToSql, fingerprint, recorded, &version_id]);
+            }
+            execute(conn, &sql::store_fingerprints(chunk.len()), &params).await?;
+        }
+        Ok(())
+    }
+
+    async fn fingerprints(&self, conn: &mut Connection) -> Result<Vec<(String, Stored)>, DbError> {
+        let mut digests = Digests::default();
+        let rows = query(conn, sql::SELECT_FINGERPRINTS, &[]).await?;
+        rows.iter()
+            .map(|row| {
+                let print =
+                    Stored { fingerprint: digests.intern(&text(row, 1)?), recorded: digests.intern(&text(row, 2)?) };
+                Ok((text(row, 0)?, print))
+            })
+            .collect()
     }
 
     async fn quarantined(&self, conn: &mut Connection) -> Result<Vec<QuarantineRow>, DbError> {
@@ -516,8 +546,6 @@ impl Engine for SqlServerEngine {
     type Books = Self;
     const DRIVER: Driver = Driver::SqlServer;
     const TRANSACTIONAL_DDL: bool = true;
-    /// Everything but catalogs (fleet drift, fingerprints), so far (issue #62).
-    const KEEPS: Keeps = Keeps { audit: true, rollouts: true, catalogs: false };
 
     fn books(&self) -> &Self {
         self
@@ -589,6 +617,30 @@ impl Engine for SqlServerEngine {
 
     /// Other sessions with an open transaction (SQL Server cannot tell
     /// cheaply which of them hold locks in `schema`), one line each.
+    async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
+        let mut read = self.catalogs(conn, &[schema.to_owned()]).await?;
+        Ok(read.pop().unwrap_or_default())
+    }
+
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
+        let at: std::collections::HashMap<&str, usize> =
+            schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
+        for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
+            let params: Vec<&dyn ToSql> = chunk.iter().map(|schema| schema as &dyn ToSql).collect();
+            for row in query(conn, &sql::catalogs(chunk.len()), &params).await? {
+                let schema = text(&row, 0)?;
+                let Some(&index) = at.get(schema.as_str()) else { continue };
+                out[index].push(CatalogObject {
+                    kind: text(&row, 1)?,
+                    name: text(&row, 2)?,
+                    definition: text(&row, 3)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     async fn blockers(&self, conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
         let rows = match query(conn, sql::BLOCKERS, &[]).await {
             Ok(rows) => rows,

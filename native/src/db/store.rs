@@ -14,7 +14,7 @@
 use rustc_hash::FxHashMap;
 
 use async_trait::async_trait;
-use strata_core::migrate::fingerprint::{CatalogObject, Recorded};
+use strata_core::migrate::fingerprint::{CatalogObject, Recorded, Stored};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use strata_core::auth::audit::{Entry, Sealed};
@@ -109,7 +109,7 @@ pub(crate) trait Database: Send + Sync {
     /// its line). Only on engines core's `desired::supported` names.
     async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
-    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError>;
+    async fn fingerprints(&self) -> Result<Vec<(String, Stored)>, DbError>;
     /// The quarantined tenants, by name.
     async fn quarantined(&self) -> Result<Vec<QuarantineRow>, DbError>;
     /// Every backfill's progress, by tenant and file.
@@ -305,7 +305,7 @@ impl<E: Engine> Database for Store<E> {
         self.engine.books().recorded(&mut conn).await
     }
 
-    async fn fingerprints(&self) -> Result<Vec<(String, String, String)>, DbError> {
+    async fn fingerprints(&self) -> Result<Vec<(String, Stored)>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
         self.engine.books().fingerprints(&mut conn).await
     }

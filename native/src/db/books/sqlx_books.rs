@@ -21,7 +21,7 @@ use futures::TryStreamExt;
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema};
+use strata_core::migrate::fingerprint::{Digests, Recorded, RecordedBySchema, Stored};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
@@ -376,16 +376,20 @@ where
         Ok(())
     }
 
-    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, String, String)>, DbError> {
+    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, Stored)>, DbError> {
         let conn = conn.sqlx();
         if !self.exists(conn, &self.sql.fingerprints_installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(&self.sql.select_fingerprints)).await?;
-        rows.iter()
-            .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?, sqlx::Row::try_get(row, 2)?)))
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(DbError::from)
+        let mut digests = Digests::default();
+        let mut stored = Vec::new();
+        let mut rows = self.query(&self.sql.select_fingerprints).fetch(conn);
+        while let Some(row) = rows.try_next().await? {
+            let (fingerprint, recorded): (&str, &str) = (sqlx::Row::try_get(&row, 1)?, sqlx::Row::try_get(&row, 2)?);
+            let print = Stored { fingerprint: digests.intern(fingerprint), recorded: digests.intern(recorded) };
+            stored.push((sqlx::Row::try_get(&row, 0)?, print));
+        }
+        Ok(stored)
     }
 
     async fn backfills(&self, conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {

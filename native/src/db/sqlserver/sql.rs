@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 7] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -106,6 +106,13 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 7] = [
         created bigint not null,
         expires bigint null,
         owner nvarchar(255) null
+    );",
+    "if object_id(N'svc.svc_fingerprints', N'U') is null create table svc.svc_fingerprints (
+        db_schema nvarchar(128) not null primary key,
+        fingerprint nvarchar(128) not null,
+        recorded nvarchar(max) not null,
+        version_id int not null,
+        created datetime2(6) not null default sysutcdatetime()
     );",
 ];
 
@@ -308,6 +315,121 @@ pub(crate) fn set_lock_timeout(ms: i64) -> String {
     format!("set lock_timeout {ms}")
 }
 
+/// Fingerprints stored per statement: four parameters each, under the
+/// 2,100 a request may carry.
+pub(crate) const FINGERPRINTS_PER_STATEMENT: usize = 250;
+const _: () = assert!(FINGERPRINTS_PER_STATEMENT * 4 <= 2_100 && SCHEMAS_PER_CATALOG_READ <= 2_100);
+
+/// Stores the fingerprints of `rows` schemas (per row: schema,
+/// fingerprint, recorded, version id), replacing what each had, in one
+/// transaction (SQL Server 2008 R2 has `merge`, Babelfish not).
+pub(crate) fn store_fingerprints(rows: usize) -> String {
+    let schemas: Vec<String> = (0..rows).map(|row| format!("@P{}", row * 4 + 1)).collect();
+    let values: Vec<String> = (0..rows)
+        .map(|row| {
+            let p = row * 4;
+            format!("(@P{}, @P{}, @P{}, @P{})", p + 1, p + 2, p + 3, p + 4)
+        })
+        .collect();
+    format!(
+        "set xact_abort on; begin transaction; \
+         delete from svc.svc_fingerprints where db_schema in ({}); \
+         insert into svc.svc_fingerprints (db_schema, fingerprint, recorded, version_id) values {}; \
+         commit transaction;",
+        schemas.join(", "),
+        values.join(", ")
+    )
+}
+
+/// The stored fingerprints: schema, fingerprint, recorded.
+pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints;";
+
+/// The live catalogs of the schemas `$schemas` stands for (fleet drift,
+/// fingerprints): one row `(schema, kind, name, definition)` per relation,
+/// column, index and each of its key columns, check, foreign key and each
+/// of its column pairs, view, trigger, routine and type (core's
+/// `fingerprint` compares them). Names the server makes up are not
+/// compared: an unnamed primary key or unique constraint is its kind and
+/// index number (`PK__items__3213E83F…` on SQL Server), an unnamed check
+/// its definition, an unnamed foreign key its target, a default constraint
+/// (`DF__…`, Babelfish's `DF_items_19659`) only its definition. A key's
+/// columns are rows of their own (SQL Server 2008 R2 has no `string_agg`).
+const CATALOGS: &str = "\
+select schema_name(o.schema_id) as db_schema, 'relation' as kind, o.name as name, rtrim(o.type) as definition \
+from sys.objects o where o.schema_id in $schemas and o.type in ('U', 'V', 'SO') \
+union all \
+select schema_name(t.schema_id) as db_schema, 'column', t.name + '.' + c.name, \
+  ty.name \
+  + case when ty.name in ('varchar', 'char', 'varbinary', 'binary') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length as nvarchar(10)) end + ')' \
+         when ty.name in ('nvarchar', 'nchar') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length / 2 as nvarchar(10)) end + ')' \
+         when ty.name in ('decimal', 'numeric') then '(' + cast(c.precision as nvarchar(10)) + ', ' + cast(c.scale as nvarchar(10)) + ')' \
+         when ty.name in ('datetime2', 'time', 'datetimeoffset') then '(' + cast(c.scale as nvarchar(10)) + ')' \
+         else '' end \
+  + case when c.is_nullable = 0 then ' not null' else '' end \
+  + case when c.is_identity = 1 then ' identity' else '' end \
+  + case when c.is_computed = 1 then ' as ' + coalesce(cc.definition, '') else '' end \
+  + coalesce(' default ' + dc.definition, '') \
+from sys.columns c join sys.objects t on t.object_id = c.object_id \
+join sys.types ty on ty.user_type_id = c.user_type_id \
+left join sys.default_constraints dc on dc.object_id = c.default_object_id \
+left join sys.computed_columns cc on cc.object_id = c.object_id and cc.column_id = c.column_id \
+where t.schema_id in $schemas and t.type in ('U', 'V') \
+union all \
+select schema_name(t.schema_id) as db_schema, 'index', t.name + '.' + case when kc.is_system_named = 1 then lower(kc.type_desc) + ' ' + cast(i.index_id as nvarchar(10)) else i.name end, \
+  case when i.is_primary_key = 1 then 'primary key ' when i.is_unique_constraint = 1 then 'unique constraint ' when i.is_unique = 1 then 'unique ' else '' end \
+  + lower(i.type_desc) + coalesce(' where ' + i.filter_definition, '') \
+from sys.indexes i join sys.objects t on t.object_id = i.object_id \
+left join sys.key_constraints kc on kc.parent_object_id = i.object_id and kc.unique_index_id = i.index_id \
+where t.schema_id in $schemas and t.type in ('U', 'V') and i.type > 0 \
+union all \
+select schema_name(t.schema_id) as db_schema, 'index column', t.name + '.' + case when kc.is_system_named = 1 then lower(kc.type_desc) + ' ' + cast(i.index_id as nvarchar(10)) else i.name end + '.' + cast(ic.key_ordinal as nvarchar(10)) + '.' + cast(ic.index_column_id as nvarchar(10)), \
+  c.name + case when ic.is_descending_key = 1 then ' desc' else '' end + case when ic.is_included_column = 1 then ' included' else '' end \
+from sys.index_columns ic join sys.indexes i on i.object_id = ic.object_id and i.index_id = ic.index_id \
+join sys.columns c on c.object_id = ic.object_id and c.column_id = ic.column_id \
+join sys.objects t on t.object_id = i.object_id \
+left join sys.key_constraints kc on kc.parent_object_id = i.object_id and kc.unique_index_id = i.index_id \
+where t.schema_id in $schemas and t.type in ('U', 'V') \
+union all \
+select schema_name(t.schema_id) as db_schema, 'constraint', t.name + '.' + case when k.is_system_named = 1 then 'check ' + k.definition else k.name end, 'check ' + k.definition \
+from sys.check_constraints k join sys.objects t on t.object_id = k.parent_object_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(t.schema_id) as db_schema, 'foreign key', t.name + '.' + case when f.is_system_named = 1 then 'references ' + schema_name(rt.schema_id) + '.' + rt.name else f.name end, \
+  'references ' + schema_name(rt.schema_id) + '.' + rt.name + ' on delete ' + lower(f.delete_referential_action_desc) + ' on update ' + lower(f.update_referential_action_desc) \
+from sys.foreign_keys f join sys.objects t on t.object_id = f.parent_object_id \
+join sys.objects rt on rt.object_id = f.referenced_object_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(t.schema_id) as db_schema, 'foreign key column', t.name + '.' + case when f.is_system_named = 1 then 'references ' + schema_name(rt.schema_id) + '.' + rt.name else f.name end + '.' + cast(fc.constraint_column_id as nvarchar(10)), \
+  pc.name + ' -> ' + rc.name \
+from sys.foreign_key_columns fc join sys.foreign_keys f on f.object_id = fc.constraint_object_id \
+join sys.objects t on t.object_id = f.parent_object_id \
+join sys.objects rt on rt.object_id = f.referenced_object_id \
+join sys.columns pc on pc.object_id = fc.parent_object_id and pc.column_id = fc.parent_column_id \
+join sys.columns rc on rc.object_id = fc.referenced_object_id and rc.column_id = fc.referenced_column_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(o.schema_id) as db_schema, case o.type when 'V' then 'view' when 'TR' then 'trigger' else 'routine' end, \
+  coalesce(p.name + '.', '') + o.name, coalesce(m.definition, '') \
+from sys.objects o join sys.sql_modules m on m.object_id = o.object_id \
+left join sys.objects p on p.object_id = o.parent_object_id \
+where o.schema_id in $schemas and o.type in ('V', 'TR', 'P', 'FN', 'IF', 'TF') \
+union all \
+select schema_name(ty.schema_id) as db_schema, 'type', ty.name, bt.name \
+from sys.types ty join sys.types bt on bt.user_type_id = ty.system_type_id \
+where ty.schema_id in $schemas and ty.is_user_defined = 1";
+
+/// The most schemas one catalog read names (one parameter each).
+pub(crate) const SCHEMAS_PER_CATALOG_READ: usize = 500;
+
+/// [`CATALOGS`] of `schemas` schemas, named by `@P1`… `@Pn`: one statement
+/// for many, as its plan is the cost (Babelfish plans the `sys` views for
+/// seconds, then reads a schema's rows in milliseconds).
+pub(crate) fn catalogs(schemas: usize) -> String {
+    let ids: Vec<String> = (1..=schemas).map(|p| format!("schema_id(@P{p})")).collect();
+    CATALOGS.replace("$schemas", &format!("({})", ids.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,10 +470,13 @@ mod tests {
                 SELECT_MIGRATION,
                 SELECT_MIGRATIONS_PAGE,
                 INSTALLED,
+                SELECT_FINGERPRINTS,
             ]
             .map(str::to_string),
         );
         all.push(insert_migrations(3));
+        all.push(store_fingerprints(2));
+        all.push(catalogs(2));
         all
     }
 
@@ -396,6 +521,17 @@ mod tests {
             assert!(statement.contains(&format!("@LockTimeout = {}", LOCK_TIMEOUT_SECONDS * 1000)), "{statement}");
         }
         assert!(SESSION_UNLOCK.contains(&format!("@Resource = N'{LOCK_RESOURCE}'")));
+    }
+
+    #[test]
+    fn fingerprints_replace_each_schemas_row_in_one_transaction_within_limits() {
+        let two = store_fingerprints(2);
+        assert!(two.contains("where db_schema in (@P1, @P5);"), "{two}");
+        assert!(two.contains("values (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8);"), "{two}");
+        assert!(two.starts_with("set xact_abort on; begin transaction;") && two.ends_with("commit transaction;"));
+        assert!(
+            store_fingerprints(FINGERPRINTS_PER_STATEMENT).contains(&format!("@P{})", FINGERPRINTS_PER_STATEMENT * 4))
+        );
     }
 
     #[test]
