@@ -1,7 +1,7 @@
 // What the console tests share: the `strata` binary and Chromium they use,
 // a free port, a running service with its GraphQL client, and a page that
 // records every console error, CSP violation and failed request.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -88,4 +88,34 @@ export function checker() {
     console.log(`ok - ${name}`);
   };
   return { checks, ok };
+}
+
+/**
+ * A database of its own, made anew, on the PostgreSQL with default settings
+ * of tests/servers.sh (STRATA_TEST_PG_DEFAULT_URL): `dataSource` is its URL,
+ * `psql(sql)` runs SQL there and answers its rows as text (`-At`), `drop()`
+ * removes it (never failing: a test's cleanup). Without the variable the
+ * test `what` says it is skipped and ends, unless CI is set.
+ */
+export function freshPostgresDatabase(database, what) {
+  const server = process.env.STRATA_TEST_PG_DEFAULT_URL;
+  if (!server) {
+    if (process.env.CI) throw new Error("STRATA_TEST_PG_DEFAULT_URL is not set: start the servers (tests/servers.sh) and source their env");
+    console.log(`${what}: SKIPPED (no STRATA_TEST_PG_DEFAULT_URL; start tests/servers.sh and source its env)`);
+    process.exit(0);
+  }
+  const psqlPath = process.env.STRATA_TEST_PG_BIN ? join(process.env.STRATA_TEST_PG_BIN, "psql") : "psql";
+  const run = (url, sql) =>
+    execFileSync(psqlPath, ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql], { env: { ...process.env, PGOPTIONS: "-c client_min_messages=warning" } }).toString().trim();
+  const url = new URL(server);
+  url.pathname = `/${database}`;
+  const dataSource = url.toString();
+  run(server, `drop database if exists ${database} with (force)`);
+  run(server, `create database ${database}`);
+  const drop = () => {
+    try {
+      run(server, `drop database if exists ${database} with (force)`);
+    } catch {}
+  };
+  return { dataSource, psql: (sql) => run(dataSource, sql), drop };
 }

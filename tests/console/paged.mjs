@@ -15,11 +15,10 @@
 // Usage: node tests/console/paged.mjs   (without STRATA_TEST_PG_DEFAULT_URL
 // it says so and passes, unless CI is set)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checker, freePort, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { checker, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const TENANTS = Number(process.env.CONSOLE_PAGED_TENANTS || 100000);
 const PAGE = 1000; // the console's FLEET_PAGE
@@ -27,28 +26,14 @@ const PAGE = 1000; // the console's FLEET_PAGE
 // 100,000 tenants: what the page may add to the service's resident memory
 // (a debug build's own start is larger, its heap the same).
 const GROWTH_BOUND_MIB = 40;
-const server = process.env.STRATA_TEST_PG_DEFAULT_URL;
-if (!server) {
-  if (process.env.CI) throw new Error("STRATA_TEST_PG_DEFAULT_URL is not set: start the servers (tests/servers.sh) and source their env");
-  console.log("console in pages: SKIPPED (no STRATA_TEST_PG_DEFAULT_URL; start tests/servers.sh and source its env)");
-  process.exit(0);
-}
-const psqlPath = process.env.STRATA_TEST_PG_BIN ? join(process.env.STRATA_TEST_PG_BIN, "psql") : "psql";
-const psql = (url, sql) =>
-  execFileSync(psqlPath, ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql], { env: { ...process.env, PGOPTIONS: "-c client_min_messages=warning" } }).toString().trim();
-const database = "strata_console_paged";
-const url = new URL(server);
-url.pathname = `/${database}`;
-const dataSource = url.toString();
+const { dataSource, psql, drop } = freshPostgresDatabase("strata_console_paged", "console in pages");
 const name = (i) => `t${String(i).padStart(6, "0")}`;
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(2);
 const { checks, ok } = checker();
 const behind = Array.from({ length: TENANTS }, (_, i) => name(i + 1)).filter((n) => n.endsWith("77")).length;
 
 let since = performance.now();
-psql(server, `drop database if exists ${database} with (force)`);
-psql(server, `create database ${database}`);
-psql(dataSource, `create table public.tenants (name text primary key, listed boolean not null);
+psql(`create table public.tenants (name text primary key, listed boolean not null);
   insert into public.tenants select 't' || lpad(i::text, 6, '0'), i = 1 from generate_series(1, ${TENANTS}) i;
   do $$ declare t text; begin for t in select name from public.tenants loop execute format('create schema %I', t); end loop; end $$;`);
 
@@ -82,13 +67,13 @@ let browser;
 try {
   const first = await api('mutation { createVersion(input: { versionName: "base" }) { summary { tenants tenantMigrationsTotal } } }');
   assert.deepEqual(first.createVersion.summary, { tenants: 1, tenantMigrationsTotal: 2 });
-  psql(dataSource, `update public.tenants set listed = true;
+  psql(`update public.tenants set listed = true;
     insert into svc.svc_migrations (name, source_dir, filename, migration_type, db_schema, created, contents, checksum, version_id)
       select m.name, m.source_dir, m.filename, m.migration_type, t.name, m.created, m.contents, m.checksum, m.version_id
         from svc.svc_migrations m cross join public.tenants t
         where m.db_schema = '${name(1)}' and t.name <> '${name(1)}' and not (m.filename = 'tenants/002.sql' and t.name like '%77');
     analyze svc.svc_migrations;`);
-  assert.equal(psql(dataSource, "select count(*) from svc.svc_migrations where migration_type = 2"), String(2 * TENANTS - behind));
+  assert.equal(psql("select count(*) from svc.svc_migrations where migration_type = 2"), String(2 * TENANTS - behind));
   console.log(`fixture: ${TENANTS} tenants, ${2 * TENANTS - behind} tenant records, in ${seconds(since)} s`);
   const startMiB = memoryFromHere();
 
@@ -159,7 +144,5 @@ try {
   await browser?.close();
   service.stop();
   await new Promise((r) => setTimeout(r, 200));
-  try {
-    psql(server, `drop database if exists ${database} with (force)`);
-  } catch {}
+  drop();
 }

@@ -15,26 +15,13 @@
 // Usage: node tests/console/scale.mjs   (needs the servers of tests/servers.sh;
 // without STRATA_TEST_PG_DEFAULT_URL it says so and passes, unless CI is set)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checker, freePort, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { checker, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const TENANTS = Number(process.env.CONSOLE_SCALE_TENANTS || 10000);
-const server = process.env.STRATA_TEST_PG_DEFAULT_URL;
-if (!server) {
-  if (process.env.CI) throw new Error("STRATA_TEST_PG_DEFAULT_URL is not set: start the servers (tests/servers.sh) and source their env");
-  console.log("console at scale: SKIPPED (no STRATA_TEST_PG_DEFAULT_URL; start tests/servers.sh and source its env)");
-  process.exit(0);
-}
-const psqlPath = process.env.STRATA_TEST_PG_BIN ? join(process.env.STRATA_TEST_PG_BIN, "psql") : "psql";
-const psql = (url, sql) =>
-  execFileSync(psqlPath, ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql], { env: { ...process.env, PGOPTIONS: "-c client_min_messages=warning" } });
-const database = "strata_console_scale";
-const url = new URL(server);
-url.pathname = `/${database}`;
-const dataSource = url.toString();
+const { dataSource, psql, drop } = freshPostgresDatabase("strata_console_scale", "console at scale");
 const name = (i) => `t${String(i).padStart(5, "0")}`;
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(2);
 const { checks, ok } = checker();
@@ -42,9 +29,7 @@ const { checks, ok } = checker();
 // The fixture: the tenant list with a tier (the first 10 are internal),
 // and every tenant's schema.
 let since = performance.now();
-psql(server, `drop database if exists ${database} with (force)`);
-psql(server, `create database ${database}`);
-psql(dataSource, `create table public.tenants (name text primary key, tier text not null);
+psql(`create table public.tenants (name text primary key, tier text not null);
   insert into public.tenants select 't' || lpad(i::text, 5, '0'), case when i <= 10 then 'internal' else 'customer' end
     from generate_series(1, ${TENANTS}) i;
   do $$ declare t text; begin for t in select name from public.tenants loop execute format('create schema %I', t); end loop; end $$;`);
@@ -158,7 +143,7 @@ try {
   await page.fill("#tenant-search", refusing);
   await page.locator(`.matrix-row.quarantined[data-tenant="${refusing}"]`).waitFor();
   assert.deepEqual(await page.locator(`.matrix-row.quarantined[data-tenant="${refusing}"] .cell`).allTextContents(), ["✓", "✓", "•"]);
-  const recorded = execFileSync(psqlPath, ["-X", "-At", "-d", dataSource, "-c", "select count(*), count(distinct db_schema) from svc.svc_migrations where filename = 'tenants/003.sql'"]).toString().trim();
+  const recorded = psql("select count(*), count(distinct db_schema) from svc.svc_migrations where filename = 'tenants/003.sql'");
   assert.equal(recorded, `${TENANTS - 1}|${TENANTS - 1}`, "every tenant but the refusing one recorded the rollout's file once");
   ok(`after the rollout: ${TENANTS - 1} tenants recorded the file once, ${refusing} is quarantined and shown with its error`);
 
@@ -169,7 +154,5 @@ try {
   await browser?.close();
   service.stop();
   await new Promise((r) => setTimeout(r, 200));
-  try {
-    psql(server, `drop database if exists ${database} with (force)`);
-  } catch {}
+  drop();
 }
