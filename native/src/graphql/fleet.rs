@@ -167,7 +167,7 @@ impl FleetDto {
 impl FleetDto {
     /// The rows `filter` keeps, in order of name.
     fn kept(&self, filter: RowFilter) -> impl Iterator<Item = &FleetTenantDto> {
-        self.rows.iter().filter(move |row| filter.keeps_all() || filter.keeps(&row.name, row.shard.as_deref()))
+        self.rows.iter().filter(move |row| filter.keeps(&row.name, row.shard.as_deref()))
     }
 
     /// The matrix, its rows in order of name, each tenant with its shard
