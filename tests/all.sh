@@ -106,6 +106,15 @@ on_exit() {
              /^failures:$/ || /^test result:/ { inside = 0 }
              inside && shown < 12 { print substr($0, 1, 400); shown++ }' "$log" | head -80
     done
+    # A failed step that is no cargo test (a node script, a shell check):
+    # its lane stopped at it, so the lane log's last lines are its own.
+    for times in "$lane_dir"/*.times; do
+        [ -e "$times" ] && grep -q 'FAILED' "$times" || continue
+        log="${times%.times}.log"
+        grep -q '^---- .* stdout ----$' "$log" && continue
+        printf '\n==> why lane %s failed (the last lines of its failed step)\n' "$(basename "$times" .times)"
+        tail -n 40 "$log" | cut -c1-400
+    done
     rm -rf "$lane_dir"
     return $status
 }
