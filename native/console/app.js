@@ -536,7 +536,15 @@ function tenantPanel() {
 // The page reads them again every 2 s while it is shown.
 let rolloutTimer;
 
-const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore startedBy waves { wave state } events { at action wave requestId actor detail }";
+const ROLLOUT_FIELDS = "id versionName status completedWaves notBefore startedBy desiredSchema waves { wave state plan } events { at action wave requestId actor detail }";
+
+// A wave as shown: as written, or a desired schema's wave by its plan and
+// how many tenants share it (the names, which can be thousands, on hover).
+function waveLabel(w) {
+  if (!w.plan) return el("span", { class: "mono" }, w.wave);
+  const tenants = w.wave.split(":")[0].split(",");
+  return el("span", { class: "mono", title: tenants.join(", ") }, `plan ${w.plan.slice(0, 12)} (${tenants.length} tenant(s))`);
+}
 
 function rolloutCard(r, expanded) {
   const operations = ({ AWAITING_APPROVAL: ["Approve", "Pause", "Cancel"], RUNNING: ["Pause", "Cancel"], SOAKING: ["Pause", "Cancel"], PAUSED: ["Resume", "Cancel"], STOPPED: ["Resume", "Cancel"] }[r.status] ?? [])
@@ -544,7 +552,7 @@ function rolloutCard(r, expanded) {
     .filter((name) => (name === "Approve" ? can("approve") && (!r.startedBy || r.startedBy !== me.actor) : can("deploy")));
   const done = { Approve: "approved", Pause: "paused", Resume: "resumed", Cancel: "cancelled" };
   const operate = (name) => confirmDialog({
-    text: `${name} rollout ${r.id} (${r.versionName})?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}${name === "Cancel" ? " No wave of it runs again." : ""}`,
+    text: `${name} rollout ${r.id} (${r.versionName})${name === "Approve" && r.waves[r.completedWaves]?.plan ? `: its next wave runs plan ${r.waves[r.completedWaves].plan}` : ""}?${name === "Resume" && r.status === "STOPPED" ? " Its failed wave runs again." : ""}${name === "Cancel" ? " No wave of it runs again." : ""}`,
     ok: name,
     run: async () => {
       await gql(`mutation($id: Int!) { ${name.toLowerCase()}Rollout(id: $id) { id status } }`, { id: r.id });
@@ -561,8 +569,8 @@ function rolloutCard(r, expanded) {
     return e ? `: ${e.action === "wave-failed" ? "failed: " : ""}${e.detail}` : "";
   };
   return el("section", { class: "panel rollout", "data-rollout": String(r.id), "aria-labelledby": `rollout-${r.id}` },
-    el("h2", { id: `rollout-${r.id}` }, `Rollout ${r.id}: ${r.versionName} `, el("span", { class: `badge ${r.status === "STOPPED" ? "down" : r.status === "COMPLETED" ? "up" : ""}`, "data-status": r.status }, r.status)),
-    el("ol", { class: "waves" }, r.waves.map((w, i) => el("li", { class: `wave ${w.state.toLowerCase()}` }, el("span", { class: "mono" }, w.wave), ` — ${w.state.toLowerCase()}${result(i)}`))),
+    el("h2", { id: `rollout-${r.id}` }, `Rollout ${r.id}: ${r.versionName}${r.desiredSchema ? ` to ${r.desiredSchema}` : ""} `, el("span", { class: `badge ${r.status === "STOPPED" ? "down" : r.status === "COMPLETED" ? "up" : ""}`, "data-status": r.status }, r.status)),
+    el("ol", { class: "waves" }, r.waves.map((w, i) => el("li", { class: `wave ${w.state.toLowerCase()}` }, waveLabel(w), ` — ${w.state.toLowerCase()}${result(i)}`))),
     r.notBefore ? el("p", { class: "muted" }, `The next wave runs after ${r.notBefore}.`) : null,
     last ? el("p", { class: last.action === "wave-failed" ? "error" : "muted" }, `Last: ${last.action}${last.wave ? ` (wave ${last.wave})` : ""} by ${last.actor ?? last.requestId} at ${last.at}${last.detail ? `: ${last.detail}` : ""}`) : null,
     el("div", { class: "buttons" }, operations.map((name) => el("button", { type: "button", "aria-label": `${name} rollout ${r.id}`, onclick: () => operate(name) }, name))),

@@ -531,12 +531,25 @@ enum RolloutAction {
         /// `rest`, then optionally `:approve` or `:soak=SECONDS` (what
         /// happens before the next wave) and `:budget=N` or `:budget=N%`
         /// (the wave's own failure budget). Repeat for each wave.
-        #[arg(long = "wave", value_name = "WAVE", required = true)]
+        #[arg(long = "wave", value_name = "WAVE", required_unless_present = "desired")]
         waves: Vec<String>,
         /// Tenants each wave may fail in and go on (N or N%; default:
         /// failureBudget of the configuration).
         #[arg(long, value_name = "N|N%")]
         failure_budget: Option<String>,
+        /// Roll out this desired schema (a SQL file of DDL; without FILE,
+        /// the configuration's desiredSchema) instead of waves: one wave
+        /// per group of tenants sharing a plan (`diff --desired`), largest
+        /// first, an approval between each two; each approval approves its
+        /// wave's plan, and a tenant whose plan changed since is held back.
+        #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with = "waves")]
+        desired: Option<Option<PathBuf>>,
+        /// With --desired: the groups whose plan loses data are waves too.
+        #[arg(long, requires = "desired", conflicts_with = "skip_destructive")]
+        allow_destructive: bool,
+        /// With --desired: the groups whose plan loses data are left out.
+        #[arg(long, requires = "desired")]
+        skip_destructive: bool,
     },
     /// Let a rollout awaiting approval run its next wave.
     Approve {
@@ -691,12 +704,18 @@ impl ApplyArgs {
     /// What `--allow-destructive` / `--skip-destructive` ask of a desired
     /// schema's groups that lose data (refused without either).
     fn destructive(&self) -> strata_core::migrate::desired::Destructive {
-        use strata_core::migrate::desired::Destructive;
-        match (self.allow_destructive, self.skip_destructive) {
-            (true, _) => Destructive::Allow,
-            (_, true) => Destructive::Skip,
-            _ => Destructive::Refuse,
-        }
+        destructive(self.allow_destructive, self.skip_destructive)
+    }
+}
+
+/// What `--allow-destructive` / `--skip-destructive` ask of a desired
+/// schema's groups that lose data (refused without either).
+fn destructive(allow: bool, skip: bool) -> strata_core::migrate::desired::Destructive {
+    use strata_core::migrate::desired::Destructive;
+    match (allow, skip) {
+        (true, _) => Destructive::Allow,
+        (_, true) => Destructive::Skip,
+        _ => Destructive::Refuse,
     }
 }
 

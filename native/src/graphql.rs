@@ -20,7 +20,7 @@ use strata_core::migrate::wave::Wave;
 use crate::db::BackfillMove;
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
-use crate::service::{Caller, CreateRequest, DesiredRun, RequestId, RolloutControl, Service};
+use crate::service::{Caller, CreateRequest, DesiredRun, DesiredStart, RequestId, RolloutControl, Service};
 use desired::{DesiredApplyDto, DesiredDiffDto, DesiredGroupLeftDto, DestructiveDto};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
@@ -565,16 +565,38 @@ impl Mutation {
     /// waits for `approveRollout`) or `:soak=SECONDS`, and `:budget=N` or
     /// `:budget=N%` (the wave's own failure budget). Each wave is a
     /// version named after the rollout; a wave that fails beyond
-    /// `failureBudget` stops the rollout. Added to the spec's schema.
+    /// `failureBudget` stops the rollout.
+    ///
+    /// To a desired schema — `desired`, its SQL text, or with
+    /// `desiredSchema: true` the configuration's `desiredSchema` — the
+    /// waves are the groups of tenants sharing a plan (`desiredDiff`),
+    /// largest first, an approval between each two (give no `waves`); each
+    /// approval approves its wave's plan, and a tenant whose plan changed
+    /// since is held back when the wave runs. `destructive` as in
+    /// `applyDesiredSchema`. Added to the spec's schema.
+    #[allow(clippy::too_many_arguments)]
     async fn start_rollout(
         &self,
         ctx: &Context<'_>,
         version_name: String,
-        waves: Vec<String>,
+        #[graphql(default)] waves: Vec<String>,
         failure_budget: Option<String>,
+        desired: Option<String>,
+        #[graphql(default = false)] desired_schema: bool,
+        destructive: Option<DestructiveDto>,
     ) -> Result<RolloutDto> {
-        let (id, rollout) = service(ctx)?
-            .start_rollout(&version_name, &waves, failure_budget, &caller(ctx))
+        let service = service(ctx)?;
+        let desired = if desired.is_some() || desired_schema {
+            let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
+            Some(DesiredStart { file, text, destructive: destructive.unwrap_or_default().into() })
+        } else if destructive.is_some() {
+            let error = AppError::InvalidInput("destructive applies to a rollout to a desired schema".into());
+            return Err(graphql_error(error));
+        } else {
+            None
+        };
+        let (id, rollout) = service
+            .start_rollout(&version_name, &waves, failure_budget, desired, &caller(ctx))
             .await
             .map_err(graphql_error)?;
         Ok(RolloutDto::new(id, rollout))

@@ -40,7 +40,7 @@ pub(crate) mod audit;
 mod desired;
 mod rollouts;
 mod tokens;
-pub(crate) use desired::DesiredRun;
+pub(crate) use desired::{DesiredRun, DesiredStart};
 pub(crate) use rollouts::RolloutControl;
 
 /// Who asks for an operation: the request's id and the identity the

@@ -79,13 +79,22 @@ try {
 
   browser = await launchChromium();
   const { page, problems } = await watchedPage(browser);
-  // Every answer of the API the page reads: what it asked, and its size.
+  // Every request of the page to the API, in the order it asked: what it
+  // asked, and once answered its answer's size. Recorded as it is sent, so
+  // a count never misses one whose answer is still being read (on a loaded
+  // machine the page can draw an answer before the test has read its body);
+  // `answered()` waits for every answer asked so far.
   const answers = [];
-  page.on("response", async (response) => {
-    if (!response.url().endsWith("/v2/service")) return;
-    const asked = JSON.parse(response.request().postData() ?? "{}");
-    answers.push({ query: asked.query ?? "", variables: asked.variables ?? {}, bytes: (await response.body()).length });
+  page.on("request", (request) => {
+    if (!request.url().endsWith("/v2/service")) return;
+    const asked = JSON.parse(request.postData() ?? "{}");
+    const answer = { query: asked.query ?? "", variables: asked.variables ?? {}, bytes: 0 };
+    answer.read = request.response().then((response) => response?.body()).then((body) => {
+      answer.bytes = body?.length ?? 0;
+    });
+    answers.push(answer);
   });
+  const answered = () => Promise.all(answers.map((a) => a.read));
   const rowReads = () => answers.filter((a) => /tenants\(first/.test(a.query));
 
   since = performance.now();
@@ -93,6 +102,7 @@ try {
   await page.locator("#fleet-count").waitFor({ timeout: 120000 });
   await page.locator(`.matrix-row[data-tenant="${name(1)}"]`).waitFor();
   const firstSeconds = seconds(since);
+  await answered();
   assert.equal(await page.locator("#fleet-count").textContent(), `${TENANTS} of ${TENANTS} tenant(s) shown; ${behind} behind, 0 drifted; 2 tenant migration(s).`);
   const domRows = await page.locator(".matrix-row").count();
   assert.ok(domRows > 10 && domRows < 60, `${domRows} rows in the DOM for ${TENANTS} tenants`);
@@ -106,6 +116,7 @@ try {
   await page.locator(".matrix-body").evaluate((body) => (body.scrollTop = body.scrollHeight));
   await page.locator(`.matrix-row[data-tenant="${name(TENANTS)}"]`).waitFor({ timeout: 60000 });
   const endSeconds = seconds(since);
+  await answered();
   assert.deepEqual(await page.locator(`.matrix-row[data-tenant="${name(TENANTS)}"] .cell`).allTextContents(), ["✓", "✓"]);
   const lastPage = Math.floor((TENANTS - 1) / PAGE);
   assert.deepEqual(rowReads().slice(1).map((a) => a.variables.offset), [lastPage * PAGE], "the jump read the page it shows");
@@ -126,6 +137,7 @@ try {
   await page.locator("#fleet-count", { hasText: `10 of ${TENANTS} tenant(s) shown; ${behind} behind` }).waitFor({ timeout: 60000 });
   await page.locator(`.matrix-row[data-tenant="${name(42477)}"]`).waitFor();
   const searchSeconds = seconds(since);
+  await answered();
   assert.deepEqual(await page.locator(`.matrix-row[data-tenant="${name(42477)}"] .cell`).allTextContents(), ["✓", "•"]);
   const search = answers.at(-1);
   assert.equal(search.variables.name, "t04247", search.query);

@@ -23,6 +23,10 @@ use thiserror::Error;
 
 use crate::migrate::wave::Wave;
 
+pub mod desired;
+
+use desired::DesiredTarget;
+
 /// Which tenants a wave runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -254,6 +258,10 @@ pub struct Rollout {
     /// approvals approve. Empty for rollouts stored before it was kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// A rollout to a desired schema: its text and each wave's plan
+    /// ([`desired`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<DesiredTarget>,
 }
 
 /// Who asks for an operation on a rollout: the request, the actor as
@@ -516,14 +524,25 @@ impl Rollout {
         now: i64,
         by: impl Into<By<'a>>,
     ) -> Result<Rollout, RolloutError> {
-        let by = by.into();
+        Rollout::start(version_name, waves, failure_budget, None, now, by.into())
+    }
+
+    /// A new rollout over `waves`, bound to `desired` when it is one to a
+    /// desired schema.
+    fn start(
+        version_name: &str,
+        waves: Vec<WaveStep>,
+        failure_budget: Option<String>,
+        desired: Option<DesiredTarget>,
+        now: i64,
+        by: By<'_>,
+    ) -> Result<Rollout, RolloutError> {
         if waves.is_empty() {
             return Err(RolloutError::NoWave);
         }
         if waves[..waves.len() - 1].iter().any(|w| w.select == Select::Rest) {
             return Err(RolloutError::RestNotLast);
         }
-        let plan = waves.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | ");
         let mut rollout = Rollout {
             version_name: version_name.to_string(),
             waves,
@@ -537,7 +556,12 @@ impl Rollout {
             started_by: by.actor.to_string(),
             started_by_principal: by.principal.to_string(),
             files: BTreeMap::new(),
+            desired,
         };
+        let mut plan = (0..rollout.waves.len()).map(|wave| rollout.wave_label(wave)).collect::<Vec<_>>().join(" | ");
+        if let Some(desired) = &rollout.desired {
+            plan = format!("{}: {plan}", desired.file);
+        }
         rollout.event(now, "started", None, by, plan);
         Ok(rollout)
     }
@@ -592,7 +616,7 @@ impl Rollout {
 
     /// The version name of wave `wave`.
     pub fn wave_version_name(&self, wave: usize) -> String {
-        format!("{} (wave {}/{}: {})", self.version_name, wave + 1, self.waves.len(), self.waves[wave])
+        format!("{} (wave {}/{}: {})", self.version_name, wave + 1, self.waves.len(), self.wave_label(wave))
     }
 
     /// A runner takes wave `wave` until `until` (the driver found
@@ -669,7 +693,10 @@ impl Rollout {
             }
         }
         self.status = Status::Running;
-        self.event(now, "approved", Some(self.position), by, String::new());
+        // What is approved: a rollout to a desired schema names the plan.
+        let plan = self.desired.as_ref().and_then(|desired| desired.plans.get(self.position));
+        let detail = plan.map(|plan| format!("plan {plan}")).unwrap_or_default();
+        self.event(now, "approved", Some(self.position), by, detail);
         Ok(())
     }
 

@@ -230,7 +230,7 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
 /// The desired schema a command is given: `--desired FILE` (a file on this
 /// machine) or, with `--desired` alone or not at all, the configuration's
 /// `desiredSchema`. Its name as shown, and its text; what went wrong is said.
-async fn read_desired(service: &Service, file: Option<&Path>) -> Result<(String, String), Exit> {
+pub(super) async fn read_desired(service: &Service, file: Option<&Path>) -> Result<(String, String), Exit> {
     if let Some(file) = file {
         let shown = file.display().to_string();
         return std::fs::read_to_string(file).map(|text| (shown.clone(), text)).map_err(|error| {

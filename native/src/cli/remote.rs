@@ -40,8 +40,8 @@ macro_rules! results {
 /// The fields of `Rollout` the command line reads.
 macro_rules! rollout {
     () => {
-        "id versionName status completedWaves notBefore failureBudget startedBy waves { wave state } \
-         events { at action wave requestId actor detail }"
+        "id versionName status completedWaves notBefore failureBudget startedBy desiredSchema \
+         waves { wave state plan } events { at action wave requestId actor detail }"
     };
 }
 
@@ -101,8 +101,10 @@ const REPAIR: &str = "mutation($files: [String!], $versionName: String!, $dryRun
                       removals { file schemas } } }";
 const ROLLOUTS: &str = concat!("query { rollouts { ", rollout!(), " } }");
 const START_ROLLOUT: &str = concat!(
-    "mutation($versionName: String!, $waves: [String!]!, $failureBudget: String) { ",
-    "startRollout(versionName: $versionName, waves: $waves, failureBudget: $failureBudget) { ",
+    "mutation($versionName: String!, $waves: [String!]!, $failureBudget: String, $desired: String, ",
+    "$desiredSchema: Boolean!, $destructive: Destructive) { ",
+    "startRollout(versionName: $versionName, waves: $waves, failureBudget: $failureBudget, desired: $desired, ",
+    "desiredSchema: $desiredSchema, destructive: $destructive) { ",
     rollout!(),
     " } }"
 );
@@ -671,7 +673,15 @@ async fn repair(remote: &Remote, args: RepairArgs) -> Exit {
 fn print_rollout(rollout: &RolloutDto) {
     outln!("rollout {}: {} — {}", rollout.id, rollout.version_name, rollout.status);
     for (index, wave) in rollout.waves.iter().enumerate() {
-        outln!("  {}. {:<24} {}", index + 1, wave.wave, wave.state.to_lowercase());
+        // A wave to a desired schema: its plan, not its (many) tenants.
+        let shown = match &wave.plan {
+            Some(plan) => {
+                let tenants = wave.wave.split(':').next().unwrap_or_default().split(',').count();
+                format!("plan {} ({tenants} tenant(s))", &plan[..12.min(plan.len())])
+            }
+            None => wave.wave.clone(),
+        };
+        outln!("  {}. {shown:<24} {}", index + 1, wave.state.to_lowercase());
     }
     if let Some(event) = rollout.events.last() {
         let wave = event.wave.map(|w| format!(" (wave {w})")).unwrap_or_default();
@@ -711,8 +721,18 @@ async fn rollout(remote: &Remote, args: RolloutArgs) -> Exit {
             }
             Err(failure) => failure.report(args.json),
         },
-        RolloutAction::Start { version_name, waves, failure_budget } => {
-            let variables = json!({ "versionName": version_name, "waves": waves, "failureBudget": failure_budget });
+        RolloutAction::Start { version_name, waves, failure_budget, desired, allow_destructive, skip_destructive } => {
+            let text = match desired.as_ref().map(|file| read_desired(file.as_deref())).transpose() {
+                Ok(text) => text.flatten(),
+                Err(failure) => return failure.report(args.json),
+            };
+            let destructive = desired
+                .is_some()
+                .then(|| DestructiveDto::from(super::destructive(allow_destructive, skip_destructive)));
+            let variables = json!({
+                "versionName": version_name, "waves": waves, "failureBudget": failure_budget,
+                "desired": text, "desiredSchema": desired.is_some(), "destructive": destructive,
+            });
             one(remote.call(START_ROLLOUT, "startRollout", variables).await)
         }
         RolloutAction::Approve { id } => one(operate(APPROVE, "approveRollout", id).await),

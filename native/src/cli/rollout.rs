@@ -9,7 +9,7 @@ use strata_core::migrate::rollout::{Rollout, Status};
 use crate::cli::output::{failure, print_json};
 use crate::cli::{Exit, RolloutAction, RolloutArgs};
 use crate::error::AppError;
-use crate::service::{RolloutControl, Service};
+use crate::service::{DesiredStart, RolloutControl, Service};
 
 /// How long a wave driven by the command line is claimed (a server's
 /// driver takes it over once the claim expires if this process dies).
@@ -24,14 +24,14 @@ fn as_json(id: i64, rollout: &Rollout) -> serde_json::Value {
 /// One line per wave (done, next or pending), then the last event.
 fn print_rollout(id: i64, rollout: &Rollout) {
     outln!("rollout {id}: {} — {}", rollout.version_name, rollout.status.name());
-    for (index, wave) in rollout.waves.iter().enumerate() {
+    for index in 0..rollout.waves.len() {
         let state = match index.cmp(&rollout.position) {
             std::cmp::Ordering::Less => "done",
             std::cmp::Ordering::Equal if rollout.status == Status::Completed => "done",
             std::cmp::Ordering::Equal => "next",
             std::cmp::Ordering::Greater => "pending",
         };
-        outln!("  {}. {wave:<24} {state}", index + 1);
+        outln!("  {}. {:<24} {state}", index + 1, rollout.wave_label(index));
     }
     if let Some(event) = rollout.events.last() {
         let wave = event.wave.map(|w| format!(" (wave {})", w + 1)).unwrap_or_default();
@@ -85,8 +85,18 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
             }
             Err(error) => failure(&error),
         },
-        RolloutAction::Start { version_name, waves, failure_budget } => {
-            match service.start_rollout(&version_name, &waves, failure_budget, caller).await {
+        RolloutAction::Start { version_name, waves, failure_budget, desired, allow_destructive, skip_destructive } => {
+            let desired = match desired {
+                Some(file) => match super::commands::read_desired(service, file.as_deref()).await {
+                    Ok((file, text)) => {
+                        let destructive = super::destructive(allow_destructive, skip_destructive);
+                        Some(DesiredStart { file, text, destructive })
+                    }
+                    Err(exit) => return exit,
+                },
+                None => None,
+            };
+            match service.start_rollout(&version_name, &waves, failure_budget, desired, caller).await {
                 Ok((id, rollout)) => {
                     show(id, &rollout, args.json);
                     Exit::Success

@@ -798,6 +798,10 @@ pub(crate) struct RolloutDto {
     /// Who started it (`token:<name>`, `proxy:<user>`, `cli:<user>@<host>`;
     /// null without authentication).
     pub(crate) started_by: Option<String>,
+    /// A rollout to a desired schema: the schema as it was named (null:
+    /// a rollout of the migrations).
+    #[serde(default)]
+    pub(crate) desired_schema: Option<String>,
 }
 
 /// One wave of a rollout (`RolloutWave`, added).
@@ -811,6 +815,10 @@ pub(crate) struct RolloutWaveDto {
     /// `DONE`, `RUNNING`, `NEXT` (held by a gate, a pause or a failure) or
     /// `PENDING`.
     pub(crate) state: String,
+    /// A rollout to a desired schema: the plan (SHA-256) its tenants run
+    /// and its approval approves.
+    #[serde(default)]
+    pub(crate) plan: Option<String>,
 }
 
 /// Something that happened to a rollout (`RolloutEvent`, added).
@@ -854,6 +862,7 @@ impl RolloutDto {
                     std::cmp::Ordering::Greater => "PENDING",
                 }
                 .to_string(),
+                plan: rollout.desired.as_ref().and_then(|desired| desired.plans.get(index).cloned()),
             })
             .collect();
         RolloutDto {
@@ -877,6 +886,7 @@ impl RolloutDto {
                 })
                 .collect(),
             started_by: Some(rollout.started_by).filter(|actor| !actor.is_empty()),
+            desired_schema: rollout.desired.map(|desired| desired.file),
         }
     }
 }

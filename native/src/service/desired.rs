@@ -9,6 +9,7 @@ use strata_core::migrate::desired::{self, Catalog, DesiredGroup, DesiredReport, 
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, Target};
 use strata_core::migrate::quarantine::FailureBudget;
+use strata_core::migrate::rollout::desired::{DesiredTarget, DesiredWave};
 use strata_core::migrate::statements;
 use strata_core::migrate::wave::Wave;
 
@@ -63,7 +64,48 @@ impl DesiredRun {
     }
 }
 
+/// A rollout to a desired schema, as asked: the schema's name as shown,
+/// its text, and what a group whose plan loses data does.
+pub(crate) struct DesiredStart {
+    /// A path, or `the desired schema` for text sent through the API.
+    pub(crate) file: String,
+    /// The SQL text.
+    pub(crate) text: String,
+    /// Refuse, allow or leave the groups that lose data.
+    pub(crate) destructive: Destructive,
+}
+
 impl Service {
+    /// Refused while a tenant migration file is pending: a plan to the
+    /// desired schema is made from the live schemas, which that file would
+    /// change first.
+    async fn refuse_pending_migrations(&self) -> Result<(), AppError> {
+        let (preview, _) = self.preview(Target::AllSchemas, Action::Apply).await?;
+        let counts = &preview.plan.counts;
+        if counts.tenant_migrations_total > 0 {
+            return Err(AppError::MigrationsPending {
+                files: counts.tenant_migrations,
+                runs: counts.tenant_migrations_total,
+            });
+        }
+        Ok(())
+    }
+
+    /// Wave `wave` of a rollout to the desired schema `target` over
+    /// `tenants`, planned again just before it runs (core's
+    /// `DesiredTarget::wave`): who runs the approved plan, who is there
+    /// already, who is held back. Refused while a migration is pending.
+    pub(crate) async fn desired_wave(
+        &self,
+        target: &DesiredTarget,
+        wave: usize,
+        tenants: &[String],
+    ) -> Result<DesiredWave, AppError> {
+        self.refuse_pending_migrations().await?;
+        let report = self.desired_diff_of(&target.file, &target.text, Some(tenants)).await?;
+        Ok(target.wave(wave, tenants, &report))
+    }
+
     /// What bringing the tenants to the desired schema `text` runs: refused
     /// while a tenant migration file is pending (the plan is made from the
     /// live schemas, which that file would change first), and — under
@@ -75,14 +117,7 @@ impl Service {
         text: &str,
         destructive: Destructive,
     ) -> Result<DesiredRun, AppError> {
-        let (preview, _) = self.preview(Target::AllSchemas, Action::Apply).await?;
-        let counts = &preview.plan.counts;
-        if counts.tenant_migrations_total > 0 {
-            return Err(AppError::MigrationsPending {
-                files: counts.tenant_migrations,
-                runs: counts.tenant_migrations_total,
-            });
-        }
+        self.refuse_pending_migrations().await?;
         let report = self.desired_diff(file, text).await?;
         let selection = desired::selection(&report, destructive)
             .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
@@ -129,6 +164,17 @@ impl Service {
     /// `text` (DDL with the schema placeholder), tenants grouped by plan.
     /// Reads only.
     pub(crate) async fn desired_diff(&self, file: &str, text: &str) -> Result<DesiredReport, AppError> {
+        self.desired_diff_of(file, text, None).await
+    }
+
+    /// [`Service::desired_diff`] over the tenants of `only` still in the
+    /// fleet (`None`: every tenant).
+    async fn desired_diff_of(
+        &self,
+        file: &str,
+        text: &str,
+        only: Option<&[String]>,
+    ) -> Result<DesiredReport, AppError> {
         let driver = self.config.driver;
         desired::supported(driver).map_err(|e| AppError::InvalidInput(e.to_string()))?;
         match statements::inspect(driver, file, text) {
@@ -159,7 +205,11 @@ impl Service {
                  every tenant's objects would be dropped"
             )));
         }
-        let tenants = self.database.tenants().await?;
+        let mut tenants = self.database.tenants().await?;
+        if let Some(only) = only {
+            let wanted: std::collections::HashSet<&str> = only.iter().map(String::as_str).collect();
+            tenants.retain(|tenant| wanted.contains(tenant.as_str()));
+        }
         let mut grouping = Grouping::default();
         for round in tenants.chunks(TENANTS_PER_ROUND) {
             for (tenant, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {

@@ -23,7 +23,7 @@ use strata_core::migrate::summary;
 use crate::db::error::LockError;
 use crate::db::{BackfillState, BackfillWait, DbError, RolloutRow};
 use crate::error::AppError;
-use crate::service::{Caller, CreateRequest, Service};
+use crate::service::{Caller, CreateRequest, DesiredStart, Service};
 
 /// An operation on a stored rollout.
 #[derive(Debug, Clone, Copy)]
@@ -77,17 +77,26 @@ fn read(row: &RolloutRow) -> Result<Rollout, AppError> {
 impl Service {
     /// Stores a new rollout of `version_name` over `waves`; the driver runs
     /// its first wave. Returns its id and state.
+    ///
+    /// With `desired`, the waves are the desired schema's groups (one per
+    /// plan, largest first, an approval between each two; `waves` must be
+    /// empty), each bound to its plan.
     pub(crate) async fn start_rollout(
         &self,
         version_name: &str,
         waves: &[String],
         failure_budget: Option<String>,
+        desired: Option<DesiredStart>,
         caller: &Caller,
     ) -> Result<(i64, Rollout), AppError> {
-        let work = self.start_rollout_unaudited(version_name, waves, failure_budget, caller);
+        let asked = match &desired {
+            Some(desired) => format!("desired schema {}", desired.file),
+            None => waves.join(" | "),
+        };
+        let work = self.start_rollout_unaudited(version_name, waves, failure_budget, desired, caller);
         self.audited(caller, "startRollout", work, |result| match result {
-            Ok((id, _)) => format!("rollout {id} of version {version_name:?}: {}", waves.join(" | ")),
-            Err(_) => format!("rollout of version {version_name:?}: {}", waves.join(" | ")),
+            Ok((id, _)) => format!("rollout {id} of version {version_name:?}: {asked}"),
+            Err(_) => format!("rollout of version {version_name:?}: {asked}"),
         })
         .await
     }
@@ -103,6 +112,7 @@ impl Service {
         version_name: &str,
         waves: &[String],
         failure_budget: Option<String>,
+        desired: Option<DesiredStart>,
         caller: &Caller,
     ) -> Result<(i64, Rollout), AppError> {
         if version_name.trim().is_empty() {
@@ -113,13 +123,40 @@ impl Service {
                 .parse::<strata_core::migrate::quarantine::FailureBudget>()
                 .map_err(|e| AppError::InvalidInput(format!("failureBudget: {e}")))?;
         }
-        let steps = waves.iter().map(|w| w.parse()).collect::<Result<Vec<WaveStep>, _>>()?;
-        if steps.iter().any(|step| matches!(step.select, rollout::Select::Tenants(_))) {
-            rollout::check_named_tenants(&steps, &self.tenants().await?).map_err(AppError::Wave)?;
-        }
         let trace = crate::traces::context::current_traceparent();
-        let rollout = Rollout::new(version_name, steps, failure_budget, now(), By { trace: &trace, ..caller.by() })?
-            .with_files(self.files_now().await?);
+        let by = By { trace: &trace, ..caller.by() };
+        let rollout = match desired {
+            Some(desired) => {
+                if !waves.is_empty() {
+                    return Err(AppError::InvalidInput(
+                        "a rollout to a desired schema makes its own waves, one per group of tenants sharing a \
+                         plan: give no waves"
+                            .into(),
+                    ));
+                }
+                let run = self.desired_run(&desired.file, &desired.text, desired.destructive).await?;
+                if run.groups.is_empty() {
+                    return Err(AppError::InvalidInput(format!(
+                        "{}: no group of tenants to bring to the desired schema, so no rollout",
+                        desired.file
+                    )));
+                }
+                for (tenants, why) in &run.left {
+                    tracing::info!(version = %version_name, tenants = tenants.len(), %why,
+                        "a group of tenants left out of the rollout to the desired schema");
+                }
+                let groups: Vec<_> = run.groups.iter().collect();
+                Rollout::to_desired(version_name, &groups, (&desired.file, &desired.text), failure_budget, now(), by)?
+            }
+            None => {
+                let steps = waves.iter().map(|w| w.parse()).collect::<Result<Vec<WaveStep>, _>>()?;
+                if steps.iter().any(|step| matches!(step.select, rollout::Select::Tenants(_))) {
+                    rollout::check_named_tenants(&steps, &self.tenants().await?).map_err(AppError::Wave)?;
+                }
+                Rollout::new(version_name, steps, failure_budget, now(), by)?
+            }
+        }
+        .with_files(self.files_now().await?);
         let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
         tracing::info!(rollout = id, version = %version_name, "rollout started");
         Ok((id, rollout))
@@ -280,9 +317,25 @@ impl Service {
         // The wave's own budget, else the rollout's, else the configuration's.
         let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
         let failure_budget = budget.and_then(|budget| budget.parse().ok());
+        let mut select = rollout.waves[wave].select.wave();
+        // A wave to a desired schema: its tenants whose plan still is the
+        // approved one run it; the others are named, and run nothing.
+        let (mut desired_plan, mut held) = (None, String::new());
+        if let (Some(target), rollout::Select::Tenants(tenants)) = (&rollout.desired, &rollout.waves[wave].select) {
+            let now_planned = match self.desired_wave(target, wave, tenants).await {
+                Ok(planned) => planned,
+                Err(error) => return Some(Err(error.to_string())),
+            };
+            held = now_planned.detail();
+            let Some(group) = now_planned.run else {
+                return Some(Ok(format!("nothing to apply; {held}")));
+            };
+            select = strata_core::migrate::wave::Wave::Named(group.tenants.clone());
+            desired_plan = Some(strata_core::migrate::desired::plan_source(&group));
+        }
         let operation = Operation::Version {
             action: Action::Apply,
-            wave: rollout.waves[wave].select.wave(),
+            wave: select,
             sync_to: None,
             failure_budget,
             reviewed: Some(rollout.files.clone()),
@@ -290,6 +343,7 @@ impl Service {
         let request = CreateRequest {
             rollout_gate: FleetGate::Wave,
             trace_links: rollout.wave_links(wave).into_iter().map(str::to_string).collect(),
+            desired_plan,
             ..CreateRequest::new(
                 rollout.wave_version_name(wave),
                 operation,
@@ -312,6 +366,9 @@ impl Service {
                     ),
                     None => "nothing to apply".to_string(),
                 };
+                if !held.is_empty() {
+                    detail.push_str(&format!("; {held}"));
+                }
                 if !result.quarantined.is_empty() {
                     let names: Vec<String> = result.quarantined.iter().map(|q| q.tenant.clone()).collect();
                     detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
