@@ -84,16 +84,8 @@ pub(crate) enum AppError {
     },
     /// A desired schema asked for while tenant migration files are pending
     /// (the plan is made from the live schemas); nothing ran.
-    #[error(
-        "{files} tenant migration file(s) are pending ({runs} runs over the tenants): apply them first (strata \
-         apply), then the desired schema; nothing ran"
-    )]
-    MigrationsPending {
-        /// The files pending.
-        files: u64,
-        /// Their runs over the tenants.
-        runs: u64,
-    },
+    #[error(transparent)]
+    MigrationsPending(#[from] strata_core::migrate::desired::PendingMigrations),
     /// A desired schema whose plan loses data in some groups, neither
     /// allowed nor skipped; nothing ran.
     #[error("{file}: {groups}")]
@@ -186,7 +178,7 @@ impl AppError {
             AppError::Database(DbError::Shard(ShardError::Failed { .. })) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
             AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
-            AppError::MigrationsPending { .. } => "MIGRATIONS_PENDING",
+            AppError::MigrationsPending(_) => "MIGRATIONS_PENDING",
             AppError::DestructivePlan { .. } => "DESTRUCTIVE_PLAN",
             AppError::NotFound(_) => "NOT_FOUND",
             AppError::Unauthenticated(_) => "UNAUTHENTICATED",

@@ -363,6 +363,40 @@ impl std::fmt::Display for DestructiveGroups {
 
 impl std::error::Error for DestructiveGroups {}
 
+/// Why nothing is planned to a desired schema: tenant migration files are
+/// pending, and a plan is made from the live schemas, which they would
+/// change first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingMigrations {
+    /// The files pending.
+    pub files: u64,
+    /// Their runs over the tenants.
+    pub runs: u64,
+}
+
+impl std::fmt::Display for PendingMigrations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} tenant migration file(s) are pending ({} runs over the tenants): apply them first (strata apply), \
+             then the desired schema; nothing ran",
+            self.files, self.runs
+        )
+    }
+}
+
+impl std::error::Error for PendingMigrations {}
+
+/// Whether the fleet can be planned to a desired schema now, given what an
+/// apply of the migrations would run (`pending`): not while a tenant
+/// migration file is pending.
+pub fn ready(pending: &crate::migrate::summary::Counts) -> Result<(), PendingMigrations> {
+    match pending.tenant_migrations_total {
+        0 => Ok(()),
+        runs => Err(PendingMigrations { files: pending.tenant_migrations, runs }),
+    }
+}
+
 /// The groups to run under `destructive` (see [`Destructive`]): groups in
 /// the desired state need nothing; a group with differences no statement
 /// reaches is left (its plan would not get it there); a destructive group

@@ -76,19 +76,11 @@ pub(crate) struct DesiredStart {
 }
 
 impl Service {
-    /// Refused while a tenant migration file is pending: a plan to the
-    /// desired schema is made from the live schemas, which that file would
-    /// change first.
+    /// Refused while a tenant migration file is pending (core's
+    /// `desired::ready`).
     async fn refuse_pending_migrations(&self) -> Result<(), AppError> {
         let (preview, _) = self.preview(Target::AllSchemas, Action::Apply).await?;
-        let counts = &preview.plan.counts;
-        if counts.tenant_migrations_total > 0 {
-            return Err(AppError::MigrationsPending {
-                files: counts.tenant_migrations,
-                runs: counts.tenant_migrations_total,
-            });
-        }
-        Ok(())
+        Ok(desired::ready(&preview.plan.counts)?)
     }
 
     /// Wave `wave` of a rollout to the desired schema `target` over

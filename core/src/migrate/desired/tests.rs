@@ -438,3 +438,17 @@ fn a_created_table_lists_its_columns_in_the_desired_order_which_is_never_compare
     assert!(super::plan(Driver::Postgres, &wanted, &live).unwrap().is_empty());
     assert_eq!(wanted.fingerprint(), live.fingerprint());
 }
+
+#[test]
+fn nothing_is_planned_while_a_tenant_migration_is_pending() {
+    use crate::migrate::summary::Counts;
+    assert_eq!(ready(&Counts { single_migrations: 3, ..Counts::default() }), Ok(()));
+    let pending = Counts { tenant_migrations: 2, tenant_migrations_total: 7, ..Counts::default() };
+    let refused = ready(&pending).unwrap_err();
+    assert_eq!(refused, PendingMigrations { files: 2, runs: 7 });
+    assert_eq!(
+        refused.to_string(),
+        "2 tenant migration file(s) are pending (7 runs over the tenants): apply them first (strata apply), then \
+         the desired schema; nothing ran"
+    );
+}
