@@ -1,6 +1,7 @@
 //! `baseLocation` in S3 buckets (moto's server) and Azure blob containers
 //! (Azurite), started by `tests/servers.sh`. The storage is independent of
-//! the database, so these run in the SQLite pass of the suite only.
+//! the database, so these run in the SQLite pass of the suite only — but
+//! for the desired schema read from a store, which plans on PostgreSQL.
 
 use std::sync::Arc;
 
@@ -128,7 +129,12 @@ impl Remote {
 
     /// Uploads `tests/data/migrations/sqlite/<set>` under `prefix`.
     async fn upload_set(&self, set: &str, prefix: &str) {
-        let root = data_dir().join("migrations/sqlite").join(set);
+        self.upload_dir(&data_dir().join("migrations/sqlite").join(set), prefix).await;
+    }
+
+    /// Uploads every file below `root` under `prefix`.
+    async fn upload_dir(&self, root: &std::path::Path, prefix: &str) {
+        let root = root.to_path_buf();
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(dir).unwrap() {
@@ -147,8 +153,13 @@ impl Remote {
 
 /// Starts the service on SQLite with `baseLocation` in the remote store.
 async fn serve(remote: &Remote, prefix: &str, key: &str) -> Server {
-    let ws = Workspace::new("basic");
-    let yaml = ws.config("").replace(
+    serve_with(Workspace::new("basic"), remote, prefix, key, "").await
+}
+
+/// Starts the service of `ws` with `baseLocation` in the remote store and
+/// `extra` configuration lines.
+async fn serve_with(ws: Workspace, remote: &Remote, prefix: &str, key: &str, extra: &str) -> Server {
+    let yaml = ws.config(extra).replace(
         &format!("baseLocation: {}", ws.migrations().display()),
         &format!("baseLocation: {}", remote.location(prefix)),
     );
@@ -331,5 +342,68 @@ async fn an_s3_bucket_of_2001_objects_is_listed_through_its_three_pages() {
 async fn an_azure_container_of_2001_objects_is_listed_completely() {
     if backend() == Backend::Sqlite {
         lists_many_objects(Kind::Azure).await;
+    }
+}
+
+/// The tenants' desired schema in the bucket or container, beside the
+/// migrations (`desiredSchema: schema/tenants.sql`), on PostgreSQL (desired
+/// state plans there and on MariaDB): `desiredDiff` and
+/// `applyDesiredSchema` without a text read it from the store — the same
+/// plan as the text sent — and bring every tenant to it.
+async fn the_desired_schema_is_read_from_the_store(kind: Kind) {
+    const DESIRED: &str = "create table {schema}.users (id serial primary key, email text not null);\n\
+                           create index users_email on {schema}.users (email);\n\
+                           create table {schema}.notes (id integer primary key, body text);\n";
+    let remote = Remote::create(kind).await;
+    let ws = Workspace::new("basic");
+    remote.upload_dir(&ws.migrations(), "app").await;
+    remote.put("app/schema/tenants.sql", DESIRED.as_bytes().to_vec()).await;
+    let server = serve_with(ws, &remote, "app", remote.good_key(), "desiredSchema: schema/tenants.sql\n").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    for tenant in ["t1", "t2", "t3"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.execute("svc", "drop index t3.users_email").await;
+
+    const DIFF: &str = "query($desired: String) { desiredDiff(desired: $desired) { tenants differing groups { \
+                        plan tenants steps { sql } } } }";
+    let stored = server.data(DIFF, json!({})).await;
+    let sent = server.data(DIFF, json!({ "desired": DESIRED })).await;
+    assert_eq!(stored, sent, "{kind:?}");
+    let diff = &stored["desiredDiff"];
+    assert_eq!((diff["tenants"].as_u64(), diff["differing"].as_u64()), (Some(3), Some(3)), "{kind:?}: {stored}");
+    let groups: Vec<&Value> = diff["groups"].as_array().unwrap().iter().map(|g| &g["tenants"]).collect();
+    assert_eq!(groups, [&json!(["t1", "t2"]), &json!(["t3"])], "{kind:?}: {stored}");
+    assert!(diff["groups"][0]["steps"][0]["sql"].as_str().unwrap().starts_with("CREATE TABLE {schema}.notes"));
+
+    const APPLY: &str = "mutation { applyDesiredSchema(input: { versionName: \"to desired\" }) { \
+                         versions { summary { tenants } } left { tenants } } }";
+    let applied = server.graphql(APPLY, json!({})).await;
+    assert!(applied.get("errors").is_none(), "{kind:?}: {applied}");
+    let tenants: Vec<&Value> = applied["data"]["applyDesiredSchema"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| &v["summary"]["tenants"])
+        .collect();
+    assert_eq!(tenants, [&json!(2), &json!(1)], "{kind:?}: {applied}");
+    let after = server.data(DIFF, json!({})).await;
+    assert_eq!(after["desiredDiff"]["differing"], 0, "{kind:?}: {after}");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
+#[tokio::test]
+async fn the_desired_schema_is_read_from_an_s3_bucket() {
+    if backend() == Backend::Postgres {
+        the_desired_schema_is_read_from_the_store(Kind::S3).await;
+    }
+}
+
+#[tokio::test]
+async fn the_desired_schema_is_read_from_an_azure_container() {
+    if backend() == Backend::Postgres {
+        the_desired_schema_is_read_from_the_store(Kind::Azure).await;
     }
 }
