@@ -2,8 +2,8 @@
 # The web console in Debian's headless Chromium (installed by .ci/run;
 # CHROMIUM overrides /usr/bin/chromium), driven by playwright-core (npm,
 # which downloads no browser), against the debug `strata` the e2e suite
-# built: tests/console/test.mjs, then tests/console/scale.mjs and
-# tests/console/paged.mjs. Screenshots: STRATA_SCREENSHOTS.
+# built: tests/console/test.mjs, then tests/console/scale.mjs,
+# tests/console/paged.mjs and tests/console/desired.mjs. Screenshots: STRATA_SCREENSHOTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
@@ -19,3 +19,6 @@ STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/scale.mjs
 # records one tenant's version for the others: seconds, not a version's
 # minutes).
 STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/paged.mjs
+# The desired-state page and a rollout started from it, on the same
+# PostgreSQL (desired state plans on PostgreSQL and MariaDB, not SQLite).
+STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/desired.mjs

@@ -683,6 +683,60 @@ async function backfills() {
   }, 2000);
 }
 
+// ---- Desired state -----------------------------------------------------------
+
+// Every tenant's way to the configured desired schema (`desiredSchema`),
+// tenants grouped by plan, largest first: each plan's statements (those
+// that lose data marked) and what the linter finds in them. A deployer
+// rolls it out from here: one wave per plan, an approval between each two,
+// each approval bound to its plan (the Rollouts page operates it).
+const DESIRED_TENANTS_SHOWN = 20;
+
+function desiredGroup(group, index) {
+  const inPlace = group.steps.length === 0 && group.unplannable.length === 0;
+  const names = group.tenants.slice(0, DESIRED_TENANTS_SHOWN).join(", ") + (group.tenants.length > DESIRED_TENANTS_SHOWN ? `, and ${group.tenants.length - DESIRED_TENANTS_SHOWN} more` : "");
+  return el("section", { class: "panel desired-group", "data-plan": group.plan, "aria-labelledby": `plan-${index}` },
+    el("h2", { id: `plan-${index}` }, inPlace ? "In the desired state " : `Plan ${group.plan.slice(0, 12)} `,
+      el("span", { class: "badge" }, `${group.tenants.length} tenant(s)`), " ",
+      group.destructive ? el("span", { class: "badge down", "data-destructive": "" }, "loses data") : null),
+    el("p", { class: "mono muted", title: group.tenants.join(", ") }, names),
+    inPlace ? null : el("ol", { class: "steps" }, group.steps.map((step) =>
+      el("li", { class: step.destructive ? "destructive" : null }, el("pre", { class: "mono" }, `${step.sql};`), step.destructive ? el("span", { class: "badge down" }, "loses data") : null))),
+    group.unplannable.length ? el("p", { class: "error" }, `Not planned: ${group.unplannable.join("; ")}`) : null,
+    group.findings.length ? el("ul", { class: "findings" }, group.findings.map((f) => el("li", {}, el("span", { class: `badge ${f.severity === "error" ? "down" : "pending"}` }, f.rule), ` ${f.message}`))) : null);
+}
+
+async function desired() {
+  let diff;
+  try {
+    diff = (await gql("{ desiredDiff { desired tenants differing groups { plan tenants steps { sql destructive } destructive unplannable findings { rule severity message } } } }")).desiredDiff;
+  } catch (error) {
+    // No desiredSchema configured, or the file refused: said as it is.
+    if (error.code !== "INVALID_INPUT") throw error;
+    show("Desired state", el("p", { class: "muted", id: "desired-none" }, error.message));
+    return;
+  }
+  const plans = diff.groups.filter((g) => g.steps.length > 0 || g.unplannable.length > 0);
+  const destructive = plans.filter((g) => g.destructive).length;
+  const start = () => confirmDialog({
+    text: `Roll out the desired schema: ${plans.length} plan(s), one wave each, largest first, an approval between each two?${destructive ? ` The ${destructive} plan(s) that lose data are left out.` : ""}`,
+    ok: "Roll out",
+    name: versionName("desired schema"),
+    run: async (name) => {
+      const started = (await gql("mutation($name: String!, $destructive: Destructive) { startRollout(versionName: $name, desiredSchema: true, destructive: $destructive) { id waves { wave } } }",
+        { name, destructive: destructive ? "Skip" : null })).startRollout;
+      say(`Rollout ${started.id} started: ${started.waves.length} wave(s).`);
+      location.hash = "#/rollouts";
+    },
+  });
+  show(
+    "Desired state",
+    el("p", { id: "desired-count" }, `${diff.differing} of ${diff.tenants} tenant(s) differ from the desired schema; ${plans.length} plan(s).`),
+    can("deploy") && plans.length > 0 ? el("div", { class: "buttons" }, el("button", { type: "button", id: "desired-rollout", onclick: start }, "Roll out, one wave per plan")) : null,
+    diff.groups.map(desiredGroup),
+  );
+}
+
 // ---- Signing in ------------------------------------------------------------
 
 /** The sign-in page: a token pasted once (kept for this browser session). */
@@ -740,6 +794,7 @@ async function route() {
     else if (page === "fleet") await fleet();
     else if (page === "rollouts") await rollouts();
     else if (page === "backfills") await backfills();
+    else if (page === "desired") await desired();
     else await overview();
   } catch (error) {
     if (error instanceof SignedOut) return;
