@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checker, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { checker, cleanUp, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const { dataSource, psql, drop } = freshPostgresDatabase("strata_console_desired", "console desired state");
 const { checks, ok } = checker();
@@ -83,8 +83,5 @@ try {
   console.log(`screenshots: ${shots}`);
   console.log(`console desired state: ${checks.length} checks passed`);
 } finally {
-  await browser?.close();
-  service.stop();
-  await new Promise((r) => setTimeout(r, 200));
-  drop();
+  await cleanUp({ browser, service, drop });
 }

@@ -81,6 +81,18 @@ export async function watchedPage(browser) {
 }
 
 /** Prints and counts a passed check. */
+/**
+ * A test's cleanup, never failing on its own: the browser closed, the
+ * service stopped (given a moment to let go of its connections), then its
+ * database dropped.
+ */
+export async function cleanUp({ browser, service, drop }) {
+  await browser?.close();
+  service.stop();
+  await new Promise((r) => setTimeout(r, 200));
+  drop();
+}
+
 export function checker() {
   const checks = [];
   const ok = (name) => {

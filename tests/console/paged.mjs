@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checker, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { checker, cleanUp, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const TENANTS = Number(process.env.CONSOLE_PAGED_TENANTS || 100000);
 const PAGE = 1000; // the console's FLEET_PAGE
@@ -153,8 +153,5 @@ try {
   console.log(`screenshots: ${shots}`);
   console.log(`console in pages: ${checks.length} checks passed`);
 } finally {
-  await browser?.close();
-  service.stop();
-  await new Promise((r) => setTimeout(r, 200));
-  drop();
+  await cleanUp({ browser, service, drop });
 }

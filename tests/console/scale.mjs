@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checker, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
+import { checker, cleanUp, freePort, freshPostgresDatabase, launchChromium, startStrata, watchedPage } from "./harness.mjs";
 
 const TENANTS = Number(process.env.CONSOLE_SCALE_TENANTS || 10000);
 const { dataSource, psql, drop } = freshPostgresDatabase("strata_console_scale", "console at scale");
@@ -151,8 +151,5 @@ try {
   console.log(`screenshots: ${shots}`);
   console.log(`console at scale: ${checks.length} checks passed`);
 } finally {
-  await browser?.close();
-  service.stop();
-  await new Promise((r) => setTimeout(r, 200));
-  drop();
+  await cleanUp({ browser, service, drop });
 }
