@@ -21,6 +21,7 @@ mod access;
 mod answers;
 mod backfill;
 mod commands;
+mod desired;
 mod new;
 mod output;
 mod progress;

@@ -25,8 +25,6 @@ use crate::migrate::wave::Wave;
 
 pub mod desired;
 
-use desired::DesiredTarget;
-
 /// Which tenants a wave runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -262,6 +260,25 @@ pub struct Rollout {
     /// ([`desired`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired: Option<DesiredTarget>,
+}
+
+/// What a rollout to a desired schema is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DesiredTarget {
+    /// The desired schema as it was named (a path, or `the desired
+    /// schema` for text sent through the API).
+    pub file: String,
+    /// Its text when the rollout started: what every wave plans from.
+    pub text: String,
+    /// Each wave's plan (SHA-256 of its file text), by wave: what the
+    /// wave's approval approves.
+    pub plans: Vec<String>,
+}
+
+/// The first characters of a plan's hash, as shown.
+fn short(plan: &str) -> &str {
+    &plan[..12.min(plan.len())]
 }
 
 /// Who asks for an operation on a rollout: the request, the actor as
@@ -597,6 +614,19 @@ impl Rollout {
             .map(|event| event.trace.as_str())
             .filter(|trace| !trace.is_empty())
             .collect()
+    }
+
+    /// Wave `wave` as shown: as written, or for a rollout to a desired
+    /// schema its plan and how many tenants share it (a group can be
+    /// thousands of names; an approval follows every wave but the last).
+    pub fn wave_label(&self, wave: usize) -> String {
+        match (&self.desired, &self.waves[wave].select) {
+            (Some(desired), Select::Tenants(tenants)) => {
+                let plan = desired.plans.get(wave).map(String::as_str).unwrap_or_default();
+                format!("plan {} ({} tenant(s))", short(plan), tenants.len())
+            }
+            _ => self.waves[wave].to_string(),
+        }
     }
 
     /// What to do about it at `now`.

@@ -14,6 +14,7 @@ use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
+use crate::cli::desired::read_desired;
 use crate::cli::output::{cli_caller, failure, print_json, print_json_with_migrations, print_released};
 use crate::cli::progress::Progress;
 use crate::cli::{
@@ -224,30 +225,6 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
             if report.has_drift() { Exit::SchemaDrift } else { Exit::Success }
         }
         Err(error) => failure(&error),
-    }
-}
-
-/// The desired schema a command is given: `--desired FILE` (a file on this
-/// machine) or, with `--desired` alone or not at all, the configuration's
-/// `desiredSchema`. Its name as shown, and its text; what went wrong is said.
-pub(super) async fn read_desired(service: &Service, file: Option<&Path>) -> Result<(String, String), Exit> {
-    if let Some(file) = file {
-        let shown = file.display().to_string();
-        return std::fs::read_to_string(file).map(|text| (shown.clone(), text)).map_err(|error| {
-            eprintln!("strata: {shown}: {error}");
-            Exit::Usage
-        });
-    }
-    match service.configured_desired_schema().await {
-        Ok(Some(desired)) => Ok(desired),
-        Ok(None) => {
-            eprintln!(
-                "strata: no desired schema: give --desired FILE, or name the file with desiredSchema in the \
-                 configuration"
-            );
-            Err(Exit::Usage)
-        }
-        Err(error) => Err(failure(&error)),
     }
 }
 

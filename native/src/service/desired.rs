@@ -9,7 +9,8 @@ use strata_core::migrate::desired::{self, Catalog, DesiredGroup, DesiredReport, 
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, Target};
 use strata_core::migrate::quarantine::FailureBudget;
-use strata_core::migrate::rollout::desired::{DesiredTarget, DesiredWave};
+use strata_core::migrate::rollout::DesiredTarget;
+use strata_core::migrate::rollout::desired::DesiredWave;
 use strata_core::migrate::statements;
 use strata_core::migrate::wave::Wave;
 

@@ -15,25 +15,9 @@
 //! - The desired text is kept in the rollout's document as it was started:
 //!   a desired file edited afterwards changes nothing a wave runs.
 
-use serde::{Deserialize, Serialize};
-
 use crate::migrate::desired::{DesiredGroup, DesiredReport};
 
-use super::{By, Gate, Rollout, RolloutError, Select, WaveStep};
-
-/// What a rollout to a desired schema is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DesiredTarget {
-    /// The desired schema as it was named (a path, or `the desired
-    /// schema` for text sent through the API).
-    pub file: String,
-    /// Its text when the rollout started: what every wave plans from.
-    pub text: String,
-    /// Each wave's plan (SHA-256 of its file text), by wave: what the
-    /// wave's approval approves.
-    pub plans: Vec<String>,
-}
+use super::{By, DesiredTarget, Gate, Rollout, RolloutError, Select, WaveStep, short};
 
 /// Wave tenants as they stand just before the wave runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,11 +30,6 @@ pub struct DesiredWave {
     /// Tenants held back, and why: their plan is no longer the approved
     /// one, or they are no longer in the fleet.
     pub held: Vec<(String, String)>,
-}
-
-/// The first characters of a plan's hash, as shown.
-fn short(plan: &str) -> &str {
-    &plan[..12.min(plan.len())]
 }
 
 impl DesiredWave {
@@ -130,19 +109,6 @@ impl Rollout {
             plans: groups.iter().map(|group| group.plan.clone()).collect(),
         };
         Rollout::start(version_name, waves, failure_budget, Some(target), now, by.into())
-    }
-
-    /// Wave `wave` as shown: as written, or for a rollout to a desired
-    /// schema its plan and how many tenants share it (a group can be
-    /// thousands of names; an approval follows every wave but the last).
-    pub fn wave_label(&self, wave: usize) -> String {
-        match (&self.desired, &self.waves[wave].select) {
-            (Some(desired), Select::Tenants(tenants)) => {
-                let plan = desired.plans.get(wave).map(String::as_str).unwrap_or_default();
-                format!("plan {} ({} tenant(s))", short(plan), tenants.len())
-            }
-            _ => self.waves[wave].to_string(),
-        }
     }
 }
 
