@@ -696,6 +696,10 @@ struct ApplyArgs {
     /// others.
     #[arg(long, requires = "desired")]
     skip_destructive: bool,
+    /// With --desired: run only the group of tenants whose plan (as `diff
+    /// --desired` shows it) starts with PLAN.
+    #[arg(long, value_name = "PLAN", requires = "desired")]
+    group: Option<String>,
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,

@@ -479,15 +479,18 @@ impl Mutation {
     /// recorded as `desired/<plan>.sql`. Refused before anything runs while
     /// a tenant migration file is pending (`MIGRATIONS_PENDING`) or, unless
     /// `destructive` says otherwise (`Refuse` when absent or null), while a
-    /// group's plan loses data (`DESTRUCTIVE_PLAN`). A group that fails
-    /// stops the groups after it; those before it stay committed
-    /// (`versions`). Added to the spec's schema.
+    /// group's plan loses data (`DESTRUCTIVE_PLAN`). With `group`, only the
+    /// group whose plan starts with it runs (a start naming no group, or
+    /// several, is `INVALID_INPUT`). A group that fails stops the groups
+    /// after it; those before it stay committed (`versions`). Added to the
+    /// spec's schema.
     async fn apply_desired_schema(
         &self,
         ctx: &Context<'_>,
         input: VersionInput,
         desired: Option<String>,
         destructive: Option<DestructiveDto>,
+        group: Option<String>,
     ) -> Result<DesiredApplyDto> {
         const FIELD: &str = "applyDesiredSchema";
         let service = service(ctx)?;
@@ -500,10 +503,11 @@ impl Mutation {
             Ok(desired) => desired,
             Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };
-        let run = match service.desired_run(&file, &text, destructive.unwrap_or_default().into()).await {
-            Ok(run) => run,
-            Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
-        };
+        let run =
+            match service.desired_run(&file, &text, destructive.unwrap_or_default().into(), group.as_deref()).await {
+                Ok(run) => run,
+                Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
+            };
         let template = request(ctx, input, Operation::version(Action::Apply));
         let mut versions = Vec::with_capacity(run.groups.len());
         for group in &run.groups {

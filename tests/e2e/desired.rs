@@ -940,3 +940,62 @@ async fn a_rollout_to_the_desired_schema_approves_each_plan_once_and_holds_back_
     assert_eq!(differing, [vec!["t6"]], "{after}");
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
 }
+
+/// `apply --desired FILE --group PLAN` (and `applyDesiredSchema(group:)`)
+/// runs the one group whose plan starts with PLAN: a start naming no
+/// group is refused (exit 2) with the plans there are, nothing run; the
+/// group that loses data still needs `--allow-destructive`, and the other
+/// groups' data loss does not hold back the group asked for.
+#[tokio::test]
+async fn apply_with_desired_and_group_runs_that_group_alone() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let names: Vec<String> = (1..=4).map(|i| format!("t{i}")).collect();
+    let server = fleet(&names).await;
+    server.ws.execute("svc", "drop index t3.users_email").await;
+    server.ws.execute("svc", "alter table t4.users add column nickname text").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let config = server.config_path();
+    let found = report(&diff(&server, DESIRED, &["--json"]).await);
+    let plan_of = |tenant: &str| -> String {
+        let group = found["groups"].as_array().unwrap().iter().find(|g| tenants(g).contains(&tenant)).unwrap();
+        group["plan"].as_str().unwrap().to_string()
+    };
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "--version", "one group", "--desired", desired];
+        args.extend_from_slice(extra);
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        async move { strata(config, &args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+
+    let unknown = apply(&["--group", "ffffffff"]).await;
+    assert_eq!(unknown.status.code(), Some(2), "{}", String::from_utf8_lossy(&unknown.stderr));
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.contains("no group of tenants has plan ffffffff; the plans: "), "{said}");
+    assert!(said.contains(&plan_of("t3")[..12]) && said.contains(&plan_of("t4")[..12]), "{said}");
+    assert_eq!(plans_recorded_in(&server).await, Vec::<String>::new());
+
+    // t3's group alone, though t4's loses data.
+    let t3 = apply(&["--group", &plan_of("t3")[..10]]).await;
+    assert_eq!(t3.status.code(), Some(0), "{}", String::from_utf8_lossy(&t3.stderr));
+    assert_eq!(plans_recorded_in(&server).await, ["t3"]);
+    // t4's needs --allow-destructive.
+    let t4 = apply(&["--group", &plan_of("t4")]).await;
+    assert_eq!(t4.status.code(), Some(2), "{}", String::from_utf8_lossy(&t4.stderr));
+    assert!(String::from_utf8_lossy(&t4.stderr).contains("1 group(s) would lose data, so nothing ran"));
+    let t4 = apply(&["--group", &plan_of("t4"), "--allow-destructive"]).await;
+    assert_eq!(t4.status.code(), Some(0), "{}", String::from_utf8_lossy(&t4.stderr));
+    assert_eq!(plans_recorded_in(&server).await, ["t3", "t4"]);
+
+    // Through the API: the majority's group.
+    const APPLY: &str = "mutation($desired: String, $group: String) { applyDesiredSchema(input: { versionName: \
+                         \"api\" }, desired: $desired, group: $group) { versions { summary { tenants } } } }";
+    let api = server.graphql(APPLY, json!({ "desired": DESIRED, "group": plan_of("t1") })).await;
+    assert!(api.get("errors").is_none(), "{api}");
+    assert_eq!(api["data"]["applyDesiredSchema"]["versions"][0]["summary"]["tenants"], 2, "{api}");
+    assert_eq!(plans_recorded_in(&server).await, ["t1", "t2", "t3", "t4"]);
+    assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
+}

@@ -363,6 +363,51 @@ impl std::fmt::Display for DestructiveGroups {
 
 impl std::error::Error for DestructiveGroups {}
 
+/// Why `apply --desired --group PLAN` runs nothing: no group's plan, or
+/// more than one, starts with what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoSuchGroup {
+    /// The plan (or the start of it) asked for.
+    pub asked: String,
+    /// The plans that differ from the desired state, as shown (12
+    /// characters), largest group first.
+    pub plans: Vec<String>,
+    /// How many groups' plans start with it (0, or more than one).
+    pub matching: usize,
+}
+
+impl std::fmt::Display for NoSuchGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.matching {
+            0 => write!(f, "no group of tenants has plan {}", self.asked)?,
+            n => write!(f, "{n} groups have a plan starting with {}: give more of it", self.asked)?,
+        }
+        match self.plans.is_empty() {
+            true => write!(f, "; every tenant is in the desired state; nothing ran"),
+            false => write!(f, "; the plans: {}; nothing ran", self.plans.join(", ")),
+        }
+    }
+}
+
+impl std::error::Error for NoSuchGroup {}
+
+/// `report` narrowed to the one group whose plan is `plan` or starts with
+/// it (`apply --desired --group PLAN`): the other groups are not part of
+/// the run at all. A prefix naming no group, or several, is refused.
+pub fn only_group(mut report: DesiredReport, plan: &str) -> Result<DesiredReport, NoSuchGroup> {
+    let asked = plan.trim().to_ascii_lowercase();
+    let matching = report.groups.iter().filter(|g| !asked.is_empty() && g.plan.starts_with(&asked)).count();
+    if matching != 1 {
+        let plans = report.groups.iter().filter(|g| !g.in_desired_state());
+        let plans = plans.map(|g| g.plan[..12.min(g.plan.len())].to_string()).collect();
+        return Err(NoSuchGroup { asked: plan.to_string(), plans, matching });
+    }
+    report.groups.retain(|g| g.plan.starts_with(&asked));
+    report.tenants = report.groups[0].tenants.len();
+    report.differing = if report.groups[0].in_desired_state() { 0 } else { report.tenants };
+    Ok(report)
+}
+
 /// Why nothing is planned to a desired schema: tenant migration files are
 /// pending, and a plan is made from the live schemas, which they would
 /// change first.

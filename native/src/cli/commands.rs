@@ -279,7 +279,7 @@ async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Pa
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
-    let run = match service.desired_run(&shown, &text, args.destructive()).await {
+    let run = match service.desired_run(&shown, &text, args.destructive(), args.group.as_deref()).await {
         Ok(run) => run,
         Err(error) => return failed_apply(&error, args.json),
     };

@@ -66,8 +66,8 @@ const CREATE_WAVE: &str = concat!(
     " } }"
 );
 const APPLY_DESIRED: &str = concat!(
-    "mutation($input: VersionInput!, $desired: String, $destructive: Destructive) { ",
-    "applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive) { versions { ",
+    "mutation($input: VersionInput!, $desired: String, $destructive: Destructive, $group: String) { ",
+    "applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive, group: $group) { versions { ",
     results!(),
     " } left { tenants reason } } }"
 );
@@ -302,7 +302,7 @@ async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, f
         Err(failure) => return failure.report(args.json),
     };
     let destructive = DestructiveDto::from(args.destructive());
-    let variables = json!({ "input": input, "desired": desired, "destructive": destructive });
+    let variables = json!({ "input": input, "desired": desired, "destructive": destructive, "group": args.group });
     let answer = match remote.call::<DesiredApplyDto>(APPLY_DESIRED, "applyDesiredSchema", variables).await {
         Ok(answer) => answer,
         Err(failure) => return failure.report(args.json),

@@ -103,15 +103,21 @@ impl Service {
     /// while a tenant migration file is pending (the plan is made from the
     /// live schemas, which that file would change first), and — under
     /// `destructive` — while a group would lose data; core's
-    /// `desired::selection` chooses the groups. Reads only.
+    /// `desired::selection` chooses the groups (with `group`, among the one
+    /// group whose plan starts with it: core's `desired::only_group`).
+    /// Reads only.
     pub(crate) async fn desired_run(
         &self,
         file: &str,
         text: &str,
         destructive: Destructive,
+        group: Option<&str>,
     ) -> Result<DesiredRun, AppError> {
         self.refuse_pending_migrations().await?;
-        let report = self.desired_diff(file, text).await?;
+        let mut report = self.desired_diff(file, text).await?;
+        if let Some(plan) = group {
+            report = desired::only_group(report, plan).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+        }
         let selection = desired::selection(&report, destructive)
             .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
         Ok(DesiredRun {

@@ -452,3 +452,41 @@ fn nothing_is_planned_while_a_tenant_migration_is_pending() {
          the desired schema; nothing ran"
     );
 }
+
+#[test]
+fn one_group_is_chosen_by_its_plan_or_the_start_of_it() {
+    let group = |plan: &str, tenants: &[&str], steps: usize| DesiredGroup {
+        plan: plan.to_string(),
+        tenants: tenants.iter().map(|t| t.to_string()).collect(),
+        steps: (0..steps).map(|i| Step { sql: format!("S{i}"), destructive: false }).collect(),
+        destructive: false,
+        unplannable: Vec::new(),
+        findings: Vec::new(),
+    };
+    let report = DesiredReport {
+        desired: "d".into(),
+        tenants: 6,
+        differing: 5,
+        groups: vec![
+            group("aaaa1111bbbb2222", &["t1", "t2", "t3"], 1),
+            group("aaaa9999cccc3333", &["t4", "t5"], 2),
+            group("dddd0000eeee4444", &["t6"], 0),
+        ],
+    };
+    let one = only_group(report.clone(), "AAAA9").unwrap();
+    assert_eq!(one.groups.len(), 1);
+    assert_eq!((one.groups[0].plan.as_str(), one.tenants, one.differing), ("aaaa9999cccc3333", 2, 2));
+    assert_eq!(only_group(report.clone(), "aaaa1111bbbb2222").unwrap().groups[0].tenants, ["t1", "t2", "t3"]);
+
+    let ambiguous = only_group(report.clone(), "aaaa").unwrap_err();
+    assert_eq!(
+        ambiguous.to_string(),
+        "2 groups have a plan starting with aaaa: give more of it; the plans: aaaa1111bbbb, aaaa9999cccc; nothing ran"
+    );
+    let unknown = only_group(report.clone(), "ffff").unwrap_err();
+    assert_eq!(
+        unknown.to_string(),
+        "no group of tenants has plan ffff; the plans: aaaa1111bbbb, aaaa9999cccc; nothing ran"
+    );
+    assert_eq!(only_group(report, "").unwrap_err().matching, 0, "an empty plan names no group");
+}
