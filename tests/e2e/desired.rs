@@ -938,6 +938,24 @@ async fn a_rollout_to_the_desired_schema_approves_each_plan_once_and_holds_back_
         .map(tenants)
         .collect();
     assert_eq!(differing, [vec!["t6"]], "{after}");
+
+    // Through --server: the file read by the client and sent; t6's own plan
+    // now, one wave without a gate.
+    std::fs::write(&file, desired_text).unwrap();
+    let remote = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--server", &server.url(""), "rollout", "start", "--version", "t6 too", "--desired", desired, "--json"])
+        .env_remove("SVC_YAML")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(remote.status.code(), Some(0), "{}", String::from_utf8_lossy(&remote.stderr));
+    let answer: Value = serde_json::from_slice(&remote.stdout).unwrap();
+    assert_eq!(answer["desiredSchema"], "the desired schema", "{answer}");
+    assert_eq!(answer["waves"].as_array().unwrap().len(), 1, "{answer}");
+    assert_eq!(answer["waves"][0]["wave"], "t6", "{answer}");
+    assert!(answer["waves"][0]["plan"].as_str().is_some_and(|plan| plan.len() == 64), "{answer}");
+    crate::rollouts::wait_for(&server, answer["id"].as_i64().unwrap(), "COMPLETED").await;
+    assert_eq!(diff(&server, desired_text, &["--check"]).await.status.code(), Some(0));
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
 }
 
