@@ -138,35 +138,24 @@ pub(crate) fn free_port() -> u16 {
 /// Claims `port` for this process among every test process of the machine
 /// (CI's lanes run several at once, each walking the range from its own
 /// start; two walks meet, and a port checked free by both before either
-/// server binds it went to two servers): a file named after the port in a
-/// shared directory, created only if absent, holding the claimant's pid. A
-/// claim whose process has ended is taken over.
+/// server binds it went to two servers): an exclusive lock (`flock`) on a
+/// file named after the port in a shared directory, held until the process
+/// ends — the kernel lets it go however the process ends, so no claim goes
+/// stale. (A pid written in the file, taken over once its process had
+/// ended, let two processes take over one stale claim at once: CI saw one
+/// lane's version created in another lane's server.)
 fn claim_port(port: u16) -> bool {
-    use std::io::Write;
+    static HELD: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
     let dir = std::env::temp_dir().join("strata-e2e-ports");
     let _ = std::fs::create_dir_all(&dir);
-    let file = dir.join(port.to_string());
-    let me = std::process::id();
-    for _ in 0..2 {
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
-            Ok(mut claimed) => return claimed.write_all(me.to_string().as_bytes()).is_ok(),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = std::fs::read_to_string(&file).ok().and_then(|pid| pid.trim().parse::<u32>().ok());
-                match holder {
-                    Some(pid) if pid == me => return true,
-                    Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => return false,
-                    // Its process ended: taken over.
-                    Some(_) => {
-                        let _ = std::fs::remove_file(&file);
-                    }
-                    // Being written by its claimant.
-                    None => return false,
-                }
-            }
-            Err(_) => return false,
-        }
+    let opened =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(format!("{port}.lock")));
+    let Ok(file) = opened else { return false };
+    if file.try_lock().is_err() {
+        return false;
     }
-    false
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(file);
+    true
 }
 
 /// Copies a directory tree.
