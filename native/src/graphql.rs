@@ -590,12 +590,17 @@ impl Mutation {
         destructive: Option<DestructiveDto>,
     ) -> Result<RolloutDto> {
         let service = service(ctx)?;
+        // Refused before the service's own (audited) start: on record too.
+        let target = format!("version {version_name:?}");
         let desired = if desired.is_some() || desired_schema {
-            let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
+            let (file, text) = match service.requested_desired_schema(desired).await {
+                Ok(desired) => desired,
+                Err(error) => return Err(refused(ctx, "startRollout", &target, error).await),
+            };
             Some(DesiredStart { file, text, destructive: destructive.unwrap_or_default().into() })
         } else if destructive.is_some() {
             let error = AppError::InvalidInput("destructive applies to a rollout to a desired schema".into());
-            return Err(graphql_error(error));
+            return Err(refused(ctx, "startRollout", &target, error).await);
         } else {
             None
         };

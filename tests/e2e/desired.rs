@@ -879,6 +879,14 @@ async fn a_rollout_to_the_desired_schema_approves_each_plan_once_and_holds_back_
                          desired: $desired) { id } }";
     let refused = server.graphql(START, json!({ "desired": desired_text })).await;
     assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+    let stray = "mutation { startRollout(versionName: \"v\", waves: [\"t1\"], destructive: Allow) { id } }";
+    let stray = server.graphql(stray, json!({})).await;
+    assert_eq!(stray["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{stray}");
+    // Both refusals on record.
+    let audited =
+        server.ws.rows("svc", "select outcome from svc_audit where action = 'startRollout' order by id").await;
+    assert_eq!(audited.len(), 2, "{audited:?}");
+    assert!(audited.iter().all(|row| row[0].as_str().unwrap() != "ok"), "{audited:?}");
 
     let started =
         strata(config, &["rollout", "start", "--version", "to desired", "--desired", desired, "--json"]).await;

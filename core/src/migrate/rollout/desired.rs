@@ -57,9 +57,11 @@ impl DesiredTarget {
     pub fn wave(&self, wave: usize, tenants: &[String], report: &DesiredReport) -> DesiredWave {
         let approved = self.plans.get(wave).map(String::as_str).unwrap_or_default();
         let mut result = DesiredWave { run: None, reached: Vec::new(), held: Vec::new() };
+        // A wave can be thousands of tenants: looked up, never scanned.
+        let of_wave: std::collections::BTreeSet<&str> = tenants.iter().map(String::as_str).collect();
         let mut planned = std::collections::BTreeSet::new();
         for group in &report.groups {
-            let ours: Vec<String> = group.tenants.iter().filter(|t| tenants.contains(t)).cloned().collect();
+            let ours: Vec<String> = group.tenants.iter().filter(|t| of_wave.contains(t.as_str())).cloned().collect();
             planned.extend(ours.iter().cloned());
             if ours.is_empty() {
                 continue;
