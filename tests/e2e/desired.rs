@@ -1,7 +1,7 @@
 //! Desired state (`strata diff --desired FILE`): a fleet's way from its
 //! live schemas to one schema file, tenants grouped by identical plan —
-//! on PostgreSQL and MariaDB, against the live catalogs of 50 tenants;
-//! SQLite refuses it by name.
+//! on PostgreSQL and MariaDB, against the live catalogs of 50 tenants,
+//! and on SQLite, whose changed tables are rebuilt.
 
 use std::collections::BTreeMap;
 
@@ -217,8 +217,30 @@ async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_lea
         String::from_utf8_lossy(&output.stderr).to_string()
     };
     if backend() == Backend::Sqlite {
-        let message = refused(&diff(&server, DESIRED, &[]).await);
-        assert!(message.contains("desired state is planned on PostgreSQL and MariaDB only for now"), "{message}");
+        let failing = "create table {schema}.kept (id int);\ncreate table {schema}.bad (id int,, name text);\n";
+        let message = refused(&diff(&server, failing, &[]).await);
+        assert!(message.contains("line 2:") && message.contains("syntax error"), "{message}");
+        let message = refused(&diff(&server, "create table kept (id int);\n", &[]).await);
+        assert!(
+            message.contains("line 1: `create table kept (id int)`: a desired schema names each object"),
+            "{message}"
+        );
+        let message = refused(&diff(&server, "create table {schema}.kept (id int);\ncommit;\n", &[]).await);
+        assert!(message.contains("COMMIT would end the transaction"), "{message}");
+        let message = refused(&diff(&server, "attach database 'x.db' as {schema};\n", &[]).await);
+        assert!(message.contains("ATTACH cannot run inside a transaction"), "{message}");
+        let message = refused(&diff(&server, "pragma {schema}.user_version = 7;\n", &[]).await);
+        assert!(message.contains("a desired schema holds only CREATE and ALTER"), "{message}");
+        for file in ["svc", "main", "t1"] {
+            let kept = server.ws.rows(file, "select count(*) from sqlite_master where name = 'kept'").await;
+            assert_eq!(kept[0][0], 0, "{file}");
+        }
+        // The connection that read it is whole: a second reading works.
+        let ok = report(
+            &diff(&server, "create table {schema}.users (id integer primary key, email text not null);\n", &["--json"])
+                .await,
+        );
+        assert_eq!(ok["tenants"], 1, "{ok}");
         return;
     }
     if backend() != Backend::Postgres {
@@ -1024,4 +1046,134 @@ async fn apply_with_desired_and_group_runs_that_group_alone() {
     assert_eq!(api["data"]["applyDesiredSchema"]["versions"][0]["summary"]["tenants"], 2, "{api}");
     assert_eq!(plans_recorded_in(&server).await, ["t1", "t2", "t3", "t4"]);
     assert_eq!(diff(&server, DESIRED, &["--check"]).await.status.code(), Some(0));
+}
+
+/// What a SQLite tenant should be: `users` with one more column (a
+/// rebuild), a new table and a view over the new column.
+const SQLITE_DESIRED: &str = "\
+create table {schema}.users (id integer primary key, email text not null, created_at text);
+create index {schema}.users_email on users (email);
+create table {schema}.tags (id integer primary key, label text not null unique);
+create view {schema}.recent as select id, email from users where created_at is not null;
+";
+
+/// The steps every SQLite tenant as migrated needs: the new table, the
+/// rebuild of `users` (its rows copied), its index and the view.
+const SQLITE_COMMON: [&str; 7] = [
+    "CREATE TABLE {schema}.tags (id integer primary key, label text not null unique)",
+    "CREATE TABLE {schema}.users__strata_new (id integer primary key, email text not null, created_at text)",
+    "INSERT INTO {schema}.users__strata_new (email, id) SELECT email, id FROM {schema}.users",
+    "DROP TABLE {schema}.users",
+    "ALTER TABLE {schema}.users__strata_new RENAME TO users",
+    "CREATE INDEX {schema}.users_email on users (email)",
+    "CREATE VIEW {schema}.recent as select id, email from users where created_at is not null",
+];
+
+/// SQLite: six tenants, each with two users. t1, t5, t6 as migrated; t2
+/// with a view of its own under the desired view's name; t3 with an extra
+/// column (its rebuild loses it: destructive); t4 with a table whose
+/// foreign key references `users`, which cascades (not planned: the
+/// rebuild's drop would empty it). `diff` groups them so; `apply
+/// --desired` refuses while t3 would lose data, `--skip-destructive`
+/// brings t1, t2, t5, t6 there with their rows, `--allow-destructive` t3;
+/// t4 is left, named, its rows untouched; the service's own file never
+/// holds anything of the desired file.
+#[tokio::test]
+async fn a_sqlite_fleet_is_rebuilt_to_the_desired_schema_its_rows_kept_and_a_referenced_table_left() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names = ["t1", "t2", "t3", "t4", "t5", "t6"];
+    let mut add = vec!["tenants", "add", "--version", "fleet"];
+    add.extend(names);
+    let added = strata(server.config_path(), &add).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    for tenant in names {
+        server.ws.execute(tenant, "insert into users (email) values ('a@example.com'), ('b@example.com')").await;
+    }
+    server.ws.execute("t2", "create view recent as select id from users").await;
+    server.ws.execute("t3", "alter table users add column nickname text").await;
+    server
+        .ws
+        .execute(
+            "t4",
+            "create table profiles (id integer primary key, user_id integer references users(id) on delete cascade);\n\
+             insert into profiles (user_id) values (1), (2);",
+        )
+        .await;
+
+    let found = report(&diff(&server, SQLITE_DESIRED, &["--json"]).await);
+    assert_eq!((found["tenants"].as_u64(), found["differing"].as_u64()), (Some(6), Some(6)), "{found}");
+    let groups = found["groups"].as_array().unwrap();
+    let by_tenants: BTreeMap<Vec<&str>, &Value> = groups.iter().map(|g| (tenants(g), g)).collect();
+    assert_eq!(
+        by_tenants.keys().cloned().collect::<Vec<_>>(),
+        [vec!["t1", "t5", "t6"], vec!["t2"], vec!["t3"], vec!["t4"]]
+    );
+    assert_eq!(tenants(&groups[0]), ["t1", "t5", "t6"], "the largest group first: {found}");
+    assert_eq!(steps(by_tenants[&vec!["t1", "t5", "t6"]]), SQLITE_COMMON);
+    let mut t2 = vec!["DROP VIEW {schema}.recent"];
+    t2.extend(SQLITE_COMMON);
+    assert_eq!(steps(by_tenants[&vec!["t2"]]), t2);
+    let mut t3 = SQLITE_COMMON.to_vec();
+    t3[3] = "DROP TABLE {schema}.users /* column nickname is not copied */";
+    assert_eq!(steps(by_tenants[&vec!["t3"]]), t3);
+    let destructive: Vec<bool> = by_tenants.values().map(|g| g["destructive"].as_bool().unwrap()).collect();
+    assert_eq!(destructive, [false, false, true, true], "t4 drops profiles");
+    let left = &by_tenants[&vec!["t4"]]["unplannable"][0];
+    assert!(
+        left.as_str().unwrap().starts_with("table users differs and a foreign key of profiles references it"),
+        "{left}"
+    );
+    assert_eq!(diff(&server, SQLITE_DESIRED, &["--check"]).await.status.code(), Some(10));
+
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, SQLITE_DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+    let config = server.config_path();
+    let refused = strata(config, &["apply", "--version", "to desired", "--desired", desired]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("1 group(s) would lose data, so nothing ran"));
+    assert!(!server.ws.tables("t1").await.contains(&"tags".to_string()));
+
+    let skipped =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--skip-destructive"]).await;
+    assert_eq!(skipped.status.code(), Some(0), "{}", String::from_utf8_lossy(&skipped.stderr));
+    let said = String::from_utf8_lossy(&skipped.stderr);
+    assert!(said.contains("not planned: table users differs and a foreign key of profiles"), "{said}");
+    let after = report(&diff(&server, SQLITE_DESIRED, &["--json"]).await);
+    assert_eq!(after["differing"], 2, "t3 and t4: {after}");
+    for tenant in ["t1", "t2", "t5", "t6"] {
+        // The tenant script's own rows (one a version) apart.
+        let sql = "select id, email, created_at from users where email <> 'script@example.com' order by id";
+        let rows = server.ws.rows(tenant, sql).await;
+        assert_eq!(
+            rows,
+            [vec![json!(2), json!("a@example.com"), Value::Null], vec![json!(3), json!("b@example.com"), Value::Null]]
+        );
+        let mut tables = server.ws.tables(tenant).await;
+        tables.sort();
+        assert_eq!(tables, ["tags", "users"], "{tenant}");
+        assert_eq!(server.ws.rows(tenant, "select count(*) from recent").await[0][0], 0);
+    }
+
+    let allowed =
+        strata(config, &["apply", "--version", "to desired", "--desired", desired, "--allow-destructive"]).await;
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    let last = report(&diff(&server, SQLITE_DESIRED, &["--json"]).await);
+    assert_eq!(last["differing"], 1, "t4 alone: {last}");
+    let kept = server.ws.rows("t3", "select email from users where email <> 'script@example.com' order by id").await;
+    assert_eq!(kept, [vec![json!("a@example.com")], vec![json!("b@example.com")]]);
+    let columns = server.ws.rows("t3", "select name from pragma_table_info('users') order by cid").await;
+    assert_eq!(columns, [vec![json!("id")], vec![json!("email")], vec![json!("created_at")]]);
+    assert_eq!(server.ws.count("t4", "profiles").await, 2, "the left tenant's rows are untouched");
+    assert!(!server.ws.tables("t4").await.contains(&"tags".to_string()));
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+    for file in ["svc", "main"] {
+        let sql = "select name from sqlite_master where name in ('tags', 'recent', 'users', 'users__strata_new')";
+        assert_eq!(server.ws.rows(file, sql).await, Vec::<Vec<Value>>::new(), "nothing of the desired file in {file}");
+    }
 }

@@ -16,7 +16,9 @@
 //!   table or column dropped, a column's type changed other than widened).
 //!   What no DDL of ours can reach (a relation that changes kind, an enum
 //!   value removed) is listed in [`Plan::unplannable`], never guessed.
-//!   PostgreSQL's catalog only, for now (`desired/postgres.rs`).
+//!   One planner per engine: `desired/postgres.rs`, `desired/mysql.rs`,
+//!   `desired/sqlite.rs` (which rebuilds a changed table, as SQLite
+//!   prescribes); SQL Server has none yet.
 //! - **Groups** ([`Grouping`]): tenants whose plans are the same text share
 //!   one group, named by the plan's SHA-256; the report lists the largest
 //!   group first, and lints each group's plan with the same rules as files.
@@ -30,6 +32,7 @@
 mod mysql;
 mod postgres;
 pub mod scope;
+pub mod sqlite;
 mod steps;
 
 use rustc_hash::FxHashMap;
@@ -180,7 +183,11 @@ pub struct NotPlanned(pub Driver);
 
 impl std::fmt::Display for NotPlanned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "desired state is planned on PostgreSQL and MariaDB only for now, not on {}", self.0.name())
+        write!(
+            f,
+            "desired state is planned on PostgreSQL, MariaDB/MySQL and SQLite only for now, not on {}",
+            self.0.name()
+        )
     }
 }
 
@@ -190,7 +197,7 @@ impl std::error::Error for NotPlanned {}
 /// reads anything).
 pub fn supported(driver: Driver) -> Result<(), NotPlanned> {
     match driver {
-        Driver::Postgres | Driver::Mysql => Ok(()),
+        Driver::Postgres | Driver::Mysql | Driver::Sqlite => Ok(()),
         other => Err(NotPlanned(other)),
     }
 }
@@ -200,6 +207,7 @@ pub fn plan(driver: Driver, desired: &Catalog, live: &Catalog) -> Result<Plan, N
     match driver {
         Driver::Postgres => Ok(postgres::plan(desired, live)),
         Driver::Mysql => Ok(mysql::plan(desired, live)),
+        Driver::Sqlite => Ok(sqlite::plan(desired, live)),
         other => Err(NotPlanned(other)),
     }
 }

@@ -262,6 +262,20 @@ impl SqliteEngine {
     }
 }
 
+/// How a schema's catalog is read: drift's reading (fingerprinted) or
+/// desired state's (`sql::desired_catalog`), and how many schemas one query
+/// reads.
+#[derive(Clone, Copy)]
+struct Reading {
+    read: fn(&str) -> String,
+    at_once: usize,
+}
+
+impl Reading {
+    const DRIFT: Reading = Reading { read: sql::catalog, at_once: sql::CATALOGS_AT_ONCE };
+    const DESIRED: Reading = Reading { read: sql::desired_catalog, at_once: sql::DESIRED_CATALOGS_AT_ONCE };
+}
+
 /// A row of [`sql::catalog`]: schema, kind, name, definition.
 type CatalogRow = (String, String, String, String);
 
@@ -295,12 +309,13 @@ impl SqliteEngine {
         &self,
         conn: &mut SqliteConn,
         schemas: &[String],
+        reading: Reading,
     ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, sql::CATALOGS_AT_ONCE);
+        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, reading.at_once);
         let mut out = Vec::with_capacity(schemas.len());
         for batch in schemas.chunks(room) {
             let attached = self.attach_batch(conn, batch).await?;
-            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs(batch)))
+            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs_with(batch, reading.read)))
                 .persistent(false)
                 .fetch_one(&mut *conn.conn)
                 .await;
@@ -332,6 +347,56 @@ impl SqliteEngine {
             out.extend(catalogs);
         }
         Ok(out)
+    }
+
+    /// The catalogs of `schemas` read by `reading`: a file whose schema
+    /// never changed has an empty catalog, said by its header ([`header`]:
+    /// a fleet's new tenants cost an `open` each, not an attachment); the
+    /// others are read by [`SqliteEngine::read_catalogs`]. A file this
+    /// connection has attached is always read through SQLite (its
+    /// transaction may have changed it).
+    async fn catalogs_by(
+        &self,
+        conn: &mut SqliteConn,
+        schemas: &[String],
+        reading: Reading,
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        self.flush(conn).await?;
+        let files: Vec<Option<PathBuf>> = schemas.iter().map(|schema| self.unattached_file(conn, schema)).collect();
+        let blank: Vec<bool> = exec::blocking(|| {
+            files.iter().map(|file| file.as_deref().is_some_and(header::never_had_a_schema)).collect()
+        });
+        let unread: Vec<String> =
+            schemas.iter().zip(&blank).filter(|&(_, &blank)| !blank).map(|(schema, _)| schema.clone()).collect();
+        let mut read = self.read_catalogs(conn, &unread, reading).await?.into_iter();
+        Ok(blank.iter().map(|&blank| if blank { Vec::new() } else { read.next().unwrap_or_default() }).collect())
+    }
+
+    /// The catalog of `text` applied into `scratch` (attached, empty)
+    /// inside a transaction that is rolled back on every path.
+    async fn read_scratch(
+        &self,
+        conn: &mut SqliteConn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, Failure>, DbError> {
+        exec::batch(&mut conn.conn, "begin").await?;
+        // Statement by statement, as a file runs: the failing one's line.
+        if let Err(failure) = self.execute(conn, text).await {
+            exec::batch(&mut conn.conn, "rollback").await?;
+            return Ok(Err(failure));
+        }
+        let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs_with(
+            &[scratch.to_string()],
+            sql::desired_catalog,
+        )))
+        .persistent(false)
+        .fetch_one(&mut *conn.conn)
+        .await;
+        exec::batch(&mut conn.conn, "rollback").await?;
+        let rows: Vec<CatalogRow> = serde_json::from_str(&read?)
+            .map_err(|e| DbError::UnexpectedAnswer(format!("the desired catalog's rows: {e}")))?;
+        Ok(Ok(rows.into_iter().map(catalog_object).collect()))
     }
 
     /// Attaches, in one call, the files of the schemas of `batch` not
@@ -634,25 +699,46 @@ impl Engine for SqliteEngine {
         Ok(rows.into_iter().map(catalog_object).collect())
     }
 
-    /// A file whose schema never changed has an empty catalog, said by its
-    /// header ([`header`]: a fleet's new tenants cost an `open` each, not an
-    /// attachment); the others are read by [`SqliteEngine::read_catalogs`].
-    /// A file this connection has attached is always read through SQLite
-    /// (its transaction may have changed it).
+    /// Drift's reading of each schema ([`SqliteEngine::catalogs_by`]).
     async fn catalogs(
         &self,
         conn: &mut Self::Conn,
         schemas: &[String],
     ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        self.catalogs_by(conn, schemas, Reading::DRIFT).await
+    }
+
+    /// Desired state's reading of each schema (`sql::desired_catalog`).
+    async fn desired_catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+        self.catalogs_by(conn, schemas, Reading::DESIRED).await
+    }
+
+    /// The desired file applied into a private in-memory database attached
+    /// as `scratch` for it, inside a transaction rolled back on every path,
+    /// then detached: nothing of it reaches a file. A connection that could
+    /// not detach it is closed, not handed back to the pool.
+    async fn desired_catalog(
+        &self,
+        conn: &mut Self::Conn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, Failure>, DbError> {
         self.flush(conn).await?;
-        let files: Vec<Option<PathBuf>> = schemas.iter().map(|schema| self.unattached_file(conn, schema)).collect();
-        let blank: Vec<bool> = exec::blocking(|| {
-            files.iter().map(|file| file.as_deref().is_some_and(header::never_had_a_schema)).collect()
-        });
-        let unread: Vec<String> =
-            schemas.iter().zip(&blank).filter(|&(_, &blank)| !blank).map(|(schema, _)| schema.clone()).collect();
-        let mut read = self.read_catalogs(conn, &unread).await?.into_iter();
-        Ok(blank.iter().map(|&blank| if blank { Vec::new() } else { read.next().unwrap_or_default() }).collect())
+        let attachments = conn.attached.len() + usize::from(conn.left.is_some()) + 2;
+        if attachments > MAX_ATTACHED {
+            return Err(too_many_attached(scratch, attachments));
+        }
+        exec::batch(&mut conn.conn, &sql::attach_memory(scratch)).await?;
+        let read = self.read_scratch(conn, text, scratch).await;
+        if let Err(e) = exec::batch(&mut conn.conn, &sql::detach(scratch)).await {
+            conn.conn.close_on_drop();
+            return Err(e);
+        }
+        read
     }
 
     /// The prints the units read as they committed (see

@@ -4,8 +4,11 @@
 //! must make or change an object *in that database* — `CREATE` or
 //! `ALTER` of a name qualified by it. Anything else (data changes,
 //! `DROP`, `RENAME`, another database's object, an event that would run on
-//! its own) is refused before anything runs. PostgreSQL applies the file
-//! inside a transaction it rolls back: nothing to check there.
+//! its own) is refused before anything runs. SQLite applies the file
+//! inside a transaction it rolls back, but a name left unqualified would
+//! make its object in the service's own file and a `PRAGMA` or `ATTACH`
+//! outlives a transaction: it is held to the same rule. PostgreSQL applies
+//! the file inside a transaction it rolls back: nothing to check there.
 
 use sqlparser::tokenizer::{Token, Whitespace};
 
@@ -47,7 +50,7 @@ const HEAD_WORDS: usize = 16;
 /// placeholder already replaced by `scratch`) is a `CREATE` or `ALTER` of
 /// an object named `scratch.name`, on `driver`s that commit DDL at once.
 pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScratch> {
-    if driver != Driver::Mysql {
+    if !matches!(driver, Driver::Mysql | Driver::Sqlite) {
         return Ok(());
     }
     let Some(ranges) = split(driver, text) else {
@@ -71,7 +74,7 @@ pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScr
         if tokens.is_empty() || tokens.iter().all(|t| matches!(t, Token::Whitespace(Whitespace::Newline))) {
             continue;
         }
-        if let Err(reason) = judge(&tokens, scratch) {
+        if let Err(reason) = judge(driver, &tokens, scratch) {
             return refuse(reason);
         }
     }
@@ -86,7 +89,7 @@ fn keyword(token: Option<&&Token>) -> Option<String> {
     }
 }
 
-fn judge(tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
+fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
     let first = keyword(tokens.first());
     if !matches!(first.as_deref(), Some("CREATE" | "ALTER")) {
         return Err("a desired schema holds only CREATE and ALTER statements (no data changes, drops or renames)");
@@ -105,7 +108,9 @@ fn judge(tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
         return Err("a desired schema does not rename (a name may move to another database)");
     }
     let mut name_at = at + 1;
-    if object == "INDEX" {
+    // MySQL names an index's table, SQLite the index itself (its table
+    // is always in the index's schema).
+    if object == "INDEX" && driver == Driver::Mysql {
         let Some(on) = (at + 1..tokens.len()).find(|&i| keyword(tokens.get(i)).as_deref() == Some("ON")) else {
             return Err("an index names its table");
         };
@@ -158,6 +163,22 @@ mod tests {
                 .reason
                 .contains("tenant's database")
         );
+    }
+
+    #[test]
+    fn sqlite_names_each_object_with_the_scratch_schema_and_nothing_else() {
+        let text = "create table strata_desired.t (id integer primary key);\n\
+                    create unique index if not exists strata_desired.t_id on t (id);\n\
+                    create view strata_desired.v as select id from t;\n\
+                    create trigger strata_desired.tr after insert on t begin select 1; end;\n\
+                    create virtual table strata_desired.docs using fts5(body);\n";
+        assert_eq!(check(Driver::Sqlite, text, "strata_desired"), Ok(()));
+        let refused = |text: &str| check(Driver::Sqlite, text, "strata_desired").unwrap_err().reason;
+        assert!(refused("create table t (id int)").contains("schema.name"));
+        assert!(refused("create index i on strata_desired.t (id)").contains("schema.name"));
+        assert!(refused("pragma writable_schema = on").contains("only CREATE and ALTER"));
+        assert!(refused("attach database 'x.db' as strata_desired").contains("only CREATE and ALTER"));
+        assert!(refused("create table main.t (id int)").contains("another database"));
     }
 
     #[test]

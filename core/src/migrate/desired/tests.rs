@@ -300,8 +300,11 @@ fn another_placeholder_is_written_where_the_configuration_says() {
 
 #[test]
 fn other_engines_are_refused_by_name() {
-    let error = plan(Driver::Sqlite, &desired(), &desired()).unwrap_err();
-    assert_eq!(error.to_string(), "desired state is planned on PostgreSQL and MariaDB only for now, not on sqlite");
+    let error = plan(Driver::SqlServer, &desired(), &desired()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "desired state is planned on PostgreSQL, MariaDB/MySQL and SQLite only for now, not on sqlserver"
+    );
 }
 
 #[test]

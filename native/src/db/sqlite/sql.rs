@@ -162,6 +162,11 @@ pub(crate) fn attach(schema: &str) -> String {
     format!("attach database ? as {}", quote_ansi(schema))
 }
 
+/// Attaches a new private in-memory database as `schema`.
+pub(crate) fn attach_memory(schema: &str) -> String {
+    format!("attach database ':memory:' as {}", quote_ansi(schema))
+}
+
 /// Detaches `schema`.
 pub(crate) fn detach(schema: &str) -> String {
     format!("detach database {}", quote_ansi(schema))
@@ -187,6 +192,41 @@ pub(crate) fn catalog(schema: &str) -> String {
     )
 }
 
+/// The catalog of an attached schema as desired state reads it (core's
+/// `desired::sqlite`): [`catalog`]'s rows but the shadow tables of virtual
+/// ones (their module makes them), and three more kinds — the table each
+/// index and trigger is on, each foreign key's (referenced, referencing)
+/// tables, and each column's declared type. Never fingerprinted.
+pub(crate) fn desired_catalog(schema: &str) -> String {
+    use strata_core::migrate::desired::sqlite::{COLUMN_TYPE, ON_TABLE, PAIR, REFERENCED_BY};
+    let master = format!("{}.sqlite_master", quote_ansi(schema));
+    let name = quote_string_sqlite(schema);
+    let pair = u32::from(PAIR);
+    let user_table = "m.type = 'table' and m.name not like 'sqlite_%' and m.name <> 'svc_staged'";
+    format!(
+        "select {name}, m.type, m.name, coalesce(m.sql, '') from {master} m \
+           where m.name not like 'sqlite_%' and m.tbl_name <> 'svc_staged' and m.name not in \
+             (select l.name from pragma_table_list l where l.schema = {name} and l.type = 'shadow') \
+         union all \
+         select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
+           || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
+         from {master} m join pragma_table_info(m.name, {name}) p where {user_table} \
+         union all \
+         select {name}, '{ON_TABLE}', m.name, m.tbl_name from {master} m \
+           where m.type in ('index', 'trigger') and m.sql is not null and m.name not like 'sqlite_%' \
+         union all \
+         select distinct {name}, '{REFERENCED_BY}', f.\"table\" || char({pair}) || m.name, '' \
+           from {master} m join pragma_foreign_key_list(m.name, {name}) f where {user_table} \
+         union all \
+         select {name}, '{COLUMN_TYPE}', m.name || '.' || p.name, p.type \
+           from {master} m join pragma_table_info(m.name, {name}) p where {user_table}"
+    )
+}
+
+/// Schemas whose [`desired_catalog`]s are read in one query: five parts of
+/// a compound select each, within SQLite's 500.
+pub(crate) const DESIRED_CATALOGS_AT_ONCE: usize = 90;
+
 /// The catalogs of several attached schemas in one query. Each takes two
 /// of the 500 parts SQLite allows a compound select
 /// (`SQLITE_MAX_COMPOUND_SELECT`): at most [`CATALOGS_AT_ONCE`] schemas.
@@ -196,7 +236,12 @@ pub(crate) fn catalog(schema: &str) -> String {
 /// its SQLite thread to the caller on its own (a wake-up each), and a
 /// fleet's catalogs are some twenty rows per tenant.
 pub(crate) fn catalogs(schemas: &[String]) -> String {
-    let rows = schemas.iter().map(|schema| catalog(schema)).collect::<Vec<_>>().join(" union all ");
+    catalogs_with(schemas, catalog)
+}
+
+/// [`catalogs`] with each schema's rows read by `read`.
+pub(crate) fn catalogs_with(schemas: &[String], read: fn(&str) -> String) -> String {
+    let rows = schemas.iter().map(|schema| read(schema)).collect::<Vec<_>>().join(" union all ");
     format!("with c(s, k, n, d) as ({rows}) select json_group_array(json_array(s, k, n, d)) from c")
 }
 
