@@ -221,11 +221,21 @@ pub struct Grouping {
 }
 
 impl Grouping {
-    /// Adds `tenant`, whose plan is `plan`.
+    /// Adds `tenant`, whose plan is `plan`. Plans of the same text share a
+    /// group; a step is destructive in the group when it is in any of its
+    /// tenants' plans (the same statement can lose data in one schema and
+    /// not in another: a column's type narrowed from one type, widened
+    /// from another).
     pub fn add(&mut self, tenant: String, plan: Plan) {
         let hash = plan.hash();
         match self.by_hash.get(&hash) {
-            Some(&at) => self.groups[at].2.push(tenant),
+            Some(&at) => {
+                let (_, kept, tenants) = &mut self.groups[at];
+                for (step, theirs) in kept.steps.iter_mut().zip(&plan.steps) {
+                    step.destructive |= theirs.destructive;
+                }
+                tenants.push(tenant);
+            }
             None => {
                 self.by_hash.insert(hash.clone(), self.groups.len());
                 self.groups.push((hash, plan, vec![tenant]));

@@ -493,3 +493,19 @@ fn one_group_is_chosen_by_its_plan_or_the_start_of_it() {
     );
     assert_eq!(only_group(report, "").unwrap_err().matching, 0, "an empty plan names no group");
 }
+
+#[test]
+fn a_step_that_loses_data_in_one_tenant_of_a_group_is_destructive_for_the_group() {
+    let step = |destructive| Plan {
+        steps: vec![Step { sql: "ALTER TABLE {schema}.t ALTER COLUMN c TYPE numeric(10,0)".into(), destructive }],
+        unplannable: Vec::new(),
+    };
+    for order in [[false, true], [true, false]] {
+        let mut grouping = Grouping::default();
+        grouping.add("t1".into(), step(order[0]));
+        grouping.add("t2".into(), step(order[1]));
+        let report = grouping.report(&Catalog::default(), Driver::Postgres, false, "{schema}");
+        assert_eq!(report.groups.len(), 1);
+        assert!(report.groups[0].destructive && report.groups[0].steps[0].destructive, "{order:?}");
+    }
+}
