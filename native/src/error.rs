@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::db::DbError;
 use crate::db::error::{LockError, ServerError, ShardError};
-use crate::db::error::{MigrationFailure, Refusal, ShardFailure};
+use crate::db::error::{MigrationFailure, Refusal, RunError, ShardFailure};
 use crate::loader::LoaderError;
 
 /// A failure of the service.
@@ -119,18 +119,29 @@ pub(crate) enum AppError {
 }
 
 impl From<DbError> for AppError {
-    /// A database failure, or — what the database layer carried up — core's
-    /// refusal, served as an error of its own.
+    /// A database failure; the fleet's rules broken by what the shards
+    /// hold, served as the fleet's refusal of a request would be.
     fn from(error: DbError) -> Self {
         match error {
-            DbError::Refused(Refusal::Plan(e)) => AppError::Plan(e),
-            DbError::Refused(Refusal::Revert(e)) => AppError::Revert(e),
-            DbError::Refused(Refusal::Repair(e)) => AppError::Repair(e),
-            DbError::Refused(Refusal::Retry(e)) => AppError::Retry(e),
-            DbError::Refused(Refusal::Wave(e)) => AppError::Wave(e),
-            DbError::Refused(Refusal::Fleet(e)) => AppError::Fleet(e),
-            DbError::Refused(Refusal::Statements(e)) => AppError::StatementRefused(e),
+            DbError::Shard(ShardError::Placement(e)) => AppError::Fleet(e),
             other => AppError::Database(other),
+        }
+    }
+}
+
+impl From<RunError> for AppError {
+    /// Core's refusal, served as an error of its own, or the database's
+    /// failure.
+    fn from(error: RunError) -> Self {
+        match error {
+            RunError::Refused(Refusal::Plan(e)) => AppError::Plan(e),
+            RunError::Refused(Refusal::Revert(e)) => AppError::Revert(e),
+            RunError::Refused(Refusal::Repair(e)) => AppError::Repair(e),
+            RunError::Refused(Refusal::Retry(e)) => AppError::Retry(e),
+            RunError::Refused(Refusal::Wave(e)) => AppError::Wave(e),
+            RunError::Refused(Refusal::Fleet(e)) => AppError::Fleet(e),
+            RunError::Refused(Refusal::Statements(e)) => AppError::StatementRefused(e),
+            RunError::Database(e) => AppError::Database(e),
         }
     }
 }

@@ -25,7 +25,7 @@ use strata_core::migrate::summary::Summary;
 use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
-use crate::db::error::ShardError;
+use crate::db::error::{RunError, ShardError};
 use crate::db::{
     BackfillEnd, BackfillMove, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
     MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter,
@@ -904,7 +904,7 @@ impl Service {
         .map_err(|e| AppError::Internal(format!("mutation task failed: {e}")))?;
         match outcome {
             Ok(outcome) => Ok(outcome),
-            Err(DbError::MigrationFailed(failure)) => {
+            Err(RunError::Database(DbError::MigrationFailed(failure))) => {
                 if failure.version_id.is_some() {
                     let executed = request.operation.action() == Action::Apply;
                     let new_tenant = matches!(request.operation, Operation::NewTenant { .. });

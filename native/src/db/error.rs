@@ -18,7 +18,7 @@ pub(crate) struct ShardFailure {
     /// The shard.
     pub(crate) shard: String,
     /// Why.
-    pub(crate) error: DbError,
+    pub(crate) error: RunError,
     /// Its tenants, when it could not be reached: as it listed them before
     /// the version, else as the directory last saw them.
     pub(crate) tenants: Vec<String>,
@@ -125,11 +125,6 @@ pub(crate) enum DbError {
     /// SQLite's attachments and folds) failed (the engine's message).
     #[error("database error: {0}")]
     Books(String),
-    /// Core refused the request before anything ran: carried up to the
-    /// service, which serves each refusal as an error of its own
-    /// (`AppError`'s flat variants).
-    #[error(transparent)]
-    Refused(Refusal),
     /// A migration failed; see [`MigrationFailure`] for what stays.
     #[error("{0}")]
     MigrationFailed(Box<MigrationFailure>),
@@ -241,6 +236,11 @@ pub(crate) enum ShardError {
         /// Why.
         reason: String,
     },
+    /// What the shards answered breaks the fleet's rules (a tenant on two
+    /// shards, a shard whose tenants no one knows): the databases' state,
+    /// met while reading it.
+    #[error(transparent)]
+    Placement(FleetError),
     /// A version over a sharded fleet failed on some shards; the others
     /// finished.
     #[error("{}", shards_message(.failed, .completed))]
@@ -302,9 +302,30 @@ pub(crate) enum Refusal {
     Statements(#[from] Refusals),
 }
 
-impl<T: Into<Refusal>> From<T> for DbError {
+/// How a request of the database layer that core decides on ends when it
+/// does not succeed: core refused it before anything ran ([`Refusal`]), or
+/// the database failed ([`DbError`]). The service serves each refusal as
+/// an error of its own (`AppError`'s flat variants).
+#[derive(Debug, Error)]
+pub(crate) enum RunError {
+    /// Core refused the request; nothing ran.
+    #[error(transparent)]
+    Refused(Refusal),
+    /// The database, or the way to it, failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+}
+
+impl<T: Into<Refusal>> From<T> for RunError {
     fn from(refusal: T) -> Self {
-        DbError::Refused(refusal.into())
+        RunError::Refused(refusal.into())
+    }
+}
+
+impl RunError {
+    /// Whether a shard of the fleet could not be reached.
+    pub(crate) fn is_shard_unreachable(&self) -> bool {
+        matches!(self, RunError::Database(error) if error.is_shard_unreachable())
     }
 }
 

@@ -95,7 +95,7 @@ use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure};
-use crate::db::error::{DbError, MigrationFailure};
+use crate::db::error::{DbError, MigrationFailure, RunError};
 use crate::db::executor::fingerprints::{Feed, committed_schemas, print_beside, recorded_after, store_fingerprints};
 use crate::db::executor::progress::Progress;
 use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
@@ -107,7 +107,7 @@ pub(crate) async fn mutate<E: Engine>(
     engine: &E,
     settings: &Settings,
     request: MutationRequest<'_>,
-) -> Result<MutationOutcome, DbError> {
+) -> Result<MutationOutcome, RunError> {
     let started = Instant::now();
     let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
@@ -125,7 +125,7 @@ async fn locked<E: Engine>(
     settings: &Settings,
     request: &MutationRequest<'_>,
     lock: &E::Lock,
-) -> Result<MutationOutcome, DbError> {
+) -> Result<MutationOutcome, RunError> {
     let mut phases = Phases::default();
     let mut clock = Instant::now();
     let mut lap = |phase: &mut Duration| {

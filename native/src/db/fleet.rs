@@ -52,7 +52,7 @@ use strata_core::migrate::source::SourceMigration;
 use tokio::net::TcpStream;
 
 use crate::db::engine::Keeps;
-use crate::db::error::{DbError, ShardFailure};
+use crate::db::error::{DbError, RunError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
@@ -135,10 +135,10 @@ impl Listing {
     /// Core's refusal as the service's error: a shard that had to answer
     /// and did not is reported with its own error; the others are what a
     /// request on one server would be refused with, where there is one.
-    fn refused(&mut self, error: FleetError) -> DbError {
+    fn refused(&mut self, error: FleetError) -> RunError {
         match error {
             FleetError::MustAnswer(index) | FleetError::Unknown(index) => match self.errors[index].take() {
-                Some(own) => own,
+                Some(own) => own.into(),
                 None => error.into(),
             },
             FleetError::TenantExists(tenant) => PlanError::TenantExists(tenant).into(),
@@ -148,11 +148,44 @@ impl Listing {
         }
     }
 
+    /// [`Listing::refused`] met while reading: the shard's own error, or
+    /// the fleet's rules broken by what the shards hold.
+    fn unplaced(&mut self, error: FleetError) -> DbError {
+        match error {
+            FleetError::MustAnswer(index) | FleetError::Unknown(index) if self.errors[index].is_some() => {
+                self.errors[index].take().unwrap_or(DbError::Shard(ShardError::Placement(error)))
+            }
+            other => DbError::Shard(ShardError::Placement(other)),
+        }
+    }
+
     /// The first error of a shard that answered with something else than
     /// being unreachable (a tenant statement that fails): it is the answer.
     fn failed(&mut self) -> Option<DbError> {
         let index = self.errors.iter().position(|e| e.as_ref().is_some_and(|e| !e.is_shard_unreachable()))?;
         self.errors[index].take()
+    }
+}
+
+/// An error a shard answers with, made the fleet's: named after the shard
+/// when it could not be reached, a failed version's id as served
+/// ([`Fleet::on_shard`]); core's refusals as they are.
+trait ShardAnswer: From<DbError> {
+    fn on_shard(self, fleet: &Fleet, index: usize) -> Self;
+}
+
+impl ShardAnswer for DbError {
+    fn on_shard(self, fleet: &Fleet, index: usize) -> Self {
+        fleet.on_shard(index, self)
+    }
+}
+
+impl ShardAnswer for RunError {
+    fn on_shard(self, fleet: &Fleet, index: usize) -> Self {
+        match self {
+            RunError::Database(error) => RunError::Database(fleet.on_shard(index, error)),
+            refused => refused,
+        }
     }
 }
 
@@ -215,23 +248,23 @@ impl Fleet {
         parts: Vec<Option<MutationRequest<'r>>>,
         listing: &Listing,
         run: F,
-    ) -> Vec<(usize, Result<T, DbError>)>
+    ) -> Vec<(usize, Result<T, RunError>)>
     where
         F: Fn(Arc<dyn Database>, MutationRequest<'r>) -> Fut,
-        Fut: Future<Output = Result<T, DbError>>,
+        Fut: Future<Output = Result<T, RunError>>,
     {
         let run = &run;
         let runs = futures::future::join_all(parts.into_iter().enumerate().map(|(index, part)| async move {
             let part = part?;
             if let Some(unreachable) = listing.unreachable(index) {
-                return Some((index, Err(unreachable)));
+                return Some((index, Err(unreachable.into())));
             }
             let span = crate::traces::spans::shard(&self.slots[index].name);
             let result = match self.store(index).instrument(span.clone()).await {
                 Ok(store) => {
-                    run(store, part).instrument(span.clone()).await.map_err(|error| self.on_shard(index, error))
+                    run(store, part).instrument(span.clone()).await.map_err(|error| error.on_shard(self, index))
                 }
-                Err(error) => Err(error),
+                Err(error) => Err(error.into()),
             };
             if let Err(error) = &result {
                 crate::traces::spans::failed(&span, "SHARD_FAILED", &error.to_string());
@@ -243,24 +276,26 @@ impl Fleet {
     }
 
     /// Runs `read` on every shard at once; the results in shard order.
-    async fn each<'a, T, F, Fut>(&'a self, read: F) -> Vec<Result<T, DbError>>
+    async fn each<'a, T, E, F, Fut>(&'a self, read: F) -> Vec<Result<T, E>>
     where
+        E: ShardAnswer,
         F: Fn(usize, Arc<dyn Database>) -> Fut,
-        Fut: Future<Output = Result<T, DbError>> + 'a,
+        Fut: Future<Output = Result<T, E>> + 'a,
     {
         let read = &read;
         futures::future::join_all((0..self.slots.len()).map(|index| async move {
             let store = self.store(index).await?;
-            read(index, store).await.map_err(|error| self.on_shard(index, error))
+            read(index, store).await.map_err(|error| error.on_shard(self, index))
         }))
         .await
     }
 
     /// Every shard's answer, or the first shard's error.
-    async fn every<'a, T, F, Fut>(&'a self, read: F) -> Result<Vec<T>, DbError>
+    async fn every<'a, T, E, F, Fut>(&'a self, read: F) -> Result<Vec<T>, E>
     where
+        E: ShardAnswer,
         F: Fn(usize, Arc<dyn Database>) -> Fut,
-        Fut: Future<Output = Result<T, DbError>> + 'a,
+        Fut: Future<Output = Result<T, E>> + 'a,
     {
         self.each(read).await.into_iter().collect()
     }
@@ -348,7 +383,7 @@ impl Fleet {
         if let Some(error) = listing.failed() {
             return Err(error);
         }
-        let seen = listing.view.seen().map_err(|error| listing.refused(error))?;
+        let seen = listing.view.seen().map_err(|error| listing.unplaced(error))?;
         Ok(self
             .slots
             .iter()
@@ -445,7 +480,7 @@ impl Fleet {
             ..View::default()
         };
         // Every shard answered: the only refusal is a tenant on two shards.
-        view.placement().map_err(DbError::from)
+        view.placement().map_err(|error| DbError::Shard(ShardError::Placement(error)))
     }
 
     /// `schemas` split by the shard they live on (single schemas, on no
@@ -473,7 +508,7 @@ impl Fleet {
         &self,
         request: &MutationRequest<'r>,
         listing: &mut Listing,
-    ) -> Result<Vec<Option<MutationRequest<'r>>>, DbError> {
+    ) -> Result<Vec<Option<MutationRequest<'r>>>, RunError> {
         let ask = request.operation.fleet_ask();
         let parts = fleet::parts(&listing.view, ask).map_err(|error| listing.refused(error))?;
         Ok(parts
@@ -527,9 +562,9 @@ impl Fleet {
     /// failures, each with its shard.
     fn counted(
         &self,
-        runs: Vec<(usize, Result<MutationOutcome, DbError>)>,
+        runs: Vec<(usize, Result<MutationOutcome, RunError>)>,
         executed: bool,
-    ) -> (Vec<ShardResult<MutationOutcome>>, Vec<ShardResult<DbError>>) {
+    ) -> (Vec<ShardResult<MutationOutcome>>, Vec<ShardResult<RunError>>) {
         let (mut outcomes, mut failed) = (Vec::new(), Vec::new());
         for (index, result) in runs {
             let shard = &self.slots[index].name;
@@ -561,7 +596,7 @@ impl Fleet {
         listing: &Listing,
         writes: bool,
         outcomes: &[ShardResult<MutationOutcome>],
-        failed: Vec<ShardResult<DbError>>,
+        failed: Vec<ShardResult<RunError>>,
     ) -> DbError {
         let last_seen = listing.view.last_seen();
         let completed = outcomes
@@ -573,7 +608,7 @@ impl Fleet {
         let mut failures = Vec::with_capacity(failed.len());
         for (index, error) in failed {
             let (tenants, quarantined) = match &error {
-                DbError::Shard(ShardError::Unreachable { reason, .. }) => {
+                RunError::Database(DbError::Shard(ShardError::Unreachable { reason, .. })) => {
                     let quarantined = writes && self.quarantine_unreachable(request, listing, index, reason).await;
                     (last_seen[index].clone(), quarantined)
                 }
@@ -637,7 +672,7 @@ async fn repair_fleet(
     sources: &[SourceMigration],
     files: &[String],
     audit: Option<&Audit<'_>>,
-) -> Result<Repair, DbError> {
+) -> Result<Repair, RunError> {
     let merge = |parts: Vec<Repair>| {
         let mut merged = Repair::default();
         for part in parts {
@@ -664,7 +699,7 @@ impl Database for Fleet {
         crate::db::open::keeps(self.slots[0].config.driver)
     }
 
-    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, RunError> {
         repair_fleet(self, request.sources, request.files, request.audit).await
     }
 
@@ -693,7 +728,7 @@ impl Database for Fleet {
         self.seen().await
     }
 
-    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), DbError> {
+    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), RunError> {
         let mut listing = self.listing().await;
         let placed = fleet::place_new_tenants(&listing.view, tenants, shard).map_err(|e| listing.refused(e))?;
         let placed = &placed;
@@ -780,10 +815,10 @@ impl Database for Fleet {
         Ok(rows)
     }
 
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, RunError> {
         let mut listing = self.listing().await;
         if let Some(error) = listing.failed() {
-            return Err(error);
+            return Err(error.into());
         }
         let writes = !request.dry_run && self.access == Access::ReadWrite;
         if writes {
@@ -797,7 +832,7 @@ impl Database for Fleet {
             return Err(failed.remove(0).1);
         }
         if !failed.is_empty() {
-            return Err(self.shards_failed(&request, &listing, writes, &outcomes, failed).await);
+            return Err(self.shards_failed(&request, &listing, writes, &outcomes, failed).await.into());
         }
         Ok(self.merged(&request, outcomes))
     }
@@ -805,10 +840,10 @@ impl Database for Fleet {
     /// The preview of every shard that answers; a shard other than the
     /// home shard that does not is in `unreachable`, with its tenants as
     /// last seen.
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, RunError> {
         let mut listing = self.listing().await;
         if let Some(error) = listing.failed() {
-            return Err(error);
+            return Err(error.into());
         }
         let parts = self.parts(&request, &mut listing)?;
         let previews = self.run_parts(parts, &listing, |store, part| async move { store.preview(part).await }).await;
@@ -824,7 +859,7 @@ impl Database for Fleet {
                     skipped.extend(preview.skipped);
                     plans.push(preview.plan);
                 }
-                Err(DbError::Shard(ShardError::Unreachable { shard, reason })) if index > 0 => {
+                Err(RunError::Database(DbError::Shard(ShardError::Unreachable { shard, reason }))) if index > 0 => {
                     unreachable.push(UnreachableShard { shard, reason, tenants: std::mem::take(&mut last_seen[index]) })
                 }
                 Err(error) => return Err(error),

@@ -23,8 +23,8 @@ use strata_core::migrate::repair::Repair;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Keeps};
-use crate::db::error::DbError;
 use crate::db::error::OpenError;
+use crate::db::error::{DbError, RunError};
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
     Access, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
@@ -71,22 +71,22 @@ pub(crate) trait Database: Send + Sync {
     /// transactional: all or none); the version that migrates them follows.
     /// On a fleet, each on `shard` or spread over the fewest (core's
     /// `place_new_tenants`), each shard's part under its own lock.
-    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), DbError>;
+    async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), RunError>;
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
     /// Recorded migrations in id order.
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
     /// Plans (through the core planner) and executes a mutation, serialised
     /// against every other mutation.
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError>;
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, RunError>;
     /// `strata repair`: under the lock, decides (core's `repair`) over the
     /// recorded rows and, with an `audit`, writes it and its version row in
     /// one transaction; without, only says what it would change. `strict`:
     /// a named file with nothing to repair is refused.
-    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError>;
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, RunError>;
     /// What [`Database::mutate`] would plan now, without the lock and
     /// without writing anything.
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError>;
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, RunError>;
     /// Each schema's recorded migrations as drift needs them (core's
     /// `Recorded`), without holding every row.
     async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError>;
@@ -222,10 +222,10 @@ impl<E: Engine> Database for Store<E> {
         E::KEEPS
     }
 
-    async fn add_tenants(&self, tenants: &[String], _shard: Option<&str>) -> Result<(), DbError> {
+    async fn add_tenants(&self, tenants: &[String], _shard: Option<&str>) -> Result<(), RunError> {
         use super::engine::Transaction;
         if self.access == Access::ReadOnly {
-            return Err(DbError::OpenedReadOnly);
+            return Err(DbError::OpenedReadOnly.into());
         }
         let lock = self.engine.lock().await?;
         let created = async {
@@ -241,7 +241,7 @@ impl<E: Engine> Database for Store<E> {
         }
         .await;
         self.engine.unlock(lock).await;
-        created
+        Ok(created?)
     }
 
     async fn ping(&self) -> Result<(), DbError> {
@@ -282,20 +282,20 @@ impl<E: Engine> Database for Store<E> {
         self.engine.books().migrations(&mut conn, filter).await
     }
 
-    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, DbError> {
+    async fn mutate(&self, request: MutationRequest<'_>) -> Result<MutationOutcome, RunError> {
         if self.access == Access::ReadOnly {
-            return Err(DbError::OpenedReadOnly);
+            return Err(DbError::OpenedReadOnly.into());
         }
         executor::mutate(&self.engine, &self.settings, request).await
     }
 
-    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, DbError> {
+    async fn preview(&self, request: MutationRequest<'_>) -> Result<Preview, RunError> {
         reading::preview(&self.engine, &self.settings, &request).await
     }
 
-    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, DbError> {
+    async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, RunError> {
         if request.audit.is_some() && self.access == Access::ReadOnly {
-            return Err(DbError::OpenedReadOnly);
+            return Err(DbError::OpenedReadOnly.into());
         }
         reading::repair(&self.engine, &self.settings, request).await
     }

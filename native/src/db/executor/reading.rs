@@ -14,7 +14,7 @@ use strata_core::migrate::wave::{self, Wave};
 
 use crate::db::books::Books;
 use crate::db::engine::Engine;
-use crate::db::error::DbError;
+use crate::db::error::RunError;
 use crate::db::executor::settings::Settings;
 use crate::db::types::{MutationRequest, Preview, RepairRequest, TenantList};
 
@@ -29,7 +29,7 @@ pub(crate) async fn preview<E: Engine>(
     engine: &E,
     settings: &Settings,
     request: &MutationRequest<'_>,
-) -> Result<Preview, DbError> {
+) -> Result<Preview, RunError> {
     // Waiting for its turn holds no connection: many reads waiting at once
     // must not take the pool a running version's fan-out needs.
     let planning = PLANNING.acquire().await;
@@ -54,7 +54,7 @@ pub(super) async fn select_tenants<E: Engine>(
     conn: &mut E::Conn,
     request: &MutationRequest<'_>,
     tenants: TenantList,
-) -> Result<quarantine::Selection, DbError> {
+) -> Result<quarantine::Selection, RunError> {
     let retried = request.retried();
     let held: Vec<String> = match request.skip_quarantined || retried.is_some() {
         true => engine.books().quarantined(conn).await?.into_iter().map(|row| row.tenant).collect(),
@@ -90,7 +90,7 @@ pub(super) async fn plan_read<E: Engine>(
     settings: &Settings,
     request: &MutationRequest<'_>,
     tenants: &[String],
-) -> Result<(Plan, Vec<FileRules>), DbError> {
+) -> Result<(Plan, Vec<FileRules>), RunError> {
     let mut plan = if let Some(extent) = request.operation.revert() {
         let applied = if installed { engine.books().applied(conn).await? } else { Vec::new() };
         strata_core::migrate::revert::plan_revert(strata_core::migrate::revert::RevertInput {
@@ -130,7 +130,7 @@ pub(crate) async fn repair<E: Engine>(
     engine: &E,
     settings: &Settings,
     request: RepairRequest<'_>,
-) -> Result<strata_core::migrate::repair::Repair, DbError> {
+) -> Result<strata_core::migrate::repair::Repair, RunError> {
     let RepairRequest { sources, files, strict, audit } = request;
     let _gate = settings.gate.lock().await;
     let lock = engine.lock().await?;
@@ -162,7 +162,7 @@ fn check_files(
     sources: &[SourceMigration],
     plan: &Plan,
     whole_version: bool,
-) -> Result<Vec<FileRules>, DbError> {
+) -> Result<Vec<FileRules>, RunError> {
     let direction = plan.direction;
     let mut rules: Vec<Option<FileRules>> = vec![None; sources.len()];
     let mut refused = Vec::new();
