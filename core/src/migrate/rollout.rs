@@ -274,6 +274,12 @@ pub struct DesiredTarget {
     /// Each wave's plan (SHA-256 of its file text), by wave: what the
     /// wave's approval approves.
     pub plans: Vec<String>,
+    /// Whether each wave's plan lost data when the rollout started, by
+    /// wave: the same text can lose data in a schema changed since (a
+    /// column's type narrowed where it was widened), which no approval
+    /// covered. Missing (a rollout stored before): none did.
+    #[serde(default)]
+    pub destructive: Vec<bool>,
 }
 
 /// The first characters of a plan's hash, as shown.

@@ -9,7 +9,8 @@
 //!   approval event names it. Just before a wave runs its tenants are
 //!   planned again from the desired text stored with the rollout (never a
 //!   file read again): a tenant whose plan is still the approved one runs
-//!   it; one whose schema changed since — its plan now another — is held
+//!   it; one whose schema changed since — its plan now another, or the
+//!   same plan now losing data where it lost none when started — is held
 //!   back, named in the wave's event, and runs nothing; one already in the
 //!   desired state needs nothing.
 //! - The desired text is kept in the rollout's document as it was started:
@@ -56,6 +57,7 @@ impl DesiredTarget {
     /// held back.
     pub fn wave(&self, wave: usize, tenants: &[String], report: &DesiredReport) -> DesiredWave {
         let approved = self.plans.get(wave).map(String::as_str).unwrap_or_default();
+        let approved_losing = self.destructive.get(wave).copied().unwrap_or(false);
         let mut result = DesiredWave { run: None, reached: Vec::new(), held: Vec::new() };
         // A wave can be thousands of tenants: looked up, never scanned.
         let of_wave: std::collections::BTreeSet<&str> = tenants.iter().map(String::as_str).collect();
@@ -68,6 +70,11 @@ impl DesiredTarget {
             }
             if group.in_desired_state() {
                 result.reached.extend(ours);
+            } else if group.plan == approved && group.destructive && !approved_losing {
+                // The same statements, now losing data in one of them at
+                // least (a group's step is destructive when it is for any).
+                let why = format!("plan {} now loses data, approved as losing none", short(approved));
+                result.held.extend(ours.into_iter().map(|tenant| (tenant, why.clone())));
             } else if group.plan == approved {
                 result.run = Some(DesiredGroup { tenants: ours, ..group.clone() });
             } else {
@@ -109,6 +116,7 @@ impl Rollout {
             file: file.to_string(),
             text: text.to_string(),
             plans: groups.iter().map(|group| group.plan.clone()).collect(),
+            destructive: groups.iter().map(|group| group.destructive).collect(),
         };
         Rollout::start(version_name, waves, failure_budget, Some(target), now, by.into())
     }
@@ -170,7 +178,12 @@ mod tests {
     #[test]
     fn before_a_wave_runs_a_tenant_whose_plan_changed_is_held_back() {
         let approved = group("aaaaaaaaaaaaaaaa", &["t1", "t2", "t3", "t4", "t5"], &["X"]);
-        let target = DesiredTarget { file: "f".into(), text: "t".into(), plans: vec!["aaaaaaaaaaaaaaaa".into()] };
+        let target = DesiredTarget {
+            file: "f".into(),
+            text: "t".into(),
+            plans: vec!["aaaaaaaaaaaaaaaa".into()],
+            destructive: Vec::new(),
+        };
         // Planned again: t2 changed by hand since (another plan), t4 brought
         // there by hand, t5 gone from the fleet, t9 not of this wave.
         let now = DesiredReport {
@@ -200,9 +213,18 @@ mod tests {
              already in the desired state: t4"
         );
         // Every tenant changed: nothing runs.
-        let changed = DesiredReport { groups: vec![group("cccccccccccccccc", &["t1"], &["Y"])], ..now };
+        let changed = DesiredReport { groups: vec![group("cccccccccccccccc", &["t1"], &["Y"])], ..now.clone() };
         let wave = target.wave(0, &names(&["t1"]), &changed);
         assert_eq!(wave.run, None);
         assert_eq!(wave.held.len(), 1);
+        // The approved text, now losing data (started as losing none):
+        // held back; approved as losing data, it runs.
+        let losing = DesiredGroup { destructive: true, ..group("aaaaaaaaaaaaaaaa", &["t1", "t3"], &["X"]) };
+        let now_losing = DesiredReport { groups: vec![losing], ..now };
+        let wave = target.wave(0, &names(&["t1", "t3"]), &now_losing);
+        assert_eq!(wave.run, None);
+        assert_eq!(wave.held[0].1, "plan aaaaaaaaaaaa now loses data, approved as losing none");
+        let allowed = DesiredTarget { destructive: vec![true], ..target };
+        assert_eq!(allowed.wave(0, &names(&["t1", "t3"]), &now_losing).run.unwrap().tenants, names(&["t1", "t3"]));
     }
 }
