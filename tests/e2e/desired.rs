@@ -1177,3 +1177,36 @@ async fn a_sqlite_fleet_is_rebuilt_to_the_desired_schema_its_rows_kept_and_a_ref
         assert_eq!(server.ws.rows(file, sql).await, Vec::<Vec<Value>>::new(), "nothing of the desired file in {file}");
     }
 }
+
+/// SQLite: `strata new NAME --desired FILE` writes the rebuild as the
+/// tenants' next migration file, which the migration linter and runner
+/// take as any file; applied as a plain version it brings every tenant
+/// there, their rows copied, and a second `new` writes nothing.
+#[tokio::test]
+async fn a_sqlite_rebuild_written_by_new_with_desired_runs_as_a_migration() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let added = strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1", "t2"]).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server.ws.execute("t1", "insert into users (email) values ('kept@example.com')").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, SQLITE_DESIRED).unwrap();
+
+    let written = strata(server.config_path(), &["new", "to desired", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let path = String::from_utf8_lossy(&written.stdout).trim().to_string();
+    let expected: String = SQLITE_COMMON.iter().map(|s| format!("{s};\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+
+    let applied = strata(server.config_path(), &["apply", "--version", "to desired"]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(diff(&server, SQLITE_DESIRED, &["--check"]).await.status.code(), Some(0));
+    let kept = server.ws.rows("t1", "select count(*) from users where email = 'kept@example.com'").await;
+    assert_eq!(kept[0][0], 1);
+    let again = strata(server.config_path(), &["new", "again", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!((again.status.code(), String::from_utf8_lossy(&again.stdout).to_string()), (Some(0), String::new()));
+}
