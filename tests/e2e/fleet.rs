@@ -511,6 +511,11 @@ async fn while_a_fleet_version_runs_a_finished_tenant_is_not_locked() {
     assert!(done.get("errors").is_none(), "{done}");
 }
 
+/// 300 tenants × 20 migrations (6,000 tables with their keys and indexes)
+/// on a PostgreSQL with default settings: the fleet size users run, on a
+/// lock table that one transaction over the fleet would overflow. The
+/// suite's one test over a minute (about 80 s alone, on 2 cores), for that
+/// reason: the work is the database's, not a wait.
 #[tokio::test]
 async fn a_fleet_of_300_tenants_with_20_migrations_each_on_a_postgres_with_default_settings() {
     if backend() != Backend::Postgres {
