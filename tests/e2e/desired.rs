@@ -1210,3 +1210,37 @@ async fn a_sqlite_rebuild_written_by_new_with_desired_runs_as_a_migration() {
     let again = strata(server.config_path(), &["new", "again", "--desired", file.to_str().unwrap()]).await;
     assert_eq!((again.status.code(), String::from_utf8_lossy(&again.stdout).to_string()), (Some(0), String::new()));
 }
+
+/// SQLite: a rebuilt `AUTOINCREMENT` table continues its sequence — an id
+/// of a deleted row is not given again after the rebuild.
+#[tokio::test]
+async fn a_sqlite_autoincrement_table_rebuilt_never_gives_an_id_twice() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "create table {schema}.events (id integer primary key autoincrement, body text);\n",
+    );
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let added = strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1"]).await;
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    server
+        .ws
+        .execute("t1", "insert into events (body) values ('a'), ('b'), ('c'); delete from events where id = 3")
+        .await;
+    let desired = "create table {schema}.users (id integer primary key, email text not null);\n\
+                   create index {schema}.users_email on users (email);\n\
+                   create table {schema}.events (id integer primary key autoincrement, body text, at text);\n";
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, desired).unwrap();
+    let applied =
+        strata(server.config_path(), &["apply", "--version", "to desired", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(diff(&server, desired, &["--check"]).await.status.code(), Some(0));
+    server.ws.execute("t1", "insert into events (body) values ('d')").await;
+    let ids = server.ws.rows("t1", "select id, body from events order by id").await;
+    assert_eq!(ids, [vec![json!(1), json!("a")], vec![json!(2), json!("b")], vec![json!(4), json!("d")]]);
+}

@@ -44,7 +44,7 @@ use super::steps::{Builder, Phase};
 use super::{Catalog, Object, Plan};
 use crate::migrate::driver::Driver;
 use crate::migrate::fingerprint::PLACEHOLDER;
-use crate::migrate::ident::quote_ansi;
+use crate::migrate::ident::{quote_ansi, quote_string_sqlite};
 use crate::migrate::keywords::is_reserved;
 
 /// The kind of the rows naming the table an index or trigger is on
@@ -180,6 +180,18 @@ fn rebuild(
         let list = kept.iter().map(|c| ident(c)).collect::<Vec<_>>().join(", ");
         let copy = format!("INSERT INTO {new_table} ({list}) SELECT {list} FROM {}", qualified_name(table));
         steps.push((copy, false));
+    }
+    if target.to_ascii_uppercase().contains("AUTOINCREMENT") {
+        // AUTOINCREMENT never gives an id again, deleted rows' included:
+        // the new table continues the old one's sequence, not its rows'
+        // highest id (SQLite renames the row with the table).
+        let sequence = format!("{PLACEHOLDER}.sqlite_sequence");
+        let (old, new) = (quote_string_sqlite(table), quote_string_sqlite(new_name));
+        steps.push((format!("DELETE FROM {sequence} WHERE name = {new}"), false));
+        steps.push((
+            format!("INSERT INTO {sequence} (name, seq) SELECT {new}, seq FROM {sequence} WHERE name = {old}"),
+            false,
+        ));
     }
     let drop = format!("DROP TABLE {}", qualified_name(table));
     steps.push(match losses.is_empty() {
@@ -504,6 +516,25 @@ mod tests {
             "DROP TABLE {schema}.orders /* column total changes type from int to text */"
         );
         assert!(retyping.steps[2].destructive);
+    }
+
+    #[test]
+    fn a_rebuilt_autoincrement_table_continues_its_sequence() {
+        let text = "CREATE TABLE orders (id integer primary key autoincrement, total int)";
+        let live = catalog(&[("orders", text, ORDER_COLUMNS)], &[]);
+        let wider = "CREATE TABLE orders (id integer primary key autoincrement, total int, note text)";
+        let columns = &[("id", "integer"), ("total", "int"), ("note", "text")][..];
+        let plan = plan(&catalog(&[("orders", wider, columns)], &[]), &live);
+        let sql: Vec<&str> = plan.steps.iter().map(|s| s.sql.as_str()).collect();
+        assert_eq!(
+            sql[2..4],
+            [
+                "DELETE FROM {schema}.sqlite_sequence WHERE name = 'orders__strata_new'",
+                "INSERT INTO {schema}.sqlite_sequence (name, seq) SELECT 'orders__strata_new', seq FROM \
+                 {schema}.sqlite_sequence WHERE name = 'orders'",
+            ]
+        );
+        assert_eq!(sql[4], "DROP TABLE {schema}.orders");
     }
 
     #[test]
