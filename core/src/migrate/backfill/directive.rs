@@ -137,10 +137,23 @@ pub fn read_part(
     let unreadable = || bad(found.at, "the file cannot be read as SQL".into());
     let ranges = placeholder::find(driver, contents, RANGE).ok_or_else(unreadable)?;
     let limits = placeholder::find(driver, contents, BATCH).ok_or_else(unreadable)?;
-    match &spec.form {
+    placeholders(&spec.form, &ranges, &limits, statement_at).map_err(|(at, reason)| bad(at, reason))?;
+    Ok(Some(spec))
+}
+
+/// Whether the statement holds the placeholder its form needs (`{range}`
+/// with table= and key=, `{batch}` without) and not the other's; else
+/// where, and why.
+fn placeholders(
+    form: &Form,
+    ranges: &[placeholder::Found],
+    limits: &[placeholder::Found],
+    statement_at: Position,
+) -> Result<(), (Position, String)> {
+    match form {
         Form::Ranged { .. } => {
             if let Some(limit) = limits.first() {
-                return Err(bad(
+                return Err((
                     limit.at,
                     format!(
                         "`{BATCH}` belongs to a backfill without table= and key=; this one runs ranges of keys: \
@@ -149,7 +162,7 @@ pub fn read_part(
                 ));
             }
             if ranges.is_empty() {
-                return Err(bad(
+                return Err((
                     statement_at,
                     format!(
                         "a backfill with table= and key= needs `{RANGE}` in its statement, where each batch's \
@@ -160,13 +173,13 @@ pub fn read_part(
         }
         Form::Repeated => {
             if let Some(range) = ranges.first() {
-                return Err(bad(
+                return Err((
                     range.at,
                     format!("`{RANGE}` needs the table and its key: add table= and key= to the directive"),
                 ));
             }
             if limits.is_empty() {
-                return Err(bad(
+                return Err((
                     statement_at,
                     format!(
                         "a backfill without table= and key= runs its statement until it changes no row, each run \
@@ -176,7 +189,7 @@ pub fn read_part(
             }
         }
     }
-    Ok(Some(spec))
+    Ok(())
 }
 
 /// A `strata:backfill` directive found in the leading comments.

@@ -198,61 +198,11 @@ impl Telemetry {
                 },
             },
         };
-        let mut headers = BTreeMap::new();
-        for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
-            if let Some(text) = env.get(name)? {
-                headers.extend(pairs(name, &text)?);
-            }
-        }
-        for (name, value) in section.headers.unwrap_or_default() {
-            headers.insert(name, sub.text("telemetry.headers", value)?);
-        }
-        for name in headers.keys() {
-            check_header_name(name)?;
-        }
-        let mut resource_attributes = match env.get("OTEL_RESOURCE_ATTRIBUTES")? {
-            Some(text) => pairs("OTEL_RESOURCE_ATTRIBUTES", &text)?,
-            None => BTreeMap::new(),
-        };
-        for (name, value) in section.resource_attributes.unwrap_or_default() {
-            resource_attributes.insert(name, sub.text("telemetry.resourceAttributes", value)?);
-        }
-        let named = resource_attributes.remove("service.name");
-        let service_name = match sub.optional("telemetry.serviceName", section.service_name)? {
-            Some(name) => Some(name),
-            None => env.get("OTEL_SERVICE_NAME")?,
-        }
-        .or(named)
-        .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string());
-        let sampler = match sub.optional("telemetry.sampler", section.sampler)? {
-            Some(name) => {
-                let arg = match section.sampler_arg {
-                    None => None,
-                    Some(RawRatio::Number(n)) => Some(n.to_string()),
-                    Some(RawRatio::Text(text)) => Some(sub.text("telemetry.samplerArg", text)?),
-                };
-                sampler(("telemetry.sampler", &name), ("telemetry.samplerArg", arg))?
-            }
-            None => match env.get("OTEL_TRACES_SAMPLER")? {
-                Some(name) => sampler(
-                    ("OTEL_TRACES_SAMPLER", &name),
-                    ("OTEL_TRACES_SAMPLER_ARG", env.get("OTEL_TRACES_SAMPLER_ARG")?),
-                )?,
-                None => Sampler::DEFAULT,
-            },
-        };
-        let queue_size = match section.queue_size {
-            Some(value) => sub.number("telemetry.queueSize", Some(value), DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
-            None => env.number("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
-        };
-        let timeout_millis = match section.timeout_millis {
-            Some(value) => sub.number("telemetry.timeoutMillis", Some(value), DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
-            None => match env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")? {
-                Some(_) => env.number("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
-                None => env.number("OTEL_EXPORTER_OTLP_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
-            },
-        };
+        let headers = headers(sub, &env, section.headers)?;
+        let (service_name, resource_attributes) =
+            resource(sub, &env, section.service_name, section.resource_attributes)?;
+        let sampler = chosen_sampler(sub, &env, section.sampler, section.sampler_arg)?;
+        let (queue_size, timeout_millis) = bounds(sub, &env, section.queue_size, section.timeout_millis)?;
         Ok(Some(Telemetry {
             endpoint,
             protocol,
@@ -264,6 +214,103 @@ impl Telemetry {
             timeout_millis,
         }))
     }
+}
+
+/// The exporter's headers: the variables' (all signals', then traces'),
+/// then the section's, each name checked.
+fn headers<E: Environment + ?Sized>(
+    sub: &Substituter<'_, E>,
+    env: &Variables<'_, E>,
+    configured: Option<BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut headers = BTreeMap::new();
+    for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+        if let Some(text) = env.get(name)? {
+            headers.extend(pairs(name, &text)?);
+        }
+    }
+    for (name, value) in configured.unwrap_or_default() {
+        headers.insert(name, sub.text("telemetry.headers", value)?);
+    }
+    for name in headers.keys() {
+        check_header_name(name)?;
+    }
+    Ok(headers)
+}
+
+/// The service's name (the section's, `OTEL_SERVICE_NAME`, the resource's
+/// `service.name`, then the default) and the other resource attributes.
+fn resource<E: Environment + ?Sized>(
+    sub: &Substituter<'_, E>,
+    env: &Variables<'_, E>,
+    service_name: Option<String>,
+    configured: Option<BTreeMap<String, String>>,
+) -> Result<(String, BTreeMap<String, String>), ConfigError> {
+    let mut attributes = match env.get("OTEL_RESOURCE_ATTRIBUTES")? {
+        Some(text) => pairs("OTEL_RESOURCE_ATTRIBUTES", &text)?,
+        None => BTreeMap::new(),
+    };
+    for (name, value) in configured.unwrap_or_default() {
+        attributes.insert(name, sub.text("telemetry.resourceAttributes", value)?);
+    }
+    let named = attributes.remove("service.name");
+    let service_name = match sub.optional("telemetry.serviceName", service_name)? {
+        Some(name) => Some(name),
+        None => env.get("OTEL_SERVICE_NAME")?,
+    }
+    .or(named)
+    .filter(|name| !name.trim().is_empty())
+    .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string());
+    Ok((service_name, attributes))
+}
+
+/// The sampler: the section's, else `OTEL_TRACES_SAMPLER`, else the
+/// default.
+fn chosen_sampler<E: Environment + ?Sized>(
+    sub: &Substituter<'_, E>,
+    env: &Variables<'_, E>,
+    configured: Option<String>,
+    arg: Option<RawRatio>,
+) -> Result<Sampler, ConfigError> {
+    match sub.optional("telemetry.sampler", configured)? {
+        Some(name) => {
+            let arg = match arg {
+                None => None,
+                Some(RawRatio::Number(n)) => Some(n.to_string()),
+                Some(RawRatio::Text(text)) => Some(sub.text("telemetry.samplerArg", text)?),
+            };
+            sampler(("telemetry.sampler", &name), ("telemetry.samplerArg", arg))
+        }
+        None => match env.get("OTEL_TRACES_SAMPLER")? {
+            Some(name) => sampler(
+                ("OTEL_TRACES_SAMPLER", &name),
+                ("OTEL_TRACES_SAMPLER_ARG", env.get("OTEL_TRACES_SAMPLER_ARG")?),
+            ),
+            None => Ok(Sampler::DEFAULT),
+        },
+    }
+}
+
+/// The span queue's size and the export's time-out: the section's, else
+/// the variables'.
+fn bounds<E: Environment + ?Sized>(
+    sub: &Substituter<'_, E>,
+    env: &Variables<'_, E>,
+    queue_size: Option<PortValue>,
+    timeout_millis: Option<PortValue>,
+) -> Result<(u32, u64), ConfigError> {
+    let queue_size = match queue_size {
+        Some(value) => sub.number("telemetry.queueSize", Some(value), DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
+        None => env.number("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
+    };
+    let timeout_millis = match timeout_millis {
+        Some(value) => sub.number("telemetry.timeoutMillis", Some(value), DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
+        None => match env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")? {
+            Some(_) => env.number("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
+            None => env.number("OTEL_EXPORTER_OTLP_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
+        },
+    };
+    Ok((queue_size, timeout_millis))
 }
 
 impl RawTelemetry {
