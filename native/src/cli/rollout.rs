@@ -69,22 +69,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
         }
     };
     match args.action.unwrap_or(RolloutAction::List) {
-        RolloutAction::List => match service.rollouts().await {
-            Ok(rollouts) if args.json => {
-                print_json(&rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>());
-                Exit::Success
-            }
-            Ok(rollouts) => {
-                if rollouts.is_empty() {
-                    outln!("No rollout.");
-                }
-                for (id, rollout) in &rollouts {
-                    print_rollout(*id, rollout);
-                }
-                Exit::Success
-            }
-            Err(error) => failure(&error),
-        },
+        RolloutAction::List => list(service, args.json).await,
         RolloutAction::Start { version_name, waves, failure_budget, desired, allow_destructive, skip_destructive } => {
             let desired = match desired {
                 Some(file) => match super::desired::read_desired(service, file.as_deref()).await {
@@ -116,26 +101,52 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
         RolloutAction::Pause { id } => operate(id, RolloutControl::Pause).await,
         RolloutAction::Resume { id } => operate(id, RolloutControl::Resume).await,
         RolloutAction::Cancel { id } => operate(id, RolloutControl::Cancel).await,
-        RolloutAction::Drive => match service.drive_rollouts(request_id, CLAIM_SECONDS).await {
-            Ok(ran) => match service.rollouts().await {
-                Ok(rollouts) => {
-                    if args.json {
-                        print_json(&json!({
-                            "wavesRun": ran,
-                            "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
-                        }));
-                    } else {
-                        outln!("{ran} wave(s) run.");
-                        for (id, rollout) in &rollouts {
-                            print_rollout(*id, rollout);
-                        }
-                    }
-                    let stopped = rollouts.iter().any(|(_, r)| r.status == Status::Stopped);
-                    if stopped { Exit::Failed } else { Exit::Success }
-                }
-                Err(error) => failure(&error),
-            },
-            Err(error) => failure(&error),
-        },
+        RolloutAction::Drive => drive(service, request_id, args.json).await,
     }
+}
+
+/// `rollout list`: every rollout.
+async fn list(service: &Arc<Service>, json: bool) -> Exit {
+    match service.rollouts().await {
+        Ok(rollouts) if json => {
+            print_json(&rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>());
+            Exit::Success
+        }
+        Ok(rollouts) => {
+            if rollouts.is_empty() {
+                outln!("No rollout.");
+            }
+            for (id, rollout) in &rollouts {
+                print_rollout(*id, rollout);
+            }
+            Exit::Success
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+/// `rollout drive`: runs every wave due (as `request_id`), then shows the
+/// rollouts; fails when one stopped.
+async fn drive(service: &Arc<Service>, request_id: &str, json: bool) -> Exit {
+    let ran = match service.drive_rollouts(request_id, CLAIM_SECONDS).await {
+        Ok(ran) => ran,
+        Err(error) => return failure(&error),
+    };
+    let rollouts = match service.rollouts().await {
+        Ok(rollouts) => rollouts,
+        Err(error) => return failure(&error),
+    };
+    if json {
+        print_json(&json!({
+            "wavesRun": ran,
+            "rollouts": rollouts.iter().map(|(id, r)| as_json(*id, r)).collect::<Vec<_>>(),
+        }));
+    } else {
+        outln!("{ran} wave(s) run.");
+        for (id, rollout) in &rollouts {
+            print_rollout(*id, rollout);
+        }
+    }
+    let stopped = rollouts.iter().any(|(_, r)| r.status == Status::Stopped);
+    if stopped { Exit::Failed } else { Exit::Success }
 }
