@@ -111,31 +111,7 @@ pub(super) fn run(
                 Ok(service) => service,
                 Err(exit) => return exit,
             };
-            let exit = match command {
-                OnDatabase::Plan(args) => plan(&service, args).await,
-                OnDatabase::Apply(args) => apply(&service, args).await,
-                OnDatabase::Status(args) => status(&service, args).await,
-                OnDatabase::Tenants(args) => match (&args.action, list) {
-                    (Some(super::TenantsAction::Add(add)), Some(list)) => {
-                        match super::tenants::add(&service, add, list, args.json).await {
-                            Ok(result) => created(&service, &result, args.json, add.sync, false).await,
-                            Err(error) => failed_apply(&error, args.json),
-                        }
-                    }
-                    // Listing, or Citus's `tenants move` (decided in tenants).
-                    _ => super::tenants::tenants(&service, args).await,
-                },
-                OnDatabase::Drift(args) => drift(&service, args).await,
-                OnDatabase::Diff(args) => diff(&service, args).await,
-                OnDatabase::Repair(args) => repair(&service, args).await,
-                OnDatabase::Revert(args) => revert(&service, args).await,
-                OnDatabase::Lint(args) => lint_pending(&service, args).await,
-                OnDatabase::Quarantine(args) => quarantine(&service, args).await,
-                OnDatabase::Backfill(args) => super::backfill::backfill(&service, args).await,
-                OnDatabase::Rollout(args) => super::rollout::rollout(&service, args).await,
-                OnDatabase::Token(args) => super::access::token(&service, args).await,
-                OnDatabase::Audit(args) => super::access::audit(&service, args).await,
-            };
+            let exit = dispatch(&service, command, list).await;
             service.settle().await;
             exit
         }
@@ -151,6 +127,36 @@ pub(super) fn run(
         crate::traces::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
     }
     exit
+}
+
+/// Runs `command` over the opened service (`list`: the names `tenants add
+/// --from` read before anything connected).
+async fn dispatch(service: &Arc<Service>, command: OnDatabase, list: Option<Vec<String>>) -> Exit {
+    match command {
+        OnDatabase::Plan(args) => plan(service, args).await,
+        OnDatabase::Apply(args) => apply(service, args).await,
+        OnDatabase::Status(args) => status(service, args).await,
+        OnDatabase::Tenants(args) => match (&args.action, list) {
+            (Some(super::TenantsAction::Add(add)), Some(list)) => {
+                match super::tenants::add(service, add, list, args.json).await {
+                    Ok(result) => created(service, &result, args.json, add.sync, false).await,
+                    Err(error) => failed_apply(&error, args.json),
+                }
+            }
+            // Listing, or Citus's `tenants move` (decided in tenants).
+            _ => super::tenants::tenants(service, args).await,
+        },
+        OnDatabase::Drift(args) => drift(service, args).await,
+        OnDatabase::Diff(args) => diff(service, args).await,
+        OnDatabase::Repair(args) => repair(service, args).await,
+        OnDatabase::Revert(args) => revert(service, args).await,
+        OnDatabase::Lint(args) => lint_pending(service, args).await,
+        OnDatabase::Quarantine(args) => quarantine(service, args).await,
+        OnDatabase::Backfill(args) => super::backfill::backfill(service, args).await,
+        OnDatabase::Rollout(args) => super::rollout::rollout(service, args).await,
+        OnDatabase::Token(args) => super::access::token(service, args).await,
+        OnDatabase::Audit(args) => super::access::audit(service, args).await,
+    }
 }
 
 /// The command's name, as typed.
