@@ -49,26 +49,7 @@ impl<E: Engine> Run<'_, E> {
             Some(BackfillState::Running | BackfillState::Paused) if !in_version => return Ok(StepEnd::Waiting),
             Some(BackfillState::Running | BackfillState::Paused) => {}
             None | Some(BackfillState::Failed | BackfillState::Cancelled) => {
-                self.engine.data_transaction(conn, Transaction::Begin).await?;
-                let started = async {
-                    let version_id = self.version_id(conn, progress).await?;
-                    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-                    match state {
-                        None => books.register_backfill(conn, schema, migration, version_id, &now).await?,
-                        _ => books.restart_backfill(conn, schema, &migration.file, version_id, &now).await?,
-                    }
-                    Ok::<_, DbError>(version_id)
-                }
-                .await;
-                let version_id = match started {
-                    Ok(version_id) => version_id,
-                    Err(error) => {
-                        let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
-                        return Err(error.into());
-                    }
-                };
-                self.engine.data_transaction(conn, Transaction::Commit).await?;
-                progress.set_version(version_id);
+                self.start_backfill(conn, step, state.is_some(), progress).await?;
             }
         }
         if !in_version {
@@ -113,5 +94,40 @@ impl<E: Engine> Run<'_, E> {
                 migration.file
             ))),
         }
+    }
+
+    /// Registers step `step`'s backfill (`again`: restarts a failed or
+    /// cancelled one, to resume after its last batch), in a transaction of
+    /// its own with the version's row when none has committed yet.
+    async fn start_backfill(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        again: bool,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let (schema, migration) = (self.schema(step), self.migration(step));
+        let books = self.engine.books();
+        self.engine.data_transaction(conn, Transaction::Begin).await?;
+        let started = async {
+            let version_id = self.version_id(conn, progress).await?;
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            match again {
+                false => books.register_backfill(conn, schema, migration, version_id, &now).await?,
+                true => books.restart_backfill(conn, schema, &migration.file, version_id, &now).await?,
+            }
+            Ok::<_, DbError>(version_id)
+        }
+        .await;
+        let version_id = match started {
+            Ok(version_id) => version_id,
+            Err(error) => {
+                let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+                return Err(error.into());
+            }
+        };
+        self.engine.data_transaction(conn, Transaction::Commit).await?;
+        progress.set_version(version_id);
+        Ok(())
     }
 }
