@@ -20,6 +20,9 @@ use crate::db::executor::progress::Progress;
 use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
 
+/// A file's characters in a unit's one message, (start, end], and its step.
+type FileSpan = (usize, usize, u32);
+
 impl<E: Engine> Run<'_, E> {
     /// Runs a step's file. Inside the unit's transaction: whole, with the
     /// file's time-outs for that transaction (set again only when they
@@ -387,18 +390,11 @@ impl<E: Engine> Run<'_, E> {
         fits.then_some(version_id)
     }
 
-    /// A unit in one round trip: `begin`, each file with its time-outs
-    /// (written again only when they change), the unit's rows, `commit`,
-    /// as one text. A failure rolls the whole unit back and is placed in
-    /// the file its offset falls in, at that file's own offset — as if the
-    /// file had run alone.
-    async fn one_message(
-        &self,
-        conn: &mut E::Conn,
-        steps: &[u32],
-        version_id: i64,
-        progress: &Progress,
-    ) -> Result<(), UnitError> {
+    /// The text of [`Self::one_message`]: `begin`, each file with its
+    /// time-outs (written again only when they change), the unit's rows,
+    /// `commit`; with each file's characters in it, (start, end], and its
+    /// step.
+    fn message(&self, steps: &[u32], version_id: i64) -> Result<(String, Vec<FileSpan>), DbError> {
         let mut text = String::new();
         // Characters written so far (PostgreSQL counts positions in them).
         let mut length = 0;
@@ -410,7 +406,7 @@ impl<E: Engine> Run<'_, E> {
         push(&mut text, E::BEGIN);
         let mut start = push(&mut text, ";\n");
         // Each file's characters in the text, (start, end], and its step.
-        let mut files: Vec<(usize, usize, u32)> = Vec::with_capacity(steps.len());
+        let mut files: Vec<FileSpan> = Vec::with_capacity(steps.len());
         let mut current = None;
         for &step in steps {
             if let Some(observer) = self.request.observer {
@@ -432,6 +428,22 @@ impl<E: Engine> Run<'_, E> {
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
         text.push_str(&self.engine.record_text(&entries)?);
         text.push_str(";\ncommit");
+        Ok((text, files))
+    }
+
+    /// A unit in one round trip: `begin`, each file with its time-outs
+    /// (written again only when they change), the unit's rows, `commit`,
+    /// as one text. A failure rolls the whole unit back and is placed in
+    /// the file its offset falls in, at that file's own offset — as if the
+    /// file had run alone.
+    async fn one_message(
+        &self,
+        conn: &mut E::Conn,
+        steps: &[u32],
+        version_id: i64,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let (text, files) = self.message(steps, version_id)?;
         // Its files' spans share the message's time (one round trip).
         let spans: Vec<(u32, tracing::Span)> = steps.iter().map(|&step| (step, self.file_span(step))).collect();
         for (_, span) in &spans {
