@@ -43,23 +43,38 @@ async fn fleet(names: &[String]) -> Server {
 
 /// [`fleet`] with `extra` configuration lines.
 async fn fleet_with(names: &[String], extra: &str) -> Server {
-    let server = Server::start("basic", extra).await;
     let profiles = if backend() == Backend::Mysql { MARIADB_PROFILES } else { PROFILES };
-    server.ws.write_migration("tenants/005.sql", profiles);
+    fleet_of(names, extra, Some(profiles)).await
+}
+
+/// The `basic` set with `extra` configuration lines and `tenant_file` as
+/// its `tenants/005.sql`, its single schemas migrated and `names` added as
+/// tenants with every file.
+async fn fleet_of(names: &[impl AsRef<str>], extra: &str, tenant_file: Option<&str>) -> Server {
+    let server = Server::start("basic", extra).await;
+    if let Some(text) = tenant_file {
+        server.ws.write_migration("tenants/005.sql", text);
+    }
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
     assert!(singles.get("errors").is_none(), "{singles}");
     let mut add = vec!["tenants", "add", "--version", "fleet"];
-    add.extend(names.iter().map(String::as_str));
+    add.extend(names.iter().map(AsRef::as_ref));
     let added = strata(server.config_path(), &add).await;
     assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
     server
 }
 
+/// Writes `text` as `desired.sql` beside the configuration: its path.
+fn write_desired(server: &Server, text: &str) -> std::path::PathBuf {
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
 /// Runs `strata diff --desired` on `text` (written beside the
 /// configuration) with `args`.
 async fn diff(server: &Server, text: &str, args: &[&str]) -> std::process::Output {
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, text).unwrap();
+    let file = write_desired(server, text);
     let mut all = vec!["diff", "--desired", file.to_str().unwrap()];
     all.extend_from_slice(args);
     strata(server.config_path(), &all).await
@@ -269,8 +284,7 @@ async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_re
     }
     let server = fleet(&(1..=5).map(|i| format!("t{i}")).collect::<Vec<_>>()).await;
     server.ws.execute("svc", "drop index t5.users_email").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, DESIRED).unwrap();
+    let file = write_desired(&server, DESIRED);
 
     let written = strata(server.config_path(), &["new", "to desired", "--desired", file.to_str().unwrap()]).await;
     assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
@@ -384,8 +398,7 @@ async fn apply_with_desired_runs_each_group_as_a_version_and_holds_back_what_los
     server.ws.execute("svc", "alter table t7.users add column nickname text").await;
     server.ws.execute("svc", "insert into t7.users (email, nickname) values ('kept@example.com', 'k')").await;
     server.ws.execute("svc", "alter table t8.profiles alter column name type varchar(20)").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, DESIRED).unwrap();
+    let file = write_desired(&server, DESIRED);
     let desired = file.to_str().unwrap();
     let config = server.config_path();
     let plans_recorded = || async {
@@ -511,8 +524,7 @@ async fn the_api_and_the_server_mode_bring_each_group_to_the_desired_schema() {
     let schemas: Vec<Value> = plans_recorded().await.into_iter().map(|row| row[0].clone()).collect();
     assert_eq!(schemas, [json!("t1"), json!("t2"), json!("t3")]);
 
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, DESIRED).unwrap();
+    let file = write_desired(&server, DESIRED);
     let remote = |args: &[&str]| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
         command.args(["--server", &server.url("")]).args(args).env_remove("SVC_YAML");
@@ -692,8 +704,7 @@ async fn a_mariadb_apply_with_desired_holds_back_what_loses_data_until_allowed()
     let server = fleet(&["t1".to_string(), "t2".to_string(), "t3".to_string()]).await;
     server.ws.execute("svc", "alter table t3.users add column nickname text").await;
     server.ws.execute("svc", "insert into t3.users (email, nickname) values ('kept@example.com', 'k')").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, MARIADB_DESIRED).unwrap();
+    let file = write_desired(&server, MARIADB_DESIRED);
     let desired = file.to_str().unwrap();
     let config = server.config_path();
 
@@ -732,8 +743,7 @@ async fn a_desired_apply_killed_midway_has_recorded_exactly_what_it_applied_and_
     }
     let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
     let server = fleet_with(&names, "lockTimeoutMillis: 0\ntenantConcurrency: 1\n").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, DESIRED).unwrap();
+    let file = write_desired(&server, DESIRED);
     let desired = file.to_str().unwrap();
     let recorded = || plans_recorded_in(&server);
 
@@ -795,8 +805,7 @@ async fn a_mariadb_desired_apply_killed_midway_records_only_whole_plans_and_a_re
     }
     let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
     let server = fleet_with(&names, "lockTimeoutMillis: 0\ntenantConcurrency: 1\n").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, MARIADB_DESIRED).unwrap();
+    let file = write_desired(&server, MARIADB_DESIRED);
     let desired = file.to_str().unwrap();
     let recorded = || plans_recorded_in(&server);
 
@@ -890,8 +899,7 @@ async fn a_rollout_to_the_desired_schema_approves_each_plan_once_and_holds_back_
     for tenant in ["t5", "t6"] {
         server.ws.execute("svc", &drop_index.replace("{tenant}", tenant)).await;
     }
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, desired_text).unwrap();
+    let file = write_desired(&server, desired_text);
     let desired = file.to_str().unwrap();
     let config = server.config_path();
 
@@ -1003,8 +1011,7 @@ async fn apply_with_desired_and_group_runs_that_group_alone() {
     let server = fleet(&names).await;
     server.ws.execute("svc", "drop index t3.users_email").await;
     server.ws.execute("svc", "alter table t4.users add column nickname text").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, DESIRED).unwrap();
+    let file = write_desired(&server, DESIRED);
     let desired = file.to_str().unwrap();
     let config = server.config_path();
     let found = report(&diff(&server, DESIRED, &["--json"]).await);
@@ -1083,14 +1090,8 @@ async fn a_sqlite_fleet_is_rebuilt_to_the_desired_schema_its_rows_kept_and_a_ref
     if backend() != Backend::Sqlite {
         return;
     }
-    let server = Server::start("basic", "").await;
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
     let names = ["t1", "t2", "t3", "t4", "t5", "t6"];
-    let mut add = vec!["tenants", "add", "--version", "fleet"];
-    add.extend(names);
-    let added = strata(server.config_path(), &add).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let server = fleet_of(&names, "", None).await;
     for tenant in names {
         server.ws.execute(tenant, "insert into users (email) values ('a@example.com'), ('b@example.com')").await;
     }
@@ -1130,8 +1131,7 @@ async fn a_sqlite_fleet_is_rebuilt_to_the_desired_schema_its_rows_kept_and_a_ref
     );
     assert_eq!(diff(&server, SQLITE_DESIRED, &["--check"]).await.status.code(), Some(10));
 
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, SQLITE_DESIRED).unwrap();
+    let file = write_desired(&server, SQLITE_DESIRED);
     let desired = file.to_str().unwrap();
     let config = server.config_path();
     let refused = strata(config, &["apply", "--version", "to desired", "--desired", desired]).await;
@@ -1187,14 +1187,9 @@ async fn a_sqlite_rebuild_written_by_new_with_desired_runs_as_a_migration() {
     if backend() != Backend::Sqlite {
         return;
     }
-    let server = Server::start("basic", "").await;
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    let added = strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1", "t2"]).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let server = fleet_of(&["t1", "t2"], "", None).await;
     server.ws.execute("t1", "insert into users (email) values ('kept@example.com')").await;
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, SQLITE_DESIRED).unwrap();
+    let file = write_desired(&server, SQLITE_DESIRED);
 
     let written = strata(server.config_path(), &["new", "to desired", "--desired", file.to_str().unwrap()]).await;
     assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
@@ -1218,15 +1213,8 @@ async fn a_sqlite_autoincrement_table_rebuilt_never_gives_an_id_twice() {
     if backend() != Backend::Sqlite {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.ws.write_migration(
-        "tenants/005.sql",
-        "create table {schema}.events (id integer primary key autoincrement, body text);\n",
-    );
-    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
-    assert!(singles.get("errors").is_none(), "{singles}");
-    let added = strata(server.config_path(), &["tenants", "add", "--version", "fleet", "t1"]).await;
-    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let events = "create table {schema}.events (id integer primary key autoincrement, body text);\n";
+    let server = fleet_of(&["t1"], "", Some(events)).await;
     server
         .ws
         .execute("t1", "insert into events (body) values ('a'), ('b'), ('c'); delete from events where id = 3")
@@ -1234,8 +1222,7 @@ async fn a_sqlite_autoincrement_table_rebuilt_never_gives_an_id_twice() {
     let desired = "create table {schema}.users (id integer primary key, email text not null);\n\
                    create index {schema}.users_email on users (email);\n\
                    create table {schema}.events (id integer primary key autoincrement, body text, at text);\n";
-    let file = server.ws.path().join("desired.sql");
-    std::fs::write(&file, desired).unwrap();
+    let file = write_desired(&server, desired);
     let applied =
         strata(server.config_path(), &["apply", "--version", "to desired", "--desired", file.to_str().unwrap()]).await;
     assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));

@@ -380,6 +380,8 @@ impl SqliteEngine {
         text: &str,
         scratch: &str,
     ) -> Result<Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, Failure>, DbError> {
+        // Deferred, not the engine's `transaction` (immediate, after a fold):
+        // only the in-memory scratch is written, so no file is locked.
         exec::batch(&mut conn.conn, "begin").await?;
         // Statement by statement, as a file runs: the failing one's line.
         if let Err(failure) = self.execute(conn, text).await {

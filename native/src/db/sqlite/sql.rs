@@ -184,13 +184,26 @@ pub(crate) fn catalog(schema: &str) -> String {
     let name = quote_string_sqlite(schema);
     format!(
         "select {name}, type, name, coalesce(sql, '') from {master} where name not like 'sqlite_%' and tbl_name <> 'svc_staged' \
-         union all \
-         select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
-           || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
-         from {master} m join pragma_table_info(m.name, {name}) p \
-         where m.type = 'table' and m.name not like 'sqlite_%' and m.name <> 'svc_staged'"
+         union all {columns}",
+        columns = column_rows(schema),
     )
 }
+
+/// Every column of every table of `schema` but the service's `svc_staged`,
+/// as [`catalog`] reads them: (schema, `column`, `table.column`, type, not
+/// null, default, primary key).
+fn column_rows(schema: &str) -> String {
+    let master = format!("{}.sqlite_master", quote_ansi(schema));
+    let name = quote_string_sqlite(schema);
+    format!(
+        "select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
+           || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
+         from {master} m join pragma_table_info(m.name, {name}) p where {USER_TABLE}"
+    )
+}
+
+/// A table of the tenant's own (`m`: its row of `sqlite_master`).
+const USER_TABLE: &str = "m.type = 'table' and m.name not like 'sqlite_%' and m.name <> 'svc_staged'";
 
 /// The catalog of an attached schema as desired state reads it (core's
 /// `desired::sqlite`): [`catalog`]'s rows but the shadow tables of virtual
@@ -202,24 +215,21 @@ pub(crate) fn desired_catalog(schema: &str) -> String {
     let master = format!("{}.sqlite_master", quote_ansi(schema));
     let name = quote_string_sqlite(schema);
     let pair = u32::from(PAIR);
-    let user_table = "m.type = 'table' and m.name not like 'sqlite_%' and m.name <> 'svc_staged'";
     format!(
         "select {name}, m.type, m.name, coalesce(m.sql, '') from {master} m \
            where m.name not like 'sqlite_%' and m.tbl_name <> 'svc_staged' and m.name not in \
              (select l.name from pragma_table_list l where l.schema = {name} and l.type = 'shadow') \
-         union all \
-         select {name}, 'column', m.name || '.' || p.name, p.type || case when p.\"notnull\" then ' not null' else '' end \
-           || coalesce(' default ' || p.dflt_value, '') || case when p.pk > 0 then ' primary key' else '' end \
-         from {master} m join pragma_table_info(m.name, {name}) p where {user_table} \
+         union all {columns} \
          union all \
          select {name}, '{ON_TABLE}', m.name, m.tbl_name from {master} m \
            where m.type in ('index', 'trigger') and m.sql is not null and m.name not like 'sqlite_%' \
          union all \
          select distinct {name}, '{REFERENCED_BY}', f.\"table\" || char({pair}) || m.name, '' \
-           from {master} m join pragma_foreign_key_list(m.name, {name}) f where {user_table} \
+           from {master} m join pragma_foreign_key_list(m.name, {name}) f where {USER_TABLE} \
          union all \
          select {name}, '{COLUMN_TYPE}', m.name || '.' || p.name, p.type \
-           from {master} m join pragma_table_info(m.name, {name}) p where {user_table}"
+           from {master} m join pragma_table_info(m.name, {name}) p where {USER_TABLE}",
+        columns = column_rows(schema),
     )
 }
 
