@@ -152,9 +152,10 @@ impl Listing {
     /// the fleet's rules broken by what the shards hold.
     fn unplaced(&mut self, error: FleetError) -> DbError {
         match error {
-            FleetError::MustAnswer(index) | FleetError::Unknown(index) if self.errors[index].is_some() => {
-                self.errors[index].take().unwrap_or(DbError::Shard(ShardError::Placement(error)))
-            }
+            FleetError::MustAnswer(index) | FleetError::Unknown(index) => match self.errors[index].take() {
+                Some(own) => own,
+                None => DbError::Shard(ShardError::Placement(error)),
+            },
             other => DbError::Shard(ShardError::Placement(other)),
         }
     }
