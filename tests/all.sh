@@ -14,13 +14,14 @@
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
 # Clippy lints the workspace's crates while the tests build (clippy-driver
 # as cargo's workspace wrapper: one compilation, not a check build beside
-# a test build). The container image's lane starts beside that build (its
-# static release build is the longest compilation and shares nothing with
-# it), and so does the lane of the tools the others build with
-# (tests/tools.sh); once the tests are built and the servers up, six more lanes run
+# a test build), in the `ci` profile (Cargo.toml: optimized for size), whose
+# `strata` binary the suites run and the container image holds: nothing is
+# compiled twice. The lane of the tools the others build with
+# (tests/tools.sh) starts beside that build; once the tests are built and
+# the servers up, seven more lanes run
 # side by side (the suites mostly wait on their servers while the others
-# compile): the suite on SQLite, on PostgreSQL, on PostgreSQL's other
-# majors, on MariaDB, the docs and the fuzzing smoke run then (once the
+# compile): the container image, the suite on SQLite, on PostgreSQL, on
+# PostgreSQL's other majors, on MariaDB, the docs and the fuzzing smoke run then (once the
 # database suites ended) the console, the core's wasm32 check with the
 # packages and workers. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
@@ -182,9 +183,11 @@ wait_for_tool() { # TOOL
     while [ ! -e "$lane_dir/tool-$1.status" ]; do sleep 2; done
     [ "$(cat "$lane_dir/tool-$1.status")" = 0 ] || { echo "the tool $1 did not build (the tools lane's log says why)" >&2; return 1; }
 }
+# The image holds the binary the build above made (native/container/build.sh
+# stages it with the C libraries it links): no compilation of its own.
 run_container_lane() {
-    lane_step "the container image (tests/container.sh)" \
-        env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/container" bash tests/container.sh
+    lane_step "the container image of the tested binary (tests/container.sh)" \
+        env STRATA_BINARY="$STRATA_BIN" bash tests/container.sh
 }
 # After the docs, in the shortest lane: the fuzz build (the run's last
 # compilation; after the container's it was the run's tail).
@@ -325,10 +328,6 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-# The container image's static release build is the longest compilation
-# and needs nothing of the workspace's build (a target directory of its
-# own): it starts now, beside it, not after it (it was the run's tail).
-start_lane container run_container_lane
 start_lane tools run_tools_lane
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
@@ -339,16 +338,20 @@ RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver)
 CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 
-step "building every target, linted by clippy (warnings are errors)"
-cargo test --workspace --all-targets --locked --no-run 2>&1 | tee "$lane_dir/build.log"
+step "building every target in the ci profile, linted by clippy (warnings are errors)"
+cargo test --workspace --all-targets --locked --no-run --profile ci 2>&1 | tee "$lane_dir/build.log"
 STRATA_E2E_BIN=$(sed -n 's/^ *Executable .*e2e\/main\.rs (\(.*\))$/\1/p' "$lane_dir/build.log")
 [ -x "$STRATA_E2E_BIN" ] || { echo "the e2e binary was not named by the build" >&2; exit 1; }
-export STRATA_E2E_BIN
+# The service binary the e2e suite runs (cargo's CARGO_BIN_EXE_strata), the
+# console and docs scripts run, and the image holds.
+STRATA_BIN="$CARGO_TARGET_DIR/ci/strata"
+[ -x "$STRATA_BIN" ] || { echo "the build made no $STRATA_BIN" >&2; exit 1; }
+export STRATA_E2E_BIN STRATA_BIN
 
 # The same selection of packages as the build (so the same features: no
 # rebuild), every target but the end-to-end suite.
 step "unit and property tests (every crate, the end-to-end suite apart)"
-cargo test --workspace --lib --bins --test properties --locked
+cargo test --workspace --lib --bins --test properties --locked --profile ci
 # The lanes build no host crate of the workspace here (they run what was
 # built); a `cargo install` or a nightly fuzz build must not run through
 # clippy's driver.
@@ -373,6 +376,7 @@ else
     start_lane pg-majors run_pg_majors_lane
     start_lane mysql run_mysql_lane
 fi
+start_lane container run_container_lane
 start_lane web run_web_lane
 start_lane packages run_packages_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"

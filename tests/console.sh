@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # The web console in Debian's headless Chromium (installed by .ci/run;
 # CHROMIUM overrides /usr/bin/chromium), driven by playwright-core (npm,
-# which downloads no browser), against the debug `strata` the e2e suite
-# built: tests/console/test.mjs, then tests/console/scale.mjs,
+# which downloads no browser), against the `strata` the e2e suite ran
+# (STRATA_BIN, from tests/all.sh's build; alone, the debug build): tests/console/test.mjs, then tests/console/scale.mjs,
 # tests/console/paged.mjs and tests/console/desired.mjs. Screenshots: STRATA_SCREENSHOTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
-# tests/all.sh built it with the tests (STRATA_E2E_BIN): built again alone
+# tests/all.sh built it with the tests (STRATA_BIN): built again alone
 # (other features) it would be relinked under the suites running beside.
-[ -n "${STRATA_E2E_BIN:-}" ] || cargo build -p strata-server --locked --quiet
+if [ -z "${STRATA_BIN:-}" ]; then
+    cargo build -p strata-server --locked --quiet
+    export STRATA_BIN="$CARGO_TARGET_DIR/debug/strata"
+fi
 (cd tests/console && npm ci --no-audit --no-fund --loglevel=error)
-STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/test.mjs
+node tests/console/test.mjs
 # The matrix and the rollout view at 10,000 tenants, on the default-settings
 # PostgreSQL of tests/servers.sh (its env is sourced by tests/all.sh).
-STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/scale.mjs
+node tests/console/scale.mjs
 # The fleet page at 100,000 tenants, read a page at a time (the fixture
 # records one tenant's version for the others: seconds, not a version's
 # minutes).
-STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/paged.mjs
+node tests/console/paged.mjs
 # The desired-state page and a rollout started from it, on the same
 # PostgreSQL (desired state plans on PostgreSQL and MariaDB, not SQLite).
-STRATA_BIN="$CARGO_TARGET_DIR/debug/strata" node tests/console/desired.mjs
+node tests/console/desired.mjs

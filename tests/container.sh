@@ -3,7 +3,10 @@
 # SQLite configuration and migrations mounted at /data, drive it over
 # loopback (/health UP, createVersion, versions, GET / showing the build),
 # stop it with SIGTERM (exit code 0), start a new container on the same
-# volume and check the data survived. Also checks the image size (< 32 MB).
+# volume and check the data survived. Also checks the image size (the
+# budget below). The image holds STRATA_BINARY when given (tests/all.sh
+# passes the binary its suites ran) and native/container/build.sh compiles
+# one otherwise.
 #
 # Uses podman (+ runc; Debian packages, installed when missing). Where
 # podman cannot run containers at all, it says so and exits 0 without
@@ -12,9 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
-# The budget keeps growth visible (the measured size: docs/deployment.md);
-# raised from 32 MB with the OTLP exporters (gRPC and HTTP), +1.65 MB.
-MAX_IMAGE_BYTES=$((34 * 1000 * 1000))
+# The budget keeps growth visible (the measured size: docs/deployment.md):
+# 34 MB with the static musl build of its own (link-time optimized); 44 MB
+# since the image holds the suite's binary (no cross-crate optimization)
+# and the shared libraries it links (8.6 MB, OpenSSL's 5.4 of them).
+MAX_IMAGE_BYTES=$((44 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
 

@@ -48,15 +48,15 @@ for name in sys.argv[2:]:
         (out / f"{n:03}.mode").write_text(m.group(1) or "plain")
 PY
 
-# tests/all.sh built strata with the tests (STRATA_E2E_BIN): the blocks'
+# tests/all.sh built strata with the tests (STRATA_BIN): the blocks'
 # `cargo run -q -p strata-server -- ARGS` run that binary (cargo would build
 # it again, alone, with other features: 18 minutes of a fresh CI run).
-if [ -n "${STRATA_E2E_BIN:-}" ]; then
+if [ -n "${STRATA_BIN:-}" ]; then
     mkdir -p "$blocks/bin"
     cat >"$blocks/bin/cargo" <<SHIM
 #!/usr/bin/env bash
 args="\$*" # \${*#…} would cut each argument, not the line
-if [ "\${args#run -q -p strata-server -- }" != "\$args" ]; then shift 5; exec "$CARGO_TARGET_DIR/debug/strata" "\$@"; fi
+if [ "\${args#run -q -p strata-server -- }" != "\$args" ]; then shift 5; exec "$STRATA_BIN" "\$@"; fi
 exec "$(command -v cargo)" "\$@"
 SHIM
     chmod +x "$blocks/bin/cargo"
@@ -72,10 +72,10 @@ for script in "$blocks"/*.sh; do
     esac
     echo "--- $(head -n 1 "$script" | cut -c3-) ($mode)"
     if [[ "$mode" == with-service* ]]; then
-        # tests/all.sh built it with the tests (STRATA_E2E_BIN): built again
+        # tests/all.sh built it with the tests (STRATA_BIN): built again
         # alone (other features) it would be relinked under the running suites.
-        [ -n "${STRATA_E2E_BIN:-}" ] || cargo build -q -p strata-server --locked
-        SVC_YAML=${mode#with-service } "$CARGO_TARGET_DIR/debug/strata" >"$blocks/server.log" 2>&1 &
+        [ -n "${STRATA_BIN:-}" ] || cargo build -q -p strata-server --locked
+        SVC_YAML=${mode#with-service } "${STRATA_BIN:-$CARGO_TARGET_DIR/debug/strata}" >"$blocks/server.log" 2>&1 &
         server=$!
         for _ in $(seq 1 100); do curl -sf -o /dev/null localhost:8080/health && break; sleep 0.1; done
     fi

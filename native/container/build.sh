@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Builds the container image of the migration service:
-#   1. a static x86_64-unknown-linux-musl binary (cargo profile `container`),
-#      with the release and git revision baked into `GET /`, and OpenSSL
-#      compiled in (openssl-src, through native-tls's `vendored`);
-#   2. stages it with the CA certificates in build/container/;
+#   1. the `strata` binary of the `ci` profile (Cargo.toml: optimized for
+#      size) — or the one STRATA_BINARY names: tests/all.sh passes the
+#      binary its suites ran, so the image holds what was tested and nothing
+#      is compiled twice;
+#   2. stages it, stripped, in build/container/rootfs/ with the shared
+#      libraries it links (the C library, libm, libgcc_s, OpenSSL: the ones
+#      `ldd` names, copied from this machine at their paths) and the CA
+#      certificates;
 #   3. builds the Containerfile with buildah (no Docker engine needed), or
 #      docker when buildah is missing.
+# The binary's `GET /` shows the git revision it was compiled from
+# (native/build.rs); the image's revision label is the checkout's.
 #
 # Usage: bash native/container/build.sh [IMAGE]   (default localhost/strata:dev)
 set -euo pipefail
@@ -13,25 +19,34 @@ cd "$(dirname "$0")/../.."
 IMAGE=${1:-localhost/strata:dev}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 
-need=()
-command -v musl-gcc >/dev/null || need+=(musl-tools)
-# OpenSSL (sqlx's TLS) is compiled from source into the static binary.
-command -v perl >/dev/null || need+=(perl)
-command -v make >/dev/null || need+=(make)
-[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}" >/dev/null
+[ -f /etc/ssl/certs/ca-certificates.crt ] || {
+    apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq ca-certificates >/dev/null
+}
+
+binary=${STRATA_BINARY:-}
+if [ -z "$binary" ]; then
+    cargo build --locked --profile ci -p strata-server --bin strata
+    binary="$CARGO_TARGET_DIR/ci/strata"
 fi
-rustup target list --installed | grep -qx x86_64-unknown-linux-musl || rustup target add x86_64-unknown-linux-musl
+[ -x "$binary" ] || { echo "build.sh: no executable $binary" >&2; exit 1; }
 
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-STRATA_RELEASE="v$VERSION" STRATA_SHA="$REVISION" \
-    cargo build --locked --profile container --target x86_64-unknown-linux-musl -p strata-server
 
-rm -rf build/container && mkdir -p build/container
-cp "$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/container/strata" build/container/strata
-cp /etc/ssl/certs/ca-certificates.crt build/container/ca-certificates.crt
+rootfs=build/container/rootfs
+rm -rf build/container && mkdir -p "$rootfs/etc/ssl/certs"
+strip -o "$rootfs/strata" "$binary"
+cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+# Each library at the path the dynamic loader looks for it (the loader
+# itself included), the file behind a symbolic link copied under the
+# link's name.
+libraries=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+[ -n "$libraries" ] || { echo "build.sh: ldd named no library of $binary (a static binary needs none: say so here)" >&2; exit 1; }
+for library in $libraries; do
+    mkdir -p "$rootfs$(dirname "$library")"
+    cp -L "$library" "$rootfs$library"
+done
 
 if command -v buildah >/dev/null; then
     buildah bud --quiet --layers=false -f Containerfile -t "$IMAGE" \
@@ -39,4 +54,4 @@ if command -v buildah >/dev/null; then
 else
     docker build -f Containerfile -t "$IMAGE" --build-arg VERSION="v$VERSION" --build-arg REVISION="$REVISION" .
 fi
-echo "$IMAGE (v$VERSION, $REVISION)"
+echo "$IMAGE (v$VERSION, $REVISION): $(du -sb "$rootfs" | cut -f1) bytes staged, $(wc -w <<<"$libraries") libraries"
