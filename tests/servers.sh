@@ -228,18 +228,18 @@ install_emulators() {
     fi
     if [ ! -x "$EMU/node_modules/.bin/azurite-blob" ]; then
         echo "installing azurite (npm) into $EMU"
-        npm install --prefix "$EMU" --silent --no-audit --no-fund azurite >/dev/null
+        npm install --prefix "$EMU" --loglevel=error --no-audit --no-fund azurite >/dev/null
     fi
     # A real OpenID Provider (panva's oidc-provider, certified) that the
     # e2e tests start with keys of their own (tests/oidc/provider.mjs).
     if [ ! -f "$EMU/node_modules/oidc-provider/package.json" ]; then
         echo "installing oidc-provider (npm) into $EMU"
-        npm install --prefix "$EMU" --silent --no-audit --no-fund oidc-provider@9 >/dev/null
+        npm install --prefix "$EMU" --loglevel=error --no-audit --no-fund oidc-provider@9 >/dev/null
     fi
     # dbmate, the peer the e2e suite compares schemas with (npm ships its binary).
     if [ ! -x "$EMU/node_modules/.bin/dbmate" ]; then
         echo "installing dbmate (npm) into $EMU"
-        npm install --prefix "$EMU" --silent --no-audit --no-fund dbmate >/dev/null
+        npm install --prefix "$EMU" --loglevel=error --no-audit --no-fund dbmate >/dev/null
     fi
 }
 
