@@ -21,8 +21,8 @@
 # the servers up, seven more lanes run
 # side by side (the suites mostly wait on their servers while the others
 # compile): the container image, the suite on SQLite, on PostgreSQL, on
-# PostgreSQL's other majors, on MariaDB, the docs and the fuzzing smoke run then (once the
-# database suites ended) the console, the core's wasm32 check with the
+# PostgreSQL's other majors, on MariaDB, the docs and the fuzzing smoke run
+# then (once the database suites ended) the console, the core's wasm32 check with the
 # packages and workers. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
 # included, at the end, and tests/README.md says where the minutes go. A

@@ -2,7 +2,8 @@
 # The web console in Debian's headless Chromium (installed by .ci/run;
 # CHROMIUM overrides /usr/bin/chromium), driven by playwright-core (npm,
 # which downloads no browser), against the `strata` the e2e suite ran
-# (STRATA_BIN, from tests/all.sh's build; alone, the debug build): tests/console/test.mjs, then tests/console/scale.mjs,
+# (STRATA_BIN, from tests/all.sh's build; alone, the debug build):
+# tests/console/test.mjs, then tests/console/scale.mjs,
 # tests/console/paged.mjs and tests/console/desired.mjs. Screenshots: STRATA_SCREENSHOTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."

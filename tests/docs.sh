@@ -74,8 +74,11 @@ for script in "$blocks"/*.sh; do
     if [[ "$mode" == with-service* ]]; then
         # tests/all.sh built it with the tests (STRATA_BIN): built again
         # alone (other features) it would be relinked under the running suites.
-        [ -n "${STRATA_BIN:-}" ] || cargo build -q -p strata-server --locked
-        SVC_YAML=${mode#with-service } "${STRATA_BIN:-$CARGO_TARGET_DIR/debug/strata}" >"$blocks/server.log" 2>&1 &
+        if [ -z "${STRATA_BIN:-}" ]; then
+            cargo build -q -p strata-server --locked
+            STRATA_BIN="$CARGO_TARGET_DIR/debug/strata"
+        fi
+        SVC_YAML=${mode#with-service } "$STRATA_BIN" >"$blocks/server.log" 2>&1 &
         server=$!
         for _ in $(seq 1 100); do curl -sf -o /dev/null localhost:8080/health && break; sleep 0.1; done
     fi
