@@ -14,16 +14,18 @@
 # receivers of worker/ run under wrangler dev and wasmtime (tests/worker.sh).
 # Clippy lints the workspace's crates while the tests build (clippy-driver
 # as cargo's workspace wrapper: one compilation, not a check build beside
-# a test build), in the `ci` profile (Cargo.toml: optimized for size), whose
-# `strata` binary the suites run and the container image holds: nothing is
-# compiled twice. The lane of the tools the others build with
-# (tests/tools.sh) starts beside that build; once the tests are built and
-# the servers up, seven more lanes run
-# side by side (the suites mostly wait on their servers while the others
-# compile): the container image, the suite on SQLite, on PostgreSQL, on
-# PostgreSQL's other majors, on MariaDB, the docs and the fuzzing smoke run
-# then (once the database suites ended) the console, the core's wasm32 check with the
-# packages and workers. Each lane's log is printed
+# a test build), in the `ci` profile (Cargo.toml: dependencies optimized,
+# the workspace's crates not), whose `strata` binary the suites, the docs
+# and the console run. Three lanes need nothing of that build and start
+# beside it, at the lowest priority until it ends (it is the run's
+# critical path: every suite waits for it): the tools the others build
+# with (tests/tools.sh), the core's wasm32 check with the npm packages and
+# the edge receivers, and the fuzzing smoke run. Once the tests are built
+# and the servers up, six more run side by side (the suites mostly wait on
+# their servers while the others compile): the suite on SQLite, on
+# PostgreSQL, on PostgreSQL's other majors, on MariaDB, the container image
+# (its binary compiled from the same dependencies, at low priority), and
+# the docs then (once the database suites ended) the console. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
 # included, at the end, and tests/README.md says where the minutes go. A
 # run past 45 minutes says so loudly, past its budget (60 minutes) it
@@ -139,13 +141,23 @@ lane_step() {
         >>"$lane_dir/$lane.times"
     return $status
 }
-start_lane() {
+start_lane() { # NAME FUNCTION [NICENESS]
     local lane=$1
     set -m # each lane its own process group, so a failed run stops all of it
     # shellcheck disable=SC2064 # the lane's name now
     ( set -e; lane=$1; trap "touch '$lane_dir/$1.ended'" EXIT; "$2" ) >"$lane_dir/$1.log" 2>&1 &
     set +m
     lane_pids+=($!) lane_names+=("$lane")
+    # A lane off the critical path yields the processors to it (the whole
+    # process group: what the lane has started and will start).
+    [ -z "${3:-}" ] || renice -n "$3" -g "$!" >/dev/null
+}
+# The lanes started beside the build, back to normal priority once it ended
+# (raising a priority needs root: elsewhere they stay low, and only wait
+# longer while the suites run).
+lanes_at_normal_priority() {
+    local pid
+    for pid in "${lane_pids[@]}"; do renice -n 0 -g "$pid" >/dev/null 2>&1 || true; done
 }
 wait_for_lanes() {
     local failed=()
@@ -183,15 +195,16 @@ wait_for_tool() { # TOOL
     while [ ! -e "$lane_dir/tool-$1.status" ]; do sleep 2; done
     [ "$(cat "$lane_dir/tool-$1.status")" = 0 ] || { echo "the tool $1 did not build (the tools lane's log says why)" >&2; return 1; }
 }
-# The image holds the binary the build above made (native/container/build.sh
-# stages it with the C libraries it links): no compilation of its own.
+# The image's binary: the build above's profile with strata-core and
+# strata-server optimized for size (native/container/build.sh), so only those
+# two crates compile here; every dependency is the build's.
 run_container_lane() {
-    lane_step "the container image of the tested binary (tests/container.sh)" \
-        env STRATA_BINARY="$STRATA_BIN" bash tests/container.sh
+    lane_step "the container image: its binary from the suites' build, optimized (tests/container.sh)" \
+        bash tests/container.sh
 }
-# After the docs, in the shortest lane: the fuzz build (the run's last
-# compilation; after the container's it was the run's tail).
-run_fuzz_smoke() {
+# The fuzz build has a toolchain and a target directory of its own: it
+# starts beside the workspace build.
+run_fuzz_lane() {
     # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
     local seconds=${STRATA_FUZZ_SECONDS:-10}
     wait_for_tool cargo-fuzz
@@ -269,7 +282,6 @@ run_mysql_halves() {
 # on it: the suites end well before the container's lane.
 run_web_lane() {
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
-    run_fuzz_smoke
     wait_for_suites
     lane_step "the web console in headless Chromium (tests/console.sh)" bash tests/console.sh
 }
@@ -280,9 +292,10 @@ wait_for_suites() {
         while [ ! -e "$lane_dir/$suite.ended" ]; do sleep 2; done
     done
 }
-# The only lane that runs cargo in the shared target directory (cargo locks
-# it per profile directory: a build beside a `cargo install --debug` there
-# waited 20 minutes for its turn).
+# Cargo in the shared target directory beside the workspace build: cargo
+# locks it per profile directory (a build beside a `cargo install --debug`
+# in the same one waited 20 minutes for its turn), and these use `dev`,
+# `wasm` and `release` (worker-build), the workspace build `ci`.
 run_packages_lane() {
     lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
         cargo check -p strata-core --target wasm32-unknown-unknown --locked
@@ -328,7 +341,10 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-start_lane tools run_tools_lane
+# Beside the workspace build, at the lowest priority until it ends.
+start_lane tools run_tools_lane 19
+start_lane packages run_packages_lane 19
+start_lane fuzz run_fuzz_lane 19
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
 # them on the way (warnings are errors, rustc's and clippy's): the test
@@ -342,10 +358,13 @@ step "building every target in the ci profile, linted by clippy (warnings are er
 cargo test --workspace --all-targets --locked --no-run --profile ci 2>&1 | tee "$lane_dir/build.log"
 STRATA_E2E_BIN=$(sed -n 's/^ *Executable .*e2e\/main\.rs (\(.*\))$/\1/p' "$lane_dir/build.log")
 [ -x "$STRATA_E2E_BIN" ] || { echo "the e2e binary was not named by the build" >&2; exit 1; }
-# The service binary the e2e suite runs (cargo's CARGO_BIN_EXE_strata), the
-# console and docs scripts run, and the image holds.
-STRATA_BIN="$CARGO_TARGET_DIR/ci/strata"
-[ -x "$STRATA_BIN" ] || { echo "the build made no $STRATA_BIN" >&2; exit 1; }
+# The service binary the e2e suite (tests/e2e/support.rs), the console and
+# the docs run: a copy, as the container lane's build of the image's binary
+# replaces cargo's file meanwhile.
+[ -x "$CARGO_TARGET_DIR/ci/strata" ] || { echo "the build made no $CARGO_TARGET_DIR/ci/strata" >&2; exit 1; }
+STRATA_BIN="$CARGO_TARGET_DIR/ci-suites/strata"
+mkdir -p "$(dirname "$STRATA_BIN")"
+cp -f "$CARGO_TARGET_DIR/ci/strata" "$STRATA_BIN"
 export STRATA_E2E_BIN STRATA_BIN
 
 # The same selection of packages as the build (so the same features: no
@@ -356,6 +375,7 @@ cargo test --workspace --lib --bins --test properties --locked --profile ci
 # built); a `cargo install` or a nightly fuzz build must not run through
 # clippy's driver.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+lanes_at_normal_priority
 
 if [ "${STRATA_SKIP_SERVERS:-0}" = 1 ]; then
     step "SKIPPED (STRATA_SKIP_SERVERS=1): the S3/Azure cases and the suite on PostgreSQL and MariaDB"
@@ -376,9 +396,8 @@ else
     start_lane pg-majors run_pg_majors_lane
     start_lane mysql run_mysql_lane
 fi
-start_lane container run_container_lane
+start_lane container run_container_lane 10
 start_lane web run_web_lane
-start_lane packages run_packages_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes
 end_step

@@ -4,9 +4,9 @@
 # loopback (/health UP, createVersion, versions, GET / showing the build),
 # stop it with SIGTERM (exit code 0), start a new container on the same
 # volume and check the data survived. Also checks the image size (the
-# budget below). The image holds STRATA_BINARY when given (tests/all.sh
-# passes the binary its suites ran) and native/container/build.sh compiles
-# one otherwise.
+# budget below). native/container/build.sh compiles the image's binary: in
+# tests/all.sh's run, from the dependencies the suites' build compiled (only
+# strata-core and strata-server again, optimized for size).
 #
 # Uses podman (+ runc; Debian packages, installed when missing). Where
 # podman cannot run containers at all, it says so and exits 0 without
@@ -17,8 +17,9 @@ IMAGE=localhost/strata:test
 PORT=${STRATA_CONTAINER_PORT:-18080}
 # The budget keeps growth visible (the measured size: docs/deployment.md):
 # 34 MB with the static musl build of its own (link-time optimized); 44 MB
-# since the image holds the suite's binary (no cross-crate optimization)
-# and the shared libraries it links (8.6 MB, OpenSSL's 5.4 of them).
+# since the image's binary shares the suites' dependencies (no cross-crate
+# optimization) and holds the shared libraries it links (8.6 MB, OpenSSL's
+# 5.4 of them).
 MAX_IMAGE_BYTES=$((44 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }

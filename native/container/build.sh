@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds the container image of the migration service:
-#   1. the `strata` binary of the `ci` profile (Cargo.toml: optimized for
-#      size) — or the one STRATA_BINARY names: tests/all.sh passes the
-#      binary its suites ran, so the image holds what was tested and nothing
-#      is compiled twice;
+#   1. the `strata` binary: the `ci` profile (Cargo.toml) with the two crates
+#      it is made of optimized for size (its dependencies are already) — or
+#      the binary STRATA_BINARY names;
 #   2. stages it, stripped, in build/container/rootfs/ with the shared
 #      libraries it links (the C library, libm, libgcc_s, OpenSSL: the ones
 #      `ldd` names, copied from this machine at their paths) and the CA
@@ -26,7 +25,15 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 
 binary=${STRATA_BINARY:-}
 if [ -z "$binary" ]; then
-    cargo build --locked --profile ci -p strata-server --bin strata
+    # After tests/all.sh's build of every target, only strata-core and
+    # strata-server compile here: the same profile directory, and the same
+    # features (`--workspace` with `--examples` resolves the dependencies'
+    # features with the dev-dependencies, as `cargo test --all-targets`
+    # does; `-p strata-server --bin strata` alone resolves others and
+    # compiled 40 dependencies again). No example is built: there is none.
+    cargo build --locked --profile ci --workspace --bins --examples \
+        --config 'profile.ci.package.strata-core.opt-level="z"' \
+        --config 'profile.ci.package.strata-server.opt-level="z"'
     binary="$CARGO_TARGET_DIR/ci/strata"
 fi
 [ -x "$binary" ] || { echo "build.sh: no executable $binary" >&2; exit 1; }

@@ -243,7 +243,7 @@ async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
     assert_eq!(code(&started), 0, "{}", stderr(&started));
     let cli_id = json_of(&started)["id"].as_i64().unwrap();
     wait_for(&server, &alice, cli_id, "AWAITING_APPROVAL").await;
-    let own = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let own = tokio::process::Command::new(crate::support::strata_bin())
         .arg("--config")
         .arg(server.config_path())
         .args(["rollout", "approve", &cli_id.to_string()])
@@ -398,7 +398,7 @@ fn other_address() -> Option<std::net::IpAddr> {
 /// Runs `strata --server URL args…` with `STRATA_TOKEN`, and no
 /// configuration at all.
 async fn client(server: &Server, token: &str, args: &[&str]) -> std::process::Output {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = tokio::process::Command::new(crate::support::strata_bin());
     command
         .arg("--server")
         .arg(server.url(""))
@@ -770,7 +770,7 @@ async fn the_audit_log_verifies_through_the_server_with_public_keys_only() {
     let viewer = token(&server, "dashboard", "viewer").await;
     assert_eq!(query(&server, &admin, CREATE).await.0, 200);
     let remote = |token: &str, args: &[&str]| {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+        let mut command = tokio::process::Command::new(crate::support::strata_bin());
         command.args(["--server", &server.url("")]).args(args).env("STRATA_TOKEN", token).env_remove("SVC_YAML");
         command.env_remove("STRATA_SERVER").output()
     };

@@ -366,7 +366,7 @@ async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes
     }
     let local = strata(server.config_path(), &["backfill", "list", "--json"]).await;
     assert_eq!(json_of(&local), data["backfills"], "{}", String::from_utf8_lossy(&local.stderr));
-    let remote = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let remote = tokio::process::Command::new(crate::support::strata_bin())
         .args(["--server", &server.url(""), "backfill", "--json"])
         .env_remove("SVC_YAML")
         .output()

@@ -139,7 +139,7 @@ impl Project {
     /// `strata serve`, killed on drop.
     async fn serve(&self) -> Served {
         let log = std::fs::File::create(self.dir.path().join("serve.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        let child = Command::new(crate::support::strata_bin())
             .arg("--config")
             .arg(self.path())
             .arg("serve")

@@ -272,7 +272,7 @@ async fn a_reader_that_goes_away_ends_the_command_quietly() {
     let apply = strata(&config, &["apply", "--version", "v1"]).await;
     assert_eq!(code(&apply), 0, "{}", stderr(&apply));
     ws.add_tenant_rows(5000).await;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = std::process::Command::new(crate::support::strata_bin())
         .arg("--config")
         .arg(&config)
         .arg("tenants")
@@ -294,7 +294,7 @@ async fn a_reader_that_goes_away_ends_the_command_quietly() {
 /// Runs `strata --config <config> <args…>` with its stdout a pipe whose
 /// reader is gone before anything is written (`strata status | true`).
 fn with_stdout_closed(config: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = std::process::Command::new(crate::support::strata_bin())
         .arg("--config")
         .arg(config)
         .args(args)
@@ -347,7 +347,7 @@ async fn serve_until_healthy(
     stdout: std::process::Stdio,
     stderr: std::process::Stdio,
 ) -> std::process::ExitStatus {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = std::process::Command::new(crate::support::strata_bin())
         .arg("--config")
         .arg(config)
         .args(args)

@@ -12,7 +12,7 @@ use crate::support::{Backend, Workspace, backend, code, free_port, mysql_turn, s
 
 /// Runs `strata --config <config> <args…>` in `cwd` with `env` added.
 async fn strata_in(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = tokio::process::Command::new(crate::support::strata_bin());
     command.current_dir(cwd).arg("--config").arg(config).args(args).env_remove("SVC_YAML");
     command.env_remove("STRATA_DATA_SOURCE");
     for (name, value) in env {
@@ -313,7 +313,7 @@ async fn serve_port_overrides_the_configured_port() {
     ws.prepare_database().await;
     let config = ws.write_config(&ws.config(""));
     let port = free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = std::process::Command::new(crate::support::strata_bin())
         .args(["--config", config.to_str().unwrap(), "serve", "--port", &port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

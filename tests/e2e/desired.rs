@@ -526,7 +526,7 @@ async fn the_api_and_the_server_mode_bring_each_group_to_the_desired_schema() {
 
     let file = write_desired(&server, DESIRED);
     let remote = |args: &[&str]| {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+        let mut command = tokio::process::Command::new(crate::support::strata_bin());
         command.args(["--server", &server.url("")]).args(args).env_remove("SVC_YAML");
         async move { command.output().await.unwrap() }
     };
@@ -862,7 +862,7 @@ async fn plans_recorded_in(server: &Server) -> Vec<String> {
 /// `strata apply --version "to desired" --desired FILE`, started and left
 /// running, its stderr in `apply.log` beside the configuration.
 fn spawn_desired_apply(server: &Server, desired: &str) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    tokio::process::Command::new(crate::support::strata_bin())
         .arg("--config")
         .arg(server.config_path())
         .args(["apply", "--version", "to desired", "--desired", desired])
@@ -980,7 +980,7 @@ async fn a_rollout_to_the_desired_schema_approves_each_plan_once_and_holds_back_
     // Through --server: the file read by the client and sent; t6's own plan
     // now, one wave without a gate.
     std::fs::write(&file, desired_text).unwrap();
-    let remote = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let remote = tokio::process::Command::new(crate::support::strata_bin())
         .args(["--server", &server.url(""), "rollout", "start", "--version", "t6 too", "--desired", desired, "--json"])
         .env_remove("SVC_YAML")
         .output()

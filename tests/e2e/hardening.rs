@@ -245,7 +245,7 @@ fn a_data_source_of_another_driver_stops_start_up_and_creates_nothing() {
             ws.port
         );
         let config = ws.write_config(&yaml);
-        let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        let output = Command::new(crate::support::strata_bin())
             .env("SVC_YAML", &config)
             .current_dir(&workdir)
             .stdout(Stdio::piped())
@@ -322,7 +322,7 @@ async fn tenant_names_of_single_schemas_and_engine_schemas_are_refused() {
 /// `/health`, and returns what it answered.
 async fn health_with_env(ws: &Workspace, env: &[(&str, OsString)]) -> reqwest::StatusCode {
     let config = ws.write_config(&ws.config(""));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = Command::new(crate::support::strata_bin());
     command.env("SVC_YAML", &config).stdout(Stdio::null()).stderr(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
@@ -356,7 +356,7 @@ async fn a_non_utf8_variable_matters_only_when_the_config_refers_to_it() {
 
     let yaml = ws.config("").replace("port: ", "port: ${STRATA_TEST_PORT}\nlogLevel: ${STRATA_TEST_LATIN1}\n#");
     let config = ws.write_config(&yaml);
-    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+    let output = Command::new(crate::support::strata_bin())
         .env("SVC_YAML", &config)
         .env("STRATA_TEST_PORT", ws.port.to_string())
         .env("STRATA_TEST_LATIN1", &latin1)
@@ -539,7 +539,7 @@ async fn made_up_http_methods_do_not_grow_the_metrics() {
 async fn one_command_has_one_target_and_since_must_be_a_time() {
     let server = Server::start("basic", "").await;
     let run = |args: &[&str], server_env: Option<&str>| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+        let mut command = Command::new(crate::support::strata_bin());
         command.arg("--config").arg(server.config_path()).args(args).env_remove("SVC_YAML");
         match server_env {
             Some(url) => command.env("STRATA_SERVER", url),

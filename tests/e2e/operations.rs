@@ -218,7 +218,7 @@ fn the_kubernetes_example_parses_and_wires_probes_metrics_and_config() {
         assert!(job_env.contains(name), "{name}: the Deployment has it, the Job not");
     }
     // The arguments are the command line's own: clap parses them.
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+    let status = std::process::Command::new(crate::support::strata_bin())
         .args(args.iter().map(|a| a.replace("$(RELEASE)", "app-v2.4.0")))
         .arg("--help")
         .output()

@@ -477,10 +477,19 @@ impl Drop for Server {
     }
 }
 
+/// The `strata` binary the tests run: `STRATA_BIN` when set, else cargo's
+/// build of it. tests/all.sh sets it to a copy taken after the build: the
+/// container lane then compiles the image's binary into the same target
+/// directory (native/container/build.sh), which replaces cargo's file while
+/// the suites run.
+pub(crate) fn strata_bin() -> std::ffi::OsString {
+    std::env::var_os("STRATA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_strata").into())
+}
+
 /// Starts `strata` on a config, appending its output to `log_file`.
 fn spawn(config: &Path, log_file: &Path, env: &[(String, String)]) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log_file).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = Command::new(strata_bin());
     command.env("SVC_YAML", config);
     for (k, v) in env {
         command.env(k, v);
@@ -524,7 +533,7 @@ pub(crate) fn client() -> reqwest::Client {
 
 /// Runs `strata --config <config> <args…>` as a user would, to completion.
 pub(crate) async fn strata(config: &Path, args: &[&str]) -> std::process::Output {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = tokio::process::Command::new(strata_bin());
     command.arg("--config").arg(config).args(args).env_remove("SVC_YAML");
     let output = tokio::time::timeout(Duration::from_secs(120), command.output()).await;
     output.expect("strata finished within 120 s").expect("strata ran")
@@ -532,7 +541,7 @@ pub(crate) async fn strata(config: &Path, args: &[&str]) -> std::process::Output
 
 /// Runs the binary with a config to completion (for start-up failures).
 pub(crate) fn run_to_exit(config_path: &Path, env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = Command::new(strata_bin());
     command.env("SVC_YAML", config_path);
     for (k, v) in env {
         command.env(k, v);

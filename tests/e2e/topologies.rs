@@ -180,7 +180,7 @@ async fn a_holder_killed_with_kill_9_blocks_the_next_apply_no_longer_than_its_le
         let (stamp, table) = (format!("{}", 200 + round), format!("k{round}"));
         // Each tenant's first file sleeps, so a kill lands in the middle.
         write_counting_migrations(&ws, &stamp, &table, "select pg_sleep(0.3);\n");
-        let mut holder = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        let mut holder = tokio::process::Command::new(crate::support::strata_bin())
             .args(["--config", config.to_str().unwrap(), "apply", "--version", "killed"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

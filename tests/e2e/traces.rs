@@ -231,7 +231,7 @@ async fn four_tenants_one_failing(extra: &str) -> Server {
 
 /// `strata apply --json` with `env`, as a pipeline step runs it.
 async fn apply(server: &Server, env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_strata"));
+    let mut command = tokio::process::Command::new(crate::support::strata_bin());
     command
         .arg("--config")
         .arg(server.config_path())
