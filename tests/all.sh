@@ -17,14 +17,14 @@
 # a test build), in the `ci` profile (Cargo.toml: dependencies optimized,
 # the workspace's crates not), whose `strata` binary the suites, the docs
 # and the console run. Three lanes need nothing of that build and start
-# beside it, at the lowest priority until it ends (it is the run's
+# beside it, below its priority until it ends (it is the run's
 # critical path: every suite waits for it): the tools the others build
 # with (tests/tools.sh), the core's wasm32 check with the npm packages and
 # the edge receivers, and the fuzzing smoke run. Once the tests are built
 # and the servers up, six more run side by side (the suites mostly wait on
 # their servers while the others compile): the suite on SQLite, on
 # PostgreSQL, on PostgreSQL's other majors, on MariaDB, the container image
-# (its binary compiled from the same dependencies, at low priority), and
+# (its binary compiled from the same dependencies, at the lowest priority), and
 # the docs then (once the database suites ended) the console. Each lane's log is printed
 # when it ends; the durations and processor times of every step, lanes
 # included, at the end, and tests/README.md says where the minutes go. A
@@ -175,12 +175,12 @@ wait_for_lanes() {
 }
 # The tools the packages, workers and fuzzing build with (tests/tools.sh):
 # a lane of their own from the start, beside the workspace build, each tool
-# its own step in the order the lanes need them (the packages' wasm-bindgen
-# CLI, the fuzzing's cargo-fuzz, then the workers' worker-build); a lane
-# that needs one waits for that one only (waiting for all three made the
+# its own step in the order the lanes need them (the packages' and
+# workers' wasm-bindgen CLI, then the fuzzing's cargo-fuzz); a lane that
+# needs one waits for that one only (waiting for all of them made the
 # packages and workers the run's tail on a fresh machine: 20 minutes of
 # tool builds before the packages' first step).
-TOOLS=(wasm-bindgen-cli cargo-fuzz worker-build)
+TOOLS=(wasm-bindgen-cli cargo-fuzz)
 run_tools_lane() {
     local tool status=0 tool_status
     for tool in "${TOOLS[@]}"; do
@@ -295,13 +295,12 @@ wait_for_suites() {
 # Cargo in the shared target directory beside the workspace build: cargo
 # locks it per profile directory (a build beside a `cargo install --debug`
 # in the same one waited 20 minutes for its turn), and these use `dev`,
-# `wasm` and `release` (worker-build), the workspace build `ci`.
+# `wasm` and `release`, the workspace build `ci`.
 run_packages_lane() {
     lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
         cargo check -p strata-core --target wasm32-unknown-unknown --locked
     wait_for_tool wasm-bindgen-cli
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
-    wait_for_tool worker-build
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
 }
@@ -341,8 +340,9 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-# Beside the workspace build, at the lowest priority until it ends.
-start_lane tools run_tools_lane 19
+# Beside the workspace build, below its priority until it ends: the tools
+# first (the packages wait for the wasm-bindgen CLI), then the others.
+start_lane tools run_tools_lane 10
 start_lane packages run_packages_lane 19
 start_lane fuzz run_fuzz_lane 19
 
@@ -396,7 +396,7 @@ else
     start_lane pg-majors run_pg_majors_lane
     start_lane mysql run_mysql_lane
 fi
-start_lane container run_container_lane 10
+start_lane container run_container_lane 19
 start_lane web run_web_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes

