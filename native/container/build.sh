@@ -31,9 +31,14 @@ if [ -z "$binary" ]; then
     # features with the dev-dependencies, as `cargo test --all-targets`
     # does; `-p strata-server --bin strata` alone resolves others and
     # compiled 40 dependencies again). No example is built: there is none.
+    # One code unit each: measured against 256, 212 processor seconds
+    # instead of 296 and a binary of 28.9 MB instead of 36.5 (slower on an
+    # idle machine, 3:32 instead of 2:53; CI runs it beside the suites).
     cargo build --locked --profile ci --workspace --bins --examples \
         --config 'profile.ci.package.strata-core.opt-level="z"' \
-        --config 'profile.ci.package.strata-server.opt-level="z"'
+        --config 'profile.ci.package.strata-server.opt-level="z"' \
+        --config 'profile.ci.package.strata-core.codegen-units=1' \
+        --config 'profile.ci.package.strata-server.codegen-units=1'
     binary="$CARGO_TARGET_DIR/ci/strata"
 fi
 [ -x "$binary" ] || { echo "build.sh: no executable $binary" >&2; exit 1; }
