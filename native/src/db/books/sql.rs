@@ -141,6 +141,14 @@ pub(crate) struct BooksSql {
     pub(crate) delete_migrations: String,
     /// Removes the record of a file in one schema (bound: file, schema).
     pub(crate) delete_record: String,
+    /// The API tokens' and the audit log's statements.
+    pub(crate) access: AccessSql,
+    /// The backfills' statements.
+    pub(crate) backfills: BackfillSql,
+}
+
+/// A dialect's statements over `svc.svc_tokens` and `svc.svc_audit`.
+pub(crate) struct AccessSql {
     /// Whether `svc.svc_tokens` exists.
     pub(crate) tokens_installed: String,
     /// `name, role, hash, created, expires, owner` of every API token, by name.
@@ -148,7 +156,7 @@ pub(crate) struct BooksSql {
     /// Whether `svc.svc_tokens` has `owner` (books written before it was
     /// added do not, until a read-write start adds it).
     pub(crate) token_owner_installed: String,
-    /// [`BooksSql::select_tokens`] of books without `owner` (null).
+    /// [`AccessSql::select_tokens`] of books without `owner` (null).
     pub(crate) select_tokens_without_owner: String,
     /// Stores a token (bound: name, role, hash, created, expires, owner); no row
     /// when the name is taken.
@@ -163,7 +171,7 @@ pub(crate) struct BooksSql {
     /// Whether `svc.svc_audit` has `signature` (books written before it was
     /// added do not, until a read-write start adds it).
     pub(crate) audit_signature_installed: String,
-    /// [`BooksSql::select_audit`] of books without `signature` (null: the
+    /// [`AccessSql::select_audit`] of books without `signature` (null: the
     /// rows are unsigned).
     pub(crate) select_audit_without_signature: String,
     /// `id, hash` of the newest audit row.
@@ -171,39 +179,43 @@ pub(crate) struct BooksSql {
     /// Appends an audit row (bound: the ten columns); no row when another
     /// writer took its id.
     pub(crate) append_audit: String,
+}
+
+/// A dialect's statements over `svc.svc_backfills`.
+pub(crate) struct BackfillSql {
     /// Whether `svc.svc_backfills` exists.
-    pub(crate) backfills_installed: String,
+    pub(crate) installed: String,
     /// Every backfill's row (`db_schema, file, state, after_key, upper_key,
     /// rows_done, batches, rows_estimated, last_error, updated, running_ms`), by schema
     /// and file.
-    pub(crate) select_backfills: String,
+    pub(crate) select: String,
     /// One backfill as a runner takes it (those columns, then `version_id,
     /// name, source_dir, migration_type, contents, checksum, forward`;
     /// bound: schema, file).
-    pub(crate) select_backfill_job: String,
+    pub(crate) select_job: String,
     /// Every running backfill as a runner takes it.
-    pub(crate) select_running_backfills: String,
+    pub(crate) select_running: String,
     /// Starts a backfill (bound: schema, file, updated, version id, name,
     /// source dir, migration type, contents, checksum, forward).
-    pub(crate) register_backfill: String,
+    pub(crate) register: String,
     /// Starts a failed backfill again in a version (bound: version id,
     /// updated, schema, file).
-    pub(crate) restart_backfill: String,
+    pub(crate) restart: String,
     /// Claims a running backfill for a runner when no other holds it or
     /// its holder's heartbeat is older than the bound (bound: holder,
     /// heartbeat, schema, file, holder, stale before).
-    pub(crate) claim_backfill: String,
+    pub(crate) claim: String,
     /// Writes a batch's checkpoint when the runner still holds it and no
     /// other batch was counted since (bound: state, after, upper, rows
     /// done, batches, rows estimated, updated, heartbeat, schema, file,
     /// holder, batches before).
-    pub(crate) save_backfill: String,
+    pub(crate) save: String,
     /// Marks a backfill failed (bound: error, updated, schema, file,
     /// holder).
-    pub(crate) fail_backfill: String,
+    pub(crate) fail: String,
     /// Moves the backfills of a schema from one state to another (bound:
     /// to, updated, schema, from).
-    pub(crate) move_backfills: String,
+    pub(crate) move_state: String,
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
@@ -237,19 +249,8 @@ impl BooksSql {
     /// Every statement of the books in `dialect`.
     pub(crate) fn new(dialect: &Dialect) -> BooksSql {
         let d = dialect;
-        let placed = |sql: String| if d.numbered { numbered(&sql) } else { sql };
+        let placed = |sql: String| placed(d, sql);
         let count = |table: &str| d.table_count.replace("{table}", table);
-        let column_count =
-            |table: &str, column: &str| d.column_count.replace("{table}", table).replace("{column}", column);
-        let tokens = |owner: &str| {
-            format!("select name, role, hash, created, expires, {owner} from svc.svc_tokens order by name")
-        };
-        let audit = |signature: &str| {
-            format!(
-                "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature} from svc.svc_audit \
-                 order by id"
-            )
-        };
         let version =
             |tail: &str| placed(format!("select id, name, {}, request_id from svc.svc_versions {tail}", d.created));
         let migration = |tail: &str| {
@@ -261,56 +262,7 @@ impl BooksSql {
         };
         let returning = if d.returns_id { " returning id" } else { "" };
         let fingerprint_also = format!("created = {}", d.now);
-        let quarantine_also = format!(
-            "failures = {} + 1, {}",
-            d.stored_failures,
-            match d.upsert {
-                Upsert::OnConflict => "request_id = excluded.request_id, quarantined = excluded.quarantined",
-                Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
-            }
-        );
-        let backfills = |more: &str, tail: &str| {
-            placed(format!(
-                "select db_schema, file, state, after_key, upper_key, rows_done, batches, rows_estimated, \
-                 last_error, updated, running_ms{more} from svc.svc_backfills {tail}"
-            ))
-        };
-        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward";
         BooksSql {
-            backfills_installed: count("svc_backfills"),
-            select_backfills: backfills("", "order by db_schema, file"),
-            select_backfill_job: backfills(job, "where db_schema = ? and file = ?"),
-            select_running_backfills: backfills(job, "where state = 'running' order by db_schema, file"),
-            register_backfill: placed(
-                "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
-                 version_id, name, source_dir, migration_type, contents, checksum, forward) \
-                 values (?, ?, 'running', 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-            restart_backfill: placed(
-                "update svc.svc_backfills set state = 'running', version_id = ?, last_error = null, holder = null, \
-                 updated = ? where db_schema = ? and file = ? and state in ('failed', 'cancelled')"
-                    .into(),
-            ),
-            claim_backfill: placed(
-                "update svc.svc_backfills set holder = ?, heartbeat = ? where db_schema = ? and file = ? \
-                 and state = 'running' and (holder is null or holder = ? or heartbeat < ?)"
-                    .into(),
-            ),
-            save_backfill: placed(
-                "update svc.svc_backfills set state = ?, after_key = ?, upper_key = ?, rows_done = ?, batches = ?, \
-                 rows_estimated = ?, running_ms = ?, last_error = null, updated = ?, heartbeat = ? \
-                 where db_schema = ? and file = ? and holder = ? and batches = ? and state = 'running'"
-                    .into(),
-            ),
-            fail_backfill: placed(
-                "update svc.svc_backfills set state = 'failed', last_error = ?, updated = ?, holder = null \
-                 where db_schema = ? and file = ? and holder = ?"
-                    .into(),
-            ),
-            move_backfills: placed(
-                "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and state = ?".into(),
-            ),
             installed: count("svc_migrations"),
             select_applied: "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations \
                              order by id"
@@ -327,23 +279,13 @@ impl BooksSql {
             select_migration: migration("where id = ?"),
             select_migrations_page: migration(&format!(
                 "where version_id = ? and id > ? order by id limit {}",
-                super::super::types::MIGRATIONS_PER_PAGE
+                crate::db::types::MIGRATIONS_PER_PAGE
             )),
             store_fingerprints_tail: d.upsert.tail("db_schema", &["fingerprint", "recorded", "version_id"], &fingerprint_also),
             numbered: d.numbered,
             fingerprints_installed: count("svc_fingerprints"),
             select_fingerprints: d.select_fingerprints.into(),
-            quarantine: placed(
-                "insert into svc.svc_quarantine \
-                 (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
-                 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    .to_string()
-                    + &d.upsert.tail(
-                        "tenant",
-                        &["version_id", "file", "line", "col", "cause", "message"],
-                        &quarantine_also,
-                    ),
-            ),
+            quarantine: quarantine_upsert(d),
             quarantine_installed: count("svc_quarantine"),
             select_quarantine: "select tenant, version_id, file, line, col, cause, message, request_id, quarantined, \
                                 failures from svc.svc_quarantine order by tenant"
@@ -373,6 +315,54 @@ impl BooksSql {
             ),
             delete_migrations: placed("delete from svc.svc_migrations where filename = ?".into()),
             delete_record: placed("delete from svc.svc_migrations where filename = ? and db_schema = ?".into()),
+            access: AccessSql::new(d),
+            backfills: BackfillSql::new(d),
+        }
+    }
+}
+
+/// `sql` as `d` writes its placeholders.
+fn placed(d: &Dialect, sql: String) -> String {
+    if d.numbered { numbered(&sql) } else { sql }
+}
+
+/// [`BooksSql::quarantine`] in `d`.
+fn quarantine_upsert(d: &Dialect) -> String {
+    let quarantine_also = format!(
+        "failures = {} + 1, {}",
+        d.stored_failures,
+        match d.upsert {
+            Upsert::OnConflict => "request_id = excluded.request_id, quarantined = excluded.quarantined",
+            Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
+        }
+    );
+    placed(
+        d,
+        "insert into svc.svc_quarantine \
+         (tenant, version_id, file, line, col, cause, message, request_id, quarantined, failures) \
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            .to_string()
+            + &d.upsert.tail("tenant", &["version_id", "file", "line", "col", "cause", "message"], &quarantine_also),
+    )
+}
+
+impl AccessSql {
+    /// Every token and audit statement in `d`.
+    fn new(d: &Dialect) -> AccessSql {
+        let count = |table: &str| d.table_count.replace("{table}", table);
+        let placed = |sql: String| placed(d, sql);
+        let column_count =
+            |table: &str, column: &str| d.column_count.replace("{table}", table).replace("{column}", column);
+        let tokens = |owner: &str| {
+            format!("select name, role, hash, created, expires, {owner} from svc.svc_tokens order by name")
+        };
+        let audit = |signature: &str| {
+            format!(
+                "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature} from svc.svc_audit \
+                 order by id"
+            )
+        };
+        AccessSql {
             tokens_installed: count("svc_tokens"),
             select_tokens: tokens("owner"),
             token_owner_installed: column_count("svc_tokens", "owner"),
@@ -392,6 +382,56 @@ impl BooksSql {
                  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 "id",
             )),
+        }
+    }
+}
+
+impl BackfillSql {
+    /// Every backfill statement in `d`.
+    fn new(d: &Dialect) -> BackfillSql {
+        let placed = |sql: String| placed(d, sql);
+        let backfills = |more: &str, tail: &str| {
+            placed(format!(
+                "select db_schema, file, state, after_key, upper_key, rows_done, batches, rows_estimated, \
+                 last_error, updated, running_ms{more} from svc.svc_backfills {tail}"
+            ))
+        };
+        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward";
+        BackfillSql {
+            installed: d.table_count.replace("{table}", "svc_backfills"),
+            select: backfills("", "order by db_schema, file"),
+            select_job: backfills(job, "where db_schema = ? and file = ?"),
+            select_running: backfills(job, "where state = 'running' order by db_schema, file"),
+            register: placed(
+                "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
+                 version_id, name, source_dir, migration_type, contents, checksum, forward) \
+                 values (?, ?, 'running', 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            restart: placed(
+                "update svc.svc_backfills set state = 'running', version_id = ?, last_error = null, holder = null, \
+                 updated = ? where db_schema = ? and file = ? and state in ('failed', 'cancelled')"
+                    .into(),
+            ),
+            claim: placed(
+                "update svc.svc_backfills set holder = ?, heartbeat = ? where db_schema = ? and file = ? \
+                 and state = 'running' and (holder is null or holder = ? or heartbeat < ?)"
+                    .into(),
+            ),
+            save: placed(
+                "update svc.svc_backfills set state = ?, after_key = ?, upper_key = ?, rows_done = ?, batches = ?, \
+                 rows_estimated = ?, running_ms = ?, last_error = null, updated = ?, heartbeat = ? \
+                 where db_schema = ? and file = ? and holder = ? and batches = ? and state = 'running'"
+                    .into(),
+            ),
+            fail: placed(
+                "update svc.svc_backfills set state = 'failed', last_error = ?, updated = ?, holder = null \
+                 where db_schema = ? and file = ? and holder = ?"
+                    .into(),
+            ),
+            move_state: placed(
+                "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and state = ?".into(),
+            ),
         }
     }
 }

@@ -394,25 +394,25 @@ where
 
     async fn backfills(&self, conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.backfills_installed).await? {
+        if !self.exists(conn, &self.sql.backfills.installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(&self.sql.select_backfills)).await?;
+        let rows = self.rows(conn, self.query(&self.sql.backfills.select)).await?;
         rows.iter().map(Rows::<DB::Row, I>::backfill).collect()
     }
 
     async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError> {
-        let query = self.query(&self.sql.select_backfill_job).bind(schema.to_string()).bind(file.to_string());
+        let query = self.query(&self.sql.backfills.select_job).bind(schema.to_string()).bind(file.to_string());
         let rows = query.fetch_all(conn.sqlx()).await?;
         rows.first().map(Rows::<DB::Row, I>::backfill_job).transpose()
     }
 
     async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.backfills_installed).await? {
+        if !self.exists(conn, &self.sql.backfills.installed).await? {
             return Ok(Vec::new());
         }
-        let rows = self.rows(conn, self.query(&self.sql.select_running_backfills)).await?;
+        let rows = self.rows(conn, self.query(&self.sql.backfills.select_running)).await?;
         rows.iter().map(Rows::<DB::Row, I>::backfill_job).collect()
     }
 
@@ -425,7 +425,7 @@ where
         updated: &str,
     ) -> Result<(), DbError> {
         let query = self
-            .query(&self.sql.register_backfill)
+            .query(&self.sql.backfills.register)
             .bind(schema.to_string())
             .bind(migration.file.clone())
             .bind(updated.to_string())
@@ -449,7 +449,7 @@ where
         updated: &str,
     ) -> Result<(), DbError> {
         let query = self
-            .query(&self.sql.restart_backfill)
+            .query(&self.sql.backfills.restart)
             .bind(Self::int(version_id)?)
             .bind(updated.to_string())
             .bind(schema.to_string())
@@ -460,7 +460,7 @@ where
 
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
         let query = self
-            .query(&self.sql.claim_backfill)
+            .query(&self.sql.backfills.claim)
             .bind(claim.holder.to_string())
             .bind(claim.now_ms)
             .bind(claim.schema.to_string())
@@ -481,7 +481,7 @@ where
         let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         let progress = &row.progress;
         let query = self
-            .query(&self.sql.save_backfill)
+            .query(&self.sql.backfills.save)
             .bind(row.state.as_str())
             .bind(progress.after.as_ref().map(backfill::encode_key))
             .bind(progress.upper.as_ref().map(backfill::encode_key))
@@ -500,7 +500,7 @@ where
 
     async fn fail_backfill(&self, conn: &mut C, row: &BackfillRow, holder: &str) -> Result<(), DbError> {
         let query = self
-            .query(&self.sql.fail_backfill)
+            .query(&self.sql.backfills.fail)
             .bind(row.last_error.clone())
             .bind(row.updated.clone())
             .bind(row.schema.clone())
@@ -519,11 +519,11 @@ where
         updated: &str,
     ) -> Result<u64, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.backfills_installed).await? {
+        if !self.exists(conn, &self.sql.backfills.installed).await? {
             return Ok(0);
         }
         let query = self
-            .query(&self.sql.move_backfills)
+            .query(&self.sql.backfills.move_state)
             .bind(to.as_str())
             .bind(updated.to_string())
             .bind(schema.to_string())
@@ -590,10 +590,10 @@ where
         let rows = self
             .rows_with_added_column(
                 conn.sqlx(),
-                &self.sql.tokens_installed,
-                (&self.token_owner_seen, &self.sql.token_owner_installed),
-                &self.sql.select_tokens,
-                &self.sql.select_tokens_without_owner,
+                &self.sql.access.tokens_installed,
+                (&self.token_owner_seen, &self.sql.access.token_owner_installed),
+                &self.sql.access.select_tokens,
+                &self.sql.access.select_tokens_without_owner,
             )
             .await?;
         rows.iter()
@@ -615,7 +615,7 @@ where
 
     async fn insert_token(&self, conn: &mut C, token: &StoredToken) -> Result<bool, DbError> {
         let query = self
-            .query(&self.sql.insert_token)
+            .query(&self.sql.access.insert_token)
             .bind(token.name.clone())
             .bind(token.role.name().to_string())
             .bind(token.hash.clone())
@@ -627,20 +627,20 @@ where
 
     async fn delete_token(&self, conn: &mut C, name: &str) -> Result<bool, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.tokens_installed).await? {
+        if !self.exists(conn, &self.sql.access.tokens_installed).await? {
             return Ok(false);
         }
-        Ok(self.change(conn, self.query(&self.sql.delete_token).bind(name.to_string())).await?.count() == 1)
+        Ok(self.change(conn, self.query(&self.sql.access.delete_token).bind(name.to_string())).await?.count() == 1)
     }
 
     async fn audit(&self, conn: &mut C) -> Result<Vec<Sealed>, DbError> {
         let rows = self
             .rows_with_added_column(
                 conn.sqlx(),
-                &self.sql.audit_installed,
-                (&self.audit_signature_seen, &self.sql.audit_signature_installed),
-                &self.sql.select_audit,
-                &self.sql.select_audit_without_signature,
+                &self.sql.access.audit_installed,
+                (&self.audit_signature_seen, &self.sql.access.audit_signature_installed),
+                &self.sql.access.select_audit,
+                &self.sql.access.select_audit_without_signature,
             )
             .await?;
         rows.iter()
@@ -667,10 +667,10 @@ where
 
     async fn last_audit(&self, conn: &mut C) -> Result<Option<(i64, String)>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.audit_installed).await? {
+        if !self.exists(conn, &self.sql.access.audit_installed).await? {
             return Ok(None);
         }
-        let rows = self.rows(conn, self.query(&self.sql.last_audit)).await?;
+        let rows = self.rows(conn, self.query(&self.sql.access.last_audit)).await?;
         rows.first()
             .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
             .transpose()
@@ -680,7 +680,7 @@ where
     async fn append_audit(&self, conn: &mut C, row: &Sealed) -> Result<bool, DbError> {
         let entry = &row.entry;
         let query = self
-            .query(&self.sql.append_audit)
+            .query(&self.sql.access.append_audit)
             .bind(row.id)
             .bind(entry.at.clone())
             .bind(entry.actor.clone())
