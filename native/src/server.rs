@@ -65,6 +65,7 @@ pub(crate) fn serve(
             .map_err(ServeError::Other)?;
     let served = runtime.block_on(run(&path, config, wait));
     crate::traces::flush(std::time::Duration::from_secs(5));
+    crate::telemetry::flush(std::time::Duration::from_secs(5));
     // Past the grace, work still running on a thread of its own (SQLite's
     // connection worker in a long statement) does not hold the exit: the
     // process ends, and the database rolls the unfinished version back.
@@ -85,7 +86,8 @@ pub(crate) struct Overrides {
 
 async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration>) -> Result<(), ServeError> {
     let config = Arc::new(config);
-    let metrics = Metrics::install().map_err(|e| ServeError::Other(format!("cannot install metrics: {e}")))?;
+    let metrics = Metrics::install(config.telemetry.as_ref())
+        .map_err(|e| ServeError::Other(format!("cannot install metrics: {e}")))?;
     let database = crate::db::connect_waiting(&config, crate::db::Access::ReadWrite, wait).await.map_err(|e| {
         ServeError::Database { message: format!("{config_path}: dataSource: {e}"), error: Box::new(e.into()) }
     })?;

@@ -1,14 +1,19 @@
-//! Prometheus metrics (the `metrics` facade with its Prometheus exporter, and
-//! `metrics-process` for `process_*`) and log setup.
+//! The service's metrics: the `metrics` facade with its Prometheus
+//! exporter (`/metrics`) and `metrics-process` for `process_*`, and the
+//! same series over OTLP when `telemetry:` exports metrics ([`otlp`]).
 
-use std::time::Instant;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use axum::body::HttpBody;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use strata_core::migrate::config::Telemetry;
 use strata_core::migrate::summary::Counts;
+
+mod otlp;
 
 const VERSIONS_CREATED: &str = "svc_http_versions_created";
 const TENANTS_CREATED: &str = "svc_http_tenants_created";
@@ -40,6 +45,15 @@ const BYTES_BUCKETS: [f64; 9] =
 const APPLIED_TYPES: [&str; 4] =
     ["single_migrations", "single_scripts", "tenant_migrations_total", "tenant_scripts_total"];
 
+/// The OTLP export of the metrics, once started: exports once more before
+/// the server exits.
+static OTLP: OnceLock<otlp::Handle> = OnceLock::new();
+
+/// The buckets of the histogram `name`, for Prometheus and OTLP alike.
+fn buckets(name: &str) -> &'static [f64] {
+    if name.ends_with("_size_bytes") { &BYTES_BUCKETS } else { &SECONDS_BUCKETS }
+}
+
 /// The metrics registry and the process collector.
 pub(crate) struct Metrics {
     handle: PrometheusHandle,
@@ -47,15 +61,29 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// Installs the global recorder and registers the service's series at 0.
-    pub(crate) fn install() -> Result<Metrics, String> {
-        let handle = PrometheusBuilder::new()
+    /// Installs the global recorder — Prometheus's, and beside it the OTLP
+    /// one when `telemetry` exports metrics — and registers the service's
+    /// series at 0.
+    pub(crate) fn install(telemetry: Option<&Telemetry>) -> Result<Metrics, String> {
+        let prometheus = PrometheusBuilder::new()
             .set_buckets(&SECONDS_BUCKETS)
             .map_err(|e| e.to_string())?
             .set_buckets_for_metric(Matcher::Suffix("_size_bytes".into()), &BYTES_BUCKETS)
             .map_err(|e| e.to_string())?
-            .install_recorder()
-            .map_err(|e| e.to_string())?;
+            .build_recorder();
+        let handle = prometheus.handle();
+        let process = metrics_process::Collector::default();
+        let installed = match telemetry.and_then(|t| Some((t, t.metrics.as_ref()?))) {
+            Some((telemetry, export)) => {
+                let (otlp, flush) = otlp::start(telemetry, export, buckets, process.clone())?;
+                let _ = OTLP.set(flush);
+                let both =
+                    metrics_util::layers::FanoutBuilder::default().add_recorder(prometheus).add_recorder(otlp).build();
+                metrics::set_global_recorder(both).map_err(|e| e.to_string())
+            }
+            None => metrics::set_global_recorder(prometheus).map_err(|e| e.to_string()),
+        };
+        installed?;
         metrics::describe_counter!(VERSIONS_CREATED, "Versions created");
         metrics::describe_counter!(TENANTS_CREATED, "Tenants created");
         metrics::describe_counter!(MIGRATIONS_APPLIED, "Migrations and scripts applied, by type");
@@ -103,7 +131,6 @@ impl Metrics {
         for kind in APPLIED_TYPES {
             metrics::counter!(MIGRATIONS_APPLIED, "type" => kind).absolute(0);
         }
-        let process = metrics_process::Collector::default();
         process.describe();
         Ok(Metrics { handle, process })
     }
@@ -112,6 +139,14 @@ impl Metrics {
     pub(crate) fn render(&self) -> String {
         self.process.collect();
         self.handle.render()
+    }
+}
+
+/// Exports the metrics over OTLP once more, when they are, waiting at most
+/// `bound` (the server's last step).
+pub(crate) fn flush(bound: Duration) {
+    if let Some(otlp) = OTLP.get() {
+        otlp.flush(bound);
     }
 }
 

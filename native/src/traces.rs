@@ -1,4 +1,5 @@
-//! Traces over OTLP: the request, version, shard, tenant and file spans are
+//! Traces over OTLP (and the resource and gRPC settings the metrics'
+//! export shares, `crate::telemetry::otlp`): the request, version, shard, tenant and file spans are
 //! `tracing` spans of target [`TARGET`], made OpenTelemetry spans by
 //! `tracing-opentelemetry` and exported by `opentelemetry-otlp` from a
 //! bounded queue ([`queue`]). Core decides whether and how
@@ -34,18 +35,13 @@ pub(crate) fn layer<S>(telemetry: Option<&Telemetry>) -> Result<Option<Box<dyn L
 where
     S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span> + Send + Sync,
 {
-    let Some(telemetry) = telemetry else { return Ok(None) };
-    let mut attributes = vec![
-        KeyValue::new("service.name", telemetry.service_name.clone()),
-        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-    ];
-    attributes.extend(telemetry.resource_attributes.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
-    let resource = Resource::builder_empty().with_attributes(attributes).build();
-    let (processor, handle) = queue::start(telemetry, resource.clone())?;
+    let Some((telemetry, traces)) = telemetry.and_then(|t| Some((t, t.traces.as_ref()?))) else { return Ok(None) };
+    let resource = resource(telemetry);
+    let (processor, handle) = queue::start(telemetry, traces, resource.clone())?;
     let _ = QUEUE.set(handle);
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
-        .with_sampler(sampler(telemetry.sampler))
+        .with_sampler(sampler(traces.sampler))
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("strata");
@@ -58,6 +54,38 @@ where
         .with_level(false)
         .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE));
     Ok(Some(Box::new(layer)))
+}
+
+/// The resource every exported span and metric describes: the service's
+/// name and version and the configured attributes.
+pub(crate) fn resource(telemetry: &Telemetry) -> Resource {
+    let mut attributes = vec![
+        KeyValue::new("service.name", telemetry.service_name.clone()),
+        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+    ];
+    attributes.extend(telemetry.resource_attributes.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
+    Resource::builder_empty().with_attributes(attributes).build()
+}
+
+/// `telemetry.headers` as the gRPC metadata of every export; the error
+/// names the header gRPC refuses.
+pub(crate) fn grpc_metadata(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, String> {
+    let mut map = axum::http::HeaderMap::new();
+    for (name, value) in headers {
+        let key = axum::http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("telemetry.headers: {name:?} is not a gRPC metadata key"))?;
+        let value = axum::http::HeaderValue::from_str(value)
+            .map_err(|_| format!("telemetry.headers: the value of {name:?} is not a gRPC metadata value"))?;
+        map.insert(key, value);
+    }
+    Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
+}
+
+/// TLS for an `https://` gRPC collector, trusting the system's roots.
+pub(crate) fn grpc_tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
+    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_native_roots()
 }
 
 fn sampler(sampler: Sampler) -> SdkSampler {

@@ -16,6 +16,7 @@ mod formats;
 mod hardening;
 mod lint;
 mod live;
+mod metrics_otlp;
 mod mutations;
 mod names;
 mod oidc;

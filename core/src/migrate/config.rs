@@ -22,7 +22,8 @@ use crate::migrate::template;
 
 pub use backfill::{BackfillSettings, DEFAULT_BATCH_MILLIS, DEFAULT_CONCURRENCY, DEFAULT_ROWS_PER_SECOND};
 pub use telemetry::{
-    DEFAULT_QUEUE_SIZE, DEFAULT_SERVICE_NAME, DEFAULT_TIMEOUT_MILLIS, OtlpProtocol, RootSampler, Sampler, Telemetry,
+    DEFAULT_METRIC_INTERVAL_MILLIS, DEFAULT_QUEUE_SIZE, DEFAULT_SERVICE_NAME, DEFAULT_TIMEOUT_MILLIS, MetricExport,
+    OtlpProtocol, RootSampler, Sampler, Telemetry, TraceExport,
 };
 
 pub mod auth;
@@ -430,7 +431,7 @@ pub struct Config {
     pub out_of_order: crate::migrate::plan::OutOfOrderPolicy,
     /// The pace of backfills on each database server (`backfill:`).
     pub backfill: BackfillSettings,
-    /// How traces are exported over OTLP (`telemetry:` and the
+    /// How traces and metrics are exported over OTLP (`telemetry:` and the
     /// OpenTelemetry SDK's environment variables); `None`: not at all.
     pub telemetry: Option<Telemetry>,
     /// Read [`ParseOptions::offline`]: the environment variables that are

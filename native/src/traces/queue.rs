@@ -14,7 +14,7 @@ use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig, WithTon
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _, SpanProcessor};
-use strata_core::migrate::config::{OtlpProtocol, Telemetry};
+use strata_core::migrate::config::{OtlpProtocol, Telemetry, TraceExport};
 use tokio::sync::mpsc;
 
 /// Spans in one export at most (the specification's default).
@@ -50,12 +50,17 @@ impl Handle {
 /// given to the exporter (the SDK gives it to processors): the processor, and the
 /// handle that flushes it. The error (an endpoint the exporter refuses)
 /// is one line.
-pub(super) fn start(telemetry: &Telemetry, resource: Resource) -> Result<(Queue, Handle), String> {
-    let capacity = usize::try_from(telemetry.queue_size).unwrap_or(usize::MAX).max(1);
+pub(super) fn start(
+    telemetry: &Telemetry,
+    traces: &TraceExport,
+    resource: Resource,
+) -> Result<(Queue, Handle), String> {
+    let capacity = usize::try_from(traces.queue_size).unwrap_or(usize::MAX).max(1);
     let (spans, received) = mpsc::channel(capacity);
     let (flushes, flush_requests) = mpsc::unbounded_channel();
     let (built, build_result) = std_mpsc::channel();
     let telemetry = telemetry.clone();
+    let endpoint = traces.endpoint.clone();
     std::thread::Builder::new()
         .name("otlp-export".into())
         .spawn(move || {
@@ -67,7 +72,7 @@ pub(super) fn start(telemetry: &Telemetry, resource: Resource) -> Result<(Queue,
                 }
             };
             runtime.block_on(async move {
-                let exporter = match exporter(&telemetry) {
+                let exporter = match exporter(&telemetry, &endpoint) {
                     Ok(mut exporter) => {
                         exporter.set_resource(&resource);
                         exporter
@@ -87,8 +92,8 @@ pub(super) fn start(telemetry: &Telemetry, resource: Resource) -> Result<(Queue,
     Ok((Queue { spans, handle: handle.clone() }, handle))
 }
 
-/// The OTLP exporter `telemetry` describes.
-fn exporter(telemetry: &Telemetry) -> Result<SpanExporter, String> {
+/// The OTLP exporter of spans to `endpoint` that `telemetry` describes.
+fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<SpanExporter, String> {
     let timeout = Duration::from_millis(telemetry.timeout_millis);
     let built = match telemetry.protocol {
         OtlpProtocol::HttpProtobuf => {
@@ -96,35 +101,24 @@ fn exporter(telemetry: &Telemetry) -> Result<SpanExporter, String> {
             SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_endpoint(&telemetry.endpoint)
+                .with_endpoint(endpoint)
                 .with_timeout(timeout)
                 .with_headers(headers)
                 .build()
         }
         OtlpProtocol::Grpc => {
-            let mut headers = axum::http::HeaderMap::new();
-            for (name, value) in &telemetry.headers {
-                let key = axum::http::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("telemetry.headers: {name:?} is not a gRPC metadata key"))?;
-                let value = axum::http::HeaderValue::from_str(value)
-                    .map_err(|_| format!("telemetry.headers: the value of {name:?} is not a gRPC metadata value"))?;
-                headers.insert(key, value);
-            }
-            let metadata = opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(headers);
             let mut builder = SpanExporter::builder()
                 .with_tonic()
-                .with_endpoint(&telemetry.endpoint)
+                .with_endpoint(endpoint)
                 .with_timeout(timeout)
-                .with_metadata(metadata);
-            if telemetry.endpoint.starts_with("https://") {
-                builder = builder.with_tls_config(
-                    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_native_roots(),
-                );
+                .with_metadata(super::grpc_metadata(&telemetry.headers)?);
+            if endpoint.starts_with("https://") {
+                builder = builder.with_tls_config(super::grpc_tls());
             }
             builder.build()
         }
     };
-    built.map_err(|e| format!("telemetry: the OTLP exporter refuses {}: {e}", telemetry.endpoint))
+    built.map_err(|e| format!("telemetry: the OTLP exporter refuses {endpoint}: {e}"))
 }
 
 /// Why the exporting thread stops gathering spans and sends its batch.

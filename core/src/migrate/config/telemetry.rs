@@ -1,9 +1,12 @@
 //! The `telemetry:` section and the OpenTelemetry SDK's environment
-//! variables: whether traces are exported over OTLP, where, how, and what
-//! is sampled. Off unless an endpoint is given (the section's `endpoint`,
-//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`);
-//! `OTEL_SDK_DISABLED=true` and `OTEL_TRACES_EXPORTER=none` turn it off
-//! whatever is given. Each property is the section's when it sets it, else
+//! variables: whether traces and metrics are exported over OTLP, where,
+//! how, and what is sampled. A signal is off unless an endpoint is given
+//! for it (the section's `endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`, or the
+//! signal's own `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
+//! `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`); `OTEL_SDK_DISABLED=true` turns
+//! both off, `OTEL_TRACES_EXPORTER=none` (or `traces: false`) the traces,
+//! `OTEL_METRICS_EXPORTER=none` or `prometheus` (or `metrics: false`) the
+//! metrics — `/metrics` serves them in every case. Each property is the section's when it sets it, else
 //! its variable's, else the specification's default — the order the
 //! OpenTelemetry SDKs follow for code and environment.
 
@@ -13,53 +16,87 @@ use serde::{Deserialize, Serialize};
 
 use crate::migrate::config::{ConfigError, EnvValue, Environment, PortValue, RawConfig, Substituter, invalid};
 
-/// How spans are exported, when they are (`Config::telemetry`). Shown
-/// (`GET /v2/config`, `config check`) with the section's names and the
-/// header values masked.
+/// How traces and metrics are exported, when one of them is
+/// (`Config::telemetry`). Shown (`GET /v2/config`, `config check`) with the
+/// section's names and the header values masked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Telemetry {
-    /// Where traces are sent: with `http/protobuf` the whole URL (a base
-    /// endpoint gains `/v1/traces`), with `grpc` the collector's address.
-    pub endpoint: String,
-    /// The OTLP transport.
+    /// The spans' export, when traces are exported.
+    pub traces: Option<TraceExport>,
+    /// The metrics' export, when metrics are exported over OTLP.
+    pub metrics: Option<MetricExport>,
+    /// The OTLP transport of both.
     pub protocol: OtlpProtocol,
     /// Headers of every export (an API key, a tenant of the collector):
     /// secrets.
     pub headers: BTreeMap<String, String>,
-    /// Which traces are kept.
-    pub sampler: Sampler,
     /// `service.name` of the resource.
     pub service_name: String,
     /// The resource's other attributes (`OTEL_RESOURCE_ATTRIBUTES` and
     /// `resourceAttributes`).
     pub resource_attributes: BTreeMap<String, String>,
+    /// How long one export may take, in milliseconds; also the most a
+    /// command waits at its end for its spans to leave, and a server at
+    /// its stop for its last metrics.
+    pub timeout_millis: u64,
+}
+
+/// Where and how spans are exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceExport {
+    /// Where traces are sent: with `http/protobuf` the whole URL (a base
+    /// endpoint gains `/v1/traces`), with `grpc` the collector's address.
+    pub endpoint: String,
+    /// Which traces are kept.
+    pub sampler: Sampler,
     /// Spans waiting for export at most; one more is dropped (and counted),
     /// never waited for.
     pub queue_size: u32,
-    /// How long one export may take, in milliseconds; also the most a
-    /// command waits at its end for its spans to leave.
-    pub timeout_millis: u64,
+}
+
+/// Where and how often the service's metrics are exported: the series of
+/// `/metrics`, by the same names, as cumulative sums, gauges and
+/// histograms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricExport {
+    /// Where metrics are sent: with `http/protobuf` the whole URL (a base
+    /// endpoint gains `/v1/metrics`), with `grpc` the collector's address.
+    pub endpoint: String,
+    /// Milliseconds between two exports (`OTEL_METRIC_EXPORT_INTERVAL`).
+    pub interval_millis: u64,
 }
 
 impl Serialize for Telemetry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("endpoint", &self.endpoint)?;
+        match &self.traces {
+            Some(traces) => {
+                map.serialize_entry("endpoint", &traces.endpoint)?;
+                map.serialize_entry("sampler", traces.sampler.name())?;
+                if let RootSampler::TraceIdRatio { .. } = traces.sampler.root {
+                    map.serialize_entry("samplerArg", &traces.sampler.ratio())?;
+                }
+                map.serialize_entry("queueSize", &traces.queue_size)?;
+            }
+            None => map.serialize_entry("traces", &false)?,
+        }
+        match &self.metrics {
+            Some(metrics) => {
+                map.serialize_entry("metricsEndpoint", &metrics.endpoint)?;
+                map.serialize_entry("metricsIntervalMillis", &metrics.interval_millis)?;
+            }
+            None => map.serialize_entry("metrics", &false)?,
+        }
         map.serialize_entry("protocol", &self.protocol)?;
         if !self.headers.is_empty() {
             let masked: BTreeMap<&str, &str> = self.headers.keys().map(|name| (name.as_str(), "***")).collect();
             map.serialize_entry("headers", &masked)?;
         }
-        map.serialize_entry("sampler", self.sampler.name())?;
-        if let RootSampler::TraceIdRatio { .. } = self.sampler.root {
-            map.serialize_entry("samplerArg", &self.sampler.ratio())?;
-        }
         map.serialize_entry("serviceName", &self.service_name)?;
         if !self.resource_attributes.is_empty() {
             map.serialize_entry("resourceAttributes", &self.resource_attributes)?;
         }
-        map.serialize_entry("queueSize", &self.queue_size)?;
         map.serialize_entry("timeoutMillis", &self.timeout_millis)?;
         map.end()
     }
@@ -134,6 +171,9 @@ pub const DEFAULT_QUEUE_SIZE: u32 = 2048;
 /// specification's 10 s, as it is also how long a command may wait at its
 /// end for a collector that does not answer.
 pub const DEFAULT_TIMEOUT_MILLIS: u64 = 5000;
+/// `telemetry.metricsIntervalMillis` and `OTEL_METRIC_EXPORT_INTERVAL`
+/// when not set (the specification's default).
+pub const DEFAULT_METRIC_INTERVAL_MILLIS: u64 = 60_000;
 /// `service.name` when neither the section nor the environment names one.
 pub const DEFAULT_SERVICE_NAME: &str = "strata";
 
@@ -150,6 +190,9 @@ pub(super) struct RawTelemetry {
     resource_attributes: Option<BTreeMap<String, String>>,
     queue_size: Option<PortValue>,
     timeout_millis: Option<PortValue>,
+    traces: Option<bool>,
+    metrics: Option<bool>,
+    metrics_interval_millis: Option<PortValue>,
 }
 
 /// `samplerArg`: a number, or text that may hold `${NAME}`.
@@ -173,13 +216,6 @@ impl Telemetry {
         if env.get("OTEL_SDK_DISABLED")?.is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
-        match env.get("OTEL_TRACES_EXPORTER")?.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            None | Some("" | "otlp") => {}
-            Some("none") => return Ok(None),
-            Some(other) => {
-                return Err(invalid("OTEL_TRACES_EXPORTER", format!("{other:?} is not otlp or none")));
-            }
-        }
         let section = section.unwrap_or_else(RawTelemetry::empty);
         let protocol = match sub.optional("telemetry.protocol", section.protocol)? {
             Some(text) => protocol("telemetry.protocol", &text)?,
@@ -188,32 +224,92 @@ impl Telemetry {
                 None => OtlpProtocol::HttpProtobuf,
             },
         };
-        let endpoint = match sub.optional("telemetry.endpoint", section.endpoint)?.filter(|e| !e.trim().is_empty()) {
-            Some(base) => base_endpoint("telemetry.endpoint", &base, protocol)?,
-            None => match env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")? {
-                Some(whole) => url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", whole.trim())?,
-                None => match env.get("OTEL_EXPORTER_OTLP_ENDPOINT")? {
-                    Some(base) => base_endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", &base, protocol)?,
-                    None => return Ok(None),
-                },
+        let base = match sub.optional("telemetry.endpoint", section.endpoint)?.filter(|e| !e.trim().is_empty()) {
+            Some(base) => Some(("telemetry.endpoint", url("telemetry.endpoint", base.trim())?)),
+            None => env.get("OTEL_EXPORTER_OTLP_ENDPOINT")?.map(|base| ("OTEL_EXPORTER_OTLP_ENDPOINT", base)),
+        };
+        let traces = match exported(&env, "OTEL_TRACES_EXPORTER", &["none"])? && section.traces != Some(false) {
+            false => None,
+            true => match signal_endpoint(&env, base.as_ref(), protocol, Signal::Traces)? {
+                None => None,
+                Some(endpoint) => Some(TraceExport {
+                    endpoint,
+                    sampler: chosen_sampler(sub, &env, section.sampler, section.sampler_arg)?,
+                    queue_size: match section.queue_size {
+                        Some(value) => {
+                            sub.number("telemetry.queueSize", Some(value), DEFAULT_QUEUE_SIZE, 1..=1_000_000)?
+                        }
+                        None => env.number("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
+                    },
+                }),
             },
         };
+        let metrics =
+            match exported(&env, "OTEL_METRICS_EXPORTER", &["none", "prometheus"])? && section.metrics != Some(false) {
+                false => None,
+                true => match signal_endpoint(&env, base.as_ref(), protocol, Signal::Metrics)? {
+                    None => None,
+                    Some(endpoint) => Some(MetricExport {
+                        endpoint,
+                        interval_millis: metric_interval(sub, &env, section.metrics_interval_millis)?,
+                    }),
+                },
+            };
+        if traces.is_none() && metrics.is_none() {
+            return Ok(None);
+        }
         let headers = headers(sub, &env, section.headers)?;
         let (service_name, resource_attributes) =
             resource(sub, &env, section.service_name, section.resource_attributes)?;
-        let sampler = chosen_sampler(sub, &env, section.sampler, section.sampler_arg)?;
-        let (queue_size, timeout_millis) = bounds(sub, &env, section.queue_size, section.timeout_millis)?;
-        Ok(Some(Telemetry {
-            endpoint,
-            protocol,
-            headers,
-            sampler,
-            service_name,
-            resource_attributes,
-            queue_size,
-            timeout_millis,
-        }))
+        let timeout_millis = timeout(sub, &env, section.timeout_millis)?;
+        Ok(Some(Telemetry { traces, metrics, protocol, headers, service_name, resource_attributes, timeout_millis }))
     }
+}
+
+/// The two signals Strata exports.
+#[derive(Clone, Copy)]
+enum Signal {
+    Traces,
+    Metrics,
+}
+
+/// Whether the `*_EXPORTER` variable `name` leaves the signal's OTLP
+/// export on: unset, empty or `otlp`; `off` lists the values that turn
+/// it off; any other value is refused.
+fn exported<E: Environment + ?Sized>(
+    env: &Variables<'_, E>,
+    name: &'static str,
+    off: &[&str],
+) -> Result<bool, ConfigError> {
+    match env.get(name)?.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "otlp") => Ok(true),
+        Some(value) if off.contains(&value) => Ok(false),
+        Some(other) => Err(invalid(name, format!("{other:?} is not otlp or {}", off.join(" or ")))),
+    }
+}
+
+/// A signal's endpoint: the section's base, else the signal's own
+/// variable (taken whole), else `OTEL_EXPORTER_OTLP_ENDPOINT`'s base; none
+/// when nothing names one.
+fn signal_endpoint<E: Environment + ?Sized>(
+    env: &Variables<'_, E>,
+    base: Option<&(&'static str, String)>,
+    protocol: OtlpProtocol,
+    signal: Signal,
+) -> Result<Option<String>, ConfigError> {
+    let (variable, path) = match signal {
+        Signal::Traces => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces"),
+        Signal::Metrics => ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "/v1/metrics"),
+    };
+    let whole = match base {
+        Some(("telemetry.endpoint", _)) => None,
+        _ => env.get(variable)?,
+    };
+    Ok(match (whole, base) {
+        (Some(whole), _) => Some(url(variable, whole.trim())?),
+        (None, Some((property, base))) => Some(base_endpoint(property, base, protocol, path)?),
+        (None, None) => None,
+    })
 }
 
 /// The exporter's headers: the variables' (all signals', then traces'),
@@ -291,26 +387,35 @@ fn chosen_sampler<E: Environment + ?Sized>(
     }
 }
 
-/// The span queue's size and the export's time-out: the section's, else
-/// the variables'.
-fn bounds<E: Environment + ?Sized>(
+/// The export's time-out: the section's, else the variables'.
+fn timeout<E: Environment + ?Sized>(
     sub: &Substituter<'_, E>,
     env: &Variables<'_, E>,
-    queue_size: Option<PortValue>,
     timeout_millis: Option<PortValue>,
-) -> Result<(u32, u64), ConfigError> {
-    let queue_size = match queue_size {
-        Some(value) => sub.number("telemetry.queueSize", Some(value), DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
-        None => env.number("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE_SIZE, 1..=1_000_000)?,
-    };
-    let timeout_millis = match timeout_millis {
-        Some(value) => sub.number("telemetry.timeoutMillis", Some(value), DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
+) -> Result<u64, ConfigError> {
+    match timeout_millis {
+        Some(value) => sub.number("telemetry.timeoutMillis", Some(value), DEFAULT_TIMEOUT_MILLIS, 1..=60_000),
         None => match env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")? {
-            Some(_) => env.number("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
-            None => env.number("OTEL_EXPORTER_OTLP_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000)?,
+            Some(_) => env.number("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000),
+            None => env.number("OTEL_EXPORTER_OTLP_TIMEOUT", DEFAULT_TIMEOUT_MILLIS, 1..=60_000),
         },
-    };
-    Ok((queue_size, timeout_millis))
+    }
+}
+
+/// Milliseconds between two metric exports: the section's, else
+/// `OTEL_METRIC_EXPORT_INTERVAL`, else a minute.
+fn metric_interval<E: Environment + ?Sized>(
+    sub: &Substituter<'_, E>,
+    env: &Variables<'_, E>,
+    configured: Option<PortValue>,
+) -> Result<u64, ConfigError> {
+    const RANGE: std::ops::RangeInclusive<i64> = 100..=86_400_000;
+    match configured {
+        Some(value) => {
+            sub.number("telemetry.metricsIntervalMillis", Some(value), DEFAULT_METRIC_INTERVAL_MILLIS, RANGE)
+        }
+        None => env.number("OTEL_METRIC_EXPORT_INTERVAL", DEFAULT_METRIC_INTERVAL_MILLIS, RANGE),
+    }
 }
 
 impl RawTelemetry {
@@ -326,6 +431,9 @@ impl RawTelemetry {
             resource_attributes: None,
             queue_size: None,
             timeout_millis: None,
+            traces: None,
+            metrics: None,
+            metrics_interval_millis: None,
         }
     }
 }
@@ -388,13 +496,18 @@ fn url(property: &'static str, text: &str) -> Result<String, ConfigError> {
     }
 }
 
-/// A base endpoint: with `http/protobuf` the traces' path is added to it
-/// (`http://collector:4318` → `http://collector:4318/v1/traces`).
-fn base_endpoint(property: &'static str, text: &str, protocol: OtlpProtocol) -> Result<String, ConfigError> {
+/// A base endpoint: with `http/protobuf` the signal's `path` is added to
+/// it (`http://collector:4318` → `http://collector:4318/v1/traces`).
+fn base_endpoint(
+    property: &'static str,
+    text: &str,
+    protocol: OtlpProtocol,
+    path: &str,
+) -> Result<String, ConfigError> {
     let base = url(property, text.trim())?;
     Ok(match protocol {
         OtlpProtocol::Grpc => base,
-        OtlpProtocol::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
+        OtlpProtocol::HttpProtobuf => format!("{}{path}", base.trim_end_matches('/')),
     })
 }
 
@@ -486,7 +599,7 @@ mod tests {
 
     use crate::migrate::config::{Config, ConfigError};
 
-    use super::{OtlpProtocol, RootSampler, Sampler, Telemetry};
+    use super::{MetricExport, OtlpProtocol, RootSampler, Sampler, Telemetry, TraceExport};
 
     const BASE: &str = "driver: sqlite\ndataSource: /tmp/x.db\nbaseLocation: /tmp\nsingleMigrations: [ref]\n";
 
@@ -499,14 +612,22 @@ mod tests {
         parsed(section, env).unwrap().expect("telemetry on")
     }
 
+    fn traces(telemetry: &Telemetry) -> &TraceExport {
+        telemetry.traces.as_ref().expect("traces exported")
+    }
+
     #[test]
     fn off_without_an_endpoint_and_when_the_sdk_is_turned_off() {
         assert_eq!(parsed("", &[]).unwrap(), None);
         assert_eq!(parsed("telemetry:\n  sampler: always_on\n", &[]).unwrap(), None);
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
         assert_eq!(parsed("", &[endpoint, ("OTEL_SDK_DISABLED", "true")]).unwrap(), None);
-        assert_eq!(parsed("", &[endpoint, ("OTEL_TRACES_EXPORTER", "none")]).unwrap(), None);
-        assert_eq!(parsed("", &[endpoint, ("OTEL_SDK_DISABLED", "false")]).unwrap().map(|t| t.queue_size), Some(2048));
+        let exporters_off = [endpoint, ("OTEL_TRACES_EXPORTER", "none"), ("OTEL_METRICS_EXPORTER", "none")];
+        assert_eq!(parsed("", &exporters_off).unwrap(), None);
+        assert_eq!(
+            parsed("", &[endpoint, ("OTEL_SDK_DISABLED", "false")]).unwrap().map(|t| traces(&t).queue_size),
+            Some(2048)
+        );
         let error = parsed("", &[endpoint, ("OTEL_TRACES_EXPORTER", "zipkin")]).unwrap_err().to_string();
         assert!(error.contains("OTEL_TRACES_EXPORTER") && error.contains("zipkin"), "{error}");
     }
@@ -514,11 +635,11 @@ mod tests {
     #[test]
     fn the_environment_alone_configures_it_with_the_specifications_defaults() {
         let telemetry = on("", &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")]);
-        assert_eq!(telemetry.endpoint, "http://collector:4318/v1/traces");
+        assert_eq!(traces(&telemetry).endpoint, "http://collector:4318/v1/traces");
         assert_eq!(telemetry.protocol, OtlpProtocol::HttpProtobuf);
-        assert_eq!(telemetry.sampler, Sampler::DEFAULT);
+        assert_eq!(traces(&telemetry).sampler, Sampler::DEFAULT);
         assert_eq!(telemetry.service_name, "strata");
-        assert_eq!((telemetry.queue_size, telemetry.timeout_millis), (2048, 5000));
+        assert_eq!((traces(&telemetry).queue_size, telemetry.timeout_millis), (2048, 5000));
         let grpc = on(
             "",
             &[
@@ -532,7 +653,7 @@ mod tests {
                 ("OTEL_EXPORTER_OTLP_TIMEOUT", "2000"),
             ],
         );
-        assert_eq!(grpc.endpoint, "http://collector:4317");
+        assert_eq!(traces(&grpc).endpoint, "http://collector:4317");
         assert_eq!(grpc.protocol, OtlpProtocol::Grpc);
         let headers: Vec<(&str, &str)> = grpc.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(headers, [("tenant", "blue"), ("x-api-key", "a,b")]);
@@ -540,16 +661,16 @@ mod tests {
         assert_eq!(grpc.resource_attributes.get("deployment.environment").map(String::as_str), Some("prod"));
         assert!(!grpc.resource_attributes.contains_key("service.name"));
         assert_eq!(
-            grpc.sampler,
+            traces(&grpc).sampler,
             Sampler { parent_based: true, root: RootSampler::TraceIdRatio { per_million: 250_000 } }
         );
-        assert_eq!((grpc.queue_size, grpc.timeout_millis), (100, 2000));
+        assert_eq!((traces(&grpc).queue_size, grpc.timeout_millis), (100, 2000));
     }
 
     #[test]
     fn a_traces_endpoint_is_taken_whole_and_the_section_wins_over_the_environment() {
         let whole = on("", &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://otlp.example/custom/path")]);
-        assert_eq!(whole.endpoint, "https://otlp.example/custom/path");
+        assert_eq!(traces(&whole).endpoint, "https://otlp.example/custom/path");
         let section = "telemetry:\n  endpoint: http://mine:4317\n  protocol: grpc\n  serviceName: fleet\n  \
                        headers:\n    authorization: Bearer ${TOKEN}\n  sampler: traceidratio\n  samplerArg: 0.5\n  \
                        resourceAttributes:\n    team: db\n  queueSize: 10\n";
@@ -563,16 +684,16 @@ mod tests {
                 ("TOKEN", "s3cret"),
             ],
         );
-        assert_eq!(telemetry.endpoint, "http://mine:4317");
+        assert_eq!(traces(&telemetry).endpoint, "http://mine:4317");
         assert_eq!(telemetry.service_name, "fleet");
         assert_eq!(telemetry.headers.get("authorization").map(String::as_str), Some("Bearer s3cret"));
         assert_eq!(
-            telemetry.sampler,
+            traces(&telemetry).sampler,
             Sampler { parent_based: false, root: RootSampler::TraceIdRatio { per_million: 500_000 } }
         );
         assert_eq!(telemetry.resource_attributes.get("team").map(String::as_str), Some("db"));
         assert_eq!(telemetry.resource_attributes.get("region").map(String::as_str), Some("eu"));
-        assert_eq!(telemetry.queue_size, 10);
+        assert_eq!(traces(&telemetry).queue_size, 10);
         let shown = serde_json::to_string(&telemetry).unwrap();
         assert!(!shown.contains("s3cret") && shown.contains(r#""authorization":"***""#), "{shown}");
         assert!(shown.contains(r#""sampler":"traceidratio","samplerArg":0.5"#), "{shown}");
@@ -600,6 +721,47 @@ mod tests {
         for (section, env, expected) in cases {
             let error = parsed(section, &env).unwrap_err().to_string();
             assert!(error.contains(expected), "{section:?} {env:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn metrics_go_where_traces_go_unless_a_signal_is_turned_off_or_sent_elsewhere() {
+        let base = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
+        let both = on("", &[base]);
+        let metrics = MetricExport { endpoint: "http://collector:4318/v1/metrics".into(), interval_millis: 60_000 };
+        assert_eq!(both.metrics.as_ref(), Some(&metrics));
+        assert_eq!(traces(&both).endpoint, "http://collector:4318/v1/traces");
+        // One signal off leaves the other.
+        let only_metrics = on("", &[base, ("OTEL_TRACES_EXPORTER", "none")]);
+        assert_eq!((only_metrics.traces.is_none(), only_metrics.metrics.as_ref()), (true, Some(&metrics)));
+        for off in ["none", "prometheus"] {
+            let only_traces = on("", &[base, ("OTEL_METRICS_EXPORTER", off)]);
+            assert!(only_traces.metrics.is_none() && only_traces.traces.is_some(), "{off}");
+        }
+        let section = on("telemetry:\n  endpoint: http://c:4317\n  protocol: grpc\n  traces: false\n", &[]);
+        assert_eq!(section.metrics.map(|m| m.endpoint).as_deref(), Some("http://c:4317"));
+        assert!(section.traces.is_none());
+        let neither = "telemetry:\n  endpoint: http://c\n  traces: false\n  metrics: false\n";
+        assert_eq!(parsed(neither, &[]).unwrap(), None);
+        // A signal's own endpoint is taken whole, and alone turns on that signal only.
+        let own = on("", &[("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "https://m.example/ingest")]);
+        assert_eq!((own.traces.is_none(), own.metrics.unwrap().endpoint.as_str()), (true, "https://m.example/ingest"));
+        // The interval: the section's, else the variable's.
+        let every = |section: &str, env: &[(&str, &str)]| on(section, env).metrics.unwrap().interval_millis;
+        assert_eq!(every("", &[base, ("OTEL_METRIC_EXPORT_INTERVAL", "5000")]), 5000);
+        let section = "telemetry:\n  metricsIntervalMillis: 250\n";
+        assert_eq!(every(section, &[base, ("OTEL_METRIC_EXPORT_INTERVAL", "5000")]), 250);
+        let shown = serde_json::to_string(&only_metrics).unwrap();
+        assert!(shown.contains(r#""traces":false,"metricsEndpoint":"http://collector:4318/v1/metrics""#), "{shown}");
+        assert!(shown.contains(r#""metricsIntervalMillis":60000"#), "{shown}");
+        let bad = [
+            (vec![base, ("OTEL_METRICS_EXPORTER", "console")], "OTEL_METRICS_EXPORTER"),
+            (vec![base, ("OTEL_METRIC_EXPORT_INTERVAL", "10")], "OTEL_METRIC_EXPORT_INTERVAL"),
+            (vec![("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "collector:4318")], "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+        ];
+        for (env, expected) in bad {
+            let error = parsed("", &env).unwrap_err().to_string();
+            assert!(error.contains(expected), "{env:?}: {error}");
         }
     }
 }
