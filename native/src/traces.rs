@@ -27,7 +27,7 @@ pub(crate) mod spans;
 pub(crate) const TARGET: &str = "strata_otel";
 
 /// The exporting queue, once started: flushed before a command exits.
-static QUEUE: OnceLock<queue::Handle> = OnceLock::new();
+static QUEUE: OnceLock<Flusher> = OnceLock::new();
 
 /// The OpenTelemetry layer for `telemetry` (none when it is off), its
 /// exporter started on a thread of its own. The error is one line.
@@ -81,6 +81,56 @@ pub(crate) fn grpc_metadata(
         map.insert(key, value);
     }
     Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
+}
+
+/// Runs `work` on a thread named `name` with a runtime of its own (the
+/// exporters' clients need one). `work` first makes what it needs and
+/// sends it, or why it could not, through `ready` — what this returns —
+/// then exports until its handles are gone. The error is one line.
+pub(crate) fn exporting_thread<T, W, F>(name: &str, what: &str, work: W) -> Result<T, String>
+where
+    T: Send + 'static,
+    W: FnOnce(std::sync::mpsc::Sender<Result<T, String>>) -> F + Send + 'static,
+    F: Future<Output = ()>,
+{
+    let (ready, started) = std::sync::mpsc::channel();
+    let failed = format!("cannot start the {what}");
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(work(ready)),
+            Err(e) => {
+                let _ = ready.send(Err(format!("{failed}: {e}")));
+            }
+        })
+        .map_err(|e| format!("cannot start the {what}: {e}"))?;
+    started.recv().map_err(|_| format!("the {what} stopped as it started"))?
+}
+
+/// A flush request: answered once what was asked for is sent.
+pub(crate) type FlushRequest = std::sync::mpsc::Sender<()>;
+
+/// What asks an exporting thread to send what it holds now.
+#[derive(Debug, Clone)]
+pub(crate) struct Flusher {
+    requests: tokio::sync::mpsc::UnboundedSender<FlushRequest>,
+}
+
+impl Flusher {
+    /// A flusher, and the requests its exporting thread answers.
+    pub(crate) fn new() -> (Flusher, tokio::sync::mpsc::UnboundedReceiver<FlushRequest>) {
+        let (requests, received) = tokio::sync::mpsc::unbounded_channel();
+        (Flusher { requests }, received)
+    }
+
+    /// Waits, at most `bound`, until the exporting thread has sent what it
+    /// held when asked (or dropped it).
+    pub(crate) fn flush(&self, bound: Duration) {
+        let (done, finished) = std::sync::mpsc::channel();
+        if self.requests.send(done).is_ok() {
+            let _ = finished.recv_timeout(bound);
+        }
+    }
 }
 
 /// TLS for an `https://` gRPC collector, trusting the system's roots.

@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -36,43 +35,29 @@ pub(super) fn start(
     export: &MetricExport,
     bounds: fn(&str) -> &'static [f64],
     process: metrics_process::Collector,
-) -> Result<(Recorder, Handle), String> {
-    let (flushes, flush_requests) = mpsc::unbounded_channel();
-    let (built, build_result) = std_mpsc::channel();
+) -> Result<(Recorder, crate::traces::Flusher), String> {
+    let (flusher, flush_requests) = crate::traces::Flusher::new();
     let telemetry = telemetry.clone();
     let export = export.clone();
-    std::thread::Builder::new()
-        .name("otlp-metrics".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = built.send(Err(format!("cannot start the metrics exporter: {e}")));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let exporter = match exporter(&telemetry, &export.endpoint) {
-                    Ok(exporter) => exporter,
-                    Err(e) => {
-                        let _ = built.send(Err(e));
-                        return;
-                    }
-                };
-                let reader = SharedReader(Arc::new(ManualReader::builder().build()));
-                let provider = SdkMeterProvider::builder()
-                    .with_reader(reader.clone())
-                    .with_resource(crate::traces::resource(&telemetry))
-                    .build();
-                let _ = built.send(Ok(provider.meter("strata")));
-                let every = Duration::from_millis(export.interval_millis);
-                export_loop(&reader, &exporter, every, process, flush_requests).await;
-                let _ = provider.shutdown();
-            });
-        })
-        .map_err(|e| format!("cannot start the metrics exporter: {e}"))?;
-    let meter = build_result.recv().map_err(|_| "the metrics exporter stopped as it started".to_string())??;
-    Ok((Recorder::new(meter, bounds), Handle { flushes }))
+    let meter = crate::traces::exporting_thread("otlp-metrics", "metrics exporter", move |ready| async move {
+        let exporter = match exporter(&telemetry, &export.endpoint) {
+            Ok(exporter) => exporter,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let reader = SharedReader(Arc::new(ManualReader::builder().build()));
+        let provider = SdkMeterProvider::builder()
+            .with_reader(reader.clone())
+            .with_resource(crate::traces::resource(&telemetry))
+            .build();
+        let _ = ready.send(Ok(provider.meter("strata")));
+        let every = Duration::from_millis(export.interval_millis);
+        export_loop(&reader, &exporter, every, process, flush_requests).await;
+        let _ = provider.shutdown();
+    })?;
+    Ok((Recorder::new(meter, bounds), flusher))
 }
 
 /// The OTLP exporter of metrics to `endpoint` that `telemetry` describes.
@@ -108,7 +93,7 @@ async fn export_loop(
     exporter: &MetricExporter,
     every: Duration,
     process: metrics_process::Collector,
-    mut flush_requests: mpsc::UnboundedReceiver<std_mpsc::Sender<()>>,
+    mut flush_requests: mpsc::UnboundedReceiver<crate::traces::FlushRequest>,
 ) {
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -141,22 +126,6 @@ async fn export_loop(
         }
         if let Some(answer) = answer {
             let _ = answer.send(());
-        }
-    }
-}
-
-/// What asks the exporting thread for one more export.
-#[derive(Debug, Clone)]
-pub(crate) struct Handle {
-    flushes: mpsc::UnboundedSender<std_mpsc::Sender<()>>,
-}
-
-impl Handle {
-    /// Exports the metrics as they are now, waiting at most `bound`.
-    pub(crate) fn flush(&self, bound: Duration) {
-        let (done, finished) = std_mpsc::channel();
-        if self.flushes.send(done).is_ok() {
-            let _ = finished.recv_timeout(bound);
         }
     }
 }

@@ -7,7 +7,6 @@
 //! that failed (a collector down).
 
 use std::collections::HashMap;
-use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig};
@@ -26,24 +25,7 @@ const LINGER: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct Queue {
     spans: mpsc::Sender<SpanData>,
-    handle: Handle,
-}
-
-/// What asks the exporting thread to send what it holds.
-#[derive(Debug, Clone)]
-pub(crate) struct Handle {
-    flushes: mpsc::UnboundedSender<std_mpsc::Sender<()>>,
-}
-
-impl Handle {
-    /// Waits, at most `bound`, until every span queued before the call
-    /// has been exported (or dropped).
-    pub(crate) fn flush(&self, bound: Duration) {
-        let (done, finished) = std_mpsc::channel();
-        if self.flushes.send(done).is_ok() {
-            let _ = finished.recv_timeout(bound);
-        }
-    }
+    handle: super::Flusher,
 }
 
 /// Starts the exporting thread for `telemetry`, its spans' `resource`
@@ -54,41 +36,26 @@ pub(super) fn start(
     telemetry: &Telemetry,
     traces: &TraceExport,
     resource: Resource,
-) -> Result<(Queue, Handle), String> {
+) -> Result<(Queue, super::Flusher), String> {
     let capacity = usize::try_from(traces.queue_size).unwrap_or(usize::MAX).max(1);
     let (spans, received) = mpsc::channel(capacity);
-    let (flushes, flush_requests) = mpsc::unbounded_channel();
-    let (built, build_result) = std_mpsc::channel();
+    let (handle, flush_requests) = super::Flusher::new();
     let telemetry = telemetry.clone();
     let endpoint = traces.endpoint.clone();
-    std::thread::Builder::new()
-        .name("otlp-export".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = built.send(Err(format!("cannot start the trace exporter: {e}")));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let exporter = match exporter(&telemetry, &endpoint) {
-                    Ok(mut exporter) => {
-                        exporter.set_resource(&resource);
-                        exporter
-                    }
-                    Err(e) => {
-                        let _ = built.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = built.send(Ok(()));
-                export_loop(exporter, received, flush_requests).await;
-            });
-        })
-        .map_err(|e| format!("cannot start the trace exporter: {e}"))?;
-    build_result.recv().map_err(|_| "the trace exporter stopped as it started".to_string())??;
-    let handle = Handle { flushes };
+    super::exporting_thread("otlp-export", "trace exporter", move |ready| async move {
+        let exporter = match exporter(&telemetry, &endpoint) {
+            Ok(mut exporter) => {
+                exporter.set_resource(&resource);
+                exporter
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        export_loop(exporter, received, flush_requests).await;
+    })?;
     Ok((Queue { spans, handle: handle.clone() }, handle))
 }
 
@@ -126,7 +93,7 @@ enum Wake {
     /// The batch is full, or its first span waited [`LINGER`].
     Ready,
     /// A flush asks for everything queued, and an answer once it is sent.
-    Flush(std_mpsc::Sender<()>),
+    Flush(super::FlushRequest),
     /// Every processor (or every handle) is gone: send what is left, stop.
     Closed,
 }
@@ -137,7 +104,7 @@ enum Wake {
 async fn export_loop(
     exporter: SpanExporter,
     mut spans: mpsc::Receiver<SpanData>,
-    mut flushes: mpsc::UnboundedReceiver<std_mpsc::Sender<()>>,
+    mut flushes: mpsc::UnboundedReceiver<super::FlushRequest>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut failing = false;
