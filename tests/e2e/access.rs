@@ -965,8 +965,8 @@ async fn plan_status_and_repair_print_the_same_json_through_the_server_as_in_pro
     assert!(last[1].as_str().unwrap().contains("accept the edit"), "{audit:?}");
 }
 
-/// Books written by a release before `svc_audit.signature` and
-/// `svc_tokens.owner`: their rows are kept, read-only commands read them
+/// Books written by a release before `svc_audit.signature`,
+/// `svc_tokens.owner` and `svc_versions.trace_id`: their rows are kept, read-only commands read them
 /// as they are, the first read-write command adds the columns, and the old
 /// rows verify as unsigned, never as signed.
 #[tokio::test]
@@ -982,9 +982,13 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     // As an earlier release left them: without the columns added since.
     let drop = match crate::support::backend() {
         crate::support::Backend::Sqlite => {
-            "alter table svc_audit drop column signature; alter table svc_tokens drop column owner"
+            "alter table svc_audit drop column signature; alter table svc_tokens drop column owner; \
+             alter table svc_versions drop column trace_id"
         }
-        _ => "alter table svc.svc_audit drop column signature; alter table svc.svc_tokens drop column owner",
+        _ => {
+            "alter table svc.svc_audit drop column signature; alter table svc.svc_tokens drop column owner; \
+             alter table svc.svc_versions drop column trace_id"
+        }
     };
     ws.execute("svc", drop).await;
     let rows_before = ws.rows("svc", "select id, hash from svc_audit order by id").await;
@@ -996,6 +1000,9 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     assert!(stdout(&verify).contains("are UNSIGNED"), "{}", stdout(&verify));
     let tokens = strata(&config, &["token", "list", "--json"]).await;
     assert_eq!(code(&tokens), 0, "{}", stderr(&tokens));
+    let status = strata(&config, &["status", "--json"]).await;
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    assert_eq!(json_of(&status)["versions"][0]["name"], "v1", "{}", stdout(&status));
 
     // Read-write: the columns are added, the rows kept, the chain goes on.
     let applied = strata(&config, &["apply", "--version", "v2"]).await;
@@ -1008,6 +1015,8 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     assert!(stdout(&verify).contains(&format!("{} row(s)", rows_after.len())), "{}", stdout(&verify));
     let owners = ws.rows("svc", "select name, owner from svc_tokens").await;
     assert_eq!(owners, vec![vec![json!("ci"), Value::Null]]);
+    let traces = ws.rows("svc", "select name, trace_id from svc_versions order by id").await;
+    assert_eq!(traces, [[json!("v1"), Value::Null], [json!("v2"), Value::Null]]);
 }
 
 #[tokio::test]

@@ -271,6 +271,9 @@ async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant
     assert_eq!(code(&output), 11, "one tenant quarantined: {}", stderr(&output));
     let printed = json_of(&output);
     assert_eq!(printed["traceId"], CALLER_TRACE, "{printed}");
+    let versions = server.data("{ versions { name traceId } }", json!({})).await;
+    let applied = versions["versions"].as_array().unwrap().iter().find(|v| v["name"] == "from the pipeline").cloned();
+    assert_eq!(applied, Some(json!({ "name": "from the pipeline", "traceId": CALLER_TRACE })), "{versions}");
     // The command flushed its spans before it exited: they are all here.
     let spans = receiver.trace(CALLER_TRACE, whole).await;
     assert_no_orphan(&spans);
@@ -367,6 +370,9 @@ async fn a_graphql_request_with_traceparent_is_traced_over_grpc_and_the_version_
     let version = spans.iter().find(|s| s.attributes.contains_key("strata.version.name")).unwrap();
     assert_eq!(version.parent, http[0].span_id);
     assert_eq!(version.attributes["strata.version.id"], version_id.to_string());
+    // The version names its trace when read back later.
+    let read = server.data("query($id: Int!) { version(id: $id) { traceId } }", json!({ "id": version_id })).await;
+    assert_eq!(read["version"]["traceId"], CALLER_TRACE, "{read}");
     let tenants: BTreeSet<&str> = children(&spans, version)
         .iter()
         .filter_map(|s| s.attributes.get("strata.tenant"))
@@ -427,6 +433,10 @@ async fn always_off_exports_nothing_and_a_version_has_no_trace() {
     let output = apply_traced(&server, &traceparent(), &receiver, &[("OTEL_TRACES_SAMPLER", "always_off")]).await;
     assert_eq!(code(&output), 11, "{}", stderr(&output));
     assert_eq!(json_of(&output).get("traceId"), None);
+    let versions = server.data("{ versions { name traceId } }", json!({})).await;
+    let listed = versions["versions"].as_array().unwrap();
+    assert!(listed.iter().any(|v| v["name"] == "from the pipeline"), "{versions}");
+    assert!(listed.iter().all(|v| v["traceId"].is_null()), "{versions}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(receiver.all().len(), 0, "{:#?}", receiver.all());
 }

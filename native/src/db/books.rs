@@ -31,8 +31,8 @@ use crate::db::error::DbError;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, QuarantineRow,
-    Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, NewVersion,
+    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
@@ -61,7 +61,7 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// Recorded migrations, whole rows.
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
     /// Inserts a version row, in the caller's open transaction; its id.
-    async fn insert_version(&self, conn: &mut C, name: &str, created: &str, request_id: &str) -> Result<i64, DbError>;
+    async fn insert_version(&self, conn: &mut C, version: &NewVersion<'_>) -> Result<i64, DbError>;
 
     /// A cheap read of the service's tables, for health.
     async fn ping(&self, conn: &mut C) -> Result<(), DbError> {

@@ -439,8 +439,15 @@ impl<'a, E: Engine> Run<'a, E> {
             name: self.request.version_name.to_string(),
             created: self.request.created.to_string(),
             request_id: self.request.request_id.to_string(),
+            trace_id: Self::trace_id(),
             parts: Vec::new(),
         }
+    }
+
+    /// The trace the version runs in (the current span's: the version's or
+    /// one of its descendants'), when it is exported and sampled.
+    fn trace_id() -> Option<String> {
+        crate::traces::trace_id(&tracing::Span::current())
     }
 
     /// The whole version in one transaction on one connection (dry runs,

@@ -41,7 +41,8 @@ use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
-    Audit, MigrationFilter, MigrationRow, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, MigrationFilter, MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
+    VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
 
@@ -201,6 +202,7 @@ fn version_row(row: &Row) -> Result<VersionRow, DbError> {
         name: text(row, 1)?,
         created: text(row, 2)?,
         request_id: text(row, 3)?,
+        trace_id: None,
         parts: Vec::new(),
     })
 }
@@ -522,14 +524,11 @@ impl Books<Connection> for SqlServerEngine {
         insert_unless_taken(conn, sql::APPEND_AUDIT, &params).await
     }
 
-    async fn insert_version(
-        &self,
-        conn: &mut Connection,
-        name: &str,
-        created: &str,
-        request_id: &str,
-    ) -> Result<i64, DbError> {
-        let rows = query(conn, sql::INSERT_VERSION, &[&name, &created, &request_id]).await?;
+    /// The version's trace id is not kept on SQL Server yet (its
+    /// `Version.traceId` reads null).
+    async fn insert_version(&self, conn: &mut Connection, version: &NewVersion<'_>) -> Result<i64, DbError> {
+        let params: [&dyn ToSql; 3] = [&version.name, &version.created, &version.request_id];
+        let rows = query(conn, sql::INSERT_VERSION, &params).await?;
         let id = rows
             .first()
             .map(|row| int(row, 0))

@@ -24,6 +24,9 @@ pub(crate) struct VersionRow {
     pub(crate) created: String,
     /// The `X-Request-ID` of the request that created it.
     pub(crate) request_id: String,
+    /// The trace it ran in, when its spans were exported and sampled (32
+    /// hex digits).
+    pub(crate) trace_id: Option<String>,
     /// On a sharded fleet, its part on each shard that ran it: `(shard,
     /// served id)`, in shard order (core's `fleet::one_identity`); empty on
     /// one server.
@@ -35,6 +38,19 @@ impl VersionRow {
     pub(crate) fn part_ids(&self) -> Vec<i64> {
         self.parts.iter().map(|(_, id)| *id).collect()
     }
+}
+
+/// A version row to write ([`crate::db::books::Books::insert_version`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewVersion<'a> {
+    /// Caller-supplied name.
+    pub(crate) name: &'a str,
+    /// RFC 3339 UTC.
+    pub(crate) created: &'a str,
+    /// The `X-Request-ID` of the request that created it.
+    pub(crate) request_id: &'a str,
+    /// The trace it runs in, when there is one.
+    pub(crate) trace_id: Option<&'a str>,
 }
 
 /// A row of `svc.svc_migrations`.

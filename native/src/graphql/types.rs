@@ -235,6 +235,9 @@ pub(crate) struct VersionDto {
     /// The `X-Request-ID` of the request that created the version (the
     /// console shows it; not in the spec's type, added).
     pub(crate) request_id: Option<String>,
+    /// The OpenTelemetry trace the version ran in, when its spans were
+    /// exported and sampled (added; `telemetry:`; null on SQL Server).
+    pub(crate) trace_id: Option<String>,
     /// On a sharded fleet, its part on each shard that ran it (added; empty
     /// on one server): one version, whatever number of shards.
     pub(crate) parts: Vec<VersionPartDto>,
@@ -281,6 +284,7 @@ impl From<VersionRow> for VersionDto {
             name: row.name,
             created: Time(row.created),
             request_id: Some(row.request_id),
+            trace_id: row.trace_id,
             parts: row.parts.into_iter().map(|(shard, id)| VersionPartDto { shard, id: clamp(id) }).collect(),
             migrations: None,
             row_id: row.id,

@@ -107,6 +107,7 @@ where
             name: get(row, 1)?,
             created: get(row, 2)?,
             request_id: get(row, 3)?,
+            trace_id: get(row, 4)?,
             parts: Vec::new(),
         })
     }

@@ -81,11 +81,14 @@ pub(crate) struct BooksSql {
     /// migration, ordered by schema.
     pub(crate) select_recorded: String,
     /// Every version.
-    pub(crate) select_versions: String,
+    pub(crate) select_versions: Traced,
     /// The versions that applied a file (bound: the file).
-    pub(crate) select_versions_by_file: String,
+    pub(crate) select_versions_by_file: Traced,
     /// One version (bound: its id).
-    pub(crate) select_version: String,
+    pub(crate) select_version: Traced,
+    /// Whether `svc.svc_versions` has `trace_id` (books written before it
+    /// was added do not, until a read-write start adds it).
+    pub(crate) version_trace_installed: String,
     /// A version's migrations (bound: its id).
     pub(crate) select_version_migrations: String,
     /// One migration (bound: its id).
@@ -126,8 +129,8 @@ pub(crate) struct BooksSql {
     pub(crate) put_directory: String,
     /// Forgets a tenant (bound: tenant).
     pub(crate) drop_directory: String,
-    /// Inserts a version row (bound: name, created, request id); its id
-    /// comes back as [`BooksSql::returns_id`] says.
+    /// Inserts a version row (bound: name, created, request id, trace id);
+    /// its id comes back as [`BooksSql::returns_id`] says.
     pub(crate) insert_version: String,
     /// Inserts a rollout (bound: doc, updated).
     pub(crate) insert_rollout: String,
@@ -145,6 +148,22 @@ pub(crate) struct BooksSql {
     pub(crate) access: AccessSql,
     /// The backfills' statements.
     pub(crate) backfills: BackfillSql,
+}
+
+/// A select of versions (`id, name, created, request_id, trace_id`) in
+/// books with `svc_versions.trace_id`, and in books without it (null).
+pub(crate) struct Traced {
+    /// The select in books with the column.
+    pub(crate) traced: String,
+    /// The select in books without it.
+    pub(crate) untraced: String,
+}
+
+impl Traced {
+    /// The select for books that have the column, or not.
+    pub(crate) fn of(&self, traced: bool) -> &str {
+        if traced { &self.traced } else { &self.untraced }
+    }
 }
 
 /// A dialect's statements over `svc.svc_tokens` and `svc.svc_audit`.
@@ -251,8 +270,12 @@ impl BooksSql {
         let d = dialect;
         let placed = |sql: String| placed(d, sql);
         let count = |table: &str| d.table_count.replace("{table}", table);
-        let version =
-            |tail: &str| placed(format!("select id, name, {}, request_id from svc.svc_versions {tail}", d.created));
+        let version = |tail: &str| {
+            let select = |trace: &str| {
+                placed(format!("select id, name, {}, request_id, {trace} from svc.svc_versions {tail}", d.created))
+            };
+            Traced { traced: select("trace_id"), untraced: select(&format!("{} as trace_id", d.null_text)) }
+        };
         let migration = |tail: &str| {
             placed(format!(
                 "select id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {} \
@@ -275,6 +298,7 @@ impl BooksSql {
                 "where id in (select version_id from svc.svc_migrations where filename = ?) order by id",
             ),
             select_version: version("where id = ?"),
+            version_trace_installed: d.column_count.replace("{table}", "svc_versions").replace("{column}", "trace_id"),
             select_version_migrations: migration("where version_id = ? order by id"),
             select_migration: migration("where id = ?"),
             select_migrations_page: migration(&format!(
@@ -305,7 +329,7 @@ impl BooksSql {
             ),
             drop_directory: placed("delete from svc.svc_directory where tenant = ?".into()),
             insert_version: placed(format!(
-                "insert into svc.svc_versions (name, created, request_id) values (?, {}, ?){returning}",
+                "insert into svc.svc_versions (name, created, request_id, trace_id) values (?, {}, ?, ?){returning}",
                 d.bound_time
             )),
             insert_rollout: placed(format!("insert into svc.svc_rollouts (doc, updated) values (?, ?){returning}")),

@@ -34,8 +34,8 @@ use strata_core::migrate::backfill;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, QuarantineRow,
-    Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, NewVersion,
+    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -79,6 +79,8 @@ pub(crate) struct SqlxBooks<DB, I> {
     tenant_select_sql: String,
     /// `svc_tokens.owner` was seen (it stays: asked until it is).
     token_owner_seen: std::sync::atomic::AtomicBool,
+    /// `svc_versions.trace_id` was seen (it stays: asked until it is).
+    version_trace_seen: std::sync::atomic::AtomicBool,
     /// `svc_audit.signature` was seen (it stays: asked until it is).
     audit_signature_seen: std::sync::atomic::AtomicBool,
     _types: PhantomData<fn() -> (DB, I)>,
@@ -94,6 +96,7 @@ impl<DB, I> SqlxBooks<DB, I> {
             pooler_safe,
             tenant_select_sql: tenant_select_sql.to_string(),
             token_owner_seen: std::sync::atomic::AtomicBool::new(false),
+            version_trace_seen: std::sync::atomic::AtomicBool::new(false),
             audit_signature_seen: std::sync::atomic::AtomicBool::new(false),
             _types: PhantomData,
         }
@@ -314,13 +317,20 @@ where
     }
 
     async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        use std::sync::atomic::Ordering;
         let conn = conn.sqlx();
+        let traced = self.version_trace_seen.load(Ordering::Relaxed)
+            || self.exists(conn, &self.sql.version_trace_installed).await?;
+        self.version_trace_seen.store(traced, Ordering::Relaxed);
         let rows = match filter {
-            VersionFilter::All => self.rows(conn, self.query(&self.sql.select_versions)).await?,
+            VersionFilter::All => self.rows(conn, self.query(self.sql.select_versions.of(traced))).await?,
             VersionFilter::ApplyingFile(file) => {
-                self.rows(conn, self.query(&self.sql.select_versions_by_file).bind(file.to_string())).await?
+                let query = self.query(self.sql.select_versions_by_file.of(traced)).bind(file.to_string());
+                self.rows(conn, query).await?
             }
-            VersionFilter::Id(id) => self.rows(conn, self.query(&self.sql.select_version).bind(Self::int(id)?)).await?,
+            VersionFilter::Id(id) => {
+                self.rows(conn, self.query(self.sql.select_version.of(traced)).bind(Self::int(id)?)).await?
+            }
         };
         rows.iter().map(Rows::<DB::Row, I>::version).collect()
     }
@@ -343,9 +353,14 @@ where
         rows.iter().map(Rows::<DB::Row, I>::migration).collect()
     }
 
-    async fn insert_version(&self, conn: &mut C, name: &str, created: &str, request_id: &str) -> Result<i64, DbError> {
-        let query = self.query(&self.sql.insert_version).bind(name.to_string()).bind(created.to_string());
-        self.insert(conn.sqlx(), query.bind(request_id.to_string()), false).await
+    async fn insert_version(&self, conn: &mut C, version: &NewVersion<'_>) -> Result<i64, DbError> {
+        let query = self
+            .query(&self.sql.insert_version)
+            .bind(version.name.to_string())
+            .bind(version.created.to_string())
+            .bind(version.request_id.to_string())
+            .bind(version.trace_id.map(str::to_string));
+        self.insert(conn.sqlx(), query, false).await
     }
 
     async fn insert_rollout(&self, conn: &mut C, doc: &str, updated: &str) -> Result<i64, DbError> {
@@ -739,6 +754,7 @@ where
             .bind(audit.name.to_string())
             .bind(audit.created.to_string())
             .bind(audit.request_id.to_string())
+            .bind(None::<String>)
             .execute(&mut *tx)
             .await?;
         for item in &repair.checksums {

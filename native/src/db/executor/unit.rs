@@ -19,6 +19,7 @@ use crate::db::executor::backfill::StepEnd;
 use crate::db::executor::progress::Progress;
 use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
+use crate::db::types::NewVersion;
 
 /// A file's characters in a unit's one message, (start, end], and its step.
 type FileSpan = (usize, usize, u32);
@@ -236,7 +237,14 @@ impl<E: Engine> Run<'_, E> {
             return Ok(id);
         }
         let request = self.request;
-        self.engine.books().insert_version(conn, request.version_name, request.created, request.request_id).await
+        let trace_id = Self::trace_id();
+        let version = NewVersion {
+            name: request.version_name,
+            created: request.created,
+            request_id: request.request_id,
+            trace_id: trace_id.as_deref(),
+        };
+        self.engine.books().insert_version(conn, &version).await
     }
 
     /// One unit: its steps in one transaction with their rows, split around

@@ -52,7 +52,8 @@ create table if not exists svc.svc_versions (
     id serial primary key,
     name text not null,
     created timestamptz not null,
-    request_id text not null
+    request_id text not null,
+    trace_id text
 );
 create table if not exists svc.svc_migrations (
     id serial primary key,
@@ -143,6 +144,7 @@ create table if not exists svc.svc_audit (
 -- Books of versions before these columns: each added once.
 alter table svc.svc_audit add column if not exists signature text;
 alter table svc.svc_tokens add column if not exists owner text;
+alter table svc.svc_versions add column if not exists trace_id text;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,

@@ -14,7 +14,8 @@ create table if not exists svc.svc_versions (
     id integer primary key autoincrement,
     name text not null,
     created text not null,
-    request_id text not null
+    request_id text not null,
+    trace_id text
 );
 create table if not exists svc.svc_migrations (
     id integer primary key autoincrement,
@@ -444,9 +445,10 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// table, the column, and the statement that adds it to books written
 /// before (SQLite has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
     ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
     ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
+    ("svc_versions", "trace_id", "alter table svc.svc_versions add column trace_id text"),
 ];
 
 /// Whether a table of `svc` has a column (bound: table, column).
