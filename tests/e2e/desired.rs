@@ -1058,17 +1058,18 @@ async fn apply_with_desired_and_group_runs_that_group_alone() {
 /// What a SQLite tenant should be: `users` with one more column (a
 /// rebuild), a new table and a view over the new column.
 const SQLITE_DESIRED: &str = "\
-create table {schema}.users (id integer primary key, email text not null, created_at text);
+create table {schema}.users (id integer primary key, created_at text, email text not null);
 create index {schema}.users_email on users (email);
 create table {schema}.tags (id integer primary key, label text not null unique);
 create view {schema}.recent as select id, email from users where created_at is not null;
 ";
 
 /// The steps every SQLite tenant as migrated needs: the new table, the
-/// rebuild of `users` (its rows copied), its index and the view.
+/// rebuild of `users` (its rows copied: the new column is not last), its
+/// index and the view.
 const SQLITE_COMMON: [&str; 7] = [
     "CREATE TABLE {schema}.tags (id integer primary key, label text not null unique)",
-    "CREATE TABLE {schema}.users__strata_new (id integer primary key, email text not null, created_at text)",
+    "CREATE TABLE {schema}.users__strata_new (id integer primary key, created_at text, email text not null)",
     "INSERT INTO {schema}.users__strata_new (email, id) SELECT email, id FROM {schema}.users",
     "DROP TABLE {schema}.users",
     "ALTER TABLE {schema}.users__strata_new RENAME TO users",
@@ -1168,7 +1169,7 @@ async fn a_sqlite_fleet_is_rebuilt_to_the_desired_schema_its_rows_kept_and_a_ref
     let kept = server.ws.rows("t3", "select email from users where email <> 'script@example.com' order by id").await;
     assert_eq!(kept, [vec![json!("a@example.com")], vec![json!("b@example.com")]]);
     let columns = server.ws.rows("t3", "select name from pragma_table_info('users') order by cid").await;
-    assert_eq!(columns, [vec![json!("id")], vec![json!("email")], vec![json!("created_at")]]);
+    assert_eq!(columns, [vec![json!("id")], vec![json!("created_at")], vec![json!("email")]]);
     assert_eq!(server.ws.count("t4", "profiles").await, 2, "the left tenant's rows are untouched");
     assert!(!server.ws.tables("t4").await.contains(&"tags".to_string()));
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
@@ -1221,7 +1222,7 @@ async fn a_sqlite_autoincrement_table_rebuilt_never_gives_an_id_twice() {
         .await;
     let desired = "create table {schema}.users (id integer primary key, email text not null);\n\
                    create index {schema}.users_email on users (email);\n\
-                   create table {schema}.events (id integer primary key autoincrement, body text, at text);\n";
+                   create table {schema}.events (id integer primary key autoincrement, at text, body text);\n";
     let file = write_desired(&server, desired);
     let applied =
         strata(server.config_path(), &["apply", "--version", "to desired", "--desired", file.to_str().unwrap()]).await;
@@ -1230,4 +1231,57 @@ async fn a_sqlite_autoincrement_table_rebuilt_never_gives_an_id_twice() {
     server.ws.execute("t1", "insert into events (body) values ('d')").await;
     let ids = server.ws.rows("t1", "select id, body from events order by id").await;
     assert_eq!(ids, [vec![json!(1), json!("a")], vec![json!(2), json!("b")], vec![json!(4), json!("d")]]);
+}
+
+/// SQLite: columns the desired file adds at the end of a table are added
+/// in place (`ALTER TABLE … ADD COLUMN`, no copy), also to a table another
+/// table's foreign key references; the kept text then is the desired one,
+/// so a second diff finds nothing; the rows stay, the new columns at their
+/// defaults.
+#[tokio::test]
+async fn a_sqlite_column_added_at_the_end_is_added_in_place_even_under_a_foreign_key() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let profiles = "create table {schema}.profiles (id integer primary key, \
+                    user_id integer references users(id) on delete cascade);\n";
+    let server = fleet_of(&["t1", "t2"], "", Some(profiles)).await;
+    for tenant in ["t1", "t2"] {
+        server
+            .ws
+            .execute(
+                tenant,
+                "insert into users (email) values ('a@example.com'); insert into profiles (user_id) values (1)",
+            )
+            .await;
+    }
+    let desired = "create table {schema}.users (id integer primary key, email text not null, \
+                   plan text not null default 'free', score decimal(10, 2));\n\
+                   create index {schema}.users_email on users (email);\n\
+                   create table {schema}.profiles (id integer primary key, \
+                   user_id integer references users(id) on delete cascade);\n";
+    let found = report(&diff(&server, desired, &["--json"]).await);
+    let groups = found["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{found}");
+    assert_eq!(
+        steps(&groups[0]),
+        [
+            "ALTER TABLE {schema}.users ADD COLUMN plan text not null default 'free'",
+            "ALTER TABLE {schema}.users ADD COLUMN score decimal(10, 2)",
+        ]
+    );
+    assert_eq!(
+        (groups[0]["destructive"].as_bool(), groups[0]["unplannable"].as_array().map(Vec::len)),
+        (Some(false), Some(0))
+    );
+    let file = write_desired(&server, desired);
+    let applied =
+        strata(server.config_path(), &["apply", "--version", "to desired", "--desired", file.to_str().unwrap()]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(diff(&server, desired, &["--check"]).await.status.code(), Some(0), "SQLite kept the desired text");
+    for tenant in ["t1", "t2"] {
+        let rows = server.ws.rows(tenant, "select email, plan, score from users where email = 'a@example.com'").await;
+        assert_eq!(rows, [[json!("a@example.com"), json!("free"), Value::Null]], "{tenant}");
+        assert_eq!(server.ws.count(tenant, "profiles").await, 1, "{tenant}: the cascade never ran");
+    }
 }

@@ -10,8 +10,13 @@
 //! object is made from the desired file's own text, qualified again with
 //! `{schema}` ([`qualified`]).
 //!
-//! `ALTER TABLE` can add, drop and rename columns only with restrictions,
-//! so a table whose text changed is **rebuilt**, as SQLite's documentation
+//! A table whose only change is columns added at the end of its column
+//! list, each one `ALTER TABLE … ADD COLUMN` can add (no key, no
+//! expression default, a default when `NOT NULL`…), gains them with that
+//! statement: SQLite writes `, ` and the column's text after the last
+//! column, so the kept text becomes the desired one and the table is not
+//! copied ([`added_columns`]). `ALTER TABLE` can do little else, so any
+//! other table whose text changed is **rebuilt**, as SQLite's documentation
 //! prescribes: a new table made from the desired text, the columns both
 //! have copied, the old table dropped, the new one renamed to the old name
 //! ([`rebuild`]). The rename writes the name quoted into the kept text, so
@@ -23,7 +28,7 @@
 //! # What is not planned
 //!
 //! A table another table's foreign key references (itself included) is
-//! not rebuilt, nor dropped while a referencing table stays: a migration
+//! not rebuilt (columns added at its end are), nor dropped while a referencing table stays: a migration
 //! runs inside a transaction, where SQLite cannot turn foreign keys off,
 //! and dropping the table would run the keys' actions (`ON DELETE
 //! CASCADE` emptying the other table). A virtual table that changed is not
@@ -106,6 +111,16 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
         }
         if is_virtual(&object.text) || is_virtual(&target.text) {
             out.cannot(format!("virtual table {table} differs: its module keeps its own tables; change it by hand"));
+            continue;
+        }
+        if let Some(added) = added_columns(&object.text, &target.text) {
+            for column in added {
+                out.push(
+                    Phase::AlterColumns,
+                    format!("ALTER TABLE {} ADD COLUMN {column}", qualified_name(table)),
+                    false,
+                );
+            }
             continue;
         }
         if let Some(children) = referencing.get(table) {
@@ -200,6 +215,81 @@ fn rebuild(
     });
     steps.push((format!("ALTER TABLE {new_table} RENAME TO {}", ident(table)), false));
     Some(steps)
+}
+
+/// The columns `target` (a table's desired text) adds to `live` (its kept
+/// text), when that is all that changed and `ALTER TABLE … ADD COLUMN`
+/// turns the one into the other: `live` with `, ` and each definition
+/// inserted before the `)` that ends its column list, which holds no
+/// table constraint (SQLite adds a column after the last column, before
+/// such constraints), each definition one SQLite can add. `None`: the
+/// table is rebuilt instead.
+fn added_columns<'a>(live: &str, target: &'a str) -> Option<Vec<&'a str>> {
+    let (_, _, live) = split_header(live)?;
+    let (_, _, target) = split_header(target)?;
+    let close = live.rfind(')')?;
+    let (head, tail) = live.split_at(close);
+    let list = target.strip_prefix(head)?.strip_suffix(tail)?.strip_prefix(", ")?;
+    let columns_now = &head[head.find('(')? + 1..];
+    if top_level_parts(columns_now).iter().any(|part| is_table_constraint(part)) {
+        return None;
+    }
+    let parts = top_level_parts(list);
+    let mut added = Vec::with_capacity(parts.len());
+    for (index, part) in parts.into_iter().enumerate() {
+        let column = if index == 0 { part } else { part.strip_prefix(' ')? };
+        if column.is_empty() || column.trim() != column || !can_be_added(column) {
+            return None;
+        }
+        added.push(column);
+    }
+    Some(added)
+}
+
+/// `text` cut at its commas outside parentheses and quotes.
+fn top_level_parts(text: &str) -> Vec<&str> {
+    let (mut parts, mut start, mut depth, mut quote) = (Vec::new(), 0, 0usize, None);
+    for (at, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(close), _) if c == close => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (None, '[') => quote = Some(']'),
+            (None, '(') => depth += 1,
+            (None, ')') => depth = depth.saturating_sub(1),
+            (None, ',') if depth == 0 => {
+                parts.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// Whether a part of a column list is a table constraint.
+fn is_table_constraint(part: &str) -> bool {
+    let first = part.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+    ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"].iter().any(|word| first.starts_with(word))
+}
+
+/// Whether SQLite's `ADD COLUMN` takes a column definition as it is: no
+/// key or uniqueness, no reference or check (checked against no existing
+/// row before 3.37), no generated value, no time or expression default,
+/// and `NOT NULL` only with a default that is not null. Words are read in
+/// the text as written, so a name or string holding one of them only
+/// sends the table to a rebuild, never an `ALTER` SQLite refuses.
+fn can_be_added(column: &str) -> bool {
+    let upper = column.to_ascii_uppercase();
+    let words: Vec<&str> = upper.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+    let has = |word: &str| words.contains(&word);
+    let refused = ["PRIMARY", "UNIQUE", "REFERENCES", "CHECK", "GENERATED", "AS", "STORED", "VIRTUAL"];
+    let time = ["CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP"];
+    let default_expression = upper.contains("DEFAULT (") || upper.contains("DEFAULT(");
+    let not_null = upper.contains("NOT NULL");
+    let null_default = upper.contains("DEFAULT NULL") || !has("DEFAULT");
+    !(refused.iter().chain(&time).any(|word| has(word)) || default_expression || (not_null && null_default))
 }
 
 /// Indexes: made when missing, changed, or on a table made or rebuilt
@@ -458,7 +548,8 @@ mod tests {
         let trigger = ("trigger", "stamp", "CREATE TRIGGER stamp AFTER INSERT ON notes BEGIN SELECT 1; END", "notes");
         let notes = ("notes", "CREATE TABLE notes (body text)", &[("body", "text")][..]);
         let live = catalog(&[("orders", ORDERS, ORDER_COLUMNS), notes], &[index, view, trigger]);
-        let wider = "CREATE TABLE orders (id integer primary key, total int, plan_id int not null default 0)";
+        // A column between two others: only a copy puts it there.
+        let wider = "CREATE TABLE orders (id integer primary key, plan_id int not null default 0, total int)";
         let columns = &[("id", "integer"), ("total", "int"), ("plan_id", "int")][..];
         let desired = catalog(&[("orders", wider, columns), notes], &[index, view, trigger]);
         let plan = plan(&desired, &live);
@@ -468,8 +559,8 @@ mod tests {
                 ("DROP TRIGGER {schema}.stamp", false),
                 ("DROP VIEW {schema}.big", false),
                 (
-                    "CREATE TABLE {schema}.orders__strata_new (id integer primary key, total int, plan_id int not null \
-                     default 0)",
+                    "CREATE TABLE {schema}.orders__strata_new (id integer primary key, plan_id int not null default \
+                     0, total int)",
                     false
                 ),
                 ("INSERT INTO {schema}.orders__strata_new (id, total) SELECT id, total FROM {schema}.orders", false),
@@ -522,7 +613,7 @@ mod tests {
     fn a_rebuilt_autoincrement_table_continues_its_sequence() {
         let text = "CREATE TABLE orders (id integer primary key autoincrement, total int)";
         let live = catalog(&[("orders", text, ORDER_COLUMNS)], &[]);
-        let wider = "CREATE TABLE orders (id integer primary key autoincrement, total int, note text)";
+        let wider = "CREATE TABLE orders (id integer primary key autoincrement, note text, total int)";
         let columns = &[("id", "integer"), ("total", "int"), ("note", "text")][..];
         let plan = plan(&catalog(&[("orders", wider, columns)], &[]), &live);
         let sql: Vec<&str> = plan.steps.iter().map(|s| s.sql.as_str()).collect();
@@ -546,12 +637,16 @@ mod tests {
         );
         let key = (REFERENCED_BY, "orders\nitems", "", "");
         let live = catalog(&[("orders", ORDERS, ORDER_COLUMNS), items], &[key]);
-        let wider = "CREATE TABLE orders (id integer primary key, total int, note text)";
-        let desired =
-            catalog(&[("orders", wider, &[("id", "integer"), ("total", "int"), ("note", "text")]), items], &[key]);
-        let changed = plan(&desired, &live);
+        let note = &[("id", "integer"), ("total", "int"), ("note", "text")][..];
+        let wider = "CREATE TABLE orders (id integer primary key, note text, total int)";
+        let changed = plan(&catalog(&[("orders", wider, note), items], &[key]), &live);
         assert!(changed.steps.is_empty(), "{:?}", changed.steps);
         assert!(changed.unplannable[0].starts_with("table orders differs and a foreign key of items references it"));
+        // A column added at the end needs no copy: the referenced table gains it.
+        let appended = "CREATE TABLE orders (id integer primary key, total int, note text)";
+        let added = plan(&catalog(&[("orders", appended, note), items], &[key]), &live);
+        assert_eq!(steps(&added), [("ALTER TABLE {schema}.orders ADD COLUMN note text", false)]);
+        assert!(added.unplannable.is_empty());
         let without = plan(&catalog(&[items], &[]), &live);
         assert!(without.unplannable[0].starts_with("table orders is dropped, but a foreign key of items"));
         let both_gone = plan(&catalog(&[], &[]), &live);
@@ -591,5 +686,57 @@ mod tests {
         assert_eq!(split_header("CREATE VIRTUAL TABLE docs USING fts5(body)").map(|h| h.1), Some("docs"));
         assert_eq!(split_header("CREATE TABLE \"open"), None);
         assert_eq!(split_header("SELECT 1"), None);
+    }
+
+    #[test]
+    fn columns_added_at_the_end_are_added_in_place_when_sqlite_can_add_them() {
+        let index = ("index", "orders_total", "CREATE INDEX orders_total ON orders (total)", "orders");
+        let view = ("view", "big", "CREATE VIEW big AS SELECT * FROM orders WHERE total > 100", "big");
+        let live = catalog(&[("orders", ORDERS, ORDER_COLUMNS)], &[index, view]);
+        let to = |text: &str| plan(&catalog(&[("orders", text, ORDER_COLUMNS)], &[index, view]), &live);
+        // Two columns, one with a parenthesised type and a default: two
+        // ALTERs, nothing else of the schema touched.
+        let two = to("CREATE TABLE orders (id integer primary key, total int, price decimal(10, 2) default 0, \
+                      \"Note, long\" text not null default 'n/a')");
+        assert_eq!(
+            steps(&two),
+            [
+                ("ALTER TABLE {schema}.orders ADD COLUMN price decimal(10, 2) default 0", false),
+                ("ALTER TABLE {schema}.orders ADD COLUMN \"Note, long\" text not null default 'n/a'", false),
+            ]
+        );
+        // A kept text renamed by an earlier rebuild (its name quoted) too.
+        let renamed = catalog(
+            &[("orders", "CREATE TABLE \"orders\" (id integer primary key, total int)", ORDER_COLUMNS)],
+            &[index, view],
+        );
+        let wider = catalog(
+            &[("orders", "CREATE TABLE orders (id integer primary key, total int, n int)", ORDER_COLUMNS)],
+            &[index, view],
+        );
+        assert_eq!(steps(&plan(&wider, &renamed))[0], ("ALTER TABLE {schema}.orders ADD COLUMN n int", false));
+        // What ADD COLUMN refuses, or would not write as the file does, is
+        // a rebuild.
+        for text in [
+            "CREATE TABLE orders (id integer primary key, total int, code text unique)",
+            "CREATE TABLE orders (id integer primary key, total int, at text default current_timestamp)",
+            "CREATE TABLE orders (id integer primary key, total int, n int not null)",
+            "CREATE TABLE orders (id integer primary key, total int, n int default (1 + 1))",
+            "CREATE TABLE orders (id integer primary key, total int, n int check (n > 0))",
+            "CREATE TABLE orders (id integer primary key, total int, n int generated always as (total * 2))",
+            "CREATE TABLE orders (id integer primary key, total int, user_id int references users(id))",
+            "CREATE TABLE orders (id integer primary key, total int,n int)",
+            "CREATE TABLE orders (id integer primary key, total int, n int) STRICT",
+        ] {
+            let planned = to(text);
+            assert!(planned.steps.iter().any(|s| s.sql.contains("orders__strata_new")), "{text}: {:?}", planned.steps);
+        }
+        // A table constraint after the columns: SQLite would add the column
+        // before it, not where the file puts it.
+        let keyed = "CREATE TABLE pairs (a int, b int, PRIMARY KEY (a, b))";
+        let live = catalog(&[("pairs", keyed, &[("a", "int"), ("b", "int")])], &[]);
+        let after = "CREATE TABLE pairs (a int, b int, PRIMARY KEY (a, b), c int)";
+        let planned = plan(&catalog(&[("pairs", after, &[("a", "int"), ("b", "int"), ("c", "int")])], &[]), &live);
+        assert!(planned.steps.iter().any(|s| s.sql.contains("pairs__strata_new")), "{:?}", planned.steps);
     }
 }
