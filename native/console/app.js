@@ -140,26 +140,44 @@ async function overview() {
 
 // ---- Versions --------------------------------------------------------------
 
+// The newest versions first, a page at a time: a fleet's every
+// `createTenant` is a version, so the list grows with the fleet.
+const VERSIONS_PAGE = 100;
+const VERSION_FIELDS = "id name created requestId traceId";
+
 async function versions() {
-  const data = await gql("{ versions { id name created requestId } }");
-  const list = [...data.versions].reverse();
-  show(
-    "Versions",
-    list.length === 0
-      ? el("p", { class: "muted" }, "No versions yet.")
-      : table([["Id", true], ["Name"], ["Created"], ["Request id"]], list.map((v) =>
-          el("tr", {}, el("td", { class: "num" }, el("a", { href: `#/versions/${v.id}` }, v.id)), el("td", {}, v.name), el("td", {}, v.created), el("td", { class: "mono" }, v.requestId ?? "")))),
-  );
+  const data = await gql(`query($last: Int!) { versionCount versions(last: $last) { ${VERSION_FIELDS} } }`, { last: VERSIONS_PAGE });
+  if (data.versionCount === 0) return show("Versions", el("p", { class: "muted" }, "No versions yet."));
+  const list = table([["Id", true], ["Name"], ["Created"], ["Request id"], ["Trace id"]], []);
+  const rows = list.querySelector("tbody");
+  const shown = el("p", { id: "versions-count", class: "muted" });
+  const older = el("button", { type: "button", id: "older-versions", onclick: () => more().catch((e) => fill(shown, failure(e))) }, "Older versions");
+  let oldest;
+  const add = (page) => {
+    for (const v of [...page].reverse()) {
+      rows.append(el("tr", {}, el("td", { class: "num" }, el("a", { href: `#/versions/${v.id}` }, v.id)), el("td", {}, v.name), el("td", {}, v.created),
+        el("td", { class: "mono" }, v.requestId ?? ""), el("td", { class: "mono" }, v.traceId ?? "")));
+    }
+    if (page.length) oldest = page[0].id;
+    fill(shown, `${rows.children.length} of ${data.versionCount} version(s) shown, newest first.`);
+    older.hidden = page.length < VERSIONS_PAGE || rows.children.length >= data.versionCount;
+  };
+  async function more() {
+    const next = await gql(`query($last: Int!, $before: Int!) { versions(last: $last, before: $before) { ${VERSION_FIELDS} } }`, { last: VERSIONS_PAGE, before: oldest });
+    add(next.versions);
+  }
+  add(data.versions);
+  show("Versions", shown, list, el("div", { class: "buttons" }, older));
 }
 
 async function version(id) {
-  const data = await gql("query($id: Int!) { version(id: $id) { id name created requestId dbMigrations { id file schema migrationType created } } }", { id });
+  const data = await gql("query($id: Int!) { version(id: $id) { id name created requestId traceId dbMigrations { id file schema migrationType created } } }", { id });
   const v = data.version;
   if (!v) return show(`Version ${id}`, el("p", { class: "error" }, "No such version."));
   show(
     `Version ${v.id}: ${v.name}`,
     el("p", {}, el("a", { href: "#/versions" }, "← All versions")),
-    el("p", {}, `Created ${v.created}`, v.requestId ? ` by request ${v.requestId}` : "", `; ${v.dbMigrations.length} migration(s).`),
+    el("p", {}, `Created ${v.created}`, v.requestId ? ` by request ${v.requestId}` : "", v.traceId ? `, trace ${v.traceId}` : "", `; ${v.dbMigrations.length} migration(s).`),
     table([["Id", true], ["File"], ["Schema"], ["Type"], ["Created"]], v.dbMigrations.map((m) =>
       el("tr", {}, el("td", { class: "num" }, m.id), el("td", { class: "mono" }, m.file), el("td", {}, m.schema), el("td", {}, m.migrationType), el("td", {}, m.created)))),
   );

@@ -48,7 +48,7 @@ pub(crate) use store::Database;
 pub(crate) use types::{
     Access, BackfillEnd, BackfillMove, BackfillState, BackfillStatus, BackfillWait, MigrationFilter, MigrationRow,
     MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants,
-    UnreachableShard, VersionFilter, VersionRow,
+    UnreachableShard, VersionFilter, VersionRow, VersionWindow,
 };
 
 /// Opens the configured database with its driver; read-write also creates

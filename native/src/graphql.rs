@@ -17,7 +17,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, PlanError};
 use strata_core::migrate::wave::Wave;
 
-use crate::db::BackfillMove;
+use crate::db::{BackfillMove, VersionWindow};
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
 use crate::service::{Caller, CreateRequest, DesiredRun, DesiredStart, RequestId, RolloutControl, Service};
@@ -107,9 +107,11 @@ impl Query {
     /// Versions; with `file`, only those in which that file was applied.
     /// Every one, oldest first, or — with `first` or `after` — a page of
     /// them in order of id: `first` of them, those after the version whose
-    /// id is `after` (the last one of the page before). `first` and `after`
-    /// are added to the spec's schema (a fleet's every `createTenant` is a
-    /// version).
+    /// id is `after` (the last one of the page before); or — with `last`
+    /// or `before` — the newest: `last` of them, those before the version
+    /// whose id is `before` (the first one of the page after), still
+    /// oldest first. `first`, `after`, `last` and `before` are added to the
+    /// spec's schema (a fleet's every `createTenant` is a version).
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn versions(
         &self,
@@ -117,14 +119,37 @@ impl Query {
         file: Option<String>,
         first: Option<i32>,
         after: Option<i32>,
+        last: Option<i32>,
+        before: Option<i32>,
     ) -> Result<OneByOne<VersionDto>> {
-        let mut rows = service(ctx)?.versions(file.as_deref()).await.map_err(graphql_error)?;
-        if first.is_some() || after.is_some() {
-            rows.sort_unstable_by_key(|row| row.id);
-            let after = after.map(i64::from);
-            let page = page::page(&rows, |row| &row.id, first, after.as_ref())?;
-            rows = rows.drain(page).collect();
+        let from_start = first.is_some() || after.is_some();
+        let from_end = last.is_some() || before.is_some();
+        if from_start && from_end {
+            let message = "give `first`/`after` or `last`/`before`, not both";
+            return Err(graphql_error(AppError::InvalidInput(message.into())));
         }
+        let count = |n: Option<i32>, name: &str| {
+            n.map(u32::try_from)
+                .transpose()
+                .map_err(|_| graphql_error(AppError::InvalidInput(format!("`{name}` counts versions, 0 or more"))))
+        };
+        let window = match (from_start, from_end) {
+            (true, _) => Some(VersionWindow::First { after: after.map(i64::from), count: count(first, "first")? }),
+            (_, true) => Some(VersionWindow::Last { before: before.map(i64::from), count: count(last, "last")? }),
+            _ => None,
+        };
+        let rows = match (window, file) {
+            // A page is read as a page: the list grows with the fleet.
+            (Some(window), None) => service(ctx)?.version_window(window).await.map_err(graphql_error)?,
+            (window, file) => {
+                let mut rows = service(ctx)?.versions(file.as_deref()).await.map_err(graphql_error)?;
+                rows.sort_unstable_by_key(|row| row.id);
+                match window {
+                    Some(window) => window.of(rows),
+                    None => rows,
+                }
+            }
+        };
         Ok(OneByOne(rows.into_iter().map(VersionDto::from).collect()))
     }
 
@@ -132,7 +157,7 @@ impl Query {
     /// ran it). Added to the spec's schema: a count without the list.
     #[graphql(complexity = "STORAGE_COST")]
     async fn version_count(&self, ctx: &Context<'_>) -> Result<u64> {
-        Ok(service(ctx)?.versions(None).await.map_err(graphql_error)?.len() as u64)
+        service(ctx)?.version_count().await.map_err(graphql_error)
     }
 
     /// One version.

@@ -29,7 +29,7 @@ use crate::db::error::{RunError, ShardError};
 use crate::db::{
     BackfillEnd, BackfillMove, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
     MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, UnreachableShard, VersionFilter,
-    VersionRow,
+    VersionRow, VersionWindow,
 };
 use crate::error::AppError;
 use crate::loader::Loader;
@@ -309,6 +309,16 @@ impl Service {
     pub(crate) async fn versions(&self, file: Option<&str>) -> Result<Vec<VersionRow>, AppError> {
         let filter = file.map_or(VersionFilter::All, VersionFilter::ApplyingFile);
         Ok(self.database.versions(filter).await?)
+    }
+
+    /// A page of versions, in id order.
+    pub(crate) async fn version_window(&self, window: VersionWindow) -> Result<Vec<VersionRow>, AppError> {
+        Ok(self.database.versions(VersionFilter::Window(window)).await?)
+    }
+
+    /// How many versions there are.
+    pub(crate) async fn version_count(&self) -> Result<u64, AppError> {
+        Ok(self.database.version_count().await?)
     }
 
     /// One version.

@@ -1,5 +1,5 @@
-// The fleet page at 100,000 tenants (CONSOLE_PAGED_TENANTS) in headless
-// Chromium, on the PostgreSQL with default settings of tests/servers.sh
+// The fleet page at 100,000 tenants (CONSOLE_PAGED_TENANTS), and the
+// Versions page at as many versions, in headless Chromium, on the PostgreSQL with default settings of tests/servers.sh
 // (STRATA_TEST_PG_DEFAULT_URL): the page reads its rows a page at a time,
 // the fleet's counts beside them, and never the whole fleet — the first
 // page drawn, a jump to the last row or the middle reads the page it shows
@@ -145,11 +145,35 @@ try {
   await page.screenshot({ path: join(shots, "paged-fleet.png") });
   ok(`a search over ${TENANTS} tenants by the service in ${searchSeconds} s: 10 matches counted and shown`);
 
+  // The Versions page: the newest page of a version per tenant, older
+  // ones a page at a time, never the whole list.
+  psql(`insert into svc.svc_versions (name, created, request_id)
+    select 'tenant ' || i, now(), 'r' || i from generate_series(1, ${TENANTS}) i;`);
+  const versionCount = TENANTS + 1;
+  since = performance.now();
+  await page.goto(`${base}/console/#/versions`);
+  await page.locator("#versions-count", { hasText: `100 of ${versionCount} version(s) shown` }).waitFor({ timeout: 60000 });
+  const versionsSeconds = seconds(since);
+  await answered();
+  const versionRows = () => page.locator("tbody tr td:first-child").allTextContents();
+  const firstHundred = (await versionRows()).map(Number);
+  assert.equal(firstHundred[0], versionCount, "the newest first");
+  assert.deepEqual(firstHundred, Array.from({ length: 100 }, (_, i) => versionCount - i));
+  await page.click("#older-versions");
+  await page.locator("#versions-count", { hasText: `200 of ${versionCount}` }).waitFor({ timeout: 60000 });
+  await answered();
+  assert.deepEqual((await versionRows()).map(Number).slice(99, 101), [versionCount - 99, versionCount - 100]);
+  const versionReads = answers.filter((a) => /versions\(last/.test(a.query));
+  assert.deepEqual(versionReads.map((a) => a.variables.before ?? null), [null, versionCount - 99]);
+  assert.ok(Math.max(...versionReads.map((a) => a.bytes)) < 40 * 1024, "a page of versions, not the list");
+  await page.screenshot({ path: join(shots, "paged-versions.png") });
+  ok(`the Versions page of ${versionCount} versions drawn in ${versionsSeconds} s, the newest 100, then 100 older`);
+
   const peak = status("VmHWM");
   const growth = peak - startMiB;
   assert.ok(growth <= GROWTH_BOUND_MIB, `the service's peak RSS grew by ${growth.toFixed(1)} MiB (${startMiB.toFixed(1)} → ${peak.toFixed(1)}; bound ${GROWTH_BOUND_MIB})`);
   assert.deepEqual(problems, [], "console errors, CSP violations or failed requests");
-  ok(`the service's peak RSS through the fleet page at ${TENANTS} tenants: +${growth.toFixed(1)} MiB (${startMiB.toFixed(1)} → ${peak.toFixed(1)}; bound +${GROWTH_BOUND_MIB})`);
+  ok(`the service's peak RSS through the fleet and Versions pages at ${TENANTS} tenants: +${growth.toFixed(1)} MiB (${startMiB.toFixed(1)} → ${peak.toFixed(1)}; bound +${GROWTH_BOUND_MIB})`);
   console.log(`screenshots: ${shots}`);
   console.log(`console in pages: ${checks.length} checks passed`);
 } finally {

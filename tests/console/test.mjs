@@ -104,18 +104,28 @@ try {
   await page.keyboard.press("Enter");
   await page.locator("h1", { hasText: "Versions" }).waitFor();
   const versions = (await api("{ versions { id name requestId } }")).versions;
-  assert.equal(await page.locator("tbody tr").count(), versions.length);
+  // The newest hundred, then older ones a hundred at a time.
+  const firstPage = Math.min(versions.length, 100);
+  await page.locator("#versions-count", { hasText: `${firstPage} of ${versions.length} version(s) shown` }).waitFor();
+  assert.equal(await page.locator("tbody tr").count(), firstPage);
   const newest = versions[versions.length - 1];
   const firstRow = page.locator("tbody tr").first();
   assert.equal(await firstRow.locator("td").nth(1).textContent(), newest.name);
   assert.equal(await firstRow.locator("td").nth(3).textContent(), newest.requestId);
   await page.screenshot({ path: join(shots, "versions.png") });
+  for (let pages = 1; pages * 100 < versions.length; pages++) {
+    await page.click("#older-versions");
+    await page.locator("#versions-count", { hasText: `${Math.min(versions.length, (pages + 1) * 100)} of ${versions.length}` }).waitFor();
+  }
+  assert.equal(await page.locator("#older-versions").isHidden(), true, "every version shown: no older ones");
+  const versionIds = await page.locator("tbody tr td:first-child").allTextContents();
+  assert.deepEqual(versionIds.map(Number), versions.map((v) => v.id).reverse(), "each version once, newest first");
   await page.locator(`a[href="#/versions/1"]`).click();
   await page.locator("h1", { hasText: "Version 1: base" }).waitFor();
   const one = (await api("{ version(id: 1) { dbMigrations { file schema } } }")).version.dbMigrations;
   const shown = await page.locator("tbody tr").evaluateAll((rows) => rows.map((r) => [r.children[1].textContent, r.children[2].textContent]));
   assert.deepEqual(shown, one.map((m) => [m.file, m.schema]));
-  ok(`versions: ${versions.length} listed newest first with request ids; version 1's ${one.length} migrations`);
+  ok(`versions: ${versions.length} listed newest first, a hundred at a time, with request ids; version 1's ${one.length} migrations`);
 
   // Sources: a filter and the contents viewer.
   await page.goto(`${base}/console/#/sources`);

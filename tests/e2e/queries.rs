@@ -186,8 +186,28 @@ async fn versions_come_in_pages_by_id_and_counts_need_no_list() {
     assert_eq!(page(5, json!(0)).await, all, "after an id that is none");
     assert!(page(5, json!(all[3])).await.is_empty());
     assert!(page(5, json!(all[3] + 100)).await.is_empty());
-    let refused = server.graphql("{ versions(first: -1) { id } }", json!({})).await;
-    assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+    // From the end: the newest, then those before the first one seen,
+    // oldest first within a page.
+    let last = |last: i64, before: Value| {
+        let server = &server;
+        async move {
+            let query = "query($last: Int, $before: Int) { versions(last: $last, before: $before) { id } }";
+            ids(&server.data(query, json!({ "last": last, "before": before })).await)
+        }
+    };
+    assert_eq!(last(2, Value::Null).await, all[2..]);
+    assert_eq!(last(2, json!(all[2])).await, all[..2]);
+    assert_eq!(last(5, json!(all[3] + 100)).await, all, "before an id past the last");
+    assert!(last(5, json!(all[0])).await.is_empty());
+    let with_file = "query($f: String) { versions(file: $f, last: 1) { id } }";
+    let applied_ref = server.data(with_file, json!({ "f": "ref/001.sql" })).await;
+    assert_eq!(ids(&applied_ref), all[..1], "a page of the versions of a file");
+    for refused in
+        ["{ versions(first: -1) { id } }", "{ versions(last: -1) { id } }", "{ versions(first: 1, last: 1) { id } }"]
+    {
+        let refused = server.graphql(refused, json!({})).await;
+        assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+    }
     assert_eq!(
         server.data("{ versionCount tenantCount }", json!({})).await,
         json!({ "versionCount": 4, "tenantCount": 3 })

@@ -58,6 +58,11 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     }
     /// Recorded versions.
     async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// How many versions there are (this reads them all; the sqlx books
+    /// count them in the database).
+    async fn version_count(&self, conn: &mut C) -> Result<u64, DbError> {
+        Ok(self.versions(conn, VersionFilter::All).await?.len() as u64)
+    }
     /// Recorded migrations, whole rows.
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
     /// Inserts a version row, in the caller's open transaction; its id.

@@ -753,6 +753,7 @@ impl Database for Fleet {
         let all = self.fleet_versions(VersionFilter::All).await?;
         let wanted: HashSet<i64> = match filter {
             VersionFilter::All => return Ok(all),
+            VersionFilter::Window(window) => return Ok(window.of(all)),
             VersionFilter::Id(served) => HashSet::from([served]),
             VersionFilter::ApplyingFile(_) => {
                 let answers = self.answering(|_, store| async move { store.versions(filter).await }).await?;

@@ -345,6 +345,10 @@ impl Books<Connection> for SqlServerEngine {
                 Some(id) => query(conn, sql::SELECT_VERSION, &[&id]).await?,
                 None => Vec::new(),
             },
+            VersionFilter::Window(window) => {
+                let all = query(conn, sql::SELECT_VERSIONS, &[]).await?;
+                return Ok(window.of(all.iter().map(version_row).collect::<Result<_, _>>()?));
+            }
         };
         rows.iter().map(version_row).collect()
     }

@@ -74,6 +74,10 @@ pub(crate) trait Database: Send + Sync {
     async fn add_tenants(&self, tenants: &[String], shard: Option<&str>) -> Result<(), RunError>;
     /// Versions in id order.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError>;
+    /// How many versions there are.
+    async fn version_count(&self) -> Result<u64, DbError> {
+        Ok(self.versions(VersionFilter::All).await?.len() as u64)
+    }
     /// Recorded migrations in id order.
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError>;
     /// Plans (through the core planner) and executes a mutation, serialised
@@ -275,6 +279,11 @@ impl<E: Engine> Database for Store<E> {
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
         self.engine.books().versions(&mut conn, filter).await
+    }
+
+    async fn version_count(&self) -> Result<u64, DbError> {
+        let Some(mut conn) = self.reading().await? else { return Ok(0) };
+        self.engine.books().version_count(&mut conn).await
     }
 
     async fn migrations(&self, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {

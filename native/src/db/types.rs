@@ -507,6 +507,49 @@ pub(crate) enum VersionFilter<'a> {
     ApplyingFile(&'a str),
     /// The one with this id.
     Id(i64),
+    /// A page of them, in id order.
+    Window(VersionWindow),
+}
+
+/// A page of versions, GitHub's way, in id order either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VersionWindow {
+    /// `first`: at most `count` of the lowest ids above `after`.
+    First {
+        /// Only ids above it.
+        after: Option<i64>,
+        /// At most this many.
+        count: Option<u32>,
+    },
+    /// `last`: at most `count` of the highest ids below `before`.
+    Last {
+        /// Only ids below it.
+        before: Option<i64>,
+        /// At most this many.
+        count: Option<u32>,
+    },
+}
+
+impl VersionWindow {
+    /// The window of `rows` (in id order), for a reader that reads them
+    /// all (SQL Server, a fleet of shards).
+    pub(crate) fn of(&self, rows: Vec<VersionRow>) -> Vec<VersionRow> {
+        let limit = |count: Option<u32>, len: usize| count.map_or(len, |count| (count as usize).min(len));
+        match *self {
+            VersionWindow::First { after, count } => {
+                let inside = rows.into_iter().filter(|row| after.is_none_or(|after| row.id > after));
+                let inside: Vec<VersionRow> = inside.collect();
+                let keep = limit(count, inside.len());
+                inside.into_iter().take(keep).collect()
+            }
+            VersionWindow::Last { before, count } => {
+                let mut inside: Vec<VersionRow> =
+                    rows.into_iter().filter(|row| before.is_none_or(|before| row.id < before)).collect();
+                let keep = limit(count, inside.len());
+                inside.split_off(inside.len() - keep)
+            }
+        }
+    }
 }
 
 /// Which recorded migrations a read selects.
@@ -599,4 +642,36 @@ pub(crate) struct Record<'a> {
     pub(crate) migration: &'a SourceMigration,
     /// The schema it was applied to (or recorded for).
     pub(crate) schema: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{VersionRow, VersionWindow};
+
+    fn rows(ids: &[i64]) -> Vec<VersionRow> {
+        let row = |id| VersionRow {
+            id,
+            name: format!("v{id}"),
+            created: String::new(),
+            request_id: String::new(),
+            trace_id: None,
+            parts: Vec::new(),
+        };
+        ids.iter().copied().map(row).collect()
+    }
+
+    fn ids(window: VersionWindow) -> Vec<i64> {
+        window.of(rows(&[3, 5, 8, 13])).iter().map(|row| row.id).collect()
+    }
+
+    #[test]
+    fn a_window_pages_from_either_end_after_or_before_an_id_that_may_be_gone() {
+        assert_eq!(ids(VersionWindow::First { after: None, count: Some(2) }), [3, 5]);
+        assert_eq!(ids(VersionWindow::First { after: Some(5), count: Some(2) }), [8, 13]);
+        assert_eq!(ids(VersionWindow::First { after: Some(6), count: None }), [8, 13]);
+        assert_eq!(ids(VersionWindow::Last { before: None, count: Some(2) }), [8, 13]);
+        assert_eq!(ids(VersionWindow::Last { before: Some(8), count: Some(5) }), [3, 5]);
+        assert_eq!(ids(VersionWindow::Last { before: Some(7), count: Some(1) }), [5]);
+        assert!(ids(VersionWindow::Last { before: Some(3), count: None }).is_empty());
+    }
 }

@@ -86,6 +86,12 @@ pub(crate) struct BooksSql {
     pub(crate) select_versions_by_file: Traced,
     /// One version (bound: its id).
     pub(crate) select_version: Traced,
+    /// The lowest ids above one (bound: that id, how many), ascending.
+    pub(crate) select_versions_after: Traced,
+    /// The highest ids below one (bound: that id, how many), descending.
+    pub(crate) select_versions_before: Traced,
+    /// How many versions there are.
+    pub(crate) count_versions: String,
     /// Whether `svc.svc_versions` has `trace_id` (books written before it
     /// was added do not, until a read-write start adds it).
     pub(crate) version_trace_installed: String,
@@ -298,6 +304,9 @@ impl BooksSql {
                 "where id in (select version_id from svc.svc_migrations where filename = ?) order by id",
             ),
             select_version: version("where id = ?"),
+            select_versions_after: version("where id > ? order by id limit ?"),
+            select_versions_before: version("where id < ? order by id desc limit ?"),
+            count_versions: "select count(*) from svc.svc_versions".into(),
             version_trace_installed: d.column_count.replace("{table}", "svc_versions").replace("{column}", "trace_id"),
             select_version_migrations: migration("where version_id = ? order by id"),
             select_migration: migration("where id = ?"),

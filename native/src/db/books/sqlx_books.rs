@@ -35,7 +35,7 @@ use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
     Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, NewVersion,
-    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow, VersionWindow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -210,6 +210,33 @@ where
         Ok(self.rows(conn, self.query(select)).await?)
     }
 
+    /// A window of versions, read as a page in the database (`limit`), in
+    /// id order.
+    async fn version_window(
+        &self,
+        conn: &mut DB::Connection,
+        window: VersionWindow,
+        traced: bool,
+    ) -> Result<Vec<VersionRow>, DbError> {
+        // Ids are the engine's integers: a bound past their range is none.
+        let bound = |id: Option<i64>, none: i64| Self::int(id.unwrap_or(none).clamp(0, i64::from(i32::MAX)));
+        let many = |count: Option<u32>| Self::int(i64::from(count.unwrap_or(i32::MAX as u32).min(i32::MAX as u32)));
+        let (statement, from, count) = match window {
+            VersionWindow::First { after, count } => {
+                (self.sql.select_versions_after.of(traced), bound(after, 0)?, count)
+            }
+            VersionWindow::Last { before, count } => {
+                (self.sql.select_versions_before.of(traced), bound(before, i64::from(i32::MAX))?, count)
+            }
+        };
+        let rows = self.rows(conn, self.query(statement).bind(from).bind(many(count)?)).await?;
+        let mut versions: Vec<VersionRow> = rows.iter().map(Rows::<DB::Row, I>::version).collect::<Result<_, _>>()?;
+        if let VersionWindow::Last { .. } = window {
+            versions.reverse();
+        }
+        Ok(versions)
+    }
+
     /// The tenant list, each row folded in as it arrives (never every
     /// decoded row at once: what is held is the list, not the rows).
     async fn stream_tenants(&self, conn: &mut DB::Connection) -> Result<TenantList, DbError> {
@@ -331,8 +358,15 @@ where
             VersionFilter::Id(id) => {
                 self.rows(conn, self.query(self.sql.select_version.of(traced)).bind(Self::int(id)?)).await?
             }
+            VersionFilter::Window(window) => return self.version_window(conn, window, traced).await,
         };
         rows.iter().map(Rows::<DB::Row, I>::version).collect()
+    }
+
+    async fn version_count(&self, conn: &mut C) -> Result<u64, DbError> {
+        let rows = self.rows(conn.sqlx(), self.query(&self.sql.count_versions)).await?;
+        let count: i64 = rows.first().map(|row| sqlx::Row::try_get(row, 0)).transpose()?.unwrap_or(0);
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn migrations(&self, conn: &mut C, filter: MigrationFilter) -> Result<Vec<MigrationRow>, DbError> {
