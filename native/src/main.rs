@@ -13,6 +13,7 @@ mod http;
 mod identity;
 mod loader;
 mod os_account;
+mod otlp;
 mod server;
 mod service;
 mod settings;

@@ -47,7 +47,7 @@ const APPLIED_TYPES: [&str; 4] =
 
 /// The OTLP export of the metrics, once started: exports once more before
 /// the server exits.
-static OTLP: OnceLock<crate::traces::Flusher> = OnceLock::new();
+static OTLP: OnceLock<crate::otlp::Flusher> = OnceLock::new();
 
 /// The buckets of the histogram `name`, for Prometheus and OTLP alike.
 fn buckets(name: &str) -> &'static [f64] {

@@ -35,11 +35,11 @@ pub(super) fn start(
     export: &MetricExport,
     bounds: fn(&str) -> &'static [f64],
     process: metrics_process::Collector,
-) -> Result<(Recorder, crate::traces::Flusher), String> {
-    let (flusher, flush_requests) = crate::traces::Flusher::new();
+) -> Result<(Recorder, crate::otlp::Flusher), String> {
+    let (flusher, flush_requests) = crate::otlp::Flusher::new();
     let telemetry = telemetry.clone();
     let export = export.clone();
-    let meter = crate::traces::exporting_thread("otlp-metrics", "metrics exporter", move |ready| async move {
+    let meter = crate::otlp::exporting_thread("otlp-metrics", "metrics exporter", move |ready| async move {
         let exporter = match exporter(&telemetry, &export.endpoint) {
             Ok(exporter) => exporter,
             Err(e) => {
@@ -50,7 +50,7 @@ pub(super) fn start(
         let reader = SharedReader(Arc::new(ManualReader::builder().build()));
         let provider = SdkMeterProvider::builder()
             .with_reader(reader.clone())
-            .with_resource(crate::traces::resource(&telemetry))
+            .with_resource(crate::otlp::resource(&telemetry))
             .build();
         let _ = ready.send(Ok(provider.meter("strata")));
         let every = Duration::from_millis(export.interval_millis);
@@ -76,9 +76,9 @@ fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<MetricExporter, Str
                 .with_tonic()
                 .with_endpoint(endpoint)
                 .with_timeout(timeout)
-                .with_metadata(crate::traces::grpc_metadata(&telemetry.headers)?);
+                .with_metadata(crate::otlp::grpc_metadata(&telemetry.headers)?);
             if endpoint.starts_with("https://") {
-                builder = builder.with_tls_config(crate::traces::grpc_tls());
+                builder = builder.with_tls_config(crate::otlp::grpc_tls());
             }
             builder.build()
         }
@@ -93,7 +93,7 @@ async fn export_loop(
     exporter: &MetricExporter,
     every: Duration,
     process: metrics_process::Collector,
-    mut flush_requests: mpsc::UnboundedReceiver<crate::traces::FlushRequest>,
+    mut flush_requests: mpsc::UnboundedReceiver<crate::otlp::FlushRequest>,
 ) {
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

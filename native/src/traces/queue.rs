@@ -25,7 +25,7 @@ const LINGER: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct Queue {
     spans: mpsc::Sender<SpanData>,
-    handle: super::Flusher,
+    handle: crate::otlp::Flusher,
 }
 
 /// Starts the exporting thread for `telemetry`, its spans' `resource`
@@ -36,13 +36,13 @@ pub(super) fn start(
     telemetry: &Telemetry,
     traces: &TraceExport,
     resource: Resource,
-) -> Result<(Queue, super::Flusher), String> {
+) -> Result<(Queue, crate::otlp::Flusher), String> {
     let capacity = usize::try_from(traces.queue_size).unwrap_or(usize::MAX).max(1);
     let (spans, received) = mpsc::channel(capacity);
-    let (handle, flush_requests) = super::Flusher::new();
+    let (handle, flush_requests) = crate::otlp::Flusher::new();
     let telemetry = telemetry.clone();
     let endpoint = traces.endpoint.clone();
-    super::exporting_thread("otlp-export", "trace exporter", move |ready| async move {
+    crate::otlp::exporting_thread("otlp-export", "trace exporter", move |ready| async move {
         let exporter = match exporter(&telemetry, &endpoint) {
             Ok(mut exporter) => {
                 exporter.set_resource(&resource);
@@ -78,9 +78,9 @@ fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<SpanExporter, Strin
                 .with_tonic()
                 .with_endpoint(endpoint)
                 .with_timeout(timeout)
-                .with_metadata(super::grpc_metadata(&telemetry.headers)?);
+                .with_metadata(crate::otlp::grpc_metadata(&telemetry.headers)?);
             if endpoint.starts_with("https://") {
-                builder = builder.with_tls_config(super::grpc_tls());
+                builder = builder.with_tls_config(crate::otlp::grpc_tls());
             }
             builder.build()
         }
@@ -93,7 +93,7 @@ enum Wake {
     /// The batch is full, or its first span waited [`LINGER`].
     Ready,
     /// A flush asks for everything queued, and an answer once it is sent.
-    Flush(super::FlushRequest),
+    Flush(crate::otlp::FlushRequest),
     /// Every processor (or every handle) is gone: send what is left, stop.
     Closed,
 }
@@ -104,7 +104,7 @@ enum Wake {
 async fn export_loop(
     exporter: SpanExporter,
     mut spans: mpsc::Receiver<SpanData>,
-    mut flushes: mpsc::UnboundedReceiver<super::FlushRequest>,
+    mut flushes: mpsc::UnboundedReceiver<crate::otlp::FlushRequest>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut failing = false;
