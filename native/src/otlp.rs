@@ -1,11 +1,12 @@
 //! What the two OTLP exports — the spans' (`crate::traces`) and the
-//! metrics' (`crate::telemetry`) — share: the resource they describe, the
-//! gRPC headers and TLS, the thread each exports from, and the handle that
-//! asks it to send what it holds.
+//! metrics' (`crate::telemetry`) — share: the resource they describe, how
+//! their exporters reach a collector over HTTP or gRPC, the thread each
+//! exports from, and the handle that asks it to send what it holds.
 
 use std::time::Duration;
 
 use opentelemetry::KeyValue;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use strata_core::migrate::config::Telemetry;
 
@@ -20,20 +21,42 @@ pub(crate) fn resource(telemetry: &Telemetry) -> Resource {
     Resource::builder_empty().with_attributes(attributes).build()
 }
 
-/// `telemetry.headers` as the gRPC metadata of every export; the error
-/// names the header gRPC refuses.
-pub(crate) fn grpc_metadata(
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, String> {
-    let mut map = axum::http::HeaderMap::new();
-    for (name, value) in headers {
+/// An OTLP/HTTP exporter's builder (spans' or metrics') sending protobuf to
+/// `endpoint` with `telemetry`'s headers and time-out.
+pub(crate) fn over_http<B: WithExportConfig + WithHttpConfig>(builder: B, telemetry: &Telemetry, endpoint: &str) -> B {
+    builder
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(endpoint)
+        .with_timeout(Duration::from_millis(telemetry.timeout_millis))
+        .with_headers(telemetry.headers.clone().into_iter().collect())
+}
+
+/// An OTLP/gRPC exporter's builder (spans' or metrics') for `endpoint`
+/// with `telemetry`'s headers as metadata, its time-out, and TLS trusting
+/// the system's roots for an `https://` collector; the error names the
+/// header gRPC refuses.
+pub(crate) fn over_grpc<B: WithExportConfig + WithTonicConfig>(
+    builder: B,
+    telemetry: &Telemetry,
+    endpoint: &str,
+) -> Result<B, String> {
+    let mut metadata = axum::http::HeaderMap::new();
+    for (name, value) in &telemetry.headers {
         let key = axum::http::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("telemetry.headers: {name:?} is not a gRPC metadata key"))?;
         let value = axum::http::HeaderValue::from_str(value)
             .map_err(|_| format!("telemetry.headers: the value of {name:?} is not a gRPC metadata value"))?;
-        map.insert(key, value);
+        metadata.insert(key, value);
     }
-    Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
+    let builder = builder
+        .with_endpoint(endpoint)
+        .with_timeout(Duration::from_millis(telemetry.timeout_millis))
+        .with_metadata(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(metadata));
+    Ok(match endpoint.starts_with("https://") {
+        true => builder
+            .with_tls_config(opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_native_roots()),
+        false => builder,
+    })
 }
 
 /// Runs `work` on a thread named `name` with a runtime of its own (the
@@ -84,9 +107,4 @@ impl Flusher {
             let _ = finished.recv_timeout(bound);
         }
     }
-}
-
-/// TLS for an `https://` gRPC collector, trusting the system's roots.
-pub(crate) fn grpc_tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
-    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_native_roots()
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use metrics::{Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, SharedString, Unit};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Meter, MeterProvider as _};
-use opentelemetry_otlp::{MetricExporter, WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_otlp::MetricExporter;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
@@ -62,25 +62,12 @@ pub(super) fn start(
 
 /// The OTLP exporter of metrics to `endpoint` that `telemetry` describes.
 fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<MetricExporter, String> {
-    let timeout = Duration::from_millis(telemetry.timeout_millis);
     let built = match telemetry.protocol {
-        OtlpProtocol::HttpProtobuf => MetricExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(endpoint)
-            .with_timeout(timeout)
-            .with_headers(telemetry.headers.clone().into_iter().collect())
-            .build(),
+        OtlpProtocol::HttpProtobuf => {
+            crate::otlp::over_http(MetricExporter::builder().with_http(), telemetry, endpoint).build()
+        }
         OtlpProtocol::Grpc => {
-            let mut builder = MetricExporter::builder()
-                .with_tonic()
-                .with_endpoint(endpoint)
-                .with_timeout(timeout)
-                .with_metadata(crate::otlp::grpc_metadata(&telemetry.headers)?);
-            if endpoint.starts_with("https://") {
-                builder = builder.with_tls_config(crate::otlp::grpc_tls());
-            }
-            builder.build()
+            crate::otlp::over_grpc(MetricExporter::builder().with_tonic(), telemetry, endpoint)?.build()
         }
     };
     built.map_err(|e| format!("telemetry: the OTLP metrics exporter refuses {endpoint}: {e}"))

@@ -6,10 +6,9 @@
 //! `svc_http_trace_spans_dropped`, as it counts the spans of an export
 //! that failed (a collector down).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_otlp::SpanExporter;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _, SpanProcessor};
@@ -61,28 +60,12 @@ pub(super) fn start(
 
 /// The OTLP exporter of spans to `endpoint` that `telemetry` describes.
 fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<SpanExporter, String> {
-    let timeout = Duration::from_millis(telemetry.timeout_millis);
     let built = match telemetry.protocol {
         OtlpProtocol::HttpProtobuf => {
-            let headers: HashMap<String, String> = telemetry.headers.clone().into_iter().collect();
-            SpanExporter::builder()
-                .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_endpoint(endpoint)
-                .with_timeout(timeout)
-                .with_headers(headers)
-                .build()
+            crate::otlp::over_http(SpanExporter::builder().with_http(), telemetry, endpoint).build()
         }
         OtlpProtocol::Grpc => {
-            let mut builder = SpanExporter::builder()
-                .with_tonic()
-                .with_endpoint(endpoint)
-                .with_timeout(timeout)
-                .with_metadata(crate::otlp::grpc_metadata(&telemetry.headers)?);
-            if endpoint.starts_with("https://") {
-                builder = builder.with_tls_config(crate::otlp::grpc_tls());
-            }
-            builder.build()
+            crate::otlp::over_grpc(SpanExporter::builder().with_tonic(), telemetry, endpoint)?.build()
         }
     };
     built.map_err(|e| format!("telemetry: the OTLP exporter refuses {endpoint}: {e}"))
