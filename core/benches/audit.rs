@@ -20,6 +20,7 @@ fn entry(i: usize) -> Entry {
         target: format!("version {i}"),
         request_id: "9f2c1d7e-5b1a-4c3e-8d2f-0a1b2c3d4e5f".into(),
         outcome: "ok".into(),
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
     }
 }
 

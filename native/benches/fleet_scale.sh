@@ -19,7 +19,9 @@
 #            sampled, queueSize 1000000 so none is dropped) to a local sink
 #            that reads each request whole and answers an empty
 #            ExportTraceServiceResponse; the requests and bytes it got are
-#            printed after the table
+#            printed after the table, and what tracing cost the process in
+#            processor time (user + system, from /usr/bin/time: unlike the
+#            wall clock, not moved by this disk's bimodal fsync times)
 #
 # With VIA=pgbouncer-transaction or VIA=pgbouncer-session, the floor's
 # sessions and Strata both connect through tests/servers.sh's stock
@@ -28,8 +30,8 @@
 #
 # Every tenant schema exists before each timed run (created, not timed).
 # Printed per variant: the median of RUNS alternating runs and their spread
-# in seconds, the ratio of medians to the floor's, and the largest peak RSS
-# in MB; then, per Strata variant, the median seconds of each phase of its
+# in seconds, the ratio of medians to the floor's, the largest peak RSS
+# in MB and the median processor seconds of the `strata` process; then, per Strata variant, the median seconds of each phase of its
 # runs (start-up, drift, lock, tenants, plan, units, wind-down, exit).
 #
 # Usage: bash native/benches/fleet_scale.sh
@@ -114,7 +116,7 @@ floor_run() { # tenants -> seconds
     bench_sessions "$RUN_URL/$db" "$work/floor" "$CONCURRENCY"
 }
 
-strata_run() { # tenants extra-config [binary] [variant] -> "seconds rss_kb"
+strata_run() { # tenants extra-config [binary] [variant] -> "seconds rss_kb cpu_seconds"
     local tenants=$1 db=strata_bench binary=${3:-$STRATA}
     fresh_database "$db" "$tenants"
     cat >"$work/svc.yaml" <<YAML
@@ -135,7 +137,7 @@ YAML
     # would also print every recorded row (14 MB at 2,000 tenants).
     # `-v`: the log's `mutation started` and `version created` lines (the
     # latter with the version's phases; no line per tenant).
-    /usr/bin/time -f "%M" -o "$work/rss" "$binary" -v --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
+    /usr/bin/time -f "%M %U %S" -o "$work/rss" "$binary" -v --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
     local end; end=$(now)
     local seconds; seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
     phases_of "$start" "$end" "$work/err" >>"$work/phases.$tenants.${4:-strata}"
@@ -148,7 +150,7 @@ YAML
     local applied
     applied=$("${PSQL[@]}" "$STRATA_BENCH_PG_URL/$db" -Atc "select count(*) from svc.svc_migrations")
     [ "$applied" = "$rows" ] || { echo "strata recorded $applied rows, not $rows" >&2; exit 1; }
-    echo "$seconds $(cat "$work/rss")"
+    echo "$seconds $(awk '{ printf "%s %.2f", $1, $2 + $3 }' "$work/rss")"
 }
 
 # Where one run's time went, in seconds: start-up (the process's start to
@@ -172,7 +174,7 @@ PHASES="start-up drift lock tenants plan units wind-down exit"
 # Alternating runs, rotated each round: floor, strata, lean, then strata,
 # lean, floor, ... so that the machine's drift (fsync times vary by 2x here)
 # falls on every side and no variant always follows the same one.
-printf '%-8s %-8s %6s %12s %14s %8s %8s\n' tenants run runs median spread ratio "RSS MB"
+printf '%-8s %-8s %6s %12s %14s %8s %8s %8s\n' tenants run runs median spread ratio "RSS MB" "cpu s"
 for tenants in $SIZES; do
     : >"$work/times"
     read -r -a order <<<"$VARIANTS"
@@ -182,7 +184,7 @@ for tenants in $SIZES; do
         rotated=("${order[@]:$(((run - 1) % ${#order[@]}))}" "${order[@]:0:$(((run - 1) % ${#order[@]}))}")
         for variant in "${rotated[@]}"; do
             case $variant in
-                floor) echo "floor $(floor_run "$tenants") 0" >>"$work/times" ;;
+                floor) echo "floor $(floor_run "$tenants") 0 0" >>"$work/times" ;;
                 strata | lean | traced)
                     extra=""
                     [ "$variant" = lean ] && extra=$'driftPolicy: off\nrecordFingerprints: false'
@@ -202,9 +204,18 @@ for tenants in $SIZES; do
         range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
         rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
         ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", s / f; else print "-" }')
-        [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
-        printf '%-8s %-8s %6s %12s %14s %8s %8s\n' "$tenants" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss"
+        cpu=$(awk -v v="$variant" '$1 == v { print $4 }' "$work/times" | median)
+        [ "$variant" = floor ] && rss=- cpu=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+        printf '%-8s %-8s %6s %12s %14s %8s %8s %8s\n' "$tenants" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rss" "$cpu"
     done
+    # Tracing's cost in the process's processor time, against the
+    # version's wall time with traces off.
+    if [[ " $VARIANTS " == *" traced "* && " $VARIANTS " == *" strata "* ]]; then
+        awk '$1 == "strata" { print $4 > "'"$work"'/cpu.off" } $1 == "traced" { print $4 > "'"$work"'/cpu.on" }
+             $1 == "strata" { print $2 > "'"$work"'/wall.off" }' "$work/times"
+        off=$(median <"$work/cpu.off") on=$(median <"$work/cpu.on") wall=$(median <"$work/wall.off")
+        awk -v on="$on" -v off="$off" -v wall="$wall" 'BEGIN { printf "tracing: %.2f processor s with traces on, %.2f off: +%.2f s, %.1f %% of the median version (%.2f s) with traces off\n", on, off, on - off, 100 * (on - off) / wall, wall }'
+    fi
     # The phases of each Strata variant: the median of its runs, per phase.
     for file in "$work"/phases."$tenants".*; do
         [ -e "$file" ] || continue

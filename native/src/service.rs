@@ -761,14 +761,11 @@ impl Service {
             }
             result
         };
+        // Audited inside the version's span: the row keeps the version's
+        // trace (a wave's is a trace of its own).
         let result = self
-            .audited(&request.caller, action, run.instrument(span.clone()), |result| {
-                let mut target = request.audit_target(result);
-                if let Some(trace_id) = &trace_id {
-                    target.push_str(&format!(", trace {trace_id}"));
-                }
-                target
-            })
+            .audited(&request.caller, action, run, |result| request.audit_target(result))
+            .instrument(span.clone())
             .await;
         match &result {
             Ok(created) => crate::traces::spans::version_done(

@@ -162,7 +162,7 @@ async fn tokens_and_roles_decide_each_field_and_nothing_escapes_them() {
 
 /// `svc.` where the backend names the schema in SQL run outside the
 /// service (SQLite runs in the schema's own file).
-fn svc_prefix() -> &'static str {
+pub(crate) fn svc_prefix() -> &'static str {
     if crate::support::backend() == crate::support::Backend::Sqlite { "" } else { "svc." }
 }
 
@@ -475,8 +475,8 @@ async fn the_command_line_as_a_client_needs_a_token_not_the_database() {
 /// The audit rows as stored, for the test to rewrite as an attacker with
 /// the table but not the key would.
 async fn stored_audit(server: &Server) -> Vec<strata_core::auth::audit::Sealed> {
-    let sql =
-        "select id, at, actor, action, target, request_id, outcome, prev, hash, signature from svc_audit order by id";
+    let sql = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature, trace_id from svc_audit \
+         order by id";
     let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
     server
         .ws
@@ -492,6 +492,7 @@ async fn stored_audit(server: &Server) -> Vec<strata_core::auth::audit::Sealed> 
                 target: text(&row[4]),
                 request_id: text(&row[5]),
                 outcome: text(&row[6]),
+                trace_id: row[10].as_str().map(str::to_string),
             },
             prev: text(&row[7]),
             hash: text(&row[8]),
@@ -966,7 +967,7 @@ async fn plan_status_and_repair_print_the_same_json_through_the_server_as_in_pro
 }
 
 /// Books written by a release before `svc_audit.signature`,
-/// `svc_tokens.owner` and `svc_versions.trace_id`: their rows are kept, read-only commands read them
+/// `svc_audit.trace_id`, `svc_tokens.owner` and `svc_versions.trace_id`: their rows are kept, read-only commands read them
 /// as they are, the first read-write command adds the columns, and the old
 /// rows verify as unsigned, never as signed.
 #[tokio::test]
@@ -982,12 +983,12 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     // As an earlier release left them: without the columns added since.
     let drop = match crate::support::backend() {
         crate::support::Backend::Sqlite => {
-            "alter table svc_audit drop column signature; alter table svc_tokens drop column owner; \
-             alter table svc_versions drop column trace_id"
+            "alter table svc_audit drop column signature; alter table svc_audit drop column trace_id; \
+             alter table svc_tokens drop column owner; alter table svc_versions drop column trace_id"
         }
         _ => {
-            "alter table svc.svc_audit drop column signature; alter table svc.svc_tokens drop column owner; \
-             alter table svc.svc_versions drop column trace_id"
+            "alter table svc.svc_audit drop column signature; alter table svc.svc_audit drop column trace_id; \
+             alter table svc.svc_tokens drop column owner; alter table svc.svc_versions drop column trace_id"
         }
     };
     ws.execute("svc", drop).await;

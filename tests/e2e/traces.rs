@@ -16,8 +16,9 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use prost::Message;
 use serde_json::{Value, json};
 
+use crate::access::svc_prefix;
 use crate::fleet::tenants;
-use crate::support::{Backend, Server, backend, code, json_of, stderr};
+use crate::support::{Backend, Server, backend, code, json_of, stderr, stdout, strata};
 
 /// One span as a receiver decoded it.
 #[derive(Debug, Clone)]
@@ -326,6 +327,62 @@ async fn apply_under_traceparent_continues_the_pipelines_trace_into_every_tenant
 }
 
 #[tokio::test]
+async fn a_version_in_one_transaction_has_a_span_per_tenant_and_the_failing_tenants_is_the_error() {
+    let receiver = Receiver::http().await;
+    let server = four_tenants_one_failing("transactionScope: version\n").await;
+    let output = apply_traced(&server, &traceparent(), &receiver, &[]).await;
+    assert_eq!(code(&output), 1, "the version's one transaction failed: {}", stderr(&output));
+    let spans = receiver.trace(CALLER_TRACE, whole).await;
+    assert_no_orphan(&spans);
+    let version = spans.iter().find(|s| s.attributes.contains_key("strata.version.name")).unwrap();
+    assert_eq!(version.status.0, 2, "{version:#?}");
+    // The one transaction runs file by file over the tenants: t02's first
+    // file fails, so no second file ran and t03 never did; each tenant's
+    // files under its one span.
+    let mut tenants: Vec<(&str, i32, Vec<&str>)> = children(&spans, version)
+        .iter()
+        .filter(|span| span.attributes.contains_key("strata.tenant"))
+        .map(|span| {
+            let mut files: Vec<&str> =
+                children(&spans, span).iter().map(|f| f.attributes["strata.file"].as_str()).collect();
+            files.sort();
+            (span.attributes["strata.tenant"].as_str(), span.status.0, files)
+        })
+        .collect();
+    tenants.sort();
+    let first = vec!["tenants/001_items.sql"];
+    assert_eq!(tenants, [("t00", 0, first.clone()), ("t01", 0, first.clone()), ("t02", 2, first)], "{spans:#?}");
+
+    // Once t02 is fixed, every tenant's span holds the files it had left:
+    // both (MariaDB commits each DDL file as it runs: t00's and t01's first
+    // stayed, recorded, from the failed version).
+    let table = if backend() == Backend::Sqlite { "items" } else { "t02.items" };
+    server.ws.execute("t02", &format!("drop table {table}")).await;
+    let second = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let output = apply_traced(&server, &format!("00-{second}-{CALLER_SPAN}-01"), &receiver, &[]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let spans = receiver.trace(second, whole).await;
+    assert_no_orphan(&spans);
+    let version = spans.iter().find(|s| s.attributes.contains_key("strata.version.name")).unwrap();
+    let tenants: Vec<&Received> =
+        children(&spans, version).into_iter().filter(|s| s.attributes.contains_key("strata.tenant")).collect();
+    for tenant in &tenants {
+        let mut files: Vec<&str> =
+            children(&spans, tenant).iter().map(|f| f.attributes["strata.file"].as_str()).collect();
+        files.sort();
+        let left = match (backend(), tenant.attributes["strata.tenant"].as_str()) {
+            (Backend::Mysql, "t00" | "t01") => vec!["tenants/002_more.sql"],
+            _ => vec!["tenants/001_items.sql", "tenants/002_more.sql"],
+        };
+        assert_eq!(files, left, "{tenant:#?}");
+        assert_eq!(tenant.status.0, 0, "{tenant:#?}");
+        assert_eq!(tenant.attributes["strata.files"], left.len().to_string(), "{tenant:#?}");
+    }
+    assert_eq!(tenants.len(), 4, "{spans:#?}");
+    assert!(children(&spans, version).iter().all(|s| s.kind == 3), "tenant spans are client spans");
+}
+
+#[tokio::test]
 async fn a_failed_apply_names_its_trace_and_its_version_span_is_an_error() {
     let receiver = Receiver::http().await;
     let server = four_tenants_one_failing("").await;
@@ -380,15 +437,21 @@ async fn a_graphql_request_with_traceparent_is_traced_over_grpc_and_the_version_
         .collect();
     assert_eq!(tenants, BTreeSet::from(["t00", "t01", "t02", "t03"]));
 
-    // The audit row names the trace (and is covered by its signature).
-    let audit = server.data("{ audit { action target } }", json!({})).await;
+    // The audit row names the trace, sealed with the row: the chain verifies
+    // as stored, and not once the trace id is changed.
+    let audit = server.data("{ audit { action target traceId } }", json!({})).await;
     let rows = audit["audit"].as_array().unwrap();
     let row =
         rows.iter().find(|row| row["action"] == "createVersion" && row["target"].as_str().unwrap().contains("traced"));
-    assert!(
-        row.is_some_and(|row| row["target"].as_str().unwrap().contains(&format!("trace {CALLER_TRACE}"))),
-        "{audit}"
-    );
+    assert_eq!(row.map(|row| &row["traceId"]), Some(&json!(CALLER_TRACE)), "{audit}");
+    let verify = strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 0, "{}{}", stdout(&verify), stderr(&verify));
+    let listed = strata(server.config_path(), &["audit"]).await;
+    assert!(stdout(&listed).contains(&format!("trace {CALLER_TRACE}")), "{}", stdout(&listed));
+    let other = "00000000000000000000000000000001";
+    server.ws.execute("svc", &format!("update {}svc_audit set trace_id = '{other}'", svc_prefix())).await;
+    let verify = strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(code(&verify), 15, "{}{}", stdout(&verify), stderr(&verify));
     // The exporter's secret header is neither served nor logged.
     let config = server.get("/v2/config").await.text().await.unwrap();
     assert!(!config.contains("k3y-s3cret") && config.contains("x-api-key"), "{config}");

@@ -41,6 +41,11 @@ pub struct Entry {
     pub request_id: String,
     /// `ok`, or `refused: CODE …` / `failed: CODE …`.
     pub outcome: String,
+    /// The trace the operation ran in (W3C trace id, 32 lowercase hex), when
+    /// it was traced and sampled: the version's trace, for the row of the
+    /// request that created it. Sealed like the other fields when present;
+    /// a row without one seals as rows did before it existed.
+    pub trace_id: Option<String>,
 }
 
 /// Longest text of one field of a row, in characters.
@@ -76,6 +81,7 @@ impl Entry {
             target: bounded(&self.target),
             request_id: bounded(&self.request_id),
             outcome: bounded(&self.outcome),
+            trace_id: self.trace_id.as_deref().map(bounded),
         }
     }
 }
@@ -96,13 +102,15 @@ pub struct Sealed {
 }
 
 /// The hash of row `id` saying `entry` after a row whose hash is `prev`:
-/// SHA-256 over the length-prefixed fields, lowercase hex.
+/// SHA-256 over the length-prefixed fields, lowercase hex. The trace id
+/// comes last and only when there is one, so rows written before rows had
+/// it keep their seals (and a trace id removed from a row breaks its seal).
 pub fn seal(id: i64, entry: &Entry, prev: &str) -> String {
     let mut digest = Sha256::new();
     let id = id.to_string();
-    for field in
-        [prev, id.as_str(), &entry.at, &entry.actor, &entry.action, &entry.target, &entry.request_id, &entry.outcome]
-    {
+    let fields =
+        [prev, id.as_str(), &entry.at, &entry.actor, &entry.action, &entry.target, &entry.request_id, &entry.outcome];
+    for field in fields.into_iter().chain(entry.trace_id.as_deref()) {
         digest.update((field.len() as u64).to_be_bytes());
         digest.update(field.as_bytes());
     }
@@ -298,6 +306,7 @@ mod tests {
             target: "version 1".into(),
             request_id: "r".into(),
             outcome: "ok".into(),
+            trace_id: None,
         }
     }
 
@@ -337,6 +346,26 @@ mod tests {
         rows[1].entry.outcome = "refused".into();
         rows[1].hash = seal(2, &rows[1].entry, &rows[1].prev);
         assert_eq!(verify(&rows, &[]), Err(Broken::Relinked(3)));
+    }
+
+    #[test]
+    fn a_trace_id_is_sealed_and_rows_without_one_keep_the_seal_they_had() {
+        // SHA-256 over the eight length-prefixed fields, as rows were sealed
+        // before they carried a trace id (computed outside this code).
+        let before = "e8386a8c1ebb40bb3e2838c2f0b521af2be56d9b07ef9764c536b7f07b66a67c";
+        assert_eq!(chain(1)[0].hash, before);
+        let mut rows = chain(3);
+        rows[1].entry.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+        let mut traced = chain(1);
+        let last = traced.last().map(|r| (r.id, r.hash.clone())).unwrap();
+        traced.push(next(Some((last.0, &last.1)), rows[1].entry.clone(), None));
+        assert_eq!(verify(&traced, &[]).map(|v| v.rows), Ok(2));
+        assert_ne!(traced[1].hash, chain(2)[1].hash, "the trace id is part of the seal");
+        for edit in [None, Some("00000000000000000000000000000000".to_string()), Some(String::new())] {
+            let mut edited = traced.clone();
+            edited[1].entry.trace_id = edit;
+            assert_eq!(verify(&edited, &[]), Err(Broken::Edited(2)));
+        }
     }
 
     #[test]

@@ -207,8 +207,9 @@ pub(super) fn print_audit(rows: &[AuditRowDto], json: bool) -> Exit {
             outln!("The audit log is empty.");
         }
         for row in rows {
+            let trace = row.trace_id.as_deref().map(|id| format!(" trace {}", bounded(id))).unwrap_or_default();
             outln!(
-                "{:>6} {} {} {} {} [{}] {}",
+                "{:>6} {} {} {} {} [{}] {}{trace}",
                 row.id,
                 bounded(&row.at),
                 bounded(&row.actor),

@@ -124,7 +124,7 @@ const QUARANTINE: &str = "query { quarantine { tenant versionId file line column
 const RETRY: &str = concat!("mutation($input: RetryInput!) { retryQuarantined(input: $input) { ", results!(), " } }");
 const RELEASE: &str = "mutation($tenantNames: [String!]!) { releaseQuarantined(tenantNames: $tenantNames) }";
 const AUDIT: &str = "query($since: String) { audit(since: $since) { id at actor action target requestId outcome prev \
-                     hash signature } }";
+                     hash signature traceId } }";
 
 /// A refusal or failure the service answered, or why it could not be asked.
 struct Failure {

@@ -278,7 +278,7 @@ impl<'a, E: Engine> Run<'a, E> {
     /// every schema at once, or per schema, with the single schemas
     /// prepared and each tenant's schema entered for its unit only.
     async fn version(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
-        let whole = self.request.dry_run || self.settings.scope == TransactionScope::Version;
+        let whole = self.whole();
         let prepared = if whole { self.plan.schemas.clone() } else { self.single_schemas() };
         self.engine.prepare(&mut conns[0], &prepared).await?;
         if whole {
@@ -296,6 +296,12 @@ impl<'a, E: Engine> Run<'a, E> {
         let (result, printed) = tokio::join!(units, printing);
         *self.printed.lock().unwrap_or_else(|e| e.into_inner()) = printed;
         result
+    }
+
+    /// Whether the version runs in one transaction (a dry run,
+    /// `transactionScope: version`), which needs every schema at once.
+    fn whole(&self) -> bool {
+        self.request.dry_run || self.settings.scope == TransactionScope::Version
     }
 
     /// Whether tenants' fingerprints are stored as their units commit
@@ -570,6 +576,25 @@ impl<'a, E: Engine> Run<'a, E> {
         let is_tenant = tenant.is_some() || self.is_tenant_unit(unit);
         let span = crate::traces::spans::tenant(schema, is_tenant, E::DRIVER);
         span.record("strata.files", unit.steps.len());
+        span
+    }
+
+    /// What a whole version's one transaction needs for its schemas'
+    /// spans: each schema's count of files.
+    fn schema_spans(&self) -> unit::SchemaSpans {
+        let mut files = vec![0; self.plan.schemas.len()];
+        for step in &self.plan.steps {
+            files[step.schema as usize] += 1;
+        }
+        unit::SchemaSpans { files, ..Default::default() }
+    }
+
+    /// The span of the schema of `step`, its first, and its `files` in a
+    /// whole version's one transaction (a unit's own span otherwise).
+    fn schema_span(&self, step: u32, files: usize) -> tracing::Span {
+        let tenant = self.migration(step).migration_type.is_tenant();
+        let span = crate::traces::spans::tenant(self.schema(step), tenant, E::DRIVER);
+        span.record("strata.files", files);
         span
     }
 

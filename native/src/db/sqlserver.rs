@@ -53,6 +53,9 @@ pub(crate) struct SqlServerEngine {
     config: tiberius::Config,
     tenant_select_sql: String,
     tenant_insert_sql: String,
+    /// The books' added columns (`sql::ADDED_COLUMNS`) were seen (they stay:
+    /// asked until they are).
+    traced: std::sync::atomic::AtomicBool,
 }
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
@@ -108,7 +111,21 @@ impl SqlServerEngine {
             config: parse_data_source(&config.data_source)?,
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
+            traced: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether the books have the trace id columns (books of an earlier
+    /// release do not until a read-write start adds them).
+    async fn traced(&self, conn: &mut Connection) -> Result<bool, DbError> {
+        use std::sync::atomic::Ordering;
+        if self.traced.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let rows = query(conn, sql::ADDED_COLUMNS_PRESENT, &[]).await?;
+        let traced = rows.first().map(|row| int(row, 0)).transpose()?.unwrap_or(0) == 1;
+        self.traced.store(traced, Ordering::Relaxed);
+        Ok(traced)
     }
 
     /// Opens a connection, following an Azure SQL gateway redirect once.
@@ -202,7 +219,7 @@ fn version_row(row: &Row) -> Result<VersionRow, DbError> {
         name: text(row, 1)?,
         created: text(row, 2)?,
         request_id: text(row, 3)?,
-        trace_id: None,
+        trace_id: row.try_get::<&str, _>(4).map_err(db_error)?.map(str::to_string),
         parts: Vec::new(),
     })
 }
@@ -233,7 +250,7 @@ fn big(row: &Row, index: usize) -> Result<i64, DbError> {
 }
 
 /// `id, at, actor, action, target, request_id, outcome, prev, hash,
-/// signature`.
+/// signature, trace_id`.
 fn audit_row(row: &Row) -> Result<Sealed, DbError> {
     Ok(Sealed {
         id: big(row, 0)?,
@@ -244,6 +261,7 @@ fn audit_row(row: &Row) -> Result<Sealed, DbError> {
             target: text(row, 4)?,
             request_id: text(row, 5)?,
             outcome: text(row, 6)?,
+            trace_id: row.try_get::<&str, _>(10).map_err(db_error)?.map(str::to_string),
         },
         prev: text(row, 7)?,
         hash: text(row, 8)?,
@@ -338,15 +356,17 @@ impl Books<Connection> for SqlServerEngine {
     }
 
     async fn versions(&self, conn: &mut Connection, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
+        let traced = self.traced(conn).await?;
+        let select = |statement| sql::traced(statement, traced);
         let rows = match filter {
-            VersionFilter::All => query(conn, sql::SELECT_VERSIONS, &[]).await?,
-            VersionFilter::ApplyingFile(file) => query(conn, sql::SELECT_VERSIONS_BY_FILE, &[&file]).await?,
+            VersionFilter::All => query(conn, &select(sql::SELECT_VERSIONS), &[]).await?,
+            VersionFilter::ApplyingFile(file) => query(conn, &select(sql::SELECT_VERSIONS_BY_FILE), &[&file]).await?,
             VersionFilter::Id(id) => match id32(id) {
-                Some(id) => query(conn, sql::SELECT_VERSION, &[&id]).await?,
+                Some(id) => query(conn, &select(sql::SELECT_VERSION), &[&id]).await?,
                 None => Vec::new(),
             },
             VersionFilter::Window(window) => {
-                let all = query(conn, sql::SELECT_VERSIONS, &[]).await?;
+                let all = query(conn, &select(sql::SELECT_VERSIONS), &[]).await?;
                 return Ok(window.of(all.iter().map(version_row).collect::<Result<_, _>>()?));
             }
         };
@@ -485,7 +505,8 @@ impl Books<Connection> for SqlServerEngine {
     async fn repair(&self, conn: &mut Connection, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError> {
         run(conn, sql::BEGIN).await?;
         let written = async {
-            query(conn, sql::INSERT_VERSION, &[&audit.name, &audit.created, &audit.request_id]).await?;
+            // No trace id: "" (see sql::APPEND_AUDIT on null parameters).
+            query(conn, sql::INSERT_VERSION, &[&audit.name, &audit.created, &audit.request_id, &""]).await?;
             for item in &repair.checksums {
                 execute(conn, sql::UPDATE_CHECKSUM, &[&item.checksum.as_str(), &item.file.as_str()]).await?;
             }
@@ -502,7 +523,8 @@ impl Books<Connection> for SqlServerEngine {
     }
 
     async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {
-        query(conn, sql::SELECT_AUDIT, &[]).await?.iter().map(audit_row).collect()
+        let select = sql::traced(sql::SELECT_AUDIT, self.traced(conn).await?);
+        query(conn, &select, &[]).await?.iter().map(audit_row).collect()
     }
 
     async fn last_audit(&self, conn: &mut Connection) -> Result<Option<(i64, String)>, DbError> {
@@ -513,7 +535,8 @@ impl Books<Connection> for SqlServerEngine {
     async fn append_audit(&self, conn: &mut Connection, row: &Sealed) -> Result<bool, DbError> {
         let entry = &row.entry;
         let signature = row.signature.as_deref().unwrap_or("");
-        let params: [&dyn ToSql; 10] = [
+        let trace_id = entry.trace_id.as_deref().unwrap_or("");
+        let params: [&dyn ToSql; 11] = [
             &row.id,
             &entry.at,
             &entry.actor,
@@ -524,14 +547,14 @@ impl Books<Connection> for SqlServerEngine {
             &row.prev,
             &row.hash,
             &signature,
+            &trace_id,
         ];
         insert_unless_taken(conn, sql::APPEND_AUDIT, &params).await
     }
 
-    /// The version's trace id is not kept on SQL Server yet (its
-    /// `Version.traceId` reads null).
     async fn insert_version(&self, conn: &mut Connection, version: &NewVersion<'_>) -> Result<i64, DbError> {
-        let params: [&dyn ToSql; 3] = [&version.name, &version.created, &version.request_id];
+        let trace_id = version.trace_id.unwrap_or("");
+        let params: [&dyn ToSql; 4] = [&version.name, &version.created, &version.request_id, &trace_id];
         let rows = query(conn, sql::INSERT_VERSION, &params).await?;
         let id = rows
             .first()
@@ -568,7 +591,7 @@ impl Engine for SqlServerEngine {
             Some(code) if code >= 0 => {}
             other => return Err(lock_not_granted(other)),
         }
-        for statement in sql::CREATE_SERVICE_TABLES {
+        for statement in sql::CREATE_SERVICE_TABLES.iter().chain(&sql::ADDED_COLUMNS) {
             run(&mut client, statement).await?;
         }
         if tenants_table {

@@ -941,6 +941,10 @@ pub(crate) struct AuditRowDto {
     /// `<key id>:<Ed25519 signature of the hash>`, when `auth.auditKey`
     /// signed it.
     pub(crate) signature: Option<String>,
+    /// The trace the operation ran in, when traced and sampled (part of
+    /// the row's seal): a `createVersion` row's is its version's `traceId`.
+    #[serde(default)]
+    pub(crate) trace_id: Option<String>,
 }
 
 impl From<AuditRowDto> for strata_core::auth::audit::Sealed {
@@ -956,6 +960,7 @@ impl From<AuditRowDto> for strata_core::auth::audit::Sealed {
                 target: row.target,
                 request_id: row.request_id,
                 outcome: row.outcome,
+                trace_id: row.trace_id,
             },
             prev: row.prev,
             hash: row.hash,
@@ -978,6 +983,7 @@ impl From<strata_core::auth::audit::Sealed> for AuditRowDto {
             prev: row.prev,
             hash: row.hash,
             signature: row.signature,
+            trace_id: e.trace_id,
         }
     }
 }

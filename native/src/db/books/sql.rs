@@ -191,17 +191,22 @@ pub(crate) struct AccessSql {
     /// Whether `svc.svc_audit` exists.
     pub(crate) audit_installed: String,
     /// Every audit row (`id, at, actor, action, target, request_id,
-    /// outcome, prev, hash, signature`), oldest first.
+    /// outcome, prev, hash, signature, trace_id`), oldest first.
     pub(crate) select_audit: String,
-    /// Whether `svc.svc_audit` has `signature` (books written before it was
+    /// Whether `svc.svc_audit` has `trace_id` (books written before it was
     /// added do not, until a read-write start adds it).
+    pub(crate) audit_trace_installed: String,
+    /// [`AccessSql::select_audit`] of books without `trace_id` (null).
+    pub(crate) select_audit_untraced: String,
+    /// Whether `svc.svc_audit` has `signature` (added a release before
+    /// `trace_id`).
     pub(crate) audit_signature_installed: String,
-    /// [`AccessSql::select_audit`] of books without `signature` (null: the
-    /// rows are unsigned).
+    /// [`AccessSql::select_audit`] of books without `signature` nor
+    /// `trace_id` (null: the rows are unsigned).
     pub(crate) select_audit_without_signature: String,
     /// `id, hash` of the newest audit row.
     pub(crate) last_audit: String,
-    /// Appends an audit row (bound: the ten columns); no row when another
+    /// Appends an audit row (bound: the eleven columns); no row when another
     /// writer took its id.
     pub(crate) append_audit: String,
 }
@@ -389,12 +394,13 @@ impl AccessSql {
         let tokens = |owner: &str| {
             format!("select name, role, hash, created, expires, {owner} from svc.svc_tokens order by name")
         };
-        let audit = |signature: &str| {
+        let audit = |signature: &str, trace_id: &str| {
             format!(
-                "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature} from svc.svc_audit \
-                 order by id"
+                "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature}, {trace_id} \
+                 from svc.svc_audit order by id"
             )
         };
+        let null = |column: &str| format!("{} as {column}", d.null_text);
         AccessSql {
             tokens_installed: count("svc_tokens"),
             select_tokens: tokens("owner"),
@@ -406,13 +412,15 @@ impl AccessSql {
             )),
             delete_token: placed("delete from svc.svc_tokens where name = ?".into()),
             audit_installed: count("svc_audit"),
-            select_audit: audit("signature"),
+            select_audit: audit("signature", "trace_id"),
+            audit_trace_installed: column_count("svc_audit", "trace_id"),
+            select_audit_untraced: audit("signature", &null("trace_id")),
             audit_signature_installed: column_count("svc_audit", "signature"),
-            select_audit_without_signature: audit(&format!("{} as signature", d.null_text)),
+            select_audit_without_signature: audit(&null("signature"), &null("trace_id")),
             last_audit: "select id, hash from svc.svc_audit order by id desc limit 1".into(),
             append_audit: placed(d.upsert.insert_unless_taken(
-                "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash, signature) \
-                 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "svc.svc_audit (id, at, actor, action, target, request_id, outcome, prev, hash, signature, \
+                 trace_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 "id",
             )),
         }

@@ -83,6 +83,8 @@ pub(crate) struct SqlxBooks<DB, I> {
     version_trace_seen: std::sync::atomic::AtomicBool,
     /// `svc_audit.signature` was seen (it stays: asked until it is).
     audit_signature_seen: std::sync::atomic::AtomicBool,
+    /// `svc_audit.trace_id` was seen (it stays: asked until it is).
+    audit_trace_seen: std::sync::atomic::AtomicBool,
     _types: PhantomData<fn() -> (DB, I)>,
 }
 
@@ -98,6 +100,7 @@ impl<DB, I> SqlxBooks<DB, I> {
             token_owner_seen: std::sync::atomic::AtomicBool::new(false),
             version_trace_seen: std::sync::atomic::AtomicBool::new(false),
             audit_signature_seen: std::sync::atomic::AtomicBool::new(false),
+            audit_trace_seen: std::sync::atomic::AtomicBool::new(false),
             _types: PhantomData,
         }
     }
@@ -184,6 +187,19 @@ where
         Ok(count > 0)
     }
 
+    /// Whether the column `column` counts is there, remembered in `seen`
+    /// once it is (columns are added, never removed).
+    async fn column_seen(
+        &self,
+        conn: &mut DB::Connection,
+        (seen, column): (&std::sync::atomic::AtomicBool, &'static str),
+    ) -> Result<bool, DbError> {
+        use std::sync::atomic::Ordering;
+        let there = seen.load(Ordering::Relaxed) || self.exists(conn, column).await?;
+        seen.store(there, Ordering::Relaxed);
+        Ok(there)
+    }
+
     /// The rows of a table with a column added in a later release (none
     /// before the table exists, `table`): read with `with` once the column
     /// `column` counts is there (remembered in `seen`), else with
@@ -197,16 +213,10 @@ where
         with: &'static str,
         without: &'static str,
     ) -> Result<Vec<DB::Row>, DbError> {
-        use std::sync::atomic::Ordering;
         if !self.exists(conn, table).await? {
             return Ok(Vec::new());
         }
-        let select = if seen.load(Ordering::Relaxed) || self.exists(conn, column).await? {
-            seen.store(true, Ordering::Relaxed);
-            with
-        } else {
-            without
-        };
+        let select = if self.column_seen(conn, (seen, column)).await? { with } else { without };
         Ok(self.rows(conn, self.query(select)).await?)
     }
 
@@ -344,11 +354,8 @@ where
     }
 
     async fn versions(&self, conn: &mut C, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {
-        use std::sync::atomic::Ordering;
         let conn = conn.sqlx();
-        let traced = self.version_trace_seen.load(Ordering::Relaxed)
-            || self.exists(conn, &self.sql.version_trace_installed).await?;
-        self.version_trace_seen.store(traced, Ordering::Relaxed);
+        let traced = self.column_seen(conn, (&self.version_trace_seen, &self.sql.version_trace_installed)).await?;
         let rows = match filter {
             VersionFilter::All => self.rows(conn, self.query(self.sql.select_versions.of(traced))).await?,
             VersionFilter::ApplyingFile(file) => {
@@ -683,15 +690,24 @@ where
     }
 
     async fn audit(&self, conn: &mut C) -> Result<Vec<Sealed>, DbError> {
-        let rows = self
-            .rows_with_added_column(
-                conn.sqlx(),
-                &self.sql.access.audit_installed,
-                (&self.audit_signature_seen, &self.sql.access.audit_signature_installed),
-                &self.sql.access.select_audit,
-                &self.sql.access.select_audit_without_signature,
+        let conn = conn.sqlx();
+        let access = &self.sql.access;
+        // Books of an earlier release, read before a read-write start adds
+        // the columns: without `trace_id`, or without both.
+        let traced = self.exists(conn, &access.audit_installed).await?
+            && self.column_seen(conn, (&self.audit_trace_seen, &access.audit_trace_installed)).await?;
+        let rows = if traced {
+            self.rows(conn, self.query(&access.select_audit)).await?
+        } else {
+            self.rows_with_added_column(
+                conn,
+                &access.audit_installed,
+                (&self.audit_signature_seen, &access.audit_signature_installed),
+                &access.select_audit_untraced,
+                &access.select_audit_without_signature,
             )
-            .await?;
+            .await?
+        };
         rows.iter()
             .map(|row| {
                 let text = |i: usize| sqlx::Row::try_get::<String, _>(row, i);
@@ -704,6 +720,7 @@ where
                         target: text(4)?,
                         request_id: text(5)?,
                         outcome: text(6)?,
+                        trace_id: sqlx::Row::try_get::<Option<String>, _>(row, 10)?,
                     },
                     prev: text(7)?,
                     hash: text(8)?,
@@ -739,7 +756,8 @@ where
             .bind(entry.outcome.clone())
             .bind(row.prev.clone())
             .bind(row.hash.clone())
-            .bind(row.signature.clone());
+            .bind(row.signature.clone())
+            .bind(entry.trace_id.clone());
         Ok(self.change(conn.sqlx(), query).await?.count() == 1)
     }
 

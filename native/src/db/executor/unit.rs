@@ -24,6 +24,15 @@ use crate::db::types::NewVersion;
 /// A file's characters in a unit's one message, (start, end], and its step.
 type FileSpan = (usize, usize, u32);
 
+/// The spans of a whole version's schemas ([`Run::execute_in`]).
+#[derive(Default)]
+pub(super) struct SchemaSpans {
+    /// Each schema's span once its first file ran, by its index in the plan.
+    pub(super) spans: rustc_hash::FxHashMap<u32, tracing::Span>,
+    /// The files of each schema in the plan, by the same index.
+    pub(super) files: Vec<usize>,
+}
+
 impl<E: Engine> Run<'_, E> {
     /// Runs a step's file. Inside the unit's transaction: whole, with the
     /// file's time-outs for that transaction (set again only when they
@@ -520,6 +529,7 @@ impl<E: Engine> Run<'_, E> {
             backfill: self.backfill_of(step).is_some(),
         };
         let mut current = None;
+        let mut spans = self.whole().then(|| self.schema_spans());
         for piece in transactions::split(steps, how, mode) {
             match piece {
                 Piece::TenantAlone => {
@@ -530,7 +540,7 @@ impl<E: Engine> Run<'_, E> {
                     progress.tenant_created.store(true, Ordering::SeqCst);
                 }
                 Piece::Alone(step) => {
-                    self.execute(conn, step, &mut current, progress).await?;
+                    self.execute_in(&mut spans, conn, step, &mut current, progress).await?;
                     self.record_alone(conn, step, progress).await?;
                 }
                 Piece::Backfill(step) => {
@@ -546,7 +556,7 @@ impl<E: Engine> Run<'_, E> {
                         self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
                     }
                     for &step in &steps {
-                        self.execute(conn, step, &mut current, progress).await?;
+                        self.execute_in(&mut spans, conn, step, &mut current, progress).await?;
                     }
                     if self.request.dry_run {
                         return Ok(Some(steps));
@@ -556,6 +566,30 @@ impl<E: Engine> Run<'_, E> {
             }
         }
         Ok(None)
+    }
+
+    /// [`Run::execute`] within its schema's span where the pieces span
+    /// schemas (`spans`: a whole version in one transaction, a dry run or
+    /// `transactionScope: version`), as a unit's files run within the
+    /// unit's span. Core orders such a plan file by file over the schemas,
+    /// so a schema's span lasts from its first file to its last.
+    async fn execute_in(
+        &self,
+        spans: &mut Option<SchemaSpans>,
+        conn: &mut E::Conn,
+        step: u32,
+        current: &mut Option<Timeouts>,
+        progress: &Progress,
+    ) -> Result<(), UnitError> {
+        let Some(spans) = spans else { return self.execute(conn, step, current, progress).await };
+        let schema = self.plan.steps.at(step).schema;
+        let files = spans.files.get(schema as usize).copied().unwrap_or_default();
+        let span = spans.spans.entry(schema).or_insert_with(|| self.schema_span(step, files)).clone();
+        let executed = self.execute(conn, step, current, progress).instrument(span.clone()).await;
+        if let Err(UnitError::Migration { failure, .. }) = &executed {
+            crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
+        }
+        executed
     }
 
     /// Ends a unit's open transaction: commits `steps` with their rows (and

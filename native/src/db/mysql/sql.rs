@@ -143,7 +143,8 @@ create table if not exists svc.svc_audit (
     outcome text not null,
     prev char(64) not null,
     hash char(64) not null,
-    signature varchar(200)
+    signature varchar(200),
+    trace_id varchar(32)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_lock (
     id int primary key,
@@ -416,10 +417,11 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// column as `table.column`, and the statement that adds it to books
 /// written before (MySQL has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str); 3] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str); 4] = [
     ("svc_audit.signature", "alter table svc.svc_audit add column signature varchar(200)"),
     ("svc_tokens.owner", "alter table svc.svc_tokens add column owner varchar(128)"),
     ("svc_versions.trace_id", "alter table svc.svc_versions add column trace_id varchar(32)"),
+    ("svc_audit.trace_id", "alter table svc.svc_audit add column trace_id varchar(32)"),
 ];
 
 /// Every column of the service's tables (`table.column`, one a row): the

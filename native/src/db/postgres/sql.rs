@@ -139,12 +139,14 @@ create table if not exists svc.svc_audit (
     outcome text not null,
     prev text not null,
     hash text not null,
-    signature text
+    signature text,
+    trace_id text
 );
 -- Books of versions before these columns: each added once.
 alter table svc.svc_audit add column if not exists signature text;
 alter table svc.svc_tokens add column if not exists owner text;
 alter table svc.svc_versions add column if not exists trace_id text;
+alter table svc.svc_audit add column if not exists trace_id text;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,

@@ -110,7 +110,8 @@ create table if not exists svc.svc_audit (
     outcome text not null,
     prev text not null,
     hash text not null,
-    signature text
+    signature text,
+    trace_id text
 );
 create index if not exists svc.svc_migrations_version_schema_file on svc_migrations (version_id, db_schema, filename);
 drop index if exists svc.svc_migrations_version_id;
@@ -445,10 +446,11 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// table, the column, and the statement that adds it to books written
 /// before (SQLite has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
     ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
     ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
     ("svc_versions", "trace_id", "alter table svc.svc_versions add column trace_id text"),
+    ("svc_audit", "trace_id", "alter table svc.svc_audit add column trace_id text"),
 ];
 
 /// Whether a table of `svc` has a column (bound: table, column).

@@ -50,7 +50,8 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
         id int identity(1, 1) primary key,
         name nvarchar(max) not null,
         created datetime2(6) not null,
-        request_id nvarchar(255) not null
+        request_id nvarchar(255) not null,
+        trace_id nvarchar(32) null
     );",
     "if object_id(N'svc.svc_migrations', N'U') is null begin
         create table svc.svc_migrations (
@@ -91,7 +92,8 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
         outcome nvarchar(max) not null,
         prev char(64) not null,
         hash char(64) not null,
-        signature nvarchar(max) null
+        signature nvarchar(max) null,
+        trace_id nvarchar(32) null
     );",
     "if object_id(N'svc.svc_rollouts', N'U') is null create table svc.svc_rollouts (
         id int identity(1, 1) primary key,
@@ -115,6 +117,26 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
         created datetime2(6) not null default sysutcdatetime()
     );",
 ];
+
+/// The columns added to the service's tables after their first release,
+/// each added once to books written before (run after
+/// [`CREATE_SERVICE_TABLES`], in the same transaction).
+pub(crate) const ADDED_COLUMNS: [&str; 2] = [
+    "if col_length(N'svc.svc_versions', N'trace_id') is null \
+     alter table svc.svc_versions add trace_id nvarchar(32) null;",
+    "if col_length(N'svc.svc_audit', N'trace_id') is null alter table svc.svc_audit add trace_id nvarchar(32) null;",
+];
+
+/// 1 when the books have every column of [`ADDED_COLUMNS`] (books of an
+/// earlier release read before a read-write start adds them do not), else 0.
+pub(crate) const ADDED_COLUMNS_PRESENT: &str = "select case when col_length(N'svc.svc_versions', N'trace_id') \
+    is not null and col_length(N'svc.svc_audit', N'trace_id') is not null then 1 else 0 end;";
+
+/// A read written with `{trace_id}` for the trace id column, for books
+/// with [`ADDED_COLUMNS`] (`traced`) or without them (null).
+pub(crate) fn traced(statement: &str, traced: bool) -> String {
+    statement.replace("{trace_id}", if traced { "trace_id" } else { "cast(null as nvarchar(32)) as trace_id" })
+}
 
 /// The default tenant table, created only when neither tenant statement is
 /// configured.
@@ -144,9 +166,10 @@ macro_rules! migration_columns {
 pub(crate) const SELECT_APPLIED: &str =
     "select filename, name, db_schema, migration_type, checksum from svc.svc_migrations order by id;";
 
-/// Inserts a version and returns its id.
-pub(crate) const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id) output inserted.id \
-    values (@P1, convert(datetime2(6), @P2, 127), @P3);";
+/// Inserts a version (@P4: its trace id, empty when none: see
+/// [`APPEND_AUDIT`] on null parameters) and returns its id.
+pub(crate) const INSERT_VERSION: &str = "insert into svc.svc_versions (name, created, request_id, trace_id) \
+    output inserted.id values (@P1, convert(datetime2(6), @P2, 127), @P3, nullif(@P4, N''));";
 
 /// Rows per multi-row insert: 9 parameters each stays below SQL Server's
 /// 2,100 parameters per request (and its 1,000 rows per `values`).
@@ -185,21 +208,21 @@ pub(crate) fn insert_migrations(rows: usize) -> String {
 pub(crate) const CREATE_SCHEMA: &str =
     "declare @statement nvarchar(max) = N'create schema ' + quotename(@P1); exec sp_executesql @statement;";
 
-/// All versions.
+/// All versions (`{trace_id}`: [`traced`]).
 pub(crate) const SELECT_VERSIONS: &str =
-    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions order by id;");
+    concat!("select id, name, ", created!(), ", request_id, {trace_id} from svc.svc_versions order by id;");
 
-/// Versions in which a file was applied.
+/// Versions in which a file was applied (`{trace_id}`: [`traced`]).
 pub(crate) const SELECT_VERSIONS_BY_FILE: &str = concat!(
     "select id, name, ",
     created!(),
-    ", request_id from svc.svc_versions ",
+    ", request_id, {trace_id} from svc.svc_versions ",
     "where id in (select version_id from svc.svc_migrations where filename = @P1) order by id;"
 );
 
-/// One version.
+/// One version (`{trace_id}`: [`traced`]).
 pub(crate) const SELECT_VERSION: &str =
-    concat!("select id, name, ", created!(), ", request_id from svc.svc_versions where id = @P1;");
+    concat!("select id, name, ", created!(), ", request_id, {trace_id} from svc.svc_versions where id = @P1;");
 
 /// The migrations of one version.
 pub(crate) const SELECT_VERSION_MIGRATIONS: &str =
@@ -276,14 +299,15 @@ pub(crate) const UPDATE_CHECKSUM: &str =
 /// A repair's removal of a deleted file's records (@P1).
 pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = @P1;";
 
-/// The audit log, oldest first.
-pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature \
-    from svc.svc_audit order by id;";
+/// The audit log, oldest first (`{trace_id}`: [`traced`]).
+pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature, \
+    {trace_id} from svc.svc_audit order by id;";
 
 /// `id, hash` of the newest audit row.
 pub(crate) const LAST_AUDIT: &str = "select top (1) id, hash from svc.svc_audit order by id desc;";
 
-/// Appends an audit row (@P1 id … @P10 signature, empty when unsigned)
+/// Appends an audit row (@P1 id … @P10 signature, empty when unsigned, @P11
+/// trace id, empty when none)
 /// unless its id is taken: no row then. No parameter is ever null: the
 /// driver (tiberius) sends a null as TDS's untyped NULLTYPE, which
 /// Babelfish refuses ("Data type 0x1F is unknown"), so absence travels as
@@ -292,8 +316,8 @@ pub(crate) const LAST_AUDIT: &str = "select top (1) id, hash from svc.svc_audit 
 /// (Babelfish) answers the second with a duplicate key (2627), read as
 /// taken too.
 pub(crate) const APPEND_AUDIT: &str = "insert into svc.svc_audit \
-    (id, at, actor, action, target, request_id, outcome, prev, hash, signature) \
-    select @P1, @P2, @P3, @P4, @P5, @P6, @P7, @P8, @P9, nullif(@P10, N'') \
+    (id, at, actor, action, target, request_id, outcome, prev, hash, signature, trace_id) \
+    select @P1, @P2, @P3, @P4, @P5, @P6, @P7, @P8, @P9, nullif(@P10, N''), nullif(@P11, N'') \
     where not exists (select 1 from svc.svc_audit with (updlock, holdlock) where id = @P1);";
 
 /// Other sessions with an open transaction, oldest request first: id,
@@ -436,7 +460,11 @@ mod tests {
 
     /// Every statement of the driver, for the checks below.
     fn all_statements() -> Vec<String> {
-        let mut all: Vec<String> = CREATE_SERVICE_TABLES.iter().map(|s| s.to_string()).collect();
+        let mut all: Vec<String> = CREATE_SERVICE_TABLES.iter().chain(&ADDED_COLUMNS).map(|s| s.to_string()).collect();
+        all.push(ADDED_COLUMNS_PRESENT.to_string());
+        for statement in [SELECT_VERSIONS, SELECT_VERSIONS_BY_FILE, SELECT_VERSION, SELECT_AUDIT] {
+            all.extend([traced(statement, true), traced(statement, false)]);
+        }
         all.extend(
             [
                 BEGIN,
