@@ -428,6 +428,51 @@ async fn every_mutation_is_in_the_audit_chain_and_an_edited_row_breaks_it() {
 }
 
 #[tokio::test]
+async fn a_version_and_its_audit_row_keep_their_trace_and_earlier_books_gain_the_columns() {
+    use crate::traces::{CALLER_TRACE, create_version_traced, traceparent};
+    if !available("a_version_and_its_audit_row_keep_their_trace_and_earlier_books_gain_the_columns") {
+        return;
+    }
+    // Sampled and traced; where the spans go (nowhere here) does not matter.
+    let server = start("telemetry:\n  endpoint: http://127.0.0.1:9\n").await;
+    let answer = create_version_traced(&server, &[("traceparent", &traceparent())], "traced").await;
+    assert_eq!(answer["data"]["createVersion"]["traceId"], CALLER_TRACE, "{answer}");
+    let id = answer["data"]["createVersion"]["version"]["id"].clone();
+    let read = server.data("query($id: Int!) { version(id: $id) { traceId } }", json!({ "id": id })).await;
+    assert_eq!(read["version"]["traceId"], CALLER_TRACE, "{read}");
+    let audit = server.data("{ audit { action traceId } }", json!({})).await;
+    assert_eq!(audit["audit"], json!([{ "action": "createVersion", "traceId": CALLER_TRACE }]), "{audit}");
+    let verify = support::strata(server.config_path(), &["audit", "verify"]).await;
+    assert_eq!(support::code(&verify), 0, "{}", support::stderr(&verify));
+
+    // Books of an earlier release (the columns dropped): read-only commands
+    // read them as they are — the row sealed with its trace id no longer
+    // verifies without it —, a read-write command adds the columns again.
+    let config = server.config_path().to_path_buf();
+    server
+        .ws
+        .execute(
+            "svc",
+            "alter table svc.svc_audit drop column trace_id; alter table svc.svc_versions drop column trace_id;",
+        )
+        .await;
+    let status = support::strata(&config, &["status", "--json"]).await;
+    assert_eq!(support::code(&status), 0, "{}", support::stderr(&status));
+    let listed = support::json_of(&status);
+    assert_eq!(listed["versions"][0]["name"], "traced", "{listed}");
+    let verify = support::strata(&config, &["audit", "verify"]).await;
+    assert_eq!(support::code(&verify), 15, "{}", support::stderr(&verify));
+    assert!(support::stderr(&verify).contains("row 1 does not match its hash"), "{}", support::stderr(&verify));
+    let applied = support::strata(&config, &["apply", "--version", "v2", "--json"]).await;
+    assert_eq!(support::code(&applied), 0, "{}", support::stderr(&applied));
+    // The command traced itself (a trace of its own: no caller's).
+    let own = support::json_of(&applied)["traceId"].as_str().unwrap().to_string();
+    assert!(own.len() == 32 && own != CALLER_TRACE, "{own}");
+    let traces = server.ws.rows("svc", "select name, trace_id from svc.svc_versions order by id").await;
+    assert_eq!(traces, [[json!("traced"), Value::Null], [json!("v2"), json!(own)]]);
+}
+
+#[tokio::test]
 async fn the_example_migrations_apply_cleanly() {
     if !available("the_example_migrations_apply_cleanly") {
         return;

@@ -178,10 +178,10 @@ async fn silent_collector() -> (String, tokio::task::JoinHandle<()>) {
     (endpoint, task)
 }
 
-const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+pub(crate) const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 
-fn traceparent() -> String {
+pub(crate) fn traceparent() -> String {
     format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")
 }
 
@@ -518,7 +518,7 @@ async fn post_traced(server: &Server, headers: &[(&str, &str)], body: Value) -> 
 
 /// `createVersion` named `name` with `headers`: the whole answer (its
 /// version's id and `traceId`).
-async fn create_version_traced(server: &Server, headers: &[(&str, &str)], name: &str) -> Value {
+pub(crate) async fn create_version_traced(server: &Server, headers: &[(&str, &str)], name: &str) -> Value {
     let body = json!({
         "query": "mutation($input: VersionInput!) { createVersion(input: $input) { version { id } traceId } }",
         "variables": { "input": { "versionName": name } },
