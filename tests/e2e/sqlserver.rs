@@ -473,6 +473,56 @@ async fn a_version_and_its_audit_row_keep_their_trace_and_earlier_books_gain_the
 }
 
 #[tokio::test]
+async fn the_linters_sql_server_rules_find_what_locks_in_real_t_sql_files_that_then_apply() {
+    if !available("the_linters_sql_server_rules_find_what_locks_in_real_t_sql_files_that_then_apply") {
+        return;
+    }
+    let server = start("").await;
+    let created = server.create_tenant(json!({ "tenantName": "abc", "versionName": "abc" })).await;
+    assert!(created.get("errors").is_none(), "{created}");
+    // An index built online, one built offline on the live table, a column
+    // type changed in place, and a procedure's body: T-SQL as its authors
+    // write it, in GO batches. (Babelfish refuses NOT NULL in ALTER
+    // COLUMN, which SQL Server takes: the file leaves it out.)
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create index users_email_online on {schema}.users (email) with (online = on);\nGO\n\
+         create nonclustered index users_id_email on {schema}.users (id, email);\nGO\n\
+         alter table {schema}.users alter column email nvarchar(400);\nGO\n\
+         create procedure {schema}.user_count as begin\n  select count(*) from {schema}.users;\nend\nGO\n",
+    );
+    let config = server.config_path();
+    let lint = support::strata(config, &["lint", "--fail-on", "warning", "--json"]).await;
+    assert_eq!(support::code(&lint), 9, "{}", support::stderr(&lint));
+    let report = support::json_of(&lint);
+    let found: Vec<(&str, &str, i64)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["file"].as_str().unwrap(), f["at"]["line"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [("mssql-index-without-online", "tenants/004.sql", 3), ("changing-column-type", "tenants/004.sql", 5)],
+        "{report}"
+    );
+    assert_eq!(report["unchecked"], json!([]), "{report}");
+    // What the linter read is what the engine runs: the file applies.
+    let applied = support::strata(config, &["apply", "--version", "v4"]).await;
+    assert_eq!(support::code(&applied), 0, "{}", support::stderr(&applied));
+    // (Babelfish adds the table's name and a hash to an index's name in
+    // `sys.indexes`; SQL Server keeps it as written.)
+    let indexes = server.ws.rows("svc", "select name from sys.indexes where object_id = object_id(N'abc.users')").await;
+    let names: Vec<&str> = indexes.iter().filter_map(|row| row[0].as_str()).collect();
+    for index in ["users_email_online", "users_id_email"] {
+        assert!(
+            names.iter().any(|name| *name == index || name.starts_with(&format!("{index}users"))),
+            "{index}: {names:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_example_migrations_apply_cleanly() {
     if !available("the_example_migrations_apply_cleanly") {
         return;
