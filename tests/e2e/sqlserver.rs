@@ -522,6 +522,75 @@ async fn the_linters_sql_server_rules_find_what_locks_in_real_t_sql_files_that_t
     }
 }
 
+/// `db_schema` of every record of `file` in the books of the database of
+/// `ado`, in order.
+async fn recorded_on(ado: &str, file: &str) -> Vec<String> {
+    let mut conn = support::sqlserver::connect(ado).await;
+    let sql = format!("select db_schema from svc.svc_migrations where filename = N'{file}' order by db_schema");
+    support::sqlserver::rows(&mut conn, &sql).await.iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
+}
+
+/// Shards on SQL Server: two databases of the server (each with its own
+/// books, as two servers would be): new tenants placed on the shard with
+/// the fewest, single schemas on the home shard only, a canary naming a
+/// tenant of each, then the rest; each records exactly what ran in it, and
+/// the home shard's directory says where each tenant is.
+#[tokio::test]
+async fn a_fleet_on_two_shards_places_tenants_and_each_records_exactly_what_ran_there() {
+    if !available("a_fleet_on_two_shards_places_tenants_and_each_records_exactly_what_ran_there") {
+        return;
+    }
+    let ws = Workspace::on_sqlserver("basic");
+    let main = ws.sqlserver_data_source();
+    let second_database = format!("strata_shard_b_{}", ws.port);
+    support::sqlserver::create_database(&second_database).await;
+    let second = format!("{};Database={second_database}", support::server_url("STRATA_TEST_SQLSERVER_URL"));
+    let shards =
+        format!("shards:\n  - name: a\n    dataSource: \"{main}\"\n  - name: b\n    dataSource: \"{second}\"\n");
+    let yaml = ws.config("").replace(&format!("dataSource: \"{main}\"\n"), &shards);
+    assert!(yaml.contains("name: b") && !yaml.lines().any(|line| line.starts_with("dataSource:")), "{yaml}");
+    let server = Server::start_in(ws, &yaml, "").await;
+    let config = server.config_path().to_path_buf();
+    let singles = server.create_version(json!({ "versionName": "singles" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}\n{}", server.log());
+    for i in 1..=6 {
+        let created =
+            server.create_tenant(json!({ "tenantName": format!("t{i}"), "versionName": format!("t{i}") })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    assert_eq!(recorded_on(&main, "tenants/001.sql").await, ["t1", "t3", "t5"]);
+    assert_eq!(recorded_on(&second, "tenants/001.sql").await, ["t2", "t4", "t6"]);
+    assert_eq!(recorded_on(&second, "config/002.sql").await, Vec::<String>::new(), "single schemas: home shard only");
+
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.audit (id int primary key);\n");
+    let canary = support::strata(&config, &["apply", "--version", "canary", "--tenants", "t2,t3"]).await;
+    assert_eq!(support::code(&canary), 0, "{}", support::stderr(&canary));
+    assert_eq!(recorded_on(&main, "tenants/006.sql").await, ["t3"]);
+    assert_eq!(recorded_on(&second, "tenants/006.sql").await, ["t2"]);
+    let rest = support::strata(&config, &["apply", "--version", "rest"]).await;
+    assert_eq!(support::code(&rest), 0, "{}", support::stderr(&rest));
+    assert_eq!(recorded_on(&main, "tenants/006.sql").await, ["t1", "t3", "t5"]);
+    assert_eq!(recorded_on(&second, "tenants/006.sql").await, ["t2", "t4", "t6"]);
+    for ado in [&main, &second] {
+        let mut conn = support::sqlserver::connect(ado).await;
+        let twice = "select count(*) from (select db_schema from svc.svc_migrations where filename not like N'scripts/%' \
+                     group by db_schema, filename having count(*) > 1) d";
+        assert_eq!(support::sqlserver::rows(&mut conn, twice).await, [[json!(0)]]);
+    }
+    let listed = support::strata(&config, &["tenants"]).await;
+    assert_eq!(support::code(&listed), 0, "{}", support::stderr(&listed));
+    assert_eq!(
+        support::stdout(&listed),
+        "6 tenant(s), 0 quarantined, on 2 shard(s): a 3; b 3.\nt1  @a\nt3  @a\nt5  @a\nt2  @b\nt4  @b\nt6  @b\n"
+    );
+    let mut home = support::sqlserver::connect(&main).await;
+    let directory =
+        support::sqlserver::rows(&mut home, "select tenant, shard from svc.svc_directory order by tenant").await;
+    let expected: Vec<Vec<Value>> =
+        (1..=6).map(|i| vec![json!(format!("t{i}")), json!(if i % 2 == 1 { "a" } else { "b" })]).collect();
+    assert_eq!(directory, expected);
+}
+
 #[tokio::test]
 async fn the_example_migrations_apply_cleanly() {
     if !available("the_example_migrations_apply_cleanly") {

@@ -31,6 +31,7 @@ use strata_core::migrate::failure;
 use strata_core::migrate::fingerprint::{CatalogObject, Digests, Stored};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
+use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -319,7 +320,7 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
 
 /// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
 /// quarantine, rollouts, API tokens, the audit log, revert's and repair's
-/// changes, the fingerprints; the directory is the trait's empty default.
+/// changes, the fingerprints, the shard directory.
 #[async_trait]
 impl Books<Connection> for SqlServerEngine {
     async fn installed(&self, conn: &mut Connection) -> Result<bool, DbError> {
@@ -520,6 +521,34 @@ impl Books<Connection> for SqlServerEngine {
             let _ = run(conn, sql::ROLLBACK).await;
         }
         written
+    }
+
+    async fn directory(&self, conn: &mut Connection) -> Result<Directory, DbError> {
+        let rows = query(conn, sql::SELECT_DIRECTORY, &[]).await?;
+        let rows = rows.iter().map(|row| Ok((text(row, 0)?, text(row, 1)?))).collect::<Result<_, DbError>>()?;
+        Ok(Directory { rows })
+    }
+
+    /// In one transaction (`xact_abort`: an error rolls back all of it).
+    async fn change_directory(&self, conn: &mut Connection, changes: &DirectoryChanges) -> Result<(), DbError> {
+        run(conn, sql::BEGIN).await?;
+        let written = async {
+            for (tenant, shard) in &changes.put {
+                execute(conn, sql::PUT_DIRECTORY, &[&tenant.as_str(), &shard.as_str()]).await?;
+            }
+            for tenant in &changes.drop {
+                execute(conn, sql::DROP_DIRECTORY, &[&tenant.as_str()]).await?;
+            }
+            Ok::<_, DbError>(())
+        }
+        .await;
+        match written {
+            Ok(()) => run(conn, sql::COMMIT).await,
+            Err(error) => {
+                let _ = run(conn, sql::ROLLBACK).await;
+                Err(error)
+            }
+        }
     }
 
     async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {

@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 9] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -108,6 +108,10 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 8] = [
         created bigint not null,
         expires bigint null,
         owner nvarchar(255) null
+    );",
+    "if object_id(N'svc.svc_directory', N'U') is null create table svc.svc_directory (
+        tenant nvarchar(128) not null primary key,
+        shard nvarchar(128) not null
     );",
     "if object_id(N'svc.svc_fingerprints', N'U') is null create table svc.svc_fingerprints (
         db_schema nvarchar(128) not null primary key,
@@ -298,6 +302,18 @@ pub(crate) const UPDATE_CHECKSUM: &str =
 
 /// A repair's removal of a deleted file's records (@P1).
 pub(crate) const DELETE_MIGRATIONS: &str = "delete from svc.svc_migrations where filename = @P1;";
+
+/// `tenant, shard` of every tenant the shard directory knows (on the home
+/// shard).
+pub(crate) const SELECT_DIRECTORY: &str =
+    "if object_id(N'svc.svc_directory', N'U') is not null select tenant, shard from svc.svc_directory order by tenant;";
+
+/// Says tenant @P1 is on shard @P2 (no `merge`: Babelfish has none).
+pub(crate) const PUT_DIRECTORY: &str = "update svc.svc_directory set shard = @P2 where tenant = @P1; \
+    if @@rowcount = 0 insert into svc.svc_directory (tenant, shard) values (@P1, @P2);";
+
+/// Forgets tenant @P1's shard.
+pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = @P1;";
 
 /// The audit log, oldest first (`{trace_id}`: [`traced`]).
 pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature, \
@@ -499,6 +515,9 @@ mod tests {
                 SELECT_MIGRATIONS_PAGE,
                 INSTALLED,
                 SELECT_FINGERPRINTS,
+                SELECT_DIRECTORY,
+                PUT_DIRECTORY,
+                DROP_DIRECTORY,
             ]
             .map(str::to_string),
         );
