@@ -173,14 +173,13 @@ wait_for_lanes() {
         return 1
     fi
 }
-# The tools the packages, workers and fuzzing build with (tests/tools.sh):
-# a lane of their own from the start, beside the workspace build, each tool
-# its own step in the order the lanes need them (the packages' and
-# workers' wasm-bindgen CLI, then the fuzzing's cargo-fuzz); a lane that
-# needs one waits for that one only (waiting for all of them made the
-# packages and workers the run's tail on a fresh machine: 20 minutes of
-# tool builds before the packages' first step).
-TOOLS=(wasm-bindgen-cli cargo-fuzz)
+# The tools the packages and workers build with (tests/tools.sh): a lane of
+# their own from the start, beside the workspace build, each tool its own
+# step in the order the lanes need them; a lane that needs one waits for
+# that one only (waiting for all of them made the packages and workers the
+# run's tail on a fresh machine: 20 minutes of tool builds before the
+# packages' first step). The fuzzing smoke run needs none (its stable build).
+TOOLS=(wasm-bindgen-cli)
 run_tools_lane() {
     local tool status=0 tool_status
     for tool in "${TOOLS[@]}"; do
@@ -202,17 +201,18 @@ run_container_lane() {
     lane_step "the container image: its binary from the suites' build, optimized (tests/container.sh)" \
         bash tests/container.sh
 }
-# The fuzz build has a toolchain and a target directory of its own: it
-# starts beside the workspace build.
+# The fuzz build has a target directory of its own: it starts beside the
+# workspace build. On the stable toolchain, built by cargo itself with
+# libFuzzer's instrumentation (core/fuzz/run.sh): no nightly toolchain, no
+# cargo-fuzz to build on a fresh machine.
 run_fuzz_lane() {
     # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
     local seconds=${STRATA_FUZZ_SECONDS:-10}
-    wait_for_tool cargo-fuzz
     if [ "$seconds" = 0 ]; then
         echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
     else
-        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s, a debug build (core/fuzz/run.sh)" \
-            env STRATA_FUZZ_BUILD="${STRATA_FUZZ_BUILD---dev --sanitizer none}" bash core/fuzz/run.sh "$seconds"
+        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s, a stable debug build (core/fuzz/run.sh)" \
+            env STRATA_FUZZ_BUILD="${STRATA_FUZZ_BUILD-stable}" bash core/fuzz/run.sh "$seconds"
     fi
 }
 # The suites run the e2e binary cargo built, from native/ as cargo would:
@@ -372,7 +372,7 @@ export STRATA_E2E_BIN STRATA_BIN
 step "unit and property tests (every crate, the end-to-end suite apart)"
 cargo test --workspace --lib --bins --test properties --locked --profile ci
 # The lanes build no host crate of the workspace here (they run what was
-# built); a `cargo install` or a nightly fuzz build must not run through
+# built); a `cargo install` or the fuzz build must not run through
 # clippy's driver.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 lanes_at_normal_priority

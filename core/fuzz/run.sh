@@ -1,39 +1,66 @@
 #!/usr/bin/env bash
-# Fuzzes every parser of strata-core with cargo-fuzz (libFuzzer, nightly),
-# each target for a bounded time: default 300 s, `bash core/fuzz/run.sh 30`
-# for a smoke run. Seeds come from tests/data/fuzz/<target>/; a crash stops
-# the run and leaves its input in core/fuzz/artifacts/<target>/ — fix it and
-# keep the input under tests/data/fuzz/<target>/ as a regression seed.
+# Fuzzes every parser of strata-core with libFuzzer, each target for a
+# bounded time: default 300 s, `bash core/fuzz/run.sh 30` for a smoke run.
+# Seeds come from tests/data/fuzz/<target>/; a crash stops the run and
+# leaves its input in core/fuzz/artifacts/<target>/ — fix it and keep the
+# input under tests/data/fuzz/<target>/ as a regression seed.
 set -euo pipefail
 cd "$(dirname "$0")"
 SECONDS_EACH=${1:-300}
-# STRATA_FUZZ_BUILD: cargo-fuzz's build options. The default is its own
-# (release, AddressSanitizer); CI's smoke run passes `--dev --sanitizer none`
-# (the core forbids `unsafe`, and a debug build compiles sqlparser and the
-# rest in a fraction of the time: a smoke run proves the targets build, run
-# their seeds and survive some mutations, not that they were searched long).
+# STRATA_FUZZ_BUILD: how the targets are built.
+#   (unset)  cargo-fuzz's own build: release, AddressSanitizer (nightly).
+#   stable   CI's smoke run (tests/all.sh): a debug build by the stable
+#            toolchain's cargo, with the instrumentation cargo-fuzz gives a
+#            `--sanitizer none` build (libFuzzer's coverage counters and
+#            comparison tracing, `--cfg fuzzing`), so neither nightly nor
+#            cargo-fuzz is installed for it. The core forbids `unsafe`; a
+#            smoke run proves the targets build, run their seeds and survive
+#            some mutations, not that they were searched long.
+#   other    options for `cargo fuzz build` and `run` (e.g. `--dev
+#            --sanitizer none`).
 read -r -a BUILD <<<"${STRATA_FUZZ_BUILD:-}"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/fuzz"
+TARGETS=$(sed -n 's|^path = "fuzz_targets/\(.*\)\.rs"$|\1|p' Cargo.toml)
 
-# The nightly toolchain and cargo-fuzz, when missing.
-bash ../../tests/tools.sh cargo-fuzz
-export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-
-# Every target in one cargo invocation (both cores busy), before the runs.
-cargo +nightly fuzz build "${BUILD[@]}"
+if [ "${STRATA_FUZZ_BUILD:-}" = stable ]; then
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    # For the targets only (`--target`): build scripts and proc macros are
+    # built without the instrumentation, as cargo-fuzz builds them.
+    RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks" \
+        cargo build --locked --bins --target "$host"
+    run_target() { # target corpus -- libFuzzer options
+        local target=$1 corpus=$2
+        shift 3
+        mkdir -p "artifacts/$target"
+        "$CARGO_TARGET_DIR/$host/debug/$target" -artifact_prefix="artifacts/$target/" "$@" "$corpus"
+    }
+else
+    # The nightly toolchain and cargo-fuzz, when missing.
+    bash ../../tests/tools.sh cargo-fuzz
+    export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+    # Every target in one cargo invocation (both cores busy), before the runs.
+    cargo +nightly fuzz build "${BUILD[@]}"
+    run_target() { # target corpus -- libFuzzer options
+        local target=$1 corpus=$2
+        shift 2
+        cargo +nightly fuzz run "${BUILD[@]}" "$target" "$corpus" "$@"
+    }
+fi
 
 corpus_root=$(mktemp -d)
 trap 'rm -rf "$corpus_root"' EXIT
-for target in $(cargo +nightly fuzz list); do
+for target in $TARGETS; do
     corpus="$corpus_root/$target"
     mkdir -p "$corpus"
     seeds="../../tests/data/fuzz/$target"
     [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null || true
     echo "==> fuzzing $target for ${SECONDS_EACH}s"
     log="$corpus_root/$target.log"
-    if ! cargo +nightly fuzz run "${BUILD[@]}" "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 \
-        -print_final_stats=1 >"$log" 2>&1; then
+    if ! run_target "$target" "$corpus" -- -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 \
+        >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "fuzz target $target FAILED; the input is in core/fuzz/artifacts/$target/" >&2
         exit 1

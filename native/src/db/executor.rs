@@ -222,6 +222,9 @@ struct Run<'a, E: Engine> {
     /// Per source: the tokenizer reads the text the plan runs of it whole
     /// (it may share a message with other files).
     readable: Vec<bool>,
+    /// Per source: its statements, counted once for the file spans of
+    /// every schema it runs in (where spans are exported).
+    statement_counts: Vec<std::sync::OnceLock<usize>>,
 }
 
 /// Why a unit did not commit (all of it).
@@ -270,7 +273,15 @@ impl<'a, E: Engine> Run<'a, E> {
             committed: Mutex::new(StepSet::default()),
             printed: Mutex::new(Vec::new()),
             readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
+            statement_counts: request.sources.iter().map(|_| std::sync::OnceLock::new()).collect(),
         }
+    }
+
+    /// The statements of `step`'s text, counted once per source.
+    fn statement_count(&self, step: u32) -> usize {
+        let source = self.plan.steps.at(step).migration as usize;
+        *self.statement_counts[source]
+            .get_or_init(|| crate::db::engine::statements_of(E::DRIVER, self.text(step)).len())
     }
 
     /// Runs the version over `conns` (the first one open): in one
