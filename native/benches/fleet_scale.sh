@@ -216,6 +216,9 @@ for tenants in $SIZES; do
         off=$(median <"$work/cpu.off") on=$(median <"$work/cpu.on") wall=$(median <"$work/wall.off")
         awk -v on="$on" -v off="$off" -v wall="$wall" 'BEGIN { printf "tracing: %.2f processor s with traces on, %.2f off: +%.2f s, %.1f %% of the median version (%.2f s) with traces off\n", on, off, on - off, 100 * (on - off) / wall, wall }'
     fi
+    # Every run, in the order they ran (this disk is bimodal: a median hides
+    # which mode each variant's runs fell in).
+    echo "runs     $(awk '{ printf "%s %s s (cpu %s); ", $1, $2, $4 }' "$work/times")"
     # The phases of each Strata variant: the median of its runs, per phase.
     for file in "$work"/phases."$tenants".*; do
         [ -e "$file" ] || continue

@@ -522,6 +522,105 @@ async fn the_linters_sql_server_rules_find_what_locks_in_real_t_sql_files_that_t
     }
 }
 
+/// A tenant's schema as SQL Server's own catalog describes it, one line an
+/// object, sorted: columns (type, length, precision, scale, nullability,
+/// identity, default), each index's key columns (names left out: the
+/// server makes up those of unnamed keys), check constraints, foreign keys,
+/// and the text of procedures, triggers, views and functions.
+const DESCRIBE_SCHEMA: &str = "select d from (
+    select concat(N'column ', t.name, N'.', c.name, N' ', ty.name, N'(', c.max_length, N',', c.precision, N',',
+        c.scale, N') null=', c.is_nullable, N' identity=', c.is_identity, N' default=', dc.definition) as d
+    from sys.tables t join sys.columns c on c.object_id = t.object_id
+    join sys.types ty on ty.user_type_id = c.user_type_id
+    left join sys.default_constraints dc on dc.object_id = c.default_object_id
+    where t.schema_id = schema_id(N'$schema')
+    union all
+    select concat(N'index ', t.name, N' #', i.index_id, N' unique=', i.is_unique, N' primary=', i.is_primary_key,
+        N' ', i.type_desc, N' key ', ic.key_ordinal, N': ', c.name)
+    from sys.tables t join sys.indexes i on i.object_id = t.object_id
+    join sys.index_columns ic on ic.object_id = i.object_id and ic.index_id = i.index_id
+    join sys.columns c on c.object_id = ic.object_id and c.column_id = ic.column_id
+    where t.schema_id = schema_id(N'$schema') and i.type > 0
+    union all
+    select concat(N'check ', t.name, N' ', cc.definition) from sys.check_constraints cc
+    join sys.tables t on t.object_id = cc.parent_object_id where t.schema_id = schema_id(N'$schema')
+    union all
+    select concat(N'foreign key ', object_name(fk.parent_object_id), N' -> ', object_name(fk.referenced_object_id))
+    from sys.foreign_keys fk where fk.schema_id = schema_id(N'$schema')
+    union all
+    select concat(o.type_desc, N' ', o.name, N': ', m.definition) from sys.sql_modules m
+    join sys.objects o on o.object_id = m.object_id where o.schema_id = schema_id(N'$schema')
+) described order by d;";
+
+/// The peer check: what Strata applies is what the engine's own client
+/// applies. The same T-SQL files (tables with defaults, checks and keys
+/// across them, an index, a view, a procedure and a trigger in `GO`
+/// batches) run by Strata into a tenant, and batch by batch over a plain
+/// TDS session into the same schema of another database, leave catalogs
+/// that read the same through the `sys` views.
+#[tokio::test]
+async fn a_tenant_migrated_by_strata_has_the_schema_the_engines_own_client_makes_of_the_same_files() {
+    if !available("a_tenant_migrated_by_strata_has_the_schema_the_engines_own_client_makes_of_the_same_files") {
+        return;
+    }
+    let server = start("").await;
+    let files = [
+        (
+            "tenants/004.sql",
+            "create table {schema}.orders (\n  id int identity(1, 1) primary key,\n  \
+             user_id int not null references {schema}.users (id),\n  \
+             total decimal(12, 2) not null default 0 check (total >= 0),\n  \
+             placed datetime2 not null default sysutcdatetime(),\n  note nvarchar(max) null\n);\n\
+             create index orders_user on {schema}.orders (user_id, placed);\n",
+        ),
+        (
+            "tenants/005.sql",
+            "create view {schema}.order_totals as\n  select user_id, sum(total) as total from {schema}.orders \
+             group by user_id;\nGO\n\
+             create procedure {schema}.place @user int, @total decimal(12, 2) as\nbegin\n  set nocount on;\n  \
+             insert into {schema}.orders (user_id, total) values (@user, @total);\nend;\nGO\n\
+             create trigger {schema}.orders_note on {schema}.orders after insert as\nbegin\n  \
+             update o set note = N'placed' from {schema}.orders o join inserted i on i.id = o.id;\nend;\n",
+        ),
+    ];
+    for (file, text) in files {
+        server.ws.write_migration(file, text);
+    }
+    let created = server.create_tenant(json!({ "tenantName": "abc", "versionName": "abc" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+
+    // The engine's own client: the same files, in order, batch by batch.
+    let peer = format!("strata_peer_{}", server.ws.port);
+    support::sqlserver::create_database(&peer).await;
+    let ado = format!("{};Database={peer}", support::server_url("STRATA_TEST_SQLSERVER_URL"));
+    let mut conn = support::sqlserver::connect(&ado).await;
+    support::sqlserver::batch(&mut conn, "exec(N'create schema abc');").await;
+    let mut sources: Vec<std::path::PathBuf> =
+        std::fs::read_dir(server.ws.migrations().join("tenants")).unwrap().map(|entry| entry.unwrap().path()).collect();
+    sources.sort();
+    for source in sources {
+        let text = std::fs::read_to_string(&source).unwrap().replace("{schema}", "abc");
+        let mut batch = String::new();
+        for line in text.lines().chain(std::iter::once("GO")) {
+            if line.trim().eq_ignore_ascii_case("go") {
+                if !batch.trim().is_empty() {
+                    support::sqlserver::batch(&mut conn, &batch).await;
+                }
+                batch.clear();
+            } else {
+                batch.push_str(line);
+                batch.push('\n');
+            }
+        }
+    }
+    let describe = DESCRIBE_SCHEMA.replace("$schema", "abc");
+    let by_peer = support::sqlserver::rows(&mut conn, &describe).await;
+    let mut own = support::sqlserver::connect(&server.ws.sqlserver_data_source()).await;
+    let by_strata = support::sqlserver::rows(&mut own, &describe).await;
+    assert!(by_strata.len() > 12, "{by_strata:?}");
+    assert_eq!(by_strata, by_peer);
+}
+
 /// `db_schema` of every record of `file` in the books of the database of
 /// `ado`, in order.
 async fn recorded_on(ado: &str, file: &str) -> Vec<String> {

@@ -32,6 +32,8 @@ struct Received {
     /// OTLP's `StatusCode` (2: error) and message.
     status: (i32, String),
     attributes: BTreeMap<String, String>,
+    /// The attributes sent as integers (OTLP's `intValue`).
+    integers: BTreeSet<String>,
     events: Vec<(String, BTreeMap<String, String>)>,
     /// The spans it links to: (trace id, span id).
     links: Vec<(String, String)>,
@@ -67,6 +69,14 @@ fn decoded(request: ExportTraceServiceRequest) -> Vec<Received> {
                     kind: span.kind,
                     status: span.status.map(|s| (s.code, s.message)).unwrap_or_default(),
                     attributes: attributes(&span.attributes),
+                    integers: span
+                        .attributes
+                        .iter()
+                        .filter(|kv| {
+                            matches!(kv.value.as_ref().and_then(|v| v.value.as_ref()), Some(AnyValue::IntValue(_)))
+                        })
+                        .map(|kv| kv.key.clone())
+                        .collect(),
                     events: span.events.into_iter().map(|e| (e.name, attributes(&e.attributes))).collect(),
                     links: span.links.iter().map(|l| (hex(&l.trace_id), hex(&l.span_id))).collect(),
                     resource: resource.clone(),
@@ -377,6 +387,10 @@ async fn a_version_in_one_transaction_has_a_span_per_tenant_and_the_failing_tena
         assert_eq!(files, left, "{tenant:#?}");
         assert_eq!(tenant.status.0, 0, "{tenant:#?}");
         assert_eq!(tenant.attributes["strata.files"], left.len().to_string(), "{tenant:#?}");
+        assert!(tenant.integers.contains("strata.files"), "counts are integers: {tenant:#?}");
+        for file in children(&spans, tenant) {
+            assert!(file.integers.contains("strata.statements"), "{file:#?}");
+        }
     }
     assert_eq!(tenants.len(), 4, "{spans:#?}");
     assert!(children(&spans, version).iter().all(|s| s.kind == 3), "tenant spans are client spans");

@@ -586,7 +586,7 @@ impl<'a, E: Engine> Run<'a, E> {
         let schema = tenant.unwrap_or(&self.plan.schemas[unit.schema as usize]);
         let is_tenant = tenant.is_some() || self.is_tenant_unit(unit);
         let span = crate::traces::spans::tenant(schema, is_tenant, E::DRIVER);
-        span.record("strata.files", unit.steps.len());
+        span.record("strata.files", unit.steps.len() as i64);
         span
     }
 
@@ -605,7 +605,7 @@ impl<'a, E: Engine> Run<'a, E> {
     fn schema_span(&self, step: u32, files: usize) -> tracing::Span {
         let tenant = self.migration(step).migration_type.is_tenant();
         let span = crate::traces::spans::tenant(self.schema(step), tenant, E::DRIVER);
-        span.record("strata.files", files);
+        span.record("strata.files", files as i64);
         span
     }
 

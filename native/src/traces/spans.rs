@@ -31,10 +31,11 @@ pub(crate) fn version_done(
     if let Some(id) = id {
         span.record("strata.version.id", id);
     }
-    span.record("strata.migrations", migrations);
-    span.record("strata.scripts", scripts);
-    span.record("strata.tenants.quarantined", quarantined);
-    span.record("strata.tenants.waiting_on_backfills", waiting);
+    // As integers (OTLP's intValue): the layer sends unsigned values as text.
+    span.record("strata.migrations", migrations as i64);
+    span.record("strata.scripts", scripts as i64);
+    span.record("strata.tenants.quarantined", quarantined as i64);
+    span.record("strata.tenants.waiting_on_backfills", waiting as i64);
 }
 
 /// Marks the version of `span` failed with the API's error `code`.
@@ -75,7 +76,7 @@ pub(crate) fn backfill(schema: &str, file: &str, version_id: i64, driver: Driver
 
 /// An event on the current (backfill) span: a batch committed.
 pub(crate) fn backfill_batch(rows: u64, millis: u128) {
-    tracing::info!(target: TARGET, rows, millis = millis as u64, "batch");
+    tracing::info!(target: TARGET, rows = rows as i64, millis = millis as i64, "batch");
 }
 
 /// Records how the backfill of `span` ended in this runner (`done`,
@@ -100,7 +101,7 @@ pub(crate) fn failed(span: &tracing::Span, code: &str, message: &str) {
 /// `counted` whether it used up a retry (not when it queued behind the
 /// version's own units).
 pub(crate) fn lock_timed_out(file: &str, retry: Option<u32>, counted: bool) {
-    tracing::warn!(target: TARGET, file, retry, retry_counted = counted,
+    tracing::warn!(target: TARGET, file, retry = retry.map(i64::from), retry_counted = counted,
         "lock time-out");
 }
 

@@ -64,7 +64,7 @@ impl<E: Engine> Run<'_, E> {
     fn file_span(&self, step: u32) -> tracing::Span {
         let span = crate::traces::spans::file(self.file(step), E::DRIVER);
         if !span.is_disabled() {
-            span.record("strata.statements", self.statement_count(step));
+            span.record("strata.statements", self.statement_count(step) as i64);
         }
         span
     }
