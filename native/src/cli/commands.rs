@@ -122,6 +122,10 @@ pub(super) fn run(
         crate::traces::failed(&span, &format!("exit {}", exit as i32));
     }
     drop(span);
+    // The tasks the command spawned (a pool's, a lease's) end before the
+    // flush: a span one of them still holds would close after it, and its
+    // children would reach the collector without it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if let Some(telemetry) = &telemetry {
         // Never longer than one export may take (`timeoutMillis`).
         crate::traces::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
