@@ -585,9 +585,7 @@ impl<'a, E: Engine> Run<'a, E> {
         };
         let schema = tenant.unwrap_or(&self.plan.schemas[unit.schema as usize]);
         let is_tenant = tenant.is_some() || self.is_tenant_unit(unit);
-        let span = crate::traces::spans::tenant(schema, is_tenant, E::DRIVER);
-        span.record("strata.files", unit.steps.len() as i64);
-        span
+        crate::traces::spans::tenant(schema, is_tenant, E::DRIVER, unit.steps.len())
     }
 
     /// What a whole version's one transaction needs for its schemas'
@@ -604,9 +602,7 @@ impl<'a, E: Engine> Run<'a, E> {
     /// whole version's one transaction (a unit's own span otherwise).
     fn schema_span(&self, step: u32, files: usize) -> tracing::Span {
         let tenant = self.migration(step).migration_type.is_tenant();
-        let span = crate::traces::spans::tenant(self.schema(step), tenant, E::DRIVER);
-        span.record("strata.files", files as i64);
-        span
+        crate::traces::spans::tenant(self.schema(step), tenant, E::DRIVER, files)
     }
 
     /// One more connection for the version's units, its single schemas

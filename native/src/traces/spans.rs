@@ -50,12 +50,12 @@ pub(crate) fn shard(name: &str) -> tracing::Span {
 }
 
 /// One unit of a version: a tenant's schema (or the single schemas), its
-/// files in one transaction where the engine allows.
-pub(crate) fn tenant(schema: &str, tenant: bool, driver: Driver) -> tracing::Span {
+/// files in one transaction where the engine allows; `files` it runs there.
+pub(crate) fn tenant(schema: &str, tenant: bool, driver: Driver, files: usize) -> tracing::Span {
     let name = if tenant { format!("tenant {schema}") } else { format!("schema {schema}") };
     tracing::info_span!(target: TARGET, "tenant", otel.name = %name, otel.kind = "client",
         strata.tenant = tenant.then_some(schema), db.namespace = schema, db.system.name = system(driver),
-        strata.files = Empty, strata.error.code = Empty)
+        strata.files = files as i64, strata.error.code = Empty)
 }
 
 /// One file run in a tenant's unit.
