@@ -2,11 +2,20 @@
 //! `STRATA_SHA` set by the caller (the container build) wins; otherwise
 //! `git rev-parse HEAD` when the sources are a git checkout and git is
 //! there; otherwise `"unknown"`.
+//!
+//! Also passes `STRATA_LINK_ARGS` (arguments separated by spaces) to the
+//! linker of the `strata` binary alone: the container build links the
+//! image's binary with them (native/container/build.sh) without changing the
+//! flags of any dependency, which would compile them all again.
 
 use std::path::Path;
 use std::process::Command;
 
 fn main() {
+    println!("cargo:rerun-if-env-changed=STRATA_LINK_ARGS");
+    for argument in std::env::var("STRATA_LINK_ARGS").unwrap_or_default().split_whitespace() {
+        println!("cargo:rustc-link-arg-bins={argument}");
+    }
     println!("cargo:rerun-if-env-changed=STRATA_SHA");
     if std::env::var_os("STRATA_SHA").is_some() {
         return;

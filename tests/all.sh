@@ -313,6 +313,9 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup targe
 if ! pkg-config --exists openssl 2>/dev/null; then
     apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq libssl-dev pkg-config >/dev/null
 fi
+# OpenSSL linked statically into every binary, as into the container image's.
+# shellcheck source=native/container/static-openssl.sh
+source native/container/static-openssl.sh
 
 # The servers start in the background while the builds run (installing and
 # starting PostgreSQL, PgBouncer, MariaDB, a Galera cluster, moto and
