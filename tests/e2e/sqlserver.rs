@@ -629,8 +629,10 @@ async fn recorded_on(ado: &str, file: &str) -> Vec<String> {
     support::sqlserver::rows(&mut conn, &sql).await.iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
 }
 
-/// Shards on SQL Server: two databases of the server (each with its own
-/// books, as two servers would be): new tenants placed on the shard with
+/// Shards on SQL Server: the second shard a database of a second server
+/// when `STRATA_TEST_SQLSERVER_URL_2` names one (`tests/sqlserver.sh` run
+/// twice, tests/README.md), else of the same server (each database with
+/// its own books, as two servers would be): new tenants placed on the shard with
 /// the fewest, single schemas on the home shard only, a canary naming a
 /// tenant of each, then the rest; each records exactly what ran in it, and
 /// the home shard's directory says where each tenant is.
@@ -642,8 +644,10 @@ async fn a_fleet_on_two_shards_places_tenants_and_each_records_exactly_what_ran_
     let ws = Workspace::on_sqlserver("basic");
     let main = ws.sqlserver_data_source();
     let second_database = format!("strata_shard_b_{}", ws.port);
-    support::sqlserver::create_database(&second_database).await;
-    let second = format!("{};Database={second_database}", support::server_url("STRATA_TEST_SQLSERVER_URL"));
+    let second_server = std::env::var("STRATA_TEST_SQLSERVER_URL_2")
+        .unwrap_or_else(|_| support::server_url("STRATA_TEST_SQLSERVER_URL"));
+    support::sqlserver::create_database_on(&second_server, &second_database).await;
+    let second = format!("{second_server};Database={second_database}");
     let shards =
         format!("shards:\n  - name: a\n    dataSource: \"{main}\"\n  - name: b\n    dataSource: \"{second}\"\n");
     let yaml = ws.config("").replace(&format!("dataSource: \"{main}\"\n"), &shards);

@@ -18,15 +18,21 @@ pub(crate) async fn connect(ado: &str) -> Connection {
 }
 
 /// Creates database `name` on the server of `STRATA_TEST_SQLSERVER_URL`
-/// (dropped first if it exists). One at a time in this process, and again
+/// (dropped first if it exists); [`create_database_on`] another's. One at a time in this process, and again
 /// when another process's creation raced it: Babelfish answers two
 /// concurrent `create database` with "tuple concurrently updated" (its
 /// catalog rows, PostgreSQL's).
 pub(crate) async fn create_database(name: &str) {
+    let url = std::env::var("STRATA_TEST_SQLSERVER_URL").expect("STRATA_TEST_SQLSERVER_URL");
+    create_database_on(&url, name).await;
+}
+
+/// Creates database `name` on the server `url` reaches (an ADO
+/// connection string without a database), as [`create_database`] does.
+pub(crate) async fn create_database_on(url: &str, name: &str) {
     static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = ONE_AT_A_TIME.lock().await;
-    let url = std::env::var("STRATA_TEST_SQLSERVER_URL").expect("STRATA_TEST_SQLSERVER_URL");
-    let mut admin = connect(&url).await;
+    let mut admin = connect(url).await;
     let statement = format!("if db_id('{name}') is not null drop database {name}; create database {name};");
     for attempt in 1.. {
         let outcome = match admin.simple_query(&statement).await {
