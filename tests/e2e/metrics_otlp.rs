@@ -2,7 +2,8 @@
 //! test's own that decode with the official protobuf definitions
 //! (`opentelemetry-proto`): the series of `/metrics` arrive by the same
 //! names, labels and values, histograms with the same buckets; a stopped
-//! server exports once more; a collector that is down is said once.
+//! server exports once more, and so does each one-shot command as it ends;
+//! a collector that is down is said once.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -301,4 +302,47 @@ async fn a_stopping_server_exports_once_more_and_a_collector_that_is_down_is_sai
     // Five more failed exports, none of them said again.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(server.log().matches(failing).count(), 1, "{}", server.log());
+}
+
+/// A one-shot command exports its metrics as `serve` does: each `strata
+/// apply` (an hour between exports: only the one as it ends) sends the
+/// counts its own JSON answer gives, its process's from 0, to the
+/// collector the configuration names.
+#[tokio::test]
+async fn each_one_shot_apply_exports_its_own_counts_as_it_ends() {
+    use crate::support::{Workspace, code, json_of, mysql_turn, stderr, strata};
+    let _turn = mysql_turn();
+    let receiver = Receiver::http().await;
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let telemetry = format!(
+        "telemetry:\n  endpoint: {}\n  traces: false\n  metricsIntervalMillis: 3600000\n  serviceName: deploy\n",
+        receiver.endpoint
+    );
+    let config = ws.write_config(&ws.config(&telemetry));
+
+    let singles = strata(&config, &["apply", "--version", "v1", "--json"]).await;
+    assert_eq!(code(&singles), 0, "{}", stderr(&singles));
+    let summary = json_of(&singles)["summary"].clone();
+    assert_eq!(summary["singleMigrations"], 2, "{summary}");
+    assert_eq!(receiver.seen.lock().unwrap().exports, 1, "one export, as the command ended");
+    assert_eq!(receiver.point("svc_http_versions_created", &[], |_| true).await, Some(sum(1.0)));
+    let singles_applied = [("type", "single_migrations")];
+    assert_eq!(receiver.point("svc_http_migrations_applied", &singles_applied, |_| true).await, Some(sum(2.0)));
+    assert_eq!(receiver.point("svc_http_tenants_created", &[], |_| true).await, Some(sum(0.0)));
+    assert_eq!(receiver.seen.lock().unwrap().resource.get("service.name").map(String::as_str), Some("deploy"));
+
+    // The next command is a process of its own: its counts start from 0.
+    let tenant = strata(&config, &["apply", "--version", "t1", "--tenant", "acme", "--json"]).await;
+    assert_eq!(code(&tenant), 0, "{}", stderr(&tenant));
+    let summary = json_of(&tenant)["summary"].clone();
+    let tenant_files = summary["tenantMigrationsTotal"].as_f64().unwrap();
+    assert!(tenant_files > 0.0, "{summary}");
+    assert_eq!(receiver.seen.lock().unwrap().exports, 2);
+    assert_eq!(receiver.point("svc_http_tenants_created", &[], |_| true).await, Some(sum(1.0)));
+    assert_eq!(receiver.point("svc_http_versions_created", &[], |_| true).await, Some(sum(1.0)));
+    let tenants_applied = [("type", "tenant_migrations_total")];
+    let exported = receiver.point("svc_http_migrations_applied", &tenants_applied, |_| true).await;
+    assert_eq!(exported, Some(sum(tenant_files)));
+    assert_eq!(receiver.point("svc_http_migrations_applied", &singles_applied, |_| true).await, Some(sum(0.0)));
 }

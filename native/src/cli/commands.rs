@@ -98,6 +98,15 @@ pub(super) fn run(
         }
         _ => None,
     };
+    // Metrics over OTLP when the configuration exports them, as `serve`
+    // does: the command's counts (versions, migrations, quarantines,
+    // backfill batches…) exported every interval and once more at its end.
+    if let Some(telemetry) = telemetry.as_ref().filter(|telemetry| telemetry.metrics.is_some())
+        && let Err(message) = crate::telemetry::Metrics::install(Some(telemetry))
+    {
+        eprintln!("strata: cannot export metrics: {message}");
+        return Exit::Failed;
+    }
     let access = access_of(&command);
     // The command's span: the root of its trace, or the child of the
     // pipeline's (TRACEPARENT).
@@ -127,8 +136,9 @@ pub(super) fn run(
     // children would reach the collector without it.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if let Some(telemetry) = &telemetry {
-        // Never longer than one export may take (`timeoutMillis`).
+        // Never longer than one export may take (`timeoutMillis`), each.
         crate::traces::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
+        crate::telemetry::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
     }
     exit
 }
