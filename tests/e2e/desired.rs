@@ -1260,7 +1260,8 @@ async fn a_sqlite_column_added_at_the_end_is_added_in_place_even_under_a_foreign
                    create index {schema}.users_email on users (email);\n\
                    create table {schema}.profiles (id integer primary key, \
                    user_id integer references users(id) on delete cascade);\n";
-    let found = report(&diff(&server, desired, &["--json"]).await);
+    let read = tokio::time::timeout(std::time::Duration::from_secs(90), diff(&server, desired, &["--json"])).await;
+    let found = report(&read.expect("the reading waited for the fleet's own scratch: it did not run on devDataSource"));
     let groups = found["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{found}");
     assert_eq!(
@@ -1284,4 +1285,69 @@ async fn a_sqlite_column_added_at_the_end_is_added_in_place_even_under_a_foreign
         assert_eq!(rows, [[json!("a@example.com"), json!("free"), Value::Null]], "{tenant}");
         assert_eq!(server.ws.count(tenant, "profiles").await, 1, "{tenant}: the cascade never ran");
     }
+}
+
+/// `devDataSource`: the desired file is applied and read on that server,
+/// never on the fleet's. The fleet's own scratch is held by a session of
+/// the test's (PostgreSQL: the scratch schema created in a transaction left
+/// open; MariaDB: the scratch database's named lock), so a reading there
+/// would wait and fail; on the dev server (PostgreSQL's second cluster,
+/// MariaDB's second server) `diff` finds the one plan the fleet needs. A
+/// dev server that does not answer is named as such, and nothing is
+/// planned.
+#[tokio::test]
+async fn a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server() {
+    use sqlx::{Connection, Executor};
+    let (dev, desired, profiles) = match backend() {
+        Backend::Postgres => (crate::support::server_url("STRATA_TEST_PG_DEFAULT_URL"), DESIRED, PROFILES),
+        Backend::Mysql => {
+            (crate::support::server_url("STRATA_TEST_MYSQL_SECOND_URL"), MARIADB_DESIRED, MARIADB_PROFILES)
+        }
+        Backend::Sqlite => return,
+    };
+    let names: Vec<String> = (1..=3).map(|i| format!("t{i:02}")).collect();
+    let server = fleet_of(&names, &format!("devDataSource: {dev}\n"), Some(profiles)).await;
+    // The fleet's scratch, held.
+    let mut holder_pg = None;
+    let mut holder_mysql = None;
+    match backend() {
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&server.ws.pg_url_public()).await.unwrap();
+            conn.execute("begin; create schema strata_desired;").await.unwrap();
+            holder_pg = Some(conn);
+        }
+        _ => {
+            let url = crate::support::server_url("STRATA_TEST_MYSQL_URL");
+            let mut conn = sqlx::MySqlConnection::connect(&url).await.unwrap();
+            let held: Option<i64> =
+                sqlx::query_scalar("select get_lock('strata_desired', 0)").fetch_one(&mut conn).await.unwrap();
+            assert_eq!(held, Some(1));
+            holder_mysql = Some(conn);
+        }
+    }
+    let read = tokio::time::timeout(std::time::Duration::from_secs(90), diff(&server, desired, &["--json"])).await;
+    let found = report(&read.expect("the reading waited for the fleet's own scratch: it did not run on devDataSource"));
+    let groups = found["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{found}");
+    assert_eq!(tenants(&groups[0]), names.iter().map(String::as_str).collect::<Vec<_>>(), "{found}");
+    assert!(!steps(&groups[0]).is_empty(), "{found}");
+    drop((holder_pg, holder_mysql));
+
+    // A dev server nobody answers at: named, nothing planned.
+    let down = crate::support::closed_port();
+    let unreachable = dev.replace(&dev_port(&dev), &format!(":{}/", down.port));
+    let yaml = std::fs::read_to_string(server.config_path()).unwrap().replace(&dev, &unreachable);
+    std::fs::write(server.config_path(), yaml).unwrap();
+    let refused = diff(&server, desired, &["--json"]).await;
+    assert_ne!(refused.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    let named = format!("devDataSource (127.0.0.1:{}): cannot connect to the database: connection refused", down.port);
+    assert!(said.contains(&named), "{said}");
+    assert!(refused.stdout.is_empty(), "{}", String::from_utf8_lossy(&refused.stdout));
+}
+
+/// `:port/` of a data source URL.
+fn dev_port(url: &str) -> String {
+    let after_host = url.rsplit_once(':').unwrap().1;
+    format!(":{}/", after_host.split('/').next().unwrap())
 }

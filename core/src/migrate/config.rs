@@ -335,6 +335,12 @@ pub struct Config {
     /// The database servers of a sharded fleet (`shards:`), in order; empty
     /// when `dataSource` names the one server.
     pub shards: Vec<crate::migrate::shard::Shard>,
+    /// `devDataSource`: a database of the same driver, apart from the
+    /// fleet's, where a desired-state file is applied to be read (Atlas's
+    /// dev database): on MySQL and MariaDB the scratch database is made and
+    /// dropped there, so the fleet's user needs no right to create one.
+    /// May hold a password, like `dataSource`.
+    pub dev_data_source: Option<String>,
     /// Statement returning tenant names.
     pub tenant_select_sql: String,
     /// Statement inserting a tenant, taking its name as one parameter.
@@ -447,7 +453,8 @@ pub const DATA_SOURCE_VARIABLE: &str = "STRATA_DATA_SOURCE";
 
 /// The properties only a command that connects (or serves) uses: read
 /// offline, a variable they name may be unset.
-const CONNECTION_PROPERTIES: [&str; 5] = ["dataSource", "shards", "webHookURL", "webHookTemplate", "webHookHeaders"];
+const CONNECTION_PROPERTIES: [&str; 6] =
+    ["dataSource", "shards", "devDataSource", "webHookURL", "webHookTemplate", "webHookHeaders"];
 
 /// How [`Config::parse_with`] reads a configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -477,6 +484,7 @@ struct RawConfig {
     driver: Option<String>,
     data_source: Option<String>,
     shards: Option<Vec<RawShard>>,
+    dev_data_source: Option<String>,
     #[serde(rename = "tenantSelectSQL")]
     tenant_select_sql: Option<String>,
     #[serde(rename = "tenantInsertSQL")]
@@ -635,6 +643,24 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         crate::migrate::shard::check_names(shards.iter().map(|s| s.name.as_str()))
             .map_err(|e| invalid("shards", e.to_string()))?;
         Ok((shards[0].data_source.clone(), shards))
+    }
+
+    /// `devDataSource`, when given: a data source of `driver`, PostgreSQL or
+    /// MySQL (SQLite reads desired files in memory).
+    fn dev_data_source(&self, driver: Driver, value: Option<String>) -> Result<Option<String>, ConfigError> {
+        let Some(dev) = self.optional("devDataSource", value)?.filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        if !matches!(driver, Driver::Postgres | Driver::Mysql) {
+            return Err(invalid(
+                "devDataSource",
+                format!("desired state reads its files on the fleet's own {} database", driver.name()),
+            ));
+        }
+        if !self.offline || template::placeholder_names(&dev).is_empty() {
+            check_data_source(driver, "devDataSource", &dev)?;
+        }
+        Ok(Some(dev))
     }
 
     fn transaction_scope(&self, value: Option<String>) -> Result<TransactionScope, ConfigError> {
@@ -854,6 +880,7 @@ impl Config {
             driver: database.driver,
             data_source: database.data_source,
             shards: database.shards,
+            dev_data_source: database.dev_data_source,
             tenant_select_sql: tenants.select_sql,
             tenant_insert_sql: tenants.insert_sql,
             default_tenant_table: tenants.default_table,
@@ -907,6 +934,7 @@ impl Config {
                 .iter()
                 .map(|shard| RedactedShard { name: &shard.name, data_source: redact_data_source(&shard.data_source) })
                 .collect(),
+            dev_data_source: self.dev_data_source.as_deref().map(redact_data_source),
             tenant_select_sql: &self.tenant_select_sql,
             tenant_insert_sql: &self.tenant_insert_sql,
             schema_place_holder: &self.schema_placeholder,
@@ -986,6 +1014,8 @@ struct RedactedView<'a> {
     data_source: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     shards: Vec<RedactedShard<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dev_data_source: Option<String>,
     #[serde(rename = "tenantSelectSQL")]
     tenant_select_sql: &'a str,
     #[serde(rename = "tenantInsertSQL")]

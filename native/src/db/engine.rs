@@ -8,6 +8,7 @@ pub(crate) mod bound;
 use async_trait::async_trait;
 use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::citus::FilePlacement;
+use strata_core::migrate::config::Config;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{self, CatalogObject};
 use strata_core::migrate::lock_wait::Timeouts;
@@ -260,6 +261,16 @@ pub(crate) trait Engine: Send + Sync {
     const SESSION_TIMEOUTS_KEPT: bool = false;
     /// What its books and catalog reads keep (see [`Keeps`]).
     const KEEPS: Keeps = Keeps::ALL;
+
+    /// An engine over `config`'s `dataSource`, which is a `devDataSource`:
+    /// where desired-state files are applied to be read (PostgreSQL, MySQL
+    /// and MariaDB; core's configuration refuses one elsewhere).
+    async fn open_dev(_config: &Config) -> Result<Self, DbError>
+    where
+        Self: Sized,
+    {
+        Err(DbError::NotSupported("devDataSource on this engine"))
+    }
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
     /// Takes the database's cross-instance lock on a session of its own

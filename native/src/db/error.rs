@@ -178,6 +178,10 @@ pub(crate) enum OpenError {
         /// The coordinator's host:port, when the worker's metadata names it.
         coordinator: Option<String>,
     },
+    /// `devDataSource` (its address, then why) could not be opened or
+    /// reached.
+    #[error("devDataSource{0}")]
+    Dev(String),
     /// This build leaves the driver out (a cargo feature).
     #[cfg_attr(feature = "sqlserver", allow(dead_code))]
     #[error("this build has no {} driver (cargo feature {})", .0.name(), .0.name())]

@@ -227,6 +227,10 @@ impl Engine for MysqlEngine {
     const TRANSACTIONAL_DDL: bool = false;
     const SESSION_TIMEOUTS_KEPT: bool = true;
 
+    async fn open_dev(config: &Config) -> Result<Self, DbError> {
+        Self::open(config).await
+    }
+
     fn books(&self) -> &Self::Books {
         &self.books
     }

@@ -247,6 +247,10 @@ impl Engine for PostgresEngine {
     const DRIVER: Driver = Driver::Postgres;
     const TRANSACTIONAL_DDL: bool = true;
 
+    async fn open_dev(config: &Config) -> Result<Self, DbError> {
+        Self::open(config).await
+    }
+
     fn books(&self) -> &Self::Books {
         &self.books
     }

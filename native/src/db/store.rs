@@ -491,8 +491,22 @@ impl<E: Engine> Database for Store<E> {
     }
 
     async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        Ok(self.engine.desired_catalog(&mut conn, sql, scratch).await?.map_err(|failure| {
+        // On `devDataSource` when there is one, opened for this reading.
+        let dev_config = self.settings.dev.as_deref();
+        let on_dev = |e: DbError| {
+            let at = dev_config
+                .and_then(|dev| strata_core::migrate::datasource::tcp_address(dev.driver, &dev.data_source))
+                .map(|(host, port)| format!(" ({host}:{port})"))
+                .unwrap_or_default();
+            DbError::Open(OpenError::Dev(format!("{at}: {e}")))
+        };
+        let dev = match dev_config {
+            Some(config) => Some(E::open_dev(config).await.map_err(on_dev)?),
+            None => None,
+        };
+        let engine = dev.as_ref().unwrap_or(&self.engine);
+        let mut conn = engine.connect().await.map_err(|e| if dev.is_some() { on_dev(e) } else { e })?;
+        Ok(engine.desired_catalog(&mut conn, sql, scratch).await?.map_err(|failure| {
             let line =
                 failure.offset.map(|at| sql.chars().take(at.saturating_sub(1)).filter(|c| *c == '\n').count() + 1);
             match line.or(failure.line.map(|line| line as usize)) {

@@ -1,5 +1,6 @@
-//! `baseLocation`, `driver`, `dataSource` or `shards`, and `citus`: where
-//! the migrations are read from and the database they run against.
+//! `baseLocation`, `driver`, `dataSource` or `shards`, `devDataSource` and
+//! `citus`: where the migrations are read from, the database they run
+//! against, and where desired-state files are read.
 //!
 //! `STRATA_DATA_SOURCE`, set and not blank, replaces `dataSource` (the
 //! file's is then not read); relative local paths are resolved against the
@@ -23,13 +24,16 @@ pub(super) struct Database {
     pub(super) data_source: String,
     /// `shards`, in order; empty when one server is named.
     pub(super) shards: Vec<Shard>,
+    /// `devDataSource`, its path resolved as `dataSource`'s.
+    pub(super) dev_data_source: Option<String>,
     /// `citus`.
     pub(super) citus: bool,
 }
 
 impl Database {
     /// Takes the database section's properties out of `raw` and checks
-    /// them in order: `baseLocation`, `driver`, the data source(s), `citus`.
+    /// them in order: `baseLocation`, `driver`, the data source(s),
+    /// `devDataSource`, `citus`.
     /// Relative paths are resolved against `directory`.
     pub(super) fn parse<E: Environment + ?Sized>(
         sub: &Substituter<'_, E>,
@@ -43,8 +47,11 @@ impl Database {
         for shard in &mut shards {
             shard.data_source = paths::data_source(driver, directory, &shard.data_source);
         }
+        let dev_data_source = sub
+            .dev_data_source(driver, raw.dev_data_source.take())?
+            .map(|dev| paths::data_source(driver, directory, &dev));
         let citus = citus(raw.citus.take(), driver)?;
-        Ok(Database { base_location, driver, data_source, shards, citus })
+        Ok(Database { base_location, driver, data_source, shards, dev_data_source, citus })
     }
 }
 

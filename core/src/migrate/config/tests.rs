@@ -337,6 +337,32 @@ fn shards_are_parsed_checked_and_redacted() {
     );
 }
 
+#[test]
+fn a_dev_data_source_is_checked_for_the_driver_and_its_password_never_shown() {
+    let password = [("DB_PASSWORD", "p"), ("DEV_PASSWORD", "d3v-secret")];
+    let yaml =
+        SHARDS.replace("shards:", "devDataSource: postgres://dev:${DEV_PASSWORD}@127.0.0.1:5432/scratch\nshards:");
+    let config = Config::parse(&yaml, &env(&password)).unwrap();
+    assert_eq!(config.dev_data_source.as_deref(), Some("postgres://dev:d3v-secret@127.0.0.1:5432/scratch"));
+    let rendered = config.render_redacted();
+    assert!(!rendered.contains("d3v-secret"), "{rendered}");
+    let shown = rendered.lines().find(|line| line.starts_with("devDataSource: ")).unwrap_or_default();
+    assert!(shown.contains(MASK) && shown.ends_with("@127.0.0.1:5432/scratch"), "{rendered}");
+
+    let without = Config::parse(SHARDS, &env(&password)).unwrap();
+    assert_eq!(without.dev_data_source, None);
+    assert!(!without.render_redacted().contains("devDataSource"));
+    let blank = SHARDS.replace("shards:", "devDataSource: \" \"\nshards:");
+    assert_eq!(Config::parse(&blank, &env(&password)).unwrap().dev_data_source, None);
+    let other_driver = SHARDS.replace("shards:", "devDataSource: mysql://dev@h/db\nshards:");
+    let err = Config::parse(&other_driver, &env(&password)).unwrap_err().to_string();
+    assert!(err.starts_with("property devDataSource: "), "{err}");
+    let sqlite = with("devDataSource: /tmp/dev.db").unwrap_err().to_string();
+    assert_eq!(sqlite, "property devDataSource: desired state reads its files on the fleet's own sqlite database");
+    let unset = Config::parse(&yaml, &env(&password[..1])).unwrap_err();
+    assert_eq!(unset, ConfigError::MissingEnvVar { property: "devDataSource", name: "DEV_PASSWORD".into() });
+}
+
 fn with(extra: &str) -> Result<Config, ConfigError> {
     Config::parse(&format!("{MINIMAL}\n{extra}"), &env(&[]))
 }

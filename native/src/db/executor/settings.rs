@@ -38,6 +38,9 @@ pub(crate) struct Settings {
     pub(crate) audit_key: Option<strata_core::auth::audit_key::AuditKey>,
     /// The pace of backfills on this database server (`backfill:`).
     pub(crate) backfill: BackfillPace,
+    /// `devDataSource`: the configuration whose `dataSource` it is, where
+    /// desired-state files are read (opened for each reading).
+    pub(crate) dev: Option<Arc<Config>>,
 }
 
 /// The pace of backfills on one database server, shared by every tenant's
@@ -137,6 +140,14 @@ impl Settings {
             citus_reference_tables: config.citus_reference_tables.clone(),
             audit_key: config.auth.audit_key.clone(),
             backfill: BackfillPace::new(&config.backfill, max_concurrency, config.lock_lease_seconds),
+            dev: config.dev_data_source.as_ref().map(|dev| {
+                Arc::new(Config {
+                    data_source: dev.clone(),
+                    shards: Vec::new(),
+                    dev_data_source: None,
+                    ..config.clone()
+                })
+            }),
         }
     }
 }
