@@ -650,6 +650,12 @@ impl Service {
         Ok(())
     }
 
+    /// Closes the database's connections (a one-shot command's end,
+    /// before its spans are exported).
+    pub(crate) async fn close(&self) {
+        self.database.close().await;
+    }
+
     /// Waits for the webhook deliveries still running.
     pub(crate) async fn settle(&self) {
         let tasks: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap_or_else(|e| e.into_inner()));

@@ -212,10 +212,11 @@ fn assert_no_orphan(spans: &[Received]) {
     for span in spans {
         assert!(
             span.parent == CALLER_SPAN || ids.contains(span.parent.as_str()),
-            "{} ({}) has a parent that is not in the trace: {}",
+            "{} ({}) has a parent that is not in the trace: {}; the trace: {:?}",
             span.name,
             span.span_id,
-            span.parent
+            span.parent,
+            spans.iter().map(|s| format!("{} {} <- {}", s.name, s.span_id, s.parent)).collect::<Vec<_>>()
         );
     }
 }

@@ -122,6 +122,7 @@ pub(super) fn run(
             };
             let exit = dispatch(&service, command, list).await;
             service.settle().await;
+            service.close().await;
             exit
         }
         .instrument(traced),

@@ -298,6 +298,8 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Undoes [`Engine::enter`], outside any transaction.
     async fn leave(&self, _conn: &mut Self::Conn, _schema: &str) {}
+    /// Closes the engine's connections, waiting until they are closed.
+    async fn close(&self) {}
     /// Starts, commits or rolls back a transaction (without transactional
     /// DDL: nothing).
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError>;

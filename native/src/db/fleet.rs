@@ -700,6 +700,11 @@ impl Database for Fleet {
         crate::db::open::keeps(self.slots[0].config.driver)
     }
 
+    async fn close(&self) {
+        futures::future::join_all(self.slots.iter().filter_map(|slot| slot.store.get()).map(|store| store.close()))
+            .await;
+    }
+
     async fn repair(&self, request: RepairRequest<'_>) -> Result<Repair, RunError> {
         repair_fleet(self, request.sources, request.files, request.audit).await
     }

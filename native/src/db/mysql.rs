@@ -231,6 +231,10 @@ impl Engine for MysqlEngine {
         Self::open(config).await
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     fn books(&self) -> &Self::Books {
         &self.books
     }

@@ -251,6 +251,10 @@ impl Engine for PostgresEngine {
         Self::open(config).await
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     fn books(&self) -> &Self::Books {
         &self.books
     }

@@ -582,6 +582,10 @@ impl Engine for SqliteEngine {
     const DRIVER: Driver = Driver::Sqlite;
     const TRANSACTIONAL_DDL: bool = true;
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     fn books(&self) -> &Self::Books {
         &self.books
     }

@@ -41,6 +41,11 @@ pub(crate) trait Database: Send + Sync {
     }
     /// What the database keeps besides versions and migrations.
     fn keeps(&self) -> Keeps;
+    /// Closes its connections and waits, at most [`CLOSE_WAIT`], until they
+    /// are: a one-shot command's last step before it exports its spans
+    /// (SQLite's connection threads hold the spans of the commands they
+    /// were sent, a rollback's included, until they have run them).
+    async fn close(&self) {}
     /// Checks the connection and the service's tables, without side effects.
     async fn ping(&self) -> Result<(), DbError>;
     /// [`Database::ping`] per database server, named for `/health` (`DB`,
@@ -161,6 +166,10 @@ pub(crate) trait Database: Send + Sync {
     async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError>;
 }
 
+/// How long [`Database::close`] waits for the connections to close (one
+/// still borrowed holds the pool's close until it is returned).
+pub(crate) const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often an audit append is tried again after another writer took its id.
 const AUDIT_ATTEMPTS: usize = 20;
 
@@ -220,6 +229,12 @@ impl<E: Engine> Store<E> {
 impl<E: Engine> Database for Store<E> {
     fn citus(&self) -> bool {
         self.engine.citus()
+    }
+
+    async fn close(&self) {
+        if tokio::time::timeout(CLOSE_WAIT, self.engine.close()).await.is_err() {
+            tracing::warn!("the database's connections did not close within {} s", CLOSE_WAIT.as_secs());
+        }
     }
 
     fn keeps(&self) -> Keeps {
