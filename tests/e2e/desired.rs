@@ -1292,7 +1292,7 @@ async fn a_sqlite_column_added_at_the_end_is_added_in_place_even_under_a_foreign
 /// the test's (PostgreSQL: the scratch schema created in a transaction left
 /// open; MariaDB: the scratch database's named lock), so a reading there
 /// would wait and fail; on the dev server (PostgreSQL's second cluster,
-/// MariaDB's second server) `diff` finds the one plan the fleet needs. A
+/// MariaDB's shard server) `diff` finds the one plan the fleet needs. A
 /// dev server that does not answer is named as such, and nothing is
 /// planned.
 #[tokio::test]
@@ -1301,9 +1301,15 @@ async fn a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server() 
     let (dev, desired, profiles) = match backend() {
         Backend::Postgres => (crate::support::server_url("STRATA_TEST_PG_DEFAULT_URL"), DESIRED, PROFILES),
         Backend::Mysql => {
-            (crate::support::server_url("STRATA_TEST_MYSQL_SECOND_URL"), MARIADB_DESIRED, MARIADB_PROFILES)
+            (crate::support::server_url("STRATA_TEST_MYSQL_SHARD_URL"), MARIADB_DESIRED, MARIADB_PROFILES)
         }
         Backend::Sqlite => return,
+    };
+    // MariaDB's shard server is shared with the two-server fleet test (of
+    // either half of the suite), which empties it.
+    let _shard_server = match backend() {
+        Backend::Mysql => Some(crate::support::mysql_shard_server_turn().await),
+        _ => None,
     };
     let names: Vec<String> = (1..=3).map(|i| format!("t{i:02}")).collect();
     let server = fleet_of(&names, &format!("devDataSource: {dev}\n"), Some(profiles)).await;

@@ -635,6 +635,7 @@ async fn a_mariadb_fleet_on_two_servers() {
         return;
     }
     use sqlx::Connection;
+    let _shard_server = crate::support::mysql_shard_server_turn().await;
     let main = crate::support::server_url("STRATA_TEST_MYSQL_URL");
     let second = env("STRATA_TEST_MYSQL_SHARD_URL");
     let mut on_b = sqlx::MySqlConnection::connect(&second).await.unwrap();

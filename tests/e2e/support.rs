@@ -280,7 +280,9 @@ impl Workspace {
                 .await
                 .unwrap();
                 for name in names {
-                    let drop = format!("drop database `{}`", name.replace('`', "``"));
+                    // `if exists`: a scratch database of a test of the other
+                    // half (or of devDataSource's) may be gone by now.
+                    let drop = format!("drop database if exists `{}`", name.replace('`', "``"));
                     sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&mut admin).await.unwrap();
                 }
             }
@@ -495,6 +497,22 @@ fn spawn(config: &Path, log_file: &Path, env: &[(String, String)]) -> Child {
         command.env(k, v);
     }
     command.stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap()
+}
+
+/// The turn on MariaDB's shard server (`STRATA_TEST_MYSQL_SHARD_URL`),
+/// across processes: the suite's two halves run at once, and each test that
+/// uses that server (the two-server fleet empties it first; `devDataSource`
+/// makes and drops a scratch database there) holds the lock of a file
+/// beside the system's temporary files until the returned file is dropped.
+pub(crate) async fn mysql_shard_server_turn() -> std::fs::File {
+    let path = std::env::temp_dir().join("strata-e2e-mysql-shard-server.lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).unwrap();
+    tokio::task::spawn_blocking(move || {
+        file.lock().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        file
+    })
+    .await
+    .unwrap()
 }
 
 /// The turn on the shared MySQL server (one test at a time uses it); `None`
