@@ -521,7 +521,13 @@ impl<E: Engine> Database for Store<E> {
         };
         let engine = dev.as_ref().unwrap_or(&self.engine);
         let mut conn = engine.connect().await.map_err(|e| if dev.is_some() { on_dev(e) } else { e })?;
-        Ok(engine.desired_catalog(&mut conn, sql, scratch).await?.map_err(|failure| {
+        let read = engine.desired_catalog(&mut conn, sql, scratch).await;
+        drop(conn);
+        if let Some(dev) = &dev {
+            // Its connections ended here, not left to a pool's drop.
+            dev.close().await;
+        }
+        Ok(read?.map_err(|failure| {
             let line =
                 failure.offset.map(|at| sql.chars().take(at.saturating_sub(1)).filter(|c| *c == '\n').count() + 1);
             match line.or(failure.line.map(|line| line as usize)) {
