@@ -168,7 +168,23 @@ pub(crate) trait Database: Send + Sync {
 
 /// How long [`Database::close`] waits for the connections to close (one
 /// still borrowed holds the pool's close until it is returned).
-pub(crate) const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An engine over `config` (a `devDataSource`) and a connection of it; a
+/// failure names the server's address.
+async fn dev_connection<E: Engine>(config: &strata_core::migrate::config::Config) -> Result<(E, E::Conn), DbError> {
+    let opened = async {
+        let engine = E::open_dev(config).await?;
+        let conn = engine.connect().await?;
+        Ok::<_, DbError>((engine, conn))
+    };
+    opened.await.map_err(|e| {
+        let at = strata_core::migrate::datasource::tcp_address(config.driver, &config.data_source)
+            .map(|(host, port)| format!(" ({host}:{port})"))
+            .unwrap_or_default();
+        DbError::Open(OpenError::Dev(format!("{at}: {e}")))
+    })
+}
 
 /// How often an audit append is tried again after another writer took its id.
 const AUDIT_ATTEMPTS: usize = 20;
@@ -507,20 +523,14 @@ impl<E: Engine> Database for Store<E> {
 
     async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError> {
         // On `devDataSource` when there is one, opened for this reading.
-        let dev_config = self.settings.dev.as_deref();
-        let on_dev = |e: DbError| {
-            let at = dev_config
-                .and_then(|dev| strata_core::migrate::datasource::tcp_address(dev.driver, &dev.data_source))
-                .map(|(host, port)| format!(" ({host}:{port})"))
-                .unwrap_or_default();
-            DbError::Open(OpenError::Dev(format!("{at}: {e}")))
-        };
-        let dev = match dev_config {
-            Some(config) => Some(E::open_dev(config).await.map_err(on_dev)?),
-            None => None,
+        let (dev, mut conn) = match self.settings.dev.as_deref() {
+            Some(config) => {
+                let (engine, conn) = dev_connection::<E>(config).await?;
+                (Some(engine), conn)
+            }
+            None => (None, self.engine.connect().await?),
         };
         let engine = dev.as_ref().unwrap_or(&self.engine);
-        let mut conn = engine.connect().await.map_err(|e| if dev.is_some() { on_dev(e) } else { e })?;
         let read = engine.desired_catalog(&mut conn, sql, scratch).await;
         drop(conn);
         if let Some(dev) = &dev {
