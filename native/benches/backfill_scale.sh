@@ -114,18 +114,18 @@ backfill:
 YAML
 }
 
-strata_run() { # -> "seconds rss_kb"
+strata_run() { # -> "seconds rss_kb cpu_seconds"
     fresh_copy backfill_strata
     strata_config backfill_strata
     local start
     start=$(now)
-    /usr/bin/time -f "%M" -o "$work/rss" "$STRATA" --config "$work/svc.yaml" apply --version touch >"$work/out.txt" 2>"$work/err"
+    /usr/bin/time -f "%M %U %S" -o "$work/rss" "$STRATA" --config "$work/svc.yaml" apply --version touch >"$work/out.txt" 2>"$work/err"
     local seconds; seconds=$(elapsed "$start")
     local done
     done=$("${PSQL[@]}" "$URL/backfill_strata" -Atc "select count(*) || ' ' || sum(rows_done) from svc.svc_backfills where state = 'done'")
     [ "$done" = "$TENANTS $((TENANTS * ROWS))" ] || { echo "strata: $done (done, rows): $(tail -5 "$work/out.txt") $(tail -5 "$work/err")" >&2; exit 1; }
     verify backfill_strata
-    echo "$seconds $(cat "$work/rss")"
+    echo "$seconds $(awk '{ printf "%s %.2f", $1, $2 + $3 }' "$work/rss")"
 }
 
 : >"$work/times"
@@ -134,12 +134,12 @@ for run in $(seq 1 "$RUNS"); do
     if [ $((run % 2)) = 1 ]; then order="floor strata"; else order="strata floor"; fi
     for variant in $order; do
         case $variant in
-            floor) echo "floor $(floor_run) 0" >>"$work/times" ;;
+            floor) echo "floor $(floor_run) 0 0" >>"$work/times" ;;
             strata) echo "strata $(strata_run)" >>"$work/times" ;;
         esac
     done
 done
-printf '%-8s %-8s %-7s %-7s %5s %9s %12s %7s %10s %7s\n' tenants rows batch variant runs median spread ratio "rows/s" "RSS MB"
+printf '%-8s %-8s %-7s %-7s %5s %9s %12s %7s %10s %7s %7s\n' tenants rows batch variant runs median spread ratio "rows/s" "RSS MB" "cpu s"
 floor=$(awk '$1 == "floor" { print $2 }' "$work/times" | median)
 for variant in floor strata; do
     m=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | median)
@@ -147,9 +147,11 @@ for variant in floor strata; do
     rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)
     ratio=$(awk -v s="$m" -v f="$floor" 'BEGIN { printf "%.2f", s / f }')
     rate=$(awk -v s="$m" -v n="$((TENANTS * ROWS))" 'BEGIN { printf "%.0f", n / s }')
-    [ "$variant" = floor ] && rss=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
-    printf '%-8s %-8s %-7s %-7s %5s %9s %12s %7s %10s %7s\n' "$TENANTS" "$ROWS" "$BATCH" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rate" "$rss"
+    cpu=$(awk -v v="$variant" '$1 == v { print $4 }' "$work/times" | median)
+    [ "$variant" = floor ] && rss=- cpu=- || rss=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+    printf '%-8s %-8s %-7s %-7s %5s %9s %12s %7s %10s %7s %7s\n' "$TENANTS" "$ROWS" "$BATCH" "$variant" "$RUNS" "$m" "$range" "$ratio" "$rate" "$rss" "$cpu"
 done
+echo "runs     $(awk '{ printf "%s %s s (cpu %s); ", $1, $2, $4 }' "$work/times")"
 
 [ "$WRITER" = 1 ] || exit 0
 # The concurrent writer: single-row updates of random tenants' rows.

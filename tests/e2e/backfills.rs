@@ -373,6 +373,10 @@ async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes
         .await
         .unwrap();
     assert_eq!(json_of(&remote), data["backfills"], "{}", String::from_utf8_lossy(&remote.stderr));
+    // No statement out of place on the way: a tenant left waiting on its
+    // backfill, or batches committed back to back, never send a `commit` or
+    // `rollback` with no transaction open (PostgreSQL warns of each).
+    assert!(!server.log().contains("no transaction in progress"), "{}", server.log());
 }
 
 #[tokio::test]

@@ -321,6 +321,15 @@ pub(crate) trait Engine: Send + Sync {
         }
         Ok(())
     }
+    /// Commits the open data transaction and begins the next with
+    /// `timeouts` ([`Engine::begin_with_timeouts`]): a backfill's batches
+    /// back to back, in one round trip where the engine can. An error
+    /// leaves unknown whether the commit happened (the caller reads its
+    /// checkpoint again).
+    async fn commit_and_begin_with_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts) -> Result<(), DbError> {
+        self.data_transaction(conn, Transaction::Commit).await?;
+        self.begin_with_timeouts(conn, timeouts).await
+    }
     /// Starts a transaction.
     async fn begin(&self, conn: &mut Self::Conn) -> Result<(), DbError> {
         self.transaction(conn, Transaction::Begin).await

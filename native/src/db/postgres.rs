@@ -320,6 +320,19 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
+    /// `commit`, `begin` and the next transaction's time-outs in one
+    /// message: a failed commit skips the rest of it, so no transaction is
+    /// left open (on Citus, as the default).
+    async fn commit_and_begin_with_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts) -> Result<(), DbError> {
+        if self.citus {
+            self.transaction(conn, Transaction::Commit).await?;
+            return self.begin_with_timeouts(conn, timeouts).await;
+        }
+        let text = format!("{};\n{};\n{}", sql::COMMIT, sql::BEGIN, self.timeouts_text(timeouts));
+        sqlx::raw_sql(AssertSqlSafe(text)).execute(&mut **conn).await?;
+        Ok(())
+    }
+
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }

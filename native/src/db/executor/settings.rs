@@ -106,14 +106,18 @@ impl BackfillPace {
         self.slots.acquire().await.ok()
     }
 
-    /// Waits until the server's budget has room for `rows`.
-    pub(crate) async fn wait_for(&self, rows: u64) {
+    /// Takes `rows` from the server's budget: the milliseconds to wait
+    /// ([`BackfillPace::wait`]) before they may be changed, 0 when now.
+    pub(crate) fn reserve(&self, rows: u64) -> u64 {
         let now = self.now_ms();
-        let wait = self.budget.lock().unwrap_or_else(|e| e.into_inner()).take(rows, now);
-        if wait > 0 {
-            crate::telemetry::backfill_throttled();
-            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-        }
+        self.budget.lock().unwrap_or_else(|e| e.into_inner()).take(rows, now)
+    }
+
+    /// Waits `ms` for the budget ([`BackfillPace::reserve`]), counted as a
+    /// throttle wait.
+    pub(crate) async fn wait(&self, ms: u64) {
+        crate::telemetry::backfill_throttled();
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
 
     /// Gives back what a batch reserved and did not change.

@@ -378,7 +378,9 @@ impl<E: Engine> Run<'_, E> {
             return self.one_message(conn, &steps, version_id, progress).await;
         }
         let result = self.in_pieces(conn, steps, tenant, progress).await.map(drop);
-        if result.is_err() {
+        // A tenant waiting on its backfill has no transaction open (its
+        // start committed): a rollback would only earn the server's warning.
+        if result.as_ref().is_err_and(|error| !matches!(error, UnitError::Waiting { .. })) {
             let _ = self.engine.rollback(conn).await;
         }
         result

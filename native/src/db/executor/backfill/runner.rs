@@ -133,6 +133,25 @@ struct Drive<'j> {
     /// Since when the running time not yet stored was counted (the pass's
     /// start, then each checkpoint).
     counted: Instant,
+    /// A batch saved with its checkpoint whose commit goes with the next
+    /// batch's `begin` ([`Engine::commit_and_begin_with_timeouts`]), when
+    /// that batch follows at once.
+    open: Option<OpenBatch>,
+}
+
+/// A batch whose transaction is still open: the rows it changed and when
+/// it started (reported once it commits).
+struct OpenBatch {
+    rows: u64,
+    started: Instant,
+}
+
+impl OpenBatch {
+    /// Counted in the metrics and the trace, once committed.
+    fn committed(self) {
+        crate::telemetry::backfill_batch(self.rows);
+        crate::traces::spans::backfill_batch(self.rows, self.started.elapsed().as_millis());
+    }
 }
 
 impl<E: Engine> Backfiller<'_, E> {
@@ -214,11 +233,37 @@ impl<E: Engine> Backfiller<'_, E> {
             spec,
             beat: Instant::now(),
             counted: Instant::now(),
+            open: None,
         })
     }
 
-    /// The loop of [`Backfiller::drive`], over its machine.
+    /// The loop of [`Backfiller::drive`], over its machine; a batch left
+    /// open by it committed on every way out.
     async fn batches(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<Ended, Stop> {
+        let ended = self.batch_loop(conn, drive).await;
+        self.commit_open(conn, drive).await?;
+        ended
+    }
+
+    /// Commits the batch left open, if any.
+    async fn commit_open(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<(), DbError> {
+        if let Some(open) = drive.open.take() {
+            self.engine.data_transaction(conn, Transaction::Commit).await?;
+            open.committed();
+        }
+        Ok(())
+    }
+
+    /// Whether the runner's claim is due for a heartbeat ([`Backfiller::keep_claim`]).
+    fn claim_due(&self, drive: &Drive<'_>) -> bool {
+        drive.beat.elapsed().as_millis() as i64 > self.settings.backfill.stale_ms() / 3
+    }
+
+    /// [`Backfiller::batches`]' loop. A batch's commit waits for the next
+    /// batch's `begin` only when nothing comes between them: no read, no
+    /// wait for the budget or the replicas, no heartbeat (each commits it
+    /// first).
+    async fn batch_loop(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<Ended, Stop> {
         let key: Vec<String> = match &drive.spec.form {
             Form::Ranged { key, .. } => key.clone(),
             Form::Repeated => Vec::new(),
@@ -233,8 +278,16 @@ impl<E: Engine> Backfiller<'_, E> {
         };
         let target = Target { driver: E::DRIVER, table: &table, key: &key, casts: &casts };
         let lost = || Failure::statement("the backfill's range lost a bound (please report this)".into());
+        // The batch's statement as core renders it, from the start and
+        // after a key: the same text every batch.
+        let mut statements: [Option<backfill::sql::Rendered>; 2] = [None, None];
         loop {
-            match drive.machine.next() {
+            let next = drive.machine.next();
+            let back_to_back = matches!(next, Next::Run { .. }) && self.settings.backfill.lag_watch().is_none();
+            if !back_to_back {
+                self.commit_open(conn, drive).await?;
+            }
+            match next {
                 Next::Done => return Ok(Ended::Done),
                 Next::ReadLast => {
                     let last = self.engine.read_keys(conn, &backfill::sql::last_key(&target), &[]).await?;
@@ -253,12 +306,17 @@ impl<E: Engine> Backfiller<'_, E> {
                     };
                     let before = drive.machine.stored().batches;
                     drive.machine.last_read(last, estimate);
-                    self.engine.data_transaction(conn, Transaction::Begin).await?;
-                    if !self.save(conn, drive, before).await? {
-                        let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
-                        return Ok(Ended::Released);
+                    // The upper key and the estimate go with the first
+                    // batch's checkpoint (a run stopped before it reads
+                    // them again); an empty table is done now, recorded.
+                    if drive.machine.stored().done {
+                        self.engine.data_transaction(conn, Transaction::Begin).await?;
+                        if !self.save(conn, drive, before).await? {
+                            let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+                            return Ok(Ended::Released);
+                        }
+                        self.engine.data_transaction(conn, Transaction::Commit).await?;
                     }
-                    self.engine.data_transaction(conn, Transaction::Commit).await?;
                 }
                 Next::FindEnd { size } => {
                     let (lower, _) = drive.machine.range();
@@ -270,15 +328,20 @@ impl<E: Engine> Backfiller<'_, E> {
                 }
                 Next::Run { size } => {
                     let (lower, end) = drive.machine.range();
-                    let batch = match drive.spec.form {
-                        Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, lower.is_none()),
+                    let from_start = lower.is_none();
+                    let batch = statements[usize::from(from_start)].get_or_insert_with(|| match drive.spec.form {
+                        Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, from_start),
                         Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
-                    };
+                    });
                     let bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
                     if !self.wait_for_replicas(conn, drive).await? {
                         return Ok(Ended::Released);
                     }
-                    self.settings.backfill.wait_for(u64::from(size)).await;
+                    let wait = self.settings.backfill.reserve(u64::from(size));
+                    if wait > 0 {
+                        self.commit_open(conn, drive).await?;
+                        self.settings.backfill.wait(wait).await;
+                    }
                     // A long wait for the budget: the claim stays fresh.
                     if !self.keep_claim(conn, drive).await? {
                         return Ok(Ended::Released);
@@ -294,11 +357,13 @@ impl<E: Engine> Backfiller<'_, E> {
 
     /// Claims the backfill again when a third of the time a claim lasts has
     /// passed since this runner last wrote its heartbeat (a long wait for
-    /// the budget or for the replicas); whether it still holds it.
+    /// the budget or for the replicas), the batch left open committed
+    /// first; whether it still holds it.
     async fn keep_claim(&self, conn: &mut E::Conn, drive: &mut Drive<'_>) -> Result<bool, DbError> {
-        if drive.beat.elapsed().as_millis() as i64 <= self.settings.backfill.stale_ms() / 3 {
+        if !self.claim_due(drive) {
             return Ok(true);
         }
+        self.commit_open(conn, drive).await?;
         if !self.claim(conn, drive.job).await? {
             return Ok(false);
         }
@@ -358,7 +423,13 @@ impl<E: Engine> Backfiller<'_, E> {
     ) -> Result<Option<u64>, Stop> {
         let mut attempts = lock_wait::Attempts::default();
         loop {
-            self.engine.begin_with_timeouts(conn, drive.timeouts).await?;
+            match drive.open.take() {
+                Some(open) => {
+                    self.engine.commit_and_begin_with_timeouts(conn, drive.timeouts).await?;
+                    open.committed();
+                }
+                None => self.engine.begin_with_timeouts(conn, drive.timeouts).await?,
+            }
             let started = Instant::now();
             let failure = match self.engine.execute_bound(conn, sql, bound).await {
                 Ok(rows) => {
@@ -369,9 +440,11 @@ impl<E: Engine> Backfiller<'_, E> {
                         tracing::debug!(schema = %drive.row.schema, before, "backfill checkpoint lost its claim; batch rolled back");
                         return Ok(None);
                     }
-                    self.engine.data_transaction(conn, Transaction::Commit).await?;
-                    crate::telemetry::backfill_batch(rows);
-                    crate::traces::spans::backfill_batch(rows, started.elapsed().as_millis());
+                    drive.open = Some(OpenBatch { rows, started });
+                    if drive.machine.stored().done {
+                        // The last batch, with the file's row: committed now.
+                        self.commit_open(conn, drive).await?;
+                    }
                     return Ok(Some(rows));
                 }
                 Err(failure) => failure,
