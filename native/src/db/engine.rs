@@ -344,6 +344,26 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Runs a migration file's SQL.
     async fn execute(&self, conn: &mut Self::Conn, sql: &str) -> Result<(), Failure>;
+    /// Whether [`Engine::execute_whole_batch`] runs here: the engine sends
+    /// several statements in one message (PostgreSQL, not through Citus).
+    fn sends_whole_batches(&self) -> bool {
+        false
+    }
+    /// Runs a backfill's batch written whole (core's
+    /// `backfill::sql::batch_with_integers`: no bound value) in one message
+    /// with its data transaction's `begin` and `timeouts` — after the
+    /// `commit` of the batch before when `commit_first` — leaving the
+    /// transaction open: the rows the batch changed. Where
+    /// [`Engine::sends_whole_batches`].
+    async fn execute_whole_batch(
+        &self,
+        _conn: &mut Self::Conn,
+        _commit_first: bool,
+        _timeouts: Timeouts,
+        _sql: &str,
+    ) -> Result<u64, Failure> {
+        Err(Failure::no_backfills(Self::DRIVER))
+    }
     /// Runs a backfill's batch, `sql` with `values` bound, in the caller's
     /// open transaction: the rows it changed ([`bound`]).
     async fn execute_bound(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<u64, Failure> {

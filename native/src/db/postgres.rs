@@ -333,6 +333,35 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
+    fn sends_whole_batches(&self) -> bool {
+        !self.citus
+    }
+
+    /// One simple-protocol message (PostgreSQL 13 and later apply the
+    /// `statement_timeout` it sets to the statements after it): the
+    /// statements after a failing one are skipped, so an error leaves
+    /// either no transaction (the commit failed) or the batch's, aborted.
+    /// The batch's count is the last statement's.
+    async fn execute_whole_batch(
+        &self,
+        conn: &mut Self::Conn,
+        commit_first: bool,
+        timeouts: Timeouts,
+        sql: &str,
+    ) -> Result<u64, Failure> {
+        use futures::TryStreamExt;
+        let commit = if commit_first { format!("{};\n", sql::COMMIT) } else { String::new() };
+        let text = format!("{commit}{};\n{};\n{sql}", sql::BEGIN, self.timeouts_text(timeouts));
+        let mut results = sqlx::raw_sql(AssertSqlSafe(text)).fetch_many(&mut **conn);
+        let mut rows = 0;
+        while let Some(result) = results.try_next().await.map_err(|error| Failure::from_sqlx(&error))? {
+            if let sqlx::Either::Left(done) = result {
+                rows = done.rows_affected();
+            }
+        }
+        Ok(rows)
+    }
+
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }

@@ -1,6 +1,8 @@
 //! What the shell sends for a backfill: the reads that find each range,
 //! and the batch statement with its placeholder replaced — every key value
-//! a bound parameter, never text of the statement.
+//! a bound parameter, never text of the statement; the one exception an
+//! integer of an integer column, which [`batch_with_integers`] writes as a
+//! number it formats itself.
 //!
 //! - **Placeholders.** PostgreSQL's are numbered `$1`, `$2`, … in order of
 //!   appearance in the text core writes (a statement's own `$n` parameters
@@ -20,6 +22,7 @@
 //!   `NOT NULL` columns): a row whose key is NULL falls in no range.
 
 use crate::migrate::backfill::placeholder::{self, BATCH, RANGE};
+use crate::migrate::backfill::{Key, KeyValue};
 use crate::migrate::driver::Driver;
 
 /// A statement and what to bind at each placeholder, in order.
@@ -137,6 +140,29 @@ pub fn batch(t: &Target<'_>, statement: &str, from_start: bool) -> Rendered {
     Rendered { sql, binds: binds.slots }
 }
 
+/// PostgreSQL: [`batch`] with each key value written as a typed literal
+/// (`'500'::bigint`) where [`batch`] has a placeholder — a statement with
+/// no bound value, which the simple protocol sends in one message with
+/// its transaction's `begin` — when every value the range takes is an
+/// integer of a column of an integer type (`bigint`, `integer`,
+/// `smallint`): what is written is the number formatted again, never a
+/// value's text. None for any other key, column type or engine: those
+/// values stay bound.
+pub fn batch_with_integers<'t>(
+    t: &'t Target<'_>,
+    statement: &str,
+    lower: Option<&'t Key>,
+    upper: Option<&'t Key>,
+) -> Option<String> {
+    if t.driver != Driver::Postgres {
+        return None;
+    }
+    let mut binds = Binds { literals: Some((lower, upper)), ..Binds::new(t) };
+    let text = placeholder::statement(t.driver, statement);
+    let sql = placeholder::replace(t.driver, text, RANGE, || binds.range(lower.is_none(), true));
+    (!binds.unwritable).then_some(sql)
+}
+
 /// The statement of `statement` (as [`batch`] cuts it) with every
 /// `{batch}` replaced by a placeholder bound to the batch's size:
 /// PostgreSQL `$n::bigint`, MySQL and SQLite `?`.
@@ -177,16 +203,35 @@ fn as_text(t: &Target<'_>, alias: &str, query: String) -> String {
 struct Binds<'t, 'a> {
     target: &'t Target<'a>,
     slots: Vec<Slot>,
+    /// The range's lower and upper keys, written as integer literals
+    /// instead of placeholders ([`batch_with_integers`]).
+    literals: Option<(Option<&'t Key>, Option<&'t Key>)>,
+    /// A value [`Binds::literals`] could not write as an integer.
+    unwritable: bool,
 }
 
 impl<'t, 'a> Binds<'t, 'a> {
     fn new(target: &'t Target<'a>) -> Self {
-        Binds { target, slots: Vec::new() }
+        Binds { target, slots: Vec::new(), literals: None, unwritable: false }
     }
 
     /// The next placeholder, taking `slot`, cast to column `column`'s type
     /// on PostgreSQL.
     fn placeholder(&mut self, slot: Slot, column: usize) -> String {
+        if let Some((lower, upper)) = self.literals {
+            let key = match slot {
+                Slot::Lower(_) => lower,
+                Slot::Upper(_) => upper,
+                Slot::Limit => None,
+            };
+            return match key.and_then(|key| self.integer(key, column)) {
+                Some(literal) => literal,
+                None => {
+                    self.unwritable = true;
+                    String::new()
+                }
+            };
+        }
         self.slots.push(slot);
         match self.target.driver {
             Driver::Postgres => match self.target.casts.get(column).filter(|cast| !cast.is_empty()) {
@@ -198,6 +243,20 @@ impl<'t, 'a> Binds<'t, 'a> {
     }
 
     /// `(k1, k2)`.
+    /// `key`'s value in `column` as a typed integer literal, when the
+    /// column's type is an integer type and the value an integer.
+    fn integer(&self, key: &Key, column: usize) -> Option<String> {
+        let cast = self.target.casts.get(column)?;
+        if !matches!(cast.as_str(), "bigint" | "integer" | "smallint") {
+            return None;
+        }
+        let n = match key.get(column)? {
+            KeyValue::Int(n) => *n,
+            KeyValue::Text(text) => text.parse::<i64>().ok()?,
+        };
+        Some(format!("'{n}'::{cast}"))
+    }
+
     fn columns(&self) -> String {
         format!("({})", self.target.key.join(", "))
     }

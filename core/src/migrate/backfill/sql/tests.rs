@@ -1,3 +1,4 @@
+use crate::migrate::backfill::KeyValue;
 use crate::migrate::backfill::sql::*;
 
 use Slot::{Limit, Lower, Upper};
@@ -205,4 +206,52 @@ fn several_range_ends_are_read_at_once_in_key_order() {
         )
     );
     assert!(batch_ends(&t, true, 0, 0).sql.contains("limit 1) as strata_ahead where strata_n % 1 = 0"));
+}
+
+#[test]
+fn postgres_integer_keys_are_written_as_numbers_and_anything_else_stays_bound() {
+    let (key, casts) = (names(&["id"]), names(&["bigint"]));
+    let t = Target { driver: Driver::Postgres, table: "tenant_1.orders", key: &key, casts: &casts };
+    let (lower, upper) = (vec![KeyValue::Text("500".into())], vec![KeyValue::Int(-9_223_372_036_854_775_808)]);
+    assert_eq!(
+        batch_with_integers(&t, FILE, Some(&lower), Some(&upper)).as_deref(),
+        Some(
+            "update tenant_1.orders set total_cents = (total * 100)::bigint where ((id) > ('500'::bigint) and (id) \
+             <= ('-9223372036854775808'::bigint))"
+        )
+    );
+    assert_eq!(
+        batch_with_integers(&t, FILE, None, Some(&upper)).as_deref(),
+        Some(
+            "update tenant_1.orders set total_cents = (total * 100)::bigint where (id) <= ('-9223372036854775808'::bigint)"
+        )
+    );
+    // Text that is not an integer, even of an integer column, is never written.
+    for text in ["500'; drop table x; --", "5e2", " 500", "500.0", ""] {
+        let hostile = vec![KeyValue::Text(text.into())];
+        assert_eq!(batch_with_integers(&t, FILE, Some(&hostile), Some(&upper)), None, "{text:?}");
+        assert_eq!(batch_with_integers(&t, FILE, Some(&lower), Some(&hostile)), None, "{text:?}");
+    }
+    // A text column, a composite key with a text part, another engine: bound.
+    let text_cast = names(&["text"]);
+    let text_key = Target { casts: &text_cast, ..t };
+    assert_eq!(batch_with_integers(&text_key, FILE, Some(&lower), Some(&upper)), None);
+    let (pair, pair_casts) = (names(&["region", "id"]), names(&["text", "integer"]));
+    let pairs = Target { key: &pair, casts: &pair_casts, ..t };
+    let (a, b) =
+        (vec![KeyValue::Text("1".into()), KeyValue::Int(2)], vec![KeyValue::Text("3".into()), KeyValue::Int(4)]);
+    assert_eq!(batch_with_integers(&pairs, FILE, Some(&a), Some(&b)), None);
+    let int_pair_casts = names(&["smallint", "integer"]);
+    let int_pairs = Target { key: &pair, casts: &int_pair_casts, ..t };
+    assert_eq!(
+        batch_with_integers(&int_pairs, FILE, Some(&a), Some(&b)).as_deref(),
+        Some(
+            "update tenant_1.orders set total_cents = (total * 100)::bigint where ((region, id) > ('1'::smallint, \
+             '2'::integer) and (region, id) <= ('3'::smallint, '4'::integer))"
+        )
+    );
+    let mysql = Target { driver: Driver::Mysql, casts: &[], ..t };
+    assert_eq!(batch_with_integers(&mysql, FILE, Some(&lower), Some(&upper)), None);
+    // A missing bound (core never asks for one) writes nothing.
+    assert_eq!(batch_with_integers(&t, FILE, Some(&lower), None), None);
 }

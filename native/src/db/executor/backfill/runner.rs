@@ -17,7 +17,10 @@
 //!   (in the version that started the backfill) commits in the same
 //!   transaction as its last batch, never before.
 //! - **Values are bound.** Keys travel as bound parameters of the text
-//!   core wrote; none is written into SQL.
+//!   core wrote; none is written into SQL — but an integer of an integer
+//!   column, which core writes as a number it formats itself so that
+//!   PostgreSQL gets a batch in one message with its `begin` (and the
+//!   commit of the batch before).
 //! - **A batch waits for a lock no longer than its file allows** and is
 //!   retried alone after a lock time-out, up to the file's retries.
 //! - **No version lock.** A backfill in a tenant of the fleet runs after
@@ -334,6 +337,16 @@ impl<E: Engine> Backfiller<'_, E> {
                         Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
                     });
                     let bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
+                    let whole = match drive.spec.form {
+                        Form::Ranged { .. } if self.engine.sends_whole_batches() => {
+                            backfill::sql::batch_with_integers(&target, &drive.statement, lower, end)
+                        }
+                        _ => None,
+                    };
+                    let text = match &whole {
+                        Some(whole) => BatchText::Whole(whole),
+                        None => BatchText::Bound(&batch.sql, &bound),
+                    };
                     if !self.wait_for_replicas(conn, drive).await? {
                         return Ok(Ended::Released);
                     }
@@ -346,7 +359,7 @@ impl<E: Engine> Backfiller<'_, E> {
                     if !self.keep_claim(conn, drive).await? {
                         return Ok(Ended::Released);
                     }
-                    match self.batch(conn, drive, &batch.sql, &bound).await? {
+                    match self.batch(conn, drive, text).await? {
                         Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
                         None => return Ok(Ended::Released),
                     }
@@ -414,24 +427,36 @@ impl<E: Engine> Backfiller<'_, E> {
     /// time-out rolls it back and runs it again after a wait, up to the
     /// file's retries. The rows it changed; None when the backfill is no
     /// longer this runner's (rolled back).
-    async fn batch(
-        &self,
-        conn: &mut E::Conn,
-        drive: &mut Drive<'_>,
-        sql: &str,
-        bound: &[KeyValue],
-    ) -> Result<Option<u64>, Stop> {
+    async fn batch(&self, conn: &mut E::Conn, drive: &mut Drive<'_>, text: BatchText<'_>) -> Result<Option<u64>, Stop> {
         let mut attempts = lock_wait::Attempts::default();
         loop {
-            match drive.open.take() {
-                Some(open) => {
-                    self.engine.commit_and_begin_with_timeouts(conn, drive.timeouts).await?;
-                    open.committed();
-                }
-                None => self.engine.begin_with_timeouts(conn, drive.timeouts).await?,
-            }
             let started = Instant::now();
-            let failure = match self.engine.execute_bound(conn, sql, bound).await {
+            let ran = match text {
+                BatchText::Whole(sql) => {
+                    let open = drive.open.take();
+                    let ran = self.engine.execute_whole_batch(conn, open.is_some(), drive.timeouts, sql).await;
+                    // The commit went first: after a lock time-out (the
+                    // batch's own) it happened; after another error, the
+                    // books say whether.
+                    if let Some(open) = open
+                        && ran.as_ref().map_or_else(|failure| failure.cause == Cause::LockTimeout, |_| true)
+                    {
+                        open.committed();
+                    }
+                    ran
+                }
+                BatchText::Bound(sql, bound) => {
+                    match drive.open.take() {
+                        Some(open) => {
+                            self.engine.commit_and_begin_with_timeouts(conn, drive.timeouts).await?;
+                            open.committed();
+                        }
+                        None => self.engine.begin_with_timeouts(conn, drive.timeouts).await?,
+                    }
+                    self.engine.execute_bound(conn, sql, bound).await
+                }
+            };
+            let failure = match ran {
                 Ok(rows) => {
                     let before = drive.machine.stored().batches;
                     drive.machine.ran(rows, started.elapsed().as_millis() as u64);
@@ -523,6 +548,16 @@ impl<E: Engine> Backfiller<'_, E> {
             "a backfill failed; its batches before stay, and a retry of its tenant resumes after them");
         Ok(Ended::Failed(failure))
     }
+}
+
+/// A batch as the shell sends it.
+#[derive(Clone, Copy)]
+enum BatchText<'s> {
+    /// Its statement, the key values bound.
+    Bound(&'s str, &'s [KeyValue]),
+    /// Its statement whole (core's `backfill::sql::batch_with_integers`),
+    /// in one message with its transaction's `begin`.
+    Whole(&'s str),
 }
 
 /// Why a pass stopped before its end: a batch's failure, or the books'.
