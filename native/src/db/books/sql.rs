@@ -33,6 +33,52 @@ pub(crate) struct Dialect {
     /// An insert reads its row's id back with `returning id`; else it asks
     /// the connection for the last inserted id (MySQL, MariaDB).
     pub(crate) returns_id: bool,
+    /// How text is written into a statement sent whole, its values in its
+    /// text ([`written`]), where that saves a round trip: PostgreSQL's
+    /// unnamed statements (the pooler-safe way) are prepared, then run —
+    /// two round trips — where a statement sent whole takes one.
+    pub(crate) quote: Option<fn(&str) -> String>,
+}
+
+/// A value written into a statement sent whole ([`written`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Literal<'a> {
+    /// Text, written quoted.
+    Text(&'a str),
+    /// An integer, written as the number.
+    Int(i64),
+    /// SQL's null.
+    Null,
+}
+
+impl<'a> Literal<'a> {
+    /// Text, or null.
+    pub(crate) fn text(value: Option<&'a str>) -> Self {
+        value.map_or(Literal::Null, Literal::Text)
+    }
+}
+
+/// `sql` — one of the books' own statements, its placeholders numbered
+/// `$1`, `$2`, … and no `$` anywhere else — with each placeholder replaced
+/// by its value in `values`, text quoted by `quote` (the dialect's
+/// [`Dialect::quote`]). A placeholder without a value stays as it is.
+pub(crate) fn written(sql: &str, values: &[Literal<'_>], quote: fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(sql.len() + 16 * values.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
+        let number: usize = rest[at + 1..at + 1 + digits].parse().unwrap_or(0);
+        match number.checked_sub(1).and_then(|index| values.get(index)) {
+            Some(Literal::Text(text)) => out.push_str(&quote(text)),
+            Some(Literal::Int(n)) => out.push_str(&n.to_string()),
+            Some(Literal::Null) => out.push_str("null"),
+            None => out.push_str(&rest[at..at + 1 + digits]),
+        }
+        rest = &rest[at + 1 + digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// How an insert updates the row whose key it collides with.
@@ -143,6 +189,9 @@ pub(crate) struct BooksSql {
     /// Whether an insert returns its row's id (`returning id`); else the
     /// connection's last insert id is the row's.
     pub(crate) returns_id: bool,
+    /// How text is written into a statement sent whole
+    /// ([`Dialect::quote`]).
+    pub(crate) quote: Option<fn(&str) -> String>,
     /// Records a file's new checksum in every schema (bound: checksum,
     /// file, checksum).
     pub(crate) update_checksum: String,
@@ -348,6 +397,7 @@ impl BooksSql {
             )),
             insert_rollout: placed(format!("insert into svc.svc_rollouts (doc, updated) values (?, ?){returning}")),
             returns_id: d.returns_id,
+            quote: d.quote,
             update_checksum: placed(
                 "update svc.svc_migrations set checksum = ? where filename = ? and checksum <> ?".into(),
             ),
@@ -484,6 +534,51 @@ mod tests {
     #[test]
     fn placeholders_are_numbered_in_order() {
         assert_eq!(numbered("a = ? and b = ?"), "a = $1 and b = $2");
+    }
+
+    #[test]
+    fn a_statement_is_written_with_its_values_quoted_by_the_dialect() {
+        let quote = strata_core::migrate::ident::quote_string_postgres;
+        let sql = numbered("update t set a = ?, b = ?, c = ? where d = ? and e = ? and f = ? and g = ?");
+        let values = [
+            Literal::Text("it's"),
+            Literal::Int(-7),
+            Literal::Null,
+            Literal::Text("\\'; drop table t; --"),
+            Literal::text(None),
+            Literal::text(Some("$1")),
+            Literal::Int(10),
+        ];
+        assert_eq!(
+            written(&sql, &values, quote),
+            "update t set a = E'it''s', b = -7, c = null where d = E'\\\\''; drop table t; --' and e = null \
+             and f = E'$1' and g = 10"
+        );
+        // The tenth placeholder is not the first's value followed by a 0;
+        // one without a value stays.
+        let ten = numbered(&"?, ".repeat(11));
+        let values: Vec<Literal<'_>> = (1..=10).map(Literal::Int).collect();
+        assert_eq!(written(&ten, &values, quote), "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, $11, ");
+        // Backfill's save and claim, every placeholder written.
+        let books = BooksSql::new(&Dialect {
+            numbered: true,
+            table_count: "",
+            column_count: "",
+            null_text: "",
+            created: "",
+            now: "",
+            upsert: Upsert::OnConflict,
+            stored_failures: "",
+            select_fingerprints: "",
+            bound_time: "?",
+            returns_id: true,
+            quote: Some(quote),
+        });
+        for (sql, n) in [(&books.backfills.save, 13), (&books.backfills.claim, 6)] {
+            let values = vec![Literal::Int(0); n];
+            assert!(!written(sql, &values, quote).contains('$'), "{sql}");
+            assert!(written(sql, &values[..n - 1], quote).contains(&format!("${n}")), "{sql}");
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use crate::db::books::rows::Rows;
-use crate::db::books::sql::BooksSql;
+use crate::db::books::sql::{BooksSql, Literal, written};
 use crate::db::books::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
 use strata_core::migrate::backfill;
@@ -89,6 +89,24 @@ pub(crate) struct SqlxBooks<DB, I> {
 }
 
 type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
+
+/// `query` with `values` bound in order (a null as text's).
+fn bound<'q, DB>(mut query: Query<'q, DB>, values: &[Literal<'_>]) -> Query<'q, DB>
+where
+    DB: Database,
+    String: for<'e> Encode<'e, DB> + Type<DB>,
+    i64: for<'e> Encode<'e, DB> + Type<DB>,
+    Option<String>: for<'e> Encode<'e, DB> + Type<DB>,
+{
+    for value in values {
+        query = match *value {
+            Literal::Text(text) => query.bind(text.to_string()),
+            Literal::Int(n) => query.bind(n),
+            Literal::Null => query.bind(None::<String>),
+        };
+    }
+    query
+}
 
 impl<DB, I> SqlxBooks<DB, I> {
     /// The books in `sql`'s dialect; `tenant_select_sql` lists the tenants.
@@ -157,6 +175,22 @@ where
         let done = query.execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(done)
+    }
+
+    /// [`SqlxBooks::change`] of `sql` with `values`: sent whole, the values
+    /// written in, where the dialect says so ([`BooksSql::quote`]: one
+    /// round trip, and a statement alone is its own transaction); else
+    /// bound.
+    async fn change_written(
+        &self,
+        conn: &mut DB::Connection,
+        sql: &'static str,
+        values: &[Literal<'_>],
+    ) -> Result<DB::QueryResult, sqlx::Error> {
+        match self.sql.quote {
+            Some(quote) => sqlx::raw_sql(AssertSqlSafe(written(sql, values, quote))).execute(conn).await,
+            None => self.change(conn, bound(self.query(sql), values)).await,
+        }
     }
 
     /// Inserts one row and returns its id: read back by the statement's
@@ -515,15 +549,15 @@ where
     }
 
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
-        let query = self
-            .query(&self.sql.backfills.claim)
-            .bind(claim.holder.to_string())
-            .bind(claim.now_ms)
-            .bind(claim.schema.to_string())
-            .bind(claim.file.to_string())
-            .bind(claim.holder.to_string())
-            .bind(claim.stale_before_ms);
-        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
+        let values = [
+            Literal::Text(claim.holder),
+            Literal::Int(claim.now_ms),
+            Literal::Text(claim.schema),
+            Literal::Text(claim.file),
+            Literal::Text(claim.holder),
+            Literal::Int(claim.stale_before_ms),
+        ];
+        Ok(self.change_written(conn.sqlx(), &self.sql.backfills.claim, &values).await?.count() == 1)
     }
 
     async fn save_backfill(
@@ -534,24 +568,32 @@ where
         batches_before: u64,
         heartbeat: i64,
     ) -> Result<bool, DbError> {
-        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let count = |n: u64| Literal::Int(i64::try_from(n).unwrap_or(i64::MAX));
         let progress = &row.progress;
-        let query = self
-            .query(&self.sql.backfills.save)
-            .bind(row.state.as_str())
-            .bind(progress.after.as_ref().map(backfill::encode_key))
-            .bind(progress.upper.as_ref().map(backfill::encode_key))
-            .bind(count(progress.rows_done))
-            .bind(count(progress.batches))
-            .bind(count(progress.rows_estimated))
-            .bind(count(progress.running_ms))
-            .bind(row.updated.clone())
-            .bind(heartbeat)
-            .bind(row.schema.clone())
-            .bind(row.file.clone())
-            .bind(holder.to_string())
-            .bind(count(batches_before));
-        Ok(query.execute(conn.sqlx()).await?.count() == 1)
+        let (after, upper) =
+            (progress.after.as_ref().map(backfill::encode_key), progress.upper.as_ref().map(backfill::encode_key));
+        let values = [
+            Literal::Text(row.state.as_str()),
+            Literal::text(after.as_deref()),
+            Literal::text(upper.as_deref()),
+            count(progress.rows_done),
+            count(progress.batches),
+            count(progress.rows_estimated),
+            count(progress.running_ms),
+            Literal::Text(&row.updated),
+            Literal::Int(heartbeat),
+            Literal::Text(&row.schema),
+            Literal::Text(&row.file),
+            Literal::Text(holder),
+            count(batches_before),
+        ];
+        // In the caller's transaction: no transaction of its own.
+        let sql = &self.sql.backfills.save;
+        let done = match self.sql.quote {
+            Some(quote) => sqlx::raw_sql(AssertSqlSafe(written(sql, &values, quote))).execute(conn.sqlx()).await?,
+            None => bound(self.query(sql), &values).execute(conn.sqlx()).await?,
+        };
+        Ok(done.count() == 1)
     }
 
     async fn fail_backfill(&self, conn: &mut C, row: &BackfillRow, holder: &str) -> Result<(), DbError> {

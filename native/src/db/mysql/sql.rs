@@ -408,6 +408,7 @@ const DIALECT: Dialect = Dialect {
                           from svc.svc_fingerprints",
     bound_time: parse_created!(),
     returns_id: false,
+    quote: None,
 };
 
 /// The statements of the service's books (`db::books`), written once in

@@ -336,6 +336,7 @@ const DIALECT: Dialect = Dialect {
     select_fingerprints: "select db_schema, fingerprint, recorded from svc.svc_fingerprints",
     bound_time: "?::timestamptz",
     returns_id: true,
+    quote: Some(quote_string_postgres),
 };
 
 /// The statements of the service's books (`db::books`), written once in

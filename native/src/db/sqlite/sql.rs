@@ -437,6 +437,7 @@ const DIALECT: Dialect = Dialect {
     select_fingerprints: "select db_schema, fingerprint, recorded from svc.svc_fingerprints",
     bound_time: "?",
     returns_id: true,
+    quote: None,
 };
 
 /// The statements of the service's books (`db::books`), written once in
