@@ -364,6 +364,13 @@ pub(crate) trait Engine: Send + Sync {
     ) -> Result<u64, Failure> {
         Err(Failure::no_backfills(Self::DRIVER))
     }
+    /// The rows of a backfill's read with nothing to bind (core's
+    /// `key_types`, `last_key`, and the reads `…_with_integers` writes),
+    /// each column a key value ([`bound::read`]): sent whole, in one round
+    /// trip, where [`Engine::sends_whole_batches`].
+    async fn read_keys_whole(&self, conn: &mut Self::Conn, sql: &str) -> Result<Vec<Key>, Failure> {
+        self.read_keys(conn, sql, &[]).await
+    }
     /// Runs a backfill's batch, `sql` with `values` bound, in the caller's
     /// open transaction: the rows it changed ([`bound`]).
     async fn execute_bound(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<u64, Failure> {

@@ -362,6 +362,14 @@ impl Engine for PostgresEngine {
         Ok(rows)
     }
 
+    async fn read_keys_whole(&self, conn: &mut Self::Conn, sql: &str) -> Result<Vec<Key>, Failure> {
+        let rows = sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|error| Failure::from_sqlx(&error))?;
+        engine::bound::keys_of(&rows)
+    }
+
     async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }

@@ -89,8 +89,18 @@ pub fn last_key(t: &Target<'_>) -> String {
 /// covers, read once when it starts.
 pub fn count_up_to(t: &Target<'_>) -> Rendered {
     let mut binds = Binds::new(t);
-    let sql = format!("select count(*) from {} where {}", t.table, binds.at_most());
+    let sql = count_in(&mut binds);
     Rendered { sql, binds: binds.slots }
+}
+
+/// [`count_up_to`] with the upper key written in ([`batch_with_integers`]'s
+/// rule); None where it stays bound.
+pub fn count_up_to_with_integers<'t>(t: &'t Target<'_>, upper: &'t Key) -> Option<String> {
+    with_integers(t, None, Some(upper), count_in)
+}
+
+fn count_in(binds: &mut Binds<'_, '_>) -> String {
+    format!("select count(*) from {} where {}", binds.target.table, binds.at_most())
 }
 
 /// The ends of the next `count` ranges of `size` keys after the lower key
@@ -104,6 +114,24 @@ pub fn count_up_to(t: &Target<'_>) -> Rendered {
 /// upper key ([`crate::migrate::backfill::Machine::ends_found`]).
 pub fn batch_ends(t: &Target<'_>, from_start: bool, size: u32, count: u32) -> Rendered {
     let mut binds = Binds::new(t);
+    let sql = ends_in(&mut binds, from_start, size, count);
+    Rendered { sql, binds: binds.slots }
+}
+
+/// [`batch_ends`] with the range's keys written in
+/// ([`batch_with_integers`]'s rule); None where they stay bound.
+pub fn batch_ends_with_integers<'t>(
+    t: &'t Target<'_>,
+    lower: Option<&'t Key>,
+    upper: &'t Key,
+    size: u32,
+    count: u32,
+) -> Option<String> {
+    with_integers(t, lower, Some(upper), |binds| ends_in(binds, lower.is_none(), size, count))
+}
+
+fn ends_in(binds: &mut Binds<'_, '_>, from_start: bool, size: u32, count: u32) -> String {
+    let t = binds.target;
     let (size, count) = (u64::from(size.max(1)), u64::from(count.max(1)));
     let key = t.key.join(", ");
     // PostgreSQL's text columns in the query that orders them (a wrapper
@@ -112,15 +140,14 @@ pub fn batch_ends(t: &Target<'_>, from_start: bool, size: u32, count: u32) -> Re
         Driver::Postgres => t.key.iter().map(|k| format!("{k}::text")).collect(),
         _ => t.key.to_vec(),
     };
-    let sql = format!(
+    format!(
         "select {} from (select {key}, row_number() over (order by {key}) as strata_n from {} where {} \
          order by {key} limit {}) as strata_ahead where strata_n % {size} = 0 order by strata_n",
         selected.join(", "),
         t.table,
         binds.range(from_start, false),
         size * count,
-    );
-    Rendered { sql, binds: binds.slots }
+    )
 }
 
 /// The statement of `statement` with every `{range}` replaced by the
@@ -154,12 +181,26 @@ pub fn batch_with_integers<'t>(
     lower: Option<&'t Key>,
     upper: Option<&'t Key>,
 ) -> Option<String> {
+    let text = placeholder::statement(t.driver, statement);
+    with_integers(t, lower, upper, |binds| {
+        placeholder::replace(t.driver, text, RANGE, || binds.range(lower.is_none(), true))
+    })
+}
+
+/// What `render` writes with `lower` and `upper` written in as integers
+/// ([`batch_with_integers`]'s rule): PostgreSQL only, and None when a value
+/// it took is not one.
+fn with_integers<'t, 'a>(
+    t: &'t Target<'a>,
+    lower: Option<&'t Key>,
+    upper: Option<&'t Key>,
+    render: impl FnOnce(&mut Binds<'t, 'a>) -> String,
+) -> Option<String> {
     if t.driver != Driver::Postgres {
         return None;
     }
     let mut binds = Binds { literals: Some((lower, upper)), ..Binds::new(t) };
-    let text = placeholder::statement(t.driver, statement);
-    let sql = placeholder::replace(t.driver, text, RANGE, || binds.range(lower.is_none(), true));
+    let sql = render(&mut binds);
     (!binds.unwritable).then_some(sql)
 }
 

@@ -53,6 +53,17 @@ where
         };
     }
     let rows = query.fetch_all(conn).await.map_err(|error| Failure::from_sqlx(&error))?;
+    keys_of(&rows)
+}
+
+/// `rows` as [`read`] reads them: each column a key value.
+pub(crate) fn keys_of<R>(rows: &[R]) -> Result<Vec<Key>, Failure>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+{
     rows.iter().map(|row| (0..row.len()).map(|index| key_value(row, index)).collect()).collect()
 }
 

@@ -250,7 +250,23 @@ fn postgres_integer_keys_are_written_as_numbers_and_anything_else_stays_bound() 
              '2'::integer) and (region, id) <= ('3'::smallint, '4'::integer))"
         )
     );
+    // The reads, the same way: numbers in, or bound.
+    assert_eq!(
+        count_up_to_with_integers(&t, &upper).as_deref(),
+        Some("select count(*) from tenant_1.orders where (id) <= ('-9223372036854775808'::bigint)")
+    );
+    assert_eq!(
+        batch_ends_with_integers(&t, Some(&lower), &upper, 1, 8).as_deref(),
+        Some(
+            "select id::text from (select id, row_number() over (order by id) as strata_n from tenant_1.orders \
+             where (id) > ('500'::bigint) and (id) <= ('-9223372036854775808'::bigint) order by id limit 8) as \
+             strata_ahead where strata_n % 1 = 0 order by strata_n"
+        )
+    );
+    assert_eq!(count_up_to_with_integers(&text_key, &upper), None);
+    assert_eq!(batch_ends_with_integers(&pairs, Some(&a), &b, 1, 8), None);
     let mysql = Target { driver: Driver::Mysql, casts: &[], ..t };
+    assert_eq!(count_up_to_with_integers(&mysql, &upper), None);
     assert_eq!(batch_with_integers(&mysql, FILE, Some(&lower), Some(&upper)), None);
     // A missing bound (core never asks for one) writes nothing.
     assert_eq!(batch_with_integers(&t, FILE, Some(&lower), None), None);

@@ -274,7 +274,7 @@ impl<E: Engine> Backfiller<'_, E> {
         let table = drive.table.clone();
         let casts = match (&drive.spec.form, E::DRIVER) {
             (Form::Ranged { .. }, Driver::Postgres) => {
-                let types = self.engine.read_keys(conn, &backfill::sql::key_types(&table, &key), &[]).await?;
+                let types = self.engine.read_keys_whole(conn, &backfill::sql::key_types(&table, &key)).await?;
                 types.into_iter().next().unwrap_or_default().into_iter().map(|value| value.to_string()).collect()
             }
             _ => Vec::new(),
@@ -293,13 +293,22 @@ impl<E: Engine> Backfiller<'_, E> {
             match next {
                 Next::Done => return Ok(Ended::Done),
                 Next::ReadLast => {
-                    let last = self.engine.read_keys(conn, &backfill::sql::last_key(&target), &[]).await?;
+                    let last = self.engine.read_keys_whole(conn, &backfill::sql::last_key(&target)).await?;
                     let last = last.into_iter().next();
                     let estimate = match &last {
                         Some(upper) => {
-                            let count = backfill::sql::count_up_to(&target);
-                            let bound = values(&count.binds, None, Some(upper), 0).ok_or_else(lost)?;
-                            let rows = self.engine.read_keys(conn, &count.sql, &bound).await?;
+                            let whole = self
+                                .engine
+                                .sends_whole_batches()
+                                .then(|| backfill::sql::count_up_to_with_integers(&target, upper));
+                            let rows = match whole.flatten() {
+                                Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
+                                None => {
+                                    let count = backfill::sql::count_up_to(&target);
+                                    let bound = values(&count.binds, None, Some(upper), 0).ok_or_else(lost)?;
+                                    self.engine.read_keys(conn, &count.sql, &bound).await?
+                                }
+                            };
                             match rows.first().and_then(|row| row.first()) {
                                 Some(KeyValue::Int(n)) => (*n).max(0) as u64,
                                 _ => 0,
@@ -323,10 +332,21 @@ impl<E: Engine> Backfiller<'_, E> {
                 }
                 Next::FindEnd { size } => {
                     let (lower, _) = drive.machine.range();
-                    let query = backfill::sql::batch_ends(&target, lower.is_none(), size, ENDS_AT_ONCE);
                     let upper = drive.machine.stored().upper.as_ref();
-                    let bound = values(&query.binds, lower, upper, size).ok_or_else(lost)?;
-                    let ends = self.engine.read_keys(conn, &query.sql, &bound).await?;
+                    let whole = match upper {
+                        Some(upper) if self.engine.sends_whole_batches() => {
+                            backfill::sql::batch_ends_with_integers(&target, lower, upper, size, ENDS_AT_ONCE)
+                        }
+                        _ => None,
+                    };
+                    let ends = match whole {
+                        Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
+                        None => {
+                            let query = backfill::sql::batch_ends(&target, lower.is_none(), size, ENDS_AT_ONCE);
+                            let bound = values(&query.binds, lower, upper, size).ok_or_else(lost)?;
+                            self.engine.read_keys(conn, &query.sql, &bound).await?
+                        }
+                    };
                     drive.machine.ends_found(ends, ENDS_AT_ONCE as usize);
                 }
                 Next::Run { size } => {
