@@ -153,6 +153,88 @@ async fn through_pgbouncer_in_transaction_and_session_mode_concurrent_applies_ne
     run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
 }
 
+/// Backfills through PgBouncer in transaction mode, two `strata apply` at
+/// once, round after round: an integer key's batches go in one message with
+/// their `begin` and the commit of the batch before, a text key's are bound,
+/// checkpoints and claims are sent whole — and every row is changed once,
+/// every backfill done with its rows counted, each file recorded once.
+#[tokio::test]
+async fn backfills_through_pgbouncer_in_transaction_mode_change_every_row_once() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_pgbouncer_backfill_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    let transaction = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    let first = strata(&transaction, &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
+    let n = 6;
+    tenants(&mut direct, n).await;
+    for i in 0..n {
+        run(
+            &mut direct,
+            &format!(
+                "create table t{i}.items (id bigint primary key, touched integer not null default 0);
+                 insert into t{i}.items (id) select g from generate_series(1, 1000) g;
+                 create table t{i}.codes (code text primary key, touched integer not null default 0);
+                 insert into t{i}.codes (code) select 'c' || lpad(g::text, 4, '0') from generate_series(1, 300) g"
+            ),
+        )
+        .await;
+    }
+    ws.write_migration(
+        "tenants/200_items.sql",
+        "-- strata:backfill table={schema}.items key=id batch=40\n\
+         update {schema}.items set touched = touched + 1 where {range};\n",
+    );
+    ws.write_migration(
+        "tenants/201_codes.sql",
+        "-- strata:backfill table={schema}.codes key=code batch=25\n\
+         update {schema}.codes set touched = touched + 1 where {range};\n",
+    );
+    // One version per backfill (a tenant's file after a backfill waits for
+    // it), then none is due.
+    for round in 0..3 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        let outputs = futures::future::join_all([
+            strata(&transaction, &["apply", "--version", &a]),
+            strata(&transaction, &["apply", "--version", &b]),
+        ])
+        .await;
+        for output in &outputs {
+            assert_eq!(code(output), 0, "round {round}: {}", text(output));
+            assert!(!text(output).contains("transaction in progress"), "round {round}: {}", text(output));
+        }
+    }
+    for i in 0..n {
+        for (table, rows) in [("items", 1000), ("codes", 300)] {
+            let once = scalar(&mut direct, &format!("select count(*) from t{i}.{table} where touched = 1")).await;
+            let all = scalar(&mut direct, &format!("select count(*) from t{i}.{table}")).await;
+            assert_eq!((once, all), (rows, rows), "t{i}.{table}: rows changed once, of all");
+        }
+    }
+    let backfills = scalar(
+        &mut direct,
+        "select count(*) from svc.svc_backfills where state = 'done' \
+         and rows_done = case when file = 'tenants/200_items.sql' then 1000 else 300 end \
+         and batches >= case when file = 'tenants/200_items.sql' then 25 else 12 end",
+    )
+    .await;
+    assert_eq!(backfills, 2 * n as i64, "every backfill done, its rows and batches counted");
+    let recorded = scalar(
+        &mut direct,
+        "select count(*) from svc.svc_migrations where filename in ('tenants/200_items.sql', 'tenants/201_codes.sql')",
+    )
+    .await;
+    assert_eq!(recorded, 2 * n as i64, "each backfill's file recorded once a tenant");
+    assert_eq!(scalar(&mut direct, "select count(*) from svc.svc_lock").await, 0, "a lease was left behind");
+    drop(direct);
+    let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
+    run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
+}
+
 /// The holder of the lease is killed with kill -9 at a random point of a
 /// version, three times over: each time the next apply proceeds within the
 /// lease's length (5 s here) and finishes the version; every file ran and is

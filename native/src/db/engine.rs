@@ -388,7 +388,7 @@ pub(crate) trait Engine: Send + Sync {
     /// `backfill::pace::replica_lag`).
     async fn replica_lag(&self, conn: &mut Self::Conn) -> Result<Result<u64, String>, Failure> {
         let Some(sql) = strata_core::migrate::backfill::sql::replica_lag(Self::DRIVER) else { return Ok(Ok(0)) };
-        let rows = self.read_keys(conn, sql, &[]).await?;
+        let rows = self.read_keys_whole(conn, sql).await?;
         let int = |i: usize| match rows.first().and_then(|row| row.get(i)) {
             Some(KeyValue::Int(n)) => *n,
             _ => 0,

@@ -374,8 +374,16 @@ impl Engine for PostgresEngine {
         engine::bound::execute::<Postgres>(&mut **conn, sql, values).await
     }
 
+    /// In a transaction of its own (the caller has none open): behind
+    /// PgBouncer in transaction mode, an unnamed statement's prepare and its
+    /// run outside a transaction may reach two server connections ("unnamed
+    /// prepared statement does not exist").
     async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
-        engine::bound::read::<Postgres>(&mut **conn, sql, values).await
+        let failed = |error: sqlx::Error| Failure::from_sqlx(&error);
+        let mut tx = Connection::begin(&mut **conn).await.map_err(failed)?;
+        let keys = engine::bound::read::<Postgres>(&mut *tx, sql, values).await?;
+        tx.commit().await.map_err(failed)?;
+        Ok(keys)
     }
 
     /// The file whole, in one round trip. PostgreSQL gives a position only

@@ -302,6 +302,19 @@ where
         Ok(())
     }
 
+    /// The stored fingerprints, each interned as its row arrives.
+    async fn stream_fingerprints(&self, conn: &mut DB::Connection) -> Result<Vec<(String, Stored)>, DbError> {
+        let mut digests = Digests::default();
+        let mut stored = Vec::new();
+        let mut rows = self.query(&self.sql.select_fingerprints).fetch(conn);
+        while let Some(row) = rows.try_next().await? {
+            let (fingerprint, recorded): (&str, &str) = (sqlx::Row::try_get(&row, 1)?, sqlx::Row::try_get(&row, 2)?);
+            let print = Stored { fingerprint: digests.intern(fingerprint), recorded: digests.intern(recorded) };
+            stored.push((sqlx::Row::try_get(&row, 0)?, print));
+        }
+        Ok(stored)
+    }
+
     async fn fold_recorded(&self, conn: &mut DB::Connection) -> Result<FxHashMap<String, Recorded>, DbError> {
         let mut rows = self.query(&self.sql.select_recorded).fetch(conn);
         let mut fold = RecordedBySchema::default();
@@ -471,14 +484,12 @@ where
         if !self.exists(conn, &self.sql.fingerprints_installed).await? {
             return Ok(Vec::new());
         }
-        let mut digests = Digests::default();
-        let mut stored = Vec::new();
-        let mut rows = self.query(&self.sql.select_fingerprints).fetch(conn);
-        while let Some(row) = rows.try_next().await? {
-            let (fingerprint, recorded): (&str, &str) = (sqlx::Row::try_get(&row, 1)?, sqlx::Row::try_get(&row, 2)?);
-            let print = Stored { fingerprint: digests.intern(fingerprint), recorded: digests.intern(recorded) };
-            stored.push((sqlx::Row::try_get(&row, 0)?, print));
+        if !self.pooler_safe {
+            return self.stream_fingerprints(conn).await;
         }
+        let mut tx = conn.begin().await?;
+        let stored = self.stream_fingerprints(&mut tx).await?;
+        tx.commit().await?;
         Ok(stored)
     }
 
@@ -493,7 +504,7 @@ where
 
     async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError> {
         let query = self.query(&self.sql.backfills.select_job).bind(schema.to_string()).bind(file.to_string());
-        let rows = query.fetch_all(conn.sqlx()).await?;
+        let rows = self.rows(conn.sqlx(), query).await?;
         rows.first().map(Rows::<DB::Row, I>::backfill_job).transpose()
     }
 
