@@ -229,7 +229,10 @@ impl LeaseRow for PgLeaseRow {
 
     async fn holder(&self) -> Result<Option<String>, DbError> {
         let mut conn = engine::acquire(&self.0).await?;
-        Ok(sqlx::query_scalar(sql::LEASE_HOLDER).persistent(false).fetch_optional(&mut *conn).await?)
+        let mut tx = Connection::begin(&mut *conn).await?;
+        let holder = sqlx::query_scalar(sql::LEASE_HOLDER).persistent(false).fetch_optional(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(holder)
     }
 }
 

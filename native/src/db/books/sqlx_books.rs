@@ -475,7 +475,7 @@ where
                 .bind(recorded.to_string())
                 .bind(version_id);
         }
-        query.execute(conn).await?;
+        self.change(conn, query).await?;
         Ok(())
     }
 
