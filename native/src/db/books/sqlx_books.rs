@@ -188,8 +188,23 @@ where
         values: &[Literal<'_>],
     ) -> Result<DB::QueryResult, sqlx::Error> {
         match self.sql.quote {
-            Some(quote) => sqlx::raw_sql(AssertSqlSafe(written(sql, values, quote))).execute(conn).await,
+            Some(_) => self.execute_values(conn, sql, values).await,
             None => self.change(conn, bound(self.query(sql), values)).await,
+        }
+    }
+
+    /// `sql` with `values`, in the caller's transaction if one is open:
+    /// sent whole, the values written in, where the dialect says so
+    /// ([`BooksSql::quote`]); else bound.
+    async fn execute_values(
+        &self,
+        conn: &mut DB::Connection,
+        sql: &'static str,
+        values: &[Literal<'_>],
+    ) -> Result<DB::QueryResult, sqlx::Error> {
+        match self.sql.quote {
+            Some(quote) => sqlx::raw_sql(AssertSqlSafe(written(sql, values, quote))).execute(conn).await,
+            None => bound(self.query(sql), values).execute(conn).await,
         }
     }
 
@@ -599,12 +614,7 @@ where
             count(batches_before),
         ];
         // In the caller's transaction: no transaction of its own.
-        let sql = &self.sql.backfills.save;
-        let done = match self.sql.quote {
-            Some(quote) => sqlx::raw_sql(AssertSqlSafe(written(sql, &values, quote))).execute(conn.sqlx()).await?,
-            None => bound(self.query(sql), &values).execute(conn.sqlx()).await?,
-        };
-        Ok(done.count() == 1)
+        Ok(self.execute_values(conn.sqlx(), &self.sql.backfills.save, &values).await?.count() == 1)
     }
 
     async fn fail_backfill(&self, conn: &mut C, row: &BackfillRow, holder: &str) -> Result<(), DbError> {

@@ -352,20 +352,26 @@ impl<E: Engine> Backfiller<'_, E> {
                 Next::Run { size } => {
                     let (lower, end) = drive.machine.range();
                     let from_start = lower.is_none();
-                    let batch = statements[usize::from(from_start)].get_or_insert_with(|| match drive.spec.form {
-                        Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, from_start),
-                        Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
-                    });
-                    let bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
+                    // Integer keys written in (PostgreSQL), else the
+                    // statement rendered once and its values bound.
                     let whole = match drive.spec.form {
                         Form::Ranged { .. } if self.engine.sends_whole_batches() => {
                             backfill::sql::batch_with_integers(&target, &drive.statement, lower, end)
                         }
                         _ => None,
                     };
+                    let bound;
                     let text = match &whole {
                         Some(whole) => BatchText::Whole(whole),
-                        None => BatchText::Bound(&batch.sql, &bound),
+                        None => {
+                            let batch =
+                                statements[usize::from(from_start)].get_or_insert_with(|| match drive.spec.form {
+                                    Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, from_start),
+                                    Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
+                                });
+                            bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
+                            BatchText::Bound(&batch.sql, &bound)
+                        }
                     };
                     if !self.wait_for_replicas(conn, drive).await? {
                         return Ok(Ended::Released);
