@@ -68,6 +68,22 @@ async fn tenants(conn: &mut PgConnection, n: usize) {
     }
 }
 
+/// A fresh database `strata_<name>_<port>` with `n` tenants, reached
+/// through the stock PgBouncer in transaction mode (strata must connect
+/// without ignore_startup_parameters): its name, the configuration through
+/// the pooler (the service's tables made by a first apply through it), and
+/// a direct connection to it.
+async fn pgbouncer_fleet(ws: &Workspace, name: &str, n: usize) -> (String, PathBuf, PgConnection) {
+    let database = format!("strata_{name}_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    let transaction = config_for(ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    let first = strata(&transaction, &["apply", "--version", "ref"]).await;
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
+    tenants(&mut direct, n).await;
+    (database, transaction, direct)
+}
+
 /// A tenant migration pair that makes a double run visible: `<stamp>a`
 /// creates a table and inserts `once`, `<stamp>b` inserts `again`.
 fn write_counting_migrations(ws: &Workspace, stamp: &str, table: &str, extra_sql: &str) {
@@ -120,16 +136,9 @@ async fn through_pgbouncer_in_transaction_and_session_mode_concurrent_applies_ne
         return;
     }
     let ws = Workspace::new("fleet");
-    let database = format!("strata_pgbouncer_{}", ws.port);
-    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
-    // Stock PgBouncer: strata must connect without ignore_startup_parameters.
-    let transaction = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
+    let (database, transaction, mut direct) = pgbouncer_fleet(&ws, "pgbouncer", 40).await;
     let session =
         config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_SESSION_URL"), &database), "session.yaml", "");
-    let first = strata(&transaction, &["apply", "--version", "ref"]).await;
-    assert_eq!(code(&first), 0, "{}", text(&first));
-    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
-    tenants(&mut direct, 40).await;
 
     for round in 0..4 {
         let (stamp, table) = (format!("{:03}", 100 + round), format!("r{round}"));
@@ -164,14 +173,8 @@ async fn backfills_through_pgbouncer_in_transaction_mode_change_every_row_once()
         return;
     }
     let ws = Workspace::new("fleet");
-    let database = format!("strata_pgbouncer_backfill_{}", ws.port);
-    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
-    let transaction = config_for(&ws, &with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &database), "tx.yaml", "");
-    let first = strata(&transaction, &["apply", "--version", "ref"]).await;
-    assert_eq!(code(&first), 0, "{}", text(&first));
-    let mut direct = admin(&with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database)).await;
     let n = 6;
-    tenants(&mut direct, n).await;
+    let (database, transaction, mut direct) = pgbouncer_fleet(&ws, "pgbouncer_backfill", n).await;
     for i in 0..n {
         run(
             &mut direct,
