@@ -160,7 +160,7 @@ fn sample_longest_transaction(
     use sqlx::Connection;
     let url = match backend() {
         Backend::Sqlite => None,
-        Backend::Postgres => Some(ws.pg_url_public()),
+        Backend::Postgres => Some(ws.pg_url()),
         Backend::Mysql => Some(crate::support::server_url("STRATA_TEST_MYSQL_URL")),
     };
     tokio::spawn(async move {

@@ -91,7 +91,7 @@ fn dumped(server: &Server, schema: &str) -> Vec<String> {
     let pg_dump = format!("{}/pg_dump", crate::support::server_url("STRATA_TEST_PG_BIN"));
     let dump = std::process::Command::new(pg_dump)
         .args(["--schema-only", "--no-owner", "--no-privileges", &format!("--schema={schema}")])
-        .arg(server.ws.pg_url_public())
+        .arg(server.ws.pg_url())
         .output()
         .unwrap();
     assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
@@ -1318,7 +1318,7 @@ async fn a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server() 
     let mut holder_mysql = None;
     match backend() {
         Backend::Postgres => {
-            let mut conn = sqlx::PgConnection::connect(&server.ws.pg_url_public()).await.unwrap();
+            let mut conn = sqlx::PgConnection::connect(&server.ws.pg_url()).await.unwrap();
             conn.execute("begin; create schema strata_desired;").await.unwrap();
             holder_pg = Some(conn);
         }

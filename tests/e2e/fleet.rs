@@ -500,7 +500,7 @@ async fn while_a_fleet_version_runs_a_finished_tenant_is_not_locked() {
     // A reader of t00's table gets it at once (with a lock timeout, so a
     // lock held for the fleet would fail this, not slow it), while the
     // version is still running in t01.
-    let mut reader = PgConnection::connect(&server.ws.pg_url_public()).await.unwrap();
+    let mut reader = PgConnection::connect(&server.ws.pg_url()).await.unwrap();
     sqlx::raw_sql("set lock_timeout = '300ms'").execute(&mut reader).await.unwrap();
     let count: i64 = sqlx::query_scalar("select count(*) from t00.a").fetch_one(&mut reader).await.unwrap();
     assert_eq!(count, 1);

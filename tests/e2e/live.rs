@@ -20,7 +20,7 @@ enum Session {
 impl Session {
     async fn open(server: &Server) -> Session {
         match backend() {
-            Backend::Postgres => Session::Postgres(PgConnection::connect(&server.ws.pg_url_public()).await.unwrap()),
+            Backend::Postgres => Session::Postgres(PgConnection::connect(&server.ws.pg_url()).await.unwrap()),
             Backend::Mysql => {
                 Session::Mysql(MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap())
             }

@@ -43,6 +43,20 @@ pub(crate) fn server_url(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is not set: run `bash tests/servers.sh start`"))
 }
 
+/// `url` with the server of `STRATA_TEST_PG_SERVICE_URL` (a pooler, see
+/// [`Workspace::pg_service_url`]) replaced by `STRATA_TEST_PG_URL`'s: the harness
+/// reads the server directly.
+fn direct_pg_url(url: &str) -> String {
+    let base = |url: &str| url.rsplit_once('/').map(|(base, _)| base.to_string());
+    match (
+        std::env::var("STRATA_TEST_PG_SERVICE_URL").ok().and_then(|s| base(&s)),
+        base(&server_url("STRATA_TEST_PG_URL")),
+    ) {
+        (Some(service), Some(direct)) if url.starts_with(&format!("{service}/")) => url.replacen(&service, &direct, 1),
+        _ => url.to_string(),
+    }
+}
+
 /// Serialises tests on the shared MySQL server.
 static MYSQL_TURN: Mutex<()> = Mutex::new(());
 
@@ -229,7 +243,7 @@ impl Workspace {
             Backend::Sqlite => {
                 format!("driver: sqlite\ndataSource: sqlite://{}/db/main.db?mode=rwc\n", self.path().display())
             }
-            Backend::Postgres => format!("driver: postgres\ndataSource: {}\n", self.pg_url()),
+            Backend::Postgres => format!("driver: postgres\ndataSource: {}\n", self.pg_service_url()),
             Backend::Mysql => format!("driver: mysql\ndataSource: {}\n", server_url("STRATA_TEST_MYSQL_URL")),
         }
     }
@@ -244,15 +258,32 @@ impl Workspace {
         format!("strata_test_{}", self.port)
     }
 
-    /// This test's own PostgreSQL database URL.
+    /// The `dataSource` its configuration names ([`Workspace::pg_service_url`]),
+    /// for a test that replaces it.
     pub(crate) fn pg_url_public(&self) -> String {
-        self.pg_url()
+        self.pg_service_url()
     }
 
     pub(crate) fn pg_url(&self) -> String {
         let admin = server_url("STRATA_TEST_PG_URL");
         let (base, _) = admin.rsplit_once('/').unwrap();
         format!("{base}/{}", self.pg_database())
+    }
+
+    /// The URL the service's configuration names for this test's database:
+    /// [`Workspace::pg_url`], or the same database through the server of
+    /// `STRATA_TEST_PG_SERVICE_URL` when set — a pooler in front of
+    /// `STRATA_TEST_PG_URL`'s server (tests/README.md: the whole suite
+    /// through a PgBouncer that hands each transaction another server).
+    /// The harness itself always connects directly.
+    fn pg_service_url(&self) -> String {
+        match std::env::var("STRATA_TEST_PG_SERVICE_URL") {
+            Ok(service) => {
+                let (base, _) = service.rsplit_once('/').unwrap();
+                format!("{base}/{}", self.pg_database())
+            }
+            Err(_) => self.pg_url(),
+        }
     }
 
     /// Creates an empty database for the test (PostgreSQL), or empties the
@@ -654,7 +685,7 @@ impl Server {
             .split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
             .filter(|token| token.starts_with("postgres://"));
         for url in urls {
-            let Ok(mut conn) = PgConnection::connect(url).await else { continue };
+            let Ok(mut conn) = PgConnection::connect(&direct_pg_url(url)).await else { continue };
             for _ in 0..300 {
                 let others: i64 = sqlx::query_scalar(
                     "select count(*) from pg_stat_activity \

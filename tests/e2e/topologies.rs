@@ -162,6 +162,86 @@ async fn through_pgbouncer_in_transaction_and_session_mode_concurrent_applies_ne
     run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
 }
 
+/// Per tenant `t0`…: the time-outs its `seen` table recorded.
+async fn seen_time_outs(conn: &mut PgConnection, n: usize) -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    for i in 0..n {
+        let row: (String, String) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("select lock, statement from t{i}.seen")))
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap_or_else(|e| panic!("t{i}.seen: {e}"));
+        all.push(row);
+    }
+    all
+}
+
+/// A file outside any transaction with time-outs of its own, run on 6
+/// tenants at once. Directly, its session starts with them (the file reads
+/// them back). Through PgBouncer in transaction mode, a `SET` before it and
+/// the `RESET` after it would each be a transaction the pooler may send to
+/// another server connection, leaving the time-outs on one the application
+/// gets next: there the file runs without them, said once, and no server
+/// connection of the pooler is left with them.
+#[tokio::test]
+async fn a_no_transaction_files_time_outs_are_its_own_sessions_and_never_left_on_a_pooled_server() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    ws.write_migration(
+        "tenants/300_seen.sql",
+        "-- strata:no-transaction\n-- strata:lock-timeout 1234ms\n-- strata:statement-timeout 4321ms\n\
+         create table {schema}.seen as select current_setting('lock_timeout') as lock, \
+         current_setting('statement_timeout') as statement;\n",
+    );
+    let database = format!("strata_alone_{}", ws.port);
+    fresh_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database).await;
+    let direct_url = with_database(&env("STRATA_TEST_PG_DEFAULT_URL"), &database);
+    let config = config_for(&ws, &direct_url, "direct.yaml", "tenantConcurrency: 3\n");
+    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&direct_url).await;
+    tenants(&mut direct, 6).await;
+    let applied = strata(&config, &["apply", "--version", "alone"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+    let expected = ("1234ms".to_string(), "4321ms".to_string());
+    assert_eq!(seen_time_outs(&mut direct, 6).await, vec![expected; 6], "directly: each session started with them");
+    drop(direct);
+
+    let ws_pooled = Workspace::new("fleet");
+    std::fs::copy(ws.migrations().join("tenants/300_seen.sql"), ws_pooled.migrations().join("tenants/300_seen.sql"))
+        .unwrap();
+    let (pooled_database, transaction, mut pooled) = pgbouncer_fleet(&ws_pooled, "alone", 6).await;
+    let applied = strata(&transaction, &["apply", "--version", "alone"]).await;
+    assert_eq!(code(&applied), 0, "{}", text(&applied));
+    let said = text(&applied).matches("files outside a transaction run without lock_timeout").count();
+    assert_eq!(said, 1, "said once: {}", text(&applied));
+    let defaults = ("0".to_string(), "0".to_string());
+    assert_eq!(
+        seen_time_outs(&mut pooled, 6).await,
+        vec![defaults; 6],
+        "through the pooler: the server's own settings"
+    );
+    // Every server connection of the pool at once (a transaction each
+    // holds one): none carries the file's time-outs.
+    let pooler = with_database(&env("STRATA_TEST_PGBOUNCER_TX_URL"), &pooled_database);
+    let options = pooler.parse::<sqlx::postgres::PgConnectOptions>().unwrap().extra_float_digits(None);
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        let mut client = PgConnection::connect_with(&options).await.unwrap();
+        let row = sqlx::raw_sql("begin; select current_setting('lock_timeout')").fetch_one(&mut client).await.unwrap();
+        let lock: String = sqlx::Row::get(&row, 0);
+        assert_ne!(lock, "1234ms", "a pooled server connection was left with the file's lock_timeout");
+        clients.push(client);
+    }
+    drop(clients);
+    drop(pooled);
+    let mut conn = admin(&env("STRATA_TEST_PG_DEFAULT_URL")).await;
+    for name in [&database, &pooled_database] {
+        run(&mut conn, &format!("drop database if exists {name} with (force)")).await;
+    }
+}
+
 /// Backfills through PgBouncer in transaction mode, two `strata apply` at
 /// once, round after round: an integer key's batches go in one message with
 /// their `begin` and the commit of the batch before, a text key's are bound,

@@ -237,6 +237,19 @@ impl Keeps {
     pub(crate) const ALL: Keeps = Keeps { audit: true, rollouts: true, catalogs: true };
 }
 
+/// Where a file outside any transaction runs ([`Engine::alone_session`]).
+pub(crate) enum AloneSession<C> {
+    /// On the unit's connection, its time-outs set for the session before
+    /// the file and reset after it.
+    Shared,
+    /// On this connection, whose session started with the file's time-outs
+    /// (and gets them back after the file).
+    Own(C),
+    /// On the unit's connection without time-outs: the server's sessions
+    /// cannot carry them (a pooler that refuses or drops them at connect).
+    Untimed,
+}
+
 /// The per-dialect primitives the executor runs a version with. Each
 /// dialect's SQL lives in its own `sql.rs`.
 #[async_trait]
@@ -546,6 +559,15 @@ pub(crate) trait Engine: Send + Sync {
     fn books(&self) -> &Self::Books;
     /// Gives the session its server's time-outs back.
     async fn reset_timeouts(&self, _conn: &mut Self::Conn) {}
+    /// Where a file outside any transaction runs with `timeouts`, on an
+    /// engine whose session time-outs are set and reset around it
+    /// ([`Engine::SESSION_TIMEOUTS_KEPT`] false): on the unit's connection
+    /// (the default), or on a connection whose session starts with them
+    /// (PostgreSQL: a pooler in transaction mode would send a `SET` to a
+    /// server other clients then use).
+    async fn alone_session(&self, _timeouts: Timeouts) -> Result<AloneSession<Self::Conn>, DbError> {
+        Ok(AloneSession::Shared)
+    }
     /// The sessions that may be blocking a statement in `schema` (holders of
     /// locks there, open transactions), one line each, read right after a
     /// unit gave up waiting; empty when the engine cannot tell.

@@ -22,6 +22,7 @@
 //! `SET LOCAL` with `citus.propagate_set_commands = 'local'`, so they reach
 //! the workers; a new tenant is a distributed schema.
 
+mod alone;
 mod sql;
 
 use std::str::FromStr;
@@ -39,7 +40,7 @@ use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use crate::db::books::SqlxBooks;
-use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Transaction};
 use crate::db::error::{DbError, cause_of, describe, one_line};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::lease::{Lease, LeaseRow};
@@ -54,6 +55,8 @@ pub(crate) struct PostgresEngine {
     tenant_insert_sql: String,
     /// The database runs Citus (on its coordinator).
     citus: bool,
+    /// Sessions for files outside any transaction (`alone`).
+    alone: alone::AloneSessions,
 }
 
 impl PostgresEngine {
@@ -95,10 +98,10 @@ impl PostgresEngine {
             .disable_statement_logging();
         // The lock's connection, the main one, the fan-out, and a few for
         // the API's read queries meanwhile.
+        let tenants_at_once = u32::try_from(config.tenant_concurrency).unwrap_or(u32::MAX);
+        let alone = alone::AloneSessions::new(options.clone(), tenants_at_once.max(1));
         let pool = engine::open_pool(
-            PgPoolOptions::new()
-                .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
-                .acquire_timeout(CONNECT_TIMEOUT),
+            PgPoolOptions::new().max_connections(tenants_at_once.saturating_add(6)).acquire_timeout(CONNECT_TIMEOUT),
             options,
         )
         .await?;
@@ -115,6 +118,7 @@ impl PostgresEngine {
             books: SqlxBooks::new(&sql::BOOKS, true, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             citus,
+            alone,
         })
     }
 }
@@ -255,6 +259,7 @@ impl Engine for PostgresEngine {
     }
 
     async fn close(&self) {
+        self.alone.close().await;
         self.pool.close().await;
     }
 
@@ -426,6 +431,10 @@ impl Engine for PostgresEngine {
             tx.commit().await?;
         }
         Ok(())
+    }
+
+    async fn alone_session(&self, timeouts: Timeouts) -> Result<AloneSession<Self::Conn>, DbError> {
+        self.alone.session(timeouts).await
     }
 
     async fn reset_timeouts(&self, conn: &mut Self::Conn) {

@@ -12,7 +12,7 @@ use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
 use tracing::Instrument;
 
 use crate::db::books::Books;
-use crate::db::engine::{self, Engine, Entries, Failure, Record};
+use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Record};
 use crate::db::error::{Cause, DbError};
 use crate::db::error::{LockError, ServerError};
 use crate::db::executor::backfill::StepEnd;
@@ -104,10 +104,16 @@ impl<E: Engine> Run<'_, E> {
             return Ok(());
         }
         if !E::SESSION_TIMEOUTS_KEPT {
-            self.engine.set_timeouts(conn, timeouts, false).await?;
-            let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
-            self.engine.reset_timeouts(conn).await;
-            return result;
+            return match self.engine.alone_session(timeouts).await? {
+                AloneSession::Shared => {
+                    self.engine.set_timeouts(conn, timeouts, false).await?;
+                    let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
+                    self.engine.reset_timeouts(conn).await;
+                    result
+                }
+                AloneSession::Own(mut own) => self.execute_alone(&mut own, step, &sql, timeouts, progress).await,
+                AloneSession::Untimed => self.execute_alone(conn, step, &sql, timeouts, progress).await,
+            };
         }
         if *current != Some(timeouts) {
             // Forgotten first: a failed setting leaves the session unknown.

@@ -206,6 +206,18 @@ pub(crate) const SET_SESSION_TIMEOUTS: &str =
 /// The server's time-outs back for the session.
 pub(crate) const RESET_TIMEOUTS: &str = "reset lock_timeout; reset statement_timeout";
 
+/// For a session that started with the time-outs in its `options`
+/// (`postgres::alone`): its settings back to how the session started
+/// (a file before may have changed them), and whether they are the
+/// time-outs asked for (a pooler may have dropped the parameter). Written
+/// in (numbers): one message, no transaction left open.
+pub(crate) fn alone_timeouts_carried(lock_ms: u64, statement_ms: u64) -> String {
+    format!(
+        "reset all; select current_setting('lock_timeout')::interval = interval '{lock_ms} milliseconds' \
+         and current_setting('statement_timeout')::interval = interval '{statement_ms} milliseconds'"
+    )
+}
+
 /// The sessions holding locks on objects of schema `$1` (other than this
 /// one), oldest transaction first: who a migration that gave up waiting
 /// was waiting for. Its statement text is cut at 200 characters.
