@@ -251,6 +251,17 @@ impl Service {
         Ok(self.database.tenants().await?)
     }
 
+    /// A page of the tenants' names in byte order: `first` of them (every
+    /// one without) after `after`.
+    pub(crate) async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, AppError> {
+        Ok(self.database.tenant_page(after, first).await?)
+    }
+
+    /// How many tenants there are.
+    pub(crate) async fn tenant_count(&self) -> Result<u64, AppError> {
+        Ok(self.database.tenant_count().await?)
+    }
+
     /// Where each tenant's shards live on Citus: (schema, node); empty on
     /// other engines.
     pub(crate) async fn placements(&self) -> Result<Vec<(String, String)>, AppError> {

@@ -668,6 +668,17 @@ pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> 
     )
 }
 
+/// `select` — one statement, as `tenantSelectSQL` is — as a subquery: the
+/// statement alone (no `;`, no comment before or after it) in parentheses,
+/// for a query written around it. `None` when the text is not one
+/// statement the tokenizer reads.
+pub fn subquery(driver: Driver, select: &str) -> Option<String> {
+    match split(driver, select)?.as_slice() {
+        [one] => Some(format!("({})", &select[one.clone()])),
+        _ => None,
+    }
+}
+
 /// Byte offsets in a text of the positions its tokenizer reports (1-based
 /// line, column in characters).
 pub(crate) struct Offsets<'a> {

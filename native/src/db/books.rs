@@ -36,6 +36,13 @@ use crate::db::types::{
 };
 pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
+/// The page of `sorted` (names in byte order) after `after`, `first` of
+/// them (every one without).
+pub(crate) fn page_of(sorted: Vec<String>, after: Option<&str>, first: Option<usize>) -> Vec<String> {
+    let start = after.map_or(0, |after| sorted.partition_point(|name| name.as_str() <= after));
+    sorted.into_iter().skip(start).take(first.unwrap_or(usize::MAX)).collect()
+}
+
 /// Where [`Books::each_applied`] hands each recorded migration.
 pub(crate) type AppliedSink<'s> = dyn for<'r> FnMut(AppliedRow<'r>) + Send + 's;
 
@@ -47,6 +54,23 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn installed(&self, conn: &mut C) -> Result<bool, DbError>;
     /// The tenants (`tenantSelectSQL`), with their attributes.
     async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
+    /// A page of the tenants' names in byte order: the `first` (every one
+    /// without) after `after` (from the first without) — the whole list
+    /// read and sorted here, where the books cannot do better.
+    async fn tenant_page(
+        &self,
+        conn: &mut C,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<String>, DbError> {
+        let mut names = self.tenants(conn).await?.names;
+        names.sort_unstable();
+        Ok(page_of(names, after, first))
+    }
+    /// How many tenants `tenantSelectSQL` lists.
+    async fn tenant_count(&self, conn: &mut C) -> Result<u64, DbError> {
+        Ok(self.tenants(conn).await?.names.len() as u64)
+    }
     /// The recorded migrations, each handed to `sink` as it is read (the
     /// planner folds them: a fleet's rows are never held at once).
     async fn each_applied(&self, conn: &mut C, sink: &mut AppliedSink<'_>) -> Result<(), DbError>;

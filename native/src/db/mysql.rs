@@ -91,7 +91,7 @@ impl MysqlEngine {
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, Driver::Mysql, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
         })
     }

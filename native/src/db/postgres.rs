@@ -115,7 +115,7 @@ impl PostgresEngine {
             lease: PgLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
-            books: SqlxBooks::new(&sql::BOOKS, true, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, Driver::Postgres, true, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             citus,
             alone,

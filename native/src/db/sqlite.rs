@@ -98,7 +98,7 @@ impl SqliteEngine {
         let engine = SqliteEngine {
             pool,
             files,
-            books: SqlxBooks::new(&sql::BOOKS, false, &config.tenant_select_sql),
+            books: SqlxBooks::new(&sql::BOOKS, Driver::Sqlite, false, &config.tenant_select_sql),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             lock_options,
             staging: Default::default(),

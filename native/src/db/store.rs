@@ -61,6 +61,19 @@ pub(crate) trait Database: Send + Sync {
     }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// A page of the tenants' names in byte order, as [`Books::tenant_page`]
+    /// (here: the whole list, sorted and cut).
+    ///
+    /// [`Books::tenant_page`]: crate::db::books::Books::tenant_page
+    async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, DbError> {
+        let mut names = self.tenants().await?;
+        names.sort_unstable();
+        Ok(crate::db::books::page_of(names, after, first))
+    }
+    /// How many tenants there are.
+    async fn tenant_count(&self) -> Result<u64, DbError> {
+        Ok(self.tenants().await?.len() as u64)
+    }
     /// Where each distributed schema's shards live (Citus: schema, node's
     /// `host:port`); empty elsewhere.
     async fn placements(&self) -> Result<Vec<(String, String)>, DbError> {
@@ -239,6 +252,15 @@ impl<E: Engine> Store<E> {
         };
         Ok(installed.then_some(conn))
     }
+
+    /// A connection to read the tenant list on: [`Store::reading`]'s with
+    /// the service's own tenant table, any otherwise.
+    async fn tenant_reading(&self) -> Result<Option<E::Conn>, DbError> {
+        match self.settings.default_tenant_table {
+            true => self.reading().await,
+            false => Ok(Some(self.engine.connect().await?)),
+        }
+    }
 }
 
 #[async_trait]
@@ -287,12 +309,18 @@ impl<E: Engine> Database for Store<E> {
     /// The default tenant table is one of the service's own: before they
     /// exist there is no tenant; a configured `tenantSelectSQL` is asked.
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
-        let conn = match self.settings.default_tenant_table {
-            true => self.reading().await?,
-            false => Some(self.engine.connect().await?),
-        };
-        let Some(mut conn) = conn else { return Ok(Vec::new()) };
+        let Some(mut conn) = self.tenant_reading().await? else { return Ok(Vec::new()) };
         Ok(self.engine.books().tenants(&mut conn).await?.names)
+    }
+
+    async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, DbError> {
+        let Some(mut conn) = self.tenant_reading().await? else { return Ok(Vec::new()) };
+        self.engine.books().tenant_page(&mut conn, after, first).await
+    }
+
+    async fn tenant_count(&self) -> Result<u64, DbError> {
+        let Some(mut conn) = self.tenant_reading().await? else { return Ok(0) };
+        self.engine.books().tenant_count(&mut conn).await
     }
 
     async fn move_tenant(&self, tenant: &str, host: &str, port: i32, mode: &str) -> Result<(), DbError> {

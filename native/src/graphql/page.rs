@@ -19,15 +19,19 @@ pub(crate) fn page<T, K: Ord + ?Sized>(
 ) -> Result<Range<usize>> {
     let start = after.map_or(0, |after| sorted.partition_point(|item| key(item) <= after));
     let rest = &sorted[start..];
-    let count = match first {
-        None => rest.len(),
-        Some(first) => usize::try_from(first)
-            .map_err(|_| {
-                graphql_error(AppError::InvalidInput(format!("`first` is {first}: it counts items, 0 or more")))
-            })?
-            .min(rest.len()),
-    };
+    let count = self::first(first)?.map_or(rest.len(), |first| first.min(rest.len()));
     Ok(start..start + count)
+}
+
+/// `first` as a count (none: every item), refused when negative.
+pub(crate) fn first(first: Option<i32>) -> Result<Option<usize>> {
+    first
+        .map(|first| {
+            usize::try_from(first).map_err(|_| {
+                graphql_error(AppError::InvalidInput(format!("`first` is {first}: it counts items, 0 or more")))
+            })
+        })
+        .transpose()
 }
 
 #[cfg(test)]

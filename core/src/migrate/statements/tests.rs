@@ -301,3 +301,23 @@ fn the_backfill_directive_is_accepted_and_its_options_left_to_the_backfill_modul
         "{message}"
     );
 }
+
+#[test]
+fn a_select_is_written_as_a_subquery_without_its_end() {
+    let cases = [
+        ("select name from t", "(select name from t)"),
+        ("select name from t ; -- newest first\n", "(select name from t)"),
+        (
+            "-- the tenants\nselect name, tier from t order by name desc;;",
+            "(select name, tier from t order by name desc)",
+        ),
+        ("select name -- a name\nfrom t where x = ';'", "(select name -- a name\nfrom t where x = ';')"),
+    ];
+    for driver in [Driver::Postgres, Driver::Mysql, Driver::Sqlite] {
+        for (select, written) in cases {
+            assert_eq!(subquery(driver, select).as_deref(), Some(written), "{driver:?}: {select}");
+        }
+        assert_eq!(subquery(driver, "select 1; select 2"), None);
+        assert_eq!(subquery(driver, " ; "), None);
+    }
+}

@@ -38,6 +38,26 @@ pub(crate) struct Dialect {
     /// unnamed statements (the pooler-safe way) are prepared, then run —
     /// two round trips — where a statement sent whole takes one.
     pub(crate) quote: Option<fn(&str) -> String>,
+    /// A page of the tenant list in the database ([`tenant_page`]):
+    /// `{select}` (`tenantSelectSQL` as a subquery) with its first column
+    /// named `strata_name` — where the dialect can name one column of a
+    /// subquery of any width (PostgreSQL's alias list may be shorter than
+    /// the columns) — the rows after `$1` (none: from the first) in byte
+    /// order, `$2` of them (none: all); else the page is kept as the list
+    /// streams by.
+    pub(crate) tenant_page: Option<&'static str>,
+}
+
+/// How many rows `subquery` (`tenantSelectSQL` as one, core's
+/// `statements::subquery`) lists.
+pub(crate) fn tenant_count(subquery: &str) -> String {
+    format!("select count(*) from {subquery} strata_count")
+}
+
+/// A page of the rows `subquery` lists, by the dialect's `template`
+/// ([`Dialect::tenant_page`]).
+pub(crate) fn tenant_page(template: Option<&str>, subquery: &str) -> Option<String> {
+    template.map(|template| template.replace("{select}", subquery))
 }
 
 /// A value written into a statement sent whole ([`written`]).
@@ -192,6 +212,8 @@ pub(crate) struct BooksSql {
     /// How text is written into a statement sent whole
     /// ([`Dialect::quote`]).
     pub(crate) quote: Option<fn(&str) -> String>,
+    /// [`Dialect::tenant_page`].
+    pub(crate) tenant_page: Option<&'static str>,
     /// Records a file's new checksum in every schema (bound: checksum,
     /// file, checksum).
     pub(crate) update_checksum: String,
@@ -398,6 +420,7 @@ impl BooksSql {
             insert_rollout: placed(format!("insert into svc.svc_rollouts (doc, updated) values (?, ?){returning}")),
             returns_id: d.returns_id,
             quote: d.quote,
+            tenant_page: d.tenant_page,
             update_checksum: placed(
                 "update svc.svc_migrations set checksum = ? where filename = ? and checksum <> ?".into(),
             ),
@@ -532,6 +555,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tenant_select_is_counted_and_paged_around_its_subquery() {
+        assert_eq!(tenant_count("(select name from t)"), "select count(*) from (select name from t) strata_count");
+        let page = tenant_page(Some("select * from {select} as p(n)"), "(select a, b from t)");
+        assert_eq!(page.unwrap(), "select * from (select a, b from t) as p(n)");
+        assert_eq!(tenant_page(None, "(select a from t)"), None);
+    }
+
+    fn test_dialect() -> Dialect {
+        Dialect {
+            numbered: true,
+            table_count: "",
+            column_count: "",
+            null_text: "",
+            created: "",
+            now: "",
+            upsert: Upsert::OnConflict,
+            stored_failures: "",
+            select_fingerprints: "",
+            bound_time: "?",
+            returns_id: true,
+            quote: None,
+            tenant_page: None,
+        }
+    }
+
+    #[test]
     fn placeholders_are_numbered_in_order() {
         assert_eq!(numbered("a = ? and b = ?"), "a = $1 and b = $2");
     }
@@ -560,20 +609,7 @@ mod tests {
         let values: Vec<Literal<'_>> = (1..=10).map(Literal::Int).collect();
         assert_eq!(written(&ten, &values, quote), "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, $11, ");
         // Backfill's save and claim, every placeholder written.
-        let books = BooksSql::new(&Dialect {
-            numbered: true,
-            table_count: "",
-            column_count: "",
-            null_text: "",
-            created: "",
-            now: "",
-            upsert: Upsert::OnConflict,
-            stored_failures: "",
-            select_fingerprints: "",
-            bound_time: "?",
-            returns_id: true,
-            quote: Some(quote),
-        });
+        let books = BooksSql::new(&Dialect { quote: Some(quote), ..test_dialect() });
         for (sql, n) in [(&books.backfills.save, 13), (&books.backfills.claim, 6)] {
             let values = vec![Literal::Int(0); n];
             assert!(!written(sql, &values, quote).contains('$'), "{sql}");

@@ -21,6 +21,7 @@ use futures::TryStreamExt;
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{Digests, Recorded, RecordedBySchema, Stored};
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
@@ -77,6 +78,12 @@ pub(crate) struct SqlxBooks<DB, I> {
     sql: &'static BooksSql,
     pooler_safe: bool,
     tenant_select_sql: String,
+    /// `tenantSelectSQL` counted in the database (when the tokenizer reads
+    /// it as one statement).
+    tenant_count_sql: Option<String>,
+    /// A page of `tenantSelectSQL` in the database, where the dialect can
+    /// (`books::sql::tenant_page`).
+    tenant_page_sql: Option<String>,
     /// `svc_tokens.owner` was seen (it stays: asked until it is).
     token_owner_seen: std::sync::atomic::AtomicBool,
     /// `svc_versions.trace_id` was seen (it stays: asked until it is).
@@ -109,12 +116,17 @@ where
 }
 
 impl<DB, I> SqlxBooks<DB, I> {
-    /// The books in `sql`'s dialect; `tenant_select_sql` lists the tenants.
-    pub(crate) fn new(sql: &'static BooksSql, pooler_safe: bool, tenant_select_sql: &str) -> Self {
+    /// The books in `sql`'s dialect (of `driver`); `tenant_select_sql`
+    /// lists the tenants.
+    pub(crate) fn new(sql: &'static BooksSql, driver: Driver, pooler_safe: bool, tenant_select_sql: &str) -> Self {
+        let subquery = strata_core::migrate::statements::subquery(driver, tenant_select_sql);
         SqlxBooks {
             sql,
             pooler_safe,
             tenant_select_sql: tenant_select_sql.to_string(),
+            tenant_count_sql: subquery.as_deref().map(crate::db::books::sql::tenant_count),
+            tenant_page_sql: subquery
+                .and_then(|subquery| crate::db::books::sql::tenant_page(sql.tenant_page, &subquery)),
             token_owner_seen: std::sync::atomic::AtomicBool::new(false),
             version_trace_seen: std::sync::atomic::AtomicBool::new(false),
             audit_signature_seen: std::sync::atomic::AtomicBool::new(false),
@@ -308,6 +320,45 @@ where
         Ok(list)
     }
 
+    /// A page of the tenant list ([`Books::tenant_page`]): asked of the
+    /// database where the dialect can, else kept as the list streams by
+    /// (the `first` smallest names after `after`, never the whole list).
+    async fn read_tenant_page(
+        &self,
+        conn: &mut DB::Connection,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<String>, DbError> {
+        let failed = |e: sqlx::Error| DbError::TenantSelectFailed(describe(&e));
+        if let Some(page) = &self.tenant_page_sql {
+            let limit = first.map(|first| i64::try_from(first).unwrap_or(i64::MAX));
+            let query = sqlx::query(AssertSqlSafe(page.clone()))
+                .persistent(!self.pooler_safe)
+                .bind(after.map(str::to_string))
+                .bind(limit);
+            let mut rows = query.fetch(conn);
+            let mut names = Vec::new();
+            while let Some(row) = rows.try_next().await.map_err(failed)? {
+                names.push(sqlx::Row::try_get::<String, _>(&row, 0).map_err(failed)?);
+            }
+            return Ok(names);
+        }
+        let mut kept = std::collections::BinaryHeap::new();
+        let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
+        let mut rows = query.fetch(conn);
+        while let Some(row) = rows.try_next().await.map_err(failed)? {
+            let name: String = sqlx::Row::try_get(&row, 0).map_err(failed)?;
+            if after.is_some_and(|after| name.as_str() <= after) {
+                continue;
+            }
+            kept.push(name);
+            if first.is_some_and(|first| kept.len() > first) {
+                kept.pop();
+            }
+        }
+        Ok(kept.into_sorted_vec())
+    }
+
     /// Hands each recorded migration to `sink` as its row arrives.
     async fn stream_applied(&self, conn: &mut DB::Connection, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {
         let mut rows = self.query(&self.sql.select_applied).fetch(conn);
@@ -391,6 +442,32 @@ where
         let list = self.stream_tenants(&mut tx).await?;
         tx.commit().await.map_err(failed)?;
         Ok(list)
+    }
+
+    async fn tenant_page(
+        &self,
+        conn: &mut C,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<String>, DbError> {
+        let conn = conn.sqlx();
+        if !self.pooler_safe {
+            return self.read_tenant_page(conn, after, first).await;
+        }
+        let failed = |e: sqlx::Error| DbError::TenantSelectFailed(describe(&e));
+        let mut tx = conn.begin().await.map_err(failed)?;
+        let page = self.read_tenant_page(&mut tx, after, first).await?;
+        tx.commit().await.map_err(failed)?;
+        Ok(page)
+    }
+
+    async fn tenant_count(&self, conn: &mut C) -> Result<u64, DbError> {
+        let failed = |e: sqlx::Error| DbError::TenantSelectFailed(describe(&e));
+        let Some(count) = &self.tenant_count_sql else { return Ok(self.tenants(conn).await?.names.len() as u64) };
+        // No value bound: one message, no transaction needed behind a pooler.
+        let row = sqlx::raw_sql(AssertSqlSafe(count.clone())).fetch_one(conn.sqlx()).await.map_err(failed)?;
+        let count: i64 = sqlx::Row::try_get(&row, 0).map_err(failed)?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn each_applied(&self, conn: &mut C, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {

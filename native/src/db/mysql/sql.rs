@@ -409,6 +409,7 @@ const DIALECT: Dialect = Dialect {
     bound_time: parse_created!(),
     returns_id: false,
     quote: None,
+    tenant_page: None,
 };
 
 /// The statements of the service's books (`db::books`), written once in

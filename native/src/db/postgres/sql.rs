@@ -349,6 +349,11 @@ const DIALECT: Dialect = Dialect {
     bound_time: "?::timestamptz",
     returns_id: true,
     quote: Some(quote_string_postgres),
+    tenant_page: Some(
+        "select * from {select} as strata_page (strata_name) \
+         where $1::text is null or strata_name collate \"C\" > $1 \
+         order by strata_name collate \"C\" limit $2",
+    ),
 };
 
 /// The statements of the service's books (`db::books`), written once in

@@ -438,6 +438,7 @@ const DIALECT: Dialect = Dialect {
     bound_time: "?",
     returns_id: true,
     quote: None,
+    tenant_page: None,
 };
 
 /// The statements of the service's books (`db::books`), written once in
