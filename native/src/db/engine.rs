@@ -430,6 +430,14 @@ pub(crate) trait Engine: Send + Sync {
     const MESSAGE_OFFSETS: bool = true;
     /// The statement a unit sent as one message starts its transaction with.
     const BEGIN: &'static str = "begin";
+    /// What ends a unit's transaction, sent as one message: `commit`, and
+    /// on PostgreSQL first `reset all` — a file's `set search_path` (or
+    /// any session setting) ends with its unit, not on the connection the
+    /// next tenant's unit or version (or, behind a pooler, the
+    /// application) gets.
+    fn commit_text(&self) -> &'static str {
+        "commit"
+    }
     /// After a version's units, whether they all committed or not: what the
     /// engine deferred is done (SQLite folds the rows its units staged in
     /// their own files into `svc_migrations`).

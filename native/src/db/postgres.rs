@@ -309,11 +309,17 @@ impl Engine for PostgresEngine {
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
         let sql = match step {
             Transaction::Begin => sql::BEGIN,
-            Transaction::Commit => sql::COMMIT,
+            Transaction::Commit => self.commit_text(),
             Transaction::Rollback => sql::ROLLBACK,
         };
         sqlx::raw_sql(sql).execute(&mut **conn).await?;
         Ok(())
+    }
+
+    /// `reset all` first, except on Citus (whose coordinator would pass a
+    /// `RESET ALL` in a distributed transaction to its workers untested).
+    fn commit_text(&self) -> &'static str {
+        if self.citus { sql::COMMIT } else { sql::RESET_AND_COMMIT }
     }
 
     /// `begin` and the transaction's time-outs in one message (on Citus,

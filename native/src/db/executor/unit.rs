@@ -452,7 +452,8 @@ impl<E: Engine> Run<'_, E> {
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
         text.push_str(&self.engine.record_text(&entries)?);
-        text.push_str(";\ncommit");
+        text.push_str(";\n");
+        text.push_str(self.engine.commit_text());
         Ok((text, files))
     }
 

@@ -42,6 +42,9 @@ pub(crate) const LEASE_RELEASE: &str = "delete from svc.svc_lock where id = 1 an
 pub(crate) const BEGIN: &str = "begin";
 /// Commits it.
 pub(crate) const COMMIT: &str = "commit";
+/// Commits it, what its statements set for the session given back first
+/// (`Engine::commit_text`).
+pub(crate) const RESET_AND_COMMIT: &str = "reset all;\ncommit";
 /// Rolls it back.
 pub(crate) const ROLLBACK: &str = "rollback";
 
