@@ -260,19 +260,30 @@ async fn a_tenant_whose_schema_exists_already_is_refused_and_leaves_nothing() {
     assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
 }
 
-/// A migration file that changes its session (`set search_path`, `set
-/// application_name`) changes it for its unit only: the connection goes on
-/// to other tenants' units and the next version (and, behind a pooler in
-/// transaction mode, to the application) with the server's settings. After
-/// a version whose tenant files do both on 8 tenants, no session of the
+/// A migration file that changes its session changes it for its unit only:
+/// the connection goes on to other tenants' units and the next version
+/// (and, behind a pooler in transaction mode, to the application) with the
+/// server's settings. PostgreSQL: after a version whose tenant files `set
+/// search_path` and `application_name` on 8 tenants, no session of the
 /// service carries the file's `application_name`, and the next version's
 /// single-schema file with an unqualified name creates its table where the
-/// server's search path says, in no tenant's schema.
+/// server's search path says, in no tenant's schema (the unit ends with
+/// `reset all`). MySQL and MariaDB: after files that `use` the tenant's
+/// database and turn `foreign_key_checks` off, no session of the service
+/// is left in a tenant's database (such a connection is closed).
 #[tokio::test]
 async fn a_files_session_settings_end_with_its_unit() {
-    if backend() != Backend::Postgres {
-        return;
-    }
+    let (file, leaked) = match backend() {
+        Backend::Sqlite => return,
+        Backend::Postgres => (
+            "set search_path = {schema};\nset application_name = 'set_by_a_file';\ncreate table local_thing (id int);\n",
+            "select count(*) from pg_stat_activity where application_name = 'set_by_a_file'",
+        ),
+        Backend::Mysql => (
+            "use {schema};\nset foreign_key_checks = 0;\ncreate table local_thing (id int);\n",
+            "select count(*) from information_schema.processlist where db regexp '^t[0-9]+$'",
+        ),
+    };
     let server = Server::start("basic", "tenantConcurrency: 4\n").await;
     server.create_version(json!({ "versionName": "base" })).await;
     let names: Vec<String> = (1..=8).map(|i| format!("t{i}")).collect();
@@ -280,19 +291,17 @@ async fn a_files_session_settings_end_with_its_unit() {
         let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
         assert!(created.get("errors").is_none(), "{created}");
     }
-    server.ws.write_migration(
-        "tenants/004.sql",
-        "set search_path = {schema};\nset application_name = 'set_by_a_file';\ncreate table local_thing (id int);\n",
-    );
+    server.ws.write_migration("tenants/004.sql", file);
     let version = server.create_version(json!({ "versionName": "session" })).await;
     assert!(version.get("errors").is_none(), "{version}");
     for name in &names {
         assert!(server.ws.tables(name).await.contains(&"local_thing".to_string()), "{name}");
     }
-    let leaked =
-        server.ws.rows("svc", "select count(*) from pg_stat_activity where application_name = 'set_by_a_file'").await;
-    assert_eq!(leaked[0][0], json!(0), "a session of the service kept a file's application_name");
-
+    let leaked = server.ws.rows("svc", leaked).await;
+    assert_eq!(leaked[0][0], json!(0), "a session of the service kept what a file set");
+    if backend() != Backend::Postgres {
+        return;
+    }
     server.ws.write_migration("ref/002.sql", "create table global_thing (id int);\n");
     let version = server.create_version(json!({ "versionName": "global" })).await;
     assert!(version.get("errors").is_none(), "{version}");

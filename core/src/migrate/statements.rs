@@ -192,6 +192,14 @@ pub struct FileMode {
     /// The file carries `strata:backfill`: it runs in batches, each in a
     /// transaction of its own ([`crate::migrate::backfill`]).
     pub backfill: bool,
+    /// MySQL and MariaDB: a statement changes its session beyond the file
+    /// (`SET …`, `USE …`, `LOCK TABLES`, an executable comment such as
+    /// mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`), which no
+    /// statement can give back: the connection it ran on is closed after
+    /// its unit, never handed to the next. (PostgreSQL's units end with
+    /// `reset all`; not judged there.) Text the tokenizer cannot read
+    /// counts as changing it.
+    pub changes_session: bool,
 }
 
 /// Reads `contents` of `file` for `driver`: the directives, and every
@@ -214,7 +222,11 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         mode
     };
     let Ok(tokens) = tokenize(driver, contents) else {
-        return directives(file, &leading_lines(contents)).map(with_marker).map_err(|e| Refusals(vec![e]));
+        let unread = |mut mode: FileMode| {
+            mode.changes_session = driver == Driver::Mysql;
+            with_marker(mode)
+        };
+        return directives(file, &leading_lines(contents)).map(unread).map_err(|e| Refusals(vec![e]));
     };
     let mut refusals = Vec::new();
     let mut mode = with_marker(directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
@@ -226,6 +238,9 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         _ => statements(&tokens, driver == Driver::Mysql),
     };
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
+    mode.changes_session = driver == Driver::Mysql
+        && (statements.iter().any(|s| changes_mysql_session(&s.words))
+            || tokens.iter().any(|t| executable_comment(&t.token)));
     if !mode.no_transaction && driver != Driver::Mysql {
         for statement in statements {
             let verdict = match driver {
@@ -245,6 +260,13 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         }
     }
     if refusals.is_empty() { Ok(mode) } else { Err(Refusals(refusals)) }
+}
+
+/// A MySQL or MariaDB statement that changes its session: `SET` (a
+/// variable, `NAMES`, a role, the next transaction's level), `USE`, `LOCK
+/// TABLES` (held until `UNLOCK`).
+fn changes_mysql_session(s: &[Word]) -> bool {
+    is(s.first(), "SET") || is(s.first(), "USE") || (is(s.first(), "LOCK") && is(s.get(1), "TABLES"))
 }
 
 /// `ALTER TYPE … ADD VALUE` (PostgreSQL): the value is usable only once

@@ -425,6 +425,12 @@ impl<'a, E: Engine> Run<'a, E> {
         self.plan.steps.at(step).execute && self.mode(step).no_transaction
     }
 
+    /// Whether a file `unit` executes changes its session beyond it (core's
+    /// `FileMode::changes_session`: MySQL and MariaDB).
+    fn changes_session(&self, unit: &Unit) -> bool {
+        unit.steps.iter().any(|&step| self.plan.steps.at(step).execute && self.mode(step).changes_session)
+    }
+
     /// The step's file asks for a commit right after it (and runs in a
     /// transaction).
     fn commits_after(&self, step: u32) -> bool {
@@ -543,7 +549,13 @@ impl<'a, E: Engine> Run<'a, E> {
                     self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed)
                         .instrument(span.clone())
                         .await;
-                    conns.push(conn);
+                    if self.changes_session(&unit) {
+                        // Its session is not the server's any more: no
+                        // other unit runs on it (the next opens another).
+                        self.engine.discard(conn).await;
+                    } else {
+                        conns.push(conn);
+                    }
                 }
                 Next::Done => break,
             }

@@ -243,6 +243,12 @@ impl Engine for MysqlEngine {
         engine::acquire(&self.pool).await
     }
 
+    async fn discard(&self, conn: Self::Conn) {
+        if let Err(error) = conn.close().await {
+            tracing::debug!(error = %describe(&error), "a connection a file changed the session of did not close cleanly");
+        }
+    }
+
     /// Creates what is missing only: on Galera every DDL statement, even an
     /// `if not exists` that changes nothing, is replicated in total order
     /// and aborts the transactions touching its tables on every node — a

@@ -16,6 +16,7 @@ const NO_TRANSACTION: FileMode = FileMode {
     lock_retries: None,
     statement_timeout_ms: None,
     backfill: false,
+    changes_session: false,
 };
 
 fn at(line: u64, column: u64) -> Position {
@@ -320,4 +321,29 @@ fn a_select_is_written_as_a_subquery_without_its_end() {
         assert_eq!(subquery(driver, "select 1; select 2"), None);
         assert_eq!(subquery(driver, " ; "), None);
     }
+}
+
+#[test]
+fn a_mysql_file_that_changes_its_session_is_told_apart() {
+    let changes = |contents: &str| inspect(Driver::Mysql, "t/001.sql", contents).unwrap().changes_session;
+    for contents in [
+        "set foreign_key_checks = 0;\ncreate table t (id int);",
+        "create table t (id int);\nSET @@session.sql_mode = 'ANSI';",
+        "use t1;\ncreate table t (id int);",
+        "lock tables t write;\ninsert into t values (1);\nunlock tables;",
+        "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\ncreate table t (id int);",
+        "select 'unterminated",
+    ] {
+        assert!(changes(contents), "{contents}");
+    }
+    for contents in [
+        "create table t (id int);\ninsert into t values (1);",
+        "update t set a = 1 where id = 2;",
+        "-- set foreign_key_checks = 0\ncreate table t (`use` int, `set` int);",
+        "create table settings (id int);\nalter table t lock = none;",
+    ] {
+        assert!(!changes(contents), "{contents}");
+    }
+    // Judged on MySQL only: PostgreSQL's units end with `reset all`.
+    assert!(!inspect(Driver::Postgres, "t/001.sql", "set search_path = t1;").unwrap().changes_session);
 }
