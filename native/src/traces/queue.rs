@@ -5,7 +5,15 @@
 //! once — a tenant's unit never waits for a collector — and counts it in
 //! `svc_http_trace_spans_dropped`, as it counts the spans of an export
 //! that failed (a collector down).
+//!
+//! The spans wait in a plain buffer, and the exporting thread is woken only
+//! when a batch starts (its linger begins) and when one is full: a wake-up
+//! per span (a channel's) was an `eventfd` write and a thread switch each,
+//! 5.6 % of a traced version's processor samples on the thread that runs
+//! the units.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use opentelemetry_otlp::SpanExporter;
@@ -13,7 +21,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _, SpanProcessor};
 use strata_core::migrate::config::{OtlpProtocol, Telemetry, TraceExport};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 /// Spans in one export at most (the specification's default).
 const BATCH: usize = 512;
@@ -23,8 +31,31 @@ const LINGER: Duration = Duration::from_secs(1);
 /// The processor the tracer provider ends spans into.
 #[derive(Debug)]
 pub(super) struct Queue {
-    spans: mpsc::Sender<SpanData>,
+    shared: Arc<Shared>,
     handle: crate::otlp::Flusher,
+}
+
+/// What the processor and the exporting thread share.
+#[derive(Debug)]
+struct Shared {
+    /// The spans not taken yet, at most `capacity`.
+    pending: Mutex<Vec<SpanData>>,
+    capacity: usize,
+    /// Wakes the exporting thread: a batch's first span, a full batch, the
+    /// processor gone.
+    wake: Notify,
+    /// The processor is gone: send what is left, stop.
+    closed: AtomicBool,
+}
+
+impl Shared {
+    fn pending(&self) -> usize {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn take(&self) -> Vec<SpanData> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Starts the exporting thread for `telemetry`, its spans' `resource`
@@ -37,10 +68,16 @@ pub(super) fn start(
     resource: Resource,
 ) -> Result<(Queue, crate::otlp::Flusher), String> {
     let capacity = usize::try_from(traces.queue_size).unwrap_or(usize::MAX).max(1);
-    let (spans, received) = mpsc::channel(capacity);
+    let shared = Arc::new(Shared {
+        pending: Mutex::new(Vec::new()),
+        capacity,
+        wake: Notify::new(),
+        closed: AtomicBool::new(false),
+    });
     let (handle, flush_requests) = crate::otlp::Flusher::new();
     let telemetry = telemetry.clone();
     let endpoint = traces.endpoint.clone();
+    let exported = shared.clone();
     crate::otlp::exporting_thread("otlp-export", "trace exporter", move |ready| async move {
         let exporter = match exporter(&telemetry, &endpoint) {
             Ok(mut exporter) => {
@@ -53,9 +90,9 @@ pub(super) fn start(
             }
         };
         let _ = ready.send(Ok(()));
-        export_loop(exporter, received, flush_requests).await;
+        export_loop(exporter, exported, flush_requests).await;
     })?;
-    Ok((Queue { spans, handle: handle.clone() }, handle))
+    Ok((Queue { shared, handle: handle.clone() }, handle))
 }
 
 /// The OTLP exporter of spans to `endpoint` that `telemetry` describes.
@@ -71,56 +108,33 @@ fn exporter(telemetry: &Telemetry, endpoint: &str) -> Result<SpanExporter, Strin
     built.map_err(|e| format!("telemetry: the OTLP exporter refuses {endpoint}: {e}"))
 }
 
-/// Why the exporting thread stops gathering spans and sends its batch.
+/// Why the exporting thread sends what is pending.
 enum Wake {
-    /// The batch is full, or its first span waited [`LINGER`].
+    /// A batch is full, or its first span waited [`LINGER`].
     Ready,
-    /// A flush asks for everything queued, and an answer once it is sent.
+    /// A flush asks for everything pending, and an answer once it is sent.
     Flush(crate::otlp::FlushRequest),
-    /// Every processor (or every handle) is gone: send what is left, stop.
+    /// The processor (or every flush handle) is gone: send what is left, stop.
     Closed,
 }
 
 /// Exports batches of [`BATCH`] spans, or fewer once the first of them
-/// waited [`LINGER`], until every processor is gone; a flush request
-/// exports what is queued and answers.
+/// waited [`LINGER`], until the processor is gone; a flush request exports
+/// what is pending and answers.
 async fn export_loop(
     exporter: SpanExporter,
-    mut spans: mpsc::Receiver<SpanData>,
+    shared: Arc<Shared>,
     mut flushes: mpsc::UnboundedReceiver<crate::otlp::FlushRequest>,
 ) {
-    let mut batch = Vec::with_capacity(BATCH);
     let mut failing = false;
-    let deadline = tokio::time::sleep(LINGER);
-    tokio::pin!(deadline);
     loop {
-        let wake = loop {
-            tokio::select! {
-                span = spans.recv() => match span {
-                    Some(span) => {
-                        if batch.is_empty() {
-                            deadline.as_mut().reset(tokio::time::Instant::now() + LINGER);
-                        }
-                        batch.push(span);
-                        if batch.len() >= BATCH {
-                            break Wake::Ready;
-                        }
-                    }
-                    None => break Wake::Closed,
-                },
-                done = flushes.recv() => break done.map_or(Wake::Closed, Wake::Flush),
-                () = &mut deadline, if !batch.is_empty() => break Wake::Ready,
-            }
-        };
-        if !matches!(wake, Wake::Ready) {
-            while let Ok(span) = spans.try_recv() {
-                batch.push(span);
-                if batch.len() >= BATCH {
-                    send(&exporter, &mut batch, &mut failing).await;
-                }
-            }
+        let wake = next_wake(&shared, &mut flushes).await;
+        let spans = shared.take();
+        let mut spans = spans.into_iter().peekable();
+        while spans.peek().is_some() {
+            let mut batch: Vec<SpanData> = spans.by_ref().take(BATCH).collect();
+            send(&exporter, &mut batch, &mut failing).await;
         }
-        send(&exporter, &mut batch, &mut failing).await;
         match wake {
             Wake::Ready => {}
             Wake::Flush(done) => {
@@ -129,6 +143,33 @@ async fn export_loop(
             Wake::Closed => return,
         }
     }
+}
+
+/// Waits until spans are pending, then until a batch is full or the first
+/// waited [`LINGER`]; or a flush, or the end.
+async fn next_wake(shared: &Shared, flushes: &mut mpsc::UnboundedReceiver<crate::otlp::FlushRequest>) -> Wake {
+    let flushed = |request: Option<crate::otlp::FlushRequest>| request.map_or(Wake::Closed, Wake::Flush);
+    while shared.pending() == 0 {
+        if shared.closed.load(Ordering::SeqCst) {
+            return Wake::Closed;
+        }
+        tokio::select! {
+            () = shared.wake.notified() => {}
+            request = flushes.recv() => return flushed(request),
+        }
+    }
+    let deadline = tokio::time::Instant::now() + LINGER;
+    while shared.pending() < BATCH {
+        if shared.closed.load(Ordering::SeqCst) {
+            return Wake::Closed;
+        }
+        tokio::select! {
+            () = shared.wake.notified() => {}
+            () = tokio::time::sleep_until(deadline) => return Wake::Ready,
+            request = flushes.recv() => return flushed(request),
+        }
+    }
+    Wake::Ready
 }
 
 /// Exports `batch` (emptied); a failed export's spans are counted as
@@ -164,8 +205,18 @@ impl SpanProcessor for Queue {
         if !span.span_context.is_sampled() {
             return;
         }
-        if self.spans.try_send(span).is_err() {
-            crate::telemetry::spans_dropped("queue_full", 1);
+        let pending = {
+            let mut pending = self.shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if pending.len() >= self.shared.capacity {
+                drop(pending);
+                crate::telemetry::spans_dropped("queue_full", 1);
+                return;
+            }
+            pending.push(span);
+            pending.len()
+        };
+        if pending == 1 || pending % BATCH == 0 {
+            self.shared.wake.notify_one();
         }
     }
 
@@ -177,5 +228,12 @@ impl SpanProcessor for Queue {
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         self.handle.flush(timeout);
         Ok(())
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_one();
     }
 }
