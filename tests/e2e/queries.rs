@@ -128,25 +128,20 @@ async fn tenants_query_lists_tenants_in_order() {
     );
 }
 
+/// The names of `tenants(first:, after:)`.
+async fn tenant_page(server: &Server, first: i64, after: Value) -> Vec<String> {
+    let query = "query($first: Int, $after: String) { tenants(first: $first, after: $after) { name } }";
+    let data = server.data(query, json!({ "first": first, "after": after })).await;
+    data["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
 #[tokio::test]
 async fn tenants_come_in_pages_in_order_of_name_after_the_last_one_seen() {
     let server = Server::start("basic", "").await;
     for name in ["t3", "t10", "t1", "t2"] {
         server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
     }
-    let page = |first: i64, after: Value| {
-        let server = &server;
-        async move {
-            let query = "query($first: Int, $after: String) { tenants(first: $first, after: $after) { name } }";
-            let data = server.data(query, json!({ "first": first, "after": after })).await;
-            data["tenants"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_string())
-                .collect::<Vec<_>>()
-        }
-    };
+    let page = |first: i64, after: Value| tenant_page(&server, first, after);
     assert_eq!(page(2, Value::Null).await, ["t1", "t10"]);
     assert_eq!(page(2, json!("t10")).await, ["t2", "t3"]);
     // The last one seen need not exist any more.
@@ -178,19 +173,7 @@ async fn a_custom_tenant_select_of_several_columns_comes_in_pages_and_is_counted
         let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
         assert!(created.get("errors").is_none(), "{created}");
     }
-    let page = |first: i64, after: Value| {
-        let server = &server;
-        async move {
-            let query = "query($first: Int, $after: String) { tenants(first: $first, after: $after) { name } }";
-            let data = server.data(query, json!({ "first": first, "after": after })).await;
-            data["tenants"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_string())
-                .collect::<Vec<_>>()
-        }
-    };
+    let page = |first: i64, after: Value| tenant_page(&server, first, after);
     assert_eq!(page(2, Value::Null).await, ["t1", "t10"]);
     assert_eq!(page(2, json!("t10")).await, ["t2", "t3"]);
     assert_eq!(page(5, json!("t3")).await, ["tb_x"]);
