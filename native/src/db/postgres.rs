@@ -420,33 +420,26 @@ impl Engine for PostgresEngine {
         Ok(())
     }
 
-    /// `lock_timeout` and `statement_timeout`: `SET LOCAL`-like inside the
-    /// unit's transaction (so a pooler never hands them to another client);
-    /// for the session around a file outside any transaction.
+    /// `lock_timeout` and `statement_timeout`, `SET LOCAL`-like: for the open
+    /// transaction only (so a pooler never hands them to another client).
+    /// Never for a session: a file outside any transaction gets a session
+    /// that starts with its time-outs ([`Engine::alone_session`]), which
+    /// is why `local` is always asked here.
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, local: bool) -> Result<(), DbError> {
-        let (lock, statement) = (format!("{}ms", timeouts.lock_ms), format!("{}ms", timeouts.statement_ms));
-        if local && self.citus {
+        debug_assert!(local, "PostgreSQL's session time-outs come with alone_session");
+        if self.citus {
             for set in sql::citus_set_local_timeouts(timeouts.lock_ms, timeouts.statement_ms) {
                 sqlx::raw_sql(AssertSqlSafe(set)).execute(&mut **conn).await?;
             }
-        } else if local {
-            bound(sql::SET_LOCAL_TIMEOUTS).bind(lock).bind(statement).execute(&mut **conn).await?;
         } else {
-            let mut tx = Connection::begin(&mut **conn).await?;
-            bound(sql::SET_SESSION_TIMEOUTS).bind(lock).bind(statement).execute(&mut *tx).await?;
-            tx.commit().await?;
+            let (lock, statement) = (format!("{}ms", timeouts.lock_ms), format!("{}ms", timeouts.statement_ms));
+            bound(sql::SET_LOCAL_TIMEOUTS).bind(lock).bind(statement).execute(&mut **conn).await?;
         }
         Ok(())
     }
 
     async fn alone_session(&self, timeouts: Timeouts) -> Result<AloneSession<Self::Conn>, DbError> {
         self.alone.session(timeouts).await
-    }
-
-    async fn reset_timeouts(&self, conn: &mut Self::Conn) {
-        if let Err(e) = sqlx::raw_sql(sql::RESET_TIMEOUTS).execute(&mut **conn).await {
-            tracing::warn!(error = %describe(&e), "the session's time-outs could not be reset");
-        }
     }
 
     /// Sessions holding locks on the schema's objects: pid, state, since

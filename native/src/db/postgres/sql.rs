@@ -201,14 +201,6 @@ pub(crate) fn set_local_timeouts_text(lock_ms: u64, statement_ms: u64) -> String
     )
 }
 
-/// The same for the session (run in a transaction of its own, as every
-/// statement with bound values here), for a file outside any transaction.
-pub(crate) const SET_SESSION_TIMEOUTS: &str =
-    "select set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)";
-
-/// The server's time-outs back for the session.
-pub(crate) const RESET_TIMEOUTS: &str = "reset lock_timeout; reset statement_timeout";
-
 /// For a session that started with the time-outs in its `options`
 /// (`postgres::alone`): its settings back to how the session started
 /// (a file before may have changed them), and whether they are the
