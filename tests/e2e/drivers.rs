@@ -260,6 +260,95 @@ async fn a_tenant_whose_schema_exists_already_is_refused_and_leaves_nothing() {
     assert_eq!(server.ws.count("svc", "svc_tenants").await, 0);
 }
 
+/// SQLite: a file's `pragma`s end with its unit. A no-transaction tenant
+/// file (first of its unit) turns foreign keys off — the first of SQLite's
+/// steps to rebuild a table — and `legacy_alter_table` on. Tenants t4–t6
+/// run it when created; t1–t3 in the next version, just before t4–t6's
+/// units of a file that reads both through the pragmas' table functions:
+/// t4–t6 see the service's settings (foreign keys on: `on delete cascade`
+/// fires, no orphan row is left; the legacy `alter table … rename` off),
+/// not those a file of another tenant's unit left on the connection.
+#[tokio::test]
+async fn a_files_pragmas_end_with_its_unit_on_sqlite() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let create = |names: std::ops::RangeInclusive<u32>| {
+        let server = &server;
+        async move {
+            for i in names {
+                let name = format!("t{i}");
+                let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+                assert!(created.get("errors").is_none(), "{created}");
+            }
+        }
+    };
+    create(1..=3).await;
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "-- strata:no-transaction\npragma foreign_keys = off;\npragma legacy_alter_table = on;\n\
+         create table {schema}.local_thing (id int);\n",
+    );
+    create(4..=6).await;
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "create table {schema}.seen as select (select foreign_keys from pragma_foreign_keys) as fk, \
+         (select legacy_alter_table from pragma_legacy_alter_table) as legacy;\n\
+         create table {schema}.parent (id int primary key);\n\
+         create table {schema}.child (parent int references parent (id) on delete cascade);\n\
+         insert into {schema}.parent values (1);\ninsert into {schema}.child values (1);\n\
+         delete from {schema}.parent;\n",
+    );
+    let version = server.create_version(json!({ "versionName": "pragmas" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    for name in ["t1", "t2", "t3", "t4", "t5", "t6"] {
+        assert_eq!(server.ws.count(name, "local_thing").await, 0, "{name}");
+    }
+    for name in ["t4", "t5", "t6"] {
+        let seen = server.ws.rows(name, "select fk, legacy from seen").await;
+        assert_eq!(seen, vec![vec![json!(1), json!(0)]], "the session {name}'s file ran on");
+        assert_eq!(server.ws.count(name, "child").await, 0, "{name}: the cascade did not fire");
+    }
+}
+
+/// A temporary table a file creates ends with its unit: the same file on
+/// 6 tenants, one connection after another (`tenantConcurrency: 1`),
+/// creates `scratch` each time — the next tenant's unit does not find the
+/// last one's; the same again in a file outside any transaction
+/// (PostgreSQL: its units drop the session's temporary tables before they
+/// commit, its sessions for such files before each file; MySQL, MariaDB
+/// and SQLite: such a connection is closed).
+#[tokio::test]
+async fn a_files_temporary_table_ends_with_its_unit() {
+    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create temporary table scratch (n int);\ninsert into scratch values (7);\n\
+         create table {schema}.copied as select n from scratch;\n",
+    );
+    let version = server.create_version(json!({ "versionName": "scratch" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "-- strata:no-transaction\ncreate temporary table scratch (n int);\ninsert into scratch values (8);\n\
+         create table {schema}.copied_alone as select n from scratch;\n",
+    );
+    let version = server.create_version(json!({ "versionName": "scratch outside a transaction" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    for name in &names {
+        assert_eq!(server.ws.rows(name, "select n from copied").await, vec![vec![json!(7)]], "{name}");
+        assert_eq!(server.ws.rows(name, "select n from copied_alone").await, vec![vec![json!(8)]], "{name}");
+    }
+}
+
 /// A migration file that changes its session changes it for its unit only:
 /// the connection goes on to other tenants' units and the next version
 /// (and, behind a pooler in transaction mode, to the application) with the

@@ -192,13 +192,17 @@ pub struct FileMode {
     /// The file carries `strata:backfill`: it runs in batches, each in a
     /// transaction of its own ([`crate::migrate::backfill`]).
     pub backfill: bool,
-    /// MySQL and MariaDB: a statement changes its session beyond the file
-    /// (`SET …`, `USE …`, `LOCK TABLES`, an executable comment such as
-    /// mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`), which no
-    /// statement can give back: the connection it ran on is closed after
-    /// its unit, never handed to the next. (PostgreSQL's units end with
-    /// `reset all`; not judged there.) Text the tokenizer cannot read
-    /// counts as changing it.
+    /// A statement changes its session beyond the file, which no statement
+    /// can give back: the connection it ran on is closed after its unit,
+    /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`, `LOCK
+    /// TABLES`, `CREATE TEMPORARY`, an executable comment such as
+    /// mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`. SQLite: `PRAGMA`
+    /// (`foreign_keys = off`, the first step of its table rebuild),
+    /// `ATTACH`, `DETACH`, `CREATE TEMP`. SQL Server: `SET` of a session
+    /// option (`IDENTITY_INSERT`, …), `USE`, a `#temporary` table (its
+    /// connections are the engine's own: closing one closes the session).
+    /// Not judged on PostgreSQL, whose units end with `reset all; discard
+    /// temp`. Text the tokenizer cannot read counts as changing it.
     pub changes_session: bool,
 }
 
@@ -223,7 +227,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
     };
     let Ok(tokens) = tokenize(driver, contents) else {
         let unread = |mut mode: FileMode| {
-            mode.changes_session = driver == Driver::Mysql;
+            mode.changes_session = driver != Driver::Postgres;
             with_marker(mode)
         };
         return directives(file, &leading_lines(contents)).map(unread).map_err(|e| Refusals(vec![e]));
@@ -238,9 +242,15 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         _ => statements(&tokens, driver == Driver::Mysql),
     };
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
-    mode.changes_session = driver == Driver::Mysql
-        && (statements.iter().any(|s| changes_mysql_session(&s.words))
-            || tokens.iter().any(|t| executable_comment(&t.token)));
+    mode.changes_session = match driver {
+        Driver::Mysql => {
+            statements.iter().any(|s| changes_mysql_session(&s.words))
+                || tokens.iter().any(|t| executable_comment(&t.token))
+        }
+        Driver::Sqlite => statements.iter().any(|s| changes_sqlite_session(&s.words)),
+        Driver::SqlServer => statements.iter().any(|batch| changes_sqlserver_session(&batch.words)),
+        Driver::Postgres => false,
+    };
     if !mode.no_transaction && driver != Driver::Mysql {
         for statement in statements {
             let verdict = match driver {
@@ -266,7 +276,72 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
 /// variable, `NAMES`, a role, the next transaction's level), `USE`, `LOCK
 /// TABLES` (held until `UNLOCK`).
 fn changes_mysql_session(s: &[Word]) -> bool {
-    is(s.first(), "SET") || is(s.first(), "USE") || (is(s.first(), "LOCK") && is(s.get(1), "TABLES"))
+    is(s.first(), "SET")
+        || is(s.first(), "USE")
+        || (is(s.first(), "LOCK") && is(s.get(1), "TABLES"))
+        || creates_temporary(s)
+}
+
+/// A SQLite statement that changes its connection: a `PRAGMA` (any: the
+/// ones that only read are not told apart from the ones that set),
+/// `ATTACH`, `DETACH`.
+fn changes_sqlite_session(s: &[Word]) -> bool {
+    matches!(s.first().and_then(|w| w.as_deref()), Some("PRAGMA" | "ATTACH" | "DETACH")) || creates_temporary(s)
+}
+
+/// A T-SQL batch that changes its session: `SET` of a session option
+/// (`IDENTITY_INSERT`, `XACT_ABORT`, `LANGUAGE`, … — not `SET @variable`,
+/// whose variable ends with the batch), `USE` a database, a `#temporary`
+/// table. T-SQL needs no `;` between statements, so a batch is judged by
+/// its words: an `UPDATE … SET` of a column named like an option counts too.
+fn changes_sqlserver_session(batch: &[Word]) -> bool {
+    const OPTIONS: [&str; 31] = [
+        "ANSI_DEFAULTS",
+        "ANSI_NULL_DFLT_OFF",
+        "ANSI_NULL_DFLT_ON",
+        "ANSI_NULLS",
+        "ANSI_PADDING",
+        "ANSI_WARNINGS",
+        "ARITHABORT",
+        "ARITHIGNORE",
+        "CONCAT_NULL_YIELDS_NULL",
+        "CONTEXT_INFO",
+        "CURSOR_CLOSE_ON_COMMIT",
+        "DATEFIRST",
+        "DATEFORMAT",
+        "DEADLOCK_PRIORITY",
+        "FMTONLY",
+        "FORCEPLAN",
+        "IDENTITY_INSERT",
+        "IMPLICIT_TRANSACTIONS",
+        "LANGUAGE",
+        "LOCK_TIMEOUT",
+        "NOCOUNT",
+        "NOEXEC",
+        "NUMERIC_ROUNDABORT",
+        "PARSEONLY",
+        "QUERY_GOVERNOR_COST_LIMIT",
+        "QUOTED_IDENTIFIER",
+        "REMOTE_PROC_TRANSACTIONS",
+        "ROWCOUNT",
+        "TEXTSIZE",
+        "TRANSACTION",
+        "XACT_ABORT",
+    ];
+    let option =
+        |w: Option<&Word>| matches!(w, Some(Some(w)) if OPTIONS.contains(&w.as_str()) || w.starts_with("STATISTICS"));
+    batch.iter().enumerate().any(|(i, w)| match w.as_deref() {
+        Some("SET") => option(batch.get(i + 1)),
+        Some("USE") => !matches!(batch.get(i + 1).and_then(|w| w.as_deref()), Some("PLAN" | "HINT")),
+        Some(w) => w.starts_with('#'),
+        None => false,
+    })
+}
+
+/// `CREATE TEMP[ORARY] …` (a table, a view, a trigger): it lives as long
+/// as the session, where the next tenant's same file would find it.
+fn creates_temporary(s: &[Word]) -> bool {
+    is(s.first(), "CREATE") && (is(s.get(1), "TEMP") || is(s.get(1), "TEMPORARY"))
 }
 
 /// `ALTER TYPE … ADD VALUE` (PostgreSQL): the value is usable only once

@@ -287,7 +287,7 @@ pub(crate) trait Engine: Send + Sync {
     /// Opens (or takes from a pool) a connection of its own.
     async fn connect(&self) -> Result<Self::Conn, DbError>;
     /// Closes `conn` rather than handing it to the next user: a file changed
-    /// its session (MySQL and MariaDB; see core's
+    /// its session (MySQL, MariaDB, SQLite; see core's
     /// `FileMode::changes_session`). By default it goes back to its pool.
     async fn discard(&self, conn: Self::Conn) {
         drop(conn);

@@ -340,7 +340,13 @@ impl<'a, E: Engine> Run<'a, E> {
         for conn in conns.iter_mut() {
             self.engine.release(conn, discard).await;
         }
-        if let Err(error) = self.engine.settle(&mut conns[0]).await {
+        let Some(first) = conns.first_mut() else {
+            tracing::error!(
+                "no connection to complete the version's recorded rows with; the next mutation completes them"
+            );
+            return;
+        };
+        if let Err(error) = self.engine.settle(first).await {
             tracing::error!(%error, "the version's recorded rows could not be completed; the next mutation completes them");
         }
         if !self.settings.record_fingerprints || self.request.dry_run {
@@ -426,7 +432,7 @@ impl<'a, E: Engine> Run<'a, E> {
     }
 
     /// Whether a file `unit` executes changes its session beyond it (core's
-    /// `FileMode::changes_session`: MySQL and MariaDB).
+    /// `FileMode::changes_session`: MySQL, MariaDB and SQLite).
     fn changes_session(&self, unit: &Unit) -> bool {
         unit.steps.iter().any(|&step| self.plan.steps.at(step).execute && self.mode(step).changes_session)
     }
@@ -561,6 +567,14 @@ impl<'a, E: Engine> Run<'a, E> {
             }
         }
         drop(running);
+        if conns.is_empty() {
+            // Every connection went to a file that changed it: one more
+            // for what follows the units (settling, prints, the books).
+            match self.connection().await {
+                Ok(conn) => conns.push(conn),
+                Err(error) => _ = failed.get_or_insert(UnitError::Other(error)),
+            }
+        }
         let version_id = progress.version();
         let committed = progress.into_committed();
         let result = match failed {

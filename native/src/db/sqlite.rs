@@ -77,6 +77,10 @@ pub(crate) struct SqliteEngine {
     /// forgotten when the schema is entered again and taken when the
     /// version stores them.
     prints: std::sync::Mutex<HashMap<String, String>>,
+    /// Schema files created on connections closed before the version's end
+    /// ([`Engine::discard`]): removed with the others when nothing of the
+    /// version stays.
+    created_by_discarded: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl SqliteEngine {
@@ -104,6 +108,7 @@ impl SqliteEngine {
             staging: Default::default(),
             folding: Default::default(),
             prints: Default::default(),
+            created_by_discarded: Default::default(),
         };
         if access == Access::ReadWrite {
             engine.recover_at_start().await?;
@@ -519,6 +524,18 @@ impl SqliteConn {
 }
 
 impl SqliteEngine {
+    /// Detaches what the version attached on `conn` (its schemas, the last
+    /// unit's file) and forgets an attachment that never ran.
+    async fn detach_version(&self, conn: &mut SqliteConn) {
+        conn.drop_pending();
+        if let Some(left) = conn.left.take() {
+            self.detach_logged(conn, left).await;
+        }
+        for schema in std::mem::take(&mut conn.attached) {
+            self.detach_logged(conn, schema).await;
+        }
+    }
+
     /// Detaches `schema`'s file (a failure is logged: the file stays
     /// attached until the connection closes).
     async fn detach_logged(&self, conn: &mut SqliteConn, schema: String) {
@@ -599,6 +616,19 @@ impl Engine for SqliteEngine {
             pending: None,
             created_files: Vec::new(),
         })
+    }
+
+    /// A file changed the connection (a `pragma`, an attachment, a
+    /// temporary table: core's `FileMode::changes_session`): what the
+    /// version attached is detached and the connection closed, its pool's
+    /// place left to a new one.
+    async fn discard(&self, mut conn: Self::Conn) {
+        self.detach_version(&mut conn).await;
+        let created = std::mem::take(&mut conn.created_files);
+        self.created_by_discarded.lock().unwrap_or_else(|e| e.into_inner()).extend(created);
+        if let Err(error) = conn.conn.close().await {
+            tracing::debug!(error = %describe(&error), "a connection a file changed did not close cleanly");
+        }
     }
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
@@ -787,14 +817,9 @@ impl Engine for SqliteEngine {
     /// (a dry run, or nothing committed), removes the schema files it
     /// created, which are empty: nothing is left behind.
     async fn release(&self, conn: &mut Self::Conn, discard: bool) {
-        conn.drop_pending();
-        if let Some(left) = conn.left.take() {
-            self.detach_logged(conn, left).await;
-        }
-        for schema in std::mem::take(&mut conn.attached) {
-            self.detach_logged(conn, schema).await;
-        }
-        for file in std::mem::take(&mut conn.created_files) {
+        self.detach_version(conn).await;
+        let discarded = std::mem::take(&mut *self.created_by_discarded.lock().unwrap_or_else(|e| e.into_inner()));
+        for file in std::mem::take(&mut conn.created_files).into_iter().chain(discarded) {
             if discard {
                 let _ = tokio::fs::remove_file(file).await;
             }
@@ -938,9 +963,9 @@ impl Engine for SqliteEngine {
     /// Runs the file statement by statement: SQLite reports no position,
     /// so the failing statement's start is the error's position.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        // A unit's files run in its transaction, whose `begin` ran the
-        // attachment (a failure here would read as the file's own).
-        debug_assert!(conn.pending.is_none(), "a file ran before its tenant's attachment");
+        // In a transaction its `begin` ran the attachment; a no-transaction
+        // file first in its unit runs it here (never the file without it).
+        self.flush(conn).await.map_err(|error| Failure::of_books(&error))?;
         for range in engine::statements_of(Driver::Sqlite, text) {
             let start = range.start;
             if let Err(e) = sqlx::raw_sql(AssertSqlSafe(&text[range])).execute(&mut *conn.conn).await {

@@ -333,6 +333,7 @@ fn a_mysql_file_that_changes_its_session_is_told_apart() {
         "lock tables t write;\ninsert into t values (1);\nunlock tables;",
         "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\ncreate table t (id int);",
         "select 'unterminated",
+        "create temporary table scratch (id int);",
     ] {
         assert!(changes(contents), "{contents}");
     }
@@ -346,4 +347,51 @@ fn a_mysql_file_that_changes_its_session_is_told_apart() {
     }
     // Judged on MySQL only: PostgreSQL's units end with `reset all`.
     assert!(!inspect(Driver::Postgres, "t/001.sql", "set search_path = t1;").unwrap().changes_session);
+}
+
+#[test]
+fn a_sqlite_file_that_changes_its_connection_is_told_apart() {
+    let changes = |contents: &str| inspect(Driver::Sqlite, "t/001.sql", contents).unwrap().changes_session;
+    for contents in [
+        "pragma foreign_keys = off;\ncreate table t (id int);",
+        "create table t (id int);\nPRAGMA main.legacy_alter_table=ON;",
+        "pragma recursive_triggers(1);",
+        "-- strata:no-transaction\nattach database 'other.db' as other;",
+        "create temp table scratch (id int);",
+        "CREATE TEMPORARY VIEW v AS SELECT 1;",
+        "select 'unterminated",
+    ] {
+        assert!(changes(contents), "{contents}");
+    }
+    for contents in [
+        "create table t (id int);\ninsert into t values (1);",
+        "-- pragma foreign_keys = off\ncreate table pragma_like (\"pragma\" int, temp int);",
+        "create table temp_things (id int);\nselect * from pragma_table_info('t');",
+    ] {
+        assert!(!changes(contents), "{contents}");
+    }
+}
+
+#[test]
+fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
+    let changes = |contents: &str| inspect(Driver::SqlServer, "t/001.sql", contents).unwrap().changes_session;
+    for contents in [
+        "SET IDENTITY_INSERT dbo.t ON\nINSERT INTO dbo.t (id) VALUES (1)\nSET IDENTITY_INSERT dbo.t OFF",
+        "set xact_abort off;\ncreate table t (id int)",
+        "create table t (id int)\nGO\nset transaction isolation level serializable\nGO",
+        "USE other\nGO\ncreate table t (id int)",
+        "create table #scratch (n int)\ninsert into #scratch values (1)",
+        "select 1 as n into ##shared",
+        "set statistics io on",
+    ] {
+        assert!(changes(contents), "{contents}");
+    }
+    for contents in [
+        "create table t (id int)\nGO\ninsert into t values (1)",
+        "declare @n int\nset @n = 1\nupdate t set id = @n where id = 0",
+        "select * from t option (use hint ('DISABLE_OPTIMIZER_ROWGOAL'))",
+        "-- set nocount on\ncreate table [#not_temp] (id int)",
+    ] {
+        assert!(!changes(contents), "{contents}");
+    }
 }

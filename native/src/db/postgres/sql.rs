@@ -42,9 +42,9 @@ pub(crate) const LEASE_RELEASE: &str = "delete from svc.svc_lock where id = 1 an
 pub(crate) const BEGIN: &str = "begin";
 /// Commits it.
 pub(crate) const COMMIT: &str = "commit";
-/// Commits it, what its statements set for the session given back first
-/// (`Engine::commit_text`).
-pub(crate) const RESET_AND_COMMIT: &str = "reset all;\ncommit";
+/// Commits it, what its statements left in the session given back first:
+/// their settings, their temporary tables (`Engine::commit_text`).
+pub(crate) const RESET_AND_COMMIT: &str = "reset all;\ndiscard temp;\ncommit";
 /// Rolls it back.
 pub(crate) const ROLLBACK: &str = "rollback";
 
@@ -202,13 +202,13 @@ pub(crate) fn set_local_timeouts_text(lock_ms: u64, statement_ms: u64) -> String
 }
 
 /// For a session that started with the time-outs in its `options`
-/// (`postgres::alone`): its settings back to how the session started
-/// (a file before may have changed them), and whether they are the
+/// (`postgres::alone`): its settings back to how the session started and
+/// no temporary table (a file before may have left them), and whether they are the
 /// time-outs asked for (a pooler may have dropped the parameter). Written
 /// in (numbers): one message, no transaction left open.
 pub(crate) fn alone_timeouts_carried(lock_ms: u64, statement_ms: u64) -> String {
     format!(
-        "reset all; select current_setting('lock_timeout')::interval = interval '{lock_ms} milliseconds' \
+        "reset all; discard temp; select current_setting('lock_timeout')::interval = interval '{lock_ms} milliseconds' \
          and current_setting('statement_timeout')::interval = interval '{statement_ms} milliseconds'"
     )
 }
