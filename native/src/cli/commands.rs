@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use strata_core::migrate::config::Config;
+use strata_core::migrate::config::Telemetry;
 use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, PlanError, Target};
@@ -87,16 +88,9 @@ pub(super) fn run(
     {
         return runtime.block_on(lint_all(&shown, &config, args));
     }
-    // `tenants add --from FILE`: the file is read (and its names checked
-    // for what needs no database) before anything connects.
-    let list = match &command {
-        OnDatabase::Tenants(super::TenantsArgs { action: Some(super::TenantsAction::Add(args)), .. }) => {
-            match super::tenants::read_list(args, &config) {
-                Ok(list) => Some(list),
-                Err(exit) => return exit,
-            }
-        }
-        _ => None,
+    let list = match tenants_to_add(&command, &config) {
+        Ok(list) => list,
+        Err(exit) => return exit,
     };
     // Metrics over OTLP when the configuration exports them, as `serve`
     // does: the command's counts (versions, migrations, quarantines,
@@ -132,16 +126,33 @@ pub(super) fn run(
         crate::traces::failed(&span, &format!("exit {}", exit as i32));
     }
     drop(span);
+    shut_down(runtime, telemetry.as_ref());
+    exit
+}
+
+/// `tenants add --from FILE`: the file read (and its names checked for
+/// what needs no database) before anything connects; `None` for every
+/// other command.
+fn tenants_to_add(command: &OnDatabase, config: &Config) -> Result<Option<Vec<String>>, Exit> {
+    match command {
+        OnDatabase::Tenants(super::TenantsArgs { action: Some(super::TenantsAction::Add(args)), .. }) => {
+            super::tenants::read_list(args, config).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Ends a one-shot command's runtime, then exports what telemetry holds.
+fn shut_down(runtime: tokio::runtime::Runtime, telemetry: Option<&Telemetry>) {
     // The tasks the command spawned (a pool's, a lease's) end before the
     // flush: a span one of them still holds would close after it, and its
     // children would reach the collector without it.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    if let Some(telemetry) = &telemetry {
+    if let Some(telemetry) = telemetry {
         // Never longer than one export may take (`timeoutMillis`), each.
         crate::traces::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
         crate::telemetry::flush(std::time::Duration::from_millis(telemetry.timeout_millis));
     }
-    exit
 }
 
 /// Runs `command` over the opened service (`list`: the names `tenants add

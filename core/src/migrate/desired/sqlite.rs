@@ -109,41 +109,11 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
         if canonical(&target.compared) == canonical(&object.compared) {
             continue;
         }
-        if is_virtual(&object.text) || is_virtual(&target.text) {
-            out.cannot(format!("virtual table {table} differs: its module keeps its own tables; change it by hand"));
-            continue;
-        }
-        if let Some(added) = added_columns(&object.text, &target.text) {
-            for column in added {
-                out.push(
-                    Phase::AlterColumns,
-                    format!("ALTER TABLE {} ADD COLUMN {column}", qualified_name(table)),
-                    false,
-                );
-            }
-            continue;
-        }
-        if let Some(children) = referencing.get(table) {
-            out.cannot(format!(
-                "table {table} differs and a foreign key of {} references it: SQLite changes a table by copying it \
-                 into a new one, which a migration's transaction cannot do with foreign keys on",
-                children.iter().copied().collect::<Vec<_>>().join(", ")
-            ));
-            continue;
-        }
         let new_name = format!("{table}{NEW_SUFFIX}");
-        if present.contains_key(new_name.as_str()) || wanted.contains_key(new_name.as_str()) {
-            out.cannot(format!("table {table} differs, and {new_name}, the name its copy is made under, is taken"));
-            continue;
-        }
-        match rebuild(desired, live, table, &target.text, &new_name) {
-            Some(steps) => {
-                for (step, destructive) in steps {
-                    out.push(Phase::AlterColumns, step, destructive);
-                }
-                rebuilt.insert(table);
-            }
-            None => out.cannot(format!("table {table}: its definition cannot be read as SQLite writes it")),
+        let name_taken = present.contains_key(new_name.as_str()) || wanted.contains_key(new_name.as_str());
+        let change = Change { table, from: object, to: target, referenced_by: referencing.get(table), name_taken };
+        if change_table(&mut out, desired, live, change) {
+            rebuilt.insert(table);
         }
     }
     for table in children_first(&droppable, &referencing) {
@@ -166,6 +136,61 @@ pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
     dependents(&mut out, desired, live, "view", [Phase::DropViews, Phase::CreateViews], everything);
     dependents(&mut out, desired, live, "trigger", [Phase::DropTriggers, Phase::CreateTriggers], everything);
     out.finish()
+}
+
+/// A table in both catalogs whose definitions differ.
+struct Change<'a> {
+    table: &'a str,
+    /// As it is.
+    from: &'a Object,
+    /// As desired.
+    to: &'a Object,
+    /// The tables whose foreign keys reference it.
+    referenced_by: Option<&'a BTreeSet<&'a str>>,
+    /// The name its copy would be made under is a table's.
+    name_taken: bool,
+}
+
+/// The steps of `change` into `out` (columns added, or the table rebuilt
+/// under a new name and copied), or why it cannot be made; whether it is
+/// rebuilt.
+fn change_table(out: &mut Builder, desired: &Catalog, live: &Catalog, change: Change<'_>) -> bool {
+    let Change { table, from, to, referenced_by, name_taken } = change;
+    if is_virtual(&from.text) || is_virtual(&to.text) {
+        out.cannot(format!("virtual table {table} differs: its module keeps its own tables; change it by hand"));
+        return false;
+    }
+    if let Some(added) = added_columns(&from.text, &to.text) {
+        for column in added {
+            out.push(Phase::AlterColumns, format!("ALTER TABLE {} ADD COLUMN {column}", qualified_name(table)), false);
+        }
+        return false;
+    }
+    if let Some(children) = referenced_by {
+        out.cannot(format!(
+            "table {table} differs and a foreign key of {} references it: SQLite changes a table by copying it \
+             into a new one, which a migration's transaction cannot do with foreign keys on",
+            children.iter().copied().collect::<Vec<_>>().join(", ")
+        ));
+        return false;
+    }
+    let new_name = format!("{table}{NEW_SUFFIX}");
+    if name_taken {
+        out.cannot(format!("table {table} differs, and {new_name}, the name its copy is made under, is taken"));
+        return false;
+    }
+    match rebuild(desired, live, table, &to.text, &new_name) {
+        Some(steps) => {
+            for (step, destructive) in steps {
+                out.push(Phase::AlterColumns, step, destructive);
+            }
+            true
+        }
+        None => {
+            out.cannot(format!("table {table}: its definition cannot be read as SQLite writes it"));
+            false
+        }
+    }
 }
 
 /// The steps that rebuild `table` into `target` (its desired text) through

@@ -352,19 +352,8 @@ impl BooksSql {
         let d = dialect;
         let placed = |sql: String| placed(d, sql);
         let count = |table: &str| d.table_count.replace("{table}", table);
-        let version = |tail: &str| {
-            let select = |trace: &str| {
-                placed(format!("select id, name, {}, request_id, {trace} from svc.svc_versions {tail}", d.created))
-            };
-            Traced { traced: select("trace_id"), untraced: select(&format!("{} as trace_id", d.null_text)) }
-        };
-        let migration = |tail: &str| {
-            placed(format!(
-                "select id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {} \
-                 from svc.svc_migrations {tail}",
-                d.created
-            ))
-        };
+        let version = |tail: &str| select_versions(d, tail);
+        let migration = |tail: &str| select_migrations(d, tail);
         let returning = if d.returns_id { " returning id" } else { "" };
         let fingerprint_also = format!("created = {}", d.now);
         BooksSql {
@@ -430,6 +419,27 @@ impl BooksSql {
             backfills: BackfillSql::new(d),
         }
     }
+}
+
+/// The versions' columns, then `tail` (a filter, an order), with and
+/// without the trace column (a database from before it).
+fn select_versions(d: &Dialect, tail: &str) -> Traced {
+    let select = |trace: &str| {
+        placed(d, format!("select id, name, {}, request_id, {trace} from svc.svc_versions {tail}", d.created))
+    };
+    Traced { traced: select("trace_id"), untraced: select(&format!("{} as trace_id", d.null_text)) }
+}
+
+/// The migrations' columns, then `tail`.
+fn select_migrations(d: &Dialect, tail: &str) -> String {
+    placed(
+        d,
+        format!(
+            "select id, name, migration_type, source_dir, filename, contents, checksum, db_schema, {} \
+             from svc.svc_migrations {tail}",
+            d.created
+        ),
+    )
 }
 
 /// `sql` as `d` writes its placeholders.

@@ -97,6 +97,11 @@ pub(crate) struct Backfiller<'a, E: Engine> {
     pub(crate) quarantines: bool,
 }
 
+/// A range that lost a bound core gave it: a defect, not the file's.
+fn lost_bound() -> Failure {
+    Failure::statement("the backfill's range lost a bound (please report this)".into())
+}
+
 /// The values of `binds`, in order: the range's `lower` and `upper` keys'
 /// columns, and the batch `limit`. None when a slot names a bound the
 /// range does not have (core never writes one).
@@ -272,15 +277,11 @@ impl<E: Engine> Backfiller<'_, E> {
             Form::Repeated => Vec::new(),
         };
         let table = drive.table.clone();
-        let casts = match (&drive.spec.form, E::DRIVER) {
-            (Form::Ranged { .. }, Driver::Postgres) => {
-                let types = self.engine.read_keys_whole(conn, &backfill::sql::key_types(&table, &key)).await?;
-                types.into_iter().next().unwrap_or_default().into_iter().map(|value| value.to_string()).collect()
-            }
-            _ => Vec::new(),
+        let casts = match drive.spec.form {
+            Form::Ranged { .. } => self.key_casts(conn, &table, &key).await?,
+            Form::Repeated => Vec::new(),
         };
         let target = Target { driver: E::DRIVER, table: &table, key: &key, casts: &casts };
-        let lost = || Failure::statement("the backfill's range lost a bound (please report this)".into());
         // The batch's statement as core renders it, from the start and
         // after a key: the same text every batch.
         let mut statements: [Option<backfill::sql::Rendered>; 2] = [None, None];
@@ -290,108 +291,154 @@ impl<E: Engine> Backfiller<'_, E> {
             if !back_to_back {
                 self.commit_open(conn, drive).await?;
             }
-            match next {
+            let released = match next {
                 Next::Done => return Ok(Ended::Done),
-                Next::ReadLast => {
-                    let last = self.engine.read_keys_whole(conn, &backfill::sql::last_key(&target)).await?;
-                    let last = last.into_iter().next();
-                    let estimate = match &last {
-                        Some(upper) => {
-                            let whole = self
-                                .engine
-                                .sends_whole_batches()
-                                .then(|| backfill::sql::count_up_to_with_integers(&target, upper));
-                            let rows = match whole.flatten() {
-                                Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
-                                None => {
-                                    let count = backfill::sql::count_up_to(&target);
-                                    let bound = values(&count.binds, None, Some(upper), 0).ok_or_else(lost)?;
-                                    self.engine.read_keys(conn, &count.sql, &bound).await?
-                                }
-                            };
-                            match rows.first().and_then(|row| row.first()) {
-                                Some(KeyValue::Int(n)) => (*n).max(0) as u64,
-                                _ => 0,
-                            }
-                        }
-                        None => 0,
-                    };
-                    let before = drive.machine.stored().batches;
-                    drive.machine.last_read(last, estimate);
-                    // The upper key and the estimate go with the first
-                    // batch's checkpoint (a run stopped before it reads
-                    // them again); an empty table is done now, recorded.
-                    if drive.machine.stored().done {
-                        self.engine.data_transaction(conn, Transaction::Begin).await?;
-                        if !self.save(conn, drive, before).await? {
-                            let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
-                            return Ok(Ended::Released);
-                        }
-                        self.engine.data_transaction(conn, Transaction::Commit).await?;
-                    }
-                }
+                Next::ReadLast => !self.read_last(conn, drive, &target).await?,
                 Next::FindEnd { size } => {
-                    let (lower, _) = drive.machine.range();
-                    let upper = drive.machine.stored().upper.as_ref();
-                    let whole = match upper {
-                        Some(upper) if self.engine.sends_whole_batches() => {
-                            backfill::sql::batch_ends_with_integers(&target, lower, upper, size, ENDS_AT_ONCE)
-                        }
-                        _ => None,
-                    };
-                    let ends = match whole {
-                        Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
-                        None => {
-                            let query = backfill::sql::batch_ends(&target, lower.is_none(), size, ENDS_AT_ONCE);
-                            let bound = values(&query.binds, lower, upper, size).ok_or_else(lost)?;
-                            self.engine.read_keys(conn, &query.sql, &bound).await?
-                        }
-                    };
-                    drive.machine.ends_found(ends, ENDS_AT_ONCE as usize);
+                    self.find_ends(conn, drive, &target, size).await?;
+                    false
                 }
-                Next::Run { size } => {
-                    let (lower, end) = drive.machine.range();
-                    let from_start = lower.is_none();
-                    // Integer keys written in (PostgreSQL), else the
-                    // statement rendered once and its values bound.
-                    let whole = match drive.spec.form {
-                        Form::Ranged { .. } if self.engine.sends_whole_batches() => {
-                            backfill::sql::batch_with_integers(&target, &drive.statement, lower, end)
-                        }
-                        _ => None,
-                    };
-                    let bound;
-                    let text = match &whole {
-                        Some(whole) => BatchText::Whole(whole),
-                        None => {
-                            let batch =
-                                statements[usize::from(from_start)].get_or_insert_with(|| match drive.spec.form {
-                                    Form::Ranged { .. } => backfill::sql::batch(&target, &drive.statement, from_start),
-                                    Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
-                                });
-                            bound = values(&batch.binds, lower, end, size).ok_or_else(lost)?;
-                            BatchText::Bound(&batch.sql, &bound)
-                        }
-                    };
-                    if !self.wait_for_replicas(conn, drive).await? {
-                        return Ok(Ended::Released);
-                    }
-                    let wait = self.settings.backfill.reserve(u64::from(size));
-                    if wait > 0 {
-                        self.commit_open(conn, drive).await?;
-                        self.settings.backfill.wait(wait).await;
-                    }
-                    // A long wait for the budget: the claim stays fresh.
-                    if !self.keep_claim(conn, drive).await? {
-                        return Ok(Ended::Released);
-                    }
-                    match self.batch(conn, drive, text).await? {
-                        Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
-                        None => return Ok(Ended::Released),
-                    }
-                }
+                Next::Run { size } => !self.run_batch(conn, drive, &target, &mut statements, size).await?,
+            };
+            if released {
+                return Ok(Ended::Released);
             }
         }
+    }
+
+    /// PostgreSQL: each key column's type, for core to write integer keys
+    /// in (`backfill::sql::key_types`); none elsewhere.
+    async fn key_casts(&self, conn: &mut E::Conn, table: &str, key: &[String]) -> Result<Vec<String>, Stop> {
+        if E::DRIVER != Driver::Postgres {
+            return Ok(Vec::new());
+        }
+        let types = self.engine.read_keys_whole(conn, &backfill::sql::key_types(table, key)).await?;
+        Ok(types.into_iter().next().unwrap_or_default().into_iter().map(|value| value.to_string()).collect())
+    }
+
+    /// Core's `ReadLast`: the table's last key and an estimate of the rows
+    /// up to it, told to the machine; an empty table is done now, recorded.
+    /// False when the backfill is no longer this runner's.
+    async fn read_last(&self, conn: &mut E::Conn, drive: &mut Drive<'_>, target: &Target<'_>) -> Result<bool, Stop> {
+        let last = self.engine.read_keys_whole(conn, &backfill::sql::last_key(target)).await?;
+        let last = last.into_iter().next();
+        let estimate = match &last {
+            Some(upper) => self.count_up_to(conn, target, upper).await?,
+            None => 0,
+        };
+        let before = drive.machine.stored().batches;
+        drive.machine.last_read(last, estimate);
+        // The upper key and the estimate go with the first batch's
+        // checkpoint (a run stopped before it reads them again).
+        if drive.machine.stored().done {
+            self.engine.data_transaction(conn, Transaction::Begin).await?;
+            if !self.save(conn, drive, before).await? {
+                let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
+                return Ok(false);
+            }
+            self.engine.data_transaction(conn, Transaction::Commit).await?;
+        }
+        Ok(true)
+    }
+
+    /// The rows with a key up to `upper`: what the backfill's progress is
+    /// measured against.
+    async fn count_up_to(&self, conn: &mut E::Conn, target: &Target<'_>, upper: &Key) -> Result<u64, Stop> {
+        let whole = self.engine.sends_whole_batches().then(|| backfill::sql::count_up_to_with_integers(target, upper));
+        let rows = match whole.flatten() {
+            Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
+            None => {
+                let count = backfill::sql::count_up_to(target);
+                let bound = values(&count.binds, None, Some(upper), 0).ok_or_else(lost_bound)?;
+                self.engine.read_keys(conn, &count.sql, &bound).await?
+            }
+        };
+        Ok(match rows.first().and_then(|row| row.first()) {
+            Some(KeyValue::Int(n)) => (*n).max(0) as u64,
+            _ => 0,
+        })
+    }
+
+    /// Core's `FindEnd`: the ends of the next [`ENDS_AT_ONCE`] batches of
+    /// `size` rows, told to the machine.
+    async fn find_ends(
+        &self,
+        conn: &mut E::Conn,
+        drive: &mut Drive<'_>,
+        target: &Target<'_>,
+        size: u32,
+    ) -> Result<(), Stop> {
+        let (lower, _) = drive.machine.range();
+        let upper = drive.machine.stored().upper.as_ref();
+        let whole = match upper {
+            Some(upper) if self.engine.sends_whole_batches() => {
+                backfill::sql::batch_ends_with_integers(target, lower, upper, size, ENDS_AT_ONCE)
+            }
+            _ => None,
+        };
+        let ends = match whole {
+            Some(sql) => self.engine.read_keys_whole(conn, &sql).await?,
+            None => {
+                let query = backfill::sql::batch_ends(target, lower.is_none(), size, ENDS_AT_ONCE);
+                let bound = values(&query.binds, lower, upper, size).ok_or_else(lost_bound)?;
+                self.engine.read_keys(conn, &query.sql, &bound).await?
+            }
+        };
+        drive.machine.ends_found(ends, ENDS_AT_ONCE as usize);
+        Ok(())
+    }
+
+    /// Core's `Run`: the next batch of `size` rows, after the replicas and
+    /// the budget allow it. `statements` keeps the rendered statement (from
+    /// the start, after a key) for the batches after. False when the
+    /// backfill is no longer this runner's.
+    async fn run_batch(
+        &self,
+        conn: &mut E::Conn,
+        drive: &mut Drive<'_>,
+        target: &Target<'_>,
+        statements: &mut [Option<backfill::sql::Rendered>; 2],
+        size: u32,
+    ) -> Result<bool, Stop> {
+        let (lower, end) = drive.machine.range();
+        let from_start = lower.is_none();
+        // Integer keys written in (PostgreSQL), else the statement rendered
+        // once and its values bound.
+        let whole = match drive.spec.form {
+            Form::Ranged { .. } if self.engine.sends_whole_batches() => {
+                backfill::sql::batch_with_integers(target, &drive.statement, lower, end)
+            }
+            _ => None,
+        };
+        let bound;
+        let text = match &whole {
+            Some(whole) => BatchText::Whole(whole),
+            None => {
+                let batch = statements[usize::from(from_start)].get_or_insert_with(|| match drive.spec.form {
+                    Form::Ranged { .. } => backfill::sql::batch(target, &drive.statement, from_start),
+                    Form::Repeated => backfill::sql::repeated(E::DRIVER, &drive.statement),
+                });
+                bound = values(&batch.binds, lower, end, size).ok_or_else(lost_bound)?;
+                BatchText::Bound(&batch.sql, &bound)
+            }
+        };
+        if !self.wait_for_replicas(conn, drive).await? {
+            return Ok(false);
+        }
+        let wait = self.settings.backfill.reserve(u64::from(size));
+        if wait > 0 {
+            self.commit_open(conn, drive).await?;
+            self.settings.backfill.wait(wait).await;
+        }
+        // A long wait for the budget: the claim stays fresh.
+        if !self.keep_claim(conn, drive).await? {
+            return Ok(false);
+        }
+        match self.batch(conn, drive, text).await? {
+            Some(rows) => self.settings.backfill.refund(u64::from(size).saturating_sub(rows)),
+            None => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Claims the backfill again when a third of the time a claim lasts has
