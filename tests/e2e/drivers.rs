@@ -353,11 +353,12 @@ async fn a_files_temporary_table_ends_with_its_unit() {
 /// the connection goes on to other tenants' units and the next version
 /// (and, behind a pooler in transaction mode, to the application) with the
 /// server's settings. PostgreSQL: after a version whose tenant files `set
-/// search_path` and `application_name` on 8 tenants, no session of the
-/// service carries the file's `application_name`, and the next version's
-/// single-schema file with an unqualified name creates its table where the
-/// server's search path says, in no tenant's schema (the unit ends with
-/// `reset all`). MySQL and MariaDB: after files that `use` the tenant's
+/// search_path`, `application_name` and `role` on 8 tenants, no session of
+/// the service carries the file's `application_name`, and the next
+/// version's single-schema file with an unqualified name creates its table
+/// where the server's search path says, in no tenant's schema, as the
+/// service's own user (the unit ends with `reset all`, which leaves the
+/// role, and `reset role`). MySQL and MariaDB: after files that `use` the tenant's
 /// database and turn `foreign_key_checks` off, no session of the service
 /// is left in a tenant's database (such a connection is closed).
 #[tokio::test]
@@ -365,7 +366,8 @@ async fn a_files_session_settings_end_with_its_unit() {
     let (file, leaked) = match backend() {
         Backend::Sqlite => return,
         Backend::Postgres => (
-            "set search_path = {schema};\nset application_name = 'set_by_a_file';\ncreate table local_thing (id int);\n",
+            "set search_path = {schema};\nset application_name = 'set_by_a_file';\ncreate table local_thing (id int);\n\
+             set role strata_role_of_a_file;\n",
             "select count(*) from pg_stat_activity where application_name = 'set_by_a_file'",
         ),
         Backend::Mysql => (
@@ -374,6 +376,12 @@ async fn a_files_session_settings_end_with_its_unit() {
         ),
     };
     let server = Server::start("basic", "tenantConcurrency: 4\n").await;
+    if backend() == Backend::Postgres {
+        // A role of the cluster, which every test's server shares: made once.
+        let create = "do $$ begin create role strata_role_of_a_file superuser nologin; \
+                      exception when duplicate_object then null; end $$";
+        server.ws.execute("svc", create).await;
+    }
     server.create_version(json!({ "versionName": "base" })).await;
     let names: Vec<String> = (1..=8).map(|i| format!("t{i}")).collect();
     for name in &names {
@@ -391,7 +399,10 @@ async fn a_files_session_settings_end_with_its_unit() {
     if backend() != Backend::Postgres {
         return;
     }
-    server.ws.write_migration("ref/002.sql", "create table global_thing (id int);\n");
+    server.ws.write_migration(
+        "ref/002.sql",
+        "create table global_thing as select (current_user = session_user)::int as own;\n",
+    );
     let version = server.create_version(json!({ "versionName": "global" })).await;
     assert!(version.get("errors").is_none(), "{version}");
     for name in &names {
@@ -399,4 +410,6 @@ async fn a_files_session_settings_end_with_its_unit() {
     }
     let found = server.ws.rows("svc", "select count(*) from pg_tables where tablename = 'global_thing'").await;
     assert_eq!(found[0][0], json!(1));
+    let own = server.ws.rows("svc", "select own from public.global_thing").await;
+    assert_eq!(own, vec![vec![json!(1)]], "the file ran as the role another tenant's file set");
 }

@@ -291,8 +291,8 @@ fn changes_sqlite_session(s: &[Word]) -> bool {
 
 /// A T-SQL batch that changes its session: `SET` of a session option
 /// (`IDENTITY_INSERT`, `XACT_ABORT`, `LANGUAGE`, … — not `SET @variable`,
-/// whose variable ends with the batch), `USE` a database, a `#temporary`
-/// table. T-SQL needs no `;` between statements, so a batch is judged by
+/// whose variable ends with the batch), `USE` a database, `EXECUTE AS` a
+/// user, a `#temporary` table. T-SQL needs no `;` between statements, so a batch is judged by
 /// its words: an `UPDATE … SET` of a column named like an option counts too.
 fn changes_sqlserver_session(batch: &[Word]) -> bool {
     const OPTIONS: [&str; 31] = [
@@ -330,8 +330,15 @@ fn changes_sqlserver_session(batch: &[Word]) -> bool {
     ];
     let option =
         |w: Option<&Word>| matches!(w, Some(Some(w)) if OPTIONS.contains(&w.as_str()) || w.starts_with("STATISTICS"));
+    if defines_routine(batch) {
+        // What its body sets ends with each call.
+        return false;
+    }
     batch.iter().enumerate().any(|(i, w)| match w.as_deref() {
         Some("SET") => option(batch.get(i + 1)),
+        // Impersonation until `REVERT`: for the session, outside a module.
+        Some("EXECUTE" | "EXEC") => is(batch.get(i + 1), "AS"),
+        Some("SETUSER") => true,
         Some("USE") => !matches!(batch.get(i + 1).and_then(|w| w.as_deref()), Some("PLAN" | "HINT")),
         Some(w) => w.starts_with('#'),
         None => false,
@@ -708,13 +715,17 @@ fn judge_sqlite(s: &[Word]) -> Verdict {
     }
 }
 
-fn judge_sqlserver(batch: &[Word]) -> Verdict {
+/// A T-SQL batch that defines a routine (`CREATE`/`ALTER` `PROCEDURE`,
+/// `FUNCTION`, `TRIGGER`, `CREATE OR ALTER …`): the whole batch is its body.
+fn defines_routine(batch: &[Word]) -> bool {
     let first = batch.first().and_then(|w| w.as_deref());
     let second = batch.get(1).and_then(|w| w.as_deref());
-    let routine =
-        matches!((first, second), (Some("CREATE" | "ALTER"), Some("PROCEDURE" | "PROC" | "FUNCTION" | "TRIGGER")))
-            || (matches!(first, Some("CREATE")) && second == Some("OR") && is(batch.get(2), "ALTER"));
-    if routine {
+    matches!((first, second), (Some("CREATE" | "ALTER"), Some("PROCEDURE" | "PROC" | "FUNCTION" | "TRIGGER")))
+        || (matches!(first, Some("CREATE")) && second == Some("OR") && is(batch.get(2), "ALTER"))
+}
+
+fn judge_sqlserver(batch: &[Word]) -> Verdict {
+    if defines_routine(batch) {
         return None;
     }
     for (i, w) in batch.iter().enumerate() {

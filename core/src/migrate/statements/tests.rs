@@ -383,6 +383,7 @@ fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
         "create table #scratch (n int)\ninsert into #scratch values (1)",
         "select 1 as n into ##shared",
         "set statistics io on",
+        "EXECUTE AS USER = 'tenant_owner'\ncreate table t (id int)",
     ] {
         assert!(changes(contents), "{contents}");
     }
@@ -390,6 +391,8 @@ fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
         "create table t (id int)\nGO\ninsert into t values (1)",
         "declare @n int\nset @n = 1\nupdate t set id = @n where id = 0",
         "select * from t option (use hint ('DISABLE_OPTIMIZER_ROWGOAL'))",
+        "create procedure p with execute as owner as select 1",
+        "exec sp_rename 't.a', 'b', 'COLUMN'",
         "-- set nocount on\ncreate table [#not_temp] (id int)",
     ] {
         assert!(!changes(contents), "{contents}");

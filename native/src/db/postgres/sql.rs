@@ -42,9 +42,16 @@ pub(crate) const LEASE_RELEASE: &str = "delete from svc.svc_lock where id = 1 an
 pub(crate) const BEGIN: &str = "begin";
 /// Commits it.
 pub(crate) const COMMIT: &str = "commit";
-/// Commits it, what its statements left in the session given back first:
-/// their settings, their temporary tables (`Engine::commit_text`).
-pub(crate) const RESET_AND_COMMIT: &str = "reset all;\ndiscard temp;\ncommit";
+/// What files left in their session given back: the user and the role
+/// (which `reset all` leaves), the settings, the temporary tables.
+macro_rules! reset_session {
+    () => {
+        "reset session authorization; reset role; reset all; discard temp;"
+    };
+}
+/// Commits it, what its statements left in the session given back first
+/// (`Engine::commit_text`).
+pub(crate) const RESET_AND_COMMIT: &str = concat!(reset_session!(), "\ncommit");
 /// Rolls it back.
 pub(crate) const ROLLBACK: &str = "rollback";
 
@@ -202,14 +209,20 @@ pub(crate) fn set_local_timeouts_text(lock_ms: u64, statement_ms: u64) -> String
 }
 
 /// For a session that started with the time-outs in its `options`
-/// (`postgres::alone`): its settings back to how the session started and
-/// no temporary table (a file before may have left them), and whether they are the
-/// time-outs asked for (a pooler may have dropped the parameter). Written
-/// in (numbers): one message, no transaction left open.
+/// (`postgres::alone`): its user, role and settings back to how the
+/// session started and no temporary table (a file before may have left
+/// them), and whether they are the time-outs asked for (a pooler may have
+/// dropped the parameter). Written in (numbers): one message, no
+/// transaction left open.
 pub(crate) fn alone_timeouts_carried(lock_ms: u64, statement_ms: u64) -> String {
     format!(
-        "reset all; discard temp; select current_setting('lock_timeout')::interval = interval '{lock_ms} milliseconds' \
+        concat!(
+            reset_session!(),
+            " select current_setting('lock_timeout')::interval = interval '{lock_ms} milliseconds' \
          and current_setting('statement_timeout')::interval = interval '{statement_ms} milliseconds'"
+        ),
+        lock_ms = lock_ms,
+        statement_ms = statement_ms
     )
 }
 
