@@ -134,6 +134,49 @@ async fn bad_configuration_unreachable_database_and_usage_have_their_own_statuse
     assert!(stdout(&help).contains("Exit status:\n  0  done, or nothing to do"), "{}", stdout(&help));
 }
 
+/// A process that starts beside a long reader of the service's tables (a
+/// `pg_dump` holds a share lock on every table until it ends) is not held
+/// by it: start-up creates only what is missing, reading the catalog first,
+/// so it asks for no lock on `svc_versions` or `svc_migrations` when
+/// nothing is (an `alter table … add column if not exists` waited for the
+/// reader's end, and every unit's record queued behind it until its lock
+/// time-out). PostgreSQL: `strata apply` of a new file while the reader's
+/// transaction is open finishes within 30 s, the reader still open.
+#[tokio::test]
+async fn a_process_starting_beside_a_long_reader_of_the_books_is_not_held_by_it() {
+    if crate::support::backend() != crate::support::Backend::Postgres {
+        return;
+    }
+    use sqlx::Connection;
+    let server = Server::start("fleet", "").await;
+    for i in 0..3 {
+        let result = server.create_tenant(json!({ "tenantName": format!("t{i}"), "versionName": "t" })).await;
+        assert!(result.get("errors").is_none(), "{result}");
+    }
+    server.ws.write_migration("tenants/002.sql", "create table {schema}.during_a_dump (id integer);\n");
+    let mut reader = sqlx::PgConnection::connect(&server.ws.pg_url()).await.unwrap();
+    sqlx::raw_sql(
+        "begin isolation level repeatable read; select count(*) from svc.svc_versions; \
+                   select count(*) from svc.svc_migrations",
+    )
+    .execute(&mut reader)
+    .await
+    .unwrap();
+    let config = server.config_path().to_path_buf();
+    let applied = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        strata(&config, &["apply", "--version", "during a dump", "--json"]),
+    )
+    .await
+    .expect("strata apply finished beside the reader");
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    assert_eq!(json_of(&applied)["summary"]["tenantMigrationsTotal"], json!(3), "{}", stdout(&applied));
+    sqlx::raw_sql("commit").execute(&mut reader).await.unwrap();
+    for i in 0..3 {
+        assert!(server.ws.tables(&format!("t{i}")).await.contains(&"during_a_dump".to_string()), "t{i}");
+    }
+}
+
 /// The command line and a running server share the cross-instance lock:
 /// started together, each file is applied exactly once.
 #[tokio::test]

@@ -311,15 +311,29 @@ async fn a_files_pragmas_end_with_its_unit_on_sqlite() {
         assert_eq!(seen, vec![vec![json!(1), json!(0)]], "the session {name}'s file ran on");
         assert_eq!(server.ws.count(name, "child").await, 0, "{name}: the cascade did not fire");
     }
+    // Each file recorded once per tenant, across the connections closed.
+    let recorded = server
+        .ws
+        .rows(
+            "svc",
+            "select filename, count(*), count(distinct db_schema) from svc_migrations where filename in \
+                      ('tenants/004.sql', 'tenants/005.sql') group by filename order by filename",
+        )
+        .await;
+    assert_eq!(
+        recorded,
+        vec![vec![json!("tenants/004.sql"), json!(6), json!(6)], vec![json!("tenants/005.sql"), json!(6), json!(6)]]
+    );
 }
 
 /// A temporary table a file creates ends with its unit: the same file on
 /// 6 tenants, one connection after another (`tenantConcurrency: 1`),
-/// creates `scratch` each time — the next tenant's unit does not find the
-/// last one's; the same again in a file outside any transaction
-/// (PostgreSQL: its units drop the session's temporary tables before they
-/// commit, its sessions for such files before each file; MySQL, MariaDB
-/// and SQLite: such a connection is closed).
+/// creates `scratch` (and prepares `strata_seven`) each time — the next
+/// tenant's unit does not find the last one's; then a file outside any
+/// transaction creates `scratch` (PostgreSQL: its units drop the session's
+/// temporary tables and prepared statements before they commit, its
+/// sessions for such files before each file; MySQL, MariaDB and SQLite:
+/// such a connection is closed).
 #[tokio::test]
 async fn a_files_temporary_table_ends_with_its_unit() {
     let server = Server::start("basic", "tenantConcurrency: 1\n").await;
@@ -329,10 +343,18 @@ async fn a_files_temporary_table_ends_with_its_unit() {
         let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
         assert!(created.get("errors").is_none(), "{created}");
     }
+    // A prepared statement is the session's too (SQLite has none).
+    let prepare = match backend() {
+        Backend::Sqlite => "",
+        Backend::Postgres => "prepare strata_seven as select 7;\n",
+        Backend::Mysql => "prepare strata_seven from 'select 7';\n",
+    };
     server.ws.write_migration(
         "tenants/004.sql",
-        "create temporary table scratch (n int);\ninsert into scratch values (7);\n\
-         create table {schema}.copied as select n from scratch;\n",
+        &format!(
+            "{prepare}create temporary table scratch (n int);\ninsert into scratch values (7);\n\
+             create table {{schema}}.copied as select n from scratch;\n"
+        ),
     );
     let version = server.create_version(json!({ "versionName": "scratch" })).await;
     assert!(version.get("errors").is_none(), "{version}");

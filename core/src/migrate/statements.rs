@@ -194,15 +194,15 @@ pub struct FileMode {
     pub backfill: bool,
     /// A statement changes its session beyond the file, which no statement
     /// can give back: the connection it ran on is closed after its unit,
-    /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`, `LOCK
-    /// TABLES`, `CREATE TEMPORARY`, an executable comment such as
+    /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`,
+    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, an executable comment such as
     /// mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`. SQLite: `PRAGMA`
     /// (`foreign_keys = off`, the first step of its table rebuild),
     /// `ATTACH`, `DETACH`, `CREATE TEMP`. SQL Server: `SET` of a session
     /// option (`IDENTITY_INSERT`, …), `USE`, a `#temporary` table (its
     /// connections are the engine's own: closing one closes the session).
-    /// Not judged on PostgreSQL, whose units end with `reset all; discard
-    /// temp`. Text the tokenizer cannot read counts as changing it.
+    /// Not judged on PostgreSQL, whose units give the session back
+    /// (`reset all`, `discard temp`, …). Text the tokenizer cannot read counts as changing it.
     pub changes_session: bool,
 }
 
@@ -273,11 +273,12 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
 }
 
 /// A MySQL or MariaDB statement that changes its session: `SET` (a
-/// variable, `NAMES`, a role, the next transaction's level), `USE`, `LOCK
-/// TABLES` (held until `UNLOCK`).
+/// variable, `NAMES`, a role, the next transaction's level), `USE`,
+/// `PREPARE`, `LOCK TABLES` (held until `UNLOCK`), `CREATE TEMPORARY`.
 fn changes_mysql_session(s: &[Word]) -> bool {
     is(s.first(), "SET")
         || is(s.first(), "USE")
+        || is(s.first(), "PREPARE")
         || (is(s.first(), "LOCK") && is(s.get(1), "TABLES"))
         || creates_temporary(s)
 }

@@ -271,7 +271,20 @@ impl Engine for PostgresEngine {
         engine::acquire(&self.pool).await
     }
 
+    /// Creates what is missing only: when the catalog shows everything
+    /// there (a service's every start but its first), no DDL runs and no
+    /// lock is asked on the service's tables (`sql::service_objects_present`).
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
+        let texts: &[&str] = if tenants_table {
+            &[sql::CREATE_SERVICE_TABLES, sql::CREATE_TENANTS_TABLE]
+        } else {
+            &[sql::CREATE_SERVICE_TABLES]
+        };
+        let check = sql::service_objects_present(texts);
+        let present: bool = sqlx::raw_sql(AssertSqlSafe(check)).fetch_one(&self.pool).await?.try_get(0)?;
+        if present {
+            return Ok(());
+        }
         let mut tx = self.pool.begin().await?;
         bound(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
         if self.citus {

@@ -334,6 +334,7 @@ fn a_mysql_file_that_changes_its_session_is_told_apart() {
         "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\ncreate table t (id int);",
         "select 'unterminated",
         "create temporary table scratch (id int);",
+        "prepare q from 'select 1';",
     ] {
         assert!(changes(contents), "{contents}");
     }

@@ -43,10 +43,13 @@ pub(crate) const BEGIN: &str = "begin";
 /// Commits it.
 pub(crate) const COMMIT: &str = "commit";
 /// What files left in their session given back: the user and the role
-/// (which `reset all` leaves), the settings, the temporary tables.
+/// (which `reset all` leaves), the settings, prepared statements (the
+/// service's are unnamed), cursors, `listen`s, temporary tables — what
+/// `discard all` does, which cannot run in a transaction, but session
+/// advisory locks (`pg_advisory_unlock_all` answers a row).
 macro_rules! reset_session {
     () => {
-        "reset session authorization; reset role; reset all; discard temp;"
+        "reset session authorization; reset role; reset all; deallocate all; close all; unlisten *; discard temp;"
     };
 }
 /// Commits it, what its statements left in the session given back first
@@ -173,6 +176,40 @@ create table if not exists svc.svc_tenants (
     created timestamptz not null default now()
 );
 ";
+
+/// Whether every table, index and added column `texts` create in `svc`
+/// is there — read from the catalog, which takes no lock on the tables:
+/// `create index if not exists` asks for a share lock on its table and
+/// `alter table … add column if not exists` for an exclusive one even when
+/// there is nothing to do, waiting behind any reader (a `pg_dump`) while
+/// every writer queues behind them. One message, no value bound.
+pub(crate) fn service_objects_present(texts: &[&str]) -> String {
+    let (mut relations, mut columns) = (Vec::new(), Vec::new());
+    for line in texts.iter().flat_map(|text| text.lines()).map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["create", "table", "if", "not", "exists", table, ..] => {
+                relations.push(table.trim_start_matches("svc.").to_string());
+            }
+            ["create", "index", "if", "not", "exists", index, "on", ..] => relations.push(index.to_string()),
+            ["alter", "table", table, "add", "column", "if", "not", "exists", column, ..] => {
+                columns.push(format!("{}.{column}", table.trim_start_matches("svc.")));
+            }
+            _ => {}
+        }
+    }
+    let list = |names: &[String]| names.iter().map(|name| quote_string_postgres(name)).collect::<Vec<_>>().join(", ");
+    format!(
+        "select (select count(*) from pg_class where relnamespace = to_regnamespace('svc') \
+         and relname in ({})) = {} and (select count(*) from pg_attribute a join pg_class c on c.oid = a.attrelid \
+         where c.relnamespace = to_regnamespace('svc') and a.attnum > 0 and not a.attisdropped \
+         and c.relname || '.' || a.attname in ({})) = {}",
+        list(&relations),
+        relations.len(),
+        list(&columns),
+        columns.len()
+    )
+}
 
 /// `created` as RFC 3339 UTC with microseconds, like the other drivers (a
 /// macro, so the statements below stay `const` literals).
@@ -504,6 +541,21 @@ pub(crate) const CITUS_REFERENCE_TABLE: &str = "select create_reference_table($1
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_presence_check_names_every_table_index_and_added_column_of_the_service() {
+        let check = service_objects_present(&[CREATE_SERVICE_TABLES, CREATE_TENANTS_TABLE]);
+        let creates = [CREATE_SERVICE_TABLES, CREATE_TENANTS_TABLE].concat();
+        let tables = creates.matches("create table if not exists svc.").count();
+        let indexes = creates.matches("create index if not exists ").count();
+        let columns = creates.matches(" add column if not exists ").count();
+        assert_eq!((tables, indexes, columns), (11, 2, 4));
+        assert!(check.contains(&format!(") = {} and", tables + indexes)), "{check}");
+        assert!(check.ends_with(&format!(") = {columns}")), "{check}");
+        for name in ["'svc_lock'", "'svc_tenants'", "'svc_migrations_filename'", "'svc_versions.trace_id'"] {
+            assert!(check.contains(name), "{name}: {check}");
+        }
+    }
 
     #[test]
     fn the_desired_reading_changes_exactly_the_column_definitions_and_the_relations_and_adds_column_order() {
