@@ -435,3 +435,40 @@ async fn a_files_session_settings_end_with_its_unit() {
     let own = server.ws.rows("svc", "select own from public.global_thing").await;
     assert_eq!(own, vec![vec![json!(1)]], "the file ran as the role another tenant's file set");
 }
+
+/// PostgreSQL: a `COPY … FROM STDIN` (a `pg_dump` data section, psql's way
+/// of loading rows) is refused before anything runs, with its file and
+/// line — outside a transaction too — where the version waited for the
+/// rows for ever, its lease renewed.
+#[tokio::test]
+async fn a_copy_waiting_for_a_client_is_refused_before_anything_runs() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}");
+    let versions = server.ws.count("svc", "svc_versions").await;
+    for (contents, line) in [
+        ("create table {schema}.c (id int);\ncopy {schema}.c from stdin;\nselect 1;\n", 2),
+        ("-- strata:no-transaction\ncreate table {schema}.c (id int);\nCOPY {schema}.c (id) FROM stdin;\n", 3),
+    ] {
+        server.ws.write_migration("tenants/004.sql", contents);
+        let result =
+            tokio::time::timeout(Duration::from_secs(20), server.create_version(json!({ "versionName": "copy" })))
+                .await
+                .expect("answered, not waiting for rows");
+        let error = &result["errors"][0];
+        assert_eq!(error["extensions"]["code"], "STATEMENT_REFUSED", "{result}");
+        assert_eq!(
+            (error["extensions"]["file"].as_str(), error["extensions"]["line"].as_i64()),
+            (Some("tenants/004.sql"), Some(line))
+        );
+        let message = error["message"].as_str().unwrap();
+        let head = format!("tenants/004.sql:{line}:1: COPY … FROM STDIN exchanges its rows with a client");
+        assert!(message.starts_with(&head), "{message}");
+        assert_eq!(server.ws.count("svc", "svc_versions").await, versions);
+        assert!(!server.ws.tables("t1").await.contains(&"c".to_string()));
+    }
+}

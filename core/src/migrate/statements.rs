@@ -116,6 +116,22 @@ pub enum StatementError {
         /// Its leading words, upper-cased (`CREATE INDEX CONCURRENTLY`).
         statement: String,
     },
+    /// PostgreSQL's `COPY … FROM STDIN` or `TO STDOUT`: its rows travel
+    /// between the server and a client that sends or reads them (psql, a
+    /// `pg_dump` data section), which the service is not — the server would
+    /// wait for them, in or out of a transaction, for ever.
+    #[error(
+        "{file}:{at}: {statement} exchanges its rows with a client such as psql, which the service is not (the \
+         server would wait for them for ever); load rows with INSERT, or COPY from a file on the server"
+    )]
+    CopyWithClient {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+        /// `COPY … FROM STDIN` or `COPY … TO STDOUT`.
+        statement: String,
+    },
     /// A `strata:` directive the service does not know, or with a value it
     /// cannot read.
     #[error("{file}:{at}: {directive}: {reason}")]
@@ -137,6 +153,7 @@ impl StatementError {
         match self {
             StatementError::TransactionControl { file, .. }
             | StatementError::NeedsNoTransaction { file, .. }
+            | StatementError::CopyWithClient { file, .. }
             | StatementError::BadDirective { file, .. } => file,
         }
     }
@@ -146,6 +163,7 @@ impl StatementError {
         match self {
             StatementError::TransactionControl { at, .. }
             | StatementError::NeedsNoTransaction { at, .. }
+            | StatementError::CopyWithClient { at, .. }
             | StatementError::BadDirective { at, .. } => *at,
         }
     }
@@ -251,8 +269,12 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         Driver::SqlServer => statements.iter().any(|batch| changes_sqlserver_session(&batch.words)),
         Driver::Postgres => false,
     };
-    if !mode.no_transaction && driver != Driver::Mysql {
-        for statement in statements {
+    for statement in statements {
+        if let Some(which) = statement.copy_with_client.filter(|_| driver == Driver::Postgres) {
+            let (file, at) = (file.to_string(), statement.at);
+            refusals.push(StatementError::CopyWithClient { file, at, statement: format!("COPY … {which}") });
+        }
+        if !mode.no_transaction && driver != Driver::Mysql {
             let verdict = match driver {
                 Driver::Postgres => judge_postgres(&statement.words),
                 Driver::Sqlite => judge_sqlite(&statement.words),
@@ -528,6 +550,8 @@ pub(crate) struct Statement {
     /// Where its last token ends (line, column just past it).
     pub(crate) end: Position,
     words: Vec<Word>,
+    /// `COPY … STDIN` or `COPY … STDOUT` (the word, however far it comes).
+    copy_with_client: Option<&'static str>,
 }
 
 fn word(token: &Token) -> Option<Word> {
@@ -571,11 +595,19 @@ pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) ->
             at: Position { line: token.span.start.line, column: token.span.start.column },
             end: Position { line: token.span.end.line, column: token.span.end.column },
             words: Vec::new(),
+            copy_with_client: None,
         });
         statement.end = Position { line: token.span.end.line, column: token.span.end.column };
         if let Some(w) = word(&token.token) {
             if statement.words.len() < WORDS_KEPT {
                 statement.words.push(w.clone());
+            }
+            if is(statement.words.first(), "COPY") {
+                statement.copy_with_client = statement.copy_with_client.or(match w.as_deref() {
+                    Some("STDIN") => Some("FROM STDIN"),
+                    Some("STDOUT") => Some("TO STDOUT"),
+                    _ => None,
+                });
             }
             all_words.push(w.clone());
             // MariaDB's anonymous block: its `BEGIN` opens a body.
@@ -638,6 +670,7 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
                 at: Position { line: token.span.start.line, column: token.span.start.column },
                 end: Position { line: token.span.end.line, column: token.span.end.column },
                 words: Vec::new(),
+                copy_with_client: None,
             })
             .words
             .extend(word(&token.token));

@@ -227,7 +227,8 @@ fn every_refusal_of_every_file_is_reported() {
         .iter()
         .map(|r| match r {
             StatementError::TransactionControl { at, statement, .. } => (*at, statement.as_str()),
-            StatementError::NeedsNoTransaction { at, statement, .. } => (*at, statement.as_str()),
+            StatementError::NeedsNoTransaction { at, statement, .. }
+            | StatementError::CopyWithClient { at, statement, .. } => (*at, statement.as_str()),
             StatementError::BadDirective { at, directive, .. } => (*at, directive.as_str()),
         })
         .collect();
@@ -398,4 +399,35 @@ fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
     ] {
         assert!(!changes(contents), "{contents}");
     }
+}
+
+#[test]
+fn a_copy_that_waits_for_a_client_is_refused_wherever_it_runs() {
+    let refused = |contents: &str| match inspect(Driver::Postgres, "t/001.sql", contents) {
+        Err(Refusals(errors)) => errors
+            .iter()
+            .filter_map(|e| match e {
+                StatementError::CopyWithClient { at, statement, .. } => Some((at.line, statement.clone())),
+                _ => None,
+            })
+            .collect(),
+        Ok(_) => Vec::new(),
+    };
+    assert_eq!(refused("create table t (id int);\ncopy t from stdin;\n"), vec![(2, "COPY … FROM STDIN".to_string())]);
+    assert_eq!(
+        refused(
+            "-- strata:no-transaction\nCOPY {schema}.t (a, b, c, d, e, f, g, h, i, j, k, l) FROM STDIN WITH (FORMAT csv);"
+        ),
+        vec![(2, "COPY … FROM STDIN".to_string())]
+    );
+    assert_eq!(refused("copy (select 1) to stdout;"), vec![(1, "COPY … TO STDOUT".to_string())]);
+    for fine in
+        ["copy t from '/srv/data/t.csv';", "copy t to program 'gzip > /tmp/t.gz';", "create table stdin (id int);"]
+    {
+        assert_eq!(refused(fine), Vec::new(), "{fine}");
+    }
+    let error = inspect(Driver::Postgres, "t/001.sql", "copy t from stdin;").unwrap_err().to_string();
+    assert!(error.starts_with("t/001.sql:1:1: COPY … FROM STDIN exchanges its rows with a client"), "{error}");
+    // MySQL has no such statement: not judged there.
+    assert!(inspect(Driver::Mysql, "t/001.sql", "select 'copy t from stdin';").is_ok());
 }
