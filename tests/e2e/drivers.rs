@@ -326,6 +326,46 @@ async fn a_files_pragmas_end_with_its_unit_on_sqlite() {
     );
 }
 
+/// MySQL and MariaDB: a file written for the `mysql` client, with
+/// `DELIMITER` lines around a routine (Flyway's MySQL migrations,
+/// mysqldump's `DELIMITER ;;`), runs as the client runs it: the routine
+/// whole, the command lines left out; a statement that fails under a
+/// delimiter of its own is named by its line in the file.
+#[tokio::test]
+async fn a_file_with_delimiter_lines_runs_as_the_mysql_client_runs_it() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    for name in ["t1", "t2"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create table {schema}.counted (n int);\n\
+         DELIMITER $$\n\
+         create procedure {schema}.add_two()\nbegin\n  insert into {schema}.counted values (1); -- one $$ in a comment\n\
+         \x20 insert into {schema}.counted values (2);\nend$$\n\
+         delimiter ;;\n\
+         create function {schema}.twice(x int) returns int deterministic\nbegin\n  return x * 2;\nend ;;\n\
+         DELIMITER ;\n\
+         call {schema}.add_two();\ninsert into {schema}.counted select {schema}.twice(21);\n",
+    );
+    let version = server.create_version(json!({ "versionName": "routines" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    for name in ["t1", "t2"] {
+        let rows = server.ws.rows(name, "select n from counted order by n").await;
+        assert_eq!(rows, vec![vec![json!(1)], vec![json!(2)], vec![json!(42)]], "{name}");
+    }
+    server.ws.write_migration("tenants/005.sql", "DELIMITER //\nselect 1//\n\nselect * from no_such_table//\n");
+    let failed = server.create_version(json!({ "versionName": "failing" })).await;
+    let error = &failed["errors"][0];
+    assert_eq!(error["extensions"]["file"], "tenants/005.sql", "{failed}");
+    assert_eq!(error["extensions"]["line"], 4, "{failed}");
+}
+
 /// A temporary table a file creates ends with its unit: the same file on
 /// 6 tenants, one connection after another (`tenantConcurrency: 1`),
 /// creates `scratch` (and prepares `strata_seven`) each time — the next

@@ -261,6 +261,9 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
     };
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
     mode.changes_session = match driver {
+        // Cut by its `DELIMITER` lines, its statements are not the
+        // tokenizer's: judged as changing the session.
+        Driver::Mysql if delimiter::has_command(contents) => true,
         Driver::Mysql => {
             statements.iter().any(|s| changes_mysql_session(&s.words))
                 || tokens.iter().any(|t| executable_comment(&t.token))
@@ -798,8 +801,17 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
 /// their statement). Running a file statement by statement tells
 /// which statement failed on engines that report no position (SQLite,
 /// MySQL). `None` when the tokenizer cannot read the text: run it whole.
-/// Not for SQL Server, whose files are cut at `GO` lines.
+/// MySQL's `DELIMITER` command lines are read as its client reads them
+/// ([`delimiter`]). Not for SQL Server, whose files are cut at `GO` lines.
 pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    if driver == Driver::Mysql && delimiter::has_command(text) {
+        return delimiter::split(text, |region| split_tokens(driver, region));
+    }
+    split_tokens(driver, text)
+}
+
+/// [`split`] by the tokenizer (no `DELIMITER` command).
+fn split_tokens(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
     let tokens = tokenize(driver, text).ok()?;
     let offsets = Offsets::new(text);
     Some(
@@ -882,5 +894,6 @@ pub fn locate(contents: &str, placeholder: &str, schema: &str, offset: usize) ->
     None
 }
 
+mod delimiter;
 #[cfg(test)]
 mod tests;
