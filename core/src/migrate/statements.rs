@@ -213,14 +213,15 @@ pub struct FileMode {
     /// A statement changes its session beyond the file, which no statement
     /// can give back: the connection it ran on is closed after its unit,
     /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`,
-    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, an executable comment such as
-    /// mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`. SQLite: `PRAGMA`
-    /// (`foreign_keys = off`, the first step of its table rebuild),
-    /// `ATTACH`, `DETACH`, `CREATE TEMP`. SQL Server: `SET` of a session
-    /// option (`IDENTITY_INSERT`, …), `USE`, a `#temporary` table (its
-    /// connections are the engine's own: closing one closes the session).
-    /// Not judged on PostgreSQL, whose units give the session back
-    /// (`reset all`, `discard temp`, …). Text the tokenizer cannot read counts as changing it.
+    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, an executable comment
+    /// such as mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`, any
+    /// `DELIMITER` line. SQLite: `PRAGMA` (`foreign_keys = off`, the first
+    /// step of its table rebuild), `ATTACH`, `DETACH`, `CREATE TEMP`. SQL
+    /// Server: `SET` of a session option (`IDENTITY_INSERT`, …), `USE`,
+    /// `EXECUTE AS`, a `#temporary` table (its connections are the engine's
+    /// own: closing one closes the session). Not judged on PostgreSQL, whose
+    /// units give the session back (`reset all`, `discard temp`, …). Text
+    /// the tokenizer cannot read counts as changing it.
     pub changes_session: bool,
 }
 
@@ -318,9 +319,14 @@ fn changes_sqlite_session(s: &[Word]) -> bool {
 /// A T-SQL batch that changes its session: `SET` of a session option
 /// (`IDENTITY_INSERT`, `XACT_ABORT`, `LANGUAGE`, … — not `SET @variable`,
 /// whose variable ends with the batch), `USE` a database, `EXECUTE AS` a
-/// user, a `#temporary` table. T-SQL needs no `;` between statements, so a batch is judged by
-/// its words: an `UPDATE … SET` of a column named like an option counts too.
+/// user, a `#temporary` table — not in a routine's definition, whose
+/// body's settings end with each call. T-SQL needs no `;` between
+/// statements, so a batch is judged by its words: an `UPDATE … SET` of a
+/// column named like an option counts too.
 fn changes_sqlserver_session(batch: &[Word]) -> bool {
+    if defines_routine(batch) {
+        return false;
+    }
     const OPTIONS: [&str; 31] = [
         "ANSI_DEFAULTS",
         "ANSI_NULL_DFLT_OFF",
@@ -356,10 +362,6 @@ fn changes_sqlserver_session(batch: &[Word]) -> bool {
     ];
     let option =
         |w: Option<&Word>| matches!(w, Some(Some(w)) if OPTIONS.contains(&w.as_str()) || w.starts_with("STATISTICS"));
-    if defines_routine(batch) {
-        // What its body sets ends with each call.
-        return false;
-    }
     batch.iter().enumerate().any(|(i, w)| match w.as_deref() {
         Some("SET") => option(batch.get(i + 1)),
         // Impersonation until `REVERT`: for the session, outside a module.
