@@ -512,3 +512,82 @@ async fn a_copy_waiting_for_a_client_is_refused_before_anything_runs() {
         assert!(!server.ws.tables("t1").await.contains(&"c".to_string()));
     }
 }
+
+/// A session lock a file takes (PostgreSQL's `pg_advisory_lock`, MySQL's
+/// `GET_LOCK`, as tools that guard a migration with one do) and a
+/// statement it prepares end with its unit — whether the unit commits,
+/// fails and is rolled back (a rollback keeps both), or ran outside a
+/// transaction. The service's pooled connections (and behind a pooler the
+/// server connection the application gets next) hold neither: no session
+/// of the service holds the lock after each version, and a later file
+/// preparing the same name on the same connection (`tenantConcurrency:
+/// 1`) runs (PostgreSQL refuses a name prepared twice). PostgreSQL gives
+/// the session back; MySQL and MariaDB close such a connection.
+#[tokio::test]
+async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed_or_not() {
+    type Text = fn(u32) -> String;
+    let (lock, held, prepare): (Text, Text, fn(&str) -> String) = match backend() {
+        Backend::Sqlite => return,
+        Backend::Postgres => (
+            |key| format!("select pg_advisory_lock({key});"),
+            |key| format!("select count(*) from pg_locks where locktype = 'advisory' and objid = {key} and granted"),
+            |name| format!("prepare {name} as select 1;"),
+        ),
+        Backend::Mysql => (
+            |key| format!("do get_lock('strata_{key}', 0);"),
+            |key| {
+                format!("select count(*) from (select is_used_lock('strata_{key}') as used) l where used is not null")
+            },
+            |name| format!("prepare {name} from 'select 1';"),
+        ),
+    };
+    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let names: Vec<String> = (1..=3).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    // Committed: each tenant's unit takes the lock (it is its session's:
+    // the three units share one connection) and prepares a statement.
+    server.ws.write_migration(
+        "tenants/004.sql",
+        &format!("{}\n{}\ncreate table {{schema}}.locked (id int);\n", lock(424201), prepare("strata_held")),
+    );
+    let version = server.create_version(json!({ "versionName": "locked" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    assert_eq!(server.ws.rows("svc", &held(424201)).await[0][0], json!(0), "a committed unit's lock stayed");
+    // Rolled back: the file fails after taking the lock and preparing.
+    server.ws.write_migration(
+        "tenants/005.sql",
+        &format!("{}\n{}\ninsert into no_such_table values (1);\n", lock(424202), prepare("strata_failed")),
+    );
+    let version = server.create_version(json!({ "versionName": "fails" })).await;
+    assert!(version.get("errors").is_some(), "{version}");
+    assert_eq!(server.ws.rows("svc", &held(424202)).await[0][0], json!(0), "a rolled-back unit's lock stayed");
+    // The same file, mended, prepares the same names again.
+    server.ws.write_migration(
+        "tenants/005.sql",
+        &format!(
+            "{}\n{}\ncreate table {{schema}}.mended (id int);\n",
+            prepare("strata_held"),
+            prepare("strata_failed")
+        ),
+    );
+    let version = server.create_version(json!({ "versionName": "mended" })).await;
+    assert!(version.get("errors").is_none(), "a statement prepared by an earlier unit was still there: {version}");
+    // Outside a transaction.
+    server.ws.write_migration(
+        "tenants/006.sql",
+        &format!("-- strata:no-transaction\n{}\ncreate table {{schema}}.alone (id int);\n", lock(424203)),
+    );
+    let version = server.create_version(json!({ "versionName": "alone" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    assert_eq!(server.ws.rows("svc", &held(424203)).await[0][0], json!(0), "a lone file's lock stayed");
+    for name in &names {
+        let tables = server.ws.tables(name).await;
+        for table in ["locked", "mended", "alone"] {
+            assert!(tables.contains(&table.to_string()), "{name}: {table}");
+        }
+    }
+}

@@ -213,14 +213,15 @@ pub struct FileMode {
     /// A statement changes its session beyond the file, which no statement
     /// can give back: the connection it ran on is closed after its unit,
     /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`,
-    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, an executable comment
-    /// such as mysqldump's `/*!40014 SET FOREIGN_KEY_CHECKS=0 */`, any
-    /// `DELIMITER` line. SQLite: `PRAGMA` (`foreign_keys = off`, the first
+    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, `GET_LOCK`, an
+    /// executable comment such as mysqldump's `/*!40014 SET
+    /// FOREIGN_KEY_CHECKS=0 */`, any `DELIMITER` line. SQLite: `PRAGMA` (`foreign_keys = off`, the first
     /// step of its table rebuild), `ATTACH`, `DETACH`, `CREATE TEMP`. SQL
     /// Server: `SET` of a session option (`IDENTITY_INSERT`, …), `USE`,
-    /// `EXECUTE AS`, a `#temporary` table (its connections are the engine's
-    /// own: closing one closes the session). Not judged on PostgreSQL, whose
-    /// units give the session back (`reset all`, `discard temp`, …). Text
+    /// `EXECUTE AS`, `sp_getapplock`, a `#temporary` table (its connections
+    /// are the engine's own: closing one closes the session). Not judged on
+    /// PostgreSQL, whose units give the session back, committed or rolled
+    /// back (`reset all`, `discard temp`, `pg_advisory_unlock_all()`, …). Text
     /// the tokenizer cannot read counts as changing it.
     pub changes_session: bool,
 }
@@ -267,10 +268,13 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         Driver::Mysql if delimiter::has_command(contents) => true,
         Driver::Mysql => {
             statements.iter().any(|s| changes_mysql_session(&s.words))
-                || tokens.iter().any(|t| executable_comment(&t.token))
+                || tokens.iter().any(|t| executable_comment(&t.token) || is_word(&t.token, "GET_LOCK"))
         }
         Driver::Sqlite => statements.iter().any(|s| changes_sqlite_session(&s.words)),
-        Driver::SqlServer => statements.iter().any(|batch| changes_sqlserver_session(&batch.words)),
+        Driver::SqlServer => {
+            statements.iter().any(|batch| changes_sqlserver_session(&batch.words))
+                || tokens.iter().any(|t| is_word(&t.token, "SP_GETAPPLOCK"))
+        }
         Driver::Postgres => false,
     };
     for statement in statements {
@@ -301,6 +305,9 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
 /// A MySQL or MariaDB statement that changes its session: `SET` (a
 /// variable, `NAMES`, a role, the next transaction's level), `USE`,
 /// `PREPARE`, `LOCK TABLES` (held until `UNLOCK`), `CREATE TEMPORARY`.
+/// A `GET_LOCK` anywhere in the file (a named lock outlives commit and
+/// rollback) is found over its tokens, as SQL Server's `sp_getapplock`
+/// (a session-owned one does too).
 fn changes_mysql_session(s: &[Word]) -> bool {
     is(s.first(), "SET")
         || is(s.first(), "USE")
@@ -565,6 +572,11 @@ fn word(token: &Token) -> Option<Word> {
         Token::Word(_) => Some(None),
         _ => None,
     }
+}
+
+/// Whether `token` is the unquoted word `text` (upper case).
+fn is_word(token: &Token, text: &str) -> bool {
+    matches!(word(token), Some(Some(w)) if w == text)
 }
 
 fn is(word: Option<&Word>, text: &str) -> bool {

@@ -582,6 +582,13 @@ pub(crate) trait Engine: Send + Sync {
     async fn alone_session(&self, _timeouts: Timeouts) -> Result<AloneSession<Self::Conn>, DbError> {
         Ok(AloneSession::Shared)
     }
+    /// After a file outside any transaction, run or failed, on `conn` (an
+    /// [`AloneSession::Own`] or the unit's): what the file left in its
+    /// session that would outlive it (an advisory lock, a prepared
+    /// statement) given back. Its error is logged, not returned: the file's
+    /// outcome is what it was. Engines whose files that change their
+    /// session have their connection closed instead do nothing here.
+    async fn end_alone(&self, _conn: &mut Self::Conn) {}
     /// The sessions that may be blocking a statement in `schema` (holders of
     /// locks there, open transactions), one line each, read right after a
     /// unit gave up waiting; empty when the engine cannot tell.

@@ -323,7 +323,9 @@ impl Engine for PostgresEngine {
         let sql = match step {
             Transaction::Begin => sql::BEGIN,
             Transaction::Commit => self.commit_text(),
-            Transaction::Rollback => sql::ROLLBACK,
+            // On Citus, as its commit: nothing else in the message.
+            Transaction::Rollback if self.citus => sql::ROLLBACK,
+            Transaction::Rollback => sql::ROLLBACK_AND_RESET,
         };
         sqlx::raw_sql(sql).execute(&mut **conn).await?;
         Ok(())
@@ -453,6 +455,16 @@ impl Engine for PostgresEngine {
 
     async fn alone_session(&self, timeouts: Timeouts) -> Result<AloneSession<Self::Conn>, DbError> {
         self.alone.session(timeouts).await
+    }
+
+    /// The session reset ([`sql::RESET`]), except on Citus (as its commit).
+    async fn end_alone(&self, conn: &mut Self::Conn) {
+        if self.citus {
+            return;
+        }
+        if let Err(error) = sqlx::raw_sql(sql::RESET).execute(&mut **conn).await {
+            tracing::warn!(%error, "resetting a session after a file outside any transaction");
+        }
     }
 
     /// Sessions holding locks on the schema's objects: pid, state, since

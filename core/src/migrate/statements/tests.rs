@@ -336,6 +336,8 @@ fn a_mysql_file_that_changes_its_session_is_told_apart() {
         "select 'unterminated",
         "create temporary table scratch (id int);",
         "prepare q from 'select 1';",
+        "do get_lock('strata', 10);\ncreate table t (id int);",
+        "insert into t (a, b, c, d, e, f, g, h, i, j, k) select 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, GET_LOCK('x', 1);",
     ] {
         assert!(changes(contents), "{contents}");
     }
@@ -344,6 +346,7 @@ fn a_mysql_file_that_changes_its_session_is_told_apart() {
         "update t set a = 1 where id = 2;",
         "-- set foreign_key_checks = 0\ncreate table t (`use` int, `set` int);",
         "create table settings (id int);\nalter table t lock = none;",
+        "select release_lock('get_lock');\ncreate table `get_lock` (id int);",
     ] {
         assert!(!changes(contents), "{contents}");
     }
@@ -386,6 +389,7 @@ fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
         "select 1 as n into ##shared",
         "set statistics io on",
         "EXECUTE AS USER = 'tenant_owner'\ncreate table t (id int)",
+        "EXEC sp_getapplock @Resource = 'strata', @LockMode = 'Exclusive', @LockOwner = 'Session'",
     ] {
         assert!(changes(contents), "{contents}");
     }

@@ -111,8 +111,16 @@ impl<E: Engine> Run<'_, E> {
                     self.engine.reset_timeouts(conn).await;
                     result
                 }
-                AloneSession::Own(mut own) => self.execute_alone(&mut own, step, &sql, timeouts, progress).await,
-                AloneSession::Untimed => self.execute_alone(conn, step, &sql, timeouts, progress).await,
+                AloneSession::Own(mut own) => {
+                    let result = self.execute_alone(&mut own, step, &sql, timeouts, progress).await;
+                    self.engine.end_alone(&mut own).await;
+                    result
+                }
+                AloneSession::Untimed => {
+                    let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
+                    self.engine.end_alone(conn).await;
+                    result
+                }
             };
         }
         if *current != Some(timeouts) {

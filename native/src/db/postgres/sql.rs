@@ -45,18 +45,33 @@ pub(crate) const COMMIT: &str = "commit";
 /// What files left in their session given back: the user and the role
 /// (which `reset all` leaves), the settings, prepared statements (the
 /// service's are unnamed), cursors, `listen`s, temporary tables — what
-/// `discard all` does, which cannot run in a transaction, but session
-/// advisory locks (`pg_advisory_unlock_all` answers a row).
+/// `discard all` does, which cannot run in a transaction — but session
+/// advisory locks ([`unlock_all!`]: it answers a row).
 macro_rules! reset_session {
     () => {
         "reset session authorization; reset role; reset all; deallocate all; close all; unlisten *; discard temp;"
     };
 }
+/// The session advisory locks files took (`pg_advisory_lock`), which
+/// outlive a commit and a rollback, given back.
+macro_rules! unlock_all {
+    () => {
+        "select pg_advisory_unlock_all();"
+    };
+}
 /// Commits it, what its statements left in the session given back first
 /// (`Engine::commit_text`).
-pub(crate) const RESET_AND_COMMIT: &str = concat!(reset_session!(), "\ncommit");
+pub(crate) const RESET_AND_COMMIT: &str = concat!(reset_session!(), " ", unlock_all!(), "\ncommit");
+/// Rolls it back, then gives back what its statements left that a
+/// rollback keeps (prepared statements, advisory locks) — and the rest,
+/// in the same message (behind a pooler in transaction mode, on the same
+/// server connection).
+pub(crate) const ROLLBACK_AND_RESET: &str = concat!("rollback;\n", reset_session!(), " ", unlock_all!());
 /// Rolls it back.
 pub(crate) const ROLLBACK: &str = "rollback";
+/// What a file outside any transaction left in its session given back
+/// (`Engine::end_alone`).
+pub(crate) const RESET: &str = concat!(reset_session!(), " ", unlock_all!());
 
 /// The service's schema and bookkeeping tables.
 pub(crate) const CREATE_SERVICE_TABLES: &str = "
