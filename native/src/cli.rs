@@ -234,6 +234,16 @@ enum Command {
     /// schema (what `diff --desired` shows), the other groups listed with
     /// how the file fares there.
     New(NewArgs),
+    /// Write an Atlas directory's `atlas.sum` again over its files as they
+    /// are (what `atlas migrate hash` does): after a change to them was
+    /// reviewed. Until then a directory whose files differ from its sum is
+    /// refused.
+    Hash {
+        /// The configured directory (default: the only migration
+        /// directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<String>,
+    },
     /// The configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -941,6 +951,7 @@ pub(crate) fn main() -> ExitCode {
             commands::local(config, false, |_, config| new::new_migration(config, &args.name, args.dir.as_deref()))
                 .into()
         }
+        Command::Hash { dir } => commands::local(config, false, |_, config| new::hash(config, dir.as_deref())).into(),
         Command::Config(ConfigCommand::Check { offline }) => {
             commands::local(config, offline, commands::config_check).into()
         }

@@ -8,7 +8,9 @@
 
 use serde_json::json;
 
-use crate::support::{Workspace, code, create_schema_sql, json_of, mysql_turn, stderr, stdout, strata};
+use crate::support::{
+    Backend, Workspace, backend, code, create_schema_sql, json_of, mysql_turn, stderr, stdout, strata,
+};
 
 /// A workspace whose configured directories are empty, its database
 /// prepared (on MySQL the caller holds the turn).
@@ -369,7 +371,7 @@ async fn a_sync_to_a_file_records_only_up_to_it_as_flyway_s_baseline_does() {
         ws.execute("ref", &create_schema_sql().replace("{schema}", "ref")).await;
     }
     for table in ["a", "b"] {
-        let sql = if crate::support::backend() == crate::support::Backend::Sqlite {
+        let sql = if backend() == Backend::Sqlite {
             format!("create table {table} (id int)")
         } else {
             format!("create table ref.{table} (id int)")
@@ -389,4 +391,79 @@ async fn a_sync_to_a_file_records_only_up_to_it_as_flyway_s_baseline_does() {
     assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
     assert_eq!(recorded(&ws, "ref").await, ["ref/001.sql", "ref/002.sql", "ref/010.sql"]);
     assert_eq!(sorted(ws.tables("ref").await), ["a", "b", "c"]);
+}
+
+/// An Atlas directory (`atlas migrate`'s): its files run in name order
+/// with their directives (`txmode none` outside a transaction — on
+/// PostgreSQL a `create index concurrently` — and a delimiter of their
+/// own), only while they are the files its `atlas.sum` sums. Without the
+/// sum, and with a file added after it was written (reviewed), nothing
+/// runs and the file is named; `strata hash` writes the sum (what `atlas
+/// migrate hash` does) and `strata new` writes the next file and the sum
+/// with it, refusing a directory that differs from its sum.
+#[tokio::test]
+async fn an_atlas_directory_runs_only_the_files_its_sum_sums() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    let outside = match backend() {
+        Backend::Postgres => "create index concurrently users_id on {schema}.users (id);\n",
+        _ => "alter table {schema}.users add column flag int;\n",
+    };
+    ws.write_migration("tenants/20240101000000_users.sql", "create table {schema}.users (id int);\n");
+    ws.write_migration("tenants/20240102000000_outside.sql", &format!("-- atlas:txmode none\n\n{outside}"));
+    ws.write_migration(
+        "tenants/20240103000000_orders.sql",
+        "-- atlas:delimiter -- end\n\ncreate table {schema}.orders (id int)\n-- end\n\
+         insert into {schema}.orders values (7)\n-- end\n",
+    );
+    let config = ws.write_config(&ws.config(""));
+    let refused = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(stderr(&refused).contains("tenants/atlas.sum: missing"), "{}", stderr(&refused));
+    assert!(ws.tables("acme").await.is_empty());
+
+    let hashed = strata(&config, &["hash", "--dir", "tenants"]).await;
+    assert_eq!(code(&hashed), 0, "{}", stderr(&hashed));
+    assert!(stdout(&hashed).trim().ends_with("tenants/atlas.sum"), "{}", stdout(&hashed));
+    let apply = strata(&config, &["apply", "--version", "t1", "--tenant", "acme"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(sorted(ws.tables("acme").await), ["orders", "users"]);
+    assert_eq!(ws.rows("acme", "select id from orders").await, vec![vec![json!(7)]]);
+    if backend() == Backend::Postgres {
+        let index = "select count(*) from pg_indexes where indexname = 'users_id' and schemaname = 'acme'";
+        assert_eq!(ws.rows("svc", index).await, vec![vec![json!(1)]]);
+    }
+    assert_eq!(recorded(&ws, "acme").await.len(), 3);
+
+    // A file added after the sum was written: named, nothing runs.
+    ws.write_migration("tenants/20240104000000_drop.sql", "drop table {schema}.users;\n");
+    for command in [&["plan"][..], &["apply", "--version", "v2"]] {
+        let refused = strata(&config, command).await;
+        assert_eq!(code(&refused), 1, "{command:?} {}{}", stdout(&refused), stderr(&refused));
+        assert!(
+            stderr(&refused).contains("tenants/20240104000000_drop.sql was added since it was written"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    let new = strata(&config, &["new", "add flag", "--dir", "tenants"]).await;
+    assert_eq!(code(&new), 1, "{}", stderr(&new));
+    assert!(sorted(ws.tables("acme").await).contains(&"users".to_string()));
+
+    // Removed, the directory is its sum's again; `new` writes the next
+    // file and the sum; the file, filled in, is a change to review.
+    std::fs::remove_file(ws.migrations().join("tenants/20240104000000_drop.sql")).unwrap();
+    let new = strata(&config, &["new", "add notes", "--dir", "tenants"]).await;
+    assert_eq!(code(&new), 0, "{}", stderr(&new));
+    let path = stdout(&new).trim().to_string();
+    assert!(path.ends_with("_add_notes.sql"), "{path}");
+    std::fs::write(&path, "create table {schema}.notes (id int);\n").unwrap();
+    let refused = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(stderr(&refused).contains("_add_notes.sql (or a file before it) was edited"), "{}", stderr(&refused));
+    assert_eq!(code(&strata(&config, &["hash", "--dir", "tenants"]).await), 0);
+    let apply = strata(&config, &["apply", "--version", "v2"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    assert_eq!(sorted(ws.tables("acme").await), ["notes", "orders", "users"]);
+    assert_eq!(recorded(&ws, "acme").await.len(), 4);
 }

@@ -19,6 +19,9 @@
 //!   `-- +goose NO TRANSACTION`, `StatementBegin` / `StatementEnd` (kept as
 //!   comments: the statement splitter reads dollar quotes and blocks
 //!   itself); ordered by the leading number.
+//! - [`Format::Atlas`]: files ordered by name, summed by `atlas.sum`
+//!   (refused when they are not the files it sums), `-- atlas:txmode none`,
+//!   `-- atlas:delimiter`, a first `-- atlas:checkpoint` ([`atlas`]).
 //! - [`Format::Flyway`]: `V<version>__<description>.sql` ordered by version
 //!   (`1.1 < 1.10 < 2 < 10`; `_` separates version parts like `.`),
 //!   `U<version>__…` the undo of the `V` file of the same version,
@@ -54,6 +57,8 @@
 //! one) — in a directory read as Strata's format, any of them would
 //! otherwise run forward.
 
+pub mod atlas;
+
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -72,11 +77,14 @@ pub enum Format {
     Goose,
     /// Flyway: `V…__`, `U…__`, `R__` file names.
     Flyway,
+    /// Atlas: files summed by `atlas.sum`, `-- atlas:` directives.
+    Atlas,
 }
 
 impl Format {
     /// Every format, in the order their names are listed.
-    pub const ALL: [Format; 5] = [Format::Strata, Format::Dbmate, Format::GolangMigrate, Format::Goose, Format::Flyway];
+    pub const ALL: [Format; 6] =
+        [Format::Strata, Format::Dbmate, Format::GolangMigrate, Format::Goose, Format::Flyway, Format::Atlas];
 
     /// The name used in the configuration and in messages.
     pub fn name(self) -> &'static str {
@@ -86,6 +94,7 @@ impl Format {
             Format::GolangMigrate => "golang-migrate",
             Format::Goose => "goose",
             Format::Flyway => "flyway",
+            Format::Atlas => "atlas",
         }
     }
 
@@ -98,6 +107,7 @@ impl Format {
             "golang-migrate" | "migrate" | "sqlx" => Some(Format::GolangMigrate),
             "goose" => Some(Format::Goose),
             "flyway" => Some(Format::Flyway),
+            "atlas" => Some(Format::Atlas),
             _ => None,
         }
     }
@@ -318,6 +328,15 @@ pub enum FormatError {
         /// What is wrong.
         message: String,
     },
+    /// An Atlas directory's files are not the ones its `atlas.sum` sums,
+    /// or it has none.
+    #[error("{file}: {message}")]
+    AtlasSum {
+        /// `directory/atlas.sum`.
+        file: String,
+        /// What differs.
+        message: String,
+    },
     /// A file is not UTF-8 text.
     #[error("{file}: not valid UTF-8 text (at byte {valid_up_to})")]
     NotUtf8 {
@@ -334,6 +353,9 @@ enum Marker {
     DbmateUp(String),
     DbmateDown(String),
     Goose(String),
+    /// An Atlas file directive (`atlas:txmode`, `atlas:delimiter`,
+    /// `atlas:checkpoint`, `atlas:sum`).
+    Atlas,
 }
 
 /// The marker on a line, if it is one (`--` comment lines only).
@@ -347,6 +369,13 @@ fn marker(line: &str) -> Option<Marker> {
             return Some(if up { Marker::DbmateUp(options) } else { Marker::DbmateDown(options) });
         }
     }
+    if let Some(rest) = comment.strip_prefix("atlas:")
+        && ["txmode", "delimiter", "checkpoint", "sum"].iter().any(|name| {
+            rest.strip_prefix(name).is_some_and(|after| after.is_empty() || after.starts_with(char::is_whitespace))
+        })
+    {
+        return Some(Marker::Atlas);
+    }
     let rest = comment.strip_prefix("+goose")?;
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| Marker::Goose(rest.trim().to_string()))
 }
@@ -355,6 +384,7 @@ fn marker_format(marker: &Marker) -> Format {
     match marker {
         Marker::DbmateUp(_) | Marker::DbmateDown(_) => Format::Dbmate,
         Marker::Goose(_) => Format::Goose,
+        Marker::Atlas => Format::Atlas,
     }
 }
 
@@ -384,9 +414,13 @@ fn is_sql_name(name: &str) -> bool {
 
 /// Whether a directory read in `format` ignores the file `name`: it is
 /// hidden (starts with `.`), or neither a `.sql` file nor, in a Flyway
-/// directory, a `.sql.conf` file. The shell says which files were ignored.
+/// directory, a `.sql.conf` file, nor an Atlas directory's `atlas.sum`.
+/// The shell says which files were ignored.
 pub fn ignored(format: Format, name: &str) -> bool {
-    name.starts_with('.') || !(is_sql_name(name) || (format == Format::Flyway && name.ends_with(".sql.conf")))
+    name.starts_with('.')
+        || !(is_sql_name(name)
+            || (format == Format::Flyway && name.ends_with(".sql.conf"))
+            || (format == Format::Atlas && name == atlas::SUM_FILE))
 }
 
 /// Flyway's callback events, as its SQL callback files name them
@@ -498,6 +532,9 @@ fn evidence(name: &str, text: &str) -> Vec<Format> {
 pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatError> {
     let mut seen: Vec<(Format, &str)> = Vec::new();
     let mut without_evidence: Option<&str> = None;
+    if files.iter().any(|f| f.name == atlas::SUM_FILE) {
+        seen.push((Format::Atlas, atlas::SUM_FILE));
+    }
     for file in files.iter().filter(|f| !ignored(Format::Strata, f.name)) {
         let found = evidence(file.name, &String::from_utf8_lossy(file.bytes));
         if found.is_empty() {
@@ -512,12 +549,16 @@ pub fn detect(directory: &str, files: &[Input<'_>]) -> Result<Format, FormatErro
     match seen.as_slice() {
         [] => Ok(Format::Strata),
         [(format, evidence)] => match without_evidence {
-            Some(file) if *format != Format::GolangMigrate => Err(FormatError::NotOfTheFormat {
-                file: format!("{directory}/{file}"),
-                directory: directory.to_string(),
-                format: format.name(),
-                evidence: format!("{directory}/{evidence}"),
-            }),
+            // Atlas's and golang-migrate's files need no evidence each
+            // (the sum, the pairs' names are the directory's).
+            Some(file) if !matches!(format, Format::GolangMigrate | Format::Atlas) => {
+                Err(FormatError::NotOfTheFormat {
+                    file: format!("{directory}/{file}"),
+                    directory: directory.to_string(),
+                    format: format.name(),
+                    evidence: format!("{directory}/{evidence}"),
+                })
+            }
             _ => Ok(*format),
         },
         [(a, first), (b, second), ..] => Err(FormatError::Mixed {
@@ -545,6 +586,7 @@ pub fn read(directory: &str, format: Format, files: &[Input<'_>]) -> Result<Vec<
         Format::Goose => files.iter().map(|f| read_goose(directory, f)).collect(),
         Format::GolangMigrate => read_golang(directory, &files),
         Format::Flyway => read_flyway(directory, &files),
+        Format::Atlas => atlas::read_atlas(directory, &files),
     }
 }
 
@@ -1137,7 +1179,7 @@ pub fn next_files(
     };
     let file = |name: String, contents: &str| NewFile { name, contents: contents.to_string() };
     Ok(match format {
-        Format::Strata => vec![file(format!("{next}_{slug}.sql"), "")],
+        Format::Strata | Format::Atlas => vec![file(format!("{next}_{slug}.sql"), "")],
         Format::Dbmate => vec![file(format!("{next}_{slug}.sql"), "-- migrate:up\n\n\n-- migrate:down\n\n")],
         Format::Goose => vec![file(format!("{next}_{slug}.sql"), "-- +goose Up\n\n\n-- +goose Down\n\n")],
         Format::GolangMigrate => {
@@ -1174,7 +1216,7 @@ pub fn with_statements(
         .into_iter()
         .map(|file| {
             let contents = match format {
-                Format::Strata | Format::Flyway => body.clone(),
+                Format::Strata | Format::Flyway | Format::Atlas => body.clone(),
                 Format::Dbmate => format!("-- migrate:up\n{body}\n-- migrate:down\n\n"),
                 Format::Goose => format!("-- +goose Up\n{body}\n-- +goose Down\n\n"),
                 Format::GolangMigrate if file.name.ends_with(".up.sql") => body.clone(),

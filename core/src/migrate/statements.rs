@@ -909,5 +909,6 @@ pub fn locate(contents: &str, placeholder: &str, schema: &str, offset: usize) ->
 }
 
 mod delimiter;
+pub(crate) use delimiter::to_semicolons;
 #[cfg(test)]
 mod tests;

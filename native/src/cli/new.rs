@@ -101,6 +101,12 @@ impl Next {
             }
             outln!("{}", target.display());
         }
+        if self.format == Format::Atlas {
+            let exit = write_atlas_sum(&self.path);
+            if exit != Exit::Success {
+                return exit;
+            }
+        }
         if self.format != Format::Strata {
             eprintln!("strata: {} is read as {} files", self.directory, self.format.name());
         }
@@ -108,11 +114,112 @@ impl Next {
     }
 }
 
+/// `hash [--dir DIR]`: an Atlas directory's `atlas.sum` written again
+/// over its files as they are (what `atlas migrate hash` does), once their
+/// change has been reviewed.
+pub(super) fn hash(config: &Config, dir: Option<&str>) -> Exit {
+    let (path, directory, files) = match directory_files(config, dir) {
+        Ok(found) => found,
+        Err(exit) => return exit,
+    };
+    let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
+    let format = match format_of(config, &directory, &inputs) {
+        Ok(format) => format,
+        Err(exit) => return exit,
+    };
+    if format != Format::Atlas {
+        eprintln!("strata: {directory} is read as {} files, which have no atlas.sum", format.name());
+        return Exit::Usage;
+    }
+    let exit = write_atlas_sum(&path);
+    if exit == Exit::Success {
+        outln!("{}", path.join(format::atlas::SUM_FILE).display());
+    }
+    exit
+}
+
+/// Writes `atlas.sum` in `path` over the files there now.
+fn write_atlas_sum(path: &Path) -> Exit {
+    let files = match read_files(path) {
+        Ok(files) => files,
+        Err(exit) => return exit,
+    };
+    let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
+    let target = path.join(format::atlas::SUM_FILE);
+    if let Err(e) = std::fs::write(&target, format::atlas::sum_text(&inputs)) {
+        eprintln!("strata: {}: {e}", target.display());
+        return Exit::Failed;
+    }
+    Exit::Success
+}
+
+/// The files of a directory (none when it does not exist).
+fn read_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Exit> {
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    match std::fs::read_dir(path) {
+        Ok(entries) => {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_file()) {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    files.push((name, std::fs::read(entry.path()).unwrap_or_default()));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            eprintln!("strata: {}: {e}", path.display());
+            return Err(Exit::Failed);
+        }
+    }
+    Ok(files)
+}
+
+/// A directory's format: the configuration's, else the one its files show.
+fn format_of(config: &Config, directory: &str, inputs: &[Input<'_>]) -> Result<Format, Exit> {
+    match config.migration_formats.get(directory) {
+        Some(format) => Ok(*format),
+        None => format::detect(directory, inputs).map_err(|e| {
+            eprintln!("strata: {e}");
+            Exit::Failed
+        }),
+    }
+}
+
 /// The directory (`dir`, default: the only migration directory), its
-/// format and the names of its next file(s).
+/// format and the names of its next file(s). An Atlas directory whose
+/// files are not the ones its `atlas.sum` sums is refused (as `atlas
+/// migrate new` refuses it): the sum written after the new file would
+/// take in an unreviewed change.
 fn next_in(config: &Config, description: &str, dir: Option<&str>) -> Result<Next, Exit> {
+    let (path, directory, files) = directory_files(config, dir)?;
+    let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
+    let format = format_of(config, &directory, &inputs)?;
+    if format == Format::Atlas && inputs.iter().any(|f| !format::ignored(format, f.name)) {
+        let sum = inputs.iter().find(|f| f.name == format::atlas::SUM_FILE).map(|f| f.bytes);
+        let sql: Vec<&Input<'_>> =
+            inputs.iter().filter(|f| !format::ignored(format, f.name) && f.name != format::atlas::SUM_FILE).collect();
+        if let Err(e) = format::atlas::check_sum(&directory, sum, &sql) {
+            eprintln!("strata: {e}");
+            return Err(Exit::Failed);
+        }
+    }
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    let now = Utc::now().format("%Y%m%d%H%M%S").to_string();
+    match format::next_files(format, &names, description, &now) {
+        Ok(new) => Ok(Next { path, directory, format, files: new }),
+        Err(e) => {
+            eprintln!("strata: {e}");
+            Err(Exit::Usage)
+        }
+    }
+}
+
+/// The directory `dir` names (default: the only migration directory) on
+/// the local disk: its path, its name and its files.
+type DirectoryFiles = (std::path::PathBuf, String, Vec<(String, Vec<u8>)>);
+fn directory_files(config: &Config, dir: Option<&str>) -> Result<DirectoryFiles, Exit> {
     let Ok(BaseLocation::Local(base)) = BaseLocation::parse(&config.base_location) else {
-        eprintln!("strata: new writes to a local baseLocation only (this one is {})", config.base_location);
+        eprintln!("strata: writes to a local baseLocation only (this one is {})", config.base_location);
         return Err(Exit::Usage);
     };
     let migration_dirs: Vec<&str> =
@@ -130,40 +237,6 @@ fn next_in(config: &Config, description: &str, dir: Option<&str>) -> Result<Next
         }
     };
     let path = Path::new(&base).join(directory);
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    match std::fs::read_dir(&path) {
-        Ok(entries) => {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_file()) {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    files.push((name, std::fs::read(entry.path()).unwrap_or_default()));
-                }
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            eprintln!("strata: {}: {e}", path.display());
-            return Err(Exit::Failed);
-        }
-    }
-    let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
-    let format = match config.migration_formats.get(directory) {
-        Some(format) => *format,
-        None => match format::detect(directory, &inputs) {
-            Ok(format) => format,
-            Err(e) => {
-                eprintln!("strata: {e}");
-                return Err(Exit::Failed);
-            }
-        },
-    };
-    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
-    let now = Utc::now().format("%Y%m%d%H%M%S").to_string();
-    match format::next_files(format, &names, description, &now) {
-        Ok(new) => Ok(Next { path, directory: directory.to_string(), format, files: new }),
-        Err(e) => {
-            eprintln!("strata: {e}");
-            Err(Exit::Usage)
-        }
-    }
+    let files = read_files(&path)?;
+    Ok((path, directory.to_string(), files))
 }

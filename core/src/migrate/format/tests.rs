@@ -344,3 +344,124 @@ fn statements_go_into_each_formats_up_part_and_read_back_as_that_format() {
         assert_eq!(read.down.map(|d| d.text.trim().to_string()), Some(String::new()));
     }
 }
+
+/// An Atlas directory of `files`, with the `atlas.sum` written for them.
+fn atlas_dir(files: &[(&str, &str)]) -> Vec<(String, String)> {
+    let inputs: Vec<Input<'_>> = files.iter().map(|(name, text)| input(name, text)).collect();
+    let mut dir: Vec<(String, String)> = files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    dir.push(("atlas.sum".to_string(), atlas::sum_text(&inputs)));
+    dir
+}
+
+fn read_atlas(dir: &[(String, String)]) -> Result<Vec<Read>, FormatError> {
+    let inputs: Vec<Input<'_>> = dir.iter().map(|(name, text)| input(name, text)).collect();
+    read("m", Format::Atlas, &inputs)
+}
+
+#[test]
+fn atlas_sum_is_a_running_digest_of_names_and_bytes_summed_on_its_first_line() {
+    let dir = atlas_dir(&[("2_b.sql", "create table b (x int);\n"), ("1_a.sql", "create table a (x int);\n")]);
+    let sum = &dir[2].1;
+    // By name; each line the digest of every name and text up to it.
+    let lines: Vec<&str> = sum.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[1].starts_with("1_a.sql h1:") && lines[2].starts_with("2_b.sql h1:"), "{sum}");
+    use base64ct::Encoding;
+    use sha2::Digest;
+    let running = |parts: &[&str]| {
+        let mut digest = sha2::Sha256::new();
+        for part in parts {
+            digest.update(part.as_bytes());
+        }
+        base64ct::Base64::encode_string(&digest.finalize())
+    };
+    let first = running(&["1_a.sql", "create table a (x int);\n"]);
+    let second = running(&["1_a.sql", "create table a (x int);\n", "2_b.sql", "create table b (x int);\n"]);
+    assert_eq!(lines[1], format!("1_a.sql h1:{first}"));
+    assert_eq!(lines[2], format!("2_b.sql h1:{second}"));
+    assert_eq!(lines[0], format!("h1:{}", running(&["1_a.sql", &first, "2_b.sql", &second])));
+    let reads = read_atlas(&dir).unwrap();
+    assert_eq!(reads.len(), 2);
+    assert!(reads.iter().all(|r| r.order == SortKey::Name && !r.forward.no_transaction && r.down.is_none()));
+}
+
+#[test]
+fn an_atlas_directory_whose_files_are_not_the_ones_its_sum_sums_is_refused_naming_the_first() {
+    let dir = atlas_dir(&[("1_a.sql", "create table a (x int);\n"), ("2_b.sql", "create table b (x int);\n")]);
+    let refused = |dir: &[(String, String)]| read_atlas(dir).unwrap_err().to_string();
+    let mut edited = dir.clone();
+    edited[0].1.push_str("drop table users;\n");
+    assert!(refused(&edited).starts_with("m/atlas.sum: m/1_a.sql (or a file before it) was edited since"));
+    let mut added = dir.clone();
+    added.push(("3_c.sql".to_string(), "drop table users;\n".to_string()));
+    assert!(refused(&added).starts_with("m/atlas.sum: m/3_c.sql was added since it was written"));
+    // Even before the others, and in upper case (Strata would run it).
+    let mut added = dir.clone();
+    added.push(("0_Z.SQL".to_string(), "drop table users;\n".to_string()));
+    assert!(refused(&added).starts_with("m/atlas.sum: m/0_Z.SQL was added"));
+    let removed: Vec<(String, String)> = dir.iter().filter(|(n, _)| n != "1_a.sql").cloned().collect();
+    assert!(refused(&removed).starts_with("m/atlas.sum: m/1_a.sql was removed"));
+    // A line of the sum changed to match an edit: its total no longer does.
+    let mut forged = edited.clone();
+    let honest = atlas_dir(&[("1_a.sql", &edited[0].1), ("2_b.sql", &edited[1].1)]);
+    let lines: Vec<&str> = honest[2].1.lines().collect();
+    forged[2].1 = format!("{}\n{}\n{}\n", dir[2].1.lines().next().unwrap(), lines[1], lines[2]);
+    assert!(refused(&forged).contains("its sum does not match its lines: it was edited by hand"));
+    let missing: Vec<(String, String)> = dir.iter().filter(|(n, _)| n != "atlas.sum").cloned().collect();
+    assert!(refused(&missing).starts_with("m/atlas.sum: missing"));
+    // `atlas:sum ignore` on the first line: only the name is summed.
+    let dir = atlas_dir(&[("1_a.sql", "-- atlas:sum ignore\nselect 1;\n"), ("2_b.sql", "select 2;\n")]);
+    let mut changed = dir.clone();
+    changed[0].1.push_str("select 3;\n");
+    assert_eq!(read_atlas(&changed).unwrap().len(), 2);
+}
+
+#[test]
+fn atlas_file_directives_set_the_transaction_and_the_delimiter() {
+    let refused = |text: &str| read_atlas(&atlas_dir(&[("1.sql", text)])).unwrap_err().to_string();
+    let one = |text: &str| read_atlas(&atlas_dir(&[("1.sql", text)])).unwrap().remove(0).forward;
+    assert!(one("-- atlas:txmode none\n\ncreate index concurrently i on t (x);\n").no_transaction);
+    assert!(!one("-- atlas:txmode file\n\nselect 1;\n").no_transaction);
+    // Not followed by a blank line, the comments are the statement's.
+    assert!(!one("-- atlas:txmode none\ncreate table t (x int);\n").no_transaction);
+    assert!(refused("-- atlas:txmode all\n\nselect 1;\n").contains("txmode \"all\" is not allowed in a file"));
+    assert!(refused("-- atlas:txmode maybe\n\nselect 1;\n").contains("unknown txmode \"maybe\""));
+    assert!(refused("-- atlas:txmode none\n-- atlas:txmode file\n\nselect 1;\n").contains("more than one txmode"));
+    // A delimiter of its own: the same lines, cut at `;`.
+    let text = "-- atlas:delimiter -- end\n\ncreate procedure p() begin select 1; end\n-- end\ncall p()\n-- end\n";
+    assert_eq!(one(text).text, "\n\ncreate procedure p() begin select 1; end\n;\ncall p()\n;\n");
+    let text = "-- atlas:delimiter \\n\\n\ncreate index a on t (x)\n\ncreate index b on t (y)";
+    assert_eq!(one(text).text, "\ncreate index a on t (x);\n\ncreate index b on t (y)");
+    assert!(refused("-- atlas:delimiter \nselect 1;").contains("an empty delimiter"));
+    // SQL Server's `GO` lines are cut as they are.
+    assert_eq!(one("-- atlas:delimiter \\nGO\nselect 1\nGO\n").text, "\nselect 1\nGO\n");
+}
+
+#[test]
+fn an_atlas_checkpoint_reads_as_the_first_file_only() {
+    let checkpoint = "-- atlas:checkpoint v2\n\ncreate table a (x int);\ncreate table b (x int);\n";
+    assert_eq!(read_atlas(&atlas_dir(&[("3_checkpoint.sql", checkpoint), ("4_c.sql", "select 1;")])).unwrap().len(), 2);
+    let after = atlas_dir(&[("1_a.sql", "create table a (x int);\n"), ("3_checkpoint.sql", checkpoint)]);
+    let refused = read_atlas(&after).unwrap_err().to_string();
+    assert!(refused.starts_with("m/3_checkpoint.sql:1: an Atlas checkpoint"), "{refused}");
+}
+
+#[test]
+fn an_atlas_directory_is_told_by_its_sum_or_its_directives() {
+    let dir = atlas_dir(&[("20240101000000_a.sql", "create table a (x int);\n")]);
+    let inputs: Vec<Input<'_>> = dir.iter().map(|(name, text)| input(name, text)).collect();
+    assert_eq!(detect("m", &inputs), Ok(Format::Atlas));
+    assert!(!ignored(Format::Atlas, "atlas.sum") && ignored(Format::Strata, "atlas.sum"));
+    // Directives without the sum: Atlas's, and refused for the missing sum.
+    let files = [input("1.sql", "-- atlas:txmode none\n\nselect 1;\n"), input("2.sql", "select 2;\n")];
+    assert_eq!(detect("m", &files), Ok(Format::Atlas));
+    // Beside another format's markers: both named.
+    let files = [inputs[0], inputs[1], input("2.sql", "-- migrate:up\nselect 1;\n")];
+    assert!(matches!(detect("m", &files), Err(FormatError::Mixed { .. })));
+    // Named as Strata's format, a directive is a foreign marker.
+    let refused = read_one(Format::Strata, "1.sql", "-- atlas:txmode none\n\nselect 1;\n").unwrap_err().to_string();
+    assert!(refused.starts_with("m/1.sql:1: \"-- atlas:txmode none\" is a atlas marker"), "{refused}");
+    assert_eq!(Format::parse("atlas"), Some(Format::Atlas));
+    let new = next_files(Format::Atlas, &["20240101000000_a.sql", "atlas.sum"], "Add B", "20261205014500").unwrap();
+    assert_eq!(new, vec![NewFile { name: "20261205014500_add_b.sql".into(), contents: String::new() }]);
+}

@@ -83,9 +83,42 @@ fn cut(text: &str, delimiter: &str) -> Vec<Range<usize>> {
             start.get_or_insert(range.start);
             end = range.end;
         }
-        Piece::Delimiter => out.extend(start.take().map(|start| start..end)),
+        Piece::Delimiter(_) => out.extend(start.take().map(|start| start..end)),
     });
     out.extend(start.map(|start| start..end));
+    out
+}
+
+/// `text` with each `delimiter` that stands outside strings, quoted names
+/// and comments made a `;` — none where the statement before it ends with
+/// one already — and the delimiter's line ends kept, so every statement
+/// is on the lines it was: a file cut at a delimiter of its own (Atlas's
+/// `-- atlas:delimiter`) as plain statements every engine cuts at `;`.
+pub(crate) fn to_semicolons(text: &str, delimiter: &str) -> String {
+    let mut at_delimiters = Vec::new();
+    // Per delimiter: whether the statement before it ends with a `;`.
+    let mut ended = Vec::new();
+    let mut last_content = None;
+    Scan::default().read(text, delimiter, |piece| match piece {
+        Piece::Content(range) => last_content = Some(range.start),
+        Piece::Delimiter(at) => {
+            at_delimiters.push(at);
+            ended.push(last_content.is_none_or(|start| text[start..].starts_with(';')));
+            last_content = None;
+        }
+    });
+    let line_ends = delimiter.matches('\n').count();
+    let mut out = String::with_capacity(text.len() + at_delimiters.len());
+    let mut from = 0;
+    for (at, ended) in at_delimiters.into_iter().zip(ended) {
+        out.push_str(&text[from..at]);
+        if !ended {
+            out.push(';');
+        }
+        out.extend(std::iter::repeat_n('\n', line_ends));
+        from = at + delimiter.len();
+    }
+    out.push_str(&text[from..]);
     out
 }
 
@@ -93,8 +126,8 @@ fn cut(text: &str, delimiter: &str) -> Vec<Range<usize>> {
 enum Piece {
     /// A character of a statement, at these bytes.
     Content(Range<usize>),
-    /// The delimiter, in plain text.
-    Delimiter,
+    /// The delimiter, in plain text, at this byte.
+    Delimiter(usize),
 }
 
 /// Where a character stands: in a string or quoted name, in a comment, or
@@ -138,7 +171,7 @@ impl Scan {
         while let Some((at, c)) = chars.next() {
             if self.place == Place::Plain && self.skip == 0 && text[at..].starts_with(delimiter) {
                 self.started = false;
-                found(Piece::Delimiter);
+                found(Piece::Delimiter(at));
                 // Past the delimiter's other characters.
                 for _ in 1..delimiter.chars().count() {
                     chars.next();
@@ -270,5 +303,23 @@ mod tests {
         assert_eq!(command("  DELIMITER   ;;  \n"), Some(";;"));
         assert_eq!(command("delimiter"), None);
         assert_eq!(command("delimiter a b"), None);
+    }
+
+    #[test]
+    fn a_delimiter_of_its_own_becomes_a_semicolon_on_the_same_lines() {
+        let text = "create procedure p() begin select 1; end\n-- end\ncreate table t (a int)\n-- end\n";
+        assert_eq!(
+            to_semicolons(text, "-- end"),
+            "create procedure p() begin select 1; end\n;\ncreate table t (a int)\n;\n"
+        );
+        // A blank line between statements; the one ending with `;` gets none.
+        let text = "create table a (x int);\n\ncreate table b (x text default '\n\n')\n\nselect 1";
+        assert_eq!(
+            to_semicolons(text, "\n\n"),
+            "create table a (x int);\n\ncreate table b (x text default '\n\n');\n\nselect 1"
+        );
+        // In strings and comments, it cuts nothing.
+        let text = "select '//' // /* // */ select 2 //";
+        assert_eq!(to_semicolons(text, "//"), "select '//' ; /* // */ select 2 ;");
     }
 }
