@@ -436,13 +436,14 @@ async fn a_worker_killed_mid_version_is_a_lost_connection_every_time() {
                 &format!("tenants/r{round:02}{part}.sql"),
                 &format!(
                     "create table {{schema}}.r{round:02}{part} (id bigint);\n\
-                     insert into {{schema}}.log (file) values ('r{round:02}{part}');\nselect pg_sleep(0.02);\n"
+                     insert into {{schema}}.log (file) values ('r{round:02}{part}');\nselect pg_sleep(0.04);\n"
                 ),
             );
         }
         let config = project.path();
         let apply = tokio::spawn(async move { strata(&config, &["apply", "--version", "round"]).await });
-        tokio::time::sleep(Duration::from_millis(700 + 120 * round as u64)).await;
+        // At a later point each round, within the version (about 3 s).
+        tokio::time::sleep(Duration::from_millis(700 + 120 * (round % 10) as u64)).await;
         assert!(pg_ctl(&format!("-D {victim} -m immediate stop")).await, "worker stopped");
         let output = apply.await.unwrap();
         let said = text(&output);
@@ -722,4 +723,38 @@ async fn a_new_tenant_colocated_with_another_lands_on_its_node() {
     for name in ["t0", "c1", "c2", "c3", "c4"] {
         assert!(listed.contains(&format!("{name}  on {home}")), "{listed}");
     }
+}
+
+/// What a tenant's file leaves in its session — a setting, the search
+/// path, a session advisory lock — ends with its unit on Citus too (the
+/// session is given back after the distributed commit): six tenants, one
+/// connection after another (`tenantConcurrency: 1`), each file reading
+/// first what the session holds, then setting all three. Every tenant
+/// reads the service's own session.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_files_session_ends_with_its_unit_on_citus() {
+    let Some(url) = citus_url("a_files_session_ends_with_its_unit") else { return };
+    let _turn = TURN.lock().await;
+    clean(&url).await;
+    let project = Project::new(&url, "tenantConcurrency: 1\n");
+    assert_eq!(code(&project.strata(&["apply", "--version", "install"]).await), 0);
+    let mut conn = connect(&url).await;
+    tenants(&mut conn, 6).await;
+    project.write("tenants/000_seen.sql", "create table {schema}.seen (app text, path text, locks bigint);\n");
+    project.write(
+        "tenants/001_session.sql",
+        "insert into {schema}.seen select current_setting('application_name'), current_setting('search_path'), \
+         count(*) from pg_locks where locktype = 'advisory' and objid = 424204 and pid = pg_backend_pid();\n\
+         set application_name = 'set_by_a_file';\nset search_path = {schema};\nselect pg_advisory_lock(424204);\n",
+    );
+    let output = project.strata(&["apply", "--version", "session"]).await;
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    let mut seen = Vec::new();
+    for i in 0..6 {
+        let rows = strings(&mut conn, &format!("select app || ' | ' || path || ' | ' || locks from t{i}.seen")).await;
+        seen.push(rows.join(";"));
+    }
+    let first = seen[0].clone();
+    assert!(first.ends_with("| \"$user\", public | 0"), "{first}");
+    assert!(seen.iter().all(|s| *s == first), "a tenant's unit ran in the session another's file left: {seen:?}");
 }

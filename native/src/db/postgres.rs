@@ -323,16 +323,21 @@ impl Engine for PostgresEngine {
         let sql = match step {
             Transaction::Begin => sql::BEGIN,
             Transaction::Commit => self.commit_text(),
-            // On Citus, as its commit: nothing else in the message.
+            // On Citus, as its commit: the session given back after it.
             Transaction::Rollback if self.citus => sql::ROLLBACK,
             Transaction::Rollback => sql::ROLLBACK_AND_RESET,
         };
         sqlx::raw_sql(sql).execute(&mut **conn).await?;
+        if self.citus && step != Transaction::Begin {
+            sqlx::raw_sql(sql::RESET).execute(&mut **conn).await?;
+        }
         Ok(())
     }
 
-    /// `reset all` first, except on Citus (whose coordinator would pass a
-    /// `RESET ALL` in a distributed transaction to its workers untested).
+    /// The session given back (`reset all`, …) before the commit, in its
+    /// message; on Citus after it, in a message of its own, outside the
+    /// distributed transaction (`transaction`), where nothing of it
+    /// reaches the workers.
     fn commit_text(&self) -> &'static str {
         if self.citus { sql::COMMIT } else { sql::RESET_AND_COMMIT }
     }
@@ -457,11 +462,8 @@ impl Engine for PostgresEngine {
         self.alone.session(timeouts).await
     }
 
-    /// The session reset ([`sql::RESET`]), except on Citus (as its commit).
+    /// The session reset ([`sql::RESET`]).
     async fn end_alone(&self, conn: &mut Self::Conn) {
-        if self.citus {
-            return;
-        }
         if let Err(error) = sqlx::raw_sql(sql::RESET).execute(&mut **conn).await {
             tracing::warn!(%error, "resetting a session after a file outside any transaction");
         }
