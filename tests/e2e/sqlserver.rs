@@ -1026,3 +1026,35 @@ async fn fleet_drift_reads_each_tenants_catalog_and_finds_what_was_changed_by_ha
     assert!(stdout.starts_with("6 tenant(s) in 1 group(s) by recorded migrations; 3 outlier(s)."), "{stdout}");
     assert!(stdout.contains("t3") && stdout.contains("users.note"), "{stdout}");
 }
+
+/// A file's `#temporary` table and session options end with its unit: 5
+/// tenants, one connection after another (`tenantConcurrency: 1`), each
+/// file creates `#scratch` and turns `IDENTITY_INSERT` on for a table of
+/// its tenant — the next tenant's unit, on a connection of its own (such a
+/// session is closed), creates `#scratch` again and inserts an explicit
+/// identity into its own table (one table of a session may have it on).
+#[tokio::test]
+async fn a_files_temporary_table_and_session_options_end_with_its_unit() {
+    if !available("a_files_temporary_table_and_session_options_end_with_its_unit") {
+        return;
+    }
+    let server = start("tenantConcurrency: 1\n").await;
+    let names: Vec<String> = (1..=5).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create table {schema}.numbered (id int identity(1, 1) primary key, n int)\n\
+         create table #scratch (n int)\ninsert into #scratch values (7)\n\
+         set identity_insert {schema}.numbered on\n\
+         insert into {schema}.numbered (id, n) select 70, n from #scratch\n",
+    );
+    let version = server.create_version(json!({ "versionName": "scratch" })).await;
+    assert!(version.get("errors").is_none(), "{version}\n{}", server.log());
+    for name in &names {
+        let rows = server.ws.rows(name, &format!("select id, n from {name}.numbered")).await;
+        assert_eq!(rows, [[json!(70), json!(7)]], "{name}");
+    }
+}
