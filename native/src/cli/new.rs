@@ -102,7 +102,10 @@ impl Next {
             outln!("{}", target.display());
         }
         if self.format == Format::Atlas {
-            let exit = write_atlas_sum(&self.path);
+            let exit = match read_files(&self.path) {
+                Ok(files) => write_atlas_sum(&self.path, &files),
+                Err(exit) => exit,
+            };
             if exit != Exit::Success {
                 return exit;
             }
@@ -131,19 +134,15 @@ pub(super) fn hash(config: &Config, dir: Option<&str>) -> Exit {
         eprintln!("strata: {directory} is read as {} files, which have no atlas.sum", format.name());
         return Exit::Usage;
     }
-    let exit = write_atlas_sum(&path);
+    let exit = write_atlas_sum(&path, &files);
     if exit == Exit::Success {
         outln!("{}", path.join(format::atlas::SUM_FILE).display());
     }
     exit
 }
 
-/// Writes `atlas.sum` in `path` over the files there now.
-fn write_atlas_sum(path: &Path) -> Exit {
-    let files = match read_files(path) {
-        Ok(files) => files,
-        Err(exit) => return exit,
-    };
+/// Writes `atlas.sum` in `path` over its `files` (as [`read_files`] read them).
+fn write_atlas_sum(path: &Path, files: &[(String, Vec<u8>)]) -> Exit {
     let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
     let target = path.join(format::atlas::SUM_FILE);
     if let Err(e) = std::fs::write(&target, format::atlas::sum_text(&inputs)) {
@@ -194,14 +193,13 @@ fn next_in(config: &Config, description: &str, dir: Option<&str>) -> Result<Next
     let (path, directory, files) = directory_files(config, dir)?;
     let inputs: Vec<Input<'_>> = files.iter().map(|(name, bytes)| Input { name, bytes }).collect();
     let format = format_of(config, &directory, &inputs)?;
-    if format == Format::Atlas && inputs.iter().any(|f| !format::ignored(format, f.name)) {
-        let sum = inputs.iter().find(|f| f.name == format::atlas::SUM_FILE).map(|f| f.bytes);
-        let sql: Vec<&Input<'_>> =
-            inputs.iter().filter(|f| !format::ignored(format, f.name) && f.name != format::atlas::SUM_FILE).collect();
-        if let Err(e) = format::atlas::check_sum(&directory, sum, &sql) {
-            eprintln!("strata: {e}");
-            return Err(Exit::Failed);
-        }
+    let read: Vec<&Input<'_>> = inputs.iter().filter(|f| !format::ignored(format, f.name)).collect();
+    if format == Format::Atlas
+        && !read.is_empty()
+        && let Err(e) = format::atlas::check_sum(&directory, &read)
+    {
+        eprintln!("strata: {e}");
+        return Err(Exit::Failed);
     }
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
     let now = Utc::now().format("%Y%m%d%H%M%S").to_string();

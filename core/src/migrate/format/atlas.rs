@@ -36,9 +36,8 @@ pub const SUM_FILE: &str = "atlas.sum";
 
 /// Reads an Atlas directory's files (the `.sql` files and `atlas.sum`).
 pub(super) fn read_atlas(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Read>, FormatError> {
+    check_sum(directory, files)?;
     let sql: Vec<&Input<'_>> = files.iter().copied().filter(|f| is_sql_name(f.name)).collect();
-    let sum = files.iter().find(|f| f.name == SUM_FILE);
-    check_sum(directory, sum.map(|f| f.bytes), &sql)?;
     let mut reads = Vec::with_capacity(sql.len());
     for (position, file) in sql.iter().enumerate() {
         let text = text_of(directory, file)?;
@@ -68,15 +67,15 @@ pub(super) fn read_atlas(directory: &str, files: &[&Input<'_>]) -> Result<Vec<Re
             ));
         }
         let forward = match first_line_delimiter(text) {
-            // SQL Server's `GO`: its files are cut at `GO` lines already.
-            Some(Ok(delimiter)) if delimiter.trim().eq_ignore_ascii_case("go") => {
-                let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-                format!("{}\n{rest}", if first.ends_with('\r') { "\r" } else { "" })
-            }
             Some(Ok(delimiter)) => {
                 let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
                 let blanked = if first.ends_with('\r') { "\r\n" } else { "\n" };
-                format!("{blanked}{}", crate::migrate::statements::to_semicolons(rest, &delimiter))
+                // SQL Server's `GO`: its files are cut at `GO` lines already.
+                if delimiter.trim().eq_ignore_ascii_case("go") {
+                    format!("{blanked}{rest}")
+                } else {
+                    format!("{blanked}{}", crate::migrate::statements::to_semicolons(rest, &delimiter))
+                }
             }
             Some(Err(message)) => return Err(section(&path, message)),
             None => text.to_string(),
@@ -200,10 +199,11 @@ fn total(entries: &[(String, String)]) -> String {
     Base64::encode_string(&digest.finalize())
 }
 
-/// Refuses a directory whose `.sql` files are not the ones its
-/// `atlas.sum` sums (or that has none), naming the first file that
-/// differs.
-pub fn check_sum(directory: &str, sum: Option<&[u8]>, sql: &[&Input<'_>]) -> Result<(), FormatError> {
+/// Refuses a directory (`files`: the ones its format does not ignore)
+/// whose `.sql` files are not the ones its `atlas.sum` sums (or that has
+/// none), naming the first file that differs.
+pub fn check_sum(directory: &str, files: &[&Input<'_>]) -> Result<(), FormatError> {
+    let sum = files.iter().find(|f| f.name == SUM_FILE).map(|f| f.bytes);
     let file = format!("{directory}/{SUM_FILE}");
     let refused = |message: String| FormatError::AtlasSum { file: file.clone(), message };
     let Some(sum) = sum else {
@@ -228,7 +228,7 @@ pub fn check_sum(directory: &str, sum: Option<&[u8]>, sql: &[&Input<'_>]) -> Res
     if total(&listed) != header {
         return Err(refused("its sum does not match its lines: it was edited by hand".to_string()));
     }
-    let inputs: Vec<Input<'_>> = sql.iter().map(|f| **f).collect();
+    let inputs: Vec<Input<'_>> = files.iter().map(|f| **f).collect();
     let computed = entries(&inputs);
     let changed = |name: &str, how: &str| {
         refused(format!(
