@@ -51,6 +51,9 @@
 //! - [`fleet`]: what such a fleet decides from each shard's answer — each
 //!   shard's part of a request, the directory, quarantine hand-overs, what
 //!   the operator sees, one identity per version.
+//! - [`history`]: a Sync adopting what another tool applied — each schema's
+//!   dbmate, golang-migrate, sqlx, goose, Flyway or Atlas history read and
+//!   matched to the files by that tool's naming rule.
 //! - [`batches`]: SQL Server scripts cut at `GO` lines.
 //! - [`location`]: which storage a `baseLocation` names.
 //! - [`ident`]: validation and quoting of schema and tenant identifiers.
@@ -79,6 +82,7 @@ pub mod failure;
 pub mod fingerprint;
 pub mod fleet;
 pub mod format;
+pub mod history;
 pub mod ident;
 pub mod keywords;
 pub mod lint;

@@ -6,6 +6,7 @@ use async_graphql::ErrorExtensions;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use strata_core::migrate::fleet::FleetError;
+use strata_core::migrate::history::HistoryErrors;
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::quarantine::RetryError;
 use strata_core::migrate::repair::RepairError;
@@ -66,6 +67,10 @@ pub(crate) enum AppError {
     /// A migration file cannot run as written; nothing ran.
     #[error("{0}; nothing was run")]
     StatementRefused(#[from] Refusals),
+    /// A Sync found another tool's history it cannot adopt (dirty, a
+    /// version without its file); nothing was recorded.
+    #[error("{0}; nothing was recorded")]
+    History(#[from] HistoryErrors),
     /// The database failed.
     #[error(transparent)]
     Database(DbError),
@@ -141,6 +146,7 @@ impl From<RunError> for AppError {
             RunError::Refused(Refusal::Wave(e)) => AppError::Wave(e),
             RunError::Refused(Refusal::Fleet(e)) => AppError::Fleet(e),
             RunError::Refused(Refusal::Statements(e)) => AppError::StatementRefused(e),
+            RunError::Refused(Refusal::History(e)) => AppError::History(e),
             RunError::Database(e) => AppError::Database(e),
         }
     }
@@ -168,6 +174,7 @@ impl AppError {
             AppError::Plan(PlanError::InvalidTenantName(_)) => "INVALID_TENANT_NAME",
             AppError::Plan(_) => "PLAN_ERROR",
             AppError::StatementRefused(_) => "STATEMENT_REFUSED",
+            AppError::History(_) => "HISTORY_REFUSED",
             AppError::Retry(_) | AppError::Fleet(FleetError::Retry(_)) => "NOT_QUARANTINED",
             AppError::Wave(WaveError::UnknownAttribute { .. }) => "UNKNOWN_ATTRIBUTE",
             AppError::Wave(WaveError::NotATenant(_)) | AppError::Fleet(FleetError::Wave(WaveError::NotATenant(_))) => {

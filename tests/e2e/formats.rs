@@ -467,3 +467,44 @@ async fn an_atlas_directory_runs_only_the_files_its_sum_sums() {
     assert_eq!(sorted(ws.tables("acme").await), ["notes", "orders", "users"]);
     assert_eq!(recorded(&ws, "acme").await.len(), 4);
 }
+
+/// A tenant directory in another tool's format names its objects plainly,
+/// as its tool ran each tenant's files with the tenant as the session's
+/// schema (dbmate's `search_path`, a database per tenant): Strata runs
+/// them so too — in and outside a transaction — and the service's own
+/// schema, or `public`, gets nothing. Before, the first tenant's table was
+/// made where the connection pointed and recorded as that tenant's, and
+/// the second tenant failed (`relation "users" already exists`). A single
+/// directory's plain names still land where its tool put them: the
+/// connection's own schema. SQLite has no session schema: there such a
+/// file is refused before anything runs, naming the statement.
+#[tokio::test]
+async fn a_tenant_file_of_another_tools_format_runs_in_its_tenant_as_its_tool_ran_it() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    let outside = match backend() {
+        Backend::Postgres => "-- migrate:up transaction:false\ncreate index concurrently users_id on users (id);\n",
+        _ => "-- migrate:up transaction:false\ncreate index users_id on users (id);\n",
+    };
+    ws.write_migration("tenants/20240101000000_users.sql", "-- migrate:up\ncreate table users (id int);\n");
+    ws.write_migration("tenants/20240102000000_index.sql", outside);
+    ws.write_migration("tenants/20240103000000_seed.sql", "-- migrate:up\ninsert into users values (7);\n");
+    let config = ws.write_config(&ws.config(""));
+    for tenant in ["acme", "beta"] {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        if backend() == Backend::Sqlite {
+            assert_eq!(code(&added), 1, "{}{}", stdout(&added), stderr(&added));
+            assert!(stderr(&added).contains("tenants/20240101000000_users.sql"), "{}", stderr(&added));
+            assert!(stderr(&added).contains("names no schema"), "{}", stderr(&added));
+            return;
+        }
+        assert_eq!(code(&added), 0, "{}{}", stdout(&added), stderr(&added));
+    }
+    for tenant in ["acme", "beta"] {
+        assert_eq!(sorted(ws.tables(tenant).await), ["users"], "{tenant}");
+        assert_eq!(ws.rows(tenant, "select id from users").await, vec![vec![json!(7)]], "{tenant}");
+        assert_eq!(recorded(&ws, tenant).await.len(), 3, "{tenant}");
+    }
+    let outside = if backend() == Backend::Postgres { "public" } else { "mysql" };
+    assert!(!ws.tables(outside).await.contains(&"users".to_string()));
+}

@@ -7,10 +7,11 @@
 use std::path::Path;
 use std::process::Command;
 
+use serde_json::json;
 use sqlx::{Connection, MySqlConnection, PgConnection};
 
-use crate::formats::empty_workspace;
-use crate::support::{Backend, backend, mysql_turn, server_url, strata};
+use crate::formats::{empty_workspace, recorded, sorted};
+use crate::support::{Backend, backend, code, json_of, mysql_turn, server_url, stderr, stdout, strata};
 
 /// The dbmate files: tables, an index built outside a transaction, a type,
 /// a function whose body holds semicolons, a view — each with its down
@@ -202,4 +203,163 @@ async fn a_dbmate_directory_gives_the_schema_dbmate_gives_applied_and_reverted()
     let again = strata(&config, &["apply", "--version", "again"]).await;
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
     assert_eq!(same().await, applied);
+}
+
+/// A fleet dbmate migrated tenant by tenant (`search_path` or database per
+/// tenant), left at different versions as fleets are: t1 at the newest,
+/// t2 one behind, t3 rolled back to nothing (its history table empty), t4
+/// never reached. A Sync adopts each tenant's own history — exactly what
+/// dbmate applied there — never the files a lagging tenant has not run
+/// (before: all three recorded in every tenant, so t2's and t3's missing
+/// tables would never have been made). A history left dirty (golang-
+/// migrate's `dirty` row) refuses the whole Sync, nothing recorded.
+#[tokio::test]
+async fn a_fleet_dbmate_left_at_mixed_versions_is_adopted_tenant_by_tenant_as_its_history_says() {
+    let _turn = mysql_turn();
+    if backend() == Backend::Sqlite {
+        return;
+    }
+    let ws = empty_workspace().await;
+    let config = ws.write_config(&ws.config(""));
+    let tenants = ["t1", "t2", "t3", "t4"];
+    for tenant in tenants {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        assert_eq!(code(&added), 0, "{}", stderr(&added));
+    }
+    let files = [
+        ("20240101000000_users.sql", "create table users (id int)", "drop table users"),
+        ("20240102000000_orders.sql", "create table orders (id int)", "drop table orders"),
+        ("20240103000000_notes.sql", "create table notes (id int)", "drop table notes"),
+    ];
+    for (name, up, down) in files {
+        ws.write_migration(&format!("tenants/{name}"), &format!("-- migrate:up\n{up};\n\n-- migrate:down\n{down};\n"));
+    }
+    let dir = ws.migrations().join("tenants");
+    let url = |tenant: &str| match backend() {
+        Backend::Postgres => format!("{}?sslmode=disable&search_path={tenant}", ws.pg_url()),
+        _ => format!("{}/{tenant}", server_url("STRATA_TEST_MYSQL_URL").rsplit_once('/').unwrap().0),
+    };
+    for (tenant, rollbacks) in [("t1", 0), ("t2", 1), ("t3", 3)] {
+        dbmate(&url(tenant), &dir, &["up"]);
+        for _ in 0..rollbacks {
+            dbmate(&url(tenant), &dir, &["rollback"]);
+        }
+    }
+    let plan = strata(&config, &["plan", "--sync"]).await;
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    assert!(stdout(&plan).contains("dbmate (schema_migrations) in t1, t2, t3\n"), "{}", stdout(&plan));
+    assert!(stdout(&plan).contains("no history in t4: nothing recorded there"), "{}", stdout(&plan));
+    let plan = json_of(&strata(&config, &["plan", "--sync", "--json"]).await);
+    assert_eq!(plan["histories"], json!([{ "history": "dbmate (schema_migrations)", "schemas": ["t1", "t2", "t3"] }]));
+    assert_eq!(plan["withoutHistory"], json!(["t4"]));
+    assert_eq!(plan["recordOnly"], json!(5));
+
+    let adopt = strata(&config, &["apply", "--sync", "--version", "adopt"]).await;
+    assert_eq!(code(&adopt), 0, "{}{}", stdout(&adopt), stderr(&adopt));
+    let all: Vec<String> = files.iter().map(|(name, _, _)| format!("tenants/{name}")).collect();
+    assert_eq!(recorded(&ws, "t1").await, all);
+    assert_eq!(recorded(&ws, "t2").await, all[..2]);
+    assert!(recorded(&ws, "t3").await.is_empty());
+    assert!(recorded(&ws, "t4").await.is_empty());
+    // What the Sync left is what dbmate has not run: the files still
+    // missing from t2, t3 and t4, pending there.
+    assert_eq!(sorted(ws.tables("t2").await), ["orders", "schema_migrations", "users"]);
+
+    // t4 gets golang-migrate's table, left dirty at the second version.
+    let dirty = "create table t4.schema_migrations (version bigint not null primary key, dirty boolean not null); \
+                 insert into t4.schema_migrations values (20240102000000, true)";
+    ws.execute("t4", dirty).await;
+    let refused = strata(&config, &["apply", "--sync", "--version", "adopt again"]).await;
+    assert_eq!(code(&refused), 1, "{}{}", stdout(&refused), stderr(&refused));
+    assert!(
+        stderr(&refused).contains(
+            "t4: golang-migrate's history (schema_migrations) says version 20240102000000 failed or ran in part"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(recorded(&ws, "t2").await, all[..2]);
+    assert!(recorded(&ws, "t4").await.is_empty());
+}
+
+/// The same with sqlx's own migrator (the code `sqlx migrate run` runs)
+/// writing `_sqlx_migrations` in each tenant: t1 ran three files, t2 the
+/// first two (its directory then), t3 none (the table made, empty), t4
+/// never reached. The Sync records exactly that; the next Apply's plan is
+/// what each lagging tenant has not run, and it runs there.
+#[tokio::test]
+async fn a_fleet_sqlx_migrated_at_mixed_versions_is_adopted_as_each_tenants_history_says() {
+    let _turn = mysql_turn();
+    if backend() == Backend::Sqlite {
+        return;
+    }
+    let ws = empty_workspace().await;
+    let config = ws.write_config(&ws.config("migrationFormats: {tenants: sqlx}\n"));
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        assert_eq!(code(&added), 0, "{}", stderr(&added));
+    }
+    let files = [
+        ("1_users.sql", "create table users (id int);\n"),
+        ("2_orders.sql", "create table orders (id int);\n"),
+        ("3_notes.sql", "create table notes (id int);\n"),
+    ];
+    for (name, text) in files {
+        ws.write_migration(&format!("tenants/{name}"), text);
+    }
+    for (tenant, count) in [("t1", 3), ("t2", 2), ("t3", 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in &files[..count] {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let migrator = sqlx::migrate::Migrator::new(dir.path()).await.unwrap();
+        match backend() {
+            Backend::Postgres => {
+                let mut conn = PgConnection::connect(&ws.pg_url()).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("set search_path to {tenant}")))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+                migrator.run(&mut conn).await.unwrap();
+            }
+            _ => {
+                let base = server_url("STRATA_TEST_MYSQL_URL");
+                let url = format!("{}/{tenant}", base.rsplit_once('/').unwrap().0);
+                migrator.run(&mut MySqlConnection::connect(&url).await.unwrap()).await.unwrap();
+            }
+        }
+    }
+    let adopt = strata(&config, &["apply", "--sync", "--version", "adopt"]).await;
+    assert_eq!(code(&adopt), 0, "{}{}", stdout(&adopt), stderr(&adopt));
+    let all: Vec<String> = files.iter().map(|(name, _)| format!("tenants/{name}")).collect();
+    assert_eq!(recorded(&ws, "t1").await, all);
+    assert_eq!(recorded(&ws, "t2").await, all[..2]);
+    assert!(recorded(&ws, "t3").await.is_empty());
+    assert!(recorded(&ws, "t4").await.is_empty());
+    // What each lagging tenant has not run is pending there, and nothing
+    // else: the next Apply's plan.
+    let plan = strata(&config, &["plan"]).await;
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    let plan = stdout(&plan);
+    assert!(plan.contains("\ntenant t2:\n  tenants/3_notes.sql\n"), "{plan}");
+    assert!(
+        plan.contains("\ntenants t3, t4:\n  tenants/1_users.sql\n  tenants/2_orders.sql\n  tenants/3_notes.sql\n"),
+        "{plan}"
+    );
+    assert!(!plan.contains("tenant t1"), "{plan}");
+
+    // And the next Apply runs them as sqlx ran them: in the tenant's own
+    // schema (PostgreSQL's `search_path`) or database (MariaDB's), their
+    // plain names never landing in the service's (before: t3's `users`
+    // made where the connection pointed, recorded as t3's, t4's failing).
+    let apply = strata(&config, &["apply", "--version", "catch up"]).await;
+    assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        assert_eq!(recorded(&ws, tenant).await, all, "{tenant}");
+        let tables: Vec<String> =
+            sorted(ws.tables(tenant).await).into_iter().filter(|t| t != "_sqlx_migrations").collect();
+        assert_eq!(tables, ["notes", "orders", "users"], "{tenant}");
+    }
+    let outside = if backend() == Backend::Postgres { "public" } else { "mysql" };
+    assert!(!ws.tables(outside).await.iter().any(|t| ["notes", "orders", "users"].contains(&t.as_str())));
 }

@@ -112,6 +112,13 @@ impl Operation {
         }
     }
 
+    /// A Sync that records what other tools' histories say ran
+    /// ([`crate::migrate::history`]): every Sync but one cut by hand
+    /// (`syncTo`, which records exactly what it names).
+    pub fn adopts_histories(&self) -> bool {
+        self.action() == Action::Sync && !matches!(self, Operation::Version { sync_to: Some(_), .. })
+    }
+
     /// The tenants a version over the fleet runs in: new tenants are a
     /// wave of their own names; a new tenant and a retry choose theirs
     /// otherwise ([`Operation::target`], [`Operation::retried`]).

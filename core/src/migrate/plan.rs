@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
@@ -216,6 +216,19 @@ pub struct Diagnostics {
     pub out_of_order: Vec<OutOfOrder>,
     /// Recorded migrations whose files are gone, by file.
     pub missing: Vec<Missing>,
+    /// What a Sync took from other tools' histories.
+    pub adopted: Adopted,
+}
+
+/// What a Sync took from other tools' histories
+/// ([`crate::migrate::history`]), for its report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Adopted {
+    /// Per history (`dbmate (schema_migrations)`, in the order of the
+    /// tools), the schemas it was read in, sorted.
+    pub read: Vec<(String, Vec<String>)>,
+    /// Schemas the Sync covered without a history: nothing recorded there.
+    pub without: Vec<String>,
 }
 
 /// Which way a plan's steps go.
@@ -227,6 +240,46 @@ pub enum Direction {
     /// Each step runs its migration's down part and removes its record
     /// ([`crate::migrate::revert`]).
     Revert,
+}
+
+/// `plan` with only the steps `keep` keeps: schemas left without a step
+/// dropped, counts by the planner's rule over what is kept (the tenants it
+/// covers stay the plan's), each diagnostic cut to the schemas kept.
+pub fn retained(plan: Plan, sources: &[SourceMigration], keep: impl Fn(&Step) -> bool) -> Plan {
+    if plan.steps.iter().all(|step| keep(&step)) {
+        return plan;
+    }
+    let steps = plan.steps.indexed().filter(|(_, step)| keep(step)).map(|(index, _)| index);
+    let counts = plan.counts_of(sources, steps);
+    let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), direction: plan.direction, ..Plan::default() };
+    let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
+    for mut step in plan.steps.iter().filter(|step| keep(step)) {
+        let schema = *index_of[step.schema as usize].get_or_insert_with(|| {
+            kept.schemas.push(plan.schemas[step.schema as usize].clone());
+            kept.schemas.len() as u32 - 1
+        });
+        step.schema = schema;
+        kept.steps.push(step);
+    }
+    let schemas: FxHashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
+    kept.diagnostics.out_of_order =
+        plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
+    kept.diagnostics.missing = in_schemas(plan.diagnostics.missing, &schemas, |m| &mut m.schemas);
+    kept.diagnostics.drift = in_schemas(plan.diagnostics.drift, &schemas, |d| &mut d.schemas);
+    kept
+}
+
+/// The diagnostics about `schemas` only: each item's schemas cut to them,
+/// an item left with none dropped.
+fn in_schemas<T>(items: Vec<T>, schemas: &FxHashSet<&str>, of: impl Fn(&mut T) -> &mut Vec<String>) -> Vec<T> {
+    items
+        .into_iter()
+        .filter_map(|mut item| {
+            let list = of(&mut item);
+            list.retain(|schema| schemas.contains(schema.as_str()));
+            (!list.is_empty()).then_some(item)
+        })
+        .collect()
 }
 
 /// What a step in `direction` runs of `migration`: its text (positions
@@ -458,7 +511,12 @@ impl<'a> Planner<'a> {
             schemas: plan_schemas.names,
             steps,
             counts,
-            diagnostics: Diagnostics { drift: recorded.drift, out_of_order, missing: recorded.missing },
+            diagnostics: Diagnostics {
+                drift: recorded.drift,
+                out_of_order,
+                missing: recorded.missing,
+                adopted: Adopted::default(),
+            },
             new_tenant,
             recorded_before,
         })

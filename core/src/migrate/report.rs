@@ -307,6 +307,18 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
         }
     }
     let diagnostics = &plan.diagnostics;
+    if !diagnostics.adopted.read.is_empty() {
+        out.push_str("\nRecorded as each schema's own history says (other tools' histories, read by the Sync):\n");
+        for (history, schemas) in &diagnostics.adopted.read {
+            out.push_str(&format!("  {history} in {}\n", names(schemas)));
+        }
+        if !diagnostics.adopted.without.is_empty() {
+            out.push_str(&format!(
+                "  no history in {}: nothing recorded there (those files run at the next Apply)\n",
+                names(&diagnostics.adopted.without)
+            ));
+        }
+    }
     if !diagnostics.out_of_order.is_empty() {
         out.push_str("\nOut of order (applied anyway, outOfOrder: warn; set allow or refuse):\n");
         for item in &diagnostics.out_of_order {

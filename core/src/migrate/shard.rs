@@ -32,7 +32,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use thiserror::Error;
 
-use crate::migrate::plan::{Plan, Step};
+use crate::migrate::plan::{Plan, retained};
 use crate::migrate::source::SourceMigration;
 use crate::migrate::summary::Counts;
 
@@ -147,41 +147,7 @@ impl Ids {
 /// A plan without its single-schema steps: what a shard other than the
 /// home shard runs.
 pub fn tenants_only(plan: Plan, sources: &[SourceMigration]) -> Plan {
-    let is_tenant = |step: &Step| sources[step.migration as usize].migration_type.is_tenant();
-    if plan.steps.iter().all(|step| is_tenant(&step)) {
-        return plan;
-    }
-    let steps = plan.steps.indexed().filter(|(_, step)| is_tenant(step)).map(|(index, _)| index);
-    let counts = plan.counts_of(sources, steps);
-    let mut kept = Plan { counts, new_tenant: plan.new_tenant.clone(), direction: plan.direction, ..Plan::default() };
-    let mut index_of: Vec<Option<u32>> = vec![None; plan.schemas.len()];
-    for mut step in plan.steps.iter().filter(is_tenant) {
-        let schema = *index_of[step.schema as usize].get_or_insert_with(|| {
-            kept.schemas.push(plan.schemas[step.schema as usize].clone());
-            kept.schemas.len() as u32 - 1
-        });
-        step.schema = schema;
-        kept.steps.push(step);
-    }
-    let schemas: FxHashSet<&str> = kept.schemas.iter().map(String::as_str).collect();
-    kept.diagnostics.out_of_order =
-        plan.diagnostics.out_of_order.into_iter().filter(|item| schemas.contains(item.schema.as_str())).collect();
-    kept.diagnostics.missing = in_schemas(plan.diagnostics.missing, &schemas, |m| &mut m.schemas);
-    kept.diagnostics.drift = in_schemas(plan.diagnostics.drift, &schemas, |d| &mut d.schemas);
-    kept
-}
-
-/// The diagnostics about `schemas` only: each item's schemas cut to them,
-/// an item left with none dropped.
-fn in_schemas<T>(items: Vec<T>, schemas: &FxHashSet<&str>, of: impl Fn(&mut T) -> &mut Vec<String>) -> Vec<T> {
-    items
-        .into_iter()
-        .filter_map(|mut item| {
-            let list = of(&mut item);
-            list.retain(|schema| schemas.contains(schema.as_str()));
-            (!list.is_empty()).then_some(item)
-        })
-        .collect()
+    retained(plan, sources, |step| sources[step.migration as usize].migration_type.is_tenant())
 }
 
 /// The shards' plans as one (for reports): schemas and steps one shard
@@ -210,9 +176,19 @@ pub fn merge(plans: Vec<Plan>, sources: &[SourceMigration]) -> Plan {
                 None => merged.diagnostics.missing.push(item),
             }
         }
+        let adopted = &mut merged.diagnostics.adopted;
+        for (history, schemas) in plan.diagnostics.adopted.read {
+            match adopted.read.iter_mut().find(|(known, _)| *known == history) {
+                Some((_, known)) => known.extend(schemas),
+                None => adopted.read.push((history, schemas)),
+            }
+        }
+        adopted.without.extend(plan.diagnostics.adopted.without);
         merged.new_tenant = merged.new_tenant.or(plan.new_tenant);
         merged.direction = plan.direction;
     }
+    merged.diagnostics.adopted.read.iter_mut().for_each(|(_, schemas)| schemas.sort());
+    merged.diagnostics.adopted.without.sort();
     merged.counts = merged.counts_of(sources, 0..merged.steps.len() as u32);
     merged.counts.tenants = tenants;
     merged

@@ -108,6 +108,13 @@ pub struct SourceMigration {
     pub down: Option<Part>,
     /// Where it sorts.
     pub order: SortKey,
+    /// A tenant file its tool ran with the tenant's schema as the session's
+    /// own (another tool's format: dbmate's `search_path`, Flyway's
+    /// `schemas`, a database per tenant), so its names need no `{schema}`:
+    /// Strata runs it so too where the engine has a session schema
+    /// (PostgreSQL's `search_path`, MySQL's database). A single directory's
+    /// file runs where its tool ran it, the connection's own schema.
+    pub in_its_schema: bool,
 }
 
 impl SourceMigration {
@@ -133,6 +140,7 @@ impl SourceMigration {
             no_transaction: false,
             down: None,
             order: SortKey::Name,
+            in_its_schema: false,
         }
     }
 
@@ -291,6 +299,7 @@ pub fn read_directories<'a>(
                     no_transaction: read.forward.no_transaction,
                     down: read.down,
                     order: read.order,
+                    in_its_schema: format != Format::Strata && migration_type.is_tenant(),
                 },
             ));
         }

@@ -132,6 +132,22 @@ pub enum StatementError {
         /// `COPY … FROM STDIN` or `COPY … TO STDOUT`.
         statement: String,
     },
+    /// On SQLite, a statement of a tenant file in another tool's format
+    /// that writes without naming its schema: its tool ran the file in the
+    /// tenant's own database, and SQLite has no session schema to run it
+    /// in (the object would land in the service's own file).
+    #[error(
+        "{file}:{at}: {statement} names no schema: its tool ran this tenant file in the tenant's own database, and \
+         SQLite has no session schema to run it in; name the tenant's objects `{{schema}}.name`"
+    )]
+    NoSchema {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+        /// Its leading word, upper-cased (`CREATE`, `INSERT`).
+        statement: String,
+    },
     /// A `strata:` directive the service does not know, or with a value it
     /// cannot read.
     #[error("{file}:{at}: {directive}: {reason}")]
@@ -154,6 +170,7 @@ impl StatementError {
             StatementError::TransactionControl { file, .. }
             | StatementError::NeedsNoTransaction { file, .. }
             | StatementError::CopyWithClient { file, .. }
+            | StatementError::NoSchema { file, .. }
             | StatementError::BadDirective { file, .. } => file,
         }
     }
@@ -164,6 +181,7 @@ impl StatementError {
             StatementError::TransactionControl { at, .. }
             | StatementError::NeedsNoTransaction { at, .. }
             | StatementError::CopyWithClient { at, .. }
+            | StatementError::NoSchema { at, .. }
             | StatementError::BadDirective { at, .. } => *at,
         }
     }
@@ -806,6 +824,51 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
         }
     }
     None
+}
+
+/// The statements of a tenant file its tool ran in the tenant's own schema
+/// (core's `SourceMigration::in_its_schema`) that write without naming the
+/// schema (no `placeholder` in them), refused where the engine has no
+/// session schema to run them in: SQLite. Other engines: none.
+pub fn unplaced(driver: Driver, file: &str, text: &str, placeholder: &str) -> Vec<StatementError> {
+    const WRITES: [&str; 7] = ["create", "alter", "drop", "insert", "update", "delete", "replace"];
+    if driver != Driver::Sqlite {
+        return Vec::new();
+    }
+    let Some(ranges) = split(driver, text) else { return Vec::new() };
+    let mut refused = Vec::new();
+    for range in ranges {
+        let statement = &text[range.clone()];
+        let body = after_comments(statement);
+        let word: String = body.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        if !WRITES.contains(&word.to_ascii_lowercase().as_str()) || statement.contains(placeholder) {
+            continue;
+        }
+        let start = range.start + (statement.len() - body.len());
+        let before = &text[..start];
+        let line = before.matches('\n').count() as u64 + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
+        refused.push(StatementError::NoSchema {
+            file: file.to_string(),
+            at: Position { line, column },
+            statement: word.to_ascii_uppercase(),
+        });
+    }
+    refused
+}
+
+/// `text` from its first word: leading white space and comments skipped.
+fn after_comments(mut text: &str) -> &str {
+    loop {
+        text = text.trim_start();
+        if let Some(rest) = text.strip_prefix("--") {
+            text = rest.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(rest) = text.strip_prefix("/*") {
+            text = rest.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            return text;
+        }
+    }
 }
 
 /// The statements of `text` as the engine should run them one at a time, as

@@ -9,8 +9,8 @@ use strata_core::migrate::lint::{Finding, Unchecked};
 use crate::cli::Exit;
 use crate::cli::output::print_json;
 use crate::graphql::preview::{
-    ActiveRolloutDto, DriftedFileDto, MissingFileDto, OutOfOrderDto, PendingGroupDto, PlanCountsDto, PlanPreviewDto,
-    StatusDto,
+    ActiveRolloutDto, DriftedFileDto, HistoryReadDto, MissingFileDto, OutOfOrderDto, PendingGroupDto, PlanCountsDto,
+    PlanPreviewDto, StatusDto,
 };
 
 /// `strata plan --json`, in-process and through `--server` alike: the
@@ -27,6 +27,8 @@ pub(super) struct PlanAnswer {
     drift: Vec<DriftedFileDto>,
     missing: Vec<MissingFileDto>,
     record_only: u64,
+    histories: Vec<HistoryReadDto>,
+    without_history: Vec<String>,
     findings: Vec<Finding>,
     unchecked: Vec<Unchecked>,
     skipped_tenants: Vec<String>,
@@ -46,6 +48,8 @@ impl From<PlanPreviewDto> for PlanAnswer {
             drift: preview.drift,
             missing: preview.missing,
             record_only: preview.record_only,
+            histories: preview.histories,
+            without_history: preview.without_history.0,
             findings: lint.findings,
             unchecked: lint.unchecked,
             skipped_tenants: preview.skipped_tenants,

@@ -51,7 +51,8 @@ macro_rules! plan {
         "nothingToDo refusedByDrift pending newTenant summary { tenants singleMigrations tenantMigrations \
          tenantMigrationsTotal migrationsGrandTotal singleScripts tenantScripts tenantScriptsTotal \
          scriptsGrandTotal } groups { schemas tenants files { file script execute } } outOfOrder { file schema after \
-         } drift { file schemas sourceChecksum recordedChecksums } missing { file schemas } recordOnly findings { \
+         } drift { file schemas sourceChecksum recordedChecksums } missing { file schemas } recordOnly histories { \
+         history schemas } withoutHistory findings { \
          rule severity file line column message advice } unchecked { file line column reason } skippedTenants \
          activeRollouts { id versionName status wavesDone waves }"
     };
@@ -568,6 +569,14 @@ fn print_quarantined(rows: &[QuarantinedTenantDto]) {
     }
 }
 
+/// The first five names, and how many more.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
+    let more = names.len().saturating_sub(5);
+    let more = if more > 0 { format!(", and {more} more") } else { String::new() };
+    format!("{}{more}", shown.join(", "))
+}
+
 fn print_plan(plan: &PlanPreviewDto) {
     if plan.refused_by_drift {
         outln!("Apply would REFUSE: files changed since they were applied:");
@@ -585,10 +594,13 @@ fn print_plan(plan: &PlanPreviewDto) {
             .iter()
             .map(|f| if f.script { format!("{} (script)", f.file) } else { f.file.clone() })
             .collect();
-        let shown: Vec<&str> = group.schemas.iter().take(5).map(String::as_str).collect();
-        let more = group.schemas.len().saturating_sub(5);
-        let more = if more > 0 { format!(", and {more} more") } else { String::new() };
-        outln!("{} {}{more}: {}", if group.tenants { "tenants" } else { "schema" }, shown.join(", "), files.join(", "));
+        outln!("{} {}: {}", if group.tenants { "tenants" } else { "schema" }, listed(&group.schemas), files.join(", "));
+    }
+    for read in &plan.histories {
+        outln!("recorded as {} says, in {}", read.history, listed(&read.schemas));
+    }
+    if !plan.without_history.is_empty() {
+        outln!("no history in {}: nothing recorded there", listed(&plan.without_history));
     }
     for finding in &plan.findings {
         outln!(

@@ -272,6 +272,9 @@ pub(crate) trait Engine: Send + Sync {
     /// sets only what differs from its unit's file before it, one round trip
     /// a file less.
     const SESSION_TIMEOUTS_KEPT: bool = false;
+    /// [`Engine::in_schema_text`] outlives any transaction (MySQL's `USE`):
+    /// a unit that ran it has its connection closed after it.
+    const IN_SCHEMA_OUTLIVES_UNIT: bool = false;
     /// What its books and catalog reads keep (see [`Keeps`]).
     const KEEPS: Keeps = Keeps::ALL;
 
@@ -476,6 +479,14 @@ pub(crate) trait Engine: Send + Sync {
     /// taken without waiting: refused while a version runs.
     async fn move_tenant(&self, _tenant: &str, _host: &str, _port: i32, _mode: &str) -> Result<(), DbError> {
         Err(DbError::NotSupported("moving a tenant (Citus only)"))
+    }
+    /// The statement that makes `schema` the session's own for a file
+    /// whose tool ran it so (core's `SourceMigration::in_its_schema`): its
+    /// plain names resolve, and are created, there. `local`: for the open
+    /// transaction only. `None` where the engine has no such setting
+    /// (SQLite, SQL Server): there such a file names its schema itself.
+    fn in_schema_text(&self, _schema: &str, _local: bool) -> Option<String> {
+        None
     }
     /// The statement that sets the open transaction's time-outs, as text
     /// (only where [`Engine::ONE_MESSAGE`]).

@@ -4,6 +4,7 @@
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::failure;
 use strata_core::migrate::fleet::FleetError;
+use strata_core::migrate::history::HistoryErrors;
 use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::quarantine::RetryError;
 use strata_core::migrate::repair::RepairError;
@@ -304,6 +305,9 @@ pub(crate) enum Refusal {
     /// or a statement that needs the no-transaction directive).
     #[error("{0}; nothing was run")]
     Statements(#[from] Refusals),
+    /// A Sync found another tool's history it cannot adopt.
+    #[error(transparent)]
+    History(#[from] HistoryErrors),
 }
 
 /// How a request of the database layer that core decides on ends when it

@@ -432,9 +432,19 @@ impl<'a, E: Engine> Run<'a, E> {
     }
 
     /// Whether a file `unit` executes changes its session beyond it (core's
-    /// `FileMode::changes_session`: MySQL, MariaDB and SQLite).
+    /// `FileMode::changes_session`: MySQL, MariaDB and SQLite), or runs in
+    /// its schema where that outlives the unit (MySQL's `USE`).
     fn changes_session(&self, unit: &Unit) -> bool {
-        unit.steps.iter().any(|&step| self.plan.steps.at(step).execute && self.mode(step).changes_session)
+        unit.steps.iter().any(|&step| {
+            self.plan.steps.at(step).execute
+                && (self.mode(step).changes_session || (E::IN_SCHEMA_OUTLIVES_UNIT && self.in_its_schema(step)))
+        })
+    }
+
+    /// The step executes a file whose tool ran it in its schema, and the
+    /// engine can do so (`Engine::in_schema_text`).
+    fn in_its_schema(&self, step: u32) -> bool {
+        self.plan.steps.at(step).execute && self.migration(step).in_its_schema
     }
 
     /// The step's file asks for a commit right after it (and runs in a

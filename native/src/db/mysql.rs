@@ -226,6 +226,7 @@ impl Engine for MysqlEngine {
     const DRIVER: Driver = Driver::Mysql;
     const TRANSACTIONAL_DDL: bool = false;
     const SESSION_TIMEOUTS_KEPT: bool = true;
+    const IN_SCHEMA_OUTLIVES_UNIT: bool = true;
 
     async fn open_dev(config: &Config) -> Result<Self, DbError> {
         Self::open(config).await
@@ -357,6 +358,12 @@ impl Engine for MysqlEngine {
     /// (`max_statement_time` on MariaDB, `max_execution_time` on MySQL,
     /// which bounds `SELECT` only), in one statement. Session settings:
     /// MySQL commits each DDL statement on its own.
+    /// The tenant's database the session's own (`USE`), as the file's tool
+    /// connected to it; the connection is closed after the unit.
+    fn in_schema_text(&self, schema: &str, _local: bool) -> Option<String> {
+        Some(format!("use {}", strata_core::migrate::ident::quote_mysql(schema)))
+    }
+
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         let lock_default = timeouts.lock_ms == 0;
         let mut set = sqlx::query(sql::set_timeouts(self.mariadb, lock_default));

@@ -660,6 +660,14 @@ impl Engine for PostgresEngine {
         sql::set_local_timeouts_text(to.lock_ms, to.statement_ms)
     }
 
+    /// The schema first on the `search_path`, `public` after it (what such
+    /// a file's tool had: dbmate's `search_path`, Flyway's `schemas`); the
+    /// unit's reset gives the session's own back after a file outside a
+    /// transaction.
+    fn in_schema_text(&self, schema: &str, local: bool) -> Option<String> {
+        Some(sql::search_path(schema, local))
+    }
+
     fn record_text(&self, entries: &Entries<'_>) -> Result<String, DbError> {
         let Entries { rows, created, version_id } = *entries;
         let version_id = i32::try_from(version_id).map_err(|_| DbError::IdOutOfRange(version_id))?.to_string();

@@ -37,6 +37,18 @@ pub(crate) struct PendingGroupDto {
     pub(crate) files: Vec<PendingFileDto>,
 }
 
+/// Another tool's history a Sync read (`HistoryRead`, added): which, and
+/// in which schemas ([adopting a fleet](docs/coming-from.md)).
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[graphql(name = "HistoryRead")]
+pub(crate) struct HistoryReadDto {
+    /// The tool and its table: `dbmate (schema_migrations)`.
+    pub(crate) history: String,
+    /// The schemas it was read in.
+    pub(crate) schemas: OneByOne<String>,
+}
+
 /// A file changed since it was applied (`DriftedFile`, added).
 #[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -251,6 +263,11 @@ pub(crate) struct PlanPreviewDto {
     pub(crate) missing: Vec<MissingFileDto>,
     /// Migrations a Sync would record without running them (schema × file).
     pub(crate) record_only: u64,
+    /// Other tools' histories a Sync read: it records what they say ran.
+    pub(crate) histories: Vec<HistoryReadDto>,
+    /// Tenants a Sync that read histories covers without one: nothing is
+    /// recorded there.
+    pub(crate) without_history: OneByOne<String>,
     /// Lint findings on the files that would run.
     pub(crate) findings: Vec<LintFindingDto>,
     /// Statements of those files the linter could not read.
@@ -301,6 +318,16 @@ impl PlanPreviewDto {
                 .map(|m| MissingFileDto { file: m.file.clone(), schemas: m.schemas.clone() })
                 .collect(),
             record_only: report::record_only(plan, sources),
+            histories: diagnostics
+                .adopted
+                .read
+                .iter()
+                .map(|(history, schemas)| HistoryReadDto {
+                    history: history.clone(),
+                    schemas: OneByOne(schemas.clone()),
+                })
+                .collect(),
+            without_history: OneByOne(diagnostics.adopted.without.clone()),
             findings: lint.findings.into_iter().map(LintFindingDto::from).collect(),
             unchecked: lint
                 .unchecked
@@ -325,6 +352,8 @@ impl PlanPreviewDto {
             drift: drift.iter().map(DriftedFileDto::from).collect(),
             missing: Vec::new(),
             record_only: 0,
+            histories: Vec::new(),
+            without_history: OneByOne(Vec::new()),
             findings: Vec::new(),
             unchecked: Vec::new(),
             skipped_tenants: Vec::new(),

@@ -8,6 +8,21 @@ pub(crate) fn migration(dir: &str, name: &str, migration_type: MigrationType) ->
     SourceMigration::plain(dir, name, migration_type, &contents)
 }
 
+/// A plan over nothing recorded, every tenant and single schema (shared
+/// with other modules' tests).
+pub(crate) fn fresh(sources: &[SourceMigration], tenants: &[&str], action: Action) -> Plan {
+    let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
+    plan(PlanInput {
+        sources,
+        applied: &[],
+        tenants: &tenants,
+        target: &Target::AllSchemas,
+        action,
+        out_of_order: OutOfOrderPolicy::Warn,
+    })
+    .unwrap()
+}
+
 fn sources() -> Vec<SourceMigration> {
     use MigrationType::*;
     vec![

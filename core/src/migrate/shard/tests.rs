@@ -1,6 +1,6 @@
 use crate::migrate::MigrationType;
-use crate::migrate::plan::tests::migration;
-use crate::migrate::plan::{Action, PlanInput, Target, plan};
+use crate::migrate::plan::Action;
+use crate::migrate::plan::tests::{fresh, migration};
 use crate::migrate::shard::*;
 
 fn sources() -> Vec<SourceMigration> {
@@ -14,16 +14,7 @@ fn sources() -> Vec<SourceMigration> {
 }
 
 fn fresh_plan(sources: &[SourceMigration], tenants: &[&str]) -> Plan {
-    let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
-    plan(PlanInput {
-        sources,
-        applied: &[],
-        tenants: &tenants,
-        target: &Target::AllSchemas,
-        action: Action::Apply,
-        out_of_order: Default::default(),
-    })
-    .unwrap()
+    fresh(sources, tenants, Action::Apply)
 }
 
 fn rendered(plan: &Plan, sources: &[SourceMigration]) -> Vec<String> {

@@ -37,6 +37,7 @@ fn derives_every_field() {
             no_transaction: false,
             down: None,
             order: SortKey::Name,
+            in_its_schema: false,
         }]
     );
 }

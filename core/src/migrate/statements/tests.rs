@@ -228,7 +228,8 @@ fn every_refusal_of_every_file_is_reported() {
         .map(|r| match r {
             StatementError::TransactionControl { at, statement, .. } => (*at, statement.as_str()),
             StatementError::NeedsNoTransaction { at, statement, .. }
-            | StatementError::CopyWithClient { at, statement, .. } => (*at, statement.as_str()),
+            | StatementError::CopyWithClient { at, statement, .. }
+            | StatementError::NoSchema { at, statement, .. } => (*at, statement.as_str()),
             StatementError::BadDirective { at, directive, .. } => (*at, directive.as_str()),
         })
         .collect();
@@ -434,4 +435,17 @@ fn a_copy_that_waits_for_a_client_is_refused_wherever_it_runs() {
     assert!(error.starts_with("t/001.sql:1:1: COPY … FROM STDIN exchanges its rows with a client"), "{error}");
     // MySQL has no such statement: not judged there.
     assert!(inspect(Driver::Mysql, "t/001.sql", "select 'copy t from stdin';").is_ok());
+}
+
+#[test]
+fn an_sqlite_tenant_file_of_another_tool_must_name_its_schema_where_it_writes() {
+    let text = "\n-- the users\ncreate table users (id int);\nselect 1;\ninsert into {schema}.users values (1);\n  \
+                /* seed */ insert into users values (2);\n";
+    let refused = unplaced(Driver::Sqlite, "tenants/1_users.sql", text, "{schema}");
+    let at: Vec<(String, String)> = refused.iter().map(|r| (r.at().to_string(), r.to_string())).collect();
+    assert_eq!(at.len(), 2, "{at:?}");
+    assert_eq!(at[0].0, "3:1");
+    assert!(at[0].1.starts_with("tenants/1_users.sql:3:1: CREATE names no schema"), "{}", at[0].1);
+    assert_eq!(at[1].0, "6:14");
+    assert!(unplaced(Driver::Postgres, "f.sql", text, "{schema}").is_empty());
 }

@@ -200,6 +200,9 @@ where
                 no_transaction: false,
                 down: None,
                 order: SortKey::Name,
+                // A backfill names its table (`table=`) and runs where
+                // `{range}` puts it: never through a session schema.
+                in_its_schema: false,
             },
         })
     }

@@ -3,9 +3,10 @@
 //! how each file runs (core's `statements`) — for a mutation under its
 //! lock, for a preview without it, and for `strata repair`.
 
-use strata_core::migrate::backfill;
+use strata_core::migrate::backfill::{self, KeyValue};
 use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::driver::Driver;
+use strata_core::migrate::history;
 use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, part_to_run};
 use strata_core::migrate::quarantine;
 use strata_core::migrate::source::SourceMigration;
@@ -13,8 +14,8 @@ use strata_core::migrate::statements::{self, FileMode, Refusals};
 use strata_core::migrate::wave::{self, Wave};
 
 use crate::db::books::Books;
-use crate::db::engine::Engine;
-use crate::db::error::RunError;
+use crate::db::engine::{Engine, Failure};
+use crate::db::error::{DbError, RunError};
 use crate::db::executor::settings::Settings;
 use crate::db::types::{MutationRequest, Preview, RepairRequest, TenantList};
 
@@ -118,9 +119,43 @@ pub(super) async fn plan_read<E: Engine>(
     if request.tenants_only {
         plan = strata_core::migrate::shard::tenants_only(plan, request.sources);
     }
+    if request.operation.adopts_histories() && !plan.steps.is_empty() {
+        let found = histories(engine, conn, &plan.schemas).await?;
+        plan = history::adopt(plan, request.sources, found)?;
+    }
     let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
-    let rules = check_files(E::DRIVER, request.sources, &plan, whole_version)?;
+    let rules = check_files(E::DRIVER, request.sources, &plan, whole_version, &settings.placeholder)?;
     Ok((plan, rules))
+}
+
+/// Every history of another tool in `schemas` (core's `history::probe`,
+/// then `history::read` per schema that has one): what a Sync adopts.
+/// Nothing on an engine whose histories Strata does not read.
+async fn histories<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    schemas: &[String],
+) -> Result<Vec<history::Found>, RunError> {
+    let unreadable = |failure: Failure| DbError::Books(format!("reading other tools' histories: {}", failure.message));
+    let mut found = Vec::new();
+    for chunk in schemas.chunks(history::PROBED_AT_ONCE) {
+        let Some(probe) = history::probe(E::DRIVER, chunk) else { continue };
+        for row in engine.read_keys_whole(conn, &probe).await.map_err(unreadable)? {
+            let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..] else { continue };
+            let Some(tool) = history::Tool::of_probed(table) else { continue };
+            let rows =
+                engine.read_keys_whole(conn, &history::read(E::DRIVER, schema, tool)).await.map_err(unreadable)?;
+            let rows = rows
+                .into_iter()
+                .filter_map(|row| match <[KeyValue; 2]>::try_from(row) {
+                    Ok([version, entry]) => Some((version.to_string(), entry.to_string())),
+                    Err(_) => None,
+                })
+                .collect();
+            found.push(history::Found { schema: schema.clone(), tool, rows });
+        }
+    }
+    Ok(found)
 }
 
 /// `strata repair` on one server: under the process gate and the
@@ -154,14 +189,17 @@ pub(crate) async fn repair<E: Engine>(
 }
 
 /// Reads every file the plan executes (core's `statements::inspect`):
-/// refuses hidden transaction control, statements that need the directive
-/// and unknown directives, before anything runs — every refusal of every
-/// file at once. Returns, per source, how it runs.
+/// refuses hidden transaction control, statements that need the directive,
+/// unknown directives, and another tool's tenant file writing without its
+/// schema where the engine cannot run it in one (`statements::unplaced`),
+/// before anything runs — every refusal of every file at once. Returns,
+/// per source, how it runs.
 fn check_files(
     driver: Driver,
     sources: &[SourceMigration],
     plan: &Plan,
     whole_version: bool,
+    placeholder: &str,
 ) -> Result<Vec<FileRules>, RunError> {
     let direction = plan.direction;
     let mut rules: Vec<Option<FileRules>> = vec![None; sources.len()];
@@ -178,6 +216,9 @@ fn check_files(
                     FileRules::default()
                 }
             });
+            if migration.in_its_schema {
+                refused.extend(statements::unplaced(driver, file, text, placeholder));
+            }
         }
     }
     if !refused.is_empty() {

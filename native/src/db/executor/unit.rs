@@ -92,6 +92,7 @@ impl<E: Engine> Run<'_, E> {
             if placement.on_coordinator {
                 self.engine.citus_before_file(conn, placement).await?;
             }
+            self.enter_its_schema(conn, step, true).await?;
             self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
                 step,
                 failure,
@@ -112,12 +113,18 @@ impl<E: Engine> Run<'_, E> {
                     result
                 }
                 AloneSession::Own(mut own) => {
-                    let result = self.execute_alone(&mut own, step, &sql, timeouts, progress).await;
+                    let result = match self.enter_its_schema(&mut own, step, false).await {
+                        Ok(()) => self.execute_alone(&mut own, step, &sql, timeouts, progress).await,
+                        Err(error) => Err(error),
+                    };
                     self.engine.end_alone(&mut own).await;
                     result
                 }
                 AloneSession::Untimed => {
-                    let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
+                    let result = match self.enter_its_schema(conn, step, false).await {
+                        Ok(()) => self.execute_alone(conn, step, &sql, timeouts, progress).await,
+                        Err(error) => Err(error),
+                    };
                     self.engine.end_alone(conn).await;
                     result
                 }
@@ -129,7 +136,27 @@ impl<E: Engine> Run<'_, E> {
             self.engine.set_timeouts(conn, timeouts, false).await?;
             *current = Some(timeouts);
         }
+        self.enter_its_schema(conn, step, false).await?;
         self.execute_alone(conn, step, &sql, timeouts, progress).await
+    }
+
+    /// Makes the step's schema the session's own before its file, where its
+    /// tool ran it so (`Engine::in_schema_text`): for the open transaction
+    /// (`local`), or the session (given back by the unit's reset, or, on
+    /// MySQL, by closing the connection after the unit). A failure is the
+    /// file's, nothing of it run.
+    async fn enter_its_schema(&self, conn: &mut E::Conn, step: u32, local: bool) -> Result<(), UnitError> {
+        let Some(set) =
+            self.in_its_schema(step).then(|| self.engine.in_schema_text(self.schema(step), local)).flatten()
+        else {
+            return Ok(());
+        };
+        self.engine.execute(conn, &set).await.map_err(|failure| UnitError::Migration {
+            step,
+            failure,
+            partly: false,
+            attempts: 1,
+        })
     }
 
     /// A file outside any transaction, statement by statement (SQL Server:
@@ -441,6 +468,7 @@ impl<E: Engine> Run<'_, E> {
         // Each file's characters in the text, (start, end], and its step.
         let mut files: Vec<FileSpan> = Vec::with_capacity(steps.len());
         let mut current = None;
+        let mut in_schema = false;
         for &step in steps {
             if let Some(observer) = self.request.observer {
                 observer.running(self.schema(step), self.file(step));
@@ -450,6 +478,14 @@ impl<E: Engine> Run<'_, E> {
                 push(&mut text, &self.engine.timeouts_text(timeouts));
                 start = push(&mut text, ";\n");
                 current = Some(timeouts);
+            }
+            if !in_schema
+                && self.in_its_schema(step)
+                && let Some(set) = self.engine.in_schema_text(self.schema(step), true)
+            {
+                push(&mut text, &set);
+                start = push(&mut text, ";\n");
+                in_schema = true;
             }
             let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
             let end = push(&mut text, &sql);

@@ -243,6 +243,13 @@ pub(crate) const INSERT_MIGRATIONS: &str = "insert into svc.svc_migrations \
 pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 1000;
 
 /// Creates a tenant's schema.
+/// `schema` first on the `search_path`, then `public`: for the open
+/// transaction (`local`) or the session.
+pub(crate) fn search_path(schema: &str, local: bool) -> String {
+    let scope = if local { "local " } else { "" };
+    format!("set {scope}search_path to {}, public", quote_ansi(schema))
+}
+
 pub(crate) fn create_schema(schema: &str) -> String {
     format!("create schema {}", quote_ansi(schema))
 }

@@ -1,0 +1,518 @@
+//! Adopting a fleet another tool migrated: a Sync records, in each schema,
+//! exactly the files that tool's own history table there says it applied.
+//!
+//! A team moving 2,000 tenants from dbmate (golang-migrate, sqlx, goose,
+//! Flyway, Atlas) has tenants at different versions, each with its tool's
+//! record in its own schema. Recording every pending file everywhere
+//! (migrator's Sync) would mark files that never ran on the tenants that
+//! lag, and they would never run there. So a Sync that finds histories
+//! reads them ([`probe`], then [`read`] per schema) and keeps of its plan
+//! only what they say ran ([`adopt`]).
+//!
+//! # Rules
+//!
+//! - **A schema's history is its tool's table in that schema**:
+//!   `schema_migrations` (dbmate's; golang-migrate's has a `dirty` column),
+//!   `_sqlx_migrations`, `goose_db_version`, `flyway_schema_history`,
+//!   `atlas_schema_revisions`. Two of them in one schema are refused.
+//! - **A version names a file by the tool's own rule** ([`Tool::version_of`]):
+//!   the leading number (dbmate, golang-migrate, sqlx, goose), `V<version>__`
+//!   (Flyway, `1.1` = `1_1` = `01.1`), the name before its first `_`
+//!   (Atlas). A recorded version no file carries, or two files of one
+//!   version, is refused: recording by guess would lose a file.
+//! - **Dirty is refused**: golang-migrate's `dirty`, sqlx's and Flyway's
+//!   `success = false`, Atlas's error or partly applied revision — the tool
+//!   left that schema mid-file, and only a person can say what ran.
+//! - **What came undone is not recorded**: goose's `is_applied = false`
+//!   row, Flyway's undo and deleted rows, each after the row it undoes.
+//! - **A baseline covers what sorts before it**: golang-migrate's one row
+//!   (its current version), Flyway's `BASELINE`, Atlas's baseline revision.
+//! - **Once a history is found, a tenant without one records nothing**: the
+//!   tool never ran there (a tenant created after it), so none of its
+//!   files ran. Where no schema has a history, the Sync is migrator's: every
+//!   pending file recorded. A single schema without a history of its own
+//!   (its tool kept it in the connection's schema) and scripts are left as
+//!   the plan has them.
+
+use std::cmp::Ordering;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use thiserror::Error;
+
+use crate::migrate::driver::Driver;
+use crate::migrate::ident::{quote_ansi, quote_mysql};
+use crate::migrate::plan::{Adopted, Plan, retained};
+use crate::migrate::source::SourceMigration;
+
+/// A tool whose history table a Sync reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tool {
+    /// dbmate: `schema_migrations (version)`, a row per applied file.
+    Dbmate,
+    /// golang-migrate: `schema_migrations (version, dirty)`, one row.
+    GolangMigrate,
+    /// sqlx: `_sqlx_migrations (version, success, …)`.
+    Sqlx,
+    /// goose: `goose_db_version (id, version_id, is_applied, …)`.
+    Goose,
+    /// Flyway: `flyway_schema_history (installed_rank, version, type, success, …)`.
+    Flyway,
+    /// Atlas: `atlas_schema_revisions (version, type, applied, total, error, …)`.
+    Atlas,
+}
+
+/// golang-migrate's table as [`probe`] names it: dbmate's name, with a
+/// `dirty` column.
+const GOLANG_MIGRATE_TABLE: &str = "schema_migrations:dirty";
+
+impl Tool {
+    /// Every tool, in the order messages list them.
+    pub const ALL: [Tool; 6] = [Tool::Dbmate, Tool::GolangMigrate, Tool::Sqlx, Tool::Goose, Tool::Flyway, Tool::Atlas];
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Dbmate => "dbmate",
+            Tool::GolangMigrate => "golang-migrate",
+            Tool::Sqlx => "sqlx",
+            Tool::Goose => "goose",
+            Tool::Flyway => "Flyway",
+            Tool::Atlas => "Atlas",
+        }
+    }
+
+    /// Its history table's name.
+    pub fn table(self) -> &'static str {
+        match self {
+            Tool::Dbmate | Tool::GolangMigrate => "schema_migrations",
+            Tool::Sqlx => "_sqlx_migrations",
+            Tool::Goose => "goose_db_version",
+            Tool::Flyway => "flyway_schema_history",
+            Tool::Atlas => "atlas_schema_revisions",
+        }
+    }
+
+    /// The tool of a table [`probe`] found (its second column).
+    pub fn of_probed(table: &str) -> Option<Tool> {
+        if table == GOLANG_MIGRATE_TABLE {
+            return Some(Tool::GolangMigrate);
+        }
+        Tool::ALL.into_iter().find(|tool| *tool != Tool::GolangMigrate && tool.table() == table)
+    }
+
+    /// The version the tool gives a file `name`, by its own naming rule;
+    /// `None` for a name it would not run.
+    pub fn version_of(self, name: &str) -> Option<Version> {
+        let stem = name.strip_suffix(".sql")?;
+        let text = match self {
+            Tool::Dbmate | Tool::GolangMigrate | Tool::Sqlx | Tool::Goose => {
+                let digits = stem.bytes().take_while(u8::is_ascii_digit).count();
+                &stem[..digits]
+            }
+            Tool::Flyway => stem.strip_prefix('V')?.split_once("__")?.0,
+            Tool::Atlas => stem.split_once('_').map_or(stem, |(version, _)| version),
+        };
+        Version::parse(text)
+    }
+}
+
+/// A version as a tool records it, comparable across spellings: numbered
+/// parts without leading zeros or trailing zero parts (`1.10` = `01_10.0`),
+/// else the text itself (an Atlas name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// Digits separated by `.` or `_`.
+    Numbered(Vec<String>),
+    /// Anything else.
+    Text(String),
+}
+
+impl Version {
+    /// `text` as a version; `None` when it is empty.
+    pub fn parse(text: &str) -> Option<Version> {
+        if text.is_empty() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        for part in text.split(['.', '_']) {
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Some(Version::Text(text.to_string()));
+            }
+            let trimmed = part.trim_start_matches('0');
+            parts.push(if trimmed.is_empty() { "0" } else { trimmed }.to_string());
+        }
+        while parts.len() > 1 && parts.last().is_some_and(|p| p == "0") {
+            parts.pop();
+        }
+        Some(Version::Numbered(parts))
+    }
+
+    /// Orders numbered versions part by part as numbers, text byte-wise,
+    /// numbered before text.
+    fn compare(&self, other: &Version) -> Ordering {
+        match (self, other) {
+            (Version::Numbered(a), Version::Numbered(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    let order = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
+                    if order != Ordering::Equal {
+                        return order;
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (Version::Numbered(_), Version::Text(_)) => Ordering::Less,
+            (Version::Text(_), Version::Numbered(_)) => Ordering::Greater,
+            (Version::Text(a), Version::Text(b)) => a.cmp(b),
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Version::Numbered(parts) => f.write_str(&parts.join(".")),
+            Version::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// The names of the schemas whose histories [`probe`] lists at once.
+pub const PROBED_AT_ONCE: usize = 500;
+
+/// The statement listing the history tables in `schemas` (at most
+/// [`PROBED_AT_ONCE`]): rows `(schema, table)`, golang-migrate's table as
+/// `schema_migrations:dirty` ([`Tool::of_probed`]). `None` where Strata does
+/// not read histories (SQLite, SQL Server) or no schema can be written as a
+/// plain literal (a tenant name holding a quote or a backslash, which the
+/// engines refuse anyway).
+pub fn probe(driver: Driver, schemas: &[String]) -> Option<String> {
+    if !matches!(driver, Driver::Postgres | Driver::Mysql) {
+        return None;
+    }
+    let plain = |name: &String| !name.contains(['\'', '\\', '\0']);
+    let names: Vec<String> = schemas.iter().filter(|name| plain(name)).map(|name| format!("'{name}'")).collect();
+    if names.is_empty() {
+        return None;
+    }
+    let tables: Vec<String> = Tool::ALL
+        .into_iter()
+        .filter(|tool| *tool != Tool::GolangMigrate)
+        .map(|tool| format!("'{}'", tool.table()))
+        .collect();
+    Some(format!(
+        "select {schema}, concat({table}, case when exists (select 1 from information_schema.columns c \
+         where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'dirty') \
+         then ':dirty' else '' end) from information_schema.tables t where t.table_name in ({tables}) \
+         and t.table_schema in ({names})",
+        schema = text(driver, "t.table_schema"),
+        table = text(driver, "t.table_name"),
+        tables = tables.join(", "),
+        names = names.join(", "),
+    ))
+}
+
+/// The statement reading `tool`'s history in `schema`: rows `(version,
+/// entry)`, in the order the tool wrote them, each entry one of [`Entry`]'s
+/// words.
+pub fn read(driver: Driver, schema: &str, tool: Tool) -> String {
+    let table = match driver {
+        Driver::Mysql => format!("{}.{}", quote_mysql(schema), quote_mysql(tool.table())),
+        _ => format!("{}.{}", quote_ansi(schema), quote_ansi(tool.table())),
+    };
+    let yes = |column: &str| match driver {
+        Driver::Postgres => column.to_string(),
+        _ => format!("{column} <> 0"),
+    };
+    let version = |column: &str| text(driver, column);
+    match tool {
+        Tool::Dbmate => format!("select {}, 'applied' from {table}", version("version")),
+        Tool::GolangMigrate => format!(
+            "select {}, case when {} then 'dirty' else 'through' end from {table}",
+            version("version"),
+            yes("dirty")
+        ),
+        Tool::Sqlx => format!(
+            "select {}, case when {} then 'applied' else 'dirty' end from {table} order by version",
+            version("version"),
+            yes("success")
+        ),
+        Tool::Goose => format!(
+            "select {}, case when {} then 'applied' else 'undone' end from {table} order by id",
+            version("version_id"),
+            yes("is_applied")
+        ),
+        Tool::Flyway => format!(
+            "select coalesce({}, ''), case when not ({}) then 'dirty' when type = 'BASELINE' then 'through' \
+             when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') then 'undone' \
+             when version is null or type = 'SCHEMA' then 'other' else 'applied' end \
+             from {table} order by installed_rank",
+            version("version"),
+            yes("success")
+        ),
+        Tool::Atlas => format!(
+            "select {}, case when coalesce(error, '') <> '' or applied < total then 'dirty' \
+             when type = 1 then 'through' else 'applied' end from {table} order by version",
+            version("version")
+        ),
+    }
+}
+
+/// `expression` as text in `driver`'s SQL.
+fn text(driver: Driver, expression: &str) -> String {
+    match driver {
+        Driver::Postgres => format!("({expression})::text"),
+        Driver::Mysql => format!("cast({expression} as char)"),
+        Driver::Sqlite => format!("cast({expression} as text)"),
+        Driver::SqlServer => format!("cast({expression} as nvarchar(4000))"),
+    }
+}
+
+/// What a history row says of its version ([`read`]'s second column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// It ran.
+    Applied,
+    /// It, and every version before it, counts as run (a baseline, or
+    /// golang-migrate's current version).
+    Through,
+    /// It was undone after it ran.
+    Undone,
+    /// It failed or ran in part.
+    Dirty,
+    /// Not a file's record (Flyway's schema creation, a repeatable file).
+    Other,
+}
+
+impl Entry {
+    fn parse(word: &str) -> Entry {
+        match word {
+            "applied" => Entry::Applied,
+            "through" => Entry::Through,
+            "undone" => Entry::Undone,
+            "dirty" => Entry::Dirty,
+            _ => Entry::Other,
+        }
+    }
+}
+
+/// One schema's history as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The schema.
+    pub schema: String,
+    /// The tool whose table it is.
+    pub tool: Tool,
+    /// Its rows, `(version, entry)` as [`read`] selects them.
+    pub rows: Vec<(String, String)>,
+}
+
+/// Why a schema's history cannot be adopted. Each names the schema (but
+/// [`HistoryError::TwoFiles`], the source's own), the tool, and its table.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[allow(missing_docs)] // the fields are what the messages name
+pub enum HistoryError {
+    /// The tool left the schema mid-file.
+    #[error(
+        "{schema}: {tool}'s history ({table}) says version {version} failed or ran in part; finish or undo it with \
+         {tool} first, or record by hand with `strata apply --sync --to FILE`"
+    )]
+    Dirty { schema: String, tool: &'static str, table: &'static str, version: String },
+    /// A recorded version no file carries.
+    #[error(
+        "{schema}: {tool}'s history ({table}) records version {version}, which no file of the source is; restore \
+         the file, or record by hand with `strata apply --sync --to FILE`"
+    )]
+    NoFile { schema: String, tool: &'static str, table: &'static str, version: String },
+    /// Two files of one version.
+    #[error("{first} and {second} are both version {version} to {tool}; rename one")]
+    TwoFiles { tool: &'static str, version: String, first: String, second: String },
+    /// Two tools' histories in one schema.
+    #[error(
+        "{schema}: holds both {first}'s history ({first_table}) and {second}'s ({second_table}); drop the stale one"
+    )]
+    TwoTools {
+        schema: String,
+        first: &'static str,
+        first_table: &'static str,
+        second: &'static str,
+        second_table: &'static str,
+    },
+}
+
+/// Every problem of a Sync's histories, found before anything is recorded
+/// (each once: the same two files of one version are one problem however
+/// many schemas meet it).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub struct HistoryErrors(pub Vec<HistoryError>);
+
+/// How many problems a message lists before it counts the rest.
+const LISTED: usize = 20;
+
+impl std::fmt::Display for HistoryErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (index, error) in self.0.iter().take(LISTED).enumerate() {
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        if self.0.len() > LISTED {
+            write!(f, "; and {} more", self.0.len() - LISTED)?;
+        }
+        Ok(())
+    }
+}
+
+/// A Sync's `plan` cut to what each schema's history says ran (`found`:
+/// every history [`probe`] and [`read`] found in the plan's schemas),
+/// what it read in its diagnostics. Nothing found: the plan as it is. Every problem of every schema is
+/// refused at once.
+pub fn adopt(plan: Plan, sources: &[SourceMigration], found: Vec<Found>) -> Result<Plan, HistoryErrors> {
+    if found.is_empty() {
+        return Ok(plan);
+    }
+    let (by_schema, mut errors) = one_per_schema(found);
+    let mut keep: FxHashSet<(u32, u32)> = FxHashSet::default();
+    let mut adopted = Adopted::default();
+    let mut with_history: FxHashSet<u32> = FxHashSet::default();
+    for (index, schema) in plan.schemas.iter().enumerate() {
+        let Some(found) = by_schema.get(schema.as_str()) else {
+            if runs_tenant_files(&plan, sources, index as u32) {
+                adopted.without.push(schema.clone());
+            }
+            continue;
+        };
+        with_history.insert(index as u32);
+        let candidates = candidates(&plan, sources, index as u32);
+        match applied(found, sources, &candidates) {
+            Ok(files) => keep.extend(files.into_iter().map(|file| (index as u32, file))),
+            Err(error) if !errors.contains(&error) => errors.push(error),
+            Err(_) => {}
+        }
+        let history = format!("{} ({})", found.tool.name(), found.tool.table());
+        match adopted.read.iter_mut().find(|(read, _)| *read == history) {
+            Some((_, schemas)) => schemas.push(schema.clone()),
+            None => adopted.read.push((history, vec![schema.clone()])),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(HistoryErrors(errors));
+    }
+    adopted.read.sort();
+    adopted.read.iter_mut().for_each(|(_, schemas)| schemas.sort());
+    adopted.without.sort();
+    let mut plan = retained(plan, sources, |step| {
+        let kind = sources[step.migration as usize].migration_type;
+        kind.is_script()
+            || (!kind.is_tenant() && !with_history.contains(&step.schema))
+            || keep.contains(&(step.schema, step.migration))
+    });
+    plan.diagnostics.adopted = adopted;
+    Ok(plan)
+}
+
+/// The histories by schema; a schema with two refused.
+fn one_per_schema(found: Vec<Found>) -> (FxHashMap<String, Found>, Vec<HistoryError>) {
+    let mut by_schema: FxHashMap<String, Found> = FxHashMap::default();
+    let mut errors = Vec::new();
+    for found in found {
+        match by_schema.get(&found.schema) {
+            Some(first) => {
+                let (first, second) =
+                    if first.tool < found.tool { (first.tool, found.tool) } else { (found.tool, first.tool) };
+                errors.push(HistoryError::TwoTools {
+                    schema: found.schema.clone(),
+                    first: first.name(),
+                    first_table: first.table(),
+                    second: second.name(),
+                    second_table: second.table(),
+                });
+            }
+            None => {
+                by_schema.insert(found.schema.clone(), found);
+            }
+        }
+    }
+    errors.sort_by_key(ToString::to_string);
+    (by_schema, errors)
+}
+
+/// The migrations (indices into `sources`) that run in the plan's schema
+/// `schema`: its single directory's, and the tenant kinds' where the plan
+/// runs tenant files there. Scripts are not versions.
+fn candidates(plan: &Plan, sources: &[SourceMigration], schema: u32) -> Vec<u32> {
+    let name = plan.schemas[schema as usize].as_str();
+    let tenant = runs_tenant_files(plan, sources, schema);
+    (0..sources.len() as u32)
+        .filter(|&index| {
+            let source = &sources[index as usize];
+            !source.migration_type.is_script()
+                && ((tenant && source.migration_type.is_tenant()) || source.single_schema() == Some(name))
+        })
+        .collect()
+}
+
+/// Whether the plan runs tenant files in its schema `schema`.
+fn runs_tenant_files(plan: &Plan, sources: &[SourceMigration], schema: u32) -> bool {
+    plan.steps.iter().any(|s| s.schema == schema && sources[s.migration as usize].migration_type.is_tenant())
+}
+
+/// The candidates `found` says ran.
+fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Result<Vec<u32>, HistoryError> {
+    let tool = found.tool;
+    let mut by_version: Vec<(Version, u32)> = Vec::new();
+    for &index in candidates {
+        let Some(version) = tool.version_of(&sources[index as usize].name) else { continue };
+        if let Some((_, first)) = by_version.iter().find(|(v, _)| *v == version) {
+            return Err(HistoryError::TwoFiles {
+                tool: tool.name(),
+                version: version.to_string(),
+                first: sources[*first as usize].file.clone(),
+                second: sources[index as usize].file.clone(),
+            });
+        }
+        by_version.push((version, index));
+    }
+    let problem = |version: &str, dirty: bool| {
+        let (schema, table, version) = (found.schema.clone(), tool.table(), version.to_string());
+        match dirty {
+            true => HistoryError::Dirty { schema, tool: tool.name(), table, version },
+            false => HistoryError::NoFile { schema, tool: tool.name(), table, version },
+        }
+    };
+    let mut ran: FxHashSet<u32> = FxHashSet::default();
+    for (text, entry) in &found.rows {
+        let entry = Entry::parse(entry);
+        if entry == Entry::Dirty {
+            return Err(problem(text, true));
+        }
+        // Atlas's own bookkeeping rows start with a dot; goose's first row
+        // is version 0.
+        let Some(version) = Version::parse(text).filter(|_| !text.starts_with('.')) else { continue };
+        if tool == Tool::Goose && version == Version::Numbered(vec!["0".into()]) {
+            continue;
+        }
+        let file = by_version.iter().find(|(v, _)| *v == version).map(|(_, index)| *index);
+        match (entry, file) {
+            (Entry::Applied, Some(file)) => {
+                ran.insert(file);
+            }
+            (Entry::Applied, None) => return Err(problem(text, false)),
+            (Entry::Undone, Some(file)) => {
+                ran.remove(&file);
+            }
+            (Entry::Through, _) => {
+                ran.extend(
+                    by_version.iter().filter(|(v, _)| v.compare(&version) != Ordering::Greater).map(|(_, i)| *i),
+                );
+            }
+            _ => {}
+        }
+    }
+    let mut ran: Vec<u32> = ran.into_iter().collect();
+    ran.sort_unstable();
+    Ok(ran)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,229 @@
+use crate::migrate::MigrationType::{self, *};
+use crate::migrate::history::*;
+use crate::migrate::plan::tests::fresh;
+use crate::migrate::plan::{Action, Plan};
+use crate::migrate::source::SourceMigration;
+
+fn source(dir: &str, name: &str, migration_type: MigrationType) -> SourceMigration {
+    SourceMigration::plain(dir, name, migration_type, "select 1;")
+}
+
+/// A Sync over nothing recorded: every file pending in every schema.
+fn sync_plan(sources: &[SourceMigration], tenants: &[&str]) -> Plan {
+    fresh(sources, tenants, Action::Sync)
+}
+
+fn history(schema: &str, tool: Tool, rows: &[(&str, &str)]) -> Found {
+    Found { schema: schema.into(), tool, rows: rows.iter().map(|(v, e)| (v.to_string(), e.to_string())).collect() }
+}
+
+/// Per schema of `plan`, the files it records.
+fn recorded(plan: &Plan, sources: &[SourceMigration]) -> Vec<(String, Vec<String>)> {
+    let mut by_schema: Vec<(String, Vec<String>)> = plan.schemas.iter().map(|s| (s.clone(), Vec::new())).collect();
+    for step in plan.steps.iter() {
+        assert!(!step.execute, "a Sync runs nothing");
+        by_schema[step.schema as usize].1.push(sources[step.migration as usize].file.clone());
+    }
+    by_schema
+}
+
+fn dbmate_sources() -> Vec<SourceMigration> {
+    vec![
+        source("ref", "20240101000000_ref.sql", SingleMigration),
+        source("tenants", "20240101000000_users.sql", TenantMigration),
+        source("tenants", "20240102000000_orders.sql", TenantMigration),
+        source("tenants", "20240103000000_index.sql", TenantMigration),
+        source("tenants-scripts", "refresh.sql", TenantScript),
+    ]
+}
+
+#[test]
+fn each_tenant_records_what_its_own_history_says_ran() {
+    let sources = dbmate_sources();
+    let plan = sync_plan(&sources, &["t1", "t2", "t3"]);
+    let histories = vec![
+        history("ref", Tool::Dbmate, &[("20240101000000", "applied")]),
+        history(
+            "t1",
+            Tool::Dbmate,
+            &[("20240101000000", "applied"), ("20240102000000", "applied"), ("20240103000000", "applied")],
+        ),
+        history("t2", Tool::Dbmate, &[("20240101000000", "applied")]),
+    ];
+    let plan = adopt(plan, &sources, histories).unwrap();
+    let adopted = &plan.diagnostics.adopted;
+    assert_eq!(
+        recorded(&plan, &sources),
+        [
+            ("ref", vec!["ref/20240101000000_ref.sql"]),
+            (
+                "t1",
+                vec![
+                    "tenants/20240101000000_users.sql",
+                    "tenants/20240102000000_orders.sql",
+                    "tenants/20240103000000_index.sql",
+                    "tenants-scripts/refresh.sql"
+                ]
+            ),
+            ("t2", vec!["tenants/20240101000000_users.sql", "tenants-scripts/refresh.sql"]),
+            ("t3", vec!["tenants-scripts/refresh.sql"]),
+        ]
+        .map(|(s, f)| (s.to_string(), f.into_iter().map(String::from).collect::<Vec<_>>()))
+    );
+    assert_eq!((plan.counts.tenant_migrations, plan.counts.tenant_migrations_total), (3, 4));
+    assert_eq!(
+        adopted.read,
+        vec![("dbmate (schema_migrations)".to_string(), vec!["ref".into(), "t1".into(), "t2".into()])]
+    );
+    assert_eq!(adopted.without, vec!["t3".to_string()]);
+}
+
+#[test]
+fn no_history_anywhere_leaves_migrators_sync() {
+    let sources = dbmate_sources();
+    let plan = sync_plan(&sources, &["t1"]);
+    let kept = adopt(plan.clone(), &sources, Vec::new()).unwrap();
+    assert_eq!(kept, plan);
+}
+
+#[test]
+fn golang_migrates_one_row_covers_every_version_up_to_it_and_dirty_is_refused() {
+    let sources = vec![
+        source("tenants", "1_users.up.sql", TenantMigration),
+        source("tenants", "2_orders.up.sql", TenantMigration),
+        source("tenants", "10_index.up.sql", TenantMigration),
+    ];
+    let plan = sync_plan(&sources, &["t1", "t2"]);
+    let histories =
+        vec![history("t1", Tool::GolangMigrate, &[("2", "through")]), history("t2", Tool::GolangMigrate, &[])];
+    let kept = adopt(plan.clone(), &sources, histories).unwrap();
+    assert_eq!(
+        recorded(&kept, &sources),
+        vec![("t1".to_string(), vec!["tenants/1_users.up.sql".to_string(), "tenants/2_orders.up.sql".into()])]
+    );
+    let dirty = vec![history("t1", Tool::GolangMigrate, &[("10", "dirty")])];
+    let error = adopt(plan, &sources, dirty).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "t1: golang-migrate's history (schema_migrations) says version 10 failed or ran in part; finish or undo it \
+         with golang-migrate first, or record by hand with `strata apply --sync --to FILE`"
+    );
+}
+
+#[test]
+fn gooses_undone_rows_and_version_zero_are_not_recorded() {
+    let sources =
+        vec![source("tenants", "00001_a.sql", TenantMigration), source("tenants", "00002_b.sql", TenantMigration)];
+    let plan = sync_plan(&sources, &["t1"]);
+    let rows = [("0", "applied"), ("1", "applied"), ("2", "applied"), ("2", "undone")];
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Goose, &rows)]).unwrap();
+    assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/00001_a.sql".to_string()])]);
+}
+
+#[test]
+fn flyway_versions_match_however_spelled_and_a_baseline_covers_what_sorts_before_it() {
+    let sources = vec![
+        source("tenants", "V1__a.sql", TenantMigration),
+        source("tenants", "V1_1__b.sql", TenantMigration),
+        source("tenants", "V1.10__c.sql", TenantMigration),
+        source("tenants", "V2__d.sql", TenantMigration),
+        source("tenants", "V3__e.sql", TenantMigration),
+    ];
+    let plan = sync_plan(&sources, &["t1", "t2"]);
+    let histories = vec![
+        history("t1", Tool::Flyway, &[("", "other"), ("1.1", "through"), ("01.10", "applied"), ("3", "applied")]),
+        history("t2", Tool::Flyway, &[("2", "applied"), ("2", "undone")]),
+    ];
+    let kept = adopt(plan, &sources, histories).unwrap();
+    let t1 = ["tenants/V1__a.sql", "tenants/V1_1__b.sql", "tenants/V1.10__c.sql", "tenants/V3__e.sql"];
+    assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), t1.map(String::from).to_vec())]);
+}
+
+#[test]
+fn atlas_versions_are_the_names_before_the_underscore_and_a_partial_revision_is_refused() {
+    let sources = vec![
+        source("tenants", "20240101_init.sql", TenantMigration),
+        source("tenants", "20240102.sql", TenantMigration),
+    ];
+    let plan = sync_plan(&sources, &["t1", "t2"]);
+    let ok = vec![history("t1", Tool::Atlas, &[(".atlas_cleanup", "applied"), ("20240101", "applied")])];
+    let kept = adopt(plan.clone(), &sources, ok).unwrap();
+    assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/20240101_init.sql".to_string()])]);
+    let partial = vec![history("t2", Tool::Atlas, &[("20240102", "dirty")])];
+    assert!(matches!(&adopt(plan, &sources, partial).unwrap_err().0[..], [HistoryError::Dirty { .. }]));
+}
+
+#[test]
+fn every_problem_of_every_schema_is_refused_at_once() {
+    let mut sources = dbmate_sources();
+    sources.push(source("tenants", "20240103000000_again.sql", TenantMigration));
+    let plan = sync_plan(&sources, &["t1", "t2", "t3"]);
+    let histories = vec![
+        history("t1", Tool::Dbmate, &[("20240101000000", "applied")]),
+        history("t2", Tool::Dbmate, &[("20991231000000", "applied")]),
+        history("t3", Tool::Dbmate, &[]),
+        history("t3", Tool::Sqlx, &[]),
+    ];
+    let errors = adopt(plan, &sources, histories).unwrap_err().0;
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "t3: holds both dbmate's history (schema_migrations) and sqlx's (_sqlx_migrations); drop the stale one",
+            "tenants/20240103000000_index.sql and tenants/20240103000000_again.sql are both version 20240103000000 to \
+             dbmate; rename one",
+        ]
+    );
+    let sources = dbmate_sources();
+    let plan = sync_plan(&sources, &["t2"]);
+    let unknown = vec![history("t2", Tool::Dbmate, &[("20991231000000", "applied")])];
+    assert!(matches!(&adopt(plan, &sources, unknown).unwrap_err().0[..], [HistoryError::NoFile { version, .. }]
+        if version == "20991231000000"));
+}
+
+#[test]
+fn each_tool_names_its_files_by_its_own_rule() {
+    let n = |parts: &[&str]| Some(Version::Numbered(parts.iter().map(|p| p.to_string()).collect()));
+    assert_eq!(Tool::Dbmate.version_of("20240101000000_users.sql"), n(&["20240101000000"]));
+    assert_eq!(Tool::Sqlx.version_of("0001_users.up.sql"), n(&["1"]));
+    assert_eq!(Tool::Goose.version_of("readme.sql"), None);
+    assert_eq!(Tool::Flyway.version_of("V1_2__x.sql"), n(&["1", "2"]));
+    assert_eq!(Tool::Flyway.version_of("R__view.sql"), None);
+    assert_eq!(Tool::Atlas.version_of("v2_x.sql"), Some(Version::Text("v2".into())));
+    assert_eq!(Tool::of_probed("schema_migrations:dirty"), Some(Tool::GolangMigrate));
+    assert_eq!(Tool::of_probed("schema_migrations"), Some(Tool::Dbmate));
+    assert_eq!(Tool::of_probed("svc_migrations"), None);
+}
+
+#[test]
+fn histories_are_read_on_postgres_and_mysql_with_names_as_literals() {
+    let schemas = vec!["t1".to_string(), "it's".to_string()];
+    let sql = probe(Driver::Postgres, &schemas).unwrap();
+    assert!(sql.contains("t.table_schema in ('t1')"), "{sql}");
+    assert!(probe(Driver::Sqlite, &schemas).is_none());
+    assert!(probe(Driver::Mysql, &["x\\".to_string()]).is_none());
+    assert_eq!(
+        read(Driver::Mysql, "t1", Tool::GolangMigrate),
+        "select cast(version as char), case when dirty <> 0 then 'dirty' else 'through' end from `t1`.`schema_migrations`"
+    );
+    assert_eq!(
+        read(Driver::Postgres, "t1", Tool::Dbmate),
+        "select (version)::text, 'applied' from \"t1\".\"schema_migrations\""
+    );
+}
+
+#[test]
+fn a_single_schema_without_a_history_of_its_own_keeps_migrators_sync() {
+    let sources =
+        vec![source("ref", "001_ref.sql", SingleMigration), source("tenants", "1_users.sql", TenantMigration)];
+    let plan = sync_plan(&sources, &["t1", "t2"]);
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])]).unwrap();
+    assert_eq!(
+        recorded(&kept, &sources),
+        vec![
+            ("ref".to_string(), vec!["ref/001_ref.sql".to_string()]),
+            ("t1".to_string(), vec!["tenants/1_users.sql".to_string()]),
+        ]
+    );
+    assert_eq!(kept.diagnostics.adopted.without, vec!["t2".to_string()]);
+}
