@@ -6,7 +6,7 @@
 //! record in its own schema. Recording every pending file everywhere
 //! (migrator's Sync) would mark files that never ran on the tenants that
 //! lag, and they would never run there. So a Sync that finds histories
-//! reads them ([`probe`], then [`read`] per schema) and keeps of its plan
+//! reads them ([`probe`], then [`read`] many schemas at once) and keeps of its plan
 //! only what they say ran ([`adopt`]).
 //!
 //! # Rules
@@ -211,10 +211,21 @@ pub fn probe(driver: Driver, schemas: &[String]) -> Option<String> {
     ))
 }
 
-/// The statement reading `tool`'s history in `schema`: rows `(version,
-/// entry)`, in the order the tool wrote them, each entry one of [`Entry`]'s
-/// words.
-pub fn read(driver: Driver, schema: &str, tool: Tool) -> String {
+/// How many histories [`read`] reads in one statement.
+pub const READ_AT_ONCE: usize = 200;
+
+/// The statement reading the histories `found` (schema and tool, at most
+/// [`READ_AT_ONCE`]) in one round trip: rows `(schema, version, entry,
+/// order)`, each entry one of [`Entry`]'s words, `order` the tool's own
+/// (goose's `id`, Flyway's `installed_rank`; 0 where rows need none).
+/// [`found`] gathers them.
+pub fn read(driver: Driver, histories: &[(String, Tool)]) -> String {
+    let parts: Vec<String> = histories.iter().map(|(schema, tool)| read_one(driver, schema, *tool)).collect();
+    parts.join(" union all ")
+}
+
+/// One schema's part of [`read`].
+fn read_one(driver: Driver, schema: &str, tool: Tool) -> String {
     let table = match driver {
         Driver::Mysql => format!("{}.{}", quote_mysql(schema), quote_mysql(tool.table())),
         _ => format!("{}.{}", quote_ansi(schema), quote_ansi(tool.table())),
@@ -223,38 +234,64 @@ pub fn read(driver: Driver, schema: &str, tool: Tool) -> String {
         Driver::Postgres => column.to_string(),
         _ => format!("{column} <> 0"),
     };
+    let integer = |expression: &str| match driver {
+        Driver::Mysql => format!("cast({expression} as signed)"),
+        _ => format!("cast({expression} as bigint)"),
+    };
     let version = |column: &str| text(driver, column);
-    match tool {
-        Tool::Dbmate => format!("select {}, 'applied' from {table}", version("version")),
-        Tool::GolangMigrate => format!(
-            "select {}, case when {} then 'dirty' else 'through' end from {table}",
-            version("version"),
-            yes("dirty")
-        ),
-        Tool::Sqlx => format!(
-            "select {}, case when {} then 'applied' else 'dirty' end from {table} order by version",
-            version("version"),
-            yes("success")
-        ),
-        Tool::Goose => format!(
-            "select {}, case when {} then 'applied' else 'undone' end from {table} order by id",
+    let (version, entry, order) = match tool {
+        Tool::Dbmate => (version("version"), "'applied'".to_string(), integer("0")),
+        Tool::GolangMigrate => {
+            (version("version"), format!("case when {} then 'dirty' else 'through' end", yes("dirty")), integer("0"))
+        }
+        Tool::Sqlx => {
+            (version("version"), format!("case when {} then 'applied' else 'dirty' end", yes("success")), integer("0"))
+        }
+        Tool::Goose => (
             version("version_id"),
-            yes("is_applied")
+            format!("case when {} then 'applied' else 'undone' end", yes("is_applied")),
+            integer("id"),
         ),
-        Tool::Flyway => format!(
-            "select coalesce({}, ''), case when not ({}) then 'dirty' when type = 'BASELINE' then 'through' \
-             when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') then 'undone' \
-             when version is null or type = 'SCHEMA' then 'other' else 'applied' end \
-             from {table} order by installed_rank",
+        Tool::Flyway => (
+            format!("coalesce({}, '')", version("version")),
+            format!(
+                "case when not ({}) then 'dirty' when type = 'BASELINE' then 'through' \
+                 when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') then 'undone' \
+                 when version is null or type = 'SCHEMA' then 'other' else 'applied' end",
+                yes("success")
+            ),
+            integer("installed_rank"),
+        ),
+        Tool::Atlas => (
             version("version"),
-            yes("success")
+            "case when coalesce(error, '') <> '' or applied < total then 'dirty' when type = 1 then 'through' \
+             else 'applied' end"
+                .to_string(),
+            integer("0"),
         ),
-        Tool::Atlas => format!(
-            "select {}, case when coalesce(error, '') <> '' or applied < total then 'dirty' \
-             when type = 1 then 'through' else 'applied' end from {table} order by version",
-            version("version")
-        ),
+    };
+    format!("select {}, {version}, {entry}, {order} from {table}", text(driver, &format!("'{schema}'")))
+}
+
+/// The histories [`read`] read, its rows `(schema, version, entry,
+/// order)`, each in its tool's order.
+pub fn found(histories: &[(String, Tool)], rows: Vec<(String, String, String, i64)>) -> Vec<Found> {
+    let mut by_schema: FxHashMap<String, Vec<(i64, String, String)>> = FxHashMap::default();
+    for (schema, version, entry, order) in rows {
+        by_schema.entry(schema).or_default().push((order, version, entry));
     }
+    histories
+        .iter()
+        .map(|(schema, tool)| {
+            let mut rows = by_schema.remove(schema).unwrap_or_default();
+            rows.sort_by_key(|(order, _, _)| *order);
+            Found {
+                schema: schema.clone(),
+                tool: *tool,
+                rows: rows.into_iter().map(|(_, version, entry)| (version, entry)).collect(),
+            }
+        })
+        .collect()
 }
 
 /// `expression` as text in `driver`'s SQL.

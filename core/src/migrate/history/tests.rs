@@ -202,14 +202,21 @@ fn histories_are_read_on_postgres_and_mysql_with_names_as_literals() {
     assert!(sql.contains("t.table_schema in ('t1')"), "{sql}");
     assert!(probe(Driver::Sqlite, &schemas).is_none());
     assert!(probe(Driver::Mysql, &["x\\".to_string()]).is_none());
+    let histories = vec![("t1".to_string(), Tool::GolangMigrate), ("t2".to_string(), Tool::Goose)];
     assert_eq!(
-        read(Driver::Mysql, "t1", Tool::GolangMigrate),
-        "select cast(version as char), case when dirty <> 0 then 'dirty' else 'through' end from `t1`.`schema_migrations`"
+        read(Driver::Mysql, &histories),
+        "select cast('t1' as char), cast(version as char), case when dirty <> 0 then 'dirty' else 'through' end, \
+         cast(0 as signed) from `t1`.`schema_migrations` union all select cast('t2' as char), cast(version_id as \
+         char), case when is_applied <> 0 then 'applied' else 'undone' end, cast(id as signed) from \
+         `t2`.`goose_db_version`"
     );
-    assert_eq!(
-        read(Driver::Postgres, "t1", Tool::Dbmate),
-        "select (version)::text, 'applied' from \"t1\".\"schema_migrations\""
-    );
+    let rows = vec![
+        ("t2".to_string(), "1".to_string(), "undone".to_string(), 3),
+        ("t2".to_string(), "1".to_string(), "applied".to_string(), 2),
+    ];
+    let found = found(&histories, rows);
+    assert_eq!(found[0].rows, vec![]);
+    assert_eq!(found[1].rows, vec![("1".to_string(), "applied".to_string()), ("1".to_string(), "undone".into())]);
 }
 
 #[test]

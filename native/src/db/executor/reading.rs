@@ -129,31 +129,38 @@ pub(super) async fn plan_read<E: Engine>(
 }
 
 /// Every history of another tool in `schemas` (core's `history::probe`,
-/// then `history::read` per schema that has one): what a Sync adopts.
-/// Nothing on an engine whose histories Strata does not read.
+/// then `history::read`, many at once): what a Sync adopts. Nothing on an
+/// engine whose histories Strata does not read.
 async fn histories<E: Engine>(
     engine: &E,
     conn: &mut E::Conn,
     schemas: &[String],
 ) -> Result<Vec<history::Found>, RunError> {
     let unreadable = |failure: Failure| DbError::Books(format!("reading other tools' histories: {}", failure.message));
-    let mut found = Vec::new();
+    let mut tables: Vec<(String, history::Tool)> = Vec::new();
     for chunk in schemas.chunks(history::PROBED_AT_ONCE) {
         let Some(probe) = history::probe(E::DRIVER, chunk) else { continue };
         for row in engine.read_keys_whole(conn, &probe).await.map_err(unreadable)? {
-            let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..] else { continue };
-            let Some(tool) = history::Tool::of_probed(table) else { continue };
-            let rows =
-                engine.read_keys_whole(conn, &history::read(E::DRIVER, schema, tool)).await.map_err(unreadable)?;
-            let rows = rows
-                .into_iter()
-                .filter_map(|row| match <[KeyValue; 2]>::try_from(row) {
-                    Ok([version, entry]) => Some((version.to_string(), entry.to_string())),
-                    Err(_) => None,
-                })
-                .collect();
-            found.push(history::Found { schema: schema.clone(), tool, rows });
+            if let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..]
+                && let Some(tool) = history::Tool::of_probed(table)
+            {
+                tables.push((schema.clone(), tool));
+            }
         }
+    }
+    let mut found = Vec::with_capacity(tables.len());
+    for chunk in tables.chunks(history::READ_AT_ONCE) {
+        let rows = engine.read_keys_whole(conn, &history::read(E::DRIVER, chunk)).await.map_err(unreadable)?;
+        let rows = rows
+            .into_iter()
+            .filter_map(|row| match <[KeyValue; 4]>::try_from(row) {
+                Ok([schema, version, entry, KeyValue::Int(order)]) => {
+                    Some((schema.to_string(), version.to_string(), entry.to_string(), order))
+                }
+                _ => None,
+            })
+            .collect();
+        found.extend(history::found(chunk, rows));
     }
     Ok(found)
 }
