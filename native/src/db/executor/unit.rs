@@ -120,11 +120,13 @@ impl<E: Engine> Run<'_, E> {
                     self.engine.end_alone(&mut own).await;
                     result
                 }
+                AloneSession::Untimed
+                    if self.in_its_schema(step) && !self.text(step).contains(&self.settings.placeholder) =>
+                {
+                    Err(self.no_session_for_its_schema(step))
+                }
                 AloneSession::Untimed => {
-                    let result = match self.enter_its_schema(conn, step, false).await {
-                        Ok(()) => self.execute_alone(conn, step, &sql, timeouts, progress).await,
-                        Err(error) => Err(error),
-                    };
+                    let result = self.execute_alone(conn, step, &sql, timeouts, progress).await;
                     self.engine.end_alone(conn).await;
                     result
                 }
@@ -138,6 +140,23 @@ impl<E: Engine> Run<'_, E> {
         }
         self.enter_its_schema(conn, step, false).await?;
         self.execute_alone(conn, step, &sql, timeouts, progress).await
+    }
+
+    /// A file outside any transaction that must run in its tenant's schema
+    /// (it names no `{schema}`), where the server's sessions cannot carry
+    /// it: a pooler in transaction mode may run the setting and each
+    /// statement on other server connections (and leave the setting on one
+    /// the application gets). Nothing of the file runs. One that names its
+    /// schema runs without it, as Strata's own files do.
+    fn no_session_for_its_schema(&self, step: u32) -> UnitError {
+        let message = format!(
+            "{} runs outside a transaction with its tenant as the session's schema, and this server's sessions \
+             cannot be kept to one connection (a pooler in transaction mode): name its objects {}.name, or point \
+             dataSource at the server; nothing of it ran",
+            self.file(step),
+            self.settings.placeholder
+        );
+        UnitError::Migration { step, failure: Failure::statement(message), partly: false, attempts: 1 }
     }
 
     /// Makes the step's schema the session's own before its file, where its
