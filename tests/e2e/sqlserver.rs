@@ -1058,3 +1058,35 @@ async fn a_files_temporary_table_and_session_options_end_with_its_unit() {
         assert_eq!(rows, [[json!(70), json!(7)]], "{name}");
     }
 }
+
+/// A tenant directory in dbmate's format naming its table plainly, as
+/// dbmate ran it connected to each tenant: SQL Server has no session
+/// schema for a tenant (a plain name is the login's default schema's), so
+/// the version is refused before anything runs, naming the statement — not
+/// run into `dbo` and recorded as the first tenant's. Named `{schema}.`,
+/// the same file runs in each tenant.
+#[tokio::test]
+async fn a_tenant_file_of_another_tools_format_naming_no_schema_is_refused() {
+    if !available("a_tenant_file_of_another_tools_format_naming_no_schema_is_refused") {
+        return;
+    }
+    let server = start("").await;
+    for name in ["t1", "t2"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    server.ws.write_migration("tenants/20240101000000_users.sql", "-- migrate:up\ncreate table users (id int)\n");
+    let refused = server.create_version(json!({ "versionName": "plain" })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "STATEMENT_REFUSED", "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("tenants/20240101000000_users.sql:2:1: CREATE names no schema"), "{message}");
+    let tables = server.ws.rows("svc", "select count(*) from sys.tables where name = 'users'").await;
+    assert_eq!(tables, [[json!(0)]]);
+    server
+        .ws
+        .write_migration("tenants/20240101000000_users.sql", "-- migrate:up\ncreate table {schema}.users (id int)\n");
+    let version = server.create_version(json!({ "versionName": "named" })).await;
+    assert!(version.get("errors").is_none(), "{version}\n{}", server.log());
+    let tables = server.ws.rows("svc", "select count(*) from sys.tables where name = 'users'").await;
+    assert_eq!(tables, [[json!(2)]]);
+}

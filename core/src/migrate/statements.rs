@@ -132,13 +132,14 @@ pub enum StatementError {
         /// `COPY … FROM STDIN` or `COPY … TO STDOUT`.
         statement: String,
     },
-    /// On SQLite, a statement of a tenant file in another tool's format
-    /// that writes without naming its schema: its tool ran the file in the
-    /// tenant's own database, and SQLite has no session schema to run it
-    /// in (the object would land in the service's own file).
+    /// On SQLite and SQL Server, a statement of a tenant file in another
+    /// tool's format that writes without naming its schema: its tool ran
+    /// the file in the tenant's own database, and these engines have no
+    /// session schema to run it in (the object would land in the service's
+    /// own file, or the login's default schema).
     #[error(
         "{file}:{at}: {statement} names no schema: its tool ran this tenant file in the tenant's own database, and \
-         SQLite has no session schema to run it in; name the tenant's objects `{{schema}}.name`"
+         this engine has no session schema to run it in; name the tenant's objects `{{schema}}.name`"
     )]
     NoSchema {
         /// The file.
@@ -829,10 +830,12 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
 /// The statements of a tenant file its tool ran in the tenant's own schema
 /// (core's `SourceMigration::in_its_schema`) that write without naming the
 /// schema (no `placeholder` in them), refused where the engine has no
-/// session schema to run them in: SQLite. Other engines: none.
+/// session schema to run them in: SQLite, and SQL Server (whose tenants are
+/// schemas of one database; a plain name is the login's default schema's).
+/// Other engines: none.
 pub fn unplaced(driver: Driver, file: &str, text: &str, placeholder: &str) -> Vec<StatementError> {
     const WRITES: [&str; 7] = ["create", "alter", "drop", "insert", "update", "delete", "replace"];
-    if driver != Driver::Sqlite {
+    if !matches!(driver, Driver::Sqlite | Driver::SqlServer) {
         return Vec::new();
     }
     let Some(ranges) = split(driver, text) else { return Vec::new() };

@@ -448,4 +448,7 @@ fn an_sqlite_tenant_file_of_another_tool_must_name_its_schema_where_it_writes() 
     assert!(at[0].1.starts_with("tenants/1_users.sql:3:1: CREATE names no schema"), "{}", at[0].1);
     assert_eq!(at[1].0, "6:14");
     assert!(unplaced(Driver::Postgres, "f.sql", text, "{schema}").is_empty());
+    let tsql = "create table users (id int)\nGO\ninsert into users values (1)\n";
+    assert_eq!(unplaced(Driver::SqlServer, "t.sql", tsql, "{schema}").len(), 1);
+    assert!(unplaced(Driver::SqlServer, "t.sql", "create table {schema}.users (id int)\n", "{schema}").is_empty());
 }
