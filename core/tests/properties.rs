@@ -16,6 +16,7 @@ use strata_core::migrate::datasource::check_driver;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::failure::Cause;
 use strata_core::migrate::format::Format;
+use strata_core::migrate::history;
 use strata_core::migrate::ident::{
     quote_ansi, quote_mysql, quote_sqlserver, validate_identifier, validate_new_tenant_name,
 };
@@ -675,5 +676,64 @@ proptest! {
         let keys = keys.into_iter().map(pair_key).collect();
         let inserts: Vec<Key> = inserts.into_iter().map(pair_key).collect();
         backfill_over(keys, &inserts, ceiling, &elapsed, &commits, ahead)?;
+    }
+
+    /// A Sync that found histories records, in each tenant, exactly the
+    /// files whose versions its history applied and did not undo, in every
+    /// tool's spelling of a version — never another, in a tenant with a
+    /// history or without one.
+    #[test]
+    fn a_sync_adopting_histories_records_exactly_what_each_history_says_ran(
+        files in 1usize..12,
+        histories in prop::collection::vec(
+            prop::option::of(prop::collection::vec((0usize..14, prop::bool::weighted(0.8)), 0..20)),
+            1..8,
+        ),
+        zeros in 0usize..3,
+    ) {
+        let sources: Vec<SourceMigration> = (1..=files)
+            .map(|n| SourceMigration::plain("tenants", &format!("{n:03}_f.sql"), MigrationType::TenantMigration, ""))
+            .collect();
+        let tenants: Vec<String> = (0..histories.len()).map(|i| format!("t{i}")).collect();
+        let target = Target::AllSchemas;
+        let input = PlanInput {
+            sources: &sources,
+            applied: &[],
+            tenants: &tenants,
+            target: &target,
+            action: Action::Sync,
+            out_of_order: Default::default(),
+        };
+        let whole = plan(input).unwrap();
+        let mut found = Vec::new();
+        let mut expected: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+        for (tenant, rows) in tenants.iter().zip(&histories) {
+            let Some(rows) = rows else { continue };
+            let mut ran = BTreeSet::new();
+            let mut written = Vec::new();
+            for &(version, applied) in rows {
+                // Versions past the files would be refused: kept to the files.
+                let version = version % files + 1;
+                let spelled = format!("{}{version}", "0".repeat(zeros));
+                if applied { ran.insert(version); } else { ran.remove(&version); }
+                written.push((spelled, if applied { "applied" } else { "undone" }.to_string()));
+            }
+            expected.insert(tenant.clone(), ran);
+            found.push(history::Found { schema: tenant.clone(), tool: history::Tool::Goose, rows: written });
+        }
+        let any = !found.is_empty();
+        let kept = history::adopt(whole.clone(), &sources, found).unwrap();
+        if !any {
+            prop_assert_eq!(kept, whole);
+            return Ok(());
+        }
+        let mut recorded: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+        for step in kept.steps.iter() {
+            prop_assert!(!step.execute);
+            let version = sources[step.migration as usize].name[..3].parse::<usize>().unwrap();
+            recorded.entry(kept.schema_of(step).to_string()).or_default().insert(version);
+        }
+        expected.retain(|_, ran| !ran.is_empty());
+        prop_assert_eq!(recorded, expected);
     }
 }

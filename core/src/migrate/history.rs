@@ -199,16 +199,26 @@ pub fn probe(driver: Driver, schemas: &[String]) -> Option<String> {
         .filter(|tool| *tool != Tool::GolangMigrate)
         .map(|tool| format!("'{}'", tool.table()))
         .collect();
-    Some(format!(
-        "select {schema}, concat({table}, case when exists (select 1 from information_schema.columns c \
-         where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'dirty') \
-         then ':dirty' else '' end) from information_schema.tables t where t.table_name in ({tables}) \
-         and t.table_schema in ({names})",
-        schema = text(driver, "t.table_schema"),
-        table = text(driver, "t.table_name"),
-        tables = tables.join(", "),
-        names = names.join(", "),
-    ))
+    let (tables, names) = (tables.join(", "), names.join(", "));
+    Some(match driver {
+        // The catalog itself: `information_schema.columns` checks privileges
+        // on every column of the database (0.7 s per 500 schemas beside
+        // 2,000 tenants' tables, against milliseconds here).
+        Driver::Postgres => format!(
+            "select n.nspname::text, c.relname::text || case when exists (select 1 from pg_attribute a \
+             where a.attrelid = c.oid and a.attname = 'dirty' and not a.attisdropped) then ':dirty' else '' end \
+             from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+             where c.relkind in ('r', 'p', 'v', 'f') and c.relname in ({tables}) and n.nspname in ({names})"
+        ),
+        _ => format!(
+            "select {schema}, concat({table}, case when exists (select 1 from information_schema.columns c \
+             where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'dirty') \
+             then ':dirty' else '' end) from information_schema.tables t where t.table_name in ({tables}) \
+             and t.table_schema in ({names})",
+            schema = text(driver, "t.table_schema"),
+            table = text(driver, "t.table_name"),
+        ),
+    })
 }
 
 /// How many histories [`read`] reads in one statement.

@@ -199,7 +199,8 @@ fn each_tool_names_its_files_by_its_own_rule() {
 fn histories_are_read_on_postgres_and_mysql_with_names_as_literals() {
     let schemas = vec!["t1".to_string(), "it's".to_string()];
     let sql = probe(Driver::Postgres, &schemas).unwrap();
-    assert!(sql.contains("t.table_schema in ('t1')"), "{sql}");
+    assert!(sql.contains("n.nspname in ('t1')"), "{sql}");
+    assert!(probe(Driver::Mysql, &schemas).unwrap().contains("t.table_schema in ('t1')"));
     assert!(probe(Driver::Sqlite, &schemas).is_none());
     assert!(probe(Driver::Mysql, &["x\\".to_string()]).is_none());
     let histories = vec![("t1".to_string(), Tool::GolangMigrate), ("t2".to_string(), Tool::Goose)];
