@@ -40,11 +40,14 @@ for i in $(seq 1 "$FILES"); do
     printf -- '-- migrate:up\ncreate table f%d (id int);\n\n-- migrate:down\ndrop table f%d;\n' "$i" "$i" \
         >"$work/m/tenants/${v}_f$i.sql"
 done
-psql "$url" -qX -v ON_ERROR_STOP=1 <<SQL
+# A thousand tenants a transaction (a default server's lock table holds no more).
+for from in $(seq 1 1000 "$TENANTS"); do
+    to=$((from + 999 < TENANTS ? from + 999 : TENANTS))
+    psql "$url" -qX -v ON_ERROR_STOP=1 <<SQL
 do \$\$
 declare i int;
 begin
-  for i in 1..$TENANTS loop
+  for i in $from..$to loop
     execute format('create schema t%s', lpad(i::text, 6, '0'));
     execute format('create table t%s.schema_migrations (version varchar(128) primary key)', lpad(i::text, 6, '0'));
     execute format('insert into t%s.schema_migrations select ''2024'' || lpad(v::text, 10, ''0'') '
@@ -53,6 +56,7 @@ begin
   end loop;
 end \$\$;
 SQL
+done
 cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
 driver: postgres
