@@ -198,11 +198,16 @@ fn each_tool_names_its_files_by_its_own_rule() {
 #[test]
 fn histories_are_read_on_postgres_and_mysql_with_names_as_literals() {
     let schemas = vec!["t1".to_string(), "it's".to_string()];
-    let sql = probe(Driver::Postgres, &schemas).unwrap();
-    assert!(sql.contains("n.nspname in ('t1')"), "{sql}");
-    assert!(probe(Driver::Mysql, &schemas).unwrap().contains("t.table_schema in ('t1')"));
-    assert!(probe(Driver::Sqlite, &schemas).is_none());
-    assert!(probe(Driver::Mysql, &["x\\".to_string()]).is_none());
+    let postgres = probes(Driver::Postgres, &schemas);
+    assert_eq!(postgres.len(), 1);
+    assert!(postgres[0].contains("c.relname in ('schema_migrations', '_sqlx_migrations',"), "{}", postgres[0]);
+    let mysql = probes(Driver::Mysql, &schemas);
+    assert_eq!(mysql.len(), 1);
+    assert!(mysql[0].contains("t.table_schema in ('t1')"), "{}", mysql[0]);
+    let many: Vec<String> = (0..1001).map(|i| format!("t{i}")).collect();
+    assert_eq!(probes(Driver::Mysql, &many).len(), 3);
+    assert!(probes(Driver::Sqlite, &schemas).is_empty());
+    assert!(probes(Driver::Mysql, &["x\\".to_string()]).is_empty());
     let histories = vec![("t1".to_string(), Tool::GolangMigrate), ("t2".to_string(), Tool::Goose)];
     assert_eq!(
         read(Driver::Mysql, &histories),

@@ -3,6 +3,7 @@
 //! how each file runs (core's `statements`) — for a mutation under its
 //! lock, for a preview without it, and for `strata repair`.
 
+use rustc_hash::FxHashSet;
 use strata_core::migrate::backfill::{self, KeyValue};
 use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::driver::Driver;
@@ -128,7 +129,7 @@ pub(super) async fn plan_read<E: Engine>(
     Ok((plan, rules))
 }
 
-/// Every history of another tool in `schemas` (core's `history::probe`,
+/// Every history of another tool in `schemas` (core's `history::probes`,
 /// then `history::read`, many at once): what a Sync adopts. Nothing on an
 /// engine whose histories Strata does not read.
 async fn histories<E: Engine>(
@@ -137,11 +138,12 @@ async fn histories<E: Engine>(
     schemas: &[String],
 ) -> Result<Vec<history::Found>, RunError> {
     let unreadable = |failure: Failure| DbError::Books(format!("reading other tools' histories: {}", failure.message));
+    let wanted: FxHashSet<&str> = schemas.iter().map(String::as_str).collect();
     let mut tables: Vec<(String, history::Tool)> = Vec::new();
-    for chunk in schemas.chunks(history::PROBED_AT_ONCE) {
-        let Some(probe) = history::probe(E::DRIVER, chunk) else { continue };
+    for probe in history::probes(E::DRIVER, schemas) {
         for row in engine.read_keys_whole(conn, &probe).await.map_err(unreadable)? {
             if let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..]
+                && wanted.contains(schema.as_str())
                 && let Some(tool) = history::Tool::of_probed(table)
             {
                 tables.push((schema.clone(), tool));
