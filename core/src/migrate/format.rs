@@ -138,7 +138,9 @@ impl SortKey {
     }
 }
 
-fn compare_versions(a: &[String], b: &[String]) -> Ordering {
+/// Numbered parts compared as numbers, part by part (also a history's
+/// versions: [`crate::migrate::history`]).
+pub(crate) fn compare_versions(a: &[String], b: &[String]) -> Ordering {
     for (x, y) in a.iter().zip(b) {
         let order = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
         if order != Ordering::Equal {
@@ -150,7 +152,7 @@ fn compare_versions(a: &[String], b: &[String]) -> Ordering {
 
 /// A version from its digits and separators (`1.10`, `2_1`, `20240101`):
 /// `None` when it is not one.
-fn version(text: &str) -> Option<Vec<String>> {
+pub(crate) fn version(text: &str) -> Option<Vec<String>> {
     if text.is_empty() {
         return None;
     }

@@ -40,6 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
 use crate::migrate::driver::Driver;
+use crate::migrate::format;
 use crate::migrate::ident::{quote_ansi, quote_mysql};
 use crate::migrate::plan::{Adopted, Plan, retained};
 use crate::migrate::source::SourceMigration;
@@ -128,38 +129,20 @@ pub enum Version {
 }
 
 impl Version {
-    /// `text` as a version; `None` when it is empty.
+    /// `text` as a version; `None` when it is empty. Numbered as the
+    /// formats number their files (`format::version`).
     pub fn parse(text: &str) -> Option<Version> {
         if text.is_empty() {
             return None;
         }
-        let mut parts = Vec::new();
-        for part in text.split(['.', '_']) {
-            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return Some(Version::Text(text.to_string()));
-            }
-            let trimmed = part.trim_start_matches('0');
-            parts.push(if trimmed.is_empty() { "0" } else { trimmed }.to_string());
-        }
-        while parts.len() > 1 && parts.last().is_some_and(|p| p == "0") {
-            parts.pop();
-        }
-        Some(Version::Numbered(parts))
+        Some(format::version(text).map_or_else(|| Version::Text(text.to_string()), Version::Numbered))
     }
 
     /// Orders numbered versions part by part as numbers, text byte-wise,
     /// numbered before text.
     fn compare(&self, other: &Version) -> Ordering {
         match (self, other) {
-            (Version::Numbered(a), Version::Numbered(b)) => {
-                for (x, y) in a.iter().zip(b) {
-                    let order = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
-                    if order != Ordering::Equal {
-                        return order;
-                    }
-                }
-                a.len().cmp(&b.len())
-            }
+            (Version::Numbered(a), Version::Numbered(b)) => format::compare_versions(a, b),
             (Version::Numbered(_), Version::Text(_)) => Ordering::Less,
             (Version::Text(_), Version::Numbered(_)) => Ordering::Greater,
             (Version::Text(a), Version::Text(b)) => a.cmp(b),
@@ -429,15 +412,16 @@ pub fn adopt(plan: Plan, sources: &[SourceMigration], found: Vec<Found>) -> Resu
     let mut keep: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut adopted = Adopted::default();
     let mut with_history: FxHashSet<u32> = FxHashSet::default();
+    let tenant = tenant_schemas(&plan, sources);
     for (index, schema) in plan.schemas.iter().enumerate() {
         let Some(found) = by_schema.get(schema.as_str()) else {
-            if runs_tenant_files(&plan, sources, index as u32) {
+            if tenant[index] {
                 adopted.without.push(schema.clone());
             }
             continue;
         };
         with_history.insert(index as u32);
-        let candidates = candidates(&plan, sources, index as u32);
+        let candidates = candidates(sources, schema, tenant[index]);
         match applied(found, sources, &candidates) {
             Ok(files) => keep.extend(files.into_iter().map(|file| (index as u32, file))),
             Err(error) if !errors.contains(&error) => errors.push(error),
@@ -491,12 +475,10 @@ fn one_per_schema(found: Vec<Found>) -> (FxHashMap<String, Found>, Vec<HistoryEr
     (by_schema, errors)
 }
 
-/// The migrations (indices into `sources`) that run in the plan's schema
-/// `schema`: its single directory's, and the tenant kinds' where the plan
-/// runs tenant files there. Scripts are not versions.
-fn candidates(plan: &Plan, sources: &[SourceMigration], schema: u32) -> Vec<u32> {
-    let name = plan.schemas[schema as usize].as_str();
-    let tenant = runs_tenant_files(plan, sources, schema);
+/// The migrations (indices into `sources`) that run in the schema `name`:
+/// its single directory's, and the tenant kinds' where the plan runs tenant
+/// files there (`tenant`). Scripts are not versions.
+fn candidates(sources: &[SourceMigration], name: &str, tenant: bool) -> Vec<u32> {
     (0..sources.len() as u32)
         .filter(|&index| {
             let source = &sources[index as usize];
@@ -506,9 +488,16 @@ fn candidates(plan: &Plan, sources: &[SourceMigration], schema: u32) -> Vec<u32>
         .collect()
 }
 
-/// Whether the plan runs tenant files in its schema `schema`.
-fn runs_tenant_files(plan: &Plan, sources: &[SourceMigration], schema: u32) -> bool {
-    plan.steps.iter().any(|s| s.schema == schema && sources[s.migration as usize].migration_type.is_tenant())
+/// Per schema of the plan, whether it runs tenant files there: one pass
+/// over the steps.
+fn tenant_schemas(plan: &Plan, sources: &[SourceMigration]) -> Vec<bool> {
+    let mut tenant = vec![false; plan.schemas.len()];
+    for step in plan.steps.iter() {
+        if sources[step.migration as usize].migration_type.is_tenant() {
+            tenant[step.schema as usize] = true;
+        }
+    }
+    tenant
 }
 
 /// The candidates `found` says ran.
