@@ -317,9 +317,13 @@ try {
   await page.locator('button[aria-label="Pause backfills"]').click();
   await page.locator("#confirm[open]").waitFor();
   await page.locator("#confirm-ok").click();
+  // The pause answers once every running backfill is held (one
+  // transaction: no page, and no Resume, sees half of it).
+  await page.locator("#status", { hasText: /^\d+ backfill\(s\) paused\.$/ }).waitFor({ timeout: 30000 });
   await backfill.locator("[data-counts]", { hasText: "paused" }).waitFor({ timeout: 10000 });
   const held = (await api("{ backfills { state rowsDone } }")).backfills;
   assert.ok(held.some((b) => b.state === "PAUSED"), JSON.stringify(held.slice(0, 5)));
+  assert.ok(held.every((b) => b.state !== "RUNNING"), JSON.stringify(held.filter((b) => b.state === "RUNNING").slice(0, 5)));
   assert.ok(held.reduce((sum, b) => sum + b.rowsDone, 0) < backfilled * 40);
   await page.screenshot({ path: join(shots, "backfills-paused.png"), fullPage: true });
   await page.locator('button[aria-label="Resume backfills"]').click();

@@ -552,6 +552,55 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_hol
     assert_eq!(audit, actions.map(|action| [json!(action)]));
 }
 
+/// A pause over a fleet is whole or not at all: a reader (a console page, an
+/// operator's `backfill list`, a Resume) never sees some tenants paused and
+/// others still running. It was one statement a tenant, each waiting on the
+/// runners' batches, and a Resume sent while a pause of 300 tenants went on
+/// resumed the first and left the rest paused for good.
+#[tokio::test]
+async fn a_pause_of_every_backfill_is_seen_whole_or_not_at_all() {
+    let server = Server::start("fleet", "tenantConcurrency: 8\nbackfill:\n  rowsPerSecond: 4000\n").await;
+    let names = tenants(&server, 120).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(200));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("batch=25", "batch=10"));
+    let started = version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(names.len()), "{started}");
+    // 24,000 rows at 4,000 a second: the runners commit batches while the
+    // pause goes on.
+    let states = || async {
+        let list = server.data("{ backfills { state } }", json!({})).await["backfills"].clone();
+        list.as_array().unwrap().iter().map(|row| row["state"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let pausing = async {
+        let paused = server.data("mutation { pauseBackfills { tenant } }", json!({})).await;
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        paused
+    };
+    let watching = async {
+        let mut looks = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let seen = states().await;
+            let running = seen.iter().filter(|state| *state == "RUNNING").count();
+            let paused = seen.iter().filter(|state| *state == "PAUSED").count();
+            assert!(running == 0 || paused == 0, "a pause seen half done: {running} running, {paused} paused");
+            looks += 1;
+        }
+        looks
+    };
+    let (paused, looks) = tokio::join!(pausing, watching);
+    let paused = paused["pauseBackfills"].as_array().map(Vec::len).unwrap_or_default();
+    let after = states().await;
+    assert!(paused > 0 && !after.iter().any(|state| state == "RUNNING"), "{after:?} ({looks} looks)");
+    assert_eq!(after.iter().filter(|state| *state == "PAUSED").count(), paused);
+    let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
+    assert_eq!(resumed["resumeBackfills"].as_array().map(Vec::len), Some(paused), "{resumed}");
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 200), "{books:?}");
+}
+
 #[tokio::test]
 async fn a_backfill_of_a_table_that_does_not_exist_fails_and_records_nothing() {
     let server = Server::start("fleet", "").await;

@@ -252,15 +252,16 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn fail_backfill(&self, _conn: &mut C, _row: &BackfillRow, _holder: &str) -> Result<(), DbError> {
         Err(DbError::NotSupported("backfills on this engine"))
     }
-    /// Moves `schema`'s backfills in state `from` to `to`; how many.
+    /// Moves each of `rows` still in the state it was read in to `to`, in
+    /// one transaction (a pause is whole before anyone sees it); whether
+    /// each moved.
     async fn move_backfills(
         &self,
         _conn: &mut C,
-        _schema: &str,
-        _from: BackfillState,
+        _rows: &[BackfillRow],
         _to: BackfillState,
         _updated: &str,
-    ) -> Result<u64, DbError> {
+    ) -> Result<Vec<bool>, DbError> {
         Err(DbError::NotSupported("backfills on this engine"))
     }
     /// Writes a repair (core's `repair`) and its version row, in one

@@ -407,16 +407,17 @@ impl<E: Engine> Database for Store<E> {
         }
         let mut conn = self.engine.connect().await?;
         let books = self.engine.books();
-        let rows = books.backfills(&mut conn).await?;
+        let rows: Vec<BackfillRow> = books
+            .backfills(&mut conn)
+            .await?
+            .into_iter()
+            .filter(|row| how.from().contains(&row.state))
+            .filter(|row| tenants.is_empty() || tenants.contains(&row.schema))
+            .collect();
         let updated = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let done = books.move_backfills(&mut conn, &rows, how.to(), &updated).await?;
         let mut moved = Vec::new();
-        for row in rows.into_iter().filter(|row| how.from().contains(&row.state)) {
-            if !tenants.is_empty() && !tenants.contains(&row.schema) {
-                continue;
-            }
-            if books.move_backfills(&mut conn, &row.schema, row.state, how.to(), &updated).await? == 0 {
-                continue;
-            }
+        for (row, _) in rows.into_iter().zip(done).filter(|(_, done)| *done) {
             if how == BackfillMove::Cancel
                 && let Some(job) = books.backfill_job(&mut conn, &row.schema, &row.file).await?
                 && job.migration.migration_type.is_tenant()

@@ -554,7 +554,8 @@ impl BackfillSql {
                     .into(),
             ),
             move_state: placed(
-                "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and state = ?".into(),
+                "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and file = ? and state = ?"
+                    .into(),
             ),
         }
     }

@@ -709,22 +709,28 @@ where
     async fn move_backfills(
         &self,
         conn: &mut C,
-        schema: &str,
-        from: BackfillState,
+        rows: &[BackfillRow],
         to: BackfillState,
         updated: &str,
-    ) -> Result<u64, DbError> {
+    ) -> Result<Vec<bool>, DbError> {
         let conn = conn.sqlx();
-        if !self.exists(conn, &self.sql.backfills.installed).await? {
-            return Ok(0);
+        if rows.is_empty() || !self.exists(conn, &self.sql.backfills.installed).await? {
+            return Ok(vec![false; rows.len()]);
         }
-        let query = self
-            .query(&self.sql.backfills.move_state)
-            .bind(to.as_str())
-            .bind(updated.to_string())
-            .bind(schema.to_string())
-            .bind(from.as_str());
-        Ok(self.change(conn, query).await?.count())
+        let mut tx = conn.begin().await?;
+        let mut moved = Vec::with_capacity(rows.len());
+        for row in rows {
+            let query = self
+                .query(&self.sql.backfills.move_state)
+                .bind(to.as_str())
+                .bind(updated.to_string())
+                .bind(row.schema.clone())
+                .bind(row.file.clone())
+                .bind(row.state.as_str());
+            moved.push(query.execute(&mut *tx).await?.count() == 1);
+        }
+        tx.commit().await?;
+        Ok(moved)
     }
 
     async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError> {
