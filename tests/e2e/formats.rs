@@ -468,6 +468,59 @@ async fn an_atlas_directory_runs_only_the_files_its_sum_sums() {
     assert_eq!(recorded(&ws, "acme").await.len(), 4);
 }
 
+/// A Strata file of a unit runs where it would have run alone, even after
+/// another tool's file of the same unit ran with the tenant as the
+/// session's schema: a tenant script after dbmate's tenant files sees the
+/// connection's own schema, not the tenant's. It saw the tenant's (the
+/// `set local search_path` or `USE` of the file before it still held), so
+/// its plain names resolved, and were created, in the tenant.
+#[tokio::test]
+async fn a_strata_file_after_another_tools_file_in_one_unit_runs_in_the_sessions_own_schema() {
+    if backend() == Backend::Sqlite {
+        return; // no session schema: such files name theirs ({schema}).
+    }
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    let own = match backend() {
+        Backend::Postgres => "current_schema()",
+        _ => "database()",
+    };
+    ws.write_migration(
+        "tenants/20240101000000_seen.sql",
+        "-- migrate:up\ncreate table seen (at varchar(64), file int);\n",
+    );
+    ws.write_migration("scripts/tenants/seen.sql", &format!("insert into {{schema}}.seen values ({own}, 0);\n"));
+    let config = ws.write_config(&ws.config(""));
+    for tenant in ["acme", "beta"] {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        assert_eq!(code(&added), 0, "{}{}", stdout(&added), stderr(&added));
+    }
+    // The next version: an existing tenant's unit (one message where the
+    // engine sends one), dbmate's file and then the script.
+    ws.write_migration(
+        "tenants/20240102000000_again.sql",
+        "-- migrate:up\ninsert into seen values (current_user, 1);\n",
+    );
+    let again = strata(&config, &["apply", "--version", "again"]).await;
+    assert_eq!(code(&again), 0, "{}{}", stdout(&again), stderr(&again));
+    // The connection's own: PostgreSQL's default `search_path` (no schema
+    // named after the user), the database MariaDB's `dataSource` names.
+    let session_own = match backend() {
+        Backend::Postgres => json!("public"),
+        _ => {
+            let url = crate::support::server_url("STRATA_TEST_MYSQL_URL");
+            let database = url.rsplit('/').next().unwrap_or_default().split('?').next().unwrap_or_default();
+            json!(database)
+        }
+    };
+    for tenant in ["acme", "beta"] {
+        assert_ne!(session_own, json!(tenant));
+        let seen = ws.rows(tenant, "select at from seen where file = 0").await;
+        assert_eq!(seen, vec![vec![session_own.clone()], vec![session_own.clone()]], "{tenant}");
+        assert_eq!(ws.rows(tenant, "select count(*) from seen where file = 1").await, vec![vec![json!(1)]], "{tenant}");
+    }
+}
+
 /// A tenant directory in another tool's format names its objects plainly,
 /// as its tool ran each tenant's files with the tenant as the session's
 /// schema (dbmate's `search_path`, a database per tenant): Strata runs

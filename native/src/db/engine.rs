@@ -482,10 +482,12 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// The statement that makes `schema` the session's own for a file
     /// whose tool ran it so (core's `SourceMigration::in_its_schema`): its
-    /// plain names resolve, and are created, there. `local`: for the open
-    /// transaction only. `None` where the engine has no such setting
-    /// (SQLite, SQL Server): there such a file names its schema itself.
-    fn in_schema_text(&self, _schema: &str, _local: bool) -> Option<String> {
+    /// plain names resolve, and are created, there; with `None`, the one
+    /// that gives the session its own back (before a file of the unit
+    /// that is not such a file). `local`: for the open transaction only.
+    /// `None` where the engine has no such setting (SQLite, SQL Server):
+    /// there such a file names its schema itself.
+    fn in_schema_text(&self, _schema: Option<&str>, _local: bool) -> Option<String> {
         None
     }
     /// The statement that sets the open transaction's time-outs, as text

@@ -42,6 +42,8 @@ pub(crate) struct MysqlEngine {
     tenant_insert_sql: String,
     /// MariaDB (its statement time-out is `max_statement_time`).
     mariadb: bool,
+    /// The database `dataSource` names (the session's own), if any.
+    database: Option<String>,
     /// The replicas whose lag backfills wait for (`backfill.replicas`).
     replicas: Vec<MySqlConnectOptions>,
 }
@@ -57,6 +59,7 @@ impl MysqlEngine {
             .timezone(Some("+00:00".to_string()))
             // A slow migration is no warning, nor its SQL a log line.
             .disable_statement_logging();
+        let database = options.get_database().map(str::to_string);
         let pool = engine::open_pool(
             MySqlPoolOptions::new()
                 .max_connections(u32::try_from(config.tenant_concurrency.saturating_add(6)).unwrap_or(u32::MAX))
@@ -88,6 +91,7 @@ impl MysqlEngine {
         Ok(MysqlEngine {
             replicas,
             mariadb: mariadb == 1,
+            database,
             lease: MysqlLeaseRow(pool.clone()),
             lease_seconds: config.lock_lease_seconds,
             pool,
@@ -353,17 +357,20 @@ impl Engine for MysqlEngine {
         Ok(())
     }
 
+    /// The tenant's database the session's own (`USE`), as the file's tool
+    /// connected to it; the connection is closed after the unit. Back:
+    /// the database `dataSource` names (none named: no statement can
+    /// deselect one, and the session stays in the tenant's).
+    fn in_schema_text(&self, schema: Option<&str>, _local: bool) -> Option<String> {
+        let database = schema.or(self.database.as_deref())?;
+        Some(format!("use {}", strata_core::migrate::ident::quote_mysql(database)))
+    }
+
     /// `lock_wait_timeout` (metadata locks) and `innodb_lock_wait_timeout`
     /// (row locks), in whole seconds (at least 1); the statement time-out
     /// (`max_statement_time` on MariaDB, `max_execution_time` on MySQL,
     /// which bounds `SELECT` only), in one statement. Session settings:
     /// MySQL commits each DDL statement on its own.
-    /// The tenant's database the session's own (`USE`), as the file's tool
-    /// connected to it; the connection is closed after the unit.
-    fn in_schema_text(&self, schema: &str, _local: bool) -> Option<String> {
-        Some(format!("use {}", strata_core::migrate::ident::quote_mysql(schema)))
-    }
-
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         let lock_default = timeouts.lock_ms == 0;
         let mut set = sqlx::query(sql::set_timeouts(self.mariadb, lock_default));

@@ -664,7 +664,7 @@ impl Engine for PostgresEngine {
     /// a file's tool had: dbmate's `search_path`, Flyway's `schemas`); the
     /// unit's reset gives the session's own back after a file outside a
     /// transaction.
-    fn in_schema_text(&self, schema: &str, local: bool) -> Option<String> {
+    fn in_schema_text(&self, schema: Option<&str>, local: bool) -> Option<String> {
         Some(sql::search_path(schema, local))
     }
 

@@ -24,6 +24,18 @@ use crate::db::types::NewVersion;
 /// A file's characters in a unit's one message, (start, end], and its step.
 type FileSpan = (usize, usize, u32);
 
+/// What a unit's files leave on its session that the next file must know.
+#[derive(Default)]
+struct Session {
+    /// The time-outs in force (`None`: unknown, set before the next file).
+    timeouts: Option<Timeouts>,
+    /// A file ran with its tenant as the session's schema
+    /// (`Engine::in_schema_text`): each later file that is not such a file
+    /// gets the session's own back first, so that it runs where it would
+    /// have run alone (its plain names not in the tenant).
+    entered_schema: bool,
+}
+
 /// The spans of a whole version's schemas ([`Run::execute_in`]).
 #[derive(Default)]
 pub(super) struct SchemaSpans {
@@ -36,7 +48,7 @@ pub(super) struct SchemaSpans {
 impl<E: Engine> Run<'_, E> {
     /// Runs a step's file. Inside the unit's transaction: whole, with the
     /// file's time-outs for that transaction (set again only when they
-    /// change: `current`). Outside one (the directive, or an engine without
+    /// change: `session`). Outside one (the directive, or an engine without
     /// transactional DDL): statement by statement with the session's
     /// time-outs (set again only when they change where the engine keeps
     /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
@@ -45,14 +57,14 @@ impl<E: Engine> Run<'_, E> {
         &self,
         conn: &mut E::Conn,
         step: u32,
-        current: &mut Option<Timeouts>,
+        session: &mut Session,
         progress: &Progress,
     ) -> Result<(), UnitError> {
         if !self.plan.steps.at(step).execute {
             return Ok(());
         }
         let span = self.file_span(step);
-        let result = self.execute_file(conn, step, current, progress).instrument(span.clone()).await;
+        let result = self.execute_file(conn, step, session, progress).instrument(span.clone()).await;
         if let Err(UnitError::Migration { failure, .. }) = &result {
             crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
         }
@@ -74,7 +86,7 @@ impl<E: Engine> Run<'_, E> {
         &self,
         conn: &mut E::Conn,
         step: u32,
-        current: &mut Option<Timeouts>,
+        session: &mut Session,
         progress: &Progress,
     ) -> Result<(), UnitError> {
         if let Some(observer) = self.request.observer {
@@ -84,15 +96,15 @@ impl<E: Engine> Run<'_, E> {
         let timeouts = self.timeouts(step);
         let partly = self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL;
         if !partly {
-            if *current != Some(timeouts) {
+            if session.timeouts != Some(timeouts) {
                 self.engine.set_timeouts(conn, timeouts, true).await?;
-                *current = Some(timeouts);
+                session.timeouts = Some(timeouts);
             }
             let placement = self.citus_placement(step);
             if placement.on_coordinator {
                 self.engine.citus_before_file(conn, placement).await?;
             }
-            self.enter_its_schema(conn, step, true).await?;
+            self.enter_its_schema(conn, step, true, session).await?;
             self.engine.execute(conn, &sql).await.map_err(|failure| UnitError::Migration {
                 step,
                 failure,
@@ -113,7 +125,7 @@ impl<E: Engine> Run<'_, E> {
                     result
                 }
                 AloneSession::Own(mut own) => {
-                    let result = match self.enter_its_schema(&mut own, step, false).await {
+                    let result = match self.enter_its_schema(&mut own, step, false, &mut Session::default()).await {
                         Ok(()) => self.execute_alone(&mut own, step, &sql, timeouts, progress).await,
                         Err(error) => Err(error),
                     };
@@ -132,13 +144,13 @@ impl<E: Engine> Run<'_, E> {
                 }
             };
         }
-        if *current != Some(timeouts) {
+        if session.timeouts != Some(timeouts) {
             // Forgotten first: a failed setting leaves the session unknown.
-            *current = None;
+            session.timeouts = None;
             self.engine.set_timeouts(conn, timeouts, false).await?;
-            *current = Some(timeouts);
+            session.timeouts = Some(timeouts);
         }
-        self.enter_its_schema(conn, step, false).await?;
+        self.enter_its_schema(conn, step, false, session).await?;
         self.execute_alone(conn, step, &sql, timeouts, progress).await
     }
 
@@ -162,12 +174,17 @@ impl<E: Engine> Run<'_, E> {
     /// Makes the step's schema the session's own before its file, where its
     /// tool ran it so (`Engine::in_schema_text`): for the open transaction
     /// (`local`), or the session (given back by the unit's reset, or, on
-    /// MySQL, by closing the connection after the unit). A failure is the
-    /// file's, nothing of it run.
-    async fn enter_its_schema(&self, conn: &mut E::Conn, step: u32, local: bool) -> Result<(), UnitError> {
-        let Some(set) =
-            self.in_its_schema(step).then(|| self.engine.in_schema_text(self.schema(step), local)).flatten()
-        else {
+    /// MySQL, by closing the connection after the unit); and gives the
+    /// session its own back before any other file after such a one. A
+    /// failure is the file's, nothing of it run.
+    async fn enter_its_schema(
+        &self,
+        conn: &mut E::Conn,
+        step: u32,
+        local: bool,
+        session: &mut Session,
+    ) -> Result<(), UnitError> {
+        let Some(set) = self.schema_text(step, local, &mut session.entered_schema) else {
             return Ok(());
         };
         self.engine.execute(conn, &set).await.map_err(|failure| UnitError::Migration {
@@ -176,6 +193,20 @@ impl<E: Engine> Run<'_, E> {
             partly: false,
             attempts: 1,
         })
+    }
+
+    /// The statement [`Run::enter_its_schema`] sends before `step`'s file,
+    /// if any: its tenant's schema for a file whose tool ran it there
+    /// (`entered` then set), the session's own for another after such a one.
+    fn schema_text(&self, step: u32, local: bool, entered: &mut bool) -> Option<String> {
+        if self.in_its_schema(step) {
+            *entered = true;
+            return self.engine.in_schema_text(Some(self.schema(step)), local);
+        }
+        match *entered && self.plan.steps.at(step).execute {
+            true => self.engine.in_schema_text(None, local),
+            false => None,
+        }
     }
 
     /// A file outside any transaction, statement by statement (SQL Server:
@@ -487,7 +518,7 @@ impl<E: Engine> Run<'_, E> {
         // Each file's characters in the text, (start, end], and its step.
         let mut files: Vec<FileSpan> = Vec::with_capacity(steps.len());
         let mut current = None;
-        let mut in_schema = false;
+        let mut entered_schema = false;
         for &step in steps {
             if let Some(observer) = self.request.observer {
                 observer.running(self.schema(step), self.file(step));
@@ -498,13 +529,9 @@ impl<E: Engine> Run<'_, E> {
                 start = push(&mut text, ";\n");
                 current = Some(timeouts);
             }
-            if !in_schema
-                && self.in_its_schema(step)
-                && let Some(set) = self.engine.in_schema_text(self.schema(step), true)
-            {
+            if let Some(set) = self.schema_text(step, true, &mut entered_schema) {
                 push(&mut text, &set);
                 start = push(&mut text, ";\n");
-                in_schema = true;
             }
             let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
             let end = push(&mut text, &sql);
@@ -600,7 +627,7 @@ impl<E: Engine> Run<'_, E> {
             commit_after: self.commits_after(step),
             backfill: self.backfill_of(step).is_some(),
         };
-        let mut current = None;
+        let mut session = Session::default();
         let mut spans = self.whole().then(|| self.schema_spans());
         for piece in transactions::split(steps, how, mode) {
             match piece {
@@ -612,23 +639,23 @@ impl<E: Engine> Run<'_, E> {
                     progress.tenant_created.store(true, Ordering::SeqCst);
                 }
                 Piece::Alone(step) => {
-                    self.execute_in(&mut spans, conn, step, &mut current, progress).await?;
+                    self.execute_in(&mut spans, conn, step, &mut session, progress).await?;
                     self.record_alone(conn, step, progress).await?;
                 }
                 Piece::Backfill(step) => {
-                    current = None;
+                    session.timeouts = None;
                     if let StepEnd::Waiting = self.backfill_step(conn, step, progress).await? {
                         return Err(UnitError::Waiting { step });
                     }
                 }
                 Piece::Transaction { steps, creates_tenant } => {
                     self.engine.begin(conn).await?;
-                    current = None;
+                    session.timeouts = None;
                     if creates_tenant {
                         self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
                     }
                     for &step in &steps {
-                        self.execute_in(&mut spans, conn, step, &mut current, progress).await?;
+                        self.execute_in(&mut spans, conn, step, &mut session, progress).await?;
                     }
                     if self.request.dry_run {
                         return Ok(Some(steps));
@@ -650,14 +677,14 @@ impl<E: Engine> Run<'_, E> {
         spans: &mut Option<SchemaSpans>,
         conn: &mut E::Conn,
         step: u32,
-        current: &mut Option<Timeouts>,
+        session: &mut Session,
         progress: &Progress,
     ) -> Result<(), UnitError> {
-        let Some(spans) = spans else { return self.execute(conn, step, current, progress).await };
+        let Some(spans) = spans else { return self.execute(conn, step, session, progress).await };
         let schema = self.plan.steps.at(step).schema;
         let files = spans.files.get(schema as usize).copied().unwrap_or_default();
         let span = spans.spans.entry(schema).or_insert_with(|| self.schema_span(step, files)).clone();
-        let executed = self.execute(conn, step, current, progress).instrument(span.clone()).await;
+        let executed = self.execute(conn, step, session, progress).instrument(span.clone()).await;
         if let Err(UnitError::Migration { failure, .. }) = &executed {
             crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
         }

@@ -245,9 +245,13 @@ pub(crate) const MIGRATION_ROWS_PER_INSERT: usize = 1000;
 /// Creates a tenant's schema.
 /// `schema` first on the `search_path`, then `public`: for the open
 /// transaction (`local`) or the session.
-pub(crate) fn search_path(schema: &str, local: bool) -> String {
+pub(crate) fn search_path(schema: Option<&str>, local: bool) -> String {
     let scope = if local { "local " } else { "" };
-    format!("set {scope}search_path to {}, public", quote_ansi(schema))
+    match schema {
+        Some(schema) => format!("set {scope}search_path to {}, public", quote_ansi(schema)),
+        // The session's own: its server's or its connection's setting.
+        None => format!("set {scope}search_path to default"),
+    }
 }
 
 pub(crate) fn create_schema(schema: &str) -> String {
