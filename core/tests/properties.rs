@@ -722,7 +722,7 @@ proptest! {
             found.push(history::Found { schema: tenant.clone(), tool: history::Tool::Goose, rows: written });
         }
         let any = !found.is_empty();
-        let kept = history::adopt(whole.clone(), &sources, found).unwrap();
+        let kept = history::adopt(whole.clone(), &sources, found, false).unwrap();
         if !any {
             prop_assert_eq!(kept, whole);
             return Ok(());

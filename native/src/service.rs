@@ -618,6 +618,7 @@ impl Service {
                 failure_budget: Default::default(),
                 skip_quarantined,
                 tenants_only: false,
+                histories_elsewhere: false,
             })
             .await?;
         if !partial && let Some(first) = preview.unreachable.first() {
@@ -919,6 +920,7 @@ impl Service {
                             .unwrap_or(service.config.failure_budget),
                         skip_quarantined: true,
                         tenants_only: task_request.operation.creates_tenants().is_some(),
+                        histories_elsewhere: false,
                     })
                     .await
             }

@@ -75,7 +75,8 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn dbmate(url: &str, dir: &Path, args: &[&str]) {
+/// Runs the dbmate binary (`STRATA_TEST_DBMATE`) on `url` with `dir`'s files.
+pub(crate) fn dbmate(url: &str, dir: &Path, args: &[&str]) {
     let binary = server_url("STRATA_TEST_DBMATE");
     run(Command::new(binary).arg("--url").arg(url).arg("--migrations-dir").arg(dir).arg("--no-dump-schema").args(args));
 }

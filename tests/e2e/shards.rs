@@ -490,6 +490,81 @@ async fn kill_9_at_random_points_of_a_version_over_three_servers_keeps_recorded_
     }
 }
 
+/// A Sync over a fleet on two servers adopts dbmate's histories
+/// fleet-wide: the tenants of the shard whose tenants have none record
+/// nothing, as they would on one server, and the next version runs the
+/// files there. Each shard decided alone: the shard without histories fell
+/// back to migrator's Sync and recorded every file in its tenants, files
+/// that never ran and never would.
+#[tokio::test]
+async fn a_sync_over_two_servers_adopts_histories_fleet_wide() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let admins: Vec<String> = env("STRATA_TEST_PG_SHARD_URLS").split(',').map(str::to_string).collect();
+    let ws = crate::formats::empty_directories();
+    let database = format!("strata_adopt_{}", ws.port);
+    let urls: Vec<String> = admins[..2].iter().map(|url| with_database(url, &database)).collect();
+    for url in &admins[..2] {
+        fresh_database(url, &database).await;
+    }
+    let sharded = sharded_config(&ws, &urls, "");
+    let sharded =
+        sharded.replace(&format!("  - name: c\n    dataSource: {}\n", with_database(&admins[2], &database)), "");
+    let config = ws.write_config(&sharded);
+    for tenant in ["t1", "t2", "t3", "t4"] {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        assert_eq!(code(&added), 0, "{}", crate::support::stderr(&added));
+    }
+    let mut shards = Vec::new();
+    for url in &urls {
+        let mut conn = admin(url).await;
+        let sql = "select nspname::text from pg_namespace where nspname like 't_' order by 1";
+        let tenants: Vec<String> = sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap();
+        shards.push((conn, tenants));
+    }
+    assert!(
+        shards.iter().all(|(_, tenants)| tenants.len() == 2),
+        "{:?}",
+        shards.iter().map(|s| &s.1).collect::<Vec<_>>()
+    );
+    let files = ["20240101000000_users.sql", "20240102000000_orders.sql"];
+    for (name, table) in files.iter().zip(["users", "orders"]) {
+        ws.write_migration(
+            &format!("tenants/{name}"),
+            &format!("-- migrate:up\ncreate table {table} (id int);\n\n-- migrate:down\ndrop table {table};\n"),
+        );
+    }
+    // dbmate migrated shard a's tenants; shard b's have no history.
+    let dir = ws.migrations().join("tenants");
+    for tenant in &shards[0].1 {
+        crate::peers::dbmate(&format!("{}?sslmode=disable&search_path={tenant}", urls[0]), &dir, &["up"]);
+    }
+    let recorded = |tenant: &str| {
+        format!("select count(*) from svc.svc_migrations where db_schema = '{tenant}' and filename like 'tenants/%'")
+    };
+    let adopted = strata(&config, &["apply", "--sync", "--version", "adopt"]).await;
+    assert_eq!(code(&adopted), 0, "{}{}", stdout(&adopted), crate::support::stderr(&adopted));
+    for (index, expected) in [(0, 2), (1, 0)] {
+        let (conn, tenants) = &mut shards[index];
+        for tenant in tenants.clone() {
+            assert_eq!(scalar(conn, &recorded(&tenant)).await, expected, "{tenant} on {}", SHARDS[index]);
+        }
+    }
+    // What the Sync left is what has not run: shard b's tenants, now.
+    let caught_up = strata(&config, &["apply", "--version", "catch up"]).await;
+    assert_eq!(code(&caught_up), 0, "{}{}", stdout(&caught_up), crate::support::stderr(&caught_up));
+    for (conn, tenants) in &mut shards {
+        for tenant in tenants.clone() {
+            assert_eq!(scalar(conn, &recorded(&tenant)).await, 2, "{tenant}");
+            let tables = format!(
+                "select count(*) from pg_tables where schemaname = '{tenant}' and tablename in ('users', 'orders')"
+            );
+            assert_eq!(scalar(conn, &tables).await, 2, "{tenant}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_fleet_grows_from_one_server_to_two_keeping_its_history() {
     if backend() != Backend::Postgres {

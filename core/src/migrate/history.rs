@@ -402,10 +402,17 @@ impl std::fmt::Display for HistoryErrors {
 
 /// A Sync's `plan` cut to what each schema's history says ran (`found`:
 /// every history [`probes`] and [`read`] found in the plan's schemas),
-/// what it read in its diagnostics. Nothing found: the plan as it is. Every problem of every schema is
-/// refused at once.
-pub fn adopt(plan: Plan, sources: &[SourceMigration], found: Vec<Found>) -> Result<Plan, HistoryErrors> {
-    if found.is_empty() {
+/// what it read in its diagnostics. Nothing found here nor `elsewhere`
+/// (another shard of the fleet found some: the fleet adopts, so a tenant
+/// here without a history records nothing either): the plan as it is.
+/// Every problem of every schema is refused at once.
+pub fn adopt(
+    plan: Plan,
+    sources: &[SourceMigration],
+    found: Vec<Found>,
+    elsewhere: bool,
+) -> Result<Plan, HistoryErrors> {
+    if found.is_empty() && !elsewhere {
         return Ok(plan);
     }
     let (by_schema, mut errors) = one_per_schema(found);

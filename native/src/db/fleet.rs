@@ -524,6 +524,30 @@ impl Fleet {
             .collect())
     }
 
+    /// Whether a Sync over several shards adopts other tools' histories
+    /// fleet-wide (core's `history::adopt`): some shard's schemas hold one,
+    /// so a tenant on another shard without one must record nothing there
+    /// either — each shard deciding alone recorded every file in its
+    /// tenants when they had none. Each shard's part is planned first (a
+    /// preview); a shard that cannot answer fails the Sync, none of it run.
+    async fn histories_elsewhere(
+        &self,
+        parts: &[Option<MutationRequest<'_>>],
+        listing: &Listing,
+    ) -> Result<bool, RunError> {
+        let asked = parts.iter().flatten();
+        if asked.clone().count() < 2 || !asked.clone().any(|part| part.operation.adopts_histories()) {
+            return Ok(false);
+        }
+        let previews =
+            self.run_parts(parts.to_vec(), listing, |store, part| async move { store.preview(part).await }).await;
+        let mut found = false;
+        for (_, preview) in previews {
+            found |= !preview?.plan.diagnostics.adopted.read.is_empty();
+        }
+        Ok(found)
+    }
+
     /// Every shard's versions as the fleet's (core's `one_identity`), with
     /// each one's parts; a shard other than the home shard that does not
     /// answer is left out.
@@ -831,7 +855,10 @@ impl Database for Fleet {
         if writes {
             self.housekeeping(&listing).await;
         }
-        let parts = self.parts(&request, &mut listing)?;
+        let mut parts = self.parts(&request, &mut listing)?;
+        if self.histories_elsewhere(&parts, &listing).await? {
+            parts.iter_mut().flatten().for_each(|part| part.histories_elsewhere = true);
+        }
         let executed = request.operation.action() == strata_core::migrate::plan::Action::Apply && !request.dry_run;
         let runs = self.run_parts(parts, &listing, |store, part| async move { store.mutate(part).await }).await;
         let (outcomes, mut failed) = self.counted(runs, executed);
@@ -852,7 +879,10 @@ impl Database for Fleet {
         if let Some(error) = listing.failed() {
             return Err(error.into());
         }
-        let parts = self.parts(&request, &mut listing)?;
+        let mut parts = self.parts(&request, &mut listing)?;
+        if self.histories_elsewhere(&parts, &listing).await.unwrap_or(false) {
+            parts.iter_mut().flatten().for_each(|part| part.histories_elsewhere = true);
+        }
         let previews = self.run_parts(parts, &listing, |store, part| async move { store.preview(part).await }).await;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();

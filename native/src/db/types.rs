@@ -105,6 +105,10 @@ pub(crate) struct MutationRequest<'a> {
     /// Plans tenant steps only (a shard other than the home shard, which
     /// holds the single schemas).
     pub(crate) tenants_only: bool,
+    /// On a sharded fleet: another shard found other tools' histories, so
+    /// the fleet's Sync adopts them and a tenant here without one records
+    /// nothing (core's `history::adopt`).
+    pub(crate) histories_elsewhere: bool,
 }
 
 impl MutationRequest<'_> {

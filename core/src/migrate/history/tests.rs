@@ -50,7 +50,7 @@ fn each_tenant_records_what_its_own_history_says_ran() {
         ),
         history("t2", Tool::Dbmate, &[("20240101000000", "applied")]),
     ];
-    let plan = adopt(plan, &sources, histories).unwrap();
+    let plan = adopt(plan, &sources, histories, false).unwrap();
     let adopted = &plan.diagnostics.adopted;
     assert_eq!(
         recorded(&plan, &sources),
@@ -82,8 +82,30 @@ fn each_tenant_records_what_its_own_history_says_ran() {
 fn no_history_anywhere_leaves_migrators_sync() {
     let sources = dbmate_sources();
     let plan = sync_plan(&sources, &["t1"]);
-    let kept = adopt(plan.clone(), &sources, Vec::new()).unwrap();
+    let kept = adopt(plan.clone(), &sources, Vec::new(), false).unwrap();
     assert_eq!(kept, plan);
+}
+
+#[test]
+fn a_shard_without_histories_records_no_tenant_file_when_another_shard_found_some() {
+    let sources = dbmate_sources();
+    let plan = sync_plan(&sources, &["t7", "t8"]);
+    let kept = adopt(plan.clone(), &sources, Vec::new(), true).unwrap();
+    // The single schema's file is recorded (migrator's Sync: it has no
+    // history), the tenant script kept, no tenant migration.
+    assert_eq!(recorded(&plan, &sources)[1].1.len(), 4);
+    assert_eq!(
+        recorded(&kept, &sources),
+        recorded(&plan, &sources)
+            .into_iter()
+            .map(|(schema, files)| {
+                let files = files.into_iter().filter(|file| schema == "ref" || !file.starts_with("tenants/")).collect();
+                (schema, files)
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(kept.diagnostics.adopted.without, vec!["t7".to_string(), "t8".to_string()]);
+    assert!(kept.diagnostics.adopted.read.is_empty());
 }
 
 #[test]
@@ -96,13 +118,13 @@ fn golang_migrates_one_row_covers_every_version_up_to_it_and_dirty_is_refused() 
     let plan = sync_plan(&sources, &["t1", "t2"]);
     let histories =
         vec![history("t1", Tool::GolangMigrate, &[("2", "through")]), history("t2", Tool::GolangMigrate, &[])];
-    let kept = adopt(plan.clone(), &sources, histories).unwrap();
+    let kept = adopt(plan.clone(), &sources, histories, false).unwrap();
     assert_eq!(
         recorded(&kept, &sources),
         vec![("t1".to_string(), vec!["tenants/1_users.up.sql".to_string(), "tenants/2_orders.up.sql".into()])]
     );
     let dirty = vec![history("t1", Tool::GolangMigrate, &[("10", "dirty")])];
-    let error = adopt(plan, &sources, dirty).unwrap_err();
+    let error = adopt(plan, &sources, dirty, false).unwrap_err();
     assert_eq!(
         error.to_string(),
         "t1: golang-migrate's history (schema_migrations) says version 10 failed or ran in part; finish or undo it \
@@ -116,7 +138,7 @@ fn gooses_undone_rows_and_version_zero_are_not_recorded() {
         vec![source("tenants", "00001_a.sql", TenantMigration), source("tenants", "00002_b.sql", TenantMigration)];
     let plan = sync_plan(&sources, &["t1"]);
     let rows = [("0", "applied"), ("1", "applied"), ("2", "applied"), ("2", "undone")];
-    let kept = adopt(plan, &sources, vec![history("t1", Tool::Goose, &rows)]).unwrap();
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Goose, &rows)], false).unwrap();
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/00001_a.sql".to_string()])]);
 }
 
@@ -134,7 +156,7 @@ fn flyway_versions_match_however_spelled_and_a_baseline_covers_what_sorts_before
         history("t1", Tool::Flyway, &[("", "other"), ("1.1", "through"), ("01.10", "applied"), ("3", "applied")]),
         history("t2", Tool::Flyway, &[("2", "applied"), ("2", "undone")]),
     ];
-    let kept = adopt(plan, &sources, histories).unwrap();
+    let kept = adopt(plan, &sources, histories, false).unwrap();
     let t1 = ["tenants/V1__a.sql", "tenants/V1_1__b.sql", "tenants/V1.10__c.sql", "tenants/V3__e.sql"];
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), t1.map(String::from).to_vec())]);
 }
@@ -147,10 +169,10 @@ fn atlas_versions_are_the_names_before_the_underscore_and_a_partial_revision_is_
     ];
     let plan = sync_plan(&sources, &["t1", "t2"]);
     let ok = vec![history("t1", Tool::Atlas, &[(".atlas_cleanup", "applied"), ("20240101", "applied")])];
-    let kept = adopt(plan.clone(), &sources, ok).unwrap();
+    let kept = adopt(plan.clone(), &sources, ok, false).unwrap();
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/20240101_init.sql".to_string()])]);
     let partial = vec![history("t2", Tool::Atlas, &[("20240102", "dirty")])];
-    assert!(matches!(&adopt(plan, &sources, partial).unwrap_err().0[..], [HistoryError::Dirty { .. }]));
+    assert!(matches!(&adopt(plan, &sources, partial, false).unwrap_err().0[..], [HistoryError::Dirty { .. }]));
 }
 
 #[test]
@@ -164,7 +186,7 @@ fn every_problem_of_every_schema_is_refused_at_once() {
         history("t3", Tool::Dbmate, &[]),
         history("t3", Tool::Sqlx, &[]),
     ];
-    let errors = adopt(plan, &sources, histories).unwrap_err().0;
+    let errors = adopt(plan, &sources, histories, false).unwrap_err().0;
     let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert_eq!(
         messages,
@@ -177,7 +199,7 @@ fn every_problem_of_every_schema_is_refused_at_once() {
     let sources = dbmate_sources();
     let plan = sync_plan(&sources, &["t2"]);
     let unknown = vec![history("t2", Tool::Dbmate, &[("20991231000000", "applied")])];
-    assert!(matches!(&adopt(plan, &sources, unknown).unwrap_err().0[..], [HistoryError::NoFile { version, .. }]
+    assert!(matches!(&adopt(plan, &sources, unknown, false).unwrap_err().0[..], [HistoryError::NoFile { version, .. }]
         if version == "20991231000000"));
 }
 
@@ -230,7 +252,7 @@ fn a_single_schema_without_a_history_of_its_own_keeps_migrators_sync() {
     let sources =
         vec![source("ref", "001_ref.sql", SingleMigration), source("tenants", "1_users.sql", TenantMigration)];
     let plan = sync_plan(&sources, &["t1", "t2"]);
-    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])]).unwrap();
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])], false).unwrap();
     assert_eq!(
         recorded(&kept, &sources),
         vec![

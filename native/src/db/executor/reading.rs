@@ -122,7 +122,7 @@ pub(super) async fn plan_read<E: Engine>(
     }
     if request.operation.adopts_histories() && !plan.steps.is_empty() {
         let found = histories(engine, conn, &plan.schemas).await?;
-        plan = history::adopt(plan, request.sources, found)?;
+        plan = history::adopt(plan, request.sources, found, request.histories_elsewhere)?;
     }
     let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
     let rules = check_files(E::DRIVER, request.sources, &plan, whole_version, &settings.placeholder)?;
