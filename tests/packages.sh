@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
 
 bash tests/tools.sh wasm-bindgen-cli
+export WASM_BINDGEN_BIN="$CARGO_TARGET_DIR/tools/root/bin/wasm-bindgen"
 
 if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -9,20 +9,29 @@
 # first, beside the workspace build, so that they are there when the lanes
 # need them; the scripts above call it for their own tool when run alone.
 # Builds in a target directory of its own (`$CARGO_TARGET_DIR/tools`): the
-# workspace's is locked by its build meanwhile.
+# workspace's is locked by its build meanwhile. Installs there too
+# (`tools/root/bin`, where tests/packages.sh and tests/worker.sh point
+# WASM_BINDGEN_BIN): a CI that keeps the target directory between runs keeps
+# the tool with it (installed in ~/.cargo/bin, a run whose ~/.cargo was new
+# built it again, 3½ processor minutes); a matching CLI already on the
+# PATH (a developer's ~/.cargo/bin) is copied, not built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/tools"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 wasm_bindgen_cli() {
-    local version installed
+    local version installed root="$CARGO_TARGET_DIR/root"
     version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)
-    installed=$(wasm-bindgen --version 2>/dev/null || true)
-    if [ "$installed" != "wasm-bindgen $version" ]; then
-        echo "installing wasm-bindgen-cli $version (found: ${installed:-none})"
-        cargo install --debug wasm-bindgen-cli --version "$version"
+    installed=$("$root/bin/wasm-bindgen" --version 2>/dev/null || true)
+    [ "$installed" != "wasm-bindgen $version" ] || return 0
+    if [ "$(wasm-bindgen --version 2>/dev/null || true)" = "wasm-bindgen $version" ]; then
+        mkdir -p "$root/bin"
+        cp -f "$(command -v wasm-bindgen)" "$root/bin/wasm-bindgen"
+        return 0
     fi
+    echo "installing wasm-bindgen-cli $version (found: ${installed:-none})"
+    cargo install --debug --root "$root" wasm-bindgen-cli --version "$version"
 }
 
 cargo_fuzz() {

@@ -16,6 +16,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
 bash tests/tools.sh wasm-bindgen-cli
+export WASM_BINDGEN_BIN="$CARGO_TARGET_DIR/tools/root/bin/wasm-bindgen"
 
 wasmtime_version=49.0.3
 tools="$HOME/.cache/strata-tools"
