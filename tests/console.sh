@@ -14,7 +14,7 @@ if [ -z "${STRATA_BIN:-}" ]; then
     cargo build -p strata-server --locked --quiet
     export STRATA_BIN="$CARGO_TARGET_DIR/debug/strata"
 fi
-(cd tests/console && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/console && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 node tests/console/test.mjs
 # The matrix and the rollout view at 10,000 tenants, on the default-settings
 # PostgreSQL of tests/servers.sh (its env is sourced by tests/all.sh).

@@ -32,6 +32,6 @@ if ! "$WASMTIME" --version 2>/dev/null | grep -qw "$wasmtime_version"; then
 fi
 
 cd worker
-npm ci --no-audit --no-fund --loglevel=error
+npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 npm run build
 npm test

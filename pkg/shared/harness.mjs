@@ -21,7 +21,7 @@ export function createProject(name, packageDirs, deps) {
     tarballs.push(join(dir, readdirSync(dir).find((file) => file.endsWith(".tgz") && !before.has(file))));
   }
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module" }));
-  run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs, ...deps], { cwd: dir });
+  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs, ...deps], { cwd: dir });
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }) };
 }
 
