@@ -167,6 +167,10 @@ pub(crate) struct Service {
     background: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// A version left tenants waiting on backfills, or some were resumed.
     backfills_due: tokio::sync::Notify,
+    /// Held while backfills are paused, resumed or cancelled: one move at
+    /// a time (a Resume sent while a Pause of 300 tenants went on resumed
+    /// those paused so far, and the Pause then held the rest for good).
+    backfill_moves: tokio::sync::Mutex<()>,
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
@@ -228,6 +232,7 @@ impl Service {
             webhook,
             background: std::sync::Mutex::default(),
             backfills_due: tokio::sync::Notify::new(),
+            backfill_moves: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -252,9 +257,13 @@ impl Service {
     }
 
     /// A page of the tenants' names in byte order: `first` of them (every
-    /// one without) after `after`.
-    pub(crate) async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, AppError> {
-        Ok(self.database.tenant_page(after, first).await?)
+    /// one without) after `after`, each with its shard on a sharded fleet.
+    pub(crate) async fn tenant_page(
+        &self,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<(String, Option<String>)>, AppError> {
+        Ok(self.database.placed_tenant_page(after, first).await?)
     }
 
     /// How many tenants there are.
@@ -460,6 +469,7 @@ impl Service {
         how: BackfillMove,
         caller: &Caller,
     ) -> Result<Vec<BackfillWait>, AppError> {
+        let _one_at_a_time = self.backfill_moves.lock().await;
         let work = async { Ok(self.database.move_backfills(tenants, how, &caller.request_id).await?) };
         let moved = self
             .audited(caller, how.action(), work, |result| match result {

@@ -252,9 +252,11 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn fail_backfill(&self, _conn: &mut C, _row: &BackfillRow, _holder: &str) -> Result<(), DbError> {
         Err(DbError::NotSupported("backfills on this engine"))
     }
-    /// Moves each of `rows` still in the state it was read in to `to`, in
-    /// one transaction (a pause is whole before anyone sees it); whether
-    /// each moved.
+    /// Moves each of `rows` still in the state it was read in to `to`, one
+    /// statement each (a runner's open batch holds its row: one transaction
+    /// over them all waited on each runner in turn while holding the rows
+    /// it had moved, and runners saving theirs timed out or deadlocked);
+    /// whether each moved.
     async fn move_backfills(
         &self,
         _conn: &mut C,

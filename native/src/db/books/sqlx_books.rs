@@ -717,7 +717,6 @@ where
         if rows.is_empty() || !self.exists(conn, &self.sql.backfills.installed).await? {
             return Ok(vec![false; rows.len()]);
         }
-        let mut tx = conn.begin().await?;
         let mut moved = Vec::with_capacity(rows.len());
         for row in rows {
             let query = self
@@ -727,9 +726,8 @@ where
                 .bind(row.schema.clone())
                 .bind(row.file.clone())
                 .bind(row.state.as_str());
-            moved.push(query.execute(&mut *tx).await?.count() == 1);
+            moved.push(self.change(conn, query).await?.count() == 1);
         }
-        tx.commit().await?;
         Ok(moved)
     }
 

@@ -699,6 +699,14 @@ impl<E: Engine> Backfiller<'_, E> {
         self.engine.prepare(&mut conn, &[]).await?;
         self.engine.enter(&mut conn, &schema).await?;
         let ended = self.drive(&mut conn, job).await;
+        if ended.is_err() {
+            // A failure between a batch's `begin` (sent in its text) and its
+            // commit leaves that transaction open, aborted on PostgreSQL:
+            // back in the pool so, the connection failed whoever took it
+            // next (the audit log, the rollouts' driver: `current
+            // transaction is aborted`). Rolled back first, best effort.
+            let _ = self.engine.data_transaction(&mut conn, Transaction::Rollback).await;
+        }
         self.engine.leave(&mut conn, &schema).await;
         let ended = ended?;
         tracing::debug!(schema = %schema, file = %job.migration.file, ?ended, "backfill pass ended");
