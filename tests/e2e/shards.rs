@@ -83,6 +83,25 @@ async fn on_three_servers(extra: &str) -> (Server, Vec<String>, Vec<String>) {
     (Server::start_in(ws, &yaml, "").await, admins, urls)
 }
 
+/// Every tenant through `tenants(first:, after:)`, five a page (each shard
+/// asked for its own page, merged): the unpaged list in byte order, each
+/// with its shard.
+async fn paged_is_whole(server: &Server, whole: &serde_json::Value) {
+    let mut expected: Vec<serde_json::Value> = whole.as_array().unwrap().clone();
+    expected.sort_by(|a, b| a["name"].as_str().unwrap().cmp(b["name"].as_str().unwrap()));
+    let mut paged = Vec::new();
+    let mut after = serde_json::Value::Null;
+    loop {
+        let query = "query($after: String) { tenants(first: 5, after: $after) { name shard } }";
+        let page = server.data(query, json!({ "after": after })).await["tenants"].as_array().unwrap().clone();
+        let Some(last) = page.last() else { break };
+        after = last["name"].clone();
+        assert!(page.len() <= 5);
+        paged.extend(page);
+    }
+    assert_eq!(paged, expected);
+}
+
 /// Starts shard c's server again, as `tests/servers.sh` started it.
 async fn start_shard_c(url: &str) {
     let data = PathBuf::from(env("STRATA_TEST_PG_SHARD_C_DATA"));
@@ -136,6 +155,7 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let listed = tenants["tenants"].as_array().unwrap();
     assert_eq!(listed.len(), 3 * PER_SHARD);
     assert!(listed.contains(&json!({ "name": "b3", "shard": "b" })), "{tenants}");
+    paged_is_whole(&server, &tenants["tenants"]).await;
 
     // A version over the fleet; shard c stops (immediate: like a crash)
     // once some of its tenants committed.
@@ -200,6 +220,7 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
     let listed = server.data("{ tenants { name shard } shards { name tenantCount reachable } }", json!({})).await;
     assert_eq!(listed["shards"], c_down);
     assert!(listed["tenants"].as_array().unwrap().contains(&json!({ "name": "c3", "shard": "c" })), "{listed}");
+    paged_is_whole(&server, &listed["tenants"]).await;
     // The fleet matrix: a and b as they stand, c's tenants unknown.
     let matrix = server.data("{ fleet { files tenants { name shard states } } }", json!({})).await;
     let rows = matrix["fleet"]["tenants"].as_array().unwrap();

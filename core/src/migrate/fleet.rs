@@ -197,6 +197,26 @@ impl View {
         Ok(shards)
     }
 
+    /// A page of the fleet's tenants in byte order — `first` of them, those
+    /// after `after` — each with its shard's index, where `listed` holds
+    /// each answering shard's own page (its `first` tenants after `after`):
+    /// the fleet's page is within their union. A shard that did not answer
+    /// stands in with the tenants the directory last saw there (less those
+    /// a page lists), as in [`View::seen`], whose errors it has: any
+    /// tenant of the page that another shard also lists is on two shards.
+    pub fn page(&self, after: Option<&str>, first: usize) -> Result<Vec<(String, usize)>, FleetError> {
+        let mut page: Vec<(String, usize)> = self
+            .seen()?
+            .into_iter()
+            .enumerate()
+            .flat_map(|(index, seen)| seen.tenants.into_iter().map(move |tenant| (tenant, index)))
+            .filter(|(tenant, _)| after.is_none_or(|after| tenant.as_str() > after))
+            .collect();
+        page.sort_unstable();
+        page.truncate(first);
+        Ok(page)
+    }
+
     /// Refuses a tenant on two shards.
     pub fn one_shard_each<'a>(&self, tenants: impl Iterator<Item = &'a Vec<String>>) -> Result<(), FleetError> {
         let mut first: FxHashMap<&str, usize> = FxHashMap::default();

@@ -776,6 +776,40 @@ impl Database for Fleet {
         Ok(self.seen().await?.into_iter().flat_map(|shard| shard.tenants).collect())
     }
 
+    /// Each shard's own page at once, merged by core's `View::page`: the
+    /// service holds a page a shard, never the fleet's list (a shard that
+    /// does not answer stands in with the directory, read whole then).
+    async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, DbError> {
+        Ok(self.placed_tenant_page(after, first).await?.into_iter().map(|(tenant, _)| tenant).collect())
+    }
+
+    async fn placed_tenant_page(
+        &self,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<(String, Option<String>)>, DbError> {
+        let answers = self.each(|_, store| async move { store.tenant_page(after, first).await }).await;
+        let mut view = View { names: self.slots.iter().map(|slot| slot.name.clone()).collect(), ..View::default() };
+        let mut errors = Vec::with_capacity(answers.len());
+        for answer in answers {
+            let (page, error) = match answer {
+                Ok(page) => (Some(page), None),
+                Err(error) => (None, Some(error)),
+            };
+            view.listed.push(page);
+            errors.push(error);
+        }
+        let mut listing = Listing { view, errors, rows: Vec::new() };
+        if let Some(error) = listing.failed() {
+            return Err(error);
+        }
+        if listing.view.listed[0].is_some() && listing.view.listed.iter().any(Option::is_none) {
+            listing.view.directory = Some(self.store(0).await?.directory().await?);
+        }
+        let page = listing.view.page(after, first.unwrap_or(usize::MAX)).map_err(|error| listing.unplaced(error))?;
+        Ok(page.into_iter().map(|(tenant, index)| (tenant, Some(self.slots[index].name.clone()))).collect())
+    }
+
     /// One row per version of the fleet, whatever number of shards ran
     /// it; read by any of its parts' ids, it is the whole version.
     async fn versions(&self, filter: VersionFilter<'_>) -> Result<Vec<VersionRow>, DbError> {

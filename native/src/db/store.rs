@@ -70,6 +70,15 @@ pub(crate) trait Database: Send + Sync {
         names.sort_unstable();
         Ok(crate::db::books::page_of(names, after, first))
     }
+    /// [`Database::tenant_page`] with each tenant's shard (`None` on one
+    /// server).
+    async fn placed_tenant_page(
+        &self,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<(String, Option<String>)>, DbError> {
+        Ok(self.tenant_page(after, first).await?.into_iter().map(|tenant| (tenant, None)).collect())
+    }
     /// How many tenants there are.
     async fn tenant_count(&self) -> Result<u64, DbError> {
         Ok(self.tenants().await?.len() as u64)

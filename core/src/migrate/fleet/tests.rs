@@ -31,6 +31,64 @@ fn c_down() -> View {
     view
 }
 
+/// Each shard's own page of `first` after `after` from its whole list, as
+/// the shell asks each shard for it (`None`: the shard does not answer).
+fn pages(whole: &[Option<&[&str]>], after: Option<&str>, first: usize) -> Vec<Option<Vec<String>>> {
+    whole
+        .iter()
+        .map(|listed| {
+            listed.map(|tenants| {
+                let mut tenants = names(tenants);
+                tenants.sort();
+                tenants.retain(|tenant| after.is_none_or(|after| tenant.as_str() > after));
+                tenants.truncate(first);
+                tenants
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_page_of_the_fleet_is_merged_from_each_shards_own_page_in_byte_order() {
+    let whole: [Option<&[&str]>; 3] = [Some(&["m", "a", "z"]), Some(&["b", "y", "c", "B"]), Some(&["n"])];
+    let mut view = fleet();
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        view.listed = pages(&whole, after.as_deref(), 2);
+        let page = view.page(after.as_deref(), 2).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().map(|(tenant, _)| tenant.clone());
+        seen.extend(page);
+    }
+    let expected = [("B", 1), ("a", 0), ("b", 1), ("c", 1), ("m", 0), ("n", 2), ("y", 1), ("z", 0)];
+    assert_eq!(seen, expected.map(|(tenant, shard)| (tenant.to_string(), shard)));
+}
+
+#[test]
+fn a_page_stands_in_for_a_shard_down_with_the_directory_and_refuses_a_tenant_on_two() {
+    // c is down: c0 and c1 as the directory last saw them, with c's index.
+    let mut view = c_down();
+    view.listed = pages(&[Some(&["a0", "a1"]), Some(&["b0", "b1"]), None], Some("a1"), 3);
+    let page = view.page(Some("a1"), 3).unwrap();
+    assert_eq!(page, vec![("b0".to_string(), 1), ("b1".to_string(), 1), ("c0".to_string(), 2)]);
+    // A tenant the directory last saw on c that b lists now is b's.
+    view.listed = pages(&[Some(&["a0"]), Some(&["b0", "c0"]), None], None, 10);
+    let page = view.page(None, 10).unwrap();
+    assert_eq!(page.iter().find(|(tenant, _)| tenant == "c0"), Some(&("c0".to_string(), 1)));
+    // Listed by two answering shards: refused, as the whole list is.
+    view = fleet();
+    view.listed = pages(&[Some(&["a0", "x"]), Some(&["b0", "x"]), Some(&["c0"])], None, 10);
+    assert!(matches!(view.page(None, 10), Err(FleetError::OnTwoShards { tenant, .. }) if tenant == "x"));
+    // Down and unknown to the directory: its tenants cannot be shown.
+    let mut view = c_down();
+    view.directory = Some(Directory::default());
+    view.listed = pages(&[Some(&["a0"]), Some(&["b0"]), None], None, 10);
+    assert_eq!(view.page(None, 10), Err(FleetError::Unknown(2)));
+}
+
 #[test]
 fn a_plain_version_runs_everywhere_and_only_the_home_shard_runs_single_schemas() {
     let parts = parts(&fleet(), Ask::Every).unwrap();
