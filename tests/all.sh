@@ -280,8 +280,8 @@ run_mysql_halves() {
 }
 # The console beside the database suites. Its backfill over 300 tenants
 # once "took over 300 s beside four lanes of tests": a Resume sent while a
-# pause went on, which left tenants paused for good (fixed: a pause is one
-# transaction) — not the load. Run after the suites it was the tail of the
+# pause went on, which left tenants paused for good (fixed: one move at a
+# time) — not the load. Run after the suites it was the tail of the
 # run.
 run_web_lane() {
     lane_step "the documentation's runnable shell blocks (tests/docs.sh)" bash tests/docs.sh
@@ -398,8 +398,9 @@ fi
 # unit each: one processor, 3½ to 7 minutes of it) is the longest chain of
 # the lanes. At `nice 19` it waited out the others and then ran alone on
 # one of the two processors (20:25 for 6:33 of processor time); at their
-# priority it had under half a processor beside them (15:51 for 7:14).
-start_lane container run_container_lane -10
+# priority, or at -10, it had under half a processor beside them (15:51
+# for 7:14; ten lanes' processes ready to run at once).
+start_lane container run_container_lane -19
 start_lane web run_web_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes

@@ -317,8 +317,8 @@ try {
   await page.locator('button[aria-label="Pause backfills"]').click();
   await page.locator("#confirm[open]").waitFor();
   await page.locator("#confirm-ok").click();
-  // The pause answers once every running backfill is held (one
-  // transaction: no page, and no Resume, sees half of it).
+  // The pause answers once every running backfill is held (a Resume sent
+  // meanwhile waits for it).
   await page.locator("#status", { hasText: /^\d+ backfill\(s\) paused\.$/ }).waitFor({ timeout: 30000 });
   await backfill.locator("[data-counts]", { hasText: "paused" }).waitFor({ timeout: 10000 });
   const held = (await api("{ backfills { state rowsDone } }")).backfills;

@@ -349,14 +349,16 @@ async fn a_mutation_waiting_for_the_lease_says_who_holds_it_since_when() {
     let config = ws.write_config(&ws.config(""));
     let first = strata_in(ws.path(), &config, &["apply", "--version", "v1"], &[]).await;
     assert_eq!(code(&first), 0, "{}", stderr(&first));
-    // Another mutation holds the lease for 3 more seconds.
+    // Another mutation holds the lease for 6 more seconds (3 were less
+    // than the second `strata` took to reach the lease under CI's load: it
+    // found it expired and never waited).
     let holder = "'0b9c ops@build-7 pid 4242 since 2026-11-26T13:20:01Z'";
     let hold = match backend() {
         Backend::Postgres => format!(
-            "insert into svc.svc_lock (id, holder, expires) values (1, {holder}, clock_timestamp() + interval '3 seconds') \
+            "insert into svc.svc_lock (id, holder, expires) values (1, {holder}, clock_timestamp() + interval '6 seconds') \
              on conflict (id) do update set holder = excluded.holder, expires = excluded.expires"
         ),
-        _ => format!("update svc.svc_lock set holder = {holder}, expires = now(6) + interval 3 second where id = 1"),
+        _ => format!("update svc.svc_lock set holder = {holder}, expires = now(6) + interval 6 second where id = 1"),
     };
     ws.execute("svc", &hold).await;
     let started = Instant::now();
