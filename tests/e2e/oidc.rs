@@ -43,6 +43,20 @@ fn keygen(dir: &Path, name: &str) -> (String, Vec<u8>) {
     (String::from_utf8(output.stdout).unwrap().trim().to_string(), std::fs::read(pem).unwrap())
 }
 
+/// Whether the provider at `port` answers its discovery document with 200
+/// (HTTP/1.0 over a plain socket: the harness's wait is synchronous).
+fn discovery_answers(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let request = "GET /.well-known/openid-configuration HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut head = [0u8; 12];
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_exact(&mut head).is_ok()
+        && head.starts_with(b"HTTP/1.")
+        && head.ends_with(b" 200")
+}
+
 impl Provider {
     fn start(dir: &Path, port: u16) -> Provider {
         let modules = std::env::var("STRATA_TEST_NODE_MODULES")
@@ -60,11 +74,13 @@ impl Provider {
         let mut provider = Provider { child, port, dir: dir.to_path_buf() };
         // Node loads oidc-provider in about a second alone, and took over 10 s
         // in a fresh CI run with every lane compiling or testing beside it:
-        // the wait ends when it listens or exits, bounded at 60 s.
+        // the wait ends when it answers its discovery document or exits,
+        // bounded at 60 s (listening, it once took over the service's 5 s
+        // to answer its first request under CI's load).
         let log = || std::fs::read_to_string(dir.join("provider.log")).unwrap_or_default();
         let started = std::time::Instant::now();
         while started.elapsed() < Duration::from_secs(60) {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            if discovery_answers(port) {
                 return provider;
             }
             if let Some(status) = provider.child.try_wait().unwrap() {
