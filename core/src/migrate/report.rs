@@ -188,8 +188,15 @@ pub fn render_drift(drift: &[crate::migrate::plan::Drift]) -> String {
 /// The plan grouped by identical file lists.
 pub fn pending_groups(plan: &Plan, sources: &[SourceMigration]) -> Vec<PendingGroup> {
     let mut per_schema: Vec<Vec<PendingFile>> = vec![Vec::new(); plan.schemas.len()];
+    // Whether each schema is a tenant here (it gets tenant kinds, or is the
+    // new tenant), in the same pass: asked of every step per schema, it
+    // made `strata plan` quadratic in the fleet (1.54 s at 10,000 tenants,
+    // 0.11 s at 2,000).
+    let mut tenant: Vec<bool> =
+        plan.schemas.iter().map(|schema| plan.new_tenant.as_deref() == Some(schema.as_str())).collect();
     for step in &plan.steps {
         let source = &sources[step.migration as usize];
+        tenant[step.schema as usize] |= source.migration_type.is_tenant();
         per_schema[step.schema as usize].push(PendingFile {
             file: source.file.clone(),
             script: source.migration_type.is_script(),
@@ -199,11 +206,10 @@ pub fn pending_groups(plan: &Plan, sources: &[SourceMigration]) -> Vec<PendingGr
     let mut groups: Vec<PendingGroup> = Vec::new();
     // Deterministic hashing (core's contract: no randomness).
     let mut index: FxHashMap<(bool, Vec<PendingFile>), usize> = FxHashMap::default();
-    for (schema, files) in plan.schemas.iter().zip(per_schema) {
+    for ((schema, files), tenants) in plan.schemas.iter().zip(per_schema).zip(tenant) {
         if files.is_empty() {
             continue;
         }
-        let tenants = is_tenant_schema(plan, sources, schema);
         let key = (tenants, files);
         match index.get(&key) {
             Some(&at) => groups[at].schemas.push(schema.clone()),
@@ -214,16 +220,6 @@ pub fn pending_groups(plan: &Plan, sources: &[SourceMigration]) -> Vec<PendingGr
         }
     }
     groups
-}
-
-/// Whether `schema` is a tenant in this plan (it gets tenant kinds, or is
-/// the new tenant).
-fn is_tenant_schema(plan: &Plan, sources: &[SourceMigration], schema: &str) -> bool {
-    plan.new_tenant.as_deref() == Some(schema)
-        || plan
-            .steps
-            .iter()
-            .any(|step| plan.schema_of(step) == schema && sources[step.migration as usize].migration_type.is_tenant())
 }
 
 /// Pending migrations per schema (scripts, which are always due, left out),
