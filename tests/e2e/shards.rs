@@ -564,6 +564,13 @@ async fn a_sync_over_two_servers_adopts_histories_fleet_wide() {
     let recorded = |tenant: &str| {
         format!("select count(*) from svc.svc_migrations where db_schema = '{tenant}' and filename like 'tenants/%'")
     };
+    // The plan says the same before anything is recorded: shard b's tenants
+    // without a history, only shard a's files recorded.
+    let plan = json_of(&strata(&config, &["plan", "--sync", "--json"]).await);
+    let mut without = shards[1].1.clone();
+    without.sort();
+    assert_eq!(plan["withoutHistory"], json!(without), "{plan}");
+    assert_eq!(plan["recordOnly"], json!(2 * shards[0].1.len()), "{plan}");
     let adopted = strata(&config, &["apply", "--sync", "--version", "adopt"]).await;
     assert_eq!(code(&adopted), 0, "{}{}", stdout(&adopted), crate::support::stderr(&adopted));
     for (index, expected) in [(0, 2), (1, 0)] {

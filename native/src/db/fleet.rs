@@ -193,6 +193,16 @@ impl ShardAnswer for RunError {
 /// What one shard (by index) answered.
 type ShardResult<T> = (usize, T);
 
+/// Whether a shard's preview read other tools' histories (a Sync adopts them).
+fn adopts_histories_read(preview: &Preview) -> bool {
+    !preview.plan.diagnostics.adopted.read.is_empty()
+}
+
+/// [`adopts_histories_read`] of a shard that answered.
+fn adopts(preview: &Result<Preview, RunError>) -> bool {
+    preview.as_ref().is_ok_and(adopts_histories_read)
+}
+
 /// The rules' view of quarantine rows.
 fn held(rows: &[QuarantineRow]) -> Vec<Held> {
     rows.iter().map(|row| Held { tenant: row.tenant.clone(), unreachable: row.cause == SHARD_UNREACHABLE }).collect()
@@ -543,7 +553,7 @@ impl Fleet {
             self.run_parts(parts.to_vec(), listing, |store, part| async move { store.preview(part).await }).await;
         let mut found = false;
         for (_, preview) in previews {
-            found |= !preview?.plan.diagnostics.adopted.read.is_empty();
+            found |= adopts_histories_read(&preview?);
         }
         Ok(found)
     }
@@ -913,11 +923,29 @@ impl Database for Fleet {
         if let Some(error) = listing.failed() {
             return Err(error.into());
         }
-        let mut parts = self.parts(&request, &mut listing)?;
-        if self.histories_elsewhere(&parts, &listing).await.unwrap_or(false) {
-            parts.iter_mut().flatten().for_each(|part| part.histories_elsewhere = true);
+        let parts = self.parts(&request, &mut listing)?;
+        let mut previews =
+            self.run_parts(parts.clone(), &listing, |store, part| async move { store.preview(part).await }).await;
+        // A Sync where some shard found other tools' histories: the shards
+        // that found none are planned again as the fleet adopts (only they;
+        // `histories_elsewhere` does the same before a Sync runs).
+        if request.operation.adopts_histories() && previews.iter().any(|(_, preview)| adopts(preview)) {
+            let again: Vec<Option<MutationRequest<'_>>> = parts
+                .into_iter()
+                .zip(&previews)
+                .map(|(part, (_, preview))| {
+                    let without = preview.as_ref().is_ok_and(|preview| !adopts_histories_read(preview));
+                    part.filter(|_| without).map(|part| MutationRequest { histories_elsewhere: true, ..part })
+                })
+                .collect();
+            for (index, preview) in
+                self.run_parts(again, &listing, |store, part| async move { store.preview(part).await }).await
+            {
+                if let Some(slot) = previews.iter_mut().find(|(at, _)| *at == index) {
+                    slot.1 = preview;
+                }
+            }
         }
-        let previews = self.run_parts(parts, &listing, |store, part| async move { store.preview(part).await }).await;
         let mut tenants = Vec::new();
         let mut skipped = Vec::new();
         let mut plans = Vec::new();
