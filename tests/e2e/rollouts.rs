@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use sqlx::{Connection, MySqlConnection};
 
 use crate::fleet::pause;
-use crate::support::{Backend, Server, backend, strata};
+use crate::support::{Backend, Server, backend, server_url, strata};
 
 const ROLLOUT: &str = "id status completedWaves waves { wave state } events { action wave requestId detail }";
 
@@ -330,13 +331,17 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
     assert!(singles.get("errors").is_none(), "{singles}");
     let names = tenants(&server, 12).await;
-    // The pause first: on MySQL a DDL statement commits on its own, so a
+    // The pause first. On MySQL a DDL statement commits on its own, so a
     // kill between it and its bookkeeping row would leave it run and
     // unrecorded (the service then says so and stops). That is not what
-    // this test is about: on MySQL the kill waits for a moment when every
-    // busy session sleeps, with most of a second of sleep left.
+    // this test is about: there the pause is a gate per tenant — a named
+    // lock the test holds for t06…t12 — and the kill waits until both
+    // workers are held at one, before its DDL. (A sleep timed from the
+    // process list raced a worker between its sleep and its DDL under CI's
+    // load: run and unrecorded in t03.)
+    let gate = format!("strata_gate_{}", std::process::id());
     let pause = match backend() {
-        Backend::Mysql => "do sleep(1);\n".to_string(),
+        Backend::Mysql => format!("do get_lock('{gate}_{{schema}}', 300);\ndo release_lock('{gate}_{{schema}}');\n"),
         // SQLite's pause is work, not a sleep: about a second a tenant in
         // the suite's optimized build (4 of them passed the whole wave
         // between two looks).
@@ -347,19 +352,41 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
         "tenants/006.sql",
         &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
     );
+    let mut held = None;
+    if backend() == Backend::Mysql {
+        let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+        for name in &names[5..] {
+            let taken: (i64,) = sqlx::query_as("select get_lock(?, 0)")
+                .bind(format!("{gate}_{name}"))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(taken.0, 1, "the test could not take the gate of {name}");
+        }
+        held = Some(conn);
+    }
     let id = start(&server, "slow", &["t01", "rest"], None).await;
     // Killed once the second wave committed some tenants, not all.
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let done = with_file(&server, "tenants/006.sql").await.len();
-        if done >= 3 && (backend() != Backend::Mysql || every_busy_session_sleeps(&server).await) {
-            assert!(done < names.len(), "the wave ended before the kill");
-            break;
-        }
+    while with_file(&server, "tenants/006.sql").await.len() < 3 {
         assert!(Instant::now() < deadline, "the rollout did not get going: {}", server.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    server.kill_hard().await;
+    if let Some(mut conn) = held {
+        // tenantConcurrency: 2 — both workers wait at a gate, t01…t05 done.
+        while sessions_at_a_gate(&server, &gate).await < 2 {
+            assert!(Instant::now() < deadline, "the workers never reached a gate: {}", server.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let first_five: BTreeSet<String> = names[..5].iter().cloned().collect();
+        assert_eq!(with_file(&server, "tenants/006.sql").await, first_five);
+        server.kill_hard().await;
+        sqlx::query("do release_all_locks()").execute(&mut conn).await.unwrap();
+        conn.close().await.unwrap();
+    } else {
+        assert!(with_file(&server, "tenants/006.sql").await.len() < names.len(), "the wave ended before the kill");
+        server.kill_hard().await;
+    }
     server.restart().await;
     let done = wait_for(&server, id, "COMPLETED").await;
     assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
@@ -373,21 +400,13 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     assert_eq!(events.iter().filter(|a| *a == "wave-completed").count(), 2, "{done}");
 }
 
-/// MySQL: whether some session runs `do sleep` and every session running
-/// a statement (but this one) is in a sleep begun less than 500 ms ago.
-async fn every_busy_session_sleeps(server: &Server) -> bool {
-    let rows = server
-        .ws
-        .rows(
-            "svc",
-            "select cast(info as char), cast(time_ms as signed) from information_schema.processlist \
-             where command = 'Query' and id <> connection_id()",
-        )
-        .await;
-    let sleeping = |row: &Vec<Value>| {
-        row[0].as_str().is_some_and(|sql| sql.starts_with("do sleep")) && row[1].as_i64().is_some_and(|ms| ms < 500)
-    };
-    !rows.is_empty() && rows.iter().all(sleeping)
+/// MySQL: how many sessions (but this one) wait for a named lock of `gate`.
+async fn sessions_at_a_gate(server: &Server, gate: &str) -> usize {
+    let sql = format!(
+        "select id from information_schema.processlist \
+         where command = 'Query' and id <> connection_id() and info like 'do get_lock(''{gate}\\_%'"
+    );
+    server.ws.rows("svc", &sql).await.len()
 }
 
 /// Gates hold: while a rollout waits for its approval, a plain version
