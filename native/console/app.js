@@ -618,9 +618,11 @@ async function rollouts() {
 
 // Each backfill file over the fleet: one bar for all its tenants' rows and
 // how many are in each state, then a bar per tenant (those not done first,
-// at most BACKFILL_ROWS of them: a fleet of 10,000 keeps a short page).
-// Pause, resume and cancel act on every tenant's backfill, behind a
-// confirmation. The page reads them again every 2 s while it is shown.
+// at most BACKFILL_ROWS of them: a fleet of 10,000 keeps a short page). The
+// service sums each file up (`backfillFiles`): the page reads a few
+// kilobytes whatever the fleet's size. Pause, resume and cancel act on
+// every tenant's backfill, behind a confirmation. The page reads them
+// again every 2 s while it is shown.
 let backfillTimer;
 const BACKFILL_ROWS = 200;
 const BACKFILL_STATES = ["RUNNING", "PAUSED", "FAILED", "CANCELLED", "DONE"];
@@ -643,25 +645,19 @@ function bar(done, total, finished, started, label) {
   return el("progress", attributes);
 }
 
-function backfillFile(file, rows) {
-  const counts = Object.fromEntries(BACKFILL_STATES.map((state) => [state, rows.filter((r) => r.state === state).length]));
-  const estimated = rows.reduce((sum, r) => sum + r.rowsEstimated, 0);
-  const done = rows.reduce((sum, r) => sum + Math.min(r.rowsDone, r.rowsEstimated || r.rowsDone), 0);
-  const running = rows.filter((r) => r.state === "RUNNING");
-  // Its rows are counted when its first batch starts.
-  const waiting = running.filter((r) => r.batches === 0 && r.rowsEstimated === 0).length;
-  const rate = running.reduce((sum, r) => sum + (r.rowsPerSecond ?? 0), 0);
-  const eta = Math.max(0, ...running.map((r) => r.etaSeconds ?? 0));
+function backfillFile(summary) {
+  const { file, rowsDone: done, rowsEstimated: estimated, notStarted: waiting, rowsPerSecond: rate, shown: rows } = summary;
+  const counts = Object.fromEntries(BACKFILL_STATES.map((state) => [state, summary[state.toLowerCase()]]));
+  const eta = summary.etaSeconds ?? 0;
   const share = estimated > 0 ? ` (${Math.floor((100 * done) / estimated)} %)` : "";
-  const shown = [...rows].sort((a, b) => BACKFILL_STATES.indexOf(a.state) - BACKFILL_STATES.indexOf(b.state) || a.tenant.localeCompare(b.tenant)).slice(0, BACKFILL_ROWS);
   return el("section", { class: "panel backfill", "data-file": file, "aria-label": `Backfill ${file}` },
     el("h2", { class: "mono" }, file),
-    el("div", { class: "backfill-total" }, bar(done, estimated, counts.DONE === rows.length, rows.some((r) => r.batches > 0 || r.rowsEstimated > 0), `${file}: ${done} of ${estimated} rows`),
+    el("div", { class: "backfill-total" }, bar(done, estimated, counts.DONE === summary.tenants, summary.tenants > waiting, `${file}: ${done} of ${estimated} rows`),
       el("span", { "data-total": "" }, `${done} of ${estimated} row(s)${share}`)),
     el("p", { class: "muted", "data-counts": "" }, BACKFILL_STATES.filter((state) => counts[state] > 0).map((state) => `${counts[state]} ${state.toLowerCase()}`).join(", "),
       waiting > 0 ? ` (${waiting} not started: their rows are not counted yet)` : "",
-      running.length > 0 && rate > 0 ? ` — ${Math.round(rate)} row(s)/s, about ${duration(eta)} left` : ""),
-    table([["Tenant"], ["State"], ["Progress"], ["Rows", true], ["Rows/s", true], ["Left", true], ["Error"]], shown.map((r) =>
+      counts.RUNNING > 0 && rate > 0 ? ` — ${Math.round(rate)} row(s)/s, about ${duration(eta)} left` : ""),
+    table([["Tenant"], ["State"], ["Progress"], ["Rows", true], ["Rows/s", true], ["Left", true], ["Error"]], rows.map((r) =>
       el("tr", { "data-tenant": r.tenant },
         el("td", { class: "mono" }, r.tenant),
         el("td", {}, el("span", { class: `badge ${r.state === "DONE" ? "up" : r.state === "FAILED" || r.state === "CANCELLED" ? "down" : "pending"}` }, r.state)),
@@ -670,13 +666,12 @@ function backfillFile(file, rows) {
         el("td", { class: "num" }, r.rowsPerSecond === null ? "" : Math.round(r.rowsPerSecond)),
         el("td", { class: "num" }, r.state === "RUNNING" && r.etaSeconds !== null ? duration(r.etaSeconds) : ""),
         el("td", { class: "error" }, r.lastError ?? "")))),
-    rows.length > shown.length ? el("p", { class: "muted" }, `${rows.length - shown.length} more tenant(s), done or further down the list, not shown.`) : null);
+    summary.tenants > rows.length ? el("p", { class: "muted" }, `${summary.tenants - rows.length} more tenant(s), done or further down the list, not shown.`) : null);
 }
 
 async function backfills() {
   clearTimeout(backfillTimer);
-  const list = (await gql("{ backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }")).backfills;
-  const files = [...new Set(list.map((r) => r.file))].sort();
+  const files = (await gql(`{ backfillFiles(shown: ${BACKFILL_ROWS}) { file tenants running paused failed cancelled done rowsDone rowsEstimated notStarted rowsPerSecond etaSeconds shown { tenant state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError } } }`)).backfillFiles;
   const operate = (name, done) => confirmDialog({
     text: name === "Cancel"
       ? "Cancel every running or paused backfill? Their tenants are quarantined; a retry resumes each after its last committed batch."
@@ -688,13 +683,13 @@ async function backfills() {
       await backfills();
     },
   });
-  const has = (state) => list.some((r) => r.state === state);
+  const has = (state) => files.some((f) => f[state.toLowerCase()] > 0);
   const operations = can("deploy") ? [has("RUNNING") && ["Pause", "paused"], has("PAUSED") && ["Resume", "resumed"], (has("RUNNING") || has("PAUSED")) && ["Cancel", "cancelled"]].filter(Boolean) : [];
   show(
     "Backfills",
     el("p", { class: "muted" }, "Data changes in batches (", el("span", { class: "mono" }, "strata:backfill"), " files), run after their version, paced per database server."),
     operations.length > 0 ? el("div", { class: "buttons" }, operations.map(([name, done]) => el("button", { type: "button", "aria-label": `${name} backfills`, onclick: () => operate(name, done) }, `${name} all`))) : null,
-    ...(files.length === 0 ? [el("p", { class: "muted", id: "backfills-empty" }, "No backfill has started.")] : files.map((file) => backfillFile(file, list.filter((r) => r.file === file)))),
+    ...(files.length === 0 ? [el("p", { class: "muted", id: "backfills-empty" }, "No backfill has started.")] : files.map(backfillFile)),
   );
   backfillTimer = setTimeout(() => {
     if (location.hash.startsWith("#/backfills") && !document.getElementById("confirm").open) backfills().catch(() => {});

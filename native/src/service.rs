@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, Utc};
+use strata_core::migrate::backfill::summary::{FileSummary, summarize as summarize_backfills};
 use strata_core::migrate::config::Config;
 use strata_core::migrate::ident::validate_new_tenant_name;
 use strata_core::migrate::lint;
@@ -447,6 +448,15 @@ impl Service {
     /// Every backfill's progress, by tenant and file.
     pub(crate) async fn backfills(&self) -> Result<Vec<BackfillStatus>, AppError> {
         Ok(self.database.backfills().await?.into_iter().map(BackfillStatus::from).collect())
+    }
+
+    /// Every backfill file's summary over the fleet (core's
+    /// `backfill::summary`), each with at most `shown` of its tenants:
+    /// one pass over the books' rows, an answer whose size does not follow
+    /// the fleet.
+    pub(crate) async fn backfill_files(&self, shown: usize) -> Result<Vec<FileSummary<BackfillStatus>>, AppError> {
+        let rows = self.database.backfills().await?;
+        Ok(summarize_backfills(rows.into_iter().map(BackfillStatus::from), shown))
     }
 
     /// Runs every running backfill this process can claim (as `holder`),

@@ -418,6 +418,71 @@ async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_afte
     assert_eq!(quarantine["quarantine"], json!([]));
 }
 
+/// `backfillFiles` sums each file up over the fleet: the same counts and
+/// rows as the whole list, and its first tenants by state then name (the
+/// failed one before the done ones), however many are asked for; a count
+/// out of range is refused.
+#[tokio::test]
+async fn backfill_files_sum_the_whole_list_up_and_show_the_tenants_to_look_at_first() {
+    let server = Server::start("fleet", "tenantConcurrency: 4\n").await;
+    let names = tenants(&server, 12).await;
+    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(120));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    // t07's row 61 breaks its batch: it fails half way, the others finish.
+    server.ws.execute("t07", &format!("update {} set touched = 1 where id = 61", table_of("t07", "items"))).await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let started = version_waiting(&server, "touch").await;
+    assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(names.len()), "{started}");
+    let list = settled(&server).await;
+
+    let fields = "file tenants running paused failed cancelled done rowsDone rowsEstimated notStarted rowsPerSecond \
+                  etaSeconds shown { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated }";
+    let files = server.data(&format!("{{ backfillFiles(shown: 5) {{ {fields} }} }}"), json!({})).await;
+    let files = files["backfillFiles"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = &files[0];
+    let int = |row: &Value, field: &str| row[field].as_i64().unwrap();
+    let estimated: i64 = list.iter().map(|row| int(row, "rowsEstimated")).sum();
+    let done: i64 = list.iter().map(|row| int(row, "rowsDone").min(int(row, "rowsEstimated"))).sum();
+    let t07 = list.iter().find(|row| row["tenant"] == "t07").unwrap();
+    assert_eq!(t07["state"], "FAILED", "{list:?}");
+    assert_eq!(
+        [
+            &file["file"],
+            &file["tenants"],
+            &file["failed"],
+            &file["done"],
+            &file["running"],
+            &file["paused"],
+            &file["cancelled"]
+        ],
+        [&json!("tenants/002_touch.sql"), &json!(12), &json!(1), &json!(11), &json!(0), &json!(0), &json!(0)],
+        "{file}"
+    );
+    assert_eq!((int(file, "rowsDone"), int(file, "rowsEstimated")), (done, estimated), "{file}");
+    assert_eq!((estimated, int(file, "notStarted"), &file["etaSeconds"]), (12 * 120, 0, &Value::Null), "{file}");
+    assert!((36..=60).contains(&int(t07, "rowsDone")) && done == 11 * 120 + int(t07, "rowsDone"), "{list:?}");
+    // The failed tenant first, then the done ones by name: rows as the whole list has them.
+    let by_tenant = |tenant: &str| list.iter().find(|row| row["tenant"] == tenant).unwrap().clone();
+    let first: Vec<Value> = ["t07", "t00", "t01", "t02", "t03"].into_iter().map(by_tenant).collect();
+    assert_eq!(file["shown"].as_array().unwrap(), &first, "{file}");
+
+    // The default shows up to 200 (here all 12); none is a count too.
+    let all = server.data("{ backfillFiles { tenants shown { tenant } } }", json!({})).await;
+    let shown: Vec<&str> =
+        all["backfillFiles"][0]["shown"].as_array().unwrap().iter().map(|r| r["tenant"].as_str().unwrap()).collect();
+    let mut expected: Vec<&str> = names.iter().map(String::as_str).filter(|t| *t != "t07").collect();
+    expected.insert(0, "t07");
+    assert_eq!(shown, expected);
+    let none = server.data("{ backfillFiles(shown: 0) { tenants shown { tenant } } }", json!({})).await;
+    assert_eq!(none["backfillFiles"], json!([{ "tenants": 12, "shown": [] }]));
+    for shown in [-1, 1001] {
+        let refused = server.graphql(&format!("{{ backfillFiles(shown: {shown}) {{ file }} }}"), json!({})).await;
+        assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+    }
+}
+
 /// Cancelled while it runs: its batch in flight rolls back, its tenant is
 /// quarantined with the file unrecorded, nothing more runs; a retry
 /// resumes after its last committed batch. Cancelling needs a deployer.

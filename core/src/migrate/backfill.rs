@@ -43,6 +43,7 @@ pub mod machine;
 pub mod pace;
 mod placeholder;
 pub mod sql;
+pub mod summary;
 
 pub use directive::{Form, Spec, in_one_transaction, read, read_part};
 

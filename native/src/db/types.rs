@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::backfill::summary::{Progress, Standing};
 
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Plan;
@@ -221,6 +222,17 @@ impl BackfillState {
         }
     }
 
+    /// Where it stands in a summary (core's `backfill::summary`).
+    pub(crate) fn standing(self) -> Standing {
+        match self {
+            BackfillState::Running => Standing::Running,
+            BackfillState::Paused => Standing::Paused,
+            BackfillState::Done => Standing::Done,
+            BackfillState::Failed => Standing::Failed,
+            BackfillState::Cancelled => Standing::Cancelled,
+        }
+    }
+
     /// From the books (anything else reads as running).
     pub(crate) fn parse(text: &str) -> Self {
         match text {
@@ -388,6 +400,33 @@ impl From<BackfillRow> for BackfillStatus {
             last_error: row.last_error,
             updated: row.updated,
         }
+    }
+}
+
+impl Progress for BackfillStatus {
+    fn file(&self) -> &str {
+        &self.file
+    }
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+    fn standing(&self) -> Standing {
+        BackfillState::parse(self.state).standing()
+    }
+    fn rows_done(&self) -> u64 {
+        self.rows_done
+    }
+    fn rows_estimated(&self) -> u64 {
+        self.rows_estimated
+    }
+    fn batches(&self) -> u64 {
+        self.batches
+    }
+    fn rows_per_second(&self) -> Option<f64> {
+        self.rows_per_second
+    }
+    fn seconds_left(&self) -> Option<u64> {
+        self.eta_seconds
     }
 }
 

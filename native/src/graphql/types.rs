@@ -11,6 +11,7 @@ use async_graphql::{
 };
 use std::sync::Arc;
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::backfill::summary::{FileSummary, Standing};
 use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
@@ -429,6 +430,64 @@ impl From<BackfillStatus> for BackfillDto {
             eta_seconds: status.eta_seconds.map(count),
             last_error: status.last_error,
             updated: status.updated,
+        }
+    }
+}
+
+/// One backfill file over the fleet (`BackfillFile`, added): how many
+/// tenants stand where, the rows done of the rows counted, the pace, and
+/// its first tenants — running, paused, failed, cancelled, then done, each
+/// by name. Its size does not follow the fleet's.
+#[derive(SimpleObject)]
+#[graphql(name = "BackfillFile")]
+pub(crate) struct BackfillFileDto {
+    /// The file.
+    pub(crate) file: String,
+    /// Tenants with a backfill of it.
+    pub(crate) tenants: i64,
+    /// Of them, running (or waiting for a runner).
+    pub(crate) running: i64,
+    /// Paused.
+    pub(crate) paused: i64,
+    /// Failed.
+    pub(crate) failed: i64,
+    /// Cancelled.
+    pub(crate) cancelled: i64,
+    /// Done.
+    pub(crate) done: i64,
+    /// Rows done, each tenant's counted at most up to its estimate.
+    pub(crate) rows_done: i64,
+    /// Rows counted at the tenants' starts.
+    pub(crate) rows_estimated: i64,
+    /// Running tenants whose first batch has not started (their rows are
+    /// not counted yet).
+    pub(crate) not_started: i64,
+    /// The running tenants' rows per second, added up.
+    pub(crate) rows_per_second: f64,
+    /// The longest time left of a running tenant, in seconds; null when
+    /// none has a rate.
+    pub(crate) eta_seconds: Option<i64>,
+    /// Its first tenants' backfills (at most the `shown` asked for).
+    pub(crate) shown: Vec<BackfillDto>,
+}
+
+impl From<FileSummary<BackfillStatus>> for BackfillFileDto {
+    fn from(summary: FileSummary<BackfillStatus>) -> Self {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        BackfillFileDto {
+            tenants: count(summary.tenants),
+            running: count(summary.count(Standing::Running)),
+            paused: count(summary.count(Standing::Paused)),
+            failed: count(summary.count(Standing::Failed)),
+            cancelled: count(summary.count(Standing::Cancelled)),
+            done: count(summary.count(Standing::Done)),
+            rows_done: count(summary.rows_done),
+            rows_estimated: count(summary.rows_estimated),
+            not_started: count(summary.not_started),
+            rows_per_second: (summary.rows_per_second * 10.0).round() / 10.0,
+            eta_seconds: summary.seconds_left.map(count),
+            shown: summary.shown.into_iter().map(BackfillDto::from).collect(),
+            file: summary.file,
         }
     }
 }

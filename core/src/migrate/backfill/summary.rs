@@ -1,0 +1,197 @@
+//! A fleet's backfills summed up per file: what an operator watches while
+//! they run — how many tenants stand where, the rows done of the rows
+//! counted, the pace and the time left — and the few tenants worth a look
+//! first, never the whole fleet.
+//!
+//! The console polls this every two seconds: at 10,000 tenants the list of
+//! every backfill is megabytes an answer, the summary a few kilobytes
+//! whatever the fleet's size. Memory is bounded the same way: one pass over
+//! the backfills, and per file its counts and at most `shown` of them kept
+//! ([`summarize`]).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Where a tenant's backfill of a file stands, in the order a summary lists
+/// them: what needs a look first (running, held, stopped), done last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Standing {
+    /// Batches remain; a runner runs them, or will.
+    Running,
+    /// Held by a pause.
+    Paused,
+    /// A batch failed.
+    Failed,
+    /// Stopped by a cancel.
+    Cancelled,
+    /// Its last batch committed.
+    Done,
+}
+
+impl Standing {
+    /// Every standing, in a summary's order.
+    pub const ALL: [Standing; 5] =
+        [Standing::Running, Standing::Paused, Standing::Failed, Standing::Cancelled, Standing::Done];
+}
+
+/// What a summary reads of one tenant's backfill of one file.
+pub trait Progress {
+    /// The backfill's file.
+    fn file(&self) -> &str;
+    /// Its tenant (or single schema).
+    fn tenant(&self) -> &str;
+    /// Where it stands.
+    fn standing(&self) -> Standing;
+    /// Rows its committed batches changed.
+    fn rows_done(&self) -> u64;
+    /// Rows present at its start up to its last key (0: not counted yet, or
+    /// a backfill repeated until it changes nothing).
+    fn rows_estimated(&self) -> u64;
+    /// Batches committed.
+    fn batches(&self) -> u64;
+    /// Rows per second of running, once a batch changed a row.
+    fn rows_per_second(&self) -> Option<f64>;
+    /// Seconds left at that rate.
+    fn seconds_left(&self) -> Option<u64>;
+}
+
+/// One file's backfills over the fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileSummary<T> {
+    /// The file.
+    pub file: String,
+    /// Tenants with a backfill of it.
+    pub tenants: u64,
+    /// How many stand where, in [`Standing::ALL`]'s order.
+    pub counts: [u64; 5],
+    /// Rows done, each tenant's counted at most up to its estimate (a
+    /// tenant's rows inserted after its start are not chased, and a
+    /// statement may change more rows than its range holds keys).
+    pub rows_done: u64,
+    /// Rows counted at the tenants' starts.
+    pub rows_estimated: u64,
+    /// Running tenants whose first batch has not started: their rows are
+    /// not counted yet.
+    pub not_started: u64,
+    /// The running tenants' rates added up (those with one).
+    pub rows_per_second: f64,
+    /// The longest time left of a running tenant (None: no running tenant
+    /// has one).
+    pub seconds_left: Option<u64>,
+    /// The first `shown` tenants' backfills by standing, then by tenant
+    /// name (byte order).
+    pub shown: Vec<T>,
+}
+
+impl<T> FileSummary<T> {
+    /// How many stand at `standing`.
+    pub fn count(&self, standing: Standing) -> u64 {
+        self.counts[standing as usize]
+    }
+}
+
+/// A backfill kept for a summary's short list, ordered as it lists them.
+struct Kept<T>(T);
+
+impl<T: Progress> Kept<T> {
+    fn key(&self) -> (Standing, &str) {
+        (self.0.standing(), self.0.tenant())
+    }
+}
+
+impl<T: Progress> PartialEq for Kept<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl<T: Progress> Eq for Kept<T> {}
+
+impl<T: Progress> PartialOrd for Kept<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T: Progress> Ord for Kept<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// A file's summary as the pass goes: its sums, and a max-heap of the
+/// `shown` first backfills (the last of them on top, to be dropped first).
+struct Tally<T> {
+    summary: FileSummary<T>,
+    kept: BinaryHeap<Kept<T>>,
+}
+
+/// Every file's summary, by file name, in one pass over `backfills`; each
+/// keeps at most `shown` of its backfills (by standing, then tenant).
+pub fn summarize<T: Progress>(backfills: impl IntoIterator<Item = T>, shown: usize) -> Vec<FileSummary<T>> {
+    let mut files: BTreeMap<String, Tally<T>> = BTreeMap::new();
+    for backfill in backfills {
+        let tally = match files.get_mut(backfill.file()) {
+            Some(tally) => tally,
+            None => files.entry(backfill.file().to_string()).or_insert_with_key(|file| Tally {
+                summary: FileSummary {
+                    file: file.clone(),
+                    tenants: 0,
+                    counts: [0; 5],
+                    rows_done: 0,
+                    rows_estimated: 0,
+                    not_started: 0,
+                    rows_per_second: 0.0,
+                    seconds_left: None,
+                    shown: Vec::new(),
+                },
+                kept: BinaryHeap::new(),
+            }),
+        };
+        add(&mut tally.summary, &backfill);
+        if shown == 0 {
+            continue;
+        }
+        let candidate = Kept(backfill);
+        if tally.kept.len() < shown {
+            tally.kept.push(candidate);
+        } else if let Some(mut last) = tally.kept.peek_mut()
+            && candidate < *last
+        {
+            // The last kept goes; the heap settles when `last` drops.
+            *last = candidate;
+        }
+    }
+    files
+        .into_values()
+        .map(|Tally { mut summary, kept }| {
+            summary.shown = kept.into_sorted_vec().into_iter().map(|Kept(backfill)| backfill).collect();
+            summary
+        })
+        .collect()
+}
+
+/// Adds one backfill to its file's sums.
+fn add<T: Progress>(summary: &mut FileSummary<T>, backfill: &T) {
+    let standing = backfill.standing();
+    summary.tenants += 1;
+    summary.counts[standing as usize] += 1;
+    let estimated = backfill.rows_estimated();
+    summary.rows_estimated += estimated;
+    summary.rows_done += match estimated {
+        0 => backfill.rows_done(),
+        _ => backfill.rows_done().min(estimated),
+    };
+    if standing == Standing::Running {
+        if backfill.batches() == 0 && estimated == 0 {
+            summary.not_started += 1;
+        }
+        summary.rows_per_second += backfill.rows_per_second().unwrap_or(0.0);
+        if let Some(left) = backfill.seconds_left() {
+            summary.seconds_left = Some(summary.seconds_left.map_or(left, |longest| longest.max(left)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

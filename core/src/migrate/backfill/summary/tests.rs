@@ -1,0 +1,135 @@
+use super::*;
+
+/// A backfill as a test writes it.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    file: &'static str,
+    tenant: String,
+    standing: Standing,
+    rows_done: u64,
+    rows_estimated: u64,
+    batches: u64,
+    rate: Option<f64>,
+    left: Option<u64>,
+}
+
+impl Progress for Row {
+    fn file(&self) -> &str {
+        self.file
+    }
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+    fn standing(&self) -> Standing {
+        self.standing
+    }
+    fn rows_done(&self) -> u64 {
+        self.rows_done
+    }
+    fn rows_estimated(&self) -> u64 {
+        self.rows_estimated
+    }
+    fn batches(&self) -> u64 {
+        self.batches
+    }
+    fn rows_per_second(&self) -> Option<f64> {
+        self.rate
+    }
+    fn seconds_left(&self) -> Option<u64> {
+        self.left
+    }
+}
+
+fn row(file: &'static str, tenant: &str, standing: Standing, done: u64, estimated: u64) -> Row {
+    Row {
+        file,
+        tenant: tenant.to_string(),
+        standing,
+        rows_done: done,
+        rows_estimated: estimated,
+        batches: u64::from(done > 0),
+        rate: None,
+        left: None,
+    }
+}
+
+fn tenants<T: Progress>(summary: &FileSummary<T>) -> Vec<&str> {
+    summary.shown.iter().map(|b| b.tenant()).collect()
+}
+
+#[test]
+fn files_come_by_name_each_with_its_counts_and_rows() {
+    let rows = vec![
+        row("b.sql", "t1", Standing::Done, 100, 100),
+        row("a.sql", "t2", Standing::Running, 40, 100),
+        row("a.sql", "t1", Standing::Done, 100, 100),
+        row("a.sql", "t3", Standing::Failed, 10, 100),
+        row("a.sql", "t4", Standing::Paused, 0, 50),
+    ];
+    let summaries = summarize(rows, 10);
+    assert_eq!(summaries.iter().map(|s| s.file.as_str()).collect::<Vec<_>>(), ["a.sql", "b.sql"]);
+    let a = &summaries[0];
+    assert_eq!((a.tenants, a.counts), (4, [1, 1, 1, 0, 1]));
+    assert_eq!((a.count(Standing::Failed), a.count(Standing::Cancelled)), (1, 0));
+    assert_eq!((a.rows_done, a.rows_estimated), (150, 350));
+    let b = &summaries[1];
+    assert_eq!((b.tenants, b.counts, b.rows_done, b.rows_estimated), (1, [0, 0, 0, 0, 1], 100, 100));
+}
+
+#[test]
+fn the_short_list_is_by_standing_then_tenant_and_never_longer_than_asked() {
+    // Every standing, tenants given in a scrambled order.
+    let standings = Standing::ALL;
+    let rows: Vec<Row> = (0..50u32)
+        .map(|i| (i * 37) % 50)
+        .map(|i| row("f.sql", &format!("t{i:02}"), standings[(i % 5) as usize], 1, 1))
+        .collect();
+    let mut expected = rows.clone();
+    expected.sort_by(|a, b| (a.standing, &a.tenant).cmp(&(b.standing, &b.tenant)));
+    for shown in [0, 1, 7, 10, 49, 50, 80] {
+        let summary = &summarize(rows.clone(), shown)[0];
+        let want: Vec<&str> = expected.iter().take(shown).map(|r| r.tenant.as_str()).collect();
+        assert_eq!(tenants(summary), want, "shown {shown}");
+        assert_eq!(summary.tenants, 50);
+    }
+    // The running ones first: t00, t05, … (i % 5 == 0).
+    let summary = &summarize(rows, 3)[0];
+    assert_eq!(tenants(summary), ["t00", "t05", "t10"]);
+}
+
+#[test]
+fn rows_done_count_at_most_the_estimate_and_a_repeated_backfill_counts_what_it_did() {
+    let rows = vec![
+        // Changed more rows than its range held keys when it started.
+        row("f.sql", "t1", Standing::Done, 130, 100),
+        // Repeated until nothing changes: no estimate.
+        row("f.sql", "t2", Standing::Done, 70, 0),
+    ];
+    let summary = &summarize(rows, 5)[0];
+    assert_eq!((summary.rows_done, summary.rows_estimated), (170, 100));
+}
+
+#[test]
+fn pace_and_time_left_come_from_the_running_tenants_only() {
+    let mut running = row("f.sql", "t1", Standing::Running, 50, 100);
+    running.rate = Some(10.0);
+    running.left = Some(5);
+    let mut slower = row("f.sql", "t2", Standing::Running, 10, 100);
+    slower.rate = Some(2.5);
+    slower.left = Some(36);
+    let mut paused = row("f.sql", "t3", Standing::Paused, 10, 100);
+    paused.rate = Some(100.0);
+    paused.left = Some(1000);
+    let waiting = row("f.sql", "t4", Standing::Running, 0, 0);
+    let summary = &summarize(vec![running, slower, paused, waiting], 5)[0];
+    assert_eq!(summary.rows_per_second, 12.5);
+    assert_eq!(summary.seconds_left, Some(36));
+    assert_eq!(summary.not_started, 1);
+}
+
+#[test]
+fn nothing_running_has_no_time_left_and_no_pace() {
+    let summary = &summarize(vec![row("f.sql", "t1", Standing::Done, 5, 5)], 5)[0];
+    assert_eq!((summary.rows_per_second, summary.seconds_left, summary.not_started), (0.0, None, 0));
+    assert!(summarize(Vec::<Row>::new(), 5).is_empty());
+}
