@@ -48,6 +48,40 @@ async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
     );
 }
 
+/// Root fields are bounded per request (`graphQLLimits.rootFields`, 16 by
+/// default), over the operations of a batch: each reads or changes the
+/// books on its own, so at 10,000 tenants 76 aliases of `backfills` — 988
+/// of the complexity's 1,000 — took 7.8 s and 269 MB of the service. Over
+/// the limit nothing runs, mutations included.
+#[tokio::test]
+async fn root_fields_are_bounded_per_request_over_a_batch_and_nothing_runs_over_the_limit() {
+    let server = Server::start("basic", "").await;
+    let aliases = |n: usize, field: &str| -> String { (0..n).map(|i| format!("a{i}: {field} ")).collect() };
+    let sixteen = server.data(&format!("{{ {} __typename }}", aliases(16, "tenants { name }")), json!({})).await;
+    assert_eq!(sixteen["a15"], json!([]));
+    let refused = server.graphql(&format!("{{ {} }}", aliases(17, "tenants { name }")), json!({})).await;
+    let message = "the request has 17 root fields, over the limit of 16 (graphQLLimits.rootFields): each reads or \
+                   changes the books on its own; ask for fewer at a time";
+    assert_eq!(limit_error(&refused), (message, "LIMIT_EXCEEDED"));
+    assert_eq!(refused["data"], Value::Null);
+
+    // Over a batch: 9 operations of 2 fields are 18.
+    let batch = |fields: usize| -> String {
+        let operation = json!({ "query": format!("{{ {} }}", aliases(fields, "versionCount")) });
+        Value::Array(vec![operation; 9]).to_string()
+    };
+    let response: Value = server.post_raw(batch(2)).await.json().await.unwrap();
+    assert_eq!(limit_error(&response).0, message.replace("17", "18"), "{response}");
+    let response: Value = server.post_raw(batch(1)).await.json().await.unwrap();
+    assert_eq!(response.as_array().map(Vec::len), Some(9), "{response}");
+
+    // Mutations too: none of the seventeen runs.
+    let create = "createVersion(input: {versionName: \"v\"}) { version { id } }";
+    let refused = server.graphql(&format!("mutation {{ {} }}", aliases(17, create)), json!({})).await;
+    assert_eq!(limit_error(&refused).0, message, "{refused}");
+    assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
+}
+
 #[tokio::test]
 async fn configured_limits_name_themselves_and_their_values() {
     let server = Server::start("basic", SMALL_LIMITS).await;

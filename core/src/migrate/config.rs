@@ -171,11 +171,17 @@ pub struct GraphQlLimits {
     /// Most bytes of `contents` one request may be answered with, over all
     /// its operations and fields.
     pub contents_bytes: usize,
+    /// Most root fields of one request, over the operations of a batch
+    /// (each alias, each fragment spread's, apart from `__schema`,
+    /// `__type` and `__typename`): each reads the fleet's books or changes
+    /// them on its own, whatever it selects, so at 10,000 tenants one field
+    /// can cost the complexity of one and the work of thousands.
+    pub root_fields: usize,
 }
 
 impl Default for GraphQlLimits {
     fn default() -> Self {
-        GraphQlLimits { complexity: 1000, depth: 32, batch: 10, contents_bytes: 8 * 1024 * 1024 }
+        GraphQlLimits { complexity: 1000, depth: 32, batch: 10, contents_bytes: 8 * 1024 * 1024, root_fields: 16 }
     }
 }
 
@@ -186,6 +192,7 @@ struct RawGraphQlLimits {
     depth: Option<u64>,
     batch: Option<u64>,
     contents_bytes: Option<u64>,
+    root_fields: Option<u64>,
 }
 
 impl RawGraphQlLimits {
@@ -201,6 +208,7 @@ impl RawGraphQlLimits {
             depth: positive("depth", self.depth, defaults.depth)?,
             batch: positive("batch", self.batch, defaults.batch)?,
             contents_bytes: positive("contentsBytes", self.contents_bytes, defaults.contents_bytes)?,
+            root_fields: positive("rootFields", self.root_fields, defaults.root_fields)?,
         })
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_graphql::ServerError;
 use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
@@ -100,14 +101,18 @@ async fn graphql_answer(
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
     let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
-        operations
+        let mut root_fields = 0usize;
+        let contents = operations
             .iter()
             .map(|request| {
                 let contents = limits::check_fields_written(&request.query, &limits)?;
-                limits::check_expanded_cost(&request.query, &limits)?;
+                let roots = limits::check_expanded_cost(&request.query, request.operation_name.as_deref(), &limits)?;
+                root_fields = root_fields.saturating_add(roots);
                 Ok(contents)
             })
-            .collect()
+            .collect::<Result<Vec<bool>, ServerError>>()?;
+        limits::check_root_fields(root_fields, &limits)?;
+        Ok(contents)
     });
     let scope = Arc::new(limits::RequestScope::new(&limits, Arc::clone(&state.contents_slots)));
     let response = match checked {
