@@ -3,6 +3,7 @@
 //! `--server` (GraphQL `backfills`), printed the same way from the same
 //! shape.
 
+use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -68,11 +69,12 @@ pub(super) async fn wait(service: &Arc<Service>, waiting: &[BackfillWait], json:
     });
     let watch = bar.clone().map(|bar| {
         let service = Arc::clone(service);
-        let waited: Vec<(String, String)> = waiting.iter().map(|w| (w.tenant.clone(), w.file.clone())).collect();
+        // A set: a fleet's 10,000 rows against its 10,000 waits every tick.
+        let waited: HashSet<(String, String)> = waiting.iter().map(|w| (w.tenant.clone(), w.file.clone())).collect();
         tokio::spawn(async move {
             loop {
                 if let Ok(rows) = service.backfills().await {
-                    let ours = rows.iter().filter(|r| waited.contains(&(r.tenant.clone(), r.file.clone())));
+                    let ours = rows.into_iter().filter(|r| waited.contains(&(r.tenant.clone(), r.file.clone())));
                     let (done, estimated) = ours.fold((0, 0), |(d, e), r| (d + r.rows_done, e + r.rows_estimated));
                     bar.set_length(estimated.max(done));
                     bar.set_position(done);
@@ -104,7 +106,8 @@ pub(super) async fn wait(service: &Arc<Service>, waiting: &[BackfillWait], json:
             None => say(format!("Backfill of {} in {} paused or taken over by another process.", end.file, end.tenant)),
         }
     }
-    let left = waiting.iter().filter(|w| !ends.iter().any(|e| e.tenant == w.tenant && e.file == w.file)).count();
+    let ended: HashSet<(&str, &str)> = ends.iter().map(|e| (e.tenant.as_str(), e.file.as_str())).collect();
+    let left = waiting.iter().filter(|w| !ended.contains(&(w.tenant.as_str(), w.file.as_str()))).count();
     if left > 0 {
         say(format!("{left} backfill(s) are run by another process (or paused): `strata backfill list` shows them."));
     }
