@@ -79,6 +79,7 @@ mod retry_wait;
 pub(crate) mod settings;
 mod unit;
 
+use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -180,8 +181,9 @@ async fn locked<E: Engine>(
         outcome.committed_counts = Some(plan.counts_of(request.sources, committed.iter()));
     }
     if request.retried().is_some() {
+        let still: HashSet<&str> = absorbed.iter().map(|row| row.tenant.as_str()).collect();
         let released: Vec<String> =
-            selection.run.into_iter().filter(|tenant| !absorbed.iter().any(|row| row.tenant == *tenant)).collect();
+            selection.run.into_iter().filter(|tenant| !still.contains(tenant.as_str())).collect();
         engine.books().release_quarantined(&mut conns[0], &released).await?;
         outcome.released = released;
     }

@@ -11,6 +11,8 @@
 //! - A read-write store has created the service's tables, under the
 //!   engine's lock, before it answers anything.
 
+use std::collections::HashSet;
+
 use rustc_hash::FxHashMap;
 
 use async_trait::async_trait;
@@ -416,12 +418,13 @@ impl<E: Engine> Database for Store<E> {
         }
         let mut conn = self.engine.connect().await?;
         let books = self.engine.books();
+        let named: HashSet<&str> = tenants.iter().map(String::as_str).collect();
         let rows: Vec<BackfillRow> = books
             .backfills(&mut conn)
             .await?
             .into_iter()
             .filter(|row| how.from().contains(&row.state))
-            .filter(|row| tenants.is_empty() || tenants.contains(&row.schema))
+            .filter(|row| named.is_empty() || named.contains(row.schema.as_str()))
             .collect();
         let updated = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let done = books.move_backfills(&mut conn, &rows, how.to(), &updated).await?;

@@ -28,6 +28,7 @@
 //!   row), while other versions and `createTenant` go on; its tenant runs
 //!   nothing after it until it is done.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -667,10 +668,10 @@ pub(crate) async fn run_running<E: Engine>(
         let mut conn = engine.connect().await?;
         let jobs = engine.books().running_backfills(&mut conn).await?;
         drop(conn);
-        let fresh: Vec<BackfillJob> = jobs
-            .into_iter()
-            .filter(|job| !outcomes.iter().any(|o| o.schema == job.row.schema && o.file == job.row.file))
-            .collect();
+        let ended: HashSet<(&str, &str)> = outcomes.iter().map(|o| (o.schema.as_str(), o.file.as_str())).collect();
+        let fresh: Vec<BackfillJob> =
+            jobs.into_iter().filter(|job| !ended.contains(&(job.row.schema.as_str(), job.row.file.as_str()))).collect();
+        drop(ended);
         let runs: Vec<_> = fresh.iter().map(|job| backfiller.run_one(job)).collect();
         let runs =
             futures::stream::iter(runs).buffer_unordered(settings.backfill.concurrency()).collect::<Vec<_>>().await;
