@@ -237,7 +237,7 @@ impl View {
     pub fn placement(&self) -> Result<Placement, FleetError> {
         let tenants = self.last_seen();
         self.one_shard_each(tenants.iter())?;
-        Ok(Placement { tenants })
+        Ok(Placement::new(tenants))
     }
 
     /// The shards that answered, with their tenants.
@@ -251,12 +251,27 @@ impl View {
 pub struct Placement {
     /// The tenants of each shard.
     pub tenants: Vec<Vec<String>>,
+    /// Each tenant's shard (the first that lists it): found at once, not by
+    /// reading the fleet's lists for every tenant asked about (a sharded
+    /// fleet's fingerprints ask once per unit).
+    shard: FxHashMap<String, usize>,
 }
 
 impl Placement {
+    /// The placement of `tenants[i]` on shard `i`.
+    pub fn new(tenants: Vec<Vec<String>>) -> Placement {
+        let mut shard = FxHashMap::default();
+        for (index, names) in tenants.iter().enumerate() {
+            for name in names {
+                shard.entry(name.clone()).or_insert(index);
+            }
+        }
+        Placement { tenants, shard }
+    }
+
     /// The shard holding `tenant`.
     pub fn shard_of(&self, tenant: &str) -> Option<usize> {
-        self.tenants.iter().position(|names| names.iter().any(|name| name == tenant))
+        self.shard.get(tenant).copied()
     }
 
     /// `names` split by shard; the first name on no shard is the error.
