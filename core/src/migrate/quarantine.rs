@@ -95,8 +95,13 @@ pub fn drift_entries(report: &DriftReport, single_schemas: &[&str]) -> Vec<(Stri
             ),
         ));
     }
+    // Sets: a change made by hand across the fleet changes every tenant.
+    let outliers: FxHashSet<&str> = report.outliers.iter().map(|o| o.schema.as_str()).collect();
+    let single: FxHashSet<&str> = single_schemas.iter().copied().collect();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     for changed in &report.changed {
-        if single_schemas.contains(&changed.schema.as_str()) || entries.iter().any(|(t, _)| *t == changed.schema) {
+        let schema = changed.schema.as_str();
+        if single.contains(schema) || outliers.contains(schema) || !seen.insert(schema) {
             continue;
         }
         entries.push((
