@@ -467,7 +467,13 @@ struct BackfillArgs {
 #[derive(Debug, Subcommand)]
 enum BackfillAction {
     /// Every tenant's backfill and how far it is (the default).
-    List,
+    List {
+        /// Per file instead: its tenants by state, its rows and pace, and
+        /// the 20 tenants to look at first (running, paused, failed,
+        /// cancelled, then done) — a short answer for a fleet of thousands.
+        #[arg(long)]
+        summary: bool,
+    },
     /// Pause the running backfills of these tenants (all when none is
     /// named): no batch of them starts until they are resumed.
     Pause {

@@ -475,6 +475,25 @@ async fn backfill_files_sum_the_whole_list_up_and_show_the_tenants_to_look_at_fi
     let mut expected: Vec<&str> = names.iter().map(String::as_str).filter(|t| *t != "t07").collect();
     expected.insert(0, "t07");
     assert_eq!(shown, expected);
+    // `strata backfill list --summary`, in-process and through the API:
+    // the same 20 (here 12), and the file's line.
+    let twenty = server.data(&format!("{{ backfillFiles(shown: 20) {{ {fields} }} }}"), json!({})).await;
+    let local = strata(server.config_path(), &["backfill", "list", "--summary", "--json"]).await;
+    assert_eq!(json_of(&local), twenty["backfillFiles"], "{}", stderr(&local));
+    let remote = tokio::process::Command::new(crate::support::strata_bin())
+        .args(["--server", &server.url(""), "backfill", "list", "--summary"])
+        .env_remove("SVC_YAML")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&remote.stdout);
+    let head = format!("tenants/002_touch.sql: 12 tenant(s), 1 failed, 11 done; {done} of 1440 row(s) (");
+    assert!(text.starts_with(&head), "{text}\n{}", String::from_utf8_lossy(&remote.stderr));
+    assert_eq!(text.lines().count(), 13, "{text}");
+    assert!(
+        text.lines().nth(1).is_some_and(|line| line.starts_with("  t07  tenants/002_touch.sql  FAILED  ")),
+        "{text}"
+    );
     let none = server.data("{ backfillFiles(shown: 0) { tenants shown { tenant } } }", json!({})).await;
     assert_eq!(none["backfillFiles"], json!([{ "tenants": 12, "shown": [] }]));
     for shown in [-1, 1001] {

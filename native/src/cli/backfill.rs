@@ -12,13 +12,19 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::cli::output::{cli_caller, failure, print_json};
 use crate::cli::{BackfillAction, BackfillArgs, Exit};
 use crate::db::{BackfillMove, BackfillWait};
-use crate::graphql::types::{BackfillDto, BackfillWaitDto};
+use crate::graphql::types::{BackfillDto, BackfillFileDto, BackfillWaitDto};
 use crate::service::Service;
 
 /// `backfill [list|pause|resume|cancel]` in-process.
 pub(super) async fn backfill(service: &Arc<Service>, args: BackfillArgs) -> Exit {
-    let (tenants, how) = match args.action.unwrap_or(BackfillAction::List) {
-        BackfillAction::List => {
+    let (tenants, how) = match args.action.unwrap_or(BackfillAction::List { summary: false }) {
+        BackfillAction::List { summary: true } => {
+            return match service.backfill_files(SUMMARY_SHOWN).await {
+                Ok(files) => print_files(&files.into_iter().map(BackfillFileDto::from).collect::<Vec<_>>(), args.json),
+                Err(error) => failure(&error),
+            };
+        }
+        BackfillAction::List { summary: false } => {
             return match service.backfills().await {
                 Ok(rows) => print(&rows.into_iter().map(BackfillDto::from).collect::<Vec<_>>(), args.json),
                 Err(error) => failure(&error),
@@ -32,6 +38,65 @@ pub(super) async fn backfill(service: &Arc<Service>, args: BackfillArgs) -> Exit
         Ok(moved) => print_moved(&moved.into_iter().map(BackfillWaitDto::from).collect::<Vec<_>>(), how, args.json),
         Err(error) => failure(&error),
     }
+}
+
+/// The tenants `backfill list --summary` shows per file.
+pub(super) const SUMMARY_SHOWN: usize = 20;
+
+/// Prints each file's summary (`backfill list --summary`) as JSON or a few
+/// lines per file: its counts, rows and pace, its first tenants.
+pub(super) fn print_files(files: &[BackfillFileDto], json: bool) -> Exit {
+    if json {
+        print_json(&files);
+        return Exit::Success;
+    }
+    if files.is_empty() {
+        outln!("No backfill has started.");
+        return Exit::Success;
+    }
+    for file in files {
+        let counts: Vec<String> = [
+            (file.running, "running"),
+            (file.paused, "paused"),
+            (file.failed, "failed"),
+            (file.cancelled, "cancelled"),
+            (file.done, "done"),
+        ]
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, state)| format!("{count} {state}"))
+        .collect();
+        let share = match file.rows_estimated {
+            0 => String::new(),
+            estimated => format!(" ({:.0}%)", 100.0 * file.rows_done as f64 / estimated as f64),
+        };
+        let pace = match (file.running, file.eta_seconds) {
+            (1.., Some(eta)) if file.rows_per_second > 0.0 => {
+                format!(", {:.0} row(s)/s, about {eta} s left", file.rows_per_second)
+            }
+            _ => String::new(),
+        };
+        let not_started = match file.not_started {
+            0 => String::new(),
+            n => format!(" ({n} not started: their rows are not counted yet)"),
+        };
+        outln!(
+            "{}: {} tenant(s), {}{not_started}; {} of {} row(s){share}{pace}",
+            file.file,
+            file.tenants,
+            counts.join(", "),
+            file.rows_done,
+            file.rows_estimated
+        );
+        for row in &file.shown {
+            outln!("  {}", line(row));
+        }
+        let more = file.tenants - file.shown.len() as i64;
+        if more > 0 {
+            outln!("  … and {more} more (done, or further down the list): `strata backfill list` lists every one");
+        }
+    }
+    Exit::Success
 }
 
 /// Prints the backfills paused, resumed or cancelled.
@@ -126,26 +191,25 @@ pub(super) fn print(rows: &[BackfillDto], json: bool) -> Exit {
     }
     outln!("{} backfill(s):", rows.len());
     for row in rows {
-        let share = match row.rows_estimated {
-            0 => String::new(),
-            estimated => format!(" ({:.0}%)", 100.0 * row.rows_done.min(estimated) as f64 / estimated as f64),
-        };
-        let error = row.last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
-        let pace = match (row.rows_per_second, row.eta_seconds) {
-            (Some(rate), Some(eta)) if row.state != "DONE" => format!(", {rate:.0} row(s)/s, {eta} s left"),
-            (Some(rate), _) => format!(", {rate:.0} row(s)/s"),
-            _ => String::new(),
-        };
-        outln!(
-            "  {}  {}  {}  {} of {} row(s){share} in {} batch(es){pace}, {}{error}",
-            row.tenant,
-            row.file,
-            row.state,
-            row.rows_done,
-            row.rows_estimated,
-            row.batches,
-            row.updated
-        );
+        outln!("  {}", line(row));
     }
     Exit::Success
+}
+
+/// One tenant's backfill of one file on one line.
+fn line(row: &BackfillDto) -> String {
+    let share = match row.rows_estimated {
+        0 => String::new(),
+        estimated => format!(" ({:.0}%)", 100.0 * row.rows_done.min(estimated) as f64 / estimated as f64),
+    };
+    let error = row.last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+    let pace = match (row.rows_per_second, row.eta_seconds) {
+        (Some(rate), Some(eta)) if row.state != "DONE" => format!(", {rate:.0} row(s)/s, {eta} s left"),
+        (Some(rate), _) => format!(", {rate:.0} row(s)/s"),
+        _ => String::new(),
+    };
+    format!(
+        "{}  {}  {}  {} of {} row(s){share} in {} batch(es){pace}, {}{error}",
+        row.tenant, row.file, row.state, row.rows_done, row.rows_estimated, row.batches, row.updated
+    )
 }

@@ -219,7 +219,7 @@ fn access_of(command: &OnDatabase) -> Access {
         OnDatabase::Rollout(args) if !matches!(args.action, None | Some(RolloutAction::List)) => Access::ReadWrite,
         OnDatabase::Token(args) if !matches!(args.action, TokenAction::List) => Access::ReadWrite,
         OnDatabase::Tenants(args) if args.action.is_some() => Access::ReadWrite,
-        OnDatabase::Backfill(args) if !matches!(args.action, None | Some(super::BackfillAction::List)) => {
+        OnDatabase::Backfill(args) if !matches!(args.action, None | Some(super::BackfillAction::List { .. })) => {
             Access::ReadWrite
         }
         _ => Access::ReadOnly,

@@ -22,8 +22,8 @@ use crate::db::BackfillMove;
 use crate::graphql::desired::{DesiredApplyDto, DesiredDiffDto, DestructiveDto};
 use crate::graphql::preview::{PlanPreviewDto, RepairDto, StatusDto};
 use crate::graphql::types::{
-    ActionDto, AuditRowDto, BackfillDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto, RetryInput,
-    RolloutDto, SchemaDriftDto, TenantInput, TenantsInput, VersionInput,
+    ActionDto, AuditRowDto, BackfillDto, BackfillFileDto, BackfillWaitDto, CreateResultsDto, QuarantinedTenantDto,
+    RetryInput, RolloutDto, SchemaDriftDto, TenantInput, TenantsInput, VersionInput,
 };
 
 /// The fields of `CreateResults` the command line reads.
@@ -114,6 +114,9 @@ const PAUSE: &str = concat!("mutation($id: Int!) { pauseRollout(id: $id) { ", ro
 const RESUME: &str = concat!("mutation($id: Int!) { resumeRollout(id: $id) { ", rollout!(), " } }");
 const CANCEL: &str = concat!("mutation($id: Int!) { cancelRollout(id: $id) { ", rollout!(), " } }");
 const BACKFILLS: &str = "query { backfills { tenant file state rowsDone rowsEstimated batches rowsPerSecond etaSeconds lastError updated } }";
+const BACKFILL_FILES: &str = "query($shown: Int!) { backfillFiles(shown: $shown) { file tenants running paused failed \
+     cancelled done rowsDone rowsEstimated notStarted rowsPerSecond etaSeconds shown { tenant file state rowsDone \
+     rowsEstimated batches rowsPerSecond etaSeconds lastError updated } } }";
 const PAUSE_BACKFILLS: &str =
     "mutation($tenantNames: [String!]) { pauseBackfills(tenantNames: $tenantNames) { tenant file } }";
 const RESUME_BACKFILLS: &str =
@@ -760,8 +763,15 @@ async fn rollout(remote: &Remote, args: RolloutArgs) -> Exit {
 
 /// `backfill [list|pause|resume|cancel]` through the API.
 async fn backfill(remote: &Remote, args: BackfillArgs) -> Exit {
-    let (document, tenants, how) = match args.action.unwrap_or(BackfillAction::List) {
-        BackfillAction::List => {
+    let (document, tenants, how) = match args.action.unwrap_or(BackfillAction::List { summary: false }) {
+        BackfillAction::List { summary: true } => {
+            let shown = json!({ "shown": super::backfill::SUMMARY_SHOWN });
+            return match remote.call::<Vec<BackfillFileDto>>(BACKFILL_FILES, "backfillFiles", shown).await {
+                Ok(files) => super::backfill::print_files(&files, args.json),
+                Err(failure) => failure.report(args.json),
+            };
+        }
+        BackfillAction::List { summary: false } => {
             return match remote.call::<Vec<BackfillDto>>(BACKFILLS, "backfills", json!({})).await {
                 Ok(rows) => super::backfill::print(&rows, args.json),
                 Err(failure) => failure.report(args.json),
@@ -905,6 +915,7 @@ mod tests {
             (CANCEL, id),
             (QUARANTINE, json!({})),
             (BACKFILLS, json!({})),
+            (BACKFILL_FILES, json!({ "shown": 20 })),
             (PAUSE_BACKFILLS, json!({ "tenantNames": ["t"] })),
             (RESUME_BACKFILLS, json!({ "tenantNames": null })),
             (RETRY, json!({ "input": retry })),

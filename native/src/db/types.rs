@@ -425,9 +425,6 @@ impl Progress for BackfillStatus {
     fn rows_per_second(&self) -> Option<f64> {
         self.rows_per_second
     }
-    fn seconds_left(&self) -> Option<u64> {
-        self.eta_seconds
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

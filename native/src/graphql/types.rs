@@ -438,7 +438,8 @@ impl From<BackfillStatus> for BackfillDto {
 /// tenants stand where, the rows done of the rows counted, the pace, and
 /// its first tenants — running, paused, failed, cancelled, then done, each
 /// by name. Its size does not follow the fleet's.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[graphql(name = "BackfillFile")]
 pub(crate) struct BackfillFileDto {
     /// The file.
@@ -464,8 +465,9 @@ pub(crate) struct BackfillFileDto {
     pub(crate) not_started: i64,
     /// The running tenants' rows per second, added up.
     pub(crate) rows_per_second: f64,
-    /// The longest time left of a running tenant, in seconds; null when
-    /// none has a rate.
+    /// The file's time left at that pace, in seconds: the rows its running
+    /// tenants have left, those not started counted at the mean of those
+    /// counted; null without a pace.
     pub(crate) eta_seconds: Option<i64>,
     /// Its first tenants' backfills (at most the `shown` asked for).
     pub(crate) shown: Vec<BackfillDto>,

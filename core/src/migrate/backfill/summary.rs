@@ -51,8 +51,6 @@ pub trait Progress {
     fn batches(&self) -> u64;
     /// Rows per second of running, once a batch changed a row.
     fn rows_per_second(&self) -> Option<f64>;
-    /// Seconds left at that rate.
-    fn seconds_left(&self) -> Option<u64>;
 }
 
 /// One file's backfills over the fleet.
@@ -73,10 +71,13 @@ pub struct FileSummary<T> {
     /// Running tenants whose first batch has not started: their rows are
     /// not counted yet.
     pub not_started: u64,
-    /// The running tenants' rates added up (those with one).
+    /// The running tenants' rates added up (those with one: the tenants a
+    /// runner has taken).
     pub rows_per_second: f64,
-    /// The longest time left of a running tenant (None: no running tenant
-    /// has one).
+    /// The file's time left at that pace: the rows its running tenants have
+    /// left, those not started counted at the mean of the tenants counted —
+    /// not the longest of the tenants in progress, which says seconds while
+    /// thousands wait for a runner. None without a pace.
     pub seconds_left: Option<u64>,
     /// The first `shown` tenants' backfills by standing, then by tenant
     /// name (byte order).
@@ -124,6 +125,10 @@ impl<T: Progress> Ord for Kept<T> {
 struct Tally<T> {
     summary: FileSummary<T>,
     kept: BinaryHeap<Kept<T>>,
+    /// Rows the running tenants counted have left.
+    rows_left: u64,
+    /// Tenants whose rows are counted.
+    counted: u64,
 }
 
 /// Every file's summary, by file name, in one pass over `backfills`; each
@@ -146,9 +151,11 @@ pub fn summarize<T: Progress>(backfills: impl IntoIterator<Item = T>, shown: usi
                     shown: Vec::new(),
                 },
                 kept: BinaryHeap::new(),
+                rows_left: 0,
+                counted: 0,
             }),
         };
-        add(&mut tally.summary, &backfill);
+        add(tally, &backfill);
         if shown == 0 {
             continue;
         }
@@ -164,33 +171,46 @@ pub fn summarize<T: Progress>(backfills: impl IntoIterator<Item = T>, shown: usi
     }
     files
         .into_values()
-        .map(|Tally { mut summary, kept }| {
+        .map(|Tally { mut summary, kept, rows_left, counted }| {
             summary.shown = kept.into_sorted_vec().into_iter().map(|Kept(backfill)| backfill).collect();
+            summary.seconds_left = seconds_left(&summary, rows_left, counted);
             summary
         })
         .collect()
 }
 
 /// Adds one backfill to its file's sums.
-fn add<T: Progress>(summary: &mut FileSummary<T>, backfill: &T) {
+fn add<T: Progress>(tally: &mut Tally<T>, backfill: &T) {
+    let summary = &mut tally.summary;
     let standing = backfill.standing();
     summary.tenants += 1;
     summary.counts[standing as usize] += 1;
-    let estimated = backfill.rows_estimated();
+    let (done, estimated) = (backfill.rows_done(), backfill.rows_estimated());
     summary.rows_estimated += estimated;
     summary.rows_done += match estimated {
-        0 => backfill.rows_done(),
-        _ => backfill.rows_done().min(estimated),
+        0 => done,
+        _ => done.min(estimated),
     };
+    if estimated > 0 {
+        tally.counted += 1;
+    }
     if standing == Standing::Running {
         if backfill.batches() == 0 && estimated == 0 {
             summary.not_started += 1;
         }
+        tally.rows_left += estimated.saturating_sub(done);
         summary.rows_per_second += backfill.rows_per_second().unwrap_or(0.0);
-        if let Some(left) = backfill.seconds_left() {
-            summary.seconds_left = Some(summary.seconds_left.map_or(left, |longest| longest.max(left)));
-        }
     }
+}
+
+/// The file's time left at its pace (see [`FileSummary::seconds_left`]).
+fn seconds_left<T>(summary: &FileSummary<T>, rows_left: u64, counted: u64) -> Option<u64> {
+    if summary.rows_per_second <= 0.0 {
+        return None;
+    }
+    let mean = if counted == 0 { 0.0 } else { summary.rows_estimated as f64 / counted as f64 };
+    let left = rows_left as f64 + summary.not_started as f64 * mean;
+    Some((left / summary.rows_per_second).ceil() as u64)
 }
 
 #[cfg(test)]

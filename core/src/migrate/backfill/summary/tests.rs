@@ -10,7 +10,6 @@ struct Row {
     rows_estimated: u64,
     batches: u64,
     rate: Option<f64>,
-    left: Option<u64>,
 }
 
 impl Progress for Row {
@@ -35,9 +34,6 @@ impl Progress for Row {
     fn rows_per_second(&self) -> Option<f64> {
         self.rate
     }
-    fn seconds_left(&self) -> Option<u64> {
-        self.left
-    }
 }
 
 fn row(file: &'static str, tenant: &str, standing: Standing, done: u64, estimated: u64) -> Row {
@@ -49,7 +45,6 @@ fn row(file: &'static str, tenant: &str, standing: Standing, done: u64, estimate
         rows_estimated: estimated,
         batches: u64::from(done > 0),
         rate: None,
-        left: None,
     }
 }
 
@@ -113,18 +108,35 @@ fn rows_done_count_at_most_the_estimate_and_a_repeated_backfill_counts_what_it_d
 fn pace_and_time_left_come_from_the_running_tenants_only() {
     let mut running = row("f.sql", "t1", Standing::Running, 50, 100);
     running.rate = Some(10.0);
-    running.left = Some(5);
     let mut slower = row("f.sql", "t2", Standing::Running, 10, 100);
     slower.rate = Some(2.5);
-    slower.left = Some(36);
     let mut paused = row("f.sql", "t3", Standing::Paused, 10, 100);
     paused.rate = Some(100.0);
-    paused.left = Some(1000);
     let waiting = row("f.sql", "t4", Standing::Running, 0, 0);
-    let summary = &summarize(vec![running, slower, paused, waiting], 5)[0];
+    let done = row("f.sql", "t5", Standing::Done, 100, 100);
+    let summary = &summarize(vec![running, slower, paused, waiting, done], 5)[0];
     assert_eq!(summary.rows_per_second, 12.5);
-    assert_eq!(summary.seconds_left, Some(36));
     assert_eq!(summary.not_started, 1);
+    // Left: 50 + 90 of the two running, and the one not started at the
+    // mean of the four counted (400 / 4): 240 rows at 12.5 a second.
+    assert_eq!(summary.seconds_left, Some(20));
+}
+
+#[test]
+fn thousands_waiting_for_a_runner_are_in_the_time_left() {
+    // Four runners at 100 rows a second each; 996 tenants not started.
+    let rows: Vec<Row> = (0..1000)
+        .map(|i| {
+            let mut r = row("f.sql", &format!("t{i:04}"), Standing::Running, 0, 0);
+            if i < 4 {
+                (r.rows_done, r.rows_estimated, r.rate) = (500, 1000, Some(100.0));
+            }
+            r
+        })
+        .collect();
+    let summary = &summarize(rows, 5)[0];
+    // 4 × 500 left and 996 × 1,000 not counted yet, at 400 a second.
+    assert_eq!(summary.seconds_left, Some((2000 + 996_000) / 400));
 }
 
 #[test]
