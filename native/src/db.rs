@@ -46,9 +46,9 @@ pub(crate) use engine::PRINTS_PER_ROUND;
 pub(crate) use error::DbError;
 pub(crate) use store::Database;
 pub(crate) use types::{
-    Access, BackfillEnd, BackfillMove, BackfillState, BackfillStatus, BackfillWait, MigrationFilter, MigrationRow,
-    MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants,
-    UnreachableShard, VersionFilter, VersionRow, VersionWindow,
+    Access, AuditWindow, BackfillEnd, BackfillMove, BackfillState, BackfillStatus, BackfillWait, MigrationFilter,
+    MigrationRow, MutationOutcome, MutationRequest, Observer, Preview, QuarantineRow, RepairRequest, RolloutRow,
+    ShardTenants, UnreachableShard, VersionFilter, VersionRow, VersionWindow,
 };
 
 /// Opens the configured database with its driver; read-write also creates

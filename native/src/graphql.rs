@@ -395,9 +395,8 @@ impl Query {
     /// N. Admin only. Added to the spec's schema.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn audit(&self, ctx: &Context<'_>, since: Option<String>, last: Option<u32>) -> Result<Vec<AuditRowDto>> {
-        let rows = service(ctx)?.audit_log(since.as_deref()).await.map_err(graphql_error)?;
-        let skip = last.map_or(0, |last| rows.len().saturating_sub(last as usize));
-        Ok(rows.into_iter().skip(skip).map(AuditRowDto::from).collect())
+        let rows = service(ctx)?.audit_log(since.as_deref(), last.map(u64::from)).await.map_err(graphql_error)?;
+        Ok(rows.into_iter().map(AuditRowDto::from).collect())
     }
 }
 

@@ -138,6 +138,19 @@ async fn tokens_and_roles_decide_each_field_and_nothing_escapes_them() {
     assert!(has("token:ci", "approveRollout", "refused: FORBIDDEN"), "{rows:?}");
     assert!(rows.iter().any(|r| r["action"] == "token create" && r["actor"].as_str().unwrap().starts_with("cli:")));
     assert!(has("unauthenticated:127.0.0.1", "authenticate", "refused: UNAUTHENTICATED"), "{rows:?}");
+    // `last` and `since`, read as such from the database: the same rows as
+    // the whole log's tail, the window's `since` cutting inside `last`.
+    let (_, whole) = query(&server, &admin, "{ audit { id at } }").await;
+    let whole = whole["data"]["audit"].as_array().unwrap().clone();
+    let (_, tail) = query(&server, &admin, "{ audit(last: 3) { id at } }").await;
+    assert_eq!(tail["data"]["audit"].as_array().unwrap(), &whole[whole.len() - 3..], "{tail}");
+    let at = whole[whole.len() - 2]["at"].as_str().unwrap();
+    let since = format!("{{ audit(since: \"{at}\", last: 5) {{ id at }} }}");
+    let (_, cut) = query(&server, &admin, &since).await;
+    let expected: Vec<&Value> = whole.iter().rev().take(5).rev().filter(|r| r["at"].as_str().unwrap() >= at).collect();
+    assert_eq!(cut["data"]["audit"].as_array().unwrap().iter().collect::<Vec<_>>(), expected, "{cut}");
+    let (_, later) = query(&server, &admin, "{ audit(since: \"2999-01-01\") { id } }").await;
+    assert_eq!(later["data"]["audit"], json!([]));
 
     // Revoked: refused within the token cache's 2 s.
     let revoked = strata(server.config_path(), &["token", "revoke", "dashboard"]).await;

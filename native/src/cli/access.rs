@@ -174,7 +174,7 @@ pub(super) async fn audit(service: &Service, args: AuditArgs) -> Exit {
                 Err(error) => failure(&error),
             }
         }
-        None => match service.audit_log(args.since.as_deref()).await {
+        None => match service.audit_log(args.since.as_deref(), None).await {
             Ok(rows) => print_audit(&rows.into_iter().map(AuditRowDto::from).collect::<Vec<_>>(), args.json),
             Err(error) => failure(&error),
         },

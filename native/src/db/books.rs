@@ -31,8 +31,8 @@ use crate::db::error::DbError;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, NewVersion,
-    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
+    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
@@ -183,8 +183,9 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn delete_token(&self, _conn: &mut C, _name: &str) -> Result<bool, DbError> {
         Err(DbError::NotSupported("API tokens on this engine"))
     }
-    /// The audit log, oldest first (none before the table exists).
-    async fn audit(&self, _conn: &mut C) -> Result<Vec<Sealed>, DbError> {
+    /// The audit log's rows in `window`, oldest first (none before the
+    /// table exists).
+    async fn audit(&self, _conn: &mut C, _window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
         Ok(Vec::new())
     }
     /// The newest audit row's id and hash.

@@ -56,8 +56,9 @@ use crate::db::error::{DbError, RunError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
 use crate::db::types::{
-    Access, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
-    MutationRequest, Preview, QuarantineRow, RolloutRow, ShardTenants, UnreachableShard, VersionFilter, VersionRow,
+    Access, AuditWindow, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow,
+    MutationOutcome, MutationRequest, Preview, QuarantineRow, RolloutRow, ShardTenants, UnreachableShard,
+    VersionFilter, VersionRow,
 };
 use crate::db::types::{Audit, RepairRequest};
 
@@ -1100,8 +1101,8 @@ impl Database for Fleet {
         self.store(0).await?.delete_token(name).await
     }
 
-    async fn audit(&self) -> Result<Vec<Sealed>, DbError> {
-        self.store(0).await?.audit().await
+    async fn audit(&self, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
+        self.store(0).await?.audit(window).await
     }
 
     async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError> {

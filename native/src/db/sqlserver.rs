@@ -42,8 +42,8 @@ use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
-    Audit, MigrationFilter, MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter,
-    VersionRow,
+    Audit, AuditWindow, MigrationFilter, MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList,
+    VersionFilter, VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
 
@@ -551,9 +551,10 @@ impl Books<Connection> for SqlServerEngine {
         }
     }
 
-    async fn audit(&self, conn: &mut Connection) -> Result<Vec<Sealed>, DbError> {
+    async fn audit(&self, conn: &mut Connection, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
         let select = sql::traced(sql::SELECT_AUDIT, self.traced(conn).await?);
-        query(conn, &select, &[]).await?.iter().map(audit_row).collect()
+        let (since, last) = (window.since_bound(), window.last_bound());
+        query(conn, &select, &[&since, &last]).await?.iter().map(audit_row).collect()
     }
 
     async fn last_audit(&self, conn: &mut Connection) -> Result<Option<(i64, String)>, DbError> {

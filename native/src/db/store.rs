@@ -29,8 +29,9 @@ use crate::db::error::OpenError;
 use crate::db::error::{DbError, RunError};
 use crate::db::executor::{self, reading, settings::Settings};
 use crate::db::types::{
-    Access, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow, MutationOutcome,
-    MutationRequest, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants, VersionFilter, VersionRow,
+    Access, AuditWindow, BackfillEnd, BackfillMove, BackfillRow, BackfillWait, MigrationFilter, MigrationRow,
+    MutationOutcome, MutationRequest, Preview, QuarantineRow, RepairRequest, RolloutRow, ShardTenants, VersionFilter,
+    VersionRow,
 };
 
 /// A database the service migrates and records versions in.
@@ -182,8 +183,9 @@ pub(crate) trait Database: Send + Sync {
     async fn insert_token(&self, token: &StoredToken) -> Result<bool, DbError>;
     /// Removes a token; false when there was none of that name.
     async fn delete_token(&self, name: &str) -> Result<bool, DbError>;
-    /// The audit log, oldest first (kept on the home shard).
-    async fn audit(&self) -> Result<Vec<Sealed>, DbError>;
+    /// The audit log's rows in `window`, oldest first (kept on the home
+    /// shard).
+    async fn audit(&self, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError>;
     /// Appends `entry` to the audit log, chained to the newest row (core's
     /// `audit::next`); another writer taking the same id first makes it
     /// read the newest row again.
@@ -526,9 +528,9 @@ impl<E: Engine> Database for Store<E> {
         self.engine.books().delete_token(&mut conn, name).await
     }
 
-    async fn audit(&self) -> Result<Vec<Sealed>, DbError> {
+    async fn audit(&self, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
-        self.engine.books().audit(&mut conn).await
+        self.engine.books().audit(&mut conn, window).await
     }
 
     async fn append_audit(&self, entry: Entry) -> Result<Sealed, DbError> {

@@ -551,6 +551,35 @@ pub(crate) enum VersionFilter<'a> {
     Window(VersionWindow),
 }
 
+/// Which audit rows a read takes, filtered in the database (the log only
+/// grows: at 200,000 rows `audit(last: 10)` read whole took 1.2 s and 430
+/// MB of the service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct AuditWindow<'a> {
+    /// Rows written at or after this time (RFC 3339 UTC, as the rows keep
+    /// it); every row when none.
+    pub(crate) since: Option<&'a str>,
+    /// The newest this many (by id; ids follow each other from 1); every
+    /// row when none.
+    pub(crate) last: Option<u64>,
+}
+
+impl AuditWindow<'_> {
+    /// Every row: what a verification of the chain reads.
+    pub(crate) const WHOLE: AuditWindow<'static> = AuditWindow { since: None, last: None };
+
+    /// The `since` bound: the empty text is at or before every time.
+    pub(crate) fn since_bound(&self) -> &str {
+        self.since.unwrap_or("")
+    }
+
+    /// The `last` bound as rows below the newest id (beyond any id when
+    /// none).
+    pub(crate) fn last_bound(&self) -> i64 {
+        self.last.map_or(i64::MAX / 2, |last| i64::try_from(last).unwrap_or(i64::MAX / 2).min(i64::MAX / 2))
+    }
+}
+
 /// A page of versions, GitHub's way, in id order either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum VersionWindow {

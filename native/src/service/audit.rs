@@ -7,7 +7,7 @@ use chrono::Utc;
 use strata_core::auth::audit::{self, Entry, Sealed};
 use strata_core::auth::audit_key::PublicKey;
 
-use crate::db::DbError;
+use crate::db::{AuditWindow, DbError};
 use crate::error::AppError;
 use crate::service::{Caller, Service};
 
@@ -90,14 +90,15 @@ impl Service {
     }
 
     /// The audit log, oldest first; with `since` (RFC 3339), the rows from
-    /// then on.
-    pub(crate) async fn audit_log(&self, since: Option<&str>) -> Result<Vec<Sealed>, AppError> {
+    /// then on; with `last`, the newest that many of them — read as such
+    /// from the database, never the whole log.
+    pub(crate) async fn audit_log(&self, since: Option<&str>, last: Option<u64>) -> Result<Vec<Sealed>, AppError> {
         let since = since.map(since_time).transpose().map_err(AppError::InvalidInput)?;
-        let rows = self.database.audit().await?;
-        Ok(match since {
-            Some(since) => rows.into_iter().filter(|row| row.entry.at.as_str() >= since.as_str()).collect(),
-            None => rows,
-        })
+        let window = AuditWindow { since: since.as_deref(), last };
+        let rows = self.database.audit(window).await?;
+        // The window's `last` counts ids; `since` may cut inside it.
+        let skip = last.map_or(0, |last| rows.len().saturating_sub(usize::try_from(last).unwrap_or(usize::MAX)));
+        Ok(rows.into_iter().skip(skip).collect())
     }
 
     /// Checks the whole chain and its signatures with the configured public
@@ -109,7 +110,7 @@ impl Service {
         more: &[PublicKey],
         known: audit::Known<'_>,
     ) -> Result<Result<audit::Verified, audit::Broken>, AppError> {
-        let rows = self.database.audit().await?;
+        let rows = self.database.audit(AuditWindow::WHOLE).await?;
         let mut keys = self.config().auth.audit_public_keys.clone();
         keys.extend(more.iter().filter(|key| !self.config().auth.audit_public_keys.contains(key)).cloned());
         Ok(audit::verify_knowing(&rows, &keys, known))
@@ -117,7 +118,7 @@ impl Service {
 
     /// The newest row as `ID:SEAL` (`strata audit head`).
     pub(crate) async fn audit_head(&self) -> Result<Option<String>, AppError> {
-        Ok(audit::head(&self.database.audit().await?))
+        Ok(audit::head(&self.database.audit(AuditWindow { since: None, last: Some(1) }).await?))
     }
 }
 

@@ -261,8 +261,9 @@ pub(crate) struct AccessSql {
     pub(crate) delete_token: String,
     /// Whether `svc.svc_audit` exists.
     pub(crate) audit_installed: String,
-    /// Every audit row (`id, at, actor, action, target, request_id,
-    /// outcome, prev, hash, signature, trace_id`), oldest first.
+    /// The audit rows (`id, at, actor, action, target, request_id, outcome,
+    /// prev, hash, signature, trace_id`) written at the bound time or later
+    /// among the bound number of the newest, oldest first.
     pub(crate) select_audit: String,
     /// Whether `svc.svc_audit` has `trace_id` (books written before it was
     /// added do not, until a read-write start adds it).
@@ -477,11 +478,14 @@ impl AccessSql {
         let tokens = |owner: &str| {
             format!("select name, role, hash, created, expires, {owner} from svc.svc_tokens order by name")
         };
+        // Bound: the earliest time, and how many of the newest ids (they
+        // follow each other from 1).
         let audit = |signature: &str, trace_id: &str| {
-            format!(
+            placed(format!(
                 "select id, at, actor, action, target, request_id, outcome, prev, hash, {signature}, {trace_id} \
-                 from svc.svc_audit order by id"
-            )
+                 from svc.svc_audit where at >= ? and id > (select coalesce(max(id), 0) from svc.svc_audit) - ? \
+                 order by id"
+            ))
         };
         let null = |column: &str| format!("{} as {column}", d.null_text);
         AccessSql {

@@ -35,8 +35,8 @@ use strata_core::migrate::backfill;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow, NewVersion,
-    QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow, VersionWindow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
+    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow, VersionWindow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -833,25 +833,23 @@ where
         Ok(self.change(conn, self.query(&self.sql.access.delete_token).bind(name.to_string())).await?.count() == 1)
     }
 
-    async fn audit(&self, conn: &mut C) -> Result<Vec<Sealed>, DbError> {
+    async fn audit(&self, conn: &mut C, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
         let conn = conn.sqlx();
         let access = &self.sql.access;
+        if !self.exists(conn, &access.audit_installed).await? {
+            return Ok(Vec::new());
+        }
         // Books of an earlier release, read before a read-write start adds
         // the columns: without `trace_id`, or without both.
-        let traced = self.exists(conn, &access.audit_installed).await?
-            && self.column_seen(conn, (&self.audit_trace_seen, &access.audit_trace_installed)).await?;
-        let rows = if traced {
-            self.rows(conn, self.query(&access.select_audit)).await?
+        let select = if self.column_seen(conn, (&self.audit_trace_seen, &access.audit_trace_installed)).await? {
+            &access.select_audit
+        } else if self.column_seen(conn, (&self.audit_signature_seen, &access.audit_signature_installed)).await? {
+            &access.select_audit_untraced
         } else {
-            self.rows_with_added_column(
-                conn,
-                &access.audit_installed,
-                (&self.audit_signature_seen, &access.audit_signature_installed),
-                &access.select_audit_untraced,
-                &access.select_audit_without_signature,
-            )
-            .await?
+            &access.select_audit_without_signature
         };
+        let query = self.query(select).bind(window.since_bound().to_string()).bind(window.last_bound());
+        let rows = self.rows(conn, query).await?;
         rows.iter()
             .map(|row| {
                 let text = |i: usize| sqlx::Row::try_get::<String, _>(row, i);

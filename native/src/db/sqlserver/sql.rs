@@ -315,9 +315,11 @@ pub(crate) const PUT_DIRECTORY: &str = "update svc.svc_directory set shard = @P2
 /// Forgets tenant @P1's shard.
 pub(crate) const DROP_DIRECTORY: &str = "delete from svc.svc_directory where tenant = @P1;";
 
-/// The audit log, oldest first (`{trace_id}`: [`traced`]).
+/// The audit rows written at @P1 or later among the newest @P2 (ids follow
+/// each other), oldest first (`{trace_id}`: [`traced`]).
 pub(crate) const SELECT_AUDIT: &str = "select id, at, actor, action, target, request_id, outcome, prev, hash, signature, \
-    {trace_id} from svc.svc_audit order by id;";
+    {trace_id} from svc.svc_audit where at >= @P1 and id > (select coalesce(max(id), 0) from svc.svc_audit) - @P2 \
+    order by id;";
 
 /// `id, hash` of the newest audit row.
 pub(crate) const LAST_AUDIT: &str = "select top (1) id, hash from svc.svc_audit order by id desc;";
