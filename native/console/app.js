@@ -170,16 +170,24 @@ async function versions() {
   show("Versions", shown, list, el("div", { class: "buttons" }, older));
 }
 
+// A version over a fleet holds a row per tenant and file (200,000 over
+// 10,000 tenants): the page shows the first VERSION_ROWS of them.
+const VERSION_ROWS = 200;
+
 async function version(id) {
-  const data = await gql("query($id: Int!) { version(id: $id) { id name created requestId traceId dbMigrations { id file schema migrationType created } } }", { id });
+  const data = await gql("query($id: Int!, $first: Int!) { version(id: $id) { id name created requestId traceId dbMigrations(first: $first) { id file schema migrationType created } } }", { id, first: VERSION_ROWS + 1 });
   const v = data.version;
   if (!v) return show(`Version ${id}`, el("p", { class: "error" }, "No such version."));
+  const more = v.dbMigrations.length > VERSION_ROWS;
+  const rows = v.dbMigrations.slice(0, VERSION_ROWS);
   show(
     `Version ${v.id}: ${v.name}`,
     el("p", {}, el("a", { href: "#/versions" }, "← All versions")),
-    el("p", {}, `Created ${v.created}`, v.requestId ? ` by request ${v.requestId}` : "", v.traceId ? `, trace ${v.traceId}` : "", `; ${v.dbMigrations.length} migration(s).`),
-    table([["Id", true], ["File"], ["Schema"], ["Type"], ["Created"]], v.dbMigrations.map((m) =>
+    el("p", { id: "version-count" }, `Created ${v.created}`, v.requestId ? ` by request ${v.requestId}` : "", v.traceId ? `, trace ${v.traceId}` : "",
+      more ? `; the first ${VERSION_ROWS} of its migrations:` : `; ${rows.length} migration(s).`),
+    table([["Id", true], ["File"], ["Schema"], ["Type"], ["Created"]], rows.map((m) =>
       el("tr", {}, el("td", { class: "num" }, m.id), el("td", { class: "mono" }, m.file), el("td", {}, m.schema), el("td", {}, m.migrationType), el("td", {}, m.created)))),
+    more ? el("p", { class: "muted", id: "version-more" }, "More not shown: the API's ", el("span", { class: "mono" }, "dbMigrations"), " without ", el("span", { class: "mono" }, "first"), " lists every one.") : null,
   );
 }
 

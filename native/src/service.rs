@@ -362,6 +362,29 @@ impl Service {
         Ok(rows)
     }
 
+    /// The first `first` migrations of version `id` (by its `parts` when it
+    /// has them, part after part), read a page at a time.
+    pub(crate) async fn first_migrations_of(
+        &self,
+        id: i64,
+        parts: &[i64],
+        first: usize,
+    ) -> Result<Vec<MigrationRow>, AppError> {
+        let parts = if parts.is_empty() { vec![id] } else { parts.to_vec() };
+        let mut rows = Vec::new();
+        for part in parts {
+            let mut after = 0;
+            while rows.len() < first {
+                let page = self.migrations_page(part, after).await?;
+                let Some(last) = page.last() else { break };
+                after = last.id;
+                rows.extend(page);
+            }
+        }
+        rows.truncate(first);
+        Ok(rows)
+    }
+
     /// A page of the migrations of one part of a version (one server: the
     /// version), those with an id above `after`, in id order; empty past
     /// the last.

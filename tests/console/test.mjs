@@ -198,6 +198,19 @@ try {
   await page.fill("#tenant-search", "");
   ok("preview (dry run, nothing changed, lint findings shown), Escape cancels, confirm applies: the matrix turns from pending to applied");
 
+  // That version holds a row per tenant and file: its page shows the first
+  // 200, as the API's whole list has them, and says more are not shown.
+  const fleetVersion = (await api("{ versions { id name } }")).versions.find((v) => v.name === "from the console");
+  const whole = (await api(`{ version(id: ${fleetVersion.id}) { dbMigrations { id file schema } } }`)).version.dbMigrations;
+  assert.ok(whole.length > 200, `${whole.length} rows`);
+  await page.goto(`${base}/console/#/versions/${fleetVersion.id}`);
+  await page.locator("#version-more").waitFor();
+  const firstRows = await page.locator("tbody tr").evaluateAll((rows) => rows.map((r) => [Number(r.children[0].textContent), r.children[1].textContent, r.children[2].textContent]));
+  assert.deepEqual(firstRows, whole.slice(0, 200).map((m) => [m.id, m.file, m.schema]));
+  ok(`a fleet's version: the first 200 of its ${whole.length} migrations shown, the rest said`);
+  await page.goto(`${base}/console/#/fleet`);
+  await page.locator("#fleet-count", { hasText: "0 behind" }).waitFor();
+
   // Fleet drift: a clean fleet reads as one.
   await page.locator("#drift-button").click();
   await page.locator("#drift-summary").waitFor({ timeout: 60000 });
