@@ -407,6 +407,17 @@ async fn a_fleet_on_three_servers_finishes_elsewhere_when_one_stops_and_complete
         .map(|m| m["schema"].as_str().unwrap().chars().next().unwrap())
         .collect();
     assert_eq!(schemas, BTreeSet::from(['a', 'b', 'c']), "{read}");
+    // Its first rows only, part after part: as the whole list has them.
+    let whole = server
+        .data("query($id: Int!) { version(id: $id) { dbMigrations { id schema } } }", json!({ "id": part_ids[0] }))
+        .await;
+    let whole = whole["version"]["dbMigrations"].as_array().unwrap().clone();
+    for first in [0, 1, whole.len() / 2 + 1, whole.len(), whole.len() + 5] {
+        let query = "query($id: Int!, $first: Int!) { version(id: $id) { dbMigrations(first: $first) { id schema } } }";
+        let page = server.data(query, json!({ "id": part_ids[0], "first": first })).await;
+        let expected = &whole[..first.min(whole.len())];
+        assert_eq!(page["version"]["dbMigrations"].as_array().unwrap(), expected, "first {first}");
+    }
 
     // A new tenant goes to the shard named, or to the one with the fewest.
     let named = strata(&config, &["apply", "--version", "new b", "--tenant", "nb", "--shard", "b"]).await;
