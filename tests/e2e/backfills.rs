@@ -502,6 +502,57 @@ async fn backfill_files_sum_the_whole_list_up_and_show_the_tenants_to_look_at_fi
     }
 }
 
+/// PostgreSQL: a runner whose batch fails on the books' side — here a
+/// trigger refusing t01's second checkpoint, as a lock time-out in the
+/// checkpoint would — rolls the batch back before its connection goes back
+/// to the pool, so every request after it works. Before, the connection
+/// went back inside the aborted transaction and its next users (a query,
+/// the audit log, the rollouts' driver) failed with `current transaction
+/// is aborted`.
+#[tokio::test]
+async fn a_runner_whose_checkpoint_fails_gives_its_connection_back_clean() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(200));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server
+        .ws
+        .execute(
+            "svc",
+            "create function svc.refuse_checkpoint() returns trigger language plpgsql as $$ begin \
+             if new.db_schema = 't01' and new.batches >= 2 then raise exception 'checkpoint refused'; end if; \
+             return new; end $$; \
+             create trigger refuse_checkpoint before update on svc.svc_backfills \
+             for each row execute function svc.refuse_checkpoint();",
+        )
+        .await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    version_waiting(&server, "touch").await;
+    // The others finish; t01's runner fails at its second checkpoint (and
+    // tries again at each pass).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let done = progress(&server, "tenants/002_touch.sql").await;
+        let others_done = done.iter().filter(|(tenant, state, _)| tenant != "t01" && state == "done").count() == 2;
+        if others_done && server.log().contains("checkpoint refused") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{done:?}\n{}", server.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for round in 0..40 {
+        let answer = server.graphql("{ versions { id } tenants { name } }", json!({})).await;
+        assert!(answer.get("errors").is_none(), "round {round}: {answer}\n{}", server.log());
+        let dry = server.create_version(json!({ "versionName": format!("dry {round}"), "dryRun": true })).await;
+        assert!(dry.get("errors").is_none(), "round {round}: {dry}\n{}", server.log());
+    }
+    assert!(!server.log().contains("current transaction is aborted"), "{}", server.log());
+}
+
 /// Cancelled while it runs: its batch in flight rolls back, its tenant is
 /// quarantined with the file unrecorded, nothing more runs; a retry
 /// resumes after its last committed batch. Cancelling needs a deployer.
