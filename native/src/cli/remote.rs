@@ -921,7 +921,11 @@ mod tests {
             (RETRY, json!({ "input": retry })),
             (RELEASE, json!({ "tenantNames": ["t"] })),
         ];
+        let limits = strata_core::migrate::config::GraphQlLimits::default();
         for (document, variables) in documents {
+            // Within the default limits, root fields included.
+            let roots = crate::graphql::limits::check_expanded_cost(document, None, &limits).unwrap();
+            assert!(crate::graphql::limits::check_root_fields(roots, &limits).is_ok(), "{document}: {roots}");
             let request =
                 async_graphql::Request::new(document).variables(async_graphql::Variables::from_json(variables));
             let response = schema.execute(request).await;
