@@ -43,6 +43,7 @@ pub mod machine;
 pub mod pace;
 mod placeholder;
 pub mod sql;
+mod state;
 pub mod summary;
 
 pub use directive::{Form, Spec, in_one_transaction, read, read_part};
@@ -62,6 +63,7 @@ pub use key::{Key, KeyValue, decode_key, encode_key};
 pub use machine::{Estimate, Machine, Next, Stored, estimate};
 pub use pace::{LagStep, LagWatch, RowBudget, Sizer};
 pub use sql::{Rendered, Slot, Target};
+pub use state::State;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::backfill::summary::{Progress, Standing};
+use strata_core::migrate::backfill::summary::Progress;
 
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Plan;
@@ -192,58 +192,9 @@ impl QuarantineRow {
 }
 
 /// One shard of a sharded fleet and its tenants.
-/// How far one schema's backfill of one file is (`svc.svc_backfills`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BackfillState {
-    /// Batches remain: a runner runs them (or will, once one claims it).
-    Running,
-    /// Held by `pauseBackfills`: no runner takes it until it is resumed.
-    Paused,
-    /// Its last batch committed, with the file's row.
-    Done,
-    /// A batch failed; the next version over the tenant (a retry) starts
-    /// it again after the last committed batch.
-    Failed,
-    /// Stopped by `cancelBackfills`: like a failure, its tenant is
-    /// quarantined and a retry starts it again after its last committed
-    /// batch (its checkpoint stays: rows are never changed twice).
-    Cancelled,
-}
-
-impl BackfillState {
-    /// As the books store it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            BackfillState::Running => "running",
-            BackfillState::Paused => "paused",
-            BackfillState::Done => "done",
-            BackfillState::Failed => "failed",
-            BackfillState::Cancelled => "cancelled",
-        }
-    }
-
-    /// Where it stands in a summary (core's `backfill::summary`).
-    pub(crate) fn standing(self) -> Standing {
-        match self {
-            BackfillState::Running => Standing::Running,
-            BackfillState::Paused => Standing::Paused,
-            BackfillState::Done => Standing::Done,
-            BackfillState::Failed => Standing::Failed,
-            BackfillState::Cancelled => Standing::Cancelled,
-        }
-    }
-
-    /// From the books (anything else reads as running).
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "paused" => BackfillState::Paused,
-            "done" => BackfillState::Done,
-            "failed" => BackfillState::Failed,
-            "cancelled" => BackfillState::Cancelled,
-            _ => BackfillState::Running,
-        }
-    }
-}
+/// How far one schema's backfill of one file is (`svc.svc_backfills`):
+/// core's state, as the books keep it.
+pub(crate) use strata_core::migrate::backfill::State as BackfillState;
 
 /// What `pauseBackfills`, `resumeBackfills` and `cancelBackfills` do to
 /// the backfills of the tenants they name.
@@ -410,8 +361,8 @@ impl Progress for BackfillStatus {
     fn tenant(&self) -> &str {
         &self.tenant
     }
-    fn standing(&self) -> Standing {
-        BackfillState::parse(self.state).standing()
+    fn state(&self) -> BackfillState {
+        BackfillState::parse(self.state)
     }
     fn rows_done(&self) -> u64 {
         self.rows_done

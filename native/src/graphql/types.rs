@@ -11,7 +11,8 @@ use async_graphql::{
 };
 use std::sync::Arc;
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::backfill::summary::{FileSummary, Standing};
+use strata_core::migrate::backfill::State;
+use strata_core::migrate::backfill::summary::FileSummary;
 use strata_core::migrate::plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::summary;
@@ -486,11 +487,11 @@ impl From<FileSummary<BackfillStatus>> for BackfillFileDto {
         let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         BackfillFileDto {
             tenants: count(summary.tenants),
-            running: count(summary.count(Standing::Running)),
-            paused: count(summary.count(Standing::Paused)),
-            failed: count(summary.count(Standing::Failed)),
-            cancelled: count(summary.count(Standing::Cancelled)),
-            done: count(summary.count(Standing::Done)),
+            running: count(summary.count(State::Running)),
+            paused: count(summary.count(State::Paused)),
+            failed: count(summary.count(State::Failed)),
+            cancelled: count(summary.count(State::Cancelled)),
+            done: count(summary.count(State::Done)),
             rows_done: count(summary.rows_done),
             rows_estimated: count(summary.rows_estimated),
             not_started: count(summary.not_started),

@@ -12,27 +12,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
-/// Where a tenant's backfill of a file stands, in the order a summary lists
-/// them: what needs a look first (running, held, stopped), done last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Standing {
-    /// Batches remain; a runner runs them, or will.
-    Running,
-    /// Held by a pause.
-    Paused,
-    /// A batch failed.
-    Failed,
-    /// Stopped by a cancel.
-    Cancelled,
-    /// Its last batch committed.
-    Done,
-}
-
-impl Standing {
-    /// Every standing, in a summary's order.
-    pub const ALL: [Standing; 5] =
-        [Standing::Running, Standing::Paused, Standing::Failed, Standing::Cancelled, Standing::Done];
-}
+use crate::migrate::backfill::State;
 
 /// What a summary reads of one tenant's backfill of one file.
 pub trait Progress {
@@ -41,7 +21,7 @@ pub trait Progress {
     /// Its tenant (or single schema).
     fn tenant(&self) -> &str;
     /// Where it stands.
-    fn standing(&self) -> Standing;
+    fn state(&self) -> State;
     /// Rows its committed batches changed.
     fn rows_done(&self) -> u64;
     /// Rows present at its start up to its last key (0: not counted yet, or
@@ -60,7 +40,7 @@ pub struct FileSummary<T> {
     pub file: String,
     /// Tenants with a backfill of it.
     pub tenants: u64,
-    /// How many stand where, in [`Standing::ALL`]'s order.
+    /// How many stand where, in [`State::ALL`]'s order.
     pub counts: [u64; 5],
     /// Rows done, each tenant's counted at most up to its estimate (a
     /// tenant's rows inserted after its start are not chased, and a
@@ -79,15 +59,15 @@ pub struct FileSummary<T> {
     /// not the longest of the tenants in progress, which says seconds while
     /// thousands wait for a runner. None without a pace.
     pub seconds_left: Option<u64>,
-    /// The first `shown` tenants' backfills by standing, then by tenant
+    /// The first `shown` tenants' backfills by state, then by tenant
     /// name (byte order).
     pub shown: Vec<T>,
 }
 
 impl<T> FileSummary<T> {
-    /// How many stand at `standing`.
-    pub fn count(&self, standing: Standing) -> u64 {
-        self.counts[standing as usize]
+    /// How many stand at `state`.
+    pub fn count(&self, state: State) -> u64 {
+        self.counts[state as usize]
     }
 }
 
@@ -95,8 +75,8 @@ impl<T> FileSummary<T> {
 struct Kept<T>(T);
 
 impl<T: Progress> Kept<T> {
-    fn key(&self) -> (Standing, &str) {
-        (self.0.standing(), self.0.tenant())
+    fn key(&self) -> (State, &str) {
+        (self.0.state(), self.0.tenant())
     }
 }
 
@@ -132,7 +112,7 @@ struct Tally<T> {
 }
 
 /// Every file's summary, by file name, in one pass over `backfills`; each
-/// keeps at most `shown` of its backfills (by standing, then tenant).
+/// keeps at most `shown` of its backfills (by state, then tenant).
 pub fn summarize<T: Progress>(backfills: impl IntoIterator<Item = T>, shown: usize) -> Vec<FileSummary<T>> {
     let mut files: BTreeMap<String, Tally<T>> = BTreeMap::new();
     for backfill in backfills {
@@ -182,9 +162,9 @@ pub fn summarize<T: Progress>(backfills: impl IntoIterator<Item = T>, shown: usi
 /// Adds one backfill to its file's sums.
 fn add<T: Progress>(tally: &mut Tally<T>, backfill: &T) {
     let summary = &mut tally.summary;
-    let standing = backfill.standing();
+    let state = backfill.state();
     summary.tenants += 1;
-    summary.counts[standing as usize] += 1;
+    summary.counts[state as usize] += 1;
     let (done, estimated) = (backfill.rows_done(), backfill.rows_estimated());
     summary.rows_estimated += estimated;
     summary.rows_done += match estimated {
@@ -194,7 +174,7 @@ fn add<T: Progress>(tally: &mut Tally<T>, backfill: &T) {
     if estimated > 0 {
         tally.counted += 1;
     }
-    if standing == Standing::Running {
+    if state == State::Running {
         if backfill.batches() == 0 && estimated == 0 {
             summary.not_started += 1;
         }
