@@ -10,6 +10,7 @@
 //! then runs a version over those tenants only.
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -370,19 +371,40 @@ impl Service {
         parts: &[i64],
         first: usize,
     ) -> Result<Vec<MigrationRow>, AppError> {
-        let parts = if parts.is_empty() { vec![id] } else { parts.to_vec() };
         let mut rows = Vec::new();
-        for part in parts {
+        if first == 0 {
+            return Ok(rows);
+        }
+        let parts = if parts.is_empty() { vec![id] } else { parts.to_vec() };
+        self.each_migration_page(&parts, |page| {
+            rows.extend(page);
+            Ok(if rows.len() >= first { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        })
+        .await?;
+        rows.truncate(first);
+        Ok(rows)
+    }
+
+    /// The migrations of `parts` (a version's parts; one server: the
+    /// version), a page at a time, part after part, each page handed to
+    /// `each` until it breaks: a reader holds one page, never the version.
+    pub(crate) async fn each_migration_page(
+        &self,
+        parts: &[i64],
+        mut each: impl FnMut(Vec<MigrationRow>) -> Result<ControlFlow<()>, AppError>,
+    ) -> Result<(), AppError> {
+        for &part in parts {
             let mut after = 0;
-            while rows.len() < first {
+            loop {
                 let page = self.migrations_page(part, after).await?;
                 let Some(last) = page.last() else { break };
                 after = last.id;
-                rows.extend(page);
+                if each(page)?.is_break() {
+                    return Ok(());
+                }
             }
         }
-        rows.truncate(first);
-        Ok(rows)
+        Ok(())
     }
 
     /// A page of the migrations of one part of a version (one server: the

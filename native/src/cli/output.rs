@@ -5,7 +5,6 @@
 use std::io::{BufWriter, Write};
 
 use crate::cli::Exit;
-use crate::db::MigrationRow;
 use crate::error::AppError;
 use crate::graphql::types::{CreateResultsDto, DbMigrationDto};
 use crate::service::Service;
@@ -51,12 +50,8 @@ pub(super) async fn print_json_with_migrations(
     let mut out = BufWriter::new(std::io::stdout());
     let _ = out.write_all(&text.as_bytes()[..at + MARKER.len() - 1]);
     let mut first = true;
-    for &part in parts {
-        let mut after = 0;
-        loop {
-            let page: Vec<MigrationRow> = service.migrations_page(part, after).await?;
-            let Some(last) = page.last() else { break };
-            after = last.id;
+    service
+        .each_migration_page(parts, |page| {
             for row in page {
                 let row = serde_json::to_string_pretty(&DbMigrationDto::from(row))
                     .map_err(|e| AppError::Internal(e.to_string()))?;
@@ -65,8 +60,9 @@ pub(super) async fn print_json_with_migrations(
                 first = false;
             }
             let _ = out.flush();
-        }
-    }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .await?;
     if !first {
         let _ = write!(out, "\n{}", &indent[2..]);
     }
