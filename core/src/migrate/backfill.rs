@@ -62,7 +62,7 @@ pub fn runs_in_version(tenant: bool, new_tenant: bool) -> bool {
 pub use key::{Key, KeyValue, decode_key, encode_key};
 pub use machine::{Estimate, Machine, Next, Stored, estimate};
 pub use pace::{LagStep, LagWatch, RowBudget, Sizer};
-pub use sql::{Rendered, Slot, Target};
+pub use sql::{Rendered, Slot, Target, Template};
 pub use state::State;
 
 #[cfg(test)]

@@ -54,25 +54,6 @@ pub(crate) fn statement(driver: Driver, text: &str) -> &str {
     }
 }
 
-/// `text` with each `placeholder` (as [`find`] finds them; every
-/// occurrence when the tokenizer cannot read the text) replaced by what
-/// `fill` writes, called once per placeholder in order.
-pub(crate) fn replace(driver: Driver, text: &str, placeholder: &str, mut fill: impl FnMut() -> String) -> String {
-    let spans: Vec<Range<usize>> = match find(driver, text, placeholder) {
-        Some(found) => found.into_iter().map(|f| f.bytes).collect(),
-        None => text.match_indices(placeholder).map(|(start, _)| start..start + placeholder.len()).collect(),
-    };
-    let mut out = String::with_capacity(text.len() + 32 * spans.len());
-    let mut copied = 0;
-    for span in spans {
-        out.push_str(&text[copied..span.start]);
-        out.push_str(&fill());
-        copied = span.end;
-    }
-    out.push_str(&text[copied..]);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,18 +84,5 @@ mod tests {
         assert_eq!(statement(Driver::Postgres, "select 1; select 2;"), "select 1; select 2");
         assert_eq!(statement(Driver::Postgres, "-- nothing"), "-- nothing");
         assert_eq!(statement(Driver::Postgres, "select 'open"), "select 'open");
-    }
-
-    #[test]
-    fn every_placeholder_is_replaced_in_order() {
-        let mut n = 0;
-        let text = replace(Driver::Postgres, "a {range} '{range}' b {range}", RANGE, || {
-            n += 1;
-            format!("<{n}>")
-        });
-        assert_eq!(text, "a <1> '{range}' b <2>");
-        // Unreadable text: every occurrence.
-        let text = replace(Driver::Postgres, "a {batch} '{batch}", BATCH, || "?".into());
-        assert_eq!(text, "a ? '?");
     }
 }

@@ -21,9 +21,49 @@
 //! - **Key columns** must hold no NULL (a primary key, or a unique key of
 //!   `NOT NULL` columns): a row whose key is NULL falls in no range.
 
+use std::ops::Range;
+
 use crate::migrate::backfill::placeholder::{self, BATCH, RANGE};
 use crate::migrate::backfill::{Key, KeyValue};
 use crate::migrate::driver::Driver;
+
+/// A backfill's statement read once ([`statement`]'s cut), with where each
+/// of its placeholders stands: every batch fills the same holes, and the
+/// text is tokenized once per backfill, not once per batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    /// The statement, its placeholders still in it.
+    text: String,
+    /// Each placeholder's bytes in `text`, in order (as [`find`] finds
+    /// them; every occurrence when the tokenizer cannot read the text).
+    holes: Vec<Range<usize>>,
+}
+
+impl Template {
+    /// `text`'s statement with the holes of `placeholder` found.
+    fn new(driver: Driver, text: &str, placeholder: &str) -> Template {
+        let text = placeholder::statement(driver, text);
+        let holes = match placeholder::find(driver, text, placeholder) {
+            Some(found) => found.into_iter().map(|f| f.bytes).collect(),
+            None => text.match_indices(placeholder).map(|(start, _)| start..start + placeholder.len()).collect(),
+        };
+        Template { text: text.to_string(), holes }
+    }
+
+    /// The statement with each hole filled by what `fill` writes, called
+    /// once per hole in order.
+    fn fill(&self, mut fill: impl FnMut() -> String) -> String {
+        let mut out = String::with_capacity(self.text.len() + 48 * self.holes.len());
+        let mut copied = 0;
+        for hole in &self.holes {
+            out.push_str(&self.text[copied..hole.start]);
+            out.push_str(&fill());
+            copied = hole.end;
+        }
+        out.push_str(&self.text[copied..]);
+        out
+    }
+}
 
 /// A statement and what to bind at each placeholder, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,11 +200,23 @@ fn ends_in(binds: &mut Binds<'_, '_>, from_start: bool, size: u32, count: u32) -
 /// without a `;`), and a `{range}` in a string or a comment stays as it is.
 /// The two comparisons are parenthesized together, so `where not {range}`
 /// or `where a or {range}` mean what they say.
-pub fn batch(t: &Target<'_>, statement: &str, from_start: bool) -> Rendered {
+pub fn batch(t: &Target<'_>, statement: &Template, from_start: bool) -> Rendered {
     let mut binds = Binds::new(t);
-    let text = placeholder::statement(t.driver, statement);
-    let sql = placeholder::replace(t.driver, text, RANGE, || binds.range(from_start, true));
+    let sql = statement.fill(|| binds.range(from_start, true));
     Rendered { sql, binds: binds.slots }
+}
+
+impl Template {
+    /// A ranged backfill's statement ([`batch`], [`batch_with_integers`]):
+    /// its `{range}` holes.
+    pub fn ranged(driver: Driver, statement: &str) -> Template {
+        Template::new(driver, statement, RANGE)
+    }
+
+    /// A repeated backfill's statement ([`repeated`]): its `{batch}` holes.
+    pub fn repeated(driver: Driver, statement: &str) -> Template {
+        Template::new(driver, statement, BATCH)
+    }
 }
 
 /// PostgreSQL: [`batch`] with each key value written as a typed literal
@@ -177,14 +229,11 @@ pub fn batch(t: &Target<'_>, statement: &str, from_start: bool) -> Rendered {
 /// values stay bound.
 pub fn batch_with_integers<'t>(
     t: &'t Target<'_>,
-    statement: &str,
+    statement: &Template,
     lower: Option<&'t Key>,
     upper: Option<&'t Key>,
 ) -> Option<String> {
-    let text = placeholder::statement(t.driver, statement);
-    with_integers(t, lower, upper, |binds| {
-        placeholder::replace(t.driver, text, RANGE, || binds.range(lower.is_none(), true))
-    })
+    with_integers(t, lower, upper, |binds| statement.fill(|| binds.range(lower.is_none(), true)))
 }
 
 /// What `render` writes with `lower` and `upper` written in as integers
@@ -216,10 +265,9 @@ fn with_integers<'t, 'a>(
 /// LIMIT {batch}` / `DELETE … LIMIT {batch}`, or wrap the subquery in a
 /// derived table: `where id in (select id from (select id from t where …
 /// limit {batch}) as b)`.
-pub fn repeated(driver: Driver, statement: &str) -> Rendered {
+pub fn repeated(driver: Driver, statement: &Template) -> Rendered {
     let mut slots = Vec::new();
-    let text = placeholder::statement(driver, statement);
-    let sql = placeholder::replace(driver, text, BATCH, || {
+    let sql = statement.fill(|| {
         slots.push(Slot::Limit);
         match driver {
             Driver::Postgres => format!("${}::bigint", slots.len()),

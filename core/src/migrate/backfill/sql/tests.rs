@@ -3,6 +3,25 @@ use crate::migrate::backfill::sql::*;
 
 use Slot::{Limit, Lower, Upper};
 
+// The renderers under test, each given its statement as a file's text (the
+// template read from it first, as a runner reads it once per backfill).
+fn batch(t: &Target<'_>, statement: &str, from_start: bool) -> Rendered {
+    super::batch(t, &Template::ranged(t.driver, statement), from_start)
+}
+
+fn batch_with_integers<'t>(
+    t: &'t Target<'_>,
+    statement: &str,
+    lower: Option<&'t Key>,
+    upper: Option<&'t Key>,
+) -> Option<String> {
+    super::batch_with_integers(t, &Template::ranged(t.driver, statement), lower, upper)
+}
+
+fn repeated(driver: Driver, statement: &str) -> Rendered {
+    super::repeated(driver, &Template::repeated(driver, statement))
+}
+
 fn names(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
@@ -270,4 +289,20 @@ fn postgres_integer_keys_are_written_as_numbers_and_anything_else_stays_bound() 
     assert_eq!(batch_with_integers(&mysql, FILE, Some(&lower), Some(&upper)), None);
     // A missing bound (core never asks for one) writes nothing.
     assert_eq!(batch_with_integers(&t, FILE, Some(&lower), None), None);
+}
+
+#[test]
+fn every_placeholder_is_filled_in_order_each_time() {
+    let template = Template::ranged(Driver::Postgres, "-- c\na {range} '{range}' b {range};\n-- end");
+    for _ in 0..2 {
+        let mut n = 0;
+        let text = template.fill(|| {
+            n += 1;
+            format!("<{n}>")
+        });
+        assert_eq!(text, "a <1> '{range}' b <2>");
+    }
+    // Unreadable text: every occurrence.
+    let text = Template::repeated(Driver::Postgres, "a {batch} '{batch}").fill(|| "?".into());
+    assert_eq!(text, "a ? '?");
 }

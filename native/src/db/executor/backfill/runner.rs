@@ -32,7 +32,9 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use futures::StreamExt;
-use strata_core::migrate::backfill::{self, Form, Key, KeyValue, LagStep, Machine, Next, Sizer, Slot, Spec, Target};
+use strata_core::migrate::backfill::{
+    self, Form, Key, KeyValue, LagStep, Machine, Next, Sizer, Slot, Spec, Target, Template,
+};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::statements;
@@ -132,7 +134,8 @@ pub(crate) fn now_ms() -> i64 {
 struct Drive<'j> {
     job: &'j BackfillJob,
     spec: Spec,
-    statement: String,
+    /// The batch's statement (schema substituted), read once.
+    statement: Template,
     table: String,
     timeouts: Timeouts,
     machine: Machine,
@@ -232,9 +235,14 @@ impl<E: Engine> Backfiller<'_, E> {
             Form::Repeated => String::new(),
         };
         let sizer = Sizer::new(spec.batch, self.settings.backfill.batch_millis);
+        let statement = text.replace(placeholder, schema);
+        let statement = match spec.form {
+            Form::Ranged { .. } => Template::ranged(driver, &statement),
+            Form::Repeated => Template::repeated(driver, &statement),
+        };
         Ok(Drive {
             job,
-            statement: text.replace(placeholder, schema),
+            statement,
             table,
             timeouts: self.settings.timeouts.for_file(&mode),
             machine: Machine::new(spec.form != Form::Repeated, Some(job.row.progress.clone()), sizer),
