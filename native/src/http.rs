@@ -31,8 +31,9 @@ pub(crate) struct AppState {
     pub(crate) schema: ApiSchema,
     /// The metrics registry.
     pub(crate) metrics: Metrics,
-    /// The process-wide slots for GraphQL answers with `contents`.
-    pub(crate) contents_slots: Arc<tokio::sync::Semaphore>,
+    /// The process-wide slots for GraphQL requests holding a query or
+    /// `contents`.
+    pub(crate) answer_slots: crate::graphql::limits::AnswerSlots,
     /// Who sends each request.
     pub(crate) authenticator: auth::Authenticator,
 }

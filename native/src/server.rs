@@ -102,7 +102,7 @@ async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration
         service,
         schema,
         metrics,
-        contents_slots: crate::graphql::limits::contents_slots(),
+        answer_slots: crate::graphql::limits::AnswerSlots::new(),
         authenticator,
     });
     let app = crate::http::router(state, &config.path_prefix)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation};
+use async_graphql::parser::types::OperationType;
 use async_graphql::{ErrorExtensionValues, ServerError, ValidationResult};
 use strata_core::migrate::config::GraphQlLimits;
 use strata_core::migrate::source::SourceMigration;
@@ -79,16 +80,17 @@ const SPREAD_NESTING: usize = 64;
 /// message).
 ///
 /// Returns the root fields of the operation that runs (`operation`, else
-/// every operation of the text), for [`check_root_fields`].
+/// every operation of the text), for [`check_root_fields`], and whether it
+/// is a query with one (the request then takes a query slot).
 pub(crate) fn check_expanded_cost(
     query: &str,
     operation: Option<&str>,
     limits: &GraphQlLimits,
-) -> Result<usize, ServerError> {
-    let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(0) };
+) -> Result<RootFields, ServerError> {
+    let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(RootFields::default()) };
     let mut walk = CostWalk { document: &document, known: HashMap::new(), visiting: Vec::new() };
     let mut roots = RootWalk { document: &document, known: HashMap::new(), depth: 0 };
-    let mut root_fields = 0usize;
+    let mut root_fields = RootFields::default();
     for (name, definition) in document.operations.iter() {
         let cost = walk.set(&definition.node.selection_set.node).map_err(limit_error)?;
         if cost.fields > limits.complexity {
@@ -104,10 +106,21 @@ pub(crate) fn check_expanded_cost(
             )));
         }
         if operation.is_none() || name.map(|name| name.as_str()) == operation {
-            root_fields = root_fields.saturating_add(roots.set(&definition.node.selection_set.node));
+            let fields = roots.set(&definition.node.selection_set.node);
+            root_fields.count = root_fields.count.saturating_add(fields);
+            root_fields.query |= fields > 0 && definition.node.ty == OperationType::Query;
         }
     }
     Ok(root_fields)
+}
+
+/// The root fields of the operation a request runs ([`check_expanded_cost`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RootFields {
+    /// How many (introspection's apart).
+    pub(crate) count: usize,
+    /// Whether it is a query with at least one.
+    pub(crate) query: bool,
 }
 
 /// The root fields of a request's operations (each [`check_expanded_cost`]
@@ -375,9 +388,34 @@ impl Extension for CostCheck {
 /// values and its serialised body), whatever the number of clients.
 pub(crate) const CONTENTS_SLOTS: usize = 4;
 
-/// The process-wide slots for answers with contents.
-pub(crate) fn contents_slots() -> Arc<Semaphore> {
-    Arc::new(Semaphore::new(CONTENTS_SLOTS))
+/// How many requests holding a query operation may run at once, process
+/// wide; the others wait for a slot (asynchronously, in order). A query's
+/// root fields each read the books at once, some of them the whole fleet
+/// (`tenants`, `backfills`, `fleet`, `plan`…): without the slots, clients
+/// at once asked for more connections than the service's pool holds (the
+/// pool a running version's units take theirs from), readers failed after
+/// its 5 s wait (`POOL_EXHAUSTED`), and their answers, built at once, grew
+/// the service's memory with the number of clients. With them a burst of
+/// reads holds at most `QUERY_SLOTS × rootFields` connections and answers.
+/// Mutations take none (a version may run for minutes).
+pub(crate) const QUERY_SLOTS: usize = 2;
+
+/// The process's slots for requests whose answers are large or many at
+/// once: those holding `contents`, and those holding a query.
+#[derive(Clone)]
+pub(crate) struct AnswerSlots {
+    contents: Arc<Semaphore>,
+    queries: Arc<Semaphore>,
+}
+
+impl AnswerSlots {
+    /// [`CONTENTS_SLOTS`] and [`QUERY_SLOTS`] free slots.
+    pub(crate) fn new() -> Self {
+        AnswerSlots {
+            contents: Arc::new(Semaphore::new(CONTENTS_SLOTS)),
+            queries: Arc::new(Semaphore::new(QUERY_SLOTS)),
+        }
+    }
 }
 
 /// What the operations of one HTTP request share: the source migrations,
@@ -389,20 +427,22 @@ pub(crate) struct RequestScope {
     sources: OnceCell<Arc<Vec<SourceMigration>>>,
     contents_left: AtomicUsize,
     contents_limit: usize,
-    slots: Arc<Semaphore>,
+    slots: AnswerSlots,
     slot: OnceCell<OwnedSemaphorePermit>,
+    query_slot: OnceCell<OwnedSemaphorePermit>,
     exceeded: Notify,
 }
 
 impl RequestScope {
     /// A fresh scope with the whole contents budget.
-    pub(crate) fn new(limits: &GraphQlLimits, slots: Arc<Semaphore>) -> Self {
+    pub(crate) fn new(limits: &GraphQlLimits, slots: &AnswerSlots) -> Self {
         RequestScope {
             sources: OnceCell::new(),
             contents_left: AtomicUsize::new(limits.contents_bytes),
             contents_limit: limits.contents_bytes,
-            slots,
+            slots: slots.clone(),
             slot: OnceCell::new(),
+            query_slot: OnceCell::new(),
             exceeded: Notify::new(),
         }
     }
@@ -439,7 +479,20 @@ impl RequestScope {
     /// hold nothing but their text.
     pub(crate) async fn take_slot(&self) -> Result<(), async_graphql::Error> {
         self.slot
-            .get_or_try_init(|| Arc::clone(&self.slots).acquire_owned())
+            .get_or_try_init(|| Arc::clone(&self.slots.contents).acquire_owned())
+            .await
+            .map(|_| ())
+            .map_err(|_| async_graphql::Error::new("the service is stopping"))
+    }
+
+    /// Takes one of the process's query slots for this request (waits for
+    /// one; a no-op once taken), held until the scope is dropped after the
+    /// answer is serialised. The handler takes it before running a request
+    /// that holds a query operation, and before the contents slot: no
+    /// request holding a contents slot ever waits for a query slot.
+    pub(crate) async fn take_query_slot(&self) -> Result<(), async_graphql::Error> {
+        self.query_slot
+            .get_or_try_init(|| Arc::clone(&self.slots.queries).acquire_owned())
             .await
             .map(|_| ())
             .map_err(|_| async_graphql::Error::new("the service is stopping"))
@@ -539,7 +592,7 @@ mod tests {
     #[test]
     fn root_fields_count_every_alias_and_spread_of_the_operation_that_runs() {
         let big = GraphQlLimits { complexity: 1000, depth: 32, ..limits() };
-        let roots = |query: &str, operation: Option<&str>| check_expanded_cost(query, operation, &big).unwrap();
+        let roots = |query: &str, operation: Option<&str>| check_expanded_cost(query, operation, &big).unwrap().count;
         assert_eq!(roots("{ a: tenants { name } b: tenants { name } versions { id } }", None), 3);
         // Introspection reads no storage.
         assert_eq!(roots("{ __typename __schema { queryType { name } } tenants { name } }", None), 1);
@@ -554,6 +607,11 @@ mod tests {
         let two = "query A { a: tenants { name } b: tenants { name } } query B { versions { id } }";
         assert_eq!((roots(two, Some("A")), roots(two, Some("B")), roots(two, None)), (2, 1, 3));
         assert_eq!(roots("{ not closed", None), 0);
+        // Queries take a query slot; mutations and introspection alone do not.
+        let query = |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().query;
+        let mixed = "query A { tenants { name } } mutation B { pauseBackfills(tenantNames: null) }";
+        assert_eq!((query(mixed, Some("A")), query(mixed, Some("B")), query(mixed, None)), (true, false, true));
+        assert!(!query("{ __schema { queryType { name } } }", None));
         assert!(check_root_fields(3, &limits()).is_ok());
         assert_eq!(
             check_root_fields(4, &limits()).unwrap_err().message,
@@ -573,18 +631,26 @@ mod tests {
 
     #[tokio::test]
     async fn the_contents_budget_is_per_request_and_slots_are_process_wide() {
-        let slots = Arc::new(Semaphore::new(1));
-        let scope = RequestScope::new(&limits(), Arc::clone(&slots));
+        let slots = AnswerSlots { contents: Arc::new(Semaphore::new(1)), queries: Arc::new(Semaphore::new(1)) };
+        let scope = RequestScope::new(&limits(), &slots);
         assert!(scope.charge_contents(6).await.is_ok());
         assert!(scope.charge_contents(4).await.is_ok());
         let over = tokio::time::timeout(std::time::Duration::from_millis(50), scope.charge_contents(1)).await;
         assert!(over.is_err(), "an over-budget field never completes");
         tokio::time::timeout(std::time::Duration::from_secs(1), scope.exceeded()).await.expect("signalled");
-        assert_eq!(slots.available_permits(), 0, "held until the scope is dropped");
-        let second = RequestScope::new(&limits(), Arc::clone(&slots));
+        assert_eq!(slots.contents.available_permits(), 0, "held until the scope is dropped");
+        let second = RequestScope::new(&limits(), &slots);
         let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), second.charge_contents(1)).await;
         assert!(waiting.is_err(), "waits for a slot");
         drop(scope);
         assert!(second.charge_contents(1).await.is_ok());
+        // Query slots the same way, apart from the contents slots.
+        assert!(second.take_query_slot().await.is_ok());
+        assert!(second.take_query_slot().await.is_ok(), "taken once per request");
+        let third = RequestScope::new(&limits(), &slots);
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), third.take_query_slot()).await;
+        assert!(waiting.is_err(), "waits for a query slot");
+        drop(second);
+        assert!(third.take_query_slot().await.is_ok());
     }
 }

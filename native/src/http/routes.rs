@@ -100,25 +100,31 @@ async fn graphql_answer(
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
-    let checked: Result<Vec<bool>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
+    // Per operation: whether it selects `contents`, whether it is a query.
+    let checked: Result<Vec<(bool, bool)>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
         let mut root_fields = 0usize;
-        let contents = operations
+        let kinds = operations
             .iter()
             .map(|request| {
                 let contents = limits::check_fields_written(&request.query, &limits)?;
                 let roots = limits::check_expanded_cost(&request.query, request.operation_name.as_deref(), &limits)?;
-                root_fields = root_fields.saturating_add(roots);
-                Ok(contents)
+                root_fields = root_fields.saturating_add(roots.count);
+                Ok((contents, roots.query))
             })
-            .collect::<Result<Vec<bool>, ServerError>>()?;
+            .collect::<Result<Vec<(bool, bool)>, ServerError>>()?;
         limits::check_root_fields(root_fields, &limits)?;
-        Ok(contents)
+        Ok(kinds)
     });
-    let scope = Arc::new(limits::RequestScope::new(&limits, Arc::clone(&state.contents_slots)));
+    let scope = Arc::new(limits::RequestScope::new(&limits, &state.answer_slots));
     let response = match checked {
         Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
-        Ok(selects_contents) => {
-            if selects_contents.contains(&true) {
+        Ok(kinds) => {
+            // The query slot first, then the contents slot (see
+            // `RequestScope::take_query_slot`).
+            if kinds.iter().any(|(_, query)| *query) {
+                scope.take_query_slot().await.map_err(|e| AppError::Internal(e.message))?;
+            }
+            if kinds.iter().any(|(contents, _)| *contents) {
                 scope.take_slot().await.map_err(|e| AppError::Internal(e.message))?;
             }
             let execution = state.schema.execute_batch(batch.data(request_id).data(identity).data(Arc::clone(&scope)));
@@ -135,8 +141,8 @@ async fn graphql_answer(
     let status = refusal_status(&response);
     let mut answer = (status, Json(response)).into_response();
     answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
-    // The contents slot (if the request took one) is held until the answer
-    // is serialised.
+    // The slots (if the request took any) are held until the answer is
+    // serialised.
     drop(scope);
     Ok(answer)
 }
