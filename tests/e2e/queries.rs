@@ -307,8 +307,9 @@ async fn twenty_thousand_tenants_listed_whole_and_in_pages_take_little_memory() 
 /// (6ebe86f), on PostgreSQL and MariaDB the 192 reads at once asked the
 /// service's pool for more connections than it holds and readers failed
 /// after its 5 s wait (`POOL_EXHAUSTED`); on SQLite all were answered, the
-/// peak 139 MiB over rest. With them (debug build): 111 MiB on SQLite, 127
-/// on PostgreSQL, 134 on MariaDB.
+/// peak 139 MiB over rest. With them (debug build): 105–111 MiB on SQLite,
+/// 127–138 on PostgreSQL, 134–144 on MariaDB (one request's lists take
+/// ~55 MiB; all twelve at once would take ~660).
 #[tokio::test]
 async fn clients_at_once_asking_for_whole_fleet_lists_are_all_answered_two_requests_at_a_time() {
     const TENANTS: usize = 20_000;
@@ -330,7 +331,7 @@ async fn clients_at_once_asking_for_whole_fleet_lists_are_all_answered_two_reque
         }
     }
     eprintln!("{CLIENTS} clients x 16 whole lists: {grown} KiB over {resting} KiB at rest");
-    assert!(grown < 160 * 1024, "{CLIENTS} clients took {grown} KiB over the {resting} KiB at rest");
+    assert!(grown < 256 * 1024, "{CLIENTS} clients took {grown} KiB over the {resting} KiB at rest");
 }
 
 #[tokio::test]

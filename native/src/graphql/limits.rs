@@ -81,7 +81,8 @@ const SPREAD_NESTING: usize = 64;
 ///
 /// Returns the root fields of the operation that runs (`operation`, else
 /// every operation of the text), for [`check_root_fields`], and whether it
-/// is a query with one (the request then takes a query slot).
+/// is a query with one that may read the whole fleet (the request then
+/// takes a query slot).
 pub(crate) fn check_expanded_cost(
     query: &str,
     operation: Option<&str>,
@@ -106,9 +107,9 @@ pub(crate) fn check_expanded_cost(
             )));
         }
         if operation.is_none() || name.map(|name| name.as_str()) == operation {
-            let fields = roots.set(&definition.node.selection_set.node);
+            let (fields, fleet) = roots.set(&definition.node.selection_set.node);
             root_fields.count = root_fields.count.saturating_add(fields);
-            root_fields.query |= fields > 0 && definition.node.ty == OperationType::Query;
+            root_fields.reads_fleet |= fleet > 0 && definition.node.ty == OperationType::Query;
         }
     }
     Ok(root_fields)
@@ -119,8 +120,9 @@ pub(crate) fn check_expanded_cost(
 pub(crate) struct RootFields {
     /// How many (introspection's apart).
     pub(crate) count: usize,
-    /// Whether it is a query with at least one.
-    pub(crate) query: bool,
+    /// Whether it is a query with one that may read the whole fleet: not
+    /// light, nor a page ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`]).
+    pub(crate) reads_fleet: bool,
 }
 
 /// The root fields of a request's operations (each [`check_expanded_cost`]
@@ -139,36 +141,58 @@ pub(crate) fn check_root_fields(fields: usize, limits: &GraphQlLimits) -> Result
     Ok(())
 }
 
+/// Root fields of a query that read little whatever the fleet's size: the
+/// caller's identity, counts, the shards and rollouts, the source files, one
+/// recorded migration.
+const LIGHT_ROOT_FIELDS: [&str; 7] =
+    ["identity", "tenantCount", "versionCount", "shards", "rollouts", "sourceMigrations", "dbMigration"];
+
+/// Root fields that read little when asked for a page (`first` or `last`).
+const PAGED_ROOT_FIELDS: [&str; 3] = ["tenants", "versions", "quarantine"];
+
+/// Whether a root field may read the whole fleet: not light, nor a page of
+/// a list ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`]).
+fn reads_fleet(field: &async_graphql::parser::types::Field) -> bool {
+    let name = field.name.node.as_str();
+    let paged = || field.arguments.iter().any(|(argument, _)| matches!(argument.node.as_str(), "first" | "last"));
+    !(LIGHT_ROOT_FIELDS.contains(&name) || PAGED_ROOT_FIELDS.contains(&name) && paged())
+}
+
 /// The root fields of a selection set, fragments expanded (but
 /// introspection's `__schema`, `__type` and `__typename`, which read no
-/// storage). The cost walk ran first, so no fragment spreads itself.
+/// storage), and how many of them may read the whole fleet. The cost walk
+/// ran first, so no fragment spreads itself.
 struct RootWalk<'a> {
     document: &'a async_graphql::parser::types::ExecutableDocument,
-    known: HashMap<&'a str, usize>,
+    known: HashMap<&'a str, (usize, usize)>,
     depth: usize,
 }
 
 impl<'a> RootWalk<'a> {
-    fn set(&mut self, set: &'a async_graphql::parser::types::SelectionSet) -> usize {
+    /// The root fields of `set` and those of them that may read the fleet.
+    fn set(&mut self, set: &'a async_graphql::parser::types::SelectionSet) -> (usize, usize) {
         use async_graphql::parser::types::Selection;
-        let mut fields = 0usize;
+        let (mut fields, mut fleet) = (0usize, 0usize);
         for item in &set.items {
-            fields = fields.saturating_add(match &item.node {
-                Selection::Field(field) => usize::from(!field.node.name.node.as_str().starts_with("__")),
+            let (more, more_fleet) = match &item.node {
+                Selection::Field(field) if field.node.name.node.as_str().starts_with("__") => (0, 0),
+                Selection::Field(field) => (1, usize::from(reads_fleet(&field.node))),
                 Selection::InlineFragment(fragment) => self.set(&fragment.node.selection_set.node),
                 Selection::FragmentSpread(spread) => self.fragment(spread.node.fragment_name.node.as_str()),
-            });
+            };
+            fields = fields.saturating_add(more);
+            fleet = fleet.saturating_add(more_fleet);
         }
-        fields
+        (fields, fleet)
     }
 
-    fn fragment(&mut self, name: &'a str) -> usize {
+    fn fragment(&mut self, name: &'a str) -> (usize, usize) {
         if let Some(fields) = self.known.get(name) {
             return *fields;
         }
-        let Some(definition) = self.document.fragments.get(name) else { return 0 };
+        let Some(definition) = self.document.fragments.get(name) else { return (0, 0) };
         if self.depth >= SPREAD_NESTING {
-            return 0;
+            return (0, 0);
         }
         self.depth += 1;
         let fields = self.set(&definition.node.selection_set.node);
@@ -388,20 +412,21 @@ impl Extension for CostCheck {
 /// values and its serialised body), whatever the number of clients.
 pub(crate) const CONTENTS_SLOTS: usize = 4;
 
-/// How many requests holding a query operation may run at once, process
-/// wide; the others wait for a slot (asynchronously, in order). A query's
-/// root fields each read the books at once, some of them the whole fleet
-/// (`tenants`, `backfills`, `fleet`, `plan`…): without the slots, clients
+/// How many requests holding a query that may read the whole fleet (an
+/// unpaged list, `fleet`, `plan`, `drift`, `backfills`… — every root field
+/// but the light ones and pages) may run at once, process wide; the others
+/// wait for a slot (asynchronously, in order), light queries and mutations
+/// never. A query's root fields each read the books at once: without the slots, clients
 /// at once asked for more connections than the service's pool holds (the
 /// pool a running version's units take theirs from), readers failed after
 /// its 5 s wait (`POOL_EXHAUSTED`), and their answers, built at once, grew
 /// the service's memory with the number of clients. With them a burst of
 /// reads holds at most `QUERY_SLOTS × rootFields` connections and answers.
-/// Mutations take none (a version may run for minutes).
 pub(crate) const QUERY_SLOTS: usize = 2;
 
 /// The process's slots for requests whose answers are large or many at
-/// once: those holding `contents`, and those holding a query.
+/// once: those holding `contents`, and those holding a query that may read
+/// the whole fleet.
 #[derive(Clone)]
 pub(crate) struct AnswerSlots {
     contents: Arc<Semaphore>,
@@ -488,7 +513,8 @@ impl RequestScope {
     /// Takes one of the process's query slots for this request (waits for
     /// one; a no-op once taken), held until the scope is dropped after the
     /// answer is serialised. The handler takes it before running a request
-    /// that holds a query operation, and before the contents slot: no
+    /// holding a query that may read the whole fleet, and before the
+    /// contents slot: no
     /// request holding a contents slot ever waits for a query slot.
     pub(crate) async fn take_query_slot(&self) -> Result<(), async_graphql::Error> {
         self.query_slot
@@ -607,11 +633,20 @@ mod tests {
         let two = "query A { a: tenants { name } b: tenants { name } } query B { versions { id } }";
         assert_eq!((roots(two, Some("A")), roots(two, Some("B")), roots(two, None)), (2, 1, 3));
         assert_eq!(roots("{ not closed", None), 0);
-        // Queries take a query slot; mutations and introspection alone do not.
-        let query = |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().query;
+        // Queries that may read the whole fleet take a query slot; light
+        // ones, pages, mutations and introspection do not.
+        let fleet =
+            |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().reads_fleet;
         let mixed = "query A { tenants { name } } mutation B { pauseBackfills(tenantNames: null) }";
-        assert_eq!((query(mixed, Some("A")), query(mixed, Some("B")), query(mixed, None)), (true, false, true));
-        assert!(!query("{ __schema { queryType { name } } }", None));
+        assert_eq!((fleet(mixed, Some("A")), fleet(mixed, Some("B")), fleet(mixed, None)), (true, false, true));
+        assert!(!fleet("{ __schema { queryType { name } } }", None));
+        assert!(!fleet(
+            "{ identity { actor } tenantCount t: tenants(first: 10) { name } versions(last: 5) { id } }",
+            None
+        ));
+        assert!(fleet("{ tenantCount drift { tenants } }", None));
+        assert!(fleet("{ ...F } fragment F on Query { plan { pending } }", None), "through a fragment");
+        assert!(fleet("{ quarantine(after: \"t\") { tenant } }", None), "after alone reads the rest");
         assert!(check_root_fields(3, &limits()).is_ok());
         assert_eq!(
             check_root_fields(4, &limits()).unwrap_err().message,

@@ -100,7 +100,8 @@ async fn graphql_answer(
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
     let operations: Vec<&async_graphql::Request> = batch.iter().collect();
-    // Per operation: whether it selects `contents`, whether it is a query.
+    // Per operation: whether it selects `contents`, whether it is a query
+    // that may read the whole fleet.
     let checked: Result<Vec<(bool, bool)>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
         let mut root_fields = 0usize;
         let kinds = operations
@@ -109,7 +110,7 @@ async fn graphql_answer(
                 let contents = limits::check_fields_written(&request.query, &limits)?;
                 let roots = limits::check_expanded_cost(&request.query, request.operation_name.as_deref(), &limits)?;
                 root_fields = root_fields.saturating_add(roots.count);
-                Ok((contents, roots.query))
+                Ok((contents, roots.reads_fleet))
             })
             .collect::<Result<Vec<(bool, bool)>, ServerError>>()?;
         limits::check_root_fields(root_fields, &limits)?;
@@ -121,7 +122,7 @@ async fn graphql_answer(
         Ok(kinds) => {
             // The query slot first, then the contents slot (see
             // `RequestScope::take_query_slot`).
-            if kinds.iter().any(|(_, query)| *query) {
+            if kinds.iter().any(|(_, reads_fleet)| *reads_fleet) {
                 scope.take_query_slot().await.map_err(|e| AppError::Internal(e.message))?;
             }
             if kinds.iter().any(|(contents, _)| *contents) {
