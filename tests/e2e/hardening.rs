@@ -57,9 +57,10 @@ async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
 async fn root_fields_are_bounded_per_request_over_a_batch_and_nothing_runs_over_the_limit() {
     let server = Server::start("basic", "").await;
     let aliases = |n: usize, field: &str| -> String { (0..n).map(|i| format!("a{i}: {field} ")).collect() };
-    let sixteen = server.data(&format!("{{ {} __typename }}", aliases(16, "tenants { name }")), json!({})).await;
+    let page = "tenants(first: 5) { name }";
+    let sixteen = server.data(&format!("{{ {} __typename }}", aliases(16, page)), json!({})).await;
     assert_eq!(sixteen["a15"], json!([]));
-    let refused = server.graphql(&format!("{{ {} }}", aliases(17, "tenants { name }")), json!({})).await;
+    let refused = server.graphql(&format!("{{ {} }}", aliases(17, page)), json!({})).await;
     let message = "the request has 17 root fields, over the limit of 16 (graphQLLimits.rootFields): each reads or \
                    changes the books on its own; ask for fewer at a time";
     assert_eq!(limit_error(&refused), (message, "LIMIT_EXCEEDED"));
@@ -82,6 +83,36 @@ async fn root_fields_are_bounded_per_request_over_a_batch_and_nothing_runs_over_
     assert_eq!(server.ws.count("svc", "svc_versions").await, 0);
 }
 
+/// Fields that read the whole fleet (`drift`, `plan`, unpaged lists…) are
+/// bounded per request (`graphQLLimits.fleetFields`, 4 by default) over a
+/// batch's queries: each reads every tenant or every row, so 16 of them in
+/// one request were 16 reads of the fleet. Pages and light fields do not
+/// count, nor do mutations.
+#[tokio::test]
+async fn fields_that_read_the_whole_fleet_are_bounded_per_request() {
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    let four = "{ drift { tenants } plan { pending } tenants { name } quarantine { tenant } \
+                identity { actor } tenantCount versionCount p: tenants(first: 2) { name } }";
+    let answered = server.data(four, json!({})).await;
+    assert_eq!((answered["drift"]["tenants"].clone(), answered["tenantCount"].clone()), (json!(0), json!(0)));
+    let five = "{ drift { tenants } plan { pending } tenants { name } quarantine { tenant } backfills { tenant } }";
+    let refused = server.graphql(five, json!({})).await;
+    let message = "the request has 5 fields that read the whole fleet, over the limit of 4 \
+                   (graphQLLimits.fleetFields): ask for fewer at a time, or for pages (`first`)";
+    assert_eq!(limit_error(&refused), (message, "LIMIT_EXCEEDED"));
+    assert_eq!(refused["data"], Value::Null);
+    // Over a batch: three operations of two are six.
+    let operation = json!({ "query": "{ a: versions { id } b: tenants { name } }" });
+    let response: Value = server.post_raw(Value::Array(vec![operation; 3]).to_string()).await.json().await.unwrap();
+    assert_eq!(limit_error(&response).0, message.replace("has 5", "has 6"), "{response}");
+    // Configured.
+    let mut server = server;
+    server.terminate().await;
+    let server = Server::start("basic", "graphQLLimits:\n  fleetFields: 5\n").await;
+    assert_eq!(server.data(five, json!({})).await["backfills"], json!([]));
+}
+
 #[tokio::test]
 async fn configured_limits_name_themselves_and_their_values() {
     let server = Server::start("basic", SMALL_LIMITS).await;
@@ -90,8 +121,8 @@ async fn configured_limits_name_themselves_and_their_values() {
     assert_eq!(created["createVersion"]["version"]["id"], 1);
 
     // Complexity: each `tenants` costs 10 (it reads storage) + 1 for `name`.
-    let query =
-        "{ a: tenants { name } b: tenants { name } c: tenants { name } d: tenants { name } e: tenants { name } }";
+    let query = "{ a: tenants(first: 9) { name } b: tenants(first: 9) { name } c: tenants(first: 9) { name } \
+                 d: tenants(first: 9) { name } e: tenants(first: 9) { name } }";
     let response = server.graphql(query, json!({})).await;
     assert_eq!(
         limit_error(&response),
@@ -101,8 +132,9 @@ async fn configured_limits_name_themselves_and_their_values() {
     assert_eq!(server.data(four, json!({})).await["d"], json!([]));
 
     // Fragments spread several times count every time.
-    let fragments = "{ ...T ...U } fragment T on Query { a: versions { id } b: versions { id } } \
-                     fragment U on Query { c: versions { id } d: versions { id } e: versions { id } }";
+    let fragments = "{ ...T ...U } fragment T on Query { a: versions(first: 9) { id } b: versions(first: 9) { id } } \
+                     fragment U on Query { c: versions(first: 9) { id } d: versions(first: 9) { id } \
+                     e: versions(first: 9) { id } }";
     let response = server.graphql(fragments, json!({})).await;
     assert_eq!(limit_error(&response).0, "query complexity 55 is over the limit of 50 (graphQLLimits.complexity)");
 
@@ -504,8 +536,8 @@ async fn refusals_of_the_graphql_endpoint_have_the_graphql_error_shape() {
     };
     let too_deep = refused("query depth 4 is over the limit of 3 (graphQLLimits.depth)");
     assert_eq!(answer(server.post_raw(deep).await).await, (200, json_type.clone(), too_deep));
-    let complex =
-        "{ a: tenants { name } b: tenants { name } c: tenants { name } d: tenants { name } e: tenants { name } }";
+    let complex = "{ a: tenants(first: 9) { name } b: tenants(first: 9) { name } c: tenants(first: 9) { name } \
+                   d: tenants(first: 9) { name } e: tenants(first: 9) { name } }";
     let too_complex = refused("query complexity 55 is over the limit of 50 (graphQLLimits.complexity)");
     assert_eq!(
         answer(server.post_raw(json!({ "query": complex }).to_string()).await).await,
@@ -518,7 +550,7 @@ async fn refusals_of_the_graphql_endpoint_have_the_graphql_error_shape() {
 fn fragment_bomb(levels: usize) -> String {
     let mut query = String::from("{ ...F");
     query.push_str(&levels.to_string());
-    query.push_str(" } fragment F0 on Query { tenants { name } }");
+    query.push_str(" } fragment F0 on Query { tenants(first: 3) { name } }");
     for level in 1..=levels {
         query.push_str(&format!(" fragment F{level} on Query {{ ...F{} ...F{} }}", level - 1, level - 1));
     }

@@ -177,11 +177,24 @@ pub struct GraphQlLimits {
     /// them on its own, whatever it selects, so at 10,000 tenants one field
     /// can cost the complexity of one and the work of thousands.
     pub root_fields: usize,
+    /// Most root fields of one request's queries that may read the whole
+    /// fleet (every one but the light ones — identity, counts, shards,
+    /// rollouts, sources, one recorded migration — and pages of `tenants`,
+    /// `versions` and `quarantine`): a `drift` or a `plan` reads every
+    /// tenant, an unpaged list every row.
+    pub fleet_fields: usize,
 }
 
 impl Default for GraphQlLimits {
     fn default() -> Self {
-        GraphQlLimits { complexity: 1000, depth: 32, batch: 10, contents_bytes: 8 * 1024 * 1024, root_fields: 16 }
+        GraphQlLimits {
+            complexity: 1000,
+            depth: 32,
+            batch: 10,
+            contents_bytes: 8 * 1024 * 1024,
+            root_fields: 16,
+            fleet_fields: 4,
+        }
     }
 }
 
@@ -193,6 +206,7 @@ struct RawGraphQlLimits {
     batch: Option<u64>,
     contents_bytes: Option<u64>,
     root_fields: Option<u64>,
+    fleet_fields: Option<u64>,
 }
 
 impl RawGraphQlLimits {
@@ -209,6 +223,7 @@ impl RawGraphQlLimits {
             batch: positive("batch", self.batch, defaults.batch)?,
             contents_bytes: positive("contentsBytes", self.contents_bytes, defaults.contents_bytes)?,
             root_fields: positive("rootFields", self.root_fields, defaults.root_fields)?,
+            fleet_fields: positive("fleetFields", self.fleet_fields, defaults.fleet_fields)?,
         })
     }
 }

@@ -923,9 +923,11 @@ mod tests {
         ];
         let limits = strata_core::migrate::config::GraphQlLimits::default();
         for (document, variables) in documents {
-            // Within the default limits, root fields included.
-            let roots = crate::graphql::limits::check_expanded_cost(document, None, &limits).unwrap().count;
-            assert!(crate::graphql::limits::check_root_fields(roots, &limits).is_ok(), "{document}: {roots}");
+            // Within the default limits, root fields and fields that read
+            // the whole fleet included.
+            let roots = crate::graphql::limits::check_expanded_cost(document, None, &limits).unwrap();
+            assert!(crate::graphql::limits::check_root_fields(roots.count, &limits).is_ok(), "{document}: {roots:?}");
+            assert!(crate::graphql::limits::check_fleet_fields(roots.fleet, &limits).is_ok(), "{document}: {roots:?}");
             let request =
                 async_graphql::Request::new(document).variables(async_graphql::Variables::from_json(variables));
             let response = schema.execute(request).await;

@@ -80,9 +80,9 @@ const SPREAD_NESTING: usize = 64;
 /// message).
 ///
 /// Returns the root fields of the operation that runs (`operation`, else
-/// every operation of the text), for [`check_root_fields`], and whether it
-/// is a query with one that may read the whole fleet (the request then
-/// takes a query slot).
+/// every operation of the text), for [`check_root_fields`], and those of
+/// its queries that may read the whole fleet, for [`check_fleet_fields`]
+/// (the request then takes a query slot).
 pub(crate) fn check_expanded_cost(
     query: &str,
     operation: Option<&str>,
@@ -109,7 +109,9 @@ pub(crate) fn check_expanded_cost(
         if operation.is_none() || name.map(|name| name.as_str()) == operation {
             let (fields, fleet) = roots.set(&definition.node.selection_set.node);
             root_fields.count = root_fields.count.saturating_add(fields);
-            root_fields.reads_fleet |= fleet > 0 && definition.node.ty == OperationType::Query;
+            if definition.node.ty == OperationType::Query {
+                root_fields.fleet = root_fields.fleet.saturating_add(fleet);
+            }
         }
     }
     Ok(root_fields)
@@ -120,9 +122,9 @@ pub(crate) fn check_expanded_cost(
 pub(crate) struct RootFields {
     /// How many (introspection's apart).
     pub(crate) count: usize,
-    /// Whether it is a query with one that may read the whole fleet: not
+    /// How many of them, in its queries, may read the whole fleet: not
     /// light, nor a page ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`]).
-    pub(crate) reads_fleet: bool,
+    pub(crate) fleet: usize,
 }
 
 /// The root fields of a request's operations (each [`check_expanded_cost`]
@@ -136,6 +138,20 @@ pub(crate) fn check_root_fields(fields: usize, limits: &GraphQlLimits) -> Result
             "the request has {fields} root fields, over the limit of {} (graphQLLimits.rootFields): each reads or \
              changes the books on its own; ask for fewer at a time",
             limits.root_fields
+        )));
+    }
+    Ok(())
+}
+
+/// The root fields of a request's queries that may read the whole fleet
+/// (each [`check_expanded_cost`] counted), checked against `fleetFields`:
+/// each `drift`, `plan` or unpaged list reads every tenant or every row.
+pub(crate) fn check_fleet_fields(fields: usize, limits: &GraphQlLimits) -> Result<(), ServerError> {
+    if fields > limits.fleet_fields {
+        return Err(limit_error(format!(
+            "the request has {fields} fields that read the whole fleet, over the limit of {} \
+             (graphQLLimits.fleetFields): ask for fewer at a time, or for pages (`first`)",
+            limits.fleet_fields
         )));
     }
     Ok(())
@@ -549,7 +565,7 @@ mod tests {
     use super::*;
 
     fn limits() -> GraphQlLimits {
-        GraphQlLimits { complexity: 5, depth: 3, batch: 2, contents_bytes: 10, root_fields: 3 }
+        GraphQlLimits { complexity: 5, depth: 3, batch: 2, contents_bytes: 10, root_fields: 3, fleet_fields: 2 }
     }
 
     #[test]
@@ -635,18 +651,21 @@ mod tests {
         assert_eq!(roots("{ not closed", None), 0);
         // Queries that may read the whole fleet take a query slot; light
         // ones, pages, mutations and introspection do not.
-        let fleet =
-            |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().reads_fleet;
+        let fleet = |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().fleet;
         let mixed = "query A { tenants { name } } mutation B { pauseBackfills(tenantNames: null) }";
-        assert_eq!((fleet(mixed, Some("A")), fleet(mixed, Some("B")), fleet(mixed, None)), (true, false, true));
-        assert!(!fleet("{ __schema { queryType { name } } }", None));
-        assert!(!fleet(
-            "{ identity { actor } tenantCount t: tenants(first: 10) { name } versions(last: 5) { id } }",
-            None
-        ));
-        assert!(fleet("{ tenantCount drift { tenants } }", None));
-        assert!(fleet("{ ...F } fragment F on Query { plan { pending } }", None), "through a fragment");
-        assert!(fleet("{ quarantine(after: \"t\") { tenant } }", None), "after alone reads the rest");
+        assert_eq!((fleet(mixed, Some("A")), fleet(mixed, Some("B")), fleet(mixed, None)), (1, 0, 1));
+        assert_eq!(fleet("{ __schema { queryType { name } } }", None), 0);
+        let light = "{ identity { actor } tenantCount t: tenants(first: 10) { name } versions(last: 5) { id } }";
+        assert_eq!(fleet(light, None), 0);
+        assert_eq!(fleet("{ tenantCount drift { tenants } p: plan { pending } }", None), 2);
+        assert_eq!(fleet("{ ...F ...F } fragment F on Query { plan { pending } }", None), 2, "through fragments");
+        assert_eq!(fleet("{ quarantine(after: \"t\") { tenant } }", None), 1, "after alone reads the rest");
+        assert!(check_fleet_fields(2, &limits()).is_ok());
+        assert_eq!(
+            check_fleet_fields(3, &limits()).unwrap_err().message,
+            "the request has 3 fields that read the whole fleet, over the limit of 2 (graphQLLimits.fleetFields): \
+             ask for fewer at a time, or for pages (`first`)"
+        );
         assert!(check_root_fields(3, &limits()).is_ok());
         assert_eq!(
             check_root_fields(4, &limits()).unwrap_err().message,

@@ -103,17 +103,19 @@ async fn graphql_answer(
     // Per operation: whether it selects `contents`, whether it is a query
     // that may read the whole fleet.
     let checked: Result<Vec<(bool, bool)>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
-        let mut root_fields = 0usize;
+        let (mut root_fields, mut fleet_fields) = (0usize, 0usize);
         let kinds = operations
             .iter()
             .map(|request| {
                 let contents = limits::check_fields_written(&request.query, &limits)?;
                 let roots = limits::check_expanded_cost(&request.query, request.operation_name.as_deref(), &limits)?;
                 root_fields = root_fields.saturating_add(roots.count);
-                Ok((contents, roots.reads_fleet))
+                fleet_fields = fleet_fields.saturating_add(roots.fleet);
+                Ok((contents, roots.fleet > 0))
             })
             .collect::<Result<Vec<(bool, bool)>, ServerError>>()?;
         limits::check_root_fields(root_fields, &limits)?;
+        limits::check_fleet_fields(fleet_fields, &limits)?;
         Ok(kinds)
     });
     let scope = Arc::new(limits::RequestScope::new(&limits, &state.answer_slots));
