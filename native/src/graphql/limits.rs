@@ -519,25 +519,17 @@ impl RequestScope {
     /// request whose text selects `contents`, so requests waiting for a slot
     /// hold nothing but their text.
     pub(crate) async fn take_slot(&self) -> Result<(), async_graphql::Error> {
-        self.slot
-            .get_or_try_init(|| Arc::clone(&self.slots.contents).acquire_owned())
-            .await
-            .map(|_| ())
-            .map_err(|_| async_graphql::Error::new("the service is stopping"))
+        hold(&self.slot, &self.slots.contents).await
     }
 
     /// Takes one of the process's query slots for this request (waits for
     /// one; a no-op once taken), held until the scope is dropped after the
     /// answer is serialised. The handler takes it before running a request
     /// holding a query that may read the whole fleet, and before the
-    /// contents slot: no
-    /// request holding a contents slot ever waits for a query slot.
+    /// contents slot: no request holding a contents slot ever waits for a
+    /// query slot.
     pub(crate) async fn take_query_slot(&self) -> Result<(), async_graphql::Error> {
-        self.query_slot
-            .get_or_try_init(|| Arc::clone(&self.slots.queries).acquire_owned())
-            .await
-            .map(|_| ())
-            .map_err(|_| async_graphql::Error::new("the service is stopping"))
+        hold(&self.query_slot, &self.slots.queries).await
     }
 
     /// Takes `bytes` of `contents` from the budget, waiting for a contents
@@ -558,6 +550,15 @@ impl RequestScope {
         }
         Ok(())
     }
+}
+
+/// A permit of `slots` kept in `held` (waiting for one when none is kept
+/// yet).
+async fn hold(held: &OnceCell<OwnedSemaphorePermit>, slots: &Arc<Semaphore>) -> Result<(), async_graphql::Error> {
+    held.get_or_try_init(|| Arc::clone(slots).acquire_owned())
+        .await
+        .map(|_| ())
+        .map_err(|_| async_graphql::Error::new("the service is stopping"))
 }
 
 #[cfg(test)]

@@ -27,19 +27,30 @@ use crate::migrate::backfill::placeholder::{self, BATCH, RANGE};
 use crate::migrate::backfill::{Key, KeyValue};
 use crate::migrate::driver::Driver;
 
-/// A backfill's statement read once ([`statement`]'s cut), with where each
-/// of its placeholders stands: every batch fills the same holes, and the
-/// text is tokenized once per backfill, not once per batch.
+/// A backfill's statement read once (cut as `placeholder::statement` cuts
+/// it), with where each of its placeholders stands: every batch fills the
+/// same holes, and the text is tokenized once per backfill, not per batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     /// The statement, its placeholders still in it.
     text: String,
-    /// Each placeholder's bytes in `text`, in order (as [`find`] finds
-    /// them; every occurrence when the tokenizer cannot read the text).
+    /// Each placeholder's bytes in `text`, in order (as `placeholder::find`
+    /// finds them; every occurrence when the tokenizer cannot read it).
     holes: Vec<Range<usize>>,
 }
 
 impl Template {
+    /// A ranged backfill's statement ([`batch`], [`batch_with_integers`]):
+    /// its `{range}` holes.
+    pub fn ranged(driver: Driver, statement: &str) -> Template {
+        Template::new(driver, statement, RANGE)
+    }
+
+    /// A repeated backfill's statement ([`repeated`]): its `{batch}` holes.
+    pub fn repeated(driver: Driver, statement: &str) -> Template {
+        Template::new(driver, statement, BATCH)
+    }
+
     /// `text`'s statement with the holes of `placeholder` found.
     fn new(driver: Driver, text: &str, placeholder: &str) -> Template {
         let text = placeholder::statement(driver, text);
@@ -204,19 +215,6 @@ pub fn batch(t: &Target<'_>, statement: &Template, from_start: bool) -> Rendered
     let mut binds = Binds::new(t);
     let sql = statement.fill(|| binds.range(from_start, true));
     Rendered { sql, binds: binds.slots }
-}
-
-impl Template {
-    /// A ranged backfill's statement ([`batch`], [`batch_with_integers`]):
-    /// its `{range}` holes.
-    pub fn ranged(driver: Driver, statement: &str) -> Template {
-        Template::new(driver, statement, RANGE)
-    }
-
-    /// A repeated backfill's statement ([`repeated`]): its `{batch}` holes.
-    pub fn repeated(driver: Driver, statement: &str) -> Template {
-        Template::new(driver, statement, BATCH)
-    }
 }
 
 /// PostgreSQL: [`batch`] with each key value written as a typed literal
