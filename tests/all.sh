@@ -85,6 +85,20 @@ step() {
     step_name="$*" step_started=$SECONDS step_cpu=$cpu_seconds
     printf '\n==> %s\n' "$*"
 }
+# Where the servers keep their data and the end-to-end tests their files:
+# in memory (/dev/shm, a tmpfs) when it has 8 GiB free, else /tmp
+# (STRATA_CI_SCRATCH chooses). What the suites test does not depend on the
+# disk under them (a kill -9 leaves the page cache as it is; no test cuts
+# the power), and beside the builds and the other lanes every fsync waited
+# on one shared disk: tests of 1 to 10 s alone took 60 to 250 s in a run
+# (SQLite's commits, PostgreSQL's and MariaDB's at their default
+# durability). The benchmarks run on disk.
+scratch=/tmp
+if [ -w /dev/shm ] && [ "$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')" -ge $((8 * 1024 * 1024)) ] 2>/dev/null; then
+    scratch=/dev/shm
+fi
+scratch=${STRATA_CI_SCRATCH:-$scratch}
+tests_tmp="$scratch/strata-tests-$$"
 servers_started=0 servers_pid=""
 on_exit() {
     local status=$?
@@ -118,7 +132,7 @@ on_exit() {
         printf '\n==> why lane %s failed (the last lines of its failed step)\n' "$(basename "$times" .times)"
         tail -n 40 "$log" | cut -c1-400
     done
-    rm -rf "$lane_dir"
+    rm -rf "$lane_dir" "$tests_tmp"
     return $status
 }
 trap on_exit EXIT
@@ -291,9 +305,23 @@ run_web_lane() {
 # locks it per profile directory (a build beside a `cargo install --debug`
 # in the same one waited 20 minutes for its turn), and these use `dev`,
 # `wasm` and `release`, the workspace build `ci`.
+# The lane's cargo builds first, beside the workspace build (they need no
+# tool): the same commands as pkg/shared/build.mjs and
+# worker/scripts/build.mjs, whose builds then find them done. On a fresh
+# machine they took 6 of the lane's minutes after the wasm-bindgen CLI; they
+# also show strata-core building for wasm32-unknown-unknown.
+build_wasm_targets() {
+    local features # (`|| return`: lane_step's `||` turns `set -e` off in here)
+    for features in endpoint webhooks; do
+        cargo build -p strata-wasm --target wasm32-unknown-unknown --profile wasm --locked \
+            --no-default-features --features "$features" || return
+    done
+    cargo build -p strata-worker --lib --target wasm32-unknown-unknown --profile wasm --locked || return
+    cargo build -p strata-worker-wasi --target wasm32-wasip2 --release --locked
+}
 run_packages_lane() {
-    lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs)" \
-        cargo check -p strata-core --target wasm32-unknown-unknown --locked
+    lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs): the packages' and edge receivers' WebAssembly builds" \
+        build_wasm_targets
     wait_for_tool wasm-bindgen-cli
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
@@ -304,6 +332,7 @@ step "toolchain components and targets"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 # sqlx's TLS is OpenSSL (native-tls): its headers and pkg-config to build.
 if ! pkg-config --exists openssl 2>/dev/null; then
     apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq libssl-dev pkg-config >/dev/null
@@ -316,7 +345,7 @@ source native/container/static-openssl.sh
 # starting PostgreSQL, PgBouncer, MariaDB, a Galera cluster, moto and
 # Azurite takes a minute or two on a fresh machine); the e2e step waits.
 if [ "${STRATA_SKIP_SERVERS:-0}" != 1 ]; then
-    export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-/tmp/strata-servers-$$}"
+    export STRATA_SERVERS_DIR="${STRATA_SERVERS_DIR:-$scratch/strata-servers-$$}"
     # Unless told where, the servers take the first block of ports nothing
     # listens on yet (a server left by a benchmark or an earlier run holds
     # its ports): tests/servers.sh's defaults, then the same layout 1000,
@@ -389,6 +418,11 @@ else
     tail -n 1 "$STRATA_SERVERS_DIR.log"
     # shellcheck disable=SC1091
     source "$STRATA_SERVERS_DIR/env"
+    # The suites' temporary files (their workspaces, SQLite's tenants, the
+    # major versions' servers) in the scratch place too; the lanes started
+    # from here on inherit it.
+    mkdir -p -m 1777 "$tests_tmp"
+    export TMPDIR="$tests_tmp" STRATA_PG_MAJORS_DIR="${STRATA_PG_MAJORS_DIR:-$tests_tmp/pg-majors}"
     start_lane sqlite run_sqlite_lane
     start_lane postgres run_postgres_lane
     start_lane pg-majors run_pg_majors_lane
