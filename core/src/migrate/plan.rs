@@ -467,15 +467,10 @@ impl<'a> Planner<'a> {
                     if recorded.contains(index, target) {
                         continue;
                     }
-                    if let Some(latest) = recorded.latest[target as usize]
-                        && latest > index
-                        && input.out_of_order != OutOfOrderPolicy::Allow
+                    if input.out_of_order != OutOfOrderPolicy::Allow
+                        && let Some(late) = recorded.out_of_order(input.sources, index, target, &targets)
                     {
-                        out_of_order.push(OutOfOrder {
-                            file: migration.file.clone(),
-                            schema: targets.names[target as usize].to_string(),
-                            after: input.sources[latest].name.clone(),
-                        });
+                        out_of_order.push(late);
                     }
                 }
                 let schema = plan_schemas.index(target, &targets)?;
@@ -485,16 +480,8 @@ impl<'a> Planner<'a> {
                 steps.push(Step { migration: migration_index, schema, execute });
                 planned_here += 1;
             }
-            // Without tenants, a tenant file still counts as loaded when it is a
-            // script or was never recorded (the spec's `tenantMigrations`: loaded
-            // files; `tenantMigrationsTotal` = tenants × that).
-            let loaded_without_tenants =
-                target_ids.is_empty() && migration.migration_type.is_tenant() && (script || !recorded.anywhere[index]);
-            if loaded_without_tenants {
-                match migration.migration_type {
-                    MigrationType::TenantMigration => counts.tenant_migrations += 1,
-                    _ => counts.tenant_scripts += 1,
-                }
+            if target_ids.is_empty() {
+                count_loaded_without_tenants(&mut counts, migration.migration_type, recorded.anywhere[index]);
             }
             counts.add_file(migration.migration_type, planned_here);
         }
@@ -520,6 +507,19 @@ impl<'a> Planner<'a> {
             new_tenant,
             recorded_before,
         })
+    }
+}
+
+/// Without tenants, a tenant file still counts as loaded when it is a
+/// script or was never recorded (the spec's `tenantMigrations`: loaded
+/// files; `tenantMigrationsTotal` = tenants × that).
+fn count_loaded_without_tenants(counts: &mut Counts, kind: MigrationType, recorded_anywhere: bool) {
+    if !kind.is_tenant() || (!kind.is_script() && recorded_anywhere) {
+        return;
+    }
+    match kind {
+        MigrationType::TenantMigration => counts.tenant_migrations += 1,
+        _ => counts.tenant_scripts += 1,
     }
 }
 
@@ -723,6 +723,23 @@ impl<'a> RecordedFold<'a> {
 }
 
 impl Recorded {
+    /// Source `index`, not recorded in `target`, when a later source is
+    /// (in source order): where it now runs out of order.
+    fn out_of_order(
+        &self,
+        sources: &[SourceMigration],
+        index: usize,
+        target: u32,
+        targets: &TargetSchemas<'_>,
+    ) -> Option<OutOfOrder> {
+        let latest = self.latest[target as usize].filter(|&latest| latest > index)?;
+        Some(OutOfOrder {
+            file: sources[index].file.clone(),
+            schema: targets.names[target as usize].to_string(),
+            after: sources[latest].name.clone(),
+        })
+    }
+
     fn contains(&self, source: usize, target: u32) -> bool {
         let cell = source * self.width + target as usize;
         self.bits[cell / 64] & (1 << (cell % 64)) != 0

@@ -255,11 +255,20 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 /// diagnostics. `Nothing to do.` for an empty plan.
 pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
     let mut out = String::new();
-    let counts = &plan.counts;
+    write_headline(&mut out, plan, sources);
+    if !plan.steps.is_empty() {
+        write_groups(&mut out, plan, sources);
+    }
+    write_diagnostics(&mut out, &plan.diagnostics);
+    out
+}
+
+/// [`render_text`]'s first lines: the new tenant, a revert's or a sync's
+/// warning, and the counts (or that there is nothing to do).
+fn write_headline(out: &mut String, plan: &Plan, sources: &[SourceMigration]) {
     if let Some(tenant) = &plan.new_tenant {
         out.push_str(&format!("New tenant {tenant}.\n"));
     }
-    let unrun = record_only(plan, sources);
     if plan.direction == crate::migrate::plan::Direction::Revert && !plan.steps.is_empty() {
         out.push_str(&format!(
             "REVERT: {} would be undone (each one's down part run, its record removed), newest first, in {}.\n",
@@ -267,42 +276,53 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
             plural(plan.schemas.len(), "schema", "schemas"),
         ));
     }
+    let unrun = record_only(plan, sources);
     if plan.steps.is_empty() {
         out.push_str(if plan.new_tenant.is_some() { "No files to apply.\n" } else { "Nothing to do.\n" });
-    } else if unrun > 0 {
+        return;
+    }
+    if unrun > 0 {
         out.push_str(&format!(
             "SYNC: {} would be RECORDED AS APPLIED WITHOUT RUNNING (adopting a database changed by other means); \
              each is marked (record only) below. To run them, plan and apply without --sync.\n",
             plural(unrun as usize, "migration", "migrations"),
         ));
     }
-    if !plan.steps.is_empty() {
-        out.push_str(&format!(
-            "{} and {} in {} ({}).\n",
-            plural(counts.migrations_grand_total() as usize, "migration", "migrations"),
-            plural(counts.scripts_grand_total() as usize, "script", "scripts"),
-            plural(plan.schemas.len(), "schema", "schemas"),
-            plural(counts.tenants as usize, "tenant", "tenants"),
-        ));
-        for group in pending_groups(plan, sources) {
-            let kind = match (group.tenants, group.schemas.len()) {
-                (true, 1) => "tenant",
-                (true, _) => "tenants",
-                (false, 1) => "schema",
-                (false, _) => "schemas",
+    let counts = &plan.counts;
+    out.push_str(&format!(
+        "{} and {} in {} ({}).\n",
+        plural(counts.migrations_grand_total() as usize, "migration", "migrations"),
+        plural(counts.scripts_grand_total() as usize, "script", "scripts"),
+        plural(plan.schemas.len(), "schema", "schemas"),
+        plural(counts.tenants as usize, "tenant", "tenants"),
+    ));
+}
+
+/// [`render_text`]'s groups: the schemas with the same pending files, each
+/// file marked when it is a script or only recorded.
+fn write_groups(out: &mut String, plan: &Plan, sources: &[SourceMigration]) {
+    for group in pending_groups(plan, sources) {
+        let kind = match (group.tenants, group.schemas.len()) {
+            (true, 1) => "tenant",
+            (true, _) => "tenants",
+            (false, 1) => "schema",
+            (false, _) => "schemas",
+        };
+        out.push_str(&format!("\n{kind} {}:\n", names(&group.schemas)));
+        for file in &group.files {
+            let what = match (file.script, file.execute) {
+                (true, _) => " (script)",
+                (false, false) => " (record only)",
+                (false, true) => "",
             };
-            out.push_str(&format!("\n{kind} {}:\n", names(&group.schemas)));
-            for file in &group.files {
-                let what = match (file.script, file.execute) {
-                    (true, _) => " (script)",
-                    (false, false) => " (record only)",
-                    (false, true) => "",
-                };
-                out.push_str(&format!("  {}{what}\n", file.file));
-            }
+            out.push_str(&format!("  {}{what}\n", file.file));
         }
     }
-    let diagnostics = &plan.diagnostics;
+}
+
+/// [`render_text`]'s diagnostics: histories adopted, files out of order,
+/// drift, missing files.
+fn write_diagnostics(out: &mut String, diagnostics: &crate::migrate::plan::Diagnostics) {
     if !diagnostics.adopted.read.is_empty() {
         out.push_str("\nRecorded as each schema's own history says (other tools' histories, read by the Sync):\n");
         for (history, schemas) in &diagnostics.adopted.read {
@@ -338,7 +358,6 @@ pub fn render_text(plan: &Plan, sources: &[SourceMigration]) -> String {
             out.push_str(&format!("  {} (recorded in {})\n", item.file, names(&item.schemas)));
         }
     }
-    out
 }
 
 #[cfg(test)]

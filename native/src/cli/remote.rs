@@ -923,13 +923,12 @@ mod tests {
         ];
         let limits = strata_core::migrate::config::GraphQlLimits::default();
         for (document, variables) in documents {
-            // Within the default limits, root fields and fields that read
-            // the whole fleet included.
-            let roots = crate::graphql::limits::check_expanded_cost(document, None, &limits).unwrap();
-            assert!(crate::graphql::limits::check_root_fields(roots.count, &limits).is_ok(), "{document}: {roots:?}");
-            assert!(crate::graphql::limits::check_fleet_fields(roots.fleet, &limits).is_ok(), "{document}: {roots:?}");
             let request =
                 async_graphql::Request::new(document).variables(async_graphql::Variables::from_json(variables));
+            // Within the default limits, root fields and fields that read
+            // the whole fleet included.
+            let checked = crate::graphql::limits::check_request(&[&request], &limits);
+            assert!(checked.is_ok(), "{document}: {checked:?}");
             let response = schema.execute(request).await;
             let invalid: Vec<String> =
                 response.errors.iter().filter(|e| e.path.is_empty()).map(|e| e.message.clone()).collect();

@@ -28,6 +28,38 @@ pub(crate) fn limit_error(message: String) -> ServerError {
     error
 }
 
+/// The slots a request must hold before its operations run
+/// ([`check_request`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SlotsNeeded {
+    /// An operation selects `contents` ([`RequestScope::take_slot`]).
+    pub(crate) contents: bool,
+    /// An operation is a query that may read the whole fleet
+    /// ([`RequestScope::take_query_slot`]).
+    pub(crate) query: bool,
+}
+
+/// Every limit a request's operations (one, or a batch's) meet before
+/// anything runs, each operation's in turn, then the request's sums (root
+/// fields, fields that read the whole fleet); the first refusal ends the
+/// check. Returns the slots the request then takes.
+pub(crate) fn check_request(
+    operations: &[&async_graphql::Request],
+    limits: &GraphQlLimits,
+) -> Result<SlotsNeeded, ServerError> {
+    check_batch(operations.len(), limits)?;
+    let (mut root_fields, mut fleet_fields, mut contents) = (0usize, 0usize, false);
+    for request in operations {
+        contents |= check_fields_written(&request.query, limits)?;
+        let roots = check_expanded_cost(&request.query, request.operation_name.as_deref(), limits)?;
+        root_fields = root_fields.saturating_add(roots.count);
+        fleet_fields = fleet_fields.saturating_add(roots.fleet);
+    }
+    check_root_fields(root_fields, limits)?;
+    check_fleet_fields(fleet_fields, limits)?;
+    Ok(SlotsNeeded { contents, query: fleet_fields > 0 })
+}
+
 /// The number of operations in a batch, checked against `batch`.
 pub(crate) fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(), ServerError> {
     if operations > limits.batch {

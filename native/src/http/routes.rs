@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::ServerError;
 use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
@@ -66,25 +65,7 @@ async fn graphql_answer(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, AppError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    // A browser sends form and text bodies cross-origin, never with a
-    // bearer credential: those are refused unless they carry one, or the
-    // configuration accepts them (migrator's `curl -d` clients).
-    let form = is_media(content_type, "application/x-www-form-urlencoded") || is_media(content_type, "text/plain");
-    let accepted =
-        is_json(content_type) || has_bearer(headers) || (form && state.service.config().allow_form_content_type);
-    if !accepted {
-        let hint = if form {
-            " (or carry Authorization: Bearer; allowFormContentType: true accepts JSON sent as a form or as text)"
-        } else {
-            ""
-        };
-        return Err(AppError::UnsupportedMediaType(if content_type.is_empty() {
-            format!("POST /v2/service takes Content-Type: application/json; the request has none{hint}")
-        } else {
-            format!("POST /v2/service takes Content-Type: application/json, not {}{hint}", one_line(content_type))
-        }));
-    }
+    check_content_type(state, headers)?;
     let body = match body {
         Ok(body) => body,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -99,35 +80,17 @@ async fn graphql_answer(
     let batch: async_graphql::BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
-    let operations: Vec<&async_graphql::Request> = batch.iter().collect();
-    // Per operation: whether it selects `contents`, whether it is a query
-    // that may read the whole fleet.
-    let checked: Result<Vec<(bool, bool)>, _> = limits::check_batch(operations.len(), &limits).and_then(|()| {
-        let (mut root_fields, mut fleet_fields) = (0usize, 0usize);
-        let kinds = operations
-            .iter()
-            .map(|request| {
-                let contents = limits::check_fields_written(&request.query, &limits)?;
-                let roots = limits::check_expanded_cost(&request.query, request.operation_name.as_deref(), &limits)?;
-                root_fields = root_fields.saturating_add(roots.count);
-                fleet_fields = fleet_fields.saturating_add(roots.fleet);
-                Ok((contents, roots.fleet > 0))
-            })
-            .collect::<Result<Vec<(bool, bool)>, ServerError>>()?;
-        limits::check_root_fields(root_fields, &limits)?;
-        limits::check_fleet_fields(fleet_fields, &limits)?;
-        Ok(kinds)
-    });
+    let checked = limits::check_request(&batch.iter().collect::<Vec<_>>(), &limits);
     let scope = Arc::new(limits::RequestScope::new(&limits, &state.answer_slots));
     let response = match checked {
         Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
-        Ok(kinds) => {
+        Ok(needed) => {
             // The query slot first, then the contents slot (see
             // `RequestScope::take_query_slot`).
-            if kinds.iter().any(|(_, reads_fleet)| *reads_fleet) {
+            if needed.query {
                 scope.take_query_slot().await.map_err(|e| AppError::Internal(e.message))?;
             }
-            if kinds.iter().any(|(contents, _)| *contents) {
+            if needed.contents {
                 scope.take_slot().await.map_err(|e| AppError::Internal(e.message))?;
             }
             let execution = state.schema.execute_batch(batch.data(request_id).data(identity).data(Arc::clone(&scope)));
@@ -148,6 +111,28 @@ async fn graphql_answer(
     // serialised.
     drop(scope);
     Ok(answer)
+}
+
+/// 415 unless the request is JSON, or carries a bearer credential, or is a
+/// form or text the configuration accepts: a browser sends form and text
+/// bodies cross-origin, never with a bearer credential (migrator's `curl
+/// -d` clients send forms: `allowFormContentType`).
+fn check_content_type(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let form = is_media(content_type, "application/x-www-form-urlencoded") || is_media(content_type, "text/plain");
+    if is_json(content_type) || has_bearer(headers) || (form && state.service.config().allow_form_content_type) {
+        return Ok(());
+    }
+    let hint = if form {
+        " (or carry Authorization: Bearer; allowFormContentType: true accepts JSON sent as a form or as text)"
+    } else {
+        ""
+    };
+    Err(AppError::UnsupportedMediaType(if content_type.is_empty() {
+        format!("POST /v2/service takes Content-Type: application/json; the request has none{hint}")
+    } else {
+        format!("POST /v2/service takes Content-Type: application/json, not {}{hint}", one_line(content_type))
+    }))
 }
 
 /// 403 when an operation of the answer was refused to its identity
