@@ -303,47 +303,31 @@ run_web_lane() {
 }
 # Cargo in the shared target directory beside the workspace build: cargo
 # locks it per profile directory (a build beside a `cargo install --debug`
-# in the same one waited 20 minutes for its turn), and these use `wasm`,
-# the workspace build `ci`.
-# The packages' and the edge receivers' WebAssembly builds: the same
-# commands as pkg/shared/build.mjs and worker/scripts/build.mjs, whose
-# builds then find them done. Each lane starts with its own, beside the
-# workspace build (they need no tool), the receivers' in a target
-# directory of their own (cargo locks a profile's artifact directory: the
-# two would take turns): on a fresh machine they took 6 of the packages
-# lane's minutes after the wasm-bindgen CLI, and in one lane after the
-# build 7 minutes of a cached run's 10. They also show strata-core
-# building for wasm32-unknown-unknown (no I/O, no std-only APIs).
-build_package_wasm() { # (`|| return`: lane_step's `||` turns `set -e` off in here)
-    local features
+# in the same one waited 20 minutes for its turn), and these use `wasm`
+# and `release`, the workspace build `ci`.
+# The lane's cargo builds first, beside the workspace build (they need no
+# tool): the same commands as pkg/shared/build.mjs and
+# worker/scripts/build.mjs, whose builds then find them done. On a fresh
+# machine they took 6 of the lane's minutes after the wasm-bindgen CLI; they
+# also show strata-core building for wasm32-unknown-unknown. (The
+# receivers' builds in a lane and a target directory of their own, so that
+# they would not wait for the packages' — cargo locks a profile's artifact
+# directory — compiled their dependencies again: a cached run took 13:17
+# instead of 10:31, every lane slower.)
+build_wasm_targets() {
+    local features # (`|| return`: lane_step's `||` turns `set -e` off in here)
     for features in endpoint webhooks; do
         cargo build -p strata-wasm --target wasm32-unknown-unknown --profile wasm --locked \
             --no-default-features --features "$features" || return
     done
-}
-build_receiver_wasm() { # in tests/worker.sh's target directory for them
-    local target_dir=$CARGO_TARGET_DIR/worker
-    CARGO_TARGET_DIR=$target_dir cargo build -p strata-worker --lib --target wasm32-unknown-unknown --profile wasm --locked ||
-        return
-    CARGO_TARGET_DIR=$target_dir cargo build -p strata-worker-wasi --target wasm32-wasip2 --release --locked
+    cargo build -p strata-worker --lib --target wasm32-unknown-unknown --profile wasm --locked || return
+    cargo build -p strata-worker-wasi --target wasm32-wasip2 --release --locked
 }
 run_packages_lane() {
-    lane_step "strata-core built for wasm32-unknown-unknown: the npm packages' WebAssembly (strata-wasm)" \
-        build_package_wasm
+    lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs): the packages' and edge receivers' WebAssembly builds" \
+        build_wasm_targets
     wait_for_tool wasm-bindgen-cli
     lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
-    touch "$lane_dir/packages.built"
-}
-# The edge receivers' lane: its builds beside the packages lane's, then
-# their tests once the packages are built (the JS Worker imports
-# pkg/webhooks).
-run_receivers_lane() {
-    lane_step "the edge receivers' WebAssembly: the Worker's and the WASI component's" build_receiver_wasm
-    wait_for_tool wasm-bindgen-cli
-    while [ ! -e "$lane_dir/packages.built" ]; do
-        [ ! -e "$lane_dir/packages.ended" ] || { echo "the packages lane ended without building them: its log says why" >&2; return 1; }
-        sleep 2
-    done
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
 }
@@ -391,7 +375,6 @@ cargo fmt --all --check
 # first (the packages wait for the wasm-bindgen CLI), then the others.
 start_lane tools run_tools_lane 10
 start_lane packages run_packages_lane 19
-start_lane receivers run_receivers_lane 19
 start_lane fuzz run_fuzz_lane 19
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting

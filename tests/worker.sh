@@ -11,9 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}"
-# The receivers' builds in a target directory of their own (see
-# worker/scripts/build.mjs): tests/all.sh runs them beside the packages'.
-export STRATA_WORKER_TARGET_DIR="${STRATA_WORKER_TARGET_DIR:-$CARGO_TARGET_DIR/worker}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2

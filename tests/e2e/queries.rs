@@ -301,7 +301,9 @@ async fn twenty_thousand_tenants_listed_whole_and_in_pages_take_little_memory() 
 
 /// Abuse by reading: clients at once, each asking in one request for as
 /// many whole-fleet lists as a request may hold (`fleetFields`, 4: each the
-/// unpaged tenant list of 20,000). Every client gets every list whole, and
+/// tenant list of 20,000, unpaged, or — every other client — as a "page" of
+/// 2^31 - 1 given in a variable, which was taken for a page and ran without
+/// a slot until 2026-12-05). Every client gets every list whole, and
 /// the service's peak grows by what two such requests hold (the process's
 /// query slots), not with the number of clients. Before the slots
 /// (6ebe86f), on PostgreSQL and MariaDB the reads at once asked the
@@ -317,12 +319,18 @@ async fn clients_at_once_asking_for_whole_fleet_lists_are_all_answered_two_reque
     let server = Server::start("basic", "").await;
     server.create_version(json!({ "versionName": "books" })).await;
     server.ws.add_tenant_rows(TENANTS as u32).await;
-    let lists: Vec<String> = (0..LISTS).map(|i| format!("l{i}: tenants {{ name }}")).collect();
-    let query = format!("{{ {} }}", lists.join(" "));
+    let unpaged: Vec<String> = (0..LISTS).map(|i| format!("l{i}: tenants {{ name }}")).collect();
+    let unpaged = format!("{{ {} }}", unpaged.join(" "));
+    let paged: Vec<String> = (0..LISTS).map(|i| format!("l{i}: tenants(first: $all) {{ name }}")).collect();
+    let paged = format!("query($all: Int) {{ {} }}", paged.join(" "));
     server.data("{ tenants(first: 1) { name } }", json!({})).await;
     let (resting, _) = server.memory_kib();
     server.reset_peak_memory();
-    let answers = futures::future::join_all((0..CLIENTS).map(|_| server.data(&query, json!({})))).await;
+    let answers = futures::future::join_all((0..CLIENTS).map(|client| match client % 2 {
+        0 => server.data(&unpaged, json!({})),
+        _ => server.data(&paged, json!({ "all": i32::MAX })),
+    }))
+    .await;
     let grown = server.memory_kib().1.saturating_sub(resting);
     for answer in &answers {
         for i in 0..LISTS {

@@ -15,11 +15,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-// STRATA_WORKER_TARGET_DIR (tests/worker.sh sets it): a target directory of
-// the receivers' own, so that their builds never wait for the packages'
-// (cargo locks a profile's artifact directory while it builds).
-const targetDir =
-  process.env.STRATA_WORKER_TARGET_DIR || process.env.CARGO_TARGET_DIR || join(homedir(), ".cache", "strata-target");
+const targetDir = process.env.CARGO_TARGET_DIR || join(homedir(), ".cache", "strata-target");
 const env = { ...process.env, CARGO_TARGET_DIR: targetDir };
 
 /** A local executable: ~/.cargo/bin, node_modules/.bin, then PATH; undefined when absent. */

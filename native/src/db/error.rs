@@ -272,10 +272,15 @@ pub(crate) enum ServerError {
     /// or a pooler cut it).
     #[error("the connection to the database was lost: {0}")]
     ConnectionLost(String),
-    /// A connection pooler had no server connection for Strata in time.
+    /// No connection came free in time: every one of the service's own
+    /// pool was busy past its wait (sqlx's "pool timed out"), or a
+    /// connection pooler had no server connection (PgBouncer's
+    /// `query_wait_timeout`). The message names neither alone: the detail
+    /// tells them apart (an earlier one blamed a pooler where none was).
     #[error(
-        "the connection pooler gave up waiting for a free server connection ({0}); its pool must hold \
-         tenantConcurrency + 2 connections for one version (PgBouncer: default_pool_size), or lower tenantConcurrency"
+        "no database connection came free in time ({0}): the service's pool (tenantConcurrency + 6 connections, \
+         shared by a version's units and the API's reads) or a connection pooler's (PgBouncer: default_pool_size, \
+         which must hold tenantConcurrency + 2 for one version) was busy; try again, or lower tenantConcurrency"
     )]
     PoolExhausted(String),
 }
@@ -520,8 +525,8 @@ impl MigrationFailure {
             )?,
             Cause::PoolExhausted => write!(
                 f,
-                "the connection pooler had no server connection in time for migration {} in schema {} \
-                 (its pool must hold tenantConcurrency + 2 connections)",
+                "no database connection came free in time for migration {} in schema {} (the service's pool \
+                 was busy, or a connection pooler's: a pooler's pool must hold tenantConcurrency + 2 connections)",
                 self.file, self.schema
             )?,
             Cause::LockLost => write!(

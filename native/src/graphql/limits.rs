@@ -51,7 +51,7 @@ pub(crate) fn check_request(
     let (mut root_fields, mut fleet_fields, mut contents) = (0usize, 0usize, false);
     for request in operations {
         contents |= check_fields_written(&request.query, limits)?;
-        let roots = check_expanded_cost(&request.query, request.operation_name.as_deref(), limits)?;
+        let roots = check_expanded_cost(&request.query, request.operation_name.as_deref(), &request.variables, limits)?;
         root_fields = root_fields.saturating_add(roots.count);
         fleet_fields = fleet_fields.saturating_add(roots.fleet);
     }
@@ -114,15 +114,17 @@ const SPREAD_NESTING: usize = 64;
 /// Returns the root fields of the operation that runs (`operation`, else
 /// every operation of the text), for [`check_root_fields`], and those of
 /// its queries that may read the whole fleet, for [`check_fleet_fields`]
-/// (the request then takes a query slot).
+/// (the request then takes a query slot); a page's size may be one of the
+/// request's `variables`.
 pub(crate) fn check_expanded_cost(
     query: &str,
     operation: Option<&str>,
+    variables: &async_graphql::Variables,
     limits: &GraphQlLimits,
 ) -> Result<RootFields, ServerError> {
     let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(RootFields::default()) };
     let mut walk = CostWalk { document: &document, known: HashMap::new(), visiting: Vec::new() };
-    let mut roots = RootWalk { document: &document, known: HashMap::new(), depth: 0 };
+    let mut roots = RootWalk { document: &document, variables, known: HashMap::new(), depth: 0 };
     let mut root_fields = RootFields::default();
     for (name, definition) in document.operations.iter() {
         let cost = walk.set(&definition.node.selection_set.node).map_err(limit_error)?;
@@ -195,15 +197,39 @@ pub(crate) fn check_fleet_fields(fields: usize, limits: &GraphQlLimits) -> Resul
 const LIGHT_ROOT_FIELDS: [&str; 7] =
     ["identity", "tenantCount", "versionCount", "shards", "rollouts", "sourceMigrations", "dbMigration"];
 
-/// Root fields that read little when asked for a page (`first` or `last`).
-const PAGED_ROOT_FIELDS: [&str; 3] = ["tenants", "versions", "quarantine"];
+/// Root fields that read little when asked for a page (`first` or `last`
+/// of at most [`LIGHT_PAGE`]): the database is asked for the page alone.
+/// (`quarantine` is not one: it reads the whole list, then takes the page;
+/// nor is `versions(file:)`, which reads every version of the file.)
+const PAGED_ROOT_FIELDS: [&str; 2] = ["tenants", "versions"];
+
+/// The largest page that reads little: `strata tenants --server`'s page.
+/// A larger one, or one whose size the request does not say (a variable
+/// without a value), reads like the whole list.
+const LIGHT_PAGE: i64 = 5_000;
 
 /// Whether a root field may read the whole fleet: not light, nor a page of
-/// a list ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`]).
-fn reads_fleet(field: &async_graphql::parser::types::Field) -> bool {
+/// at most [`LIGHT_PAGE`] items of a list ([`LIGHT_ROOT_FIELDS`],
+/// [`PAGED_ROOT_FIELDS`]). A `first` or `last` of 2^31 - 1 is no page.
+fn reads_fleet(field: &async_graphql::parser::types::Field, variables: &async_graphql::Variables) -> bool {
     let name = field.name.node.as_str();
-    let paged = || field.arguments.iter().any(|(argument, _)| matches!(argument.node.as_str(), "first" | "last"));
-    !(LIGHT_ROOT_FIELDS.contains(&name) || PAGED_ROOT_FIELDS.contains(&name) && paged())
+    if LIGHT_ROOT_FIELDS.contains(&name) {
+        return false;
+    }
+    let argument = |wanted: &str| {
+        field.arguments.iter().find(|(argument, _)| argument.node.as_str() == wanted).map(|(_, value)| &value.node)
+    };
+    if !PAGED_ROOT_FIELDS.contains(&name) || argument("file").is_some() {
+        return true;
+    }
+    // A literal, or a variable's value (none when the request gives none).
+    let page = argument("first").or_else(|| argument("last")).and_then(|value| {
+        match value.clone().into_const_with(|name| variables.get(&name).cloned().ok_or(())) {
+            Ok(async_graphql::Value::Number(number)) => number.as_i64(),
+            _ => None,
+        }
+    });
+    !matches!(page, Some(size) if size <= LIGHT_PAGE)
 }
 
 /// The root fields of a selection set, fragments expanded (but
@@ -212,6 +238,7 @@ fn reads_fleet(field: &async_graphql::parser::types::Field) -> bool {
 /// ran first, so no fragment spreads itself.
 struct RootWalk<'a> {
     document: &'a async_graphql::parser::types::ExecutableDocument,
+    variables: &'a async_graphql::Variables,
     known: HashMap<&'a str, (usize, usize)>,
     depth: usize,
 }
@@ -224,7 +251,7 @@ impl<'a> RootWalk<'a> {
         for item in &set.items {
             let (more, more_fleet) = match &item.node {
                 Selection::Field(field) if field.node.name.node.as_str().starts_with("__") => (0, 0),
-                Selection::Field(field) => (1, usize::from(reads_fleet(&field.node))),
+                Selection::Field(field) => (1, usize::from(reads_fleet(&field.node, self.variables))),
                 Selection::InlineFragment(fragment) => self.set(&fragment.node.selection_set.node),
                 Selection::FragmentSpread(spread) => self.fragment(spread.node.fragment_name.node.as_str()),
             };
@@ -667,7 +694,9 @@ mod tests {
     #[test]
     fn root_fields_count_every_alias_and_spread_of_the_operation_that_runs() {
         let big = GraphQlLimits { complexity: 1000, depth: 32, ..limits() };
-        let roots = |query: &str, operation: Option<&str>| check_expanded_cost(query, operation, &big).unwrap().count;
+        let none = async_graphql::Variables::default();
+        let roots =
+            |query: &str, operation: Option<&str>| check_expanded_cost(query, operation, &none, &big).unwrap().count;
         assert_eq!(roots("{ a: tenants { name } b: tenants { name } versions { id } }", None), 3);
         // Introspection reads no storage.
         assert_eq!(roots("{ __typename __schema { queryType { name } } tenants { name } }", None), 1);
@@ -684,7 +713,8 @@ mod tests {
         assert_eq!(roots("{ not closed", None), 0);
         // Queries that may read the whole fleet take a query slot; light
         // ones, pages, mutations and introspection do not.
-        let fleet = |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &big).unwrap().fleet;
+        let fleet =
+            |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &none, &big).unwrap().fleet;
         let mixed = "query A { tenants { name } } mutation B { pauseBackfills(tenantNames: null) }";
         assert_eq!((fleet(mixed, Some("A")), fleet(mixed, Some("B")), fleet(mixed, None)), (1, 0, 1));
         assert_eq!(fleet("{ __schema { queryType { name } } }", None), 0);
@@ -693,6 +723,18 @@ mod tests {
         assert_eq!(fleet("{ tenantCount drift { tenants } p: plan { pending } }", None), 2);
         assert_eq!(fleet("{ ...F ...F } fragment F on Query { plan { pending } }", None), 2, "through fragments");
         assert_eq!(fleet("{ quarantine(after: \"t\") { tenant } }", None), 1, "after alone reads the rest");
+        // A page larger than LIGHT_PAGE, of a size the request does not
+        // say, of the quarantine, or of one file's versions reads like the
+        // whole list.
+        assert_eq!(fleet("{ tenants(first: 5000) { name } versions(first: 5000) { id } }", None), 0);
+        assert_eq!(fleet("{ tenants(first: 2147483647) { name } v: versions(last: 5001) { id } }", None), 2);
+        assert_eq!(fleet("{ quarantine(first: 1) { tenant } versions(file: \"a.sql\", first: 1) { id } }", None), 2);
+        let paged = "query($n: Int) { tenants(first: $n) { name } }";
+        let with = |n: serde_json::Value| async_graphql::Variables::from_json(serde_json::json!({ "n": n }));
+        let by_variable =
+            |variables: &async_graphql::Variables| check_expanded_cost(paged, None, variables, &big).unwrap().fleet;
+        assert_eq!((by_variable(&with(100.into())), by_variable(&with(100_000.into()))), (0, 1));
+        assert_eq!((by_variable(&none), by_variable(&with(serde_json::Value::Null))), (1, 1));
         assert!(check_fleet_fields(2, &limits()).is_ok());
         assert_eq!(
             check_fleet_fields(3, &limits()).unwrap_err().message,
