@@ -922,12 +922,13 @@ mod tests {
             (RELEASE, json!({ "tenantNames": ["t"] })),
         ];
         let limits = strata_core::migrate::config::GraphQlLimits::default();
+        use crate::graphql::limits::Fleet;
         for (document, variables) in documents {
             let request =
                 async_graphql::Request::new(document).variables(async_graphql::Variables::from_json(variables));
             // Within the default limits, root fields and fields that read
             // the whole fleet included.
-            let checked = crate::graphql::limits::check_request(&[&request], &limits);
+            let checked = crate::graphql::limits::check_request(&[&request], Fleet::Sharded, &limits);
             assert!(checked.is_ok(), "{document}: {checked:?}");
             let response = schema.execute(request).await;
             let invalid: Vec<String> =

@@ -45,13 +45,15 @@ pub(crate) struct SlotsNeeded {
 /// check. Returns the slots the request then takes.
 pub(crate) fn check_request(
     operations: &[&async_graphql::Request],
+    fleet: Fleet,
     limits: &GraphQlLimits,
 ) -> Result<SlotsNeeded, ServerError> {
     check_batch(operations.len(), limits)?;
     let (mut root_fields, mut fleet_fields, mut contents) = (0usize, 0usize, false);
     for request in operations {
         contents |= check_fields_written(&request.query, limits)?;
-        let roots = check_expanded_cost(&request.query, request.operation_name.as_deref(), &request.variables, limits)?;
+        let operation = Operation { name: request.operation_name.as_deref(), variables: &request.variables, fleet };
+        let roots = check_expanded_cost(&request.query, operation, limits)?;
         root_fields = root_fields.saturating_add(roots.count);
         fleet_fields = fleet_fields.saturating_add(roots.fleet);
     }
@@ -111,20 +113,19 @@ const SPREAD_NESTING: usize = 64;
 /// does not parse passes (the parser refuses it afterwards, with its
 /// message).
 ///
-/// Returns the root fields of the operation that runs (`operation`, else
-/// every operation of the text), for [`check_root_fields`], and those of
-/// its queries that may read the whole fleet, for [`check_fleet_fields`]
-/// (the request then takes a query slot); a page's size may be one of the
-/// request's `variables`.
+/// Returns the root fields of the operation that runs (`operation.name`,
+/// else every operation of the text), for [`check_root_fields`], and those
+/// of its queries that may read the whole fleet, for [`check_fleet_fields`]
+/// (the request then takes a query slot).
 pub(crate) fn check_expanded_cost(
     query: &str,
-    operation: Option<&str>,
-    variables: &async_graphql::Variables,
+    operation: Operation<'_>,
     limits: &GraphQlLimits,
 ) -> Result<RootFields, ServerError> {
     let Ok(document) = async_graphql::parser::parse_query(query) else { return Ok(RootFields::default()) };
     let mut walk = CostWalk { document: &document, known: HashMap::new(), visiting: Vec::new() };
-    let mut roots = RootWalk { document: &document, variables, known: HashMap::new(), depth: 0 };
+    let mut roots = RootWalk { document: &document, operation, known: HashMap::new(), depth: 0 };
+    let operation = operation.name;
     let mut root_fields = RootFields::default();
     for (name, definition) in document.operations.iter() {
         let cost = walk.set(&definition.node.selection_set.node).map_err(limit_error)?;
@@ -149,6 +150,29 @@ pub(crate) fn check_expanded_cost(
         }
     }
     Ok(root_fields)
+}
+
+/// What the fleet is, as far as the cost of a field goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fleet {
+    /// One database server.
+    OneServer,
+    /// Several (`shards:`): `shards` and `tenantCount` read every shard's
+    /// tenant list ([`LISTED_ON_SHARDS`]).
+    Sharded,
+}
+
+/// The operation of a request that [`check_expanded_cost`] weighs: its
+/// name (none: every operation of the text), the request's variables (a
+/// page's size may be one), the fleet it runs on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Operation<'a> {
+    /// `operationName`.
+    pub(crate) name: Option<&'a str>,
+    /// The request's variables.
+    pub(crate) variables: &'a async_graphql::Variables,
+    /// One server or several.
+    pub(crate) fleet: Fleet,
 }
 
 /// The root fields of the operation a request runs ([`check_expanded_cost`]).
@@ -197,6 +221,11 @@ pub(crate) fn check_fleet_fields(fields: usize, limits: &GraphQlLimits) -> Resul
 const LIGHT_ROOT_FIELDS: [&str; 7] =
     ["identity", "tenantCount", "versionCount", "shards", "rollouts", "sourceMigrations", "dbMigration"];
 
+/// Light root fields that read every shard's tenant list on a sharded
+/// fleet (the shards' directory is built from the lists; the count is
+/// theirs): there they read the whole fleet.
+const LISTED_ON_SHARDS: [&str; 2] = ["shards", "tenantCount"];
+
 /// Root fields that read little when asked for a page (`first` or `last`
 /// of at most [`LIGHT_PAGE`]): the database is asked for the page alone.
 /// (`quarantine` is not one: it reads the whole list, then takes the page;
@@ -208,28 +237,25 @@ const PAGED_ROOT_FIELDS: [&str; 2] = ["tenants", "versions"];
 /// without a value), reads like the whole list.
 const LIGHT_PAGE: i64 = 5_000;
 
-/// Whether a root field may read the whole fleet: not light, nor a page of
-/// at most [`LIGHT_PAGE`] items of a list ([`LIGHT_ROOT_FIELDS`],
-/// [`PAGED_ROOT_FIELDS`]). A `first` or `last` of 2^31 - 1 is no page.
-fn reads_fleet(field: &async_graphql::parser::types::Field, variables: &async_graphql::Variables) -> bool {
-    let name = field.name.node.as_str();
-    if LIGHT_ROOT_FIELDS.contains(&name) {
-        return false;
-    }
+/// Whether a field is given the argument `name`.
+fn has_argument(field: &async_graphql::parser::types::Field, name: &str) -> bool {
+    field.arguments.iter().any(|(argument, _)| argument.node.as_str() == name)
+}
+
+/// Whether a field asks for a page (`first` or `last`) of at most
+/// [`LIGHT_PAGE`] items, as a literal or in a variable the request gives.
+/// A `first` or `last` of 2^31 - 1 is no page.
+fn light_page(field: &async_graphql::parser::types::Field, variables: &async_graphql::Variables) -> bool {
     let argument = |wanted: &str| {
         field.arguments.iter().find(|(argument, _)| argument.node.as_str() == wanted).map(|(_, value)| &value.node)
     };
-    if !PAGED_ROOT_FIELDS.contains(&name) || argument("file").is_some() {
-        return true;
-    }
-    // A literal, or a variable's value (none when the request gives none).
-    let page = argument("first").or_else(|| argument("last")).and_then(|value| {
+    let size = argument("first").or_else(|| argument("last")).and_then(|value| {
         match value.clone().into_const_with(|name| variables.get(&name).cloned().ok_or(())) {
             Ok(async_graphql::Value::Number(number)) => number.as_i64(),
             _ => None,
         }
     });
-    !matches!(page, Some(size) if size <= LIGHT_PAGE)
+    matches!(size, Some(size) if size <= LIGHT_PAGE)
 }
 
 /// The root fields of a selection set, fragments expanded (but
@@ -238,7 +264,7 @@ fn reads_fleet(field: &async_graphql::parser::types::Field, variables: &async_gr
 /// ran first, so no fragment spreads itself.
 struct RootWalk<'a> {
     document: &'a async_graphql::parser::types::ExecutableDocument,
-    variables: &'a async_graphql::Variables,
+    operation: Operation<'a>,
     known: HashMap<&'a str, (usize, usize)>,
     depth: usize,
 }
@@ -251,7 +277,7 @@ impl<'a> RootWalk<'a> {
         for item in &set.items {
             let (more, more_fleet) = match &item.node {
                 Selection::Field(field) if field.node.name.node.as_str().starts_with("__") => (0, 0),
-                Selection::Field(field) => (1, usize::from(reads_fleet(&field.node, self.variables))),
+                Selection::Field(field) => (1, usize::from(self.reads_fleet(&field.node))),
                 Selection::InlineFragment(fragment) => self.set(&fragment.node.selection_set.node),
                 Selection::FragmentSpread(spread) => self.fragment(spread.node.fragment_name.node.as_str()),
             };
@@ -259,6 +285,42 @@ impl<'a> RootWalk<'a> {
             fleet = fleet.saturating_add(more_fleet);
         }
         (fields, fleet)
+    }
+
+    /// Whether a root field may read the whole fleet: not light, nor a
+    /// light page of a list ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`],
+    /// [`light_page`]) that asks for no version's every row
+    /// ([`RootWalk::reads_every_row`]).
+    fn reads_fleet(&self, field: &'a async_graphql::parser::types::Field) -> bool {
+        let name = field.name.node.as_str();
+        if LIGHT_ROOT_FIELDS.contains(&name) {
+            return self.operation.fleet == Fleet::Sharded && LISTED_ON_SHARDS.contains(&name);
+        }
+        !PAGED_ROOT_FIELDS.contains(&name)
+            || has_argument(field, "file")
+            || !light_page(field, self.operation.variables)
+            || self.reads_every_row(&field.selection_set.node, 0)
+    }
+
+    /// Whether a selection asks for a version's `dbMigrations` without a
+    /// light page: every row the version recorded (200,000 for a version
+    /// over 10,000 tenants), for every version of the page.
+    fn reads_every_row(&self, set: &'a async_graphql::parser::types::SelectionSet, depth: usize) -> bool {
+        use async_graphql::parser::types::Selection;
+        if depth > SPREAD_NESTING {
+            return true;
+        }
+        set.items.iter().any(|item| match &item.node {
+            Selection::Field(field) => {
+                field.node.name.node.as_str() == "dbMigrations" && !light_page(&field.node, self.operation.variables)
+            }
+            Selection::InlineFragment(fragment) => self.reads_every_row(&fragment.node.selection_set.node, depth + 1),
+            Selection::FragmentSpread(spread) => self
+                .document
+                .fragments
+                .get(spread.node.fragment_name.node.as_str())
+                .is_some_and(|definition| self.reads_every_row(&definition.node.selection_set.node, depth + 1)),
+        })
     }
 
     fn fragment(&mut self, name: &'a str) -> (usize, usize) {
@@ -695,8 +757,12 @@ mod tests {
     fn root_fields_count_every_alias_and_spread_of_the_operation_that_runs() {
         let big = GraphQlLimits { complexity: 1000, depth: 32, ..limits() };
         let none = async_graphql::Variables::default();
-        let roots =
-            |query: &str, operation: Option<&str>| check_expanded_cost(query, operation, &none, &big).unwrap().count;
+        fn on<'a>(name: Option<&'a str>, variables: &'a async_graphql::Variables, fleet: Fleet) -> Operation<'a> {
+            Operation { name, variables, fleet }
+        }
+        let roots = |query: &str, name: Option<&str>| {
+            check_expanded_cost(query, on(name, &none, Fleet::OneServer), &big).unwrap().count
+        };
         assert_eq!(roots("{ a: tenants { name } b: tenants { name } versions { id } }", None), 3);
         // Introspection reads no storage.
         assert_eq!(roots("{ __typename __schema { queryType { name } } tenants { name } }", None), 1);
@@ -713,8 +779,9 @@ mod tests {
         assert_eq!(roots("{ not closed", None), 0);
         // Queries that may read the whole fleet take a query slot; light
         // ones, pages, mutations and introspection do not.
-        let fleet =
-            |text: &str, operation: Option<&str>| check_expanded_cost(text, operation, &none, &big).unwrap().fleet;
+        let fleet = |text: &str, name: Option<&str>| {
+            check_expanded_cost(text, on(name, &none, Fleet::OneServer), &big).unwrap().fleet
+        };
         let mixed = "query A { tenants { name } } mutation B { pauseBackfills(tenantNames: null) }";
         assert_eq!((fleet(mixed, Some("A")), fleet(mixed, Some("B")), fleet(mixed, None)), (1, 0, 1));
         assert_eq!(fleet("{ __schema { queryType { name } } }", None), 0);
@@ -731,10 +798,22 @@ mod tests {
         assert_eq!(fleet("{ quarantine(first: 1) { tenant } versions(file: \"a.sql\", first: 1) { id } }", None), 2);
         let paged = "query($n: Int) { tenants(first: $n) { name } }";
         let with = |n: serde_json::Value| async_graphql::Variables::from_json(serde_json::json!({ "n": n }));
-        let by_variable =
-            |variables: &async_graphql::Variables| check_expanded_cost(paged, None, variables, &big).unwrap().fleet;
+        let by_variable = |variables: &async_graphql::Variables| {
+            check_expanded_cost(paged, on(None, variables, Fleet::OneServer), &big).unwrap().fleet
+        };
         assert_eq!((by_variable(&with(100.into())), by_variable(&with(100_000.into()))), (0, 1));
         assert_eq!((by_variable(&none), by_variable(&with(serde_json::Value::Null))), (1, 1));
+        // A page of versions asking for each one's every row reads the
+        // fleet's whole history; a page of those rows does not.
+        let rows = "{ versions(last: 5) { id dbMigrations { file } } }";
+        let in_fragment =
+            "{ versions(last: 5) { ...V } } fragment V on Version { ... on Version { dbMigrations { file } } }";
+        let paged_rows = "{ versions(last: 5) { dbMigrations(first: 200) { file } } }";
+        assert_eq!((fleet(rows, None), fleet(in_fragment, None), fleet(paged_rows, None)), (1, 1, 0));
+        // On shards, the shards and the count read every shard's list.
+        let counts = "{ shards { name } tenantCount versionCount identity { actor } }";
+        let sharded = check_expanded_cost(counts, on(None, &none, Fleet::Sharded), &big).unwrap().fleet;
+        assert_eq!((fleet(counts, None), sharded), (0, 2));
         assert!(check_fleet_fields(2, &limits()).is_ok());
         assert_eq!(
             check_fleet_fields(3, &limits()).unwrap_err().message,

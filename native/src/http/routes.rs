@@ -80,7 +80,11 @@ async fn graphql_answer(
     let batch: async_graphql::BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;
-    let checked = limits::check_request(&batch.iter().collect::<Vec<_>>(), &limits);
+    let fleet = match state.service.config().shards.is_empty() {
+        true => limits::Fleet::OneServer,
+        false => limits::Fleet::Sharded,
+    };
+    let checked = limits::check_request(&batch.iter().collect::<Vec<_>>(), fleet, &limits);
     let scope = Arc::new(limits::RequestScope::new(&limits, &state.answer_slots));
     let response = match checked {
         Err(error) => async_graphql::BatchResponse::Single(async_graphql::Response::from_errors(vec![error])),
@@ -105,12 +109,17 @@ async fn graphql_answer(
     log_errors(&response);
     let answer_type = if accepts(headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let status = refusal_status(&response);
-    let mut answer = (status, Json(response)).into_response();
-    answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
+    // Serialised off the runtime's threads: a whole-fleet answer of tens of
+    // megabytes held one for seconds, and the tasks behind it (the pool
+    // returning connections to a running version's units) waited.
+    let body = tokio::task::spawn_blocking(move || serde_json::to_vec(&response))
+        .await
+        .map_err(|e| AppError::Internal(format!("the answer's serialisation stopped: {e}")))?
+        .map_err(|e| AppError::Internal(format!("the answer could not be serialised: {e}")))?;
     // The slots (if the request took any) are held until the answer is
     // serialised.
     drop(scope);
-    Ok(answer)
+    Ok((status, [(header::CONTENT_TYPE, HeaderValue::from_static(answer_type))], body).into_response())
 }
 
 /// 415 unless the request is JSON, or carries a bearer credential, or is a
