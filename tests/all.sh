@@ -172,23 +172,8 @@ start_lane() { # NAME FUNCTION [NICENESS]
 # (raising a priority needs root: elsewhere they stay low, and only wait
 # longer while the suites run).
 lanes_at_normal_priority() {
-    local i
-    for i in "${!lane_pids[@]}"; do
-        renice -n "$(priority_after_build "${lane_names[$i]}")" -g "${lane_pids[$i]}" >/dev/null 2>&1 || true
-    done
-}
-# After the build, the packages lane goes first: its chain (the
-# WebAssembly builds with one code unit each, then the npm packages and
-# the edge receivers, one after the other) was the run's last lane at
-# normal priority, fresh (20:01) and cached (10:31), for 4 to 8 minutes of
-# processor time; the tools it waits for next. Where raising a priority
-# is not allowed (not root), all stay at normal priority.
-priority_after_build() { # LANE
-    case "$1" in
-        packages) echo -19 ;;
-        tools) echo -10 ;;
-        *) echo 0 ;;
-    esac
+    local pid
+    for pid in "${lane_pids[@]}"; do renice -n 0 -g "$pid" >/dev/null 2>&1 || true; done
 }
 wait_for_lanes() {
     local failed=()
@@ -389,7 +374,7 @@ cargo fmt --all --check
 # Beside the workspace build, below its priority until it ends: the tools
 # first (the packages wait for the wasm-bindgen CLI), then the others.
 start_lane tools run_tools_lane 10
-start_lane packages run_packages_lane 19
+start_lane packages run_packages_lane 10
 start_lane fuzz run_fuzz_lane 19
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
@@ -447,13 +432,15 @@ else
     start_lane pg-majors run_pg_majors_lane
     start_lane mysql run_mysql_lane
 fi
-# At the others' priority: its compilation of the image's two crates (one
-# code unit each, 3½ to 4 minutes of one processor since its dependencies
-# are the build's) ended 5 to 8 minutes before the run at `nice -19`,
-# which held one processor the packages lane then waited for. (At `nice
-# 19` it once waited out the others and ran alone, 20:25 for 6:33 of
-# processor time.)
-start_lane container run_container_lane
+# Ahead of the others: its compilation of the image's two crates (one code
+# unit each: one processor, 3½ to 7 minutes of it) is the longest chain of
+# the lanes after the build. At `nice 19` it waited out the others and then
+# ran alone on one of the two processors (20:25 for 6:33 of processor
+# time); at their priority it had under half a processor beside them
+# (15:51 for 7:14; ten lanes' processes ready to run at once; and, its
+# dependencies the build's, a cached run's 10:39 of 12:40, where at -19 it
+# took 5:01 and the run 10:31, with the packages lane at -19 instead).
+start_lane container run_container_lane -19
 start_lane web run_web_lane
 step "waiting for the lanes: $(printf '%s ' "${lane_names[@]}")"
 wait_for_lanes
