@@ -15,7 +15,7 @@ const { version } = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"
 const upstream = process.env.STRATA_UPSTREAM_WEBHOOKS_METHODS || resolve(repoRoot, "..", ".mirror", "octokit+webhooks-methods.js", "repo");
 
 const { dir, cleanup } = createProject("strata-webhooks-methods-test", [pkgDir], [
-  "@octokit/webhooks-methods@6", "typescript@5", "vitest@4", "fast-check@4", "wrangler@4",
+  "@octokit/webhooks-methods@6.0.0", "typescript@5", "vitest@4", "fast-check@4", "wrangler@4",
 ]);
 try {
   copyTests(pkgDir, dir);
