@@ -109,17 +109,12 @@ async fn graphql_answer(
     log_errors(&response);
     let answer_type = if accepts(headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let status = refusal_status(&response);
-    // Serialised off the runtime's threads: a whole-fleet answer of tens of
-    // megabytes held one for seconds, and the tasks behind it (the pool
-    // returning connections to a running version's units) waited.
-    let body = tokio::task::spawn_blocking(move || serde_json::to_vec(&response))
-        .await
-        .map_err(|e| AppError::Internal(format!("the answer's serialisation stopped: {e}")))?
-        .map_err(|e| AppError::Internal(format!("the answer could not be serialised: {e}")))?;
+    let mut answer = (status, Json(response)).into_response();
+    answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(answer_type));
     // The slots (if the request took any) are held until the answer is
     // serialised.
     drop(scope);
-    Ok((status, [(header::CONTENT_TYPE, HeaderValue::from_static(answer_type))], body).into_response())
+    Ok(answer)
 }
 
 /// 415 unless the request is JSON, or carries a bearer credential, or is a
