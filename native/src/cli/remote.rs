@@ -87,8 +87,9 @@ const REVERT: &str = concat!(
 );
 const TENANTS: &str = "query($first: Int!, $after: String) { tenants(first: $first, after: $after) { name shard } }";
 const SHARDS: &str = "query { shards { name reachable } quarantine { tenant } }";
-/// Tenants read per request by `tenants --server`.
-const TENANTS_PER_PAGE: usize = 5_000;
+/// Tenants read per request by `tenants --server`: the largest page the
+/// service counts as a light read (a larger one waits for a fleet slot).
+const TENANTS_PER_PAGE: usize = crate::graphql::limits::LIGHT_PAGE as usize;
 const DRIFT: &str = "query { drift { tenants groups { recorded fingerprint tenants outliers } outliers { tenant \
                      fingerprint reference migrations differences { kind name change expected found } } changed \
                      changedSchemas { schema stored live } } }";

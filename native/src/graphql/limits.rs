@@ -232,10 +232,11 @@ const LISTED_ON_SHARDS: [&str; 2] = ["shards", "tenantCount"];
 /// nor is `versions(file:)`, which reads every version of the file.)
 const PAGED_ROOT_FIELDS: [&str; 2] = ["tenants", "versions"];
 
-/// The largest page that reads little: `strata tenants --server`'s page.
-/// A larger one, or one whose size the request does not say (a variable
+/// The largest page that reads little, and `strata tenants --server`'s
+/// page (`cli/remote.rs` asks for this size, so its pages stay light). A
+/// larger one, or one whose size the request does not say (a variable
 /// without a value), reads like the whole list.
-const LIGHT_PAGE: i64 = 5_000;
+pub(crate) const LIGHT_PAGE: i64 = 5_000;
 
 /// Whether a field is given the argument `name`.
 fn has_argument(field: &async_graphql::parser::types::Field, name: &str) -> bool {

@@ -46,31 +46,6 @@ pub(super) struct SchemaSpans {
 }
 
 impl<E: Engine> Run<'_, E> {
-    /// Runs a step's file. Inside the unit's transaction: whole, with the
-    /// file's time-outs for that transaction (set again only when they
-    /// change: `session`). Outside one (the directive, or an engine without
-    /// transactional DDL): statement by statement with the session's
-    /// time-outs (set again only when they change where the engine keeps
-    /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
-    /// the file), a statement that hit the lock time-out retried alone.
-    async fn execute(
-        &self,
-        conn: &mut E::Conn,
-        step: u32,
-        session: &mut Session,
-        progress: &Progress,
-    ) -> Result<(), UnitError> {
-        if !self.plan.steps.at(step).execute {
-            return Ok(());
-        }
-        let span = self.file_span(step);
-        let result = self.execute_file(conn, step, session, progress).instrument(span.clone()).await;
-        if let Err(UnitError::Migration { failure, .. }) = &result {
-            crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
-        }
-        result
-    }
-
     /// The span of `step`'s file, with its statement count (counted only
     /// when the span is exported).
     fn file_span(&self, step: u32) -> tracing::Span {
@@ -81,7 +56,13 @@ impl<E: Engine> Run<'_, E> {
         span
     }
 
-    /// [`Run::execute`] of a step that executes.
+    /// Runs a step's file. Inside the unit's transaction: whole, with the
+    /// file's time-outs for that transaction (set again only when they
+    /// change: `session`). Outside one (the directive, or an engine without
+    /// transactional DDL): statement by statement with the session's
+    /// time-outs (set again only when they change where the engine keeps
+    /// them, [`Engine::SESSION_TIMEOUTS_KEPT`]; else set and reset around
+    /// the file), a statement that hit the lock time-out retried alone.
     async fn execute_file(
         &self,
         conn: &mut E::Conn,
@@ -667,7 +648,8 @@ impl<E: Engine> Run<'_, E> {
         Ok(None)
     }
 
-    /// [`Run::execute`] within its schema's span where the pieces span
+    /// Runs `step`'s file (nothing when core marks it recorded only) within
+    /// its span, itself within its schema's span where the pieces span
     /// schemas (`spans`: a whole version in one transaction, a dry run or
     /// `transactionScope: version`), as a unit's files run within the
     /// unit's span. Core orders such a plan file by file over the schemas,
@@ -680,15 +662,17 @@ impl<E: Engine> Run<'_, E> {
         session: &mut Session,
         progress: &Progress,
     ) -> Result<(), UnitError> {
-        let Some(spans) = spans else { return self.execute(conn, step, session, progress).await };
+        let file = async {
+            if !self.plan.steps.at(step).execute {
+                return Ok(());
+            }
+            traced(self.file_span(step), self.execute_file(conn, step, session, progress)).await
+        };
+        let Some(spans) = spans else { return file.await };
         let schema = self.plan.steps.at(step).schema;
         let files = spans.files.get(schema as usize).copied().unwrap_or_default();
         let span = spans.spans.entry(schema).or_insert_with(|| self.schema_span(step, files)).clone();
-        let executed = self.execute(conn, step, session, progress).instrument(span.clone()).await;
-        if let Err(UnitError::Migration { failure, .. }) = &executed {
-            crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
-        }
-        executed
+        traced(span, file).await
     }
 
     /// Ends a unit's open transaction: commits `steps` with their rows (and
@@ -712,4 +696,14 @@ impl<E: Engine> Run<'_, E> {
         }
         Ok(())
     }
+}
+
+/// `work` within `span`, the span marked failed (with the failure's cause)
+/// when a migration's statement failed.
+async fn traced(span: tracing::Span, work: impl Future<Output = Result<(), UnitError>>) -> Result<(), UnitError> {
+    let result = work.instrument(span.clone()).await;
+    if let Err(UnitError::Migration { failure, .. }) = &result {
+        crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
+    }
+    result
 }
