@@ -1,7 +1,9 @@
 //! URL templates as the upstream package expands them: RFC 6570 operators and
 //! modifiers, plus the package's own rules (legacy `:name` placeholders,
-//! stray braces kept, exploded lists joined with `,`, one trailing `/`
-//! dropped). Compiling and expanding are single passes; nothing backtracks.
+//! stray braces kept, one trailing `/` dropped), as of `@octokit/endpoint`
+//! 11.0.6 (which gave exploded values and undefined variables RFC 6570's
+//! separators; 11.0.5 joined exploded values with `,` and kept an
+//! undefined variable's separator and operator). Compiling and expanding are single passes; nothing backtracks.
 
 use std::borrow::Cow;
 
@@ -206,13 +208,9 @@ impl Template {
             match piece {
                 Piece::Literal(text) => out.push_str(text),
                 Piece::Expression { operator, variables } => {
-                    let (prefix, separator) = operator.prefix_and_separator();
-                    out.push_str(prefix);
-                    for (position, variable) in variables.iter().enumerate() {
-                        if position > 0 {
-                            out.push_str(separator);
-                        }
-                        expand_variable(&mut out, *operator, variable, &lookup(&variable.name))?;
+                    let mut values = Values::new(&mut out, *operator);
+                    for variable in variables {
+                        expand_variable(&mut values, *operator, variable, &lookup(&variable.name))?;
                     }
                 }
             }
@@ -274,8 +272,33 @@ fn push_encoded_value(out: &mut String, operator: Operator, value: &str, key: &s
     }
 }
 
+/// An expression's values as they are written: the operator's prefix
+/// before the first, its separator between the others, nothing at all when
+/// no variable gives a value (an undefined one gives none; an empty string
+/// gives an empty one, so its separator stays).
+struct Values<'o> {
+    out: &'o mut String,
+    prefix: &'static str,
+    separator: &'static str,
+    started: bool,
+}
+
+impl<'o> Values<'o> {
+    fn new(out: &'o mut String, operator: Operator) -> Self {
+        let (prefix, separator) = operator.prefix_and_separator();
+        Self { out, prefix, separator, started: false }
+    }
+
+    /// Starts the next value and returns where to write it.
+    fn next(&mut self) -> &mut String {
+        self.out.push_str(if self.started { self.separator } else { self.prefix });
+        self.started = true;
+        self.out
+    }
+}
+
 fn expand_variable(
-    out: &mut String,
+    values: &mut Values<'_>,
     operator: Operator,
     variable: &Variable,
     value: &Value<'_>,
@@ -283,42 +306,42 @@ fn expand_variable(
     let key = if operator.is_keyed() { variable.name.as_str() } else { "" };
     match value {
         Value::Absent => {}
-        Value::Scalar(text) if text.is_empty() => match operator {
-            Operator::PathParameter => encode::unreserved(out, &variable.name),
-            Operator::Query | Operator::QueryContinuation => {
-                encode::unreserved(out, &variable.name);
-                out.push('=');
+        Value::Scalar(text) if text.is_empty() => {
+            let out = values.next();
+            match operator {
+                Operator::PathParameter => encode::unreserved(out, &variable.name),
+                Operator::Query | Operator::QueryContinuation => {
+                    encode::unreserved(out, &variable.name);
+                    out.push('=');
+                }
+                _ => {}
             }
-            _ => {}
-        },
+        }
         Value::Scalar(text) => {
             let text = match variable.modifier {
                 Modifier::Prefix(length) => encode::utf16_prefix(text, length)?,
                 _ => text,
             };
-            push_encoded_value(out, operator, text, key);
+            push_encoded_value(values.next(), operator, text, key);
         }
         Value::List(items) if variable.modifier == Modifier::Explode => {
-            let defined = items.iter().flatten();
-            for (position, item) in defined.enumerate() {
-                if position > 0 {
-                    out.push(',');
-                }
-                push_encoded_value(out, operator, item, key);
+            for item in items.iter().flatten() {
+                push_encoded_value(values.next(), operator, item, key);
             }
         }
         Value::Map(entries) if variable.modifier == Modifier::Explode => {
             let defined = entries.iter().filter_map(|(name, value)| Some((name, value.as_ref()?)));
-            for (position, (name, item)) in defined.enumerate() {
-                if position > 0 {
-                    out.push(',');
-                }
-                push_encoded_value(out, operator, item, name);
+            for (name, item) in defined {
+                push_encoded_value(values.next(), operator, item, name);
             }
         }
         Value::List(items) => {
+            let mut defined = items.iter().flatten().peekable();
+            if defined.peek().is_none() && !operator.is_keyed() {
+                return Ok(());
+            }
+            let out = values.next();
             push_key_prefix(out, operator, &variable.name);
-            let defined = items.iter().flatten();
             for (position, item) in defined.enumerate() {
                 if position > 0 {
                     out.push(',');
@@ -327,8 +350,12 @@ fn expand_variable(
             }
         }
         Value::Map(entries) => {
+            let mut defined = entries.iter().filter_map(|(name, value)| Some((name, value.as_ref()?))).peekable();
+            if defined.peek().is_none() && !operator.is_keyed() {
+                return Ok(());
+            }
+            let out = values.next();
             push_key_prefix(out, operator, &variable.name);
-            let defined = entries.iter().filter_map(|(name, value)| Some((name, value.as_ref()?)));
             for (position, (name, item)) in defined.enumerate() {
                 if position > 0 {
                     out.push(',');
@@ -391,14 +418,16 @@ mod tests {
         assert_eq!(expand("{+y}/{#y}", &values), "a%20b/#a%20b");
         assert_eq!(expand("X{.x,y}", &values), "X.1.a%20b");
         assert_eq!(expand("{/x,list}", &values), "/1/r,g");
-        assert_eq!(expand("{;x,list*}", &values), ";x=1;list=r,list=g");
-        assert_eq!(expand("{?x,list*}{&y}", &values), "?x=1&list=r,list=g&y=a%20b");
+        assert_eq!(expand("{;x,list*}", &values), ";x=1;list=r;list=g");
+        assert_eq!(expand("{?x,list*}{&y}", &values), "?x=1&list=r&list=g&y=a%20b");
     }
 
     #[test]
-    fn absent_variables_keep_their_separators_and_the_operator() {
-        assert_eq!(expand("/x{?a,b}", &[("b", s("1"))]), "/x?&b=1");
-        assert_eq!(expand("/x{?a}", &[]), "/x?");
+    fn absent_variables_and_empty_composites_write_nothing_not_even_the_operator() {
+        assert_eq!(expand("/x{?a,b}", &[("b", s("1"))]), "/x?b=1");
+        assert_eq!(expand("/x{?a}", &[]), "/x");
+        assert_eq!(expand("/x{/a,b}", &[("a", list(&[])), ("b", s("1"))]), "/x/1");
+        assert_eq!(expand("/x{?a*}", &[("a", list(&[None]))]), "/x");
     }
 
     #[test]
@@ -407,6 +436,8 @@ mod tests {
         assert_eq!(expand("/x{;a}", &[("a", s(""))]), "/x;a");
         assert_eq!(expand("/x{?a}", &[("a", list(&[]))]), "/x?a=");
         assert_eq!(expand("/x/{a}/y", &[("a", list(&[]))]), "/x//y");
+        assert_eq!(expand("/x{a,b}", &[("a", s("")), ("b", s("2"))]), "/x,2");
+        assert_eq!(expand("/x{/a,b}", &[("a", s("")), ("b", s("2"))]), "/x//2");
     }
 
     #[test]
@@ -426,7 +457,9 @@ mod tests {
             (Cow::Borrowed("c d"), Some(Cow::Borrowed("2"))),
         ]);
         assert_eq!(expand("{?m}", &[("m", map.clone())]), "?m=a,1,c%20d,2");
-        assert_eq!(expand("{/m*}", &[("m", map)]), "/a=1,c%20d=2");
+        assert_eq!(expand("{/m*}", &[("m", map)]), "/a=1/c%20d=2");
+        assert_eq!(expand("{?m}", &[("m", Value::Map(Vec::new()))]), "?m=");
+        assert_eq!(expand("/x{/m}", &[("m", Value::Map(vec![(Cow::Borrowed("b"), None)]))]), "/x");
     }
 
     #[test]
@@ -510,11 +543,8 @@ mod rfc6570_suite {
                 return Some("a '%' before one hex digit is kept raw in reserved expansion");
             }
         }
-        if template.contains('*') && template.chars().any(|c| "./;?&".contains(c)) {
-            return Some("exploded values joined with ','");
-        }
-        if names.iter().any(|name| !variables.contains_key(*name) || variables.get(*name) == Some(&Json::Null)) {
-            return Some("undefined variables keep their separator and the operator");
+        if names.iter().any(|name| name.contains('%')) && expanded.contains("%25") {
+            return Some("a percent-encoded variable name is encoded again as a key");
         }
         if names.iter().any(|name| empty_composite(name)) {
             return Some("empty lists and maps are not undefined");
@@ -555,7 +585,14 @@ mod rfc6570_suite {
                             continue;
                         }
                     };
-                    let expanded = result.unwrap_or_default();
+                    let Ok(expanded) = result else {
+                        // Upstream throws URIError where a prefix cuts a
+                        // surrogate pair in two.
+                        assert_eq!(result, Err(EndpointError::MalformedUri), "{template_text}");
+                        deviating += 1;
+                        *reasons.entry("a prefix that cuts a character throws").or_insert(0) += 1;
+                        continue;
+                    };
                     if accepted.contains(&expanded.as_str()) {
                         conforming += 1;
                     } else {
@@ -575,6 +612,6 @@ mod rfc6570_suite {
         assert!(unexplained.is_empty(), "not a documented deviation:\n{}", unexplained.join("\n"));
         assert_eq!(conforming + deviating + negative, 270);
         println!("{conforming} conforming, {deviating} deviating {reasons:?}, {negative} negative");
-        assert_eq!((conforming, deviating, negative), (178, 56, 36), "suite counts changed: {reasons:?}");
+        assert_eq!((conforming, deviating, negative), (226, 8, 36), "suite counts changed: {reasons:?}");
     }
 }

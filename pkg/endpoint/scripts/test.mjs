@@ -21,12 +21,12 @@ const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const suiteDir = process.env.URITEMPLATE_TEST_DIR || resolve(repoRoot, "tests", "data", "uritemplate-test");
 const upstreamRepo = process.env.STRATA_UPSTREAM_ENDPOINT || resolve(repoRoot, "..", ".mirror", "octokit+endpoint.js", "repo");
 
-// Upstream at the version this package tracks (README), exactly: 11.0.6
-// (2026-11-24) joins exploded query values with `&` and gives undefined
-// variables no separator (RFC 6570's rules, where 11.0.5 had its own); a
-// fresh machine's npm took it and the differential tests failed on both.
+// Upstream at the version this package tracks (README), exactly: a release
+// that changes an expansion (11.0.6 gave exploded values and undefined
+// variables RFC 6570's separators) would fail the differential tests on a
+// fresh machine's npm before this package follows it.
 const { dir: project, cleanup } = createProject("strata-endpoint-test", [pkgDir], [
-  "@octokit/endpoint@11.0.5", "@octokit/types", "fast-check@4", "typescript@5", "universal-user-agent@7", "vitest@4", "wrangler@4",
+  "@octokit/endpoint@11.0.6", "@octokit/types", "fast-check@4", "typescript@5", "universal-user-agent@7", "vitest@4", "wrangler@4",
 ]);
 try {
   copyTests(pkgDir, project);

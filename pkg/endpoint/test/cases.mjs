@@ -25,16 +25,22 @@ export const cases = [
     expected: { method: "GET", url: "https://api.github.com/repos/o/r/contents/a%20b", headers: { accept: v3, "user-agent": ua } },
   },
   {
-    name: "exploded lists in a query expression are joined with a comma",
+    name: "exploded lists in a query expression are separate parameters",
     route: "GET /x{?list*}",
     options: { list: ["a", "b"] },
-    expected: { method: "GET", url: "https://api.github.com/x?list=a,list=b", headers: { accept: v3, "user-agent": ua } },
+    expected: { method: "GET", url: "https://api.github.com/x?list=a&list=b", headers: { accept: v3, "user-agent": ua } },
+  },
+  {
+    name: "undefined variables write nothing, not even the operator or a separator",
+    route: "GET /x{/a,b}{?c,d}",
+    options: { b: "1" },
+    expected: { method: "GET", url: "https://api.github.com/x/1", headers: { accept: v3, "user-agent": ua } },
   },
   {
     name: "an exploded variable followed by another is not consumed, so it is also a query parameter",
     route: "GET /x{?a*,b}",
     options: { a: ["1", "2"], b: "3" },
-    expected: { method: "GET", url: "https://api.github.com/x?a=1,a=2&b=3&a=1%2C2", headers: { accept: v3, "user-agent": ua } },
+    expected: { method: "GET", url: "https://api.github.com/x?a=1&a=2&b=3&a=1%2C2", headers: { accept: v3, "user-agent": ua } },
   },
   {
     name: "a prefix variable also goes to the query",
