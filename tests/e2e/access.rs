@@ -197,6 +197,48 @@ async fn wait_for(server: &Server, token: &str, id: i64, status: &str) -> Value 
     panic!("rollout {id} never reached {status}: {}", server.log());
 }
 
+/// A desired schema the caller writes is SQL the service runs on the
+/// database (in a scratch schema rolled back, a scratch database dropped):
+/// with a reader's token it would run a reader's SQL with the service's
+/// credentials — on PostgreSQL a `DO` block reading any tenant's rows into
+/// the names the diff answers, or into an error it quotes. So the argument
+/// needs a deployer; a reader still diffs against the configured file.
+#[tokio::test]
+async fn a_desired_schema_given_as_text_is_a_deployers_sql_and_a_reader_is_refused_before_it_runs() {
+    let server = Server::start("basic", AUTH).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let deployer = token(&server, "ci", "deployer").await;
+    let admin = token(&server, "ops", "admin").await;
+    let body = |token_name: &str| {
+        json!({
+            "query": "query($desired: String) { desiredDiff(desired: $desired) { tenants differing } }",
+            "variables": { "desired": format!("create table {{schema}}.{token_name}_probe (id integer primary key);\n") },
+        })
+    };
+
+    let (status, answer) = post(&server, Some(&viewer), body("viewer")).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
+    let message = answer["errors"][0]["message"].as_str().unwrap();
+    assert_eq!(message, "token:dashboard (role viewer) may not deploy", "{answer}");
+    assert!(answer["data"].is_null() || answer["data"]["desiredDiff"].is_null(), "{answer}");
+    // Without the argument a reader reaches the diff (and is told that no
+    // desiredSchema is configured): the refusal is the argument's.
+    let (status, answer) = query(&server, &viewer, "{ desiredDiff { tenants } }").await;
+    assert_eq!((status, error_code(&answer)), (200, "INVALID_INPUT"), "{answer}");
+
+    let (status, answer) = post(&server, Some(&deployer), body("deployer")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["desiredDiff"], json!({ "tenants": 0, "differing": 0 }), "{answer}");
+
+    let (status, answer) = query(&server, &admin, "{ audit { actor action outcome } }").await;
+    assert_eq!(status, 200, "{answer}");
+    let refused: Vec<&Value> =
+        answer["data"]["audit"].as_array().unwrap().iter().filter(|row| row["action"] == "desiredDiff").collect();
+    assert_eq!(refused.len(), 1, "{answer}");
+    assert_eq!(refused[0]["actor"], "token:dashboard");
+    assert!(refused[0]["outcome"].as_str().unwrap().starts_with("refused: FORBIDDEN"), "{answer}");
+}
+
 #[tokio::test]
 async fn the_starter_cannot_approve_and_a_changed_file_voids_the_approval() {
     let server = Server::start("basic", AUTH).await;

@@ -143,11 +143,17 @@ impl FromIterator<Role> for Roles {
 
 /// The permission a field of the API needs: `parent` is the type the field
 /// is resolved on (`Query`, `Mutation`); fields below the root need nothing
-/// more than their root field did (`None`).
-pub fn required(parent: &str, field: &str) -> Option<Permission> {
+/// more than their root field did (`None`). `given(name)` says whether the
+/// request gives the field the argument `name`: SQL text of the caller's
+/// own (`desiredDiff(desired:)`) runs on the database — in a scratch schema
+/// rolled back, or a scratch database dropped, but run, with the service's
+/// credentials, its errors answered — so it needs what running a version's
+/// files needs; a reader diffs against the configuration's `desiredSchema`.
+pub fn required(parent: &str, field: &str, given: impl Fn(&str) -> bool) -> Option<Permission> {
     match parent {
         "Query" => Some(match field {
             "audit" => Permission::Administer,
+            "desiredDiff" if given("desired") => Permission::Deploy,
             _ => Permission::Read,
         }),
         "Mutation" => Some(match field {
@@ -165,6 +171,11 @@ pub fn required(parent: &str, field: &str) -> Option<Permission> {
 mod tests {
     use super::*;
 
+    /// [`required`] of a field given no argument.
+    fn bare(parent: &str, field: &str) -> Option<Permission> {
+        required(parent, field, |_| false)
+    }
+
     #[test]
     fn each_role_grants_what_the_table_says() {
         use Permission::*;
@@ -177,20 +188,20 @@ mod tests {
 
     #[test]
     fn pausing_resuming_and_cancelling_backfills_is_a_deployers() {
-        assert_eq!(required("Mutation", "pauseBackfills"), Some(Permission::Deploy));
-        assert_eq!(required("Mutation", "cancelBackfills"), Some(Permission::Deploy));
-        assert_eq!(required("Mutation", "resumeBackfills"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "pauseBackfills"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "cancelBackfills"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "resumeBackfills"), Some(Permission::Deploy));
     }
 
     #[test]
     fn creating_tenants_one_or_many_needs_the_same_permission() {
-        assert_eq!(required("Mutation", "createTenants"), required("Mutation", "createTenant"));
-        assert_eq!(required("Mutation", "createTenants"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "createTenants"), bare("Mutation", "createTenant"));
+        assert_eq!(bare("Mutation", "createTenants"), Some(Permission::Deploy));
     }
 
     #[test]
     fn bringing_tenants_to_a_desired_schema_is_a_deployers() {
-        assert_eq!(required("Mutation", "applyDesiredSchema"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "applyDesiredSchema"), Some(Permission::Deploy));
     }
 
     #[test]
@@ -203,15 +214,22 @@ mod tests {
     }
 
     #[test]
+    fn a_diff_against_sql_the_caller_gives_is_a_deployers_and_against_the_configured_file_a_readers() {
+        assert_eq!(required("Query", "desiredDiff", |name| name == "desired"), Some(Permission::Deploy));
+        assert_eq!(required("Query", "desiredDiff", |_| false), Some(Permission::Read));
+        assert_eq!(required("Query", "drift", |_| true), Some(Permission::Read));
+    }
+
+    #[test]
     fn fields_need_their_permission_and_unknown_mutations_need_admin() {
-        assert_eq!(required("Query", "versions"), Some(Permission::Read));
-        assert_eq!(required("Query", "__schema"), Some(Permission::Read));
-        assert_eq!(required("Query", "audit"), Some(Permission::Administer));
-        assert_eq!(required("Mutation", "createVersion"), Some(Permission::Deploy));
-        assert_eq!(required("Mutation", "approveRollout"), Some(Permission::Approve));
-        assert_eq!(required("Mutation", "releaseQuarantined"), Some(Permission::Administer));
-        assert_eq!(required("Mutation", "somethingNew"), Some(Permission::Administer));
-        assert_eq!(required("Version", "name"), None);
+        assert_eq!(bare("Query", "versions"), Some(Permission::Read));
+        assert_eq!(bare("Query", "__schema"), Some(Permission::Read));
+        assert_eq!(bare("Query", "audit"), Some(Permission::Administer));
+        assert_eq!(bare("Mutation", "createVersion"), Some(Permission::Deploy));
+        assert_eq!(bare("Mutation", "approveRollout"), Some(Permission::Approve));
+        assert_eq!(bare("Mutation", "releaseQuarantined"), Some(Permission::Administer));
+        assert_eq!(bare("Mutation", "somethingNew"), Some(Permission::Administer));
+        assert_eq!(bare("Version", "name"), None);
     }
 
     #[test]

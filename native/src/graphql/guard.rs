@@ -84,7 +84,8 @@ impl Extension for FieldGuard {
         info: ResolveInfo<'_>,
         next: NextResolve<'_>,
     ) -> ServerResult<Option<Value>> {
-        let Some(permission) = strata_core::auth::role::required(info.parent_type, info.name) else {
+        let given = |name: &str| info.field.get_argument(name).is_some();
+        let Some(permission) = strata_core::auth::role::required(info.parent_type, info.name, given) else {
             return next.run(ctx, info).await;
         };
         let identity = ctx.data_opt::<Identity>();

@@ -300,7 +300,7 @@ pub(super) fn widens(from: &str, to: &str) -> bool {
 /// Every constraint's own name (without its table): the indexes named
 /// like one are the constraint's, made and dropped with it.
 fn constraint_names(catalog: &Catalog) -> BTreeSet<&str> {
-    catalog.of_kind("constraint").map(|(name, _)| split_part(name).1).collect()
+    catalog.of_kind("constraint").map(|(name, _)| split_part(catalog, name).1).collect()
 }
 
 fn is_foreign_key(constraint: &Object) -> bool {

@@ -53,9 +53,17 @@ impl Builder {
     }
 }
 
-/// A part's name (`table.part`) cut at its first dot.
-pub(super) fn split_part(name: &str) -> (&str, &str) {
-    name.split_once('.').unwrap_or((name, ""))
+/// A part's name (`table.part`) cut into its table and its own name: at
+/// the dot after the longest relation of `catalog` the name begins with (a
+/// table's name may hold dots: column `c` of table `"a.b"` is `a.b.c`, not
+/// column `b.c` of table `a`), else at its first dot.
+pub(super) fn split_part<'a>(catalog: &Catalog, name: &'a str) -> (&'a str, &'a str) {
+    let mut owned =
+        name.match_indices('.').map(|(dot, _)| dot).filter(|dot| catalog.get("relation", &name[..*dot]).is_some());
+    match owned.next_back().or_else(|| name.find('.')) {
+        Some(dot) => (&name[..dot], &name[dot + 1..]),
+        None => (name, ""),
+    }
 }
 
 /// The parts of `kind` named `table.part` of `table`: (part, object).
@@ -64,8 +72,12 @@ pub(super) fn parts_of<'a>(
     kind: &'a str,
     table: &'a str,
 ) -> impl Iterator<Item = (&'a str, &'a Object)> {
+    let prefix_of_table = move |name: &str| name.len() > table.len() && name.starts_with(table);
     catalog.of_kind(kind).filter_map(move |(name, object)| {
-        let (owner, part) = split_part(name);
+        if !prefix_of_table(name) {
+            return None;
+        }
+        let (owner, part) = split_part(catalog, name);
         (owner == table).then_some((part, object))
     })
 }

@@ -252,6 +252,32 @@ fn names_that_need_quotes_are_quoted() {
 }
 
 #[test]
+fn a_table_whose_name_holds_a_dot_keeps_its_own_columns_and_constraints() {
+    // Table `a.b` (id), beside table `a` (b): their parts are named `a.b.id`
+    // and `a.b`; each goes to its own table, the longest name first.
+    let desired = Catalog::new(
+        "strata_desired",
+        &[
+            object("relation", "a", "r"),
+            object("column", "a.b", "integer"),
+            object("relation", "a.b", "r"),
+            object("column", "a.b.id", "integer not null"),
+            object("column", "a.b.x.y", "text"),
+            object("constraint", "a.b.a.b_pkey", "PRIMARY KEY (id)"),
+        ],
+    );
+    let plan = plan(Driver::Postgres, &desired, &Catalog::new("t1", &[])).unwrap();
+    assert_eq!(
+        sql(&plan),
+        [
+            "CREATE TABLE {schema}.a (\n    b integer\n)",
+            "CREATE TABLE {schema}.\"a.b\" (\n    id integer not null,\n    \"x.y\" text\n)",
+            "ALTER TABLE {schema}.\"a.b\" ADD CONSTRAINT \"a.b_pkey\" PRIMARY KEY (id)",
+        ]
+    );
+}
+
+#[test]
 fn tenants_are_grouped_by_plan_largest_group_first_and_each_plan_is_linted() {
     let wanted = desired();
     let mut grouping = Grouping::default();
