@@ -236,17 +236,19 @@ proptest! {
     fn redacted_config_never_shows_the_password_and_parses_back(
         password in "pw[A-Za-z0-9]{4,20}",
         header_secret in "hs[A-Za-z0-9]{4,20}",
+        hook_secret in "ws[A-Za-z0-9]{4,20}",
         port in 1u16..,
     ) {
         let yaml = format!(
             "baseLocation: m\ndriver: postgres\ndataSource: postgres://svc:{password}@db/app\n\
-             singleMigrations: [ref]\nport: {port}\nwebHookURL: https://h/x\n\
+             singleMigrations: [ref]\nport: {port}\nwebHookURL: https://h/services/{hook_secret}\n\
              webHookHeaders: [\"Authorization: Bearer {header_secret}\"]\n"
         );
         let config = Config::parse(&yaml, &BTreeMap::new()).unwrap();
         let rendered = config.render_redacted();
         prop_assert!(!rendered.contains(&password));
         prop_assert!(!rendered.contains(&header_secret));
+        prop_assert!(!rendered.contains(&hook_secret));
         let back = Config::parse(&rendered, &BTreeMap::new()).unwrap();
         prop_assert_eq!(back.port, port);
         prop_assert_eq!(back.data_source, "postgres://svc:***@db/app");

@@ -20,6 +20,10 @@ async fn webhook_posts_the_summary_json_with_default_content_type() {
         assert_eq!(payload[field], summary[field], "{field}");
     }
     assert_eq!(payload.as_object().unwrap().len(), 12);
+    // Served without its path: a chat service's webhook secret lives there.
+    let config = server.get("/v2/config").await.text().await.unwrap();
+    let origin = hook.url.strip_suffix("/hook").unwrap();
+    assert!(config.contains(&format!("webHookURL: {origin}/***\n")) && !config.contains(&hook.url), "{config}");
 
     // No version, no webhook: dry runs and idle runs stay silent.
     server.create_version(json!({ "versionName": "dry", "dryRun": true })).await;

@@ -17,7 +17,7 @@ use thiserror::Error;
 
 pub use crate::migrate::driver::Driver;
 use crate::migrate::ident::validate_identifier;
-use crate::migrate::redact::{MASK, redact_data_source};
+use crate::migrate::redact::{MASK, redact_data_source, redact_url};
 use crate::migrate::template;
 
 pub use backfill::{BackfillSettings, DEFAULT_BATCH_MILLIS, DEFAULT_CONCURRENCY, DEFAULT_ROWS_PER_SECOND};
@@ -946,7 +946,9 @@ impl Config {
     }
 
     /// The effective configuration as YAML, with the password of
-    /// `dataSource` and every `webHookHeaders` value shown as `***`.
+    /// `dataSource` (and of the shards', `devDataSource`'s and the
+    /// replicas'), every `webHookHeaders` value and all of `webHookURL` but
+    /// its scheme, host and port shown as `***`.
     pub fn render_redacted(&self) -> String {
         let view = RedactedView {
             base_location: &self.base_location,
@@ -970,7 +972,7 @@ impl Config {
             listen: self.listen.map(|a| a.to_string()),
             auth: (&self.auth).into(),
             path_prefix: &self.path_prefix,
-            web_hook_url: self.web_hook_url.as_deref(),
+            web_hook_url: self.web_hook_url.as_deref().map(redact_url),
             web_hook_template: self.web_hook_template.as_deref(),
             web_hook_headers: self.web_hook_headers.iter().map(|h| format!("{}: {MASK}", h.name)).collect(),
             log_level: self.log_level.name(),
@@ -1059,7 +1061,7 @@ struct RedactedView<'a> {
     auth: auth::AuthView,
     path_prefix: &'a str,
     #[serde(rename = "webHookURL", skip_serializing_if = "Option::is_none")]
-    web_hook_url: Option<&'a str>,
+    web_hook_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     web_hook_template: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

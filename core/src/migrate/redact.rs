@@ -18,6 +18,25 @@ pub fn redact_data_source(data_source: &str) -> String {
     redact_key_values(&redact_user_info(data_source))
 }
 
+/// A webhook's URL as it may be shown: its scheme, host and port; user
+/// info and everything after the host replaced by [`MASK`]. Chat services
+/// put a webhook's secret in its path (Slack's `/services/T…/B…/<secret>`,
+/// Discord's `/api/webhooks/<id>/<token>`), others in the query.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return MASK.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let (user, host) = match authority.rfind('@') {
+        Some(at) => (format!("{MASK}@"), &authority[at + 1..]),
+        None => (String::new(), authority),
+    };
+    let tail = if rest[authority_end..].trim_start_matches('/').is_empty() { "" } else { "/***" };
+    format!("{}://{user}{host}{tail}", &url[..scheme_end])
+}
+
 /// `user:secret@` → `user:***@`, for URLs and Go-style DSNs.
 fn redact_user_info(text: &str) -> String {
     let start = text.find("://").map_or(0, |i| i + 3);
@@ -100,6 +119,20 @@ fn value_end(bytes: &[u8], start: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::redact_data_source as r;
+    use super::{MASK, redact_url};
+
+    #[test]
+    fn a_webhook_url_keeps_its_scheme_host_and_port_only() {
+        assert_eq!(
+            redact_url("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX"),
+            "https://hooks.slack.com/***"
+        );
+        assert_eq!(redact_url("http://bot:s3cret@127.0.0.1:9000/hook?token=abc#x"), "http://***@127.0.0.1:9000/***");
+        assert_eq!(redact_url("https://example.com?key=abc"), "https://example.com/***");
+        assert_eq!(redact_url("https://example.com/"), "https://example.com");
+        assert_eq!(redact_url("https://example.com"), "https://example.com");
+        assert_eq!(redact_url("not a url secret"), MASK);
+    }
 
     #[test]
     fn urls_with_user_info() {
