@@ -372,9 +372,19 @@ step "cargo fmt --check"
 cargo fmt --all --check
 
 # Beside the workspace build, below its priority until it ends: the tools
-# first (the packages wait for the wasm-bindgen CLI), then the others.
-start_lane tools run_tools_lane 10
-start_lane packages run_packages_lane 10
+# first (the packages wait for the wasm-bindgen CLI), then the others. On a
+# fresh machine (no wasm-bindgen CLI of the pinned version built yet) the
+# tools and packages lanes are the run's longest chain — the CLI from
+# source, then the WebAssembly builds' dependencies, then the npm packages
+# and the receivers — and at `nice 10` beside the build they had a fifth of
+# a processor: the CLI took 15:33 and the WebAssembly 18:30 for 2:33 and
+# 4:19 of processor time, and the run 21:25. There they start at the
+# build's priority.
+chain_niceness=10
+"$CARGO_TARGET_DIR/tools/root/bin/wasm-bindgen" --version 2>/dev/null |
+    grep -qx "wasm-bindgen $(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)" || chain_niceness=0
+start_lane tools run_tools_lane "$chain_niceness"
+start_lane packages run_packages_lane "$chain_niceness"
 start_lane fuzz run_fuzz_lane 19
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
