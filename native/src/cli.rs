@@ -433,6 +433,11 @@ struct DiffArgs {
     /// Exit 10 when a tenant differs from the desired schema.
     #[arg(long)]
     check: bool,
+    /// A single-schema migration directory (`singleMigrations`): plan its
+    /// schema to the desired one instead of the tenants' (the file names
+    /// it `{schema}`, as the tenants' does).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<String>,
     /// `new NAME --desired FILE`: the file to write (its description and
     /// directory) instead of a report.
     #[arg(skip)]
@@ -749,8 +754,9 @@ struct NewArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<String>,
     /// Write the plan from the tenants' live schemas to this desired
-    /// schema (the largest group's) into the file; reads the database.
-    /// Without FILE: the configuration's desiredSchema.
+    /// schema (the largest group's) into the file — with `--dir` naming a
+    /// single-schema migration directory, from that schema's; reads the
+    /// database. Without FILE: the configuration's desiredSchema.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     desired: Option<Option<PathBuf>>,
 }
@@ -950,7 +956,8 @@ pub(crate) fn main() -> ExitCode {
             (None, _) => commands::run(config, command, verbosity, wait).into(),
         },
         Command::New(NewArgs { name, dir, desired: Some(desired) }) => {
-            let diff = DiffArgs { desired: Some(desired), json: false, check: false, write: Some((name, dir)) };
+            let diff =
+                DiffArgs { desired: Some(desired), json: false, check: false, dir: None, write: Some((name, dir)) };
             commands::run(config, OnDatabase::Diff(diff), verbosity, wait).into()
         }
         Command::New(args) => {

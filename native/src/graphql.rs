@@ -368,14 +368,30 @@ impl Query {
     /// `desired`, its SQL text (never a path on the server), or the
     /// configuration's `desiredSchema` when absent — tenants grouped by
     /// plan, largest group first, destructive steps marked, each plan
-    /// linted. Reads only: the engine reads the text in a scratch schema
-    /// it rolls back (MariaDB: a scratch database it drops). Added to the
-    /// spec's schema (`strata diff --json` prints the same).
+    /// linted; with `directory` naming a single-schema migration
+    /// directory, that schema's plan. Reads only: the engine reads the
+    /// text in a scratch schema it rolls back (MariaDB: a scratch database
+    /// it drops). Added to the spec's schema (`strata diff --json` prints
+    /// the same).
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
-    async fn desired_diff(&self, ctx: &Context<'_>, desired: Option<String>) -> Result<DesiredDiffDto> {
+    async fn desired_diff(
+        &self,
+        ctx: &Context<'_>,
+        desired: Option<String>,
+        directory: Option<String>,
+    ) -> Result<DesiredDiffDto> {
         let service = service(ctx)?;
+        let single = match directory.as_deref().map(|dir| service.config().desired_schema_of(dir)) {
+            Some(Ok(single)) => single,
+            Some(Err(message)) => return Err(graphql_error(AppError::InvalidInput(message))),
+            None => None,
+        };
         let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
-        Ok(service.desired_diff(&file, &text).await.map_err(graphql_error)?.into())
+        let report = match single {
+            Some(schema) => service.desired_diff_single(&file, &text, schema).await,
+            None => service.desired_diff(&file, &text).await,
+        };
+        Ok(report.map_err(graphql_error)?.into())
     }
 
     /// Who the request authenticated as, and its roles (without

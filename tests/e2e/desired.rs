@@ -314,6 +314,88 @@ async fn new_with_desired_writes_the_majority_plan_as_the_next_file_and_apply_re
     );
 }
 
+/// A single schema's desired schema (`ref`, a `singleMigrations`
+/// directory's, on each engine): a column more in `countries` and a table
+/// more.
+fn ref_desired() -> &'static str {
+    match backend() {
+        Backend::Mysql => {
+            "create table {schema}.countries (code varchar(2) primary key, name text not null, region text) \
+             engine = InnoDB;\ncreate table {schema}.regions (name varchar(32) primary key) engine = InnoDB;\n"
+        }
+        _ => {
+            "create table {schema}.countries (code text primary key, name text not null, region text);\n\
+             create table {schema}.regions (name text primary key);\n"
+        }
+    }
+}
+
+/// What a team of one database (sqlx-cli's, dbmate's) has: a single
+/// schema, planned to its desired schema with `--dir` naming its
+/// directory — `diff` reads only, `new --desired` writes the plan as that
+/// directory's next file, `apply` runs it like any file, and then the
+/// schema is the desired one; the tenants are not planned, and a scripts
+/// directory is refused by name.
+#[tokio::test]
+async fn a_single_schema_is_planned_to_its_desired_schema_written_as_its_next_file_and_applied() {
+    let server = fleet_of(&["t1"], "", None).await;
+    let desired = ref_desired();
+
+    let planned = report(&diff(&server, desired, &["--dir", "ref", "--json"]).await);
+    assert_eq!((&planned["tenants"], &planned["differing"]), (&json!(1), &json!(1)), "{planned}");
+    let groups = planned["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{planned}");
+    assert_eq!(tenants(&groups[0]), ["ref"]);
+    let planned_steps = steps(&groups[0]);
+    let creates = |s: &&str| s.starts_with("CREATE TABLE {schema}.") && s.contains("regions");
+    assert!(planned_steps.iter().any(creates), "{planned}");
+    assert!(planned_steps.iter().any(|s| s.starts_with("ALTER TABLE {schema}.") && s.contains("region")), "{planned}");
+    assert_eq!(groups[0]["destructive"], false, "{planned}");
+    let text = diff(&server, desired, &["--dir", "ref"]).await;
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(said.starts_with("1 of 1 schema(s) differ from the desired schema, in 1 group(s)\n"), "{said}");
+    assert!(said.contains(" for 1 schema(s): ref\n"), "{said}");
+    assert_eq!(diff(&server, desired, &["--dir", "ref", "--check"]).await.status.code(), Some(10));
+
+    let refused = diff(&server, desired, &["--dir", "scripts/config"]).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        "strata: --dir scripts/config: a desired schema is planned for a migration directory's schema \
+         (configured: ref, config, tenants)\n"
+    );
+
+    let file = write_desired(&server, desired);
+    let args = ["new", "regions", "--dir", "ref", "--desired", file.to_str().unwrap()];
+    let written = strata(server.config_path(), &args).await;
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let path = String::from_utf8_lossy(&written.stdout).trim().to_string();
+    assert!(path.ends_with("_regions.sql") && path.contains("/ref/"), "{path}");
+    let expected: String = planned_steps.iter().map(|s| format!("{s};\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    assert!(String::from_utf8_lossy(&written.stderr).contains("the plan of 1 schema(s)"));
+
+    let applied = strata(server.config_path(), &["apply", "--version", "regions"]).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(diff(&server, desired, &["--dir", "ref", "--check"]).await.status.code(), Some(0));
+    assert_eq!(server.ws.count("ref", "countries").await, 2, "the rows stay");
+    assert_eq!(server.ws.count("ref", "regions").await, 0);
+    let sql = "select count(*), min(db_schema) from svc_migrations where filename like '%regions.sql'";
+    assert_eq!(server.ws.rows("svc", sql).await, [vec![json!(1), json!("ref")]], "recorded once, in ref alone");
+    let again = strata(server.config_path(), &args).await;
+    assert_eq!(String::from_utf8_lossy(&again.stdout), "");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no file written: every schema is in the desired schema"));
+
+    // The API: `desiredDiff(directory:)`.
+    let query = "query($desired: String, $directory: String) { desiredDiff(desired: $desired, directory: $directory) \
+                 { tenants differing groups { tenants } } }";
+    let through = server.graphql(query, json!({ "desired": desired, "directory": "ref" })).await;
+    let expected = json!({ "tenants": 1, "differing": 0, "groups": [{ "tenants": ["ref"] }] });
+    assert_eq!(through["data"]["desiredDiff"], expected, "{through}");
+    let refused = server.graphql(query, json!({ "desired": desired, "directory": "scripts/config" })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+}
+
 /// `desiredSchema` in the configuration: a file kept beside the migration
 /// directories, read from the base location as they are. `diff` without
 /// `--desired`, `new NAME --desired` and `apply --desired` without a file

@@ -1009,6 +1009,35 @@ impl Config {
             .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
     }
 
+    /// The schema of the single-schema migration directory `dir` (the last
+    /// element of its path), `None` when `dir` is not one of
+    /// `singleMigrations`.
+    pub fn single_migrations_schema(&self, dir: &str) -> Option<&str> {
+        self.single_migrations
+            .iter()
+            .find(|configured| configured.as_str() == dir.trim_end_matches('/'))
+            .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
+    }
+
+    /// Whose schema a desired schema is planned for when the migration
+    /// directory `dir` is named: a `singleMigrations` directory's single
+    /// schema, or `None` for a `tenantMigrations` directory (the tenants').
+    /// Any other directory is refused, naming those that can be.
+    pub fn desired_schema_of(&self, dir: &str) -> Result<Option<&str>, String> {
+        if let Some(schema) = self.single_migrations_schema(dir) {
+            return Ok(Some(schema));
+        }
+        if self.tenant_migrations.iter().any(|tenants| tenants.as_str() == dir.trim_end_matches('/')) {
+            return Ok(None);
+        }
+        let migrations: Vec<&str> =
+            self.directories().filter(|(_, kind)| !kind.is_script()).map(|(dir, _)| dir).collect();
+        Err(format!(
+            "{dir}: a desired schema is planned for a migration directory's schema (configured: {})",
+            migrations.join(", ")
+        ))
+    }
+
     /// `desiredSchema` as the directory below `baseLocation` to read (`""`:
     /// the base itself) and the file's name in it.
     pub fn desired_schema_file(&self) -> Option<(&str, &str)> {

@@ -574,8 +574,14 @@ pub fn render_others(file: &MajorityFile<'_>) -> String {
 
 /// The report as text: one paragraph per group.
 pub fn render_text(report: &DesiredReport) -> String {
+    render_text_of(report, "tenant")
+}
+
+/// [`render_text`] of a report whose schemas are `noun`s: `tenant`, or
+/// `schema` for a single schema's.
+pub fn render_text_of(report: &DesiredReport, noun: &str) -> String {
     let mut out = format!(
-        "{} of {} tenant(s) differ from the desired schema, in {} group(s)\n",
+        "{} of {} {noun}(s) differ from the desired schema, in {} group(s)\n",
         report.differing,
         report.tenants,
         report.groups.iter().filter(|g| !g.in_desired_state()).count()
@@ -587,7 +593,7 @@ pub fn render_text(report: &DesiredReport) -> String {
         out.push('\n');
         if group.in_desired_state() {
             out.push_str(&format!(
-                "{} tenant(s) in the desired state: {}{more}\n",
+                "{} {noun}(s) in the desired state: {}{more}\n",
                 group.tenants.len(),
                 shown.join(", ")
             ));
@@ -595,7 +601,7 @@ pub fn render_text(report: &DesiredReport) -> String {
         }
         let destructive = if group.destructive { ", destructive" } else { "" };
         out.push_str(&format!(
-            "plan {} ({} step(s){destructive}) for {} tenant(s): {}{more}\n",
+            "plan {} ({} step(s){destructive}) for {} {noun}(s): {}{more}\n",
             &group.plan[..12.min(group.plan.len())],
             group.steps.len(),
             group.tenants.len(),

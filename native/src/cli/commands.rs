@@ -260,22 +260,38 @@ async fn drift(service: &Service, args: DriftArgs) -> Exit {
     }
 }
 
-/// `diff [--desired [FILE]]`: every tenant's plan to the desired schema.
+/// `diff [--desired [FILE]] [--dir DIR]`: every tenant's plan to the
+/// desired schema, or — `--dir` naming a single-schema migration directory
+/// (`new --dir DIR --desired` too) — that schema's.
 async fn diff(service: &Service, args: DiffArgs) -> Exit {
+    let dir = args.dir.clone().or_else(|| args.write.as_ref().and_then(|(_, dir)| dir.clone()));
+    let single = match dir.as_deref().map(|dir| service.config().desired_schema_of(dir)) {
+        Some(Ok(single)) => single,
+        Some(Err(message)) => {
+            eprintln!("strata: --dir {message}");
+            return Exit::Usage;
+        }
+        None => None,
+    };
     let (shown, text) = match read_desired(service, args.desired.flatten().as_deref()).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
-    match service.desired_diff(&shown, &text).await {
+    let report = match single {
+        Some(schema) => service.desired_diff_single(&shown, &text, schema).await,
+        None => service.desired_diff(&shown, &text).await,
+    };
+    let noun = if single.is_some() { "schema" } else { "tenant" };
+    match report {
         Ok(report) if args.write.is_some() => {
             let (description, dir) = args.write.unwrap_or_default();
-            super::new::new_from_desired(service.config(), &description, dir.as_deref(), &report)
+            super::new::new_from_desired(service.config(), &description, dir.as_deref(), &report, noun)
         }
         Ok(report) => {
             if args.json {
                 print_json(&report);
             } else {
-                out!("{}", strata_core::migrate::desired::render_text(&report));
+                out!("{}", strata_core::migrate::desired::render_text_of(&report, noun));
             }
             if args.check && report.has_differences() { Exit::SchemaDrift } else { Exit::Success }
         }

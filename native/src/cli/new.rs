@@ -25,16 +25,24 @@ pub(super) fn new_migration(config: &Config, description: &str, dir: Option<&str
 /// `new NAME --desired FILE`: the next file holding the plan of the
 /// largest group of tenants that differs from the desired schema (core's
 /// `desired::majority_file`); how the other groups fare, on stderr.
-pub(super) fn new_from_desired(config: &Config, description: &str, dir: Option<&str>, report: &DesiredReport) -> Exit {
+/// `noun` names what the report's schemas are: `tenant`, or `schema` for
+/// a single schema's.
+pub(super) fn new_from_desired(
+    config: &Config,
+    description: &str,
+    dir: Option<&str>,
+    report: &DesiredReport,
+    noun: &str,
+) -> Exit {
     let Some(majority) = desired::majority_file(report) else {
         let differing = report.differing;
         eprintln!(
             "strata: no file written: {}",
             if differing == 0 {
-                "every tenant is in the desired schema".to_string()
+                format!("every {noun} is in the desired schema")
             } else {
                 format!(
-                    "most tenants are in the desired schema already; {differing} differ (strata diff --desired \
+                    "most {noun}s are in the desired schema already; {differing} differ (strata diff --desired \
                      shows their plans)"
                 )
             }
@@ -62,7 +70,7 @@ pub(super) fn new_from_desired(config: &Config, description: &str, dir: Option<&
     if exit == Exit::Success {
         let destructive = if majority.group.destructive { ", destructive" } else { "" };
         eprintln!(
-            "strata: the plan of {} tenant(s) ({} step(s){destructive})",
+            "strata: the plan of {} {noun}(s) ({} step(s){destructive})",
             majority.group.tenants.len(),
             majority.group.steps.len()
         );

@@ -72,7 +72,8 @@ const APPLY_DESIRED: &str = concat!(
     results!(),
     " } left { tenants reason } } }"
 );
-const DESIRED_DIFF: &str = "query($desired: String) { desiredDiff(desired: $desired) { desired tenants differing \
+const DESIRED_DIFF: &str = "query($desired: String, $directory: String) { desiredDiff(desired: $desired, \
+                            directory: $directory) { desired tenants differing \
                             groups { plan tenants steps { sql destructive } destructive unplannable findings { rule \
                             severity file line column message advice } } } }";
 const CREATE_TENANT: &str =
@@ -338,13 +339,17 @@ async fn diff(remote: &Remote, args: DiffArgs) -> Exit {
         Ok(desired) => desired,
         Err(failure) => return failure.report(args.json),
     };
-    match remote.call::<DesiredDiffDto>(DESIRED_DIFF, "desiredDiff", json!({ "desired": desired })).await {
+    let variables = json!({ "desired": desired, "directory": args.dir });
+    match remote.call::<DesiredDiffDto>(DESIRED_DIFF, "desiredDiff", variables).await {
         Ok(answer) => {
             let report = strata_core::migrate::desired::DesiredReport::from(answer);
             if args.json {
                 print_json(&report);
             } else {
-                out!("{}", strata_core::migrate::desired::render_text(&report));
+                // Without the service's configuration at hand: a directory
+                // named is a single schema's (the tenants' need none).
+                let noun = if args.dir.is_some() { "schema" } else { "tenant" };
+                out!("{}", strata_core::migrate::desired::render_text_of(&report, noun));
             }
             if args.check && report.has_differences() { Exit::SchemaDrift } else { Exit::Success }
         }

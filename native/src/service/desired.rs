@@ -166,6 +166,19 @@ impl Service {
         self.desired_diff_of(file, text, None).await
     }
 
+    /// [`Service::desired_diff`] of one single schema, `schema` (a
+    /// `singleMigrations` directory's): its plan to the desired schema,
+    /// as one group of one. Reads only.
+    pub(crate) async fn desired_diff_single(
+        &self,
+        file: &str,
+        text: &str,
+        schema: &str,
+    ) -> Result<DesiredReport, AppError> {
+        let wanted = self.desired_catalog(file, text).await?;
+        self.plans_to(&wanted, &[schema.to_string()]).await
+    }
+
     /// [`Service::desired_diff`] over the tenants of `only` still in the
     /// fleet (`None`: every tenant).
     async fn desired_diff_of(
@@ -174,6 +187,19 @@ impl Service {
         text: &str,
         only: Option<&[String]>,
     ) -> Result<DesiredReport, AppError> {
+        let wanted = self.desired_catalog(file, text).await?;
+        let mut tenants = self.database.tenants().await?;
+        if let Some(only) = only {
+            let wanted: std::collections::HashSet<&str> = only.iter().map(String::as_str).collect();
+            tenants.retain(|tenant| wanted.contains(tenant.as_str()));
+        }
+        self.plans_to(&wanted, &tenants).await
+    }
+
+    /// The catalog the desired schema `text` makes, read from the scratch
+    /// schema the engine applied it into; refused (naming `file`) when it
+    /// cannot be, or makes nothing in the schema.
+    async fn desired_catalog(&self, file: &str, text: &str) -> Result<Catalog, AppError> {
         let driver = self.config.driver;
         desired::supported(driver).map_err(|e| AppError::InvalidInput(e.to_string()))?;
         match statements::inspect(driver, file, text) {
@@ -204,19 +230,22 @@ impl Service {
                  every tenant's objects would be dropped"
             )));
         }
-        let mut tenants = self.database.tenants().await?;
-        if let Some(only) = only {
-            let wanted: std::collections::HashSet<&str> = only.iter().map(String::as_str).collect();
-            tenants.retain(|tenant| wanted.contains(tenant.as_str()));
-        }
+        Ok(wanted)
+    }
+
+    /// Each of `schemas`' plan from its live catalog to `wanted`, grouped
+    /// by plan (catalogs read [`TENANTS_PER_ROUND`] at a time).
+    async fn plans_to(&self, wanted: &Catalog, schemas: &[String]) -> Result<DesiredReport, AppError> {
+        let driver = self.config.driver;
         let mut grouping = Grouping::default();
-        for round in tenants.chunks(TENANTS_PER_ROUND) {
-            for (tenant, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {
-                let live = Catalog::new(tenant, &objects);
-                let plan = desired::plan(driver, &wanted, &live).map_err(|e| AppError::InvalidInput(e.to_string()))?;
-                grouping.add(tenant.clone(), plan);
+        for round in schemas.chunks(TENANTS_PER_ROUND) {
+            for (schema, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {
+                let live = Catalog::new(schema, &objects);
+                let plan = desired::plan(driver, wanted, &live).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+                grouping.add(schema.clone(), plan);
             }
         }
-        Ok(grouping.report(&wanted, driver, self.database.citus(), placeholder))
+        let placeholder = self.config.schema_placeholder.as_str();
+        Ok(grouping.report(wanted, driver, self.database.citus(), placeholder))
     }
 }

@@ -722,3 +722,19 @@ fn mysql_reads_the_lag_of_the_replicas_listed_and_shows_them_without_their_passw
     let refused = Config::parse(&format!("{postgres}{section}"), &BTreeMap::new()).unwrap_err().to_string();
     assert!(refused.contains("reads its replicas' lag on the primary (pg_stat_replication)"), "{refused}");
 }
+
+#[test]
+fn a_desired_schema_is_planned_for_a_single_directorys_schema_or_the_tenants_and_no_scripts() {
+    let yaml = MINIMAL.replace("  - public", "  - schemas/public")
+        + "tenantMigrations: [tenants]\nsingleScripts: [scripts/once]\n";
+    let config = Config::parse(&yaml, &BTreeMap::new()).unwrap();
+    assert_eq!(config.desired_schema_of("schemas/public"), Ok(Some("public")));
+    assert_eq!(config.desired_schema_of("schemas/public/"), Ok(Some("public")));
+    assert_eq!(config.desired_schema_of("tenants"), Ok(None));
+    assert_eq!(
+        config.desired_schema_of("scripts/once"),
+        Err("scripts/once: a desired schema is planned for a migration directory's schema \
+             (configured: schemas/public, tenants)"
+            .to_string())
+    );
+}
