@@ -367,6 +367,20 @@ async fn a_single_schema_is_planned_to_its_desired_schema_written_as_its_next_fi
 
     let file = write_desired(&server, desired);
     let args = ["new", "regions", "--dir", "ref", "--desired", file.to_str().unwrap()];
+    // A file of ref's own pending: its plan would be made from a schema
+    // the file changes first. Refused, nothing written; the tenants' and
+    // another single schema's pending files are not ref's.
+    server.ws.write_migration("ref/002.sql", "create table {schema}.later (id int);\n");
+    let pending = strata(server.config_path(), &args).await;
+    assert_eq!(pending.status.code(), Some(6), "{}", String::from_utf8_lossy(&pending.stderr));
+    assert!(
+        String::from_utf8_lossy(&pending.stderr).contains("1 migration file(s) of ref are pending: apply them first"),
+        "{}",
+        String::from_utf8_lossy(&pending.stderr)
+    );
+    assert_eq!(std::fs::read_dir(server.ws.migrations().join("ref")).unwrap().count(), 2, "no file written");
+    std::fs::remove_file(server.ws.migrations().join("ref/002.sql")).unwrap();
+    server.ws.write_migration("config/003.sql", "create table {schema}.later (id int);\n");
     let written = strata(server.config_path(), &args).await;
     assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
     let path = String::from_utf8_lossy(&written.stdout).trim().to_string();
@@ -378,6 +392,7 @@ async fn a_single_schema_is_planned_to_its_desired_schema_written_as_its_next_fi
     let applied = strata(server.config_path(), &["apply", "--version", "regions"]).await;
     assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
     assert_eq!(diff(&server, desired, &["--dir", "ref", "--check"]).await.status.code(), Some(0));
+    assert_eq!(server.ws.count("config", "later").await, 0, "config's own file ran beside it");
     assert_eq!(server.ws.count("ref", "countries").await, 2, "the rows stay");
     assert_eq!(server.ws.count("ref", "regions").await, 0);
     let sql = "select count(*), min(db_schema) from svc_migrations where filename like '%regions.sql'";

@@ -426,25 +426,35 @@ pub fn only_group(mut report: DesiredReport, plan: &str) -> Result<DesiredReport
     Ok(report)
 }
 
-/// Why nothing is planned to a desired schema: tenant migration files are
-/// pending, and a plan is made from the live schemas, which they would
-/// change first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why nothing is planned to a desired schema: migration files of the
+/// schemas planned are pending, and a plan is made from the live schemas,
+/// which they would change first.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingMigrations {
     /// The files pending.
     pub files: u64,
-    /// Their runs over the tenants.
+    /// Their runs over the tenants (a single schema's: one each).
     pub runs: u64,
+    /// The single schema whose files are pending; `None`: the tenants'.
+    pub schema: Option<String>,
 }
 
 impl std::fmt::Display for PendingMigrations {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} tenant migration file(s) are pending ({} runs over the tenants): apply them first (strata apply), \
-             then the desired schema; nothing ran",
-            self.files, self.runs
-        )
+        match &self.schema {
+            None => write!(
+                f,
+                "{} tenant migration file(s) are pending ({} runs over the tenants): apply them first (strata \
+                 apply), then the desired schema; nothing ran",
+                self.files, self.runs
+            ),
+            Some(schema) => write!(
+                f,
+                "{} migration file(s) of {schema} are pending: apply them first (strata apply), then the desired \
+                 schema; nothing ran",
+                self.files
+            ),
+        }
     }
 }
 
@@ -456,7 +466,19 @@ impl std::error::Error for PendingMigrations {}
 pub fn ready(pending: &crate::migrate::summary::Counts) -> Result<(), PendingMigrations> {
     match pending.tenant_migrations_total {
         0 => Ok(()),
-        runs => Err(PendingMigrations { files: pending.tenant_migrations, runs }),
+        runs => Err(PendingMigrations { files: pending.tenant_migrations, runs, schema: None }),
+    }
+}
+
+/// Whether the single schema `schema` can be planned to a desired schema
+/// now, given the migrations pending per schema (`report::pending_counts`):
+/// not while one of its own is.
+pub fn single_ready(pending: &[crate::migrate::report::PendingCount], schema: &str) -> Result<(), PendingMigrations> {
+    match pending.iter().find(|count| count.schema == schema) {
+        None => Ok(()),
+        Some(count) => {
+            Err(PendingMigrations { files: count.migrations, runs: count.migrations, schema: Some(schema.to_string()) })
+        }
     }
 }
 

@@ -277,6 +277,11 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
+    if args.write.is_some()
+        && let Err(error) = service.refuse_pending_before_writing(single).await
+    {
+        return failure(&error);
+    }
     let report = match single {
         Some(schema) => service.desired_diff_single(&shown, &text, schema).await,
         None => service.desired_diff(&shown, &text).await,

@@ -84,6 +84,19 @@ impl Service {
         Ok(desired::ready(&preview.plan.counts)?)
     }
 
+    /// Before a plan to the desired schema is written as a file (`new
+    /// --desired`): refused while a migration of the schemas planned is
+    /// pending — the tenants' (`single`: `None`), or the single schema's
+    /// own (core's `desired::single_ready`).
+    pub(crate) async fn refuse_pending_before_writing(&self, single: Option<&str>) -> Result<(), AppError> {
+        let Some(schema) = single else {
+            return self.refuse_pending_migrations().await;
+        };
+        let (preview, sources) = self.preview(Target::AllSchemas, Action::Apply).await?;
+        let pending = strata_core::migrate::report::pending_counts(&preview.plan, &sources);
+        Ok(desired::single_ready(&pending, schema)?)
+    }
+
     /// Wave `wave` of a rollout to the desired schema `target` over
     /// `tenants`, planned again just before it runs (core's
     /// `DesiredTarget::wave`): who runs the approved plan, who is there

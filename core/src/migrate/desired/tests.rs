@@ -474,11 +474,24 @@ fn nothing_is_planned_while_a_tenant_migration_is_pending() {
     assert_eq!(ready(&Counts { single_migrations: 3, ..Counts::default() }), Ok(()));
     let pending = Counts { tenant_migrations: 2, tenant_migrations_total: 7, ..Counts::default() };
     let refused = ready(&pending).unwrap_err();
-    assert_eq!(refused, PendingMigrations { files: 2, runs: 7 });
+    assert_eq!(refused, PendingMigrations { files: 2, runs: 7, schema: None });
     assert_eq!(
         refused.to_string(),
         "2 tenant migration file(s) are pending (7 runs over the tenants): apply them first (strata apply), then \
          the desired schema; nothing ran"
+    );
+}
+
+#[test]
+fn a_single_schema_is_not_planned_while_one_of_its_own_migrations_is_pending() {
+    use crate::migrate::report::PendingCount;
+    let pending =
+        [PendingCount { schema: "t1".into(), migrations: 4 }, PendingCount { schema: "ref".into(), migrations: 2 }];
+    assert_eq!(single_ready(&pending, "config"), Ok(()));
+    let refused = single_ready(&pending, "ref").unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "2 migration file(s) of ref are pending: apply them first (strata apply), then the desired schema; nothing ran"
     );
 }
 
