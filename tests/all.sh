@@ -420,7 +420,11 @@ lanes_at_normal_priority
 # tools and packages on a fresh machine, else the container's (below).
 # On a fresh machine with the container first, the packages' chain ended
 # the run at 21:25 (the CLI at 15:33, the WebAssembly at 18:30, for 2:33
-# and 4:19 of processor time), the container's at 13:23.
+# and 4:19 of processor time), the container's at 13:23; with the packages
+# first and the container at the suites' priority, 20:12 (the container's
+# chain the tail at 20:06, the packages' over at 14:24). The container at
+# `nice -10` as well left the suites' servers too little: an emulator's
+# answer took over 5 s six times and a storage test failed (20:39).
 container_niceness=-19
 if [ "$fresh_tools" = 1 ]; then
     container_niceness=0
