@@ -387,11 +387,7 @@ impl Query {
             None => None,
         };
         let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
-        let report = match single {
-            Some(schema) => service.desired_diff_single(&file, &text, schema).await,
-            None => service.desired_diff(&file, &text).await,
-        };
-        Ok(report.map_err(graphql_error)?.into())
+        Ok(service.desired_diff_in(&file, &text, single).await.map_err(graphql_error)?.into())
     }
 
     /// Who the request authenticated as, and its roles (without

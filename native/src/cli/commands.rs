@@ -282,10 +282,7 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
     {
         return failure(&error);
     }
-    let report = match single {
-        Some(schema) => service.desired_diff_single(&shown, &text, schema).await,
-        None => service.desired_diff(&shown, &text).await,
-    };
+    let report = service.desired_diff_in(&shown, &text, single).await;
     let noun = if single.is_some() { "schema" } else { "tenant" };
     match report {
         Ok(report) if args.write.is_some() => {

@@ -238,18 +238,11 @@ const PAGED_ROOT_FIELDS: [&str; 2] = ["tenants", "versions"];
 /// without a value), reads like the whole list.
 pub(crate) const LIGHT_PAGE: i64 = 5_000;
 
-/// Whether a field is given the argument `name`.
-fn has_argument(field: &async_graphql::parser::types::Field, name: &str) -> bool {
-    field.arguments.iter().any(|(argument, _)| argument.node.as_str() == name)
-}
-
 /// Whether a field asks for a page (`first` or `last`) of at most
 /// [`LIGHT_PAGE`] items, as a literal or in a variable the request gives.
 /// A `first` or `last` of 2^31 - 1 is no page.
 fn light_page(field: &async_graphql::parser::types::Field, variables: &async_graphql::Variables) -> bool {
-    let argument = |wanted: &str| {
-        field.arguments.iter().find(|(argument, _)| argument.node.as_str() == wanted).map(|(_, value)| &value.node)
-    };
+    let argument = |wanted: &str| field.get_argument(wanted).map(|value| &value.node);
     let size = argument("first").or_else(|| argument("last")).and_then(|value| {
         match value.clone().into_const_with(|name| variables.get(&name).cloned().ok_or(())) {
             Ok(async_graphql::Value::Number(number)) => number.as_i64(),
@@ -298,7 +291,7 @@ impl<'a> RootWalk<'a> {
             return self.operation.fleet == Fleet::Sharded && LISTED_ON_SHARDS.contains(&name);
         }
         !PAGED_ROOT_FIELDS.contains(&name)
-            || has_argument(field, "file")
+            || field.get_argument("file").is_some()
             || !light_page(field, self.operation.variables)
             || self.reads_every_row(&field.selection_set.node, 0)
     }

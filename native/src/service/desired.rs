@@ -179,15 +179,19 @@ impl Service {
         self.desired_diff_of(file, text, None).await
     }
 
-    /// [`Service::desired_diff`] of one single schema, `schema` (a
-    /// `singleMigrations` directory's): its plan to the desired schema,
-    /// as one group of one. Reads only.
-    pub(crate) async fn desired_diff_single(
+    /// [`Service::desired_diff`] of the tenants (`single`: `None`) or of
+    /// one single schema (a `singleMigrations` directory's, as core's
+    /// `Config::desired_schema_of` names it): its plan to the desired
+    /// schema, as one group of one. Reads only.
+    pub(crate) async fn desired_diff_in(
         &self,
         file: &str,
         text: &str,
-        schema: &str,
+        single: Option<&str>,
     ) -> Result<DesiredReport, AppError> {
+        let Some(schema) = single else {
+            return self.desired_diff(file, text).await;
+        };
         let wanted = self.desired_catalog(file, text).await?;
         self.plans_to(&wanted, &[schema.to_string()]).await
     }
