@@ -380,8 +380,7 @@ cargo fmt --all --check
 # first (below); at the build's priority from the start they made the
 # build take 13:23 instead of 7:55, and the run 22:59.
 fresh_tools=0
-"$CARGO_TARGET_DIR/tools/root/bin/wasm-bindgen" --version 2>/dev/null |
-    grep -qx "wasm-bindgen $(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)" || fresh_tools=1
+bash tests/tools.sh --built wasm-bindgen-cli || fresh_tools=1
 start_lane tools run_tools_lane 10
 start_lane packages run_packages_lane 10
 start_lane fuzz run_fuzz_lane 19

@@ -20,9 +20,14 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/strata-target}/tools"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
+# The version of the wasm-bindgen CLI that wasm/Cargo.toml pins.
+pinned_wasm_bindgen() {
+    sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml
+}
+
 wasm_bindgen_cli() {
     local version installed root="$CARGO_TARGET_DIR/root"
-    version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' wasm/Cargo.toml)
+    version=$(pinned_wasm_bindgen)
     installed=$("$root/bin/wasm-bindgen" --version 2>/dev/null || true)
     [ "$installed" != "wasm-bindgen $version" ] || return 0
     if [ "$(wasm-bindgen --version 2>/dev/null || true)" = "wasm-bindgen $version" ]; then
@@ -39,6 +44,13 @@ cargo_fuzz() {
     command -v cargo-fuzz >/dev/null || cargo install --debug cargo-fuzz --locked
 }
 
+# `--built wasm-bindgen-cli`: exits 0 when the pinned CLI is built here
+# already (tests/all.sh orders its lanes by it), builds nothing.
+if [ "${1:-}" = --built ]; then
+    [ "${2:-}" = wasm-bindgen-cli ] || { echo "tests/tools.sh: --built wasm-bindgen-cli" >&2; exit 2; }
+    [ "$("$CARGO_TARGET_DIR/root/bin/wasm-bindgen" --version 2>/dev/null || true)" = "wasm-bindgen $(pinned_wasm_bindgen)" ]
+    exit
+fi
 [ $# -gt 0 ] || set -- wasm-bindgen-cli cargo-fuzz
 for tool in "$@"; do
     case "$tool" in
