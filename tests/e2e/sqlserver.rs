@@ -1105,3 +1105,256 @@ async fn a_tenant_file_of_another_tools_format_naming_no_schema_is_refused() {
     let tables = server.ws.rows("svc", "select count(*) from sys.tables where name = 'users'").await;
     assert_eq!(tables, [[json!(2)]]);
 }
+
+/// `insert into {table} ({columns}) select {values} …` of `n` rows numbered
+/// from 1 (`x`), from digits (no `generate_series` in T-SQL).
+fn numbered_rows(table: &str, columns: &str, values: &str, n: u32) -> String {
+    let digit = "(select 0 as d union all select 1 union all select 2 union all select 3 union all select 4 \
+                 union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)";
+    format!(
+        "insert into {table} ({columns}) select {values} from (select a.d * 1000 + b.d * 100 + c.d * 10 + e.d + 1 \
+         as x from {digit} a cross join {digit} b cross join {digit} c cross join {digit} e) numbers where x <= {n};\n"
+    )
+}
+
+/// `(rows, rows with `column` = 1)` of `schema.table`.
+async fn done_once(server: &Server, schema: &str, table: &str, column: &str) -> (i64, i64) {
+    let sql =
+        format!("select count(*), coalesce(sum(case when {column} = 1 then 1 else 0 end), 0) from [{schema}].{table}");
+    let rows = server.ws.rows("svc", &sql).await;
+    (rows[0][0].as_i64().unwrap(), rows[0][1].as_i64().unwrap())
+}
+
+#[tokio::test]
+async fn backfills_change_every_row_once_by_every_key_form_and_a_kill_9_resumes_after_the_last_batch() {
+    if !available("backfills_change_every_row_once_by_every_key_form_and_a_kill_9_resumes_after_the_last_batch") {
+        return;
+    }
+    // A killed runner's claim goes stale after 6 s (twice the lease); 3 ×
+    // 1,500 rows at 500 a second: the kill lands in the middle.
+    let mut server = start("tenantConcurrency: 2\nlockLeaseSeconds: 3\nbackfill:\n  rowsPerSecond: 500\n").await;
+    let names = ["t1", "t2", "t3"];
+    for tenant in names {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    let seed = format!(
+        "create table {{schema}}.items (id bigint primary key, touched int not null default 0 check (touched <= 1));\n\
+         {}create table {{schema}}.pairs (region nvarchar(8) not null, id int not null, touched int not null default 0, \
+         primary key (region, id));\n{}{}{}\
+         create table {{schema}}.tokens (id uniqueidentifier primary key default newid(), touched int not null default 0);\n{}\
+         create table {{schema}}.flags (id int primary key, flag int not null default 0);\n{}",
+        numbered_rows("{schema}.items", "id", "x", 1500),
+        numbered_rows("{schema}.pairs", "region, id", "N'eu', x", 70),
+        numbered_rows("{schema}.pairs", "region, id", "N'us', x", 70),
+        numbered_rows("{schema}.pairs", "region, id", "N'ap', x", 70),
+        numbered_rows("{schema}.tokens", "touched", "0", 120),
+        numbered_rows("{schema}.flags", "id", "x", 250),
+    );
+    server.ws.write_migration("tenants/010_seed.sql", &seed);
+    server.ws.write_migration(
+        "tenants/011_items.sql",
+        "-- strata:backfill table={schema}.items key=id batch=50\n\
+         update {schema}.items set touched = touched + 1 where {range};\nGO\n",
+    );
+    server.ws.write_migration(
+        "tenants/012_pairs.sql",
+        "-- strata:backfill table={schema}.pairs key=region,id batch=9\n\
+         update {schema}.pairs set touched = touched + 1 where {range}\n",
+    );
+    server.ws.write_migration(
+        "tenants/013_tokens.sql",
+        "-- strata:backfill table={schema}.tokens key=id batch=11\n\
+         update {schema}.tokens set touched = touched + 1 where {range};\n",
+    );
+    server.ws.write_migration(
+        "tenants/014_flags.sql",
+        "-- strata:backfill batch=40\nupdate top ({batch}) {schema}.flags set flag = 1 where flag = 0;\n",
+    );
+
+    // The seed commits and the items' backfill starts; the files after it wait.
+    let first = crate::backfills::version_waiting(&server, "seed").await;
+    let expected: Vec<Value> = names.iter().map(|t| json!({ "tenant": t, "file": "tenants/011_items.sql" })).collect();
+    assert_eq!(first["waitingOnBackfills"], json!(expected), "{}", server.log());
+
+    // Killed in the middle: what committed is what the checkpoint says.
+    let mut done = 0;
+    for _ in 0..200 {
+        let rows = server.ws.rows("svc", "select coalesce(sum(rows_done), 0) from svc.svc_backfills").await;
+        done = rows[0][0].as_i64().unwrap();
+        if done >= 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(done >= 300, "the backfill made no progress: {}", server.log());
+    server.kill_hard().await;
+    server.restart().await;
+    server.data("mutation { pauseBackfills { tenant } }", json!({})).await;
+    let books =
+        server.ws.rows("svc", "select db_schema, rows_done, state from svc.svc_backfills order by db_schema").await;
+    let mut cut_short = 0;
+    for (tenant, row) in names.iter().zip(&books) {
+        let (rows, once) = done_once(&server, tenant, "items", "touched").await;
+        assert_eq!(rows, 1500, "{tenant}");
+        assert_eq!(json!(once), row[1], "{tenant}: the checkpoint counts what committed, {books:?}");
+        cut_short += usize::from(0 < once && once < 1500);
+    }
+    assert!(cut_short > 0, "the kill landed in no tenant's backfill: {books:?}");
+    server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
+
+    // Versions until none is due, each one's backfills run by the runner.
+    for round in 0..6 {
+        let result = crate::backfills::version_waiting(&server, &format!("round {round}")).await;
+        crate::backfills::settled(&server).await;
+        if result["version"].is_null() && result["waitingOnBackfills"] == json!([]) {
+            break;
+        }
+    }
+    for tenant in names {
+        for (table, column, rows) in
+            [("items", "touched", 1500), ("pairs", "touched", 210), ("tokens", "touched", 120), ("flags", "flag", 250)]
+        {
+            assert_eq!(done_once(&server, tenant, table, column).await, (rows, rows), "{tenant}.{table}");
+        }
+    }
+    let books = server
+        .ws
+        .rows("svc", "select db_schema, [file], state, rows_done from svc.svc_backfills order by db_schema, [file]")
+        .await;
+    let mut expected = Vec::new();
+    for tenant in names {
+        for (file, rows) in [("011_items", 1500), ("012_pairs", 210), ("013_tokens", 120), ("014_flags", 250)] {
+            expected.push(json!([tenant, format!("tenants/{file}.sql"), "done", rows]));
+        }
+    }
+    assert_eq!(json!(books), json!(expected));
+    let recorded = server
+        .ws
+        .rows(
+            "svc",
+            "select db_schema, filename, count(*) from svc.svc_migrations where filename like N'tenants/01%' \
+             group by db_schema, filename order by db_schema, filename",
+        )
+        .await;
+    let mut expected = Vec::new();
+    for tenant in names {
+        for file in ["010_seed", "011_items", "012_pairs", "013_tokens", "014_flags"] {
+            expected.push(json!([tenant, format!("tenants/{file}.sql"), 1]));
+        }
+    }
+    assert_eq!(json!(recorded), json!(expected), "every file recorded once per tenant");
+}
+
+/// What a tenant of the `basic` set should be: its `users` with one more
+/// column (a default, a named check), one more table (a named key, a
+/// foreign key, an index with an included column), a view, a procedure
+/// and a trigger.
+const DESIRED: &str = "\
+create table {schema}.users (id int identity(1, 1) primary key, email nvarchar(255) not null,
+  credit decimal(10, 2) not null default 0, constraint credit_positive check (credit >= 0));
+create index users_email on {schema}.users (email);
+create table {schema}.notes (id bigint not null constraint notes_pk primary key, user_id int null,
+  body nvarchar(400) not null, constraint notes_user foreign key (user_id) references {schema}.users (id) on delete cascade);
+create index notes_user on {schema}.notes (user_id) include (body);
+GO
+create view {schema}.user_emails as select id, email from {schema}.users;
+GO
+create procedure {schema}.credit_of @id int as select credit from {schema}.users where id = @id;
+GO
+create trigger {schema}.notes_kept on {schema}.notes after insert as set nocount on;
+";
+
+#[tokio::test]
+async fn a_fleet_is_planned_to_its_desired_schema_grouped_and_brought_there() {
+    if !available("a_fleet_is_planned_to_its_desired_schema_grouped_and_brought_there") {
+        return;
+    }
+    let server = start("").await;
+    for tenant in ["t1", "t2", "t3"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    server.ws.execute("t1", "insert into t1.users (email) values (N'kept@example.com');").await;
+    server.ws.execute("t2", "drop index users_email on t2.users;").await;
+    server.ws.execute("t3", "alter table t3.users add nickname nvarchar(20) null;").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let desired = file.to_str().unwrap();
+
+    let diff = support::strata(server.config_path(), &["diff", "--desired", desired, "--json"]).await;
+    assert_eq!(diff.status.code(), Some(0), "{}", String::from_utf8_lossy(&diff.stderr));
+    let report: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    // One tenant a group (ties ordered by plan): by tenant here.
+    let mut groups = report["groups"].as_array().unwrap().clone();
+    groups.sort_by_key(|g| g["tenants"][0].as_str().unwrap().to_string());
+    let tenants: Vec<&Value> = groups.iter().map(|g| &g["tenants"]).collect();
+    assert_eq!(tenants, [&json!(["t1"]), &json!(["t2"]), &json!(["t3"])], "{report:#}");
+    let steps = |group: &Value| -> Vec<String> {
+        group["steps"].as_array().unwrap().iter().map(|s| s["sql"].as_str().unwrap().to_string()).collect()
+    };
+    let common = steps(&groups[0]);
+    // Babelfish says every key and foreign key was named by the server
+    // (`is_system_named`): they are made without their names.
+    for expected in [
+        "CREATE TABLE {schema}.[notes] (\n    [id] bigint not null,\n    [user_id] int null,\n    [body] nvarchar(400) \
+         not null,\n    PRIMARY KEY NONCLUSTERED ([id])\n)",
+        "ALTER TABLE {schema}.[users] ADD [credit] decimal(10, 2) not null DEFAULT 0",
+        "ALTER TABLE {schema}.[users] ADD CONSTRAINT [credit_positive] CHECK ((credit >= 0))",
+        "ALTER TABLE {schema}.[notes] ADD FOREIGN KEY ([user_id]) REFERENCES [{schema}].[users] ([id]) ON DELETE \
+         CASCADE ON UPDATE NO ACTION",
+        "CREATE NONCLUSTERED INDEX [notes_user] ON {schema}.[notes] ([user_id]) INCLUDE ([body])",
+        "EXEC (N'create procedure {schema}.credit_of @id int as select credit from {schema}.users where id = @id;')",
+        "EXEC (N'create view {schema}.user_emails as select id, email from {schema}.users;')",
+        "EXEC (N'create trigger {schema}.notes_kept on {schema}.notes after insert as set nocount on;')",
+    ] {
+        assert!(common.iter().any(|step| step == expected), "{expected}: {common:#?}");
+    }
+    assert_eq!(common.len(), 8, "{common:#?}");
+    let mut t2 = common.clone();
+    t2.insert(5, "CREATE NONCLUSTERED INDEX [users_email] ON {schema}.[users] ([email])".to_string());
+    assert_eq!(steps(&groups[1]), t2);
+    let mut t3 = common.clone();
+    t3.push("ALTER TABLE {schema}.[users] DROP COLUMN [nickname]".to_string());
+    assert_eq!(steps(&groups[2]), t3);
+    assert_eq!(groups.iter().map(|g| g["destructive"].as_bool().unwrap()).collect::<Vec<_>>(), [false, false, true]);
+    // The scratch schema went with its transaction.
+    let scratch = server.ws.rows("svc", "select count(*) from sys.schemas where name like N'strata_desired%'").await;
+    assert_eq!(scratch, [[json!(0)]]);
+    assert_eq!(
+        support::strata(server.config_path(), &["diff", "--desired", desired, "--check"]).await.status.code(),
+        Some(10)
+    );
+
+    // Applied: each group a version of its own; then no tenant differs.
+    let held = support::strata(server.config_path(), &["apply", "--version", "desired", "--desired", desired]).await;
+    assert_eq!(held.status.code(), Some(2), "{}", String::from_utf8_lossy(&held.stderr));
+    let applied = support::strata(
+        server.config_path(),
+        &["apply", "--version", "desired", "--desired", desired, "--allow-destructive"],
+    )
+    .await;
+    assert_eq!(applied.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&applied.stderr), server.log());
+    let check = support::strata(server.config_path(), &["diff", "--desired", desired, "--json", "--check"]).await;
+    let after: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(check.status.code(), Some(0), "{after:#}\n{}", String::from_utf8_lossy(&check.stderr));
+    assert_eq!(after["differing"], 0, "{after:#}");
+    // Rows kept, the new objects work.
+    assert_eq!(
+        server
+            .ws
+            .rows("svc", "select email, cast(credit as nvarchar(20)) from t1.users where email like N'kept%'")
+            .await,
+        [[json!("kept@example.com"), json!("0.00")]]
+    );
+    server.ws.execute("t1", "insert into t1.notes (id, user_id, body) values (1, 1, N'hello');").await;
+    assert_eq!(
+        server.ws.rows("svc", "select (select count(*) from t1.user_emails) - (select count(*) from t1.users)").await,
+        [[json!(0)]]
+    );
+    let recorded = server
+        .ws
+        .rows("svc", "select db_schema, count(*) from svc.svc_migrations where filename like N'desired/%' group by db_schema order by db_schema")
+        .await;
+    assert_eq!(recorded, [[json!("t1"), json!(1)], [json!("t2"), json!(1)], [json!("t3"), json!(1)]]);
+}

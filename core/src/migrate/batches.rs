@@ -22,6 +22,28 @@ pub fn split_go_batches(script: &str) -> Vec<&str> {
     batches
 }
 
+/// `script` with each separator line's text replaced by blanks (its line
+/// ending kept): every other byte where it was, so positions found in it
+/// are positions in `script`. For a script of one batch, read by a
+/// tokenizer that does not know `GO`.
+pub fn go_lines_blanked(script: &str) -> std::borrow::Cow<'_, str> {
+    if !script.split_inclusive('\n').any(is_separator) {
+        return std::borrow::Cow::Borrowed(script);
+    }
+    let mut out = String::with_capacity(script.len());
+    for line in script.split_inclusive('\n') {
+        match is_separator(line) {
+            true => {
+                let text = line.trim_end_matches(['\n', '\r']);
+                out.extend(std::iter::repeat_n(' ', text.len()));
+                out.push_str(&line[text.len()..]);
+            }
+            false => out.push_str(line),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn is_separator(line: &str) -> bool {
     let code = line.split("--").next().unwrap_or("").trim();
     code.eq_ignore_ascii_case("go")
@@ -35,7 +57,15 @@ fn push_batch<'a>(batches: &mut Vec<&'a str>, batch: &'a str) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_go_batches;
+    use super::{go_lines_blanked, split_go_batches};
+
+    #[test]
+    fn go_lines_blank_out_in_place() {
+        let script = "update t set a = 1\r\n go -- end\r\nGOTO x\nGO";
+        assert_eq!(go_lines_blanked(script), "update t set a = 1\r\n          \r\nGOTO x\n  ");
+        assert_eq!(go_lines_blanked(script).len(), script.len());
+        assert!(matches!(go_lines_blanked("select 1"), std::borrow::Cow::Borrowed("select 1")));
+    }
 
     #[test]
     fn splits_at_go_lines_only() {

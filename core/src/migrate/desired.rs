@@ -18,7 +18,7 @@
 //!   value removed) is listed in [`Plan::unplannable`], never guessed.
 //!   One planner per engine: `desired/postgres.rs`, `desired/mysql.rs`,
 //!   `desired/sqlite.rs` (which rebuilds a changed table, as SQLite
-//!   prescribes); SQL Server has none yet.
+//!   prescribes), `desired/sqlserver.rs`.
 //! - **Groups** ([`Grouping`]): tenants whose plans are the same text share
 //!   one group, named by the plan's SHA-256; the report lists the largest
 //!   group first, and lints each group's plan with the same rules as files.
@@ -33,6 +33,7 @@ mod mysql;
 mod postgres;
 pub mod scope;
 pub mod sqlite;
+mod sqlserver;
 mod steps;
 
 use rustc_hash::FxHashMap;
@@ -54,7 +55,8 @@ pub(crate) struct Object {
 }
 
 /// The kind of the objects that give a table's columns in their order
-/// (one name a line): used to write a table a plan creates, never
+/// (one name a line; several objects of one table add their lines in
+/// order): used to write a table a plan creates, never
 /// compared (a column added later stands last, wherever the file puts it).
 pub const COLUMN_ORDER: &str = "column order";
 
@@ -75,8 +77,9 @@ impl Catalog {
         for object in objects {
             let name = replace_schema(schema, &object.name);
             if object.kind.eq_ignore_ascii_case(COLUMN_ORDER) {
-                let columns = object.definition.lines().map(|column| replace_schema(schema, column)).collect();
-                catalog.column_order.insert(name, columns);
+                // One object a table, or one a column in order (SQL Server).
+                let columns = object.definition.lines().map(|column| replace_schema(schema, column));
+                catalog.column_order.entry(name).or_default().extend(columns);
                 continue;
             }
             let text = replace_schema(schema, &object.definition);
@@ -177,38 +180,13 @@ impl Plan {
     }
 }
 
-/// Why a driver has no planner yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotPlanned(pub Driver);
-
-impl std::fmt::Display for NotPlanned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "desired state is planned on PostgreSQL, MariaDB/MySQL and SQLite only for now, not on {}",
-            self.0.name()
-        )
-    }
-}
-
-impl std::error::Error for NotPlanned {}
-
-/// Whether `driver` has a planner (the shell refuses the others before it
-/// reads anything).
-pub fn supported(driver: Driver) -> Result<(), NotPlanned> {
-    match driver {
-        Driver::Postgres | Driver::Mysql | Driver::Sqlite => Ok(()),
-        other => Err(NotPlanned(other)),
-    }
-}
-
 /// The plan from `live` to `desired`, both read from `driver`'s engine.
-pub fn plan(driver: Driver, desired: &Catalog, live: &Catalog) -> Result<Plan, NotPlanned> {
+pub fn plan(driver: Driver, desired: &Catalog, live: &Catalog) -> Plan {
     match driver {
-        Driver::Postgres => Ok(postgres::plan(desired, live)),
-        Driver::Mysql => Ok(mysql::plan(desired, live)),
-        Driver::Sqlite => Ok(sqlite::plan(desired, live)),
-        other => Err(NotPlanned(other)),
+        Driver::Postgres => postgres::plan(desired, live),
+        Driver::Mysql => mysql::plan(desired, live),
+        Driver::Sqlite => sqlite::plan(desired, live),
+        Driver::SqlServer => sqlserver::plan(desired, live),
     }
 }
 

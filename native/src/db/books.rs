@@ -4,8 +4,7 @@
 //! read and write them through, beside the engine's primitives (an
 //! engine hands out its books, `Engine::books`).
 //!
-//! - What an engine without a book answers is written once, as the trait's
-//!   default: an empty read, or `NotSupported` for a write.
+//! - Every engine keeps every book: no method answers `NotSupported`.
 //! - [`SqlxBooks`] keeps them for the three sqlx engines, over their
 //!   dialect's statements (`sql`, written once with what differs as a
 //!   parameter) and one row decoder (`rows`); SQL Server keeps its own.
@@ -112,147 +111,91 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// (without the table: nothing).
     async fn store_fingerprints(
         &self,
-        _conn: &mut C,
-        _rows: &[(&str, &str, &str)],
-        _version_id: i64,
-    ) -> Result<(), DbError> {
-        Ok(())
-    }
+        conn: &mut C,
+        rows: &[(&str, &str, &str)],
+        version_id: i64,
+    ) -> Result<(), DbError>;
     /// The stored fingerprints, each schema's with what it recorded, the
     /// digests held once each however many schemas share them (read row by
     /// row: 100,000 rows as text were 50 MiB at once).
-    async fn fingerprints(&self, _conn: &mut C) -> Result<Vec<(String, Stored)>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn fingerprints(&self, conn: &mut C) -> Result<Vec<(String, Stored)>, DbError>;
     /// Quarantines a tenant (or counts one more failure), outside any
     /// transaction.
-    async fn quarantine(&self, _conn: &mut C, _row: &QuarantineRow) -> Result<(), DbError> {
-        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
-    }
+    async fn quarantine(&self, conn: &mut C, row: &QuarantineRow) -> Result<(), DbError>;
     /// The quarantined tenants, by name (none before the table exists).
-    async fn quarantined(&self, _conn: &mut C) -> Result<Vec<QuarantineRow>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError>;
     /// Releases tenants from quarantine, outside any transaction.
-    async fn release_quarantined(&self, _conn: &mut C, _tenants: &[String]) -> Result<(), DbError> {
-        Err(DbError::NotSupported("tenant quarantine (failureBudget) on this engine"))
-    }
+    async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError>;
     /// Stores a new rollout document, outside any transaction; its id.
-    async fn insert_rollout(&self, _conn: &mut C, _doc: &str, _updated: &str) -> Result<i64, DbError> {
-        Err(DbError::NotSupported("rollouts on this engine"))
-    }
+    async fn insert_rollout(&self, conn: &mut C, doc: &str, updated: &str) -> Result<i64, DbError>;
     /// Every rollout, oldest first (none before the table exists).
-    async fn rollouts(&self, _conn: &mut C) -> Result<Vec<RolloutRow>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError>;
     /// Replaces rollout `row.id`'s document with `doc` if its revision is
     /// still `row.revision`; false when someone changed it meanwhile.
-    async fn update_rollout(
-        &self,
-        _conn: &mut C,
-        _row: &RolloutRow,
-        _doc: &str,
-        _updated: &str,
-    ) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("rollouts on this engine"))
-    }
+    async fn update_rollout(&self, conn: &mut C, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
     /// Where each tenant of a sharded fleet was last seen (none before the
     /// table exists).
-    async fn directory(&self, _conn: &mut C) -> Result<Directory, DbError> {
-        Ok(Directory::default())
-    }
+    async fn directory(&self, conn: &mut C) -> Result<Directory, DbError>;
     /// Writes directory changes, in one transaction (without the table:
     /// nothing).
-    async fn change_directory(&self, _conn: &mut C, _changes: &DirectoryChanges) -> Result<(), DbError> {
-        Ok(())
-    }
+    async fn change_directory(&self, conn: &mut C, changes: &DirectoryChanges) -> Result<(), DbError>;
     /// Removes the records of reverted steps (file and schema), in the
     /// caller's open transaction.
-    async fn forget(&self, _conn: &mut C, _rows: &[Record<'_>]) -> Result<(), DbError> {
-        Err(DbError::NotSupported("strata revert on this engine"))
-    }
+    async fn forget(&self, conn: &mut C, rows: &[Record<'_>]) -> Result<(), DbError>;
     /// The API tokens, by name (none before the table exists).
-    async fn tokens(&self, _conn: &mut C) -> Result<Vec<StoredToken>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn tokens(&self, conn: &mut C) -> Result<Vec<StoredToken>, DbError>;
     /// Stores a new token; false when its name is taken.
-    async fn insert_token(&self, _conn: &mut C, _token: &StoredToken) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("API tokens on this engine"))
-    }
+    async fn insert_token(&self, conn: &mut C, token: &StoredToken) -> Result<bool, DbError>;
     /// Removes a token; false when there was none of that name.
-    async fn delete_token(&self, _conn: &mut C, _name: &str) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("API tokens on this engine"))
-    }
+    async fn delete_token(&self, conn: &mut C, name: &str) -> Result<bool, DbError>;
     /// The audit log's rows in `window`, oldest first (none before the
     /// table exists).
-    async fn audit(&self, _conn: &mut C, _window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn audit(&self, conn: &mut C, window: AuditWindow<'_>) -> Result<Vec<Sealed>, DbError>;
     /// The newest audit row's id and hash.
-    async fn last_audit(&self, _conn: &mut C) -> Result<Option<(i64, String)>, DbError> {
-        Ok(None)
-    }
+    async fn last_audit(&self, conn: &mut C) -> Result<Option<(i64, String)>, DbError>;
     /// Appends an audit row; false when another writer took its id.
-    async fn append_audit(&self, _conn: &mut C, _row: &Sealed) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("the audit log on this engine"))
-    }
+    async fn append_audit(&self, conn: &mut C, row: &Sealed) -> Result<bool, DbError>;
     /// Every backfill, by schema then file (none before the table exists).
-    async fn backfills(&self, _conn: &mut C) -> Result<Vec<BackfillRow>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn backfills(&self, conn: &mut C) -> Result<Vec<BackfillRow>, DbError>;
     /// One schema's backfill of `file` as a runner takes it, once begun.
-    async fn backfill_job(&self, _conn: &mut C, _schema: &str, _file: &str) -> Result<Option<BackfillJob>, DbError> {
-        Ok(None)
-    }
+    async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError>;
     /// Every running backfill, as a runner takes it.
-    async fn running_backfills(&self, _conn: &mut C) -> Result<Vec<BackfillJob>, DbError> {
-        Ok(Vec::new())
-    }
+    async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError>;
     /// Starts `migration`'s backfill in `schema` for version `version_id`,
     /// in the caller's open transaction.
     async fn register_backfill(
         &self,
-        _conn: &mut C,
-        _schema: &str,
-        _migration: &SourceMigration,
-        _version_id: i64,
-        _updated: &str,
-    ) -> Result<(), DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
+        conn: &mut C,
+        schema: &str,
+        migration: &SourceMigration,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError>;
     /// Starts a failed backfill again (its checkpoint kept) in version
     /// `version_id`, in the caller's open transaction.
     async fn restart_backfill(
         &self,
-        _conn: &mut C,
-        _schema: &str,
-        _file: &str,
-        _version_id: i64,
-        _updated: &str,
-    ) -> Result<(), DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
+        conn: &mut C,
+        schema: &str,
+        file: &str,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError>;
     /// Claims a running backfill for `claim.holder`; whether it holds it.
-    async fn claim_backfill(&self, _conn: &mut C, _claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
-        Ok(false)
-    }
+    async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError>;
     /// Writes a batch's checkpoint (`row`), in the caller's open
     /// transaction, when `holder` still holds the backfill and its count of
     /// batches is still `batches_before`; whether it did.
     async fn save_backfill(
         &self,
-        _conn: &mut C,
-        _row: &BackfillRow,
-        _holder: &str,
-        _batches_before: u64,
-        _heartbeat: i64,
-    ) -> Result<bool, DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
+        conn: &mut C,
+        row: &BackfillRow,
+        holder: &str,
+        batches_before: u64,
+        heartbeat: i64,
+    ) -> Result<bool, DbError>;
     /// Marks a backfill `holder` holds failed, with `error`.
-    async fn fail_backfill(&self, _conn: &mut C, _row: &BackfillRow, _holder: &str) -> Result<(), DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
+    async fn fail_backfill(&self, conn: &mut C, row: &BackfillRow, holder: &str) -> Result<(), DbError>;
     /// Moves each of `rows` still in the state it was read in to `to`, one
     /// statement each (a runner's open batch holds its row: one transaction
     /// over them all waited on each runner in turn while holding the rows
@@ -260,16 +203,12 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// whether each moved.
     async fn move_backfills(
         &self,
-        _conn: &mut C,
-        _rows: &[BackfillRow],
-        _to: BackfillState,
-        _updated: &str,
-    ) -> Result<Vec<bool>, DbError> {
-        Err(DbError::NotSupported("backfills on this engine"))
-    }
+        conn: &mut C,
+        rows: &[BackfillRow],
+        to: BackfillState,
+        updated: &str,
+    ) -> Result<Vec<bool>, DbError>;
     /// Writes a repair (core's `repair`) and its version row, in one
     /// transaction.
-    async fn repair(&self, _conn: &mut C, _repair: &Repair, _audit: &Audit<'_>) -> Result<(), DbError> {
-        Err(DbError::NotSupported("strata repair on this engine"))
-    }
+    async fn repair(&self, conn: &mut C, repair: &Repair, audit: &Audit<'_>) -> Result<(), DbError>;
 }

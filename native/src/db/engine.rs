@@ -47,11 +47,6 @@ impl Failure {
         Failure::statement(error.to_string())
     }
 
-    /// A backfill on an engine that does not run them.
-    pub(crate) fn no_backfills(driver: Driver) -> Self {
-        Failure::statement(format!("backfills (`strata:backfill`) do not run on {driver:?} yet"))
-    }
-
     /// A failure as sqlx reports it: the database's own message (without
     /// sqlx's prefix), no position.
     pub(crate) fn from_sqlx(error: &sqlx::Error) -> Self {
@@ -384,7 +379,7 @@ pub(crate) trait Engine: Send + Sync {
         _timeouts: Timeouts,
         _sql: &str,
     ) -> Result<u64, Failure> {
-        Err(Failure::no_backfills(Self::DRIVER))
+        Err(Failure::statement(format!("{:?} does not send a batch whole (sends_whole_batches)", Self::DRIVER)))
     }
     /// The rows of a backfill's read with nothing to bind (core's
     /// `key_types`, `last_key`, and the reads `…_with_integers` writes),
@@ -395,14 +390,10 @@ pub(crate) trait Engine: Send + Sync {
     }
     /// Runs a backfill's batch, `sql` with `values` bound, in the caller's
     /// open transaction: the rows it changed ([`bound`]).
-    async fn execute_bound(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<u64, Failure> {
-        Err(Failure::no_backfills(Self::DRIVER))
-    }
+    async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure>;
     /// Reads a backfill's keys, `sql` with `values` bound: each row's
     /// columns ([`bound`]).
-    async fn read_keys(&self, _conn: &mut Self::Conn, _sql: &str, _values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
-        Err(Failure::no_backfills(Self::DRIVER))
-    }
+    async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure>;
     /// How far the server's replicas replay behind it, in milliseconds (the
     /// largest): read on `conn` where the primary knows it (core's
     /// `backfill::sql::replica_lag`), 0 where there is nothing to read;
@@ -530,9 +521,7 @@ pub(crate) trait Engine: Send + Sync {
     /// column, index, constraint, view, routine, trigger and type, with the
     /// engine's definition text (see core's `fingerprint`). The schema is
     /// usable on `conn` ([`Engine::enter`]).
-    async fn catalog(&self, _conn: &mut Self::Conn, _schema: &str) -> Result<Vec<CatalogObject>, DbError> {
-        Err(DbError::NotSupported("fleet drift (the catalog of a schema) on this engine"))
-    }
+    async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError>;
     /// The catalogs of several schemas, in the order given: by default one
     /// [`Engine::catalog`] after another, each schema entered for it;
     /// engines that can read many at once in one query do.
@@ -543,12 +532,10 @@ pub(crate) trait Engine: Send + Sync {
     /// (the DDL would stay).
     async fn desired_catalog(
         &self,
-        _conn: &mut Self::Conn,
-        _text: &str,
-        _scratch: &str,
-    ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError> {
-        Err(DbError::NotSupported("desired state on this engine"))
-    }
+        conn: &mut Self::Conn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError>;
     /// [`Engine::catalogs`] as desired state reads them: what a plan needs
     /// beyond drift's reading (PostgreSQL: identity and generated columns).
     async fn desired_catalogs(

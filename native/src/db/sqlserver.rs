@@ -17,12 +17,14 @@
 //! sent), `sysprocesses.open_tran` stays 0 (`BLOCKERS` reads
 //! `dm_exec_sessions`).
 
+mod backfills;
 mod sql;
 
 use async_trait::async_trait;
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
+use strata_core::migrate::backfill::{Key, KeyValue};
 use strata_core::migrate::batches::split_go_batches;
 use strata_core::migrate::config::Config;
 use strata_core::migrate::datasource::normalize;
@@ -32,6 +34,7 @@ use strata_core::migrate::fingerprint::{CatalogObject, Digests, Stored};
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
+use strata_core::migrate::source::SourceMigration;
 use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -42,8 +45,8 @@ use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
-    Audit, AuditWindow, MigrationFilter, MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList,
-    VersionFilter, VersionRow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
+    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
 
@@ -82,6 +85,25 @@ fn trusts_server_certificate(data_source: &str) -> bool {
 
 fn db_error(error: tiberius::error::Error) -> DbError {
     DbError::SqlServer(error)
+}
+
+/// A statement's failure: a server error's message, its line counted from
+/// `first_line` (the lines of the file before its batch) and its cause;
+/// any other error a lost connection.
+fn failure_of(error: tiberius::error::Error, first_line: u64) -> Failure {
+    match error {
+        tiberius::error::Error::Server(token) => Failure {
+            message: token.message().to_string(),
+            offset: None,
+            line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
+            cause: failure::classify(failure::Answer {
+                sqlserver_number: Some(token.code()),
+                message: token.message(),
+                ..failure::Answer::default()
+            }),
+        },
+        other => Failure { message: other.to_string(), offset: None, line: None, cause: Cause::ConnectionLost },
+    }
 }
 
 /// The error for sp_getapplock's answer `code` (negative: not granted;
@@ -582,6 +604,74 @@ impl Books<Connection> for SqlServerEngine {
         insert_unless_taken(conn, sql::APPEND_AUDIT, &params).await
     }
 
+    async fn backfills(&self, conn: &mut Connection) -> Result<Vec<BackfillRow>, DbError> {
+        backfills::rows(conn).await
+    }
+
+    async fn backfill_job(
+        &self,
+        conn: &mut Connection,
+        schema: &str,
+        file: &str,
+    ) -> Result<Option<BackfillJob>, DbError> {
+        backfills::job(conn, schema, file).await
+    }
+
+    async fn running_backfills(&self, conn: &mut Connection) -> Result<Vec<BackfillJob>, DbError> {
+        backfills::running(conn).await
+    }
+
+    async fn register_backfill(
+        &self,
+        conn: &mut Connection,
+        schema: &str,
+        migration: &SourceMigration,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError> {
+        backfills::register(conn, schema, migration, version_id, updated).await
+    }
+
+    async fn restart_backfill(
+        &self,
+        conn: &mut Connection,
+        schema: &str,
+        file: &str,
+        version_id: i64,
+        updated: &str,
+    ) -> Result<(), DbError> {
+        backfills::restart(conn, schema, file, version_id, updated).await
+    }
+
+    async fn claim_backfill(&self, conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
+        backfills::claim(conn, claim).await
+    }
+
+    async fn save_backfill(
+        &self,
+        conn: &mut Connection,
+        row: &BackfillRow,
+        holder: &str,
+        batches_before: u64,
+        heartbeat: i64,
+    ) -> Result<bool, DbError> {
+        backfills::save(conn, row, holder, batches_before, heartbeat).await
+    }
+
+    async fn fail_backfill(&self, conn: &mut Connection, row: &BackfillRow, holder: &str) -> Result<(), DbError> {
+        backfills::fail(conn, row, holder).await
+    }
+
+    async fn move_backfills(
+        &self,
+        conn: &mut Connection,
+        rows: &[BackfillRow],
+        to: BackfillState,
+        updated: &str,
+    ) -> Result<Vec<bool>, DbError> {
+        backfills::move_to(conn, rows, to, updated).await
+    }
+
     async fn insert_version(&self, conn: &mut Connection, version: &NewVersion<'_>) -> Result<i64, DbError> {
         let trace_id = version.trace_id.unwrap_or("");
         let params: [&dyn ToSql; 4] = [&version.name, &version.created, &version.request_id, &trace_id];
@@ -697,6 +787,53 @@ impl Engine for SqlServerEngine {
         Ok(out)
     }
 
+    async fn desired_catalogs(
+        &self,
+        conn: &mut Self::Conn,
+        schemas: &[String],
+    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+        let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
+        let at: std::collections::HashMap<&str, usize> =
+            schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
+        for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
+            let params: Vec<&dyn ToSql> = chunk.iter().map(|schema| schema as &dyn ToSql).collect();
+            for row in query(conn, &sql::desired_catalogs(chunk.len()), &params).await? {
+                let Some(&index) = at.get(text(&row, 0)?.as_str()) else { continue };
+                out[index].push(CatalogObject {
+                    kind: text(&row, 1)?,
+                    name: text(&row, 2)?,
+                    definition: text(&row, 3)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The file applied, batch by batch, into the scratch schema inside a
+    /// transaction rolled back on every path (SQL Server's DDL is
+    /// transactional; `xact_abort` rolls back on any error).
+    async fn desired_catalog(
+        &self,
+        conn: &mut Self::Conn,
+        text: &str,
+        scratch: &str,
+    ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError> {
+        self.transaction(conn, Transaction::Begin).await?;
+        let read = async {
+            run(conn, &sql::create_scratch_schema(scratch)).await?;
+            if let Err(failure) = self.execute(conn, text).await {
+                return Ok(Err(failure));
+            }
+            let mut read = self.desired_catalogs(conn, &[scratch.to_string()]).await?;
+            Ok::<_, DbError>(Ok(read.pop().unwrap_or_default()))
+        }
+        .await;
+        let rolled_back = self.transaction(conn, Transaction::Rollback).await;
+        let read = read?;
+        rolled_back?;
+        Ok(read)
+    }
+
     async fn blockers(&self, conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
         let rows = match query(conn, sql::BLOCKERS, &[]).await {
             Ok(rows) => rows,
@@ -729,25 +866,18 @@ impl Engine for SqlServerEngine {
             };
             if let Err(e) = result {
                 let batch_start = batch.as_ptr() as usize - text.as_ptr() as usize;
-                let first_line = text[..batch_start].matches('\n').count() as u64;
-                return Err(match e {
-                    tiberius::error::Error::Server(token) => Failure {
-                        message: token.message().to_string(),
-                        offset: None,
-                        line: (token.line() > 0).then(|| first_line + u64::from(token.line())),
-                        cause: failure::classify(failure::Answer {
-                            sqlserver_number: Some(token.code()),
-                            message: token.message(),
-                            ..failure::Answer::default()
-                        }),
-                    },
-                    other => {
-                        Failure { message: other.to_string(), offset: None, line: None, cause: Cause::ConnectionLost }
-                    }
-                });
+                return Err(failure_of(e, text[..batch_start].matches('\n').count() as u64));
             }
         }
         Ok(())
+    }
+
+    async fn execute_bound(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
+        backfills::execute_bound(conn, sql, values).await
+    }
+
+    async fn read_keys(&self, conn: &mut Self::Conn, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+        backfills::read_keys(conn, sql, values).await
     }
 
     async fn create_tenant(&self, conn: &mut Self::Conn, tenant: &str) -> Result<(), DbError> {

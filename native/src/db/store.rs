@@ -140,7 +140,7 @@ pub(crate) trait Database: Send + Sync {
     /// never kept (PostgreSQL: inside a transaction rolled back; MariaDB: a
     /// scratch database dropped afterwards), read as desired state reads a
     /// tenant's. `Ok(Err(message))` when the engine refuses the SQL (with
-    /// its line). Only on engines core's `desired::supported` names.
+    /// its line).
     async fn desired_catalog(&self, sql: &str, scratch: &str) -> Result<Result<Vec<CatalogObject>, String>, DbError>;
     /// The fingerprints stored after each schema's last committed unit.
     async fn fingerprints(&self) -> Result<Vec<(String, Stored)>, DbError>;

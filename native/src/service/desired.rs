@@ -218,7 +218,6 @@ impl Service {
     /// cannot be, or makes nothing in the schema.
     async fn desired_catalog(&self, file: &str, text: &str) -> Result<Catalog, AppError> {
         let driver = self.config.driver;
-        desired::supported(driver).map_err(|e| AppError::InvalidInput(e.to_string()))?;
         match statements::inspect(driver, file, text) {
             Err(refusals) => return Err(AppError::InvalidInput(format!("{file}: {refusals}"))),
             Ok(mode) if mode.no_transaction || mode.backfill => {
@@ -258,7 +257,7 @@ impl Service {
         for round in schemas.chunks(TENANTS_PER_ROUND) {
             for (schema, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {
                 let live = Catalog::new(schema, &objects);
-                let plan = desired::plan(driver, wanted, &live).map_err(|e| AppError::InvalidInput(e.to_string()))?;
+                let plan = desired::plan(driver, wanted, &live);
                 grouping.add(schema.clone(), plan);
             }
         }

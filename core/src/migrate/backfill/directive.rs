@@ -26,8 +26,7 @@
 //!   repeated option, `table` without `key` or the other way round, a bad
 //!   `batch`, a missing placeholder or the other form's placeholder, more
 //!   than one statement, `strata:no-transaction` (or the format's own
-//!   marker) beside it, text the tokenizer cannot read, and SQL Server
-//!   (backfills do not run there yet).
+//!   marker) beside it, and text the tokenizer cannot read.
 
 use crate::migrate::backfill::placeholder::{self, BATCH, RANGE};
 use crate::migrate::driver::Driver;
@@ -84,6 +83,9 @@ pub fn read_part(
     contents: &str,
     no_transaction: bool,
 ) -> Result<Option<Spec>, StatementError> {
+    let whole = contents;
+    let read = placeholder::readable(driver, contents);
+    let contents = &*read;
     let tokens = statements::tokenize(driver, contents).ok();
     let comments = match &tokens {
         Some(tokens) => statements::leading_comments(tokens),
@@ -96,8 +98,17 @@ pub fn read_part(
         directive: found.written.clone(),
         reason,
     };
-    if driver == Driver::SqlServer {
-        return Err(bad(found.at, "backfills do not run on SQL Server yet".into()));
+    if driver == Driver::SqlServer
+        && let [_, second, ..] = crate::migrate::batches::split_go_batches(whole).as_slice()
+    {
+        let before = &whole[..second.as_ptr() as usize - whole.as_ptr() as usize];
+        let line = before.matches('\n').count() + 1;
+        return Err(bad(
+            Position { line: line as u64, column: 1 },
+            "a backfill file holds exactly one statement, run once per batch; this one holds more than one batch \
+             (`GO` lines): put the others in files of their own"
+                .into(),
+        ));
     }
     let mode = statements::directives(file, &comments)?;
     if mode.no_transaction || no_transaction {

@@ -15,6 +15,15 @@ pub(crate) const RANGE: &str = "{range}";
 /// Where the batch's limit goes, in a repeated backfill's statement.
 pub(crate) const BATCH: &str = "{batch}";
 
+/// `text` as the tokenizer reads it: on SQL Server its `GO` lines blanked
+/// (a client's separator, not T-SQL), every other byte in place.
+pub(crate) fn readable(driver: Driver, text: &str) -> std::borrow::Cow<'_, str> {
+    match driver {
+        Driver::SqlServer => crate::migrate::batches::go_lines_blanked(text),
+        _ => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 /// One placeholder found: its bytes in the text and where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Found {
@@ -27,7 +36,7 @@ pub(crate) struct Found {
 /// Every `placeholder` of `text` outside strings, quoted names and
 /// comments, in order; `None` when the tokenizer cannot read the text.
 pub(crate) fn find(driver: Driver, text: &str, placeholder: &str) -> Option<Vec<Found>> {
-    let tokens = statements::tokenize(driver, text).ok()?;
+    let tokens = statements::tokenize(driver, &readable(driver, text)).ok()?;
     let offsets = Offsets::new(text);
     Some(
         tokens
@@ -44,10 +53,12 @@ pub(crate) fn find(driver: Driver, text: &str, placeholder: &str) -> Option<Vec<
 
 /// The statement of `text`: from its first statement's start to its last
 /// one's end, without the comments around it and its final `;` (a file's
-/// part may be handed over whole). `text` itself when the tokenizer cannot
-/// read it or it holds no statement.
+/// part may be handed over whole) — on SQL Server, without the `GO` lines
+/// around it. `text` itself when the tokenizer cannot read it or it holds
+/// no statement.
 pub(crate) fn statement(driver: Driver, text: &str) -> &str {
-    match statements::split(driver, text).as_deref() {
+    let read = readable(driver, text);
+    match statements::split(driver, &read).as_deref() {
         Some([first, .., last]) => &text[first.start..last.end],
         Some([only]) => &text[only.clone()],
         _ => text,

@@ -4,15 +4,20 @@
 //! integer of an integer column, which [`batch_with_integers`] writes as a
 //! number it formats itself.
 //!
-//! - **Placeholders.** PostgreSQL's are numbered `$1`, `$2`, … in order of
-//!   appearance in the text core writes (a statement's own `$n` parameters
-//!   would collide with them: a backfill's statement has none); MySQL and
-//!   SQLite use `?`. Each [`Rendered`] lists what to bind at each
-//!   placeholder, in order; a value used twice is bound twice.
+//! - **Placeholders.** PostgreSQL's are numbered `$1`, `$2`, … and SQL
+//!   Server's `@P1`, `@P2`, … in order of appearance in the text core
+//!   writes (a statement's own parameters would collide with them: a
+//!   backfill's statement has none); MySQL and SQLite use `?`. Each
+//!   [`Rendered`] lists what to bind at each placeholder, in order; a value
+//!   used twice is bound twice.
 //! - **Row values.** A key compares as a row value, `(a, b) > ($1, $2)`,
-//!   lexicographically in the three engines; a one-column key as `(id) >
-//!   ($1)`. The order of a range (`order by a, b`) is the engine's order of
-//!   the key, so collations never disagree with the comparisons.
+//!   lexicographically in PostgreSQL, MySQL and SQLite; a one-column key as
+//!   `(id) > ($1)`. T-SQL has no row values: there the comparison is
+//!   written out, `(a > @P1 or (a = @P2 and b > @P3))`, the same order. The
+//!   order of a range (`order by a, b`) is the engine's order of the key, so
+//!   collations never disagree with the comparisons.
+//! - **One row or a few.** `limit n` where the engine has it, `top (n)` on
+//!   SQL Server (whose subqueries keep an `order by` only beside a `top`).
 //! - **PostgreSQL types.** Its reads select each key column `::text` (one
 //!   bind type for every key), and its predicates cast each placeholder to
 //!   its column's type (`$1::bigint`), read once from the catalog by
@@ -131,8 +136,17 @@ pub fn last_key(t: &Target<'_>) -> String {
     as_text(
         t,
         "strata_last",
-        format!("select {} from {} order by {} limit 1", t.key.join(", "), t.table, order.join(", ")),
+        limited(t.driver, &t.key.join(", "), &format!("{} order by {}", t.table, order.join(", ")), 1),
     )
+}
+
+/// `select {columns} from {rest}` of at most `rows` rows: `… limit rows`,
+/// or `select top (rows) …` on SQL Server.
+fn limited(driver: Driver, columns: &str, rest: &str, rows: u64) -> String {
+    match driver {
+        Driver::SqlServer => format!("select top ({rows}) {columns} from {rest}"),
+        _ => format!("select {columns} from {rest} limit {rows}"),
+    }
 }
 
 /// The rows up to the upper key: `select count(*) from T where (k) <=
@@ -191,13 +205,15 @@ fn ends_in(binds: &mut Binds<'_, '_>, from_start: bool, size: u32, count: u32) -
         Driver::Postgres => t.key.iter().map(|k| format!("{k}::text")).collect(),
         _ => t.key.to_vec(),
     };
-    format!(
-        "select {} from (select {key}, row_number() over (order by {key}) as strata_n from {} where {} \
-         order by {key} limit {}) as strata_ahead where strata_n % {size} = 0 order by strata_n",
-        selected.join(", "),
-        t.table,
-        binds.range(from_start, false),
+    let ahead = limited(
+        t.driver,
+        &format!("{key}, row_number() over (order by {key}) as strata_n"),
+        &format!("{} where {} order by {key}", t.table, binds.range(from_start, false)),
         size * count,
+    );
+    format!(
+        "select {} from ({ahead}) as strata_ahead where strata_n % {size} = 0 order by strata_n",
+        selected.join(", ")
     )
 }
 
@@ -253,7 +269,7 @@ fn with_integers<'t, 'a>(
 
 /// The statement of `statement` (as [`batch`] cuts it) with every
 /// `{batch}` replaced by a placeholder bound to the batch's size:
-/// PostgreSQL `$n::bigint`, MySQL and SQLite `?`.
+/// PostgreSQL `$n::bigint`, SQL Server `@Pn`, MySQL and SQLite `?`.
 ///
 /// Where a limit may go: `limit {batch}` in a subquery works on
 /// PostgreSQL and SQLite (`delete from t where id in (select id from t
@@ -262,13 +278,15 @@ fn with_integers<'t, 'a>(
 /// in an `IN` subquery whatever the limit; use its single-table `UPDATE …
 /// LIMIT {batch}` / `DELETE … LIMIT {batch}`, or wrap the subquery in a
 /// derived table: `where id in (select id from (select id from t where …
-/// limit {batch}) as b)`.
+/// limit {batch}) as b)`. SQL Server: `update top ({batch}) t set …` and
+/// `delete top ({batch}) from t where …`.
 pub fn repeated(driver: Driver, statement: &Template) -> Rendered {
     let mut slots = Vec::new();
     let sql = statement.fill(|| {
         slots.push(Slot::Limit);
         match driver {
             Driver::Postgres => format!("${}::bigint", slots.len()),
+            Driver::SqlServer => format!("@P{}", slots.len()),
             _ => "?".to_string(),
         }
     });
@@ -325,11 +343,11 @@ impl<'t, 'a> Binds<'t, 'a> {
                 Some(cast) => format!("${}::{cast}", self.slots.len()),
                 None => format!("${}", self.slots.len()),
             },
+            Driver::SqlServer => format!("@P{}", self.slots.len()),
             _ => "?".to_string(),
         }
     }
 
-    /// `(k1, k2)`.
     /// `key`'s value in `column` as a typed integer literal, when the
     /// column's type is an integer type and the value an integer.
     fn integer(&self, key: &Key, column: usize) -> Option<String> {
@@ -344,20 +362,37 @@ impl<'t, 'a> Binds<'t, 'a> {
         Some(format!("'{n}'::{cast}"))
     }
 
-    fn columns(&self) -> String {
-        format!("({})", self.target.key.join(", "))
-    }
-
-    /// `(values…)` of the lower or upper key.
-    fn row(&mut self, slot: fn(usize) -> Slot) -> String {
-        let values: Vec<String> = (0..self.target.key.len()).map(|i| self.placeholder(slot(i), i)).collect();
-        format!("({})", values.join(", "))
+    /// The key compared with the lower (`>`) or upper (`<=`) key: `(k1,
+    /// k2) > (v1, v2)`, or written out where the engine has no row values
+    /// (SQL Server): `(k1 > v1 or (k1 = v2 and k2 > v3))` — `k1 > v1` for
+    /// one column — each value bound where it is used.
+    fn compared(&mut self, slot: fn(usize) -> Slot, operator: &str) -> String {
+        let key = self.target.key;
+        if self.target.driver != Driver::SqlServer {
+            let values: Vec<String> = (0..key.len()).map(|i| self.placeholder(slot(i), i)).collect();
+            return format!("({}) {operator} ({})", key.join(", "), values.join(", "));
+        }
+        // k1 op v, or k1 strictly-op v or (k1 = v and (the rest)).
+        let strict = if operator == "<=" { "<" } else { operator };
+        let mut written = String::new();
+        for (i, column) in key.iter().enumerate() {
+            let last = i + 1 == key.len();
+            let value = self.placeholder(slot(i), i);
+            match last {
+                true => written.push_str(&format!("{column} {operator} {value}")),
+                false => {
+                    let equal = self.placeholder(slot(i), i);
+                    written.push_str(&format!("({column} {strict} {value} or ({column} = {equal} and "));
+                }
+            }
+        }
+        written.push_str(&"))".repeat(key.len().saturating_sub(1)));
+        written
     }
 
     /// `(k) <= (upper)`.
     fn at_most(&mut self) -> String {
-        let row = self.row(Slot::Upper);
-        format!("{} <= {row}", self.columns())
+        self.compared(Slot::Upper, "<=")
     }
 
     /// `(k) > (lower) and (k) <= (upper)` (parenthesized when `grouped`),
@@ -366,8 +401,8 @@ impl<'t, 'a> Binds<'t, 'a> {
         if from_start {
             return self.at_most();
         }
-        let lower = self.row(Slot::Lower);
-        let condition = format!("{} > {lower} and {}", self.columns(), self.at_most());
+        let lower = self.compared(Slot::Lower, ">");
+        let condition = format!("{lower} and {}", self.at_most());
         if grouped { format!("({condition})") } else { condition }
     }
 }

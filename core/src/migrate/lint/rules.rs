@@ -423,28 +423,17 @@ impl<'a> Ctx<'a> {
     }
 
     fn rename_column(&mut self, at: Position, table: &ObjectName, column: &str) {
-        let advice = match self.backfill_file(table) {
-            Some(file) => format!(
-                "add the new column, write both, copy the existing rows over in batches ({file}), move reads over, \
-                 and drop the old one in a later release"
-            ),
-            None => "add the new column, write both and backfill, move reads over, and drop the old one in a later \
-                     release"
-                .to_string(),
-        };
+        let advice = format!(
+            "add the new column, write both, copy the existing rows over in batches ({}), move reads over, and drop \
+             the old one in a later release",
+            backfill_file(table)
+        );
         self.found(
             &RENAMING_COLUMN,
             at,
             format!("renaming {table}.{column} breaks the application version still running against {column}"),
             &advice,
         );
-    }
-
-    /// The backfill file that fills `table`'s rows in batches, as advice
-    /// names it (`None` on SQL Server, where backfills do not run yet).
-    fn backfill_file(&self, table: &ObjectName) -> Option<String> {
-        (self.driver != Driver::SqlServer)
-            .then(|| format!("a file marked `-- {BACKFILL_DIRECTIVE} table={table} key=id`, key= its key columns"))
     }
 
     fn drop_column(&mut self, at: Position, table: &ObjectName, column: &str) {
@@ -581,15 +570,11 @@ impl<'a> Ctx<'a> {
     fn alter_column(&mut self, at: Position, table: &ObjectName, column_name: &Ident, op: &AlterColumnOperation) {
         match op {
             AlterColumnOperation::SetDataType { data_type, .. } => {
-                let advice = match self.backfill_file(table) {
-                    Some(file) => format!(
-                        "add a column of the new type, write both, fill it in batches ({file}), then switch reads \
-                         over and drop the old column in a later release"
-                    ),
-                    None => "add a column of the new type, write both and backfill in batches, then switch reads \
-                             over and drop the old column in a later release"
-                        .to_string(),
-                };
+                let advice = format!(
+                    "add a column of the new type, write both, fill it in batches ({}), then switch reads over and \
+                     drop the old column in a later release",
+                    backfill_file(table)
+                );
                 self.found(
                     &CHANGING_COLUMN_TYPE,
                     at,
@@ -615,7 +600,7 @@ impl<'a> Ctx<'a> {
         if self.driver != Driver::Postgres {
             return;
         }
-        let fill = self.backfill_file(table).unwrap_or_default();
+        let fill = backfill_file(table);
         let serial = matches!(&column.data_type, DataType::Custom(name, _)
         if name.0.len() == 1 && name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
             matches!(i.value.to_ascii_lowercase().as_str(), "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2")
@@ -807,16 +792,20 @@ impl<'a> Ctx<'a> {
             return true;
         }
         let Some(name) = words.get(column + 2) else { return false };
+        let table = table.join(".");
+        let advice = format!(
+            "add a column of the new type, write both, fill it in batches (a file marked `-- {BACKFILL_DIRECTIVE} \
+             table={table} key=id`, key= its key columns), then switch reads over and drop the old column in a later \
+             release"
+        );
         self.found(
             &CHANGING_COLUMN_TYPE,
             map(name.at).unwrap_or(at),
             format!(
-                "ALTER COLUMN {} on {} may rewrite every row while holding a schema-modification lock",
-                name.value,
-                table.join(".")
+                "ALTER COLUMN {} on {table} may rewrite every row while holding a schema-modification lock",
+                name.value
             ),
-            "add a column of the new type, write both and backfill in batches, then switch reads over and \
-             drop the old column in a later release",
+            &advice,
         );
         true
     }
@@ -903,4 +892,10 @@ pub(crate) fn expr_words_of(text: &str) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The backfill file that fills `table`'s rows in batches, as advice names
+/// it.
+fn backfill_file(table: &ObjectName) -> String {
+    format!("a file marked `-- {BACKFILL_DIRECTIVE} table={table} key=id`, key= its key columns")
 }

@@ -44,7 +44,7 @@ pub(crate) const LOCK: &str = "declare @granted int; \
 
 /// The service schema and bookkeeping tables (one batch each: `create
 /// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 9] = [
+pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
     "if schema_id(N'svc') is null exec(N'create schema svc');",
     "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
         id int identity(1, 1) primary key,
@@ -119,6 +119,30 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 9] = [
         recorded nvarchar(max) not null,
         version_id int not null,
         created datetime2(6) not null default sysutcdatetime()
+    );",
+    // Keys and texts as core writes them (`backfill::encode_key`).
+    "if object_id(N'svc.svc_backfills', N'U') is null create table svc.svc_backfills (
+        db_schema nvarchar(128) not null,
+        [file] nvarchar(400) not null,
+        state nvarchar(16) not null,
+        after_key nvarchar(max) null,
+        upper_key nvarchar(max) null,
+        rows_done bigint not null default 0,
+        batches bigint not null default 0,
+        rows_estimated bigint not null default 0,
+        last_error nvarchar(max) null,
+        updated nvarchar(40) not null,
+        version_id int not null,
+        name nvarchar(255) not null,
+        source_dir nvarchar(255) not null,
+        migration_type int not null,
+        contents nvarchar(max) not null,
+        checksum char(64) not null,
+        forward nvarchar(max) not null,
+        holder nvarchar(255) null,
+        heartbeat bigint null,
+        running_ms bigint not null default 0,
+        primary key (db_schema, [file])
     );",
 ];
 
@@ -383,6 +407,70 @@ pub(crate) fn store_fingerprints(rows: usize) -> String {
     )
 }
 
+/// The columns of a backfill's row as `Books::backfills` reads them.
+const BACKFILL_COLUMNS: &str = "db_schema, [file], state, after_key, upper_key, rows_done, batches, \
+    rows_estimated, last_error, updated, running_ms";
+
+/// 1 when `svc.svc_backfills` exists (books of an earlier release).
+pub(crate) const BACKFILLS_INSTALLED: &str =
+    "select case when object_id(N'svc.svc_backfills', N'U') is null then 0 else 1 end;";
+
+/// Every backfill's row ([`BACKFILL_COLUMNS`]), by schema and file.
+pub(crate) fn select_backfills() -> String {
+    format!("select {BACKFILL_COLUMNS} from svc.svc_backfills order by db_schema, [file];")
+}
+
+/// One backfill as a runner takes it ([`BACKFILL_COLUMNS`], then
+/// `version_id, name, source_dir, migration_type, contents, checksum,
+/// forward`): of schema @P1 and file @P2, or (`running`) every running one.
+pub(crate) fn select_backfill_jobs(running: bool) -> String {
+    let filter = match running {
+        true => "where state = 'running' order by db_schema, [file]",
+        false => "where db_schema = @P1 and [file] = @P2",
+    };
+    format!(
+        "select {BACKFILL_COLUMNS}, version_id, name, source_dir, migration_type, contents, checksum, forward \
+         from svc.svc_backfills {filter};"
+    )
+}
+
+/// Starts a backfill: schema @P1, file @P2, updated @P3, version @P4,
+/// name @P5, source dir @P6, migration type @P7, contents @P8, checksum
+/// @P9, forward @P10.
+pub(crate) const REGISTER_BACKFILL: &str = "insert into svc.svc_backfills (db_schema, [file], state, rows_done, \
+    batches, rows_estimated, updated, version_id, name, source_dir, migration_type, contents, checksum, forward) \
+    values (@P1, @P2, 'running', 0, 0, 0, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10);";
+
+/// Starts a failed or cancelled backfill again in version @P1 (updated @P2;
+/// schema @P3, file @P4).
+pub(crate) const RESTART_BACKFILL: &str = "update svc.svc_backfills set state = 'running', version_id = @P1, \
+    last_error = null, holder = null, updated = @P2 where db_schema = @P3 and [file] = @P4 \
+    and state in ('failed', 'cancelled');";
+
+/// Claims a running backfill for holder @P1 at @P2 (schema @P3, file @P4)
+/// when no other holds it or its holder's heartbeat is before @P5.
+pub(crate) const CLAIM_BACKFILL: &str = "update svc.svc_backfills set holder = @P1, heartbeat = @P2 \
+    where db_schema = @P3 and [file] = @P4 and state = 'running' \
+    and (holder is null or holder = @P1 or heartbeat < @P5);";
+
+/// Writes a batch's checkpoint: state @P1, after @P2 and upper @P3 (empty:
+/// none), rows done @P4, batches @P5, rows estimated @P6, running ms @P7,
+/// updated @P8, heartbeat @P9 — when holder @P12 still holds schema @P10's
+/// file @P11 and its batches are still @P13.
+pub(crate) const SAVE_BACKFILL: &str = "update svc.svc_backfills set state = @P1, after_key = nullif(@P2, N''), \
+    upper_key = nullif(@P3, N''), rows_done = @P4, batches = @P5, rows_estimated = @P6, running_ms = @P7, \
+    last_error = null, updated = @P8, heartbeat = @P9 \
+    where db_schema = @P10 and [file] = @P11 and holder = @P12 and batches = @P13 and state = 'running';";
+
+/// Marks a backfill failed with error @P1 at @P2 (schema @P3, file @P4)
+/// when holder @P5 holds it.
+pub(crate) const FAIL_BACKFILL: &str = "update svc.svc_backfills set state = 'failed', last_error = @P1, \
+    updated = @P2, holder = null where db_schema = @P3 and [file] = @P4 and holder = @P5;";
+
+/// Moves schema @P3's file @P4 from state @P5 to @P1 (updated @P2).
+pub(crate) const MOVE_BACKFILL: &str = "update svc.svc_backfills set state = @P1, updated = @P2 \
+    where db_schema = @P3 and [file] = @P4 and state = @P5;";
+
 /// The stored fingerprints: schema, fingerprint, recorded.
 pub(crate) const SELECT_FINGERPRINTS: &str = "select db_schema, fingerprint, recorded from svc.svc_fingerprints;";
 
@@ -461,6 +549,133 @@ select schema_name(ty.schema_id) as db_schema, 'type', ty.name, bt.name \
 from sys.types ty join sys.types bt on bt.user_type_id = ty.system_type_id \
 where ty.schema_id in $schemas and ty.is_user_defined = 1";
 
+/// An index's name as T-SQL names it: Babelfish shows a name made unique
+/// per schema (the table's name and 32 hex digits added), which its
+/// `DROP INDEX` does not take.
+const INDEX_NAME: &str = "case when i.name like '%' + t.name + replicate('[0-9a-f]', 32) \
+    then left(i.name, len(i.name) - len(t.name) - 32) else i.name end";
+
+/// A key constraint's index (joined by name: Babelfish's
+/// `unique_index_id` is not the index's `index_id`).
+const KEY_OF_INDEX: &str = "left join sys.key_constraints kc on kc.parent_object_id = i.object_id and kc.name = i.name";
+
+/// A foreign key's name as desired state compares it: the server's made-up
+/// one replaced by its target and first column.
+const FOREIGN_KEY_NAME: &str = "case when f.is_system_named = 1 then 'references ' + rt.name + ' ' + \
+    (select pc.name from sys.foreign_key_columns fc join sys.columns pc on pc.object_id = fc.parent_object_id \
+    and pc.column_id = fc.parent_column_id where fc.constraint_object_id = f.object_id and fc.constraint_column_id = 1) \
+    else f.name end";
+
+/// The catalogs desired state plans from (core's `desired::sqlserver`
+/// reads them), of the schemas `$schemas` stands for: one row `(schema,
+/// kind, name, definition, position)` per table and view, column (its
+/// type, identity, nullability or computation), column in order, default,
+/// index or key constraint (its kind, name and filter) and each of its
+/// columns, check, foreign key and each of its column pairs, view,
+/// routine and trigger (its own text), and type; ordered so each table's
+/// columns come in order. Names the server makes up are replaced as in
+/// [`CATALOGS`]; sequences (Babelfish's identity columns own one) are not
+/// read.
+const DESIRED_CATALOGS: &str = "\
+select schema_name(o.schema_id) as db_schema, 'relation' as kind, o.name as name, \
+  case o.type when 'U' then 'table' else 'view' end as definition, 0 as position \
+from sys.objects o where o.schema_id in $schemas and o.type in ('U', 'V') \
+union all \
+select schema_name(t.schema_id), 'column', t.name + '.' + c.name, \
+  case when c.is_computed = 1 then 'as ' + coalesce(cc.definition, '') + case when cc.is_persisted = 1 then ' persisted' else '' end \
+  else ty.name \
+  + case when ty.name in ('varchar', 'char', 'varbinary', 'binary') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length as nvarchar(10)) end + ')' \
+         when ty.name in ('nvarchar', 'nchar') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length / 2 as nvarchar(10)) end + ')' \
+         when ty.name in ('decimal', 'numeric') then '(' + cast(c.precision as nvarchar(10)) + ', ' + cast(c.scale as nvarchar(10)) + ')' \
+         when ty.name in ('datetime2', 'time', 'datetimeoffset') then '(' + cast(c.scale as nvarchar(10)) + ')' \
+         else '' end \
+  + case when c.is_identity = 1 then ' identity(' + coalesce(cast(ic.seed_value as nvarchar(40)), '1') + ', ' \
+         + coalesce(cast(ic.increment_value as nvarchar(40)), '1') + ')' else '' end \
+  + case when c.is_nullable = 0 then ' not null' else ' null' end end, 0 \
+from sys.columns c join sys.objects t on t.object_id = c.object_id \
+join sys.types ty on ty.user_type_id = c.user_type_id \
+left join sys.computed_columns cc on cc.object_id = c.object_id and cc.column_id = c.column_id \
+left join sys.identity_columns ic on ic.object_id = c.object_id and ic.column_id = c.column_id \
+where t.schema_id in $schemas and t.type = 'U' \
+union all \
+select schema_name(t.schema_id), 'column order', t.name, c.name, c.column_id \
+from sys.columns c join sys.objects t on t.object_id = c.object_id where t.schema_id in $schemas and t.type = 'U' \
+union all \
+select schema_name(t.schema_id), 'default', t.name + '.' + c.name, dc.definition, 0 \
+from sys.default_constraints dc join sys.objects t on t.object_id = dc.parent_object_id \
+join sys.columns c on c.object_id = dc.parent_object_id and c.column_id = dc.parent_column_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(t.schema_id), 'index', t.name + '.' + $index, \
+  case when i.is_primary_key = 1 then 'primary key ' when i.is_unique_constraint = 1 then 'unique ' when i.is_unique = 1 then 'unique ' else '' end \
+  + lower(i.type_desc) + case when i.is_primary_key = 1 or i.is_unique_constraint = 1 then '' else ' index' end \
+  + case when i.is_primary_key = 1 and kc.is_system_named = 0 then ' named ' + quotename(i.name) else '' end \
+  + coalesce(' where ' + i.filter_definition, ''), 0 \
+from sys.indexes i join sys.objects t on t.object_id = i.object_id $key_of_index \
+where t.schema_id in $schemas and t.type = 'U' and i.type > 0 \
+union all \
+select schema_name(t.schema_id), 'index column', t.name + '.' + $index + '.' \
+  + case when ic.is_included_column = 1 then 'i' + right('000' + cast(ic.index_column_id as nvarchar(10)), 3) \
+    else 'k' + right('000' + cast(ic.key_ordinal as nvarchar(10)), 3) end, \
+  quotename(c.name) + case when ic.is_descending_key = 1 then ' desc' else '' end, 0 \
+from sys.index_columns ic join sys.indexes i on i.object_id = ic.object_id and i.index_id = ic.index_id \
+join sys.columns c on c.object_id = ic.object_id and c.column_id = ic.column_id \
+join sys.objects t on t.object_id = i.object_id $key_of_index \
+where t.schema_id in $schemas and t.type = 'U' \
+union all \
+select schema_name(t.schema_id), 'check', t.name + '.' + case when k.is_system_named = 1 then 'check ' + k.definition else k.name end, k.definition, 0 \
+from sys.check_constraints k join sys.objects t on t.object_id = k.parent_object_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(t.schema_id), 'foreign key', t.name + '.' + $foreign_key, \
+  'references ' + quotename(schema_name(rt.schema_id)) + '.' + quotename(rt.name) + ' on delete ' \
+  + replace(lower(f.delete_referential_action_desc), '_', ' ') + ' on update ' + replace(lower(f.update_referential_action_desc), '_', ' '), 0 \
+from sys.foreign_keys f join sys.objects t on t.object_id = f.parent_object_id \
+join sys.objects rt on rt.object_id = f.referenced_object_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(t.schema_id), 'foreign key column', t.name + '.' + $foreign_key + '.' \
+  + right('000' + cast(fc.constraint_column_id as nvarchar(10)), 3), quotename(pc.name) + ' -> ' + quotename(rc.name), 0 \
+from sys.foreign_key_columns fc join sys.foreign_keys f on f.object_id = fc.constraint_object_id \
+join sys.objects t on t.object_id = f.parent_object_id \
+join sys.objects rt on rt.object_id = f.referenced_object_id \
+join sys.columns pc on pc.object_id = fc.parent_object_id and pc.column_id = fc.parent_column_id \
+join sys.columns rc on rc.object_id = fc.referenced_object_id and rc.column_id = fc.referenced_column_id \
+where t.schema_id in $schemas \
+union all \
+select schema_name(o.schema_id), case o.type when 'V' then 'view' when 'TR' then 'trigger' else 'routine' end, \
+  o.name, coalesce(m.definition, ''), 0 \
+from sys.objects o join sys.sql_modules m on m.object_id = o.object_id \
+where o.schema_id in $schemas and o.type in ('V', 'TR', 'P', 'FN', 'IF', 'TF') \
+union all \
+select schema_name(ty.schema_id), 'type', ty.name, bt.name, 0 \
+from sys.types ty join sys.types bt on bt.user_type_id = ty.system_type_id \
+where ty.schema_id in $schemas and ty.is_user_defined = 1 \
+order by 1, 2, 3, 5";
+
+/// [`DESIRED_CATALOGS`] of `schemas` schemas, named by `@P1`… `@Pn`.
+pub(crate) fn desired_catalogs(schemas: usize) -> String {
+    let ids: Vec<String> = (1..=schemas).map(|p| format!("schema_id(@P{p})")).collect();
+    DESIRED_CATALOGS
+        .replace("$schemas", &format!("({})", ids.join(", ")))
+        .replace("$key_of_index", KEY_OF_INDEX)
+        .replace("$foreign_key", FOREIGN_KEY_NAME)
+        .replace(
+            "$index",
+            &format!(
+                "case when i.is_primary_key = 1 then 'primary key' when i.is_unique_constraint = 1 \
+                 and kc.is_system_named = 1 then 'unique ' + cast(i.index_id as nvarchar(10)) else {INDEX_NAME} end"
+            ),
+        )
+}
+
+/// Creates the scratch schema a desired file is applied into, inside the
+/// transaction that is then rolled back (`create schema` alone in its
+/// batch: through `exec`).
+pub(crate) fn create_scratch_schema(scratch: &str) -> String {
+    format!("exec(N'create schema {}');", scratch.replace('\'', "''"))
+}
+
 /// The most schemas one catalog read names (one parameter each).
 pub(crate) const SCHEMAS_PER_CATALOG_READ: usize = 500;
 
@@ -503,6 +718,13 @@ mod tests {
                 UPDATE_CHECKSUM,
                 DELETE_MIGRATIONS,
                 INSERT_ROLLOUT,
+                BACKFILLS_INSTALLED,
+                REGISTER_BACKFILL,
+                RESTART_BACKFILL,
+                CLAIM_BACKFILL,
+                SAVE_BACKFILL,
+                FAIL_BACKFILL,
+                MOVE_BACKFILL,
                 SELECT_ROLLOUTS,
                 UPDATE_ROLLOUT,
                 SELECT_TOKENS,
@@ -526,6 +748,8 @@ mod tests {
         all.push(insert_migrations(3));
         all.push(store_fingerprints(2));
         all.push(catalogs(2));
+        all.extend([select_backfills(), select_backfill_jobs(true), select_backfill_jobs(false)]);
+        all.push(desired_catalogs(2));
         all
     }
 

@@ -171,7 +171,7 @@ fn the_statement_must_be_one_and_hold_its_form_s_placeholder() {
 }
 
 #[test]
-fn a_backfill_runs_in_transactions_and_not_on_sql_server() {
+fn a_backfill_runs_in_transactions_on_every_engine() {
     let reason = "a backfill commits each batch in a transaction of its own, with its checkpoint; it cannot run \
                   outside a transaction (remove `strata:no-transaction` or the format's no-transaction marker)";
     assert_eq!(
@@ -179,13 +179,20 @@ fn a_backfill_runs_in_transactions_and_not_on_sql_server() {
         (at(2, 1), reason.into())
     );
     assert_eq!(refused(read_part(Driver::Postgres, "t/001.sql", RANGED, true)), (at(1, 1), reason.into()));
+    let t_sql = "-- strata:backfill table=t key=id\nupdate t set a = 1 where {range}\nGO\n";
+    assert!(matches!(read(Driver::SqlServer, "f.sql", t_sql), Ok(Some(_))));
     assert_eq!(
         refused(read(
             Driver::SqlServer,
             "f.sql",
-            "-- strata:backfill table=t key=id\nupdate t set a = 1 where {range}"
+            "-- strata:backfill table=t key=id\nupdate t set a = 1 where {range}\nGO\nselect 1\n"
         )),
-        (at(1, 1), "backfills do not run on SQL Server yet".into())
+        (
+            at(4, 1),
+            "a backfill file holds exactly one statement, run once per batch; this one holds more than one batch \
+             (`GO` lines): put the others in files of their own"
+                .into()
+        )
     );
     assert_eq!(
         in_one_transaction("t/001.sql").to_string(),

@@ -164,6 +164,59 @@ fn mysql_and_sqlite_bind_question_marks_and_read_keys_as_they_are() {
 }
 
 #[test]
+fn sql_server_writes_the_row_comparison_out_and_numbers_its_placeholders() {
+    let key = names(&["id"]);
+    let t = Target { driver: Driver::SqlServer, table: "[tenant 1].orders", key: &key, casts: &[] };
+    assert_eq!(last_key(&t), "select top (1) id from [tenant 1].orders order by id desc");
+    assert_eq!(count_up_to(&t), rendered("select count(*) from [tenant 1].orders where id <= @P1", &[Upper(0)]));
+    assert_eq!(
+        batch_ends(&t, false, 1000, 8),
+        rendered(
+            "select id from (select top (8000) id, row_number() over (order by id) as strata_n from \
+             [tenant 1].orders where id > @P1 and id <= @P2 order by id) as strata_ahead \
+             where strata_n % 1000 = 0 order by strata_n",
+            &[Lower(0), Upper(0)]
+        )
+    );
+    let file = "-- strata:backfill table={schema}.orders key=id\nupdate [tenant 1].orders set total_cents = \
+                total * 100 where {range};\nGO\n";
+    assert_eq!(
+        batch(&t, file, false),
+        rendered(
+            "update [tenant 1].orders set total_cents = total * 100 where (id > @P1 and id <= @P2)",
+            &[Lower(0), Upper(0)]
+        )
+    );
+    // Two columns: a > x or (a = x and b > y), every value bound where used.
+    let key = names(&["tenant_id", "code"]);
+    let t = Target { driver: Driver::SqlServer, table: "orders", key: &key, casts: &[] };
+    assert_eq!(last_key(&t), "select top (1) tenant_id, code from orders order by tenant_id desc, code desc");
+    assert_eq!(
+        batch(&t, "update orders set a = 1 where not {range}", false),
+        rendered(
+            "update orders set a = 1 where not ((tenant_id > @P1 or (tenant_id = @P2 and code > @P3)) and \
+             (tenant_id < @P4 or (tenant_id = @P5 and code <= @P6)))",
+            &[Lower(0), Lower(0), Lower(1), Upper(0), Upper(0), Upper(1)]
+        )
+    );
+    // Three: nested the same way.
+    let key = names(&["a", "b", "c"]);
+    let t = Target { driver: Driver::SqlServer, table: "t", key: &key, casts: &[] };
+    assert_eq!(
+        count_up_to(&t),
+        rendered(
+            "select count(*) from t where (a < @P1 or (a = @P2 and (b < @P3 or (b = @P4 and c <= @P5))))",
+            &[Upper(0), Upper(0), Upper(1), Upper(1), Upper(2)]
+        )
+    );
+    assert_eq!(batch_with_integers(&t, "update t set x = 1 where {range}", None, Some(&vec![])), None);
+    assert_eq!(
+        repeated(Driver::SqlServer, "-- strata:backfill batch=200\ndelete top ({batch}) from t where expired = 1;"),
+        rendered("delete top (@P1) from t where expired = 1", &[Limit])
+    );
+}
+
+#[test]
 fn a_repeated_statement_binds_the_limit() {
     let file =
         "-- strata:backfill batch=200\ndelete from t where id in (select id from t where expired limit {batch});";

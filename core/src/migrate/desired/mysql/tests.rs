@@ -55,7 +55,7 @@ fn desired() -> Catalog {
 }
 
 fn plan(live: &Catalog) -> Plan {
-    plan_for(Driver::Mysql, &desired(), live).unwrap()
+    plan_for(Driver::Mysql, &desired(), live)
 }
 
 #[test]

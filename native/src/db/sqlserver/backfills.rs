@@ -1,0 +1,256 @@
+//! SQL Server's backfills: their rows in `svc.svc_backfills` (the books'
+//! part `Books` asks for) and the reads and batches core writes for them
+//! (`backfill::sql`, `@P1`… placeholders), values bound through
+//! `sp_executesql`. No parameter is ever NULL (Babelfish refuses one): an
+//! absent key is bound as empty text, which `nullif` stores as NULL (a key's
+//! text, `backfill::encode_key`, is never empty).
+
+use std::borrow::Cow;
+
+use strata_core::migrate::MigrationType;
+use strata_core::migrate::backfill::{self, Key, KeyValue, Stored};
+use strata_core::migrate::format::SortKey;
+use strata_core::migrate::source::SourceMigration;
+use tiberius::{ColumnData, Row, ToSql};
+
+use crate::db::engine::Failure;
+use crate::db::error::DbError;
+use crate::db::sqlserver::{Connection, big, db_error, execute, failure_of, id32, int, query, sql, text};
+use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState};
+
+/// Whether the books have `svc.svc_backfills` (books of an earlier
+/// release do not until a read-write start adds it).
+async fn installed(conn: &mut Connection) -> Result<bool, DbError> {
+    let rows = query(conn, sql::BACKFILLS_INSTALLED, &[]).await?;
+    Ok(rows.first().map(|row| int(row, 0)).transpose()?.unwrap_or(0) == 1)
+}
+
+/// Every backfill's row, by schema and file.
+pub(super) async fn rows(conn: &mut Connection) -> Result<Vec<BackfillRow>, DbError> {
+    if !installed(conn).await? {
+        return Ok(Vec::new());
+    }
+    query(conn, &sql::select_backfills(), &[]).await?.iter().map(row).collect()
+}
+
+/// Schema `schema`'s backfill of `file`, as a runner takes it.
+pub(super) async fn job(conn: &mut Connection, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError> {
+    let rows = query(conn, &sql::select_backfill_jobs(false), &[&schema, &file]).await?;
+    rows.first().map(job_of).transpose()
+}
+
+/// Every running backfill, as a runner takes it.
+pub(super) async fn running(conn: &mut Connection) -> Result<Vec<BackfillJob>, DbError> {
+    if !installed(conn).await? {
+        return Ok(Vec::new());
+    }
+    query(conn, &sql::select_backfill_jobs(true), &[]).await?.iter().map(job_of).collect()
+}
+
+/// Starts `migration`'s backfill in `schema`, in version `version_id`.
+pub(super) async fn register(
+    conn: &mut Connection,
+    schema: &str,
+    migration: &SourceMigration,
+    version_id: i64,
+    updated: &str,
+) -> Result<(), DbError> {
+    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    let code = migration.migration_type.code() as i32;
+    let params: [&dyn ToSql; 10] = [
+        &schema,
+        &migration.file,
+        &updated,
+        &id,
+        &migration.name,
+        &migration.source_dir,
+        &code,
+        &migration.contents,
+        &migration.checksum,
+        &migration.forward,
+    ];
+    execute(conn, sql::REGISTER_BACKFILL, &params).await.map(drop)
+}
+
+/// Starts a failed or cancelled backfill again in version `version_id`.
+pub(super) async fn restart(
+    conn: &mut Connection,
+    schema: &str,
+    file: &str,
+    version_id: i64,
+    updated: &str,
+) -> Result<(), DbError> {
+    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    execute(conn, sql::RESTART_BACKFILL, &[&id, &updated, &schema, &file]).await.map(drop)
+}
+
+/// Claims a running backfill; whether this holder has it.
+pub(super) async fn claim(conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
+    let params: [&dyn ToSql; 5] = [&claim.holder, &claim.now_ms, &claim.schema, &claim.file, &claim.stale_before_ms];
+    Ok(execute(conn, sql::CLAIM_BACKFILL, &params).await? == 1)
+}
+
+/// Writes `row`'s checkpoint when `holder` still holds it and its batches
+/// are still `batches_before`: whether it was written.
+pub(super) async fn save(
+    conn: &mut Connection,
+    row: &BackfillRow,
+    holder: &str,
+    batches_before: u64,
+    heartbeat: i64,
+) -> Result<bool, DbError> {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let progress = &row.progress;
+    let key = |key: &Option<Key>| key.as_ref().map(backfill::encode_key).unwrap_or_default();
+    let (after, upper) = (key(&progress.after), key(&progress.upper));
+    let counts =
+        [progress.rows_done, progress.batches, progress.rows_estimated, progress.running_ms, batches_before].map(count);
+    let params: [&dyn ToSql; 13] = [
+        &row.state.as_str(),
+        &after,
+        &upper,
+        &counts[0],
+        &counts[1],
+        &counts[2],
+        &counts[3],
+        &row.updated,
+        &heartbeat,
+        &row.schema,
+        &row.file,
+        &holder,
+        &counts[4],
+    ];
+    Ok(execute(conn, sql::SAVE_BACKFILL, &params).await? == 1)
+}
+
+/// Marks `row` failed with its error, when `holder` holds it.
+pub(super) async fn fail(conn: &mut Connection, row: &BackfillRow, holder: &str) -> Result<(), DbError> {
+    let error = row.last_error.clone().unwrap_or_default();
+    let params: [&dyn ToSql; 5] = [&error, &row.updated, &row.schema, &row.file, &holder];
+    execute(conn, sql::FAIL_BACKFILL, &params).await.map(drop)
+}
+
+/// Moves each of `rows` from its state to `to`: whether each moved.
+pub(super) async fn move_to(
+    conn: &mut Connection,
+    rows: &[BackfillRow],
+    to: BackfillState,
+    updated: &str,
+) -> Result<Vec<bool>, DbError> {
+    if rows.is_empty() || !installed(conn).await? {
+        return Ok(vec![false; rows.len()]);
+    }
+    let mut moved = Vec::with_capacity(rows.len());
+    for row in rows {
+        let params: [&dyn ToSql; 5] = [&to.as_str(), &updated, &row.schema, &row.file, &row.state.as_str()];
+        moved.push(execute(conn, sql::MOVE_BACKFILL, &params).await? == 1);
+    }
+    Ok(moved)
+}
+
+/// A backfill's row (`sql::select_backfills`' columns).
+fn row(row: &Row) -> Result<BackfillRow, DbError> {
+    let key = |index: usize| -> Result<Option<Key>, DbError> {
+        let stored = row.try_get::<&str, _>(index).map_err(db_error)?;
+        stored.map(|text| backfill::decode_key(text).map_err(DbError::UnexpectedAnswer)).transpose()
+    };
+    let count = |index: usize| -> Result<u64, DbError> { Ok(big(row, index)?.max(0) as u64) };
+    let state = BackfillState::parse(&text(row, 2)?);
+    Ok(BackfillRow {
+        schema: text(row, 0)?,
+        file: text(row, 1)?,
+        state,
+        progress: Stored {
+            after: key(3)?,
+            upper: key(4)?,
+            rows_done: count(5)?,
+            batches: count(6)?,
+            rows_estimated: count(7)?,
+            done: state == BackfillState::Done,
+            running_ms: count(10)?,
+        },
+        last_error: row.try_get::<&str, _>(8).map_err(db_error)?.map(str::to_string),
+        updated: text(row, 9)?,
+    })
+}
+
+/// [`row`]'s columns, then `version_id, name, source_dir,
+/// migration_type, contents, checksum, forward`.
+fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
+    let version_id = i64::from(int(found, 11)?);
+    let code = i64::from(int(found, 14)?);
+    let (name, source_dir) = (text(found, 12)?, text(found, 13)?);
+    Ok(BackfillJob {
+        row: row(found)?,
+        version_id,
+        migration: SourceMigration {
+            file: format!("{source_dir}/{name}"),
+            name,
+            migration_type: MigrationType::from_code(code)
+                .ok_or(DbError::UnknownMigrationType { id: version_id, code })?,
+            source_dir,
+            contents: text(found, 15)?,
+            checksum: text(found, 16)?,
+            forward: text(found, 17)?,
+            no_transaction: false,
+            down: None,
+            order: SortKey::Name,
+            // A backfill names its table and runs where `{range}` puts it.
+            in_its_schema: false,
+        },
+    })
+}
+
+/// `values` as parameters: an integer as `bigint`, text as `nvarchar`.
+fn bound(values: &[KeyValue]) -> Vec<&dyn ToSql> {
+    values
+        .iter()
+        .map(|value| match value {
+            KeyValue::Int(n) => n as &dyn ToSql,
+            KeyValue::Text(text) => text as &dyn ToSql,
+        })
+        .collect()
+}
+
+/// Runs a backfill's batch, `sql` with `values` bound, in the open
+/// transaction: the rows it changed.
+pub(super) async fn execute_bound(conn: &mut Connection, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
+    match conn.execute(sql, &bound(values)).await {
+        Ok(done) => Ok(done.total()),
+        Err(error) => Err(failure_of(error, 0)),
+    }
+}
+
+/// The rows of a backfill's read, `sql` with `values` bound, each column a
+/// key value.
+pub(super) async fn read_keys(conn: &mut Connection, sql: &str, values: &[KeyValue]) -> Result<Vec<Key>, Failure> {
+    let read = match conn.query(sql, &bound(values)).await {
+        Ok(stream) => stream.into_first_result().await,
+        Err(error) => Err(error),
+    };
+    let rows = read.map_err(|error| failure_of(error, 0))?;
+    rows.iter().map(|row| row.cells().enumerate().map(|(index, (_, cell))| key_value(index, cell)).collect()).collect()
+}
+
+/// A key column's value: an integer column's as an integer; text or a
+/// `uniqueidentifier` as text (the server converts it back when it is
+/// bound). NULL and other types are refused.
+fn key_value(index: usize, cell: &ColumnData<'_>) -> Result<KeyValue, Failure> {
+    let unreadable = |what: &str| Failure::statement(format!("a backfill's key column {} {what}", index + 1));
+    let value = match cell {
+        ColumnData::U8(Some(n)) => KeyValue::Int(i64::from(*n)),
+        ColumnData::I16(Some(n)) => KeyValue::Int(i64::from(*n)),
+        ColumnData::I32(Some(n)) => KeyValue::Int(i64::from(*n)),
+        ColumnData::I64(Some(n)) => KeyValue::Int(*n),
+        ColumnData::String(Some(text)) => KeyValue::Text(Cow::clone(text).into_owned()),
+        ColumnData::Guid(Some(guid)) => KeyValue::Text(guid.to_string()),
+        ColumnData::U8(None)
+        | ColumnData::I16(None)
+        | ColumnData::I32(None)
+        | ColumnData::I64(None)
+        | ColumnData::String(None)
+        | ColumnData::Guid(None) => return Err(unreadable("is NULL: keys must not be NULL to be ordered")),
+        _ => return Err(unreadable("is neither an integer, text nor a uniqueidentifier (select it as text)")),
+    };
+    Ok(value)
+}
