@@ -497,12 +497,12 @@ select schema_name(t.schema_id) as db_schema, 'column', t.name + '.' + c.name, \
          else '' end \
   + case when c.is_nullable = 0 then ' not null' else '' end \
   + case when c.is_identity = 1 then ' identity' else '' end \
-  + case when c.is_computed = 1 then ' as ' + coalesce(cc.definition, '') else '' end \
-  + coalesce(' default ' + dc.definition, '') \
+  + case when c.is_computed = 1 then ' as ' + coalesce((select top (1) cc.definition from sys.computed_columns cc \
+    where cc.object_id = c.object_id and cc.column_id = c.column_id), '') else '' end \
+  + case when c.default_object_id = 0 then '' else coalesce(' default ' + (select top (1) dc.definition \
+    from sys.default_constraints dc where dc.object_id = c.default_object_id), '') end \
 from sys.columns c join sys.objects t on t.object_id = c.object_id \
 join sys.types ty on ty.user_type_id = c.user_type_id \
-left join sys.default_constraints dc on dc.object_id = c.default_object_id \
-left join sys.computed_columns cc on cc.object_id = c.object_id and cc.column_id = c.column_id \
 where t.schema_id in $schemas and t.type in ('U', 'V') \
 union all \
 select schema_name(t.schema_id) as db_schema, 'index', t.name + '.' + case when kc.is_system_named = 1 then lower(kc.type_desc) + ' ' + cast(i.index_id as nvarchar(10)) else i.name end, \
@@ -582,20 +582,21 @@ select schema_name(o.schema_id) as db_schema, 'relation' as kind, o.name as name
 from sys.objects o where o.schema_id in $schemas and o.type in ('U', 'V') \
 union all \
 select schema_name(t.schema_id), 'column', t.name + '.' + c.name, \
-  case when c.is_computed = 1 then 'as ' + coalesce(cc.definition, '') + case when cc.is_persisted = 1 then ' persisted' else '' end \
+  case when c.is_computed = 1 then 'as ' + coalesce((select top (1) cc.definition + case when cc.is_persisted = 1 \
+    then ' persisted' else '' end from sys.computed_columns cc where cc.object_id = c.object_id \
+    and cc.column_id = c.column_id), '') \
   else ty.name \
   + case when ty.name in ('varchar', 'char', 'varbinary', 'binary') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length as nvarchar(10)) end + ')' \
          when ty.name in ('nvarchar', 'nchar') then '(' + case when c.max_length = -1 then 'max' else cast(c.max_length / 2 as nvarchar(10)) end + ')' \
          when ty.name in ('decimal', 'numeric') then '(' + cast(c.precision as nvarchar(10)) + ', ' + cast(c.scale as nvarchar(10)) + ')' \
          when ty.name in ('datetime2', 'time', 'datetimeoffset') then '(' + cast(c.scale as nvarchar(10)) + ')' \
          else '' end \
-  + case when c.is_identity = 1 then ' identity(' + coalesce(cast(ic.seed_value as nvarchar(40)), '1') + ', ' \
-         + coalesce(cast(ic.increment_value as nvarchar(40)), '1') + ')' else '' end \
+  + case when c.is_identity = 1 then ' identity(' + coalesce((select top (1) cast(ic.seed_value as nvarchar(40)) + ', ' \
+    + cast(ic.increment_value as nvarchar(40)) from sys.identity_columns ic where ic.object_id = c.object_id \
+    and ic.column_id = c.column_id), '1, 1') + ')' else '' end \
   + case when c.is_nullable = 0 then ' not null' else ' null' end end, 0 \
 from sys.columns c join sys.objects t on t.object_id = c.object_id \
 join sys.types ty on ty.user_type_id = c.user_type_id \
-left join sys.computed_columns cc on cc.object_id = c.object_id and cc.column_id = c.column_id \
-left join sys.identity_columns ic on ic.object_id = c.object_id and ic.column_id = c.column_id \
 where t.schema_id in $schemas and t.type = 'U' \
 union all \
 select schema_name(t.schema_id), 'column order', t.name, c.name, c.column_id \
@@ -653,11 +654,13 @@ from sys.types ty join sys.types bt on bt.user_type_id = ty.system_type_id \
 where ty.schema_id in $schemas and ty.is_user_defined = 1 \
 order by 1, 2, 3, 5";
 
-/// [`DESIRED_CATALOGS`] of `schemas` schemas, named by `@P1`… `@Pn`.
+/// [`DESIRED_CATALOGS`] of `schemas` schemas, named by `@P1`… `@Pn`
+/// (a column's computation and identity read by subqueries, as
+/// [`CATALOGS`] reads its default; the first row of each, as Babelfish's
+/// `sys.identity_columns` lists a column more than once).
 pub(crate) fn desired_catalogs(schemas: usize) -> String {
-    let ids: Vec<String> = (1..=schemas).map(|p| format!("schema_id(@P{p})")).collect();
     DESIRED_CATALOGS
-        .replace("$schemas", &format!("({})", ids.join(", ")))
+        .replace("$schemas", &schema_ids(schemas))
         .replace("$key_of_index", KEY_OF_INDEX)
         .replace("$foreign_key", FOREIGN_KEY_NAME)
         .replace(
@@ -681,10 +684,21 @@ pub(crate) const SCHEMAS_PER_CATALOG_READ: usize = 500;
 
 /// [`CATALOGS`] of `schemas` schemas, named by `@P1`… `@Pn`: one statement
 /// for many, as its plan is the cost (Babelfish plans the `sys` views for
-/// seconds, then reads a schema's rows in milliseconds).
+/// seconds, then reads a schema's rows in milliseconds). A column's
+/// default and computation are read by subqueries: joined to `sys.types`
+/// and `sys.default_constraints` at once, Babelfish planned 200 schemas
+/// just migrated (their statistics not analysed yet) into 76 s, against
+/// 1.1 s so.
 pub(crate) fn catalogs(schemas: usize) -> String {
-    let ids: Vec<String> = (1..=schemas).map(|p| format!("schema_id(@P{p})")).collect();
-    CATALOGS.replace("$schemas", &format!("({})", ids.join(", ")))
+    CATALOGS.replace("$schemas", &schema_ids(schemas))
+}
+
+/// The ids of the schemas named `@P1`… `@Pn`, as a subquery: read from
+/// `sys.schemas` once, where `schema_id(@Pn)` for each was called for every
+/// row of every view (200 schemas: 22.6 s on Babelfish, against 6.6 s).
+fn schema_ids(schemas: usize) -> String {
+    let names: Vec<String> = (1..=schemas).map(|p| format!("@P{p}")).collect();
+    format!("(select s.schema_id from sys.schemas s where s.name in ({}))", names.join(", "))
 }
 
 #[cfg(test)]
