@@ -340,6 +340,27 @@ fn applied_row(row: &Row) -> Result<AppliedMigration, DbError> {
     })
 }
 
+/// The catalogs of `schemas`, in the order given, read by `statement` (of
+/// so many schemas, `@P1`… `@Pn`) [`sql::SCHEMAS_PER_CATALOG_READ`] at a
+/// time: rows of schema, kind, name and definition.
+async fn read_catalogs(
+    conn: &mut Connection,
+    schemas: &[String],
+    statement: fn(usize) -> String,
+) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+    let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
+    let at: std::collections::HashMap<&str, usize> =
+        schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
+    for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
+        let params: Vec<&dyn ToSql> = chunk.iter().map(|schema| schema as &dyn ToSql).collect();
+        for row in query(conn, &statement(chunk.len()), &params).await? {
+            let Some(&index) = at.get(text(&row, 0)?.as_str()) else { continue };
+            out[index].push(CatalogObject { kind: text(&row, 1)?, name: text(&row, 2)?, definition: text(&row, 3)? });
+        }
+    }
+    Ok(out)
+}
+
 /// SQL Server keeps its own books (tiberius, not sqlx): the reads, the
 /// quarantine, rollouts, API tokens, the audit log, revert's and repair's
 /// changes, the fingerprints, the shard directory.
@@ -769,22 +790,7 @@ impl Engine for SqlServerEngine {
     }
 
     async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
-        let at: std::collections::HashMap<&str, usize> =
-            schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
-        for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
-            let params: Vec<&dyn ToSql> = chunk.iter().map(|schema| schema as &dyn ToSql).collect();
-            for row in query(conn, &sql::catalogs(chunk.len()), &params).await? {
-                let schema = text(&row, 0)?;
-                let Some(&index) = at.get(schema.as_str()) else { continue };
-                out[index].push(CatalogObject {
-                    kind: text(&row, 1)?,
-                    name: text(&row, 2)?,
-                    definition: text(&row, 3)?,
-                });
-            }
-        }
-        Ok(out)
+        read_catalogs(conn, schemas, sql::catalogs).await
     }
 
     async fn desired_catalogs(
@@ -792,21 +798,7 @@ impl Engine for SqlServerEngine {
         conn: &mut Self::Conn,
         schemas: &[String],
     ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
-        let at: std::collections::HashMap<&str, usize> =
-            schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
-        for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
-            let params: Vec<&dyn ToSql> = chunk.iter().map(|schema| schema as &dyn ToSql).collect();
-            for row in query(conn, &sql::desired_catalogs(chunk.len()), &params).await? {
-                let Some(&index) = at.get(text(&row, 0)?.as_str()) else { continue };
-                out[index].push(CatalogObject {
-                    kind: text(&row, 1)?,
-                    name: text(&row, 2)?,
-                    definition: text(&row, 3)?,
-                });
-            }
-        }
-        Ok(out)
+        read_catalogs(conn, schemas, sql::desired_catalogs).await
     }
 
     /// The file applied, batch by batch, into the scratch schema inside a

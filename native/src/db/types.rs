@@ -10,6 +10,8 @@ use strata_core::migrate::plan::Plan;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::wave::Wave;
 
+use crate::db::error::DbError;
+
 /// How long a driver waits for a database connection before it reports the
 /// database unreachable (at start-up: exits with the error).
 pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -307,6 +309,52 @@ pub(crate) struct BackfillRow {
     pub(crate) last_error: Option<String>,
     /// When it last changed, RFC 3339 UTC.
     pub(crate) updated: String,
+}
+
+/// A backfill's row as every engine's books keep it: its columns read
+/// ([`BackfillRow::from_columns`]).
+pub(crate) struct BackfillColumns<'a> {
+    /// `db_schema`, `file`, `state`.
+    pub(crate) schema: String,
+    pub(crate) file: String,
+    pub(crate) state: &'a str,
+    /// `after_key`, `upper_key` (core's `backfill::encode_key` text).
+    pub(crate) after: Option<&'a str>,
+    pub(crate) upper: Option<&'a str>,
+    /// `rows_done`, `batches`, `rows_estimated`, `running_ms`.
+    pub(crate) counts: [i64; 4],
+    /// `last_error`, `updated`.
+    pub(crate) last_error: Option<String>,
+    pub(crate) updated: String,
+}
+
+impl BackfillRow {
+    /// The row of `columns`; a key the books hold that is not one is an
+    /// unexpected answer.
+    pub(crate) fn from_columns(columns: BackfillColumns<'_>) -> Result<BackfillRow, DbError> {
+        let key = |text: Option<&str>| {
+            text.map(|text| strata_core::migrate::backfill::decode_key(text).map_err(DbError::UnexpectedAnswer))
+                .transpose()
+        };
+        let [rows_done, batches, rows_estimated, running_ms] = columns.counts.map(|n| n.max(0) as u64);
+        let state = BackfillState::parse(columns.state);
+        Ok(BackfillRow {
+            schema: columns.schema,
+            file: columns.file,
+            state,
+            progress: strata_core::migrate::backfill::Stored {
+                after: key(columns.after)?,
+                upper: key(columns.upper)?,
+                rows_done,
+                batches,
+                rows_estimated,
+                done: state == BackfillState::Done,
+                running_ms,
+            },
+            last_error: columns.last_error,
+            updated: columns.updated,
+        })
+    }
 }
 
 /// One tenant's backfill of one file as the API and the CLI show it.

@@ -11,13 +11,12 @@ use strata_core::migrate::plan::AppliedRow;
 use strata_core::migrate::wave::Attributes;
 
 use crate::db::error::DbError;
-use strata_core::migrate::backfill::{self, Key, Stored};
 
 use strata_core::migrate::format::SortKey;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    BackfillJob, BackfillRow, BackfillState, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow,
+    BackfillColumns, BackfillJob, BackfillRow, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow,
 };
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
@@ -151,26 +150,15 @@ where
     where
         for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     {
-        let key = |index: usize| -> Result<Option<Key>, DbError> {
-            get::<R, Option<String>>(row, index)?
-                .map(|text| backfill::decode_key(&text).map_err(DbError::UnexpectedAnswer))
-                .transpose()
-        };
-        let count = |index: usize| -> Result<u64, DbError> { Ok(get::<R, i64>(row, index)?.max(0) as u64) };
-        let state = BackfillState::parse(&get::<R, String>(row, 2)?);
-        Ok(BackfillRow {
+        let (after, upper): (Option<String>, Option<String>) = (get(row, 3)?, get(row, 4)?);
+        let count = |index: usize| get::<R, i64>(row, index);
+        BackfillRow::from_columns(BackfillColumns {
             schema: get(row, 0)?,
             file: get(row, 1)?,
-            state,
-            progress: Stored {
-                after: key(3)?,
-                upper: key(4)?,
-                rows_done: count(5)?,
-                batches: count(6)?,
-                rows_estimated: count(7)?,
-                done: state == BackfillState::Done,
-                running_ms: count(10)?,
-            },
+            state: &get::<R, String>(row, 2)?,
+            after: after.as_deref(),
+            upper: upper.as_deref(),
+            counts: [count(5)?, count(6)?, count(7)?, count(10)?],
             last_error: get(row, 8)?,
             updated: get(row, 9)?,
         })

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use strata_core::migrate::MigrationType;
-use strata_core::migrate::backfill::{self, Key, KeyValue, Stored};
+use strata_core::migrate::backfill::{self, Key, KeyValue};
 use strata_core::migrate::format::SortKey;
 use strata_core::migrate::source::SourceMigration;
 use tiberius::{ColumnData, Row, ToSql};
@@ -16,7 +16,7 @@ use tiberius::{ColumnData, Row, ToSql};
 use crate::db::engine::Failure;
 use crate::db::error::DbError;
 use crate::db::sqlserver::{Connection, big, db_error, execute, failure_of, id32, int, query, sql, text};
-use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState};
+use crate::db::types::{BackfillClaim, BackfillColumns, BackfillJob, BackfillRow, BackfillState};
 
 /// Whether the books have `svc.svc_backfills` (books of an earlier
 /// release do not until a read-write start adds it).
@@ -150,26 +150,15 @@ pub(super) async fn move_to(
 
 /// A backfill's row (`sql::select_backfills`' columns).
 fn row(row: &Row) -> Result<BackfillRow, DbError> {
-    let key = |index: usize| -> Result<Option<Key>, DbError> {
-        let stored = row.try_get::<&str, _>(index).map_err(db_error)?;
-        stored.map(|text| backfill::decode_key(text).map_err(DbError::UnexpectedAnswer)).transpose()
-    };
-    let count = |index: usize| -> Result<u64, DbError> { Ok(big(row, index)?.max(0) as u64) };
-    let state = BackfillState::parse(&text(row, 2)?);
-    Ok(BackfillRow {
+    let optional = |index: usize| row.try_get::<&str, _>(index).map_err(db_error);
+    BackfillRow::from_columns(BackfillColumns {
         schema: text(row, 0)?,
         file: text(row, 1)?,
-        state,
-        progress: Stored {
-            after: key(3)?,
-            upper: key(4)?,
-            rows_done: count(5)?,
-            batches: count(6)?,
-            rows_estimated: count(7)?,
-            done: state == BackfillState::Done,
-            running_ms: count(10)?,
-        },
-        last_error: row.try_get::<&str, _>(8).map_err(db_error)?.map(str::to_string),
+        state: &text(row, 2)?,
+        after: optional(3)?,
+        upper: optional(4)?,
+        counts: [big(row, 5)?, big(row, 6)?, big(row, 7)?, big(row, 10)?],
+        last_error: optional(8)?.map(str::to_string),
         updated: text(row, 9)?,
     })
 }
