@@ -883,24 +883,25 @@ impl Engine for SqlServerEngine {
         let Entries { rows, created, version_id } = *entries;
         let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
         for chunk in rows.chunks(sql::MIGRATION_ROWS_PER_INSERT) {
-            let codes: Vec<i32> = chunk.iter().map(|r| r.migration.migration_type.code() as i32).collect();
-            let schemas: Vec<String> = chunk.iter().map(|r| r.schema.to_string()).collect();
-            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 9);
-            for ((record, code), schema) in chunk.iter().zip(&codes).zip(&schemas) {
-                let migration = record.migration;
-                params.extend_from_slice(&[
-                    &migration.name as &dyn ToSql,
-                    &migration.source_dir,
-                    &migration.file,
-                    code,
-                    schema,
-                    &created,
-                    &migration.contents,
-                    &migration.checksum,
-                    &id,
-                ]);
-            }
-            execute(conn, &sql::insert_migrations(chunk.len()), &params).await?;
+            let values: Vec<String> = chunk
+                .iter()
+                .map(|record| {
+                    let migration = record.migration;
+                    let text = sql::literal;
+                    format!(
+                        "({}, {}, {}, {}, {}, convert(datetime2(6), {}, 127), {}, {}, {id})",
+                        text(&migration.name),
+                        text(&migration.source_dir),
+                        text(&migration.file),
+                        migration.migration_type.code(),
+                        text(record.schema),
+                        text(created),
+                        text(&migration.contents),
+                        text(&migration.checksum),
+                    )
+                })
+                .collect();
+            run(conn, &sql::insert_migrations_written(&values)).await?;
         }
         Ok(())
     }
