@@ -56,9 +56,9 @@ async fn apply_all(server: &Server) -> usize {
 }
 
 /// `insert into {table} ({columns}) select …` of `n` rows numbered from 1
-/// (`x`), built from digits so that it reads the same on every engine;
-/// `values` are the selected expressions over `x`.
-fn numbered_rows(table: &str, columns: &str, values: &str, n: u32) -> String {
+/// (`x`), built from digits so that it reads the same on every engine
+/// (SQL Server's T-SQL too); `values` are the selected expressions over `x`.
+pub(crate) fn numbered_rows(table: &str, columns: &str, values: &str, n: u32) -> String {
     let digit = "(select 0 as d union all select 1 union all select 2 union all select 3 union all select 4 \
                  union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)";
     format!(

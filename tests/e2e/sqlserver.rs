@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::backfills::numbered_rows;
 use crate::support::{self, Server, Workspace, applied, pairs};
 
 /// Whether the TDS server is there (and a line saying the test is skipped
@@ -1104,17 +1105,6 @@ async fn a_tenant_file_of_another_tools_format_naming_no_schema_is_refused() {
     assert!(version.get("errors").is_none(), "{version}\n{}", server.log());
     let tables = server.ws.rows("svc", "select count(*) from sys.tables where name = 'users'").await;
     assert_eq!(tables, [[json!(2)]]);
-}
-
-/// `insert into {table} ({columns}) select {values} …` of `n` rows numbered
-/// from 1 (`x`), from digits (no `generate_series` in T-SQL).
-fn numbered_rows(table: &str, columns: &str, values: &str, n: u32) -> String {
-    let digit = "(select 0 as d union all select 1 union all select 2 union all select 3 union all select 4 \
-                 union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)";
-    format!(
-        "insert into {table} ({columns}) select {values} from (select a.d * 1000 + b.d * 100 + c.d * 10 + e.d + 1 \
-         as x from {digit} a cross join {digit} b cross join {digit} c cross join {digit} e) numbers where x <= {n};\n"
-    )
 }
 
 /// `(rows, rows with `column` = 1)` of `schema.table`.
