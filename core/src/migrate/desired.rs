@@ -449,14 +449,15 @@ pub fn ready(pending: &crate::migrate::summary::Counts) -> Result<(), PendingMig
 }
 
 /// Whether the single schema `schema` can be planned to a desired schema
-/// now, given the migrations pending per schema (`report::pending_counts`):
-/// not while one of its own is.
-pub fn single_ready(pending: &[crate::migrate::report::PendingCount], schema: &str) -> Result<(), PendingMigrations> {
-    match pending.iter().find(|count| count.schema == schema) {
-        None => Ok(()),
-        Some(count) => {
-            Err(PendingMigrations { files: count.migrations, runs: count.migrations, schema: Some(schema.to_string()) })
-        }
+/// now, given the migrations pending per schema, `(schema, migrations)`
+/// (as `report::pending_counts` counts them): not while one of its own is.
+pub fn single_ready<'a>(
+    pending: impl IntoIterator<Item = (&'a str, u64)>,
+    schema: &str,
+) -> Result<(), PendingMigrations> {
+    match pending.into_iter().find(|(name, _)| *name == schema) {
+        None | Some((_, 0)) => Ok(()),
+        Some((_, files)) => Err(PendingMigrations { files, runs: files, schema: Some(schema.to_string()) }),
     }
 }
 

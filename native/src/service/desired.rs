@@ -94,7 +94,7 @@ impl Service {
         };
         let (preview, sources) = self.preview(Target::AllSchemas, Action::Apply).await?;
         let pending = strata_core::migrate::report::pending_counts(&preview.plan, &sources);
-        Ok(desired::single_ready(&pending, schema)?)
+        Ok(desired::single_ready(pending.iter().map(|count| (count.schema.as_str(), count.migrations)), schema)?)
     }
 
     /// Wave `wave` of a rollout to the desired schema `target` over
