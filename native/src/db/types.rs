@@ -357,6 +357,50 @@ impl BackfillRow {
     }
 }
 
+/// The columns of a backfill's job beside its row's, as every engine's
+/// books keep them ([`BackfillJob::from_columns`]).
+pub(crate) struct BackfillJobColumns {
+    /// `version_id`, `migration_type`.
+    pub(crate) version_id: i64,
+    pub(crate) migration_type: i64,
+    /// `name`, `source_dir`, `contents`, `checksum`, `forward`.
+    pub(crate) name: String,
+    pub(crate) source_dir: String,
+    pub(crate) contents: String,
+    pub(crate) checksum: String,
+    pub(crate) forward: String,
+}
+
+impl BackfillJob {
+    /// The job of `row` and its file as recorded (`columns`); a migration
+    /// type the books hold that is none is an unexpected answer.
+    pub(crate) fn from_columns(row: BackfillRow, columns: BackfillJobColumns) -> Result<BackfillJob, DbError> {
+        let BackfillJobColumns { version_id, migration_type: code, name, source_dir, contents, checksum, forward } =
+            columns;
+        let migration_type =
+            MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id: version_id, code })?;
+        Ok(BackfillJob {
+            row,
+            version_id,
+            migration: SourceMigration {
+                file: format!("{source_dir}/{name}"),
+                name,
+                migration_type,
+                source_dir,
+                contents,
+                checksum,
+                forward,
+                no_transaction: false,
+                down: None,
+                order: strata_core::migrate::format::SortKey::Name,
+                // A backfill names its table (`table=`) and runs where
+                // `{range}` puts it: never through a session schema.
+                in_its_schema: false,
+            },
+        })
+    }
+}
+
 /// One tenant's backfill of one file as the API and the CLI show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -12,11 +12,9 @@ use strata_core::migrate::wave::Attributes;
 
 use crate::db::error::DbError;
 
-use strata_core::migrate::format::SortKey;
-use strata_core::migrate::source::SourceMigration;
-
 use crate::db::types::{
-    BackfillColumns, BackfillJob, BackfillRow, MigrationRow, QuarantineRow, RolloutRow, TenantList, VersionRow,
+    BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, MigrationRow, QuarantineRow, RolloutRow, TenantList,
+    VersionRow,
 };
 
 fn get<'r, R, T>(row: &'r R, index: usize) -> Result<T, sqlx::Error>
@@ -170,29 +168,16 @@ where
     where
         for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     {
-        let version_id: i64 = get::<R, I>(row, 11)?.into();
-        let code: i64 = get::<R, I>(row, 14)?.into();
-        let source_dir: String = get(row, 13)?;
-        let name: String = get(row, 12)?;
-        Ok(BackfillJob {
-            row: Self::backfill(row)?,
-            version_id,
-            migration: SourceMigration {
-                file: format!("{source_dir}/{name}"),
-                name,
-                migration_type: migration_type(code, version_id)?,
-                source_dir,
-                contents: get(row, 15)?,
-                checksum: get(row, 16)?,
-                forward: get(row, 17)?,
-                no_transaction: false,
-                down: None,
-                order: SortKey::Name,
-                // A backfill names its table (`table=`) and runs where
-                // `{range}` puts it: never through a session schema.
-                in_its_schema: false,
-            },
-        })
+        let columns = BackfillJobColumns {
+            version_id: get::<R, I>(row, 11)?.into(),
+            migration_type: get::<R, I>(row, 14)?.into(),
+            name: get(row, 12)?,
+            source_dir: get(row, 13)?,
+            contents: get(row, 15)?,
+            checksum: get(row, 16)?,
+            forward: get(row, 17)?,
+        };
+        BackfillJob::from_columns(Self::backfill(row)?, columns)
     }
 
     /// `id, doc, revision`.

@@ -7,16 +7,14 @@
 
 use std::borrow::Cow;
 
-use strata_core::migrate::MigrationType;
 use strata_core::migrate::backfill::{self, Key, KeyValue};
-use strata_core::migrate::format::SortKey;
 use strata_core::migrate::source::SourceMigration;
 use tiberius::{ColumnData, Row, ToSql};
 
 use crate::db::engine::Failure;
 use crate::db::error::DbError;
 use crate::db::sqlserver::{Connection, big, db_error, execute, failure_of, id32, int, query, sql, text};
-use crate::db::types::{BackfillClaim, BackfillColumns, BackfillJob, BackfillRow, BackfillState};
+use crate::db::types::{BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState};
 
 /// Whether the books have `svc.svc_backfills` (books of an earlier
 /// release do not until a read-write start adds it).
@@ -166,28 +164,16 @@ fn row(row: &Row) -> Result<BackfillRow, DbError> {
 /// [`row`]'s columns, then `version_id, name, source_dir,
 /// migration_type, contents, checksum, forward`.
 fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
-    let version_id = i64::from(int(found, 11)?);
-    let code = i64::from(int(found, 14)?);
-    let (name, source_dir) = (text(found, 12)?, text(found, 13)?);
-    Ok(BackfillJob {
-        row: row(found)?,
-        version_id,
-        migration: SourceMigration {
-            file: format!("{source_dir}/{name}"),
-            name,
-            migration_type: MigrationType::from_code(code)
-                .ok_or(DbError::UnknownMigrationType { id: version_id, code })?,
-            source_dir,
-            contents: text(found, 15)?,
-            checksum: text(found, 16)?,
-            forward: text(found, 17)?,
-            no_transaction: false,
-            down: None,
-            order: SortKey::Name,
-            // A backfill names its table and runs where `{range}` puts it.
-            in_its_schema: false,
-        },
-    })
+    let columns = BackfillJobColumns {
+        version_id: i64::from(int(found, 11)?),
+        migration_type: i64::from(int(found, 14)?),
+        name: text(found, 12)?,
+        source_dir: text(found, 13)?,
+        contents: text(found, 15)?,
+        checksum: text(found, 16)?,
+        forward: text(found, 17)?,
+    };
+    BackfillJob::from_columns(row(found)?, columns)
 }
 
 /// `values` as parameters: an integer as `bigint`, text as `nvarchar`.
