@@ -386,7 +386,7 @@ impl Query {
             Some(Err(message)) => return Err(graphql_error(AppError::InvalidInput(message))),
             None => None,
         };
-        let (file, text) = service.requested_desired_schema(desired).await.map_err(graphql_error)?;
+        let (file, text) = service.requested_desired_schema(desired, single).await.map_err(graphql_error)?;
         Ok(service.desired_diff_in(&file, &text, single).await.map_err(graphql_error)?.into())
     }
 
@@ -561,7 +561,7 @@ impl Mutation {
             let error = AppError::InvalidInput("a desired schema is applied: action Apply, without syncTo".into());
             return Err(refused(ctx, FIELD, &target, error).await);
         }
-        let (file, text) = match service.requested_desired_schema(desired).await {
+        let (file, text) = match service.requested_desired_schema(desired, None).await {
             Ok(desired) => desired,
             Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };
@@ -655,7 +655,7 @@ impl Mutation {
         // Refused before the service's own (audited) start: on record too.
         let target = format!("version {version_name:?}");
         let desired = if desired.is_some() || desired_schema {
-            let (file, text) = match service.requested_desired_schema(desired).await {
+            let (file, text) = match service.requested_desired_schema(desired, None).await {
                 Ok(desired) => desired,
                 Err(error) => return Err(refused(ctx, "startRollout", &target, error).await),
             };

@@ -39,7 +39,7 @@ use crate::telemetry;
 use crate::webhook::Webhook;
 
 pub(crate) mod audit;
-mod desired;
+pub(crate) mod desired;
 mod rollouts;
 mod tokens;
 pub(crate) use desired::{DesiredRun, DesiredStart};

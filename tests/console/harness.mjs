@@ -46,7 +46,8 @@ export function launchChromium() {
 }
 
 /**
- * A 1280×900 page; `problems` collects what must stay empty. A request is a
+ * A 1280×900 page whose loads may take two minutes, its waits one; `problems`
+ * collects what must stay empty. A request is a
  * problem when it fails, except one the browser aborted because the page
  * navigated after it started (a poll cut by `page.goto`, which Chromium
  * reports as net::ERR_ABORTED). A `page.goto` to another route of the same
@@ -58,6 +59,13 @@ export function launchChromium() {
  */
 export async function watchedPage(browser) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // These tests assert what the console shows, never how fast: a page load
+  // is given two minutes and a wait one, not playwright's 30 s. CI saw the
+  // first load of a fresh Chromium miss 30 s on a loaded two-core machine
+  // (every lane running beside it), the service's own assets served in
+  // milliseconds just before. A wait given its own time keeps it.
+  page.setDefaultNavigationTimeout(120_000);
+  page.setDefaultTimeout(60_000);
   const problems = [];
   let navigations = 0;
   const navigationsAtStart = new WeakMap();

@@ -365,6 +365,42 @@ async fn a_single_schema_is_planned_to_its_desired_schema_written_as_its_next_fi
          (configured: ref, config, tenants)\n"
     );
 
+    // The configuration's desired schemas: the tenants' is never planned
+    // for a single schema (its plan would drop ref's tables): without one
+    // of ref's own, `--dir ref` needs a file and writes none; ref's own is
+    // named under its directory.
+    std::fs::create_dir_all(server.ws.migrations().join("schema")).unwrap();
+    server.ws.write_migration("schema/tenants.sql", "create table {schema}.only_tenants (id int primary key);\n");
+    server.ws.write_migration("schema/ref.sql", desired);
+    let yaml = std::fs::read_to_string(server.config_path()).unwrap();
+    let tenants_only = server.ws.path().join("tenants-only.yaml");
+    std::fs::write(&tenants_only, format!("{yaml}desiredSchema:\n  tenants: schema/tenants.sql\n")).unwrap();
+    for command in [&["diff", "--dir", "ref"][..], &["new", "from tenants", "--dir", "ref", "--desired"]] {
+        let refused = strata(&tenants_only, command).await;
+        assert_eq!(refused.status.code(), Some(2), "{command:?}: {}", String::from_utf8_lossy(&refused.stdout));
+        assert_eq!(
+            String::from_utf8_lossy(&refused.stderr),
+            "strata: no desired schema for the single schema ref: give --desired FILE, or name the file under its \
+             directory in the configuration (desiredSchema: {DIRECTORY: FILE}); the tenants' is never used for it\n"
+        );
+    }
+    assert_eq!(std::fs::read_dir(server.ws.migrations().join("ref")).unwrap().count(), 1, "no file written");
+    let by_directory = server.ws.path().join("by-directory.yaml");
+    let section = "desiredSchema:\n  tenants: schema/tenants.sql\n  ref: schema/ref.sql\n";
+    std::fs::write(&by_directory, format!("{yaml}{section}")).unwrap();
+    let configured = report(&strata(&by_directory, &["diff", "--dir", "ref", "--json"]).await);
+    assert_eq!(configured, planned, "ref's configured desired schema plans as the same file given by path");
+    let tenants_plan = report(&strata(&by_directory, &["diff", "--json"]).await);
+    assert_eq!(tenants(&tenants_plan["groups"][0]), ["t1"], "{tenants_plan}");
+    assert!(steps(&tenants_plan["groups"][0]).iter().any(|s| s.contains("only_tenants")), "{tenants_plan}");
+    // The API, on the service's configuration (no desiredSchema): a
+    // directory's plan without `desired` says what to send.
+    let query = "query($directory: String) { desiredDiff(directory: $directory) { tenants } }";
+    let unnamed = server.graphql(query, json!({ "directory": "ref" })).await;
+    assert_eq!(unnamed["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{unnamed}");
+    let message = unnamed["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no desired schema for the single schema ref: send desired"), "{unnamed}");
+
     let file = write_desired(&server, desired);
     let args = ["new", "regions", "--dir", "ref", "--desired", file.to_str().unwrap()];
     // A file of ref's own pending: its plan would be made from a schema

@@ -385,6 +385,10 @@ pub struct Config {
     /// `baseLocation`, read as the migrations are, that `diff`, `new` and
     /// `apply --desired` use when no file is given.
     pub desired_schema: Option<String>,
+    /// The single schemas' desired schemas (`desiredSchema` by directory):
+    /// `singleMigrations` directory → file, as the tenants' is; what `diff
+    /// --dir` and `new --dir` use when no file is given.
+    pub single_desired_schemas: BTreeMap<String, String>,
     /// Listen port (with `listen` unset).
     pub port: u16,
     /// Where to listen (`listen`, overriding `port`); see
@@ -521,7 +525,7 @@ struct RawConfig {
     tenant_migrations: Option<Vec<String>>,
     single_scripts: Option<Vec<String>>,
     tenant_scripts: Option<Vec<String>>,
-    desired_schema: Option<String>,
+    desired_schema: Option<directories::RawDesiredSchema>,
     port: Option<PortValue>,
     listen: Option<String>,
     auth: Option<auth::RawAuth>,
@@ -913,6 +917,7 @@ impl Config {
             single_scripts: directories.single_scripts,
             tenant_scripts: directories.tenant_scripts,
             desired_schema: directories.desired_schema,
+            single_desired_schemas: directories.single_desired_schemas,
             port: service.port,
             listen: service.listen,
             auth: service.auth,
@@ -967,7 +972,7 @@ impl Config {
             tenant_migrations: &self.tenant_migrations,
             single_scripts: &self.single_scripts,
             tenant_scripts: &self.tenant_scripts,
-            desired_schema: self.desired_schema.as_deref(),
+            desired_schema: self.desired_schema_view(),
             port: self.port,
             listen: self.listen.map(|a| a.to_string()),
             auth: (&self.auth).into(),
@@ -1003,10 +1008,7 @@ impl Config {
     /// The single schemas: the last path element of every single-schema
     /// migration and script directory.
     pub fn single_schemas(&self) -> impl Iterator<Item = &str> {
-        self.single_migrations
-            .iter()
-            .chain(&self.single_scripts)
-            .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
+        self.single_migrations.iter().chain(&self.single_scripts).map(|dir| directories::schema_of(dir))
     }
 
     /// The schema of the single-schema migration directory `dir` (the last
@@ -1016,7 +1018,7 @@ impl Config {
         self.single_migrations
             .iter()
             .find(|configured| configured.as_str() == dir.trim_end_matches('/'))
-            .map(|dir| dir.rsplit('/').next().unwrap_or(dir.as_str()))
+            .map(|dir| directories::schema_of(dir))
     }
 
     /// Whose schema a desired schema is planned for when the migration
@@ -1038,10 +1040,41 @@ impl Config {
         ))
     }
 
-    /// `desiredSchema` as the directory below `baseLocation` to read (`""`:
-    /// the base itself) and the file's name in it.
-    pub fn desired_schema_file(&self) -> Option<(&str, &str)> {
-        self.desired_schema.as_deref().map(desired_schema_parts)
+    /// The configured desired schema of the tenants (`single`: `None`) or
+    /// of the single schema `single` (never the tenants' for a single
+    /// schema: planned there, every table of the single schema would be
+    /// dropped): its path below `baseLocation`.
+    pub fn desired_schema_for(&self, single: Option<&str>) -> Option<&str> {
+        match single {
+            None => self.desired_schema.as_deref(),
+            Some(schema) => self
+                .single_desired_schemas
+                .iter()
+                .find(|(directory, _)| directories::schema_of(directory) == schema)
+                .map(|(_, file)| file.as_str()),
+        }
+    }
+
+    /// [`Config::desired_schema_for`] as the directory below
+    /// `baseLocation` to read (`""`: the base itself) and the file's name
+    /// in it.
+    pub fn desired_schema_file(&self, single: Option<&str>) -> Option<(&str, &str)> {
+        self.desired_schema_for(single).map(desired_schema_parts)
+    }
+
+    /// `desiredSchema` as rendered: one path while only the tenants' is
+    /// configured, else a path per directory (the tenants' under the first
+    /// `tenantMigrations` directory).
+    fn desired_schema_view(&self) -> Option<DesiredSchemaView<'_>> {
+        if self.single_desired_schemas.is_empty() {
+            return self.desired_schema.as_deref().map(DesiredSchemaView::One);
+        }
+        let mut files: BTreeMap<&str, &str> =
+            self.single_desired_schemas.iter().map(|(d, f)| (d.as_str(), f.as_str())).collect();
+        if let (Some(file), Some(tenants)) = (&self.desired_schema, self.tenant_migrations.first()) {
+            files.insert(tenants, file);
+        }
+        Some(DesiredSchemaView::ByDirectory(files))
     }
 
     /// Every configured directory with the type of migration it holds, in
@@ -1083,7 +1116,7 @@ struct RedactedView<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     tenant_scripts: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
-    desired_schema: Option<&'a str>,
+    desired_schema: Option<DesiredSchemaView<'a>>,
     port: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     listen: Option<String>,
@@ -1121,6 +1154,16 @@ struct RedactedView<'a> {
     backfill: &'a BackfillSettings,
     #[serde(skip_serializing_if = "Option::is_none")]
     telemetry: Option<&'a Telemetry>,
+}
+
+/// `desiredSchema` in the rendered configuration.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DesiredSchemaView<'a> {
+    /// The tenants' alone.
+    One(&'a str),
+    /// By migration directory.
+    ByDirectory(BTreeMap<&'a str, &'a str>),
 }
 
 #[derive(Serialize)]

@@ -273,7 +273,7 @@ async fn diff(service: &Service, args: DiffArgs) -> Exit {
         }
         None => None,
     };
-    let (shown, text) = match read_desired(service, args.desired.flatten().as_deref()).await {
+    let (shown, text) = match read_desired(service, args.desired.flatten().as_deref(), single).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
@@ -325,7 +325,7 @@ fn shown_request(
 /// desired schema, as a version of its own over those tenants, its plan
 /// recorded (the service's `desired_run` decides which groups run).
 async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Path>) -> Exit {
-    let (shown, text) = match read_desired(service, file).await {
+    let (shown, text) = match read_desired(service, file, None).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };

@@ -9,8 +9,14 @@ use crate::service::Service;
 
 /// The desired schema a command is given: `--desired FILE` (a file on this
 /// machine) or, with `--desired` alone or not at all, the configuration's
-/// `desiredSchema`. Its name as shown, and its text; what went wrong is said.
-pub(super) async fn read_desired(service: &Service, file: Option<&Path>) -> Result<(String, String), Exit> {
+/// `desiredSchema` of the tenants (`single`: `None`) or of the single
+/// schema `single`. Its name as shown, and its text; what went wrong is
+/// said.
+pub(super) async fn read_desired(
+    service: &Service,
+    file: Option<&Path>,
+    single: Option<&str>,
+) -> Result<(String, String), Exit> {
     if let Some(file) = file {
         let shown = file.display().to_string();
         return std::fs::read_to_string(file).map(|text| (shown.clone(), text)).map_err(|error| {
@@ -18,13 +24,12 @@ pub(super) async fn read_desired(service: &Service, file: Option<&Path>) -> Resu
             Exit::Usage
         });
     }
-    match service.configured_desired_schema().await {
+    match service.configured_desired_schema(single).await {
         Ok(Some(desired)) => Ok(desired),
         Ok(None) => {
-            eprintln!(
-                "strata: no desired schema: give --desired FILE, or name the file with desiredSchema in the \
-                 configuration"
-            );
+            let message =
+                crate::service::desired::no_desired_schema(single).replace("send desired", "give --desired FILE");
+            eprintln!("strata: {message}");
             Err(Exit::Usage)
         }
         Err(error) => Err(failure(&error)),

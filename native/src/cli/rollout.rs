@@ -72,7 +72,7 @@ pub(super) async fn rollout(service: &Arc<Service>, args: RolloutArgs) -> Exit {
         RolloutAction::List => list(service, args.json).await,
         RolloutAction::Start { version_name, waves, failure_budget, desired, allow_destructive, skip_destructive } => {
             let desired = match desired {
-                Some(file) => match super::desired::read_desired(service, file.as_deref()).await {
+                Some(file) => match super::desired::read_desired(service, file.as_deref(), None).await {
                     Ok((file, text)) => {
                         let destructive = super::destructive(allow_destructive, skip_destructive);
                         Some(DesiredStart { file, text, destructive })

@@ -139,12 +139,16 @@ impl Service {
         })
     }
 
-    /// The configuration's desired schema (`desiredSchema`), read from the
+    /// The configuration's desired schema (`desiredSchema`) of the tenants
+    /// (`single`: `None`) or of the single schema `single`, read from the
     /// base location as the migrations are (disk, S3, Azure): its path and
-    /// text; `None` when none is configured.
-    pub(crate) async fn configured_desired_schema(&self) -> Result<Option<(String, String)>, AppError> {
+    /// text; `None` when none is configured for them.
+    pub(crate) async fn configured_desired_schema(
+        &self,
+        single: Option<&str>,
+    ) -> Result<Option<(String, String)>, AppError> {
         let (Some(path), Some((directory, name))) =
-            (self.config.desired_schema.as_deref(), self.config.desired_schema_file())
+            (self.config.desired_schema_for(single), self.config.desired_schema_file(single))
         else {
             return Ok(None);
         };
@@ -159,17 +163,18 @@ impl Service {
     }
 
     /// The desired schema an API request names: the text it sent (named
-    /// "the desired schema"), else the configured `desiredSchema`; neither
+    /// "the desired schema"), else the configured `desiredSchema` of the
+    /// tenants (`single`: `None`) or of the single schema `single`; neither
     /// is `INVALID_INPUT` saying what to send.
-    pub(crate) async fn requested_desired_schema(&self, sent: Option<String>) -> Result<(String, String), AppError> {
+    pub(crate) async fn requested_desired_schema(
+        &self,
+        sent: Option<String>,
+        single: Option<&str>,
+    ) -> Result<(String, String), AppError> {
         if let Some(text) = sent {
             return Ok(("the desired schema".to_string(), text));
         }
-        self.configured_desired_schema().await?.ok_or_else(|| {
-            AppError::InvalidInput(
-                "no desired schema: send desired, or name the file with desiredSchema in the configuration".into(),
-            )
-        })
+        self.configured_desired_schema(single).await?.ok_or_else(|| AppError::InvalidInput(no_desired_schema(single)))
     }
 
     /// Every tenant's plan from its live schema to the desired schema
@@ -263,5 +268,17 @@ impl Service {
         }
         let placeholder = self.config.schema_placeholder.as_str();
         Ok(grouping.report(wanted, driver, self.database.citus(), placeholder))
+    }
+}
+
+/// What to do when no desired schema is given or configured for the
+/// tenants (`single`: `None`) or for the single schema `single`.
+pub(crate) fn no_desired_schema(single: Option<&str>) -> String {
+    match single {
+        None => "no desired schema: send desired, or name the file with desiredSchema in the configuration".into(),
+        Some(schema) => format!(
+            "no desired schema for the single schema {schema}: send desired, or name the file under its \
+             directory in the configuration (desiredSchema: {{DIRECTORY: FILE}}); the tenants' is never used for it"
+        ),
     }
 }

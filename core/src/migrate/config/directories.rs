@@ -1,10 +1,26 @@
 //! `singleMigrations`, `tenantMigrations`, `singleScripts`,
 //! `tenantScripts` and `citusReferenceTables`: the directories below
 //! `baseLocation` that hold migrations and scripts; and `desiredSchema`,
-//! the tenants' desired schema file kept beside them.
+//! the desired schema files kept beside them: one path (the tenants'), or
+//! a path per migration directory (a `tenantMigrations` directory's is the
+//! tenants', a `singleMigrations` directory's its single schema's).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
 
 use crate::migrate::config::{ConfigError, Environment, RawConfig, Substituter, invalid, validate_directories};
 use crate::migrate::driver::Driver;
+
+/// `desiredSchema` as written.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawDesiredSchema {
+    /// One path: the tenants' desired schema.
+    One(String),
+    /// A path per migration directory.
+    ByDirectory(BTreeMap<String, String>),
+}
 
 /// The directory section of a configuration, checked.
 pub(super) struct Directories {
@@ -18,9 +34,12 @@ pub(super) struct Directories {
     pub(super) tenant_scripts: Vec<String>,
     /// `citusReferenceTables`: some of `singleMigrations`.
     pub(super) citus_reference_tables: Vec<String>,
-    /// `desiredSchema`: a file below `baseLocation`, in none of the
-    /// directories above.
+    /// `desiredSchema`, the tenants': a file below `baseLocation`, in none
+    /// of the directories above.
     pub(super) desired_schema: Option<String>,
+    /// `desiredSchema` by `singleMigrations` directory (as configured):
+    /// files as the tenants' is, at most one per schema.
+    pub(super) single_desired_schemas: BTreeMap<String, String>,
 }
 
 impl Directories {
@@ -50,12 +69,63 @@ impl Directories {
             tenant_scripts,
             citus_reference_tables,
             desired_schema: None,
+            single_desired_schemas: BTreeMap::new(),
         };
-        if let Some(file) = sub.optional("desiredSchema", raw.desired_schema.take())? {
-            check_desired_schema(&file, &directories.configured())?;
-            directories.desired_schema = Some(file);
+        match raw.desired_schema.take() {
+            None => {}
+            Some(RawDesiredSchema::One(file)) => {
+                let file = sub.text("desiredSchema", file)?;
+                check_desired_schema(&file, &directories.configured())?;
+                directories.desired_schema = Some(file);
+            }
+            Some(RawDesiredSchema::ByDirectory(files)) => {
+                for (directory, file) in files {
+                    let file = sub.text("desiredSchema", file)?;
+                    check_desired_schema(&file, &directories.configured())?;
+                    directories.add_desired_schema(directory.trim_end_matches('/'), file)?;
+                }
+            }
         }
         Ok(directories)
+    }
+
+    /// `desiredSchema` under the key `directory`: the tenants' for a
+    /// `tenantMigrations` directory (one for all of them), else its single
+    /// schema's (one per schema); any other key is refused, naming the
+    /// migration directories.
+    fn add_desired_schema(&mut self, directory: &str, file: String) -> Result<(), ConfigError> {
+        if self.tenant_migrations.iter().any(|tenants| tenants == directory) {
+            if self.desired_schema.is_some() {
+                return Err(invalid(
+                    "desiredSchema",
+                    format!(
+                        "{directory:?}: the tenants have one desired schema, named under one tenantMigrations directory"
+                    ),
+                ));
+            }
+            self.desired_schema = Some(file);
+            return Ok(());
+        }
+        let Some(configured) = self.single_migrations.iter().find(|single| *single == directory) else {
+            let migrations: Vec<&str> =
+                self.single_migrations.iter().chain(&self.tenant_migrations).map(String::as_str).collect();
+            return Err(invalid(
+                "desiredSchema",
+                format!(
+                    "{directory:?} is not a migration directory: a desired schema is named under one of {}",
+                    migrations.join(", ")
+                ),
+            ));
+        };
+        let schema = schema_of(configured);
+        if let Some(other) = self.single_desired_schemas.keys().find(|other| schema_of(other) == schema) {
+            return Err(invalid(
+                "desiredSchema",
+                format!("{other:?} and {directory:?} are both the schema {schema}'s: it has one desired schema"),
+            ));
+        }
+        self.single_desired_schemas.insert(configured.clone(), file);
+        Ok(())
     }
 
     /// Every configured directory, in configuration order: the ones
@@ -68,6 +138,11 @@ impl Directories {
             .chain(&self.tenant_scripts)
             .collect()
     }
+}
+
+/// The single schema of a `singleMigrations` directory: its last element.
+pub(super) fn schema_of(directory: &str) -> &str {
+    directory.rsplit('/').next().unwrap_or(directory)
 }
 
 /// `desiredSchema`: a relative path to a file below `baseLocation`, not in

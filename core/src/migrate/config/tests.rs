@@ -479,15 +479,15 @@ fn citus_is_off_unless_configured_and_belongs_to_postgres() {
 #[test]
 fn the_desired_schema_is_a_file_beside_the_migration_directories() {
     let minimal = Config::parse(MINIMAL, &BTreeMap::new()).unwrap();
-    assert_eq!((minimal.desired_schema.as_deref(), minimal.desired_schema_file()), (None, None));
+    assert_eq!((minimal.desired_schema.as_deref(), minimal.desired_schema_file(None)), (None, None));
     assert!(!minimal.render_redacted().contains("desiredSchema"));
     let with = |line: &str| Config::parse(&format!("{MINIMAL}tenantMigrations: [tenants]\n{line}\n"), &BTreeMap::new());
     let nested = with("desiredSchema: schema/${PART:-tenants}.sql").unwrap();
     assert_eq!(nested.desired_schema.as_deref(), Some("schema/tenants.sql"));
-    assert_eq!(nested.desired_schema_file(), Some(("schema", "tenants.sql")));
+    assert_eq!(nested.desired_schema_file(None), Some(("schema", "tenants.sql")));
     assert!(nested.render_redacted().contains("desiredSchema: schema/tenants.sql\n"));
     let at_base = with("desiredSchema: schema.sql").unwrap();
-    assert_eq!(at_base.desired_schema_file(), Some(("", "schema.sql")));
+    assert_eq!(at_base.desired_schema_file(None), Some(("", "schema.sql")));
     // In a migration directory it would run as a migration; outside the base it is not a source.
     assert_eq!(
         with("desiredSchema: tenants/schema.sql").unwrap_err().to_string(),
@@ -721,6 +721,50 @@ fn mysql_reads_the_lag_of_the_replicas_listed_and_shows_them_without_their_passw
     let section = "backfill:\n  maxReplicaLagSeconds: 3\n  replicas: [\"postgres://u@r1/d\"]\n";
     let refused = Config::parse(&format!("{postgres}{section}"), &BTreeMap::new()).unwrap_err().to_string();
     assert!(refused.contains("reads its replicas' lag on the primary (pg_stat_replication)"), "{refused}");
+}
+
+#[test]
+fn desired_schemas_are_named_per_migration_directory_and_a_single_schema_never_gets_the_tenants() {
+    let yaml = MINIMAL.replace("  - public", "  - schemas/public\n  - ref")
+        + "tenantMigrations: [tenants]\nsingleScripts: [scripts/once]\n";
+    let with = |section: &str| Config::parse(&format!("{yaml}{section}"), &BTreeMap::new());
+    // One path: the tenants' alone; a single schema has none.
+    let tenants_only = with("desiredSchema: schema/tenants.sql\n").unwrap();
+    assert_eq!(tenants_only.desired_schema_for(None), Some("schema/tenants.sql"));
+    assert_eq!(tenants_only.desired_schema_for(Some("public")), None);
+    // By directory: the tenants' under a tenantMigrations directory, each
+    // single schema's under its directory.
+    let section = "desiredSchema:\n  tenants: schema/${T:-tenants}.sql\n  schemas/public/: schema/public.sql\n";
+    let by_directory = with(section).unwrap();
+    assert_eq!(by_directory.desired_schema_for(None), Some("schema/tenants.sql"));
+    assert_eq!(by_directory.desired_schema_file(Some("public")), Some(("schema", "public.sql")));
+    assert_eq!(by_directory.desired_schema_for(Some("ref")), None);
+    let rendered = by_directory.render_redacted();
+    assert!(
+        rendered.contains("desiredSchema:\n  schemas/public: schema/public.sql\n  tenants: schema/tenants.sql\n"),
+        "{rendered}"
+    );
+    let single_only = with("desiredSchema:\n  ref: schema/ref.sql\n").unwrap();
+    assert_eq!(
+        (single_only.desired_schema_for(None), single_only.desired_schema_for(Some("ref"))),
+        (None, Some("schema/ref.sql"))
+    );
+    // Refused: a script directory or an unknown key, the file inside a
+    // configured directory, the tenants twice.
+    let refused = |section: &str| with(section).unwrap_err().to_string();
+    assert_eq!(
+        refused("desiredSchema:\n  scripts/once: schema/x.sql\n"),
+        "property desiredSchema: \"scripts/once\" is not a migration directory: a desired schema is named under one \
+         of schemas/public, ref, tenants"
+    );
+    assert!(refused("desiredSchema:\n  ref: ref/schema.sql\n").contains("is in the configured directory \"ref\""));
+    let twice = "tenantMigrations: [tenants, more]\ndesiredSchema:\n  tenants: a.sql\n  more: b.sql\n";
+    let refused = Config::parse(&format!("{}{twice}", MINIMAL), &BTreeMap::new()).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "property desiredSchema: \"tenants\": the tenants have one desired schema, named under one tenantMigrations \
+         directory"
+    );
 }
 
 #[test]
