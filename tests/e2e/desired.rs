@@ -219,8 +219,10 @@ async fn a_fleet_is_grouped_by_its_way_to_the_desired_schema_and_each_plan_gets_
 }
 
 /// A desired file the engine refuses is named with its line; one that
-/// creates nothing in `{schema}` (every tenant's objects would be dropped)
-/// or that ends the transaction is refused; none leaves anything behind.
+/// creates nothing in `{schema}` (every tenant's objects would be dropped),
+/// that ends the transaction, or (PostgreSQL) that runs anything but
+/// definitions or makes an object elsewhere is refused; none leaves
+/// anything behind.
 /// The engines without a planner refuse by name.
 #[tokio::test]
 async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_leaves_nothing() {
@@ -261,11 +263,32 @@ async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_lea
     if backend() != Backend::Postgres {
         return;
     }
-    let failing = "create table {schema}.kept (id int);\nselect * from {schema}.nowhere;\n";
+    let failing = "create table {schema}.kept (id int);\ncreate view {schema}.v as select * from {schema}.nowhere;\n";
     let message = refused(&diff(&server, failing, &[]).await);
     assert!(message.contains("line 2: relation \"{schema}.nowhere\" does not exist"), "{message}");
-    let message = refused(&diff(&server, "create table public.kept (id int);\n", &[]).await);
+    let message = refused(
+        &diff(&server, "create table {schema}.kept (id int);\ncreate table public.kept (id int);\n", &[]).await,
+    );
+    assert!(
+        message.contains("line 2: `create table public.kept (id int)`: names an object of another schema"),
+        "{message}"
+    );
+    // Nothing but definitions runs: a block that would write what the
+    // service's credentials read (its own tables, another tenant's rows)
+    // into a definition the plan shows is refused before anything runs,
+    // as is a query.
+    let leak = "create table {schema}.kept (id int);\n\
+                do $$ begin execute format('create view {schema}.leak as select %L::text as x', \
+                (select string_agg(filename, ',') from svc.svc_migrations)); end $$;\n";
+    let message = refused(&diff(&server, leak, &[]).await);
+    assert!(message.contains("line 2: `do $$ begin execute format('create view"), "{message}");
+    assert!(message.contains("a desired schema holds only CREATE, ALTER, COMMENT ON and SET statements"), "{message}");
+    let query = "create table {schema}.kept (id int);\nselect pg_terminate_backend(pid) from pg_stat_activity;\n";
+    assert!(refused(&diff(&server, query, &[]).await).contains("line 2: `select pg_terminate_backend(pid) from"));
+    let message = refused(&diff(&server, "set statement_timeout = 0;\n", &[]).await);
     assert!(message.contains("creates nothing in the tenant's schema"), "{message}");
+    let copy = "create table {schema}.kept as select * from svc.svc_migrations;\n";
+    assert!(refused(&diff(&server, copy, &[]).await).contains("CREATE TABLE … AS runs its query"));
     let message = refused(&diff(&server, "create table {schema}.kept (id int);\ncommit;\n", &[]).await);
     assert!(message.contains("COMMIT would end the transaction"), "{message}");
     assert_eq!(scratch_schemas(&server).await, 0);

@@ -857,19 +857,9 @@ async fn audit(remote: &Remote, args: AuditArgs) -> Exit {
 mod tests {
     use super::*;
 
-    /// Every document the client sends is valid against the schema the
-    /// service serves: executed on it without a service, each fails only in
-    /// its resolvers (errors with a path), never in validation.
-    #[tokio::test]
-    async fn every_document_is_valid_against_the_schema() {
-        let schema = async_graphql::Schema::build(
-            crate::graphql::Query,
-            crate::graphql::Mutation,
-            async_graphql::EmptySubscription,
-        )
-        .register_output_type::<crate::graphql::types::MigrationInterface>()
-        .finish();
-        // The variables as the commands serialize the API's input types.
+    /// Each document the client sends, with variables as the commands
+    /// serialize the API's input types.
+    fn documents() -> Vec<(&'static str, Value)> {
         let input = VersionInput {
             version_name: "v".into(),
             action: Some(ActionDto::Sync),
@@ -888,7 +878,7 @@ mod tests {
         };
         let retry = RetryInput { version_name: "v".into(), tenant_names: None };
         let id = json!({ "id": 1 });
-        let documents = [
+        vec![
             (CREATE_VERSION, version.clone()),
             (CREATE_WAVE, json!({ "input": input, "tenantNames": ["t"], "share": null, "attribute": null })),
             (CREATE_TENANT, json!({ "input": tenant })),
@@ -926,7 +916,22 @@ mod tests {
             (RESUME_BACKFILLS, json!({ "tenantNames": null })),
             (RETRY, json!({ "input": retry })),
             (RELEASE, json!({ "tenantNames": ["t"] })),
-        ];
+        ]
+    }
+
+    /// Every document the client sends is valid against the schema the
+    /// service serves: executed on it without a service, each fails only in
+    /// its resolvers (errors with a path), never in validation.
+    #[tokio::test]
+    async fn every_document_is_valid_against_the_schema() {
+        let schema = async_graphql::Schema::build(
+            crate::graphql::Query,
+            crate::graphql::Mutation,
+            async_graphql::EmptySubscription,
+        )
+        .register_output_type::<crate::graphql::types::MigrationInterface>()
+        .finish();
+        let documents = documents();
         let limits = strata_core::migrate::config::GraphQlLimits::default();
         use crate::graphql::limits::Fleet;
         for (document, variables) in documents {

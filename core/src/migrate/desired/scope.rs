@@ -1,14 +1,34 @@
-//! What a desired file may hold where the engine commits each DDL
-//! statement the moment it runs (MariaDB, MySQL): the file is applied
-//! into a scratch database that is dropped afterwards, so each statement
-//! must make or change an object *in that database* — `CREATE` or
-//! `ALTER` of a name qualified by it. Anything else (data changes,
-//! `DROP`, `RENAME`, another database's object, an event that would run on
-//! its own) is refused before anything runs. SQLite applies the file
-//! inside a transaction it rolls back, but a name left unqualified would
-//! make its object in the service's own file and a `PRAGMA` or `ATTACH`
-//! outlives a transaction: it is held to the same rule. PostgreSQL applies
-//! the file inside a transaction it rolls back: nothing to check there.
+//! What a desired file may hold: each statement makes or changes an object
+//! *of the scratch schema* the file is applied into — a `CREATE` or `ALTER`
+//! of a name qualified by it. Anything else (data changes, `DROP`,
+//! `RENAME`, another schema's or database's object, an event that would
+//! run on its own, a query) is refused before anything runs, naming the
+//! statement's line.
+//!
+//! - **MariaDB, MySQL** commit each DDL statement the moment it runs: the
+//!   file goes into a scratch database dropped afterwards, and only this
+//!   rule keeps it there.
+//! - **SQLite** applies the file inside a transaction it rolls back, but a
+//!   name left unqualified would make its object in the service's own file,
+//!   and a `PRAGMA` or `ATTACH` outlives a transaction.
+//! - **PostgreSQL** applies the file inside a transaction it rolls back:
+//!   what the rule adds there is that nothing else *runs*. A query or a `DO`
+//!   block runs with the service's credentials, and what it reads could come
+//!   back written into a definition (a view made by `EXECUTE` holding
+//!   another tenant's rows, the service's tokens) or end outside the
+//!   transaction (`COPY … TO PROGRAM`, `pg_terminate_backend`); an object
+//!   made outside the scratch schema would be silently left out of the
+//!   plan. So a statement is a `CREATE` or `ALTER` of a scratch object
+//!   (indexes and triggers name their table after `ON`), a `COMMENT ON`
+//!   one, a `SET` (the transaction's, rolled back with it) or the
+//!   `search_path` reset `pg_dump` writes; `CREATE TABLE … AS` and
+//!   materialized views (which run their query) are refused. A routine's
+//!   body is not looked into: definitions the engine evaluates as they are
+//!   made (a column's default added to a table) can still call one, so SQL
+//!   text a caller sends remains SQL the database runs (a deployer's, see
+//!   `auth::role`).
+//! - **SQL Server** is not checked: the file runs in a transaction rolled
+//!   back.
 
 use sqlparser::tokenizer::{Token, Whitespace};
 
@@ -39,18 +59,26 @@ impl std::error::Error for OutsideScratch {}
 /// database, its name following.
 const NAMED: [&str; 6] = ["TABLE", "VIEW", "TRIGGER", "FUNCTION", "PROCEDURE", "SEQUENCE"];
 
+/// More object words PostgreSQL names the same way.
+const POSTGRES_NAMED: [&str; 2] = ["TYPE", "DOMAIN"];
+
 /// Object words of things outside any database, or that act on their own.
 const REFUSED: [&str; 10] =
     ["DATABASE", "SCHEMA", "EVENT", "USER", "ROLE", "SERVER", "TABLESPACE", "LOGFILE", "PACKAGE", "SYNONYM"];
+
+/// PostgreSQL's object words of things outside the schema, or whose
+/// definition runs a query.
+const POSTGRES_REFUSED: [&str; 5] = ["EXTENSION", "MATERIALIZED", "PUBLICATION", "SUBSCRIPTION", "FOREIGN"];
 
 /// Words looked at, at most, before a statement's object word.
 const HEAD_WORDS: usize = 16;
 
 /// Checks that every statement of `text` (the desired file with its
 /// placeholder already replaced by `scratch`) is a `CREATE` or `ALTER` of
-/// an object named `scratch.name`, on `driver`s that commit DDL at once.
+/// an object named `scratch.name` (on PostgreSQL also what the module
+/// documentation lists); SQL Server's file is not checked.
 pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScratch> {
-    if !matches!(driver, Driver::Mysql | Driver::Sqlite) {
+    if driver == Driver::SqlServer {
         return Ok(());
     }
     let Some(ranges) = split(driver, text) else {
@@ -90,44 +118,143 @@ fn keyword(token: Option<&&Token>) -> Option<String> {
 }
 
 fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
+    let postgres = driver == Driver::Postgres;
     let first = keyword(tokens.first());
-    if !matches!(first.as_deref(), Some("CREATE" | "ALTER")) {
-        return Err("a desired schema holds only CREATE and ALTER statements (no data changes, drops or renames)");
+    match first.as_deref() {
+        Some("CREATE" | "ALTER") => {}
+        Some("SET") if postgres => return Ok(()),
+        Some("SELECT") if postgres && resets_search_path(tokens) => return Ok(()),
+        Some("COMMENT") if postgres => return comment_on(tokens, scratch),
+        _ if postgres => {
+            return Err("a desired schema holds only CREATE, ALTER, COMMENT ON and SET statements (no queries, \
+                        data changes, drops, renames or DO blocks)");
+        }
+        _ => {
+            return Err("a desired schema holds only CREATE and ALTER statements (no data changes, drops or renames)");
+        }
     }
     let Some((at, object)) = (1..tokens.len().min(HEAD_WORDS)).find_map(|i| {
         let word = keyword(tokens.get(i))?;
-        (NAMED.contains(&word.as_str()) || REFUSED.contains(&word.as_str()) || word == "INDEX").then_some((i, word))
+        let named = NAMED.contains(&word.as_str()) || (postgres && POSTGRES_NAMED.contains(&word.as_str()));
+        let refused = REFUSED.contains(&word.as_str()) || (postgres && POSTGRES_REFUSED.contains(&word.as_str()));
+        (named || refused || word == "INDEX").then_some((i, word))
     }) else {
         return Err("not a definition of a table, view, index, trigger, routine or sequence");
     };
-    if REFUSED.contains(&object.as_str()) {
-        return Err("a desired schema defines only objects of the tenant's database");
+    if object == "MATERIALIZED" {
+        return Err("a materialized view runs its query as it is made: a desired schema defines views");
     }
+    if REFUSED.contains(&object.as_str()) || POSTGRES_REFUSED.contains(&object.as_str()) {
+        return Err(if postgres {
+            "a desired schema defines only objects of the tenant's schema"
+        } else {
+            "a desired schema defines only objects of the tenant's database"
+        });
+    }
+    let altered = first.as_deref() == Some("ALTER");
     let renames = tokens.iter().any(|t| keyword(Some(t)).as_deref() == Some("RENAME"));
-    if first.as_deref() == Some("ALTER") && renames {
+    let moves = tokens
+        .windows(2)
+        .any(|w| keyword(Some(&w[0])).as_deref() == Some("SET") && keyword(Some(&w[1])).as_deref() == Some("SCHEMA"));
+    if altered && (renames || moves) {
         return Err("a desired schema does not rename (a name may move to another database)");
     }
     let mut name_at = at + 1;
-    // MySQL names an index's table, SQLite the index itself (its table
-    // is always in the index's schema).
-    if object == "INDEX" && driver == Driver::Mysql {
+    // MySQL and PostgreSQL name an index's table (PostgreSQL a trigger's
+    // too), SQLite the index itself (its table is always in the index's
+    // schema).
+    let on_its_table = match object.as_str() {
+        "INDEX" => driver == Driver::Mysql || (postgres && !altered),
+        "TRIGGER" => postgres && !altered,
+        _ => false,
+    };
+    if on_its_table {
         let Some(on) = (at + 1..tokens.len()).find(|&i| keyword(tokens.get(i)).as_deref() == Some("ON")) else {
-            return Err("an index names its table");
+            return Err("an index or trigger names its table");
         };
         name_at = on + 1;
     }
-    // IF [NOT] EXISTS
-    while matches!(keyword(tokens.get(name_at)).as_deref(), Some("IF" | "NOT" | "EXISTS")) {
+    // IF [NOT] EXISTS, ONLY (PostgreSQL's inheritance)
+    while matches!(keyword(tokens.get(name_at)).as_deref(), Some("IF" | "NOT" | "EXISTS" | "ONLY")) {
         name_at += 1;
     }
-    let qualifier = match (tokens.get(name_at), tokens.get(name_at + 1)) {
+    qualified_by_scratch(tokens, name_at, scratch, postgres)?;
+    if object == "TABLE" && !altered && runs_a_query(tokens, name_at + 3) {
+        return Err("CREATE TABLE … AS runs its query: a desired schema defines a table by its columns");
+    }
+    Ok(())
+}
+
+/// Whether the name at `at` is `scratch.name`.
+fn qualified_by_scratch(tokens: &[&Token], at: usize, scratch: &str, postgres: bool) -> Result<(), &'static str> {
+    let qualifier = match (tokens.get(at), tokens.get(at + 1)) {
         (Some(Token::Word(schema)), Some(Token::Period)) => schema.value.as_str(),
         _ => return Err("a desired schema names each object with the tenant's schema (schema.name)"),
     };
-    if !qualifier.eq_ignore_ascii_case(scratch) {
-        return Err("names an object of another database");
+    match qualifier.eq_ignore_ascii_case(scratch) {
+        true => Ok(()),
+        false if postgres => Err("names an object of another schema"),
+        false => Err("names an object of another database"),
     }
-    Ok(())
+}
+
+/// Whether a `CREATE TABLE` whose name ends before `after` is made from a
+/// query (`AS …`, after its column names if any).
+fn runs_a_query(tokens: &[&Token], after: usize) -> bool {
+    let mut at = after;
+    if matches!(tokens.get(at), Some(Token::LParen)) {
+        let mut depth = 0usize;
+        while let Some(token) = tokens.get(at) {
+            match token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                _ => {}
+            }
+            at += 1;
+            if depth == 0 {
+                break;
+            }
+        }
+    }
+    keyword(tokens.get(at)).as_deref() == Some("AS")
+}
+
+/// PostgreSQL's `COMMENT ON …`: allowed on an object of the scratch
+/// schema (its first qualified name, or the schema itself).
+fn comment_on(tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
+    if keyword(tokens.get(1)).as_deref() != Some("ON") {
+        return Err("not a COMMENT ON statement");
+    }
+    if keyword(tokens.get(2)).as_deref() == Some("SCHEMA") {
+        return match tokens.get(3) {
+            Some(Token::Word(name)) if name.value.eq_ignore_ascii_case(scratch) => Ok(()),
+            _ => Err("comments on another schema"),
+        };
+    }
+    let Some(at) = (2..tokens.len()).find(|&i| matches!(tokens.get(i + 1), Some(Token::Period))) else {
+        return Err("a desired schema names each object with the tenant's schema (schema.name)");
+    };
+    qualified_by_scratch(tokens, at, scratch, true)
+}
+
+/// `SELECT pg_catalog.set_config('search_path', '…', false)` as `pg_dump`
+/// writes it at a dump's start: the transaction's setting, rolled back.
+fn resets_search_path(tokens: &[&Token]) -> bool {
+    let word =
+        |i: usize, value: &str| matches!(tokens.get(i), Some(Token::Word(w)) if w.value.eq_ignore_ascii_case(value));
+    let text = |i: usize| matches!(tokens.get(i), Some(Token::SingleQuotedString(_)));
+    let search_path = matches!(tokens.get(5), Some(Token::SingleQuotedString(s)) if s == "search_path");
+    tokens.len() == 11
+        && word(1, "pg_catalog")
+        && matches!(tokens.get(2), Some(Token::Period))
+        && word(3, "set_config")
+        && matches!(tokens.get(4), Some(Token::LParen))
+        && search_path
+        && matches!(tokens.get(6), Some(Token::Comma))
+        && text(7)
+        && matches!(tokens.get(8), Some(Token::Comma))
+        && (word(9, "false") || word(9, "true"))
+        && matches!(tokens.get(10), Some(Token::RParen))
 }
 
 #[cfg(test)]
@@ -182,7 +309,55 @@ mod tests {
     }
 
     #[test]
-    fn postgresql_rolls_back_and_is_not_checked() {
-        assert_eq!(check(Driver::Postgres, "drop table svc.migrations", "strata_desired"), Ok(()));
+    fn postgresql_definitions_of_the_scratch_schema_pass_and_pg_dumps_preamble_too() {
+        let text = "SET statement_timeout = 0;\n\
+                    SELECT pg_catalog.set_config('search_path', '', false);\n\
+                    create type strata_desired.mood as enum ('ok', 'sad');\n\
+                    create domain strata_desired.positive as integer check (value > 0);\n\
+                    create table strata_desired.t (id int primary key, c int references ref.countries (id), \
+                    words integer generated always as (id * 2) stored);\n\
+                    create table if not exists strata_desired.u (like strata_desired.t);\n\
+                    CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS t_c ON ONLY strata_desired.t USING btree (c);\n\
+                    create index on strata_desired.t (c);\n\
+                    create or replace view strata_desired.v as select id from strata_desired.t;\n\
+                    create function strata_desired.f() returns trigger language plpgsql as $$ begin return new; end $$;\n\
+                    create constraint trigger tr after insert on strata_desired.t for each row execute function strata_desired.f();\n\
+                    ALTER TABLE ONLY strata_desired.t ADD CONSTRAINT t_c_check CHECK (c > 0);\n\
+                    alter sequence strata_desired.s owned by strata_desired.t.id;\n\
+                    comment on column strata_desired.t.c is 'the country';\n\
+                    comment on trigger tr on strata_desired.t is 'x';\n\
+                    comment on schema strata_desired is 'tenants';\n";
+        assert_eq!(check(Driver::Postgres, text, "strata_desired"), Ok(()));
+    }
+
+    #[test]
+    fn postgresql_refuses_what_runs_or_lands_outside_the_scratch_schema() {
+        let refused = |text: &str| check(Driver::Postgres, text, "strata_desired").unwrap_err().reason;
+        let only = "holds only CREATE, ALTER, COMMENT ON and SET";
+        // What runs: a query, a block, a copy, a table or view from a query.
+        assert!(refused("select pg_terminate_backend(pid) from pg_stat_activity").contains(only));
+        assert!(refused("do $$ begin execute 'create view strata_desired.v as select 1'; end $$").contains(only));
+        assert!(refused("copy (select 1) to program 'true'").contains(only));
+        assert!(refused("select pg_catalog.set_config('search_path', (select 'x'), false)").contains(only));
+        assert!(refused("insert into strata_desired.t values (1)").contains(only));
+        assert!(refused("create table strata_desired.t as select * from svc.svc_tokens").contains("runs its query"));
+        assert!(refused("create table strata_desired.t (a) as select 1").contains("runs its query"));
+        assert!(refused("create materialized view strata_desired.m as select 1").contains("materialized"));
+        // What lands elsewhere, or leaves.
+        assert_eq!(refused("create table public.t (id int)"), "names an object of another schema");
+        assert_eq!(refused("create index i on svc.svc_migrations (id)"), "names an object of another schema");
+        assert_eq!(
+            refused("create trigger tr after insert on svc.t execute function f()"),
+            "names an object of another schema"
+        );
+        assert!(refused("create table t (id int)").contains("schema.name"));
+        assert!(refused("create extension pgcrypto").contains("tenant's schema"));
+        assert!(refused("create schema other").contains("tenant's schema"));
+        assert!(refused("alter table strata_desired.t set schema public").contains("rename"));
+        assert!(refused("alter table strata_desired.t rename to u").contains("rename"));
+        assert!(refused("comment on table svc.svc_tokens is 'x'").contains("another schema"));
+        assert!(refused("comment on schema svc is 'x'").contains("another schema"));
+        assert!(refused("drop table svc.svc_migrations").contains(only));
+        assert!(refused("grant all on all tables in schema svc to public").contains(only));
     }
 }

@@ -409,6 +409,13 @@ impl Planner {
     /// dropped and made again, each missing made, each extra dropped.
     fn table_parts(&mut self, desired: &Catalog, live: &Catalog, table: &str) {
         let (want, have) = (Parts::of(desired, table), Parts::of(live, table));
+        self.indexes(table, &want, &have);
+        self.checks(table, &want, &have);
+        self.foreign_keys(table, &want, &have);
+    }
+
+    /// A table's indexes and keys (primary and unique): [`Self::table_parts`].
+    fn indexes(&mut self, table: &str, want: &Parts, have: &Parts) {
         for (name, h) in &have.indexes {
             if want.indexes.get(name).is_some_and(|w| w == h) {
                 continue;
@@ -447,6 +454,10 @@ impl Planner {
                 ),
             }
         }
+    }
+
+    /// A table's checks: [`Self::table_parts`].
+    fn checks(&mut self, table: &str, want: &Parts, have: &Parts) {
         for (name, h) in &have.checks {
             if want.checks.get(name) != Some(h) {
                 self.drop_constraint(Phase::DropConstraints, table, name, || {
@@ -466,6 +477,10 @@ impl Planner {
                 );
             }
         }
+    }
+
+    /// A table's foreign keys: [`Self::table_parts`].
+    fn foreign_keys(&mut self, table: &str, want: &Parts, have: &Parts) {
         for (name, h) in &have.foreign_keys {
             if want.foreign_keys.get(name).is_some_and(|w| squeeze(w) == squeeze(h)) {
                 continue;
