@@ -361,7 +361,9 @@ impl Query {
     /// same). Reads every tenant's catalog: one query per tenant.
     #[graphql(complexity = "STORAGE_COST + child_complexity")]
     async fn drift(&self, ctx: &Context<'_>) -> Result<SchemaDriftDto> {
-        Ok(service(ctx)?.drift().await.map_err(graphql_error)?.into())
+        let arrived = scope(ctx)?.arrived();
+        let report = service(ctx)?.drift_shared(arrived).await.map_err(graphql_error)?;
+        Ok(report.as_ref().clone().into())
     }
 
     /// Every tenant's plan from its live schema to a desired schema —
@@ -387,7 +389,9 @@ impl Query {
             None => None,
         };
         let (file, text) = service.requested_desired_schema(desired, single).await.map_err(graphql_error)?;
-        Ok(service.desired_diff_in(&file, &text, single).await.map_err(graphql_error)?.into())
+        let arrived = scope(ctx)?.arrived();
+        let report = service.desired_diff_shared(arrived, file, text, single).await.map_err(graphql_error)?;
+        Ok(report.as_ref().clone().into())
     }
 
     /// Who the request authenticated as, and its roles (without

@@ -41,6 +41,7 @@ use crate::webhook::Webhook;
 pub(crate) mod audit;
 pub(crate) mod desired;
 mod rollouts;
+pub(crate) mod shared_read;
 mod tokens;
 pub(crate) use desired::{DesiredRun, DesiredStart};
 pub(crate) use rollouts::RolloutControl;
@@ -173,6 +174,12 @@ pub(crate) struct Service {
     /// a time (a Resume sent while a Pause of 300 tenants went on resumed
     /// those paused so far, and the Pause then held the rest for good).
     backfill_moves: tokio::sync::Mutex<()>,
+    /// The API's drift reads, shared by the requests that ask meanwhile.
+    drift_reads: shared_read::SharedRead<(), strata_core::migrate::fingerprint::DriftReport>,
+    /// The API's desired-state plans, shared likewise (keyed by the desired
+    /// schema's name and text and the single schema planned).
+    desired_reads:
+        shared_read::SharedRead<(String, String, Option<String>), strata_core::migrate::desired::DesiredReport>,
 }
 
 /// Formats a time the way the API serves `Time`: RFC 3339 UTC, microseconds.
@@ -235,6 +242,8 @@ impl Service {
             background: std::sync::Mutex::default(),
             backfills_due: tokio::sync::Notify::new(),
             backfill_moves: tokio::sync::Mutex::new(()),
+            drift_reads: Default::default(),
+            desired_reads: Default::default(),
         }
     }
 
@@ -430,6 +439,18 @@ impl Service {
     /// its print as it is read, so memory holds a batch of catalogs (one
     /// schema's on MySQL's pass) and a print per tenant, not the fleet's
     /// catalogs.
+    /// [`Service::drift`] for a request that arrived at `arrived`
+    /// (`shared_read::ticket`), shared with the requests that ask while it
+    /// runs (`shared_read`), counted as a read of its own or a shared one.
+    pub(crate) async fn drift_shared(
+        &self,
+        arrived: u64,
+    ) -> Result<Arc<strata_core::migrate::fingerprint::DriftReport>, AppError> {
+        let (report, answered) = self.drift_reads.get(arrived, (), || self.drift()).await?;
+        telemetry::fleet_read("drift", answered);
+        Ok(report)
+    }
+
     pub(crate) async fn drift(&self) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
         use strata_core::migrate::fingerprint::{Digests, Drift, Stored, TenantCatalog, TenantPrint};
         // Each distinct fingerprint and recorded identity is held once

@@ -31,6 +31,7 @@ const BACKFILL_ROWS: &str = "svc_http_backfill_rows";
 const BACKFILL_THROTTLE_WAITS: &str = "svc_http_backfill_throttle_waits";
 const BACKFILL_LAG_PAUSES: &str = "svc_http_backfill_lag_pauses";
 const TRACE_SPANS_DROPPED: &str = "svc_http_trace_spans_dropped";
+const FLEET_READS: &str = "svc_http_fleet_reads";
 const SHARD_UP: &str = "svc_http_shard_up";
 const SHARD_VERSIONS: &str = "svc_http_shard_versions_created";
 const SHARD_MIGRATIONS: &str = "svc_http_shard_migrations_applied";
@@ -93,6 +94,10 @@ impl Metrics {
         metrics::describe_histogram!(RESPONSE_SIZE, metrics::Unit::Bytes, "HTTP response body sizes");
         metrics::describe_counter!(LOCK_TIMEOUTS, "Migration statements that gave up waiting for a lock");
         metrics::describe_counter!(LOCK_RETRIES, "Units (or statements) retried after a lock time-out");
+        metrics::describe_counter!(
+            FLEET_READS,
+            "API answers that read every tenant's catalog (drift, desired), by read: a read of their own, or shared"
+        );
         metrics::counter!(VERSIONS_CREATED).absolute(0);
         metrics::counter!(LOCK_TIMEOUTS).absolute(0);
         metrics::counter!(LOCK_RETRIES).absolute(0);
@@ -184,6 +189,16 @@ pub(crate) fn backfill_lag_paused() {
 /// Counts `spans` trace spans that were not exported, and why.
 pub(crate) fn spans_dropped(reason: &'static str, spans: u64) {
     metrics::counter!(TRACE_SPANS_DROPPED, "reason" => reason).increment(spans);
+}
+
+/// An API answer of `read` (`drift`, `desired`) that read every tenant's
+/// catalog, or was answered by another request's read.
+pub(crate) fn fleet_read(read: &'static str, answered: crate::service::shared_read::Answered) {
+    let answer = match answered {
+        crate::service::shared_read::Answered::Read => "read",
+        crate::service::shared_read::Answered::Shared => "shared",
+    };
+    metrics::counter!(FLEET_READS, "read" => read, "answer" => answer).increment(1);
 }
 
 /// Counts a tenant put in quarantine.

@@ -347,3 +347,45 @@ async fn the_prints_stored_after_a_version_in_one_transaction_are_of_what_it_lef
     assert!(version.get("errors").is_none(), "{version}");
     the_prints_judge_only_changes_made_after(&server).await;
 }
+
+/// The calls of `/metrics`' `svc_http_fleet_reads` series for `read` whose
+/// answer was `answer` (`read`: a read of their own, `shared`: another's).
+async fn fleet_reads(server: &Server, read: &str, answer: &str) -> f64 {
+    let text = server.get("/metrics").await.text().await.unwrap();
+    text.lines()
+        .filter(|line| line.starts_with("svc_http_fleet_reads{"))
+        .filter(|line| line.contains(&format!("read=\"{read}\"")) && line.contains(&format!("answer=\"{answer}\"")))
+        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// Drift reads every tenant's catalog: asked under four aliases in each of
+/// three requests at once, it is read at most once a request (the fields
+/// of one request share a read; a request that came while a read ran
+/// waits for the next, which answers every request waiting), every
+/// answer alike; and an answer is never older than its request: a change
+/// made by hand after the burst is seen by the next request.
+#[tokio::test]
+async fn drift_asked_many_times_at_once_is_read_once_a_request_and_never_older_than_it() {
+    let server = three_tenants().await;
+    let fields = "tenants changed groups { fingerprint tenants } outliers { tenant }";
+    let query = format!(
+        "{{ a: drift {{ {fields} }} b: drift {{ {fields} }} c: drift {{ {fields} }} d: drift {{ {fields} }} }}"
+    );
+    let answers = futures::future::join_all((0..3).map(|_| server.data(&query, json!({})))).await;
+    let first = &answers[0]["a"];
+    assert_eq!(first["tenants"], 3, "{first}");
+    for answer in &answers {
+        for alias in ["a", "b", "c", "d"] {
+            assert_eq!(&answer[alias], first, "{answer}");
+        }
+    }
+    let (read, shared) = (fleet_reads(&server, "drift", "read").await, fleet_reads(&server, "drift", "shared").await);
+    assert_eq!(read + shared, 12.0, "every field answered once: {read} read, {shared} shared");
+    assert!((1.0..=3.0).contains(&read), "at most one read a request: {read} read, {shared} shared");
+
+    by_hand(&server, "t3", "alter table {}users add column note varchar(20)").await;
+    let after = server.data(DRIFT, json!({})).await["drift"].clone();
+    assert_eq!(after["changed"], json!(["t3"]), "a read that started after the change: {after}");
+    assert_eq!(fleet_reads(&server, "drift", "read").await, read + 1.0);
+}

@@ -580,6 +580,9 @@ impl AnswerSlots {
 /// the scope is dropped after the answer is serialised — one of the
 /// process's contents slots.
 pub(crate) struct RequestScope {
+    /// When the request arrived, among reads' starts
+    /// (`service::shared_read::ticket`).
+    arrived: u64,
     sources: OnceCell<Arc<Vec<SourceMigration>>>,
     contents_left: AtomicUsize,
     contents_limit: usize,
@@ -593,6 +596,7 @@ impl RequestScope {
     /// A fresh scope with the whole contents budget.
     pub(crate) fn new(limits: &GraphQlLimits, slots: &AnswerSlots) -> Self {
         RequestScope {
+            arrived: crate::service::shared_read::ticket(),
             sources: OnceCell::new(),
             contents_left: AtomicUsize::new(limits.contents_bytes),
             contents_limit: limits.contents_bytes,
@@ -601,6 +605,12 @@ impl RequestScope {
             query_slot: OnceCell::new(),
             exceeded: Notify::new(),
         }
+    }
+
+    /// When the request arrived (`service::shared_read::ticket`): a read
+    /// of the whole fleet that started later may answer it.
+    pub(crate) fn arrived(&self) -> u64 {
+        self.arrived
     }
 
     /// Resolves once the request has gone over its contents budget: the

@@ -201,6 +201,24 @@ impl Service {
         self.plans_to(&wanted, &[schema.to_string()]).await
     }
 
+    /// [`Service::desired_diff_in`] for a request that arrived at `arrived`
+    /// (`shared_read::ticket`), shared with the requests that ask the same
+    /// while it runs (`shared_read`), counted as a read of its own or a
+    /// shared one.
+    pub(crate) async fn desired_diff_shared(
+        &self,
+        arrived: u64,
+        file: String,
+        text: String,
+        single: Option<&str>,
+    ) -> Result<std::sync::Arc<DesiredReport>, AppError> {
+        let key = (file.clone(), text.clone(), single.map(str::to_string));
+        let read = || async move { self.desired_diff_in(&file, &text, single).await };
+        let (report, answered) = self.desired_reads.get(arrived, key, read).await?;
+        crate::telemetry::fleet_read("desired", answered);
+        Ok(report)
+    }
+
     /// [`Service::desired_diff`] over the tenants of `only` still in the
     /// fleet (`None`: every tenant).
     async fn desired_diff_of(
