@@ -21,8 +21,10 @@ PORT=${STRATA_CONTAINER_PORT:-18080}
 # optimization; its own two crates in one code unit each), 38.4 MB with
 # OpenSSL's shared libraries (5.4 MB), 31.3 MB with OpenSSL linked in, the
 # dependencies in one code unit each (Cargo.toml) and the binary's identical
-# functions folded (native/container/build.sh).
-MAX_IMAGE_BYTES=$((32 * 1000 * 1000))
+# functions folded (native/container/build.sh). The features since
+# (backfills, traces, desired state, SQL Server's books) brought it to 32.0 MB
+# (2026-12-06): 34 MB leaves room for a round's growth, still visible.
+MAX_IMAGE_BYTES=$((34 * 1000 * 1000))
 
 fail() { echo "container test FAILED: $*" >&2; exit 1; }
 

@@ -57,9 +57,10 @@ impl<K: PartialEq, T> SharedRead<K, T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
+        // Counted while it waits, also when the request goes away meanwhile.
+        let waiting = Waiting::enter(&self.waiting);
         let mut last = self.last.lock().await;
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        drop(waiting);
         if let Some((started, read_key, answer)) = last.as_ref()
             && *started > arrived
             && *read_key == key
@@ -78,6 +79,22 @@ impl<K: PartialEq, T> SharedRead<K, T> {
             *last = Some((started, key, Arc::clone(&answer)));
         }
         Ok((answer, Answered::Read))
+    }
+}
+
+/// A request counted in [`SharedRead::waiting`] until dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -141,6 +158,26 @@ mod tests {
         assert_eq!(mine, Ok((Arc::new(2), Answered::Read)), "not the read that started before it arrived");
         assert_eq!(also, Ok((Arc::new(2), Answered::Shared)));
         assert_eq!(reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_goes_away_while_it_waits_keeps_nothing_alive() {
+        let (shared, reads) = (Reads::default(), AtomicUsize::new(0));
+        let (release, wait) = oneshot::channel();
+        let arrived = ticket();
+        let first = shared.get(arrived, "drift", || counted(&reads, wait));
+        let gone = async {
+            let waiter = shared.get(arrived, "drift", || async { Err(()) });
+            // Polled once (it counts itself and waits), then dropped.
+            let _ = futures::poll!(Box::pin(waiter));
+        };
+        let (first, (), ()) = tokio::join!(first, gone, async {
+            tokio::task::yield_now().await;
+            release.send(()).unwrap();
+        });
+        assert_eq!(first, Ok((Arc::new(1), Answered::Read)));
+        assert_eq!(shared.waiting.load(Ordering::SeqCst), 0);
+        assert!(shared.last.lock().await.is_none(), "no answer kept for a request that went away");
     }
 
     #[tokio::test]

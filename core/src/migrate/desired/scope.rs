@@ -27,13 +27,16 @@
 //!   made (a column's default added to a table) can still call one, so SQL
 //!   text a caller sends remains SQL the database runs (a deployer's, see
 //!   `auth::role`).
-//! - **SQL Server** is not checked: the file runs in a transaction rolled
-//!   back.
+//! - **SQL Server** applies the file inside a transaction it rolls back,
+//!   batch by batch at its `GO` lines; T-SQL needs no `;` between
+//!   statements, so each batch is judged whole ([`sqlserver`]).
 
 use sqlparser::tokenizer::{Token, Whitespace};
 
 use crate::migrate::driver::Driver;
 use crate::migrate::statements::{split, tokenize};
+
+mod sqlserver;
 
 /// A statement of a desired file that reaches outside the scratch
 /// database, or that is not a definition.
@@ -75,11 +78,11 @@ const HEAD_WORDS: usize = 16;
 
 /// Checks that every statement of `text` (the desired file with its
 /// placeholder already replaced by `scratch`) is a `CREATE` or `ALTER` of
-/// an object named `scratch.name` (on PostgreSQL also what the module
-/// documentation lists); SQL Server's file is not checked.
+/// an object named `scratch.name` (on PostgreSQL and SQL Server also what
+/// the module documentation lists).
 pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScratch> {
     if driver == Driver::SqlServer {
-        return Ok(());
+        return sqlserver::check(text, scratch);
     }
     let Some(ranges) = split(driver, text) else {
         return Err(OutsideScratch { line: 1, statement: String::new(), reason: "the file cannot be read as SQL" });
