@@ -20,8 +20,10 @@
 //!   made outside the scratch schema would be silently left out of the
 //!   plan. So a statement is a `CREATE` or `ALTER` of a scratch object
 //!   (indexes and triggers name their table after `ON`), a `COMMENT ON`
-//!   one, a `SET` (the transaction's, rolled back with it) or the
-//!   `search_path` reset `pg_dump` writes; `CREATE TABLE … AS` and
+//!   one, a `SET` (the transaction's, rolled back with it), the
+//!   `search_path` reset `pg_dump` writes, `CREATE EXTENSION` (the server's
+//!   own script) or `CREATE SCHEMA` of the scratch schema itself;
+//!   `CREATE TABLE … AS` and
 //!   materialized views (which run their query) are refused. A routine's
 //!   body is not looked into: definitions the engine evaluates as they are
 //!   made (a column's default added to a table) can still call one, so SQL
@@ -147,6 +149,16 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
     if object == "MATERIALIZED" {
         return Err("a materialized view runs its query as it is made: a desired schema defines views");
     }
+    if postgres && first.as_deref() == Some("CREATE") {
+        match object.as_str() {
+            // The server's own install script, rolled back with the rest
+            // (a schema file often starts with the extensions it uses).
+            "EXTENSION" => return Ok(()),
+            // `pg_dump`'s `CREATE SCHEMA` of the schema itself.
+            "SCHEMA" => return the_scratch_itself(tokens, at + 1, scratch),
+            _ => {}
+        }
+    }
     if REFUSED.contains(&object.as_str()) || POSTGRES_REFUSED.contains(&object.as_str()) {
         return Err(if postgres {
             "a desired schema defines only objects of the tenant's schema"
@@ -228,16 +240,32 @@ fn comment_on(tokens: &[&Token], scratch: &str) -> Result<(), &'static str> {
     if keyword(tokens.get(1)).as_deref() != Some("ON") {
         return Err("not a COMMENT ON statement");
     }
-    if keyword(tokens.get(2)).as_deref() == Some("SCHEMA") {
-        return match tokens.get(3) {
-            Some(Token::Word(name)) if name.value.eq_ignore_ascii_case(scratch) => Ok(()),
-            _ => Err("comments on another schema"),
-        };
+    match keyword(tokens.get(2)).as_deref() {
+        Some("SCHEMA") => return the_scratch_itself(tokens, 3, scratch),
+        Some("EXTENSION") => return Ok(()),
+        _ => {}
     }
     let Some(at) = (2..tokens.len()).find(|&i| matches!(tokens.get(i + 1), Some(Token::Period))) else {
         return Err("a desired schema names each object with the tenant's schema (schema.name)");
     };
     qualified_by_scratch(tokens, at, scratch, true)
+}
+
+/// Whether the schema named at `at` (after `IF NOT EXISTS`) is the scratch
+/// schema itself, the statement's end or a comment's `IS` after it.
+fn the_scratch_itself(tokens: &[&Token], mut at: usize, scratch: &str) -> Result<(), &'static str> {
+    while matches!(keyword(tokens.get(at)).as_deref(), Some("IF" | "NOT" | "EXISTS")) {
+        at += 1;
+    }
+    match (tokens.get(at), tokens.get(at + 1)) {
+        (Some(Token::Word(name)), next)
+            if name.value.eq_ignore_ascii_case(scratch)
+                && next.is_none_or(|t| keyword(Some(t)).as_deref() == Some("IS")) =>
+        {
+            Ok(())
+        }
+        _ => Err("names another schema than the tenant's"),
+    }
 }
 
 /// `SELECT pg_catalog.set_config('search_path', '…', false)` as `pg_dump`
@@ -329,7 +357,10 @@ mod tests {
                     alter sequence strata_desired.s owned by strata_desired.t.id;\n\
                     comment on column strata_desired.t.c is 'the country';\n\
                     comment on trigger tr on strata_desired.t is 'x';\n\
-                    comment on schema strata_desired is 'tenants';\n";
+                    comment on schema strata_desired is 'tenants';\n\
+                    create extension if not exists pgcrypto;\n\
+                    comment on extension pgcrypto is 'x';\n\
+                    create schema if not exists strata_desired;\n";
         assert_eq!(check(Driver::Postgres, text, "strata_desired"), Ok(()));
     }
 
@@ -354,12 +385,14 @@ mod tests {
             "names an object of another schema"
         );
         assert!(refused("create table t (id int)").contains("schema.name"));
-        assert!(refused("create extension pgcrypto").contains("tenant's schema"));
-        assert!(refused("create schema other").contains("tenant's schema"));
+        assert!(refused("create schema other").contains("another schema"));
+        assert!(refused("create schema strata_desired authorization eve create table t (id int)").contains("another"));
+        assert!(refused("alter extension pgcrypto update").contains("tenant's schema"));
         assert!(refused("alter table strata_desired.t set schema public").contains("rename"));
         assert!(refused("alter table strata_desired.t rename to u").contains("rename"));
         assert!(refused("comment on table svc.svc_tokens is 'x'").contains("another schema"));
         assert!(refused("comment on schema svc is 'x'").contains("another schema"));
+        assert!(refused("comment on schema strata_desired.x is 'x'").contains("another schema"));
         assert!(refused("drop table svc.svc_migrations").contains(only));
         assert!(refused("grant all on all tables in schema svc to public").contains(only));
     }
