@@ -293,7 +293,9 @@ impl Service {
 /// tenants (`single`: `None`) or for the single schema `single`.
 pub(crate) fn no_desired_schema(single: Option<&str>) -> String {
     match single {
-        None => "no desired schema: send desired, or name the file with desiredSchema in the configuration".into(),
+        None => "no desired schema: send desired, or name the file with desiredSchema in the configuration (the \
+                 tenants': one path, or a path under a tenantMigrations directory)"
+            .into(),
         Some(schema) => format!(
             "no desired schema for the single schema {schema}: send desired, or name the file under its \
              directory in the configuration (desiredSchema: {{DIRECTORY: FILE}}); the tenants' is never used for it"
