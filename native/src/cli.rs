@@ -265,7 +265,7 @@ enum OnDatabase {
     Plan(PlanArgs),
     /// Apply (or record, with --sync) everything pending as a new version,
     /// through the API's own code path and lock.
-    Apply(ApplyArgs),
+    Apply(Box<ApplyArgs>),
     /// Recent versions, the tenant count, and pending migrations per schema.
     Status(StatusArgs),
     /// Each tenant with its shard and whether it is quarantined (a shard
@@ -721,6 +721,12 @@ struct ApplyArgs {
     /// --desired` shows it) starts with PLAN.
     #[arg(long, value_name = "PLAN", requires = "desired")]
     group: Option<String>,
+    /// With --desired: bring this singleMigrations directory's schema
+    /// there instead of the tenants (its configured desiredSchema when no
+    /// FILE is given), as one version, its plan recorded as
+    /// `DIR/desired/<plan>.sql`; refused while any migration is pending.
+    #[arg(long, value_name = "DIR", requires = "desired", conflicts_with = "group")]
+    dir: Option<String>,
     /// Print the `CreateResults` the API would return, as JSON.
     #[arg(long)]
     json: bool,

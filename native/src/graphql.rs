@@ -20,7 +20,7 @@ use strata_core::migrate::wave::Wave;
 use crate::db::{BackfillMove, VersionWindow};
 use crate::error::{AppError, graphql_error};
 use crate::identity::Identity;
-use crate::service::{Caller, CreateRequest, DesiredRun, DesiredStart, RequestId, RolloutControl, Service};
+use crate::service::{Caller, CreateRequest, DesiredStart, RequestId, RolloutControl, Service};
 use desired::{DesiredApplyDto, DesiredDiffDto, DesiredGroupLeftDto, DestructiveDto};
 use fleet::FleetDto;
 use one_by_one::OneByOne;
@@ -548,8 +548,12 @@ impl Mutation {
     /// group's plan loses data (`DESTRUCTIVE_PLAN`). With `group`, only the
     /// group whose plan starts with it runs (a start naming no group, or
     /// several, is `INVALID_INPUT`). A group that fails stops the groups
-    /// after it; those before it stay committed (`versions`). Added to the
-    /// spec's schema.
+    /// after it; those before it stay committed (`versions`). With
+    /// `directory` naming a `singleMigrations` directory, its single schema
+    /// instead (its configured desired schema when `desired` is absent):
+    /// one version, its plan recorded as `<directory>/desired/<plan>.sql`,
+    /// refused while any migration file is pending. Added to the spec's
+    /// schema.
     async fn apply_desired_schema(
         &self,
         ctx: &Context<'_>,
@@ -557,6 +561,7 @@ impl Mutation {
         desired: Option<String>,
         destructive: Option<DestructiveDto>,
         group: Option<String>,
+        directory: Option<String>,
     ) -> Result<DesiredApplyDto> {
         const FIELD: &str = "applyDesiredSchema";
         let service = service(ctx)?;
@@ -565,19 +570,28 @@ impl Mutation {
             let error = AppError::InvalidInput("a desired schema is applied: action Apply, without syncTo".into());
             return Err(refused(ctx, FIELD, &target, error).await);
         }
-        let (file, text) = match service.requested_desired_schema(desired, None).await {
+        let single = match directory.as_deref().map(|dir| service.config().desired_schema_of(dir)) {
+            Some(Ok(single)) => single,
+            Some(Err(message)) => return Err(refused(ctx, FIELD, &target, AppError::InvalidInput(message)).await),
+            None => None,
+        };
+        let (file, text) = match service.requested_desired_schema(desired, single).await {
             Ok(desired) => desired,
             Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };
-        let run =
-            match service.desired_run(&file, &text, destructive.unwrap_or_default().into(), group.as_deref()).await {
-                Ok(run) => run,
-                Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
-            };
+        let destructive = destructive.unwrap_or_default().into();
+        let run = match (single, directory.as_deref()) {
+            (Some(_), Some(dir)) => service.desired_run_single(&file, &text, dir, destructive).await,
+            _ => service.desired_run(&file, &text, destructive, group.as_deref()).await,
+        };
+        let run = match run {
+            Ok(run) => run,
+            Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
+        };
         let template = request(ctx, input, Operation::version(Action::Apply));
         let mut versions = Vec::with_capacity(run.groups.len());
         for group in &run.groups {
-            let result = service.create(DesiredRun::request(group, &template, None)).await.map_err(graphql_error)?;
+            let result = service.create(run.request(group, &template, None)).await.map_err(graphql_error)?;
             versions.push(result.into());
         }
         let left = run.left.into_iter().map(|(tenants, reason)| DesiredGroupLeftDto { tenants, reason }).collect();

@@ -43,7 +43,7 @@ pub(crate) mod desired;
 mod rollouts;
 pub(crate) mod shared_read;
 mod tokens;
-pub(crate) use desired::{DesiredRun, DesiredStart};
+pub(crate) use desired::DesiredStart;
 pub(crate) use rollouts::RolloutControl;
 
 /// Who asks for an operation: the request's id and the identity the

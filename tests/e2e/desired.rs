@@ -470,6 +470,74 @@ async fn a_single_schema_is_planned_to_its_desired_schema_written_as_its_next_fi
     assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
 }
 
+/// What Atlas's `schema apply` does for one database: `strata apply
+/// --desired --dir DIR` brings a single schema to its desired schema as one
+/// version — refused while any migration is pending (that version would run
+/// it too) or while the plan loses data — its plan recorded once, in that
+/// schema, as `DIR/desired/<plan>.sql`, which is never a missing source; a
+/// file added to the directory afterwards runs as any other.
+#[tokio::test]
+async fn a_single_schema_is_brought_to_its_desired_schema_by_apply_and_later_files_still_run() {
+    let server = fleet_of(&["t1"], "", None).await;
+    let config = server.config_path();
+    let file = write_desired(&server, ref_desired());
+    let desired = file.to_str().unwrap();
+    let args = ["apply", "--version", "regions", "--desired", desired, "--dir", "ref"];
+    // A tenant file pending: refused, nothing ran.
+    server.ws.write_migration("tenants/009.sql", "create table {schema}.later (id int);\n");
+    let pending = strata(config, &args).await;
+    assert_eq!(pending.status.code(), Some(6), "{}", String::from_utf8_lossy(&pending.stderr));
+    assert!(String::from_utf8_lossy(&pending.stderr).contains("tenant migration file(s) are pending"));
+    assert!(!server.ws.tables("ref").await.contains(&"regions".to_string()));
+    std::fs::remove_file(server.ws.migrations().join("tenants/009.sql")).unwrap();
+
+    // Losing data is refused unless allowed: without `name` the plan drops
+    // a column of countries.
+    let narrower = server.ws.path().join("narrower.sql");
+    std::fs::write(&narrower, ref_desired().replace("name text not null, ", "")).unwrap();
+    let narrower_args = ["apply", "--version", "narrower", "--desired", narrower.to_str().unwrap(), "--dir", "ref"];
+    let refused = strata(config, &narrower_args).await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("would lose data"), "{said}");
+    assert!(!server.ws.tables("ref").await.contains(&"regions".to_string()));
+
+    let applied = strata(config, &args).await;
+    assert_eq!(applied.status.code(), Some(0), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert!(String::from_utf8_lossy(&applied.stderr).contains("step(s) over 1 schema(s)"));
+    assert_eq!(server.ws.count("ref", "countries").await, 2, "the rows stay");
+    assert_eq!(server.ws.count("ref", "regions").await, 0);
+    let sql = "select db_schema, filename from svc_migrations where filename like 'ref/desired/%'";
+    let recorded = server.ws.rows("svc", sql).await;
+    assert_eq!(recorded.len(), 1, "recorded once: {recorded:?}");
+    assert_eq!(recorded[0][0], json!("ref"));
+    let check = diff(&server, ref_desired(), &["--dir", "ref", "--check"]).await;
+    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
+    let again = strata(config, &args).await;
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no schema to bring to the desired schema"));
+
+    // Not a missing source; a later file of the directory runs.
+    let plan = strata(config, &["plan"]).await;
+    assert_eq!(plan.status.code(), Some(0), "{}", String::from_utf8_lossy(&plan.stderr));
+    assert!(!String::from_utf8_lossy(&plan.stdout).contains("desired/"), "{}", String::from_utf8_lossy(&plan.stdout));
+    server.ws.write_migration("ref/002.sql", "create table {schema}.later (id int);\n");
+    let later = strata(config, &["apply", "--version", "later"]).await;
+    assert_eq!(later.status.code(), Some(0), "{}", String::from_utf8_lossy(&later.stderr));
+    assert!(server.ws.tables("ref").await.contains(&"later".to_string()));
+
+    // The API: `applyDesiredSchema(directory:)`, nothing left to do.
+    let mutation = "mutation($desired: String, $directory: String) { applyDesiredSchema(input: { versionName: \"api\" }, \
+                    desired: $desired, directory: $directory) { versions { version { name } } left { tenants } } }";
+    let with_later = format!("{}create table {{schema}}.later (id int);\n", ref_desired());
+    let answer = server.graphql(mutation, json!({ "desired": with_later, "directory": "ref" })).await;
+    assert_eq!(answer["data"]["applyDesiredSchema"], json!({ "versions": [], "left": [] }), "{answer}");
+    // Without `later`, its plan would drop the table: refused by the API too.
+    let dropping = server.graphql(mutation, json!({ "desired": ref_desired(), "directory": "ref" })).await;
+    assert_eq!(dropping["errors"][0]["extensions"]["code"], "DESTRUCTIVE_PLAN", "{dropping}");
+    let refused = server.graphql(mutation, json!({ "directory": "ref" })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{refused}");
+}
+
 /// `desiredSchema` in the configuration: a file kept beside the migration
 /// directories, read from the base location as they are. `diff` without
 /// `--desired`, `new NAME --desired` and `apply --desired` without a file

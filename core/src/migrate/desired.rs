@@ -313,9 +313,19 @@ impl DesiredGroup {
 /// missing.
 pub const PLAN_DIRECTORY: &str = "desired";
 
-/// Whether a recorded file is a desired-state plan ([`PLAN_DIRECTORY`]).
+/// Whether a recorded file is a desired-state plan: the tenants'
+/// `desired/…` ([`PLAN_DIRECTORY`]), or a single schema's
+/// `<directory>/desired/<plan>.sql` (its plan's SHA-256: no configured
+/// directory's file is read from a subdirectory).
 pub fn is_plan_file(file: &str) -> bool {
-    file.strip_prefix(PLAN_DIRECTORY).is_some_and(|rest| rest.starts_with('/'))
+    if file.strip_prefix(PLAN_DIRECTORY).is_some_and(|rest| rest.starts_with('/')) {
+        return true;
+    }
+    let Some((directory, name)) = file.rsplit_once('/') else { return false };
+    let hash = name.strip_suffix(".sql").unwrap_or_default();
+    directory.ends_with(&format!("/{PLAN_DIRECTORY}"))
+        && hash.len() == 64
+        && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// What `apply --desired` does with groups whose plan loses data.
@@ -461,6 +471,22 @@ pub fn single_ready<'a>(
     }
 }
 
+/// Whether a single schema can be brought to a desired schema now: its
+/// version runs every pending migration, so none may be pending — the
+/// tenants' (`counts`, as an apply would run them) nor any single
+/// schema's (`singles`: each single schema's pending migrations, as
+/// `report::pending_counts` counts them).
+pub fn single_apply_ready<'a>(
+    counts: &crate::migrate::summary::Counts,
+    singles: impl IntoIterator<Item = (&'a str, u64)>,
+) -> Result<(), PendingMigrations> {
+    ready(counts)?;
+    match singles.into_iter().find(|(_, files)| *files > 0) {
+        None => Ok(()),
+        Some((schema, files)) => Err(PendingMigrations { files, runs: files, schema: Some(schema.to_string()) }),
+    }
+}
+
 /// The groups to run under `destructive` (see [`Destructive`]): groups in
 /// the desired state need nothing; a group with differences no statement
 /// reaches is left (its plan would not get it there); a destructive group
@@ -493,17 +519,27 @@ pub fn selection(report: &DesiredReport, destructive: Destructive) -> Result<Sel
     if refused.is_empty() { Ok(selection) } else { Err(DestructiveGroups(refused)) }
 }
 
-/// A group's plan as the file its version records:
-/// `desired/<plan>.sql`, its statements as [`Plan::file_text`] writes
-/// them.
-pub fn plan_source(group: &DesiredGroup) -> crate::migrate::source::SourceMigration {
+/// A group's plan as the file its version records, its statements as
+/// [`Plan::file_text`] writes them: the tenants' `desired/<plan>.sql`, or
+/// — `single` naming a `singleMigrations` directory — that directory's
+/// single schema's `<directory>/desired/<plan>.sql`, a single migration of
+/// it (never read from the sources: [`is_plan_file`]).
+pub fn plan_source(group: &DesiredGroup, single: Option<&str>) -> crate::migrate::source::SourceMigration {
+    use crate::migrate::MigrationType::{SingleMigration, TenantMigration};
     let plan = Plan { steps: group.steps.clone(), unplannable: group.unplannable.clone() };
-    crate::migrate::source::SourceMigration::plain(
-        PLAN_DIRECTORY,
-        &format!("{}.sql", group.plan),
-        crate::migrate::MigrationType::TenantMigration,
-        &plan.file_text(),
-    )
+    let name = format!("{}.sql", group.plan);
+    match single {
+        None => {
+            crate::migrate::source::SourceMigration::plain(PLAN_DIRECTORY, &name, TenantMigration, &plan.file_text())
+        }
+        Some(directory) => {
+            let mut source =
+                crate::migrate::source::SourceMigration::plain(directory, &name, SingleMigration, &plan.file_text());
+            source.name = format!("{PLAN_DIRECTORY}/{name}");
+            source.file = format!("{directory}/{PLAN_DIRECTORY}/{name}");
+            source
+        }
+    }
 }
 
 /// What `strata new --desired` writes: the plan of the largest group that

@@ -27,7 +27,7 @@ use crate::db::{self, Access, Observer};
 use crate::error::AppError;
 use crate::graphql::preview::{self, DriftedFileDto, PlanPreviewDto};
 use crate::graphql::types::CreateResultsDto;
-use crate::service::{CreateRequest, CreateResult, DesiredRun, Service, lint_history, read_sources};
+use crate::service::{CreateRequest, CreateResult, Service, lint_history, read_sources};
 use crate::{loader, settings};
 use strata_core::migrate::rollout::FleetGate;
 
@@ -160,7 +160,7 @@ fn shut_down(runtime: tokio::runtime::Runtime, telemetry: Option<&Telemetry>) {
 async fn dispatch(service: &Arc<Service>, command: OnDatabase, list: Option<Vec<String>>) -> Exit {
     match command {
         OnDatabase::Plan(args) => plan(service, args).await,
-        OnDatabase::Apply(args) => apply(service, args).await,
+        OnDatabase::Apply(args) => apply(service, *args).await,
         OnDatabase::Status(args) => status(service, args).await,
         OnDatabase::Tenants(args) => match (&args.action, list) {
             (Some(super::TenantsAction::Add(add)), Some(list)) => {
@@ -325,25 +325,40 @@ fn shown_request(
 /// desired schema, as a version of its own over those tenants, its plan
 /// recorded (the service's `desired_run` decides which groups run).
 async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Path>) -> Exit {
-    let (shown, text) = match read_desired(service, file, None).await {
+    // `--dir`: a single schema's directory, or a tenants' one (the tenants).
+    let single = match args.dir.as_deref().map(|dir| service.config().desired_schema_of(dir)) {
+        Some(Ok(single)) => single,
+        Some(Err(message)) => {
+            eprintln!("strata: --dir {message}");
+            return Exit::Usage;
+        }
+        None => None,
+    };
+    let (shown, text) = match read_desired(service, file, single).await {
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
-    let run = match service.desired_run(&shown, &text, args.destructive(), args.group.as_deref()).await {
+    let run = match (single, args.dir.as_deref()) {
+        (Some(_), Some(dir)) => service.desired_run_single(&shown, &text, dir, args.destructive()).await,
+        _ => service.desired_run(&shown, &text, args.destructive(), args.group.as_deref()).await,
+    };
+    let run = match run {
         Ok(run) => run,
         Err(error) => return failed_apply(&error, args.json),
     };
     for (tenants, why) in &run.left {
         eprintln!("strata: left as they are: {why}: {}", tenants.join(", "));
     }
+    let noun = if run.single.is_some() { "schema" } else { "tenant" };
     if run.groups.is_empty() {
-        eprintln!("strata: no group of tenants to bring to the desired schema");
+        let what = if run.single.is_some() { "schema" } else { "group of tenants" };
+        eprintln!("strata: no {what} to bring to the desired schema");
         return Exit::Success;
     }
     let mut exit = Exit::Success;
     for (at, group) in run.groups.iter().enumerate() {
         eprintln!(
-            "strata: plan {} ({} of {}): {} step(s) over {} tenant(s)",
+            "strata: plan {} ({} of {}): {} step(s) over {} {noun}(s)",
             &group.plan[..12],
             at + 1,
             run.groups.len(),
@@ -353,7 +368,7 @@ async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Pa
         let operation = Operation::version(Action::Apply);
         let (progress, template) =
             shown_request(args.version_name.clone(), operation, args.dry_run, args.override_rollout, args.json);
-        let request = DesiredRun::request(group, &template, args.failure_budget);
+        let request = run.request(group, &template, args.failure_budget);
         let result = service.create(request).await;
         progress.finish();
         match result {

@@ -67,8 +67,9 @@ const CREATE_WAVE: &str = concat!(
     " } }"
 );
 const APPLY_DESIRED: &str = concat!(
-    "mutation($input: VersionInput!, $desired: String, $destructive: Destructive, $group: String) { ",
-    "applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive, group: $group) { versions { ",
+    "mutation($input: VersionInput!, $desired: String, $destructive: Destructive, $group: String, ",
+    "$directory: String) { applyDesiredSchema(input: $input, desired: $desired, destructive: $destructive, ",
+    "group: $group, directory: $directory) { versions { ",
     results!(),
     " } left { tenants reason } } }"
 );
@@ -231,7 +232,7 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
     let remote = Remote::new(server);
     runtime.block_on(async move {
         match command {
-            OnDatabase::Apply(args) => apply(&remote, args).await,
+            OnDatabase::Apply(args) => apply(&remote, *args).await,
             OnDatabase::Plan(args) => plan(&remote, args).await,
             OnDatabase::Status(args) => status(&remote, args).await,
             OnDatabase::Revert(args) => revert(&remote, args).await,
@@ -298,8 +299,9 @@ async fn apply(remote: &Remote, args: ApplyArgs) -> Exit {
     created(remote.call(document, field, variables).await, done, args.dry_run, args.json)
 }
 
-/// `apply --desired [FILE] --server`: `applyDesiredSchema`, the file read
-/// here and sent as text (without FILE, the service's `desiredSchema`);
+/// `apply --desired [FILE] [--dir DIR] --server`: `applyDesiredSchema`, the
+/// file read here and sent as text (without FILE, the service's
+/// `desiredSchema`);
 /// each group's version printed as `apply` prints one, the groups left
 /// named. Exit 11 when a group's version quarantined tenants.
 async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, file: Option<&std::path::Path>) -> Exit {
@@ -308,7 +310,9 @@ async fn apply_desired(remote: &Remote, args: &ApplyArgs, input: VersionInput, f
         Err(failure) => return failure.report(args.json),
     };
     let destructive = DestructiveDto::from(args.destructive());
-    let variables = json!({ "input": input, "desired": desired, "destructive": destructive, "group": args.group });
+    let variables = json!({
+        "input": input, "desired": desired, "destructive": destructive, "group": args.group, "directory": args.dir
+    });
     let answer = match remote.call::<DesiredApplyDto>(APPLY_DESIRED, "applyDesiredSchema", variables).await {
         Ok(answer) => answer,
         Err(failure) => return failure.report(args.json),

@@ -34,24 +34,29 @@ pub(crate) struct DesiredRun {
     pub(crate) groups: Vec<DesiredGroup>,
     /// The groups left as they are: their tenants, and why.
     pub(crate) left: Vec<(Vec<String>, String)>,
+    /// The `singleMigrations` directory whose single schema is brought
+    /// there; `None`: the tenants.
+    pub(crate) single: Option<String>,
 }
 
 impl DesiredRun {
     /// The version of `group`: `template`'s name, caller, dry run and
     /// rollout gate over the group's tenants, its plan recorded as
-    /// `desired/<plan>.sql` (core's `desired::plan_source`).
+    /// `desired/<plan>.sql` — a single schema's over every schema (nothing
+    /// else is pending: [`Service::desired_run_single`]), its plan recorded
+    /// as `<directory>/desired/<plan>.sql` (core's `desired::plan_source`).
     pub(crate) fn request(
+        &self,
         group: &DesiredGroup,
         template: &CreateRequest,
         failure_budget: Option<FailureBudget>,
     ) -> CreateRequest {
-        let operation = Operation::Version {
-            action: Action::Apply,
-            wave: Wave::Named(group.tenants.clone()),
-            sync_to: None,
-            failure_budget,
-            reviewed: None,
+        let wave = match self.single {
+            Some(_) => Wave::All,
+            None => Wave::Named(group.tenants.clone()),
         };
+        let operation =
+            Operation::Version { action: Action::Apply, wave, sync_to: None, failure_budget, reviewed: None };
         CreateRequest {
             version_name: template.version_name.clone(),
             operation,
@@ -60,7 +65,7 @@ impl DesiredRun {
             observer: template.observer.clone(),
             rollout_gate: template.rollout_gate,
             trace_links: template.trace_links.clone(),
-            desired_plan: Some(desired::plan_source(group)),
+            desired_plan: Some(desired::plan_source(group, self.single.as_deref())),
         }
     }
 }
@@ -136,6 +141,40 @@ impl Service {
         Ok(DesiredRun {
             groups: selection.run.into_iter().cloned().collect(),
             left: selection.left.into_iter().map(|(group, why)| (group.tenants.clone(), why)).collect(),
+            single: None,
+        })
+    }
+
+    /// What bringing the single schema of the `singleMigrations` directory
+    /// `directory` to the desired schema `text` runs: its plan as one
+    /// version, refused while any migration file is pending (that version
+    /// would run it too; core's `desired::single_apply_ready`) and — under
+    /// `destructive` — while the plan loses data. Reads only.
+    pub(crate) async fn desired_run_single(
+        &self,
+        file: &str,
+        text: &str,
+        directory: &str,
+        destructive: Destructive,
+    ) -> Result<DesiredRun, AppError> {
+        let Some(schema) = self.config.single_migrations_schema(directory) else {
+            return Err(AppError::InvalidInput(format!("{directory}: not one of singleMigrations")));
+        };
+        let (preview, sources) = self.preview(Target::AllSchemas, Action::Apply).await?;
+        let pending = strata_core::migrate::report::pending_counts(&preview.plan, &sources);
+        let singles: Vec<&str> = self.config.single_schemas().collect();
+        let single_pending = pending
+            .iter()
+            .filter(|count| singles.contains(&count.schema.as_str()))
+            .map(|count| (count.schema.as_str(), count.migrations));
+        desired::single_apply_ready(&preview.plan.counts, single_pending)?;
+        let report = self.desired_diff_in(file, text, Some(schema)).await?;
+        let selection = desired::selection(&report, destructive)
+            .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
+        Ok(DesiredRun {
+            groups: selection.run.into_iter().cloned().collect(),
+            left: selection.left.into_iter().map(|(group, why)| (group.tenants.clone(), why)).collect(),
+            single: Some(directory.trim_end_matches('/').to_string()),
         })
     }
 

@@ -331,7 +331,7 @@ impl Service {
                 return Some(Ok(format!("nothing to apply; {held}")));
             };
             select = strata_core::migrate::wave::Wave::Named(group.tenants.clone());
-            desired_plan = Some(strata_core::migrate::desired::plan_source(&group));
+            desired_plan = Some(strata_core::migrate::desired::plan_source(&group, None));
         }
         let operation = Operation::Version {
             action: Action::Apply,

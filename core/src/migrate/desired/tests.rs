@@ -392,10 +392,29 @@ fn apply_refuses_while_a_group_is_destructive_unless_told_and_leaves_unplannable
     assert_eq!(run, ["t2", "t3"]);
     assert!(allowed.left[0].1.contains("not planned: enum status"), "{:?}", allowed.left);
     let t2 = allowed.run.iter().find(|g| g.tenants == ["t2"]).unwrap();
-    let source = plan_source(t2);
+    let source = plan_source(t2, None);
     assert_eq!(source.file, format!("desired/{}.sql", t2.plan));
     assert_eq!(source.contents, "CREATE INDEX {schema}_users_email ON {schema}.users USING btree (email);\n");
     assert!(is_plan_file(&source.file) && !is_plan_file("desiredx/a.sql") && !is_plan_file("tenants/desired.sql"));
+    // A single schema's: a single migration of its directory's schema.
+    let single = plan_source(t2, Some("schemas/ref"));
+    assert_eq!(single.file, format!("schemas/ref/desired/{}.sql", t2.plan));
+    assert_eq!((single.single_schema(), single.contents.as_str()), (Some("ref"), source.contents.as_str()));
+    assert!(is_plan_file(&single.file));
+    assert!(!is_plan_file("ref/desired/002.sql") && !is_plan_file("ref/x/desired.sql"));
+    assert!(!is_plan_file(&format!("ref/desired/{}.sql", t2.plan.to_uppercase())));
+}
+
+#[test]
+fn a_single_schema_is_brought_to_a_desired_schema_only_while_nothing_is_pending() {
+    use crate::migrate::summary::Counts;
+    let none = Counts::default();
+    assert_eq!(single_apply_ready(&none, [("ref", 0), ("config", 0)]), Ok(()));
+    let tenants = Counts { tenant_migrations: 1, tenant_migrations_total: 40, ..Counts::default() };
+    assert_eq!(single_apply_ready(&tenants, []).unwrap_err().runs, 40);
+    let other = single_apply_ready(&none, [("ref", 0), ("config", 2)]).unwrap_err();
+    assert_eq!((other.files, other.schema.as_deref()), (2, Some("config")));
+    assert!(other.to_string().starts_with("2 migration file(s) of config are pending"), "{other}");
 }
 
 #[test]
