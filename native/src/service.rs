@@ -447,7 +447,7 @@ impl Service {
         arrived: u64,
     ) -> Result<Arc<strata_core::migrate::fingerprint::DriftReport>, AppError> {
         let (report, answered) = self.drift_reads.get(arrived, (), || self.drift()).await?;
-        telemetry::fleet_read("drift", answered);
+        telemetry::fleet_read("drift", answered == shared_read::Answered::Shared);
         Ok(report)
     }
 

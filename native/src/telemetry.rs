@@ -192,12 +192,9 @@ pub(crate) fn spans_dropped(reason: &'static str, spans: u64) {
 }
 
 /// An API answer of `read` (`drift`, `desired`) that read every tenant's
-/// catalog, or was answered by another request's read.
-pub(crate) fn fleet_read(read: &'static str, answered: crate::service::shared_read::Answered) {
-    let answer = match answered {
-        crate::service::shared_read::Answered::Read => "read",
-        crate::service::shared_read::Answered::Shared => "shared",
-    };
+/// catalog, or (`shared`) was answered by another request's read.
+pub(crate) fn fleet_read(read: &'static str, shared: bool) {
+    let answer = if shared { "shared" } else { "read" };
     metrics::counter!(FLEET_READS, "read" => read, "answer" => answer).increment(1);
 }
 

@@ -254,7 +254,7 @@ impl Service {
         let key = (file.clone(), text.clone(), single.map(str::to_string));
         let read = || async move { self.desired_diff_in(&file, &text, single).await };
         let (report, answered) = self.desired_reads.get(arrived, key, read).await?;
-        crate::telemetry::fleet_read("desired", answered);
+        crate::telemetry::fleet_read("desired", answered == super::shared_read::Answered::Shared);
         Ok(report)
     }
 
