@@ -282,7 +282,10 @@ async fn a_desired_file_that_fails_creates_nothing_or_commits_is_refused_and_lea
                 (select string_agg(filename, ',') from svc.svc_migrations)); end $$;\n";
     let message = refused(&diff(&server, leak, &[]).await);
     assert!(message.contains("line 2: `do $$ begin execute format('create view"), "{message}");
-    assert!(message.contains("a desired schema holds only CREATE, ALTER, COMMENT ON and SET statements"), "{message}");
+    assert!(
+        message.contains("a desired schema holds only CREATE, ALTER, COMMENT ON, GRANT, REVOKE and SET statements"),
+        "{message}"
+    );
     let query = "create table {schema}.kept (id int);\nselect pg_terminate_backend(pid) from pg_stat_activity;\n";
     assert!(refused(&diff(&server, query, &[]).await).contains("line 2: `select pg_terminate_backend(pid) from"));
     let message = refused(&diff(&server, "set statement_timeout = 0;\n", &[]).await);

@@ -20,7 +20,8 @@
 //!   made outside the scratch schema would be silently left out of the
 //!   plan. So a statement is a `CREATE` or `ALTER` of a scratch object
 //!   (indexes and triggers name their table after `ON`), a `COMMENT ON`
-//!   one, a `SET` (the transaction's, rolled back with it), the
+//!   one, a `SET`, `GRANT` or `REVOKE` (the transaction's, rolled back
+//!   with it; privileges are not compared), the
 //!   `search_path` reset `pg_dump` writes, `CREATE EXTENSION` (the server's
 //!   own script) or `CREATE SCHEMA` of the scratch schema itself;
 //!   `CREATE TABLE … AS` and
@@ -127,12 +128,14 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
     let first = keyword(tokens.first());
     match first.as_deref() {
         Some("CREATE" | "ALTER") => {}
-        Some("SET") if postgres => return Ok(()),
+        // Transactional, rolled back with the rest; privileges are not
+        // compared (`pg_dump` writes them).
+        Some("SET" | "GRANT" | "REVOKE") if postgres => return Ok(()),
         Some("SELECT") if postgres && resets_search_path(tokens) => return Ok(()),
         Some("COMMENT") if postgres => return comment_on(tokens, scratch),
         _ if postgres => {
-            return Err("a desired schema holds only CREATE, ALTER, COMMENT ON and SET statements (no queries, \
-                        data changes, drops, renames or DO blocks)");
+            return Err("a desired schema holds only CREATE, ALTER, COMMENT ON, GRANT, REVOKE and SET \
+                        statements (no queries, data changes, drops, renames or DO blocks)");
         }
         _ => {
             return Err("a desired schema holds only CREATE and ALTER statements (no data changes, drops or renames)");
@@ -358,6 +361,8 @@ mod tests {
                     comment on column strata_desired.t.c is 'the country';\n\
                     comment on trigger tr on strata_desired.t is 'x';\n\
                     comment on schema strata_desired is 'tenants';\n\
+                    grant select on table strata_desired.t to public;\n\
+                    revoke all on table strata_desired.t from public;\n\
                     create extension if not exists pgcrypto;\n\
                     comment on extension pgcrypto is 'x';\n\
                     create schema if not exists strata_desired;\n";
@@ -367,7 +372,7 @@ mod tests {
     #[test]
     fn postgresql_refuses_what_runs_or_lands_outside_the_scratch_schema() {
         let refused = |text: &str| check(Driver::Postgres, text, "strata_desired").unwrap_err().reason;
-        let only = "holds only CREATE, ALTER, COMMENT ON and SET";
+        let only = "holds only CREATE, ALTER, COMMENT ON, GRANT, REVOKE and SET";
         // What runs: a query, a block, a copy, a table or view from a query.
         assert!(refused("select pg_terminate_backend(pid) from pg_stat_activity").contains(only));
         assert!(refused("do $$ begin execute 'create view strata_desired.v as select 1'; end $$").contains(only));
@@ -394,6 +399,6 @@ mod tests {
         assert!(refused("comment on schema svc is 'x'").contains("another schema"));
         assert!(refused("comment on schema strata_desired.x is 'x'").contains("another schema"));
         assert!(refused("drop table svc.svc_migrations").contains(only));
-        assert!(refused("grant all on all tables in schema svc to public").contains(only));
+        assert!(refused("truncate svc.svc_migrations").contains(only));
     }
 }
