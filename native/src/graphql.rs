@@ -580,11 +580,7 @@ impl Mutation {
             Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };
         let destructive = destructive.unwrap_or_default().into();
-        let run = match (single, directory.as_deref()) {
-            (Some(_), Some(dir)) => service.desired_run_single(&file, &text, dir, destructive).await,
-            _ => service.desired_run(&file, &text, destructive, group.as_deref()).await,
-        };
-        let run = match run {
+        let run = match service.desired_run(&file, &text, destructive, group.as_deref(), directory.as_deref()).await {
             Ok(run) => run,
             Err(error) => return Err(refused(ctx, FIELD, &target, error).await),
         };

@@ -338,11 +338,8 @@ async fn apply_desired(service: &Arc<Service>, args: ApplyArgs, file: Option<&Pa
         Ok(desired) => desired,
         Err(exit) => return exit,
     };
-    let run = match (single, args.dir.as_deref()) {
-        (Some(_), Some(dir)) => service.desired_run_single(&shown, &text, dir, args.destructive()).await,
-        _ => service.desired_run(&shown, &text, args.destructive(), args.group.as_deref()).await,
-    };
-    let run = match run {
+    let run = service.desired_run(&shown, &text, args.destructive(), args.group.as_deref(), args.dir.as_deref());
+    let run = match run.await {
         Ok(run) => run,
         Err(error) => return failed_apply(&error, args.json),
     };

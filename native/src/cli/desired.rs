@@ -27,9 +27,7 @@ pub(super) async fn read_desired(
     match service.configured_desired_schema(single).await {
         Ok(Some(desired)) => Ok(desired),
         Ok(None) => {
-            let message =
-                crate::service::desired::no_desired_schema(single).replace("send desired", "give --desired FILE");
-            eprintln!("strata: {message}");
+            eprintln!("strata: {}", crate::service::desired::no_desired_schema(single, "give --desired FILE"));
             Err(Exit::Usage)
         }
         Err(error) => Err(failure(&error)),

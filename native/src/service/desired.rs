@@ -43,7 +43,7 @@ impl DesiredRun {
     /// The version of `group`: `template`'s name, caller, dry run and
     /// rollout gate over the group's tenants, its plan recorded as
     /// `desired/<plan>.sql` — a single schema's over every schema (nothing
-    /// else is pending: [`Service::desired_run_single`]), its plan recorded
+    /// else is pending: [`Service::desired_run`]), its plan recorded
     /// as `<directory>/desired/<plan>.sql` (core's `desired::plan_source`).
     pub(crate) fn request(
         &self,
@@ -123,16 +123,29 @@ impl Service {
     /// `destructive` — while a group would lose data; core's
     /// `desired::selection` chooses the groups (with `group`, among the one
     /// group whose plan starts with it: core's `desired::only_group`).
-    /// Reads only.
+    /// With `directory` naming a `singleMigrations` directory, its single
+    /// schema instead: its plan as one version, refused while any migration
+    /// file is pending (that version would run it too; core's
+    /// `desired::single_apply_ready`). Reads only.
     pub(crate) async fn desired_run(
         &self,
         file: &str,
         text: &str,
         destructive: Destructive,
         group: Option<&str>,
+        directory: Option<&str>,
     ) -> Result<DesiredRun, AppError> {
-        self.refuse_pending_migrations().await?;
-        let mut report = self.desired_diff(file, text).await?;
+        let single = directory.and_then(|dir| Some((dir, self.config.single_migrations_schema(dir)?)));
+        let mut report = match single {
+            None => {
+                self.refuse_pending_migrations().await?;
+                self.desired_diff(file, text).await?
+            }
+            Some((_, schema)) => {
+                self.refuse_any_pending_migration().await?;
+                self.desired_diff_in(file, text, Some(schema)).await?
+            }
+        };
         if let Some(plan) = group {
             report = desired::only_group(report, plan).map_err(|e| AppError::InvalidInput(e.to_string()))?;
         }
@@ -141,25 +154,13 @@ impl Service {
         Ok(DesiredRun {
             groups: selection.run.into_iter().cloned().collect(),
             left: selection.left.into_iter().map(|(group, why)| (group.tenants.clone(), why)).collect(),
-            single: None,
+            single: single.map(|(dir, _)| dir.trim_end_matches('/').to_string()),
         })
     }
 
-    /// What bringing the single schema of the `singleMigrations` directory
-    /// `directory` to the desired schema `text` runs: its plan as one
-    /// version, refused while any migration file is pending (that version
-    /// would run it too; core's `desired::single_apply_ready`) and — under
-    /// `destructive` — while the plan loses data. Reads only.
-    pub(crate) async fn desired_run_single(
-        &self,
-        file: &str,
-        text: &str,
-        directory: &str,
-        destructive: Destructive,
-    ) -> Result<DesiredRun, AppError> {
-        let Some(schema) = self.config.single_migrations_schema(directory) else {
-            return Err(AppError::InvalidInput(format!("{directory}: not one of singleMigrations")));
-        };
+    /// Refused while any migration file is pending, a single schema's or
+    /// the tenants' (core's `desired::single_apply_ready`).
+    async fn refuse_any_pending_migration(&self) -> Result<(), AppError> {
         let (preview, sources) = self.preview(Target::AllSchemas, Action::Apply).await?;
         let pending = strata_core::migrate::report::pending_counts(&preview.plan, &sources);
         let singles: Vec<&str> = self.config.single_schemas().collect();
@@ -167,15 +168,7 @@ impl Service {
             .iter()
             .filter(|count| singles.contains(&count.schema.as_str()))
             .map(|count| (count.schema.as_str(), count.migrations));
-        desired::single_apply_ready(&preview.plan.counts, single_pending)?;
-        let report = self.desired_diff_in(file, text, Some(schema)).await?;
-        let selection = desired::selection(&report, destructive)
-            .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
-        Ok(DesiredRun {
-            groups: selection.run.into_iter().cloned().collect(),
-            left: selection.left.into_iter().map(|(group, why)| (group.tenants.clone(), why)).collect(),
-            single: Some(directory.trim_end_matches('/').to_string()),
-        })
+        Ok(desired::single_apply_ready(&preview.plan.counts, single_pending)?)
     }
 
     /// The configuration's desired schema (`desiredSchema`) of the tenants
@@ -213,7 +206,9 @@ impl Service {
         if let Some(text) = sent {
             return Ok(("the desired schema".to_string(), text));
         }
-        self.configured_desired_schema(single).await?.ok_or_else(|| AppError::InvalidInput(no_desired_schema(single)))
+        self.configured_desired_schema(single)
+            .await?
+            .ok_or_else(|| AppError::InvalidInput(no_desired_schema(single, "send desired")))
     }
 
     /// Every tenant's plan from its live schema to the desired schema
@@ -329,15 +324,17 @@ impl Service {
 }
 
 /// What to do when no desired schema is given or configured for the
-/// tenants (`single`: `None`) or for the single schema `single`.
-pub(crate) fn no_desired_schema(single: Option<&str>) -> String {
+/// tenants (`single`: `None`) or for the single schema `single`; `give`
+/// says how to give one (`send desired`, `give --desired FILE`).
+pub(crate) fn no_desired_schema(single: Option<&str>, give: &str) -> String {
     match single {
-        None => "no desired schema: send desired, or name the file with desiredSchema in the configuration (the \
-                 tenants': one path, or a path under a tenantMigrations directory)"
-            .into(),
+        None => format!(
+            "no desired schema: {give}, or name the file with desiredSchema in the configuration (the tenants': one \
+             path, or a path under a tenantMigrations directory)"
+        ),
         Some(schema) => format!(
-            "no desired schema for the single schema {schema}: send desired, or name the file under its \
-             directory in the configuration (desiredSchema: {{DIRECTORY: FILE}}); the tenants' is never used for it"
+            "no desired schema for the single schema {schema}: {give}, or name the file under its directory in the \
+             configuration (desiredSchema: {{DIRECTORY: FILE}}); the tenants' is never used for it"
         ),
     }
 }

@@ -134,7 +134,7 @@ impl Service {
                             .into(),
                     ));
                 }
-                let run = self.desired_run(&desired.file, &desired.text, desired.destructive, None).await?;
+                let run = self.desired_run(&desired.file, &desired.text, desired.destructive, None, None).await?;
                 if run.groups.is_empty() {
                     return Err(AppError::InvalidInput(format!(
                         "{}: no group of tenants to bring to the desired schema, so no rollout",

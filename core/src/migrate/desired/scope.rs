@@ -203,7 +203,8 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
     Ok(())
 }
 
-/// Whether the name at `at` is `scratch.name`.
+/// Whether the name at `at` is `scratch.name` (`postgres`, or SQL Server:
+/// another's is of another schema; else of another database).
 fn qualified_by_scratch(tokens: &[&Token], at: usize, scratch: &str, postgres: bool) -> Result<(), &'static str> {
     let qualifier = match (tokens.get(at), tokens.get(at + 1)) {
         (Some(Token::Word(schema)), Some(Token::Period)) => schema.value.as_str(),

@@ -13,9 +13,9 @@
 //!   or `ALTER` in it names an object of the scratch schema (an index its
 //!   table after `ON`).
 
-use sqlparser::tokenizer::{Token, TokenWithSpan};
+use sqlparser::tokenizer::Token;
 
-use super::OutsideScratch;
+use super::{OutsideScratch, keyword, qualified_by_scratch};
 use crate::migrate::batches::split_go_batches;
 use crate::migrate::driver::Driver;
 use crate::migrate::statements::tokenize;
@@ -84,49 +84,43 @@ pub(super) fn check(text: &str, scratch: &str) -> Result<(), OutsideScratch> {
         let Ok(tokens) = tokenize(Driver::SqlServer, batch) else {
             return refuse(1, "the statement cannot be read as SQL");
         };
-        let tokens: Vec<&TokenWithSpan> = tokens
+        let (tokens, lines): (Vec<&Token>, Vec<u64>) = tokens
             .iter()
             .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF | Token::SemiColon))
-            .collect();
+            .map(|t| (&t.token, t.span.start.line))
+            .unzip();
         if let Err((at, reason)) = judge(&tokens, scratch) {
-            return refuse(at, reason);
+            return refuse(lines.get(at).or(lines.first()).copied().unwrap_or(1), reason);
         }
     }
     Ok(())
 }
 
-/// A token's word upper-cased when it is an unquoted word.
-fn keyword(token: Option<&&TokenWithSpan>) -> Option<String> {
-    match token.map(|t| &t.token) {
-        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-        _ => None,
-    }
-}
-
-/// Why the batch `tokens` is refused, with the line (in the batch) of the
-/// token that says so.
-fn judge(tokens: &[&TokenWithSpan], scratch: &str) -> Result<(), (u64, &'static str)> {
-    let Some(first) = tokens.first() else { return Ok(()) };
-    let line = |i: usize| tokens.get(i).map_or(first.span.start.line, |t| t.span.start.line);
+/// Why the batch `tokens` is refused, with the index of the token that
+/// says so.
+fn judge(tokens: &[&Token], scratch: &str) -> Result<(), (usize, &'static str)> {
     let word = |i: usize| keyword(tokens.get(i));
     let statement_words = "a desired schema holds only CREATE, ALTER and SET statements (no queries, EXEC, data \
                            changes, drops or renames)";
+    if tokens.is_empty() {
+        return Ok(());
+    }
     if !matches!(word(0).as_deref(), Some("CREATE" | "ALTER" | "SET")) {
-        return Err((line(0), statement_words));
+        return Err((0, statement_words));
     }
     // CREATE [OR ALTER] | ALTER, then the module word.
     let object_at = if word(1).as_deref() == Some("OR") && word(2).as_deref() == Some("ALTER") { 3 } else { 1 };
     if word(0).as_deref() != Some("SET") && word(object_at).is_some_and(|w| MODULES.contains(&w.as_str())) {
-        return qualified(tokens, object_at + 1, scratch).map_err(|reason| (line(object_at), reason));
+        return qualified_by_scratch(tokens, object_at + 1, scratch, true).map_err(|reason| (object_at, reason));
     }
     for i in 0..tokens.len() {
         let Some(w) = word(i) else { continue };
         let after_on = word(i.wrapping_sub(1)).as_deref() == Some("ON");
         if RUNS.contains(&w.as_str()) || (matches!(w.as_str(), "UPDATE" | "DELETE") && !after_on) {
-            return Err((line(i), statement_words));
+            return Err((i, statement_words));
         }
         if matches!(w.as_str(), "CREATE" | "ALTER") && word(i + 1).as_deref() != Some("COLUMN") {
-            defines_in_scratch(tokens, i, scratch).map_err(|reason| (line(i), reason))?;
+            defines_in_scratch(tokens, i, scratch).map_err(|reason| (i, reason))?;
         }
     }
     Ok(())
@@ -134,7 +128,7 @@ fn judge(tokens: &[&TokenWithSpan], scratch: &str) -> Result<(), (u64, &'static 
 
 /// The `CREATE` or `ALTER` at `at` (not `ALTER COLUMN`): of a table, index,
 /// sequence, type or statistics named in the scratch schema.
-fn defines_in_scratch(tokens: &[&TokenWithSpan], at: usize, scratch: &str) -> Result<(), &'static str> {
+fn defines_in_scratch(tokens: &[&Token], at: usize, scratch: &str) -> Result<(), &'static str> {
     let Some(object) = (at + 1..tokens.len().min(at + 6))
         .find(|&i| keyword(tokens.get(i)).is_some_and(|w| OBJECTS.contains(&w.as_str())))
     else {
@@ -149,16 +143,7 @@ fn defines_in_scratch(tokens: &[&TokenWithSpan], at: usize, scratch: &str) -> Re
         }
         _ => object + 1,
     };
-    qualified(tokens, name_at, scratch)
-}
-
-/// Whether the name at `at` is `scratch.name`.
-fn qualified(tokens: &[&TokenWithSpan], at: usize, scratch: &str) -> Result<(), &'static str> {
-    match (tokens.get(at).map(|t| &t.token), tokens.get(at + 1).map(|t| &t.token)) {
-        (Some(Token::Word(schema)), Some(Token::Period)) if schema.value.eq_ignore_ascii_case(scratch) => Ok(()),
-        (Some(Token::Word(_)), Some(Token::Period)) => Err("names an object of another schema"),
-        _ => Err("a desired schema names each object with the tenant's schema (schema.name)"),
-    }
+    qualified_by_scratch(tokens, name_at, scratch, true)
 }
 
 #[cfg(test)]
