@@ -503,6 +503,7 @@ async fn a_single_schema_is_brought_to_its_desired_schema_by_apply_and_later_fil
     let said = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{said}");
     assert!(said.contains("would lose data"), "{said}");
+    assert!(said.contains(" (1 schema(s)): ") && !said.contains("tenant"), "{said}");
     assert!(!server.ws.tables("ref").await.contains(&"regions".to_string()));
 
     let applied = strata(config, &args).await;

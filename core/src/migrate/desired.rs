@@ -490,12 +490,18 @@ pub fn single_apply_ready<'a>(
 /// The groups to run under `destructive` (see [`Destructive`]): groups in
 /// the desired state need nothing; a group with differences no statement
 /// reaches is left (its plan would not get it there); a destructive group
-/// refuses the whole run, runs, or is left.
-pub fn selection(report: &DesiredReport, destructive: Destructive) -> Result<Selection<'_>, DestructiveGroups> {
+/// refuses the whole run, runs, or is left. Groups are named with their
+/// schemas as `noun`s (`tenant`, or `schema` for a single schema's), as
+/// [`render_text_of`] names them.
+pub fn selection<'a>(
+    report: &'a DesiredReport,
+    destructive: Destructive,
+    noun: &str,
+) -> Result<Selection<'a>, DestructiveGroups> {
     let mut selection = Selection { run: Vec::new(), left: Vec::new() };
     let mut refused = Vec::new();
     for group in report.groups.iter().filter(|g| !g.in_desired_state()) {
-        let name = format!("plan {} ({} tenant(s))", &group.plan[..12.min(group.plan.len())], group.tenants.len());
+        let name = format!("plan {} ({} {noun}(s))", &group.plan[..12.min(group.plan.len())], group.tenants.len());
         if !group.unplannable.is_empty() {
             selection.left.push((group, format!("{name}: not planned: {}", group.unplannable.join("; "))));
             continue;

@@ -218,6 +218,13 @@ pub fn quote_string_sqlite(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
+/// A T-SQL string literal holding `value`: `N'…'` (Unicode), each `'`
+/// doubled (T-SQL's only escape in a string). For text written into a
+/// batch, where nothing can be bound.
+pub fn quote_string_sqlserver(value: &str) -> String {
+    format!("N'{}'", value.replace('\'', "''"))
+}
+
 /// Quotes an identifier for MySQL and MariaDB: `` `name` ``, with any
 /// embedded backtick doubled.
 pub fn quote_mysql(name: &str) -> String {
@@ -233,6 +240,14 @@ pub fn quote_sqlserver(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sqlserver_string_literal_holds_any_text_whole() {
+        assert_eq!(quote_string_sqlserver("it's"), "N'it''s'");
+        let hostile = "'); drop table svc.svc_migrations; --";
+        assert_eq!(quote_string_sqlserver(hostile), "N'''); drop table svc.svc_migrations; --'");
+        assert_eq!(quote_string_sqlserver(""), "N''");
+    }
 
     #[test]
     fn postgres_string_constants_escape_quotes_and_backslashes() {

@@ -31,6 +31,7 @@ use strata_core::migrate::datasource::normalize;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::failure;
 use strata_core::migrate::fingerprint::{CatalogObject, Digests, Stored};
+use strata_core::migrate::ident::quote_string_sqlserver;
 use strata_core::migrate::plan::AppliedMigration;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
@@ -887,7 +888,7 @@ impl Engine for SqlServerEngine {
                 .iter()
                 .map(|record| {
                     let migration = record.migration;
-                    let text = sql::literal;
+                    let text = quote_string_sqlserver;
                     format!(
                         "({}, {}, {}, {}, {}, convert(datetime2(6), {}, 127), {}, {}, {id})",
                         text(&migration.name),

@@ -149,7 +149,8 @@ impl Service {
         if let Some(plan) = group {
             report = desired::only_group(report, plan).map_err(|e| AppError::InvalidInput(e.to_string()))?;
         }
-        let selection = desired::selection(&report, destructive)
+        let noun = if single.is_some() { "schema" } else { "tenant" };
+        let selection = desired::selection(&report, destructive, noun)
             .map_err(|groups| AppError::DestructivePlan { file: file.to_string(), groups })?;
         Ok(DesiredRun {
             groups: selection.run.into_iter().cloned().collect(),

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::steps::{Builder, Phase, parts_of, relations};
 use super::{Catalog, Object, Plan};
 use crate::migrate::fingerprint::{PLACEHOLDER, squeeze};
-use crate::migrate::ident::quote_sqlserver;
+use crate::migrate::ident::{quote_sqlserver, quote_string_sqlserver as literal};
 
 /// The plan from `live` to `desired` (see the module documentation).
 pub(super) fn plan(desired: &Catalog, live: &Catalog) -> Plan {
@@ -86,11 +86,6 @@ fn ident(name: &str) -> String {
 /// `name` in the tenant's schema.
 fn qualified(name: &str) -> String {
     format!("{PLACEHOLDER}.{}", ident(name))
-}
-
-/// `text` as a T-SQL string literal.
-fn literal(text: &str) -> String {
-    format!("N'{}'", text.replace('\'', "''"))
 }
 
 struct Planner {

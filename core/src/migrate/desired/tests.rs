@@ -375,18 +375,18 @@ fn apply_refuses_while_a_group_is_destructive_unless_told_and_leaves_unplannable
         plan(Driver::Postgres, &wanted, &users("t4", |o| set(o, "type", "status", "closed, active"))),
     );
     let report = grouping.report(&wanted, Driver::Postgres, false, "{schema}");
-    let refused = selection(&report, Destructive::Refuse).unwrap_err();
+    let refused = selection(&report, Destructive::Refuse, "tenant").unwrap_err();
     assert_eq!(refused.0.len(), 1);
     assert!(refused.to_string().starts_with("1 group(s) would lose data, so nothing ran: plan "), "{refused}");
     assert!(refused.to_string().contains("(1 tenant(s)): ALTER TABLE {schema}.users DROP COLUMN x;"), "{refused}");
     let names = |groups: &[&DesiredGroup]| -> Vec<String> { groups.iter().map(|g| g.tenants.join(",")).collect() };
-    let skipped = selection(&report, Destructive::Skip).unwrap();
+    let skipped = selection(&report, Destructive::Skip, "tenant").unwrap();
     assert_eq!(names(&skipped.run), ["t2"]);
     let left: Vec<&DesiredGroup> = skipped.left.iter().map(|(g, _)| *g).collect();
     let mut left = names(&left);
     left.sort();
     assert_eq!(left, ["t3", "t4"]);
-    let allowed = selection(&report, Destructive::Allow).unwrap();
+    let allowed = selection(&report, Destructive::Allow, "tenant").unwrap();
     let mut run = names(&allowed.run);
     run.sort();
     assert_eq!(run, ["t2", "t3"]);
