@@ -191,6 +191,47 @@ async fn transaction_control_in_a_file_is_refused_before_anything_runs() {
     }
 }
 
+/// Transaction control a reader could miss: after a table named like a
+/// routine's word with a column `begin` (read as a routine's body once),
+/// after an escape string the tokenizer cannot decode (PostgreSQL takes
+/// it), before text no tokenizer reads (SQLite runs what comes before).
+/// Each is refused by line before anything runs; nothing is made.
+#[tokio::test]
+async fn transaction_control_hidden_behind_what_a_reader_misreads_is_refused() {
+    let hidden: &[(&str, u64)] = match backend() {
+        Backend::Postgres => &[
+            ("create table {schema}.trigger (begin int);\ncommit;\ncreate table {schema}.after (id int);\n", 2),
+            ("create table {schema}.emoji (s text default E'\\uD83D\\uDE00');\ncommit;\nselect 1/0;\n", 2),
+            (
+                "create function {schema}.f() returns int language sql return (select 1 as begin);\ncommit;\n\
+                 create table {schema}.after (id int);\nend;\n",
+                2,
+            ),
+        ],
+        Backend::Sqlite => &[
+            ("create table {schema}.event (begin int);\ncommit;\ncreate table {schema}.after (id int);\n", 2),
+            ("create table {schema}.a (x int);\ncommit;\nselect 'unterminated\n", 2),
+            ("create table {schema}.a (x int);\ncommit;\n/* unterminated\n", 2),
+        ],
+        Backend::Mysql => return, // Files are never wrapped in a transaction there.
+    };
+    let server = Server::start("fleet", "").await;
+    let names = tenants(&server, 2).await;
+    let recorded = server.ws.count("svc", "svc_migrations").await;
+    for (text, line) in hidden {
+        server.ws.write_migration("tenants/002_hidden.sql", text);
+        let result = server.create_version(json!({ "versionName": "hidden" })).await;
+        let error = &result["errors"][0];
+        assert_eq!(error["extensions"]["code"], "STATEMENT_REFUSED", "{text}: {result}");
+        assert_eq!(error["extensions"]["line"].as_u64(), Some(*line), "{text}: {result}");
+        assert!(error["message"].as_str().unwrap().contains("COMMIT"), "{text}: {result}");
+        for tenant in &names {
+            assert!(server.ws.tables(tenant).await.is_empty(), "{text}: {tenant}");
+        }
+        assert_eq!(server.ws.count("svc", "svc_migrations").await, recorded, "{text}");
+    }
+}
+
 #[tokio::test]
 async fn create_index_concurrently_runs_only_with_the_directive_outside_any_transaction() {
     if backend() != Backend::Postgres {

@@ -1348,3 +1348,45 @@ async fn a_fleet_is_planned_to_its_desired_schema_grouped_and_brought_there() {
         .await;
     assert_eq!(recorded, [[json!("t1"), json!(1)], [json!("t2"), json!(1)], [json!("t3"), json!(1)]]);
 }
+
+/// `devDataSource` on SQL Server: the desired file is applied and read in
+/// another database (Atlas's dev database), never the fleet's. The fleet's
+/// scratch schema is held by a session of the test's (made in a
+/// transaction left open), so a reading there would wait and fail; on the
+/// dev database `diff` finds the one plan both tenants need, and leaves
+/// nothing there.
+#[tokio::test]
+async fn a_dev_data_source_reads_the_desired_file_in_another_database() {
+    if !available("a_dev_data_source_reads_the_desired_file_in_another_database") {
+        return;
+    }
+    let ws = Workspace::on_sqlserver("basic");
+    let fleet_database = ws.sqlserver_data_source().rsplit_once("Database=").unwrap().1.to_string();
+    let dev_database = format!("{fleet_database}_dev");
+    support::sqlserver::create_database(&dev_database).await;
+    let dev = format!("{};Database={dev_database}", support::server_url("STRATA_TEST_SQLSERVER_URL"));
+    let yaml = ws.config(&format!("devDataSource: \"{dev}\"\n"));
+    let server = Server::start_in(ws, &yaml, "").await;
+    for tenant in ["t1", "t2"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    let mut holder = support::sqlserver::connect(&server.ws.sqlserver_data_source()).await;
+    support::sqlserver::batch(&mut holder, "begin transaction; exec(N'create schema strata_desired');").await;
+    let file = server.ws.path().join("desired.sql");
+    std::fs::write(&file, DESIRED).unwrap();
+    let args = ["diff", "--desired", file.to_str().unwrap(), "--json"];
+    let diff = tokio::time::timeout(Duration::from_secs(120), support::strata(server.config_path(), &args))
+        .await
+        .expect("the reading waited for the fleet's own scratch: it did not run on devDataSource");
+    assert_eq!(diff.status.code(), Some(0), "{}", String::from_utf8_lossy(&diff.stderr));
+    let report: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let groups = report["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{report:#}");
+    assert_eq!(groups[0]["tenants"], json!(["t1", "t2"]), "{report:#}");
+    assert_eq!(groups[0]["steps"].as_array().unwrap().len(), 8, "{report:#}");
+    drop(holder);
+    let mut dev_session = support::sqlserver::connect(&dev).await;
+    let left = "select count(*) from sys.schemas where name like N'strata_desired%'";
+    assert_eq!(support::sqlserver::rows(&mut dev_session, left).await, [[json!(0)]]);
+}

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use crate::migrate::driver::Driver;
-use crate::migrate::ident::validate_identifier;
+use crate::migrate::ident::{self, validate_identifier};
 use crate::migrate::redact::{MASK, redact_data_source, redact_url};
 use crate::migrate::template;
 
@@ -672,13 +672,13 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
         Ok((shards[0].data_source.clone(), shards))
     }
 
-    /// `devDataSource`, when given: a data source of `driver`, PostgreSQL or
-    /// MySQL (SQLite reads desired files in memory).
+    /// `devDataSource`, when given: a data source of `driver`, PostgreSQL,
+    /// MySQL or SQL Server (SQLite reads desired files in memory).
     fn dev_data_source(&self, driver: Driver, value: Option<String>) -> Result<Option<String>, ConfigError> {
         let Some(dev) = self.optional("devDataSource", value)?.filter(|v| !v.trim().is_empty()) else {
             return Ok(None);
         };
-        if !matches!(driver, Driver::Postgres | Driver::Mysql) {
+        if !matches!(driver, Driver::Postgres | Driver::Mysql | Driver::SqlServer) {
             return Err(invalid(
                 "devDataSource",
                 format!("desired state reads its files on the fleet's own {} database", driver.name()),
@@ -1226,12 +1226,14 @@ fn normalize_path_prefix(text: &str) -> Result<String, ConfigError> {
 }
 
 fn validate_directories(
+    driver: Driver,
     single_migrations: &[String],
     tenant_migrations: &[String],
     single_scripts: &[String],
     tenant_scripts: &[String],
 ) -> Result<(), ConfigError> {
     let mut seen = FxHashSet::default();
+    let mut schemas: Vec<(&str, &str)> = Vec::new();
     let lists: [(&'static str, &[String]); 4] = [
         ("singleMigrations", single_migrations),
         ("tenantMigrations", tenant_migrations),
@@ -1248,12 +1250,38 @@ fn validate_directories(
             }
             if property.starts_with("single") {
                 let schema = dir.rsplit('/').next().unwrap_or(dir);
-                validate_identifier(schema)
+                check_single_schema(driver, schema, &schemas)
                     .map_err(|e| invalid(property, format!("schema of directory {dir:?}: {e}")))?;
+                schemas.push((dir, schema));
             }
         }
     }
     Ok(())
+}
+
+/// The schema a single-schema directory names (its last element): an
+/// identifier, neither the service's own schema (its books) nor one the
+/// engine keeps for itself (`public` and SQL Server's `dbo` excepted: a
+/// database's default schema may hold single migrations), and not another
+/// directory's schema written in another case (one schema to the engine,
+/// two in the records: `ref` and `Ref` on PostgreSQL).
+fn check_single_schema(driver: Driver, schema: &str, before: &[(&str, &str)]) -> Result<(), String> {
+    validate_identifier(schema).map_err(|e| e.to_string())?;
+    if schema.eq_ignore_ascii_case(ident::SERVICE_SCHEMA) {
+        return Err(format!("{schema:?} is the service's own schema, which holds its records"));
+    }
+    let lower = schema.to_ascii_lowercase();
+    if driver.reserves_schema(schema) && !matches!(lower.as_str(), "public" | "dbo") {
+        return Err(format!("{schema:?} is a schema {} keeps for itself", driver.name()));
+    }
+    match before.iter().find(|(_, other)| other.eq_ignore_ascii_case(schema) && *other != schema) {
+        Some((dir, other)) => Err(format!(
+            "{schema:?} and {other:?} (directory {dir:?}) differ only in case, which {} may read as one schema \
+             while the records keep two; name them alike",
+            driver.name()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether `path` names something below `baseLocation`: relative, `/`

@@ -405,13 +405,21 @@ pub struct Input<'a> {
 }
 
 fn is_golang_name(name: &str) -> bool {
-    name.ends_with(".up.sql") || name.ends_with(".down.sql")
+    without_suffix(name, ".up.sql").is_some() || without_suffix(name, ".down.sql").is_some()
+}
+
+/// `name` without `suffix`, which it ends with in any case (`.SQL`,
+/// `.Down.Sql`: the tools read them as their lower-case names, and a file
+/// the reader took for another kind could run a down part forward).
+fn without_suffix<'a>(name: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = name.len().checked_sub(suffix.len())?;
+    (name.is_char_boundary(cut) && name[cut..].eq_ignore_ascii_case(suffix)).then(|| &name[..cut])
 }
 
 /// A `.sql` file (the suffix in any case): the only files read as
 /// migrations.
 fn is_sql_name(name: &str) -> bool {
-    name.len() >= 4 && name.is_char_boundary(name.len() - 4) && name[name.len() - 4..].eq_ignore_ascii_case(".sql")
+    without_suffix(name, ".sql").is_some()
 }
 
 /// Whether a directory read in `format` ignores the file `name`: it is
@@ -471,7 +479,7 @@ const FLYWAY_CALLBACKS: [&str; 39] = [
 
 /// The Flyway callback event a file name names, if it names one.
 fn flyway_callback(name: &str) -> Option<&'static str> {
-    let stem = name.strip_suffix(".sql")?;
+    let stem = without_suffix(name, ".sql")?;
     let event = stem.split_once("__").map_or(stem, |(event, _)| event);
     FLYWAY_CALLBACKS.into_iter().find(|known| known.eq_ignore_ascii_case(event))
 }
@@ -479,7 +487,7 @@ fn flyway_callback(name: &str) -> Option<&'static str> {
 /// The format that pairs a file named as a down or undo part with its up
 /// part: golang-migrate for `*.down.sql`, Flyway for `U<version>__*.sql`.
 fn pairing_format(name: &str) -> Option<Format> {
-    if name.ends_with(".down.sql") {
+    if without_suffix(name, ".down.sql").is_some() {
         Some(Format::GolangMigrate)
     } else if matches!(flyway_name(name), Some(('U', _))) {
         Some(Format::Flyway)
@@ -738,7 +746,7 @@ fn read_goose(directory: &str, file: &Input<'_>) -> Result<Read, FormatError> {
     let text = text_of(directory, file)?;
     let path = format!("{directory}/{}", file.name);
     let section_error = |line: usize, message: String| FormatError::Section { file: path.clone(), line, message };
-    let Some(order) = leading_version(file.name).filter(|_| file.name.ends_with(".sql")) else {
+    let Some(order) = leading_version(file.name).filter(|_| is_sql_name(file.name)) else {
         return Err(FormatError::BadName {
             file: path,
             format: "goose",
@@ -869,18 +877,18 @@ fn golang_pairs<'a>(directory: &str, files: &[&'a Input<'a>]) -> Result<BTreeMap
 /// a down file; `None` when the name is not `<number>_<name>.up.sql`,
 /// `<number>_<name>.down.sql` or `<number>_<name>.sql`.
 fn golang_version(name: &str) -> Option<(Vec<String>, bool)> {
-    let (stem, is_down) = if let Some(stem) = name.strip_suffix(".down.sql") {
+    let (stem, is_down) = if let Some(stem) = without_suffix(name, ".down.sql") {
         (stem, true)
-    } else if let Some(stem) = name.strip_suffix(".up.sql") {
+    } else if let Some(stem) = without_suffix(name, ".up.sql") {
         (stem, false)
-    } else if let Some(stem) = name.strip_suffix(".sql") {
+    } else if let Some(stem) = without_suffix(name, ".sql") {
         (stem, false)
     } else {
         (name, false)
     };
     let digits = stem.find(|c: char| !c.is_ascii_digit()).unwrap_or(stem.len());
     let number = version(&stem[..digits]).filter(|_| stem[digits..].starts_with('_') || digits == stem.len())?;
-    name.ends_with(".sql").then_some((number, is_down))
+    is_sql_name(name).then_some((number, is_down))
 }
 
 /// The migration of one golang-migrate version: its up file forward, its
@@ -922,7 +930,7 @@ fn read_golang_pair(directory: &str, number: Vec<String>, pair: Pair<'_>) -> Res
 /// A Flyway file name: its prefix (`V`, `U`, `R`) and version (none for
 /// `R`).
 fn flyway_name(name: &str) -> Option<(char, Option<Vec<String>>)> {
-    let stem = name.strip_suffix(".sql")?;
+    let stem = without_suffix(name, ".sql")?;
     let prefix = stem.chars().next()?;
     let rest = &stem[prefix.len_utf8()..];
     let (version_text, description) = rest.split_once("__")?;
@@ -1221,7 +1229,7 @@ pub fn with_statements(
                 Format::Strata | Format::Flyway | Format::Atlas => body.clone(),
                 Format::Dbmate => format!("-- migrate:up\n{body}\n-- migrate:down\n\n"),
                 Format::Goose => format!("-- +goose Up\n{body}\n-- +goose Down\n\n"),
-                Format::GolangMigrate if file.name.ends_with(".up.sql") => body.clone(),
+                Format::GolangMigrate if without_suffix(&file.name, ".up.sql").is_some() => body.clone(),
                 Format::GolangMigrate => file.contents,
             };
             NewFile { name: file.name, contents }

@@ -149,6 +149,22 @@ pub enum StatementError {
         /// Its leading word, upper-cased (`CREATE`, `INSERT`).
         statement: String,
     },
+    /// Text the tokenizer cannot read even in part, holding a word that
+    /// controls transactions: it cannot be shown to be inside a string or
+    /// a comment.
+    #[error(
+        "{file}:{at}: the file cannot be read to its end (an unterminated string, comment or quoted name?), so its \
+         statements cannot be checked, and it holds {word}, which would end the transaction the service runs it in; \
+         correct the text, or mark the file `-- {NO_TRANSACTION_DIRECTIVE}`"
+    )]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// Where the word is.
+        at: Position,
+        /// The word, upper-cased.
+        word: String,
+    },
     /// A `strata:` directive the service does not know, or with a value it
     /// cannot read.
     #[error("{file}:{at}: {directive}: {reason}")]
@@ -172,6 +188,7 @@ impl StatementError {
             | StatementError::NeedsNoTransaction { file, .. }
             | StatementError::CopyWithClient { file, .. }
             | StatementError::NoSchema { file, .. }
+            | StatementError::Unreadable { file, .. }
             | StatementError::BadDirective { file, .. } => file,
         }
     }
@@ -183,6 +200,7 @@ impl StatementError {
             | StatementError::NeedsNoTransaction { at, .. }
             | StatementError::CopyWithClient { at, .. }
             | StatementError::NoSchema { at, .. }
+            | StatementError::Unreadable { at, .. }
             | StatementError::BadDirective { at, .. } => *at,
         }
     }
@@ -248,8 +266,8 @@ pub struct FileMode {
 /// Reads `contents` of `file` for `driver`: the directives, and every
 /// refusal when the file cannot run as written (see the module
 /// documentation). Text the tokenizer cannot read (an unterminated string,
-/// say) is not judged: `Ok` with the directives of its leading `--` lines,
-/// and the engine has the last word.
+/// say) is judged as far as it can be read ([`unreadable`]); the engine has
+/// the last word on the rest.
 pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, Refusals> {
     inspect_part(driver, file, contents, false)
 }
@@ -264,21 +282,25 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         mode.no_transaction |= no_transaction;
         mode
     };
-    let Ok(tokens) = tokenize(driver, contents) else {
-        let unread = |mut mode: FileMode| {
-            mode.changes_session = driver != Driver::Postgres;
-            with_marker(mode)
-        };
-        return directives(file, &leading_lines(contents)).map(unread).map_err(|e| Refusals(vec![e]));
+    let (tokens, whole) = match unreadable::tokenize_whole(driver, contents) {
+        Ok(tokens) => (tokens, true),
+        Err(error) => match unreadable::tokens_before(driver, contents, &error) {
+            Some(tokens) => (tokens, false),
+            None => return unread(driver, file, contents, no_transaction),
+        },
     };
     let mut refusals = Vec::new();
-    let mut mode = with_marker(directives(file, &leading_comments(&tokens)).unwrap_or_else(|error| {
+    let read = match whole {
+        true => directives(file, &leading_comments(&tokens)),
+        false => directives(file, &leading_lines(contents)),
+    };
+    let mut mode = with_marker(read.unwrap_or_else(|error| {
         refusals.push(error);
         FileMode::default()
     }));
     let statements = match driver {
         Driver::SqlServer => batches(&tokens),
-        _ => statements(&tokens, driver == Driver::Mysql),
+        _ => statements(&tokens, driver),
     };
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
     mode.changes_session = match driver {
@@ -296,6 +318,8 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         }
         Driver::Postgres => false,
     };
+    // What was not read may change anything but PostgreSQL's session.
+    mode.changes_session |= !whole && driver != Driver::Postgres;
     for statement in statements {
         if let Some(which) = statement.copy_with_client.filter(|_| driver == Driver::Postgres) {
             let (file, at) = (file.to_string(), statement.at);
@@ -319,6 +343,20 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         }
     }
     if refusals.is_empty() { Ok(mode) } else { Err(Refusals(refusals)) }
+}
+
+/// [`inspect_part`] of text of which not even a part can be read
+/// ([`unreadable`]): the directives of its leading `--` lines, refused when
+/// a word that controls transactions is anywhere in it (outside a
+/// transaction, or on MySQL, nothing is judged).
+fn unread(driver: Driver, file: &str, contents: &str, no_transaction: bool) -> Result<FileMode, Refusals> {
+    let mut mode = directives(file, &leading_lines(contents)).map_err(|e| Refusals(vec![e]))?;
+    mode.no_transaction |= no_transaction;
+    mode.changes_session = driver != Driver::Postgres;
+    match unreadable::control_word(driver, contents).filter(|_| !mode.no_transaction) {
+        Some((at, word)) => Err(Refusals(vec![StatementError::Unreadable { file: file.to_string(), at, word }])),
+        None => Ok(mode),
+    }
 }
 
 /// A MySQL or MariaDB statement that changes its session: `SET` (a
@@ -606,18 +644,35 @@ fn is(word: Option<&Word>, text: &str) -> bool {
 const WORDS_KEPT: usize = 12;
 
 /// Statements cut at top-level `;`. The words of each are its leading
-/// words; inside a routine (`CREATE … FUNCTION/PROCEDURE/TRIGGER/EVENT`)
-/// `BEGIN`/`CASE` … `END` nest. With `executable_comments` (MySQL), a
-/// `/*!…*/` comment belongs to its statement.
-pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) -> Vec<Statement> {
-    let mut out = Vec::new();
-    let mut current: Option<Statement> = None;
-    let mut depth = 0usize;
-    let mut all_words: Vec<Word> = Vec::new();
+/// words; inside a routine (`CREATE … FUNCTION/PROCEDURE/TRIGGER/EVENT`,
+/// [`creates_routine`]) `BEGIN`/`CASE` … `END` nest — on PostgreSQL only
+/// `BEGIN ATOMIC` opens a body, the one it has outside a string. A
+/// routine still open at the end of the text was misread (a name taken
+/// for `BEGIN`): from its start, every `;` cuts, so nothing after it goes
+/// unjudged. On MySQL a `/*!…*/` comment belongs to its statement.
+pub(crate) fn statements(tokens: &[TokenWithSpan], driver: Driver) -> Vec<Statement> {
+    let executable_comments = driver == Driver::Mysql;
     let significant: Vec<&TokenWithSpan> = tokens
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)) || (executable_comments && executable_comment(&t.token)))
         .collect();
+    let (mut out, open) = cut(&significant, driver, true);
+    if let Some(start) = open {
+        out.pop();
+        out.extend(cut(&significant[start..], driver, false).0);
+    }
+    out
+}
+
+/// [`statements`] of `significant` tokens, routines' bodies kept whole
+/// when `nest`; with the index of the token starting a routine left open
+/// at the end.
+fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<Statement>, Option<usize>) {
+    let mut out = Vec::new();
+    let mut current: Option<Statement> = None;
+    let mut depth = 0usize;
+    let mut start = 0;
+    let mut all_words: Vec<Word> = Vec::new();
     let mut i = 0;
     while i < significant.len() {
         let token = significant[i];
@@ -627,11 +682,14 @@ pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) ->
             i += 1;
             continue;
         }
-        let statement = current.get_or_insert_with(|| Statement {
-            at: Position { line: token.span.start.line, column: token.span.start.column },
-            end: Position { line: token.span.end.line, column: token.span.end.column },
-            words: Vec::new(),
-            copy_with_client: None,
+        let statement = current.get_or_insert_with(|| {
+            start = i;
+            Statement {
+                at: Position { line: token.span.start.line, column: token.span.start.column },
+                end: Position { line: token.span.end.line, column: token.span.end.column },
+                words: Vec::new(),
+                copy_with_client: None,
+            }
         });
         statement.end = Position { line: token.span.end.line, column: token.span.end.column };
         if let Some(w) = word(&token.token) {
@@ -651,21 +709,20 @@ pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) ->
                 && is(all_words.first(), "BEGIN")
                 && is(all_words.get(1), "NOT")
                 && is(all_words.get(2), "ATOMIC");
-            if block && all_words.len() == 3 {
+            if nest && block && all_words.len() == 3 {
                 depth += 1;
                 i += 1;
                 continue;
             }
-            let routine = block
-                || is(all_words.first(), "CREATE")
-                    && all_words
-                        .iter()
-                        .any(|w| matches!(w.as_deref(), Some("FUNCTION" | "PROCEDURE" | "TRIGGER" | "EVENT")));
-            if routine {
+            // A word right after `.` is a name (`new.begin`), never a keyword.
+            let named = i > 0 && significant[i - 1].token == Token::Period;
+            if nest && !named && (block || creates_routine(&all_words)) {
                 let next = significant.get(i + 1).and_then(|t| word(&t.token));
+                let next = next.as_ref().and_then(|n| n.as_deref());
                 match w.as_deref() {
-                    Some("BEGIN" | "CASE") => depth += 1,
-                    Some("END") => match next.as_ref().and_then(|n| n.as_deref()) {
+                    Some("BEGIN") if driver != Driver::Postgres || next == Some("ATOMIC") => depth += 1,
+                    Some("CASE") => depth += 1,
+                    Some("END") => match next {
                         Some("IF" | "LOOP" | "WHILE" | "REPEAT" | "FOR") => i += 1,
                         Some("CASE") => {
                             depth = depth.saturating_sub(1);
@@ -679,8 +736,33 @@ pub(crate) fn statements(tokens: &[TokenWithSpan], executable_comments: bool) ->
         }
         i += 1;
     }
+    let open = (depth > 0 && current.is_some()).then_some(start);
     out.extend(current);
-    out
+    (out, open)
+}
+
+/// Whether a statement's words create a routine with a body: `CREATE`,
+/// then only what may come before the routine's word — `OR REPLACE`, `OR
+/// ALTER`, `DEFINER = user`, `AGGREGATE`, `CONSTRAINT`, `TEMP` — then
+/// `FUNCTION`, `PROCEDURE`, `TRIGGER` or `EVENT`. The word later (a table
+/// named `trigger`, a column `event`) makes no routine.
+fn creates_routine(words: &[Word]) -> bool {
+    if !is(words.first(), "CREATE") {
+        return false;
+    }
+    let mut definer = 0;
+    for word in &words[1..] {
+        match word.as_deref() {
+            Some("FUNCTION" | "PROCEDURE" | "TRIGGER" | "EVENT") => return true,
+            Some("DEFINER") => definer = 2,
+            Some("OR" | "REPLACE" | "ALTER" | "AGGREGATE" | "CONSTRAINT" | "TEMP" | "TEMPORARY") => {}
+            // The definer's user and host, named or quoted.
+            _ if definer > 0 => definer -= 1,
+            None => {}
+            Some(_) => return false,
+        }
+    }
+    false
 }
 
 /// SQL Server: one statement per `GO` batch, holding every word of it
@@ -892,14 +974,9 @@ pub fn split(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> 
 
 /// [`split`] by the tokenizer (no `DELIMITER` command).
 fn split_tokens(driver: Driver, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
-    let tokens = tokenize(driver, text).ok()?;
+    let tokens = unreadable::tokenize_whole(driver, text).ok()?;
     let offsets = Offsets::new(text);
-    Some(
-        statements(&tokens, driver == Driver::Mysql)
-            .into_iter()
-            .map(|s| offsets.byte(s.at)..offsets.byte(s.end))
-            .collect(),
-    )
+    Some(statements(&tokens, driver).into_iter().map(|s| offsets.byte(s.at)..offsets.byte(s.end)).collect())
 }
 
 /// `select` — one statement, as `tenantSelectSQL` is — as a subquery: the
@@ -978,3 +1055,4 @@ mod delimiter;
 pub(crate) use delimiter::to_semicolons;
 #[cfg(test)]
 mod tests;
+mod unreadable;

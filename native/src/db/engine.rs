@@ -274,8 +274,8 @@ pub(crate) trait Engine: Send + Sync {
     const KEEPS: Keeps = Keeps::ALL;
 
     /// An engine over `config`'s `dataSource`, which is a `devDataSource`:
-    /// where desired-state files are applied to be read (PostgreSQL, MySQL
-    /// and MariaDB; core's configuration refuses one elsewhere).
+    /// where desired-state files are applied to be read (PostgreSQL, MySQL,
+    /// MariaDB and SQL Server; core's configuration refuses one on SQLite).
     async fn open_dev(_config: &Config) -> Result<Self, DbError>
     where
         Self: Sized,

@@ -719,6 +719,10 @@ impl Engine for SqlServerEngine {
         self
     }
 
+    async fn open_dev(config: &Config) -> Result<Self, DbError> {
+        Self::open(config)
+    }
+
     async fn connect(&self) -> Result<Self::Conn, DbError> {
         let mut client = self.session().await?;
         run(&mut client, sql::SESSION_SETTINGS).await?;

@@ -129,7 +129,7 @@ pub fn read_part(
                 .into(),
         ));
     };
-    let statements = statements::statements(&tokens, driver == Driver::Mysql);
+    let statements = statements::statements(&tokens, driver);
     match statements.as_slice() {
         [] => return Err(bad(found.at, "a backfill file holds one statement; this one holds none".into())),
         [_] => {}

@@ -59,7 +59,7 @@ impl Directories {
         let tenant_migrations = sub.list("tenantMigrations", raw.tenant_migrations.take())?;
         let single_scripts = sub.list("singleScripts", raw.single_scripts.take())?;
         let tenant_scripts = sub.list("tenantScripts", raw.tenant_scripts.take())?;
-        validate_directories(&single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
+        validate_directories(driver, &single_migrations, &tenant_migrations, &single_scripts, &tenant_scripts)?;
         let citus_reference_tables = sub.list("citusReferenceTables", raw.citus_reference_tables.take())?;
         check_citus_reference_tables(&citus_reference_tables, driver, &single_migrations)?;
         let mut directories = Directories {

@@ -359,6 +359,14 @@ fn a_dev_data_source_is_checked_for_the_driver_and_its_password_never_shown() {
     assert!(err.starts_with("property devDataSource: "), "{err}");
     let sqlite = with("devDataSource: /tmp/dev.db").unwrap_err().to_string();
     assert_eq!(sqlite, "property devDataSource: desired state reads its files on the fleet's own sqlite database");
+    let sqlserver = include_str!("../../../../examples/sqlserver/svc.yaml").replace(
+        "singleMigrations:",
+        "devDataSource: \"sqlserver://dev:${DEV_PASSWORD}@127.0.0.1:1433?database=dev\"\nsingleMigrations:",
+    );
+    let sqlserver =
+        Config::parse(&sqlserver, &env(&[("MSSQL_PASSWORD", "p"), ("DEV_PASSWORD", "d3v-secret")])).unwrap();
+    assert_eq!(sqlserver.dev_data_source.as_deref(), Some("sqlserver://dev:d3v-secret@127.0.0.1:1433?database=dev"));
+    assert!(!sqlserver.render_redacted().contains("d3v-secret"));
     let unset = Config::parse(&yaml, &env(&password[..1])).unwrap_err();
     assert_eq!(unset, ConfigError::MissingEnvVar { property: "devDataSource", name: "DEV_PASSWORD".into() });
 }
@@ -781,4 +789,37 @@ fn a_desired_schema_is_planned_for_a_single_directorys_schema_or_the_tenants_and
              (configured: schemas/public, tenants)"
             .to_string())
     );
+}
+
+#[test]
+fn a_single_schema_directory_may_not_name_the_books_an_engines_schema_or_another_in_another_case() {
+    let with = |driver: &str, singles: &str| {
+        let yaml = format!("baseLocation: m\ndriver: {driver}\ndataSource: x.db\nsingleMigrations: [{singles}]\n");
+        let yaml = match driver {
+            "sqlite" => yaml,
+            "postgres" => yaml.replace("x.db", "postgres://u@h/d"),
+            _ => yaml.replace("x.db", "mysql://u@h/d"),
+        };
+        Config::parse(&yaml, &env(&[])).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let svc = with("postgres", "ref, svc").unwrap_err();
+    assert_eq!(
+        svc,
+        "property singleMigrations: schema of directory \"svc\": \"svc\" is the service's own schema, which holds its \
+         records"
+    );
+    assert!(with("sqlite", "SVC").unwrap_err().contains("the service's own schema"));
+    assert!(with("postgres", "pg_catalog").unwrap_err().contains("a schema postgres keeps for itself"));
+    assert!(with("mysql", "mysql").unwrap_err().contains("a schema mysql keeps for itself"));
+    assert!(with("sqlite", "main").unwrap_err().contains("keeps for itself"));
+    let cased = with("postgres", "ref, sub/Ref").unwrap_err();
+    assert!(cased.contains("\"Ref\" and \"ref\" (directory \"ref\") differ only in case"), "{cased}");
+    // A database's default schema may hold single migrations; one schema
+    // in two directories alike is one schema.
+    assert_eq!(with("postgres", "public, ref"), Ok(()));
+    let scripts =
+        "baseLocation: m\ndriver: sqlite\ndataSource: x.db\nsingleMigrations: [ref]\nsingleScripts: [s/ref]\n";
+    assert!(Config::parse(scripts, &env(&[])).is_ok());
+    let scripts_cased = scripts.replace("s/ref", "s/REF");
+    assert!(Config::parse(&scripts_cased, &env(&[])).unwrap_err().to_string().contains("differ only in case"));
 }

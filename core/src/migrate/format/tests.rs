@@ -465,3 +465,24 @@ fn an_atlas_directory_is_told_by_its_sum_or_its_directives() {
     let new = next_files(Format::Atlas, &["20240101000000_a.sql", "atlas.sum"], "Add B", "20261205014500").unwrap();
     assert_eq!(new, vec![NewFile { name: "20261205014500_add_b.sql".into(), contents: String::new() }]);
 }
+
+#[test]
+fn a_down_or_undo_file_named_in_upper_case_is_still_a_down_part() {
+    // golang-migrate reads `1_x.down.SQL` as a down file: so does the reader.
+    let files = [
+        input("1_create_users.up.SQL", "create table users (id int);"),
+        input("2_orders.up.SQL", "create table orders (id int);"),
+        input("2_orders.down.SQL", "drop table if exists orders;"),
+    ];
+    assert_eq!(detect("m", &files).unwrap(), Format::GolangMigrate);
+    let all = read("m", Format::GolangMigrate, &files).unwrap();
+    let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+    assert!(!names.iter().any(|n| n.contains("down")), "{names:?}");
+    let orders = all.iter().find(|r| r.name == "2_orders.up.SQL").unwrap();
+    assert_eq!(orders.down.as_ref().map(|d| d.file.as_str()), Some("m/2_orders.down.SQL"));
+    // In a directory of another format, it is refused as any down file is.
+    let refused = read_one(Format::Strata, "1_a.Down.Sql", "drop table a;").unwrap_err().to_string();
+    assert!(refused.starts_with("m/1_a.Down.Sql: a down migration in m"), "{refused}");
+    let undo = read("m", Format::Strata, &[input("U2__undo.SQL", "drop table a;")]);
+    assert!(undo.is_err(), "{undo:?}");
+}

@@ -231,6 +231,7 @@ fn every_refusal_of_every_file_is_reported() {
             | StatementError::CopyWithClient { at, statement, .. }
             | StatementError::NoSchema { at, statement, .. } => (*at, statement.as_str()),
             StatementError::BadDirective { at, directive, .. } => (*at, directive.as_str()),
+            StatementError::Unreadable { at, word, .. } => (*at, word.as_str()),
         })
         .collect();
     assert_eq!(found, [(at(1, 1), "CREATE INDEX CONCURRENTLY"), (at(2, 1), "COMMIT"), (at(3, 1), "REINDEX SCHEMA")]);
@@ -451,4 +452,89 @@ fn an_sqlite_tenant_file_of_another_tool_must_name_its_schema_where_it_writes() 
     let tsql = "create table users (id int)\nGO\ninsert into users values (1)\n";
     assert_eq!(unplaced(Driver::SqlServer, "t.sql", tsql, "{schema}").len(), 1);
     assert!(unplaced(Driver::SqlServer, "t.sql", "create table {schema}.users (id int)\n", "{schema}").is_empty());
+}
+
+#[test]
+fn a_routines_word_later_in_a_statement_hides_no_transaction_control() {
+    let refused = |driver: Driver, text: &str| match first(inspect(driver, "t/002.sql", text)) {
+        Err(StatementError::TransactionControl { statement, at, .. }) => (statement, at),
+        other => panic!("{text}: {other:?}"),
+    };
+    // A table named after a routine's word, a column named `begin`.
+    let table = "create table {schema}.trigger (begin int);\ncommit;\ncreate table {schema}.after (id int);";
+    assert_eq!(refused(Driver::Postgres, table), ("COMMIT".into(), at(2, 1)));
+    let event = "create table event (begin int);\ncommit;\ncreate table after (id int);";
+    assert_eq!(refused(Driver::Sqlite, event), ("COMMIT".into(), at(2, 1)));
+    // PostgreSQL: only `BEGIN ATOMIC` opens a body; a column `begin` in a
+    // body written `RETURN` does not, even with an `END` to close it.
+    let function = "create function {schema}.f() returns int language sql return (select begin from {schema}.t);\n\
+                    commit;\ncreate table {schema}.x (id int);\nend;";
+    assert_eq!(refused(Driver::Postgres, function), ("COMMIT".into(), at(2, 1)));
+    // SQLite: a trigger whose `begin` is a name after `.`.
+    let trigger = "create trigger tr after insert on t when new.begin > 0 begin update t set a = 1; end;\ncommit;";
+    assert_eq!(refused(Driver::Sqlite, trigger), ("COMMIT".into(), at(2, 1)));
+    // A body left open at the end was misread: every `;` cuts from its start.
+    let open = "create trigger tr after insert on t begin update t set begin = 1;\ncommit;";
+    assert_eq!(refused(Driver::Sqlite, open), ("COMMIT".into(), at(2, 1)));
+    // Routines as they are written still keep their bodies whole.
+    let atomic = "create function f() returns int language sql begin atomic select 1; select 2; end;\nselect 3;";
+    assert_eq!(pg(atomic), Ok(FileMode::default()));
+    let mysql_definer = "CREATE DEFINER=`root`@`%` PROCEDURE p() BEGIN START TRANSACTION; COMMIT; END";
+    assert_eq!(split(Driver::Mysql, mysql_definer).map(|s| s.len()), Some(1));
+    let mariadb = "CREATE OR REPLACE DEFINER = CURRENT_USER TRIGGER tr BEFORE INSERT ON t FOR EACH ROW BEGIN \
+                   SET NEW.a = 1; SET NEW.b = 2; END; select 1;";
+    assert_eq!(split(Driver::Mysql, mariadb).map(|s| s.len()), Some(2));
+}
+
+#[test]
+fn text_the_tokenizer_cannot_read_is_judged_as_far_as_it_reads() {
+    // PostgreSQL takes escape strings the tokenizer cannot decode: read as
+    // blanks where the engine ends them, the rest is judged.
+    for text in [
+        "create table {schema}.emoji (s text default E'\\uD83D\\uDE00');\ncommit;\nselect 1/0;",
+        "create table {schema}.b (s text default e'\\xC3\\xA9\\'s');\ncommit;",
+        "select E'\\400';\ncommit;",
+    ] {
+        match pg(text) {
+            Err(StatementError::TransactionControl { statement, at: p, .. }) => {
+                assert_eq!((statement.as_str(), p), ("COMMIT", at(2, 1)), "{text}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        pg("create table t (s text default E'\\uD83D\\uDE00');\nselect E'\\xC3\\'; commit; ';"),
+        Ok(FileMode::default())
+    );
+    assert_eq!(split(Driver::Postgres, "select E'\\xC3;';\nselect 2;").map(|s| s.len()), Some(2));
+    // Elsewhere the statements before what cannot be read are judged:
+    // SQLite runs them before it reaches it.
+    let sqlite = "create table a (x int);\ncommit;\nselect 'unterminated";
+    assert!(matches!(
+        first(inspect(Driver::Sqlite, "t/002.sql", sqlite)),
+        Err(StatementError::TransactionControl { .. })
+    ));
+    let sqlserver = "create table t1.a (x int)\ncommit transaction\nselect 'unterminated";
+    assert!(matches!(
+        first(inspect(Driver::SqlServer, "t/002.sql", sqlserver)),
+        Err(StatementError::TransactionControl { .. })
+    ));
+    // What the engine would refuse whole stays the engine's.
+    assert_eq!(pg("select 'unterminated; commit;"), Ok(FileMode::default()));
+}
+
+#[test]
+fn text_of_which_nothing_can_be_read_is_refused_when_it_holds_a_control_word() {
+    // An unterminated comment at the end: SQLite runs what comes before it.
+    let text = "create table a (x int);\ncommit;\n/* unterminated";
+    let refused = first(inspect(Driver::Sqlite, "t/002.sql", text)).unwrap_err();
+    assert_eq!(refused, StatementError::Unreadable { file: "t/002.sql".into(), at: at(2, 1), word: "COMMIT".into() });
+    assert!(refused.to_string().starts_with("t/002.sql:2:1: the file cannot be read to its end"), "{refused}");
+    assert_eq!(
+        first(inspect(Driver::Sqlite, "t/002.sql", "create table a (x int);\n/* unterminated"))
+            .map(|m| m.changes_session),
+        Ok(true)
+    );
+    let outside = "-- strata:no-transaction\ncommit;\n/* unterminated";
+    assert_eq!(first(inspect(Driver::Sqlite, "t/002.sql", outside)).map(|m| m.no_transaction), Ok(true));
 }
