@@ -1,7 +1,8 @@
 //! The outbound webhook: after each committed mutation, POST the payload the
 //! core renders. A failing target is logged and retried by core's rule
 //! (no answer, 408, 425, 429 and 5xx; never another 4xx), and never fails
-//! the mutation. Header values are secrets: they are never logged.
+//! the mutation. Header values are secrets: they are never logged, and a
+//! redirect is never followed.
 
 use std::time::Duration;
 
@@ -41,7 +42,12 @@ impl Webhook {
                 _ => tracing::error!(header = %header.name, "webHookHeaders entry cannot be sent; skipped"),
             }
         }
-        let client = match reqwest::Client::builder().timeout(TIMEOUT).build() {
+        // No redirect is followed, and no Referer sent: the URL and headers
+        // are secrets a receiver (or an open redirect on its host) could
+        // otherwise send, with the POST, wherever it likes.
+        let client =
+            reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).referer(false);
+        let client = match client.build() {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!(error = %e, "webhook client cannot be built; no webhook will be sent");
@@ -65,7 +71,16 @@ impl Webhook {
                         match request.send().await {
                             Ok(response) => {
                                 let status = response.status().as_u16();
-                                if !response.status().is_success() {
+                                if response.status().is_redirection() {
+                                    tracing::warn!(
+                                        attempt,
+                                        of = ATTEMPTS,
+                                        status,
+                                        "webhook delivery failed: the target answered a redirect, and redirects are \
+                                         not followed (the URL and headers are secrets); set webHookURL to where it \
+                                         points"
+                                    );
+                                } else if !response.status().is_success() {
                                     tracing::warn!(attempt, of = ATTEMPTS, status, "webhook delivery failed");
                                 }
                                 Attempt::Status(status)

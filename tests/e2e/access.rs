@@ -382,9 +382,10 @@ async fn proxy_headers_count_only_from_trusted_addresses_and_failures_are_thrott
         .unwrap();
     assert_eq!(response.status(), 401);
 
-    // Ten failures in a minute (that one, nine more): the eleventh gets
-    // 429 with Retry-After; the flood is one row in the audit log.
-    for _ in 0..9 {
+    // Ten failed guesses in a minute (that request showed no credential:
+    // no guess): the eleventh gets 429 with Retry-After; the flood is one
+    // row in the audit log.
+    for _ in 0..10 {
         let (status, _) = post(&server, Some("strata_guess"), json!({ "query": "{ tenants { name } }" })).await;
         assert_eq!(status, 401);
     }
@@ -707,6 +708,60 @@ async fn behind_a_trusted_proxy_the_throttle_keys_on_the_client_and_open_routes_
     let rows = server.ws.rows("svc", "select actor from svc_audit where action = 'authenticate'").await;
     assert_eq!(rows, vec![vec![json!("unauthenticated:203.0.113.7")]]);
 
+    // A proxy that adds its own X-Forwarded-For line beside the client's:
+    // the lines are one list, the client's own first line moves nothing.
+    for i in 0..10 {
+        let sent = server
+            .client
+            .post(server.url("/v2/service"))
+            .header("Content-Type", "application/json")
+            .header("X-Forwarded-For", format!("198.51.100.{i}"))
+            .header("X-Forwarded-For", "203.0.113.12")
+            .bearer_auth("strata_guess")
+            .body(json!({ "query": "{ tenants { name } }" }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(sent.status(), 401);
+    }
+    assert_eq!(from("203.0.113.12", &viewer).send().await.unwrap().status(), 429);
+
+    // Requests without a credential (any web page can make a browser send
+    // them) are no guesses: they lock nobody out.
+    for _ in 0..15 {
+        let bare = server
+            .client
+            .post(server.url("/v2/service"))
+            .header("Content-Type", "text/plain")
+            .header("X-Forwarded-For", "203.0.113.13")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bare.status(), 401);
+    }
+    assert_eq!(from("203.0.113.13", &viewer).send().await.unwrap().status(), 200);
+
+    // Two credentials in one request: refused, neither one chosen.
+    let twice = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("X-Forwarded-For", "203.0.113.14")
+        .header("Authorization", format!("Bearer {viewer}"))
+        .header("Authorization", "Bearer strata_other")
+        .body(json!({ "query": "{ tenants { name } }" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), 401);
+    let said: Value = twice.json().await.unwrap();
+    assert_eq!(
+        said["errors"][0]["message"].as_str().map(|m| m.contains("authorization was sent more than once")),
+        Some(true),
+        "{said}"
+    );
+
     // A valid token between guesses resets nothing.
     for i in 0..11 {
         let token = if i == 5 { viewer.clone() } else { "strata_guess".to_string() };
@@ -744,6 +799,7 @@ async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
     let ci = owned("alice-ci", "admin", "alice").await;
     let laptop = owned("alice-laptop", "approver", "alice").await;
     let bob = owned("bob", "approver", "bob").await;
+    let alice_cased = owned("alice-phone", "approver", "Alice").await;
     let listed = json_of(&strata(server.config_path(), &["token", "list", "--json"]).await);
     assert_eq!(listed[0]["owner"], "alice", "{listed}");
     let refused =
@@ -767,11 +823,21 @@ async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
             .contains("token:alice-laptop [owner:alice] started this rollout"),
         "{answer}"
     );
+    // The owner written in another case is the same person to this rule.
+    let (status, answer) = query(&server, &alice_cased, &approve).await;
+    assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
     let (status, answer) = query(&server, &bob, &approve).await;
     assert_eq!(status, 200, "{answer}");
     wait_for(&server, &ci, id, "COMPLETED").await;
     let rows = server.ws.rows("svc", "select actor from svc_audit where action = 'approveRollout' order by id").await;
-    assert_eq!(rows, vec![vec![json!("token:alice-laptop [owner:alice]")], vec![json!("token:bob [owner:bob]")]]);
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("token:alice-laptop [owner:alice]")],
+            vec![json!("token:alice-phone [owner:Alice]")],
+            vec![json!("token:bob [owner:bob]")]
+        ]
+    );
 }
 
 #[tokio::test]

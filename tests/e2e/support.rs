@@ -892,6 +892,26 @@ impl HookListener {
         HookListener { url, received }
     }
 
+    /// A listener that records each request and answers `307` to
+    /// `location`.
+    pub(crate) async fn redirecting(location: &str) -> HookListener {
+        let received: Arc<Mutex<Vec<Hook>>> = Arc::default();
+        let store = Arc::clone(&received);
+        let location = location.to_string();
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: String| {
+            let store = Arc::clone(&store);
+            let location = location.clone();
+            async move {
+                store.lock().unwrap().push(Hook { headers, body });
+                (axum::http::StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, location)])
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook/s3cret-path?token=q-s3cret", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        HookListener { url, received }
+    }
+
     /// Waits until `n` requests arrived (up to 10 s) and returns them.
     pub(crate) async fn wait_for(&self, n: usize) -> Vec<Hook> {
         for _ in 0..100 {

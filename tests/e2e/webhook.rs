@@ -107,3 +107,27 @@ async fn a_webhook_refused_with_404_is_not_retried_and_429_is() {
     server.create_version(json!({ "versionName": "v1" })).await;
     assert_eq!(hook.wait_for(3).await.len(), 3);
 }
+
+/// A redirect is not followed: the webhook's URL and headers are secrets
+/// (a chat service's path, an API key), and a receiver — or an open
+/// redirect on its host — would send them, and the POST, wherever it
+/// likes. Tried once (a 3xx is no answer to retry), logged as not
+/// delivered, the version stands.
+#[tokio::test]
+async fn a_webhook_answered_with_a_redirect_is_not_followed_and_its_secrets_stay() {
+    let elsewhere = HookListener::start(200).await;
+    let redirector = HookListener::redirecting(&elsewhere.url).await;
+    let extra = format!("webHookURL: \"{}\"\nwebHookHeaders:\n  - \"X-Api-Key: k3y-s3cret\"\n", redirector.url);
+    let server = Server::start("basic", &extra).await;
+    let result = server.create_version(json!({ "versionName": "v1" })).await;
+    assert_eq!(result["data"]["createVersion"]["version"]["id"], 1, "{result}");
+    let got = redirector.wait_for(1).await;
+    assert_eq!(got[0].headers["x-api-key"], "k3y-s3cret");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(redirector.received.lock().unwrap().len(), 1, "one try");
+    assert!(elsewhere.received.lock().unwrap().is_empty(), "the redirect was followed");
+    let log = server.log();
+    assert!(log.contains("webhook not delivered after 1 tries (last: HTTP 307)"), "{log}");
+    assert!(log.contains("redirects are not followed"), "{log}");
+    assert!(!log.contains("s3cret"), "{log}");
+}

@@ -561,12 +561,33 @@ struct RawConfig {
 impl RawConfig {
     /// Reads `yaml` into the raw shape (nothing substituted or checked
     /// yet); a misspelt property is reported with the closest one there is.
+    /// The YAML parser's message never reaches the user whole: the lines
+    /// around the error it quotes after ` -->`, and a string value it
+    /// quotes (`invalid type: string "…"`), could show a `dataSource`'s
+    /// password or a header's secret — only where, and what is wrong.
     fn from_yaml(yaml: &str) -> Result<RawConfig, ConfigError> {
         serde_saphyr::from_str(yaml).map_err(|e| {
             let message = one_line(&e.to_string());
+            let message = message.split_once(" -->").map_or(message.as_str(), |(before, _)| before).trim_end();
+            let message = without_quoted_strings(message);
             suggest::unknown_property(&message).unwrap_or(ConfigError::Yaml(message))
         })
     }
+}
+
+/// `message` with every value the parser quoted as `string "…"` (serde's
+/// way of naming an unexpected string) left as `a string`.
+fn without_quoted_strings(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out.push_str(&rest[..at]);
+        out.push_str("a string");
+        let value = &rest[at + "string \"".len()..];
+        rest = value.find('"').map_or("", |end| &value[end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One entry of `shards:`.
@@ -615,7 +636,8 @@ impl<E: Environment + ?Sized> Substituter<'_, E> {
             && !(url.starts_with("http://") || url.starts_with("https://"))
             && !(self.offline && url.starts_with("${"))
         {
-            return Err(invalid("webHookURL", format!("{url:?} is not an http:// or https:// URL")));
+            let shown = redact_url(url);
+            return Err(invalid("webHookURL", format!("{shown:?} is not an http:// or https:// URL")));
         }
         let template = template.map(|t| self.template("webHookTemplate", t)).transpose()?;
         if let Some(template) = &template {

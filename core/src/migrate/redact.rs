@@ -3,7 +3,8 @@
 //! Covers the forms the drivers accept: URLs with user info
 //! (`postgres://user:secret@host/db`), Go-style MySQL DSNs
 //! (`user:secret@tcp(host:3306)/db`), key/value strings (`password=secret`
-//! in libpq, `Password=secret;` in ADO/SQL Server, `pwd=`), and `password`
+//! and `sslpassword=secret` in libpq, `Password=secret;` in ADO/SQL
+//! Server, `pwd=`), and `password`
 //! query parameters. The scan is linear and never fails: unknown shapes are
 //! returned unchanged apart from the rules above.
 
@@ -90,9 +91,10 @@ fn redact_key_values(text: &str) -> String {
     out
 }
 
-/// Length of a `password` or `pwd` key at the start of `bytes`, else 0.
+/// Length of a `password`, `pwd` or `sslpassword` (libpq's client key's
+/// pass phrase) key at the start of `bytes`, else 0.
 fn secret_key_len(bytes: &[u8]) -> usize {
-    ["password", "pwd"]
+    ["sslpassword", "password", "pwd"]
         .iter()
         .find(|key| bytes.len() >= key.len() && bytes[..key.len()].eq_ignore_ascii_case(key.as_bytes()))
         .map_or(0, |key| key.len())

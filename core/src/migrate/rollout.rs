@@ -314,12 +314,15 @@ impl<'a> From<&'a str> for By<'a> {
 impl By<'_> {
     /// Whether `self` is the one that `actor` and `principal` were recorded
     /// for: by principal when both sides have one, else by actor (rows
-    /// stored before principals). Nobody known is nobody's same.
+    /// stored before principals), letter case aside (`owner:Bob` is
+    /// `owner:bob`: a name written twice is one person to this rule).
+    /// Nobody known is nobody's same.
     fn is(&self, actor: &str, principal: &str) -> bool {
+        let same = |a: &str, b: &str| a.to_lowercase() == b.to_lowercase();
         if !self.principal.is_empty() && !principal.is_empty() {
-            self.principal == principal
+            same(self.principal, principal)
         } else {
-            !self.actor.is_empty() && self.actor == actor
+            !self.actor.is_empty() && same(self.actor, actor)
         }
     }
 }

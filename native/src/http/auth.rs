@@ -101,6 +101,14 @@ impl Authenticator {
         headers: &HeaderMap,
         peer: SocketAddr,
     ) -> Result<Option<Identity>, String> {
+        // A credential sent twice is refused: which one counts would be the
+        // sender's choice, or a proxy's that added its own beside it.
+        let names = [header::AUTHORIZATION.as_str(), proxy_user_header(&self.auth)];
+        if let Some(name) =
+            names.iter().find(|name| !name.is_empty() && headers.get_all(**name).iter().nth(1).is_some())
+        {
+            return Err(format!("{name} was sent more than once"));
+        }
         if let Some(proxy) = &self.auth.proxy
             && proxy.trusts(peer.ip())
             && let Some(user) = headers.get(&proxy.user_header)
@@ -174,8 +182,13 @@ impl Authenticator {
     fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
         match &self.auth.proxy {
             Some(proxy) => {
-                let forwarded = headers.get("x-forwarded-for").and_then(|value| value.to_str().ok());
-                proxy.client_address(peer.ip(), forwarded)
+                // Every X-Forwarded-For line, in order, as one list: a proxy
+                // may add its own line rather than extend the client's, and
+                // the first alone would be the client's word.
+                let lines: Vec<&str> =
+                    headers.get_all("x-forwarded-for").iter().filter_map(|value| value.to_str().ok()).collect();
+                let forwarded = lines.join(",");
+                proxy.client_address(peer.ip(), (!lines.is_empty()).then_some(forwarded.as_str()))
             }
             None => peer.ip(),
         }
@@ -259,8 +272,10 @@ pub(crate) async fn authenticate(
     let identity = match authenticator.identify(&state.service, request.headers(), peer).await {
         Ok(Some(identity)) => identity,
         Ok(None) => {
+            // Not a failed guess: any web page can make a browser send
+            // requests without a credential, which must not lock out the
+            // address's real users.
             let why = "no credential: send Authorization: Bearer <token> (strata token create)";
-            authenticator.failed(&state.service, client, &path, &request_id, "no credential").await;
             return challenge(refuse(AppError::Unauthenticated(why.to_string())));
         }
         Err(why) => {
@@ -278,6 +293,11 @@ pub(crate) async fn authenticate(
     }
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// The header a trusted proxy names its user in (empty without a proxy).
+fn proxy_user_header(auth: &Auth) -> &str {
+    auth.proxy.as_ref().map_or("", |proxy| proxy.user_header.as_str())
 }
 
 /// A 401 answer with the challenge a client expects.

@@ -492,7 +492,10 @@ fn url(property: &'static str, text: &str) -> Result<String, ConfigError> {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !text.chars().any(char::is_whitespace) => {
             Ok(text.to_string())
         }
-        _ => Err(invalid(property, format!("{text:?} is not an http:// or https:// URL"))),
+        _ => {
+            let shown = crate::migrate::redact::redact_url(text);
+            Err(invalid(property, format!("{shown:?} is not an http:// or https:// URL")))
+        }
     }
 }
 

@@ -823,3 +823,43 @@ fn a_single_schema_directory_may_not_name_the_books_an_engines_schema_or_another
     let scripts_cased = scripts.replace("s/ref", "s/REF");
     assert!(Config::parse(&scripts_cased, &env(&[])).unwrap_err().to_string().contains("differ only in case"));
 }
+
+#[test]
+fn a_configuration_error_never_quotes_a_secret() {
+    let broken = "baseLocation: m\ndriver: postgres\ndataSource: postgres://app:TopSecretPw1@127.0.0.1:5432/x\n\
+                  singleMigrations: [ref\nwebHookHeaders:\n  - \"Authorization: Bearer HEADERSECRET789\"\n";
+    let typed = "baseLocation: m\ndriver: sqlite\ndataSource: x.db\nsingleMigrations: [ref]\nauth:\n  auditKey: \
+                 [AUDITKEYSECRET]\n";
+    let twice = "baseLocation: m\ndriver: postgres\ndataSource: postgres://a:TopSecretPw1@h/x\ndataSource: \
+                 postgres://a:TopSecretPw1@h/y\nsingleMigrations: [ref]\n";
+    let ftp = "baseLocation: m\ndriver: sqlite\ndataSource: x.db\nsingleMigrations: [ref]\nwebHookURL: \
+               \"ftp://u:S3CR3TA@h/x\"\n";
+    for yaml in [broken, typed, twice, ftp] {
+        let message = Config::parse(yaml, &env(&[])).unwrap_err().to_string();
+        for secret in ["TopSecretPw1", "HEADERSECRET789", "AUDITKEYSECRET", "S3CR3TA"] {
+            assert!(!message.contains(secret), "{message}");
+        }
+    }
+    let located = Config::parse(broken, &env(&[])).unwrap_err().to_string();
+    assert!(located.contains("line 5"), "{located}");
+    let ftp = Config::parse(ftp, &env(&[])).unwrap_err().to_string();
+    assert_eq!(ftp, "property webHookURL: \"ftp://***@h/***\" is not an http:// or https:// URL");
+    assert_eq!(
+        redact_data_source("postgres://u@h/d?sslmode=verify-full&sslpassword=SslPw11&x=1"),
+        "postgres://u@h/d?sslmode=verify-full&sslpassword=***&x=1"
+    );
+}
+
+#[test]
+fn a_string_where_another_type_belongs_is_not_quoted() {
+    let yaml = "baseLocation: m\ndriver: postgres\ndataSource: x\nshards: \"postgres://u:ShardPw9@h/db\"\nsingleMigrations: [ref]\n";
+    let message = Config::parse(yaml, &env(&[])).unwrap_err().to_string();
+    assert!(!message.contains("ShardPw9"), "{message}");
+    let port = "baseLocation: m\ndriver: sqlite\ndataSource: x.db\nsingleMigrations: [ref]\nport: [\"PortSecret\"]\n";
+    let message = Config::parse(port, &env(&[])).unwrap_err().to_string();
+    assert!(!message.contains("PortSecret"), "{message}");
+    assert_eq!(
+        without_quoted_strings("invalid type: string \"pw\", expected u16 at x"),
+        "invalid type: a string, expected u16 at x"
+    );
+}
