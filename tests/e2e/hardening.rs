@@ -34,7 +34,7 @@ async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
     let response: Value = server.post_raw(body).await.json().await.unwrap();
     assert_eq!(
         limit_error(&response),
-        ("the query has 40000 fields, over the complexity limit of 1000 (graphQLLimits.complexity)", "LIMIT_EXCEEDED")
+        ("the query has 120002 tokens, over the limit of 10000 (graphQLLimits.tokens)", "LIMIT_EXCEEDED")
     );
     assert_eq!(response["data"], Value::Null);
     assert!(started.elapsed() < Duration::from_secs(5), "refused in {:?}", started.elapsed());
@@ -42,10 +42,55 @@ async fn twenty_thousand_aliases_are_refused_before_anything_runs() {
     // same-named fields pairwise): refused as fast.
     let repeated = format!("{{ {} }}", "tenants { name } ".repeat(60_000));
     let response: Value = server.post_raw(json!({ "query": repeated }).to_string()).await.json().await.unwrap();
+    assert_eq!(limit_error(&response).0, "the query has 240002 tokens, over the limit of 10000 (graphQLLimits.tokens)");
+}
+
+/// Texts that are cheap to send and were dear to answer: 300,000 unknown
+/// directives on one field (3.6 s of processor time, an error each:
+/// 38.7 MB), the same argument 150,000 times, 80,000 unused variables —
+/// refused unparsed by their tokens; a document just under that limit
+/// answers its first hundred errors and how many more there were; aliases
+/// of introspection's whole schema (33 MB for 6.5 s in a batch) are
+/// refused past `introspectionFields`.
+#[tokio::test]
+async fn documents_built_to_cost_the_parser_and_validator_are_refused_or_bounded() {
+    let server = Server::start("basic", "").await;
+    let directives = format!("{{ identity {} {{ actor }} }}", "@a ".repeat(300_000));
+    let arguments = format!("{{ identity({}) {{ actor }} }}", "a: 1 ".repeat(150_000));
+    let variables: String = (0..80_000).map(|i| format!("$v{i}: Int ")).collect();
+    let variables = format!("query Q({variables}) {{ identity {{ actor }} }}");
+    for query in [directives, arguments, variables] {
+        let body = json!({ "query": query }).to_string();
+        assert!(body.len() < 1024 * 1024, "the attack fits the body limit: {}", body.len());
+        let response: Value = server.post_raw(body).await.json().await.unwrap();
+        let (message, code) = limit_error(&response);
+        assert_eq!(code, "LIMIT_EXCEEDED", "{response}");
+        assert!(message.ends_with("over the limit of 10000 (graphQLLimits.tokens)"), "{message}");
+    }
+
+    // Under the limit: at most a hundred errors, and how many more.
+    let bounded = format!("{{ identity {} {{ actor }} }}", "@a ".repeat(4_000));
+    let answer = server.post_raw(json!({ "query": bounded }).to_string()).await.text().await.unwrap();
+    assert!(answer.len() < 64 * 1024, "{} bytes", answer.len());
+    let response: Value = serde_json::from_str(&answer).unwrap();
+    let errors = response["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 101, "{response}");
+    assert_eq!(errors[100]["message"], "3900 more errors left out: an answer lists at most 100");
+
+    let schema = "{ __schema { types { name fields { name type { name } } } } }";
+    let five: String = (0..5).map(|i| format!("s{i}: __schema {{ types {{ name }} }} ")).collect();
+    let response: Value =
+        server.post_raw(json!({ "query": format!("{{ {five} }}") }).to_string()).await.json().await.unwrap();
     assert_eq!(
-        limit_error(&response).0,
-        "the query has 120000 fields, over the complexity limit of 1000 (graphQLLimits.complexity)"
+        limit_error(&response),
+        (
+            "the request has 5 introspection fields (__schema, __type), over the limit of 4 \
+             (graphQLLimits.introspectionFields): read the schema once",
+            "LIMIT_EXCEEDED"
+        )
     );
+    let response: Value = server.post_raw(json!({ "query": schema }).to_string()).await.json().await.unwrap();
+    assert!(response["data"]["__schema"]["types"].as_array().is_some_and(|types| !types.is_empty()), "{response}");
 }
 
 /// Root fields are bounded per request (`graphQLLimits.rootFields`, 16 by

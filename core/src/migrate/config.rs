@@ -183,6 +183,17 @@ pub struct GraphQlLimits {
     /// `versions` and `quarantine`): a `drift` or a `plan` reads every
     /// tenant, an unpaged list every row.
     pub fleet_fields: usize,
+    /// Most lexical tokens of one operation's text (a name, a punctuator,
+    /// a number, a string each), counted before it is parsed: a text of
+    /// 300,000 repeated directives or arguments costs the parser and the
+    /// validator seconds and answers an error for each (graphql-js's
+    /// `maxTokens`).
+    pub tokens: usize,
+    /// Most introspection root fields (`__schema`, `__type`) of one
+    /// request, over the operations of a batch: the schema's every type and
+    /// field is one answer of tens of kilobytes, and aliases of it multiply
+    /// it without reading storage.
+    pub introspection_fields: usize,
 }
 
 impl Default for GraphQlLimits {
@@ -194,6 +205,8 @@ impl Default for GraphQlLimits {
             contents_bytes: 8 * 1024 * 1024,
             root_fields: 16,
             fleet_fields: 4,
+            tokens: 10_000,
+            introspection_fields: 4,
         }
     }
 }
@@ -207,6 +220,8 @@ struct RawGraphQlLimits {
     contents_bytes: Option<u64>,
     root_fields: Option<u64>,
     fleet_fields: Option<u64>,
+    tokens: Option<u64>,
+    introspection_fields: Option<u64>,
 }
 
 impl RawGraphQlLimits {
@@ -224,6 +239,12 @@ impl RawGraphQlLimits {
             contents_bytes: positive("contentsBytes", self.contents_bytes, defaults.contents_bytes)?,
             root_fields: positive("rootFields", self.root_fields, defaults.root_fields)?,
             fleet_fields: positive("fleetFields", self.fleet_fields, defaults.fleet_fields)?,
+            tokens: positive("tokens", self.tokens, defaults.tokens)?,
+            introspection_fields: positive(
+                "introspectionFields",
+                self.introspection_fields,
+                defaults.introspection_fields,
+            )?,
         })
     }
 }

@@ -49,15 +49,17 @@ pub(crate) fn check_request(
     limits: &GraphQlLimits,
 ) -> Result<SlotsNeeded, ServerError> {
     check_batch(operations.len(), limits)?;
-    let (mut root_fields, mut fleet_fields, mut contents) = (0usize, 0usize, false);
+    let (mut root_fields, mut fleet_fields, mut introspection, mut contents) = (0usize, 0usize, 0usize, false);
     for request in operations {
         contents |= check_fields_written(&request.query, limits)?;
         let operation = Operation { name: request.operation_name.as_deref(), variables: &request.variables, fleet };
         let roots = check_expanded_cost(&request.query, operation, limits)?;
         root_fields = root_fields.saturating_add(roots.count);
         fleet_fields = fleet_fields.saturating_add(roots.fleet);
+        introspection = introspection.saturating_add(roots.introspection);
     }
     check_root_fields(root_fields, limits)?;
+    check_introspection_fields(introspection, limits)?;
     check_fleet_fields(fleet_fields, limits)?;
     Ok(SlotsNeeded { contents, query: fleet_fields > 0 })
 }
@@ -86,7 +88,13 @@ pub(crate) fn check_batch(operations: usize, limits: &GraphQlLimits) -> Result<(
 /// field, so each spread adds at least one once expanded, and a text of
 /// 200,000 spreads of one fragment is refused here, unparsed.
 pub(crate) fn check_fields_written(query: &str, limits: &GraphQlLimits) -> Result<bool, ServerError> {
-    let Written { fields: written, spreads, contents } = fields_written(query);
+    let Written { fields: written, spreads, contents, tokens } = fields_written(query);
+    if tokens > limits.tokens {
+        return Err(limit_error(format!(
+            "the query has {tokens} tokens, over the limit of {} (graphQLLimits.tokens)",
+            limits.tokens
+        )));
+    }
     if written.saturating_add(spreads) > limits.complexity {
         let what = match spreads {
             0 => format!("{written} fields"),
@@ -142,10 +150,11 @@ pub(crate) fn check_expanded_cost(
             )));
         }
         if operation.is_none() || name.map(|name| name.as_str()) == operation {
-            let (fields, fleet) = roots.set(&definition.node.selection_set.node);
-            root_fields.count = root_fields.count.saturating_add(fields);
+            let found = roots.set(&definition.node.selection_set.node);
+            root_fields.count = root_fields.count.saturating_add(found.fields);
+            root_fields.introspection = root_fields.introspection.saturating_add(found.introspection);
             if definition.node.ty == OperationType::Query {
-                root_fields.fleet = root_fields.fleet.saturating_add(fleet);
+                root_fields.fleet = root_fields.fleet.saturating_add(found.fleet);
             }
         }
     }
@@ -183,6 +192,43 @@ pub(crate) struct RootFields {
     /// How many of them, in its queries, may read the whole fleet: not
     /// light, nor a page ([`LIGHT_ROOT_FIELDS`], [`PAGED_ROOT_FIELDS`]).
     pub(crate) fleet: usize,
+    /// Introspection's `__schema` and `__type` among them (not counted
+    /// above), for [`check_introspection_fields`].
+    pub(crate) introspection: usize,
+}
+
+/// What [`RootWalk`] counts in a selection set.
+#[derive(Debug, Clone, Copy, Default)]
+struct Roots {
+    fields: usize,
+    fleet: usize,
+    introspection: usize,
+}
+
+impl Roots {
+    fn add(self, other: Roots) -> Roots {
+        Roots {
+            fields: self.fields.saturating_add(other.fields),
+            fleet: self.fleet.saturating_add(other.fleet),
+            introspection: self.introspection.saturating_add(other.introspection),
+        }
+    }
+}
+
+/// The introspection root fields of a request's operations (each
+/// [`check_expanded_cost`] counted), checked against
+/// `introspectionFields`: a client reads the schema once; 400 aliases of
+/// `__schema { types { fields { … } } }` in a batch answered 33 MB for
+/// 6.5 s of processor time, within every other limit.
+pub(crate) fn check_introspection_fields(fields: usize, limits: &GraphQlLimits) -> Result<(), ServerError> {
+    if fields > limits.introspection_fields {
+        return Err(limit_error(format!(
+            "the request has {fields} introspection fields (__schema, __type), over the limit of {} \
+             (graphQLLimits.introspectionFields): read the schema once",
+            limits.introspection_fields
+        )));
+    }
+    Ok(())
 }
 
 /// The root fields of a request's operations (each [`check_expanded_cost`]
@@ -259,26 +305,29 @@ fn light_page(field: &async_graphql::parser::types::Field, variables: &async_gra
 struct RootWalk<'a> {
     document: &'a async_graphql::parser::types::ExecutableDocument,
     operation: Operation<'a>,
-    known: HashMap<&'a str, (usize, usize)>,
+    known: HashMap<&'a str, Roots>,
     depth: usize,
 }
 
 impl<'a> RootWalk<'a> {
-    /// The root fields of `set` and those of them that may read the fleet.
-    fn set(&mut self, set: &'a async_graphql::parser::types::SelectionSet) -> (usize, usize) {
+    /// The root fields of `set`, those of them that may read the fleet,
+    /// and the introspection ones.
+    fn set(&mut self, set: &'a async_graphql::parser::types::SelectionSet) -> Roots {
         use async_graphql::parser::types::Selection;
-        let (mut fields, mut fleet) = (0usize, 0usize);
+        let mut total = Roots::default();
         for item in &set.items {
-            let (more, more_fleet) = match &item.node {
-                Selection::Field(field) if field.node.name.node.as_str().starts_with("__") => (0, 0),
-                Selection::Field(field) => (1, usize::from(self.reads_fleet(&field.node))),
+            let more = match &item.node {
+                Selection::Field(field) => match field.node.name.node.as_str() {
+                    "__schema" | "__type" => Roots { introspection: 1, ..Roots::default() },
+                    name if name.starts_with("__") => Roots::default(),
+                    _ => Roots { fields: 1, fleet: usize::from(self.reads_fleet(&field.node)), introspection: 0 },
+                },
                 Selection::InlineFragment(fragment) => self.set(&fragment.node.selection_set.node),
                 Selection::FragmentSpread(spread) => self.fragment(spread.node.fragment_name.node.as_str()),
             };
-            fields = fields.saturating_add(more);
-            fleet = fleet.saturating_add(more_fleet);
+            total = total.add(more);
         }
-        (fields, fleet)
+        total
     }
 
     /// Whether a root field may read the whole fleet: not light, nor a
@@ -317,13 +366,13 @@ impl<'a> RootWalk<'a> {
         })
     }
 
-    fn fragment(&mut self, name: &'a str) -> (usize, usize) {
+    fn fragment(&mut self, name: &'a str) -> Roots {
         if let Some(fields) = self.known.get(name) {
             return *fields;
         }
-        let Some(definition) = self.document.fragments.get(name) else { return (0, 0) };
+        let Some(definition) = self.document.fragments.get(name) else { return Roots::default() };
         if self.depth >= SPREAD_NESTING {
-            return (0, 0);
+            return Roots::default();
         }
         self.depth += 1;
         let fields = self.set(&definition.node.selection_set.node);
@@ -395,6 +444,8 @@ struct Written {
     spreads: usize,
     /// Whether one of them is `contents`.
     contents: bool,
+    /// Lexical tokens: names, punctuators, numbers, strings.
+    tokens: usize,
 }
 
 /// Counts the fields of a GraphQL document in one pass over its tokens,
@@ -406,7 +457,7 @@ struct Written {
 /// ones any count will do (the parser refuses them afterwards).
 fn fields_written(text: &str) -> Written {
     let bytes = text.as_bytes();
-    let (mut i, mut fields, mut spreads, mut contents) = (0usize, 0usize, 0usize, false);
+    let (mut i, mut fields, mut spreads, mut contents, mut tokens) = (0usize, 0usize, 0usize, false, 0usize);
     let (mut braces, mut parens) = (0usize, 0usize);
     // The previous significant token: a name, or a punctuator byte.
     let mut previous: Option<&[u8]> = None;
@@ -421,6 +472,15 @@ fn fields_written(text: &str) -> Written {
             b'"' => {
                 i = after_string(bytes, i);
                 previous = Some(b"\"");
+                tokens += 1;
+                continue;
+            }
+            b'-' | b'0'..=b'9' => {
+                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                previous = Some(b"");
+                tokens += 1;
                 continue;
             }
             b'{' if parens == 0 => braces += 1,
@@ -433,6 +493,7 @@ fn fields_written(text: &str) -> Written {
                     i += 1;
                 }
                 let name = &bytes[start..i];
+                tokens += 1;
                 if parens == 0 && braces > 0 {
                     let after_colon = colon_follows(bytes, i);
                     if previous == Some(b"...") && name != b"on" {
@@ -450,12 +511,14 @@ fn fields_written(text: &str) -> Written {
             }
             b'.' if bytes[i..].starts_with(b"...") => {
                 previous = Some(b"...");
+                tokens += 1;
                 i += 3;
                 continue;
             }
             _ => {}
         }
         if !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',') {
+            tokens += 1;
             previous = Some(match b {
                 b'@' => b"@",
                 _ => b"",
@@ -463,7 +526,7 @@ fn fields_written(text: &str) -> Written {
         }
         i += 1;
     }
-    Written { fields, spreads, contents }
+    Written { fields, spreads, contents, tokens }
 }
 
 /// Where a comment starting at `i` (`#`) ends: its line break.
@@ -691,13 +754,51 @@ mod tests {
     use super::*;
 
     fn limits() -> GraphQlLimits {
-        GraphQlLimits { complexity: 5, depth: 3, batch: 2, contents_bytes: 10, root_fields: 3, fleet_fields: 2 }
+        GraphQlLimits {
+            complexity: 5,
+            depth: 3,
+            batch: 2,
+            contents_bytes: 10,
+            root_fields: 3,
+            fleet_fields: 2,
+            tokens: 60,
+            introspection_fields: 1,
+        }
+    }
+
+    #[test]
+    fn a_text_of_too_many_tokens_is_refused_before_it_is_parsed() {
+        // One field, 300,000 directives: the validator answered an error for
+        // each (38.7 MB, 3.6 s of processor time).
+        let directives = format!("{{ identity {} {{ actor }} }}", "@a ".repeat(300_000));
+        let error = check_fields_written(&directives, &limits()).unwrap_err();
+        assert_eq!(error.message, "the query has 600006 tokens, over the limit of 60 (graphQLLimits.tokens)");
+        let numbers = "{ tenants(first: -12.5e3, last: 100000) { name } }";
+        assert_eq!(fields_written(numbers).tokens, 14);
+        let strings = "{ sourceMigration(file: \"a b c d e f\") { file } } # one two three";
+        assert_eq!(fields_written(strings).tokens, 11);
+        assert_eq!(GraphQlLimits::default().tokens, 10_000);
+    }
+
+    #[test]
+    fn introspection_fields_are_counted_and_limited_per_request() {
+        let schema = "{ a: __schema { types { name } } b: __schema { description } }";
+        let error = check_request(&[&async_graphql::Request::new(schema)], Fleet::OneServer, &limits()).unwrap_err();
+        assert_eq!(
+            error.message,
+            "the request has 2 introspection fields (__schema, __type), over the limit of 1 \
+             (graphQLLimits.introspectionFields): read the schema once"
+        );
+        let one = async_graphql::Request::new("{ __schema { types { name } } __typename }");
+        assert!(check_request(&[&one], Fleet::OneServer, &limits()).is_ok());
+        let first = async_graphql::Request::new("{ __type(name: \"Query\") { name } }");
+        assert!(check_request(&[&first, &one], Fleet::OneServer, &limits()).is_err(), "summed over a batch");
     }
 
     #[test]
     fn written_fields_count_aliases_and_fragments_once_each() {
         let query = "query { a: tenants { name } b: tenants { name } ...F } fragment F on Query { tenants { name } }";
-        assert_eq!(fields_written(query), Written { fields: 6, spreads: 1, contents: false });
+        assert_eq!(fields_written(query), Written { fields: 6, spreads: 1, contents: false, tokens: 27 });
         let error = check_fields_written(query, &limits()).unwrap_err();
         assert_eq!(
             error.message,
@@ -705,7 +806,7 @@ mod tests {
         );
         // Spreads of one small fragment, many times: refused unparsed.
         let spreads = format!("{{ {} }} fragment F on Query {{ versions {{ id }} }}", "...F ".repeat(200_000));
-        assert_eq!(fields_written(&spreads), Written { fields: 2, spreads: 200_000, contents: false });
+        assert_eq!(fields_written(&spreads), Written { fields: 2, spreads: 200_000, contents: false, tokens: 400_012 });
         assert!(check_fields_written(&spreads, &limits()).is_err());
         // Inline fragments are no spreads.
         assert_eq!(fields_written("{ ... on Query { tenants { name } } }").spreads, 0);

@@ -106,6 +106,8 @@ async fn graphql_answer(
             }
         }
     };
+    let mut response = response;
+    cap_errors(&mut response);
     log_errors(&response);
     let answer_type = if accepts(headers, GRAPHQL_RESPONSE_JSON) { GRAPHQL_RESPONSE_JSON } else { "application/json" };
     let status = refusal_status(&response);
@@ -155,6 +157,29 @@ fn refusal_status(response: &async_graphql::BatchResponse) -> StatusCode {
             .is_some_and(|code| *code == async_graphql::Value::from("FORBIDDEN"))
     });
     if forbidden { StatusCode::FORBIDDEN } else { StatusCode::OK }
+}
+
+/// Most errors one operation's answer lists: a document the validator
+/// refuses for thousands of reasons (a directive repeated, an argument
+/// repeated) is refused as well by the first hundred.
+const MAX_ERRORS: usize = 100;
+
+/// Each answer's errors past [`MAX_ERRORS`] left out, one more error
+/// saying how many.
+fn cap_errors(response: &mut async_graphql::BatchResponse) {
+    let responses: Vec<&mut async_graphql::Response> = match response {
+        async_graphql::BatchResponse::Single(one) => vec![one],
+        async_graphql::BatchResponse::Batch(many) => many.iter_mut().collect(),
+    };
+    for answer in responses {
+        if answer.errors.len() > MAX_ERRORS {
+            let left_out = answer.errors.len() - MAX_ERRORS;
+            answer.errors.truncate(MAX_ERRORS);
+            answer.errors.push(limits::limit_error(format!(
+                "{left_out} more errors left out: an answer lists at most {MAX_ERRORS}"
+            )));
+        }
+    }
 }
 
 /// Logs each error of the answer once, with the detail its conversion kept
