@@ -134,6 +134,7 @@ async fn run(config_path: &str, config: Config, wait: Option<std::time::Duration
     let limits = crate::http::listen::Limits {
         header_read_timeout: std::time::Duration::from_secs(config.header_read_timeout_seconds),
         max_connections: config.max_connections,
+        max_connections_per_client: config.max_connections_per_client,
     };
     let server = crate::http::listen::serve(listener, app, limits, stop_requested.clone());
     // How long in-flight requests (and the versions they run) may take to

@@ -709,3 +709,62 @@ async fn a_connection_whose_headers_never_end_is_closed_and_connections_are_capp
     let served = fresh().get(server.url("/health")).timeout(Duration::from_secs(20)).send().await.unwrap();
     assert_eq!(served.status(), 200);
 }
+
+/// A body sent a byte at a time holds its connection no longer than
+/// `bodyReadTimeoutSeconds` (408, the connection closed); one address
+/// holds at most `maxConnectionsPerClient` connections (more are closed
+/// as they come) while another address is still served.
+#[tokio::test]
+async fn a_slow_body_is_cut_off_and_one_address_holds_a_bounded_share_of_connections() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Server::start("basic", "bodyReadTimeoutSeconds: 2\nmaxConnectionsPerClient: 3\n").await;
+    let address: std::net::SocketAddr = format!("127.0.0.1:{}", server.ws.port).parse().unwrap();
+    let from = |client: [u8; 4]| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(std::net::SocketAddr::from((client, 0))).unwrap();
+        socket.connect(address).await.unwrap()
+    };
+
+    let mut slow = from([127, 0, 0, 1]).await;
+    let head =
+        "POST /v2/service HTTP/1.1\r\nHost: strata\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let dribble = async {
+        for _ in 0..30 {
+            if slow.write_all(b" ").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(4), dribble).await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the slow body's connection was never closed");
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("the request body did not arrive within 2 s (bodyReadTimeoutSeconds)"), "{answer}");
+
+    // Three open connections from 127.0.0.3: a fourth is closed at once.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut stream = from([127, 0, 0, 3]).await;
+        stream.write_all(b"GET /health HTTP/1.1\r\nHost: strata\r\n\r\n").await.unwrap();
+        let mut first = [0u8; 12];
+        stream.read_exact(&mut first).await.unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+        held.push(stream);
+    }
+    let mut fourth = from([127, 0, 0, 3]).await;
+    let _ = fourth.write_all(b"GET /health HTTP/1.1\r\nHost: strata\r\n\r\n").await;
+    let mut closed = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), fourth.read_to_end(&mut closed)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "served beyond maxConnectionsPerClient: {read:?} {closed:?}");
+    // Another address is served meanwhile.
+    let mut other = from([127, 0, 0, 4]).await;
+    other.write_all(b"GET /health HTTP/1.1\r\nHost: strata\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut served = Vec::new();
+    other.read_to_end(&mut served).await.unwrap();
+    assert!(served.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&served));
+    drop(held);
+}

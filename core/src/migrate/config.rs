@@ -443,6 +443,14 @@ pub struct Config {
     /// Connections the service holds open at once (`maxConnections`); the
     /// others wait in the listen queue.
     pub max_connections: usize,
+    /// Connections one client address holds open at once
+    /// (`maxConnectionsPerClient`): more are closed as they come, so one
+    /// client's slow connections cannot take every slot.
+    pub max_connections_per_client: usize,
+    /// Seconds a client has to send a request's whole body once its
+    /// headers arrived (`bodyReadTimeoutSeconds`): a body sent a byte at a
+    /// time holds its connection no longer.
+    pub body_read_timeout_seconds: u64,
     /// `POST /v2/service` also takes a JSON body sent as
     /// `application/x-www-form-urlencoded` or `text/plain` without a bearer
     /// credential (`allowFormContentType`: migrator's `curl -d` clients);
@@ -563,6 +571,8 @@ struct RawConfig {
     header_read_timeout_seconds: Option<PortValue>,
     shutdown_grace_seconds: Option<PortValue>,
     max_connections: Option<PortValue>,
+    max_connections_per_client: Option<PortValue>,
+    body_read_timeout_seconds: Option<PortValue>,
     allow_form_content_type: Option<bool>,
     lock_lease_seconds: Option<PortValue>,
     lock_timeout_millis: Option<PortValue>,
@@ -975,6 +985,8 @@ impl Config {
             header_read_timeout_seconds: limits.header_read_timeout_seconds,
             shutdown_grace_seconds: limits.shutdown_grace_seconds,
             max_connections: limits.max_connections,
+            max_connections_per_client: limits.max_connections_per_client,
+            body_read_timeout_seconds: limits.body_read_timeout_seconds,
             allow_form_content_type: service.allow_form_content_type,
             lock_lease_seconds: limits.lock_lease_seconds,
             lock_timeout_millis: limits.lock_timeout_millis,
@@ -1029,6 +1041,8 @@ impl Config {
             header_read_timeout_seconds: self.header_read_timeout_seconds,
             shutdown_grace_seconds: self.shutdown_grace_seconds,
             max_connections: self.max_connections,
+            max_connections_per_client: self.max_connections_per_client,
+            body_read_timeout_seconds: self.body_read_timeout_seconds,
             allow_form_content_type: self.allow_form_content_type,
             lock_lease_seconds: self.lock_lease_seconds,
             lock_timeout_millis: self.lock_timeout_millis,
@@ -1177,6 +1191,8 @@ struct RedactedView<'a> {
     header_read_timeout_seconds: u64,
     shutdown_grace_seconds: u64,
     max_connections: usize,
+    max_connections_per_client: usize,
+    body_read_timeout_seconds: u64,
     allow_form_content_type: bool,
     lock_lease_seconds: u64,
     lock_timeout_millis: u64,

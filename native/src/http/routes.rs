@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use axum::Extension;
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -53,9 +52,45 @@ pub(crate) async fn graphql(
     Extension(request_id): Extension<RequestId>,
     Extension(identity): Extension<Identity>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
+    if let Err(refused) = check_content_type(&state, &headers) {
+        return refused.into_graphql_response();
+    }
+    let body = match read_body(&state, body).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
     graphql_answer(&state, request_id, identity, &headers, body).await.unwrap_or_else(AppError::into_graphql_response)
+}
+
+/// The request's body, whole, within `bodyReadTimeoutSeconds` of its
+/// headers and at most [`super::MAX_BODY_BYTES`]: a body sent a byte at a
+/// time would otherwise hold its connection (and its slot) for as long as
+/// its sender likes. Each refusal is an answer in GraphQL's shape.
+async fn read_body(state: &AppState, body: Body) -> Result<Bytes, Response> {
+    let seconds = state.service.config().body_read_timeout_seconds;
+    let read = axum::body::to_bytes(body, super::MAX_BODY_BYTES);
+    match tokio::time::timeout(Duration::from_secs(seconds), read).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(error))
+            if std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>()) =>
+        {
+            Err(graphql_refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the request body is over the limit of {} bytes", super::MAX_BODY_BYTES),
+            ))
+        }
+        Ok(Err(_)) => {
+            Err(graphql_refusal(StatusCode::BAD_REQUEST, "BAD_REQUEST", "the request body could not be read".into()))
+        }
+        Err(_) => Err(graphql_refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            "REQUEST_TIMEOUT",
+            format!("the request body did not arrive within {seconds} s (bodyReadTimeoutSeconds)"),
+        )),
+    }
 }
 
 async fn graphql_answer(
@@ -63,20 +98,8 @@ async fn graphql_answer(
     request_id: RequestId,
     identity: Identity,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Bytes,
 ) -> Result<Response, AppError> {
-    check_content_type(state, headers)?;
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return Ok(graphql_refusal(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("the request body is over the limit of {} bytes", super::MAX_BODY_BYTES),
-            ));
-        }
-        Err(rejection) => return Err(AppError::BadRequest(rejection.body_text())),
-    };
     let batch: async_graphql::BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("request body is not a GraphQL request in JSON: {e}")))?;
     let limits = state.service.config().graphql_limits;

@@ -1,5 +1,6 @@
 //! The bounded numbers: `tenantConcurrency`, `lockLeaseSeconds`,
 //! `headerReadTimeoutSeconds`, `shutdownGraceSeconds`, `maxConnections`,
+//! `maxConnectionsPerClient`, `bodyReadTimeoutSeconds`,
 //! `lockTimeoutMillis`, `lockRetries` and `statementTimeoutSeconds` — each a whole number
 //! within its range (written as a number, or as text that may hold
 //! `${NAME}`), or its default when absent.
@@ -22,6 +23,10 @@ pub(super) struct Limits {
     pub(super) shutdown_grace_seconds: u64,
     /// `maxConnections`.
     pub(super) max_connections: usize,
+    /// `maxConnectionsPerClient`, at most `maxConnections`.
+    pub(super) max_connections_per_client: usize,
+    /// `bodyReadTimeoutSeconds`.
+    pub(super) body_read_timeout_seconds: u64,
     /// `lockTimeoutMillis`.
     pub(super) lock_timeout_millis: u64,
     /// `lockRetries`.
@@ -46,6 +51,11 @@ impl Limits {
         let shutdown_grace_seconds =
             sub.number("shutdownGraceSeconds", raw.shutdown_grace_seconds.take(), 30, 1..=86_400)?;
         let max_connections = sub.number("maxConnections", raw.max_connections.take(), 1024, 1..=100_000)?;
+        let per_client = raw.max_connections_per_client.take();
+        let max_connections_per_client =
+            sub.number("maxConnectionsPerClient", per_client, 256, 1..=100_000)?.min(max_connections);
+        let body_read_timeout_seconds =
+            sub.number("bodyReadTimeoutSeconds", raw.body_read_timeout_seconds.take(), 30, 1..=3600)?;
         let lock_timeout_millis =
             sub.number("lockTimeoutMillis", raw.lock_timeout_millis.take(), DEFAULT_LOCK_TIMEOUT_MILLIS, 0..=600_000)?;
         let max_retries = i64::from(MAX_LOCK_RETRIES);
@@ -58,6 +68,8 @@ impl Limits {
             header_read_timeout_seconds,
             shutdown_grace_seconds,
             max_connections,
+            max_connections_per_client,
+            body_read_timeout_seconds,
             lock_timeout_millis,
             lock_retries,
             statement_timeout_seconds,
