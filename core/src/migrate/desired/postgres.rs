@@ -13,12 +13,14 @@
 //!
 //! # What is destructive
 //!
-//! `DROP TABLE`, `DROP COLUMN`, and a column's type changed other than
-//! widened ([`widens`]): `varchar(n)` to a longer `varchar` or `text`,
-//! `smallint` to `integer` to `bigint`, integers to unbounded `numeric`,
-//! `real` to `double precision`, `numeric(p,s)` to more precision. Indexes,
-//! constraints, views, routines, triggers, sequences and types hold no
-//! rows: dropping them is not.
+//! `DROP TABLE`, `DROP COLUMN`, `DROP SEQUENCE` (its current value: the
+//! next ids would start again), `DROP MATERIALIZED VIEW` (its rows, until a
+//! refresh recomputes them; a desired file cannot declare one), and a
+//! column's type changed other than widened ([`widens`]): `varchar(n)` to a
+//! longer `varchar` or `text`, `smallint` to `integer` to `bigint`, integers
+//! to unbounded `numeric`, `real` to `double precision`, `numeric(p,s)` to
+//! more precision. Indexes, constraints, views, routines, triggers and
+//! types hold no rows: dropping them is not.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -131,10 +133,10 @@ fn drop_relation(out: &mut Builder, name: &str, kind: &str) {
     match kind {
         "r" | "p" => out.push(Phase::DropTables, format!("DROP TABLE {target}"), true),
         "v" => out.push(Phase::DropViews, format!("DROP VIEW {target}"), false),
-        "m" => out.push(Phase::DropViews, format!("DROP MATERIALIZED VIEW {target}"), false),
+        "m" => out.push(Phase::DropViews, format!("DROP MATERIALIZED VIEW {target}"), true),
         "f" => out.push(Phase::DropTables, format!("DROP FOREIGN TABLE {target}"), false),
         // A sequence owned by a column dropped before it is gone already.
-        "S" => out.push(Phase::DropSequences, format!("DROP SEQUENCE IF EXISTS {target}"), false),
+        "S" => out.push(Phase::DropSequences, format!("DROP SEQUENCE IF EXISTS {target}"), true),
         other => out.cannot(format!("{name}: a {} is not dropped by a plan", kind_name(other))),
     }
 }

@@ -232,6 +232,21 @@ fn a_view_whose_query_changed_is_dropped_and_made_again() {
 }
 
 #[test]
+fn a_sequence_or_materialized_view_dropped_loses_what_it_holds() {
+    let live = users("t3", |o| {
+        o.push(object("relation", "invoice_no", "S"));
+        o.push(object("relation", "totals", "m"));
+    });
+    let plan = plan(Driver::Postgres, &desired(), &live);
+    let steps: Vec<(&str, bool)> = plan.steps.iter().map(|s| (s.sql.as_str(), s.destructive)).collect();
+    assert_eq!(
+        steps,
+        [("DROP MATERIALIZED VIEW {schema}.totals", true), ("DROP SEQUENCE IF EXISTS {schema}.invoice_no", true)]
+    );
+    assert!(plan.destructive());
+}
+
+#[test]
 fn a_relation_that_changed_kind_is_not_planned() {
     let live = users("t9", |o| set(o, "relation", "users", "v"));
     let plan = plan(Driver::Postgres, &desired(), &live);
