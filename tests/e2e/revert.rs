@@ -78,6 +78,33 @@ async fn a_revert_undoes_the_newest_migrations_of_each_schema_or_of_a_wave() {
     }
     assert_eq!(sorted(ws.tables("ref").await), ["a", "b"]);
     assert!(ws.migrations_recorded_twice().await.is_empty());
+
+    // An empty down part (as `strata new` writes it) would remove the
+    // record and undo nothing; a file edited since it ran may not undo
+    // what ran: both refused before anything runs.
+    ws.write_migration(
+        "tenants/20240104_notes.sql",
+        "-- migrate:up\ncreate table {schema}.notes (id int);\n-- migrate:down\n\n",
+    );
+    let applied = strata(&config, &["apply", "--version", "notes"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    let empty = strata(&config, &["revert", "--version", "r4", "--steps", "1", "--tenants", "t1"]).await;
+    assert_eq!(code(&empty), 1, "{}", stderr(&empty));
+    assert!(stderr(&empty).contains("have an empty down part: tenants/20240104_notes.sql"), "{}", stderr(&empty));
+    assert_eq!(sorted(ws.tables("t1").await), ["items", "notes", "orders", "users"]);
+    ws.write_migration(
+        "tenants/20240104_notes.sql",
+        "-- migrate:up\ncreate table {schema}.notes (id int, body text);\n-- migrate:down\ndrop table {schema}.notes;\n",
+    );
+    let changed = strata(&config, &["revert", "--version", "r4", "--steps", "1", "--tenants", "t1"]).await;
+    assert_eq!(code(&changed), 1, "{}", stderr(&changed));
+    assert!(
+        stderr(&changed).contains("changed since they were applied: tenants/20240104_notes.sql"),
+        "{}",
+        stderr(&changed)
+    );
+    assert_eq!(sorted(ws.tables("t1").await), ["items", "notes", "orders", "users"]);
+    assert_eq!(recorded(&ws, "t1").await.len(), 4);
 }
 
 #[tokio::test]

@@ -67,6 +67,22 @@ pub enum RevertError {
         .0.len(), files(.0)
     )]
     NoDownPart(Vec<String>),
+    /// Migrations to undo whose down part is empty (blank lines only):
+    /// undoing them would remove their records and undo nothing.
+    #[error(
+        "{} migration(s) to revert have an empty down part: {} — write what undoes them (a comment alone, such as \
+         `-- nothing to undo`, says an empty undo is meant), or revert fewer steps",
+        .0.len(), files(.0)
+    )]
+    EmptyDownPart(Vec<String>),
+    /// Migrations to undo whose file changed since it was applied: their
+    /// down part may not undo what ran.
+    #[error(
+        "{} migration(s) to revert changed since they were applied: {} — their down part may not undo what ran; \
+         restore the file(s), or record the change with `strata repair` first",
+        .0.len(), files(.0)
+    )]
+    Changed(Vec<String>),
     /// Recorded migrations whose file is gone.
     #[error(
         "{} migration(s) to revert are no longer in the source: {} — restore the file(s), or remove their records \
@@ -103,6 +119,7 @@ pub fn plan_revert(input: RevertInput<'_>) -> Result<Plan, RevertError> {
     let recorded = Recorded::of(input.applied, &by_file, &covered);
     let mut chosen = recorded.choose(reach)?;
     refuse_missing_down_parts(input.sources, &chosen)?;
+    refuse_changed_files(&input, &chosen)?;
     sort_newest_first(&mut chosen, &input);
     plan_of(chosen, input.sources, &covered)
 }
@@ -224,7 +241,35 @@ fn refuse_missing_down_parts(sources: &[SourceMigration], chosen: &[(usize, &str
     if !no_down.is_empty() {
         return Err(RevertError::NoDownPart(no_down.into_iter().map(str::to_string).collect()));
     }
+    let empty: BTreeSet<&str> = chosen
+        .iter()
+        .filter(|(s, _)| sources[*s].down.as_ref().is_some_and(|down| down.text.trim().is_empty()))
+        .map(|(s, _)| sources[*s].file.as_str())
+        .collect();
+    if !empty.is_empty() {
+        return Err(RevertError::EmptyDownPart(empty.into_iter().map(str::to_string).collect()));
+    }
     Ok(())
+}
+
+/// Refuses, listing them, the files to undo whose checksum in any of its
+/// schemas differs from the one recorded there (as `apply` refuses to run
+/// past them).
+fn refuse_changed_files(input: &RevertInput<'_>, chosen: &[(usize, &str)]) -> Result<(), RevertError> {
+    let recorded: FxHashMap<(&str, &str), &str> =
+        input.applied.iter().map(|row| ((row.file.as_str(), row.schema.as_str()), row.checksum.as_str())).collect();
+    let changed: BTreeSet<&str> = chosen
+        .iter()
+        .filter(|(s, schema)| {
+            let source = &input.sources[*s];
+            recorded.get(&(source.file.as_str(), *schema)).is_some_and(|checksum| *checksum != source.checksum)
+        })
+        .map(|(s, _)| input.sources[*s].file.as_str())
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(RevertError::Changed(changed.into_iter().map(str::to_string).collect()))
 }
 
 /// Sorts `chosen` newest first, migration-major; schemas in tenant-list

@@ -113,3 +113,35 @@ fn a_missing_down_part_or_file_is_refused_before_anything_runs() {
     // Nothing recorded: nothing to do.
     assert!(plan_revert(RevertInput { applied: &[], ..input }).unwrap().steps.is_empty());
 }
+
+#[test]
+fn an_empty_down_part_or_a_file_changed_since_it_ran_is_refused_before_anything_runs() {
+    let mut sources = sources();
+    let tenants = vec!["a".to_string()];
+    let rows = applied(&sources, &[(1, "a"), (2, "a")]);
+    let input = |sources: &[SourceMigration], rows: &[AppliedMigration]| {
+        plan_revert(RevertInput {
+            sources,
+            applied: rows,
+            tenants: &tenants,
+            single_schemas: false,
+            extent: &Extent::Steps(2),
+        })
+        .map(|_| ())
+    };
+    assert_eq!(input(&sources, &rows), Ok(()));
+    // `strata new` writes the down section empty: undoing nothing would
+    // still remove the record.
+    sources[2].down.as_mut().unwrap().text = "\n\n  \n".into();
+    let empty = input(&sources, &rows).unwrap_err();
+    assert_eq!(empty, RevertError::EmptyDownPart(vec!["tenants/2.sql".into()]));
+    assert!(empty.to_string().contains("write what undoes them"), "{empty}");
+    // A comment says an empty undo is meant.
+    sources[2].down.as_mut().unwrap().text = "\n-- nothing to undo: the table stays\n".into();
+    assert_eq!(input(&sources, &rows), Ok(()));
+    // Changed since it ran in `a`: its down part may not undo what ran.
+    sources[1].checksum = "0".repeat(64);
+    let changed = input(&sources, &rows).unwrap_err();
+    assert_eq!(changed, RevertError::Changed(vec!["tenants/1.sql".into()]));
+    assert!(changed.to_string().contains("record the change with `strata repair` first"), "{changed}");
+}
