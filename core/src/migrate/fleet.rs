@@ -360,8 +360,10 @@ pub fn place_new_tenants(view: &View, names: &[String], shard: Option<&str>) -> 
         tenants.push(listed.as_ref().ok_or(FleetError::MustAnswer(index))?);
     }
     view.one_shard_each(tenants.iter().copied())?;
-    let existing: FxHashSet<&str> = tenants.iter().flat_map(|names| names.iter().map(String::as_str)).collect();
-    if let Some(taken) = names.iter().find(|name| existing.contains(name.as_str())) {
+    // Letter case aside, as a shard's engine may compare schema names.
+    let existing: FxHashSet<String> =
+        tenants.iter().flat_map(|names| names.iter().map(|name| name.to_ascii_lowercase())).collect();
+    if let Some(taken) = names.iter().find(|name| existing.contains(&name.to_ascii_lowercase())) {
         return Err(FleetError::TenantExists(taken.clone()));
     }
     let shard_names: Vec<&str> = view.names.iter().map(String::as_str).collect();

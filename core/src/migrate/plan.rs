@@ -535,8 +535,11 @@ fn resolve_target<'a>(input: &PlanInput<'a>) -> Result<(Vec<&'a str>, Option<Str
         }
         Target::NewTenant(name) => {
             validate_tenant_name(name).map_err(PlanError::InvalidTenantName)?;
-            if input.tenants.iter().any(|t| t == name) {
-                return Err(PlanError::TenantExists(name.clone()));
+            // Letter case aside, as the engines may compare schema names
+            // (SQL Server's default collation, MySQL and SQLite on a file
+            // system that ignores it): `T1` beside `t1` would run in t1.
+            if let Some(existing) = input.tenants.iter().find(|t| t.eq_ignore_ascii_case(name)) {
+                return Err(PlanError::TenantExists(existing.clone()));
             }
             Ok((vec![name.as_str()], Some(name.clone())))
         }

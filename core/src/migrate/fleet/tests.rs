@@ -160,6 +160,7 @@ fn a_new_tenant_needs_every_shard_and_goes_where_asked_or_to_the_fewest() {
     let named = parts(&view, Ask::NewTenant { tenant: "n", shard: Some("c") }).unwrap();
     assert_eq!(named.iter().position(Option::is_some), Some(2));
     assert_eq!(parts(&view, Ask::NewTenant { tenant: "c1", shard: None }), Err(FleetError::TenantExists("c1".into())));
+    assert_eq!(parts(&view, Ask::NewTenant { tenant: "C1", shard: None }), Err(FleetError::TenantExists("C1".into())));
     assert_eq!(
         parts(&view, Ask::NewTenant { tenant: "n", shard: Some("z") }),
         Err(FleetError::Shard(ShardError::Unknown("z".into())))

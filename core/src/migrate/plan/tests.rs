@@ -226,6 +226,9 @@ fn new_tenant_name_is_validated_and_unique() {
     let existing = Target::NewTenant("abc".into());
     let input = apply_input(&sources, &[], &tenants, &existing);
     assert_eq!(plan(input), Err(PlanError::TenantExists("abc".into())));
+    // Letter case aside: SQL Server's default collation reads `ABC` as abc.
+    let cased = Target::NewTenant("ABC".into());
+    assert_eq!(plan(apply_input(&sources, &[], &tenants, &cased)), Err(PlanError::TenantExists("abc".into())));
 }
 
 #[test]
