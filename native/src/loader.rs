@@ -47,6 +47,24 @@ pub(crate) enum LoaderError {
     },
 }
 
+/// Says, once per process, that the subdirectory `path` of a configured
+/// directory is not read: its files never run. Flyway reads its
+/// locations' subdirectories (`V1_1__…` under `release_1_1/`), so a
+/// directory moved from it would otherwise run only part of its versions,
+/// its plan showing nothing else pending.
+pub(crate) fn subdirectory_not_read(path: &str) {
+    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.len() < 10_000 && said.insert(path.to_string()) {
+        tracing::warn!(
+            directory = %path,
+            "a subdirectory is not read: its files never run (Flyway reads subdirectories; configure it as a \
+             directory of its own)"
+        );
+    }
+}
+
 /// A place migrations are read from.
 #[async_trait]
 pub(crate) trait Loader: Send + Sync {

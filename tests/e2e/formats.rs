@@ -164,10 +164,16 @@ async fn a_flyway_directory_with_a_callback_a_readme_or_a_misnamed_file_never_ru
     // A README is ignored, and said to be, once.
     ws.write_migration("config/README.md", "How to write migrations: never drop table users;\n");
     ws.write_migration("config/V2__orders.sql", "create table {schema}.orders (id int);\n");
+    // A subdirectory (Flyway reads them; Strata does not): said too.
+    std::fs::create_dir_all(ws.migrations().join("config/release_2")).unwrap();
+    ws.write_migration("config/release_2/V3__items.sql", "create table {schema}.items (id int);\n");
     let apply = strata(&config, &["apply", "--version", "v2"]).await;
     assert_eq!(code(&apply), 0, "{}{}", stdout(&apply), stderr(&apply));
     assert_eq!(stderr(&apply).matches("not a .sql file: ignored, never run").count(), 1, "{}", stderr(&apply));
     assert!(stderr(&apply).contains("config/README.md"), "{}", stderr(&apply));
+    assert!(stderr(&apply).contains("a subdirectory is not read: its files never run"), "{}", stderr(&apply));
+    assert!(stderr(&apply).contains("config/release_2"), "{}", stderr(&apply));
+    std::fs::remove_dir_all(ws.migrations().join("config/release_2")).unwrap();
 
     // Nothing was dropped, nothing recorded that did not run.
     assert_eq!(sorted(ws.tables("config").await), ["orders", "users"]);

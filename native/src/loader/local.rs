@@ -44,6 +44,9 @@ impl LocalLoader {
                 let file = format!("{directory}/{name}");
                 let metadata = std::fs::metadata(entry.path())
                     .map_err(|e| LoaderError::File { file: file.clone(), message: e.to_string() })?;
+                if metadata.is_dir() && !name.starts_with('.') {
+                    super::subdirectory_not_read(&file);
+                }
                 if !metadata.is_file() {
                     continue;
                 }

@@ -65,6 +65,12 @@ impl Loader for ObjectStoreLoader {
             for object in listing.objects {
                 wanted.push((directory.clone(), object.location));
             }
+            for prefix in listing.common_prefixes {
+                let name = prefix.filename().unwrap_or_default();
+                if !name.starts_with('.') {
+                    super::subdirectory_not_read(&format!("{directory}/{name}"));
+                }
+            }
         }
         futures::stream::iter(wanted)
             .map(|(directory, path)| async move {
