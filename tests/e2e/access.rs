@@ -1165,3 +1165,39 @@ async fn a_viewer_reads_backfills_and_only_a_deployer_pauses_resumes_or_cancels_
         .await;
     assert_eq!(audit, [[json!("pauseBackfills")], [json!("resumeBackfills")], [json!("cancelBackfills")]]);
 }
+
+/// Behind an ingress that authenticates nobody (`auth.proxy` with
+/// `trustedSources` only), tokens authenticate and the failed-login
+/// throttle keys on the client the ingress forwards: one client's guesses
+/// lock out that client, not everyone behind the ingress. A user header
+/// sent anyway is no identity.
+#[tokio::test]
+async fn behind_an_ingress_that_only_forwards_the_throttle_keys_on_each_client() {
+    let yaml = "auth:\n  tokens: true\n  proxy:\n    trustedSources: [127.0.0.1/32]\n";
+    let server = Server::start("basic", yaml).await;
+    let viewer = token(&server, "dashboard", "viewer").await;
+    let from = |client: &str, token: &str| {
+        server
+            .client
+            .post(server.url("/v2/service"))
+            .header("Content-Type", "application/json")
+            .header("X-Forwarded-For", client)
+            .bearer_auth(token)
+            .body(json!({ "query": "{ tenants { name } }" }).to_string())
+    };
+    for _ in 0..10 {
+        assert_eq!(from("203.0.113.20", "strata_guess").send().await.unwrap().status(), 401);
+    }
+    assert_eq!(from("203.0.113.20", &viewer).send().await.unwrap().status(), 429);
+    assert_eq!(from("203.0.113.21", &viewer).send().await.unwrap().status(), 200);
+    let posing = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("X-Forwarded-User", "admin")
+        .body(json!({ "query": "{ tenants { name } }" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posing.status(), 401);
+}

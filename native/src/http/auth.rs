@@ -110,12 +110,13 @@ impl Authenticator {
             return Err(format!("{name} was sent more than once"));
         }
         if let Some(proxy) = &self.auth.proxy
+            && let Some(user_header) = &proxy.user_header
             && proxy.trusts(peer.ip())
-            && let Some(user) = headers.get(&proxy.user_header)
+            && let Some(user) = headers.get(user_header)
         {
-            let user = user.to_str().map_err(|_| format!("{} is not text", proxy.user_header))?.trim();
+            let user = user.to_str().map_err(|_| format!("{user_header} is not text"))?.trim();
             if user.is_empty() {
-                return Err(format!("{} is empty", proxy.user_header));
+                return Err(format!("{user_header} is empty"));
             }
             let groups = proxy
                 .roles_header
@@ -297,7 +298,7 @@ pub(crate) async fn authenticate(
 
 /// The header a trusted proxy names its user in (empty without a proxy).
 fn proxy_user_header(auth: &Auth) -> &str {
-    auth.proxy.as_ref().map_or("", |proxy| proxy.user_header.as_str())
+    auth.proxy.as_ref().and_then(|proxy| proxy.user_header.as_deref()).unwrap_or("")
 }
 
 /// A 401 answer with the challenge a client expects.

@@ -43,7 +43,7 @@ pub struct Auth {
 impl Auth {
     /// Whether any authentication is configured.
     pub fn configured(&self) -> bool {
-        self.tokens || self.proxy.is_some() || self.oidc.is_some()
+        self.tokens || self.proxy.as_ref().is_some_and(|proxy| proxy.user_header.is_some()) || self.oidc.is_some()
     }
 
     /// Whether a rollout's starter is refused as its approver.
@@ -56,8 +56,11 @@ impl Auth {
 /// and roles headers are honoured only from `trusted_sources`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxyAuth {
-    /// The header naming the user (e.g. `X-Forwarded-User`).
-    pub user_header: String,
+    /// The header naming the user (e.g. `X-Forwarded-User`); none: the
+    /// proxy authenticates nobody and only says which client it forwards
+    /// (`X-Forwarded-For`, for the failed-login throttle), the requests
+    /// authenticating with tokens or OIDC.
+    pub user_header: Option<String>,
     /// The header listing the user's groups, comma-separated (e.g.
     /// `X-Forwarded-Groups`), if any.
     pub roles_header: Option<String>,
@@ -321,6 +324,7 @@ impl RawAuth {
                 audit_public_keys.push(key);
             }
         }
+        let forwards_only = proxy.as_ref().is_some_and(|proxy| proxy.user_header.is_none());
         let auth = Auth {
             tokens: raw.tokens.unwrap_or(false),
             proxy,
@@ -331,6 +335,13 @@ impl RawAuth {
             audit_key,
             audit_public_keys,
         };
+        if forwards_only && !auth.configured() {
+            return Err(invalid(
+                "auth.proxy",
+                "without userHeader the proxy authenticates nobody (it only names the clients it forwards): set \
+                 auth.tokens: true or auth.oidc, or the proxy's userHeader",
+            ));
+        }
         if auth.required && !auth.configured() {
             return Err(invalid(
                 "auth.required",
@@ -352,10 +363,7 @@ fn role(property: &'static str, text: &str) -> Result<Role, ConfigError> {
 
 impl RawProxy {
     fn validate(self) -> Result<ProxyAuth, ConfigError> {
-        let user_header = header_name(
-            "auth.proxy.userHeader",
-            self.user_header.ok_or(ConfigError::Missing("auth.proxy.userHeader"))?,
-        )?;
+        let user_header = self.user_header.map(|h| header_name("auth.proxy.userHeader", h)).transpose()?;
         let roles_header = self.roles_header.map(|h| header_name("auth.proxy.rolesHeader", h)).transpose()?;
         let sources = self.trusted_sources.unwrap_or_default();
         if sources.is_empty() {
@@ -406,7 +414,8 @@ pub(super) struct AuthView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ProxyView {
-    user_header: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_header: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     roles_header: Option<String>,
     trusted_sources: Vec<String>,

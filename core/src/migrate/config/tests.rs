@@ -426,6 +426,18 @@ fn auth_is_validated() {
     // From an untrusted peer, the header counts for nothing.
     assert_eq!(client("198.51.100.1", Some("203.0.113.7")), ip("198.51.100.1"));
 
+    // An ingress that authenticates nobody only names its clients, for the
+    // throttle; tokens or OIDC authenticate.
+    let forwarding = with("auth:\n  tokens: true\n  proxy:\n    trustedSources: [10.0.0.0/8]").unwrap();
+    let f = forwarding.auth.proxy.as_ref().unwrap();
+    assert_eq!(
+        (f.user_header.as_deref(), f.client_address(ip("10.0.0.5"), Some("203.0.113.9"))),
+        (None, ip("203.0.113.9"))
+    );
+    assert!(forwarding.auth.configured());
+    let alone = with("auth:\n  proxy:\n    trustedSources: [10.0.0.0/8]").unwrap_err().to_string();
+    assert!(alone.contains("without userHeader the proxy authenticates nobody"), "{alone}");
+
     for (yaml, says) in [
         ("auth:\n  required: true", "no authentication is configured"),
         ("auth:\n  proxy:\n    userHeader: X-User", "name the proxy's addresses"),
