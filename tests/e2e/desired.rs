@@ -1585,3 +1585,51 @@ fn dev_port(url: &str) -> String {
     let after_host = url.rsplit_once(':').unwrap().1;
     format!(":{}/", after_host.split('/').next().unwrap())
 }
+
+/// MariaDB commits each DDL statement as it runs, so the scope check is
+/// all that keeps a desired file in its scratch database: what an
+/// executable comment holds (the server runs it), a partition exchanged
+/// with another database's table, a table made from a query are refused
+/// by line before anything runs, the other database intact, no scratch
+/// left. A tenant may not take the scratch's name (its database would be
+/// dropped with it).
+#[tokio::test]
+async fn a_mariadb_desired_file_cannot_reach_another_database_through_comments_or_partitions() {
+    if backend() != Backend::Mysql {
+        return;
+    }
+    let server = fleet(&["t1".to_string()]).await;
+    let victim = format!("strata_victim_{}", server.ws.port);
+    for statement in [
+        format!("drop database if exists {victim}"),
+        format!("create database {victim}"),
+        format!("create table {victim}.keep (id int primary key)"),
+        format!("insert into {victim}.keep values (1), (2)"),
+    ] {
+        server.ws.execute("svc", &statement).await;
+    }
+    let first = "create table {schema}.log (id int primary key) engine = InnoDB;\n";
+    for (text, line) in [
+        (format!("{first}/*!40000 drop database {victim} */;\n"), 2),
+        (
+            format!(
+                "{first}create table {{schema}}.p (id int primary key) partition by range (id) (partition p0 values \
+                 less than maxvalue);\nalter table {{schema}}.p exchange partition p0 with table {victim}.keep;\n"
+            ),
+            3,
+        ),
+        (format!("{first}create table {{schema}}.c select * from {victim}.keep;\n"), 2),
+    ] {
+        let refused = diff(&server, &text, &["--json"]).await;
+        assert_ne!(refused.status.code(), Some(0), "{text}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains(&format!("desired.sql: line {line}: ")), "{text}: {said}");
+        let rows = server.ws.rows("svc", &format!("select count(*) from {victim}.keep")).await;
+        assert_eq!(rows, [[json!(2)]], "{text}");
+    }
+    assert_eq!(mariadb_scratch_databases(&server).await, 0);
+    let scratch = strata(server.config_path(), &["tenants", "add", "--version", "s", "strata_desired"]).await;
+    assert_ne!(scratch.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&scratch.stderr).contains("reserved for the service's own schema"));
+    server.ws.execute("svc", &format!("drop database {victim}")).await;
+}

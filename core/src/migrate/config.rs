@@ -1329,6 +1329,9 @@ fn check_single_schema(driver: Driver, schema: &str, before: &[(&str, &str)]) ->
     if schema.eq_ignore_ascii_case(ident::SERVICE_SCHEMA) {
         return Err(format!("{schema:?} is the service's own schema, which holds its records"));
     }
+    if schema.eq_ignore_ascii_case(ident::DESIRED_SCRATCH) {
+        return Err(format!("{schema:?} is the scratch a desired schema is read in, made and dropped at each reading"));
+    }
     let lower = schema.to_ascii_lowercase();
     if driver.reserves_schema(schema) && !matches!(lower.as_str(), "public" | "dbo") {
         return Err(format!("{schema:?} is a schema {} keeps for itself", driver.name()));

@@ -107,8 +107,19 @@ pub fn validate_identifier(name: &str) -> Result<(), IdentError> {
 /// The schema holding the service's own tables.
 pub const SERVICE_SCHEMA: &str = "svc";
 
+/// The scratch schema (MySQL and MariaDB: database) a desired schema is
+/// applied into to be read, dropped and made again at each reading.
+pub const DESIRED_SCRATCH: &str = "strata_desired";
+
+/// Whether `name` is one of the service's own: [`SERVICE_SCHEMA`] or
+/// [`DESIRED_SCRATCH`], in any case.
+pub fn is_service_schema(name: &str) -> bool {
+    name.eq_ignore_ascii_case(SERVICE_SCHEMA) || name.eq_ignore_ascii_case(DESIRED_SCRATCH)
+}
+
 /// Checks a tenant name: a valid identifier other than [`SERVICE_SCHEMA`]
-/// (in any case).
+/// (in any case). A new tenant may not take [`DESIRED_SCRATCH`] either
+/// ([`validate_new_tenant_name`]).
 pub fn validate_tenant_name(name: &str) -> Result<(), IdentError> {
     validate_identifier(name)?;
     if name.eq_ignore_ascii_case(SERVICE_SCHEMA) {
@@ -128,6 +139,9 @@ pub fn validate_new_tenant_name<'a>(
     single_schemas: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), IdentError> {
     validate_tenant_name(name)?;
+    if is_service_schema(name) {
+        return Err(IdentError::Reserved { name: name.to_string() });
+    }
     let engine = match driver {
         Driver::Sqlite => "SQLite",
         Driver::Postgres => "PostgreSQL",
@@ -294,6 +308,8 @@ mod tests {
     fn tenant_names_exclude_the_service_schema() {
         assert_eq!(validate_tenant_name("acme"), Ok(()));
         assert_eq!(validate_tenant_name("SVC"), Err(IdentError::Reserved { name: "SVC".into() }));
+        let scratch = validate_new_tenant_name("Strata_Desired", Driver::Mysql, []);
+        assert_eq!(scratch, Err(IdentError::Reserved { name: "Strata_Desired".into() }));
         assert_eq!(validate_tenant_name("a b"), Err(IdentError::InvalidCharacter { name: "a b".into(), found: ' ' }));
     }
 

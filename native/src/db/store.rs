@@ -575,7 +575,9 @@ impl<E: Engine> Database for Store<E> {
         };
         let engine = dev.as_ref().unwrap_or(&self.engine);
         let read = engine.desired_catalog(&mut conn, sql, scratch).await;
-        drop(conn);
+        // Closed, never handed to the next user: the file's `SET`s
+        // (mysqldump's `FOREIGN_KEY_CHECKS=0`) hold for its session.
+        engine.discard(conn).await;
         if let Some(dev) = &dev {
             // Its connections ended here, not left to a pool's drop.
             dev.close().await;

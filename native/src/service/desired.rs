@@ -20,7 +20,7 @@ use crate::error::AppError;
 /// The schema the desired file is applied into, inside a transaction that
 /// is rolled back, or the database dropped afterwards (two runs at once
 /// wait on each other's, never collide).
-const SCRATCH: &str = "strata_desired";
+const SCRATCH: &str = strata_core::migrate::ident::DESIRED_SCRATCH;
 
 /// Tenants whose catalogs are held at once while planning.
 const TENANTS_PER_ROUND: usize = 1_000;
@@ -285,6 +285,17 @@ impl Service {
                 )));
             }
             Ok(_) => {}
+        }
+        // A tenant or single schema of the scratch's name (made before the
+        // name was reserved) would be dropped with the scratch.
+        let singles: Vec<String> = self.config.single_schemas().map(str::to_string).collect();
+        if self.config.dev_data_source.is_none()
+            && (self.database.tenants().await?.iter().chain(&singles)).any(|name| name.eq_ignore_ascii_case(SCRATCH))
+        {
+            return Err(AppError::InvalidInput(format!(
+                "a schema of the fleet is named {SCRATCH}, the scratch a desired schema is read in (made and dropped \
+                 at each reading): rename it, or read desired schemas on a devDataSource"
+            )));
         }
         let placeholder = self.config.schema_placeholder.as_str();
         let sql = text.replace(placeholder, SCRATCH);

@@ -37,7 +37,7 @@
 use sqlparser::tokenizer::{Token, Whitespace};
 
 use crate::migrate::driver::Driver;
-use crate::migrate::statements::{split, tokenize};
+use crate::migrate::statements::{Offsets, Position, split, tokenize};
 
 mod sqlserver;
 
@@ -87,6 +87,11 @@ pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScr
     if driver == Driver::SqlServer {
         return sqlserver::check(text, scratch);
     }
+    let opened = match driver {
+        Driver::Mysql => executable_comments_opened(text),
+        _ => None,
+    };
+    let text = opened.as_deref().unwrap_or(text);
     let Some(ranges) = split(driver, text) else {
         return Err(OutsideScratch { line: 1, statement: String::new(), reason: "the file cannot be read as SQL" });
     };
@@ -115,6 +120,37 @@ pub fn check(driver: Driver, text: &str, scratch: &str) -> Result<(), OutsideScr
     Ok(())
 }
 
+/// MySQL's executable comments (`/*!40000 …*/`, MariaDB's `/*M!100101 …*/`)
+/// opened: their markers blanked, every position kept, so what the server
+/// runs of them is judged as any statement (`/*!40000 DROP DATABASE x */`
+/// was a comment to the check and a drop to the server). `None` when the
+/// text has none, or cannot be read.
+fn executable_comments_opened(text: &str) -> Option<String> {
+    let tokens = tokenize(Driver::Mysql, text).ok()?;
+    let offsets = Offsets::new(text);
+    let mut opened = text.as_bytes().to_vec();
+    let mut any = false;
+    for token in &tokens {
+        let Token::Whitespace(Whitespace::MultiLineComment(body)) = &token.token else { continue };
+        let marker = match body {
+            _ if body.starts_with('!') => 1,
+            _ if body.starts_with("M!") => 2,
+            _ => continue,
+        };
+        let version = body[marker..].bytes().take_while(u8::is_ascii_digit).count();
+        let start = offsets.byte(Position { line: token.span.start.line, column: token.span.start.column });
+        let end = offsets.byte(Position { line: token.span.end.line, column: token.span.end.column });
+        if end < start + 4 + marker + version || &text[end - 2..end] != "*/" {
+            return None;
+        }
+        opened[start..start + 2 + marker + version].fill(b' ');
+        opened[end - 2..end].fill(b' ');
+        any = true;
+    }
+    // Only ASCII markers were blanked: still UTF-8.
+    any.then(|| String::from_utf8(opened).ok()).flatten()
+}
+
 /// A token's word upper-cased when it is an unquoted word.
 fn keyword(token: Option<&&Token>) -> Option<String> {
     match token {
@@ -133,6 +169,10 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
         Some("SET" | "GRANT" | "REVOKE") if postgres => return Ok(()),
         Some("SELECT") if postgres && resets_search_path(tokens) => return Ok(()),
         Some("COMMENT") if postgres => return comment_on(tokens, scratch),
+        // mysqldump's session settings (`SET NAMES`, `SET FOREIGN_KEY_CHECKS=0`,
+        // `SET @saved = @@character_set_client`): the reading's connection
+        // is closed after it. Nothing global, no password or role, no query.
+        Some("SET") if driver == Driver::Mysql => return session_setting(tokens),
         _ if postgres => {
             return Err("a desired schema holds only CREATE, ALTER, COMMENT ON, GRANT, REVOKE and SET \
                         statements (no queries, data changes, drops, renames or DO blocks)");
@@ -197,10 +237,65 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
         name_at += 1;
     }
     qualified_by_scratch(tokens, name_at, scratch, postgres)?;
-    if object == "TABLE" && !altered && runs_a_query(tokens, name_at + 3) {
+    if object == "TABLE" && !altered && (runs_a_query(tokens, name_at + 3) || has_word(tokens, &["SELECT"])) {
         return Err("CREATE TABLE … AS runs its query: a desired schema defines a table by its columns");
     }
+    if driver == Driver::Mysql {
+        return reaches_no_other_table(tokens, object.as_str(), scratch);
+    }
     Ok(())
+}
+
+/// Whether an unquoted word of `tokens` is one of `words`.
+fn has_word(tokens: &[&Token], words: &[&str]) -> bool {
+    tokens.iter().any(|t| keyword(Some(t)).is_some_and(|word| words.contains(&word.as_str())))
+}
+
+/// MySQL and MariaDB: a table's definition that moves rows or a table in
+/// from elsewhere (`EXCHANGE PARTITION … WITH TABLE`, `CONVERT TABLE … TO
+/// PARTITION`, `CONVERT PARTITION … TO TABLE`), copies another's
+/// (`LIKE other.t`), writes files where the server keeps others
+/// (`DATA DIRECTORY`) or reads another server (FEDERATED, CONNECT, SPIDER)
+/// is refused: the scratch database is dropped, the rows moved out of their
+/// table are not given back.
+fn reaches_no_other_table(tokens: &[&Token], object: &str, scratch: &str) -> Result<(), &'static str> {
+    if object != "TABLE" {
+        return Ok(());
+    }
+    if has_word(tokens, &["EXCHANGE", "DIRECTORY", "CONNECTION", "FEDERATED", "CONNECT", "SPIDER"]) {
+        return Err("a desired schema defines its tables: nothing moved in from another table, file or server");
+    }
+    let converts = tokens.windows(2).any(|w| {
+        keyword(Some(&w[0])).as_deref() == Some("CONVERT")
+            && matches!(keyword(Some(&w[1])).as_deref(), Some("TABLE" | "PARTITION"))
+    });
+    if converts {
+        return Err("a desired schema defines its tables: nothing moved in from another table, file or server");
+    }
+    match tokens.iter().position(|t| keyword(Some(t)).as_deref() == Some("LIKE")) {
+        Some(like) => qualified_by_scratch(tokens, like + 1, scratch, false),
+        None => Ok(()),
+    }
+}
+
+/// MySQL's `SET` of session settings only: not `GLOBAL` or `PERSIST`
+/// (`@@global.x` included), no `PASSWORD`, `ROLE` or `TRANSACTION`, no
+/// query or call in it.
+fn session_setting(tokens: &[&Token]) -> Result<(), &'static str> {
+    let refused = tokens.iter().any(|t| match t {
+        Token::LParen | Token::SemiColon => true,
+        Token::Word(w) => {
+            let word = w.value.to_ascii_uppercase();
+            ["GLOBAL", "PERSIST", "PERSIST_ONLY", "PASSWORD", "ROLE", "TRANSACTION", "SELECT", "STATEMENT"]
+                .iter()
+                .any(|refused| word.trim_start_matches('@').split('.').any(|part| part == *refused))
+        }
+        _ => false,
+    });
+    match refused {
+        true => Err("a desired schema sets only its session (SET NAMES, SET FOREIGN_KEY_CHECKS=0, …)"),
+        false => Ok(()),
+    }
 }
 
 /// Whether the name at `at` is `scratch.name` (`postgres`, or SQL Server:
@@ -325,6 +420,46 @@ mod tests {
                 .reason
                 .contains("tenant's database")
         );
+    }
+
+    #[test]
+    fn what_mariadb_runs_of_a_comment_or_moves_in_from_another_table_is_refused() {
+        let refused = |text: &str| check(Driver::Mysql, text, "strata_desired").unwrap_err();
+        let first = "create table strata_desired.log (id int);\n";
+        // The server runs an executable comment; the check reads it now.
+        let dropped = refused(&format!("{first}/*!40000 drop database probe_c_victim */;"));
+        assert_eq!((dropped.line, dropped.reason.contains("only CREATE and ALTER")), (2, true), "{dropped}");
+        let renamed = refused(&format!("{first}alter table strata_desired.log /*!40000 rename victim.moved */;"));
+        assert!(renamed.reason.contains("rename"), "{renamed}");
+        assert!(refused("/*M!100101 drop table svc.svc_migrations */;").reason.contains("only CREATE and ALTER"));
+        // Rows or tables moved in from another table, a query, a copy.
+        for text in [
+            "alter table strata_desired.p exchange partition p0 with table victim.keep",
+            "alter table strata_desired.q convert table victim.keep2 to partition p1 values less than maxvalue",
+            "alter table strata_desired.q convert partition p1 to table victim.out",
+            "create table strata_desired.f (id int) engine=federated connection='mysql://u@h/db/t'",
+            "create table strata_desired.d (id int) data directory = '/var/lib/mysql/mysql'",
+        ] {
+            assert!(refused(text).reason.contains("nothing moved in"), "{text}");
+        }
+        assert!(refused("create table strata_desired.c select * from mysql.user").reason.contains("runs its query"));
+        assert!(refused("create table strata_desired.c like mysql.user").reason.contains("another database"));
+        // mysqldump's session settings and version comments pass; what is
+        // global, a password or a query does not.
+        let dump = "/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n\
+                    /*!40101 SET NAMES utf8mb4 */;\n/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, \
+                    FOREIGN_KEY_CHECKS=0 */;\nSET character_set_client = utf8mb4;\n\
+                    CREATE TABLE `strata_desired`.`t` (`id` int NOT NULL) ENGINE=InnoDB /*!50100 PARTITION BY HASH (id) \
+                    PARTITIONS 2 */;\nalter table strata_desired.t convert to character set utf8mb4;\n";
+        assert_eq!(check(Driver::Mysql, dump, "strata_desired"), Ok(()));
+        for text in [
+            "set global max_connections = 1",
+            "SET @@GLOBAL.GTID_PURGED='x'",
+            "set password = 'x'",
+            "set @a = (select 1)",
+        ] {
+            assert!(refused(text).reason.contains("sets only its session"), "{text}");
+        }
     }
 
     #[test]
