@@ -605,6 +605,7 @@ impl Service {
         request_id: &str,
         dry_run: bool,
     ) -> Result<strata_core::migrate::repair::Repair, AppError> {
+        strata_core::migrate::ident::check_version_name(version_name).map_err(AppError::InvalidInput)?;
         let sources = self.source_migrations().await?;
         let created = rfc3339(Utc::now());
         let audit = crate::db::types::Audit { name: version_name, created: &created, request_id };
@@ -886,9 +887,7 @@ impl Service {
     }
 
     async fn create_unaudited(self: &Arc<Self>, request: &CreateRequest) -> Result<CreateResult, AppError> {
-        if request.version_name.trim().is_empty() {
-            return Err(AppError::InvalidInput("versionName must not be empty".into()));
-        }
+        strata_core::migrate::ident::check_version_name(&request.version_name).map_err(AppError::InvalidInput)?;
         strata_core::migrate::shard::check_requested(&self.config.shards, request.operation.shard())
             .map_err(|e| AppError::Fleet(e.into()))?;
         let started = Utc::now();

@@ -90,18 +90,53 @@ pub enum IdentError {
     },
 }
 
-/// Checks that `name` may be used as a schema or tenant name.
+/// Checks that `name` may be used as a schema or tenant name. A refused
+/// name is kept in the error [`shortened`]: a megabyte sent as a name is
+/// not echoed back, nor logged.
 pub fn validate_identifier(name: &str) -> Result<(), IdentError> {
     if name.is_empty() {
         return Err(IdentError::Empty);
     }
     if let Some(found) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        return Err(IdentError::InvalidCharacter { name: name.to_string(), found });
+        return Err(IdentError::InvalidCharacter { name: shortened(name), found });
     }
     if name.len() > MAX_IDENTIFIER_LEN {
-        return Err(IdentError::TooLong { name: name.to_string() });
+        return Err(IdentError::TooLong { name: shortened(name) });
     }
     Ok(())
+}
+
+/// Longest text a refusal quotes of what it refuses, in characters.
+const SHOWN_CHARS: usize = 80;
+
+/// `text` as a refusal quotes it: whole up to [`SHOWN_CHARS`] characters,
+/// else its start and its length.
+pub fn shortened(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} characters)", &text[..cut], text.chars().count()),
+    }
+}
+
+/// Longest version name, in characters.
+pub const MAX_VERSION_NAME_CHARS: usize = 500;
+
+/// Checks a version's name (a version, a rollout, a repair): not blank, at
+/// most [`MAX_VERSION_NAME_CHARS`] characters, and no control character —
+/// a line break or an escape sequence in a name would forge a log line or
+/// reach an operator's terminal.
+pub fn check_version_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("versionName must not be empty".into());
+    }
+    let length = name.chars().count();
+    if length > MAX_VERSION_NAME_CHARS {
+        return Err(format!("versionName has {length} characters, over {MAX_VERSION_NAME_CHARS}"));
+    }
+    match name.chars().find(|c| c.is_control()) {
+        Some(found) => Err(format!("versionName {:?} holds the control character {found:?}", shortened(name))),
+        None => Ok(()),
+    }
 }
 
 /// The schema holding the service's own tables.
@@ -254,6 +289,18 @@ pub fn quote_sqlserver(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_name_is_short_printable_text_and_a_long_refused_name_is_not_echoed() {
+        assert_eq!(check_version_name("release 42 — ü"), Ok(()));
+        assert_eq!(check_version_name("  "), Err("versionName must not be empty".into()));
+        let forged = "v1\n2026-12-06T00:00:00Z INFO audit actor=token:admin";
+        assert!(check_version_name(forged).unwrap_err().contains("control character '\\n'"));
+        assert!(check_version_name("v1\u{1b}[31m").is_err());
+        assert_eq!(check_version_name(&"x".repeat(501)), Err("versionName has 501 characters, over 500".into()));
+        let huge = validate_identifier(&"a".repeat(1_000_000)).unwrap_err().to_string();
+        assert!(huge.len() < 200 && huge.contains("(1000000 characters)"), "{huge}");
+    }
 
     #[test]
     fn a_sqlserver_string_literal_holds_any_text_whole() {

@@ -507,6 +507,9 @@ pub enum RolloutError {
     /// No wave given.
     #[error("a rollout needs at least one wave")]
     NoWave,
+    /// More waves than [`MAX_WAVES`].
+    #[error("a rollout of {0} waves is over {MAX_WAVES}: a canary, shares and the rest need a few")]
+    TooManyWaves(usize),
     /// `rest` before the last wave: the waves after it would find nothing.
     #[error("rest must be the last wave")]
     RestNotLast,
@@ -541,6 +544,34 @@ pub enum RolloutError {
     },
 }
 
+/// Most waves a rollout given its waves may have (each is stored with it,
+/// and read at every look at the rollouts: 150,000 waves answered 7 MB a
+/// read).
+pub const MAX_WAVES: usize = 100;
+
+/// Characters a wave adds to its rollout's name as its version's name
+/// ([`Rollout::wave_version_name`]): ` (wave 100/100: ` and a shortened
+/// label.
+const WAVE_NAME_CHARS: usize = 130;
+
+/// Checks a rollout's version name: a version name
+/// (`crate::migrate::ident::check_version_name`) that leaves room for what
+/// each wave adds to it.
+pub fn check_name(version_name: &str) -> Result<(), String> {
+    crate::migrate::ident::check_version_name(version_name)?;
+    let most = crate::migrate::ident::MAX_VERSION_NAME_CHARS - WAVE_NAME_CHARS;
+    let length = version_name.chars().count();
+    if length > most {
+        return Err(format!("versionName has {length} characters, over {most} for a rollout (its waves add theirs)"));
+    }
+    Ok(())
+}
+
+/// Refuses more than [`MAX_WAVES`] waves, before they are read.
+pub fn check_wave_count(waves: usize) -> Result<(), RolloutError> {
+    if waves > MAX_WAVES { Err(RolloutError::TooManyWaves(waves)) } else { Ok(()) }
+}
+
 impl Rollout {
     /// A new rollout, running its first wave.
     pub fn new<'a>(
@@ -550,6 +581,7 @@ impl Rollout {
         now: i64,
         by: impl Into<By<'a>>,
     ) -> Result<Rollout, RolloutError> {
+        check_wave_count(waves.len())?;
         Rollout::start(version_name, waves, failure_budget, None, now, by.into())
     }
 
@@ -653,9 +685,11 @@ impl Rollout {
         }
     }
 
-    /// The version name of wave `wave`.
+    /// The version name of wave `wave`, its wave's label shortened
+    /// (`crate::migrate::ident::shortened`: a wave of 300 tenants' names).
     pub fn wave_version_name(&self, wave: usize) -> String {
-        format!("{} (wave {}/{}: {})", self.version_name, wave + 1, self.waves.len(), self.wave_label(wave))
+        let label = crate::migrate::ident::shortened(&self.wave_label(wave));
+        format!("{} (wave {}/{}: {label})", self.version_name, wave + 1, self.waves.len())
     }
 
     /// A runner takes wave `wave` until `until` (the driver found

@@ -161,24 +161,56 @@ impl Failure {
 /// A running service and the token to show it.
 struct Remote {
     client: reqwest::Client,
-    endpoint: String,
+    endpoint: reqwest::Url,
+    /// The endpoint as messages name it (no user info, no query).
+    shown: String,
     token: Option<String>,
 }
 
+/// How long a query may take to answer, and a mutation (a version over a
+/// large fleet answers when it is done).
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+const MUTATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4 * 3600);
+/// Most bytes of one answer (a page of 5,000 tenants is well under 1 MB).
+const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
 impl Remote {
-    fn new(server: &str) -> Remote {
-        let base = server.trim_end_matches('/');
-        Remote {
+    /// The service at `server`, its base URL (`http(s)://host:port[/path]`:
+    /// no user info, query or fragment: the token goes in `STRATA_TOKEN`).
+    fn new(server: &str) -> Result<Remote, String> {
+        let base =
+            reqwest::Url::parse(server).map_err(|e| format!("--server {:?} is not a URL: {e}", shown(server)))?;
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+            return Err(format!("--server {:?} is not an http:// or https:// URL", shown(server)));
+        }
+        if !base.username().is_empty()
+            || base.password().is_some()
+            || base.query().is_some()
+            || base.fragment().is_some()
+        {
+            return Err(
+                "--server takes the service's base URL (scheme, host, port, path): no user, password or query \
+                        in it; the token goes in STRATA_TOKEN"
+                    .to_string(),
+            );
+        }
+        let endpoint = format!("{}/v2/service", base.as_str().trim_end_matches('/'));
+        let endpoint = reqwest::Url::parse(&endpoint).map_err(|e| format!("--server: {e}"))?;
+        Ok(Remote {
             // The service closes a keep-alive connection idle for
             // headerReadTimeoutSeconds (at least 1 s): one idle for less is
-            // reused, never one it may be closing.
+            // reused, never one it may be closing. No redirect is followed:
+            // a mutation would be sent again elsewhere, or turned into a GET.
             client: reqwest::Client::builder()
                 .pool_idle_timeout(std::time::Duration::from_millis(900))
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
-            endpoint: format!("{base}/v2/service"),
+            shown: endpoint.to_string(),
+            endpoint,
             token: std::env::var("STRATA_TOKEN").ok().filter(|t| !t.trim().is_empty()),
-        }
+        })
     }
 
     /// Runs `document` and reads `data.<field>` into `T`.
@@ -189,34 +221,100 @@ impl Remote {
     }
 
     async fn data(&self, document: &str, variables: Value) -> Result<Value, Failure> {
+        let mutation = document.trim_start().starts_with("mutation");
         let mut request = self
             .client
-            .post(&self.endpoint)
+            .post(self.endpoint.clone())
+            .timeout(if mutation { MUTATION_TIMEOUT } else { QUERY_TIMEOUT })
             .header("Content-Type", "application/json")
             .body(json!({ "query": document, "variables": variables }).to_string());
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
         let response = request.send().await.map_err(|e| {
-            Failure::local("UNREACHABLE", format!("{} cannot be reached: {}", self.endpoint, e.without_url()))
+            Failure::local("UNREACHABLE", format!("{} cannot be reached: {}", self.shown, e.without_url()))
         })?;
-        let answer: Value = response.json().await.map_err(|e| {
-            Failure::local("INTERNAL", format!("{} did not answer with JSON: {}", self.endpoint, e.without_url()))
-        })?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(Failure::local(
+                "UNREACHABLE",
+                format!(
+                    "{} answered HTTP {status}, a redirect, which is not followed: give --server where it points",
+                    self.shown
+                ),
+            ));
+        }
+        let body = self.body(response).await?;
+        let answer: Value = match serde_json::from_slice(&body) {
+            Ok(answer) => answer,
+            Err(_) if status == reqwest::StatusCode::UNAUTHORIZED => {
+                return Err(Failure::local("UNAUTHENTICATED", format!("{} answered HTTP 401", self.shown)));
+            }
+            Err(e) => {
+                return Err(Failure::local(
+                    "INTERNAL",
+                    format!("{} did not answer with JSON (HTTP {status}): {e}", self.shown),
+                ));
+            }
+        };
         if let Some(error) = answer.get("error") {
             return Err(failure_of(error, error.get("code")));
         }
         if let Some(error) = answer.get("errors").and_then(|e| e.get(0)) {
             return Err(failure_of(error, error.pointer("/extensions/code")));
         }
+        if status.is_server_error() {
+            return Err(Failure::local("INTERNAL", format!("{} answered HTTP {status}", self.shown)));
+        }
         Ok(answer.get("data").cloned().unwrap_or(Value::Null))
     }
+
+    /// The answer's body, at most [`MAX_ANSWER_BYTES`].
+    async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if body.len() + chunk.len() > MAX_ANSWER_BYTES => {
+                    return Err(Failure::local(
+                        "INTERNAL",
+                        format!("{} answered more than {MAX_ANSWER_BYTES} bytes", self.shown),
+                    ));
+                }
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) => return Ok(body),
+                Err(e) => {
+                    return Err(Failure::local(
+                        "UNREACHABLE",
+                        format!("{}: the answer did not arrive: {}", self.shown, e.without_url()),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `text` without control characters (a service's message must not move
+/// the cursor, clear the screen or forge a line of output).
+fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' { ' ' } else { c }).collect::<String>().replace('\n', " ")
+}
+
+/// A URL as messages show it: without user info, query or fragment.
+fn shown(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = url.split_once("://") else { return printable(url) };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let host = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    printable(&format!("{scheme}://{host}"))
 }
 
 fn failure_of(error: &Value, code: Option<&Value>) -> Failure {
     Failure {
-        code: code.and_then(Value::as_str).unwrap_or("FAILED").to_string(),
-        message: error.get("message").and_then(Value::as_str).unwrap_or("the service refused").to_string(),
+        code: printable(code.and_then(Value::as_str).unwrap_or("FAILED")),
+        message: printable(error.get("message").and_then(Value::as_str).unwrap_or("the service refused")),
     }
 }
 
@@ -229,7 +327,13 @@ pub(super) fn run(server: &str, command: OnDatabase) -> Exit {
             return Exit::Failed;
         }
     };
-    let remote = Remote::new(server);
+    let remote = match Remote::new(server) {
+        Ok(remote) => remote,
+        Err(message) => {
+            eprintln!("strata: {message}");
+            return Exit::Usage;
+        }
+    };
     runtime.block_on(async move {
         match command {
             OnDatabase::Apply(args) => apply(&remote, *args).await,
@@ -475,6 +579,16 @@ async fn read_tenants(remote: &Remote) -> Result<(Vec<TenantRow>, ShardsData), F
         let after = tenants.last().map(|tenant| tenant.name.clone());
         let variables = json!({ "first": TENANTS_PER_PAGE, "after": after });
         let page: Vec<TenantRow> = remote.call(TENANTS, "tenants", variables).await?;
+        // Pages come in order of name, each after the last: a page that does
+        // not move on would be asked for again for ever.
+        if let (Some(after), Some(first)) = (&after, page.first())
+            && first.name <= *after
+        {
+            return Err(Failure::local(
+                "INTERNAL",
+                format!("the service answered a page of tenants that does not follow {after:?}"),
+            ));
+        }
         let full = page.len() == TENANTS_PER_PAGE;
         tenants.extend(page);
         if !full {
@@ -860,6 +974,82 @@ async fn audit(remote: &Remote, args: AuditArgs) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server on 127.0.0.1 that answers every request with `answer`
+    /// (raw HTTP), or never when it is `None`.
+    async fn fake(answer: Option<&'static str>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else { return };
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 8192];
+                    let _ = stream.read(&mut buffer).await;
+                    match answer {
+                        Some(answer) => {
+                            let _ = stream.write_all(answer.as_bytes()).await;
+                        }
+                        None => tokio::time::sleep(std::time::Duration::from_secs(3600)).await,
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_server_url_holds_no_credentials_and_messages_never_show_them() {
+        assert!(Remote::new("http://127.0.0.1:8080").is_ok());
+        assert!(Remote::new("https://strata.example.com/base/").is_ok());
+        for refused in ["http://user:s3cr3t@h:1/", "http://h:1/?token=abc", "not a url", "ftp://h/"] {
+            let message = Remote::new(refused).err().unwrap_or_default();
+            assert!(
+                !message.is_empty() && !message.contains("s3cr3t") && !message.contains("abc"),
+                "{refused}: {message}"
+            );
+        }
+        assert_eq!(shown("http://u:p@h:1/x?token=t"), "http://h:1/x");
+        assert_eq!(shown("http://u:p@h:1"), "http://h:1");
+        assert_eq!(printable("a\u{1b}[2J\r\nstrata: applied"), "a [2J  strata: applied");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_an_endless_answer_or_a_repeated_page_ends_with_a_clear_failure() {
+        let redirect = fake(Some(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.2:9/x\r\nContent-Length: 0\r\n\r\n",
+        ))
+        .await;
+        let failed = Remote::new(&redirect).unwrap().data("{ versionCount }", json!({})).await.unwrap_err();
+        assert!(failed.message.contains("a redirect, which is not followed"), "{}", failed.message);
+        let html = fake(Some("HTTP/1.1 401 Unauthorized\r\nContent-Length: 4\r\n\r\n<b/>")).await;
+        let failed = Remote::new(&html).unwrap().data("{ versionCount }", json!({})).await.unwrap_err();
+        assert_eq!((failed.code.as_str(), failed.exit()), ("UNAUTHENTICATED", Exit::Refused));
+        let broken = fake(Some(
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n{\"data\": {\"versionCount\": 1}}",
+        ))
+        .await;
+        let failed = Remote::new(&broken).unwrap().data("{ versionCount }", json!({})).await.unwrap_err();
+        assert!(failed.message.contains("HTTP 500"), "{}", failed.message);
+        // A server that answers the same full page however far the client got.
+        let names: Vec<Value> =
+            (0..TENANTS_PER_PAGE).map(|i| json!({ "name": format!("t{i:05}"), "shard": null })).collect();
+        let body = json!({ "data": { "tenants": names } }).to_string();
+        let page = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let repeating = fake(Some(Box::leak(page.into_boxed_str()))).await;
+        let remote = Remote::new(&repeating).unwrap();
+        let failed = read_tenants(&remote).await.err().expect("a repeated page ends the listing");
+        assert!(failed.message.contains("does not follow \"t04999\""), "{}", failed.message);
+        let silent = fake(None).await;
+        let remote = Remote::new(&silent).unwrap();
+        let quick = tokio::time::timeout(std::time::Duration::from_secs(2), remote.data("{ versionCount }", json!({})));
+        assert!(quick.await.is_err(), "a query waits up to its own time-out, not for ever: QUERY_TIMEOUT");
+        assert_eq!(QUERY_TIMEOUT, std::time::Duration::from_secs(300));
+    }
 
     /// Each document the client sends, with variables as the commands
     /// serialize the API's input types.

@@ -115,9 +115,8 @@ impl Service {
         desired: Option<DesiredStart>,
         caller: &Caller,
     ) -> Result<(i64, Rollout), AppError> {
-        if version_name.trim().is_empty() {
-            return Err(AppError::InvalidInput("versionName must not be empty".into()));
-        }
+        rollout::check_name(version_name).map_err(AppError::InvalidInput)?;
+        rollout::check_wave_count(waves.len())?;
         if let Some(budget) = &failure_budget {
             budget
                 .parse::<strata_core::migrate::quarantine::FailureBudget>()

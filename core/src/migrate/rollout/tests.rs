@@ -310,3 +310,19 @@ fn a_waves_version_links_to_the_start_and_to_that_waves_approvals() {
     let stored: Rollout = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(stored.wave_links(1), [start, approval]);
 }
+
+#[test]
+fn a_rollouts_waves_and_name_are_bounded_and_a_wave_of_many_names_keeps_its_version_name_short() {
+    assert_eq!(check_wave_count(MAX_WAVES), Ok(()));
+    assert_eq!(check_wave_count(150_000), Err(RolloutError::TooManyWaves(150_000)));
+    let too_many = vec!["rest".parse::<WaveStep>().unwrap(); MAX_WAVES + 1];
+    assert!(Rollout::new("r", too_many, None, 0, "request").is_err());
+    assert!(check_name("release\n2026-12-06 INFO forged").is_err());
+    assert!(check_name(&"r".repeat(400)).unwrap_err().contains("over 370 for a rollout"));
+    let names: Vec<String> = (0..300).map(|i| format!("tenant{i:03}")).collect();
+    let rollout =
+        Rollout::new("r".repeat(370).as_str(), waves(&[&names.join(","), "rest"]), None, 0, "request").unwrap();
+    let name = rollout.wave_version_name(0);
+    assert!(name.ends_with(" characters))") && name.contains("(wave 1/2: tenant000,"), "{name}");
+    assert_eq!(crate::migrate::ident::check_version_name(&name), Ok(()));
+}
