@@ -47,6 +47,18 @@ pub(crate) enum LoaderError {
     },
 }
 
+/// Most bytes of one source file: a migration is SQL a person reviews; a
+/// 400 MB object read whole for every request took gigabytes.
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The refusal of a file over [`MAX_FILE_BYTES`].
+pub(crate) fn too_large(file: String, bytes: u64) -> LoaderError {
+    LoaderError::File {
+        file,
+        message: format!("it has {bytes} bytes, over the {MAX_FILE_BYTES} a migration file may have"),
+    }
+}
+
 /// Says, once per process, that the subdirectory `path` of a configured
 /// directory is not read: its files never run. Flyway reads its
 /// locations' subdirectories (`V1_1__…` under `release_1_1/`), so a

@@ -174,6 +174,14 @@ async fn a_flyway_directory_with_a_callback_a_readme_or_a_misnamed_file_never_ru
     assert!(stderr(&apply).contains("a subdirectory is not read: its files never run"), "{}", stderr(&apply));
     assert!(stderr(&apply).contains("config/release_2"), "{}", stderr(&apply));
     std::fs::remove_dir_all(ws.migrations().join("config/release_2")).unwrap();
+    // A file over 64 MiB (sparse: nothing is written) is refused unread.
+    let huge = std::fs::File::create(ws.migrations().join("config/V9__huge.sql")).unwrap();
+    huge.set_len(65 * 1024 * 1024).unwrap();
+    let refused = strata(&config, &["plan"]).await;
+    assert_eq!(code(&refused), 1, "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("config/V9__huge.sql"), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("over the 67108864 a migration file may have"), "{}", stderr(&refused));
+    std::fs::remove_file(ws.migrations().join("config/V9__huge.sql")).unwrap();
 
     // Nothing was dropped, nothing recorded that did not run.
     assert_eq!(sorted(ws.tables("config").await), ["orders", "users"]);

@@ -193,6 +193,10 @@ async fn reads_exactly_the_configured_directories(kind: Kind) {
         remote.put(&key("tenants-scripts/decoy.sql"), b"select 1;".to_vec()).await;
         remote.put(&key("tenants/deeper/decoy.sql"), b"select 1;".to_vec()).await;
         remote.put(&key("decoy.sql"), b"select 1;".to_vec()).await;
+        if kind == Kind::S3 {
+            // A "folder" marker, as the AWS console's "Create folder" makes.
+            remote.put(&key("tenants/"), Vec::new()).await;
+        }
 
         let server = serve(&remote, prefix, remote.good_key()).await;
         let listed = server.data("{ sourceMigrations { file checkSum } }", json!({})).await;

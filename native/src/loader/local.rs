@@ -50,6 +50,9 @@ impl LocalLoader {
                 if !metadata.is_file() {
                     continue;
                 }
+                if metadata.len() > super::MAX_FILE_BYTES {
+                    return Err(super::too_large(file, metadata.len()));
+                }
                 let bytes =
                     std::fs::read(entry.path()).map_err(|e| LoaderError::File { file, message: e.to_string() })?;
                 files.push(SourceFile { directory: directory.clone(), name, bytes });

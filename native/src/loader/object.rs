@@ -63,6 +63,16 @@ impl Loader for ObjectStoreLoader {
                 message: e.to_string(),
             })?;
             for object in listing.objects {
+                // A "folder" marker (`dir/`, as a console's "Create folder"
+                // makes): the directory itself, no file of it.
+                if object.location == key {
+                    continue;
+                }
+                let size = object.size;
+                if size > super::MAX_FILE_BYTES {
+                    let name = object.location.filename().unwrap_or_default();
+                    return Err(super::too_large(format!("{directory}/{name}"), size));
+                }
                 wanted.push((directory.clone(), object.location));
             }
             for prefix in listing.common_prefixes {
