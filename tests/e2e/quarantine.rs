@@ -76,6 +76,10 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
     assert_eq!((&t03["line"], &t03["column"]), (&json!(1), &json!(1)), "{t03}");
     assert_eq!(t03["failures"], 1);
     assert!(t03["message"].as_str().unwrap().contains("audit"), "{t03}");
+    // MariaDB commits DDL as it runs: the file may be partly applied, and
+    // the quarantine says so (a retry runs it from its start).
+    let partly = t03["message"].as_str().unwrap().contains("may be partly applied");
+    assert_eq!(partly, backend() == Backend::Mysql, "{t03}");
     assert_eq!(t03["versionId"], result["version"]["id"]);
     assert_eq!(recorded(&server, "t02").await.last().unwrap(), "tenants/006.sql");
     assert!(!recorded(&server, "t03").await.contains(&"tenants/006.sql".to_string()));

@@ -691,8 +691,8 @@ impl<'a, E: Engine> Run<'a, E> {
             failed.get_or_insert(error);
             return;
         }
-        let UnitError::Migration { step, failure, .. } = &error else { return };
-        let row = self.quarantine_row(*step, failure, progress);
+        let UnitError::Migration { step, failure, partly, .. } = &error else { return };
+        let row = self.quarantine_row(*step, failure, *partly, progress);
         let written = match self.engine.books().quarantine(conn, &row).await {
             Ok(()) => true,
             Err(e) => {
@@ -712,9 +712,19 @@ impl<'a, E: Engine> Run<'a, E> {
         }
     }
 
-    /// The quarantine row of a tenant whose `step` failed.
-    fn quarantine_row(&self, step: u32, failure: &Failure, progress: &Progress) -> QuarantineRow {
+    /// The quarantine row of a tenant whose `step` failed; `partly`: the
+    /// step ran outside a transaction (MySQL's DDL, a no-transaction file),
+    /// and the message says what that leaves.
+    fn quarantine_row(&self, step: u32, failure: &Failure, partly: bool, progress: &Progress) -> QuarantineRow {
         let at = self.position(step, failure);
+        let message = match partly {
+            true => format!(
+                "{} (the file ran outside a transaction and may be partly applied: what it ran before the failure \
+                 stays, and a retry runs it again from its start)",
+                failure.message
+            ),
+            false => failure.message.clone(),
+        };
         QuarantineRow {
             version_id: progress.version(),
             file: self.file(step).to_string(),
@@ -723,7 +733,7 @@ impl<'a, E: Engine> Run<'a, E> {
             ..QuarantineRow::put_aside(
                 self.schema(step).to_string(),
                 failure.cause.name(),
-                failure.message.clone(),
+                message,
                 self.request.request_id,
                 self.request.created,
             )
