@@ -9,10 +9,19 @@ use crate::error::AppError;
 use crate::graphql::types::{CreateResultsDto, DbMigrationDto};
 use crate::service::Service;
 
-/// The exit status of a failed operation, after its one-line message.
+/// The exit status of a failed operation, after its one-line message
+/// ([`printable`]: an object's key or a server's message must not reach
+/// the terminal as an escape sequence).
 pub(super) fn failure(error: &AppError) -> Exit {
-    eprintln!("strata: {error}");
+    eprintln!("strata: {}", printable(&error.to_string()));
     Exit::from(error)
+}
+
+/// `text` on one line without control characters: each is a space (an
+/// escape sequence could move the cursor, clear the screen or forge a line
+/// of output).
+pub(super) fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 /// Writes `value` as pretty JSON on stdout (a reader that went away is

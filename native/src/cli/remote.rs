@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use strata_core::auth::audit::{self, Sealed};
 
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
-use crate::cli::output::{print_json, print_released};
+use crate::cli::output::{print_json, print_released, printable};
 use crate::cli::{
     ApplyArgs, AuditAction, AuditArgs, BackfillAction, BackfillArgs, DiffArgs, DriftArgs, Exit, LintArgs, OnDatabase,
     PlanArgs, QuarantineAction, QuarantineArgs, RepairArgs, RevertArgs, RolloutAction, RolloutArgs, StatusArgs,
@@ -291,12 +291,6 @@ impl Remote {
             }
         }
     }
-}
-
-/// `text` without control characters (a service's message must not move
-/// the cursor, clear the screen or forge a line of output).
-fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() && c != '\n' { ' ' } else { c }).collect::<String>().replace('\n', " ")
 }
 
 /// A URL as messages show it: without user info, query or fragment.
