@@ -66,7 +66,22 @@ pub(crate) fn router(state: Arc<AppState>, prefix: &str) -> Router {
         .layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate))
         .layer(middleware::from_fn(telemetry::http_metrics))
         .layer(middleware::from_fn(request_id::request_id))
+        .layer(middleware::from_fn(no_store))
         .with_state(state)
+}
+
+/// Every answer `nosniff`, and not kept by any cache unless it says how
+/// (the console's files do): an answer to an authenticated request (the
+/// configuration, the audit log, the fleet) is for its requester only.
+async fn no_store(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
 }
 
 /// The answer to a handler that panicked: 500, and the server keeps serving.

@@ -1201,3 +1201,19 @@ async fn behind_an_ingress_that_only_forwards_the_throttle_keys_on_each_client()
         .unwrap();
     assert_eq!(posing.status(), 401);
 }
+
+/// No answer of the API is kept by a cache unless it says so (the
+/// console's files), and none is sniffed for another type.
+#[tokio::test]
+async fn answers_are_neither_cached_nor_sniffed() {
+    let server = Server::start("basic", "").await;
+    for path in ["/v2/config", "/health", "/v2/schema", "/"] {
+        let response = server.get(path).await;
+        assert_eq!(response.headers()["cache-control"], "no-store", "{path}");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
+    let answer = server.post_raw(serde_json::json!({ "query": "{ versionCount }" }).to_string()).await;
+    assert_eq!(answer.headers()["cache-control"], "no-store");
+    let console = server.get("/console/app.js").await;
+    assert_eq!(console.headers()["cache-control"], "no-cache");
+}
