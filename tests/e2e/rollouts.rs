@@ -165,7 +165,12 @@ async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_be
             { "wave": "rest", "state": "PENDING" }
         ])
     );
-    // Nothing runs past the gate on its own.
+    // Nothing runs past the gate on its own, nor through a second rollout
+    // (it would run the file on the tenants the gate holds back).
+    let second =
+        server.graphql("mutation { startRollout(versionName: \"around\", waves: [\"rest\"]) { id } }", json!({})).await;
+    let said = second["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("a second rollout would run its files on tenants whose waves are not due"), "{second}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(with_file(&server, "tenants/006.sql").await.len(), 1);
 

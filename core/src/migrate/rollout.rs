@@ -145,7 +145,7 @@ impl std::str::FromStr for WaveStep {
                 soak => Gate::Soak(
                     soak.strip_prefix("soak=")
                         .and_then(|s| s.trim().parse().ok())
-                        .filter(|s| *s > 0)
+                        .filter(|s| *s > 0 && *s <= MAX_SOAK_SECONDS)
                         .ok_or_else(bad)?,
                 ),
             };
@@ -501,12 +501,18 @@ pub enum RolloutError {
     /// A wave's text cannot be read.
     #[error(
         "wave {0:?}: expected tenant names (a,b), a share (10%), an attribute (tier=internal,beta) or rest, then \
-         optionally :approve or :soak=SECONDS, and :budget=N or :budget=N%"
+         optionally :approve or :soak=SECONDS (at most a year), and :budget=N or :budget=N%"
     )]
     BadWave(String),
     /// No wave given.
     #[error("a rollout needs at least one wave")]
     NoWave,
+    /// Another rollout is in progress.
+    #[error(
+        "{0} in progress: a second rollout would run its files on tenants whose waves are not due; let it finish \
+         (approve or resume it), or cancel it (`strata rollout cancel ID`) first"
+    )]
+    AnotherActive(String),
     /// More waves than [`MAX_WAVES`].
     #[error("a rollout of {0} waves is over {MAX_WAVES}: a canary, shares and the rest need a few")]
     TooManyWaves(usize),
@@ -542,6 +548,20 @@ pub enum RolloutError {
         /// Where it would have to stand.
         expected: &'static str,
     },
+}
+
+/// The longest soak: a year (a larger number wrapped past the clock's
+/// range, and a soak of 2^63 seconds ended at once).
+pub const MAX_SOAK_SECONDS: u64 = 366 * 86_400;
+
+/// Refuses a new rollout while `active` ones are in progress: its waves
+/// would run their files on tenants whose waves they hold back (an
+/// approval, a soak), past that gate and unrecorded in their events.
+pub fn check_none_active(active: &[ActiveRollout]) -> Result<(), RolloutError> {
+    match active.is_empty() {
+        true => Ok(()),
+        false => Err(RolloutError::AnotherActive(describe(active))),
+    }
 }
 
 /// Most waves a rollout given its waves may have (each is stored with it,

@@ -117,6 +117,8 @@ impl Service {
     ) -> Result<(i64, Rollout), AppError> {
         rollout::check_name(version_name).map_err(AppError::InvalidInput)?;
         rollout::check_wave_count(waves.len())?;
+        let rollouts = self.rollouts().await?;
+        rollout::check_none_active(&rollout::active(rollouts.iter().map(|(id, r)| (*id, r))))?;
         if let Some(budget) = &failure_budget {
             budget
                 .parse::<strata_core::migrate::quarantine::FailureBudget>()

@@ -326,3 +326,17 @@ fn a_rollouts_waves_and_name_are_bounded_and_a_wave_of_many_names_keeps_its_vers
     assert!(name.ends_with(" characters))") && name.contains("(wave 1/2: tenant000,"), "{name}");
     assert_eq!(crate::migrate::ident::check_version_name(&name), Ok(()));
 }
+
+#[test]
+fn a_soak_past_a_year_is_refused_and_a_second_rollout_waits_for_the_first() {
+    assert!("t1:soak=31622400".parse::<WaveStep>().is_ok());
+    for huge in ["t1:soak=31622401", "t1:soak=18446744073709551615", "t1:soak=99999999999999999999"] {
+        assert!(huge.parse::<WaveStep>().is_err(), "{huge}");
+    }
+    let first = Rollout::new("x", waves(&["t1:approve", "rest"]), None, 0, "request").unwrap();
+    let active = active([(3, &first)]);
+    assert_eq!(check_none_active(&[]), Ok(()));
+    let refused = check_none_active(&active).unwrap_err().to_string();
+    assert!(refused.starts_with("rollout 3 (\"x\", 0/2 waves done, "), "{refused}");
+    assert!(refused.contains("a second rollout would run its files on tenants whose waves are not due"), "{refused}");
+}
