@@ -1426,3 +1426,25 @@ async fn a_desired_file_that_would_run_something_is_refused_before_the_server_se
     assert_eq!(server.ws.rows("svc", "select count(*) from svc.svc_migrations").await, versions);
     assert_eq!(server.ws.rows("svc", "select count(*) from sys.tables where name = N'leak'").await, [[json!(0)]]);
 }
+
+/// A file's `SET ROWCOUNT 1` holds for its session: the version's records
+/// are written whole all the same (the insert was cut to its first row,
+/// the other files ran unrecorded).
+#[tokio::test]
+async fn a_files_set_rowcount_does_not_cut_the_records() {
+    if !available("a_files_set_rowcount_does_not_cut_the_records") {
+        return;
+    }
+    let server = start("").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    server.ws.write_migration("tenants/004.sql", "create table {schema}.r1 (x int)\nGO\nset rowcount 1\n");
+    server.ws.write_migration("tenants/005.sql", "create table {schema}.r2 (x int)\n");
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.r3 (x int)\n");
+    let result = server.create_version(json!({ "versionName": "rowcount" })).await;
+    assert!(result.get("errors").is_none(), "{result}\n{}", server.log());
+    let sql = "select filename from svc.svc_migrations where db_schema = N't1' and filename like N'tenants/00[456]%' \
+               order by filename";
+    let files: Vec<Value> = server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].clone()).collect();
+    assert_eq!(files, [json!("tenants/004.sql"), json!("tenants/005.sql"), json!("tenants/006.sql")]);
+}
