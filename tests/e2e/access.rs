@@ -680,21 +680,25 @@ async fn a_signed_audit_log_cannot_be_rewritten_re_signed_or_truncated_unseen_an
     assert!(stderr(&caught).contains("row 3 has another seal than the head kept"), "{}", stderr(&caught));
 }
 
+/// A query of the tenants from `client` behind the proxy (its
+/// `X-Forwarded-For`), with `token`.
+fn forwarded(server: &Server, client: &str, token: &str) -> reqwest::RequestBuilder {
+    server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("X-Forwarded-For", client)
+        .bearer_auth(token)
+        .body(json!({ "query": "{ tenants { name } }" }).to_string())
+}
+
 #[tokio::test]
 async fn behind_a_trusted_proxy_the_throttle_keys_on_the_client_and_open_routes_are_no_oracle() {
     let yaml = "auth:\n  tokens: true\n  proxy:\n    userHeader: X-Forwarded-User\n    trustedSources: [127.0.0.1/32]\n    \
                 roles: { dba: admin }\n";
     let server = Server::start("basic", yaml).await;
     let viewer = token(&server, "dashboard", "viewer").await;
-    let from = |client: &str, token: &str| {
-        server
-            .client
-            .post(server.url("/v2/service"))
-            .header("Content-Type", "application/json")
-            .header("X-Forwarded-For", client)
-            .bearer_auth(token)
-            .body(json!({ "query": "{ tenants { name } }" }).to_string())
-    };
+    let from = |client: &str, token: &str| forwarded(&server, client, token);
     // Mallory, behind the ingress, floods; her own header cannot move the
     // key (the proxy appends the address it saw).
     for _ in 0..10 {
@@ -1176,15 +1180,7 @@ async fn behind_an_ingress_that_only_forwards_the_throttle_keys_on_each_client()
     let yaml = "auth:\n  tokens: true\n  proxy:\n    trustedSources: [127.0.0.1/32]\n";
     let server = Server::start("basic", yaml).await;
     let viewer = token(&server, "dashboard", "viewer").await;
-    let from = |client: &str, token: &str| {
-        server
-            .client
-            .post(server.url("/v2/service"))
-            .header("Content-Type", "application/json")
-            .header("X-Forwarded-For", client)
-            .bearer_auth(token)
-            .body(json!({ "query": "{ tenants { name } }" }).to_string())
-    };
+    let from = |client: &str, token: &str| forwarded(&server, client, token);
     for _ in 0..10 {
         assert_eq!(from("203.0.113.20", "strata_guess").send().await.unwrap().status(), 401);
     }
