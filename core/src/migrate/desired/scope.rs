@@ -210,7 +210,7 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
         });
     }
     let altered = first.as_deref() == Some("ALTER");
-    let renames = tokens.iter().any(|t| keyword(Some(t)).as_deref() == Some("RENAME"));
+    let renames = has_word(tokens, &["RENAME"]);
     let moves = tokens
         .windows(2)
         .any(|w| keyword(Some(&w[0])).as_deref() == Some("SET") && keyword(Some(&w[1])).as_deref() == Some("SCHEMA"));

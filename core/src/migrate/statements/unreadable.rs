@@ -83,10 +83,11 @@ fn blank_escape_string(text: &str, at: Location) -> Option<String> {
 /// (`error`), read as [`tokenize_whole`] reads; `None` when no such part
 /// can be found.
 pub(crate) fn tokens_before(driver: Driver, contents: &str, error: &TokenizerError) -> Option<Vec<TokenWithSpan>> {
+    let offsets = Offsets::new(contents);
     let mut end = contents.len();
     let mut location = error.location;
     for _ in 0..MAX_REREADS {
-        let at = Offsets::new(contents).byte(Position { line: location.line, column: location.column });
+        let at = offsets.byte(Position { line: location.line, column: location.column });
         if at >= end {
             return None;
         }
