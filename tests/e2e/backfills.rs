@@ -1114,3 +1114,41 @@ async fn backfills_wait_while_a_listed_mysql_replica_does_not_apply() {
         assert_eq!(counts, (150, 0), "{tenant}");
     }
 }
+
+/// A backfill reverted (dbmate's down section undoes what it changed) runs
+/// again from its first key when a later version applies its file again:
+/// its finished row in the books goes with the file's record, so the file
+/// is neither skipped nor counted as applied without running.
+#[tokio::test]
+async fn a_reverted_backfill_runs_again_from_its_first_key() {
+    // The server prepares its database in MySQL's turn.
+    let ws = crate::formats::empty_directories();
+    ws.write_migration(
+        "tenants/20240101000000_items.sql",
+        &format!("-- migrate:up\n{}-- migrate:down\ndrop table {{schema}}.items;\n", items_sql(100)),
+    );
+    ws.write_migration(
+        "tenants/20240102000000_touch.sql",
+        &format!("-- migrate:up\n{TOUCH_ITEMS}-- migrate:down\nupdate {{schema}}.items set touched = touched - 1;\n"),
+    );
+    let yaml = ws.config("");
+    let server = Server::start_in(ws, &yaml, "").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    settled(&server).await;
+    assert_eq!(touched(&server, "t1").await, (100, 100, 0));
+
+    let reverted =
+        strata(server.config_path(), &["revert", "--version", "undo", "--steps", "1", "--tenants", "t1"]).await;
+    assert_eq!(code(&reverted), 0, "{}{}", stdout(&reverted), stderr(&reverted));
+    assert_eq!(touched(&server, "t1").await, (100, 0, 0));
+    assert!(progress(&server, "tenants/20240102000000_touch.sql").await.is_empty(), "its books row went with it");
+
+    let again = version_waiting(&server, "again").await;
+    assert_eq!(again["waitingOnBackfills"], json!([{ "tenant": "t1", "file": "tenants/20240102000000_touch.sql" }]));
+    settled(&server).await;
+    assert_eq!(touched(&server, "t1").await, (100, 100, 0));
+    let count =
+        recorded(&server).await.get(&("tenants/20240102000000_touch.sql".to_string(), "t1".to_string())).copied();
+    assert_eq!(count, Some(1));
+}

@@ -1448,3 +1448,44 @@ async fn a_files_set_rowcount_does_not_cut_the_records() {
     let files: Vec<Value> = server.ws.rows("svc", sql).await.into_iter().map(|row| row[0].clone()).collect();
     assert_eq!(files, [json!("tenants/004.sql"), json!("tenants/005.sql"), json!("tenants/006.sql")]);
 }
+
+/// A file whose dynamic SQL ends the unit's transaction and begins another
+/// (`exec ('commit transaction; begin transaction')`: the trancount is the
+/// same after it, so the server says nothing) is named before the next
+/// file runs: nothing of the unit is recorded and the message says what
+/// ran may be committed. A rollback to a savepoint is no transaction
+/// control: such a file applies.
+#[tokio::test]
+async fn a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_recorded() {
+    if !available("a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_recorded") {
+        return;
+    }
+    let server = start("").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create table {schema}.s1 (x int)\nsave tran before_two\ninsert into {schema}.s1 values (1)\n\
+         rollback tran before_two\ninsert into {schema}.s1 values (2)\n",
+    );
+    let saved = server.create_version(json!({ "versionName": "savepoint" })).await;
+    assert!(saved.get("errors").is_none(), "{saved}\n{}", server.log());
+    assert_eq!(server.ws.rows("t1", "select x from t1.s1").await, [[json!(2)]]);
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\n\
+         exec ('commit transaction; begin transaction')\n",
+    );
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.c2 (x int)\n");
+    let ended = server.create_version(json!({ "versionName": "ends-its-transaction" })).await;
+    let message = ended["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{ended}"));
+    assert!(message.contains("migration tenants/005.sql failed in schema t1"), "{message}");
+    assert!(message.contains("a file ended the unit's transaction and began another"), "{message}");
+    assert!(message.contains("may be partly applied; nothing of it was recorded"), "{message}");
+    let sql = "select count(*) from svc.svc_migrations where filename in (N'tenants/005.sql', N'tenants/006.sql')";
+    assert_eq!(server.ws.rows("svc", sql).await, [[json!(0)]], "nothing of the unit recorded");
+    // What the file's dynamic SQL committed stays; the next file never ran.
+    assert_eq!(server.ws.rows("t1", "select x from t1.c1").await, [[json!(1)]]);
+    let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
+    assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
+}

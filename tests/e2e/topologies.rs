@@ -590,6 +590,76 @@ async fn on_a_galera_cluster_applies_through_different_nodes_never_overlap() {
     }
 }
 
+/// A holder paused past its lease (SIGSTOP while a tenant's file sleeps on
+/// the server, its whole unit sent as one message) resumes after another
+/// apply took the lease: its unit's transaction meets the fence and rolls
+/// back instead of committing what the new holder runs too. The paused one
+/// stops with LOCK_LOST; the other finishes; every file ran and is
+/// recorded once per tenant.
+#[tokio::test]
+async fn a_holder_paused_past_its_lease_commits_nothing_the_next_holder_runs() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_paused_{}", ws.port);
+    let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
+    fresh_database(&admin_url, &database).await;
+    let url = with_database(&admin_url, &database);
+    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 3\n");
+    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&url).await;
+    tenants(&mut direct, 3).await;
+    // t1's first file sleeps 6 s: longer than the lease. t0's unit comes
+    // first and commits the version's row, so t1's goes as one message.
+    write_counting_migrations(&ws, "450", "z", "select pg_sleep(case when '{schema}' = 't1' then 6 else 0 end);\n");
+    let paused = tokio::process::Command::new(crate::support::strata_bin())
+        .args(["--config", config.to_str().unwrap(), "apply", "--version", "paused"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = paused.id().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while scalar(&mut direct, "select count(*) from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()").await == 0 {
+        assert!(Instant::now() < deadline, "t1's file never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill").args([name, pid.as_str()]).status().unwrap();
+        assert!(status.success(), "kill {name} {pid}");
+    };
+    signal("-STOP");
+    let first_holder: String =
+        sqlx::query_scalar("select holder from svc.svc_lock where id = 1").fetch_one(&mut direct).await.unwrap();
+    while scalar(&mut direct, "select count(*) from svc.svc_lock where expires < clock_timestamp()").await == 0 {
+        assert!(Instant::now() < deadline, "the paused holder's lease never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let next = tokio::spawn({
+        let config = config.clone();
+        async move { strata(&config, &["apply", "--version", "next"]).await }
+    });
+    let taken = "select count(*) from svc.svc_lock where holder <> '' and holder <> $1";
+    while sqlx::query_scalar::<_, i64>(taken).bind(&first_holder).fetch_one(&mut direct).await.unwrap() == 0 {
+        assert!(Instant::now() < deadline + Duration::from_secs(30), "the next apply never took the lease");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal("-CONT");
+    let stopped = tokio::time::timeout(Duration::from_secs(60), paused.wait_with_output()).await.unwrap().unwrap();
+    let message = text(&stopped);
+    eprintln!("the paused holder said: {message}");
+    assert_eq!(code(&stopped), 1, "{message}");
+    assert!(message.contains("lost its lock"), "{message}");
+    assert!(message.contains("stopped before migration tenants/450a.sql in schema t1"), "{message}");
+    let next = next.await.unwrap();
+    assert_eq!(code(&next), 0, "{}", text(&next));
+    executed_once_recorded_once(&mut direct, 3, "450", "z").await;
+    drop(direct);
+    let mut conn = admin(&admin_url).await;
+    run(&mut conn, &format!("drop database if exists {database} with (force)")).await;
+}
+
 /// A holder whose lease was taken over (here: by hand, as a holder cut off
 /// for longer than its lease would find it) stops before its next unit,
 /// reports `LOCK_LOST` with what committed, and a re-run completes it.

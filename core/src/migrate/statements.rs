@@ -887,6 +887,8 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
             (Some("BEGIN"), Some("TRAN" | "TRANSACTION" | "DISTRIBUTED")) => {
                 Some((Kind::TransactionControl, vec!["BEGIN".into(), next.unwrap_or_default().into()]))
             }
+            // To a savepoint (`SAVE TRAN name`): the transaction goes on.
+            (Some("ROLLBACK"), Some("TRAN" | "TRANSACTION")) if names_savepoint(batch.get(i + 2)) => None,
             (Some("COMMIT" | "ROLLBACK"), _) => Some((Kind::TransactionControl, vec![w.clone().unwrap_or_default()])),
             (Some("DATABASE"), _) if matches!(previous, Some("CREATE" | "ALTER" | "DROP")) => {
                 Some((Kind::NeedsNoTransaction, vec![previous.unwrap_or_default().into(), "DATABASE".into()]))
@@ -907,6 +909,62 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
         }
     }
     None
+}
+
+/// Whether the word after T-SQL's `ROLLBACK TRAN[SACTION]` names a
+/// savepoint (a name, quoted or not, or a variable) rather than starting
+/// the next statement: the whole transaction's rollback has no name here,
+/// as the service's transaction has none (a name that is no savepoint
+/// fails, and the service's check after each file finds a transaction
+/// ended any other way).
+fn names_savepoint(word: Option<&Word>) -> bool {
+    const STARTS_STATEMENT: [&str; 40] = [
+        "SELECT",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "CREATE",
+        "ALTER",
+        "DROP",
+        "EXEC",
+        "EXECUTE",
+        "IF",
+        "WHILE",
+        "BEGIN",
+        "END",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVE",
+        "SET",
+        "DECLARE",
+        "PRINT",
+        "RAISERROR",
+        "THROW",
+        "RETURN",
+        "GOTO",
+        "TRUNCATE",
+        "GRANT",
+        "REVOKE",
+        "DENY",
+        "USE",
+        "WITH",
+        "WAITFOR",
+        "BREAK",
+        "CONTINUE",
+        "ELSE",
+        "OPEN",
+        "CLOSE",
+        "FETCH",
+        "DEALLOCATE",
+        "DBCC",
+        "BULK",
+    ];
+    match word {
+        Some(None) => true,
+        Some(Some(name)) => !STARTS_STATEMENT.contains(&name.as_str()),
+        None => false,
+    }
 }
 
 /// The statements of a tenant file its tool ran in the tenant's own schema

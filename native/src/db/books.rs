@@ -171,6 +171,10 @@ pub(crate) trait Books<C: Send>: Send + Sync {
         version_id: i64,
         updated: &str,
     ) -> Result<(), DbError>;
+    /// Forgets the backfill of `file` in `schema` (its checkpoint and
+    /// state), in the caller's open transaction: its file was reverted, so
+    /// a later version runs it again from its first key.
+    async fn forget_backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<(), DbError>;
     /// Starts a failed backfill again (its checkpoint kept) in version
     /// `version_id`, in the caller's open transaction.
     async fn restart_backfill(

@@ -298,6 +298,27 @@ pub(crate) trait Engine: Send + Sync {
     fn lock_held(&self, _lock: &Self::Lock) -> bool {
         true
     }
+    /// Fails with [`LockError::Lost`](crate::db::error::LockError::Lost)
+    /// unless `lock` is still this mutation's, checked in the transaction
+    /// open on `conn` and kept until it ends (a taker waits for it): what
+    /// the transaction ran is recorded only while no other mutation can
+    /// have run it. A lease's holder paused past its lease resumes
+    /// believing it holds it; a session's lock (SQLite's, SQL Server's
+    /// applock) stays held while its holder is paused: nothing to check.
+    async fn fence(&self, _conn: &mut Self::Conn, _lock: &Self::Lock) -> Result<(), DbError> {
+        Ok(())
+    }
+    /// Whether [`Engine::fence`] also runs after each file in a unit's
+    /// transaction (SQL Server: a file's procedure or dynamic SQL can end
+    /// the transaction unseen, and the file that did is named before the
+    /// next one runs in a transaction that is not the unit's).
+    const FENCE_AFTER_EACH_FILE: bool = false;
+    /// [`Engine::fence`] as a statement of a unit's one message
+    /// ([`Engine::ONE_MESSAGE`]), whose failure is [`Cause::LockLost`]
+    /// (`None`: nothing to check).
+    fn fence_text(&self, _lock: &Self::Lock) -> Option<String> {
+        None
+    }
     /// Releases the lock (best effort: closing the session releases it too).
     async fn unlock(&self, lock: Self::Lock);
     /// Makes `schemas` usable on `conn` (SQLite attaches their files).

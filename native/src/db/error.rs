@@ -126,6 +126,17 @@ pub(crate) enum DbError {
     /// SQLite's attachments and folds) failed (the engine's message).
     #[error("database error: {0}")]
     Books(String),
+    /// A unit's transaction was not the one the service began when its rows
+    /// were to be written (SQL Server: a file's procedure or dynamic SQL
+    /// ended it, nested another, or switched the database): nothing is
+    /// recorded; `committed` when what ran before may have committed.
+    #[error("{message}")]
+    UnitTransaction {
+        /// What the fence found.
+        message: String,
+        /// What ran may stay applied (its transaction was ended by a file).
+        committed: bool,
+    },
     /// A migration failed; see [`MigrationFailure`] for what stays.
     #[error("{0}")]
     MigrationFailed(Box<MigrationFailure>),
@@ -529,6 +540,12 @@ impl MigrationFailure {
                  was busy, or a connection pooler's: a pooler's pool must hold tenantConcurrency + 2 connections)",
                 self.file, self.schema
             )?,
+            Cause::LockLost if self.partly_applied => write!(
+                f,
+                "this mutation lost its lock (it was cut off or paused past its lease and another mutation took \
+                 it) while migration {} ran outside a transaction in schema {}",
+                self.file, self.schema
+            )?,
             Cause::LockLost => write!(
                 f,
                 "this mutation lost its lock (it could not renew it in time and another mutation took it) and \
@@ -574,8 +591,14 @@ impl std::fmt::Display for MigrationFailure {
         if self.whole_version {
             return write!(f, "; the version was rolled back, nothing was recorded");
         }
-        if self.cause == Cause::LockLost {
-            // Nothing of the schema ran: the unit did not start.
+        if self.cause == Cause::LockLost && self.partly_applied {
+            write!(
+                f,
+                "; the file may be applied (the other mutation may have run it too); nothing of it was recorded"
+            )?;
+        } else if self.cause == Cause::LockLost {
+            // Nothing of the file stays: the unit stopped before it, or its
+            // transaction was rolled back at the fence.
         } else if self.partly_applied {
             write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
         } else {

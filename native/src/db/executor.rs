@@ -429,6 +429,13 @@ impl<'a, E: Engine> Run<'a, E> {
         self.rules[step_.migration as usize].backfill.as_ref()
     }
 
+    /// Whether `step`'s file may be a backfill, whichever way the plan goes
+    /// (a revert's rules are its down part's): its forward part names the
+    /// directive, in any letter case.
+    fn may_be_backfill(&self, step: u32) -> bool {
+        self.migration(step).forward.to_ascii_lowercase().contains(statements::BACKFILL_DIRECTIVE)
+    }
+
     fn runs_outside_transaction(&self, step: u32) -> bool {
         self.plan.steps.at(step).execute && self.mode(step).no_transaction
     }

@@ -16,6 +16,16 @@
 //!   length (`lockLeaseSeconds`).
 //! - A holder that could not renew for a whole lease, or found the row
 //!   taken, is marked lost; the executor stops before its next unit.
+//! - **A lease is a fence, not only a flag.** A holder paused past its
+//!   lease (SIGSTOP, a VM frozen, a long GC-like stall) resumes believing
+//!   it holds it while another mutation already runs: each unit's records
+//!   are written only after the unit's own transaction has checked that the
+//!   row still names this holder, and that check keeps a taker out until
+//!   the transaction ends (`Engine::fence`: PostgreSQL a shared
+//!   transaction-level advisory lock that `take` waits for, MySQL/MariaDB a
+//!   shared row lock). A unit whose check fails rolls back and stops, so
+//!   a file is recorded at most once; a taker waits for a paused holder's
+//!   open transaction no longer than `take`'s own lock time-out.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,6 +114,12 @@ impl Lease {
             return Ok(None);
         }
         Ok(Some(Lease::taken(row, holder, seconds)))
+    }
+
+    /// The holder text this lease was taken under (what a unit's fence
+    /// matches: [`crate::db::engine::Engine::fence`]).
+    pub(crate) fn holder(&self) -> &str {
+        &self.holder
     }
 
     /// Whether the lease is still this holder's.

@@ -280,6 +280,15 @@ impl Engine for MysqlEngine {
         lock.held()
     }
 
+    async fn fence(&self, conn: &mut Self::Conn, lock: &Self::Lock) -> Result<(), DbError> {
+        let holder: Option<String> =
+            sqlx::query_scalar(sql::LEASE_FENCE).bind(lock.holder()).fetch_optional(&mut **conn).await?;
+        match holder {
+            Some(_) => Ok(()),
+            None => Err(DbError::Lock(LockError::Lost)),
+        }
+    }
+
     async fn unlock(&self, lock: Self::Lock) {
         lock.release(&self.lease).await;
     }

@@ -41,7 +41,7 @@ use strata_core::migrate::lock_wait::Timeouts;
 
 use crate::db::books::SqlxBooks;
 use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Transaction};
-use crate::db::error::{DbError, cause_of, describe, one_line};
+use crate::db::error::{Cause, DbError, LockError, cause_of, describe, one_line};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::lease::{Lease, LeaseRow};
 use crate::db::types::CONNECT_TIMEOUT;
@@ -196,7 +196,13 @@ async fn run_text(conn: &mut sqlx::PgConnection, text: &str) -> Result<(), Failu
             .get(completed)
             .map(|failed| text[..failed.start].chars().count() + 1),
     };
-    Err(Failure { message: pg.message().to_string(), offset, line: None, cause: cause_of(&error) })
+    let cause = if is_fence(&error) { Cause::LockLost } else { cause_of(&error) };
+    Err(Failure { message: pg.message().to_string(), offset, line: None, cause })
+}
+
+/// The fence's failure ([`sql::fence`]): the lease names another holder.
+fn is_fence(error: &sqlx::Error) -> bool {
+    error.as_database_error().and_then(|d| d.code()).is_some_and(|code| code == sql::FENCE_SQLSTATE)
 }
 
 /// The lease's statements on the pool (see [`super::lease`]).
@@ -215,8 +221,23 @@ impl PgLeaseRow {
 
 #[async_trait]
 impl LeaseRow for PgLeaseRow {
+    /// Taken only between the units' transactions of a holder that may
+    /// still run (the fence, [`sql::FENCE_KEY`]); a wait for them that
+    /// times out is "not taken", asked again.
     async fn take(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
-        self.run(sql::LEASE_TAKE, holder, seconds).await
+        let mut conn = engine::acquire(&self.0).await?;
+        let mut tx = Connection::begin(&mut *conn).await?;
+        sqlx::raw_sql(sql::LEASE_GATE_TIMEOUT).execute(&mut *tx).await?;
+        let gated = bound(sql::LEASE_GATE).bind(sql::FENCE_KEY).execute(&mut *tx).await;
+        if let Err(e) = gated {
+            if cause_of(&e) == Cause::LockTimeout {
+                return Ok(false);
+            }
+            return Err(e.into());
+        }
+        let row = bound(sql::LEASE_TAKE).bind(holder).bind(seconds as f64).fetch_optional(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(row.is_some())
     }
 
     async fn renew(&self, holder: &str, seconds: u64) -> Result<bool, DbError> {
@@ -313,6 +334,17 @@ impl Engine for PostgresEngine {
 
     fn lock_held(&self, lock: &Self::Lock) -> bool {
         lock.held()
+    }
+
+    async fn fence(&self, conn: &mut Self::Conn, lock: &Self::Lock) -> Result<(), DbError> {
+        match sqlx::raw_sql(AssertSqlSafe(sql::fence(lock.holder()))).execute(&mut **conn).await {
+            Err(e) if is_fence(&e) => Err(DbError::Lock(LockError::Lost)),
+            done => done.map(drop).map_err(DbError::from),
+        }
+    }
+
+    fn fence_text(&self, lock: &Self::Lock) -> Option<String> {
+        Some(sql::fence(lock.holder()))
     }
 
     async fn unlock(&self, lock: Self::Lock) {

@@ -61,6 +61,9 @@ pub(crate) struct SqlServerEngine {
     /// The books' added columns (`sql::ADDED_COLUMNS`) were seen (they stay:
     /// asked until they are).
     traced: std::sync::atomic::AtomicBool,
+    /// The database sessions begin in (read on the first connection): a
+    /// unit's fence finds a file that switched away from it (`USE`).
+    database: std::sync::OnceLock<String>,
 }
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
@@ -136,6 +139,7 @@ impl SqlServerEngine {
             tenant_select_sql: config.tenant_select_sql.clone(),
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             traced: std::sync::atomic::AtomicBool::new(false),
+            database: std::sync::OnceLock::new(),
         })
     }
 
@@ -654,6 +658,11 @@ impl Books<Connection> for SqlServerEngine {
         backfills::register(conn, schema, migration, version_id, updated).await
     }
 
+    async fn forget_backfill(&self, conn: &mut Connection, schema: &str, file: &str) -> Result<(), DbError> {
+        execute(conn, sql::FORGET_BACKFILL, &[&schema, &file]).await?;
+        Ok(())
+    }
+
     async fn restart_backfill(
         &self,
         conn: &mut Connection,
@@ -726,7 +735,58 @@ impl Engine for SqlServerEngine {
     async fn connect(&self) -> Result<Self::Conn, DbError> {
         let mut client = self.session().await?;
         run(&mut client, sql::SESSION_SETTINGS).await?;
+        if self.database.get().is_none() {
+            let rows = query(&mut client, sql::DATABASE, &[]).await?;
+            if let Some(row) = rows.first() {
+                let _ = self.database.set(text(row, 0)?);
+            }
+        }
         Ok(client)
+    }
+
+    const FENCE_AFTER_EACH_FILE: bool = true;
+
+    /// The unit's transaction is still the one [`sql::BEGIN`] began: one
+    /// deep, holding [`sql::UNIT_LOCK`], in the session's database.
+    async fn fence(&self, conn: &mut Self::Conn, _lock: &Self::Lock) -> Result<(), DbError> {
+        let rows = query(conn, sql::TRANSACTION_STATE, &[]).await?;
+        let row = rows.first().ok_or_else(|| DbError::UnexpectedAnswer("no transaction state".into()))?;
+        let depth = int(row, 0)?;
+        let held = row.try_get::<&str, _>(1).map_err(db_error)?.is_some_and(|mode| mode == "Shared");
+        let database = text(row, 2)?;
+        let expected = self.database.get();
+        let (message, committed) = match (depth, held) {
+            _ if expected.is_some_and(|expected| *expected != database) => (
+                format!(
+                    "a file switched the session to database {database} (USE): its changes there and this \
+                     schema's records do not belong together; the open transaction was rolled back"
+                ),
+                false,
+            ),
+            (1, true) => return Ok(()),
+            (depth, true) if depth > 1 => (
+                format!(
+                    "a file left {} transaction(s) open (BEGIN TRANSACTION in a procedure it ran or in dynamic \
+                     SQL, never committed): all of it was rolled back",
+                    depth - 1
+                ),
+                false,
+            ),
+            (0, _) => (
+                "a file ended the unit's transaction (COMMIT or ROLLBACK in a procedure it ran or in dynamic \
+                 SQL): what ran before may be committed"
+                    .to_string(),
+                true,
+            ),
+            _ => (
+                "a file ended the unit's transaction and began another (COMMIT or ROLLBACK, then BEGIN \
+                 TRANSACTION, in a procedure it ran or in dynamic SQL): what ran before may be committed; what \
+                 is open was rolled back"
+                    .to_string(),
+                true,
+            ),
+        };
+        Err(DbError::UnitTransaction { message, committed })
     }
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {

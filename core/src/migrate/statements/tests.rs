@@ -147,6 +147,33 @@ fn each_engine_has_its_own_rules() {
         Err(StatementError::NeedsNoTransaction { .. })
     ));
     assert_eq!(mssql("select [commit] from t"), Ok(FileMode::default()));
+    // A rollback to a savepoint goes on in the transaction; a rollback of
+    // the transaction (followed by the next statement, or nothing) does not.
+    for text in [
+        "save tran before_load
+insert into t values (1)
+rollback tran before_load
+select 1",
+        "save transaction s1; rollback transaction s1;",
+        "rollback tran [my point]",
+        "declare @p varchar(10) = 's'
+save tran @p
+rollback tran @p",
+    ] {
+        assert_eq!(mssql(text), Ok(FileMode::default()), "{text}");
+    }
+    for text in [
+        "insert into t values (1)
+rollback tran
+select 1",
+        "rollback transaction",
+        "rollback tran;",
+        "rollback tran insert into t values (1)",
+        "rollback work",
+        "rollback",
+    ] {
+        assert!(matches!(mssql(text), Err(StatementError::TransactionControl { .. })), "{text}");
+    }
 }
 
 #[test]

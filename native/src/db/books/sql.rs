@@ -318,6 +318,8 @@ pub(crate) struct BackfillSql {
     /// Moves the backfills of a schema from one state to another (bound:
     /// to, updated, schema, from).
     pub(crate) move_state: String,
+    /// Deletes a backfill's row (bound: schema, file).
+    pub(crate) forget: String,
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2`, … (none of the
@@ -561,6 +563,7 @@ impl BackfillSql {
                 "update svc.svc_backfills set state = ?, updated = ? where db_schema = ? and file = ? and state = ?"
                     .into(),
             ),
+            forget: placed("delete from svc.svc_backfills where db_schema = ? and file = ?".into()),
         }
     }
 }

@@ -633,6 +633,16 @@ where
         Ok(())
     }
 
+    async fn forget_backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<(), DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills.installed).await? {
+            return Ok(());
+        }
+        let query = self.query(&self.sql.backfills.forget).bind(schema.to_string()).bind(file.to_string());
+        query.execute(conn).await?;
+        Ok(())
+    }
+
     async fn restart_backfill(
         &self,
         conn: &mut C,

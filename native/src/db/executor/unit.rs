@@ -12,7 +12,7 @@ use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
 use tracing::Instrument;
 
 use crate::db::books::Books;
-use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Record};
+use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Record, Transaction};
 use crate::db::error::{Cause, DbError};
 use crate::db::error::{LockError, ServerError};
 use crate::db::executor::backfill::StepEnd;
@@ -92,6 +92,9 @@ impl<E: Engine> Run<'_, E> {
                 partly,
                 attempts: 1,
             })?;
+            if E::FENCE_AFTER_EACH_FILE {
+                self.engine.fence(conn, self.lock).await.map_err(|error| self.unrecorded(&[step], error))?;
+            }
             if placement.reference_tables {
                 self.engine.citus_after_file(conn, self.schema(step), placement).await?;
             }
@@ -256,7 +259,11 @@ impl<E: Engine> Run<'_, E> {
         tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
     }
 
+    /// Writes `steps`' rows (forgets them, reverting) in the transaction
+    /// open on `conn`, once the fence says the lock is still this
+    /// mutation's ([`Engine::fence`]).
     async fn record(&self, conn: &mut E::Conn, steps: &[u32], version_id: i64) -> Result<(), DbError> {
+        self.engine.fence(conn, self.lock).await?;
         let rows: Vec<Record<'_>> =
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
         match self.plan.direction {
@@ -264,14 +271,26 @@ impl<E: Engine> Run<'_, E> {
                 let entries = Entries { rows: &rows, created: self.request.created, version_id };
                 self.engine.record(conn, &entries).await
             }
-            Direction::Revert => self.engine.books().forget(conn, &rows).await,
+            Direction::Revert => {
+                let books = self.engine.books();
+                books.forget(conn, &rows).await?;
+                // A reverted backfill runs again from its first key when its
+                // file is applied again: its finished row must not stand
+                // for it.
+                for &step in steps.iter().filter(|&&step| self.may_be_backfill(step)) {
+                    books.forget_backfill(conn, self.schema(step), self.file(step)).await?;
+                }
+                Ok(())
+            }
         }
     }
 
     /// Records one step that ran outside a transaction, in a transaction
     /// of its own (statements with bound values never run outside one: a
     /// pooler in transaction mode may send them to another server), with
-    /// the version's row when none has committed yet.
+    /// the version's row when none has committed yet — a data transaction
+    /// on every engine, MySQL and MariaDB included, so that the fence
+    /// holds until the rows commit.
     ///
     /// A record that lost a conflict with another session (a deadlock, say
     /// against a transaction a killed process left running) is written
@@ -280,26 +299,22 @@ impl<E: Engine> Run<'_, E> {
     async fn record_alone(&self, conn: &mut E::Conn, step: u32, progress: &Progress) -> Result<(), DbError> {
         let mut attempt = 0;
         loop {
-            self.engine.begin(conn).await?;
+            self.engine.data_transaction(conn, Transaction::Begin).await?;
             let recorded = async {
                 let version_id = self.version_id(conn, progress).await?;
-                if !E::TRANSACTIONAL_DDL {
-                    // Committed on its own already: a retry must not write it again.
-                    progress.set_version(version_id);
-                }
                 self.record(conn, &[step], version_id).await?;
                 Ok::<_, DbError>(version_id)
             }
             .await;
             match recorded {
                 Ok(version_id) => {
-                    self.engine.commit(conn).await?;
+                    self.engine.data_transaction(conn, Transaction::Commit).await?;
                     progress.set_version(version_id);
                     self.committed(progress, &[step]);
                     return Ok(());
                 }
                 Err(error) => {
-                    let _ = self.engine.rollback(conn).await;
+                    let _ = self.engine.data_transaction(conn, Transaction::Rollback).await;
                     if !error.is_conflict() || attempt == RECORD_CONFLICT_RETRIES {
                         return Err(error);
                     }
@@ -522,6 +537,10 @@ impl<E: Engine> Run<'_, E> {
         let rows: Vec<Record<'_>> =
             steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
+        if let Some(fence) = self.engine.fence_text(self.lock) {
+            text.push_str(&fence);
+            text.push_str(";\n");
+        }
         text.push_str(&self.engine.record_text(&entries)?);
         text.push_str(";\n");
         text.push_str(self.engine.commit_text());
@@ -559,6 +578,9 @@ impl<E: Engine> Run<'_, E> {
         }
         drop(spans);
         let _ = self.engine.rollback(conn).await;
+        if failure.cause == Cause::LockLost {
+            return Err(UnitError::Other(DbError::Lock(LockError::Lost)));
+        }
         let lost = matches!(failure.cause, Cause::ConnectionLost | Cause::ReadOnly | Cause::PoolExhausted);
         if !E::MESSAGE_OFFSETS && !lost {
             // Nothing of the unit committed: run it again file by file,
@@ -621,7 +643,7 @@ impl<E: Engine> Run<'_, E> {
                 }
                 Piece::Alone(step) => {
                     self.execute_in(&mut spans, conn, step, &mut session, progress).await?;
-                    self.record_alone(conn, step, progress).await?;
+                    self.record_alone(conn, step, progress).await.map_err(|error| self.unrecorded(&[step], error))?;
                 }
                 Piece::Backfill(step) => {
                     session.timeouts = None;
@@ -641,11 +663,39 @@ impl<E: Engine> Run<'_, E> {
                     if self.request.dry_run {
                         return Ok(Some(steps));
                     }
-                    self.close_transaction(conn, &steps, creates_tenant, progress).await?;
+                    self.close_transaction(conn, &steps, creates_tenant, progress)
+                        .await
+                        .map_err(|error| self.unrecorded(&steps, error))?;
                 }
             }
         }
         Ok(None)
+    }
+
+    /// A fence's refusal to record `steps` (all they ran is rolled back, or
+    /// ran outside a transaction), placed at the last of them: the lock
+    /// lost ([`Cause::LockLost`]: another mutation may have run them too),
+    /// or their transaction not the one begun (a file's doing: the
+    /// tenant's own failure, in which the files are named). Any other
+    /// error stays as it is.
+    fn unrecorded(&self, steps: &[u32], error: DbError) -> UnitError {
+        let Some(&step) = steps.last() else { return UnitError::Other(error) };
+        let alone = steps.len() == 1 && (self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL);
+        let (message, cause, partly) = match error {
+            DbError::Lock(LockError::Lost) if alone => (error.to_string(), Cause::LockLost, true),
+            DbError::UnitTransaction { message, committed } if steps.len() > 1 => {
+                let files: Vec<&str> = steps.iter().map(|&s| self.file(s)).collect();
+                (
+                    format!("{message} (one of the transaction's files: {})", files.join(", ")),
+                    Cause::Statement,
+                    committed,
+                )
+            }
+            DbError::UnitTransaction { message, committed } => (message, Cause::Statement, committed || alone),
+            error => return UnitError::Other(error),
+        };
+        let failure = Failure { message, offset: None, line: None, cause };
+        UnitError::Migration { step, failure, partly, attempts: 1 }
     }
 
     /// Runs `step`'s file (nothing when core marks it recorded only) within

@@ -31,6 +31,11 @@ pub(crate) const LEASE_TAKE: &str =
 /// Extends the holder's lease (no row changed: another holder has it).
 pub(crate) const LEASE_RENEW: &str =
     "update svc.svc_lock set expires = now(6) + interval ? second where id = 1 and holder = ?";
+/// The fence of a unit's records (`Engine::fence`), in their transaction:
+/// the lease row when it names the holder, under a shared lock that keeps
+/// [`LEASE_TAKE`] (and Galera's replicated take, by aborting this
+/// transaction) out until it ends.
+pub(crate) const LEASE_FENCE: &str = "select holder from svc.svc_lock where id = 1 and holder = ? lock in share mode";
 /// The lease's holder while it has not expired.
 pub(crate) const LEASE_HOLDER: &str = "select holder from svc.svc_lock where id = 1 and expires >= now(6)";
 /// Gives the lease back.

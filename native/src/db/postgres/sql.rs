@@ -28,6 +28,41 @@ pub(crate) const LEASE_TAKE: &str = "insert into svc.svc_lock (id, holder, expir
     where svc.svc_lock.expires < clock_timestamp() \
     returning holder";
 
+/// Key of the transaction-level advisory lock that fences the lease: each
+/// unit's transaction takes it shared before it checks the lease row names
+/// its holder ([`fence`]); [`LEASE_TAKE`] runs after taking it exclusive
+/// ([`LEASE_GATE`]), so a lease changes hands only between units'
+/// transactions. PostgreSQL's lock manager queues a shared request behind a
+/// waiting exclusive one, so takers are not starved by a busy fleet.
+pub(crate) const FENCE_KEY: i64 = LOCK_KEY + 1;
+
+/// The time-out of a take's wait for the units' transactions in flight: a
+/// holder paused inside one keeps a taker out no longer than this per try.
+pub(crate) const LEASE_GATE_TIMEOUT: &str = "set local lock_timeout = '5s'";
+
+/// Takes the fence exclusive before [`LEASE_TAKE`], in its transaction.
+pub(crate) const LEASE_GATE: &str = "select pg_advisory_xact_lock($1)";
+
+/// The SQLSTATE [`fence`] raises when the lease names another holder.
+pub(crate) const FENCE_SQLSTATE: &str = "SF001";
+
+/// The fence of a unit's transaction: the advisory lock [`FENCE_KEY`]
+/// shared, then the lease row read under `for key share` (a row changed
+/// since a repeatable-read snapshot fails it) — an error with
+/// [`FENCE_SQLSTATE`] unless it names `holder`. A `do` block, so that a
+/// unit's one message carries it without bound values; its body is a
+/// string literal, the holder a literal within it.
+pub(crate) fn fence(holder: &str) -> String {
+    let body = format!(
+        "begin perform pg_advisory_xact_lock_shared({FENCE_KEY}); \
+         perform 1 from svc.svc_lock where id = 1 and holder = {} for key share; \
+         if not found then raise exception 'the lease svc.svc_lock was taken by another mutation' \
+         using errcode = '{FENCE_SQLSTATE}'; end if; end",
+        quote_string_postgres(holder)
+    );
+    format!("do {}", quote_string_postgres(&body))
+}
+
 /// Extends the lease; no row when another holder took it (it had expired).
 pub(crate) const LEASE_RENEW: &str = "update svc.svc_lock \
     set expires = clock_timestamp() + make_interval(secs => $2) where id = 1 and holder = $1 returning holder";

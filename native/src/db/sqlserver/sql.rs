@@ -8,8 +8,22 @@
 //! parameters a unit slowly); a tenant's schema name reaches `create schema`
 //! only through `quotename(@P1)` inside `sp_executesql`.
 
-/// Makes any error abort and roll back the whole transaction.
-pub(crate) const BEGIN: &str = "set xact_abort on; begin transaction;";
+/// Makes any error abort and roll back the whole transaction, and takes
+/// the application lock `strata.unit` for it: shared (no transaction waits
+/// for another's) and owned by the transaction, so it ends with it — a
+/// transaction that holds it is the one the service began, not one a file's
+/// procedure or dynamic SQL began after ending it (`COMMIT` or `ROLLBACK`,
+/// then `BEGIN TRANSACTION`), which static reading cannot see.
+pub(crate) const BEGIN: &str = "set xact_abort on; begin transaction; \
+    exec sp_getapplock @Resource = N'strata.unit', @LockMode = 'Shared', @LockOwner = 'Transaction', @LockTimeout = 0;";
+
+/// What the fence reads before a unit's rows are written (`strata.unit`
+/// held, one transaction deep, in the database the session began in).
+pub(crate) const TRANSACTION_STATE: &str =
+    "select @@trancount, applock_mode('public', N'strata.unit', 'Transaction'), db_name()";
+
+/// The session's database, read once on a fresh connection.
+pub(crate) const DATABASE: &str = "select db_name()";
 /// Commits.
 pub(crate) const COMMIT: &str = "commit transaction;";
 /// Rolls back whatever is open.
@@ -429,6 +443,11 @@ pub(crate) fn select_backfill_jobs(running: bool) -> String {
 pub(crate) const REGISTER_BACKFILL: &str = "insert into svc.svc_backfills (db_schema, [file], state, rows_done, \
     batches, rows_estimated, updated, version_id, name, source_dir, migration_type, contents, checksum, forward) \
     values (@P1, @P2, 'running', 0, 0, 0, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10);";
+
+/// Deletes the backfill of file @P2 in schema @P1 (its file was reverted),
+/// where the books have the table.
+pub(crate) const FORGET_BACKFILL: &str = "if object_id(N'svc.svc_backfills', N'U') is not null \
+    delete from svc.svc_backfills where db_schema = @P1 and [file] = @P2;";
 
 /// Starts a failed or cancelled backfill again in version @P1 (updated @P2;
 /// schema @P3, file @P4).
