@@ -587,3 +587,46 @@ async fn a_tenant_file_of_another_tools_format_runs_in_its_tenant_as_its_tool_ra
     let outside = if backend() == Backend::Postgres { "public" } else { "mysql" };
     assert!(!ws.tables(outside).await.contains(&"users".to_string()));
 }
+
+/// Flyway's `R__` repeatable file runs as Flyway runs it: once in each
+/// schema, then again only where its text changed — an unchanged one is not
+/// run by the next version (its inserts would pile up), and `plan --check`
+/// counts a changed one as pending.
+#[tokio::test]
+async fn a_flyway_repeatable_file_runs_again_only_after_its_text_changed() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration("tenants/V1__log.sql", "create table {schema}.log (msg varchar(20));\n");
+    ws.write_migration("tenants/R__stamp.sql", "insert into {schema}.log values ('one');\n");
+    let config = ws.write_config(&ws.config(""));
+    for tenant in ["acme", "beta"] {
+        let created = strata(&config, &["apply", "--version", tenant, "--tenant", tenant]).await;
+        assert_eq!(code(&created), 0, "{}{}", stdout(&created), stderr(&created));
+    }
+    let log = |schema: &'static str| {
+        let ws = &ws;
+        async move {
+            let rows = ws.rows(schema, "select msg from log order by msg").await;
+            rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(log("acme").await, ["one"]);
+    assert_eq!(log("beta").await, ["one"]);
+    // Unchanged: nothing due, nothing run, nothing pending.
+    let check = strata(&config, &["plan", "--check"]).await;
+    assert_eq!(code(&check), 0, "{}{}", stdout(&check), stderr(&check));
+    let again = strata(&config, &["apply", "--version", "unchanged"]).await;
+    assert_eq!(code(&again), 0, "{}{}", stdout(&again), stderr(&again));
+    assert_eq!(log("acme").await, ["one"]);
+    assert_eq!(log("beta").await, ["one"]);
+    // Changed: due in every tenant, once.
+    ws.write_migration("tenants/R__stamp.sql", "insert into {schema}.log values ('two');\n");
+    let check = strata(&config, &["plan", "--check"]).await;
+    assert_eq!(code(&check), 6, "a changed repeatable is pending: {}{}", stdout(&check), stderr(&check));
+    for version in ["changed", "after"] {
+        let applied = strata(&config, &["apply", "--version", version]).await;
+        assert_eq!(code(&applied), 0, "{}{}", stdout(&applied), stderr(&applied));
+    }
+    assert_eq!(log("acme").await, ["one", "two"]);
+    assert_eq!(log("beta").await, ["one", "two"]);
+}

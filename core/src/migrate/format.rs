@@ -25,7 +25,8 @@
 //! - [`Format::Flyway`]: `V<version>__<description>.sql` ordered by version
 //!   (`1.1 < 1.10 < 2 < 10`; `_` separates version parts like `.`),
 //!   `U<version>__…` the undo of the `V` file of the same version,
-//!   `R__…` repeatable files, read as scripts; a `<file>.conf` beside a file
+//!   `R__…` repeatable scripts (run again when their text changed, as
+//!   Flyway runs them); a `<file>.conf` beside a file
 //!   may say `executeInTransaction=false`.
 //!
 //! # Line numbers are the file's
@@ -320,6 +321,34 @@ pub enum FormatError {
         /// Its format.
         second_format: &'static str,
     },
+    /// A one-way file (sqlx's `<number>_<name>.sql`) beside golang-migrate's
+    /// `.up.sql` / `.down.sql` pairs: golang-migrate skips it, sqlx runs it.
+    #[error(
+        "{file}: a one-way file beside up/down pairs ({paired} is one): golang-migrate never runs such a file and \
+         sqlx does; name it <number>_<name>.up.sql if it is to run, or move it out of the directory"
+    )]
+    OneWayBesidePairs {
+        /// The one-way file.
+        file: String,
+        /// A file of a pair.
+        paired: String,
+    },
+    /// A Flyway placeholder (`${name}`): Flyway replaces it before running
+    /// the file (or refuses the file when it has no value); Strata has no
+    /// values for it, and running the text as written would write other
+    /// data than Flyway wrote.
+    #[error(
+        "{file}:{line}: {placeholder} is a Flyway placeholder, which Flyway replaces before it runs the file and \
+         Strata does not: write its value into the file"
+    )]
+    Placeholder {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// The placeholder as written.
+        placeholder: String,
+    },
     /// A Flyway `.conf` file says something not supported.
     #[error("{file}:{line}: {message}")]
     Conf {
@@ -363,8 +392,11 @@ enum Marker {
 /// The marker on a line, if it is one (`--` comment lines only).
 fn marker(line: &str) -> Option<Marker> {
     let comment = line.trim_start().strip_prefix("--")?.trim();
+    // dbmate's markers start their line (`^--\s*migrate:up`): an indented
+    // one is a comment, inside the section it stands in.
+    let at_line_start = line.starts_with("--");
     for (prefix, up) in [("migrate:up", true), ("migrate:down", false)] {
-        if let Some(rest) = comment.strip_prefix(prefix)
+        if let Some(rest) = comment.strip_prefix(prefix).filter(|_| at_line_start)
             && (rest.is_empty() || rest.starts_with(char::is_whitespace))
         {
             let options = rest.trim().to_string();
@@ -825,7 +857,8 @@ fn without_own_transaction(text: &str) -> String {
 
 /// sqlx's marker: a first line `-- no-transaction`.
 fn sqlx_no_transaction(text: &str) -> bool {
-    text.lines().next().is_some_and(|line| line.trim() == "-- no-transaction")
+    // sqlx's own test: the text starts with the marker (after it, anything).
+    text.starts_with("-- no-transaction")
 }
 
 /// The files of a golang-migrate (or sqlx) directory: each version's up
@@ -869,6 +902,21 @@ fn golang_pairs<'a>(directory: &str, files: &[&'a Input<'a>]) -> Result<BTreeMap
             });
         }
         *slot = Some(file);
+    }
+    // golang-migrate reads only `.up.sql` / `.down.sql` names and skips the
+    // others; sqlx runs a one-way `<number>_<name>.sql` too. Beside pairs,
+    // which tool the directory is for cannot be told: such a file would
+    // run for one and never for the other.
+    let paired =
+        files.iter().find(|f| without_suffix(f.name, ".up.sql").or(without_suffix(f.name, ".down.sql")).is_some());
+    let one_way = files
+        .iter()
+        .find(|f| without_suffix(f.name, ".up.sql").is_none() && without_suffix(f.name, ".down.sql").is_none());
+    if let (Some(paired), Some(one_way)) = (paired, one_way) {
+        return Err(FormatError::OneWayBesidePairs {
+            file: format!("{directory}/{}", one_way.name),
+            paired: format!("{directory}/{}", paired.name),
+        });
     }
     Ok(by_version)
 }
@@ -1027,6 +1075,7 @@ impl<'a> FlywayFiles<'a> {
         };
         let text = text_of(directory, file)?;
         foreign(directory, file.name, text, Format::Flyway)?;
+        flyway_placeholders(&path, text)?;
         match (prefix, number) {
             ('V', Some(number)) => {
                 if let Some((first, _)) = self.versioned.get(&number) {
@@ -1075,6 +1124,29 @@ impl<'a> FlywayFiles<'a> {
         }
         Ok(())
     }
+}
+
+/// Refuses a Flyway file holding a placeholder: `${` then a name and `}`
+/// on one line, anywhere in the text (Flyway replaces them in comments and
+/// strings too).
+fn flyway_placeholders(path: &str, text: &str) -> Result<(), FormatError> {
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            match after.find('}') {
+                Some(end) if end > 0 && !after[..end].contains(char::is_whitespace) => {
+                    return Err(FormatError::Placeholder {
+                        file: path.to_string(),
+                        line: i + 1,
+                        placeholder: format!("${{{}}}", &after[..end]),
+                    });
+                }
+                _ => rest = after,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The migration of a `V` file, with its `U` file (if any) as the down

@@ -20,6 +20,9 @@
 //!   (Flyway, `1.1` = `1_1` = `01.1`), the name before its first `_`
 //!   (Atlas). A recorded version no file carries, or two files of one
 //!   version, is refused: recording by guess would lose a file.
+//! - **A changed file is refused**: Flyway's row holds its file's checksum
+//!   ([`flyway_checksum`]); a file whose text is no longer the one Flyway
+//!   ran is not recorded as run (Flyway's own `validate` refuses it too).
 //! - **Dirty is refused**: golang-migrate's `dirty`, sqlx's and Flyway's
 //!   `success = false`, Atlas's error or partly applied revision — the tool
 //!   left that schema mid-file, and only a person can say what ran.
@@ -257,8 +260,9 @@ fn read_one(driver: Driver, schema: &str, tool: Tool) -> String {
             format!(
                 "case when not ({}) then 'dirty' when type = 'BASELINE' then 'through' \
                  when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') then 'undone' \
-                 when version is null or type = 'SCHEMA' then 'other' else 'applied' end",
-                yes("success")
+                 when version is null or type = 'SCHEMA' then 'other' else {} end",
+                yes("success"),
+                concat(driver, "'applied '", &format!("coalesce({}, '')", text(driver, "checksum")))
             ),
             integer("installed_rank"),
         ),
@@ -292,6 +296,36 @@ pub fn found(histories: &[(String, Tool)], rows: Vec<(String, String, String, i6
             }
         })
         .collect()
+}
+
+/// Two text expressions joined, in `driver`'s SQL.
+fn concat(driver: Driver, first: &str, second: &str) -> String {
+    match driver {
+        Driver::Postgres | Driver::Sqlite => format!("({first} || {second})"),
+        Driver::Mysql => format!("concat({first}, {second})"),
+        Driver::SqlServer => format!("({first} + {second})"),
+    }
+}
+
+/// Flyway's checksum of a file's text: CRC-32 over its lines without their
+/// ends (`\n`, `\r\n` or `\r`; a first line's byte-order mark dropped), as a
+/// signed 32-bit number — what `flyway_schema_history.checksum` holds, the
+/// same for a file checked out with either line end.
+pub fn flyway_checksum(text: &str) -> i32 {
+    let mut crc = crc32fast::Hasher::new();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
+        crc.update(&rest.as_bytes()[..end]);
+        rest = &rest[end..];
+        rest = rest
+            .strip_prefix("\r\n")
+            .or_else(|| rest.strip_prefix('\n'))
+            .or_else(|| rest.strip_prefix('\r'))
+            .unwrap_or(rest);
+    }
+    crc.finalize() as i32
 }
 
 /// `expression` as text in `driver`'s SQL.
@@ -354,6 +388,15 @@ pub enum HistoryError {
          {tool} first, or record by hand with `strata apply --sync --to FILE`"
     )]
     Dirty { schema: String, tool: &'static str, table: &'static str, version: String },
+    /// The file of a recorded version is not the text the tool ran (its
+    /// checksum differs from the one the history holds).
+    #[error(
+        "{schema}: {}'s history ({}) records version {version} with checksum {recorded}, but {file} now has \
+         checksum {now} (computed as {} computes it): the file changed after {} ran it; restore it, or record by \
+         hand with `strata apply --sync --to FILE`",
+        .tool.name(), .tool.table(), .tool.name(), .tool.name()
+    )]
+    Changed { schema: String, tool: Tool, version: String, file: String, recorded: String, now: i32 },
     /// A recorded version no file carries.
     #[error(
         "{schema}: {tool}'s history ({table}) records version {version}, which no file of the source is; restore \
@@ -532,6 +575,8 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
     };
     let mut ran: FxHashSet<u32> = FxHashSet::default();
     for (text, entry) in &found.rows {
+        // Flyway's applied rows carry their checksum after the word.
+        let (entry, checksum) = entry.split_once(' ').unwrap_or((entry, ""));
         let entry = Entry::parse(entry);
         if entry == Entry::Dirty {
             return Err(problem(text, true));
@@ -545,6 +590,20 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
         let file = by_version.iter().find(|(v, _)| *v == version).map(|(_, index)| *index);
         match (entry, file) {
             (Entry::Applied, Some(file)) => {
+                let source = &sources[file as usize];
+                if tool == Tool::Flyway && !checksum.is_empty() {
+                    let now = flyway_checksum(&source.contents);
+                    if now.to_string() != checksum {
+                        return Err(HistoryError::Changed {
+                            schema: found.schema.clone(),
+                            tool,
+                            version: text.clone(),
+                            file: source.file.clone(),
+                            recorded: checksum.to_string(),
+                            now,
+                        });
+                    }
+                }
                 ran.insert(file);
             }
             (Entry::Applied, None) => return Err(problem(text, false)),

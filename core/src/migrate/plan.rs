@@ -7,7 +7,9 @@
 //!
 //! Rules:
 //! - A migration is pending for a schema when no row for the same `file` and
-//!   schema is recorded. Scripts are pending on every run.
+//!   schema is recorded. Scripts are pending on every run; a repeatable
+//!   script (Flyway's `R__`) when its text is not the one its latest row in
+//!   the schema recorded (rows of a file in a schema arrive oldest first).
 //! - Single kinds run in the schema named by their directory, tenant kinds in
 //!   every targeted tenant, migration-major: all tenants get migration 1
 //!   before any gets migration 2.
@@ -463,6 +465,9 @@ impl<'a> Planner<'a> {
             };
             let mut planned_here = 0u64;
             for &target in target_ids {
+                if migration.repeatable && recorded.repeatable_current.contains(&(index, target)) {
+                    continue;
+                }
                 if !script {
                     if recorded.contains(index, target) {
                         continue;
@@ -622,6 +627,8 @@ struct Recorded {
     missing: Vec<Missing>,
     /// Per source: recorded in at least one schema, in scope or not.
     anywhere: Vec<bool>,
+    /// (repeatable source, target) whose latest row recorded its text now.
+    repeatable_current: FxHashSet<(usize, u32)>,
 }
 
 /// The largest bit matrix the planner builds (sources × schemas): 2^32 bits,
@@ -640,6 +647,10 @@ struct RecordedFold<'a> {
     anywhere: Vec<bool>,
     /// The previous row's file and its source: rows arrive grouped by file.
     cached: Option<(String, Option<usize>)>,
+    /// Repeatable scripts by file.
+    repeatable_by_file: FxHashMap<&'a str, usize>,
+    /// (repeatable source, target) → its latest row recorded its text now.
+    repeatable_latest: FxHashMap<(usize, u32), bool>,
 }
 
 impl<'a> RecordedFold<'a> {
@@ -662,11 +673,22 @@ impl<'a> RecordedFold<'a> {
             drifted: BTreeMap::new(),
             anywhere: vec![false; sources.len()],
             cached: None,
+            repeatable_by_file: sources
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.repeatable)
+                .map(|(i, m)| (m.file.as_str(), i))
+                .collect(),
+            repeatable_latest: FxHashMap::default(),
         })
     }
 
     fn push(&mut self, row: AppliedRow<'_>, targets: &TargetSchemas<'a>) {
         if row.migration_type.is_script() {
+            if let (Some(&source), Some(target)) = (self.repeatable_by_file.get(row.file), targets.id(row.schema)) {
+                let current = self.sources[source].checksum == row.checksum;
+                self.repeatable_latest.insert((source, target), current);
+            }
             return;
         }
         let source = match &self.cached {
@@ -721,7 +743,17 @@ impl<'a> RecordedFold<'a> {
             .into_iter()
             .map(|(file, schemas)| Missing { file, schemas: schemas.into_iter().collect() })
             .collect();
-        Recorded { bits: self.bits, width: self.width, latest: self.latest, drift, missing, anywhere: self.anywhere }
+        let repeatable_current =
+            self.repeatable_latest.into_iter().filter(|(_, current)| *current).map(|(key, _)| key).collect();
+        Recorded {
+            bits: self.bits,
+            width: self.width,
+            latest: self.latest,
+            drift,
+            missing,
+            anywhere: self.anywhere,
+            repeatable_current,
+        }
     }
 }
 

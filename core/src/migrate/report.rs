@@ -162,9 +162,12 @@ pub fn fleet_matrix(sync_plan: &Plan, sources: &[SourceMigration], tenants: Vec<
 
 /// Whether a plan has migrations to run (or record), or a tenant to create:
 /// what `strata plan --check` gates on. Scripts, due on every version, do
-/// not count.
-pub fn has_pending_migrations(plan: &Plan) -> bool {
-    plan.counts.migrations_grand_total() > 0 || plan.new_tenant.is_some()
+/// not count; a repeatable script (Flyway's `R__`), due only when its text
+/// changed, does.
+pub fn has_pending_migrations(plan: &Plan, sources: &[SourceMigration]) -> bool {
+    plan.counts.migrations_grand_total() > 0
+        || plan.new_tenant.is_some()
+        || plan.steps.iter().any(|step| sources.get(step.migration as usize).is_some_and(|m| m.repeatable))
 }
 
 /// Migration steps recorded without running (a Sync's), scripts aside.

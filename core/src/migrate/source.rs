@@ -115,6 +115,10 @@ pub struct SourceMigration {
     /// (PostgreSQL's `search_path`, MySQL's database). A single directory's
     /// file runs where its tool ran it, the connection's own schema.
     pub in_its_schema: bool,
+    /// A script that runs again only when its text changed since it last
+    /// ran in a schema (Flyway's `R__` repeatable files), not on every
+    /// version as Strata's (migrator's) scripts do.
+    pub repeatable: bool,
 }
 
 impl SourceMigration {
@@ -141,6 +145,7 @@ impl SourceMigration {
             down: None,
             order: SortKey::Name,
             in_its_schema: false,
+            repeatable: false,
         }
     }
 
@@ -300,6 +305,7 @@ pub fn read_directories<'a>(
                     down: read.down,
                     order: read.order,
                     in_its_schema: format != Format::Strata && migration_type.is_tenant(),
+                    repeatable: read.repeatable,
                 },
             ));
         }

@@ -456,7 +456,7 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
             match () {
                 () if args.check && !plan.diagnostics.drift.is_empty() => Exit::Drift,
                 () if args.check && lint_exit(&findings, args.fail_on) == Exit::LintFindings => Exit::LintFindings,
-                () if args.check && report::has_pending_migrations(&plan) => Exit::Pending,
+                () if args.check && report::has_pending_migrations(&plan, &sources) => Exit::Pending,
                 () => Exit::Success,
             }
         }

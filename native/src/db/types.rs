@@ -396,6 +396,7 @@ impl BackfillJob {
                 // A backfill names its table (`table=`) and runs where
                 // `{range}` puts it: never through a session schema.
                 in_its_schema: false,
+                repeatable: false,
             },
         })
     }

@@ -291,7 +291,7 @@ impl PlanPreviewDto {
         PlanPreviewDto {
             nothing_to_do: plan.is_empty(),
             refused_by_drift: false,
-            pending: report::has_pending_migrations(plan),
+            pending: report::has_pending_migrations(plan, sources),
             new_tenant: plan.new_tenant.clone(),
             summary: PlanCountsDto::from(&plan.counts),
             groups: report::pending_groups(plan, sources)

@@ -61,18 +61,33 @@ fn golang_migrate_pairs_up_and_down_files_by_number() {
         input("1_a.down.sql", "drop table a;"),
         input("10_c.up.sql", "-- no-transaction\ncreate index concurrently i on a (x);"),
         input("2_b.up.sql", "create table b (x int);"),
-        input("3_sqlx_simple.sql", "create table c (x int);"),
     ];
     let mut all = read("m", Format::GolangMigrate, &files).unwrap();
     all.sort_by(|a, b| a.order.compare(&a.name, &b.order, &b.name));
     let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(names, ["1_a.up.sql", "2_b.up.sql", "3_sqlx_simple.sql", "10_c.up.sql"]);
+    assert_eq!(names, ["1_a.up.sql", "2_b.up.sql", "10_c.up.sql"]);
     assert_eq!(
         all[0].down.as_ref().map(|d| (d.file.as_str(), d.text.as_str())),
         Some(("m/1_a.down.sql", "drop table a;"))
     );
     assert!(all[1].down.is_none());
-    assert!(all[3].forward.no_transaction);
+    assert!(all[2].forward.no_transaction);
+    // sqlx's one-way files run, in a directory of them; beside pairs (which
+    // golang-migrate reads, skipping the one-way file) one is refused.
+    let simple = [input("1_a.sql", "create table a (x int);"), input("2_b.sql", "create table b (x int);")];
+    assert_eq!(read("m", Format::GolangMigrate, &simple).unwrap().len(), 2);
+    let mixed = [files[0], files[1], input("3_sqlx_simple.sql", "insert into a values (99);")];
+    assert_eq!(
+        read("m", Format::GolangMigrate, &mixed).unwrap_err().to_string(),
+        "m/3_sqlx_simple.sql: a one-way file beside up/down pairs (m/1_a.up.sql is one): golang-migrate never runs \
+         such a file and sqlx does; name it <number>_<name>.up.sql if it is to run, or move it out of the directory"
+    );
+    // sqlx's marker is the text's first characters, as sqlx tests it.
+    let marked =
+        |text: &str| read("m", Format::GolangMigrate, &[input("7_m.up.sql", text)]).unwrap()[0].forward.no_transaction;
+    assert!(marked("-- no-transaction, for the concurrent index\ncreate index concurrently i on a (x);"));
+    assert!(!marked(" -- no-transaction\ninsert into a values (1);"));
+    assert!(!marked("\n-- no-transaction\ninsert into a values (1);"));
 
     // A file that brings its own transaction runs in the unit's.
     let wrapped = "-- users\nBEGIN;\ncreate table a (x int);\ncreate index i on a (x);\nCOMMIT;\n";
@@ -485,4 +500,34 @@ fn a_down_or_undo_file_named_in_upper_case_is_still_a_down_part() {
     assert!(refused.starts_with("m/1_a.Down.Sql: a down migration in m"), "{refused}");
     let undo = read("m", Format::Strata, &[input("U2__undo.SQL", "drop table a;")]);
     assert!(undo.is_err(), "{undo:?}");
+}
+
+#[test]
+fn an_indented_dbmate_marker_is_a_comment_of_its_section_as_dbmate_reads_it() {
+    let text = "-- migrate:up\ncreate table a (id int);\n  -- migrate:down\ncreate table b (id int);\n";
+    let read = read_one(Format::Dbmate, "20240101000000_a.sql", text).unwrap();
+    assert!(read.forward.text.contains("create table b"), "{:?}", read.forward.text);
+    assert!(read.down.is_none());
+    let body = "-- migrate:up\ncreate function f() returns int as $$\n  -- migrate:down is only a comment here\n\
+                select 1 $$ language sql;\n-- migrate:down\ndrop function f();\n";
+    let read = read_one(Format::Dbmate, "2_f.sql", body).unwrap();
+    assert_eq!(read.down.unwrap().text.trim(), "drop function f();");
+}
+
+#[test]
+fn a_flyway_placeholder_is_refused_naming_it_and_its_line() {
+    let refused = |name: &str, text: &str| read("m", Format::Flyway, &[input(name, text)]).unwrap_err().to_string();
+    assert_eq!(
+        refused("V1__init.sql", "create table notes (msg text);\ninsert into notes values ('owner ${owner}');\n"),
+        "m/V1__init.sql:2: ${owner} is a Flyway placeholder, which Flyway replaces before it runs the file and \
+         Strata does not: write its value into the file"
+    );
+    assert!(
+        refused("R__grants.sql", "grant select on t to ${flyway:user};")
+            .starts_with("m/R__grants.sql:1: ${flyway:user}")
+    );
+    // Not a placeholder: no closing brace on the line, an empty or spaced name.
+    for text in ["select '${';", "select '${}';", "select '${ a }';", "select '$x{a}';"] {
+        assert!(read("m", Format::Flyway, &[input("V1__a.sql", text)]).is_ok(), "{text}");
+    }
 }

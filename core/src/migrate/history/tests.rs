@@ -262,3 +262,31 @@ fn a_single_schema_without_a_history_of_its_own_keeps_migrators_sync() {
     );
     assert_eq!(kept.diagnostics.adopted.without, vec!["t2".to_string()]);
 }
+
+#[test]
+fn flyway_checksums_are_flyways_and_a_file_changed_since_it_ran_is_refused() {
+    // Flyway's own figures: CRC-32 over the lines, line ends and a BOM aside.
+    assert_eq!(flyway_checksum("create table a(id int);"), -1193849269);
+    assert_eq!(flyway_checksum("create table a(id int);\n"), -1193849269);
+    assert_eq!(flyway_checksum("a\r\nb\r\n"), flyway_checksum("a\nb"));
+    assert_eq!(flyway_checksum("\u{feff}a\nb"), flyway_checksum("a\nb"));
+    // Only the lines' characters count (Flyway's rule: joined lines sum alike).
+    assert_eq!(flyway_checksum("a\nb"), flyway_checksum("ab\n"));
+    assert_ne!(flyway_checksum("a\nb"), flyway_checksum("a\nc"));
+    let sources = vec![
+        SourceMigration::plain("tenants", "V1__a.sql", TenantMigration, "create table a(id int);"),
+        source("tenants", "V2__b.sql", TenantMigration),
+    ];
+    let plan = sync_plan(&sources, &["t1"]);
+    let same = vec![history("t1", Tool::Flyway, &[("1", "applied -1193849269"), ("2", "applied")])];
+    let kept = adopt(plan.clone(), &sources, same, false).unwrap();
+    assert_eq!(recorded(&kept, &sources)[0].1, ["tenants/V1__a.sql", "tenants/V2__b.sql"]);
+    let changed = vec![history("t1", Tool::Flyway, &[("1", "applied 12345")])];
+    let refused = adopt(plan, &sources, changed, false).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "t1: Flyway's history (flyway_schema_history) records version 1 with checksum 12345, but tenants/V1__a.sql \
+         now has checksum -1193849269 (computed as Flyway computes it): the file changed after Flyway ran it; \
+         restore it, or record by hand with `strata apply --sync --to FILE`"
+    );
+}

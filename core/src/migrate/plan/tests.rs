@@ -636,3 +636,51 @@ fn a_step_set_holds_each_step_once() {
     assert!(set.contains(130) && set.contains(0) && !set.contains(1) && !set.contains(1_000));
     assert_eq!(set.iter().collect::<Vec<u32>>(), [0, 3, 9, 130]);
 }
+
+#[test]
+fn a_repeatable_script_runs_where_its_latest_row_recorded_another_text_and_a_plain_one_always() {
+    let repeatable = |name: &str, text: &str| SourceMigration {
+        repeatable: true,
+        ..SourceMigration::plain("tenants", name, MigrationType::TenantScript, text)
+    };
+    let sources =
+        vec![repeatable("R__grants.sql", "grant v2"), migration("tenants", "every.sql", MigrationType::TenantScript)];
+    let tenants = vec!["a".to_string(), "b".to_string(), "c".to_string(), "d".to_string()];
+    let row = |schema: &str, text: &str| AppliedMigration {
+        checksum: crate::migrate::source::checksum(text.as_bytes()),
+        ..applied(&sources[0], schema)
+    };
+    // a: ran the current text; b: an older text only; c: the current text,
+    // then an older one (changed back: its latest row decides); d: never.
+    let recorded = vec![
+        row("a", "grant v2"),
+        row("b", "grant v1"),
+        row("c", "grant v2"),
+        row("c", "grant v1"),
+        applied(&sources[1], "a"),
+    ];
+    let target = Target::AllSchemas;
+    let planned = plan(apply_input(&sources, &recorded, &tenants, &target)).unwrap();
+    assert_eq!(
+        rendered(&planned, &sources),
+        steps(
+            &[
+                ("tenants/R__grants.sql", "b"),
+                ("tenants/R__grants.sql", "c"),
+                ("tenants/R__grants.sql", "d"),
+                ("tenants/every.sql", "a"),
+                ("tenants/every.sql", "b"),
+                ("tenants/every.sql", "c"),
+                ("tenants/every.sql", "d"),
+            ],
+            true
+        )
+    );
+    assert!(planned.diagnostics.drift.is_empty(), "a changed repeatable is no drift");
+    assert!(crate::migrate::report::has_pending_migrations(&planned, &sources), "a due repeatable is pending");
+    let settled: Vec<_> = ["a", "b", "c", "d"].iter().map(|s| row(s, "grant v2")).collect();
+    let all = [recorded, settled].concat();
+    let none_due = plan(apply_input(&sources, &all, &tenants, &target)).unwrap();
+    assert!(rendered(&none_due, &sources).iter().all(|(file, _, _)| file == "tenants/every.sql"));
+    assert!(!crate::migrate::report::has_pending_migrations(&none_due, &sources), "plain scripts are never pending");
+}

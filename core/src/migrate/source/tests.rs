@@ -38,6 +38,7 @@ fn derives_every_field() {
             down: None,
             order: SortKey::Name,
             in_its_schema: false,
+            repeatable: false,
         }]
     );
 }
