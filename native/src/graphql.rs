@@ -388,9 +388,24 @@ impl Query {
             Some(Err(message)) => return Err(graphql_error(AppError::InvalidInput(message))),
             None => None,
         };
-        let (file, text) = service.requested_desired_schema(desired, single).await.map_err(graphql_error)?;
+        // A text of the caller's runs on the database (applied into a scratch
+        // schema, rolled back): who sent which text is on record, as a
+        // mutation's would be.
+        let given =
+            desired.as_deref().map(|text| (strata_core::migrate::source::checksum(text.as_bytes()), text.len()));
         let arrived = scope(ctx)?.arrived();
-        let report = service.desired_diff_shared(arrived, file, text, single).await.map_err(graphql_error)?;
+        let work = async {
+            let (file, text) = service.requested_desired_schema(desired, single).await?;
+            service.desired_diff_shared(arrived, file, text, single).await
+        };
+        let report = match given {
+            Some((sha256, bytes)) => {
+                let describe = |_: &_| format!("desired text of {bytes} bytes, sha256 {sha256}");
+                service.audited(&caller(ctx), "desiredDiff", work, describe).await
+            }
+            None => work.await,
+        }
+        .map_err(graphql_error)?;
         Ok(report.as_ref().clone().into())
     }
 

@@ -590,12 +590,11 @@ impl Service {
         dry_run: bool,
     ) -> Result<strata_core::migrate::repair::Repair, AppError> {
         let work = self.repair_unaudited(files, version_name, &caller.request_id, dry_run);
-        if dry_run {
-            // Only said what it would change: nothing to put on record.
-            return work.await;
-        }
+        // A dry run too, as every mutation (a dry run of createVersion is):
+        // who looked at what a repair would change is on record.
         let files = if files.is_empty() { "all changed".to_string() } else { files.join(",") };
-        self.audited(caller, "repair", work, |_| format!("version {version_name:?}, files {files}")).await
+        let dry = if dry_run { ", dry run" } else { "" };
+        self.audited(caller, "repair", work, |_| format!("version {version_name:?}, files {files}{dry}")).await
     }
 
     async fn repair_unaudited(

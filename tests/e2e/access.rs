@@ -365,6 +365,30 @@ async fn proxy_headers_count_only_from_trusted_addresses_and_failures_are_thrott
         server.ws.rows("svc", "select actor, outcome from svc_audit where action = 'createVersion' order by id").await;
     assert_eq!(rows[0][0], "proxy:erin");
     assert_eq!((rows[1][0].as_str(), rows[1][1].as_str()), (Some("proxy:dana"), Some("ok")));
+    // A roles header sent twice (a proxy that appends its own after the
+    // client's): refused, neither copy chosen; so is a user header holding
+    // two values joined. A UTF-8 name is a name.
+    let refused = |response: reqwest::Response| async move {
+        let status = response.status();
+        let said: Value = response.json().await.unwrap();
+        (status.as_u16(), said["errors"][0]["message"].as_str().unwrap_or_default().to_string())
+    };
+    let twice = as_user("mallory", "dba").header("X-Forwarded-Groups", "eng").send().await.unwrap();
+    assert_eq!(refused(twice).await, (401, "X-Forwarded-Groups was sent more than once".to_string()));
+    let joined = as_user("alice, mallory", "dba").send().await.unwrap();
+    assert_eq!(refused(joined).await, (401, "X-Forwarded-User holds two values joined by a comma".to_string()));
+    let zoe = server
+        .client
+        .post(server.url("/v2/service"))
+        .header("Content-Type", "application/json")
+        .header("X-Forwarded-User", reqwest::header::HeaderValue::from_bytes("zoë".as_bytes()).unwrap())
+        .header("X-Forwarded-Groups", "eng")
+        .body(json!({ "query": "{ identity { actor } }" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    let said: Value = zoe.json().await.unwrap();
+    assert_eq!(said["data"]["identity"]["actor"], "proxy:zoë", "{said}");
     drop(server);
 
     // The same headers from an address the proxy is not at: ignored.

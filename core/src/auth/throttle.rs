@@ -6,7 +6,15 @@
 //! between guesses must not reset the count of the others' failures.
 //!
 //! Memory is bounded: at most [`CAPACITY`] addresses are remembered; when
-//! full, the address whose last failure is oldest is forgotten.
+//! full, the address whose last failure is oldest is forgotten. So is the
+//! audit log: at most [`LOGGED_PER_WINDOW`] failures are written per window
+//! over all addresses, so a flood from many addresses cannot fill it either.
+//!
+//! An IPv6 client is its /64 ([`client_key`]): one host is given a whole
+//! /64 and picks any address in it, so per address it would never be
+//! refused and each address would write a row.
+
+use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
 
@@ -16,6 +24,23 @@ pub const LIMIT: u32 = 10;
 pub const WINDOW: i64 = 60;
 /// Addresses remembered at most.
 pub const CAPACITY: usize = 10_000;
+/// Failures written to the audit log per window, over every address.
+pub const LOGGED_PER_WINDOW: u32 = 100;
+
+/// The key a client's failures are counted under: an IPv4 address itself
+/// (an IPv4-mapped IPv6 address as IPv4), an IPv6 address its /64.
+pub fn client_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let network = std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1));
+                format!("{network}/64")
+            }
+        },
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Record {
@@ -48,6 +73,9 @@ pub enum Log {
 #[derive(Debug, Default)]
 pub struct Throttle {
     records: FxHashMap<String, Record>,
+    /// The window of the audit log's cap: its start and the failures
+    /// written in it.
+    logging: (i64, u32),
 }
 
 impl Throttle {
@@ -76,13 +104,22 @@ impl Throttle {
         }
         record.failures = record.failures.saturating_add(1);
         record.last = now;
+        if now - self.logging.0 >= WINDOW {
+            self.logging = (now, 0);
+        }
+        let capped = self.logging.1 >= LOGGED_PER_WINDOW;
         match record.logged {
             Some(at) if now - at < WINDOW => {
                 record.unlogged = record.unlogged.saturating_add(1);
                 Log::Skip
             }
+            _ if capped => {
+                record.unlogged = record.unlogged.saturating_add(1);
+                Log::Skip
+            }
             _ => {
                 record.logged = Some(now);
+                self.logging.1 += 1;
                 let left_out = std::mem::take(&mut record.unlogged);
                 Log::Write { left_out }
             }
@@ -109,6 +146,26 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv6_client_is_its_64_and_a_mapped_ipv4_address_is_ipv4() {
+        let key = |text: &str| client_key(text.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2::13"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:ffff:1:2:3"), "2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+    }
+
+    #[test]
+    fn a_flood_from_many_addresses_writes_at_most_the_cap_per_window() {
+        let mut throttle = Throttle::default();
+        let written =
+            (0..5_000).filter(|i| throttle.failed(&format!("10.0.{}.{}", i / 256, i % 256), 10) != Log::Skip).count();
+        assert_eq!(written, LOGGED_PER_WINDOW as usize);
+        // The next window writes again, saying what was left out.
+        assert_eq!(throttle.failed("10.0.0.200", 10 + WINDOW), Log::Write { left_out: 1 });
+    }
 
     #[test]
     fn an_address_is_refused_after_the_limit_until_a_window_passes() {

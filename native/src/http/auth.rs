@@ -103,7 +103,7 @@ impl Authenticator {
     ) -> Result<Option<Identity>, String> {
         // A credential sent twice is refused: which one counts would be the
         // sender's choice, or a proxy's that added its own beside it.
-        let names = [header::AUTHORIZATION.as_str(), proxy_user_header(&self.auth)];
+        let names = [header::AUTHORIZATION.as_str(), proxy_user_header(&self.auth), proxy_roles_header(&self.auth)];
         if let Some(name) =
             names.iter().find(|name| !name.is_empty() && headers.get_all(**name).iter().nth(1).is_some())
         {
@@ -114,16 +114,21 @@ impl Authenticator {
             && proxy.trusts(peer.ip())
             && let Some(user) = headers.get(user_header)
         {
-            let user = user.to_str().map_err(|_| format!("{user_header} is not text"))?.trim();
+            let user = header_text(user).ok_or_else(|| format!("{user_header} is not UTF-8 text"))?.trim();
             if user.is_empty() {
                 return Err(format!("{user_header} is empty"));
             }
-            let groups = proxy
-                .roles_header
-                .as_ref()
-                .and_then(|name| headers.get(name))
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or("");
+            // Two values joined as HTTP joins a repeated header: whose it is
+            // would be the sender's choice.
+            if user.contains(", ") {
+                return Err(format!("{user_header} holds two values joined by a comma"));
+            }
+            let groups = match proxy.roles_header.as_ref().and_then(|name| headers.get(name)) {
+                Some(value) => header_text(value).ok_or_else(|| {
+                    format!("{} is not UTF-8 text", proxy.roles_header.as_deref().unwrap_or_default())
+                })?,
+                None => "",
+            };
             return Ok(Some(Identity {
                 actor: format!("proxy:{user}"),
                 principal: format!("proxy:{user}"),
@@ -198,7 +203,7 @@ impl Authenticator {
     /// Counts a failure from `client`, and writes it to the audit log unless
     /// one was written for that address less than a window ago.
     async fn failed(&self, service: &Service, client: IpAddr, path: &str, request_id: &str, why: &str) {
-        let address = client.to_string();
+        let address = strata_core::auth::throttle::client_key(client);
         let log = self.throttle.lock().ok().map(|mut t| t.failed(&address, chrono::Utc::now().timestamp()));
         if let Some(Log::Write { left_out }) = log {
             let actor = format!("unauthenticated:{address}");
@@ -213,7 +218,7 @@ impl Authenticator {
 
     fn refused(&self, client: IpAddr) -> Option<i64> {
         let now = chrono::Utc::now().timestamp();
-        self.throttle.lock().ok().and_then(|t| t.refused(&client.to_string(), now))
+        self.throttle.lock().ok().and_then(|t| t.refused(&strata_core::auth::throttle::client_key(client), now))
     }
 }
 
@@ -299,6 +304,17 @@ pub(crate) async fn authenticate(
 /// The header a trusted proxy names its user in (empty without a proxy).
 fn proxy_user_header(auth: &Auth) -> &str {
     auth.proxy.as_ref().and_then(|proxy| proxy.user_header.as_deref()).unwrap_or("")
+}
+
+/// The proxy's roles header, or "" when none is configured.
+fn proxy_roles_header(auth: &Auth) -> &str {
+    auth.proxy.as_ref().and_then(|proxy| proxy.roles_header.as_deref()).unwrap_or("")
+}
+
+/// A proxy header's value as text: UTF-8 (a name like `Zoë`, which
+/// `HeaderValue::to_str` refuses), without control characters.
+fn header_text(value: &HeaderValue) -> Option<&str> {
+    std::str::from_utf8(value.as_bytes()).ok().filter(|text| !text.chars().any(char::is_control))
 }
 
 /// A 401 answer with the challenge a client expects.

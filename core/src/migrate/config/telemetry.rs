@@ -72,7 +72,7 @@ impl Serialize for Telemetry {
         let mut map = serializer.serialize_map(None)?;
         match &self.traces {
             Some(traces) => {
-                map.serialize_entry("endpoint", &traces.endpoint)?;
+                map.serialize_entry("endpoint", &shown_endpoint(&traces.endpoint))?;
                 map.serialize_entry("sampler", traces.sampler.name())?;
                 if let RootSampler::TraceIdRatio { .. } = traces.sampler.root {
                     map.serialize_entry("samplerArg", &traces.sampler.ratio())?;
@@ -83,7 +83,7 @@ impl Serialize for Telemetry {
         }
         match &self.metrics {
             Some(metrics) => {
-                map.serialize_entry("metricsEndpoint", &metrics.endpoint)?;
+                map.serialize_entry("metricsEndpoint", &shown_endpoint(&metrics.endpoint))?;
                 map.serialize_entry("metricsIntervalMillis", &metrics.interval_millis)?;
             }
             None => map.serialize_entry("metrics", &false)?,
@@ -485,17 +485,37 @@ fn protocol(property: &'static str, text: &str) -> Result<OtlpProtocol, ConfigEr
     }
 }
 
-/// An `http://` or `https://` URL, as given.
+/// An `http://` or `https://` URL, as given; user info is refused (the
+/// exporters send no credentials from it: an API key goes in `headers`,
+/// which are kept secret).
 fn url(property: &'static str, text: &str) -> Result<String, ConfigError> {
     let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
+    let shown = || crate::migrate::redact::redact_url(text);
     match rest {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !text.chars().any(char::is_whitespace) => {
+            let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+            if authority.contains('@') {
+                return Err(invalid(
+                    property,
+                    format!(
+                        "{:?} holds a user name or password, which no exporter sends: give credentials in \
+                         telemetry.headers (or OTEL_EXPORTER_OTLP_HEADERS)",
+                        shown()
+                    ),
+                ));
+            }
             Ok(text.to_string())
         }
-        _ => {
-            let shown = crate::migrate::redact::redact_url(text);
-            Err(invalid(property, format!("{shown:?} is not an http:// or https:// URL")))
-        }
+        _ => Err(invalid(property, format!("{:?} is not an http:// or https:// URL", shown()))),
+    }
+}
+
+/// An endpoint as `GET /v2/config` shows it: its query (where a collector
+/// may take a key) masked.
+fn shown_endpoint(endpoint: &str) -> String {
+    match endpoint.split_once('?') {
+        Some((before, _)) => format!("{before}?{}", crate::migrate::redact::MASK),
+        None => endpoint.to_string(),
     }
 }
 
@@ -510,7 +530,11 @@ fn base_endpoint(
     let base = url(property, text.trim())?;
     Ok(match protocol {
         OtlpProtocol::Grpc => base,
-        OtlpProtocol::HttpProtobuf => format!("{}{path}", base.trim_end_matches('/')),
+        // The signal's path goes on the path, before a query.
+        OtlpProtocol::HttpProtobuf => match base.split_once(['?', '#']) {
+            Some((before, _)) => format!("{}{path}{}", before.trim_end_matches('/'), &base[before.len()..]),
+            None => format!("{}{path}", base.trim_end_matches('/')),
+        },
     })
 }
 
@@ -617,6 +641,20 @@ mod tests {
 
     fn traces(telemetry: &Telemetry) -> &TraceExport {
         telemetry.traces.as_ref().expect("traces exported")
+    }
+
+    #[test]
+    fn an_endpoints_query_stays_after_the_signals_path_is_masked_when_shown_and_user_info_is_refused() {
+        let telemetry = on("telemetry:\n  endpoint: http://collector:4318/base?api_key=K3y\n", &[]);
+        assert_eq!(traces(&telemetry).endpoint, "http://collector:4318/base/v1/traces?api_key=K3y");
+        assert_eq!(telemetry.metrics.as_ref().unwrap().endpoint, "http://collector:4318/base/v1/metrics?api_key=K3y");
+        let shown = serde_saphyr::to_string(&telemetry).unwrap();
+        assert!(shown.contains("endpoint: http://collector:4318/base/v1/traces?***"), "{shown}");
+        assert!(!shown.contains("K3y"), "{shown}");
+        let refused = parsed("telemetry:\n  endpoint: http://user:Pa55@collector:4318\n", &[]).unwrap_err().to_string();
+        assert!(refused.contains("holds a user name or password") && !refused.contains("Pa55"), "{refused}");
+        let from_env = parsed("", &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://u:Pa55@c/v1/traces")]);
+        assert!(from_env.unwrap_err().to_string().contains("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"));
     }
 
     #[test]
