@@ -481,3 +481,41 @@ async fn a_rollout_in_progress_holds_plain_versions_until_overridden_or_cancelle
     assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
     assert!(!String::from_utf8_lossy(&strata(config, &["plan"]).await.stdout).contains("Rollout in progress"));
 }
+
+/// Two `startRollout` requests at the same instant both pass the check
+/// that no rollout is active (each reads before the other writes): the
+/// newer is cancelled and refused with the older named, so exactly one
+/// stays active. Five rounds, each pair sent together.
+#[tokio::test]
+async fn two_rollouts_started_at_the_same_instant_leave_exactly_one_active() {
+    let server = Server::start("basic", "").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    tenants(&server, 2).await;
+    let config = server.config_path();
+    let mutation = "mutation($v: String!) { startRollout(versionName: $v, waves: [\"t01:approve\", \"rest\"]) { id } }";
+    for round in 0..5 {
+        let (a, b) = tokio::join!(
+            server.graphql(mutation, json!({ "v": format!("race-{round}-a") })),
+            server.graphql(mutation, json!({ "v": format!("race-{round}-b") })),
+        );
+        let started: Vec<i64> =
+            [&a, &b].iter().filter_map(|answer| answer["data"]["startRollout"]["id"].as_i64()).collect();
+        assert_eq!(started.len(), 1, "round {round}: exactly one starts\n{a}\n{b}");
+        let refused = if a["data"]["startRollout"]["id"].is_i64() { &b } else { &a };
+        let said = refused["errors"][0]["message"].as_str().unwrap_or_default();
+        assert!(said.contains(&format!("rollout {} (", started[0])), "round {round}: the older is named: {refused}");
+        assert!(said.contains("a second rollout would run its files"), "round {round}: {refused}");
+        let listed = server.graphql("{ rollouts { id status } }", json!({})).await;
+        let active: Vec<i64> = listed["data"]["rollouts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .filter(|r| !matches!(r["status"].as_str(), Some("COMPLETED" | "CANCELLED")))
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(active, started, "round {round}: {listed}");
+        let cancelled = strata(config, &["rollout", "cancel", &started[0].to_string()]).await;
+        assert_eq!(cancelled.status.code(), Some(0), "{}", String::from_utf8_lossy(&cancelled.stderr));
+    }
+}

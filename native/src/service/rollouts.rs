@@ -159,6 +159,22 @@ impl Service {
         }
         .with_files(self.files_now().await?);
         let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
+        // Two starts at the same instant (on this replica or another) both
+        // passed the check above, as each read before the other wrote:
+        // read again, now that this one is written. The older stands; this
+        // one, newer, is cancelled and refused — whichever order the two
+        // reads came in, one sees the other and exactly one stays active.
+        let rollouts = self.rollouts().await?;
+        let older = rollout::active(rollouts.iter().filter(|(other, _)| *other < id).map(|(id, r)| (*id, r)));
+        if let Err(refused) = rollout::check_none_active(&older) {
+            self.change(id, |ours| {
+                ours.cancel(now(), by)?;
+                Ok(true)
+            })
+            .await?;
+            tracing::warn!(rollout = id, version = %version_name, "a rollout started beside an older one was cancelled");
+            return Err(refused.into());
+        }
         tracing::info!(rollout = id, version = %version_name, "rollout started");
         Ok((id, rollout))
     }

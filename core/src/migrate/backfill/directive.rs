@@ -121,6 +121,16 @@ pub fn read_part(
         ));
     }
     let spec = options(&found.options).map_err(|reason| bad(found.at, reason))?;
+    if let (Driver::Mysql, Form::Ranged { table, key }) = (driver, &spec.form)
+        && let Some(name) = std::iter::once(table).chain(key).find(|name| name.contains('"'))
+    {
+        // Without ANSI_QUOTES (the default), `"id"` is the string 'id':
+        // every range would hold every row, in one batch.
+        return Err(bad(
+            found.at,
+            format!("{name}: on MySQL and MariaDB `\"` quotes a string, not a name; quote names with backticks (`)"),
+        ));
+    }
     let Some(tokens) = tokens else {
         return Err(bad(
             found.at,
@@ -144,12 +154,49 @@ pub fn read_part(
             ));
         }
     }
+    if let Some((at, written)) = bound_parameter(driver, &tokens) {
+        return Err(bad(
+            at,
+            format!(
+                "`{written}` is a bound parameter, and a backfill's statement has none of its own: Strata binds \
+                 each batch's keys where `{RANGE}` (or `{BATCH}`) stands, so `{written}` would be one of them; write \
+                 the value into the statement"
+            ),
+        ));
+    }
     let statement_at = statements[0].at;
     let unreadable = || bad(found.at, "the file cannot be read as SQL".into());
     let ranges = placeholder::find(driver, contents, RANGE).ok_or_else(unreadable)?;
     let limits = placeholder::find(driver, contents, BATCH).ok_or_else(unreadable)?;
     placeholders(&spec.form, &ranges, &limits, statement_at).map_err(|(at, reason)| bad(at, reason))?;
     Ok(Some(spec))
+}
+
+/// The first bound parameter of `tokens` outside strings and comments,
+/// where it stands and as written: `$1`, `?` (the tokenizer's
+/// placeholders), SQLite's `:name` and `@name`, and on SQL Server a variable (`@P1`, `@name`; not a
+/// `@@` function), none of which a one-statement batch declares.
+fn bound_parameter(driver: Driver, tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> Option<(Position, String)> {
+    use sqlparser::tokenizer::Token;
+    tokens.iter().enumerate().find_map(|(i, token)| {
+        let written = match (&token.token, tokens.get(i + 1).map(|next| &next.token)) {
+            (Token::Placeholder(written), _) => written.clone(),
+            // SQLite's `:name` and `@name`, read as a sign and a word.
+            (Token::Colon | Token::AtSign, Some(Token::Word(word))) if driver == Driver::Sqlite => {
+                format!("{}{}", token.token, word.value)
+            }
+            (Token::Word(word), _)
+                if driver == Driver::SqlServer
+                    && word.quote_style.is_none()
+                    && word.value.starts_with('@')
+                    && !word.value.starts_with("@@") =>
+            {
+                word.value.clone()
+            }
+            _ => return None,
+        };
+        Some((Position { line: token.span.start.line, column: token.span.start.column }, written))
+    })
 }
 
 /// Whether the statement holds the placeholder its form needs (`{range}`

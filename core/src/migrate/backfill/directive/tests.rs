@@ -236,3 +236,40 @@ fn a_format_s_part_is_read_like_a_file() {
     let part = "\n-- strata:backfill table=t key=id batch=50\nupdate t set a = 1 where {range};\n\n\n";
     assert_eq!(read(Driver::Sqlite, "db/1_a.sql", part), Ok(ranged("t", &["id"], 50)));
 }
+
+#[test]
+fn a_bound_parameter_of_the_statement_is_refused_where_it_stands() {
+    let with = |driver: Driver, statement: &str| {
+        read(driver, "t/001.sql", &format!("-- strata:backfill table={{schema}}.items key=code\n{statement}\n"))
+    };
+    let (at_, reason) =
+        refused(with(Driver::Postgres, "update {schema}.items set n = n + 1 where {range} and code <> $1;"));
+    assert_eq!(at_, at(2, 63));
+    assert!(reason.starts_with("`$1` is a bound parameter"), "{reason}");
+    assert!(refused(with(Driver::Mysql, "update {schema}.items set n = ? where {range};")).1.starts_with("`?` is"));
+    assert!(refused(with(Driver::Sqlite, "update items set n = :n where {range};")).1.starts_with("`:n` is"));
+    assert!(refused(with(Driver::Sqlite, "update items set n = @n where {range};")).1.starts_with("`@n` is"));
+    let tsql = refused(with(Driver::SqlServer, "update {schema}.items set n = @P1 where {range};")).1;
+    assert!(tsql.starts_with("`@P1` is"), "{tsql}");
+    // In strings and comments, casts, slices and @@ functions: no parameter.
+    for (driver, statement) in [
+        (Driver::Postgres, "update {schema}.items set note = '$1 ?', n = (a[1:2])[1]::int where {range}; -- $2"),
+        (Driver::Mysql, "update {schema}.items set note = '?' where {range};"),
+        (Driver::SqlServer, "update {schema}.items set n = @@spid, note = '@P1' where {range};"),
+    ] {
+        assert!(with(driver, statement).is_ok(), "{statement}: {:?}", with(driver, statement));
+    }
+}
+
+#[test]
+fn a_double_quoted_name_is_refused_on_mysql_where_it_is_a_string() {
+    let file = |key: &str| {
+        format!(
+            "-- strata:backfill table={{schema}}.items key={key}\nupdate {{schema}}.items set n = 1 where {{range}};\n"
+        )
+    };
+    let reason = refused(read(Driver::Mysql, "t/001.sql", &file("\"id\""))).1;
+    assert!(reason.starts_with("\"id\": on MySQL and MariaDB `\"` quotes a string"), "{reason}");
+    assert!(read(Driver::Mysql, "t/001.sql", &file("`id`")).unwrap().is_some());
+    assert!(read(Driver::Postgres, "t/001.sql", &file("\"id\"")).unwrap().is_some());
+}
