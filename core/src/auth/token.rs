@@ -61,14 +61,19 @@ impl StoredToken {
 
 /// An owner that cannot be one.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("token owner {0:?}: use 1 to 128 characters, no spaces or control characters")]
+#[error(
+    "token owner {0:?}: use 1 to 128 ASCII letters, digits or '.', '_', '-', '+', '@' (an e-mail address fits; \
+     letters of other scripts that look alike would make two owners of one person)"
+)]
 pub struct BadOwner(pub String);
 
-/// Checks a token's owner.
+/// Checks a token's owner: ASCII only, so that the rules comparing owners
+/// (a rollout's starter may not approve it) compare people, not glyphs —
+/// `bоb` with a Cyrillic `о` would be another owner than `bob`.
 pub fn check_owner(owner: &str) -> Result<(), BadOwner> {
     let fine = !owner.is_empty()
-        && owner.chars().count() <= 128
-        && !owner.chars().any(|c| c.is_control() || c.is_whitespace());
+        && owner.len() <= 128
+        && owner.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'@'));
     if fine { Ok(()) } else { Err(BadOwner(owner.to_string())) }
 }
 

@@ -520,8 +520,16 @@ pub enum RolloutError {
     #[error("rest must be the last wave")]
     RestNotLast,
     /// The identity that started the rollout asked to approve it.
-    #[error("{0} started this rollout and cannot approve it: another person must (the rule: auth.allowSelfApproval)")]
-    SelfApproval(String),
+    #[error(
+        "{starter} started this rollout, and {approver} is the same person: another person must approve it (the \
+         rule: auth.allowSelfApproval)"
+    )]
+    SelfApproval {
+        /// Who started it, as recorded.
+        starter: String,
+        /// Who asked to approve it.
+        approver: String,
+    },
     /// Source files changed since the rollout started: what would run is
     /// not what was started.
     #[error(
@@ -775,7 +783,10 @@ impl Rollout {
         let by = by.into();
         self.expect("approve", &[Status::AwaitingApproval], "awaiting approval")?;
         if rules.forbid_self_approval && by.is(&self.started_by, &self.started_by_principal) {
-            return Err(RolloutError::SelfApproval(crate::auth::actor_with_principal(by.actor, by.principal)));
+            return Err(RolloutError::SelfApproval {
+                starter: crate::auth::actor_with_principal(&self.started_by, &self.started_by_principal),
+                approver: crate::auth::actor_with_principal(by.actor, by.principal),
+            });
         }
         if let Some(now_files) = &rules.files_now
             && !self.files.is_empty()

@@ -47,7 +47,7 @@ const WAVE_BACKFILL_POLL: std::time::Duration = std::time::Duration::from_millis
 impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
         match error {
-            RolloutError::SelfApproval(_) => AppError::Forbidden(error.to_string()),
+            RolloutError::SelfApproval { .. } => AppError::Forbidden(error.to_string()),
             RolloutError::PlanChanged(_) | RolloutError::WaveFilesChanged(_) => AppError::PlanChanged(error),
             other => AppError::InvalidInput(other.to_string()),
         }

@@ -41,6 +41,15 @@ impl Service {
                 "a token that expires after 0 days would never work: give 1 or more".into(),
             ));
         }
+        // Names differ in more than letter case: the rules that compare
+        // principals fold case, so `Deployer` beside `deployer` would be
+        // one person to them and two tokens to everyone else.
+        if let Some(taken) = self.database.tokens().await?.into_iter().find(|t| t.name.eq_ignore_ascii_case(name)) {
+            return Err(AppError::InvalidInput(format!(
+                "a token named {:?} exists, which differs from {name:?} only in letter case: choose another name",
+                taken.name
+            )));
+        }
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| AppError::Internal(format!("no random bytes: {e}")))?;
         let secret = token::mint(&random);

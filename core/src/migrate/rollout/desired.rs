@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(r.status, Status::AwaitingApproval);
         let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
         let same = By { request_id: "req-2", actor: "oidc:ann-2", principal: "oidc:iss#ann", trace: "" };
-        assert!(matches!(r.approve(13, same, &rules), Err(RolloutError::SelfApproval(_))));
+        assert!(matches!(r.approve(13, same, &rules), Err(RolloutError::SelfApproval { .. })));
         let other = By { request_id: "req-3", actor: "oidc:bob", principal: "oidc:iss#bob", trace: "" };
         r.approve(14, other, &rules).unwrap();
         let approved = r.events.last().unwrap();

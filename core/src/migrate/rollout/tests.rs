@@ -156,7 +156,9 @@ fn the_starter_cannot_approve_their_own_rollout_when_the_rule_is_on() {
     assert_eq!(r.started_by, "token:alice");
     assert!(r.wave_ended(0, Ok("done".into()), 5, "runner"));
     let rules = ApprovalRules { forbid_self_approval: true, files_now: None };
-    assert_eq!(r.approve(6, alice, &rules), Err(RolloutError::SelfApproval("token:alice".into())));
+    let refused = r.approve(6, alice, &rules).unwrap_err();
+    assert_eq!(refused, RolloutError::SelfApproval { starter: "token:alice".into(), approver: "token:alice".into() });
+    assert!(refused.to_string().starts_with("token:alice started this rollout, and token:alice is the same person"));
     assert_eq!(r.status, Status::AwaitingApproval);
     r.approve(7, bob, &rules).unwrap();
     let approved = r.events.last().unwrap();
@@ -184,7 +186,10 @@ fn one_principal_is_one_starter_whatever_its_display_name() {
     // The same subject with an email claim is the same person.
     assert_eq!(
         r.approve(6, id_token, &rules),
-        Err(RolloutError::SelfApproval("oidc:alice <alice@example.com> [oidc:https://idp#alice]".into()))
+        Err(RolloutError::SelfApproval {
+            starter: "oidc:alice [oidc:https://idp#alice]".into(),
+            approver: "oidc:alice <alice@example.com> [oidc:https://idp#alice]".into()
+        })
     );
     // The same display name from another issuer is someone else.
     r.approve(7, other_idp, &rules).unwrap();
