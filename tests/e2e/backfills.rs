@@ -1152,3 +1152,50 @@ async fn a_reverted_backfill_runs_again_from_its_first_key() {
         recorded(&server).await.get(&("tenants/20240102000000_touch.sql".to_string(), "t1".to_string())).copied();
     assert_eq!(count, Some(1));
 }
+
+/// A backfill that failed before its first batch (a key column that does
+/// not exist) takes the file's fixed text on its retry; one that committed
+/// batches of an earlier text refuses a changed file, naming it, rather
+/// than run the text it started with as if it were the file.
+#[tokio::test]
+async fn a_fixed_backfill_file_runs_its_new_text_and_a_changed_one_mid_way_is_refused() {
+    let server = Server::start("fleet", "").await;
+    tenants(&server, 2).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(100));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("key=id", "key=nosuch"));
+    let failing = server.create_version(json!({ "versionName": "touch" })).await;
+    assert!(failing.get("errors").is_none(), "{failing}");
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "FAILED" && row["batches"] == 0), "{books:?}");
+
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    let query = "mutation { retryQuarantined(input: {versionName: \"fixed\"}) { waitingOnBackfills { tenant } } }";
+    let retried = server.graphql(query, json!({})).await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    let books = settled(&server).await;
+    assert!(books.iter().all(|row| row["state"] == "DONE" && row["rowsDone"] == 100), "{books:?}");
+    for tenant in ["t00", "t01"] {
+        assert_eq!(touched(&server, tenant).await, (100, 100, 0), "{tenant}");
+    }
+
+    // Mid-way: a backfill with batches committed, then the file changed.
+    server.ws.write_migration("tenants/003_again.sql", &TOUCH_ITEMS.replace("batch=25", "batch=10"));
+    let started = server.create_version(json!({ "versionName": "again" })).await;
+    assert!(started.get("errors").is_none(), "{started}");
+    let books = settled(&server).await;
+    assert!(books.iter().any(|row| row["file"] == "tenants/003_again.sql"), "{books:?}");
+    // (Its last batch failed, as it were: not done, not recorded.)
+    let svc = crate::access::svc_prefix();
+    let failed = format!("update {svc}svc_backfills set state = 'failed' where file = 'tenants/003_again.sql'");
+    server.ws.execute("svc", &failed).await;
+    let unrecorded = format!("delete from {svc}svc_migrations where filename = 'tenants/003_again.sql'");
+    server.ws.execute("svc", &unrecorded).await;
+    server.ws.write_migration("tenants/003_again.sql", &TOUCH_ITEMS.replace("touched + 1", "touched + 100"));
+    let refused = server.create_version(json!({ "versionName": "changed" })).await;
+    let message = refused["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{refused}"));
+    assert!(message.contains("tenants/003_again.sql changed since its backfill started in t0"), "{message}");
+    assert!(message.contains("(10 batch(es) of the earlier text committed, the backfill failed)"), "{message}");
+    assert!(message.contains("write the change as a new file"), "{message}");
+}

@@ -520,7 +520,6 @@ impl<'a, E: Engine> Run<'a, E> {
                 Ok(version)
             }
             Err(error) => {
-                let _ = self.engine.rollback(conn).await;
                 let version_id = progress.version();
                 let whole = !progress.tenant_created.load(Ordering::SeqCst);
                 let committed = progress.into_committed();

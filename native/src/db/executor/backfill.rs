@@ -40,7 +40,33 @@ impl<E: Engine> Run<'_, E> {
     ) -> Result<StepEnd, UnitError> {
         let (schema, migration) = (self.schema(step), self.migration(step));
         let books = self.engine.books();
-        let found = books.backfill_job(conn, schema, &migration.file).await?;
+        let mut found = books.backfill_job(conn, schema, &migration.file).await?;
+        // Started from an earlier text of the file: its runner runs the
+        // stored text, never the file's. One that ran no batch takes the
+        // new text; one that did is refused, so the change is not lost.
+        if let Some(job) = found
+            .as_ref()
+            .filter(|job| job.row.state != BackfillState::Done && job.migration.checksum != migration.checksum)
+        {
+            let batches = job.row.progress.batches;
+            let idle = matches!(job.row.state, BackfillState::Failed | BackfillState::Cancelled);
+            if batches > 0 || !idle {
+                return Err(UnitError::Migration {
+                    step,
+                    failure: Failure::statement(format!(
+                        "{} changed since its backfill started in {schema} ({batches} batch(es) of the earlier \
+                         text committed, the backfill {}): a backfill runs the text it started with; restore the \
+                         file, or cancel the backfill (cancelBackfills) and write the change as a new file",
+                        migration.file,
+                        job.row.state.as_str()
+                    )),
+                    partly: batches > 0,
+                    attempts: 1,
+                });
+            }
+            books.forget_backfill(conn, schema, &migration.file).await?;
+            found = None;
+        }
         let state = found.as_ref().map(|job| job.row.state);
         let in_version =
             backfill::runs_in_version(migration.migration_type.is_tenant(), self.plan.new_tenant.is_some());
@@ -78,9 +104,11 @@ impl<E: Engine> Run<'_, E> {
         };
         if !backfiller.claim(conn, &job).await? {
             return Err(held(format!(
-                "the backfill of {} in {schema} is paused or run by another process; resume it \
-                 (resumeBackfills) or wait for it, then run the version again",
-                migration.file
+                "the backfill of {} in {schema} is paused or run by another process (a process that died holds \
+                 it until its claim is stale, {} s after its last batch); resume it (resumeBackfills) or wait \
+                 for it, then run the version again",
+                migration.file,
+                (self.settings.backfill.stale_ms() + 999) / 1000
             )));
         }
         match backfiller.drive(conn, &job).await? {

@@ -464,13 +464,8 @@ impl<E: Engine> Run<'_, E> {
         if let Some(version_id) = self.one_message_version(&steps, tenant, progress) {
             return self.one_message(conn, &steps, version_id, progress).await;
         }
-        let result = self.in_pieces(conn, steps, tenant, progress).await.map(drop);
-        // A tenant waiting on its backfill has no transaction open (its
-        // start committed): a rollback would only earn the server's warning.
-        if result.as_ref().is_err_and(|error| !matches!(error, UnitError::Waiting { .. })) {
-            let _ = self.engine.rollback(conn).await;
-        }
-        result
+        // A failed piece's transaction is rolled back where it failed.
+        self.in_pieces(conn, steps, tenant, progress).await.map(drop)
     }
 
     /// The version's id when `steps` may run as one message (see
@@ -586,11 +581,7 @@ impl<E: Engine> Run<'_, E> {
             // Nothing of the unit committed: run it again file by file,
             // whose failure says where it is.
             crate::traces::spans::message_failed();
-            let result = self.in_pieces(conn, steps.iter().copied(), None, progress).await;
-            if result.is_err() {
-                let _ = self.engine.rollback(conn).await;
-            }
-            return result.map(drop);
+            return self.in_pieces(conn, steps.iter().copied(), None, progress).await.map(drop);
         }
         Err(match (failure.cause, in_file) {
             (Cause::ConnectionLost, _) => {
@@ -611,8 +602,8 @@ impl<E: Engine> Run<'_, E> {
     /// its files executed, then committed with their rows; a file that
     /// cannot run in a transaction executed alone and recorded right after
     /// it. A new `tenant` is created in the first piece. A dry run's one
-    /// transaction is left open and its steps returned, to roll back; on an
-    /// error the caller rolls back what is open.
+    /// transaction is left open and its steps returned, to roll back; a
+    /// failed piece's transaction is rolled back here.
     pub(super) async fn in_pieces(
         &self,
         conn: &mut E::Conn,
@@ -654,18 +645,35 @@ impl<E: Engine> Run<'_, E> {
                 Piece::Transaction { steps, creates_tenant } => {
                     self.engine.begin(conn).await?;
                     session.timeouts = None;
-                    if creates_tenant {
-                        self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                    let ran = async {
+                        if creates_tenant {
+                            self.engine.create_tenant(conn, tenant.unwrap_or_default()).await?;
+                        }
+                        for &step in &steps {
+                            self.execute_in(&mut spans, conn, step, &mut session, progress).await?;
+                        }
+                        if self.request.dry_run {
+                            return Ok(true);
+                        }
+                        self.close_transaction(conn, &steps, creates_tenant, progress)
+                            .await
+                            .map_err(|error| self.unrecorded(&steps, error))?;
+                        Ok::<_, UnitError>(false)
                     }
-                    for &step in &steps {
-                        self.execute_in(&mut spans, conn, step, &mut session, progress).await?;
+                    .await;
+                    match ran {
+                        // Left open, for the caller to roll back.
+                        Ok(true) => return Ok(Some(steps)),
+                        Ok(false) => {}
+                        Err(error) => {
+                            // Only here is a transaction open when a piece
+                            // fails (the others run outside one, or end
+                            // theirs): rolled back here, so no caller sends
+                            // a rollback the server would warn about.
+                            let _ = self.engine.rollback(conn).await;
+                            return Err(error);
+                        }
                     }
-                    if self.request.dry_run {
-                        return Ok(Some(steps));
-                    }
-                    self.close_transaction(conn, &steps, creates_tenant, progress)
-                        .await
-                        .map_err(|error| self.unrecorded(&steps, error))?;
                 }
             }
         }
