@@ -232,11 +232,13 @@ async fn a_desired_schema_given_as_text_is_a_deployers_sql_and_a_reader_is_refus
 
     let (status, answer) = query(&server, &admin, "{ audit { actor action outcome } }").await;
     assert_eq!(status, 200, "{answer}");
-    let refused: Vec<&Value> =
+    let rows: Vec<&Value> =
         answer["data"]["audit"].as_array().unwrap().iter().filter(|row| row["action"] == "desiredDiff").collect();
-    assert_eq!(refused.len(), 1, "{answer}");
-    assert_eq!(refused[0]["actor"], "token:dashboard");
-    assert!(refused[0]["outcome"].as_str().unwrap().starts_with("refused: FORBIDDEN"), "{answer}");
+    assert_eq!(rows.len(), 2, "{answer}");
+    assert_eq!(rows[0]["actor"], "token:dashboard");
+    assert!(rows[0]["outcome"].as_str().unwrap().starts_with("refused: FORBIDDEN"), "{answer}");
+    // The deployer's text ran on the database: on record, by its digest.
+    assert_eq!((rows[1]["actor"].as_str(), rows[1]["outcome"].as_str()), (Some("token:ci"), Some("ok")), "{answer}");
 }
 
 #[tokio::test]
@@ -833,6 +835,17 @@ async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
     let refused =
         strata(server.config_path(), &["token", "create", "--name", "x", "--role", "viewer", "--owner", "a b"]).await;
     assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    // An owner in letters of another script (a Cyrillic о in bоb) would be
+    // another person to the rule: refused; so is a name differing from a
+    // token's only in case.
+    let confusable =
+        strata(server.config_path(), &["token", "create", "--name", "y", "--role", "approver", "--owner", "b\u{43e}b"])
+            .await;
+    assert_eq!(code(&confusable), 2, "{}", stderr(&confusable));
+    assert!(stderr(&confusable).contains("ASCII"), "{}", stderr(&confusable));
+    let cased = strata(server.config_path(), &["token", "create", "--name", "BOB", "--role", "viewer"]).await;
+    assert_eq!(code(&cased), 2, "{}", stderr(&cased));
+    assert!(stderr(&cased).contains("differs from \"BOB\" only in letter case"), "{}", stderr(&cased));
 
     let tenant = r#"mutation { createTenant(input: { tenantName: "t1", versionName: "t1" }) { version { id } } }"#;
     assert_eq!(query(&server, &ci, tenant).await.0, 200);
@@ -845,10 +858,9 @@ async fn two_tokens_of_one_owner_are_one_principal_for_the_starter_rule() {
     let (status, answer) = query(&server, &laptop, &approve).await;
     assert_eq!((status, error_code(&answer)), (403, "FORBIDDEN"), "{answer}");
     assert!(
-        answer["errors"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("token:alice-laptop [owner:alice] started this rollout"),
+        answer["errors"][0]["message"].as_str().unwrap().contains(
+            "token:alice-ci [owner:alice] started this rollout, and token:alice-laptop [owner:alice] is the same person"
+        ),
         "{answer}"
     );
     // The owner written in another case is the same person to this rule.
@@ -1109,7 +1121,10 @@ async fn plan_status_and_repair_print_the_same_json_through_the_server_as_in_pro
     let (_, after) = same(&["status", "--json"]).await;
     assert_eq!((after["drift"].as_array().unwrap().len(), after["missing"].as_array().unwrap().len()), (0, 0));
     let audit = server.ws.rows("svc", "select actor, target, outcome from svc_audit where action = 'repair'").await;
-    assert_eq!(audit.len(), 1 + 2 + 1, "{audit:?}");
+    // Dry runs are on record too: the admin's, and the one the client
+    // sends before each repair to preview it (two).
+    let dry = audit.iter().filter(|row| row[1].as_str().is_some_and(|t| t.ends_with(", dry run"))).count();
+    assert_eq!((audit.len() - dry, dry), (1 + 2 + 1, 3), "{audit:?}");
     let last = audit.last().unwrap();
     assert_eq!((last[0].clone(), last[2].clone()), (json!("token:ops"), json!("ok")), "{audit:?}");
     assert!(last[1].as_str().unwrap().contains("accept the edit"), "{audit:?}");

@@ -644,6 +644,14 @@ async fn made_up_http_methods_do_not_grow_the_metrics() {
     assert!(!after.contains("M1999X") && !after.contains("M0X"), "a made-up method is a label");
     // The same series, their counts grown by a few digits.
     assert!(after.len() < before.len() + 2_000, "{} → {} bytes", before.len(), after.len());
+    // The process's processor time in fractions of a second (2,000
+    // requests took some), never rounded down to whole seconds.
+    let cpu = after
+        .lines()
+        .find_map(|line| line.strip_prefix("process_cpu_seconds_total "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no process_cpu_seconds_total: {after}"));
+    assert!(cpu > 0.0 && cpu.fract() != 0.0, "process_cpu_seconds_total {cpu}");
 }
 
 #[tokio::test]
