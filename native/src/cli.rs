@@ -72,7 +72,8 @@ pub(crate) enum Exit {
     /// the desired schema.
     SchemaDrift = 10,
     /// `apply`, `quarantine retry`: the version completed, but tenants failed
-    /// within the failure budget and are quarantined.
+    /// and are quarantined (within the failure budget, or in a backfill run
+    /// after the version, which no budget stops).
     Quarantined = 11,
     /// `apply`, `quarantine retry` on a sharded fleet: the version did not
     /// finish on some shards (each named with why); the others finished.
@@ -184,8 +185,8 @@ Exit status:
   10 drift: a tenant's live schema differs from the others that recorded the same migrations, or a schema
      changed since its last migration; apply refused by driftPolicy: refuse; diff --check: a tenant differs
      from the desired schema
-  11 apply, quarantine retry: the version completed, but tenants failed within the failure budget and are
-     quarantined (strata quarantine lists them)
+  11 apply, quarantine retry: the version completed, but tenants failed and are quarantined — within the
+     failure budget, or in a backfill run after the version (which no budget stops) (strata quarantine lists them)
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
      with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
      shards did not answer (each is named); what is shown of them is as last seen

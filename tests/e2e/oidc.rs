@@ -209,8 +209,12 @@ async fn tokens_of_a_real_openid_provider_authenticate_and_forgeries_do_not() {
     let (code, answer) = status(&server, &sam_with_email, &approve).await;
     assert_eq!((code, answer["errors"][0]["extensions"]["code"].as_str()), (403, Some("FORBIDDEN")), "{answer}");
     let refusal = answer["errors"][0]["message"].as_str().unwrap();
+    let issuer = provider.issuer();
     assert!(
-        refusal.contains(&format!("oidc:sam <sam@example.com> [oidc:{}#sam] started this rollout", provider.issuer())),
+        refusal.contains(&format!(
+            "oidc:sam [oidc:{issuer}#sam] started this rollout, and oidc:sam <sam@example.com> [oidc:{issuer}#sam] is \
+             the same person"
+        )),
         "{refusal}"
     );
     let as_tom = signed(&claims(json!({ "sub": "tom" })), &pem_a, &kid_a);
