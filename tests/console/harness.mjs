@@ -68,13 +68,26 @@ export async function watchedPage(browser) {
   page.setDefaultTimeout(60_000);
   const problems = [];
   let navigations = 0;
+  // A main-frame navigation requested and not yet committed: the page it
+  // leaves still runs (its polls start requests), and the commit aborts
+  // them — on a loaded machine before "framenavigated" is seen.
+  let leaving = false;
   const navigationsAtStart = new WeakMap();
   page.on("request", (request) => {
-    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigations += 1;
-    navigationsAtStart.set(request, navigations);
+    const navigation = request.isNavigationRequest() && request.frame() === page.mainFrame();
+    if (navigation) {
+      navigations += 1;
+      leaving = true;
+    }
+    // A request of the page being left counts as started before its
+    // navigation: that navigation cuts it.
+    navigationsAtStart.set(request, leaving && !navigation ? navigations - 1 : navigations);
   });
   page.on("framenavigated", (frame) => {
-    if (frame === page.mainFrame()) navigations += 1;
+    if (frame === page.mainFrame()) {
+      navigations += 1;
+      leaving = false;
+    }
   });
   page.on("console", (message) => {
     if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
