@@ -590,6 +590,23 @@ async fn on_a_galera_cluster_applies_through_different_nodes_never_overlap() {
     }
 }
 
+/// A fresh database `strata_<name>_<port>` on the server with default
+/// settings, reached directly, one unit at a time under a 3 s lease: its
+/// workspace, name, configuration (the service's tables made by a first
+/// apply) and a connection to it, with `n` tenants.
+async fn leased_fleet(name: &str, n: usize) -> (Workspace, String, PathBuf, PgConnection) {
+    let ws = Workspace::new("fleet");
+    let database = format!("strata_{name}_{}", ws.port);
+    let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
+    fresh_database(&admin_url, &database).await;
+    let url = with_database(&admin_url, &database);
+    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 3\n");
+    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
+    let mut direct = admin(&url).await;
+    tenants(&mut direct, n).await;
+    (ws, database, config, direct)
+}
+
 /// A holder paused past its lease (SIGSTOP while a tenant's file sleeps on
 /// the server, its whole unit sent as one message) resumes after another
 /// apply took the lease: its unit's transaction meets the fence and rolls
@@ -601,15 +618,8 @@ async fn a_holder_paused_past_its_lease_commits_nothing_the_next_holder_runs() {
     if backend() != Backend::Postgres {
         return;
     }
-    let ws = Workspace::new("fleet");
-    let database = format!("strata_paused_{}", ws.port);
+    let (ws, database, config, mut direct) = leased_fleet("paused", 3).await;
     let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
-    fresh_database(&admin_url, &database).await;
-    let url = with_database(&admin_url, &database);
-    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 3\n");
-    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
-    let mut direct = admin(&url).await;
-    tenants(&mut direct, 3).await;
     // t1's first file sleeps 6 s: longer than the lease. t0's unit comes
     // first and commits the version's row, so t1's goes as one message.
     write_counting_migrations(&ws, "450", "z", "select pg_sleep(case when '{schema}' = 't1' then 6 else 0 end);\n");
@@ -668,15 +678,8 @@ async fn a_holder_that_lost_its_lease_stops_before_its_next_unit() {
     if backend() != Backend::Postgres {
         return;
     }
-    let ws = Workspace::new("fleet");
-    let database = format!("strata_lost_{}", ws.port);
+    let (ws, database, config, mut direct) = leased_fleet("lost", 10).await;
     let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
-    fresh_database(&admin_url, &database).await;
-    let url = with_database(&admin_url, &database);
-    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 3\n");
-    assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
-    let mut direct = admin(&url).await;
-    tenants(&mut direct, 10).await;
     write_counting_migrations(&ws, "400", "l", "select pg_sleep(0.5);\n");
     let apply = tokio::spawn({
         let config = config.clone();
