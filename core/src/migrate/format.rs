@@ -907,12 +907,9 @@ fn golang_pairs<'a>(directory: &str, files: &[&'a Input<'a>]) -> Result<BTreeMap
     // others; sqlx runs a one-way `<number>_<name>.sql` too. Beside pairs,
     // which tool the directory is for cannot be told: such a file would
     // run for one and never for the other.
-    let paired =
-        files.iter().find(|f| without_suffix(f.name, ".up.sql").or(without_suffix(f.name, ".down.sql")).is_some());
-    let one_way = files
-        .iter()
-        .find(|f| without_suffix(f.name, ".up.sql").is_none() && without_suffix(f.name, ".down.sql").is_none());
-    if let (Some(paired), Some(one_way)) = (paired, one_way) {
+    let of_a_pair =
+        |f: &&&Input<'_>| without_suffix(f.name, ".up.sql").or(without_suffix(f.name, ".down.sql")).is_some();
+    if let (Some(paired), Some(one_way)) = (files.iter().find(of_a_pair), files.iter().find(|f| !of_a_pair(f))) {
         return Err(FormatError::OneWayBesidePairs {
             file: format!("{directory}/{}", one_way.name),
             paired: format!("{directory}/{}", paired.name),

@@ -747,7 +747,8 @@ impl Engine for SqlServerEngine {
     const FENCE_AFTER_EACH_FILE: bool = true;
 
     /// The unit's transaction is still the one [`sql::BEGIN`] began: one
-    /// deep, holding [`sql::UNIT_LOCK`], in the session's database.
+    /// deep, holding its application lock `strata.unit`, in the session's
+    /// database.
     async fn fence(&self, conn: &mut Self::Conn, _lock: &Self::Lock) -> Result<(), DbError> {
         let rows = query(conn, sql::TRANSACTION_STATE, &[]).await?;
         let row = rows.first().ok_or_else(|| DbError::UnexpectedAnswer("no transaction state".into()))?;
