@@ -108,6 +108,39 @@ async fn a_revert_undoes_the_newest_migrations_of_each_schema_or_of_a_wave() {
 }
 
 #[tokio::test]
+async fn a_revert_undoes_a_file_applied_out_of_order_before_the_files_it_was_applied_on() {
+    let _turn = mysql_turn();
+    let ws = empty_workspace().await;
+    ws.write_migration("ref/1_a.up.sql", &format!("{}create table {{schema}}.a (id int);\n", create_schema_sql()));
+    ws.write_migration("tenants/20240101_users.sql", &dbmate("users", ""));
+    ws.write_migration("tenants/20240103_items.sql", &dbmate("items", ""));
+    let config = ws.write_config(&ws.config(""));
+    let created = strata(&config, &["apply", "--version", "t1", "--tenant", "t1"]).await;
+    assert_eq!(code(&created), 0, "{}{}", stdout(&created), stderr(&created));
+
+    // A file merged late sorts before one already applied: applied out of
+    // order (warned), so it was applied on top of items, and is undone first.
+    ws.write_migration("tenants/20240102_orders.sql", &dbmate("orders", ""));
+    let late = strata(&config, &["apply", "--version", "late"]).await;
+    assert_eq!(code(&late), 0, "{}{}", stdout(&late), stderr(&late));
+    assert_eq!(sorted(ws.tables("t1").await), ["items", "orders", "users"]);
+
+    let one = strata(&config, &["revert", "--version", "r1", "--steps", "1", "--tenants", "t1"]).await;
+    assert_eq!(code(&one), 0, "{}{}", stdout(&one), stderr(&one));
+    assert_eq!(sorted(ws.tables("t1").await), ["items", "users"]);
+    assert_eq!(recorded(&ws, "t1").await, ["tenants/20240101_users.sql", "tenants/20240103_items.sql"]);
+
+    // Applied again (out of order once more), then two steps: orders, then
+    // items, users kept.
+    let again = strata(&config, &["apply", "--version", "again"]).await;
+    assert_eq!(code(&again), 0, "{}{}", stdout(&again), stderr(&again));
+    let two = strata(&config, &["revert", "--version", "r2", "--steps", "2", "--tenants", "t1"]).await;
+    assert_eq!(code(&two), 0, "{}{}", stdout(&two), stderr(&two));
+    assert_eq!(sorted(ws.tables("t1").await), ["users"]);
+    assert_eq!(recorded(&ws, "t1").await, ["tenants/20240101_users.sql"]);
+}
+
+#[tokio::test]
 async fn kill_9_in_the_middle_of_a_revert_leaves_each_schema_all_or_nothing() {
     let ws = empty_directories();
     let yaml = ws.config("tenantConcurrency: 4\n");

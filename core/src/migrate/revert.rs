@@ -4,13 +4,18 @@
 //! record removed together).
 //!
 //! Rules:
-//! - Per schema, the migrations recorded there, in source order (the order
-//!   of application: versions as numbers, names byte-wise): `--steps N`
-//!   undoes the last `N`, `--to FILE` every one after `FILE` (kept).
-//! - Steps run newest first: the plan is the reverse of source order,
+//! - Per schema, the migrations recorded there, in the order they were
+//!   recorded (a file applied out of order is recorded after files that
+//!   sort after it): `--steps N` undoes the last `N` recorded, `--to FILE`
+//!   every one that sorts after `FILE` (kept).
+//! - Each schema undoes its steps in the reverse of the order it recorded
+//!   them, so a file is undone before anything it was applied on top of.
+//! - Across schemas the plan keeps the reverse of source order,
 //!   migration-major (every schema undoes a migration before any undoes the
-//!   one before it), so a tenant segment's unit is one tenant's steps,
-//!   newest first.
+//!   one before it; single schemas and tenants in segments as a forward
+//!   plan has them); a schema whose own order differs takes its slots in
+//!   that skeleton in its own order. A tenant segment's unit is one
+//!   tenant's steps, newest recorded first.
 //! - Scripts are never reverted. A recorded file gone from the source, or
 //!   one without a down part, is refused with every such file listed,
 //!   before anything runs.
@@ -40,7 +45,7 @@ pub enum Extent {
 pub struct RevertInput<'a> {
     /// Source migrations in application order.
     pub sources: &'a [SourceMigration],
-    /// Rows recorded.
+    /// Rows recorded, in the order they were recorded (the books' ids).
     pub applied: &'a [AppliedMigration],
     /// The tenants it covers.
     pub tenants: &'a [String],
@@ -175,8 +180,9 @@ fn covered_schemas<'a>(input: &RevertInput<'a>) -> Result<FxHashMap<&'a str, boo
 
 /// What the covered schemas have recorded, scripts aside.
 struct Recorded<'a> {
-    /// Per schema: the source indexes of its recorded migrations.
-    sources: BTreeMap<&'a str, BTreeSet<usize>>,
+    /// Per schema: the source indexes of its recorded migrations, in the
+    /// order they were recorded (a file recorded twice at its last place).
+    sources: BTreeMap<&'a str, Vec<usize>>,
     /// Per schema: its recorded files that are gone from the source.
     gone: BTreeMap<&'a str, BTreeSet<&'a str>>,
 }
@@ -195,20 +201,25 @@ impl<'a> Recorded<'a> {
                 continue;
             }
             match by_file.get(row.file.as_str()) {
-                Some(&source) => {
-                    recorded.sources.entry(row.schema.as_str()).or_default().insert(source);
-                }
+                Some(&source) => recorded.sources.entry(row.schema.as_str()).or_default().push(source),
                 None => {
                     recorded.gone.entry(row.schema.as_str()).or_default().insert(row.file.as_str());
                 }
             }
         }
+        for order in recorded.sources.values_mut() {
+            let mut seen = BTreeSet::new();
+            let mut last_first: Vec<usize> = order.iter().rev().copied().filter(|&s| seen.insert(s)).collect();
+            last_first.reverse();
+            *order = last_first;
+        }
         recorded
     }
 
     /// What each schema undoes within `reach`, as (source index, schema)
-    /// pairs not yet in plan order; refused, listing every such file, when
-    /// any schema holds a file gone from the source.
+    /// pairs, each schema's newest recorded first, not yet in plan order;
+    /// refused, listing every such file, when any schema holds a file gone
+    /// from the source.
     fn choose(&self, reach: Reach) -> Result<Vec<(usize, &'a str)>, RevertError> {
         let mut chosen: Vec<(usize, &str)> = Vec::new();
         let mut missing: BTreeSet<&str> = BTreeSet::new();
@@ -222,7 +233,7 @@ impl<'a> Recorded<'a> {
             }
             let Some(sources) = self.sources.get(schema) else { continue };
             match reach {
-                Reach::After(keep) => chosen.extend(sources.range(keep + 1..).map(|&s| (s, schema))),
+                Reach::After(keep) => chosen.extend(sources.iter().rev().filter(|&&s| s > keep).map(|&s| (s, schema))),
                 Reach::Last(n) => chosen.extend(sources.iter().rev().take(n).map(|&s| (s, schema))),
             }
         }
@@ -272,9 +283,17 @@ fn refuse_changed_files(input: &RevertInput<'_>, chosen: &[(usize, &str)]) -> Re
     Err(RevertError::Changed(changed.into_iter().map(str::to_string).collect()))
 }
 
-/// Sorts `chosen` newest first, migration-major; schemas in tenant-list
-/// order, the single schemas first.
+/// Sorts `chosen` (each schema's steps newest recorded first) into plan
+/// order: the skeleton is the reverse of source order, migration-major,
+/// schemas in tenant-list order with the single schemas first; then each
+/// schema's slots in it take that schema's steps in the order recorded,
+/// newest first (the same files, a different order only where a file was
+/// applied out of order).
 fn sort_newest_first(chosen: &mut [(usize, &str)], input: &RevertInput<'_>) {
+    let mut undo_order: FxHashMap<&str, std::collections::VecDeque<usize>> = FxHashMap::default();
+    for &(source, schema) in chosen.iter() {
+        undo_order.entry(schema).or_default().push_back(source);
+    }
     let mut order: FxHashMap<&str, usize> = FxHashMap::default();
     let schemas_in_order =
         input.sources.iter().filter_map(SourceMigration::single_schema).chain(input.tenants.iter().map(String::as_str));
@@ -283,6 +302,11 @@ fn sort_newest_first(chosen: &mut [(usize, &str)], input: &RevertInput<'_>) {
         order.entry(schema).or_insert(next);
     }
     chosen.sort_by(|(a, a_schema), (b, b_schema)| b.cmp(a).then_with(|| order[a_schema].cmp(&order[b_schema])));
+    for (source, schema) in chosen.iter_mut() {
+        if let Some(next) = undo_order.get_mut(*schema).and_then(std::collections::VecDeque::pop_front) {
+            *source = next;
+        }
+    }
 }
 
 /// The revert plan of the sorted `chosen` steps: its schemas in first-use

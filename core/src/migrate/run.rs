@@ -14,6 +14,7 @@
 //! - Every schema of a stopped plan is in exactly one of
 //!   [`ByOutcome`]'s lists.
 
+pub mod fence;
 pub mod schedule;
 pub mod transactions;
 

@@ -50,6 +50,7 @@ use crate::db::types::{
     NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
+use strata_core::migrate::run::fence;
 
 type Connection = Client<Compat<TcpStream>>;
 
@@ -752,42 +753,18 @@ impl Engine for SqlServerEngine {
     async fn fence(&self, conn: &mut Self::Conn, _lock: &Self::Lock) -> Result<(), DbError> {
         let rows = query(conn, sql::TRANSACTION_STATE, &[]).await?;
         let row = rows.first().ok_or_else(|| DbError::UnexpectedAnswer("no transaction state".into()))?;
-        let depth = int(row, 0)?;
         let held = row.try_get::<&str, _>(1).map_err(db_error)?.is_some_and(|mode| mode == "Shared");
         let database = text(row, 2)?;
-        let expected = self.database.get();
-        let (message, committed) = match (depth, held) {
-            _ if expected.is_some_and(|expected| *expected != database) => (
-                format!(
-                    "a file switched the session to database {database} (USE): its changes there and this \
-                     schema's records do not belong together; the open transaction was rolled back"
-                ),
-                false,
-            ),
-            (1, true) => return Ok(()),
-            (depth, true) if depth > 1 => (
-                format!(
-                    "a file left {} transaction(s) open (BEGIN TRANSACTION in a procedure it ran or in dynamic \
-                     SQL, never committed): all of it was rolled back",
-                    depth - 1
-                ),
-                false,
-            ),
-            (0, _) => (
-                "a file ended the unit's transaction (COMMIT or ROLLBACK in a procedure it ran or in dynamic \
-                 SQL): what ran before may be committed"
-                    .to_string(),
-                true,
-            ),
-            _ => (
-                "a file ended the unit's transaction and began another (COMMIT or ROLLBACK, then BEGIN \
-                 TRANSACTION, in a procedure it ran or in dynamic SQL): what ran before may be committed; what \
-                 is open was rolled back"
-                    .to_string(),
-                true,
-            ),
+        let state = fence::TransactionState {
+            depth: i64::from(int(row, 0)?),
+            holds_unit_lock: held,
+            database: &database,
+            expected_database: self.database.get().map(String::as_str),
         };
-        Err(DbError::UnitTransaction { message, committed })
+        fence::judge(state).map_err(|broken| DbError::UnitTransaction {
+            committed: broken.may_be_committed(),
+            message: broken.to_string(),
+        })
     }
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {

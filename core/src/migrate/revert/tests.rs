@@ -145,3 +145,42 @@ fn an_empty_down_part_or_a_file_changed_since_it_ran_is_refused_before_anything_
     assert_eq!(changed, RevertError::Changed(vec!["tenants/1.sql".into()]));
     assert!(changed.to_string().contains("record the change with `strata repair` first"), "{changed}");
 }
+
+#[test]
+fn a_file_applied_out_of_order_is_undone_first_where_it_was_recorded_last() {
+    let sources = sources();
+    let tenants = vec!["a".to_string(), "b".to_string()];
+    // a recorded tenants/2.sql before tenants/1.sql (added later, applied out
+    // of order); b recorded them in source order.
+    let rows = applied(&sources, &[(2, "a"), (1, "b"), (2, "b"), (1, "a")]);
+    let input = RevertInput {
+        sources: &sources,
+        applied: &rows,
+        tenants: &tenants,
+        single_schemas: false,
+        extent: &Extent::Steps(1),
+    };
+    let one = plan_revert(input).unwrap();
+    assert_eq!(shown(&one, &sources), pairs(&[("tenants/2.sql", "b"), ("tenants/1.sql", "a")]));
+
+    let two = plan_revert(RevertInput { extent: &Extent::Steps(2), ..input }).unwrap();
+    let segments = two.segments(&sources);
+    assert_eq!(segments.len(), 1);
+    let units: Vec<Vec<String>> = two
+        .units(&segments[0])
+        .map(|unit| unit.steps.iter().map(|&s| sources[two.steps.at(s).migration as usize].file.clone()).collect())
+        .collect();
+    assert_eq!(units, [vec!["tenants/1.sql", "tenants/2.sql"], vec!["tenants/2.sql", "tenants/1.sql"]]);
+    assert_eq!(two.counts.tenant_migrations_total, 4);
+
+    // `--to` keeps what sorts up to the file, whatever the order recorded.
+    let to = Extent::To("tenants/1.sql".into());
+    let kept = plan_revert(RevertInput { extent: &to, ..input }).unwrap();
+    assert_eq!(shown(&kept, &sources), pairs(&[("tenants/2.sql", "a"), ("tenants/2.sql", "b")]));
+
+    // A file recorded twice in one schema counts once, at its last place.
+    let twice = applied(&sources, &[(1, "a"), (2, "a"), (1, "a")]);
+    let only_a = vec!["a".to_string()];
+    let plan = plan_revert(RevertInput { applied: &twice, tenants: &only_a, ..input }).unwrap();
+    assert_eq!(shown(&plan, &sources), pairs(&[("tenants/1.sql", "a")]));
+}
