@@ -621,7 +621,7 @@ proptest! {
             }
         }
         prop_assert!(running.is_empty(), "done with units running");
-        let split = by_outcome(&plan, &committed);
+        let split = by_outcome(&plan, &committed, None);
         // Each schema in exactly one list; none partly committed.
         let mut all: Vec<&String> = split.committed.iter().chain(&split.partly).chain(&split.none).collect();
         all.sort();

@@ -601,3 +601,108 @@ async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed
         }
     }
 }
+
+/// What a file opens, it closes (core's `statements::balance`): a file that
+/// would roll back to an earlier file's savepoint, leave a transaction open
+/// outside one, hide a `COMMIT` behind a backslash (PostgreSQL with
+/// `standard_conforming_strings` off), begin an XA transaction (MySQL) or
+/// set SQLite's journal mode is refused before anything runs, nothing
+/// applied, nothing recorded. On MySQL a `CALL` or a user variable closes
+/// its connection after its unit, as a `SET` does, so the next tenant finds
+/// none of it; a file failing half-way there is reported partly committed.
+#[tokio::test]
+async fn a_file_leaves_the_next_nothing_of_its_transaction_or_session() {
+    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let names: Vec<String> = (1..=3).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let alone = "-- strata:no-transaction\n";
+    let refused: Vec<(String, &str)> = match backend() {
+        Backend::Postgres => vec![
+            (
+                "rollback to savepoint s;\ncreate table {schema}.b (x int);\n".into(),
+                "names savepoint s, which this file did not set",
+            ),
+            (
+                format!("{alone}begin;\ncreate table {{schema}}.b (x int);\n"),
+                "BEGIN begins a transaction the file does not end",
+            ),
+            (
+                "create table {schema}.b (x int);\nselect '\\''; commit; -- '\n".into(),
+                "standard_conforming_strings off",
+            ),
+        ],
+        Backend::Sqlite => vec![
+            ("release s;\ncreate table {schema}.b (x int);\n".into(), "names savepoint s, which this file did not set"),
+            (
+                format!("{alone}begin;\ncreate table {{schema}}.b (x int);\n"),
+                "BEGIN begins a transaction the file does not end",
+            ),
+            (format!("{alone}pragma {{schema}}.journal_mode = wal;\n"), "PRAGMA journal_mode would change how"),
+        ],
+        Backend::Mysql => vec![(
+            "xa start 'x';\ncreate table {schema}.b (x int);\nxa end 'x';\nxa prepare 'x';\n".into(),
+            "XA START is part of a distributed (two-phase) transaction",
+        )],
+    };
+    // A savepoint a file sets and keeps open is its own business.
+    let first = "savepoint s;\ncreate table {schema}.a_kept (x int);\n";
+    for (text, expected) in refused {
+        if backend() != Backend::Mysql {
+            server.ws.write_migration("tenants/004.sql", first);
+        }
+        server.ws.write_migration("tenants/005.sql", &text);
+        let result = server.create_version(json!({ "versionName": "refused" })).await;
+        let message = result["errors"][0]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected) && message.contains("tenants/005.sql"), "{expected}: {result}");
+        for name in &names {
+            let tables = server.ws.tables(name).await;
+            assert!(!tables.iter().any(|t| t == "b" || t == "a_kept"), "{name}: {tables:?}");
+        }
+        let files = crate::fleet::recorded(&server).await;
+        assert!(files.keys().all(|(file, _)| !file.starts_with("tenants/00") || file < &"tenants/004".to_string()));
+    }
+    server.ws.remove_migration("tenants/004.sql");
+    server.ws.remove_migration("tenants/005.sql");
+    if backend() != Backend::Mysql {
+        return;
+    }
+
+    // Each tenant's unit on a connection the one before did not touch.
+    server
+        .ws
+        .write_migration("tenants/004.sql", "create procedure {schema}.fk_off() set session foreign_key_checks = 0;\n");
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "create table {schema}.seen as select cast(@@foreign_key_checks as signed) as fk, cast(coalesce(@seen, 0) as signed) as n;\n\
+         call {schema}.fk_off();\n",
+    );
+    server.ws.write_migration(
+        "tenants/006.sql",
+        "create table {schema}.seen_too as select cast(coalesce(@seen, 0) as signed) as n;\nselect 1 into @seen;\n",
+    );
+    let version = server.create_version(json!({ "versionName": "session" })).await;
+    assert!(version.get("errors").is_none(), "{version}");
+    for name in &names {
+        let seen = server.ws.rows(name, "select fk, n from seen").await;
+        assert_eq!(seen, [[json!(1), json!(0)]], "{name}: another tenant's CALL or variable reached it");
+        let seen = server.ws.rows(name, "select n from seen_too").await;
+        assert_eq!(seen, [[json!(0)]], "{name}");
+    }
+
+    // DDL commits as it runs: a file failing after it is partly committed.
+    server.ws.write_migration(
+        "tenants/007.sql",
+        "create table {schema}.half (x int);\nselect * from {schema}.no_such_table;\n",
+    );
+    let failed = server.create_version(json!({ "versionName": "half" })).await;
+    let extensions = &failed["errors"][0]["extensions"];
+    assert_eq!(extensions["partlyApplied"], true, "{failed}");
+    assert_eq!(extensions["partlyCommittedSchemas"], json!(["t1"]), "{failed}");
+    assert!(!extensions["notCommittedSchemas"].as_array().unwrap().contains(&json!("t1")), "{failed}");
+    let message = failed["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("may be partly applied, unrecorded; nothing was recorded;"), "{message}");
+}

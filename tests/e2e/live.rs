@@ -277,7 +277,7 @@ async fn a_failed_no_transaction_file_leaves_no_empty_version() {
     let result = server.create_version(json!({ "versionName": "fails" })).await;
     let message = result["errors"][0]["message"].as_str().unwrap();
     assert!(message.starts_with("migration ref/500.sql failed in schema ref at line 3"), "{message}");
-    assert!(message.contains("may be partly applied; nothing of it was recorded; nothing was recorded"), "{message}");
+    assert!(message.contains("may be partly applied, unrecorded; nothing was recorded"), "{message}");
     assert!(!message.contains("holds the new tenant"), "{message}");
     assert!(result["errors"][0]["extensions"].get("versionId").is_none(), "{result}");
     assert_eq!(server.ws.count("svc", "svc_versions").await, versions, "no empty version row");

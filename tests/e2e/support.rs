@@ -341,6 +341,11 @@ impl Workspace {
         std::fs::write(self.migrations().join(relative), contents).unwrap();
     }
 
+    /// A file of the migrations copy removed, if it is there.
+    pub(crate) fn remove_migration(&self, relative: &str) {
+        let _ = std::fs::remove_file(self.migrations().join(relative));
+    }
+
     /// Runs SQL as an administrator would, outside the service: in the
     /// schema's file on SQLite, in the test database on PostgreSQL, on the
     /// server on MySQL.

@@ -123,10 +123,16 @@ pub struct ByOutcome {
     pub none: Vec<String>,
 }
 
-/// What `committed` (indices into the plan's steps) leaves, per schema.
-pub fn by_outcome(plan: &Plan, committed: &StepSet) -> ByOutcome {
+/// What `committed` (indices into the plan's steps) leaves, per schema;
+/// `partly_applied`: the schema (an index into the plan's schemas) whose
+/// failed file ran outside a transaction and may have left a part of it
+/// (MySQL's DDL): partly committed, whatever else it committed.
+pub fn by_outcome(plan: &Plan, committed: &StepSet, partly_applied: Option<u32>) -> ByOutcome {
     let schemas = plan.schemas.len();
     let (mut all, mut some, mut in_plan) = (vec![true; schemas], vec![false; schemas], vec![false; schemas]);
+    if let Some(slot) = partly_applied.and_then(|schema| some.get_mut(schema as usize)) {
+        *slot = true;
+    }
     for (index, step) in plan.steps.indexed() {
         let done = committed.contains(index);
         all[step.schema as usize] &= done;
@@ -247,16 +253,30 @@ mod tests {
     fn a_stopped_version_names_each_schema_once_by_what_committed() {
         // s0: steps 0, 1; s1: steps 2, 3; s2: step 4.
         let plan = plan(&[(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]);
-        let split = by_outcome(&plan, &set(&[0, 1, 2]));
+        let split = by_outcome(&plan, &set(&[0, 1, 2]), None);
         assert_eq!(split.committed, ["s0"]);
         assert_eq!(split.partly, ["s1"]);
         assert_eq!(split.none, ["s2"]);
     }
 
     #[test]
+    fn a_file_that_may_be_partly_applied_makes_its_schema_partly_committed() {
+        // s1's first file failed after a part of it committed (MySQL's DDL).
+        let plan = plan(&[(0, 0), (0, 1), (1, 1), (0, 2)]);
+        let split = by_outcome(&plan, &set(&[0]), Some(1));
+        assert_eq!(
+            (split.committed, split.partly, split.none),
+            (vec!["s0".into()], vec!["s1".into()], vec!["s2".into()])
+        );
+        // Whatever else it committed, a schema failing so is never whole.
+        let split = by_outcome(&plan, &set(&[0, 1]), Some(1));
+        assert_eq!(split.partly, ["s1"]);
+    }
+
+    #[test]
     fn nothing_committed_leaves_every_schema_untouched() {
         let plan = plan(&[(0, 1), (0, 0)]);
-        let split = by_outcome(&plan, &StepSet::default());
+        let split = by_outcome(&plan, &StepSet::default(), None);
         assert_eq!((split.committed.len(), split.partly.len()), (0, 0));
         assert_eq!(split.none, ["s0", "s1"]);
     }
@@ -265,7 +285,7 @@ mod tests {
     fn a_schema_without_steps_in_the_plan_is_in_no_list() {
         let mut plan = plan(&[(0, 0)]);
         plan.schemas.push("unused".into());
-        let split = by_outcome(&plan, &set(&[0]));
+        let split = by_outcome(&plan, &set(&[0]), None);
         assert_eq!(split, ByOutcome { committed: vec!["s0".into()], ..ByOutcome::default() });
     }
 }

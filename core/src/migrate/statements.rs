@@ -165,6 +165,83 @@ pub enum StatementError {
         /// The word, upper-cased.
         word: String,
     },
+    /// `RELEASE` or `ROLLBACK TO` a savepoint the file did not set: an
+    /// earlier file's, still open in the unit's transaction
+    /// ([`balance`]).
+    #[error(
+        "{file}:{at}: {statement} names savepoint {name}, which this file did not set: rolling back to or releasing \
+         an earlier file's savepoint would undo that file's changes while its record stays; a file may use only \
+         savepoints it sets itself"
+    )]
+    ForeignSavepoint {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+        /// Its words up to the name, upper-cased (`ROLLBACK TO SAVEPOINT`).
+        statement: String,
+        /// The savepoint named.
+        name: String,
+    },
+    /// A file run outside any transaction begins one it does not end
+    /// ([`balance`]).
+    #[error(
+        "{file}:{at}: {statement} begins a transaction the file does not end: the service records a file outside \
+         any transaction right after it, and a transaction left open would be rolled back with its connection, \
+         the record kept; end it with COMMIT"
+    )]
+    LeftOpen {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+        /// Its leading words, upper-cased (`BEGIN`).
+        statement: String,
+    },
+    /// A statement of a distributed transaction (`XA …`, `PREPARE
+    /// TRANSACTION`), which outlives the file ([`balance`]).
+    #[error(
+        "{file}:{at}: {statement} is part of a distributed (two-phase) transaction, which outlives the file and the \
+         service's session: its prepared changes would hold their locks and commit later with no record; migration \
+         files cannot use it"
+    )]
+    DistributedTransaction {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+        /// Its leading words, upper-cased (`XA START`).
+        statement: String,
+    },
+    /// PostgreSQL: transaction control in a file read with
+    /// `standard_conforming_strings` off, where the standard reading saw a
+    /// string ([`balance`]).
+    #[error(
+        "{file}:{at}: read as the server reads it with standard_conforming_strings off (a database's default, or \
+         set by an earlier file), the file holds {statement} here, which would end the transaction the service \
+         runs it in; with it on, the same text is inside a string: write that string as E'…', or without the \
+         backslash before its quote"
+    )]
+    HiddenByEscapes {
+        /// The file.
+        file: String,
+        /// Where the statement starts, in that reading.
+        at: Position,
+        /// Its leading words, upper-cased (`COMMIT`).
+        statement: String,
+    },
+    /// SQLite: a `PRAGMA journal_mode` in a file ([`balance`]).
+    #[error(
+        "{file}:{at}: PRAGMA journal_mode would change how the tenant's file commits, for good: the service commits \
+         a schema's changes and their records together across two database files, which SQLite makes atomic only \
+         in its rollback-journal modes (not WAL, not off); remove it"
+    )]
+    JournalMode {
+        /// The file.
+        file: String,
+        /// Where the statement starts.
+        at: Position,
+    },
     /// A `strata:` directive the service does not know, or with a value it
     /// cannot read.
     #[error("{file}:{at}: {directive}: {reason}")]
@@ -189,6 +266,11 @@ impl StatementError {
             | StatementError::CopyWithClient { file, .. }
             | StatementError::NoSchema { file, .. }
             | StatementError::Unreadable { file, .. }
+            | StatementError::ForeignSavepoint { file, .. }
+            | StatementError::LeftOpen { file, .. }
+            | StatementError::DistributedTransaction { file, .. }
+            | StatementError::HiddenByEscapes { file, .. }
+            | StatementError::JournalMode { file, .. }
             | StatementError::BadDirective { file, .. } => file,
         }
     }
@@ -201,6 +283,11 @@ impl StatementError {
             | StatementError::CopyWithClient { at, .. }
             | StatementError::NoSchema { at, .. }
             | StatementError::Unreadable { at, .. }
+            | StatementError::ForeignSavepoint { at, .. }
+            | StatementError::LeftOpen { at, .. }
+            | StatementError::DistributedTransaction { at, .. }
+            | StatementError::HiddenByEscapes { at, .. }
+            | StatementError::JournalMode { at, .. }
             | StatementError::BadDirective { at, .. } => *at,
         }
     }
@@ -249,8 +336,8 @@ pub struct FileMode {
     pub backfill: bool,
     /// A statement changes its session beyond the file, which no statement
     /// can give back: the connection it ran on is closed after its unit,
-    /// never handed to the next. MySQL and MariaDB: `SET …`, `USE …`,
-    /// `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, `GET_LOCK`, an
+    /// never handed to the next. MySQL and MariaDB: `SET …`, `CALL …`, a
+    /// user variable (`@name`), `USE …`, `PREPARE`, `LOCK TABLES`, `CREATE TEMPORARY`, `GET_LOCK`, an
     /// executable comment such as mysqldump's `/*!40014 SET
     /// FOREIGN_KEY_CHECKS=0 */`, any `DELIMITER` line. SQLite: `PRAGMA` (`foreign_keys = off`, the first
     /// step of its table rebuild), `ATTACH`, `DETACH`, `CREATE TEMP`. SQL
@@ -309,7 +396,9 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         Driver::Mysql if delimiter::has_command(contents) => true,
         Driver::Mysql => {
             statements.iter().any(|s| changes_mysql_session(&s.words))
-                || tokens.iter().any(|t| executable_comment(&t.token) || is_word(&t.token, "GET_LOCK"))
+                || tokens
+                    .iter()
+                    .any(|t| executable_comment(&t.token) || is_word(&t.token, "GET_LOCK") || user_variable(&t.token))
         }
         Driver::Sqlite => statements.iter().any(|s| changes_sqlite_session(&s.words)),
         Driver::SqlServer => {
@@ -320,6 +409,17 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
     };
     // What was not read may change anything but PostgreSQL's session.
     mode.changes_session |= !whole && driver != Driver::Postgres;
+    refusals.extend(balance::distributed(driver, file, &statements, mode.no_transaction));
+    if driver == Driver::Sqlite {
+        refusals.extend(balance::journal_mode(file, &statements));
+    }
+    match (driver, mode.no_transaction) {
+        (Driver::Postgres | Driver::Sqlite, false) => {
+            refusals.extend(balance::foreign_savepoints(driver, file, &statements));
+        }
+        (Driver::Postgres | Driver::Sqlite, true) => refusals.extend(balance::left_open(driver, file, &statements)),
+        _ => {}
+    }
     for statement in statements {
         if let Some(which) = statement.copy_with_client.filter(|_| driver == Driver::Postgres) {
             let (file, at) = (file.to_string(), statement.at);
@@ -342,6 +442,10 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
             }
         }
     }
+    if driver == Driver::Postgres && whole && !mode.no_transaction {
+        let hidden = balance::hidden_by_escapes(file, contents, &refusals);
+        refusals.extend(hidden);
+    }
     if refusals.is_empty() { Ok(mode) } else { Err(Refusals(refusals)) }
 }
 
@@ -360,17 +464,31 @@ fn unread(driver: Driver, file: &str, contents: &str, no_transaction: bool) -> R
 }
 
 /// A MySQL or MariaDB statement that changes its session: `SET` (a
-/// variable, `NAMES`, a role, the next transaction's level), `USE`,
-/// `PREPARE`, `LOCK TABLES` (held until `UNLOCK`), `CREATE TEMPORARY`.
+/// variable, `NAMES`, a role, the next transaction's level), `CALL` (a
+/// procedure may `SET` anything), `USE`, `PREPARE`, `LOCK TABLES` (held
+/// until `UNLOCK`), `CREATE TEMPORARY`. A user variable (`@name`, given a
+/// value by `SELECT … INTO @name` or `:=` as well as by `SET`) anywhere in
+/// the file is found over its tokens ([`user_variable`]).
 /// A `GET_LOCK` anywhere in the file (a named lock outlives commit and
 /// rollback) is found over its tokens, as SQL Server's `sp_getapplock`
 /// (a session-owned one does too).
 fn changes_mysql_session(s: &[Word]) -> bool {
     is(s.first(), "SET")
+        || is(s.first(), "CALL")
         || is(s.first(), "USE")
         || is(s.first(), "PREPARE")
         || (is(s.first(), "LOCK") && is(s.get(1), "TABLES"))
         || creates_temporary(s)
+}
+
+/// A MySQL user variable (`@name`, not a system variable's `@@name`): it
+/// lives as long as the session.
+fn user_variable(token: &Token) -> bool {
+    match token {
+        Token::Word(w) => w.value.starts_with('@') && !w.value.starts_with("@@"),
+        Token::AtSign => true,
+        _ => false,
+    }
 }
 
 /// A SQLite statement that changes its connection: a `PRAGMA` (any: the
@@ -619,6 +737,9 @@ pub(crate) struct Statement {
     /// Where its last token ends (line, column just past it).
     pub(crate) end: Position,
     words: Vec<Word>,
+    /// The same words as names ([`name`]): unquoted lower-cased, quoted as
+    /// written (what a savepoint's name is compared by).
+    names: Vec<String>,
     /// `COPY … STDIN` or `COPY … STDOUT` (the word, however far it comes).
     copy_with_client: Option<&'static str>,
 }
@@ -627,6 +748,16 @@ fn word(token: &Token) -> Option<Word> {
     match token {
         Token::Word(w) if w.quote_style.is_none() => Some(Some(w.value.to_ascii_uppercase())),
         Token::Word(_) => Some(None),
+        _ => None,
+    }
+}
+
+/// A word as the name of an object: unquoted lower-cased (as PostgreSQL
+/// folds it), quoted as written.
+fn name(token: &Token) -> Option<String> {
+    match token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_lowercase()),
+        Token::Word(w) => Some(w.value.clone()),
         _ => None,
     }
 }
@@ -688,6 +819,7 @@ fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<State
                 at: Position { line: token.span.start.line, column: token.span.start.column },
                 end: Position { line: token.span.end.line, column: token.span.end.column },
                 words: Vec::new(),
+                names: Vec::new(),
                 copy_with_client: None,
             }
         });
@@ -695,6 +827,7 @@ fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<State
         if let Some(w) = word(&token.token) {
             if statement.words.len() < WORDS_KEPT {
                 statement.words.push(w.clone());
+                statement.names.extend(name(&token.token));
             }
             if is(statement.words.first(), "COPY") {
                 statement.copy_with_client = statement.copy_with_client.or(match w.as_deref() {
@@ -788,6 +921,7 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
                 at: Position { line: token.span.start.line, column: token.span.start.column },
                 end: Position { line: token.span.end.line, column: token.span.end.column },
                 words: Vec::new(),
+                names: Vec::new(),
                 copy_with_client: None,
             })
             .words
@@ -1109,6 +1243,7 @@ pub fn locate(contents: &str, placeholder: &str, schema: &str, offset: usize) ->
     None
 }
 
+mod balance;
 mod delimiter;
 pub(crate) use delimiter::to_semicolons;
 #[cfg(test)]

@@ -592,15 +592,12 @@ impl std::fmt::Display for MigrationFailure {
             return write!(f, "; the version was rolled back, nothing was recorded");
         }
         if self.cause == Cause::LockLost && self.partly_applied {
-            write!(
-                f,
-                "; the file may be applied (the other mutation may have run it too); nothing of it was recorded"
-            )?;
+            write!(f, "; the file may be applied (the other mutation may have run it too), unrecorded")?;
         } else if self.cause == Cause::LockLost {
             // Nothing of the file stays: the unit stopped before it, or its
             // transaction was rolled back at the fence.
         } else if self.partly_applied {
-            write!(f, "; the file ran outside a transaction and may be partly applied; nothing of it was recorded")?;
+            write!(f, "; the file ran outside a transaction and may be partly applied, unrecorded")?;
         } else {
             write!(f, "; {}'s transaction was rolled back", self.schema)?;
         }

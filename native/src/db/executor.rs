@@ -773,9 +773,11 @@ impl<'a, E: Engine> Run<'a, E> {
         let file = self.file(step).to_string();
         let schema = self.schema(step).to_string();
         let at = self.position(step, &failure);
-        // The failing schema is partly committed or not at all.
+        // The failing schema is partly committed or not at all; a file
+        // that may be partly applied makes it partly committed.
+        let partly_in = partly.then(|| self.plan.steps.at(step).schema);
         let ByOutcome { committed: committed_names, partly: partly_committed, none: not_committed } =
-            by_outcome(self.plan, committed);
+            by_outcome(self.plan, committed, partly_in);
         let applied = self.plan.counts_of(self.request.sources, committed.iter());
         DbError::MigrationFailed(Box::new(MigrationFailure {
             file,

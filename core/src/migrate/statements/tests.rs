@@ -62,7 +62,7 @@ fn words_inside_strings_comments_quotes_and_routines_are_not_statements() {
         "create function f() returns int language plpgsql as $$ begin commit; return 1; end $$;",
         "create function f() returns int language plpgsql as $body$ begin; end; $body$;",
         "do $$ begin perform 1; end $$;",
-        "savepoint a; release savepoint a; rollback to savepoint a; rollback transaction to a;",
+        "savepoint a; rollback to savepoint a; rollback transaction to a; release savepoint a;",
         "create procedure p() begin atomic select 1; select 2; end;",
         "select 1 as \"begin\"; select e'it''s; commit' ;",
         "create index i on t (a); -- not concurrently",
@@ -259,6 +259,7 @@ fn every_refusal_of_every_file_is_reported() {
             | StatementError::NoSchema { at, statement, .. } => (*at, statement.as_str()),
             StatementError::BadDirective { at, directive, .. } => (*at, directive.as_str()),
             StatementError::Unreadable { at, word, .. } => (*at, word.as_str()),
+            other => panic!("{other:?}"),
         })
         .collect();
     assert_eq!(found, [(at(1, 1), "CREATE INDEX CONCURRENTLY"), (at(2, 1), "COMMIT"), (at(3, 1), "REINDEX SCHEMA")]);
@@ -564,4 +565,142 @@ fn text_of_which_nothing_can_be_read_is_refused_when_it_holds_a_control_word() {
     );
     let outside = "-- strata:no-transaction\ncommit;\n/* unterminated";
     assert_eq!(first(inspect(Driver::Sqlite, "t/002.sql", outside)).map(|m| m.no_transaction), Ok(true));
+}
+
+#[test]
+fn a_file_uses_only_savepoints_it_set_itself() {
+    let foreign = |driver, text| match first(inspect(driver, "t/002.sql", text)) {
+        Err(StatementError::ForeignSavepoint { at, statement, name, .. }) => Some((at, statement, name)),
+        Ok(_) => None,
+        Err(other) => panic!("{other:?}"),
+    };
+    for text in [
+        "savepoint s; create table a (id int); release savepoint s;",
+        "SAVEPOINT s; insert into a values (1); rollback to savepoint s; insert into a values (2); release s;",
+        "savepoint S; rollback transaction to s; rollback to savepoint s;",
+        "savepoint a; savepoint b; release a; savepoint a; rollback to a;",
+    ] {
+        assert_eq!(foreign(Driver::Postgres, text), None, "{text}");
+        assert_eq!(foreign(Driver::Sqlite, text), None, "{text}");
+    }
+    // An earlier file's savepoint, or one this file already released.
+    assert_eq!(
+        foreign(Driver::Postgres, "rollback to savepoint s;\nrelease savepoint s;"),
+        Some((at(1, 1), "ROLLBACK TO SAVEPOINT".to_string(), "s".to_string()))
+    );
+    assert_eq!(
+        foreign(Driver::Sqlite, "select 1;\n  release s;"),
+        Some((at(2, 3), "RELEASE".to_string(), "s".to_string()))
+    );
+    assert!(foreign(Driver::Postgres, "savepoint a; savepoint b; release a; rollback to b;").is_some());
+    // PostgreSQL tells a quoted name's case apart; SQLite does not.
+    assert!(foreign(Driver::Postgres, "savepoint \"S\"; rollback to s;").is_some());
+    assert_eq!(foreign(Driver::Sqlite, "savepoint \"S\"; rollback to s;"), None);
+    // Every one is reported; outside a transaction the file is its own.
+    let text = "rollback to a; release b;";
+    assert_eq!(inspect(Driver::Postgres, "t/002.sql", text).unwrap_err().0.len(), 2);
+    let alone = format!("-- {NO_TRANSACTION_DIRECTIVE}\nbegin; {text} commit;");
+    assert!(inspect(Driver::Postgres, "t/002.sql", &alone).is_ok());
+}
+
+#[test]
+fn a_file_outside_any_transaction_ends_what_it_begins() {
+    let alone =
+        |driver, body: &str| first(inspect(driver, "t/002.sql", &format!("-- {NO_TRANSACTION_DIRECTIVE}\n{body}")));
+    for body in [
+        "begin; create table b (x int); commit;",
+        "start transaction; insert into a values (1); rollback;",
+        "begin; insert into a values (1); end; create index concurrently i on a (x);",
+        "begin; savepoint s; rollback to savepoint s; abort;",
+    ] {
+        assert!(alone(Driver::Postgres, body).is_ok(), "{body}");
+    }
+    match alone(Driver::Postgres, "create table b (x int);\nbegin;\ninsert into a values (42);") {
+        Err(StatementError::LeftOpen { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(3, 1), "BEGIN"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let refused =
+        alone(Driver::Postgres, "begin; commit; start transaction isolation level serializable;").unwrap_err();
+    assert!(refused.to_string().contains("START TRANSACTION begins a transaction the file does not end"), "{refused}");
+    // SQLite: a savepoint outside a transaction begins one, its release ends it.
+    assert!(alone(Driver::Sqlite, "begin immediate; create table b (x int); commit;").is_ok());
+    assert!(alone(Driver::Sqlite, "savepoint a; create table b (x int); release savepoint a;").is_ok());
+    assert!(matches!(alone(Driver::Sqlite, "begin; create table b (x int);"), Err(StatementError::LeftOpen { .. })));
+    assert!(matches!(
+        alone(Driver::Sqlite, "savepoint a; savepoint b; release b;"),
+        Err(StatementError::LeftOpen { statement, .. }) if statement == "SAVEPOINT A"
+    ));
+}
+
+#[test]
+fn distributed_transactions_are_refused_on_every_engine_that_has_them() {
+    let mysql = |text| first(inspect(Driver::Mysql, "t/002.sql", text));
+    match mysql("xa start 'x';\ninsert into t values (4);\nxa end 'x';\nxa prepare 'x';") {
+        Err(StatementError::DistributedTransaction { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(1, 1), "XA START"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(mysql("XA RECOVER").is_err());
+    assert!(mysql("select xa from t; create table xa (id int);").is_ok());
+    let alone = format!("-- {NO_TRANSACTION_DIRECTIVE}\nbegin; insert into a values (1); prepare transaction 'x';");
+    assert!(matches!(
+        first(inspect(Driver::Postgres, "t/002.sql", &alone)),
+        Err(StatementError::DistributedTransaction { statement, .. }) if statement == "PREPARE TRANSACTION"
+    ));
+    // Inside a transaction it is transaction control, refused once as such.
+    let refused = inspect(Driver::Postgres, "t/002.sql", "prepare transaction 'x';").unwrap_err();
+    assert!(matches!(refused.0.as_slice(), [StatementError::TransactionControl { .. }]), "{refused}");
+}
+
+#[test]
+fn transaction_control_hidden_from_the_standard_reading_by_a_backslash_is_refused() {
+    // Standard strings: '\' then '; commit; -- '. Escape strings: '\'' then
+    // a COMMIT.
+    let hidden = "create table b (x int);\nselect '\\''; commit; -- '\ncreate table c (x int);";
+    match pg(hidden) {
+        Err(StatementError::HiddenByEscapes { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(2, 14), "COMMIT"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(pg(hidden).unwrap_err().to_string().contains("standard_conforming_strings off"));
+    assert!(pg("select '\\''; rollback; -- '").is_err());
+    // Backslashes that read the same both ways, or not at all with escapes.
+    for text in [
+        "select 'C:\\temp', E'a\\'b', $$\\$$;",
+        "select replace(x, '\\', '/') from t;",
+        "select '\\' as a, 'x' as b; commit_log();",
+    ] {
+        assert!(pg(text).is_ok(), "{text}");
+    }
+    // Refused once when both readings see it.
+    let both = inspect(Driver::Postgres, "t/001.sql", "select '\\n';\ncommit;").unwrap_err();
+    assert_eq!(both.0.len(), 1, "{both}");
+    // Outside a transaction nothing is judged.
+    assert!(pg(&format!("-- {NO_TRANSACTION_DIRECTIVE}\n{hidden}")).is_ok());
+}
+
+#[test]
+fn a_mysql_call_or_user_variable_changes_the_session() {
+    let changes = |text| first(inspect(Driver::Mysql, "t/002.sql", text)).unwrap().changes_session;
+    assert!(changes("call tx_ref.fkoff();"));
+    assert!(changes("select 42 into @leak;"));
+    assert!(changes("select @n := count(*) from t;"));
+    assert!(changes("insert into t values (@leak);"));
+    assert!(!changes("select @@version; create table t (id int);"));
+    assert!(!changes("create table t (id int, email varchar(9) default 'a@b');"));
+}
+
+#[test]
+fn a_sqlite_file_may_not_touch_the_journal_mode() {
+    let sqlite = |text: &str| first(inspect(Driver::Sqlite, "t/002.sql", text));
+    for text in ["pragma {schema}.journal_mode = wal;", "PRAGMA journal_mode('off');", "pragma t1.journal_mode;"] {
+        assert!(matches!(sqlite(text), Err(StatementError::JournalMode { .. })), "{text}");
+        let alone = format!("-- {NO_TRANSACTION_DIRECTIVE}\n{text}");
+        assert!(matches!(sqlite(&alone), Err(StatementError::JournalMode { .. })), "{alone}");
+    }
+    assert!(sqlite("pragma foreign_keys = off; create table journal_mode (x int);").is_ok());
 }

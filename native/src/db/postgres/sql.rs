@@ -79,12 +79,14 @@ pub(crate) const BEGIN: &str = "begin";
 pub(crate) const COMMIT: &str = "commit";
 /// What files left in their session given back: the user and the role
 /// (which `reset all` leaves), the settings, prepared statements (the
-/// service's are unnamed), cursors, `listen`s, temporary tables — what
+/// service's are unnamed), cursors, `listen`s, temporary tables, the
+/// sequences' last values (`lastval()`) — what
 /// `discard all` does, which cannot run in a transaction — but session
 /// advisory locks ([`unlock_all!`]: it answers a row).
 macro_rules! reset_session {
     () => {
-        "reset session authorization; reset role; reset all; deallocate all; close all; unlisten *; discard temp;"
+        "reset session authorization; reset role; reset all; deallocate all; close all; unlisten *; discard temp; \
+         discard sequences;"
     };
 }
 /// The session advisory locks files took (`pg_advisory_lock`), which
