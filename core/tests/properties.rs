@@ -724,7 +724,7 @@ proptest! {
             found.push(history::Found { schema: tenant.clone(), tool: history::Tool::Goose, rows: written });
         }
         let any = !found.is_empty();
-        let kept = history::adopt(whole.clone(), &sources, found, false).unwrap();
+        let kept = history::adopt(whole.clone(), &sources, found, false, &[]).unwrap();
         if !any {
             prop_assert_eq!(kept, whole);
             return Ok(());

@@ -166,6 +166,7 @@ impl AppError {
             AppError::SchemaDrift { .. } => "SCHEMA_DRIFT",
             AppError::Plan(PlanError::Drift(_)) => "DRIFT",
             AppError::Plan(PlanError::OutOfOrder(_)) => "OUT_OF_ORDER",
+            AppError::Plan(PlanError::Renamed(_)) => "RENAMED",
             AppError::Repair(_) => "REPAIR_REFUSED",
             AppError::Revert(_) => "REVERT_REFUSED",
             AppError::Plan(PlanError::TenantExists(_)) | AppError::Fleet(FleetError::TenantExists(_)) => {

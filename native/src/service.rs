@@ -644,6 +644,19 @@ impl Service {
         self.preview_with(target, action, true, false, None).await
     }
 
+    /// What a Sync through `to` would record now (`strata plan --sync --to
+    /// FILE`), as `apply --sync --to FILE` would.
+    pub(crate) async fn preview_sync_to(&self, to: &str) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        let operation = Operation::Version {
+            action: Action::Sync,
+            wave: Wave::All,
+            sync_to: Some(to.to_string()),
+            failure_budget: None,
+            reviewed: None,
+        };
+        self.preview_of(operation, true, false).await
+    }
+
     /// What a revert this far back would do now (`strata plan --revert`).
     pub(crate) async fn preview_revert(
         &self,
@@ -680,8 +693,6 @@ impl Service {
         partial: bool,
         revert: Option<strata_core::migrate::revert::Extent>,
     ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
-        let sources = self.source_migrations().await?;
-        let created = rfc3339(Utc::now());
         // What it would do is what the operation it previews would.
         let operation = match (revert, target) {
             (Some(extent), _) => Operation::Revert { extent, wave: Wave::All },
@@ -690,6 +701,18 @@ impl Service {
             }
             (None, Target::AllSchemas) => Operation::version(action),
         };
+        self.preview_of(operation, skip_quarantined, partial).await
+    }
+
+    /// A preview of `operation`, over the sources it would run.
+    async fn preview_of(
+        &self,
+        operation: Operation,
+        skip_quarantined: bool,
+        partial: bool,
+    ) -> Result<(Preview, Vec<SourceMigration>), AppError> {
+        let sources = self.sources_for(&operation).await?;
+        let created = rfc3339(Utc::now());
         let preview = self
             .database
             .preview(MutationRequest {

@@ -11,7 +11,9 @@ use serde_json::json;
 use sqlx::{Connection, MySqlConnection, PgConnection};
 
 use crate::formats::{empty_workspace, recorded, sorted};
-use crate::support::{Backend, backend, code, json_of, mysql_turn, server_url, stderr, stdout, strata};
+use crate::support::{
+    Backend, backend, code, create_schema_sql, json_of, mysql_turn, server_url, stderr, stdout, strata,
+};
 
 /// The dbmate files: tables, an index built outside a transaction, a type,
 /// a function whose body holds semicolons, a view — each with its down
@@ -363,4 +365,70 @@ async fn a_fleet_sqlx_migrated_at_mixed_versions_is_adopted_as_each_tenants_hist
     }
     let outside = if backend() == Backend::Postgres { "public" } else { "mysql" };
     assert!(!ws.tables(outside).await.iter().any(|t| ["notes", "orders", "users"].contains(&t.as_str())));
+}
+
+/// A Sync records nothing a tool did not run, wherever it is asked: over a
+/// wave of tenants without histories while the fleet has some, in a single
+/// schema that does not exist; `plan --sync --to FILE` previews what
+/// `apply --sync --to FILE` records; and an Apply refuses a renamed file
+/// (dbmate knows a file by its version: renaming it runs nothing again)
+/// rather than run it a second time.
+#[tokio::test]
+async fn a_sync_records_only_what_a_tool_ran_and_a_renamed_file_does_not_run_twice() {
+    let _turn = mysql_turn();
+    if backend() == Backend::Sqlite {
+        return;
+    }
+    let ws = empty_workspace().await;
+    let config = ws.write_config(&ws.config(""));
+    for tenant in ["t1", "t2", "t3"] {
+        let added = strata(&config, &["apply", "--version", &format!("add {tenant}"), "--tenant", tenant]).await;
+        assert_eq!(code(&added), 0, "{}", stderr(&added));
+    }
+    ws.write_migration("ref/001_ref.sql", &format!("{}create table {{schema}}.r1 (id int);\n", create_schema_sql()));
+    let files = [("20240101000000_users.sql", "users"), ("20240102000000_seed.sql", "seed")];
+    for (name, table) in files {
+        let text = format!("-- migrate:up\ncreate table {table} (id int);\n\n-- migrate:down\ndrop table {table};\n");
+        ws.write_migration(&format!("tenants/{name}"), &text);
+    }
+    // No history anywhere yet: `--to` cuts the preview as it cuts the Sync.
+    let whole = json_of(&strata(&config, &["plan", "--sync", "--json"]).await);
+    let through =
+        json_of(&strata(&config, &["plan", "--sync", "--to", "tenants/20240101000000_users.sql", "--json"]).await);
+    assert_eq!((whole["recordOnly"].as_i64(), through["recordOnly"].as_i64()), (Some(7), Some(4)), "{through}");
+    let revert_only = strata(&config, &["plan", "--steps", "1"]).await;
+    assert_eq!(code(&revert_only), 2, "{}", stderr(&revert_only));
+
+    // dbmate ran the first file in t1 only; t2 and t3 hold no history.
+    let history = "create table t1.schema_migrations (version varchar(128) primary key); \
+                   insert into t1.schema_migrations values ('20240101000000'); create table t1.users (id int)";
+    ws.execute("t1", history).await;
+    // Over a wave of t3 alone, the fleet's histories still decide.
+    let wave = strata(&config, &["apply", "--sync", "--version", "wave", "--tenants", "t3"]).await;
+    assert_eq!(code(&wave), 0, "{}{}", stdout(&wave), stderr(&wave));
+    assert!(recorded(&ws, "t3").await.is_empty(), "{}", stdout(&wave));
+    let adopt = strata(&config, &["apply", "--sync", "--version", "adopt"]).await;
+    assert_eq!(code(&adopt), 0, "{}{}", stdout(&adopt), stderr(&adopt));
+    assert_eq!(recorded(&ws, "t1").await, ["tenants/20240101000000_users.sql"]);
+    assert!(recorded(&ws, "t2").await.is_empty());
+    // `ref` was never created: nothing of it ran, nothing is recorded.
+    assert!(recorded(&ws, "ref").await.is_empty());
+
+    let run = strata(&config, &["apply", "--version", "run"]).await;
+    assert_eq!(code(&run), 0, "{}{}", stdout(&run), stderr(&run));
+    assert_eq!(sorted(ws.tables("t2").await), ["seed", "users"]);
+    assert_eq!(sorted(ws.tables("ref").await), ["r1"]);
+
+    // Renamed: refused, nothing runs a second time.
+    let old = ws.migrations().join("tenants/20240102000000_seed.sql");
+    std::fs::rename(&old, ws.migrations().join("tenants/20240102000000_seed_rows.sql")).unwrap();
+    let again = strata(&config, &["apply", "--version", "renamed"]).await;
+    assert_eq!(code(&again), 1, "{}{}", stdout(&again), stderr(&again));
+    assert!(
+        stderr(&again)
+            .contains("tenants/20240102000000_seed_rows.sql (was tenants/20240102000000_seed.sql, in 3 schema(s))"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(recorded(&ws, "t2").await, ["tenants/20240101000000_users.sql", "tenants/20240102000000_seed.sql"]);
 }

@@ -624,12 +624,39 @@ pub fn read(directory: &str, format: Format, files: &[Input<'_>]) -> Result<Vec<
     }
     match format {
         Format::Strata => files.iter().map(|f| read_strata(directory, f)).collect(),
-        Format::Dbmate => files.iter().map(|f| read_dbmate(directory, f)).collect(),
-        Format::Goose => files.iter().map(|f| read_goose(directory, f)).collect(),
+        Format::Dbmate => one_file_per_version(directory, files.iter().map(|f| read_dbmate(directory, f)).collect()),
+        Format::Goose => one_file_per_version(directory, files.iter().map(|f| read_goose(directory, f)).collect()),
         Format::GolangMigrate => read_golang(directory, &files),
         Format::Flyway => read_flyway(directory, &files),
         Format::Atlas => atlas::read_atlas(directory, &files),
     }
+}
+
+/// `read`, refused when two of its files carry one version: their tool
+/// (dbmate, goose) knows a migration by its version alone, so it would run
+/// only one of them, and a file renamed keeps its version.
+fn one_file_per_version(directory: &str, read: Result<Vec<Read>, FormatError>) -> Result<Vec<Read>, FormatError> {
+    let read = read?;
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for file in &read {
+        // Numbered (goose: as numbers), else the leading digits as written
+        // (dbmate's version is that text).
+        let version = match &file.order {
+            SortKey::Version(parts) => parts.join("."),
+            SortKey::Name => file.name.chars().take_while(char::is_ascii_digit).collect(),
+        };
+        if version.is_empty() {
+            continue;
+        }
+        if let Some(first) = seen.insert(version.clone(), &file.name) {
+            return Err(FormatError::SameVersion {
+                first: format!("{directory}/{first}"),
+                second: format!("{directory}/{}", file.name),
+                version,
+            });
+        }
+    }
+    Ok(read)
 }
 
 fn text_of<'a>(directory: &str, file: &Input<'a>) -> Result<&'a str, FormatError> {

@@ -21,21 +21,33 @@
 //!   (Atlas). A recorded version no file carries, or two files of one
 //!   version, is refused: recording by guess would lose a file.
 //! - **A changed file is refused**: Flyway's row holds its file's checksum
-//!   ([`flyway_checksum`]); a file whose text is no longer the one Flyway
-//!   ran is not recorded as run (Flyway's own `validate` refuses it too).
+//!   ([`flyway_checksum`]), sqlx's the SHA-384 of its text; a file whose
+//!   text is no longer the one the tool ran is not recorded as run (the
+//!   tools' own checks refuse it too).
+//! - **A repeatable file is recorded where its text ran**: Flyway's `R__`
+//!   file, only in a schema whose history's last row of that script holds
+//!   the file's checksum now (else it runs at the next apply, as Flyway would
+//!   run it).
 //! - **Dirty is refused**: golang-migrate's `dirty`, sqlx's and Flyway's
 //!   `success = false`, Atlas's error or partly applied revision — the tool
 //!   left that schema mid-file, and only a person can say what ran.
 //! - **What came undone is not recorded**: goose's `is_applied = false`
 //!   row, Flyway's undo and deleted rows, each after the row it undoes.
 //! - **A baseline covers what sorts before it**: golang-migrate's one row
-//!   (its current version), Flyway's `BASELINE`, Atlas's baseline revision.
-//! - **Once a history is found, a tenant without one records nothing**: the
-//!   tool never ran there (a tenant created after it), so none of its
-//!   files ran. Where no schema has a history, the Sync is migrator's: every
-//!   pending file recorded. A single schema without a history of its own
-//!   (its tool kept it in the connection's schema) and scripts are left as
-//!   the plan has them.
+//!   (its current version, which must be a file: golang-migrate reads that
+//!   file; a table of several rows is refused), Flyway's `BASELINE`, Atlas's
+//!   baseline revision.
+//! - **Once a history is found, a schema without one records nothing**: the
+//!   tool never ran there (a tenant created after it), so none of its files
+//!   ran. A single schema without a history of its own is the exception
+//!   when it exists ([`existing`]): its tool may have kept its history in
+//!   the connection's schema (sqlx and dbmate write theirs on the
+//!   `search_path`), so it is left as the plan has it; one that does not
+//!   exist records nothing. Where no schema of the fleet has a history (the
+//!   shell asks of the whole fleet when a Sync covers a part of it), the
+//!   Sync is migrator's: every pending file recorded. Scripts other than
+//!   repeatable ones are left as the plan has them (they run again at every
+//!   version anyway).
 
 use std::cmp::Ordering;
 
@@ -214,6 +226,27 @@ pub fn probes(driver: Driver, schemas: &[String]) -> Vec<String> {
     }
 }
 
+/// The statement listing which of the single schemas `names` exist (one
+/// column, the name); none where Strata does not read histories. Each
+/// name is written as a plain literal (a name holding a quote or a
+/// backslash, which the engines refuse anyway, is passed over).
+pub fn existing(driver: Driver, names: &[&str]) -> Option<String> {
+    let plain: Vec<String> =
+        names.iter().filter(|name| !name.contains(['\'', '\\', '\0'])).map(|name| format!("'{name}'")).collect();
+    if plain.is_empty() {
+        return None;
+    }
+    let names = plain.join(", ");
+    match driver {
+        Driver::Postgres => Some(format!("select nspname::text from pg_namespace where nspname in ({names})")),
+        Driver::Mysql => Some(format!(
+            "select {} from information_schema.schemata where schema_name in ({names})",
+            text(driver, "schema_name")
+        )),
+        Driver::Sqlite | Driver::SqlServer => None,
+    }
+}
+
 /// How many histories [`read`] reads in one statement.
 pub const READ_AT_ONCE: usize = 200;
 
@@ -242,27 +275,39 @@ fn read_one(driver: Driver, schema: &str, tool: Tool) -> String {
         _ => format!("cast({expression} as bigint)"),
     };
     let version = |column: &str| text(driver, column);
+    let checksum = format!("coalesce({}, '')", text(driver, "checksum"));
     let (version, entry, order) = match tool {
         Tool::Dbmate => (version("version"), "'applied'".to_string(), integer("0")),
         Tool::GolangMigrate => {
             (version("version"), format!("case when {} then 'dirty' else 'through' end", yes("dirty")), integer("0"))
         }
-        Tool::Sqlx => {
-            (version("version"), format!("case when {} then 'applied' else 'dirty' end", yes("success")), integer("0"))
-        }
+        Tool::Sqlx => (
+            version("version"),
+            format!(
+                "case when {} then {} else 'dirty' end",
+                yes("success"),
+                concat(driver, "'applied '", &hex(driver, "checksum"))
+            ),
+            integer("0"),
+        ),
         Tool::Goose => (
             version("version_id"),
             format!("case when {} then 'applied' else 'undone' end", yes("is_applied")),
             integer("id"),
         ),
+        // A repeatable file's rows have no version: their script names it.
         Tool::Flyway => (
-            format!("coalesce({}, '')", version("version")),
+            format!("coalesce({}, {}, '')", version("version"), version("script")),
             format!(
-                "case when not ({}) then 'dirty' when type = 'BASELINE' then 'through' \
+                "case when not ({success}) then 'dirty' when type = 'BASELINE' then 'through' \
+                 when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') and version is null \
+                 then 'unrepeated' \
                  when type in ('UNDO_SQL', 'UNDO_JDBC', 'UNDO_SCRIPT', 'DELETE') then 'undone' \
-                 when version is null or type = 'SCHEMA' then 'other' else {} end",
-                yes("success"),
-                concat(driver, "'applied '", &format!("coalesce({}, '')", text(driver, "checksum")))
+                 when type = 'SCHEMA' or type not like 'SQL%' and version is null then 'other' \
+                 when version is null then {repeatable} else {applied} end",
+                success = yes("success"),
+                repeatable = concat(driver, "'repeatable '", &checksum),
+                applied = concat(driver, "'applied '", &checksum),
             ),
             integer("installed_rank"),
         ),
@@ -328,6 +373,23 @@ pub fn flyway_checksum(text: &str) -> i32 {
     crc.finalize() as i32
 }
 
+/// A binary `expression` as lower-case hex text in `driver`'s SQL.
+fn hex(driver: Driver, expression: &str) -> String {
+    match driver {
+        Driver::Postgres => format!("coalesce(encode({expression}, 'hex'), '')"),
+        Driver::Mysql => format!("coalesce(lower(hex({expression})), '')"),
+        Driver::Sqlite => format!("coalesce(lower(hex({expression})), '')"),
+        Driver::SqlServer => format!("coalesce(lower(convert(nvarchar(max), {expression}, 2)), '')"),
+    }
+}
+
+/// sqlx's checksum of a file's text: SHA-384 of its bytes, as lower-case
+/// hex (what `_sqlx_migrations.checksum` holds).
+pub fn sqlx_checksum(text: &str) -> String {
+    use sha2::{Digest, Sha384};
+    Sha384::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `expression` as text in `driver`'s SQL.
 fn text(driver: Driver, expression: &str) -> String {
     match driver {
@@ -350,6 +412,11 @@ enum Entry {
     Undone,
     /// It failed or ran in part.
     Dirty,
+    /// A repeatable file's text ran (Flyway's `R__`: the version column
+    /// holds its script).
+    Repeatable,
+    /// A repeatable file's rows were deleted or undone.
+    Unrepeated,
     /// Not a file's record (Flyway's schema creation, a repeatable file).
     Other,
 }
@@ -361,6 +428,8 @@ impl Entry {
             "through" => Entry::Through,
             "undone" => Entry::Undone,
             "dirty" => Entry::Dirty,
+            "repeatable" => Entry::Repeatable,
+            "unrepeated" => Entry::Unrepeated,
             _ => Entry::Other,
         }
     }
@@ -396,7 +465,14 @@ pub enum HistoryError {
          hand with `strata apply --sync --to FILE`",
         .tool.name(), .tool.table(), .tool.name(), .tool.name()
     )]
-    Changed { schema: String, tool: Tool, version: String, file: String, recorded: String, now: i32 },
+    Changed { schema: String, tool: Tool, version: String, file: String, recorded: String, now: String },
+    /// golang-migrate's table with more than its one row.
+    #[error(
+        "{schema}: {tool}'s history ({table}) holds {rows} rows where {tool} keeps one (its current version), so \
+         which version it is at is undefined; keep the right row, or record by hand with `strata apply --sync --to \
+         FILE`"
+    )]
+    SeveralRows { schema: String, tool: &'static str, table: &'static str, rows: usize },
     /// A recorded version no file carries.
     #[error(
         "{schema}: {tool}'s history ({table}) records version {version}, which no file of the source is; restore \
@@ -446,14 +522,16 @@ impl std::fmt::Display for HistoryErrors {
 /// A Sync's `plan` cut to what each schema's history says ran (`found`:
 /// every history [`probes`] and [`read`] found in the plan's schemas),
 /// what it read in its diagnostics. Nothing found here nor `elsewhere`
-/// (another shard of the fleet found some: the fleet adopts, so a tenant
+/// (another part of the fleet holds some: the fleet adopts, so a tenant
 /// here without a history records nothing either): the plan as it is.
+/// `present`: the plan's single schemas that exist ([`existing`]).
 /// Every problem of every schema is refused at once.
 pub fn adopt(
     plan: Plan,
     sources: &[SourceMigration],
     found: Vec<Found>,
     elsewhere: bool,
+    present: &[String],
 ) -> Result<Plan, HistoryErrors> {
     if found.is_empty() && !elsewhere {
         return Ok(plan);
@@ -461,16 +539,16 @@ pub fn adopt(
     let (by_schema, mut errors) = one_per_schema(found);
     let mut keep: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut adopted = Adopted::default();
-    let mut with_history: FxHashSet<u32> = FxHashSet::default();
+    let mut as_planned: FxHashSet<u32> = FxHashSet::default();
     let tenant = tenant_schemas(&plan, sources);
     for (index, schema) in plan.schemas.iter().enumerate() {
         let Some(found) = by_schema.get(schema.as_str()) else {
-            if tenant[index] {
-                adopted.without.push(schema.clone());
+            match !tenant[index] && present.contains(schema) {
+                true => _ = as_planned.insert(index as u32),
+                false => adopted.without.push(schema.clone()),
             }
             continue;
         };
-        with_history.insert(index as u32);
         let candidates = candidates(sources, schema, tenant[index]);
         match applied(found, sources, &candidates) {
             Ok(files) => keep.extend(files.into_iter().map(|file| (index as u32, file))),
@@ -490,9 +568,9 @@ pub fn adopt(
     adopted.read.iter_mut().for_each(|(_, schemas)| schemas.sort());
     adopted.without.sort();
     let mut plan = retained(plan, sources, |step| {
-        let kind = sources[step.migration as usize].migration_type;
-        kind.is_script()
-            || (!kind.is_tenant() && !with_history.contains(&step.schema))
+        let source = &sources[step.migration as usize];
+        (source.migration_type.is_script() && !source.repeatable)
+            || as_planned.contains(&step.schema)
             || keep.contains(&(step.schema, step.migration))
     });
     plan.diagnostics.adopted = adopted;
@@ -527,12 +605,13 @@ fn one_per_schema(found: Vec<Found>) -> (FxHashMap<String, Found>, Vec<HistoryEr
 
 /// The migrations (indices into `sources`) that run in the schema `name`:
 /// its single directory's, and the tenant kinds' where the plan runs tenant
-/// files there (`tenant`). Scripts are not versions.
+/// files there (`tenant`). Scripts are not versions, but repeatable ones
+/// are looked for in the history by their name.
 fn candidates(sources: &[SourceMigration], name: &str, tenant: bool) -> Vec<u32> {
     (0..sources.len() as u32)
         .filter(|&index| {
             let source = &sources[index as usize];
-            !source.migration_type.is_script()
+            (!source.migration_type.is_script() || source.repeatable)
                 && ((tenant && source.migration_type.is_tenant()) || source.single_schema() == Some(name))
         })
         .collect()
@@ -553,8 +632,17 @@ fn tenant_schemas(plan: &Plan, sources: &[SourceMigration]) -> Vec<bool> {
 /// The candidates `found` says ran.
 fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Result<Vec<u32>, HistoryError> {
     let tool = found.tool;
+    if tool == Tool::GolangMigrate && found.rows.len() > 1 {
+        return Err(HistoryError::SeveralRows {
+            schema: found.schema.clone(),
+            tool: tool.name(),
+            table: tool.table(),
+            rows: found.rows.len(),
+        });
+    }
+    let repeatable: Vec<u32> = candidates.iter().copied().filter(|&i| sources[i as usize].repeatable).collect();
     let mut by_version: Vec<(Version, u32)> = Vec::new();
-    for &index in candidates {
+    for &index in candidates.iter().filter(|&&i| !sources[i as usize].repeatable) {
         let Some(version) = tool.version_of(&sources[index as usize].name) else { continue };
         if let Some((_, first)) = by_version.iter().find(|(v, _)| *v == version) {
             return Err(HistoryError::TwoFiles {
@@ -574,12 +662,23 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
         }
     };
     let mut ran: FxHashSet<u32> = FxHashSet::default();
+    // Each repeatable script's last checksum.
+    let mut repeated: FxHashMap<&str, &str> = FxHashMap::default();
     for (text, entry) in &found.rows {
         // Flyway's applied rows carry their checksum after the word.
         let (entry, checksum) = entry.split_once(' ').unwrap_or((entry, ""));
         let entry = Entry::parse(entry);
-        if entry == Entry::Dirty {
-            return Err(problem(text, true));
+        match entry {
+            Entry::Dirty => return Err(problem(text, true)),
+            Entry::Repeatable => {
+                repeated.insert(script_name(text), checksum);
+                continue;
+            }
+            Entry::Unrepeated => {
+                repeated.remove(script_name(text));
+                continue;
+            }
+            _ => {}
         }
         // Atlas's own bookkeeping rows start with a dot; goose's first row
         // is version 0.
@@ -591,18 +690,15 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
         match (entry, file) {
             (Entry::Applied, Some(file)) => {
                 let source = &sources[file as usize];
-                if tool == Tool::Flyway && !checksum.is_empty() {
-                    let now = flyway_checksum(&source.contents);
-                    if now.to_string() != checksum {
-                        return Err(HistoryError::Changed {
-                            schema: found.schema.clone(),
-                            tool,
-                            version: text.clone(),
-                            file: source.file.clone(),
-                            recorded: checksum.to_string(),
-                            now,
-                        });
-                    }
+                if let Some(now) = changed(tool, checksum, &source.contents) {
+                    return Err(HistoryError::Changed {
+                        schema: found.schema.clone(),
+                        tool,
+                        version: text.clone(),
+                        file: source.file.clone(),
+                        recorded: checksum.to_string(),
+                        now,
+                    });
                 }
                 ran.insert(file);
             }
@@ -610,6 +706,7 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
             (Entry::Undone, Some(file)) => {
                 ran.remove(&file);
             }
+            (Entry::Through, None) if tool == Tool::GolangMigrate => return Err(problem(text, false)),
             (Entry::Through, _) => {
                 ran.extend(
                     by_version.iter().filter(|(v, _)| v.compare(&version) != Ordering::Greater).map(|(_, i)| *i),
@@ -618,9 +715,41 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
             _ => {}
         }
     }
+    for index in repeatable {
+        let source = &sources[index as usize];
+        if repeated.get(source.name.as_str()).is_some_and(|&sum| sum == flyway_checksum(&source.contents).to_string()) {
+            ran.insert(index);
+        }
+    }
     let mut ran: Vec<u32> = ran.into_iter().collect();
     ran.sort_unstable();
     Ok(ran)
+}
+
+/// A script's file name without the directories Flyway recorded it under.
+fn script_name(script: &str) -> &str {
+    script.rsplit('/').next().unwrap_or(script)
+}
+
+/// The file's checksum now, computed as `tool` computes it, when the one
+/// its history recorded (`recorded`, empty where the tool keeps none) is
+/// another. sqlx's over the text as it is or with `\r\n` line ends read
+/// as `\n` (a checkout's line ends are not a change).
+fn changed(tool: Tool, recorded: &str, contents: &str) -> Option<String> {
+    if recorded.is_empty() {
+        return None;
+    }
+    match tool {
+        Tool::Flyway => Some(flyway_checksum(contents).to_string()).filter(|now| now != recorded),
+        Tool::Sqlx => {
+            let now = sqlx_checksum(contents);
+            let lf = contents.contains('\r').then(|| sqlx_checksum(&contents.replace("\r\n", "\n")));
+            let crlf = sqlx_checksum(&contents.replace("\r\n", "\n").replace('\n', "\r\n"));
+            let matches = [Some(&now), lf.as_ref(), Some(&crlf)].into_iter().flatten().any(|sum| sum == recorded);
+            (!matches).then_some(now)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

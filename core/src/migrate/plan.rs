@@ -376,9 +376,39 @@ pub enum PlanError {
     /// nothing is run against it.
     #[error("tenant list holds an invalid name: {0}")]
     InvalidExistingTenant(IdentError),
+    /// Apply of pending files whose text is a file recorded in the same
+    /// schema and gone from the source: renamed, and would run again.
+    #[error(
+        "{} pending migration(s) have the text of a recorded file gone from the source (renamed?), and would run \
+         again: {}; give the file its old name back, or move its records to the new name (`strata repair --file \
+         OLD`, then `strata apply --sync --to NEW`)",
+        .0.len(),
+        renamed_files(.0)
+    )]
+    Renamed(Vec<Renamed>),
     /// More steps or schemas than a plan can index.
     #[error("plan too large: more than {} steps", u32::MAX)]
     TooLarge,
+}
+
+/// A pending file with the text of a recorded file gone from the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renamed {
+    /// The pending file.
+    pub file: String,
+    /// The recorded one it seems to be.
+    pub was: String,
+    /// How many schemas recorded the old name where the new one is pending.
+    pub schemas: u64,
+}
+
+fn renamed_files(items: &[Renamed]) -> String {
+    let mut shown: Vec<String> =
+        items.iter().take(10).map(|r| format!("{} (was {}, in {} schema(s))", r.file, r.was, r.schemas)).collect();
+    if items.len() > 10 {
+        shown.push(format!("and {} more", items.len() - 10));
+    }
+    shown.join(", ")
 }
 
 fn out_of_order_files(items: &[OutOfOrder]) -> String {
@@ -450,6 +480,7 @@ impl<'a> Planner<'a> {
         let mut counts = Counts { tenants: tenant_ids.len() as u64, ..Counts::default() };
         let mut out_of_order = Vec::new();
         let execute = input.action == Action::Apply;
+        let mut renames = Renames::of(&recorded);
 
         for (index, migration) in input.sources.iter().enumerate() {
             let migration_index = u32::try_from(index).map_err(|_| PlanError::TooLarge)?;
@@ -472,6 +503,9 @@ impl<'a> Planner<'a> {
                     if recorded.contains(index, target) {
                         continue;
                     }
+                    if execute {
+                        renames.note(migration, targets.names[target as usize]);
+                    }
                     if input.out_of_order != OutOfOrderPolicy::Allow
                         && let Some(late) = recorded.out_of_order(input.sources, index, target, &targets)
                     {
@@ -489,6 +523,10 @@ impl<'a> Planner<'a> {
                 count_loaded_without_tenants(&mut counts, migration.migration_type, recorded.anywhere[index]);
             }
             counts.add_file(migration.migration_type, planned_here);
+        }
+        let renamed = renames.found();
+        if !renamed.is_empty() {
+            return Err(PlanError::Renamed(renamed));
         }
         if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
             return Err(PlanError::OutOfOrder(out_of_order));
@@ -512,6 +550,37 @@ impl<'a> Planner<'a> {
             new_tenant,
             recorded_before,
         })
+    }
+}
+
+/// Pending files with the text of a missing file recorded in the same
+/// schema ([`PlanError::Renamed`]).
+struct Renames<'r> {
+    /// Missing files by their recorded checksum.
+    by_checksum: FxHashMap<&'r str, Vec<&'r Missing>>,
+    /// (pending file, missing file) → schemas.
+    found: BTreeMap<(String, String), u64>,
+}
+
+impl<'r> Renames<'r> {
+    fn of(recorded: &'r Recorded) -> Self {
+        let mut by_checksum: FxHashMap<&str, Vec<&Missing>> = FxHashMap::default();
+        for (missing, checksum) in recorded.missing.iter().zip(&recorded.missing_checksums) {
+            by_checksum.entry(checksum.as_str()).or_default().push(missing);
+        }
+        Renames { by_checksum, found: Default::default() }
+    }
+
+    /// `migration`, pending in `schema`.
+    fn note(&mut self, migration: &SourceMigration, schema: &str) {
+        let Some(missing) = self.by_checksum.get(migration.checksum.as_str()) else { return };
+        for was in missing.iter().filter(|m| m.schemas.binary_search_by(|s| s.as_str().cmp(schema)).is_ok()) {
+            *self.found.entry((migration.file.clone(), was.file.clone())).or_default() += 1;
+        }
+    }
+
+    fn found(self) -> Vec<Renamed> {
+        self.found.into_iter().map(|((file, was), schemas)| Renamed { file, was, schemas }).collect()
     }
 }
 
@@ -625,6 +694,8 @@ struct Recorded {
     latest: Vec<Option<usize>>,
     drift: Vec<Drift>,
     missing: Vec<Missing>,
+    /// Per missing file (by index into `missing`), its recorded checksum.
+    missing_checksums: Vec<String>,
     /// Per source: recorded in at least one schema, in scope or not.
     anywhere: Vec<bool>,
     /// (repeatable source, target) whose latest row recorded its text now.
@@ -643,6 +714,8 @@ struct RecordedFold<'a> {
     width: usize,
     latest: Vec<Option<usize>>,
     missing: BTreeMap<String, BTreeSet<String>>,
+    /// Per missing file, the checksum its first row recorded.
+    missing_checksums: BTreeMap<String, String>,
     drifted: BTreeMap<&'a str, (BTreeSet<String>, BTreeSet<String>)>,
     anywhere: Vec<bool>,
     /// The previous row's file and its source: rows arrive grouped by file.
@@ -670,6 +743,7 @@ impl<'a> RecordedFold<'a> {
             width,
             latest: vec![None; width],
             missing: BTreeMap::new(),
+            missing_checksums: BTreeMap::new(),
             drifted: BTreeMap::new(),
             anywhere: vec![false; sources.len()],
             cached: None,
@@ -703,6 +777,9 @@ impl<'a> RecordedFold<'a> {
             // A desired-state plan is recorded, never a source.
             if !crate::migrate::desired::is_plan_file(row.file) {
                 self.missing.entry(row.file.to_string()).or_default().insert(row.schema.to_string());
+                if !self.missing_checksums.contains_key(row.file) {
+                    self.missing_checksums.insert(row.file.to_string(), row.checksum.to_string());
+                }
             }
             return;
         };
@@ -738,11 +815,15 @@ impl<'a> RecordedFold<'a> {
                 schemas: schemas.into_iter().collect(),
             })
             .collect();
-        let missing = self
+        let mut checksums = self.missing_checksums;
+        let (missing, missing_checksums): (Vec<Missing>, Vec<String>) = self
             .missing
             .into_iter()
-            .map(|(file, schemas)| Missing { file, schemas: schemas.into_iter().collect() })
-            .collect();
+            .map(|(file, schemas)| {
+                let checksum = checksums.remove(&file).unwrap_or_default();
+                (Missing { file, schemas: schemas.into_iter().collect() }, checksum)
+            })
+            .unzip();
         let repeatable_current =
             self.repeatable_latest.into_iter().filter(|(_, current)| *current).map(|(key, _)| key).collect();
         Recorded {
@@ -751,6 +832,7 @@ impl<'a> RecordedFold<'a> {
             latest: self.latest,
             drift,
             missing,
+            missing_checksums,
             anywhere: self.anywhere,
             repeatable_current,
         }

@@ -426,9 +426,17 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let action = if args.sync { Action::Sync } else { Action::Apply };
-    let previewed = match args.extent.extent().filter(|_| args.revert) {
-        Some(extent) => service.preview_revert(extent).await,
-        None => service.preview(target, action).await,
+    let previewed = match (args.extent.extent(), args.revert, args.sync) {
+        (Some(extent), true, _) => service.preview_revert(extent).await,
+        (_, false, true) if args.extent.steps.is_none() && args.extent.to.is_some() => {
+            service.preview_sync_to(args.extent.to.as_deref().unwrap_or_default()).await
+        }
+        (Some(_), false, _) => {
+            let message =
+                "--steps and --to preview a revert (with --revert), or --to a Sync through FILE (with --sync)";
+            return failure(&AppError::InvalidInput(message.into()));
+        }
+        (None, _, _) => service.preview(target, action).await,
     };
     match previewed {
         Ok((preview, sources)) => {

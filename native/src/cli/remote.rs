@@ -740,7 +740,7 @@ fn print_plan(plan: &PlanPreviewDto) {
 /// `plan --server`: the API's `plan`; `--json` prints what the in-process
 /// command prints.
 async fn plan(remote: &Remote, args: PlanArgs) -> Exit {
-    if args.tenant.is_some() || args.revert {
+    if args.tenant.is_some() || args.revert || args.extent.steps.is_some() || args.extent.to.is_some() {
         return Failure::local("USAGE", "with --server, plan previews createVersion (Apply or --sync) only")
             .report(args.json);
     }

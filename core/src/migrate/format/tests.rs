@@ -531,3 +531,13 @@ fn a_flyway_placeholder_is_refused_naming_it_and_its_line() {
         assert!(read("m", Format::Flyway, &[input("V1__a.sql", text)]).is_ok(), "{text}");
     }
 }
+
+#[test]
+fn two_dbmate_or_goose_files_of_one_version_are_refused() {
+    let up = "-- migrate:up\ncreate table t (x int);\n";
+    let refused = read("m", Format::Dbmate, &[input("005_x.sql", up), input("005_y.sql", up)]).unwrap_err();
+    assert_eq!(refused.to_string(), "m/005_x.sql and m/005_y.sql are both version 005");
+    let goose = "-- +goose Up\ncreate table t (x int);\n";
+    assert!(read("m", Format::Goose, &[input("1_a.sql", goose), input("01_b.sql", goose)]).is_err());
+    assert_eq!(read("m", Format::Dbmate, &[input("005_x.sql", up), input("006_y.sql", up)]).unwrap().len(), 2);
+}

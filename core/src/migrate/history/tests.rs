@@ -50,7 +50,7 @@ fn each_tenant_records_what_its_own_history_says_ran() {
         ),
         history("t2", Tool::Dbmate, &[("20240101000000", "applied")]),
     ];
-    let plan = adopt(plan, &sources, histories, false).unwrap();
+    let plan = adopt(plan, &sources, histories, false, &["ref".to_string()]).unwrap();
     let adopted = &plan.diagnostics.adopted;
     assert_eq!(
         recorded(&plan, &sources),
@@ -82,7 +82,7 @@ fn each_tenant_records_what_its_own_history_says_ran() {
 fn no_history_anywhere_leaves_migrators_sync() {
     let sources = dbmate_sources();
     let plan = sync_plan(&sources, &["t1"]);
-    let kept = adopt(plan.clone(), &sources, Vec::new(), false).unwrap();
+    let kept = adopt(plan.clone(), &sources, Vec::new(), false, &[]).unwrap();
     assert_eq!(kept, plan);
 }
 
@@ -90,9 +90,9 @@ fn no_history_anywhere_leaves_migrators_sync() {
 fn a_shard_without_histories_records_no_tenant_file_when_another_shard_found_some() {
     let sources = dbmate_sources();
     let plan = sync_plan(&sources, &["t7", "t8"]);
-    let kept = adopt(plan.clone(), &sources, Vec::new(), true).unwrap();
-    // The single schema's file is recorded (migrator's Sync: it has no
-    // history), the tenant script kept, no tenant migration.
+    let kept = adopt(plan.clone(), &sources, Vec::new(), true, &["ref".to_string()]).unwrap();
+    // The single schema's file is recorded (it exists, without a history of
+    // its own: migrator's Sync), the tenant script kept, no tenant migration.
     assert_eq!(recorded(&plan, &sources)[1].1.len(), 4);
     assert_eq!(
         recorded(&kept, &sources),
@@ -118,13 +118,13 @@ fn golang_migrates_one_row_covers_every_version_up_to_it_and_dirty_is_refused() 
     let plan = sync_plan(&sources, &["t1", "t2"]);
     let histories =
         vec![history("t1", Tool::GolangMigrate, &[("2", "through")]), history("t2", Tool::GolangMigrate, &[])];
-    let kept = adopt(plan.clone(), &sources, histories, false).unwrap();
+    let kept = adopt(plan.clone(), &sources, histories, false, &["ref".to_string()]).unwrap();
     assert_eq!(
         recorded(&kept, &sources),
         vec![("t1".to_string(), vec!["tenants/1_users.up.sql".to_string(), "tenants/2_orders.up.sql".into()])]
     );
     let dirty = vec![history("t1", Tool::GolangMigrate, &[("10", "dirty")])];
-    let error = adopt(plan, &sources, dirty, false).unwrap_err();
+    let error = adopt(plan, &sources, dirty, false, &["ref".to_string()]).unwrap_err();
     assert_eq!(
         error.to_string(),
         "t1: golang-migrate's history (schema_migrations) says version 10 failed or ran in part; finish or undo it \
@@ -138,7 +138,7 @@ fn gooses_undone_rows_and_version_zero_are_not_recorded() {
         vec![source("tenants", "00001_a.sql", TenantMigration), source("tenants", "00002_b.sql", TenantMigration)];
     let plan = sync_plan(&sources, &["t1"]);
     let rows = [("0", "applied"), ("1", "applied"), ("2", "applied"), ("2", "undone")];
-    let kept = adopt(plan, &sources, vec![history("t1", Tool::Goose, &rows)], false).unwrap();
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Goose, &rows)], false, &["ref".to_string()]).unwrap();
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/00001_a.sql".to_string()])]);
 }
 
@@ -156,7 +156,7 @@ fn flyway_versions_match_however_spelled_and_a_baseline_covers_what_sorts_before
         history("t1", Tool::Flyway, &[("", "other"), ("1.1", "through"), ("01.10", "applied"), ("3", "applied")]),
         history("t2", Tool::Flyway, &[("2", "applied"), ("2", "undone")]),
     ];
-    let kept = adopt(plan, &sources, histories, false).unwrap();
+    let kept = adopt(plan, &sources, histories, false, &["ref".to_string()]).unwrap();
     let t1 = ["tenants/V1__a.sql", "tenants/V1_1__b.sql", "tenants/V1.10__c.sql", "tenants/V3__e.sql"];
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), t1.map(String::from).to_vec())]);
 }
@@ -169,10 +169,13 @@ fn atlas_versions_are_the_names_before_the_underscore_and_a_partial_revision_is_
     ];
     let plan = sync_plan(&sources, &["t1", "t2"]);
     let ok = vec![history("t1", Tool::Atlas, &[(".atlas_cleanup", "applied"), ("20240101", "applied")])];
-    let kept = adopt(plan.clone(), &sources, ok, false).unwrap();
+    let kept = adopt(plan.clone(), &sources, ok, false, &["ref".to_string()]).unwrap();
     assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/20240101_init.sql".to_string()])]);
     let partial = vec![history("t2", Tool::Atlas, &[("20240102", "dirty")])];
-    assert!(matches!(&adopt(plan, &sources, partial, false).unwrap_err().0[..], [HistoryError::Dirty { .. }]));
+    assert!(matches!(
+        &adopt(plan, &sources, partial, false, &["ref".to_string()]).unwrap_err().0[..],
+        [HistoryError::Dirty { .. }]
+    ));
 }
 
 #[test]
@@ -186,7 +189,7 @@ fn every_problem_of_every_schema_is_refused_at_once() {
         history("t3", Tool::Dbmate, &[]),
         history("t3", Tool::Sqlx, &[]),
     ];
-    let errors = adopt(plan, &sources, histories, false).unwrap_err().0;
+    let errors = adopt(plan, &sources, histories, false, &["ref".to_string()]).unwrap_err().0;
     let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert_eq!(
         messages,
@@ -199,8 +202,10 @@ fn every_problem_of_every_schema_is_refused_at_once() {
     let sources = dbmate_sources();
     let plan = sync_plan(&sources, &["t2"]);
     let unknown = vec![history("t2", Tool::Dbmate, &[("20991231000000", "applied")])];
-    assert!(matches!(&adopt(plan, &sources, unknown, false).unwrap_err().0[..], [HistoryError::NoFile { version, .. }]
-        if version == "20991231000000"));
+    assert!(
+        matches!(&adopt(plan, &sources, unknown, false, &["ref".to_string()]).unwrap_err().0[..], [HistoryError::NoFile { version, .. }]
+        if version == "20991231000000")
+    );
 }
 
 #[test]
@@ -252,7 +257,8 @@ fn a_single_schema_without_a_history_of_its_own_keeps_migrators_sync() {
     let sources =
         vec![source("ref", "001_ref.sql", SingleMigration), source("tenants", "1_users.sql", TenantMigration)];
     let plan = sync_plan(&sources, &["t1", "t2"]);
-    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])], false).unwrap();
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])], false, &["ref".to_string()])
+        .unwrap();
     assert_eq!(
         recorded(&kept, &sources),
         vec![
@@ -279,14 +285,111 @@ fn flyway_checksums_are_flyways_and_a_file_changed_since_it_ran_is_refused() {
     ];
     let plan = sync_plan(&sources, &["t1"]);
     let same = vec![history("t1", Tool::Flyway, &[("1", "applied -1193849269"), ("2", "applied")])];
-    let kept = adopt(plan.clone(), &sources, same, false).unwrap();
+    let kept = adopt(plan.clone(), &sources, same, false, &["ref".to_string()]).unwrap();
     assert_eq!(recorded(&kept, &sources)[0].1, ["tenants/V1__a.sql", "tenants/V2__b.sql"]);
     let changed = vec![history("t1", Tool::Flyway, &[("1", "applied 12345")])];
-    let refused = adopt(plan, &sources, changed, false).unwrap_err().to_string();
+    let refused = adopt(plan, &sources, changed, false, &["ref".to_string()]).unwrap_err().to_string();
     assert_eq!(
         refused,
         "t1: Flyway's history (flyway_schema_history) records version 1 with checksum 12345, but tenants/V1__a.sql \
          now has checksum -1193849269 (computed as Flyway computes it): the file changed after Flyway ran it; \
          restore it, or record by hand with `strata apply --sync --to FILE`"
     );
+}
+
+#[test]
+fn a_single_schema_that_does_not_exist_records_nothing() {
+    let sources =
+        vec![source("ref", "001_ref.sql", SingleMigration), source("tenants", "1_users.sql", TenantMigration)];
+    let plan = sync_plan(&sources, &["t1", "t2"]);
+    let kept = adopt(plan, &sources, vec![history("t1", Tool::Sqlx, &[("1", "applied")])], false, &[]).unwrap();
+    assert_eq!(recorded(&kept, &sources), vec![("t1".to_string(), vec!["tenants/1_users.sql".to_string()])]);
+    assert_eq!(kept.diagnostics.adopted.without, vec!["ref".to_string(), "t2".to_string()]);
+    assert_eq!(
+        existing(Driver::Postgres, &["ref", "o'k"]).unwrap(),
+        "select nspname::text from pg_namespace where nspname in ('ref')"
+    );
+    assert_eq!(existing(Driver::Sqlite, &["ref"]), None);
+}
+
+#[test]
+fn a_flyway_repeatable_file_is_recorded_only_where_its_text_now_ran() {
+    let mut view = source("tenants", "R__view.sql", TenantScript);
+    view.repeatable = true;
+    let sources = vec![source("tenants", "V1__m1.sql", TenantMigration), view];
+    let now = flyway_checksum(&sources[1].contents).to_string();
+    let plan = sync_plan(&sources, &["t1", "t2", "t3", "t4", "t5"]);
+    let applied = ("1", format!("applied {}", flyway_checksum(&sources[0].contents)));
+    let histories = vec![
+        history("t1", Tool::Flyway, &[(applied.0, &applied.1), ("R__view.sql", &format!("repeatable {now}"))]),
+        // Changed since it ran: it runs at the next apply, as Flyway would.
+        history("t2", Tool::Flyway, &[(applied.0, &applied.1), ("R__view.sql", "repeatable 999")]),
+        // Never ran there.
+        history("t3", Tool::Flyway, &[(applied.0, &applied.1)]),
+        // Ran, then its rows were deleted (flyway repair/delete).
+        history(
+            "t4",
+            Tool::Flyway,
+            &[(applied.0, &applied.1), ("R__view.sql", &format!("repeatable {now}")), ("R__view.sql", "unrepeated")],
+        ),
+        // The last row of the script decides.
+        history(
+            "t5",
+            Tool::Flyway,
+            &[
+                (applied.0, &applied.1),
+                ("R__view.sql", "repeatable 1"),
+                ("sub/R__view.sql", &format!("repeatable {now}")),
+            ],
+        ),
+    ];
+    let kept = adopt(plan, &sources, histories, false, &[]).unwrap();
+    let with_view: Vec<String> = recorded(&kept, &sources)
+        .into_iter()
+        .filter(|(_, files)| files.contains(&"tenants/R__view.sql".to_string()))
+        .map(|(schema, _)| schema)
+        .collect();
+    assert_eq!(with_view, ["t1", "t5"]);
+}
+
+#[test]
+fn golang_migrates_one_row_must_be_a_file_and_be_one() {
+    let sources = vec![
+        source("tenants", "1_m1.up.sql", TenantMigration),
+        source("tenants", "2_m2.up.sql", TenantMigration),
+        source("tenants", "10_m10.up.sql", TenantMigration),
+    ];
+    let plan = sync_plan(&sources, &["t1", "t2", "t3"]);
+    let histories = vec![
+        history("t1", Tool::GolangMigrate, &[("2", "through")]),
+        history("t2", Tool::GolangMigrate, &[("5", "through")]),
+        history("t3", Tool::GolangMigrate, &[("1", "through"), ("10", "through")]),
+    ];
+    let errors = adopt(plan.clone(), &sources, histories, false, &[]).unwrap_err().0;
+    assert!(matches!(&errors[0], HistoryError::NoFile { schema, version, .. } if schema == "t2" && version == "5"));
+    assert!(matches!(&errors[1], HistoryError::SeveralRows { schema, rows: 2, .. } if schema == "t3"));
+    assert!(errors[1].to_string().contains("holds 2 rows where golang-migrate keeps one"), "{}", errors[1]);
+    let kept =
+        adopt(plan, &sources, vec![history("t1", Tool::GolangMigrate, &[("2", "through")])], false, &[]).unwrap();
+    assert_eq!(recorded(&kept, &sources)[0].1, ["tenants/1_m1.up.sql", "tenants/2_m2.up.sql"]);
+}
+
+#[test]
+fn an_sqlx_file_changed_since_sqlx_ran_it_is_refused() {
+    let sources = vec![source("tenants", "1_m1.sql", TenantMigration), source("tenants", "2_m2.sql", TenantMigration)];
+    let plan = sync_plan(&sources, &["t1"]);
+    let sum = sqlx_checksum("select 1;");
+    assert_eq!(sum.len(), 96);
+    let same = vec![history("t1", Tool::Sqlx, &[("1", &format!("applied {sum}"))])];
+    assert_eq!(
+        recorded(&adopt(plan.clone(), &sources, same, false, &[]).unwrap(), &sources)[0].1,
+        ["tenants/1_m1.sql"]
+    );
+    let changed = vec![history("t1", Tool::Sqlx, &[("1", "applied deadbeef")])];
+    let refused = adopt(plan, &sources, changed, false, &[]).unwrap_err().to_string();
+    assert!(
+        refused.contains("records version 1 with checksum deadbeef, but tenants/1_m1.sql now has checksum"),
+        "{refused}"
+    );
+    assert!(refused.contains(&sum), "{refused}");
 }

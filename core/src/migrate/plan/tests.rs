@@ -684,3 +684,32 @@ fn a_repeatable_script_runs_where_its_latest_row_recorded_another_text_and_a_pla
     assert!(rendered(&none_due, &sources).iter().all(|(file, _, _)| file == "tenants/every.sql"));
     assert!(!crate::migrate::report::has_pending_migrations(&none_due, &sources), "plain scripts are never pending");
 }
+
+#[test]
+fn a_renamed_file_is_refused_not_run_again() {
+    use MigrationType::*;
+    let seed = "insert into t1 values (42);";
+    let renamed = SourceMigration::plain("tenants", "004_seed_rows.sql", TenantMigration, seed);
+    let old = SourceMigration::plain("tenants", "004_seed.sql", TenantMigration, seed);
+    let sources = vec![migration("tenants", "001.sql", TenantMigration), renamed];
+    let applied_rows = vec![applied(&sources[0], "t1"), applied(&old, "t1"), applied(&sources[0], "t2")];
+    let tenants = vec!["t1".to_string(), "t2".to_string(), "t3".to_string()];
+    let refused = plan(apply_input(&sources, &applied_rows, &tenants, &Target::AllSchemas)).unwrap_err();
+    assert_eq!(
+        refused,
+        PlanError::Renamed(vec![Renamed {
+            file: "tenants/004_seed_rows.sql".into(),
+            was: "tenants/004_seed.sql".into(),
+            schemas: 1
+        }])
+    );
+    assert!(refused.to_string().contains("(was tenants/004_seed.sql, in 1 schema(s))"), "{refused}");
+    // A Sync records it (nothing runs); where the old name was never
+    // recorded, the same text is just a new file.
+    let sync =
+        PlanInput { action: Action::Sync, ..apply_input(&sources, &applied_rows, &tenants, &Target::AllSchemas) };
+    assert!(plan(sync).is_ok());
+    let elsewhere = vec![applied(&sources[0], "t2"), applied(&old, "t1")];
+    let only_t2 = vec!["t2".to_string()];
+    assert!(plan(apply_input(&sources, &elsewhere, &only_t2, &Target::AllSchemas)).is_ok());
+}

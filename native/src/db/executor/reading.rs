@@ -122,7 +122,12 @@ pub(super) async fn plan_read<E: Engine>(
     }
     if request.operation.adopts_histories() && !plan.steps.is_empty() {
         let found = histories(engine, conn, &plan.schemas).await?;
-        plan = history::adopt(plan, request.sources, found, request.histories_elsewhere)?;
+        // Over a part of the fleet (a wave, a new tenant), whether the rest
+        // holds histories decides too: the fleet adopts or not as a whole.
+        let elsewhere =
+            request.histories_elsewhere || (found.is_empty() && histories_in_fleet(engine, conn, request).await?);
+        let present = single_schemas_present(engine, conn, &plan, request.sources).await?;
+        plan = history::adopt(plan, request.sources, found, elsewhere, &present)?;
     }
     let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
     let rules = check_files(E::DRIVER, request.sources, &plan, whole_version, &settings.placeholder)?;
@@ -137,19 +142,7 @@ async fn histories<E: Engine>(
     conn: &mut E::Conn,
     schemas: &[String],
 ) -> Result<Vec<history::Found>, RunError> {
-    let unreadable = |failure: Failure| DbError::Books(format!("reading other tools' histories: {}", failure.message));
-    let wanted: FxHashSet<&str> = schemas.iter().map(String::as_str).collect();
-    let mut tables: Vec<(String, history::Tool)> = Vec::new();
-    for probe in history::probes(E::DRIVER, schemas) {
-        for row in engine.read_keys_whole(conn, &probe).await.map_err(unreadable)? {
-            if let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..]
-                && wanted.contains(schema.as_str())
-                && let Some(tool) = history::Tool::of_probed(table)
-            {
-                tables.push((schema.clone(), tool));
-            }
-        }
-    }
+    let tables = history_tables(engine, conn, schemas).await?;
     let mut found = Vec::with_capacity(tables.len());
     for chunk in tables.chunks(history::READ_AT_ONCE) {
         let rows = engine.read_keys_whole(conn, &history::read(E::DRIVER, chunk)).await.map_err(unreadable)?;
@@ -165,6 +158,60 @@ async fn histories<E: Engine>(
         found.extend(history::found(chunk, rows));
     }
     Ok(found)
+}
+
+/// Reading other tools' histories failed.
+fn unreadable(failure: Failure) -> DbError {
+    DbError::Books(format!("reading other tools' histories: {}", failure.message))
+}
+
+/// The history tables in `schemas` (core's `history::probes`).
+async fn history_tables<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    schemas: &[String],
+) -> Result<Vec<(String, history::Tool)>, RunError> {
+    let wanted: FxHashSet<&str> = schemas.iter().map(String::as_str).collect();
+    let mut tables: Vec<(String, history::Tool)> = Vec::new();
+    for probe in history::probes(E::DRIVER, schemas) {
+        for row in engine.read_keys_whole(conn, &probe).await.map_err(unreadable)? {
+            if let [KeyValue::Text(schema), KeyValue::Text(table)] = &row[..]
+                && wanted.contains(schema.as_str())
+                && let Some(tool) = history::Tool::of_probed(table)
+            {
+                tables.push((schema.clone(), tool));
+            }
+        }
+    }
+    Ok(tables)
+}
+
+/// Whether a schema of the whole fleet (its tenants and the source's single
+/// schemas), not only of the plan, holds another tool's history.
+async fn histories_in_fleet<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    request: &MutationRequest<'_>,
+) -> Result<bool, RunError> {
+    let mut fleet = engine.books().tenants(conn).await?.names;
+    fleet.extend(request.sources.iter().filter_map(SourceMigration::single_schema).map(str::to_string));
+    fleet.sort_unstable();
+    fleet.dedup();
+    Ok(!history_tables(engine, conn, &fleet).await?.is_empty())
+}
+
+/// The plan's single schemas that exist (core's `history::existing`).
+async fn single_schemas_present<E: Engine>(
+    engine: &E,
+    conn: &mut E::Conn,
+    plan: &Plan,
+    sources: &[SourceMigration],
+) -> Result<Vec<String>, RunError> {
+    let single: FxHashSet<&str> = sources.iter().filter_map(SourceMigration::single_schema).collect();
+    let names: Vec<&str> = plan.schemas.iter().map(String::as_str).filter(|name| single.contains(name)).collect();
+    let Some(statement) = history::existing(E::DRIVER, &names) else { return Ok(Vec::new()) };
+    let rows = engine.read_keys_whole(conn, &statement).await.map_err(unreadable)?;
+    Ok(rows.into_iter().filter_map(|row| row.into_iter().next().map(|name| name.to_string())).collect())
 }
 
 /// `strata repair` on one server: under the process gate and the
