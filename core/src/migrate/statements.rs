@@ -1148,6 +1148,18 @@ fn after_comments(mut text: &str) -> &str {
     }
 }
 
+/// Whether a statement of `text` ended before `at` (a failure's place in
+/// it): what ran of a file outside a transaction before it failed there.
+/// Text the tokenizer cannot read counts as having run.
+pub fn ran_before(driver: Driver, text: &str, at: Position) -> bool {
+    let Ok(tokens) = tokenize(driver, text) else { return true };
+    let statements = match driver {
+        Driver::SqlServer => batches(&tokens),
+        _ => statements(&tokens, driver),
+    };
+    statements.iter().any(|statement| statement.end <= at)
+}
+
 /// The statements of `text` as the engine should run them one at a time, as
 /// byte ranges of `text` in order: cut at top-level `;` exactly as
 /// [`inspect`] reads them (a routine's or MariaDB's `BEGIN NOT ATOMIC`

@@ -499,6 +499,9 @@ pub(crate) struct MigrationFailure {
     /// What the committed part applied (or recorded), counted like a
     /// summary: metrics count it as they count a version.
     pub(crate) applied: strata_core::migrate::summary::Counts,
+    /// A revert failed (the file's down part): the message says so, and
+    /// what is left is undone, not applied.
+    pub(crate) reverting: bool,
 }
 
 /// At most this many schema names are spelt out in a message (the
@@ -515,6 +518,9 @@ impl MigrationFailure {
     /// What failed, by cause: the file and the schema.
     fn what_failed(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.cause {
+            Cause::Statement if self.reverting => {
+                write!(f, "the down part of migration {} failed in schema {}", self.file, self.schema)?
+            }
             Cause::Statement => write!(f, "migration {} failed in schema {}", self.file, self.schema)?,
             Cause::LockTimeout => write!(
                 f,
@@ -597,13 +603,21 @@ impl std::fmt::Display for MigrationFailure {
             // Nothing of the file stays: the unit stopped before it, or its
             // transaction was rolled back at the fence.
         } else if self.partly_applied {
-            write!(f, "; the file ran outside a transaction and may be partly applied, unrecorded")?;
+            let part = if self.reverting {
+                "its down part ran outside a transaction and may be partly done"
+            } else {
+                "the file ran outside a transaction and may be partly applied"
+            };
+            write!(f, "; {part}, unrecorded")?;
         } else {
             write!(f, "; {}'s transaction was rolled back", self.schema)?;
         }
         let applied = self.applied.migrations_grand_total() + self.applied.scripts_grand_total();
         match self.version_id {
             Some(id) if applied == 0 => write!(f, "; version {id} holds the new tenant only")?,
+            Some(id) if self.reverting => {
+                write!(f, "; what committed before the failure stays undone, its records removed, in version {id}")?
+            }
             Some(id) => write!(f, "; what committed before the failure stays applied and recorded in version {id}")?,
             None => write!(f, "; nothing was recorded")?,
         }
@@ -621,7 +635,16 @@ impl std::fmt::Display for MigrationFailure {
         if !self.not_committed.is_empty() {
             write!(f, "; {} schema(s) not committed ({})", self.not_committed.len(), some_names(&self.not_committed))?;
         }
-        write!(f, "; {}", self.advice())
+        match self.reverting {
+            true => write!(
+                f,
+                "; {}",
+                self.advice()
+                    .replace("fix the file", "fix the file's down part")
+                    .replace("run again to apply what is left", "run the revert again to undo what is left")
+            ),
+            false => write!(f, "; {}", self.advice()),
+        }
     }
 }
 

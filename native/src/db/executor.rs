@@ -87,7 +87,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::lock_wait::Timeouts;
-use strata_core::migrate::plan::{Plan, StepSet, Unit, part_to_run};
+use strata_core::migrate::plan::{Direction, Plan, StepSet, Unit, part_to_run};
 use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
 use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
 use strata_core::migrate::source::SourceMigration;
@@ -423,7 +423,7 @@ impl<'a, E: Engine> Run<'a, E> {
     /// The step's backfill, when its file is one and it executes.
     fn backfill_of(&self, step: u32) -> Option<&strata_core::migrate::backfill::Spec> {
         let step_ = self.plan.steps.at(step);
-        if !step_.execute || self.plan.direction != strata_core::migrate::plan::Direction::Forward {
+        if !step_.execute || self.plan.direction != Direction::Forward {
             return None;
         }
         self.rules[step_.migration as usize].backfill.as_ref()
@@ -775,7 +775,8 @@ impl<'a, E: Engine> Run<'a, E> {
         let at = self.position(step, &failure);
         // The failing schema is partly committed or not at all; a file
         // that may be partly applied makes it partly committed.
-        let partly_in = partly.then(|| self.plan.steps.at(step).schema);
+        let ran = at.is_none_or(|at| statements::ran_before(E::DRIVER, self.text(step), at));
+        let partly_in = (partly && ran).then(|| self.plan.steps.at(step).schema);
         let ByOutcome { committed: committed_names, partly: partly_committed, none: not_committed } =
             by_outcome(self.plan, committed, partly_in);
         let applied = self.plan.counts_of(self.request.sources, committed.iter());
@@ -792,6 +793,7 @@ impl<'a, E: Engine> Run<'a, E> {
             whole_version: whole,
             cause: failure.cause,
             applied,
+            reverting: self.plan.direction == Direction::Revert,
         }))
     }
 }

@@ -704,3 +704,12 @@ fn a_sqlite_file_may_not_touch_the_journal_mode() {
     }
     assert!(sqlite("pragma foreign_keys = off; create table journal_mode (x int);").is_ok());
 }
+
+#[test]
+fn what_ran_before_a_failure_is_told_by_the_statements_before_it() {
+    let text = "-- a file\ncreate table a (x int);\nselect * from nope;\n";
+    assert!(!ran_before(Driver::Mysql, text, at(2, 1)));
+    assert!(!ran_before(Driver::Mysql, text, at(2, 5)));
+    assert!(ran_before(Driver::Mysql, text, at(3, 1)));
+    assert!(ran_before(Driver::Postgres, "select 1; select 2;", at(1, 11)));
+}
