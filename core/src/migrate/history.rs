@@ -632,28 +632,9 @@ fn tenant_schemas(plan: &Plan, sources: &[SourceMigration]) -> Vec<bool> {
 /// The candidates `found` says ran.
 fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Result<Vec<u32>, HistoryError> {
     let tool = found.tool;
-    if tool == Tool::GolangMigrate && found.rows.len() > 1 {
-        return Err(HistoryError::SeveralRows {
-            schema: found.schema.clone(),
-            tool: tool.name(),
-            table: tool.table(),
-            rows: found.rows.len(),
-        });
-    }
+    refuse_several_rows(found)?;
     let repeatable: Vec<u32> = candidates.iter().copied().filter(|&i| sources[i as usize].repeatable).collect();
-    let mut by_version: Vec<(Version, u32)> = Vec::new();
-    for &index in candidates.iter().filter(|&&i| !sources[i as usize].repeatable) {
-        let Some(version) = tool.version_of(&sources[index as usize].name) else { continue };
-        if let Some((_, first)) = by_version.iter().find(|(v, _)| *v == version) {
-            return Err(HistoryError::TwoFiles {
-                tool: tool.name(),
-                version: version.to_string(),
-                first: sources[*first as usize].file.clone(),
-                second: sources[index as usize].file.clone(),
-            });
-        }
-        by_version.push((version, index));
-    }
+    let by_version = versions(tool, sources, candidates)?;
     let problem = |version: &str, dirty: bool| {
         let (schema, table, version) = (found.schema.clone(), tool.table(), version.to_string());
         match dirty {
@@ -715,15 +696,45 @@ fn applied(found: &Found, sources: &[SourceMigration], candidates: &[u32]) -> Re
             _ => {}
         }
     }
-    for index in repeatable {
+    ran.extend(repeatable.into_iter().filter(|&index| {
         let source = &sources[index as usize];
-        if repeated.get(source.name.as_str()).is_some_and(|&sum| sum == flyway_checksum(&source.contents).to_string()) {
-            ran.insert(index);
-        }
-    }
+        repeated.get(source.name.as_str()).is_some_and(|&sum| sum == flyway_checksum(&source.contents).to_string())
+    }));
     let mut ran: Vec<u32> = ran.into_iter().collect();
     ran.sort_unstable();
     Ok(ran)
+}
+
+/// golang-migrate's table refused when it holds more than its one row.
+fn refuse_several_rows(found: &Found) -> Result<(), HistoryError> {
+    if found.tool != Tool::GolangMigrate || found.rows.len() <= 1 {
+        return Ok(());
+    }
+    Err(HistoryError::SeveralRows {
+        schema: found.schema.clone(),
+        tool: found.tool.name(),
+        table: found.tool.table(),
+        rows: found.rows.len(),
+    })
+}
+
+/// The versioned `candidates` by the version `tool` gives each; two files
+/// of one version refused.
+fn versions(tool: Tool, sources: &[SourceMigration], candidates: &[u32]) -> Result<Vec<(Version, u32)>, HistoryError> {
+    let mut by_version: Vec<(Version, u32)> = Vec::new();
+    for &index in candidates.iter().filter(|&&i| !sources[i as usize].repeatable) {
+        let Some(version) = tool.version_of(&sources[index as usize].name) else { continue };
+        if let Some((_, first)) = by_version.iter().find(|(v, _)| *v == version) {
+            return Err(HistoryError::TwoFiles {
+                tool: tool.name(),
+                version: version.to_string(),
+                first: sources[*first as usize].file.clone(),
+                second: sources[index as usize].file.clone(),
+            });
+        }
+        by_version.push((version, index));
+    }
+    Ok(by_version)
 }
 
 /// A script's file name without the directories Flyway recorded it under.

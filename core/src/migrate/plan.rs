@@ -524,13 +524,7 @@ impl<'a> Planner<'a> {
             }
             counts.add_file(migration.migration_type, planned_here);
         }
-        let renamed = renames.found();
-        if !renamed.is_empty() {
-            return Err(PlanError::Renamed(renamed));
-        }
-        if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
-            return Err(PlanError::OutOfOrder(out_of_order));
-        }
+        refuse_renamed_or_out_of_order(&input, renames.found(), out_of_order.as_slice())?;
         if new_tenant.is_some() {
             plan_schemas.index(tenant_ids[0], &targets)?;
         }
@@ -551,6 +545,22 @@ impl<'a> Planner<'a> {
             recorded_before,
         })
     }
+}
+
+/// An Apply refused for pending files that are renamed recorded ones, or
+/// that sort before applied ones under `outOfOrder: refuse`.
+fn refuse_renamed_or_out_of_order(
+    input: &PlanInput<'_>,
+    renamed: Vec<Renamed>,
+    out_of_order: &[OutOfOrder],
+) -> Result<(), PlanError> {
+    if !renamed.is_empty() {
+        return Err(PlanError::Renamed(renamed));
+    }
+    if input.action == Action::Apply && input.out_of_order == OutOfOrderPolicy::Refuse && !out_of_order.is_empty() {
+        return Err(PlanError::OutOfOrder(out_of_order.to_vec()));
+    }
+    Ok(())
 }
 
 /// Pending files with the text of a missing file recorded in the same

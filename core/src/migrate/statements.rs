@@ -409,17 +409,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
     };
     // What was not read may change anything but PostgreSQL's session.
     mode.changes_session |= !whole && driver != Driver::Postgres;
-    refusals.extend(balance::distributed(driver, file, &statements, mode.no_transaction));
-    if driver == Driver::Sqlite {
-        refusals.extend(balance::journal_mode(file, &statements));
-    }
-    match (driver, mode.no_transaction) {
-        (Driver::Postgres | Driver::Sqlite, false) => {
-            refusals.extend(balance::foreign_savepoints(driver, file, &statements));
-        }
-        (Driver::Postgres | Driver::Sqlite, true) => refusals.extend(balance::left_open(driver, file, &statements)),
-        _ => {}
-    }
+    refusals.extend(balance::refusals(driver, file, &statements, mode.no_transaction));
     for statement in statements {
         if let Some(which) = statement.copy_with_client.filter(|_| driver == Driver::Postgres) {
             let (file, at) = (file.to_string(), statement.at);

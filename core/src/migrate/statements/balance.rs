@@ -33,6 +33,27 @@ use sqlparser::tokenizer::Tokenizer;
 use crate::migrate::driver::Driver;
 use crate::migrate::statements::{Kind, Position, Statement, StatementError, is, judge_postgres, statements, words};
 
+/// Every refusal of the rules above but the string syntax's (which reads
+/// the file again: [`hidden_by_escapes`]), for a file run inside the unit's
+/// transaction or, `no_transaction`, outside any.
+pub(super) fn refusals(
+    driver: Driver,
+    file: &str,
+    statements: &[Statement],
+    no_transaction: bool,
+) -> Vec<StatementError> {
+    let mut refused: Vec<StatementError> = distributed(driver, file, statements, no_transaction).into_iter().collect();
+    if driver == Driver::Sqlite {
+        refused.extend(journal_mode(file, statements));
+    }
+    match (driver, no_transaction) {
+        (Driver::Postgres | Driver::Sqlite, false) => refused.extend(foreign_savepoints(driver, file, statements)),
+        (Driver::Postgres | Driver::Sqlite, true) => refused.extend(left_open(driver, file, statements)),
+        _ => {}
+    }
+    refused
+}
+
 /// The savepoint a statement sets, releases or rolls back to, with the
 /// index of its name among the statement's words.
 enum SavepointUse {
@@ -64,7 +85,7 @@ fn savepoint_name(driver: Driver, statement: &Statement, index: usize) -> Option
 
 /// Every `RELEASE` or `ROLLBACK TO` of `statements` naming a savepoint the
 /// file did not set before it (a file run inside the unit's transaction).
-pub(super) fn foreign_savepoints(driver: Driver, file: &str, statements: &[Statement]) -> Vec<StatementError> {
+fn foreign_savepoints(driver: Driver, file: &str, statements: &[Statement]) -> Vec<StatementError> {
     let mut open: Vec<String> = Vec::new();
     let mut refused = Vec::new();
     for statement in statements {
@@ -89,7 +110,7 @@ pub(super) fn foreign_savepoints(driver: Driver, file: &str, statements: &[State
 
 /// The statement that begins a transaction a file run outside any
 /// transaction does not end, if any.
-pub(super) fn left_open(driver: Driver, file: &str, statements: &[Statement]) -> Option<StatementError> {
+fn left_open(driver: Driver, file: &str, statements: &[Statement]) -> Option<StatementError> {
     // What began the open transaction, and on SQLite the savepoint that did.
     let mut open: Option<(Position, String, Option<String>)> = None;
     for statement in statements {
@@ -141,12 +162,7 @@ pub(super) fn left_open(driver: Driver, file: &str, statements: &[Statement]) ->
 /// A statement of a distributed transaction: MySQL's and MariaDB's `XA …`,
 /// PostgreSQL's `PREPARE TRANSACTION` (in a file outside any transaction:
 /// inside one it is transaction control, refused as such).
-pub(super) fn distributed(
-    driver: Driver,
-    file: &str,
-    statements: &[Statement],
-    no_transaction: bool,
-) -> Option<StatementError> {
+fn distributed(driver: Driver, file: &str, statements: &[Statement], no_transaction: bool) -> Option<StatementError> {
     statements.iter().find_map(|statement| {
         let s = &statement.words;
         let n = match driver {
@@ -165,7 +181,7 @@ pub(super) fn distributed(
 /// SQLite: every `PRAGMA [schema.]journal_mode` of a file (a mode set stays
 /// with the database file; WAL and `off` would break the atomic commit of a
 /// tenant's changes with their records, across two files).
-pub(super) fn journal_mode(file: &str, statements: &[Statement]) -> Vec<StatementError> {
+fn journal_mode(file: &str, statements: &[Statement]) -> Vec<StatementError> {
     statements
         .iter()
         .filter(|s| {

@@ -124,8 +124,8 @@ pub(super) async fn plan_read<E: Engine>(
         let found = histories(engine, conn, &plan.schemas).await?;
         // Over a part of the fleet (a wave, a new tenant), whether the rest
         // holds histories decides too: the fleet adopts or not as a whole.
-        let elsewhere =
-            request.histories_elsewhere || (found.is_empty() && histories_in_fleet(engine, conn, request).await?);
+        let elsewhere = request.histories_elsewhere
+            || (found.is_empty() && installed && histories_in_fleet(engine, conn, request).await?);
         let present = single_schemas_present(engine, conn, &plan, request.sources).await?;
         plan = history::adopt(plan, request.sources, found, elsewhere, &present)?;
     }
@@ -193,6 +193,10 @@ async fn histories_in_fleet<E: Engine>(
     conn: &mut E::Conn,
     request: &MutationRequest<'_>,
 ) -> Result<bool, RunError> {
+    // Where no history is read (SQLite, SQL Server), there is none to find.
+    if E::DRIVER != Driver::Postgres && E::DRIVER != Driver::Mysql {
+        return Ok(false);
+    }
     let mut fleet = engine.books().tenants(conn).await?.names;
     fleet.extend(request.sources.iter().filter_map(SourceMigration::single_schema).map(str::to_string));
     fleet.sort_unstable();
