@@ -131,9 +131,26 @@ pub fn read_part(
             format!("{name}: on MySQL and MariaDB `\"` quotes a string, not a name; quote names with backticks (`)"),
         ));
     }
+    let statement_at = the_statement(driver, tokens, found.at, &bad)?;
+    let unreadable = || bad(found.at, "the file cannot be read as SQL".into());
+    let ranges = placeholder::find(driver, contents, RANGE).ok_or_else(unreadable)?;
+    let limits = placeholder::find(driver, contents, BATCH).ok_or_else(unreadable)?;
+    placeholders(&spec.form, &ranges, &limits, statement_at).map_err(|(at, reason)| bad(at, reason))?;
+    Ok(Some(spec))
+}
+
+/// Where a backfill file's one statement starts: refused (`bad`, at the
+/// directive `at` or the statement in question) when the file cannot be
+/// read, holds no statement or more than one, or a bound parameter.
+fn the_statement(
+    driver: Driver,
+    tokens: Option<Vec<sqlparser::tokenizer::TokenWithSpan>>,
+    at: Position,
+    bad: &dyn Fn(Position, String) -> StatementError,
+) -> Result<Position, StatementError> {
     let Some(tokens) = tokens else {
         return Err(bad(
-            found.at,
+            at,
             "the file cannot be read as SQL (a string, quoted name or comment left open?), so its statement and \
              placeholder cannot be found"
                 .into(),
@@ -141,7 +158,7 @@ pub fn read_part(
     };
     let statements = statements::statements(&tokens, driver);
     match statements.as_slice() {
-        [] => return Err(bad(found.at, "a backfill file holds one statement; this one holds none".into())),
+        [] => return Err(bad(at, "a backfill file holds one statement; this one holds none".into())),
         [_] => {}
         [_, second, ..] => {
             return Err(bad(
@@ -164,12 +181,7 @@ pub fn read_part(
             ),
         ));
     }
-    let statement_at = statements[0].at;
-    let unreadable = || bad(found.at, "the file cannot be read as SQL".into());
-    let ranges = placeholder::find(driver, contents, RANGE).ok_or_else(unreadable)?;
-    let limits = placeholder::find(driver, contents, BATCH).ok_or_else(unreadable)?;
-    placeholders(&spec.form, &ranges, &limits, statement_at).map_err(|(at, reason)| bad(at, reason))?;
-    Ok(Some(spec))
+    Ok(statements[0].at)
 }
 
 /// The first bound parameter of `tokens` outside strings and comments,
@@ -324,9 +336,9 @@ fn options(words: &[String]) -> Result<Spec, String> {
     }
     let batch = match batch {
         None => DEFAULT_BATCH,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
+        Some(text) => Some(text)
+            .filter(|text| text.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|text| text.parse::<u32>().ok())
             .filter(|n| (1..=MAX_BATCH).contains(n))
             .ok_or_else(|| format!("batch={text}: not a batch size (a whole number from 1 to {MAX_BATCH})"))?,
     };

@@ -217,11 +217,32 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
     if altered && (renames || moves) {
         return Err("a desired schema does not rename (a name may move to another database)");
     }
+    let name_at = name_index(driver, tokens, &object, at, altered)?;
+    qualified_by_scratch(tokens, name_at, scratch, postgres)?;
+    if object == "TABLE" && !altered && (runs_a_query(tokens, name_at + 3) || has_word(tokens, &["SELECT"])) {
+        return Err("CREATE TABLE … AS runs its query: a desired schema defines a table by its columns");
+    }
+    if driver == Driver::Mysql {
+        return reaches_no_other_table(tokens, object.as_str(), scratch);
+    }
+    Ok(())
+}
+
+/// Where the name of the `object` a statement defines (its word at `at`)
+/// stands. MySQL and PostgreSQL name an index's table (PostgreSQL a
+/// trigger's too), SQLite the index itself (its table is always in the
+/// index's schema); `IF [NOT] EXISTS` and `ONLY` (PostgreSQL's inheritance)
+/// come before it.
+fn name_index(
+    driver: Driver,
+    tokens: &[&Token],
+    object: &str,
+    at: usize,
+    altered: bool,
+) -> Result<usize, &'static str> {
+    let postgres = driver == Driver::Postgres;
     let mut name_at = at + 1;
-    // MySQL and PostgreSQL name an index's table (PostgreSQL a trigger's
-    // too), SQLite the index itself (its table is always in the index's
-    // schema).
-    let on_its_table = match object.as_str() {
+    let on_its_table = match object {
         "INDEX" => driver == Driver::Mysql || (postgres && !altered),
         "TRIGGER" => postgres && !altered,
         _ => false,
@@ -232,18 +253,10 @@ fn judge(driver: Driver, tokens: &[&Token], scratch: &str) -> Result<(), &'stati
         };
         name_at = on + 1;
     }
-    // IF [NOT] EXISTS, ONLY (PostgreSQL's inheritance)
     while matches!(keyword(tokens.get(name_at)).as_deref(), Some("IF" | "NOT" | "EXISTS" | "ONLY")) {
         name_at += 1;
     }
-    qualified_by_scratch(tokens, name_at, scratch, postgres)?;
-    if object == "TABLE" && !altered && (runs_a_query(tokens, name_at + 3) || has_word(tokens, &["SELECT"])) {
-        return Err("CREATE TABLE … AS runs its query: a desired schema defines a table by its columns");
-    }
-    if driver == Driver::Mysql {
-        return reaches_no_other_table(tokens, object.as_str(), scratch);
-    }
-    Ok(())
+    Ok(name_at)
 }
 
 /// Whether an unquoted word of `tokens` is one of `words`.

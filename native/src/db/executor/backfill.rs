@@ -14,7 +14,7 @@ use crate::db::error::DbError;
 use crate::db::executor::backfill::runner::{Backfiller, Ended};
 use crate::db::executor::progress::Progress;
 use crate::db::executor::{Run, UnitError};
-use crate::db::types::BackfillState;
+use crate::db::types::{BackfillJob, BackfillState};
 
 /// How a unit's backfill step ended.
 pub(super) enum StepEnd {
@@ -40,33 +40,7 @@ impl<E: Engine> Run<'_, E> {
     ) -> Result<StepEnd, UnitError> {
         let (schema, migration) = (self.schema(step), self.migration(step));
         let books = self.engine.books();
-        let mut found = books.backfill_job(conn, schema, &migration.file).await?;
-        // Started from an earlier text of the file: its runner runs the
-        // stored text, never the file's. One that ran no batch takes the
-        // new text; one that did is refused, so the change is not lost.
-        if let Some(job) = found
-            .as_ref()
-            .filter(|job| job.row.state != BackfillState::Done && job.migration.checksum != migration.checksum)
-        {
-            let batches = job.row.progress.batches;
-            let idle = matches!(job.row.state, BackfillState::Failed | BackfillState::Cancelled);
-            if batches > 0 || !idle {
-                return Err(UnitError::Migration {
-                    step,
-                    failure: Failure::statement(format!(
-                        "{} changed since its backfill started in {schema} ({batches} batch(es) of the earlier \
-                         text committed, the backfill {}): a backfill runs the text it started with; restore the \
-                         file, or cancel the backfill (cancelBackfills) and write the change as a new file",
-                        migration.file,
-                        job.row.state.as_str()
-                    )),
-                    partly: batches > 0,
-                    attempts: 1,
-                });
-            }
-            books.forget_backfill(conn, schema, &migration.file).await?;
-            found = None;
-        }
+        let found = self.job_of_this_text(conn, step).await?;
         let state = found.as_ref().map(|job| job.row.state);
         let in_version =
             backfill::runs_in_version(migration.migration_type.is_tenant(), self.plan.new_tenant.is_some());
@@ -122,6 +96,40 @@ impl<E: Engine> Run<'_, E> {
                 migration.file
             ))),
         }
+    }
+
+    /// Step `step`'s backfill as the books hold it, if any. Started from an
+    /// earlier text of the file: its runner runs the stored text, never the
+    /// file's. One that ran no batch takes the new text (forgotten here);
+    /// one that did is refused, so the change is not lost.
+    async fn job_of_this_text(&self, conn: &mut E::Conn, step: u32) -> Result<Option<BackfillJob>, UnitError> {
+        let (schema, migration) = (self.schema(step), self.migration(step));
+        let books = self.engine.books();
+        let found = books.backfill_job(conn, schema, &migration.file).await?;
+        let Some(job) = found
+            .as_ref()
+            .filter(|job| job.row.state != BackfillState::Done && job.migration.checksum != migration.checksum)
+        else {
+            return Ok(found);
+        };
+        let batches = job.row.progress.batches;
+        let idle = matches!(job.row.state, BackfillState::Failed | BackfillState::Cancelled);
+        if batches > 0 || !idle {
+            return Err(UnitError::Migration {
+                step,
+                failure: Failure::statement(format!(
+                    "{} changed since its backfill started in {schema} ({batches} batch(es) of the earlier text \
+                     committed, the backfill {}): a backfill runs the text it started with; restore the file, or \
+                     cancel the backfill (cancelBackfills) and write the change as a new file",
+                    migration.file,
+                    job.row.state.as_str()
+                )),
+                partly: batches > 0,
+                attempts: 1,
+            });
+        }
+        books.forget_backfill(conn, schema, &migration.file).await?;
+        Ok(None)
     }
 
     /// Registers step `step`'s backfill (`again`: restarts a failed or

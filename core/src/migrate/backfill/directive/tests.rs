@@ -89,6 +89,7 @@ fn options_are_checked() {
         ("-- strata:backfill batch=0", "batch=0: not a batch size (a whole number from 1 to 100000)"),
         ("-- strata:backfill batch=100001", "batch=100001: not a batch size (a whole number from 1 to 100000)"),
         ("-- strata:backfill batch=ten", "batch=ten: not a batch size (a whole number from 1 to 100000)"),
+        ("-- strata:backfill batch=+50", "batch=+50: not a batch size (a whole number from 1 to 100000)"),
         ("-- strata:backfill batch=5 batch=6", "option `batch` given twice"),
         ("-- strata:backfill batch=", "option `batch` has no value"),
         ("-- strata:backfill orders", "`orders` is not an option: options are written name=value (table, key, batch)"),
