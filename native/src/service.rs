@@ -64,6 +64,10 @@ pub(crate) struct Caller {
 /// The actor of a request when no authentication is configured.
 pub(crate) const ANONYMOUS: &str = "anonymous";
 
+/// How long a version waits for another process's version to end before it
+/// judges the fleet's drift (then it judges what it reads).
+const MUTATION_WAIT: Duration = Duration::from_secs(600);
+
 impl Caller {
     /// What a rollout records of the caller (no identity when anonymous:
     /// nobody's approval is then anybody's).
@@ -799,7 +803,7 @@ impl Service {
         if policy == DriftPolicy::Off || !request.operation.judges_fleet_drift() || !self.database.keeps().catalogs {
             return Ok(Vec::new());
         }
-        let report = match self.drift().await {
+        let report = match self.drift_between_mutations(policy).await {
             Ok(report) => report,
             Err(error) => {
                 tracing::warn!(%error, "fleet drift could not be checked before the version");
@@ -835,6 +839,37 @@ impl Service {
             tracing::warn!(tenant = %row.tenant, message = %row.message, "drifted tenant quarantined (driftPolicy: quarantine)");
         }
         Ok(rows)
+    }
+
+    /// The fleet's drift, read while no mutation runs when `policy` acts on
+    /// it (`refuse`, `quarantine`): another process's version half-way shows
+    /// tenants it ran but has not recorded yet (MySQL's DDL before its rows,
+    /// SQLite's staged rows), which read as drift. It waits for such a
+    /// version to end (as this one would wait for its lock) and reads again
+    /// when one started while it read.
+    async fn drift_between_mutations(
+        &self,
+        policy: strata_core::migrate::config::DriftPolicy,
+    ) -> Result<strata_core::migrate::fingerprint::DriftReport, AppError> {
+        use strata_core::migrate::config::DriftPolicy;
+        if !matches!(policy, DriftPolicy::Refuse | DriftPolicy::Quarantine) {
+            return self.drift().await;
+        }
+        let running = || async { self.database.mutation_running().await.unwrap_or(false) };
+        let deadline = Instant::now() + MUTATION_WAIT;
+        let mut said = false;
+        loop {
+            while running().await && Instant::now() < deadline {
+                if !std::mem::replace(&mut said, true) {
+                    tracing::info!("another version is running: drift is judged once it ends");
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            let report = self.drift().await?;
+            if !running().await || Instant::now() >= deadline {
+                return Ok(report);
+            }
+        }
     }
 
     /// What a mutation that ran leaves besides its answer: its diagnostics

@@ -706,3 +706,29 @@ async fn a_file_leaves_the_next_nothing_of_its_transaction_or_session() {
     let message = failed["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("may be partly applied, unrecorded; nothing was recorded;"), "{message}");
 }
+
+/// SQLite: a tenant whose database file is gone while the books record its
+/// migrations is refused, named with its file — a new empty file would have
+/// taken the next files over a schema that is not there, the books still
+/// saying every earlier one applied.
+#[tokio::test]
+async fn a_sqlite_tenant_whose_file_is_gone_is_refused_not_made_again() {
+    if backend() != Backend::Sqlite {
+        return;
+    }
+    let server = Server::start("basic", "").await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    for name in ["t1", "t2"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let file = server.ws.path().join("db").join("t1.db");
+    std::fs::remove_file(&file).unwrap();
+    server.ws.write_migration("tenants/004.sql", "create table {schema}.extra (id integer);\n");
+    let refused = server.create_version(json!({ "versionName": "after" })).await;
+    let message = refused["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("t1") && message.contains("is gone, though migrations are recorded for it"), "{refused}");
+    assert!(!file.exists(), "the file was made again");
+    let extra = server.ws.rows("svc", "select count(*) from svc_migrations where filename = 'tenants/004.sql'").await;
+    assert_eq!(extra, [[json!(0)]]);
+}

@@ -188,6 +188,49 @@ async fn a_failure_past_the_budget_stops_the_version() {
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
 }
 
+/// A version that starts while another runs judges drift once that one has
+/// ended: half-way, the other's tenants are migrated but not all recorded yet
+/// (SQLite's staged rows, MySQL's DDL before its rows), which read as drift —
+/// and `driftPolicy: quarantine` put healthy tenants aside.
+#[tokio::test]
+async fn a_version_started_during_another_judges_drift_once_it_has_ended() {
+    let server = Server::start("basic", "driftPolicy: quarantine\ntenantConcurrency: 1\n").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names: Vec<String> = (1..=12).map(|i| format!("t{i:02}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let slow = match backend() {
+        Backend::Postgres => "select pg_sleep(0.15);",
+        Backend::Mysql => "do sleep(0.15);",
+        Backend::Sqlite => {
+            "with recursive c(x) as (select 1 union all select x + 1 from c where x < 400000) select count(*) from c;"
+        }
+    };
+    server.ws.write_migration("tenants/006.sql", &format!("create table {{schema}}.slowed (id integer);\n{slow}\n"));
+    let first = create(&server, "slow");
+    let second = async {
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        server.ws.write_migration("tenants/007.sql", "create table {schema}.after (id integer);\n");
+        create(&server, "during").await
+    };
+    let (first, second) = tokio::join!(first, second);
+    for (name, result) in [("slow", &first), ("during", &second)] {
+        assert!(result.get("errors").is_none(), "{name}: {result}");
+        assert_eq!(result["data"]["createVersion"]["quarantined"], json!([]), "{name}: {result}\n{}", server.log());
+    }
+    assert_eq!(server.data("{ quarantine { tenant } }", json!({})).await["quarantine"], json!([]));
+    for name in &names {
+        let files = recorded(&server, name).await;
+        assert!(
+            files.contains(&"tenants/006.sql".to_string()) && files.contains(&"tenants/007.sql".to_string()),
+            "{name}: {files:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn drift_policy_quarantine_puts_drifted_tenants_aside_before_the_version() {
     let server = Server::start("basic", "driftPolicy: quarantine\n").await;

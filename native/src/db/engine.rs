@@ -298,6 +298,11 @@ pub(crate) trait Engine: Send + Sync {
     fn lock_held(&self, _lock: &Self::Lock) -> bool {
         true
     }
+    /// Whether a mutation holds the cross-instance lock now (read, nothing
+    /// taken). An engine that cannot tell answers no.
+    async fn lock_in_use(&self) -> Result<bool, DbError> {
+        Ok(false)
+    }
     /// Fails with [`LockError::Lost`](crate::db::error::LockError::Lost)
     /// unless `lock` is still this mutation's, checked in the transaction
     /// open on `conn` and kept until it ends (a taker waits for it): what

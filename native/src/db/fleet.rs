@@ -1050,6 +1050,11 @@ impl Database for Fleet {
             .collect())
     }
 
+    async fn mutation_running(&self) -> Result<bool, DbError> {
+        let answers = self.answering(|_, store| async move { store.mutation_running().await }).await?;
+        Ok(answers.into_iter().flatten().any(|running| running))
+    }
+
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
         let placement = self.placement().await?;
         let mut parts: Vec<Vec<QuarantineRow>> = vec![Vec::new(); self.slots.len()];

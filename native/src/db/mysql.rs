@@ -280,6 +280,10 @@ impl Engine for MysqlEngine {
         lock.held()
     }
 
+    async fn lock_in_use(&self) -> Result<bool, DbError> {
+        Ok(self.lease.holder().await?.is_some())
+    }
+
     async fn fence(&self, conn: &mut Self::Conn, lock: &Self::Lock) -> Result<(), DbError> {
         let holder: Option<String> =
             sqlx::query_scalar(sql::LEASE_FENCE).bind(lock.holder()).fetch_optional(&mut **conn).await?;

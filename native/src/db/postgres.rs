@@ -336,6 +336,10 @@ impl Engine for PostgresEngine {
         lock.held()
     }
 
+    async fn lock_in_use(&self) -> Result<bool, DbError> {
+        Ok(self.lease.holder().await?.is_some())
+    }
+
     async fn fence(&self, conn: &mut Self::Conn, lock: &Self::Lock) -> Result<(), DbError> {
         match sqlx::raw_sql(AssertSqlSafe(sql::fence(lock.holder()))).execute(&mut **conn).await {
             Err(e) if is_fence(&e) => Err(DbError::Lock(LockError::Lost)),

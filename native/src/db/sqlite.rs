@@ -257,6 +257,9 @@ impl SqliteEngine {
         for schema in missing {
             let file = self.files.file(schema);
             let existed = tokio::fs::try_exists(&file).await.unwrap_or(false);
+            if !existed && recorded_in(&mut conn.conn, schema).await {
+                return Err(file_gone(schema, &file));
+            }
             attach(&mut conn.conn, schema, &file).await?;
             conn.attached.push(schema.clone());
             if !existed {
@@ -286,6 +289,29 @@ type CatalogRow = (String, String, String, String);
 
 fn catalog_object((_, kind, name, definition): CatalogRow) -> strata_core::migrate::fingerprint::CatalogObject {
     strata_core::migrate::fingerprint::CatalogObject { kind, name, definition }
+}
+
+/// The refusal of a schema whose file is gone while the books record
+/// migrations in it.
+fn file_gone(schema: &str, file: &Path) -> DbError {
+    DbError::UnusableSchema {
+        schema: schema.to_string(),
+        reason: format!(
+            "its database file {} is gone, though migrations are recorded for it: restore the file (a new empty \
+             one would take the next files over a schema that is not there)",
+            file.display()
+        ),
+    }
+}
+
+/// Whether the books (attached as `svc`) record a migration in `schema`;
+/// no when they cannot tell (not made yet).
+async fn recorded_in(conn: &mut SqliteConnection, schema: &str) -> bool {
+    sqlx::query_scalar::<_, i64>("select exists(select 1 from svc.svc_migrations where db_schema = ?)")
+        .bind(schema)
+        .fetch_one(conn)
+        .await
+        .is_ok_and(|found| found == 1)
 }
 
 /// The refusal of one attachment too many (`attachments` in all).
@@ -673,6 +699,18 @@ impl Engine for SqliteEngine {
         Ok(lock)
     }
 
+    /// Whether a write transaction on the lock file can begin now (tried
+    /// without waiting, and given back at once).
+    async fn lock_in_use(&self) -> Result<bool, DbError> {
+        let mut probe = SqliteConnection::connect_with(&self.lock_options).await?;
+        let free = begin_immediate(&mut probe).await?;
+        if free {
+            sqlx::raw_sql(sql::ROLLBACK).execute(&mut probe).await?;
+        }
+        let _ = probe.close().await;
+        Ok(!free)
+    }
+
     async fn unlock(&self, mut lock: Self::Lock) {
         let _ = tokio::fs::remove_file(self.files.lock_holder()).await;
         let _ = sqlx::raw_sql(sql::ROLLBACK).execute(&mut lock).await;
@@ -713,6 +751,9 @@ impl Engine for SqliteEngine {
         self.files.check(schema)?;
         let file = self.files.file(schema);
         if !exec::blocking(|| file.try_exists().unwrap_or(false)) {
+            if recorded_in(&mut conn.conn, schema).await {
+                return Err(file_gone(schema, &file));
+            }
             conn.created_files.push(file.clone());
         }
         conn.pending = Some(PendingAttach {

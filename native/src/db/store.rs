@@ -162,6 +162,9 @@ pub(crate) trait Database: Send + Sync {
     /// Puts tenants in quarantine (or counts one more failure of those
     /// already there).
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError>;
+    /// Whether a mutation of another process (or task) holds the lock now,
+    /// on any server of the fleet.
+    async fn mutation_running(&self) -> Result<bool, DbError>;
     /// Releases quarantined tenants (names not quarantined are ignored);
     /// returns those released.
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError>;
@@ -446,6 +449,10 @@ impl<E: Engine> Database for Store<E> {
             moved.push(BackfillWait { tenant: row.schema, file: row.file });
         }
         Ok(moved)
+    }
+
+    async fn mutation_running(&self) -> Result<bool, DbError> {
+        self.engine.lock_in_use().await
     }
 
     async fn quarantine(&self, rows: &[QuarantineRow]) -> Result<(), DbError> {
