@@ -600,7 +600,7 @@ async fn leased_fleet(name: &str, n: usize) -> (Workspace, String, PathBuf, PgCo
     let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
     fresh_database(&admin_url, &database).await;
     let url = with_database(&admin_url, &database);
-    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 3\n");
+    let config = config_for(&ws, &url, "direct.yaml", "tenantConcurrency: 1\nlockLeaseSeconds: 5\n");
     assert_eq!(code(&strata(&config, &["apply", "--version", "ref"]).await), 0);
     let mut direct = admin(&url).await;
     tenants(&mut direct, n).await;
@@ -620,9 +620,10 @@ async fn a_holder_paused_past_its_lease_commits_nothing_the_next_holder_runs() {
     }
     let (ws, database, config, mut direct) = leased_fleet("paused", 3).await;
     let admin_url = env("STRATA_TEST_PG_DEFAULT_URL");
-    // t1's first file sleeps 6 s: longer than the lease. t0's unit comes
-    // first and commits the version's row, so t1's goes as one message.
-    write_counting_migrations(&ws, "450", "z", "select pg_sleep(case when '{schema}' = 't1' then 6 else 0 end);\n");
+    // t1's first file sleeps 10 s: longer than the lease (5 s, so that t0's
+    // unit ends within it on a loaded machine). t0's unit comes first and
+    // commits the version's row, so t1's goes as one message.
+    write_counting_migrations(&ws, "450", "z", "select pg_sleep(case when '{schema}' = 't1' then 10 else 0 end);\n");
     let paused = tokio::process::Command::new(crate::support::strata_bin())
         .args(["--config", config.to_str().unwrap(), "apply", "--version", "paused"])
         .stdout(std::process::Stdio::piped())

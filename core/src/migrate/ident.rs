@@ -173,16 +173,15 @@ pub fn validate_new_tenant_name<'a>(
     driver: Driver,
     single_schemas: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), IdentError> {
-    validate_tenant_name(name)?;
+    let engine = engine_name(driver);
+    match validate_tenant_name(name) {
+        // A new tenant's rule is narrower than a name's: say that one.
+        Err(IdentError::InvalidCharacter { name, .. }) => return Err(IdentError::NotPlain { name, engine, driver }),
+        checked => checked?,
+    }
     if is_service_schema(name) {
         return Err(IdentError::Reserved { name: name.to_string() });
     }
-    let engine = match driver {
-        Driver::Sqlite => "SQLite",
-        Driver::Postgres => "PostgreSQL",
-        Driver::Mysql => "MySQL and MariaDB",
-        Driver::SqlServer => "SQL Server",
-    };
     if driver.reserves_schema(name) {
         return Err(IdentError::ReservedByEngine { name: name.to_string(), engine });
     }
@@ -196,6 +195,16 @@ pub fn validate_new_tenant_name<'a>(
         return Err(IdentError::Keyword { name: name.to_string(), engine });
     }
     Ok(())
+}
+
+/// The engine of `driver`, as people call it.
+fn engine_name(driver: Driver) -> &'static str {
+    match driver {
+        Driver::Sqlite => "SQLite",
+        Driver::Postgres => "PostgreSQL",
+        Driver::Mysql => "MySQL and MariaDB",
+        Driver::SqlServer => "SQL Server",
+    }
 }
 
 /// What a new tenant's name must be on `driver`, in words (the refusal

@@ -202,7 +202,9 @@ async fn run_text(conn: &mut sqlx::PgConnection, text: &str) -> Result<(), Failu
 
 /// The fence's failure ([`sql::fence`]): the lease names another holder.
 fn is_fence(error: &sqlx::Error) -> bool {
-    error.as_database_error().and_then(|d| d.code()).is_some_and(|code| code == sql::FENCE_SQLSTATE)
+    error
+        .as_database_error()
+        .is_some_and(|d| d.code().is_some_and(|code| code == sql::FENCE_SQLSTATE) && d.message() == sql::FENCE_MESSAGE)
 }
 
 /// The lease's statements on the pool (see [`super::lease`]).

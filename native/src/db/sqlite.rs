@@ -260,7 +260,10 @@ impl SqliteEngine {
             if !existed && recorded_in(&mut conn.conn, schema).await {
                 return Err(file_gone(schema, &file));
             }
-            attach(&mut conn.conn, schema, &file).await?;
+            attach(&mut conn.conn, schema, &file).await.map_err(|error| DbError::UnusableSchema {
+                schema: schema.clone(),
+                reason: format!("its database file {} cannot be attached: {error}", file.display()),
+            })?;
             conn.attached.push(schema.clone());
             if !existed {
                 conn.created_files.push(file);

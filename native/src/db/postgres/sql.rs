@@ -45,6 +45,9 @@ pub(crate) const LEASE_GATE: &str = "select pg_advisory_xact_lock($1)";
 
 /// The SQLSTATE [`fence`] raises when the lease names another holder.
 pub(crate) const FENCE_SQLSTATE: &str = "SF001";
+/// The fence's message, which with [`FENCE_SQLSTATE`] tells its refusal
+/// from a user file's error of the same code.
+pub(crate) const FENCE_MESSAGE: &str = "the lease svc.svc_lock was taken by another mutation";
 
 /// The fence of a unit's transaction: the advisory lock [`FENCE_KEY`]
 /// shared, then the lease row read under `for key share` (a row changed
@@ -56,8 +59,7 @@ pub(crate) fn fence(holder: &str) -> String {
     let body = format!(
         "begin perform pg_advisory_xact_lock_shared({FENCE_KEY}); \
          perform 1 from svc.svc_lock where id = 1 and holder = {} for key share; \
-         if not found then raise exception 'the lease svc.svc_lock was taken by another mutation' \
-         using errcode = '{FENCE_SQLSTATE}'; end if; end",
+         if not found then raise exception '{FENCE_MESSAGE}' using errcode = '{FENCE_SQLSTATE}'; end if; end",
         quote_string_postgres(holder)
     );
     format!("do {}", quote_string_postgres(&body))
