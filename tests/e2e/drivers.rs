@@ -8,6 +8,20 @@ use serde_json::json;
 
 use crate::support::{Backend, Server, applied, backend, pairs};
 
+/// A server of the `basic` example (`extra` appended to its configuration),
+/// its single schemas migrated, and tenants `t1`…`tN` created, each as a
+/// version of its own.
+async fn tenants_on(extra: &str, n: usize) -> (Server, Vec<String>) {
+    let server = Server::start("basic", extra).await;
+    server.create_version(json!({ "versionName": "base" })).await;
+    let names: Vec<String> = (1..=n).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    (server, names)
+}
+
 #[tokio::test]
 async fn eight_concurrent_versions_on_two_processes_apply_everything_exactly_once() {
     let server = Server::start("basic", "").await;
@@ -336,12 +350,7 @@ async fn a_file_with_delimiter_lines_runs_as_the_mysql_client_runs_it() {
     if backend() != Backend::Mysql {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.create_version(json!({ "versionName": "base" })).await;
-    for name in ["t1", "t2"] {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let (server, _) = tenants_on("", 2).await;
     server.ws.write_migration(
         "tenants/004.sql",
         "create table {schema}.counted (n int);\n\
@@ -376,13 +385,7 @@ async fn a_file_with_delimiter_lines_runs_as_the_mysql_client_runs_it() {
 /// such a connection is closed).
 #[tokio::test]
 async fn a_files_temporary_table_ends_with_its_unit() {
-    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
-    server.create_version(json!({ "versionName": "base" })).await;
-    let names: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
-    for name in &names {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let (server, names) = tenants_on("tenantConcurrency: 1\n", 6).await;
     // A prepared statement is the session's too (SQLite has none).
     let prepare = match backend() {
         Backend::Sqlite => "",
@@ -551,13 +554,7 @@ async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed
             |name| format!("prepare {name} from 'select 1';"),
         ),
     };
-    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
-    server.create_version(json!({ "versionName": "base" })).await;
-    let names: Vec<String> = (1..=3).map(|i| format!("t{i}")).collect();
-    for name in &names {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let (server, names) = tenants_on("tenantConcurrency: 1\n", 3).await;
     // Committed: each tenant's unit takes the lock (it is its session's:
     // the three units share one connection) and prepares a statement.
     server.ws.write_migration(
@@ -612,13 +609,7 @@ async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed
 /// none of it; a file failing half-way there is reported partly committed.
 #[tokio::test]
 async fn a_file_leaves_the_next_nothing_of_its_transaction_or_session() {
-    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
-    server.create_version(json!({ "versionName": "base" })).await;
-    let names: Vec<String> = (1..=3).map(|i| format!("t{i}")).collect();
-    for name in &names {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let (server, names) = tenants_on("tenantConcurrency: 1\n", 3).await;
     let alone = "-- strata:no-transaction\n";
     let refused: Vec<(String, &str)> = match backend() {
         Backend::Postgres => vec![
@@ -716,12 +707,7 @@ async fn a_sqlite_tenant_whose_file_is_gone_is_refused_not_made_again() {
     if backend() != Backend::Sqlite {
         return;
     }
-    let server = Server::start("basic", "").await;
-    server.create_version(json!({ "versionName": "base" })).await;
-    for name in ["t1", "t2"] {
-        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
-        assert!(created.get("errors").is_none(), "{created}");
-    }
+    let (server, _) = tenants_on("", 2).await;
     let file = server.ws.path().join("db").join("t1.db");
     std::fs::remove_file(&file).unwrap();
     server.ws.write_migration("tenants/004.sql", "create table {schema}.extra (id integer);\n");
