@@ -174,6 +174,12 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// Whether a Sync reads other tools' histories on `driver` (PostgreSQL,
+/// MySQL/MariaDB); elsewhere it is migrator's.
+pub fn read_on(driver: Driver) -> bool {
+    matches!(driver, Driver::Postgres | Driver::Mysql)
+}
+
 /// The names of the schemas whose histories one MySQL probe lists.
 const PROBED_AT_ONCE: usize = 500;
 
@@ -377,8 +383,7 @@ pub fn flyway_checksum(text: &str) -> i32 {
 fn hex(driver: Driver, expression: &str) -> String {
     match driver {
         Driver::Postgres => format!("coalesce(encode({expression}, 'hex'), '')"),
-        Driver::Mysql => format!("coalesce(lower(hex({expression})), '')"),
-        Driver::Sqlite => format!("coalesce(lower(hex({expression})), '')"),
+        Driver::Mysql | Driver::Sqlite => format!("coalesce(lower(hex({expression})), '')"),
         Driver::SqlServer => format!("coalesce(lower(convert(nvarchar(max), {expression}, 2)), '')"),
     }
 }

@@ -385,10 +385,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         refusals.push(error);
         FileMode::default()
     }));
-    let statements = match driver {
-        Driver::SqlServer => batches(&tokens),
-        _ => statements(&tokens, driver),
-    };
+    let statements = statements_of(driver, &tokens);
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
     mode.changes_session = match driver {
         // Cut by its `DELIMITER` lines, its statements are not the
@@ -1143,11 +1140,16 @@ fn after_comments(mut text: &str) -> &str {
 /// Text the tokenizer cannot read counts as having run.
 pub fn ran_before(driver: Driver, text: &str, at: Position) -> bool {
     let Ok(tokens) = tokenize(driver, text) else { return true };
-    let statements = match driver {
-        Driver::SqlServer => batches(&tokens),
-        _ => statements(&tokens, driver),
-    };
-    statements.iter().any(|statement| statement.end <= at)
+    statements_of(driver, &tokens).iter().any(|statement| statement.end <= at)
+}
+
+/// The statements of `tokens` as `driver`'s engine cuts them: SQL Server's
+/// `GO` batches, elsewhere top-level `;`.
+fn statements_of(driver: Driver, tokens: &[TokenWithSpan]) -> Vec<Statement> {
+    match driver {
+        Driver::SqlServer => batches(tokens),
+        _ => statements(tokens, driver),
+    }
 }
 
 /// The statements of `text` as the engine should run them one at a time, as

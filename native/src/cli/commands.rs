@@ -11,6 +11,7 @@ use strata_core::migrate::lint::{self, Severity};
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
+use strata_core::migrate::revert::Extent;
 use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
@@ -426,17 +427,15 @@ async fn plan(service: &Service, args: PlanArgs) -> Exit {
         Err(error) => return failure(&error),
     };
     let action = if args.sync { Action::Sync } else { Action::Apply };
-    let previewed = match (args.extent.extent(), args.revert, args.sync) {
-        (Some(extent), true, _) => service.preview_revert(extent).await,
-        (_, false, true) if args.extent.steps.is_none() && args.extent.to.is_some() => {
-            service.preview_sync_to(args.extent.to.as_deref().unwrap_or_default()).await
-        }
-        (Some(_), false, _) => {
+    let previewed = match (args.extent.extent(), args.revert) {
+        (Some(extent), true) => service.preview_revert(extent).await,
+        (Some(Extent::To(to)), false) if args.sync => service.preview_sync_to(&to).await,
+        (Some(_), false) => {
             let message =
                 "--steps and --to preview a revert (with --revert), or --to a Sync through FILE (with --sync)";
             return failure(&AppError::InvalidInput(message.into()));
         }
-        (None, _, _) => service.preview(target, action).await,
+        (None, _) => service.preview(target, action).await,
     };
     match previewed {
         Ok((preview, sources)) => {

@@ -310,7 +310,7 @@ fn file_gone(schema: &str, file: &Path) -> DbError {
 /// Whether the books (attached as `svc`) record a migration in `schema`;
 /// no when they cannot tell (not made yet).
 async fn recorded_in(conn: &mut SqliteConnection, schema: &str) -> bool {
-    sqlx::query_scalar::<_, i64>("select exists(select 1 from svc.svc_migrations where db_schema = ?)")
+    sqlx::query_scalar::<_, i64>(sql::RECORDED_IN_SCHEMA)
         .bind(schema)
         .fetch_one(conn)
         .await

@@ -126,7 +126,11 @@ pub(super) async fn plan_read<E: Engine>(
         // holds histories decides too: the fleet adopts or not as a whole.
         let elsewhere = request.histories_elsewhere
             || (found.is_empty() && installed && histories_in_fleet(engine, conn, request).await?);
-        let present = single_schemas_present(engine, conn, &plan, request.sources).await?;
+        // Which single schemas exist matters only when the fleet adopts.
+        let present = match found.is_empty() && !elsewhere {
+            true => Vec::new(),
+            false => single_schemas_present(engine, conn, &plan, request.sources).await?,
+        };
         plan = history::adopt(plan, request.sources, found, elsewhere, &present)?;
     }
     let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
@@ -194,7 +198,7 @@ async fn histories_in_fleet<E: Engine>(
     request: &MutationRequest<'_>,
 ) -> Result<bool, RunError> {
     // Where no history is read (SQLite, SQL Server), there is none to find.
-    if E::DRIVER != Driver::Postgres && E::DRIVER != Driver::Mysql {
+    if !history::read_on(E::DRIVER) {
         return Ok(false);
     }
     let mut fleet = engine.books().tenants(conn).await?.names;

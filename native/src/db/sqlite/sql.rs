@@ -128,6 +128,10 @@ create table if not exists svc.svc_tenants (
 );
 ";
 
+/// Whether the books (attached as `svc`) record a migration in the schema
+/// `?`.
+pub(crate) const RECORDED_IN_SCHEMA: &str = "select exists(select 1 from svc.svc_migrations where db_schema = ?)";
+
 /// Names of the databases attached to a connection (`pragma database_list`).
 pub(crate) const LIST_ATTACHED: &str = "select name from pragma_database_list";
 
