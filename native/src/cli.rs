@@ -73,7 +73,7 @@ pub(crate) enum Exit {
     SchemaDrift = 10,
     /// `apply`, `quarantine retry`: the version completed, but tenants failed
     /// and are quarantined (within the failure budget, or in a backfill run
-    /// after the version, which no budget stops).
+    /// after the version: past its budget, the rest are paused).
     Quarantined = 11,
     /// `apply`, `quarantine retry` on a sharded fleet: the version did not
     /// finish on some shards (each named with why); the others finished.
@@ -186,7 +186,7 @@ Exit status:
      changed since its last migration; apply refused by driftPolicy: refuse; diff --check: a tenant differs
      from the desired schema
   11 apply, quarantine retry: the version completed, but tenants failed and are quarantined — within the
-     failure budget, or in a backfill run after the version (which no budget stops) (strata quarantine lists them)
+     failure budget, or in a backfill run after the version (past its budget, the rest pause) (strata quarantine lists them)
   12 apply, quarantine retry on a sharded fleet: the version did not finish on some shards (each is named,
      with why); the others finished. Run it again once they are fixed or reachable. status, tenants: some
      shards did not answer (each is named); what is shown of them is as last seen

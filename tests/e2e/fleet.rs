@@ -181,8 +181,8 @@ async fn transaction_control_in_a_file_is_refused_before_anything_runs() {
     assert_eq!(
         error["message"],
         "tenants/002_b.sql:3:3: COMMIT would end the transaction the service runs this file in; remove it (the \
-         service commits each schema's migrations itself), or mark the file `-- strata:no-transaction` to run it \
-         outside any transaction; nothing was run"
+         service commits each schema's migrations itself), or mark the file with `-- strata:no-transaction` in its \
+         leading comment lines to run it outside any transaction; nothing was run"
     );
     // Nothing ran: not even the first file, in no tenant, and no version.
     assert_eq!(server.ws.count("svc", "svc_versions").await, versions_before);
@@ -245,9 +245,9 @@ async fn create_index_concurrently_runs_only_with_the_directive_outside_any_tran
     assert_eq!(refused["errors"][0]["extensions"]["code"], "STATEMENT_REFUSED", "{refused}");
     assert_eq!(
         refused["errors"][0]["message"],
-        "tenants/002_i.sql:1:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; put \
-         `-- strata:no-transaction` in the file's leading comment lines to run it outside one (alone, recorded right \
-         after it succeeds); nothing was run"
+        "tenants/002_i.sql:1:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; mark the file with \
+         `-- strata:no-transaction` in its leading comment lines to run it outside one (alone, recorded right after \
+         it succeeds); nothing was run"
     );
     assert!(server.ws.tables("t00").await.is_empty());
 

@@ -32,11 +32,16 @@
 //!   `backfill.batchMillis`, never above the directive's `batch`; one
 //!   database server's backfills share `backfill.rowsPerSecond`, and run
 //!   at most `backfill.concurrency` at once
-//!   ([`crate::migrate::config::BackfillSettings`]).
+//!   ([`crate::migrate::config::BackfillSettings`]) — whichever processes
+//!   run them: each takes its share of the rate, and starts one only while
+//!   the server has room ([`Runners`]).
+//! - **Budgeted** ([`budget`]). A version's `failureBudget` covers the
+//!   backfills it started: past it, the rest of them pause.
 //!
 //! Core writes the statements and decides every step; the shell reads and
 //! binds the keys, runs the batches and stores the checkpoints.
 
+pub mod budget;
 pub mod directive;
 mod key;
 pub mod machine;
@@ -61,7 +66,7 @@ pub fn runs_in_version(tenant: bool, new_tenant: bool) -> bool {
 
 pub use key::{Key, KeyValue, decode_key, encode_key};
 pub use machine::{Estimate, Machine, Next, Stored, estimate};
-pub use pace::{LagStep, LagWatch, RowBudget, Sizer};
+pub use pace::{LagStep, LagWatch, RowBudget, Runners, Sizer};
 pub use sql::{Rendered, Slot, Target, Template};
 pub use state::State;
 

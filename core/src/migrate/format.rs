@@ -99,6 +99,21 @@ impl Format {
         }
     }
 
+    /// How a refusal tells a file of this format to mark itself to run
+    /// outside any transaction: the format's own marker, as "mark the file
+    /// with …" reads it (another format's marker, or Strata's directive in
+    /// another format's file, is refused).
+    pub fn no_transaction_mark(self) -> &'static str {
+        match self {
+            Format::Strata => crate::migrate::statements::STRATA_MARK,
+            Format::Dbmate => "`transaction:false` on its section's marker (`-- migrate:up transaction:false`)",
+            Format::GolangMigrate => "`-- no-transaction` as its first line (sqlx's marker)",
+            Format::Goose => "`-- +goose NO TRANSACTION`",
+            Format::Flyway => "`executeInTransaction=false` in a `<file>.conf` beside it",
+            Format::Atlas => "`-- atlas:txmode none` in its leading comment lines",
+        }
+    }
+
     /// The format a configuration names: its name, or `migrator` (Strata's)
     /// or `sqlx` (golang-migrate's file layout).
     pub fn parse(name: &str) -> Option<Format> {

@@ -104,6 +104,8 @@ pub struct SourceMigration {
     pub forward: String,
     /// Its format's marker says it runs outside any transaction.
     pub no_transaction: bool,
+    /// The format its directory is read in.
+    pub format: Format,
     /// What undoes it, where its format says (never run forward).
     pub down: Option<Part>,
     /// Where it sorts.
@@ -142,6 +144,7 @@ impl SourceMigration {
             checksum: checksum(contents.as_bytes()),
             forward: contents.to_string(),
             no_transaction: false,
+            format: Format::Strata,
             down: None,
             order: SortKey::Name,
             in_its_schema: false,
@@ -302,6 +305,7 @@ pub fn read_directories<'a>(
                     checksum,
                     forward: read.forward.text,
                     no_transaction: read.forward.no_transaction,
+                    format,
                     down: read.down,
                     order: read.order,
                     in_its_schema: format != Format::Strata && migration_type.is_tenant(),

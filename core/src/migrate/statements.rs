@@ -91,8 +91,8 @@ pub enum StatementError {
     /// transaction.
     #[error(
         "{file}:{at}: {statement} would end the transaction the service runs this file in; \
-         remove it (the service commits each schema's migrations itself), or mark the file \
-         `-- {NO_TRANSACTION_DIRECTIVE}` to run it outside any transaction"
+         remove it {}",
+        advice::remove(.mark)
     )]
     TransactionControl {
         /// The file.
@@ -101,12 +101,15 @@ pub enum StatementError {
         at: Position,
         /// Its leading words, upper-cased (`COMMIT`, `BEGIN TRANSACTION`).
         statement: String,
+        /// How the file's format marks it to run outside any transaction
+        /// (none: a backfill, whose batches each run in one).
+        mark: Option<&'static str>,
     },
     /// A statement the engine refuses inside a transaction, in a file
     /// without the directive.
     #[error(
-        "{file}:{at}: {statement} cannot run inside a transaction; put `-- {NO_TRANSACTION_DIRECTIVE}` \
-         in the file's leading comment lines to run it outside one (alone, recorded right after it succeeds)"
+        "{file}:{at}: {statement} cannot run inside a transaction; {}",
+        advice::run_outside(.mark)
     )]
     NeedsNoTransaction {
         /// The file.
@@ -115,6 +118,9 @@ pub enum StatementError {
         at: Position,
         /// Its leading words, upper-cased (`CREATE INDEX CONCURRENTLY`).
         statement: String,
+        /// How the file's format marks it to run outside any transaction
+        /// (none: a backfill, whose batches each run in one).
+        mark: Option<&'static str>,
     },
     /// PostgreSQL's `COPY … FROM STDIN` or `TO STDOUT`: its rows travel
     /// between the server and a client that sends or reads them (psql, a
@@ -155,7 +161,8 @@ pub enum StatementError {
     #[error(
         "{file}:{at}: the file cannot be read to its end (an unterminated string, comment or quoted name?), so its \
          statements cannot be checked, and it holds {word}, which would end the transaction the service runs it in; \
-         correct the text, or mark the file `-- {NO_TRANSACTION_DIRECTIVE}`"
+         correct the text{}",
+        advice::or_mark(.mark)
     )]
     Unreadable {
         /// The file.
@@ -164,6 +171,9 @@ pub enum StatementError {
         at: Position,
         /// The word, upper-cased.
         word: String,
+        /// How the file's format marks it to run outside any transaction
+        /// (none: a backfill, whose batches each run in one).
+        mark: Option<&'static str>,
     },
     /// `RELEASE` or `ROLLBACK TO` a savepoint the file did not set: an
     /// earlier file's, still open in the unit's transaction
@@ -356,15 +366,26 @@ pub struct FileMode {
 /// say) is judged as far as it can be read ([`unreadable`]); the engine has
 /// the last word on the rest.
 pub fn inspect(driver: Driver, file: &str, contents: &str) -> Result<FileMode, Refusals> {
-    inspect_part(driver, file, contents, false)
+    inspect_part(driver, file, contents, false, STRATA_MARK)
 }
+
+/// How a file of Strata's own format is marked to run outside any
+/// transaction, as a refusal advises it.
+pub const STRATA_MARK: &str = "`-- strata:no-transaction` in its leading comment lines";
 
 /// [`inspect`] for the part of a file its format runs
 /// ([`crate::migrate::format`]): `no_transaction` is the format's own
 /// marker (dbmate's `transaction:false`, goose's `NO TRANSACTION`, sqlx's
 /// `-- no-transaction`, Flyway's `executeInTransaction=false`), which counts
-/// as the directive.
-pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: bool) -> Result<FileMode, Refusals> {
+/// as the directive; `mark` says how the format writes that marker, for the
+/// refusals that advise it (`Format::no_transaction_mark`).
+pub fn inspect_part(
+    driver: Driver,
+    file: &str,
+    contents: &str,
+    no_transaction: bool,
+    mark: &'static str,
+) -> Result<FileMode, Refusals> {
     let with_marker = |mut mode: FileMode| {
         mode.no_transaction |= no_transaction;
         mode
@@ -373,7 +394,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         Ok(tokens) => (tokens, true),
         Err(error) => match unreadable::tokens_before(driver, contents, &error) {
             Some(tokens) => (tokens, false),
-            None => return unread(driver, file, contents, no_transaction),
+            None => return unread(driver, file, contents, no_transaction, mark),
         },
     };
     let mut refusals = Vec::new();
@@ -385,6 +406,7 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
         refusals.push(error);
         FileMode::default()
     }));
+    let mark = Some(mark).filter(|_| !mode.backfill);
     let statements = statements_of(driver, &tokens);
     mode.commit_after = driver == Driver::Postgres && statements.iter().any(|s| adds_enum_value(&s.words));
     mode.changes_session = match driver {
@@ -423,8 +445,8 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
                 let at = statement.at;
                 let (file, statement) = (file.to_string(), words.join(" "));
                 refusals.push(match kind {
-                    Kind::TransactionControl => StatementError::TransactionControl { file, at, statement },
-                    Kind::NeedsNoTransaction => StatementError::NeedsNoTransaction { file, at, statement },
+                    Kind::TransactionControl => StatementError::TransactionControl { file, at, statement, mark },
+                    Kind::NeedsNoTransaction => StatementError::NeedsNoTransaction { file, at, statement, mark },
                 });
             }
         }
@@ -440,12 +462,19 @@ pub fn inspect_part(driver: Driver, file: &str, contents: &str, no_transaction: 
 /// ([`unreadable`]): the directives of its leading `--` lines, refused when
 /// a word that controls transactions is anywhere in it (outside a
 /// transaction, or on MySQL, nothing is judged).
-fn unread(driver: Driver, file: &str, contents: &str, no_transaction: bool) -> Result<FileMode, Refusals> {
+fn unread(
+    driver: Driver,
+    file: &str,
+    contents: &str,
+    no_transaction: bool,
+    mark: &'static str,
+) -> Result<FileMode, Refusals> {
     let mut mode = directives(file, &leading_lines(contents)).map_err(|e| Refusals(vec![e]))?;
     mode.no_transaction |= no_transaction;
     mode.changes_session = driver != Driver::Postgres;
+    let mark = Some(mark).filter(|_| !mode.backfill);
     match unreadable::control_word(driver, contents).filter(|_| !mode.no_transaction) {
-        Some((at, word)) => Err(Refusals(vec![StatementError::Unreadable { file: file.to_string(), at, word }])),
+        Some((at, word)) => Err(Refusals(vec![StatementError::Unreadable { file: file.to_string(), at, word, mark }])),
         None => Ok(mode),
     }
 }
@@ -903,16 +932,15 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
             out.extend(current.take());
             continue;
         }
-        current
-            .get_or_insert_with(|| Statement {
-                at: Position { line: token.span.start.line, column: token.span.start.column },
-                end: Position { line: token.span.end.line, column: token.span.end.column },
-                words: Vec::new(),
-                names: Vec::new(),
-                copy_with_client: None,
-            })
-            .words
-            .extend(word(&token.token));
+        let batch = current.get_or_insert_with(|| Statement {
+            at: Position { line: token.span.start.line, column: token.span.start.column },
+            end: Position { line: token.span.end.line, column: token.span.end.column },
+            words: Vec::new(),
+            names: Vec::new(),
+            copy_with_client: None,
+        });
+        batch.words.extend(word(&token.token));
+        batch.names.extend(name(&token.token));
     }
     out.extend(current);
     out
@@ -990,7 +1018,7 @@ fn judge_sqlite(s: &[Word]) -> Verdict {
 
 /// A T-SQL batch that defines a routine (`CREATE`/`ALTER` `PROCEDURE`,
 /// `FUNCTION`, `TRIGGER`, `CREATE OR ALTER …`): the whole batch is its body.
-fn defines_routine(batch: &[Word]) -> bool {
+pub(super) fn defines_routine(batch: &[Word]) -> bool {
     let first = batch.first().and_then(|w| w.as_deref());
     let second = batch.get(1).and_then(|w| w.as_deref());
     matches!((first, second), (Some("CREATE" | "ALTER"), Some("PROCEDURE" | "PROC" | "FUNCTION" | "TRIGGER")))
@@ -1038,7 +1066,7 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
 /// as the service's transaction has none (a name that is no savepoint
 /// fails, and the service's check after each file finds a transaction
 /// ended any other way).
-fn names_savepoint(word: Option<&Word>) -> bool {
+pub(super) fn names_savepoint(word: Option<&Word>) -> bool {
     const STARTS_STATEMENT: [&str; 40] = [
         "SELECT",
         "INSERT",
@@ -1247,6 +1275,7 @@ pub fn locate(contents: &str, placeholder: &str, schema: &str, offset: usize) ->
     None
 }
 
+mod advice;
 mod balance;
 mod delimiter;
 pub(crate) use delimiter::to_semicolons;

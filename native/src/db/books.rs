@@ -23,6 +23,7 @@ use strata_core::auth::audit::Sealed;
 use strata_core::auth::token::StoredToken;
 use strata_core::migrate::fingerprint::{Recorded, RecordedBySchema, Stored};
 use strata_core::migrate::plan::{AppliedMigration, AppliedRow};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
@@ -161,14 +162,14 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError>;
     /// Every running backfill, as a runner takes it.
     async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError>;
-    /// Starts `migration`'s backfill in `schema` for version `version_id`,
-    /// in the caller's open transaction.
+    /// Starts `migration`'s backfill in `schema` for version `version_id`
+    /// under its `budget`, in the caller's open transaction.
     async fn register_backfill(
         &self,
         conn: &mut C,
         schema: &str,
         migration: &SourceMigration,
-        version_id: i64,
+        (version_id, budget): (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError>;
     /// Forgets the backfill of `file` in `schema` (its checkpoint and
@@ -176,15 +177,36 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// a later version runs it again from its first key.
     async fn forget_backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<(), DbError>;
     /// Starts a failed backfill again (its checkpoint kept) in version
-    /// `version_id`, in the caller's open transaction.
+    /// `version_id` under its `budget`, in the caller's open transaction.
     async fn restart_backfill(
         &self,
         conn: &mut C,
         schema: &str,
         file: &str,
-        version_id: i64,
+        (version_id, budget): (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError>;
+    /// How many of version `version_id`'s backfills of `file` are in each
+    /// state.
+    async fn backfill_tally(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<(BackfillState, usize)>, DbError>;
+    /// Each runner's count of running backfills it holds with a heartbeat
+    /// at or after `fresh_after` (milliseconds since the epoch): the
+    /// processes running backfills on this server now.
+    async fn backfill_runners(&self, conn: &mut C, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError>;
+    /// Pauses version `version_id`'s running backfills of `file` (its
+    /// failure budget is spent); how many.
+    async fn pause_version_backfills(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+        updated: &str,
+    ) -> Result<u64, DbError>;
     /// Claims a running backfill for `claim.holder`; whether it holds it.
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError>;
     /// Writes a batch's checkpoint (`row`), in the caller's open

@@ -33,6 +33,7 @@ use strata_core::migrate::failure;
 use strata_core::migrate::fingerprint::{CatalogObject, Digests, Stored};
 use strata_core::migrate::ident::quote_string_sqlserver;
 use strata_core::migrate::plan::AppliedMigration;
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 use strata_core::migrate::source::SourceMigration;
@@ -653,10 +654,10 @@ impl Books<Connection> for SqlServerEngine {
         conn: &mut Connection,
         schema: &str,
         migration: &SourceMigration,
-        version_id: i64,
+        started: (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError> {
-        backfills::register(conn, schema, migration, version_id, updated).await
+        backfills::register(conn, schema, migration, started, updated).await
     }
 
     async fn forget_backfill(&self, conn: &mut Connection, schema: &str, file: &str) -> Result<(), DbError> {
@@ -669,10 +670,33 @@ impl Books<Connection> for SqlServerEngine {
         conn: &mut Connection,
         schema: &str,
         file: &str,
-        version_id: i64,
+        started: (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError> {
-        backfills::restart(conn, schema, file, version_id, updated).await
+        backfills::restart(conn, schema, file, started, updated).await
+    }
+
+    async fn backfill_tally(
+        &self,
+        conn: &mut Connection,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<(BackfillState, usize)>, DbError> {
+        backfills::tally(conn, version_id, file).await
+    }
+
+    async fn backfill_runners(&self, conn: &mut Connection, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError> {
+        backfills::runners(conn, fresh_after).await
+    }
+
+    async fn pause_version_backfills(
+        &self,
+        conn: &mut Connection,
+        version_id: i64,
+        file: &str,
+        updated: &str,
+    ) -> Result<u64, DbError> {
+        backfills::pause_version(conn, version_id, file, updated).await
     }
 
     async fn claim_backfill(&self, conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {

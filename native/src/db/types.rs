@@ -7,6 +7,7 @@ use strata_core::migrate::backfill::summary::Progress;
 
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Plan;
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::wave::Wave;
 
@@ -101,7 +102,7 @@ pub(crate) struct MutationRequest<'a> {
     /// Told what runs and what commits, when someone watches.
     pub(crate) observer: Option<&'a dyn Observer>,
     /// Tenants the version may fail in and go on (core's `quarantine`).
-    pub(crate) failure_budget: strata_core::migrate::quarantine::FailureBudget,
+    pub(crate) failure_budget: FailureBudget,
     /// Quarantined tenants are left out (a version, and what it would do);
     /// `false` reads where every tenant stands (the fleet matrix).
     pub(crate) skip_quarantined: bool,
@@ -288,6 +289,9 @@ pub(crate) struct BackfillJob {
     pub(crate) row: BackfillRow,
     /// The version that started it.
     pub(crate) version_id: i64,
+    /// That version's `failureBudget` (none kept by books written before
+    /// it was: never judged).
+    pub(crate) failure_budget: Option<FailureBudget>,
     /// Its file: name, directory, type, contents and checksum as recorded,
     /// the forward text it runs.
     pub(crate) migration: SourceMigration,
@@ -369,19 +373,30 @@ pub(crate) struct BackfillJobColumns {
     pub(crate) contents: String,
     pub(crate) checksum: String,
     pub(crate) forward: String,
+    /// `failure_budget` as written (`5`, `10%`), if any.
+    pub(crate) failure_budget: Option<String>,
 }
 
 impl BackfillJob {
     /// The job of `row` and its file as recorded (`columns`); a migration
     /// type the books hold that is none is an unexpected answer.
     pub(crate) fn from_columns(row: BackfillRow, columns: BackfillJobColumns) -> Result<BackfillJob, DbError> {
-        let BackfillJobColumns { version_id, migration_type: code, name, source_dir, contents, checksum, forward } =
-            columns;
+        let BackfillJobColumns {
+            version_id,
+            migration_type: code,
+            name,
+            source_dir,
+            contents,
+            checksum,
+            forward,
+            failure_budget,
+        } = columns;
         let migration_type =
             MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id: version_id, code })?;
         Ok(BackfillJob {
             row,
             version_id,
+            failure_budget: failure_budget.and_then(|budget| budget.parse().ok()),
             migration: SourceMigration {
                 file: format!("{source_dir}/{name}"),
                 name,
@@ -391,6 +406,7 @@ impl BackfillJob {
                 checksum,
                 forward,
                 no_transaction: false,
+                format: strata_core::migrate::format::Format::Strata,
                 down: None,
                 order: strata_core::migrate::format::SortKey::Name,
                 // A backfill names its table (`table=`) and runs where

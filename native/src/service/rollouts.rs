@@ -14,6 +14,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Action;
+use strata_core::migrate::quarantine::{FailureBudget, absorbs};
 
 use strata_core::migrate::rollout::{
     self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep,
@@ -120,9 +121,7 @@ impl Service {
         let rollouts = self.rollouts().await?;
         rollout::check_none_active(&rollout::active(rollouts.iter().map(|(id, r)| (*id, r))))?;
         if let Some(budget) = &failure_budget {
-            budget
-                .parse::<strata_core::migrate::quarantine::FailureBudget>()
-                .map_err(|e| AppError::InvalidInput(format!("failureBudget: {e}")))?;
+            budget.parse::<FailureBudget>().map_err(|e| AppError::InvalidInput(format!("failureBudget: {e}")))?;
         }
         let trace = crate::traces::context::current_traceparent();
         let by = By { trace: &trace, ..caller.by() };
@@ -391,8 +390,19 @@ impl Service {
                     detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
                 }
                 if !result.waiting.is_empty() {
-                    match self.wave_backfills(id, wave, runner, claim_seconds, &result.waiting).await? {
-                        Ok(()) => detail.push_str(&format!("; backfills done in {} tenant(s)", result.waiting.len())),
+                    let budget = failure_budget.unwrap_or(self.config().failure_budget);
+                    let waiting = &result.waiting;
+                    match self.wave_backfills(id, (wave, budget), runner, claim_seconds, waiting).await? {
+                        Ok(failed) if failed.is_empty() => {
+                            detail.push_str(&format!("; backfills done in {} tenant(s)", waiting.len()))
+                        }
+                        Ok(failed) => detail.push_str(&format!(
+                            "; backfills done in {} tenant(s), {} failed within the failure budget {budget} \
+                             (quarantined: {})",
+                            waiting.len() - failed.len(),
+                            failed.len(),
+                            summary::some_of(&failed, 5)
+                        )),
                         Err(why) => return Some(Err(why)),
                     }
                 }
@@ -404,19 +414,20 @@ impl Service {
     }
 
     /// Runs the backfills `waiting` (those wave `wave` of rollout `id`
-    /// started) until they end — the ones another process holds, or an
-    /// operator paused, are waited for — renewing the wave's claim
-    /// meanwhile: `Some(Ok(()))` once all are done, `Some(Err(…))` naming
-    /// those that failed or were cancelled, `None` when the wave is no
-    /// longer this runner's (the rollout was paused or cancelled).
+    /// started under `budget`) until they end — the ones another process
+    /// holds, or an operator paused, are waited for — renewing the wave's
+    /// claim meanwhile: `Some(Ok(failed))` once all are done but the
+    /// failed or cancelled ones the budget absorbs (named), `Some(Err(…))`
+    /// naming them once they are more, `None` when the wave is no longer
+    /// this runner's (the rollout was paused or cancelled).
     async fn wave_backfills(
         &self,
         id: i64,
-        wave: usize,
+        (wave, budget): (usize, FailureBudget),
         runner: &str,
         claim_seconds: i64,
         waiting: &[BackfillWait],
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<Vec<String>, String>> {
         loop {
             if let Err(error) = self.run_backfills(runner).await {
                 tracing::warn!(rollout = id, wave = wave + 1, %error, "the wave's backfills could not run; trying again");
@@ -436,15 +447,18 @@ impl Service {
                             None => format!("{} ({}): {}", row.schema, row.file, row.state.as_str()),
                         })
                         .collect();
-                    if !failed.is_empty() {
+                    if !absorbs(failed.len(), budget, waiting.len()) {
                         return Some(Err(format!(
-                            "{} backfill(s) of the wave did not finish, their tenants quarantined: {}",
+                            "{} backfill(s) of the wave did not finish, more than its failure budget {budget} \
+                             absorbs, their tenants quarantined: {}",
                             failed.len(),
                             summary::some_of(&failed, 5)
                         )));
                     }
-                    if ours.len() == waiting.len() && ours.iter().all(|row| row.state == BackfillState::Done) {
-                        return Some(Ok(()));
+                    let ended =
+                        |state| matches!(state, BackfillState::Done | BackfillState::Failed | BackfillState::Cancelled);
+                    if ours.len() == waiting.len() && ours.iter().all(|row| ended(row.state)) {
+                        return Some(Ok(failed));
                     }
                 }
                 Err(error) => {

@@ -51,9 +51,13 @@ impl Sizer {
 /// to wait before running them (reservations queue: the budget may run
 /// into debt, which later takers wait out); [`RowBudget::refund`] gives
 /// back what a batch did not use. 0 rows per second: unlimited, never a
-/// wait.
+/// wait. Several processes running backfills on one server each keep one,
+/// and [`RowBudget::shared_by`] gives each its share of the server's rate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowBudget {
+    /// The server's rate (`backfill.rowsPerSecond`).
+    server_rate: u64,
+    /// This process's share of it.
     rows_per_second: u64,
     /// Rows available, in thousandths of a row (one millisecond refills
     /// `rows_per_second` of them exactly); negative: reserved ahead.
@@ -65,7 +69,31 @@ pub struct RowBudget {
 impl RowBudget {
     /// A full budget of `rows_per_second` at `now_ms` (0: unlimited).
     pub fn new(rows_per_second: u64, now_ms: u64) -> Self {
-        RowBudget { rows_per_second, level: Self::capacity(rows_per_second), refilled_ms: now_ms }
+        RowBudget {
+            server_rate: rows_per_second,
+            rows_per_second,
+            level: Self::capacity(rows_per_second),
+            refilled_ms: now_ms,
+        }
+    }
+
+    /// The server's rate shared by `runners` processes running backfills
+    /// on it now (this one included; at least 1): this one's share from
+    /// `now_ms` on, rounded down (at least a row a second), so that the
+    /// shares never add up to more than the server's rate. What was
+    /// reserved ahead stays owed.
+    pub fn shared_by(&mut self, runners: u64, now_ms: u64) {
+        if self.server_rate == 0 {
+            return;
+        }
+        self.refill(now_ms);
+        self.rows_per_second = (self.server_rate / runners.max(1)).max(1);
+        self.level = self.level.min(Self::capacity(self.rows_per_second));
+    }
+
+    /// This process's rows per second now (0: unlimited).
+    pub fn rate(&self) -> u64 {
+        self.rows_per_second
     }
 
     /// Reserves `rows` at `now_ms`: the milliseconds to wait before running
@@ -105,6 +133,43 @@ impl RowBudget {
         self.level = (self.level + brought).min(Self::capacity(self.rows_per_second));
     }
 }
+
+/// The runners holding backfills on one server now (fresh claims, by
+/// holder), as one of them sees them: how many processes share the
+/// server's rows per second ([`RowBudget::shared_by`]), and how many
+/// backfills run on it at once — `backfill.concurrency` is the server's,
+/// whichever processes run them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runners {
+    /// Processes running backfills on the server, the one asking included.
+    pub processes: u64,
+    /// Backfills they hold.
+    pub claims: usize,
+}
+
+impl Runners {
+    /// From each holder's count of fresh claims, seen by holder `me`.
+    pub fn of<'a>(holders: impl IntoIterator<Item = (&'a str, usize)>, me: &str) -> Runners {
+        let (mut processes, mut claims, mut counted_me) = (0u64, 0usize, false);
+        for (holder, held) in holders.into_iter().filter(|(_, held)| *held > 0) {
+            processes += 1;
+            claims += held;
+            counted_me |= holder == me;
+        }
+        Runners { processes: processes + u64::from(!counted_me), claims }
+    }
+
+    /// Whether one more backfill may start on the server under
+    /// `concurrency` (two runners looking at once may both start one: the
+    /// bound is exceeded by at most one per runner).
+    pub fn room(&self, concurrency: usize) -> bool {
+        self.claims < concurrency
+    }
+}
+
+/// How often a runner looks again at the others on its server while it
+/// runs batches, to take its share of the server's rate.
+pub const SHARE_EVERY_MS: u64 = 5_000;
 
 /// How often a server's replicas' lag is read while backfills run on it.
 pub const LAG_CHECK_MS: u64 = 1_000;
@@ -267,6 +332,43 @@ mod tests {
         let mut budget = RowBudget::new(3, 5_000);
         assert_eq!(budget.take(4, 5_000), 334);
         assert_eq!(budget.take(0, 4_000), 334);
+    }
+
+    #[test]
+    fn processes_on_one_server_share_its_rate() {
+        let mut budget = RowBudget::new(100, 0);
+        assert_eq!(budget.take(100, 0), 0);
+        // A second process runs backfills on the server: 50 a second each;
+        // 100 rows then wait two seconds.
+        budget.shared_by(2, 0);
+        assert_eq!(budget.rate(), 50);
+        assert_eq!(budget.take(100, 0), 2_000);
+        // What was full stays within one second of the share.
+        let mut full = RowBudget::new(100, 0);
+        full.shared_by(4, 10_000);
+        assert_eq!(full.take(25, 10_000), 0);
+        assert_eq!(full.take(25, 10_000), 1_000);
+        // Shares round down and never to nothing; alone again, the whole rate.
+        full.shared_by(3, 20_000);
+        assert_eq!(full.rate(), 33);
+        full.shared_by(1_000, 20_000);
+        assert_eq!(full.rate(), 1);
+        full.shared_by(0, 20_000);
+        assert_eq!(full.rate(), 100);
+        // Unlimited stays unlimited.
+        let mut free = RowBudget::new(0, 0);
+        free.shared_by(3, 0);
+        assert_eq!((free.rate(), free.take(u64::MAX, 0)), (0, 0));
+    }
+
+    #[test]
+    fn the_runners_on_a_server_are_counted_with_the_one_asking() {
+        let seen = Runners::of([("a", 2), ("b", 1)], "c");
+        assert_eq!(seen, Runners { processes: 3, claims: 3 });
+        assert!(seen.room(4) && !seen.room(3));
+        assert_eq!(Runners::of([("a", 2), ("b", 1)], "a"), Runners { processes: 2, claims: 3 });
+        assert_eq!(Runners::of([("a", 0)], "b"), Runners { processes: 1, claims: 0 });
+        assert_eq!(Runners::of([], "a"), Runners { processes: 1, claims: 0 });
     }
 
     #[test]

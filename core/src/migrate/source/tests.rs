@@ -35,6 +35,7 @@ fn derives_every_field() {
             checksum: checksum(b"-- tenants/201602220001.sql"),
             forward: "-- tenants/201602220001.sql".into(),
             no_transaction: false,
+            format: Format::Strata,
             down: None,
             order: SortKey::Name,
             in_its_schema: false,

@@ -1,9 +1,9 @@
 //! What a file opens, it closes: transaction state one file would leave to
 //! the next file of its unit, or to no one.
 //!
-//! - **Savepoints** (PostgreSQL, SQLite, in a file run inside the unit's
-//!   transaction): `RELEASE` and `ROLLBACK TO` must name a savepoint the same
-//!   file set before. An earlier file's savepoint is still open in the
+//! - **Savepoints** (PostgreSQL, SQLite, SQL Server, in a file run inside
+//!   the unit's transaction): `RELEASE` and `ROLLBACK TO` (T-SQL's
+//!   `ROLLBACK TRAN name`) must name a savepoint the same file set before. An earlier file's savepoint is still open in the
 //!   unit's transaction, and rolling back to it would undo that file's
 //!   changes while its record stays.
 //! - **A transaction left open** (PostgreSQL, SQLite, in a file run outside
@@ -31,7 +31,9 @@ use sqlparser::dialect::{Dialect, PostgreSqlDialect};
 use sqlparser::tokenizer::Tokenizer;
 
 use crate::migrate::driver::Driver;
-use crate::migrate::statements::{Kind, Position, Statement, StatementError, is, judge_postgres, statements, words};
+use crate::migrate::statements::{
+    Kind, Position, Statement, StatementError, defines_routine, is, judge_postgres, names_savepoint, statements, words,
+};
 
 /// Every refusal of the rules above but the string syntax's (which reads
 /// the file again: [`hidden_by_escapes`]), for a file run inside the unit's
@@ -49,6 +51,7 @@ pub(super) fn refusals(
     match (driver, no_transaction) {
         (Driver::Postgres | Driver::Sqlite, false) => refused.extend(foreign_savepoints(driver, file, statements)),
         (Driver::Postgres | Driver::Sqlite, true) => refused.extend(left_open(driver, file, statements)),
+        (Driver::SqlServer, false) => refused.extend(foreign_tsql_savepoints(file, statements)),
         _ => {}
     }
     refused
@@ -103,6 +106,34 @@ fn foreign_savepoints(driver: Driver, file: &str, statements: &[Statement]) -> V
                 statement: words(&statement.words, index).join(" "),
                 name,
             }),
+        }
+    }
+    refused
+}
+
+/// T-SQL's `ROLLBACK TRAN[SACTION] name` of a savepoint (or `@variable`)
+/// no `SAVE TRAN[SACTION]` before it in the file set, batch by batch (a
+/// batch is one statement here, so it is named by where it starts). A
+/// routine's body runs when it is called, not here: its batch is skipped.
+fn foreign_tsql_savepoints(file: &str, batches: &[Statement]) -> Vec<StatementError> {
+    let mut open: Vec<&str> = Vec::new();
+    let mut refused = Vec::new();
+    for batch in batches.iter().filter(|batch| !defines_routine(&batch.words)) {
+        for (i, w) in batch.words.iter().enumerate() {
+            let transaction = is(batch.words.get(i + 1), "TRAN") || is(batch.words.get(i + 1), "TRANSACTION");
+            let Some(name) = batch.names.get(i + 2).filter(|_| transaction) else { continue };
+            match w.as_deref() {
+                Some("SAVE") => open.push(name),
+                Some("ROLLBACK") if names_savepoint(batch.words.get(i + 2)) && !open.contains(&name.as_str()) => {
+                    refused.push(StatementError::ForeignSavepoint {
+                        file: file.to_string(),
+                        at: batch.at,
+                        statement: words(&batch.words[i..], 2).join(" "),
+                        name: name.clone(),
+                    });
+                }
+                _ => {}
+            }
         }
     }
     refused

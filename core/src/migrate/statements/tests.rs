@@ -27,7 +27,12 @@ fn at(line: u64, column: u64) -> Position {
 fn transaction_control_at_the_top_level_is_refused_with_its_position() {
     assert_eq!(
         pg("create table a (id int);\nCOMMIT;\ncreate table b (id int);"),
-        Err(StatementError::TransactionControl { file: "t/001.sql".into(), at: at(2, 1), statement: "COMMIT".into() })
+        Err(StatementError::TransactionControl {
+            file: "t/001.sql".into(),
+            at: at(2, 1),
+            statement: "COMMIT".into(),
+            mark: Some(STRATA_MARK)
+        })
     );
     for (text, statement, position) in [
         ("  begin;", "BEGIN", at(1, 3)),
@@ -50,8 +55,8 @@ fn transaction_control_at_the_top_level_is_refused_with_its_position() {
     assert_eq!(
         message,
         "t/001.sql:2:1: COMMIT would end the transaction the service runs this file in; remove it (the service \
-         commits each schema's migrations itself), or mark the file `-- strata:no-transaction` to run it outside \
-         any transaction"
+         commits each schema's migrations itself), or mark the file with `-- strata:no-transaction` in its leading \
+         comment lines to run it outside any transaction"
     );
 }
 
@@ -94,8 +99,9 @@ fn statements_that_cannot_run_in_a_transaction_name_the_directive() {
     }
     assert_eq!(
         pg("create table t (a int);\ncreate index concurrently t_a on t (a);").unwrap_err().to_string(),
-        "t/001.sql:2:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; put `-- strata:no-transaction` \
-         in the file's leading comment lines to run it outside one (alone, recorded right after it succeeds)"
+        "t/001.sql:2:1: CREATE INDEX CONCURRENTLY cannot run inside a transaction; mark the file with \
+         `-- strata:no-transaction` in its leading comment lines to run it outside one (alone, recorded right after \
+         it succeeds)"
     );
 }
 
@@ -155,7 +161,7 @@ insert into t values (1)
 rollback tran before_load
 select 1",
         "save transaction s1; rollback transaction s1;",
-        "rollback tran [my point]",
+        "save tran [my point]\nrollback tran [my point]",
         "declare @p varchar(10) = 's'
 save tran @p
 rollback tran @p",
@@ -556,7 +562,15 @@ fn text_of_which_nothing_can_be_read_is_refused_when_it_holds_a_control_word() {
     // An unterminated comment at the end: SQLite runs what comes before it.
     let text = "create table a (x int);\ncommit;\n/* unterminated";
     let refused = first(inspect(Driver::Sqlite, "t/002.sql", text)).unwrap_err();
-    assert_eq!(refused, StatementError::Unreadable { file: "t/002.sql".into(), at: at(2, 1), word: "COMMIT".into() });
+    assert_eq!(
+        refused,
+        StatementError::Unreadable {
+            file: "t/002.sql".into(),
+            at: at(2, 1),
+            word: "COMMIT".into(),
+            mark: Some(STRATA_MARK)
+        }
+    );
     assert!(refused.to_string().starts_with("t/002.sql:2:1: the file cannot be read to its end"), "{refused}");
     assert_eq!(
         first(inspect(Driver::Sqlite, "t/002.sql", "create table a (x int);\n/* unterminated"))
@@ -596,6 +610,25 @@ fn a_file_uses_only_savepoints_it_set_itself() {
     // PostgreSQL tells a quoted name's case apart; SQLite does not.
     assert!(foreign(Driver::Postgres, "savepoint \"S\"; rollback to s;").is_some());
     assert_eq!(foreign(Driver::Sqlite, "savepoint \"S\"; rollback to s;"), None);
+    // T-SQL: `ROLLBACK TRAN name` of a savepoint this file saved, in any
+    // batch before; an earlier file's is refused where its batch starts.
+    for text in [
+        "save tran s\ninsert into t values (1)\nGO\nrollback tran s\nrollback tran s",
+        "declare @p varchar(9) = 's'\nsave transaction @p\nrollback transaction @p",
+        "create procedure p as begin rollback tran outer_point end\nGO\nselect 1",
+    ] {
+        assert_eq!(foreign(Driver::SqlServer, text), None, "{text}");
+    }
+    assert_eq!(
+        foreign(Driver::SqlServer, "insert into t values (1)\nGO\n  update t set a = 2\n  rollback tran before_one"),
+        Some((at(3, 3), "ROLLBACK TRAN".to_string(), "before_one".to_string()))
+    );
+    assert_eq!(
+        foreign(Driver::SqlServer, "save tran [a]\nrollback transaction [A]"),
+        Some((at(1, 1), "ROLLBACK TRANSACTION".to_string(), "A".to_string()))
+    );
+    let alone = format!("-- {NO_TRANSACTION_DIRECTIVE}\nbegin tran\nrollback tran before_one\ncommit");
+    assert!(inspect(Driver::SqlServer, "t/002.sql", &alone).is_ok());
     // Every one is reported; outside a transaction the file is its own.
     let text = "rollback to a; release b;";
     assert_eq!(inspect(Driver::Postgres, "t/002.sql", text).unwrap_err().0.len(), 2);
@@ -712,4 +745,29 @@ fn what_ran_before_a_failure_is_told_by_the_statements_before_it() {
     assert!(!ran_before(Driver::Mysql, text, at(2, 5)));
     assert!(ran_before(Driver::Mysql, text, at(3, 1)));
     assert!(ran_before(Driver::Postgres, "select 1; select 2;", at(1, 11)));
+}
+
+#[test]
+fn the_advice_names_the_way_out_the_file_has() {
+    use crate::migrate::format::Format;
+    let advice = |text: &str, format: Format| {
+        inspect_part(Driver::Postgres, "t/001.sql", text, false, format.no_transaction_mark()).unwrap_err().to_string()
+    };
+    // Another format's file is told its own marker, never Strata's
+    // directive (which that format's reader refuses).
+    let index = "create index concurrently i on t (x);";
+    let told = advice(index, Format::Dbmate);
+    assert!(told.contains("`-- migrate:up transaction:false`") && !told.contains("strata:"), "{told}");
+    let told = advice("insert into t values (1);\ncommit;", Format::Flyway);
+    assert!(told.contains("`executeInTransaction=false` in a `<file>.conf`") && !told.contains("strata:"), "{told}");
+    assert!(advice(index, Format::Strata).contains("`-- strata:no-transaction` in its leading comment lines"));
+    // A backfill cannot run outside a transaction: its batches commit.
+    let backfill = "-- strata:backfill table={schema}.t key=id batch=10\n\
+                    update {schema}.t set a = 1 where {range};\ncommit;";
+    let told = advice(backfill, Format::Strata);
+    assert_eq!(
+        told,
+        "t/001.sql:3:1: COMMIT would end the transaction the service runs this file in; remove it (a backfill \
+         commits each of its batches itself)"
+    );
 }

@@ -163,7 +163,7 @@ where
     }
 
     /// [`Rows::backfill`]'s columns, then `version_id, name, source_dir,
-    /// migration_type, contents, checksum, forward`.
+    /// migration_type, contents, checksum, forward, failure_budget`.
     pub(crate) fn backfill_job(row: &R) -> Result<BackfillJob, DbError>
     where
         for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
@@ -176,6 +176,7 @@ where
             contents: get(row, 15)?,
             checksum: get(row, 16)?,
             forward: get(row, 17)?,
+            failure_budget: get(row, 18)?,
         };
         BackfillJob::from_columns(Self::backfill(row)?, columns)
     }

@@ -292,17 +292,27 @@ pub(crate) struct BackfillSql {
     /// and file.
     pub(crate) select: String,
     /// One backfill as a runner takes it (those columns, then `version_id,
-    /// name, source_dir, migration_type, contents, checksum, forward`;
-    /// bound: schema, file).
+    /// name, source_dir, migration_type, contents, checksum, forward,
+    /// failure_budget`; bound: schema, file).
     pub(crate) select_job: String,
     /// Every running backfill as a runner takes it.
     pub(crate) select_running: String,
     /// Starts a backfill (bound: schema, file, updated, version id, name,
-    /// source dir, migration type, contents, checksum, forward).
+    /// source dir, migration type, contents, checksum, forward, failure
+    /// budget).
     pub(crate) register: String,
     /// Starts a failed backfill again in a version (bound: version id,
-    /// updated, schema, file).
+    /// failure budget, updated, schema, file).
     pub(crate) restart: String,
+    /// How many of a version's backfills of a file are in each state
+    /// (`state, count`; bound: version id, file).
+    pub(crate) tally: String,
+    /// Pauses a version's running backfills of a file (bound: updated,
+    /// version id, file).
+    pub(crate) pause_version: String,
+    /// Each holder's count of running backfills it claimed with a heartbeat
+    /// at or after the bound (`holder, count`; bound: fresh after).
+    pub(crate) runners: String,
     /// Claims a running backfill for a runner when no other holds it or
     /// its holder's heartbeat is older than the bound (bound: holder,
     /// heartbeat, schema, file, holder, stale before).
@@ -526,7 +536,7 @@ impl BackfillSql {
                  last_error, updated, running_ms{more} from svc.svc_backfills {tail}"
             ))
         };
-        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward";
+        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget";
         BackfillSql {
             installed: d.table_count.replace("{table}", "svc_backfills"),
             select: backfills("", "order by db_schema, file"),
@@ -534,13 +544,27 @@ impl BackfillSql {
             select_running: backfills(job, "where state = 'running' order by db_schema, file"),
             register: placed(
                 "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
-                 version_id, name, source_dir, migration_type, contents, checksum, forward) \
-                 values (?, ?, 'running', 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
+                 version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget) \
+                 values (?, ?, 'running', 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     .into(),
             ),
             restart: placed(
-                "update svc.svc_backfills set state = 'running', version_id = ?, last_error = null, holder = null, \
-                 updated = ? where db_schema = ? and file = ? and state in ('failed', 'cancelled')"
+                "update svc.svc_backfills set state = 'running', version_id = ?, failure_budget = ?, \
+                 last_error = null, holder = null, updated = ? where db_schema = ? and file = ? \
+                 and state in ('failed', 'cancelled')"
+                    .into(),
+            ),
+            tally: placed(
+                "select state, count(*) from svc.svc_backfills where version_id = ? and file = ? group by state".into(),
+            ),
+            runners: placed(
+                "select holder, count(*) from svc.svc_backfills where state = 'running' and holder is not null \
+                 and heartbeat >= ? group by holder"
+                    .into(),
+            ),
+            pause_version: placed(
+                "update svc.svc_backfills set state = 'paused', updated = ? where version_id = ? and file = ? \
+                 and state = 'running'"
                     .into(),
             ),
             claim: placed(

@@ -23,6 +23,7 @@ use strata_core::auth::token::StoredToken;
 use strata_core::migrate::MigrationType;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{Digests, Recorded, RecordedBySchema, Stored};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
@@ -614,7 +615,7 @@ where
         conn: &mut C,
         schema: &str,
         migration: &SourceMigration,
-        version_id: i64,
+        (version_id, budget): (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError> {
         let query = self
@@ -628,7 +629,8 @@ where
             .bind(Self::int(migration.migration_type.code())?)
             .bind(migration.contents.clone())
             .bind(migration.checksum.clone())
-            .bind(migration.forward.clone());
+            .bind(migration.forward.clone())
+            .bind(budget.to_string());
         query.execute(conn.sqlx()).await?;
         Ok(())
     }
@@ -648,17 +650,65 @@ where
         conn: &mut C,
         schema: &str,
         file: &str,
-        version_id: i64,
+        (version_id, budget): (i64, FailureBudget),
         updated: &str,
     ) -> Result<(), DbError> {
         let query = self
             .query(&self.sql.backfills.restart)
             .bind(Self::int(version_id)?)
+            .bind(budget.to_string())
             .bind(updated.to_string())
             .bind(schema.to_string())
             .bind(file.to_string());
         query.execute(conn.sqlx()).await?;
         Ok(())
+    }
+
+    async fn backfill_tally(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<(BackfillState, usize)>, DbError> {
+        let query = self.query(&self.sql.backfills.tally).bind(Self::int(version_id)?).bind(file.to_string());
+        let rows = self.rows(conn.sqlx(), query).await?;
+        rows.iter()
+            .map(|row| {
+                let state: String = sqlx::Row::try_get(row, 0)?;
+                let count: i64 = sqlx::Row::try_get(row, 1)?;
+                Ok((BackfillState::parse(&state), usize::try_from(count).unwrap_or(0)))
+            })
+            .collect()
+    }
+
+    async fn backfill_runners(&self, conn: &mut C, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError> {
+        let conn = conn.sqlx();
+        if !self.exists(conn, &self.sql.backfills.installed).await? {
+            return Ok(Vec::new());
+        }
+        let rows = self.rows(conn, self.query(&self.sql.backfills.runners).bind(fresh_after)).await?;
+        rows.iter()
+            .map(|row| {
+                let holder: String = sqlx::Row::try_get(row, 0)?;
+                let count: i64 = sqlx::Row::try_get(row, 1)?;
+                Ok((holder, usize::try_from(count).unwrap_or(0)))
+            })
+            .collect()
+    }
+
+    async fn pause_version_backfills(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+        updated: &str,
+    ) -> Result<u64, DbError> {
+        let query = self
+            .query(&self.sql.backfills.pause_version)
+            .bind(updated.to_string())
+            .bind(Self::int(version_id)?)
+            .bind(file.to_string());
+        Ok(self.change(conn.sqlx(), query).await?.count())
     }
 
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {

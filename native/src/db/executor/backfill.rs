@@ -148,9 +148,10 @@ impl<E: Engine> Run<'_, E> {
         let started = async {
             let version_id = self.version_id(conn, progress).await?;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            let started = (version_id, self.request.failure_budget);
             match again {
-                false => books.register_backfill(conn, schema, migration, version_id, &now).await?,
-                true => books.restart_backfill(conn, schema, &migration.file, version_id, &now).await?,
+                false => books.register_backfill(conn, schema, migration, started, &now).await?,
+                true => books.restart_backfill(conn, schema, &migration.file, started, &now).await?,
             }
             Ok::<_, DbError>(version_id)
         }

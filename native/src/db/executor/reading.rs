@@ -273,7 +273,8 @@ fn check_files(
         if rules[index].is_none() {
             let migration = &sources[index];
             let (text, no_transaction, file) = part_to_run(migration, direction);
-            rules[index] = Some(match file_rules(driver, file, text, no_transaction, whole_version) {
+            let marked = (no_transaction, migration.format.no_transaction_mark());
+            rules[index] = Some(match file_rules(driver, file, text, marked, whole_version) {
                 Ok(rules) => rules,
                 Err(Refusals(refusals)) => {
                     refused.extend(refusals);
@@ -291,15 +292,17 @@ fn check_files(
     Ok(rules.into_iter().map(Option::unwrap_or_default).collect())
 }
 
-/// One file's [`FileRules`], or why it cannot run as written.
+/// One file's [`FileRules`], or why it cannot run as written; `marked`:
+/// whether its format's marker says it runs outside any transaction, and
+/// how that format writes the marker.
 fn file_rules(
     driver: Driver,
     file: &str,
     text: &str,
-    no_transaction: bool,
+    (no_transaction, mark): (bool, &'static str),
     whole_version: bool,
 ) -> Result<FileRules, Refusals> {
-    let mode = statements::inspect_part(driver, file, text, no_transaction)?;
+    let mode = statements::inspect_part(driver, file, text, no_transaction, mark)?;
     if !mode.backfill {
         return Ok(FileRules { mode, backfill: None });
     }

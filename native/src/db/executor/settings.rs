@@ -1,10 +1,12 @@
 //! How the executor runs versions ([`Settings`]), read once from the
 //! configuration.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use strata_core::migrate::backfill::{LagWatch, RowBudget};
+use strata_core::migrate::backfill::pace::SHARE_EVERY_MS;
+use strata_core::migrate::backfill::{LagWatch, RowBudget, Runners};
 use strata_core::migrate::config::BackfillSettings;
 
 use strata_core::migrate::config::{Config, TransactionScope};
@@ -58,6 +60,9 @@ pub(crate) struct BackfillPace {
     origin: Instant,
     /// Held while the lag is read, so one backfill reads it for all.
     lag: Option<Arc<tokio::sync::Mutex<LagWatch>>>,
+    /// When (on this pace's clock) the runners on the server are next
+    /// counted for the budget's share ([`BackfillPace::share_due`]).
+    next_share_ms: Arc<AtomicU64>,
 }
 
 impl BackfillPace {
@@ -75,6 +80,7 @@ impl BackfillPace {
             stale_ms: i64::try_from(lease_seconds.saturating_mul(2_000)).unwrap_or(i64::MAX),
             origin: Instant::now(),
             lag: LagWatch::new(settings.max_replica_lag_seconds).map(|watch| Arc::new(tokio::sync::Mutex::new(watch))),
+            next_share_ms: Arc::default(),
         }
     }
 
@@ -118,6 +124,28 @@ impl BackfillPace {
     pub(crate) async fn wait(&self, ms: u64) {
         crate::telemetry::backfill_throttled();
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+
+    /// Whether the runners on the server are due to be counted again for
+    /// the budget's share (every `SHARE_EVERY_MS` while batches run, by one
+    /// backfill for all); none are with no rate to share.
+    pub(crate) fn share_due(&self) -> bool {
+        let now = self.now_ms();
+        let due = self.next_share_ms.load(Ordering::Relaxed);
+        self.budget.lock().unwrap_or_else(|e| e.into_inner()).rate() > 0
+            && now >= due
+            && self
+                .next_share_ms
+                .compare_exchange(due, now + SHARE_EVERY_MS, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Takes this process's share of the server's rate, `runners` counted
+    /// (core's `RowBudget::shared_by`).
+    pub(crate) fn share(&self, runners: Runners) {
+        let now = self.now_ms();
+        self.next_share_ms.store(now + SHARE_EVERY_MS, Ordering::Relaxed);
+        self.budget.lock().unwrap_or_else(|e| e.into_inner()).shared_by(runners.processes, now);
     }
 
     /// Gives back what a batch reserved and did not change.

@@ -164,6 +164,7 @@ create table if not exists svc.svc_backfills (
     holder text,
     heartbeat bigint,
     running_ms bigint not null default 0,
+    failure_budget text,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (
@@ -214,6 +215,7 @@ alter table svc.svc_audit add column if not exists signature text;
 alter table svc.svc_tokens add column if not exists owner text;
 alter table svc.svc_versions add column if not exists trace_id text;
 alter table svc.svc_audit add column if not exists trace_id text;
+alter table svc.svc_backfills add column if not exists failure_budget text;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -622,10 +624,11 @@ mod tests {
         let tables = creates.matches("create table if not exists svc.").count();
         let indexes = creates.matches("create index if not exists ").count();
         let columns = creates.matches(" add column if not exists ").count();
-        assert_eq!((tables, indexes, columns), (11, 2, 4));
+        assert_eq!((tables, indexes, columns), (11, 2, 5));
         assert!(check.contains(&format!(") = {} and", tables + indexes)), "{check}");
         assert!(check.ends_with(&format!(") = {columns}")), "{check}");
-        for name in ["'svc_lock'", "'svc_tenants'", "'svc_migrations_filename'", "'svc_versions.trace_id'"] {
+        let names = ["'svc_lock'", "'svc_tenants'", "'svc_migrations_filename'", "'svc_versions.trace_id'"];
+        for name in names.into_iter().chain(["'svc_backfills.failure_budget'"]) {
             assert!(check.contains(name), "{name}: {check}");
         }
     }

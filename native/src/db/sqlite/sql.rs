@@ -68,6 +68,7 @@ create table if not exists svc.svc_backfills (
     holder text,
     heartbeat integer,
     running_ms integer not null default 0,
+    failure_budget text,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (
@@ -452,11 +453,12 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// table, the column, and the statement that adds it to books written
 /// before (SQLite has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
     ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
     ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
     ("svc_versions", "trace_id", "alter table svc.svc_versions add column trace_id text"),
     ("svc_audit", "trace_id", "alter table svc.svc_audit add column trace_id text"),
+    ("svc_backfills", "failure_budget", "alter table svc.svc_backfills add column failure_budget text"),
 ];
 
 /// Whether a table of `svc` has a column (bound: table, column).

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 
 use strata_core::migrate::backfill::{self, Key, KeyValue};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::source::SourceMigration;
 use tiberius::{ColumnData, Row, ToSql};
 
@@ -45,17 +46,19 @@ pub(super) async fn running(conn: &mut Connection) -> Result<Vec<BackfillJob>, D
     query(conn, &sql::select_backfill_jobs(true), &[]).await?.iter().map(job_of).collect()
 }
 
-/// Starts `migration`'s backfill in `schema`, in version `version_id`.
+/// Starts `migration`'s backfill in `schema`, in version `version_id`
+/// under its `budget`.
 pub(super) async fn register(
     conn: &mut Connection,
     schema: &str,
     migration: &SourceMigration,
-    version_id: i64,
+    (version_id, budget): (i64, FailureBudget),
     updated: &str,
 ) -> Result<(), DbError> {
     let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
     let code = migration.migration_type.code() as i32;
-    let params: [&dyn ToSql; 10] = [
+    let budget = budget.to_string();
+    let params: [&dyn ToSql; 11] = [
         &schema,
         &migration.file,
         &updated,
@@ -66,20 +69,55 @@ pub(super) async fn register(
         &migration.contents,
         &migration.checksum,
         &migration.forward,
+        &budget,
     ];
     execute(conn, sql::REGISTER_BACKFILL, &params).await.map(drop)
 }
 
-/// Starts a failed or cancelled backfill again in version `version_id`.
+/// Starts a failed or cancelled backfill again in version `version_id`
+/// under its `budget`.
 pub(super) async fn restart(
     conn: &mut Connection,
     schema: &str,
     file: &str,
-    version_id: i64,
+    (version_id, budget): (i64, FailureBudget),
     updated: &str,
 ) -> Result<(), DbError> {
     let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
-    execute(conn, sql::RESTART_BACKFILL, &[&id, &updated, &schema, &file]).await.map(drop)
+    let budget = budget.to_string();
+    execute(conn, sql::RESTART_BACKFILL, &[&id, &budget, &updated, &schema, &file]).await.map(drop)
+}
+
+/// How many of version `version_id`'s backfills of `file` are in each state.
+pub(super) async fn tally(
+    conn: &mut Connection,
+    version_id: i64,
+    file: &str,
+) -> Result<Vec<(BackfillState, usize)>, DbError> {
+    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    let rows = query(conn, sql::TALLY_BACKFILLS, &[&id, &file]).await?;
+    rows.iter().map(|row| Ok((BackfillState::parse(&text(row, 0)?), int(row, 1)?.max(0) as usize))).collect()
+}
+
+/// Each runner's count of running backfills it holds with a heartbeat at
+/// or after `fresh_after`.
+pub(super) async fn runners(conn: &mut Connection, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError> {
+    if !installed(conn).await? {
+        return Ok(Vec::new());
+    }
+    let rows = query(conn, sql::BACKFILL_RUNNERS, &[&fresh_after]).await?;
+    rows.iter().map(|row| Ok((text(row, 0)?, int(row, 1)?.max(0) as usize))).collect()
+}
+
+/// Pauses version `version_id`'s running backfills of `file`; how many.
+pub(super) async fn pause_version(
+    conn: &mut Connection,
+    version_id: i64,
+    file: &str,
+    updated: &str,
+) -> Result<u64, DbError> {
+    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    execute(conn, sql::PAUSE_VERSION_BACKFILLS, &[&updated, &id, &file]).await
 }
 
 /// Claims a running backfill; whether this holder has it.
@@ -162,7 +200,7 @@ fn row(row: &Row) -> Result<BackfillRow, DbError> {
 }
 
 /// [`row`]'s columns, then `version_id, name, source_dir,
-/// migration_type, contents, checksum, forward`.
+/// migration_type, contents, checksum, forward, failure_budget`.
 fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
     let columns = BackfillJobColumns {
         version_id: i64::from(int(found, 11)?),
@@ -172,6 +210,7 @@ fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
         contents: text(found, 15)?,
         checksum: text(found, 16)?,
         forward: text(found, 17)?,
+        failure_budget: found.try_get::<&str, _>(18).map_err(db_error)?.map(str::to_string),
     };
     BackfillJob::from_columns(row(found)?, columns)
 }

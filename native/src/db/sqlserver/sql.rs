@@ -158,6 +158,7 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
         holder nvarchar(255) null,
         heartbeat bigint null,
         running_ms bigint not null default 0,
+        failure_budget nvarchar(8) null,
         primary key (db_schema, [file])
     );",
 ];
@@ -165,10 +166,12 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
 /// The columns added to the service's tables after their first release,
 /// each added once to books written before (run after
 /// [`CREATE_SERVICE_TABLES`], in the same transaction).
-pub(crate) const ADDED_COLUMNS: [&str; 2] = [
+pub(crate) const ADDED_COLUMNS: [&str; 3] = [
     "if col_length(N'svc.svc_versions', N'trace_id') is null \
      alter table svc.svc_versions add trace_id nvarchar(32) null;",
     "if col_length(N'svc.svc_audit', N'trace_id') is null alter table svc.svc_audit add trace_id nvarchar(32) null;",
+    "if col_length(N'svc.svc_backfills', N'failure_budget') is null \
+     alter table svc.svc_backfills add failure_budget nvarchar(8) null;",
 ];
 
 /// 1 when the books have every column of [`ADDED_COLUMNS`] (books of an
@@ -425,34 +428,48 @@ pub(crate) fn select_backfills() -> String {
 
 /// One backfill as a runner takes it ([`BACKFILL_COLUMNS`], then
 /// `version_id, name, source_dir, migration_type, contents, checksum,
-/// forward`): of schema @P1 and file @P2, or (`running`) every running one.
+/// forward, failure_budget`): of schema @P1 and file @P2, or (`running`) every running one.
 pub(crate) fn select_backfill_jobs(running: bool) -> String {
     let filter = match running {
         true => "where state = 'running' order by db_schema, [file]",
         false => "where db_schema = @P1 and [file] = @P2",
     };
     format!(
-        "select {BACKFILL_COLUMNS}, version_id, name, source_dir, migration_type, contents, checksum, forward \
-         from svc.svc_backfills {filter};"
+        "select {BACKFILL_COLUMNS}, version_id, name, source_dir, migration_type, contents, checksum, forward, \
+         failure_budget from svc.svc_backfills {filter};"
     )
 }
 
 /// Starts a backfill: schema @P1, file @P2, updated @P3, version @P4,
 /// name @P5, source dir @P6, migration type @P7, contents @P8, checksum
-/// @P9, forward @P10.
+/// @P9, forward @P10, failure budget @P11.
 pub(crate) const REGISTER_BACKFILL: &str = "insert into svc.svc_backfills (db_schema, [file], state, rows_done, \
-    batches, rows_estimated, updated, version_id, name, source_dir, migration_type, contents, checksum, forward) \
-    values (@P1, @P2, 'running', 0, 0, 0, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10);";
+    batches, rows_estimated, updated, version_id, name, source_dir, migration_type, contents, checksum, forward, \
+    failure_budget) values (@P1, @P2, 'running', 0, 0, 0, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10, @P11);";
+
+/// How many of version @P1's backfills of file @P2 are in each state
+/// (`state, count`).
+pub(crate) const TALLY_BACKFILLS: &str =
+    "select state, count(*) from svc.svc_backfills where version_id = @P1 and [file] = @P2 group by state;";
+
+/// Each holder's count of running backfills claimed with a heartbeat at or
+/// after @P1 (`holder, count`).
+pub(crate) const BACKFILL_RUNNERS: &str = "select holder, count(*) from svc.svc_backfills where state = 'running' \
+    and holder is not null and heartbeat >= @P1 group by holder;";
+
+/// Pauses version @P2's running backfills of file @P3 (updated @P1).
+pub(crate) const PAUSE_VERSION_BACKFILLS: &str = "update svc.svc_backfills set state = 'paused', updated = @P1 \
+    where version_id = @P2 and [file] = @P3 and state = 'running';";
 
 /// Deletes the backfill of file @P2 in schema @P1 (its file was reverted),
 /// where the books have the table.
 pub(crate) const FORGET_BACKFILL: &str = "if object_id(N'svc.svc_backfills', N'U') is not null \
     delete from svc.svc_backfills where db_schema = @P1 and [file] = @P2;";
 
-/// Starts a failed or cancelled backfill again in version @P1 (updated @P2;
-/// schema @P3, file @P4).
+/// Starts a failed or cancelled backfill again in version @P1 under
+/// failure budget @P2 (updated @P3; schema @P4, file @P5).
 pub(crate) const RESTART_BACKFILL: &str = "update svc.svc_backfills set state = 'running', version_id = @P1, \
-    last_error = null, holder = null, updated = @P2 where db_schema = @P3 and [file] = @P4 \
+    failure_budget = @P2, last_error = null, holder = null, updated = @P3 where db_schema = @P4 and [file] = @P5 \
     and state in ('failed', 'cancelled');";
 
 /// Claims a running backfill for holder @P1 at @P2 (schema @P3, file @P4)

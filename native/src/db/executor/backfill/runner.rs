@@ -27,13 +27,18 @@
 //!   its version, under its own claim (a holder and a heartbeat in its
 //!   row), while other versions and `createTenant` go on; its tenant runs
 //!   nothing after it until it is done.
+//! - **A version's budget holds after it.** A runner's failure counts
+//!   against the failure budget of the version that started the backfill;
+//!   past it, that version's other backfills of the file are paused at
+//!   once (core's `backfill::budget`), before the next batch of any.
 
 use std::collections::HashSet;
 use std::time::Instant;
 
 use futures::StreamExt;
+use strata_core::migrate::backfill::budget;
 use strata_core::migrate::backfill::{
-    self, Form, Key, KeyValue, LagStep, Machine, Next, Sizer, Slot, Spec, Target, Template,
+    self, Form, Key, KeyValue, LagStep, Machine, Next, Runners, Sizer, Slot, Spec, Target, Template,
 };
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
@@ -224,7 +229,7 @@ impl<E: Engine> Backfiller<'_, E> {
     fn prepare<'j>(&self, job: &'j BackfillJob) -> Result<Drive<'j>, String> {
         let migration = &job.migration;
         let (driver, file, text) = (E::DRIVER, migration.file.as_str(), migration.forward.as_str());
-        let mode = statements::inspect_part(driver, file, text, false).map_err(|refusals| refusals.to_string())?;
+        let mode = statements::inspect(driver, file, text).map_err(|refusals| refusals.to_string())?;
         let spec = backfill::read(driver, file, text)
             .map_err(|refusal| refusal.to_string())?
             .ok_or_else(|| format!("{file} holds no `strata:backfill` directive"))?;
@@ -434,6 +439,11 @@ impl<E: Engine> Backfiller<'_, E> {
         if !self.wait_for_replicas(conn, drive).await? {
             return Ok(false);
         }
+        if self.settings.backfill.share_due() {
+            // Another process may have started or stopped running backfills.
+            self.commit_open(conn, drive).await?;
+            self.settings.backfill.share(self.runners(conn).await?);
+        }
         let wait = self.settings.backfill.reserve(u64::from(size));
         if wait > 0 {
             self.commit_open(conn, drive).await?;
@@ -448,6 +458,14 @@ impl<E: Engine> Backfiller<'_, E> {
             None => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// The runners holding backfills on this server now, this one included
+    /// (core's `backfill::Runners`).
+    async fn runners(&self, conn: &mut E::Conn) -> Result<Runners, DbError> {
+        let fresh_after = now_ms() - self.settings.backfill.stale_ms();
+        let holders = self.engine.books().backfill_runners(conn, fresh_after).await?;
+        Ok(Runners::of(holders.iter().map(|(holder, claims)| (holder.as_str(), *claims)), self.holder))
     }
 
     /// Claims the backfill again when a third of the time a claim lasts has
@@ -628,7 +646,31 @@ impl<E: Engine> Backfiller<'_, E> {
         self.engine.books().fail_backfill(conn, &row, self.holder).await?;
         tracing::warn!(schema = %row.schema, file = %row.file, error = %failure.message,
             "a backfill failed; its batches before stay, and a retry of its tenant resumes after them");
+        let mut failure = failure;
+        if self.quarantines
+            && let Some(stopped) = self.stop_past_budget(conn, job).await?
+        {
+            failure.message = format!("{}; {stopped}", failure.message);
+        }
         Ok(Ended::Failed(failure))
+    }
+
+    /// After a failure of `job`: when its version's failed backfills of the
+    /// file are more than the version's budget absorbs (core's
+    /// `backfill::budget`), pauses the others still running — those in a
+    /// pass stop at their next checkpoint — and says why.
+    async fn stop_past_budget(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Option<String>, DbError> {
+        let books = self.engine.books();
+        let (version_id, file) = (job.version_id, job.row.file.as_str());
+        let tally = budget::Tally::of(books.backfill_tally(conn, version_id, file).await?);
+        let Some(spent) = job.failure_budget.filter(|_| budget::stops(tally, job.failure_budget)) else {
+            return Ok(None);
+        };
+        let paused = books.pause_version_backfills(conn, version_id, file, &now()).await?;
+        let tally = budget::Tally { running: usize::try_from(paused).unwrap_or(usize::MAX), ..tally };
+        let stopped = budget::stopped(file, version_id, tally, spent);
+        tracing::warn!(file, version_id, paused, "{stopped}");
+        Ok(Some(stopped))
     }
 }
 
@@ -701,9 +743,13 @@ impl<E: Engine> Backfiller<'_, E> {
     /// another runner holds it. A failure quarantines its tenant.
     async fn run_one(&self, job: &BackfillJob) -> Result<Option<Outcome>, DbError> {
         let mut conn = self.engine.connect().await?;
-        if !self.claim(&mut conn, job).await? {
+        // The server's concurrency holds over every process running
+        // backfills on it; each takes its share of the server's rate.
+        let runners = self.runners(&mut conn).await?;
+        if !runners.room(self.settings.backfill.concurrency()) || !self.claim(&mut conn, job).await? {
             return Ok(None);
         }
+        self.settings.backfill.share(runners);
         let schema = job.row.schema.clone();
         self.engine.prepare(&mut conn, &[]).await?;
         self.engine.enter(&mut conn, &schema).await?;
