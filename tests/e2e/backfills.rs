@@ -1013,6 +1013,52 @@ async fn a_rollout_wave_ends_with_its_backfills_and_a_failing_one_stops_the_roll
     }
 }
 
+/// A wave's failing backfills within its failure budget are named in the
+/// wave's event and the rollout goes on: with `failureBudget: "1"` over a
+/// first wave of two tenants, one failing tenant (quarantined) leaves the
+/// other's backfill done and the second wave runs.
+#[tokio::test]
+async fn a_waves_backfill_failures_within_its_budget_let_the_rollout_go_on() {
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(100));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.execute("t00", &format!("update {} set touched = 1 where id = 51", table_of("t00", "items"))).await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+
+    let rollout = "id status events { action wave detail }";
+    let started = server
+        .data(
+            &format!(
+                "mutation {{ startRollout(versionName: \"touch\", waves: [\"t00,t01\", \"rest\"], \
+                 failureBudget: \"1\") {{ {rollout} }} }}"
+            ),
+            json!({}),
+        )
+        .await;
+    let id = started["startRollout"]["id"].as_i64().unwrap();
+    let done = wait_for(&server, id, "COMPLETED").await;
+    let first = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["action"] == "wave-completed" && event["wave"] == 1)
+        .unwrap_or_else(|| panic!("{done}"));
+    let detail = first["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("; backfills done in 1 tenant(s), 1 failed within the failure budget 1 (quarantined: t00 ("),
+        "{detail}"
+    );
+    let books = settled(&server).await;
+    let states: Vec<(&str, &str)> =
+        books.iter().map(|row| (row["tenant"].as_str().unwrap(), row["state"].as_str().unwrap())).collect();
+    assert_eq!(states, [("t00", "FAILED"), ("t01", "DONE"), ("t02", "DONE")], "{books:?}");
+    for tenant in ["t01", "t02"] {
+        assert_eq!(touched(&server, tenant).await, (100, 100, 0), "{tenant}");
+    }
+}
+
 /// SQLite folds a version's staged rows into `svc_migrations` before each
 /// transaction — a backfill batch's too, from the runner's task: a version
 /// over the fleet running beside backfills records every file once (two
