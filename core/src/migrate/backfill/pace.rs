@@ -134,38 +134,39 @@ impl RowBudget {
     }
 }
 
-/// The runners holding backfills on one server now (fresh claims, by
+/// The other runners holding backfills on one server (fresh claims, by
 /// holder), as one of them sees them: how many processes share the
-/// server's rows per second ([`RowBudget::shared_by`]), and how many
-/// backfills run on it at once — `backfill.concurrency` is the server's,
-/// whichever processes run them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// server's rows per second ([`RowBudget::shared_by`]), and how many of
+/// the server's `backfill.concurrency` places they take — it is the
+/// server's, whichever processes run the backfills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Runners {
     /// Processes running backfills on the server, the one asking included.
     pub processes: u64,
-    /// Backfills they hold.
-    pub claims: usize,
+    /// Backfills the others hold.
+    pub others: usize,
 }
 
 impl Runners {
     /// From each holder's count of fresh claims, seen by holder `me`.
     pub fn of<'a>(holders: impl IntoIterator<Item = (&'a str, usize)>, me: &str) -> Runners {
-        let (mut processes, mut claims, mut counted_me) = (0u64, 0usize, false);
-        for (holder, held) in holders.into_iter().filter(|(_, held)| *held > 0) {
-            processes += 1;
-            claims += held;
-            counted_me |= holder == me;
-        }
-        Runners { processes: processes + u64::from(!counted_me), claims }
+        let others: Vec<usize> =
+            holders.into_iter().filter(|(holder, held)| *held > 0 && *holder != me).map(|(_, held)| held).collect();
+        Runners { processes: others.len() as u64 + 1, others: others.iter().sum() }
     }
 
     /// Whether one more backfill may start on the server under
-    /// `concurrency` (two runners looking at once may both start one: the
-    /// bound is exceeded by at most one per runner).
-    pub fn room(&self, concurrency: usize) -> bool {
-        self.claims < concurrency
+    /// `concurrency`, `mine` running in the process asking (two runners
+    /// looking at once may both start one: the bound is exceeded by at
+    /// most one per runner, for as long as their readings are old).
+    pub fn room(&self, concurrency: usize, mine: usize) -> bool {
+        self.others + mine < concurrency
     }
 }
+
+/// How old a reading of the other runners may be when a runner starts a
+/// backfill (one read a second at most, however many it starts).
+pub const RUNNERS_FRESH_MS: u64 = 1_000;
 
 /// How often a runner looks again at the others on its server while it
 /// runs batches, to take its share of the server's rate.
@@ -364,11 +365,14 @@ mod tests {
     #[test]
     fn the_runners_on_a_server_are_counted_with_the_one_asking() {
         let seen = Runners::of([("a", 2), ("b", 1)], "c");
-        assert_eq!(seen, Runners { processes: 3, claims: 3 });
-        assert!(seen.room(4) && !seen.room(3));
-        assert_eq!(Runners::of([("a", 2), ("b", 1)], "a"), Runners { processes: 2, claims: 3 });
-        assert_eq!(Runners::of([("a", 0)], "b"), Runners { processes: 1, claims: 0 });
-        assert_eq!(Runners::of([], "a"), Runners { processes: 1, claims: 0 });
+        assert_eq!(seen, Runners { processes: 3, others: 3 });
+        assert!(seen.room(4, 0) && !seen.room(3, 0) && !seen.room(4, 1));
+        // Its own claims are its own count, not the reading's.
+        let mine = Runners::of([("a", 2), ("b", 1)], "a");
+        assert_eq!(mine, Runners { processes: 2, others: 1 });
+        assert!(mine.room(4, 2) && !mine.room(4, 3));
+        assert_eq!(Runners::of([("a", 0)], "b"), Runners { processes: 1, others: 0 });
+        assert_eq!(Runners::of([], "a"), Runners { processes: 1, others: 0 });
     }
 
     #[test]

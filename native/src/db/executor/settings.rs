@@ -1,11 +1,11 @@
 //! How the executor runs versions ([`Settings`]), read once from the
 //! configuration.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use strata_core::migrate::backfill::pace::SHARE_EVERY_MS;
+use strata_core::migrate::backfill::pace::{RUNNERS_FRESH_MS, SHARE_EVERY_MS};
 use strata_core::migrate::backfill::{LagWatch, RowBudget, Runners};
 use strata_core::migrate::config::BackfillSettings;
 
@@ -63,6 +63,20 @@ pub(crate) struct BackfillPace {
     /// When (on this pace's clock) the runners on the server are next
     /// counted for the budget's share ([`BackfillPace::share_due`]).
     next_share_ms: Arc<AtomicU64>,
+    /// The other runners on the server as last read, and when.
+    seen: Arc<Mutex<Option<(u64, Runners)>>>,
+    /// The backfills this process's runners hold on the server.
+    held: Arc<AtomicUsize>,
+}
+
+/// One of the server's places a runner of this process holds
+/// ([`BackfillPace::try_hold`]), given back when dropped.
+pub(crate) struct Held(Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl BackfillPace {
@@ -81,6 +95,8 @@ impl BackfillPace {
             origin: Instant::now(),
             lag: LagWatch::new(settings.max_replica_lag_seconds).map(|watch| Arc::new(tokio::sync::Mutex::new(watch))),
             next_share_ms: Arc::default(),
+            seen: Arc::default(),
+            held: Arc::default(),
         }
     }
 
@@ -140,12 +156,33 @@ impl BackfillPace {
                 .is_ok()
     }
 
-    /// Takes this process's share of the server's rate, `runners` counted
-    /// (core's `RowBudget::shared_by`).
-    pub(crate) fn share(&self, runners: Runners) {
+    /// The other runners on the server as read less than
+    /// `RUNNERS_FRESH_MS` ago, if they were.
+    pub(crate) fn runners_seen(&self) -> Option<Runners> {
+        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.filter(|(at, _)| self.now_ms().saturating_sub(*at) < RUNNERS_FRESH_MS).map(|(_, runners)| runners)
+    }
+
+    /// The other runners on the server as just read: kept, and this
+    /// process's share of the server's rate taken (core's
+    /// `RowBudget::shared_by`).
+    pub(crate) fn saw(&self, runners: Runners) {
         let now = self.now_ms();
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, runners));
         self.next_share_ms.store(now + SHARE_EVERY_MS, Ordering::Relaxed);
         self.budget.lock().unwrap_or_else(|e| e.into_inner()).shared_by(runners.processes, now);
+    }
+
+    /// One of the server's `concurrency` places for a backfill of this
+    /// process, when the others `runners` hold leave one (core's
+    /// `Runners::room`, over this process's count).
+    pub(crate) fn try_hold(&self, runners: Runners) -> Option<Held> {
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |mine| {
+                runners.room(self.concurrency, mine).then_some(mine + 1)
+            })
+            .ok()
+            .map(|_| Held(Arc::clone(&self.held)))
     }
 
     /// Gives back what a batch reserved and did not change.

@@ -442,7 +442,7 @@ impl<E: Engine> Backfiller<'_, E> {
         if self.settings.backfill.share_due() {
             // Another process may have started or stopped running backfills.
             self.commit_open(conn, drive).await?;
-            self.settings.backfill.share(self.runners(conn).await?);
+            self.runners(conn).await?;
         }
         let wait = self.settings.backfill.reserve(u64::from(size));
         if wait > 0 {
@@ -460,12 +460,15 @@ impl<E: Engine> Backfiller<'_, E> {
         Ok(true)
     }
 
-    /// The runners holding backfills on this server now, this one included
-    /// (core's `backfill::Runners`).
+    /// The other runners holding backfills on this server now (core's
+    /// `backfill::Runners`), read, kept and this process's share of the
+    /// server's rate taken.
     async fn runners(&self, conn: &mut E::Conn) -> Result<Runners, DbError> {
         let fresh_after = now_ms() - self.settings.backfill.stale_ms();
         let holders = self.engine.books().backfill_runners(conn, fresh_after).await?;
-        Ok(Runners::of(holders.iter().map(|(holder, claims)| (holder.as_str(), *claims)), self.holder))
+        let runners = Runners::of(holders.iter().map(|(holder, claims)| (holder.as_str(), *claims)), self.holder);
+        self.settings.backfill.saw(runners);
+        Ok(runners)
     }
 
     /// Claims the backfill again when a third of the time a claim lasts has
@@ -745,11 +748,14 @@ impl<E: Engine> Backfiller<'_, E> {
         let mut conn = self.engine.connect().await?;
         // The server's concurrency holds over every process running
         // backfills on it; each takes its share of the server's rate.
-        let runners = self.runners(&mut conn).await?;
-        if !runners.room(self.settings.backfill.concurrency()) || !self.claim(&mut conn, job).await? {
+        let runners = match self.settings.backfill.runners_seen() {
+            Some(runners) => runners,
+            None => self.runners(&mut conn).await?,
+        };
+        let Some(_held) = self.settings.backfill.try_hold(runners) else { return Ok(None) };
+        if !self.claim(&mut conn, job).await? {
             return Ok(None);
         }
-        self.settings.backfill.share(runners);
         let schema = job.row.schema.clone();
         self.engine.prepare(&mut conn, &[]).await?;
         self.engine.enter(&mut conn, &schema).await?;
