@@ -522,6 +522,11 @@ enum QuarantineAction {
         version_name: String,
         /// Tenants to retry (default: every quarantined tenant).
         tenants: Vec<String>,
+        /// Exit once the version is done, without waiting for the backfills
+        /// it restarted (the service runs them; their tenants stay
+        /// quarantined until they are done).
+        #[arg(long)]
+        no_wait: bool,
     },
     /// Let tenants go without running anything: the next version takes
     /// them like any other.

@@ -419,6 +419,47 @@ async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_afte
     assert_eq!(quarantine["quarantine"], json!([]));
 }
 
+/// A backfill refuses its format's own no-transaction marker as it refuses
+/// the directive (a dbmate `transaction:false` ran it as a backfill), and
+/// nothing runs; one failing in a single schema says its batches before the
+/// failure stay and running it again resumes after them — not that it
+/// "ran outside a transaction", nor that its version "holds the new tenant".
+#[tokio::test]
+async fn a_backfill_refuses_its_formats_marker_and_a_single_schemas_failure_says_it_resumes() {
+    let server = Server::start("fleet", "migrationFormats: {config: dbmate}\n").await;
+    server.ws.write_migration(
+        "config/001_touch.sql",
+        "-- migrate:up transaction:false\n-- strata:backfill table={schema}.items key=id batch=10\n\
+         update {schema}.items set touched = 1 where {range};\n-- migrate:down\n",
+    );
+    let refused = server.create_version(json!({ "versionName": "marked" })).await;
+    let message = refused["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{refused}"));
+    assert!(
+        message.starts_with("config/001_touch.sql:2:1: ")
+            && message.contains("a backfill commits each batch in a transaction of its own")
+            && message.ends_with("; nothing was run"),
+        "{message}"
+    );
+    assert_eq!(server.data(BACKFILLS, json!({})).await["backfills"], json!([]));
+    std::fs::remove_file(server.ws.migrations().join("config/001_touch.sql")).unwrap();
+
+    server.ws.write_migration(
+        "ref/002_touch.sql",
+        "-- strata:backfill table={schema}.missing key=id\nupdate {schema}.missing set a = 1 where {range};\n",
+    );
+    let failed = server.create_version(json!({ "versionName": "touch" })).await;
+    let message = failed["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{failed}"));
+    assert!(message.contains("ref/002_touch.sql") && message.contains("missing"), "{message}");
+    assert!(
+        message.contains(
+            "its batches before the failing one committed with their checkpoint, and running it again resumes after \
+             them (unrecorded until its last batch)"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("outside a transaction") && !message.contains("new tenant"), "{message}");
+}
+
 /// A version's failure budget holds for the backfills it started: one
 /// backfill run at a time, the first tenant's failure is absorbed, the
 /// second is one more than `failureBudget: 1` and pauses the version's
@@ -1057,6 +1098,81 @@ async fn a_waves_backfill_failures_within_its_budget_let_the_rollout_go_on() {
     for tenant in ["t01", "t02"] {
         assert_eq!(touched(&server, tenant).await, (100, 100, 0), "{tenant}");
     }
+}
+
+/// A wave whose tenants' later files wait on its backfill runs again once
+/// it is done: the rollout completes with every file of its version
+/// recorded in every tenant of its waves, nothing left pending.
+#[tokio::test]
+async fn a_rollout_runs_the_files_after_a_backfill_in_the_wave_before_it_completes() {
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    let names = tenants(&server, 3).await;
+    server.ws.write_migration("tenants/001_items.sql", &items_sql(60));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    server.ws.write_migration("tenants/003_after.sql", "create table {schema}.after_touch (id int);\n");
+    let started = server
+        .data("mutation { startRollout(versionName: \"touch\", waves: [\"t00\", \"rest\"]) { id } }", json!({}))
+        .await;
+    let id = started["startRollout"]["id"].as_i64().unwrap();
+    let done = wait_for(&server, id, "COMPLETED").await;
+    let recorded = recorded(&server).await;
+    for tenant in &names {
+        for file in ["tenants/002_touch.sql", "tenants/003_after.sql"] {
+            assert_eq!(recorded.get(&(file.to_string(), tenant.clone())), Some(&1), "{file} in {tenant}: {done}");
+        }
+        assert_eq!(touched(&server, tenant).await, (60, 60, 0), "{tenant}");
+    }
+    let details: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["action"] == "wave-completed")
+        .map(|event| event["detail"].as_str().unwrap())
+        .collect();
+    assert!(details.iter().all(|d| d.contains("; backfills done in ") && d.contains("; then version ")), "{done}");
+    let plan = server.data("{ plan { nothingToDo } }", json!({})).await;
+    assert_eq!(plan["plan"]["nothingToDo"], true, "{plan}");
+}
+
+/// `strata quarantine retry` runs the backfills it restarts, as `apply`
+/// does, and their tenants stay quarantined until they are done: failing
+/// again, one is quarantined with one failure more (exit 11); fixed, the
+/// next retry finishes it and lets it go (exit 0).
+#[tokio::test]
+async fn a_retry_runs_its_backfills_and_lets_their_tenants_go_once_they_are_done() {
+    let mut server = Server::start("fleet", "").await;
+    tenants(&server, 1).await;
+    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(50));
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    server.ws.execute("t00", &format!("update {} set touched = 1 where id = 30", table_of("t00", "items"))).await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    version_waiting(&server, "touch").await;
+    settled(&server).await;
+    let failures = "select failures from svc_quarantine where tenant = 't00'";
+    assert_eq!(server.ws.rows("svc", failures).await, [[json!(1)]]);
+
+    // The service stopped: the command alone runs the backfill.
+    server.kill_hard().await;
+    let config = server.config_path().to_path_buf();
+    let again = strata(&config, &["quarantine", "retry", "--version", "again"]).await;
+    assert_eq!(code(&again), 11, "{}\n{}", stdout(&again), stderr(&again));
+    assert!(
+        stdout(&again).contains("Backfill of tenants/002_touch.sql in t00 failed (tenant quarantined)"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(server.ws.rows("svc", failures).await, [[json!(2)]]);
+
+    server.ws.execute("t00", &format!("update {} set touched = 0 where id = 30", table_of("t00", "items"))).await;
+    let fixed = strata(&config, &["quarantine", "retry", "--version", "fixed"]).await;
+    assert_eq!(code(&fixed), 0, "{}\n{}", stdout(&fixed), stderr(&fixed));
+    assert!(stdout(&fixed).contains("Backfill of tenants/002_touch.sql in t00 done."), "{}", stdout(&fixed));
+    assert_eq!(server.ws.rows("svc", failures).await, Vec::<Vec<Value>>::new());
+    assert_eq!(touched(&server, "t00").await, (50, 50, 0));
+    assert_eq!(recorded(&server).await.get(&("tenants/002_touch.sql".to_string(), "t00".to_string())), Some(&1));
 }
 
 /// SQLite folds a version's staged rows into `svc_migrations` before each

@@ -119,7 +119,7 @@ pub fn drift_entries(report: &DriftReport, single_schemas: &[&str]) -> Vec<(Stri
 
 /// How many tenant failures a version absorbs (`failureBudget`): a number
 /// of tenants, or a share of the tenants the version runs in (`10%`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FailureBudget {
     /// This many tenants (0: the first failure stops the version).
     #[default]

@@ -638,11 +638,20 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Ok(released) => print_released(&released, args.json),
             Err(error) => failure(&error),
         },
-        QuarantineAction::Retry { version_name, tenants } => {
+        QuarantineAction::Retry { version_name, tenants, no_wait } => {
             let request = CreateRequest::new(version_name, Operation::Retry { tenants }, cli_caller());
-            match service.create(request).await {
-                Ok(result) => created(service, &result, args.json, false, false).await,
-                Err(error) => failed_apply(&error, args.json),
+            let result = match service.create(request).await {
+                Ok(result) => result,
+                Err(error) => return failed_apply(&error, args.json),
+            };
+            let exit = created(service, &result, args.json, false, false).await;
+            if result.waiting.is_empty() || no_wait {
+                return exit;
+            }
+            // As `apply` does: the backfills it restarted, run here.
+            match super::backfill::wait(service, &result.waiting, args.json).await {
+                Exit::Success => exit,
+                failed => failed,
             }
         }
     }

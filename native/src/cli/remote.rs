@@ -924,7 +924,8 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
                 Err(failure) => failure.report(args.json),
             }
         }
-        QuarantineAction::Retry { version_name, tenants } => {
+        // The service runs the backfills a retry restarts.
+        QuarantineAction::Retry { version_name, tenants, no_wait: _ } => {
             let input = RetryInput { version_name, tenant_names: Some(tenants).filter(|t| !t.is_empty()) };
             created(
                 remote.call(RETRY, "retryQuarantined", json!({ "input": input })).await,

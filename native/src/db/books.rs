@@ -198,15 +198,7 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// at or after `fresh_after` (milliseconds since the epoch): the
     /// processes running backfills on this server now.
     async fn backfill_runners(&self, conn: &mut C, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError>;
-    /// Pauses version `version_id`'s running backfills of `file` (its
-    /// failure budget is spent); how many.
-    async fn pause_version_backfills(
-        &self,
-        conn: &mut C,
-        version_id: i64,
-        file: &str,
-        updated: &str,
-    ) -> Result<u64, DbError>;
+
     /// Claims a running backfill for `claim.holder`; whether it holds it.
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError>;
     /// Writes a batch's checkpoint (`row`), in the caller's open

@@ -502,6 +502,9 @@ pub(crate) struct MigrationFailure {
     /// A revert failed (the file's down part): the message says so, and
     /// what is left is undone, not applied.
     pub(crate) reverting: bool,
+    /// The failing file is a backfill (`strata:backfill`): its batches
+    /// before the failing one committed, each with its checkpoint.
+    pub(crate) backfill: bool,
 }
 
 /// At most this many schema names are spelt out in a message (the
@@ -602,6 +605,12 @@ impl std::fmt::Display for MigrationFailure {
         } else if self.cause == Cause::LockLost {
             // Nothing of the file stays: the unit stopped before it, or its
             // transaction was rolled back at the fence.
+        } else if self.backfill {
+            write!(
+                f,
+                "; its batches before the failing one committed with their checkpoint, and running it again resumes \
+                 after them (unrecorded until its last batch)"
+            )?;
         } else if self.partly_applied {
             let part = if self.reverting {
                 "its down part ran outside a transaction and may be partly done"
@@ -614,6 +623,7 @@ impl std::fmt::Display for MigrationFailure {
         }
         let applied = self.applied.migrations_grand_total() + self.applied.scripts_grand_total();
         match self.version_id {
+            Some(id) if applied == 0 && self.backfill => write!(f, "; version {id} holds the backfill's start")?,
             Some(id) if applied == 0 => write!(f, "; version {id} holds the new tenant only")?,
             Some(id) if self.reverting => {
                 write!(f, "; what committed before the failure stays undone, its records removed, in version {id}")?

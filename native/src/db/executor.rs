@@ -180,8 +180,13 @@ async fn locked<E: Engine>(
         let committed = run.committed.into_inner().unwrap_or_else(|e| e.into_inner());
         outcome.committed_counts = Some(plan.counts_of(request.sources, committed.iter()));
     }
+    let waiting = run.waiting.into_inner().unwrap_or_else(|e| e.into_inner());
     if request.retried().is_some() {
-        let still: HashSet<&str> = absorbed.iter().map(|row| row.tenant.as_str()).collect();
+        // A tenant waiting on a backfill the retry restarted stays put
+        // aside until it is done (its runner releases it then), or fails
+        // again (one failure more on its row).
+        let still: HashSet<&str> =
+            absorbed.iter().map(|row| row.tenant.as_str()).chain(waiting.iter().map(|w| w.tenant.as_str())).collect();
         let released: Vec<String> =
             selection.run.into_iter().filter(|tenant| !still.contains(tenant.as_str())).collect();
         engine.books().release_quarantined(&mut conns[0], &released).await?;
@@ -189,7 +194,7 @@ async fn locked<E: Engine>(
     }
     outcome.version = version;
     outcome.quarantined = absorbed;
-    outcome.waiting = run.waiting.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcome.waiting = waiting;
     // In the fleet's order, not the order units happened to end in.
     outcome.waiting.sort();
     Ok(outcome)
@@ -794,6 +799,7 @@ impl<'a, E: Engine> Run<'a, E> {
             cause: failure.cause,
             applied,
             reverting: self.plan.direction == Direction::Revert,
+            backfill: self.backfill_of(step).is_some(),
         }))
     }
 }

@@ -689,16 +689,6 @@ impl Books<Connection> for SqlServerEngine {
         backfills::runners(conn, fresh_after).await
     }
 
-    async fn pause_version_backfills(
-        &self,
-        conn: &mut Connection,
-        version_id: i64,
-        file: &str,
-        updated: &str,
-    ) -> Result<u64, DbError> {
-        backfills::pause_version(conn, version_id, file, updated).await
-    }
-
     async fn claim_backfill(&self, conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
         backfills::claim(conn, claim).await
     }

@@ -20,6 +20,7 @@ use strata_core::migrate::rollout::{
     self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep,
 };
 use strata_core::migrate::summary;
+use strata_core::migrate::wave::Wave;
 
 use crate::db::error::LockError;
 use crate::db::{BackfillState, BackfillWait, DbError, RolloutRow};
@@ -44,6 +45,11 @@ const ATTEMPTS: usize = 5;
 
 /// How often a wave waiting on its backfills looks at them again.
 const WAVE_BACKFILL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Versions of one wave at most: the first, then one after each round of
+/// backfills for the files that waited on them (a file after a backfill
+/// after a backfill… needs one each).
+const WAVE_ROUNDS: usize = 16;
 
 impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
@@ -346,7 +352,7 @@ impl Service {
             let Some(group) = now_planned.run else {
                 return Some(Ok(format!("nothing to apply; {held}")));
             };
-            select = strata_core::migrate::wave::Wave::Named(group.tenants.clone());
+            select = Wave::Named(group.tenants.clone());
             desired_plan = Some(strata_core::migrate::desired::plan_source(&group, None));
         }
         let operation = Operation::Version {
@@ -370,47 +376,99 @@ impl Service {
                 },
             )
         };
-        match self.create(request).await {
-            Ok(result) => {
-                let mut detail = match &result.version {
-                    Some(version) => format!(
-                        "version {}: {} migration(s), {} script(s) in {} tenant(s)",
-                        version.id,
-                        result.summary.counts.migrations_grand_total(),
-                        result.summary.counts.scripts_grand_total(),
-                        result.summary.counts.tenants
-                    ),
-                    None => "nothing to apply".to_string(),
-                };
-                if !held.is_empty() {
-                    detail.push_str(&format!("; {held}"));
-                }
-                if !result.quarantined.is_empty() {
-                    let names: Vec<String> = result.quarantined.iter().map(|q| q.tenant.clone()).collect();
-                    detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
-                }
-                if !result.waiting.is_empty() {
-                    let budget = failure_budget.unwrap_or(self.config().failure_budget);
-                    let waiting = &result.waiting;
-                    match self.wave_backfills(id, (wave, budget), runner, claim_seconds, waiting).await? {
-                        Ok(failed) if failed.is_empty() => {
-                            detail.push_str(&format!("; backfills done in {} tenant(s)", waiting.len()))
-                        }
-                        Ok(failed) => detail.push_str(&format!(
-                            "; backfills done in {} tenant(s), {} failed within the failure budget {budget} \
-                             (quarantined: {})",
-                            waiting.len() - failed.len(),
-                            failed.len(),
-                            summary::some_of(&failed, 5)
-                        )),
-                        Err(why) => return Some(Err(why)),
+        // A tenant's files after a backfill wait for it: once the wave's
+        // backfills are done, the wave runs again for them, until nothing
+        // of it waits (a rollout is never complete with files of its
+        // version left pending in its tenants).
+        let budget = failure_budget.unwrap_or(self.config().failure_budget);
+        let mut details = Vec::new();
+        for round in 0..WAVE_ROUNDS {
+            let mut request = request.clone();
+            if round > 0 {
+                request.version_name = format!("{} (after its backfills, {})", request.version_name, round + 1);
+                // A tenant of the wave whose backfill failed within the
+                // budget is quarantined: the wave goes on without it.
+                if let Operation::Version { wave: Wave::Named(names), .. } = &mut request.operation {
+                    let held: HashSet<String> = match self.quarantined().await {
+                        Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
+                        Err(error) => return Some(Err(error.to_string())),
+                    };
+                    names.retain(|name| !held.contains(name));
+                    if names.is_empty() {
+                        break;
                     }
                 }
-                Some(Ok(detail))
             }
-            Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => None,
-            Err(error) => Some(Err(error.to_string())),
+            let result = match self.create(request).await {
+                Ok(result) => result,
+                Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => return None,
+                Err(error) => return Some(Err(error.to_string())),
+            };
+            if round > 0 && result.version.is_none() && result.waiting.is_empty() {
+                break;
+            }
+            let held = if round == 0 { held.as_str() } else { "" };
+            let (detail, waited) =
+                match self.wave_round(id, (wave, budget), runner, claim_seconds, &result, held).await? {
+                    Ok(round) => round,
+                    Err(why) => return Some(Err(why)),
+                };
+            details.push(detail);
+            if !waited {
+                break;
+            }
         }
+        Some(Ok(details.join("; then ")))
+    }
+
+    /// What one version of wave `wave` did (`result`), and its backfills
+    /// run to their end under `budget` ([`Service::wave_backfills`]): the
+    /// event's detail, and whether it waited on backfills (another version
+    /// of the wave is then due); `None` when the wave is no longer this
+    /// runner's.
+    async fn wave_round(
+        &self,
+        id: i64,
+        (wave, budget): (usize, FailureBudget),
+        runner: &str,
+        claim_seconds: i64,
+        result: &crate::service::CreateResult,
+        held: &str,
+    ) -> Option<Result<(String, bool), String>> {
+        let mut detail = match &result.version {
+            Some(version) => format!(
+                "version {}: {} migration(s), {} script(s) in {} tenant(s)",
+                version.id,
+                result.summary.counts.migrations_grand_total(),
+                result.summary.counts.scripts_grand_total(),
+                result.summary.counts.tenants
+            ),
+            None => "nothing to apply".to_string(),
+        };
+        if !held.is_empty() {
+            detail.push_str(&format!("; {held}"));
+        }
+        if !result.quarantined.is_empty() {
+            let names: Vec<String> = result.quarantined.iter().map(|q| q.tenant.clone()).collect();
+            detail.push_str(&format!("; quarantined: {}", summary::some_of(&names, 20)));
+        }
+        let waiting = &result.waiting;
+        if waiting.is_empty() {
+            return Some(Ok((detail, false)));
+        }
+        match self.wave_backfills(id, (wave, budget), runner, claim_seconds, waiting).await? {
+            Ok(failed) if failed.is_empty() => {
+                detail.push_str(&format!("; backfills done in {} tenant(s)", waiting.len()))
+            }
+            Ok(failed) => detail.push_str(&format!(
+                "; backfills done in {} tenant(s), {} failed within the failure budget {budget} (quarantined: {})",
+                waiting.len() - failed.len(),
+                failed.len(),
+                summary::some_of(&failed, 5)
+            )),
+            Err(why) => return Some(Err(why)),
+        }
+        Some(Ok((detail, true)))
     }
 
     /// Runs the backfills `waiting` (those wave `wave` of rollout `id`
@@ -448,9 +506,16 @@ impl Service {
                         })
                         .collect();
                     if !absorbs(failed.len(), budget, waiting.len()) {
+                        let paused = ours.iter().filter(|row| row.state == BackfillState::Paused).count();
+                        let way_on = match paused {
+                            0 => "fix them, retryQuarantined, then resumeRollout".to_string(),
+                            n => format!(
+                                "{n} other(s) paused; fix them, retryQuarantined, resumeBackfills, then resumeRollout"
+                            ),
+                        };
                         return Some(Err(format!(
                             "{} backfill(s) of the wave did not finish, more than its failure budget {budget} \
-                             absorbs, their tenants quarantined: {}",
+                             absorbs, their tenants quarantined: {}; {way_on}",
                             failed.len(),
                             summary::some_of(&failed, 5)
                         )));

@@ -169,8 +169,10 @@ impl Runners {
 pub const RUNNERS_FRESH_MS: u64 = 1_000;
 
 /// How often a runner looks again at the others on its server while it
-/// runs batches, to take its share of the server's rate.
-pub const SHARE_EVERY_MS: u64 = 5_000;
+/// runs batches, to take its share of the server's rate: a runner that
+/// starts beside it runs at its share at once, and until this one looks
+/// the server gets up to twice its rate (measured: 1.85× for 4 s at 5 s).
+pub const SHARE_EVERY_MS: u64 = 1_000;
 
 /// How often a server's replicas' lag is read while backfills run on it.
 pub const LAG_CHECK_MS: u64 = 1_000;

@@ -307,9 +307,6 @@ pub(crate) struct BackfillSql {
     /// How many of a version's backfills of a file are in each state
     /// (`state, count`; bound: version id, file).
     pub(crate) tally: String,
-    /// Pauses a version's running backfills of a file (bound: updated,
-    /// version id, file).
-    pub(crate) pause_version: String,
     /// Each holder's count of running backfills it claimed with a heartbeat
     /// at or after the bound (`holder, count`; bound: fresh after).
     pub(crate) runners: String,
@@ -560,11 +557,6 @@ impl BackfillSql {
             runners: placed(
                 "select holder, count(*) from svc.svc_backfills where state = 'running' and holder is not null \
                  and heartbeat >= ? group by holder"
-                    .into(),
-            ),
-            pause_version: placed(
-                "update svc.svc_backfills set state = 'paused', updated = ? where version_id = ? and file = ? \
-                 and state = 'running'"
                     .into(),
             ),
             claim: placed(

@@ -696,21 +696,6 @@ where
             .collect()
     }
 
-    async fn pause_version_backfills(
-        &self,
-        conn: &mut C,
-        version_id: i64,
-        file: &str,
-        updated: &str,
-    ) -> Result<u64, DbError> {
-        let query = self
-            .query(&self.sql.backfills.pause_version)
-            .bind(updated.to_string())
-            .bind(Self::int(version_id)?)
-            .bind(file.to_string());
-        Ok(self.change(conn.sqlx(), query).await?.count())
-    }
-
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
         let values = [
             Literal::Text(claim.holder),

@@ -68,6 +68,7 @@ impl<E: Engine> Run<'_, E> {
             settings: self.settings,
             holder: self.request.request_id,
             quarantines: false,
+            unjudged: Default::default(),
         };
         // Batches may have committed before a failure (now or in an earlier run).
         let held = |message: String| UnitError::Migration {

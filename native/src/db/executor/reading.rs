@@ -306,7 +306,9 @@ fn file_rules(
     if !mode.backfill {
         return Ok(FileRules { mode, backfill: None });
     }
-    let spec = backfill::read(driver, file, text).map_err(|refusal| Refusals(vec![refusal]))?;
+    // The format's own no-transaction marker is refused beside a backfill
+    // as the directive is.
+    let spec = backfill::read_part(driver, file, text, no_transaction).map_err(|refusal| Refusals(vec![refusal]))?;
     if whole_version && spec.is_some() {
         return Err(Refusals(vec![backfill::in_one_transaction(file)]));
     }

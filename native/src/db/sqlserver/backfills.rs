@@ -109,17 +109,6 @@ pub(super) async fn runners(conn: &mut Connection, fresh_after: i64) -> Result<V
     rows.iter().map(|row| Ok((text(row, 0)?, int(row, 1)?.max(0) as usize))).collect()
 }
 
-/// Pauses version `version_id`'s running backfills of `file`; how many.
-pub(super) async fn pause_version(
-    conn: &mut Connection,
-    version_id: i64,
-    file: &str,
-    updated: &str,
-) -> Result<u64, DbError> {
-    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
-    execute(conn, sql::PAUSE_VERSION_BACKFILLS, &[&updated, &id, &file]).await
-}
-
 /// Claims a running backfill; whether this holder has it.
 pub(super) async fn claim(conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
     let params: [&dyn ToSql; 5] = [&claim.holder, &claim.now_ms, &claim.schema, &claim.file, &claim.stale_before_ms];

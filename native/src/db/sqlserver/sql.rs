@@ -457,10 +457,6 @@ pub(crate) const TALLY_BACKFILLS: &str =
 pub(crate) const BACKFILL_RUNNERS: &str = "select holder, count(*) from svc.svc_backfills where state = 'running' \
     and holder is not null and heartbeat >= @P1 group by holder;";
 
-/// Pauses version @P2's running backfills of file @P3 (updated @P1).
-pub(crate) const PAUSE_VERSION_BACKFILLS: &str = "update svc.svc_backfills set state = 'paused', updated = @P1 \
-    where version_id = @P2 and [file] = @P3 and state = 'running';";
-
 /// Deletes the backfill of file @P2 in schema @P1 (its file was reverted),
 /// where the books have the table.
 pub(crate) const FORGET_BACKFILL: &str = "if object_id(N'svc.svc_backfills', N'U') is not null \

@@ -42,6 +42,7 @@ use strata_core::migrate::backfill::{
 };
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
+use strata_core::migrate::quarantine::FailureBudget;
 use strata_core::migrate::statements;
 use tracing::Instrument;
 
@@ -103,6 +104,9 @@ pub(crate) struct Backfiller<'a, E: Engine> {
     /// its backfill reads as failed, so no reader sees one without the
     /// other (a version's failures are its executor's to absorb).
     pub(crate) quarantines: bool,
+    /// The versions (and files, and budgets) whose budget a failure could
+    /// not judge: judged again before the next pass claims anything.
+    pub(crate) unjudged: std::sync::Mutex<HashSet<(i64, String, Option<FailureBudget>)>>,
 }
 
 /// A range that lost a bound core gave it: a defect, not the file's.
@@ -217,6 +221,13 @@ impl<E: Engine> Backfiller<'_, E> {
             self.engine.set_timeouts(conn, drive.timeouts, false).await?;
         }
         match self.batches(conn, drive).await {
+            Ok(Ended::Done) if self.quarantines && job.migration.migration_type.is_tenant() => {
+                // A retry left its tenant put aside until this backfill it
+                // restarted was done (committed: the books' own statement,
+                // outside the batches' transactions).
+                self.engine.books().release_quarantined(conn, std::slice::from_ref(&job.row.schema)).await?;
+                Ok(Ended::Done)
+            }
             Ok(ended) => Ok(ended),
             Err(Stop::Failed(failure)) => self.failed(conn, job, drive.row.clone(), failure).await,
             Err(Stop::Books(error)) => Err(error),
@@ -648,30 +659,54 @@ impl<E: Engine> Backfiller<'_, E> {
         }
         self.engine.books().fail_backfill(conn, &row, self.holder).await?;
         tracing::warn!(schema = %row.schema, file = %row.file, error = %failure.message,
-            "a backfill failed; its batches before stay, and a retry of its tenant resumes after them");
+            "a backfill failed; its batches before stay, and running it again resumes after them");
         let mut failure = failure;
-        if self.quarantines
-            && let Some(stopped) = self.stop_past_budget(conn, job).await?
-        {
-            failure.message = format!("{}; {stopped}", failure.message);
+        if self.quarantines {
+            // At once; when the books cannot be written now, again before
+            // the next pass claims anything ([`run_running`]).
+            let version = (job.version_id, job.row.file.clone(), job.failure_budget);
+            match self.stop_past_budget(version.0, &version.1, version.2).await {
+                Ok(Some(stopped)) => failure.message = format!("{}; {stopped}", failure.message),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, file = %job.row.file,
+                        "the failure budget could not be judged yet; the runner's next pass does it");
+                    self.unjudged.lock().unwrap_or_else(|e| e.into_inner()).insert(version);
+                }
+            }
         }
         Ok(Ended::Failed(failure))
     }
 
-    /// After a failure of `job`: when its version's failed backfills of the
-    /// file are more than the version's budget absorbs (core's
-    /// `backfill::budget`), pauses the others still running — those in a
-    /// pass stop at their next checkpoint — and says why.
-    async fn stop_past_budget(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<Option<String>, DbError> {
+    /// When version `version_id`'s failed backfills of `file` are more than
+    /// its `budget` absorbs (core's `backfill::budget`), pauses the others
+    /// still running — those in a pass stop at their next checkpoint — and
+    /// says why. On a connection of its own (not a backfill's, with its
+    /// file's lock time-out), each one moved by its key, as an operator's
+    /// pause moves them.
+    async fn stop_past_budget(
+        &self,
+        version_id: i64,
+        file: &str,
+        budget: Option<FailureBudget>,
+    ) -> Result<Option<String>, DbError> {
+        let Some(budget) = budget else { return Ok(None) };
         let books = self.engine.books();
-        let (version_id, file) = (job.version_id, job.row.file.as_str());
-        let tally = budget::Tally::of(books.backfill_tally(conn, version_id, file).await?);
-        let Some(spent) = job.failure_budget.filter(|_| budget::stops(tally, job.failure_budget)) else {
+        let mut conn = self.engine.connect().await?;
+        let tally = budget::Tally::of(books.backfill_tally(&mut conn, version_id, file).await?);
+        if !budget::stops(tally, Some(budget)) {
             return Ok(None);
-        };
-        let paused = books.pause_version_backfills(conn, version_id, file, &now()).await?;
-        let tally = budget::Tally { running: usize::try_from(paused).unwrap_or(usize::MAX), ..tally };
-        let stopped = budget::stopped(file, version_id, tally, spent);
+        }
+        let running: Vec<BackfillRow> = books
+            .running_backfills(&mut conn)
+            .await?
+            .into_iter()
+            .filter(|job| job.version_id == version_id && job.row.file == file)
+            .map(|job| job.row)
+            .collect();
+        let moved = books.move_backfills(&mut conn, &running, BackfillState::Paused, &now()).await?;
+        let paused = moved.iter().filter(|moved| **moved).count();
+        let stopped = budget::stopped(file, version_id, budget::Tally { running: paused, ..tally }, budget);
         tracing::warn!(file, version_id, paused, "{stopped}");
         Ok(Some(stopped))
     }
@@ -715,7 +750,7 @@ pub(crate) async fn run_running<E: Engine>(
     settings: &Settings,
     holder: &str,
 ) -> Result<Vec<Outcome>, DbError> {
-    let backfiller = Backfiller { engine, settings, holder, quarantines: true };
+    let backfiller = Backfiller { engine, settings, holder, quarantines: true, unjudged: Default::default() };
     let mut outcomes: Vec<Outcome> = Vec::new();
     loop {
         let mut conn = engine.connect().await?;
@@ -725,6 +760,14 @@ pub(crate) async fn run_running<E: Engine>(
         let fresh: Vec<BackfillJob> =
             jobs.into_iter().filter(|job| !ended.contains(&(job.row.schema.as_str(), job.row.file.as_str()))).collect();
         drop(ended);
+        // A budget a failure could not judge is judged before any claim.
+        let unjudged = std::mem::take(&mut *backfiller.unjudged.lock().unwrap_or_else(|e| e.into_inner()));
+        for version in unjudged {
+            if let Err(error) = backfiller.stop_past_budget(version.0, &version.1, version.2).await {
+                tracing::warn!(%error, file = %version.1, "the failure budget could not be judged yet");
+                backfiller.unjudged.lock().unwrap_or_else(|e| e.into_inner()).insert(version);
+            }
+        }
         let runs: Vec<_> = fresh.iter().map(|job| backfiller.run_one(job)).collect();
         let runs =
             futures::stream::iter(runs).buffer_unordered(settings.backfill.concurrency()).collect::<Vec<_>>().await;
