@@ -787,8 +787,8 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_hol
 /// `backfill.concurrency` is the server's, whichever processes run its
 /// backfills: beside a second service on the same database (whose runner
 /// looks for backfills when it starts and every 5 s), one backfill at a
-/// time holds a claim — sampled every 20 ms in the books while four run
-/// one after another, never two at once. Before, each process ran its own
+/// time holds a claim — sampled as often as the books answer while four
+/// run one after another, never two at once. Before, each process ran its own
 /// `concurrency` of them.
 #[tokio::test]
 async fn a_servers_backfill_concurrency_holds_over_two_processes() {
@@ -815,8 +815,10 @@ async fn a_servers_backfill_concurrency_holds_over_two_processes() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // 240 rows at 20 a second: some 11 s (the second runner looks twice),
-    // sampled two hundred times or more.
-    assert!(samples >= 200, "{samples} samples");
+    // each backfill some 3 s — two at once would be seen by any sampling
+    // faster than that, however loaded the machine (39 samples on a
+    // loaded CI run, 500 on an idle one).
+    assert!(samples >= 10, "{samples} samples");
     assert_eq!(most, 1, "{}\n{}", server.log(), twin.log());
     for tenant in &names {
         assert_eq!(touched(&server, tenant).await, (60, 60, 0), "{tenant}");
