@@ -55,6 +55,16 @@ async fn apply_all(server: &Server) -> usize {
     panic!("versions still due after ten rounds");
 }
 
+/// `n` tenants, each with the table `items` holds (a version of its own):
+/// their names.
+async fn with_items(server: &Server, n: usize, items: &str) -> Vec<String> {
+    let names = tenants(server, n).await;
+    server.ws.write_migration("tenants/001_items.sql", items);
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    names
+}
+
 /// `insert into {table} ({columns}) select …` of `n` rows numbered from 1
 /// (`x`), built from digits so that it reads the same on every engine
 /// (SQL Server's T-SQL too); `values` are the selected expressions over `x`.
@@ -205,10 +215,7 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
     let mut server = Server::start("fleet", extra).await;
     // 40 tenants × 5,000 rows: 200,000 rows, eight seconds at least.
     const ROWS: i64 = 5000;
-    let names = tenants(&server, 40).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(ROWS as u32));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 40, &items_sql(ROWS as u32)).await;
     server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("batch=25", "batch=500"));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = sample_longest_transaction(&server.ws, stop.clone());
@@ -383,10 +390,7 @@ async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes
 async fn a_tenant_whose_backfill_fails_is_quarantined_and_its_retry_resumes_after_its_last_batch() {
     // The others go on: one failure is within the budget.
     let server = Server::start("fleet", "tenantConcurrency: 2\nfailureBudget: 1\n").await;
-    let names = tenants(&server, 4).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(400));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 4, &checked_items_sql(400)).await;
     // Row 301 of t02 is touched already: its batch breaks the check.
     server.ws.execute("t02", &format!("update {} set touched = 1 where id = 301", table_of("t02", "items"))).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
@@ -468,10 +472,7 @@ async fn a_backfill_refuses_its_formats_marker_and_a_single_schemas_failure_says
 #[tokio::test]
 async fn a_backfill_failure_past_the_versions_budget_pauses_its_other_backfills() {
     let server = Server::start("fleet", "failureBudget: 1\nbackfill:\n  concurrency: 1\n").await;
-    let names = tenants(&server, 5).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(100));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 5, &checked_items_sql(100)).await;
     // The first row of t00 and t01 is touched already: their first batch fails.
     for tenant in ["t00", "t01"] {
         server.ws.execute(tenant, &format!("update {} set touched = 1 where id = 1", table_of(tenant, "items"))).await;
@@ -522,10 +523,7 @@ async fn a_backfill_failure_past_the_versions_budget_pauses_its_other_backfills(
 async fn backfill_files_sum_the_whole_list_up_and_show_the_tenants_to_look_at_first() {
     // One failure absorbed: the others run to their end.
     let server = Server::start("fleet", "tenantConcurrency: 4\nfailureBudget: 1\n").await;
-    let names = tenants(&server, 12).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(120));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 12, &checked_items_sql(120)).await;
     // t07's row 61 breaks its batch: it fails half way, the others finish.
     server.ws.execute("t07", &format!("update {} set touched = 1 where id = 61", table_of("t07", "items"))).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
@@ -612,10 +610,7 @@ async fn a_runner_whose_checkpoint_fails_gives_its_connection_back_clean() {
         return;
     }
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
-    tenants(&server, 3).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(200));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 3, &items_sql(200)).await;
     server
         .ws
         .execute(
@@ -656,10 +651,7 @@ async fn a_runner_whose_checkpoint_fails_gives_its_connection_back_clean() {
 #[tokio::test]
 async fn a_cancelled_backfill_quarantines_its_tenant_and_its_retry_resumes_it() {
     let mut server = Server::start("fleet", "tenantConcurrency: 2\nbackfill:\n  rowsPerSecond: 50\n").await;
-    tenants(&server, 2).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(200));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 2, &items_sql(200)).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     let started = version_waiting(&server, "touch").await;
     assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
@@ -711,10 +703,7 @@ async fn a_cancelled_backfill_quarantines_its_tenant_and_its_retry_resumes_it() 
 #[tokio::test]
 async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_holds_them() {
     let mut server = Server::start("fleet", "tenantConcurrency: 4\nbackfill:\n  rowsPerSecond: 20\n").await;
-    let names = tenants(&server, 4).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(30));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 4, &items_sql(30)).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
 
     // The version starts the backfills with no service running (`apply
@@ -793,10 +782,7 @@ async fn a_servers_rows_per_second_budget_is_shared_by_its_tenants_and_pause_hol
 #[tokio::test]
 async fn a_servers_backfill_concurrency_holds_over_two_processes() {
     let server = Server::start("fleet", "backfill:\n  concurrency: 1\n  rowsPerSecond: 20\n").await;
-    let names = tenants(&server, 4).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(60));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 4, &items_sql(60)).await;
     let twin = server.twin().await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     version_waiting(&server, "touch").await;
@@ -834,10 +820,7 @@ async fn a_servers_backfill_concurrency_holds_over_two_processes() {
 #[tokio::test]
 async fn a_resume_sent_during_a_pause_leaves_no_backfill_paused_for_good() {
     let server = Server::start("fleet", "tenantConcurrency: 8\nbackfill:\n  rowsPerSecond: 4000\n").await;
-    let names = tenants(&server, 120).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(60));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 120, &items_sql(60)).await;
     server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("batch=25", "batch=10"));
     let started = version_waiting(&server, "touch").await;
     assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(names.len()), "{started}");
@@ -909,10 +892,7 @@ async fn a_backfill_of_a_table_that_does_not_exist_fails_and_records_nothing() {
 /// 1`): they wait for it at least once (the lag pauses counted) and all end
 /// done.
 async fn backfill_behind_a_replica(server: &Server) {
-    tenants(server, 2).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(server, 2, &items_sql(150)).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     let started = version_waiting(server, "touch").await;
     assert_eq!(started["waitingOnBackfills"].as_array().map(Vec::len), Some(2), "{started}");
@@ -1001,10 +981,7 @@ async fn backfills_wait_while_a_replica_replays_too_far_behind() {
 #[tokio::test]
 async fn a_rollout_wave_ends_with_its_backfills_and_a_failing_one_stops_the_rollout() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
-    tenants(&server, 3).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(200));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 3, &checked_items_sql(200)).await;
     server.ws.execute("t00", &format!("update {} set touched = 1 where id = 101", table_of("t00", "items"))).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
 
@@ -1063,10 +1040,7 @@ async fn a_rollout_wave_ends_with_its_backfills_and_a_failing_one_stops_the_roll
 #[tokio::test]
 async fn a_waves_backfill_failures_within_its_budget_let_the_rollout_go_on() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
-    tenants(&server, 3).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(100));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 3, &checked_items_sql(100)).await;
     server.ws.execute("t00", &format!("update {} set touched = 1 where id = 51", table_of("t00", "items"))).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
 
@@ -1108,10 +1082,7 @@ async fn a_waves_backfill_failures_within_its_budget_let_the_rollout_go_on() {
 #[tokio::test]
 async fn a_rollout_runs_the_files_after_a_backfill_in_the_wave_before_it_completes() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
-    let names = tenants(&server, 3).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(60));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let names = with_items(&server, 3, &items_sql(60)).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     server.ws.write_migration("tenants/003_after.sql", "create table {schema}.after_touch (id int);\n");
     let started = server
@@ -1145,10 +1116,7 @@ async fn a_rollout_runs_the_files_after_a_backfill_in_the_wave_before_it_complet
 #[tokio::test]
 async fn a_retry_runs_its_backfills_and_lets_their_tenants_go_once_they_are_done() {
     let mut server = Server::start("fleet", "").await;
-    tenants(&server, 1).await;
-    server.ws.write_migration("tenants/001_items.sql", &checked_items_sql(50));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 1, &checked_items_sql(50)).await;
     server.ws.execute("t00", &format!("update {} set touched = 1 where id = 30", table_of("t00", "items"))).await;
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
     version_waiting(&server, "touch").await;
@@ -1347,10 +1315,7 @@ async fn backfills_wait_while_a_listed_mysql_replica_does_not_apply() {
     let yaml = ws.config(&extra).replace(&format!("dataSource: {main}"), &format!("dataSource: {}", pair.primary_url));
     assert!(yaml.contains(&pair.primary_url));
     let server = Server::start_in(ws, &yaml, "").await;
-    tenants(&server, 2).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(150));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 2, &items_sql(150)).await;
     let mut replica = sqlx::MySqlConnection::connect(&pair.replica_url).await.unwrap();
     sqlx::raw_sql("stop slave sql_thread").execute(&mut replica).await.unwrap();
     server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
@@ -1420,10 +1385,7 @@ async fn a_reverted_backfill_runs_again_from_its_first_key() {
 async fn a_fixed_backfill_file_runs_its_new_text_and_a_changed_one_mid_way_is_refused() {
     // One tenant: its failure pauses no other (no failure budget).
     let server = Server::start("fleet", "").await;
-    tenants(&server, 1).await;
-    server.ws.write_migration("tenants/001_items.sql", &items_sql(100));
-    let seeded = server.create_version(json!({ "versionName": "items" })).await;
-    assert!(seeded.get("errors").is_none(), "{seeded}");
+    with_items(&server, 1, &items_sql(100)).await;
     server.ws.write_migration("tenants/002_touch.sql", &TOUCH_ITEMS.replace("key=id", "key=nosuch"));
     let failing = server.create_version(json!({ "versionName": "touch" })).await;
     assert!(failing.get("errors").is_none(), "{failing}");

@@ -174,7 +174,10 @@ pub(super) async fn wait(service: &Arc<Service>, waiting: &[BackfillWait], json:
     let ended: HashSet<(&str, &str)> = ends.iter().map(|e| (e.tenant.as_str(), e.file.as_str())).collect();
     let left = waiting.iter().filter(|w| !ended.contains(&(w.tenant.as_str(), w.file.as_str()))).count();
     if left > 0 {
-        say(format!("{left} backfill(s) are run by another process (or paused): `strata backfill list` shows them."));
+        say(format!(
+            "{left} backfill(s) are left to another runner (another process runs them, or they wait for a place \
+             under the server's backfill.concurrency), or paused: `strata backfill list` shows them."
+        ));
     }
     exit
 }
