@@ -15,6 +15,7 @@
 #   lean     the same with `driftPolicy: off` and `recordFingerprints: false`
 #   before   `strata` as above, run by the binary STRATA_BEFORE names (an
 #            earlier build: a change's before and after in one run)
+#   traced-before  `traced`, run by STRATA_BEFORE
 #   traced   `strata` with traces exported over OTLP/HTTP (every trace
 #            sampled, queueSize 1000000 so none is dropped) to a local sink
 #            that reads each request whole and answers an empty
@@ -62,7 +63,7 @@ esac
 "${PSQL[@]}" "$STRATA_BENCH_PG_URL/postgres" -Atc "select version() || ': max_connections=' || current_setting('max_connections') || ' fsync=' || current_setting('fsync') || ' shared_buffers=' || current_setting('shared_buffers')"
 
 # The OTLP/HTTP sink of the variant traced (python3's http.server).
-if [[ " $VARIANTS " == *" traced "* ]]; then
+if [[ " $VARIANTS " == *" traced"* ]]; then
     cat >"$work/sink.py" <<'PY'
 import http.server, sys
 class Sink(http.server.BaseHTTPRequestHandler):
@@ -191,9 +192,11 @@ for tenants in $SIZES; do
                     [ "$variant" = traced ] && extra=$TRACED
                     echo "$variant $(strata_run "$tenants" "$extra" "" "$variant")" >>"$work/times"
                     ;;
-                before)
-                    [ -x "${STRATA_BEFORE:-}" ] || { echo "the variant before needs STRATA_BEFORE=<an earlier strata binary>" >&2; exit 2; }
-                    echo "before $(strata_run "$tenants" "" "$STRATA_BEFORE" before)" >>"$work/times"
+                before | traced-before)
+                    [ -x "${STRATA_BEFORE:-}" ] || { echo "the variant $variant needs STRATA_BEFORE=<an earlier strata binary>" >&2; exit 2; }
+                    extra=""
+                    [ "$variant" = traced-before ] && extra=$TRACED
+                    echo "$variant $(strata_run "$tenants" "$extra" "$STRATA_BEFORE" "$variant")" >>"$work/times"
                     ;;
             esac
         done

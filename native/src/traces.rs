@@ -1,15 +1,17 @@
-//! Traces over OTLP: the request, version, shard, tenant and file spans are
+//! Traces over OTLP: the request, version, shard and backfill spans are
 //! `tracing` spans of target [`TARGET`], made OpenTelemetry spans by
-//! `tracing-opentelemetry` and exported by `opentelemetry-otlp` from a
-//! bounded queue ([`queue`]). Core decides whether and how
+//! `tracing-opentelemetry`; the units' and files' (thousands a version)
+//! are the SDK's, made by its tracer directly ([`spans`]); all exported by
+//! `opentelemetry-otlp` from a bounded queue ([`queue`]). Core decides whether and how
 //! (`Config::telemetry`); off, no layer is installed and the spans are
 //! never even built (the log's filter turns [`TARGET`] off).
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{TraceContextExt, TracerProvider};
-use opentelemetry_sdk::trace::{Sampler as SdkSampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler as SdkSampler, SdkTracer, SdkTracerProvider};
 use strata_core::migrate::config::{RootSampler, Sampler, Telemetry};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
@@ -25,6 +27,24 @@ pub(crate) const TARGET: &str = "strata_otel";
 
 /// The exporting queue, once started: flushed before a command exits.
 static QUEUE: OnceLock<crate::otlp::Flusher> = OnceLock::new();
+
+/// The tracer of the layer, once traces are on: the units' and files'
+/// spans are made with it directly ([`spans::tenant`], [`spans::file`]).
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+
+/// The tracer, when traces are on.
+pub(crate) fn tracer() -> Option<&'static SdkTracer> {
+    TRACER.get()
+}
+
+/// `work` with `cx` (a unit's or file's span) as its current context at
+/// each poll; as it is when traces are off.
+pub(crate) async fn within<T>(cx: Option<opentelemetry::Context>, work: impl Future<Output = T>) -> T {
+    match cx {
+        Some(cx) => work.with_context(cx).await,
+        None => work.await,
+    }
+}
 
 /// The OpenTelemetry layer for `telemetry` (none when it is off), its
 /// exporter started on a thread of its own. The error is one line.
@@ -42,6 +62,7 @@ where
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("strata");
+    let _ = TRACER.set(tracer.clone());
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_tracked_inactivity(false)

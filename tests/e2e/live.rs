@@ -12,13 +12,13 @@ use sqlx::{AssertSqlSafe, Connection, MySqlConnection, PgConnection};
 use crate::support::{Backend, Server, backend, server_url};
 
 /// A session of "the application" outside the service.
-enum Session {
+pub(crate) enum Session {
     Postgres(PgConnection),
     Mysql(MySqlConnection),
 }
 
 impl Session {
-    async fn open(server: &Server) -> Session {
+    pub(crate) async fn open(server: &Server) -> Session {
         match backend() {
             Backend::Postgres => Session::Postgres(PgConnection::connect(&server.ws.pg_url()).await.unwrap()),
             Backend::Mysql => {
@@ -28,7 +28,7 @@ impl Session {
         }
     }
 
-    async fn run(&mut self, sql: &str) {
+    pub(crate) async fn run(&mut self, sql: &str) {
         let sql = AssertSqlSafe(sql.to_string());
         match self {
             Session::Postgres(conn) => sqlx::raw_sql(sql).execute(conn).await.map(|_| ()).unwrap(),
@@ -37,7 +37,7 @@ impl Session {
     }
 
     /// This session's id as the server's activity views show it.
-    async fn id(&mut self) -> i64 {
+    pub(crate) async fn id(&mut self) -> i64 {
         match self {
             Session::Postgres(conn) => {
                 i64::from(sqlx::query_scalar::<_, i32>("select pg_backend_pid()").fetch_one(conn).await.unwrap())

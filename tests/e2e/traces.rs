@@ -684,3 +684,62 @@ async fn a_malformed_traceparent_is_ignored_and_the_request_starts_a_trace_of_it
         receiver.all().iter().all(|s| s.trace_id != CALLER_TRACE && s.trace_id != zeros && s.parent != CALLER_SPAN)
     );
 }
+
+/// A tenant's file that waits out its lock time-outs behind a session of
+/// the application: each time-out (the retry it leads to, then none) and
+/// the blocking session, named by its id, are events in that tenant's
+/// trace — of its unit's span where the unit runs in one transaction and is
+/// retried whole (PostgreSQL), of the file's where the file runs
+/// statement by statement (MariaDB) — and the file's span is the error.
+#[tokio::test]
+async fn a_files_lock_time_outs_and_its_blocker_are_events_in_its_tenants_trace() {
+    if backend() == Backend::Sqlite {
+        return; // One writer: no lock queue to bound.
+    }
+    let receiver = Receiver::http().await;
+    let server = Server::start("basic", "lockTimeoutMillis: 200\nlockRetries: 1\n").await;
+    for name in ["t1", "t2"] {
+        let created = server.create_tenant(json!({ "tenantName": name, "versionName": name })).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    server.ws.write_migration("tenants/900.sql", "alter table {schema}.users add column note varchar(20);\n");
+    let mut blocker = crate::live::Session::open(&server).await;
+    let blocker_id = blocker.id().await;
+    blocker.run(if backend() == Backend::Mysql { "start transaction" } else { "begin" }).await;
+    blocker.run("select count(*) as blocker_probe from t2.users").await;
+    let output = apply_traced(&server, &traceparent(), &receiver, &[]).await;
+    blocker.run("commit").await;
+    assert_eq!(code(&output), 8, "t2 gave up waiting for a lock: {}", stderr(&output));
+    let spans = receiver.trace(CALLER_TRACE, whole).await;
+    assert_no_orphan(&spans);
+    let units: Vec<&Received> =
+        spans.iter().filter(|s| s.attributes.get("strata.tenant").map(String::as_str) == Some("t2")).collect();
+    assert_eq!(units.len(), 1, "{spans:#?}");
+    let unit = units[0];
+    assert_eq!(unit.status.0, 2, "{unit:#?}");
+    let files = children(&spans, unit);
+    // A span per attempt of the file, each an error: PostgreSQL retries
+    // the unit whole, MariaDB the statement within the file's one span.
+    let attempts = if backend() == Backend::Postgres { 2 } else { 1 };
+    assert_eq!(files.len(), attempts, "{files:#?}");
+    assert!(files.iter().all(|f| f.attributes["strata.file"] == "tenants/900.sql" && f.status.0 == 2), "{files:#?}");
+    let events: Vec<&(String, BTreeMap<String, String>)> =
+        unit.events.iter().chain(files.iter().flat_map(|f| f.events.iter())).collect();
+    let time_outs: Vec<Option<&str>> = events
+        .iter()
+        .filter(|(name, _)| name == "lock time-out")
+        .map(|(_, attributes)| attributes.get("retry").map(String::as_str))
+        .collect();
+    assert_eq!(time_outs, [Some("1"), None], "a retry, then the last time-out: {events:#?}");
+    let blockers: Vec<&str> =
+        events.iter().filter(|(name, _)| name == "blocked by").map(|(_, a)| a["blockers"].as_str()).collect();
+    let named = match backend() {
+        Backend::Postgres => format!("pid {blocker_id} "),
+        _ => format!("connection {blocker_id} "),
+    };
+    assert!(blockers.len() == 1 && blockers[0].contains(&named), "{named}: {events:#?}");
+    // t1's unit committed: no error, no lock event.
+    let t1: Vec<&Received> =
+        spans.iter().filter(|s| s.attributes.get("strata.tenant").map(String::as_str) == Some("t1")).collect();
+    assert!(t1.len() == 1 && t1[0].status.0 == 0 && t1[0].events.is_empty(), "{t1:#?}");
+}

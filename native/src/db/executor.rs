@@ -92,7 +92,6 @@ use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
 use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
 use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::statements::{self, FileMode, Position};
-use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure};
@@ -550,6 +549,7 @@ impl<'a, E: Engine> Run<'a, E> {
         let mut failed: Option<UnitError> = None;
         let mut running = futures::stream::FuturesUnordered::new();
         let progress_ref = &progress;
+        let units_parent = crate::traces::spans::units_parent();
         loop {
             match schedule.next(progress_ref.version().is_some()) {
                 Next::Start(unit) => {
@@ -564,9 +564,10 @@ impl<'a, E: Engine> Run<'a, E> {
                             }
                         },
                     };
-                    let span = self.unit_span(&unit);
+                    let span = self.unit_span(units_parent.as_ref(), &unit);
                     running.push(async move {
-                        let result = self.unit(&mut conn, &unit, progress_ref).instrument(span.clone()).await;
+                        let result =
+                            crate::traces::within(span.clone(), self.unit(&mut conn, &unit, progress_ref)).await;
                         (conn, unit, result, span)
                     });
                 }
@@ -575,8 +576,7 @@ impl<'a, E: Engine> Run<'a, E> {
                     if result.is_ok() {
                         self.finished(feed, &unit, progress_ref);
                     }
-                    self.unit_ended(&mut schedule, &mut conn, &unit, result, progress_ref, &mut failed)
-                        .instrument(span.clone())
+                    self.unit_ended(&mut schedule, &mut conn, &unit, result, span.as_ref(), progress_ref, &mut failed)
                         .await;
                     if self.changes_session(&unit) {
                         // Its session is not the server's any more: no
@@ -626,15 +626,16 @@ impl<'a, E: Engine> Run<'a, E> {
         unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant())
     }
 
-    /// The span of `unit`: a tenant's, or the single schemas'.
-    fn unit_span(&self, unit: &Unit) -> tracing::Span {
+    /// The span of `unit` (a child of `parent`): a tenant's, or the single
+    /// schemas'.
+    fn unit_span(&self, parent: Option<&opentelemetry::Context>, unit: &Unit) -> crate::traces::spans::Otel {
         let tenant = match self.plan.new_tenant.as_deref() {
             Some(tenant) if unit.steps.is_empty() => Some(tenant),
             _ => None,
         };
         let schema = tenant.unwrap_or(&self.plan.schemas[unit.schema as usize]);
         let is_tenant = tenant.is_some() || self.is_tenant_unit(unit);
-        crate::traces::spans::tenant(schema, is_tenant, E::DRIVER, unit.steps.len())
+        crate::traces::spans::tenant(parent, schema, is_tenant, E::DRIVER, unit.steps.len())
     }
 
     /// What a whole version's one transaction needs for its schemas'
@@ -649,9 +650,10 @@ impl<'a, E: Engine> Run<'a, E> {
 
     /// The span of the schema of `step`, its first, and its `files` in a
     /// whole version's one transaction (a unit's own span otherwise).
-    fn schema_span(&self, step: u32, files: usize) -> tracing::Span {
+    fn schema_span(&self, step: u32, files: usize) -> crate::traces::spans::Otel {
         let tenant = self.migration(step).migration_type.is_tenant();
-        crate::traces::spans::tenant(self.schema(step), tenant, E::DRIVER, files)
+        let parent = crate::traces::spans::units_parent();
+        crate::traces::spans::tenant(parent.as_ref(), self.schema(step), tenant, E::DRIVER, files)
     }
 
     /// One more connection for the version's units, its single schemas
@@ -665,13 +667,15 @@ impl<'a, E: Engine> Run<'a, E> {
     /// Tells the schedule how a unit ended. A failure it puts aside (a
     /// tenant's own, within the failure budget) is written to the
     /// quarantine at once, on `conn`; the first failure that stops the
-    /// version is kept in `failed`, to report.
+    /// version is kept in `failed`, to report. `span`: the unit's.
+    #[allow(clippy::too_many_arguments)]
     async fn unit_ended(
         &self,
         schedule: &mut Schedule<'_>,
         conn: &mut E::Conn,
         unit: &Unit,
         result: Result<(), UnitError>,
+        span: Option<&opentelemetry::Context>,
         progress: &Progress,
         failed: &mut Option<UnitError>,
     ) {
@@ -690,13 +694,14 @@ impl<'a, E: Engine> Run<'a, E> {
             UnitError::Migration { failure, .. } => Some(failure.cause),
             UnitError::Other(_) | UnitError::Waiting { .. } => None,
         };
-        let span = tracing::Span::current();
-        match &error {
-            UnitError::Migration { failure, .. } => {
-                crate::traces::spans::failed(&span, failure.cause.name(), &failure.message)
+        match (&error, span) {
+            (UnitError::Migration { failure, .. }, Some(span)) => {
+                crate::traces::spans::unit_failed(span, failure.cause.name(), &failure.message)
             }
-            UnitError::Other(other) => crate::traces::spans::failed(&span, "DATABASE_ERROR", &other.to_string()),
-            UnitError::Waiting { .. } => {}
+            (UnitError::Other(other), Some(span)) => {
+                crate::traces::spans::unit_failed(span, "DATABASE_ERROR", &other.to_string())
+            }
+            _ => {}
         }
         if schedule.failed(cause) == OnFailure::Stops {
             failed.get_or_insert(error);
@@ -715,7 +720,9 @@ impl<'a, E: Engine> Run<'a, E> {
             tracing::warn!(tenant = %row.tenant, file = %row.file, cause = %row.cause, message = %row.message,
                 "tenant failed and was quarantined: later versions skip it until it is retried or released");
             crate::telemetry::tenant_quarantined();
-            crate::traces::spans::quarantined(&span, &row.cause);
+            if let Some(span) = span {
+                crate::traces::spans::quarantined(span, &row.cause);
+            }
             self.absorbed.lock().unwrap_or_else(|e| e.into_inner()).push(row);
         }
         if !schedule.put_aside(unit.schema, written) {

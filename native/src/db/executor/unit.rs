@@ -9,7 +9,6 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Direction, Unit};
 use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
-use tracing::Instrument;
 
 use crate::db::books::Books;
 use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Record, Transaction};
@@ -20,6 +19,7 @@ use crate::db::executor::progress::Progress;
 use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::{RECORD_CONFLICT_RETRIES, Run, SEPARATOR, UnitError};
 use crate::db::types::NewVersion;
+use crate::traces::spans::Otel;
 
 /// A file's characters in a unit's one message, (start, end], and its step.
 type FileSpan = (usize, usize, u32);
@@ -40,20 +40,17 @@ struct Session {
 #[derive(Default)]
 pub(super) struct SchemaSpans {
     /// Each schema's span once its first file ran, by its index in the plan.
-    pub(super) spans: rustc_hash::FxHashMap<u32, tracing::Span>,
+    pub(super) spans: rustc_hash::FxHashMap<u32, Otel>,
     /// The files of each schema in the plan, by the same index.
     pub(super) files: Vec<usize>,
 }
 
 impl<E: Engine> Run<'_, E> {
     /// The span of `step`'s file, with its statement count (counted only
-    /// when the span is exported).
-    fn file_span(&self, step: u32) -> tracing::Span {
-        let span = crate::traces::spans::file(self.file(step), E::DRIVER);
-        if !span.is_disabled() {
-            span.record("strata.statements", self.statement_count(step) as i64);
-        }
-        span
+    /// when the span is exported); `one_message` when it goes with the
+    /// unit's other files in one round trip.
+    fn file_span(&self, step: u32, one_message: bool) -> Otel {
+        crate::traces::spans::file(self.file(step), E::DRIVER, || self.statement_count(step), one_message)
     }
 
     /// Runs a step's file. Inside the unit's transaction: whole, with the
@@ -556,10 +553,7 @@ impl<E: Engine> Run<'_, E> {
     ) -> Result<(), UnitError> {
         let (text, files) = self.message(steps, version_id)?;
         // Its files' spans share the message's time (one round trip).
-        let spans: Vec<(u32, tracing::Span)> = steps.iter().map(|&step| (step, self.file_span(step))).collect();
-        for (_, span) in &spans {
-            span.record("strata.one_message", true);
-        }
+        let spans: Vec<(u32, Otel)> = steps.iter().map(|&step| (step, self.file_span(step, true))).collect();
         let failure = match self.engine.execute_message(conn, &text).await {
             Ok(()) => {
                 self.committed(progress, steps);
@@ -568,8 +562,9 @@ impl<E: Engine> Run<'_, E> {
             Err(failure) => failure,
         };
         let in_file = failure.offset.and_then(|offset| transactions::place_in_message(&files, SEPARATOR.len(), offset));
-        if let Some((_, span)) = spans.iter().find(|(step, _)| in_file.is_some_and(|(failed, _)| failed == *step)) {
-            crate::traces::spans::failed(span, failure.cause.name(), &failure.message);
+        if let Some((_, Some(span))) = spans.iter().find(|(step, _)| in_file.is_some_and(|(failed, _)| failed == *step))
+        {
+            crate::traces::spans::unit_failed(span, failure.cause.name(), &failure.message);
         }
         drop(spans);
         let _ = self.engine.rollback(conn).await;
@@ -724,7 +719,7 @@ impl<E: Engine> Run<'_, E> {
             if !self.plan.steps.at(step).execute {
                 return Ok(());
             }
-            traced(self.file_span(step), self.execute_file(conn, step, session, progress)).await
+            traced(self.file_span(step, false), self.execute_file(conn, step, session, progress)).await
         };
         let Some(spans) = spans else { return file.await };
         let schema = self.plan.steps.at(step).schema;
@@ -758,10 +753,11 @@ impl<E: Engine> Run<'_, E> {
 
 /// `work` within `span`, the span marked failed (with the failure's cause)
 /// when a migration's statement failed.
-async fn traced(span: tracing::Span, work: impl Future<Output = Result<(), UnitError>>) -> Result<(), UnitError> {
-    let result = work.instrument(span.clone()).await;
+async fn traced(span: Otel, work: impl Future<Output = Result<(), UnitError>>) -> Result<(), UnitError> {
+    let Some(span) = span else { return work.await };
+    let result = crate::traces::within(Some(span.clone()), work).await;
     if let Err(UnitError::Migration { failure, .. }) = &result {
-        crate::traces::spans::failed(&span, failure.cause.name(), &failure.message);
+        crate::traces::spans::unit_failed(&span, failure.cause.name(), &failure.message);
     }
     result
 }
