@@ -925,10 +925,11 @@ impl Service {
         };
         // Audited inside the version's span: the row keeps the version's
         // trace (a wave's is a trace of its own).
-        let result = self
-            .audited(&request.caller, action, run, |result| request.audit_target(result))
-            .instrument(span.clone())
-            .await;
+        let result = crate::traces::in_span(
+            &span,
+            self.audited(&request.caller, action, run, |result| request.audit_target(result)),
+        )
+        .await;
         match &result {
             Ok(created) => crate::traces::spans::version_done(
                 &span,
@@ -1043,7 +1044,7 @@ impl Service {
         let service = Arc::clone(self);
         let task_request = request.clone();
         let outcome = tokio::spawn(
-            async move {
+            crate::traces::carried(async move {
                 let created = rfc3339(Utc::now());
                 service
                     .database
@@ -1065,7 +1066,7 @@ impl Service {
                         histories_elsewhere: false,
                     })
                     .await
-            }
+            })
             .instrument(tracing::Span::current()),
         )
         .await

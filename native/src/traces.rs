@@ -46,6 +46,34 @@ pub(crate) async fn within<T>(cx: Option<opentelemetry::Context>, work: impl Fut
     }
 }
 
+/// `work` within the exported `span` (a command's, a request's, a
+/// version's, a shard's): the span's OpenTelemetry context is the current
+/// one at each poll — what the spans made inside take as their parent, and
+/// [`current_trace_id`] reads. Not entered as a `tracing` span: a version's
+/// future is polled at each round trip of each of its units, and each
+/// entry and exit of an exported span went through the registry and every
+/// layer (the layer reading the clock at each exit). As it is when the span
+/// is not exported.
+pub(crate) async fn in_span<T>(span: &tracing::Span, work: impl Future<Output = T>) -> T {
+    within((!span.is_disabled()).then(|| span.context()), work).await
+}
+
+/// `work` (a task to spawn) within the context current here, when traces
+/// are on.
+pub(crate) fn carried<T>(work: impl Future<Output = T>) -> impl Future<Output = T> {
+    within(tracer().map(|_| opentelemetry::Context::current()), work)
+}
+
+/// The trace id of the current context (32 hex digits), when it is
+/// exported and sampled.
+pub(crate) fn current_trace_id() -> Option<String> {
+    tracer()?;
+    opentelemetry::Context::map_current(|context| {
+        let span_context = context.span().span_context().clone();
+        (span_context.is_valid() && span_context.is_sampled()).then(|| span_context.trace_id().to_string())
+    })
+}
+
 /// The OpenTelemetry layer for `telemetry` (none when it is off), its
 /// exporter started on a thread of its own. The error is one line.
 pub(crate) fn layer<S>(telemetry: Option<&Telemetry>) -> Result<Option<Box<dyn Layer<S> + Send + Sync>>, String>

@@ -13,7 +13,6 @@ use strata_core::migrate::plan::{Action, PlanError, Target};
 use strata_core::migrate::report;
 use strata_core::migrate::revert::Extent;
 use strata_core::migrate::wave::Wave;
-use tracing::Instrument;
 
 use crate::cli::answers::{PlanAnswer, print_status, refused_by_drift, render_active_rollouts};
 use crate::cli::desired::read_desired;
@@ -108,20 +107,16 @@ pub(super) fn run(
     let span = tracing::info_span!(target: crate::traces::TARGET, "command",
         otel.name = %format!("strata {}", command_name(&command)), strata.exit = tracing::field::Empty);
     crate::traces::context::continue_from_environment(&span);
-    let traced = span.clone();
-    let exit = runtime.block_on(
-        async move {
-            let service = match open(&shown, config, access, wait).await {
-                Ok(service) => service,
-                Err(exit) => return exit,
-            };
-            let exit = dispatch(&service, command, list).await;
-            service.settle().await;
-            service.close().await;
-            exit
-        }
-        .instrument(traced),
-    );
+    let exit = runtime.block_on(crate::traces::in_span(&span, async move {
+        let service = match open(&shown, config, access, wait).await {
+            Ok(service) => service,
+            Err(exit) => return exit,
+        };
+        let exit = dispatch(&service, command, list).await;
+        service.settle().await;
+        service.close().await;
+        exit
+    }));
     span.record("strata.exit", exit as i32);
     if exit != Exit::Success {
         crate::traces::failed(&span, &format!("exit {}", exit as i32));
@@ -697,7 +692,7 @@ pub(super) fn failed_apply(error: &AppError, json: bool) -> Exit {
         let graphql = async_graphql::ErrorExtensions::extend(error).into_server_error(async_graphql::Pos::default());
         let mut answer = json!({ "errors": [graphql] });
         // The command's trace, which holds the failed version's spans.
-        if let Some(trace_id) = crate::traces::trace_id(&tracing::Span::current()) {
+        if let Some(trace_id) = crate::traces::current_trace_id() {
             answer["traceId"] = trace_id.into();
         }
         print_json(&answer);

@@ -499,7 +499,7 @@ impl<'a, E: Engine> Run<'a, E> {
     /// The trace the version runs in (the current span's: the version's or
     /// one of its descendants'), when it is exported and sampled.
     fn trace_id() -> Option<String> {
-        crate::traces::trace_id(&tracing::Span::current())
+        crate::traces::current_trace_id()
     }
 
     /// The whole version in one transaction on one connection (dry runs,

@@ -38,7 +38,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
-use tracing::Instrument;
 
 use async_trait::async_trait;
 use strata_core::migrate::config::Config;
@@ -272,9 +271,9 @@ impl Fleet {
                 return Some((index, Err(unreachable.into())));
             }
             let span = crate::traces::spans::shard(&self.slots[index].name);
-            let result = match self.store(index).instrument(span.clone()).await {
+            let result = match crate::traces::in_span(&span, self.store(index)).await {
                 Ok(store) => {
-                    run(store, part).instrument(span.clone()).await.map_err(|error| error.on_shard(self, index))
+                    crate::traces::in_span(&span, run(store, part)).await.map_err(|error| error.on_shard(self, index))
                 }
                 Err(error) => Err(error.into()),
             };

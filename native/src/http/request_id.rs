@@ -45,7 +45,7 @@ pub(crate) async fn request_id(mut request: Request, next: Next) -> Response {
     let span =
         tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path());
     let server = server_span(&span, &request, &id);
-    let mut response = next.run(request).instrument(server.clone()).instrument(span.clone()).await;
+    let mut response = crate::traces::in_span(&server, next.run(request)).instrument(span.clone()).await;
     let status = response.status();
     server.record("http.response.status_code", status.as_u16());
     if status.is_server_error() {

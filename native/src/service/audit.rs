@@ -75,7 +75,7 @@ impl Service {
             target: target.to_string(),
             request_id: caller.request_id.clone(),
             outcome,
-            trace_id: crate::traces::trace_id(&tracing::Span::current()),
+            trace_id: crate::traces::current_trace_id(),
         }
         .bounded();
         tracing::info!(actor = %entry.actor, action, target, outcome = %entry.outcome, request_id = %entry.request_id,

@@ -36,11 +36,11 @@ pub(crate) fn continue_from_environment(span: &tracing::Span) {
     continue_trace(span, traceparent.as_deref(), tracestate.as_deref());
 }
 
-/// The W3C `traceparent` of the current span (empty when it is not
+/// The W3C `traceparent` of the current context (empty when it is not
 /// exported): what a rollout keeps of the request that started or
 /// approved it.
 pub(crate) fn current_traceparent() -> String {
-    let context = tracing::Span::current().context();
+    let context = opentelemetry::Context::current();
     if !context.span().span_context().is_valid() {
         return String::new();
     }

@@ -17,7 +17,6 @@ use opentelemetry::{Context, KeyValue};
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::plan::Action;
 use tracing::field::Empty;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::traces::TARGET;
 
@@ -65,11 +64,11 @@ pub(crate) fn shard(name: &str) -> tracing::Span {
 /// when traces are off: nothing is built.
 pub(crate) type Otel = Option<Context>;
 
-/// The parent of the units' spans: the current `tracing` span's context
-/// (the shard's, or the version's); `None` when traces are off.
+/// The parent of the units' spans: the current context (the shard's, or
+/// the version's); `None` when traces are off.
 pub(crate) fn units_parent() -> Otel {
     crate::traces::tracer()?;
-    Some(tracing::Span::current().context())
+    Some(Context::current())
 }
 
 /// One unit of a version: a tenant's schema (or the single schemas), its

@@ -616,7 +616,10 @@ impl<E: Engine> Backfiller<'_, E> {
     /// it is the last, the file's row — if this runner still holds the
     /// backfill and `batches_before` is still its count; whether it did.
     async fn save(&self, conn: &mut E::Conn, drive: &mut Drive<'_>, batches_before: u64) -> Result<bool, DbError> {
-        drive.machine.spent(drive.counted.elapsed().as_millis() as u64);
+        // Rounded up: a batch that changed rows in under a millisecond
+        // (SQLite's first, small one) still gives the backfill a rate, and
+        // its time left is known from its first batch on.
+        drive.machine.spent(drive.counted.elapsed().as_micros().div_ceil(1000) as u64);
         drive.counted = Instant::now();
         let row = &mut drive.row;
         row.progress = drive.machine.stored().clone();
