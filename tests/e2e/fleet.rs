@@ -69,7 +69,7 @@ pub(crate) async fn recorded_matches_applied(server: &Server, names: &[String], 
 }
 
 /// The quarantined tenants, by name.
-async fn quarantined_tenants(server: &Server) -> Vec<String> {
+pub(crate) async fn quarantined_tenants(server: &Server) -> Vec<String> {
     let rows = server.ws.rows("svc", "select tenant from svc_quarantine order by tenant").await;
     rows.into_iter().map(|row| row[0].as_str().unwrap().to_string()).collect()
 }

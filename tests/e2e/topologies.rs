@@ -632,7 +632,11 @@ async fn a_holder_paused_past_its_lease_commits_nothing_the_next_holder_runs() {
         .unwrap();
     let pid = paused.id().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while scalar(&mut direct, "select count(*) from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()").await == 0 {
+    // t1's own sleep: t0's statement (`when 't0' = 't1'`) is active too
+    // for a moment, and a pause there stopped the holder in t0 instead.
+    let sleeping = "select count(*) from pg_stat_activity where query like '%pg_sleep(case when ''t1'' = ''t1''%' \
+                    and state = 'active' and pid <> pg_backend_pid()";
+    while scalar(&mut direct, sleeping).await == 0 {
         assert!(Instant::now() < deadline, "t1's file never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -16,7 +16,7 @@
 //! - Every operation is an event with its time and request id: who started,
 //!   approved, paused, resumed the rollout, and what each wave did.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -371,7 +371,7 @@ pub fn check_wave_files(
 /// Refuses, at a rollout's start, a wave naming a tenant the fleet does not
 /// have (`tenants`), rather than stopping the rollout when that wave comes.
 pub fn check_named_tenants(waves: &[WaveStep], tenants: &[String]) -> Result<(), crate::migrate::wave::WaveError> {
-    let known: std::collections::BTreeSet<&str> = tenants.iter().map(String::as_str).collect();
+    let known: BTreeSet<&str> = tenants.iter().map(String::as_str).collect();
     for wave in waves {
         if let Select::Tenants(names) = &wave.select
             && let Some(unknown) = names.iter().find(|name| !known.contains(name.as_str()))
@@ -682,6 +682,34 @@ impl Rollout {
             .filter(|event| event.action == "started" || (event.action == "approved" && event.wave == Some(wave)))
             .map(|event| event.trace.as_str())
             .filter(|trace| !trace.is_empty())
+            .collect()
+    }
+
+    /// The quarantined tenants (`quarantine`: each row's tenant and the
+    /// request that put it aside) a wave that names its tenants runs
+    /// without, in round `round` of its run (a round runs the wave's
+    /// files again once its backfills are done): in a later round, every
+    /// one (a backfill failed within the budget); in the first, those an
+    /// earlier run of the same wave put aside (its runner's request id is a
+    /// `wave-started` event's of that wave: a runner killed after absorbing
+    /// a tenant's failure, its wave run again by another). The others a
+    /// named wave still names, and the version refuses them.
+    pub fn wave_runs_without<'a>(
+        &self,
+        wave: usize,
+        round: usize,
+        quarantine: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> BTreeSet<&'a str> {
+        let runners: BTreeSet<&str> = self
+            .events
+            .iter()
+            .filter(|event| event.action == "wave-started" && event.wave == Some(wave))
+            .map(|event| event.request_id.as_str())
+            .collect();
+        quarantine
+            .into_iter()
+            .filter(|(_, request_id)| round > 0 || runners.contains(request_id))
+            .map(|(tenant, _)| tenant)
             .collect()
     }
 

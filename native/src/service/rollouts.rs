@@ -386,17 +386,33 @@ impl Service {
             let mut request = request.clone();
             if round > 0 {
                 request.version_name = format!("{} (after its backfills, {})", request.version_name, round + 1);
-                // A tenant of the wave whose backfill failed within the
-                // budget is quarantined: the wave goes on without it.
-                if let Operation::Version { wave: Wave::Named(names), .. } = &mut request.operation {
-                    let held: HashSet<String> = match self.quarantined().await {
-                        Ok(rows) => rows.into_iter().map(|row| row.tenant).collect(),
-                        Err(error) => return Some(Err(error.to_string())),
-                    };
-                    names.retain(|name| !held.contains(name));
-                    if names.is_empty() {
-                        break;
+            }
+            // The tenants this wave quarantined (a failure or a backfill
+            // absorbed by its budget, in this run or in one whose runner
+            // died): the wave goes on without them (core's
+            // `Rollout::wave_runs_without`).
+            if let Operation::Version { wave: Wave::Named(names), .. } = &mut request.operation {
+                let rows = match self.quarantined().await {
+                    Ok(rows) => rows,
+                    Err(error) => return Some(Err(error.to_string())),
+                };
+                let rows = rows.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str()));
+                let without = rollout.wave_runs_without(wave, round, rows);
+                let (left_out, named): (Vec<String>, Vec<String>) =
+                    std::mem::take(names).into_iter().partition(|name| without.contains(name.as_str()));
+                *names = named;
+                if round == 0 && !left_out.is_empty() {
+                    let note = format!(
+                        "without {} (quarantined by an earlier run of this wave)",
+                        summary::some_of(&left_out, 20)
+                    );
+                    held = if held.is_empty() { note } else { format!("{held}; {note}") };
+                }
+                if names.is_empty() {
+                    if round == 0 {
+                        details.push(format!("nothing to apply; {held}"));
                     }
+                    break;
                 }
             }
             let result = match self.create(request).await {

@@ -298,6 +298,25 @@ fn a_wave_waiting_on_its_backfills_keeps_its_claim_while_it_is_still_its_runners
 }
 
 #[test]
+fn a_named_wave_run_again_goes_on_without_the_tenants_its_earlier_run_quarantined() {
+    let mut r = Rollout::new("v", waves(&["t1", "t2,t3,t4:budget=1", "rest"]), None, 0, "req-1").unwrap();
+    r.claim(0, 10, 70, "runner-a");
+    assert!(r.wave_ended(0, Ok(String::new()), 20, "runner-a"));
+    r.claim(1, 30, 90, "runner-a"); // absorbed t3's failure, then killed
+    r.claim(1, 100, 160, "runner-b"); // its claim expired: b runs the wave again
+    let quarantine = [("t3", "runner-a"), ("t4", "req-9"), ("t1", "runner-a")];
+    // t4 was put aside by someone else before: the wave still names it (and is refused).
+    assert_eq!(r.wave_runs_without(1, 0, quarantine), BTreeSet::from(["t1", "t3"]));
+    // After its backfills, a round runs without every quarantined tenant.
+    assert_eq!(r.wave_runs_without(1, 1, quarantine), BTreeSet::from(["t1", "t3", "t4"]));
+    // Wave 1's runners did not run wave 2: none of theirs is left out there.
+    assert_eq!(r.wave_runs_without(2, 0, [("t3", "runner-a")]), BTreeSet::new());
+    // Stored and read back, the rule holds.
+    let stored: Rollout = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(stored.wave_runs_without(1, 0, quarantine), BTreeSet::from(["t1", "t3"]));
+}
+
+#[test]
 fn a_waves_version_links_to_the_start_and_to_that_waves_approvals() {
     let start = "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-1111111111111111-01";
     let approval = "00-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-2222222222222222-01";
