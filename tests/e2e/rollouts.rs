@@ -345,31 +345,7 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     // process list raced a worker between its sleep and its DDL under CI's
     // load: run and unrecorded in t03.)
     let gate = format!("strata_gate_{}", std::process::id());
-    let pause = match backend() {
-        Backend::Mysql => format!("do get_lock('{gate}_{{schema}}', 300);\ndo release_lock('{gate}_{{schema}}');\n"),
-        // SQLite's pause is work, not a sleep: about a second a tenant in
-        // the suite's optimized build (4 of them passed the whole wave
-        // between two looks).
-        Backend::Sqlite => pause().repeat(16),
-        Backend::Postgres => pause().repeat(4),
-    };
-    server.ws.write_migration(
-        "tenants/006.sql",
-        &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
-    );
-    let mut held = None;
-    if backend() == Backend::Mysql {
-        let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
-        for name in &names[5..] {
-            let taken: (i64,) = sqlx::query_as("select get_lock(?, 0)")
-                .bind(format!("{gate}_{name}"))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-            assert_eq!(taken.0, 1, "the test could not take the gate of {name}");
-        }
-        held = Some(conn);
-    }
+    let held = slow_file(&server, &gate, &names[5..], 4).await;
     let id = start(&server, "slow", &["t01", "rest"], None).await;
     // Killed once the second wave committed some tenants, not all.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -421,32 +397,9 @@ async fn a_named_wave_run_again_after_a_kill_goes_on_without_the_tenant_it_quara
         _ => "create table t02.slow (id integer)",
     };
     server.ws.execute("t02", in_the_way).await;
-    // As in the test above: on MySQL the pause is a gate the test holds
-    // for t03…t06 (a kill between a DDL and its record is not this test's
-    // subject); elsewhere a pause the kill lands in.
+    // On MySQL t03…t06 wait at their gates, t01 and t02 pass.
     let gate = format!("strata_named_{}", std::process::id());
-    let pause = match backend() {
-        Backend::Mysql => format!("do get_lock('{gate}_{{schema}}', 300);\ndo release_lock('{gate}_{{schema}}');\n"),
-        Backend::Sqlite => pause().repeat(16),
-        Backend::Postgres => pause().repeat(10),
-    };
-    server.ws.write_migration(
-        "tenants/006.sql",
-        &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
-    );
-    let mut held = None;
-    if backend() == Backend::Mysql {
-        let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
-        for name in &names[2..] {
-            let taken: (i64,) = sqlx::query_as("select get_lock(?, 0)")
-                .bind(format!("{gate}_{name}"))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-            assert_eq!(taken.0, 1, "the test could not take the gate of {name}");
-        }
-        held = Some(conn);
-    }
+    let held = slow_file(&server, &gate, &names[2..], 10).await;
     let id = start(&server, "slow", &["t01,t02,t03,t04,t05,t06:budget=1"], None).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while quarantined_tenants(&server).await.is_empty()
@@ -474,6 +427,35 @@ async fn a_named_wave_run_again_after_a_kill_goes_on_without_the_tenant_it_quara
     let rerun = done["events"].as_array().unwrap().iter().find(|e| e["action"] == "wave-completed").unwrap();
     let detail = rerun["detail"].as_str().unwrap();
     assert!(detail.contains("without t02 (quarantined by an earlier run of this wave)"), "{detail}");
+}
+
+/// Writes `tenants/006.sql`: a pause, then `create table {schema}.slow`.
+/// On MySQL the pause is a gate — a named lock per tenant, which the test
+/// takes here for the tenants `gated` and returns the session holding
+/// them — so that a kill lands before a DDL, which commits on its own;
+/// elsewhere `repeat` times [`pause`] on PostgreSQL, and on SQLite work of
+/// about a second a tenant in the suite's optimized build (4 of them
+/// passed the whole wave between two looks).
+async fn slow_file(server: &Server, gate: &str, gated: &[String], repeat: usize) -> Option<MySqlConnection> {
+    let pause = match backend() {
+        Backend::Mysql => format!("do get_lock('{gate}_{{schema}}', 300);\ndo release_lock('{gate}_{{schema}}');\n"),
+        Backend::Sqlite => pause().repeat(16),
+        Backend::Postgres => pause().repeat(repeat),
+    };
+    server.ws.write_migration(
+        "tenants/006.sql",
+        &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
+    );
+    if backend() != Backend::Mysql {
+        return None;
+    }
+    let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
+    for name in gated {
+        let taken: (i64,) =
+            sqlx::query_as("select get_lock(?, 0)").bind(format!("{gate}_{name}")).fetch_one(&mut conn).await.unwrap();
+        assert_eq!(taken.0, 1, "the test could not take the gate of {name}");
+    }
+    Some(conn)
 }
 
 /// MySQL: how many sessions (but this one) wait for a named lock of `gate`.
