@@ -16,6 +16,7 @@ use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Action;
 use strata_core::migrate::quarantine::{FailureBudget, absorbs};
 
+use strata_core::migrate::rollout::wave_run::{Step, WaveRun};
 use strata_core::migrate::rollout::{
     self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep,
 };
@@ -45,11 +46,6 @@ const ATTEMPTS: usize = 5;
 
 /// How often a wave waiting on its backfills looks at them again.
 const WAVE_BACKFILL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Versions of one wave at most: the first, then one after each round of
-/// backfills for the files that waited on them (a file after a backfill
-/// after a backfill… needs one each).
-const WAVE_ROUNDS: usize = 16;
 
 impl From<RolloutError> for AppError {
     fn from(error: RolloutError) -> Self {
@@ -376,65 +372,47 @@ impl Service {
                 },
             )
         };
-        // A tenant's files after a backfill wait for it: once the wave's
-        // backfills are done, the wave runs again for them, until nothing
-        // of it waits (a rollout is never complete with files of its
-        // version left pending in its tenants).
+        // Round by round (core's `rollout::wave_run`): again once the
+        // wave's backfills are done, for the files that waited on them.
         let budget = failure_budget.unwrap_or(self.config().failure_budget);
-        let mut details = Vec::new();
-        for round in 0..WAVE_ROUNDS {
-            let mut request = request.clone();
-            if round > 0 {
-                request.version_name = format!("{} (after its backfills, {})", request.version_name, round + 1);
-            }
-            // The tenants this wave quarantined (a failure or a backfill
-            // absorbed by its budget, in this run or in one whose runner
-            // died): the wave goes on without them (core's
-            // `Rollout::wave_runs_without`).
-            if let Operation::Version { wave: Wave::Named(names), .. } = &mut request.operation {
-                let rows = match self.quarantined().await {
+        let named = match &request.operation {
+            Operation::Version { wave: Wave::Named(names), .. } => Some(names.clone()),
+            _ => None,
+        };
+        let mut run = WaveRun::new(rollout, wave, named, held);
+        loop {
+            let quarantine = match run.reads_quarantine() {
+                true => match self.quarantined().await {
                     Ok(rows) => rows,
                     Err(error) => return Some(Err(error.to_string())),
-                };
-                let rows = rows.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str()));
-                let without = rollout.wave_runs_without(wave, round, rows);
-                let (left_out, named): (Vec<String>, Vec<String>) =
-                    std::mem::take(names).into_iter().partition(|name| without.contains(name.as_str()));
-                *names = named;
-                if round == 0 && !left_out.is_empty() {
-                    let note = format!(
-                        "without {} (quarantined by an earlier run of this wave)",
-                        summary::some_of(&left_out, 20)
-                    );
-                    held = if held.is_empty() { note } else { format!("{held}; {note}") };
-                }
-                if names.is_empty() {
-                    if round == 0 {
-                        details.push(format!("nothing to apply; {held}"));
-                    }
-                    break;
-                }
+                },
+                false => Vec::new(),
+            };
+            let step = run.next(quarantine.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str())));
+            let (name, tenants) = match step {
+                Step::Version { name, tenants } => (name, tenants),
+                Step::Done(detail) => return Some(Ok(detail)),
+            };
+            let mut request = request.clone();
+            request.version_name = name;
+            if let (Some(tenants), Operation::Version { wave: Wave::Named(names), .. }) =
+                (tenants, &mut request.operation)
+            {
+                *names = tenants;
             }
             let result = match self.create(request).await {
                 Ok(result) => result,
                 Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => return None,
                 Err(error) => return Some(Err(error.to_string())),
             };
-            if round > 0 && result.version.is_none() && result.waiting.is_empty() {
-                break;
-            }
-            let held = if round == 0 { held.as_str() } else { "" };
-            let (detail, waited) =
-                match self.wave_round(id, (wave, budget), runner, claim_seconds, &result, held).await? {
-                    Ok(round) => round,
-                    Err(why) => return Some(Err(why)),
-                };
-            details.push(detail);
-            if !waited {
-                break;
+            let Some(held) = run.made(result.version.is_some(), !result.waiting.is_empty()) else {
+                continue;
+            };
+            match self.wave_round(id, (wave, budget), runner, claim_seconds, &result, &held).await? {
+                Ok((detail, waited)) => run.reported(detail, waited),
+                Err(why) => return Some(Err(why)),
             }
         }
-        Some(Ok(details.join("; then ")))
     }
 
     /// What one version of wave `wave` did (`result`), and its backfills

@@ -1,0 +1,198 @@
+//! One run of a wave, round by round, as the service drives it (sans-IO:
+//! the shell reads the quarantine, makes each version and runs its
+//! backfills; this decides what comes next and what the wave's event
+//! says).
+//!
+//! A tenant's files after a backfill wait for it, so once the wave's
+//! backfills are done the wave runs again for them — a version each round,
+//! up to [`ROUNDS`] — until nothing of it waits: a rollout is never
+//! complete with files of its version left pending in its tenants. A wave
+//! that names its tenants runs each round without those it quarantined
+//! ([`Rollout::wave_runs_without`]).
+
+use crate::migrate::rollout::Rollout;
+use crate::migrate::summary::some_of;
+
+/// Versions of one wave's run at most: the first, then one after each
+/// round of backfills for the files that waited on them (a file after a
+/// backfill after a backfill… needs one each).
+pub const ROUNDS: usize = 16;
+
+/// What the shell does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Make the wave's version of this round, named `name`; over
+    /// `tenants` when the wave names its tenants.
+    Version {
+        /// The version's name.
+        name: String,
+        /// The tenants it runs in (`None`: the wave's own selection).
+        tenants: Option<Vec<String>>,
+    },
+    /// The run has ended: the detail of the wave's event.
+    Done(String),
+}
+
+/// A wave's run in progress.
+#[derive(Debug)]
+pub struct WaveRun<'r> {
+    rollout: &'r Rollout,
+    wave: usize,
+    round: usize,
+    named: Option<Vec<String>>,
+    held: String,
+    details: Vec<String>,
+    ended: bool,
+}
+
+impl<'r> WaveRun<'r> {
+    /// The run of wave `wave` of `rollout`: `named`, the tenants the wave
+    /// names (`None`: a share, an attribute, the rest); `held`, what the
+    /// shell already held back (a desired-state wave's tenants whose plan
+    /// changed), said in the first round's detail.
+    pub fn new(rollout: &'r Rollout, wave: usize, named: Option<Vec<String>>, held: String) -> Self {
+        WaveRun { rollout, wave, round: 0, named, held, details: Vec::new(), ended: false }
+    }
+
+    /// Whether [`WaveRun::next`] reads the quarantine (a wave that names
+    /// its tenants).
+    pub fn reads_quarantine(&self) -> bool {
+        self.named.is_some()
+    }
+
+    /// The next step, given the quarantine now (each row's tenant and the
+    /// request that put it aside; read only where
+    /// [`WaveRun::reads_quarantine`]).
+    pub fn next<'a>(&mut self, quarantine: impl IntoIterator<Item = (&'a str, &'a str)>) -> Step {
+        if self.ended || self.round >= ROUNDS {
+            return Step::Done(self.details.join("; then "));
+        }
+        let base = self.rollout.wave_version_name(self.wave);
+        let name = match self.round {
+            0 => base,
+            round => format!("{base} (after its backfills, {})", round + 1),
+        };
+        let Some(named) = &self.named else {
+            return Step::Version { name, tenants: None };
+        };
+        let without = self.rollout.wave_runs_without(self.wave, self.round, quarantine);
+        let (left_out, tenants): (Vec<String>, Vec<String>) =
+            named.iter().cloned().partition(|name| without.contains(name.as_str()));
+        if self.round == 0 && !left_out.is_empty() {
+            let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(&left_out, 20));
+            self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
+        }
+        if tenants.is_empty() {
+            if self.round == 0 {
+                self.details.push(format!("nothing to apply; {}", self.held));
+            }
+            self.ended = true;
+            return Step::Done(self.details.join("; then "));
+        }
+        Step::Version { name, tenants: Some(tenants) }
+    }
+
+    /// This round's version was made (`ran`: it recorded something;
+    /// `waiting`: backfills it started hold files back): `None` when the
+    /// run ends here unreported (a later round with nothing left to run),
+    /// else what the round's detail says first (the first round's: what
+    /// was held back).
+    pub fn made(&mut self, ran: bool, waiting: bool) -> Option<String> {
+        if self.round > 0 && !ran && !waiting {
+            self.ended = true;
+            return None;
+        }
+        Some(if self.round == 0 { self.held.clone() } else { String::new() })
+    }
+
+    /// The round ended with `detail`; `waited`: it waited on backfills
+    /// (another round is due for the files they held back).
+    pub fn reported(&mut self, detail: String, waited: bool) {
+        self.details.push(detail);
+        self.round += 1;
+        self.ended = !waited;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::rollout::WaveStep;
+
+    fn rollout(waves: &[&str]) -> Rollout {
+        let steps: Vec<WaveStep> = waves.iter().map(|w| w.parse().unwrap()).collect();
+        Rollout::new("v", steps, None, 0, "req").unwrap()
+    }
+
+    fn version(name: &str, tenants: Option<&[&str]>) -> Step {
+        Step::Version { name: name.into(), tenants: tenants.map(|t| t.iter().map(|n| n.to_string()).collect()) }
+    }
+
+    #[test]
+    fn a_wave_runs_again_after_its_backfills_until_nothing_waits() {
+        let r = rollout(&["10%"]);
+        let mut run = WaveRun::new(&r, 0, None, String::new());
+        assert!(!run.reads_quarantine());
+        assert_eq!(run.next([]), version("v (wave 1/1: 10%)", None));
+        assert_eq!(run.made(true, true), Some(String::new()));
+        run.reported("version 3".into(), true);
+        assert_eq!(run.next([]), version("v (wave 1/1: 10%) (after its backfills, 2)", None));
+        assert_eq!(run.made(true, false), Some(String::new()));
+        run.reported("version 4".into(), false);
+        assert_eq!(run.next([]), Step::Done("version 3; then version 4".into()));
+    }
+
+    #[test]
+    fn a_later_round_with_nothing_left_ends_the_run_unreported() {
+        let r = rollout(&["10%"]);
+        let mut run = WaveRun::new(&r, 0, None, String::new());
+        run.next([]);
+        run.made(true, true);
+        run.reported("version 3".into(), true);
+        run.next([]);
+        assert_eq!(run.made(false, false), None);
+        assert_eq!(run.next([]), Step::Done("version 3".into()));
+        // The first round is reported even when it ran nothing.
+        let mut first = WaveRun::new(&r, 0, None, "held back: t9".into());
+        first.next([]);
+        assert_eq!(first.made(false, false), Some("held back: t9".into()));
+    }
+
+    #[test]
+    fn a_run_makes_at_most_its_rounds_of_versions() {
+        let r = rollout(&["10%"]);
+        let mut run = WaveRun::new(&r, 0, None, String::new());
+        let mut versions = 0;
+        while let Step::Version { .. } = run.next([]) {
+            versions += 1;
+            run.made(true, true);
+            run.reported(format!("version {versions}"), true);
+        }
+        assert_eq!(versions, ROUNDS);
+    }
+
+    #[test]
+    fn a_named_wave_goes_on_without_what_it_quarantined_and_says_so() {
+        let mut r = rollout(&["t1,t2,t3"]);
+        r.claim(0, 10, 70, "runner-a");
+        let named = Some(vec!["t1".to_string(), "t2".into(), "t3".into()]);
+        let mut run = WaveRun::new(&r, 0, named.clone(), String::new());
+        assert!(run.reads_quarantine());
+        // t2 put aside by this wave's earlier runner, t3 by someone else: t3 stays named (and is refused).
+        let quarantine = [("t2", "runner-a"), ("t3", "req-9")];
+        assert_eq!(run.next(quarantine), version("v (wave 1/1: t1,t2,t3)", Some(&["t1", "t3"])));
+        let held = run.made(true, true).unwrap();
+        assert_eq!(held, "without t2 (quarantined by an earlier run of this wave)");
+        run.reported(format!("version 5; {held}"), true);
+        // After the backfills, every quarantined tenant is left out.
+        assert_eq!(run.next(quarantine), version("v (wave 1/1: t1,t2,t3) (after its backfills, 2)", Some(&["t1"])));
+        run.made(true, false);
+        run.reported("version 6".into(), false);
+        // Every named tenant put aside by an earlier run: nothing to apply.
+        let mut again = WaveRun::new(&r, 0, Some(vec!["t2".into()]), String::new());
+        assert_eq!(
+            again.next(quarantine),
+            Step::Done("nothing to apply; without t2 (quarantined by an earlier run of this wave)".into())
+        );
+    }
+}
