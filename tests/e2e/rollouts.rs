@@ -429,6 +429,76 @@ async fn a_named_wave_run_again_after_a_kill_goes_on_without_the_tenant_it_quara
     assert!(detail.contains("without t02 (quarantined by an earlier run of this wave)"), "{detail}");
 }
 
+/// `create table {schema}.clash` in `tenants/006.sql`, after the table is
+/// made by hand in each of `clashing`: the file fails there.
+async fn clashing_file(server: &Server, clashing: &[&str]) {
+    for tenant in clashing {
+        let sql = match backend() {
+            Backend::Sqlite => "create table clash (id integer)".to_string(),
+            _ => format!("create table {tenant}.clash (id integer)"),
+        };
+        server.ws.execute(tenant, &sql).await;
+    }
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.clash (id integer primary key);\n");
+}
+
+/// A tenant an earlier wave quarantined (its failure absorbed there)
+/// still stops a later wave that names it: only what an earlier run of
+/// the same wave put aside is passed by, however one process ran both
+/// waves (a service's driver, `strata rollout drive`).
+#[tokio::test]
+async fn a_tenant_an_earlier_wave_quarantined_stops_a_later_wave_that_names_it() {
+    let server = Server::start("basic", "").await;
+    tenants(&server, 4).await;
+    clashing_file(&server, &["t02"]).await;
+    let id = start(&server, "clash", &["t01,t02:budget=1", "t02,t03", "rest"], None).await;
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    assert_eq!(actions(&stopped), ["started", "wave-started", "wave-completed", "wave-started", "wave-failed"]);
+    let why = stopped["events"][4]["detail"].as_str().unwrap();
+    assert!(why.contains("tenant \"t02\" is quarantined"), "{why}");
+    assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t01".to_string()]));
+}
+
+/// A wave that failed past its budget and is resumed unfixed fails
+/// again: the tenants its first run quarantined count against its budget
+/// (the resumed run passed them by and completed). Once one is retried,
+/// the rest fits the budget and the rollout completes.
+#[tokio::test]
+async fn a_resumed_wave_counts_what_its_earlier_run_quarantined_against_its_budget() {
+    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
+    let names = tenants(&server, 6).await;
+    clashing_file(&server, &["t02", "t03"]).await;
+    let id = start(&server, "clash", &["t01,t02,t03,t04:budget=1", "rest"], None).await;
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    assert_eq!(actions(&stopped), ["started", "wave-started", "wave-failed"]);
+    assert_eq!(quarantined_tenants(&server).await, ["t02", "t03"]);
+    let resume = format!("mutation {{ resumeRollout(id: {id}) {{ id }} }}");
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    let again = wait_for_events(&server, id, "wave-failed", 2).await;
+    let why = again["events"].as_array().unwrap().last().unwrap()["detail"].as_str().unwrap().to_string();
+    assert!(
+        why.starts_with("an earlier run of this wave quarantined t02, t03: more than its failure budget 1 absorbs"),
+        "{why}"
+    );
+    assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t01".to_string()]), "the rest ran");
+    // t03 fixed and retried: t02's failure alone fits the budget.
+    let qualified = match backend() {
+        Backend::Sqlite => "drop table clash",
+        _ => "drop table t03.clash",
+    };
+    server.ws.execute("t03", qualified).await;
+    let retry =
+        "mutation { retryQuarantined(input: {versionName: \"retry\", tenantNames: [\"t03\"]}) { version { id } } }";
+    let retried = server.graphql(retry, json!({})).await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    wait_for(&server, id, "COMPLETED").await;
+    let expected: BTreeSet<String> = names.iter().filter(|name| *name != "t02").cloned().collect();
+    assert_eq!(with_file(&server, "tenants/006.sql").await, expected);
+    assert_eq!(quarantined_tenants(&server).await, ["t02"]);
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 /// Writes `tenants/006.sql`: a pause, then `create table {schema}.slow`.
 /// On MySQL the pause is a gate — a named lock per tenant, which the test
 /// takes here for the tenants `gated` and returns the session holding

@@ -691,10 +691,11 @@ impl Rollout {
     /// without, in round `round` of its run (a round runs the wave's
     /// files again once its backfills are done): in a later round, every
     /// one (a backfill failed within the budget); in the first, those an
-    /// earlier run of the same wave put aside (its runner's request id is a
-    /// `wave-started` event's of that wave: a runner killed after absorbing
-    /// a tenant's failure, its wave run again by another). The others a
-    /// named wave still names, and the version refuses them.
+    /// earlier run of the same wave put aside (the request id of a claim
+    /// of that wave, each claim's own, is a `wave-started` event's: a
+    /// runner killed after absorbing a tenant's failure, its wave run again
+    /// by another). The others a named wave still names, and the version
+    /// refuses them.
     pub fn wave_runs_without<'a>(
         &self,
         wave: usize,

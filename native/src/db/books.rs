@@ -162,6 +162,14 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError>;
     /// Every running backfill, as a runner takes it.
     async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError>;
+    /// Version `version_id`'s running backfills of `file`: their rows, not
+    /// their texts (what a pause moves).
+    async fn running_backfills_of(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<BackfillRow>, DbError>;
     /// Starts `migration`'s backfill in `schema` for version `version_id`
     /// under its `budget`, in the caller's open transaction.
     async fn register_backfill(

@@ -649,6 +649,15 @@ impl Books<Connection> for SqlServerEngine {
         backfills::running(conn).await
     }
 
+    async fn running_backfills_of(
+        &self,
+        conn: &mut Connection,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<BackfillRow>, DbError> {
+        backfills::running_of(conn, version_id, file).await
+    }
+
     async fn register_backfill(
         &self,
         conn: &mut Connection,

@@ -292,21 +292,27 @@ impl Service {
             let mut progressed = false;
             for (id, rollout) in self.rollouts().await? {
                 let Next::Run(wave) = rollout.next(now()) else { continue };
-                // Claim it: one runner wins; the others see the claim.
+                // Claim it: one runner wins; the others see the claim. The
+                // claim has an id of its own — the wave's event, its
+                // versions' request and what they quarantine carry it — so
+                // that a later run of this wave knows what an earlier one
+                // put aside, and no other wave or rollout this process ran
+                // passes for it (core's `Rollout::wave_runs_without`).
+                let claim = format!("{runner}/{id}.{}.{}", wave + 1, now());
                 let claimed = self
                     .change(id, |latest| {
                         if latest.next(now()) != Next::Run(wave) {
                             return Ok(false);
                         }
-                        latest.claim(wave, now(), now() + claim_seconds, runner);
+                        latest.claim(wave, now(), now() + claim_seconds, &claim);
                         Ok(true)
                     })
                     .await?;
                 let Some(claimed) = claimed else { continue };
-                let result = self.run_wave(id, &claimed, wave, runner, claim_seconds).await;
+                let result = self.run_wave(id, &claimed, wave, &claim, claim_seconds).await;
                 let Some(result) = result else { continue };
                 let ended =
-                    self.change(id, |latest| Ok(latest.wave_ended(wave, result.clone(), now(), runner))).await?;
+                    self.change(id, |latest| Ok(latest.wave_ended(wave, result.clone(), now(), &claim))).await?;
                 if let Some(latest) = ended {
                     tracing::info!(rollout = id, wave = wave + 1, status = latest.status.name(), "rollout wave ended");
                 }
@@ -379,7 +385,7 @@ impl Service {
             Operation::Version { wave: Wave::Named(names), .. } => Some(names.clone()),
             _ => None,
         };
-        let mut run = WaveRun::new(rollout, wave, named, held);
+        let mut run = WaveRun::new(rollout, wave, named, held, budget);
         loop {
             let quarantine = match run.reads_quarantine() {
                 true => match self.quarantined().await {
@@ -389,16 +395,20 @@ impl Service {
                 false => Vec::new(),
             };
             let step = run.next(quarantine.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str())));
-            let (name, tenants) = match step {
-                Step::Version { name, tenants } => (name, tenants),
+            let (name, tenants, left) = match step {
+                Step::Version { name, tenants, budget } => (name, tenants, budget),
                 Step::Done(detail) => return Some(Ok(detail)),
+                Step::Failed(why) => return Some(Err(why)),
             };
             let mut request = request.clone();
             request.version_name = name;
-            if let (Some(tenants), Operation::Version { wave: Wave::Named(names), .. }) =
-                (tenants, &mut request.operation)
-            {
-                *names = tenants;
+            if let Operation::Version { wave: Wave::Named(names), failure_budget, .. } = &mut request.operation {
+                if let Some(tenants) = tenants {
+                    *names = tenants;
+                }
+                if left.is_some() {
+                    *failure_budget = left;
+                }
             }
             let result = match self.create(request).await {
                 Ok(result) => result,

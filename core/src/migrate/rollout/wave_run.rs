@@ -8,8 +8,11 @@
 //! up to [`ROUNDS`] — until nothing of it waits: a rollout is never
 //! complete with files of its version left pending in its tenants. A wave
 //! that names its tenants runs each round without those it quarantined
-//! ([`Rollout::wave_runs_without`]).
+//! ([`Rollout::wave_runs_without`]); those an earlier run of it put aside
+//! (its runner was killed, or it failed and was resumed) count against its
+//! failure budget, so a wave run twice absorbs no more than once.
 
+use crate::migrate::quarantine::{FailureBudget, absorbs};
 use crate::migrate::rollout::Rollout;
 use crate::migrate::summary::some_of;
 
@@ -28,9 +31,15 @@ pub enum Step {
         name: String,
         /// The tenants it runs in (`None`: the wave's own selection).
         tenants: Option<Vec<String>>,
+        /// Its failure budget, when less than the wave's: what is left of
+        /// it after the failures of an earlier run.
+        budget: Option<FailureBudget>,
     },
     /// The run has ended: the detail of the wave's event.
     Done(String),
+    /// The wave fails: an earlier run of it quarantined more tenants than
+    /// its budget absorbs (why).
+    Failed(String),
 }
 
 /// A wave's run in progress.
@@ -40,6 +49,7 @@ pub struct WaveRun<'r> {
     wave: usize,
     round: usize,
     named: Option<Vec<String>>,
+    budget: FailureBudget,
     held: String,
     details: Vec<String>,
     ended: bool,
@@ -49,9 +59,16 @@ impl<'r> WaveRun<'r> {
     /// The run of wave `wave` of `rollout`: `named`, the tenants the wave
     /// names (`None`: a share, an attribute, the rest); `held`, what the
     /// shell already held back (a desired-state wave's tenants whose plan
-    /// changed), said in the first round's detail.
-    pub fn new(rollout: &'r Rollout, wave: usize, named: Option<Vec<String>>, held: String) -> Self {
-        WaveRun { rollout, wave, round: 0, named, held, details: Vec::new(), ended: false }
+    /// changed), said in the first round's detail; `budget`, the wave's
+    /// failure budget.
+    pub fn new(
+        rollout: &'r Rollout,
+        wave: usize,
+        named: Option<Vec<String>>,
+        held: String,
+        budget: FailureBudget,
+    ) -> Self {
+        WaveRun { rollout, wave, round: 0, named, budget, held, details: Vec::new(), ended: false }
     }
 
     /// Whether [`WaveRun::next`] reads the quarantine (a wave that names
@@ -73,12 +90,25 @@ impl<'r> WaveRun<'r> {
             round => format!("{base} (after its backfills, {})", round + 1),
         };
         let Some(named) = &self.named else {
-            return Step::Version { name, tenants: None };
+            return Step::Version { name, tenants: None, budget: None };
         };
         let without = self.rollout.wave_runs_without(self.wave, self.round, quarantine);
         let (left_out, tenants): (Vec<String>, Vec<String>) =
             named.iter().cloned().partition(|name| without.contains(name.as_str()));
+        let mut budget = None;
         if self.round == 0 && !left_out.is_empty() {
+            if !absorbs(left_out.len(), self.budget, named.len()) {
+                self.ended = true;
+                return Step::Failed(format!(
+                    "an earlier run of this wave quarantined {}: more than its failure budget {} absorbs over its {} \
+                     tenant(s); fix them (retryQuarantined, or release them), then resume the rollout",
+                    some_of(&left_out, 20),
+                    self.budget,
+                    named.len()
+                ));
+            }
+            let left = self.budget.allowed(named.len()) - left_out.len();
+            budget = Some(FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX)));
             let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(&left_out, 20));
             self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
         }
@@ -89,7 +119,7 @@ impl<'r> WaveRun<'r> {
             self.ended = true;
             return Step::Done(self.details.join("; then "));
         }
-        Step::Version { name, tenants: Some(tenants) }
+        Step::Version { name, tenants: Some(tenants), budget }
     }
 
     /// This round's version was made (`ran`: it recorded something;
@@ -125,13 +155,18 @@ mod tests {
     }
 
     fn version(name: &str, tenants: Option<&[&str]>) -> Step {
-        Step::Version { name: name.into(), tenants: tenants.map(|t| t.iter().map(|n| n.to_string()).collect()) }
+        let tenants = tenants.map(|t| t.iter().map(|n| n.to_string()).collect());
+        Step::Version { name: name.into(), tenants, budget: None }
+    }
+
+    fn names(list: &[&str]) -> Option<Vec<String>> {
+        Some(list.iter().map(|n| n.to_string()).collect())
     }
 
     #[test]
     fn a_wave_runs_again_after_its_backfills_until_nothing_waits() {
         let r = rollout(&["10%"]);
-        let mut run = WaveRun::new(&r, 0, None, String::new());
+        let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
         assert!(!run.reads_quarantine());
         assert_eq!(run.next([]), version("v (wave 1/1: 10%)", None));
         assert_eq!(run.made(true, true), Some(String::new()));
@@ -145,7 +180,7 @@ mod tests {
     #[test]
     fn a_later_round_with_nothing_left_ends_the_run_unreported() {
         let r = rollout(&["10%"]);
-        let mut run = WaveRun::new(&r, 0, None, String::new());
+        let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
         run.next([]);
         run.made(true, true);
         run.reported("version 3".into(), true);
@@ -153,7 +188,7 @@ mod tests {
         assert_eq!(run.made(false, false), None);
         assert_eq!(run.next([]), Step::Done("version 3".into()));
         // The first round is reported even when it ran nothing.
-        let mut first = WaveRun::new(&r, 0, None, "held back: t9".into());
+        let mut first = WaveRun::new(&r, 0, None, "held back: t9".into(), FailureBudget::None);
         first.next([]);
         assert_eq!(first.made(false, false), Some("held back: t9".into()));
     }
@@ -161,7 +196,7 @@ mod tests {
     #[test]
     fn a_run_makes_at_most_its_rounds_of_versions() {
         let r = rollout(&["10%"]);
-        let mut run = WaveRun::new(&r, 0, None, String::new());
+        let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
         let mut versions = 0;
         while let Step::Version { .. } = run.next([]) {
             versions += 1;
@@ -175,12 +210,18 @@ mod tests {
     fn a_named_wave_goes_on_without_what_it_quarantined_and_says_so() {
         let mut r = rollout(&["t1,t2,t3"]);
         r.claim(0, 10, 70, "runner-a");
-        let named = Some(vec!["t1".to_string(), "t2".into(), "t3".into()]);
-        let mut run = WaveRun::new(&r, 0, named.clone(), String::new());
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3"]), String::new(), FailureBudget::Tenants(2));
         assert!(run.reads_quarantine());
-        // t2 put aside by this wave's earlier runner, t3 by someone else: t3 stays named (and is refused).
+        // t2 put aside by this wave's earlier runner, t3 by someone else: t3 stays named (and is refused);
+        // t2's failure took one of the budget's two.
         let quarantine = [("t2", "runner-a"), ("t3", "req-9")];
-        assert_eq!(run.next(quarantine), version("v (wave 1/1: t1,t2,t3)", Some(&["t1", "t3"])));
+        let first = run.next(quarantine);
+        let one_left = Step::Version {
+            name: "v (wave 1/1: t1,t2,t3)".into(),
+            tenants: names(&["t1", "t3"]),
+            budget: Some(FailureBudget::Tenants(1)),
+        };
+        assert_eq!(first, one_left);
         let held = run.made(true, true).unwrap();
         assert_eq!(held, "without t2 (quarantined by an earlier run of this wave)");
         run.reported(format!("version 5; {held}"), true);
@@ -189,10 +230,33 @@ mod tests {
         run.made(true, false);
         run.reported("version 6".into(), false);
         // Every named tenant put aside by an earlier run: nothing to apply.
-        let mut again = WaveRun::new(&r, 0, Some(vec!["t2".into()]), String::new());
+        let mut again = WaveRun::new(&r, 0, names(&["t2"]), String::new(), FailureBudget::Tenants(1));
         assert_eq!(
             again.next(quarantine),
             Step::Done("nothing to apply; without t2 (quarantined by an earlier run of this wave)".into())
         );
+    }
+
+    #[test]
+    fn a_wave_run_again_absorbs_no_more_failures_than_its_budget() {
+        let mut r = rollout(&["t1,t2,t3,t4:budget=1"]);
+        r.claim(0, 10, 70, "claim-1");
+        r.claim(0, 100, 160, "claim-2"); // the first runner was killed, or the wave failed and was resumed
+        let quarantine = [("t2", "claim-1"), ("t3", "claim-1")];
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3", "t4"]), String::new(), FailureBudget::Tenants(1));
+        let Step::Failed(why) = run.next(quarantine) else { panic!("a second failure passed the budget") };
+        assert!(
+            why.starts_with("an earlier run of this wave quarantined t2, t3: more than its failure budget 1"),
+            "{why}"
+        );
+        assert!(matches!(run.next(quarantine), Step::Done(_)));
+        // One failure the budget absorbed: the run goes on with none left.
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t4"]), String::new(), FailureBudget::Tenants(1));
+        let Step::Version { tenants, budget, .. } = run.next([("t2", "claim-1")]) else { panic!() };
+        assert_eq!((tenants, budget), (names(&["t1", "t4"]), Some(FailureBudget::Tenants(0))));
+        // A share of the wave: 50 % of 4 is 2, one used.
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3", "t4"]), String::new(), FailureBudget::Percent(50));
+        let Step::Version { budget, .. } = run.next([("t2", "claim-2")]) else { panic!() };
+        assert_eq!(budget, Some(FailureBudget::Tenants(1)));
     }
 }

@@ -297,6 +297,9 @@ pub(crate) struct BackfillSql {
     pub(crate) select_job: String,
     /// Every running backfill as a runner takes it.
     pub(crate) select_running: String,
+    /// A version's running backfills of a file, their rows (bound:
+    /// version id, file).
+    pub(crate) select_running_of: String,
     /// Starts a backfill (bound: schema, file, updated, version id, name,
     /// source dir, migration type, contents, checksum, forward, failure
     /// budget).
@@ -539,6 +542,10 @@ impl BackfillSql {
             select: backfills("", "order by db_schema, file"),
             select_job: backfills(job, "where db_schema = ? and file = ?"),
             select_running: backfills(job, "where state = 'running' order by db_schema, file"),
+            select_running_of: backfills(
+                "",
+                "where state = 'running' and version_id = ? and file = ? order by db_schema",
+            ),
             register: placed(
                 "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
                  version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget) \

@@ -610,6 +610,18 @@ where
         rows.iter().map(Rows::<DB::Row, I>::backfill_job).collect()
     }
 
+    async fn running_backfills_of(
+        &self,
+        conn: &mut C,
+        version_id: i64,
+        file: &str,
+    ) -> Result<Vec<BackfillRow>, DbError> {
+        let query =
+            self.query(&self.sql.backfills.select_running_of).bind(Self::int(version_id)?).bind(file.to_string());
+        let rows = self.rows(conn.sqlx(), query).await?;
+        rows.iter().map(Rows::<DB::Row, I>::backfill).collect()
+    }
+
     async fn register_backfill(
         &self,
         conn: &mut C,

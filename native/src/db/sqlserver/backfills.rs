@@ -46,6 +46,16 @@ pub(super) async fn running(conn: &mut Connection) -> Result<Vec<BackfillJob>, D
     query(conn, &sql::select_backfill_jobs(true), &[]).await?.iter().map(job_of).collect()
 }
 
+/// Version `version_id`'s running backfills of `file`, their rows.
+pub(super) async fn running_of(
+    conn: &mut Connection,
+    version_id: i64,
+    file: &str,
+) -> Result<Vec<BackfillRow>, DbError> {
+    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    query(conn, &sql::select_running_backfills_of(), &[&id, &file]).await?.iter().map(row).collect()
+}
+
 /// Starts `migration`'s backfill in `schema`, in version `version_id`
 /// under its `budget`.
 pub(super) async fn register(

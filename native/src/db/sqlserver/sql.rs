@@ -426,6 +426,14 @@ pub(crate) fn select_backfills() -> String {
     format!("select {BACKFILL_COLUMNS} from svc.svc_backfills order by db_schema, [file];")
 }
 
+/// Version @P1's running backfills of file @P2 ([`BACKFILL_COLUMNS`]).
+pub(crate) fn select_running_backfills_of() -> String {
+    format!(
+        "select {BACKFILL_COLUMNS} from svc.svc_backfills where state = 'running' and version_id = @P1 \
+         and [file] = @P2 order by db_schema;"
+    )
+}
+
 /// One backfill as a runner takes it ([`BACKFILL_COLUMNS`], then
 /// `version_id, name, source_dir, migration_type, contents, checksum,
 /// forward, failure_budget`): of schema @P1 and file @P2, or (`running`) every running one.

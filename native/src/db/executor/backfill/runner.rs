@@ -700,13 +700,7 @@ impl<E: Engine> Backfiller<'_, E> {
         if !budget::stops(tally, Some(budget)) {
             return Ok(None);
         }
-        let running: Vec<BackfillRow> = books
-            .running_backfills(&mut conn)
-            .await?
-            .into_iter()
-            .filter(|job| job.version_id == version_id && job.row.file == file)
-            .map(|job| job.row)
-            .collect();
+        let running = books.running_backfills_of(&mut conn, version_id, file).await?;
         let moved = books.move_backfills(&mut conn, &running, BackfillState::Paused, &now()).await?;
         let paused = moved.iter().filter(|moved| **moved).count();
         let stopped = budget::stopped(file, version_id, budget::Tally { running: paused, ..tally }, budget);
