@@ -115,6 +115,7 @@ impl Exit {
             | "INVALID_TENANT_LIST"
             | "NOT_A_TENANT"
             | "NOT_QUARANTINED"
+            | "QUARANTINED"
             | "REPAIR_REFUSED"
             | "UNKNOWN_ATTRIBUTE"
             | "UNKNOWN_SHARD"

@@ -176,6 +176,8 @@ impl AppError {
             AppError::Plan(_) => "PLAN_ERROR",
             AppError::StatementRefused(_) => "STATEMENT_REFUSED",
             AppError::History(_) => "HISTORY_REFUSED",
+            AppError::Retry(RetryError::Quarantined(_))
+            | AppError::Fleet(FleetError::Retry(RetryError::Quarantined(_))) => "QUARANTINED",
             AppError::Retry(_) | AppError::Fleet(FleetError::Retry(_)) => "NOT_QUARANTINED",
             AppError::Wave(WaveError::UnknownAttribute { .. }) => "UNKNOWN_ATTRIBUTE",
             AppError::Wave(WaveError::NotATenant(_)) | AppError::Fleet(FleetError::Wave(WaveError::NotATenant(_))) => {

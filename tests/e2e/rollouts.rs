@@ -457,6 +457,12 @@ async fn a_tenant_an_earlier_wave_quarantined_stops_a_later_wave_that_names_it()
     let why = stopped["events"][4]["detail"].as_str().unwrap();
     assert!(why.contains("tenant \"t02\" is quarantined"), "{why}");
     assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t01".to_string()]));
+    // A wave of the API naming it is refused the same way, by its own code.
+    let cancelled = server.graphql(&format!("mutation {{ cancelRollout(id: {id}) {{ id }} }}"), json!({})).await;
+    assert!(cancelled.get("errors").is_none(), "{cancelled}");
+    let wave = "mutation { createVersionWave(input: {versionName: \"w\"}, tenantNames: [\"t03\", \"t02\"]) { version { id } } }";
+    let refused = server.graphql(wave, json!({})).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "QUARANTINED", "{refused}");
 }
 
 /// A wave that failed past its budget and is resumed unfixed fails
