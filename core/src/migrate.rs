@@ -2,9 +2,8 @@
 //! files exist and in what order, what runs where, what a file says about
 //! transactions, and how an operation is summed up.
 //!
-//! The modules import each other without a cycle (`farm-studio look
-//! core/src/migrate` draws none); which module uses which is in each one's
-//! `use` lines, not listed here.
+//! The modules import each other without a cycle; which module uses which
+//! is in each one's `use` lines, not listed here.
 //!
 //! - [`config`]: the YAML configuration, `${NAME}` substitution and the
 //!   redacted rendering served at `GET /v2/config`.
