@@ -528,6 +528,11 @@ enum QuarantineAction {
         /// quarantined until they are done).
         #[arg(long)]
         no_wait: bool,
+        /// Run in tenants a rollout in progress has not reached yet, past
+        /// its gates (recorded in its events); without it such a retry is
+        /// refused (exit 14).
+        #[arg(long)]
+        override_rollout: bool,
     },
     /// Let tenants go without running anything: the next version takes
     /// them like any other.

@@ -103,6 +103,10 @@ pub(crate) enum AppError {
     /// A version over the fleet while rollouts are in progress; nothing ran.
     #[error(transparent)]
     RolloutInProgress(strata_core::migrate::rollout::InProgress),
+    /// A retry in tenants a rollout in progress has not reached; nothing
+    /// ran.
+    #[error(transparent)]
+    RetryBeforeWave(strata_core::migrate::rollout::reach::RetryBeforeWave),
     /// No credential, or one that is not valid.
     #[error("{0}")]
     Unauthenticated(String),
@@ -198,7 +202,7 @@ impl AppError {
             AppError::Database(DbError::Shard(ShardError::Unreachable { .. })) => "SHARD_UNREACHABLE",
             AppError::Database(DbError::Shard(ShardError::Failed { .. })) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
-            AppError::RolloutInProgress(_) => "ROLLOUT_IN_PROGRESS",
+            AppError::RolloutInProgress(_) | AppError::RetryBeforeWave(_) => "ROLLOUT_IN_PROGRESS",
             AppError::MigrationsPending(_) => "MIGRATIONS_PENDING",
             AppError::DestructivePlan { .. } => "DESTRUCTIVE_PLAN",
             AppError::NotFound(_) => "NOT_FOUND",

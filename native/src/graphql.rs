@@ -650,7 +650,13 @@ impl Mutation {
     /// with one more failure counted. Added to the spec's schema.
     async fn retry_quarantined(&self, ctx: &Context<'_>, input: RetryInput) -> Result<CreateResultsDto> {
         let operation = Operation::Retry { tenants: input.tenant_names.unwrap_or_default() };
-        let request = CreateRequest::new(input.version_name, operation, caller(ctx));
+        let request = CreateRequest {
+            rollout_gate: match input.override_rollout {
+                Some(true) => FleetGate::Override,
+                _ => FleetGate::Hold,
+            },
+            ..CreateRequest::new(input.version_name, operation, caller(ctx))
+        };
         Ok(service(ctx)?.create(request).await.map_err(graphql_error)?.into())
     }
 

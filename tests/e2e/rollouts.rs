@@ -611,6 +611,83 @@ async fn a_rollout_in_progress_holds_plain_versions_until_overridden_or_cancelle
     assert!(!String::from_utf8_lossy(&strata(config, &["plan"]).await.stdout).contains("Rollout in progress"));
 }
 
+/// A retry runs every file pending in its tenants: in a tenant no wave of
+/// a rollout in progress has reached it would run the rollout's files
+/// before their wave, past the approval. It is refused there — from the
+/// API and the command line, whose exit is a held version's — and runs
+/// where a wave has come; an explicit override runs and is recorded.
+#[tokio::test]
+async fn a_retry_waits_for_the_wave_of_its_tenant_unless_it_overrides_the_rollout() {
+    let server = Server::start("basic", "failureBudget: 2\n").await;
+    tenants(&server, 4).await;
+    let config = server.config_path();
+    // t03 is put aside by a plain version: a table is in its file's way.
+    clashing_file(&server, &["t03"]).await;
+    let first = server.create_version(json!({ "versionName": "clash" })).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    assert_eq!(quarantined_tenants(&server).await, ["t03"]);
+    // Then a rollout of a new file: its canary puts t01 aside the same way
+    // (within the wave's budget), and waits for an approval.
+    for tenant in ["t01", "t03"] {
+        let sql = match backend() {
+            Backend::Sqlite => "create table audit (id integer)".to_string(),
+            _ => format!("create table {tenant}.audit (id integer)"),
+        };
+        server.ws.execute(tenant, &sql).await;
+    }
+    server.ws.write_migration("tenants/007.sql", "create table {schema}.audit (id integer primary key);\n");
+    let id = start(&server, "audit", &["t01,t02:approve:budget=1", "rest"], None).await;
+    wait_for(&server, id, "AWAITING_APPROVAL").await;
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::from(["t02".to_string()]));
+    assert_eq!(quarantined_tenants(&server).await, ["t01", "t03"]);
+    for (tenant, table) in [("t01", "audit"), ("t03", "audit"), ("t03", "clash")] {
+        let sql = match backend() {
+            Backend::Sqlite => format!("drop table {table}"),
+            _ => format!("drop table {tenant}.{table}"),
+        };
+        server.ws.execute(tenant, &sql).await;
+    }
+
+    let retry = |version: &str, more: &str| {
+        format!(
+            "mutation {{ retryQuarantined(input: {{versionName: \"{version}\", tenantNames: [\"t03\"]{more}}}) \
+             {{ version {{ id }} }} }}"
+        )
+    };
+    let refused = server.graphql(&retry("retry", ""), json!({})).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "ROLLOUT_IN_PROGRESS", "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    let held = format!("rollout {id} (\"audit\", 1/2 waves done, AWAITING_APPROVAL) has not reached tenant t03 yet");
+    assert!(message.starts_with(&held), "{message}");
+    let cli = strata(config, &["quarantine", "retry", "--version", "retry", "t01", "t03"]).await;
+    assert_eq!(cli.status.code(), Some(14), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert!(String::from_utf8_lossy(&cli.stderr).contains(&held), "{}", String::from_utf8_lossy(&cli.stderr));
+    // Retrying every quarantined tenant is refused the same way.
+    let all = strata(config, &["quarantine", "retry", "--version", "retry"]).await;
+    assert_eq!(all.status.code(), Some(14), "{}", String::from_utf8_lossy(&all.stderr));
+    let expected: BTreeSet<String> = ["t01", "t02", "t04"].map(String::from).into();
+    assert_eq!(with_file(&server, "tenants/006.sql").await, expected);
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::from(["t02".to_string()]));
+    assert_eq!(quarantined_tenants(&server).await, ["t01", "t03"], "nothing ran");
+
+    // Its canary reached t01: the retry runs there.
+    let canary = strata(config, &["quarantine", "retry", "--version", "canary", "t01"]).await;
+    assert_eq!(canary.status.code(), Some(0), "{}", String::from_utf8_lossy(&canary.stderr));
+    assert_eq!(with_file(&server, "tenants/007.sql").await, BTreeSet::from(["t01".into(), "t02".into()]));
+    // Overridden, t03's runs and the rollout says who ran past it.
+    let forced = server.graphql(&retry("forced", ", overrideRollout: true"), json!({})).await;
+    assert!(forced.get("errors").is_none(), "{forced}");
+    let expected: BTreeSet<String> = ["t01", "t02", "t03"].map(String::from).into();
+    assert_eq!(with_file(&server, "tenants/007.sql").await, expected);
+    assert_eq!(with_file(&server, "tenants/006.sql").await.len(), 4);
+    assert_eq!(quarantined_tenants(&server).await, Vec::<String>::new());
+    let data = server.data(&format!("{{ rollouts {{ {ROLLOUT} }} }}"), json!({})).await;
+    let rollout = data["rollouts"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+    let overridden = rollout["events"].as_array().unwrap().iter().find(|e| e["action"] == "overridden").unwrap();
+    assert_eq!(overridden["detail"], "version \"forced\" ran past it", "{rollout}");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 /// Two `startRollout` requests at the same instant both pass the check
 /// that no rollout is active (each reads before the other writes): the
 /// newer is cancelled and refused with the older named, so exactly one

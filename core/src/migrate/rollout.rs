@@ -24,6 +24,7 @@ use thiserror::Error;
 use crate::migrate::wave::Wave;
 
 pub mod desired;
+pub mod reach;
 pub mod wave_run;
 
 /// Which tenants a wave runs in.

@@ -633,8 +633,11 @@ async fn quarantine(service: &Arc<Service>, args: QuarantineArgs) -> Exit {
             Ok(released) => print_released(&released, args.json),
             Err(error) => failure(&error),
         },
-        QuarantineAction::Retry { version_name, tenants, no_wait } => {
-            let request = CreateRequest::new(version_name, Operation::Retry { tenants }, cli_caller());
+        QuarantineAction::Retry { version_name, tenants, no_wait, override_rollout } => {
+            let request = CreateRequest {
+                rollout_gate: if override_rollout { FleetGate::Override } else { FleetGate::Hold },
+                ..CreateRequest::new(version_name, Operation::Retry { tenants }, cli_caller())
+            };
             let result = match service.create(request).await {
                 Ok(result) => result,
                 Err(error) => return failed_apply(&error, args.json),

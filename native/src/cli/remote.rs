@@ -925,8 +925,12 @@ async fn quarantine(remote: &Remote, args: QuarantineArgs) -> Exit {
             }
         }
         // The service runs the backfills a retry restarts.
-        QuarantineAction::Retry { version_name, tenants, no_wait: _ } => {
-            let input = RetryInput { version_name, tenant_names: Some(tenants).filter(|t| !t.is_empty()) };
+        QuarantineAction::Retry { version_name, tenants, no_wait: _, override_rollout } => {
+            let input = RetryInput {
+                version_name,
+                tenant_names: Some(tenants).filter(|t| !t.is_empty()),
+                override_rollout: Some(override_rollout).filter(|o| *o),
+            };
             created(
                 remote.call(RETRY, "retryQuarantined", json!({ "input": input })).await,
                 "applied",
@@ -1065,7 +1069,7 @@ mod tests {
             shard: None,
             colocate_with: None,
         };
-        let retry = RetryInput { version_name: "v".into(), tenant_names: None };
+        let retry = RetryInput { version_name: "v".into(), tenant_names: None, override_rollout: Some(true) };
         let id = json!({ "id": 1 });
         vec![
             (CREATE_VERSION, version.clone()),

@@ -48,6 +48,7 @@ use strata_core::migrate::plan::PlanError;
 use strata_core::migrate::repair::{Repair, RepairError};
 use strata_core::migrate::shard::{self, Directory, DirectoryChanges, Ids};
 use strata_core::migrate::source::SourceMigration;
+use strata_core::migrate::wave::Attributes;
 use tokio::net::TcpStream;
 
 use crate::db::engine::Keeps;
@@ -784,6 +785,19 @@ impl Database for Fleet {
 
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
         Ok(self.seen().await?.into_iter().flat_map(|shard| shard.tenants).collect())
+    }
+
+    /// Each shard's tenants' attributes, one map (a tenant lives on one
+    /// shard; the columns are the first shard's that has any).
+    async fn tenant_attributes(&self) -> Result<Attributes, DbError> {
+        let mut merged = Attributes::default();
+        for shard in self.every(|_, store| async move { store.tenant_attributes().await }).await? {
+            if merged.columns.is_empty() {
+                merged.columns = shard.columns;
+            }
+            merged.values.extend(shard.values);
+        }
+        Ok(merged)
     }
 
     /// Each shard's own page at once, merged by core's `View::page`: the

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 use async_trait::async_trait;
 use strata_core::migrate::fingerprint::{CatalogObject, Recorded, Stored};
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
+use strata_core::migrate::wave::Attributes;
 
 use strata_core::auth::audit::{Entry, Sealed};
 use strata_core::auth::token::StoredToken;
@@ -64,6 +65,9 @@ pub(crate) trait Database: Send + Sync {
     }
     /// Tenant names, from `tenantSelectSQL`.
     async fn tenants(&self) -> Result<Vec<String>, DbError>;
+    /// The other columns `tenantSelectSQL` returns, each tenant's values
+    /// (what a wave by attribute selects by).
+    async fn tenant_attributes(&self) -> Result<Attributes, DbError>;
     /// A page of the tenants' names in byte order, as [`Books::tenant_page`]
     /// (here: the whole list, sorted and cut).
     ///
@@ -327,6 +331,11 @@ impl<E: Engine> Database for Store<E> {
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
         let Some(mut conn) = self.tenant_reading().await? else { return Ok(Vec::new()) };
         Ok(self.engine.books().tenants(&mut conn).await?.names)
+    }
+
+    async fn tenant_attributes(&self) -> Result<Attributes, DbError> {
+        let Some(mut conn) = self.tenant_reading().await? else { return Ok(Attributes::default()) };
+        Ok(self.engine.books().tenants(&mut conn).await?.attributes)
     }
 
     async fn tenant_page(&self, after: Option<&str>, first: Option<usize>) -> Result<Vec<String>, DbError> {

@@ -557,6 +557,10 @@ pub(crate) struct RetryInput {
     pub(crate) version_name: String,
     /// The quarantined tenants to retry (default: all of them).
     pub(crate) tenant_names: Option<Vec<String>>,
+    /// Run in tenants a rollout in progress has not reached yet, past its
+    /// gates (recorded in its events); without it such a retry is refused
+    /// (`ROLLOUT_IN_PROGRESS`).
+    pub(crate) override_rollout: Option<bool>,
 }
 
 /// `SourceMigrationFilters`.

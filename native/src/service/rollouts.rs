@@ -18,7 +18,7 @@ use strata_core::migrate::quarantine::{FailureBudget, absorbs};
 
 use strata_core::migrate::rollout::wave_run::{Step, WaveRun};
 use strata_core::migrate::rollout::{
-    self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep,
+    self, ActiveRollout, ApprovalRules, AtFleetGate, By, FleetGate, Next, Rollout, RolloutError, WaveStep, reach,
 };
 use strata_core::migrate::summary;
 use strata_core::migrate::wave::Wave;
@@ -218,6 +218,9 @@ impl Service {
     /// refused while a rollout is in progress; an override runs and is
     /// recorded in each active rollout's events.
     pub(crate) async fn hold_for_rollouts(&self, request: &CreateRequest) -> Result<(), AppError> {
+        if let Operation::Retry { tenants } = &request.operation {
+            return self.hold_retry_for_rollouts(request, tenants).await;
+        }
         let gate = request.rollout_gate;
         if !gate.applies(request.operation.held_by_rollouts(), request.dry_run, self.database.keeps().rollouts) {
             return Ok(());
@@ -237,6 +240,52 @@ impl Service {
         let ids: Vec<i64> = active.iter().map(|a| a.id).collect();
         tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
             "a version over the fleet overrides rollouts in progress");
+        Ok(())
+    }
+
+    /// The rollout gate of a retry (core's `rollout::reach`): it runs every
+    /// file pending in its tenants, so in a tenant no wave of a rollout in
+    /// progress has reached it is refused; an override runs and is
+    /// recorded in those rollouts' events. `tenants`: those named (none:
+    /// every quarantined tenant).
+    async fn hold_retry_for_rollouts(&self, request: &CreateRequest, tenants: &[String]) -> Result<(), AppError> {
+        if request.dry_run || request.rollout_gate == FleetGate::Wave || !self.database.keeps().rollouts {
+            return Ok(());
+        }
+        let rollouts = self.rollouts().await?;
+        let active: Vec<(i64, &Rollout)> =
+            rollouts.iter().filter(|(_, rollout)| rollout.is_active()).map(|(id, rollout)| (*id, rollout)).collect();
+        if active.is_empty() {
+            return Ok(());
+        }
+        let retried = match tenants {
+            [] => self.quarantined().await?.into_iter().map(|row| row.tenant).collect(),
+            named => named.to_vec(),
+        };
+        let by_attribute = active.iter().any(|(_, rollout)| {
+            rollout.waves.iter().any(|wave| matches!(wave.select, rollout::Select::Attribute { .. }))
+        });
+        let attributes = match by_attribute {
+            true => self.database.tenant_attributes().await?,
+            false => Default::default(),
+        };
+        let held = reach::unreached(active, &retried, &attributes);
+        if held.is_empty() {
+            return Ok(());
+        }
+        if request.rollout_gate != FleetGate::Override {
+            return Err(AppError::RetryBeforeWave(reach::RetryBeforeWave(held)));
+        }
+        for unreached in &held {
+            self.change(unreached.rollout.id, |rollout| {
+                rollout.overridden(now(), request.caller.by(), &request.version_name);
+                Ok(true)
+            })
+            .await?;
+        }
+        let ids: Vec<i64> = held.iter().map(|unreached| unreached.rollout.id).collect();
+        tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
+            "a retry overrides rollouts in progress in tenants their waves have not reached");
         Ok(())
     }
 

@@ -51,7 +51,7 @@ use crate::db::engine::{Engine, Entries, Failure, Record, Transaction};
 use crate::db::error::{Cause, DbError};
 use crate::db::executor::retry_wait::jittered_wait_ms;
 use crate::db::executor::settings::Settings;
-use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow};
+use crate::db::types::{BackfillClaim, BackfillJob, BackfillRow, BackfillState, QuarantineRow, VersionFilter};
 
 /// The ranges whose ends one read finds (core's `backfill::sql::batch_ends`):
 /// a batch then takes four round trips, not five, seven times in eight.
@@ -650,11 +650,17 @@ impl<E: Engine> Backfiller<'_, E> {
         row.last_error = Some(failure.message.clone());
         row.updated = now();
         if self.quarantines && job.migration.migration_type.is_tenant() {
+            // Put aside by the request that started the backfill, whichever
+            // runner ran it: a rollout's wave run again after a kill knows
+            // its own tenants by that request (core's
+            // `Rollout::wave_runs_without`).
+            let versions = self.engine.books().versions(conn, VersionFilter::Id(job.version_id)).await?;
+            let request_id = versions.first().map_or(self.holder, |version| version.request_id.as_str());
             let quarantine = QuarantineRow::of_backfill(
                 job,
                 failure.cause.name(),
                 failure.message.clone(),
-                self.holder,
+                request_id,
                 &row.updated,
             );
             self.engine.books().quarantine(conn, &quarantine).await?;
