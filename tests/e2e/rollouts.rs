@@ -429,6 +429,46 @@ async fn a_named_wave_run_again_after_a_kill_goes_on_without_the_tenant_it_quara
     assert!(detail.contains("without t02 (quarantined by an earlier run of this wave)"), "{detail}");
 }
 
+/// A wave whose version outlasts its claim (twice `lockLeaseSeconds`)
+/// keeps it: its runner renews it while the version runs, so a second
+/// service on the same database never takes the wave — one
+/// `wave-started`, one version of the wave, each file recorded once.
+/// Before, the twin started the wave again once the claim ran out, its
+/// version waiting on the lock.
+#[tokio::test]
+async fn a_wave_whose_version_outlasts_its_claim_is_not_taken_by_another_replica() {
+    let server = Server::start("basic", "lockLeaseSeconds: 3\ntenantConcurrency: 1\n").await;
+    let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
+    assert!(singles.get("errors").is_none(), "{singles}");
+    let names = tenants(&server, 3).await;
+    let twin = server.twin().await;
+    // t01 passes at once; t02 and t03 take some 5 s each: the wave's
+    // version outlasts its claim of 6 s.
+    let pause = match backend() {
+        Backend::Postgres => "select pg_sleep(case when '{schema}' = 't01' then 0 else 5 end);\n".to_string(),
+        Backend::Mysql => "do sleep(if('{schema}' = 't01', 0, 5));\n".to_string(),
+        Backend::Sqlite => pause().repeat(80),
+    };
+    server.ws.write_migration(
+        "tenants/006.sql",
+        &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
+    );
+    let id = start(&server, "slow", &["rest"], None).await;
+    let done = wait_for(&server, id, "COMPLETED").await;
+    let started = done["events"].as_array().unwrap().iter().filter(|e| e["action"] == "wave-started").count();
+    assert_eq!(started, 1, "{done}\n{}\n{}", server.log(), twin.log());
+    assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
+    let versions = server.data("query { versions { name } }", json!({})).await;
+    let waves = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["name"].as_str().unwrap().starts_with("slow"))
+        .count();
+    assert_eq!(waves, 1, "{versions}");
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 /// `create table {schema}.clash` in `tenants/006.sql`, after the table is
 /// made by hand in each of `clashing`: the file fails there.
 async fn clashing_file(server: &Server, clashing: &[&str]) {

@@ -459,7 +459,7 @@ impl Service {
                     *failure_budget = left;
                 }
             }
-            let result = match self.create(request).await {
+            let result = match self.renewing((id, wave), runner, claim_seconds, self.create(request)).await {
                 Ok(result) => result,
                 Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => return None,
                 Err(error) => return Some(Err(error.to_string())),
@@ -470,6 +470,39 @@ impl Service {
             match self.wave_round(id, (wave, budget), runner, claim_seconds, &result, &held).await? {
                 Ok((detail, waited)) => run.reported(detail, waited),
                 Err(why) => return Some(Err(why)),
+            }
+        }
+    }
+
+    /// Runs `work` (a version of wave `wave` of rollout `id`) while
+    /// renewing the wave's claim every third of `claim_seconds`: a version
+    /// over thousands of tenants outlasts a claim, and another replica
+    /// would take the wave meanwhile (its `wave-started` event, its own
+    /// version waiting on the lock). Once the claim is lost (the rollout
+    /// paused or cancelled) the version still runs to its end; what
+    /// follows finds the wave no longer this runner's.
+    async fn renewing<T>(
+        &self,
+        (id, wave): (i64, usize),
+        runner: &str,
+        claim_seconds: i64,
+        work: impl Future<Output = T>,
+    ) -> T {
+        let period = std::time::Duration::from_secs(u64::try_from(claim_seconds / 3).unwrap_or(0).max(1));
+        let mut renewing = true;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return done,
+                () = tokio::time::sleep(period), if renewing => {
+                    match self.change(id, |latest| Ok(latest.renew(wave, now() + claim_seconds, runner))).await {
+                        Ok(Some(_)) => {}
+                        // Paused, cancelled, or taken: no longer renewed.
+                        Ok(None) => renewing = false,
+                        Err(error) => tracing::warn!(rollout = id, wave = wave + 1, %error,
+                            "the wave's claim could not be renewed while its version runs; trying again"),
+                    }
+                }
             }
         }
     }
