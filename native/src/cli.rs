@@ -83,8 +83,8 @@ pub(crate) enum Exit {
     /// `apply`, `plan` under `outOfOrder: refuse`: a pending migration
     /// sorts before one already applied.
     OutOfOrder = 13,
-    /// `apply`: a rollout is in progress and the version would run its
-    /// files on tenants whose waves are not due.
+    /// `apply`, `quarantine retry`: a rollout is in progress and the
+    /// version would run its files on tenants whose waves are not due.
     RolloutInProgress = 14,
     /// `audit verify`: a row of the audit log was edited or deleted.
     AuditBroken = 15,
@@ -120,6 +120,7 @@ impl Exit {
             | "UNKNOWN_ATTRIBUTE"
             | "UNKNOWN_SHARD"
             | "DESTRUCTIVE_PLAN"
+            | "NOT_FOUND"
             | "USAGE" => Exit::Usage,
             _ => Exit::Failed,
         }

@@ -255,6 +255,10 @@ async fn a_canary_an_approval_a_soak_then_the_rest_and_a_failing_canary_stops_be
     );
     let missing = server.graphql("mutation { pauseRollout(id: 999) { id } }", json!({})).await;
     assert_eq!(missing["errors"][0]["extensions"]["code"], "NOT_FOUND", "{missing}");
+    // A rollout that does not exist is the command line's mistake, as a wrong status is.
+    let nowhere = strata(config, &["rollout", "approve", "999"]).await;
+    assert_eq!(nowhere.status.code(), Some(2), "{}", String::from_utf8_lossy(&nowhere.stderr));
+    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("rollout 999 does not exist"));
     let bad = server
         .graphql("mutation { startRollout(versionName: \"x\", waves: [\"rest\", \"t01\"]) { id } }", json!({}))
         .await;

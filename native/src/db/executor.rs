@@ -175,11 +175,13 @@ async fn locked<E: Engine>(
     lap(&mut outcome.phases.wind_down);
     let absorbed = run.absorbed.into_inner().unwrap_or_else(|e| e.into_inner());
     let version = result?;
-    if !absorbed.is_empty() {
+    let waiting = run.waiting.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !absorbed.is_empty() || !waiting.is_empty() {
+        // What committed, not what was planned: a tenant put aside, or one
+        // whose files after a backfill wait for it, ran only a part.
         let committed = run.committed.into_inner().unwrap_or_else(|e| e.into_inner());
         outcome.committed_counts = Some(plan.counts_of(request.sources, committed.iter()));
     }
-    let waiting = run.waiting.into_inner().unwrap_or_else(|e| e.into_inner());
     if request.retried().is_some() {
         // A tenant waiting on a backfill the retry restarted stays put
         // aside until it is done (its runner releases it then), or fails
