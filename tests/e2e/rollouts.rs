@@ -549,6 +549,50 @@ async fn a_resumed_wave_counts_what_its_earlier_run_quarantined_against_its_budg
     assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
 }
 
+/// The same for a wave that does not name its tenants (the rest, a
+/// share): resumed unfixed, it fails again — its version passes
+/// quarantined tenants by, and completed — and once one is retried the
+/// other's failure fits its budget, counted of the tenants it selects.
+#[tokio::test]
+async fn a_resumed_rest_wave_counts_what_its_earlier_run_quarantined_against_its_budget() {
+    let server = Server::start("basic", "tenantConcurrency: 1\n").await;
+    let names = tenants(&server, 6).await;
+    clashing_file(&server, &["t02", "t03"]).await;
+    let id = start(&server, "clash", &["rest:budget=1"], None).await;
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    assert_eq!(actions(&stopped), ["started", "wave-started", "wave-failed"]);
+    assert_eq!(quarantined_tenants(&server).await, ["t02", "t03"]);
+    let resume = format!("mutation {{ resumeRollout(id: {id}) {{ id }} }}");
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    let again = wait_for_events(&server, id, "wave-failed", 2).await;
+    let why = again["events"].as_array().unwrap().last().unwrap()["detail"].as_str().unwrap().to_string();
+    assert!(
+        why.starts_with(
+            "an earlier run of this wave quarantined t02, t03: more than its failure budget 1 absorbs over its 6 tenant(s)"
+        ),
+        "{why}"
+    );
+    assert_eq!(with_file(&server, "tenants/006.sql").await, BTreeSet::from(["t01".to_string()]), "nothing more ran");
+    let qualified = match backend() {
+        Backend::Sqlite => "drop table clash",
+        _ => "drop table t03.clash",
+    };
+    server.ws.execute("t03", qualified).await;
+    let retry =
+        "mutation { retryQuarantined(input: {versionName: \"retry\", tenantNames: [\"t03\"]}) { version { id } } }";
+    let retried = server.graphql(retry, json!({})).await;
+    assert!(retried.get("errors").is_none(), "{retried}");
+    assert!(server.graphql(&resume, json!({})).await.get("errors").is_none());
+    let done = wait_for(&server, id, "COMPLETED").await;
+    let expected: BTreeSet<String> = names.iter().filter(|name| *name != "t02").cloned().collect();
+    assert_eq!(with_file(&server, "tenants/006.sql").await, expected);
+    let completed = done["events"].as_array().unwrap().iter().find(|e| e["action"] == "wave-completed").unwrap();
+    let detail = completed["detail"].as_str().unwrap();
+    assert!(detail.contains("without t02 (quarantined by an earlier run of this wave)"), "{detail}");
+    assert_eq!(quarantined_tenants(&server).await, ["t02"]);
+    assert_eq!(server.ws.migrations_recorded_twice().await, Vec::<Vec<Value>>::new());
+}
+
 /// Writes `tenants/006.sql`: a pause, then `create table {schema}.slow`.
 /// On MySQL the pause is a gate — a named lock per tenant, which the test
 /// takes here for the tenants `gated` and returns the session holding

@@ -448,11 +448,18 @@ impl Service {
                 Step::Version { name, tenants, budget } => (name, tenants, budget),
                 Step::Done(detail) => return Some(Ok(detail)),
                 Step::Failed(why) => return Some(Err(why)),
+                Step::Size => {
+                    match self.wave_size(&request.operation).await {
+                        Ok(size) => run.sized(size),
+                        Err(error) => return Some(Err(error.to_string())),
+                    }
+                    continue;
+                }
             };
             let mut request = request.clone();
             request.version_name = name;
-            if let Operation::Version { wave: Wave::Named(names), failure_budget, .. } = &mut request.operation {
-                if let Some(tenants) = tenants {
+            if let Operation::Version { wave, failure_budget, .. } = &mut request.operation {
+                if let (Wave::Named(names), Some(tenants)) = (wave, tenants) {
                     *names = tenants;
                 }
                 if left.is_some() {
@@ -472,6 +479,20 @@ impl Service {
                 Err(why) => return Some(Err(why)),
             }
         }
+    }
+
+    /// How many tenants the wave of `operation` selects now, quarantined
+    /// ones included: what its failure budget is of.
+    async fn wave_size(&self, operation: &Operation) -> Result<usize, AppError> {
+        let wave = operation.wave();
+        let tenants = self.tenants().await?;
+        let attributes = match *wave {
+            Wave::Attribute { .. } => self.database.tenant_attributes().await?,
+            _ => Default::default(),
+        };
+        let selected = strata_core::migrate::wave::select(&tenants, &wave, &attributes)
+            .map_err(|error| AppError::InvalidInput(error.to_string()))?;
+        Ok(selected.len())
     }
 
     /// Runs `work` (a version of wave `wave` of rollout `id`) while

@@ -40,6 +40,10 @@ pub enum Step {
     /// The wave fails: an earlier run of it quarantined more tenants than
     /// its budget absorbs (why).
     Failed(String),
+    /// Tell the run how many tenants the wave selects ([`WaveRun::sized`]),
+    /// then ask again: a wave that does not name its tenants, an earlier
+    /// run of which put some aside.
+    Size,
 }
 
 /// A wave's run in progress.
@@ -53,6 +57,7 @@ pub struct WaveRun<'r> {
     held: String,
     details: Vec<String>,
     ended: bool,
+    size: Option<usize>,
 }
 
 impl<'r> WaveRun<'r> {
@@ -68,18 +73,24 @@ impl<'r> WaveRun<'r> {
         held: String,
         budget: FailureBudget,
     ) -> Self {
-        WaveRun { rollout, wave, round: 0, named, budget, held, details: Vec::new(), ended: false }
+        WaveRun { rollout, wave, round: 0, named, budget, held, details: Vec::new(), ended: false, size: None }
     }
 
-    /// Whether [`WaveRun::next`] reads the quarantine (a wave that names
-    /// its tenants).
+    /// Whether [`WaveRun::next`] reads the quarantine: always (a wave that
+    /// does not name its tenants reads it in its first round only, for
+    /// what an earlier run of it put aside).
     pub fn reads_quarantine(&self) -> bool {
-        self.named.is_some()
+        self.named.is_some() || self.round == 0
+    }
+
+    /// How many tenants the wave selects now, quarantined ones included
+    /// (after [`Step::Size`]): what its failure budget is of.
+    pub fn sized(&mut self, size: usize) {
+        self.size = Some(size);
     }
 
     /// The next step, given the quarantine now (each row's tenant and the
-    /// request that put it aside; read only where
-    /// [`WaveRun::reads_quarantine`]).
+    /// request that put it aside; read where [`WaveRun::reads_quarantine`]).
     pub fn next<'a>(&mut self, quarantine: impl IntoIterator<Item = (&'a str, &'a str)>) -> Step {
         if self.ended || self.round >= ROUNDS {
             return Step::Done(self.details.join("; then "));
@@ -89,28 +100,29 @@ impl<'r> WaveRun<'r> {
             0 => base,
             round => format!("{base} (after its backfills, {})", round + 1),
         };
-        let Some(named) = &self.named else {
-            return Step::Version { name, tenants: None, budget: None };
-        };
         let without = self.rollout.wave_runs_without(self.wave, self.round, quarantine);
+        let Some(named) = &self.named else {
+            // A share, an attribute, the rest: its version passes every
+            // quarantined tenant by; those an earlier run of it put aside
+            // count against its budget, of the tenants it selects.
+            if self.round > 0 || without.is_empty() {
+                return Step::Version { name, tenants: None, budget: None };
+            }
+            let Some(size) = self.size else { return Step::Size };
+            let left_out: Vec<String> = without.iter().map(|tenant| tenant.to_string()).collect();
+            return match self.budget_left(&left_out, size) {
+                Ok(budget) => Step::Version { name, tenants: None, budget: Some(budget) },
+                Err(failed) => failed,
+            };
+        };
         let (left_out, tenants): (Vec<String>, Vec<String>) =
             named.iter().cloned().partition(|name| without.contains(name.as_str()));
         let mut budget = None;
         if self.round == 0 && !left_out.is_empty() {
-            if !absorbs(left_out.len(), self.budget, named.len()) {
-                self.ended = true;
-                return Step::Failed(format!(
-                    "an earlier run of this wave quarantined {}: more than its failure budget {} absorbs over its {} \
-                     tenant(s); fix them (retryQuarantined, or release them), then resume the rollout",
-                    some_of(&left_out, 20),
-                    self.budget,
-                    named.len()
-                ));
+            match self.budget_left(&left_out, named.len()) {
+                Ok(left) => budget = Some(left),
+                Err(failed) => return failed,
             }
-            let left = self.budget.allowed(named.len()) - left_out.len();
-            budget = Some(FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX)));
-            let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(&left_out, 20));
-            self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
         }
         if tenants.is_empty() {
             if self.round == 0 {
@@ -120,6 +132,26 @@ impl<'r> WaveRun<'r> {
             return Step::Done(self.details.join("; then "));
         }
         Step::Version { name, tenants: Some(tenants), budget }
+    }
+
+    /// The budget left after `left_out`, put aside by an earlier run of
+    /// the wave, of its `size` tenants (said in the first round's detail);
+    /// or the step that fails the wave, when they are more than it absorbs.
+    fn budget_left(&mut self, left_out: &[String], size: usize) -> Result<FailureBudget, Step> {
+        if !absorbs(left_out.len(), self.budget, size) {
+            self.ended = true;
+            return Err(Step::Failed(format!(
+                "an earlier run of this wave quarantined {}: more than its failure budget {} absorbs over its {} \
+                 tenant(s); fix them (retryQuarantined, or release them), then resume the rollout",
+                some_of(left_out, 20),
+                self.budget,
+                size
+            )));
+        }
+        let left = self.budget.allowed(size) - left_out.len();
+        let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(left_out, 20));
+        self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
+        Ok(FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX)))
     }
 
     /// This round's version was made (`ran`: it recorded something;
@@ -167,7 +199,7 @@ mod tests {
     fn a_wave_runs_again_after_its_backfills_until_nothing_waits() {
         let r = rollout(&["10%"]);
         let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
-        assert!(!run.reads_quarantine());
+        assert!(run.reads_quarantine(), "its first round looks for what an earlier run put aside");
         assert_eq!(run.next([]), version("v (wave 1/1: 10%)", None));
         assert_eq!(run.made(true, true), Some(String::new()));
         run.reported("version 3".into(), true);
@@ -258,5 +290,39 @@ mod tests {
         let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3", "t4"]), String::new(), FailureBudget::Percent(50));
         let Step::Version { budget, .. } = run.next([("t2", "claim-2")]) else { panic!() };
         assert_eq!(budget, Some(FailureBudget::Tenants(1)));
+    }
+
+    #[test]
+    fn a_share_or_the_rest_run_again_counts_what_it_quarantined_of_the_tenants_it_selects() {
+        let mut r = rollout(&["t1:approve", "50%:budget=10%", "rest"]);
+        r.claim(0, 10, 70, "claim-1");
+        r.wave_ended(0, Ok(String::new()), 20, "claim-1");
+        r.approve(30, "bob", &crate::migrate::rollout::ApprovalRules::default()).unwrap();
+        r.claim(1, 40, 100, "claim-2");
+        r.claim(1, 200, 260, "claim-3"); // claim-2's runner was killed
+        // Put aside by wave 1 (claim-1) and by someone else: not this wave's.
+        let others = [("t1", "claim-1"), ("t7", "req-9")];
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::Percent(10));
+        assert_eq!(run.next(others), version("v (wave 2/3: 50%:budget=10%)", None), "nothing to count");
+        // Two of its own: 10 % of the 30 tenants it selects is 3, one is left.
+        let ours = [("t1", "claim-1"), ("t3", "claim-2"), ("t5", "claim-2")];
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::Percent(10));
+        assert_eq!(run.next(ours), Step::Size);
+        run.sized(30);
+        let Step::Version { tenants: None, budget, .. } = run.next(ours) else { panic!("a version over its share") };
+        assert_eq!(budget, Some(FailureBudget::Tenants(1)));
+        assert_eq!(run.made(true, false).unwrap(), "without t3, t5 (quarantined by an earlier run of this wave)");
+        run.reported("version 9".into(), false);
+        assert_eq!(run.next(ours), Step::Done("version 9".into()));
+        // Of 20 tenants, 10 % is 2: both used, none left; of 10, 1: the wave fails.
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::Percent(10));
+        run.sized(20);
+        let Step::Version { budget, .. } = run.next(ours) else { panic!() };
+        assert_eq!(budget, Some(FailureBudget::Tenants(0)));
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::Percent(10));
+        run.sized(10);
+        let Step::Failed(why) = run.next(ours) else { panic!("two failures of ten passed 10 %") };
+        assert!(why.starts_with("an earlier run of this wave quarantined t3, t5: more than its failure budget 10%"));
+        assert!(why.contains("over its 10 tenant(s)"), "{why}");
     }
 }
