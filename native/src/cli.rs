@@ -120,7 +120,6 @@ impl Exit {
             | "UNKNOWN_ATTRIBUTE"
             | "UNKNOWN_SHARD"
             | "DESTRUCTIVE_PLAN"
-            | "NOT_FOUND"
             | "USAGE" => Exit::Usage,
             _ => Exit::Failed,
         }

@@ -103,10 +103,10 @@ pub(crate) enum AppError {
     /// A version over the fleet while rollouts are in progress; nothing ran.
     #[error(transparent)]
     RolloutInProgress(strata_core::migrate::rollout::InProgress),
-    /// A retry in tenants a rollout in progress has not reached; nothing
-    /// ran.
+    /// A retry in tenants a rollout in progress has not reached, or of
+    /// files it did not start with; nothing ran.
     #[error(transparent)]
-    RetryBeforeWave(strata_core::migrate::rollout::reach::RetryBeforeWave),
+    RetryHeld(strata_core::migrate::rollout::reach::RetryHeld),
     /// No credential, or one that is not valid.
     #[error("{0}")]
     Unauthenticated(String),
@@ -202,7 +202,7 @@ impl AppError {
             AppError::Database(DbError::Shard(ShardError::Unreachable { .. })) => "SHARD_UNREACHABLE",
             AppError::Database(DbError::Shard(ShardError::Failed { .. })) => "SHARDS_FAILED",
             AppError::Database(_) => "DATABASE_ERROR",
-            AppError::RolloutInProgress(_) | AppError::RetryBeforeWave(_) => "ROLLOUT_IN_PROGRESS",
+            AppError::RolloutInProgress(_) | AppError::RetryHeld(_) => "ROLLOUT_IN_PROGRESS",
             AppError::MigrationsPending(_) => "MIGRATIONS_PENDING",
             AppError::DestructivePlan { .. } => "DESTRUCTIVE_PLAN",
             AppError::NotFound(_) => "NOT_FOUND",

@@ -33,6 +33,24 @@ pub enum Cause {
     StatementTimeout,
 }
 
+/// Whether a quarantine row of cause `name` is a failure a version's
+/// budget absorbed (a tenant's own, [`Cause::is_tenants_own`]), not a
+/// tenant put aside for another reason: its shard did not answer
+/// (`SHARD_UNREACHABLE`), its schema drifted (`SCHEMA_DRIFT`), an operator
+/// cancelled its backfill (`BACKFILL_CANCELLED`).
+pub fn absorbed_cause(name: &str) -> bool {
+    const ALL: [Cause; 7] = [
+        Cause::Statement,
+        Cause::ReadOnly,
+        Cause::ConnectionLost,
+        Cause::PoolExhausted,
+        Cause::LockLost,
+        Cause::LockTimeout,
+        Cause::StatementTimeout,
+    ];
+    ALL.iter().any(|cause| cause.is_tenants_own() && cause.name() == name)
+}
+
 impl Cause {
     /// The name served in a GraphQL error's `extensions.cause` and stored
     /// in a quarantine row.

@@ -760,13 +760,22 @@ impl Rollout {
         self.event(now, "wave-started", Some(wave), runner, self.wave_version_name(wave));
     }
 
-    /// The runner of wave `wave` keeps it until `until` (its backfills are
-    /// still running). False (nothing changed) when the rollout no longer
-    /// waits for that wave: paused, cancelled, or taken by another runner
-    /// whose claim is newer.
+    /// Whether wave `wave` is the one running now: its runner's claim
+    /// holds while the rollout runs, or was paused while it ran (a pause
+    /// stops the rollout before its next wave; the running one finishes).
+    fn runs(&self, wave: usize) -> bool {
+        self.position == wave
+            && (self.status == Status::Running
+                || (self.status == Status::Paused && self.paused_from == Some(Status::Running)))
+    }
+
+    /// The runner of wave `wave` keeps it until `until` (its version or its
+    /// backfills are still running; also while paused). False (nothing
+    /// changed) when the rollout no longer waits for that wave: cancelled,
+    /// stopped, or taken by another runner whose claim is newer.
     pub fn renew(&mut self, wave: usize, until: i64, runner: &str) -> bool {
         let ours = self.events.iter().rev().find(|event| event.action == "wave-started").map(|event| &event.request_id);
-        if self.position != wave || self.status != Status::Running || ours.map(String::as_str) != Some(runner) {
+        if !self.runs(wave) || ours.map(String::as_str) != Some(runner) {
             return false;
         }
         self.claimed_until = Some(until);
@@ -775,11 +784,14 @@ impl Rollout {
 
     /// Wave `wave` ended: `Ok` with what it did, `Err` with why it failed.
     /// Returns false (and changes nothing) when the rollout no longer waits
-    /// for that wave (another runner finished it, or it was paused).
+    /// for that wave (another runner finished it, or it was cancelled). A
+    /// wave that ends while the rollout is paused is recorded; the rollout
+    /// stays paused before the next (resumed, it goes on from there).
     pub fn wave_ended(&mut self, wave: usize, result: Result<String, String>, now: i64, runner: &str) -> bool {
-        if self.position != wave || self.status != Status::Running {
+        if !self.runs(wave) {
             return false;
         }
+        let paused = self.status == Status::Paused;
         self.claimed_until = None;
         match result {
             Ok(detail) => {
@@ -787,20 +799,26 @@ impl Rollout {
                 self.position += 1;
                 if self.position == self.waves.len() {
                     self.status = Status::Completed;
+                    self.paused_from = None;
                     self.event(now, "completed", None, runner, String::new());
                     return true;
                 }
-                match self.waves[wave].then {
-                    Gate::Go => {}
+                let next = match self.waves[wave].then {
+                    Gate::Go => Status::Running,
                     Gate::Soak(seconds) => {
-                        self.status = Status::Soaking;
                         self.not_before = Some(now.saturating_add(seconds as i64));
+                        Status::Soaking
                     }
-                    Gate::Approval => self.status = Status::AwaitingApproval,
+                    Gate::Approval => Status::AwaitingApproval,
+                };
+                match paused {
+                    true => self.paused_from = Some(next),
+                    false => self.status = next,
                 }
             }
             Err(error) => {
                 self.status = Status::Stopped;
+                self.paused_from = None;
                 self.event(now, "wave-failed", Some(wave), runner, error);
             }
         }
@@ -845,7 +863,8 @@ impl Rollout {
         )?;
         self.paused_from = Some(self.status);
         self.status = Status::Paused;
-        self.claimed_until = None;
+        // A wave's claim stays with its runner, which renews it until the
+        // wave ends: resumed meanwhile, no other runner takes the wave.
         self.event(now, "paused", Some(self.position), by, String::new());
         Ok(())
     }

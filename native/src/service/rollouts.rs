@@ -244,10 +244,12 @@ impl Service {
     }
 
     /// The rollout gate of a retry (core's `rollout::reach`): it runs every
-    /// file pending in its tenants, so in a tenant no wave of a rollout in
-    /// progress has reached it is refused; an override runs and is
-    /// recorded in those rollouts' events. `tenants`: those named (none:
-    /// every quarantined tenant).
+    /// file pending in its tenants, so it is refused in a tenant no wave of
+    /// a rollout in progress has reached, and while the source files are
+    /// not those a rollout started with; an override runs and is recorded
+    /// in those rollouts' events. `tenants`: those named (none: every
+    /// quarantined tenant); a name that is not quarantined is left to the
+    /// retry's own refusal.
     async fn hold_retry_for_rollouts(&self, request: &CreateRequest, tenants: &[String]) -> Result<(), AppError> {
         if request.dry_run || request.rollout_gate == FleetGate::Wave || !self.database.keeps().rollouts {
             return Ok(());
@@ -258,9 +260,18 @@ impl Service {
         if active.is_empty() {
             return Ok(());
         }
-        let retried = match tenants {
-            [] => self.quarantined().await?.into_iter().map(|row| row.tenant).collect(),
-            named => named.to_vec(),
+        let quarantined: Vec<String> = self.quarantined().await?.into_iter().map(|row| row.tenant).collect();
+        let retried: Vec<String> = match tenants {
+            [] => quarantined,
+            named => {
+                let aside: HashSet<&str> = quarantined.iter().map(String::as_str).collect();
+                let mut seen = HashSet::new();
+                named
+                    .iter()
+                    .filter(|name| aside.contains(name.as_str()) && seen.insert(name.as_str()))
+                    .cloned()
+                    .collect()
+            }
         };
         let by_attribute = active.iter().any(|(_, rollout)| {
             rollout.waves.iter().any(|wave| matches!(wave.select, rollout::Select::Attribute { .. }))
@@ -269,23 +280,23 @@ impl Service {
             true => self.database.tenant_attributes().await?,
             false => Default::default(),
         };
-        let held = reach::unreached(active, &retried, &attributes);
-        if held.is_empty() {
+        let files_now = self.files_now().await?;
+        let Err(held) = reach::judge_retry(&active, &retried, &attributes, &files_now) else {
             return Ok(());
-        }
+        };
         if request.rollout_gate != FleetGate::Override {
-            return Err(AppError::RetryBeforeWave(reach::RetryBeforeWave(held)));
+            return Err(AppError::RetryHeld(held));
         }
-        for unreached in &held {
-            self.change(unreached.rollout.id, |rollout| {
+        let ids = held.rollouts();
+        for id in &ids {
+            self.change(*id, |rollout| {
                 rollout.overridden(now(), request.caller.by(), &request.version_name);
                 Ok(true)
             })
             .await?;
         }
-        let ids: Vec<i64> = held.iter().map(|unreached| unreached.rollout.id).collect();
         tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
-            "a retry overrides rollouts in progress in tenants their waves have not reached");
+            %held, "a retry overrides rollouts in progress");
         Ok(())
     }
 
@@ -443,7 +454,8 @@ impl Service {
                 },
                 false => Vec::new(),
             };
-            let step = run.next(quarantine.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str())));
+            let step = run
+                .next(quarantine.iter().map(|row| (row.tenant.as_str(), row.request_id.as_str(), row.cause.as_str())));
             let (name, tenants, left) = match step {
                 Step::Version { name, tenants, budget } => (name, tenants, budget),
                 Step::Done(detail) => return Some(Ok(detail)),
@@ -594,7 +606,7 @@ impl Service {
         waiting: &[BackfillWait],
     ) -> Option<Result<Vec<String>, String>> {
         loop {
-            if let Err(error) = self.run_backfills(runner).await {
+            if let Err(error) = self.renewing((id, wave), runner, claim_seconds, self.run_backfills(runner)).await {
                 tracing::warn!(rollout = id, wave = wave + 1, %error, "the wave's backfills could not run; trying again");
             }
             match self.database.backfills().await {

@@ -15,21 +15,26 @@
 
 use thiserror::Error;
 
-use crate::migrate::rollout::{ActiveRollout, Rollout, Select, Status, active};
+use std::collections::BTreeMap;
+
+use crate::migrate::rollout::{ActiveRollout, Rollout, Select, Status, active, plan_changes};
 use crate::migrate::summary::some_of;
 use crate::migrate::wave::{Attributes, bucket};
 
 impl Rollout {
     /// How many of its waves have reached their tenants: those completed,
-    /// and the one at its position once it runs (or ran and stopped, or
-    /// was paused while running).
+    /// and the one at its position once a runner started it (running, or
+    /// stopped after it ran, or paused while running) — not once approved
+    /// and not yet started.
     pub fn waves_reached(&self) -> usize {
-        let current_runs = match self.status {
+        let may_run = match self.status {
             Status::Running | Status::Stopped => true,
             Status::Paused => self.paused_from == Some(Status::Running),
             _ => false,
         };
-        (self.position + usize::from(current_runs)).min(self.waves.len())
+        let started =
+            self.events.iter().any(|event| event.action == "wave-started" && event.wave == Some(self.position));
+        (self.position + usize::from(may_run && started)).min(self.waves.len())
     }
 
     /// Whether a wave that has reached its tenants selects `tenant`
@@ -56,16 +61,33 @@ pub struct Unreached {
     pub tenants: Vec<String>,
 }
 
-/// A retry refused: it would run rollouts' files in tenants before their
-/// waves; nothing ran.
+/// A retry refused while rollouts are in progress; nothing ran.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error(
-    "{}: a retry runs every file pending in its tenants, the rollout's included, before their wave. Retry them \
-     once their wave has run, or release them (their wave runs them then); to run them now, override the \
-     rollout (overrideRollout: true; strata quarantine retry --override-rollout), which its events record",
-    describe(.0)
-)]
-pub struct RetryBeforeWave(pub Vec<Unreached>);
+pub enum RetryHeld {
+    /// It would run rollouts' files in tenants before their waves.
+    #[error(
+        "{}: a retry runs every file pending in its tenants, the rollout's included, before their wave. Retry \
+         them once their wave has run, or release them (their wave runs them then); to run them now, override \
+         the rollout (overrideRollout: true; strata quarantine retry --override-rollout), which its events record",
+        describe(.0)
+    )]
+    BeforeWave(Vec<Unreached>),
+    /// The source files changed since the rollout started: the retry would
+    /// run what no approval of it reviewed.
+    #[error(
+        "the source files changed since {} started ({}): a retry would run them unreviewed in its tenants. Restore \
+         the files, or override the rollout (overrideRollout: true; strata quarantine retry --override-rollout), \
+         which its events record",
+        .rollout.describe(),
+        some_of(.changes, 10)
+    )]
+    Unreviewed {
+        /// The rollout.
+        rollout: ActiveRollout,
+        /// What changed (`added: …`, `changed: …`, `removed: …`).
+        changes: Vec<String>,
+    },
+}
 
 fn describe(list: &[Unreached]) -> String {
     let parts: Vec<String> = list
@@ -100,6 +122,48 @@ pub fn unreached<'a>(
     found
 }
 
+/// Whether a retry of `retried` (quarantined tenants, each once) runs
+/// while `rollouts` are in progress, the source files being `files_now`
+/// (name → checksum): refused where a rollout has not reached a tenant,
+/// or where the files are not those a rollout started with. An override
+/// runs past both; the shell records it in the rollouts concerned
+/// ([`RetryHeld::rollouts`]).
+pub fn judge_retry(
+    rollouts: &[(i64, &Rollout)],
+    retried: &[String],
+    attributes: &Attributes,
+    files_now: &BTreeMap<String, String>,
+) -> Result<(), RetryHeld> {
+    if retried.is_empty() {
+        return Ok(());
+    }
+    let before = unreached(rollouts.iter().copied(), retried, attributes);
+    if !before.is_empty() {
+        return Err(RetryHeld::BeforeWave(before));
+    }
+    for (id, rollout) in rollouts {
+        let Some(summary) = active([(*id, *rollout)]).pop() else { continue };
+        if rollout.files.is_empty() {
+            continue;
+        }
+        let changes = plan_changes(&rollout.files, files_now);
+        if !changes.is_empty() {
+            return Err(RetryHeld::Unreviewed { rollout: summary, changes });
+        }
+    }
+    Ok(())
+}
+
+impl RetryHeld {
+    /// The ids of the rollouts it names (an override is recorded in each).
+    pub fn rollouts(&self) -> Vec<i64> {
+        match self {
+            RetryHeld::BeforeWave(list) => list.iter().map(|unreached| unreached.rollout.id).collect(),
+            RetryHeld::Unreviewed { rollout, .. } => vec![rollout.id],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +187,9 @@ mod tests {
     fn a_wave_reaches_its_tenants_once_it_runs_and_not_while_its_gate_holds() {
         let mut r = rollout(&["t1:approve", "t2,t3:approve", "rest"]);
         let none = Attributes::default();
-        // Wave 1 runs (claimed, or about to be): t1 is reached, t2 not.
+        assert_eq!(r.waves_reached(), 0, "not started yet");
+        r.claim(0, 0, 60, "runner");
+        // Wave 1 runs: t1 is reached, t2 not.
         assert_eq!(r.waves_reached(), 1);
         assert!(r.has_reached("t1", &none));
         assert!(!r.has_reached("t2", &none));
@@ -132,7 +198,12 @@ mod tests {
         assert_eq!(r.waves_reached(), 1, "wave 2 waits for its approval");
         assert!(!r.has_reached("t3", &none));
         r.approve(2, "bob", &ApprovalRules::default()).unwrap();
-        assert!(r.has_reached("t3", &none), "approved: wave 2 runs");
+        assert!(!r.has_reached("t3", &none), "approved, not started yet");
+        r.pause(2, "ops").unwrap();
+        assert!(!r.has_reached("t3", &none), "approved then paused before it started");
+        r.resume(2, "ops").unwrap();
+        r.claim(1, 2, 60, "runner");
+        assert!(r.has_reached("t3", &none), "started");
         assert!(r.wave_ended(1, Err("t3 failed".into()), 3, "runner"));
         assert_eq!(r.status, Status::Stopped);
         assert!(r.has_reached("t3", &none), "a stopped wave ran: its tenants are retried before it resumes");
@@ -143,6 +214,7 @@ mod tests {
     fn a_paused_rollout_keeps_what_its_running_wave_reached_and_a_soak_holds_the_next() {
         let mut r = rollout(&["t1:soak=60", "rest"]);
         let none = Attributes::default();
+        r.claim(0, 0, 60, "runner");
         r.pause(0, "ops").unwrap();
         assert!(r.has_reached("t1", &none), "paused while running: wave 1 may have run");
         r.resume(1, "ops").unwrap();
@@ -161,10 +233,12 @@ mod tests {
         let mut attributes = Attributes::new(vec!["Tier".into()]);
         attributes.values.insert(beta.clone(), vec![Some("beta".into())]);
         attributes.values.insert(gold.clone(), vec![Some("gold".into())]);
+        r.claim(0, 0, 60, "runner");
         assert!(r.has_reached(&low, &attributes));
         assert!(!r.has_reached(&beta, &attributes), "the attribute's wave has not run");
         assert!(r.wave_ended(0, Ok(String::new()), 1, "runner"));
         r.approve(2, "bob", &ApprovalRules::default()).unwrap();
+        r.claim(1, 2, 60, "runner");
         assert!(r.has_reached(&beta, &attributes));
         assert!(!r.has_reached(&gold, &attributes));
         assert!(!r.has_reached(&other, &attributes), "a tenant without the attribute");
@@ -173,6 +247,7 @@ mod tests {
     #[test]
     fn a_retry_is_held_only_for_tenants_an_active_rollout_has_not_reached() {
         let mut waiting = rollout(&["t1:approve", "rest"]);
+        waiting.claim(0, 0, 60, "runner");
         assert!(waiting.wave_ended(0, Ok(String::new()), 1, "runner"));
         let mut cancelled = rollout(&["t1", "rest"]);
         cancelled.cancel(1, "ops").unwrap();
@@ -182,7 +257,7 @@ mod tests {
         let held = unreached(rollouts, &names(&["t1", "t2", "t3"]), &none);
         assert_eq!(held.len(), 1, "a cancelled rollout holds nothing: {held:?}");
         assert_eq!((held[0].rollout.id, held[0].tenants.clone()), (7, names(&["t2", "t3"])));
-        let message = RetryBeforeWave(held).to_string();
+        let message = RetryHeld::BeforeWave(held).to_string();
         assert!(
             message.starts_with(
                 "rollout 7 (\"v2\", 1/2 waves done, AWAITING_APPROVAL) has not reached tenants t2, t3 yet: a retry \
@@ -190,7 +265,32 @@ mod tests {
             ),
             "{message}"
         );
-        let one = RetryBeforeWave(unreached(rollouts, &names(&["t2"]), &none)).to_string();
+        let one = RetryHeld::BeforeWave(unreached(rollouts, &names(&["t2"]), &none)).to_string();
         assert!(one.contains("has not reached tenant t2 yet"), "{one}");
+    }
+
+    #[test]
+    fn a_retry_where_the_rollout_reached_its_tenants_still_runs_only_the_files_it_started_with() {
+        let files = |list: &[(&str, &str)]| -> BTreeMap<String, String> {
+            list.iter().map(|(f, c)| (f.to_string(), c.to_string())).collect()
+        };
+        let started = files(&[("tenants/004.sql", "a")]);
+        let mut r = rollout(&["t1", "rest"]).with_files(started.clone());
+        r.claim(0, 0, 60, "runner");
+        let none = Attributes::default();
+        assert_eq!(judge_retry(&[(3, &r)], &names(&["t1"]), &none, &started), Ok(()));
+        assert_eq!(judge_retry(&[(3, &r)], &[], &none, &files(&[])), Ok(()), "nothing to retry");
+        let added = files(&[("tenants/004.sql", "a"), ("tenants/005.sql", "b")]);
+        let held = judge_retry(&[(3, &r)], &names(&["t1"]), &none, &added).unwrap_err();
+        assert_eq!(held.rollouts(), [3]);
+        assert!(
+            held.to_string().starts_with(
+                "the source files changed since rollout 3 (\"v2\", 0/2 waves done, RUNNING) started (added: \
+                 tenants/005.sql): a retry would run them unreviewed"
+            ),
+            "{held}"
+        );
+        let before = judge_retry(&[(3, &r)], &names(&["t1", "t9"]), &none, &started).unwrap_err();
+        assert!(matches!(&before, RetryHeld::BeforeWave(list) if list[0].tenants == names(&["t9"])), "{before}");
     }
 }

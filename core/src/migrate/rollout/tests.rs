@@ -364,3 +364,30 @@ fn a_soak_past_a_year_is_refused_and_a_second_rollout_waits_for_the_first() {
     assert!(refused.starts_with("rollout 3 (\"x\", 0/2 waves done, "), "{refused}");
     assert!(refused.contains("a second rollout would run its files on tenants whose waves are not due"), "{refused}");
 }
+
+#[test]
+fn a_wave_paused_while_it_runs_keeps_its_claim_and_ends_as_the_rollouts() {
+    let mut r = Rollout::new("v", waves(&["t1:approve", "rest"]), None, 0, "req").unwrap();
+    r.claim(0, 10, 70, "runner-a");
+    r.pause(20, "ops").unwrap();
+    assert!(r.renew(0, 80, "runner-a"), "its runner keeps it while paused");
+    r.resume(30, "ops").unwrap();
+    assert_eq!(r.next(40), Next::WaitUntil(80), "resumed: no other runner takes the running wave");
+    r.pause(50, "ops").unwrap();
+    assert!(r.wave_ended(0, Ok("version 4".into()), 60, "runner-a"), "the wave's end is recorded");
+    assert_eq!((r.status, r.paused_from, r.position), (Status::Paused, Some(Status::AwaitingApproval), 1));
+    r.resume(70, "ops").unwrap();
+    assert_eq!(r.status, Status::AwaitingApproval, "resumed where the wave left it: its gate");
+    // A runner whose claim lapsed and was taken renews nothing.
+    let mut r = Rollout::new("v", waves(&["rest"]), None, 0, "req").unwrap();
+    r.claim(0, 10, 70, "runner-a");
+    r.claim(0, 80, 140, "runner-b");
+    assert!(!r.renew(0, 150, "runner-a"));
+    // Paused while soaking, nothing runs and nothing is renewed.
+    let mut r = Rollout::new("v", waves(&["t1:soak=60", "rest"]), None, 0, "req").unwrap();
+    r.claim(0, 10, 70, "runner-a");
+    assert!(r.wave_ended(0, Ok(String::new()), 20, "runner-a"));
+    r.pause(30, "ops").unwrap();
+    assert!(!r.renew(1, 100, "runner-a"));
+    assert!(!r.wave_ended(1, Ok(String::new()), 40, "runner-a"));
+}

@@ -12,6 +12,9 @@
 //! (its runner was killed, or it failed and was resumed) count against its
 //! failure budget, so a wave run twice absorbs no more than once.
 
+use std::collections::BTreeSet;
+
+use crate::migrate::failure::absorbed_cause;
 use crate::migrate::quarantine::{FailureBudget, absorbs};
 use crate::migrate::rollout::Rollout;
 use crate::migrate::summary::some_of;
@@ -44,6 +47,32 @@ pub enum Step {
     /// then ask again: a wave that does not name its tenants, an earlier
     /// run of which put some aside.
     Size,
+}
+
+/// A quarantine row as a wave's run reads it: the tenant, the request that
+/// put it aside, and why (a [`crate::migrate::failure::Cause`] name, or
+/// `SHARD_UNREACHABLE`, `SCHEMA_DRIFT`, `BACKFILL_CANCELLED`). A pair is a
+/// failure of the statement's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aside<'a> {
+    /// The tenant.
+    pub tenant: &'a str,
+    /// The request that put it aside.
+    pub request_id: &'a str,
+    /// Why.
+    pub cause: &'a str,
+}
+
+impl<'a> From<(&'a str, &'a str, &'a str)> for Aside<'a> {
+    fn from((tenant, request_id, cause): (&'a str, &'a str, &'a str)) -> Self {
+        Aside { tenant, request_id, cause }
+    }
+}
+
+impl<'a> From<(&'a str, &'a str)> for Aside<'a> {
+    fn from((tenant, request_id): (&'a str, &'a str)) -> Self {
+        Aside { tenant, request_id, cause: crate::migrate::failure::Cause::Statement.name() }
+    }
 }
 
 /// A wave's run in progress.
@@ -91,7 +120,7 @@ impl<'r> WaveRun<'r> {
 
     /// The next step, given the quarantine now (each row's tenant and the
     /// request that put it aside; read where [`WaveRun::reads_quarantine`]).
-    pub fn next<'a>(&mut self, quarantine: impl IntoIterator<Item = (&'a str, &'a str)>) -> Step {
+    pub fn next<'a, A: Into<Aside<'a>>>(&mut self, quarantine: impl IntoIterator<Item = A>) -> Step {
         if self.ended || self.round >= ROUNDS {
             return Step::Done(self.details.join("; then "));
         }
@@ -100,17 +129,26 @@ impl<'r> WaveRun<'r> {
             0 => base,
             round => format!("{base} (after its backfills, {})", round + 1),
         };
-        let without = self.rollout.wave_runs_without(self.wave, self.round, quarantine);
+        let rows: Vec<Aside<'a>> = quarantine.into_iter().map(Into::into).collect();
+        let without =
+            self.rollout.wave_runs_without(self.wave, self.round, rows.iter().map(|r| (r.tenant, r.request_id)));
+        // What counts against the budget: the failures it absorbed, not a
+        // shard that did not answer, a drifted schema or an operator's cancel.
+        let absorbed: BTreeSet<&str> = rows
+            .iter()
+            .filter(|row| without.contains(row.tenant) && absorbed_cause(row.cause))
+            .map(|row| row.tenant)
+            .collect();
         let Some(named) = &self.named else {
             // A share, an attribute, the rest: its version passes every
             // quarantined tenant by; those an earlier run of it put aside
             // count against its budget, of the tenants it selects.
-            if self.round > 0 || without.is_empty() {
+            if self.round > 0 || absorbed.is_empty() {
                 return Step::Version { name, tenants: None, budget: None };
             }
             let Some(size) = self.size else { return Step::Size };
-            let left_out: Vec<String> = without.iter().map(|tenant| tenant.to_string()).collect();
-            return match self.budget_left(&left_out, size) {
+            let counted: Vec<String> = absorbed.iter().map(|tenant| tenant.to_string()).collect();
+            return match self.budget_left(&counted, &counted, size) {
                 Ok(budget) => Step::Version { name, tenants: None, budget: Some(budget) },
                 Err(failed) => failed,
             };
@@ -119,7 +157,8 @@ impl<'r> WaveRun<'r> {
             named.iter().cloned().partition(|name| without.contains(name.as_str()));
         let mut budget = None;
         if self.round == 0 && !left_out.is_empty() {
-            match self.budget_left(&left_out, named.len()) {
+            let counted: Vec<String> = left_out.iter().filter(|t| absorbed.contains(t.as_str())).cloned().collect();
+            match self.budget_left(&left_out, &counted, named.len()) {
                 Ok(left) => budget = Some(left),
                 Err(failed) => return failed,
             }
@@ -134,21 +173,22 @@ impl<'r> WaveRun<'r> {
         Step::Version { name, tenants: Some(tenants), budget }
     }
 
-    /// The budget left after `left_out`, put aside by an earlier run of
-    /// the wave, of its `size` tenants (said in the first round's detail);
-    /// or the step that fails the wave, when they are more than it absorbs.
-    fn budget_left(&mut self, left_out: &[String], size: usize) -> Result<FailureBudget, Step> {
-        if !absorbs(left_out.len(), self.budget, size) {
+    /// The budget left after `counted`, the failures an earlier run of the
+    /// wave absorbed, of its `size` tenants (`left_out`, all it put aside,
+    /// said in the first round's detail); or the step that fails the wave,
+    /// when they are more than it absorbs.
+    fn budget_left(&mut self, left_out: &[String], counted: &[String], size: usize) -> Result<FailureBudget, Step> {
+        if !absorbs(counted.len(), self.budget, size) {
             self.ended = true;
             return Err(Step::Failed(format!(
                 "an earlier run of this wave quarantined {}: more than its failure budget {} absorbs over its {} \
                  tenant(s); fix them (retryQuarantined, or release them), then resume the rollout",
-                some_of(left_out, 20),
+                some_of(counted, 20),
                 self.budget,
                 size
             )));
         }
-        let left = self.budget.allowed(size) - left_out.len();
+        let left = self.budget.allowed(size) - counted.len();
         let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(left_out, 20));
         self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
         Ok(FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX)))
@@ -191,6 +231,8 @@ mod tests {
         Step::Version { name: name.into(), tenants, budget: None }
     }
 
+    const NONE: [(&str, &str); 0] = [];
+
     fn names(list: &[&str]) -> Option<Vec<String>> {
         Some(list.iter().map(|n| n.to_string()).collect())
     }
@@ -200,28 +242,28 @@ mod tests {
         let r = rollout(&["10%"]);
         let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
         assert!(run.reads_quarantine(), "its first round looks for what an earlier run put aside");
-        assert_eq!(run.next([]), version("v (wave 1/1: 10%)", None));
+        assert_eq!(run.next(NONE), version("v (wave 1/1: 10%)", None));
         assert_eq!(run.made(true, true), Some(String::new()));
         run.reported("version 3".into(), true);
-        assert_eq!(run.next([]), version("v (wave 1/1: 10%) (after its backfills, 2)", None));
+        assert_eq!(run.next(NONE), version("v (wave 1/1: 10%) (after its backfills, 2)", None));
         assert_eq!(run.made(true, false), Some(String::new()));
         run.reported("version 4".into(), false);
-        assert_eq!(run.next([]), Step::Done("version 3; then version 4".into()));
+        assert_eq!(run.next(NONE), Step::Done("version 3; then version 4".into()));
     }
 
     #[test]
     fn a_later_round_with_nothing_left_ends_the_run_unreported() {
         let r = rollout(&["10%"]);
         let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
-        run.next([]);
+        run.next(NONE);
         run.made(true, true);
         run.reported("version 3".into(), true);
-        run.next([]);
+        run.next(NONE);
         assert_eq!(run.made(false, false), None);
-        assert_eq!(run.next([]), Step::Done("version 3".into()));
+        assert_eq!(run.next(NONE), Step::Done("version 3".into()));
         // The first round is reported even when it ran nothing.
         let mut first = WaveRun::new(&r, 0, None, "held back: t9".into(), FailureBudget::None);
-        first.next([]);
+        first.next(NONE);
         assert_eq!(first.made(false, false), Some("held back: t9".into()));
     }
 
@@ -230,7 +272,7 @@ mod tests {
         let r = rollout(&["10%"]);
         let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
         let mut versions = 0;
-        while let Step::Version { .. } = run.next([]) {
+        while let Step::Version { .. } = run.next(NONE) {
             versions += 1;
             run.made(true, true);
             run.reported(format!("version {versions}"), true);
@@ -324,5 +366,28 @@ mod tests {
         let Step::Failed(why) = run.next(ours) else { panic!("two failures of ten passed 10 %") };
         assert!(why.starts_with("an earlier run of this wave quarantined t3, t5: more than its failure budget 10%"));
         assert!(why.contains("over its 10 tenant(s)"), "{why}");
+    }
+
+    #[test]
+    fn what_an_earlier_run_put_aside_for_another_reason_than_a_failure_does_not_count() {
+        let mut r = rollout(&["t1,t2,t3", "rest"]);
+        r.claim(0, 10, 70, "claim-1");
+        // t2's shard did not answer, t3's schema drifted: left out, not counted.
+        let aside = [("t2", "claim-1", "SHARD_UNREACHABLE"), ("t3", "claim-1", "SCHEMA_DRIFT")];
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3"]), String::new(), FailureBudget::None);
+        let Step::Version { tenants, budget, .. } = run.next(aside) else { panic!("a budget of none spent on them") };
+        assert_eq!((tenants, budget), (names(&["t1"]), Some(FailureBudget::Tenants(0))));
+        // The rest, run again after its shard came back: nothing to count, no size asked.
+        r.wave_ended(0, Ok(String::new()), 20, "claim-1");
+        r.claim(1, 30, 90, "claim-2");
+        r.claim(1, 100, 160, "claim-3");
+        let aside = [("c1", "claim-2", "SHARD_UNREACHABLE"), ("c2", "claim-2", "LOCK_TIMEOUT")];
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::None);
+        assert_eq!(run.next(aside), Step::Size);
+        run.sized(10);
+        let Step::Failed(why) = run.next(aside) else { panic!("a lock time-out is the tenant's own") };
+        assert!(why.starts_with("an earlier run of this wave quarantined c2: more than its failure budget"), "{why}");
+        let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::None);
+        assert_eq!(run.next([("c1", "claim-2", "SHARD_UNREACHABLE")]), version("v (wave 2/2: rest)", None));
     }
 }
