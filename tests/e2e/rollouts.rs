@@ -461,9 +461,18 @@ async fn a_wave_whose_version_outlasts_its_claim_is_not_taken_by_another_replica
         &format!("{pause}create table {{schema}}.slow (id integer primary key);\n"),
     );
     let id = start(&server, "slow", &["rest"], None).await;
+    // Paused and resumed while the version runs: the wave keeps its claim
+    // (a resume let the twin start it again at once).
+    wait_for_events(&server, id, "wave-started", 1).await;
+    let pause = format!("mutation {{ pauseRollout(id: {id}) {{ id }} }}");
+    assert!(server.graphql(&pause, json!({})).await.get("errors").is_none());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let resume = format!("mutation {{ resumeRollout(id: {id}) {{ id }} }}");
+    assert!(twin.graphql(&resume, json!({})).await.get("errors").is_none());
     let done = wait_for(&server, id, "COMPLETED").await;
     let started = done["events"].as_array().unwrap().iter().filter(|e| e["action"] == "wave-started").count();
     assert_eq!(started, 1, "{done}\n{}\n{}", server.log(), twin.log());
+    assert_eq!(actions(&done), ["started", "wave-started", "paused", "resumed", "wave-completed", "completed"]);
     assert_eq!(with_file(&server, "tenants/006.sql").await, names.iter().cloned().collect::<BTreeSet<_>>());
     let versions = server.data("query { versions { name } }", json!({})).await;
     let waves = versions["versions"]
