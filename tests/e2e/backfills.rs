@@ -1089,6 +1089,41 @@ async fn a_waves_backfill_failures_within_its_budget_let_the_rollout_go_on() {
     }
 }
 
+/// A wave absorbs no more over its version and its backfills than its
+/// budget: with `budget=1`, t01 put aside by the wave's version spends it,
+/// so t00's failing backfill stops the wave (before, the backfills were
+/// judged with the whole budget again and the wave completed with two).
+#[tokio::test]
+async fn a_waves_version_and_backfill_failures_share_one_budget() {
+    let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
+    with_items(&server, 3, &checked_items_sql(100)).await;
+    server.ws.execute("t00", &format!("update {} set touched = 1 where id = 51", table_of("t00", "items"))).await;
+    let in_the_way = match backend() {
+        Backend::Sqlite => "create table clash (id integer)".to_string(),
+        _ => "create table t01.clash (id integer)".to_string(),
+    };
+    server.ws.execute("t01", &in_the_way).await;
+    server.ws.write_migration("tenants/002_clash.sql", "create table {schema}.clash (id integer primary key);\n");
+    server.ws.write_migration("tenants/003_touch.sql", TOUCH_ITEMS);
+    let started = server
+        .data(
+            "mutation { startRollout(versionName: \"touch\", waves: [\"t00,t01,t02:budget=1\", \"rest\"]) { id } }",
+            json!({}),
+        )
+        .await;
+    let id = started["startRollout"]["id"].as_i64().unwrap();
+    let stopped = wait_for(&server, id, "STOPPED").await;
+    let last = stopped["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["action"], "wave-failed", "{stopped}");
+    let why = last["detail"].as_str().unwrap();
+    assert!(
+        why.starts_with("1 backfill(s) of the wave did not finish, more than its failure budget 0 absorbs"),
+        "{why}"
+    );
+    let quarantine = server.data("query { quarantine { tenant } }", json!({})).await;
+    assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t00" }, { "tenant": "t01" }]));
+}
+
 /// A wave whose tenants' later files wait on its backfill runs again once
 /// it is done: the rollout completes with every file of its version
 /// recorded in every tenant of its waves, nothing left pending.

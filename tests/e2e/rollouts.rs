@@ -441,20 +441,23 @@ async fn a_named_wave_run_again_after_a_kill_goes_on_without_the_tenant_it_quara
 /// version waiting on the lock.
 #[tokio::test]
 async fn a_wave_whose_version_outlasts_its_claim_is_not_taken_by_another_replica() {
+    // Not on SQLite: a unit's transaction holds the service's books (one
+    // writer at a time), so nothing renews a claim during a unit, and under
+    // CI's load a unit of CPU work outlasted the claim (docs/executing.md
+    // says so). The renewal is the same code on every engine.
+    if backend() == Backend::Sqlite {
+        return;
+    }
     let server = Server::start("basic", "lockLeaseSeconds: 3\ntenantConcurrency: 1\n").await;
     let singles = server.create_version(json!({ "versionName": "single schemas" })).await;
     assert!(singles.get("errors").is_none(), "{singles}");
     // t02 and t03 take some 5 s each: the wave's version outlasts its claim
-    // of 6 s. On SQLite, where a unit's transaction holds the service's
-    // books (one writer at a time) and nothing renews during it, eight
-    // units of about a second each (CPU work, some 3 s under CI's load):
-    // each shorter than the claim, the version longer.
-    let (count, pause) = match backend() {
-        Backend::Postgres => (3, "select pg_sleep(case when '{schema}' = 't01' then 0 else 5 end);\n".to_string()),
-        Backend::Mysql => (3, "do sleep(if('{schema}' = 't01', 0, 5));\n".to_string()),
-        Backend::Sqlite => (8, pause().repeat(16)),
+    // of 6 s.
+    let pause = match backend() {
+        Backend::Mysql => "do sleep(if('{schema}' = 't01', 0, 5));\n",
+        _ => "select pg_sleep(case when '{schema}' = 't01' then 0 else 5 end);\n",
     };
-    let names = tenants(&server, count).await;
+    let names = tenants(&server, 3).await;
     let twin = server.twin().await;
     server.ws.write_migration(
         "tenants/006.sql",

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use chrono::Utc;
+use strata_core::migrate::failure::absorbed_cause;
 use strata_core::migrate::operation::Operation;
 use strata_core::migrate::plan::Action;
 use strata_core::migrate::quarantine::{FailureBudget, absorbs};
@@ -468,9 +469,9 @@ impl Service {
                     continue;
                 }
             };
-            let mut request = request.clone();
-            request.version_name = name;
-            if let Operation::Version { wave, failure_budget, .. } = &mut request.operation {
+            let mut round = request.clone();
+            round.version_name = name;
+            if let Operation::Version { wave, failure_budget, .. } = &mut round.operation {
                 if let (Wave::Named(names), Some(tenants)) = (wave, tenants) {
                     *names = tenants;
                 }
@@ -478,16 +479,28 @@ impl Service {
                     *failure_budget = left;
                 }
             }
-            let result = match self.renewing((id, wave), runner, claim_seconds, self.create(request)).await {
+            let result = match self.renewing((id, wave), runner, claim_seconds, self.create(round)).await {
                 Ok(result) => result,
                 Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => return None,
                 Err(error) => return Some(Err(error.to_string())),
             };
+            // What the round absorbed counts against the wave's budget in
+            // what follows: its backfills, then the next round.
+            run.absorbed(result.quarantined.iter().filter(|row| absorbed_cause(&row.cause)).count());
             let Some(held) = run.made(result.version.is_some(), !result.waiting.is_empty()) else {
                 continue;
             };
-            match self.wave_round(id, (wave, budget), runner, claim_seconds, &result, &held).await? {
-                Ok((detail, waited)) => run.reported(detail, waited),
+            if run.needs_size() {
+                match self.wave_size(&request.operation).await {
+                    Ok(size) => run.sized(size),
+                    Err(error) => return Some(Err(error.to_string())),
+                }
+            }
+            match self.wave_round(id, (wave, run.left()), runner, claim_seconds, &result, &held).await? {
+                Ok((detail, waited, failed)) => {
+                    run.absorbed(failed);
+                    run.reported(detail, waited);
+                }
                 Err(why) => return Some(Err(why)),
             }
         }
@@ -553,7 +566,7 @@ impl Service {
         claim_seconds: i64,
         result: &crate::service::CreateResult,
         held: &str,
-    ) -> Option<Result<(String, bool), String>> {
+    ) -> Option<Result<(String, bool, usize), String>> {
         let mut detail = match &result.version {
             Some(version) => format!(
                 "version {}: {} migration(s), {} script(s) in {} tenant(s)",
@@ -573,21 +586,21 @@ impl Service {
         }
         let waiting = &result.waiting;
         if waiting.is_empty() {
-            return Some(Ok((detail, false)));
+            return Some(Ok((detail, false, 0)));
         }
-        match self.wave_backfills(id, (wave, budget), runner, claim_seconds, waiting).await? {
-            Ok(failed) if failed.is_empty() => {
-                detail.push_str(&format!("; backfills done in {} tenant(s)", waiting.len()))
-            }
-            Ok(failed) => detail.push_str(&format!(
-                "; backfills done in {} tenant(s), {} failed within the failure budget {budget} (quarantined: {})",
-                waiting.len() - failed.len(),
-                failed.len(),
+        let failed = match self.wave_backfills(id, (wave, budget), runner, claim_seconds, waiting).await? {
+            Ok(failed) => failed,
+            Err(why) => return Some(Err(why)),
+        };
+        match failed.len() {
+            0 => detail.push_str(&format!("; backfills done in {} tenant(s)", waiting.len())),
+            n => detail.push_str(&format!(
+                "; backfills done in {} tenant(s), {n} failed within the failure budget {budget} (quarantined: {})",
+                waiting.len() - n,
                 summary::some_of(&failed, 5)
             )),
-            Err(why) => return Some(Err(why)),
         }
-        Some(Ok((detail, true)))
+        Some(Ok((detail, true, failed.len())))
     }
 
     /// Runs the backfills `waiting` (those wave `wave` of rollout `id`

@@ -87,6 +87,9 @@ pub struct WaveRun<'r> {
     details: Vec<String>,
     ended: bool,
     size: Option<usize>,
+    /// The failures counted against the budget so far: an earlier run's,
+    /// then each round's (its version's and its backfills').
+    spent: usize,
 }
 
 impl<'r> WaveRun<'r> {
@@ -102,7 +105,18 @@ impl<'r> WaveRun<'r> {
         held: String,
         budget: FailureBudget,
     ) -> Self {
-        WaveRun { rollout, wave, round: 0, named, budget, held, details: Vec::new(), ended: false, size: None }
+        WaveRun {
+            rollout,
+            wave,
+            round: 0,
+            named,
+            budget,
+            held,
+            details: Vec::new(),
+            ended: false,
+            size: None,
+            spent: 0,
+        }
     }
 
     /// Whether [`WaveRun::next`] reads the quarantine: always (a wave that
@@ -113,9 +127,38 @@ impl<'r> WaveRun<'r> {
     }
 
     /// How many tenants the wave selects now, quarantined ones included
-    /// (after [`Step::Size`]): what its failure budget is of.
+    /// (after [`Step::Size`], or where [`WaveRun::needs_size`]): what its
+    /// failure budget is of.
     pub fn sized(&mut self, size: usize) {
         self.size = Some(size);
+    }
+
+    /// A round absorbed `failures` more (its version's tenants put aside
+    /// for their own failure, then its backfills' failed ones): they count
+    /// against the wave's budget in what follows, so a wave absorbs no more
+    /// over its rounds than once.
+    pub fn absorbed(&mut self, failures: usize) {
+        self.spent += failures;
+    }
+
+    /// Whether [`WaveRun::left`] needs the wave's size first
+    /// ([`WaveRun::sized`]): a wave that does not name its tenants, once a
+    /// failure was counted.
+    pub fn needs_size(&self) -> bool {
+        self.spent > 0 && self.named.is_none() && self.size.is_none()
+    }
+
+    /// The budget left for what runs next (a round's backfills, the next
+    /// round's version): the wave's own until a failure is counted, then
+    /// the tenants it may still put aside (none, where the size is not
+    /// known: [`WaveRun::needs_size`]).
+    pub fn left(&self) -> FailureBudget {
+        if self.spent == 0 {
+            return self.budget;
+        }
+        let size = self.named.as_ref().map(Vec::len).or(self.size).unwrap_or(0);
+        let left = self.budget.allowed(size).saturating_sub(self.spent);
+        FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX))
     }
 
     /// The next step, given the quarantine now (each row's tenant and the
@@ -143,7 +186,13 @@ impl<'r> WaveRun<'r> {
             // A share, an attribute, the rest: its version passes every
             // quarantined tenant by; those an earlier run of it put aside
             // count against its budget, of the tenants it selects.
-            if self.round > 0 || absorbed.is_empty() {
+            if self.round > 0 {
+                if self.needs_size() {
+                    return Step::Size;
+                }
+                return Step::Version { name, tenants: None, budget: (self.spent > 0).then(|| self.left()) };
+            }
+            if absorbed.is_empty() {
                 return Step::Version { name, tenants: None, budget: None };
             }
             let Some(size) = self.size else { return Step::Size };
@@ -155,7 +204,7 @@ impl<'r> WaveRun<'r> {
         };
         let (left_out, tenants): (Vec<String>, Vec<String>) =
             named.iter().cloned().partition(|name| without.contains(name.as_str()));
-        let mut budget = None;
+        let mut budget = (self.spent > 0).then(|| self.left());
         if self.round == 0 && !left_out.is_empty() {
             let counted: Vec<String> = left_out.iter().filter(|t| absorbed.contains(t.as_str())).cloned().collect();
             match self.budget_left(&left_out, &counted, named.len()) {
@@ -189,6 +238,7 @@ impl<'r> WaveRun<'r> {
             )));
         }
         let left = self.budget.allowed(size) - counted.len();
+        self.spent = counted.len();
         let note = format!("without {} (quarantined by an earlier run of this wave)", some_of(left_out, 20));
         self.held = if self.held.is_empty() { note } else { format!("{}; {note}", self.held) };
         Ok(FailureBudget::Tenants(u32::try_from(left).unwrap_or(u32::MAX)))
@@ -299,8 +349,14 @@ mod tests {
         let held = run.made(true, true).unwrap();
         assert_eq!(held, "without t2 (quarantined by an earlier run of this wave)");
         run.reported(format!("version 5; {held}"), true);
-        // After the backfills, every quarantined tenant is left out.
-        assert_eq!(run.next(quarantine), version("v (wave 1/1: t1,t2,t3) (after its backfills, 2)", Some(&["t1"])));
+        // After the backfills, every quarantined tenant is left out, and
+        // what its earlier run spent of the budget stays spent.
+        let second = Step::Version {
+            name: "v (wave 1/1: t1,t2,t3) (after its backfills, 2)".into(),
+            tenants: names(&["t1"]),
+            budget: Some(FailureBudget::Tenants(1)),
+        };
+        assert_eq!(run.next(quarantine), second);
         run.made(true, false);
         run.reported("version 6".into(), false);
         // Every named tenant put aside by an earlier run: nothing to apply.
@@ -389,5 +445,34 @@ mod tests {
         assert!(why.starts_with("an earlier run of this wave quarantined c2: more than its failure budget"), "{why}");
         let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::None);
         assert_eq!(run.next([("c1", "claim-2", "SHARD_UNREACHABLE")]), version("v (wave 2/2: rest)", None));
+    }
+
+    #[test]
+    fn a_wave_absorbs_no_more_over_its_rounds_than_its_budget() {
+        let r = rollout(&["t1,t2,t3,t4:budget=1"]);
+        let mut run = WaveRun::new(&r, 0, names(&["t1", "t2", "t3", "t4"]), String::new(), FailureBudget::Tenants(1));
+        let Step::Version { budget, .. } = run.next(NONE) else { panic!() };
+        assert_eq!((budget, run.left()), (None, FailureBudget::Tenants(1)));
+        // Its version put t1 aside: its backfills, then the next round, have none left.
+        run.absorbed(1);
+        assert_eq!(run.left(), FailureBudget::Tenants(0));
+        run.made(true, true);
+        run.reported("version 7; quarantined: t1".into(), true);
+        let quarantine = [("t1", "other")];
+        let Step::Version { budget, .. } = run.next(quarantine) else { panic!() };
+        assert_eq!(budget, Some(FailureBudget::Tenants(0)), "the next round's version stops at a failure");
+        // A share: 10 % of the 20 it selects is 2; one used, one left — once its size is known.
+        let r = rollout(&["50%:budget=10%"]);
+        let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::Percent(10));
+        assert!(matches!(run.next(NONE), Step::Version { budget: None, .. }));
+        run.absorbed(1);
+        assert!(run.needs_size());
+        run.made(true, true);
+        run.reported("version 8".into(), true);
+        assert_eq!(run.next(NONE), Step::Size);
+        run.sized(20);
+        assert_eq!(run.left(), FailureBudget::Tenants(1));
+        let Step::Version { budget, .. } = run.next(NONE) else { panic!() };
+        assert_eq!(budget, Some(FailureBudget::Tenants(1)));
     }
 }
