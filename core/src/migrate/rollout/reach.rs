@@ -3,19 +3,22 @@
 //!
 //! A retry runs every file pending in its tenants, so in a tenant whose
 //! wave has not come it would run the rollout's files before their wave —
-//! past the approvals and soaks the rollout exists for. A retry is held
-//! for those tenants, as a plain version is held for the whole fleet,
-//! unless the caller overrides the rollout (recorded in its events).
+//! past the approvals and soaks the rollout exists for — and anywhere it
+//! would run a file added since the rollout started, which no approval
+//! reviewed. A retry is held in both cases, as a plain version is held for
+//! the whole fleet, unless the caller overrides the rollout (recorded in
+//! its events).
 //!
 //! A wave has reached a tenant when it selects it and it completed, or it
-//! is the wave at the rollout's position and has run or runs now (running,
+//! is the wave at the rollout's position and a runner started it (running,
 //! stopped after a failure, paused while running). Quarantined tenants of
 //! a wave that completed — passed by because quarantined, or put aside by
-//! it — are reached: their retry is what the rollout waits for.
-
-use thiserror::Error;
+//! it — are reached: their retry is what the rollout waits for. A wave by
+//! attribute is judged on the attributes now.
 
 use std::collections::BTreeMap;
+
+use thiserror::Error;
 
 use crate::migrate::rollout::{ActiveRollout, Rollout, Select, Status, active, plan_changes};
 use crate::migrate::summary::some_of;
