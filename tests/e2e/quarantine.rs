@@ -132,7 +132,13 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
     assert_eq!(result["summary"]["tenantMigrationsTotal"], 10);
     assert!(recorded(&server, "t07").await.iter().all(|f| f != "tenants/006.sql" && f != "tenants/007.sql"));
 
-    // t03 is fixed: a retry completes it in order; t07 fails again and stays.
+    // t03 is fixed: a retry completes it in order; t07 fails again and stays,
+    // put aside by the same request (a rollout's wave knows its own by it).
+    let before = strata(server.config_path(), &["quarantine", "--json"]).await;
+    let before: Value = serde_json::from_slice(&before.stdout).unwrap();
+    let put_aside_by =
+        before.as_array().unwrap().iter().find(|row| row["tenant"] == "t07").unwrap()["requestId"].clone();
+    assert!(put_aside_by.as_str().is_some_and(|id| !id.is_empty()), "{before}");
     out_of_the_way(&server, "t03").await;
     let retry = strata(server.config_path(), &["quarantine", "retry", "--version", "retry", "--json"]).await;
     assert_eq!(retry.status.code(), Some(11), "{}", String::from_utf8_lossy(&retry.stderr));
@@ -146,6 +152,7 @@ async fn failing_tenants_are_quarantined_skipped_retried_and_released() {
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(tenants_of(&listed), ["t07"]);
     assert_eq!(listed[0]["failures"], 2, "{listed}");
+    assert_eq!(listed[0]["requestId"], put_aside_by, "{listed}");
 
     // Retrying a tenant that is not quarantined is a usage error.
     let wrong = strata(server.config_path(), &["quarantine", "retry", "--version", "x", "t01"]).await;

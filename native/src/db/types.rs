@@ -149,7 +149,8 @@ pub(crate) struct QuarantineRow {
     pub(crate) cause: String,
     /// The engine's message.
     pub(crate) message: String,
-    /// The request that quarantined it (last).
+    /// The request that put it aside (kept when a failed retry counts one
+    /// more failure: a rollout's wave knows its own tenants by it).
     pub(crate) request_id: String,
     /// When, RFC 3339 UTC (last).
     pub(crate) quarantined: String,

@@ -524,7 +524,8 @@ pub(crate) struct QuarantinedTenantDto {
     pub(crate) message: String,
     /// How many versions failed in it.
     pub(crate) failures: i32,
-    /// The request that quarantined it last.
+    /// The request that put it aside (a failed retry counts one more
+    /// failure on it, and keeps it).
     pub(crate) request_id: String,
     /// When, RFC 3339.
     pub(crate) quarantined: String,

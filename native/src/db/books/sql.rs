@@ -466,8 +466,10 @@ fn quarantine_upsert(d: &Dialect) -> String {
         "failures = {} + 1, {}",
         d.stored_failures,
         match d.upsert {
-            Upsert::OnConflict => "request_id = excluded.request_id, quarantined = excluded.quarantined",
-            Upsert::OnDuplicateKey => "request_id = values(request_id), quarantined = values(quarantined)",
+            // The request that put it aside stays (a rollout's wave knows its
+            // own tenants by it, a failed retry between its runs or not).
+            Upsert::OnConflict => "quarantined = excluded.quarantined",
+            Upsert::OnDuplicateKey => "quarantined = values(quarantined)",
         }
     );
     placed(

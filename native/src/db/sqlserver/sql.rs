@@ -278,13 +278,14 @@ pub(crate) const INSTALLED: &str = "select count(*) from sys.tables t join sys.s
     where s.name = N'svc' and t.name = N'svc_migrations';";
 
 /// Quarantines a tenant, or counts one more failure of a quarantined one
-/// (the row's place, cause and request replaced): @P1 tenant, @P2 version,
+/// (the row's place and cause replaced; the request that put it aside
+/// kept): @P1 tenant, @P2 version,
 /// @P3 file, @P4 line, @P5 column, @P6 cause, @P7 message, @P8 request,
 /// @P9 when, @P10 the failures of a new row; -1 for an absent version,
 /// line or column (see [`APPEND_AUDIT`] on null parameters). Run outside
 /// any transaction, under the version's lock (no other writer of the table).
 pub(crate) const QUARANTINE: &str = "update svc.svc_quarantine set version_id = nullif(@P2, -1), [file] = @P3, \
-    line = nullif(@P4, -1), col = nullif(@P5, -1), cause = @P6, message = @P7, request_id = @P8, \
+    line = nullif(@P4, -1), col = nullif(@P5, -1), cause = @P6, message = @P7, \
     quarantined = @P9, failures = failures + 1 where tenant = @P1; \
     if @@rowcount = 0 insert into svc.svc_quarantine \
     (tenant, version_id, [file], line, col, cause, message, request_id, quarantined, failures) \
