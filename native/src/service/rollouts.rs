@@ -482,7 +482,7 @@ impl Service {
             let result = match self.renewing((id, wave), runner, claim_seconds, self.create(round)).await {
                 Ok(result) => result,
                 Err(AppError::Database(DbError::Lock(LockError::Timeout { .. }))) => return None,
-                Err(error) => return Some(Err(error.to_string())),
+                Err(error) => return Some(Err(run.failed(error.to_string()))),
             };
             // What the round absorbed counts against the wave's budget in
             // what follows: its backfills, then the next round.

@@ -257,6 +257,20 @@ impl<'r> WaveRun<'r> {
         Some(if self.round == 0 { self.held.clone() } else { String::new() })
     }
 
+    /// Why the wave fails, its round's version refused or stopped with
+    /// `why`: in a later round, also what the rounds before it did, which
+    /// stays (a refusal says nothing of the round ran, not of the wave).
+    pub fn failed(&self, why: String) -> String {
+        match self.round {
+            0 => why,
+            round => format!(
+                "round {} (after its backfills): {why}; its rounds before stay: {}",
+                round + 1,
+                self.details.join("; then ")
+            ),
+        }
+    }
+
     /// The round ended with `detail`; `waited`: it waited on backfills
     /// (another round is due for the files they held back).
     pub fn reported(&mut self, detail: String, waited: bool) {
@@ -445,6 +459,22 @@ mod tests {
         assert!(why.starts_with("an earlier run of this wave quarantined c2: more than its failure budget"), "{why}");
         let mut run = WaveRun::new(&r, 1, None, String::new(), FailureBudget::None);
         assert_eq!(run.next([("c1", "claim-2", "SHARD_UNREACHABLE")]), version("v (wave 2/2: rest)", None));
+    }
+
+    #[test]
+    fn a_later_rounds_failure_says_what_the_rounds_before_it_did() {
+        let r = rollout(&["10%"]);
+        let mut run = WaveRun::new(&r, 0, None, String::new(), FailureBudget::None);
+        assert_eq!(run.failed("refused".into()), "refused");
+        run.next(NONE);
+        run.made(true, true);
+        run.reported("version 7: 2 migration(s)".into(), true);
+        run.next(NONE);
+        assert_eq!(
+            run.failed("the source files changed (added: x.sql): nothing of it ran".into()),
+            "round 2 (after its backfills): the source files changed (added: x.sql): nothing of it ran; its rounds \
+             before stay: version 7: 2 migration(s)"
+        );
     }
 
     #[test]
