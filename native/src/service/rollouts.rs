@@ -231,16 +231,23 @@ impl Service {
             AtFleetGate::Refused(in_progress) => return Err(AppError::RolloutInProgress(in_progress)),
             AtFleetGate::Overrides(active) => active,
         };
-        for held in &active {
-            self.change(held.id, |rollout| {
+        let ids: Vec<i64> = active.iter().map(|a| a.id).collect();
+        self.record_override(request, &ids).await?;
+        tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
+            "a version over the fleet overrides rollouts in progress");
+        Ok(())
+    }
+
+    /// Records in each of rollouts `ids` that `request` ran past it (an
+    /// `overridden` event with who asked).
+    async fn record_override(&self, request: &CreateRequest, ids: &[i64]) -> Result<(), AppError> {
+        for id in ids {
+            self.change(*id, |rollout| {
                 rollout.overridden(now(), request.caller.by(), &request.version_name);
                 Ok(true)
             })
             .await?;
         }
-        let ids: Vec<i64> = active.iter().map(|a| a.id).collect();
-        tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
-            "a version over the fleet overrides rollouts in progress");
         Ok(())
     }
 
@@ -289,13 +296,7 @@ impl Service {
             return Err(AppError::RetryHeld(held));
         }
         let ids = held.rollouts();
-        for id in &ids {
-            self.change(*id, |rollout| {
-                rollout.overridden(now(), request.caller.by(), &request.version_name);
-                Ok(true)
-            })
-            .await?;
-        }
+        self.record_override(request, &ids).await?;
         tracing::warn!(request_id = %request.caller.request_id, version = %request.version_name, rollouts = ?ids,
             %held, "a retry overrides rollouts in progress");
         Ok(())
@@ -462,9 +463,8 @@ impl Service {
                 Step::Done(detail) => return Some(Ok(detail)),
                 Step::Failed(why) => return Some(Err(why)),
                 Step::Size => {
-                    match self.wave_size(&request.operation).await {
-                        Ok(size) => run.sized(size),
-                        Err(error) => return Some(Err(error.to_string())),
+                    if let Err(error) = self.size_wave(&mut run, &request.operation).await {
+                        return Some(Err(error.to_string()));
                     }
                     continue;
                 }
@@ -490,11 +490,10 @@ impl Service {
             let Some(held) = run.made(result.version.is_some(), !result.waiting.is_empty()) else {
                 continue;
             };
-            if run.needs_size() {
-                match self.wave_size(&request.operation).await {
-                    Ok(size) => run.sized(size),
-                    Err(error) => return Some(Err(error.to_string())),
-                }
+            if run.needs_size()
+                && let Err(error) = self.size_wave(&mut run, &request.operation).await
+            {
+                return Some(Err(error.to_string()));
             }
             match self.wave_round(id, (wave, run.left()), runner, claim_seconds, &result, &held).await? {
                 Ok((detail, waited, failed)) => {
@@ -506,9 +505,9 @@ impl Service {
         }
     }
 
-    /// How many tenants the wave of `operation` selects now, quarantined
-    /// ones included: what its failure budget is of.
-    async fn wave_size(&self, operation: &Operation) -> Result<usize, AppError> {
+    /// Tells `run` how many tenants the wave of `operation` selects now,
+    /// quarantined ones included: what its failure budget is of.
+    async fn size_wave(&self, run: &mut WaveRun<'_>, operation: &Operation) -> Result<(), AppError> {
         let wave = operation.wave();
         let tenants = self.tenants().await?;
         let attributes = match *wave {
@@ -517,7 +516,8 @@ impl Service {
         };
         let selected = strata_core::migrate::wave::select(&tenants, &wave, &attributes)
             .map_err(|error| AppError::InvalidInput(error.to_string()))?;
-        Ok(selected.len())
+        run.sized(selected.len());
+        Ok(())
     }
 
     /// Runs `work` (a version of wave `wave` of rollout `id`) while
