@@ -786,9 +786,10 @@ async fn a_retry_waits_for_the_wave_of_its_tenant_unless_it_overrides_the_rollou
 }
 
 /// Two `startRollout` requests at the same instant both pass the check
-/// that no rollout is active (each reads before the other writes): the
-/// newer is cancelled and refused with the older named, so exactly one
-/// stays active. Five rounds, each pair sent together.
+/// that no rollout is active (each reads before the other writes): both
+/// ask for the same next id, one gets it and the other is refused with the
+/// winner named, so exactly one is stored and active. Five rounds, each
+/// pair sent together.
 #[tokio::test]
 async fn two_rollouts_started_at_the_same_instant_leave_exactly_one_active() {
     let server = Server::start("basic", "").await;
@@ -818,6 +819,8 @@ async fn two_rollouts_started_at_the_same_instant_leave_exactly_one_active() {
             .map(|r| r["id"].as_i64().unwrap())
             .collect();
         assert_eq!(active, started, "round {round}: {listed}");
+        let stored = listed["data"]["rollouts"].as_array().map_or(0, Vec::len);
+        assert_eq!(stored, round + 1, "round {round}: the refused start stored nothing: {listed}");
         let cancelled = strata(config, &["rollout", "cancel", &started[0].to_string()]).await;
         assert_eq!(cancelled.status.code(), Some(0), "{}", String::from_utf8_lossy(&cancelled.stderr));
     }

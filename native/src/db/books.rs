@@ -127,8 +127,10 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn quarantined(&self, conn: &mut C) -> Result<Vec<QuarantineRow>, DbError>;
     /// Releases tenants from quarantine, outside any transaction.
     async fn release_quarantined(&self, conn: &mut C, tenants: &[String]) -> Result<(), DbError>;
-    /// Stores a new rollout document, outside any transaction; its id.
-    async fn insert_rollout(&self, conn: &mut C, doc: &str, updated: &str) -> Result<i64, DbError>;
+    /// Stores a new rollout document as rollout `id`, outside any
+    /// transaction, unless the id is taken (false then: another start won
+    /// the id, read the rollouts again).
+    async fn insert_rollout(&self, conn: &mut C, id: i64, doc: &str, updated: &str) -> Result<bool, DbError>;
     /// Every rollout, oldest first (none before the table exists).
     async fn rollouts(&self, conn: &mut C) -> Result<Vec<RolloutRow>, DbError>;
     /// Replaces rollout `row.id`'s document with `doc` if its revision is

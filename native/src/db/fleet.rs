@@ -1090,8 +1090,8 @@ impl Database for Fleet {
         self.store(0).await?.rollouts().await
     }
 
-    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError> {
-        self.store(0).await?.insert_rollout(doc, updated).await
+    async fn insert_rollout(&self, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
+        self.store(0).await?.insert_rollout(id, doc, updated).await
     }
 
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {

@@ -501,10 +501,9 @@ impl Books<Connection> for SqlServerEngine {
         Ok(())
     }
 
-    async fn insert_rollout(&self, conn: &mut Connection, doc: &str, updated: &str) -> Result<i64, DbError> {
-        let rows = query(conn, sql::INSERT_ROLLOUT, &[&doc, &updated]).await?;
-        let id = rows.first().map(|row| int(row, 0)).transpose()?;
-        Ok(i64::from(id.ok_or_else(|| DbError::UnexpectedAnswer("no rollout id after the insert".into()))?))
+    async fn insert_rollout(&self, conn: &mut Connection, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
+        let id = i32::try_from(id).map_err(|_| DbError::UnexpectedAnswer(format!("rollout id {id} out of range")))?;
+        insert_unless_taken(conn, sql::INSERT_ROLLOUT, &[&id, &doc, &updated]).await
     }
 
     async fn rollouts(&self, conn: &mut Connection) -> Result<Vec<RolloutRow>, DbError> {

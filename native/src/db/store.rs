@@ -174,8 +174,9 @@ pub(crate) trait Database: Send + Sync {
     async fn release_quarantined(&self, tenants: &[String]) -> Result<Vec<String>, DbError>;
     /// Every stored rollout, oldest first.
     async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError>;
-    /// Stores a new rollout; returns its id.
-    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError>;
+    /// Stores a new rollout as rollout `id` unless the id is taken (false
+    /// then: another start took it; read the rollouts again).
+    async fn insert_rollout(&self, id: i64, doc: &str, updated: &str) -> Result<bool, DbError>;
     /// Replaces a rollout's document unless it changed since `row` was read
     /// (false then: read it again).
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError>;
@@ -494,12 +495,12 @@ impl<E: Engine> Database for Store<E> {
         self.engine.books().rollouts(&mut conn).await
     }
 
-    async fn insert_rollout(&self, doc: &str, updated: &str) -> Result<i64, DbError> {
+    async fn insert_rollout(&self, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
         if self.access == Access::ReadOnly {
             return Err(DbError::OpenedReadOnly);
         }
         let mut conn = self.engine.connect().await?;
-        self.engine.books().insert_rollout(&mut conn, doc, updated).await
+        self.engine.books().insert_rollout(&mut conn, id, doc, updated).await
     }
 
     async fn update_rollout(&self, row: &RolloutRow, doc: &str, updated: &str) -> Result<bool, DbError> {

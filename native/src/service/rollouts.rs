@@ -160,25 +160,29 @@ impl Service {
             }
         }
         .with_files(self.files_now().await?);
-        let id = self.database.insert_rollout(&rollout.to_json(), &super::rfc3339(Utc::now())).await?;
-        // Two starts at the same instant (on this replica or another) both
-        // passed the check above, as each read before the other wrote:
-        // read again, now that this one is written. The older stands; this
-        // one, newer, is cancelled and refused — whichever order the two
-        // reads came in, one sees the other and exactly one stays active.
-        let rollouts = self.rollouts().await?;
-        let older = rollout::active(rollouts.iter().filter(|(other, _)| *other < id).map(|(id, r)| (*id, r)));
-        if let Err(refused) = rollout::check_none_active(&older) {
-            self.change(id, |ours| {
-                ours.cancel(now(), by)?;
-                Ok(true)
-            })
-            .await?;
-            tracing::warn!(rollout = id, version = %version_name, "a rollout started beside an older one was cancelled");
-            return Err(refused.into());
-        }
+        let id = self.insert_alone(&rollout).await?;
         tracing::info!(rollout = id, version = %version_name, "rollout started");
         Ok((id, rollout))
+    }
+
+    /// Stores a new rollout while no other is active. Two starts at the
+    /// same instant (on this replica or another) each read the rollouts
+    /// before the other wrote; each then asks for the id after the newest
+    /// it read, so both ask for the same id and the database gives it to
+    /// one. The other reads again, finds the winner active and is refused
+    /// with it named. (A serial id would not do: its order is the order
+    /// the ids were drawn, not the order the rows were committed.)
+    async fn insert_alone(&self, rollout: &Rollout) -> Result<i64, AppError> {
+        let doc = rollout.to_json();
+        for _ in 0..ATTEMPTS {
+            let rollouts = self.rollouts().await?;
+            rollout::check_none_active(&rollout::active(rollouts.iter().map(|(id, r)| (*id, r))))?;
+            let id = rollouts.last().map_or(1, |(newest, _)| newest + 1);
+            if self.database.insert_rollout(id, &doc, &super::rfc3339(Utc::now())).await? {
+                return Ok(id);
+            }
+        }
+        Err(AppError::Internal(format!("rollouts kept being started under {ATTEMPTS} attempts")))
     }
 
     /// Every rollout, oldest first.
@@ -400,45 +404,9 @@ impl Service {
         runner: &str,
         claim_seconds: i64,
     ) -> Option<Result<String, String>> {
-        // The wave's own budget, else the rollout's, else the configuration's.
-        let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
-        let failure_budget = budget.and_then(|budget| budget.parse().ok());
-        let mut select = rollout.waves[wave].select.wave();
-        // A wave to a desired schema: its tenants whose plan still is the
-        // approved one run it; the others are named, and run nothing.
-        let (mut desired_plan, mut held) = (None, String::new());
-        if let (Some(target), rollout::Select::Tenants(tenants)) = (&rollout.desired, &rollout.waves[wave].select) {
-            let now_planned = match self.desired_wave(target, wave, tenants).await {
-                Ok(planned) => planned,
-                Err(error) => return Some(Err(error.to_string())),
-            };
-            held = now_planned.detail();
-            let Some(group) = now_planned.run else {
-                return Some(Ok(format!("nothing to apply; {held}")));
-            };
-            select = Wave::Named(group.tenants.clone());
-            desired_plan = Some(strata_core::migrate::desired::plan_source(&group, None));
-        }
-        let operation = Operation::Version {
-            action: Action::Apply,
-            wave: select,
-            sync_to: None,
-            failure_budget,
-            reviewed: Some(rollout.files.clone()),
-        };
-        let request = CreateRequest {
-            rollout_gate: FleetGate::Wave,
-            trace_links: rollout.wave_links(wave).into_iter().map(str::to_string).collect(),
-            desired_plan,
-            ..CreateRequest::new(
-                rollout.wave_version_name(wave),
-                operation,
-                Caller {
-                    request_id: runner.to_string(),
-                    actor: format!("service:{runner}"),
-                    principal: format!("service:{runner}"),
-                },
-            )
+        let (request, held, failure_budget) = match self.wave_request(rollout, wave, runner).await {
+            Ok(request) => request,
+            Err(outcome) => return Some(outcome),
         };
         // Round by round (core's `rollout::wave_run`): again once the
         // wave's backfills are done, for the files that waited on them.
@@ -503,6 +471,56 @@ impl Service {
                 Err(why) => return Some(Err(why)),
             }
         }
+    }
+
+    /// The request that runs wave `wave` of `rollout` as a version, what
+    /// of a desired wave's tenants it holds back (said in its outcome),
+    /// and the wave's failure budget as given (its own, else the
+    /// rollout's). `Err(outcome)`: the wave ends before it runs anything.
+    async fn wave_request(
+        &self,
+        rollout: &Rollout,
+        wave: usize,
+        runner: &str,
+    ) -> Result<(CreateRequest, String, Option<FailureBudget>), Result<String, String>> {
+        // The wave's own budget, else the rollout's, else the configuration's.
+        let budget = rollout.waves[wave].budget.as_ref().or(rollout.failure_budget.as_ref());
+        let failure_budget = budget.and_then(|budget| budget.parse().ok());
+        let mut select = rollout.waves[wave].select.wave();
+        // A wave to a desired schema: its tenants whose plan still is the
+        // approved one run it; the others are named, and run nothing.
+        let (mut desired_plan, mut held) = (None, String::new());
+        if let (Some(target), rollout::Select::Tenants(tenants)) = (&rollout.desired, &rollout.waves[wave].select) {
+            let now_planned = self.desired_wave(target, wave, tenants).await.map_err(|error| Err(error.to_string()))?;
+            held = now_planned.detail();
+            let Some(group) = now_planned.run else {
+                return Err(Ok(format!("nothing to apply; {held}")));
+            };
+            select = Wave::Named(group.tenants.clone());
+            desired_plan = Some(strata_core::migrate::desired::plan_source(&group, None));
+        }
+        let operation = Operation::Version {
+            action: Action::Apply,
+            wave: select,
+            sync_to: None,
+            failure_budget,
+            reviewed: Some(rollout.files.clone()),
+        };
+        let request = CreateRequest {
+            rollout_gate: FleetGate::Wave,
+            trace_links: rollout.wave_links(wave).into_iter().map(str::to_string).collect(),
+            desired_plan,
+            ..CreateRequest::new(
+                rollout.wave_version_name(wave),
+                operation,
+                Caller {
+                    request_id: runner.to_string(),
+                    actor: format!("service:{runner}"),
+                    principal: format!("service:{runner}"),
+                },
+            )
+        };
+        Ok((request, held, failure_budget))
     }
 
     /// Tells `run` how many tenants the wave of `operation` selects now,

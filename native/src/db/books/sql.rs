@@ -204,7 +204,7 @@ pub(crate) struct BooksSql {
     /// Inserts a version row (bound: name, created, request id, trace id);
     /// its id comes back as [`BooksSql::returns_id`] says.
     pub(crate) insert_version: String,
-    /// Inserts a rollout (bound: doc, updated).
+    /// Inserts a rollout unless its id is taken (bound: id, doc, updated).
     pub(crate) insert_rollout: String,
     /// Whether an insert returns its row's id (`returning id`); else the
     /// connection's last insert id is the row's.
@@ -419,7 +419,9 @@ impl BooksSql {
                 "insert into svc.svc_versions (name, created, request_id, trace_id) values (?, {}, ?, ?){returning}",
                 d.bound_time
             )),
-            insert_rollout: placed(format!("insert into svc.svc_rollouts (doc, updated) values (?, ?){returning}")),
+            insert_rollout: placed(
+                d.upsert.insert_unless_taken("svc.svc_rollouts (id, doc, updated) values (?, ?, ?)", "id"),
+            ),
             returns_id: d.returns_id,
             quote: d.quote,
             tenant_page: d.tenant_page,

@@ -544,9 +544,9 @@ where
         self.insert(conn.sqlx(), query, false).await
     }
 
-    async fn insert_rollout(&self, conn: &mut C, doc: &str, updated: &str) -> Result<i64, DbError> {
-        let query = self.query(&self.sql.insert_rollout).bind(doc.to_string()).bind(updated.to_string());
-        self.insert(conn.sqlx(), query, true).await
+    async fn insert_rollout(&self, conn: &mut C, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
+        let query = self.query(&self.sql.insert_rollout).bind(id).bind(doc.to_string()).bind(updated.to_string());
+        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
     }
 
     async fn store_fingerprints(

@@ -298,9 +298,14 @@ pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], l
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = @P1;";
 
-/// Stores a new rollout document (@P1) updated at @P2; returns its id.
-pub(crate) const INSERT_ROLLOUT: &str =
-    "insert into svc.svc_rollouts (doc, updated) output inserted.id values (@P1, @P2);";
+/// Stores a new rollout document (@P2) updated at @P3 as rollout @P1
+/// unless that id is taken (no row then; the key range held as in
+/// [`APPEND_AUDIT`]). The id column is an identity, so the insert names it
+/// under `identity_insert`, on for this statement only.
+pub(crate) const INSERT_ROLLOUT: &str = "set identity_insert svc.svc_rollouts on; \
+    insert into svc.svc_rollouts (id, doc, updated) select @P1, @P2, @P3 \
+    where not exists (select 1 from svc.svc_rollouts with (updlock, holdlock) where id = @P1); \
+    set identity_insert svc.svc_rollouts off;";
 
 /// Every rollout, oldest first.
 pub(crate) const SELECT_ROLLOUTS: &str = "select id, doc, revision from svc.svc_rollouts order by id;";
