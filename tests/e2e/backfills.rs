@@ -225,8 +225,16 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
     assert_eq!(waiting.as_array().map(Vec::len), Some(40), "every tenant waits on its backfill: {started}");
 
     let mut seed = clock_seed();
-    let (mut cut_short, mut done) = (0, 0);
-    for round in 0..3 {
+    let (mut cut_short, mut done, mut rounds) = (0, 0, 0);
+    // Three kills at least; more (up to eight) until one has landed in the
+    // middle of a tenant's backfill: under a loaded machine a tenant's
+    // batches are a small part of its time (its claim, its record), and
+    // three kills all landed between tenants once.
+    for round in 0..8 {
+        if round >= 3 && (cut_short > 0 || done == 40 * ROWS) {
+            break;
+        }
+        rounds += 1;
         // 200,000 rows at 25,000 a second: each kill lands in the middle.
         let delay = crash_a_backfill(&mut server, &mut seed, done).await;
         // The restarted service takes up the backfills no runner holds at
@@ -248,7 +256,7 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
         done = books.iter().map(|(_, _, done)| done).sum();
         server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
     }
-    assert!(cut_short > 0, "no kill landed in the middle of a tenant's backfill");
+    assert!(cut_short > 0, "none of {rounds} kills landed in the middle of a tenant's backfill");
     // The restarted service takes the dead runner's backfills over.
     let books = settled(&server).await;
     assert!(books.iter().all(|row| row["state"] == "DONE"), "{books:?}");
