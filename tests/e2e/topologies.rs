@@ -588,6 +588,27 @@ async fn on_a_galera_cluster_applies_through_different_nodes_never_overlap() {
             sqlx::query_scalar("select holder from svc.svc_lock where id = 1").fetch_one(&mut admin).await.unwrap();
         assert_eq!(holder, "", "round {round}: a lease was left behind");
     }
+    // Rollouts started at once through the three nodes: each node finds the
+    // next id free, the cluster certifies one insert and the others read
+    // again and are refused: exactly one is stored and active each round.
+    for round in 0..4 {
+        let outputs = futures::future::join_all(configs.iter().enumerate().map(|(i, config)| async move {
+            let version = format!("race-{round}-{i}");
+            strata(config, &["rollout", "start", "--version", &version, "--wave", "t0:approve", "--wave", "rest"]).await
+        }))
+        .await;
+        let started: Vec<&std::process::Output> = outputs.iter().filter(|o| code(o) == 0).collect();
+        assert_eq!(started.len(), 1, "round {round}: exactly one starts: {outputs:?}");
+        for refused in outputs.iter().filter(|o| code(o) != 0) {
+            assert!(text(refused).contains("a second rollout would run its files"), "round {round}: {}", text(refused));
+        }
+        let docs: Vec<String> =
+            sqlx::query_scalar("select doc from svc.svc_rollouts order by id").fetch_all(&mut admin).await.unwrap();
+        assert_eq!(docs.len(), round + 1, "round {round}: the refused starts stored nothing: {docs:?}");
+        let id = docs.len().to_string();
+        let cancelled = strata(&configs[round % 3], &["rollout", "cancel", &id]).await;
+        assert_eq!(code(&cancelled), 0, "round {round}: {}", text(&cancelled));
+    }
 }
 
 /// A fresh database `strata_<name>_<port>` on the server with default

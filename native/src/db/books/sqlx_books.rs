@@ -546,7 +546,13 @@ where
 
     async fn insert_rollout(&self, conn: &mut C, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
         let query = self.query(&self.sql.insert_rollout).bind(id).bind(doc.to_string()).bind(updated.to_string());
-        Ok(self.change(conn.sqlx(), query).await?.count() == 1)
+        // Two nodes of a Galera cluster each find the id free; the one
+        // whose commit loses the certification is told so as a deadlock.
+        match self.change(conn.sqlx(), query).await.map_err(DbError::from) {
+            Ok(done) => Ok(done.count() == 1),
+            Err(error) if error.is_conflict() => Ok(false),
+            Err(error) => Err(error),
+        }
     }
 
     async fn store_fingerprints(
