@@ -14,15 +14,18 @@ if [ -z "${STRATA_BIN:-}" ]; then
     cargo build -p strata-server --locked --quiet
     export STRATA_BIN="$CARGO_TARGET_DIR/debug/strata"
 fi
-(cd tests/console && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
-node tests/console/test.mjs
+# Each part's wall time after it (the lane took 11 minutes of a fresh CI run
+# for 42 processor seconds: where they go).
+timed() { local started=$SECONDS; "$@"; echo "($((SECONDS - started)) s: $*)"; }
+timed env -C tests/console npm ci --prefer-offline --no-audit --no-fund --loglevel=error
+timed node tests/console/test.mjs
 # The matrix and the rollout view at 10,000 tenants, on the default-settings
 # PostgreSQL of tests/servers.sh (its env is sourced by tests/all.sh).
-node tests/console/scale.mjs
+timed node tests/console/scale.mjs
 # The fleet page at 100,000 tenants, read a page at a time (the fixture
 # records one tenant's version for the others: seconds, not a version's
 # minutes).
-node tests/console/paged.mjs
+timed node tests/console/paged.mjs
 # The desired-state page and a rollout started from it, on the same
 # PostgreSQL (desired state plans on PostgreSQL and MariaDB, not SQLite).
-node tests/console/desired.mjs
+timed node tests/console/desired.mjs

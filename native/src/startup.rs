@@ -73,8 +73,17 @@ pub(crate) fn start(
         Process::Server => tokio::runtime::Builder::new_multi_thread(),
         Process::OneShot => tokio::runtime::Builder::new_current_thread(),
     };
+    // A worker's stack as large as a main thread's (a command's runtime
+    // runs on its main thread, 8 MiB): a version's futures on SQL Server
+    // (tiberius' beside the executor's) overflowed tokio's default 2 MiB
+    // in a build without optimizations, which lays each state out whole.
+    // Only the pages a thread touches are memory.
+    builder.thread_stack_size(WORKER_STACK_BYTES);
     builder.enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))
 }
+
+/// The stack of each runtime thread: a Linux main thread's default.
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// Set once the server's stdout has no reader any more.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
