@@ -217,7 +217,26 @@ function refusals() {
  * the answer). With `expectContinue`, the body waits for `100 Continue`.
  */
 function send(url, request) {
-  return retriedAfterDevRestart(() => sendOnce(url, request));
+  return retriedAfterDevRestart(() => resentAfterReset(() => sendOnce(url, request)));
+}
+
+/**
+ * A refusal sent again (twice at most) when the host reset the connection
+ * under its answer: wasmtime serve, answering a 25 MiB body's 413 early,
+ * once closed the connection mid-answer under a loaded CI run (`aborted`,
+ * ECONNRESET). A refused request is never forwarded, so sending it again
+ * changes nothing the test asserts; the retry is logged.
+ */
+async function resentAfterReset(call) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call();
+    } catch (error) {
+      const reset = error?.code === "ECONNRESET" || error?.message === "aborted";
+      if (!reset || attempt > 2) throw error;
+      console.log(`   the connection was reset under the answer (attempt ${attempt}: ${error.message}); sent again`);
+    }
+  }
 }
 
 function sendOnce(url, { headers, body, chunked, expectContinue, method = "POST" }) {
