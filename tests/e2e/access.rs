@@ -1131,7 +1131,8 @@ async fn plan_status_and_repair_print_the_same_json_through_the_server_as_in_pro
 }
 
 /// Books written by a release before `svc_audit.signature`,
-/// `svc_audit.trace_id`, `svc_tokens.owner` and `svc_versions.trace_id`: their rows are kept, read-only commands read them
+/// `svc_audit.trace_id`, `svc_tokens.owner`, `svc_versions.trace_id` and
+/// `svc_backfills.started_version`: their rows are kept, read-only commands read them
 /// as they are, the first read-write command adds the columns, and the old
 /// rows verify as unsigned, never as signed.
 #[tokio::test]
@@ -1148,11 +1149,13 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     let drop = match crate::support::backend() {
         crate::support::Backend::Sqlite => {
             "alter table svc_audit drop column signature; alter table svc_audit drop column trace_id; \
-             alter table svc_tokens drop column owner; alter table svc_versions drop column trace_id"
+             alter table svc_tokens drop column owner; alter table svc_versions drop column trace_id; \
+             alter table svc_backfills drop column started_version"
         }
         _ => {
             "alter table svc.svc_audit drop column signature; alter table svc.svc_audit drop column trace_id; \
-             alter table svc.svc_tokens drop column owner; alter table svc.svc_versions drop column trace_id"
+             alter table svc.svc_tokens drop column owner; alter table svc.svc_versions drop column trace_id; \
+             alter table svc.svc_backfills drop column started_version"
         }
     };
     ws.execute("svc", drop).await;
@@ -1182,6 +1185,8 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
     assert_eq!(owners, vec![vec![json!("ci"), Value::Null]]);
     let traces = ws.rows("svc", "select name, trace_id from svc_versions order by id").await;
     assert_eq!(traces, [[json!("v1"), Value::Null], [json!("v2"), Value::Null]]);
+    let started = ws.rows("svc", "select count(started_version) from svc_backfills").await;
+    assert_eq!(started, [[json!(0)]]);
 }
 
 #[tokio::test]

@@ -536,6 +536,57 @@ async fn a_backfill_failure_past_the_versions_budget_pauses_its_other_backfills(
     }
 }
 
+/// A retry starts a failed backfill again in a version of its own, and the
+/// backfill stays counted with the version that started it: under
+/// `failureBudget: 50%` over four tenants, two failures are absorbed though
+/// a third tenant's was retried between them. (Counted over the three the
+/// version kept, the second failure was past 50 % and paused the last
+/// tenant's backfill.)
+#[tokio::test]
+async fn a_retried_backfill_stays_counted_in_the_budget_of_the_version_that_started_it() {
+    let mut server = Server::start("fleet", "failureBudget: 50%\nbackfill:\n  concurrency: 1\n").await;
+    with_items(&server, 4, &checked_items_sql(100)).await;
+    let touch_first_row = |tenant: &str| format!("update {} set touched = 1 where id = 1", table_of(tenant, "items"));
+    server.ws.execute("t00", &touch_first_row("t00")).await;
+    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+
+    // Started with no service running; all but t00's paused before any
+    // runner can take them.
+    server.kill_hard().await;
+    let config = server.config_path().to_path_buf();
+    let applied = strata(&config, &["apply", "--version", "touch", "--no-wait"]).await;
+    assert_eq!(code(&applied), 0, "{}", stderr(&applied));
+    let paused = strata(&config, &["backfill", "pause", "t01", "t02", "t03", "--json"]).await;
+    assert_eq!(json_of(&paused).as_array().map(Vec::len), Some(3), "{}", stdout(&paused));
+    server.restart().await;
+    let books = settled(&server).await;
+    assert_eq!(books.iter().find(|row| row["tenant"] == "t00").unwrap()["state"], "FAILED", "{books:?}");
+
+    // t00 fixed by hand and retried: its backfill runs in the retry's version.
+    server.ws.execute("t00", &format!("update {} set touched = 0 where id = 1", table_of("t00", "items"))).await;
+    retry_waits_for(&server, "t00").await;
+    settled(&server).await;
+    assert_eq!(touched(&server, "t00").await, (100, 100, 0));
+
+    // t01 and t02 break, and the three resume, one backfill at a time.
+    for tenant in ["t01", "t02"] {
+        server.ws.execute(tenant, &touch_first_row(tenant)).await;
+    }
+    let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
+    assert_eq!(resumed["resumeBackfills"].as_array().map(Vec::len), Some(3), "{resumed}");
+    let books = settled(&server).await;
+    let states: Vec<(&str, &str, i64)> = books
+        .iter()
+        .map(|row| (row["tenant"].as_str().unwrap(), row["state"].as_str().unwrap(), row["rowsDone"].as_i64().unwrap()))
+        .collect();
+    let expected = [("t00", "DONE", 100), ("t01", "FAILED", 0), ("t02", "FAILED", 0), ("t03", "DONE", 100)];
+    assert_eq!(states, expected, "{}", server.log());
+    assert_eq!(touched(&server, "t03").await, (100, 100, 0));
+    assert!(!server.log().contains("other running backfill(s) are paused"), "{}", server.log());
+    let quarantine = server.data("query { quarantine { tenant } }", json!({})).await;
+    assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t01" }, { "tenant": "t02" }]));
+}
+
 /// `backfillFiles` sums each file up over the fleet: the same counts and
 /// rows as the whole list, and its first tenants by state then name (the
 /// failed one before the done ones), however many are asked for; a count

@@ -164,12 +164,13 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     async fn backfill_job(&self, conn: &mut C, schema: &str, file: &str) -> Result<Option<BackfillJob>, DbError>;
     /// Every running backfill, as a runner takes it.
     async fn running_backfills(&self, conn: &mut C) -> Result<Vec<BackfillJob>, DbError>;
-    /// Version `version_id`'s running backfills of `file`: their rows, not
-    /// their texts (what a pause moves).
+    /// The running backfills of `file` version `started_version` started
+    /// (a retry's among them): their rows, not their texts (what a pause
+    /// moves).
     async fn running_backfills_of(
         &self,
         conn: &mut C,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<BackfillRow>, DbError>;
     /// Starts `migration`'s backfill in `schema` for version `version_id`
@@ -187,21 +188,23 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// a later version runs it again from its first key.
     async fn forget_backfill(&self, conn: &mut C, schema: &str, file: &str) -> Result<(), DbError>;
     /// Starts a failed backfill again (its checkpoint kept) in version
-    /// `version_id` under its `budget`, in the caller's open transaction.
+    /// `version_id`, in the caller's open transaction. It stays counted
+    /// with the version that started it, under that version's budget: a
+    /// retry does not shrink the fleet a budget's share is taken of.
     async fn restart_backfill(
         &self,
         conn: &mut C,
         schema: &str,
         file: &str,
-        (version_id, budget): (i64, FailureBudget),
+        version_id: i64,
         updated: &str,
     ) -> Result<(), DbError>;
-    /// How many of version `version_id`'s backfills of `file` are in each
-    /// state.
+    /// How many of the backfills of `file` version `started_version`
+    /// started (a retry's among them) are in each state.
     async fn backfill_tally(
         &self,
         conn: &mut C,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<(BackfillState, usize)>, DbError>;
     /// Each runner's count of running backfills it holds with a heartbeat

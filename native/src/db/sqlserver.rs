@@ -651,10 +651,10 @@ impl Books<Connection> for SqlServerEngine {
     async fn running_backfills_of(
         &self,
         conn: &mut Connection,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<BackfillRow>, DbError> {
-        backfills::running_of(conn, version_id, file).await
+        backfills::running_of(conn, started_version, file).await
     }
 
     async fn register_backfill(
@@ -678,19 +678,19 @@ impl Books<Connection> for SqlServerEngine {
         conn: &mut Connection,
         schema: &str,
         file: &str,
-        started: (i64, FailureBudget),
+        version_id: i64,
         updated: &str,
     ) -> Result<(), DbError> {
-        backfills::restart(conn, schema, file, started, updated).await
+        backfills::restart(conn, schema, file, version_id, updated).await
     }
 
     async fn backfill_tally(
         &self,
         conn: &mut Connection,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<(BackfillState, usize)>, DbError> {
-        backfills::tally(conn, version_id, file).await
+        backfills::tally(conn, started_version, file).await
     }
 
     async fn backfill_runners(&self, conn: &mut Connection, fresh_after: i64) -> Result<Vec<(String, usize)>, DbError> {

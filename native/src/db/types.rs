@@ -288,8 +288,12 @@ pub(crate) struct BackfillClaim<'a> {
 pub(crate) struct BackfillJob {
     /// Its progress.
     pub(crate) row: BackfillRow,
-    /// The version that started it.
+    /// The version it runs in (its file is recorded in it): the one that
+    /// started it, or the retry that started it again.
     pub(crate) version_id: i64,
+    /// The version that first started it: its budget's failures are
+    /// counted over the backfills of its file that version started.
+    pub(crate) started_version: i64,
     /// That version's `failureBudget` (none kept by books written before
     /// it was: never judged).
     pub(crate) failure_budget: Option<FailureBudget>,
@@ -376,6 +380,8 @@ pub(crate) struct BackfillJobColumns {
     pub(crate) forward: String,
     /// `failure_budget` as written (`5`, `10%`), if any.
     pub(crate) failure_budget: Option<String>,
+    /// `started_version` (its `version_id` in books written before it).
+    pub(crate) started_version: i64,
 }
 
 impl BackfillJob {
@@ -391,12 +397,14 @@ impl BackfillJob {
             checksum,
             forward,
             failure_budget,
+            started_version,
         } = columns;
         let migration_type =
             MigrationType::from_code(code).ok_or(DbError::UnknownMigrationType { id: version_id, code })?;
         Ok(BackfillJob {
             row,
             version_id,
+            started_version,
             failure_budget: failure_budget.and_then(|budget| budget.parse().ok()),
             migration: SourceMigration {
                 file: format!("{source_dir}/{name}"),

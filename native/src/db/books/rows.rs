@@ -177,6 +177,7 @@ where
             checksum: get(row, 16)?,
             forward: get(row, 17)?,
             failure_budget: get(row, 18)?,
+            started_version: get::<R, I>(row, 19)?.into(),
         };
         BackfillJob::from_columns(Self::backfill(row)?, columns)
     }

@@ -293,22 +293,24 @@ pub(crate) struct BackfillSql {
     pub(crate) select: String,
     /// One backfill as a runner takes it (those columns, then `version_id,
     /// name, source_dir, migration_type, contents, checksum, forward,
-    /// failure_budget`; bound: schema, file).
+    /// failure_budget`, its started version; bound: schema, file).
     pub(crate) select_job: String,
     /// Every running backfill as a runner takes it.
     pub(crate) select_running: String,
-    /// A version's running backfills of a file, their rows (bound:
-    /// version id, file).
+    /// The running backfills of a file a version started, their rows
+    /// (bound: started version id, file).
     pub(crate) select_running_of: String,
     /// Starts a backfill (bound: schema, file, updated, version id, name,
     /// source dir, migration type, contents, checksum, forward, failure
     /// budget).
     pub(crate) register: String,
-    /// Starts a failed backfill again in a version (bound: version id,
-    /// failure budget, updated, schema, file).
+    /// Starts a failed backfill again in a version, keeping the version
+    /// that started it and that version's failure budget (bound: version
+    /// id, updated, schema, file).
     pub(crate) restart: String,
-    /// How many of a version's backfills of a file are in each state
-    /// (`state, count`; bound: version id, file).
+    /// How many of the backfills of a file a version started are in each
+    /// state, a retry's among them (`state, count`; bound: started version
+    /// id, file).
     pub(crate) tally: String,
     /// Each holder's count of running backfills it claimed with a heartbeat
     /// at or after the bound (`holder, count`; bound: fresh after).
@@ -540,7 +542,8 @@ impl BackfillSql {
                  last_error, updated, running_ms{more} from svc.svc_backfills {tail}"
             ))
         };
-        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget";
+        let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget, \
+                   coalesce(started_version, version_id)";
         BackfillSql {
             installed: d.table_count.replace("{table}", "svc_backfills"),
             select: backfills("", "order by db_schema, file"),
@@ -548,7 +551,7 @@ impl BackfillSql {
             select_running: backfills(job, "where state = 'running' order by db_schema, file"),
             select_running_of: backfills(
                 "",
-                "where state = 'running' and version_id = ? and file = ? order by db_schema",
+                "where state = 'running' and coalesce(started_version, version_id) = ? and file = ? order by db_schema",
             ),
             register: placed(
                 "insert into svc.svc_backfills (db_schema, file, state, rows_done, batches, rows_estimated, updated, \
@@ -557,13 +560,16 @@ impl BackfillSql {
                     .into(),
             ),
             restart: placed(
-                "update svc.svc_backfills set state = 'running', version_id = ?, failure_budget = ?, \
-                 last_error = null, holder = null, updated = ? where db_schema = ? and file = ? \
+                "update svc.svc_backfills set started_version = coalesce(started_version, version_id), \
+                 state = 'running', version_id = ?, last_error = null, holder = null, updated = ? \
+                 where db_schema = ? and file = ? \
                  and state in ('failed', 'cancelled')"
                     .into(),
             ),
             tally: placed(
-                "select state, count(*) from svc.svc_backfills where version_id = ? and file = ? group by state".into(),
+                "select state, count(*) from svc.svc_backfills where coalesce(started_version, version_id) = ? \
+                 and file = ? group by state"
+                    .into(),
             ),
             runners: placed(
                 "select holder, count(*) from svc.svc_backfills where state = 'running' and holder is not null \

@@ -619,11 +619,11 @@ where
     async fn running_backfills_of(
         &self,
         conn: &mut C,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<BackfillRow>, DbError> {
-        let query =
-            self.query(&self.sql.backfills.select_running_of).bind(Self::int(version_id)?).bind(file.to_string());
+        let started = Self::int(started_version)?;
+        let query = self.query(&self.sql.backfills.select_running_of).bind(started).bind(file.to_string());
         let rows = self.rows(conn.sqlx(), query).await?;
         rows.iter().map(Rows::<DB::Row, I>::backfill).collect()
     }
@@ -668,13 +668,12 @@ where
         conn: &mut C,
         schema: &str,
         file: &str,
-        (version_id, budget): (i64, FailureBudget),
+        version_id: i64,
         updated: &str,
     ) -> Result<(), DbError> {
         let query = self
             .query(&self.sql.backfills.restart)
             .bind(Self::int(version_id)?)
-            .bind(budget.to_string())
             .bind(updated.to_string())
             .bind(schema.to_string())
             .bind(file.to_string());
@@ -685,10 +684,10 @@ where
     async fn backfill_tally(
         &self,
         conn: &mut C,
-        version_id: i64,
+        started_version: i64,
         file: &str,
     ) -> Result<Vec<(BackfillState, usize)>, DbError> {
-        let query = self.query(&self.sql.backfills.tally).bind(Self::int(version_id)?).bind(file.to_string());
+        let query = self.query(&self.sql.backfills.tally).bind(Self::int(started_version)?).bind(file.to_string());
         let rows = self.rows(conn.sqlx(), query).await?;
         rows.iter()
             .map(|row| {

@@ -149,10 +149,12 @@ impl<E: Engine> Run<'_, E> {
         let started = async {
             let version_id = self.version_id(conn, progress).await?;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-            let started = (version_id, self.request.failure_budget);
             match again {
-                false => books.register_backfill(conn, schema, migration, started, &now).await?,
-                true => books.restart_backfill(conn, schema, &migration.file, started, &now).await?,
+                false => {
+                    let started = (version_id, self.request.failure_budget);
+                    books.register_backfill(conn, schema, migration, started, &now).await?
+                }
+                true => books.restart_backfill(conn, schema, &migration.file, version_id, &now).await?,
             }
             Ok::<_, DbError>(version_id)
         }

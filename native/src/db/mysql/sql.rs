@@ -107,6 +107,7 @@ create table if not exists svc.svc_backfills (
     heartbeat bigint,
     running_ms bigint not null default 0,
     failure_budget varchar(8),
+    started_version int,
     primary key (db_schema, file)
 ) engine = InnoDB default charset = utf8mb4;
 create table if not exists svc.svc_quarantine (
@@ -425,12 +426,13 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// column as `table.column`, and the statement that adds it to books
 /// written before (MySQL has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str); 5] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str); 6] = [
     ("svc_audit.signature", "alter table svc.svc_audit add column signature varchar(200)"),
     ("svc_tokens.owner", "alter table svc.svc_tokens add column owner varchar(128)"),
     ("svc_versions.trace_id", "alter table svc.svc_versions add column trace_id varchar(32)"),
     ("svc_audit.trace_id", "alter table svc.svc_audit add column trace_id varchar(32)"),
     ("svc_backfills.failure_budget", "alter table svc.svc_backfills add column failure_budget varchar(8)"),
+    ("svc_backfills.started_version", "alter table svc.svc_backfills add column started_version int"),
 ];
 
 /// Every column of the service's tables (`table.column`, one a row): the

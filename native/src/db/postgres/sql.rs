@@ -165,6 +165,7 @@ create table if not exists svc.svc_backfills (
     heartbeat bigint,
     running_ms bigint not null default 0,
     failure_budget text,
+    started_version integer,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (
@@ -216,6 +217,7 @@ alter table svc.svc_tokens add column if not exists owner text;
 alter table svc.svc_versions add column if not exists trace_id text;
 alter table svc.svc_audit add column if not exists trace_id text;
 alter table svc.svc_backfills add column if not exists failure_budget text;
+alter table svc.svc_backfills add column if not exists started_version integer;
 create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
@@ -624,11 +626,11 @@ mod tests {
         let tables = creates.matches("create table if not exists svc.").count();
         let indexes = creates.matches("create index if not exists ").count();
         let columns = creates.matches(" add column if not exists ").count();
-        assert_eq!((tables, indexes, columns), (11, 2, 5));
+        assert_eq!((tables, indexes, columns), (11, 2, 6));
         assert!(check.contains(&format!(") = {} and", tables + indexes)), "{check}");
         assert!(check.ends_with(&format!(") = {columns}")), "{check}");
         let names = ["'svc_lock'", "'svc_tenants'", "'svc_migrations_filename'", "'svc_versions.trace_id'"];
-        for name in names.into_iter().chain(["'svc_backfills.failure_budget'"]) {
+        for name in names.into_iter().chain(["'svc_backfills.failure_budget'", "'svc_backfills.started_version'"]) {
             assert!(check.contains(name), "{name}: {check}");
         }
     }

@@ -69,6 +69,7 @@ create table if not exists svc.svc_backfills (
     heartbeat integer,
     running_ms integer not null default 0,
     failure_budget text,
+    started_version integer,
     primary key (db_schema, file)
 );
 create table if not exists svc.svc_quarantine (
@@ -453,12 +454,13 @@ pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DI
 /// Columns added to the service's tables after their first release: the
 /// table, the column, and the statement that adds it to books written
 /// before (SQLite has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
+pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
     ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
     ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
     ("svc_versions", "trace_id", "alter table svc.svc_versions add column trace_id text"),
     ("svc_audit", "trace_id", "alter table svc.svc_audit add column trace_id text"),
     ("svc_backfills", "failure_budget", "alter table svc.svc_backfills add column failure_budget text"),
+    ("svc_backfills", "started_version", "alter table svc.svc_backfills add column started_version integer"),
 ];
 
 /// Whether a table of `svc` has a column (bound: table, column).

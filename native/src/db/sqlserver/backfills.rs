@@ -46,13 +46,14 @@ pub(super) async fn running(conn: &mut Connection) -> Result<Vec<BackfillJob>, D
     query(conn, &sql::select_backfill_jobs(true), &[]).await?.iter().map(job_of).collect()
 }
 
-/// Version `version_id`'s running backfills of `file`, their rows.
+/// The running backfills of `file` version `started_version` started,
+/// their rows.
 pub(super) async fn running_of(
     conn: &mut Connection,
-    version_id: i64,
+    started_version: i64,
     file: &str,
 ) -> Result<Vec<BackfillRow>, DbError> {
-    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    let id = id32(started_version).ok_or(DbError::IdOutOfRange(started_version))?;
     query(conn, &sql::select_running_backfills_of(), &[&id, &file]).await?.iter().map(row).collect()
 }
 
@@ -84,27 +85,27 @@ pub(super) async fn register(
     execute(conn, sql::REGISTER_BACKFILL, &params).await.map(drop)
 }
 
-/// Starts a failed or cancelled backfill again in version `version_id`
-/// under its `budget`.
+/// Starts a failed or cancelled backfill again in version `version_id`,
+/// counted with the version that started it.
 pub(super) async fn restart(
     conn: &mut Connection,
     schema: &str,
     file: &str,
-    (version_id, budget): (i64, FailureBudget),
+    version_id: i64,
     updated: &str,
 ) -> Result<(), DbError> {
     let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
-    let budget = budget.to_string();
-    execute(conn, sql::RESTART_BACKFILL, &[&id, &budget, &updated, &schema, &file]).await.map(drop)
+    execute(conn, sql::RESTART_BACKFILL, &[&id, &updated, &schema, &file]).await.map(drop)
 }
 
-/// How many of version `version_id`'s backfills of `file` are in each state.
+/// How many of the backfills of `file` version `started_version` started
+/// are in each state.
 pub(super) async fn tally(
     conn: &mut Connection,
-    version_id: i64,
+    started_version: i64,
     file: &str,
 ) -> Result<Vec<(BackfillState, usize)>, DbError> {
-    let id = id32(version_id).ok_or(DbError::IdOutOfRange(version_id))?;
+    let id = id32(started_version).ok_or(DbError::IdOutOfRange(started_version))?;
     let rows = query(conn, sql::TALLY_BACKFILLS, &[&id, &file]).await?;
     rows.iter().map(|row| Ok((BackfillState::parse(&text(row, 0)?), int(row, 1)?.max(0) as usize))).collect()
 }
@@ -199,7 +200,8 @@ fn row(row: &Row) -> Result<BackfillRow, DbError> {
 }
 
 /// [`row`]'s columns, then `version_id, name, source_dir,
-/// migration_type, contents, checksum, forward, failure_budget`.
+/// migration_type, contents, checksum, forward, failure_budget`, the
+/// started version.
 fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
     let columns = BackfillJobColumns {
         version_id: i64::from(int(found, 11)?),
@@ -210,6 +212,7 @@ fn job_of(found: &Row) -> Result<BackfillJob, DbError> {
         checksum: text(found, 16)?,
         forward: text(found, 17)?,
         failure_budget: found.try_get::<&str, _>(18).map_err(db_error)?.map(str::to_string),
+        started_version: i64::from(int(found, 19)?),
     };
     BackfillJob::from_columns(row(found)?, columns)
 }

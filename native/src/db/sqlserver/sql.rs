@@ -159,6 +159,7 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
         heartbeat bigint null,
         running_ms bigint not null default 0,
         failure_budget nvarchar(8) null,
+        started_version int null,
         primary key (db_schema, [file])
     );",
 ];
@@ -166,12 +167,14 @@ pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
 /// The columns added to the service's tables after their first release,
 /// each added once to books written before (run after
 /// [`CREATE_SERVICE_TABLES`], in the same transaction).
-pub(crate) const ADDED_COLUMNS: [&str; 3] = [
+pub(crate) const ADDED_COLUMNS: [&str; 4] = [
     "if col_length(N'svc.svc_versions', N'trace_id') is null \
      alter table svc.svc_versions add trace_id nvarchar(32) null;",
     "if col_length(N'svc.svc_audit', N'trace_id') is null alter table svc.svc_audit add trace_id nvarchar(32) null;",
     "if col_length(N'svc.svc_backfills', N'failure_budget') is null \
      alter table svc.svc_backfills add failure_budget nvarchar(8) null;",
+    "if col_length(N'svc.svc_backfills', N'started_version') is null \
+     alter table svc.svc_backfills add started_version int null;",
 ];
 
 /// 1 when the books have every column of [`ADDED_COLUMNS`] (books of an
@@ -432,17 +435,19 @@ pub(crate) fn select_backfills() -> String {
     format!("select {BACKFILL_COLUMNS} from svc.svc_backfills order by db_schema, [file];")
 }
 
-/// Version @P1's running backfills of file @P2 ([`BACKFILL_COLUMNS`]).
+/// The running backfills of file @P2 version @P1 started
+/// ([`BACKFILL_COLUMNS`]).
 pub(crate) fn select_running_backfills_of() -> String {
     format!(
-        "select {BACKFILL_COLUMNS} from svc.svc_backfills where state = 'running' and version_id = @P1 \
+        "select {BACKFILL_COLUMNS} from svc.svc_backfills where state = 'running' \
+         and coalesce(started_version, version_id) = @P1 \
          and [file] = @P2 order by db_schema;"
     )
 }
 
 /// One backfill as a runner takes it ([`BACKFILL_COLUMNS`], then
 /// `version_id, name, source_dir, migration_type, contents, checksum,
-/// forward, failure_budget`): of schema @P1 and file @P2, or (`running`) every running one.
+/// forward, failure_budget`, its started version): of schema @P1 and file @P2, or (`running`) every running one.
 pub(crate) fn select_backfill_jobs(running: bool) -> String {
     let filter = match running {
         true => "where state = 'running' order by db_schema, [file]",
@@ -450,7 +455,7 @@ pub(crate) fn select_backfill_jobs(running: bool) -> String {
     };
     format!(
         "select {BACKFILL_COLUMNS}, version_id, name, source_dir, migration_type, contents, checksum, forward, \
-         failure_budget from svc.svc_backfills {filter};"
+         failure_budget, coalesce(started_version, version_id) from svc.svc_backfills {filter};"
     )
 }
 
@@ -461,10 +466,10 @@ pub(crate) const REGISTER_BACKFILL: &str = "insert into svc.svc_backfills (db_sc
     batches, rows_estimated, updated, version_id, name, source_dir, migration_type, contents, checksum, forward, \
     failure_budget) values (@P1, @P2, 'running', 0, 0, 0, @P3, @P4, @P5, @P6, @P7, @P8, @P9, @P10, @P11);";
 
-/// How many of version @P1's backfills of file @P2 are in each state
-/// (`state, count`).
-pub(crate) const TALLY_BACKFILLS: &str =
-    "select state, count(*) from svc.svc_backfills where version_id = @P1 and [file] = @P2 group by state;";
+/// How many of the backfills of file @P2 version @P1 started (a retry's
+/// among them) are in each state (`state, count`).
+pub(crate) const TALLY_BACKFILLS: &str = "select state, count(*) from svc.svc_backfills \
+    where coalesce(started_version, version_id) = @P1 and [file] = @P2 group by state;";
 
 /// Each holder's count of running backfills claimed with a heartbeat at or
 /// after @P1 (`holder, count`).
@@ -476,10 +481,12 @@ pub(crate) const BACKFILL_RUNNERS: &str = "select holder, count(*) from svc.svc_
 pub(crate) const FORGET_BACKFILL: &str = "if object_id(N'svc.svc_backfills', N'U') is not null \
     delete from svc.svc_backfills where db_schema = @P1 and [file] = @P2;";
 
-/// Starts a failed or cancelled backfill again in version @P1 under
-/// failure budget @P2 (updated @P3; schema @P4, file @P5).
-pub(crate) const RESTART_BACKFILL: &str = "update svc.svc_backfills set state = 'running', version_id = @P1, \
-    failure_budget = @P2, last_error = null, holder = null, updated = @P3 where db_schema = @P4 and [file] = @P5 \
+/// Starts a failed or cancelled backfill again in version @P1, keeping
+/// the version that started it and its failure budget (updated @P2;
+/// schema @P3, file @P4).
+pub(crate) const RESTART_BACKFILL: &str = "update svc.svc_backfills \
+    set started_version = coalesce(started_version, version_id), state = 'running', version_id = @P1, \
+    last_error = null, holder = null, updated = @P2 where db_schema = @P3 and [file] = @P4 \
     and state in ('failed', 'cancelled');";
 
 /// Claims a running backfill for holder @P1 at @P2 (schema @P3, file @P4)

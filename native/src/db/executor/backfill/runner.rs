@@ -673,7 +673,7 @@ impl<E: Engine> Backfiller<'_, E> {
         if self.quarantines {
             // At once; when the books cannot be written now, again before
             // the next pass claims anything ([`run_running`]).
-            let version = (job.version_id, job.row.file.clone(), job.failure_budget);
+            let version = (job.started_version, job.row.file.clone(), job.failure_budget);
             match self.stop_past_budget(version.0, &version.1, version.2).await {
                 Ok(Some(stopped)) => failure.message = format!("{}; {stopped}", failure.message),
                 Ok(None) => {}
@@ -687,7 +687,8 @@ impl<E: Engine> Backfiller<'_, E> {
         Ok(Ended::Failed(failure))
     }
 
-    /// When version `version_id`'s failed backfills of `file` are more than
+    /// When the failed backfills of `file` version `version_id` started (a
+    /// retry's among them: it does not shrink the count) are more than
     /// its `budget` absorbs (core's `backfill::budget`), pauses the others
     /// still running — those in a pass stop at their next checkpoint — and
     /// says why. On a connection of its own (not a backfill's, with its
