@@ -119,6 +119,13 @@ async fn touched(server: &Server, tenant: &str) -> (i64, i64, i64) {
     (count("").await, count(" where touched = 1").await, count(" where touched > 1").await)
 }
 
+/// `(rows, rows touched once)` of `tenant`'s `items`, named by `table`.
+async fn touched_once(server: &Server, tenant: &str, table: fn(&str, &str) -> String) -> (i64, i64) {
+    let sql = format!("select count(*), count(case when touched = 1 then 1 end) from {}", table(tenant, "items"));
+    let rows = server.ws.rows(tenant, &sql).await;
+    (rows[0][0].as_i64().unwrap(), rows[0][1].as_i64().unwrap())
+}
+
 /// `retryQuarantined`: the quarantined `tenant` runs again, and waits on
 /// its backfill.
 async fn retry_waits_for(server: &Server, tenant: &str) {
@@ -544,11 +551,26 @@ async fn a_backfill_failure_past_the_versions_budget_pauses_its_other_backfills(
 /// tenant's backfill.)
 #[tokio::test]
 async fn a_retried_backfill_stays_counted_in_the_budget_of_the_version_that_started_it() {
-    let mut server = Server::start("fleet", "failureBudget: 50%\nbackfill:\n  concurrency: 1\n").await;
+    let mut server = Server::start("fleet", RETRIED_BUDGET).await;
     with_items(&server, 4, &checked_items_sql(100)).await;
-    let touch_first_row = |tenant: &str| format!("update {} set touched = 1 where id = 1", table_of(tenant, "items"));
-    server.ws.execute("t00", &touch_first_row("t00")).await;
-    server.ws.write_migration("tenants/002_touch.sql", TOUCH_ITEMS);
+    retried_backfill_stays_in_its_budget(&mut server, TOUCH_ITEMS, table_of).await;
+}
+
+/// The configuration [`retried_backfill_stays_in_its_budget`] runs under.
+pub(crate) const RETRIED_BUDGET: &str = "failureBudget: 50%\nbackfill:\n  concurrency: 1\n";
+
+/// The retried-backfill budget check over tenants `t00`–`t03` whose
+/// `items` (100 rows, [`checked_items_sql`]'s check) are there: `touch`
+/// is the file that backfills them, `table` names a tenant's table.
+pub(crate) async fn retried_backfill_stays_in_its_budget(
+    server: &mut Server,
+    touch: &str,
+    table: fn(&str, &str) -> String,
+) {
+    let set_first_row =
+        |tenant: &str, to: u8| format!("update {} set touched = {to} where id = 1", table(tenant, "items"));
+    server.ws.execute("t00", &set_first_row("t00", 1)).await;
+    server.ws.write_migration("tenants/020_touch.sql", touch);
 
     // Started with no service running; all but t00's paused before any
     // runner can take them.
@@ -559,29 +581,29 @@ async fn a_retried_backfill_stays_counted_in_the_budget_of_the_version_that_star
     let paused = strata(&config, &["backfill", "pause", "t01", "t02", "t03", "--json"]).await;
     assert_eq!(json_of(&paused).as_array().map(Vec::len), Some(3), "{}", stdout(&paused));
     server.restart().await;
-    let books = settled(&server).await;
+    let books = settled(server).await;
     assert_eq!(books.iter().find(|row| row["tenant"] == "t00").unwrap()["state"], "FAILED", "{books:?}");
 
     // t00 fixed by hand and retried: its backfill runs in the retry's version.
-    server.ws.execute("t00", &format!("update {} set touched = 0 where id = 1", table_of("t00", "items"))).await;
-    retry_waits_for(&server, "t00").await;
-    settled(&server).await;
-    assert_eq!(touched(&server, "t00").await, (100, 100, 0));
+    server.ws.execute("t00", &set_first_row("t00", 0)).await;
+    retry_waits_for(server, "t00").await;
+    settled(server).await;
+    assert_eq!(touched_once(server, "t00", table).await, (100, 100));
 
     // t01 and t02 break, and the three resume, one backfill at a time.
     for tenant in ["t01", "t02"] {
-        server.ws.execute(tenant, &touch_first_row(tenant)).await;
+        server.ws.execute(tenant, &set_first_row(tenant, 1)).await;
     }
     let resumed = server.data("mutation { resumeBackfills { tenant } }", json!({})).await;
     assert_eq!(resumed["resumeBackfills"].as_array().map(Vec::len), Some(3), "{resumed}");
-    let books = settled(&server).await;
+    let books = settled(server).await;
     let states: Vec<(&str, &str, i64)> = books
         .iter()
         .map(|row| (row["tenant"].as_str().unwrap(), row["state"].as_str().unwrap(), row["rowsDone"].as_i64().unwrap()))
         .collect();
     let expected = [("t00", "DONE", 100), ("t01", "FAILED", 0), ("t02", "FAILED", 0), ("t03", "DONE", 100)];
     assert_eq!(states, expected, "{}", server.log());
-    assert_eq!(touched(&server, "t03").await, (100, 100, 0));
+    assert_eq!(touched_once(server, "t03", table).await, (100, 100));
     assert!(!server.log().contains("other running backfill(s) are paused"), "{}", server.log());
     let quarantine = server.data("query { quarantine { tenant } }", json!({})).await;
     assert_eq!(quarantine["quarantine"], json!([{ "tenant": "t01" }, { "tenant": "t02" }]));

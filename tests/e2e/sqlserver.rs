@@ -1257,6 +1257,29 @@ GO
 create trigger {schema}.notes_kept on {schema}.notes after insert as set nocount on;
 ";
 
+/// A retried backfill stays counted with the version that started it, as
+/// on the other engines (`backfills::retried_backfill_stays_in_its_budget`).
+#[tokio::test]
+async fn a_retried_backfill_stays_counted_in_the_budget_of_the_version_that_started_it() {
+    if !available("a_retried_backfill_stays_counted_in_the_budget_of_the_version_that_started_it") {
+        return;
+    }
+    let mut server = start(crate::backfills::RETRIED_BUDGET).await;
+    for tenant in ["t00", "t01", "t02", "t03"] {
+        let created = server.create_tenant(json!({ "tenantName": tenant, "versionName": tenant })).await;
+        assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    }
+    let items = format!(
+        "create table {{schema}}.items (id bigint primary key, touched int not null default 0 check (touched <= 1));\n{}",
+        numbered_rows("{schema}.items", "id", "x", 100)
+    );
+    server.ws.write_migration("tenants/010_items.sql", &items);
+    let seeded = server.create_version(json!({ "versionName": "items" })).await;
+    assert!(seeded.get("errors").is_none(), "{seeded}");
+    let table = |schema: &str, table: &str| format!("{schema}.{table}");
+    crate::backfills::retried_backfill_stays_in_its_budget(&mut server, crate::backfills::TOUCH_ITEMS, table).await;
+}
+
 #[tokio::test]
 async fn a_fleet_is_planned_to_its_desired_schema_grouped_and_brought_there() {
     if !available("a_fleet_is_planned_to_its_desired_schema_grouped_and_brought_there") {
