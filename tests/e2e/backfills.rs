@@ -179,6 +179,7 @@ fn sample_longest_transaction(
         Backend::Sqlite => None,
         Backend::Postgres => Some(ws.pg_url()),
         Backend::Mysql => Some(crate::support::server_url("STRATA_TEST_MYSQL_URL")),
+        Backend::Sqlserver => None,
     };
     tokio::spawn(async move {
         let url = url?;

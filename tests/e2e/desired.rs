@@ -1525,6 +1525,12 @@ async fn a_sqlite_column_added_at_the_end_is_added_in_place_even_under_a_foreign
 /// planned.
 #[tokio::test]
 async fn a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server",
+            "SQL Server's is sqlserver.rs's a_dev_data_source_reads_the_desired_file_in_another_database",
+        );
+    }
     use sqlx::{Connection, Executor};
     let (dev, desired, profiles) = match backend() {
         Backend::Postgres => (crate::support::server_url("STRATA_TEST_PG_DEFAULT_URL"), DESIRED, PROFILES),
@@ -1532,6 +1538,7 @@ async fn a_dev_data_source_reads_the_desired_file_away_from_the_fleets_server() 
             (crate::support::server_url("STRATA_TEST_MYSQL_SHARD_URL"), MARIADB_DESIRED, MARIADB_PROFILES)
         }
         Backend::Sqlite => return,
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     // MariaDB's shard server is shared with the two-server fleet test (of
     // either half of the suite), which empties it.

@@ -53,6 +53,7 @@ fn long_statement() -> &'static str {
         }
         Backend::Postgres => "select pg_sleep(2);\n",
         Backend::Mysql => "do sleep(2);\n",
+        Backend::Sqlserver => "declare @busy int = 0;\nwhile @busy < 1600000 set @busy = @busy + 1;\n",
     }
 }
 
@@ -149,6 +150,12 @@ async fn custom_tenant_statements_replace_the_default_table() {
 
 #[tokio::test]
 async fn data_source_forms_of_other_tools_work() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "data_source_forms_of_other_tools_work",
+            "the forms tried are PostgreSQL's and SQLite's",
+        );
+    }
     let ws = crate::support::Workspace::new("basic");
     let url = ws.config("").lines().find_map(|l| l.strip_prefix("dataSource: ").map(str::to_string)).unwrap();
     // The same database, written the way migrator's own examples write it.
@@ -167,6 +174,7 @@ async fn data_source_forms_of_other_tools_work() {
             let (host_port, database) = rest.split_once('/').unwrap();
             format!("{user}:@tcp({host_port})/{database}?parseTime=true&multiStatements=true")
         }
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     let yaml = ws.config("").replace(&format!("dataSource: {url}"), &format!("dataSource: \"{other_form}\""));
     assert!(yaml.contains(&other_form));
@@ -183,6 +191,7 @@ async fn the_example_migrations_apply_cleanly() {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
         Backend::Mysql => "mysql",
+        Backend::Sqlserver => "sqlserver",
     };
     let examples = crate::support::data_dir().join("../../examples").join(name).join("migrations");
     let examples = examples.canonicalize().unwrap();
@@ -236,6 +245,7 @@ async fn past_the_shutdown_grace_the_process_exits_and_records_nothing_of_the_un
         Backend::Sqlite => long_statement().replace("20000000", "2000000000"),
         Backend::Postgres => "select pg_sleep(120);\n".to_string(),
         Backend::Mysql => "do sleep(120);\n".to_string(),
+        Backend::Sqlserver => "declare @busy int = 0;\nwhile @busy < 100000000 set @busy = @busy + 1;\n".to_string(),
     };
     server.ws.write_migration("ref/100.sql", &statement);
     let client = server.client.clone();
@@ -264,6 +274,7 @@ async fn a_tenant_whose_schema_exists_already_is_refused_and_leaves_nothing() {
         Backend::Sqlite => return,
         Backend::Postgres => "create schema taken",
         Backend::Mysql => "create database taken",
+        Backend::Sqlserver => "create schema taken",
     };
     let server = Server::start("basic", "").await;
     server.ws.execute("svc", create).await;
@@ -385,12 +396,19 @@ async fn a_file_with_delimiter_lines_runs_as_the_mysql_client_runs_it() {
 /// such a connection is closed).
 #[tokio::test]
 async fn a_files_temporary_table_ends_with_its_unit() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "a_files_temporary_table_ends_with_its_unit",
+            "SQL Server's is sqlserver.rs's a_files_temporary_table_and_session_options_end_with_its_unit",
+        );
+    }
     let (server, names) = tenants_on("tenantConcurrency: 1\n", 6).await;
     // A prepared statement is the session's too (SQLite has none).
     let prepare = match backend() {
         Backend::Sqlite => "",
         Backend::Postgres => "prepare strata_seven as select 7;\n",
         Backend::Mysql => "prepare strata_seven from 'select 7';\n",
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     server.ws.write_migration(
         "tenants/004.sql",
@@ -438,6 +456,12 @@ async fn a_files_temporary_table_ends_with_its_unit() {
 /// is left in a tenant's database (such a connection is closed).
 #[tokio::test]
 async fn a_files_session_settings_end_with_its_unit() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "a_files_session_settings_end_with_its_unit",
+            "SQL Server's is sqlserver.rs's a_files_temporary_table_and_session_options_end_with_its_unit",
+        );
+    }
     let (file, leaked) = match backend() {
         Backend::Sqlite => return,
         Backend::Postgres => (
@@ -449,6 +473,7 @@ async fn a_files_session_settings_end_with_its_unit() {
             "use {schema};\nset foreign_key_checks = 0;\ncreate table local_thing (id int);\n",
             "select count(*) from information_schema.processlist where db regexp '^t[0-9]+$'",
         ),
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     let server = Server::start("basic", "tenantConcurrency: 4\n").await;
     if backend() == Backend::Postgres {
@@ -538,6 +563,12 @@ async fn a_copy_waiting_for_a_client_is_refused_before_anything_runs() {
 /// the session back; MySQL and MariaDB close such a connection.
 #[tokio::test]
 async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed_or_not() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "a_files_session_lock_and_prepared_statement_end_with_its_unit_committed_or_not",
+            "advisory locks and PREPARE have no T-SQL form here",
+        );
+    }
     type Text = fn(u32) -> String;
     let (lock, held, prepare): (Text, Text, fn(&str) -> String) = match backend() {
         Backend::Sqlite => return,
@@ -553,6 +584,7 @@ async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed
             },
             |name| format!("prepare {name} from 'select 1';"),
         ),
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     let (server, names) = tenants_on("tenantConcurrency: 1\n", 3).await;
     // Committed: each tenant's unit takes the lock (it is its session's:
@@ -609,6 +641,12 @@ async fn a_files_session_lock_and_prepared_statement_end_with_its_unit_committed
 /// none of it; a file failing half-way there is reported partly committed.
 #[tokio::test]
 async fn a_file_leaves_the_next_nothing_of_its_transaction_or_session() {
+    if backend() == Backend::Sqlserver {
+        return crate::support::not_on_sqlserver(
+            "a_file_leaves_the_next_nothing_of_its_transaction_or_session",
+            "SQL Server's is sqlserver.rs's a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_recorded",
+        );
+    }
     let (server, names) = tenants_on("tenantConcurrency: 1\n", 3).await;
     let alone = "-- strata:no-transaction\n";
     let refused: Vec<(String, &str)> = match backend() {
@@ -638,6 +676,7 @@ async fn a_file_leaves_the_next_nothing_of_its_transaction_or_session() {
             "xa start 'x';\ncreate table {schema}.b (x int);\nxa end 'x';\nxa prepare 'x';\n".into(),
             "XA START is part of a distributed (two-phase) transaction",
         )],
+        Backend::Sqlserver => unreachable!("not run on SQL Server: skipped above"),
     };
     // A savepoint a file sets and keeps open is its own business.
     let first = "savepoint s;\ncreate table {schema}.a_kept (x int);\n";

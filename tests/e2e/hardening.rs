@@ -399,11 +399,13 @@ async fn tenant_names_of_single_schemas_and_engine_schemas_are_refused() {
         Backend::Sqlite => &["main", "Temp"],
         Backend::Postgres => &["public", "pg_catalog", "pg_whatever", "information_schema"],
         Backend::Mysql => &["mysql", "sys", "performance_schema", "information_schema"],
+        Backend::Sqlserver => &["sys", "dbo", "guest", "db_owner", "INFORMATION_SCHEMA"],
     };
     let engine = match backend() {
         Backend::Sqlite => "SQLite",
         Backend::Postgres => "PostgreSQL",
         Backend::Mysql => "MySQL and MariaDB",
+        Backend::Sqlserver => "SQL Server",
     };
     let mut cases: Vec<(String, String)> = reserved
         .iter()

@@ -23,6 +23,7 @@ async fn build_info_config_and_schema() {
         crate::support::Backend::Sqlite => "sqlite",
         crate::support::Backend::Postgres => "postgres",
         crate::support::Backend::Mysql => "mysql",
+        crate::support::Backend::Sqlserver => "sqlserver",
     };
     assert!(text.contains(&format!("driver: {driver}\n")), "{text}");
     assert!(text.contains(&format!("port: {}", server.ws.port)), "{text}");

@@ -597,6 +597,7 @@ async fn slow_file(server: &Server, gate: &str, gated: &[String], repeat: usize)
         Backend::Mysql => format!("do get_lock('{gate}_{{schema}}', 300);\ndo release_lock('{gate}_{{schema}}');\n"),
         Backend::Sqlite => pause().repeat(16),
         Backend::Postgres => pause().repeat(repeat),
+        Backend::Sqlserver => pause().repeat(repeat),
     };
     server.ws.write_migration(
         "tenants/006.sql",

@@ -27,6 +27,8 @@ pub(crate) enum Backend {
     Sqlite,
     Postgres,
     Mysql,
+    /// Babelfish (TDS and T-SQL), the server of `STRATA_TEST_SQLSERVER_URL`.
+    Sqlserver,
 }
 
 /// The backend of this run, from `STRATA_TEST_BACKEND`.
@@ -34,8 +36,9 @@ pub(crate) fn backend() -> Backend {
     match std::env::var("STRATA_TEST_BACKEND").as_deref() {
         Ok("postgres") => Backend::Postgres,
         Ok("mysql") => Backend::Mysql,
+        Ok("sqlserver") => Backend::Sqlserver,
         Ok("sqlite") | Err(_) => Backend::Sqlite,
-        Ok(other) => panic!("STRATA_TEST_BACKEND={other}: expected sqlite, postgres or mysql"),
+        Ok(other) => panic!("STRATA_TEST_BACKEND={other}: expected sqlite, postgres, mysql or sqlserver"),
     }
 }
 
@@ -66,8 +69,20 @@ pub(crate) fn create_schema_sql() -> &'static str {
         Backend::Sqlite => "",
         Backend::Postgres => "create schema {schema};\n",
         Backend::Mysql => "create database {schema};\n",
+        // `CREATE SCHEMA` must be alone in its batch.
+        Backend::Sqlserver => "create schema {schema};\nGO\n",
     }
 }
+
+/// Says in one line why `test` does not run on SQL Server (docs/drivers.md
+/// lists them): for a test to return with when the backend is SQL Server.
+pub(crate) fn not_on_sqlserver(test: &str, why: &str) {
+    eprintln!("{test}: not run on SQL Server: {why}");
+}
+
+/// The message of a SQL Server workspace's path taken above a `match` on the
+/// backend: a workspace of the SQL Server backend is always one.
+const ON_SQLSERVER_ABOVE: &str = "a SQL Server workspace is handled above";
 
 /// Decodes every column of a row as a string or an integer.
 macro_rules! decode_rows {
@@ -207,6 +222,7 @@ impl Workspace {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
             Backend::Mysql => "mysql",
+            Backend::Sqlserver => return Workspace::on_sqlserver(set),
         };
         Workspace::of(backend_dir, set, false)
     }
@@ -245,6 +261,7 @@ impl Workspace {
             }
             Backend::Postgres => format!("driver: postgres\ndataSource: {}\n", self.pg_service_url()),
             Backend::Mysql => format!("driver: mysql\ndataSource: {}\n", server_url("STRATA_TEST_MYSQL_URL")),
+            Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         }
     }
 
@@ -317,6 +334,7 @@ impl Workspace {
                     sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&mut admin).await.unwrap();
                 }
             }
+            Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         }
     }
 
@@ -351,7 +369,8 @@ impl Workspace {
     /// server on MySQL.
     pub(crate) async fn execute(&self, schema: &str, sql: &str) {
         if self.sqlserver {
-            return sqlserver::batch(&mut sqlserver::connect(&self.sqlserver_data_source()).await, sql).await;
+            let sql = sqlserver::qualified(schema, sql);
+            return sqlserver::batch(&mut sqlserver::connect(&self.sqlserver_data_source()).await, &sql).await;
         }
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
@@ -370,6 +389,7 @@ impl Workspace {
                 let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
                 sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
             }
+            Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         }
     }
 
@@ -385,6 +405,7 @@ impl Workspace {
             Backend::Sqlite => ("svc_tenants", format!("printf('t%05d', {number})")),
             Backend::Postgres => ("svc.svc_tenants", format!("'t' || lpad({number}::text, 5, '0')")),
             Backend::Mysql => ("svc.svc_tenants", format!("concat('t', lpad({number}, 5, '0'))")),
+            Backend::Sqlserver => ("svc.svc_tenants", format!("'t' + right('0000' + cast({number} as varchar(5)), 5)")),
         };
         let sql = format!(
             "insert into {table} (name) select {name} from {digits} a, {digits} b, {digits} c, {digits} d, {digits} e \
@@ -399,7 +420,8 @@ impl Workspace {
     /// in the test's database and names its tables with their schema.
     pub(crate) async fn rows(&self, schema: &str, sql: &str) -> Vec<Vec<Value>> {
         if self.sqlserver {
-            return sqlserver::rows(&mut sqlserver::connect(&self.sqlserver_data_source()).await, sql).await;
+            let sql = sqlserver::qualified(schema, sql);
+            return sqlserver::rows(&mut sqlserver::connect(&self.sqlserver_data_source()).await, &sql).await;
         }
         let sql = sqlx::AssertSqlSafe(sql.to_string());
         match backend() {
@@ -425,6 +447,7 @@ impl Workspace {
                 sqlx::raw_sql(sqlx::AssertSqlSafe(use_db)).execute(&mut conn).await.unwrap();
                 decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
             }
+            Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         }
     }
 
@@ -489,6 +512,7 @@ impl Workspace {
                 .await
                 .unwrap()
             }
+            Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         };
         let mut names = names;
         names.sort();

@@ -74,3 +74,27 @@ fn value(data: ColumnData<'static>) -> Value {
         other => panic!("a column the tests do not read: {other:?} (cast it to nvarchar or int)"),
     }
 }
+
+/// `sql` run "in" `schema` as the other engines run it (PostgreSQL's
+/// search path, MySQL's `use`): SQL Server has no session schema, so in
+/// `svc` each name of the service's tables (`svc_…`) not already qualified
+/// is qualified with it. Other schemas' names are the test's to qualify.
+pub(crate) fn qualified(schema: &str, sql: &str) -> String {
+    if schema != "svc" {
+        return sql.to_string();
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut rest = sql;
+    while let Some(at) = rest.find("svc_") {
+        let before = rest[..at].chars().next_back().or(out.chars().next_back());
+        out.push_str(&rest[..at]);
+        let qualify = !before.is_some_and(|c| c == '.' || c == '[' || c == '\'' || c == '_' || c.is_alphanumeric());
+        if qualify {
+            out.push_str("svc.");
+        }
+        out.push_str("svc_");
+        rest = &rest[at + 4..];
+    }
+    out.push_str(rest);
+    out
+}

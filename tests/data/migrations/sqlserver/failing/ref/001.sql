@@ -1,0 +1,3 @@
+create schema {schema};
+GO
+create table {schema}.a (id integer);

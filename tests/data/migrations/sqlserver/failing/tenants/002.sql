@@ -1,0 +1,2 @@
+create table {schema}.b (id integer);
+insert into {schema}.b values (1);
