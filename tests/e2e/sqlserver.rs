@@ -32,16 +32,35 @@ async fn start(extra: &str) -> Server {
     Server::start_in(ws, &yaml, "").await
 }
 
-/// A session of "the application" holding an exclusive lock on
-/// `ref.countries` in an open transaction, until it commits.
+/// A session of "the application" holding every row of `ref.countries`
+/// in an open transaction, until it commits: a file's
+/// [`WAITS_ON_COUNTRIES`] waits for it. (Row locks, as Babelfish ignores
+/// table hints and its readers never wait on a writer.)
 async fn hold_countries(server: &Server) -> support::sqlserver::Connection {
     let mut blocker = support::sqlserver::connect(&server.ws.sqlserver_data_source()).await;
-    support::sqlserver::batch(
-        &mut blocker,
-        "begin transaction; select count(*) from ref.countries with (tablockx, holdlock);",
-    )
-    .await;
+    support::sqlserver::batch(&mut blocker, "begin transaction; update ref.countries set name = name;").await;
     blocker
+}
+
+/// A file that waits for [`hold_countries`]'s session.
+const WAITS_ON_COUNTRIES: &str = "update {schema}.countries set name = name;\n";
+
+/// Waits (a minute at most) until a session waits on a lock for
+/// [`WAITS_ON_COUNTRIES`], as the server's own protocol shows it (the
+/// engine under Babelfish); without that protocol's URL, returns.
+async fn until_waiting_on_countries() {
+    let Ok(url) = std::env::var("STRATA_TEST_SQLSERVER_PG_URL") else { return };
+    let waiting = "select count(*) from pg_stat_activity where wait_event_type = 'Lock' \
+                   and query ilike '%update%countries set name = name%' and query not ilike '%begin transaction%'";
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
+    for _ in 0..600 {
+        let count: i64 = sqlx::query_scalar(waiting).fetch_one(&mut conn).await.unwrap();
+        if count > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no session waited on ref.countries within a minute");
 }
 
 /// `(file, schema)` of every recorded migration and script, in order.
@@ -227,7 +246,7 @@ async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_co
     let mut server = start("lockTimeoutMillis: 0\n").await;
     server.create_version(json!({ "versionName": "v1" })).await;
     server.ws.write_migration("ref/100.sql", "create table {schema}.before_crash (id int);\n");
-    server.ws.write_migration("ref/101.sql", "select count(*) from {schema}.countries;\n");
+    server.ws.write_migration("ref/101.sql", WAITS_ON_COUNTRIES);
     server.ws.write_migration("ref/102.sql", "create table {schema}.after_crash (id int);\n");
     // ref/101 waits for this session (Babelfish has no WAITFOR).
     let mut blocker = hold_countries(&server).await;
@@ -238,8 +257,18 @@ async fn kill_9_in_the_middle_of_a_version_leaves_nothing_of_it_and_the_rerun_co
         client.post(url).json(&body).send().await
     });
     server.wait_for_mutations_started(2).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Under the version's lock, waiting on this session.
+    until_waiting_on_countries().await;
     assert!(!request.is_finished(), "the version waits on ref/101");
+    // A read-write start meanwhile finds the service's tables there and
+    // takes no lock (it waited for the version's, up to ten minutes).
+    let token =
+        support::strata(server.config_path(), &["token", "create", "--name", "meanwhile", "--role", "viewer"]).await;
+    assert_eq!(support::code(&token), 0, "{}", support::stderr(&token));
+    if request.is_finished() {
+        let answer = request.await.unwrap().unwrap().text().await.unwrap();
+        panic!("the version did not wait on ref/101: {answer}\n{}", server.log());
+    }
     server.kill_hard().await;
     assert!(request.await.unwrap().is_err(), "the request died with the process");
     support::sqlserver::batch(&mut blocker, "commit;").await;
@@ -724,6 +753,36 @@ async fn the_example_migrations_apply_cleanly() {
     assert_eq!(server.ws.tables("acme").await, ["users"]);
 }
 
+/// A statement that runs longer than the driver's default command
+/// time-out (30 s: tiberius gave up on the result and dropped the
+/// connection, the version failed as a lost connection) completes and is
+/// recorded — here a file waiting 35 s on another session's rows.
+#[tokio::test]
+async fn a_statement_running_past_half_a_minute_completes_and_is_recorded() {
+    if !available("a_statement_running_past_half_a_minute_completes_and_is_recorded") {
+        return;
+    }
+    let server = start("lockTimeoutMillis: 0\n").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/100.sql", WAITS_ON_COUNTRIES);
+    let mut blocker = hold_countries(&server).await;
+    let client = server.client.clone();
+    let url = server.url("/v2/service");
+    let request = tokio::spawn(async move {
+        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"slow\"}) { version { id } } }" });
+        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
+    });
+    server.wait_for_mutations_started(2).await;
+    until_waiting_on_countries().await;
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    assert!(!request.is_finished(), "the version still waits on ref/100");
+    support::sqlserver::batch(&mut blocker, "commit;").await;
+    let answered = request.await.unwrap();
+    assert_eq!(answered["data"]["createVersion"]["version"]["id"], 2, "{answered}\n{}", server.log());
+    let files = server.ws.rows("svc", "select filename from svc.svc_migrations where version_id = 2 order by id").await;
+    assert_eq!(files, [[json!("ref/100.sql")], [json!("scripts/config/runs.sql")]]);
+}
+
 #[tokio::test]
 async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     if !available("sigterm_lets_a_running_version_finish_then_exits_0") {
@@ -731,7 +790,7 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     }
     let mut server = start("shutdownGraceSeconds: 600\nlockTimeoutMillis: 0\n").await;
     server.create_version(json!({ "versionName": "v1" })).await;
-    server.ws.write_migration("ref/100.sql", "select count(*) from {schema}.countries;\n");
+    server.ws.write_migration("ref/100.sql", WAITS_ON_COUNTRIES);
     let mut blocker = hold_countries(&server).await;
     let client = server.client.clone();
     let url = server.url("/v2/service");
@@ -740,7 +799,7 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
         client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
     });
     server.wait_for_mutations_started(2).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    until_waiting_on_countries().await;
     assert!(!request.is_finished(), "the version waits on ref/100");
     let pid = server.pid().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());

@@ -77,9 +77,15 @@ pub(crate) fn parse_data_source(data_source: &str) -> Result<tiberius::Config, D
     } else {
         tiberius::Config::from_ado_string(&text)
     };
-    parsed.map_err(|e| {
+    let mut config = parsed.map_err(|e| {
         DbError::Open(OpenError::BadDataSource(format!("dataSource is not a SQL Server connection string: {e}")))
-    })
+    })?;
+    // No client-side limit on a statement (tiberius's default gives up on a
+    // result after 30 s and drops the connection): a migration runs as long
+    // as it runs, as with go-mssqldb and Flyway; lock waits are bounded by
+    // `lockTimeoutMillis`.
+    config.command_timeout(None);
+    Ok(config)
 }
 
 /// Whether `data_source` tells the driver to accept any server certificate.
@@ -791,6 +797,12 @@ impl Engine for SqlServerEngine {
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         let mut client = self.session().await?;
+        let tenants = tenants_table.then_some(sql::CREATE_TENANTS_TABLE);
+        let statements = sql::CREATE_SERVICE_TABLES.iter().chain(&sql::ADDED_COLUMNS).copied().chain(tenants);
+        let rows = query(&mut client, &sql::service_objects_present(statements), &[]).await?;
+        if rows.first().map(|row| int(row, 0)).transpose()? == Some(1) {
+            return Ok(());
+        }
         run(&mut client, sql::BEGIN).await?;
         let rows = query(&mut client, sql::LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {

@@ -177,6 +177,27 @@ pub(crate) const ADDED_COLUMNS: [&str; 4] = [
      alter table svc.svc_backfills add started_version int null;",
 ];
 
+/// 1 when everything `statements` create in `svc` is there (the schema,
+/// each table, each added column), else 0: read without a lock, so a
+/// start finding nothing missing waits on no running version (the lock
+/// [`LOCK`] is taken only to create what is missing).
+pub(crate) fn service_objects_present<'s>(statements: impl IntoIterator<Item = &'s str>) -> String {
+    let mut checks = vec!["schema_id(N'svc') is not null".to_string()];
+    for statement in statements {
+        for (marker, kind) in [("object_id(N'", "table"), ("col_length(N'", "column")] {
+            let Some(at) = statement.find(marker) else { continue };
+            let rest = &statement[at + marker.len()..];
+            let Some(end) = rest.find(") is null") else { continue };
+            let arguments = &rest[..end];
+            checks.push(match kind {
+                "table" => format!("object_id(N'{arguments}) is not null"),
+                _ => format!("col_length(N'{arguments}) is not null"),
+            });
+        }
+    }
+    format!("select case when {} then 1 else 0 end;", checks.join(" and "))
+}
+
 /// 1 when the books have every column of [`ADDED_COLUMNS`] (books of an
 /// earlier release read before a read-write start adds them do not), else 0.
 pub(crate) const ADDED_COLUMNS_PRESENT: &str = "select case when col_length(N'svc.svc_versions', N'trace_id') \
@@ -834,6 +855,20 @@ mod tests {
                 assert!(!lower.contains(token), "{token:?} in {statement}");
             }
         }
+    }
+
+    #[test]
+    fn the_presence_check_names_the_schema_every_table_and_every_added_column() {
+        let statements = CREATE_SERVICE_TABLES.iter().chain(&ADDED_COLUMNS).chain([&CREATE_TENANTS_TABLE]);
+        let check = service_objects_present(statements.copied());
+        let tables = CREATE_SERVICE_TABLES.iter().filter(|s| s.contains("create table svc.")).count() + 1;
+        assert_eq!(check.matches("object_id(N'svc.").count(), tables, "{check}");
+        assert_eq!(check.matches("col_length(N'svc.").count(), ADDED_COLUMNS.len(), "{check}");
+        for name in ["schema_id(N'svc') is not null", "object_id(N'svc.svc_tenants', N'U') is not null"] {
+            assert!(check.contains(name), "{name}: {check}");
+        }
+        assert!(check.contains("col_length(N'svc.svc_backfills', N'started_version') is not null"), "{check}");
+        assert!(check.starts_with("select case when ") && check.ends_with(" then 1 else 0 end;"), "{check}");
     }
 
     #[test]
