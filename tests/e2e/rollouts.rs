@@ -73,7 +73,11 @@ fn actions(rollout: &Value) -> Vec<String> {
 /// the API and from the command line.
 #[tokio::test]
 async fn waves_select_tenants_by_an_attribute_of_the_tenant_list() {
-    let parameter = if backend() == Backend::Mysql { "?" } else { "$1" };
+    let parameter = match backend() {
+        Backend::Mysql => "?",
+        Backend::Sqlserver => "@P1",
+        Backend::Postgres | Backend::Sqlite => "$1",
+    };
     let qualifier = if backend() == Backend::Sqlite { "" } else { "svc." };
     let extra = format!(
         "tenantSelectSQL: select name, tier, priority as Priority from svc.customers order by name\n\
@@ -351,8 +355,9 @@ async fn a_server_killed_in_the_middle_of_a_wave_resumes_it_after_a_restart() {
     let gate = format!("strata_gate_{}", std::process::id());
     let held = slow_file(&server, &gate, &names[5..], 4).await;
     let id = start(&server, "slow", &["t01", "rest"], None).await;
-    // Killed once the second wave committed some tenants, not all.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Killed once the second wave committed some tenants, not all
+    // (Babelfish's catalog reads take seconds a version).
+    let deadline = Instant::now() + Duration::from_secs(if backend() == Backend::Sqlserver { 240 } else { 60 });
     while with_file(&server, "tenants/006.sql").await.len() < 3 {
         assert!(Instant::now() < deadline, "the rollout did not get going: {}", server.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -455,6 +460,10 @@ async fn a_wave_whose_version_outlasts_its_claim_is_not_taken_by_another_replica
     // of 6 s.
     let pause = match backend() {
         Backend::Mysql => "do sleep(if('{schema}' = 't01', 0, 5));\n",
+        // About 5 s of Babelfish's processor (it has no WAITFOR).
+        Backend::Sqlserver => {
+            "declare @busy int = 0;\nwhile '{schema}' <> 't01' and @busy < 4000000 set @busy = @busy + 1;\n"
+        }
         _ => "select pg_sleep(case when '{schema}' = 't01' then 0 else 5 end);\n",
     };
     let names = tenants(&server, 3).await;

@@ -32,6 +32,9 @@ impl Tenants {
             sub.either(("tenantSelectSQL", raw.tenant_select_sql.take()), ("tenantSelect", raw.tenant_select.take()))?;
         let insert =
             sub.either(("tenantInsertSQL", raw.tenant_insert_sql.take()), ("tenantInsert", raw.tenant_insert.take()))?;
+        if let Some(insert) = &insert {
+            names_its_parameter(insert, driver)?;
+        }
         let default_table = select.is_none() && insert.is_none();
         let schema_placeholder = schema_placeholder(sub, raw.schema_place_holder.take())?;
         Ok(Tenants {
@@ -41,6 +44,23 @@ impl Tenants {
             schema_placeholder,
         })
     }
+}
+
+/// A tenant insert on SQL Server names its one parameter, `@P1` (the new
+/// tenant's name): the engine runs a statement that names none with the
+/// parameter left unused — `$1`, PostgreSQL's marker, is a `money`
+/// literal there —, so every tenant would be recorded under one value.
+/// (PostgreSQL and MySQL refuse a statement whose markers do not match
+/// what is bound.)
+fn names_its_parameter(insert: &str, driver: Driver) -> Result<(), ConfigError> {
+    if driver == Driver::SqlServer && !insert.to_ascii_lowercase().contains("@p1") {
+        return Err(invalid(
+            "tenantInsertSQL",
+            "names no @P1: on SQL Server the new tenant's name is the parameter @P1, as in \
+             insert into svc.svc_tenants (name) values (@P1)",
+        ));
+    }
+    Ok(())
 }
 
 /// `schemaPlaceHolder`: the default when absent, never empty.

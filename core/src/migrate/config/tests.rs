@@ -875,3 +875,23 @@ fn a_string_where_another_type_belongs_is_not_quoted() {
         "invalid type: a string, expected u16 at x"
     );
 }
+
+#[test]
+fn a_tenant_insert_on_sql_server_must_name_its_parameter() {
+    let example = include_str!("../../../../examples/sqlserver/svc.yaml");
+    let with_insert = |insert: &str| {
+        let yaml = example.replace("singleMigrations:", &format!("tenantInsertSQL: \"{insert}\"\nsingleMigrations:"));
+        Config::parse(&yaml, &env(&[("MSSQL_PASSWORD", "p")]))
+    };
+    let refused = with_insert("insert into svc.customers (name) values ($1)").unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "property tenantInsertSQL: names no @P1: on SQL Server the new tenant's name is the parameter @P1, as in \
+         insert into svc.svc_tenants (name) values (@P1)"
+    );
+    let accepted = with_insert("insert into svc.customers (name) values (@p1)").unwrap();
+    assert_eq!(accepted.tenant_insert_sql, "insert into svc.customers (name) values (@p1)");
+    // Elsewhere the engine itself refuses markers that do not match.
+    let postgres = with("tenantInsertSQL: insert into t (name) values ('x')").unwrap();
+    assert_eq!(postgres.tenant_insert_sql, "insert into t (name) values ('x')");
+}
