@@ -113,7 +113,7 @@ fn table_of(schema: &str, table: &str) -> String {
 /// `items`.
 async fn touched(server: &Server, tenant: &str) -> (i64, i64, i64) {
     let count = |filter: &'static str| async move {
-        let rows = server.ws.rows(tenant, &format!("select count(*) from items{filter}")).await;
+        let rows = server.ws.rows(tenant, &format!("select count(*) from {}{filter}", table_of(tenant, "items"))).await;
         rows[0][0].as_i64().unwrap()
     };
     (count("").await, count(" where touched = 1").await, count(" where touched > 1").await)
@@ -300,6 +300,7 @@ async fn kill_9_at_random_points_of_a_backfill_changes_every_row_exactly_once() 
 fn flag_rows() -> &'static str {
     match backend() {
         Backend::Mysql => "update {schema}.flags set flag = 1 where flag = 0 limit {batch};\n",
+        Backend::Sqlserver => "update top ({batch}) {schema}.flags set flag = 1 where flag = 0;\n",
         _ => {
             "update {schema}.flags set flag = 1 where id in (select id from {schema}.flags where flag = 0 limit {batch});\n"
         }
@@ -310,6 +311,7 @@ fn flag_rows() -> &'static str {
 fn as_text(expression: &str) -> String {
     match backend() {
         Backend::Mysql => format!("cast({expression} as char)"),
+        Backend::Sqlserver => format!("cast({expression} as nvarchar(40))"),
         _ => format!("cast({expression} as text)"),
     }
 }
@@ -318,7 +320,10 @@ fn as_text(expression: &str) -> String {
 async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes_each_row_once() {
     let server = Server::start("fleet", "tenantConcurrency: 2\n").await;
     let names = tenants(&server, 3).await;
-    let text = if backend() == Backend::Mysql { "varchar(40)" } else { "text" };
+    let text = match backend() {
+        Backend::Mysql | Backend::Sqlserver => "varchar(40)",
+        Backend::Postgres | Backend::Sqlite => "text",
+    };
     let seed = format!(
         "create table {{schema}}.codes (code {text} primary key, touched integer not null default 0);\n{}\
          create table {{schema}}.pairs (region {text} not null, id integer not null, touched integer not null default 0, \
@@ -364,10 +369,12 @@ async fn a_tenants_files_after_a_backfill_wait_for_it_and_every_key_form_changes
     for tenant in &names {
         for (table, rows) in [("codes", 300), ("pairs", 210)] {
             let all = server.ws.count(tenant, table).await;
-            let once = server.ws.rows(tenant, &format!("select count(*) from {table} where touched = 1")).await;
+            let sql = format!("select count(*) from {} where touched = 1", table_of(tenant, table));
+            let once = server.ws.rows(tenant, &sql).await;
             assert_eq!((all, once[0][0].as_i64().unwrap()), (rows, rows), "{tenant}.{table}");
         }
-        assert_eq!(server.ws.rows(tenant, "select count(*) from flags where flag = 0").await, [[json!(0)]]);
+        let sql = format!("select count(*) from {} where flag = 0", table_of(tenant, "flags"));
+        assert_eq!(server.ws.rows(tenant, &sql).await, [[json!(0)]]);
     }
     let recorded = recorded(&server).await;
     for tenant in &names {

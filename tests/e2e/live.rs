@@ -430,7 +430,7 @@ async fn a_files_statement_timeout_holds_for_that_file_only() {
         Backend::Sqlserver => {
             return crate::support::not_on_sqlserver(
                 "a_files_statement_timeout_holds_for_that_file_only",
-                "SQL Server has no statement time-out a session sets",
+                "a batch's time-out is sqlserver.rs's a_batch_past_its_statement_timeout_is_stopped_and_nothing_of_its_unit_stays",
             );
         }
     };

@@ -753,6 +753,42 @@ async fn the_example_migrations_apply_cleanly() {
     assert_eq!(server.ws.tables("acme").await, ["users"]);
 }
 
+/// A file's `strata:statement-timeout` holds on SQL Server, which has no
+/// statement time-out a session sets: the driver bounds each batch and
+/// has the server stop it (an attention). Nothing of the unit stays, and
+/// the session serves the next version (before, the batch ran to its end
+/// and the version succeeded).
+#[tokio::test]
+async fn a_batch_past_its_statement_timeout_is_stopped_and_nothing_of_its_unit_stays() {
+    if !available("a_batch_past_its_statement_timeout_is_stopped_and_nothing_of_its_unit_stays") {
+        return;
+    }
+    let server = start("").await;
+    server.create_version(json!({ "versionName": "v1" })).await;
+    server.ws.write_migration("ref/100.sql", "create table {schema}.before_timeout (id int);\n");
+    // About a minute of Babelfish's processor, unbounded.
+    server.ws.write_migration(
+        "ref/101.sql",
+        "-- strata:statement-timeout 1s\ndeclare @busy int = 0;\nwhile @busy < 50000000 set @busy = @busy + 1;\n",
+    );
+    let result = server.create_version(json!({ "versionName": "slow" })).await;
+    let error = &result["errors"][0];
+    assert_eq!(error["extensions"]["cause"], "STATEMENT_TIMEOUT", "{result}\n{}", server.log());
+    // The batch's first line (a batch stops as a whole).
+    assert_eq!((&error["extensions"]["file"], &error["extensions"]["line"]), (&json!("ref/101.sql"), &json!(1)));
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("a batch ran longer than the statement time-out (1000 ms"), "{message}");
+    assert_eq!(server.ws.tables("ref").await, ["countries"]);
+    let recorded =
+        server.ws.rows("svc", "select count(*) from svc.svc_migrations where filename like N'ref/10%'").await;
+    assert_eq!(recorded, [[json!(0)]]);
+
+    server.ws.write_migration("ref/101.sql", "select 1;\n");
+    let rerun = server.create_version(json!({ "versionName": "again" })).await;
+    assert!(rerun.get("errors").is_none(), "{rerun}");
+    assert_eq!(server.ws.tables("ref").await, ["before_timeout", "countries"]);
+}
+
 /// A statement that runs longer than the driver's default command
 /// time-out (30 s: tiberius gave up on the result and dropped the
 /// connection, the version failed as a lost connection) completes and is

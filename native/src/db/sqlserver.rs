@@ -53,7 +53,31 @@ use crate::db::types::{
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::run::fence;
 
-type Connection = Client<Compat<TcpStream>>;
+/// A session: tiberius's client, and how long a batch of a migration may
+/// run on it (`statementTimeoutSeconds`, a file's `strata:statement-timeout`;
+/// 0: no limit) — SQL Server has no statement time-out a session sets, so
+/// the driver bounds each batch itself ([`Engine::execute`]).
+pub(crate) struct Connection {
+    client: Client<Compat<TcpStream>>,
+    pub(super) statement_ms: u64,
+    /// What it was opened with: a batch the server does not stop when told
+    /// has its session replaced ([`cancelled_past`]).
+    config: tiberius::Config,
+}
+
+impl std::ops::Deref for Connection {
+    type Target = Client<Compat<TcpStream>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Connection {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.client
+    }
+}
 
 /// The SQL Server engine.
 pub(crate) struct SqlServerEngine {
@@ -118,6 +142,45 @@ fn failure_of(error: tiberius::error::Error, first_line: u64) -> Failure {
     }
 }
 
+/// How long the server has to acknowledge that it stopped a batch.
+const CANCEL_ACKNOWLEDGED_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A batch stopped past its statement time-out `limit`: the server is told
+/// to stop it (an attention). When it does not say it did within
+/// [`CANCEL_ACKNOWLEDGED_WITHIN`] (Babelfish lets a running batch finish),
+/// the session is closed and replaced by a new one with the same settings:
+/// the server rolls the closed session's transaction back, and nothing of
+/// the unit commits. The file fails at the batch's first line (after
+/// `lines_before`); a session that cannot be replaced is a lost connection.
+pub(super) async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines_before: u64) -> Failure {
+    let ran = format!(
+        "a batch ran longer than the statement time-out ({} ms: statementTimeoutSeconds, or the file's \
+         strata:statement-timeout)",
+        limit.as_millis()
+    );
+    let failure = |message: String, cause| Failure { message, offset: None, line: Some(lines_before + 1), cause };
+    if let Ok(Ok(())) = tokio::time::timeout(CANCEL_ACKNOWLEDGED_WITHIN, conn.client.cancel_query()).await {
+        return failure(format!("{ran} and was cancelled"), Cause::StatementTimeout);
+    }
+    let replaced = async {
+        let mut fresh = open_session(&conn.config).await?;
+        run(&mut fresh, sql::SESSION_SETTINGS).await?;
+        Ok::<_, DbError>(fresh)
+    };
+    match replaced.await {
+        Ok(fresh) => {
+            *conn = fresh;
+            let closed = format!(
+                "{ran}; the server did not stop it within {} s, so its session was closed (its transaction rolled \
+                 back by the server)",
+                CANCEL_ACKNOWLEDGED_WITHIN.as_secs()
+            );
+            failure(closed, Cause::StatementTimeout)
+        }
+        Err(error) => failure(format!("{ran}; its session could not be replaced: {error}"), Cause::ConnectionLost),
+    }
+}
+
 /// The error for sp_getapplock's answer `code` (negative: not granted;
 /// -1 is a timeout).
 fn lock_not_granted(code: Option<i32>) -> DbError {
@@ -166,26 +229,32 @@ impl SqlServerEngine {
 
     /// Opens a connection, following an Azure SQL gateway redirect once.
     async fn session(&self) -> Result<Connection, DbError> {
-        let mut config = self.config.clone();
-        for _ in 0..2 {
-            let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(config.get_addr()))
-                .await
-                .map_err(|_| {
-                    DbError::Open(OpenError::Connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))
-                })?
-                .map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
-            tcp.set_nodelay(true).map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
-            match Client::connect(config.clone(), tcp.compat_write()).await {
-                Ok(client) => return Ok(client),
-                Err(tiberius::error::Error::Routing { host, port }) => {
-                    config.host(&host);
-                    config.port(port);
-                }
-                Err(e) => return Err(db_error(e)),
-            }
-        }
-        Err(DbError::Open(OpenError::Connect("SQL Server redirected the connection more than once".into())))
+        open_session(&self.config).await
     }
+}
+
+/// Opens a connection with `config`, following an Azure SQL gateway
+/// redirect once.
+async fn open_session(config: &tiberius::Config) -> Result<Connection, DbError> {
+    let mut config = config.clone();
+    for _ in 0..2 {
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(config.get_addr()))
+            .await
+            .map_err(|_| {
+                DbError::Open(OpenError::Connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))
+            })?
+            .map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
+        tcp.set_nodelay(true).map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
+        match Client::connect(config.clone(), tcp.compat_write()).await {
+            Ok(client) => return Ok(Connection { client, statement_ms: 0, config }),
+            Err(tiberius::error::Error::Routing { host, port }) => {
+                config.host(&host);
+                config.port(port);
+            }
+            Err(e) => return Err(db_error(e)),
+        }
+    }
+    Err(DbError::Open(OpenError::Connect("SQL Server redirected the connection more than once".into())))
 }
 
 /// Runs a batch without parameters, draining its results.
@@ -845,15 +914,17 @@ impl Engine for SqlServerEngine {
     /// Runs the file batch by batch (cut at `GO` lines); a server error's
     /// line, counted within its batch, becomes a line of the file.
     /// `SET LOCK_TIMEOUT` (milliseconds; -1 waits forever) for the
-    /// session: SQL Server has no statement time-out of its own (a client's
-    /// query time-out), so `statement_ms` is not applied.
+    /// session; SQL Server has no statement time-out of its own, so
+    /// `statement_ms` is kept with the session for [`Engine::execute`].
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
+        conn.statement_ms = timeouts.statement_ms;
         let ms = if timeouts.lock_ms == 0 { -1 } else { i64::try_from(timeouts.lock_ms).unwrap_or(i64::MAX) };
         conn.simple_query(sql::set_lock_timeout(ms)).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
         Ok(())
     }
 
     async fn reset_timeouts(&self, conn: &mut Self::Conn) {
+        conn.statement_ms = 0;
         if let Ok(stream) = conn.simple_query(sql::set_lock_timeout(-1)).await {
             let _ = stream.into_results().await;
         }
@@ -927,15 +998,28 @@ impl Engine for SqlServerEngine {
             .collect()
     }
 
+    /// Runs the file batch by batch, each within the statement time-out
+    /// when one is set ([`Connection`]): past it the server is told to stop
+    /// the batch (an attention) and the file fails with `STATEMENT_TIMEOUT`.
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
+        let limit = (conn.statement_ms > 0).then(|| std::time::Duration::from_millis(conn.statement_ms));
         for batch in split_go_batches(text) {
-            let result = match conn.simple_query(batch).await {
-                Ok(stream) => stream.into_results().await.map(|_| ()),
-                Err(e) => Err(e),
+            let lines_before = text[..batch.as_ptr() as usize - text.as_ptr() as usize].matches('\n').count() as u64;
+            let run = async {
+                match conn.client.simple_query(batch).await {
+                    Ok(stream) => stream.into_results().await.map(|_| ()),
+                    Err(e) => Err(e),
+                }
+            };
+            let result = match limit {
+                None => run.await,
+                Some(limit) => match tokio::time::timeout(limit, run).await {
+                    Ok(result) => result,
+                    Err(_) => return Err(cancelled_past(conn, limit, lines_before).await),
+                },
             };
             if let Err(e) = result {
-                let batch_start = batch.as_ptr() as usize - text.as_ptr() as usize;
-                return Err(failure_of(e, text[..batch_start].matches('\n').count() as u64));
+                return Err(failure_of(e, lines_before));
             }
         }
         Ok(())

@@ -14,7 +14,9 @@ use tiberius::{ColumnData, Row, ToSql};
 
 use crate::db::engine::Failure;
 use crate::db::error::DbError;
-use crate::db::sqlserver::{Connection, big, db_error, execute, failure_of, id32, int, query, sql, text};
+use crate::db::sqlserver::{
+    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, query, sql, text,
+};
 use crate::db::types::{BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState};
 
 /// Whether the books have `svc.svc_backfills` (books of an earlier
@@ -229,12 +231,20 @@ fn bound(values: &[KeyValue]) -> Vec<&dyn ToSql> {
 }
 
 /// Runs a backfill's batch, `sql` with `values` bound, in the open
-/// transaction: the rows it changed.
+/// transaction, within the session's statement time-out: the rows it
+/// changed.
 pub(super) async fn execute_bound(conn: &mut Connection, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
-    match conn.execute(sql, &bound(values)).await {
-        Ok(done) => Ok(done.total()),
-        Err(error) => Err(failure_of(error, 0)),
-    }
+    let limit = (conn.statement_ms > 0).then(|| std::time::Duration::from_millis(conn.statement_ms));
+    let bound = bound(values);
+    let run = conn.execute(sql, &bound);
+    let result = match limit {
+        None => run.await,
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(result) => result,
+            Err(_) => return Err(cancelled_past(conn, limit, 0).await),
+        },
+    };
+    result.map(|done| done.total()).map_err(|error| failure_of(error, 0))
 }
 
 /// The rows of a backfill's read, `sql` with `values` bound, each column a
