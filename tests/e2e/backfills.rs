@@ -119,6 +119,12 @@ async fn touched(server: &Server, tenant: &str) -> (i64, i64, i64) {
     (count("").await, count(" where touched = 1").await, count(" where touched > 1").await)
 }
 
+/// The books' `file` column as this engine's SQL names it (a reserved
+/// word of T-SQL).
+fn file_column() -> &'static str {
+    if backend() == Backend::Sqlserver { "[file]" } else { "file" }
+}
+
 /// `(rows, rows touched once)` of `tenant`'s `items`, named by `table`.
 async fn touched_once(server: &Server, tenant: &str, table: fn(&str, &str) -> String) -> (i64, i64) {
     let sql = format!("select count(*), count(case when touched = 1 then 1 end) from {}", table(tenant, "items"));
@@ -137,7 +143,9 @@ async fn retry_waits_for(server: &Server, tenant: &str) {
 
 /// Each tenant's `(state, rows_done)` of `file` in the books.
 async fn progress(server: &Server, file: &str) -> Vec<(String, String, i64)> {
-    let sql = format!("select db_schema, state, rows_done from svc_backfills where file = '{file}' order by db_schema");
+    let column = file_column();
+    let sql =
+        format!("select db_schema, state, rows_done from svc_backfills where {column} = '{file}' order by db_schema");
     let rows = server.ws.rows("svc", &sql).await;
     rows.into_iter()
         .map(|row| {
@@ -1545,7 +1553,8 @@ async fn a_fixed_backfill_file_runs_its_new_text_and_a_changed_one_mid_way_is_re
     assert!(books.iter().any(|row| row["file"] == "tenants/003_again.sql"), "{books:?}");
     // (Its last batch failed, as it were: not done, not recorded.)
     let svc = crate::access::svc_prefix();
-    let failed = format!("update {svc}svc_backfills set state = 'failed' where file = 'tenants/003_again.sql'");
+    let failed =
+        format!("update {svc}svc_backfills set state = 'failed' where {} = 'tenants/003_again.sql'", file_column());
     server.ws.execute("svc", &failed).await;
     let unrecorded = format!("delete from {svc}svc_migrations where filename = 'tenants/003_again.sql'");
     server.ws.execute("svc", &unrecorded).await;
