@@ -753,6 +753,25 @@ async fn the_example_migrations_apply_cleanly() {
     assert_eq!(server.ws.tables("acme").await, ["users"]);
 }
 
+/// A version `name` whose file `ref/100.sql` waits on [`hold_countries`]'s
+/// session, sent and seen waiting: that session, and the request's answer
+/// to come.
+async fn a_version_waiting_on_countries(
+    server: &Server,
+    name: &str,
+) -> (support::sqlserver::Connection, tokio::task::JoinHandle<Value>) {
+    server.ws.write_migration("ref/100.sql", WAITS_ON_COUNTRIES);
+    let blocker = hold_countries(server).await;
+    let (client, url) = (server.client.clone(), server.url("/v2/service"));
+    let body = json!({ "query": "mutation($n: String!) { createVersion(input: {versionName: $n}) { version { id } } }",
+                       "variables": { "n": name } });
+    let request =
+        tokio::spawn(async move { client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap() });
+    server.wait_for_mutations_started(2).await;
+    until_waiting_on_countries().await;
+    (blocker, request)
+}
+
 /// A file's `strata:statement-timeout` holds on SQL Server, which has no
 /// statement time-out a session sets: the driver bounds each batch and
 /// has the server stop it (an attention). Nothing of the unit stays, and
@@ -800,16 +819,7 @@ async fn a_statement_running_past_half_a_minute_completes_and_is_recorded() {
     }
     let server = start("lockTimeoutMillis: 0\n").await;
     server.create_version(json!({ "versionName": "v1" })).await;
-    server.ws.write_migration("ref/100.sql", WAITS_ON_COUNTRIES);
-    let mut blocker = hold_countries(&server).await;
-    let client = server.client.clone();
-    let url = server.url("/v2/service");
-    let request = tokio::spawn(async move {
-        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"slow\"}) { version { id } } }" });
-        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
-    });
-    server.wait_for_mutations_started(2).await;
-    until_waiting_on_countries().await;
+    let (mut blocker, request) = a_version_waiting_on_countries(&server, "slow").await;
     tokio::time::sleep(Duration::from_secs(35)).await;
     assert!(!request.is_finished(), "the version still waits on ref/100");
     support::sqlserver::batch(&mut blocker, "commit;").await;
@@ -826,16 +836,7 @@ async fn sigterm_lets_a_running_version_finish_then_exits_0() {
     }
     let mut server = start("shutdownGraceSeconds: 600\nlockTimeoutMillis: 0\n").await;
     server.create_version(json!({ "versionName": "v1" })).await;
-    server.ws.write_migration("ref/100.sql", WAITS_ON_COUNTRIES);
-    let mut blocker = hold_countries(&server).await;
-    let client = server.client.clone();
-    let url = server.url("/v2/service");
-    let request = tokio::spawn(async move {
-        let body = json!({ "query": "mutation { createVersion(input: {versionName: \"v1\"}) { version { id } } }" });
-        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
-    });
-    server.wait_for_mutations_started(2).await;
-    until_waiting_on_countries().await;
+    let (mut blocker, request) = a_version_waiting_on_countries(&server, "v1").await;
     assert!(!request.is_finished(), "the version waits on ref/100");
     let pid = server.pid().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
