@@ -647,13 +647,24 @@ async fn made_up_http_methods_do_not_grow_the_metrics() {
     // The same series, their counts grown by a few digits.
     assert!(after.len() < before.len() + 2_000, "{} → {} bytes", before.len(), after.len());
     // The process's processor time in fractions of a second (2,000
-    // requests took some), never rounded down to whole seconds.
-    let cpu = after
-        .lines()
-        .find_map(|line| line.strip_prefix("process_cpu_seconds_total "))
-        .and_then(|value| value.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("no process_cpu_seconds_total: {after}"));
-    assert!(cpu > 0.0 && cpu.fract() != 0.0, "process_cpu_seconds_total {cpu}");
+    // requests took some), never rounded down to whole seconds. It is read
+    // in clock ticks (1/100 s), so one reading in a hundred falls on a
+    // whole second: three readings, some work between them.
+    let cpu_of = |text: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("process_cpu_seconds_total "))
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no process_cpu_seconds_total: {text}"))
+    };
+    let mut readings = vec![cpu_of(&after)];
+    while readings.len() < 3 && readings.iter().all(|cpu| cpu.fract() == 0.0) {
+        for i in 0..200 {
+            server.client.request(made_up(i), server.url("/health")).send().await.unwrap();
+        }
+        readings.push(cpu_of(&server.get("/metrics").await.text().await.unwrap()));
+    }
+    assert!(readings.iter().all(|cpu| *cpu > 0.0), "process_cpu_seconds_total {readings:?}");
+    assert!(readings.iter().any(|cpu| cpu.fract() != 0.0), "process_cpu_seconds_total {readings:?}");
 }
 
 #[tokio::test]
