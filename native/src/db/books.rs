@@ -31,8 +31,8 @@ use crate::db::error::DbError;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
-    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, ClaimRoom, MigrationFilter,
+    MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 pub(crate) use sqlx_books::{RowsAffected, SqlxBooks, SqlxConn};
 
@@ -214,6 +214,19 @@ pub(crate) trait Books<C: Send>: Send + Sync {
 
     /// Claims a running backfill for `claim.holder`; whether it holds it.
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError>;
+    /// Claims a running backfill for `claim.holder` when `room`, shown the
+    /// runners holding backfills on the server now (as
+    /// [`Books::backfill_runners`] reads them, fresh after `fresh_after`),
+    /// says one more may run; whether it holds it. The read and the claim
+    /// are one transaction that holds the server's claim lock, so two
+    /// runners never both take the server's last place.
+    async fn claim_backfill_in_turn(
+        &self,
+        conn: &mut C,
+        claim: &BackfillClaim<'_>,
+        fresh_after: i64,
+        room: &mut ClaimRoom<'_>,
+    ) -> Result<bool, DbError>;
     /// Writes a batch's checkpoint (`row`), in the caller's open
     /// transaction, when `holder` still holds the backfill and its count of
     /// batches is still `batches_before`; whether it did.

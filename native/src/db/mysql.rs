@@ -121,7 +121,7 @@ impl MysqlEngine {
             )
         };
         if present == sql::SERVICE_TABLES
-            && lease_row == 1
+            && lease_row == 2
             && (!tenants_table || tenants == 1)
             && missing_columns().await?.is_empty()
         {

@@ -47,8 +47,8 @@ use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
-    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
-    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, ClaimRoom, MigrationFilter,
+    MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
 use strata_core::migrate::lock_wait::Timeouts;
 use strata_core::migrate::run::fence;
@@ -258,7 +258,7 @@ async fn open_session(config: &tiberius::Config) -> Result<Connection, DbError> 
 }
 
 /// Runs a batch without parameters, draining its results.
-async fn run(client: &mut Connection, batch: &str) -> Result<(), DbError> {
+pub(super) async fn run(client: &mut Connection, batch: &str) -> Result<(), DbError> {
     client.simple_query(batch).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
     Ok(())
 }
@@ -774,6 +774,16 @@ impl Books<Connection> for SqlServerEngine {
 
     async fn claim_backfill(&self, conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
         backfills::claim(conn, claim).await
+    }
+
+    async fn claim_backfill_in_turn(
+        &self,
+        conn: &mut Connection,
+        claim: &BackfillClaim<'_>,
+        fresh_after: i64,
+        room: &mut ClaimRoom<'_>,
+    ) -> Result<bool, DbError> {
+        backfills::claim_in_turn(conn, claim, fresh_after, room).await
     }
 
     async fn save_backfill(

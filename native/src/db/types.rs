@@ -282,6 +282,11 @@ pub(crate) struct BackfillClaim<'a> {
     pub(crate) stale_before_ms: i64,
 }
 
+/// Whether a runner may claim one more backfill, shown each runner's count
+/// of fresh claims on the server
+/// ([`crate::db::books::Books::claim_backfill_in_turn`]).
+pub(crate) type ClaimRoom<'a> = dyn for<'h> FnMut(&'h [(String, usize)]) -> bool + Send + 'a;
+
 /// A backfill as a runner takes it: its row, the version that started it
 /// (which its file's row is recorded in) and its file as it was then.
 #[derive(Debug, Clone)]

@@ -156,9 +156,10 @@ impl Runners {
     }
 
     /// Whether one more backfill may start on the server under
-    /// `concurrency`, `mine` running in the process asking (two runners
-    /// looking at once may both start one: the bound is exceeded by at
-    /// most one per runner, for as long as their readings are old).
+    /// `concurrency`, `mine` running in the process asking. Exact when the
+    /// reading and the claim that follows it take turns with the other
+    /// runners' (the shell's claim lock); two runners deciding on readings
+    /// taken at once would both start one.
     pub fn room(&self, concurrency: usize, mine: usize) -> bool {
         self.others + mine < concurrency
     }

@@ -46,6 +46,12 @@ pub(crate) struct Dialect {
     /// order, `$2` of them (none: all); else the page is kept as the list
     /// streams by.
     pub(crate) tenant_page: Option<&'static str>,
+    /// The first statement of a backfill's claim by a background runner
+    /// ([`crate::db::books::Books::claim_backfill_in_turn`]): takes a lock
+    /// held until the claim's transaction ends, that one claim at a time
+    /// holds on the server, so the runners read before a claim count every
+    /// claim committed before it.
+    pub(crate) claims_lock: &'static str,
 }
 
 /// How many rows `subquery` (`tenantSelectSQL` as one, core's
@@ -287,6 +293,8 @@ pub(crate) struct AccessSql {
 pub(crate) struct BackfillSql {
     /// Whether `svc.svc_backfills` exists.
     pub(crate) installed: String,
+    /// [`Dialect::claims_lock`].
+    pub(crate) claims_lock: &'static str,
     /// Every backfill's row (`db_schema, file, state, after_key, upper_key,
     /// rows_done, batches, rows_estimated, last_error, updated, running_ms`), by schema
     /// and file.
@@ -545,6 +553,7 @@ impl BackfillSql {
         let job = ", version_id, name, source_dir, migration_type, contents, checksum, forward, failure_budget, \
                    coalesce(started_version, version_id)";
         BackfillSql {
+            claims_lock: d.claims_lock,
             installed: d.table_count.replace("{table}", "svc_backfills"),
             select: backfills("", "order by db_schema, file"),
             select_job: backfills(job, "where db_schema = ? and file = ?"),
@@ -628,6 +637,7 @@ mod tests {
             returns_id: true,
             quote: None,
             tenant_page: None,
+            claims_lock: "",
         }
     }
 

@@ -28,7 +28,7 @@ use strata_core::migrate::repair::Repair;
 use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use crate::db::books::rows::Rows;
-use crate::db::books::sql::{BooksSql, Literal, written};
+use crate::db::books::sql::{BackfillSql, BooksSql, Literal, written};
 use crate::db::books::{AppliedSink, Books};
 use crate::db::error::{DbError, describe};
 use strata_core::migrate::backfill;
@@ -36,8 +36,8 @@ use strata_core::migrate::backfill;
 use strata_core::migrate::source::SourceMigration;
 
 use crate::db::types::{
-    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, MigrationFilter, MigrationRow,
-    NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow, VersionWindow,
+    Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, ClaimRoom, MigrationFilter,
+    MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow, VersionWindow,
 };
 
 /// How many rows a statement changed, and the id it inserted where the
@@ -723,6 +723,42 @@ where
             Literal::Int(claim.stale_before_ms),
         ];
         Ok(self.change_written(conn.sqlx(), &self.sql.backfills.claim, &values).await?.count() == 1)
+    }
+
+    async fn claim_backfill_in_turn(
+        &self,
+        conn: &mut C,
+        claim: &BackfillClaim<'_>,
+        fresh_after: i64,
+        room: &mut ClaimRoom<'_>,
+    ) -> Result<bool, DbError> {
+        let sql: &'static BackfillSql = &self.sql.backfills;
+        let mut tx = conn.sqlx().begin().await?;
+        sqlx::raw_sql(AssertSqlSafe(sql.claims_lock)).execute(&mut *tx).await?;
+        let rows = self.query(&sql.runners).bind(fresh_after).fetch_all(&mut *tx).await?;
+        let holders = rows
+            .iter()
+            .map(|row| {
+                let holder: String = sqlx::Row::try_get(row, 0)?;
+                let count: i64 = sqlx::Row::try_get(row, 1)?;
+                Ok((holder, usize::try_from(count).unwrap_or(0)))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        if !room(&holders) {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let query = self
+            .query(&sql.claim)
+            .bind(claim.holder.to_string())
+            .bind(claim.now_ms)
+            .bind(claim.schema.to_string())
+            .bind(claim.file.to_string())
+            .bind(claim.holder.to_string())
+            .bind(claim.stale_before_ms);
+        let claimed = query.execute(&mut *tx).await?.count() == 1;
+        tx.commit().await?;
+        Ok(claimed)
     }
 
     async fn save_backfill(

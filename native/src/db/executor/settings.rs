@@ -185,6 +185,12 @@ impl BackfillPace {
             .map(|_| Held(Arc::clone(&self.held)))
     }
 
+    /// Whether the others `runners` hold leave this process a place now
+    /// (what [`BackfillPace::try_hold`] would take).
+    pub(crate) fn room(&self, runners: Runners) -> bool {
+        runners.room(self.concurrency, self.held.load(Ordering::Relaxed))
+    }
+
     /// Gives back what a batch reserved and did not change.
     pub(crate) fn refund(&self, rows: u64) {
         if rows > 0 {

@@ -7,20 +7,23 @@ use std::sync::LazyLock;
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
 use strata_core::migrate::ident::quote_mysql;
 
-/// The mutation lock is a lease, the one row of `svc.svc_lock` (see
+/// The mutation lock is a lease, row 1 of `svc.svc_lock` (see
 /// `db::lease`): `GET_LOCK` is node-local on a Galera cluster, a row
 /// replicates. The row exists from install on; taking changes it only when
-/// it has expired, in the server's clock.
-pub(crate) const LEASE_ROW: &str =
-    "insert ignore into svc.svc_lock (id, holder, expires) values (1, '', '1970-01-01 00:00:01')";
+/// it has expired, in the server's clock. Row 2 is the backfill runners'
+/// claim lock (`Dialect::claims_lock`): each claim changes it in its
+/// transaction, so claims take turns, on a Galera cluster too (two nodes'
+/// changes of one row do not both commit).
+pub(crate) const LEASE_ROW: &str = "insert ignore into svc.svc_lock (id, holder, expires) \
+    values (1, '', '1970-01-01 00:00:01'), (2, 'backfill claims', '1970-01-01 00:00:01')";
 /// How many of the service's tables exist (a plain read: no lock, no DDL).
 pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
     where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints', \
     'svc_quarantine', 'svc_rollouts', 'svc_directory', 'svc_tokens', 'svc_audit', 'svc_backfills')";
 /// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
 pub(crate) const SERVICE_TABLES: i64 = 10;
-/// Whether the lease's row exists.
-pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id = 1";
+/// How many of [`LEASE_ROW`]'s rows exist (2 when both do).
+pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id in (1, 2)";
 /// Whether the default tenant table exists.
 pub(crate) const TENANTS_TABLE_PRESENT: &str = "select count(*) from information_schema.tables \
     where table_schema = 'svc' and table_name = 'svc_tenants'";
@@ -417,6 +420,8 @@ const DIALECT: Dialect = Dialect {
     returns_id: false,
     quote: None,
     tenant_page: None,
+    // Row 2 of the lease table ([`LEASE_ROW`]).
+    claims_lock: "update svc.svc_lock set expires = now(6) where id = 2",
 };
 
 /// The statements of the service's books (`db::books`), written once in

@@ -476,6 +476,8 @@ const DIALECT: Dialect = Dialect {
          where $1::text is null or strata_name collate \"C\" > $1 \
          order by strata_name collate \"C\" limit $2",
     ),
+    // Until the transaction ends; no table row (a version's fence reads the lease's).
+    claims_lock: "select pg_advisory_xact_lock(hashtext('svc.svc_backfills claims'))",
 };
 
 /// The statements of the service's books (`db::books`), written once in

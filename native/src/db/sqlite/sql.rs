@@ -445,6 +445,8 @@ const DIALECT: Dialect = Dialect {
     returns_id: true,
     quote: None,
     tenant_page: None,
+    // A write, however few rows it changes, takes the books' write lock.
+    claims_lock: "update svc.svc_backfills set holder = holder where 0 = 1",
 };
 
 /// The statements of the service's books (`db::books`), written once in

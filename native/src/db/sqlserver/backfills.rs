@@ -13,11 +13,13 @@ use strata_core::migrate::source::SourceMigration;
 use tiberius::{ColumnData, Row, ToSql};
 
 use crate::db::engine::Failure;
-use crate::db::error::DbError;
+use crate::db::error::{DbError, LockError};
 use crate::db::sqlserver::{
-    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, query, sql, text,
+    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, query, run, sql, text,
 };
-use crate::db::types::{BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState};
+use crate::db::types::{
+    BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState, ClaimRoom,
+};
 
 /// Whether the books have `svc.svc_backfills` (books of an earlier
 /// release do not until a read-write start adds it).
@@ -126,6 +128,51 @@ pub(super) async fn runners(conn: &mut Connection, fresh_after: i64) -> Result<V
 pub(super) async fn claim(conn: &mut Connection, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
     let params: [&dyn ToSql; 5] = [&claim.holder, &claim.now_ms, &claim.schema, &claim.file, &claim.stale_before_ms];
     Ok(execute(conn, sql::CLAIM_BACKFILL, &params).await? == 1)
+}
+
+/// [`claim`] when `room`, shown the runners on the server now ([`runners`]),
+/// says one more may run: read and claimed in one transaction holding the
+/// claims' application lock ([`sql::CLAIMS_LOCK`]); whether this holder has
+/// it.
+pub(super) async fn claim_in_turn(
+    conn: &mut Connection,
+    claim: &BackfillClaim<'_>,
+    fresh_after: i64,
+    room: &mut ClaimRoom<'_>,
+) -> Result<bool, DbError> {
+    run(conn, sql::BEGIN_CLAIM).await?;
+    let claimed = async {
+        let rows = query(conn, sql::CLAIMS_LOCK, &[]).await?;
+        match rows.first().map(|row| int(row, 0)).transpose()? {
+            Some(code) if code >= 0 => {}
+            Some(-1) => {
+                let (lock, seconds) = sql::CLAIMS_LOCK_RESOURCE;
+                return Err(DbError::Lock(LockError::Timeout { lock: lock.to_string(), seconds }));
+            }
+            other => {
+                let reason = format!("sp_getapplock returned {}", other.map_or("nothing".into(), |c| c.to_string()));
+                return Err(DbError::Lock(LockError::Refused { lock: sql::CLAIMS_LOCK_RESOURCE.0.into(), reason }));
+            }
+        }
+        let rows = query(conn, sql::BACKFILL_RUNNERS, &[&fresh_after]).await?;
+        let holders = rows
+            .iter()
+            .map(|row| Ok((text(row, 0)?, int(row, 1)?.max(0) as usize)))
+            .collect::<Result<Vec<_>, DbError>>()?;
+        if !room(&holders) {
+            return Ok(false);
+        }
+        self::claim(conn, claim).await
+    }
+    .await;
+    let end = match claimed {
+        Ok(true) => sql::COMMIT,
+        _ => sql::ROLLBACK,
+    };
+    match (claimed, run(conn, end).await) {
+        (Err(error), _) | (Ok(_), Err(error)) => Err(error),
+        (Ok(claimed), Ok(())) => Ok(claimed),
+    }
 }
 
 /// Writes `row`'s checkpoint when `holder` still holds it and its batches

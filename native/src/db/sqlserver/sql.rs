@@ -497,6 +497,22 @@ pub(crate) const TALLY_BACKFILLS: &str = "select state, count(*) from svc.svc_ba
 pub(crate) const BACKFILL_RUNNERS: &str = "select holder, count(*) from svc.svc_backfills where state = 'running' \
     and holder is not null and heartbeat >= @P1 group by holder;";
 
+/// Opens a background runner's claim of a backfill: a transaction, then
+/// [`CLAIMS_LOCK`], [`BACKFILL_RUNNERS`], [`CLAIM_BACKFILL`] and [`COMMIT`]
+/// or [`ROLLBACK`].
+pub(crate) const BEGIN_CLAIM: &str = "set xact_abort on; begin transaction;";
+
+/// The claims' application lock, held by the transaction until it ends: one
+/// claim at a time on the server, so the runners it reads next count every
+/// claim committed before it. Returns sp_getapplock's code (0 or 1 when
+/// granted).
+pub(crate) const CLAIMS_LOCK: &str = "declare @granted int; \
+    exec @granted = sp_getapplock @Resource = N'strata.backfill_claims', @LockMode = 'Exclusive', \
+    @LockOwner = 'Transaction', @LockTimeout = 60000; select @granted;";
+
+/// The name of [`CLAIMS_LOCK`]'s lock, and how long a claim waits for it.
+pub(crate) const CLAIMS_LOCK_RESOURCE: (&str, u64) = ("strata.backfill_claims", 60);
+
 /// Deletes the backfill of file @P2 in schema @P1 (its file was reverted),
 /// where the books have the table.
 pub(crate) const FORGET_BACKFILL: &str = "if object_id(N'svc.svc_backfills', N'U') is not null \

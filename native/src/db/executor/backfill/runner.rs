@@ -792,17 +792,35 @@ impl<E: Engine> Backfiller<'_, E> {
     /// Claims and drives one job on a connection of its own; None when
     /// another runner holds it. A failure quarantines its tenant.
     async fn run_one(&self, job: &BackfillJob) -> Result<Option<Outcome>, DbError> {
-        let mut conn = self.engine.connect().await?;
-        // The server's concurrency holds over every process running
-        // backfills on it; each takes its share of the server's rate.
-        let runners = match self.settings.backfill.runners_seen() {
-            Some(runners) => runners,
-            None => self.runners(&mut conn).await?,
-        };
-        let Some(_held) = self.settings.backfill.try_hold(runners) else { return Ok(None) };
-        if !self.claim(&mut conn, job).await? {
+        let pace = &self.settings.backfill;
+        // Without a place as last seen, no claim is tried (nor its lock taken).
+        if pace.runners_seen().is_some_and(|runners| !pace.room(runners)) {
             return Ok(None);
         }
+        let mut conn = self.engine.connect().await?;
+        // The server's concurrency holds over every process running
+        // backfills on it, read and claimed in turn with the others' claims;
+        // each process takes its share of the server's rate.
+        let now = now_ms();
+        let claim = BackfillClaim {
+            schema: &job.row.schema,
+            file: &job.row.file,
+            holder: self.holder,
+            now_ms: now,
+            stale_before_ms: now - pace.stale_ms(),
+        };
+        let mut held = None;
+        let mut room = |holders: &[(String, usize)]| {
+            let runners = Runners::of(holders.iter().map(|(holder, claims)| (holder.as_str(), *claims)), self.holder);
+            pace.saw(runners);
+            held = pace.try_hold(runners);
+            held.is_some()
+        };
+        let fresh_after = now - pace.stale_ms();
+        if !self.engine.books().claim_backfill_in_turn(&mut conn, &claim, fresh_after, &mut room).await? {
+            return Ok(None);
+        }
+        let _held = held;
         let schema = job.row.schema.clone();
         self.engine.prepare(&mut conn, &[]).await?;
         self.engine.enter(&mut conn, &schema).await?;
