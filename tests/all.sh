@@ -16,11 +16,11 @@
 # as cargo's workspace wrapper: one compilation, not a check build beside
 # a test build), in the `ci` profile (Cargo.toml: dependencies optimized,
 # the workspace's crates not), whose `strata` binary the suites, the docs
-# and the console run. Three lanes need nothing of that build and start
+# and the console run. Two lanes need nothing of that build and start
 # beside it, below its priority until it ends (it is the run's
 # critical path: every suite waits for it): the tools the others build
 # with (tests/tools.sh), the core's wasm32 check with the npm packages and
-# the edge receivers, and the fuzzing smoke run. Once the tests are built
+# the edge receivers. Once the tests are built
 # and the servers up, six more run side by side (the suites mostly wait on
 # their servers while the others compile): the suite on SQLite, on
 # PostgreSQL, on PostgreSQL's other majors, on MariaDB, the container image
@@ -194,7 +194,7 @@ wait_for_lanes() {
 # step in the order the lanes need them; a lane that needs one waits for
 # that one only (waiting for all of them made the packages and workers the
 # run's tail on a fresh machine: 20 minutes of tool builds before the
-# packages' first step). The fuzzing smoke run needs none (its stable build).
+# packages' first step).
 TOOLS=(wasm-bindgen-cli)
 run_tools_lane() {
     local tool status=0 tool_status
@@ -217,20 +217,11 @@ run_container_lane() {
     lane_step "the container image: its binary from the suites' build, optimized (tests/container.sh)" \
         bash tests/container.sh
 }
-# The fuzz build has a target directory of its own: it starts beside the
-# workspace build. On the stable toolchain, built by cargo itself with
-# libFuzzer's instrumentation (core/fuzz/run.sh): no nightly toolchain, no
-# cargo-fuzz to build on a fresh machine.
-run_fuzz_lane() {
-    # A smoke run: long fuzzing is done outside CI (core/fuzz/run.sh, RELIABILITY.md).
-    local seconds=${STRATA_FUZZ_SECONDS:-10}
-    if [ "$seconds" = 0 ]; then
-        echo "SKIPPED (STRATA_FUZZ_SECONDS=0): the fuzzing smoke run"
-    else
-        lane_step "fuzzing smoke run: every core fuzz target for ${seconds}s, a stable debug build (core/fuzz/run.sh)" \
-            env STRATA_FUZZ_BUILD="${STRATA_FUZZ_BUILD-stable}" STRATA_FUZZ_JOBS="${STRATA_FUZZ_JOBS:-2}" bash core/fuzz/run.sh "$seconds"
-    fi
-}
+# No fuzzing build here: the fuzz targets' bodies run over their seeds,
+# those seeds changed at random and random inputs in the workspace's test
+# build (core/tests/fuzz_targets.rs); a build of their own, instrumented
+# for libFuzzer, was 3½ of a fresh run's processor minutes for ten seconds
+# of search per target. The search itself: core/fuzz/run.sh (RELIABILITY.md).
 # The suites run the e2e binary cargo built, from native/ as cargo would:
 # cargo itself would hold the target directory's lock for the whole run.
 # Four tests at a time on SQLite and PostgreSQL (libtest's default is one
@@ -382,7 +373,6 @@ fresh_tools=0
 bash tests/tools.sh --built wasm-bindgen-cli || fresh_tools=1
 start_lane tools run_tools_lane 10
 start_lane packages run_packages_lane 10
-start_lane fuzz run_fuzz_lane 19
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
 # them on the way (warnings are errors, rustc's and clippy's): the test
@@ -408,9 +398,9 @@ export STRATA_E2E_BIN STRATA_BIN
 # The same selection of packages as the build (so the same features: no
 # rebuild), every target but the end-to-end suite.
 step "unit and property tests (every crate, the end-to-end suite apart)"
-cargo test --workspace --lib --bins --test properties --locked --profile ci
+cargo test --workspace --lib --bins --test properties --test fuzz_targets --locked --profile ci
 # The lanes build no host crate of the workspace here (they run what was
-# built); a `cargo install` or the fuzz build must not run through
+# built); a `cargo install` must not run through
 # clippy's driver.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 lanes_at_normal_priority
