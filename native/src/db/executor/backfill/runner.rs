@@ -179,15 +179,21 @@ impl<E: Engine> Backfiller<'_, E> {
     /// Claims `job` for this runner (its row, on `conn`); whether it holds
     /// it now.
     pub(crate) async fn claim(&self, conn: &mut E::Conn, job: &BackfillJob) -> Result<bool, DbError> {
+        self.engine.books().claim_backfill(conn, &self.claim_now(job)).await
+    }
+
+    /// This runner's claim of `job` now: a claim whose holder has not
+    /// written its heartbeat for
+    /// [`crate::db::executor::settings::BackfillPace::stale_ms`] is taken over.
+    fn claim_now<'a>(&'a self, job: &'a BackfillJob) -> BackfillClaim<'a> {
         let now = now_ms();
-        let claim = BackfillClaim {
+        BackfillClaim {
             schema: &job.row.schema,
             file: &job.row.file,
             holder: self.holder,
             now_ms: now,
             stale_before_ms: now - self.settings.backfill.stale_ms(),
-        };
-        self.engine.books().claim_backfill(conn, &claim).await
+        }
     }
 
     /// Runs `job` (claimed) on `conn` — its schema entered, no transaction
@@ -801,14 +807,7 @@ impl<E: Engine> Backfiller<'_, E> {
         // The server's concurrency holds over every process running
         // backfills on it, read and claimed in turn with the others' claims;
         // each process takes its share of the server's rate.
-        let now = now_ms();
-        let claim = BackfillClaim {
-            schema: &job.row.schema,
-            file: &job.row.file,
-            holder: self.holder,
-            now_ms: now,
-            stale_before_ms: now - pace.stale_ms(),
-        };
+        let claim = self.claim_now(job);
         let mut held = None;
         let mut room = |holders: &[(String, usize)]| {
             let runners = Runners::of(holders.iter().map(|(holder, claims)| (holder.as_str(), *claims)), self.holder);
@@ -816,7 +815,7 @@ impl<E: Engine> Backfiller<'_, E> {
             held = pace.try_hold(runners);
             held.is_some()
         };
-        let fresh_after = now - pace.stale_ms();
+        let fresh_after = claim.now_ms - pace.stale_ms();
         if !self.engine.books().claim_backfill_in_turn(&mut conn, &claim, fresh_after, &mut room).await? {
             return Ok(None);
         }
