@@ -182,15 +182,12 @@ pub(super) async fn cancelled_past(conn: &mut Connection, limit: std::time::Dura
 }
 
 /// The error for sp_getapplock's answer `code` (negative: not granted;
-/// -1 is a timeout).
-fn lock_not_granted(code: Option<i32>) -> DbError {
+/// -1 is a timeout) for the lock named `lock`, waited for `seconds`.
+pub(super) fn lock_not_granted(code: Option<i32>, (lock, seconds): (&str, u64)) -> DbError {
     match code {
-        Some(-1) => DbError::Lock(LockError::Timeout {
-            lock: sql::LOCK_RESOURCE.to_string(),
-            seconds: sql::LOCK_TIMEOUT_SECONDS,
-        }),
+        Some(-1) => DbError::Lock(LockError::Timeout { lock: lock.to_string(), seconds }),
         other => DbError::Lock(LockError::Refused {
-            lock: sql::LOCK_RESOURCE.to_string(),
+            lock: lock.to_string(),
             reason: format!("sp_getapplock returned {}", other.map_or("nothing".to_string(), |c| c.to_string())),
         }),
     }
@@ -886,7 +883,7 @@ impl Engine for SqlServerEngine {
         let rows = query(&mut client, sql::LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
             Some(code) if code >= 0 => {}
-            other => return Err(lock_not_granted(other)),
+            other => return Err(lock_not_granted(other, (sql::LOCK_RESOURCE, sql::LOCK_TIMEOUT_SECONDS))),
         }
         for statement in sql::CREATE_SERVICE_TABLES.iter().chain(&sql::ADDED_COLUMNS) {
             run(&mut client, statement).await?;
@@ -902,7 +899,7 @@ impl Engine for SqlServerEngine {
         let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
             Some(code) if code >= 0 => Ok(conn),
-            other => Err(lock_not_granted(other)),
+            other => Err(lock_not_granted(other, (sql::LOCK_RESOURCE, sql::LOCK_TIMEOUT_SECONDS))),
         }
     }
 

@@ -116,6 +116,35 @@ where
     query
 }
 
+/// Each runner's count of claims, from the rows of [`crate::db::books::sql::BackfillSql::runners`]
+/// (`holder, count`).
+fn runner_counts<R: sqlx::Row>(rows: &[R]) -> Result<Vec<(String, usize)>, sqlx::Error>
+where
+    usize: ColumnIndex<R>,
+    String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+{
+    rows.iter()
+        .map(|row| {
+            let holder: String = row.try_get(0)?;
+            let count: i64 = row.try_get(1)?;
+            Ok((holder, usize::try_from(count).unwrap_or(0)))
+        })
+        .collect()
+}
+
+/// The values [`crate::db::books::sql::BackfillSql::claim`] binds, in order.
+fn claim_values<'a>(claim: &BackfillClaim<'a>) -> [Literal<'a>; 6] {
+    [
+        Literal::Text(claim.holder),
+        Literal::Int(claim.now_ms),
+        Literal::Text(claim.schema),
+        Literal::Text(claim.file),
+        Literal::Text(claim.holder),
+        Literal::Int(claim.stale_before_ms),
+    ]
+}
+
 impl<DB, I> SqlxBooks<DB, I> {
     /// The books in `sql`'s dialect (of `driver`); `tenant_select_sql`
     /// lists the tenants.
@@ -704,24 +733,11 @@ where
             return Ok(Vec::new());
         }
         let rows = self.rows(conn, self.query(&self.sql.backfills.runners).bind(fresh_after)).await?;
-        rows.iter()
-            .map(|row| {
-                let holder: String = sqlx::Row::try_get(row, 0)?;
-                let count: i64 = sqlx::Row::try_get(row, 1)?;
-                Ok((holder, usize::try_from(count).unwrap_or(0)))
-            })
-            .collect()
+        Ok(runner_counts(&rows)?)
     }
 
     async fn claim_backfill(&self, conn: &mut C, claim: &BackfillClaim<'_>) -> Result<bool, DbError> {
-        let values = [
-            Literal::Text(claim.holder),
-            Literal::Int(claim.now_ms),
-            Literal::Text(claim.schema),
-            Literal::Text(claim.file),
-            Literal::Text(claim.holder),
-            Literal::Int(claim.stale_before_ms),
-        ];
+        let values = claim_values(claim);
         Ok(self.change_written(conn.sqlx(), &self.sql.backfills.claim, &values).await?.count() == 1)
     }
 
@@ -736,26 +752,11 @@ where
         let mut tx = conn.sqlx().begin().await?;
         sqlx::raw_sql(AssertSqlSafe(sql.claims_lock)).execute(&mut *tx).await?;
         let rows = self.query(&sql.runners).bind(fresh_after).fetch_all(&mut *tx).await?;
-        let holders = rows
-            .iter()
-            .map(|row| {
-                let holder: String = sqlx::Row::try_get(row, 0)?;
-                let count: i64 = sqlx::Row::try_get(row, 1)?;
-                Ok((holder, usize::try_from(count).unwrap_or(0)))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        if !room(&holders) {
+        if !room(&runner_counts(&rows)?) {
             tx.rollback().await?;
             return Ok(false);
         }
-        let query = self
-            .query(&sql.claim)
-            .bind(claim.holder.to_string())
-            .bind(claim.now_ms)
-            .bind(claim.schema.to_string())
-            .bind(claim.file.to_string())
-            .bind(claim.holder.to_string())
-            .bind(claim.stale_before_ms);
+        let query = bound(self.query(&sql.claim), &claim_values(claim));
         let claimed = query.execute(&mut *tx).await?.count() == 1;
         tx.commit().await?;
         Ok(claimed)

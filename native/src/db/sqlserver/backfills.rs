@@ -13,9 +13,9 @@ use strata_core::migrate::source::SourceMigration;
 use tiberius::{ColumnData, Row, ToSql};
 
 use crate::db::engine::Failure;
-use crate::db::error::{DbError, LockError};
+use crate::db::error::DbError;
 use crate::db::sqlserver::{
-    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, query, run, sql, text,
+    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, lock_not_granted, query, run, sql, text,
 };
 use crate::db::types::{
     BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState, ClaimRoom,
@@ -121,6 +121,11 @@ pub(super) async fn runners(conn: &mut Connection, fresh_after: i64) -> Result<V
         return Ok(Vec::new());
     }
     let rows = query(conn, sql::BACKFILL_RUNNERS, &[&fresh_after]).await?;
+    runner_counts(&rows)
+}
+
+/// Each runner's count of claims, from the rows of [`sql::BACKFILL_RUNNERS`].
+fn runner_counts(rows: &[Row]) -> Result<Vec<(String, usize)>, DbError> {
     rows.iter().map(|row| Ok((text(row, 0)?, int(row, 1)?.max(0) as usize))).collect()
 }
 
@@ -145,21 +150,10 @@ pub(super) async fn claim_in_turn(
         let rows = query(conn, sql::CLAIMS_LOCK, &[]).await?;
         match rows.first().map(|row| int(row, 0)).transpose()? {
             Some(code) if code >= 0 => {}
-            Some(-1) => {
-                let (lock, seconds) = sql::CLAIMS_LOCK_RESOURCE;
-                return Err(DbError::Lock(LockError::Timeout { lock: lock.to_string(), seconds }));
-            }
-            other => {
-                let reason = format!("sp_getapplock returned {}", other.map_or("nothing".into(), |c| c.to_string()));
-                return Err(DbError::Lock(LockError::Refused { lock: sql::CLAIMS_LOCK_RESOURCE.0.into(), reason }));
-            }
+            other => return Err(lock_not_granted(other, sql::CLAIMS_LOCK_RESOURCE)),
         }
         let rows = query(conn, sql::BACKFILL_RUNNERS, &[&fresh_after]).await?;
-        let holders = rows
-            .iter()
-            .map(|row| Ok((text(row, 0)?, int(row, 1)?.max(0) as usize)))
-            .collect::<Result<Vec<_>, DbError>>()?;
-        if !room(&holders) {
+        if !room(&runner_counts(&rows)?) {
             return Ok(false);
         }
         self::claim(conn, claim).await
