@@ -213,6 +213,9 @@ pub(crate) struct Workspace {
     /// Its database is on the SQL Server of `STRATA_TEST_SQLSERVER_URL`,
     /// whatever this run's backend ([`Workspace::on_sqlserver`]).
     pub(crate) sqlserver: bool,
+    /// The harness's own PostgreSQL sessions on its database, idle between
+    /// two of its reads or writes ([`Workspace::pg_session`]).
+    idle_pg: Mutex<Vec<PgConnection>>,
 }
 
 impl Workspace {
@@ -239,7 +242,7 @@ impl Workspace {
         for sub in ["ref", "config", "tenants", "scripts/config", "scripts/tenants"] {
             std::fs::create_dir_all(dir.path().join("migrations").join(sub)).unwrap();
         }
-        Workspace { dir, port: free_port(), sqlserver }
+        Workspace { dir, port: free_port(), sqlserver, idle_pg: Mutex::default() }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -312,6 +315,8 @@ impl Workspace {
         match backend() {
             Backend::Sqlite => {}
             Backend::Postgres => {
+                // The harness's idle sessions would hold the database open.
+                self.idle_pg.lock().unwrap().clear();
                 let mut admin = PgConnection::connect(&server_url("STRATA_TEST_PG_URL")).await.unwrap();
                 let db = self.pg_database();
                 for statement in [format!("drop database if exists {db}"), format!("create database {db}")] {
@@ -382,8 +387,9 @@ impl Workspace {
                 sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
             }
             Backend::Postgres => {
-                let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
+                let mut conn = self.pg_session("reset search_path").await;
                 sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+                self.idle_pg.lock().unwrap().push(conn);
             }
             Backend::Mysql => {
                 let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
@@ -391,6 +397,29 @@ impl Workspace {
             }
             Backend::Sqlserver => unreachable!("{ON_SQLSERVER_ABOVE}"),
         }
+    }
+
+    /// A session on this test's PostgreSQL database that has just run
+    /// `setting` (its schema for what follows): an idle one of the harness's
+    /// when it still answers, else a new one. A connection per read or write
+    /// was half the PostgreSQL suite's 5,500 connections, and the server's
+    /// processor time went to starting and ending backends (their memory
+    /// mapped and unmapped) more than to the statements. One call takes a
+    /// session at a time, so calls at once each have their own; its queries
+    /// are not kept prepared (a plan kept for a table a migration then
+    /// changed would fail). MySQL keeps a connection per call: a session
+    /// left in a tenant's database counts as one a file leaked (drivers.rs).
+    async fn pg_session(&self, setting: &str) -> PgConnection {
+        let setting = || sqlx::raw_sql(sqlx::AssertSqlSafe(setting.to_string()));
+        let idle = self.idle_pg.lock().unwrap().pop();
+        if let Some(mut conn) = idle
+            && setting().execute(&mut conn).await.is_ok()
+        {
+            return conn;
+        }
+        let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
+        setting().execute(&mut conn).await.unwrap();
+        conn
     }
 
     /// Adds `count` (at most 100,000) rows to the service's own tenant
@@ -436,10 +465,10 @@ impl Workspace {
                 decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
             }
             Backend::Postgres => {
-                let mut conn = PgConnection::connect(&self.pg_url()).await.unwrap();
-                let path = format!("set search_path to \"{schema}\"");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(path)).execute(&mut conn).await.unwrap();
-                decode_rows!(sqlx::query(sql).fetch_all(&mut conn).await.unwrap())
+                let mut conn = self.pg_session(&format!("set search_path to \"{schema}\"")).await;
+                let rows = decode_rows!(sqlx::query(sql).persistent(false).fetch_all(&mut conn).await.unwrap());
+                self.idle_pg.lock().unwrap().push(conn);
+                rows
             }
             Backend::Mysql => {
                 let mut conn = MySqlConnection::connect(&server_url("STRATA_TEST_MYSQL_URL")).await.unwrap();
