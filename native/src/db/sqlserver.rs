@@ -142,6 +142,28 @@ fn failure_of(error: tiberius::error::Error, first_line: u64) -> Failure {
     }
 }
 
+/// Runs `work` on the session, within its statement time-out when one is
+/// set ([`Connection`]): past it the server is told to stop what runs
+/// ([`cancelled_past`]) and the work fails with `STATEMENT_TIMEOUT`. A
+/// failure is placed after the `lines_before` lines of the file its batch
+/// follows ([`failure_of`]). A migration's batches and a backfill's batches
+/// are bounded by this one rule.
+pub(super) async fn within_statement_timeout<T>(
+    conn: &mut Connection,
+    lines_before: u64,
+    work: impl AsyncFnOnce(&mut Connection) -> Result<T, tiberius::error::Error>,
+) -> Result<T, Failure> {
+    let limit = (conn.statement_ms > 0).then(|| std::time::Duration::from_millis(conn.statement_ms));
+    let result = match limit {
+        None => work(conn).await,
+        Some(limit) => match tokio::time::timeout(limit, work(conn)).await {
+            Ok(result) => result,
+            Err(_) => return Err(cancelled_past(conn, limit, lines_before).await),
+        },
+    };
+    result.map_err(|error| failure_of(error, lines_before))
+}
+
 /// How long the server has to acknowledge that it stopped a batch.
 const CANCEL_ACKNOWLEDGED_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -1006,28 +1028,14 @@ impl Engine for SqlServerEngine {
     }
 
     /// Runs the file batch by batch, each within the statement time-out
-    /// when one is set ([`Connection`]): past it the server is told to stop
-    /// the batch (an attention) and the file fails with `STATEMENT_TIMEOUT`.
+    /// when one is set ([`within_statement_timeout`]).
     async fn execute(&self, conn: &mut Self::Conn, text: &str) -> Result<(), Failure> {
-        let limit = (conn.statement_ms > 0).then(|| std::time::Duration::from_millis(conn.statement_ms));
         for batch in split_go_batches(text) {
             let lines_before = text[..batch.as_ptr() as usize - text.as_ptr() as usize].matches('\n').count() as u64;
-            let run = async {
-                match conn.client.simple_query(batch).await {
-                    Ok(stream) => stream.into_results().await.map(|_| ()),
-                    Err(e) => Err(e),
-                }
-            };
-            let result = match limit {
-                None => run.await,
-                Some(limit) => match tokio::time::timeout(limit, run).await {
-                    Ok(result) => result,
-                    Err(_) => return Err(cancelled_past(conn, limit, lines_before).await),
-                },
-            };
-            if let Err(e) = result {
-                return Err(failure_of(e, lines_before));
-            }
+            within_statement_timeout(conn, lines_before, async |conn| {
+                conn.client.simple_query(batch).await?.into_results().await.map(|_| ())
+            })
+            .await?;
         }
         Ok(())
     }

@@ -15,7 +15,8 @@ use tiberius::{ColumnData, Row, ToSql};
 use crate::db::engine::Failure;
 use crate::db::error::DbError;
 use crate::db::sqlserver::{
-    Connection, big, cancelled_past, db_error, execute, failure_of, id32, int, lock_not_granted, query, run, sql, text,
+    Connection, big, db_error, execute, failure_of, id32, int, lock_not_granted, query, run, sql, text,
+    within_statement_timeout,
 };
 use crate::db::types::{
     BackfillClaim, BackfillColumns, BackfillJob, BackfillJobColumns, BackfillRow, BackfillState, ClaimRoom,
@@ -275,17 +276,8 @@ fn bound(values: &[KeyValue]) -> Vec<&dyn ToSql> {
 /// transaction, within the session's statement time-out: the rows it
 /// changed.
 pub(super) async fn execute_bound(conn: &mut Connection, sql: &str, values: &[KeyValue]) -> Result<u64, Failure> {
-    let limit = (conn.statement_ms > 0).then(|| std::time::Duration::from_millis(conn.statement_ms));
     let bound = bound(values);
-    let run = conn.execute(sql, &bound);
-    let result = match limit {
-        None => run.await,
-        Some(limit) => match tokio::time::timeout(limit, run).await {
-            Ok(result) => result,
-            Err(_) => return Err(cancelled_past(conn, limit, 0).await),
-        },
-    };
-    result.map(|done| done.total()).map_err(|error| failure_of(error, 0))
+    within_statement_timeout(conn, 0, async |conn| conn.execute(sql, &bound).await.map(|done| done.total())).await
 }
 
 /// The rows of a backfill's read, `sql` with `values` bound, each column a
