@@ -42,18 +42,15 @@ if [ -z "$binary" ]; then
     # compare function addresses; rustc's own release builds fold the same
     # way) and its relative relocations packed (DT_RELR, glibc 2.36):
     # 29.6 MB -> 26.7 MB. Only the `strata` binary's link (native/build.rs).
-    # No line tables for the two crates (the profile's, for the suites'
-    # backtraces): the image's binary is stripped of them anyway, and making
-    # them was 31 of the two crates' 228 processor seconds (197 without;
-    # 2026-12-07, the stripped binary 6 KB larger).
+    # The profile makes no line tables (Cargo.toml), which the image's
+    # stripped binary would not keep: 197 processor seconds for the two
+    # crates instead of 228 with them (2026-12-07).
     export STRATA_LINK_ARGS="${STRATA_LINK_ARGS--Wl,-z,pack-relative-relocs -Wl,--icf=all}"
     cargo build --locked --profile ci --workspace --bins --examples \
         --config 'profile.ci.package.strata-core.opt-level="z"' \
         --config 'profile.ci.package.strata-server.opt-level="z"' \
         --config 'profile.ci.package.strata-core.codegen-units=1' \
-        --config 'profile.ci.package.strata-server.codegen-units=1' \
-        --config 'profile.ci.package.strata-core.debug=false' \
-        --config 'profile.ci.package.strata-server.debug=false'
+        --config 'profile.ci.package.strata-server.codegen-units=1'
     binary="$CARGO_TARGET_DIR/ci/strata"
 fi
 [ -x "$binary" ] || { echo "build.sh: no executable $binary" >&2; exit 1; }
