@@ -435,7 +435,12 @@ async fn a_server_whose_stdout_closes_keeps_serving_and_logs_on_stderr() {
     let config = ws.write_config(&ws.config(""));
     let log = ws.path().join("stderr.log");
     let stderr = std::fs::File::create(&log).unwrap().into();
-    let status = serve_until_healthy(&ws, &config, &[], std::process::Stdio::piped(), stderr).await;
+    // Closed before the service's first line: a pipe read by nothing yet when
+    // the service wrote "strata listening" held that line, and a run whose
+    // harness dropped its end only after that saw it on neither stream.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = serve_until_healthy(&ws, &config, &[], writer.into(), stderr).await;
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(status.code(), Some(0), "{said}");
     assert!(said.contains("strata listening") && said.contains("strata stopped"), "{said}");
