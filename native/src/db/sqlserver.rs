@@ -148,7 +148,7 @@ fn failure_of(error: tiberius::error::Error, first_line: u64) -> Failure {
 /// failure is placed after the `lines_before` lines of the file its batch
 /// follows ([`failure_of`]). A migration's batches and a backfill's batches
 /// are bounded by this one rule.
-pub(super) async fn within_statement_timeout<T>(
+async fn within_statement_timeout<T>(
     conn: &mut Connection,
     lines_before: u64,
     work: impl AsyncFnOnce(&mut Connection) -> Result<T, tiberius::error::Error>,
@@ -174,7 +174,7 @@ const CANCEL_ACKNOWLEDGED_WITHIN: std::time::Duration = std::time::Duration::fro
 /// the server rolls the closed session's transaction back, and nothing of
 /// the unit commits. The file fails at the batch's first line (after
 /// `lines_before`); a session that cannot be replaced is a lost connection.
-pub(super) async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines_before: u64) -> Failure {
+async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines_before: u64) -> Failure {
     let ran = format!(
         "a batch ran longer than the statement time-out ({} ms: statementTimeoutSeconds, or the file's \
          strata:statement-timeout)",
