@@ -19,8 +19,9 @@
 # and the console run. Two lanes need nothing of that build and start
 # beside it, below its priority until it ends (it is the run's
 # critical path: every suite waits for it): the tools the others build
-# with (tests/tools.sh), the core's wasm32 check with the npm packages and
-# the edge receivers. Once the tests are built
+# with (tests/tools.sh), the core's wasm32 check with the npm packages, and
+# the edge receivers (once the packages are built, beside their tests).
+# Once the tests are built
 # and the servers up, six more run side by side (the suites mostly wait on
 # their servers while the others compile): the suite on SQLite, on
 # PostgreSQL, on PostgreSQL's other majors, on MariaDB, the container image
@@ -317,7 +318,20 @@ run_packages_lane() {
     lane_step "strata-core compiles for wasm32-unknown-unknown (no I/O, no std-only APIs): the packages' and edge receivers' WebAssembly builds" \
         build_wasm_targets
     wait_for_tool wasm-bindgen-cli
-    lane_step "the npm packages: build from source, pack, test the tarball (tests/packages.sh)" bash tests/packages.sh
+    lane_step "the npm packages built from source (tests/packages.sh build)" bash tests/packages.sh build
+    touch "$lane_dir/packages.built"
+    lane_step "the npm packages: pack, test the tarball (tests/packages.sh test)" bash tests/packages.sh test
+}
+# The edge receivers once the packages are built (the JS Worker imports
+# pkg/webhooks' dist/), beside the packages' tests: after them, they were a
+# cached run's last 1:15, its two processors a quarter idle (starting one
+# `wrangler dev` after another), the packages' tests having waited their
+# turn for the processors behind the suites for 8:32.
+run_receivers_lane() {
+    while [ ! -e "$lane_dir/packages.built" ]; do
+        [ ! -e "$lane_dir/packages.ended" ] || { echo "the npm packages did not build (the packages lane's log says why)" >&2; return 1; }
+        sleep 2
+    done
     lane_step "the edge receivers: Rust and JS Workers under wrangler dev, the WASI component under wasmtime (tests/worker.sh)" \
         bash tests/worker.sh
 }
@@ -373,6 +387,7 @@ fresh_tools=0
 bash tests/tools.sh --built wasm-bindgen-cli || fresh_tools=1
 start_lane tools run_tools_lane 10
 start_lane packages run_packages_lane 10
+start_lane receivers run_receivers_lane 10
 
 # Clippy's driver compiles the workspace's crates as rustc does, linting
 # them on the way (warnings are errors, rustc's and clippy's): the test
@@ -422,7 +437,7 @@ container_niceness=-19
 if [ "$fresh_tools" = 1 ] && [ ! -e "$lane_dir/tool-wasm-bindgen-cli.status" ]; then
     container_niceness=0
     for i in "${!lane_names[@]}"; do
-        case "${lane_names[$i]}" in tools | packages) renice -n -19 -g "${lane_pids[$i]}" >/dev/null 2>&1 || true ;; esac
+        case "${lane_names[$i]}" in tools | packages | receivers) renice -n -19 -g "${lane_pids[$i]}" >/dev/null 2>&1 || true ;; esac
     done
 fi
 
@@ -478,9 +493,9 @@ if [ "$container_niceness" != -19 ]; then
     (
         while [ -d "$lane_dir" ] && [ ! -e "$lane_dir/tool-wasm-bindgen-cli.status" ]; do sleep 2; done
         renice -n -19 -g "$container_pgid" >/dev/null 2>&1 || true
-        renice_lanes 0 tools packages
+        renice_lanes 0 tools packages receivers
         while [ -d "$lane_dir" ] && [ ! -e "$lane_dir/container.ended" ]; do sleep 2; done
-        renice_lanes -19 packages
+        renice_lanes -19 packages receivers
     ) &
 fi
 start_lane web run_web_lane

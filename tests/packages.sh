@@ -9,6 +9,11 @@
 # Every npm install here prefers npm's cache (`--prefer-offline`): with the
 # cache of an earlier run, npm revalidated each package with the registry
 # and took 1 to 4 minutes a project.
+#
+# Usage: bash tests/packages.sh [build|test]   (default: both, in that order)
+# `build` leaves each package's dist/ (what tests/worker.sh needs: the JS
+# Worker imports pkg/webhooks); tests/all.sh runs the receivers beside
+# `test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,9 +32,21 @@ if ! command -v chromium >/dev/null && [ -z "${STRATA_CHROMIUM:-}" ]; then
     fi
 fi
 
+phase=${1:-all}
+case "$phase" in build | test | all) ;; *) echo "usage: $0 [build|test]" >&2; exit 2 ;; esac
+
+if [ "$phase" != test ]; then
+    for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
+        echo "==> $pkg: npm ci, build"
+        (cd "$pkg" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error && npm run build)
+    done
+fi
+[ "$phase" != build ] || exit 0
+
 for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
-    echo "==> $pkg: npm ci, build, test"
-    (cd "$pkg" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error && npm run build && npm test)
+    echo "==> $pkg: test"
+    [ -d "$pkg/dist" ] || { echo "$pkg has no dist/: run bash tests/packages.sh build first" >&2; exit 1; }
+    (cd "$pkg" && npm test)
 done
 
 echo "==> package linters: publint, @arethetypeswrong/cli on the packed tarballs"
