@@ -4,7 +4,7 @@
 #      it is made of optimized for size (its dependencies are already) — or
 #      the binary STRATA_BINARY names;
 #   2. stages it, stripped, in build/container/rootfs/ with the shared
-#      libraries it links (the C library, libm, libgcc_s: the ones `ldd`
+#      libraries it links (the C library, libgcc_s: the ones `ldd`
 #      names, copied from this machine at their paths; OpenSSL is linked
 #      statically) and the CA certificates;
 #   3. builds the Containerfile with buildah (no Docker engine needed), or

@@ -12,6 +12,7 @@ mod graphql;
 mod http;
 mod identity;
 mod loader;
+mod math_symbols;
 mod os_account;
 mod otlp;
 mod server;
