@@ -50,26 +50,28 @@ fi
 # machine's processors partly idle in its last minute.
 parts=$(mktemp -d)
 trap 'rm -rf "$parts"' EXIT
-lint_tarballs() {
-    (cd tests/package-lint && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
-    mkdir "$parts/packs"
+lint_tarballs() { # (`|| return`: start_part calls it where `set -e` is off)
+    (cd tests/package-lint && npm ci --prefer-offline --no-audit --no-fund --loglevel=error) || return
+    mkdir "$parts/packs" || return
     for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
-        (cd "$pkg" && npm pack --pack-destination "$parts/packs" --silent >/dev/null)
+        (cd "$pkg" && npm pack --pack-destination "$parts/packs" --silent >/dev/null) || return
     done
     node tests/package-lint/lint.mjs "$parts/packs"/*.tgz
 }
 names=() pids=()
+start_part() { # NAME COMMAND...: in the background, its output and its end (status, seconds) kept
+    local part=${#pids[@]}
+    names+=("$1")
+    shift
+    ( started=$SECONDS; status=0; "$@" || status=$?; echo "$status $((SECONDS - started))" >"$parts/$part.end"; exit "$status" ) \
+        >"$parts/$part.log" 2>&1 &
+    pids+=($!)
+}
 for pkg in pkg/endpoint/ pkg/webhooks-methods/ pkg/webhooks/; do
     [ -d "$pkg/dist" ] || { echo "$pkg has no dist/: run bash tests/packages.sh build first" >&2; exit 1; }
-    names+=("$pkg: npm test")
-    ( started=$SECONDS; status=0; (cd "$pkg" && npm test) || status=$?; echo "$status $((SECONDS - started))" >"$parts/${#pids[@]}.end"; exit "$status" ) \
-        >"$parts/${#pids[@]}.log" 2>&1 &
-    pids+=($!)
+    start_part "$pkg: npm test" env -C "$pkg" npm test
 done
-names+=("package linters: publint, @arethetypeswrong/cli on the packed tarballs")
-( started=$SECONDS; status=0; lint_tarballs || status=$?; echo "$status $((SECONDS - started))" >"$parts/${#pids[@]}.end"; exit "$status" ) \
-    >"$parts/${#pids[@]}.log" 2>&1 &
-pids+=($!)
+start_part "package linters: publint, @arethetypeswrong/cli on the packed tarballs" lint_tarballs
 
 failed=0
 for i in "${!pids[@]}"; do
