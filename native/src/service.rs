@@ -27,6 +27,7 @@ use strata_core::migrate::summary::Summary;
 use strata_core::migrate::wave::Wave;
 use tracing::Instrument;
 
+use crate::db::engine::Reading;
 use crate::db::error::{RunError, ShardError};
 use crate::db::{
     BackfillEnd, BackfillMove, BackfillStatus, BackfillWait, Database, DbError, MigrationFilter, MigrationRow,
@@ -491,7 +492,7 @@ impl Service {
         let drift = Drift::new(prints);
         let needed = drift.needed();
         let compared: rustc_hash::FxHashMap<String, Vec<strata_core::migrate::fingerprint::CatalogObject>> =
-            needed.iter().cloned().zip(self.database.catalogs(&needed).await?).collect();
+            needed.iter().cloned().zip(self.database.catalogs(&needed, Reading::Drift).await?).collect();
         // Single schemas the service migrated (they have a stored fingerprint).
         let mut single: Vec<String> =
             self.config.single_schemas().filter(|s| stored.contains_key(*s)).map(str::to_string).collect();
@@ -500,7 +501,7 @@ impl Service {
         let singles: Vec<TenantCatalog> = single
             .iter()
             .cloned()
-            .zip(self.database.catalogs(&single).await?)
+            .zip(self.database.catalogs(&single, Reading::Drift).await?)
             .map(|(schema, objects)| TenantCatalog {
                 recorded: recorded.remove(&schema).unwrap_or_default(),
                 schema,

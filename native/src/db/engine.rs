@@ -153,7 +153,7 @@ pub(crate) async fn prints_in_batches<E: Engine + ?Sized>(
     let read = futures::future::join_all(conns.iter_mut().take(lanes).enumerate().map(|(lane, conn)| async move {
         let mut prints = Vec::new();
         for (index, batch) in batches.iter().enumerate().skip(lane).step_by(lanes) {
-            let catalogs = engine.catalogs(conn, batch).await?;
+            let catalogs = engine.catalogs(conn, batch, Reading::Drift).await?;
             let batch_prints: Vec<String> =
                 batch.iter().zip(catalogs).map(|(schema, objects)| catalog_print(schema, &objects)).collect();
             prints.push((index, batch_prints));
@@ -171,6 +171,38 @@ pub(crate) async fn prints_in_batches<E: Engine + ?Sized>(
 }
 
 pub(crate) use fingerprint::catalog_print;
+
+/// The catalogs of several schemas, one list of objects each, in the order
+/// the schemas were asked for ([`Engine::catalogs`]).
+pub(crate) type Catalogs = Vec<Vec<CatalogObject>>;
+
+/// How a schema's catalog is read ([`Engine::catalogs`]): as drift
+/// fingerprints it, or as desired state plans from it (PostgreSQL adds
+/// identity and generated columns, MariaDB reads its own way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// What a fleet's drift compares.
+    Drift,
+    /// What a desired-state plan needs.
+    Desired,
+}
+
+/// [`Engine::catalogs`]' default: one [`Engine::catalog`] after another,
+/// each schema entered for it and left.
+pub(crate) async fn catalogs_one_by_one<E: Engine + ?Sized>(
+    engine: &E,
+    conn: &mut E::Conn,
+    schemas: &[String],
+) -> Result<Catalogs, DbError> {
+    let mut out = Vec::with_capacity(schemas.len());
+    for schema in schemas {
+        engine.enter(conn, schema).await?;
+        let objects = engine.catalog(conn, schema).await;
+        engine.leave(conn, schema).await;
+        out.push(objects?);
+    }
+    Ok(out)
+}
 
 /// Each of `rows` as the literals of `svc_migrations`' columns, in order
 /// (name, source_dir, filename, migration_type, db_schema, created,
@@ -548,9 +580,6 @@ pub(crate) trait Engine: Send + Sync {
     /// engine's definition text (see core's `fingerprint`). The schema is
     /// usable on `conn` ([`Engine::enter`]).
     async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError>;
-    /// The catalogs of several schemas, in the order given: by default one
-    /// [`Engine::catalog`] after another, each schema entered for it;
-    /// engines that can read many at once in one query do.
     /// The catalog of `text` (a desired schema, its placeholder written as
     /// `scratch`) applied into a new schema `scratch` inside a transaction
     /// that is rolled back on every path; `Ok(Err(failure))` when the
@@ -562,24 +591,18 @@ pub(crate) trait Engine: Send + Sync {
         text: &str,
         scratch: &str,
     ) -> Result<Result<Vec<CatalogObject>, Failure>, DbError>;
-    /// [`Engine::catalogs`] as desired state reads them: what a plan needs
-    /// beyond drift's reading (PostgreSQL: identity and generated columns).
-    async fn desired_catalogs(
+    /// The catalogs of several schemas as `reading` reads them, in the
+    /// order given: by default one [`Engine::catalog`] after another, each
+    /// schema entered for it ([`catalogs_one_by_one`]; desired state reads
+    /// what drift reads); engines that read many at once in one query, or
+    /// read more for a plan, do.
+    async fn catalogs(
         &self,
         conn: &mut Self::Conn,
         schemas: &[String],
-    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        self.catalogs(conn, schemas).await
-    }
-    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let mut out = Vec::with_capacity(schemas.len());
-        for schema in schemas {
-            self.enter(conn, schema).await?;
-            let objects = self.catalog(conn, schema).await;
-            self.leave(conn, schema).await;
-            out.push(objects?);
-        }
-        Ok(out)
+        _reading: Reading,
+    ) -> Result<Catalogs, DbError> {
+        catalogs_one_by_one(self, conn, schemas).await
     }
     /// The print (core's `fingerprint`) of each of `schemas`' live
     /// catalogs, in the order given, read over `conns` (at least one): by

@@ -51,7 +51,7 @@ use strata_core::migrate::source::SourceMigration;
 use strata_core::migrate::wave::Attributes;
 use tokio::net::TcpStream;
 
-use crate::db::engine::Keeps;
+use crate::db::engine::{Catalogs, Keeps, Reading};
 use crate::db::error::{DbError, RunError, ShardFailure};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::store::Database;
@@ -986,10 +986,10 @@ impl Database for Fleet {
         Ok(parts.into_iter().flatten().collect())
     }
 
-    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+    async fn catalogs(&self, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
         let (parts, at) = self.split_by_shard(schemas).await?;
         let parts = &parts;
-        let mut read = self.every(|index, store| async move { store.catalogs(&parts[index]).await }).await?;
+        let mut read = self.every(|index, store| async move { store.catalogs(&parts[index], reading).await }).await?;
         Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
     }
 
@@ -1004,13 +1004,6 @@ impl Database for Fleet {
             }
         }
         Ok(read.swap_remove(0))
-    }
-
-    async fn desired_catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let (parts, at) = self.split_by_shard(schemas).await?;
-        let parts = &parts;
-        let mut read = self.every(|index, store| async move { store.desired_catalogs(&parts[index]).await }).await?;
-        Ok(at.into_iter().map(|(index, position)| std::mem::take(&mut read[index][position])).collect())
     }
 
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {

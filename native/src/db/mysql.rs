@@ -27,7 +27,7 @@ use strata_core::migrate::fingerprint::{CatalogObject, PassPrints};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use crate::db::books::SqlxBooks;
-use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::engine::{self, Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{DbError, describe, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::lease::{Lease, LeaseRow};
@@ -440,11 +440,12 @@ impl Engine for MysqlEngine {
         Ok(rows.into_iter().map(catalog_object).collect())
     }
 
-    async fn desired_catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+    /// Drift's reading one schema after another; desired state's its own
+    /// ([`desired_reading`]).
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
+        if reading == Reading::Drift {
+            return engine::catalogs_one_by_one(self, conn, schemas).await;
+        }
         let mut out = Vec::with_capacity(schemas.len());
         for schema in schemas {
             out.push(desired_reading(conn, schema).await?);

@@ -40,7 +40,7 @@ use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 use strata_core::migrate::lock_wait::Timeouts;
 
 use crate::db::books::SqlxBooks;
-use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Transaction};
+use crate::db::engine::{self, AloneSession, Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{Cause, DbError, LockError, cause_of, describe, one_line};
 use crate::db::error::{OpenError, ServerError, ShardError};
 use crate::db::lease::{Lease, LeaseRow};
@@ -67,7 +67,7 @@ impl PostgresEngine {
         conn: &mut PoolConnection<Postgres>,
         schemas: &[String],
         query: &'static str,
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+    ) -> Result<Catalogs, DbError> {
         let mut tx = Connection::begin(&mut **conn).await?;
         let rows: Vec<(String, String, String, String)> =
             sqlx::query_as(query).persistent(false).bind(schemas).fetch_all(&mut *tx).await?;
@@ -543,26 +543,18 @@ impl Engine for PostgresEngine {
         conn: &mut Self::Conn,
         schema: &str,
     ) -> Result<Vec<strata_core::migrate::fingerprint::CatalogObject>, DbError> {
-        let mut all = self.catalogs(conn, &[schema.to_string()]).await?;
+        let mut all = self.catalogs(conn, &[schema.to_string()], Reading::Drift).await?;
         Ok(all.pop().unwrap_or_default())
     }
 
-    /// One query for all of `schemas` (see `sql::CATALOGS`).
-    async fn catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        self.catalogs_with(conn, schemas, sql::CATALOGS).await
-    }
-
-    /// One query for all of `schemas` (see `sql::DESIRED_CATALOGS`).
-    async fn desired_catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        self.catalogs_with(conn, schemas, sql::DESIRED_CATALOGS.as_str()).await
+    /// One query for all of `schemas` (see `sql::CATALOGS` and
+    /// `sql::DESIRED_CATALOGS`).
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
+        let text = match reading {
+            Reading::Drift => sql::CATALOGS,
+            Reading::Desired => sql::DESIRED_CATALOGS.as_str(),
+        };
+        self.catalogs_with(conn, schemas, text).await
     }
 
     async fn desired_catalog(

@@ -45,7 +45,7 @@ use strata_core::migrate::ident::quote_string_sqlite;
 use strata_core::migrate::lock_wait;
 
 use crate::db::books::{SqlxBooks, SqlxConn};
-use crate::db::engine::{self, Engine, Entries, Failure, Transaction};
+use crate::db::engine::{self, Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{DbError, describe};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::Access;
@@ -273,18 +273,22 @@ impl SqliteEngine {
     }
 }
 
-/// How a schema's catalog is read: drift's reading (fingerprinted) or
-/// desired state's (`sql::desired_catalog`), and how many schemas one query
-/// reads.
+/// A [`Reading`] as SQLite runs it: the query of one schema's catalog
+/// (drift's `sql::catalog`, desired state's `sql::desired_catalog`) and how
+/// many schemas one query reads.
 #[derive(Clone, Copy)]
-struct Reading {
+struct CatalogQuery {
     read: fn(&str) -> String,
     at_once: usize,
 }
 
-impl Reading {
-    const DRIFT: Reading = Reading { read: sql::catalog, at_once: sql::CATALOGS_AT_ONCE };
-    const DESIRED: Reading = Reading { read: sql::desired_catalog, at_once: sql::DESIRED_CATALOGS_AT_ONCE };
+impl CatalogQuery {
+    fn of(reading: Reading) -> CatalogQuery {
+        match reading {
+            Reading::Drift => CatalogQuery { read: sql::catalog, at_once: sql::CATALOGS_AT_ONCE },
+            Reading::Desired => CatalogQuery { read: sql::desired_catalog, at_once: sql::DESIRED_CATALOGS_AT_ONCE },
+        }
+    }
 }
 
 /// A row of [`sql::catalog`]: schema, kind, name, definition.
@@ -344,12 +348,13 @@ impl SqliteEngine {
         conn: &mut SqliteConn,
         schemas: &[String],
         reading: Reading,
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, reading.at_once);
+    ) -> Result<Catalogs, DbError> {
+        let query = CatalogQuery::of(reading);
+        let room = MAX_ATTACHED.saturating_sub(conn.attached.len() + 1).clamp(1, query.at_once);
         let mut out = Vec::with_capacity(schemas.len());
         for batch in schemas.chunks(room) {
             let attached = self.attach_batch(conn, batch).await?;
-            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs_with(batch, reading.read)))
+            let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql::catalogs_with(batch, query.read)))
                 .persistent(false)
                 .fetch_one(&mut *conn.conn)
                 .await;
@@ -394,7 +399,7 @@ impl SqliteEngine {
         conn: &mut SqliteConn,
         schemas: &[String],
         reading: Reading,
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
+    ) -> Result<Catalogs, DbError> {
         self.flush(conn).await?;
         let files: Vec<Option<PathBuf>> = schemas.iter().map(|schema| self.unattached_file(conn, schema)).collect();
         let blank: Vec<bool> = exec::blocking(|| {
@@ -779,22 +784,9 @@ impl Engine for SqliteEngine {
         Ok(rows.into_iter().map(catalog_object).collect())
     }
 
-    /// Drift's reading of each schema ([`SqliteEngine::catalogs_by`]).
-    async fn catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        self.catalogs_by(conn, schemas, Reading::DRIFT).await
-    }
-
-    /// Desired state's reading of each schema (`sql::desired_catalog`).
-    async fn desired_catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<strata_core::migrate::fingerprint::CatalogObject>>, DbError> {
-        self.catalogs_by(conn, schemas, Reading::DESIRED).await
+    /// Each schema as `reading` reads it ([`SqliteEngine::catalogs_by`]).
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
+        self.catalogs_by(conn, schemas, reading).await
     }
 
     /// The desired file applied into a private in-memory database attached

@@ -42,7 +42,7 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::db::books::{AppliedSink, Books};
-use crate::db::engine::{Engine, Entries, Failure, Transaction};
+use crate::db::engine::{Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
 use crate::db::types::CONNECT_TIMEOUT;
@@ -448,8 +448,8 @@ async fn read_catalogs(
     conn: &mut Connection,
     schemas: &[String],
     statement: fn(usize) -> String,
-) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-    let mut out: Vec<Vec<CatalogObject>> = vec![Vec::new(); schemas.len()];
+) -> Result<Catalogs, DbError> {
+    let mut out: Catalogs = vec![Vec::new(); schemas.len()];
     let at: std::collections::HashMap<&str, usize> =
         schemas.iter().enumerate().map(|(index, schema)| (schema.as_str(), index)).collect();
     for chunk in schemas.chunks(sql::SCHEMAS_PER_CATALOG_READ) {
@@ -962,20 +962,16 @@ impl Engine for SqlServerEngine {
     /// Other sessions with an open transaction (SQL Server cannot tell
     /// cheaply which of them hold locks in `schema`), one line each.
     async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
-        let mut read = self.catalogs(conn, &[schema.to_owned()]).await?;
+        let mut read = self.catalogs(conn, &[schema.to_owned()], Reading::Drift).await?;
         Ok(read.pop().unwrap_or_default())
     }
 
-    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        read_catalogs(conn, schemas, sql::catalogs).await
-    }
-
-    async fn desired_catalogs(
-        &self,
-        conn: &mut Self::Conn,
-        schemas: &[String],
-    ) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        read_catalogs(conn, schemas, sql::desired_catalogs).await
+    async fn catalogs(&self, conn: &mut Self::Conn, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
+        let text = match reading {
+            Reading::Drift => sql::catalogs,
+            Reading::Desired => sql::desired_catalogs,
+        };
+        read_catalogs(conn, schemas, text).await
     }
 
     /// The file applied, batch by batch, into the scratch schema inside a
@@ -993,7 +989,7 @@ impl Engine for SqlServerEngine {
             if let Err(failure) = self.execute(conn, text).await {
                 return Ok(Err(failure));
             }
-            let mut read = self.desired_catalogs(conn, &[scratch.to_string()]).await?;
+            let mut read = self.catalogs(conn, &[scratch.to_string()], Reading::Desired).await?;
             Ok::<_, DbError>(Ok(read.pop().unwrap_or_default()))
         }
         .await;

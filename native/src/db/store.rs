@@ -25,7 +25,7 @@ use strata_core::auth::token::StoredToken;
 use strata_core::migrate::repair::Repair;
 
 use crate::db::books::Books;
-use crate::db::engine::{Engine, Keeps};
+use crate::db::engine::{Catalogs, Engine, Keeps, Reading};
 use crate::db::error::OpenError;
 use crate::db::error::{DbError, RunError};
 use crate::db::executor::{self, reading, settings::Settings};
@@ -128,12 +128,10 @@ pub(crate) trait Database: Send + Sync {
     /// Each schema's recorded migrations as drift needs them (core's
     /// `Recorded`), without holding every row.
     async fn recorded(&self) -> Result<FxHashMap<String, Recorded>, DbError>;
-    /// The live catalog of each of `schemas`, read over up to
-    /// `tenantConcurrency` connections at once, in the order given.
-    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
-    /// [`Database::catalogs`] as desired state reads them (the engine's
-    /// `desired_catalogs`).
-    async fn desired_catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError>;
+    /// The live catalog of each of `schemas` as `reading` reads it (the
+    /// engine's `catalogs`), over up to `tenantConcurrency` connections at
+    /// once, in the order given.
+    async fn catalogs(&self, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError>;
     /// The print (core's `fingerprint`) of each of `schemas`' live
     /// catalogs, in the order given: a fleet's, without holding its
     /// catalogs (the engine's `live_prints`, over up to `tenantConcurrency`
@@ -240,27 +238,14 @@ impl<E: Engine> Store<E> {
     }
 
     /// The catalogs of `schemas` on one connection, at most
-    /// [`super::engine::CATALOGS_PER_READ`] schemas per read; as desired
-    /// state reads them when `desired`.
-    async fn catalog_part(&self, schemas: &[String], desired: bool) -> Result<Vec<Vec<CatalogObject>>, DbError> {
+    /// [`super::engine::CATALOGS_PER_READ`] schemas per read.
+    async fn catalog_part(&self, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
         let mut conn = self.engine.connect().await?;
         let mut out = Vec::with_capacity(schemas.len());
         for batch in schemas.chunks(super::engine::CATALOGS_PER_READ) {
-            out.extend(match desired {
-                true => self.engine.desired_catalogs(&mut conn, batch).await?,
-                false => self.engine.catalogs(&mut conn, batch).await?,
-            });
+            out.extend(self.engine.catalogs(&mut conn, batch, reading).await?);
         }
         Ok(out)
-    }
-
-    /// The catalogs of `schemas` over up to `tenantConcurrency`
-    /// connections, in the order given.
-    async fn catalogs_read(&self, schemas: &[String], desired: bool) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        let chunk = schemas.len().div_ceil(self.settings.concurrency.max(1)).max(1);
-        let parts =
-            futures::future::try_join_all(schemas.chunks(chunk).map(|part| self.catalog_part(part, desired))).await?;
-        Ok(parts.into_iter().flatten().collect())
     }
 
     /// A connection to read the books on; `None` when a read-only store
@@ -567,12 +552,11 @@ impl<E: Engine> Database for Store<E> {
         Err(DbError::UnexpectedAnswer(format!("the audit log kept growing under {AUDIT_ATTEMPTS} attempts")))
     }
 
-    async fn catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        self.catalogs_read(schemas, false).await
-    }
-
-    async fn desired_catalogs(&self, schemas: &[String]) -> Result<Vec<Vec<CatalogObject>>, DbError> {
-        self.catalogs_read(schemas, true).await
+    async fn catalogs(&self, schemas: &[String], reading: Reading) -> Result<Catalogs, DbError> {
+        let chunk = schemas.len().div_ceil(self.settings.concurrency.max(1)).max(1);
+        let parts =
+            futures::future::try_join_all(schemas.chunks(chunk).map(|part| self.catalog_part(part, reading))).await?;
+        Ok(parts.into_iter().flatten().collect())
     }
 
     async fn catalog_prints(&self, schemas: &[String]) -> Result<Vec<String>, DbError> {

@@ -15,6 +15,7 @@ use strata_core::migrate::statements;
 use strata_core::migrate::wave::Wave;
 
 use super::{CreateRequest, Service};
+use crate::db::engine::Reading;
 use crate::error::AppError;
 
 /// The schema the desired file is applied into, inside a transaction that
@@ -324,7 +325,7 @@ impl Service {
         let driver = self.config.driver;
         let mut grouping = Grouping::default();
         for round in schemas.chunks(TENANTS_PER_ROUND) {
-            for (schema, objects) in round.iter().zip(self.database.desired_catalogs(round).await?) {
+            for (schema, objects) in round.iter().zip(self.database.catalogs(round, Reading::Desired).await?) {
                 let live = Catalog::new(schema, &objects);
                 let plan = desired::plan(driver, wanted, &live);
                 grouping.add(schema.clone(), plan);
