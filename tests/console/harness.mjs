@@ -2,7 +2,8 @@
 // a free port, a running service with its GraphQL client, and a page that
 // records every console error, CSP violation and failed request.
 import { execFileSync, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -40,9 +41,21 @@ export async function startStrata(work, yaml, { port, prefix = "" }) {
   return { base, api, child, stop: () => child.kill("SIGTERM") };
 }
 
-/** Debian's headless Chromium (CHROMIUM overrides /usr/bin/chromium). */
-export function launchChromium() {
-  return chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
+/**
+ * Debian's headless Chromium (CHROMIUM overrides /usr/bin/chromium), with a
+ * temporary directory of its own (`TMPDIR`), removed once the browser is
+ * gone: Chromium leaves its singleton socket's directory there.
+ */
+export async function launchChromium() {
+  const scratch = mkdtempSync(join(tmpdir(), "strata-chromium-"));
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox"],
+    env: { ...process.env, TMPDIR: scratch },
+  });
+  browser.on("disconnected", () => rmSync(scratch, { recursive: true, force: true }));
+  return browser;
 }
 
 /**

@@ -36,9 +36,13 @@ function rustConfig() {
   return config;
 }
 
+// The secrets files of this run, in one directory removed when it exits.
+const secretsDir = mkdtempSync(join(tmpdir(), "strata-worker-"));
+process.on("exit", () => rmSync(secretsDir, { recursive: true, force: true }));
+let secretsFiles = 0;
+
 function secretsFile(lines) {
-  const dir = mkdtempSync(join(tmpdir(), "strata-worker-"));
-  const file = join(dir, "secrets.env");
+  const file = join(secretsDir, `secrets-${++secretsFiles}.env`);
   writeFileSync(file, lines.map(([name, value]) => `${name}=${value}\n`).join(""));
   return file;
 }
