@@ -35,7 +35,8 @@
 //!   revert), decided once where the request is built.
 //! - [`quarantine`]: failure isolation — a version's failure budget, and
 //!   the tenants it runs in given those put aside by earlier versions.
-//! - [`run`]: a version's run decided — which tenant failures the failure
+//! - [`run`]: a version's run decided — the files it executes read before
+//!   any runs and how each step runs, which tenant failures the failure
 //!   budget absorbs, what a stopped version committed, per schema, what
 //!   `driftPolicy` makes of the fleet's drift, and how a unit's steps split
 //!   into transactions.

@@ -15,6 +15,7 @@
 //!   [`ByOutcome`]'s lists.
 
 pub mod fence;
+pub mod files;
 pub mod schedule;
 pub mod transactions;
 

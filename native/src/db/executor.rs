@@ -87,18 +87,18 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use strata_core::migrate::config::TransactionScope;
 use strata_core::migrate::lock_wait::Timeouts;
-use strata_core::migrate::plan::{Direction, Plan, StepSet, Unit, part_to_run};
+use strata_core::migrate::plan::{Direction, Plan, StepSet, Unit};
+use strata_core::migrate::run::files::{self, FileRules, StepFiles};
 use strata_core::migrate::run::schedule::{Next, OnFailure, Schedule};
 use strata_core::migrate::run::{Absorption, ByOutcome, RunKind, by_outcome};
-use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::statements::{self, FileMode, Position};
+use strata_core::migrate::statements::{self, Position};
 
 use crate::db::books::Books;
 use crate::db::engine::{Engine, Failure};
 use crate::db::error::{DbError, MigrationFailure, RunError};
 use crate::db::executor::fingerprints::{Feed, committed_schemas, print_beside, recorded_after, store_fingerprints};
 use crate::db::executor::progress::Progress;
-use crate::db::executor::reading::{FileRules, PLANNING, plan_read, readable, select_tenants};
+use crate::db::executor::reading::{PLANNING, plan_read, select_tenants};
 use crate::db::executor::settings::Settings;
 use crate::db::types::{BackfillWait, MutationOutcome, MutationRequest, Phases, QuarantineRow, VersionRow};
 
@@ -214,8 +214,8 @@ struct Run<'a, E: Engine> {
     settings: &'a Settings,
     request: &'a MutationRequest<'a>,
     plan: &'a Plan,
-    /// Per source: its directives and backfill.
-    rules: &'a [FileRules],
+    /// Each step as the file it runs (its directives and backfill).
+    files: StepFiles<'a>,
     /// Which tenant failures the version absorbs (core's `run`).
     absorption: Absorption,
     /// Tenant failures the version absorbed (each tenant quarantined).
@@ -267,7 +267,7 @@ impl<'a, E: Engine> Run<'a, E> {
             settings,
             request,
             plan,
-            rules,
+            files: StepFiles::new(plan, request.sources, rules, request.dry_run),
             lock,
             absorption: Absorption::new(RunKind {
                 budget: request.failure_budget,
@@ -280,7 +280,7 @@ impl<'a, E: Engine> Run<'a, E> {
             waiting: Mutex::new(Vec::new()),
             committed: Mutex::new(StepSet::default()),
             printed: Mutex::new(Vec::new()),
-            readable: readable(E::DRIVER, engine.one_message(), request.sources, plan),
+            readable: files::readable(E::DRIVER, engine.one_message(), request.sources, plan),
             statement_counts: request.sources.iter().map(|_| std::sync::OnceLock::new()).collect(),
         }
     }
@@ -289,7 +289,7 @@ impl<'a, E: Engine> Run<'a, E> {
     fn statement_count(&self, step: u32) -> usize {
         let source = self.plan.steps.at(step).migration as usize;
         *self.statement_counts[source]
-            .get_or_init(|| crate::db::engine::statements_of(E::DRIVER, self.text(step)).len())
+            .get_or_init(|| crate::db::engine::statements_of(E::DRIVER, self.files.text(step)).len())
     }
 
     /// Runs the version over `conns` (the first one open): in one
@@ -298,7 +298,7 @@ impl<'a, E: Engine> Run<'a, E> {
     /// prepared and each tenant's schema entered for its unit only.
     async fn version(&self, conns: &mut Vec<E::Conn>) -> Result<Option<VersionRow>, DbError> {
         let whole = self.whole();
-        let prepared = if whole { self.plan.schemas.clone() } else { self.single_schemas() };
+        let prepared = if whole { self.plan.schemas.clone() } else { self.files.single_schemas() };
         self.engine.prepare(&mut conns[0], &prepared).await?;
         if whole {
             return self.whole_version(&mut conns[0]).await;
@@ -387,85 +387,21 @@ impl<'a, E: Engine> Run<'a, E> {
     fn notify_committed(&self, steps: &[u32]) {
         let Some(observer) = self.request.observer else { return };
         for run in steps.chunk_by(|a, b| self.plan.steps.at(*a).schema == self.plan.steps.at(*b).schema) {
-            observer.committed(self.schema(run[0]), run.len());
+            observer.committed(self.files.schema(run[0]), run.len());
         }
     }
 
     /// The plan's schemas that are not tenants (the single schemas its
     /// steps run in), which a tenant's migrations may refer to.
-    fn single_schemas(&self) -> Vec<String> {
-        let mut single = vec![false; self.plan.schemas.len()];
-        for step in &self.plan.steps {
-            if !self.request.sources[step.migration as usize].migration_type.is_tenant() {
-                single[step.schema as usize] = true;
-            }
-        }
-        self.plan.schemas.iter().zip(single).filter(|(_, s)| *s).map(|(name, _)| name.clone()).collect()
-    }
-
-    fn migration(&self, step: u32) -> &SourceMigration {
-        &self.request.sources[self.plan.steps.at(step).migration as usize]
-    }
-
-    fn schema(&self, step: u32) -> &str {
-        self.plan.schema_of(self.plan.steps.at(step))
-    }
-
-    /// The text a step runs (the forward part, or the down part of a
-    /// revert), with the file's own positions.
-    fn text(&self, step: u32) -> &str {
-        part_to_run(self.migration(step), self.plan.direction).0
-    }
-
-    /// The file a step's text comes from.
-    fn file(&self, step: u32) -> &str {
-        part_to_run(self.migration(step), self.plan.direction).2
-    }
-
-    fn mode(&self, step: u32) -> &FileMode {
-        &self.rules[self.plan.steps.at(step).migration as usize].mode
-    }
-
-    /// The step's backfill, when its file is one and it executes.
-    fn backfill_of(&self, step: u32) -> Option<&strata_core::migrate::backfill::Spec> {
-        let step_ = self.plan.steps.at(step);
-        if !step_.execute || self.plan.direction != Direction::Forward {
-            return None;
-        }
-        self.rules[step_.migration as usize].backfill.as_ref()
-    }
-
-    /// Whether `step`'s file may be a backfill, whichever way the plan goes
-    /// (a revert's rules are its down part's): its forward part names the
-    /// directive, in any letter case.
-    fn may_be_backfill(&self, step: u32) -> bool {
-        self.migration(step).forward.to_ascii_lowercase().contains(statements::BACKFILL_DIRECTIVE)
-    }
-
-    fn runs_outside_transaction(&self, step: u32) -> bool {
-        self.plan.steps.at(step).execute && self.mode(step).no_transaction
-    }
-
     /// Whether a file `unit` executes changes its session beyond it (core's
     /// `FileMode::changes_session`: MySQL, MariaDB and SQLite), or runs in
     /// its schema where that outlives the unit (MySQL's `USE`).
     fn changes_session(&self, unit: &Unit) -> bool {
         unit.steps.iter().any(|&step| {
             self.plan.steps.at(step).execute
-                && (self.mode(step).changes_session || (E::IN_SCHEMA_OUTLIVES_UNIT && self.in_its_schema(step)))
+                && (self.files.mode(step).changes_session
+                    || (E::IN_SCHEMA_OUTLIVES_UNIT && self.files.in_its_schema(step)))
         })
-    }
-
-    /// The step executes a file whose tool ran it in its schema, and the
-    /// engine can do so (`Engine::in_schema_text`).
-    fn in_its_schema(&self, step: u32) -> bool {
-        self.plan.steps.at(step).execute && self.migration(step).in_its_schema
-    }
-
-    /// The step's file asks for a commit right after it (and runs in a
-    /// transaction).
-    fn commits_after(&self, step: u32) -> bool {
-        self.plan.steps.at(step).execute && self.mode(step).commit_after && !self.request.dry_run
     }
 
     /// What Citus keeps where around the step's file (core's
@@ -474,7 +410,7 @@ impl<'a, E: Engine> Run<'a, E> {
         if !self.engine.citus() {
             return Default::default();
         }
-        let migration = self.migration(step);
+        let migration = self.files.migration(step);
         strata_core::migrate::citus::placement(
             &self.settings.citus_reference_tables,
             migration.migration_type,
@@ -484,7 +420,7 @@ impl<'a, E: Engine> Run<'a, E> {
 
     /// The time-outs the step's file runs with.
     fn timeouts(&self, step: u32) -> Timeouts {
-        self.settings.timeouts.for_file(self.mode(step))
+        self.settings.timeouts.for_file(self.files.mode(step))
     }
 
     fn version_row(&self, id: i64) -> VersionRow {
@@ -625,7 +561,7 @@ impl<'a, E: Engine> Run<'a, E> {
 
     /// Whether `unit` runs tenant files (else single-schema files).
     fn is_tenant_unit(&self, unit: &Unit) -> bool {
-        unit.steps.first().is_some_and(|&step| self.migration(step).migration_type.is_tenant())
+        unit.steps.first().is_some_and(|&step| self.files.migration(step).migration_type.is_tenant())
     }
 
     /// The span of `unit` (a child of `parent`): a tenant's, or the single
@@ -653,16 +589,16 @@ impl<'a, E: Engine> Run<'a, E> {
     /// The span of the schema of `step`, its first, and its `files` in a
     /// whole version's one transaction (a unit's own span otherwise).
     fn schema_span(&self, step: u32, files: usize) -> crate::traces::spans::Otel {
-        let tenant = self.migration(step).migration_type.is_tenant();
+        let tenant = self.files.migration(step).migration_type.is_tenant();
         let parent = crate::traces::spans::units_parent();
-        crate::traces::spans::tenant(parent.as_ref(), self.schema(step), tenant, E::DRIVER, files)
+        crate::traces::spans::tenant(parent.as_ref(), self.files.schema(step), tenant, E::DRIVER, files)
     }
 
     /// One more connection for the version's units, its single schemas
     /// made usable.
     async fn connection(&self) -> Result<E::Conn, DbError> {
         let mut conn = self.engine.connect().await?;
-        self.engine.prepare(&mut conn, &self.single_schemas()).await?;
+        self.engine.prepare(&mut conn, &self.files.single_schemas()).await?;
         Ok(conn)
     }
 
@@ -684,7 +620,10 @@ impl<'a, E: Engine> Run<'a, E> {
         let error = match result {
             Ok(()) => return schedule.committed(),
             Err(UnitError::Waiting { step }) => {
-                let wait = BackfillWait { tenant: self.schema(step).to_string(), file: self.file(step).to_string() };
+                let wait = BackfillWait {
+                    tenant: self.files.schema(step).to_string(),
+                    file: self.files.file(step).to_string(),
+                };
                 tracing::info!(tenant = %wait.tenant, file = %wait.file,
                     "the tenant waits on its backfill, which runs after the version; its later files run with a later one");
                 self.waiting.lock().unwrap_or_else(|e| e.into_inner()).push(wait);
@@ -747,11 +686,11 @@ impl<'a, E: Engine> Run<'a, E> {
         };
         QuarantineRow {
             version_id: progress.version(),
-            file: self.file(step).to_string(),
+            file: self.files.file(step).to_string(),
             line: at.map(|at| at.line as i64),
             column: at.filter(|at| at.column > 0).map(|at| at.column as i64),
             ..QuarantineRow::put_aside(
-                self.schema(step).to_string(),
+                self.files.schema(step).to_string(),
                 failure.cause.name(),
                 message,
                 self.request.request_id,
@@ -765,10 +704,10 @@ impl<'a, E: Engine> Run<'a, E> {
     /// break); a column is only known from an offset (column 0: the line
     /// alone).
     fn position(&self, step: u32, failure: &Failure) -> Option<Position> {
-        let schema = self.schema(step);
+        let schema = self.files.schema(step);
         failure
             .offset
-            .and_then(|offset| statements::locate(self.text(step), &self.settings.placeholder, schema, offset))
+            .and_then(|offset| statements::locate(self.files.text(step), &self.settings.placeholder, schema, offset))
             .or(failure.line.map(|line| Position { line, column: 0 }))
     }
 
@@ -779,17 +718,17 @@ impl<'a, E: Engine> Run<'a, E> {
             UnitError::Waiting { step } => {
                 return DbError::UnexpectedAnswer(format!(
                     "{} waits on its backfill in one transaction",
-                    self.file(step)
+                    self.files.file(step)
                 ));
             }
             UnitError::Migration { step, failure, partly, .. } => (step, failure, partly),
         };
-        let file = self.file(step).to_string();
-        let schema = self.schema(step).to_string();
+        let file = self.files.file(step).to_string();
+        let schema = self.files.schema(step).to_string();
         let at = self.position(step, &failure);
         // The failing schema is partly committed or not at all; a file
         // that may be partly applied makes it partly committed.
-        let ran = at.is_none_or(|at| statements::ran_before(E::DRIVER, self.text(step), at));
+        let ran = at.is_none_or(|at| statements::ran_before(E::DRIVER, self.files.text(step), at));
         let partly_in = (partly && ran).then(|| self.plan.steps.at(step).schema);
         let ByOutcome { committed: committed_names, partly: partly_committed, none: not_committed } =
             by_outcome(self.plan, committed, partly_in);
@@ -808,7 +747,7 @@ impl<'a, E: Engine> Run<'a, E> {
             cause: failure.cause,
             applied,
             reverting: self.plan.direction == Direction::Revert,
-            backfill: self.backfill_of(step).is_some(),
+            backfill: self.files.backfill(step).is_some(),
         }))
     }
 }

@@ -38,7 +38,7 @@ impl<E: Engine> Run<'_, E> {
         step: u32,
         progress: &Progress,
     ) -> Result<StepEnd, UnitError> {
-        let (schema, migration) = (self.schema(step), self.migration(step));
+        let (schema, migration) = (self.files.schema(step), self.files.migration(step));
         let books = self.engine.books();
         let found = self.job_of_this_text(conn, step).await?;
         let state = found.as_ref().map(|job| job.row.state);
@@ -104,7 +104,7 @@ impl<E: Engine> Run<'_, E> {
     /// file's. One that ran no batch takes the new text (forgotten here);
     /// one that did is refused, so the change is not lost.
     async fn job_of_this_text(&self, conn: &mut E::Conn, step: u32) -> Result<Option<BackfillJob>, UnitError> {
-        let (schema, migration) = (self.schema(step), self.migration(step));
+        let (schema, migration) = (self.files.schema(step), self.files.migration(step));
         let books = self.engine.books();
         let found = books.backfill_job(conn, schema, &migration.file).await?;
         let Some(job) = found
@@ -143,7 +143,7 @@ impl<E: Engine> Run<'_, E> {
         again: bool,
         progress: &Progress,
     ) -> Result<(), UnitError> {
-        let (schema, migration) = (self.schema(step), self.migration(step));
+        let (schema, migration) = (self.files.schema(step), self.files.migration(step));
         let books = self.engine.books();
         self.engine.data_transaction(conn, Transaction::Begin).await?;
         let started = async {

@@ -1,17 +1,16 @@
 //! What the executor reads and decides before anything runs: the tenants
 //! a version selects, the recorded state, the plan (core's planner) and
-//! how each file runs (core's `statements`) — for a mutation under its
+//! how each file runs (core's `run::files`) — for a mutation under its
 //! lock, for a preview without it, and for `strata repair`.
 
 use rustc_hash::FxHashSet;
-use strata_core::migrate::backfill::{self, KeyValue};
+use strata_core::migrate::backfill::KeyValue;
 use strata_core::migrate::config::TransactionScope;
-use strata_core::migrate::driver::Driver;
 use strata_core::migrate::history;
-use strata_core::migrate::plan::{Direction, Plan, PlanInput, Planner, part_to_run};
+use strata_core::migrate::plan::{Plan, PlanInput, Planner};
 use strata_core::migrate::quarantine;
+use strata_core::migrate::run::files::{self, FileRules};
 use strata_core::migrate::source::SourceMigration;
-use strata_core::migrate::statements::{self, FileMode, Refusals};
 use strata_core::migrate::wave::{self, Wave};
 
 use crate::db::books::Books;
@@ -82,7 +81,7 @@ pub(super) async fn select_tenants<E: Engine>(
 
 /// Plans (core) over the recorded rows as they are read (`installed`:
 /// whether there are any), then reads every file the plan executes
-/// (core's `statements::inspect`). Returns the plan and, per source, how
+/// (core's `run::files::check`). Returns the plan and, per source, how
 /// it runs. A forward plan folds the rows one by one (what it keeps is a
 /// bit per file and schema); a revert looks at them whole.
 pub(super) async fn plan_read<E: Engine>(
@@ -134,7 +133,7 @@ pub(super) async fn plan_read<E: Engine>(
         plan = history::adopt(plan, request.sources, found, elsewhere, &present)?;
     }
     let whole_version = settings.scope == TransactionScope::Version && !request.dry_run;
-    let rules = check_files(E::DRIVER, request.sources, &plan, whole_version, &settings.placeholder)?;
+    let rules = files::check(E::DRIVER, request.sources, &plan, whole_version, &settings.placeholder)?;
     Ok((plan, rules))
 }
 
@@ -250,89 +249,4 @@ pub(crate) async fn repair<E: Engine>(
     .await;
     engine.unlock(lock).await;
     result
-}
-
-/// Reads every file the plan executes (core's `statements::inspect`):
-/// refuses hidden transaction control, statements that need the directive,
-/// unknown directives, and another tool's tenant file writing without its
-/// schema where the engine cannot run it in one (`statements::unplaced`),
-/// before anything runs — every refusal of every file at once. Returns,
-/// per source, how it runs.
-fn check_files(
-    driver: Driver,
-    sources: &[SourceMigration],
-    plan: &Plan,
-    whole_version: bool,
-    placeholder: &str,
-) -> Result<Vec<FileRules>, RunError> {
-    let direction = plan.direction;
-    let mut rules: Vec<Option<FileRules>> = vec![None; sources.len()];
-    let mut refused = Vec::new();
-    for step in plan.steps.iter().filter(|s| s.execute) {
-        let index = step.migration as usize;
-        if rules[index].is_none() {
-            let migration = &sources[index];
-            let (text, no_transaction, file) = part_to_run(migration, direction);
-            let marked = (no_transaction, migration.format.no_transaction_mark());
-            rules[index] = Some(match file_rules(driver, file, text, marked, whole_version) {
-                Ok(rules) => rules,
-                Err(Refusals(refusals)) => {
-                    refused.extend(refusals);
-                    FileRules::default()
-                }
-            });
-            if migration.in_its_schema {
-                refused.extend(statements::unplaced(driver, file, text, placeholder));
-            }
-        }
-    }
-    if !refused.is_empty() {
-        return Err(Refusals(refused).into());
-    }
-    Ok(rules.into_iter().map(Option::unwrap_or_default).collect())
-}
-
-/// One file's [`FileRules`], or why it cannot run as written; `marked`:
-/// whether its format's marker says it runs outside any transaction, and
-/// how that format writes the marker.
-fn file_rules(
-    driver: Driver,
-    file: &str,
-    text: &str,
-    (no_transaction, mark): (bool, &'static str),
-    whole_version: bool,
-) -> Result<FileRules, Refusals> {
-    let mode = statements::inspect_part(driver, file, text, no_transaction, mark)?;
-    if !mode.backfill {
-        return Ok(FileRules { mode, backfill: None });
-    }
-    // The format's own no-transaction marker is refused beside a backfill
-    // as the directive is.
-    let spec = backfill::read_part(driver, file, text, no_transaction).map_err(|refusal| Refusals(vec![refusal]))?;
-    if whole_version && spec.is_some() {
-        return Err(Refusals(vec![backfill::in_one_transaction(file)]));
-    }
-    Ok(FileRules { mode, backfill: spec })
-}
-
-/// What a file says about how it runs: its directives, and its backfill
-/// when it is one (`strata:backfill`).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct FileRules {
-    /// Its directives.
-    pub(crate) mode: FileMode,
-    /// Its backfill.
-    pub(crate) backfill: Option<backfill::Spec>,
-}
-
-/// Per source, whether the tokenizer reads the part `plan` runs of it whole
-/// (only where a unit may run in one message: the rest say no).
-pub(super) fn readable(driver: Driver, one_message: bool, sources: &[SourceMigration], plan: &Plan) -> Vec<bool> {
-    let mut readable = vec![false; sources.len()];
-    if plan.direction == Direction::Forward && one_message {
-        for (index, migration) in sources.iter().enumerate() {
-            readable[index] = statements::split(driver, part_to_run(migration, plan.direction).0).is_some();
-        }
-    }
-    readable
 }

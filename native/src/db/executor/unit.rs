@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use strata_core::migrate::driver::Driver;
 use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::plan::{Direction, Unit};
-use strata_core::migrate::run::transactions::{self, Piece, Split, StepMode};
+use strata_core::migrate::run::transactions::{self, Piece, Split};
 
 use crate::db::books::Books;
 use crate::db::engine::{self, AloneSession, Engine, Entries, Failure, Record, Transaction};
@@ -50,7 +50,7 @@ impl<E: Engine> Run<'_, E> {
     /// when the span is exported); `one_message` when it goes with the
     /// unit's other files in one round trip.
     fn file_span(&self, step: u32, one_message: bool) -> Otel {
-        crate::traces::spans::file(self.file(step), E::DRIVER, || self.statement_count(step), one_message)
+        crate::traces::spans::file(self.files.file(step), E::DRIVER, || self.statement_count(step), one_message)
     }
 
     /// Runs a step's file. Inside the unit's transaction: whole, with the
@@ -68,11 +68,11 @@ impl<E: Engine> Run<'_, E> {
         progress: &Progress,
     ) -> Result<(), UnitError> {
         if let Some(observer) = self.request.observer {
-            observer.running(self.schema(step), self.file(step));
+            observer.running(self.files.schema(step), self.files.file(step));
         }
-        let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
+        let sql = self.files.text(step).replace(&self.settings.placeholder, self.files.schema(step));
         let timeouts = self.timeouts(step);
-        let partly = self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL;
+        let partly = self.files.runs_alone(step) || !E::TRANSACTIONAL_DDL;
         if !partly {
             if session.timeouts != Some(timeouts) {
                 self.engine.set_timeouts(conn, timeouts, true).await?;
@@ -93,7 +93,7 @@ impl<E: Engine> Run<'_, E> {
                 self.engine.fence(conn, self.lock).await.map_err(|error| self.unrecorded(&[step], error))?;
             }
             if placement.reference_tables {
-                self.engine.citus_after_file(conn, self.schema(step), placement).await?;
+                self.engine.citus_after_file(conn, self.files.schema(step), placement).await?;
             }
             return Ok(());
         }
@@ -114,7 +114,8 @@ impl<E: Engine> Run<'_, E> {
                     result
                 }
                 AloneSession::Untimed
-                    if self.in_its_schema(step) && !self.text(step).contains(&self.settings.placeholder) =>
+                    if self.files.in_its_schema(step)
+                        && !self.files.text(step).contains(&self.settings.placeholder) =>
                 {
                     Err(self.no_session_for_its_schema(step))
                 }
@@ -146,7 +147,7 @@ impl<E: Engine> Run<'_, E> {
             "{} runs outside a transaction with its tenant as the session's schema, and this server's sessions \
              cannot be kept to one connection (a pooler in transaction mode): name its objects {}.name, or point \
              dataSource at the server; nothing of it ran",
-            self.file(step),
+            self.files.file(step),
             self.settings.placeholder
         );
         UnitError::Migration { step, failure: Failure::statement(message), partly: false, attempts: 1 }
@@ -180,9 +181,9 @@ impl<E: Engine> Run<'_, E> {
     /// if any: its tenant's schema for a file whose tool ran it there
     /// (`entered` then set), the session's own for another after such a one.
     fn schema_text(&self, step: u32, local: bool, entered: &mut bool) -> Option<String> {
-        if self.in_its_schema(step) {
+        if self.files.in_its_schema(step) {
             *entered = true;
-            return self.engine.in_schema_text(Some(self.schema(step)), local);
+            return self.engine.in_schema_text(Some(self.files.schema(step)), local);
         }
         match *entered && self.plan.steps.at(step).execute {
             true => self.engine.in_schema_text(None, local),
@@ -212,7 +213,7 @@ impl<E: Engine> Run<'_, E> {
                 if failure.cause == Cause::LockTimeout {
                     let seen = self.timed_out(conn, step, progress, &mut mark, &[]).await;
                     let retry = attempts.after_time_out(timeouts.retries, seen);
-                    crate::traces::spans::lock_timed_out(self.file(step), retry, seen.counts());
+                    crate::traces::spans::lock_timed_out(self.files.file(step), retry, seen.counts());
                     crate::telemetry::lock_timed_out(retry.is_some(), !seen.counts());
                     if let Some(retry) = retry {
                         self.wait_before_retry(step, retry, seen).await;
@@ -238,16 +239,16 @@ impl<E: Engine> Run<'_, E> {
         let wait = jittered_wait_ms(retry);
         if seen.counts() {
             tracing::warn!(
-                file = %self.file(step),
-                schema = %self.schema(step),
+                file = %self.files.file(step),
+                schema = %self.files.schema(step),
                 retry,
                 wait_ms = wait,
                 "a migration statement gave up waiting for a lock; rolled back, running it again after a wait"
             );
         } else {
             tracing::debug!(
-                file = %self.file(step),
-                schema = %self.schema(step),
+                file = %self.files.file(step),
+                schema = %self.files.schema(step),
                 wait_ms = wait,
                 "a migration statement gave up waiting for a lock while the version's other units committed; \
                  running it again after a wait, without using up a retry"
@@ -261,8 +262,10 @@ impl<E: Engine> Run<'_, E> {
     /// mutation's ([`Engine::fence`]).
     async fn record(&self, conn: &mut E::Conn, steps: &[u32], version_id: i64) -> Result<(), DbError> {
         self.engine.fence(conn, self.lock).await?;
-        let rows: Vec<Record<'_>> =
-            steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
+        let rows: Vec<Record<'_>> = steps
+            .iter()
+            .map(|&s| Record { migration: self.files.migration(s), schema: self.files.schema(s) })
+            .collect();
         match self.plan.direction {
             Direction::Forward => {
                 let entries = Entries { rows: &rows, created: self.request.created, version_id };
@@ -274,8 +277,8 @@ impl<E: Engine> Run<'_, E> {
                 // A reverted backfill runs again from its first key when its
                 // file is applied again: its finished row must not stand
                 // for it.
-                for &step in steps.iter().filter(|&&step| self.may_be_backfill(step)) {
-                    books.forget_backfill(conn, self.schema(step), self.file(step)).await?;
+                for &step in steps.iter().filter(|&&step| self.files.may_be_backfill(step)) {
+                    books.forget_backfill(conn, self.files.schema(step), self.files.file(step)).await?;
                 }
                 Ok(())
             }
@@ -316,7 +319,7 @@ impl<E: Engine> Run<'_, E> {
                         return Err(error);
                     }
                     attempt += 1;
-                    tracing::warn!(attempt, %error, file = %self.file(step), "recording a step lost a conflict with another session; writing its row again");
+                    tracing::warn!(attempt, %error, file = %self.files.file(step), "recording a step lost a conflict with another session; writing its row again");
                     tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
                 }
             }
@@ -368,7 +371,7 @@ impl<E: Engine> Run<'_, E> {
                 {
                     let seen = self.timed_out(conn, step, progress, &mut mark, &unit.steps).await;
                     let retry = attempts.after_time_out(self.timeouts(step).retries, seen);
-                    crate::traces::spans::lock_timed_out(self.file(step), retry, seen.counts());
+                    crate::traces::spans::lock_timed_out(self.files.file(step), retry, seen.counts());
                     let Some(retry) = retry else {
                         crate::telemetry::lock_timed_out(false, false);
                         failure.message = self.blocked(conn, step, failure.message, attempts.made).await;
@@ -401,14 +404,15 @@ impl<E: Engine> Run<'_, E> {
         steps: &[u32],
     ) -> lock_wait::TimedOut {
         let others_committed = progress.others_committed_since(mark, steps);
-        let blocker_on_schema = others_committed && !self.engine.blockers(conn, self.schema(step)).await.is_empty();
+        let blocker_on_schema =
+            others_committed && !self.engine.blockers(conn, self.files.schema(step)).await.is_empty();
         lock_wait::TimedOut { blocker_on_schema, others_committed }
     }
 
     /// A lock time-out's message, with how long it waited and the sessions
     /// that block it (read while they still do).
     async fn blocked(&self, conn: &mut E::Conn, step: u32, message: String, attempts: u32) -> String {
-        let blockers = self.engine.blockers(conn, self.schema(step)).await;
+        let blockers = self.engine.blockers(conn, self.files.schema(step)).await;
         crate::traces::spans::blocked_by(&blockers);
         lock_wait::blocked_message(&message, self.timeouts(step).lock_ms, attempts, &blockers)
     }
@@ -474,9 +478,9 @@ impl<E: Engine> Run<'_, E> {
         let version_id = progress.version()?;
         let plain = |step: u32| {
             self.plan.steps.at(step).execute
-                && !self.runs_outside_transaction(step)
-                && self.backfill_of(step).is_none()
-                && !self.commits_after(step)
+                && !self.files.runs_alone(step)
+                && self.files.backfill(step).is_none()
+                && !self.files.commits_after(step)
                 && self.readable[self.plan.steps.at(step).migration as usize]
         };
         let fits = self.engine.one_message()
@@ -509,7 +513,7 @@ impl<E: Engine> Run<'_, E> {
         let mut entered_schema = false;
         for &step in steps {
             if let Some(observer) = self.request.observer {
-                observer.running(self.schema(step), self.file(step));
+                observer.running(self.files.schema(step), self.files.file(step));
             }
             let timeouts = self.timeouts(step);
             if current != Some(timeouts) {
@@ -521,13 +525,15 @@ impl<E: Engine> Run<'_, E> {
                 push(&mut text, &set);
                 start = push(&mut text, ";\n");
             }
-            let sql = self.text(step).replace(&self.settings.placeholder, self.schema(step));
+            let sql = self.files.text(step).replace(&self.settings.placeholder, self.files.schema(step));
             let end = push(&mut text, &sql);
             files.push((start, end, step));
             start = push(&mut text, SEPARATOR);
         }
-        let rows: Vec<Record<'_>> =
-            steps.iter().map(|&s| Record { migration: self.migration(s), schema: self.schema(s) }).collect();
+        let rows: Vec<Record<'_>> = steps
+            .iter()
+            .map(|&s| Record { migration: self.files.migration(s), schema: self.files.schema(s) })
+            .collect();
         let entries = Entries { rows: &rows, created: self.request.created, version_id };
         if let Some(fence) = self.engine.fence_text(self.lock) {
             text.push_str(&fence);
@@ -611,11 +617,7 @@ impl<E: Engine> Run<'_, E> {
             transactional_ddl: E::TRANSACTIONAL_DDL,
             dry_run: self.request.dry_run,
         };
-        let mode = |step| StepMode {
-            alone: self.runs_outside_transaction(step),
-            commit_after: self.commits_after(step),
-            backfill: self.backfill_of(step).is_some(),
-        };
+        let mode = |step| self.files.step_mode(step);
         let mut session = Session::default();
         let mut spans = self.whole().then(|| self.schema_spans());
         for piece in transactions::split(steps, how, mode) {
@@ -683,11 +685,11 @@ impl<E: Engine> Run<'_, E> {
     /// error stays as it is.
     fn unrecorded(&self, steps: &[u32], error: DbError) -> UnitError {
         let Some(&step) = steps.last() else { return UnitError::Other(error) };
-        let alone = steps.len() == 1 && (self.runs_outside_transaction(step) || !E::TRANSACTIONAL_DDL);
+        let alone = steps.len() == 1 && (self.files.runs_alone(step) || !E::TRANSACTIONAL_DDL);
         let (message, cause, partly) = match error {
             DbError::Lock(LockError::Lost) if alone => (error.to_string(), Cause::LockLost, true),
             DbError::UnitTransaction { message, committed } if steps.len() > 1 => {
-                let files: Vec<&str> = steps.iter().map(|&s| self.file(s)).collect();
+                let files: Vec<&str> = steps.iter().map(|&s| self.files.file(s)).collect();
                 (
                     format!("{message} (one of the transaction's files: {})", files.join(", ")),
                     Cause::Statement,
