@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Server, Workspace, backend, run_to_exit};
+use crate::support::{Backend, Server, Workspace, backend, code, run_to_exit, stderr, stdout, strata};
 
 #[tokio::test]
 async fn malformed_requests() {
@@ -178,4 +178,47 @@ fn serve_exits_4_on_bad_configuration_and_5_on_an_unreachable_database_saying_it
     assert!(stderr.starts_with(&format!("strata: {}: dataSource: cannot connect", config.display())), "{stderr}");
     let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
     assert_eq!(everything.matches("cannot connect").count(), 1, "{everything}");
+}
+
+/// A link among the migrations that leads outside the base location (to a
+/// mounted secret of the service's host, say) is refused by its name before
+/// anything runs, and nothing of its target is read, run or served; a link
+/// to a file below the base location is that file.
+#[tokio::test]
+async fn a_link_out_of_the_base_location_is_refused_and_its_target_never_read() {
+    let turn = crate::support::mysql_turn();
+    let ws = Workspace::new("basic");
+    ws.prepare_database().await;
+    let secret = ws.path().join("mounted-secret");
+    std::fs::write(&secret, "hunter2-never-served\n").unwrap();
+    std::os::unix::fs::symlink(&secret, ws.migrations().join("tenants/009.sql")).unwrap();
+    let yaml = ws.config("");
+    let config = ws.write_config(&yaml);
+
+    for args in [&["plan"][..], &["apply", "--version", "v1"]] {
+        let output = strata(&config, args).await;
+        let said = format!("{}{}", stdout(&output), stderr(&output));
+        assert_eq!(code(&output), 1, "{args:?}: {said}");
+        assert!(said.contains("tenants/009.sql") && said.contains("outside the base location"), "{said}");
+        assert!(!said.contains("hunter2"), "{said}");
+    }
+    drop(turn); // the server takes its own
+    let server = Server::start_in(ws, &yaml, "").await;
+    let answer = server.graphql("{ sourceMigrations { file contents } }", json!({})).await;
+    assert!(answer["errors"][0]["message"].as_str().unwrap().contains("outside the base location"), "{answer}");
+    assert!(!answer.to_string().contains("hunter2"), "{answer}");
+    let answer = server.graphql("{ versions { id } }", json!({})).await;
+    assert_eq!(answer["data"]["versions"], json!([]), "nothing ran: {answer}");
+
+    // The same name linked to a file below the base location.
+    let link = server.ws.migrations().join("tenants/009.sql");
+    std::fs::remove_file(&link).unwrap();
+    std::fs::create_dir_all(server.ws.migrations().join("shared")).unwrap();
+    std::fs::write(server.ws.migrations().join("shared/009.sql"), "-- shared between services\n").unwrap();
+    std::os::unix::fs::symlink("../shared/009.sql", &link).unwrap();
+    let answer = server.data("{ sourceMigrations { file contents } }", json!({})).await;
+    let linked: Vec<&Value> =
+        answer["sourceMigrations"].as_array().unwrap().iter().filter(|m| m["file"] == "tenants/009.sql").collect();
+    assert_eq!(linked.len(), 1, "{answer}");
+    assert_eq!(linked[0]["contents"], "-- shared between services\n");
 }
