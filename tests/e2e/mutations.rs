@@ -102,7 +102,11 @@ async fn create_tenant_then_create_version_fans_out_to_every_tenant() {
     // concurrently, so rows of different tenants are recorded in commit
     // order; segments (tenant migrations, the single script, tenant
     // scripts) follow plan order.
-    server.ws.write_migration("tenants/004.sql", "alter table {schema}.users add column phone text;\n");
+    let add_column = match server.ws.sqlserver {
+        true => "alter table {schema}.users add phone nvarchar(40);\n",
+        false => "alter table {schema}.users add column phone text;\n",
+    };
+    server.ws.write_migration("tenants/004.sql", add_column);
     let result = server.create_version(json!({ "versionName": "v2" })).await;
     let created = &result["data"]["createVersion"];
     let recorded = applied(created);
@@ -260,7 +264,12 @@ async fn a_failing_migration_rolls_back_its_schema_and_keeps_what_committed() {
     assert_eq!(server.metric("svc_http_migrations_applied{type=\"single_migrations\"}").await, 1.0);
 
     // Fixing the file and re-running applies exactly what is left.
-    server.ws.write_migration("ref/003.sql", "create table if not exists {schema}.c (id integer);\n");
+    // (T-SQL has no `if not exists`; its unit rolled back the table anyway.)
+    let fixed = match server.ws.sqlserver {
+        true => "create table {schema}.c (id integer);\n",
+        false => "create table if not exists {schema}.c (id integer);\n",
+    };
+    server.ws.write_migration("ref/003.sql", fixed);
     let fixed = server.create_version(json!({ "versionName": "v1 again" })).await;
     assert_eq!(applied(&fixed["data"]["createVersion"]), pairs(&[("ref/003.sql", "ref")]));
     assert_eq!(server.ws.tables("ref").await, ["a", "c"]);

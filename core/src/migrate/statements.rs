@@ -435,14 +435,19 @@ pub fn inspect_part(
             refusals.push(StatementError::CopyWithClient { file, at, statement: format!("COPY … {which}") });
         }
         if !mode.no_transaction && driver != Driver::Mysql {
-            let verdict = match driver {
-                Driver::Postgres => judge_postgres(&statement.words),
-                Driver::Sqlite => judge_sqlite(&statement.words),
-                Driver::SqlServer => judge_sqlserver(&statement.words),
-                Driver::Mysql => None,
+            // A T-SQL batch holds many statements: its refusal is at the word.
+            let (verdict, at) = match driver {
+                Driver::Postgres => (judge_postgres(&statement.words), statement.at),
+                Driver::Sqlite => (judge_sqlite(&statement.words), statement.at),
+                Driver::SqlServer => match judge_sqlserver(&statement.words) {
+                    Some((kind, words, index)) => {
+                        (Some((kind, words)), statement.word_at.get(index).copied().unwrap_or(statement.at))
+                    }
+                    None => (None, statement.at),
+                },
+                Driver::Mysql => (None, statement.at),
             };
             if let Some((kind, words)) = verdict {
-                let at = statement.at;
                 let (file, statement) = (file.to_string(), words.join(" "));
                 refusals.push(match kind {
                     Kind::TransactionControl => StatementError::TransactionControl { file, at, statement, mark },
@@ -753,6 +758,9 @@ pub(crate) struct Statement {
     /// Where its last token ends (line, column just past it).
     pub(crate) end: Position,
     words: Vec<Word>,
+    /// Where each of `words` starts (a refusal names the word it is about,
+    /// not its statement's or batch's start).
+    word_at: Vec<Position>,
     /// The same words as names ([`name`]): unquoted lower-cased, quoted as
     /// written (what a savepoint's name is compared by).
     names: Vec<String>,
@@ -835,6 +843,7 @@ fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<State
                 at: Position { line: token.span.start.line, column: token.span.start.column },
                 end: Position { line: token.span.end.line, column: token.span.end.column },
                 words: Vec::new(),
+                word_at: Vec::new(),
                 names: Vec::new(),
                 copy_with_client: None,
             }
@@ -843,6 +852,7 @@ fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<State
         if let Some(w) = word(&token.token) {
             if statement.words.len() < WORDS_KEPT {
                 statement.words.push(w.clone());
+                statement.word_at.push(Position { line: token.span.start.line, column: token.span.start.column });
                 statement.names.extend(name(&token.token));
             }
             if is(statement.words.first(), "COPY") {
@@ -936,10 +946,14 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
             at: Position { line: token.span.start.line, column: token.span.start.column },
             end: Position { line: token.span.end.line, column: token.span.end.column },
             words: Vec::new(),
+            word_at: Vec::new(),
             names: Vec::new(),
             copy_with_client: None,
         });
-        batch.words.extend(word(&token.token));
+        if let Some(w) = word(&token.token) {
+            batch.words.push(w);
+            batch.word_at.push(Position { line: token.span.start.line, column: token.span.start.column });
+        }
         batch.names.extend(name(&token.token));
     }
     out.extend(current);
@@ -1025,7 +1039,7 @@ pub(super) fn defines_routine(batch: &[Word]) -> bool {
         || (matches!(first, Some("CREATE")) && second == Some("OR") && is(batch.get(2), "ALTER"))
 }
 
-fn judge_sqlserver(batch: &[Word]) -> Verdict {
+fn judge_sqlserver(batch: &[Word]) -> Option<(Kind, Vec<String>, usize)> {
     if defines_routine(batch) {
         return None;
     }
@@ -1053,8 +1067,14 @@ fn judge_sqlserver(batch: &[Word]) -> Verdict {
             }
             _ => None,
         };
-        if found.is_some() {
-            return found;
+        if let Some((kind, words)) = found {
+            // The statement starts at the word before `DATABASE` or `FULLTEXT`.
+            let start = match words.len() {
+                1 => i,
+                _ if words[0] == "BEGIN" => i,
+                _ => i - 1,
+            };
+            return Some((kind, words, start));
         }
     }
     None

@@ -119,6 +119,15 @@ fn trusts_server_certificate(data_source: &str) -> bool {
     })
 }
 
+/// Whether the driver accepts any server certificate though `data_source`
+/// does not say so: go-mssqldb's URL form without `encrypt` (its default).
+/// A `TrustServerCertificate=true` written out is the user's own choice,
+/// not worth a warning at every command.
+fn trusts_server_certificate_unasked(data_source: &str) -> bool {
+    trusts_server_certificate(data_source)
+        && !data_source.to_ascii_lowercase().replace(' ', "").contains("trustservercertificate=true")
+}
+
 fn db_error(error: tiberius::error::Error) -> DbError {
     DbError::SqlServer(error)
 }
@@ -218,10 +227,10 @@ pub(super) fn lock_not_granted(code: Option<i32>, (lock, seconds): (&str, u64)) 
 impl SqlServerEngine {
     /// Reads `config.data_source`; connects only when asked.
     pub(crate) fn open(config: &Config) -> Result<Self, DbError> {
-        if trusts_server_certificate(&config.data_source) {
+        if trusts_server_certificate_unasked(&config.data_source) {
             tracing::warn!(
-                "SQL Server: the server certificate is not validated (TrustServerCertificate=true, \
-                 the default of a sqlserver:// dataSource without encrypt)"
+                "SQL Server: the server certificate is not validated (the default of a sqlserver:// dataSource \
+                 without encrypt; add encrypt=true to validate it, or TrustServerCertificate=true to say so)"
             );
         }
         Ok(SqlServerEngine {
@@ -1081,7 +1090,7 @@ impl Engine for SqlServerEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_data_source, trusts_server_certificate};
+    use super::{parse_data_source, trusts_server_certificate, trusts_server_certificate_unasked};
 
     #[test]
     fn the_peers_url_form_trusts_the_certificate_unless_encrypt_is_given() {
@@ -1089,6 +1098,15 @@ mod tests {
         assert!(!trusts_server_certificate("sqlserver://sa:p@h?database=app&encrypt=true"));
         assert!(trusts_server_certificate("Server=tcp:h;User Id=sa;Password=x;TrustServerCertificate = true"));
         assert!(!trusts_server_certificate("Server=tcp:h;User Id=sa;Password=x"));
+    }
+
+    #[test]
+    fn only_a_trust_nobody_wrote_is_warned_about() {
+        assert!(trusts_server_certificate_unasked("sqlserver://sa:p@h?database=app"));
+        assert!(!trusts_server_certificate_unasked("sqlserver://sa:p@h?database=app&TrustServerCertificate=true"));
+        assert!(!trusts_server_certificate_unasked("Server=tcp:h;User Id=sa;Password=x;TrustServerCertificate = true"));
+        assert!(!trusts_server_certificate_unasked("sqlserver://sa:p@h?database=app&encrypt=true"));
+        assert!(!trusts_server_certificate_unasked("Server=tcp:h;User Id=sa;Password=x"));
     }
 
     #[test]

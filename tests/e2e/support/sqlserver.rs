@@ -78,11 +78,14 @@ fn value(data: ColumnData<'static>) -> Value {
 /// `sql` run "in" `schema` as the other engines run it (PostgreSQL's
 /// search path, MySQL's `use`): SQL Server has no session schema, so in
 /// `svc` each name of the service's tables (`svc_…`) not already qualified
-/// is qualified with it. Other schemas' names are the test's to qualify.
+/// is qualified with it, and in another schema each table named bare after
+/// `from`, `join`, `into` or `update`. A trailing `limit N` becomes `top (N)`.
 pub(crate) fn qualified(schema: &str, sql: &str) -> String {
+    let sql = top_for_limit(sql);
     if schema != "svc" {
-        return sql.to_string();
+        return tables_in(schema, &sql);
     }
+    let sql = sql.as_str();
     let mut out = String::with_capacity(sql.len() + 16);
     let mut rest = sql;
     while let Some(at) = rest.find("svc_") {
@@ -97,4 +100,30 @@ pub(crate) fn qualified(schema: &str, sql: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// `select … limit N` as T-SQL writes it: `select top (N) …`.
+fn top_for_limit(sql: &str) -> String {
+    let trimmed = sql.trim_end().trim_end_matches(';');
+    let Some((body, count)) = trimmed.rsplit_once(" limit ") else { return sql.to_string() };
+    let Some(rest) = body.strip_prefix("select ") else { return sql.to_string() };
+    if count.trim().parse::<u64>().is_err() {
+        return sql.to_string();
+    }
+    format!("select top ({}) {rest}", count.trim())
+}
+
+/// Each bare table name after `from`, `join`, `into` or `update` in `sql`
+/// qualified with `schema`.
+fn tables_in(schema: &str, sql: &str) -> String {
+    let words: Vec<&str> = sql.split(' ').collect();
+    let mut out = Vec::with_capacity(words.len());
+    for (index, word) in words.iter().enumerate() {
+        let after_keyword = index
+            .checked_sub(1)
+            .is_some_and(|p| ["from", "join", "into", "update"].contains(&words[p].to_ascii_lowercase().as_str()));
+        let bare = !word.is_empty() && !word.contains('.') && !word.starts_with('(') && !word.starts_with('@');
+        out.push(if after_keyword && bare { format!("{schema}.{word}") } else { word.to_string() });
+    }
+    out.join(" ")
 }

@@ -147,6 +147,21 @@ fn each_engine_has_its_own_rules() {
         }
         other => panic!("{other:?}"),
     }
+    // A batch holds many statements: the refusal is at its word, not at the
+    // batch's start.
+    let hidden = "create table t (a int);\n  -- 'commit;' in a comment is fine\n  COMMIT;\ncreate table u (a int);\n";
+    match mssql(hidden) {
+        Err(StatementError::TransactionControl { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(3, 3), "COMMIT"))
+        }
+        other => panic!("{other:?}"),
+    }
+    match mssql("select 1\ninsert into t values (1)\n    alter database current set recovery simple") {
+        Err(StatementError::NeedsNoTransaction { at: p, statement, .. }) => {
+            assert_eq!((p, statement.as_str()), (at(3, 5), "ALTER DATABASE"))
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(mssql("create procedure p as begin begin tran; commit; end\nGO\nselect 1"), Ok(FileMode::default()));
     assert!(matches!(
         mssql("alter database current set recovery simple"),

@@ -315,9 +315,11 @@ pub(crate) const QUARANTINE: &str = "update svc.svc_quarantine set version_id = 
     (tenant, version_id, [file], line, col, cause, message, request_id, quarantined, failures) \
     values (@P1, nullif(@P2, -1), @P3, nullif(@P4, -1), nullif(@P5, -1), @P6, @P7, @P8, @P9, @P10);";
 
-/// The quarantined tenants, by name.
-pub(crate) const SELECT_QUARANTINE: &str = "select tenant, version_id, [file], line, col, cause, message, request_id, \
-    quarantined, failures from svc.svc_quarantine order by tenant;";
+/// The quarantined tenants, by name (none before the books exist: `plan` on
+/// a database Strata has not written to yet).
+pub(crate) const SELECT_QUARANTINE: &str = "if object_id(N'svc.svc_quarantine', N'U') is not null \
+    select tenant, version_id, [file], line, col, cause, message, request_id, quarantined, failures \
+    from svc.svc_quarantine order by tenant;";
 
 /// Releases one tenant from quarantine.
 pub(crate) const RELEASE_QUARANTINED: &str = "delete from svc.svc_quarantine where tenant = @P1;";
