@@ -333,10 +333,14 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
         Backend::Mysql => assert_eq!(at, (Some(4), Some(1)), "{result}"),
         // The statement's start.
         Backend::Sqlite => assert_eq!(at, (Some(2), Some(1)), "{result}"),
-        Backend::Sqlserver => assert_eq!(at, (Some(4), Some(1)), "{result}"),
+        // The line the server names in its batch; no column.
+        Backend::Sqlserver => assert_eq!(at, (Some(4), None), "{result}"),
     }
     let message = error["message"].as_str().unwrap();
-    assert!(!message.split(": ").nth(1).unwrap_or_default().contains(" at line "), "{message}");
+    // (Babelfish's own message names the line and character in its batch.)
+    if backend() != Backend::Sqlserver {
+        assert!(!message.split(": ").nth(1).unwrap_or_default().contains(" at line "), "{message}");
+    }
 
     // An error met while running (no position from PostgreSQL either),
     // after an empty statement and a comment-only one, which no engine

@@ -227,6 +227,14 @@ mod tests {
         ]
     }
 
+    /// [`sources`], their plan over `tenants` and the files' rules.
+    fn planned(tenants: &[&str]) -> (Vec<SourceMigration>, Plan, Vec<FileRules>) {
+        let sources = sources();
+        let plan = fresh(&sources, tenants, Action::Apply);
+        let rules = check(Driver::Postgres, &sources, &plan, false, "{schema}").unwrap();
+        (sources, plan, rules)
+    }
+
     fn step_of(plan: &Plan, sources: &[SourceMigration], file: &str, schema: &str) -> u32 {
         let index = plan
             .steps
@@ -238,9 +246,7 @@ mod tests {
 
     #[test]
     fn each_step_is_the_file_and_schema_it_runs() {
-        let sources = sources();
-        let plan = fresh(&sources, &["a", "b"], Action::Apply);
-        let rules = check(Driver::Postgres, &sources, &plan, false, "{schema}").unwrap();
+        let (sources, plan, rules) = planned(&["a", "b"]);
         let files = StepFiles::new(&plan, &sources, &rules, false);
         let step = step_of(&plan, &sources, "tenants/001.sql", "b");
         assert_eq!(files.schema(step), "b");
@@ -252,9 +258,7 @@ mod tests {
 
     #[test]
     fn directives_decide_how_an_executed_step_runs() {
-        let sources = sources();
-        let plan = fresh(&sources, &["a"], Action::Apply);
-        let rules = check(Driver::Postgres, &sources, &plan, false, "{schema}").unwrap();
+        let (sources, plan, rules) = planned(&["a"]);
         let files = StepFiles::new(&plan, &sources, &rules, false);
         let mode = |file| files.step_mode(step_of(&plan, &sources, file, "a"));
         assert_eq!(mode("tenants/001.sql"), StepMode { alone: true, commit_after: false, backfill: false });
@@ -270,9 +274,7 @@ mod tests {
 
     #[test]
     fn a_dry_run_commits_after_no_file() {
-        let sources = sources();
-        let plan = fresh(&sources, &["a"], Action::Apply);
-        let rules = check(Driver::Postgres, &sources, &plan, false, "{schema}").unwrap();
+        let (sources, plan, rules) = planned(&["a"]);
         let files = StepFiles::new(&plan, &sources, &rules, true);
         assert!(!files.commits_after(step_of(&plan, &sources, "tenants/002.sql", "a")));
     }
