@@ -352,7 +352,8 @@ async fn a_failing_statement_is_located_in_the_file_not_in_the_engine() {
     let error = &result["errors"][0];
     assert_eq!(error["extensions"]["code"], "MIGRATION_FAILED", "{result}");
     let at = (error["extensions"]["line"].as_i64(), error["extensions"]["column"].as_i64());
-    assert_eq!(at, (Some(5), Some(3)), "{result}");
+    let column = if backend() == Backend::Sqlserver { None } else { Some(3) };
+    assert_eq!(at, (Some(5), column), "{result}");
 }
 
 #[tokio::test]

@@ -160,7 +160,11 @@ async fn tenants_come_in_pages_in_order_of_name_after_the_last_one_seen() {
 /// elsewhere kept as its rows stream by), and `tenantCount` counts it.
 #[tokio::test]
 async fn a_custom_tenant_select_of_several_columns_comes_in_pages_and_is_counted() {
-    let parameter = if backend() == Backend::Mysql { "?" } else { "$1" };
+    let parameter = match backend() {
+        Backend::Mysql => "?",
+        Backend::Sqlserver => "@P1",
+        _ => "$1",
+    };
     let qualifier = if backend() == Backend::Sqlite { "" } else { "svc." };
     let extra = format!(
         "tenantSelectSQL: \"select name, tier from svc.customers order by name desc ; -- newest first\"\n\

@@ -43,6 +43,37 @@ pub(crate) fn page_of(sorted: Vec<String>, after: Option<&str>, first: Option<us
     sorted.into_iter().skip(start).take(first.unwrap_or(usize::MAX)).collect()
 }
 
+/// A page of names (after `after`, `first` of them) kept as the names
+/// stream past in any order: never more than `first` held.
+pub(crate) struct PageOfNames<'a> {
+    kept: std::collections::BinaryHeap<String>,
+    after: Option<&'a str>,
+    first: Option<usize>,
+}
+
+impl<'a> PageOfNames<'a> {
+    /// An empty page after `after`, of `first` names (every one without).
+    pub(crate) fn new(after: Option<&'a str>, first: Option<usize>) -> Self {
+        PageOfNames { kept: std::collections::BinaryHeap::new(), after, first }
+    }
+
+    /// Keeps `name` if it belongs on the page as far as the names seen go.
+    pub(crate) fn offer(&mut self, name: String) {
+        if self.after.is_some_and(|after| name.as_str() <= after) {
+            return;
+        }
+        self.kept.push(name);
+        if self.first.is_some_and(|first| self.kept.len() > first) {
+            self.kept.pop();
+        }
+    }
+
+    /// The page, in byte order.
+    pub(crate) fn into_names(self) -> Vec<String> {
+        self.kept.into_sorted_vec()
+    }
+}
+
 /// Where [`Books::each_applied`] hands each recorded migration.
 pub(crate) type AppliedSink<'s> = dyn for<'r> FnMut(AppliedRow<'r>) + Send + 's;
 

@@ -41,7 +41,7 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use crate::db::books::{AppliedSink, Books};
+use crate::db::books::{AppliedSink, Books, PageOfNames};
 use crate::db::engine::{Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
@@ -500,6 +500,24 @@ impl Books<Connection> for SqlServerEngine {
             list.names.push(name);
         }
         Ok(list)
+    }
+
+    /// The names streamed from `tenantSelectSQL`, only the page's held (the
+    /// whole list with its attributes held 2 MB more at 20,000 tenants).
+    async fn tenant_page(
+        &self,
+        conn: &mut Connection,
+        after: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<String>, DbError> {
+        use futures::TryStreamExt;
+        let failed = |e: tiberius::error::Error| DbError::TenantSelectFailed(e.to_string());
+        let mut rows = conn.query(self.tenant_select_sql.as_str(), &[]).await.map_err(failed)?.into_row_stream();
+        let mut page = PageOfNames::new(after, first);
+        while let Some(row) = rows.try_next().await.map_err(failed)? {
+            page.offer(text(&row, 0).map_err(|e| DbError::TenantSelectFailed(e.to_string()))?);
+        }
+        Ok(page.into_names())
     }
 
     async fn each_applied(&self, conn: &mut Connection, sink: &mut AppliedSink<'_>) -> Result<(), DbError> {

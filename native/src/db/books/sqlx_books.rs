@@ -29,7 +29,7 @@ use strata_core::migrate::shard::{Directory, DirectoryChanges};
 
 use crate::db::books::rows::Rows;
 use crate::db::books::sql::{BackfillSql, BooksSql, Literal, written};
-use crate::db::books::{AppliedSink, Books};
+use crate::db::books::{AppliedSink, Books, PageOfNames};
 use crate::db::error::{DbError, describe};
 use strata_core::migrate::backfill;
 
@@ -373,20 +373,13 @@ where
             }
             return Ok(names);
         }
-        let mut kept = std::collections::BinaryHeap::new();
+        let mut page = PageOfNames::new(after, first);
         let query = sqlx::query(AssertSqlSafe(self.tenant_select_sql.clone())).persistent(!self.pooler_safe);
         let mut rows = query.fetch(conn);
         while let Some(row) = rows.try_next().await.map_err(failed)? {
-            let name: String = sqlx::Row::try_get(&row, 0).map_err(failed)?;
-            if after.is_some_and(|after| name.as_str() <= after) {
-                continue;
-            }
-            kept.push(name);
-            if first.is_some_and(|first| kept.len() > first) {
-                kept.pop();
-            }
+            page.offer(sqlx::Row::try_get(&row, 0).map_err(failed)?);
         }
-        Ok(kept.into_sorted_vec())
+        Ok(page.into_names())
     }
 
     /// Hands each recorded migration to `sink` as its row arrives.

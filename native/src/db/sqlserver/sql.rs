@@ -219,10 +219,11 @@ pub(crate) const CREATE_TENANTS_TABLE: &str =
     );";
 
 /// `created` as RFC 3339 UTC (the service writes UTC); a macro, so the
-/// statements below stay `const` literals.
+/// statements below stay `const` literals. Style 126 is ISO 8601 with its
+/// `T` on SQL Server; Babelfish writes a space there, put back.
 macro_rules! created {
     () => {
-        "convert(nvarchar(30), created, 126) + N'Z'"
+        "replace(convert(nvarchar(30), created, 126), N' ', N'T') + N'Z'"
     };
 }
 
