@@ -391,8 +391,6 @@ impl<'a, E: Engine> Run<'a, E> {
         }
     }
 
-    /// The plan's schemas that are not tenants (the single schemas its
-    /// steps run in), which a tenant's migrations may refer to.
     /// Whether a file `unit` executes changes its session beyond it (core's
     /// `FileMode::changes_session`: MySQL, MariaDB and SQLite), or runs in
     /// its schema where that outlives the unit (MySQL's `USE`).
