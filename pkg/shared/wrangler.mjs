@@ -1,10 +1,7 @@
 // Starts `wrangler dev` (workerd from npm, offline) on 127.0.0.1 and stops
 // it: for the packages' worker checks and the edge receivers' tests.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 
 /**
  * A free TCP port on 127.0.0.1, drawn from 27000–32767: below Linux's
@@ -29,45 +26,31 @@ export async function freePort() {
   }
 }
 
-// Process groups still running, each with its temporary directory: killed
-// and removed when this process exits, even by an uncaught exception, so no
-// server (or workerd below wrangler) outlives it, nor its files.
-const running = new Map();
+// Process groups still running: killed when this process exits, even by an
+// uncaught exception, so no server (or workerd below wrangler) outlives it.
+const running = new Set();
 process.on("exit", () => {
-  for (const [pid, scratch] of running) {
+  for (const pid of running) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {
       // already gone
     }
-    rmSync(scratch, { recursive: true, force: true });
   }
 });
 
 /**
- * Starts `command` in its own process group, with a temporary directory
- * of its own (`TMPDIR`: a killed server cannot remove what it wrote there,
- * miniflare's workerd sockets and configuration), and waits until
+ * Starts `command` in its own process group and waits until
  * `isReady(output)` resolves true. Returns `{ output(), stop() }`;
- * `output()` is everything the process printed so far. Once the process
- * has exited, its directory is removed.
+ * `output()` is everything the process printed so far.
  */
 export async function startServer({ command, args, cwd, env = {}, isReady, label = command, timeoutMs = 120_000 }) {
-  const scratch = mkdtempSync(join(tmpdir(), "strata-server-"));
-  const child = spawn(command, args, {
-    cwd,
-    env: { ...process.env, TMPDIR: scratch, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
-  running.set(child.pid, scratch);
-  const exited = new Promise((resolve) => child.on("exit", resolve)).then(() => {
-    running.delete(child.pid);
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  running.add(child.pid);
+  const exited = new Promise((resolve) => child.on("exit", resolve)).then(() => running.delete(child.pid));
   const stop = async () => {
     try {
       process.kill(-child.pid, "SIGKILL");
