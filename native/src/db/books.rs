@@ -86,18 +86,15 @@ pub(crate) trait Books<C: Send>: Send + Sync {
     /// The tenants (`tenantSelectSQL`), with their attributes.
     async fn tenants(&self, conn: &mut C) -> Result<TenantList, DbError>;
     /// A page of the tenants' names in byte order: the `first` (every one
-    /// without) after `after` (from the first without) — the whole list
-    /// read and sorted here, where the books cannot do better.
+    /// without) after `after` (from the first without), holding no more of
+    /// the list than the page ([`PageOfNames`]) where the database cannot
+    /// page it.
     async fn tenant_page(
         &self,
         conn: &mut C,
         after: Option<&str>,
         first: Option<usize>,
-    ) -> Result<Vec<String>, DbError> {
-        let mut names = self.tenants(conn).await?.names;
-        names.sort_unstable();
-        Ok(page_of(names, after, first))
-    }
+    ) -> Result<Vec<String>, DbError>;
     /// How many tenants `tenantSelectSQL` lists.
     async fn tenant_count(&self, conn: &mut C) -> Result<u64, DbError> {
         Ok(self.tenants(conn).await?.names.len() as u64)
