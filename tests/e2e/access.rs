@@ -1152,6 +1152,12 @@ async fn books_written_before_the_added_columns_are_upgraded_in_place_keeping_th
              alter table svc_tokens drop column owner; alter table svc_versions drop column trace_id; \
              alter table svc_backfills drop column started_version"
         }
+        // SQL Server's books had the signature and the owner from their
+        // first release.
+        crate::support::Backend::Sqlserver => {
+            "alter table svc.svc_audit drop column trace_id; alter table svc.svc_versions drop column trace_id; \
+             alter table svc.svc_backfills drop column started_version"
+        }
         _ => {
             "alter table svc.svc_audit drop column signature; alter table svc.svc_audit drop column trace_id; \
              alter table svc.svc_tokens drop column owner; alter table svc.svc_versions drop column trace_id; \

@@ -43,7 +43,7 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
 fn with_data_source(ws: &Workspace, line: &str) -> (String, String) {
     let yaml = ws.config("");
     let original = yaml.lines().find(|l| l.starts_with("dataSource: ")).unwrap().to_string();
-    let value = original.trim_start_matches("dataSource: ").to_string();
+    let value = original.trim_start_matches("dataSource: ").trim_matches('"').to_string();
     (yaml.replace(&original, line), value)
 }
 
@@ -143,8 +143,21 @@ async fn paths_are_read_from_the_configuration_directory_and_read_only_commands_
 async fn lint_all_and_an_offline_config_check_need_no_secrets() {
     let ws = Workspace::new("basic");
     let port = free_port();
+    // The set's files in the backend's own SQL (T-SQL's `GO`), linted as such.
+    let (driver, data_source, shown_data_source) = match backend() {
+        Backend::Sqlserver => (
+            "sqlserver",
+            format!("\"Server=tcp:127.0.0.1,{port};User Id=svc;Password=${{DB_PASSWORD}};Database=app\""),
+            format!("Server=tcp:127.0.0.1,{port};User Id=svc;Password=***;Database=app"),
+        ),
+        _ => (
+            "postgres",
+            format!("postgres://svc:${{DB_PASSWORD}}@127.0.0.1:{port}/app"),
+            format!("postgres://svc:***@127.0.0.1:{port}/app"),
+        ),
+    };
     let yaml = format!(
-        "baseLocation: {}\ndriver: postgres\ndataSource: postgres://svc:${{DB_PASSWORD}}@127.0.0.1:{port}/app\n\
+        "baseLocation: {}\ndriver: {driver}\ndataSource: {data_source}\n\
          singleMigrations: [ref, config]\nwebHookURL: ${{HOOK_URL}}\nwebHookHeaders: [\"Authorization: ${{HOOK_AUTH}}\"]\n",
         ws.migrations().display()
     );
@@ -165,7 +178,7 @@ async fn lint_all_and_an_offline_config_check_need_no_secrets() {
         )
     );
     let text = stdout(&check);
-    assert!(text.contains(&format!("dataSource: postgres://svc:***@127.0.0.1:{port}/app\n")), "{text}");
+    assert!(text.contains(&format!("dataSource: {shown_data_source}\n")), "{text}");
 
     // Not offline: the secret is needed, as for every command that connects.
     let check = strata_in(ws.path(), &config, &["config", "check"], &[]).await;
@@ -250,15 +263,23 @@ async fn a_refused_login_says_so_not_that_the_pool_timed_out() {
     }
     let ws = Workspace::new("basic");
     let (yaml, data_source) = with_data_source(&ws, "");
-    let mut wrong = url::Url::parse(&data_source).unwrap();
     // The test servers trust their users: a user they do not know is refused.
-    wrong.set_username("no_such_user").unwrap();
+    let wrong = if backend() == Backend::Sqlserver {
+        format!("\"{}\"", data_source.replace("User Id=strata", "User Id=no_such_user"))
+    } else {
+        let mut wrong = url::Url::parse(&data_source).unwrap();
+        wrong.set_username("no_such_user").unwrap();
+        wrong.to_string()
+    };
     let config = ws.write_config(&yaml.replace("\n\n", &format!("\ndataSource: {wrong}\n")));
     let status = strata_in(ws.path(), &config, &["status"], &[]).await;
     assert_eq!(code(&status), 5, "{}", stderr(&status));
     let said = stderr(&status);
     let reason = match backend() {
         Backend::Postgres => "role \"no_such_user\" does not exist (SQLSTATE 28000)",
+        // SQL Server: "Login failed for user 'no_such_user'"; Babelfish:
+        // "role "no_such_user" does not exist".
+        Backend::Sqlserver => "no_such_user",
         // MariaDB falls back to its anonymous account: denied all the same.
         _ => "Access denied for user ",
     };
@@ -293,11 +314,20 @@ async fn wait_for_db_connects_once_the_server_answers() {
     let ws = Workspace::new("basic");
     ws.prepare_database().await;
     let (yaml, data_source) = with_data_source(&ws, "");
-    let url = url::Url::parse(&data_source).unwrap();
-    let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
-    let port = forward_later(target, Duration::from_millis(1500)).await;
-    let mut late = url.clone();
-    late.set_port(Some(port)).unwrap();
+    let late = if backend() == Backend::Sqlserver {
+        // Server=tcp:host,port;…
+        let server = data_source.split(';').find_map(|part| part.strip_prefix("Server=tcp:")).unwrap();
+        let (host, server_port) = server.split_once(',').unwrap();
+        let port = forward_later(format!("{host}:{server_port}"), Duration::from_millis(1500)).await;
+        format!("\"{}\"", data_source.replace(server, &format!("{host},{port}")))
+    } else {
+        let url = url::Url::parse(&data_source).unwrap();
+        let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+        let port = forward_later(target, Duration::from_millis(1500)).await;
+        let mut late = url.clone();
+        late.set_port(Some(port)).unwrap();
+        late.to_string()
+    };
     let config = ws.write_config(&yaml.replace("\n\n", &format!("\ndataSource: {late}\n")));
     let started = Instant::now();
     let apply = strata_in(ws.path(), &config, &["--wait-for-db", "30", "apply", "--version", "v1"], &[]).await;

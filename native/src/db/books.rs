@@ -15,6 +15,7 @@
 mod rows;
 pub(crate) mod sql;
 mod sqlx_books;
+pub(crate) mod tables;
 
 use rustc_hash::FxHashMap;
 

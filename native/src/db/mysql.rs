@@ -26,7 +26,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::fingerprint::{CatalogObject, PassPrints};
 use strata_core::migrate::lock_wait::Timeouts;
 
-use crate::db::books::SqlxBooks;
+use crate::db::books::{SqlxBooks, tables};
 use crate::db::engine::{self, Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{DbError, describe, one_line};
 use crate::db::error::{LockError, OpenError};
@@ -103,7 +103,8 @@ impl MysqlEngine {
 
 impl MysqlEngine {
     async fn install_missing(&self, tenants_table: bool) -> Result<(), sqlx::Error> {
-        let present: i64 = sqlx::query_scalar(sql::SERVICE_TABLES_PRESENT).fetch_one(&self.pool).await?;
+        let present: i64 =
+            sqlx::query_scalar(AssertSqlSafe(sql::SERVICE_TABLES_PRESENT.as_str())).fetch_one(&self.pool).await?;
         let lease_row: i64 = if present == sql::SERVICE_TABLES {
             sqlx::query_scalar(sql::LEASE_ROW_PRESENT).fetch_one(&self.pool).await?
         } else {
@@ -113,10 +114,9 @@ impl MysqlEngine {
         let missing_columns = || async {
             let present: Vec<String> = sqlx::query_scalar(sql::ADDED_COLUMNS_PRESENT).fetch_all(&self.pool).await?;
             Ok::<_, sqlx::Error>(
-                sql::ADDED_COLUMNS
-                    .into_iter()
-                    .filter(|(column, _)| !present.iter().any(|p| p == column))
-                    .map(|(_, add)| add)
+                tables::added()
+                    .filter(|(table, column)| !present.contains(&format!("{}.{}", table.name, column.name)))
+                    .map(|(table, column)| tables::add_column(Driver::Mysql, table, column))
                     .collect::<Vec<_>>(),
             )
         };
@@ -132,13 +132,10 @@ impl MysqlEngine {
             tracing::warn!(error = %e, "the install lock was not granted; creating the missing tables anyway");
         }
         let created = async {
-            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *conn).await?;
+            sqlx::raw_sql(AssertSqlSafe(sql::creates(tenants_table))).execute(&mut *conn).await?;
             sqlx::raw_sql(sql::LEASE_ROW).execute(&mut *conn).await?;
             for add in missing_columns().await? {
-                sqlx::raw_sql(add).execute(&mut *conn).await?;
-            }
-            if tenants_table {
-                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *conn).await?;
+                sqlx::raw_sql(AssertSqlSafe(add)).execute(&mut *conn).await?;
             }
             Ok::<_, sqlx::Error>(())
         }

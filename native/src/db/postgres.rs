@@ -298,33 +298,23 @@ impl Engine for PostgresEngine {
     /// there (a service's every start but its first), no DDL runs and no
     /// lock is asked on the service's tables (`sql::service_objects_present`).
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
-        let texts: &[&str] = if tenants_table {
-            &[sql::CREATE_SERVICE_TABLES, sql::CREATE_TENANTS_TABLE]
-        } else {
-            &[sql::CREATE_SERVICE_TABLES]
-        };
-        let check = sql::service_objects_present(texts);
+        let check = sql::service_objects_present(tenants_table);
         let present: bool = sqlx::raw_sql(AssertSqlSafe(check)).fetch_one(&self.pool).await?.try_get(0)?;
         if present {
             return Ok(());
         }
+        let creates = sql::creates(tenants_table);
         let mut tx = self.pool.begin().await?;
         bound(sql::LOCK).bind(sql::LOCK_KEY).execute(&mut *tx).await?;
         if self.citus {
             // On the coordinator, one statement at a time (citus#6608).
             sqlx::raw_sql(sql::CITUS_LOCAL_SCHEMAS).execute(&mut *tx).await?;
             sqlx::raw_sql(sql::CITUS_NO_DDL_PROPAGATION).execute(&mut *tx).await?;
-            let tables = if tenants_table { sql::CREATE_TENANTS_TABLE } else { "" };
-            for text in [sql::CREATE_SERVICE_TABLES, tables] {
-                for statement in engine::statements_of(Driver::Postgres, text) {
-                    sqlx::raw_sql(AssertSqlSafe(&text[statement])).execute(&mut *tx).await?;
-                }
+            for statement in creates {
+                sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut *tx).await?;
             }
         } else {
-            sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&mut *tx).await?;
-            if tenants_table {
-                sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&mut *tx).await?;
-            }
+            sqlx::raw_sql(AssertSqlSafe(creates.join(";\n"))).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -44,7 +44,7 @@ use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::quote_string_sqlite;
 use strata_core::migrate::lock_wait;
 
-use crate::db::books::{SqlxBooks, SqlxConn};
+use crate::db::books::{SqlxBooks, SqlxConn, tables};
 use crate::db::engine::{self, Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{DbError, describe};
 use crate::db::error::{LockError, OpenError};
@@ -666,16 +666,17 @@ impl Engine for SqliteEngine {
     }
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
-        sqlx::raw_sql(sql::CREATE_SERVICE_TABLES).execute(&self.pool).await?;
-        for (table, column, add) in sql::ADDED_COLUMNS {
-            let present: i64 =
-                sqlx::query_scalar(sql::COLUMN_PRESENT).bind(table).bind(column).fetch_one(&self.pool).await?;
+        sqlx::raw_sql(AssertSqlSafe(sql::creates(tenants_table))).execute(&self.pool).await?;
+        for (table, column) in tables::added() {
+            let present: i64 = sqlx::query_scalar(sql::COLUMN_PRESENT)
+                .bind(table.name)
+                .bind(column.name)
+                .fetch_one(&self.pool)
+                .await?;
             if present == 0 {
-                sqlx::raw_sql(add).execute(&self.pool).await?;
+                let add = tables::add_column(Driver::Sqlite, table, column);
+                sqlx::raw_sql(AssertSqlSafe(add)).execute(&self.pool).await?;
             }
-        }
-        if tenants_table {
-            sqlx::raw_sql(sql::CREATE_TENANTS_TABLE).execute(&self.pool).await?;
         }
         Ok(())
     }

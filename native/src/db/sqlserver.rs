@@ -41,7 +41,7 @@ use tiberius::{Client, Row, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use crate::db::books::{AppliedSink, Books, PageOfNames};
+use crate::db::books::{AppliedSink, Books, PageOfNames, tables};
 use crate::db::engine::{Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
@@ -84,7 +84,7 @@ pub(crate) struct SqlServerEngine {
     config: tiberius::Config,
     tenant_select_sql: String,
     tenant_insert_sql: String,
-    /// The books' added columns (`sql::ADDED_COLUMNS`) were seen (they stay:
+    /// The books' trace id columns (`sql::ADDED_COLUMNS_PRESENT`) were seen (they stay:
     /// asked until they are).
     traced: std::sync::atomic::AtomicBool,
     /// The database sessions begin in (read on the first connection): a
@@ -922,9 +922,7 @@ impl Engine for SqlServerEngine {
 
     async fn install(&self, tenants_table: bool) -> Result<(), DbError> {
         let mut client = self.session().await?;
-        let tenants = tenants_table.then_some(sql::CREATE_TENANTS_TABLE);
-        let statements = sql::CREATE_SERVICE_TABLES.iter().chain(&sql::ADDED_COLUMNS).copied().chain(tenants);
-        let rows = query(&mut client, &sql::service_objects_present(statements), &[]).await?;
+        let rows = query(&mut client, &sql::service_objects_present(tenants_table), &[]).await?;
         if rows.first().map(|row| int(row, 0)).transpose()? == Some(1) {
             return Ok(());
         }
@@ -934,11 +932,8 @@ impl Engine for SqlServerEngine {
             Some(code) if code >= 0 => {}
             other => return Err(lock_not_granted(other, (sql::LOCK_RESOURCE, sql::LOCK_TIMEOUT_SECONDS))),
         }
-        for statement in sql::CREATE_SERVICE_TABLES.iter().chain(&sql::ADDED_COLUMNS) {
-            run(&mut client, statement).await?;
-        }
-        if tenants_table {
-            run(&mut client, sql::CREATE_TENANTS_TABLE).await?;
+        for statement in tables::creates(Driver::SqlServer, tenants_table) {
+            run(&mut client, &statement).await?;
         }
         run(&mut client, sql::COMMIT).await
     }

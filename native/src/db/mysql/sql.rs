@@ -5,6 +5,8 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
+use crate::db::books::tables;
+use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::quote_mysql;
 
 /// The mutation lock is a lease, row 1 of `svc.svc_lock` (see
@@ -16,12 +18,18 @@ use strata_core::migrate::ident::quote_mysql;
 /// changes of one row do not both commit).
 pub(crate) const LEASE_ROW: &str = "insert ignore into svc.svc_lock (id, holder, expires) \
     values (1, '', '1970-01-01 00:00:01'), (2, 'backfill claims', '1970-01-01 00:00:01')";
-/// How many of the service's tables exist (a plain read: no lock, no DDL).
-pub(crate) const SERVICE_TABLES_PRESENT: &str = "select count(*) from information_schema.tables \
-    where table_schema = 'svc' and table_name in ('svc_versions', 'svc_migrations', 'svc_lock', 'svc_fingerprints', \
-    'svc_quarantine', 'svc_rollouts', 'svc_directory', 'svc_tokens', 'svc_audit', 'svc_backfills')";
-/// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are there.
-pub(crate) const SERVICE_TABLES: i64 = 10;
+/// How many of the service's tables exist (a plain read: no lock, no DDL):
+/// [`SERVICE_TABLES`] when all are there.
+pub(crate) static SERVICE_TABLES_PRESENT: LazyLock<String> = LazyLock::new(|| {
+    let names: Vec<String> = tables::tables(false).map(|table| format!("'{}'", table.name)).collect();
+    format!(
+        "select count(*) from information_schema.tables where table_schema = 'svc' and table_name in ({}, 'svc_lock')",
+        names.join(", ")
+    )
+});
+/// The number of tables [`SERVICE_TABLES_PRESENT`] counts when all are
+/// there: the books' and the lease's.
+pub(crate) const SERVICE_TABLES: i64 = tables::TABLES.len() as i64 + 1;
 /// How many of [`LEASE_ROW`]'s rows exist (2 when both do).
 pub(crate) const LEASE_ROW_PRESENT: &str = "select count(*) from svc.svc_lock where id in (1, 2)";
 /// Whether the default tenant table exists.
@@ -56,122 +64,24 @@ pub(crate) const GET_LOCK: &str = "select get_lock(?, ?)";
 /// Releases the lock.
 pub(crate) const RELEASE_LOCK: &str = "select release_lock(?)";
 
-/// The service's database and bookkeeping tables.
-pub(crate) const CREATE_SERVICE_TABLES: &str = "
-create database if not exists svc;
-create table if not exists svc.svc_versions (
-    id int auto_increment primary key,
-    name text not null,
-    created datetime(6) not null,
-    request_id varchar(255) not null,
-    trace_id varchar(32)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_migrations (
-    id int auto_increment primary key,
-    name varchar(255) not null,
-    source_dir varchar(255) not null,
-    filename varchar(512) not null,
-    migration_type int not null,
-    db_schema varchar(64) not null,
-    created datetime(6) not null,
-    contents longtext not null,
-    checksum char(64) not null,
-    version_id int not null,
-    index svc_migrations_version_id (version_id),
-    index svc_migrations_filename (filename),
-    foreign key (version_id) references svc.svc_versions (id)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_fingerprints (
-    db_schema varchar(255) primary key,
-    fingerprint char(64) not null,
-    recorded char(64) not null,
-    version_id int not null,
-    created datetime(6) not null default current_timestamp(6)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_backfills (
-    db_schema varchar(255) not null,
-    file varchar(512) not null,
-    state varchar(16) not null,
-    after_key mediumtext,
-    upper_key mediumtext,
-    rows_done bigint not null default 0,
-    batches bigint not null default 0,
-    rows_estimated bigint not null default 0,
-    last_error text,
-    updated varchar(40) not null,
-    version_id int not null,
-    name varchar(512) not null,
-    source_dir varchar(512) not null,
-    migration_type int not null,
-    contents mediumtext not null,
-    checksum char(64) not null,
-    forward mediumtext not null,
-    holder varchar(64),
-    heartbeat bigint,
-    running_ms bigint not null default 0,
-    failure_budget varchar(8),
-    started_version int,
-    primary key (db_schema, file)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_quarantine (
-    tenant varchar(255) primary key,
-    version_id int,
-    file varchar(1024) not null,
-    line int,
-    col int,
-    cause varchar(32) not null,
-    message text not null,
-    failures int not null default 1,
-    request_id varchar(255) not null,
-    quarantined varchar(40) not null
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_rollouts (
-    id int auto_increment primary key,
-    doc longtext not null,
-    revision int not null default 0,
-    updated varchar(40) not null
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_directory (
-    tenant varchar(255) primary key,
-    shard varchar(255) not null
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_tokens (
-    name varchar(64) primary key,
-    role varchar(16) not null,
-    hash char(64) not null unique,
-    created bigint not null,
-    expires bigint,
-    owner varchar(128)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_audit (
-    id bigint primary key,
-    at varchar(40) not null,
-    actor varchar(512) not null,
-    action varchar(64) not null,
-    target text not null,
-    request_id varchar(255) not null,
-    outcome text not null,
-    prev char(64) not null,
-    hash char(64) not null,
-    signature varchar(200),
-    trace_id varchar(32)
-) engine = InnoDB default charset = utf8mb4;
-create table if not exists svc.svc_lock (
+/// The lease's table ([`LEASE_ROW`]): beside the books' tables every
+/// engine keeps (`db::books::tables`).
+const LEASE_TABLE: &str = "create table if not exists svc.svc_lock (
     id int primary key,
     holder varchar(64) not null,
     expires datetime(6) not null
-) engine = InnoDB default charset = utf8mb4;
-";
+) engine = InnoDB default charset = utf8mb4";
 
-/// The default tenant table, created only when neither tenant statement is
-/// configured.
-pub(crate) const CREATE_TENANTS_TABLE: &str = "
-create table if not exists svc.svc_tenants (
-    id int auto_increment primary key,
-    name varchar(64) not null unique,
-    created datetime(6) not null default current_timestamp(6)
-) engine = InnoDB default charset = utf8mb4;
-";
+/// What creates the service's database, its books (and the default tenant
+/// table when `tenants_table`) and the lease's table, in one text: each
+/// statement a no-op when what it creates is there. Columns added since
+/// are added by the engine when missing (MySQL has no `add column if not
+/// exists`).
+pub(crate) fn creates(tenants_table: bool) -> String {
+    let mut creates = tables::creates(Driver::Mysql, tenants_table);
+    creates.push(LEASE_TABLE.to_string());
+    creates.join(";\n")
+}
 
 /// `created` as RFC 3339 UTC with microseconds (the service writes UTC); a
 /// macro, so the statements below stay `const` literals.
@@ -428,19 +338,7 @@ const DIALECT: Dialect = Dialect {
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
 
-/// Columns added to the service's tables after their first release: the
-/// column as `table.column`, and the statement that adds it to books
-/// written before (MySQL has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str); 6] = [
-    ("svc_audit.signature", "alter table svc.svc_audit add column signature varchar(200)"),
-    ("svc_tokens.owner", "alter table svc.svc_tokens add column owner varchar(128)"),
-    ("svc_versions.trace_id", "alter table svc.svc_versions add column trace_id varchar(32)"),
-    ("svc_audit.trace_id", "alter table svc.svc_audit add column trace_id varchar(32)"),
-    ("svc_backfills.failure_budget", "alter table svc.svc_backfills add column failure_budget varchar(8)"),
-    ("svc_backfills.started_version", "alter table svc.svc_backfills add column started_version int"),
-];
-
 /// Every column of the service's tables (`table.column`, one a row): the
-/// [`ADDED_COLUMNS`] not among them are added.
+/// added columns (`db::books::tables::added`) not among them are added.
 pub(crate) const ADDED_COLUMNS_PRESENT: &str =
     "select concat(table_name, '.', column_name) from information_schema.columns where table_schema = 'svc'";

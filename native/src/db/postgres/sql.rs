@@ -5,6 +5,8 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
+use crate::db::books::tables;
+use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::{quote_ansi, quote_string_postgres};
 
 /// Key of the transaction-level advisory lock serialising start-up DDL
@@ -112,159 +114,43 @@ pub(crate) const ROLLBACK: &str = "rollback";
 /// (`Engine::end_alone`).
 pub(crate) const RESET: &str = concat!(reset_session!(), " ", unlock_all!());
 
-/// The service's schema and bookkeeping tables.
-pub(crate) const CREATE_SERVICE_TABLES: &str = "
-create schema if not exists svc;
-create table if not exists svc.svc_versions (
-    id serial primary key,
-    name text not null,
-    created timestamptz not null,
-    request_id text not null,
-    trace_id text
-);
-create table if not exists svc.svc_migrations (
-    id serial primary key,
-    name text not null,
-    source_dir text not null,
-    filename text not null,
-    migration_type integer not null,
-    db_schema text not null,
-    created timestamptz not null,
-    contents text not null,
-    checksum text not null,
-    version_id integer not null references svc.svc_versions (id)
-);
-create index if not exists svc_migrations_version_id on svc.svc_migrations (version_id);
-create index if not exists svc_migrations_filename on svc.svc_migrations (filename);
-create table if not exists svc.svc_fingerprints (
-    db_schema text primary key,
-    fingerprint text not null,
-    recorded text not null,
-    version_id integer not null,
-    created timestamptz not null default now()
-);
-create table if not exists svc.svc_backfills (
-    db_schema text not null,
-    file text not null,
-    state text not null,
-    after_key text,
-    upper_key text,
-    rows_done bigint not null default 0,
-    batches bigint not null default 0,
-    rows_estimated bigint not null default 0,
-    last_error text,
-    updated text not null,
-    version_id integer not null,
-    name text not null,
-    source_dir text not null,
-    migration_type integer not null,
-    contents text not null,
-    checksum text not null,
-    forward text not null,
-    holder text,
-    heartbeat bigint,
-    running_ms bigint not null default 0,
-    failure_budget text,
-    started_version integer,
-    primary key (db_schema, file)
-);
-create table if not exists svc.svc_quarantine (
-    tenant text primary key,
-    version_id integer,
-    file text not null,
-    line integer,
-    col integer,
-    cause text not null,
-    message text not null,
-    failures integer not null default 1,
-    request_id text not null,
-    quarantined text not null
-);
-create table if not exists svc.svc_rollouts (
-    id serial primary key,
-    doc text not null,
-    revision integer not null default 0,
-    updated text not null
-);
-create table if not exists svc.svc_directory (
-    tenant text primary key,
-    shard text not null
-);
-create table if not exists svc.svc_tokens (
-    name text primary key,
-    role text not null,
-    hash text not null unique,
-    created bigint not null,
-    expires bigint,
-    owner text
-);
-create table if not exists svc.svc_audit (
-    id bigint primary key,
-    at text not null,
-    actor text not null,
-    action text not null,
-    target text not null,
-    request_id text not null,
-    outcome text not null,
-    prev text not null,
-    hash text not null,
-    signature text,
-    trace_id text
-);
--- Books of versions before these columns: each added once.
-alter table svc.svc_audit add column if not exists signature text;
-alter table svc.svc_tokens add column if not exists owner text;
-alter table svc.svc_versions add column if not exists trace_id text;
-alter table svc.svc_audit add column if not exists trace_id text;
-alter table svc.svc_backfills add column if not exists failure_budget text;
-alter table svc.svc_backfills add column if not exists started_version integer;
-create table if not exists svc.svc_lock (
+/// The lease's table ([`LEASE_TAKE`]): PostgreSQL's own, beside the books'
+/// tables every engine keeps (`db::books::tables`).
+const LEASE_TABLE: &str = "create table if not exists svc.svc_lock (
     id integer primary key check (id = 1),
     holder text not null,
     expires timestamptz not null
-);
-";
+)";
 
-/// The default tenant table, created only when neither tenant statement is
-/// configured.
-pub(crate) const CREATE_TENANTS_TABLE: &str = "
-create table if not exists svc.svc_tenants (
-    id serial primary key,
-    name text not null unique,
-    created timestamptz not null default now()
-);
-";
+/// What creates the service's schema, its books (and the default tenant
+/// table when `tenants_table`) and the lease's table: one statement an
+/// item, each a no-op when what it creates is there.
+pub(crate) fn creates(tenants_table: bool) -> Vec<String> {
+    let mut creates = tables::creates(Driver::Postgres, tenants_table);
+    creates.push(LEASE_TABLE.to_string());
+    creates
+}
 
-/// Whether every table, index and added column `texts` create in `svc`
-/// is there — read from the catalog, which takes no lock on the tables:
-/// `create index if not exists` asks for a share lock on its table and
-/// `alter table … add column if not exists` for an exclusive one even when
-/// there is nothing to do, waiting behind any reader (a `pg_dump`) while
-/// every writer queues behind them. One message, no value bound.
-pub(crate) fn service_objects_present(texts: &[&str]) -> String {
-    let (mut relations, mut columns) = (Vec::new(), Vec::new());
-    for line in texts.iter().flat_map(|text| text.lines()).map(str::trim) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["create", "table", "if", "not", "exists", table, ..] => {
-                relations.push(table.trim_start_matches("svc.").to_string());
-            }
-            ["create", "index", "if", "not", "exists", index, "on", ..] => relations.push(index.to_string()),
-            ["alter", "table", table, "add", "column", "if", "not", "exists", column, ..] => {
-                columns.push(format!("{}.{column}", table.trim_start_matches("svc.")));
-            }
-            _ => {}
-        }
-    }
-    let list = |names: &[String]| names.iter().map(|name| quote_string_postgres(name)).collect::<Vec<_>>().join(", ");
+/// Whether every table, index and added column [`creates`] makes in
+/// `svc` is there — read from the catalog, which takes no lock on the
+/// tables: `create index if not exists` asks for a share lock on its table
+/// and `alter table … add column if not exists` for an exclusive one even
+/// when there is nothing to do, waiting behind any reader (a `pg_dump`)
+/// while every writer queues behind them. One message, no value bound.
+pub(crate) fn service_objects_present(tenants_table: bool) -> String {
+    let mut relations = tables::relations(Driver::Postgres, tenants_table);
+    relations.push("svc_lock");
+    let columns: Vec<String> =
+        tables::added().map(|(table, column)| format!("{}.{}", table.name, column.name)).collect();
+    let list = |names: &mut dyn Iterator<Item = &str>| names.map(quote_string_postgres).collect::<Vec<_>>().join(", ");
     format!(
         "select (select count(*) from pg_class where relnamespace = to_regnamespace('svc') \
          and relname in ({})) = {} and (select count(*) from pg_attribute a join pg_class c on c.oid = a.attrelid \
          where c.relnamespace = to_regnamespace('svc') and a.attnum > 0 and not a.attisdropped \
          and c.relname || '.' || a.attname in ({})) = {}",
-        list(&relations),
+        list(&mut relations.iter().copied()),
         relations.len(),
-        list(&columns),
+        list(&mut columns.iter().map(String::as_str)),
         columns.len()
     )
 }
@@ -623,8 +509,8 @@ mod tests {
 
     #[test]
     fn the_presence_check_names_every_table_index_and_added_column_of_the_service() {
-        let check = service_objects_present(&[CREATE_SERVICE_TABLES, CREATE_TENANTS_TABLE]);
-        let creates = [CREATE_SERVICE_TABLES, CREATE_TENANTS_TABLE].concat();
+        let check = service_objects_present(true);
+        let creates = creates(true).join(";\n");
         let tables = creates.matches("create table if not exists svc.").count();
         let indexes = creates.matches("create index if not exists ").count();
         let columns = creates.matches(" add column if not exists ").count();
@@ -635,6 +521,7 @@ mod tests {
         for name in names.into_iter().chain(["'svc_backfills.failure_budget'", "'svc_backfills.started_version'"]) {
             assert!(check.contains(name), "{name}: {check}");
         }
+        assert!(!service_objects_present(false).contains("'svc_tenants'"));
     }
 
     #[test]

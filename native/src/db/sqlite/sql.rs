@@ -5,37 +5,16 @@
 use std::sync::LazyLock;
 
 use crate::db::books::sql::{BooksSql, Dialect, Upsert};
+use crate::db::books::tables;
+use strata_core::migrate::driver::Driver;
 use strata_core::migrate::ident::{quote_ansi, quote_string_sqlite};
 use strata_core::migrate::source::SourceMigration;
 
-/// The service's bookkeeping tables, in the attached `svc` schema.
-pub(crate) const CREATE_SERVICE_TABLES: &str = "
-create table if not exists svc.svc_versions (
-    id integer primary key autoincrement,
-    name text not null,
-    created text not null,
-    request_id text not null,
-    trace_id text
-);
-create table if not exists svc.svc_migrations (
-    id integer primary key autoincrement,
-    name text not null,
-    source_dir text not null,
-    filename text not null,
-    migration_type integer not null,
-    db_schema text not null,
-    created text not null,
-    contents text not null,
-    checksum text not null,
-    version_id integer not null references svc_versions (id)
-);
-create table if not exists svc.svc_fingerprints (
-    db_schema text primary key,
-    fingerprint text not null,
-    recorded text not null,
-    version_id integer not null,
-    created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-);
+/// SQLite's own tables and indexes beside the books' (`db::books::tables`):
+/// the staged files of a version run over attached schemas, and the
+/// migrations' index by version, schema and file (the folds' reads), which
+/// stands for the index by version alone the other engines keep.
+const OWN_TABLES: &str = "
 create table if not exists svc.svc_staged_files (
     version_id integer not null,
     filename text not null,
@@ -47,88 +26,20 @@ create table if not exists svc.svc_staged_files (
     checksum text not null,
     primary key (version_id, filename)
 );
-create table if not exists svc.svc_backfills (
-    db_schema text not null,
-    file text not null,
-    state text not null,
-    after_key text,
-    upper_key text,
-    rows_done integer not null default 0,
-    batches integer not null default 0,
-    rows_estimated integer not null default 0,
-    last_error text,
-    updated text not null,
-    version_id integer not null,
-    name text not null,
-    source_dir text not null,
-    migration_type integer not null,
-    contents text not null,
-    checksum text not null,
-    forward text not null,
-    holder text,
-    heartbeat integer,
-    running_ms integer not null default 0,
-    failure_budget text,
-    started_version integer,
-    primary key (db_schema, file)
-);
-create table if not exists svc.svc_quarantine (
-    tenant text primary key,
-    version_id integer,
-    file text not null,
-    line integer,
-    col integer,
-    cause text not null,
-    message text not null,
-    failures integer not null default 1,
-    request_id text not null,
-    quarantined text not null
-);
-create table if not exists svc.svc_rollouts (
-    id integer primary key autoincrement,
-    doc text not null,
-    revision integer not null default 0,
-    updated text not null
-);
-create table if not exists svc.svc_directory (
-    tenant text primary key,
-    shard text not null
-);
-create table if not exists svc.svc_tokens (
-    name text primary key,
-    role text not null,
-    hash text not null unique,
-    created integer not null,
-    expires integer,
-    owner text
-);
-create table if not exists svc.svc_audit (
-    id integer primary key,
-    at text not null,
-    actor text not null,
-    action text not null,
-    target text not null,
-    request_id text not null,
-    outcome text not null,
-    prev text not null,
-    hash text not null,
-    signature text,
-    trace_id text
-);
 create index if not exists svc.svc_migrations_version_schema_file on svc_migrations (version_id, db_schema, filename);
 drop index if exists svc.svc_migrations_version_id;
-create index if not exists svc.svc_migrations_filename on svc_migrations (filename);
 ";
 
-/// The default tenant table, created only when neither tenant statement is
-/// configured.
-pub(crate) const CREATE_TENANTS_TABLE: &str = "
-create table if not exists svc.svc_tenants (
-    id integer primary key autoincrement,
-    name text not null unique,
-    created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-);
-";
+/// What creates the books in the attached `svc` schema (and the default
+/// tenant table when `tenants_table`), in one text: each statement a no-op
+/// when what it creates is there. Columns added since are added by the
+/// engine when missing (SQLite has no `add column if not exists`).
+pub(crate) fn creates(tenants_table: bool) -> String {
+    let mut text = tables::creates(Driver::Sqlite, tenants_table).join(";\n");
+    text.push_str(";\n");
+    text.push_str(OWN_TABLES);
+    text
+}
 
 /// Whether the books (attached as `svc`) record a migration in the schema
 /// `?`.
@@ -452,18 +363,6 @@ const DIALECT: Dialect = Dialect {
 /// The statements of the service's books (`db::books`), written once in
 /// this dialect.
 pub(crate) static BOOKS: LazyLock<BooksSql> = LazyLock::new(|| BooksSql::new(&DIALECT));
-
-/// Columns added to the service's tables after their first release: the
-/// table, the column, and the statement that adds it to books written
-/// before (SQLite has no `add column if not exists`).
-pub(crate) const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
-    ("svc_audit", "signature", "alter table svc.svc_audit add column signature text"),
-    ("svc_tokens", "owner", "alter table svc.svc_tokens add column owner text"),
-    ("svc_versions", "trace_id", "alter table svc.svc_versions add column trace_id text"),
-    ("svc_audit", "trace_id", "alter table svc.svc_audit add column trace_id text"),
-    ("svc_backfills", "failure_budget", "alter table svc.svc_backfills add column failure_budget text"),
-    ("svc_backfills", "started_version", "alter table svc.svc_backfills add column started_version integer"),
-];
 
 /// Whether a table of `svc` has a column (bound: table, column).
 pub(crate) const COLUMN_PRESENT: &str = "select count(*) from pragma_table_info(?, 'svc') where name = ?";

@@ -8,6 +8,10 @@
 //! parameters a unit slowly); a tenant's schema name reaches `create schema`
 //! only through `quotename(@P1)` inside `sp_executesql`.
 
+use crate::db::books::tables;
+#[cfg(test)]
+use strata_core::migrate::driver::Driver;
+
 /// Makes any error abort and roll back the whole transaction, and takes
 /// the application lock `strata.unit` for it: shared (no transaction waits
 /// for another's) and owned by the transaction, so it ends with it — a
@@ -58,165 +62,33 @@ pub(crate) const LOCK: &str = "declare @granted int; \
     exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
     @LockOwner = 'Transaction', @LockTimeout = 600000; select @granted;";
 
-/// The service schema and bookkeeping tables (one batch each: `create
-/// schema` must be alone in its batch, hence `exec`).
-pub(crate) const CREATE_SERVICE_TABLES: [&str; 10] = [
-    "if schema_id(N'svc') is null exec(N'create schema svc');",
-    "if object_id(N'svc.svc_versions', N'U') is null create table svc.svc_versions (
-        id int identity(1, 1) primary key,
-        name nvarchar(max) not null,
-        created datetime2(6) not null,
-        request_id nvarchar(255) not null,
-        trace_id nvarchar(32) null
-    );",
-    "if object_id(N'svc.svc_migrations', N'U') is null begin
-        create table svc.svc_migrations (
-            id int identity(1, 1) primary key,
-            name nvarchar(255) not null,
-            source_dir nvarchar(255) not null,
-            filename nvarchar(400) not null,
-            migration_type int not null,
-            db_schema nvarchar(128) not null,
-            created datetime2(6) not null,
-            contents nvarchar(max) not null,
-            checksum char(64) not null,
-            version_id int not null references svc.svc_versions (id)
-        );
-        create index svc_migrations_version_id on svc.svc_migrations (version_id);
-        create index svc_migrations_filename on svc.svc_migrations (filename);
-    end;",
-    // `file` is a reserved word of T-SQL.
-    "if object_id(N'svc.svc_quarantine', N'U') is null create table svc.svc_quarantine (
-        tenant nvarchar(128) not null primary key,
-        version_id int null,
-        [file] nvarchar(400) not null,
-        line int null,
-        col int null,
-        cause nvarchar(64) not null,
-        message nvarchar(max) not null,
-        failures int not null default 1,
-        request_id nvarchar(255) not null,
-        quarantined nvarchar(40) not null
-    );",
-    "if object_id(N'svc.svc_audit', N'U') is null create table svc.svc_audit (
-        id bigint not null primary key,
-        at nvarchar(40) not null,
-        actor nvarchar(max) not null,
-        action nvarchar(max) not null,
-        target nvarchar(max) not null,
-        request_id nvarchar(255) not null,
-        outcome nvarchar(max) not null,
-        prev char(64) not null,
-        hash char(64) not null,
-        signature nvarchar(max) null,
-        trace_id nvarchar(32) null
-    );",
-    "if object_id(N'svc.svc_rollouts', N'U') is null create table svc.svc_rollouts (
-        id int identity(1, 1) primary key,
-        doc nvarchar(max) not null,
-        revision int not null default 0,
-        updated nvarchar(40) not null
-    );",
-    "if object_id(N'svc.svc_tokens', N'U') is null create table svc.svc_tokens (
-        name nvarchar(128) not null primary key,
-        role nvarchar(32) not null,
-        hash nvarchar(128) not null unique,
-        created bigint not null,
-        expires bigint null,
-        owner nvarchar(255) null
-    );",
-    "if object_id(N'svc.svc_directory', N'U') is null create table svc.svc_directory (
-        tenant nvarchar(128) not null primary key,
-        shard nvarchar(128) not null
-    );",
-    "if object_id(N'svc.svc_fingerprints', N'U') is null create table svc.svc_fingerprints (
-        db_schema nvarchar(128) not null primary key,
-        fingerprint nvarchar(128) not null,
-        recorded nvarchar(max) not null,
-        version_id int not null,
-        created datetime2(6) not null default sysutcdatetime()
-    );",
-    // Keys and texts as core writes them (`backfill::encode_key`).
-    "if object_id(N'svc.svc_backfills', N'U') is null create table svc.svc_backfills (
-        db_schema nvarchar(128) not null,
-        [file] nvarchar(400) not null,
-        state nvarchar(16) not null,
-        after_key nvarchar(max) null,
-        upper_key nvarchar(max) null,
-        rows_done bigint not null default 0,
-        batches bigint not null default 0,
-        rows_estimated bigint not null default 0,
-        last_error nvarchar(max) null,
-        updated nvarchar(40) not null,
-        version_id int not null,
-        name nvarchar(255) not null,
-        source_dir nvarchar(255) not null,
-        migration_type int not null,
-        contents nvarchar(max) not null,
-        checksum char(64) not null,
-        forward nvarchar(max) not null,
-        holder nvarchar(255) null,
-        heartbeat bigint null,
-        running_ms bigint not null default 0,
-        failure_budget nvarchar(8) null,
-        started_version int null,
-        primary key (db_schema, [file])
-    );",
-];
-
-/// The columns added to the service's tables after their first release,
-/// each added once to books written before (run after
-/// [`CREATE_SERVICE_TABLES`], in the same transaction).
-pub(crate) const ADDED_COLUMNS: [&str; 4] = [
-    "if col_length(N'svc.svc_versions', N'trace_id') is null \
-     alter table svc.svc_versions add trace_id nvarchar(32) null;",
-    "if col_length(N'svc.svc_audit', N'trace_id') is null alter table svc.svc_audit add trace_id nvarchar(32) null;",
-    "if col_length(N'svc.svc_backfills', N'failure_budget') is null \
-     alter table svc.svc_backfills add failure_budget nvarchar(8) null;",
-    "if col_length(N'svc.svc_backfills', N'started_version') is null \
-     alter table svc.svc_backfills add started_version int null;",
-];
-
-/// 1 when everything `statements` create in `svc` is there (the schema,
-/// each table, each added column), else 0: read without a lock, so a
-/// start finding nothing missing waits on no running version (the lock
-/// [`LOCK`] is taken only to create what is missing).
-pub(crate) fn service_objects_present<'s>(statements: impl IntoIterator<Item = &'s str>) -> String {
+/// 1 when everything `db::books::tables::creates` makes in `svc` (the
+/// tenant table when `tenants_table`) is there — the schema, each table,
+/// each added column — else 0: read without a lock, so a start finding
+/// nothing missing waits on no running version (the lock [`LOCK`] is taken
+/// only to create what is missing).
+pub(crate) fn service_objects_present(tenants_table: bool) -> String {
     let mut checks = vec!["schema_id(N'svc') is not null".to_string()];
-    for statement in statements {
-        for (marker, kind) in [("object_id(N'", "table"), ("col_length(N'", "column")] {
-            let Some(at) = statement.find(marker) else { continue };
-            let rest = &statement[at + marker.len()..];
-            let Some(end) = rest.find(") is null") else { continue };
-            let arguments = &rest[..end];
-            checks.push(match kind {
-                "table" => format!("object_id(N'{arguments}) is not null"),
-                _ => format!("col_length(N'{arguments}) is not null"),
-            });
-        }
-    }
+    checks.extend(
+        tables::tables(tenants_table).map(|table| format!("object_id(N'svc.{}', N'U') is not null", table.name)),
+    );
+    checks.extend(
+        tables::added()
+            .map(|(table, column)| format!("col_length(N'svc.{}', N'{}') is not null", table.name, column.name)),
+    );
     format!("select case when {} then 1 else 0 end;", checks.join(" and "))
 }
 
-/// 1 when the books have every column of [`ADDED_COLUMNS`] (books of an
-/// earlier release read before a read-write start adds them do not), else 0.
+/// 1 when the books have the trace id columns (books of an earlier release
+/// read before a read-write start adds them do not), else 0.
 pub(crate) const ADDED_COLUMNS_PRESENT: &str = "select case when col_length(N'svc.svc_versions', N'trace_id') \
     is not null and col_length(N'svc.svc_audit', N'trace_id') is not null then 1 else 0 end;";
 
 /// A read written with `{trace_id}` for the trace id column, for books
-/// with [`ADDED_COLUMNS`] (`traced`) or without them (null).
+/// with the trace id columns (`traced`) or without them (null).
 pub(crate) fn traced(statement: &str, traced: bool) -> String {
     statement.replace("{trace_id}", if traced { "trace_id" } else { "cast(null as nvarchar(32)) as trace_id" })
 }
-
-/// The default tenant table, created only when neither tenant statement is
-/// configured.
-pub(crate) const CREATE_TENANTS_TABLE: &str =
-    "if object_id(N'svc.svc_tenants', N'U') is null create table svc.svc_tenants (
-        id int identity(1, 1) primary key,
-        name nvarchar(128) not null unique,
-        created datetime2(6) not null default sysutcdatetime()
-    );";
 
 /// `created` as RFC 3339 UTC (the service writes UTC); a macro, so the
 /// statements below stay `const` literals. Style 126 is ISO 8601 with its
@@ -789,7 +661,7 @@ mod tests {
 
     /// Every statement of the driver, for the checks below.
     fn all_statements() -> Vec<String> {
-        let mut all: Vec<String> = CREATE_SERVICE_TABLES.iter().chain(&ADDED_COLUMNS).map(|s| s.to_string()).collect();
+        let mut all: Vec<String> = tables::creates(Driver::SqlServer, true);
         all.push(ADDED_COLUMNS_PRESENT.to_string());
         for statement in [SELECT_VERSIONS, SELECT_VERSIONS_BY_FILE, SELECT_VERSION, SELECT_AUDIT] {
             all.extend([traced(statement, true), traced(statement, false)]);
@@ -800,7 +672,6 @@ mod tests {
                 COMMIT,
                 ROLLBACK,
                 LOCK,
-                CREATE_TENANTS_TABLE,
                 SELECT_APPLIED,
                 INSERT_VERSION,
                 CREATE_SCHEMA,
@@ -878,16 +749,19 @@ mod tests {
 
     #[test]
     fn the_presence_check_names_the_schema_every_table_and_every_added_column() {
-        let statements = CREATE_SERVICE_TABLES.iter().chain(&ADDED_COLUMNS).chain([&CREATE_TENANTS_TABLE]);
-        let check = service_objects_present(statements.copied());
-        let tables = CREATE_SERVICE_TABLES.iter().filter(|s| s.contains("create table svc.")).count() + 1;
+        let creates = tables::creates(Driver::SqlServer, true);
+        let check = service_objects_present(true);
+        let tables = creates.iter().filter(|s| s.contains("create table svc.")).count();
+        let added = creates.iter().filter(|s| s.contains(" add ")).count();
+        assert_eq!((tables, added), (10, 6));
         assert_eq!(check.matches("object_id(N'svc.").count(), tables, "{check}");
-        assert_eq!(check.matches("col_length(N'svc.").count(), ADDED_COLUMNS.len(), "{check}");
+        assert_eq!(check.matches("col_length(N'svc.").count(), added, "{check}");
         for name in ["schema_id(N'svc') is not null", "object_id(N'svc.svc_tenants', N'U') is not null"] {
             assert!(check.contains(name), "{name}: {check}");
         }
         assert!(check.contains("col_length(N'svc.svc_backfills', N'started_version') is not null"), "{check}");
         assert!(check.starts_with("select case when ") && check.ends_with(" then 1 else 0 end;"), "{check}");
+        assert!(!service_objects_present(false).contains("svc_tenants"));
     }
 
     #[test]
