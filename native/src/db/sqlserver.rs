@@ -45,12 +45,13 @@ use crate::db::books::{AppliedSink, Books, PageOfNames, tables};
 use crate::db::engine::{Catalogs, Engine, Entries, Failure, Reading, Transaction};
 use crate::db::error::{Cause, DbError, one_line};
 use crate::db::error::{LockError, OpenError};
+use crate::db::lease;
 use crate::db::types::CONNECT_TIMEOUT;
 use crate::db::types::{
     Audit, AuditWindow, BackfillClaim, BackfillJob, BackfillRow, BackfillState, ClaimRoom, MigrationFilter,
     MigrationRow, NewVersion, QuarantineRow, Record, RolloutRow, TenantList, VersionFilter, VersionRow,
 };
-use strata_core::migrate::lock_wait::Timeouts;
+use strata_core::migrate::lock_wait::{self, Timeouts};
 use strata_core::migrate::run::fence;
 
 /// A session: tiberius's client, and how long a batch of a migration may
@@ -214,6 +215,14 @@ async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines
 
 /// The error for sp_getapplock's answer `code` (negative: not granted;
 /// -1 is a timeout) for the lock named `lock`, waited for `seconds`.
+/// Whether `sp_getapplock`'s code, asked not to wait, says another session
+/// holds the lock: -1 on SQL Server; Babelfish answers -999 ("not
+/// available"), which SQL Server keeps for a call that failed — a failure
+/// the wait that follows answers again, and reports.
+fn held_elsewhere(code: Option<i32>) -> bool {
+    matches!(code, Some(-1 | -999))
+}
+
 pub(super) fn lock_not_granted(code: Option<i32>, (lock, seconds): (&str, u64)) -> DbError {
     match code {
         Some(-1) => DbError::Lock(LockError::Timeout { lock: lock.to_string(), seconds }),
@@ -935,14 +944,28 @@ impl Engine for SqlServerEngine {
         for statement in tables::creates(Driver::SqlServer, tenants_table) {
             run(&mut client, &statement).await?;
         }
+        run(&mut client, sql::LOCK_HOLDER_TABLE).await?;
         run(&mut client, sql::COMMIT).await
     }
 
+    /// Takes the application lock at once when it is free; else says once
+    /// who holds it (`sql::LOCK_HOLDER`) and waits. Then names this
+    /// mutation its holder.
     async fn lock(&self) -> Result<Self::Lock, DbError> {
         let mut conn = self.session().await?;
-        let rows = query(&mut conn, sql::SESSION_LOCK, &[]).await?;
-        match rows.first().map(|row| int(row, 0)).transpose()? {
-            Some(code) if code >= 0 => Ok(conn),
+        let granted = |rows: Vec<Row>| rows.first().map(|row| int(row, 0)).transpose();
+        let mut code = granted(query(&mut conn, sql::SESSION_LOCK_NOW, &[]).await?)?;
+        if held_elsewhere(code) {
+            let holder = query(&mut conn, sql::LOCK_HOLDER, &[]).await?;
+            let holder = holder.first().map(|row| text(row, 0)).transpose()?.unwrap_or_default();
+            tracing::warn!("{}", lock_wait::lease_wait_message(sql::LOCK_RESOURCE, &holder));
+            code = granted(query(&mut conn, sql::SESSION_LOCK, &[]).await?)?;
+        }
+        match code {
+            Some(code) if code >= 0 => {
+                execute(&mut conn, sql::PUT_LOCK_HOLDER, &[&lease::new_holder()]).await?;
+                Ok(conn)
+            }
             other => Err(lock_not_granted(other, (sql::LOCK_RESOURCE, sql::LOCK_TIMEOUT_SECONDS))),
         }
     }
@@ -1103,7 +1126,16 @@ impl Engine for SqlServerEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_data_source, trusts_server_certificate, trusts_server_certificate_unasked};
+    use super::{held_elsewhere, parse_data_source, trusts_server_certificate, trusts_server_certificate_unasked};
+
+    #[test]
+    fn a_lock_not_granted_without_waiting_is_held_elsewhere_on_sql_server_and_on_babelfish() {
+        assert!(held_elsewhere(Some(-1)), "SQL Server");
+        assert!(held_elsewhere(Some(-999)), "Babelfish");
+        for code in [Some(0), Some(1), Some(-2), Some(-3), None] {
+            assert!(!held_elsewhere(code), "{code:?}");
+        }
+    }
 
     #[test]
     fn the_peers_url_form_trusts_the_certificate_unless_encrypt_is_given() {

@@ -52,8 +52,33 @@ pub(crate) const SESSION_LOCK: &str = "declare @granted int; \
     exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
     @LockOwner = 'Session', @LockTimeout = 600000; select @granted;";
 
-/// Releases the session's application lock.
-pub(crate) const SESSION_UNLOCK: &str = "exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
+/// [`SESSION_LOCK`] without waiting: -1 while another session holds it.
+pub(crate) const SESSION_LOCK_NOW: &str = "declare @granted int; \
+    exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
+    @LockOwner = 'Session', @LockTimeout = 0; select @granted;";
+
+/// Who holds the application lock, which carries no name of its own: one
+/// row, written by the session that holds the lock right after taking it
+/// ([`PUT_LOCK_HOLDER`]), read by a mutation that finds the lock taken
+/// ([`LOCK_HOLDER`]), deleted before the lock is released. SQL Server's
+/// own table beside the books (`db::books::tables`); its holder text is
+/// core's `lock_wait::lease_holder` (64 characters at most).
+pub(crate) const LOCK_HOLDER_TABLE: &str = "if object_id(N'svc.svc_lock', N'U') is null \
+    create table svc.svc_lock (id int not null primary key, holder nvarchar(64) not null);";
+
+/// Names the lock's holder (`@P1`), from the session holding it.
+pub(crate) const PUT_LOCK_HOLDER: &str = "update svc.svc_lock set holder = @P1 where id = 1; \
+    if @@rowcount = 0 insert into svc.svc_lock (id, holder) values (1, @P1);";
+
+/// The lock holder's text, while another session holds the lock (no row
+/// before its holder has written it, nor in books without the table).
+pub(crate) const LOCK_HOLDER: &str =
+    "if object_id(N'svc.svc_lock', N'U') is not null select holder from svc.svc_lock where id = 1;";
+
+/// Forgets the lock's holder and releases the session's application lock.
+pub(crate) const SESSION_UNLOCK: &str = "if object_id(N'svc.svc_lock', N'U') is not null \
+    delete from svc.svc_lock where id = 1; \
+    exec sp_releaseapplock @Resource = N'strata.svc', @LockOwner = 'Session';";
 
 /// Takes the application lock serialising start-up DDL across service
 /// instances, owned by the transaction; returns sp_getapplock's code
@@ -63,15 +88,15 @@ pub(crate) const LOCK: &str = "declare @granted int; \
     @LockOwner = 'Transaction', @LockTimeout = 600000; select @granted;";
 
 /// 1 when everything `db::books::tables::creates` makes in `svc` (the
-/// tenant table when `tenants_table`) is there — the schema, each table,
+/// tenant table when `tenants_table`) and [`LOCK_HOLDER_TABLE`] are there —
+/// the schema, each table,
 /// each added column — else 0: read without a lock, so a start finding
 /// nothing missing waits on no running version (the lock [`LOCK`] is taken
 /// only to create what is missing).
 pub(crate) fn service_objects_present(tenants_table: bool) -> String {
     let mut checks = vec!["schema_id(N'svc') is not null".to_string()];
-    checks.extend(
-        tables::tables(tenants_table).map(|table| format!("object_id(N'svc.{}', N'U') is not null", table.name)),
-    );
+    let names = tables::tables(tenants_table).map(|table| table.name).chain(["svc_lock"]);
+    checks.extend(names.map(|table| format!("object_id(N'svc.{table}', N'U') is not null")));
     checks.extend(
         tables::added()
             .map(|(table, column)| format!("col_length(N'svc.{}', N'{}') is not null", table.name, column.name)),
@@ -672,6 +697,12 @@ mod tests {
                 COMMIT,
                 ROLLBACK,
                 LOCK,
+                SESSION_LOCK,
+                SESSION_LOCK_NOW,
+                SESSION_UNLOCK,
+                LOCK_HOLDER_TABLE,
+                PUT_LOCK_HOLDER,
+                LOCK_HOLDER,
                 SELECT_APPLIED,
                 INSERT_VERSION,
                 CREATE_SCHEMA,
@@ -754,7 +785,8 @@ mod tests {
         let tables = creates.iter().filter(|s| s.contains("create table svc.")).count();
         let added = creates.iter().filter(|s| s.contains(" add ")).count();
         assert_eq!((tables, added), (10, 6));
-        assert_eq!(check.matches("object_id(N'svc.").count(), tables, "{check}");
+        assert_eq!(check.matches("object_id(N'svc.").count(), tables + 1, "{check}");
+        assert!(check.contains("object_id(N'svc.svc_lock', N'U') is not null"), "{check}");
         assert_eq!(check.matches("col_length(N'svc.").count(), added, "{check}");
         for name in ["schema_id(N'svc') is not null", "object_id(N'svc.svc_tenants', N'U') is not null"] {
             assert!(check.contains(name), "{name}: {check}");
