@@ -950,6 +950,7 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
             names: Vec::new(),
             copy_with_client: None,
         });
+        batch.end = Position { line: token.span.end.line, column: token.span.end.column };
         if let Some(w) = word(&token.token) {
             batch.words.push(w);
             batch.word_at.push(Position { line: token.span.start.line, column: token.span.start.column });
@@ -1185,10 +1186,15 @@ fn after_comments(mut text: &str) -> &str {
 
 /// Whether a statement of `text` ended before `at` (a failure's place in
 /// it): what ran of a file outside a transaction before it failed there.
-/// Text the tokenizer cannot read counts as having run.
+/// Text the tokenizer cannot read counts as having run. On SQL Server,
+/// whatever of a batch began before `at`: T-SQL needs no `;`, so a batch is
+/// not cut into its statements, and the server runs them one by one.
 pub fn ran_before(driver: Driver, text: &str, at: Position) -> bool {
     let Ok(tokens) = tokenize(driver, text) else { return true };
-    statements_of(driver, &tokens).iter().any(|statement| statement.end <= at)
+    match driver {
+        Driver::SqlServer => batches(&tokens).iter().any(|batch| batch.at < at),
+        _ => statements(&tokens, driver).iter().any(|statement| statement.end <= at),
+    }
 }
 
 /// The statements of `tokens` as `driver`'s engine cuts them: SQL Server's

@@ -760,6 +760,12 @@ fn what_ran_before_a_failure_is_told_by_the_statements_before_it() {
     assert!(!ran_before(Driver::Mysql, text, at(2, 5)));
     assert!(ran_before(Driver::Mysql, text, at(3, 1)));
     assert!(ran_before(Driver::Postgres, "select 1; select 2;", at(1, 11)));
+    // SQL Server: what of a batch began before the failure.
+    let batch = "create table a (x int)\ninsert into a values (1)\nGO\nselect 2\n";
+    assert!(!ran_before(Driver::SqlServer, batch, at(1, 1)));
+    assert!(ran_before(Driver::SqlServer, batch, at(2, 1)), "the batch's first statement ran");
+    assert!(ran_before(Driver::SqlServer, batch, at(4, 1)));
+    assert!(!ran_before(Driver::SqlServer, "GO\n\nselect 1\n", at(3, 1)));
 }
 
 #[test]
