@@ -118,7 +118,11 @@ async fn kill_9_in_the_middle_of_a_version_leaves_a_consistent_database() {
 
 #[tokio::test]
 async fn custom_tenant_statements_replace_the_default_table() {
-    let parameter = if backend() == Backend::Mysql { "?" } else { "$1" };
+    let parameter = match backend() {
+        Backend::Mysql => "?",
+        Backend::Sqlserver => "@P1",
+        _ => "$1",
+    };
     let extra = format!(
         "tenantSelectSQL: select name from svc.customers where active = 1 order by name\n\
          tenantInsertSQL: insert into svc.customers (name, active) values ({parameter}, 1)\n"
@@ -136,7 +140,7 @@ async fn custom_tenant_statements_replace_the_default_table() {
     let created = server.create_tenant(json!({ "tenantName": "acme", "versionName": "add acme" })).await;
     assert_eq!(created["data"]["createTenant"]["summary"]["tenantMigrationsTotal"], 2, "{created}");
     assert_eq!(
-        server.ws.rows("svc", "select name, active from customers order by name").await,
+        server.ws.rows("svc", &format!("select name, active from {qualifier}customers order by name")).await,
         [[json!("acme"), json!(1)], [json!("gone"), json!(0)]]
     );
     assert_eq!(server.data("{ tenants { name } }", json!({})).await, json!({ "tenants": [{ "name": "acme" }] }));
