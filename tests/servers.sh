@@ -41,11 +41,12 @@ PG_TLS_PORT=$((PG_PORT + 41))
 MY_PORT=${STRATA_MYSQL_PORT:-22069}
 # A second MariaDB server: the second shard of a MariaDB fleet.
 MY_SHARD_PORT=$((MY_PORT + 10))
-# A third and a fourth: the MariaDB suite runs in three parts at once, each
-# on a server of its own (a tenant is a database there: a suite takes turns
-# on its server).
+# A third, a fourth and a fifth: the MariaDB suite runs in four parts at
+# once, each on a server of its own (a tenant is a database there: a suite
+# takes turns on its server).
 MY_SECOND_PORT=$((MY_PORT + 20))
 MY_THIRD_PORT=$((MY_PORT + 30))
+MY_FOURTH_PORT=$((MY_PORT + 40))
 # A 3-node MariaDB Galera cluster: client ports, then group communication,
 # incremental and snapshot transfer ports, per node.
 GALERA_PORT=$((MY_PORT + 1))
@@ -80,7 +81,7 @@ install_packages() {
 # incremental and snapshot transfer ports included).
 all_ports() {
     echo "$PG_PORT $PG_DEFAULT_PORT $PGB_TX_PORT $PGB_SESSION_PORT $PGB_SMALL_PORT $PG_PRIMARY_PORT"
-    echo "$PG_STANDBY_PORT $PG_SHARD_B_PORT $PG_SHARD_C_PORT $PG_TLS_PORT $MY_PORT $MY_SHARD_PORT $MY_SECOND_PORT $MY_THIRD_PORT $S3_PORT $AZ_PORT"
+    echo "$PG_STANDBY_PORT $PG_SHARD_B_PORT $PG_SHARD_C_PORT $PG_TLS_PORT $MY_PORT $MY_SHARD_PORT $MY_SECOND_PORT $MY_THIRD_PORT $MY_FOURTH_PORT $S3_PORT $AZ_PORT"
     for i in 1 2 3; do
         echo "$((GALERA_PORT + i - 1)) $((GALERA_PORT + 100 + i)) $((GALERA_PORT + 110 + i)) $((GALERA_PORT + 120 + i))"
     done
@@ -289,6 +290,7 @@ start)
     start_mariadb my-shard "$MY_SHARD_PORT"
     start_mariadb my-second "$MY_SECOND_PORT"
     start_mariadb my-third "$MY_THIRD_PORT"
+    start_mariadb my-fourth "$MY_FOURTH_PORT"
     start_galera
     start_emulators
     cat >"$DIR/env" <<ENV
@@ -311,6 +313,7 @@ export STRATA_TEST_MYSQL_URL=mysql://root@127.0.0.1:$MY_PORT/mysql
 export STRATA_TEST_MYSQL_SHARD_URL=mysql://root@127.0.0.1:$MY_SHARD_PORT/mysql
 export STRATA_TEST_MYSQL_SECOND_URL=mysql://root@127.0.0.1:$MY_SECOND_PORT/mysql
 export STRATA_TEST_MYSQL_THIRD_URL=mysql://root@127.0.0.1:$MY_THIRD_PORT/mysql
+export STRATA_TEST_MYSQL_FOURTH_URL=mysql://root@127.0.0.1:$MY_FOURTH_PORT/mysql
 export STRATA_TEST_GALERA_URLS=mysql://root@127.0.0.1:$GALERA_PORT/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 1))/mysql,mysql://root@127.0.0.1:$((GALERA_PORT + 2))/mysql
 export STRATA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export STRATA_TEST_AZURITE_URL=http://127.0.0.1:$AZ_PORT
@@ -329,7 +332,7 @@ stop)
             su postgres -c "$(pg_bin)/pg_ctl -D $DIR/$cluster/data -m fast stop" >/dev/null 2>&1 || true
         fi
     done
-    for pid in "$DIR/my/pid" "$DIR/my-shard/pid" "$DIR/my-second/pid" "$DIR/my-third/pid" "$DIR"/galera/n*/pid; do
+    for pid in "$DIR/my/pid" "$DIR/my-shard/pid" "$DIR/my-second/pid" "$DIR/my-third/pid" "$DIR/my-fourth/pid" "$DIR"/galera/n*/pid; do
         [ -f "$pid" ] || continue
         kill "$(cat "$pid")" 2>/dev/null || true
         for _ in $(seq 1 50); do [ -f "$pid" ] || break; sleep 0.1; done
