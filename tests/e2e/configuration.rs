@@ -389,10 +389,12 @@ async fn a_mutation_waiting_for_the_lease_says_who_holds_it_since_when() {
              on conflict (id) do update set holder = excluded.holder, expires = excluded.expires"
         ),
         // The application lock, held by a session of the test's for 6
-        // seconds, its holder named as a mutation names itself.
+        // seconds, its holder named as a mutation names itself (waited
+        // for: on Babelfish the lock is the server's, which other tests'
+        // mutations take too).
         Backend::Sqlserver => format!(
             "declare @granted int; exec @granted = sp_getapplock @Resource = N'strata.svc', @LockMode = 'Exclusive', \
-             @LockOwner = 'Session', @LockTimeout = 0; if @granted < 0 throw 50000, 'not granted', 1; \
+             @LockOwner = 'Session', @LockTimeout = 60000; if @granted < 0 throw 50000, 'not granted', 1; \
              update svc.svc_lock set holder = {holder} where id = 1; \
              if @@rowcount = 0 insert into svc.svc_lock (id, holder) values (1, {holder});"
         ),
