@@ -288,6 +288,13 @@ async fn open_session(config: &tiberius::Config) -> Result<Connection, DbError> 
                 config.host(&host);
                 config.port(port);
             }
+            // The server answered and refused the session: a login or a
+            // database it does not let the login open (SQL Server's 18456
+            // and 4060), said as such.
+            Err(tiberius::error::Error::Server(token)) => {
+                let refused = format!("{} (SQL Server error {})", token.message(), token.code());
+                return Err(DbError::Open(OpenError::Connect(refused)));
+            }
             Err(e) => return Err(db_error(e)),
         }
     }
