@@ -115,7 +115,7 @@ impl MysqlEngine {
             let present: Vec<String> = sqlx::query_scalar(sql::ADDED_COLUMNS_PRESENT).fetch_all(&self.pool).await?;
             Ok::<_, sqlx::Error>(
                 tables::added()
-                    .filter(|(table, column)| !present.contains(&format!("{}.{}", table.name, column.name)))
+                    .filter(|(table, column)| !present.contains(&tables::qualified_name(table, column)))
                     .map(|(table, column)| tables::add_column(Driver::Mysql, table, column))
                     .collect::<Vec<_>>(),
             )

@@ -213,8 +213,6 @@ async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines
     }
 }
 
-/// The error for sp_getapplock's answer `code` (negative: not granted;
-/// -1 is a timeout) for the lock named `lock`, waited for `seconds`.
 /// Whether `sp_getapplock`'s code, asked not to wait, says another session
 /// holds the lock: -1 on SQL Server; Babelfish answers -999 ("not
 /// available"), which SQL Server keeps for a call that failed — a failure
@@ -223,6 +221,8 @@ fn held_elsewhere(code: Option<i32>) -> bool {
     matches!(code, Some(-1 | -999))
 }
 
+/// The error for sp_getapplock's answer `code` (negative: not granted;
+/// -1 is a timeout) for the lock named `lock`, waited for `seconds`.
 pub(super) fn lock_not_granted(code: Option<i32>, (lock, seconds): (&str, u64)) -> DbError {
     match code {
         Some(-1) => DbError::Lock(LockError::Timeout { lock: lock.to_string(), seconds }),

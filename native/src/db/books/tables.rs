@@ -339,6 +339,11 @@ pub(crate) fn added() -> impl Iterator<Item = (&'static Table, &'static Column)>
     TABLES.iter().flat_map(|table| table.columns.iter().filter(|c| c.added).map(move |column| (table, column)))
 }
 
+/// `table.column`, as the engines' catalogs are asked for an added column.
+pub(crate) fn qualified_name(table: &Table, column: &Column) -> String {
+    format!("{}.{}", table.name, column.name)
+}
+
 /// The statement adding `column` to `table` in books written before it:
 /// unless it is there on PostgreSQL and SQL Server; on MySQL and SQLite
 /// (no `add column if not exists`) the engine runs it only for a column
@@ -510,7 +515,7 @@ mod tests {
 
     #[test]
     fn columns_added_since_a_release_are_nullable_and_each_table_names_a_column_once() {
-        let added: Vec<String> = added().map(|(table, column)| format!("{}.{}", table.name, column.name)).collect();
+        let added: Vec<String> = added().map(|(table, column)| qualified_name(table, column)).collect();
         assert_eq!(added.len(), 6, "{added:?}");
         assert!(added.contains(&"svc_backfills.started_version".to_string()));
         assert!(super::added().all(|(_, column)| column.null));

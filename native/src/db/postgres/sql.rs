@@ -140,19 +140,22 @@ pub(crate) fn creates(tenants_table: bool) -> Vec<String> {
 pub(crate) fn service_objects_present(tenants_table: bool) -> String {
     let mut relations = tables::relations(Driver::Postgres, tenants_table);
     relations.push("svc_lock");
-    let columns: Vec<String> =
-        tables::added().map(|(table, column)| format!("{}.{}", table.name, column.name)).collect();
-    let list = |names: &mut dyn Iterator<Item = &str>| names.map(quote_string_postgres).collect::<Vec<_>>().join(", ");
+    let columns: Vec<String> = tables::added().map(|(table, column)| tables::qualified_name(table, column)).collect();
     format!(
         "select (select count(*) from pg_class where relnamespace = to_regnamespace('svc') \
          and relname in ({})) = {} and (select count(*) from pg_attribute a join pg_class c on c.oid = a.attrelid \
          where c.relnamespace = to_regnamespace('svc') and a.attnum > 0 and not a.attisdropped \
          and c.relname || '.' || a.attname in ({})) = {}",
-        list(&mut relations.iter().copied()),
+        quoted_list(&relations),
         relations.len(),
-        list(&mut columns.iter().map(String::as_str)),
+        quoted_list(&columns),
         columns.len()
     )
+}
+
+/// `names` as a list of quoted strings (`'a', 'b'`).
+fn quoted_list(names: &[impl AsRef<str>]) -> String {
+    names.iter().map(|name| quote_string_postgres(name.as_ref())).collect::<Vec<_>>().join(", ")
 }
 
 /// `created` as RFC 3339 UTC with microseconds, like the other drivers (a
