@@ -1608,3 +1608,40 @@ async fn a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_r
     let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
     assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
 }
+
+/// A procedure called by its name alone (the first statement of a batch,
+/// no `EXEC`) that ends the unit's transaction and begins another is found
+/// right after its file, as an `EXEC` is: the file is named, nothing of the
+/// unit is recorded, and the next file never runs. A file of plain DDL is
+/// not checked after it (core's `FileMode::may_end_transaction`); the unit's
+/// check before its records still runs, so the version applies.
+#[tokio::test]
+async fn a_procedure_called_by_name_alone_that_ends_the_transaction_is_named() {
+    if !available("a_procedure_called_by_name_alone_that_ends_the_transaction_is_named") {
+        return;
+    }
+    let server = start("").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    server.ws.write_migration(
+        "tenants/004.sql",
+        "create procedure {schema}.ends_it as exec ('commit transaction; begin transaction')\nGO\n\
+         alter table {schema}.users add plain int null\n",
+    );
+    let plain = server.create_version(json!({ "versionName": "plain" })).await;
+    assert!(plain.get("errors").is_none(), "{plain}\n{}", server.log());
+    server.ws.write_migration(
+        "tenants/005.sql",
+        "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\nGO\n{schema}.ends_it\n",
+    );
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.c2 (x int)\n");
+    let ended = server.create_version(json!({ "versionName": "called-by-name" })).await;
+    let message = ended["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{ended}"));
+    assert!(message.contains("migration tenants/005.sql failed in schema t1"), "{message}");
+    assert!(message.contains("a file ended the unit's transaction and began another"), "{message}");
+    let sql = "select count(*) from svc.svc_migrations where filename in (N'tenants/005.sql', N'tenants/006.sql')";
+    assert_eq!(server.ws.rows("svc", sql).await, [[json!(0)]], "nothing of the unit recorded");
+    assert_eq!(server.ws.rows("t1", "select x from t1.c1").await, [[json!(1)]]);
+    let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
+    assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
+}

@@ -51,6 +51,7 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
 use thiserror::Error;
 
 use crate::migrate::driver::Driver;
+use crate::migrate::keywords;
 
 /// The directive, in a leading comment, that makes a file run outside any
 /// transaction.
@@ -358,6 +359,15 @@ pub struct FileMode {
     /// back (`reset all`, `discard temp`, `pg_advisory_unlock_all()`, …). Text
     /// the tokenizer cannot read counts as changing it.
     pub changes_session: bool,
+    /// SQL Server: a batch may end or replace the unit's transaction where
+    /// none of its statements shows it — it runs a procedure or dynamic SQL
+    /// (`EXEC`, `EXECUTE`, a procedure called by its name alone) or
+    /// switches database (`USE`) — so the shell checks the transaction
+    /// right after the file, not only before the unit's records
+    /// ([`crate::migrate::run::fence`]). Text the tokenizer cannot read
+    /// counts. Not judged on the other engines, whose transactions no
+    /// procedure ends unseen.
+    pub may_end_transaction: bool,
 }
 
 /// Reads `contents` of `file` for `driver`: the directives, and every
@@ -428,6 +438,8 @@ pub fn inspect_part(
     };
     // What was not read may change anything but PostgreSQL's session.
     mode.changes_session |= !whole && driver != Driver::Postgres;
+    mode.may_end_transaction =
+        driver == Driver::SqlServer && (!whole || statements.iter().any(may_end_sqlserver_transaction));
     refusals.extend(balance::refusals(driver, file, &statements, mode.no_transaction));
     for statement in statements {
         if let Some(which) = statement.copy_with_client.filter(|_| driver == Driver::Postgres) {
@@ -477,6 +489,7 @@ fn unread(
     let mut mode = directives(file, &leading_lines(contents)).map_err(|e| Refusals(vec![e]))?;
     mode.no_transaction |= no_transaction;
     mode.changes_session = driver != Driver::Postgres;
+    mode.may_end_transaction = driver == Driver::SqlServer;
     let mark = Some(mark).filter(|_| !mode.backfill);
     match unreadable::control_word(driver, contents).filter(|_| !mode.no_transaction) {
         Some((at, word)) => Err(Refusals(vec![StatementError::Unreadable { file: file.to_string(), at, word, mark }])),
@@ -574,6 +587,29 @@ fn changes_sqlserver_session(batch: &[Word]) -> bool {
         Some(w) => w.starts_with('#'),
         None => false,
     })
+}
+
+/// A T-SQL batch that may end or replace the transaction it runs in where
+/// none of its statements shows it: one that runs a procedure or dynamic
+/// SQL (`EXEC`, `EXECUTE`; or a procedure called by its name alone, which
+/// only a batch's first statement can do: a batch that opens with a word
+/// SQL Server does not reserve, a quoted one, or no word at all, as
+/// `{schema}.name`), or switches database (`USE`). Its own
+/// `COMMIT`, `ROLLBACK` and `BEGIN TRAN` are refused by [`judge_sqlserver`];
+/// a trigger cannot end it unseen (one that commits or rolls back cancels
+/// its batch with an error, SQL Server 2005 and later); a routine's
+/// definition runs nothing.
+fn may_end_sqlserver_transaction(batch: &Statement) -> bool {
+    let words = &batch.words;
+    if defines_routine(words) {
+        return false;
+    }
+    let called_by_name = match (batch.opens_with_word, words.first()) {
+        (Some(true), Some(Some(first))) => !keywords::is_reserved(Driver::SqlServer, first),
+        (Some(_), _) => true,
+        (None, _) => false,
+    };
+    called_by_name || words.iter().any(|w| matches!(w.as_deref(), Some("EXEC" | "EXECUTE" | "USE")))
 }
 
 /// `CREATE TEMP[ORARY] …` (a table, a view, a trigger): it lives as long
@@ -766,6 +802,10 @@ pub(crate) struct Statement {
     names: Vec<String>,
     /// `COPY … STDIN` or `COPY … STDOUT` (the word, however far it comes).
     copy_with_client: Option<&'static str>,
+    /// A T-SQL batch's first token but a leading `;` is a word (a
+    /// statement's keyword or a procedure's name; not `{schema}` or `(`);
+    /// `None` until it is read, and in other engines' statements.
+    opens_with_word: Option<bool>,
 }
 
 fn word(token: &Token) -> Option<Word> {
@@ -846,6 +886,7 @@ fn cut(significant: &[&TokenWithSpan], driver: Driver, nest: bool) -> (Vec<State
                 word_at: Vec::new(),
                 names: Vec::new(),
                 copy_with_client: None,
+                opens_with_word: None,
             }
         });
         statement.end = Position { line: token.span.end.line, column: token.span.end.column };
@@ -949,7 +990,11 @@ fn batches(tokens: &[TokenWithSpan]) -> Vec<Statement> {
             word_at: Vec::new(),
             names: Vec::new(),
             copy_with_client: None,
+            opens_with_word: None,
         });
+        if batch.opens_with_word.is_none() && token.token != Token::SemiColon {
+            batch.opens_with_word = Some(word(&token.token).is_some());
+        }
         batch.end = Position { line: token.span.end.line, column: token.span.end.column };
         if let Some(w) = word(&token.token) {
             batch.words.push(w);

@@ -346,9 +346,11 @@ pub(crate) trait Engine: Send + Sync {
         Ok(())
     }
     /// Whether [`Engine::fence`] also runs after each file in a unit's
-    /// transaction (SQL Server: a file's procedure or dynamic SQL can end
-    /// the transaction unseen, and the file that did is named before the
-    /// next one runs in a transaction that is not the unit's).
+    /// transaction that may end it unseen (core's
+    /// `FileMode::may_end_transaction`; SQL Server: a file's procedure or
+    /// dynamic SQL can, and the file that did is named before the next one
+    /// runs in a transaction that is not the unit's). The fence before the
+    /// unit's records runs whatever the files are.
     const FENCE_AFTER_EACH_FILE: bool = false;
     /// [`Engine::fence`] as a statement of a unit's one message
     /// ([`Engine::ONE_MESSAGE`]), whose failure is [`Cause::LockLost`]

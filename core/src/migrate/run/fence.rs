@@ -1,9 +1,11 @@
 //! Whether a unit's transaction is still the one the shell began, judged
-//! from what an engine without a transaction-scoped lease reports after each
-//! file (SQL Server: `@@trancount`, the unit's application lock, `db_name()`).
-//! A file can end that transaction unseen — `COMMIT` in a procedure it calls
-//! or in dynamic SQL — and recording it afterwards would record what may have
-//! committed apart from its records, or not at all.
+//! from what an engine without a transaction-scoped lease reports before the
+//! unit's records and after each file that may end it unseen
+//! (`FileMode::may_end_transaction`; SQL Server: `@@trancount`, the unit's
+//! application lock, `db_name()`). A file can end that transaction unseen —
+//! `COMMIT` in a procedure it calls or in dynamic SQL — and recording it
+//! afterwards would record what may have committed apart from its records,
+//! or not at all.
 //!
 //! Invariants:
 //! - Only one state passes: one transaction deep, the unit's lock held, in

@@ -162,6 +162,14 @@ impl<'a> StepFiles<'a> {
         self.migration(step).forward.to_ascii_lowercase().contains(statements::BACKFILL_DIRECTIVE)
     }
 
+    /// The step executes a file that may end its unit's transaction where
+    /// none of its statements shows it ([`FileMode::may_end_transaction`]):
+    /// the shell checks the transaction right after it
+    /// ([`crate::migrate::run::fence`]).
+    pub fn may_end_transaction(&self, step: u32) -> bool {
+        self.plan.steps.at(step).execute && self.mode(step).may_end_transaction
+    }
+
     /// The step executes a file that runs outside any transaction.
     pub fn runs_alone(&self, step: u32) -> bool {
         self.plan.steps.at(step).execute && self.mode(step).no_transaction

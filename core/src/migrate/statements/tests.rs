@@ -17,6 +17,7 @@ const NO_TRANSACTION: FileMode = FileMode {
     statement_timeout_ms: None,
     backfill: false,
     changes_session: false,
+    may_end_transaction: false,
 };
 
 fn at(line: u64, column: u64) -> Position {
@@ -453,6 +454,46 @@ fn a_sql_server_batch_that_changes_its_session_is_told_apart() {
         "-- set nocount on\ncreate table [#not_temp] (id int)",
     ] {
         assert!(!changes(contents), "{contents}");
+    }
+}
+
+#[test]
+fn a_sql_server_batch_that_may_end_its_transaction_unseen_is_told_apart() {
+    let may_end = |contents: &str| inspect(Driver::SqlServer, "t/001.sql", contents).unwrap().may_end_transaction;
+    for contents in [
+        "exec dbo.archive_orders",
+        "create table t (id int)\nGO\nEXECUTE sp_executesql N'select 1'",
+        "insert into t (id) exec dbo.ids",
+        "if 1 = 1 exec ('delete from t')",
+        "dbo.archive_orders",
+        "archive_orders @days = 30",
+        "[dbo].[archive_orders]",
+        "create table {schema}.c1 (x int)\nGO\n{schema}.archive_orders",
+        "(select 1)",
+        "sp_executesql N'commit'",
+        "USE other\nGO\ncreate table t (id int)",
+        "create table t (id int) /* unterminated",
+    ] {
+        assert!(may_end(contents), "{contents}");
+    }
+    for contents in [
+        "create table t (id int)\nGO\ncreate index t_id on t (id)",
+        "alter table t add c int null",
+        "insert into t values (1)\nupdate t set id = 2\ndelete from t where id = 3",
+        "declare @n int\nset @n = 1\nupdate t set id = @n where id = 0",
+        "with x as (select 1 as n) select n from x",
+        ";with x as (select 1 as n) select n from x",
+        "alter table {schema}.t add c int null",
+        "create procedure p as exec ('commit')",
+        "create or alter trigger tr on t after insert as exec dbo.audit",
+        "-- exec dbo.archive_orders\ncreate view v as select 1 as n",
+        "select 'exec dbo.archive_orders' as text",
+        "",
+    ] {
+        assert!(!may_end(contents), "{contents}");
+    }
+    for driver in [Driver::Postgres, Driver::Mysql, Driver::Sqlite] {
+        assert!(!inspect(driver, "t/001.sql", "select 1").unwrap().may_end_transaction, "{driver:?}");
     }
 }
 

@@ -89,7 +89,7 @@ impl<E: Engine> Run<'_, E> {
                 partly,
                 attempts: 1,
             })?;
-            if E::FENCE_AFTER_EACH_FILE {
+            if E::FENCE_AFTER_EACH_FILE && self.files.may_end_transaction(step) {
                 self.engine.fence(conn, self.lock).await.map_err(|error| self.unrecorded(&[step], error))?;
             }
             if placement.reference_tables {
