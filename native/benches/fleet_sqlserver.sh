@@ -10,7 +10,10 @@
 #            and transactions, no bookkeeping at all
 #   strata   one `strata apply` (tenantConcurrency: CONCURRENCY, defaults
 #            otherwise: checksums, svc_migrations rows, the application
-#            lock), its peak RSS from /usr/bin/time
+#            lock, the drift read before and fingerprints after), its peak
+#            RSS from /usr/bin/time
+#   unread   the same without the catalog reads (`driftPolicy: off`,
+#            `recordFingerprints: false`): the version alone
 #
 # Every tenant schema exists before each timed run (created, not timed).
 # Printed per variant: the median of RUNS alternating runs, their spread in
@@ -112,7 +115,7 @@ floor_run() { # -> seconds
     echo "$seconds"
 }
 
-strata_run() { # -> "seconds rss_kb"
+strata_run() { # [extra configuration] -> "seconds rss_kb"
     python3 "$work/tds.py" fresh strata_bench "$TENANTS"
     cat >"$work/svc.yaml" <<YAML
 baseLocation: $work/m
@@ -124,6 +127,7 @@ tenantSelectSQL: select name from dbo.tenants order by name
 tenantInsertSQL: insert into dbo.tenants (name) values (@P1)
 tenantConcurrency: $CONCURRENCY
 logLevel: ERROR
+${1:-}
 YAML
     local start; start=$(now)
     /usr/bin/time -f "%M" -o "$work/rss" "$STRATA_BIN" --config "$work/svc.yaml" apply --version fleet >"$work/out.txt" 2>"$work/err"
@@ -140,17 +144,20 @@ python3 "$work/tds.py" count master "select @@version" | head -1
 : >"$work/times"
 for run in $(seq 1 "$RUNS"); do
     # Alternate which variant goes first.
+    unread=$'driftPolicy: off\nrecordFingerprints: false'
     if [ $((run % 2)) = 1 ]; then
         echo "floor $(floor_run) 0" >>"$work/times"
         echo "strata $(strata_run)" >>"$work/times"
+        echo "unread $(strata_run "$unread")" >>"$work/times"
     else
+        echo "unread $(strata_run "$unread")" >>"$work/times"
         echo "strata $(strata_run)" >>"$work/times"
         echo "floor $(floor_run) 0" >>"$work/times"
     fi
 done
 printf '%-8s %-8s %6s %12s %16s %8s %8s\n' tenants variant runs median spread ratio "RSS MB"
 floor=$(awk '$1 == "floor" { print $2 }' "$work/times" | median)
-for variant in floor strata; do
+for variant in floor strata unread; do
     m=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | median)
     range=$(awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | spread)
     rss=$(awk -v v="$variant" '$1 == v { print $3 }' "$work/times" | sort -n | tail -1)

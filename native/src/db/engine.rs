@@ -322,6 +322,13 @@ pub(crate) trait Engine: Send + Sync {
     async fn discard(&self, conn: Self::Conn) {
         drop(conn);
     }
+    /// Takes back a connection whose work ended cleanly — no transaction
+    /// open, nothing of its session changed — for the next
+    /// [`Engine::connect`]: an engine without a pool keeps it a moment
+    /// (SQL Server). By default it goes back to its pool.
+    async fn give_back(&self, conn: Self::Conn) {
+        drop(conn);
+    }
     /// Takes the database's cross-instance lock on a session of its own
     /// (the executor has passed this process's gate first).
     async fn lock(&self) -> Result<Self::Lock, DbError>;

@@ -61,6 +61,14 @@ use strata_core::migrate::run::fence;
 pub(crate) struct Connection {
     client: Client<Compat<TcpStream>>,
     pub(super) statement_ms: u64,
+    /// The `SET LOCK_TIMEOUT` this driver last sent on the session (`None`:
+    /// none yet), sent again only when it changes: SQL Server keeps it past
+    /// commits, and a file that sets it itself changes its session (core's
+    /// `FileMode::changes_session`), whose connection is closed after its
+    /// unit.
+    lock_timeout_ms: Option<i64>,
+    /// [`sql::SESSION_SETTINGS`] was sent on it.
+    settings_sent: bool,
     /// What it was opened with: a batch the server does not stop when told
     /// has its session replaced ([`cancelled_past`]).
     config: tiberius::Config,
@@ -91,7 +99,19 @@ pub(crate) struct SqlServerEngine {
     /// The database sessions begin in (read on the first connection): a
     /// unit's fence finds a file that switched away from it (`USE`).
     database: std::sync::OnceLock<String>,
+    /// A session whose work ended cleanly ([`Engine::give_back`], the books'
+    /// installation, the lock's end), and when: the next
+    /// [`Engine::connect`] within [`SPARE_FOR`] takes it rather than
+    /// opening one. A start-up's steps (the books, the rollouts, the
+    /// version's first connection, the audit row after the lock) each
+    /// opened a session of their own: a login, and on Babelfish a new
+    /// backend reading its catalogs again, 0.3 s each.
+    spare: std::sync::Mutex<Option<(std::time::Instant, Connection)>>,
 }
+
+/// How long a spare session is taken (older, it is closed: a server or
+/// a network between may have ended it meanwhile).
+const SPARE_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Parses `dataSource` (ADO, JDBC, or a go-mssqldb `sqlserver://` URL).
 pub(crate) fn parse_data_source(data_source: &str) -> Result<tiberius::Config, DbError> {
@@ -197,6 +217,7 @@ async fn cancelled_past(conn: &mut Connection, limit: std::time::Duration, lines
     let replaced = async {
         let mut fresh = open_session(&conn.config).await?;
         run(&mut fresh, sql::SESSION_SETTINGS).await?;
+        fresh.settings_sent = true;
         Ok::<_, DbError>(fresh)
     };
     match replaced.await {
@@ -248,6 +269,7 @@ impl SqlServerEngine {
             tenant_insert_sql: config.tenant_insert_sql.clone(),
             traced: std::sync::atomic::AtomicBool::new(false),
             database: std::sync::OnceLock::new(),
+            spare: std::sync::Mutex::new(None),
         })
     }
 
@@ -268,6 +290,22 @@ impl SqlServerEngine {
     async fn session(&self) -> Result<Connection, DbError> {
         open_session(&self.config).await
     }
+
+    /// Keeps `conn`, whose work ended cleanly (no transaction open, its
+    /// session as this driver left it), for the next [`Engine::connect`];
+    /// a spare kept before is closed.
+    fn keep(&self, mut conn: Connection) {
+        conn.statement_ms = 0;
+        if let Ok(mut spare) = self.spare.lock() {
+            *spare = Some((std::time::Instant::now(), conn));
+        }
+    }
+
+    /// The spare session, when one was kept within [`SPARE_FOR`].
+    fn take_spare(&self) -> Option<Connection> {
+        let spare = self.spare.lock().ok()?.take()?;
+        (spare.0.elapsed() < SPARE_FOR).then_some(spare.1)
+    }
 }
 
 /// Opens a connection with `config`, following an Azure SQL gateway
@@ -283,7 +321,9 @@ async fn open_session(config: &tiberius::Config) -> Result<Connection, DbError> 
             .map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
         tcp.set_nodelay(true).map_err(|e| DbError::Open(OpenError::Connect(e.to_string())))?;
         match Client::connect(config.clone(), tcp.compat_write()).await {
-            Ok(client) => return Ok(Connection { client, statement_ms: 0, config }),
+            Ok(client) => {
+                return Ok(Connection { client, statement_ms: 0, lock_timeout_ms: None, settings_sent: false, config });
+            }
             Err(tiberius::error::Error::Routing { host, port }) => {
                 config.host(&host);
                 config.port(port);
@@ -903,8 +943,14 @@ impl Engine for SqlServerEngine {
     }
 
     async fn connect(&self) -> Result<Self::Conn, DbError> {
-        let mut client = self.session().await?;
-        run(&mut client, sql::SESSION_SETTINGS).await?;
+        let mut client = match self.take_spare() {
+            Some(spare) => spare,
+            None => self.session().await?,
+        };
+        if !client.settings_sent {
+            run(&mut client, sql::SESSION_SETTINGS).await?;
+            client.settings_sent = true;
+        }
         if self.database.get().is_none() {
             let rows = query(&mut client, sql::DATABASE, &[]).await?;
             if let Some(row) = rows.first() {
@@ -940,6 +986,7 @@ impl Engine for SqlServerEngine {
         let mut client = self.session().await?;
         let rows = query(&mut client, &sql::service_objects_present(tenants_table), &[]).await?;
         if rows.first().map(|row| int(row, 0)).transpose()? == Some(1) {
+            self.keep(client);
             return Ok(());
         }
         run(&mut client, sql::BEGIN).await?;
@@ -952,7 +999,9 @@ impl Engine for SqlServerEngine {
             run(&mut client, &statement).await?;
         }
         run(&mut client, sql::LOCK_HOLDER_TABLE).await?;
-        run(&mut client, sql::COMMIT).await
+        run(&mut client, sql::COMMIT).await?;
+        self.keep(client);
+        Ok(())
     }
 
     /// Takes the application lock at once when it is free; else says once
@@ -978,9 +1027,14 @@ impl Engine for SqlServerEngine {
     }
 
     async fn unlock(&self, mut conn: Self::Lock) {
-        if let Err(e) = run(&mut conn, sql::SESSION_UNLOCK).await {
-            tracing::warn!(error = %e, "sp_releaseapplock failed; the lock ends with the connection");
+        match run(&mut conn, sql::SESSION_UNLOCK).await {
+            Ok(()) => self.keep(conn),
+            Err(e) => tracing::warn!(error = %e, "sp_releaseapplock failed; the lock ends with the connection"),
         }
+    }
+
+    async fn give_back(&self, conn: Self::Conn) {
+        self.keep(conn);
     }
 
     async fn transaction(&self, conn: &mut Self::Conn, step: Transaction) -> Result<(), DbError> {
@@ -1000,14 +1054,31 @@ impl Engine for SqlServerEngine {
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         conn.statement_ms = timeouts.statement_ms;
         let ms = if timeouts.lock_ms == 0 { -1 } else { i64::try_from(timeouts.lock_ms).unwrap_or(i64::MAX) };
-        conn.simple_query(sql::set_lock_timeout(ms)).await.map_err(db_error)?.into_results().await.map_err(db_error)?;
+        if conn.lock_timeout_ms != Some(ms) {
+            conn.lock_timeout_ms = None;
+            conn.simple_query(sql::set_lock_timeout(ms))
+                .await
+                .map_err(db_error)?
+                .into_results()
+                .await
+                .map_err(db_error)?;
+            conn.lock_timeout_ms = Some(ms);
+        }
         Ok(())
     }
 
     async fn reset_timeouts(&self, conn: &mut Self::Conn) {
         conn.statement_ms = 0;
-        if let Ok(stream) = conn.simple_query(sql::set_lock_timeout(-1)).await {
-            let _ = stream.into_results().await;
+        if conn.lock_timeout_ms == Some(-1) {
+            return;
+        }
+        conn.lock_timeout_ms = None;
+        let reset = match conn.simple_query(sql::set_lock_timeout(-1)).await {
+            Ok(stream) => stream.into_results().await.is_ok(),
+            Err(_) => false,
+        };
+        if reset {
+            conn.lock_timeout_ms = Some(-1);
         }
     }
 

@@ -316,7 +316,9 @@ impl<E: Engine> Database for Store<E> {
     /// exist there is no tenant; a configured `tenantSelectSQL` is asked.
     async fn tenants(&self) -> Result<Vec<String>, DbError> {
         let Some(mut conn) = self.tenant_reading().await? else { return Ok(Vec::new()) };
-        Ok(self.engine.books().tenants(&mut conn).await?.names)
+        let tenants = self.engine.books().tenants(&mut conn).await?.names;
+        self.engine.give_back(conn).await;
+        Ok(tenants)
     }
 
     async fn tenant_attributes(&self) -> Result<Attributes, DbError> {
@@ -477,7 +479,9 @@ impl<E: Engine> Database for Store<E> {
 
     async fn rollouts(&self) -> Result<Vec<RolloutRow>, DbError> {
         let Some(mut conn) = self.reading().await? else { return Ok(Vec::new()) };
-        self.engine.books().rollouts(&mut conn).await
+        let rollouts = self.engine.books().rollouts(&mut conn).await?;
+        self.engine.give_back(conn).await;
+        Ok(rollouts)
     }
 
     async fn insert_rollout(&self, id: i64, doc: &str, updated: &str) -> Result<bool, DbError> {
