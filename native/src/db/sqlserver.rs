@@ -1082,8 +1082,6 @@ impl Engine for SqlServerEngine {
         }
     }
 
-    /// Other sessions with an open transaction (SQL Server cannot tell
-    /// cheaply which of them hold locks in `schema`), one line each.
     async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
         let mut read = self.catalogs(conn, &[schema.to_owned()], Reading::Drift).await?;
         Ok(read.pop().unwrap_or_default())
@@ -1122,6 +1120,8 @@ impl Engine for SqlServerEngine {
         Ok(read)
     }
 
+    /// Other sessions with an open transaction (SQL Server cannot tell
+    /// cheaply which of them hold locks in `schema`), one line each.
     async fn blockers(&self, conn: &mut Self::Conn, _schema: &str) -> Vec<String> {
         let rows = match query(conn, sql::BLOCKERS, &[]).await {
             Ok(rows) => rows,

@@ -245,6 +245,7 @@ impl<E: Engine> Store<E> {
         for batch in schemas.chunks(super::engine::CATALOGS_PER_READ) {
             out.extend(self.engine.catalogs(&mut conn, batch, reading).await?);
         }
+        self.engine.give_back(conn).await;
         Ok(out)
     }
 
