@@ -1568,6 +1568,34 @@ async fn a_files_set_rowcount_does_not_cut_the_records() {
     assert_eq!(files, [json!("tenants/004.sql"), json!("tenants/005.sql"), json!("tenants/006.sql")]);
 }
 
+/// [`start`]ed, with the tenant `t1`.
+async fn start_with_t1() -> Server {
+    let server = start("").await;
+    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
+    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    server
+}
+
+/// Runs version `version` of `tenants/005.sql` (`contents`: the table
+/// `c1` given a row, then what ends the unit's transaction and begins
+/// another) and `tenants/006.sql` (the table `c2`) in `t1`: the file is
+/// named, what ran may be committed, nothing of the unit is recorded; what
+/// the file committed stays, and the next file never ran.
+async fn ends_its_transaction_unseen(server: &Server, contents: &str, version: &str) {
+    server.ws.write_migration("tenants/005.sql", contents);
+    server.ws.write_migration("tenants/006.sql", "create table {schema}.c2 (x int)\n");
+    let ended = server.create_version(json!({ "versionName": version })).await;
+    let message = ended["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{ended}"));
+    assert!(message.contains("migration tenants/005.sql failed in schema t1"), "{message}");
+    assert!(message.contains("a file ended the unit's transaction and began another"), "{message}");
+    assert!(message.contains("may be partly applied, unrecorded"), "{message}");
+    let sql = "select count(*) from svc.svc_migrations where filename in (N'tenants/005.sql', N'tenants/006.sql')";
+    assert_eq!(server.ws.rows("svc", sql).await, [[json!(0)]], "nothing of the unit recorded");
+    assert_eq!(server.ws.rows("t1", "select x from t1.c1").await, [[json!(1)]]);
+    let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
+    assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
+}
+
 /// A file whose dynamic SQL ends the unit's transaction and begins another
 /// (`exec ('commit transaction; begin transaction')`: the trancount is the
 /// same after it, so the server says nothing) is named before the next
@@ -1579,9 +1607,7 @@ async fn a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_r
     if !available("a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_recorded") {
         return;
     }
-    let server = start("").await;
-    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
-    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    let server = start_with_t1().await;
     server.ws.write_migration(
         "tenants/004.sql",
         "create table {schema}.s1 (x int)\nsave tran before_two\ninsert into {schema}.s1 values (1)\n\
@@ -1590,39 +1616,22 @@ async fn a_file_that_ends_its_units_transaction_unseen_is_named_and_nothing_is_r
     let saved = server.create_version(json!({ "versionName": "savepoint" })).await;
     assert!(saved.get("errors").is_none(), "{saved}\n{}", server.log());
     assert_eq!(server.ws.rows("t1", "select x from t1.s1").await, [[json!(2)]]);
-    server.ws.write_migration(
-        "tenants/005.sql",
-        "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\n\
-         exec ('commit transaction; begin transaction')\n",
-    );
-    server.ws.write_migration("tenants/006.sql", "create table {schema}.c2 (x int)\n");
-    let ended = server.create_version(json!({ "versionName": "ends-its-transaction" })).await;
-    let message = ended["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{ended}"));
-    assert!(message.contains("migration tenants/005.sql failed in schema t1"), "{message}");
-    assert!(message.contains("a file ended the unit's transaction and began another"), "{message}");
-    assert!(message.contains("may be partly applied, unrecorded"), "{message}");
-    let sql = "select count(*) from svc.svc_migrations where filename in (N'tenants/005.sql', N'tenants/006.sql')";
-    assert_eq!(server.ws.rows("svc", sql).await, [[json!(0)]], "nothing of the unit recorded");
-    // What the file's dynamic SQL committed stays; the next file never ran.
-    assert_eq!(server.ws.rows("t1", "select x from t1.c1").await, [[json!(1)]]);
-    let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
-    assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
+    let contents = "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\n\
+                    exec ('commit transaction; begin transaction')\n";
+    ends_its_transaction_unseen(&server, contents, "ends-its-transaction").await;
 }
 
 /// A procedure called by its name alone (the first statement of a batch,
 /// no `EXEC`) that ends the unit's transaction and begins another is found
-/// right after its file, as an `EXEC` is: the file is named, nothing of the
-/// unit is recorded, and the next file never runs. A file of plain DDL is
-/// not checked after it (core's `FileMode::may_end_transaction`); the unit's
+/// right after its file, as an `EXEC` is. A file of plain DDL is not
+/// checked after it (core's `FileMode::may_end_transaction`); the unit's
 /// check before its records still runs, so the version applies.
 #[tokio::test]
 async fn a_procedure_called_by_name_alone_that_ends_the_transaction_is_named() {
     if !available("a_procedure_called_by_name_alone_that_ends_the_transaction_is_named") {
         return;
     }
-    let server = start("").await;
-    let created = server.create_tenant(json!({ "tenantName": "t1", "versionName": "t1" })).await;
-    assert!(created.get("errors").is_none(), "{created}\n{}", server.log());
+    let server = start_with_t1().await;
     server.ws.write_migration(
         "tenants/004.sql",
         "create procedure {schema}.ends_it as exec ('commit transaction; begin transaction')\nGO\n\
@@ -1630,18 +1639,6 @@ async fn a_procedure_called_by_name_alone_that_ends_the_transaction_is_named() {
     );
     let plain = server.create_version(json!({ "versionName": "plain" })).await;
     assert!(plain.get("errors").is_none(), "{plain}\n{}", server.log());
-    server.ws.write_migration(
-        "tenants/005.sql",
-        "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\nGO\n{schema}.ends_it\n",
-    );
-    server.ws.write_migration("tenants/006.sql", "create table {schema}.c2 (x int)\n");
-    let ended = server.create_version(json!({ "versionName": "called-by-name" })).await;
-    let message = ended["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{ended}"));
-    assert!(message.contains("migration tenants/005.sql failed in schema t1"), "{message}");
-    assert!(message.contains("a file ended the unit's transaction and began another"), "{message}");
-    let sql = "select count(*) from svc.svc_migrations where filename in (N'tenants/005.sql', N'tenants/006.sql')";
-    assert_eq!(server.ws.rows("svc", sql).await, [[json!(0)]], "nothing of the unit recorded");
-    assert_eq!(server.ws.rows("t1", "select x from t1.c1").await, [[json!(1)]]);
-    let c2 = "select count(*) from information_schema.tables where table_schema = 't1' and table_name = 'c2'";
-    assert_eq!(server.ws.rows("t1", c2).await, [[json!(0)]]);
+    let contents = "create table {schema}.c1 (x int)\ninsert into {schema}.c1 values (1)\nGO\n{schema}.ends_it\n";
+    ends_its_transaction_unseen(&server, contents, "called-by-name").await;
 }
