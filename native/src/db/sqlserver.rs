@@ -347,6 +347,18 @@ pub(super) async fn run(client: &mut Connection, batch: &str) -> Result<(), DbEr
     Ok(())
 }
 
+/// `SET LOCK_TIMEOUT ms` (-1 waits forever) on the session, sent only when
+/// it changes ([`Connection::lock_timeout_ms`]).
+async fn set_lock_timeout(conn: &mut Connection, ms: i64) -> Result<(), DbError> {
+    if conn.lock_timeout_ms == Some(ms) {
+        return Ok(());
+    }
+    conn.lock_timeout_ms = None;
+    run(conn, &sql::set_lock_timeout(ms)).await?;
+    conn.lock_timeout_ms = Some(ms);
+    Ok(())
+}
+
 /// Runs a parameterised statement (through `sp_executesql`); the rows it
 /// changed.
 async fn execute(client: &mut Connection, statement: &str, params: &[&dyn ToSql]) -> Result<u64, DbError> {
@@ -1054,32 +1066,12 @@ impl Engine for SqlServerEngine {
     async fn set_timeouts(&self, conn: &mut Self::Conn, timeouts: Timeouts, _local: bool) -> Result<(), DbError> {
         conn.statement_ms = timeouts.statement_ms;
         let ms = if timeouts.lock_ms == 0 { -1 } else { i64::try_from(timeouts.lock_ms).unwrap_or(i64::MAX) };
-        if conn.lock_timeout_ms != Some(ms) {
-            conn.lock_timeout_ms = None;
-            conn.simple_query(sql::set_lock_timeout(ms))
-                .await
-                .map_err(db_error)?
-                .into_results()
-                .await
-                .map_err(db_error)?;
-            conn.lock_timeout_ms = Some(ms);
-        }
-        Ok(())
+        set_lock_timeout(conn, ms).await
     }
 
     async fn reset_timeouts(&self, conn: &mut Self::Conn) {
         conn.statement_ms = 0;
-        if conn.lock_timeout_ms == Some(-1) {
-            return;
-        }
-        conn.lock_timeout_ms = None;
-        let reset = match conn.simple_query(sql::set_lock_timeout(-1)).await {
-            Ok(stream) => stream.into_results().await.is_ok(),
-            Err(_) => false,
-        };
-        if reset {
-            conn.lock_timeout_ms = Some(-1);
-        }
+        let _ = set_lock_timeout(conn, -1).await;
     }
 
     async fn catalog(&self, conn: &mut Self::Conn, schema: &str) -> Result<Vec<CatalogObject>, DbError> {
